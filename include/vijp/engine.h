@@ -1,0 +1,33 @@
+/* Gradient engines (DESIGN §2), written once against the layer interface and
+ * run in any format. */
+#ifndef VIJP_ENGINE_H
+#define VIJP_ENGINE_H
+
+#include "vijp/net.h"
+
+typedef enum {
+    VIJP_ENGINE_BACKPROP,
+    VIJP_ENGINE_MOONWALK,     /* mixed mode: reverse pass on input cotangents, then vijp sweep */
+    VIJP_ENGINE_PURE_FORWARD  /* g_0 (and fragments) by jvps, then the same sweep */
+} vijp_engine_kind;
+
+typedef struct {
+    size_t depth;
+    vijp_mat grad_x;       /* ∇_x ℓ = g_0, n_0 × B */
+    vijp_mat *grad_theta;  /* grad_theta[i-1] = ∇θ_i summed over the batch, P_i × 1 */
+    vijp_mat *g;           /* g[i-1] = g_i, the cotangent of h_i (m_i × B), i = 1..D */
+    double loss;           /* ℓ summed over the batch, rounded to double */
+    size_t stored_bytes;   /* peak bytes kept alive between passes, counted by the engine */
+} vijp_grads;
+
+int vijp_engine_parse(const char *s, vijp_engine_kind *e, vijp_error *err);
+const char *vijp_engine_name(vijp_engine_kind e);
+
+/* Run engine e on network net with parameters theta (from vijp_net_params),
+ * inputs X (n_0 × B) and loss data T (m_D × B), all in one format.
+ * On success out owns its matrices: release with vijp_grads_clear. */
+int vijp_engine_run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta,
+                    const vijp_mat *X, const vijp_mat *T, vijp_grads *out, vijp_error *err);
+void vijp_grads_clear(vijp_grads *g);
+
+#endif

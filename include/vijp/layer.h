@@ -1,0 +1,151 @@
+/* The layer interface.  One layer type is one descriptor (vijp_layer_type):
+ * shape rules, initialisers, structural declarations and its operators, in
+ * double (src/layers/) and in MPFR (oracles/, written independently).
+ *
+ * Conventions for every operator: a batch of B samples is a column-major
+ * matrix with one sample per column; X is the layer input (n × B), Y its
+ * output (m × B).  Cotangents Gy (m × B), Gx (n × B) are stored the same way
+ * (each column is the row vector g of DESIGN §1, transposed).  theta holds the
+ * parameters in the layer's own layout (dense: W column-major m × n, then b).
+ */
+#ifndef VIJP_LAYER_H
+#define VIJP_LAYER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <mpfr.h>
+#include "vijp/format.h"
+#include "vijp/error.h"
+#include "vijp/mat.h"
+#include "vijp/rng.h"
+
+typedef struct vijp_layer_type vijp_layer_type;
+
+typedef struct {
+    const vijp_layer_type *type;
+    size_t in, out; /* n_i and m_i */
+    double alpha;   /* leaky ReLU slope */
+} vijp_layer;
+
+/* Structural declarations (DESIGN §4, "analytic" verdicts). */
+enum {
+    VIJP_DECL_SUBMERSIVE = 1u << 0,       /* J has full row rank at every point */
+    VIJP_DECL_NEVER_SUBMERSIVE = 1u << 1, /* J never has full row rank (e.g. m > n) */
+    VIJP_DECL_INVERTIBLE = 1u << 2        /* forward is a bijection with an inverse operator */
+};
+
+/* What Moonwalk mixed mode keeps from the forward pass so that the reverse pass
+ * can apply the input vjp (DESIGN §2). */
+typedef enum {
+    VIJP_RESIDUAL_NONE,  /* the input vjp does not depend on the input (dense) */
+    VIJP_RESIDUAL_SIGN,  /* it depends on the input only through [x > 0]: one bit per unit */
+    VIJP_RESIDUAL_INPUT  /* it needs the input values */
+} vijp_residual_kind;
+
+typedef enum { VIJP_INIT_GAUSSIAN, VIJP_INIT_ORTHOGONAL, VIJP_INIT_SCALED } vijp_init_kind;
+typedef struct {
+    vijp_init_kind kind;
+    double gain; /* scaled: W = gain · orthogonal */
+} vijp_init;
+
+/* Double operators.  Functions that can fail return 0 or a VIJP_E* code. */
+typedef struct {
+    void (*forward)(const vijp_layer *L, const double *theta, const double *X, size_t B, double *Y);
+    void (*jvp)(const vijp_layer *L, const double *theta, const double *X, size_t B,
+                const double *U, double *V);
+    void (*vjp)(const vijp_layer *L, const double *theta, const double *X, size_t B,
+                const double *Gy, double *Gx);
+    /* Parameter gradient Σ_b Gy_b K_b (overwrites Gtheta); NULL when no parameters. */
+    void (*vjp_param)(const vijp_layer *L, const double *theta, const double *X, size_t B,
+                      const double *Gy, double *Gtheta);
+    /* Fragment c = Gy Q (Q: orthonormal cokernel basis), packed sample after sample;
+     * fragment_count gives its length for the batch.  NULL for layers whose
+     * cokernel is always trivial. */
+    size_t (*fragment_count)(const vijp_layer *L, const double *theta, const double *X, size_t B);
+    void (*fragment)(const vijp_layer *L, const double *theta, const double *X, size_t B,
+                     const double *Gy, double *frag);
+    /* Gy = Gx J^+ + frag Q^T (the vijp).  Fails with VIJP_ESINGULAR when J has
+     * lost rank beyond what the fragment covers. */
+    int (*vijp)(const vijp_layer *L, const double *theta, const double *X, size_t B,
+                const double *Gx, const double *frag, double *Gy, vijp_error *err);
+    /* Dense input Jacobian at one sample x: J (m × n, column-major). */
+    void (*jacobian)(const vijp_layer *L, const double *theta, const double *x, double *J);
+    /* Cokernel basis at one sample: Q (m × k, column-major, k = fragment_count(x, 1)). */
+    int (*cokernel)(const vijp_layer *L, const double *theta, const double *x, double *Q,
+                    vijp_error *err);
+    /* X = f^{-1}(Y); NULL when the layer is not invertible. */
+    int (*inverse)(const vijp_layer *L, const double *theta, const double *Y, size_t B,
+                   double *X, vijp_error *err);
+} vijp_ops_d;
+
+/* MPFR operators: the same contracts, every operation rounded in format f. */
+typedef struct {
+    void (*forward)(const vijp_layer *L, mpfr_t *theta, mpfr_t *X, size_t B, mpfr_t *Y,
+                    const vijp_format *f);
+    void (*jvp)(const vijp_layer *L, mpfr_t *theta, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V,
+                const vijp_format *f);
+    void (*vjp)(const vijp_layer *L, mpfr_t *theta, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx,
+                const vijp_format *f);
+    void (*vjp_param)(const vijp_layer *L, mpfr_t *theta, mpfr_t *X, size_t B, mpfr_t *Gy,
+                      mpfr_t *Gtheta, const vijp_format *f);
+    size_t (*fragment_count)(const vijp_layer *L, mpfr_t *theta, mpfr_t *X, size_t B);
+    void (*fragment)(const vijp_layer *L, mpfr_t *theta, mpfr_t *X, size_t B, mpfr_t *Gy,
+                     mpfr_t *frag, const vijp_format *f);
+    int (*vijp)(const vijp_layer *L, mpfr_t *theta, mpfr_t *X, size_t B, mpfr_t *Gx,
+                mpfr_t *frag, mpfr_t *Gy, const vijp_format *f);
+    void (*jacobian)(const vijp_layer *L, mpfr_t *theta, mpfr_t *x, mpfr_t *J,
+                     const vijp_format *f);
+    int (*cokernel)(const vijp_layer *L, mpfr_t *theta, mpfr_t *x, mpfr_t *Q,
+                    const vijp_format *f);
+    int (*inverse)(const vijp_layer *L, mpfr_t *theta, mpfr_t *Y, size_t B, mpfr_t *X,
+                   const vijp_format *f);
+} vijp_ops_mp;
+
+struct vijp_layer_type {
+    const char *name;   /* as written in a spec: "dense", "leaky", "relu", "tanh" */
+    const char *syntax; /* e.g. "dense:M or dense:MxN" */
+    /* Fill L from the text after "name:" (arg may be NULL) and the incoming width. */
+    int (*parse)(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err);
+    size_t (*param_count)(const vijp_layer *L);
+    /* Seeded initialiser (NULL when there are no parameters). */
+    int (*init)(const vijp_layer *L, vijp_init init, vijp_rng *rng, double *theta);
+    unsigned (*declare)(const vijp_layer *L);
+    vijp_residual_kind residual;
+    const vijp_ops_d *d;
+    const vijp_ops_mp *mp;
+};
+
+/* The registry: every layer type, found by name. */
+const vijp_layer_type *vijp_layer_type_find(const char *name);
+const vijp_layer_type *const *vijp_layer_types(size_t *count);
+
+/* Parse one spec item such as "dense:64x32" or "leaky:0.1" given the incoming width. */
+int vijp_layer_parse(vijp_layer *L, const char *item, size_t in_width, vijp_error *err);
+
+/* Format-generic operators: dispatch on the matrices' format after checking shapes.
+ * theta may be NULL (or empty) for layers without parameters. */
+int vijp_layer_forward(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, vijp_mat *Y,
+                       vijp_error *err);
+int vijp_layer_jvp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X,
+                   const vijp_mat *U, vijp_mat *V, vijp_error *err);
+int vijp_layer_vjp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X,
+                   const vijp_mat *Gy, vijp_mat *Gx, vijp_error *err);
+int vijp_layer_vjp_param(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X,
+                         const vijp_mat *Gy, vijp_mat *Gtheta, vijp_error *err);
+/* Total fragment length for the batch X (0 for layers with trivial cokernel). */
+size_t vijp_layer_fragment_count(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X);
+/* frag must have vijp_layer_fragment_count rows (one column). */
+int vijp_layer_fragment(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X,
+                        const vijp_mat *Gy, vijp_mat *frag, vijp_error *err);
+int vijp_layer_vijp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X,
+                    const vijp_mat *Gx, const vijp_mat *frag, vijp_mat *Gy, vijp_error *err);
+/* x: n × 1, J: m × n. */
+int vijp_layer_jacobian(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *x, vijp_mat *J,
+                        vijp_error *err);
+/* x: n × 1, Q: m × k with k = vijp_layer_fragment_count(L, theta, x). */
+int vijp_layer_cokernel(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *x, vijp_mat *Q,
+                        vijp_error *err);
+int vijp_layer_inverse(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *Y, vijp_mat *X,
+                       vijp_error *err);
+
+#endif

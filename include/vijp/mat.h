@@ -1,0 +1,48 @@
+/* A batch of vectors in one format: rows × cols, column-major, column j is sample j.
+ * Exactly one of d (double) or m (MPFR at the format's precision) is set. */
+#ifndef VIJP_MAT_H
+#define VIJP_MAT_H
+
+#include <stddef.h>
+#include <mpfr.h>
+#include "vijp/format.h"
+#include "vijp/error.h"
+
+typedef struct {
+    size_t rows, cols;
+    const vijp_format *fmt;
+    double *d;
+    mpfr_t *m;
+} vijp_mat;
+
+int vijp_mat_init(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt);
+void vijp_mat_clear(vijp_mat *a);
+size_t vijp_mat_len(const vijp_mat *a);
+void vijp_mat_zero(vijp_mat *a);
+/* a := b (same shape and format). */
+void vijp_mat_copy(vijp_mat *a, const vijp_mat *b);
+/* Round double data into a (emulated formats round to nearest even with subnormals). */
+void vijp_mat_set_d(vijp_mat *a, const double *src);
+/* a[i] rounded to double (nearest). */
+double vijp_mat_get_d(const vijp_mat *a, size_t i);
+/* a[i] := x rounded to the format. */
+void vijp_mat_set_entry_d(vijp_mat *a, size_t i, double x);
+/* Exact (or correctly rounded to prec) copy into MPFR values of precision prec.
+ * out must have vijp_mat_len(a) entries, initialised by the caller. */
+void vijp_mat_get_mpfr(const vijp_mat *a, mpfr_t *out);
+/* Return VIJP_EDOMAIN if any entry is NaN or Inf. */
+int vijp_mat_check_finite(const vijp_mat *a, const char *what, vijp_error *err);
+
+
+
+/* Helpers the engines share; arithmetic is rounded in the matrices' format. */
+/* a := b − c (same shape). */
+void vijp_mat_sub(vijp_mat *a, const vijp_mat *b, const vijp_mat *c);
+/* dst[doff .. doff+count) := src[soff .. soff+count) (linear, column-major indices). */
+void vijp_mat_copy_range(vijp_mat *dst, size_t doff, const vijp_mat *src, size_t soff, size_t count);
+/* dst := src rounded to dst's format (exact when dst is at least as precise). */
+void vijp_mat_convert(vijp_mat *dst, const vijp_mat *src);
+/* r (c × 1) := Aᵀ g with A m × c and g m × 1, summed in index order. */
+void vijp_mat_tdot(vijp_mat *r, const vijp_mat *A, const vijp_mat *g);
+
+#endif

@@ -1,0 +1,19 @@
+/* Seeded pseudo-random numbers (xoshiro256**, seeded by splitmix64).
+ * No global state: every generator is a value owned by its caller. */
+#ifndef VIJP_RNG_H
+#define VIJP_RNG_H
+
+#include <stdint.h>
+
+typedef struct {
+    uint64_t s[4];
+} vijp_rng;
+
+void vijp_rng_seed(vijp_rng *r, uint64_t seed);
+uint64_t vijp_rng_u64(vijp_rng *r);
+/* Uniform in [0, 1) with 53 random bits. */
+double vijp_rng_uniform(vijp_rng *r);
+/* Standard normal (Marsaglia polar method). */
+double vijp_rng_normal(vijp_rng *r);
+
+#endif

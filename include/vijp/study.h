@@ -1,0 +1,35 @@
+/* One gradient comparison: a network, engines and a format, measured against a
+ * validated-precision MPFR backprop reference (what `vijp grad` runs). */
+#ifndef VIJP_STUDY_H
+#define VIJP_STUDY_H
+
+#include "vijp/engine.h"
+
+typedef struct {
+    const char *spec;
+    size_t depth, width, batch;
+    uint64_t seed;
+    vijp_init init;
+    vijp_loss_kind loss;
+    vijp_format fmt;
+} vijp_grad_setup;
+
+typedef struct {
+    vijp_engine_kind engine;
+    double loss;
+    double grad_x_norm, grad_theta_norm;
+    size_t stored_bytes;
+    double input_grad_rel_err;      /* ‖g_0 − ref‖/‖ref‖ */
+    double param_grad_rel_err_max;  /* max over layers with parameters */
+    double *rel_err_per_layer;      /* g_i for i = 1..D (depth entries) */
+    long ref_prec;                  /* bits of the reference */
+} vijp_grad_result;
+
+/* Build and initialise the network, round parameters, inputs and loss data to
+ * the format, run engine e in it and compare with an MPFR backprop reference at
+ * max(256, 2P) bits computed from the same rounded values. */
+int vijp_grad_compare(const vijp_grad_setup *s, vijp_engine_kind e, vijp_grad_result *r,
+                      vijp_error *err);
+void vijp_grad_result_clear(vijp_grad_result *r);
+
+#endif

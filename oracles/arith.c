@@ -1,0 +1,50 @@
+#include "arith.h"
+#include <stdlib.h>
+
+/* Run one MPFR operation under the format's exponent range, then subnormalize.
+ * The ternary value of the operation is what mpfr_subnormalize needs to avoid
+ * double rounding. */
+#define VO_ROUND(f, r, op)                                                         \
+    do {                                                                           \
+        if (!(f)->emulated) {                                                      \
+            (void)(op);                                                            \
+            break;                                                                 \
+        }                                                                          \
+        mpfr_exp_t emin_ = mpfr_get_emin(), emax_ = mpfr_get_emax();               \
+        mpfr_set_emin((f)->emin);                                                  \
+        mpfr_set_emax((f)->emax);                                                  \
+        int t_ = (op);                                                             \
+        t_ = mpfr_check_range((r), t_, MPFR_RNDN);                                 \
+        mpfr_subnormalize((r), t_, MPFR_RNDN);                                     \
+        mpfr_set_emin(emin_);                                                      \
+        mpfr_set_emax(emax_);                                                      \
+    } while (0)
+
+void vo_set(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mpfr_set(r, a, MPFR_RNDN)); }
+void vo_set_d(mpfr_t r, double a, const vijp_format *f) { VO_ROUND(f, r, mpfr_set_d(r, a, MPFR_RNDN)); }
+void vo_set_si(mpfr_t r, long a, const vijp_format *f) { VO_ROUND(f, r, mpfr_set_si(r, a, MPFR_RNDN)); }
+void vo_add(mpfr_t r, const mpfr_t a, const mpfr_t b, const vijp_format *f) { VO_ROUND(f, r, mpfr_add(r, a, b, MPFR_RNDN)); }
+void vo_sub(mpfr_t r, const mpfr_t a, const mpfr_t b, const vijp_format *f) { VO_ROUND(f, r, mpfr_sub(r, a, b, MPFR_RNDN)); }
+void vo_mul(mpfr_t r, const mpfr_t a, const mpfr_t b, const vijp_format *f) { VO_ROUND(f, r, mpfr_mul(r, a, b, MPFR_RNDN)); }
+void vo_div(mpfr_t r, const mpfr_t a, const mpfr_t b, const vijp_format *f) { VO_ROUND(f, r, mpfr_div(r, a, b, MPFR_RNDN)); }
+void vo_sqrt(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mpfr_sqrt(r, a, MPFR_RNDN)); }
+void vo_fma(mpfr_t r, const mpfr_t a, const mpfr_t b, const mpfr_t c, const vijp_format *f) { VO_ROUND(f, r, mpfr_fma(r, a, b, c, MPFR_RNDN)); }
+void vo_tanh(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mpfr_tanh(r, a, MPFR_RNDN)); }
+void vo_atanh(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mpfr_atanh(r, a, MPFR_RNDN)); }
+void vo_sech(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mpfr_sech(r, a, MPFR_RNDN)); }
+void vo_neg(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mpfr_neg(r, a, MPFR_RNDN)); }
+
+mpfr_t *vo_vec_new(size_t n, const vijp_format *f)
+{
+    mpfr_t *v = malloc((n ? n : 1) * sizeof *v);
+    if (!v) abort(); /* oracles are test/reference code: out of memory is fatal */
+    for (size_t i = 0; i < n; i++) mpfr_init2(v[i], f->prec), mpfr_set_zero(v[i], 1);
+    return v;
+}
+
+void vo_vec_free(mpfr_t *v, size_t n)
+{
+    if (!v) return;
+    for (size_t i = 0; i < n; i++) mpfr_clear(v[i]);
+    free(v);
+}

@@ -1,0 +1,33 @@
+/* Arithmetic in a format, on MPFR values.  Every operation is correctly rounded
+ * to nearest-even at the format's precision; for the emulated IEEE formats it
+ * is then clamped to the format's exponent range and subnormalized, which makes
+ * it bit-identical to the IEEE operation (MPFR manual, mpfr_subnormalize).
+ * MPFR's exponent range is per-thread state: each operation sets it and puts
+ * the previous one back, so callers never see it changed.
+ * Oracles use only this file, <mpfr.h> and vijp/format.h: nothing from src/. */
+#ifndef VIJP_ORACLE_ARITH_H
+#define VIJP_ORACLE_ARITH_H
+
+#include <stddef.h>
+#include <mpfr.h>
+#include "vijp/format.h"
+
+void vo_set(mpfr_t r, const mpfr_t a, const vijp_format *f);
+void vo_set_d(mpfr_t r, double a, const vijp_format *f);
+void vo_set_si(mpfr_t r, long a, const vijp_format *f);
+void vo_add(mpfr_t r, const mpfr_t a, const mpfr_t b, const vijp_format *f);
+void vo_sub(mpfr_t r, const mpfr_t a, const mpfr_t b, const vijp_format *f);
+void vo_mul(mpfr_t r, const mpfr_t a, const mpfr_t b, const vijp_format *f);
+void vo_div(mpfr_t r, const mpfr_t a, const mpfr_t b, const vijp_format *f);
+void vo_sqrt(mpfr_t r, const mpfr_t a, const vijp_format *f);
+void vo_fma(mpfr_t r, const mpfr_t a, const mpfr_t b, const mpfr_t c, const vijp_format *f);
+void vo_tanh(mpfr_t r, const mpfr_t a, const vijp_format *f);
+void vo_atanh(mpfr_t r, const mpfr_t a, const vijp_format *f);
+void vo_sech(mpfr_t r, const mpfr_t a, const vijp_format *f);
+void vo_neg(mpfr_t r, const mpfr_t a, const vijp_format *f);   /* exact */
+
+/* n values at the format's precision, set to zero / cleared. */
+mpfr_t *vo_vec_new(size_t n, const vijp_format *f);
+void vo_vec_free(mpfr_t *v, size_t n);
+
+#endif

@@ -1,0 +1,43 @@
+/* MPFR oracles of every layer operator, in any format (see arith.h).
+ * Written simply and independently of src/: plain loops in the textbook order,
+ * Gaussian elimination with partial pivoting, Householder QR.  The contracts
+ * are those of vijp_ops_mp in include/vijp/layer.h. */
+#ifndef VIJP_ORACLES_H
+#define VIJP_ORACLES_H
+
+#include "vijp/layer.h"
+
+#define VO_LAYER_OPS(name)                                                                      \
+    void vo_##name##_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y,     \
+                             const vijp_format *f);                                               \
+    void vo_##name##_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *U,         \
+                         mpfr_t *V, const vijp_format *f);                                        \
+    int vo_##name##_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx,        \
+                         mpfr_t *frag, mpfr_t *Gy, const vijp_format *f);                         \
+    void vo_##name##_jacobian(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *J,              \
+                              const vijp_format *f);
+
+VO_LAYER_OPS(leaky)
+VO_LAYER_OPS(relu)
+VO_LAYER_OPS(tanh)
+VO_LAYER_OPS(dense)
+
+int vo_leaky_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
+int vo_tanh_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
+int vo_dense_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
+
+size_t vo_relu_fragment_count(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B);
+void vo_relu_fragment(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *frag,
+                      const vijp_format *f);
+int vo_relu_cokernel(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *Q, const vijp_format *f);
+
+void vo_dense_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx,
+                  const vijp_format *f);
+void vo_dense_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy,
+                        mpfr_t *Gt, const vijp_format *f);
+size_t vo_dense_fragment_count(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B);
+void vo_dense_fragment(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *frag,
+                       const vijp_format *f);
+int vo_dense_cokernel(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *Q, const vijp_format *f);
+
+#endif

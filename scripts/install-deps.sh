@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Install the Debian packages vijp needs to build, test and report.
+# Does nothing (and needs no network) when every package is already present.
+set -euo pipefail
+
+packages=(
+  build-essential pkg-config
+  libmpfr-dev libgmp-dev          # multiprecision oracles and format emulation
+  liblapacke-dev libopenblas-dev  # LAPACK(E) for dense solves and factorisations
+  check libsubunit-dev            # the unit-test framework (libcheck) and its pkg-config deps
+  libjansson-dev                  # JSON output
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo_cmd=()
+[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -q
+"${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"

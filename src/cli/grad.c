@@ -1,0 +1,157 @@
+/* vijp grad: one network, one or more engines, one format, against an MPFR reference. */
+#include "cli.h"
+#include "vijp/study.h"
+#include "vijp/vijp.h"
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char help[] =
+    "usage: vijp grad [options]\n"
+    "\n"
+    "Compute ∇_x ℓ and every ∇θ_i of a network with an engine, in a number format,\n"
+    "and compare them with an MPFR backprop reference at max(256, 2P) bits computed\n"
+    "from the same rounded weights and inputs (so the error is arithmetic only).\n"
+    "\n"
+    "  --net SPEC       layers, cycled to the depth (default dense:64,leaky:0.1):\n"
+    "                   dense:M | dense:MxN | leaky:ALPHA | relu | tanh\n"
+    "  --depth D        number of layers (default 8)\n"
+    "  --width N        input width (default: the first dense layer's)\n"
+    "  --batch B        inputs whose losses add up (default 1)\n"
+    "  --engine E       backprop | moonwalk | pure-forward | all, or a comma list\n"
+    "                   (default moonwalk)\n"
+    "  --format F       double | binary32 | binary16 | bfloat16 | mpfr:P (default double)\n"
+    "  --init I         orthogonal | gaussian | scaled:G (default orthogonal)\n"
+    "  --loss L         square (½‖h − y‖²) | linear (⟨c, h⟩) (default square)\n"
+    "  --seed S         seed of weights, inputs and targets (default 1)\n"
+    "  --json           print one JSON object (an object with \"runs\" for several engines)\n"
+    "  -h, --help       this help\n"
+    "\n"
+    "Exit status: 0 success, 1 the computation failed (e.g. a singular vijp),\n"
+    "2 bad usage or input.  Nothing is printed on stdout unless every run succeeded.\n";
+
+static json_t *num(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+
+static json_t *result_json(const vijp_grad_setup *s, const vijp_grad_result *r)
+{
+    json_t *per = json_array();
+    for (size_t i = 0; i < s->depth; i++) json_array_append_new(per, num(r->rel_err_per_layer[i]));
+    return json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:I, s:o, s:o, s:o}",
+                     "engine", vijp_engine_name(r->engine), "format", s->fmt.name, "net", s->spec,
+                     "depth", (json_int_t)s->depth, "width", (json_int_t)s->width, "batch",
+                     (json_int_t)s->batch, "seed", (json_int_t)s->seed, "stored_bytes",
+                     (json_int_t)r->stored_bytes, "loss", num(r->loss), "grad_x_norm",
+                     num(r->grad_x_norm), "grad_theta_norm", num(r->grad_theta_norm), "reference_prec",
+                     (json_int_t)r->ref_prec, "input_grad_rel_err", num(r->input_grad_rel_err),
+                     "param_grad_rel_err_max", num(r->param_grad_rel_err_max), "rel_err_per_layer", per);
+}
+
+static double max_layer_err(const vijp_grad_result *r, size_t D)
+{
+    double m = 0;
+    for (size_t i = 0; i < D; i++)
+        if (!(r->rel_err_per_layer[i] <= m)) m = r->rel_err_per_layer[i];
+    return m;
+}
+
+int cli_grad(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"net", 1, 0, 'n'},  {"depth", 1, 0, 'd'}, {"width", 1, 0, 'w'}, {"batch", 1, 0, 'b'},
+        {"engine", 1, 0, 'e'}, {"format", 1, 0, 'f'}, {"init", 1, 0, 'i'}, {"loss", 1, 0, 'l'},
+        {"seed", 1, 0, 's'}, {"json", 0, 0, 'j'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0},
+    };
+    vijp_grad_setup s = {.spec = "dense:64,leaky:0.1", .depth = 8, .batch = 1, .seed = 1,
+                         .init = {VIJP_INIT_ORTHOGONAL, 1}, .loss = VIJP_LOSS_SQUARE};
+    const char *engines = "moonwalk", *format = "double";
+    int json = 0, c;
+    unsigned long long v;
+    vijp_error err = {0};
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'n': s.spec = optarg; break;
+        case 'd': if (cli_parse_size("--depth", optarg, 1, 100000, &v)) return EXIT_USAGE; s.depth = v; break;
+        case 'w': if (cli_parse_size("--width", optarg, 1, 1u << 24, &v)) return EXIT_USAGE; s.width = v; break;
+        case 'b': if (cli_parse_size("--batch", optarg, 1, 1000000, &v)) return EXIT_USAGE; s.batch = v; break;
+        case 's': if (cli_parse_size("--seed", optarg, 0, UINT64_MAX, &v)) return EXIT_USAGE; s.seed = v; break;
+        case 'e': engines = optarg; break;
+        case 'f': format = optarg; break;
+        case 'i': if (vijp_init_parse(optarg, &s.init, &err)) goto usage_err; break;
+        case 'l': if (vijp_loss_parse(optarg, &s.loss, &err)) goto usage_err; break;
+        case 'j': json = 1; break;
+        case 'h': fputs(help, stdout); return EXIT_OK;
+        default: fputs("run 'vijp grad --help' for the options\n", stderr); return EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "vijp grad: unexpected argument '%s'\n", argv[optind]);
+        return EXIT_USAGE;
+    }
+    if (vijp_format_parse(format, &s.fmt, &err)) goto usage_err;
+    vijp_net probe; /* validate the spec and learn the width before running anything */
+    if (vijp_net_build(&probe, s.spec, s.depth, s.width, &err)) goto usage_err;
+    s.width = probe.width;
+    vijp_net_free(&probe);
+
+    vijp_engine_kind list[3];
+    size_t n = 0;
+    char *copy = strdup(engines), *save = NULL;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(t, "all")) {
+            for (int k = 0; k < 3; k++) list[k] = (vijp_engine_kind)k;
+            n = 3;
+        } else if (n < 3 && !vijp_engine_parse(t, &list[n], &err)) n++;
+        else {
+            if (n >= 3) vijp_fail(&err, VIJP_EINVAL, "too many engines in '%s'", engines);
+            free(copy);
+            goto usage_err;
+        }
+    }
+    free(copy);
+    if (n == 0) {
+        vijp_fail(&err, VIJP_EINVAL, "no engine given");
+        goto usage_err;
+    }
+
+    vijp_grad_result res[3];
+    for (size_t k = 0; k < n; k++) {
+        int rc = vijp_grad_compare(&s, list[k], &res[k], &err);
+        if (rc) {
+            for (size_t j = 0; j < k; j++) vijp_grad_result_clear(&res[j]);
+            fprintf(stderr, "vijp grad: %s: %s\n", vijp_engine_name(list[k]), err.msg);
+            return rc == VIJP_EINVAL || rc == VIJP_EDIM || rc == VIJP_EDOMAIN ? EXIT_USAGE : EXIT_FAILED;
+        }
+    }
+    if (json) {
+        json_t *out = n == 1 ? result_json(&s, &res[0]) : json_object();
+        if (n > 1) {
+            json_t *runs = json_array();
+            for (size_t k = 0; k < n; k++) json_array_append_new(runs, result_json(&s, &res[k]));
+            json_object_set_new(out, "runs", runs);
+        }
+        json_dumpf(out, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+        putchar('\n');
+        json_decref(out);
+    } else {
+        printf("net %s, depth %zu, width %zu, batch %zu, format %s, init seed %llu\n", s.spec, s.depth,
+               s.width, s.batch, s.fmt.name, (unsigned long long)s.seed);
+        printf("reference: MPFR backprop at %ld bits from the same rounded weights and inputs\n\n",
+               res[0].ref_prec);
+        printf("%-13s %12s %12s %12s %14s %12s %12s %12s\n", "engine", "loss", "|grad x|", "|grad θ|",
+               "stored bytes", "rel err x", "rel err θ", "max g_i err");
+        for (size_t k = 0; k < n; k++)
+            printf("%-13s %12.5g %12.5g %12.5g %14zu %12.3e %12.3e %12.3e\n", vijp_engine_name(list[k]),
+                   res[k].loss, res[k].grad_x_norm, res[k].grad_theta_norm, res[k].stored_bytes,
+                   res[k].input_grad_rel_err, res[k].param_grad_rel_err_max, max_layer_err(&res[k], s.depth));
+    }
+    for (size_t k = 0; k < n; k++) vijp_grad_result_clear(&res[k]);
+    return EXIT_OK;
+
+usage_err:
+    fprintf(stderr, "vijp grad: %s\n", err.msg);
+    return EXIT_USAGE;
+}

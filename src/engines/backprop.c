@@ -1,0 +1,31 @@
+/* Backprop: store every layer input h_0 … h_{D−1}, then one reverse pass. */
+#include "engine_internal.h"
+#include <stdlib.h>
+
+int engine_backprop(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
+                    vijp_grads *out, vijp_error *err)
+{
+    size_t D = net->depth, B = X->cols;
+    const vijp_format *f = X->fmt;
+    vijp_ledger ledger = {0, 0};
+    vijp_mat *H = calloc(D + 1, sizeof *H); /* H[i] = h_i; H[D] is a work buffer */
+    int rc = H ? 0 : vijp_fail(err, VIJP_ENOMEM, "out of memory");
+    for (size_t i = 0; i <= D && !rc; i++) {
+        vijp_mat_init(&H[i], i ? net->layers[i - 1].out : net->width, B, f);
+        if (i == 0) vijp_mat_copy(&H[0], X);
+        else rc = vijp_layer_forward(&net->layers[i - 1], &theta[i - 1], &H[i - 1], &H[i], err);
+        if (i < D) ledger_keep(&ledger, mat_bytes(&H[i]));
+    }
+    if (!rc) out->loss = engine_loss(net, &H[D], T, &out->g[D - 1]);
+    for (size_t i = D; i-- > 0 && !rc;) { /* layer i+1: g_i = g_{i+1} J_{i+1} */
+        const vijp_layer *L = &net->layers[i];
+        vijp_mat *gin = i ? &out->g[i - 1] : &out->grad_x;
+        rc = vijp_layer_vjp_param(L, &theta[i], &H[i], &out->g[i], &out->grad_theta[i], err);
+        if (!rc) rc = vijp_layer_vjp(L, &theta[i], &H[i], &out->g[i], gin, err);
+        ledger_release(&ledger, mat_bytes(&H[i]));
+    }
+    for (size_t i = 0; H && i <= D; i++) vijp_mat_clear(&H[i]);
+    free(H);
+    out->stored_bytes = ledger.peak;
+    return rc;
+}

@@ -1,0 +1,94 @@
+/* Engine dispatch, input validation and the pieces every engine shares. */
+#include "engine_internal.h"
+#include "../../oracles/arith.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const names[] = {"backprop", "moonwalk", "pure-forward"};
+
+const char *vijp_engine_name(vijp_engine_kind e) { return names[e]; }
+
+int vijp_engine_parse(const char *s, vijp_engine_kind *e, vijp_error *err)
+{
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(s, names[i])) return *e = (vijp_engine_kind)i, 0;
+    return vijp_fail(err, VIJP_EINVAL, "unknown engine '%s' (known: backprop, moonwalk, pure-forward)", s);
+}
+
+void vijp_grads_clear(vijp_grads *g)
+{
+    vijp_mat_clear(&g->grad_x);
+    for (size_t i = 0; i < g->depth; i++) {
+        if (g->grad_theta) vijp_mat_clear(&g->grad_theta[i]);
+        if (g->g) vijp_mat_clear(&g->g[i]);
+    }
+    free(g->grad_theta);
+    free(g->g);
+    memset(g, 0, sizeof *g);
+}
+
+int engine_grads_init(vijp_grads *out, const vijp_net *net, size_t B, const vijp_format *f)
+{
+    memset(out, 0, sizeof *out);
+    out->depth = net->depth;
+    out->grad_theta = calloc(net->depth, sizeof *out->grad_theta);
+    out->g = calloc(net->depth, sizeof *out->g);
+    if (!out->grad_theta || !out->g) return VIJP_ENOMEM;
+    vijp_mat_init(&out->grad_x, net->width, B, f);
+    for (size_t i = 0; i < net->depth; i++) {
+        const vijp_layer *L = &net->layers[i];
+        vijp_mat_init(&out->grad_theta[i], L->type->param_count(L), 1, f);
+        vijp_mat_init(&out->g[i], L->out, B, f);
+    }
+    return 0;
+}
+
+double engine_loss(const vijp_net *net, const vijp_mat *h, const vijp_mat *T, vijp_mat *g)
+{
+    double loss = 0;
+    size_t n = vijp_mat_len(h);
+    if (net->loss == VIJP_LOSS_SQUARE) {
+        vijp_mat_sub(g, h, T);
+        for (size_t i = 0; i < n; i++) {
+            double r = vijp_mat_get_d(g, i);
+            loss += 0.5 * r * r;
+        }
+    } else {
+        vijp_mat_copy(g, T);
+        for (size_t i = 0; i < n; i++) loss += vijp_mat_get_d(T, i) * vijp_mat_get_d(h, i);
+    }
+    return loss;
+}
+
+int vijp_engine_run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
+                    const vijp_mat *T, vijp_grads *out, vijp_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (X->rows != net->width || T->rows != vijp_net_out_width(net) || T->cols != X->cols || X->cols == 0)
+        return vijp_fail(err, VIJP_EDIM, "engine: input is %zux%zu and loss data %zux%zu, but the network maps %zu -> %zu",
+                         X->rows, X->cols, T->rows, T->cols, net->width, vijp_net_out_width(net));
+    if (X->fmt->kind != T->fmt->kind || X->fmt->prec != T->fmt->prec)
+        return vijp_fail(err, VIJP_EINVAL, "engine: input and loss data are in different formats");
+    int rc;
+    if ((rc = vijp_mat_check_finite(X, "input", err)) || (rc = vijp_mat_check_finite(T, "loss data", err)))
+        return rc;
+    for (size_t i = 0; i < net->depth; i++) {
+        const vijp_layer *L = &net->layers[i];
+        if (theta[i].rows != L->type->param_count(L))
+            return vijp_fail(err, VIJP_EDIM, "engine: layer %zu has %zu parameters, theta gives %zu", i + 1,
+                             L->type->param_count(L), theta[i].rows);
+        if (theta[i].rows && theta[i].fmt->kind != X->fmt->kind)
+            return vijp_fail(err, VIJP_EINVAL, "engine: parameters of layer %zu are in another format", i + 1);
+    }
+    if ((rc = engine_grads_init(out, net, X->cols, X->fmt))) return vijp_fail(err, rc, "out of memory");
+    switch (e) {
+    case VIJP_ENGINE_BACKPROP: rc = engine_backprop(net, theta, X, T, out, err); break;
+    case VIJP_ENGINE_MOONWALK: rc = engine_moonwalk(net, theta, X, T, out, err); break;
+    case VIJP_ENGINE_PURE_FORWARD: rc = engine_pure_forward(net, theta, X, T, out, err); break;
+    default: rc = vijp_fail(err, VIJP_EINVAL, "unknown engine %d", (int)e);
+    }
+    /* Non-finite results (overflow in a narrow format) are measurements, not errors. */
+    if (rc) vijp_grads_clear(out);
+    return rc;
+}

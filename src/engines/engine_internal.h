@@ -1,0 +1,38 @@
+/* What the engines share: the stored-bytes ledger, loss, result allocation. */
+#ifndef VIJP_ENGINE_INTERNAL_H
+#define VIJP_ENGINE_INTERNAL_H
+
+#include "vijp/engine.h"
+
+/* Bytes kept alive between passes, counted where the engine allocates and
+ * releases them (DESIGN §2); the peak is what the engine reports. */
+typedef struct {
+    size_t current, peak;
+} vijp_ledger;
+
+static inline void ledger_keep(vijp_ledger *l, size_t bytes)
+{
+    l->current += bytes;
+    if (l->current > l->peak) l->peak = l->current;
+}
+static inline void ledger_release(vijp_ledger *l, size_t bytes) { l->current -= bytes; }
+static inline size_t mat_bytes(const vijp_mat *a) { return vijp_mat_len(a) * a->fmt->value_bytes; }
+
+/* Allocate out's matrices for net and batch B in format f (zeroed). */
+int engine_grads_init(vijp_grads *out, const vijp_net *net, size_t B, const vijp_format *f);
+/* g := ∇L(h) (overwrites g, same shape as h); returns the loss summed over the batch. */
+double engine_loss(const vijp_net *net, const vijp_mat *h, const vijp_mat *T, vijp_mat *g);
+/* Forward sweep shared by both Moonwalk engines: from g_0 = out->grad_x and the
+ * fragments frag[i] (released from the ledger as they are consumed), rebuild
+ * every g_i by the vijp and every ∇θ_i. */
+int engine_moonwalk_sweep(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
+                          vijp_mat *frag, vijp_ledger *ledger, vijp_grads *out, vijp_error *err);
+
+int engine_backprop(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
+                    vijp_grads *out, vijp_error *err);
+int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
+                    vijp_grads *out, vijp_error *err);
+int engine_pure_forward(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
+                        const vijp_mat *T, vijp_grads *out, vijp_error *err);
+
+#endif

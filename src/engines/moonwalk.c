@@ -1,0 +1,212 @@
+/* Moonwalk (DESIGN §2): g_0 by a cheap first phase, then one forward sweep that
+ * recomputes h_i and rebuilds g_i = vijp_i(h_{i−1}, g_{i−1}) [+ fragment].
+ *   mixed mode:   forward pass keeping only what input vjps need (sign bits,
+ *                 or inputs for layers that need values), reverse pass on input
+ *                 cotangents only, storing each layer's fragment;
+ *   pure forward: g_0 and every fragment c_i = g_i Q_i by forward-mode jvps of
+ *                 the identity and of the cokernel bases Q_i; stores fragments. */
+#include "engine_internal.h"
+#include <stdlib.h>
+#include <string.h>
+
+static void mat_free_all(vijp_mat *a, size_t n)
+{
+    for (size_t i = 0; a && i < n; i++) vijp_mat_clear(&a[i]);
+    free(a);
+}
+
+int engine_moonwalk_sweep(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
+                          vijp_mat *frag, vijp_ledger *ledger, vijp_grads *out, vijp_error *err)
+{
+    size_t B = X->cols;
+    vijp_mat h, hn;
+    vijp_mat_init(&h, net->width, B, X->fmt);
+    vijp_mat_copy(&h, X);
+    const vijp_mat *gprev = &out->grad_x;
+    int rc = 0;
+    for (size_t i = 0; i < net->depth && !rc; i++) {
+        const vijp_layer *L = &net->layers[i];
+        rc = vijp_layer_vijp(L, &theta[i], &h, gprev, frag[i].rows ? &frag[i] : NULL, &out->g[i], err);
+        ledger_release(ledger, mat_bytes(&frag[i]));
+        vijp_mat_clear(&frag[i]);
+        if (!rc) rc = vijp_layer_vjp_param(L, &theta[i], &h, &out->g[i], &out->grad_theta[i], err);
+        vijp_mat_init(&hn, L->out, B, X->fmt);
+        if (!rc) rc = vijp_layer_forward(L, &theta[i], &h, &hn, err);
+        vijp_mat_clear(&h);
+        h = hn;
+        gprev = &out->g[i];
+    }
+    vijp_mat_clear(&h);
+    return rc;
+}
+
+/* The input surrogate a mixed-mode reverse pass hands to the layer's vjp:
+ * the stored input, ±1 rebuilt from sign bits, or zeros when the vjp ignores it. */
+static void surrogate(vijp_mat *Xt, vijp_residual_kind kind, const uint8_t *bits, const vijp_mat *vals)
+{
+    size_t n = vijp_mat_len(Xt);
+    if (kind == VIJP_RESIDUAL_INPUT) vijp_mat_copy(Xt, vals);
+    else if (kind == VIJP_RESIDUAL_SIGN)
+        for (size_t k = 0; k < n; k++) vijp_mat_set_entry_d(Xt, k, (bits[k / 8] >> (k % 8)) & 1 ? 1.0 : -1.0);
+    else vijp_mat_zero(Xt);
+}
+
+int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
+                    vijp_grads *out, vijp_error *err)
+{
+    size_t D = net->depth, B = X->cols;
+    const vijp_format *f = X->fmt;
+    vijp_ledger ledger = {0, 0};
+    uint8_t **bits = calloc(D, sizeof *bits);
+    vijp_mat *vals = calloc(D, sizeof *vals), *frag = calloc(D, sizeof *frag);
+    size_t *res_bytes = calloc(D, sizeof *res_bytes);
+    vijp_mat h, hn, g = {0}, gn, Xt;
+    int rc = bits && vals && frag && res_bytes ? 0 : vijp_fail(err, VIJP_ENOMEM, "out of memory");
+    if (rc) goto done;
+
+    ledger_keep(&ledger, mat_bytes(X)); /* h_0, read again by the sweep */
+    vijp_mat_init(&h, net->width, B, f);
+    vijp_mat_copy(&h, X);
+    for (size_t i = 0; i < D && !rc; i++) { /* forward: keep residuals only */
+        const vijp_layer *L = &net->layers[i];
+        size_t n = vijp_mat_len(&h);
+        if (L->type->residual == VIJP_RESIDUAL_SIGN) {
+            res_bytes[i] = (n + 7) / 8;
+            bits[i] = calloc(res_bytes[i], 1);
+            for (size_t k = 0; k < n; k++)
+                if (h.d ? h.d[k] > 0 : mpfr_sgn(h.m[k]) > 0) bits[i][k / 8] |= (uint8_t)(1u << (k % 8));
+        } else if (L->type->residual == VIJP_RESIDUAL_INPUT) {
+            vijp_mat_init(&vals[i], h.rows, B, f);
+            vijp_mat_copy(&vals[i], &h);
+            res_bytes[i] = mat_bytes(&vals[i]);
+        }
+        ledger_keep(&ledger, res_bytes[i]);
+        vijp_mat_init(&hn, L->out, B, f);
+        rc = vijp_layer_forward(L, &theta[i], &h, &hn, err);
+        vijp_mat_clear(&h);
+        h = hn;
+    }
+    if (!rc) {
+        vijp_mat_init(&g, h.rows, B, f);
+        out->loss = engine_loss(net, &h, T, &g);
+    }
+    vijp_mat_clear(&h);
+    for (size_t i = D; i-- > 0 && !rc;) { /* reverse: input cotangents and fragments */
+        const vijp_layer *L = &net->layers[i];
+        vijp_mat_init(&Xt, L->in, B, f);
+        surrogate(&Xt, L->type->residual, bits[i], &vals[i]);
+        size_t k = vijp_layer_fragment_count(L, &theta[i], &Xt);
+        vijp_mat_init(&frag[i], k, 1, f);
+        ledger_keep(&ledger, mat_bytes(&frag[i]));
+        rc = vijp_layer_fragment(L, &theta[i], &Xt, &g, &frag[i], err);
+        vijp_mat_init(&gn, L->in, B, f);
+        if (!rc) rc = vijp_layer_vjp(L, &theta[i], &Xt, &g, &gn, err);
+        vijp_mat_clear(&Xt);
+        vijp_mat_clear(&g);
+        g = gn;
+        ledger_release(&ledger, res_bytes[i]);
+        free(bits[i]), bits[i] = NULL;
+        vijp_mat_clear(&vals[i]);
+    }
+    if (!rc) {
+        vijp_mat_copy(&out->grad_x, &g);
+        vijp_mat_clear(&g);
+        rc = engine_moonwalk_sweep(net, theta, X, frag, &ledger, out, err);
+    } else if (g.d || g.m) {
+        vijp_mat_clear(&g);
+    }
+done:
+    for (size_t i = 0; bits && i < D; i++) free(bits[i]);
+    free(bits);
+    free(res_bytes);
+    mat_free_all(vals, vals ? D : 0);
+    mat_free_all(frag, frag ? D : 0);
+    out->stored_bytes = ledger.peak;
+    return rc;
+}
+
+/* One sample: forward with a block of tangents (identity for g_0, then each
+ * layer's cokernel basis appended as it is met); r = Tᵀ g_D gives g_0 followed
+ * by the fragments in layer order.  k[i] receives each layer's fragment size. */
+static int pure_forward_sample(const vijp_net *net, const vijp_mat *theta, const vijp_mat *x,
+                               const vijp_mat *t, vijp_mat *r, size_t *k, double *loss, vijp_error *err)
+{
+    const vijp_format *f = x->fmt;
+    size_t c = net->width;
+    vijp_mat h, hn, Tg, Tn, Hrep, Q, gD;
+    vijp_mat_init(&h, net->width, 1, f);
+    vijp_mat_copy(&h, x);
+    vijp_mat_init(&Tg, c, c, f);
+    for (size_t j = 0; j < c; j++) vijp_mat_set_entry_d(&Tg, j + j * c, 1.0);
+    int rc = 0;
+    for (size_t i = 0; i < net->depth && !rc; i++) {
+        const vijp_layer *L = &net->layers[i];
+        vijp_mat_init(&Hrep, L->in, c, f);
+        for (size_t j = 0; j < c; j++) vijp_mat_copy_range(&Hrep, j * L->in, &h, 0, L->in);
+        k[i] = vijp_layer_fragment_count(L, &theta[i], &h);
+        vijp_mat_init(&Tn, L->out, c + k[i], f);
+        vijp_mat Tv = Tn; /* view of the first c columns */
+        Tv.cols = c;
+        rc = vijp_layer_jvp(L, &theta[i], &Hrep, &Tg, &Tv, err);
+        if (!rc && k[i]) {
+            vijp_mat_init(&Q, L->out, k[i], f);
+            rc = vijp_layer_cokernel(L, &theta[i], &h, &Q, err);
+            vijp_mat_copy_range(&Tn, c * L->out, &Q, 0, L->out * k[i]);
+            vijp_mat_clear(&Q);
+        }
+        vijp_mat_init(&hn, L->out, 1, f);
+        if (!rc) rc = vijp_layer_forward(L, &theta[i], &h, &hn, err);
+        vijp_mat_clear(&h), vijp_mat_clear(&Hrep), vijp_mat_clear(&Tg);
+        h = hn;
+        Tg = Tn;
+        c += k[i];
+    }
+    if (!rc) {
+        vijp_mat_init(&gD, h.rows, 1, f);
+        *loss += engine_loss(net, &h, t, &gD);
+        vijp_mat_init(r, c, 1, f);
+        vijp_mat_tdot(r, &Tg, &gD);
+        vijp_mat_clear(&gD);
+    }
+    vijp_mat_clear(&h), vijp_mat_clear(&Tg);
+    return rc;
+}
+
+int engine_pure_forward(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
+                        const vijp_mat *T, vijp_grads *out, vijp_error *err)
+{
+    size_t D = net->depth, B = X->cols, n0 = net->width, mD = vijp_net_out_width(net);
+    const vijp_format *f = X->fmt;
+    vijp_ledger ledger = {0, 0};
+    vijp_mat *r = calloc(B, sizeof *r), *frag = calloc(D, sizeof *frag), x, t;
+    size_t *k = calloc(D * B, sizeof *k);
+    int rc = r && frag && k ? 0 : vijp_fail(err, VIJP_ENOMEM, "out of memory");
+    ledger_keep(&ledger, mat_bytes(X)); /* h_0, read again by the sweep */
+    vijp_mat_init(&x, n0, 1, f);
+    vijp_mat_init(&t, mD, 1, f);
+    for (size_t b = 0; b < B && !rc; b++) {
+        vijp_mat_copy_range(&x, 0, X, b * n0, n0);
+        vijp_mat_copy_range(&t, 0, T, b * mD, mD);
+        rc = pure_forward_sample(net, theta, &x, &t, &r[b], k + b * D, &out->loss, err);
+        if (!rc) ledger_keep(&ledger, (vijp_mat_len(&r[b]) - n0) * f->value_bytes); /* its fragments */
+    }
+    vijp_mat_clear(&x), vijp_mat_clear(&t);
+    for (size_t i = 0; i < D && !rc; i++) { /* regroup fragments by layer */
+        size_t total = 0;
+        for (size_t b = 0; b < B; b++) total += k[b * D + i];
+        vijp_mat_init(&frag[i], total, 1, f);
+        for (size_t b = 0, pos = 0, o; b < B; b++) {
+            o = n0;
+            for (size_t j = 0; j < i; j++) o += k[b * D + j];
+            vijp_mat_copy_range(&frag[i], pos, &r[b], o, k[b * D + i]);
+            pos += k[b * D + i];
+        }
+    }
+    for (size_t b = 0; b < B && !rc; b++) vijp_mat_copy_range(&out->grad_x, b * n0, &r[b], 0, n0);
+    mat_free_all(r, r ? B : 0);
+    if (!rc) rc = engine_moonwalk_sweep(net, theta, X, frag, &ledger, out, err);
+    mat_free_all(frag, frag ? D : 0);
+    free(k);
+    out->stored_bytes = ledger.peak;
+    return rc;
+}

@@ -1,0 +1,67 @@
+#include "vijp/vijp.h"
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void emulated(vijp_format *f, vijp_format_kind k, const char *name, mpfr_prec_t p,
+                     mpfr_exp_t emin, mpfr_exp_t emax, size_t bytes)
+{
+    memset(f, 0, sizeof *f);
+    f->kind = k;
+    f->prec = p;
+    f->emulated = 1;
+    f->emin = emin;
+    f->emax = emax;
+    f->value_bytes = bytes;
+    snprintf(f->name, sizeof f->name, "%s", name);
+}
+
+int vijp_format_mpfr(vijp_format *f, long prec, vijp_error *err)
+{
+    if (prec < VIJP_PREC_MIN || prec > VIJP_PREC_MAX)
+        return vijp_fail(err, VIJP_EINVAL, "precision %ld out of range [%d, %d] bits", prec,
+                         VIJP_PREC_MIN, VIJP_PREC_MAX);
+    memset(f, 0, sizeof *f);
+    f->kind = VIJP_MPFR;
+    f->prec = prec;
+    /* Stored bytes of one mpfr:P value: sign, exponent and precision fields
+     * (the mpfr struct) plus the limbs of the significand. */
+    f->value_bytes = sizeof(__mpfr_struct) + (size_t)((prec + mp_bits_per_limb - 1) / mp_bits_per_limb) * sizeof(mp_limb_t);
+    snprintf(f->name, sizeof f->name, "mpfr:%ld", prec);
+    return 0;
+}
+
+int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err)
+{
+    if (!s) return vijp_fail(err, VIJP_EINVAL, "missing format name");
+    /* MPFR exponent convention: x = m·2^e, 1/2 <= |m| < 1.  emin is chosen so
+     * that the smallest subnormal 2^(emin-1) is the format's: binary32 2^-149,
+     * binary16 2^-24, bfloat16 2^-133; emax so that 2^emax is the first overflow. */
+    if (!strcmp(s, "double")) {
+        memset(f, 0, sizeof *f);
+        f->kind = VIJP_DOUBLE;
+        f->prec = 53;
+        f->emin = -1073;
+        f->emax = 1024;
+        f->value_bytes = sizeof(double);
+        snprintf(f->name, sizeof f->name, "double");
+        return 0;
+    }
+    if (!strcmp(s, "binary32")) return emulated(f, VIJP_BINARY32, s, 24, -148, 128, 4), 0;
+    if (!strcmp(s, "binary16")) return emulated(f, VIJP_BINARY16, s, 11, -23, 16, 2), 0;
+    if (!strcmp(s, "bfloat16")) return emulated(f, VIJP_BFLOAT16, s, 8, -132, 128, 2), 0;
+    if (!strncmp(s, "mpfr:", 5)) {
+        char *end;
+        errno = 0;
+        long p = strtol(s + 5, &end, 10);
+        if (end == s + 5 || *end || errno)
+            return vijp_fail(err, VIJP_EINVAL, "bad precision in format '%s' (want mpfr:P, P bits)", s);
+        return vijp_format_mpfr(f, p, err);
+    }
+    return vijp_fail(err, VIJP_EINVAL,
+                     "unknown format '%s' (known: double, mpfr:P, binary32, binary16, bfloat16)", s);
+}
+
+double vijp_format_unit_roundoff(const vijp_format *f) { return ldexp(1.0, -(int)f->prec); }

@@ -1,0 +1,204 @@
+/* The layer registry and the format-generic operators engines call. */
+#include "vijp/layer.h"
+#include <string.h>
+
+extern const vijp_layer_type vijp_layer_dense, vijp_layer_leaky_relu, vijp_layer_relu, vijp_layer_tanh;
+
+static const vijp_layer_type *const registry[] = {
+    &vijp_layer_dense, &vijp_layer_leaky_relu, &vijp_layer_relu, &vijp_layer_tanh,
+};
+
+const vijp_layer_type *const *vijp_layer_types(size_t *count)
+{
+    *count = sizeof registry / sizeof *registry;
+    return registry;
+}
+
+const vijp_layer_type *vijp_layer_type_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof registry / sizeof *registry; i++)
+        if (!strcmp(registry[i]->name, name)) return registry[i];
+    return NULL;
+}
+
+int vijp_layer_parse(vijp_layer *L, const char *item, size_t in_width, vijp_error *err)
+{
+    char name[32];
+    const char *colon = strchr(item, ':');
+    size_t len = colon ? (size_t)(colon - item) : strlen(item);
+    if (len == 0 || len >= sizeof name) return vijp_fail(err, VIJP_EINVAL, "bad layer '%s' in spec", item);
+    memcpy(name, item, len);
+    name[len] = 0;
+    memset(L, 0, sizeof *L);
+    L->type = vijp_layer_type_find(name);
+    if (!L->type) {
+        size_t n;
+        const vijp_layer_type *const *all = vijp_layer_types(&n);
+        char known[128] = "";
+        for (size_t i = 0; i < n; i++) strcat(strcat(known, i ? ", " : ""), all[i]->name);
+        return vijp_fail(err, VIJP_EINVAL, "unknown layer '%s' (known: %s)", name, known);
+    }
+    return L->type->parse(L, colon ? colon + 1 : NULL, in_width, err);
+}
+
+static int is_mp(const vijp_mat *a) { return a->fmt->kind != VIJP_DOUBLE; }
+
+static int shape(const vijp_mat *a, size_t rows, size_t cols, const char *what, const vijp_layer *L,
+                 vijp_error *err)
+{
+    if (a->rows != rows || (cols && a->cols != cols))
+        return vijp_fail(err, VIJP_EDIM, "%s layer (%zu -> %zu): %s is %zux%zu, expected %zux%zu",
+                         L->type->name, L->in, L->out, what, a->rows, a->cols, rows, cols ? cols : a->cols);
+    return 0;
+}
+
+static int check_theta(const vijp_layer *L, const vijp_mat *theta, vijp_error *err)
+{
+    size_t P = L->type->param_count(L);
+    if (P == 0) return 0;
+    if (!theta) return vijp_fail(err, VIJP_EINVAL, "%s layer needs its parameters", L->type->name);
+    return shape(theta, P, 1, "theta", L, err);
+}
+
+#define TH(t, f) ((t) ? (t)->f : NULL)
+
+int vijp_layer_forward(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, vijp_mat *Y,
+                       vijp_error *err)
+{
+    int rc;
+    if ((rc = check_theta(L, theta, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
+        (rc = shape(Y, L->out, X->cols, "output", L, err)))
+        return rc;
+    if (is_mp(X)) L->type->mp->forward(L, TH(theta, m), X->m, X->cols, Y->m, X->fmt);
+    else L->type->d->forward(L, TH(theta, d), X->d, X->cols, Y->d);
+    return 0;
+}
+
+int vijp_layer_jvp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *U,
+                   vijp_mat *V, vijp_error *err)
+{
+    int rc;
+    if ((rc = check_theta(L, theta, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
+        (rc = shape(U, L->in, X->cols, "tangent", L, err)) ||
+        (rc = shape(V, L->out, X->cols, "output tangent", L, err)))
+        return rc;
+    if (is_mp(X)) L->type->mp->jvp(L, TH(theta, m), X->m, X->cols, U->m, V->m, X->fmt);
+    else L->type->d->jvp(L, TH(theta, d), X->d, X->cols, U->d, V->d);
+    return 0;
+}
+
+int vijp_layer_vjp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *Gy,
+                   vijp_mat *Gx, vijp_error *err)
+{
+    int rc;
+    if ((rc = check_theta(L, theta, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
+        (rc = shape(Gy, L->out, X->cols, "output cotangent", L, err)) ||
+        (rc = shape(Gx, L->in, X->cols, "input cotangent", L, err)))
+        return rc;
+    if (is_mp(X)) L->type->mp->vjp(L, TH(theta, m), X->m, X->cols, Gy->m, Gx->m, X->fmt);
+    else L->type->d->vjp(L, TH(theta, d), X->d, X->cols, Gy->d, Gx->d);
+    return 0;
+}
+
+int vijp_layer_vjp_param(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X,
+                         const vijp_mat *Gy, vijp_mat *Gt, vijp_error *err)
+{
+    int rc;
+    if (L->type->param_count(L) == 0) return 0;
+    if ((rc = check_theta(L, theta, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
+        (rc = shape(Gy, L->out, X->cols, "output cotangent", L, err)) ||
+        (rc = shape(Gt, theta->rows, 1, "parameter gradient", L, err)))
+        return rc;
+    if (is_mp(X)) L->type->mp->vjp_param(L, theta->m, X->m, X->cols, Gy->m, Gt->m, X->fmt);
+    else L->type->d->vjp_param(L, theta->d, X->d, X->cols, Gy->d, Gt->d);
+    return 0;
+}
+
+size_t vijp_layer_fragment_count(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X)
+{
+    if (is_mp(X))
+        return L->type->mp->fragment_count ? L->type->mp->fragment_count(L, TH(theta, m), X->m, X->cols) : 0;
+    return L->type->d->fragment_count ? L->type->d->fragment_count(L, TH(theta, d), X->d, X->cols) : 0;
+}
+
+int vijp_layer_fragment(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X,
+                        const vijp_mat *Gy, vijp_mat *frag, vijp_error *err)
+{
+    int rc;
+    size_t k = vijp_layer_fragment_count(L, theta, X);
+    if ((rc = check_theta(L, theta, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
+        (rc = shape(Gy, L->out, X->cols, "output cotangent", L, err)) ||
+        (rc = shape(frag, k, 1, "fragment", L, err)))
+        return rc;
+    if (k == 0) return 0;
+    if (is_mp(X)) L->type->mp->fragment(L, TH(theta, m), X->m, X->cols, Gy->m, frag->m, X->fmt);
+    else L->type->d->fragment(L, TH(theta, d), X->d, X->cols, Gy->d, frag->d);
+    return 0;
+}
+
+int vijp_layer_vijp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *Gx,
+                    const vijp_mat *frag, vijp_mat *Gy, vijp_error *err)
+{
+    int rc;
+    size_t k = vijp_layer_fragment_count(L, theta, X);
+    if ((rc = check_theta(L, theta, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
+        (rc = shape(Gx, L->in, X->cols, "input cotangent", L, err)) ||
+        (rc = shape(Gy, L->out, X->cols, "output cotangent", L, err)))
+        return rc;
+    if (k && (!frag || (rc = shape(frag, k, 1, "fragment", L, err))))
+        return rc ? rc : vijp_fail(err, VIJP_EINVAL, "%s layer vijp needs its %zu-entry fragment", L->type->name, k);
+    if (is_mp(X)) {
+        rc = L->type->mp->vijp(L, TH(theta, m), X->m, X->cols, Gx->m, k ? frag->m : NULL, Gy->m, X->fmt);
+        if (rc) return vijp_fail(err, rc, "%s layer (%zu -> %zu) vijp in %s: the Jacobian is singular "
+                                 "in this format (rank lost beyond the fragment)", L->type->name, L->in, L->out, X->fmt->name);
+        return 0;
+    }
+    return L->type->d->vijp(L, TH(theta, d), X->d, X->cols, Gx->d, k ? frag->d : NULL, Gy->d, err);
+}
+
+int vijp_layer_jacobian(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *x, vijp_mat *J,
+                        vijp_error *err)
+{
+    int rc;
+    if ((rc = check_theta(L, theta, err)) || (rc = shape(x, L->in, 1, "point", L, err)) ||
+        (rc = shape(J, L->out, L->in, "Jacobian", L, err)))
+        return rc;
+    if (is_mp(x)) L->type->mp->jacobian(L, TH(theta, m), x->m, J->m, x->fmt);
+    else L->type->d->jacobian(L, TH(theta, d), x->d, J->d);
+    return 0;
+}
+
+int vijp_layer_cokernel(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *x, vijp_mat *Q,
+                        vijp_error *err)
+{
+    int rc;
+    size_t k = vijp_layer_fragment_count(L, theta, x);
+    if ((rc = check_theta(L, theta, err)) || (rc = shape(x, L->in, 1, "point", L, err)) ||
+        (rc = shape(Q, L->out, k, "cokernel basis", L, err)))
+        return rc;
+    if (k == 0) return 0;
+    if (is_mp(x)) {
+        if ((rc = L->type->mp->cokernel(L, TH(theta, m), x->m, Q->m, x->fmt)))
+            return vijp_fail(err, rc, "%s layer cokernel in %s: rank lost beyond the fragment", L->type->name, x->fmt->name);
+        return 0;
+    }
+    return L->type->d->cokernel(L, TH(theta, d), x->d, Q->d, err);
+}
+
+int vijp_layer_inverse(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *Y, vijp_mat *X,
+                       vijp_error *err)
+{
+    int rc;
+    if (is_mp(Y) ? !L->type->mp->inverse : !L->type->d->inverse)
+        return vijp_fail(err, VIJP_EUNSUPPORTED, "%s layer has no inverse", L->type->name);
+    if ((rc = check_theta(L, theta, err)) || (rc = shape(Y, L->out, 0, "output", L, err)) ||
+        (rc = shape(X, L->in, Y->cols, "input", L, err)))
+        return rc;
+    if (is_mp(Y)) {
+        if ((rc = L->type->mp->inverse(L, TH(theta, m), Y->m, Y->cols, X->m, Y->fmt)))
+            return vijp_fail(err, rc, "%s layer inverse in %s failed (%s)", L->type->name, Y->fmt->name,
+                             rc == VIJP_EUNSUPPORTED ? "not square" : "singular or outside the range");
+        return 0;
+    }
+    return L->type->d->inverse(L, TH(theta, d), Y->d, Y->cols, X->d, err);
+}

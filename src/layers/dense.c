@@ -1,0 +1,284 @@
+/* Dense layer y = W x + b, W m × n (DESIGN §6).  J = W.
+ *   m = n: vijp solves Wᵀ gy = gx by LU (one factorisation for the batch);
+ *   m < n: gy = gx W⁺ = R⁻¹ Q₁ᵀ gx from QR of Wᵀ (least squares, dgels);
+ *   m > n: W = Q R, gy = Q₁ R⁻ᵀ gx + Q₂ c, where Q₂ is an orthonormal basis of
+ *          null(Wᵀ) and the fragment c = Q₂ᵀ gy (m − n numbers per sample).
+ * theta = [W column-major (m·n), b (m)]. */
+#include "vijp/layer.h"
+#include "../../oracles/oracles.h"
+#include <cblas.h>
+#include <lapacke.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int parse_size(const char *s, char **end, size_t *v)
+{
+    if (*s < '0' || *s > '9') return -1;
+    unsigned long long x = strtoull(s, end, 10);
+    if (x == 0 || x > (1u << 24)) return -1;
+    *v = (size_t)x;
+    return 0;
+}
+
+static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err)
+{
+    char *end = NULL;
+    size_t m, n = 0;
+    if (!arg || parse_size(arg, &end, &m))
+        return vijp_fail(err, VIJP_EINVAL, "dense needs its size: dense:M or dense:MxN with 1 <= M, N <= 2^24, got 'dense%s%s'",
+                         arg ? ":" : "", arg ? arg : "");
+    if (*end == 'x') {
+        if (parse_size(end + 1, &end, &n) || *end)
+            return vijp_fail(err, VIJP_EINVAL, "bad dense size 'dense:%s' (want dense:MxN)", arg);
+        if (in_width && in_width != n)
+            return vijp_fail(err, VIJP_EDIM, "dense:%s expects %zu inputs but receives %zu", arg, n, in_width);
+    } else if (*end) {
+        return vijp_fail(err, VIJP_EINVAL, "bad dense size 'dense:%s' (want dense:M or dense:MxN)", arg);
+    } else {
+        n = in_width ? in_width : m;
+    }
+    L->out = m;
+    L->in = n;
+    return 0;
+}
+
+static size_t param_count(const vijp_layer *L) { return L->out * L->in + L->out; }
+
+static unsigned declare(const vijp_layer *L)
+{
+    return L->out > L->in ? VIJP_DECL_NEVER_SUBMERSIVE : 0;
+}
+
+/* Orthonormal columns (or rows, when wide) by QR of a Gaussian matrix, with
+ * the signs of diag(R) folded in so the distribution is Haar. */
+static int orthogonal(size_t m, size_t n, vijp_rng *rng, double *W)
+{
+    size_t r = m > n ? m : n, c = m > n ? n : m;
+    double *A = malloc(r * c * sizeof *A), *tau = malloc(c * sizeof *tau);
+    int rc = VIJP_ENOMEM;
+    if (!A || !tau) goto out;
+    for (size_t i = 0; i < r * c; i++) A[i] = vijp_rng_normal(rng);
+    rc = LAPACKE_dgeqrf(LAPACK_COL_MAJOR, (int)r, (int)c, A, (int)r, tau) ? VIJP_EINVAL : 0;
+    double *s = malloc(c * sizeof *s);
+    if (!s) { rc = VIJP_ENOMEM; goto out; }
+    for (size_t j = 0; j < c; j++) s[j] = A[j + j * r] < 0 ? -1.0 : 1.0;
+    if (!rc) rc = LAPACKE_dorgqr(LAPACK_COL_MAJOR, (int)r, (int)c, (int)c, A, (int)r, tau) ? VIJP_EINVAL : 0;
+    for (size_t i = 0; !rc && i < r; i++)
+        for (size_t j = 0; j < c; j++) {
+            double q = A[i + j * r] * s[j];
+            if (m >= n) W[i + j * m] = q; /* W = Q (m × n) */
+            else W[j + i * m] = q;        /* W = Qᵀ (m × n) */
+        }
+    free(s);
+out:
+    free(A);
+    free(tau);
+    return rc;
+}
+
+static int init(const vijp_layer *L, vijp_init in, vijp_rng *rng, double *theta)
+{
+    size_t m = L->out, n = L->in;
+    double *W = theta, *b = theta + m * n;
+    if (in.kind == VIJP_INIT_GAUSSIAN) {
+        double s = 1 / sqrt((double)n); /* variance 1/n keeps ‖Wx‖ ≈ ‖x‖ */
+        for (size_t i = 0; i < m * n; i++) W[i] = s * vijp_rng_normal(rng);
+    } else {
+        int rc = orthogonal(m, n, rng, W);
+        if (rc) return rc;
+        if (in.kind == VIJP_INIT_SCALED)
+            for (size_t i = 0; i < m * n; i++) W[i] *= in.gain;
+    }
+    for (size_t i = 0; i < m; i++) b[i] = 0.1 * vijp_rng_normal(rng);
+    return 0;
+}
+
+static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
+{
+    size_t m = L->out, n = L->in;
+    for (size_t j = 0; j < B; j++) memcpy(Y + j * m, th + m * n, m * sizeof *Y);
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)B, (int)n, 1.0, th, (int)m,
+                X, (int)n, 1.0, Y, (int)m);
+}
+
+static void jvp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *U,
+                double *V)
+{
+    (void)X;
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)L->out, (int)B, (int)L->in, 1.0, th,
+                (int)L->out, U, (int)L->in, 0.0, V, (int)L->out);
+}
+
+static void vjp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy,
+                double *Gx)
+{
+    (void)X;
+    cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)L->in, (int)B, (int)L->out, 1.0, th,
+                (int)L->out, Gy, (int)L->out, 0.0, Gx, (int)L->in);
+}
+
+static void vjp_param(const vijp_layer *L, const double *th, const double *X, size_t B,
+                      const double *Gy, double *Gt)
+{
+    (void)th;
+    size_t m = L->out, n = L->in;
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)B, 1.0, Gy, (int)m, X,
+                (int)n, 0.0, Gt, (int)m);
+    for (size_t i = 0; i < m; i++) {
+        double s = 0;
+        for (size_t j = 0; j < B; j++) s += Gy[i + j * m];
+        Gt[m * n + i] = s;
+    }
+}
+
+static size_t fragment_count(const vijp_layer *L, const double *th, const double *X, size_t B)
+{
+    (void)th, (void)X;
+    return L->out > L->in ? (L->out - L->in) * B : 0;
+}
+
+/* QR of a copy of W (m > n); fails when R has a zero on its diagonal, i.e. W
+ * has rank < n and the cokernel is larger than m − n. */
+static int tall_qr(const vijp_layer *L, const double *W, double **A, double **tau, vijp_error *err)
+{
+    size_t m = L->out, n = L->in;
+    *A = calloc(m * m, sizeof **A); /* zeroed: LAPACKE checks all of A for NaN */
+    *tau = malloc(n * sizeof **tau);
+    if (!*A || !*tau) return vijp_fail(err, VIJP_ENOMEM, "dense: out of memory");
+    memcpy(*A, W, m * n * sizeof **A);
+    LAPACKE_dgeqrf(LAPACK_COL_MAJOR, (int)m, (int)n, *A, (int)m, *tau);
+    for (size_t k = 0; k < n; k++)
+        if ((*A)[k + k * m] == 0)
+            return vijp_fail(err, VIJP_ESINGULAR,
+                             "dense %zux%zu: W has rank < %zu (R[%zu,%zu] = 0), so its cokernel is "
+                             "larger than the stored fragment", m, n, n, k, k);
+    return 0;
+}
+
+static void fragment(const vijp_layer *L, const double *th, const double *X, size_t B,
+                     const double *Gy, double *frag)
+{
+    (void)X;
+    size_t m = L->out, n = L->in;
+    double *A = NULL, *tau = NULL, *Z = malloc(m * B * sizeof *Z);
+    tall_qr(L, th, &A, &tau, NULL); /* a rank-deficient W is reported by the vijp */
+    memcpy(Z, Gy, m * B * sizeof *Z);
+    LAPACKE_dormqr(LAPACK_COL_MAJOR, 'L', 'T', (int)m, (int)B, (int)n, A, (int)m, tau, Z, (int)m);
+    for (size_t j = 0; j < B; j++) memcpy(frag + j * (m - n), Z + j * m + n, (m - n) * sizeof *Z);
+    free(A), free(tau), free(Z);
+}
+
+static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B,
+                const double *Gx, const double *frag, double *Gy, vijp_error *err)
+{
+    (void)X;
+    size_t m = L->out, n = L->in;
+    int rc = 0;
+    if (m == n) {
+        double *A = malloc(n * n * sizeof *A);
+        lapack_int *piv = malloc(n * sizeof *piv);
+        if (!A || !piv) rc = vijp_fail(err, VIJP_ENOMEM, "dense: out of memory");
+        if (!rc) {
+            memcpy(A, th, n * n * sizeof *A);
+            memcpy(Gy, Gx, n * B * sizeof *Gy);
+            lapack_int info = LAPACKE_dgetrf(LAPACK_COL_MAJOR, (int)n, (int)n, A, (int)n, piv);
+            if (info > 0)
+                rc = vijp_fail(err, VIJP_ESINGULAR, "dense %zux%zu vijp: W is singular (U[%d,%d] = 0 in LU)",
+                               m, n, (int)info - 1, (int)info - 1);
+            else
+                LAPACKE_dgetrs(LAPACK_COL_MAJOR, 'T', (int)n, (int)B, A, (int)n, piv, Gy, (int)n);
+        }
+        free(A), free(piv);
+    } else if (m < n) {
+        double *A = malloc(n * m * sizeof *A), *Z = malloc(n * B * sizeof *Z);
+        if (!A || !Z) rc = vijp_fail(err, VIJP_ENOMEM, "dense: out of memory");
+        if (!rc) {
+            for (size_t i = 0; i < m; i++) /* A = Wᵀ, n × m */
+                for (size_t k = 0; k < n; k++) A[k + i * n] = th[i + k * m];
+            memcpy(Z, Gx, n * B * sizeof *Z);
+            lapack_int info = LAPACKE_dgels(LAPACK_COL_MAJOR, 'N', (int)n, (int)m, (int)B, A, (int)n, Z, (int)n);
+            if (info > 0)
+                rc = vijp_fail(err, VIJP_ESINGULAR, "dense %zux%zu vijp: W has rank < %zu, not submersive", m, n, m);
+            for (size_t j = 0; !rc && j < B; j++) memcpy(Gy + j * m, Z + j * n, m * sizeof *Gy);
+        }
+        free(A), free(Z);
+    } else {
+        double *A = NULL, *tau = NULL;
+        rc = tall_qr(L, th, &A, &tau, err);
+        if (!rc) {
+            for (size_t j = 0; j < B; j++) {
+                memcpy(Gy + j * m, Gx + j * n, n * sizeof *Gy);
+                memcpy(Gy + j * m + n, frag + j * (m - n), (m - n) * sizeof *Gy);
+            }
+            /* top n rows: R⁻ᵀ gx; then apply Q to [R⁻ᵀ gx; c] */
+            LAPACKE_dtrtrs(LAPACK_COL_MAJOR, 'U', 'T', 'N', (int)n, (int)B, A, (int)m, Gy, (int)m);
+            LAPACKE_dormqr(LAPACK_COL_MAJOR, 'L', 'N', (int)m, (int)B, (int)n, A, (int)m, tau, Gy, (int)m);
+        }
+        free(A), free(tau);
+    }
+    return rc;
+}
+
+static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
+{
+    (void)x;
+    memcpy(J, th, L->out * L->in * sizeof *J);
+}
+
+static int cokernel(const vijp_layer *L, const double *th, const double *x, double *Q, vijp_error *err)
+{
+    (void)x;
+    size_t m = L->out, n = L->in;
+    if (m <= n) return 0;
+    double *A = NULL, *tau = NULL;
+    int rc = tall_qr(L, th, &A, &tau, err);
+    if (!rc) {
+        LAPACKE_dorgqr(LAPACK_COL_MAJOR, (int)m, (int)m, (int)n, A, (int)m, tau);
+        memcpy(Q, A + n * m, m * (m - n) * sizeof *Q);
+    }
+    free(A), free(tau);
+    return rc;
+}
+
+static int inverse(const vijp_layer *L, const double *th, const double *Y, size_t B, double *X,
+                   vijp_error *err)
+{
+    size_t n = L->in;
+    if (L->out != n)
+        return vijp_fail(err, VIJP_EUNSUPPORTED, "dense %zux%zu has no inverse (not square)", L->out, n);
+    double *A = malloc(n * n * sizeof *A);
+    lapack_int *piv = malloc(n * sizeof *piv);
+    int rc = 0;
+    if (!A || !piv) rc = vijp_fail(err, VIJP_ENOMEM, "dense: out of memory");
+    if (!rc) {
+        memcpy(A, th, n * n * sizeof *A);
+        for (size_t j = 0; j < B; j++)
+            for (size_t i = 0; i < n; i++) X[i + j * n] = Y[i + j * n] - th[n * n + i];
+        if (LAPACKE_dgetrf(LAPACK_COL_MAJOR, (int)n, (int)n, A, (int)n, piv) > 0)
+            rc = vijp_fail(err, VIJP_ESINGULAR, "dense %zux%zu inverse: W is singular", n, n);
+        else
+            LAPACKE_dgetrs(LAPACK_COL_MAJOR, 'N', (int)n, (int)B, A, (int)n, piv, X, (int)n);
+    }
+    free(A), free(piv);
+    return rc;
+}
+
+static const vijp_ops_d ops_d = {
+    .forward = forward, .jvp = jvp, .vjp = vjp, .vjp_param = vjp_param,
+    .fragment_count = fragment_count, .fragment = fragment, .vijp = vijp,
+    .jacobian = jacobian, .cokernel = cokernel, .inverse = inverse,
+};
+
+static const vijp_ops_mp ops_mp = {
+    .forward = vo_dense_forward, .jvp = vo_dense_jvp, .vjp = vo_dense_vjp,
+    .vjp_param = vo_dense_vjp_param, .fragment_count = vo_dense_fragment_count,
+    .fragment = vo_dense_fragment, .vijp = vo_dense_vijp, .jacobian = vo_dense_jacobian,
+    .cokernel = vo_dense_cokernel, .inverse = vo_dense_inverse,
+};
+
+const vijp_layer_type vijp_layer_dense = {
+    .name = "dense", .syntax = "dense:M (M outputs) or dense:MxN (N inputs)",
+    .parse = parse, .param_count = param_count, .init = init, .declare = declare,
+    .residual = VIJP_RESIDUAL_NONE, .d = &ops_d, .mp = &ops_mp,
+};

@@ -1,0 +1,85 @@
+/* Leaky ReLU, y = x (x > 0), αx (x <= 0), with 0 < α: J = diag(1 or α),
+ * submersive and invertible everywhere (DESIGN §6).  α = 0 is ReLU and is
+ * refused here: it has a cokernel, which the relu layer stores as a fragment. */
+#include "vijp/layer.h"
+#include "../../oracles/oracles.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err)
+{
+    char *end = NULL;
+    double a = arg ? strtod(arg, &end) : NAN;
+    if (!arg || end == arg || *end)
+        return vijp_fail(err, VIJP_EINVAL, "leaky needs a slope: leaky:ALPHA (e.g. leaky:0.1)");
+    if (a == 0)
+        return vijp_fail(err, VIJP_EINVAL,
+                         "leaky slope 0 is ReLU, which is not submersive: use 'relu' (its vijp "
+                         "stores the inactive units' cotangents as a fragment)");
+    if (!(a > 0) || !isfinite(a))
+        return vijp_fail(err, VIJP_EINVAL, "leaky slope must be finite and > 0, got '%s'", arg);
+    if (in_width == 0)
+        return vijp_fail(err, VIJP_EDIM, "leaky keeps its input width, which is unknown here: give --width");
+    L->in = L->out = in_width;
+    L->alpha = a;
+    return 0;
+}
+
+static size_t no_params(const vijp_layer *L) { (void)L; return 0; }
+static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE | VIJP_DECL_INVERTIBLE; }
+
+static double slope(const vijp_layer *L, double x) { return x > 0 ? 1.0 : L->alpha; }
+
+static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
+{
+    (void)th;
+    for (size_t i = 0; i < L->in * B; i++) Y[i] = X[i] * slope(L, X[i]);
+}
+
+/* jvp and vjp coincide for a diagonal Jacobian. */
+static void diag_apply(const vijp_layer *L, const double *th, const double *X, size_t B,
+                       const double *U, double *V)
+{
+    (void)th;
+    for (size_t i = 0; i < L->in * B; i++) V[i] = U[i] * slope(L, X[i]);
+}
+
+static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B,
+                const double *Gx, const double *frag, double *Gy, vijp_error *err)
+{
+    (void)th, (void)frag, (void)err;
+    for (size_t i = 0; i < L->in * B; i++) Gy[i] = Gx[i] / slope(L, X[i]);
+    return 0;
+}
+
+static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
+{
+    (void)th;
+    memset(J, 0, L->in * L->in * sizeof *J);
+    for (size_t i = 0; i < L->in; i++) J[i + i * L->in] = slope(L, x[i]);
+}
+
+static int inverse(const vijp_layer *L, const double *th, const double *Y, size_t B, double *X,
+                   vijp_error *err)
+{
+    (void)th, (void)err;
+    for (size_t i = 0; i < L->in * B; i++) X[i] = Y[i] > 0 ? Y[i] : Y[i] / L->alpha;
+    return 0;
+}
+
+static const vijp_ops_d ops_d = {
+    .forward = forward, .jvp = diag_apply, .vjp = diag_apply, .vijp = vijp,
+    .jacobian = jacobian, .inverse = inverse,
+};
+
+static const vijp_ops_mp ops_mp = {
+    .forward = vo_leaky_forward, .jvp = vo_leaky_jvp, .vjp = vo_leaky_jvp, .vijp = vo_leaky_vijp,
+    .jacobian = vo_leaky_jacobian, .inverse = vo_leaky_inverse,
+};
+
+const vijp_layer_type vijp_layer_leaky_relu = {
+    .name = "leaky", .syntax = "leaky:ALPHA (0 < ALPHA; keeps its width)",
+    .parse = parse, .param_count = no_params, .declare = declare,
+    .residual = VIJP_RESIDUAL_SIGN, .d = &ops_d, .mp = &ops_mp,
+};

@@ -1,0 +1,91 @@
+/* ReLU, y = max(x, 0): J = diag([x > 0]).  Its cokernel is spanned by the
+ * inactive units (x <= 0), so its fragment is the output cotangent on those
+ * units, packed sample after sample (DESIGN §1, §6). */
+#include "vijp/layer.h"
+#include "../../oracles/oracles.h"
+#include <string.h>
+
+static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err)
+{
+    if (arg && *arg) return vijp_fail(err, VIJP_EINVAL, "relu takes no argument, got 'relu:%s'", arg);
+    if (in_width == 0)
+        return vijp_fail(err, VIJP_EDIM, "relu keeps its input width, which is unknown here: give --width");
+    L->in = L->out = in_width;
+    return 0;
+}
+
+static size_t no_params(const vijp_layer *L) { (void)L; return 0; }
+/* Submersive exactly where every unit is active: no structural claim holds. */
+static unsigned declare(const vijp_layer *L) { (void)L; return 0; }
+
+static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
+{
+    (void)th;
+    for (size_t i = 0; i < L->in * B; i++) Y[i] = X[i] > 0 ? X[i] : 0.0;
+}
+
+static void mask_apply(const vijp_layer *L, const double *th, const double *X, size_t B,
+                       const double *U, double *V)
+{
+    (void)th;
+    for (size_t i = 0; i < L->in * B; i++) V[i] = X[i] > 0 ? U[i] : 0.0;
+}
+
+static size_t fragment_count(const vijp_layer *L, const double *th, const double *X, size_t B)
+{
+    (void)th;
+    size_t k = 0;
+    for (size_t i = 0; i < L->in * B; i++) k += !(X[i] > 0);
+    return k;
+}
+
+static void fragment(const vijp_layer *L, const double *th, const double *X, size_t B,
+                     const double *Gy, double *frag)
+{
+    (void)th;
+    for (size_t i = 0, k = 0; i < L->in * B; i++)
+        if (!(X[i] > 0)) frag[k++] = Gy[i];
+}
+
+static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B,
+                const double *Gx, const double *frag, double *Gy, vijp_error *err)
+{
+    (void)th, (void)err;
+    for (size_t i = 0, k = 0; i < L->in * B; i++) Gy[i] = X[i] > 0 ? Gx[i] : frag[k++];
+    return 0;
+}
+
+static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
+{
+    (void)th;
+    memset(J, 0, L->in * L->in * sizeof *J);
+    for (size_t i = 0; i < L->in; i++) J[i + i * L->in] = x[i] > 0 ? 1.0 : 0.0;
+}
+
+static int cokernel(const vijp_layer *L, const double *th, const double *x, double *Q, vijp_error *err)
+{
+    (void)th, (void)err;
+    size_t k = fragment_count(L, th, x, 1);
+    memset(Q, 0, L->in * k * sizeof *Q);
+    for (size_t i = 0, j = 0; i < L->in; i++)
+        if (!(x[i] > 0)) Q[i + L->in * j++] = 1.0;
+    return 0;
+}
+
+static const vijp_ops_d ops_d = {
+    .forward = forward, .jvp = mask_apply, .vjp = mask_apply,
+    .fragment_count = fragment_count, .fragment = fragment, .vijp = vijp,
+    .jacobian = jacobian, .cokernel = cokernel,
+};
+
+static const vijp_ops_mp ops_mp = {
+    .forward = vo_relu_forward, .jvp = vo_relu_jvp, .vjp = vo_relu_jvp,
+    .fragment_count = vo_relu_fragment_count, .fragment = vo_relu_fragment, .vijp = vo_relu_vijp,
+    .jacobian = vo_relu_jacobian, .cokernel = vo_relu_cokernel,
+};
+
+const vijp_layer_type vijp_layer_relu = {
+    .name = "relu", .syntax = "relu (keeps its width; fragment = cotangent on inactive units)",
+    .parse = parse, .param_count = no_params, .declare = declare,
+    .residual = VIJP_RESIDUAL_SIGN, .d = &ops_d, .mp = &ops_mp,
+};

@@ -1,0 +1,131 @@
+#include "vijp/mat.h"
+#include "../oracles/arith.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t vijp_mat_len(const vijp_mat *a) { return a->rows * a->cols; }
+
+int vijp_mat_init(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt)
+{
+    memset(a, 0, sizeof *a);
+    a->rows = rows;
+    a->cols = cols;
+    a->fmt = fmt;
+    size_t n = rows * cols;
+    if (fmt->kind == VIJP_DOUBLE) {
+        a->d = calloc(n ? n : 1, sizeof *a->d);
+        return a->d ? 0 : VIJP_ENOMEM;
+    }
+    a->m = vo_vec_new(n, fmt);
+    return 0;
+}
+
+void vijp_mat_clear(vijp_mat *a)
+{
+    free(a->d);
+    if (a->m) vo_vec_free(a->m, vijp_mat_len(a));
+    a->d = NULL;
+    a->m = NULL;
+    a->rows = a->cols = 0;
+}
+
+void vijp_mat_zero(vijp_mat *a)
+{
+    size_t n = vijp_mat_len(a);
+    if (a->d) memset(a->d, 0, n * sizeof *a->d);
+    else
+        for (size_t i = 0; i < n; i++) mpfr_set_zero(a->m[i], 1);
+}
+
+void vijp_mat_copy(vijp_mat *a, const vijp_mat *b)
+{
+    size_t n = vijp_mat_len(a);
+    if (a->d) memcpy(a->d, b->d, n * sizeof *a->d);
+    else
+        for (size_t i = 0; i < n; i++) mpfr_set(a->m[i], b->m[i], MPFR_RNDN); /* same format: exact */
+}
+
+void vijp_mat_set_entry_d(vijp_mat *a, size_t i, double x)
+{
+    if (a->d) a->d[i] = x;
+    else vo_set_d(a->m[i], x, a->fmt);
+}
+
+void vijp_mat_set_d(vijp_mat *a, const double *src)
+{
+    for (size_t i = 0, n = vijp_mat_len(a); i < n; i++) vijp_mat_set_entry_d(a, i, src[i]);
+}
+
+double vijp_mat_get_d(const vijp_mat *a, size_t i)
+{
+    return a->d ? a->d[i] : mpfr_get_d(a->m[i], MPFR_RNDN);
+}
+
+void vijp_mat_get_mpfr(const vijp_mat *a, mpfr_t *out)
+{
+    for (size_t i = 0, n = vijp_mat_len(a); i < n; i++) {
+        if (a->d) mpfr_set_d(out[i], a->d[i], MPFR_RNDN);
+        else mpfr_set(out[i], a->m[i], MPFR_RNDN);
+    }
+}
+
+int vijp_mat_check_finite(const vijp_mat *a, const char *what, vijp_error *err)
+{
+    for (size_t i = 0, n = vijp_mat_len(a); i < n; i++) {
+        int finite = a->d ? isfinite(a->d[i]) : mpfr_number_p(a->m[i]);
+        if (!finite)
+            return vijp_fail(err, VIJP_EDOMAIN, "%s: entry %zu (row %zu, column %zu) is %s", what, i,
+                             i % (a->rows ? a->rows : 1), i / (a->rows ? a->rows : 1),
+                             (a->d ? isnan(a->d[i]) : mpfr_nan_p(a->m[i])) ? "NaN" : "infinite");
+    }
+    return 0;
+}
+
+void vijp_mat_sub(vijp_mat *a, const vijp_mat *b, const vijp_mat *c)
+{
+    for (size_t i = 0, n = vijp_mat_len(a); i < n; i++) {
+        if (a->d) a->d[i] = b->d[i] - c->d[i];
+        else vo_sub(a->m[i], b->m[i], c->m[i], a->fmt);
+    }
+}
+
+void vijp_mat_copy_range(vijp_mat *dst, size_t doff, const vijp_mat *src, size_t soff, size_t count)
+{
+    if (dst->d) memcpy(dst->d + doff, src->d + soff, count * sizeof(double));
+    else
+        for (size_t i = 0; i < count; i++) mpfr_set(dst->m[doff + i], src->m[soff + i], MPFR_RNDN);
+}
+
+void vijp_mat_tdot(vijp_mat *r, const vijp_mat *A, const vijp_mat *g)
+{
+    size_t m = A->rows;
+    if (r->d) {
+        for (size_t j = 0; j < A->cols; j++) {
+            double s = 0;
+            for (size_t i = 0; i < m; i++) s += A->d[i + j * m] * g->d[i];
+            r->d[j] = s;
+        }
+        return;
+    }
+    mpfr_t p;
+    mpfr_init2(p, r->fmt->prec);
+    for (size_t j = 0; j < A->cols; j++) {
+        mpfr_set_zero(r->m[j], 1);
+        for (size_t i = 0; i < m; i++) vo_mul(p, A->m[i + j * m], g->m[i], r->fmt), vo_add(r->m[j], r->m[j], p, r->fmt);
+    }
+    mpfr_clear(p);
+}
+
+void vijp_mat_convert(vijp_mat *dst, const vijp_mat *src)
+{
+    mpfr_t t;
+    mpfr_init2(t, src->fmt->prec > 53 ? src->fmt->prec : 53);
+    for (size_t i = 0, n = vijp_mat_len(dst); i < n; i++) {
+        if (src->d) mpfr_set_d(t, src->d[i], MPFR_RNDN);
+        else mpfr_set(t, src->m[i], MPFR_RNDN); /* exact: same precision */
+        if (dst->d) dst->d[i] = mpfr_get_d(t, MPFR_RNDN);
+        else vo_set(dst->m[i], t, dst->fmt);
+    }
+    mpfr_clear(t);
+}

@@ -1,0 +1,140 @@
+/* Networks from specs, seeded initialisation, parameters in a format. */
+#include "vijp/net.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VIJP_DEPTH_MAX 100000 /* far beyond any study; guards absurd allocations */
+
+int vijp_net_build(vijp_net *net, const char *spec, size_t depth, size_t width, vijp_error *err)
+{
+    memset(net, 0, sizeof *net);
+    if (!spec || !*spec) return vijp_fail(err, VIJP_EINVAL, "empty network spec");
+    if (depth == 0 || depth > VIJP_DEPTH_MAX)
+        return vijp_fail(err, VIJP_EINVAL, "depth %zu out of range [1, %d]", depth, VIJP_DEPTH_MAX);
+    size_t nitems = 1;
+    for (const char *p = spec; *p; p++) nitems += *p == ',';
+    char *copy = strdup(spec), **items = calloc(nitems, sizeof *items);
+    net->layers = calloc(depth, sizeof *net->layers);
+    net->theta = calloc(depth, sizeof *net->theta);
+    int rc = 0;
+    if (!copy || !items || !net->layers || !net->theta) {
+        rc = vijp_fail(err, VIJP_ENOMEM, "out of memory");
+        goto out;
+    }
+    size_t k = 0;
+    for (char *save = NULL, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) items[k++] = t;
+    if (k != nitems) {
+        rc = vijp_fail(err, VIJP_EINVAL, "empty layer in spec '%s'", spec);
+        goto out;
+    }
+    net->depth = depth;
+    size_t w = width;
+    for (size_t i = 0; i < depth; i++) {
+        if ((rc = vijp_layer_parse(&net->layers[i], items[i % nitems], w, err))) {
+            char inner[sizeof err->msg];
+            if (err) {
+                memcpy(inner, err->msg, sizeof inner);
+                vijp_fail(err, rc, "layer %zu ('%s'): %s", i + 1, items[i % nitems], inner);
+            }
+            goto out;
+        }
+        if (i == 0) net->width = net->layers[0].in;
+        w = net->layers[i].out;
+        size_t P = net->layers[i].type->param_count(&net->layers[i]);
+        if (P && !(net->theta[i] = calloc(P, sizeof(double)))) {
+            rc = vijp_fail(err, VIJP_ENOMEM, "out of memory for %zu parameters", P);
+            goto out;
+        }
+    }
+out:
+    free(copy);
+    free(items);
+    if (rc) vijp_net_free(net);
+    return rc;
+}
+
+void vijp_net_free(vijp_net *net)
+{
+    for (size_t i = 0; net->theta && i < net->depth; i++) free(net->theta[i]);
+    free(net->theta);
+    free(net->layers);
+    memset(net, 0, sizeof *net);
+}
+
+size_t vijp_net_out_width(const vijp_net *net) { return net->layers[net->depth - 1].out; }
+
+size_t vijp_net_param_count(const vijp_net *net)
+{
+    size_t P = 0;
+    for (size_t i = 0; i < net->depth; i++) P += net->layers[i].type->param_count(&net->layers[i]);
+    return P;
+}
+
+int vijp_net_init(vijp_net *net, vijp_init init, uint64_t seed, vijp_error *err)
+{
+    vijp_rng rng;
+    vijp_rng_seed(&rng, seed);
+    for (size_t i = 0; i < net->depth; i++) {
+        const vijp_layer *L = &net->layers[i];
+        if (L->type->init && L->type->init(L, init, &rng, net->theta[i]))
+            return vijp_fail(err, VIJP_EINVAL, "initialising layer %zu (%s) failed", i + 1, L->type->name);
+    }
+    return 0;
+}
+
+int vijp_init_parse(const char *s, vijp_init *init, vijp_error *err)
+{
+    init->gain = 1;
+    if (!strcmp(s, "gaussian")) init->kind = VIJP_INIT_GAUSSIAN;
+    else if (!strcmp(s, "orthogonal")) init->kind = VIJP_INIT_ORTHOGONAL;
+    else if (!strncmp(s, "scaled:", 7)) {
+        char *end;
+        init->kind = VIJP_INIT_SCALED;
+        init->gain = strtod(s + 7, &end);
+        if (end == s + 7 || *end || !(init->gain > 0) || init->gain > 1e300)
+            return vijp_fail(err, VIJP_EINVAL, "bad gain in '%s' (want scaled:G with G > 0)", s);
+    } else
+        return vijp_fail(err, VIJP_EINVAL, "unknown initialiser '%s' (known: gaussian, orthogonal, scaled:G)", s);
+    return 0;
+}
+
+int vijp_loss_parse(const char *s, vijp_loss_kind *loss, vijp_error *err)
+{
+    if (!strcmp(s, "square")) *loss = VIJP_LOSS_SQUARE;
+    else if (!strcmp(s, "linear")) *loss = VIJP_LOSS_LINEAR;
+    else return vijp_fail(err, VIJP_EINVAL, "unknown loss '%s' (known: square, linear)", s);
+    return 0;
+}
+
+void vijp_net_params_clear(const vijp_net *net, vijp_mat *theta)
+{
+    for (size_t i = 0; i < net->depth; i++) vijp_mat_clear(&theta[i]);
+}
+
+int vijp_net_params(const vijp_net *net, const vijp_format *f, vijp_mat *theta, vijp_error *err)
+{
+    for (size_t i = 0; i < net->depth; i++) {
+        size_t P = net->layers[i].type->param_count(&net->layers[i]);
+        int rc = vijp_mat_init(&theta[i], P, 1, f);
+        if (!rc && P) vijp_mat_set_d(&theta[i], net->theta[i]);
+        if (!rc && P) {
+            char what[96];
+            snprintf(what, sizeof what, "parameters of layer %zu in %s", i + 1, f->name);
+            rc = vijp_mat_check_finite(&theta[i], what, err);
+        }
+        if (rc) {
+            for (size_t j = 0; j <= i; j++) vijp_mat_clear(&theta[j]);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+void vijp_net_sample(const vijp_net *net, size_t B, uint64_t seed, double *X, double *T)
+{
+    vijp_rng rng;
+    vijp_rng_seed(&rng, seed ^ 0x5a17c0ffee5eedull); /* independent of the parameter stream */
+    for (size_t i = 0; i < net->width * B; i++) X[i] = vijp_rng_normal(&rng);
+    for (size_t i = 0; i < vijp_net_out_width(net) * B; i++) T[i] = vijp_rng_normal(&rng);
+}
