@@ -30,7 +30,7 @@ CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/t-*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
-TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/check_main.o $(BUILD)/tests/testutil.o
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/check_main.o $(BUILD)/tests/testutil.o $(BUILD)/tests/layerfix.o
 
 .PHONY: all check report bench clean
 all: $(BUILD)/libvijp.a $(BUILD)/vijp

@@ -1,0 +1,15 @@
+/* Runs every Check suite; exits non-zero if any test failed. */
+#include "testutil.h"
+#include <stdlib.h>
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite_format());
+    srunner_add_suite(sr, suite_layers());
+    srunner_add_suite(sr, suite_engines());
+    srunner_add_suite(sr, suite_cli());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

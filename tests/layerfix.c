@@ -1,0 +1,91 @@
+#include "layerfix.h"
+#include <lapacke.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void rand_mat(vijp_mat *F, vijp_mat *R, vijp_rng *rng, double away)
+{
+    for (size_t i = 0; i < vijp_mat_len(F); i++) {
+        double x;
+        do x = vijp_rng_normal(rng);
+        while (fabs(x) < away);
+        vijp_mat_set_entry_d(F, i, x);
+    }
+    vijp_mat_convert(R, F);
+}
+
+void layerfix_init(layerfix *t, const char *spec, size_t width, const char *fmt, size_t B, uint64_t seed)
+{
+    memset(t, 0, sizeof *t);
+    vijp_error err = {0};
+    ck_assert_msg(!vijp_format_parse(fmt, &t->F, &err), "%s", err.msg);
+    vijp_format_mpfr(&t->R, REF_PREC, NULL);
+    ck_assert_msg(!vijp_net_build(&t->net, spec, 1, width, &err), "%s", err.msg);
+    ck_assert(!vijp_net_init(&t->net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, seed, &err));
+    t->L = &t->net.layers[0];
+    t->B = B;
+    t->u = ldexp(1.0, -(int)t->F.prec);
+    size_t P = t->L->type->param_count(t->L), n = t->L->in, m = t->L->out;
+    vijp_mat_init(&t->thF, P, 1, &t->F);
+    vijp_mat_init(&t->thR, P, 1, &t->R);
+    if (P) vijp_mat_set_d(&t->thF, t->net.theta[0]);
+    vijp_mat_convert(&t->thR, &t->thF);
+    vijp_rng rng;
+    vijp_rng_seed(&rng, seed + 1);
+    vijp_mat_init(&t->XF, n, B, &t->F), vijp_mat_init(&t->XR, n, B, &t->R);
+    vijp_mat_init(&t->UF, n, B, &t->F), vijp_mat_init(&t->UR, n, B, &t->R);
+    vijp_mat_init(&t->GF, m, B, &t->F), vijp_mat_init(&t->GR, m, B, &t->R);
+    rand_mat(&t->XF, &t->XR, &rng, 1e-3);
+    rand_mat(&t->UF, &t->UR, &rng, 0);
+    rand_mat(&t->GF, &t->GR, &rng, 0);
+}
+
+void layerfix_clear(layerfix *t)
+{
+    vijp_mat *all[] = {&t->thF, &t->thR, &t->XF, &t->XR, &t->UF, &t->UR, &t->GF, &t->GR};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) vijp_mat_clear(all[i]);
+    vijp_net_free(&t->net);
+}
+
+void mat_entry(mpfr_t r, const vijp_mat *a, size_t i)
+{
+    if (a->d) mpfr_set_d(r, a->d[i], MPFR_RNDN);
+    else mpfr_set(r, a->m[i], MPFR_RNDN);
+}
+
+double absdiff(const vijp_mat *a, size_t i, const vijp_mat *b, size_t j)
+{
+    mpfr_t x, y;
+    mpfr_inits2(4 * REF_PREC, x, y, (mpfr_ptr)0); /* wide enough that the difference is exact */
+    mat_entry(x, a, i), mat_entry(y, b, j);
+    mpfr_sub(x, x, y, MPFR_RNDN);
+    double d = mpfr_get_d(x, MPFR_RNDU);
+    mpfr_clears(x, y, (mpfr_ptr)0);
+    return fabs(d);
+}
+
+double absval(const vijp_mat *a, size_t i) { return fabs(a->d ? a->d[i] : mpfr_get_d(a->m[i], MPFR_RNDN)); }
+
+double ratio_to_bound(const vijp_mat *a, const vijp_mat *b, const double *bound)
+{
+    double worst = 0;
+    for (size_t i = 0; i < vijp_mat_len(a); i++) {
+        double d = absdiff(a, i, b, i), r = d == 0 ? 0 : bound[i] > 0 ? d / bound[i] : INFINITY;
+        if (!(r <= worst)) worst = r;
+    }
+    return worst;
+}
+
+void sv_range(const double *J, size_t m, size_t n, double *smax, double *smin)
+{
+    size_t k = m < n ? m : n;
+    double *A = malloc(m * n * sizeof *A), *s = malloc(k * sizeof *s), *sup = malloc(k * sizeof *sup);
+    memcpy(A, J, m * n * sizeof *A);
+    ck_assert(!LAPACKE_dgesvd(LAPACK_COL_MAJOR, 'N', 'N', (int)m, (int)n, A, (int)m, s, NULL, 1, NULL, 1, sup));
+    *smax = s[0];
+    *smin = s[0];
+    for (size_t i = 0; i < k; i++)
+        if (s[i] > 1e-14 * s[0]) *smin = s[i]; /* nonzero: exact zeros come from structure (ReLU) */
+    free(A), free(s), free(sup);
+}

@@ -1,0 +1,19 @@
+/* Shared helpers of the Check suites. */
+#ifndef VIJP_TESTUTIL_H
+#define VIJP_TESTUTIL_H
+
+#include <check.h>
+#include <stdint.h>
+#include "vijp/vijp.h"
+
+Suite *suite_format(void);
+Suite *suite_layers(void);
+Suite *suite_engines(void);
+Suite *suite_cli(void);
+
+/* Iteration count scaled by VIJP_TEST_SCALE (default 1), as FLINT does. */
+long test_iters(long base);
+/* Seed for a test: VIJP_TEST_SEED or a fixed default; failures print it. */
+uint64_t test_seed(void);
+
+#endif
