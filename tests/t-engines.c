@@ -1,7 +1,250 @@
-#include "testutil.h"
+/* Engines (issue 2): Moonwalk mixed mode and pure forward against backprop,
+ * at 256 bits (>= 60 digits) and in double (within a derived bound), and
+ * stored-bytes accounting against hand counts. */
+#include "layerfix.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+    const char *spec;
+    size_t width;
+    vijp_init_kind init;
+} nets[] = {
+    {"dense:6", 6, VIJP_INIT_ORTHOGONAL},
+    {"dense:6", 6, VIJP_INIT_GAUSSIAN},
+    {"leaky:0.5", 6, VIJP_INIT_GAUSSIAN},
+    {"relu", 6, VIJP_INIT_GAUSSIAN},
+    {"tanh", 6, VIJP_INIT_GAUSSIAN},
+    {"dense:6,leaky:0.3", 6, VIJP_INIT_ORTHOGONAL},
+    {"dense:8,relu,dense:6,tanh", 6, VIJP_INIT_ORTHOGONAL}, /* tall (6→8), wide (8→6) */
+    {"dense:5,leaky:0.7,dense:5,relu", 5, VIJP_INIT_GAUSSIAN},
+};
+#define NNETS (sizeof nets / sizeof *nets)
+#define DEPTH 8
+#define BATCH 2
+
+typedef struct {
+    vijp_net net;
+    vijp_format F;
+    vijp_mat *theta, X, T;
+} problem;
+
+static void problem_init(problem *p, size_t i, const char *fmt)
+{
+    vijp_error err = {0};
+    ck_assert(!vijp_format_parse(fmt, &p->F, &err));
+    ck_assert_msg(!vijp_net_build(&p->net, nets[i].spec, DEPTH, nets[i].width, &err), "%s", err.msg);
+    ck_assert(!vijp_net_init(&p->net, (vijp_init){nets[i].init, 1}, test_seed() + i, &err));
+    p->theta = calloc(DEPTH, sizeof *p->theta);
+    ck_assert(!vijp_net_params(&p->net, &p->F, p->theta, &err));
+    size_t n0 = p->net.width, mD = vijp_net_out_width(&p->net);
+    double *X = malloc(n0 * BATCH * sizeof *X), *T = malloc(mD * BATCH * sizeof *T);
+    vijp_net_sample(&p->net, BATCH, test_seed() + 100 + i, X, T);
+    vijp_mat_init(&p->X, n0, BATCH, &p->F), vijp_mat_set_d(&p->X, X);
+    vijp_mat_init(&p->T, mD, BATCH, &p->F), vijp_mat_set_d(&p->T, T);
+    free(X), free(T);
+}
+
+static void problem_clear(problem *p)
+{
+    vijp_net_params_clear(&p->net, p->theta);
+    free(p->theta);
+    vijp_mat_clear(&p->X), vijp_mat_clear(&p->T);
+    vijp_net_free(&p->net);
+}
+
+static void run(problem *p, vijp_engine_kind e, vijp_grads *g)
+{
+    vijp_error err = {0};
+    ck_assert_msg(!vijp_engine_run(e, &p->net, p->theta, &p->X, &p->T, g, &err), "%s: %s", vijp_engine_name(e), err.msg);
+}
+
+/* At 256 bits every engine is exact to ~2^-256 times the conditioning of
+ * these depth-8 networks (κ <= ~1e3 per layer at worst here), so 60 correct
+ * digits is a bound with margin, and a wrong formula misses it by 60 decades. */
+START_TEST(agree_at_256_bits)
+{
+    problem p;
+    problem_init(&p, (size_t)_i, "mpfr:256");
+    vijp_grads bp, mw;
+    run(&p, VIJP_ENGINE_BACKPROP, &bp);
+    for (int e = VIJP_ENGINE_MOONWALK; e <= VIJP_ENGINE_PURE_FORWARD; e++) {
+        run(&p, (vijp_engine_kind)e, &mw);
+        double worst = vijp_rel_err(&mw.grad_x, &bp.grad_x);
+        for (size_t i = 0; i < DEPTH; i++) {
+            double a = vijp_rel_err(&mw.g[i], &bp.g[i]), b = mw.grad_theta[i].rows ? vijp_rel_err(&mw.grad_theta[i], &bp.grad_theta[i]) : 0;
+            worst = fmax(worst, fmax(a, b));
+        }
+        ck_assert_msg(worst <= 1e-60, "%s on %s: only %.1f digits", vijp_engine_name((vijp_engine_kind)e), nets[_i].spec, -log10(worst));
+        ck_assert(fabs(mw.loss - bp.loss) <= 1e-12 * fabs(bp.loss));
+        vijp_grads_clear(&mw);
+    }
+    vijp_grads_clear(&bp);
+    problem_clear(&p);
+}
+END_TEST
+
+/* κ of layer i's Jacobian (nonzero singular values) at the points the
+ * network actually visits, largest over the batch, and the C_solve constant of
+ * t-layers.c. */
+static void layer_conditions(problem *p, double *kap, double *csolve)
+{
+    vijp_mat h, hn, x, J;
+    vijp_mat_init(&h, p->net.width, BATCH, &p->F);
+    vijp_mat_copy(&h, &p->X);
+    for (size_t i = 0; i < DEPTH; i++) {
+        const vijp_layer *L = &p->net.layers[i];
+        size_t m = L->out, n = L->in;
+        kap[i] = 1;
+        csolve[i] = 3.0 * n * ldexp(1, (int)n - 1) + 16.0 * m * n + m + 6;
+        for (size_t b = 0; b < BATCH; b++) {
+            double smax, smin;
+            vijp_mat_init(&x, n, 1, &p->F), vijp_mat_init(&J, m, n, &p->F);
+            vijp_mat_copy_range(&x, 0, &h, b * n, n);
+            vijp_layer_jacobian(L, &p->theta[i], &x, &J, NULL);
+            sv_range(J.d, m, n, &smax, &smin);
+            kap[i] = fmax(kap[i], smax / smin);
+            vijp_mat_clear(&x), vijp_mat_clear(&J);
+        }
+        vijp_mat_init(&hn, m, BATCH, &p->F);
+        vijp_layer_forward(L, &p->theta[i], &h, &hn, NULL);
+        vijp_mat_clear(&h);
+        h = hn;
+    }
+    vijp_mat_clear(&h);
+}
+
+/* Double: to first order the reverse pass gives g_0 with relative error
+ * e_0 <= Σ_j (m_j + 6)u Π_{k<=j} κ_k, and the sweep's vijp at layer i
+ * multiplies the incoming relative error by at most κ_i and adds its own
+ * backward error C_solve,i·u, amplified by κ_i:
+ *   e_i <= κ_i (e_{i−1} + C_solve,i u).
+ * Backprop's g_i is within e_0-like bounds of the truth too, so the two
+ * engines agree within 2 e_i (factor 1.1 for second-order terms). */
+START_TEST(agree_in_double)
+{
+    problem p;
+    problem_init(&p, (size_t)_i, "double");
+    double kap[DEPTH], cs[DEPTH], u = ldexp(1, -53);
+    layer_conditions(&p, kap, cs);
+    double e0 = 0, amp = 1;
+    for (size_t j = DEPTH; j-- > 0;) amp *= kap[j], e0 += (p.net.layers[j].out + 6) * u * amp;
+    vijp_grads bp, mw;
+    run(&p, VIJP_ENGINE_BACKPROP, &bp);
+    for (int e = VIJP_ENGINE_MOONWALK; e <= VIJP_ENGINE_PURE_FORWARD; e++) {
+        run(&p, (vijp_engine_kind)e, &mw);
+        /* pure forward forms g_0 as Tᵀ g_D: the same products, in the other order */
+        double ei = e0;
+        ck_assert_msg(vijp_rel_err(&mw.grad_x, &bp.grad_x) <= 2.2 * e0, "%s: g_0 off", nets[_i].spec);
+        for (size_t i = 0; i < DEPTH; i++) {
+            ei = kap[i] * (ei + cs[i] * u);
+            double r = vijp_rel_err(&mw.g[i], &bp.g[i]);
+            ck_assert_msg(r <= 2.2 * ei, "%s %s: g_%zu differs from backprop by %g > bound %g",
+                          vijp_engine_name((vijp_engine_kind)e), nets[_i].spec, i + 1, r, 2.2 * ei);
+        }
+        vijp_grads_clear(&mw);
+    }
+    vijp_grads_clear(&bp);
+    problem_clear(&p);
+}
+END_TEST
+
+/* Stored bytes against hand counts (double, 8 bytes a value). */
+START_TEST(stored_bytes_hand_counts)
+{
+    vijp_format F;
+    vijp_format_parse("double", &F, NULL);
+    vijp_net net;
+    vijp_mat th[4], X, T;
+    vijp_grads g;
+    ck_assert(!vijp_net_build(&net, "dense:8,leaky:0.5", 4, 8, NULL));
+    vijp_net_init(&net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, 3, NULL);
+    vijp_net_params(&net, &F, th, NULL);
+    double x[16], t[16];
+    vijp_net_sample(&net, 2, 3, x, t);
+    vijp_mat_init(&X, 8, 2, &F), vijp_mat_set_d(&X, x), vijp_mat_init(&T, 8, 2, &F), vijp_mat_set_d(&T, t);
+    /* backprop: h_0..h_3, each 8 × 2 doubles = 128 bytes → 512 */
+    ck_assert(!vijp_engine_run(VIJP_ENGINE_BACKPROP, &net, th, &X, &T, &g, NULL));
+    ck_assert_uint_eq(g.stored_bytes, 512);
+    vijp_grads_clear(&g);
+    /* moonwalk: h_0 (128) + two leaky layers' sign bits, 16 bits = 2 bytes each → 132 */
+    ck_assert(!vijp_engine_run(VIJP_ENGINE_MOONWALK, &net, th, &X, &T, &g, NULL));
+    ck_assert_uint_eq(g.stored_bytes, 132);
+    vijp_grads_clear(&g);
+    /* pure forward: h_0 only (no fragments in a submersive net) */
+    ck_assert(!vijp_engine_run(VIJP_ENGINE_PURE_FORWARD, &net, th, &X, &T, &g, NULL));
+    ck_assert_uint_eq(g.stored_bytes, 128);
+    vijp_grads_clear(&g);
+    vijp_net_params_clear(&net, th);
+    vijp_net_free(&net);
+
+    /* dense 8 → 10 (tall) then relu, batch 2: fragments 2·2 (dense) + k (relu inactive) */
+    ck_assert(!vijp_net_build(&net, "dense:10,relu", 2, 8, NULL));
+    vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 5, NULL);
+    vijp_net_params(&net, &F, th, NULL);
+    vijp_mat T2, H;
+    vijp_mat_init(&T2, 10, 2, &F), vijp_mat_init(&H, 10, 2, &F);
+    ck_assert(!vijp_layer_forward(&net.layers[0], &th[0], &X, &H, NULL));
+    size_t k = 0;
+    for (size_t i = 0; i < 20; i++) k += !(H.d[i] > 0);
+    ck_assert(k > 0 && k < 20);
+    /* moonwalk peak: at the dense layer of the reverse pass: h_0 128 + relu bits 3 bytes
+     * (released after their fragment is taken) ... peak is h_0 + bits + relu fragment,
+     * then h_0 + relu fragment + dense fragment: 128 + max(3 + 8k, 8k + 32) */
+    ck_assert(!vijp_engine_run(VIJP_ENGINE_MOONWALK, &net, th, &X, &T2, &g, NULL));
+    ck_assert_uint_eq(g.stored_bytes, 128 + 8 * k + 32);
+    vijp_grads_clear(&g);
+    ck_assert(!vijp_engine_run(VIJP_ENGINE_PURE_FORWARD, &net, th, &X, &T2, &g, NULL));
+    ck_assert_uint_eq(g.stored_bytes, 128 + 8 * k + 32);
+    vijp_grads_clear(&g);
+    vijp_net_params_clear(&net, th);
+    vijp_net_free(&net);
+    vijp_mat_clear(&X), vijp_mat_clear(&T), vijp_mat_clear(&T2), vijp_mat_clear(&H);
+}
+END_TEST
+
+/* A batch is the sum of its samples: ∇θ over a batch of 3 equals the sum of
+ * three single-sample runs, at 256 bits up to 2^-250 relative. */
+START_TEST(batch_is_sum_of_samples)
+{
+    vijp_format F;
+    vijp_format_parse("mpfr:256", &F, NULL);
+    vijp_net net;
+    ck_assert(!vijp_net_build(&net, "dense:5,leaky:0.2", 4, 5, NULL));
+    vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 9, NULL);
+    vijp_mat th[4], X, T, x, t, sum;
+    vijp_net_params(&net, &F, th, NULL);
+    double xs[15], ts[15];
+    vijp_net_sample(&net, 3, 9, xs, ts);
+    vijp_mat_init(&X, 5, 3, &F), vijp_mat_set_d(&X, xs), vijp_mat_init(&T, 5, 3, &F), vijp_mat_set_d(&T, ts);
+    vijp_grads g, gb;
+    ck_assert(!vijp_engine_run(VIJP_ENGINE_MOONWALK, &net, th, &X, &T, &g, NULL));
+    vijp_mat_init(&sum, th[0].rows, 1, &F);
+    vijp_mat_init(&x, 5, 1, &F), vijp_mat_init(&t, 5, 1, &F);
+    for (size_t b = 0; b < 3; b++) {
+        vijp_mat_copy_range(&x, 0, &X, 5 * b, 5), vijp_mat_copy_range(&t, 0, &T, 5 * b, 5);
+        ck_assert(!vijp_engine_run(VIJP_ENGINE_MOONWALK, &net, th, &x, &t, &gb, NULL));
+        for (size_t i = 0; i < sum.rows; i++) mpfr_add(sum.m[i], sum.m[i], gb.grad_theta[0].m[i], MPFR_RNDN);
+        vijp_grads_clear(&gb);
+    }
+    ck_assert(vijp_rel_err(&g.grad_theta[0], &sum) < 1e-70);
+    vijp_grads_clear(&g);
+    vijp_mat_clear(&X), vijp_mat_clear(&T), vijp_mat_clear(&x), vijp_mat_clear(&t), vijp_mat_clear(&sum);
+    vijp_net_params_clear(&net, th);
+    vijp_net_free(&net);
+}
+END_TEST
 
 Suite *suite_engines(void)
 {
     Suite *s = suite_create("engines");
+    TCase *tc = tcase_create("engines");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, agree_at_256_bits, 0, (int)NNETS);
+    tcase_add_loop_test(tc, agree_in_double, 0, (int)NNETS);
+    tcase_add_test(tc, stored_bytes_hand_counts);
+    tcase_add_test(tc, batch_is_sum_of_samples);
+    suite_add_tcase(s, tc);
     return s;
 }
