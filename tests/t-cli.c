@@ -1,7 +1,297 @@
+/* The vijp command, run as a user would: exit status, stdout and stderr.
+ * The command's path comes from VIJP_BIN (set by `make check`). */
 #include "testutil.h"
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Exit codes documented in `vijp --help` / `vijp grad --help`. */
+enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
+
+typedef struct {
+    int rc;     /* exit status; 128 + signal if killed */
+    char *out;  /* whole stdout */
+    char *err;  /* whole stderr */
+} run_result;
+
+static char *slurp_fd(int fd)
+{
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    ck_assert_ptr_nonnull(buf);
+    lseek(fd, 0, SEEK_SET);
+    for (;;) {
+        if (n + 1 == cap) {
+            buf = realloc(buf, cap *= 2);
+            ck_assert_ptr_nonnull(buf);
+        }
+        ssize_t k = read(fd, buf + n, cap - 1 - n);
+        ck_assert_msg(k >= 0, "reading a temp file failed");
+        if (k == 0) break;
+        n += (size_t)k;
+    }
+    buf[n] = 0;
+    return buf;
+}
+
+static int make_temp(char *path, size_t size)
+{
+    const char *dir = getenv("TMPDIR");
+    snprintf(path, size, "%s/vijp-cli-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(path);
+    ck_assert_msg(fd >= 0, "mkstemp(%s) failed", path);
+    return fd;
+}
+
+/* Run "$VIJP_BIN args" with stdout and stderr captured in two temp files
+ * (stdin from /dev/null).  args is shell text written by the tests only. */
+static run_result run_vijp(const char *args)
+{
+    const char *bin = getenv("VIJP_BIN");
+    ck_assert_ptr_nonnull(bin);
+    char out_path[512], err_path[512];
+    int fo = make_temp(out_path, sizeof out_path), fe = make_temp(err_path, sizeof err_path);
+    size_t len = strlen(bin) + strlen(args) + 2 * sizeof out_path + 64;
+    char *cmd = malloc(len);
+    ck_assert_ptr_nonnull(cmd);
+    snprintf(cmd, len, "'%s' %s </dev/null >'%s' 2>'%s'", bin, args, out_path, err_path);
+    fflush(NULL);
+    int st = system(cmd);
+    free(cmd);
+    run_result r;
+    ck_assert_msg(st != -1, "system() failed for: vijp %s", args);
+    r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    r.out = slurp_fd(fo);
+    r.err = slurp_fd(fe);
+    close(fo);
+    close(fe);
+    unlink(out_path);
+    unlink(err_path);
+    /* The shell reports "not found"/"cannot execute" as 127/126. */
+    ck_assert_msg(r.rc != 127 && r.rc != 126, "could not run '%s' (%d): %s", bin, r.rc, r.err);
+    return r;
+}
+
+static void run_free(run_result *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+/* ---------------------------------------------------------- version and help */
+
+START_TEST(test_version)
+{
+    run_result r = run_vijp("--version");
+    ck_assert_msg(r.rc == CLI_OK, "vijp --version exited %d: %s", r.rc, r.err);
+    ck_assert_msg(!strncmp(r.out, "vijp ", 5), "vijp --version printed '%s'", r.out);
+    /* The command and this test binary are built from the same tree. */
+    ck_assert_msg(strstr(r.out, VIJP_VERSION) != NULL, "version '%s' lacks %s", r.out, VIJP_VERSION);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(test_help)
+{
+    static const char *args[] = {"--help", "-h", "help"};
+    for (size_t i = 0; i < sizeof args / sizeof *args; i++) {
+        run_result r = run_vijp(args[i]);
+        ck_assert_msg(r.rc == CLI_OK, "vijp %s exited %d", args[i], r.rc);
+        ck_assert_msg(strstr(r.out, "usage: vijp") && strstr(r.out, "grad"), "vijp %s printed '%s'", args[i], r.out);
+        ck_assert_msg(r.err[0] == 0, "vijp %s wrote to stderr: %s", args[i], r.err);
+        run_free(&r);
+    }
+    static const char *gargs[] = {"grad --help", "grad -h"};
+    for (size_t i = 0; i < sizeof gargs / sizeof *gargs; i++) {
+        run_result r = run_vijp(gargs[i]);
+        ck_assert_msg(r.rc == CLI_OK, "vijp %s exited %d", gargs[i], r.rc);
+        ck_assert_msg(strstr(r.out, "usage: vijp grad"), "vijp %s printed '%s'", gargs[i], r.out);
+        /* Every option the tests below use is documented. */
+        static const char *opts[] = {"--net", "--depth", "--width", "--batch", "--engine",
+                                     "--format", "--init", "--loss", "--seed", "--json"};
+        for (size_t k = 0; k < sizeof opts / sizeof *opts; k++)
+            ck_assert_msg(strstr(r.out, opts[k]), "vijp grad --help does not mention %s", opts[k]);
+        run_free(&r);
+    }
+    /* No command at all: the usage goes to stderr, as an error. */
+    run_result r = run_vijp("");
+    ck_assert_int_eq(r.rc, CLI_USAGE);
+    ck_assert_msg(r.out[0] == 0 && strstr(r.err, "usage: vijp"), "bare vijp: out '%s', err '%s'", r.out, r.err);
+    run_free(&r);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ vijp grad */
+
+static double get_real(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    ck_assert_msg(v && json_is_number(v), "key '%s' missing or not a number", key);
+    return json_number_value(v);
+}
+
+/* Checks one result object of `vijp grad --json`; errors must be below tol. */
+static void check_result(json_t *o, const char *engine, const char *format, long depth, long width, double tol)
+{
+    ck_assert_msg(json_is_object(o), "result is not a JSON object");
+    static const char *keys[] = {"engine", "format", "depth", "stored_bytes", "input_grad_rel_err",
+                                 "param_grad_rel_err_max", "rel_err_per_layer"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        ck_assert_msg(json_object_get(o, keys[i]), "key '%s' missing", keys[i]);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "engine")), engine);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "format")), format);
+    json_t *d = json_object_get(o, "depth");
+    ck_assert_msg(json_is_integer(d) && json_integer_value(d) == depth, "depth is not %ld", depth);
+    json_t *w = json_object_get(o, "width");
+    ck_assert_msg(json_is_integer(w) && json_integer_value(w) == width, "width is not %ld", width);
+    json_t *sb = json_object_get(o, "stored_bytes");
+    ck_assert_msg(json_is_integer(sb) && json_integer_value(sb) > 0, "stored_bytes is not a positive integer");
+    double ex = get_real(o, "input_grad_rel_err"), eth = get_real(o, "param_grad_rel_err_max");
+    ck_assert_msg(ex >= 0 && ex < tol, "%s/%s: input_grad_rel_err %g not in [0, %g)", engine, format, ex, tol);
+    ck_assert_msg(eth >= 0 && eth < tol, "%s/%s: param_grad_rel_err_max %g not in [0, %g)", engine, format, eth, tol);
+    json_t *per = json_object_get(o, "rel_err_per_layer");
+    ck_assert_msg(json_is_array(per) && (long)json_array_size(per) == depth,
+                  "rel_err_per_layer is not an array of %ld", depth);
+    for (size_t i = 0; i < json_array_size(per); i++) {
+        json_t *v = json_array_get(per, i);
+        ck_assert_msg(json_is_number(v), "rel_err_per_layer[%zu] is not a number", i);
+        double e = json_number_value(v);
+        ck_assert_msg(e >= 0 && e < tol, "%s/%s: rel_err_per_layer[%zu] = %g not in [0, %g)", engine, format, i, e,
+                      tol);
+    }
+}
+
+/* Error bounds for the 4-layer nets below (dense:8 orthogonal, then leaky 0.5):
+ * a first-order worst case is about D·(2n)·u·κ^D with D = 4, n = 8 and
+ * κ <= 2 per dense+leaky pair (orthogonal weights: κ = 1; leaky 0.5: κ = 2),
+ * i.e. 4·16·16·u ≈ 1024·u.  double (u = 2^-53): 1.1e-13, so 1e-12; binary32
+ * (u = 2^-24): 6.1e-5, so 1e-4.  Observed errors are ~2u; a wrong gradient
+ * (a sign or a layer lost) gives errors of order 1. */
+#define TOL_DOUBLE 1e-12
+#define TOL_BINARY32 1e-4
+
+START_TEST(test_grad_json)
+{
+    run_result r = run_vijp("grad --json --depth 4 --net dense:8,leaky:0.5");
+    ck_assert_msg(r.rc == CLI_OK, "exited %d: %s", r.rc, r.err);
+    json_error_t je;
+    json_t *o = json_loads(r.out, 0, &je);
+    ck_assert_msg(o != NULL, "stdout is not JSON (line %d: %s):\n%s", je.line, je.text, r.out);
+    /* Defaults (vijp grad --help): engine moonwalk, format double; the width
+     * comes from dense:8. */
+    check_result(o, "moonwalk", "double", 4, 8, TOL_DOUBLE);
+    json_decref(o);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(test_grad_json_all_engines)
+{
+    run_result r = run_vijp("grad --json --depth 4 --net dense:8,leaky:0.5 --engine all --format binary32 "
+                            "--batch 2 --seed 9223372036854775807");
+    ck_assert_msg(r.rc == CLI_OK, "exited %d: %s", r.rc, r.err);
+    json_error_t je;
+    json_t *o = json_loads(r.out, 0, &je);
+    ck_assert_msg(o != NULL, "stdout is not JSON (line %d: %s):\n%s", je.line, je.text, r.out);
+    json_t *runs = json_object_get(o, "runs");
+    ck_assert_msg(json_is_array(runs) && json_array_size(runs) == 3, "'runs' is not an array of the 3 engines");
+    static const char *engines[] = {"backprop", "moonwalk", "pure-forward"};
+    for (size_t k = 0; k < 3; k++) {
+        json_t *run = json_array_get(runs, k);
+        check_result(run, engines[k], "binary32", 4, 8, TOL_BINARY32);
+        ck_assert_int_eq(json_integer_value(json_object_get(run, "batch")), 2);
+        /* INT64_MAX is the largest seed a JSON integer (jansson's json_int_t) holds. */
+        ck_assert_msg(json_integer_value(json_object_get(run, "seed")) == INT64_MAX, "seed not echoed");
+    }
+    json_decref(o);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(test_grad_table)
+{
+    /* Without --json: a human-readable table on stdout, nothing on stderr. */
+    run_result r = run_vijp("grad --depth 4 --net dense:8,leaky:0.5 --engine backprop,moonwalk");
+    ck_assert_msg(r.rc == CLI_OK, "exited %d: %s", r.rc, r.err);
+    ck_assert_msg(strstr(r.out, "backprop") && strstr(r.out, "moonwalk"), "table lacks the engines:\n%s", r.out);
+    ck_assert_msg(r.err[0] == 0, "stderr not empty: %s", r.err);
+    run_free(&r);
+}
+END_TEST
+
+/* Bad input: exit status 2 ("bad usage or input"), a message on stderr and
+ * nothing at all on stdout (so a caller parsing stdout never sees half a result). */
+START_TEST(test_bad_input)
+{
+    static const struct {
+        const char *args, *why;
+    } bad[] = {
+        {"grad --json --net conv:3", "unknown layer"},
+        {"grad --json --format float8", "unknown format"},
+        {"grad --json --format mpfr:1", "precision below VIJP_PREC_MIN = 2"},
+        {"grad --json --format mpfr:70000", "precision above VIJP_PREC_MAX = 65536"},
+        {"grad --json --format mpfr:", "precision missing"},
+        {"grad --json --net dense:8,leaky:0", "leaky slope 0 (that is relu)"},
+        {"grad --json --net dense:8,leaky:-1", "negative leaky slope"},
+        {"grad --json --net dense:8x4 --width 6", "dense:8x4 takes 4 inputs, not 6"},
+        {"grad --json --net dense:8x4", "dense:8x4 cycled: its output 8 feeds its input 4"},
+        {"grad --json --net relu", "elementwise first layer without --width"},
+        {"grad --json --net dense:0", "empty dense layer"},
+        {"grad --json --net dense:8,", "empty layer in the spec"},
+        {"grad --json --depth 0", "depth 0"},
+        {"grad --json --depth -3", "negative depth"},
+        {"grad --json --batch 0", "batch 0"},
+        {"grad --json --engine foo", "unknown engine"},
+        {"grad --json --engine moonwalk,foo", "unknown engine in a list"},
+        {"grad --json --init scaled:0", "gain must be > 0"},
+        {"grad --json --loss cubic", "unknown loss"},
+        {"grad --json --seed -1", "negative seed"},
+        {"grad --json --seed 1x", "seed with trailing text"},
+        {"grad --json --seed 18446744073709551616", "seed above UINT64_MAX"},
+        {"grad --json --width 6x", "width with trailing text"},
+        {"grad --json --bogus", "unknown option"},
+        {"grad --json --depth", "option without its argument"},
+        {"grad --json stray", "stray argument"},
+        {"frobnicate", "unknown subcommand"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        run_result r = run_vijp(bad[i].args);
+        ck_assert_msg(r.rc == CLI_USAGE, "vijp %s (%s): exit %d, want %d; stderr: %s", bad[i].args, bad[i].why, r.rc,
+                      CLI_USAGE, r.err);
+        ck_assert_msg(r.out[0] == 0, "vijp %s (%s): stdout not empty: '%s'", bad[i].args, bad[i].why, r.out);
+        ck_assert_msg(strlen(r.err) > 5, "vijp %s (%s): no message on stderr", bad[i].args, bad[i].why);
+        run_free(&r);
+    }
+}
+END_TEST
+
+START_TEST(test_no_vijp_bin)
+{
+    fprintf(stderr, "t-cli: VIJP_BIN is not set, so the CLI tests were skipped "
+                    "(run them with `make check`, or set VIJP_BIN to the vijp command)\n");
+}
+END_TEST
 
 Suite *suite_cli(void)
 {
     Suite *s = suite_create("cli");
+    TCase *tc = tcase_create("cli");
+    tcase_set_timeout(tc, 60); /* each run takes milliseconds; room for sanitizer builds */
+    const char *bin = getenv("VIJP_BIN");
+    if (!bin || !*bin) {
+        tcase_add_test(tc, test_no_vijp_bin);
+    } else {
+        tcase_add_test(tc, test_version);
+        tcase_add_test(tc, test_help);
+        tcase_add_test(tc, test_grad_json);
+        tcase_add_test(tc, test_grad_json_all_engines);
+        tcase_add_test(tc, test_grad_table);
+        tcase_add_test(tc, test_bad_input);
+    }
+    suite_add_tcase(s, tc);
     return s;
 }

@@ -137,7 +137,7 @@ int cli_grad(int argc, char **argv)
         putchar('\n');
         json_decref(out);
     } else {
-        printf("net %s, depth %zu, width %zu, batch %zu, format %s, init seed %llu\n", s.spec, s.depth,
+        printf("net %s, depth %zu, width %zu, batch %zu, format %s, seed %llu\n", s.spec, s.depth,
                s.width, s.batch, s.fmt.name, (unsigned long long)s.seed);
         printf("reference: MPFR backprop at %ld bits from the same rounded weights and inputs\n\n",
                res[0].ref_prec);
