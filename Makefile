@@ -48,9 +48,13 @@ $(BUILD)/vijp: $(CLI_OBJ) $(BUILD)/libvijp.a
 $(BUILD)/check_vijp: $(TEST_OBJ) $(BUILD)/libvijp.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell pkg-config --libs $(CHECKPK))
 
-# The suite runs in Check's fork mode; VIJP_BIN lets the CLI tests find the command.
+# VIJP_BIN lets the CLI tests find the command.  Sanitized runs do not fork,
+# so LeakSanitizer sees the whole suite in one process.
+ifeq ($(SANITIZE),1)
+CHECK_ENV := CK_FORK=no
+endif
 check: $(BUILD)/check_vijp $(BUILD)/vijp
-	VIJP_BIN=$(abspath $(BUILD)/vijp) ./$(BUILD)/check_vijp
+	$(CHECK_ENV) VIJP_BIN=$(abspath $(BUILD)/vijp) ./$(BUILD)/check_vijp
 
 report: $(BUILD)/vijp
 	./scripts/report.sh $(BUILD)/vijp
