@@ -56,7 +56,7 @@ int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err)
         char *end;
         errno = 0;
         long p = strtol(s + 5, &end, 10);
-        if (end == s + 5 || *end || errno)
+        if (s[5] < '0' || s[5] > '9' || *end || errno)
             return vijp_fail(err, VIJP_EINVAL, "bad precision in format '%s' (want mpfr:P, P bits)", s);
         return vijp_format_mpfr(f, p, err);
     }

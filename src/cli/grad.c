@@ -26,7 +26,7 @@ static const char help[] =
     "  --format F       double | binary32 | binary16 | bfloat16 | mpfr:P (default double)\n"
     "  --init I         orthogonal | gaussian | scaled:G (default orthogonal)\n"
     "  --loss L         square (½‖h − y‖²) | linear (⟨c, h⟩) (default square)\n"
-    "  --seed S         seed of weights, inputs and targets (default 1)\n"
+    "  --seed S         seed of weights, inputs and targets, 0..2^63-1 (default 1)\n"
     "  --json           print one JSON object (an object with \"runs\" for several engines)\n"
     "  -h, --help       this help\n"
     "\n"
@@ -77,7 +77,7 @@ int cli_grad(int argc, char **argv)
         case 'd': if (cli_parse_size("--depth", optarg, 1, 100000, &v)) return EXIT_USAGE; s.depth = v; break;
         case 'w': if (cli_parse_size("--width", optarg, 1, 1u << 24, &v)) return EXIT_USAGE; s.width = v; break;
         case 'b': if (cli_parse_size("--batch", optarg, 1, 1000000, &v)) return EXIT_USAGE; s.batch = v; break;
-        case 's': if (cli_parse_size("--seed", optarg, 0, UINT64_MAX, &v)) return EXIT_USAGE; s.seed = v; break;
+        case 's': if (cli_parse_size("--seed", optarg, 0, INT64_MAX, &v)) return EXIT_USAGE; s.seed = v; break; /* JSON integers are signed 64-bit */
         case 'e': engines = optarg; break;
         case 'f': format = optarg; break;
         case 'i': if (vijp_init_parse(optarg, &s.init, &err)) goto usage_err; break;
