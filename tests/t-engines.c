@@ -36,6 +36,7 @@ static void problem_init(problem *p, size_t i, const char *fmt)
     ck_assert(!vijp_format_parse(fmt, &p->F, &err));
     ck_assert_msg(!vijp_net_build(&p->net, nets[i].spec, DEPTH, nets[i].width, &err), "%s", err.msg);
     ck_assert(!vijp_net_init(&p->net, (vijp_init){nets[i].init, 1}, test_seed() + i, &err));
+    p->net.loss = i % 2 ? VIJP_LOSS_LINEAR : VIJP_LOSS_SQUARE; /* both losses */
     p->theta = calloc(DEPTH, sizeof *p->theta);
     ck_assert(!vijp_net_params(&p->net, &p->F, p->theta, &err));
     size_t n0 = p->net.width, mD = vijp_net_out_width(&p->net);

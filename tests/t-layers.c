@@ -17,6 +17,7 @@
  */
 #include "layerfix.h"
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -472,6 +473,43 @@ START_TEST(tanh_underflow_binary16)
 }
 END_TEST
 
+/* Orthogonal initialisation (QR of a Gaussian matrix): WᵀW = I (tall/square)
+ * or WWᵀ = I (wide) within the Householder QR bound 16mn·u plus n·u for the
+ * product; scaled:G multiplies by G; Gaussian has variance 1/n (checked loosely
+ * by its Frobenius norm², a χ² with mn degrees of freedom: 6 σ of slack). */
+START_TEST(initialisers)
+{
+    const size_t shapes[][2] = {{6, 6}, {4, 9}, {9, 4}};
+    for (size_t s = 0; s < 3; s++) {
+        size_t m = shapes[s][0], n = shapes[s][1], r = m < n ? m : n;
+        char spec[32];
+        snprintf(spec, sizeof spec, "dense:%zux%zu", m, n);
+        vijp_net net;
+        ck_assert(!vijp_net_build(&net, spec, 1, 0, NULL));
+        for (int g = 1; g <= 2; g++) {
+            vijp_init in = {g == 1 ? VIJP_INIT_ORTHOGONAL : VIJP_INIT_SCALED, g == 1 ? 1.0 : 3.0};
+            ck_assert(!vijp_net_init(&net, in, 11, NULL));
+            const double *W = net.theta[0];
+            for (size_t a = 0; a < r; a++)
+                for (size_t b = 0; b < r; b++) {
+                    double dot = 0; /* columns (m >= n) or rows (m < n) a and b */
+                    for (size_t k = 0; k < (m >= n ? m : n); k++)
+                        dot += m >= n ? W[k + a * m] * W[k + b * m] : W[a + k * m] * W[b + k * m];
+                    double want = a == b ? in.gain * in.gain : 0;
+                    ck_assert_msg(fabs(dot - want) <= in.gain * in.gain * (16.0 * m * n + m + n) * 0x1p-53,
+                                  "%s %s: <w_%zu, w_%zu> = %g", spec, g == 1 ? "orthogonal" : "scaled:3", a, b, dot);
+                }
+        }
+        ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 11, NULL));
+        double fro = 0;
+        for (size_t k = 0; k < m * n; k++) fro += net.theta[0][k] * net.theta[0][k];
+        /* E‖W‖² = m, sd = m·sqrt(2/(mn)) */
+        ck_assert_msg(fabs(fro - m) <= 6 * m * sqrt(2.0 / (m * n)), "%s gaussian: ‖W‖² = %g, expected %zu", spec, fro, m);
+        vijp_net_free(&net);
+    }
+}
+END_TEST
+
 Suite *suite_layers(void)
 {
     Suite *s = suite_create("layers");
@@ -487,6 +525,7 @@ Suite *suite_layers(void)
     tcase_add_loop_test(tc, inverse_round_trip, 0, n);
     tcase_add_loop_test(tc, bad_inputs, 0, 2);
     tcase_add_test(tc, tanh_underflow_binary16);
+    tcase_add_test(tc, initialisers);
     suite_add_tcase(s, tc);
     return s;
 }
