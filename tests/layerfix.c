@@ -89,3 +89,26 @@ void sv_range(const double *J, size_t m, size_t n, double *smax, double *smin)
         if (s[i] > 1e-14 * s[0]) *smin = s[i]; /* nonzero: exact zeros come from structure (ReLU) */
     free(A), free(s), free(sup);
 }
+
+double *jacobian_at(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, size_t b)
+{
+    size_t m = L->out, n = L->in;
+    vijp_mat x, J;
+    vijp_mat_init(&x, n, 1, X->fmt), vijp_mat_init(&J, m, n, X->fmt);
+    vijp_mat_copy_range(&x, 0, X, b * n, n);
+    ck_assert(!vijp_layer_jacobian(L, theta, &x, &J, NULL));
+    double *a = malloc(m * n * sizeof *a);
+    for (size_t i = 0; i < m * n; i++) a[i] = vijp_mat_get_d(&J, i);
+    vijp_mat_clear(&x), vijp_mat_clear(&J);
+    return a;
+}
+
+double kappa_at(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, size_t b)
+{
+    double *J = jacobian_at(L, theta, X, b), smax, smin;
+    sv_range(J, L->out, L->in, &smax, &smin);
+    free(J);
+    return smax / smin;
+}
+
+double c_solve(size_t m, size_t n) { return 3.0 * n * ldexp(1, (int)n - 1) + 16.0 * m * n + m + 6; }

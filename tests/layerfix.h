@@ -29,6 +29,14 @@ double absdiff(const vijp_mat *a, size_t i, const vijp_mat *b, size_t j);
 double absval(const vijp_mat *a, size_t i);
 /* r := a[i] (exact when r is wide enough). */
 void mat_entry(mpfr_t r, const vijp_mat *a, size_t i);
+/* The dense Jacobian of L at sample b of X (any format), as doubles, m × n,
+ * column-major; the caller frees it. */
+double *jacobian_at(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, size_t b);
+/* κ(J) = σmax/σmin over J's nonzero singular values at sample b. */
+double kappa_at(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, size_t b);
+/* Relative backward-error constant of a vijp followed by a vjp (see t-layers.c):
+ * C_solve = 3n·2^(n−1) + 16mn + m + 6. */
+double c_solve(size_t m, size_t n);
 /* Extremal nonzero singular values of a column-major m × n double matrix. */
 void sv_range(const double *J, size_t m, size_t n, double *smax, double *smin_nonzero);
 

@@ -91,24 +91,15 @@ END_TEST
  * t-layers.c. */
 static void layer_conditions(problem *p, double *kap, double *csolve)
 {
-    vijp_mat h, hn, x, J;
+    vijp_mat h, hn;
     vijp_mat_init(&h, p->net.width, BATCH, &p->F);
     vijp_mat_copy(&h, &p->X);
     for (size_t i = 0; i < DEPTH; i++) {
         const vijp_layer *L = &p->net.layers[i];
-        size_t m = L->out, n = L->in;
         kap[i] = 1;
-        csolve[i] = 3.0 * n * ldexp(1, (int)n - 1) + 16.0 * m * n + m + 6;
-        for (size_t b = 0; b < BATCH; b++) {
-            double smax, smin;
-            vijp_mat_init(&x, n, 1, &p->F), vijp_mat_init(&J, m, n, &p->F);
-            vijp_mat_copy_range(&x, 0, &h, b * n, n);
-            vijp_layer_jacobian(L, &p->theta[i], &x, &J, NULL);
-            sv_range(J.d, m, n, &smax, &smin);
-            kap[i] = fmax(kap[i], smax / smin);
-            vijp_mat_clear(&x), vijp_mat_clear(&J);
-        }
-        vijp_mat_init(&hn, m, BATCH, &p->F);
+        csolve[i] = c_solve(L->out, L->in);
+        for (size_t b = 0; b < BATCH; b++) kap[i] = fmax(kap[i], kappa_at(L, &p->theta[i], &h, b));
+        vijp_mat_init(&hn, L->out, BATCH, &p->F);
         vijp_layer_forward(L, &p->theta[i], &h, &hn, NULL);
         vijp_mat_clear(&h);
         h = hn;

@@ -42,35 +42,16 @@ static void setup(layerfix *t, int i)
 /* |J| of sample b at the reference precision, as doubles (m × n). */
 static double *abs_jacobian(layerfix *t, size_t b)
 {
-    size_t m = t->L->out, n = t->L->in;
-    vijp_mat x, J;
-    vijp_mat_init(&x, n, 1, &t->R), vijp_mat_init(&J, m, n, &t->R);
-    vijp_mat_copy_range(&x, 0, &t->XR, b * n, n);
-    ck_assert(!vijp_layer_jacobian(t->L, &t->thR, &x, &J, NULL));
-    double *a = malloc(m * n * sizeof *a);
-    for (size_t i = 0; i < m * n; i++) a[i] = absval(&J, i);
-    vijp_mat_clear(&x), vijp_mat_clear(&J);
+    double *a = jacobian_at(t->L, &t->thR, &t->XR, b);
+    for (size_t i = 0; i < t->L->out * t->L->in; i++) a[i] = fabs(a[i]);
     return a;
 }
-
-static double c_solve(size_t m, size_t n) { return 3.0 * n * ldexp(1, (int)n - 1) + 16.0 * m * n + m + 6; }
 
 /* κ(J) over nonzero singular values, the largest over the batch. */
 static double kappa(layerfix *t)
 {
     double k = 1;
-    for (size_t b = 0; b < t->B; b++) {
-        double *J = abs_jacobian(t, b), smax, smin; /* signs matter for SVD: rebuild J */
-        size_t m = t->L->out, n = t->L->in;
-        vijp_mat x, Jm;
-        vijp_mat_init(&x, n, 1, &t->R), vijp_mat_init(&Jm, m, n, &t->R);
-        vijp_mat_copy_range(&x, 0, &t->XR, b * n, n);
-        vijp_layer_jacobian(t->L, &t->thR, &x, &Jm, NULL);
-        for (size_t i = 0; i < m * n; i++) J[i] = mpfr_get_d(Jm.m[i], MPFR_RNDN);
-        sv_range(J, m, n, &smax, &smin);
-        if (smax / smin > k) k = smax / smin;
-        vijp_mat_clear(&x), vijp_mat_clear(&Jm), free(J);
-    }
+    for (size_t b = 0; b < t->B; b++) k = fmax(k, kappa_at(t->L, &t->thR, &t->XR, b));
     return k;
 }
 

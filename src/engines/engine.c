@@ -1,6 +1,5 @@
 /* Engine dispatch, input validation and the pieces every engine shares. */
 #include "engine_internal.h"
-#include "../../oracles/arith.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -55,25 +55,19 @@ static unsigned declare(const vijp_layer *L)
 static int orthogonal(size_t m, size_t n, vijp_rng *rng, double *W)
 {
     size_t r = m > n ? m : n, c = m > n ? n : m;
-    double *A = malloc(r * c * sizeof *A), *tau = malloc(c * sizeof *tau);
-    int rc = VIJP_ENOMEM;
-    if (!A || !tau) goto out;
-    for (size_t i = 0; i < r * c; i++) A[i] = vijp_rng_normal(rng);
-    rc = LAPACKE_dgeqrf(LAPACK_COL_MAJOR, (int)r, (int)c, A, (int)r, tau) ? VIJP_EINVAL : 0;
-    double *s = malloc(c * sizeof *s);
-    if (!s) { rc = VIJP_ENOMEM; goto out; }
-    for (size_t j = 0; j < c; j++) s[j] = A[j + j * r] < 0 ? -1.0 : 1.0;
-    if (!rc) rc = LAPACKE_dorgqr(LAPACK_COL_MAJOR, (int)r, (int)c, (int)c, A, (int)r, tau) ? VIJP_EINVAL : 0;
+    double *A = malloc(r * c * sizeof *A), *tau = malloc(c * sizeof *tau), *sign = malloc(c * sizeof *sign);
+    int rc = A && tau && sign ? 0 : VIJP_ENOMEM;
+    for (size_t i = 0; !rc && i < r * c; i++) A[i] = vijp_rng_normal(rng);
+    if (!rc && LAPACKE_dgeqrf(LAPACK_COL_MAJOR, (int)r, (int)c, A, (int)r, tau)) rc = VIJP_EINVAL;
+    for (size_t j = 0; !rc && j < c; j++) sign[j] = A[j + j * r] < 0 ? -1.0 : 1.0; /* signs of diag(R) */
+    if (!rc && LAPACKE_dorgqr(LAPACK_COL_MAJOR, (int)r, (int)c, (int)c, A, (int)r, tau)) rc = VIJP_EINVAL;
     for (size_t i = 0; !rc && i < r; i++)
         for (size_t j = 0; j < c; j++) {
-            double q = A[i + j * r] * s[j];
+            double q = A[i + j * r] * sign[j];
             if (m >= n) W[i + j * m] = q; /* W = Q (m × n) */
             else W[j + i * m] = q;        /* W = Qᵀ (m × n) */
         }
-    free(s);
-out:
-    free(A);
-    free(tau);
+    free(A), free(tau), free(sign);
     return rc;
 }
 
