@@ -9,6 +9,7 @@ packages=(
   liblapacke-dev libopenblas-dev  # LAPACK(E) for dense solves and factorisations
   check libsubunit-dev            # the unit-test framework (libcheck) and its pkg-config deps
   libjansson-dev                  # JSON output
+  gnuplot-nox                     # drift report plots (PNG and SVG)
 )
 
 missing=()

@@ -196,6 +196,54 @@ START_TEST(stored_bytes_hand_counts)
 }
 END_TEST
 
+/* stored_by_depth is the ledger replayed per layer: it must equal what each
+ * engine's own ledger reports on the network cut after layer d (the cut shares
+ * the first d layers, parameters and inputs; loss data does not move bytes). */
+START_TEST(stored_by_depth_matches_cut_networks)
+{
+    problem p;
+    problem_init(&p, (size_t)_i, "double");
+    for (int e = VIJP_ENGINE_BACKPROP; e <= VIJP_ENGINE_PURE_FORWARD; e++) {
+        vijp_grads full, cut;
+        run(&p, (vijp_engine_kind)e, &full);
+        ck_assert_uint_eq(full.rebuilt, DEPTH);
+        ck_assert_uint_eq(full.stored_by_depth[DEPTH - 1], full.stored_bytes);
+        for (size_t d = 1; d < DEPTH; d++) {
+            vijp_net net = p.net;
+            net.depth = d;
+            vijp_mat T;
+            vijp_mat_init(&T, net.layers[d - 1].out, BATCH, &p.F);
+            for (size_t k = 0; k < vijp_mat_len(&T); k++) vijp_mat_set_entry_d(&T, k, 0.5 + (double)k);
+            ck_assert(!vijp_engine_run((vijp_engine_kind)e, &net, p.theta, &p.X, &T, &cut, NULL));
+            ck_assert_msg(cut.stored_bytes == full.stored_by_depth[d - 1], "%s on %s cut at %zu: ledger %zu, profile %zu",
+                          vijp_engine_name((vijp_engine_kind)e), nets[_i].spec, d, cut.stored_bytes,
+                          full.stored_by_depth[d - 1]);
+            vijp_grads_clear(&cut);
+            vijp_mat_clear(&T);
+        }
+        vijp_grads_clear(&full);
+    }
+    problem_clear(&p);
+}
+END_TEST
+
+/* A vijp that loses rank keeps the layers rebuilt before it: a dense layer
+ * whose weights are zero from layer 3 on cannot be inverted there. */
+START_TEST(singular_vijp_keeps_earlier_layers)
+{
+    problem p;
+    problem_init(&p, 0, "double"); /* dense:6 square layers */
+    for (size_t k = 0; k < p.theta[2].rows; k++) p.theta[2].d[k] = 0;
+    vijp_grads g;
+    vijp_error err = {0};
+    ck_assert_int_eq(vijp_engine_run(VIJP_ENGINE_MOONWALK, &p.net, p.theta, &p.X, &p.T, &g, &err), VIJP_ESINGULAR);
+    ck_assert_uint_eq(g.rebuilt, 2);
+    ck_assert(g.g != NULL && g.depth == DEPTH);
+    vijp_grads_clear(&g);
+    problem_clear(&p);
+}
+END_TEST
+
 /* A batch is the sum of its samples: ∇θ over a batch of 3 equals the sum of
  * three single-sample runs, at 256 bits up to 2^-250 relative. */
 START_TEST(batch_is_sum_of_samples)
@@ -237,6 +285,8 @@ Suite *suite_engines(void)
     tcase_add_loop_test(tc, agree_in_double, 0, (int)NNETS);
     tcase_add_test(tc, stored_bytes_hand_counts);
     tcase_add_test(tc, batch_is_sum_of_samples);
+    tcase_add_loop_test(tc, stored_by_depth_matches_cut_networks, 0, (int)NNETS);
+    tcase_add_test(tc, singular_vijp_keeps_earlier_layers);
     suite_add_tcase(s, tc);
     return s;
 }

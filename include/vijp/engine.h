@@ -18,6 +18,13 @@ typedef struct {
     vijp_mat *g;           /* g[i-1] = g_i, the cotangent of h_i (m_i × B), i = 1..D */
     double loss;           /* ℓ summed over the batch, rounded to double */
     size_t stored_bytes;   /* peak bytes kept alive between passes, counted by the engine */
+    /* stored_by_depth[d-1]: the peak the same engine would store on the first d
+     * layers alone (the network cut after layer d), from the ledger's per-layer
+     * entries of this run; stored_by_depth[D-1] == stored_bytes. */
+    size_t *stored_by_depth;
+    /* Layers whose g_i and ∇θ_i are valid, counted from layer 1: depth on
+     * success; after a VIJP_ESINGULAR vijp failure, the layers rebuilt before it. */
+    size_t rebuilt;
 } vijp_grads;
 
 int vijp_engine_parse(const char *s, vijp_engine_kind *e, vijp_error *err);
@@ -25,7 +32,10 @@ const char *vijp_engine_name(vijp_engine_kind e);
 
 /* Run engine e on network net with parameters theta (from vijp_net_params),
  * inputs X (n_0 × B) and loss data T (m_D × B), all in one format.
- * On success out owns its matrices: release with vijp_grads_clear. */
+ * On success out owns its matrices: release with vijp_grads_clear.  When a
+ * vijp fails for lost rank (VIJP_ESINGULAR) out is kept, with out->rebuilt
+ * saying how many layers are valid (a drift measurement, not a usage error),
+ * and must still be cleared; on any other failure out is left empty. */
 int vijp_engine_run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta,
                     const vijp_mat *X, const vijp_mat *T, vijp_grads *out, vijp_error *err);
 void vijp_grads_clear(vijp_grads *g);

@@ -14,7 +14,10 @@ int engine_backprop(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
         vijp_mat_init(&H[i], i ? net->layers[i - 1].out : net->width, B, f);
         if (i == 0) vijp_mat_copy(&H[0], X);
         else rc = vijp_layer_forward(&net->layers[i - 1], &theta[i - 1], &H[i - 1], &H[i], err);
-        if (i < D) ledger_keep(&ledger, mat_bytes(&H[i]));
+        if (i < D) {
+            ledger_keep(&ledger, mat_bytes(&H[i]));
+            out->stored_by_depth[i] = ledger.current; /* a depth-(i+1) network keeps h_0 … h_i */
+        }
     }
     if (!rc) out->loss = engine_loss(net, &H[D], T, &out->g[D - 1]);
     for (size_t i = D; i-- > 0 && !rc;) { /* layer i+1: g_i = g_{i+1} J_{i+1} */

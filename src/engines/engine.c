@@ -24,6 +24,7 @@ void vijp_grads_clear(vijp_grads *g)
     }
     free(g->grad_theta);
     free(g->g);
+    free(g->stored_by_depth);
     memset(g, 0, sizeof *g);
 }
 
@@ -33,7 +34,8 @@ int engine_grads_init(vijp_grads *out, const vijp_net *net, size_t B, const vijp
     out->depth = net->depth;
     out->grad_theta = calloc(net->depth, sizeof *out->grad_theta);
     out->g = calloc(net->depth, sizeof *out->g);
-    if (!out->grad_theta || !out->g) return VIJP_ENOMEM;
+    out->stored_by_depth = calloc(net->depth, sizeof *out->stored_by_depth);
+    if (!out->grad_theta || !out->g || !out->stored_by_depth) return VIJP_ENOMEM;
     vijp_mat_init(&out->grad_x, net->width, B, f);
     for (size_t i = 0; i < net->depth; i++) {
         const vijp_layer *L = &net->layers[i];
@@ -87,7 +89,9 @@ int vijp_engine_run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *the
     case VIJP_ENGINE_PURE_FORWARD: rc = engine_pure_forward(net, theta, X, T, out, err); break;
     default: rc = vijp_fail(err, VIJP_EINVAL, "unknown engine %d", (int)e);
     }
-    /* Non-finite results (overflow in a narrow format) are measurements, not errors. */
-    if (rc) vijp_grads_clear(out);
+    /* Non-finite results (overflow in a narrow format) are measurements, not
+     * errors; so is a vijp that lost rank, whose earlier layers stay valid. */
+    if (!rc) out->rebuilt = net->depth;
+    else if (rc != VIJP_ESINGULAR) vijp_grads_clear(out);
     return rc;
 }

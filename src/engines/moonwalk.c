@@ -27,6 +27,7 @@ int engine_moonwalk_sweep(const vijp_net *net, const vijp_mat *theta, const vijp
     for (size_t i = 0; i < net->depth && !rc; i++) {
         const vijp_layer *L = &net->layers[i];
         rc = vijp_layer_vijp(L, &theta[i], &h, gprev, frag[i].rows ? &frag[i] : NULL, &out->g[i], err);
+        if (rc == VIJP_ESINGULAR) out->rebuilt = i;
         ledger_release(ledger, mat_bytes(&frag[i]));
         vijp_mat_clear(&frag[i]);
         if (!rc) rc = vijp_layer_vjp_param(L, &theta[i], &h, &out->g[i], &out->grad_theta[i], err);
@@ -49,6 +50,27 @@ static void surrogate(vijp_mat *Xt, vijp_residual_kind kind, const uint8_t *bits
     else if (kind == VIJP_RESIDUAL_SIGN)
         for (size_t k = 0; k < n; k++) vijp_mat_set_entry_d(Xt, k, (bits[k / 8] >> (k % 8)) & 1 ? 1.0 : -1.0);
     else vijp_mat_zero(Xt);
+}
+
+/* The ledger of a depth-d network replayed from this run's per-layer entries:
+ * h_0, then residuals r_0 … r_{d−1} kept going forward; going back, layer i
+ * keeps its fragment c_i before releasing r_i.  The peak is therefore
+ *   h_0 + max_{i<d} (r_0 + … + r_i + c_i + … + c_{d−1}).
+ * The vijp sweep only releases.  t-engines.c checks this against runs of
+ * the cut networks. */
+static void mixed_profile(size_t *by_depth, size_t h0, const size_t *res, const vijp_mat *frag, size_t D)
+{
+    size_t *cum = calloc(D + 1, sizeof *cum); /* cum[i] = c_0 + … + c_{i−1} */
+    for (size_t i = 0; cum && i < D; i++) cum[i + 1] = cum[i] + mat_bytes(&frag[i]);
+    for (size_t d = 1; cum && d <= D; d++) {
+        size_t best = 0, r = 0;
+        for (size_t i = 0; i < d; i++) {
+            r += res[i];
+            if (r + cum[d] - cum[i] > best) best = r + cum[d] - cum[i];
+        }
+        by_depth[d - 1] = h0 + best;
+    }
+    free(cum);
 }
 
 int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
@@ -109,6 +131,7 @@ int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
         vijp_mat_clear(&vals[i]);
     }
     if (!rc) {
+        mixed_profile(out->stored_by_depth, mat_bytes(X), res_bytes, frag, D);
         vijp_mat_copy(&out->grad_x, &g);
         vijp_mat_clear(&g);
         rc = engine_moonwalk_sweep(net, theta, X, frag, &ledger, out, err);
@@ -202,6 +225,8 @@ int engine_pure_forward(const vijp_net *net, const vijp_mat *theta, const vijp_m
             pos += k[b * D + i];
         }
     }
+    for (size_t i = 0, sum = mat_bytes(X); i < D && !rc; i++) /* h_0 and the fragments of layers 1..d */
+        out->stored_by_depth[i] = sum += mat_bytes(&frag[i]);
     for (size_t b = 0; b < B && !rc; b++) vijp_mat_copy_range(&out->grad_x, b * n0, &r[b], 0, n0);
     mat_free_all(r, r ? B : 0);
     if (!rc) rc = engine_moonwalk_sweep(net, theta, X, frag, &ledger, out, err);
