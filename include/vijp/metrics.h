@@ -11,4 +11,19 @@ double vijp_rel_err(const vijp_mat *a, const vijp_mat *ref);
 /* ‖a‖_F (rounded to double). */
 double vijp_norm(const vijp_mat *a);
 
+/* The three drift metrics of DESIGN §5 for a computed a against ref. */
+typedef struct {
+    double rel;       /* ‖a − ref‖₂ / ‖ref‖₂ (vijp_rel_err) */
+    double ulps;      /* max_j |a_j − ref_j| / ulp_f(ref_j) */
+    double angle_deg; /* angle between a and ref in degrees; NaN if exactly one is zero */
+} vijp_metric;
+
+/* ulp_f(x) = 2^max(E(x) − p, emin − 1) with x = m·2^E, 1/2 <= |m| < 1: the
+ * spacing of format f at x, subnormals included (for mpfr:P, which has no
+ * subnormals, 2^(E(x) − p), and a zero reference makes any nonzero error
+ * infinite in ulps).  The angle is 2·atan2(‖â − b̂‖, ‖â + b̂‖) on the unit
+ * vectors, accurate for tiny angles where acos(⟨â, b̂⟩) returns 0.  All in MPFR
+ * at the precision of vijp_rel_err. */
+void vijp_compare(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m);
+
 #endif

@@ -1,0 +1,102 @@
+/* The drift comparator (DESIGN §5): how far gradients rebuilt by an engine
+ * (Moonwalk's vijp sweep) drift from exact backprop, layer by layer, in a
+ * format, against a validated MPFR reference computed from the same rounded
+ * weights and inputs (so the measured error is arithmetic error only). */
+#ifndef VIJP_DRIFT_H
+#define VIJP_DRIFT_H
+
+#include "vijp/engine.h"
+#include "vijp/metrics.h"
+
+/* Highest reference precision the validation may climb to (bits). */
+#define VIJP_DRIFT_REF_PREC_MAX 8192
+/* Errors above this are past first order (the error is as large as the value,
+ * or on its way there): growth fits ignore them, bits-needed extrapolates. */
+#define VIJP_FIT_CEILING 1e-1
+
+typedef struct {
+    const char *spec;
+    size_t depth, width, batch;
+    uint64_t seed;
+    vijp_init init;
+    vijp_loss_kind loss;
+    vijp_format fmt;
+    const vijp_engine_kind *engines; /* rebuilding engines measured beside backprop */
+    size_t n_engines;
+    long ref_prec_start; /* first reference precision; 0: max(256, 2P) */
+    long ref_prec_max;   /* 0: VIJP_DRIFT_REF_PREC_MAX */
+    int skip_reference;  /* benchmarks only: no reference, every metric NaN */
+} vijp_drift_setup;
+
+typedef struct {
+    vijp_engine_kind engine;
+    vijp_metric x;            /* g_0 = ∇_x ℓ */
+    vijp_metric *g, *theta;   /* per layer i = 1..D; theta is NaN for layers without parameters */
+    double *bound;            /* first-order bound on g_i (NULL for backprop), see vijp_drift_run */
+    size_t *stored_by_depth;  /* bytes the engine stores for the first d layers */
+    size_t rebuilt;           /* valid layers: D unless a vijp lost rank */
+    char failure[256];        /* the engine's message when rebuilt < D */
+} vijp_drift_run_result;
+
+typedef struct {
+    size_t depth;
+    size_t n_runs;
+    vijp_drift_run_result *runs; /* runs[0] is backprop in the format, then the setup's engines */
+    double *kappa;               /* κ_i = σ_max/σ_min (nonzero σ) of J_i at the visited points */
+    /* Finite-time Lyapunov spread of J_i ⋯ J_1 (Benettin QR iteration) after
+     * layer i, in decades: max_k − min_k of Σ log10 |R_kk|.  NaN when a layer
+     * is not square.  lyap_rate = lyap_cum[D−1] / D, decades per layer. */
+    double *lyap_cum, lyap_rate;
+    /* The error the spread predicts: an independent rounding error of size u
+     * injected at every layer j and amplified by the spread from j to i,
+     * adding in root-sum-square (rounding errors as independent random
+     * variables, Higham & Mary 2019):
+     *   predicted_i = u (Σ_{j<=i} 10^(2 (lyap_cum_i − lyap_cum_{j−1})))^½,  lyap_cum_0 = 0,
+     * and predicted_rate = vijp_growth_fit(predicted, D, INFINITY): the growth rate a
+     * measured curve should show.  It includes the √i accumulation of the
+     * local errors, which dominates where the spread is small. */
+    double *predicted, predicted_rate;
+    long ref_prec_start, ref_prec; /* where validation started, and the precision used */
+    double ref_agreement;          /* the last two reference precisions differ by this (relative) */
+    double ref_target;             /* ... and had to agree to this */
+    double u;                      /* unit roundoff 2^-P of the format */
+} vijp_drift_curve;
+
+/* One network, seed and format: run backprop and each engine in the format and
+ * the reference; fill c (release with vijp_drift_curve_clear).
+ *
+ * Reference validation: backprop in mpfr:p from p = ref_prec_start, then at 2p,
+ * 4p … until two successive precisions agree on g_0, every g_i and every ∇θ_i
+ * to within u·2^-10 relative and 2^-10 ulps of the format elementwise, so every
+ * reported metric of one ulp or more is accurate to 0.1%; the higher of the
+ * two is the reference.  Fails with VIJP_EDOMAIN past ref_prec_max.
+ *
+ * First-order bound on an engine's g_i: e_i <= κ_i (e_{i−1} + n_i u), with e_0
+ * the engine's measured g_0 error: the vijp of layer i amplifies its input
+ * error by at most κ_i and adds a backward error of n_i u (an n_i-term dot
+ * product, or a backward-stable solve with modest pivot growth). */
+int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *err);
+void vijp_drift_curve_clear(vijp_drift_curve *c);
+
+/* Statistics of one error curve e_1..e_n (DESIGN §5). */
+
+/* Least-squares slope of log10 e_i against i, in decades per layer, over the
+ * layers with 0 < e_i <= ceiling (VIJP_FIT_CEILING for measured curves,
+ * INFINITY for models that do not saturate); NaN with fewer than 4 such
+ * layers.  *intercept (may be NULL) receives log10 e at i = 0 of the line. */
+double vijp_growth_fit(const double *e, size_t n, double ceiling, double *intercept);
+/* Deepest layer d such that every g_i and ∇θ_i error for i <= d is at most tol
+ * (NaN counts as above tol); theta may be NULL; NaN in theta means "no
+ * parameters" only where has_param[i] is 0 (has_param may be NULL: all have). */
+size_t vijp_safe_depth(const double *g, const double *theta, const int *has_param, size_t n, double tol);
+/* Significand bits that keep max_{i<=n} e_i under tol, first-order: the error
+ * scales with u = 2^-prec, so bits = prec + log2(max e / tol), rounded up.
+ * When the curve leaves first order (max e > VIJP_FIT_CEILING, or non-finite),
+ * max e is extrapolated from the growth fit and *extrapolated is set; NaN when
+ * there is no fit.  An exact curve (all zeros) needs 2 bits. */
+double vijp_bits_needed(const double *e, size_t n, long prec, double tol, int *extrapolated);
+/* Default tolerance of a format: 1e-2 for bfloat16 and binary16, 1e-4 for
+ * binary32, 1e-10 for double, 2^(-P/2) for mpfr:P. */
+double vijp_drift_default_tol(const vijp_format *f);
+
+#endif

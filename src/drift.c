@@ -1,0 +1,265 @@
+/* The drift comparator: engines in a format against a validated reference,
+ * with per-layer condition numbers and the Lyapunov spread beside them. */
+#include "vijp/drift.h"
+#include "vijp/vijp.h"
+#include "problem.h"
+#include <cblas.h>
+#include <lapacke.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void run_clear(vijp_drift_run_result *r)
+{
+    free(r->g), free(r->theta), free(r->bound), free(r->stored_by_depth);
+    memset(r, 0, sizeof *r);
+}
+
+void vijp_drift_curve_clear(vijp_drift_curve *c)
+{
+    for (size_t k = 0; c->runs && k < c->n_runs; k++) run_clear(&c->runs[k]);
+    free(c->runs), free(c->kappa), free(c->lyap_cum), free(c->predicted);
+    memset(c, 0, sizeof *c);
+}
+
+static const vijp_metric no_metric = {NAN, NAN, NAN};
+
+/* Largest disagreement between two backprop results (g_0, g_i, ∇θ_i). */
+static void disagreement(const vijp_grads *lo, const vijp_grads *hi, const vijp_format *f, double *rel, double *ulps)
+{
+    vijp_metric m;
+    vijp_compare(&lo->grad_x, &hi->grad_x, f, &m);
+    *rel = m.rel, *ulps = m.ulps;
+    for (size_t i = 0; i < lo->depth; i++)
+        for (int t = 0; t < 2; t++) {
+            const vijp_mat *a = t ? &lo->grad_theta[i] : &lo->g[i], *b = t ? &hi->grad_theta[i] : &hi->g[i];
+            if (!a->rows) continue;
+            vijp_compare(a, b, f, &m);
+            if (!(m.rel <= *rel)) *rel = m.rel;
+            if (!(m.ulps <= *ulps)) *ulps = m.ulps;
+        }
+}
+
+static int backprop_at(const vijp_net *net, const vijp_problem *pf, long prec, vijp_format *fmt,
+                       vijp_grads *out, vijp_error *err)
+{
+    vijp_problem p = {0};
+    int rc = vijp_format_mpfr(fmt, prec, err);
+    if (!rc) rc = vijp_problem_convert(&p, net, pf, fmt, err);
+    if (!rc) rc = vijp_engine_run(VIJP_ENGINE_BACKPROP, net, p.theta, &p.X, &p.T, out, err);
+    vijp_problem_clear(&p, net);
+    return rc;
+}
+
+/* The validated reference (see drift.h).  ref and its format fmt (which the
+ * matrices point to) belong to the caller. */
+static int reference(const vijp_drift_setup *s, const vijp_net *net, const vijp_problem *pf, vijp_drift_curve *c,
+                     vijp_grads *ref, vijp_format *fmt, vijp_error *err)
+{
+    long p = s->ref_prec_start ? s->ref_prec_start : (2 * (long)s->fmt.prec > 256 ? 2 * (long)s->fmt.prec : 256);
+    long cap = s->ref_prec_max ? s->ref_prec_max : VIJP_DRIFT_REF_PREC_MAX;
+    c->ref_prec_start = p;
+    c->ref_target = ldexp(c->u, -10);
+    vijp_format f_lo, f_hi;
+    vijp_grads lo = {0}, hi = {0};
+    int rc = backprop_at(net, pf, p, &f_lo, &lo, err);
+    while (!rc) {
+        if (2 * p > cap) {
+            rc = vijp_fail(err, VIJP_EDOMAIN,
+                           "the reference did not settle below %ld bits (mpfr:%ld and mpfr:%ld differ by %.3g, "
+                           "need %.3g); raise --ref-prec-max",
+                           cap, p / 2, p, c->ref_agreement, c->ref_target);
+            break;
+        }
+        if ((rc = backprop_at(net, pf, 2 * p, &f_hi, &hi, err))) break;
+        double rel, ulps;
+        disagreement(&lo, &hi, &s->fmt, &rel, &ulps);
+        c->ref_agreement = rel;
+        p *= 2;
+        if (rel <= c->ref_target && ulps <= 0x1p-10) break;
+        vijp_grads_clear(&lo);
+        lo = hi; /* its matrices point to f_hi: move the format along */
+        f_lo = f_hi;
+        lo.grad_x.fmt = &f_lo;
+        for (size_t i = 0; i < lo.depth; i++) lo.g[i].fmt = lo.grad_theta[i].fmt = &f_lo;
+        memset(&hi, 0, sizeof hi);
+    }
+    vijp_grads_clear(&lo);
+    if (rc) {
+        vijp_grads_clear(&hi);
+        return rc;
+    }
+    c->ref_prec = p;
+    *fmt = f_hi;
+    *ref = hi;
+    ref->grad_x.fmt = fmt;
+    for (size_t i = 0; i < ref->depth; i++) ref->g[i].fmt = ref->grad_theta[i].fmt = fmt;
+    return 0;
+}
+
+/* Singular values of an m × n double matrix (destroyed), descending. */
+static int singular_values(double *A, size_t m, size_t n, double *s)
+{
+    return LAPACKE_dgesdd(LAPACK_COL_MAJOR, 'N', (int)m, (int)n, A, (int)m, s, NULL, 1, NULL, 1);
+}
+
+/* κ_i at the points the network visits (double forward from the rounded
+ * problem, whose values are exact doubles) and the Lyapunov spread along
+ * sample 0.  Estimates beside the measurement, so double is enough. */
+static void conditioning(const vijp_net *net, const vijp_problem *pf, vijp_drift_curve *c)
+{
+    size_t D = net->depth, B = pf->X.cols, n0 = net->width;
+    vijp_format fd;
+    vijp_format_parse("double", &fd, NULL);
+    vijp_problem pd = {0};
+    vijp_problem_convert(&pd, net, pf, &fd, NULL);
+    vijp_mat h, hn, J, x;
+    vijp_mat_init(&h, n0, B, &fd);
+    vijp_mat_copy(&h, &pd.X);
+    int square = 1;
+    for (size_t i = 0; i < D; i++) square &= net->layers[i].in == net->layers[i].out;
+    double *Q = square ? calloc(n0 * n0, sizeof *Q) : NULL, *Z = square ? malloc(n0 * n0 * sizeof *Z) : NULL;
+    double *sums = square ? calloc(n0, sizeof *sums) : NULL, *tau = square ? malloc(n0 * sizeof *tau) : NULL;
+    for (size_t k = 0; Q && k < n0; k++) Q[k + k * n0] = 1;
+    int lyap_ok = Q && Z && sums && tau;
+    for (size_t i = 0; i < D; i++) {
+        const vijp_layer *L = &net->layers[i];
+        size_t m = L->out, n = L->in, r = m < n ? m : n;
+        double *s = malloc(r * sizeof *s);
+        vijp_mat_init(&J, m, n, &fd);
+        c->kappa[i] = 1;
+        for (size_t b = 0; b < B; b++) {
+            x = h, x.cols = 1, x.d = h.d + b * n; /* a view of sample b */
+            if (vijp_layer_jacobian(L, &pd.theta[i], &x, &J, NULL) || vijp_mat_check_finite(&J, "J", NULL)) {
+                c->kappa[i] = NAN;
+                lyap_ok = 0;
+                continue;
+            }
+            if (b == 0 && lyap_ok) { /* Benettin: Z = J Q = Q' R */
+                cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0, J.d, (int)n, Q,
+                            (int)n, 0.0, Z, (int)n);
+                if (LAPACKE_dgeqrf(LAPACK_COL_MAJOR, (int)n, (int)n, Z, (int)n, tau)) lyap_ok = 0;
+                double hi = -INFINITY, lo = INFINITY;
+                for (size_t k = 0; lyap_ok && k < n; k++) {
+                    sums[k] += log10(fabs(Z[k + k * n]));
+                    hi = fmax(hi, sums[k]), lo = fmin(lo, sums[k]);
+                }
+                if (lyap_ok) c->lyap_cum[i] = hi - lo; /* inf once a layer is singular */
+                if (lyap_ok && LAPACKE_dorgqr(LAPACK_COL_MAJOR, (int)n, (int)n, (int)n, Z, (int)n, tau)) lyap_ok = 0;
+                memcpy(Q, Z, n * n * sizeof *Q);
+            }
+            if (singular_values(J.d, m, n, s)) {
+                c->kappa[i] = NAN;
+                continue;
+            }
+            double tol = (double)(m > n ? m : n) * 0x1p-53 * s[0], smin = s[0];
+            for (size_t k = 0; k < r; k++)
+                if (s[k] > tol) smin = s[k];
+            double kb = s[0] > 0 ? s[0] / smin : 1;
+            if (!(kb <= c->kappa[i])) c->kappa[i] = kb;
+        }
+        if (!lyap_ok) c->lyap_cum[i] = NAN;
+        free(s);
+        vijp_mat_clear(&J);
+        vijp_mat_init(&hn, m, B, &fd);
+        vijp_layer_forward(L, &pd.theta[i], &h, &hn, NULL);
+        vijp_mat_clear(&h);
+        h = hn;
+    }
+    c->lyap_rate = c->lyap_cum[D - 1] / (double)D;
+    for (size_t i = 0; i < D; i++) {
+        double sum = 0;
+        for (size_t j = 0; j <= i; j++) sum += pow(10, 2 * (c->lyap_cum[i] - (j ? c->lyap_cum[j - 1] : 0)));
+        c->predicted[i] = c->u * sqrt(sum);
+    }
+    c->predicted_rate = vijp_growth_fit(c->predicted, D, INFINITY, NULL);
+    vijp_mat_clear(&h);
+    free(Q), free(Z), free(sums), free(tau);
+    vijp_problem_clear(&pd, net);
+}
+
+static void first_order_bound(const vijp_net *net, const vijp_drift_curve *c, vijp_drift_run_result *r)
+{
+    double e = r->x.rel;
+    for (size_t i = 0; i < net->depth; i++) {
+        e = c->kappa[i] * (e + (double)net->layers[i].in * c->u);
+        r->bound[i] = e;
+    }
+}
+
+static int measure(const vijp_net *net, const vijp_drift_setup *s, const vijp_grads *got, const vijp_grads *ref,
+                   vijp_drift_run_result *r)
+{
+    size_t D = net->depth;
+    r->g = malloc(D * sizeof *r->g);
+    r->theta = malloc(D * sizeof *r->theta);
+    r->stored_by_depth = malloc(D * sizeof *r->stored_by_depth);
+    if (!r->g || !r->theta || !r->stored_by_depth) return VIJP_ENOMEM;
+    memcpy(r->stored_by_depth, got->stored_by_depth, D * sizeof *r->stored_by_depth);
+    r->x = no_metric;
+    if (ref && r->rebuilt > 0) vijp_compare(&got->grad_x, &ref->grad_x, &s->fmt, &r->x);
+    for (size_t i = 0; i < D; i++) {
+        r->g[i] = r->theta[i] = no_metric;
+        if (!ref || i >= r->rebuilt) continue;
+        vijp_compare(&got->g[i], &ref->g[i], &s->fmt, &r->g[i]);
+        if (got->grad_theta[i].rows) vijp_compare(&got->grad_theta[i], &ref->grad_theta[i], &s->fmt, &r->theta[i]);
+    }
+    return 0;
+}
+
+int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *err)
+{
+    memset(c, 0, sizeof *c);
+    if (s->batch == 0 || s->batch > 1000000)
+        return vijp_fail(err, VIJP_EINVAL, "batch %zu out of range [1, 1000000]", s->batch);
+    vijp_net net;
+    int rc = vijp_net_build(&net, s->spec, s->depth, s->width, err);
+    if (rc) return rc;
+    net.loss = s->loss;
+    size_t D = net.depth;
+    c->depth = D;
+    c->u = ldexp(1.0, -(int)s->fmt.prec);
+    c->n_runs = 1 + s->n_engines;
+    c->runs = calloc(c->n_runs, sizeof *c->runs);
+    c->kappa = calloc(D, sizeof *c->kappa);
+    c->lyap_cum = calloc(D, sizeof *c->lyap_cum);
+    c->predicted = calloc(D, sizeof *c->predicted);
+    vijp_problem pf = {0};
+    vijp_grads ref = {0};
+    vijp_format ref_fmt;
+    if (!c->runs || !c->kappa || !c->lyap_cum || !c->predicted) {
+        rc = vijp_fail(err, VIJP_ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = vijp_net_init(&net, s->init, s->seed, err)) ||
+        (rc = vijp_problem_round(&pf, &net, s->batch, s->seed, &s->fmt, err)))
+        goto out;
+    if (!s->skip_reference && (rc = reference(s, &net, &pf, c, &ref, &ref_fmt, err))) goto out;
+    for (size_t k = 0; k < c->n_runs && !rc; k++) {
+        vijp_drift_run_result *r = &c->runs[k];
+        r->engine = k ? s->engines[k - 1] : VIJP_ENGINE_BACKPROP;
+        vijp_grads got;
+        vijp_error e2 = {0};
+        rc = vijp_engine_run(r->engine, &net, pf.theta, &pf.X, &pf.T, &got, &e2);
+        if (rc && rc != VIJP_ESINGULAR) {
+            if (err) *err = e2;
+            break;
+        }
+        r->rebuilt = got.rebuilt;
+        if (rc) snprintf(r->failure, sizeof r->failure, "%s", e2.msg);
+        rc = measure(&net, s, &got, s->skip_reference ? NULL : &ref, r);
+        vijp_grads_clear(&got);
+        if (rc) vijp_fail(err, rc, "out of memory");
+    }
+    if (rc) goto out;
+    conditioning(&net, &pf, c);
+    for (size_t k = 1; k < c->n_runs; k++)
+        if ((c->runs[k].bound = malloc(D * sizeof(double)))) first_order_bound(&net, c, &c->runs[k]);
+out:
+    vijp_grads_clear(&ref);
+    vijp_problem_clear(&pf, &net);
+    vijp_net_free(&net);
+    if (rc) vijp_drift_curve_clear(c);
+    return rc;
+}

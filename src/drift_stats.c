@@ -1,0 +1,65 @@
+/* Statistics of error-versus-depth curves: growth fit, safe depth, bits needed. */
+#include "vijp/drift.h"
+#include <math.h>
+
+double vijp_growth_fit(const double *e, size_t n, double ceiling, double *intercept)
+{
+    /* Ordinary least squares on (i, log10 e_i), i = 1..n, accumulated around
+     * running means (Welford) so that long curves lose nothing to cancellation. */
+    double mx = 0, my = 0, sxx = 0, sxy = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!(e[i] > 0 && e[i] <= ceiling)) continue;
+        double x = (double)(i + 1), y = log10(e[i]), dx = x - mx;
+        k++;
+        mx += dx / (double)k;
+        my += (y - my) / (double)k;
+        sxx += dx * (x - mx);
+        sxy += dx * (y - my);
+    }
+    if (k < 4 || sxx == 0) {
+        if (intercept) *intercept = NAN;
+        return NAN;
+    }
+    double slope = sxy / sxx;
+    if (intercept) *intercept = my - slope * mx;
+    return slope;
+}
+
+size_t vijp_safe_depth(const double *g, const double *theta, const int *has_param, size_t n, double tol)
+{
+    size_t d = 0;
+    for (; d < n; d++) {
+        if (!(g[d] <= tol)) break;
+        if (theta && (!has_param || has_param[d]) && !(theta[d] <= tol)) break;
+    }
+    return d;
+}
+
+double vijp_bits_needed(const double *e, size_t n, long prec, double tol, int *extrapolated)
+{
+    double worst = 0;
+    *extrapolated = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!(e[i] <= worst)) worst = e[i]; /* NaN and Inf stick */
+    if (!(worst <= VIJP_FIT_CEILING)) {
+        double a, r = vijp_growth_fit(e, n, VIJP_FIT_CEILING, &a);
+        if (isnan(r)) return NAN;
+        *extrapolated = 1;
+        double at_n = a + r * (double)n, fitted_max = fmax(at_n, a + r); /* the fitted line's largest value */
+        return fmax(2, ceil((double)prec + (fitted_max - log10(tol)) * log2(10.0)));
+    }
+    if (worst == 0) return 2;
+    return fmax(2, ceil((double)prec + log2(worst / tol)));
+}
+
+double vijp_drift_default_tol(const vijp_format *f)
+{
+    switch (f->kind) {
+    case VIJP_BFLOAT16:
+    case VIJP_BINARY16: return 1e-2;
+    case VIJP_BINARY32: return 1e-4;
+    case VIJP_DOUBLE: return 1e-10;
+    default: return ldexp(1.0, -(int)(f->prec / 2));
+    }
+}

@@ -1,0 +1,21 @@
+/* A problem instance shared by the studies (grad, drift): inputs X, loss data
+ * T and parameters θ of a network, in one format.  Internal to src/. */
+#ifndef VIJP_PROBLEM_H
+#define VIJP_PROBLEM_H
+
+#include "vijp/net.h"
+
+typedef struct {
+    vijp_mat X, T, *theta;
+} vijp_problem;
+
+/* Seeded inputs and loss data for B samples and the network's parameters, all
+ * rounded from their double master copies to format f. */
+int vijp_problem_round(vijp_problem *p, const vijp_net *net, size_t B, uint64_t seed, const vijp_format *f,
+                       vijp_error *err);
+/* The same values as from, converted exactly to format f (f at least as wide). */
+int vijp_problem_convert(vijp_problem *p, const vijp_net *net, const vijp_problem *from, const vijp_format *f,
+                         vijp_error *err);
+void vijp_problem_clear(vijp_problem *p, const vijp_net *net);
+
+#endif
