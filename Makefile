@@ -20,9 +20,9 @@ endif
 # -ffp-contract=off: no silent FMA, so double code and the binary32 emulation
 # perform exactly the operations written (DESIGN §3).
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -ffp-contract=off -Iinclude \
+CFLAGS  += -pthread -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -ffp-contract=off -Iinclude \
            $(shell pkg-config --cflags $(PKGS)) $(SANFLAGS)
-LDLIBS  := $(shell pkg-config --libs $(PKGS)) -lgmp -lm
+LDLIBS  := $(shell pkg-config --libs $(PKGS)) -lgmp -lm -pthread
 LDFLAGS += $(SANFLAGS)
 
 LIB_SRC := $(wildcard src/*.c src/layers/*.c src/engines/*.c) $(wildcard oracles/*.c)
@@ -30,14 +30,21 @@ CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/t-*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
-TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/check_main.o $(BUILD)/tests/testutil.o $(BUILD)/tests/layerfix.o
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/check_main.o $(BUILD)/tests/testutil.o $(BUILD)/tests/layerfix.o $(BUILD)/tests/clirun.o
 
 .PHONY: all check report bench clean
 all: $(BUILD)/libvijp.a $(BUILD)/vijp
 
-$(BUILD)/%.o: %.c $(wildcard include/vijp/*.h oracles/*.h src/engines/*.h src/cli/*.h tests/*.h)
+$(BUILD)/%.o: %.c $(wildcard include/vijp/*.h oracles/*.h src/*.h src/engines/*.h src/cli/*.h tests/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
+
+# The commit that reports name: refreshed in build/commit.h only when it changes.
+GIT_COMMIT := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+$(shell mkdir -p $(BUILD) && echo '#define VIJP_GIT_COMMIT "$(GIT_COMMIT)"' | cmp -s - $(BUILD)/commit.h || \
+        echo '#define VIJP_GIT_COMMIT "$(GIT_COMMIT)"' > $(BUILD)/commit.h)
+$(BUILD)/src/cli/write_json.o: CFLAGS += -include $(BUILD)/commit.h
+$(BUILD)/src/cli/write_json.o: $(BUILD)/commit.h
 
 $(BUILD)/libvijp.a: $(LIB_OBJ)
 	ar rcs $@ $^
@@ -48,13 +55,22 @@ $(BUILD)/vijp: $(CLI_OBJ) $(BUILD)/libvijp.a
 $(BUILD)/check_vijp: $(TEST_OBJ) $(BUILD)/libvijp.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell pkg-config --libs $(CHECKPK))
 
+# vijp-perturbed: the same command with one ulp added to every vijp output,
+# which the regression tests must see flagged by vijp regress.
+$(BUILD)/perturbed/layer.o: src/layer.c $(wildcard include/vijp/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DVIJP_PERTURB_VIJP -c $< -o $@
+$(BUILD)/vijp-perturbed: $(CLI_OBJ) $(filter-out $(BUILD)/src/layer.o,$(LIB_OBJ)) $(BUILD)/perturbed/layer.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 # VIJP_BIN lets the CLI tests find the command.  Sanitized runs do not fork,
 # so LeakSanitizer sees the whole suite in one process.
 ifeq ($(SANITIZE),1)
 CHECK_ENV := CK_FORK=no
 endif
-check: $(BUILD)/check_vijp $(BUILD)/vijp
-	$(CHECK_ENV) VIJP_BIN=$(abspath $(BUILD)/vijp) ./$(BUILD)/check_vijp
+check: $(BUILD)/check_vijp $(BUILD)/vijp $(BUILD)/vijp-perturbed
+	$(CHECK_ENV) VIJP_BIN=$(abspath $(BUILD)/vijp) VIJP_PERTURBED_BIN=$(abspath $(BUILD)/vijp-perturbed) \
+	  ./$(BUILD)/check_vijp
 
 report: $(BUILD)/vijp
 	./scripts/report.sh $(BUILD)/vijp

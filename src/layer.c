@@ -1,5 +1,6 @@
 /* The layer registry and the format-generic operators engines call. */
 #include "vijp/layer.h"
+#include <math.h>
 #include <string.h>
 
 extern const vijp_layer_type vijp_layer_dense, vijp_layer_leaky_relu, vijp_layer_relu, vijp_layer_tanh;
@@ -151,9 +152,18 @@ int vijp_layer_vijp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *
         rc = L->type->mp->vijp(L, TH(theta, m), X->m, X->cols, Gx->m, k ? frag->m : NULL, Gy->m, X->fmt);
         if (rc) return vijp_fail(err, rc, "%s layer (%zu -> %zu) vijp in %s: the Jacobian is singular "
                                  "in this format (rank lost beyond the fragment)", L->type->name, L->in, L->out, X->fmt->name);
-        return 0;
+    } else {
+        rc = L->type->d->vijp(L, TH(theta, d), X->d, X->cols, Gx->d, k ? frag->d : NULL, Gy->d, err);
     }
-    return L->type->d->vijp(L, TH(theta, d), X->d, X->cols, Gx->d, k ? frag->d : NULL, Gy->d, err);
+#ifdef VIJP_PERTURB_VIJP
+    /* Regression-test build only (vijp-perturbed, see the Makefile): one ulp
+     * up on every vijp output, the smallest change vijp regress must catch. */
+    for (size_t i = 0; !rc && i < vijp_mat_len(Gy); i++) {
+        if (Gy->d) Gy->d[i] = nextafter(Gy->d[i], INFINITY);
+        else mpfr_nextabove(Gy->m[i]);
+    }
+#endif
+    return rc;
 }
 
 int vijp_layer_jacobian(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *x, vijp_mat *J,

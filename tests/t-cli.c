@@ -1,6 +1,6 @@
 /* The vijp command, run as a user would: exit status, stdout and stderr.
  * The command's path comes from VIJP_BIN (set by `make check`). */
-#include "testutil.h"
+#include "clirun.h"
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -8,79 +8,6 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-/* Exit codes documented in `vijp --help` / `vijp grad --help`. */
-enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
-
-typedef struct {
-    int rc;     /* exit status; 128 + signal if killed */
-    char *out;  /* whole stdout */
-    char *err;  /* whole stderr */
-} run_result;
-
-static char *slurp_fd(int fd)
-{
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    ck_assert_ptr_nonnull(buf);
-    lseek(fd, 0, SEEK_SET);
-    for (;;) {
-        if (n + 1 == cap) {
-            buf = realloc(buf, cap *= 2);
-            ck_assert_ptr_nonnull(buf);
-        }
-        ssize_t k = read(fd, buf + n, cap - 1 - n);
-        ck_assert_msg(k >= 0, "reading a temp file failed");
-        if (k == 0) break;
-        n += (size_t)k;
-    }
-    buf[n] = 0;
-    return buf;
-}
-
-static int make_temp(char *path, size_t size)
-{
-    const char *dir = getenv("TMPDIR");
-    snprintf(path, size, "%s/vijp-cli-XXXXXX", dir && *dir ? dir : "/tmp");
-    int fd = mkstemp(path);
-    ck_assert_msg(fd >= 0, "mkstemp(%s) failed", path);
-    return fd;
-}
-
-/* Run "$VIJP_BIN args" with stdout and stderr captured in two temp files
- * (stdin from /dev/null).  args is shell text written by the tests only. */
-static run_result run_vijp(const char *args)
-{
-    const char *bin = getenv("VIJP_BIN");
-    ck_assert_ptr_nonnull(bin);
-    char out_path[512], err_path[512];
-    int fo = make_temp(out_path, sizeof out_path), fe = make_temp(err_path, sizeof err_path);
-    size_t len = strlen(bin) + strlen(args) + 2 * sizeof out_path + 64;
-    char *cmd = malloc(len);
-    ck_assert_ptr_nonnull(cmd);
-    snprintf(cmd, len, "'%s' %s </dev/null >'%s' 2>'%s'", bin, args, out_path, err_path);
-    fflush(NULL);
-    int st = system(cmd);
-    free(cmd);
-    run_result r;
-    ck_assert_msg(st != -1, "system() failed for: vijp %s", args);
-    r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-    r.out = slurp_fd(fo);
-    r.err = slurp_fd(fe);
-    close(fo);
-    close(fe);
-    unlink(out_path);
-    unlink(err_path);
-    /* The shell reports "not found"/"cannot execute" as 127/126. */
-    ck_assert_msg(r.rc != 127 && r.rc != 126, "could not run '%s' (%d): %s", bin, r.rc, r.err);
-    return r;
-}
-
-static void run_free(run_result *r)
-{
-    free(r->out);
-    free(r->err);
-}
 
 /* ---------------------------------------------------------- version and help */
 

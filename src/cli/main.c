@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "vijp/vijp.h"
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,9 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  grad     run one network with an engine and compare with an MPFR reference\n"
+    "  drift    error-versus-depth study of rebuilt gradients, written as a report\n"
+    "  report   the default drift study (the main job), into reports/latest/\n"
+    "  regress  compare two drift.json (baseline, current); non-zero if worse\n"
     "\n"
     "Run 'vijp COMMAND --help' for a command's options.\n"
     "Exit status: 0 success, 1 the computation failed (e.g. a singular vijp),\n"
@@ -39,6 +43,9 @@ int main(int argc, char **argv)
         fputs(usage, stderr);
         return EXIT_USAGE;
     }
+    /* A writer whose reader died (gnuplot) gets EPIPE, reported as an error,
+     * rather than a silent death that would leave temporaries behind. */
+    signal(SIGPIPE, SIG_IGN);
     const char *cmd = argv[1];
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
         fputs(usage, stdout);
@@ -49,6 +56,9 @@ int main(int argc, char **argv)
         return EXIT_OK;
     }
     if (!strcmp(cmd, "grad")) return cli_grad(argc - 1, argv + 1);
+    if (!strcmp(cmd, "drift")) return cli_drift(argc - 1, argv + 1);
+    if (!strcmp(cmd, "report")) return cli_report(argc - 1, argv + 1);
+    if (!strcmp(cmd, "regress")) return cli_regress(argc - 1, argv + 1);
     fprintf(stderr, "vijp: unknown command '%s' (run 'vijp --help')\n", cmd);
     return EXIT_USAGE;
 }

@@ -1,0 +1,223 @@
+/* vijp drift and vijp report: error-versus-depth studies written as reports. */
+#include "atomic.h"
+#include "cli.h"
+#include "study_stats.h"
+#include "write.h"
+#include "vijp/vijp.h"
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char help_drift[] =
+    "usage: vijp drift [options]\n"
+    "\n"
+    "Measure how far gradients rebuilt by Moonwalk's vijp (or pure forward) drift\n"
+    "from exact backprop, layer by layer, in each format, against a validated MPFR\n"
+    "reference computed from the same rounded weights and inputs.  Writes a report\n"
+    "folder (drift.json, drift.csv, curves.csv, summary.csv, PNG/SVG plots,\n"
+    "report.md), every file atomically, and prints the verdict table.\n"
+    "\n"
+    "  --net SPEC        layers, cycled to the depth; repeat for several networks\n"
+    "                    (default dense:32,leaky:0.5)\n"
+    "  --init LIST       orthogonal | gaussian | scaled:G, comma list; every net is\n"
+    "                    run with every initialisation (default orthogonal)\n"
+    "  --depth D         layers (default 64); one run gives every layer's error\n"
+    "  --width N         input width (default: the first dense layer's)\n"
+    "  --batch B         samples per gradient (default 1)\n"
+    "  --formats LIST    bfloat16,binary16,binary32,double,mpfr:P\n"
+    "                    (default bfloat16,binary32,double)\n"
+    "  --engines LIST    engines that rebuild gradients: moonwalk, pure-forward\n"
+    "                    (default moonwalk); backprop is always measured\n"
+    "  --seeds LIST      comma list of seeds (default 1,2,3); spreads are over seeds\n"
+    "  --loss L          square | linear (default square)\n"
+    "  --tol F=T,...     tolerance of the safe depth per format (defaults: 1e-2\n"
+    "                    bfloat16/binary16, 1e-4 binary32, 1e-10 double, 2^(-P/2) mpfr:P)\n"
+    "  --ref-prec P      first reference precision (default max(256, 2P)); it is\n"
+    "                    doubled until two successive references agree\n"
+    "  --ref-prec-max P  give up past P bits (default 8192)\n"
+    "  --out DIR         report folder (default reports/drift)\n"
+    "  --jobs N          worker threads (default: the online CPUs)\n"
+    "  --progress, --no-progress\n"
+    "                    progress bar on stderr (default: only on a terminal, not in CI)\n"
+    "  --no-plots        skip gnuplot (the CSVs still hold every curve)\n"
+    "  -q, --quiet       print nothing on success\n"
+    "  -h, --help        this help\n"
+    "\n"
+    "Exit status: 0 success, 1 the computation failed (e.g. the reference did not\n"
+    "settle), 2 bad usage or input (nothing is written).\n";
+
+static const char help_report[] =
+    "usage: vijp report [options]\n"
+    "\n"
+    "The default study, the toolkit's main job: dense:32 + leaky ReLU with slope\n"
+    "0.1, 0.5 and 0.9, orthogonal and Gaussian initialisation, in bfloat16, binary32,\n"
+    "double and mpfr:113, to depth 256, seeds 1,2,3, Moonwalk against backprop.\n"
+    "Writes reports/latest/.  Takes every option of 'vijp drift' to change a part\n"
+    "of the study (for example --depth 64 --seeds 1 for a quick look).\n"
+    "\n"
+    "Exit status: 0 success, 1 the computation failed, 2 bad usage or input.\n";
+
+static char *quoted_command(int argc, char **argv, const char *prefix)
+{
+    size_t len = strlen(prefix) + 1;
+    for (int i = 0; i < argc; i++) len += 4 * strlen(argv[i]) + 3;
+    char *out = malloc(len), *p = out;
+    if (!out) return NULL;
+    p += sprintf(p, "%s", prefix);
+    for (int i = 0; i < argc; i++) {
+        int plain = *argv[i] != 0;
+        for (const char *c = argv[i]; *c; c++) plain &= !!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=.,:/+", *c);
+        *p++ = ' ';
+        if (plain) p += sprintf(p, "%s", argv[i]);
+        else {
+            *p++ = '\'';
+            for (const char *c = argv[i]; *c; c++) p += *c == '\'' ? sprintf(p, "'\\''") : sprintf(p, "%c", *c);
+            *p++ = '\'';
+        }
+    }
+    *p = 0;
+    return out;
+}
+
+static void print_verdicts(const study *s)
+{
+    printf("%-4s %-24s %-11s %-9s %8s %10s %12s %12s %8s %10s\n", "cfg", "net", "init", "format", "tol", "safe depth",
+           "growth/layer", "predicted", "bits", "price");
+    for (size_t c = 0; c < s->n_configs; c++) {
+        int *hp = config_has_param(s, c);
+        for (size_t f = 0; f < s->n_formats && hp; f++) {
+            double v[5][STUDY_MAX];
+            for (size_t k = 0; k < s->n_seeds; k++) {
+                run_stats st;
+                const vijp_drift_curve *cu = study_curve(s, c, f, k);
+                run_stats_of(cu, verdict_run(s), hp, s->tol[f], (long)s->formats[f].prec, &st);
+                v[0][k] = st.safe_depth, v[1][k] = st.growth_rate, v[2][k] = cu->predicted_rate, v[3][k] = st.bits_needed;
+                if (st.bits_extrapolated) v[3][k] = -v[3][k];
+                v[4][k] = st.price;
+            }
+            double bits = spread_of(v[3], s->n_seeds).median;
+            printf("c%-3zu %-24s %-11s %-9s %8.0e %10.0f %12.3g %12.3g %7.0f%s %10.3g\n", c + 1, s->configs[c].spec,
+                   s->configs[c].init_name, s->formats[f].name, s->tol[f], spread_of(v[0], s->n_seeds).median,
+                   spread_of(v[1], s->n_seeds).median, spread_of(v[2], s->n_seeds).median, fabs(bits),
+                   bits < 0 ? "†" : " ", spread_of(v[4], s->n_seeds).median);
+        }
+        free(hp);
+    }
+    printf("(medians over %zu seed%s; † extrapolated along the growth fit; report: %s/report.md)\n", s->n_seeds,
+           s->n_seeds > 1 ? "s" : "", s->out_dir);
+}
+
+static int run_study(int argc, char **argv, int is_report)
+{
+    enum { O_TOL = 256, O_REFP, O_REFMAX, O_PROG, O_NOPROG, O_NOPLOTS };
+    static const struct option opts[] = {
+        {"net", 1, 0, 'n'},      {"init", 1, 0, 'i'},       {"depth", 1, 0, 'd'},    {"width", 1, 0, 'w'},
+        {"batch", 1, 0, 'b'},    {"formats", 1, 0, 'f'},    {"engines", 1, 0, 'e'},  {"seeds", 1, 0, 's'},
+        {"loss", 1, 0, 'l'},     {"tol", 1, 0, O_TOL},      {"ref-prec", 1, 0, O_REFP}, {"ref-prec-max", 1, 0, O_REFMAX},
+        {"out", 1, 0, 'o'},      {"jobs", 1, 0, 'j'},       {"progress", 0, 0, O_PROG}, {"no-progress", 0, 0, O_NOPROG},
+        {"no-plots", 0, 0, O_NOPLOTS}, {"quiet", 0, 0, 'q'}, {"help", 0, 0, 'h'},   {0, 0, 0, 0},
+    };
+    const char *name = is_report ? "vijp report" : "vijp drift";
+    static study s; /* large (configs table): kept off the stack */
+    memset(&s, 0, sizeof s);
+    const char *specs[STUDY_MAX], *inits = is_report ? "orthogonal,gaussian" : "orthogonal";
+    const char *formats = is_report ? "bfloat16,binary32,double,mpfr:113" : "bfloat16,binary32,double";
+    const char *seeds = "1,2,3", *engines = "moonwalk", *tols = NULL;
+    size_t n_specs = 0;
+    s.depth = is_report ? 256 : 64;
+    s.batch = 1;
+    s.out_dir = is_report ? "reports/latest" : "reports/drift";
+    s.jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    s.progress = isatty(2) && !getenv("CI");
+    s.plots = 1;
+    int quiet = 0, c;
+    unsigned long long v;
+    vijp_error err = {0};
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
+        switch (c) {
+        case 'n':
+            if (n_specs == STUDY_MAX) {
+                fprintf(stderr, "%s: at most %d --net\n", name, STUDY_MAX);
+                return EXIT_USAGE;
+            }
+            specs[n_specs++] = optarg;
+            break;
+        case 'i': inits = optarg; break;
+        case 'd': if (cli_parse_size("--depth", optarg, 1, 100000, &v)) return EXIT_USAGE; s.depth = v; break;
+        case 'w': if (cli_parse_size("--width", optarg, 1, 1u << 16, &v)) return EXIT_USAGE; s.width = v; break;
+        case 'b': if (cli_parse_size("--batch", optarg, 1, 1000000, &v)) return EXIT_USAGE; s.batch = v; break;
+        case 'f': formats = optarg; break;
+        case 'e': engines = optarg; break;
+        case 's': seeds = optarg; break;
+        case 'l': if (vijp_loss_parse(optarg, &s.loss, &err)) goto usage_err; break;
+        case O_TOL: tols = optarg; break;
+        case O_REFP: if (cli_parse_size("--ref-prec", optarg, VIJP_PREC_MIN, VIJP_PREC_MAX, &v)) return EXIT_USAGE; s.ref_prec_start = (long)v; break;
+        case O_REFMAX: if (cli_parse_size("--ref-prec-max", optarg, VIJP_PREC_MIN, VIJP_PREC_MAX, &v)) return EXIT_USAGE; s.ref_prec_max = (long)v; break;
+        case 'o': s.out_dir = optarg; break;
+        case 'j': if (cli_parse_size("--jobs", optarg, 1, 256, &v)) return EXIT_USAGE; s.jobs = (int)v; break;
+        case O_PROG: s.progress = 1; break;
+        case O_NOPROG: s.progress = 0; break;
+        case O_NOPLOTS: s.plots = 0; break;
+        case 'q': quiet = 1; break;
+        case 'h': fputs(is_report ? help_report : help_drift, stdout); return EXIT_OK;
+        default: fprintf(stderr, "run '%s --help' for the options\n", name); return EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "%s: unexpected argument '%s'\n", name, argv[optind]);
+        return EXIT_USAGE;
+    }
+    if (n_specs == 0) {
+        if (is_report) specs[0] = "dense:32,leaky:0.1", specs[1] = "dense:32,leaky:0.5", specs[2] = "dense:32,leaky:0.9", n_specs = 3;
+        else specs[n_specs++] = "dense:32,leaky:0.5";
+    }
+    if (study_parse_formats(&s, formats, &err) || study_parse_seeds(&s, seeds, &err) ||
+        study_parse_engines(s.engines, &s.n_engines, engines, 0, &err) || (tols && study_parse_tols(&s, tols, &err)) ||
+        study_add_configs(&s, specs, n_specs, inits, &err))
+        goto usage_err;
+    if (s.ref_prec_max && s.ref_prec_start > s.ref_prec_max / 2) {
+        vijp_fail(&err, VIJP_EINVAL, "--ref-prec %ld leaves no room to double below --ref-prec-max %ld", s.ref_prec_start, s.ref_prec_max);
+        goto usage_err;
+    }
+    if (!s.width) { /* learn it from the first spec, so every config shares it */
+        vijp_net probe;
+        vijp_net_build(&probe, s.configs[0].spec, s.depth, 0, NULL);
+        s.width = probe.width;
+        vijp_net_free(&probe);
+        for (size_t k = 1; k < s.n_configs; k++) {
+            if (vijp_net_build(&probe, s.configs[k].spec, s.depth, 0, NULL) == 0 && probe.width != s.width) {
+                vijp_fail(&err, VIJP_EINVAL, "networks '%s' and '%s' take different input widths; give --width", s.configs[0].spec, s.configs[k].spec);
+                vijp_net_free(&probe);
+                goto usage_err;
+            }
+            vijp_net_free(&probe);
+        }
+    }
+    if (s.plots && !study_plots_available()) {
+        fprintf(stderr, "%s: warning: gnuplot not found, plots skipped (install gnuplot-nox)\n", name);
+        s.plots = 0;
+    }
+    if (atomic_prepare_dir(s.out_dir, &err)) goto usage_err;
+    s.command = quoted_command(argc - 1, argv + 1, name);
+    int rc = study_run(&s, &err);
+    if (!rc) rc = study_write(&s, &err);
+    if (rc) {
+        fprintf(stderr, "%s: %s\n", name, err.msg);
+        study_free(&s);
+        return EXIT_FAILED;
+    }
+    if (!quiet) print_verdicts(&s);
+    study_free(&s);
+    return EXIT_OK;
+
+usage_err:
+    fprintf(stderr, "%s: %s\n", name, err.msg);
+    return EXIT_USAGE;
+}
+
+int cli_drift(int argc, char **argv) { return run_study(argc, argv, 0); }
+int cli_report(int argc, char **argv) { return run_study(argc, argv, 1); }

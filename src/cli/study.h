@@ -1,0 +1,59 @@
+/* A drift study as the CLI runs it: configurations (spec × initialisation) ×
+ * formats × seeds, every curve held in memory until the report is written. */
+#ifndef VIJP_CLI_STUDY_H
+#define VIJP_CLI_STUDY_H
+
+#include "vijp/drift.h"
+#include "vijp/error.h"
+
+#define STUDY_MAX 32 /* of each list: specs, inits, formats, engines, seeds */
+
+typedef struct {
+    const char *spec;
+    char init_name[32];
+    vijp_init init;
+} study_config;
+
+typedef struct {
+    study_config configs[STUDY_MAX * STUDY_MAX];
+    size_t n_configs;
+    vijp_format formats[STUDY_MAX];
+    double tol[STUDY_MAX]; /* per format */
+    size_t n_formats;
+    uint64_t seeds[STUDY_MAX];
+    size_t n_seeds;
+    vijp_engine_kind engines[3]; /* rebuilding engines; backprop is always measured */
+    size_t n_engines;
+    size_t depth, width, batch;
+    vijp_loss_kind loss;
+    long ref_prec_start, ref_prec_max;
+    const char *out_dir;
+    char *command;         /* the command line, shell-quoted */
+    int jobs, progress, plots;
+    vijp_drift_curve *curves; /* [(config · n_formats + format) · n_seeds + seed] */
+} study;
+
+static inline vijp_drift_curve *study_curve(const study *s, size_t c, size_t f, size_t k)
+{
+    return &s->curves[(c * s->n_formats + f) * s->n_seeds + k];
+}
+
+/* Run every curve on s->jobs threads, with a progress bar when asked.
+ * Returns 0, or a VIJP_E* code with err naming the failed curve. */
+int study_run(study *s, vijp_error *err);
+void study_free(study *s);
+
+/* Write drift.csv, curves.csv, summary.csv, the plots, drift.json and
+ * report.md into s->out_dir, each atomically (temporary file, then rename). */
+int study_write(const study *s, vijp_error *err);
+
+/* Parse comma lists into the study. */
+int study_parse_formats(study *s, const char *list, vijp_error *err);
+/* Configurations: every spec with every initialisation of the comma list. */
+int study_add_configs(study *s, const char *const *specs, size_t n_specs, const char *inits, vijp_error *err);
+int study_parse_seeds(study *s, const char *list, vijp_error *err);
+int study_parse_engines(vijp_engine_kind *out, size_t *n, const char *list, int allow_backprop, vijp_error *err);
+/* "FMT=TOL,…" overrides of the default tolerances. */
+int study_parse_tols(study *s, const char *list, vijp_error *err);
+
+#endif

@@ -1,0 +1,17 @@
+/* The report writers of a drift study (drift.json, CSVs, plots, report.md). */
+#ifndef VIJP_CLI_WRITE_H
+#define VIJP_CLI_WRITE_H
+
+#include <jansson.h>
+#include "study.h"
+
+json_t *study_json(const study *s);
+/* Emulated formats and mpfr:P are bit-reproducible; double goes through BLAS. */
+int format_reproducible(const vijp_format *f);
+void machine_description(char *buf, size_t size);
+void blas_description(char *buf, size_t size);
+/* Whether gnuplot is on the PATH. */
+int study_plots_available(void);
+/* Every report file, atomically, into s->out_dir (already prepared). */
+
+#endif

@@ -1,0 +1,383 @@
+/* The files of a drift report: drift.csv (every layer), curves.csv (medians
+ * over seeds, what the plots read), summary.csv (the verdicts), plots rendered
+ * by gnuplot, drift.json and report.md; each one written atomically. */
+#include "atomic.h"
+#include "study_stats.h"
+#include "write.h"
+#include "vijp/vijp.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void csv_num(FILE *o, double x) { fprintf(o, isfinite(x) ? ",%.17g" : ",NaN", x); }
+
+static int fill_drift_csv(FILE *o, const void *ctx)
+{
+    const study *s = ctx;
+    fputs("config,spec,init,format,seed,engine,layer,g_rel,g_ulps,g_angle_deg,theta_rel,theta_ulps,"
+          "theta_angle_deg,bound,kappa,predicted,stored_bytes\n", o);
+    for (size_t c = 0; c < s->n_configs; c++)
+        for (size_t f = 0; f < s->n_formats; f++)
+            for (size_t k = 0; k < s->n_seeds; k++) {
+                const vijp_drift_curve *cu = study_curve(s, c, f, k);
+                for (size_t r = 0; r < cu->n_runs; r++) {
+                    const vijp_drift_run_result *run = &cu->runs[r];
+                    for (size_t i = 0; i < cu->depth; i++) {
+                        fprintf(o, "%zu,\"%s\",%s,%s,%llu,%s,%zu", c + 1, s->configs[c].spec, s->configs[c].init_name,
+                                s->formats[f].name, (unsigned long long)s->seeds[k], vijp_engine_name(run->engine), i + 1);
+                        const vijp_metric *m[2] = {&run->g[i], &run->theta[i]};
+                        for (int t = 0; t < 2; t++) csv_num(o, m[t]->rel), csv_num(o, m[t]->ulps), csv_num(o, m[t]->angle_deg);
+                        csv_num(o, run->bound ? run->bound[i] : NAN);
+                        csv_num(o, cu->kappa[i]);
+                        csv_num(o, cu->predicted[i]);
+                        fprintf(o, ",%zu\n", run->stored_by_depth[i]);
+                    }
+                }
+            }
+    return ferror(o);
+}
+
+/* Column of curves.csv holding the stored bytes of run r (1-based, for gnuplot). */
+#define CURVES_BYTES_COL 12
+
+static int fill_curves_csv(FILE *o, const void *ctx)
+{
+    const study *s = ctx;
+    size_t n = s->n_seeds, vr = verdict_run(s), nr = 1 + s->n_engines;
+    fputs("config,format_index,format,layer,err_med,err_min,err_max,backprop_med,ratio_med,bound_med,predicted_med", o);
+    fputs(",bytes_backprop", o);
+    for (size_t e = 0; e < s->n_engines; e++) fprintf(o, ",bytes_%s", vijp_engine_name(s->engines[e]));
+    fputc('\n', o);
+    double v[5][STUDY_MAX];
+    for (size_t c = 0; c < s->n_configs; c++)
+        for (size_t f = 0; f < s->n_formats; f++)
+            for (size_t i = 0; i < s->depth; i++) {
+                for (size_t k = 0; k < n; k++) {
+                    const vijp_drift_curve *cu = study_curve(s, c, f, k);
+                    double e = cu->runs[vr].g[i].rel, b = cu->runs[0].g[i].rel;
+                    v[0][k] = e, v[1][k] = b, v[2][k] = b > 0 ? e / b : NAN;
+                    v[3][k] = cu->runs[vr].bound ? cu->runs[vr].bound[i] : NAN;
+                    v[4][k] = cu->predicted[i];
+                }
+                spread e = spread_of(v[0], n);
+                fprintf(o, "%zu,%zu,%s,%zu", c + 1, f, s->formats[f].name, i + 1);
+                csv_num(o, e.median), csv_num(o, e.min), csv_num(o, e.max);
+                for (int t = 1; t < 5; t++) csv_num(o, spread_of(v[t], n).median);
+                for (size_t r = 0; r < nr; r++) fprintf(o, ",%zu", study_curve(s, c, f, 0)->runs[r].stored_by_depth[i]);
+                fputc('\n', o);
+            }
+    return ferror(o);
+}
+
+typedef struct {
+    spread safe, growth, predicted, lyap, bits, price;
+    int extrapolated;
+} verdict;
+
+static verdict verdict_of(const study *s, size_t c, size_t f)
+{
+    int *has_param = config_has_param(s, c);
+    double v[6][STUDY_MAX];
+    verdict out = {0};
+    for (size_t k = 0; k < s->n_seeds && has_param; k++) {
+        const vijp_drift_curve *cu = study_curve(s, c, f, k);
+        run_stats st;
+        run_stats_of(cu, verdict_run(s), has_param, s->tol[f], (long)s->formats[f].prec, &st);
+        v[0][k] = st.safe_depth, v[1][k] = st.growth_rate, v[2][k] = cu->predicted_rate;
+        v[3][k] = cu->lyap_rate, v[4][k] = st.bits_needed, v[5][k] = st.price;
+        out.extrapolated |= st.bits_extrapolated;
+    }
+    free(has_param);
+    size_t n = s->n_seeds;
+    out.safe = spread_of(v[0], n), out.growth = spread_of(v[1], n), out.predicted = spread_of(v[2], n);
+    out.lyap = spread_of(v[3], n), out.bits = spread_of(v[4], n), out.price = spread_of(v[5], n);
+    return out;
+}
+
+static int fill_summary_csv(FILE *o, const void *ctx)
+{
+    const study *s = ctx;
+    fputs("config,spec,init,format,tol,safe_depth_min,safe_depth_median,safe_depth_max,growth_rate_median,"
+          "predicted_rate_median,lyapunov_rate_median,bits_needed_median,bits_extrapolated,price_median\n", o);
+    for (size_t c = 0; c < s->n_configs; c++)
+        for (size_t f = 0; f < s->n_formats; f++) {
+            verdict v = verdict_of(s, c, f);
+            fprintf(o, "%zu,\"%s\",%s,%s,%g", c + 1, s->configs[c].spec, s->configs[c].init_name, s->formats[f].name, s->tol[f]);
+            double x[] = {v.safe.min, v.safe.median, v.safe.max, v.growth.median, v.predicted.median, v.lyap.median, v.bits.median};
+            for (size_t j = 0; j < sizeof x / sizeof *x; j++) csv_num(o, x[j]);
+            fprintf(o, ",%d", v.extrapolated);
+            csv_num(o, v.price.median);
+            fputc('\n', o);
+        }
+    return ferror(o);
+}
+
+static int fill_json(FILE *o, const void *ctx)
+{
+    if (json_dumpf(ctx, o, JSON_INDENT(1) | JSON_REAL_PRECISION(17))) return -1;
+    fputc('\n', o);
+    return ferror(o);
+}
+
+/* ---- plots ---- */
+
+static int have_gnuplot(void)
+{
+    const char *path = getenv("PATH");
+    char buf[4096];
+    for (const char *p = path ? path : "/usr/bin:/bin"; *p;) {
+        size_t n = strcspn(p, ":");
+        snprintf(buf, sizeof buf, "%.*s/gnuplot", (int)n, p);
+        if (access(buf, X_OK) == 0) return 1;
+        p += n + (p[n] == ':');
+    }
+    return 0;
+}
+
+/* A gnuplot single-quoted string: quotes doubled. */
+static void gq(FILE *o, const char *s)
+{
+    fputc('\'', o);
+    for (; *s; s++) fputs(*s == '\'' ? "''" : (char[]){*s, 0}, o);
+    fputc('\'', o);
+}
+
+static const char *const plot_kinds[3] = {"error", "ratio", "bytes"};
+
+static void plot_commands(FILE *g, const study *s, size_t c, int kind, const char *csv)
+{
+    const char *eng = vijp_engine_name(s->n_engines ? s->engines[0] : VIJP_ENGINE_BACKPROP);
+    fputs("set title ", g);
+    char title[512];
+    static const char *const what[3] = {"relative error of g_i against the MPFR reference",
+                                        "error of rebuilt g_i over backprop's (the price)", "stored bytes for a network of depth d"};
+    snprintf(title, sizeof title, "%s (%s): %s", s->configs[c].spec, s->configs[c].init_name, what[kind]);
+    gq(g, title);
+    fprintf(g, "\nset xlabel %s\nset ylabel %s\n", kind == 2 ? "'depth d'" : "'layer i'",
+            kind == 0 ? "'relative 2-norm error'" : kind == 1 ? "'ratio'" : "'bytes'");
+    fputs("plot ", g);
+    int first = 1;
+    for (size_t f = 0; f < s->n_formats; f++) {
+        const char *fn = s->formats[f].name;
+        int lc = (int)f + 1;
+        if (kind == 0) {
+            int cols[3] = {5, 10, 11};
+            const char *dt[3] = {"1", "2", "3"}, *lab[3] = {eng, "bound", "Lyapunov prediction"};
+            for (int j = 0; j < 3; j++) {
+                fputs(first ? "" : ", ", g), first = 0;
+                gq(g, csv);
+                fprintf(g, " using 4:(($1==%zu && $2==%zu && $%d>0) ? $%d : 1/0) with lines lw %d dt %s lc %d title '%s %s'",
+                        c + 1, f, cols[j], cols[j], j ? 1 : 2, dt[j], lc, fn, lab[j]);
+            }
+        } else if (kind == 1) {
+            fputs(first ? "" : ", ", g), first = 0;
+            gq(g, csv);
+            fprintf(g, " using 4:(($1==%zu && $2==%zu && $9>0) ? $9 : 1/0) with lines lw 2 lc %d title '%s'", c + 1, f, lc, fn);
+        } else {
+            for (size_t r = 0; r <= s->n_engines; r++) {
+                fputs(first ? "" : ", ", g), first = 0;
+                gq(g, csv);
+                fprintf(g, " using 4:(($1==%zu && $2==%zu) ? $%zu : 1/0) with lines lw 2 dt %zu lc %d title '%s %s'",
+                        c + 1, f, CURVES_BYTES_COL + r, r + 1, lc, fn,
+                        r ? vijp_engine_name(s->engines[r - 1]) : "backprop");
+            }
+        }
+    }
+    fputc('\n', g);
+}
+
+/* gnuplot reading its script from the returned stream.  It dies with us
+ * (PR_SET_PDEATHSIG): a killed run must not leave it writing temporaries. */
+static FILE *spawn_gnuplot(pid_t *pid)
+{
+    int fd[2];
+    if (pipe(fd)) return NULL;
+    pid_t parent = getpid();
+    *pid = fork();
+    if (*pid < 0) {
+        close(fd[0]), close(fd[1]);
+        return NULL;
+    }
+    if (*pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(1);
+        dup2(fd[0], 0);
+        close(fd[0]), close(fd[1]);
+        execlp("gnuplot", "gnuplot", (char *)NULL);
+        _exit(127);
+    }
+    close(fd[0]);
+    return fdopen(fd[1], "w");
+}
+
+static int wait_gnuplot(FILE *g, pid_t pid)
+{
+    int st;
+    fclose(g);
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Render error-, ratio- and bytes-c<K>.{png,svg} for config c. */
+static int render_plots(const study *s, size_t c, vijp_error *err)
+{
+    char tmp[6][4096], csv[4096], name[64];
+    int rc = 0;
+    size_t made = 0;
+    for (; made < 6 && !rc; made++) rc = atomic_tmp(s->out_dir, tmp[made], sizeof tmp[made], err);
+    if (rc) made--;
+    snprintf(csv, sizeof csv, "%s/curves.csv", s->out_dir);
+    pid_t pid;
+    FILE *g = rc ? NULL : spawn_gnuplot(&pid);
+    if (g) {
+        fputs("set datafile separator ','\nset key outside right top noenhanced\nset grid\nset logscale y\n"
+              "set format y '10^{%L}'\nset termoption enhanced\n", g);
+        for (int kind = 0; kind < 3; kind++) {
+            fputs("set terminal pngcairo size 1100,600\nset output ", g);
+            gq(g, tmp[2 * kind]);
+            fputc('\n', g);
+            plot_commands(g, s, c, kind, csv);
+            fputs("set terminal svg size 1100,600 dynamic\nset output ", g);
+            gq(g, tmp[2 * kind + 1]);
+            fputs("\nreplot\nunset output\n", g);
+        }
+    }
+    int ok = !rc && g && wait_gnuplot(g, pid) == 0;
+    for (size_t j = 0; j < made; j++) {
+        snprintf(name, sizeof name, "%s-c%zu.%s", plot_kinds[j / 2], c + 1, j % 2 ? "svg" : "png");
+        int r2 = atomic_commit(tmp[j], s->out_dir, name, ok, rc || !ok ? NULL : err);
+        if (!rc && !ok) rc = vijp_fail(err, VIJP_EINVAL, "gnuplot failed on the plots of config %zu", c + 1);
+        else if (!rc) rc = r2;
+    }
+    return rc;
+}
+
+/* ---- report.md ---- */
+
+static void md_spread(FILE *o, spread v, const char *fmt)
+{
+    if (isnan(v.median)) {
+        fputs(" n/a |", o);
+        return;
+    }
+    fputc(' ', o);
+    fprintf(o, fmt, v.median);
+    if (v.min != v.max) {
+        fputs(" (", o);
+        fprintf(o, fmt, v.min);
+        fputs("–", o);
+        fprintf(o, fmt, v.max);
+        fputc(')', o);
+    }
+    fputs(" |", o);
+}
+
+static void md_layers(FILE *o, const study *s)
+{
+    fputs("\n## Layers used\n\nStructural declarations of each layer type in the study (DESIGN §4). "
+          "Certification of sampled points (`vijp certify`) joins this section when it lands.\n\n"
+          "| layer | submersive | invertible | Moonwalk keeps |\n|---|---|---|---|\n", o);
+    const char *seen[64];
+    size_t ns = 0;
+    for (size_t c = 0; c < s->n_configs; c++) {
+        vijp_net net;
+        if (vijp_net_build(&net, s->configs[c].spec, s->depth, s->width, NULL)) continue;
+        for (size_t i = 0; i < net.depth; i++) {
+            const vijp_layer *L = &net.layers[i];
+            char label[64];
+            snprintf(label, sizeof label, "%s %zu→%zu", L->type->name, L->in, L->out);
+            size_t j = 0;
+            while (j < ns && strcmp(seen[j], label)) j++;
+            if (j < ns || ns == 64) continue;
+            seen[ns++] = strdup(label);
+            unsigned d = L->type->declare(L);
+            static const char *const keep[] = {"nothing", "sign bits", "inputs"};
+            fprintf(o, "| %s | %s | %s | %s |\n", label,
+                    d & VIJP_DECL_SUBMERSIVE ? "everywhere" : d & VIJP_DECL_NEVER_SUBMERSIVE ? "never" : "where J has full row rank",
+                    d & VIJP_DECL_INVERTIBLE ? "yes" : "no", keep[L->type->residual]);
+        }
+        vijp_net_free(&net);
+    }
+    for (size_t j = 0; j < ns; j++) free((void *)seen[j]);
+}
+
+static int fill_report_md(FILE *o, const void *ctx)
+{
+    const study *s = ctx;
+    char machine[512], blas[512];
+    machine_description(machine, sizeof machine);
+    blas_description(blas, sizeof blas);
+    const char *eng = vijp_engine_name(s->n_engines ? s->engines[0] : VIJP_ENGINE_BACKPROP);
+    fprintf(o, "# vijp drift report\n\n`%s`\n\nvijp %s, depth %zu, width %zu, batch %zu, seeds", s->command, VIJP_VERSION,
+            s->depth, s->width, s->batch);
+    for (size_t k = 0; k < s->n_seeds; k++) fprintf(o, "%s%llu", k ? ", " : " ", (unsigned long long)s->seeds[k]);
+    fprintf(o, ".  \nMachine: %s.  \nBLAS: %s.  \nMPFR %s, GMP %s.\n\n", machine, blas, mpfr_get_version(), gmp_version);
+    fprintf(o, "Every gradient is compared with an MPFR backprop reference computed from the same rounded weights and "
+               "inputs (so the error is arithmetic error only), validated by recomputing it at twice the precision "
+               "until the two agree to 2^-10 of the format's unit roundoff.\n\n");
+    fprintf(o, "## Verdicts (%s)\n\n"
+               "Median over seeds, (min–max) where they differ. *Safe depth*: deepest layer whose g_i and ∇θ_i "
+               "errors all stay under the tolerance. *Growth*: least-squares slope of log10 error over layers "
+               "in first order (error ≤ 0.1), decades per layer. *Predicted*: the same fit on the error the "
+               "Lyapunov spread of the Jacobian product predicts (Benettin QR iteration, rounding errors adding in "
+               "root-sum-square); *spread* is the asymptotic spread λ₁ − λₙ itself. *Bits*: significand bits that keep "
+               "every layer up to depth %zu under the tolerance (first-order scaling with u; † extrapolated along "
+               "the fit where the curve saturates). *Price*: error of the rebuilt g_D over backprop's in the same format.\n\n",
+            eng, s->depth);
+    fputs("| config | format | tol | safe depth | growth (dec/layer) | predicted | spread | bits | price |\n"
+          "|---|---|---|---|---|---|---|---|---|\n", o);
+    for (size_t c = 0; c < s->n_configs; c++)
+        for (size_t f = 0; f < s->n_formats; f++) {
+            verdict v = verdict_of(s, c, f);
+            fprintf(o, "| c%zu `%s` %s | %s | %.3g |", c + 1, s->configs[c].spec, s->configs[c].init_name,
+                    s->formats[f].name, s->tol[f]);
+            md_spread(o, v.safe, "%.0f");
+            md_spread(o, v.growth, "%.3g");
+            md_spread(o, v.predicted, "%.3g");
+            md_spread(o, v.lyap, "%.3g");
+            md_spread(o, v.bits, v.extrapolated ? "%.0f†" : "%.0f");
+            md_spread(o, v.price, "%.3g");
+            fputc('\n', o);
+        }
+    fputs("\n## Plots\n\nSolid: measured (median over seeds); dashed: first-order bound from per-layer condition "
+          "numbers, starting from the measured g_0 error; dotted: the Lyapunov prediction.\n", o);
+    for (size_t c = 0; c < s->n_configs; c++) {
+        fprintf(o, "\n### c%zu: `%s`, %s initialisation\n\n", c + 1, s->configs[c].spec, s->configs[c].init_name);
+        if (!s->plots) {
+            fputs("(plots not rendered: gnuplot was not found or --no-plots was given; curves.csv holds the data)\n", o);
+            continue;
+        }
+        for (int k = 0; k < 3; k++) fprintf(o, "![%s c%zu](%s-c%zu.svg)\n", plot_kinds[k], c + 1, plot_kinds[k], c + 1);
+    }
+    md_layers(o, s);
+    fputs("\n## Reproducibility\n\nbfloat16, binary16, binary32 and mpfr:P are emulated in MPFR and bit-reproducible "
+          "on any machine; `vijp regress` compares them exactly. double goes through BLAS/LAPACK, whose results can "
+          "depend on the machine and the BLAS build, so double is compared with tolerances. The files: drift.json "
+          "(everything, schema vijp-drift/1), drift.csv (every layer, seed and engine), curves.csv (medians, what "
+          "the plots read), summary.csv (this table).\n", o);
+    return ferror(o);
+}
+
+int study_write(const study *s, vijp_error *err)
+{
+    int rc;
+    if ((rc = atomic_write(s->out_dir, "drift.csv", fill_drift_csv, s, err)) ||
+        (rc = atomic_write(s->out_dir, "curves.csv", fill_curves_csv, s, err)) ||
+        (rc = atomic_write(s->out_dir, "summary.csv", fill_summary_csv, s, err)))
+        return rc;
+    for (size_t c = 0; c < s->n_configs && s->plots && !rc; c++) rc = render_plots(s, c, err);
+    if (rc) return rc;
+    json_t *j = study_json(s);
+    rc = atomic_write(s->out_dir, "drift.json", fill_json, j, err);
+    json_decref(j);
+    return rc ? rc : atomic_write(s->out_dir, "report.md", fill_report_md, s, err);
+}
+
+int study_plots_available(void) { return have_gnuplot(); }

@@ -1,0 +1,71 @@
+/* Running the vijp command from the tests (see clirun.h). */
+#include "clirun.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+char *slurp_fd(int fd)
+{
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    ck_assert_ptr_nonnull(buf);
+    lseek(fd, 0, SEEK_SET);
+    for (;;) {
+        if (n + 1 == cap) {
+            buf = realloc(buf, cap *= 2);
+            ck_assert_ptr_nonnull(buf);
+        }
+        ssize_t k = read(fd, buf + n, cap - 1 - n);
+        ck_assert_msg(k >= 0, "reading a temp file failed");
+        if (k == 0) break;
+        n += (size_t)k;
+    }
+    buf[n] = 0;
+    return buf;
+}
+
+int make_temp(char *path, size_t size)
+{
+    const char *dir = getenv("TMPDIR");
+    snprintf(path, size, "%s/vijp-cli-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(path);
+    ck_assert_msg(fd >= 0, "mkstemp(%s) failed", path);
+    return fd;
+}
+
+run_result run_vijp(const char *args) { return run_bin(getenv("VIJP_BIN"), args); }
+
+run_result run_bin(const char *bin, const char *args)
+{
+    ck_assert_ptr_nonnull(bin);
+    char out_path[512], err_path[512];
+    int fo = make_temp(out_path, sizeof out_path), fe = make_temp(err_path, sizeof err_path);
+    size_t len = strlen(bin) + strlen(args) + 2 * sizeof out_path + 64;
+    char *cmd = malloc(len);
+    ck_assert_ptr_nonnull(cmd);
+    snprintf(cmd, len, "'%s' %s </dev/null >'%s' 2>'%s'", bin, args, out_path, err_path);
+    fflush(NULL);
+    int st = system(cmd);
+    free(cmd);
+    run_result r;
+    ck_assert_msg(st != -1, "system() failed for: vijp %s", args);
+    r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    r.out = slurp_fd(fo);
+    r.err = slurp_fd(fe);
+    close(fo);
+    close(fe);
+    unlink(out_path);
+    unlink(err_path);
+    /* The shell reports "not found"/"cannot execute" as 127/126. */
+    ck_assert_msg(r.rc != 127 && r.rc != 126, "could not run '%s' (%d): %s", bin, r.rc, r.err);
+    return r;
+}
+
+void run_free(run_result *r)
+{
+    free(r->out);
+    free(r->err);
+}
+

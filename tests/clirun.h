@@ -1,0 +1,28 @@
+/* Running the vijp command as a user would, from the Check suites: exit
+ * status, stdout and stderr.  The command's path comes from VIJP_BIN (and the
+ * regression-test build from VIJP_PERTURBED_BIN), both set by `make check`. */
+#ifndef VIJP_CLIRUN_H
+#define VIJP_CLIRUN_H
+
+#include "testutil.h"
+
+/* Exit codes documented in `vijp --help` / `vijp grad --help`. */
+enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
+
+typedef struct {
+    int rc;     /* exit status; 128 + signal if killed */
+    char *out;  /* whole stdout */
+    char *err;  /* whole stderr */
+} run_result;
+
+/* Run "$VIJP_BIN args" (run_bin: "bin args") with stdout and stderr captured
+ * in two temp files, stdin from /dev/null.  args is shell text written by the
+ * tests only. */
+run_result run_vijp(const char *args);
+run_result run_bin(const char *bin, const char *args);
+void run_free(run_result *r);
+/* Whole contents of an open file / a fresh temp file (path receives its name). */
+char *slurp_fd(int fd);
+int make_temp(char *path, size_t size);
+
+#endif

@@ -1,0 +1,465 @@
+/* vijp drift / report / regress as a user runs them: the files of a report,
+ * determinism, bad input writing nothing, regression detection (exact for the
+ * bit-reproducible formats, with tolerances for double), and atomic writes
+ * under SIGKILL. */
+#include "clirun.h"
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A small study: 1 config × 2 formats × 2 seeds × (backprop, moonwalk) × 16 layers. */
+#define SMALL "--net dense:8,leaky:0.5 --depth 16 --formats binary32,double --seeds 1,2"
+#define SMALL_LAYERS 16
+
+static void temp_dir(char *path, size_t size)
+{
+    const char *dir = getenv("TMPDIR");
+    snprintf(path, size, "%s/vijp-report-XXXXXX", dir && *dir ? dir : "/tmp");
+    ck_assert_msg(mkdtemp(path) != NULL, "mkdtemp failed");
+}
+
+static void remove_tree(const char *path)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+    ck_assert(system(cmd) == 0);
+}
+
+/* Whole file, or NULL if it does not exist; *len receives its size. */
+static char *slurp(const char *dir, const char *name, size_t *len)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return NULL;
+    struct stat st;
+    fstat(fd, &st);
+    char *buf = slurp_fd(fd);
+    close(fd);
+    if (len) *len = (size_t)st.st_size;
+    return buf;
+}
+
+static size_t count_lines(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+static int exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static run_result drift(const char *bin, const char *dir, const char *args)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "drift %s --out '%s'", args, dir);
+    return run_bin(bin, cmd);
+}
+
+static const char *const plot_files[] = {"error-c1.png", "error-c1.svg", "ratio-c1.png",
+                                         "ratio-c1.svg", "bytes-c1.png", "bytes-c1.svg"};
+
+/* A PNG ends with its IEND chunk (length 0, "IEND", CRC AE 42 60 82). */
+static int png_complete(const char *buf, size_t len)
+{
+    static const unsigned char iend[12] = {0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xAE, 0x42, 0x60, 0x82};
+    return len >= 20 && !memcmp(buf, "\x89PNG", 4) && !memcmp(buf + len - 12, iend, 12);
+}
+
+/* ------------------------------------------------------------ the report */
+
+START_TEST(drift_writes_every_file)
+{
+    char dir[512];
+    temp_dir(dir, sizeof dir);
+    run_result r = drift(getenv("VIJP_BIN"), dir, SMALL);
+    ck_assert_msg(r.rc == CLI_OK, "drift exited %d: %s", r.rc, r.err);
+    /* Not a terminal: no progress bar, nothing on stderr. */
+    ck_assert_msg(r.err[0] == 0, "stderr not empty in a pipe: %s", r.err);
+    ck_assert(strstr(r.out, "safe depth") && strstr(r.out, "binary32") && strstr(r.out, "report.md"));
+    run_free(&r);
+
+    char *s = slurp(dir, "drift.csv", NULL);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_uint_eq(count_lines(s), 1 + 2 * 2 * 2 * SMALL_LAYERS);
+    ck_assert(!strncmp(s, "config,spec,init,format,seed,engine,layer,g_rel,", 48));
+    ck_assert(strstr(s, "\n1,\"dense:8,leaky:0.5\",orthogonal,binary32,1,moonwalk,16,") != NULL);
+    free(s);
+    s = slurp(dir, "curves.csv", NULL);
+    ck_assert_uint_eq(count_lines(s), 1 + 2 * SMALL_LAYERS);
+    free(s);
+    s = slurp(dir, "summary.csv", NULL);
+    ck_assert_uint_eq(count_lines(s), 1 + 2);
+    free(s);
+    s = slurp(dir, "report.md", NULL);
+    ck_assert(strstr(s, "## Verdicts") && strstr(s, "error-c1.svg") && strstr(s, "## Reproducibility"));
+    free(s);
+
+    char path[1024];
+    snprintf(path, sizeof path, "%s/drift.json", dir);
+    json_error_t e;
+    json_t *j = json_load_file(path, 0, &e);
+    ck_assert_msg(j != NULL, "drift.json: %s", e.text);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "schema")), "vijp-drift/1");
+    json_t *meta = json_object_get(j, "meta"), *study = json_object_get(j, "study");
+    static const char *const meta_keys[] = {"vijp_version", "git_commit", "command", "machine", "blas", "mpfr"};
+    for (size_t k = 0; k < sizeof meta_keys / sizeof *meta_keys; k++)
+        ck_assert_msg(json_is_string(json_object_get(meta, meta_keys[k])), "meta.%s missing", meta_keys[k]);
+    ck_assert_int_eq(json_integer_value(json_object_get(study, "depth")), SMALL_LAYERS);
+    json_t *curves = json_object_get(j, "curves");
+    ck_assert_uint_eq(json_array_size(curves), 2);
+    json_t *c0 = json_array_get(curves, 0), *c1 = json_array_get(curves, 1);
+    ck_assert(json_is_true(json_object_get(c0, "reproducible")));  /* binary32 */
+    ck_assert(json_is_false(json_object_get(c1, "reproducible"))); /* double */
+    json_t *seed = json_array_get(json_object_get(c1, "seeds"), 0);
+    ck_assert(json_integer_value(json_object_get(seed, "ref_prec")) >= 256);
+    json_t *mw = json_array_get(json_object_get(seed, "engines"), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(mw, "engine")), "moonwalk");
+    ck_assert_uint_eq(json_array_size(json_object_get(json_object_get(mw, "g"), "rel")), SMALL_LAYERS);
+    ck_assert_uint_eq(json_array_size(json_object_get(mw, "stored_bytes")), SMALL_LAYERS);
+    /* A depth-16 orthogonal dense + leaky(0.5) net in double is far from its
+     * 1e-10 tolerance (measured errors ~1e-15): every layer is safe. */
+    ck_assert(json_number_value(json_object_get(mw, "safe_depth")) == SMALL_LAYERS);
+    json_decref(j);
+
+    for (size_t k = 0; k < sizeof plot_files / sizeof *plot_files; k++) {
+        size_t len;
+        s = slurp(dir, plot_files[k], &len);
+        ck_assert_msg(s != NULL, "%s missing", plot_files[k]);
+        if (strstr(plot_files[k], ".png")) ck_assert_msg(png_complete(s, len), "%s incomplete", plot_files[k]);
+        else ck_assert_msg(strstr(s, "</svg>") != NULL, "%s incomplete", plot_files[k]);
+        free(s);
+    }
+    remove_tree(dir);
+}
+END_TEST
+
+/* The same command gives the same files, byte for byte, whatever the number
+ * of worker threads (each curve is computed by one thread, deterministically). */
+START_TEST(drift_is_deterministic)
+{
+    char a[512], b[512];
+    temp_dir(a, sizeof a);
+    temp_dir(b, sizeof b);
+    run_result r1 = drift(getenv("VIJP_BIN"), a, SMALL " --jobs 1 --no-plots");
+    run_result r2 = drift(getenv("VIJP_BIN"), b, SMALL " --jobs 2 --no-plots");
+    ck_assert(r1.rc == CLI_OK && r2.rc == CLI_OK);
+    run_free(&r1), run_free(&r2);
+    static const char *const files[] = {"drift.csv", "curves.csv", "summary.csv"};
+    for (size_t k = 0; k < 3; k++) {
+        char *x = slurp(a, files[k], NULL), *y = slurp(b, files[k], NULL);
+        ck_assert_msg(x && y && !strcmp(x, y), "%s differs between --jobs 1 and --jobs 2", files[k]);
+        free(x), free(y);
+    }
+    char *j1 = slurp(a, "drift.json", NULL), *m1 = slurp(a, "report.md", NULL);
+    r1 = drift(getenv("VIJP_BIN"), a, SMALL " --jobs 1 --no-plots");
+    ck_assert(r1.rc == CLI_OK);
+    run_free(&r1);
+    char *j2 = slurp(a, "drift.json", NULL), *m2 = slurp(a, "report.md", NULL);
+    ck_assert_msg(!strcmp(j1, j2) && !strcmp(m1, m2), "the same command wrote different drift.json/report.md");
+    free(j1), free(j2), free(m1), free(m2);
+    remove_tree(a), remove_tree(b);
+}
+END_TEST
+
+/* Each bad input exits 2 with a message and writes nothing. */
+START_TEST(drift_bad_input_writes_nothing)
+{
+    static const char *const bad[] = {
+        "--formats binary8",       "--formats double,double", "--depth 0",           "--seeds x",
+        "--seeds ''",              "--seeds 1,1",             "--engines backprop",  "--engines nope",
+        "--tol double=2",          "--tol binary16=1e-3",     "--net dense:0",       "--net ''",
+        "--jobs 0",                "--ref-prec 1",            "--batch 0",           "--init nope",
+        "--loss nope",             "extra",                   "--ref-prec 4096 --ref-prec-max 4096",
+        "--net dense:8 --net dense:9",
+    };
+    char parent[512], dir[1024];
+    temp_dir(parent, sizeof parent);
+    snprintf(dir, sizeof dir, "%s/out", parent);
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        run_result r = drift(getenv("VIJP_BIN"), dir, bad[k]);
+        ck_assert_msg(r.rc == CLI_USAGE, "'drift %s' exited %d (want %d)", bad[k], r.rc, CLI_USAGE);
+        ck_assert_msg(r.err[0] && !r.out[0], "'drift %s': want a message on stderr only", bad[k]);
+        ck_assert_msg(!exists(dir), "'drift %s' created the output folder", bad[k]);
+        run_free(&r);
+    }
+    /* An output path that cannot be a folder: below a regular file, and a file itself. */
+    char file[1024], below[1100];
+    snprintf(file, sizeof file, "%s/plain", parent);
+    FILE *f = fopen(file, "w");
+    fputs("keep me\n", f);
+    fclose(f);
+    snprintf(below, sizeof below, "%s/sub", file);
+    const char *outs[] = {file, below, "/proc/vijp-cannot-write-here"};
+    for (size_t k = 0; k < 3; k++) {
+        run_result r = drift(getenv("VIJP_BIN"), outs[k], SMALL);
+        ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, outs[k] == file ? "not a folder" : "cannot"),
+                      "--out %s: exit %d, '%s'", outs[k], r.rc, r.err);
+        run_free(&r);
+    }
+    char *s = slurp(parent, "plain", NULL);
+    ck_assert_str_eq(s, "keep me\n");
+    free(s);
+    remove_tree(parent);
+}
+END_TEST
+
+/* ------------------------------------------------------------ regression */
+
+static run_result regress(const char *a, const char *b, const char *opts)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "regress %s '%s/drift.json' '%s/drift.json'", opts, a, b);
+    return run_vijp(cmd);
+}
+
+START_TEST(regress_flags_a_one_ulp_vijp)
+{
+    const char *perturbed = getenv("VIJP_PERTURBED_BIN");
+    ck_assert_msg(perturbed && *perturbed, "VIJP_PERTURBED_BIN not set (run with make check)");
+    char base[512], same[512], pert[512];
+    temp_dir(base, sizeof base), temp_dir(same, sizeof same), temp_dir(pert, sizeof pert);
+    run_result r = drift(getenv("VIJP_BIN"), base, SMALL " --no-plots");
+    ck_assert(r.rc == CLI_OK), run_free(&r);
+    r = drift(getenv("VIJP_BIN"), same, SMALL " --no-plots --jobs 1");
+    ck_assert(r.rc == CLI_OK), run_free(&r);
+    r = drift(perturbed, pert, SMALL " --no-plots");
+    ck_assert(r.rc == CLI_OK), run_free(&r);
+
+    r = regress(base, same, "");
+    ck_assert_msg(r.rc == CLI_OK && strstr(r.out, "0 regressions"), "unchanged code: exit %d\n%s%s", r.rc, r.out, r.err);
+    run_free(&r);
+    /* One ulp per vijp output changes every bit-reproducible binary32 curve. */
+    r = regress(base, pert, "");
+    ck_assert_msg(r.rc == CLI_FAILED, "perturbed vijp: exit %d\n%s", r.rc, r.out);
+    ck_assert(strstr(r.out, "binary32") && strstr(r.out, "moonwalk") && strstr(r.out, "changed"));
+    run_free(&r);
+    r = regress(base, pert, "--json");
+    ck_assert(r.rc == CLI_FAILED);
+    json_t *j = json_loads(r.out, 0, NULL);
+    ck_assert(j && json_is_true(json_object_get(j, "regressed")) && json_array_size(json_object_get(j, "findings")) > 0);
+    json_decref(j);
+    run_free(&r);
+    remove_tree(same), remove_tree(pert);
+
+    /* double, compared with tolerances: worsen one curve's worst error 3×
+     * (allowed 2×) and cut its safe depth by a quarter (allowed 10%). */
+    char path[1024];
+    snprintf(path, sizeof path, "%s/drift.json", base);
+    j = json_load_file(path, 0, NULL);
+    json_t *curve = json_array_get(json_object_get(j, "curves"), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(curve, "format")), "double");
+    json_t *mw = json_array_get(json_object_get(json_array_get(json_object_get(curve, "seeds"), 0), "engines"), 1);
+    double e = json_real_value(json_object_get(mw, "err_max"));
+    char worse[512];
+    temp_dir(worse, sizeof worse);
+    snprintf(path, sizeof path, "%s/drift.json", worse);
+    json_object_set_new(mw, "err_max", json_real(1.5 * e));
+    json_dump_file(j, path, JSON_REAL_PRECISION(17));
+    r = regress(base, worse, "");
+    ck_assert_msg(r.rc == CLI_OK, "1.5x worse double error (allowed 2x) flagged:\n%s", r.out);
+    run_free(&r);
+    json_object_set_new(mw, "err_max", json_real(3 * e));
+    json_object_set_new(mw, "safe_depth", json_integer(SMALL_LAYERS * 3 / 4));
+    json_dump_file(j, path, JSON_REAL_PRECISION(17));
+    json_decref(j);
+    r = regress(base, worse, "");
+    ck_assert_msg(r.rc == CLI_FAILED && strstr(r.out, "err_max") && strstr(r.out, "safe_depth"), "%s", r.out);
+    run_free(&r);
+    r = regress(base, worse, "--error-factor 4 --depth-drop 0.3");
+    ck_assert_msg(r.rc == CLI_OK, "looser limits still flag:\n%s", r.out);
+    run_free(&r);
+    remove_tree(worse);
+
+    /* A baseline of another study, missing or foreign files, bad options: exit 2. */
+    char other[512];
+    temp_dir(other, sizeof other);
+    r = drift(getenv("VIJP_BIN"), other, "--net dense:8,leaky:0.5 --depth 8 --formats binary32,double --seeds 1,2 --no-plots");
+    ck_assert(r.rc == CLI_OK), run_free(&r);
+    r = regress(base, other, "");
+    ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "another study") && !r.out[0], "%d %s", r.rc, r.err);
+    run_free(&r);
+    r = regress(base, "/nonexistent", "");
+    ck_assert(r.rc == CLI_USAGE && r.err[0]), run_free(&r);
+    snprintf(path, sizeof path, "%s/drift.json", other);
+    FILE *f = fopen(path, "w");
+    fputs("{\"schema\": \"something-else\"}\n", f);
+    fclose(f);
+    r = regress(base, other, "");
+    ck_assert(r.rc == CLI_USAGE && strstr(r.err, "not a drift.json")), run_free(&r);
+    r = regress(base, base, "--error-factor 0.5");
+    ck_assert(r.rc == CLI_USAGE), run_free(&r);
+    r = run_vijp("regress only-one.json");
+    ck_assert(r.rc == CLI_USAGE), run_free(&r);
+    remove_tree(other), remove_tree(base);
+}
+END_TEST
+
+/* ------------------------------------------------------------ atomic writes */
+
+/* Every report file present is whole: JSON parses, CSVs have all their lines,
+ * plots end properly, report.md has its last section. */
+static void check_whole(const char *dir, const char *when)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/drift.json", dir);
+    if (exists(path)) {
+        json_error_t e;
+        json_t *j = json_load_file(path, 0, &e);
+        ck_assert_msg(j != NULL, "%s: drift.json truncated (%s)", when, e.text);
+        json_decref(j);
+    }
+    static const struct {
+        const char *name;
+        size_t lines;
+    } csv[] = {{"drift.csv", 1 + 2 * 2 * 2 * SMALL_LAYERS}, {"curves.csv", 1 + 2 * SMALL_LAYERS}, {"summary.csv", 3}};
+    for (size_t k = 0; k < 3; k++) {
+        char *s = slurp(dir, csv[k].name, NULL);
+        if (!s) continue;
+        ck_assert_msg(count_lines(s) == csv[k].lines && s[strlen(s) - 1] == '\n', "%s: %s truncated", when, csv[k].name);
+        free(s);
+    }
+    for (size_t k = 0; k < sizeof plot_files / sizeof *plot_files; k++) {
+        size_t len;
+        char *s = slurp(dir, plot_files[k], &len);
+        if (!s) continue;
+        ck_assert_msg(strstr(plot_files[k], ".png") ? png_complete(s, len) : strstr(s, "</svg>") != NULL,
+                      "%s: %s truncated", when, plot_files[k]);
+        free(s);
+    }
+    char *s = slurp(dir, "report.md", NULL);
+    if (s) ck_assert_msg(strstr(s, "## Reproducibility") != NULL, "%s: report.md truncated", when), free(s);
+}
+
+static struct timespec mtime_of(const char *dir, const char *name)
+{
+    char path[1024];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (stat(path, &st)) return (struct timespec){0, 0};
+    return st.st_mtim;
+}
+
+/* Kill runs with SIGKILL over an earlier complete report: half of them at
+ * moments spread over the computation, half during the writing phase (a
+ * fixed delay after drift.csv, the first file written, changes: its
+ * truncation if writes were not atomic, its rename if they are).  Whatever
+ * survives must be whole, the old file or the new one.  Checked by breaking
+ * atomic_write (writing in place): this test then fails. */
+START_TEST(killed_run_leaves_whole_files)
+{
+    char dir[512], when[64];
+    temp_dir(dir, sizeof dir);
+    run_result r = drift(getenv("VIJP_BIN"), dir, SMALL);
+    ck_assert(r.rc == CLI_OK);
+    run_free(&r);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    r = drift(getenv("VIJP_BIN"), dir, SMALL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    run_free(&r);
+    double full = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    int kills = 2 * (int)test_iters(8), killed = 0;
+    for (int k = 0; k < kills; k++) {
+        struct timespec before = mtime_of(dir, "drift.csv");
+        pid_t pid = fork();
+        ck_assert(pid >= 0);
+        if (pid == 0) {
+            int null = open("/dev/null", O_WRONLY);
+            dup2(null, 1), dup2(null, 2);
+            execl(getenv("VIJP_BIN"), "vijp", "drift", "--net", "dense:8,leaky:0.5", "--depth", "16", "--formats",
+                  "binary32,double", "--seeds", "1,2", "--out", dir, (char *)NULL);
+            _exit(127);
+        }
+        double at;
+        if (k % 2 == 0) { /* during the computation */
+            at = full * (0.2 + 0.6 * k / kills);
+            struct timespec d = {(time_t)at, (long)((at - floor(at)) * 1e9)};
+            nanosleep(&d, NULL);
+        } else { /* during the writing: 0, 5, 10 … ms after drift.csv changed */
+            at = 0.005 * (k / 2);
+            int st;
+            for (;;) {
+                struct timespec now = mtime_of(dir, "drift.csv"), tick = {0, 50000};
+                if (now.tv_sec != before.tv_sec || now.tv_nsec != before.tv_nsec) break;
+                if (waitpid(pid, &st, WNOHANG) == pid) ck_abort_msg("the run ended before writing drift.csv");
+                nanosleep(&tick, NULL);
+            }
+            struct timespec d = {0, (long)(at * 1e9)};
+            nanosleep(&d, NULL);
+        }
+        killed += kill(pid, SIGKILL) == 0;
+        int st;
+        waitpid(pid, &st, 0);
+        snprintf(when, sizeof when, "kill %d (%s, %.0f ms)", k, k % 2 ? "writing" : "computing", 1e3 * at);
+        check_whole(dir, when);
+    }
+    ck_assert(killed > 0);
+    /* The next run clears the temporaries a killed run left behind. */
+    r = drift(getenv("VIJP_BIN"), dir, SMALL);
+    ck_assert(r.rc == CLI_OK);
+    run_free(&r);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -q '^.vijp-tmp-'", dir);
+    ck_assert_msg(system(cmd) != 0, "temporary files left in %s", dir);
+    check_whole(dir, "after a clean run");
+    remove_tree(dir);
+}
+END_TEST
+
+START_TEST(report_quick_study)
+{
+    char dir[512], cmd[1024];
+    temp_dir(dir, sizeof dir);
+    run_result r = run_vijp("report --help");
+    ck_assert(r.rc == CLI_OK && strstr(r.out, "reports/latest") && strstr(r.out, "mpfr:113"));
+    run_free(&r);
+    /* The default study's six configurations, shortened. */
+    snprintf(cmd, sizeof cmd, "report --depth 8 --seeds 1 --formats double --no-plots --out '%s'", dir);
+    r = run_vijp(cmd);
+    ck_assert_msg(r.rc == CLI_OK, "%s", r.err);
+    run_free(&r);
+    char *s = slurp(dir, "summary.csv", NULL);
+    ck_assert_uint_eq(count_lines(s), 1 + 6);
+    ck_assert(strstr(s, "leaky:0.1\",gaussian") && strstr(s, "leaky:0.9\",orthogonal"));
+    free(s);
+    remove_tree(dir);
+}
+END_TEST
+
+START_TEST(no_vijp_bin)
+{
+    fprintf(stderr, "t-report: VIJP_BIN is not set, so the report tests were skipped (run them with make check)\n");
+}
+END_TEST
+
+Suite *suite_report(void)
+{
+    Suite *s = suite_create("report");
+    TCase *tc = tcase_create("report");
+    tcase_set_timeout(tc, 300); /* whole studies under sanitizers */
+    const char *bin = getenv("VIJP_BIN");
+    if (!bin || !*bin) tcase_add_test(tc, no_vijp_bin);
+    else {
+        tcase_add_test(tc, drift_writes_every_file);
+        tcase_add_test(tc, drift_is_deterministic);
+        tcase_add_test(tc, drift_bad_input_writes_nothing);
+        tcase_add_test(tc, regress_flags_a_one_ulp_vijp);
+        tcase_add_test(tc, killed_run_leaves_whole_files);
+        tcase_add_test(tc, report_quick_study);
+    }
+    suite_add_tcase(s, tc);
+    return s;
+}
