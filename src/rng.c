@@ -31,11 +31,27 @@ uint64_t vijp_rng_u64(vijp_rng *r)
 
 double vijp_rng_uniform(vijp_rng *r) { return (double)(vijp_rng_u64(r) >> 11) * 0x1p-53; }
 
+/* log s for 0 < s < 1 with + − × ÷ only: libm's log may differ between CPUs
+ * (glibc picks an FMA variant at run time), and seeded draws must give the
+ * same bits everywhere.  s = m·2^e with m in [√½, √2) (frexp is exact), then
+ * log m = 2 atanh t, t = (m − 1)/(m + 1), |t| <= 0.1716, by its series to
+ * t^23, whose remainder is below 0.1716^25/25 < 1e-20: accurate to a few ulps,
+ * which is all a random draw needs. */
+static double log_portable(double s)
+{
+    int e;
+    double m = frexp(s, &e);
+    if (m < 0.70710678118654752) m *= 2, e--;
+    double t = (m - 1) / (m + 1), t2 = t * t, sum = 0;
+    for (int k = 23; k >= 1; k -= 2) sum = sum * t2 + 1.0 / k;
+    return 2 * t * sum + e * 0.69314718055994530942;
+}
+
 double vijp_rng_normal(vijp_rng *r)
 {
-    for (;;) {
+    for (;;) { /* Marsaglia's polar method */
         double u = 2 * vijp_rng_uniform(r) - 1, v = 2 * vijp_rng_uniform(r) - 1;
         double s = u * u + v * v;
-        if (s > 0 && s < 1) return u * sqrt(-2 * log(s) / s);
+        if (s > 0 && s < 1) return u * sqrt(-2 * log_portable(s) / s);
     }
 }

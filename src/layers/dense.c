@@ -50,25 +50,43 @@ static unsigned declare(const vijp_layer *L)
     return L->out > L->in ? VIJP_DECL_NEVER_SUBMERSIVE : 0;
 }
 
-/* Orthonormal columns (or rows, when wide) by QR of a Gaussian matrix, with
- * the signs of diag(R) folded in so the distribution is Haar. */
+/* Orthonormal columns (or rows, when wide): Q of the QR of a Gaussian matrix
+ * with diag(R) > 0, which makes Q Haar-distributed.  Modified Gram–Schmidt
+ * applied twice ("twice is enough": orthogonal to O(u) for any numerically
+ * full-rank matrix, Giraud, Langou & Rozložník 2005), in plain C with only
+ * + − × ÷ √: the same bits on every machine and BLAS, which keeps studies in
+ * the emulated formats bit-reproducible (LAPACK's dgeqrf is not). */
 static int orthogonal(size_t m, size_t n, vijp_rng *rng, double *W)
 {
     size_t r = m > n ? m : n, c = m > n ? n : m;
-    double *A = malloc(r * c * sizeof *A), *tau = malloc(c * sizeof *tau), *sign = malloc(c * sizeof *sign);
-    int rc = A && tau && sign ? 0 : VIJP_ENOMEM;
-    for (size_t i = 0; !rc && i < r * c; i++) A[i] = vijp_rng_normal(rng);
-    if (!rc && LAPACKE_dgeqrf(LAPACK_COL_MAJOR, (int)r, (int)c, A, (int)r, tau)) rc = VIJP_EINVAL;
-    for (size_t j = 0; !rc && j < c; j++) sign[j] = A[j + j * r] < 0 ? -1.0 : 1.0; /* signs of diag(R) */
-    if (!rc && LAPACKE_dorgqr(LAPACK_COL_MAJOR, (int)r, (int)c, (int)c, A, (int)r, tau)) rc = VIJP_EINVAL;
-    for (size_t i = 0; !rc && i < r; i++)
-        for (size_t j = 0; j < c; j++) {
-            double q = A[i + j * r] * sign[j];
-            if (m >= n) W[i + j * m] = q; /* W = Q (m × n) */
-            else W[j + i * m] = q;        /* W = Qᵀ (m × n) */
+    double *A = malloc(r * c * sizeof *A);
+    if (!A) return VIJP_ENOMEM;
+    for (size_t i = 0; i < r * c; i++) A[i] = vijp_rng_normal(rng);
+    for (size_t j = 0; j < c; j++) {
+        double *q = A + j * r;
+        for (int pass = 0; pass < 2; pass++)
+            for (size_t k = 0; k < j; k++) {
+                const double *p = A + k * r;
+                double d = 0;
+                for (size_t i = 0; i < r; i++) d += p[i] * q[i];
+                for (size_t i = 0; i < r; i++) q[i] -= d * p[i];
+            }
+        double nrm = 0;
+        for (size_t i = 0; i < r; i++) nrm += q[i] * q[i];
+        nrm = sqrt(nrm);
+        if (!(nrm > 0)) {
+            free(A);
+            return VIJP_EINVAL; /* probability zero for Gaussian draws */
         }
-    free(A), free(tau), free(sign);
-    return rc;
+        for (size_t i = 0; i < r; i++) q[i] /= nrm;
+    }
+    for (size_t i = 0; i < r; i++)
+        for (size_t j = 0; j < c; j++) {
+            if (m >= n) W[i + j * m] = A[i + j * r]; /* W = Q (m × n) */
+            else W[j + i * m] = A[i + j * r];        /* W = Qᵀ (m × n) */
+        }
+    free(A);
+    return 0;
 }
 
 static int init(const vijp_layer *L, vijp_init in, vijp_rng *rng, double *theta)
