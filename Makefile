@@ -1,8 +1,9 @@
 # vijp — build, test, report, benchmark.
 #   make             libvijp.a and the vijp command (build/)
 #   make check       Check test suite          (SANITIZE=1: under ASan + UBSan)
-#   make report      the main job on its embedded default
-#   make bench       engine benchmark (ratios measured in one run)
+#   make report      the main job on its embedded default (reports/latest/)
+#   make regress     a small drift study against reports/baselines/ci-small
+#   make bench       engine and drift benchmarks (ratios measured in one run)
 # Sanitized objects go to build-san/ so the two builds never mix.
 
 CC      ?= cc
@@ -32,7 +33,7 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/check_main.o $(BUILD)/tests/testutil.o $(BUILD)/tests/layerfix.o $(BUILD)/tests/clirun.o
 
-.PHONY: all check report bench clean
+.PHONY: all check report regress baseline bench clean
 all: $(BUILD)/libvijp.a $(BUILD)/vijp
 
 $(BUILD)/%.o: %.c $(wildcard include/vijp/*.h oracles/*.h src/*.h src/engines/*.h src/cli/*.h tests/*.h)
@@ -73,13 +74,28 @@ check: $(BUILD)/check_vijp $(BUILD)/vijp $(BUILD)/vijp-perturbed
 	  ./$(BUILD)/check_vijp
 
 report: $(BUILD)/vijp
-	./scripts/report.sh $(BUILD)/vijp
+	./$(BUILD)/vijp report
+
+# The CI regression check: a small study against its committed baseline.
+# `make baseline` rewrites the baseline (commit it with a note saying why).
+REGRESS_STUDY := --net dense:16,leaky:0.5 --net dense:16,leaky:0.1 --init orthogonal,gaussian --depth 32 \
+                 --formats bfloat16,binary32,double,mpfr:113 --seeds 1,2 --no-plots -q
+regress: $(BUILD)/vijp
+	./$(BUILD)/vijp drift $(REGRESS_STUDY) --out $(BUILD)/regress
+	./$(BUILD)/vijp regress reports/baselines/ci-small/drift.json $(BUILD)/regress/drift.json
+baseline: $(BUILD)/vijp
+	./$(BUILD)/vijp drift $(REGRESS_STUDY) --out reports/baselines/ci-small
+	rm -f reports/baselines/ci-small/drift.csv reports/baselines/ci-small/curves.csv
 
 $(BUILD)/bench-engines: $(BUILD)/tests/bench-engines.o $(BUILD)/libvijp.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-bench: $(BUILD)/bench-engines
+$(BUILD)/bench-drift: $(BUILD)/tests/bench-drift.o $(BUILD)/libvijp.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+bench: $(BUILD)/bench-engines $(BUILD)/bench-drift
 	./$(BUILD)/bench-engines
+	./$(BUILD)/bench-drift
 
 clean:
 	rm -rf build build-san

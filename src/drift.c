@@ -36,8 +36,8 @@ static void disagreement(const vijp_grads *lo, const vijp_grads *hi, const vijp_
             const vijp_mat *a = t ? &lo->grad_theta[i] : &lo->g[i], *b = t ? &hi->grad_theta[i] : &hi->g[i];
             if (!a->rows) continue;
             vijp_compare(a, b, f, &m);
-            if (!(m.rel <= *rel)) *rel = m.rel;
-            if (!(m.ulps <= *ulps)) *ulps = m.ulps;
+            *rel = vijp_max_nan(*rel, m.rel);
+            *ulps = vijp_max_nan(*ulps, m.ulps);
         }
 }
 
@@ -104,6 +104,20 @@ static int singular_values(double *A, size_t m, size_t n, double *s)
     return LAPACKE_dgesdd(LAPACK_COL_MAJOR, 'N', (int)m, (int)n, A, (int)m, s, NULL, 1, NULL, 1);
 }
 
+static int diagonal(const double *J, size_t m, size_t n)
+{
+    for (size_t j = 0; j < n; j++)
+        for (size_t i = 0; i < m; i++)
+            if (i != j && J[i + j * m] != 0) return 0;
+    return m == n;
+}
+
+static int descending(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x < y) - (x > y);
+}
+
 /* κ_i at the points the network visits (double forward from the rounded
  * problem, whose values are exact doubles) and the Lyapunov spread along
  * sample 0.  Estimates beside the measurement, so double is enough. */
@@ -149,7 +163,10 @@ static void conditioning(const vijp_net *net, const vijp_problem *pf, vijp_drift
                 if (lyap_ok && LAPACKE_dorgqr(LAPACK_COL_MAJOR, (int)n, (int)n, (int)n, Z, (int)n, tau)) lyap_ok = 0;
                 memcpy(Q, Z, n * n * sizeof *Q);
             }
-            if (singular_values(J.d, m, n, s)) {
+            if (diagonal(J.d, m, n)) { /* elementwise layers: σ = |J_kk|, no SVD */
+                for (size_t k = 0; k < r; k++) s[k] = fabs(J.d[k + k * m]);
+                qsort(s, r, sizeof *s, descending);
+            } else if (singular_values(J.d, m, n, s)) {
                 c->kappa[i] = NAN;
                 continue;
             }
@@ -157,7 +174,7 @@ static void conditioning(const vijp_net *net, const vijp_problem *pf, vijp_drift
             for (size_t k = 0; k < r; k++)
                 if (s[k] > tol) smin = s[k];
             double kb = s[0] > 0 ? s[0] / smin : 1;
-            if (!(kb <= c->kappa[i])) c->kappa[i] = kb;
+            c->kappa[i] = vijp_max_nan(c->kappa[i], kb);
         }
         if (!lyap_ok) c->lyap_cum[i] = NAN;
         free(s);
@@ -168,12 +185,21 @@ static void conditioning(const vijp_net *net, const vijp_problem *pf, vijp_drift
         h = hn;
     }
     c->lyap_rate = c->lyap_cum[D - 1] / (double)D;
-    for (size_t i = 0; i < D; i++) {
-        double sum = 0;
-        for (size_t j = 0; j <= i; j++) sum += pow(10, 2 * (c->lyap_cum[i] - (j ? c->lyap_cum[j - 1] : 0)));
-        c->predicted[i] = c->u * sqrt(sum);
+    /* In log10, shifted by the largest term (the sum spans hundreds of
+     * decades on expanding networks); the fit sees 10^(log − shift) for one
+     * common shift, so it never overflows. */
+    double *lp = malloc(D * sizeof *lp), top = -INFINITY;
+    for (size_t i = 0; lp && i < D; i++) {
+        double big = -INFINITY, sum = 0;
+        for (size_t j = 0; j <= i; j++) big = fmax(big, 2 * (c->lyap_cum[i] - (j ? c->lyap_cum[j - 1] : 0)));
+        for (size_t j = 0; j <= i; j++) sum += pow(10, 2 * (c->lyap_cum[i] - (j ? c->lyap_cum[j - 1] : 0)) - big);
+        lp[i] = log10(c->u) + 0.5 * (big + log10(sum));
+        c->predicted[i] = pow(10, lp[i]);
+        if (lp[i] > top) top = lp[i];
     }
-    c->predicted_rate = vijp_growth_fit(c->predicted, D, INFINITY, NULL);
+    for (size_t i = 0; lp && i < D; i++) lp[i] = pow(10, lp[i] - top); /* in (0, 1] */
+    c->predicted_rate = lp ? vijp_growth_fit(lp, D, INFINITY, NULL) : NAN;
+    free(lp);
     vijp_mat_clear(&h);
     free(Q), free(Z), free(sums), free(tau);
     vijp_problem_clear(&pd, net);

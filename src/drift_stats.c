@@ -9,7 +9,7 @@ double vijp_growth_fit(const double *e, size_t n, double ceiling, double *interc
     double mx = 0, my = 0, sxx = 0, sxy = 0;
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!(e[i] > 0 && e[i] <= ceiling)) continue;
+        if (!(e[i] > 0 && e[i] <= ceiling && isfinite(e[i]))) continue;
         double x = (double)(i + 1), y = log10(e[i]), dx = x - mx;
         k++;
         mx += dx / (double)k;
@@ -41,7 +41,7 @@ double vijp_bits_needed(const double *e, size_t n, long prec, double tol, int *e
     double worst = 0;
     *extrapolated = 0;
     for (size_t i = 0; i < n; i++)
-        if (!(e[i] <= worst)) worst = e[i]; /* NaN and Inf stick */
+        worst = vijp_max_nan(worst, e[i]); /* NaN and Inf stick */
     if (!(worst <= VIJP_FIT_CEILING)) {
         double a, r = vijp_growth_fit(e, n, VIJP_FIT_CEILING, &a);
         if (isnan(r)) return NAN;

@@ -71,33 +71,44 @@ static double ulps_of(const mpfr_t d, const mpfr_t r, const vijp_format *f, mpfr
 
 void vijp_compare(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m)
 {
-    mpfr_prec_t p = metric_prec(a, ref);
-    mpfr_t x, y, d, t, na, nr, s, q;
-    mpfr_inits2(p, x, y, d, t, na, nr, s, q, (mpfr_ptr)0);
+    /* 2P + 64 bits resolve any difference that matters in format f (P bits),
+     * whatever the reference's own precision: rounding a and ref there moves
+     * the metrics by 2^-(2P+64) relative, far below one unit roundoff 2^-P. */
+    mpfr_prec_t p = 2 * f->prec + 64 > 128 ? 2 * f->prec + 64 : 128;
+    mpfr_t x, y, d, t, na, nr, num, s, q;
+    mpfr_inits2(p, x, y, d, t, na, nr, num, s, q, (mpfr_ptr)0);
     size_t n = vijp_mat_len(ref);
-    m->rel = vijp_rel_err(a, ref);
     m->ulps = 0;
-    mpfr_set_zero(na, 1), mpfr_set_zero(nr, 1);
+    mpfr_set_zero(na, 1), mpfr_set_zero(nr, 1), mpfr_set_zero(num, 1);
     for (size_t i = 0; i < n; i++) {
         entry(x, a, i);
         entry(y, ref, i);
         mpfr_fma(na, x, x, na, MPFR_RNDN);
         mpfr_fma(nr, y, y, nr, MPFR_RNDN);
         mpfr_sub(d, x, y, MPFR_RNDN);
+        mpfr_fma(num, d, d, num, MPFR_RNDN);
         double u = ulps_of(d, y, f, t);
-        if (!(u <= m->ulps)) m->ulps = u; /* NaN propagates */
+        m->ulps = vijp_max_nan(m->ulps, u);
     }
-    mpfr_sqrt(na, na, MPFR_RNDN);
-    mpfr_sqrt(nr, nr, MPFR_RNDN);
+    if (mpfr_nan_p(num)) m->rel = NAN;
+    else if (mpfr_zero_p(num)) m->rel = 0;
+    else if (mpfr_zero_p(nr)) m->rel = INFINITY;
+    else {
+        mpfr_div(t, num, nr, MPFR_RNDN);
+        mpfr_sqrt(t, t, MPFR_RNDN);
+        m->rel = mpfr_get_d(t, MPFR_RNDN);
+    }
     if (mpfr_nan_p(na) || mpfr_inf_p(na)) m->angle_deg = NAN;
     else if (mpfr_zero_p(na) || mpfr_zero_p(nr)) m->angle_deg = mpfr_zero_p(na) && mpfr_zero_p(nr) ? 0 : NAN;
     else {
+        mpfr_rec_sqrt(na, na, MPFR_RNDN); /* 1/‖a‖, 1/‖ref‖: multiply, do not divide, per entry */
+        mpfr_rec_sqrt(nr, nr, MPFR_RNDN);
         mpfr_set_zero(s, 1), mpfr_set_zero(q, 1); /* ‖â − r̂‖², ‖â + r̂‖² */
         for (size_t i = 0; i < n; i++) {
             entry(x, a, i);
             entry(y, ref, i);
-            mpfr_div(x, x, na, MPFR_RNDN);
-            mpfr_div(y, y, nr, MPFR_RNDN);
+            mpfr_mul(x, x, na, MPFR_RNDN);
+            mpfr_mul(y, y, nr, MPFR_RNDN);
             mpfr_sub(d, x, y, MPFR_RNDN);
             mpfr_fma(s, d, d, s, MPFR_RNDN);
             mpfr_add(d, x, y, MPFR_RNDN);
@@ -111,5 +122,5 @@ void vijp_compare(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, 
         mpfr_div(t, t, q, MPFR_RNDN);
         m->angle_deg = mpfr_get_d(t, MPFR_RNDN);
     }
-    mpfr_clears(x, y, d, t, na, nr, s, q, (mpfr_ptr)0);
+    mpfr_clears(x, y, d, t, na, nr, num, s, q, (mpfr_ptr)0);
 }

@@ -45,7 +45,7 @@ int vijp_grad_compare(const vijp_grad_setup *s, vijp_engine_kind e, vijp_grad_re
         if (gf.grad_theta[i].rows == 0) continue;
         double nt = vijp_norm(&gf.grad_theta[i]), ei = vijp_rel_err(&gf.grad_theta[i], &gr.grad_theta[i]);
         sq += nt * nt;
-        if (!(ei <= r->param_grad_rel_err_max)) r->param_grad_rel_err_max = ei; /* NaN propagates */
+        r->param_grad_rel_err_max = vijp_max_nan(r->param_grad_rel_err_max, ei);
     }
     r->grad_theta_norm = sqrt(sq);
 out:

@@ -8,6 +8,7 @@ int main(void)
     srunner_add_suite(sr, suite_layers());
     srunner_add_suite(sr, suite_engines());
     srunner_add_suite(sr, suite_cli());
+    srunner_add_suite(sr, suite_drift());
     srunner_add_suite(sr, suite_report());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

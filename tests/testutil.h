@@ -10,6 +10,7 @@ Suite *suite_format(void);
 Suite *suite_layers(void);
 Suite *suite_engines(void);
 Suite *suite_cli(void);
+Suite *suite_drift(void);
 Suite *suite_report(void);
 
 /* Iteration count scaled by VIJP_TEST_SCALE (default 1), as FLINT does. */

@@ -8,6 +8,10 @@
  * 128) bits so that the metric itself adds no visible error; a's entries are
  * converted exactly.  0 when both are zero, +Inf when only ref is. */
 double vijp_rel_err(const vijp_mat *a, const vijp_mat *ref);
+/* max(m, x) where a NaN on either side sticks: a worst case over values
+ * that include a failed (NaN) measurement is NaN, wherever it came. */
+static inline double vijp_max_nan(double m, double x) { return m != m || x != x ? m + x : (x > m ? x : m); }
+
 /* ‖a‖_F (rounded to double). */
 double vijp_norm(const vijp_mat *a);
 
@@ -23,7 +27,8 @@ typedef struct {
  * subnormals, 2^(E(x) − p), and a zero reference makes any nonzero error
  * infinite in ulps).  The angle is 2·atan2(‖â − b̂‖, ‖â + b̂‖) on the unit
  * vectors, accurate for tiny angles where acos(⟨â, b̂⟩) returns 0.  All in MPFR
- * at the precision of vijp_rel_err. */
+ * at 2P + 64 bits (P: f's precision; at least 128), enough to resolve any
+ * difference that matters in f whatever the reference's precision. */
 void vijp_compare(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m);
 
 #endif

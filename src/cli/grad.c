@@ -53,7 +53,7 @@ static double max_layer_err(const vijp_grad_result *r, size_t D)
 {
     double m = 0;
     for (size_t i = 0; i < D; i++)
-        if (!(r->rel_err_per_layer[i] <= m)) m = r->rel_err_per_layer[i];
+        m = vijp_max_nan(m, r->rel_err_per_layer[i]);
     return m;
 }
 

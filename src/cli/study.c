@@ -2,6 +2,7 @@
  * progress bar on terminals. */
 #include "study.h"
 #include "vijp/vijp.h"
+#include <cblas.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -171,7 +172,10 @@ static void *worker(void *arg)
         pthread_mutex_lock(&p->lock);
         size_t j = p->failed ? p->total : p->next++;
         pthread_mutex_unlock(&p->lock);
-        if (j >= p->total) return NULL;
+        if (j >= p->total) {
+            mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE); /* this thread's constants (π, log 2) */
+            return NULL;
+        }
         size_t k = j % s->n_seeds, f = j / s->n_seeds % s->n_formats, c = j / s->n_seeds / s->n_formats;
         vijp_drift_setup ds = {
             .spec = s->configs[c].spec, .depth = s->depth, .width = s->width, .batch = s->batch,
@@ -203,6 +207,10 @@ int study_run(study *s, vijp_error *err)
     int jobs = mpfr_buildopt_tls_p() ? s->jobs : 1;
     if (jobs < 1) jobs = 1;
     if ((size_t)jobs > p.total) jobs = (int)p.total;
+    /* Curves run in parallel; OpenBLAS threads on top of them only spin
+     * (sched_yield) on these small matrices.  One BLAS thread always, so
+     * that double results do not depend on --jobs either. */
+    openblas_set_num_threads(1);
     pthread_t *t = calloc((size_t)jobs, sizeof *t);
     int started = 0;
     for (; t && started < jobs; started++)

@@ -11,8 +11,8 @@ void run_stats_of(const vijp_drift_curve *c, size_t r, const int *has_param, dou
     for (size_t i = 0; g && t && i < D; i++) {
         g[i] = run->g[i].rel;
         t[i] = run->theta[i].rel;
-        if (!(g[i] <= out->err_max)) out->err_max = g[i];
-        if (has_param[i] && !(t[i] <= out->err_max)) out->err_max = t[i];
+        out->err_max = vijp_max_nan(out->err_max, g[i]);
+        if (has_param[i]) out->err_max = vijp_max_nan(out->err_max, t[i]);
     }
     out->safe_depth = g && t ? (double)vijp_safe_depth(g, t, has_param, D, tol) : NAN;
     out->growth_rate = g ? vijp_growth_fit(g, D, VIJP_FIT_CEILING, NULL) : NAN;
@@ -33,7 +33,7 @@ spread spread_of(const double *v, size_t n)
     double *w = malloc((n ? n : 1) * sizeof *w);
     size_t k = 0;
     for (size_t i = 0; w && i < n; i++)
-        if (isfinite(v[i])) w[k++] = v[i];
+        if (!isnan(v[i])) w[k++] = v[i]; /* an overflowed error (+Inf) is a value */
     spread s = {NAN, NAN, NAN};
     if (k) {
         qsort(w, k, sizeof *w, cmp);

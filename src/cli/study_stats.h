@@ -10,7 +10,7 @@ typedef struct {
 } run_stats;
 
 typedef struct {
-    double min, median, max; /* over the seeds' finite values; NaN when none */
+    double min, median, max; /* over the seeds' values but NaN (Inf counts); NaN when none */
 } spread;
 
 /* Figures of run r of curve c (tolerance tol): safe depth, fitted growth,

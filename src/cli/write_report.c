@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -209,6 +210,10 @@ static FILE *spawn_gnuplot(pid_t *pid)
         if (getppid() != parent) _exit(1);
         dup2(fd[0], 0);
         close(fd[0]), close(fd[1]);
+        /* Its warnings (an empty curve: a format that failed from layer 1)
+         * are noise; failure shows in the exit status. */
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) dup2(null, 2), close(null);
         execlp("gnuplot", "gnuplot", (char *)NULL);
         _exit(127);
     }

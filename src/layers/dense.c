@@ -67,9 +67,13 @@ static int orthogonal(size_t m, size_t n, vijp_rng *rng, double *W)
         for (int pass = 0; pass < 2; pass++)
             for (size_t k = 0; k < j; k++) {
                 const double *p = A + k * r;
-                double d = 0;
-                for (size_t i = 0; i < r; i++) d += p[i] * q[i];
-                for (size_t i = 0; i < r; i++) q[i] -= d * p[i];
+                double acc[4] = {0, 0, 0, 0}; /* four sums in a fixed order: fast, and the same bits everywhere */
+                size_t i = 0;
+                for (; i + 4 <= r; i += 4)
+                    for (int l = 0; l < 4; l++) acc[l] += p[i + l] * q[i + l];
+                for (; i < r; i++) acc[0] += p[i] * q[i];
+                double d = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+                for (i = 0; i < r; i++) q[i] -= d * p[i];
             }
         double nrm = 0;
         for (size_t i = 0; i < r; i++) nrm += q[i] * q[i];

@@ -1,0 +1,582 @@
+/* Drift comparator (DESIGN §5): the metrics on hand-made vectors with known
+ * answers, the statistics of error curves on synthetic curves, and
+ * vijp_drift_run on small networks (reference validation, growth against the
+ * Lyapunov prediction, the first-order bound, engine failure, stored bytes). */
+#include "testutil.h"
+#include "vijp/drift.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- vijp_compare ------------------------------------------------------ */
+
+static void vec(vijp_mat *a, const vijp_format *F, size_t n, const double *x)
+{
+    ck_assert(!vijp_mat_init(a, n, 1, F));
+    vijp_mat_set_d(a, x);
+}
+
+/* Metric of a against ref, both n-vectors in format F. */
+static vijp_metric cmp(const vijp_format *F, size_t n, const double *a, const double *ref)
+{
+    vijp_mat A, R;
+    vijp_metric m;
+    vec(&A, F, n, a), vec(&R, F, n, ref);
+    vijp_compare(&A, &R, F, &m);
+    vijp_mat_clear(&A), vijp_mat_clear(&R);
+    return m;
+}
+
+/* Angle between (1, 0) and (1, y), in degrees, of the exact double values:
+ * atan(y) at 256 bits, rounded once to double. */
+static double exact_angle_deg(double y)
+{
+    mpfr_t t, pi;
+    mpfr_inits2(256, t, pi, (mpfr_ptr)0);
+    mpfr_set_d(t, y, MPFR_RNDN); /* exact */
+    mpfr_atan(t, t, MPFR_RNDN);
+    mpfr_mul_ui(t, t, 180, MPFR_RNDN);
+    mpfr_const_pi(pi, MPFR_RNDN);
+    mpfr_div(t, t, pi, MPFR_RNDN);
+    double r = mpfr_get_d(t, MPFR_RNDN);
+    mpfr_clears(t, pi, (mpfr_ptr)0);
+    return r;
+}
+
+/* vijp_compare works at p = max(2P + 64, 128) bits (170 for double, 128 for
+ * binary32).  a = (1, 0), ref = (1, 1): ‖a − ref‖/‖ref‖ = 1/√2, with num and
+ * den exact small integers, one division and one square root each within
+ * 2^-p relative, rounded once to double: within u = 2^-53 (plus 2^-126) of
+ * 1/√2; M_SQRT1_2 is the compiler's rounding of 1/√2, also within u:
+ * together 2^-52 relative. */
+START_TEST(compare_rel)
+{
+    vijp_format F;
+    vijp_format_parse("double", &F, NULL);
+    vijp_metric m = cmp(&F, 2, (double[]){1, 0}, (double[]){1, 1});
+    ck_assert_msg(fabs(m.rel / M_SQRT1_2 - 1) <= 0x1p-52, "rel %.17g", m.rel);
+    /* the angle is 45°: at p >= 128 bits within ~2^-124 relative, far under
+     * half an ulp of 45, so it rounds to exactly 45 */
+    ck_assert_double_eq(m.angle_deg, 45);
+    /* identical vectors: every metric exactly zero */
+    m = cmp(&F, 2, (double[]){0.3, -7}, (double[]){0.3, -7});
+    ck_assert(m.rel == 0 && m.ulps == 0 && m.angle_deg == 0);
+    /* ref zero, a not: rel is +Inf (vijp_rel_err's contract) */
+    m = cmp(&F, 2, (double[]){1, 0}, (double[]){0, 0});
+    ck_assert(isinf(m.rel) && m.rel > 0);
+}
+END_TEST
+
+/* Ulps are exact here: |a − ref| and ulp_f(ref) are powers of two times small
+ * integers, the scaling by ulp_f is exact, so each count is an exact integer
+ * (or half-integer) and compared with ==. */
+START_TEST(compare_ulps)
+{
+    vijp_format D, S, M;
+    vijp_format_parse("double", &D, NULL);
+    vijp_format_parse("binary32", &S, NULL);
+    vijp_format_parse("mpfr:64", &M, NULL);
+    /* double: ulp(1) = 2^-52, so 1 + 3·2^-52 is 3 ulps from 1 */
+    ck_assert_double_eq(cmp(&D, 1, (double[]){1 + 3 * 0x1p-52}, (double[]){1}).ulps, 3);
+    /* the ulp is taken at the reference: 1 − 2^-53 is half an ulp of 1 below it */
+    ck_assert_double_eq(cmp(&D, 1, (double[]){1 - 0x1p-53}, (double[]){1}).ulps, 0.5);
+    /* the worst entry counts, each in its own ulp: 2^-52·2^10 is 1 ulp of 2^10 */
+    ck_assert_double_eq(cmp(&D, 2, (double[]){1 + 0x1p-52, 1024 + 0x1p-42}, (double[]){1, 1024}).ulps, 1);
+    /* subnormals: the spacing is 2^-1074 all the way down, so 7·2^-1074 is two
+     * ulps from 5·2^-1074 (2^(E−p) = 2^-1124 there would count 2^51) */
+    ck_assert_double_eq(cmp(&D, 1, (double[]){7 * 0x1p-1074}, (double[]){5 * 0x1p-1074}).ulps, 2);
+    /* binary32 (24 bits): ulp(1) = 2^-23 */
+    ck_assert_double_eq(cmp(&S, 1, (double[]){1 + 0x1p-23}, (double[]){1}).ulps, 1);
+    /* binary32 zero against zero: 0 ulps; a nonzero against zero counts in the
+     * smallest subnormal 2^-149 */
+    ck_assert_double_eq(cmp(&S, 2, (double[]){0, 1}, (double[]){0, 1}).ulps, 0);
+    ck_assert_double_eq(cmp(&S, 1, (double[]){3 * 0x1p-149}, (double[]){0}).ulps, 3);
+    /* binary32 subnormal reference: 2^-140 = 2^9 subnormal steps */
+    ck_assert_double_eq(cmp(&S, 1, (double[]){0x1p-140 + 0x1p-148}, (double[]){0x1p-140}).ulps, 2);
+    /* mpfr:P has no subnormals: a nonzero error against a zero reference is infinite */
+    ck_assert(isinf(cmp(&M, 1, (double[]){0x1p-300}, (double[]){0}).ulps));
+}
+END_TEST
+
+/* Angles of exactly representable configurations.  At p >= 128 bits the
+ * whole evaluation is within ~2^-120 relative of the exact angle, far under
+ * half an ulp of 90 or 180, so the double result is exact. */
+START_TEST(compare_angle)
+{
+    vijp_format F;
+    vijp_format_parse("double", &F, NULL);
+    ck_assert_double_eq(cmp(&F, 2, (double[]){1, 0}, (double[]){0, 1}).angle_deg, 90);
+    ck_assert_double_eq(cmp(&F, 2, (double[]){3, 0}, (double[]){0, 0.5}).angle_deg, 90); /* norms differ */
+    ck_assert_double_eq(cmp(&F, 2, (double[]){1, 0}, (double[]){-1, 0}).angle_deg, 180);
+    ck_assert_double_eq(cmp(&F, 3, (double[]){1, 2, 3}, (double[]){2, 4, 6}).angle_deg, 0);
+    /* 60°: (1, fl(√3)) against (1, 0).  The exact angle of these doubles is
+     * atan(fl(√3)) (256 bits, rounded once); vijp_compare's (p >= 128 bits) is
+     * within 2^-120 relative of it, so the two doubles differ by at most one
+     * rounding each: 2u = 2^-52 relative. */
+    double y = sqrt(3.0), want = exact_angle_deg(y), got = cmp(&F, 2, (double[]){1, y}, (double[]){1, 0}).angle_deg;
+    ck_assert_msg(fabs(got - want) <= 0x1p-52 * want, "60°: %.17g, exact %.17g", got, want);
+    /* and it is 60° up to the rounding of √3: Δθ = Δy/(1 + y²) <= √3·2^-53/4 rad ≈ 2.8e-15° */
+    ck_assert(fabs(got - 60) <= 3e-15);
+}
+END_TEST
+
+/* Tiny angles: t = 1e-12° in radians, a = (1, fl(tan t)), ref = (1, 0).  The
+ * exact angle of these doubles is atan(fl(tan t)) (256 bits).  In the atan2
+ * form at p >= 128 bits the only cancellation is in the first component of
+ * â − r̂: d = 1/‖a‖ − 1 ≈ −y²/2 ≈ −1.5e-28, formed with absolute error ~2^-p;
+ * it enters ‖â − r̂‖² ≈ y² as d², so its error moves that sum by ~|d|·2^-p,
+ * 2^-p·y²/2 relative.  The result is thus within ~2^-120 of exact before
+ * its one rounding, and within 2u = 2^-52 relative of the 256-bit value
+ * (rounded too); a 1e-10 tolerance would be needlessly loose. */
+START_TEST(compare_tiny_angle)
+{
+    vijp_format F;
+    vijp_format_parse("double", &F, NULL);
+    double t = 1e-12 * M_PI / 180, y = tan(t);
+    double want = exact_angle_deg(y), got = cmp(&F, 2, (double[]){1, y}, (double[]){1, 0}).angle_deg;
+    ck_assert(want > 0.99e-12 && want < 1.01e-12); /* fl(tan t) ≈ t to 1e-15 */
+    ck_assert_msg(fabs(got - want) <= 0x1p-52 * want, "tiny angle: %.17g, exact %.17g", got, want);
+    /* Why the atan2 form: the naive acos(⟨a, b⟩/(‖a‖‖b‖)) in double sees
+     * ‖a‖ = fl(√(1 + y²)) = 1 (y² ≈ 3e-28 ≪ u), so its argument is exactly 1
+     * and it returns 0. */
+    double dot = 1 * 1 + y * 0, na = sqrt(1 + y * y), nb = sqrt(1 + 0 * 0.0);
+    ck_assert_double_eq(acos(dot / (na * nb)), 0);
+}
+END_TEST
+
+START_TEST(compare_zero_vectors)
+{
+    vijp_format F;
+    vijp_format_parse("double", &F, NULL);
+    vijp_metric m = cmp(&F, 2, (double[]){0, 0}, (double[]){1, 2});
+    ck_assert(isnan(m.angle_deg));
+    ck_assert_double_eq(m.rel, 1); /* ‖0 − r‖/‖r‖ */
+    m = cmp(&F, 2, (double[]){1, 2}, (double[]){0, 0});
+    ck_assert(isnan(m.angle_deg));
+    m = cmp(&F, 2, (double[]){0, 0}, (double[]){0, 0});
+    ck_assert(m.angle_deg == 0 && m.rel == 0 && m.ulps == 0);
+}
+END_TEST
+
+/* A NaN entry makes the ulps metric NaN wherever it sits (vijp_compare's "NaN
+ * propagates"), like rel and the angle: a later exact entry must not hide it. */
+START_TEST(compare_nan_propagates)
+{
+    vijp_format F;
+    vijp_format_parse("double", &F, NULL);
+    vijp_metric m = cmp(&F, 2, (double[]){NAN, 1}, (double[]){1, 1});
+    ck_assert(isnan(m.rel) && isnan(m.angle_deg));
+    ck_assert_msg(isnan(m.ulps), "ulps %g", m.ulps);
+    m = cmp(&F, 2, (double[]){1, NAN}, (double[]){1, 1});
+    ck_assert(isnan(m.ulps));
+}
+END_TEST
+
+/* ---- statistics of error curves --------------------------------------- */
+
+/* e_i = 10^(0.1 i − 16), i = 1..n, saturating at sat (the value where the line
+ * would exceed it).  pow(10, 0.1 i) is within a few u relative of 10^(0.1 i)
+ * (0.1·i is off by at most 10u absolute), so log10 e_i is within ~1e-14 of
+ * the line. */
+static void line_curve(double *e, size_t n, double sat)
+{
+    for (size_t i = 1; i <= n; i++) e[i - 1] = fmin(sat, 1e-16 * pow(10, 0.1 * (double)i));
+}
+
+/* Slope of the exact line is 0.1, intercept −16.  Perturbations δ_i <= 1e-14
+ * of y_i = log10 e_i move the slope by at most δ Σ|x_i − x̄| / Σ(x_i − x̄)²
+ * = δ·2500/83325 ≈ 3e-16 for n = 100 (Welford adds rounding of the same
+ * order), and the intercept ȳ − b x̄ by about δ + 50·3e-16 ≈ 3e-14: 1e-12
+ * (relative on the slope, absolute on the intercept) bounds both with margin. */
+START_TEST(growth_fit_line)
+{
+    double e[100], b;
+    line_curve(e, 100, INFINITY);
+    double r = vijp_growth_fit(e, 100, VIJP_FIT_CEILING, &b);
+    ck_assert_msg(fabs(r / 0.1 - 1) <= 1e-12, "slope %.17g", r);
+    ck_assert_msg(fabs(b + 16) <= 1e-12, "intercept %.17g", b);
+    ck_assert(fabs(vijp_growth_fit(e, 100, VIJP_FIT_CEILING, NULL) - r) == 0); /* intercept optional */
+    /* zeros and NaN are not on the log scale, Inf is above the ceiling: ignored */
+    e[4] = 0, e[20] = NAN, e[50] = INFINITY;
+    r = vijp_growth_fit(e, 100, VIJP_FIT_CEILING, &b);
+    ck_assert_msg(fabs(r / 0.1 - 1) <= 1e-12 && fabs(b + 16) <= 1e-12, "slope %.17g intercept %.17g", r, b);
+}
+END_TEST
+
+/* A curve that saturates at 1 from layer 160 on (layers 151..159 are on the
+ * line but above the ceiling 0.1): only the first-order part is fitted, so
+ * the slope is still 0.1 and the intercept −16 (same bounds as above, n = 150:
+ * δ·5625/281237 ≈ 2e-16).  Without the ceiling the 41 saturated points
+ * drag the slope far below 0.1. */
+START_TEST(growth_fit_ceiling)
+{
+    double e[200], b;
+    line_curve(e, 200, 1);
+    double r = vijp_growth_fit(e, 200, VIJP_FIT_CEILING, &b);
+    ck_assert_msg(fabs(r / 0.1 - 1) <= 1e-12, "slope %.17g", r);
+    ck_assert_msg(fabs(b + 16) <= 1e-12, "intercept %.17g", b);
+    ck_assert(vijp_growth_fit(e, 200, INFINITY, NULL) < 0.09);
+    /* fewer than 4 points under the ceiling: NaN (and a NaN intercept) */
+    double f[6] = {1e-12, 1e-11, 0.5, 1e-10, 1, NAN};
+    b = 0;
+    ck_assert(isnan(vijp_growth_fit(f, 6, VIJP_FIT_CEILING, &b)) && isnan(b));
+    /* four points are enough: 1e-12, 1e-11, 1e-10, 1e-9 at i = 1, 2, 4, 6 is
+     * not a line, but the fit exists */
+    f[5] = 1e-9;
+    ck_assert(isfinite(vijp_growth_fit(f, 6, VIJP_FIT_CEILING, NULL)));
+}
+END_TEST
+
+/* e_60 = 1e-16·10^6 may round to either side of 1e-10, so the tolerances sit
+ * strictly between neighbours: e_59 ≈ 7.9e-11 < 0.9e-10 < e_60 ≈ 1.0e-10 <
+ * 1.1e-10 < e_61 ≈ 1.26e-10. */
+START_TEST(safe_depth)
+{
+    double g[100], th[100];
+    int has[100];
+    line_curve(g, 100, INFINITY);
+    memcpy(th, g, sizeof th);
+    for (size_t i = 0; i < 100; i++) has[i] = 1;
+    ck_assert_uint_eq(vijp_safe_depth(g, NULL, NULL, 100, 1.1e-10), 60);
+    ck_assert_uint_eq(vijp_safe_depth(g, NULL, NULL, 100, 0.9e-10), 59);
+    ck_assert_uint_eq(vijp_safe_depth(g, th, has, 100, 1.1e-10), 60);
+    ck_assert_uint_eq(vijp_safe_depth(g, NULL, NULL, 100, 1), 100);
+    ck_assert_uint_eq(vijp_safe_depth(g, NULL, NULL, 100, 1e-17), 0);
+    /* a θ error above tol stops it where the layer has parameters */
+    th[29] = 1;
+    ck_assert_uint_eq(vijp_safe_depth(g, th, has, 100, 1.1e-10), 29);
+    ck_assert_uint_eq(vijp_safe_depth(g, th, NULL, 100, 1.1e-10), 29); /* NULL: all have */
+    /* NaN θ: "no parameters" only where has_param is 0; elsewhere it counts as above tol */
+    th[29] = NAN;
+    ck_assert_uint_eq(vijp_safe_depth(g, th, NULL, 100, 1.1e-10), 29);
+    ck_assert_uint_eq(vijp_safe_depth(g, th, has, 100, 1.1e-10), 29);
+    has[29] = 0;
+    ck_assert_uint_eq(vijp_safe_depth(g, th, has, 100, 1.1e-10), 60);
+    /* NaN in g stops it */
+    g[9] = NAN;
+    ck_assert_uint_eq(vijp_safe_depth(g, th, has, 100, 1.1e-10), 9);
+}
+END_TEST
+
+/* bits = prec + log2(max e / tol) rounded up; powers of two make every
+ * logarithm exact, so the counts are exact integers. */
+START_TEST(bits_needed)
+{
+    double e[100];
+    int ext = -1;
+    /* first order: max e = 2^-40 at 53 bits.  The error scales with 2^-prec,
+     * so 2^-30 is met with 10 bits fewer, 2^-50 needs 10 more. */
+    for (size_t i = 0; i < 100; i++) e[i] = 0x1p-40 * (double)(i + 1) / 100;
+    ck_assert_double_eq(vijp_bits_needed(e, 100, 53, 0x1p-30, &ext), 43);
+    ck_assert_int_eq(ext, 0);
+    ck_assert_double_eq(vijp_bits_needed(e, 100, 53, 0x1p-50, &ext), 63);
+    ck_assert_int_eq(ext, 0);
+    /* never under 2 bits */
+    ck_assert_double_eq(vijp_bits_needed(e, 100, 10, 0x1p-2, &ext), 2);
+    /* an exact curve needs 2 bits */
+    memset(e, 0, sizeof e);
+    ext = -1;
+    ck_assert_double_eq(vijp_bits_needed(e, 100, 53, 1e-10, &ext), 2);
+    ck_assert_int_eq(ext, 0);
+    /* saturated: the line 10^(0.1 i − 16) capped at 1 from i = 160, n = 200.
+     * The fitted line's largest value is at i = 200: log10 = −16 + 20 = 4
+     * (fit within ~1e-12, see growth_fit_ceiling), so bits = 53 + (4 + 10)
+     * log2 10 = 99.507 rounded up: 100 (0.49 from either integer). */
+    double s[200];
+    line_curve(s, 200, 1);
+    ck_assert_double_eq(vijp_bits_needed(s, 200, 53, 1e-10, &ext), ceil(53 + 14 * log2(10.0)));
+    ck_assert_double_eq(ceil(53 + 14 * log2(10.0)), 100);
+    ck_assert_int_eq(ext, 1);
+    /* non-finite anywhere also leaves first order: a NaN in the middle must
+     * not be forgotten by the finite values after it */
+    line_curve(s, 100, INFINITY);
+    s[10] = NAN;
+    ext = 0;
+    ck_assert_double_eq(vijp_bits_needed(s, 100, 53, 1e-10, &ext), ceil(53 + 4 * log2(10.0)));
+    ck_assert_int_eq(ext, 1);
+    /* no fit: NaN */
+    double z[3] = {NAN, 1, 2};
+    ck_assert(isnan(vijp_bits_needed(z, 3, 53, 1e-10, &ext)));
+}
+END_TEST
+
+START_TEST(default_tol)
+{
+    static const struct {
+        const char *fmt;
+        double tol;
+    } cases[] = {{"double", 1e-10}, {"binary32", 1e-4}, {"binary16", 1e-2}, {"bfloat16", 1e-2},
+                 {"mpfr:256", 0x1p-128}, {"mpfr:100", 0x1p-50}, {"mpfr:2", 0x1p-1}};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        vijp_format F;
+        ck_assert(!vijp_format_parse(cases[k].fmt, &F, NULL));
+        ck_assert_msg(vijp_drift_default_tol(&F) == cases[k].tol, "%s: %g", cases[k].fmt, vijp_drift_default_tol(&F));
+    }
+}
+END_TEST
+
+/* ---- vijp_drift_run --------------------------------------------------- */
+
+static const vijp_engine_kind moonwalk[] = {VIJP_ENGINE_MOONWALK};
+
+static vijp_drift_setup setup(const char *spec, size_t depth, size_t width, vijp_init_kind init, const char *fmt,
+                              uint64_t seed)
+{
+    vijp_drift_setup s = {0};
+    s.spec = spec, s.depth = depth, s.width = width, s.batch = 1, s.seed = seed;
+    s.init = (vijp_init){init, 1};
+    s.loss = VIJP_LOSS_SQUARE;
+    ck_assert(!vijp_format_parse(fmt, &s.fmt, NULL));
+    s.engines = moonwalk, s.n_engines = 1;
+    return s;
+}
+
+static void drift(const vijp_drift_setup *s, vijp_drift_curve *c)
+{
+    vijp_error err = {0};
+    ck_assert_msg(!vijp_drift_run(s, c, &err), "%s depth %zu %s: %s", s->spec, s->depth, s->fmt.name, err.msg);
+    ck_assert_uint_eq(c->n_runs, 2);
+    ck_assert(c->runs[0].engine == VIJP_ENGINE_BACKPROP && c->runs[1].engine == VIJP_ENGINE_MOONWALK);
+}
+
+/* Started at 16 bits (far too low for a double-format curve), validation
+ * must climb: 16 vs 32 vs 64 … until two precisions agree to u·2^-10.
+ * Each validated reference then has a relative error τ <= u·2^-10 on every
+ * g_i (assuming, as the validation does, that the higher of the two
+ * precisions is the more accurate one), and a
+ * relative metric e against a reference off by τ moves by at most τ(1 + e)
+ * (triangle inequality, and ‖ref‖ moves by τ).  Two references: the Moonwalk
+ * g errors of the two runs agree within 2τ(1 + e), second-order terms (τ e,
+ * ~1e-34) covered by a factor 1.01.  For these errors (~1e-15 ≈ 9u) that is
+ * 2^-9 u ≈ 2e-4 relative. */
+START_TEST(reference_validation)
+{
+    vijp_drift_setup s = setup("dense:16,leaky:0.5", 32, 16, VIJP_INIT_ORTHOGONAL, "double", test_seed());
+    vijp_drift_curve lo, def;
+    s.ref_prec_start = 16;
+    drift(&s, &lo);
+    s.ref_prec_start = 0;
+    drift(&s, &def);
+    ck_assert_int_eq(lo.ref_prec_start, 16);
+    ck_assert_msg(lo.ref_prec > 32 && lo.ref_agreement <= lo.ref_target, "settled at %ld bits, agreement %g",
+                  lo.ref_prec, lo.ref_agreement);
+    ck_assert(lo.ref_target == ldexp(0x1p-53, -10) && def.ref_target == lo.ref_target);
+    ck_assert_int_eq(def.ref_prec_start, 256); /* max(256, 2·53) */
+    ck_assert(def.ref_prec >= 512 && def.ref_agreement <= def.ref_target);
+    double tau = lo.ref_target;
+    for (size_t i = 0; i < s.depth; i++) {
+        double a = lo.runs[1].g[i].rel, b = def.runs[1].g[i].rel;
+        ck_assert(a >= 0x1p-53); /* the regime the argument covers */
+        ck_assert_msg(fabs(a - b) <= 1.01 * 2 * tau * (1 + b), "g_%zu: %.17g vs %.17g", i + 1, a, b);
+    }
+    vijp_drift_curve_clear(&lo), vijp_drift_curve_clear(&def);
+}
+END_TEST
+
+/* A cap too low to validate fails with VIJP_EDOMAIN and leaves the curve
+ * empty (the sanitized run checks that nothing leaks). */
+START_TEST(reference_cap)
+{
+    vijp_drift_setup s = setup("dense:16,leaky:0.5", 32, 16, VIJP_INIT_ORTHOGONAL, "double", test_seed());
+    s.ref_prec_start = 16, s.ref_prec_max = 32;
+    vijp_drift_curve c;
+    vijp_error err = {0};
+    ck_assert_int_eq(vijp_drift_run(&s, &c, &err), VIJP_EDOMAIN);
+    ck_assert(err.msg[0] != 0);
+    ck_assert(c.runs == NULL && c.n_runs == 0 && c.kappa == NULL && c.lyap_cum == NULL && c.predicted == NULL);
+    vijp_drift_curve_clear(&c); /* harmless on an empty curve */
+}
+END_TEST
+
+/* Growth against the Lyapunov prediction: dense:16,leaky:A, orthogonal init,
+ * depth 64, double, three seeds.  The measured growth of Moonwalk's g errors
+ * and predicted_rate agree within a factor 2.  The raw asymptotic spread
+ * lyap_rate agrees with the fit within a factor 2 only for A <= 0.7: at
+ * A = 0.9 the exponential growth is so weak (~0.003 decades/layer) that the
+ * √i accumulation of the local rounding errors dominates the fitted slope at
+ * depth 64 (fit ≈ 0.005–0.011 against a spread ≈ 0.0024–0.0035), which is
+ * exactly why predicted_rate models the accumulation.
+ *
+ * Measured with the default seeds 20261202 + {0, 1, 2}, fit/predicted_rate
+ * (fit/lyap_rate):
+ *   A 0.1: 1.01 0.96 0.96 (1.01 0.96 0.94)   0.3: 0.97 0.99 0.98 (0.94 1.01 0.99)
+ *   A 0.5: 0.98 1.00 1.25 (0.94 0.99 1.13)   0.7: 0.68 1.04 0.87 (0.86 1.31 1.01)
+ *   A 0.9: 0.45 0.44 0.78 (1.40 1.94 2.90)
+ * Over 150 other seeds the ratio to predicted_rate stays in [0.60, 1.32] at
+ * A <= 0.5, but leaves [1/2, 2] for 6/150 seeds at A = 0.7 (0.35–1.57) and
+ * 21/150 at A = 0.9 (0.01–1.38).  The slope of one realisation of a weakly
+ * amplified random walk varies that much: before the initialisers changed
+ * in their last bits (Gram-Schmidt instead of LAPACK QR), the same seeds gave
+ * 0.48 at A = 0.7.  So a per-seed factor 2 is not a property of these
+ * depth-64 curves at A >= 0.7, and A = 0.7 and 0.9 are held out of the
+ * registered range (see suite_drift) pending a decision, not loosened. */
+static const double lyap_slopes[] = {0.1, 0.3, 0.5, 0.7, 0.9};
+
+START_TEST(growth_vs_lyapunov)
+{
+    double A = lyap_slopes[_i];
+    char spec[64];
+    snprintf(spec, sizeof spec, "dense:16,leaky:%g", A);
+    for (uint64_t k = 0; k < 3; k++) {
+        vijp_drift_setup s = setup(spec, 64, 16, VIJP_INIT_ORTHOGONAL, "double", test_seed() + k);
+        vijp_drift_curve c;
+        drift(&s, &c);
+        double e[64];
+        for (size_t i = 0; i < 64; i++) e[i] = c.runs[1].g[i].rel;
+        double fit = vijp_growth_fit(e, 64, VIJP_FIT_CEILING, NULL), r = fit / c.predicted_rate;
+        ck_assert_msg(r >= 0.5 && r <= 2, "A = %g, seed %llu: fit %.4f, predicted %.4f (ratio %.2f)", A,
+                      (unsigned long long)s.seed, fit, c.predicted_rate, r);
+        if (A <= 0.7) {
+            double l = fit / c.lyap_rate;
+            ck_assert_msg(l >= 0.5 && l <= 2, "A = %g, seed %llu: fit %.4f, spread %.4f (ratio %.2f)", A,
+                          (unsigned long long)s.seed, fit, c.lyap_rate, l);
+        }
+        vijp_drift_curve_clear(&c);
+    }
+}
+END_TEST
+
+/* predicted and predicted_rate are what drift.h says they are, recomputed
+ * from lyap_cum: predicted_i = u (Σ_{j<=i} 10^(2 (cum_i − cum_{j−1})))^½.
+ * Each exponent (|cum| <= 21 here) is off by a few ulps, ~1e-14 absolute,
+ * so each power by ln 10 · 1e-14 ≈ 2.3e-14 relative; the sum of <= 64
+ * positive terms adds 64u ≈ 7e-15, the square root halves, and any log-space
+ * evaluation costs another ~2.3e-14: 1e-12 relative bounds the difference
+ * with margin.  The rate is the fit of those values: within 1e-12 relative
+ * their log10 differ by at most δ = 1e-12/ln 10 ≈ 4.4e-13 (beyond any common
+ * shift, which the slope ignores), which moves a 64-point slope by at most
+ * 2δ Σ|x − x̄| / Σ(x − x̄)² = 2δ·1024/21840 ≈ 4e-14 decades per layer: 1e-13.  Breaking the √i accumulation (keeping only the
+ * j = 1 term) fails here at every slope; growth_vs_lyapunov at A <= 0.5
+ * would not notice it. */
+START_TEST(predicted_formula)
+{
+    char spec[64];
+    for (size_t a = 0; a < 5; a++) {
+        snprintf(spec, sizeof spec, "dense:16,leaky:%g", lyap_slopes[a]);
+        vijp_drift_setup s = setup(spec, 64, 16, VIJP_INIT_ORTHOGONAL, "double", test_seed());
+        vijp_drift_curve c;
+        drift(&s, &c);
+        ck_assert(c.u == 0x1p-53);
+        double want[64];
+        for (size_t i = 0; i < 64; i++) {
+            double sum = 0;
+            for (size_t j = 0; j <= i; j++) sum += pow(10, 2 * (c.lyap_cum[i] - (j ? c.lyap_cum[j - 1] : 0)));
+            want[i] = c.u * sqrt(sum);
+            ck_assert_msg(fabs(c.predicted[i] / want[i] - 1) <= 1e-12, "%s: predicted_%zu %.17g, formula %.17g", spec,
+                          i + 1, c.predicted[i], want[i]);
+        }
+        double rate = vijp_growth_fit(want, 64, INFINITY, NULL);
+        ck_assert_msg(fabs(c.predicted_rate - rate) <= 1e-13, "%s: predicted_rate %.17g, fit of the formula %.17g",
+                      spec, c.predicted_rate, rate);
+        ck_assert(fabs(c.lyap_rate - c.lyap_cum[63] / 64) == 0);
+        vijp_drift_curve_clear(&c);
+    }
+}
+END_TEST
+
+/* The first-order bound e_i <= κ_i (e_{i−1} + n_i u) holds on every layer;
+ * it neglects second-order terms (O(e²) against e, e <= 1e-12 here), so a
+ * factor 1.1 covers them.  The orthogonal nets of growth_vs_lyapunov (all five
+ * slopes, measured max e/bound 0.14–0.42 per run) and two depth-8 Gaussian
+ * nets, whose κ_i reach hundreds (e <= 8e-13, e/bound <= 0.03). */
+START_TEST(first_order_bound)
+{
+    char spec[64];
+    for (size_t a = 0; a < 5; a++)
+        for (uint64_t k = 0; k < 3; k++) {
+            snprintf(spec, sizeof spec, "dense:16,leaky:%g", lyap_slopes[a]);
+            vijp_drift_setup s = setup(spec, 64, 16, VIJP_INIT_ORTHOGONAL, "double", test_seed() + k);
+            vijp_drift_curve c;
+            drift(&s, &c);
+            ck_assert(c.runs[0].bound == NULL && c.runs[1].bound != NULL);
+            for (size_t i = 0; i < 64; i++)
+                ck_assert_msg(c.runs[1].g[i].rel <= 1.1 * c.runs[1].bound[i], "%s seed %llu: g_%zu error %g > bound %g",
+                              spec, (unsigned long long)s.seed, i + 1, c.runs[1].g[i].rel, c.runs[1].bound[i]);
+            vijp_drift_curve_clear(&c);
+        }
+    static const char *gauss[] = {"dense:16,tanh", "dense:16,leaky:0.5"};
+    for (size_t k = 0; k < 2; k++) {
+        vijp_drift_setup s = setup(gauss[k], 8, 16, VIJP_INIT_GAUSSIAN, "double", test_seed());
+        vijp_drift_curve c;
+        drift(&s, &c);
+        for (size_t i = 0; i < s.depth; i++)
+            ck_assert_msg(c.runs[1].g[i].rel <= 1.1 * c.runs[1].bound[i], "%s: g_%zu error %g > bound %g", gauss[k],
+                          i + 1, c.runs[1].g[i].rel, c.runs[1].bound[i]);
+        vijp_drift_curve_clear(&c);
+    }
+}
+END_TEST
+
+/* Engine failure is a measurement: bfloat16 dense:32,leaky:0.1 with Gaussian
+ * weights at depth 256 loses rank in Moonwalk's sweep at layer 33 for seed 1
+ * (a property of that draw, hence a fixed seed; seeds 2, 3, 20261202 and
+ * 20261203 do not fail).  bfloat16 is emulated in MPFR and the initialisers
+ * give the same bits everywhere, so layer 33 is exact, not "or so".  The run
+ * succeeds, keeps layers 1..32, and reports NaN beyond them. */
+START_TEST(singular_vijp_measured)
+{
+    vijp_drift_setup s = setup("dense:32,leaky:0.1", 256, 32, VIJP_INIT_GAUSSIAN, "bfloat16", 1);
+    vijp_drift_curve c;
+    drift(&s, &c);
+    const vijp_drift_run_result *r = &c.runs[1];
+    ck_assert_uint_eq(c.runs[0].rebuilt, 256); /* backprop has no vijp */
+    ck_assert_uint_eq(r->rebuilt, 32);
+    ck_assert_msg(strstr(r->failure, "singular") != NULL, "failure '%s'", r->failure);
+    ck_assert(c.runs[0].failure[0] == 0);
+    for (size_t i = 0; i < 256; i++) {
+        const vijp_metric *g = &r->g[i], *t = &r->theta[i];
+        if (i < r->rebuilt)
+            ck_assert_msg(isfinite(g->rel) && isfinite(g->ulps) && isfinite(g->angle_deg), "g_%zu", i + 1);
+        else
+            ck_assert_msg(isnan(g->rel) && isnan(g->ulps) && isnan(g->angle_deg) && isnan(t->rel), "g_%zu", i + 1);
+    }
+    vijp_drift_curve_clear(&c);
+}
+END_TEST
+
+/* Backprop in a square double net, batch 1, keeps h_0 … h_{d−1}: d·16
+ * doubles, d·128 bytes, on the first d layers.  Moonwalk keeps h_0 (128
+ * bytes) and one sign bit per unit of each leaky layer (16 bits = 2 bytes):
+ * 128 + 2·⌊d/2⌋. */
+START_TEST(stored_by_depth)
+{
+    vijp_drift_setup s = setup("dense:16,leaky:0.5", 32, 16, VIJP_INIT_ORTHOGONAL, "double", test_seed());
+    vijp_drift_curve c;
+    drift(&s, &c);
+    for (size_t d = 1; d <= 32; d++) {
+        ck_assert_uint_eq(c.runs[0].stored_by_depth[d - 1], d * 16 * 8);
+        ck_assert_uint_eq(c.runs[1].stored_by_depth[d - 1], 128 + 2 * (d / 2));
+    }
+    vijp_drift_curve_clear(&c);
+}
+END_TEST
+
+Suite *suite_drift(void)
+{
+    Suite *s = suite_create("drift");
+    TCase *tc = tcase_create("drift");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, compare_rel);
+    tcase_add_test(tc, compare_ulps);
+    tcase_add_test(tc, compare_angle);
+    tcase_add_test(tc, compare_tiny_angle);
+    tcase_add_test(tc, compare_zero_vectors);
+    tcase_add_test(tc, compare_nan_propagates);
+    tcase_add_test(tc, growth_fit_line);
+    tcase_add_test(tc, growth_fit_ceiling);
+    tcase_add_test(tc, safe_depth);
+    tcase_add_test(tc, bits_needed);
+    tcase_add_test(tc, default_tol);
+    tcase_add_test(tc, reference_validation);
+    tcase_add_test(tc, reference_cap);
+    /* A = 0.1, 0.3, 0.5 only: 0.7 and 0.9 fail the per-seed factor 2 for some
+     * seeds (see growth_vs_lyapunov); 5 runs all of them */
+    tcase_add_loop_test(tc, growth_vs_lyapunov, 0, 3);
+    tcase_add_test(tc, predicted_formula);
+    tcase_add_test(tc, first_order_bound);
+    tcase_add_test(tc, singular_vijp_measured);
+    tcase_add_test(tc, stored_by_depth);
+    suite_add_tcase(s, tc);
+    return s;
+}
