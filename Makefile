@@ -79,7 +79,7 @@ report: $(BUILD)/vijp
 # The CI regression check: a small study against its committed baseline.
 # `make baseline` rewrites the baseline (commit it with a note saying why).
 REGRESS_STUDY := --net dense:16,leaky:0.5 --net dense:16,leaky:0.1 --init orthogonal,gaussian --depth 32 \
-                 --formats bfloat16,binary32,double,mpfr:113 --seeds 1,2 --no-plots -q
+                 --formats bfloat16,binary32,double,mpfr:113 --seeds 1,2,3,4 --no-plots -q
 regress: $(BUILD)/vijp
 	./$(BUILD)/vijp drift $(REGRESS_STUDY) --out $(BUILD)/regress
 	./$(BUILD)/vijp regress reports/baselines/ci-small/drift.json $(BUILD)/regress/drift.json

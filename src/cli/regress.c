@@ -20,9 +20,10 @@ static const char help[] =
     "study.  Formats emulated in MPFR (bfloat16, binary16, binary32, mpfr:P) are\n"
     "bit-reproducible and compared exactly: any change in a measured error is a\n"
     "regression (regenerate the baseline if the change is intended).  double may\n"
-    "differ between machines and BLAS builds, so per seed and engine its worst\n"
-    "error may grow by at most --error-factor and its safe depth may drop by at\n"
-    "most --depth-drop.\n"
+    "differ between machines and BLAS builds, so each double curve is judged over\n"
+    "its seeds: the geometric mean of the worst errors may grow by at most\n"
+    "--error-factor, the median safe depth may drop by at most --depth-drop, and\n"
+    "no seed's vijp may fail earlier.  Findings for all seeds show seed 'all'.\n"
     "\n"
     "  --error-factor F  allowed growth of the worst error in double (default 2)\n"
     "  --depth-drop R    allowed relative loss of safe depth in double (default 0.10)\n"
@@ -67,27 +68,77 @@ static void exact(findings *f, json_t *curve, json_int_t seed, const char *engin
     add(f, curve, seed, engine, what, 0, b, c, "changed (bit-reproducible format)");
 }
 
-static void tolerant(findings *f, json_t *curve, json_int_t seed, json_t *be, json_t *ce, double factor, double drop)
+/* Field key of engine e in every seed of a curve, as doubles (null: +Inf). */
+static size_t gather(json_t *curve, size_t e, const char *key, double *out, size_t max)
 {
-    const char *engine = json_string_value(json_object_get(be, "engine"));
-    double u = val(json_object_get(curve, "unit_roundoff"));
-    double b = val(json_object_get(be, "err_max")), c = val(json_object_get(ce, "err_max"));
-    char why[128];
+    json_t *seeds = json_object_get(curve, "seeds"), *sd;
+    size_t k, n = 0;
+    json_array_foreach(seeds, k, sd) {
+        if (n < max) out[n++] = val(json_object_get(json_array_get(json_object_get(sd, "engines"), e), key));
+    }
+    return n;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* double: one seed's worst error is one draw of the rounding noise (another
+ * BLAS kernel, or a last-bit change in the weights, moves it by up to ~2×),
+ * so a curve is judged over its seeds: the geometric mean of the worst errors
+ * may grow by at most factor, the median safe depth may drop by at most drop,
+ * and no seed may fail its vijp earlier than before.  Errors are compared
+ * from NOISE_ULPS unit roundoffs up: a worst error of a few u is a handful of
+ * roundings, and OpenBLAS's Prescott kernel instead of Haswell doubles
+ * backprop's 4u worst error on the CI study (measured). */
+#define NOISE_ULPS 16
+static void tolerant(findings *f, json_t *bc, json_t *cc, size_t e, double factor, double drop)
+{
+    enum { MAXS = 1024 };
+    static double b[MAXS], c[MAXS];
+    const char *engine = json_string_value(json_object_get(
+        json_array_get(json_object_get(json_array_get(json_object_get(bc, "seeds"), 0), "engines"), e), "engine"));
+    double u = NOISE_ULPS * val(json_object_get(bc, "unit_roundoff"));
+    char why[160];
+    size_t n = gather(bc, e, "err_max", b, MAXS);
+    gather(cc, e, "err_max", c, MAXS);
+    double lb = 0, lc = 0;
+    for (size_t k = 0; k < n; k++) lb += log(fmax(b[k], u)), lc += log(fmax(c[k], u));
+    double gb = exp(lb / (double)n), gc = exp(lc / (double)n);
     f->compared += 3;
-    /* Errors below one unit roundoff are noise: compare from u up. */
-    if (!(fmax(c, u) <= factor * fmax(b, u))) {
-        snprintf(why, sizeof why, "worst error %.3g× the baseline (allowed %g×)", fmax(c, u) / fmax(b, u), factor);
-        add(f, curve, seed, engine, "err_max", 0, json_object_get(be, "err_max"), json_object_get(ce, "err_max"), why);
+    if (!(gc <= factor * gb)) {
+        snprintf(why, sizeof why, "worst error (geometric mean over seeds) %.3g× the baseline (allowed %g×)", gc / gb, factor);
+        json_t *jb = json_real(gb), *jc = json_real(gc);
+        add(f, bc, -1, engine, "err_max", 0, jb, jc, why);
+        json_decref(jb), json_decref(jc);
     }
-    double bd = val(json_object_get(be, "safe_depth")), cd = val(json_object_get(ce, "safe_depth"));
-    if (cd < floor((1 - drop) * bd)) {
-        snprintf(why, sizeof why, "safe depth lost %.0f%% (allowed %.0f%%)", 100 * (1 - cd / bd), 100 * drop);
-        add(f, curve, seed, engine, "safe_depth", 0, json_object_get(be, "safe_depth"), json_object_get(ce, "safe_depth"), why);
+    gather(bc, e, "safe_depth", b, MAXS);
+    gather(cc, e, "safe_depth", c, MAXS);
+    double mb = median(b, n), mc = median(c, n);
+    if (mc < floor((1 - drop) * mb)) {
+        snprintf(why, sizeof why, "median safe depth lost %.0f%% (allowed %.0f%%)", 100 * (1 - mc / mb), 100 * drop);
+        json_t *jb = json_real(mb), *jc = json_real(mc);
+        add(f, bc, -1, engine, "safe_depth", 0, jb, jc, why);
+        json_decref(jb), json_decref(jc);
     }
-    double br = val(json_object_get(be, "rebuilt")), cr = val(json_object_get(ce, "rebuilt"));
-    if (cr < br)
-        add(f, curve, seed, engine, "rebuilt", 0, json_object_get(be, "rebuilt"), json_object_get(ce, "rebuilt"),
-            "the vijp now fails earlier");
+    gather(bc, e, "rebuilt", b, MAXS);
+    gather(cc, e, "rebuilt", c, MAXS);
+    for (size_t k = 0; k < n; k++)
+        if (c[k] < b[k]) {
+            snprintf(why, sizeof why, "the vijp now fails earlier (seed index %zu)", k + 1);
+            json_t *jb = json_real(b[k]), *jc = json_real(c[k]);
+            add(f, bc, -1, engine, "rebuilt", 0, jb, jc, why);
+            json_decref(jb), json_decref(jc);
+            break;
+        }
 }
 
 static json_t *load(const char *path)
@@ -121,9 +172,12 @@ static void print_table(json_t *rows, size_t compared)
         snprintf(c, sizeof c, json_is_number(jc) ? "%.17g" : "null", json_number_value(jc));
         json_int_t l = json_integer_value(json_object_get(r, "layer"));
         snprintf(layer, sizeof layer, l ? "%lld" : "-", (long long)l);
-        printf("c%-5lld %-10s %-6lld %-13s %-16s %-6s %-24s %-24s %s\n",
+        char seed[24];
+        json_int_t sd = json_integer_value(json_object_get(r, "seed"));
+        snprintf(seed, sizeof seed, sd < 0 ? "all" : "%lld", (long long)sd);
+        printf("c%-5lld %-10s %-6s %-13s %-16s %-6s %-24s %-24s %s\n",
                (long long)json_integer_value(json_object_get(r, "config")), json_string_value(json_object_get(r, "format")),
-               (long long)json_integer_value(json_object_get(r, "seed")), json_string_value(json_object_get(r, "engine")),
+               seed, json_string_value(json_object_get(r, "engine")),
                json_string_value(json_object_get(r, "metric")), layer, b, c, json_string_value(json_object_get(r, "why")));
     }
     printf("%zu regression%s in %zu comparisons\n", json_array_size(rows), json_array_size(rows) == 1 ? "" : "s", compared);
@@ -191,7 +245,12 @@ int cli_regress(int argc, char **argv)
         json_t *bc = json_array_get(bcurves, i), *cc = json_array_get(ccurves, i);
         json_t *bseeds = json_object_get(bc, "seeds"), *cseeds = json_object_get(cc, "seeds");
         int repro = json_is_true(json_object_get(bc, "reproducible")) && !all_tolerant;
-        shape_ok = json_array_size(bseeds) == json_array_size(cseeds);
+        shape_ok = json_array_size(bseeds) == json_array_size(cseeds) && json_array_size(bseeds) > 0;
+        if (shape_ok && !repro) {
+            size_t ne = json_array_size(json_object_get(json_array_get(bseeds, 0), "engines"));
+            for (size_t e = 0; e < ne; e++) tolerant(&f, bc, cc, e, factor, drop);
+            continue;
+        }
         for (size_t k = 0; shape_ok && k < json_array_size(bseeds); k++) {
             json_t *bk = json_array_get(bseeds, k), *ck = json_array_get(cseeds, k);
             json_int_t seed = json_integer_value(json_object_get(bk, "seed"));
@@ -200,10 +259,6 @@ int cli_regress(int argc, char **argv)
             for (size_t e = 0; shape_ok && e < json_array_size(be); e++) {
                 json_t *b1 = json_array_get(be, e), *c1 = json_array_get(ce, e);
                 const char *engine = json_string_value(json_object_get(b1, "engine"));
-                if (!repro) {
-                    tolerant(&f, bc, seed, b1, c1, factor, drop);
-                    continue;
-                }
                 static const char *const parts[] = {"g", "theta", "x"}, *const ms[] = {"rel", "ulps", "angle_deg"};
                 for (int p = 0; p < 3; p++)
                     for (int m = 0; m < 3; m++) {
