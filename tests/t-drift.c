@@ -409,8 +409,8 @@ END_TEST
  * amplified random walk varies that much: before the initialisers changed
  * in their last bits (Gram-Schmidt instead of LAPACK QR), the same seeds gave
  * 0.48 at A = 0.7.  So a per-seed factor 2 is not a property of these
- * depth-64 curves at A >= 0.7, and A = 0.7 and 0.9 are held out of the
- * registered range (see suite_drift) pending a decision, not loosened. */
+ * depth-64 curves at A >= 0.7: A = 0.7 and 0.9 are held out of this
+ * per-seed test (see suite_drift) and checked over seeds below instead. */
 static const double lyap_slopes[] = {0.1, 0.3, 0.5, 0.7, 0.9};
 
 START_TEST(growth_vs_lyapunov)
@@ -434,6 +434,38 @@ START_TEST(growth_vs_lyapunov)
         }
         vijp_drift_curve_clear(&c);
     }
+}
+END_TEST
+
+/* Where one seed is too noisy (A >= 0.7 above), the mean over seeds is
+ * not: the geometric mean over three seeds of fit/predicted_rate lies in
+ * [1/2, 2] for A = 0.7 at depth 64 and for A = 0.9 at depth 128 (deeper, so
+ * the weak exponential growth shows over the √i accumulation).  Measured on
+ * disjoint seed triples (5000 + 100 s + {0, 1, 2}): A = 0.7, 30 triples,
+ * 0.58–1.00; A = 0.9, 20 triples, 0.54–0.90, none outside.  The fit sits
+ * below the prediction there because the model starts every curve at u while
+ * Moonwalk's g_0 already carries ~8u from the reverse pass, which flattens
+ * the measured slope. */
+START_TEST(growth_vs_lyapunov_over_seeds)
+{
+    static const struct {
+        double A;
+        size_t depth;
+    } cases[] = {{0.7, 64}, {0.9, 128}};
+    double A = cases[_i].A, e[128], lsum = 0;
+    size_t D = cases[_i].depth;
+    char spec[64];
+    snprintf(spec, sizeof spec, "dense:16,leaky:%g", A);
+    for (uint64_t k = 0; k < 3; k++) {
+        vijp_drift_setup s = setup(spec, D, 16, VIJP_INIT_ORTHOGONAL, "double", test_seed() + k);
+        vijp_drift_curve c;
+        drift(&s, &c);
+        for (size_t i = 0; i < D; i++) e[i] = c.runs[1].g[i].rel;
+        lsum += log(vijp_growth_fit(e, D, VIJP_FIT_CEILING, NULL) / c.predicted_rate);
+        vijp_drift_curve_clear(&c);
+    }
+    double r = exp(lsum / 3);
+    ck_assert_msg(r >= 0.5 && r <= 2, "A = %g, depth %zu: geometric mean of fit/predicted %.2f", A, D, r);
 }
 END_TEST
 
@@ -570,9 +602,10 @@ Suite *suite_drift(void)
     tcase_add_test(tc, default_tol);
     tcase_add_test(tc, reference_validation);
     tcase_add_test(tc, reference_cap);
-    /* A = 0.1, 0.3, 0.5 only: 0.7 and 0.9 fail the per-seed factor 2 for some
-     * seeds (see growth_vs_lyapunov); 5 runs all of them */
+    /* Per seed: A = 0.1, 0.3, 0.5 (0.7 and 0.9 miss the factor 2 for some
+     * seeds, see growth_vs_lyapunov); over seeds: A = 0.7 and 0.9. */
     tcase_add_loop_test(tc, growth_vs_lyapunov, 0, 3);
+    tcase_add_loop_test(tc, growth_vs_lyapunov_over_seeds, 0, 2);
     tcase_add_test(tc, predicted_formula);
     tcase_add_test(tc, first_order_bound);
     tcase_add_test(tc, singular_vijp_measured);
