@@ -185,15 +185,15 @@ static void conditioning(const vijp_net *net, const vijp_problem *pf, vijp_drift
         h = hn;
     }
     c->lyap_rate = c->lyap_cum[D - 1] / (double)D;
-    /* In log10, shifted by the largest term (the sum spans hundreds of
-     * decades on expanding networks); the fit sees 10^(log − shift) for one
-     * common shift, so it never overflows. */
-    double *lp = malloc(D * sizeof *lp), top = -INFINITY;
+    /* S_i = Σ_{j<=i} 10^(2 (L_i − L_{j−1})) obeys S_i = 10^(2 (L_i − L_{i−1})) (S_{i−1} + 1):
+     * one step per layer, carried in log10 so that hundreds of decades of
+     * spread neither overflow nor underflow.  The fit sees 10^(log − top)
+     * for one common shift, which leaves its slope unchanged. */
+    double *lp = malloc(D * sizeof *lp), top = -INFINITY, ls = -INFINITY; /* log10 S_0 = log10 0 */
     for (size_t i = 0; lp && i < D; i++) {
-        double big = -INFINITY, sum = 0;
-        for (size_t j = 0; j <= i; j++) big = fmax(big, 2 * (c->lyap_cum[i] - (j ? c->lyap_cum[j - 1] : 0)));
-        for (size_t j = 0; j <= i; j++) sum += pow(10, 2 * (c->lyap_cum[i] - (j ? c->lyap_cum[j - 1] : 0)) - big);
-        lp[i] = log10(c->u) + 0.5 * (big + log10(sum));
+        double grow = 2 * (c->lyap_cum[i] - (i ? c->lyap_cum[i - 1] : 0)); /* log10 S_{−1} = log10 0 */
+        ls = grow + (ls > 0 ? ls + log10(1 + pow(10, -ls)) : log10(1 + pow(10, ls)));
+        lp[i] = log10(c->u) + 0.5 * ls;
         c->predicted[i] = pow(10, lp[i]);
         if (lp[i] > top) top = lp[i];
     }

@@ -162,6 +162,12 @@ static void plot_commands(FILE *g, const study *s, size_t c, int kind, const cha
     gq(g, title);
     fprintf(g, "\nset xlabel %s\nset ylabel %s\n", kind == 2 ? "'depth d'" : "'layer i'",
             kind == 0 ? "'relative 2-norm error'" : kind == 1 ? "'ratio'" : "'bytes'");
+    /* Errors past 1 carry no correct digit: the error plot stops at 1e4, and
+     * marks each format's tolerance (the safe depth is where a curve crosses it). */
+    fputs(kind == 0 ? "set yrange [*:1e4]\nunset arrow\n" : "set yrange [*:*]\nunset arrow\n", g);
+    for (size_t f = 0; kind == 0 && f < s->n_formats; f++)
+        fprintf(g, "set arrow from graph 0, first %.17g to graph 1, first %.17g nohead dt 4 lc %zu\n", s->tol[f],
+                s->tol[f], f + 1);
     fputs("plot ", g);
     int first = 1;
     for (size_t f = 0; f < s->n_formats; f++) {
@@ -326,7 +332,14 @@ static int fill_report_md(FILE *o, const void *ctx)
     fprintf(o, ".  \nMachine: %s.  \nBLAS: %s.  \nMPFR %s, GMP %s.\n\n", machine, blas, mpfr_get_version(), gmp_version);
     fprintf(o, "Every gradient is compared with an MPFR backprop reference computed from the same rounded weights and "
                "inputs (so the error is arithmetic error only), validated by recomputing it at twice the precision "
-               "until the two agree to 2^-10 of the format's unit roundoff.\n\n");
+               "until the two agree to 2^-10 of the format's unit roundoff");
+    long lo = 0, hi = 0;
+    for (size_t j = 0; j < s->n_configs * s->n_formats * s->n_seeds; j++) {
+        long p = s->curves[j].ref_prec;
+        if (!lo || p < lo) lo = p;
+        if (p > hi) hi = p;
+    }
+    fprintf(o, lo == hi ? " (here at %ld bits).\n\n" : " (here at %ld to %ld bits).\n\n", lo, hi);
     fprintf(o, "## Verdicts (%s)\n\n"
                "Median over seeds, (min–max) where they differ. *Safe depth*: deepest layer whose g_i and ∇θ_i "
                "errors all stay under the tolerance. *Growth*: least-squares slope of log10 error over layers "
@@ -352,7 +365,8 @@ static int fill_report_md(FILE *o, const void *ctx)
             fputc('\n', o);
         }
     fputs("\n## Plots\n\nSolid: measured (median over seeds); dashed: first-order bound from per-layer condition "
-          "numbers, starting from the measured g_0 error; dotted: the Lyapunov prediction.\n", o);
+          "numbers, starting from the measured g_0 error; dotted: the Lyapunov prediction; thin horizontal lines: "
+          "each format's tolerance.  Errors are drawn up to 1e4 (past 1 no digit is correct).\n", o);
     for (size_t c = 0; c < s->n_configs; c++) {
         fprintf(o, "\n### c%zu: `%s`, %s initialisation\n\n", c + 1, s->configs[c].spec, s->configs[c].init_name);
         if (!s->plots) {

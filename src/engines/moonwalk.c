@@ -55,22 +55,19 @@ static void surrogate(vijp_mat *Xt, vijp_residual_kind kind, const uint8_t *bits
 /* The ledger of a depth-d network replayed from this run's per-layer entries:
  * h_0, then residuals r_0 … r_{d−1} kept going forward; going back, layer i
  * keeps its fragment c_i before releasing r_i.  The peak is therefore
- *   h_0 + max_{i<d} (r_0 + … + r_i + c_i + … + c_{d−1}).
- * The vijp sweep only releases.  t-engines.c checks this against runs of
- * the cut networks. */
+ *   h_0 + max_{i<d} (R_i + C_d − C_i),  R_i = r_0 + … + r_i,  C_i = c_0 + … + c_{i−1},
+ * and the running maximum of R_i − C_i makes every depth O(1).  The vijp
+ * sweep only releases.  t-engines.c checks this against runs of the cut
+ * networks. */
 static void mixed_profile(size_t *by_depth, size_t h0, const size_t *res, const vijp_mat *frag, size_t D)
 {
-    size_t *cum = calloc(D + 1, sizeof *cum); /* cum[i] = c_0 + … + c_{i−1} */
-    for (size_t i = 0; cum && i < D; i++) cum[i + 1] = cum[i] + mat_bytes(&frag[i]);
-    for (size_t d = 1; cum && d <= D; d++) {
-        size_t best = 0, r = 0;
-        for (size_t i = 0; i < d; i++) {
-            r += res[i];
-            if (r + cum[d] - cum[i] > best) best = r + cum[d] - cum[i];
-        }
-        by_depth[d - 1] = h0 + best;
+    long long R = 0, C = 0, best = 0; /* R_i − C_i may be negative */
+    for (size_t d = 1; d <= D; d++) {
+        R += (long long)res[d - 1];
+        if (d == 1 || R - C > best) best = R - C; /* i = d − 1 joins the maximum */
+        C += (long long)mat_bytes(&frag[d - 1]);
+        by_depth[d - 1] = h0 + (size_t)(best + C);
     }
-    free(cum);
 }
 
 int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
