@@ -23,7 +23,7 @@ endif
 CFLAGS  ?= -O2 -g
 CFLAGS  += -pthread -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -ffp-contract=off -Iinclude \
            $(shell pkg-config --cflags $(PKGS)) $(SANFLAGS)
-LDLIBS  := $(shell pkg-config --libs $(PKGS)) -lgmp -lm -pthread
+LDLIBS  := $(shell pkg-config --libs $(PKGS)) -lmpfi -lgmp -lm -pthread
 LDFLAGS += $(SANFLAGS)
 
 LIB_SRC := $(wildcard src/*.c src/layers/*.c src/engines/*.c) $(wildcard oracles/*.c)

@@ -40,4 +40,9 @@ void vo_dense_fragment(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpf
                        const vijp_format *f);
 int vo_dense_cokernel(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *Q, const vijp_format *f);
 
+/* Interval enclosures of f′ (MPFI) for the elementwise layers. */
+void vo_leaky_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
+void vo_relu_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
+void vo_tanh_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
+
 #endif

@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential pkg-config
   libmpfr-dev libgmp-dev          # multiprecision oracles and format emulation
+  libmpfi-dev                     # interval arithmetic: rigorous Jacobian enclosures (certify)
   liblapacke-dev libopenblas-dev  # LAPACK(E) for dense solves and factorisations
   check libsubunit-dev            # the unit-test framework (libcheck) and its pkg-config deps
   libjansson-dev                  # JSON output

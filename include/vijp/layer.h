@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <mpfr.h>
+#include <mpfi.h>
 #include "vijp/format.h"
 #include "vijp/error.h"
 #include "vijp/mat.h"
@@ -113,6 +114,15 @@ struct vijp_layer_type {
     vijp_residual_kind residual;
     const vijp_ops_d *d;
     const vijp_ops_mp *mp;
+    /* Certification (vijp certify, DESIGN §4).  jacobian_exact: the double
+     * jacobian operator returns the exact Jacobian at double inputs (dense:
+     * its entries are the weights).  deriv_enclose, for elementwise layers
+     * y_k = f(x_k): an enclosure of f′ over the interval x (MPFI, rigorous;
+     * where f is not differentiable, of every one-sided derivative).  It
+     * serves both the Jacobian enclosure at a point and the search for zeros
+     * of f′ over [−R, R]. */
+    int jacobian_exact;
+    void (*deriv_enclose)(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
 };
 
 /* The registry: every layer type, found by name. */

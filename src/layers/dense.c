@@ -295,6 +295,6 @@ static const vijp_ops_mp ops_mp = {
 
 const vijp_layer_type vijp_layer_dense = {
     .name = "dense", .syntax = "dense:M (M outputs) or dense:MxN (N inputs)",
-    .parse = parse, .param_count = param_count, .init = init, .declare = declare,
+    .parse = parse, .param_count = param_count, .init = init, .declare = declare, .jacobian_exact = 1,
     .residual = VIJP_RESIDUAL_NONE, .d = &ops_d, .mp = &ops_mp,
 };

@@ -82,4 +82,5 @@ const vijp_layer_type vijp_layer_leaky_relu = {
     .name = "leaky", .syntax = "leaky:ALPHA (0 < ALPHA; keeps its width)",
     .parse = parse, .param_count = no_params, .declare = declare,
     .residual = VIJP_RESIDUAL_SIGN, .d = &ops_d, .mp = &ops_mp,
+    .deriv_enclose = vo_leaky_deriv_enclose,
 };

@@ -88,4 +88,5 @@ const vijp_layer_type vijp_layer_relu = {
     .name = "relu", .syntax = "relu (keeps its width; fragment = cotangent on inactive units)",
     .parse = parse, .param_count = no_params, .declare = declare,
     .residual = VIJP_RESIDUAL_SIGN, .d = &ops_d, .mp = &ops_mp,
+    .deriv_enclose = vo_relu_deriv_enclose,
 };

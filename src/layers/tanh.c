@@ -94,4 +94,5 @@ const vijp_layer_type vijp_layer_tanh = {
     .name = "tanh", .syntax = "tanh (keeps its width)",
     .parse = parse, .param_count = no_params, .declare = declare,
     .residual = VIJP_RESIDUAL_INPUT, .d = &ops_d, .mp = &ops_mp,
+    .deriv_enclose = vo_tanh_deriv_enclose,
 };

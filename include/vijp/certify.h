@@ -1,0 +1,111 @@
+/* Certifying submersivity (DESIGN §4): is J, the input Jacobian of a layer at
+ * a point, of full row rank, and by how much?
+ *
+ *   numerical    LAPACK dgesdd: singular values, rank with tolerance
+ *                max(m,n)·u·σ_max, cokernel dimension and an orthonormal basis.
+ *                Useful, never called a certificate.
+ *   certified    a proof that σ_min(J) > s > 0 for the exact Jacobian: an
+ *                enclosure mid ± rad of J, G = fl(mid·midᵀ) with its rounding
+ *                bound, and a floating-point Cholesky of G − (s² + e_G + c)·I
+ *                that succeeds, with Rump's / ValidSDP's constant c; in double,
+ *                then in MPFR at doubling precisions up to a cap.  Weyl's
+ *                inequality σ_min(J) >= σ_min(mid) − ‖rad‖_F takes the radius.
+ *   proven rank deficiency   only from structure: m > n, exact zero rows or
+ *                columns, or an exact null vector checked in exact arithmetic.
+ *
+ * A false "certified" is the worst bug this project can have: every rounding
+ * that matters goes the safe way, and the tests try hard to break it. */
+#ifndef VIJP_CERTIFY_H
+#define VIJP_CERTIFY_H
+
+#include "vijp/layer.h"
+
+typedef enum {
+    VIJP_CERTIFIED_SUBMERSIVE,
+    VIJP_NOT_SUBMERSIVE,
+    VIJP_INCONCLUSIVE
+} vijp_verdict;
+
+const char *vijp_verdict_name(vijp_verdict v);
+
+/* LAPACK's view of an m × n matrix. */
+typedef struct {
+    size_t m, n;
+    double *sv;          /* min(m, n) singular values, descending */
+    double sigma_max, sigma_min; /* σ_min: the m-th singular value (0 when m > n) */
+    double condition;    /* σ_max / σ_min (Inf when σ_min = 0) */
+    double rank_tol;     /* max(m, n) · 2^-53 · σ_max */
+    size_t rank, cokernel_dim; /* rank: singular values above rank_tol; cokernel = m − rank */
+    double *cokernel;    /* m × cokernel_dim orthonormal basis (column-major), left singular vectors */
+} vijp_numeric;
+
+int vijp_numeric_analysis(const double *J, size_t m, size_t n, vijp_numeric *out, vijp_error *err);
+void vijp_numeric_clear(vijp_numeric *a);
+
+typedef struct {
+    long prec_max;  /* highest MPFR precision the certificate may use (0: 4096) */
+} vijp_certify_opts;
+
+typedef struct {
+    vijp_verdict verdict;
+    char method[32];        /* "analytic", "certified-double", "certified-mpfr:P", "numerical", "structure" */
+    double s;               /* proven σ_min(J) > s (rounded down); NaN unless certified */
+    long prec;              /* bits of the arithmetic that proved it (53: double) */
+    size_t cokernel_dim;    /* the proven one when cokernel_proven, else numerical */
+    int cokernel_proven;
+    double enclosure_radius; /* ‖rad‖_F, rounded up (0: J exact) */
+    char reason[256];       /* why, for not-submersive and inconclusive */
+    vijp_numeric num;
+} vijp_certificate;
+
+/* Certify the exact matrix J ∈ [mid − rad, mid + rad] (entrywise; rad NULL:
+ * J = mid exactly).  NaN or Inf in mid or rad is VIJP_EDOMAIN. */
+int vijp_certify_matrix(const double *mid, const double *rad, size_t m, size_t n, const vijp_certify_opts *o,
+                        vijp_certificate *out, vijp_error *err);
+void vijp_certificate_clear(vijp_certificate *c);
+
+/* Enclosure of the exact input Jacobian of L at x (one sample), m × n
+ * column-major: mid and rad (>= 0, rounded up).  Exact for layers that
+ * declare it (dense, leaky, relu: their double Jacobian is the exact one);
+ * elementwise activations enclose f′ with MPFI.  VIJP_EUNSUPPORTED when the
+ * layer offers neither. */
+int vijp_layer_jacobian_enclosure(const vijp_layer *L, const double *theta, const double *x, double *mid,
+                                  double *rad, vijp_error *err);
+
+/* Certify layer L at x: the enclosure, vijp_certify_matrix, and the layer's
+ * structural declarations checked against the result; a contradiction is
+ * VIJP_EINVAL with a message naming the layer.  Declared verdicts report
+ * method "analytic" (and keep the certificate's s when it has one). */
+int vijp_certify_layer(const vijp_layer *L, const double *theta, const double *x, const vijp_certify_opts *o,
+                       vijp_certificate *out, vijp_error *err);
+
+/* Elementwise activations over the real line (y_k = f(x_k)).  Interval
+ * bisection of f′ (the type's deriv_enclose) over [−R, R]: pieces where the
+ * enclosure excludes 0 are proven submersive; pieces narrower than tol whose
+ * enclosure holds 0, or where f′ is enclosed as exactly 0, are reported,
+ * adjacent ones merged.  Then, per format, where the layer's own computed
+ * f′ (its double operator, or its MPFR operator in binary32, binary16 or
+ * bfloat16) first underflows to 0, and where it first falls below u times
+ * its largest value (numerically zero next to a unit with f′ ~ 1). */
+#define VIJP_ACT_FORMATS 4
+typedef struct {
+    double lo, hi;
+} vijp_span;
+
+typedef struct {
+    double R, tol;
+    size_t n_bad;
+    vijp_span *bad;      /* where f′ may be 0 (enclosed, merged) */
+    int complete;        /* the bisection finished within its budget */
+    size_t boxes;        /* intervals examined */
+    struct {
+        char format[16];
+        double underflow_at;  /* smallest |x| found with computed f′ == 0 (Inf: none up to the scan's end) */
+        double negligible_at; /* smallest |x| found with computed f′ < u · max f′ */
+    } fmt[VIJP_ACT_FORMATS];
+} vijp_activation_report;
+
+int vijp_activation_analyze(const vijp_layer *L, double R, double tol, vijp_activation_report *out, vijp_error *err);
+void vijp_activation_report_clear(vijp_activation_report *r);
+
+#endif

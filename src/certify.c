@@ -1,0 +1,458 @@
+/* Rigorous certificates of full row rank (DESIGN §4, "certified").
+ *
+ * To prove σ_min(M) >= s for an m × n floating-point matrix M (m <= n):
+ *  1. G = fl(M Mᵀ).  Every entry is a dot product of n terms, so
+ *     |G − M Mᵀ| <= γ_n |M||M|ᵀ + n η (γ_n = n u / (1 − n u); η the
+ *     underflow unit), in any summation order, with or without FMA (Higham,
+ *     ASNA §3.1); in 2-norm ‖G − M Mᵀ‖₂ <= e_G := γ_n ‖M‖_F² + m n η, since
+ *     ‖ |M||M|ᵀ ‖_F <= ‖M‖_F².
+ *  2. A = G with its diagonal lowered to RD(G_ii − RU(s² + e_G)), so that
+ *     M Mᵀ − s² I ⪰ A (Weyl; only the diagonal moved, downward).
+ *  3. c = ((N+1)u / (1 − (N+1)u)) (tr A + 2N²η) + 4ηN(N+1+max A_ii), the
+ *     constant of Rump (2006), Rump & Jeannerod (2014), machine-checked in
+ *     ValidSDP: if floating-point Cholesky of B runs to completion, then
+ *     B + c_B I ⪰ 0.  We take B = A with its diagonal lowered again by c
+ *     (computed from A, which dominates B, rounded up and enlarged by
+ *     2^-20), so A = B + D with D ⪰ c I > c_B I, hence A ≻ 0, hence
+ *     σ_min(M)² > s².
+ *  4. In MPFR at precision p the same holds with u = 2^-p and η = 0, provided
+ *     no operation underflowed (MPFR's underflow flag is checked).
+ * Scalars (e_G, shifts, c) are computed in MPFR with directed rounding; the
+ * Cholesky is the plain dot-product algorithm of Rump's paper, in C with
+ * -ffp-contract=off.  An enclosure radius R of the exact J = M + Δ,
+ * |Δ| <= R, costs σ_min(J) >= σ_min(M) − ‖R‖_F (Weyl). */
+#include "vijp/certify.h"
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CERT_PREC_MAX_DEFAULT 4096
+/* The MPFR retry costs m²n/2 + m³/6 operations per precision: beyond this
+ * many it is refused (inconclusive, with the reason) rather than run for hours. */
+#define CERT_MPFR_WORK_MAX (1ull << 25)
+
+/* ---- scalars with directed rounding ---- */
+
+static double sum_squares_up(const double *A, size_t len)
+{
+    mpfr_t acc, t;
+    mpfr_inits2(128, acc, t, (mpfr_ptr)0);
+    mpfr_set_zero(acc, 1);
+    for (size_t i = 0; i < len; i++) {
+        mpfr_set_d(t, A[i], MPFR_RNDN); /* exact */
+        mpfr_sqr(t, t, MPFR_RNDU);      /* exact at 128 bits */
+        mpfr_add(acc, acc, t, MPFR_RNDU);
+    }
+    double r = mpfr_get_d(acc, MPFR_RNDU);
+    mpfr_clears(acc, t, (mpfr_ptr)0);
+    return r;
+}
+
+/* γ_k = k u / (1 − k u), rounded up, in an MPFR value (u = 2^-p). */
+static void gamma_up(mpfr_t g, unsigned long k, long p)
+{
+    mpfr_t num, den;
+    mpfr_inits2(mpfr_get_prec(g), num, den, (mpfr_ptr)0);
+    mpfr_set_ui_2exp(num, k, -p, MPFR_RNDU);
+    mpfr_ui_sub(den, 1, num, MPFR_RNDD);
+    mpfr_div(g, num, den, MPFR_RNDU);
+    mpfr_clears(num, den, (mpfr_ptr)0);
+}
+
+/* c of step 3 for an N × N matrix with trace tr and largest diagonal dmax
+ * (both upper bounds), unit roundoff 2^-p and underflow unit eta (0 in MPFR),
+ * enlarged by 2^-20 so that the inequality with c_B is strict. */
+static void rump_constant(mpfr_t c, const mpfr_t tr, const mpfr_t dmax, size_t N, long p, const mpfr_t eta)
+{
+    mpfr_t a, b;
+    mpfr_inits2(mpfr_get_prec(c), a, b, (mpfr_ptr)0);
+    gamma_up(a, N + 1, p); /* (N+1)u / (1 − (N+1)u) */
+    mpfr_mul_ui(b, eta, 2 * N * N, MPFR_RNDU);
+    mpfr_add(b, b, tr, MPFR_RNDU);
+    mpfr_mul(c, a, b, MPFR_RNDU);
+    mpfr_add_ui(a, dmax, N + 1, MPFR_RNDU);
+    mpfr_mul(a, a, eta, MPFR_RNDU);
+    mpfr_mul_ui(a, a, 4 * N, MPFR_RNDU);
+    mpfr_add(c, c, a, MPFR_RNDU);
+    mpfr_mul_d(c, c, 1 + 0x1p-20, MPFR_RNDU);
+    mpfr_clears(a, b, (mpfr_ptr)0);
+}
+
+/* ---- the double certificate ---- */
+
+/* Cholesky in the dot-product form of Rump (2006), eq. (2.1), on the upper
+ * triangle of the column-major N × N A (overwritten by R).  1 if it runs to
+ * completion with every pivot positive and finite. */
+static int cholesky_d(double *A, size_t N)
+{
+    for (size_t j = 0; j < N; j++) {
+        double *cj = A + j * N;
+        for (size_t i = 0; i <= j; i++) {
+            const double *ci = A + i * N;
+            double acc[4] = {0, 0, 0, 0};
+            size_t k = 0;
+            for (; k + 4 <= i; k += 4)
+                for (int l = 0; l < 4; l++) acc[l] += ci[k + l] * cj[k + l];
+            for (; k < i; k++) acc[0] += ci[k] * cj[k];
+            double t = cj[i] - ((acc[0] + acc[1]) + (acc[2] + acc[3]));
+            if (i < j) cj[i] = t / ci[i];
+            else if (!(t > 0) || !isfinite(t)) return 0;
+            else cj[j] = sqrt(t);
+        }
+    }
+    return 1;
+}
+
+/* Steps 2–3 on G (N × N, upper triangle, kept) for s² and e_G: 1 if proven. */
+static int shifted_cholesky_d(const double *G, size_t N, double s2, double eG, double *work)
+{
+    mpfr_t t, shift, tr, dmax, c, eta;
+    mpfr_inits2(64, t, shift, tr, dmax, c, eta, (mpfr_ptr)0);
+    mpfr_set_d(shift, s2, MPFR_RNDU);
+    mpfr_add_d(shift, shift, eG, MPFR_RNDU);
+    mpfr_set_zero(tr, 1), mpfr_set_zero(dmax, 1);
+    mpfr_set_ui_2exp(eta, 1, -1074, MPFR_RNDN);
+    memcpy(work, G, N * N * sizeof *work);
+    int ok = 1;
+    for (size_t i = 0; i < N && ok; i++) {
+        mpfr_set_d(t, G[i + i * N], MPFR_RNDN);
+        mpfr_sub(t, t, shift, MPFR_RNDD);
+        work[i + i * N] = mpfr_get_d(t, MPFR_RNDD);
+        ok = work[i + i * N] > 0; /* a non-positive diagonal is not positive definite */
+        mpfr_add_d(tr, tr, work[i + i * N], MPFR_RNDU);
+        if (mpfr_cmp_d(dmax, work[i + i * N]) < 0) mpfr_set_d(dmax, work[i + i * N], MPFR_RNDU);
+    }
+    if (ok) {
+        rump_constant(c, tr, dmax, N, 53, eta);
+        for (size_t i = 0; i < N && ok; i++) {
+            mpfr_set_d(t, work[i + i * N], MPFR_RNDN);
+            mpfr_sub(t, t, c, MPFR_RNDD);
+            work[i + i * N] = mpfr_get_d(t, MPFR_RNDD);
+            ok = work[i + i * N] > 0;
+        }
+    }
+    mpfr_clears(t, shift, tr, dmax, c, eta, (mpfr_ptr)0);
+    return ok && cholesky_d(work, N);
+}
+
+/* ---- the MPFR certificate ---- */
+
+typedef struct {
+    size_t N;
+    mpfr_t *G; /* N × N, upper triangle */
+    mpfr_t eG; /* e_G, rounded up */
+} gram_mp;
+
+static void gram_mp_clear(gram_mp *g)
+{
+    for (size_t i = 0; g->G && i < g->N * g->N; i++) mpfr_clear(g->G[i]);
+    free(g->G);
+    mpfr_clear(g->eG);
+}
+
+/* G = M Mᵀ at p bits (fma chains), and e_G = γ_n ‖M‖_F².  0 if an operation
+ * underflowed (then η would not be 0). */
+static int gram_mp_init(gram_mp *g, const double *M, size_t m, size_t n, long p, double frob2)
+{
+    g->N = m;
+    g->G = malloc(m * m * sizeof *g->G);
+    mpfr_init2(g->eG, 128);
+    if (!g->G) return 0;
+    mpfr_t a, b;
+    mpfr_inits2(p, a, b, (mpfr_ptr)0);
+    mpfr_clear_underflow();
+    for (size_t j = 0; j < m; j++)
+        for (size_t i = 0; i < m; i++) {
+            mpfr_init2(g->G[i + j * m], p);
+            mpfr_set_zero(g->G[i + j * m], 1);
+            for (size_t k = 0; i <= j && k < n; k++) {
+                mpfr_set_d(a, M[i + k * m], MPFR_RNDN);
+                mpfr_set_d(b, M[j + k * m], MPFR_RNDN);
+                mpfr_fma(g->G[i + j * m], a, b, g->G[i + j * m], MPFR_RNDN);
+            }
+        }
+    gamma_up(g->eG, n, p);
+    mpfr_mul_d(g->eG, g->eG, frob2, MPFR_RNDU);
+    mpfr_clears(a, b, (mpfr_ptr)0);
+    return !mpfr_underflow_p();
+}
+
+/* Plain Cholesky (as cholesky_d) of R (N × N upper, overwritten). */
+static int cholesky_mp(mpfr_t *R, size_t N, mpfr_t t)
+{
+    for (size_t j = 0; j < N; j++)
+        for (size_t i = 0; i <= j; i++) {
+            mpfr_set(t, R[i + j * N], MPFR_RNDN);
+            for (size_t k = 0; k < i; k++) {
+                mpfr_neg(t, t, MPFR_RNDN); /* t − r_ki r_kj as −(−t + r_ki r_kj): one rounding */
+                mpfr_fma(t, R[k + i * N], R[k + j * N], t, MPFR_RNDN);
+                mpfr_neg(t, t, MPFR_RNDN);
+            }
+            if (i < j) mpfr_div(R[i + j * N], t, R[i + i * N], MPFR_RNDN);
+            else if (mpfr_sgn(t) <= 0 || !mpfr_number_p(t)) return 0;
+            else mpfr_sqrt(R[j + j * N], t, MPFR_RNDN);
+        }
+    return 1;
+}
+
+/* Steps 2–3 at p bits for s² (given as an MPFR value). */
+static int shifted_cholesky_mp(const gram_mp *g, long p, const mpfr_t s2)
+{
+    size_t N = g->N;
+    mpfr_t *R = malloc(N * N * sizeof *R), t, shift, tr, dmax, c, eta;
+    if (!R) return 0;
+    mpfr_inits2(p, t, (mpfr_ptr)0);
+    mpfr_inits2(128, shift, tr, dmax, c, eta, (mpfr_ptr)0);
+    mpfr_add(shift, s2, g->eG, MPFR_RNDU);
+    mpfr_set_zero(tr, 1), mpfr_set_zero(dmax, 1), mpfr_set_zero(eta, 1);
+    for (size_t i = 0; i < N * N; i++) mpfr_init2(R[i], p), mpfr_set(R[i], g->G[i], MPFR_RNDN);
+    int ok = 1;
+    mpfr_clear_underflow();
+    for (size_t i = 0; i < N && ok; i++) {
+        mpfr_sub(R[i + i * N], R[i + i * N], shift, MPFR_RNDD);
+        ok = mpfr_sgn(R[i + i * N]) > 0;
+        mpfr_add(tr, tr, R[i + i * N], MPFR_RNDU);
+        if (mpfr_cmp(dmax, R[i + i * N]) < 0) mpfr_set(dmax, R[i + i * N], MPFR_RNDU);
+    }
+    if (ok) {
+        rump_constant(c, tr, dmax, N, p, eta);
+        for (size_t i = 0; i < N && ok; i++) {
+            mpfr_sub(R[i + i * N], R[i + i * N], c, MPFR_RNDD);
+            ok = mpfr_sgn(R[i + i * N]) > 0;
+        }
+    }
+    ok = ok && cholesky_mp(R, N, t) && !mpfr_underflow_p();
+    for (size_t i = 0; i < N * N; i++) mpfr_clear(R[i]);
+    free(R);
+    mpfr_clears(t, shift, tr, dmax, c, eta, (mpfr_ptr)0);
+    return ok;
+}
+
+/* An estimate (no proof) of λ_min(G) at p bits: Cholesky of G, then inverse
+ * iteration.  NaN when G is not numerically positive definite. */
+static void lambda_min_estimate(const gram_mp *g, long p, mpfr_t lam)
+{
+    size_t N = g->N;
+    mpfr_t *R = malloc(N * N * sizeof *R), *x = malloc(N * sizeof *x), t, nrm;
+    mpfr_inits2(p, t, nrm, (mpfr_ptr)0);
+    for (size_t i = 0; i < N * N; i++) mpfr_init2(R[i], p), mpfr_set(R[i], g->G[i], MPFR_RNDN);
+    for (size_t i = 0; i < N; i++) mpfr_init2(x[i], p), mpfr_set_ui(x[i], 1 + i % 3, MPFR_RNDN);
+    mpfr_set_nan(lam);
+    if (cholesky_mp(R, N, t)) {
+        for (int it = 0; it < 8; it++) { /* x := (RᵀR)^-1 x / ‖·‖ */
+            for (size_t i = 0; i < N; i++) { /* Rᵀ y = x */
+                for (size_t k = 0; k < i; k++) mpfr_fms(x[i], R[k + i * N], x[k], x[i], MPFR_RNDN), mpfr_neg(x[i], x[i], MPFR_RNDN);
+                mpfr_div(x[i], x[i], R[i + i * N], MPFR_RNDN);
+            }
+            for (size_t i = N; i-- > 0;) { /* R z = y */
+                for (size_t k = i + 1; k < N; k++) mpfr_fms(x[i], R[i + k * N], x[k], x[i], MPFR_RNDN), mpfr_neg(x[i], x[i], MPFR_RNDN);
+                mpfr_div(x[i], x[i], R[i + i * N], MPFR_RNDN);
+            }
+            mpfr_set_zero(nrm, 1);
+            for (size_t i = 0; i < N; i++) mpfr_fma(nrm, x[i], x[i], nrm, MPFR_RNDN);
+            mpfr_sqrt(nrm, nrm, MPFR_RNDN);
+            for (size_t i = 0; i < N; i++) mpfr_div(x[i], x[i], nrm, MPFR_RNDN);
+        }
+        mpfr_ui_div(lam, 1, nrm, MPFR_RNDN); /* ‖(RᵀR)^-1 x‖ → 1/λ_min */
+    }
+    for (size_t i = 0; i < N * N; i++) mpfr_clear(R[i]);
+    for (size_t i = 0; i < N; i++) mpfr_clear(x[i]);
+    free(R), free(x);
+    mpfr_clears(t, nrm, (mpfr_ptr)0);
+}
+
+/* ---- structure ---- */
+
+/* Proven lower bound on the cokernel dimension of the exact M (rad all zero):
+ * rank <= min(m − zero rows, n − zero columns), and one more if a numerical
+ * cokernel vector y satisfies Mᵀ y = 0 exactly (products exact at 106 bits,
+ * mpfr_sum correctly rounded, so a zero result means an exactly zero sum). */
+static size_t proven_cokernel(const double *M, size_t m, size_t n, const vijp_numeric *num, char *why, size_t whysz)
+{
+    size_t zr = 0, zc = 0;
+    for (size_t i = 0; i < m; i++) {
+        size_t k = 0;
+        while (k < n && M[i + k * m] == 0) k++;
+        zr += k == n;
+    }
+    for (size_t k = 0; k < n; k++) {
+        size_t i = 0;
+        while (i < m && M[i + k * m] == 0) i++;
+        zc += i == m;
+    }
+    size_t rank_up = m - zr < n - zc ? m - zr : n - zc, proven = m - (rank_up < m ? rank_up : m);
+    if (proven && !zr && !zc) snprintf(why, whysz, "structure: %zu outputs from %zu inputs", m, n);
+    else if (proven) {
+        snprintf(why, whysz, "structure: %zu exactly zero rows, %zu exactly zero columns, %zu × %zu, so rank <= %zu", zr,
+                 zc, m, n, rank_up);
+        return proven;
+    }
+    if (num->cokernel_dim == 0) return 0;
+    const double *y = num->cokernel;
+    mpfr_t *terms = malloc(m * sizeof *terms), s;
+    mpfr_ptr *ptrs = malloc(m * sizeof *ptrs);
+    int exact_null = terms && ptrs;
+    mpfr_init2(s, 64);
+    for (size_t i = 0; terms && i < m; i++) mpfr_init2(terms[i], 106), ptrs[i] = terms[i];
+    for (size_t k = 0; exact_null && k < n; k++) {
+        for (size_t i = 0; i < m; i++) {
+            mpfr_set_d(terms[i], M[i + k * m], MPFR_RNDN);
+            mpfr_mul_d(terms[i], terms[i], y[i], MPFR_RNDN); /* exact: 53 + 53 <= 106 bits */
+        }
+        mpfr_sum(s, ptrs, m, MPFR_RNDN);
+        exact_null = mpfr_zero_p(s);
+    }
+    for (size_t i = 0; terms && i < m; i++) mpfr_clear(terms[i]);
+    free(terms), free(ptrs);
+    mpfr_clear(s);
+    if (exact_null) snprintf(why, whysz, "structure: an exact null vector of Jᵀ (checked in exact arithmetic)");
+    return exact_null ? 1 : 0;
+}
+
+/* ---- the verdict ---- */
+
+void vijp_certificate_clear(vijp_certificate *c)
+{
+    vijp_numeric_clear(&c->num);
+    memset(c, 0, sizeof *c);
+}
+
+/* Try to prove σ_min(M) > s: double first, then MPFR at doubling precision.
+ * Returns 1 and sets *s (rounded down) and *prec on success. */
+static int prove(const double *M, size_t m, size_t n, const vijp_numeric *num, long prec_max, double *s, long *prec,
+                 char *why, size_t whysz)
+{
+    double frob2 = sum_squares_up(M, m * n);
+    if (!isfinite(frob2)) {
+        snprintf(why, whysz, "‖J‖_F² overflows double");
+        return 0;
+    }
+    /* Double: only worth it when LAPACK sees the smallest singular value clearly. */
+    if (num->sigma_min > num->rank_tol) {
+        double *G = calloc(m * m, sizeof *G), *work = malloc(m * m * sizeof *work);
+        mpfr_t g, e;
+        mpfr_inits2(64, g, e, (mpfr_ptr)0);
+        gamma_up(g, n, 53);
+        mpfr_mul_d(e, g, frob2, MPFR_RNDU);
+        mpfr_t eta_term;
+        mpfr_init2(eta_term, 64);
+        mpfr_set_ui_2exp(eta_term, m * n, -1074, MPFR_RNDU);
+        mpfr_add(e, e, eta_term, MPFR_RNDU);
+        double eG = mpfr_get_d(e, MPFR_RNDU);
+        mpfr_clears(g, e, eta_term, (mpfr_ptr)0);
+        int ok = 0;
+        if (G && work) {
+            cblas_dsyrk(CblasColMajor, CblasUpper, CblasNoTrans, (int)m, (int)n, 1.0, M, (int)m, 0.0, G, (int)m);
+            static const double f[] = {0.98, 0.81, 0.25, 0.01}; /* s = 0.99σ first: margins for e_G, c and LAPACK's error */
+            for (int k = 0; k < 4 && !ok; k++) {
+                double s2 = f[k] * num->sigma_min * num->sigma_min;
+                if (s2 > 0 && (ok = shifted_cholesky_d(G, m, s2, eG, work))) {
+                    mpfr_t r;
+                    mpfr_init2(r, 64);
+                    mpfr_set_d(r, s2, MPFR_RNDD);
+                    mpfr_sqrt(r, r, MPFR_RNDD);
+                    *s = mpfr_get_d(r, MPFR_RNDD);
+                    mpfr_clear(r);
+                    *prec = 53;
+                }
+            }
+        }
+        free(G), free(work);
+        if (ok) return 1;
+    }
+    unsigned long long work = (unsigned long long)m * m * n / 2 + (unsigned long long)m * m * m / 6;
+    if (work > CERT_MPFR_WORK_MAX) {
+        snprintf(why, whysz, "double could not prove it (κ ≈ %.3g) and the MPFR retry is refused for a %zu × %zu Jacobian",
+                 num->condition, m, n);
+        return 0;
+    }
+    for (long p = 106; p <= prec_max; p *= 2) {
+        gram_mp g;
+        int ok = gram_mp_init(&g, M, m, n, p, frob2);
+        mpfr_t lam, s2;
+        mpfr_inits2(p, lam, s2, (mpfr_ptr)0);
+        if (ok) lambda_min_estimate(&g, p, lam);
+        static const double f[] = {0.98, 0.81, 0.25, 0.01};
+        int proven = 0;
+        for (int k = 0; ok && k < 4 && !proven && mpfr_number_p(lam) && mpfr_sgn(lam) > 0; k++) {
+            mpfr_mul_d(s2, lam, f[k], MPFR_RNDD);
+            if ((proven = shifted_cholesky_mp(&g, p, s2))) {
+                mpfr_sqrt(s2, s2, MPFR_RNDD);
+                *s = mpfr_get_d(s2, MPFR_RNDD);
+                *prec = p;
+            }
+        }
+        mpfr_clears(lam, s2, (mpfr_ptr)0);
+        gram_mp_clear(&g);
+        if (proven) return *s > 0 || (snprintf(why, whysz, "the proven bound is below double's range"), 0);
+    }
+    snprintf(why, whysz, "no certificate up to mpfr:%ld (κ ≈ %.3g)", prec_max, num->condition);
+    return 0;
+}
+
+int vijp_certify_matrix(const double *mid, const double *rad, size_t m, size_t n, const vijp_certify_opts *o,
+                        vijp_certificate *out, vijp_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->s = NAN;
+    if (m == 0 || n == 0) return vijp_fail(err, VIJP_EDIM, "a %zu × %zu Jacobian has nothing to certify", m, n);
+    for (size_t i = 0; i < m * n; i++)
+        if (!isfinite(mid[i]) || (rad && !(rad[i] >= 0 && isfinite(rad[i]))))
+            return vijp_fail(err, VIJP_EDOMAIN, "Jacobian entry %zu is not finite (%g ± %g)", i, mid[i], rad ? rad[i] : 0.0);
+    int rc = vijp_numeric_analysis(mid, m, n, &out->num, err);
+    if (rc) return rc;
+    out->enclosure_radius = rad ? sqrt(sum_squares_up(rad, m * n)) : 0;
+    if (out->enclosure_radius > 0) out->enclosure_radius = nextafter(out->enclosure_radius, INFINITY); /* sqrt rounded up */
+    out->cokernel_dim = out->num.cokernel_dim;
+    long prec_max = o && o->prec_max ? o->prec_max : CERT_PREC_MAX_DEFAULT;
+
+    size_t proven = out->enclosure_radius == 0 ? proven_cokernel(mid, m, n, &out->num, out->reason, sizeof out->reason) : 0;
+    if (m > n && !proven) proven = m - n;
+    if (proven) {
+        out->verdict = VIJP_NOT_SUBMERSIVE;
+        snprintf(out->method, sizeof out->method, "structure");
+        out->cokernel_proven = 1;
+        out->cokernel_dim = proven > out->num.cokernel_dim ? proven : out->num.cokernel_dim;
+        if (proven < out->cokernel_dim)
+            snprintf(out->reason + strlen(out->reason), sizeof out->reason - strlen(out->reason),
+                     "; proven >= %zu, numerically %zu", proven, out->cokernel_dim);
+        else out->cokernel_dim = proven;
+        if (!out->reason[0]) snprintf(out->reason, sizeof out->reason, "structure: %zu outputs from %zu inputs", m, n);
+        return 0;
+    }
+    double s;
+    long prec;
+    char why[256] = "";
+    if (prove(mid, m, n, &out->num, prec_max, &s, &prec, why, sizeof why)) {
+        mpfr_t t;
+        mpfr_init2(t, 64);
+        mpfr_set_d(t, s, MPFR_RNDD);
+        mpfr_sub_d(t, t, out->enclosure_radius, MPFR_RNDD); /* Weyl */
+        s = mpfr_get_d(t, MPFR_RNDD);
+        mpfr_clear(t);
+        if (s > 0) {
+            out->verdict = VIJP_CERTIFIED_SUBMERSIVE;
+            out->s = s;
+            out->prec = prec;
+            out->cokernel_dim = 0;
+            if (prec == 53) snprintf(out->method, sizeof out->method, "certified-double");
+            else snprintf(out->method, sizeof out->method, "certified-mpfr:%ld", prec);
+            return 0;
+        }
+        snprintf(why, sizeof why, "the enclosure radius %.3g exceeds the proven bound on the midpoint",
+                 out->enclosure_radius);
+    }
+    if (out->num.rank < m) {
+        out->verdict = VIJP_NOT_SUBMERSIVE;
+        snprintf(out->method, sizeof out->method, "numerical");
+        snprintf(out->reason, sizeof out->reason, "numerical rank %zu < %zu (σ_min %.3g <= tolerance %.3g); not proven: %s",
+                 out->num.rank, m, out->num.sigma_min, out->num.rank_tol, why);
+        return 0;
+    }
+    out->verdict = VIJP_INCONCLUSIVE;
+    snprintf(out->method, sizeof out->method, "numerical");
+    snprintf(out->reason, sizeof out->reason, "%s", why);
+    return 0;
+}

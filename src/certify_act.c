@@ -1,0 +1,152 @@
+/* Zeros of f′ over [−R, R] by interval bisection, and where each format's
+ * computed f′ underflows (see certify.h). */
+#include "vijp/certify.h"
+#include "vijp/vijp.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ACT_BOX_BUDGET 200000
+
+void vijp_activation_report_clear(vijp_activation_report *r)
+{
+    free(r->bad);
+    memset(r, 0, sizeof *r);
+}
+
+static int push_bad(vijp_activation_report *r, double lo, double hi, size_t *cap)
+{
+    if (r->n_bad && lo <= r->bad[r->n_bad - 1].hi) { /* merge with the previous (boxes come left to right) */
+        if (hi > r->bad[r->n_bad - 1].hi) r->bad[r->n_bad - 1].hi = hi;
+        return 0;
+    }
+    if (r->n_bad == *cap) {
+        vijp_span *b = realloc(r->bad, (*cap = *cap ? 2 * *cap : 16) * sizeof *b);
+        if (!b) return VIJP_ENOMEM;
+        r->bad = b;
+    }
+    r->bad[r->n_bad++] = (vijp_span){lo, hi};
+    return 0;
+}
+
+/* The layer's computed f′ at x in format f, through its own Jacobian operator
+ * (one unit). */
+static double computed_deriv(const vijp_layer *L1, const vijp_format *f, double x)
+{
+    vijp_mat xm, J;
+    vijp_mat_init(&xm, 1, 1, f), vijp_mat_init(&J, 1, 1, f);
+    vijp_mat_set_entry_d(&xm, 0, x); /* rounded to the format */
+    double d = NAN;
+    if (!vijp_layer_jacobian(L1, NULL, &xm, &J, NULL)) d = vijp_mat_get_d(&J, 0);
+    vijp_mat_clear(&xm), vijp_mat_clear(&J);
+    return d;
+}
+
+/* Whether the exact f′(x) is nonzero (its enclosure at the point excludes 0):
+ * a computed zero only counts as underflow where the truth is not zero. */
+static int exact_nonzero(const vijp_layer *L, double x)
+{
+    mpfi_t xi, d;
+    mpfi_init2(xi, 128), mpfi_init2(d, 128);
+    mpfi_set_d(xi, x);
+    L->type->deriv_enclose(L, d, xi);
+    int nz = !mpfi_has_zero(d) && !mpfi_nan_p(d);
+    mpfi_clear(xi), mpfi_clear(d);
+    return nz;
+}
+
+/* Smallest |x| (either sign) on a geometric scan 2^-8 … 2^16 (8 points per
+ * octave), refined by bisection, where pred(f′(x)) first holds while the
+ * exact f′(x) is not zero. */
+static double first_where(const vijp_layer *L1, const vijp_format *f, double big, int underflow)
+{
+    double best = INFINITY;
+    for (int sign = -1; sign <= 1; sign += 2) {
+        double prev = 0;
+        for (int k = -64; k <= 128; k++) {
+            double x = sign * ldexp(1.0 + (k & 7) / 8.0, k >> 3);
+            double d = fabs(computed_deriv(L1, f, x));
+            int hit = (underflow ? d == 0 : d < ldexp(big, -(int)f->prec)) && exact_nonzero(L1, x);
+            if (!hit) {
+                prev = x;
+                continue;
+            }
+            double lo = prev, hi = x; /* refine between the last miss and this hit */
+            for (int it = 0; it < 60; it++) {
+                double midp = 0.5 * (lo + hi), dm = fabs(computed_deriv(L1, f, midp));
+                if ((underflow ? dm == 0 : dm < ldexp(big, -(int)f->prec)) && exact_nonzero(L1, midp)) hi = midp;
+                else lo = midp;
+            }
+            if (fabs(hi) < best) best = fabs(hi);
+            break;
+        }
+    }
+    return best;
+}
+
+int vijp_activation_analyze(const vijp_layer *L, double R, double tol, vijp_activation_report *out, vijp_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!L->type->deriv_enclose)
+        return vijp_fail(err, VIJP_EUNSUPPORTED, "%s is not an elementwise activation", L->type->name);
+    if (!(R > 0 && isfinite(R)) || !(tol > 0 && tol < R))
+        return vijp_fail(err, VIJP_EINVAL, "want 0 < tol < R < Inf, got R = %g, tol = %g", R, tol);
+    out->R = R, out->tol = tol, out->complete = 1;
+    /* Depth-first, left half first, so bad pieces arrive in order. */
+    size_t cap = 0, top = 0, stack_cap = 256;
+    vijp_span *stack = malloc(stack_cap * sizeof *stack);
+    mpfi_t x, d;
+    mpfi_init2(x, 128), mpfi_init2(d, 128);
+    int rc = stack ? 0 : VIJP_ENOMEM;
+    if (stack) stack[top++] = (vijp_span){-R, R};
+    while (top && !rc) {
+        vijp_span b = stack[--top];
+        if (++out->boxes > ACT_BOX_BUDGET) {
+            out->complete = 0;
+            rc = push_bad(out, b.lo, b.hi, &cap); /* unresolved: reported as possibly bad */
+            continue;
+        }
+        mpfi_interv_d(x, b.lo, b.hi);
+        L->type->deriv_enclose(L, d, x);
+        if (!mpfi_nan_p(d) && !mpfi_has_zero(d)) continue; /* f′ ≠ 0 on all of b: proven */
+        if (mpfi_is_zero(d) || b.hi - b.lo <= tol) {     /* f′ ≡ 0 here, or small enough to report */
+            rc = push_bad(out, b.lo, b.hi, &cap);
+            continue;
+        }
+        if (top + 2 > stack_cap) {
+            vijp_span *s2 = realloc(stack, (stack_cap *= 2) * sizeof *s2);
+            if (!s2) {
+                rc = VIJP_ENOMEM;
+                break;
+            }
+            stack = s2;
+        }
+        double midp = 0.5 * (b.lo + b.hi);
+        stack[top++] = (vijp_span){midp, b.hi};
+        stack[top++] = (vijp_span){b.lo, midp};
+    }
+    mpfi_clear(x), mpfi_clear(d);
+    free(stack);
+    if (rc) {
+        vijp_activation_report_clear(out);
+        return vijp_fail(err, rc, "out of memory");
+    }
+    static const char *const names[VIJP_ACT_FORMATS] = {"double", "binary32", "binary16", "bfloat16"};
+    vijp_layer L1 = *L;
+    L1.in = L1.out = 1;
+    for (int k = 0; k < VIJP_ACT_FORMATS; k++) {
+        vijp_format f;
+        vijp_format_parse(names[k], &f, NULL);
+        snprintf(out->fmt[k].format, sizeof out->fmt[k].format, "%s", names[k]);
+        double big = 0; /* the largest computed f′ on the scan */
+        for (int j = -64; j <= 128; j++)
+            for (int sign = -1; sign <= 1; sign += 2) {
+                double v = fabs(computed_deriv(&L1, &f, sign * ldexp(1.0 + (j & 7) / 8.0, j >> 3)));
+                if (v > big) big = v;
+            }
+        out->fmt[k].underflow_at = first_where(&L1, &f, big, 1);
+        out->fmt[k].negligible_at = first_where(&L1, &f, big, 0);
+    }
+    return 0;
+}

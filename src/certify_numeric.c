@@ -1,0 +1,57 @@
+/* The numerical side of certification: LAPACK's SVD of J (DESIGN §4,
+ * "numerical"): singular values, rank, cokernel dimension and basis. */
+#include "vijp/certify.h"
+#include <lapacke.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *vijp_verdict_name(vijp_verdict v)
+{
+    static const char *const names[] = {"certified-submersive", "not-submersive", "inconclusive"};
+    return names[v];
+}
+
+void vijp_numeric_clear(vijp_numeric *a)
+{
+    free(a->sv);
+    free(a->cokernel);
+    memset(a, 0, sizeof *a);
+}
+
+int vijp_numeric_analysis(const double *J, size_t m, size_t n, vijp_numeric *out, vijp_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (m == 0 || n == 0) return vijp_fail(err, VIJP_EDIM, "a %zu × %zu Jacobian has nothing to certify", m, n);
+    for (size_t i = 0; i < m * n; i++)
+        if (!isfinite(J[i])) return vijp_fail(err, VIJP_EDOMAIN, "Jacobian entry %zu is %g", i, J[i]);
+    size_t r = m < n ? m : n;
+    /* Wide or square: the economy SVD already has all m left vectors; tall:
+     * the full U, whose last m − n columns span part of the cokernel. */
+    char jobz = m <= n ? 'S' : 'A';
+    size_t ucols = m <= n ? m : m, vtrows = m <= n ? r : n;
+    double *A = malloc(m * n * sizeof *A), *U = malloc(m * ucols * sizeof *U), *VT = malloc(vtrows * n * sizeof *VT);
+    out->sv = malloc(r * sizeof *out->sv);
+    int rc = A && U && VT && out->sv ? 0 : vijp_fail(err, VIJP_ENOMEM, "out of memory");
+    if (!rc) {
+        memcpy(A, J, m * n * sizeof *A);
+        lapack_int info = LAPACKE_dgesdd(LAPACK_COL_MAJOR, jobz, (int)m, (int)n, A, (int)m, out->sv, U, (int)m, VT,
+                                         (int)vtrows);
+        if (info) rc = vijp_fail(err, VIJP_EINVAL, "dgesdd failed to converge (info %d)", (int)info);
+    }
+    if (!rc) {
+        out->m = m, out->n = n;
+        out->sigma_max = out->sv[0];
+        out->sigma_min = m <= n ? out->sv[m - 1] : 0;
+        out->condition = out->sigma_min > 0 ? out->sigma_max / out->sigma_min : INFINITY;
+        out->rank_tol = (double)(m > n ? m : n) * 0x1p-53 * out->sigma_max;
+        while (out->rank < r && out->sv[out->rank] > out->rank_tol) out->rank++;
+        out->cokernel_dim = m - out->rank;
+        out->cokernel = malloc((out->cokernel_dim ? out->cokernel_dim : 1) * m * sizeof *out->cokernel);
+        if (!out->cokernel) rc = vijp_fail(err, VIJP_ENOMEM, "out of memory");
+        else memcpy(out->cokernel, U + out->rank * m, out->cokernel_dim * m * sizeof *U);
+    }
+    free(A), free(U), free(VT);
+    if (rc) vijp_numeric_clear(out);
+    return rc;
+}
