@@ -1,6 +1,7 @@
 # vijp — build, test, report, benchmark.
 #   make             libvijp.a and the vijp command (build/)
 #   make check       Check test suite          (SANITIZE=1: under ASan + UBSan)
+#   make check-long  the certification suite on 10^5 adversarial matrices
 #   make report      the main job on its embedded default (reports/latest/)
 #   make regress     a small drift study against reports/baselines/ci-small
 #   make bench       engine and drift benchmarks (ratios measured in one run)
@@ -14,7 +15,7 @@ ifeq ($(SANITIZE),1)
 BUILD   := build-san
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 else
-BUILD   := build
+BUILD   ?= build
 SANFLAGS :=
 endif
 
@@ -33,7 +34,7 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/check_main.o $(BUILD)/tests/testutil.o $(BUILD)/tests/layerfix.o $(BUILD)/tests/clirun.o
 
-.PHONY: all check report regress baseline bench clean
+.PHONY: all check check-long report regress baseline bench clean
 all: $(BUILD)/libvijp.a $(BUILD)/vijp
 
 $(BUILD)/%.o: %.c $(wildcard include/vijp/*.h oracles/*.h src/*.h src/engines/*.h src/cli/*.h tests/*.h)
@@ -93,9 +94,17 @@ $(BUILD)/bench-engines: $(BUILD)/tests/bench-engines.o $(BUILD)/libvijp.a
 $(BUILD)/bench-drift: $(BUILD)/tests/bench-drift.o $(BUILD)/libvijp.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-bench: $(BUILD)/bench-engines $(BUILD)/bench-drift
+$(BUILD)/bench-certify: $(BUILD)/tests/bench-certify.o $(BUILD)/libvijp.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+bench: $(BUILD)/bench-engines $(BUILD)/bench-drift $(BUILD)/bench-certify
 	./$(BUILD)/bench-engines
 	./$(BUILD)/bench-drift
+	./$(BUILD)/bench-certify
+
+# The certification suite at 100× its adversarial cases (10^5 matrices).
+check-long: $(BUILD)/check_vijp $(BUILD)/vijp
+	CK_RUN_SUITE=certify VIJP_TEST_SCALE=100 ./$(BUILD)/check_vijp
 
 clean:
 	rm -rf build build-san

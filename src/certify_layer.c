@@ -138,10 +138,10 @@ int vijp_certify_layer(const vijp_layer *L, const double *theta, const double *x
     /* The declarations against the numbers. */
     unsigned d = L->type->declare(L);
     if ((d & VIJP_DECL_SUBMERSIVE) && out->verdict == VIJP_NOT_SUBMERSIVE && out->cokernel_proven)
-        return vijp_fail(err, VIJP_EINVAL, "%s layer (%zu → %zu) declares itself submersive, but %s", L->type->name, n,
+        return vijp_fail(err, VIJP_EDECLARATION, "%s layer (%zu → %zu) declares itself submersive, but %s", L->type->name, n,
                          m, out->reason);
     if ((d & VIJP_DECL_NEVER_SUBMERSIVE) && out->verdict == VIJP_CERTIFIED_SUBMERSIVE)
-        return vijp_fail(err, VIJP_EINVAL, "%s layer (%zu → %zu) declares itself never submersive, but %s proves σ_min > %g",
+        return vijp_fail(err, VIJP_EDECLARATION, "%s layer (%zu → %zu) declares itself never submersive, but %s proves σ_min > %g",
                          L->type->name, n, m, out->method, out->s);
     if (d & VIJP_DECL_SUBMERSIVE) {
         if (out->verdict != VIJP_CERTIFIED_SUBMERSIVE) /* keep what the numbers said, for the report */

@@ -184,6 +184,19 @@ START_TEST(test_bad_input)
         {"grad --json --depth", "option without its argument"},
         {"grad --json stray", "stray argument"},
         {"frobnicate", "unknown subcommand"},
+        {"certify --samples 3", "certify without --layer"},
+        {"certify --layer leaky:0.1 --samples 0", "zero samples"},
+        {"certify --layer leaky:0.1 --samples 1000000000", "absurd sample count"},
+        {"certify --layer dense:0", "zero-size layer"},
+        {"certify --layer dense:8x0", "zero-input layer"},
+        {"certify --layer dense:8,relu", "two layers"},
+        {"certify --layer conv:3", "unknown layer"},
+        {"certify --layer tanh --scale -1", "negative scale"},
+        {"certify --layer tanh --scale nan", "NaN scale"},
+        {"certify --layer tanh --range 0", "empty range"},
+        {"certify --layer tanh --prec-max 10", "precision cap below double's 106-bit retry"},
+        {"certify --layer tanh --width 0", "zero width"},
+        {"certify --layer tanh stray", "stray argument"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         run_result r = run_vijp(bad[i].args);
@@ -193,6 +206,57 @@ START_TEST(test_bad_input)
         ck_assert_msg(strlen(r.err) > 5, "vijp %s (%s): no message on stderr", bad[i].args, bad[i].why);
         run_free(&r);
     }
+}
+END_TEST
+
+/* vijp certify: verdicts and exit codes on the known cases, JSON keys. */
+START_TEST(test_certify)
+{
+    static const struct {
+        const char *args, *verdict;
+        int rc;
+        long cokernel;
+    } cases[] = {
+        {"certify --json --layer leaky:0.1 --samples 4", "certified-submersive", CLI_OK, 0},
+        {"certify --json --layer relu --width 8 --samples 4", "not-submersive", CLI_FAILED, -1},
+        {"certify --json --layer dense:12x8 --samples 2", "not-submersive", CLI_FAILED, 4},
+        {"certify --json --layer dense:8x12 --samples 3", "certified-submersive", CLI_OK, 0},
+        {"certify --json --layer dense:8 --init orthogonal --samples 2", "certified-submersive", CLI_OK, 0},
+        {"certify --json --layer tanh --width 8 --scale 30 --samples 2", "certified-submersive", CLI_OK, 0},
+    };
+    static const char *const keys[] = {"verdict", "sigma_min_lower_bound", "sigma_min", "sigma_max", "condition",
+                                       "rank", "cokernel_dim", "method", "samples_certified", "points"};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        run_result r = run_vijp(cases[i].args);
+        ck_assert_msg(r.rc == cases[i].rc, "vijp %s: exit %d, want %d: %s", cases[i].args, r.rc, cases[i].rc, r.err);
+        json_t *j = json_loads(r.out, 0, NULL);
+        ck_assert_msg(j != NULL, "vijp %s: not JSON", cases[i].args);
+        for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+            ck_assert_msg(json_object_get(j, keys[k]) != NULL, "vijp %s: no key %s", cases[i].args, keys[k]);
+        ck_assert_str_eq(json_string_value(json_object_get(j, "verdict")), cases[i].verdict);
+        if (cases[i].cokernel >= 0)
+            ck_assert_int_eq(json_integer_value(json_object_get(j, "cokernel_dim")), cases[i].cokernel);
+        if (cases[i].rc == CLI_OK) /* every sample certified: a positive proven bound */
+            ck_assert(json_number_value(json_object_get(j, "sigma_min_lower_bound")) > 0);
+        json_decref(j);
+        run_free(&r);
+    }
+    /* Orthogonal square dense: σ = 1 exactly in exact arithmetic; the proof
+     * tries s = 0.99σ first, so the bound is at least 0.98. */
+    run_result r = run_vijp("certify --json --layer dense:8 --init orthogonal --samples 2");
+    json_t *j = json_loads(r.out, 0, NULL);
+    ck_assert(json_number_value(json_object_get(j, "sigma_min_lower_bound")) >= 0.98);
+    ck_assert(json_number_value(json_object_get(j, "sigma_min_lower_bound")) <= 1);
+    json_decref(j);
+    run_free(&r);
+    /* The table: tanh far out is analytically submersive, numerically degenerate in double. */
+    r = run_vijp("certify --layer tanh --width 8 --scale 30 --samples 2");
+    ck_assert_msg(r.rc == CLI_OK && strstr(r.out, "numerically degenerate in double") &&
+                      strstr(r.out, "submersive everywhere on [−1000, 1000]"), "%s", r.out);
+    run_free(&r);
+    r = run_vijp("certify --help");
+    ck_assert(r.rc == CLI_OK && strstr(r.out, "Exit status") && strstr(r.out, "3 the layer's"));
+    run_free(&r);
 }
 END_TEST
 
@@ -218,6 +282,7 @@ Suite *suite_cli(void)
         tcase_add_test(tc, test_grad_json_all_engines);
         tcase_add_test(tc, test_grad_table);
         tcase_add_test(tc, test_bad_input);
+        tcase_add_test(tc, test_certify);
     }
     suite_add_tcase(s, tc);
     return s;

@@ -74,7 +74,7 @@ int vijp_layer_jacobian_enclosure(const vijp_layer *L, const double *theta, cons
 
 /* Certify layer L at x: the enclosure, vijp_certify_matrix, and the layer's
  * structural declarations checked against the result; a contradiction is
- * VIJP_EINVAL with a message naming the layer.  Declared verdicts report
+ * VIJP_EDECLARATION with a message naming the layer.  Declared verdicts report
  * method "analytic" (and keep the certificate's s when it has one). */
 int vijp_certify_layer(const vijp_layer *L, const double *theta, const double *x, const vijp_certify_opts *o,
                        vijp_certificate *out, vijp_error *err);

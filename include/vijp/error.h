@@ -10,7 +10,8 @@ enum {
     VIJP_ESINGULAR = -3, /* a vijp or inverse needs a solve that has no solution */
     VIJP_EDOMAIN = -4,   /* NaN or Inf where finite values are required */
     VIJP_ENOMEM = -5,
-    VIJP_EUNSUPPORTED = -6 /* the layer does not provide this operator */
+    VIJP_EUNSUPPORTED = -6, /* the layer does not provide this operator */
+    VIJP_EDECLARATION = -7  /* a layer's structural declaration contradicts its numbers: a bug in the layer */
 };
 
 typedef struct {
