@@ -5,6 +5,7 @@
 #include "study_stats.h"
 #include "write.h"
 #include "vijp/vijp.h"
+#include "vijp/certify.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -290,11 +291,62 @@ static void md_spread(FILE *o, spread v, const char *fmt)
     fputs(" |", o);
 }
 
+/* Certification of one layer of config c at 8 points (inputs N(0,1), the
+ * config's initialisation, seeds 1..8), as `vijp certify` would. */
+static void md_certify(FILE *o, const study *s, size_t c, size_t layer)
+{
+    enum { POINTS = 8 };
+    vijp_net net;
+    if (vijp_net_build(&net, s->configs[c].spec, s->depth, s->width, NULL)) return;
+    const vijp_layer *L = &net.layers[layer];
+    double *x = malloc(L->in * sizeof *x), smin = INFINITY;
+    size_t certified = 0, not_sub = 0;
+    char method[32] = "";
+    vijp_rng rng;
+    vijp_rng_seed(&rng, 0xce47);
+    for (uint64_t k = 1; x && k <= POINTS; k++) {
+        vijp_certificate cert;
+        vijp_error err;
+        for (size_t i = 0; i < L->in; i++) x[i] = vijp_rng_normal(&rng);
+        if (vijp_net_init(&net, s->configs[c].init, k, NULL) ||
+            vijp_certify_layer(L, net.theta[layer], x, NULL, &cert, &err)) {
+            fprintf(o, " error: %s |", err.msg);
+            free(x), vijp_net_free(&net);
+            return;
+        }
+        certified += cert.verdict == VIJP_CERTIFIED_SUBMERSIVE;
+        not_sub += cert.verdict == VIJP_NOT_SUBMERSIVE;
+        if (cert.verdict == VIJP_CERTIFIED_SUBMERSIVE && cert.s < smin) smin = cert.s;
+        if (!method[0]) snprintf(method, sizeof method, "%s", cert.method);
+        else if (strcmp(method, cert.method)) snprintf(method, sizeof method, "mixed");
+        vijp_certificate_clear(&cert);
+    }
+    fprintf(o, " %zu/%d certified (%s), %zu not submersive; proven σ_min > %.3g |", certified, POINTS, method, not_sub,
+            certified ? smin : NAN);
+    vijp_activation_report act;
+    if (L->type->deriv_enclose && !vijp_activation_analyze(L, 1000, 1e-9, &act, NULL)) {
+        if (act.complete && !act.n_bad) fputs(" f′ ≠ 0 on [−1000, 1000];", o);
+        else fprintf(o, " f′ may vanish on %zu piece(s) of [−1000, 1000], first [%.3g, %.3g];", act.n_bad,
+                     act.n_bad ? act.bad[0].lo : NAN, act.n_bad ? act.bad[0].hi : NAN);
+        for (int k = 0; k < VIJP_ACT_FORMATS; k++)
+            if (isfinite(act.fmt[k].negligible_at) || isfinite(act.fmt[k].underflow_at))
+                fprintf(o, " %s: f′ negligible beyond ±%.3g, 0 beyond ±%.3g;", act.fmt[k].format,
+                        act.fmt[k].negligible_at, act.fmt[k].underflow_at);
+        vijp_activation_report_clear(&act);
+        fputs(" |", o);
+    } else {
+        fputs(" — |", o);
+    }
+    free(x);
+    vijp_net_free(&net);
+}
+
 static void md_layers(FILE *o, const study *s)
 {
-    fputs("\n## Layers used\n\nStructural declarations of each layer type in the study (DESIGN §4). "
-          "Certification of sampled points (`vijp certify`) joins this section when it lands.\n\n"
-          "| layer | submersive | invertible | Moonwalk keeps |\n|---|---|---|---|\n", o);
+    fputs("\n## Layers used\n\nStructural declarations of each layer type in the study (DESIGN §4), and `vijp "
+          "certify` at 8 points (inputs N(0, 1), the configuration's initialisation): verdicts, the weakest proven "
+          "bound, and for activations where f′ vanishes or becomes negligible in each format.\n\n"
+          "| layer | submersive | invertible | Moonwalk keeps | certification | activation |\n|---|---|---|---|---|---|\n", o);
     const char *seen[64];
     size_t ns = 0;
     for (size_t c = 0; c < s->n_configs; c++) {
@@ -302,17 +354,20 @@ static void md_layers(FILE *o, const study *s)
         if (vijp_net_build(&net, s->configs[c].spec, s->depth, s->width, NULL)) continue;
         for (size_t i = 0; i < net.depth; i++) {
             const vijp_layer *L = &net.layers[i];
-            char label[64];
+            char label[96];
             snprintf(label, sizeof label, "%s %zu→%zu", L->type->name, L->in, L->out);
+            if (L->type == vijp_layer_type_find("leaky")) snprintf(label, sizeof label, "leaky:%g %zu→%zu", L->alpha, L->in, L->out);
             size_t j = 0;
             while (j < ns && strcmp(seen[j], label)) j++;
             if (j < ns || ns == 64) continue;
             seen[ns++] = strdup(label);
             unsigned d = L->type->declare(L);
             static const char *const keep[] = {"nothing", "sign bits", "inputs"};
-            fprintf(o, "| %s | %s | %s | %s |\n", label,
+            fprintf(o, "| %s (c%zu) | %s | %s | %s |", label, c + 1,
                     d & VIJP_DECL_SUBMERSIVE ? "everywhere" : d & VIJP_DECL_NEVER_SUBMERSIVE ? "never" : "where J has full row rank",
                     d & VIJP_DECL_INVERTIBLE ? "yes" : "no", keep[L->type->residual]);
+            md_certify(o, s, c, i);
+            fputc('\n', o);
         }
         vijp_net_free(&net);
     }
