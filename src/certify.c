@@ -450,8 +450,16 @@ static int prove(const double *M, size_t m, size_t n, const vijp_numeric *num, l
         int ok = 0;
         if (G && work) {
             cblas_dsyrk(CblasColMajor, CblasUpper, CblasNoTrans, (int)m, (int)n, 1.0, M, (int)m, 0.0, G, (int)m);
-            static const double f[] = {0.98, 0.81, 0.25, 0.01}; /* s = 0.99σ first: margins for e_G, c and LAPACK's error */
+            /* s = 0.99σ first (margins for e_G, c and LAPACK's error), then
+             * 0.9σ; then the preconditioned route, which keeps ~0.9σ far past
+             * where the direct one must drop to 0.5σ or 0.1σ; then those. */
+            static const double f[] = {0.98, 0.81, 0.25, 0.01};
             for (int k = 0; k < 4 && !ok; k++) {
+                if (k == 2 && prove_preconditioned_d(M, m, n, frob2, s)) {
+                    ok = 1;
+                    *prec = 53;
+                    break;
+                }
                 double s2 = f[k] * num->sigma_min * num->sigma_min;
                 if (s2 > 0 && (ok = shifted_cholesky_d(G, m, s2, eG, work))) {
                     mpfr_t r;
@@ -466,10 +474,6 @@ static int prove(const double *M, size_t m, size_t n, const vijp_numeric *num, l
         }
         free(G), free(work);
         if (ok) return 1;
-        if (prove_preconditioned_d(M, m, n, frob2, s)) {
-            *prec = 53;
-            return 1;
-        }
     }
     unsigned long long work = (unsigned long long)m * m * n / 2 + (unsigned long long)m * m * m / 6;
     if (work > CERT_MPFR_WORK_MAX) {
@@ -518,7 +522,7 @@ int vijp_certify_matrix(const double *mid, const double *rad, size_t m, size_t n
     long prec_max = o && o->prec_max ? o->prec_max : CERT_PREC_MAX_DEFAULT;
 
     size_t proven = out->enclosure_radius == 0 ? proven_cokernel(mid, m, n, &out->num, out->reason, sizeof out->reason) : 0;
-    if (m > n && !proven) proven = m - n;
+    if (m > n && proven < m - n) proven = m - n;
     if (proven) {
         out->verdict = VIJP_NOT_SUBMERSIVE;
         snprintf(out->method, sizeof out->method, "structure");
@@ -527,7 +531,7 @@ int vijp_certify_matrix(const double *mid, const double *rad, size_t m, size_t n
         if (proven < out->cokernel_dim)
             snprintf(out->reason + strlen(out->reason), sizeof out->reason - strlen(out->reason),
                      "; proven >= %zu, numerically %zu", proven, out->cokernel_dim);
-        else out->cokernel_dim = proven;
+        out->cokernel_dim = proven;
         if (!out->reason[0]) snprintf(out->reason, sizeof out->reason, "structure: %zu outputs from %zu inputs", m, n);
         return 0;
     }

@@ -12,6 +12,7 @@ Suite *suite_engines(void);
 Suite *suite_cli(void);
 Suite *suite_drift(void);
 Suite *suite_report(void);
+Suite *suite_certify(void);
 
 /* Iteration count scaled by VIJP_TEST_SCALE (default 1), as FLINT does. */
 long test_iters(long base);
