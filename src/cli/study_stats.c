@@ -17,8 +17,10 @@ void run_stats_of(const vijp_drift_curve *c, size_t r, const int *has_param, dou
     out->safe_depth = g && t ? (double)vijp_safe_depth(g, t, has_param, D, tol) : NAN;
     out->growth_rate = g ? vijp_growth_fit(g, D, VIJP_FIT_CEILING, NULL) : NAN;
     out->bits_needed = g ? vijp_bits_needed(g, D, prec, tol, &out->bits_extrapolated) : NAN;
-    double bp = c->runs[0].g[D - 1].rel;
-    out->price = r && bp > 0 ? run->g[D - 1].rel / bp : NAN;
+    /* Worst g_i over worst g_i: at g_D alone a linear loss makes both exact (0/0). */
+    double bp = 0, mine = 0;
+    for (size_t i = 0; i < D; i++) bp = vijp_max_nan(bp, c->runs[0].g[i].rel), mine = vijp_max_nan(mine, run->g[i].rel);
+    out->price = r && bp > 0 ? mine / bp : NAN;
     free(g), free(t);
 }
 

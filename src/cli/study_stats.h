@@ -15,7 +15,7 @@ typedef struct {
 
 /* Figures of run r of curve c (tolerance tol): safe depth, fitted growth,
  * bits needed, worst error over layers (g and θ), and for a rebuilding engine
- * its price: error of g_D over backprop's. */
+ * its price: its worst g_i error over backprop's worst g_i error. */
 void run_stats_of(const vijp_drift_curve *c, size_t r, const int *has_param, double tol, long prec, run_stats *out);
 spread spread_of(const double *v, size_t n);
 /* has_param[i] for the config's layers (caller frees). */

@@ -402,7 +402,7 @@ static int fill_report_md(FILE *o, const void *ctx)
                "Lyapunov spread of the Jacobian product predicts (Benettin QR iteration, rounding errors adding in "
                "root-sum-square); *spread* is the asymptotic spread λ₁ − λₙ itself. *Bits*: significand bits that keep "
                "every layer up to depth %zu under the tolerance (first-order scaling with u; † extrapolated along "
-               "the fit where the curve saturates). *Price*: error of the rebuilt g_D over backprop's in the same format.\n\n",
+               "the fit where the curve saturates). *Price*: the rebuilt g_i's worst error over backprop's worst, in the same format.\n\n",
             eng, s->depth);
     fputs("| config | format | tol | safe depth | growth (dec/layer) | predicted | spread | bits | price |\n"
           "|---|---|---|---|---|---|---|---|---|\n", o);
