@@ -197,6 +197,14 @@ START_TEST(test_bad_input)
         {"certify --layer tanh --prec-max 10", "precision cap below double's 106-bit retry"},
         {"certify --layer tanh --width 0", "zero width"},
         {"certify --layer tanh stray", "stray argument"},
+        {"memory --net dense:8 --depth-max 4", "memory without --budget"},
+        {"memory --net dense:8 --depth-max 4 --budget 0", "zero budget"},
+        {"memory --net dense:8 --depth-max 4 --budget 12X", "bad budget suffix"},
+        {"memory --net dense:8 --depth-max 0 --budget 1K", "depth 0"},
+        {"memory --net dense:8 --depth-max 4 --budget 1K --engines warp", "unknown engine"},
+        {"memory --net dense:8 --depth-max 4 --budget 1K --engines moonwalk,moonwalk", "engine twice"},
+        {"memory --net dense:8 --depth-max 4 --budget 1K --format float8", "unknown format"},
+        {"memory --net dense:0 --depth-max 4 --budget 1K", "empty layer"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         run_result r = run_vijp(bad[i].args);
@@ -260,6 +268,40 @@ START_TEST(test_certify)
 }
 END_TEST
 
+/* vijp memory against hand counts: dense:8,leaky:0.5 in double, batch 1.
+ * Backprop keeps h_0 … h_{d−1}: 64 bytes each, so 64·d.  Moonwalk keeps h_0
+ * (64) and one sign bit per unit of each leaky layer among the first d
+ * (8 units: 1 byte): 64 + ⌊d/2⌋.  Pure forward keeps h_0 only (no
+ * fragments in a submersive stack): 64.  Budget 300: backprop fits 4 layers
+ * (256 <= 300 < 320), the others all 8. */
+START_TEST(test_memory)
+{
+    run_result r = run_vijp("memory --json --net dense:8,leaky:0.5 --depth-max 8 --budget 300");
+    ck_assert_msg(r.rc == CLI_OK, "%s", r.err);
+    json_t *j = json_loads(r.out, 0, NULL), *e;
+    ck_assert(j != NULL);
+    size_t k;
+    json_array_foreach(json_object_get(j, "engines"), k, e) {
+        const char *name = json_string_value(json_object_get(e, "engine"));
+        json_t *b = json_object_get(e, "stored_bytes");
+        ck_assert_uint_eq(json_array_size(b), 8);
+        for (size_t d = 1; d <= 8; d++) {
+            json_int_t want = !strcmp(name, "backprop") ? 64 * (json_int_t)d
+                              : !strcmp(name, "moonwalk") ? 64 + (json_int_t)d / 2 : 64;
+            ck_assert_msg(json_integer_value(json_array_get(b, d - 1)) == want, "%s at depth %zu: %lld, want %lld", name,
+                          d, (long long)json_integer_value(json_array_get(b, d - 1)), (long long)want);
+        }
+        ck_assert_int_eq(json_integer_value(json_object_get(e, "deepest")), !strcmp(name, "backprop") ? 4 : 8);
+    }
+    ck_assert_uint_eq(k, 3);
+    json_decref(j);
+    run_free(&r);
+    r = run_vijp("memory --net dense:8,leaky:0.5 --depth-max 8 --budget 300 --engines backprop,moonwalk");
+    ck_assert(r.rc == CLI_OK && strstr(r.out, "deepest network within 300 bytes") && strstr(r.out, "2.0× backprop's"));
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(test_no_vijp_bin)
 {
     fprintf(stderr, "t-cli: VIJP_BIN is not set, so the CLI tests were skipped "
@@ -283,6 +325,7 @@ Suite *suite_cli(void)
         tcase_add_test(tc, test_grad_table);
         tcase_add_test(tc, test_bad_input);
         tcase_add_test(tc, test_certify);
+        tcase_add_test(tc, test_memory);
     }
     suite_add_tcase(s, tc);
     return s;

@@ -9,6 +9,7 @@ int cli_drift(int argc, char **argv);
 int cli_report(int argc, char **argv);
 int cli_regress(int argc, char **argv);
 int cli_certify(int argc, char **argv);
+int cli_memory(int argc, char **argv);
 
 /* Parse an unsigned integer option in [lo, hi]; prints an error and returns -1 if bad. */
 int cli_parse_size(const char *opt, const char *s, unsigned long long lo, unsigned long long hi,

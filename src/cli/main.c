@@ -19,6 +19,7 @@ static const char usage[] =
     "  report   the default drift study (the main job), into reports/latest/\n"
     "  regress  compare two drift.json (baseline, current); non-zero if worse\n"
     "  certify  prove (or refute) that a layer is submersive at sampled points\n"
+    "  memory   stored bytes against depth per engine; deepest net within a budget\n"
     "\n"
     "Run 'vijp COMMAND --help' for a command's options.\n"
     "Exit status: 0 success, 1 the computation failed (e.g. a singular vijp),\n"
@@ -61,6 +62,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "report")) return cli_report(argc - 1, argv + 1);
     if (!strcmp(cmd, "regress")) return cli_regress(argc - 1, argv + 1);
     if (!strcmp(cmd, "certify")) return cli_certify(argc - 1, argv + 1);
+    if (!strcmp(cmd, "memory")) return cli_memory(argc - 1, argv + 1);
     fprintf(stderr, "vijp: unknown command '%s' (run 'vijp --help')\n", cmd);
     return EXIT_USAGE;
 }

@@ -1,0 +1,165 @@
+/* vijp memory: stored bytes against depth per engine, and the deepest
+ * network that fits a budget. */
+#include "cli.h"
+#include "vijp/memory.h"
+#include "vijp/vijp.h"
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char help[] =
+    "usage: vijp memory --net SPEC --depth-max D --budget BYTES [options]\n"
+    "\n"
+    "Bytes each engine keeps alive between its passes (activations, sign bits,\n"
+    "fragments; counted by the engines' own ledgers) for every depth up to D,\n"
+    "from one run at depth D, and the deepest network that fits the budget.\n"
+    "\n"
+    "  --net SPEC        layers, cycled to the depth (e.g. dense:256,leaky:0.5)\n"
+    "  --depth-max D     deepest network considered, 1..100000\n"
+    "  --budget BYTES    activation budget: an integer, optionally with K, M or G\n"
+    "                    (powers of 1024)\n"
+    "  --width N         input width (default: the first dense layer's)\n"
+    "  --batch B         samples per step (default 1)\n"
+    "  --format F        double | binary32 | binary16 | bfloat16 | mpfr:P (default double)\n"
+    "  --engines LIST    backprop,moonwalk,pure-forward (default: all three)\n"
+    "  --seed S          seed of parameters and inputs (default 1)\n"
+    "  --json            one JSON object instead of the table\n"
+    "  -h, --help        this help\n"
+    "\n"
+    "Exit status: 0 success, 1 an engine failed, 2 bad usage or input.\n";
+
+static int parse_budget(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    int shift = 0;
+    if (*end == 'K') shift = 10, end++;
+    else if (*end == 'M') shift = 20, end++;
+    else if (*end == 'G') shift = 30, end++;
+    if (s[0] < '0' || s[0] > '9' || *end || errno || v == 0 || v > (~0ull >> 1) >> shift) {
+        fprintf(stderr, "vijp memory: --budget wants a positive number of bytes (K, M, G allowed), got '%s'\n", s);
+        return -1;
+    }
+    *out = (size_t)(v << shift);
+    return 0;
+}
+
+int cli_memory(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"net", 1, 0, 'n'},    {"depth-max", 1, 0, 'd'}, {"budget", 1, 0, 'b'}, {"width", 1, 0, 'w'},
+        {"batch", 1, 0, 'B'},  {"format", 1, 0, 'f'},    {"engines", 1, 0, 'e'}, {"seed", 1, 0, 's'},
+        {"json", 0, 0, 'j'},   {"help", 0, 0, 'h'},      {0, 0, 0, 0},
+    };
+    const char *spec = NULL, *format = "double", *engines = "backprop,moonwalk,pure-forward";
+    unsigned long long depth = 0, width = 0, batch = 1, seed = 1;
+    size_t budget = 0;
+    int json = 0, c;
+    vijp_error err = {0};
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'n': spec = optarg; break;
+        case 'd': if (cli_parse_size("--depth-max", optarg, 1, 100000, &depth)) return EXIT_USAGE; break;
+        case 'b': if (parse_budget(optarg, &budget)) return EXIT_USAGE; break;
+        case 'w': if (cli_parse_size("--width", optarg, 1, 1u << 16, &width)) return EXIT_USAGE; break;
+        case 'B': if (cli_parse_size("--batch", optarg, 1, 1000000, &batch)) return EXIT_USAGE; break;
+        case 'f': format = optarg; break;
+        case 'e': engines = optarg; break;
+        case 's': if (cli_parse_size("--seed", optarg, 0, INT64_MAX, &seed)) return EXIT_USAGE; break;
+        case 'j': json = 1; break;
+        case 'h': fputs(help, stdout); return EXIT_OK;
+        default: fputs("run 'vijp memory --help' for the options\n", stderr); return EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "vijp memory: unexpected argument '%s'\n", argv[optind]);
+        return EXIT_USAGE;
+    }
+    if (!spec || !depth || !budget) {
+        fputs("vijp memory: --net, --depth-max and --budget are required (run 'vijp memory --help')\n", stderr);
+        return EXIT_USAGE;
+    }
+    vijp_format f;
+    vijp_engine_kind list[3];
+    size_t ne = 0;
+    if (vijp_format_parse(format, &f, &err)) goto usage_err;
+    char *copy = strdup(engines), *save = NULL;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (ne == 3 || vijp_engine_parse(t, &list[ne], &err)) {
+            if (ne == 3) vijp_fail(&err, VIJP_EINVAL, "too many engines in '%s'", engines);
+            free(copy);
+            goto usage_err;
+        }
+        for (size_t k = 0; k < ne; k++)
+            if (list[k] == list[ne]) {
+                vijp_fail(&err, VIJP_EINVAL, "engine '%s' given twice", t);
+                free(copy);
+                goto usage_err;
+            }
+        ne++;
+    }
+    free(copy);
+    if (!ne) {
+        vijp_fail(&err, VIJP_EINVAL, "no engine given");
+        goto usage_err;
+    }
+    vijp_net probe; /* validate the spec and learn the width before running anything */
+    if (vijp_net_build(&probe, spec, depth, width, &err)) goto usage_err;
+    width = probe.width;
+    vijp_net_free(&probe);
+
+    size_t *bytes = calloc(ne * depth, sizeof *bytes), deepest[3];
+    if (!bytes) return fprintf(stderr, "vijp memory: out of memory\n"), EXIT_FAILED;
+    for (size_t k = 0; k < ne; k++) {
+        int rc = vijp_memory_profile(spec, depth, width, batch, seed, &f, list[k], bytes + k * depth, &err);
+        if (rc) {
+            fprintf(stderr, "vijp memory: %s: %s\n", vijp_engine_name(list[k]), err.msg);
+            free(bytes);
+            return rc == VIJP_EINVAL || rc == VIJP_EDIM || rc == VIJP_EDOMAIN ? EXIT_USAGE : EXIT_FAILED;
+        }
+        deepest[k] = vijp_memory_deepest(bytes + k * depth, depth, budget);
+    }
+    if (json) {
+        json_t *e = json_array();
+        for (size_t k = 0; k < ne; k++) {
+            json_t *b = json_array();
+            for (size_t d = 0; d < depth; d++) json_array_append_new(b, json_integer((json_int_t)bytes[k * depth + d]));
+            json_array_append_new(e, json_pack("{s:s, s:I, s:b, s:o}", "engine", vijp_engine_name(list[k]), "deepest",
+                                               (json_int_t)deepest[k], "all_fit", deepest[k] == depth, "stored_bytes", b));
+        }
+        json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:s, s:I, s:o}", "net", spec, "width", (json_int_t)width, "batch",
+                              (json_int_t)batch, "depth_max", (json_int_t)depth, "format", f.name, "budget",
+                              (json_int_t)budget, "engines", e);
+        json_dumpf(o, stdout, JSON_INDENT(2));
+        putchar('\n');
+        json_decref(o);
+    } else {
+        printf("net %s, width %zu, batch %zu, format %s, budget %zu bytes\n\n%8s", spec, (size_t)width, (size_t)batch,
+               f.name, budget, "depth");
+        for (size_t k = 0; k < ne; k++) printf(" %16s", vijp_engine_name(list[k]));
+        putchar('\n');
+        for (size_t d = 1; d <= depth; d = d < depth && 2 * d > depth ? depth : 2 * d) {
+            printf("%8zu", d);
+            for (size_t k = 0; k < ne; k++) printf(" %16zu", bytes[k * depth + d - 1]);
+            putchar('\n');
+        }
+        printf("\ndeepest network within %zu bytes:\n", budget);
+        for (size_t k = 0; k < ne; k++) {
+            printf("  %-13s %6zu%s", vijp_engine_name(list[k]), deepest[k], deepest[k] == depth ? "+ (all fit)" : "");
+            if (list[0] == VIJP_ENGINE_BACKPROP && k && deepest[0])
+                printf("   %.1f× backprop's%s", (double)deepest[k] / (double)deepest[0], deepest[k] == depth ? " (at least)" : "");
+            putchar('\n');
+        }
+    }
+    free(bytes);
+    return EXIT_OK;
+
+usage_err:
+    fprintf(stderr, "vijp memory: %s\n", err.msg);
+    return EXIT_USAGE;
+}

@@ -1,0 +1,33 @@
+#include "vijp/memory.h"
+#include "problem.h"
+#include <string.h>
+
+int vijp_memory_profile(const char *spec, size_t depth, size_t width, size_t batch, uint64_t seed,
+                        const vijp_format *f, vijp_engine_kind e, size_t *bytes, vijp_error *err)
+{
+    if (batch == 0 || batch > 1000000) return vijp_fail(err, VIJP_EINVAL, "batch %zu out of range [1, 1000000]", batch);
+    vijp_net net;
+    int rc = vijp_net_build(&net, spec, depth, width, err);
+    if (rc) return rc;
+    vijp_problem p = {0};
+    vijp_grads g = {0};
+    if (!(rc = vijp_net_init(&net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, seed, err)) &&
+        !(rc = vijp_problem_round(&p, &net, batch, seed, f, err))) {
+        rc = vijp_engine_run(e, &net, p.theta, &p.X, &p.T, &g, err);
+        if (rc == VIJP_ESINGULAR) rc = 0; /* the bytes were counted before the vijp sweep */
+        if (!rc) memcpy(bytes, g.stored_by_depth, depth * sizeof *bytes);
+    }
+    vijp_grads_clear(&g);
+    vijp_problem_clear(&p, &net);
+    vijp_net_free(&net);
+    return rc;
+}
+
+size_t vijp_memory_deepest(const size_t *bytes, size_t depth, size_t budget)
+{
+    size_t d = 0;
+    for (size_t i = 0; i < depth; i++) /* bytes grow with depth for every engine here, but do not assume it */
+        if (bytes[i] <= budget) d = i + 1;
+        else break;
+    return d;
+}
