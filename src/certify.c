@@ -8,10 +8,11 @@
  *     ‖ |M||M|ᵀ ‖_F <= ‖M‖_F².
  *  2. A = G with its diagonal lowered to RD(G_ii − RU(s² + e_G)), so that
  *     M Mᵀ − s² I ⪰ A (Weyl; only the diagonal moved, downward).
- *  3. c = ((N+1)u / (1 − (N+1)u)) (tr A + 2N²η) + 4ηN(N+1+max A_ii), the
- *     constant of Rump (2006), Rump & Jeannerod (2014), machine-checked in
- *     ValidSDP: if floating-point Cholesky of B runs to completion, then
- *     B + c_B I ⪰ 0.  We take B = A with its diagonal lowered again by c
+ *  3. c = ((N+1)u / (1 − 2(N+1)u)) (tr A + 2N²η) + 4ηN(2(N+1)+max A_ii),
+ *     at least the constant of Rump (2006) / Rump & Jeannerod (2014) as
+ *     machine-checked in ValidSDP and the one DESIGN §4 writes (see
+ *     rump_constant): if floating-point Cholesky of B runs to completion,
+ *     then B + c_B I ⪰ 0.  We take B = A with its diagonal lowered again by c
  *     (computed from A, which dominates B, rounded up and enlarged by
  *     2^-20), so A = B + D with D ⪰ c I > c_B I, hence A ≻ 0, hence
  *     σ_min(M)² > s².
@@ -63,22 +64,36 @@ static void gamma_up(mpfr_t g, unsigned long k, long p)
 }
 
 /* c of step 3 for an N × N matrix with trace tr and largest diagonal dmax
- * (both upper bounds), unit roundoff 2^-p and underflow unit eta (0 in MPFR),
- * enlarged by 2^-20 so that the inequality with c_B is strict. */
-static void rump_constant(mpfr_t c, const mpfr_t tr, const mpfr_t dmax, size_t N, long p, const mpfr_t eta)
+ * (both upper bounds), unit roundoff u = 2^-p and underflow unit eta (0 in
+ * MPFR).  ValidSDP's corollary (theories/cholesky_infnan.v,
+ * corollary_2_4_with_c_upper_bound_infnan) asks for
+ *   c >= ½γ_{2(N+1)} tr A + 4η'N(2(N+1) + max A_ii),  η' = 2^-1075,
+ * and DESIGN §4 writes ((N+1)u/(1−(N+1)u))(tr A + 2N²η) + 4ηN(N+1+max A_ii);
+ * we take a constant above both:
+ *   c = ((N+1)u/(1 − 2(N+1)u)) (tr A + 2N²η) + 4ηN(2(N+1) + max A_ii),  η = 2^-1074,
+ * (½γ_{2(N+1)} = (N+1)u/(1 − 2(N+1)u)), then enlarge it by 2^-20 so that the
+ * inequality with the constant of the matrix actually factored is strict.
+ * Requires 2(N+1)u < 1: 0 (no certificate) otherwise. */
+static int rump_constant(mpfr_t c, const mpfr_t tr, const mpfr_t dmax, size_t N, long p, const mpfr_t eta)
 {
-    mpfr_t a, b;
-    mpfr_inits2(mpfr_get_prec(c), a, b, (mpfr_ptr)0);
-    gamma_up(a, N + 1, p); /* (N+1)u / (1 − (N+1)u) */
-    mpfr_mul_ui(b, eta, 2 * N * N, MPFR_RNDU);
+    mpfr_t a, b, den;
+    mpfr_inits2(mpfr_get_prec(c), a, b, den, (mpfr_ptr)0);
+    mpfr_set_ui_2exp(a, N + 1, -p, MPFR_RNDU);    /* (N+1)u */
+    mpfr_mul_2ui(den, a, 1, MPFR_RNDU);           /* 2(N+1)u */
+    int ok = mpfr_cmp_d(den, 0.5) < 0;
+    mpfr_ui_sub(den, 1, den, MPFR_RNDD);
+    mpfr_div(a, a, den, MPFR_RNDU);               /* (N+1)u / (1 − 2(N+1)u) */
+    mpfr_mul_ui(b, eta, 2 * N, MPFR_RNDU);
+    mpfr_mul_ui(b, b, N, MPFR_RNDU);              /* 2N²η, without forming N² in size_t */
     mpfr_add(b, b, tr, MPFR_RNDU);
     mpfr_mul(c, a, b, MPFR_RNDU);
-    mpfr_add_ui(a, dmax, N + 1, MPFR_RNDU);
+    mpfr_add_ui(a, dmax, 2 * (N + 1), MPFR_RNDU);
     mpfr_mul(a, a, eta, MPFR_RNDU);
     mpfr_mul_ui(a, a, 4 * N, MPFR_RNDU);
     mpfr_add(c, c, a, MPFR_RNDU);
     mpfr_mul_d(c, c, 1 + 0x1p-20, MPFR_RNDU);
-    mpfr_clears(a, b, (mpfr_ptr)0);
+    mpfr_clears(a, b, den, (mpfr_ptr)0);
+    return ok;
 }
 
 /* ---- the double certificate ---- */
@@ -125,8 +140,7 @@ static int shifted_cholesky_d(const double *G, size_t N, double s2, double eG, d
         mpfr_add_d(tr, tr, work[i + i * N], MPFR_RNDU);
         if (mpfr_cmp_d(dmax, work[i + i * N]) < 0) mpfr_set_d(dmax, work[i + i * N], MPFR_RNDU);
     }
-    if (ok) {
-        rump_constant(c, tr, dmax, N, 53, eta);
+    if (ok && (ok = rump_constant(c, tr, dmax, N, 53, eta))) {
         for (size_t i = 0; i < N && ok; i++) {
             mpfr_set_d(t, work[i + i * N], MPFR_RNDN);
             mpfr_sub(t, t, c, MPFR_RNDD);
@@ -321,8 +335,7 @@ static int shifted_cholesky_mp(const gram_mp *g, long p, const mpfr_t s2)
         mpfr_add(tr, tr, R[i + i * N], MPFR_RNDU);
         if (mpfr_cmp(dmax, R[i + i * N]) < 0) mpfr_set(dmax, R[i + i * N], MPFR_RNDU);
     }
-    if (ok) {
-        rump_constant(c, tr, dmax, N, p, eta);
+    if (ok && (ok = rump_constant(c, tr, dmax, N, p, eta))) {
         for (size_t i = 0; i < N && ok; i++) {
             mpfr_sub(R[i + i * N], R[i + i * N], c, MPFR_RNDD);
             ok = mpfr_sgn(R[i + i * N]) > 0;
@@ -341,6 +354,11 @@ static void lambda_min_estimate(const gram_mp *g, long p, mpfr_t lam)
 {
     size_t N = g->N;
     mpfr_t *R = malloc(N * N * sizeof *R), *x = malloc(N * sizeof *x), t, nrm;
+    mpfr_set_nan(lam);
+    if (!R || !x) {
+        free(R), free(x);
+        return;
+    }
     mpfr_inits2(p, t, nrm, (mpfr_ptr)0);
     for (size_t i = 0; i < N * N; i++) mpfr_init2(R[i], p), mpfr_set(R[i], g->G[i], MPFR_RNDN);
     for (size_t i = 0; i < N; i++) mpfr_init2(x[i], p), mpfr_set_ui(x[i], 1 + i % 3, MPFR_RNDN);

@@ -133,16 +133,25 @@ int vijp_certify_layer(const vijp_layer *L, const double *theta, const double *x
         rc = vijp_certify_matrix(mid, rad, m, n, o, out, err);
     }
     free(mid), free(rad);
-    if (rc) return rc;
+    if (rc) {
+        vijp_certificate_clear(out);
+        return rc;
+    }
 
     /* The declarations against the numbers. */
     unsigned d = L->type->declare(L);
-    if ((d & VIJP_DECL_SUBMERSIVE) && out->verdict == VIJP_NOT_SUBMERSIVE && out->cokernel_proven)
-        return vijp_fail(err, VIJP_EDECLARATION, "%s layer (%zu → %zu) declares itself submersive, but %s", L->type->name, n,
-                         m, out->reason);
-    if ((d & VIJP_DECL_NEVER_SUBMERSIVE) && out->verdict == VIJP_CERTIFIED_SUBMERSIVE)
-        return vijp_fail(err, VIJP_EDECLARATION, "%s layer (%zu → %zu) declares itself never submersive, but %s proves σ_min > %g",
-                         L->type->name, n, m, out->method, out->s);
+    if ((d & VIJP_DECL_SUBMERSIVE) && out->verdict == VIJP_NOT_SUBMERSIVE && out->cokernel_proven) {
+        rc = vijp_fail(err, VIJP_EDECLARATION, "%s layer (%zu → %zu) declares itself submersive, but %s", L->type->name,
+                       n, m, out->reason);
+        vijp_certificate_clear(out);
+        return rc;
+    }
+    if ((d & VIJP_DECL_NEVER_SUBMERSIVE) && out->verdict == VIJP_CERTIFIED_SUBMERSIVE) {
+        rc = vijp_fail(err, VIJP_EDECLARATION, "%s layer (%zu → %zu) declares itself never submersive, but %s proves σ_min > %g",
+                       L->type->name, n, m, out->method, out->s);
+        vijp_certificate_clear(out);
+        return rc;
+    }
     if (d & VIJP_DECL_SUBMERSIVE) {
         if (out->verdict != VIJP_CERTIFIED_SUBMERSIVE) /* keep what the numbers said, for the report */
             snprintf(out->reason, sizeof out->reason, "declared submersive; here %s (%s)",

@@ -14,7 +14,12 @@ int vijp_memory_profile(const char *spec, size_t depth, size_t width, size_t bat
     if (!(rc = vijp_net_init(&net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, seed, err)) &&
         !(rc = vijp_problem_round(&p, &net, batch, seed, f, err))) {
         rc = vijp_engine_run(e, &net, p.theta, &p.X, &p.T, &g, err);
-        if (rc == VIJP_ESINGULAR) rc = 0; /* the bytes were counted before the vijp sweep */
+        /* A vijp that lost rank ends the sweep, after the ledger was replayed;
+         * h_0 alone makes every depth's count positive, so a profile still
+         * zero was not filled. */
+        if (rc == VIJP_ESINGULAR)
+            rc = g.stored_by_depth && g.stored_by_depth[depth - 1] ? 0
+                 : vijp_fail(err, VIJP_ESINGULAR, "%s: failed before its stored bytes were counted", vijp_engine_name(e));
         if (!rc) memcpy(bytes, g.stored_by_depth, depth * sizeof *bytes);
     }
     vijp_grads_clear(&g);

@@ -429,6 +429,53 @@ START_TEST(killed_run_leaves_whole_files)
 }
 END_TEST
 
+/* All or nothing: a failing writer (a gnuplot that exits 1, put first on the
+ * PATH) leaves the previous report byte for byte; a later, smaller study
+ * removes the plots of configs it no longer has; a folder name with a
+ * newline is refused before anything is written. */
+START_TEST(report_all_or_nothing)
+{
+    char dir[512], fake[512], path[1100], cmd[3000];
+    temp_dir(dir, sizeof dir);
+    temp_dir(fake, sizeof fake);
+    run_result r = drift(getenv("VIJP_BIN"), dir, "--net dense:8,leaky:0.5 --net dense:8,tanh --depth 8 --formats double --seeds 1");
+    ck_assert_msg(r.rc == CLI_OK, "%s", r.err);
+    run_free(&r);
+    static const char *const files[] = {"drift.csv", "curves.csv", "summary.csv", "drift.json", "report.md", "error-c2.png"};
+    char *before[6];
+    for (int k = 0; k < 6; k++) ck_assert((before[k] = slurp(dir, files[k], NULL)) != NULL);
+    snprintf(path, sizeof path, "%s/gnuplot", fake);
+    FILE *f = fopen(path, "w");
+    fputs("#!/bin/sh\ncat >/dev/null\nexit 1\n", f);
+    fclose(f);
+    chmod(path, 0755);
+    snprintf(cmd, sizeof cmd, "PATH='%s':\"$PATH\" '%s' drift --net dense:8,leaky:0.5 --depth 8 --formats double --seeds 2 --out '%s'",
+             fake, getenv("VIJP_BIN"), dir);
+    r = run_bin("/usr/bin/env", cmd);
+    ck_assert_msg(r.rc == CLI_FAILED && strstr(r.err, "gnuplot failed"), "exit %d: %s", r.rc, r.err);
+    run_free(&r);
+    for (int k = 0; k < 6; k++) {
+        char *now = slurp(dir, files[k], NULL);
+        ck_assert_msg(now && !strcmp(now, before[k]), "%s changed after a failed run", files[k]);
+        free(now), free(before[k]);
+    }
+    snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -q '^.vijp-tmp-'", dir);
+    ck_assert_msg(system(cmd) != 0, "temporaries left after a failed run");
+    r = drift(getenv("VIJP_BIN"), dir, "--net dense:8,leaky:0.5 --depth 8 --formats double --seeds 1");
+    ck_assert(r.rc == CLI_OK);
+    run_free(&r);
+    snprintf(path, sizeof path, "%s/error-c2.png", dir);
+    ck_assert_msg(!exists(path), "a stale plot of config 2 survived");
+    snprintf(path, sizeof path, "%s/error-c1.png", dir);
+    ck_assert(exists(path));
+    snprintf(cmd, sizeof cmd, "drift --depth 4 --seeds 1 --formats double --out '%s/a\nb'", dir);
+    r = run_vijp(cmd);
+    ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "control characters"), "%d %s", r.rc, r.err);
+    run_free(&r);
+    remove_tree(dir), remove_tree(fake);
+}
+END_TEST
+
 START_TEST(report_quick_study)
 {
     char dir[512], cmd[1024];
@@ -469,6 +516,7 @@ Suite *suite_report(void)
         tcase_add_test(tc, regress_flags_a_one_ulp_vijp);
         tcase_add_test(tc, killed_run_leaves_whole_files);
         tcase_add_test(tc, report_quick_study);
+        tcase_add_test(tc, report_all_or_nothing);
     }
     suite_add_tcase(s, tc);
     return s;

@@ -35,17 +35,26 @@ int atomic_commit(const char *tmp, const char *dir, const char *name, int ok, vi
     return 0;
 }
 
-int atomic_write(const char *dir, const char *name, int (*fill)(FILE *out, const void *ctx), const void *ctx,
-                 vijp_error *err)
+int atomic_stage(const char *dir, const char *name, int (*fill)(FILE *out, const void *ctx), const void *ctx,
+                 char *tmp, size_t size, vijp_error *err)
 {
-    char tmp[4096];
-    int rc = atomic_tmp(dir, tmp, sizeof tmp, err);
+    int rc = atomic_tmp(dir, tmp, size, err);
     if (rc) return rc;
     FILE *f = fopen(tmp, "w");
     int ok = f && fill(f, ctx) == 0;
     ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
     if (f && fclose(f)) ok = 0;
-    return atomic_commit(tmp, dir, name, ok, err);
+    if (ok) return 0;
+    unlink(tmp);
+    return vijp_fail(err, VIJP_EINVAL, "writing %s/%s failed", dir, name);
+}
+
+int atomic_write(const char *dir, const char *name, int (*fill)(FILE *out, const void *ctx), const void *ctx,
+                 vijp_error *err)
+{
+    char tmp[4096];
+    int rc = atomic_stage(dir, name, fill, ctx, tmp, sizeof tmp, err);
+    return rc ? rc : atomic_commit(tmp, dir, name, 1, err);
 }
 
 int atomic_prepare_dir(const char *dir, vijp_error *err)

@@ -13,6 +13,10 @@
 /* dir/name := what fill writes (fill returns 0 on success). */
 int atomic_write(const char *dir, const char *name, int (*fill)(FILE *out, const void *ctx), const void *ctx,
                  vijp_error *err);
+/* What fill writes, in a fresh temporary of dir (flushed to disk); tmp
+ * receives its path, for atomic_commit.  Nothing is left on failure. */
+int atomic_stage(const char *dir, const char *name, int (*fill)(FILE *out, const void *ctx), const void *ctx,
+                 char *tmp, size_t size, vijp_error *err);
 /* A fresh temporary file in dir, for a writer that is not a FILE* (gnuplot):
  * path receives its name; commit renames it to dir/name, or removes it when
  * ok is 0. */

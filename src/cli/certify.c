@@ -3,6 +3,7 @@
 #include "study_stats.h"
 #include "vijp/certify.h"
 #include "vijp/vijp.h"
+#include <cblas.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
@@ -228,6 +229,9 @@ int cli_certify(int argc, char **argv)
         fprintf(stderr, "vijp certify: --layer takes one layer, got '%s'\n", spec);
         return EXIT_USAGE;
     }
+    /* One BLAS thread: LAPACK's numbers (and the targets s is tried at) are
+     * then the same on every run on this machine. */
+    openblas_set_num_threads(1);
     vijp_net net;
     /* Dense layers know their input width from the spec; others default to 16. */
     if (vijp_net_build(&net, spec, 1, width ? width : strncmp(spec, "dense", 5) ? 16 : 0, &err)) goto usage_err;
@@ -263,7 +267,7 @@ done:;
     vijp_net_free(&net);
     if (rc) {
         fprintf(stderr, "vijp certify: %s\n", err.msg);
-        return rc == VIJP_EDECLARATION ? 3 : rc == VIJP_ENOMEM ? EXIT_FAILED : EXIT_USAGE;
+        return rc == VIJP_EDECLARATION ? 3 : rc == VIJP_EINVAL || rc == VIJP_EDIM || rc == VIJP_EDOMAIN ? EXIT_USAGE : EXIT_FAILED;
     }
     return certified == samples ? EXIT_OK : EXIT_FAILED;
 

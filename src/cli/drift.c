@@ -197,6 +197,11 @@ static int run_study(int argc, char **argv, int is_report)
             vijp_net_free(&probe);
         }
     }
+    for (const char *q = s.out_dir; *q; q++)
+        if ((unsigned char)*q < 0x20 || *q == 0x7f) { /* gnuplot (and most readers) cannot take them */
+            vijp_fail(&err, VIJP_EINVAL, "--out: control characters in the folder name");
+            goto usage_err;
+        }
     if (s.plots && !study_plots_available()) {
         fprintf(stderr, "%s: warning: gnuplot not found, plots skipped (install gnuplot-nox)\n", name);
         s.plots = 0;

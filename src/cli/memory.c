@@ -89,6 +89,7 @@ int cli_memory(int argc, char **argv)
     size_t ne = 0;
     if (vijp_format_parse(format, &f, &err)) goto usage_err;
     char *copy = strdup(engines), *save = NULL;
+    if (!copy) return fputs("vijp memory: out of memory\n", stderr), EXIT_FAILED;
     for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (ne == 3 || vijp_engine_parse(t, &list[ne], &err)) {
             if (ne == 3) vijp_fail(&err, VIJP_EINVAL, "too many engines in '%s'", engines);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -237,15 +238,25 @@ static int wait_gnuplot(FILE *g, pid_t pid)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* Render error-, ratio- and bytes-c<K>.{png,svg} for config c. */
-static int render_plots(const study *s, size_t c, vijp_error *err)
+/* The report's files, staged as temporaries and renamed together at the end. */
+typedef struct {
+    char (*tmp)[4096];
+    char (*name)[64];
+    size_t n;
+} staged;
+
+/* Render error-, ratio- and bytes-c<K>.{png,svg} for config c into staged
+ * temporaries, gnuplot reading the staged curves.csv. */
+static int render_plots(const study *s, size_t c, const char *csv, staged *st, vijp_error *err)
 {
-    char tmp[6][4096], csv[4096], name[64];
+    size_t first = st->n;
     int rc = 0;
-    size_t made = 0;
-    for (; made < 6 && !rc; made++) rc = atomic_tmp(s->out_dir, tmp[made], sizeof tmp[made], err);
-    if (rc) made--;
-    snprintf(csv, sizeof csv, "%s/curves.csv", s->out_dir);
+    for (int j = 0; j < 6 && !rc; j++) {
+        rc = atomic_tmp(s->out_dir, st->tmp[st->n], sizeof *st->tmp, err);
+        if (rc) break;
+        snprintf(st->name[st->n], sizeof *st->name, "%s-c%zu.%s", plot_kinds[j / 2], c + 1, j % 2 ? "svg" : "png");
+        st->n++;
+    }
     pid_t pid;
     FILE *g = rc ? NULL : spawn_gnuplot(&pid);
     if (g) {
@@ -253,21 +264,16 @@ static int render_plots(const study *s, size_t c, vijp_error *err)
               "set format y '10^{%L}'\nset termoption enhanced\n", g);
         for (int kind = 0; kind < 3; kind++) {
             fputs("set terminal pngcairo size 1100,600\nset output ", g);
-            gq(g, tmp[2 * kind]);
+            gq(g, st->tmp[first + 2 * kind]);
             fputc('\n', g);
             plot_commands(g, s, c, kind, csv);
             fputs("set terminal svg size 1100,600 dynamic\nset output ", g);
-            gq(g, tmp[2 * kind + 1]);
+            gq(g, st->tmp[first + 2 * kind + 1]);
             fputs("\nreplot\nunset output\n", g);
         }
     }
-    int ok = !rc && g && wait_gnuplot(g, pid) == 0;
-    for (size_t j = 0; j < made; j++) {
-        snprintf(name, sizeof name, "%s-c%zu.%s", plot_kinds[j / 2], c + 1, j % 2 ? "svg" : "png");
-        int r2 = atomic_commit(tmp[j], s->out_dir, name, ok, rc || !ok ? NULL : err);
-        if (!rc && !ok) rc = vijp_fail(err, VIJP_EINVAL, "gnuplot failed on the plots of config %zu", c + 1);
-        else if (!rc) rc = r2;
-    }
+    if (!rc && !(g && wait_gnuplot(g, pid) == 0))
+        rc = vijp_fail(err, VIJP_EINVAL, "gnuplot failed on the plots of config %zu", c + 1);
     return rc;
 }
 
@@ -306,9 +312,9 @@ static void md_certify(FILE *o, const study *s, size_t c, size_t layer)
     vijp_rng_seed(&rng, 0xce47);
     for (uint64_t k = 1; x && k <= POINTS; k++) {
         vijp_certificate cert;
-        vijp_error err;
+        vijp_error err = {0};
         for (size_t i = 0; i < L->in; i++) x[i] = vijp_rng_normal(&rng);
-        if (vijp_net_init(&net, s->configs[c].init, k, NULL) ||
+        if (vijp_net_init(&net, s->configs[c].init, k, &err) ||
             vijp_certify_layer(L, net.theta[layer], x, NULL, &cert, &err)) {
             fprintf(o, " error: %s |", err.msg);
             free(x), vijp_net_free(&net);
@@ -439,19 +445,64 @@ static int fill_report_md(FILE *o, const void *ctx)
     return ferror(o);
 }
 
+/* Plots of configs a previous, larger study left behind (error-c7.png …). */
+static void remove_stale_plots(const study *s)
+{
+    DIR *d = opendir(s->out_dir);
+    char path[4200];
+    for (struct dirent *e; d && (e = readdir(d));) {
+        char kind[16], ext[8];
+        size_t k;
+        int used = 0;
+        if (sscanf(e->d_name, "%15[a-z]-c%zu.%7[a-z]%n", kind, &k, ext, &used) != 3 || e->d_name[used]) continue;
+        int ours = (!strcmp(kind, "error") || !strcmp(kind, "ratio") || !strcmp(kind, "bytes")) &&
+                   (!strcmp(ext, "png") || !strcmp(ext, "svg"));
+        if (ours && (k == 0 || k > s->n_configs || !s->plots)) {
+            snprintf(path, sizeof path, "%s/%s", s->out_dir, e->d_name);
+            unlink(path);
+        }
+    }
+    if (d) closedir(d);
+}
+
+/* Every file is staged first; only when all are written are they renamed
+ * over the old ones, so a failure leaves the previous report as it was, and
+ * a kill leaves each file whole (the old one or the new one). */
 int study_write(const study *s, vijp_error *err)
 {
-    int rc;
-    if ((rc = atomic_write(s->out_dir, "drift.csv", fill_drift_csv, s, err)) ||
-        (rc = atomic_write(s->out_dir, "curves.csv", fill_curves_csv, s, err)) ||
-        (rc = atomic_write(s->out_dir, "summary.csv", fill_summary_csv, s, err)))
-        return rc;
-    for (size_t c = 0; c < s->n_configs && s->plots && !rc; c++) rc = render_plots(s, c, err);
-    if (rc) return rc;
-    json_t *j = study_json(s);
-    rc = atomic_write(s->out_dir, "drift.json", fill_json, j, err);
-    json_decref(j);
-    return rc ? rc : atomic_write(s->out_dir, "report.md", fill_report_md, s, err);
+    size_t cap = 5 + 6 * s->n_configs;
+    staged st = {malloc(cap * sizeof *st.tmp), malloc(cap * sizeof *st.name), 0};
+    if (!st.tmp || !st.name) {
+        free(st.tmp), free(st.name);
+        return vijp_fail(err, VIJP_ENOMEM, "out of memory");
+    }
+    static const struct {
+        const char *name;
+        int (*fill)(FILE *, const void *);
+    } tables[] = {{"drift.csv", fill_drift_csv}, {"curves.csv", fill_curves_csv}, {"summary.csv", fill_summary_csv}};
+    int rc = 0;
+    for (size_t k = 0; k < 3 && !rc; k++) {
+        rc = atomic_stage(s->out_dir, tables[k].name, tables[k].fill, s, st.tmp[st.n], sizeof *st.tmp, err);
+        if (!rc) snprintf(st.name[st.n++], sizeof *st.name, "%s", tables[k].name);
+    }
+    for (size_t c = 0; c < s->n_configs && s->plots && !rc; c++) rc = render_plots(s, c, st.tmp[1], &st, err);
+    if (!rc) {
+        json_t *j = study_json(s);
+        rc = atomic_stage(s->out_dir, "drift.json", fill_json, j, st.tmp[st.n], sizeof *st.tmp, err);
+        json_decref(j);
+        if (!rc) snprintf(st.name[st.n++], sizeof *st.name, "drift.json");
+    }
+    if (!rc) {
+        rc = atomic_stage(s->out_dir, "report.md", fill_report_md, s, st.tmp[st.n], sizeof *st.tmp, err);
+        if (!rc) snprintf(st.name[st.n++], sizeof *st.name, "report.md");
+    }
+    for (size_t k = 0; k < st.n; k++) {
+        int r2 = atomic_commit(st.tmp[k], s->out_dir, st.name[k], !rc, rc ? NULL : err);
+        if (!rc) rc = r2;
+    }
+    if (!rc) remove_stale_plots(s);
+    free(st.tmp), free(st.name);
+    return rc;
 }
 
 int study_plots_available(void) { return have_gnuplot(); }
