@@ -280,8 +280,9 @@ int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *e
     }
     if (rc) goto out;
     conditioning(&net, &pf, c);
-    for (size_t k = 1; k < c->n_runs; k++)
-        if ((c->runs[k].bound = malloc(D * sizeof(double)))) first_order_bound(&net, c, &c->runs[k]);
+    for (size_t k = 1; k < c->n_runs; k++) /* the vijp sweep's bound: Moonwalk's engines only */
+        if (c->runs[k].engine != VIJP_ENGINE_REVERSIBLE && (c->runs[k].bound = malloc(D * sizeof(double))))
+            first_order_bound(&net, c, &c->runs[k]);
 out:
     vijp_grads_clear(&ref);
     vijp_problem_clear(&pf, &net);

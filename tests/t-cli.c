@@ -76,7 +76,9 @@ static void check_result(json_t *o, const char *engine, const char *format, long
     json_t *w = json_object_get(o, "width");
     ck_assert_msg(json_is_integer(w) && json_integer_value(w) == width, "width is not %ld", width);
     json_t *sb = json_object_get(o, "stored_bytes");
-    ck_assert_msg(json_is_integer(sb) && json_integer_value(sb) > 0, "stored_bytes is not a positive integer");
+    /* Every engine keeps something on dense + leaky but reversible, which inverts both. */
+    ck_assert_msg(json_is_integer(sb) && (json_integer_value(sb) > 0) == !!strcmp(engine, "reversible"),
+                  "%s: stored_bytes %lld", engine, (long long)json_integer_value(sb));
     double ex = get_real(o, "input_grad_rel_err"), eth = get_real(o, "param_grad_rel_err_max");
     ck_assert_msg(ex >= 0 && ex < tol, "%s/%s: input_grad_rel_err %g not in [0, %g)", engine, format, ex, tol);
     ck_assert_msg(eth >= 0 && eth < tol, "%s/%s: param_grad_rel_err_max %g not in [0, %g)", engine, format, eth, tol);
@@ -125,9 +127,9 @@ START_TEST(test_grad_json_all_engines)
     json_t *o = json_loads(r.out, 0, &je);
     ck_assert_msg(o != NULL, "stdout is not JSON (line %d: %s):\n%s", je.line, je.text, r.out);
     json_t *runs = json_object_get(o, "runs");
-    ck_assert_msg(json_is_array(runs) && json_array_size(runs) == 3, "'runs' is not an array of the 3 engines");
-    static const char *engines[] = {"backprop", "moonwalk", "pure-forward"};
-    for (size_t k = 0; k < 3; k++) {
+    ck_assert_msg(json_is_array(runs) && json_array_size(runs) == 4, "'runs' is not an array of the 4 engines");
+    static const char *engines[] = {"backprop", "moonwalk", "pure-forward", "reversible"};
+    for (size_t k = 0; k < 4; k++) {
         json_t *run = json_array_get(runs, k);
         check_result(run, engines[k], "binary32", 4, 8, TOL_BINARY32);
         ck_assert_int_eq(json_integer_value(json_object_get(run, "batch")), 2);
@@ -272,8 +274,9 @@ END_TEST
  * Backprop keeps h_0 … h_{d−1}: 64 bytes each, so 64·d.  Moonwalk keeps h_0
  * (64) and one sign bit per unit of each leaky layer among the first d
  * (8 units: 1 byte): 64 + ⌊d/2⌋.  Pure forward keeps h_0 only (no
- * fragments in a submersive stack): 64.  Budget 300: backprop fits 4 layers
- * (256 <= 300 < 320), the others all 8. */
+ * fragments in a submersive stack): 64.  Reversible inverts square dense and
+ * leaky layers: 0.  Budget 300: backprop fits 4 layers (256 <= 300 < 320),
+ * the others all 8. */
 START_TEST(test_memory)
 {
     run_result r = run_vijp("memory --json --net dense:8,leaky:0.5 --depth-max 8 --budget 300");
@@ -286,14 +289,16 @@ START_TEST(test_memory)
         json_t *b = json_object_get(e, "stored_bytes");
         ck_assert_uint_eq(json_array_size(b), 8);
         for (size_t d = 1; d <= 8; d++) {
-            json_int_t want = !strcmp(name, "backprop") ? 64 * (json_int_t)d
-                              : !strcmp(name, "moonwalk") ? 64 + (json_int_t)d / 2 : 64;
+            json_int_t want = !strcmp(name, "backprop")     ? 64 * (json_int_t)d
+                              : !strcmp(name, "moonwalk")   ? 64 + (json_int_t)d / 2
+                              : !strcmp(name, "reversible") ? 0 /* both layer types are inverted */
+                                                            : 64;
             ck_assert_msg(json_integer_value(json_array_get(b, d - 1)) == want, "%s at depth %zu: %lld, want %lld", name,
                           d, (long long)json_integer_value(json_array_get(b, d - 1)), (long long)want);
         }
         ck_assert_int_eq(json_integer_value(json_object_get(e, "deepest")), !strcmp(name, "backprop") ? 4 : 8);
     }
-    ck_assert_uint_eq(k, 3);
+    ck_assert_uint_eq(k, 4);
     json_decref(j);
     run_free(&r);
     r = run_vijp("memory --net dense:8,leaky:0.5 --depth-max 8 --budget 300 --engines backprop,moonwalk");

@@ -70,7 +70,10 @@ START_TEST(agree_at_256_bits)
     problem_init(&p, (size_t)_i, "mpfr:256");
     vijp_grads bp, mw;
     run(&p, VIJP_ENGINE_BACKPROP, &bp);
-    for (int e = VIJP_ENGINE_MOONWALK; e <= VIJP_ENGINE_PURE_FORWARD; e++) {
+    /* Reversible too: its inverses (GE at 256 bits, atanh, 1/α) lose at most
+     * κ-fold per layer, so the rebuilt inputs, and the gradients from them,
+     * also stay within 2^-256 times the conditioning. */
+    for (int e = VIJP_ENGINE_MOONWALK; e <= VIJP_ENGINE_REVERSIBLE; e++) {
         run(&p, (vijp_engine_kind)e, &mw);
         double worst = vijp_rel_err(&mw.grad_x, &bp.grad_x);
         for (size_t i = 0; i < DEPTH; i++) {
@@ -168,6 +171,10 @@ START_TEST(stored_bytes_hand_counts)
     ck_assert(!vijp_engine_run(VIJP_ENGINE_PURE_FORWARD, &net, th, &X, &T, &g, NULL));
     ck_assert_uint_eq(g.stored_bytes, 128);
     vijp_grads_clear(&g);
+    /* reversible: nothing (square dense and leaky are inverted) */
+    ck_assert(!vijp_engine_run(VIJP_ENGINE_REVERSIBLE, &net, th, &X, &T, &g, NULL));
+    ck_assert_uint_eq(g.stored_bytes, 0);
+    vijp_grads_clear(&g);
     vijp_net_params_clear(&net, th);
     vijp_net_free(&net);
 
@@ -190,6 +197,11 @@ START_TEST(stored_bytes_hand_counts)
     ck_assert(!vijp_engine_run(VIJP_ENGINE_PURE_FORWARD, &net, th, &X, &T2, &g, NULL));
     ck_assert_uint_eq(g.stored_bytes, 128 + 8 * k + 32);
     vijp_grads_clear(&g);
+    /* reversible: neither tall dense nor relu has an inverse: h_0 (8 × 2) and
+     * h_1 (10 × 2) kept, 128 + 160 */
+    ck_assert(!vijp_engine_run(VIJP_ENGINE_REVERSIBLE, &net, th, &X, &T2, &g, NULL));
+    ck_assert_uint_eq(g.stored_bytes, 288);
+    vijp_grads_clear(&g);
     vijp_net_params_clear(&net, th);
     vijp_net_free(&net);
     vijp_mat_clear(&X), vijp_mat_clear(&T), vijp_mat_clear(&T2), vijp_mat_clear(&H);
@@ -203,7 +215,7 @@ START_TEST(stored_by_depth_matches_cut_networks)
 {
     problem p;
     problem_init(&p, (size_t)_i, "double");
-    for (int e = VIJP_ENGINE_BACKPROP; e <= VIJP_ENGINE_PURE_FORWARD; e++) {
+    for (int e = VIJP_ENGINE_BACKPROP; e <= VIJP_ENGINE_REVERSIBLE; e++) {
         vijp_grads full, cut;
         run(&p, (vijp_engine_kind)e, &full);
         ck_assert_uint_eq(full.rebuilt, DEPTH);

@@ -21,7 +21,9 @@ static const char help[] =
     "  --depth D        number of layers (default 8)\n"
     "  --width N        input width (default: the first dense layer's)\n"
     "  --batch B        inputs whose losses add up (default 1)\n"
-    "  --engine E       backprop | moonwalk | pure-forward | all, or a comma list\n"
+    "  --engine E       backprop | moonwalk | pure-forward | reversible | all, or a\n"
+    "                   comma list (reversible: backprop rebuilding activations by\n"
+    "                   inverting layers; layers without an inverse keep their input)\n"
     "                   (default moonwalk)\n"
     "  --format F       double | binary32 | binary16 | bfloat16 | mpfr:P (default double)\n"
     "  --init I         orthogonal | gaussian | scaled:G (default orthogonal)\n"
@@ -97,16 +99,16 @@ int cli_grad(int argc, char **argv)
     s.width = probe.width;
     vijp_net_free(&probe);
 
-    vijp_engine_kind list[3];
+    vijp_engine_kind list[VIJP_ENGINE_COUNT];
     size_t n = 0;
     char *copy = strdup(engines), *save = NULL;
     for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (!strcmp(t, "all")) {
-            for (int k = 0; k < 3; k++) list[k] = (vijp_engine_kind)k;
-            n = 3;
-        } else if (n < 3 && !vijp_engine_parse(t, &list[n], &err)) n++;
+            for (int k = 0; k < VIJP_ENGINE_COUNT; k++) list[k] = (vijp_engine_kind)k;
+            n = VIJP_ENGINE_COUNT;
+        } else if (n < VIJP_ENGINE_COUNT && !vijp_engine_parse(t, &list[n], &err)) n++;
         else {
-            if (n >= 3) vijp_fail(&err, VIJP_EINVAL, "too many engines in '%s'", engines);
+            if (n >= VIJP_ENGINE_COUNT) vijp_fail(&err, VIJP_EINVAL, "too many engines in '%s'", engines);
             free(copy);
             goto usage_err;
         }
@@ -117,7 +119,7 @@ int cli_grad(int argc, char **argv)
         goto usage_err;
     }
 
-    vijp_grad_result res[3];
+    vijp_grad_result res[VIJP_ENGINE_COUNT];
     for (size_t k = 0; k < n; k++) {
         int rc = vijp_grad_compare(&s, list[k], &res[k], &err);
         if (rc) {

@@ -24,7 +24,7 @@ static const char help[] =
     "  --width N         input width (default: the first dense layer's)\n"
     "  --batch B         samples per step (default 1)\n"
     "  --format F        double | binary32 | binary16 | bfloat16 | mpfr:P (default double)\n"
-    "  --engines LIST    backprop,moonwalk,pure-forward (default: all three)\n"
+    "  --engines LIST    backprop,moonwalk,pure-forward,reversible (default: all)\n"
     "  --seed S          seed of parameters and inputs (default 1)\n"
     "  --json            one JSON object instead of the table\n"
     "  -h, --help        this help\n"
@@ -55,7 +55,7 @@ int cli_memory(int argc, char **argv)
         {"batch", 1, 0, 'B'},  {"format", 1, 0, 'f'},    {"engines", 1, 0, 'e'}, {"seed", 1, 0, 's'},
         {"json", 0, 0, 'j'},   {"help", 0, 0, 'h'},      {0, 0, 0, 0},
     };
-    const char *spec = NULL, *format = "double", *engines = "backprop,moonwalk,pure-forward";
+    const char *spec = NULL, *format = "double", *engines = "backprop,moonwalk,pure-forward,reversible";
     unsigned long long depth = 0, width = 0, batch = 1, seed = 1;
     size_t budget = 0;
     int json = 0, c;
@@ -85,14 +85,14 @@ int cli_memory(int argc, char **argv)
         return EXIT_USAGE;
     }
     vijp_format f;
-    vijp_engine_kind list[3];
+    vijp_engine_kind list[VIJP_ENGINE_COUNT];
     size_t ne = 0;
     if (vijp_format_parse(format, &f, &err)) goto usage_err;
     char *copy = strdup(engines), *save = NULL;
     if (!copy) return fputs("vijp memory: out of memory\n", stderr), EXIT_FAILED;
     for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (ne == 3 || vijp_engine_parse(t, &list[ne], &err)) {
-            if (ne == 3) vijp_fail(&err, VIJP_EINVAL, "too many engines in '%s'", engines);
+        if (ne == VIJP_ENGINE_COUNT || vijp_engine_parse(t, &list[ne], &err)) {
+            if (ne == VIJP_ENGINE_COUNT) vijp_fail(&err, VIJP_EINVAL, "too many engines in '%s'", engines);
             free(copy);
             goto usage_err;
         }
@@ -114,7 +114,7 @@ int cli_memory(int argc, char **argv)
     width = probe.width;
     vijp_net_free(&probe);
 
-    size_t *bytes = calloc(ne * depth, sizeof *bytes), deepest[3];
+    size_t *bytes = calloc(ne * depth, sizeof *bytes), deepest[VIJP_ENGINE_COUNT];
     if (!bytes) return fprintf(stderr, "vijp memory: out of memory\n"), EXIT_FAILED;
     for (size_t k = 0; k < ne; k++) {
         int rc = vijp_memory_profile(spec, depth, width, batch, seed, &f, list[k], bytes + k * depth, &err);

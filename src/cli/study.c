@@ -102,8 +102,8 @@ int study_parse_seeds(study *s, const char *list, vijp_error *err)
 
 int study_parse_engines(vijp_engine_kind *out, size_t *n, const char *list, int allow_backprop, vijp_error *err)
 {
-    char *items[3];
-    char *copy = split(list, items, 3, n, "engines", err);
+    char *items[VIJP_ENGINE_COUNT];
+    char *copy = split(list, items, allow_backprop ? VIJP_ENGINE_COUNT : VIJP_ENGINE_COUNT - 1, n, "engines", err);
     if (!copy) return VIJP_EINVAL;
     int rc = 0;
     for (size_t i = 0; i < *n && !rc; i++) {

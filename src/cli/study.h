@@ -22,7 +22,7 @@ typedef struct {
     size_t n_formats;
     uint64_t seeds[STUDY_MAX];
     size_t n_seeds;
-    vijp_engine_kind engines[3]; /* rebuilding engines; backprop is always measured */
+    vijp_engine_kind engines[VIJP_ENGINE_COUNT - 1]; /* rebuilding engines; backprop is always measured */
     size_t n_engines;
     size_t depth, width, batch;
     vijp_loss_kind loss;

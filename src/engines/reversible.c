@@ -1,0 +1,63 @@
+/* Reversible backprop (RevNet style, issue 5): the forward pass keeps only
+ * the inputs of layers that have no inverse; the reverse pass rebuilds every
+ * other layer input from the layer's output with the layer's inverse, from
+ * h_D down, and backpropagates through it.  The rebuilt inputs carry the
+ * inverses' rounding errors into the gradients: that is what this engine is
+ * measured for. */
+#include "engine_internal.h"
+#include <stdlib.h>
+
+/* A layer the engine inverts: square, with an inverse operator in both
+ * arithmetics (dense square, leaky ReLU, tanh; not ReLU or rectangular dense). */
+static int invertible(const vijp_layer *L)
+{
+    return L->in == L->out && L->type->d->inverse && L->type->mp->inverse;
+}
+
+int engine_reversible(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
+                      vijp_grads *out, vijp_error *err)
+{
+    size_t D = net->depth, B = X->cols;
+    const vijp_format *f = X->fmt;
+    vijp_ledger ledger = {0, 0};
+    vijp_mat *keep = calloc(D, sizeof *keep), h, hn;
+    int rc = keep ? 0 : vijp_fail(err, VIJP_ENOMEM, "out of memory");
+    vijp_mat_init(&h, net->width, B, f);
+    vijp_mat_copy(&h, X);
+    for (size_t i = 0; i < D && !rc; i++) { /* forward: keep the inputs nothing can rebuild */
+        const vijp_layer *L = &net->layers[i];
+        if (!invertible(L)) {
+            vijp_mat_init(&keep[i], h.rows, B, f);
+            vijp_mat_copy(&keep[i], &h);
+            ledger_keep(&ledger, mat_bytes(&keep[i]));
+        }
+        out->stored_by_depth[i] = ledger.current; /* the cut network keeps the same inputs */
+        vijp_mat_init(&hn, L->out, B, f);
+        rc = vijp_layer_forward(L, &theta[i], &h, &hn, err);
+        vijp_mat_clear(&h);
+        h = hn;
+    }
+    if (!rc) out->loss = engine_loss(net, &h, T, &out->g[D - 1]);
+    for (size_t i = D; i-- > 0 && !rc;) { /* reverse: h is h_{i+1}, rebuild h_i */
+        const vijp_layer *L = &net->layers[i];
+        vijp_mat x;
+        if (keep[i].rows || keep[i].cols) {
+            x = keep[i];
+            keep[i] = (vijp_mat){0};
+            ledger_release(&ledger, mat_bytes(&x));
+        } else {
+            vijp_mat_init(&x, L->in, B, f);
+            rc = vijp_layer_inverse(L, &theta[i], &h, &x, err);
+        }
+        vijp_mat *gin = i ? &out->g[i - 1] : &out->grad_x;
+        if (!rc) rc = vijp_layer_vjp_param(L, &theta[i], &x, &out->g[i], &out->grad_theta[i], err);
+        if (!rc) rc = vijp_layer_vjp(L, &theta[i], &x, &out->g[i], gin, err);
+        vijp_mat_clear(&h);
+        h = x;
+    }
+    vijp_mat_clear(&h);
+    for (size_t i = 0; keep && i < D; i++) vijp_mat_clear(&keep[i]);
+    free(keep);
+    out->stored_bytes = ledger.peak;
+    return rc;
+}
