@@ -281,7 +281,8 @@ int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *e
     if (rc) goto out;
     conditioning(&net, &pf, c);
     for (size_t k = 1; k < c->n_runs; k++) /* the vijp sweep's bound: Moonwalk's engines only */
-        if (c->runs[k].engine != VIJP_ENGINE_REVERSIBLE && (c->runs[k].bound = malloc(D * sizeof(double))))
+        if ((c->runs[k].engine == VIJP_ENGINE_MOONWALK || c->runs[k].engine == VIJP_ENGINE_PURE_FORWARD) &&
+            (c->runs[k].bound = malloc(D * sizeof(double))))
             first_order_bound(&net, c, &c->runs[k]);
 out:
     vijp_grads_clear(&ref);

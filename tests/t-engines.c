@@ -171,6 +171,11 @@ START_TEST(stored_bytes_hand_counts)
     ck_assert(!vijp_engine_run(VIJP_ENGINE_PURE_FORWARD, &net, th, &X, &T, &g, NULL));
     ck_assert_uint_eq(g.stored_bytes, 128);
     vijp_grads_clear(&g);
+    /* checkpoint, k = ⌈√4⌉ = 2: checkpoints h_0, h_2 (256), then segment 2
+     * recomputes h_3 (128) while both are kept → 384 */
+    ck_assert(!vijp_engine_run(VIJP_ENGINE_CHECKPOINT, &net, th, &X, &T, &g, NULL));
+    ck_assert_uint_eq(g.stored_bytes, 384);
+    vijp_grads_clear(&g);
     /* reversible: nothing (square dense and leaky are inverted) */
     ck_assert(!vijp_engine_run(VIJP_ENGINE_REVERSIBLE, &net, th, &X, &T, &g, NULL));
     ck_assert_uint_eq(g.stored_bytes, 0);
@@ -215,7 +220,7 @@ START_TEST(stored_by_depth_matches_cut_networks)
 {
     problem p;
     problem_init(&p, (size_t)_i, "double");
-    for (int e = VIJP_ENGINE_BACKPROP; e <= VIJP_ENGINE_REVERSIBLE; e++) {
+    for (int e = VIJP_ENGINE_BACKPROP; e <= VIJP_ENGINE_CHECKPOINT; e++) {
         vijp_grads full, cut;
         run(&p, (vijp_engine_kind)e, &full);
         ck_assert_uint_eq(full.rebuilt, DEPTH);
@@ -236,6 +241,29 @@ START_TEST(stored_by_depth_matches_cut_networks)
         vijp_grads_clear(&full);
     }
     problem_clear(&p);
+}
+END_TEST
+
+/* Checkpointing recomputes each segment with exactly the forward pass's
+ * operations, so its gradients are backprop's bit for bit, in every format. */
+START_TEST(checkpoint_is_backprop_exactly)
+{
+    static const char *const fmts[] = {"double", "binary32", "mpfr:96"};
+    for (int k = 0; k < 3; k++) {
+        problem p;
+        problem_init(&p, (size_t)_i, fmts[k]);
+        vijp_grads bp, ck;
+        run(&p, VIJP_ENGINE_BACKPROP, &bp);
+        run(&p, VIJP_ENGINE_CHECKPOINT, &ck);
+        ck_assert(vijp_rel_err(&ck.grad_x, &bp.grad_x) == 0);
+        for (size_t i = 0; i < DEPTH; i++) {
+            ck_assert_msg(vijp_rel_err(&ck.g[i], &bp.g[i]) == 0, "%s %s: g_%zu differs", nets[_i].spec, fmts[k], i + 1);
+            if (bp.grad_theta[i].rows) ck_assert(vijp_rel_err(&ck.grad_theta[i], &bp.grad_theta[i]) == 0);
+        }
+        ck_assert(ck.stored_bytes < bp.stored_bytes); /* 3 checkpoints + 2 recomputed < 8 inputs */
+        vijp_grads_clear(&bp), vijp_grads_clear(&ck);
+        problem_clear(&p);
+    }
 }
 END_TEST
 
@@ -299,6 +327,7 @@ Suite *suite_engines(void)
     tcase_add_test(tc, batch_is_sum_of_samples);
     tcase_add_loop_test(tc, stored_by_depth_matches_cut_networks, 0, (int)NNETS);
     tcase_add_test(tc, singular_vijp_keeps_earlier_layers);
+    tcase_add_loop_test(tc, checkpoint_is_backprop_exactly, 0, (int)NNETS);
     suite_add_tcase(s, tc);
     return s;
 }

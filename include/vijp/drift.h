@@ -32,7 +32,7 @@ typedef struct {
     vijp_engine_kind engine;
     vijp_metric x;            /* g_0 = ∇_x ℓ */
     vijp_metric *g, *theta;   /* per layer i = 1..D; theta is NaN for layers without parameters */
-    double *bound;            /* first-order bound on g_i (NULL for backprop and reversible), see vijp_drift_run */
+    double *bound;            /* first-order bound on g_i (Moonwalk engines only; NULL otherwise), see vijp_drift_run */
     size_t *stored_by_depth;  /* bytes the engine stores for the first d layers */
     size_t rebuilt;           /* valid layers: D unless a vijp lost rank */
     char failure[256];        /* the engine's message when rebuilt < D */

@@ -10,6 +10,7 @@ typedef enum {
     VIJP_ENGINE_MOONWALK,     /* mixed mode: reverse pass on input cotangents, then vijp sweep */
     VIJP_ENGINE_PURE_FORWARD, /* g_0 (and fragments) by jvps, then the same sweep */
     VIJP_ENGINE_REVERSIBLE,   /* backprop that rebuilds activations by inverting layers (RevNet style) */
+    VIJP_ENGINE_CHECKPOINT,   /* backprop keeping every ⌈√D⌉-th input, recomputing segments */
     VIJP_ENGINE_COUNT
 } vijp_engine_kind;
 

@@ -30,7 +30,7 @@ static const char help_drift[] =
     "  --formats LIST    bfloat16,binary16,binary32,double,mpfr:P\n"
     "                    (default bfloat16,binary32,double)\n"
     "  --engines LIST    engines that rebuild gradients: moonwalk, pure-forward,\n"
-    "                    reversible\n"
+    "                    reversible, checkpoint\n"
     "                    (default moonwalk); backprop is always measured\n"
     "  --seeds LIST      comma list of seeds (default 1,2,3); spreads are over seeds\n"
     "  --loss L          square | linear (default square)\n"

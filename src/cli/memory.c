@@ -24,7 +24,8 @@ static const char help[] =
     "  --width N         input width (default: the first dense layer's)\n"
     "  --batch B         samples per step (default 1)\n"
     "  --format F        double | binary32 | binary16 | bfloat16 | mpfr:P (default double)\n"
-    "  --engines LIST    backprop,moonwalk,pure-forward,reversible (default: all)\n"
+    "  --engines LIST    backprop,moonwalk,pure-forward,reversible,checkpoint\n"
+    "                    (default: all)\n"
     "  --seed S          seed of parameters and inputs (default 1)\n"
     "  --json            one JSON object instead of the table\n"
     "  -h, --help        this help\n"
@@ -55,7 +56,7 @@ int cli_memory(int argc, char **argv)
         {"batch", 1, 0, 'B'},  {"format", 1, 0, 'f'},    {"engines", 1, 0, 'e'}, {"seed", 1, 0, 's'},
         {"json", 0, 0, 'j'},   {"help", 0, 0, 'h'},      {0, 0, 0, 0},
     };
-    const char *spec = NULL, *format = "double", *engines = "backprop,moonwalk,pure-forward,reversible";
+    const char *spec = NULL, *format = "double", *engines = "backprop,moonwalk,pure-forward,reversible,checkpoint";
     unsigned long long depth = 0, width = 0, batch = 1, seed = 1;
     size_t budget = 0;
     int json = 0, c;

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const names[VIJP_ENGINE_COUNT] = {"backprop", "moonwalk", "pure-forward", "reversible"};
+static const char *const names[VIJP_ENGINE_COUNT] = {"backprop", "moonwalk", "pure-forward", "reversible", "checkpoint"};
 
 const char *vijp_engine_name(vijp_engine_kind e) { return names[e]; }
 
@@ -12,7 +12,7 @@ int vijp_engine_parse(const char *s, vijp_engine_kind *e, vijp_error *err)
 {
     for (int i = 0; i < VIJP_ENGINE_COUNT; i++)
         if (!strcmp(s, names[i])) return *e = (vijp_engine_kind)i, 0;
-    return vijp_fail(err, VIJP_EINVAL, "unknown engine '%s' (known: backprop, moonwalk, pure-forward, reversible)", s);
+    return vijp_fail(err, VIJP_EINVAL, "unknown engine '%s' (known: backprop, moonwalk, pure-forward, reversible, checkpoint)", s);
 }
 
 void vijp_grads_clear(vijp_grads *g)
@@ -88,6 +88,7 @@ int vijp_engine_run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *the
     case VIJP_ENGINE_MOONWALK: rc = engine_moonwalk(net, theta, X, T, out, err); break;
     case VIJP_ENGINE_PURE_FORWARD: rc = engine_pure_forward(net, theta, X, T, out, err); break;
     case VIJP_ENGINE_REVERSIBLE: rc = engine_reversible(net, theta, X, T, out, err); break;
+    case VIJP_ENGINE_CHECKPOINT: rc = engine_checkpoint(net, theta, X, T, out, err); break;
     default: rc = vijp_fail(err, VIJP_EINVAL, "unknown engine %d", (int)e);
     }
     /* Non-finite results (overflow in a narrow format) are measurements, not
