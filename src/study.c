@@ -31,7 +31,7 @@ int vijp_grad_compare(const vijp_grad_setup *s, vijp_engine_kind e, vijp_grad_re
     if ((rc = vijp_problem_round(&pf, &net, s->batch, s->seed, &s->fmt, err)) ||
         (rc = vijp_problem_convert(&pr, &net, &pf, &ref, err)))
         goto out;
-    if ((rc = vijp_engine_run(e, &net, pf.theta, &pf.X, &pf.T, &gf, err)) ||
+    if ((rc = vijp_engine_run_opts(e, &net, pf.theta, &pf.X, &pf.T, &s->opts, &gf, err)) ||
         (rc = vijp_engine_run(VIJP_ENGINE_BACKPROP, &net, pr.theta, &pr.X, &pr.T, &gr, err)))
         goto out;
     r->loss = gf.loss;

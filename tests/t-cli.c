@@ -186,6 +186,7 @@ START_TEST(test_bad_input)
         {"grad --json --depth", "option without its argument"},
         {"grad --json stray", "stray argument"},
         {"frobnicate", "unknown subcommand"},
+        {"grad --json --engine checkpoint --segment 0", "empty checkpoint segment"},
         {"certify --samples 3", "certify without --layer"},
         {"certify --layer leaky:0.1 --samples 0", "zero samples"},
         {"certify --layer leaky:0.1 --samples 1000000000", "absurd sample count"},

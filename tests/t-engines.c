@@ -267,6 +267,53 @@ START_TEST(checkpoint_is_backprop_exactly)
 }
 END_TEST
 
+/* Given segment lengths, on dense:8,leaky:0.5 at depth 8, batch 2 (every
+ * layer input 8 × 2 doubles = 128 bytes).  Going back, segment s (0-based)
+ * holds checkpoints 0..s and its own len_s − 1 recomputed inputs, so the
+ * peak is max_s (s + len_s) inputs:
+ *   k = 1: 8 segments of 1: 8;  k = 2: segments 2,2,2,2: 3 + 2 = 5;
+ *   k = 3: segments 3,3,2: max(3, 4, 4) = 4;  k = 8 (or more, clamped): 8. */
+START_TEST(checkpoint_segments)
+{
+    vijp_format F;
+    vijp_format_parse("double", &F, NULL);
+    vijp_net net;
+    vijp_mat th[8], X, T;
+    ck_assert(!vijp_net_build(&net, "dense:8,leaky:0.5", 8, 8, NULL));
+    vijp_net_init(&net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, 4, NULL);
+    vijp_net_params(&net, &F, th, NULL);
+    double x[16], t[16];
+    vijp_net_sample(&net, 2, 4, x, t);
+    vijp_mat_init(&X, 8, 2, &F), vijp_mat_set_d(&X, x), vijp_mat_init(&T, 8, 2, &F), vijp_mat_set_d(&T, t);
+    static const struct {
+        size_t k, inputs;
+    } C[] = {{1, 8}, {2, 5}, {3, 4}, {8, 8}, {100, 8}};
+    vijp_grads bp, g, cut;
+    ck_assert(!vijp_engine_run(VIJP_ENGINE_BACKPROP, &net, th, &X, &T, &bp, NULL));
+    for (size_t c = 0; c < sizeof C / sizeof *C; c++) {
+        vijp_engine_opts o = {.checkpoint_segment = C[c].k};
+        ck_assert(!vijp_engine_run_opts(VIJP_ENGINE_CHECKPOINT, &net, th, &X, &T, &o, &g, NULL));
+        ck_assert_msg(g.stored_bytes == 128 * C[c].inputs, "k = %zu: %zu bytes", C[c].k, g.stored_bytes);
+        ck_assert(vijp_rel_err(&g.grad_theta[0], &bp.grad_theta[0]) == 0);
+        for (size_t d = 1; d < 8; d++) { /* the profile uses the same k on the cut networks */
+            vijp_net cn = net;
+            cn.depth = d;
+            vijp_mat Tc;
+            vijp_mat_init(&Tc, 8, 2, &F);
+            ck_assert(!vijp_engine_run_opts(VIJP_ENGINE_CHECKPOINT, &cn, th, &X, &Tc, &o, &cut, NULL));
+            ck_assert_uint_eq(cut.stored_bytes, g.stored_by_depth[d - 1]);
+            vijp_grads_clear(&cut);
+            vijp_mat_clear(&Tc);
+        }
+        vijp_grads_clear(&g);
+    }
+    vijp_grads_clear(&bp);
+    vijp_net_params_clear(&net, th);
+    vijp_net_free(&net);
+    vijp_mat_clear(&X), vijp_mat_clear(&T);
+}
+END_TEST
+
 /* A vijp that loses rank keeps the layers rebuilt before it: a dense layer
  * whose weights are zero from layer 3 on cannot be inverted there. */
 START_TEST(singular_vijp_keeps_earlier_layers)
@@ -328,6 +375,7 @@ Suite *suite_engines(void)
     tcase_add_loop_test(tc, stored_by_depth_matches_cut_networks, 0, (int)NNETS);
     tcase_add_test(tc, singular_vijp_keeps_earlier_layers);
     tcase_add_loop_test(tc, checkpoint_is_backprop_exactly, 0, (int)NNETS);
+    tcase_add_test(tc, checkpoint_segments);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -41,6 +41,15 @@ const char *vijp_engine_name(vijp_engine_kind e);
  * and must still be cleared; on any other failure out is left empty. */
 int vijp_engine_run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta,
                     const vijp_mat *X, const vijp_mat *T, vijp_grads *out, vijp_error *err);
+
+/* Options of the engines that have any (zero: the default). */
+typedef struct {
+    size_t checkpoint_segment; /* checkpoint: layers per segment (0: ⌈√D⌉) */
+} vijp_engine_opts;
+
+/* vijp_engine_run with options (o may be NULL). */
+int vijp_engine_run_opts(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
+                         const vijp_mat *T, const vijp_engine_opts *o, vijp_grads *out, vijp_error *err);
 void vijp_grads_clear(vijp_grads *g);
 
 #endif

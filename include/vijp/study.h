@@ -12,6 +12,7 @@ typedef struct {
     vijp_init init;
     vijp_loss_kind loss;
     vijp_format fmt;
+    vijp_engine_opts opts;
 } vijp_grad_setup;
 
 typedef struct {

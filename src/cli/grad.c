@@ -31,6 +31,7 @@ static const char help[] =
     "  --init I         orthogonal | gaussian | scaled:G (default orthogonal)\n"
     "  --loss L         square (½‖h − y‖²) | linear (⟨c, h⟩) (default square)\n"
     "  --seed S         seed of weights, inputs and targets, 0..2^63-1 (default 1)\n"
+    "  --segment K      checkpoint engine: layers per segment (default ⌈√depth⌉)\n"
     "  --json           print one JSON object (an object with \"runs\" for several engines)\n"
     "  -h, --help       this help\n"
     "\n"
@@ -66,7 +67,7 @@ int cli_grad(int argc, char **argv)
     static const struct option opts[] = {
         {"net", 1, 0, 'n'},  {"depth", 1, 0, 'd'}, {"width", 1, 0, 'w'}, {"batch", 1, 0, 'b'},
         {"engine", 1, 0, 'e'}, {"format", 1, 0, 'f'}, {"init", 1, 0, 'i'}, {"loss", 1, 0, 'l'},
-        {"seed", 1, 0, 's'}, {"json", 0, 0, 'j'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0},
+        {"seed", 1, 0, 's'}, {"json", 0, 0, 'j'}, {"help", 0, 0, 'h'}, {"segment", 1, 0, 'K'}, {0, 0, 0, 0},
     };
     vijp_grad_setup s = {.spec = "dense:64,leaky:0.1", .depth = 8, .batch = 1, .seed = 1,
                          .init = {VIJP_INIT_ORTHOGONAL, 1}, .loss = VIJP_LOSS_SQUARE};
@@ -86,6 +87,7 @@ int cli_grad(int argc, char **argv)
         case 'f': format = optarg; break;
         case 'i': if (vijp_init_parse(optarg, &s.init, &err)) goto usage_err; break;
         case 'l': if (vijp_loss_parse(optarg, &s.loss, &err)) goto usage_err; break;
+        case 'K': if (cli_parse_size("--segment", optarg, 1, 100000, &v)) return EXIT_USAGE; s.opts.checkpoint_segment = v; break;
         case 'j': json = 1; break;
         case 'h': fputs(help, stdout); return EXIT_OK;
         default: fputs("run 'vijp grad --help' for the options\n", stderr); return EXIT_USAGE;

@@ -23,7 +23,7 @@ static const char usage[] =
     "\n"
     "Run 'vijp COMMAND --help' for a command's options.\n"
     "Exit status: 0 success, 1 the computation failed (e.g. a singular vijp),\n"
-    "2 bad usage or input.\n";
+    "2 bad usage or input; regress and certify add their own (see their --help).\n";
 
 int cli_parse_size(const char *opt, const char *s, unsigned long long lo, unsigned long long hi,
                    unsigned long long *out)

@@ -7,8 +7,9 @@
 #include <math.h>
 #include <stdlib.h>
 
-static size_t segment_length(size_t D)
+static size_t segment_length(size_t D, size_t given)
 {
+    if (given) return given < D ? given : D;
     size_t k = (size_t)sqrt((double)D);
     while (k * k < D) k++; /* ⌈√D⌉, exactly */
     return k ? k : 1;
@@ -17,11 +18,11 @@ static size_t segment_length(size_t D)
 /* The ledger of the cut network of depth d, replayed from the shapes alone:
  * going back, segment s holds checkpoints 0..s and its own recomputed
  * activations (all but its first, the checkpoint). */
-static void checkpoint_profile(const vijp_net *net, size_t B, size_t vb, size_t *by_depth)
+static void checkpoint_profile(const vijp_net *net, size_t B, size_t vb, size_t given, size_t *by_depth)
 {
     size_t D = net->depth;
     for (size_t d = 1; d <= D; d++) {
-        size_t k = segment_length(d), ck = 0, peak = 0;
+        size_t k = segment_length(d, given), ck = 0, peak = 0;
         for (size_t start = 0; start < d; start += k) {
             size_t end = start + k < d ? start + k : d, seg = 0;
             ck += (start ? net->layers[start - 1].out : net->width) * B * vb;
@@ -33,9 +34,9 @@ static void checkpoint_profile(const vijp_net *net, size_t B, size_t vb, size_t 
 }
 
 int engine_checkpoint(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
-                      vijp_grads *out, vijp_error *err)
+                      size_t segment, vijp_grads *out, vijp_error *err)
 {
-    size_t D = net->depth, B = X->cols, k = segment_length(D);
+    size_t D = net->depth, B = X->cols, k = segment_length(D, segment);
     const vijp_format *f = X->fmt;
     vijp_ledger ledger = {0, 0};
     vijp_mat *H = calloc(D + 1, sizeof *H), h, hn; /* H[i] = h_i while it is kept */
@@ -75,7 +76,7 @@ int engine_checkpoint(const vijp_net *net, const vijp_mat *theta, const vijp_mat
     }
     for (size_t i = 0; H && i <= D; i++) vijp_mat_clear(&H[i]);
     free(H);
-    checkpoint_profile(net, B, f->value_bytes, out->stored_by_depth);
+    checkpoint_profile(net, B, f->value_bytes, segment, out->stored_by_depth);
     out->stored_bytes = ledger.peak;
     return rc;
 }

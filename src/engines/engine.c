@@ -65,6 +65,12 @@ double engine_loss(const vijp_net *net, const vijp_mat *h, const vijp_mat *T, vi
 int vijp_engine_run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
                     const vijp_mat *T, vijp_grads *out, vijp_error *err)
 {
+    return vijp_engine_run_opts(e, net, theta, X, T, NULL, out, err);
+}
+
+int vijp_engine_run_opts(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
+                         const vijp_mat *T, const vijp_engine_opts *o, vijp_grads *out, vijp_error *err)
+{
     memset(out, 0, sizeof *out);
     if (X->rows != net->width || T->rows != vijp_net_out_width(net) || T->cols != X->cols || X->cols == 0)
         return vijp_fail(err, VIJP_EDIM, "engine: input is %zux%zu and loss data %zux%zu, but the network maps %zu -> %zu",
@@ -88,7 +94,9 @@ int vijp_engine_run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *the
     case VIJP_ENGINE_MOONWALK: rc = engine_moonwalk(net, theta, X, T, out, err); break;
     case VIJP_ENGINE_PURE_FORWARD: rc = engine_pure_forward(net, theta, X, T, out, err); break;
     case VIJP_ENGINE_REVERSIBLE: rc = engine_reversible(net, theta, X, T, out, err); break;
-    case VIJP_ENGINE_CHECKPOINT: rc = engine_checkpoint(net, theta, X, T, out, err); break;
+    case VIJP_ENGINE_CHECKPOINT:
+        rc = engine_checkpoint(net, theta, X, T, o ? o->checkpoint_segment : 0, out, err);
+        break;
     default: rc = vijp_fail(err, VIJP_EINVAL, "unknown engine %d", (int)e);
     }
     /* Non-finite results (overflow in a narrow format) are measurements, not

@@ -32,8 +32,9 @@ int engine_backprop(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
                     vijp_grads *out, vijp_error *err);
 int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
                     vijp_grads *out, vijp_error *err);
+/* segment: layers per segment, 0 for ⌈√D⌉ (min(segment, D) otherwise). */
 int engine_checkpoint(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
-                      vijp_grads *out, vijp_error *err);
+                      size_t segment, vijp_grads *out, vijp_error *err);
 int engine_reversible(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
                       vijp_grads *out, vijp_error *err);
 int engine_pure_forward(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
