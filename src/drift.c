@@ -267,7 +267,7 @@ int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *e
         r->engine = k ? s->engines[k - 1] : VIJP_ENGINE_BACKPROP;
         vijp_grads got;
         vijp_error e2 = {0};
-        rc = vijp_engine_run(r->engine, &net, pf.theta, &pf.X, &pf.T, &got, &e2);
+        rc = vijp_engine_run_opts(r->engine, &net, pf.theta, &pf.X, &pf.T, &s->opts, &got, &e2);
         if (rc && rc != VIJP_ESINGULAR) {
             if (err) *err = e2;
             break;

@@ -3,7 +3,8 @@
 #include <string.h>
 
 int vijp_memory_profile(const char *spec, size_t depth, size_t width, size_t batch, uint64_t seed,
-                        const vijp_format *f, vijp_engine_kind e, size_t *bytes, vijp_error *err)
+                        const vijp_format *f, vijp_engine_kind e, const vijp_engine_opts *o, size_t *bytes,
+                        vijp_error *err)
 {
     if (batch == 0 || batch > 1000000) return vijp_fail(err, VIJP_EINVAL, "batch %zu out of range [1, 1000000]", batch);
     vijp_net net;
@@ -13,7 +14,7 @@ int vijp_memory_profile(const char *spec, size_t depth, size_t width, size_t bat
     vijp_grads g = {0};
     if (!(rc = vijp_net_init(&net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, seed, err)) &&
         !(rc = vijp_problem_round(&p, &net, batch, seed, f, err))) {
-        rc = vijp_engine_run(e, &net, p.theta, &p.X, &p.T, &g, err);
+        rc = vijp_engine_run_opts(e, &net, p.theta, &p.X, &p.T, o, &g, err);
         /* A vijp that lost rank ends the sweep, after the ledger was replayed;
          * h_0 alone makes every depth's count positive, so a profile still
          * zero was not filled. */

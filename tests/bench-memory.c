@@ -19,8 +19,8 @@ int main(void)
     printf("memory: %s, double, budget = backprop's bytes at depth %zu, engines run at depth %zu\n", spec, ref, D);
     printf("%6s %14s %16s %16s %10s\n", "batch", "budget bytes", "backprop depth", "moonwalk depth", "ratio");
     for (int b = 0; b < 2; b++) {
-        if (vijp_memory_profile(spec, D, 0, batches[b], 1, &f, VIJP_ENGINE_BACKPROP, bp, &err) ||
-            vijp_memory_profile(spec, D, 0, batches[b], 1, &f, VIJP_ENGINE_MOONWALK, mw, &err)) {
+        if (vijp_memory_profile(spec, D, 0, batches[b], 1, &f, VIJP_ENGINE_BACKPROP, NULL, bp, &err) ||
+            vijp_memory_profile(spec, D, 0, batches[b], 1, &f, VIJP_ENGINE_MOONWALK, NULL, mw, &err)) {
             fprintf(stderr, "bench-memory: %s\n", err.msg);
             return 1;
         }

@@ -26,6 +26,7 @@ typedef struct {
     long ref_prec_start; /* first reference precision; 0: max(256, 2P) */
     long ref_prec_max;   /* 0: VIJP_DRIFT_REF_PREC_MAX */
     int skip_reference;  /* benchmarks only: no reference, every metric NaN */
+    vijp_engine_opts opts; /* e.g. the checkpoint segment */
 } vijp_drift_setup;
 
 typedef struct {

@@ -10,9 +10,10 @@
 /* bytes[d-1] for d = 1..depth: engine e on spec (cycled to depth), seeded
  * orthogonal parameters and inputs, batch samples, in format f.  A vijp that
  * loses rank still leaves its stored bytes measured (they are counted before
- * the sweep). */
+ * the sweep).  o (may be NULL): engine options, e.g. the checkpoint segment. */
 int vijp_memory_profile(const char *spec, size_t depth, size_t width, size_t batch, uint64_t seed,
-                        const vijp_format *f, vijp_engine_kind e, size_t *bytes, vijp_error *err);
+                        const vijp_format *f, vijp_engine_kind e, const vijp_engine_opts *o, size_t *bytes,
+                        vijp_error *err);
 /* Deepest d <= depth with bytes[d-1] <= budget (0 when not even one layer fits). */
 size_t vijp_memory_deepest(const size_t *bytes, size_t depth, size_t budget);
 

@@ -33,6 +33,7 @@ static const char help_drift[] =
     "                    reversible, checkpoint\n"
     "                    (default moonwalk); backprop is always measured\n"
     "  --seeds LIST      comma list of seeds (default 1,2,3); spreads are over seeds\n"
+    "  --segment K       checkpoint engine: layers per segment (default ⌈√depth⌉)\n"
     "  --loss L          square | linear (default square)\n"
     "  --tol F=T,...     tolerance of the safe depth per format (defaults: 1e-2\n"
     "                    bfloat16/binary16, 1e-4 binary32, 1e-10 double, 2^(-P/2) mpfr:P)\n"
@@ -113,13 +114,14 @@ static void print_verdicts(const study *s)
 
 static int run_study(int argc, char **argv, int is_report)
 {
-    enum { O_TOL = 256, O_REFP, O_REFMAX, O_PROG, O_NOPROG, O_NOPLOTS };
+    enum { O_TOL = 256, O_REFP, O_REFMAX, O_PROG, O_NOPROG, O_NOPLOTS, O_SEGMENT };
     static const struct option opts[] = {
         {"net", 1, 0, 'n'},      {"init", 1, 0, 'i'},       {"depth", 1, 0, 'd'},    {"width", 1, 0, 'w'},
         {"batch", 1, 0, 'b'},    {"formats", 1, 0, 'f'},    {"engines", 1, 0, 'e'},  {"seeds", 1, 0, 's'},
         {"loss", 1, 0, 'l'},     {"tol", 1, 0, O_TOL},      {"ref-prec", 1, 0, O_REFP}, {"ref-prec-max", 1, 0, O_REFMAX},
         {"out", 1, 0, 'o'},      {"jobs", 1, 0, 'j'},       {"progress", 0, 0, O_PROG}, {"no-progress", 0, 0, O_NOPROG},
-        {"no-plots", 0, 0, O_NOPLOTS}, {"quiet", 0, 0, 'q'}, {"help", 0, 0, 'h'},   {0, 0, 0, 0},
+        {"no-plots", 0, 0, O_NOPLOTS}, {"quiet", 0, 0, 'q'}, {"help", 0, 0, 'h'},   {"segment", 1, 0, O_SEGMENT},
+        {0, 0, 0, 0},
     };
     const char *name = is_report ? "vijp report" : "vijp drift";
     static study s; /* large (configs table): kept off the stack */
@@ -163,6 +165,7 @@ static int run_study(int argc, char **argv, int is_report)
         case O_PROG: s.progress = 1; break;
         case O_NOPROG: s.progress = 0; break;
         case O_NOPLOTS: s.plots = 0; break;
+        case O_SEGMENT: if (cli_parse_size("--segment", optarg, 1, 100000, &v)) return EXIT_USAGE; s.opts.checkpoint_segment = v; break;
         case 'q': quiet = 1; break;
         case 'h': fputs(is_report ? help_report : help_drift, stdout); return EXIT_OK;
         default: fprintf(stderr, "run '%s --help' for the options\n", name); return EXIT_USAGE;

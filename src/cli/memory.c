@@ -27,6 +27,7 @@ static const char help[] =
     "  --engines LIST    backprop,moonwalk,pure-forward,reversible,checkpoint\n"
     "                    (default: all)\n"
     "  --seed S          seed of parameters and inputs (default 1)\n"
+    "  --segment K       checkpoint: layers per segment (default ⌈√d⌉ for each depth d)\n"
     "  --json            one JSON object instead of the table\n"
     "  -h, --help        this help\n"
     "\n"
@@ -54,11 +55,12 @@ int cli_memory(int argc, char **argv)
     static const struct option opts[] = {
         {"net", 1, 0, 'n'},    {"depth-max", 1, 0, 'd'}, {"budget", 1, 0, 'b'}, {"width", 1, 0, 'w'},
         {"batch", 1, 0, 'B'},  {"format", 1, 0, 'f'},    {"engines", 1, 0, 'e'}, {"seed", 1, 0, 's'},
-        {"json", 0, 0, 'j'},   {"help", 0, 0, 'h'},      {0, 0, 0, 0},
+        {"json", 0, 0, 'j'},   {"help", 0, 0, 'h'},      {"segment", 1, 0, 'K'}, {0, 0, 0, 0},
     };
     const char *spec = NULL, *format = "double", *engines = "backprop,moonwalk,pure-forward,reversible,checkpoint";
-    unsigned long long depth = 0, width = 0, batch = 1, seed = 1;
+    unsigned long long depth = 0, width = 0, batch = 1, seed = 1, v;
     size_t budget = 0;
+    vijp_engine_opts eo = {0};
     int json = 0, c;
     vijp_error err = {0};
     optind = 1;
@@ -72,6 +74,7 @@ int cli_memory(int argc, char **argv)
         case 'f': format = optarg; break;
         case 'e': engines = optarg; break;
         case 's': if (cli_parse_size("--seed", optarg, 0, INT64_MAX, &seed)) return EXIT_USAGE; break;
+        case 'K': if (cli_parse_size("--segment", optarg, 1, 100000, &v)) return EXIT_USAGE; eo.checkpoint_segment = v; break;
         case 'j': json = 1; break;
         case 'h': fputs(help, stdout); return EXIT_OK;
         default: fputs("run 'vijp memory --help' for the options\n", stderr); return EXIT_USAGE;
@@ -118,7 +121,7 @@ int cli_memory(int argc, char **argv)
     size_t *bytes = calloc(ne * depth, sizeof *bytes), deepest[VIJP_ENGINE_COUNT];
     if (!bytes) return fprintf(stderr, "vijp memory: out of memory\n"), EXIT_FAILED;
     for (size_t k = 0; k < ne; k++) {
-        int rc = vijp_memory_profile(spec, depth, width, batch, seed, &f, list[k], bytes + k * depth, &err);
+        int rc = vijp_memory_profile(spec, depth, width, batch, seed, &f, list[k], &eo, bytes + k * depth, &err);
         if (rc) {
             fprintf(stderr, "vijp memory: %s: %s\n", vijp_engine_name(list[k]), err.msg);
             free(bytes);

@@ -181,7 +181,7 @@ static void *worker(void *arg)
             .spec = s->configs[c].spec, .depth = s->depth, .width = s->width, .batch = s->batch,
             .seed = s->seeds[k], .init = s->configs[c].init, .loss = s->loss, .fmt = s->formats[f],
             .engines = s->engines, .n_engines = s->n_engines, .ref_prec_start = s->ref_prec_start,
-            .ref_prec_max = s->ref_prec_max,
+            .ref_prec_max = s->ref_prec_max, .opts = s->opts,
         };
         vijp_error e = {0};
         int rc = vijp_drift_run(&ds, &s->curves[j], &e);

@@ -27,6 +27,7 @@ typedef struct {
     size_t depth, width, batch;
     vijp_loss_kind loss;
     long ref_prec_start, ref_prec_max;
+    vijp_engine_opts opts;
     const char *out_dir;
     char *command;         /* the command line, shell-quoted */
     int jobs, progress, plots;
