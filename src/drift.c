@@ -12,7 +12,7 @@
 
 static void run_clear(vijp_drift_run_result *r)
 {
-    free(r->g), free(r->theta), free(r->bound), free(r->stored_by_depth);
+    free(r->g), free(r->theta), free(r->bound), free(r->stored_by_depth), free(r->reconstruction);
     memset(r, 0, sizeof *r);
 }
 
@@ -276,6 +276,9 @@ int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *e
         if (rc) snprintf(r->failure, sizeof r->failure, "%s", e2.msg);
         rc = measure(&net, s, &got, s->skip_reference ? NULL : &ref, r);
         vijp_grads_clear(&got);
+        if (!rc && r->engine == VIJP_ENGINE_REVERSIBLE && (r->reconstruction = malloc(D * sizeof(double))) &&
+            vijp_reversible_reconstruction(&net, pf.theta, &pf.X, r->reconstruction, NULL))
+            for (size_t i = 0; i < D; i++) r->reconstruction[i] = NAN; /* an inverse failed: a measurement */
         if (rc) vijp_fail(err, rc, "out of memory");
     }
     if (rc) goto out;

@@ -314,6 +314,67 @@ START_TEST(checkpoint_segments)
 }
 END_TEST
 
+/* The reversible engine's reconstruction, measured by the diagnostic.  At 256
+ * bits it is exact to 2^-256 times the conditioning (<= 1e-60 here).  In
+ * double, going back from h_D (e_D = 0), rebuilding h_{k−1} = f_k^-1(h_k)
+ * turns a relative error e_k of h_k into at most
+ *   e_{k−1} <= a_k (e_k + C_k u),  a_k = max_b ‖J_k^-1‖₂ · ‖h_k‖_F / ‖h_{k−1}‖_F,
+ * to first order (the inverse of an affine map, or of a diagonal scaling per
+ * sample, amplifies absolute errors by ‖J^-1‖₂), with C_k u the inverse's own
+ * backward error: C_solve for dense (LU, see t-layers.c), 1 for leaky (a
+ * division by α or by 1).  Factor 1.1 for second-order terms.  Nets with
+ * only square dense and leaky layers (the others keep inputs or invert tanh,
+ * whose relative condition near ±1 this simple bound does not cover). */
+START_TEST(reversible_reconstruction)
+{
+    static const size_t invertible_nets[] = {0, 1, 2, 5};
+    for (size_t t = 0; t < 4; t++) {
+        size_t ni = invertible_nets[t];
+        for (int hi = 0; hi < 2; hi++) {
+            problem p;
+            problem_init(&p, ni, hi ? "mpfr:256" : "double");
+            double recon[DEPTH], hn[DEPTH + 1], a[DEPTH];
+            vijp_error err = {0};
+            ck_assert_msg(!vijp_reversible_reconstruction(&p.net, p.theta, &p.X, recon, &err), "%s", err.msg);
+            if (hi) {
+                for (size_t i = 0; i < DEPTH; i++) ck_assert_msg(recon[i] <= 1e-60, "%s: h_%zu rebuilt to %g", nets[ni].spec, i, recon[i]);
+                problem_clear(&p);
+                continue;
+            }
+            vijp_mat h, hnext;
+            vijp_mat_init(&h, p.net.width, BATCH, &p.F);
+            vijp_mat_copy(&h, &p.X);
+            hn[0] = vijp_norm(&h);
+            for (size_t k = 0; k < DEPTH; k++) {
+                const vijp_layer *L = &p.net.layers[k];
+                double inv = 0;
+                for (size_t b = 0; b < BATCH; b++) {
+                    double *J = jacobian_at(L, &p.theta[k], &h, b), smax, smin;
+                    sv_range(J, L->out, L->in, &smax, &smin);
+                    inv = fmax(inv, 1 / smin);
+                    free(J);
+                }
+                vijp_mat_init(&hnext, L->out, BATCH, &p.F);
+                vijp_layer_forward(L, &p.theta[k], &h, &hnext, NULL);
+                vijp_mat_clear(&h);
+                h = hnext;
+                hn[k + 1] = vijp_norm(&h);
+                a[k] = inv * hn[k + 1] / hn[k];
+            }
+            vijp_mat_clear(&h);
+            double e = 0, u = ldexp(1, -53);
+            for (size_t k = DEPTH; k-- > 0;) {
+                const vijp_layer *L = &p.net.layers[k];
+                e = a[k] * (e + (L->type->param_count(L) ? c_solve(L->out, L->in) : 1) * u);
+                ck_assert_msg(recon[k] <= 1.1 * e, "%s: h_%zu rebuilt with error %g > bound %g", nets[ni].spec, k,
+                              recon[k], 1.1 * e);
+            }
+            problem_clear(&p);
+        }
+    }
+}
+END_TEST
+
 /* A vijp that loses rank keeps the layers rebuilt before it: a dense layer
  * whose weights are zero from layer 3 on cannot be inverted there. */
 START_TEST(singular_vijp_keeps_earlier_layers)
@@ -376,6 +437,7 @@ Suite *suite_engines(void)
     tcase_add_test(tc, singular_vijp_keeps_earlier_layers);
     tcase_add_loop_test(tc, checkpoint_is_backprop_exactly, 0, (int)NNETS);
     tcase_add_test(tc, checkpoint_segments);
+    tcase_add_test(tc, reversible_reconstruction);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -35,6 +35,7 @@ typedef struct {
     vijp_metric *g, *theta;   /* per layer i = 1..D; theta is NaN for layers without parameters */
     double *bound;            /* first-order bound on g_i (Moonwalk engines only; NULL otherwise), see vijp_drift_run */
     size_t *stored_by_depth;  /* bytes the engine stores for the first d layers */
+    double *reconstruction;   /* reversible only: ‖h_i − ĥ_i‖/‖h_i‖ per layer input (vijp_reversible_reconstruction) */
     size_t rebuilt;           /* valid layers: D unless a vijp lost rank */
     char failure[256];        /* the engine's message when rebuilt < D */
 } vijp_drift_run_result;

@@ -52,4 +52,12 @@ int vijp_engine_run_opts(vijp_engine_kind e, const vijp_net *net, const vijp_mat
                          const vijp_mat *T, const vijp_engine_opts *o, vijp_grads *out, vijp_error *err);
 void vijp_grads_clear(vijp_grads *g);
 
+/* The reversible engine's reconstruction error, as a diagnostic: recon[i] =
+ * ‖h_i − ĥ_i‖/‖h_i‖ for the input of layer i+1, h_i from the forward pass
+ * and ĥ_i what the engine rebuilds from h_D by inverting layers i+1 … D
+ * (0 for inputs it keeps).  Keeps every h_i to compare, which the engine
+ * itself never does. */
+int vijp_reversible_reconstruction(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, double *recon,
+                                   vijp_error *err);
+
 #endif

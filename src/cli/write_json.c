@@ -73,7 +73,7 @@ static json_t *run_json(const study *s, const vijp_drift_curve *c, size_t r, con
     json_t *bytes = json_array();
     for (size_t i = 0; i < c->depth; i++) json_array_append_new(bytes, json_integer((json_int_t)run->stored_by_depth[i]));
     (void)s;
-    return json_pack("{s:s, s:I, s:o, s:o, s:o, s:o, s:b, s:o, s:o, s:{s:o, s:o, s:o}, s:o, s:o, s:o, s:o}",
+    json_t *o = json_pack("{s:s, s:I, s:o, s:o, s:o, s:o, s:b, s:o, s:o, s:{s:o, s:o, s:o}, s:o, s:o, s:o, s:o}",
                      "engine", vijp_engine_name(run->engine), "rebuilt", (json_int_t)run->rebuilt, "failure",
                      run->rebuilt < c->depth ? json_string(run->failure) : json_null(), "safe_depth",
                      num(st.safe_depth), "growth_rate", num(st.growth_rate), "bits_needed", num(st.bits_needed),
@@ -82,6 +82,8 @@ static json_t *run_json(const study *s, const vijp_drift_curve *c, size_t r, con
                      num(run->x.angle_deg), "g", metric_arrays(run->g, c->depth), "theta",
                      metric_arrays(run->theta, c->depth), "bound",
                      run->bound ? doubles(run->bound, c->depth) : json_null(), "stored_bytes", bytes);
+    if (run->reconstruction) json_object_set_new(o, "reconstruction", doubles(run->reconstruction, c->depth));
+    return o;
 }
 
 static json_t *curve_json(const study *s, size_t ci, size_t fi)

@@ -24,7 +24,7 @@ static int fill_drift_csv(FILE *o, const void *ctx)
 {
     const study *s = ctx;
     fputs("config,spec,init,format,seed,engine,layer,g_rel,g_ulps,g_angle_deg,theta_rel,theta_ulps,"
-          "theta_angle_deg,bound,kappa,predicted,stored_bytes\n", o);
+          "theta_angle_deg,bound,kappa,predicted,stored_bytes,reconstruction\n", o);
     for (size_t c = 0; c < s->n_configs; c++)
         for (size_t f = 0; f < s->n_formats; f++)
             for (size_t k = 0; k < s->n_seeds; k++) {
@@ -39,7 +39,9 @@ static int fill_drift_csv(FILE *o, const void *ctx)
                         csv_num(o, run->bound ? run->bound[i] : NAN);
                         csv_num(o, cu->kappa[i]);
                         csv_num(o, cu->predicted[i]);
-                        fprintf(o, ",%zu\n", run->stored_by_depth[i]);
+                        fprintf(o, ",%zu", run->stored_by_depth[i]);
+                        csv_num(o, run->reconstruction ? run->reconstruction[i] : NAN);
+                        fputc('\n', o);
                     }
                 }
             }

@@ -5,6 +5,8 @@
  * inverses' rounding errors into the gradients: that is what this engine is
  * measured for. */
 #include "engine_internal.h"
+#include "vijp/metrics.h"
+#include <math.h>
 #include <stdlib.h>
 
 /* A layer the engine inverts: square, with an inverse operator in both
@@ -59,5 +61,40 @@ int engine_reversible(const vijp_net *net, const vijp_mat *theta, const vijp_mat
     for (size_t i = 0; keep && i < D; i++) vijp_mat_clear(&keep[i]);
     free(keep);
     out->stored_bytes = ledger.peak;
+    return rc;
+}
+
+int vijp_reversible_reconstruction(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, double *recon,
+                                   vijp_error *err)
+{
+    size_t D = net->depth, B = X->cols;
+    const vijp_format *f = X->fmt;
+    vijp_mat *H = calloc(D + 1, sizeof *H), cur = {0}, x;
+    int rc = H ? 0 : vijp_fail(err, VIJP_ENOMEM, "out of memory");
+    for (size_t i = 0; i <= D && !rc; i++) { /* forward, keeping every h_i (the diagnostic's own copy) */
+        vijp_mat_init(&H[i], i ? net->layers[i - 1].out : net->width, B, f);
+        if (i == 0) vijp_mat_copy(&H[0], X);
+        else rc = vijp_layer_forward(&net->layers[i - 1], &theta[i - 1], &H[i - 1], &H[i], err);
+    }
+    if (!rc) {
+        vijp_mat_init(&cur, H[D].rows, B, f);
+        vijp_mat_copy(&cur, &H[D]);
+    }
+    for (size_t i = D; i-- > 0 && !rc;) { /* what the engine would rebuild */
+        const vijp_layer *L = &net->layers[i];
+        vijp_mat_init(&x, L->in, B, f);
+        if (invertible(L)) {
+            rc = vijp_layer_inverse(L, &theta[i], &cur, &x, err);
+            recon[i] = rc ? NAN : vijp_rel_err(&x, &H[i]);
+        } else {
+            vijp_mat_copy(&x, &H[i]);
+            recon[i] = 0;
+        }
+        vijp_mat_clear(&cur);
+        cur = x;
+    }
+    vijp_mat_clear(&cur);
+    for (size_t i = 0; H && i <= D; i++) vijp_mat_clear(&H[i]);
+    free(H);
     return rc;
 }
