@@ -57,7 +57,7 @@ static int backprop_at(const vijp_net *net, const vijp_problem *pf, long prec, v
 static int reference(const vijp_drift_setup *s, const vijp_net *net, const vijp_problem *pf, vijp_drift_curve *c,
                      vijp_grads *ref, vijp_format *fmt, vijp_error *err)
 {
-    long p = s->ref_prec_start ? s->ref_prec_start : (2 * (long)s->fmt.prec > 256 ? 2 * (long)s->fmt.prec : 256);
+    long p = s->ref_prec_start ? s->ref_prec_start : (2 * (long)s->problem.fmt.prec > 256 ? 2 * (long)s->problem.fmt.prec : 256);
     long cap = s->ref_prec_max ? s->ref_prec_max : VIJP_DRIFT_REF_PREC_MAX;
     c->ref_prec_start = p;
     c->ref_target = ldexp(c->u, -10);
@@ -74,7 +74,7 @@ static int reference(const vijp_drift_setup *s, const vijp_net *net, const vijp_
         }
         if ((rc = backprop_at(net, pf, 2 * p, &f_hi, &hi, err))) break;
         double rel, ulps;
-        disagreement(&lo, &hi, &s->fmt, &rel, &ulps);
+        disagreement(&lo, &hi, &s->problem.fmt, &rel, &ulps);
         c->ref_agreement = rel;
         p *= 2;
         if (rel <= c->ref_target && ulps <= 0x1p-10) break;
@@ -224,12 +224,12 @@ static int measure(const vijp_net *net, const vijp_drift_setup *s, const vijp_gr
     if (!r->g || !r->theta || !r->stored_by_depth) return VIJP_ENOMEM;
     memcpy(r->stored_by_depth, got->stored_by_depth, D * sizeof *r->stored_by_depth);
     r->x = no_metric;
-    if (ref && r->rebuilt > 0) vijp_compare(&got->grad_x, &ref->grad_x, &s->fmt, &r->x);
+    if (ref && r->rebuilt > 0) vijp_compare(&got->grad_x, &ref->grad_x, &s->problem.fmt, &r->x);
     for (size_t i = 0; i < D; i++) {
         r->g[i] = r->theta[i] = no_metric;
         if (!ref || i >= r->rebuilt) continue;
-        vijp_compare(&got->g[i], &ref->g[i], &s->fmt, &r->g[i]);
-        if (got->grad_theta[i].rows) vijp_compare(&got->grad_theta[i], &ref->grad_theta[i], &s->fmt, &r->theta[i]);
+        vijp_compare(&got->g[i], &ref->g[i], &s->problem.fmt, &r->g[i]);
+        if (got->grad_theta[i].rows) vijp_compare(&got->grad_theta[i], &ref->grad_theta[i], &s->problem.fmt, &r->theta[i]);
     }
     return 0;
 }
@@ -237,37 +237,31 @@ static int measure(const vijp_net *net, const vijp_drift_setup *s, const vijp_gr
 int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *err)
 {
     memset(c, 0, sizeof *c);
-    if (s->batch == 0 || s->batch > 1000000)
-        return vijp_fail(err, VIJP_EINVAL, "batch %zu out of range [1, 1000000]", s->batch);
     vijp_net net;
-    int rc = vijp_net_build(&net, s->spec, s->depth, s->width, err);
+    vijp_problem pf;
+    int rc = vijp_problem_setup(&s->problem, &net, &pf, err);
     if (rc) return rc;
-    net.loss = s->loss;
     size_t D = net.depth;
     c->depth = D;
-    c->u = ldexp(1.0, -(int)s->fmt.prec);
+    c->u = ldexp(1.0, -(int)s->problem.fmt.prec);
     c->n_runs = 1 + s->n_engines;
     c->runs = calloc(c->n_runs, sizeof *c->runs);
     c->kappa = calloc(D, sizeof *c->kappa);
     c->lyap_cum = calloc(D, sizeof *c->lyap_cum);
     c->predicted = calloc(D, sizeof *c->predicted);
-    vijp_problem pf = {0};
     vijp_grads ref = {0};
     vijp_format ref_fmt;
     if (!c->runs || !c->kappa || !c->lyap_cum || !c->predicted) {
         rc = vijp_fail(err, VIJP_ENOMEM, "out of memory");
         goto out;
     }
-    if ((rc = vijp_net_init(&net, s->init, s->seed, err)) ||
-        (rc = vijp_problem_round(&pf, &net, s->batch, s->seed, &s->fmt, err)))
-        goto out;
     if (!s->skip_reference && (rc = reference(s, &net, &pf, c, &ref, &ref_fmt, err))) goto out;
     for (size_t k = 0; k < c->n_runs && !rc; k++) {
         vijp_drift_run_result *r = &c->runs[k];
         r->engine = k ? s->engines[k - 1] : VIJP_ENGINE_BACKPROP;
         vijp_grads got;
         vijp_error e2 = {0};
-        rc = vijp_engine_run_opts(r->engine, &net, pf.theta, &pf.X, &pf.T, &s->opts, &got, &e2);
+        rc = vijp_engine_run_opts(r->engine, &net, pf.theta, &pf.X, &pf.T, &s->problem.opts, &got, &e2);
         if (rc && rc != VIJP_ESINGULAR) {
             if (err) *err = e2;
             break;

@@ -44,3 +44,19 @@ void vijp_problem_clear(vijp_problem *p, const vijp_net *net)
     free(p->theta);
     p->theta = NULL;
 }
+
+int vijp_problem_setup(const vijp_grad_setup *s, vijp_net *net, vijp_problem *p, vijp_error *err)
+{
+    *p = (vijp_problem){0};
+    if (s->batch == 0 || s->batch > 1000000)
+        return vijp_fail(err, VIJP_EINVAL, "batch %zu out of range [1, 1000000]", s->batch);
+    int rc = vijp_net_build(net, s->spec, s->depth, s->width, err);
+    if (rc) return rc;
+    net->loss = s->loss;
+    if ((rc = vijp_net_init(net, s->init, s->seed, err)) ||
+        (rc = vijp_problem_round(p, net, s->batch, s->seed, &s->fmt, err))) {
+        vijp_problem_clear(p, net);
+        vijp_net_free(net);
+    }
+    return rc;
+}

@@ -3,7 +3,7 @@
 #ifndef VIJP_PROBLEM_H
 #define VIJP_PROBLEM_H
 
-#include "vijp/net.h"
+#include "vijp/study.h"
 
 typedef struct {
     vijp_mat X, T, *theta;
@@ -17,5 +17,9 @@ int vijp_problem_round(vijp_problem *p, const vijp_net *net, size_t B, uint64_t 
 int vijp_problem_convert(vijp_problem *p, const vijp_net *net, const vijp_problem *from, const vijp_format *f,
                          vijp_error *err);
 void vijp_problem_clear(vijp_problem *p, const vijp_net *net);
+/* The network of setup s (spec cycled to depth, loss, seeded parameters) and
+ * its problem rounded to s->fmt: what every study starts from.  On failure
+ * both are released. */
+int vijp_problem_setup(const vijp_grad_setup *s, vijp_net *net, vijp_problem *p, vijp_error *err);
 
 #endif

@@ -16,20 +16,14 @@ int vijp_grad_compare(const vijp_grad_setup *s, vijp_engine_kind e, vijp_grad_re
 {
     memset(r, 0, sizeof *r);
     r->engine = e;
-    if (s->batch == 0 || s->batch > 1000000)
-        return vijp_fail(err, VIJP_EINVAL, "batch %zu out of range [1, 1000000]", s->batch);
     vijp_net net;
-    int rc = vijp_net_build(&net, s->spec, s->depth, s->width, err);
+    vijp_problem pf, pr = {0};
+    int rc = vijp_problem_setup(s, &net, &pf, err);
     if (rc) return rc;
-    net.loss = s->loss;
     vijp_format ref;
     r->ref_prec = 2 * (long)s->fmt.prec > 256 ? 2 * (long)s->fmt.prec : 256;
-    vijp_problem pf = {0}, pr = {0};
     vijp_grads gf = {0}, gr = {0};
-    if ((rc = vijp_format_mpfr(&ref, r->ref_prec, err)) || (rc = vijp_net_init(&net, s->init, s->seed, err)))
-        goto out;
-    if ((rc = vijp_problem_round(&pf, &net, s->batch, s->seed, &s->fmt, err)) ||
-        (rc = vijp_problem_convert(&pr, &net, &pf, &ref, err)))
+    if ((rc = vijp_format_mpfr(&ref, r->ref_prec, err)) || (rc = vijp_problem_convert(&pr, &net, &pf, &ref, err)))
         goto out;
     if ((rc = vijp_engine_run_opts(e, &net, pf.theta, &pf.X, &pf.T, &s->opts, &gf, err)) ||
         (rc = vijp_engine_run(VIJP_ENGINE_BACKPROP, &net, pr.theta, &pr.X, &pr.T, &gr, err)))

@@ -6,18 +6,12 @@
  * it takes s from) <= 1 × dgesdd. */
 #include "vijp/certify.h"
 #include "vijp/vijp.h"
+#include "bench.h"
 #include <lapacke.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 int main(int argc, char **argv)
 {
@@ -36,18 +30,18 @@ int main(int argc, char **argv)
         double best[3] = {1e300, 1e300, 1e300};
         vijp_certificate c = {0};
         for (int r = 0; r < reps; r++) {
-            double t0 = now();
+            double t0 = bench_now();
             memcpy(A, J, n * n * sizeof *A); /* the same call the analysis makes */
             LAPACKE_dgesdd(LAPACK_COL_MAJOR, 'S', (int)n, (int)n, A, (int)n, sv, U, (int)n, VT, (int)n);
-            double t1 = now();
+            double t1 = bench_now();
             vijp_numeric num;
             vijp_numeric_analysis(J, n, n, &num, NULL);
-            double t2 = now();
+            double t2 = bench_now();
             vijp_numeric_clear(&num);
             vijp_certificate_clear(&c);
-            double t3 = now();
+            double t3 = bench_now();
             vijp_certify_matrix(J, NULL, n, n, NULL, &c, NULL);
-            double t4 = now();
+            double t4 = bench_now();
             if (t1 - t0 < best[0]) best[0] = t1 - t0;
             if (t2 - t1 < best[1]) best[1] = t2 - t1;
             /* the certificate alone: the full certification less its analysis */

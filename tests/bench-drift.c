@@ -4,46 +4,41 @@
  * reference takes (the price of measuring against an oracle). */
 #include "vijp/drift.h"
 #include "vijp/vijp.h"
+#include "bench.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 int main(int argc, char **argv)
 {
     int reps = argc > 1 ? atoi(argv[1]) : 3;
     vijp_engine_kind mw = VIJP_ENGINE_MOONWALK;
-    vijp_drift_setup s = {.spec = "dense:256,leaky:0.5", .depth = 256, .batch = 1, .seed = 1,
-                          .init = {VIJP_INIT_ORTHOGONAL, 1}, .loss = VIJP_LOSS_SQUARE, .engines = &mw, .n_engines = 1};
+    vijp_drift_setup s = {.problem = {.spec = "dense:256,leaky:0.5", .depth = 256, .batch = 1, .seed = 1,
+                                      .init = {VIJP_INIT_ORTHOGONAL, 1}, .loss = VIJP_LOSS_SQUARE},
+                          .engines = &mw, .n_engines = 1};
     vijp_error err = {0};
-    vijp_format_parse("double", &s.fmt, NULL);
+    vijp_format_parse("double", &s.problem.fmt, NULL);
     double best[2] = {1e300, 1e300};
     long ref_prec = 0;
     for (int r = 0; r < reps; r++)
         for (int with_ref = 0; with_ref < 2; with_ref++) {
             vijp_drift_curve c;
             s.skip_reference = !with_ref;
-            double t0 = now();
+            double t0 = bench_now();
             if (vijp_drift_run(&s, &c, &err)) {
                 fprintf(stderr, "bench-drift: %s\n", err.msg);
                 return 1;
             }
-            double t = now() - t0;
+            double t = bench_now() - t0;
             if (t < best[with_ref]) best[with_ref] = t;
             if (with_ref) ref_prec = c.ref_prec;
             vijp_drift_curve_clear(&c);
         }
-    printf("drift sweep, double, %s, depth %zu, batch 1 (best of %d)\n", s.spec, s.depth, reps);
+    printf("drift sweep, double, %s, depth %zu, batch 1 (best of %d)\n", s.problem.spec, s.problem.depth, reps);
     printf("  without reference: %8.3f s  %8.3f ms/layer  (backprop + moonwalk + kappa + Lyapunov)\n", best[0],
-           1e3 * best[0] / (double)s.depth);
+           1e3 * best[0] / (double)s.problem.depth);
     printf("  with reference:    %8.3f s  %8.3f ms/layer  (validated at %ld bits)\n", best[1],
-           1e3 * best[1] / (double)s.depth, ref_prec);
+           1e3 * best[1] / (double)s.problem.depth, ref_prec);
     printf("  reference share:   %8.1f %%  of the sweep's time\n", 100 * (best[1] - best[0]) / best[1]);
     return 0;
 }

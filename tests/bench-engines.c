@@ -3,16 +3,10 @@
  * moonwalk/backprop (best of several runs each, interleaved, measured in this
  * run) and the stored-bytes ratio, with the issue's targets. */
 #include "vijp/vijp.h"
+#include "bench.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 int main(int argc, char **argv)
 {
@@ -44,12 +38,12 @@ int main(int argc, char **argv)
         for (int r = 0; r < reps; r++)
             for (int e = 0; e < 2; e++) {
                 vijp_grads g;
-                double t0 = now();
+                double t0 = bench_now();
                 if (vijp_engine_run(e ? VIJP_ENGINE_MOONWALK : VIJP_ENGINE_BACKPROP, &net, th, &X, &T, &g, &err)) {
                     fprintf(stderr, "bench: %s\n", err.msg);
                     return 1;
                 }
-                double dt = now() - t0;
+                double dt = bench_now() - t0;
                 if (dt < best[e]) best[e] = dt;
                 bytes[e] = g.stored_bytes;
                 vijp_grads_clear(&g);

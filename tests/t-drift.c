@@ -324,10 +324,9 @@ static vijp_drift_setup setup(const char *spec, size_t depth, size_t width, vijp
                               uint64_t seed)
 {
     vijp_drift_setup s = {0};
-    s.spec = spec, s.depth = depth, s.width = width, s.batch = 1, s.seed = seed;
-    s.init = (vijp_init){init, 1};
-    s.loss = VIJP_LOSS_SQUARE;
-    ck_assert(!vijp_format_parse(fmt, &s.fmt, NULL));
+    s.problem = (vijp_grad_setup){.spec = spec, .depth = depth, .width = width, .batch = 1, .seed = seed,
+                                  .init = {init, 1}, .loss = VIJP_LOSS_SQUARE};
+    ck_assert(!vijp_format_parse(fmt, &s.problem.fmt, NULL));
     s.engines = moonwalk, s.n_engines = 1;
     return s;
 }
@@ -335,7 +334,7 @@ static vijp_drift_setup setup(const char *spec, size_t depth, size_t width, vijp
 static void drift(const vijp_drift_setup *s, vijp_drift_curve *c)
 {
     vijp_error err = {0};
-    ck_assert_msg(!vijp_drift_run(s, c, &err), "%s depth %zu %s: %s", s->spec, s->depth, s->fmt.name, err.msg);
+    ck_assert_msg(!vijp_drift_run(s, c, &err), "%s depth %zu %s: %s", s->problem.spec, s->problem.depth, s->problem.fmt.name, err.msg);
     ck_assert_uint_eq(c->n_runs, 2);
     ck_assert(c->runs[0].engine == VIJP_ENGINE_BACKPROP && c->runs[1].engine == VIJP_ENGINE_MOONWALK);
 }
@@ -365,7 +364,7 @@ START_TEST(reference_validation)
     ck_assert_int_eq(def.ref_prec_start, 256); /* max(256, 2·53) */
     ck_assert(def.ref_prec >= 512 && def.ref_agreement <= def.ref_target);
     double tau = lo.ref_target;
-    for (size_t i = 0; i < s.depth; i++) {
+    for (size_t i = 0; i < s.problem.depth; i++) {
         double a = lo.runs[1].g[i].rel, b = def.runs[1].g[i].rel;
         ck_assert(a >= 0x1p-53); /* the regime the argument covers */
         ck_assert_msg(fabs(a - b) <= 1.01 * 2 * tau * (1 + b), "g_%zu: %.17g vs %.17g", i + 1, a, b);
@@ -426,11 +425,11 @@ START_TEST(growth_vs_lyapunov)
         for (size_t i = 0; i < 64; i++) e[i] = c.runs[1].g[i].rel;
         double fit = vijp_growth_fit(e, 64, VIJP_FIT_CEILING, NULL), r = fit / c.predicted_rate;
         ck_assert_msg(r >= 0.5 && r <= 2, "A = %g, seed %llu: fit %.4f, predicted %.4f (ratio %.2f)", A,
-                      (unsigned long long)s.seed, fit, c.predicted_rate, r);
+                      (unsigned long long)s.problem.seed, fit, c.predicted_rate, r);
         if (A <= 0.7) {
             double l = fit / c.lyap_rate;
             ck_assert_msg(l >= 0.5 && l <= 2, "A = %g, seed %llu: fit %.4f, spread %.4f (ratio %.2f)", A,
-                          (unsigned long long)s.seed, fit, c.lyap_rate, l);
+                          (unsigned long long)s.problem.seed, fit, c.lyap_rate, l);
         }
         vijp_drift_curve_clear(&c);
     }
@@ -524,7 +523,7 @@ START_TEST(first_order_bound)
             ck_assert(c.runs[0].bound == NULL && c.runs[1].bound != NULL);
             for (size_t i = 0; i < 64; i++)
                 ck_assert_msg(c.runs[1].g[i].rel <= 1.1 * c.runs[1].bound[i], "%s seed %llu: g_%zu error %g > bound %g",
-                              spec, (unsigned long long)s.seed, i + 1, c.runs[1].g[i].rel, c.runs[1].bound[i]);
+                              spec, (unsigned long long)s.problem.seed, i + 1, c.runs[1].g[i].rel, c.runs[1].bound[i]);
             vijp_drift_curve_clear(&c);
         }
     static const char *gauss[] = {"dense:16,tanh", "dense:16,leaky:0.5"};
@@ -532,7 +531,7 @@ START_TEST(first_order_bound)
         vijp_drift_setup s = setup(gauss[k], 8, 16, VIJP_INIT_GAUSSIAN, "double", test_seed());
         vijp_drift_curve c;
         drift(&s, &c);
-        for (size_t i = 0; i < s.depth; i++)
+        for (size_t i = 0; i < s.problem.depth; i++)
             ck_assert_msg(c.runs[1].g[i].rel <= 1.1 * c.runs[1].bound[i], "%s: g_%zu error %g > bound %g", gauss[k],
                           i + 1, c.runs[1].g[i].rel, c.runs[1].bound[i]);
         vijp_drift_curve_clear(&c);

@@ -5,7 +5,7 @@
 #ifndef VIJP_DRIFT_H
 #define VIJP_DRIFT_H
 
-#include "vijp/engine.h"
+#include "vijp/study.h"
 #include "vijp/metrics.h"
 
 /* Highest reference precision the validation may climb to (bits). */
@@ -15,18 +15,12 @@
 #define VIJP_FIT_CEILING 1e-1
 
 typedef struct {
-    const char *spec;
-    size_t depth, width, batch;
-    uint64_t seed;
-    vijp_init init;
-    vijp_loss_kind loss;
-    vijp_format fmt;
+    vijp_grad_setup problem;         /* network, seed, format, engine options */
     const vijp_engine_kind *engines; /* rebuilding engines measured beside backprop */
     size_t n_engines;
     long ref_prec_start; /* first reference precision; 0: max(256, 2P) */
     long ref_prec_max;   /* 0: VIJP_DRIFT_REF_PREC_MAX */
     int skip_reference;  /* benchmarks only: no reference, every metric NaN */
-    vijp_engine_opts opts; /* e.g. the checkpoint segment */
 } vijp_drift_setup;
 
 typedef struct {

@@ -178,18 +178,19 @@ static void *worker(void *arg)
         }
         size_t k = j % s->n_seeds, f = j / s->n_seeds % s->n_formats, c = j / s->n_seeds / s->n_formats;
         vijp_drift_setup ds = {
-            .spec = s->configs[c].spec, .depth = s->depth, .width = s->width, .batch = s->batch,
-            .seed = s->seeds[k], .init = s->configs[c].init, .loss = s->loss, .fmt = s->formats[f],
+            .problem = {.spec = s->configs[c].spec, .depth = s->depth, .width = s->width, .batch = s->batch,
+                        .seed = s->seeds[k], .init = s->configs[c].init, .loss = s->loss, .fmt = s->formats[f],
+                        .opts = s->opts},
             .engines = s->engines, .n_engines = s->n_engines, .ref_prec_start = s->ref_prec_start,
-            .ref_prec_max = s->ref_prec_max, .opts = s->opts,
+            .ref_prec_max = s->ref_prec_max,
         };
         vijp_error e = {0};
         int rc = vijp_drift_run(&ds, &s->curves[j], &e);
         pthread_mutex_lock(&p->lock);
         if (rc && !p->failed) {
             p->failed = rc;
-            vijp_fail(&p->err, rc, "%s (%s), %s, seed %llu: %s", ds.spec, s->configs[c].init_name, ds.fmt.name,
-                      (unsigned long long)ds.seed, e.msg);
+            vijp_fail(&p->err, rc, "%s (%s), %s, seed %llu: %s", ds.problem.spec, s->configs[c].init_name, ds.problem.fmt.name,
+                      (unsigned long long)ds.problem.seed, e.msg);
         }
         p->done++;
         progress(p);
