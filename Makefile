@@ -37,7 +37,7 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/check_main.o $(BUILD)/te
 .PHONY: all check check-long report regress baseline bench clean
 all: $(BUILD)/libvijp.a $(BUILD)/vijp
 
-$(BUILD)/%.o: %.c $(wildcard include/vijp/*.h oracles/*.h src/*.h src/engines/*.h src/cli/*.h tests/*.h)
+$(BUILD)/%.o: %.c $(wildcard include/vijp/*.h oracles/*.h src/*.h src/layers/*.h src/engines/*.h src/cli/*.h tests/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 

@@ -33,6 +33,12 @@ void vo_tanh(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mp
 void vo_atanh(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mpfr_atanh(r, a, MPFR_RNDN)); }
 void vo_sech(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mpfr_sech(r, a, MPFR_RNDN)); }
 void vo_neg(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mpfr_neg(r, a, MPFR_RNDN)); }
+void vo_exp(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mpfr_exp(r, a, MPFR_RNDN)); }
+void vo_expm1(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mpfr_expm1(r, a, MPFR_RNDN)); }
+void vo_log(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mpfr_log(r, a, MPFR_RNDN)); }
+void vo_log1p(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mpfr_log1p(r, a, MPFR_RNDN)); }
+void vo_erfc(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mpfr_erfc(r, a, MPFR_RNDN)); }
+void vo_const_pi(mpfr_t r, const vijp_format *f) { VO_ROUND(f, r, mpfr_const_pi(r, MPFR_RNDN)); }
 
 mpfr_t *vo_vec_new(size_t n, const vijp_format *f)
 {

@@ -25,6 +25,12 @@ void vo_tanh(mpfr_t r, const mpfr_t a, const vijp_format *f);
 void vo_atanh(mpfr_t r, const mpfr_t a, const vijp_format *f);
 void vo_sech(mpfr_t r, const mpfr_t a, const vijp_format *f);
 void vo_neg(mpfr_t r, const mpfr_t a, const vijp_format *f);   /* exact */
+void vo_exp(mpfr_t r, const mpfr_t a, const vijp_format *f);
+void vo_expm1(mpfr_t r, const mpfr_t a, const vijp_format *f);
+void vo_log(mpfr_t r, const mpfr_t a, const vijp_format *f);
+void vo_log1p(mpfr_t r, const mpfr_t a, const vijp_format *f);
+void vo_erfc(mpfr_t r, const mpfr_t a, const vijp_format *f);
+void vo_const_pi(mpfr_t r, const vijp_format *f);
 
 /* n values at the format's precision, set to zero / cleared. */
 mpfr_t *vo_vec_new(size_t n, const vijp_format *f);

@@ -27,3 +27,134 @@ void vo_tanh_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x)
     mpfi_sech(d, x);
     mpfi_sqr(d, d);
 }
+
+/* σ over an interval: 1/(1 + exp(−x)), each step monotone; never contains 0
+ * (unlike (1 + tanh(x/2))/2, which cancels for very negative x). */
+static void sigma_enclose(mpfi_ptr s, mpfi_srcptr x)
+{
+    mpfi_neg(s, x);
+    mpfi_exp(s, s);
+    mpfi_add_ui(s, s, 1);
+    mpfi_ui_div(s, 1, s);
+}
+
+/* σ′ = sech²(x/2)/4. */
+void vo_sigmoid_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x)
+{
+    (void)L;
+    mpfi_div_2ui(d, x, 1);
+    mpfi_sech(d, d);
+    mpfi_sqr(d, d);
+    mpfi_div_2ui(d, d, 2);
+}
+
+void vo_softplus_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x)
+{
+    (void)L;
+    sigma_enclose(d, x);
+}
+
+/* SiLU′ = σ(x)·(1 + x·σ(−x)): the factor σ(x) > 0 is kept apart, so the sign
+ * comes from the second factor alone, without e^x on both sides of a sum. */
+void vo_silu_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x)
+{
+    (void)L;
+    mpfi_t s, c;
+    mpfi_init2(s, mpfi_get_prec(d)), mpfi_init2(c, mpfi_get_prec(d));
+    sigma_enclose(s, x);
+    mpfi_neg(c, x);
+    sigma_enclose(c, c);
+    mpfi_mul(c, c, x);
+    mpfi_add_ui(c, c, 1);
+    mpfi_mul(d, s, c);
+    mpfi_clear(s), mpfi_clear(c);
+}
+
+/* φ(x) = exp(−x²/2)/√(2π). */
+static void normal_pdf_enclose(mpfi_ptr p, mpfi_srcptr x)
+{
+    mpfi_t c;
+    mpfi_init2(c, mpfi_get_prec(p));
+    mpfi_sqr(p, x);
+    mpfi_div_2ui(p, p, 1);
+    mpfi_neg(p, p);
+    mpfi_exp(p, p);
+    mpfi_const_pi(c);
+    mpfi_mul_ui(c, c, 2);
+    mpfi_sqrt(c, c);
+    mpfi_div(p, p, c);
+    mpfi_clear(c);
+}
+
+/* GELU′ = Φ(x) + xφ(x).  Φ = erfc(−x/√2)/2 with erfc decreasing: the
+ * endpoints by MPFR's erfc rounded down and up.  For x <= −2 the sum is
+ * written φ(x)·(x + M(t)), t = −x, with Gordon's bounds on the Mills ratio
+ * t/(t² + 1) < M(t) = (1 − Φ(t))/φ(t) < 1/t (t > 0): otherwise Φ and xφ,
+ * both ~e^{−x²/2}, would be enclosed separately and their sum would contain 0
+ * on every box far out. */
+void vo_gelu_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x)
+{
+    (void)L;
+    mpfr_prec_t p = mpfi_get_prec(d);
+    mpfi_t a, b;
+    mpfi_init2(a, p), mpfi_init2(b, p);
+    if (mpfr_cmp_si(&x->right, -2) <= 0) {
+        mpfi_neg(a, x);             /* t */
+        mpfi_sqr(b, a);
+        mpfi_add_ui(b, b, 1);
+        mpfi_div(b, a, b);          /* t/(t²+1), an enclosure of the lower bound */
+        mpfi_ui_div(a, 1, a);       /* 1/t */
+        mpfr_t lo, hi;
+        mpfr_inits2(p, lo, hi, (mpfr_ptr)0);
+        mpfr_set(lo, &b->left, MPFR_RNDD), mpfr_set(hi, &a->right, MPFR_RNDU);
+        mpfi_interv_fr(a, lo, hi);  /* M ∈ [lo, hi] */
+        mpfr_clears(lo, hi, (mpfr_ptr)0);
+        mpfi_add(a, a, x);
+        normal_pdf_enclose(b, x);
+        mpfi_mul(d, a, b);
+    } else {
+        mpfi_set_ui(a, 2), mpfi_sqrt(a, a); /* t = −x/√2 */
+        mpfi_div(a, x, a), mpfi_neg(a, a);
+        mpfr_t lo, hi;
+        mpfr_inits2(p, lo, hi, (mpfr_ptr)0);
+        mpfr_erfc(lo, &a->right, MPFR_RNDD), mpfr_erfc(hi, &a->left, MPFR_RNDU);
+        mpfi_interv_fr(a, lo, hi);
+        mpfr_clears(lo, hi, (mpfr_ptr)0);
+        mpfi_div_2ui(a, a, 1);      /* Φ(x) */
+        normal_pdf_enclose(b, x);
+        mpfi_mul(b, b, x);
+        mpfi_add(d, a, b);
+    }
+    mpfi_clear(a), mpfi_clear(b);
+}
+
+/* Mish′ = tanh(sp) + x·σ(x)·sech²(sp), sp = log1p(eˣ).  For x <= −2 it is
+ * written σ(x)·(T + x·sech²(sp)) with T = tanh(sp)/σ(x) ∈ [0, 1/σ(−x)]
+ * (tanh(sp) <= sp <= eˣ = σ(x)/σ(−x)), for the same reason as GELU′. */
+void vo_mish_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x)
+{
+    (void)L;
+    mpfr_prec_t p = mpfi_get_prec(d);
+    mpfi_t sp, se, s, t;
+    mpfi_init2(sp, p), mpfi_init2(se, p), mpfi_init2(s, p), mpfi_init2(t, p);
+    mpfi_exp(sp, x), mpfi_log1p(sp, sp);
+    mpfi_sech(se, sp), mpfi_sqr(se, se);
+    sigma_enclose(s, x);
+    if (mpfr_cmp_si(&x->right, -2) <= 0) {
+        mpfi_neg(t, x), sigma_enclose(t, t), mpfi_ui_div(t, 1, t);
+        mpfr_t hi;
+        mpfr_init2(hi, p);
+        mpfr_set(hi, &t->right, MPFR_RNDU);
+        mpfi_interv_d(t, 0, 0), mpfi_put_fr(t, hi); /* [0, 1/σ(−x)] */
+        mpfr_clear(hi);
+        mpfi_mul(se, se, x);
+        mpfi_add(t, t, se);
+        mpfi_mul(d, s, t);
+    } else {
+        mpfi_tanh(t, sp);
+        mpfi_mul(s, s, x);
+        mpfi_mul(s, s, se);
+        mpfi_add(d, t, s);
+    }
+    mpfi_clear(sp), mpfi_clear(se), mpfi_clear(s), mpfi_clear(t);
+}

@@ -21,6 +21,23 @@ VO_LAYER_OPS(leaky)
 VO_LAYER_OPS(relu)
 VO_LAYER_OPS(tanh)
 VO_LAYER_OPS(dense)
+VO_LAYER_OPS(sigmoid)
+VO_LAYER_OPS(softplus)
+VO_LAYER_OPS(silu)
+VO_LAYER_OPS(gelu)
+VO_LAYER_OPS(mish)
+
+/* The MPFR operators of a smooth activation (oracles/activations.c). */
+#define VO_ACT_OPS_MP(name, inv)                                                              \
+    {                                                                                         \
+        .forward = vo_##name##_forward, .jvp = vo_##name##_jvp, .vjp = vo_##name##_jvp,       \
+        .vijp = vo_##name##_vijp, .jacobian = vo_##name##_jacobian, .inverse = (inv),         \
+    }
+int vo_sigmoid_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
+int vo_softplus_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
+/* f(x) and f′(x) of an activation, each operation rounded in format fm (the
+ * oracles of the dual-number evaluations in src/layers/). */
+void vo_activation_pair(const char *name, mpfr_t fx, mpfr_t dfx, mpfr_t x, const vijp_format *fm);
 
 int vo_leaky_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
 int vo_tanh_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
@@ -44,5 +61,10 @@ int vo_dense_cokernel(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *Q, con
 void vo_leaky_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
 void vo_relu_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
 void vo_tanh_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
+void vo_sigmoid_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
+void vo_softplus_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
+void vo_silu_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
+void vo_gelu_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
+void vo_mish_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
 
 #endif

@@ -4,12 +4,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void rand_mat(vijp_mat *F, vijp_mat *R, vijp_rng *rng, double away)
+/* Activations whose f′ vanishes at an isolated x0 (located to 1e-12 and
+ * checked in t-activations.c): the battery's relative bounds need points at
+ * least 0.5 from x0 and |x| <= 4, where S(x)/|f′(x)| stays small (see the
+ * cases in t-layers.c). */
+static const struct {
+    const char *name;
+    double x0;
+} deriv_zeros[] = {{"gelu", -0.751791524693564}, {"silu", -1.278464542761074}, {"mish", -1.192431214515495}};
+
+double layerfix_deriv_zero(const char *name)
+{
+    for (size_t i = 0; i < sizeof deriv_zeros / sizeof *deriv_zeros; i++)
+        if (!strcmp(name, deriv_zeros[i].name)) return deriv_zeros[i].x0;
+    return NAN;
+}
+
+static void rand_mat(vijp_mat *F, vijp_mat *R, vijp_rng *rng, double away, double x0)
 {
     for (size_t i = 0; i < vijp_mat_len(F); i++) {
         double x;
         do x = vijp_rng_normal(rng);
-        while (fabs(x) < away);
+        while (fabs(x) < away || (!isnan(x0) && (fabs(x - x0) < 0.5 || fabs(x) > 4)));
         vijp_mat_set_entry_d(F, i, x);
     }
     vijp_mat_convert(R, F);
@@ -36,9 +52,9 @@ void layerfix_init(layerfix *t, const char *spec, size_t width, const char *fmt,
     vijp_mat_init(&t->XF, n, B, &t->F), vijp_mat_init(&t->XR, n, B, &t->R);
     vijp_mat_init(&t->UF, n, B, &t->F), vijp_mat_init(&t->UR, n, B, &t->R);
     vijp_mat_init(&t->GF, m, B, &t->F), vijp_mat_init(&t->GR, m, B, &t->R);
-    rand_mat(&t->XF, &t->XR, &rng, 1e-3);
-    rand_mat(&t->UF, &t->UR, &rng, 0);
-    rand_mat(&t->GF, &t->GR, &rng, 0);
+    rand_mat(&t->XF, &t->XR, &rng, 1e-3, layerfix_deriv_zero(t->L->type->name));
+    rand_mat(&t->UF, &t->UR, &rng, 0, NAN);
+    rand_mat(&t->GF, &t->GR, &rng, 0, NAN);
 }
 
 void layerfix_clear(layerfix *t)

@@ -209,6 +209,24 @@ START_TEST(stored_bytes_hand_counts)
     vijp_grads_clear(&g);
     vijp_net_params_clear(&net, th);
     vijp_net_free(&net);
+
+    /* dense:8,gelu, batch 2: a smooth activation keeps one value per unit
+     * (its input, from which the dual evaluation gives f′ again; nested
+     * forward AD would keep f′, the same count).  backprop h_0 + h_1 = 256;
+     * moonwalk h_0 + the GELU input = 256; the GELU has no inverse, so the
+     * reversible engine keeps its input, 128. */
+    ck_assert(!vijp_net_build(&net, "dense:8,gelu", 2, 8, NULL));
+    vijp_net_init(&net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, 3, NULL);
+    vijp_net_params(&net, &F, th, NULL);
+    vijp_engine_kind kinds[] = {VIJP_ENGINE_BACKPROP, VIJP_ENGINE_MOONWALK, VIJP_ENGINE_REVERSIBLE};
+    size_t want[] = {256, 256, 128};
+    for (size_t e = 0; e < 3; e++) {
+        ck_assert(!vijp_engine_run(kinds[e], &net, th, &X, &T, &g, NULL));
+        ck_assert_uint_eq(g.stored_bytes, want[e]);
+        vijp_grads_clear(&g);
+    }
+    vijp_net_params_clear(&net, th);
+    vijp_net_free(&net);
     vijp_mat_clear(&X), vijp_mat_clear(&T), vijp_mat_clear(&T2), vijp_mat_clear(&H);
 }
 END_TEST

@@ -13,7 +13,19 @@
  *    |L||U| and growth factor <= 2^(n−1) (Higham Thm 9.4, §9.4); Householder QR
  *    with ‖ΔA‖_F <= 16mn·u‖A‖_F (Higham Thm 19.4, constant taken as 16);
  *    hence C_solve = 3n·2^(n−1) + 16mn + m + 6 bounds the relative backward
- *    error of a vijp followed by a vjp, and κ(J)·C_solve·u the forward error.
+ *    error of a vijp followed by a vjp, and κ(J)·C_solve·u the forward error;
+ *  - smooth activations: "ulps" below replaces the 6 above.  It bounds the
+ *    relative error of f and f′ at the battery's points (|x| <= 4, 0.5 away
+ *    from a zero x0 of f′, see layerfix.c) from the bounds stated in each
+ *    src/layers/<name>.c, (K1|term1| + K2|term2|)/|f′(x)|: max over those
+ *    points (mpmath, step 5e-4) 56.2 for GELU (at x = −4; f itself 47),
+ *    56.2 for SiLU (x = −1.78), 80.8 for Mish (x = −1.69); sigmoid 12 (f′),
+ *    softplus 7;
+ *  - inverses of elementwise layers: |x̂ − x| <= u(inv_a|x| + inv_c +
+ *    inv_b|y|/f′): the inverse's own error plus the forward's relative error
+ *    inv_b·u amplified by 1/f′ (tanh: glibc atanh/tanh within 2 ulps;
+ *    sigmoid: 3u|x| + 2.8u and 7u; softplus: 2u|x| + 4u and 5u, from the
+ *    comments in src/layers/).
  */
 #include "layerfix.h"
 #include <math.h>
@@ -24,11 +36,15 @@
 static const struct {
     const char *spec;
     size_t width;
+    double ulps;                /* the "6" of the header comment */
+    double inv_a, inv_c, inv_b; /* elementwise inverse bound */
 } cases[] = {
-    {"dense:6", 6},   /* square: LU */
-    {"dense:4", 7},   /* wide: QR of Wᵀ */
-    {"dense:9", 5},   /* tall: fragment in null(Wᵀ) */
-    {"leaky:0.3", 6}, {"relu", 8}, {"tanh", 6},
+    {"dense:6", 6, 6, 0, 0, 0},   /* square: LU */
+    {"dense:4", 7, 6, 0, 0, 0},   /* wide: QR of Wᵀ */
+    {"dense:9", 5, 6, 0, 0, 0},   /* tall: fragment in null(Wᵀ) */
+    {"leaky:0.3", 6, 6, 4, 0, 4}, {"relu", 8, 6, 0, 0, 0}, {"tanh", 6, 6, 4, 0, 4},
+    {"sigmoid", 6, 12, 4, 3, 8}, {"softplus", 6, 8, 3, 5, 6},
+    {"silu", 6, 57, 0, 0, 0}, {"gelu", 6, 57, 0, 0, 0}, {"mish", 6, 81, 0, 0, 0},
 };
 #define NCASES (sizeof cases / sizeof *cases)
 static const char *const formats[] = {"double", "mpfr:256"};
@@ -82,7 +98,7 @@ START_TEST(adjoint)
         }
         free(A);
     }
-    bound *= 2 * 1.01 * (double)(m > n ? m : n) * t.u + 2 * 1.01 * 6 * t.u;
+    bound *= 2 * 1.01 * (double)(m > n ? m : n) * t.u + 2 * 1.01 * cases[_i / 2].ulps * t.u;
     mpfr_sub(lhs, lhs, rhs, MPFR_RNDN);
     double d = fabs(mpfr_get_d(lhs, MPFR_RNDN));
     ck_assert_msg(d <= bound, "%s %s: |<G,JU> - <GJ,U>| = %g > bound %g (seed %llu)", cases[_i / 2].spec,
@@ -133,7 +149,7 @@ START_TEST(jvp_finite_differences)
         double *A = abs_jacobian(&t, b);
         for (size_t i = 0; i < m; i++)
             for (size_t k = 0; k < n; k++)
-                bound[i + b * m] += 1.01 * (n + 6) * t.u * A[i + k * m] * absval(&t.UF, k + b * n);
+                bound[i + b * m] += 1.01 * (n + cases[_i / 2].ulps) * t.u * A[i + k * m] * absval(&t.UF, k + b * n);
         free(A);
     }
     double r = ratio_to_bound(&V, &Yp, bound);
@@ -160,7 +176,7 @@ START_TEST(jacobian_columns)
     ck_assert(!vijp_layer_jacobian(t.L, &t.thF, &x, &J, NULL));
     ck_assert(!vijp_layer_jvp(t.L, &t.thF, &Xr, &E, &V, NULL));
     double *A = abs_jacobian(&t, 0), *bound = malloc(m * n * sizeof *bound);
-    for (size_t i = 0; i < m * n; i++) bound[i] = 1.01 * (n + 6) * t.u * A[i];
+    for (size_t i = 0; i < m * n; i++) bound[i] = 1.01 * (n + cases[_i / 2].ulps) * t.u * A[i];
     ck_assert_msg(ratio_to_bound(&J, &V, bound) <= 1, "%s %s: Jacobian differs from jvp columns", cases[_i / 2].spec, formats[_i % 2]);
     free(A), free(bound);
     vijp_mat *all[] = {&x, &J, &E, &V, &Xr};
@@ -261,7 +277,7 @@ START_TEST(format_vs_oracle)
     vijp_mat_init(&cF2, k, 1, &t.R), vijp_mat_convert(&cF2, &cF);
     ck_assert(!vijp_layer_vijp(L, &t.thF, &t.XF, &WF, &cF, &zF, NULL) && !vijp_layer_vijp(L, &t.thR, &t.XR, &gR, &cF2, &zR, NULL));
 
-    double kap = kappa(&t), C = c_solve(m, n), e = 1.01 * t.u;
+    double kap = kappa(&t), C = c_solve(m, n), e = 1.01 * t.u, K = cases[_i / 2].ulps;
     double *by = calloc(m * NB, sizeof(double)), *bv = calloc(m * NB, sizeof(double)), *bw = calloc(n * NB, sizeof(double));
     double *bp = calloc(P + 1, sizeof(double)), *bz = calloc(m * NB, sizeof(double)), *bc = calloc(k + 1, sizeof(double));
     for (size_t b = 0; b < NB; b++) {
@@ -270,10 +286,10 @@ START_TEST(format_vs_oracle)
             double s = absval(&YR, i + b * m) + (P ? absval(&t.thR, m * n + i) : 0);
             for (size_t j = 0; j < n; j++) {
                 s += A[i + j * m] * absval(&t.XR, j + b * n);
-                bv[i + b * m] += (n + 6) * e * A[i + j * m] * absval(&t.UR, j + b * n);
-                bw[j + b * n] += (m + 6) * e * A[i + j * m] * absval(&t.GR, i + b * m);
+                bv[i + b * m] += (n + K) * e * A[i + j * m] * absval(&t.UR, j + b * n);
+                bw[j + b * n] += (m + K) * e * A[i + j * m] * absval(&t.GR, i + b * m);
             }
-            by[i + b * m] = (n + 6) * e * s;                   /* |W||x| + |b| + |y| */
+            by[i + b * m] = (n + K) * e * s;                   /* |W||x| + |b| + |y| */
             bz[i + b * m] = 2 * kap * C * e * col_norm(&zR, b); /* vijp forward error */
         }
         free(A);
@@ -309,13 +325,14 @@ START_TEST(inverse_round_trip)
     const vijp_layer *L = t.L;
     size_t m = L->out, n = L->in;
     if (m != n) { layerfix_clear(&t); return; } /* wide/tall dense: no inverse (checked in bad_inputs) */
+    int elementwise = L->type->param_count(L) == 0;
     vijp_mat Y, X2;
     vijp_mat_init(&Y, m, NB, &t.F), vijp_mat_init(&X2, n, NB, &t.F);
     ck_assert(!vijp_layer_forward(L, &t.thF, &t.XF, &Y, NULL));
     vijp_error err = {0};
     int rc = vijp_layer_inverse(L, &t.thF, &Y, &X2, &err);
-    if (L->type == vijp_layer_type_find("relu")) {
-        ck_assert_int_eq(rc, VIJP_EUNSUPPORTED); /* ReLU is not injective */
+    if (elementwise && !(L->type->declare(L) & VIJP_DECL_INVERTIBLE)) {
+        ck_assert_int_eq(rc, VIJP_EUNSUPPORTED); /* ReLU, SiLU, GELU, Mish are not injective */
     } else {
         ck_assert_msg(!rc, "%s", err.msg);
         double kap = kappa(&t), C = c_solve(m, n), e = 1.01 * t.u, *bound = calloc(n * NB, sizeof *bound);
@@ -335,7 +352,8 @@ START_TEST(inverse_round_trip)
                     bound[i + b * n] = winv * (n + 2) * e * sqrt(s2) + kap * C * e * nx;
                 } else {
                     double y = absval(&Y, i + b * n), d = A[i + i * n];
-                    bound[i + b * n] = 4 * e * absval(&t.XF, i + b * n) + 4 * e * y / d;
+                    bound[i + b * n] = e * (cases[_i / 2].inv_a * absval(&t.XF, i + b * n) + cases[_i / 2].inv_c +
+                                            cases[_i / 2].inv_b * y / d);
                 }
             }
             free(A);

@@ -13,6 +13,7 @@ Suite *suite_cli(void);
 Suite *suite_drift(void);
 Suite *suite_report(void);
 Suite *suite_certify(void);
+Suite *suite_activations(void);
 
 /* Iteration count scaled by VIJP_TEST_SCALE (default 1), as FLINT does. */
 long test_iters(long base);

@@ -123,6 +123,10 @@ struct vijp_layer_type {
      * of f′ over [−R, R]. */
     int jacobian_exact;
     void (*deriv_enclose)(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
+    /* Smooth elementwise activations: f(x) and f′(x) together, by nested
+     * forward-mode AD (dual numbers, src/layers/dual.h).  The layer's double
+     * operators are built on it (src/layers/activation.c); NULL elsewhere. */
+    void (*dual_eval)(double x, double *f, double *df);
 };
 
 /* The registry: every layer type, found by name. */

@@ -7,64 +7,17 @@
  * latter cancels catastrophically (relative error ~u/f') and is exactly 0 for
  * |x| > 19.1, where tanh(x) rounds to ±1.  Error of this formula: exp is
  * within 1 ulp (glibc), then three correctly rounded operations; the
- * relative error of f' is below 6u. */
-#include "vijp/layer.h"
+ * relative error of f' is below 6u.  f and f′ come from dual_tanh (dual.h). */
+#include "activation.h"
 #include "../../oracles/oracles.h"
-#include <math.h>
-#include <string.h>
 
-static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err)
+static void eval(double x, double *f, double *df)
 {
-    if (arg && *arg) return vijp_fail(err, VIJP_EINVAL, "tanh takes no argument, got 'tanh:%s'", arg);
-    if (in_width == 0)
-        return vijp_fail(err, VIJP_EDIM, "tanh keeps its input width, which is unknown here: give --width");
-    L->in = L->out = in_width;
-    return 0;
+    vijp_dual y = dual_tanh(dual_var(x));
+    *f = y.v, *df = y.d;
 }
 
-static size_t no_params(const vijp_layer *L) { (void)L; return 0; }
 static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE | VIJP_DECL_INVERTIBLE; }
-
-static double dtanh(double x)
-{
-    double e = exp(-2 * fabs(x)), s = 1 + e;
-    return 4 * e / (s * s);
-}
-
-static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
-{
-    (void)th;
-    for (size_t i = 0; i < L->in * B; i++) Y[i] = tanh(X[i]);
-}
-
-static void diag_apply(const vijp_layer *L, const double *th, const double *X, size_t B,
-                       const double *U, double *V)
-{
-    (void)th;
-    for (size_t i = 0; i < L->in * B; i++) V[i] = U[i] * dtanh(X[i]);
-}
-
-static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B,
-                const double *Gx, const double *frag, double *Gy, vijp_error *err)
-{
-    (void)th, (void)frag;
-    for (size_t i = 0; i < L->in * B; i++) {
-        double d = dtanh(X[i]);
-        if (d == 0)
-            return vijp_fail(err, VIJP_ESINGULAR,
-                             "tanh vijp: f'(x) underflows to 0 at unit %zu (x = %g): the layer is "
-                             "numerically non-submersive there", i % L->in, X[i]);
-        Gy[i] = Gx[i] / d;
-    }
-    return 0;
-}
-
-static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
-{
-    (void)th;
-    memset(J, 0, L->in * L->in * sizeof *J);
-    for (size_t i = 0; i < L->in; i++) J[i + i * L->in] = dtanh(x[i]);
-}
 
 static int inverse(const vijp_layer *L, const double *th, const double *Y, size_t B, double *X,
                    vijp_error *err)
@@ -80,10 +33,7 @@ static int inverse(const vijp_layer *L, const double *th, const double *Y, size_
     return 0;
 }
 
-static const vijp_ops_d ops_d = {
-    .forward = forward, .jvp = diag_apply, .vjp = diag_apply, .vijp = vijp,
-    .jacobian = jacobian, .inverse = inverse,
-};
+static const vijp_ops_d ops_d = VIJP_ACT_OPS_D(inverse);
 
 static const vijp_ops_mp ops_mp = {
     .forward = vo_tanh_forward, .jvp = vo_tanh_jvp, .vjp = vo_tanh_jvp, .vijp = vo_tanh_vijp,
@@ -92,7 +42,7 @@ static const vijp_ops_mp ops_mp = {
 
 const vijp_layer_type vijp_layer_tanh = {
     .name = "tanh", .syntax = "tanh (keeps its width)",
-    .parse = parse, .param_count = no_params, .declare = declare,
+    .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
     .residual = VIJP_RESIDUAL_INPUT, .d = &ops_d, .mp = &ops_mp,
-    .deriv_enclose = vo_tanh_deriv_enclose,
+    .deriv_enclose = vo_tanh_deriv_enclose, .dual_eval = eval,
 };

@@ -1,0 +1,59 @@
+/* Dual numbers a + a′ε (ε² = 0): nested forward-mode AD for elementwise
+ * activations (DESIGN §6).  Evaluating f on (x, 1) gives f(x) and f′(x) in one
+ * sweep, so the reverse pass needs only f′ (one value per unit) instead of
+ * every intermediate a composite activation keeps for its backward pass.
+ *
+ * Each primitive is evaluated in a form that neither overflows nor cancels:
+ * exp of a non-positive argument only, σ(x) and σ(−x) both from e = exp(−|x|).
+ * Error of each primitive (glibc on x86_64, "Known Maximum Errors in Math
+ * Functions"; 1 ulp <= 2u relative): exp, log1p 1 ulp; erfc 5 ulps; tanh 2
+ * ulps; +, −, ×, / correctly rounded.  The per-activation bounds in
+ * src/layers/<name>.c are built from these. */
+#ifndef VIJP_LAYERS_DUAL_H
+#define VIJP_LAYERS_DUAL_H
+
+#include <math.h>
+
+typedef struct {
+    double v, d; /* value and derivative */
+} vijp_dual;
+
+static inline vijp_dual dual_var(double x) { return (vijp_dual){x, 1.0}; }
+static inline vijp_dual dual_add(vijp_dual a, vijp_dual b) { return (vijp_dual){a.v + b.v, a.d + b.d}; }
+static inline vijp_dual dual_mul(vijp_dual a, vijp_dual b) { return (vijp_dual){a.v * b.v, a.d * b.v + a.v * b.d}; }
+static inline vijp_dual dual_scale(vijp_dual a, double c) { return (vijp_dual){c * a.v, c * a.d}; }
+
+/* σ(a) = 1/(1 + e^−a) with σ′ = σ(a)σ(−a); both from e = exp(−|a|) <= 1. */
+static inline vijp_dual dual_sigmoid(vijp_dual a)
+{
+    double e = exp(-fabs(a.v)), r = 1 / (1 + e), q = e * r; /* r = σ(|a|), q = σ(−|a|) */
+    double s = a.v >= 0 ? r : q;
+    return (vijp_dual){s, a.d * (r * q)};
+}
+
+/* softplus(a) = log(1 + e^a) = max(a, 0) + log1p(e^−|a|), softplus′ = σ(a). */
+static inline vijp_dual dual_softplus(vijp_dual a)
+{
+    double e = exp(-fabs(a.v)), r = 1 / (1 + e), q = e * r;
+    double v = (a.v > 0 ? a.v : 0) + log1p(e);
+    return (vijp_dual){v, a.d * (a.v >= 0 ? r : q)};
+}
+
+/* tanh(a), tanh′ = sech² = 4e/(1+e)² with e = exp(−2|a|): no cancellation,
+ * unlike 1 − tanh², which is 0 from |a| ≈ 19.1 on. */
+static inline vijp_dual dual_tanh(vijp_dual a)
+{
+    double e = exp(-2 * fabs(a.v)), s = 1 + e;
+    return (vijp_dual){tanh(a.v), a.d * (4 * e / (s * s))};
+}
+
+/* Φ(a) = erfc(−a/√2)/2, Φ′ = φ(a) = exp(−a²/2)/√(2π).  erfc, not 1 + erf:
+ * for a < 0 the latter cancels. */
+static inline vijp_dual dual_normal_cdf(vijp_dual a)
+{
+    const double inv_sqrt_2pi = 0.398942280401432677939946059934; /* rounded once */
+    double t = -a.v * M_SQRT1_2;
+    return (vijp_dual){0.5 * erfc(t), a.d * (inv_sqrt_2pi * exp(-(t * t)))};
+}
+
+#endif

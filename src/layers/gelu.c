@@ -1,0 +1,31 @@
+/* GELU, erf form: x·Φ(x), Φ the standard normal CDF.  J = diag(Φ + xφ),
+ * which vanishes at x0 ≈ −0.751791 (DESIGN §6: not submersive at isolated
+ * zeros of f′): nothing declared, no inverse.
+ *
+ * Error (dual.h, u = 2^-53, t = −x/√2): t within 2u; erfc within 5 ulps
+ * (10u) plus its condition |t·erfc′(t)/erfc(t)| <= 2t² + 2 times 2u, so
+ * Φ̂ is within (14 + 2x²)u and f̂ = x·Φ̂ within (15 + 2x²)u of f.
+ * φ̂ = c·exp(−t²): t² within 5u, i.e. an absolute error 5u·t² in the
+ * argument of exp, so φ̂ (with the rounded 1/√(2π)) is within (4 + 2.5x²)u
+ * and x·φ̂ within (5 + 2.5x²)u.  Hence, with the final sum,
+ * |f̂′ − f′| <= (16 + 2x²)u·Φ(x) + (10 + 2.5x²)u·|x|φ(x). */
+#include "activation.h"
+#include "../../oracles/oracles.h"
+
+static void eval(double x, double *f, double *df)
+{
+    vijp_dual v = dual_var(x), y = dual_mul(v, dual_normal_cdf(v));
+    *f = y.v, *df = y.d;
+}
+
+static unsigned declare(const vijp_layer *L) { (void)L; return 0; }
+
+static const vijp_ops_d ops_d = VIJP_ACT_OPS_D(NULL);
+static const vijp_ops_mp ops_mp = VO_ACT_OPS_MP(gelu, NULL);
+
+const vijp_layer_type vijp_layer_gelu = {
+    .name = "gelu", .syntax = "gelu (x·Phi(x), erf form; keeps its width)",
+    .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
+    .residual = VIJP_RESIDUAL_INPUT, .d = &ops_d, .mp = &ops_mp,
+    .deriv_enclose = vo_gelu_deriv_enclose, .dual_eval = eval,
+};

@@ -1,0 +1,30 @@
+/* Mish x·tanh(softplus(x)).  J = diag(tanh(sp) + x·sech²(sp)·σ(x)), which
+ * vanishes at x0 ≈ −1.19224 (DESIGN §6): nothing declared, no inverse.
+ *
+ * Error (dual.h, u = 2^-53): sp within 5u and sp′ = σ within 7u (softplus.c);
+ * tanh within 4u plus sp's 5u (condition <= 1): 9u.  sech²(sp) = 4e/(1+e)²,
+ * e = exp(−2sp): the argument carries 10u·sp absolute, so e is within
+ * (2 + 10sp)u, 1 + e within (2 + 5sp)u (e/(1+e) <= ½), its square within
+ * (5 + 10sp)u and sech² within (8 + 20sp)u; times σ and x: (17 + 20sp)u.
+ * Hence |f̂ − f| <= 10u|f| and, with the final sum,
+ * |f̂′ − f′| <= 10u·tanh(sp) + (18 + 20sp)u·|x|sech²(sp)σ(x). */
+#include "activation.h"
+#include "../../oracles/oracles.h"
+
+static void eval(double x, double *f, double *df)
+{
+    vijp_dual v = dual_var(x), y = dual_mul(v, dual_tanh(dual_softplus(v)));
+    *f = y.v, *df = y.d;
+}
+
+static unsigned declare(const vijp_layer *L) { (void)L; return 0; }
+
+static const vijp_ops_d ops_d = VIJP_ACT_OPS_D(NULL);
+static const vijp_ops_mp ops_mp = VO_ACT_OPS_MP(mish, NULL);
+
+const vijp_layer_type vijp_layer_mish = {
+    .name = "mish", .syntax = "mish (x·tanh(softplus(x)); keeps its width)",
+    .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
+    .residual = VIJP_RESIDUAL_INPUT, .d = &ops_d, .mp = &ops_mp,
+    .deriv_enclose = vo_mish_deriv_enclose, .dual_eval = eval,
+};

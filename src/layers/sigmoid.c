@@ -1,0 +1,43 @@
+/* sigmoid σ(x) = 1/(1 + e^−x): J = diag(σ(x)σ(−x)) > 0, submersive and
+ * invertible analytically (DESIGN §6); σ′ underflows to 0 in double for
+ * |x| > ~745, where the vijp refuses.
+ *
+ * Error (dual.h primitives, u = 2^-53): e = exp(−|x|) within 2u, 1 + e within
+ * 3u, r = σ(|x|) = 1/(1+e) within 4u, q = σ(−|x|) = e·r within 7u, so
+ * |f̂ − f| <= 7u|f| and |f̂′ − f′| <= 12u|f′| (r·q, one more rounding).
+ * Inverse: x = log y − log1p(−y) (the logit).  |log y| + |log(1−y)| =
+ * softplus(x) + softplus(−x) <= |x| + 2 log 2, so its own error is at most
+ * 2u(|x| + 1.39) + u|x|. */
+#include "activation.h"
+#include "../../oracles/oracles.h"
+
+static void eval(double x, double *f, double *df)
+{
+    vijp_dual y = dual_sigmoid(dual_var(x));
+    *f = y.v, *df = y.d;
+}
+
+static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE | VIJP_DECL_INVERTIBLE; }
+
+static int inverse(const vijp_layer *L, const double *th, const double *Y, size_t B, double *X, vijp_error *err)
+{
+    (void)th;
+    for (size_t i = 0; i < L->in * B; i++) {
+        if (!(Y[i] > 0 && Y[i] < 1))
+            return vijp_fail(err, VIJP_ESINGULAR,
+                             "sigmoid inverse: output %g at unit %zu is not in (0, 1): its preimage was "
+                             "lost to rounding", Y[i], i % L->in);
+        X[i] = log(Y[i]) - log1p(-Y[i]);
+    }
+    return 0;
+}
+
+static const vijp_ops_d ops_d = VIJP_ACT_OPS_D(inverse);
+static const vijp_ops_mp ops_mp = VO_ACT_OPS_MP(sigmoid, vo_sigmoid_inverse);
+
+const vijp_layer_type vijp_layer_sigmoid = {
+    .name = "sigmoid", .syntax = "sigmoid (keeps its width)",
+    .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
+    .residual = VIJP_RESIDUAL_INPUT, .d = &ops_d, .mp = &ops_mp,
+    .deriv_enclose = vo_sigmoid_deriv_enclose, .dual_eval = eval,
+};

@@ -1,0 +1,28 @@
+/* SiLU (swish) x·σ(x): J = diag(σ(x)(1 + xσ(−x))), which vanishes at
+ * x0 ≈ −1.27846 (DESIGN §6: not submersive at isolated zeros of f′), so
+ * nothing is declared; not injective (no inverse).
+ *
+ * Error (dual.h, u = 2^-53): σ within 7u and σ′ within 12u (sigmoid.c), so
+ * |f̂ − f| <= 8u|f| and f′ = σ + x·σ′ (dual product) satisfies
+ * |f̂′ − f′| <= 8u·σ(x) + 14u·|x|σ′(x) (the two terms, then the sum):
+ * relative to the terms, not to f′, which cancels near x0. */
+#include "activation.h"
+#include "../../oracles/oracles.h"
+
+static void eval(double x, double *f, double *df)
+{
+    vijp_dual v = dual_var(x), y = dual_mul(v, dual_sigmoid(v));
+    *f = y.v, *df = y.d;
+}
+
+static unsigned declare(const vijp_layer *L) { (void)L; return 0; }
+
+static const vijp_ops_d ops_d = VIJP_ACT_OPS_D(NULL);
+static const vijp_ops_mp ops_mp = VO_ACT_OPS_MP(silu, NULL);
+
+const vijp_layer_type vijp_layer_silu = {
+    .name = "silu", .syntax = "silu (x·sigmoid(x); keeps its width)",
+    .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
+    .residual = VIJP_RESIDUAL_INPUT, .d = &ops_d, .mp = &ops_mp,
+    .deriv_enclose = vo_silu_deriv_enclose, .dual_eval = eval,
+};

@@ -1,0 +1,42 @@
+/* softplus(x) = log(1 + e^x): J = diag(σ(x)) > 0, submersive and invertible
+ * analytically (DESIGN §6); σ(x) underflows for x < ~−745.
+ *
+ * Error (dual.h, u = 2^-53): e = exp(−|x|) within 2u; log1p(e) within 2u +
+ * 2u (its condition a/((1+a)log1p a) <= 1); adding max(x, 0) >= 0 keeps the
+ * signs, so |f̂ − f| <= 5u|f|.  f′ = σ(x) as in sigmoid.c: within 7u|f′|.
+ * Inverse: x = log(expm1(y)) for y <= 1, y + log(−expm1(−y)) above (no
+ * overflow); expm1 and log within 1 ulp each: own error <= 2u|x| + 4u. */
+#include "activation.h"
+#include "../../oracles/oracles.h"
+
+static void eval(double x, double *f, double *df)
+{
+    vijp_dual y = dual_softplus(dual_var(x));
+    *f = y.v, *df = y.d;
+}
+
+static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE | VIJP_DECL_INVERTIBLE; }
+
+static int inverse(const vijp_layer *L, const double *th, const double *Y, size_t B, double *X, vijp_error *err)
+{
+    (void)th;
+    for (size_t i = 0; i < L->in * B; i++) {
+        double y = Y[i];
+        if (!(y > 0) || !isfinite(y))
+            return vijp_fail(err, VIJP_ESINGULAR,
+                             "softplus inverse: output %g at unit %zu is not in (0, inf): its preimage "
+                             "was lost to rounding", y, i % L->in);
+        X[i] = y <= 1 ? log(expm1(y)) : y + log(-expm1(-y));
+    }
+    return 0;
+}
+
+static const vijp_ops_d ops_d = VIJP_ACT_OPS_D(inverse);
+static const vijp_ops_mp ops_mp = VO_ACT_OPS_MP(softplus, vo_softplus_inverse);
+
+const vijp_layer_type vijp_layer_softplus = {
+    .name = "softplus", .syntax = "softplus (keeps its width)",
+    .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
+    .residual = VIJP_RESIDUAL_INPUT, .d = &ops_d, .mp = &ops_mp,
+    .deriv_enclose = vo_softplus_deriv_enclose, .dual_eval = eval,
+};

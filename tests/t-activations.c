@@ -1,0 +1,266 @@
+/* Smooth activations (issue 5): f and f′ from nested forward AD (dual
+ * numbers, src/layers/dual.h) against the MPFR oracle (oracles/activations.c)
+ * over 10^5 points each, including large |x| and the zeros of f′; the zeros
+ * themselves; and their certification.
+ *
+ * Bounds: each src/layers/<name>.c states |f̂ − f| <= Kf(x)·u|f| and
+ * |f̂′ − f′| <= K1(x)·u|term1| + K2(x)·u|term2|, where f′ = term1 + term2 is
+ * the dual-number sum (one term for sigmoid, softplus, tanh).  The terms are
+ * recomputed here in MPFR from their definitions.  The oracle runs at 128
+ * bits: its error, 2^-120 relative to the terms, is far below 2^-53.  Points
+ * where the terms fall below 2^-1000 are in or next to double's subnormal
+ * range, where relative bounds do not apply: there |f̂′ − f′| must be below
+ * 2^-1000 absolute instead (underflow, checked by the certification test). */
+#include "layerfix.h"
+#include "../oracles/oracles.h"
+#include "vijp/certify.h"
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define ORACLE_PREC 128
+
+/* terms of f′ (as MPFR values at ORACLE_PREC) and their constants at x */
+typedef void (*terms_fn)(mpfr_t t1, mpfr_t t2, double *kf, double *k1, double *k2, double x);
+
+static void sigma(mpfr_t s, const mpfr_t x) /* 1/(1 + e^−x) at the precision of s */
+{
+    mpfr_t e;
+    mpfr_init2(e, mpfr_get_prec(s) + 16);
+    mpfr_neg(e, x, MPFR_RNDN), mpfr_exp(e, e, MPFR_RNDN), mpfr_add_ui(e, e, 1, MPFR_RNDN);
+    mpfr_ui_div(s, 1, e, MPFR_RNDN);
+    mpfr_clear(e);
+}
+
+static void sigmoid_terms(mpfr_t t1, mpfr_t t2, double *kf, double *k1, double *k2, double x)
+{
+    mpfr_t a, b;
+    mpfr_inits2(ORACLE_PREC, a, b, (mpfr_ptr)0);
+    mpfr_set_d(a, x, MPFR_RNDN), sigma(t1, a);
+    mpfr_neg(a, a, MPFR_RNDN), sigma(b, a);
+    mpfr_mul(t1, t1, b, MPFR_RNDN), mpfr_set_zero(t2, 1);
+    *kf = 7, *k1 = 12, *k2 = 0;
+    mpfr_clears(a, b, (mpfr_ptr)0);
+}
+
+static void softplus_terms(mpfr_t t1, mpfr_t t2, double *kf, double *k1, double *k2, double x)
+{
+    mpfr_t a;
+    mpfr_init2(a, ORACLE_PREC);
+    mpfr_set_d(a, x, MPFR_RNDN), sigma(t1, a), mpfr_set_zero(t2, 1);
+    *kf = 5, *k1 = 7, *k2 = 0;
+    mpfr_clear(a);
+}
+
+static void tanh_terms(mpfr_t t1, mpfr_t t2, double *kf, double *k1, double *k2, double x)
+{
+    mpfr_set_d(t1, x, MPFR_RNDN), mpfr_sech(t1, t1, MPFR_RNDN), mpfr_sqr(t1, t1, MPFR_RNDN);
+    mpfr_set_zero(t2, 1);
+    *kf = 4, *k1 = 6, *k2 = 0; /* glibc tanh within 2 ulps; f′ within 6u (src/layers/tanh.c) */
+}
+
+static void silu_terms(mpfr_t t1, mpfr_t t2, double *kf, double *k1, double *k2, double x)
+{
+    mpfr_t a, b;
+    mpfr_inits2(ORACLE_PREC, a, b, (mpfr_ptr)0);
+    mpfr_set_d(a, x, MPFR_RNDN), sigma(t1, a);     /* σ(x) */
+    mpfr_neg(a, a, MPFR_RNDN), sigma(b, a);         /* σ(−x) */
+    mpfr_mul(t2, t1, b, MPFR_RNDN), mpfr_mul_d(t2, t2, x, MPFR_RNDN); /* x σ′(x) */
+    *kf = 8, *k1 = 8, *k2 = 14;
+    mpfr_clears(a, b, (mpfr_ptr)0);
+}
+
+static void gelu_terms(mpfr_t t1, mpfr_t t2, double *kf, double *k1, double *k2, double x)
+{
+    mpfr_t a, pi;
+    mpfr_inits2(ORACLE_PREC, a, pi, (mpfr_ptr)0);
+    mpfr_set_d(a, x, MPFR_RNDN), mpfr_neg(a, a, MPFR_RNDN);
+    mpfr_set_ui(pi, 2, MPFR_RNDN), mpfr_sqrt(pi, pi, MPFR_RNDN), mpfr_div(a, a, pi, MPFR_RNDN);
+    mpfr_erfc(t1, a, MPFR_RNDN), mpfr_div_2ui(t1, t1, 1, MPFR_RNDN);              /* Φ(x) */
+    mpfr_sqr(a, a, MPFR_RNDN), mpfr_neg(a, a, MPFR_RNDN), mpfr_exp(t2, a, MPFR_RNDN);
+    mpfr_const_pi(pi, MPFR_RNDN), mpfr_mul_2ui(pi, pi, 1, MPFR_RNDN), mpfr_sqrt(pi, pi, MPFR_RNDN);
+    mpfr_div(t2, t2, pi, MPFR_RNDN), mpfr_mul_d(t2, t2, x, MPFR_RNDN);            /* x φ(x) */
+    *kf = 15 + 2 * x * x, *k1 = 16 + 2 * x * x, *k2 = 10 + 2.5 * x * x;
+    mpfr_clears(a, pi, (mpfr_ptr)0);
+}
+
+static void mish_terms(mpfr_t t1, mpfr_t t2, double *kf, double *k1, double *k2, double x)
+{
+    mpfr_t a, sp;
+    mpfr_inits2(ORACLE_PREC, a, sp, (mpfr_ptr)0);
+    mpfr_set_d(a, x, MPFR_RNDN), mpfr_exp(sp, a, MPFR_RNDN), mpfr_log1p(sp, sp, MPFR_RNDN);
+    mpfr_tanh(t1, sp, MPFR_RNDN);
+    mpfr_sech(t2, sp, MPFR_RNDN), mpfr_sqr(t2, t2, MPFR_RNDN);
+    sigma(a, a), mpfr_mul(t2, t2, a, MPFR_RNDN), mpfr_mul_d(t2, t2, x, MPFR_RNDN);
+    double s = mpfr_get_d(sp, MPFR_RNDU);
+    *kf = 10, *k1 = 10, *k2 = 18 + 20 * s;
+    mpfr_clears(a, sp, (mpfr_ptr)0);
+}
+
+static const struct {
+    const char *name;
+    terms_fn terms;
+    int has_zero; /* f′ vanishes at an isolated x0 < 0 */
+} acts[] = {
+    {"sigmoid", sigmoid_terms, 0}, {"softplus", softplus_terms, 0}, {"tanh", tanh_terms, 0},
+    {"silu", silu_terms, 1},       {"gelu", gelu_terms, 1},         {"mish", mish_terms, 1},
+};
+#define NACTS (sizeof acts / sizeof *acts)
+
+static double oracle_deriv(const char *name, double x)
+{
+    vijp_format R;
+    vijp_format_mpfr(&R, ORACLE_PREC, NULL);
+    mpfr_t xm, f, d;
+    mpfr_inits2(ORACLE_PREC, xm, f, d, (mpfr_ptr)0);
+    mpfr_set_d(xm, x, MPFR_RNDN);
+    vo_activation_pair(name, f, d, xm, &R);
+    double r = mpfr_get_d(d, MPFR_RNDN);
+    mpfr_clears(xm, f, d, (mpfr_ptr)0);
+    return r;
+}
+
+/* The zero of f′ near the one layerfix.c keeps away from, by bisection on
+ * the sign of the 128-bit oracle, to adjacent doubles. */
+static double locate_zero(const char *name)
+{
+    double x0 = layerfix_deriv_zero(name), lo = x0 - 0.1, hi = x0 + 0.1;
+    int slo = oracle_deriv(name, lo) > 0;
+    ck_assert_msg(slo != (oracle_deriv(name, hi) > 0), "%s: f' does not change sign around %g", name, x0);
+    while (nextafter(lo, hi) < hi) {
+        double mid = lo + (hi - lo) / 2;
+        if (mid <= lo || mid >= hi) break;
+        if ((oracle_deriv(name, mid) > 0) == slo) lo = mid;
+        else hi = mid;
+    }
+    return lo;
+}
+
+START_TEST(zeros_of_derivative)
+{
+    for (size_t a = 0; a < NACTS; a++) {
+        if (!acts[a].has_zero) continue;
+        double x0 = locate_zero(acts[a].name);
+        ck_assert_msg(fabs(x0 - layerfix_deriv_zero(acts[a].name)) <= 1e-12, "%s: f' vanishes at %.17g, layerfix says %.17g",
+                      acts[a].name, x0, layerfix_deriv_zero(acts[a].name));
+    }
+}
+END_TEST
+
+/* The sample points of activation a: a third N(0, 2²), a third ±2^U(−10, 10)
+ * (large and tiny |x|), a third next to the zero of f′ (x0 ± k ulps and
+ * x0 ± 2^U(−50, −1)) or, without one, more of the second kind. */
+static double sample_point(vijp_rng *rng, long i, double x0)
+{
+    double u = vijp_rng_uniform(rng), s = vijp_rng_uniform(rng) < 0.5 ? -1 : 1;
+    switch (i % 3) {
+    case 0: return 2 * vijp_rng_normal(rng);
+    case 2:
+        if (!isnan(x0)) {
+            if (i % 6 == 2) return x0 + (double)((i / 6) % 101 - 50) * ldexp(1, -53) * fabs(x0);
+            return x0 + s * ldexp(1, -50 + (int)(49 * u));
+        }
+        /* fall through */
+    default: return s * exp2(-10 + 20 * u);
+    }
+}
+
+START_TEST(dual_derivative_vs_oracle)
+{
+    const char *name = acts[_i].name;
+    const vijp_layer_type *T = vijp_layer_type_find(name);
+    ck_assert_msg(T && T->dual_eval, "%s: no dual_eval", name);
+    double x0 = acts[_i].has_zero ? locate_zero(name) : NAN, u = ldexp(1, -53), tiny = ldexp(1, -1000);
+    vijp_format R;
+    vijp_format_mpfr(&R, ORACLE_PREC, NULL);
+    mpfr_t xm, f, d, t1, t2, e;
+    mpfr_inits2(ORACLE_PREC, xm, f, d, t1, t2, e, (mpfr_ptr)0);
+    vijp_rng rng;
+    vijp_rng_seed(&rng, test_seed() + 31 * (uint64_t)_i);
+    long n = test_iters(100000), underflowed = 0;
+    double worst_d = 0, worst_f = 0, at_d = 0, at_f = 0, max_ulps_d = 0;
+    for (long i = 0; i < n; i++) {
+        double x = sample_point(&rng, i, x0), fx, dfx, kf, k1, k2;
+        T->dual_eval(x, &fx, &dfx);
+        mpfr_set_d(xm, x, MPFR_RNDN);
+        vo_activation_pair(name, f, d, xm, &R);
+        acts[_i].terms(t1, t2, &kf, &k1, &k2, x);
+        double a1 = fabs(mpfr_get_d(t1, MPFR_RNDU)), a2 = fabs(mpfr_get_d(t2, MPFR_RNDU));
+        mpfr_sub_d(e, d, dfx, MPFR_RNDN);
+        double err_d = fabs(mpfr_get_d(e, MPFR_RNDU));
+        mpfr_sub_d(e, f, fx, MPFR_RNDN);
+        double err_f = fabs(mpfr_get_d(e, MPFR_RNDU)), af = fabs(mpfr_get_d(f, MPFR_RNDN));
+        if (a1 + a2 < tiny) {
+            underflowed++;
+            ck_assert_msg(err_d <= tiny, "%s: f'(%.17g) = %g, oracle %g (underflow range)", name, x, dfx,
+                          mpfr_get_d(d, MPFR_RNDN));
+        } else {
+            double bd = 1.01 * u * (k1 * a1 + k2 * a2), r = err_d / bd;
+            ck_assert_msg(r <= 1, "%s: f'(%.17g) = %.17g, oracle %.17g: error %g is %g of its bound", name, x, dfx,
+                          mpfr_get_d(d, MPFR_RNDN), err_d, r);
+            if (r > worst_d) worst_d = r, at_d = x;
+            double ulp = ldexp(1, ilogb(a1 + a2) - 52);
+            if (err_d / ulp > max_ulps_d) max_ulps_d = err_d / ulp;
+        }
+        if (af >= tiny) {
+            double r = err_f / (1.01 * u * kf * af);
+            ck_assert_msg(r <= 1, "%s: f(%.17g) = %.17g, oracle %.17g: %g of its bound", name, x, fx,
+                          mpfr_get_d(f, MPFR_RNDN), r);
+            if (r > worst_f) worst_f = r, at_f = x;
+        } else {
+            ck_assert_msg(err_f <= tiny, "%s: f(%.17g) = %g in the underflow range", name, x, fx);
+        }
+    }
+    printf("# %-8s %ld points: f' worst %.2f of bound (x = %.6g), at most %.2f ulps of |terms|; f worst %.2f (x = %.6g); "
+           "%ld in the underflow range\n",
+           name, n, worst_d, at_d, max_ulps_d, worst_f, at_f, underflowed);
+    mpfr_clears(xm, f, d, t1, t2, e, (mpfr_ptr)0);
+}
+END_TEST
+
+/* Certification over [−1000, 1000]: GELU, SiLU and Mish have exactly one
+ * place where f′ may vanish, a tight span around x0; sigmoid and softplus
+ * none.  In double, sigmoid′ ≈ e^{−|x|} underflows (rounds to 0) where
+ * e^{−|x|} < 2^-1075, |x| > 745.13, and falls below u·max f′ = 2^-53/4 where
+ * 4e^{−|x|} < 2^-53, |x| > 38.12 (independent estimates, not the code's). */
+START_TEST(certification)
+{
+    for (size_t a = 0; a < NACTS; a++) {
+        vijp_net net;
+        ck_assert(!vijp_net_build(&net, acts[a].name, 1, 1, NULL));
+        vijp_activation_report r;
+        vijp_error err = {0};
+        ck_assert_msg(!vijp_activation_analyze(&net.layers[0], 1000, 1e-9, &r, &err), "%s: %s", acts[a].name, err.msg);
+        ck_assert_msg(r.complete, "%s: bisection incomplete after %zu boxes", acts[a].name, r.boxes);
+        if (acts[a].has_zero) {
+            double x0 = locate_zero(acts[a].name);
+            ck_assert_msg(r.n_bad == 1 && r.bad[0].lo <= x0 && x0 <= r.bad[0].hi && r.bad[0].hi - r.bad[0].lo < 1e-6,
+                          "%s: %zu spans where f' may vanish, first [%g, %g]; x0 = %.17g", acts[a].name, r.n_bad,
+                          r.n_bad ? r.bad[0].lo : NAN, r.n_bad ? r.bad[0].hi : NAN, x0);
+        } else {
+            ck_assert_msg(r.n_bad == 0, "%s: f' > 0 everywhere, but %zu spans reported", acts[a].name, r.n_bad);
+        }
+        if (!strcmp(acts[a].name, "sigmoid")) {
+            ck_assert_str_eq(r.fmt[0].format, "double");
+            ck_assert_msg(r.fmt[0].underflow_at >= 744 && r.fmt[0].underflow_at <= 746, "sigmoid underflow at %g",
+                          r.fmt[0].underflow_at);
+            ck_assert_msg(r.fmt[0].negligible_at >= 37.5 && r.fmt[0].negligible_at <= 38.6, "sigmoid negligible at %g",
+                          r.fmt[0].negligible_at);
+        }
+        vijp_activation_report_clear(&r);
+        vijp_net_free(&net);
+    }
+}
+END_TEST
+
+Suite *suite_activations(void)
+{
+    Suite *s = suite_create("activations");
+    TCase *tc = tcase_create("dual");
+    tcase_set_timeout(tc, (double)test_iters(300));
+    tcase_add_test(tc, zeros_of_derivative);
+    tcase_add_loop_test(tc, dual_derivative_vs_oracle, 0, (int)NACTS);
+    tcase_add_test(tc, certification);
+    suite_add_tcase(s, tc);
+    return s;
+}
