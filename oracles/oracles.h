@@ -26,6 +26,16 @@ VO_LAYER_OPS(softplus)
 VO_LAYER_OPS(silu)
 VO_LAYER_OPS(gelu)
 VO_LAYER_OPS(mish)
+VO_LAYER_OPS(layernorm)
+VO_LAYER_OPS(softmax)
+size_t vo_layernorm_fragment_count(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B);
+void vo_layernorm_fragment(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *frag,
+                           const vijp_format *f);
+int vo_layernorm_cokernel(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *Q, const vijp_format *f);
+size_t vo_softmax_fragment_count(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B);
+void vo_softmax_fragment(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *frag,
+                         const vijp_format *f);
+int vo_softmax_cokernel(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *Q, const vijp_format *f);
 
 /* The MPFR operators of a smooth activation (oracles/activations.c). */
 #define VO_ACT_OPS_MP(name, inv)                                                              \

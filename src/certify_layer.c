@@ -112,18 +112,29 @@ int vijp_certify_layer(const vijp_layer *L, const double *theta, const double *x
     double *mid = malloc(m * n * sizeof *mid), *rad = malloc(m * n * sizeof *rad);
     int rc = mid && rad ? 0 : vijp_fail(err, VIJP_ENOMEM, "out of memory");
     if (!rc) rc = vijp_layer_jacobian_enclosure(L, theta, x, mid, rad, err);
-    if (rc == VIJP_EUNSUPPORTED) { /* say so, and give LAPACK's view of the double Jacobian */
-        vijp_format fd;
+    if (rc == VIJP_EUNSUPPORTED) {
+        /* Say so, and give LAPACK's view of the Jacobian computed with the
+         * MPFR operator at 128 bits and rounded once to double: within u/2 of
+         * J entrywise (plus ~n·2^-128), so singular values that are exactly 0
+         * stay below the rank tolerance max(m,n)·u·σ_max (Weyl), which the
+         * double operator's own O(n·u) errors need not. */
+        vijp_format fd, fh;
         vijp_format_parse("double", &fd, NULL);
+        vijp_format_mpfr(&fh, 128, NULL);
         vijp_mat th = {.rows = P, .cols = 1, .fmt = &fd, .d = (double *)theta};
         vijp_mat xm = {.rows = n, .cols = 1, .fmt = &fd, .d = (double *)x};
-        vijp_mat J = {.rows = m, .cols = n, .fmt = &fd, .d = mid};
+        vijp_mat thh, xh, Jh;
+        vijp_mat_init(&thh, P, 1, &fh), vijp_mat_init(&xh, n, 1, &fh), vijp_mat_init(&Jh, m, n, &fh);
+        vijp_mat_convert(&thh, &th), vijp_mat_convert(&xh, &xm);
         char why[sizeof err->msg];
         snprintf(why, sizeof why, "%s", err ? err->msg : "no enclosure");
-        rc = vijp_layer_jacobian(L, &th, &xm, &J, err);
+        rc = vijp_layer_jacobian(L, &thh, &xh, &Jh, err);
+        for (size_t i = 0; !rc && i < m * n; i++) mid[i] = vijp_mat_get_d(&Jh, i);
+        vijp_mat_clear(&thh), vijp_mat_clear(&xh), vijp_mat_clear(&Jh);
         if (!rc) rc = vijp_numeric_analysis(mid, m, n, &out->num, err);
         if (!rc) {
             out->verdict = VIJP_INCONCLUSIVE;
+            out->cokernel_dim = out->num.cokernel_dim; /* numerical, not proven */
             snprintf(out->method, sizeof out->method, "numerical");
             snprintf(out->reason, sizeof out->reason, "%s", why);
         }

@@ -1201,9 +1201,45 @@ START_TEST(activation_analysis)
 }
 END_TEST
 
-/* Every registered type: parameterless layers (elementwise activations)
- * must provide deriv_enclose, so no future activation can skip the
+/* Every registered type: elementwise layers (no parameters, a diagonal
+ * Jacobian) must provide deriv_enclose, so no future activation can skip the
  * analysis; and each type with deriv_enclose completes it over R = 1000. */
+/* Moonwalk stores, per layer, a fragment as long as the layer's cokernel:
+ * the vijp rebuilds everything else.  At 20 random points per layer the
+ * fragment length equals the cokernel dimension from certification (proven
+ * by structure for ReLU and the tall dense layer, numerical — rank at
+ * max(m,n)·u·σ_max — for LayerNorm and softmax, whose Jacobians have no
+ * enclosure yet), and is no longer: minimal. */
+START_TEST(fragment_is_cokernel)
+{
+    static const struct {
+        const char *spec;
+        size_t width;
+    } specs[] = {{"relu", 8}, {"layernorm", 6}, {"softmax", 6}, {"dense:9", 5}, {"dense:6", 6}, {"gelu", 6}};
+    for (size_t s = 0; s < sizeof specs / sizeof *specs; s++) {
+        one_layer o;
+        one_layer_init(&o, specs[s].spec, specs[s].width, 3 + s);
+        vijp_rng rng;
+        vijp_rng_seed(&rng, test_seed() + s);
+        vijp_format fd;
+        vijp_format_parse("double", &fd, NULL);
+        for (int k = 0; k < 20; k++) {
+            double x[16];
+            for (size_t i = 0; i < o.L->in; i++) x[i] = vijp_rng_normal(&rng);
+            vijp_certificate c;
+            certify_at(&o, x, &c);
+            vijp_mat th = {.rows = o.L->type->param_count(o.L), .cols = 1, .fmt = &fd, .d = (double *)o.theta};
+            vijp_mat xm = {.rows = o.L->in, .cols = 1, .fmt = &fd, .d = x};
+            size_t frag = vijp_layer_fragment_count(o.L, &th, &xm);
+            ck_assert_msg(frag == c.cokernel_dim, "%s at sample %d: fragment %zu, cokernel dimension %zu (%s)",
+                          specs[s].spec, k, frag, c.cokernel_dim, c.method);
+            vijp_certificate_clear(&c);
+        }
+        vijp_net_free(&o.net);
+    }
+}
+END_TEST
+
 START_TEST(activation_registry)
 {
     size_t nt;
@@ -1218,8 +1254,19 @@ START_TEST(activation_registry)
             parsed = !all[i]->parse(&L, args[a], 4, NULL);
         }
         ck_assert_msg(parsed, "%s: none of the sample arguments parses; extend this test", all[i]->name);
-        if (all[i]->param_count(&L) == 0)
-            ck_assert_msg(all[i]->deriv_enclose != NULL, "%s has no parameters but no deriv_enclose", all[i]->name);
+        if (all[i]->param_count(&L) == 0 && L.in == L.out) { /* elementwise iff its Jacobian is diagonal */
+            double x[64], J[64 * 64];
+            for (size_t k = 0; k < L.in; k++) x[k] = 0.3 + 0.1 * (double)k;
+            vijp_format fd;
+            vijp_format_parse("double", &fd, NULL);
+            vijp_mat xm = {.rows = L.in, .cols = 1, .fmt = &fd, .d = x}, Jm = {.rows = L.in, .cols = L.in, .fmt = &fd, .d = J};
+            ck_assert(L.in <= 64 && !vijp_layer_jacobian(&L, NULL, &xm, &Jm, NULL));
+            int diagonal = 1;
+            for (size_t r = 0; r < L.in; r++)
+                for (size_t c = 0; c < L.in; c++) diagonal &= r == c || J[r + c * L.in] == 0;
+            if (diagonal)
+                ck_assert_msg(all[i]->deriv_enclose != NULL, "%s is elementwise but has no deriv_enclose", all[i]->name);
+        }
         if (all[i]->deriv_enclose) {
             vijp_activation_report a;
             vijp_error err;
@@ -1251,6 +1298,7 @@ Suite *suite_certify(void)
     tcase_add_test(tc, layer_relu);
     tcase_add_test(tc, layer_dense);
     tcase_add_test(tc, layer_tanh);
+    tcase_add_test(tc, fragment_is_cokernel);
     tcase_add_test(tc, cokernel_basis);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, proven_cokernel_dim);

@@ -19,6 +19,10 @@ static const struct {
     {"dense:6,leaky:0.3", 6, VIJP_INIT_ORTHOGONAL},
     {"dense:8,relu,dense:6,tanh", 6, VIJP_INIT_ORTHOGONAL}, /* tall (6→8), wide (8→6) */
     {"dense:5,leaky:0.7,dense:5,relu", 5, VIJP_INIT_GAUSSIAN},
+    /* fragmental Moonwalk: non-submersive layers with 2 and 1 fragment values per sample */
+    {"dense:6,layernorm,dense:6,gelu", 6, VIJP_INIT_ORTHOGONAL},
+    {"dense:6,softmax,dense:6,silu", 6, VIJP_INIT_ORTHOGONAL},
+    {"dense:8,relu,layernorm,dense:6,mish,softplus,sigmoid,softmax", 6, VIJP_INIT_GAUSSIAN},
 };
 #define NNETS (sizeof nets / sizeof *nets)
 #define DEPTH 8

@@ -45,6 +45,7 @@ static const struct {
     {"leaky:0.3", 6, 6, 4, 0, 4}, {"relu", 8, 6, 0, 0, 0}, {"tanh", 6, 6, 4, 0, 4},
     {"sigmoid", 6, 12, 4, 3, 8}, {"softplus", 6, 8, 3, 5, 6},
     {"silu", 6, 57, 0, 0, 0}, {"gelu", 6, 57, 0, 0, 0}, {"mish", 6, 81, 0, 0, 0},
+    {"layernorm", 6, 6, 0, 0, 0}, {"softmax", 6, 6, 0, 0, 0},
 };
 #define NCASES (sizeof cases / sizeof *cases)
 static const char *const formats[] = {"double", "mpfr:256"};
@@ -55,11 +56,38 @@ static void setup(layerfix *t, int i)
     layerfix_init(t, cases[i / 2].spec, cases[i / 2].width, formats[i % 2], NB, test_seed() + (uint64_t)i);
 }
 
-/* |J| of sample b at the reference precision, as doubles (m × n). */
+/* The entrywise majorant M >= |J| that the bounds scale with, at sample b
+ * of the reference, as doubles (m × n): the sum of the absolute values of
+ * the terms each entry is computed from.  For dense and elementwise layers
+ * that is |J|; LayerNorm's J_ij = (δ_ij − 1/n − ŷ_iŷ_j/n)/σ gives
+ * M_ij = (δ_ij + 1/n + |ŷ_iŷ_j|/n)/σ, softmax's J = diag(y) − yyᵀ gives
+ * M = diag(y) + yyᵀ; their entries can cancel to ~0 while the rounding
+ * errors of the terms do not. */
 static double *abs_jacobian(layerfix *t, size_t b)
 {
+    size_t m = t->L->out, n = t->L->in;
     double *a = jacobian_at(t->L, &t->thR, &t->XR, b);
-    for (size_t i = 0; i < t->L->out * t->L->in; i++) a[i] = fabs(a[i]);
+    for (size_t i = 0; i < m * n; i++) a[i] = fabs(a[i]);
+    const char *name = t->L->type->name;
+    if (!strcmp(name, "layernorm") || !strcmp(name, "softmax")) {
+        double x[n], y[n], mu = 0, s2 = 0, z = 0;
+        for (size_t i = 0; i < n; i++) x[i] = absval(&t->XR, i + b * n) * (mpfr_sgn(t->XR.m[i + b * n]) < 0 ? -1 : 1);
+        if (!strcmp(name, "layernorm")) {
+            for (size_t i = 0; i < n; i++) mu += x[i] / (double)n;
+            for (size_t i = 0; i < n; i++) s2 += (x[i] - mu) * (x[i] - mu) / (double)n;
+            for (size_t i = 0; i < n; i++) y[i] = (x[i] - mu) / sqrt(s2);
+            for (size_t j = 0; j < n; j++)
+                for (size_t i = 0; i < n; i++) a[i + j * n] = ((i == j) + (1 + fabs(y[i] * y[j])) / (double)n) / sqrt(s2);
+        } else {
+            double mx = x[0];
+            for (size_t i = 1; i < n; i++) mx = fmax(mx, x[i]);
+            for (size_t i = 0; i < n; i++) z += exp(x[i] - mx);
+            for (size_t i = 0; i < n; i++) y[i] = exp(x[i] - mx) / z;
+            for (size_t j = 0; j < n; j++)
+                for (size_t i = 0; i < n; i++) a[i + j * n] = (i == j ? y[i] : 0) + y[i] * y[j];
+        }
+        for (size_t i = 0; i < m * n; i++) a[i] *= 1.01; /* computed in double: 1% covers its rounding */
+    }
     return a;
 }
 
