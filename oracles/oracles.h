@@ -28,6 +28,11 @@ VO_LAYER_OPS(gelu)
 VO_LAYER_OPS(mish)
 VO_LAYER_OPS(layernorm)
 VO_LAYER_OPS(softmax)
+VO_LAYER_OPS(additive)
+void vo_additive_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f);
+void vo_additive_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt,
+                           const vijp_format *f);
+int vo_additive_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
 size_t vo_layernorm_fragment_count(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B);
 void vo_layernorm_fragment(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *frag,
                            const vijp_format *f);

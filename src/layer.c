@@ -5,12 +5,12 @@
 
 extern const vijp_layer_type vijp_layer_dense, vijp_layer_leaky_relu, vijp_layer_relu, vijp_layer_tanh,
     vijp_layer_sigmoid, vijp_layer_softplus, vijp_layer_silu, vijp_layer_gelu, vijp_layer_mish,
-    vijp_layer_layernorm, vijp_layer_softmax;
+    vijp_layer_layernorm, vijp_layer_softmax, vijp_layer_additive;
 
 static const vijp_layer_type *const registry[] = {
     &vijp_layer_dense, &vijp_layer_leaky_relu, &vijp_layer_relu, &vijp_layer_tanh,
     &vijp_layer_sigmoid, &vijp_layer_softplus, &vijp_layer_silu, &vijp_layer_gelu, &vijp_layer_mish,
-    &vijp_layer_layernorm, &vijp_layer_softmax,
+    &vijp_layer_layernorm, &vijp_layer_softmax, &vijp_layer_additive,
 };
 
 const vijp_layer_type *const *vijp_layer_types(size_t *count)
@@ -39,7 +39,7 @@ int vijp_layer_parse(vijp_layer *L, const char *item, size_t in_width, vijp_erro
     if (!L->type) {
         size_t n;
         const vijp_layer_type *const *all = vijp_layer_types(&n);
-        char known[128] = "";
+        char known[512] = "";
         for (size_t i = 0; i < n; i++) strcat(strcat(known, i ? ", " : ""), all[i]->name);
         return vijp_fail(err, VIJP_EINVAL, "unknown layer '%s' (known: %s)", name, known);
     }

@@ -22,10 +22,19 @@
 
 typedef struct vijp_layer_type vijp_layer_type;
 
+#define VIJP_SUB_MAX 4 /* layers in a coupling block's residual function */
+
 typedef struct {
     const vijp_layer_type *type;
     size_t in, out; /* n_i and m_i */
     double alpha;   /* leaky ReLU slope */
+    /* Coupling blocks (additive): the layers of the residual functions F and
+     * G, the same items with separate parameters, each of width in/2. */
+    size_t n_sub;
+    struct {
+        const vijp_layer_type *type;
+        double alpha;
+    } sub[VIJP_SUB_MAX];
 } vijp_layer;
 
 /* Structural declarations (DESIGN §4, "analytic" verdicts). */
@@ -40,7 +49,10 @@ enum {
 typedef enum {
     VIJP_RESIDUAL_NONE,  /* the input vjp does not depend on the input (dense) */
     VIJP_RESIDUAL_SIGN,  /* it depends on the input only through [x > 0]: one bit per unit */
-    VIJP_RESIDUAL_INPUT  /* it needs the input values */
+    VIJP_RESIDUAL_INPUT, /* it needs the input values */
+    VIJP_RESIDUAL_INVERSE /* it needs the input values, which the layer's inverse rebuilds from its
+                           * output going back (coupling blocks: DESIGN §6 "none"); kept like
+                           * INPUT where that output is not known itself */
 } vijp_residual_kind;
 
 typedef enum { VIJP_INIT_GAUSSIAN, VIJP_INIT_ORTHOGONAL, VIJP_INIT_SCALED } vijp_init_kind;

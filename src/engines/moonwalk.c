@@ -46,7 +46,7 @@ int engine_moonwalk_sweep(const vijp_net *net, const vijp_mat *theta, const vijp
 static void surrogate(vijp_mat *Xt, vijp_residual_kind kind, const uint8_t *bits, const vijp_mat *vals)
 {
     size_t n = vijp_mat_len(Xt);
-    if (kind == VIJP_RESIDUAL_INPUT) vijp_mat_copy(Xt, vals);
+    if (kind == VIJP_RESIDUAL_INPUT || kind == VIJP_RESIDUAL_INVERSE) vijp_mat_copy(Xt, vals);
     else if (kind == VIJP_RESIDUAL_SIGN)
         for (size_t k = 0; k < n; k++) vijp_mat_set_entry_d(Xt, k, (bits[k / 8] >> (k % 8)) & 1 ? 1.0 : -1.0);
     else vijp_mat_zero(Xt);
@@ -58,15 +58,53 @@ static void surrogate(vijp_mat *Xt, vijp_residual_kind kind, const uint8_t *bits
  *   h_0 + max_{i<d} (R_i + C_d − C_i),  R_i = r_0 + … + r_i,  C_i = c_0 + … + c_{i−1},
  * and the running maximum of R_i − C_i makes every depth O(1).  The vijp
  * sweep only releases.  t-engines.c checks this against runs of the cut
- * networks. */
-static void mixed_profile(size_t *by_depth, size_t h0, const size_t *res, const vijp_mat *frag, size_t D)
+ * networks.
+ *
+ * A layer whose input its inverse rebuilds (VIJP_RESIDUAL_INVERSE) stores it
+ * in the depth-d network only when the chain of such layers above it ends,
+ * below d, at a layer that keeps no input values (see rebuilds()): then its
+ * r_i depends on d, and that depth is replayed in O(d). */
+static void mixed_profile(size_t *by_depth, size_t h0, const size_t *res, const size_t *in_bytes,
+                          const vijp_layer *layers, const vijp_mat *frag, size_t D)
 {
+    int any_inverse = 0;
+    for (size_t i = 0; i < D; i++) any_inverse |= layers[i].type->residual == VIJP_RESIDUAL_INVERSE;
     long long R = 0, C = 0, best = 0; /* R_i − C_i may be negative */
     for (size_t d = 1; d <= D; d++) {
-        R += (long long)res[d - 1];
-        if (d == 1 || R - C > best) best = R - C; /* i = d − 1 joins the maximum */
-        C += (long long)mat_bytes(&frag[d - 1]);
-        by_depth[d - 1] = h0 + (size_t)(best + C);
+        if (!any_inverse) {
+            R += (long long)res[d - 1];
+            if (d == 1 || R - C > best) best = R - C; /* i = d − 1 joins the maximum */
+            C += (long long)mat_bytes(&frag[d - 1]);
+            by_depth[d - 1] = h0 + (size_t)(best + C);
+            continue;
+        }
+        long long Rd = 0, Cd = 0, bd = 0, Ctot = 0;
+        for (size_t i = 0; i < d; i++) Ctot += (long long)mat_bytes(&frag[i]);
+        for (size_t i = 0; i < d; i++) {
+            size_t r = res[i];
+            if (layers[i].type->residual == VIJP_RESIDUAL_INVERSE) {
+                size_t j = i + 1;
+                while (j < d && layers[j].type->residual == VIJP_RESIDUAL_INVERSE) j++;
+                r = j < d && layers[j].type->residual != VIJP_RESIDUAL_INPUT ? in_bytes[i] : 0;
+            }
+            Rd += (long long)r;
+            if (i == 0 || Rd - Cd > bd) bd = Rd - Cd;
+            Cd += (long long)mat_bytes(&frag[i]);
+        }
+        by_depth[d - 1] = h0 + (size_t)(bd + Ctot);
+    }
+}
+
+/* Which layers' inputs the reverse pass rebuilds with their inverse: an
+ * INVERSE layer whose output is known going back, because it is h_D, the
+ * stored input of the layer above, or rebuilt by the layer above. */
+static void rebuilds(const vijp_net *net, int *rb)
+{
+    for (size_t i = net->depth; i-- > 0;) {
+        const vijp_layer *L = &net->layers[i];
+        int known = i + 1 == net->depth || net->layers[i + 1].type->residual == VIJP_RESIDUAL_INPUT ||
+                    (net->layers[i + 1].type->residual == VIJP_RESIDUAL_INVERSE && rb[i + 1]);
+        rb[i] = L->type->residual == VIJP_RESIDUAL_INVERSE && known;
     }
 }
 
@@ -78,23 +116,27 @@ int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
     vijp_ledger ledger = {0, 0};
     uint8_t **bits = calloc(D, sizeof *bits);
     vijp_mat *vals = calloc(D, sizeof *vals), *frag = calloc(D, sizeof *frag);
-    size_t *res_bytes = calloc(D, sizeof *res_bytes);
+    size_t *res_bytes = calloc(D, sizeof *res_bytes), *in_bytes = calloc(D, sizeof *in_bytes);
+    int *rebuild = calloc(D, sizeof *rebuild);
     vijp_mat h, hn, g = {0}, gn, Xt;
-    int rc = bits && vals && frag && res_bytes ? 0 : vijp_fail(err, VIJP_ENOMEM, "out of memory");
+    int rc = bits && vals && frag && res_bytes && in_bytes && rebuild ? 0 : vijp_fail(err, VIJP_ENOMEM, "out of memory");
     if (rc) goto done;
 
     ledger_keep(&ledger, mat_bytes(X)); /* h_0, read again by the sweep */
+    rebuilds(net, rebuild);
     vijp_mat_init(&h, net->width, B, f);
     vijp_mat_copy(&h, X);
     for (size_t i = 0; i < D && !rc; i++) { /* forward: keep residuals only */
         const vijp_layer *L = &net->layers[i];
         size_t n = vijp_mat_len(&h);
+        in_bytes[i] = mat_bytes(&h);
         if (L->type->residual == VIJP_RESIDUAL_SIGN) {
             res_bytes[i] = (n + 7) / 8;
             bits[i] = calloc(res_bytes[i], 1);
             for (size_t k = 0; k < n; k++)
                 if (h.d ? h.d[k] > 0 : mpfr_sgn(h.m[k]) > 0) bits[i][k / 8] |= (uint8_t)(1u << (k % 8));
-        } else if (L->type->residual == VIJP_RESIDUAL_INPUT) {
+        } else if (L->type->residual == VIJP_RESIDUAL_INPUT ||
+                   (L->type->residual == VIJP_RESIDUAL_INVERSE && !rebuild[i])) {
             vijp_mat_init(&vals[i], h.rows, B, f);
             vijp_mat_copy(&vals[i], &h);
             res_bytes[i] = mat_bytes(&vals[i]);
@@ -109,26 +151,31 @@ int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
         vijp_mat_init(&g, h.rows, B, f);
         out->loss = engine_loss(net, &h, T, &g);
     }
-    vijp_mat_clear(&h);
+    /* h now holds h_D: going back it is the output of the layer at hand
+     * whenever that layer's input is stored or rebuilt (a work buffer, not
+     * counted: the reversible engine's "last activation"). */
     for (size_t i = D; i-- > 0 && !rc;) { /* reverse: input cotangents and fragments */
         const vijp_layer *L = &net->layers[i];
         vijp_mat_init(&Xt, L->in, B, f);
-        surrogate(&Xt, L->type->residual, bits[i], &vals[i]);
+        if (rebuild[i]) rc = vijp_layer_inverse(L, &theta[i], &h, &Xt, err);
+        else surrogate(&Xt, L->type->residual, bits[i], &vals[i]);
         size_t k = vijp_layer_fragment_count(L, &theta[i], &Xt);
         vijp_mat_init(&frag[i], k, 1, f);
         ledger_keep(&ledger, mat_bytes(&frag[i]));
-        rc = vijp_layer_fragment(L, &theta[i], &Xt, &g, &frag[i], err);
+        if (!rc) rc = vijp_layer_fragment(L, &theta[i], &Xt, &g, &frag[i], err);
         vijp_mat_init(&gn, L->in, B, f);
         if (!rc) rc = vijp_layer_vjp(L, &theta[i], &Xt, &g, &gn, err);
-        vijp_mat_clear(&Xt);
         vijp_mat_clear(&g);
         g = gn;
+        vijp_mat_clear(&h);
+        h = Xt; /* the input, where it is real (stored or rebuilt); a surrogate only below a layer that needs none */
         ledger_release(&ledger, res_bytes[i]);
         free(bits[i]), bits[i] = NULL;
         vijp_mat_clear(&vals[i]);
     }
+    vijp_mat_clear(&h);
     if (!rc) {
-        mixed_profile(out->stored_by_depth, mat_bytes(X), res_bytes, frag, D);
+        mixed_profile(out->stored_by_depth, mat_bytes(X), res_bytes, in_bytes, net->layers, frag, D);
         vijp_mat_copy(&out->grad_x, &g);
         vijp_mat_clear(&g);
         rc = engine_moonwalk_sweep(net, theta, X, frag, &ledger, out, err);
@@ -138,7 +185,7 @@ int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
 done:
     for (size_t i = 0; bits && i < D; i++) free(bits[i]);
     free(bits);
-    free(res_bytes);
+    free(res_bytes), free(in_bytes), free(rebuild);
     mat_free_all(vals, vals ? D : 0);
     mat_free_all(frag, frag ? D : 0);
     out->stored_bytes = ledger.peak;

@@ -1,0 +1,223 @@
+/* Oracle of the additive coupling block (src/layers/additive.c for the
+ * mathematics): y1 = x1 + F(x2), y2 = x2 + G(y1), with F and G chains of the
+ * sub-layers' own MPFR operators, every step rounded in the format.  Written
+ * plainly: one sample at a time, every intermediate its own vector. */
+#include "oracles.h"
+#include "arith.h"
+#include <string.h>
+
+static vijp_layer sub(const vijp_layer *L, size_t k)
+{
+    vijp_layer s;
+    memset(&s, 0, sizeof s);
+    s.type = L->sub[k].type, s.in = s.out = L->in / 2, s.alpha = L->sub[k].alpha;
+    return s;
+}
+
+/* Offset of sub-layer k's parameters within F's (G's start after all of F's). */
+static size_t offset(const vijp_layer *L, size_t k)
+{
+    size_t P = 0;
+    for (size_t j = 0; j < k; j++) {
+        vijp_layer s = sub(L, j);
+        P += s.type->param_count(&s);
+    }
+    return P;
+}
+
+/* One sample: its halves, the activations of F (from x2) and G (from y1). */
+typedef struct {
+    size_t h, k;
+    mpfr_t *x1, *x2, *y1, *y2;
+    mpfr_t *aF[VIJP_SUB_MAX + 1], *aG[VIJP_SUB_MAX + 1];
+} sample;
+
+static void sample_eval(const vijp_layer *L, mpfr_t *th, mpfr_t *x, sample *s, const vijp_format *f)
+{
+    size_t h = L->in / 2, k = L->n_sub, PF = offset(L, k);
+    s->h = h, s->k = k;
+    s->x1 = vo_vec_new(h, f), s->x2 = vo_vec_new(h, f), s->y1 = vo_vec_new(h, f), s->y2 = vo_vec_new(h, f);
+    for (size_t i = 0; i < h; i++) vo_set(s->x1[i], x[i], f), vo_set(s->x2[i], x[h + i], f);
+    s->aF[0] = s->x2;
+    for (size_t j = 0; j < k; j++) {
+        vijp_layer l = sub(L, j);
+        s->aF[j + 1] = vo_vec_new(h, f);
+        l.type->mp->forward(&l, th + offset(L, j), s->aF[j], 1, s->aF[j + 1], f);
+    }
+    for (size_t i = 0; i < h; i++) vo_add(s->y1[i], s->x1[i], s->aF[k][i], f);
+    s->aG[0] = s->y1;
+    for (size_t j = 0; j < k; j++) {
+        vijp_layer l = sub(L, j);
+        s->aG[j + 1] = vo_vec_new(h, f);
+        l.type->mp->forward(&l, th + PF + offset(L, j), s->aG[j], 1, s->aG[j + 1], f);
+    }
+    for (size_t i = 0; i < h; i++) vo_add(s->y2[i], s->x2[i], s->aG[k][i], f);
+}
+
+static void sample_clear(sample *s)
+{
+    for (size_t j = 1; j <= s->k; j++) vo_vec_free(s->aF[j], s->h), vo_vec_free(s->aG[j], s->h);
+    vo_vec_free(s->x1, s->h), vo_vec_free(s->x2, s->h), vo_vec_free(s->y1, s->h), vo_vec_free(s->y2, s->h);
+}
+
+/* out = J_chain·u (transpose 0) or u·J_chain (transpose 1), chain from acts with parameters th. */
+static void chain(const vijp_layer *L, mpfr_t *th, mpfr_t **acts, mpfr_t *u, mpfr_t *out, int transpose,
+                  const vijp_format *f)
+{
+    size_t h = L->in / 2, k = L->n_sub;
+    mpfr_t *t = vo_vec_new(h, f);
+    for (size_t i = 0; i < h; i++) vo_set(out[i], u[i], f);
+    for (size_t j = 0; j < k; j++) {
+        size_t l = transpose ? k - 1 - j : j;
+        vijp_layer sl = sub(L, l);
+        if (transpose) sl.type->mp->vjp(&sl, th + offset(L, l), acts[l], 1, out, t, f);
+        else sl.type->mp->jvp(&sl, th + offset(L, l), acts[l], 1, out, t, f);
+        for (size_t i = 0; i < h; i++) vo_set(out[i], t[i], f);
+    }
+    vo_vec_free(t, h);
+}
+
+void vo_additive_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, const vijp_format *f)
+{
+    size_t n = L->in, h = n / 2;
+    for (size_t b = 0; b < B; b++) {
+        sample s;
+        sample_eval(L, th, X + b * n, &s, f);
+        for (size_t i = 0; i < h; i++) vo_set(Y[b * n + i], s.y1[i], f), vo_set(Y[b * n + h + i], s.y2[i], f);
+        sample_clear(&s);
+    }
+}
+
+void vo_additive_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V, const vijp_format *f)
+{
+    size_t n = L->in, h = n / 2, PF = offset(L, L->n_sub);
+    mpfr_t *v1 = vo_vec_new(h, f), *v2 = vo_vec_new(h, f);
+    for (size_t b = 0; b < B; b++) {
+        sample s;
+        sample_eval(L, th, X + b * n, &s, f);
+        chain(L, th, s.aF, U + b * n + h, v1, 0, f);
+        for (size_t i = 0; i < h; i++) vo_add(v1[i], v1[i], U[b * n + i], f);    /* v1 = u1 + J_F u2 */
+        chain(L, th + PF, s.aG, v1, v2, 0, f);
+        for (size_t i = 0; i < h; i++) vo_add(v2[i], v2[i], U[b * n + h + i], f); /* v2 = u2 + J_G v1 */
+        for (size_t i = 0; i < h; i++) vo_set(V[b * n + i], v1[i], f), vo_set(V[b * n + h + i], v2[i], f);
+        sample_clear(&s);
+    }
+    vo_vec_free(v1, h), vo_vec_free(v2, h);
+}
+
+/* ḡ1 = g_y1 + g_y2 J_G for sample b (into gb). */
+static void total_y1(const vijp_layer *L, mpfr_t *th, sample *s, mpfr_t *Gy, mpfr_t *gb, const vijp_format *f)
+{
+    size_t h = L->in / 2;
+    chain(L, th + offset(L, L->n_sub), s->aG, Gy + h, gb, 1, f);
+    for (size_t i = 0; i < h; i++) vo_add(gb[i], gb[i], Gy[i], f);
+}
+
+void vo_additive_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f)
+{
+    size_t n = L->in, h = n / 2;
+    mpfr_t *gb = vo_vec_new(h, f), *t = vo_vec_new(h, f);
+    for (size_t b = 0; b < B; b++) {
+        sample s;
+        sample_eval(L, th, X + b * n, &s, f);
+        total_y1(L, th, &s, Gy + b * n, gb, f);
+        chain(L, th, s.aF, gb, t, 1, f);
+        for (size_t i = 0; i < h; i++)
+            vo_set(Gx[b * n + i], gb[i], f), vo_add(Gx[b * n + h + i], Gy[b * n + h + i], t[i], f);
+        sample_clear(&s);
+    }
+    vo_vec_free(gb, h), vo_vec_free(t, h);
+}
+
+/* Σ_b over samples of each chain layer's parameter gradient, for output cotangent g. */
+static void chain_param(const vijp_layer *L, mpfr_t *th, mpfr_t **acts, mpfr_t *g, mpfr_t *Gt, const vijp_format *f)
+{
+    size_t h = L->in / 2;
+    mpfr_t *c = vo_vec_new(h, f), *t = vo_vec_new(h, f);
+    for (size_t i = 0; i < h; i++) vo_set(c[i], g[i], f);
+    for (size_t l = L->n_sub; l-- > 0;) {
+        vijp_layer sl = sub(L, l);
+        size_t P = sl.type->param_count(&sl), off = offset(L, l);
+        if (P) {
+            mpfr_t *p = vo_vec_new(P, f);
+            sl.type->mp->vjp_param(&sl, th + off, acts[l], 1, c, p, f);
+            for (size_t i = 0; i < P; i++) vo_add(Gt[off + i], Gt[off + i], p[i], f);
+            vo_vec_free(p, P);
+        }
+        sl.type->mp->vjp(&sl, th + off, acts[l], 1, c, t, f);
+        for (size_t i = 0; i < h; i++) vo_set(c[i], t[i], f);
+    }
+    vo_vec_free(c, h), vo_vec_free(t, h);
+}
+
+void vo_additive_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt,
+                           const vijp_format *f)
+{
+    size_t n = L->in, h = n / 2, PF = offset(L, L->n_sub);
+    for (size_t i = 0; i < 2 * PF; i++) mpfr_set_zero(Gt[i], 1);
+    mpfr_t *gb = vo_vec_new(h, f);
+    for (size_t b = 0; b < B; b++) { /* samples summed in order, as the dense oracle does */
+        sample s;
+        sample_eval(L, th, X + b * n, &s, f);
+        total_y1(L, th, &s, Gy + b * n, gb, f);
+        chain_param(L, th, s.aF, gb, Gt, f);
+        chain_param(L, th + PF, s.aG, Gy + b * n + h, Gt + PF, f);
+        sample_clear(&s);
+    }
+    vo_vec_free(gb, h);
+}
+
+int vo_additive_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *frag, mpfr_t *Gy,
+                     const vijp_format *f)
+{
+    (void)frag;
+    size_t n = L->in, h = n / 2, PF = offset(L, L->n_sub);
+    mpfr_t *t = vo_vec_new(h, f), *gy2 = vo_vec_new(h, f);
+    for (size_t b = 0; b < B; b++) {
+        sample s;
+        sample_eval(L, th, X + b * n, &s, f);
+        chain(L, th, s.aF, Gx + b * n, t, 1, f);
+        for (size_t i = 0; i < h; i++) vo_sub(gy2[i], Gx[b * n + h + i], t[i], f); /* g_y2 = g_x2 − g_x1 J_F */
+        chain(L, th + PF, s.aG, gy2, t, 1, f);
+        for (size_t i = 0; i < h; i++)
+            vo_sub(Gy[b * n + i], Gx[b * n + i], t[i], f), vo_set(Gy[b * n + h + i], gy2[i], f); /* g_y1 = g_x1 − g_y2 J_G */
+        sample_clear(&s);
+    }
+    vo_vec_free(t, h), vo_vec_free(gy2, h);
+    return 0;
+}
+
+/* Column j is jvp(e_j): exact 0s and 1s as the tangent. */
+void vo_additive_jacobian(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *J, const vijp_format *f)
+{
+    size_t n = L->in;
+    mpfr_t *e = vo_vec_new(n, f);
+    for (size_t j = 0; j < n; j++) {
+        for (size_t i = 0; i < n; i++) vo_set_si(e[i], i == j, f);
+        vo_additive_jvp(L, th, x, 1, e, J + j * n, f);
+    }
+    vo_vec_free(e, n);
+}
+
+int vo_additive_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f)
+{
+    size_t n = L->in, h = n / 2, k = L->n_sub, PF = offset(L, k);
+    mpfr_t *a[VIJP_SUB_MAX + 1];
+    for (size_t j = 0; j <= k; j++) a[j] = vo_vec_new(h, f);
+    for (size_t b = 0; b < B; b++) {
+        for (size_t i = 0; i < h; i++) vo_set(a[0][i], Y[b * n + i], f); /* y1 */
+        for (size_t j = 0; j < k; j++) {
+            vijp_layer sl = sub(L, j);
+            sl.type->mp->forward(&sl, th + PF + offset(L, j), a[j], 1, a[j + 1], f);
+        }
+        for (size_t i = 0; i < h; i++) vo_sub(X[b * n + h + i], Y[b * n + h + i], a[k][i], f); /* x2 = y2 − G(y1) */
+        for (size_t i = 0; i < h; i++) vo_set(a[0][i], X[b * n + h + i], f);
+        for (size_t j = 0; j < k; j++) {
+            vijp_layer sl = sub(L, j);
+            sl.type->mp->forward(&sl, th + offset(L, j), a[j], 1, a[j + 1], f);
+        }
+        for (size_t i = 0; i < h; i++) vo_sub(X[b * n + i], Y[b * n + i], a[k][i], f); /* x1 = y1 − F(x2) */
+    }
+    for (size_t j = 0; j <= k; j++) vo_vec_free(a[j], h);
+    return 0;
+}

@@ -1,0 +1,302 @@
+/* Additive coupling (RevNet; Gomez et al. 2017).  The input splits into
+ * halves x = (x1, x2) of width h = n/2 and
+ *   y1 = x1 + F(x2),   y2 = x2 + G(y1),
+ * where F and G are small sub-networks of existing layers with separate
+ * parameters (default dense:h + tanh; "additive:dense:16+tanh" spells it out).
+ *   J = [[I, J_F], [J_G, I + J_G J_F]]  (unit block-triangular, det 1),
+ * so the block is submersive and invertible for any F and G (DESIGN §6):
+ *   inverse  x2 = y2 − G(y1),  x1 = y1 − F(x2);
+ *   vijp     g_y2 = g_x2 − g_x1·J_F(x2),  g_y1 = g_x1 − g_y2·J_G(y1),
+ * only vjps of F and G, no linear solve.  The parameter gradients are
+ * ḡ1·∂F/∂θ_F with ḡ1 = g_y1 + g_y2·J_G (the total cotangent of y1) and
+ * g_y2·∂G/∂θ_G.  Parameters: θ_F's layers in order, then θ_G's. */
+#include "vijp/layer.h"
+#include "../../oracles/oracles.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static vijp_layer sub_layer(const vijp_layer *L, size_t k)
+{
+    vijp_layer s;
+    memset(&s, 0, sizeof s);
+    s.type = L->sub[k].type;
+    s.in = s.out = L->in / 2;
+    s.alpha = L->sub[k].alpha;
+    return s;
+}
+
+/* Parameters of F (G has as many), and of F's layers before layer k. */
+static size_t params_before(const vijp_layer *L, size_t k)
+{
+    size_t P = 0;
+    for (size_t j = 0; j < k; j++) {
+        vijp_layer s = sub_layer(L, j);
+        P += s.type->param_count(&s);
+    }
+    return P;
+}
+
+static size_t param_count(const vijp_layer *L) { return 2 * params_before(L, L->n_sub); }
+static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE | VIJP_DECL_INVERTIBLE; }
+
+static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err)
+{
+    if (in_width < 2 || in_width % 2)
+        return vijp_fail(err, VIJP_EDIM, "additive splits its input into two halves: the width must be even and "
+                         ">= 2 (got %zu%s)", in_width, in_width ? "" : ": give --width");
+    size_t h = in_width / 2;
+    char spec[256];
+    if (arg && *arg) snprintf(spec, sizeof spec, "%s", arg);
+    else snprintf(spec, sizeof spec, "dense:%zu+tanh", h);
+    if (arg && strlen(arg) >= sizeof spec) return vijp_fail(err, VIJP_EINVAL, "additive: residual function too long");
+    L->n_sub = 0;
+    for (char *save = NULL, *item = strtok_r(spec, "+", &save); item; item = strtok_r(NULL, "+", &save)) {
+        if (L->n_sub == VIJP_SUB_MAX)
+            return vijp_fail(err, VIJP_EINVAL, "additive: at most %d layers in the residual function", VIJP_SUB_MAX);
+        vijp_layer s;
+        int rc = vijp_layer_parse(&s, item, h, err);
+        if (rc) return rc;
+        if (s.n_sub)
+            return vijp_fail(err, VIJP_EINVAL, "additive: '%s' cannot be nested in a residual function", s.type->name);
+        if (s.in != h || s.out != h)
+            return vijp_fail(err, VIJP_EDIM, "additive: residual function layer '%s' maps %zu -> %zu, but F and G "
+                             "must keep the half width %zu", item, s.in, s.out, h);
+        L->sub[L->n_sub].type = s.type, L->sub[L->n_sub].alpha = s.alpha;
+        L->n_sub++;
+    }
+    if (!L->n_sub) return vijp_fail(err, VIJP_EINVAL, "additive: empty residual function in 'additive:%s'", arg);
+    L->in = L->out = in_width;
+    return 0;
+}
+
+static int init(const vijp_layer *L, vijp_init in, vijp_rng *rng, double *theta)
+{
+    for (size_t half = 0, off = 0; half < 2; half++)
+        for (size_t k = 0; k < L->n_sub; k++) {
+            vijp_layer s = sub_layer(L, k);
+            if (s.type->init && s.type->init(&s, in, rng, theta + off)) return VIJP_EINVAL;
+            off += s.type->param_count(&s);
+        }
+    return 0;
+}
+
+/* ---- the state of one evaluation: halves and both chains' activations ---- */
+
+typedef struct {
+    size_t h, B;
+    double *x1, *x2, *y1, *y2;
+    double *aF[VIJP_SUB_MAX + 1], *aG[VIJP_SUB_MAX + 1]; /* aF[0] = x2 … aF[n_sub] = F(x2); aG from y1 */
+    double *t1, *t2;                                     /* scratch, h × B each */
+    double *block;
+} state;
+
+static void state_init(state *s, const vijp_layer *L, size_t B)
+{
+    size_t h = L->in / 2, len = h * B, k = L->n_sub;
+    s->h = h, s->B = B;
+    s->block = malloc((2 * k + 6) * len * sizeof *s->block + 1);
+    if (!s->block) abort(); /* a few activations of one block: out of memory is fatal */
+    double *p = s->block;
+    s->x1 = p, s->x2 = p + len, s->y1 = p + 2 * len, s->y2 = p + 3 * len, s->t1 = p + 4 * len, s->t2 = p + 5 * len;
+    p += 6 * len;
+    s->aF[0] = s->x2, s->aG[0] = s->y1;
+    for (size_t j = 1; j <= k; j++) s->aF[j] = p, s->aG[j] = p + len, p += 2 * len;
+}
+
+static void split(const state *s, const double *X, double *a, double *b)
+{
+    for (size_t c = 0; c < s->B; c++)
+        memcpy(a + c * s->h, X + 2 * c * s->h, s->h * sizeof *a), memcpy(b + c * s->h, X + (2 * c + 1) * s->h, s->h * sizeof *b);
+}
+
+static void join(const state *s, const double *a, const double *b, double *Y)
+{
+    for (size_t c = 0; c < s->B; c++)
+        memcpy(Y + 2 * c * s->h, a + c * s->h, s->h * sizeof *a), memcpy(Y + (2 * c + 1) * s->h, b + c * s->h, s->h * sizeof *b);
+}
+
+/* acts[k+1] = layer k (acts[k]); th: the chain's parameters. */
+static void chain_forward(const vijp_layer *L, const double *th, double **acts, size_t B)
+{
+    for (size_t k = 0; k < L->n_sub; k++) {
+        vijp_layer sl = sub_layer(L, k);
+        sl.type->d->forward(&sl, th + params_before(L, k), acts[k], B, acts[k + 1]);
+    }
+}
+
+/* out = u·J_chain (vjp) or J_chain·u (jvp), through scratch tmp; u is not changed. */
+static void chain_apply(const vijp_layer *L, const double *th, double **acts, size_t B, const double *u, double *out,
+                        double *tmp, int transpose)
+{
+    size_t len = L->in / 2 * B, k = L->n_sub;
+    memcpy(out, u, len * sizeof *out);
+    for (size_t j = 0; j < k; j++) {
+        size_t l = transpose ? k - 1 - j : j;
+        vijp_layer sl = sub_layer(L, l);
+        const double *tl = th + params_before(L, l);
+        if (transpose) sl.type->d->vjp(&sl, tl, acts[l], B, out, tmp);
+        else sl.type->d->jvp(&sl, tl, acts[l], B, out, tmp);
+        memcpy(out, tmp, len * sizeof *out);
+    }
+}
+
+/* The parameter gradient of the chain for output cotangent g (gth: the chain's block of it). */
+static void chain_vjp_param(const vijp_layer *L, const double *th, double **acts, size_t B, const double *g,
+                            double *gth, double *t1, double *t2)
+{
+    size_t len = L->in / 2 * B;
+    memcpy(t1, g, len * sizeof *t1);
+    for (size_t l = L->n_sub; l-- > 0;) {
+        vijp_layer sl = sub_layer(L, l);
+        const double *tl = th + params_before(L, l);
+        if (sl.type->param_count(&sl)) sl.type->d->vjp_param(&sl, tl, acts[l], B, t1, gth + params_before(L, l));
+        sl.type->d->vjp(&sl, tl, acts[l], B, t1, t2);
+        memcpy(t1, t2, len * sizeof *t1);
+    }
+}
+
+/* Forward from X: x1, x2, the F chain, y1, the G chain, y2. */
+static void evaluate(const vijp_layer *L, const double *th, const double *X, state *s)
+{
+    size_t len = s->h * s->B, k = L->n_sub, PF = params_before(L, k);
+    split(s, X, s->x1, s->x2);
+    chain_forward(L, th, s->aF, s->B);
+    for (size_t i = 0; i < len; i++) s->y1[i] = s->x1[i] + s->aF[k][i];
+    chain_forward(L, th + PF, s->aG, s->B);
+    for (size_t i = 0; i < len; i++) s->y2[i] = s->x2[i] + s->aG[k][i];
+}
+
+static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
+{
+    state s;
+    state_init(&s, L, B);
+    evaluate(L, th, X, &s);
+    join(&s, s.y1, s.y2, Y);
+    free(s.block);
+}
+
+/* v1 = u1 + J_F u2,  v2 = u2 + J_G v1. */
+static void jvp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *U, double *V)
+{
+    state s;
+    state_init(&s, L, B);
+    evaluate(L, th, X, &s);
+    size_t len = s.h * B, PF = params_before(L, L->n_sub);
+    double *u1 = s.x1, *u2 = s.y2, *v1 = malloc(2 * len * sizeof *v1 + 1), *v2;
+    if (!v1) abort();
+    v2 = v1 + len;
+    split(&s, U, u1, u2); /* x1 and y2 are no longer needed */
+    chain_apply(L, th, s.aF, B, u2, v1, s.t1, 0);
+    for (size_t i = 0; i < len; i++) v1[i] += u1[i];
+    chain_apply(L, th + PF, s.aG, B, v1, v2, s.t1, 0);
+    for (size_t i = 0; i < len; i++) v2[i] += u2[i];
+    join(&s, v1, v2, V);
+    free(v1), free(s.block);
+}
+
+/* ḡ1 = g_y1 + g_y2·J_G,  g_x1 = ḡ1,  g_x2 = g_y2 + ḡ1·J_F; with params, also the θ gradients. */
+static void reverse(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy, double *Gx,
+                    double *Gth)
+{
+    state s;
+    state_init(&s, L, B);
+    evaluate(L, th, X, &s);
+    size_t len = s.h * B, PF = params_before(L, L->n_sub);
+    double *gy1 = s.x1, *gy2 = s.y2, *gb = malloc(2 * len * sizeof *gb + 1), *gx2;
+    if (!gb) abort();
+    gx2 = gb + len;
+    split(&s, Gy, gy1, gy2);
+    chain_apply(L, th + PF, s.aG, B, gy2, gb, s.t1, 1);
+    for (size_t i = 0; i < len; i++) gb[i] += gy1[i];
+    if (Gth) {
+        chain_vjp_param(L, th, s.aF, B, gb, Gth, s.t1, s.t2);
+        chain_vjp_param(L, th + PF, s.aG, B, gy2, Gth + PF, s.t1, s.t2);
+    } else {
+        chain_apply(L, th, s.aF, B, gb, gx2, s.t1, 1);
+        for (size_t i = 0; i < len; i++) gx2[i] += gy2[i];
+        join(&s, gb, gx2, Gx);
+    }
+    free(gb), free(s.block);
+}
+
+static void vjp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy, double *Gx)
+{
+    reverse(L, th, X, B, Gy, Gx, NULL);
+}
+
+static void vjp_param(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy, double *Gth)
+{
+    reverse(L, th, X, B, Gy, NULL, Gth);
+}
+
+/* g_y2 = g_x2 − g_x1·J_F(x2),  g_y1 = g_x1 − g_y2·J_G(y1). */
+static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gx,
+                const double *frag, double *Gy, vijp_error *err)
+{
+    (void)frag, (void)err;
+    state s;
+    state_init(&s, L, B);
+    evaluate(L, th, X, &s);
+    size_t len = s.h * B, PF = params_before(L, L->n_sub);
+    double *gx1 = s.x1, *gx2 = s.y2, *gy1 = malloc(2 * len * sizeof *gy1 + 1), *gy2;
+    if (!gy1) abort();
+    gy2 = gy1 + len;
+    split(&s, Gx, gx1, gx2);
+    chain_apply(L, th, s.aF, B, gx1, gy2, s.t1, 1);
+    for (size_t i = 0; i < len; i++) gy2[i] = gx2[i] - gy2[i];
+    chain_apply(L, th + PF, s.aG, B, gy2, gy1, s.t1, 1);
+    for (size_t i = 0; i < len; i++) gy1[i] = gx1[i] - gy1[i];
+    join(&s, gy1, gy2, Gy);
+    free(gy1), free(s.block);
+    return 0;
+}
+
+/* Column j of J is jvp(e_j). */
+static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
+{
+    size_t n = L->in;
+    double *X = malloc(2 * n * n * sizeof *X + 1), *E;
+    if (!X) abort();
+    E = X + n * n;
+    memset(E, 0, n * n * sizeof *E);
+    for (size_t j = 0; j < n; j++) memcpy(X + j * n, x, n * sizeof *x), E[j + j * n] = 1;
+    jvp(L, th, X, n, E, J);
+    free(X);
+}
+
+/* x2 = y2 − G(y1),  x1 = y1 − F(x2). */
+static int inverse(const vijp_layer *L, const double *th, const double *Y, size_t B, double *X, vijp_error *err)
+{
+    (void)err;
+    state s;
+    state_init(&s, L, B);
+    size_t len = s.h * B, k = L->n_sub, PF = params_before(L, k);
+    split(&s, Y, s.y1, s.y2);
+    chain_forward(L, th + PF, s.aG, B);
+    for (size_t i = 0; i < len; i++) s.x2[i] = s.y2[i] - s.aG[k][i];
+    chain_forward(L, th, s.aF, B);
+    for (size_t i = 0; i < len; i++) s.x1[i] = s.y1[i] - s.aF[k][i];
+    join(&s, s.x1, s.x2, X);
+    free(s.block);
+    return 0;
+}
+
+static const vijp_ops_d ops_d = {
+    .forward = forward, .jvp = jvp, .vjp = vjp, .vjp_param = vjp_param, .vijp = vijp,
+    .jacobian = jacobian, .inverse = inverse,
+};
+
+static const vijp_ops_mp ops_mp = {
+    .forward = vo_additive_forward, .jvp = vo_additive_jvp, .vjp = vo_additive_vjp,
+    .vjp_param = vo_additive_vjp_param, .vijp = vo_additive_vijp, .jacobian = vo_additive_jacobian,
+    .inverse = vo_additive_inverse,
+};
+
+const vijp_layer_type vijp_layer_additive = {
+    .name = "additive",
+    .syntax = "additive[:ITEM+ITEM...] (RevNet coupling y1 = x1 + F(x2), y2 = x2 + G(y1); F, G: the items at "
+              "half width, default dense:N/2+tanh)",
+    .parse = parse, .param_count = param_count, .init = init, .declare = declare,
+    .residual = VIJP_RESIDUAL_INVERSE, .d = &ops_d, .mp = &ops_mp,
+};
