@@ -7,6 +7,7 @@ int main(void)
     SRunner *sr = srunner_create(suite_format());
     srunner_add_suite(sr, suite_layers());
     srunner_add_suite(sr, suite_activations());
+    srunner_add_suite(sr, suite_coupling());
     srunner_add_suite(sr, suite_engines());
     srunner_add_suite(sr, suite_cli());
     srunner_add_suite(sr, suite_drift());

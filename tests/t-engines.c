@@ -23,6 +23,11 @@ static const struct {
     {"dense:6,layernorm,dense:6,gelu", 6, VIJP_INIT_ORTHOGONAL},
     {"dense:6,softmax,dense:6,silu", 6, VIJP_INIT_ORTHOGONAL},
     {"dense:8,relu,layernorm,dense:6,mish,softplus,sigmoid,softmax", 6, VIJP_INIT_GAUSSIAN},
+    /* RevNet blocks: Moonwalk rebuilds their inputs by inversion, except below a
+     * layer that keeps no input values (relu, leaky), where it stores them */
+    {"additive", 6, VIJP_INIT_ORTHOGONAL},
+    {"additive,relu,additive:dense:3+leaky:0.5,layernorm", 6, VIJP_INIT_GAUSSIAN},
+    {"dense:6,additive:dense:3+tanh+dense:3,leaky:0.5,additive", 6, VIJP_INIT_ORTHOGONAL},
 };
 #define NNETS (sizeof nets / sizeof *nets)
 #define DEPTH 8

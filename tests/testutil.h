@@ -14,6 +14,7 @@ Suite *suite_drift(void);
 Suite *suite_report(void);
 Suite *suite_certify(void);
 Suite *suite_activations(void);
+Suite *suite_coupling(void);
 
 /* Iteration count scaled by VIJP_TEST_SCALE (default 1), as FLINT does. */
 long test_iters(long base);

@@ -1,0 +1,359 @@
+/* The additive coupling block (RevNet), F = G = dense:H + tanh, against the
+ * 1024-bit oracle and through its own identities, with componentwise error
+ * bounds derived here; and the reconstruction of a depth-64 RevNet stack.
+ *
+ * Notation: x = (x1, x2), z_F = W_F x2 + b_F, F = tanh(z_F), y1 = x1 + F,
+ * z_G = W_G y1 + b_G, G = tanh(z_G), y2 = x2 + G; f′_F = sech²(z_F), same for
+ * G.  Facts used (u: unit roundoff of the format under test):
+ *  - a dot product of length k plus a bias: γ_(k+1)(|W||x| + |b|), γ_k = 1.01ku
+ *    (Higham eq. 3.5);
+ *  - tanh within 2 ulps (4u) and f′ within 6u (src/layers/tanh.c); in MPFR
+ *    both are correctly rounded, so the same constants bound them;
+ *  - |tanh′| <= 1 and |tanh″| <= 4/(3√3) < 0.77: a perturbation δz of z
+ *    moves tanh by <= δz and f′ by <= 0.77δz;
+ *  - every bound is first order; a factor 1.1 covers the second-order terms.
+ * Values that only scale a bound are computed in double from the reference. */
+#include "layerfix.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define H 4
+#define N (2 * H)
+#define NB 3
+#define TANH2 0.77 /* > max |tanh″| */
+
+static const char *const formats[] = {"double", "mpfr:256"};
+
+/* One sample's exact-ish values and the forward error bounds. */
+typedef struct {
+    double W[2][H * H], b[2][H];               /* F, G: column-major W */
+    double x1[H], x2[H], F[H], y1[H], G[H], y2[H];
+    double fF[H], fG[H];                       /* f′ at z_F, z_G */
+    double dzF[H], dzG[H];                     /* bounds on the computed z's errors */
+    double ey1[H], ey2[H];                     /* bounds on the computed y's errors */
+} block;
+
+static double gam(int k, double u) { return 1.01 * k * u; }
+
+/* |W||v| (tr 0) or |W|ᵀ|v| (tr 1); mul: W v with signs. */
+static void absmul(const double *W, const double *v, double *r, int tr)
+{
+    for (size_t i = 0; i < H; i++) {
+        r[i] = 0;
+        for (size_t j = 0; j < H; j++) r[i] += fabs(tr ? W[j + i * H] : W[i + j * H]) * fabs(v[j]);
+    }
+}
+
+static void mul(const double *W, const double *v, double *r, int tr)
+{
+    for (size_t i = 0; i < H; i++) {
+        r[i] = 0;
+        for (size_t j = 0; j < H; j++) r[i] += (tr ? W[j + i * H] : W[i + j * H]) * v[j];
+    }
+}
+
+static void block_eval(block *k, const double *theta, const double *x, double u)
+{
+    for (int s = 0; s < 2; s++) {
+        memcpy(k->W[s], theta + s * (H * H + H), H * H * sizeof(double));
+        memcpy(k->b[s], theta + s * (H * H + H) + H * H, H * sizeof(double));
+    }
+    memcpy(k->x1, x, H * sizeof(double)), memcpy(k->x2, x + H, H * sizeof(double));
+    double z[H], ax[H], ab[H];
+    mul(k->W[0], k->x2, z, 0);
+    absmul(k->W[0], k->x2, ax, 0);
+    for (size_t i = 0; i < H; i++) {
+        z[i] += k->b[0][i];
+        k->F[i] = tanh(z[i]), k->fF[i] = 1 - k->F[i] * k->F[i];
+        k->dzF[i] = gam(H + 1, u) * (ax[i] + fabs(k->b[0][i]));
+        k->y1[i] = k->x1[i] + k->F[i];
+        k->ey1[i] = k->dzF[i] + 4 * u * fabs(k->F[i]) + u * fabs(k->y1[i]);
+    }
+    mul(k->W[1], k->y1, z, 0);
+    absmul(k->W[1], k->y1, ax, 0);
+    absmul(k->W[1], k->ey1, ab, 0);
+    for (size_t i = 0; i < H; i++) {
+        z[i] += k->b[1][i];
+        k->G[i] = tanh(z[i]), k->fG[i] = 1 - k->G[i] * k->G[i];
+        k->dzG[i] = ab[i] + gam(H + 1, u) * (ax[i] + fabs(k->b[1][i]));
+        k->y2[i] = k->x2[i] + k->G[i];
+        k->ey2[i] = k->dzG[i] + 4 * u * fabs(k->G[i]) + u * fabs(k->y2[i]);
+    }
+}
+
+/* Error bound of the computed J_C(ẑ)ᵀ g (C = F or G: W_Cᵀ(f′_C ⊙ g)) given a
+ * bound eg on g's own error. */
+static void vjp_err(const block *k, int s, const double *g, const double *eg, double u, double *e)
+{
+    const double *f = s ? k->fG : k->fF, *dz = s ? k->dzG : k->dzF;
+    double t[H], a[H];
+    for (size_t i = 0; i < H; i++)
+        t[i] = TANH2 * dz[i] * fabs(g[i]) + f[i] * eg[i] + 7 * u * f[i] * fabs(g[i]);
+    absmul(k->W[s], t, e, 1);
+    for (size_t i = 0; i < H; i++) t[i] = f[i] * fabs(g[i]);
+    absmul(k->W[s], t, a, 1);
+    for (size_t i = 0; i < H; i++) e[i] += gam(H, u) * a[i];
+}
+
+/* Error bound of the computed J_C(ẑ) v: f′_C ⊙ (W_C v). */
+static void jvp_err(const block *k, int s, const double *v, const double *ev, double u, double *e)
+{
+    const double *f = s ? k->fG : k->fF, *dz = s ? k->dzG : k->dzF;
+    double wv[H], w_ev[H], w_v[H];
+    mul(k->W[s], v, wv, 0);
+    absmul(k->W[s], v, w_v, 0);
+    absmul(k->W[s], ev, w_ev, 0);
+    for (size_t i = 0; i < H; i++)
+        e[i] = TANH2 * dz[i] * fabs(wv[i]) + f[i] * (w_ev[i] + gam(H, u) * w_v[i]) + 7 * u * f[i] * fabs(wv[i]);
+}
+
+typedef struct {
+    layerfix t;
+    block k[NB];
+    double th[2 * (H * H + H)];
+} cfix;
+
+static void cfix_init(cfix *c, int i)
+{
+    layerfix_init(&c->t, "additive", N, formats[i % 2], NB, test_seed() + 17 * (uint64_t)i);
+    ck_assert_uint_eq(c->t.thR.rows, 2 * (H * H + H));
+    for (size_t j = 0; j < c->t.thR.rows; j++) c->th[j] = vijp_mat_get_d(&c->t.thR, j);
+    for (size_t b = 0; b < NB; b++) {
+        double x[N];
+        for (size_t j = 0; j < N; j++) x[j] = vijp_mat_get_d(&c->t.XR, j + b * N);
+        block_eval(&c->k[b], c->th, x, c->t.u);
+    }
+}
+
+static double *col(const vijp_mat *a, size_t b, double *v)
+{
+    for (size_t j = 0; j < a->rows; j++) v[j] = vijp_mat_get_d(a, j + b * a->rows);
+    return v;
+}
+
+static void check(const char *what, int i, const vijp_mat *got, const vijp_mat *want, double *bound)
+{
+    for (size_t j = 0; j < vijp_mat_len(got); j++) bound[j] *= 1.1;
+    double r = ratio_to_bound(got, want, bound);
+    ck_assert_msg(r <= 1, "additive %s: %s at %g of its bound (seed %llu)", formats[i % 2], what, r,
+                  (unsigned long long)test_seed());
+}
+
+/* Each operator in the format against the 1024-bit oracle on the same inputs. */
+START_TEST(operators_vs_oracle)
+{
+    cfix c;
+    cfix_init(&c, _i);
+    layerfix *t = &c.t;
+    const vijp_layer *L = t->L;
+    double u = t->u, bound[N * NB], pb[2 * (H * H + H)];
+    vijp_mat AF, AR;
+    /* forward */
+    vijp_mat_init(&AF, N, NB, &t->F), vijp_mat_init(&AR, N, NB, &t->R);
+    ck_assert(!vijp_layer_forward(L, &t->thF, &t->XF, &AF, NULL) && !vijp_layer_forward(L, &t->thR, &t->XR, &AR, NULL));
+    for (size_t b = 0; b < NB; b++)
+        for (size_t j = 0; j < H; j++) bound[j + b * N] = c.k[b].ey1[j], bound[H + j + b * N] = c.k[b].ey2[j];
+    check("forward", _i, &AF, &AR, bound);
+    /* jvp: v1 = u1 + J_F u2, v2 = u2 + J_G v1 */
+    ck_assert(!vijp_layer_jvp(L, &t->thF, &t->XF, &t->UF, &AF, NULL) && !vijp_layer_jvp(L, &t->thR, &t->XR, &t->UR, &AR, NULL));
+    for (size_t b = 0; b < NB; b++) {
+        double U[N], V[N], zero[H] = {0}, e1[H], e2[H];
+        col(&t->UR, b, U), col(&AR, b, V);
+        jvp_err(&c.k[b], 0, U + H, zero, u, e1);
+        for (size_t j = 0; j < H; j++) e1[j] += u * fabs(V[j]);
+        jvp_err(&c.k[b], 1, V, e1, u, e2);
+        for (size_t j = 0; j < H; j++) bound[j + b * N] = e1[j], bound[H + j + b * N] = e2[j] + u * fabs(V[H + j]);
+    }
+    check("jvp", _i, &AF, &AR, bound);
+    /* vjp: ḡ1 = g1 + J_Gᵀ g2, g_x2 = g2 + J_Fᵀ ḡ1 */
+    ck_assert(!vijp_layer_vjp(L, &t->thF, &t->XF, &t->GF, &AF, NULL) && !vijp_layer_vjp(L, &t->thR, &t->XR, &t->GR, &AR, NULL));
+    for (size_t b = 0; b < NB; b++) {
+        double G[N], W[N], zero[H] = {0}, e1[H], e2[H];
+        col(&t->GR, b, G), col(&AR, b, W);
+        vjp_err(&c.k[b], 1, G + H, zero, u, e1);
+        for (size_t j = 0; j < H; j++) e1[j] += u * fabs(W[j]);
+        vjp_err(&c.k[b], 0, W, e1, u, e2);
+        for (size_t j = 0; j < H; j++) bound[j + b * N] = e1[j], bound[H + j + b * N] = e2[j] + u * fabs(W[H + j]);
+    }
+    check("vjp", _i, &AF, &AR, bound);
+    /* vjp_param: θ_F from the dense input x2 (exact) and cotangent s_F = f′_F ⊙ ḡ1;
+     * θ_G from ŷ1 (error ey1) and s_G = f′_G ⊙ g2; batch sums add γ_NB */
+    vijp_mat PF, PR;
+    vijp_mat_init(&PF, L->type->param_count(L), 1, &t->F), vijp_mat_init(&PR, L->type->param_count(L), 1, &t->R);
+    ck_assert(!vijp_layer_vjp_param(L, &t->thF, &t->XF, &t->GF, &PF, NULL) &&
+              !vijp_layer_vjp_param(L, &t->thR, &t->XR, &t->GR, &PR, NULL));
+    memset(pb, 0, sizeof pb);
+    for (size_t b = 0; b < NB; b++) {
+        const block *k = &c.k[b];
+        double G[N], W[N], zero[H] = {0}, egb[H], gb[H], sF[H], esF[H], sG[H], esG[H];
+        col(&t->GR, b, G), col(&AR, b, W); /* AR still holds the oracle vjp: W[0..H) = ḡ1 */
+        vjp_err(k, 1, G + H, zero, u, egb);
+        for (size_t j = 0; j < H; j++) {
+            gb[j] = W[j], egb[j] += u * fabs(gb[j]);
+            sF[j] = k->fF[j] * gb[j], esF[j] = TANH2 * k->dzF[j] * fabs(gb[j]) + k->fF[j] * egb[j] + 7 * u * fabs(sF[j]);
+            sG[j] = k->fG[j] * G[H + j], esG[j] = TANH2 * k->dzG[j] * fabs(G[H + j]) + 7 * u * fabs(sG[j]);
+        }
+        size_t PG = H * H + H;
+        for (size_t r = 0; r < H; r++) {
+            for (size_t j = 0; j < H; j++) {
+                pb[r + j * H] += esF[r] * fabs(k->x2[j]) + gam(NB, u) * fabs(sF[r] * k->x2[j]);
+                pb[PG + r + j * H] += esG[r] * fabs(k->y1[j]) + fabs(sG[r]) * k->ey1[j] + gam(NB, u) * fabs(sG[r] * k->y1[j]);
+            }
+            pb[H * H + r] += esF[r] + gam(NB, u) * fabs(sF[r]);
+            pb[PG + H * H + r] += esG[r] + gam(NB, u) * fabs(sG[r]);
+        }
+    }
+    check("vjp_param", _i, &PF, &PR, pb);
+    /* vijp: g_y2 = g_x2 − J_Fᵀ g_x1, g_y1 = g_x1 − J_Gᵀ g_y2 (on the same inputs) */
+    ck_assert(!vijp_layer_vijp(L, &t->thF, &t->XF, &t->GF, NULL, &AF, NULL) &&
+              !vijp_layer_vijp(L, &t->thR, &t->XR, &t->GR, NULL, &AR, NULL));
+    for (size_t b = 0; b < NB; b++) {
+        double G[N], Y[N], zero[H] = {0}, e1[H], e2[H];
+        col(&t->GR, b, G), col(&AR, b, Y);
+        vjp_err(&c.k[b], 0, G, zero, u, e2);
+        for (size_t j = 0; j < H; j++) e2[j] += u * fabs(Y[H + j]);
+        vjp_err(&c.k[b], 1, Y + H, e2, u, e1);
+        for (size_t j = 0; j < H; j++) bound[j + b * N] = e1[j] + u * fabs(Y[j]), bound[H + j + b * N] = e2[j];
+    }
+    check("vijp", _i, &AF, &AR, bound);
+    vijp_mat_clear(&AF), vijp_mat_clear(&AR), vijp_mat_clear(&PF), vijp_mat_clear(&PR);
+    layerfix_clear(t);
+}
+END_TEST
+
+/* The identities, in the format, against bounds that use the computed values:
+ *  vjp(vijp(g)) = g: vijp forms c = J_Gᵀ g_y2 and g_y1 = g_x1 − c; vjp forms the
+ *    same c from the same g_y2 (bit for bit) and ḡ1 = g_y1 + c, so
+ *    |ḡ1 − g_x1| <= u(|g_y1| + |ḡ1|); then J_Fᵀ ḡ1 differs from J_Fᵀ g_x1 by
+ *    |J_F|ᵀ|ḡ1 − g_x1| plus both evaluations' rounding 2γ_(H+7)|J_F|ᵀ|g_x1|;
+ *  inverse(forward(x)) = x: the inverse recomputes G(y1) from the same y1
+ *    (bit for bit), so |x2' − x2| <= u(|y2| + |x2'|); F(x2') differs from
+ *    F(x2) by <= |W_F||x2' − x2| (tanh′ <= 1) plus both evaluations'
+ *    rounding, 2(γ_(H+1)(|W_F||x2| + |b_F|) + 4u|F|). */
+START_TEST(identities)
+{
+    cfix c;
+    cfix_init(&c, _i);
+    layerfix *t = &c.t;
+    const vijp_layer *L = t->L;
+    double u = t->u, bound[N * NB];
+    vijp_mat y, g2, Y, X2;
+    vijp_mat_init(&y, N, NB, &t->F), vijp_mat_init(&g2, N, NB, &t->F);
+    ck_assert(!vijp_layer_vijp(L, &t->thF, &t->XF, &t->GF, NULL, &y, NULL));
+    ck_assert(!vijp_layer_vjp(L, &t->thF, &t->XF, &y, &g2, NULL));
+    for (size_t b = 0; b < NB; b++) {
+        const block *k = &c.k[b];
+        double G[N], Yv[N], G2[N], e1[H], t1[H], a[H], r[H];
+        col(&t->GF, b, G), col(&y, b, Yv), col(&g2, b, G2);
+        for (size_t j = 0; j < H; j++) e1[j] = u * (fabs(Yv[j]) + fabs(G2[j]));
+        for (size_t j = 0; j < H; j++) t1[j] = k->fF[j] * e1[j];
+        absmul(k->W[0], t1, a, 1); /* |J_F|ᵀ|ḡ1 − g_x1| */
+        for (size_t j = 0; j < H; j++) t1[j] = k->fF[j] * fabs(G[j]);
+        absmul(k->W[0], t1, r, 1); /* |J_F|ᵀ|g_x1| */
+        for (size_t j = 0; j < H; j++)
+            bound[j + b * N] = e1[j],
+                 bound[H + j + b * N] = a[j] + 2 * gam(H + 7, u) * r[j] + u * (fabs(Yv[H + j]) + fabs(G2[H + j]));
+    }
+    check("vjp(vijp(g)) - g", _i, &g2, &t->GF, bound);
+
+    vijp_mat_init(&Y, N, NB, &t->F), vijp_mat_init(&X2, N, NB, &t->F);
+    ck_assert(!vijp_layer_forward(L, &t->thF, &t->XF, &Y, NULL));
+    ck_assert(!vijp_layer_inverse(L, &t->thF, &Y, &X2, NULL));
+    for (size_t b = 0; b < NB; b++) {
+        const block *k = &c.k[b];
+        double e2[H], a[H], ax[H];
+        for (size_t j = 0; j < H; j++) e2[j] = u * (fabs(k->y2[j]) + fabs(k->x2[j]));
+        absmul(k->W[0], e2, a, 0);
+        absmul(k->W[0], k->x2, ax, 0);
+        for (size_t j = 0; j < H; j++)
+            bound[H + j + b * N] = e2[j],
+                 bound[j + b * N] = a[j] + 2 * (gam(H + 1, u) * (ax[j] + fabs(k->b[0][j])) + 4 * u * fabs(k->F[j])) +
+                                    u * (fabs(k->y1[j]) + fabs(k->x1[j]));
+    }
+    check("inverse(forward(x)) - x", _i, &X2, &t->XF, bound);
+    vijp_mat_clear(&y), vijp_mat_clear(&g2), vijp_mat_clear(&Y), vijp_mat_clear(&X2);
+    layerfix_clear(t);
+}
+END_TEST
+
+/* A depth-64 RevNet stack (additive blocks, width 8, Gaussian weights) in
+ * double: the reversible engine rebuilds every block's input from h_64 down.
+ * With ε_k the error of the rebuilt h_k (ε_64 = 0), inverting block k at
+ * ĥ_k = h_k + ε_k gives, componentwise (the forward's own roundings are
+ * those of inverse(forward(x)) above, each evaluation of F or G now at a
+ * different point):
+ *   e_x2 = |ε_2| + |W_G||ε_1| + 2(γ_(H+1)(|W_G||y1| + |b_G|) + 4u|G|) + u(|y2| + |x2|),
+ *   e_x1 = |ε_1| + |W_F| e_x2 + 2(γ_(H+1)(|W_F||x2| + |b_F|) + 4u|F|) + u(|y1| + |x1|),
+ * and the diagnostic's ‖h_k − ĥ_k‖/‖h_k‖ must stay below 1.1‖e‖/‖h_k‖. */
+START_TEST(revnet_reconstruction_depth_64)
+{
+    enum { D = 64 };
+    vijp_format F;
+    vijp_format_parse("double", &F, NULL);
+    vijp_net net;
+    ck_assert(!vijp_net_build(&net, "additive", D, N, NULL));
+    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, test_seed(), NULL));
+    vijp_mat th[D], X;
+    ck_assert(!vijp_net_params(&net, &F, th, NULL));
+    double x[N * NB], t[N * NB];
+    vijp_net_sample(&net, NB, test_seed() + 1, x, t);
+    vijp_mat_init(&X, N, NB, &F), vijp_mat_set_d(&X, x);
+    double recon[D];
+    vijp_error err = {0};
+    ck_assert_msg(!vijp_reversible_reconstruction(&net, th, &X, recon, &err), "%s", err.msg);
+    /* the forward activations, every block's values and bounds */
+    double (*h)[N * NB] = malloc((D + 1) * sizeof *h), u = ldexp(1, -53);
+    block *k = malloc((size_t)D * NB * sizeof *k);
+    memcpy(h[0], x, sizeof x);
+    for (size_t l = 0; l < D; l++) {
+        vijp_mat A, Bm;
+        vijp_mat_init(&A, N, NB, &F), vijp_mat_init(&Bm, N, NB, &F), vijp_mat_set_d(&A, h[l]);
+        ck_assert(!vijp_layer_forward(&net.layers[l], &th[l], &A, &Bm, NULL));
+        memcpy(h[l + 1], Bm.d, sizeof h[l + 1]);
+        for (size_t b = 0; b < NB; b++) block_eval(&k[l * NB + b], net.theta[l], h[l] + b * N, u);
+        vijp_mat_clear(&A), vijp_mat_clear(&Bm);
+    }
+    double eps[N * NB] = {0}, worst = 0, last = 0;
+    for (size_t l = D; l-- > 0;) {
+        double e[N * NB], ne = 0, nh = 0;
+        for (size_t b = 0; b < NB; b++) {
+            const block *kb = &k[l * NB + b];
+            double *ep = eps + b * N, *eo = e + b * N, a[H], c[H];
+            absmul(kb->W[1], ep, a, 0);
+            absmul(kb->W[1], kb->y1, c, 0);
+            for (size_t j = 0; j < H; j++)
+                eo[H + j] = fabs(ep[H + j]) + a[j] + 2 * (gam(H + 1, u) * (c[j] + fabs(kb->b[1][j])) + 4 * u * fabs(kb->G[j])) +
+                            u * (fabs(kb->y2[j]) + fabs(kb->x2[j]));
+            absmul(kb->W[0], eo + H, a, 0);
+            absmul(kb->W[0], kb->x2, c, 0);
+            for (size_t j = 0; j < H; j++)
+                eo[j] = fabs(ep[j]) + a[j] + 2 * (gam(H + 1, u) * (c[j] + fabs(kb->b[0][j])) + 4 * u * fabs(kb->F[j])) +
+                        u * (fabs(kb->y1[j]) + fabs(kb->x1[j]));
+        }
+        for (size_t j = 0; j < N * NB; j++) ne += e[j] * e[j], nh += h[l][j] * h[l][j], eps[j] = e[j];
+        double bound = 1.1 * sqrt(ne / nh);
+        ck_assert_msg(recon[l] <= bound, "RevNet depth %d: h_%zu rebuilt with error %g > bound %g", D, l, recon[l], bound);
+        worst = fmax(worst, recon[l] / bound), last = recon[l];
+    }
+    printf("# RevNet width %d depth %d, double: h_0 rebuilt with relative error %.3g; worst %.2f of the bound\n", N, D,
+           last, worst);
+    free(h), free(k);
+    vijp_net_params_clear(&net, th);
+    vijp_mat_clear(&X);
+    vijp_net_free(&net);
+}
+END_TEST
+
+Suite *suite_coupling(void)
+{
+    Suite *s = suite_create("coupling");
+    TCase *tc = tcase_create("additive");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, operators_vs_oracle, 0, 6);
+    tcase_add_loop_test(tc, identities, 0, 6);
+    tcase_add_test(tc, revnet_reconstruction_depth_64);
+    suite_add_tcase(s, tc);
+    return s;
+}
