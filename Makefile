@@ -4,7 +4,7 @@
 #   make check-long  the certification suite on 10^5 adversarial matrices
 #   make report      the main job on its embedded default (reports/latest/)
 #   make regress     a small drift study against reports/baselines/ci-small
-#   make bench       engine, drift, certification and memory benchmarks (ratios measured in one run)
+#   make bench       engine, drift, certification, memory and activation benchmarks (ratios measured in one run)
 # Sanitized objects go to build-san/ so the two builds never mix.
 
 CC      ?= cc
@@ -100,11 +100,15 @@ $(BUILD)/bench-certify: $(BUILD)/tests/bench-certify.o $(BUILD)/libvijp.a
 $(BUILD)/bench-memory: $(BUILD)/tests/bench-memory.o $(BUILD)/libvijp.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-bench: $(BUILD)/bench-engines $(BUILD)/bench-drift $(BUILD)/bench-certify $(BUILD)/bench-memory
+$(BUILD)/bench-activations: $(BUILD)/tests/bench-activations.o $(BUILD)/libvijp.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+bench: $(BUILD)/bench-engines $(BUILD)/bench-drift $(BUILD)/bench-certify $(BUILD)/bench-memory $(BUILD)/bench-activations
 	./$(BUILD)/bench-engines
 	./$(BUILD)/bench-drift
 	./$(BUILD)/bench-certify
 	./$(BUILD)/bench-memory
+	./$(BUILD)/bench-activations
 
 # The certification suite at 100× its adversarial cases (10^5 matrices).
 check-long: $(BUILD)/check_vijp $(BUILD)/vijp

@@ -14,6 +14,7 @@
 #include "layerfix.h"
 #include "../oracles/oracles.h"
 #include "vijp/certify.h"
+#include "vijp/composite.h"
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -253,6 +254,48 @@ START_TEST(certification)
 }
 END_TEST
 
+/* The composite autograd baseline (include/vijp/composite.h):
+ *  - what it keeps, by the rules in src/composite.c (exp and 1/a keep their
+ *    output, erf its input, a·b both operands, constants nothing):
+ *    1/(1+exp(−x)): e, s → 2;  log1p(exp(x)): e → 1;  tanh: its output → 1;
+ *    x·σ(x): x, σ → 2;  x·(0.5(1 + erf(x/√2))): x/√2, x, 0.5(1+erf) → 3;
+ *    x·tanh(softplus(x)): x, tanh(sp) → 2;
+ *  - its gradient is f′ within 4e-13 on [−2, 2]: at most 8 operations of
+ *    <= 5 ulps each, conditions <= 22 (1 + erf(t) at t >= −√2 is >= 0.046),
+ *    so <= 22·8·5·2u < 4e-13 against |f′| <= 1.1;
+ *  - vijp_composite_accuracy over [−40, 40]: nested forward AD within the
+ *    ulps its bounds give where f′ has one term (sigmoid 12u|f′| <= 12 ulps,
+ *    softplus 7, tanh 6), while the composite tanh′ = 1 − tanh² is 0 from
+ *    |x| ≈ 19.1 on: an error of the whole f′, ~2^52 ulps. */
+START_TEST(composite_baseline)
+{
+    static const size_t kept[] = {2, 1, 1, 2, 3, 2}; /* acts[] order: sigmoid softplus tanh silu gelu mish */
+    enum { P = 401 };
+    double x[P], y[P], gx[P], one[P];
+    for (int i = 0; i < P; i++) x[i] = -2 + 4.0 * i / (P - 1), one[i] = 1;
+    for (size_t a = 0; a < NACTS; a++) {
+        vijp_tape t;
+        ck_assert(!vijp_composite_forward(acts[a].name, x, P, y, &t));
+        ck_assert_msg(t.count == kept[a], "%s: composite keeps %zu tensors, expected %zu", acts[a].name, t.count, kept[a]);
+        vijp_composite_backward(&t, one, gx);
+        vijp_tape_clear(&t);
+        for (int i = 0; i < P; i++) {
+            double d = oracle_deriv(acts[a].name, x[i]);
+            ck_assert_msg(fabs(gx[i] - d) <= 4e-13, "%s: composite f'(%g) = %.17g, oracle %.17g", acts[a].name, x[i], gx[i], d);
+        }
+    }
+    static const double nested_max[] = {12, 7, 6};
+    for (size_t a = 0; a < 3; a++) {
+        vijp_accuracy acc;
+        vijp_error err;
+        ck_assert_msg(!vijp_composite_accuracy(acts[a].name, -40, 40, 8001, 0.05, &acc, &err), "%s", err.msg);
+        ck_assert_msg(acc.nested_ulps <= nested_max[a] && acc.used > 7000, "%s: nested f' %g ulps over %zu points",
+                      acts[a].name, acc.nested_ulps, acc.used);
+        if (!strcmp(acts[a].name, "tanh")) ck_assert_msg(acc.composite_ulps > 1e15, "composite tanh: %g", acc.composite_ulps);
+    }
+}
+END_TEST
+
 Suite *suite_activations(void)
 {
     Suite *s = suite_create("activations");
@@ -261,6 +304,7 @@ Suite *suite_activations(void)
     tcase_add_test(tc, zeros_of_derivative);
     tcase_add_loop_test(tc, dual_derivative_vs_oracle, 0, (int)NACTS);
     tcase_add_test(tc, certification);
+    tcase_add_test(tc, composite_baseline);
     suite_add_tcase(s, tc);
     return s;
 }
