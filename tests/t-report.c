@@ -68,8 +68,8 @@ static run_result drift(const char *bin, const char *dir, const char *args)
     return run_bin(bin, cmd);
 }
 
-static const char *const plot_files[] = {"error-c1.png", "error-c1.svg", "ratio-c1.png",
-                                         "ratio-c1.svg", "bytes-c1.png", "bytes-c1.svg"};
+static const char *const plot_files[] = {"error-c1.png", "error-c1.svg", "ratio-c1.png", "ratio-c1.svg",
+                                         "bytes-c1.png", "bytes-c1.svg", "memory-c1.png", "memory-c1.svg"};
 
 /* A PNG ends with its IEND chunk (length 0, "IEND", CRC AE 42 60 82). */
 static int png_complete(const char *buf, size_t len)
@@ -104,7 +104,20 @@ START_TEST(drift_writes_every_file)
     ck_assert_uint_eq(count_lines(s), 1 + 2);
     free(s);
     s = slurp(dir, "report.md", NULL);
-    ck_assert(strstr(s, "## Verdicts") && strstr(s, "error-c1.svg") && strstr(s, "## Reproducibility"));
+    ck_assert(strstr(s, "## Verdicts") && strstr(s, "error-c1.svg") && strstr(s, "## Reproducibility") &&
+              strstr(s, "## Memory against depth") && strstr(s, "memory-c1.svg"));
+    ck_assert(!strstr(s, "## Reconstruction") && !strstr(s, "recon-c1")); /* no reversible engine in this study */
+    free(s);
+    /* memory.csv: every engine at every depth; backprop keeps h_0 … h_(d−1),
+     * 8 doubles each at batch 1: 64·d bytes (hand count) */
+    s = slurp(dir, "memory.csv", NULL);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_uint_eq(count_lines(s), 1 + 5 * SMALL_LAYERS);
+    for (int d = 1; d <= SMALL_LAYERS; d++) {
+        char row[64];
+        snprintf(row, sizeof row, "\n1,0,backprop,%d,%d\n", d, 64 * d);
+        ck_assert_msg(strstr(s, row), "memory.csv lacks %s", row + 1);
+    }
     free(s);
 
     char path[1024];
@@ -146,6 +159,43 @@ START_TEST(drift_writes_every_file)
 }
 END_TEST
 
+/* The catalogue's sections (issue 5): a RevNet stack with the reversible
+ * engine gets reconstruction plots and their table; a GELU net gets the
+ * nested forward-mode AD table (composite GELU keeps 3 values per unit:
+ * x/√2, x and 0.5(1 + erf), nested 1). */
+START_TEST(report_catalogue_sections)
+{
+    char dir[512];
+    temp_dir(dir, sizeof dir);
+    run_result r = drift(getenv("VIJP_BIN"), dir,
+                         "--net additive --net dense:8,gelu --width 8 --depth 12 --formats binary32,double --seeds 1 "
+                         "--engines moonwalk,reversible");
+    ck_assert_msg(r.rc == CLI_OK, "drift exited %d: %s", r.rc, r.err);
+    run_free(&r);
+    static const char *const want[] = {"recon-c1.png", "recon-c1.svg", "recon-c2.svg", "memory-c2.svg"};
+    for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, want[k]);
+        ck_assert_msg(exists(path), "%s missing", want[k]);
+    }
+    char *s = slurp(dir, "report.md", NULL);
+    ck_assert(strstr(s, "## Reconstruction by inverses") && strstr(s, "| c1 `additive` orthogonal |"));
+    ck_assert(strstr(s, "## Nested forward-mode AD") && strstr(s, "| gelu |") && strstr(s, "` | 3 | 1 | 1 |"));
+    free(s);
+    /* the reconstruction column of curves.csv: the RevNet's rebuilt inputs in double, error > 0 and < 1e-10 */
+    s = slurp(dir, "curves.csv", NULL);
+    ck_assert(strstr(s, ",recon_med\n"));
+    char *row = strstr(s, "\n1,1,double,1,");
+    ck_assert_ptr_nonnull(row);
+    char *end = strchr(row + 1, '\n'), *last = end;
+    while (last > row && last[-1] != ',') last--;
+    double rec = strtod(last, NULL);
+    ck_assert_msg(rec > 0 && rec < 1e-10, "RevNet h_0 rebuilt with %g in double", rec);
+    free(s);
+    remove_tree(dir);
+}
+END_TEST
+
 /* The same command gives the same files, byte for byte, whatever the number
  * of worker threads (each curve is computed by one thread, deterministically). */
 START_TEST(drift_is_deterministic)
@@ -157,8 +207,8 @@ START_TEST(drift_is_deterministic)
     run_result r2 = drift(getenv("VIJP_BIN"), b, SMALL " --jobs 2 --no-plots");
     ck_assert(r1.rc == CLI_OK && r2.rc == CLI_OK);
     run_free(&r1), run_free(&r2);
-    static const char *const files[] = {"drift.csv", "curves.csv", "summary.csv"};
-    for (size_t k = 0; k < 3; k++) {
+    static const char *const files[] = {"drift.csv", "curves.csv", "summary.csv", "memory.csv"};
+    for (size_t k = 0; k < 4; k++) {
         char *x = slurp(a, files[k], NULL), *y = slurp(b, files[k], NULL);
         ck_assert_msg(x && y && !strcmp(x, y), "%s differs between --jobs 1 and --jobs 2", files[k]);
         free(x), free(y);
@@ -483,14 +533,20 @@ START_TEST(report_quick_study)
     run_result r = run_vijp("report --help");
     ck_assert(r.rc == CLI_OK && strstr(r.out, "reports/latest") && strstr(r.out, "mpfr:113"));
     run_free(&r);
-    /* The default study's six configurations, shortened. */
+    /* The default study's fourteen configurations (seven nets × two
+     * initialisations), shortened; the reversible engine runs too. */
     snprintf(cmd, sizeof cmd, "report --depth 8 --seeds 1 --formats double --no-plots --out '%s'", dir);
     r = run_vijp(cmd);
     ck_assert_msg(r.rc == CLI_OK, "%s", r.err);
     run_free(&r);
     char *s = slurp(dir, "summary.csv", NULL);
-    ck_assert_uint_eq(count_lines(s), 1 + 6);
-    ck_assert(strstr(s, "leaky:0.1\",gaussian") && strstr(s, "leaky:0.9\",orthogonal"));
+    ck_assert_uint_eq(count_lines(s), 1 + 14);
+    ck_assert(strstr(s, "leaky:0.1\",gaussian") && strstr(s, "leaky:0.9\",orthogonal") && strstr(s, "\"additive\",gaussian") &&
+              strstr(s, "\"dense:32,gelu\"") && strstr(s, "\"dense:32,mish\"") && strstr(s, "relu,dense:32,layernorm\""));
+    free(s);
+    s = slurp(dir, "report.md", NULL);
+    ck_assert(strstr(s, "## Reconstruction by inverses") && strstr(s, "## Nested forward-mode AD") &&
+              strstr(s, "| mish |") && strstr(s, "## Memory against depth"));
     free(s);
     remove_tree(dir);
 }
@@ -512,6 +568,7 @@ Suite *suite_report(void)
     else {
         tcase_add_test(tc, drift_writes_every_file);
         tcase_add_test(tc, drift_is_deterministic);
+        tcase_add_test(tc, report_catalogue_sections);
         tcase_add_test(tc, drift_bad_input_writes_nothing);
         tcase_add_test(tc, regress_flags_a_one_ulp_vijp);
         tcase_add_test(tc, killed_run_leaves_whole_files);

@@ -55,8 +55,12 @@ static const char help_report[] =
     "usage: vijp report [options]\n"
     "\n"
     "The default study, the toolkit's main job: dense:32 + leaky ReLU with slope\n"
-    "0.1, 0.5 and 0.9, orthogonal and Gaussian initialisation, in bfloat16, binary32,\n"
-    "double and mpfr:113, to depth 256, seeds 1,2,3, Moonwalk against backprop.\n"
+    "0.1, 0.5 and 0.9; a RevNet stack (additive coupling blocks, F = G = dense:16 +\n"
+    "tanh); dense:32 + GELU and + Mish (nested forward-mode AD); and a mixed\n"
+    "ReLU/LayerNorm network whose vijps need fragments.  Orthogonal and Gaussian\n"
+    "initialisation, in bfloat16, binary32, double and mpfr:113, to depth 256,\n"
+    "seeds 1,2,3; Moonwalk and the reversible engine against backprop, and every\n"
+    "engine's stored bytes against depth.\n"
     "Writes reports/latest/.  Takes every option of 'vijp drift' to change a part\n"
     "of the study (for example --depth 64 --seeds 1 for a quick look).\n"
     "\n"
@@ -128,7 +132,7 @@ static int run_study(int argc, char **argv, int is_report)
     memset(&s, 0, sizeof s);
     const char *specs[STUDY_MAX], *inits = is_report ? "orthogonal,gaussian" : "orthogonal";
     const char *formats = is_report ? "bfloat16,binary32,double,mpfr:113" : "bfloat16,binary32,double";
-    const char *seeds = "1,2,3", *engines = "moonwalk", *tols = NULL;
+    const char *seeds = "1,2,3", *engines = is_report ? "moonwalk,reversible" : "moonwalk", *tols = NULL;
     size_t n_specs = 0;
     s.depth = is_report ? 256 : 64;
     s.batch = 1;
@@ -176,7 +180,12 @@ static int run_study(int argc, char **argv, int is_report)
         return EXIT_USAGE;
     }
     if (n_specs == 0) {
-        if (is_report) specs[0] = "dense:32,leaky:0.1", specs[1] = "dense:32,leaky:0.5", specs[2] = "dense:32,leaky:0.9", n_specs = 3;
+        if (is_report) {
+            static const char *const report_specs[] = {"dense:32,leaky:0.1", "dense:32,leaky:0.5", "dense:32,leaky:0.9",
+                                                       "additive", "dense:32,gelu", "dense:32,mish",
+                                                       "dense:32,relu,dense:32,layernorm"};
+            for (size_t k = 0; k < sizeof report_specs / sizeof *report_specs; k++) specs[n_specs++] = report_specs[k];
+        }
         else specs[n_specs++] = "dense:32,leaky:0.5";
     }
     if (study_parse_formats(&s, formats, &err) || study_parse_seeds(&s, seeds, &err) ||
@@ -186,20 +195,6 @@ static int run_study(int argc, char **argv, int is_report)
     if (s.ref_prec_max && s.ref_prec_start > s.ref_prec_max / 2) {
         vijp_fail(&err, VIJP_EINVAL, "--ref-prec %ld leaves no room to double below --ref-prec-max %ld", s.ref_prec_start, s.ref_prec_max);
         goto usage_err;
-    }
-    if (!s.width) { /* learn it from the first spec, so every config shares it */
-        vijp_net probe;
-        vijp_net_build(&probe, s.configs[0].spec, s.depth, 0, NULL);
-        s.width = probe.width;
-        vijp_net_free(&probe);
-        for (size_t k = 1; k < s.n_configs; k++) {
-            if (vijp_net_build(&probe, s.configs[k].spec, s.depth, 0, NULL) == 0 && probe.width != s.width) {
-                vijp_fail(&err, VIJP_EINVAL, "networks '%s' and '%s' take different input widths; give --width", s.configs[0].spec, s.configs[k].spec);
-                vijp_net_free(&probe);
-                goto usage_err;
-            }
-            vijp_net_free(&probe);
-        }
     }
     for (const char *q = s.out_dir; *q; q++)
         if ((unsigned char)*q < 0x20 || *q == 0x7f) { /* gnuplot (and most readers) cannot take them */

@@ -125,8 +125,21 @@ int study_add_configs(study *s, const char *const *specs, size_t n_specs, const 
     if (!copy) return VIJP_EINVAL;
     int rc = 0;
     s->n_configs = 0;
+    /* Without --width, every spec that fixes its own input width (a dense
+     * layer first) must agree; specs that do not (a coupling block first)
+     * take that width. */
+    size_t given = s->width;
+    for (size_t i = 0; i < n_specs && !given && !rc; i++) {
+        vijp_net probe;
+        if (vijp_net_build(&probe, specs[i], s->depth, 0, NULL)) continue;
+        if (s->width && probe.width != s->width)
+            rc = vijp_fail(err, VIJP_EINVAL, "networks '%s' and '%s' take different input widths; give --width", specs[0],
+                           specs[i]);
+        s->width = probe.width;
+        vijp_net_free(&probe);
+    }
     for (size_t i = 0; i < n_specs && !rc; i++) {
-        vijp_net probe; /* validate the spec and learn the width before running anything */
+        vijp_net probe; /* validate the spec before running anything */
         if ((rc = vijp_net_build(&probe, specs[i], s->depth, s->width, err))) break;
         if (s->width && probe.width != s->width) rc = vijp_fail(err, VIJP_EINVAL, "spec '%s' takes input width %zu, not %zu", specs[i], probe.width, s->width);
         vijp_net_free(&probe);

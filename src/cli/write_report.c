@@ -1,11 +1,14 @@
 /* The files of a drift report: drift.csv (every layer), curves.csv (medians
- * over seeds, what the plots read), summary.csv (the verdicts), plots rendered
- * by gnuplot, drift.json and report.md; each one written atomically. */
+ * over seeds, what the plots read), summary.csv (the verdicts), memory.csv
+ * (every engine's stored bytes against depth), plots rendered by gnuplot,
+ * drift.json and report.md; each one written atomically. */
 #include "atomic.h"
 #include "study_stats.h"
 #include "write.h"
 #include "vijp/vijp.h"
 #include "vijp/certify.h"
+#include "vijp/composite.h"
+#include "vijp/memory.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,16 +54,68 @@ static int fill_drift_csv(FILE *o, const void *ctx)
 /* Column of curves.csv holding the stored bytes of run r (1-based, for gnuplot). */
 #define CURVES_BYTES_COL 12
 
-static int fill_curves_csv(FILE *o, const void *ctx)
+/* The run index of the reversible engine in every curve (0: not in the study). */
+static size_t reversible_run(const study *s)
 {
-    const study *s = ctx;
+    for (size_t e = 0; e < s->n_engines; e++)
+        if (s->engines[e] == VIJP_ENGINE_REVERSIBLE) return e + 1;
+    return 0;
+}
+
+/* Stored bytes against depth for every engine (not only the study's), in
+ * double at the study's batch, first seed: [config][engine][depth]. */
+typedef struct {
+    const study *s;
+    size_t *bytes;
+    size_t only; /* fill_memory_csv: every config (0) or config K alone */
+} memory_table;
+
+static size_t *mem_at(const memory_table *m, size_t c, size_t e) { return m->bytes + (c * VIJP_ENGINE_COUNT + e) * m->s->depth; }
+
+static int memory_compute(memory_table *m, const study *s, vijp_error *err)
+{
+    m->s = s;
+    m->bytes = malloc(s->n_configs * VIJP_ENGINE_COUNT * s->depth * sizeof *m->bytes);
+    if (!m->bytes) return vijp_fail(err, VIJP_ENOMEM, "out of memory");
+    vijp_format fd;
+    vijp_format_parse("double", &fd, NULL);
+    for (size_t c = 0; c < s->n_configs; c++)
+        for (int e = 0; e < VIJP_ENGINE_COUNT; e++) {
+            int rc = vijp_memory_profile(s->configs[c].spec, s->depth, s->width, s->batch, s->seeds[0], &fd,
+                                         (vijp_engine_kind)e, &s->opts, mem_at(m, c, (size_t)e), err);
+            if (rc) return rc;
+        }
+    return 0;
+}
+
+static int fill_memory_csv(FILE *o, const void *ctx)
+{
+    const memory_table *m = ctx;
+    fputs("config,engine_index,engine,depth,stored_bytes\n", o);
+    for (size_t c = m->only ? m->only - 1 : 0; c < (m->only ? m->only : m->s->n_configs); c++)
+        for (int e = 0; e < VIJP_ENGINE_COUNT; e++)
+            for (size_t d = 0; d < m->s->depth; d++)
+                fprintf(o, "%zu,%d,%s,%zu,%zu\n", c + 1, e, vijp_engine_name((vijp_engine_kind)e), d + 1, mem_at(m, c, (size_t)e)[d]);
+    return ferror(o);
+}
+
+/* curves.csv, or (only = K) config K's rows alone: what that config's
+ * plots read, so gnuplot does not scan every config's rows per curve. */
+typedef struct {
+    const study *s;
+    size_t only;
+} curves_sel;
+
+static int fill_curves_rows(FILE *o, const study *s, size_t only)
+{
     size_t n = s->n_seeds, vr = verdict_run(s), nr = 1 + s->n_engines;
     fputs("config,format_index,format,layer,err_med,err_min,err_max,backprop_med,ratio_med,bound_med,predicted_med", o);
     fputs(",bytes_backprop", o);
     for (size_t e = 0; e < s->n_engines; e++) fprintf(o, ",bytes_%s", vijp_engine_name(s->engines[e]));
-    fputc('\n', o);
-    double v[5][STUDY_MAX];
-    for (size_t c = 0; c < s->n_configs; c++)
+    fputs(",recon_med\n", o);
+    size_t rr = reversible_run(s);
+    double v[5][STUDY_MAX], w[STUDY_MAX];
+    for (size_t c = only ? only - 1 : 0; c < (only ? only : s->n_configs); c++)
         for (size_t f = 0; f < s->n_formats; f++)
             for (size_t i = 0; i < s->depth; i++) {
                 for (size_t k = 0; k < n; k++) {
@@ -75,9 +130,21 @@ static int fill_curves_csv(FILE *o, const void *ctx)
                 csv_num(o, e.median), csv_num(o, e.min), csv_num(o, e.max);
                 for (int t = 1; t < 5; t++) csv_num(o, spread_of(v[t], n).median);
                 for (size_t r = 0; r < nr; r++) fprintf(o, ",%zu", study_curve(s, c, f, 0)->runs[r].stored_by_depth[i]);
+                for (size_t k = 0; k < n; k++) {
+                    const double *rec = rr ? study_curve(s, c, f, k)->runs[rr].reconstruction : NULL;
+                    w[k] = rec ? rec[i] : NAN;
+                }
+                csv_num(o, spread_of(w, n).median);
                 fputc('\n', o);
             }
     return ferror(o);
+}
+
+static int fill_curves_csv(FILE *o, const void *ctx) { return fill_curves_rows(o, ctx, 0); }
+static int fill_curves_one(FILE *o, const void *ctx)
+{
+    const curves_sel *q = ctx;
+    return fill_curves_rows(o, q->s, q->only);
 }
 
 typedef struct {
@@ -153,7 +220,37 @@ static void gq(FILE *o, const char *s)
     fputc('\'', o);
 }
 
-static const char *const plot_kinds[3] = {"error", "ratio", "bytes"};
+#define PLOT_KINDS 5
+static const char *const plot_kinds[PLOT_KINDS] = {"error", "ratio", "bytes", "recon", "memory"};
+
+/* recon: the reversible engine's reconstruction error per layer input, per
+ * format; memory: every engine's stored bytes in double (memory.csv). */
+static void plot_extra(FILE *g, const study *s, size_t c, int kind, const char *csv, const char *mem_csv)
+{
+    char title[512];
+    snprintf(title, sizeof title, "%s (%s): %s", s->configs[c].spec, s->configs[c].init_name,
+             kind == 3 ? "reversible engine, ||h_i - rebuilt h_i|| / ||h_i||" : "stored bytes for a network of depth d, every engine (double)");
+    fputs("set title ", g);
+    gq(g, title);
+    fprintf(g, "\nset xlabel %s\nset ylabel %s\nset yrange [*:*]\nunset arrow\nplot ", kind == 3 ? "'layer input i'" : "'depth d'",
+            kind == 3 ? "'relative error'" : "'bytes'");
+    if (kind == 3) {
+        for (size_t f = 0; f < s->n_formats; f++) {
+            fputs(f ? ", " : "", g);
+            gq(g, csv);
+            fprintf(g, " using ($4-1):(($1==%zu && $2==%zu && $%zu>0) ? $%zu : 1/0) with lines lw 2 lc %zu title '%s'", c + 1, f,
+                    CURVES_BYTES_COL + 1 + s->n_engines, CURVES_BYTES_COL + 1 + s->n_engines, f + 1, s->formats[f].name);
+        }
+    } else {
+        for (int e = 0; e < VIJP_ENGINE_COUNT; e++) {
+            fputs(e ? ", " : "", g);
+            gq(g, mem_csv);
+            fprintf(g, " using 4:(($1==%zu && $2==%d && $5>0) ? $5 : 1/0) with lines lw 2 dt %d lc %d title '%s'", c + 1, e, e + 1,
+                    e + 1, vijp_engine_name((vijp_engine_kind)e));
+        }
+    }
+    fputc('\n', g);
+}
 
 static void plot_commands(FILE *g, const study *s, size_t c, int kind, const char *csv)
 {
@@ -247,16 +344,30 @@ typedef struct {
     size_t n;
 } staged;
 
-/* Render error-, ratio- and bytes-c<K>.{png,svg} for config c into staged
- * temporaries, gnuplot reading the staged curves.csv. */
-static int render_plots(const study *s, size_t c, const char *csv, staged *st, vijp_error *err)
+/* The j-th plot drawn for every config: error, ratio, bytes, [recon when the
+ * reversible engine ran], memory. */
+static int plot_kind(const study *s, int j) { return j < 3 ? j : reversible_run(s) && j == 3 ? 3 : 4; }
+
+/* Render error-, ratio-, bytes-, [recon-] and memory-c<K>.{png,svg} for
+ * config c into staged temporaries, gnuplot reading the staged curves.csv and
+ * memory.csv. */
+static int render_plots(const study *s, size_t c, const memory_table *mem, staged *st, vijp_error *err)
 {
     size_t first = st->n;
-    int rc = 0;
-    for (int j = 0; j < 6 && !rc; j++) {
+    int rc = 0, kinds = reversible_run(s) ? 5 : 4;
+    char csv[4096], mem_csv[4096];
+    curves_sel q = {s, c + 1};
+    memory_table mq = *mem;
+    mq.only = c + 1;
+    if ((rc = atomic_stage(s->out_dir, "curves", fill_curves_one, &q, csv, sizeof csv, err))) return rc;
+    if ((rc = atomic_stage(s->out_dir, "memory", fill_memory_csv, &mq, mem_csv, sizeof mem_csv, err))) {
+        atomic_commit(csv, s->out_dir, "curves", 0, NULL);
+        return rc;
+    }
+    for (int j = 0; j < 2 * kinds && !rc; j++) {
         rc = atomic_tmp(s->out_dir, st->tmp[st->n], sizeof *st->tmp, err);
         if (rc) break;
-        snprintf(st->name[st->n], sizeof *st->name, "%s-c%zu.%s", plot_kinds[j / 2], c + 1, j % 2 ? "svg" : "png");
+        snprintf(st->name[st->n], sizeof *st->name, "%s-c%zu.%s", plot_kinds[plot_kind(s, j / 2)], c + 1, j % 2 ? "svg" : "png");
         st->n++;
     }
     pid_t pid;
@@ -264,18 +375,21 @@ static int render_plots(const study *s, size_t c, const char *csv, staged *st, v
     if (g) {
         fputs("set datafile separator ','\nset key outside right top noenhanced\nset grid\nset logscale y\n"
               "set format y '10^{%L}'\nset termoption enhanced\n", g);
-        for (int kind = 0; kind < 3; kind++) {
+        for (int j = 0; j < kinds; j++) {
+            int kind = plot_kind(s, j);
             fputs("set terminal pngcairo size 1100,600\nset output ", g);
-            gq(g, st->tmp[first + 2 * kind]);
+            gq(g, st->tmp[first + 2 * j]);
             fputc('\n', g);
-            plot_commands(g, s, c, kind, csv);
+            if (kind < 3) plot_commands(g, s, c, kind, csv);
+            else plot_extra(g, s, c, kind, csv, mem_csv);
             fputs("set terminal svg size 1100,600 dynamic\nset output ", g);
-            gq(g, st->tmp[first + 2 * kind + 1]);
+            gq(g, st->tmp[first + 2 * j + 1]);
             fputs("\nreplot\nunset output\n", g);
         }
     }
     if (!rc && !(g && wait_gnuplot(g, pid) == 0))
         rc = vijp_fail(err, VIJP_EINVAL, "gnuplot failed on the plots of config %zu", c + 1);
+    atomic_commit(csv, s->out_dir, "curves", 0, NULL), atomic_commit(mem_csv, s->out_dir, "memory", 0, NULL);
     return rc;
 }
 
@@ -329,8 +443,8 @@ static void md_certify(FILE *o, const study *s, size_t c, size_t layer)
         else if (strcmp(method, cert.method)) snprintf(method, sizeof method, "mixed");
         vijp_certificate_clear(&cert);
     }
-    fprintf(o, " %zu/%d certified (%s), %zu not submersive; proven σ_min > %.3g |", certified, POINTS, method, not_sub,
-            certified ? smin : NAN);
+    fprintf(o, " %zu/%d certified (%s), %zu not submersive;", certified, POINTS, method, not_sub);
+    fprintf(o, isfinite(smin) ? " proven σ_min > %.3g |" : " no numerical bound on σ_min |", smin);
     vijp_activation_report act;
     if (L->type->deriv_enclose && !vijp_activation_analyze(L, 1000, 1e-9, &act, NULL)) {
         if (act.complete && !act.n_bad) fputs(" f′ ≠ 0 on [−1000, 1000];", o);
@@ -382,9 +496,112 @@ static void md_layers(FILE *o, const study *s)
     for (size_t j = 0; j < ns; j++) free((void *)seen[j]);
 }
 
+/* Reversible engine: how well h_0 is rebuilt after the whole depth (and the
+ * worst layer input), median over seeds, per config and format. */
+static void md_reconstruction(FILE *o, const study *s)
+{
+    size_t rr = reversible_run(s);
+    if (!rr) return;
+    fprintf(o, "\n## Reconstruction by inverses (reversible engine)\n\nThe reversible engine rebuilds every input of an "
+               "invertible layer from h_%zu going back, with the layers' inverses; non-invertible layers (ReLU, GELU, "
+               "LayerNorm, rectangular dense) keep their inputs. ‖h_i − ĥ_i‖/‖h_i‖, median over seeds: h_0 after all %zu "
+               "layers, and the worst layer input. For RevNet blocks (additive coupling) this is the reconstruction "
+               "RevNets rely on; Moonwalk rebuilds their inputs the same way.\n\n| config |",
+            s->depth, s->depth);
+    for (size_t f = 0; f < s->n_formats; f++) fprintf(o, " %s h_0 | worst |", s->formats[f].name);
+    fputs("\n|---|", o);
+    for (size_t f = 0; f < s->n_formats; f++) fputs("---|---|", o);
+    fputc('\n', o);
+    for (size_t c = 0; c < s->n_configs; c++) {
+        fprintf(o, "| c%zu `%s` %s |", c + 1, s->configs[c].spec, s->configs[c].init_name);
+        for (size_t f = 0; f < s->n_formats; f++) {
+            double h0[STUDY_MAX], worst[STUDY_MAX];
+            for (size_t k = 0; k < s->n_seeds; k++) {
+                const double *rec = study_curve(s, c, f, k)->runs[rr].reconstruction;
+                h0[k] = rec ? rec[0] : NAN, worst[k] = rec ? 0 : NAN;
+                for (size_t i = 0; rec && i < s->depth; i++) worst[k] = vijp_max_nan(worst[k], rec[i]);
+            }
+            double a = spread_of(h0, s->n_seeds).median, b = spread_of(worst, s->n_seeds).median;
+            fprintf(o, isnan(a) ? " failed | |" : " %.3g | %.3g |", a, b);
+        }
+        fputc('\n', o);
+    }
+}
+
+/* Nested forward AD for the activations the study uses (DESIGN §6). */
+static void md_nested(FILE *o, const study *s)
+{
+    const char *seen[16];
+    size_t ns = 0;
+    for (size_t c = 0; c < s->n_configs; c++) {
+        vijp_net net;
+        if (vijp_net_build(&net, s->configs[c].spec, s->depth, s->width, NULL)) continue;
+        for (size_t i = 0; i < net.depth && ns < 16; i++) {
+            const char *name = net.layers[i].type->name;
+            size_t j = 0;
+            while (j < ns && strcmp(seen[j], name)) j++;
+            if (j == ns && vijp_composite_known(name) && net.layers[i].type->dual_eval) seen[ns++] = name;
+        }
+        vijp_net_free(&net);
+    }
+    if (!ns) return;
+    fputs("\n## Nested forward-mode AD (activations)\n\nEach smooth activation evaluates f on dual numbers and gets f "
+          "and f′ in one sweep, so the backward pass needs f′ alone: one value per unit. A composite autograd "
+          "differentiates the textbook formula op by op and keeps what each op's backward reads (counted on a tape, "
+          "src/composite.c); recomputation keeps x and evaluates f′ again going back (its time: `make bench`). "
+          "Accuracy: worst f′ error over 8001 points of [−40, 40] against MPFR at 128 bits, in ulps of |f′|, "
+          "leaving out ±0.05 around certified zeros of f′.\n\n"
+          "| activation | composite formula | kept per unit: composite | nested | recompute | f′ error, nested (ulps) | "
+          "composite (ulps) |\n|---|---|---|---|---|---|---|\n", o);
+    for (size_t j = 0; j < ns; j++) {
+        vijp_tape t;
+        double x = 0.5, y;
+        vijp_accuracy acc;
+        if (vijp_composite_forward(seen[j], &x, 1, &y, &t)) continue;
+        size_t kept = t.count;
+        vijp_tape_clear(&t);
+        if (vijp_composite_accuracy(seen[j], -40, 40, 8001, 0.05, &acc, NULL)) continue;
+        fprintf(o, "| %s | `%s` | %zu | 1 | 1 | %.3g | %.3g%s |\n", seen[j], vijp_composite_formula(seen[j]), kept,
+                acc.nested_ulps, acc.composite_ulps, acc.composite_nonfinite ? " (and NaN)" : "");
+    }
+}
+
+/* Stored bytes of every engine (double): at the full depth, and the deepest
+ * network within backprop's bytes at an eighth of it. */
+static void md_memory(FILE *o, const memory_table *m)
+{
+    const study *s = m->s;
+    size_t ref = s->depth / 8 ? s->depth / 8 : 1;
+    fprintf(o, "\n## Memory against depth (every engine, double)\n\nBytes each engine keeps between its passes "
+               "(DESIGN §2), from its own ledger, batch %zu; the *memory* plots above draw every depth. Deepest: the "
+               "deepest network (up to %zu) within backprop's bytes at depth %zu, i.e. how much deeper each engine "
+               "trains under the same activation budget (+: all depths run fit).\n\n| config |",
+            s->batch, s->depth, ref);
+    for (int e = 0; e < VIJP_ENGINE_COUNT; e++) fprintf(o, " %s bytes | deepest |", vijp_engine_name((vijp_engine_kind)e));
+    fputs("\n|---|", o);
+    for (int e = 0; e < VIJP_ENGINE_COUNT; e++) fputs("---|---|", o);
+    fputc('\n', o);
+    for (size_t c = 0; c < s->n_configs; c++) {
+        fprintf(o, "| c%zu `%s` %s |", c + 1, s->configs[c].spec, s->configs[c].init_name);
+        size_t budget = mem_at(m, c, VIJP_ENGINE_BACKPROP)[ref - 1];
+        for (int e = 0; e < VIJP_ENGINE_COUNT; e++) {
+            const size_t *b = mem_at(m, c, (size_t)e);
+            size_t d = vijp_memory_deepest(b, s->depth, budget);
+            fprintf(o, " %zu | %zu%s (%.3gx) |", b[s->depth - 1], d, d == s->depth ? "+" : "", (double)d / (double)ref);
+        }
+        fputc('\n', o);
+    }
+}
+
+typedef struct {
+    const study *s;
+    const memory_table *m;
+} report_ctx;
+
 static int fill_report_md(FILE *o, const void *ctx)
 {
-    const study *s = ctx;
+    const study *s = ((const report_ctx *)ctx)->s;
+    const memory_table *m = ((const report_ctx *)ctx)->m;
     char machine[512], blas[512];
     machine_description(machine, sizeof machine);
     blas_description(blas, sizeof blas);
@@ -436,14 +653,18 @@ static int fill_report_md(FILE *o, const void *ctx)
             fputs("(plots not rendered: gnuplot was not found or --no-plots was given; curves.csv holds the data)\n", o);
             continue;
         }
-        for (int k = 0; k < 3; k++) fprintf(o, "![%s c%zu](%s-c%zu.svg)\n", plot_kinds[k], c + 1, plot_kinds[k], c + 1);
+        for (int j = 0; j < (reversible_run(s) ? 5 : 4); j++)
+            fprintf(o, "![%s c%zu](%s-c%zu.svg)\n", plot_kinds[plot_kind(s, j)], c + 1, plot_kinds[plot_kind(s, j)], c + 1);
     }
+    md_reconstruction(o, s);
+    md_nested(o, s);
+    md_memory(o, m);
     md_layers(o, s);
     fputs("\n## Reproducibility\n\nbfloat16, binary16, binary32 and mpfr:P are emulated in MPFR and bit-reproducible "
           "on any machine; `vijp regress` compares them exactly. double goes through BLAS/LAPACK, whose results can "
           "depend on the machine and the BLAS build, so double is compared with tolerances. The files: drift.json "
           "(everything, schema vijp-drift/1), drift.csv (every layer, seed and engine), curves.csv (medians, what "
-          "the plots read), summary.csv (this table).\n", o);
+          "the plots read), summary.csv (this table), memory.csv (every engine's stored bytes against depth, double).\n", o);
     return ferror(o);
 }
 
@@ -457,9 +678,11 @@ static void remove_stale_plots(const study *s)
         size_t k;
         int used = 0;
         if (sscanf(e->d_name, "%15[a-z]-c%zu.%7[a-z]%n", kind, &k, ext, &used) != 3 || e->d_name[used]) continue;
-        int ours = (!strcmp(kind, "error") || !strcmp(kind, "ratio") || !strcmp(kind, "bytes")) &&
+        int ours = 0;
+        for (int j = 0; j < PLOT_KINDS; j++) ours |= !strcmp(kind, plot_kinds[j]);
+        ours = ours &&
                    (!strcmp(ext, "png") || !strcmp(ext, "svg"));
-        if (ours && (k == 0 || k > s->n_configs || !s->plots)) {
+        if (ours && (k == 0 || k > s->n_configs || !s->plots || (!strcmp(kind, "recon") && !reversible_run(s)))) {
             snprintf(path, sizeof path, "%s/%s", s->out_dir, e->d_name);
             unlink(path);
         }
@@ -472,7 +695,7 @@ static void remove_stale_plots(const study *s)
  * a kill leaves each file whole (the old one or the new one). */
 int study_write(const study *s, vijp_error *err)
 {
-    size_t cap = 5 + 6 * s->n_configs;
+    size_t cap = 6 + 2 * PLOT_KINDS * s->n_configs;
     staged st = {malloc(cap * sizeof *st.tmp), malloc(cap * sizeof *st.name), 0};
     if (!st.tmp || !st.name) {
         free(st.tmp), free(st.name);
@@ -482,12 +705,17 @@ int study_write(const study *s, vijp_error *err)
         const char *name;
         int (*fill)(FILE *, const void *);
     } tables[] = {{"drift.csv", fill_drift_csv}, {"curves.csv", fill_curves_csv}, {"summary.csv", fill_summary_csv}};
-    int rc = 0;
+    memory_table mem = {s, NULL, 0};
+    int rc = memory_compute(&mem, s, err);
     for (size_t k = 0; k < 3 && !rc; k++) {
         rc = atomic_stage(s->out_dir, tables[k].name, tables[k].fill, s, st.tmp[st.n], sizeof *st.tmp, err);
         if (!rc) snprintf(st.name[st.n++], sizeof *st.name, "%s", tables[k].name);
     }
-    for (size_t c = 0; c < s->n_configs && s->plots && !rc; c++) rc = render_plots(s, c, st.tmp[1], &st, err);
+    if (!rc) {
+        rc = atomic_stage(s->out_dir, "memory.csv", fill_memory_csv, &mem, st.tmp[st.n], sizeof *st.tmp, err);
+        if (!rc) snprintf(st.name[st.n++], sizeof *st.name, "memory.csv");
+    }
+    for (size_t c = 0; c < s->n_configs && s->plots && !rc; c++) rc = render_plots(s, c, &mem, &st, err);
     if (!rc) {
         json_t *j = study_json(s);
         rc = atomic_stage(s->out_dir, "drift.json", fill_json, j, st.tmp[st.n], sizeof *st.tmp, err);
@@ -495,7 +723,8 @@ int study_write(const study *s, vijp_error *err)
         if (!rc) snprintf(st.name[st.n++], sizeof *st.name, "drift.json");
     }
     if (!rc) {
-        rc = atomic_stage(s->out_dir, "report.md", fill_report_md, s, st.tmp[st.n], sizeof *st.tmp, err);
+        report_ctx rctx = {s, &mem};
+        rc = atomic_stage(s->out_dir, "report.md", fill_report_md, &rctx, st.tmp[st.n], sizeof *st.tmp, err);
         if (!rc) snprintf(st.name[st.n++], sizeof *st.name, "report.md");
     }
     for (size_t k = 0; k < st.n; k++) {
@@ -503,7 +732,7 @@ int study_write(const study *s, vijp_error *err)
         if (!rc) rc = r2;
     }
     if (!rc) remove_stale_plots(s);
-    free(st.tmp), free(st.name);
+    free(st.tmp), free(st.name), free(mem.bytes);
     return rc;
 }
 
