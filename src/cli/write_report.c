@@ -401,6 +401,10 @@ static void md_spread(FILE *o, spread v, const char *fmt)
         fputs(" n/a |", o);
         return;
     }
+    if (isinf(v.median)) { /* a layer with an exact cokernel (ReLU, LayerNorm) makes the product singular */
+        fputs(" ∞ (singular product) |", o);
+        return;
+    }
     fputc(' ', o);
     fprintf(o, fmt, v.median);
     if (v.min != v.max) {
