@@ -80,7 +80,7 @@ void vo_dense_jacobian(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *J, co
 
 /* Solve Aᵀ z = r (trans) or A z = r for an n × n column-major A, overwriting
  * r (n × B).  Gaussian elimination with partial pivoting on a copy. */
-static int ge_solve(size_t n, mpfr_t *A0, int trans, mpfr_t *r, size_t B, const vijp_format *f)
+int vo_ge_solve(size_t n, mpfr_t *A0, int trans, mpfr_t *r, size_t B, const vijp_format *f)
 {
     mpfr_t *A = vo_vec_new(n * n, f), t, u;
     mpfr_inits2(f->prec, t, u, (mpfr_ptr)0);
@@ -204,7 +204,7 @@ int vo_dense_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *
     size_t m = L->out, n = L->in, r = m > n ? m : n, c = m > n ? n : m;
     if (m == n) {
         for (size_t i = 0; i < n * B; i++) mpfr_set(Gy[i], Gx[i], MPFR_RNDN);
-        return ge_solve(n, th, 1, Gy, B, f); /* Wᵀ gy = gx */
+        return vo_ge_solve(n, th, 1, Gy, B, f); /* Wᵀ gy = gx */
     }
     mpfr_t *A, *tau, *z = vo_vec_new(r, f), t;
     mpfr_init2(t, f->prec);
@@ -255,5 +255,5 @@ int vo_dense_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_
     if (L->out != n) return VIJP_EUNSUPPORTED;
     for (size_t j = 0; j < B; j++)
         for (size_t i = 0; i < n; i++) vo_sub(X[i + j * n], Y[i + j * n], th[n * n + i], f);
-    return ge_solve(n, th, 0, X, B, f);
+    return vo_ge_solve(n, th, 0, X, B, f);
 }

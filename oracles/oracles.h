@@ -29,6 +29,10 @@ VO_LAYER_OPS(mish)
 VO_LAYER_OPS(layernorm)
 VO_LAYER_OPS(softmax)
 VO_LAYER_OPS(additive)
+VO_LAYER_OPS(conv1d)
+void vo_conv1d_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f);
+void vo_conv1d_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt, const vijp_format *f);
+int vo_conv1d_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
 void vo_additive_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f);
 void vo_additive_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt,
                            const vijp_format *f);
@@ -71,6 +75,10 @@ size_t vo_dense_fragment_count(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_
 void vo_dense_fragment(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *frag,
                        const vijp_format *f);
 int vo_dense_cokernel(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *Q, const vijp_format *f);
+
+/* Solve Aᵀ z = r (trans) or A z = r, A n × n column-major, r n × B
+ * overwritten: Gaussian elimination with partial pivoting (oracles/dense.c). */
+int vo_ge_solve(size_t n, mpfr_t *A0, int trans, mpfr_t *r, size_t B, const vijp_format *f);
 
 /* Interval enclosures of f′ (MPFI) for the elementwise layers. */
 void vo_leaky_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);

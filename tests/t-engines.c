@@ -28,6 +28,9 @@ static const struct {
     {"additive", 6, VIJP_INIT_ORTHOGONAL},
     {"additive,relu,additive:dense:3+leaky:0.5,layernorm", 6, VIJP_INIT_GAUSSIAN},
     {"dense:6,additive:dense:3+tanh+dense:3,leaky:0.5,additive", 6, VIJP_INIT_ORTHOGONAL},
+    /* convolutions: per-frequency vijp (circular), dense LU (zero padding) */
+    {"conv1d:2x3:circular,leaky:0.5", 8, VIJP_INIT_ORTHOGONAL},
+    {"conv1d:2x3,tanh,conv1d:2x3:circular,softplus", 8, VIJP_INIT_GAUSSIAN},
 };
 #define NNETS (sizeof nets / sizeof *nets)
 #define DEPTH 8

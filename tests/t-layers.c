@@ -46,6 +46,8 @@ static const struct {
     {"sigmoid", 6, 12, 4, 3, 8}, {"softplus", 6, 8, 3, 5, 6},
     {"silu", 6, 57, 0, 0, 0}, {"gelu", 6, 57, 0, 0, 0}, {"mish", 6, 81, 0, 0, 0},
     {"layernorm", 6, 6, 0, 0, 0}, {"softmax", 6, 6, 0, 0, 0},
+    {"conv1d:2x3", 8, 6, 0, 0, 0}, /* zero padding: dense LU */
+    {"conv1d:2x3:circular", 8, 6, 0, 0, 0}, /* per-frequency solves */
 };
 #define NCASES (sizeof cases / sizeof *cases)
 static const char *const formats[] = {"double", "mpfr:256"};
@@ -89,6 +91,47 @@ static double *abs_jacobian(layerfix *t, size_t b)
         for (size_t i = 0; i < m * n; i++) a[i] *= 1.01; /* computed in double: 1% covers its rounding */
     }
     return a;
+}
+
+/* |b| added to output i (dense: b_i; conv1d: its channel's b). */
+static int is_conv(const vijp_layer *L) { return !strcmp(L->type->name, "conv1d"); }
+static double bias_at(layerfix *t, size_t i)
+{
+    const vijp_layer *L = t->L;
+    if (!t->thR.rows) return 0;
+    if (is_conv(L)) return absval(&t->thR, L->iarg[0] * L->iarg[0] * L->iarg[1] + (i % L->out) / (L->in / L->iarg[0]));
+    return absval(&t->thR, L->out * L->in + i);
+}
+
+/* Bounds on the parameter gradient in the format: every entry is a sum over
+ * the batch (and, for conv1d, over positions) of products G·X or of G alone:
+ * γ_(terms+1) Σ |G||X|.  dense: dW_ij = Σ_b G_ib X_jb, db_i = Σ_b G_ib;
+ * conv1d: dW[o,c,k] = Σ_b Σ_p G[o,p] X[c, p+k−h], db[o] = Σ_b Σ_p G[o,p]. */
+static void param_bound(layerfix *t, double e, double *bp)
+{
+    const vijp_layer *L = t->L;
+    size_t m = L->out, n = L->in;
+    if (is_conv(L)) {
+        size_t C = L->iarg[0], K = L->iarg[1], np = n / C, h = (K - 1) / 2, terms = NB * np + 1;
+        for (size_t o = 0; o < C; o++)
+            for (size_t b = 0; b < NB; b++)
+                for (size_t p = 0; p < np; p++) {
+                    double g = absval(&t->GR, b * n + o * np + p);
+                    bp[C * C * K + o] += terms * e * g;
+                    for (size_t c = 0; c < C; c++)
+                        for (size_t k = 0; k < K; k++) {
+                            long q = (long)p + (long)k - (long)h;
+                            if (L->iarg[2]) q = (q + (long)np) % (long)np;
+                            if (q >= 0 && q < (long)np) bp[(o * C + c) * K + k] += terms * e * g * absval(&t->XR, b * n + c * np + (size_t)q);
+                        }
+                }
+        return;
+    }
+    for (size_t i = 0; i < m; i++) /* dW_ij = Σ_b G_ib X_jb, db_i = Σ_b G_ib: γ_(NB+1) Σ |G||X| */
+        for (size_t b = 0; b < NB; b++) {
+            for (size_t j = 0; j < n; j++) bp[i + j * m] += (NB + 1) * e * absval(&t->GR, i + b * m) * absval(&t->XR, j + b * n);
+            bp[m * n + i] += (NB + 1) * e * absval(&t->GR, i + b * m);
+        }
 }
 
 /* κ(J) over nonzero singular values, the largest over the batch. */
@@ -311,7 +354,7 @@ START_TEST(format_vs_oracle)
     for (size_t b = 0; b < NB; b++) {
         double *A = abs_jacobian(&t, b);
         for (size_t i = 0; i < m; i++) {
-            double s = absval(&YR, i + b * m) + (P ? absval(&t.thR, m * n + i) : 0);
+            double s = absval(&YR, i + b * m) + bias_at(&t, i);
             for (size_t j = 0; j < n; j++) {
                 s += A[i + j * m] * absval(&t.XR, j + b * n);
                 bv[i + b * m] += (n + K) * e * A[i + j * m] * absval(&t.UR, j + b * n);
@@ -323,11 +366,7 @@ START_TEST(format_vs_oracle)
         free(A);
     }
     for (size_t i = 0; i < k; i++) bc[i] = kap * C * e * vijp_norm(&t.GR); /* null-space basis moves by κ·backward error */
-    for (size_t i = 0; P && i < m; i++) /* dW_ij = Σ_b G_ib X_jb, db_i = Σ_b G_ib: γ_(NB+1) Σ |G||X| */
-        for (size_t b = 0; b < NB; b++) {
-            for (size_t j = 0; j < n; j++) bp[i + j * m] += (NB + 1) * e * absval(&t.GR, i + b * m) * absval(&t.XR, j + b * n);
-            bp[m * n + i] += (NB + 1) * e * absval(&t.GR, i + b * m);
-        }
+    if (P) param_bound(&t, e, bp);
     struct { const char *op; vijp_mat *a, *r; double *bound; } cmp[] = {
         {"forward", &YF, &YR, by}, {"jvp", &VF, &VR, bv}, {"vjp", &WF, &WR, bw},
         {"vjp_param", &PF, &PR, bp}, {"fragment", &cF, &cR, bc}, {"vijp", &zF, &zR, bz},
@@ -364,11 +403,11 @@ START_TEST(inverse_round_trip)
     } else {
         ck_assert_msg(!rc, "%s", err.msg);
         double kap = kappa(&t), C = c_solve(m, n), e = 1.01 * t.u, *bound = calloc(n * NB, sizeof *bound);
-        int dense = L->type == vijp_layer_type_find("dense");
+        int dense = L->type->param_count(L) > 0; /* linear (dense, conv1d) */
         for (size_t b = 0; b < NB; b++) {
             double *A = abs_jacobian(&t, b), nx = col_norm(&t.XF, b), s2 = 0, fro = 0;
             for (size_t i = 0; dense && i < m; i++) {
-                double s = 2 * absval(&t.thF, m * n + i);
+                double s = 2 * bias_at(&t, i);
                 for (size_t j = 0; j < n; j++) s += A[i + j * m] * absval(&t.XF, j + b * n);
                 s2 += s * s;
             }

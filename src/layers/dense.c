@@ -5,6 +5,7 @@
  *          null(Wᵀ) and the fragment c = Q₂ᵀ gy (m − n numbers per sample).
  * theta = [W column-major (m·n), b (m)]. */
 #include "vijp/layer.h"
+#include "init.h"
 #include "../../oracles/oracles.h"
 #include <cblas.h>
 #include <lapacke.h>
@@ -56,7 +57,7 @@ static unsigned declare(const vijp_layer *L)
  * full-rank matrix, Giraud, Langou & Rozložník 2005), in plain C with only
  * + − × ÷ √: the same bits on every machine and BLAS, which keeps studies in
  * the emulated formats bit-reproducible (LAPACK's dgeqrf is not). */
-static int orthogonal(size_t m, size_t n, vijp_rng *rng, double *W)
+int vijp_orthogonal_init(size_t m, size_t n, vijp_rng *rng, double *W)
 {
     size_t r = m > n ? m : n, c = m > n ? n : m;
     double *A = malloc(r * c * sizeof *A);
@@ -101,7 +102,7 @@ static int init(const vijp_layer *L, vijp_init in, vijp_rng *rng, double *theta)
         double s = 1 / sqrt((double)n); /* variance 1/n keeps ‖Wx‖ ≈ ‖x‖ */
         for (size_t i = 0; i < m * n; i++) W[i] = s * vijp_rng_normal(rng);
     } else {
-        int rc = orthogonal(m, n, rng, W);
+        int rc = vijp_orthogonal_init(m, n, rng, W);
         if (rc) return rc;
         if (in.kind == VIJP_INIT_SCALED)
             for (size_t i = 0; i < m * n; i++) W[i] *= in.gain;

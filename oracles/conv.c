@@ -1,0 +1,123 @@
+/* Oracle of conv1d (src/layers/conv1d.c for the layout): plain loops over
+ * the definition, and, for the vijp and the inverse, Gaussian elimination on
+ * the explicit Jacobian whatever the padding: independent of the layer's
+ * per-frequency solves. */
+#include "oracles.h"
+#include "arith.h"
+#include <string.h>
+
+static size_t len(const vijp_layer *L) { return L->in / L->iarg[0]; }
+
+/* Input position feeding output position p through tap k, or −1. */
+static long source(const vijp_layer *L, size_t p, size_t k)
+{
+    long n = (long)len(L), q = (long)p + (long)k - (long)(L->iarg[1] / 2);
+    if (L->iarg[2]) return ((q % n) + n) % n;
+    return q >= 0 && q < n ? q : -1;
+}
+
+static void conv(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, int bias, const vijp_format *f)
+{
+    size_t C = L->iarg[0], K = L->iarg[1], n = len(L);
+    mpfr_t t;
+    mpfr_init2(t, f->prec);
+    for (size_t b = 0; b < B; b++)
+        for (size_t o = 0; o < C; o++)
+            for (size_t p = 0; p < n; p++) {
+                mpfr_t *y = &Y[b * L->in + o * n + p];
+                if (bias) vo_set(*y, th[C * C * K + o], f);
+                else mpfr_set_zero(*y, 1);
+                for (size_t c = 0; c < C; c++)
+                    for (size_t k = 0; k < K; k++) {
+                        long q = source(L, p, k);
+                        if (q >= 0) vo_fma(*y, th[(o * C + c) * K + k], X[b * L->in + c * n + (size_t)q], *y, f);
+                    }
+            }
+    mpfr_clear(t);
+}
+
+void vo_conv1d_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, const vijp_format *f)
+{
+    conv(L, th, X, B, Y, 1, f);
+}
+
+void vo_conv1d_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V, const vijp_format *f)
+{
+    (void)X;
+    conv(L, th, U, B, V, 0, f);
+}
+
+void vo_conv1d_jacobian(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *J, const vijp_format *f)
+{
+    (void)x;
+    size_t C = L->iarg[0], K = L->iarg[1], n = len(L), N = L->in;
+    for (size_t i = 0; i < N * N; i++) mpfr_set_zero(J[i], 1);
+    for (size_t o = 0; o < C; o++)
+        for (size_t p = 0; p < n; p++)
+            for (size_t c = 0; c < C; c++)
+                for (size_t k = 0; k < K; k++) {
+                    long q = source(L, p, k);
+                    if (q >= 0) vo_set(J[(o * n + p) + (c * n + (size_t)q) * N], th[(o * C + c) * K + k], f);
+                }
+}
+
+/* G_x = Jᵀ G_y with the explicit Jacobian, sums in index order. */
+void vo_conv1d_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f)
+{
+    (void)X;
+    size_t N = L->in;
+    mpfr_t *J = vo_vec_new(N * N, f);
+    vo_conv1d_jacobian(L, th, NULL, J, f);
+    for (size_t b = 0; b < B; b++)
+        for (size_t j = 0; j < N; j++) {
+            mpfr_set_zero(Gx[b * N + j], 1);
+            for (size_t i = 0; i < N; i++)
+                if (!mpfr_zero_p(J[i + j * N])) vo_fma(Gx[b * N + j], J[i + j * N], Gy[b * N + i], Gx[b * N + j], f);
+        }
+    vo_vec_free(J, N * N);
+}
+
+void vo_conv1d_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt, const vijp_format *f)
+{
+    (void)th;
+    size_t C = L->iarg[0], K = L->iarg[1], n = len(L);
+    for (size_t i = 0; i < C * C * K + C; i++) mpfr_set_zero(Gt[i], 1);
+    for (size_t o = 0; o < C; o++) {
+        for (size_t c = 0; c < C; c++)
+            for (size_t k = 0; k < K; k++)
+                for (size_t b = 0; b < B; b++)
+                    for (size_t p = 0; p < n; p++) {
+                        long q = source(L, p, k);
+                        if (q >= 0)
+                            vo_fma(Gt[(o * C + c) * K + k], Gy[b * L->in + o * n + p], X[b * L->in + c * n + (size_t)q],
+                                   Gt[(o * C + c) * K + k], f);
+                    }
+        for (size_t b = 0; b < B; b++)
+            for (size_t p = 0; p < n; p++) vo_add(Gt[C * C * K + o], Gt[C * C * K + o], Gy[b * L->in + o * n + p], f);
+    }
+}
+
+int vo_conv1d_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *frag, mpfr_t *Gy,
+                   const vijp_format *f)
+{
+    (void)X, (void)frag;
+    size_t N = L->in;
+    mpfr_t *J = vo_vec_new(N * N, f);
+    vo_conv1d_jacobian(L, th, NULL, J, f);
+    for (size_t i = 0; i < N * B; i++) vo_set(Gy[i], Gx[i], f);
+    int rc = vo_ge_solve(N, J, 1, Gy, B, f); /* Jᵀ g_y = g_x */
+    vo_vec_free(J, N * N);
+    return rc;
+}
+
+int vo_conv1d_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f)
+{
+    size_t C = L->iarg[0], K = L->iarg[1], n = len(L), N = L->in;
+    mpfr_t *J = vo_vec_new(N * N, f);
+    vo_conv1d_jacobian(L, th, NULL, J, f);
+    for (size_t b = 0; b < B; b++)
+        for (size_t i = 0; i < N; i++) vo_sub(X[b * N + i], Y[b * N + i], th[C * C * K + i / n], f);
+    int rc = vo_ge_solve(N, J, 0, X, B, f);
+    vo_vec_free(J, N * N);
+    return rc;
+}
