@@ -1244,14 +1244,14 @@ START_TEST(activation_registry)
 {
     size_t nt;
     const vijp_layer_type *const *all = vijp_layer_types(&nt);
-    static const char *const args[] = {NULL, "0.5", "4", "4x4"};
+    static const char *const args[] = {NULL, "0.5", "4", "4x4", "2x1", "2", "2x2"};
     for (size_t i = 0; i < nt; i++) {
         vijp_layer L;
         int parsed = 0;
         for (size_t a = 0; a < sizeof args / sizeof *args && !parsed; a++) {
             memset(&L, 0, sizeof L);
             L.type = all[i];
-            parsed = !all[i]->parse(&L, args[a], 4, NULL);
+            parsed = !all[i]->parse(&L, args[a], 8, NULL);
         }
         ck_assert_msg(parsed, "%s: none of the sample arguments parses; extend this test", all[i]->name);
         if (all[i]->param_count(&L) == 0 && L.in == L.out) { /* elementwise iff its Jacobian is diagonal */

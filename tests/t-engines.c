@@ -31,6 +31,8 @@ static const struct {
     /* convolutions: per-frequency vijp (circular), dense LU (zero padding) */
     {"conv1d:2x3:circular,leaky:0.5", 8, VIJP_INIT_ORTHOGONAL},
     {"conv1d:2x3,tanh,conv1d:2x3:circular,softplus", 8, VIJP_INIT_GAUSSIAN},
+    /* pooling (wide, submersive) then a tall dense (fragment), space-to-depth */
+    {"dense:8,avgpool:2,dense:8,squeeze:1x4", 8, VIJP_INIT_ORTHOGONAL},
 };
 #define NNETS (sizeof nets / sizeof *nets)
 #define DEPTH 8

@@ -1,0 +1,90 @@
+/* Average pooling avgpool:P: the mean of each run of P consecutive units,
+ * y_j = (x_{jP} + … + x_{jP+P−1})/P, width n → n/P (per channel when the
+ * channel length is a multiple of P, since channels are stored contiguously).
+ *   J = (1/P)·[one row of P ones per output],  J Jᵀ = I/P:
+ * full row rank, so submersive everywhere but not invertible (DESIGN §6).
+ * The vijp is J⁺ = P·Jᵀ applied to the row vector, in structure, O(n):
+ *   g_y[j] = Σ_{i in window j} g_x[i]  (no solve, no fragment). */
+#include "vijp/layer.h"
+#include "../../oracles/oracles.h"
+#include <stdlib.h>
+#include <string.h>
+
+static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err)
+{
+    char *end = NULL;
+    unsigned long p = arg ? strtoul(arg, &end, 10) : 0;
+    if (!arg || end == arg || *end || p < 2)
+        return vijp_fail(err, VIJP_EINVAL, "avgpool needs a window of at least 2: avgpool:P (e.g. avgpool:2), got "
+                         "'avgpool:%s'", arg ? arg : "");
+    if (in_width == 0 || in_width % p)
+        return vijp_fail(err, VIJP_EDIM, "avgpool:%lu: the input width %zu is not a multiple of the window%s", p, in_width,
+                         in_width ? "" : " (give --width)");
+    L->in = in_width, L->out = in_width / p, L->iarg[0] = p;
+    return 0;
+}
+
+static size_t no_params(const vijp_layer *L) { (void)L; return 0; }
+static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE; }
+
+static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
+{
+    (void)th;
+    size_t P = L->iarg[0];
+    for (size_t j = 0; j < L->out * B; j++) {
+        double s = 0;
+        for (size_t k = 0; k < P; k++) s += X[j * P + k];
+        Y[j] = s / (double)P;
+    }
+}
+
+static void jvp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *U, double *V)
+{
+    (void)X;
+    forward(L, th, U, B, V);
+}
+
+static void vjp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy, double *Gx)
+{
+    (void)th, (void)X;
+    size_t P = L->iarg[0];
+    for (size_t j = 0; j < L->out * B; j++)
+        for (size_t k = 0; k < P; k++) Gx[j * P + k] = Gy[j] / (double)P;
+}
+
+static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gx,
+                const double *frag, double *Gy, vijp_error *err)
+{
+    (void)th, (void)X, (void)frag, (void)err;
+    size_t P = L->iarg[0];
+    for (size_t j = 0; j < L->out * B; j++) {
+        double s = 0;
+        for (size_t k = 0; k < P; k++) s += Gx[j * P + k];
+        Gy[j] = s;
+    }
+    return 0;
+}
+
+static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
+{
+    (void)th, (void)x;
+    size_t P = L->iarg[0], m = L->out;
+    memset(J, 0, m * L->in * sizeof *J);
+    for (size_t j = 0; j < m; j++)
+        for (size_t k = 0; k < P; k++) J[j + (j * P + k) * m] = 1 / (double)P;
+}
+
+static const vijp_ops_d ops_d = {
+    .forward = forward, .jvp = jvp, .vjp = vjp, .vijp = vijp, .jacobian = jacobian,
+};
+
+static const vijp_ops_mp ops_mp = {
+    .forward = vo_avgpool_forward, .jvp = vo_avgpool_jvp, .vjp = vo_avgpool_vjp, .vijp = vo_avgpool_vijp,
+    .jacobian = vo_avgpool_jacobian,
+};
+
+const vijp_layer_type vijp_layer_avgpool = {
+    .name = "avgpool", .syntax = "avgpool:P (mean of each run of P units; width n -> n/P)",
+    .parse = parse, .param_count = no_params, .declare = declare,
+    .residual = VIJP_RESIDUAL_NONE, .d = &ops_d, .mp = &ops_mp,
+};
