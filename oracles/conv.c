@@ -1,30 +1,33 @@
 /* Oracle of conv1d (src/layers/conv1d.c for the layout): plain loops over
- * the definition, and, for the vijp and the inverse, Gaussian elimination on
- * the explicit Jacobian whatever the padding: independent of the layer's
+ * the definition, and, for the vijp and the inverse, the explicit Jacobian
+ * whatever the padding: Gaussian elimination when square, the dense oracle's
+ * minimum-norm QR solve when strided (wide); independent of the layer's
  * per-frequency solves. */
 #include "oracles.h"
 #include "arith.h"
 #include <string.h>
 
 static size_t len(const vijp_layer *L) { return L->in / L->iarg[0]; }
+static size_t outlen(const vijp_layer *L) { return L->out / L->iarg[0]; }
+static size_t stride(const vijp_layer *L) { return L->iarg[2] / 2; }
 
 /* Input position feeding output position p through tap k, or −1. */
 static long source(const vijp_layer *L, size_t p, size_t k)
 {
-    long n = (long)len(L), q = (long)p + (long)k - (long)(L->iarg[1] / 2);
-    if (L->iarg[2]) return ((q % n) + n) % n;
+    long n = (long)len(L), q = (long)(stride(L) * p) + (long)k - (long)(L->iarg[1] / 2);
+    if (L->iarg[2] % 2) return ((q % n) + n) % n;
     return q >= 0 && q < n ? q : -1;
 }
 
 static void conv(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, int bias, const vijp_format *f)
 {
-    size_t C = L->iarg[0], K = L->iarg[1], n = len(L);
+    size_t C = L->iarg[0], K = L->iarg[1], n = len(L), no = outlen(L);
     mpfr_t t;
     mpfr_init2(t, f->prec);
     for (size_t b = 0; b < B; b++)
         for (size_t o = 0; o < C; o++)
-            for (size_t p = 0; p < n; p++) {
-                mpfr_t *y = &Y[b * L->in + o * n + p];
+            for (size_t p = 0; p < no; p++) {
+                mpfr_t *y = &Y[b * L->out + o * no + p];
                 if (bias) vo_set(*y, th[C * C * K + o], f);
                 else mpfr_set_zero(*y, 1);
                 for (size_t c = 0; c < C; c++)
@@ -50,14 +53,14 @@ void vo_conv1d_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t 
 void vo_conv1d_jacobian(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *J, const vijp_format *f)
 {
     (void)x;
-    size_t C = L->iarg[0], K = L->iarg[1], n = len(L), N = L->in;
-    for (size_t i = 0; i < N * N; i++) mpfr_set_zero(J[i], 1);
+    size_t C = L->iarg[0], K = L->iarg[1], n = len(L), no = outlen(L), M = L->out;
+    for (size_t i = 0; i < M * L->in; i++) mpfr_set_zero(J[i], 1);
     for (size_t o = 0; o < C; o++)
-        for (size_t p = 0; p < n; p++)
+        for (size_t p = 0; p < no; p++)
             for (size_t c = 0; c < C; c++)
                 for (size_t k = 0; k < K; k++) {
                     long q = source(L, p, k);
-                    if (q >= 0) vo_set(J[(o * n + p) + (c * n + (size_t)q) * N], th[(o * C + c) * K + k], f);
+                    if (q >= 0) vo_set(J[(o * no + p) + (c * n + (size_t)q) * M], th[(o * C + c) * K + k], f);
                 }
 }
 
@@ -65,53 +68,62 @@ void vo_conv1d_jacobian(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *J, c
 void vo_conv1d_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f)
 {
     (void)X;
-    size_t N = L->in;
-    mpfr_t *J = vo_vec_new(N * N, f);
+    size_t N = L->in, M = L->out;
+    mpfr_t *J = vo_vec_new(M * N, f);
     vo_conv1d_jacobian(L, th, NULL, J, f);
     for (size_t b = 0; b < B; b++)
         for (size_t j = 0; j < N; j++) {
             mpfr_set_zero(Gx[b * N + j], 1);
-            for (size_t i = 0; i < N; i++)
-                if (!mpfr_zero_p(J[i + j * N])) vo_fma(Gx[b * N + j], J[i + j * N], Gy[b * N + i], Gx[b * N + j], f);
+            for (size_t i = 0; i < M; i++)
+                if (!mpfr_zero_p(J[i + j * M])) vo_fma(Gx[b * N + j], J[i + j * M], Gy[b * M + i], Gx[b * N + j], f);
         }
-    vo_vec_free(J, N * N);
+    vo_vec_free(J, M * N);
 }
 
 void vo_conv1d_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt, const vijp_format *f)
 {
     (void)th;
-    size_t C = L->iarg[0], K = L->iarg[1], n = len(L);
+    size_t C = L->iarg[0], K = L->iarg[1], n = len(L), no = outlen(L);
     for (size_t i = 0; i < C * C * K + C; i++) mpfr_set_zero(Gt[i], 1);
     for (size_t o = 0; o < C; o++) {
         for (size_t c = 0; c < C; c++)
             for (size_t k = 0; k < K; k++)
                 for (size_t b = 0; b < B; b++)
-                    for (size_t p = 0; p < n; p++) {
+                    for (size_t p = 0; p < no; p++) {
                         long q = source(L, p, k);
                         if (q >= 0)
-                            vo_fma(Gt[(o * C + c) * K + k], Gy[b * L->in + o * n + p], X[b * L->in + c * n + (size_t)q],
+                            vo_fma(Gt[(o * C + c) * K + k], Gy[b * L->out + o * no + p], X[b * L->in + c * n + (size_t)q],
                                    Gt[(o * C + c) * K + k], f);
                     }
         for (size_t b = 0; b < B; b++)
-            for (size_t p = 0; p < n; p++) vo_add(Gt[C * C * K + o], Gt[C * C * K + o], Gy[b * L->in + o * n + p], f);
+            for (size_t p = 0; p < no; p++) vo_add(Gt[C * C * K + o], Gt[C * C * K + o], Gy[b * L->out + o * no + p], f);
     }
 }
 
 int vo_conv1d_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *frag, mpfr_t *Gy,
                    const vijp_format *f)
 {
-    (void)X, (void)frag;
-    size_t N = L->in;
-    mpfr_t *J = vo_vec_new(N * N, f);
+    (void)frag;
+    size_t N = L->in, M = L->out;
+    mpfr_t *J = vo_vec_new(M * N + M, f); /* [J; b = 0]: a dense layer's parameters */
     vo_conv1d_jacobian(L, th, NULL, J, f);
-    for (size_t i = 0; i < N * B; i++) vo_set(Gy[i], Gx[i], f);
-    int rc = vo_ge_solve(N, J, 1, Gy, B, f); /* Jᵀ g_y = g_x */
-    vo_vec_free(J, N * N);
+    int rc;
+    if (M < N) { /* strided: the dense oracle's minimum-norm solve */
+        vijp_layer dl;
+        memset(&dl, 0, sizeof dl);
+        dl.in = N, dl.out = M;
+        rc = vo_dense_vijp(&dl, J, X, B, Gx, NULL, Gy, f);
+    } else {
+        for (size_t i = 0; i < N * B; i++) vo_set(Gy[i], Gx[i], f);
+        rc = vo_ge_solve(N, J, 1, Gy, B, f); /* Jᵀ g_y = g_x */
+    }
+    vo_vec_free(J, M * N + M);
     return rc;
 }
 
 int vo_conv1d_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f)
 {
+    if (L->out != L->in) return VIJP_EUNSUPPORTED;
     size_t C = L->iarg[0], K = L->iarg[1], n = len(L), N = L->in;
     mpfr_t *J = vo_vec_new(N * N, f);
     vo_conv1d_jacobian(L, th, NULL, J, f);

@@ -1204,6 +1204,32 @@ END_TEST
 /* Every registered type: elementwise layers (no parameters, a diagonal
  * Jacobian) must provide deriv_enclose, so no future activation can skip the
  * analysis; and each type with deriv_enclose completes it over R = 1000. */
+/* A strided convolution is submersive or not depending on its weights:
+ * conv1d:1x3s2 on 4 positions (zero padding) computes y0 = w0·0 + w1·x0 +
+ * w2·x1 and y1 = w0·x1 + w1·x2 + w2·x3.  With w = (1, 0, 0) the row of y0
+ * is exactly zero: not submersive, cokernel 1, proven by structure; with
+ * w = (0, 1, 0) the rows are e_0 and e_2: σ_min = 1, certified. */
+START_TEST(strided_conv_certification)
+{
+    one_layer o;
+    one_layer_init(&o, "conv1d:1x3s2", 4, 1);
+    double th[4] = {1, 0, 0, 0.25}, x[4] = {0.5, -1, 2, 0.3};
+    o.theta = th;
+    vijp_certificate c;
+    certify_at(&o, x, &c);
+    ck_assert_int_eq(c.verdict, VIJP_NOT_SUBMERSIVE);
+    ck_assert_uint_eq(c.cokernel_dim, 1);
+    ck_assert(c.cokernel_proven);
+    vijp_certificate_clear(&c);
+    th[0] = 0, th[1] = 1;
+    certify_at(&o, x, &c);
+    ck_assert_int_eq(c.verdict, VIJP_CERTIFIED_SUBMERSIVE);
+    ck_assert_msg(c.s > 0.98 && c.s <= 1, "proven s = %g (the first trial is 0.99 of the estimate)", c.s);
+    vijp_certificate_clear(&c);
+    vijp_net_free(&o.net);
+}
+END_TEST
+
 /* Moonwalk stores, per layer, a fragment as long as the layer's cokernel:
  * the vijp rebuilds everything else.  At 20 random points per layer the
  * fragment length equals the cokernel dimension from certification (proven
@@ -1299,6 +1325,7 @@ Suite *suite_certify(void)
     tcase_add_test(tc, layer_dense);
     tcase_add_test(tc, layer_tanh);
     tcase_add_test(tc, fragment_is_cokernel);
+    tcase_add_test(tc, strided_conv_certification);
     tcase_add_test(tc, cokernel_basis);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, proven_cokernel_dim);

@@ -33,6 +33,7 @@ static const struct {
     {"conv1d:2x3,tanh,conv1d:2x3:circular,softplus", 8, VIJP_INIT_GAUSSIAN},
     /* pooling (wide, submersive) then a tall dense (fragment), space-to-depth */
     {"dense:8,avgpool:2,dense:8,squeeze:1x4", 8, VIJP_INIT_ORTHOGONAL},
+    {"conv1d:2x3s2:circular,dense:8", 8, VIJP_INIT_ORTHOGONAL}, /* strided (wide) then tall */
 };
 #define NNETS (sizeof nets / sizeof *nets)
 #define DEPTH 8

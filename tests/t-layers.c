@@ -48,6 +48,7 @@ static const struct {
     {"layernorm", 6, 6, 0, 0, 0}, {"softmax", 6, 6, 0, 0, 0},
     {"conv1d:2x3", 8, 6, 0, 0, 0}, /* zero padding: dense LU */
     {"conv1d:2x3:circular", 8, 6, 0, 0, 0}, /* per-frequency solves */
+    {"conv1d:2x3s2", 8, 6, 0, 0, 0},        /* strided: wide, the dense layer's QR solve */
     {"avgpool:2", 8, 6, 0, 0, 0},           /* wide, structured vijp */
     {"squeeze:1x4", 8, 6, 0, 0, 0},         /* a permutation with a 3-cycle (2x2 on 8 is an involution) */
 };
@@ -101,7 +102,7 @@ static double bias_at(layerfix *t, size_t i)
 {
     const vijp_layer *L = t->L;
     if (!t->thR.rows) return 0;
-    if (is_conv(L)) return absval(&t->thR, L->iarg[0] * L->iarg[0] * L->iarg[1] + (i % L->out) / (L->in / L->iarg[0]));
+    if (is_conv(L)) return absval(&t->thR, L->iarg[0] * L->iarg[0] * L->iarg[1] + (i % L->out) / (L->out / L->iarg[0]));
     return absval(&t->thR, L->out * L->in + i);
 }
 
@@ -114,16 +115,17 @@ static void param_bound(layerfix *t, double e, double *bp)
     const vijp_layer *L = t->L;
     size_t m = L->out, n = L->in;
     if (is_conv(L)) {
-        size_t C = L->iarg[0], K = L->iarg[1], np = n / C, h = (K - 1) / 2, terms = NB * np + 1;
+        size_t C = L->iarg[0], K = L->iarg[1], np = n / C, no = m / C, h = (K - 1) / 2, terms = NB * no + 1;
+        size_t S = L->iarg[2] >> 1; /* iarg[2] = 2·stride + circular */
         for (size_t o = 0; o < C; o++)
             for (size_t b = 0; b < NB; b++)
-                for (size_t p = 0; p < np; p++) {
-                    double g = absval(&t->GR, b * n + o * np + p);
+                for (size_t p = 0; p < no; p++) {
+                    double g = absval(&t->GR, b * m + o * no + p);
                     bp[C * C * K + o] += terms * e * g;
                     for (size_t c = 0; c < C; c++)
                         for (size_t k = 0; k < K; k++) {
-                            long q = (long)p + (long)k - (long)h;
-                            if (L->iarg[2]) q = (q + (long)np) % (long)np;
+                            long q = (long)(S * p) + (long)k - (long)h;
+                            if (L->iarg[2] & 1) q = (q + (long)np) % (long)np;
                             if (q >= 0 && q < (long)np) bp[(o * C + c) * K + k] += terms * e * g * absval(&t->XR, b * n + c * np + (size_t)q);
                         }
                 }

@@ -1,12 +1,16 @@
-/* 1-D convolution, stride 1, "same" size: conv1d:CxK[:circular].  The input
- * of width n holds C channels of length L = n/C, channel-major (x[c·L + p]);
- * the output has the same shape.  With h = (K−1)/2 and K odd,
- *   y[o,p] = b[o] + Σ_c Σ_k W[o,c,k] · x[c, p + k − h],
+/* 1-D convolution, "same" padding: conv1d:CxK[sS][:circular].  The input of
+ * width n holds C channels of length L = n/C, channel-major (x[c·L + p]); the
+ * output holds C channels of length L/S (stride S, default 1).  With
+ * h = (K−1)/2 and K odd,
+ *   y[o,p] = b[o] + Σ_c Σ_k W[o,c,k] · x[c, S·p + k − h],
  * positions outside [0, L) being 0 (zero padding, the default) or wrapped
  * (circular).  Parameters: W[o][c][k] at (o·C + c)·K + k, then b.
  *
- * J[(o,p),(c,q)] = W[o,c,k] where q = p + k − h (mod L when circular): its
+ * J[(o,p),(c,q)] = W[o,c,k] where q = S·p + k − h (mod L when circular): its
  * entries are the weights themselves, exactly (K <= L, so no two taps meet).
+ * A strided convolution is wide (C·L/S × C·L): submersive exactly when J has
+ * full row rank, which depends on the weights; vijp certify proves it (or
+ * not) at given weights, from this exact Jacobian.
  *
  * The vijp solves g_y J = g_x.  Circular padding makes J block-circulant:
  * the DFT over positions turns it into one C × C system per frequency ω,
@@ -14,7 +18,9 @@
  * solved by complex LU with partial pivoting: O(C L² + L C³) per sample
  * (a plain DFT; L is small here) instead of O((CL)³).  Zero padding breaks
  * that structure (J is block-Toeplitz, not circulant), so the vijp and the
- * inverse fall back to a dense LU of J (LAPACK dgesv), and say so here. */
+ * inverse fall back to a dense LU of J (LAPACK dgesv), and say so here.  So
+ * does a stride S > 1 (the decimation mixes frequencies): its vijp is the
+ * dense layer's minimum-norm solve on J (QR of Jᵀ), and it has no inverse. */
 #include "vijp/layer.h"
 #include "init.h"
 #include "../../oracles/oracles.h"
@@ -27,26 +33,37 @@
 
 #define CH(L) ((L)->iarg[0])
 #define KS(L) ((L)->iarg[1])
-#define CIRC(L) ((L)->iarg[2])
+#define CIRC(L) ((L)->iarg[2] & 1)
+#define STRIDE(L) ((L)->iarg[2] >> 1) /* iarg[2] = 2·S + circular */
 #define LEN(L) ((L)->in / CH(L))
+#define OUTLEN(L) ((L)->out / CH(L))
+
+extern const vijp_layer_type vijp_layer_dense;
 
 static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err)
 {
-    unsigned long c = 0, k = 0;
-    int used = 0;
+    unsigned long c = 0, k = 0, stride = 1;
+    int used = 0, u2 = 0;
     const char *pad = "";
-    if (arg && sscanf(arg, "%lux%lu%n", &c, &k, &used) == 2) pad = arg + used;
-    if (!arg || !used || c == 0 || k == 0 || (*pad && strcmp(pad, ":zero") && strcmp(pad, ":circular")))
-        return vijp_fail(err, VIJP_EINVAL, "conv1d needs conv1d:CHANNELSxKERNEL[:zero|:circular] (e.g. conv1d:4x3), got "
-                         "'conv1d:%s'", arg ? arg : "");
+    if (arg && sscanf(arg, "%lux%lu%n", &c, &k, &used) == 2) {
+        pad = arg + used;
+        if (*pad == 's' && sscanf(pad, "s%lu%n", &stride, &u2) == 1) pad += u2;
+        else if (*pad == 's') stride = 0;
+    }
+    if (!arg || !used || c == 0 || k == 0 || stride == 0 || (*pad && strcmp(pad, ":zero") && strcmp(pad, ":circular")))
+        return vijp_fail(err, VIJP_EINVAL, "conv1d needs conv1d:CHANNELSxKERNEL[sSTRIDE][:zero|:circular] (e.g. conv1d:4x3, "
+                         "conv1d:4x3s2), got 'conv1d:%s'", arg ? arg : "");
     if (k % 2 == 0) return vijp_fail(err, VIJP_EINVAL, "conv1d: the kernel size must be odd (got %lu)", k);
     if (in_width == 0 || in_width % c)
         return vijp_fail(err, VIJP_EDIM, "conv1d: the input width %zu is not a multiple of %lu channels%s", in_width, c,
                          in_width ? "" : " (give --width)");
     if (k > in_width / c)
         return vijp_fail(err, VIJP_EDIM, "conv1d: kernel %lu is longer than the %zu positions per channel", k, in_width / c);
-    L->in = L->out = in_width;
-    CH(L) = c, KS(L) = k, CIRC(L) = !strcmp(pad, ":circular");
+    if ((in_width / c) % stride)
+        return vijp_fail(err, VIJP_EDIM, "conv1d: stride %lu does not divide the %zu positions per channel", stride,
+                         in_width / c);
+    L->in = in_width, L->out = in_width / stride;
+    CH(L) = c, KS(L) = k, L->iarg[2] = 2 * stride + !strcmp(pad, ":circular");
     return 0;
 }
 
@@ -78,7 +95,7 @@ static int init(const vijp_layer *L, vijp_init in, vijp_rng *rng, double *theta)
 /* Input position of output position p through tap k, or −1 (zero padding). */
 static long tap(const vijp_layer *L, size_t p, size_t k)
 {
-    long q = (long)p + (long)k - (long)(KS(L) - 1) / 2, n = (long)LEN(L);
+    long q = (long)(STRIDE(L) * p) + (long)k - (long)(KS(L) - 1) / 2, n = (long)LEN(L);
     if (CIRC(L)) return ((q % n) + n) % n;
     return q < 0 || q >= n ? -1 : q;
 }
@@ -86,17 +103,17 @@ static long tap(const vijp_layer *L, size_t p, size_t k)
 /* V = J U (+ b when bias), per sample. */
 static void apply(const vijp_layer *L, const double *th, const double *U, size_t B, double *V, int bias)
 {
-    size_t C = CH(L), K = KS(L), n = LEN(L);
+    size_t C = CH(L), K = KS(L), n = LEN(L), no = OUTLEN(L);
     for (size_t b = 0; b < B; b++)
         for (size_t o = 0; o < C; o++)
-            for (size_t p = 0; p < n; p++) {
+            for (size_t p = 0; p < no; p++) {
                 double s = bias ? th[C * C * K + o] : 0;
                 for (size_t c = 0; c < C; c++)
                     for (size_t k = 0; k < K; k++) {
                         long q = tap(L, p, k);
                         if (q >= 0) s += th[(o * C + c) * K + k] * U[b * L->in + c * n + (size_t)q];
                     }
-                V[b * L->in + o * n + p] = s;
+                V[b * L->out + o * no + p] = s;
             }
 }
 
@@ -112,12 +129,12 @@ static void jvp(const vijp_layer *L, const double *th, const double *X, size_t B
 static void vjp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy, double *Gx)
 {
     (void)X;
-    size_t C = CH(L), K = KS(L), n = LEN(L);
+    size_t C = CH(L), K = KS(L), n = LEN(L), no = OUTLEN(L);
     memset(Gx, 0, L->in * B * sizeof *Gx);
     for (size_t b = 0; b < B; b++)
         for (size_t o = 0; o < C; o++)
-            for (size_t p = 0; p < n; p++) {
-                double g = Gy[b * L->in + o * n + p];
+            for (size_t p = 0; p < no; p++) {
+                double g = Gy[b * L->out + o * no + p];
                 for (size_t c = 0; c < C; c++)
                     for (size_t k = 0; k < K; k++) {
                         long q = tap(L, p, k);
@@ -129,12 +146,12 @@ static void vjp(const vijp_layer *L, const double *th, const double *X, size_t B
 static void vjp_param(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy, double *Gt)
 {
     (void)th;
-    size_t C = CH(L), K = KS(L), n = LEN(L);
+    size_t C = CH(L), K = KS(L), n = LEN(L), no = OUTLEN(L);
     memset(Gt, 0, param_count(L) * sizeof *Gt);
     for (size_t b = 0; b < B; b++)
         for (size_t o = 0; o < C; o++)
-            for (size_t p = 0; p < n; p++) {
-                double g = Gy[b * L->in + o * n + p];
+            for (size_t p = 0; p < no; p++) {
+                double g = Gy[b * L->out + o * no + p];
                 Gt[C * C * K + o] += g;
                 for (size_t c = 0; c < C; c++)
                     for (size_t k = 0; k < K; k++) {
@@ -147,14 +164,14 @@ static void vjp_param(const vijp_layer *L, const double *th, const double *X, si
 static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
 {
     (void)x;
-    size_t C = CH(L), K = KS(L), n = LEN(L), N = L->in;
-    memset(J, 0, N * N * sizeof *J);
+    size_t C = CH(L), K = KS(L), n = LEN(L), no = OUTLEN(L), M = L->out;
+    memset(J, 0, M * L->in * sizeof *J);
     for (size_t o = 0; o < C; o++)
-        for (size_t p = 0; p < n; p++)
+        for (size_t p = 0; p < no; p++)
             for (size_t c = 0; c < C; c++)
                 for (size_t k = 0; k < K; k++) {
                     long q = tap(L, p, k);
-                    if (q >= 0) J[(o * n + p) + (c * n + (size_t)q) * N] = th[(o * C + c) * K + k];
+                    if (q >= 0) J[(o * no + p) + (c * n + (size_t)q) * M] = th[(o * C + c) * K + k];
                 }
 }
 
@@ -251,9 +268,19 @@ static int dense_solve(const vijp_layer *L, const double *th, double *rhs, size_
 static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gx,
                 const double *frag, double *Gy, vijp_error *err)
 {
-    (void)X, (void)frag;
+    (void)frag;
     int rc = 0;
     size_t w = 0;
+    if (STRIDE(L) > 1) { /* the dense layer's minimum-norm solve on J (wide: QR of Jᵀ) */
+        size_t M = L->out, N = L->in;
+        double *th_d = calloc(M * N + M, sizeof *th_d);
+        if (!th_d) return vijp_fail(err, VIJP_ENOMEM, "out of memory");
+        jacobian(L, th, NULL, th_d);
+        vijp_layer dl = {.type = &vijp_layer_dense, .in = N, .out = M};
+        rc = vijp_layer_dense.d->vijp(&dl, th_d, X, B, Gx, NULL, Gy, err);
+        free(th_d);
+        return rc;
+    }
     if (CIRC(L)) {
         for (size_t b = 0; b < B && !rc; b++) rc = circulant_solve(L, th, Gx + b * L->in, Gy + b * L->in, 1, &w);
     } else {
@@ -268,6 +295,7 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
 
 static int inverse(const vijp_layer *L, const double *th, const double *Y, size_t B, double *X, vijp_error *err)
 {
+    if (STRIDE(L) > 1) return vijp_fail(err, VIJP_EUNSUPPORTED, "conv1d with stride %zu is not invertible", STRIDE(L));
     size_t C = CH(L), K = KS(L), n = LEN(L), w = 0;
     double *R = malloc(L->in * B * sizeof *R);
     if (!R) return vijp_fail(err, VIJP_ENOMEM, "out of memory");
@@ -296,7 +324,7 @@ static const vijp_ops_mp ops_mp = {
 
 const vijp_layer_type vijp_layer_conv1d = {
     .name = "conv1d",
-    .syntax = "conv1d:CxK[:zero|:circular] (C channels of width/C positions, odd kernel K, stride 1, same size)",
+    .syntax = "conv1d:CxK[sS][:zero|:circular] (C channels of width/C positions, odd kernel K, stride S, same padding)",
     .parse = parse, .param_count = param_count, .init = init, .declare = declare,
     .residual = VIJP_RESIDUAL_NONE, .d = &ops_d, .mp = &ops_mp, .jacobian_exact = 1,
 };
