@@ -221,3 +221,182 @@ int vo_additive_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mp
     for (size_t j = 0; j <= k; j++) vo_vec_free(a[j], h);
     return 0;
 }
+
+/* ---- affine coupling: y1 = x1, y2 = x2 ⊙ s + t, s = scale(S(x1)), t = T(x1) ---- */
+
+typedef struct {
+    size_t h, k;
+    mpfr_t *x1, *x2, *s, *ds;
+    mpfr_t *aS[VIJP_SUB_MAX + 1], *aT[VIJP_SUB_MAX + 1];
+} affine_sample;
+
+/* σ(a + 2) and its derivative σ(z)σ(−z), or exp(a) twice, in the format. */
+static void affine_scale(const vijp_layer *L, mpfr_t s, mpfr_t ds, mpfr_t a, const vijp_format *f)
+{
+    if (L->iarg[0]) {
+        vo_exp(s, a, f), vo_set(ds, s, f);
+        return;
+    }
+    mpfr_t z, e, one, c;
+    mpfr_inits2(f->prec, z, e, one, c, (mpfr_ptr)0);
+    vo_set_si(one, 2, f), vo_add(z, a, one, f), vo_set_si(one, 1, f);
+    mpfr_abs(e, z, MPFR_RNDN), vo_neg(e, e, f), vo_exp(e, e, f); /* e = exp(−|z|) */
+    vo_add(c, one, e, f);
+    if (mpfr_sgn(z) >= 0) vo_div(s, one, c, f), vo_div(c, e, c, f); /* s = 1/(1+e), c = σ(−z) = e/(1+e) */
+    else vo_div(s, e, c, f), vo_div(c, one, c, f);
+    vo_mul(ds, s, c, f);
+    mpfr_clears(z, e, one, c, (mpfr_ptr)0);
+}
+
+static void affine_eval(const vijp_layer *L, mpfr_t *th, mpfr_t *x, affine_sample *s, const vijp_format *f)
+{
+    size_t h = L->in / 2, k = L->n_sub, PS = offset(L, k);
+    s->h = h, s->k = k;
+    s->x1 = vo_vec_new(h, f), s->x2 = vo_vec_new(h, f), s->s = vo_vec_new(h, f), s->ds = vo_vec_new(h, f);
+    for (size_t i = 0; i < h; i++) vo_set(s->x1[i], x[i], f), vo_set(s->x2[i], x[h + i], f);
+    s->aS[0] = s->aT[0] = s->x1;
+    for (size_t j = 0; j < k; j++) {
+        vijp_layer l = sub(L, j);
+        s->aS[j + 1] = vo_vec_new(h, f), s->aT[j + 1] = vo_vec_new(h, f);
+        l.type->mp->forward(&l, th + offset(L, j), s->aS[j], 1, s->aS[j + 1], f);
+        l.type->mp->forward(&l, th + PS + offset(L, j), s->aT[j], 1, s->aT[j + 1], f);
+    }
+    for (size_t i = 0; i < h; i++) affine_scale(L, s->s[i], s->ds[i], s->aS[k][i], f);
+}
+
+static void affine_clear(affine_sample *s)
+{
+    for (size_t j = 1; j <= s->k; j++) vo_vec_free(s->aS[j], s->h), vo_vec_free(s->aT[j], s->h);
+    vo_vec_free(s->x1, s->h), vo_vec_free(s->x2, s->h), vo_vec_free(s->s, s->h), vo_vec_free(s->ds, s->h);
+}
+
+/* out = J_Sᵀ(g ⊙ x2 ⊙ s′) + J_Tᵀ g. */
+static void affine_cross(const vijp_layer *L, mpfr_t *th, affine_sample *s, mpfr_t *g, mpfr_t *out, const vijp_format *f)
+{
+    size_t h = s->h;
+    mpfr_t *a = vo_vec_new(h, f), *b = vo_vec_new(h, f);
+    for (size_t i = 0; i < h; i++) vo_mul(a[i], g[i], s->x2[i], f), vo_mul(a[i], a[i], s->ds[i], f);
+    chain(L, th, s->aS, a, b, 1, f);
+    chain(L, th + offset(L, L->n_sub), s->aT, g, out, 1, f);
+    for (size_t i = 0; i < h; i++) vo_add(out[i], out[i], b[i], f);
+    vo_vec_free(a, h), vo_vec_free(b, h);
+}
+
+void vo_affine_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, const vijp_format *f)
+{
+    size_t n = L->in, h = n / 2;
+    for (size_t b = 0; b < B; b++) {
+        affine_sample s;
+        affine_eval(L, th, X + b * n, &s, f);
+        for (size_t i = 0; i < h; i++)
+            vo_set(Y[b * n + i], s.x1[i], f), vo_fma(Y[b * n + h + i], s.x2[i], s.s[i], s.aT[s.k][i], f);
+        affine_clear(&s);
+    }
+}
+
+void vo_affine_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V, const vijp_format *f)
+{
+    size_t n = L->in, h = n / 2;
+    mpfr_t *a = vo_vec_new(h, f), *c = vo_vec_new(h, f), t;
+    mpfr_init2(t, f->prec);
+    for (size_t b = 0; b < B; b++) {
+        affine_sample s;
+        affine_eval(L, th, X + b * n, &s, f);
+        chain(L, th, s.aS, U + b * n, a, 0, f);
+        chain(L, th + offset(L, L->n_sub), s.aT, U + b * n, c, 0, f);
+        for (size_t i = 0; i < h; i++) {
+            vo_set(V[b * n + i], U[b * n + i], f);
+            vo_mul(t, s.x2[i], s.ds[i], f), vo_mul(t, t, a[i], f), vo_add(t, t, c[i], f);
+            vo_fma(V[b * n + h + i], U[b * n + h + i], s.s[i], t, f);
+        }
+        affine_clear(&s);
+    }
+    mpfr_clear(t);
+    vo_vec_free(a, h), vo_vec_free(c, h);
+}
+
+void vo_affine_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f)
+{
+    size_t n = L->in, h = n / 2;
+    mpfr_t *c = vo_vec_new(h, f);
+    for (size_t b = 0; b < B; b++) {
+        affine_sample s;
+        affine_eval(L, th, X + b * n, &s, f);
+        affine_cross(L, th, &s, Gy + b * n + h, c, f);
+        for (size_t i = 0; i < h; i++)
+            vo_add(Gx[b * n + i], Gy[b * n + i], c[i], f), vo_mul(Gx[b * n + h + i], Gy[b * n + h + i], s.s[i], f);
+        affine_clear(&s);
+    }
+    vo_vec_free(c, h);
+}
+
+void vo_affine_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt, const vijp_format *f)
+{
+    size_t n = L->in, h = n / 2, PS = offset(L, L->n_sub);
+    for (size_t i = 0; i < 2 * PS; i++) mpfr_set_zero(Gt[i], 1);
+    mpfr_t *a = vo_vec_new(h, f);
+    for (size_t b = 0; b < B; b++) {
+        affine_sample s;
+        affine_eval(L, th, X + b * n, &s, f);
+        for (size_t i = 0; i < h; i++) vo_mul(a[i], Gy[b * n + h + i], s.x2[i], f), vo_mul(a[i], a[i], s.ds[i], f);
+        chain_param(L, th, s.aS, a, Gt, f);
+        chain_param(L, th + PS, s.aT, Gy + b * n + h, Gt + PS, f);
+        affine_clear(&s);
+    }
+    vo_vec_free(a, h);
+}
+
+int vo_affine_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *frag, mpfr_t *Gy,
+                   const vijp_format *f)
+{
+    (void)frag;
+    size_t n = L->in, h = n / 2;
+    mpfr_t *c = vo_vec_new(h, f), *g2 = vo_vec_new(h, f);
+    int rc = 0;
+    for (size_t b = 0; b < B && !rc; b++) {
+        affine_sample s;
+        affine_eval(L, th, X + b * n, &s, f);
+        for (size_t i = 0; i < h && !rc; i++) {
+            if (mpfr_zero_p(s.s[i]) || !mpfr_number_p(s.s[i])) rc = VIJP_ESINGULAR; /* the scale underflowed */
+            else vo_div(g2[i], Gx[b * n + h + i], s.s[i], f);
+        }
+        if (!rc) {
+            affine_cross(L, th, &s, g2, c, f);
+            for (size_t i = 0; i < h; i++) vo_sub(Gy[b * n + i], Gx[b * n + i], c[i], f), vo_set(Gy[b * n + h + i], g2[i], f);
+        }
+        affine_clear(&s);
+    }
+    vo_vec_free(c, h), vo_vec_free(g2, h);
+    return rc;
+}
+
+void vo_affine_jacobian(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *J, const vijp_format *f)
+{
+    size_t n = L->in;
+    mpfr_t *e = vo_vec_new(n, f);
+    for (size_t j = 0; j < n; j++) {
+        for (size_t i = 0; i < n; i++) vo_set_si(e[i], i == j, f);
+        vo_affine_jvp(L, th, x, 1, e, J + j * n, f);
+    }
+    vo_vec_free(e, n);
+}
+
+int vo_affine_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f)
+{
+    size_t n = L->in, h = n / 2;
+    int rc = 0;
+    for (size_t b = 0; b < B && !rc; b++) {
+        affine_sample s; /* evaluated at y: x1 = y1, so S and T see the right input; s.x2 holds y2 */
+        affine_eval(L, th, Y + b * n, &s, f);
+        for (size_t i = 0; i < h && !rc; i++) {
+            if (mpfr_zero_p(s.s[i]) || !mpfr_number_p(s.s[i])) {
+                rc = VIJP_ESINGULAR;
+                break;
+            }
+            vo_set(X[b * n + i], s.x1[i], f);
+            vo_sub(X[b * n + h + i], s.x2[i], s.aT[s.k][i], f), vo_div(X[b * n + h + i], X[b * n + h + i], s.s[i], f);
+        }
+        affine_clear(&s);
+    }
+    return rc;
+}

@@ -137,7 +137,7 @@ static void check(const char *what, int i, const vijp_mat *got, const vijp_mat *
 {
     for (size_t j = 0; j < vijp_mat_len(got); j++) bound[j] *= 1.1;
     double r = ratio_to_bound(got, want, bound);
-    ck_assert_msg(r <= 1, "additive %s: %s at %g of its bound (seed %llu)", formats[i % 2], what, r,
+    ck_assert_msg(r <= 1, "coupling block, %s: %s at %g of its bound (seed %llu)", formats[i % 2], what, r,
                   (unsigned long long)test_seed());
 }
 
@@ -346,6 +346,204 @@ START_TEST(revnet_reconstruction_depth_64)
 }
 END_TEST
 
+/* ---- affine coupling (Glow/RealNVP), S = T = dense:H + tanh ----
+ * Forward, componentwise: z_S = W_S x1 + b_S within γ_(H+1)(|W_S||x1| + |b_S|),
+ * a = tanh(z_S) within that plus 4u|a|; the scale s = σ(a + 2) (|σ′| <= 1/4,
+ * f within 7u: src/layers/sigmoid.c) within e_a/4 + u|a + 2|/4 + 7u·s, or
+ * s = exp(a) within s·e_a + 2u·s; t = tanh(z_T) within its γ term + 4u|t|;
+ * y2 = fl(fl(x2·s) + t) within |x2|e_s + u|x2·s| + e_t + u|y2|; y1 = x1 exactly.
+ * Identities (the same computations repeat bit for bit):
+ *  vjp(vijp(g)): g_y2 = fl(g_x2/s), then fl(g_y2·s): within 2u|g_x2|; c(g_y2)
+ *    is formed by the same code in both, so g_x1 comes back within
+ *    u(|g_y1| + |g_x1'|);
+ *  inverse(forward(x)): y1 = x1 gives the same s and t bits, and
+ *    x2' = fl(fl(y2 − t)/s) is within 3u|x2| + u|y2|/s. */
+static void affine_forward_bound(const vijp_layer *L, const double *th, const double *x, double u, double *e)
+{
+    double xs[H], ts[H], a[H], t[H], ax[H];
+    const double *WS = th, *bS = th + H * H, *WT = th + H * H + H, *bT = th + 2 * H * H + H;
+    mul(WS, x, a, 0), absmul(WS, x, ax, 0);
+    for (size_t i = 0; i < H; i++) xs[i] = gam(H + 1, u) * (ax[i] + fabs(bS[i])), a[i] = tanh(a[i] + bS[i]);
+    mul(WT, x, t, 0), absmul(WT, x, ax, 0);
+    for (size_t i = 0; i < H; i++) ts[i] = gam(H + 1, u) * (ax[i] + fabs(bT[i])), t[i] = tanh(t[i] + bT[i]);
+    for (size_t i = 0; i < H; i++) {
+        double ea = xs[i] + 4 * u * fabs(a[i]), s, es;
+        if (L->iarg[0]) s = exp(a[i]), es = s * ea + 2 * u * s;
+        else s = 1 / (1 + exp(-(a[i] + 2))), es = 0.25 * (ea + u * fabs(a[i] + 2)) + 7 * u * s;
+        double x2 = x[H + i], y2 = x2 * s + t[i];
+        e[i] = 0;
+        e[H + i] = fabs(x2) * es + u * fabs(x2 * s) + ts[i] + 4 * u * fabs(t[i]) + u * fabs(y2);
+    }
+}
+
+START_TEST(affine_coupling)
+{
+    static const char *const specs[] = {"affine", "affine:exp"};
+    const char *spec = specs[_i / 2];
+    layerfix t;
+    layerfix_init(&t, spec, N, formats[_i % 2], NB, test_seed() + 5 * (uint64_t)_i);
+    const vijp_layer *L = t.L;
+    double u = t.u, bound[N * NB], th[2 * (H * H + H)];
+    ck_assert_uint_eq(t.thR.rows, 2 * (H * H + H));
+    for (size_t j = 0; j < t.thR.rows; j++) th[j] = vijp_mat_get_d(&t.thR, j);
+    vijp_mat A, R, g2, Y, X2;
+    vijp_mat_init(&A, N, NB, &t.F), vijp_mat_init(&R, N, NB, &t.R);
+    /* forward against the oracle */
+    ck_assert(!vijp_layer_forward(L, &t.thF, &t.XF, &A, NULL) && !vijp_layer_forward(L, &t.thR, &t.XR, &R, NULL));
+    for (size_t b = 0; b < NB; b++) {
+        double x[N];
+        affine_forward_bound(L, th, col(&t.XR, b, x), u, bound + b * N);
+    }
+    check(spec, _i, &A, &R, bound);
+    /* vjp(vijp(g)) = g */
+    vijp_mat_init(&g2, N, NB, &t.F);
+    ck_assert(!vijp_layer_vijp(L, &t.thF, &t.XF, &t.GF, NULL, &A, NULL));
+    ck_assert(!vijp_layer_vjp(L, &t.thF, &t.XF, &A, &g2, NULL));
+    for (size_t b = 0; b < NB; b++) {
+        double G[N], Yv[N], G2[N];
+        col(&t.GF, b, G), col(&A, b, Yv), col(&g2, b, G2);
+        for (size_t j = 0; j < H; j++)
+            bound[j + b * N] = u * (fabs(Yv[j]) + fabs(G2[j])), bound[H + j + b * N] = 2 * u * fabs(G[H + j]);
+    }
+    check("affine vjp(vijp(g)) - g", _i, &g2, &t.GF, bound);
+    /* inverse(forward(x)) = x */
+    vijp_mat_init(&Y, N, NB, &t.F), vijp_mat_init(&X2, N, NB, &t.F);
+    ck_assert(!vijp_layer_forward(L, &t.thF, &t.XF, &Y, NULL));
+    ck_assert(!vijp_layer_inverse(L, &t.thF, &Y, &X2, NULL));
+    for (size_t b = 0; b < NB; b++) {
+        double x[N], y[N], e[N];
+        col(&t.XR, b, x), col(&Y, b, y);
+        affine_forward_bound(L, th, x, 0, e); /* u = 0: just to get s below */
+        for (size_t j = 0; j < H; j++) {
+            double a = th[H * H + j], z = 0;
+            for (size_t k = 0; k < H; k++) z += th[j + k * H] * x[k];
+            a = tanh(z + a);
+            double s = L->iarg[0] ? exp(a) : 1 / (1 + exp(-(a + 2)));
+            bound[j + b * N] = 0, bound[H + j + b * N] = 3 * u * fabs(x[H + j]) + u * fabs(y[H + j]) / s;
+        }
+    }
+    check("affine inverse(forward(x)) - x", _i, &X2, &t.XF, bound);
+    vijp_mat_clear(&A), vijp_mat_clear(&R), vijp_mat_clear(&g2), vijp_mat_clear(&Y), vijp_mat_clear(&X2);
+    layerfix_clear(&t);
+}
+END_TEST
+
+/* jvp and vjp of the affine block in the format against the oracle, with
+ * the chain bounds above (jvp_err, vjp_err for S and T in place of F and G)
+ * and the scale's: s within e_s (above); s′ = σ(z)σ(−z) within 12u·s′ plus
+ * |σ″|·e_z, |σ″| < 0.1 (exp: s′ = s).  Products add 2u, sums u. */
+START_TEST(affine_jvp_vjp_vs_oracle)
+{
+    static const char *const specs[] = {"affine", "affine:exp"};
+    layerfix t;
+    layerfix_init(&t, specs[_i / 2], N, formats[_i % 2], NB, test_seed() + 7 * (uint64_t)_i);
+    const vijp_layer *L = t.L;
+    double u = t.u, th[2 * (H * H + H)], bv[N * NB], bw[N * NB];
+    for (size_t j = 0; j < t.thR.rows; j++) th[j] = vijp_mat_get_d(&t.thR, j);
+    vijp_mat VF, VR, WF, WR;
+    vijp_mat_init(&VF, N, NB, &t.F), vijp_mat_init(&VR, N, NB, &t.R), vijp_mat_init(&WF, N, NB, &t.F), vijp_mat_init(&WR, N, NB, &t.R);
+    ck_assert(!vijp_layer_jvp(L, &t.thF, &t.XF, &t.UF, &VF, NULL) && !vijp_layer_jvp(L, &t.thR, &t.XR, &t.UR, &VR, NULL));
+    ck_assert(!vijp_layer_vjp(L, &t.thF, &t.XF, &t.GF, &WF, NULL) && !vijp_layer_vjp(L, &t.thR, &t.XR, &t.GR, &WR, NULL));
+    for (size_t b = 0; b < NB; b++) {
+        double x[N], U[N], G[N], zero[H] = {0};
+        col(&t.XR, b, x), col(&t.UR, b, U), col(&t.GR, b, G);
+        /* the chains S (slot 0) and T (slot 1), both from x1 */
+        block k;
+        double ax[H];
+        for (int c = 0; c < 2; c++) {
+            memcpy(k.W[c], th + c * (H * H + H), H * H * sizeof(double));
+            memcpy(k.b[c], th + c * (H * H + H) + H * H, H * sizeof(double));
+            double z[H];
+            mul(k.W[c], x, z, 0), absmul(k.W[c], x, ax, 0);
+            for (size_t i = 0; i < H; i++) {
+                double a = tanh(z[i] + k.b[c][i]);
+                (c ? k.fG : k.fF)[i] = 1 - a * a;
+                (c ? k.dzG : k.dzF)[i] = gam(H + 1, u) * (ax[i] + fabs(k.b[c][i]));
+                if (!c) k.F[i] = a;
+            }
+        }
+        double s[H], es[H], ds[H], eds[H];
+        for (size_t i = 0; i < H; i++) {
+            double ea = k.dzF[i] + 4 * u * fabs(k.F[i]);
+            if (L->iarg[0]) s[i] = ds[i] = exp(k.F[i]), es[i] = eds[i] = s[i] * ea + 2 * u * s[i];
+            else {
+                double z = k.F[i] + 2, ez = ea + u * fabs(z);
+                s[i] = 1 / (1 + exp(-z)), ds[i] = s[i] * (1 - s[i]);
+                es[i] = 0.25 * ez + 7 * u * s[i], eds[i] = 12 * u * ds[i] + 0.1 * ez;
+            }
+        }
+        /* jvp */
+        double JSu[H], JTu[H], eS[H], eT[H];
+        jvp_err(&k, 0, U, zero, u, eS), jvp_err(&k, 1, U, zero, u, eT);
+        mul(k.W[0], U, JSu, 0), mul(k.W[1], U, JTu, 0);
+        for (size_t i = 0; i < H; i++) {
+            JSu[i] *= k.fF[i], JTu[i] *= k.fG[i];
+            double x2 = x[H + i], t2 = x2 * ds[i] * JSu[i], v2 = U[H + i] * s[i] + t2 + JTu[i];
+            double e2 = fabs(x2) * (eds[i] * fabs(JSu[i]) + ds[i] * eS[i]) + 2 * u * fabs(t2);
+            bv[i + b * N] = 0;
+            bv[H + i + b * N] = fabs(U[H + i]) * es[i] + u * fabs(U[H + i] * s[i]) + e2 + eT[i] +
+                                u * (fabs(U[H + i] * s[i] + t2) + fabs(v2));
+        }
+        /* vjp */
+        double w[H], ew[H], c1[H], c2[H], e1[H], e3[H];
+        for (size_t i = 0; i < H; i++) {
+            double x2 = x[H + i];
+            w[i] = G[H + i] * x2 * ds[i];
+            ew[i] = fabs(G[H + i] * x2) * eds[i] + 2 * u * fabs(w[i]);
+        }
+        vjp_err(&k, 0, w, ew, u, e1), vjp_err(&k, 1, G + H, zero, u, e3);
+        for (size_t i = 0; i < H; i++) c1[i] = k.fF[i] * w[i], c2[i] = k.fG[i] * G[H + i];
+        double a1[H], a2[H];
+        mul(k.W[0], c1, a1, 1), mul(k.W[1], c2, a2, 1);
+        for (size_t i = 0; i < H; i++) {
+            double c = a1[i] + a2[i];
+            bw[i + b * N] = e1[i] + e3[i] + u * fabs(c) + u * fabs(G[i] + c);
+            bw[H + i + b * N] = fabs(G[H + i]) * es[i] + u * fabs(G[H + i] * s[i]);
+        }
+    }
+    check("affine jvp", _i, &VF, &VR, bv);
+    check("affine vjp", _i, &WF, &WR, bw);
+    vijp_mat_clear(&VF), vijp_mat_clear(&VR), vijp_mat_clear(&WF), vijp_mat_clear(&WR);
+    layerfix_clear(&t);
+}
+END_TEST
+
+/* The oracle's jvp at 256 bits against central differences of its forward
+ * at 2048 bits (h = 2^-300): each of the ~100 operations errs by 2^-256
+ * relative with conditions below 1e3, so 2^-230·(1 + |v|) bounds the
+ * difference, and a wrong derivative formula misses it by ~2^200. */
+START_TEST(affine_oracle_derivative)
+{
+    static const char *const specs[] = {"affine", "affine:exp+dense:4+tanh", "additive"};
+    layerfix t;
+    layerfix_init(&t, specs[_i], N, "mpfr:256", NB, test_seed() + 99 + (uint64_t)_i);
+    vijp_format Hf;
+    vijp_format_mpfr(&Hf, 2048, NULL);
+    vijp_mat th, Xp, Xm, Yp, Ym, V;
+    vijp_mat_init(&th, t.thR.rows, 1, &Hf), vijp_mat_convert(&th, &t.thR);
+    vijp_mat_init(&Xp, N, NB, &Hf), vijp_mat_init(&Xm, N, NB, &Hf), vijp_mat_init(&Yp, N, NB, &Hf), vijp_mat_init(&Ym, N, NB, &Hf);
+    for (size_t i = 0; i < N * NB; i++) {
+        mpfr_mul_2si(Xp.m[i], t.UR.m[i], -300, MPFR_RNDN);
+        mpfr_sub(Xm.m[i], t.XR.m[i], Xp.m[i], MPFR_RNDN);
+        mpfr_add(Xp.m[i], t.XR.m[i], Xp.m[i], MPFR_RNDN);
+    }
+    ck_assert(!vijp_layer_forward(t.L, &th, &Xp, &Yp, NULL) && !vijp_layer_forward(t.L, &th, &Xm, &Ym, NULL));
+    vijp_mat_init(&V, N, NB, &t.F);
+    ck_assert(!vijp_layer_jvp(t.L, &t.thF, &t.XF, &t.UF, &V, NULL));
+    double bound[N * NB];
+    for (size_t i = 0; i < N * NB; i++) {
+        mpfr_sub(Yp.m[i], Yp.m[i], Ym.m[i], MPFR_RNDN);
+        mpfr_mul_2si(Yp.m[i], Yp.m[i], 299, MPFR_RNDN);
+        bound[i] = ldexp(1, -230) * (1 + absval(&V, i));
+    }
+    double r = ratio_to_bound(&V, &Yp, bound);
+    ck_assert_msg(r <= 1, "%s: the oracle's jvp differs from finite differences at %g of the bound", specs[_i], r);
+    vijp_mat *all[] = {&th, &Xp, &Xm, &Yp, &Ym, &V};
+    for (size_t i = 0; i < 6; i++) vijp_mat_clear(all[i]);
+    layerfix_clear(&t);
+}
+END_TEST
+
 Suite *suite_coupling(void)
 {
     Suite *s = suite_create("coupling");
@@ -354,6 +552,9 @@ Suite *suite_coupling(void)
     tcase_add_loop_test(tc, operators_vs_oracle, 0, 6);
     tcase_add_loop_test(tc, identities, 0, 6);
     tcase_add_test(tc, revnet_reconstruction_depth_64);
+    tcase_add_loop_test(tc, affine_coupling, 0, 4);
+    tcase_add_loop_test(tc, affine_oracle_derivative, 0, 3);
+    tcase_add_loop_test(tc, affine_jvp_vjp_vs_oracle, 0, 4);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -34,6 +34,9 @@ static const struct {
     /* pooling (wide, submersive) then a tall dense (fragment), space-to-depth */
     {"dense:8,avgpool:2,dense:8,squeeze:1x4", 8, VIJP_INIT_ORTHOGONAL},
     {"conv1d:2x3s2:circular,dense:8", 8, VIJP_INIT_ORTHOGONAL}, /* strided (wide) then tall */
+    /* affine coupling (Glow): scales sigmoid(S + 2) and exp(S) */
+    {"affine", 6, VIJP_INIT_ORTHOGONAL},
+    {"affine:exp+dense:3+tanh,leaky:0.5,affine", 6, VIJP_INIT_GAUSSIAN},
 };
 #define NNETS (sizeof nets / sizeof *nets)
 #define DEPTH 8

@@ -10,34 +10,13 @@
  * only vjps of F and G, no linear solve.  The parameter gradients are
  * ḡ1·∂F/∂θ_F with ḡ1 = g_y1 + g_y2·J_G (the total cotangent of y1) and
  * g_y2·∂G/∂θ_G.  Parameters: θ_F's layers in order, then θ_G's. */
-#include "vijp/layer.h"
+#include "chain.h"
 #include "../../oracles/oracles.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static vijp_layer sub_layer(const vijp_layer *L, size_t k)
-{
-    vijp_layer s;
-    memset(&s, 0, sizeof s);
-    s.type = L->sub[k].type;
-    s.in = s.out = L->in / 2;
-    s.alpha = L->sub[k].alpha;
-    return s;
-}
-
-/* Parameters of F (G has as many), and of F's layers before layer k. */
-static size_t params_before(const vijp_layer *L, size_t k)
-{
-    size_t P = 0;
-    for (size_t j = 0; j < k; j++) {
-        vijp_layer s = sub_layer(L, j);
-        P += s.type->param_count(&s);
-    }
-    return P;
-}
-
-static size_t param_count(const vijp_layer *L) { return 2 * params_before(L, L->n_sub); }
+static size_t param_count(const vijp_layer *L) { return 2 * vijp_chain_params(L, L->n_sub); }
 static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE | VIJP_DECL_INVERTIBLE; }
 
 static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err)
@@ -45,41 +24,14 @@ static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *er
     if (in_width < 2 || in_width % 2)
         return vijp_fail(err, VIJP_EDIM, "additive splits its input into two halves: the width must be even and "
                          ">= 2 (got %zu%s)", in_width, in_width ? "" : ": give --width");
-    size_t h = in_width / 2;
-    char spec[256];
-    if (arg && *arg) snprintf(spec, sizeof spec, "%s", arg);
-    else snprintf(spec, sizeof spec, "dense:%zu+tanh", h);
-    if (arg && strlen(arg) >= sizeof spec) return vijp_fail(err, VIJP_EINVAL, "additive: residual function too long");
-    L->n_sub = 0;
-    for (char *save = NULL, *item = strtok_r(spec, "+", &save); item; item = strtok_r(NULL, "+", &save)) {
-        if (L->n_sub == VIJP_SUB_MAX)
-            return vijp_fail(err, VIJP_EINVAL, "additive: at most %d layers in the residual function", VIJP_SUB_MAX);
-        vijp_layer s;
-        int rc = vijp_layer_parse(&s, item, h, err);
-        if (rc) return rc;
-        if (s.n_sub)
-            return vijp_fail(err, VIJP_EINVAL, "additive: '%s' cannot be nested in a residual function", s.type->name);
-        if (s.in != h || s.out != h)
-            return vijp_fail(err, VIJP_EDIM, "additive: residual function layer '%s' maps %zu -> %zu, but F and G "
-                             "must keep the half width %zu", item, s.in, s.out, h);
-        L->sub[L->n_sub].type = s.type, L->sub[L->n_sub].alpha = s.alpha;
-        L->n_sub++;
-    }
-    if (!L->n_sub) return vijp_fail(err, VIJP_EINVAL, "additive: empty residual function in 'additive:%s'", arg);
-    L->in = L->out = in_width;
-    return 0;
+    char def[32];
+    snprintf(def, sizeof def, "dense:%zu+tanh", in_width / 2);
+    int rc = vijp_chain_parse(L, arg && *arg ? arg : def, in_width / 2, "additive", err);
+    if (!rc) L->in = L->out = in_width;
+    return rc;
 }
 
-static int init(const vijp_layer *L, vijp_init in, vijp_rng *rng, double *theta)
-{
-    for (size_t half = 0, off = 0; half < 2; half++)
-        for (size_t k = 0; k < L->n_sub; k++) {
-            vijp_layer s = sub_layer(L, k);
-            if (s.type->init && s.type->init(&s, in, rng, theta + off)) return VIJP_EINVAL;
-            off += s.type->param_count(&s);
-        }
-    return 0;
-}
+static int init(const vijp_layer *L, vijp_init in, vijp_rng *rng, double *theta) { return vijp_chain_init(L, 2, in, rng, theta); }
 
 /* ---- the state of one evaluation: halves and both chains' activations ---- */
 
@@ -104,66 +56,17 @@ static void state_init(state *s, const vijp_layer *L, size_t B)
     for (size_t j = 1; j <= k; j++) s->aF[j] = p, s->aG[j] = p + len, p += 2 * len;
 }
 
-static void split(const state *s, const double *X, double *a, double *b)
-{
-    for (size_t c = 0; c < s->B; c++)
-        memcpy(a + c * s->h, X + 2 * c * s->h, s->h * sizeof *a), memcpy(b + c * s->h, X + (2 * c + 1) * s->h, s->h * sizeof *b);
-}
-
-static void join(const state *s, const double *a, const double *b, double *Y)
-{
-    for (size_t c = 0; c < s->B; c++)
-        memcpy(Y + 2 * c * s->h, a + c * s->h, s->h * sizeof *a), memcpy(Y + (2 * c + 1) * s->h, b + c * s->h, s->h * sizeof *b);
-}
-
-/* acts[k+1] = layer k (acts[k]); th: the chain's parameters. */
-static void chain_forward(const vijp_layer *L, const double *th, double **acts, size_t B)
-{
-    for (size_t k = 0; k < L->n_sub; k++) {
-        vijp_layer sl = sub_layer(L, k);
-        sl.type->d->forward(&sl, th + params_before(L, k), acts[k], B, acts[k + 1]);
-    }
-}
-
-/* out = u·J_chain (vjp) or J_chain·u (jvp), through scratch tmp; u is not changed. */
-static void chain_apply(const vijp_layer *L, const double *th, double **acts, size_t B, const double *u, double *out,
-                        double *tmp, int transpose)
-{
-    size_t len = L->in / 2 * B, k = L->n_sub;
-    memcpy(out, u, len * sizeof *out);
-    for (size_t j = 0; j < k; j++) {
-        size_t l = transpose ? k - 1 - j : j;
-        vijp_layer sl = sub_layer(L, l);
-        const double *tl = th + params_before(L, l);
-        if (transpose) sl.type->d->vjp(&sl, tl, acts[l], B, out, tmp);
-        else sl.type->d->jvp(&sl, tl, acts[l], B, out, tmp);
-        memcpy(out, tmp, len * sizeof *out);
-    }
-}
-
-/* The parameter gradient of the chain for output cotangent g (gth: the chain's block of it). */
-static void chain_vjp_param(const vijp_layer *L, const double *th, double **acts, size_t B, const double *g,
-                            double *gth, double *t1, double *t2)
-{
-    size_t len = L->in / 2 * B;
-    memcpy(t1, g, len * sizeof *t1);
-    for (size_t l = L->n_sub; l-- > 0;) {
-        vijp_layer sl = sub_layer(L, l);
-        const double *tl = th + params_before(L, l);
-        if (sl.type->param_count(&sl)) sl.type->d->vjp_param(&sl, tl, acts[l], B, t1, gth + params_before(L, l));
-        sl.type->d->vjp(&sl, tl, acts[l], B, t1, t2);
-        memcpy(t1, t2, len * sizeof *t1);
-    }
-}
+static void split(const state *s, const double *X, double *a, double *b) { vijp_halves_split(s->h, s->B, X, a, b); }
+static void join(const state *s, const double *a, const double *b, double *Y) { vijp_halves_join(s->h, s->B, a, b, Y); }
 
 /* Forward from X: x1, x2, the F chain, y1, the G chain, y2. */
 static void evaluate(const vijp_layer *L, const double *th, const double *X, state *s)
 {
-    size_t len = s->h * s->B, k = L->n_sub, PF = params_before(L, k);
+    size_t len = s->h * s->B, k = L->n_sub, PF = vijp_chain_params(L, k);
     split(s, X, s->x1, s->x2);
-    chain_forward(L, th, s->aF, s->B);
+    vijp_chain_forward(L, th, s->aF, s->B);
     for (size_t i = 0; i < len; i++) s->y1[i] = s->x1[i] + s->aF[k][i];
-    chain_forward(L, th + PF, s->aG, s->B);
+    vijp_chain_forward(L, th + PF, s->aG, s->B);
     for (size_t i = 0; i < len; i++) s->y2[i] = s->x2[i] + s->aG[k][i];
 }
 
@@ -182,14 +85,14 @@ static void jvp(const vijp_layer *L, const double *th, const double *X, size_t B
     state s;
     state_init(&s, L, B);
     evaluate(L, th, X, &s);
-    size_t len = s.h * B, PF = params_before(L, L->n_sub);
+    size_t len = s.h * B, PF = vijp_chain_params(L, L->n_sub);
     double *u1 = s.x1, *u2 = s.y2, *v1 = malloc(2 * len * sizeof *v1 + 1), *v2;
     if (!v1) abort();
     v2 = v1 + len;
     split(&s, U, u1, u2); /* x1 and y2 are no longer needed */
-    chain_apply(L, th, s.aF, B, u2, v1, s.t1, 0);
+    vijp_chain_apply(L, th, s.aF, B, u2, v1, s.t1, 0);
     for (size_t i = 0; i < len; i++) v1[i] += u1[i];
-    chain_apply(L, th + PF, s.aG, B, v1, v2, s.t1, 0);
+    vijp_chain_apply(L, th + PF, s.aG, B, v1, v2, s.t1, 0);
     for (size_t i = 0; i < len; i++) v2[i] += u2[i];
     join(&s, v1, v2, V);
     free(v1), free(s.block);
@@ -202,18 +105,18 @@ static void reverse(const vijp_layer *L, const double *th, const double *X, size
     state s;
     state_init(&s, L, B);
     evaluate(L, th, X, &s);
-    size_t len = s.h * B, PF = params_before(L, L->n_sub);
+    size_t len = s.h * B, PF = vijp_chain_params(L, L->n_sub);
     double *gy1 = s.x1, *gy2 = s.y2, *gb = malloc(2 * len * sizeof *gb + 1), *gx2;
     if (!gb) abort();
     gx2 = gb + len;
     split(&s, Gy, gy1, gy2);
-    chain_apply(L, th + PF, s.aG, B, gy2, gb, s.t1, 1);
+    vijp_chain_apply(L, th + PF, s.aG, B, gy2, gb, s.t1, 1);
     for (size_t i = 0; i < len; i++) gb[i] += gy1[i];
     if (Gth) {
-        chain_vjp_param(L, th, s.aF, B, gb, Gth, s.t1, s.t2);
-        chain_vjp_param(L, th + PF, s.aG, B, gy2, Gth + PF, s.t1, s.t2);
+        vijp_chain_vjp_param(L, th, s.aF, B, gb, Gth, s.t1, s.t2);
+        vijp_chain_vjp_param(L, th + PF, s.aG, B, gy2, Gth + PF, s.t1, s.t2);
     } else {
-        chain_apply(L, th, s.aF, B, gb, gx2, s.t1, 1);
+        vijp_chain_apply(L, th, s.aF, B, gb, gx2, s.t1, 1);
         for (size_t i = 0; i < len; i++) gx2[i] += gy2[i];
         join(&s, gb, gx2, Gx);
     }
@@ -238,14 +141,14 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
     state s;
     state_init(&s, L, B);
     evaluate(L, th, X, &s);
-    size_t len = s.h * B, PF = params_before(L, L->n_sub);
+    size_t len = s.h * B, PF = vijp_chain_params(L, L->n_sub);
     double *gx1 = s.x1, *gx2 = s.y2, *gy1 = malloc(2 * len * sizeof *gy1 + 1), *gy2;
     if (!gy1) abort();
     gy2 = gy1 + len;
     split(&s, Gx, gx1, gx2);
-    chain_apply(L, th, s.aF, B, gx1, gy2, s.t1, 1);
+    vijp_chain_apply(L, th, s.aF, B, gx1, gy2, s.t1, 1);
     for (size_t i = 0; i < len; i++) gy2[i] = gx2[i] - gy2[i];
-    chain_apply(L, th + PF, s.aG, B, gy2, gy1, s.t1, 1);
+    vijp_chain_apply(L, th + PF, s.aG, B, gy2, gy1, s.t1, 1);
     for (size_t i = 0; i < len; i++) gy1[i] = gx1[i] - gy1[i];
     join(&s, gy1, gy2, Gy);
     free(gy1), free(s.block);
@@ -271,11 +174,11 @@ static int inverse(const vijp_layer *L, const double *th, const double *Y, size_
     (void)err;
     state s;
     state_init(&s, L, B);
-    size_t len = s.h * B, k = L->n_sub, PF = params_before(L, k);
+    size_t len = s.h * B, k = L->n_sub, PF = vijp_chain_params(L, k);
     split(&s, Y, s.y1, s.y2);
-    chain_forward(L, th + PF, s.aG, B);
+    vijp_chain_forward(L, th + PF, s.aG, B);
     for (size_t i = 0; i < len; i++) s.x2[i] = s.y2[i] - s.aG[k][i];
-    chain_forward(L, th, s.aF, B);
+    vijp_chain_forward(L, th, s.aF, B);
     for (size_t i = 0; i < len; i++) s.x1[i] = s.y1[i] - s.aF[k][i];
     join(&s, s.x1, s.x2, X);
     free(s.block);

@@ -1,0 +1,32 @@
+/* The residual functions of coupling blocks (additive, affine): a chain of
+ * existing layers at half width, its items parsed from "ITEM+ITEM…", with
+ * one block of parameters per chain (the layers' own, in order). */
+#ifndef VIJP_LAYERS_CHAIN_H
+#define VIJP_LAYERS_CHAIN_H
+
+#include "vijp/layer.h"
+
+/* Parse "ITEM+ITEM…" (at most VIJP_SUB_MAX items, each of width h → h) into
+ * L->sub / L->n_sub; `who` names the block in messages. */
+int vijp_chain_parse(vijp_layer *L, const char *items, size_t h, const char *who, vijp_error *err);
+/* Sub-layer k of L as a layer of width h = L->in/2. */
+vijp_layer vijp_chain_layer(const vijp_layer *L, size_t k);
+/* Parameters of the chain's layers before layer k (k = n_sub: the chain's). */
+size_t vijp_chain_params(const vijp_layer *L, size_t k);
+/* Seeded initialisation of `chains` consecutive parameter blocks. */
+int vijp_chain_init(const vijp_layer *L, size_t chains, vijp_init in, vijp_rng *rng, double *theta);
+/* acts[k+1] = layer k (acts[k]), k < n_sub (each h × B); th: the chain's parameters. */
+void vijp_chain_forward(const vijp_layer *L, const double *th, double **acts, size_t B);
+/* out = J·u (transpose 0) or u·J (transpose 1) through the chain at acts;
+ * tmp: h × B scratch; u is not changed. */
+void vijp_chain_apply(const vijp_layer *L, const double *th, double **acts, size_t B, const double *u, double *out,
+                      double *tmp, int transpose);
+/* The chain's parameter gradient for output cotangent g (gth: the chain's block). */
+void vijp_chain_vjp_param(const vijp_layer *L, const double *th, double **acts, size_t B, const double *g, double *gth,
+                          double *t1, double *t2);
+
+/* The halves of a batch (column b: X[b·2h …]) into two h × B blocks, and back. */
+void vijp_halves_split(size_t h, size_t B, const double *X, double *a, double *b);
+void vijp_halves_join(size_t h, size_t B, const double *a, const double *b, double *Y);
+
+#endif
