@@ -37,6 +37,8 @@ static const struct {
     /* affine coupling (Glow): scales sigmoid(S + 2) and exp(S) */
     {"affine", 6, VIJP_INIT_ORTHOGONAL},
     {"affine:exp+dense:3+tanh,leaky:0.5,affine", 6, VIJP_INIT_GAUSSIAN},
+    /* a Glow step: invertible 1x1 convolution, affine coupling, squeeze */
+    {"inv1x1:2,affine,squeeze:2x2", 8, VIJP_INIT_GAUSSIAN},
 };
 #define NNETS (sizeof nets / sizeof *nets)
 #define DEPTH 8
@@ -244,6 +246,22 @@ START_TEST(stored_bytes_hand_counts)
         vijp_grads_clear(&g);
     }
     vijp_net_params_clear(&net, th);
+    vijp_net_free(&net);
+
+    /* A Glow stack inv1x1:2, affine, squeeze:2x2 to depth 6, batch 2: every
+     * layer's inverse rebuilds its input going back, so Moonwalk keeps h_0
+     * alone (128 bytes) where backprop keeps h_0 … h_5 (768). */
+    vijp_mat th6[6];
+    ck_assert(!vijp_net_build(&net, "inv1x1:2,affine,squeeze:2x2", 6, 8, NULL));
+    vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 3, NULL);
+    vijp_net_params(&net, &F, th6, NULL);
+    ck_assert(!vijp_engine_run(VIJP_ENGINE_MOONWALK, &net, th6, &X, &T, &g, NULL));
+    ck_assert_uint_eq(g.stored_bytes, 128);
+    vijp_grads_clear(&g);
+    ck_assert(!vijp_engine_run(VIJP_ENGINE_BACKPROP, &net, th6, &X, &T, &g, NULL));
+    ck_assert_uint_eq(g.stored_bytes, 768);
+    vijp_grads_clear(&g);
+    vijp_net_params_clear(&net, th6);
     vijp_net_free(&net);
     vijp_mat_clear(&X), vijp_mat_clear(&T), vijp_mat_clear(&T2), vijp_mat_clear(&H);
 }

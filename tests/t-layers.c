@@ -51,6 +51,7 @@ static const struct {
     {"conv1d:2x3s2", 8, 6, 0, 0, 0},        /* strided: wide, the dense layer's QR solve */
     {"avgpool:2", 8, 6, 0, 0, 0},           /* wide, structured vijp */
     {"squeeze:1x4", 8, 6, 0, 0, 0},         /* a permutation with a 3-cycle (2x2 on 8 is an involution) */
+    {"inv1x1:2", 8, 6, 0, 0, 0},            /* LU form: triangular substitutions */
 };
 #define NCASES (sizeof cases / sizeof *cases)
 static const char *const formats[] = {"double", "mpfr:256"};
@@ -101,7 +102,7 @@ static int is_conv(const vijp_layer *L) { return !strcmp(L->type->name, "conv1d"
 static double bias_at(layerfix *t, size_t i)
 {
     const vijp_layer *L = t->L;
-    if (!t->thR.rows) return 0;
+    if (!t->thR.rows || !strcmp(L->type->name, "inv1x1")) return 0; /* inv1x1 has no bias */
     if (is_conv(L)) return absval(&t->thR, L->iarg[0] * L->iarg[0] * L->iarg[1] + (i % L->out) / (L->out / L->iarg[0]));
     return absval(&t->thR, L->out * L->in + i);
 }
@@ -129,6 +130,38 @@ static void param_bound(layerfix *t, double e, double *bp)
                             if (q >= 0 && q < (long)np) bp[(o * C + c) * K + k] += terms * e * g * absval(&t->XR, b * n + c * np + (size_t)q);
                         }
                 }
+        return;
+    }
+    if (!strcmp(L->type->name, "inv1x1")) {
+        /* dM = Pᵀ dW, dW_ij = Σ_(b,p) g_i x_j within γ_(T)Σ|g||x| (T = NB·positions + 1);
+         * then dL = dM U′ᵀ, dU′ = Lᵀ dM (C-term products of a perturbed dM:
+         * |E||U′|ᵀ + γ_(C+1)|dM||U′|ᵀ), and the diagonal times exp(log_s) (2u). */
+        size_t C = L->iarg[0], np = n / C, T = NB * np + 1;
+        double *E = calloc(C * C, sizeof *E), *M = calloc(C * C, sizeof *M), *A = calloc(C * C, sizeof *A);
+        for (size_t k = 0; k < C * C; k++) A[k] = vijp_mat_get_d(&t->thR, k);
+        for (size_t j = 0; j < C; j++)
+            for (size_t i = 0; i < C; i++)
+                for (size_t b = 0; b < NB; b++)
+                    for (size_t p = 0; p < np; p++) {
+                        double g = absval(&t->GR, b * n + (C - 1 - i) * np + p), x = absval(&t->XR, b * n + j * np + p);
+                        E[i + j * C] += T * e * g * x, M[i + j * C] += g * x;
+                    }
+        for (size_t j = 0; j < C; j++)
+            for (size_t i = 0; i < C; i++) {
+                double s = 0;
+                if (i > j)
+                    for (size_t k = j; k < C; k++) {
+                        double uv = fabs(k == j ? exp(A[j + j * C]) : A[j + k * C]);
+                        s += (E[i + k * C] + (C + 1) * e * M[i + k * C]) * uv;
+                    }
+                else
+                    for (size_t k = i; k < C; k++) {
+                        double lv = k == i ? 1 : fabs(A[k + i * C]);
+                        s += lv * (E[k + j * C] + (C + 1) * e * M[k + j * C]);
+                    }
+                bp[i + j * C] = i == j ? exp(A[i + i * C]) * (s + 2 * e * s) + 2 * e * exp(A[i + i * C]) * s : s;
+            }
+        free(E), free(M), free(A);
         return;
     }
     for (size_t i = 0; i < m; i++) /* dW_ij = Σ_b G_ib X_jb, db_i = Σ_b G_ib: γ_(NB+1) Σ |G||X| */

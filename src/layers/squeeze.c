@@ -3,7 +3,8 @@
  * going to channel c·F + r, position p'.  J is a permutation matrix:
  * submersive and invertible, and every operator, the vijp and the inverse
  * included, is the same permutation or its inverse, exact in every format
- * (no rounding at all). */
+ * (no rounding at all).  Like inv1x1 it declares VIJP_RESIDUAL_INVERSE so
+ * that Moonwalk's rebuild-by-inversion chain runs through it. */
 #include "vijp/layer.h"
 #include "../../oracles/oracles.h"
 #include <stdio.h>
@@ -87,5 +88,5 @@ static const vijp_ops_mp ops_mp = {
 const vijp_layer_type vijp_layer_squeeze = {
     .name = "squeeze", .syntax = "squeeze:CxF (space-to-depth: C channels of length L -> C*F channels of length L/F)",
     .parse = parse, .param_count = no_params, .declare = declare,
-    .residual = VIJP_RESIDUAL_NONE, .d = &ops_d, .mp = &ops_mp, .jacobian_exact = 1,
+    .residual = VIJP_RESIDUAL_INVERSE, .d = &ops_d, .mp = &ops_mp, .jacobian_exact = 1,
 };
