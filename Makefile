@@ -49,7 +49,7 @@ $(BUILD)/src/cli/write_json.o: CFLAGS += -include $(BUILD)/commit.h
 $(BUILD)/src/cli/write_json.o: $(BUILD)/commit.h
 
 $(BUILD)/libvijp.a: $(LIB_OBJ)
-	ar rcs $@ $^
+	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/vijp: $(CLI_OBJ) $(BUILD)/libvijp.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

@@ -1,4 +1,4 @@
-/* Oracle of conv1d (src/layers/conv1d.c for the layout): plain loops over
+/* Oracle of conv1d and conv2d (src/layers/conv.c for the layout): plain loops over
  * the definition, and, for the vijp and the inverse, the explicit Jacobian
  * whatever the padding: Gaussian elimination when square, the dense oracle's
  * minimum-norm QR solve when strided (wide); independent of the layer's
@@ -10,25 +10,36 @@
 static size_t len(const vijp_layer *L) { return L->in / L->iarg[0]; }
 static size_t outlen(const vijp_layer *L) { return L->out / L->iarg[0]; }
 static size_t stride(const vijp_layer *L) { return L->iarg[2] / 2; }
+static size_t rows(const vijp_layer *L) { return L->iarg[3] ? L->iarg[3] : 1; }
+static size_t kh(const vijp_layer *L) { return L->iarg[3] ? L->iarg[1] : 1; }
+static size_t taps(const vijp_layer *L) { return kh(L) * L->iarg[1]; }
+static size_t nweights(const vijp_layer *L) { return L->iarg[0] * L->iarg[0] * taps(L); }
 
-/* Input position feeding output position p through tap k, or −1. */
+/* Input position feeding output position p (row-major over the output grid)
+ * through tap k = ky·K + kx, or −1. */
 static long source(const vijp_layer *L, size_t p, size_t k)
 {
-    long n = (long)len(L), q = (long)(stride(L) * p) + (long)k - (long)(L->iarg[1] / 2);
-    if (L->iarg[2] % 2) return ((q % n) + n) % n;
-    return q >= 0 && q < n ? q : -1;
+    long R = (long)rows(L), Q = (long)(len(L) / rows(L)), S = (long)stride(L), K = (long)L->iarg[1];
+    long oq = (long)(outlen(L) / (L->iarg[3] ? rows(L) / stride(L) : 1));
+    long r = L->iarg[3] ? S * ((long)p / oq) + (long)k / K - (long)(kh(L) / 2) : 0;
+    long q = S * ((long)p % oq) + (long)k % K - K / 2;
+    if (L->iarg[2] % 2) {
+        r = ((r % R) + R) % R, q = ((q % Q) + Q) % Q;
+        return r * Q + q;
+    }
+    return r >= 0 && r < R && q >= 0 && q < Q ? r * Q + q : -1;
 }
 
 static void conv(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, int bias, const vijp_format *f)
 {
-    size_t C = L->iarg[0], K = L->iarg[1], n = len(L), no = outlen(L);
+    size_t C = L->iarg[0], K = taps(L), n = len(L), no = outlen(L);
     mpfr_t t;
     mpfr_init2(t, f->prec);
     for (size_t b = 0; b < B; b++)
         for (size_t o = 0; o < C; o++)
             for (size_t p = 0; p < no; p++) {
                 mpfr_t *y = &Y[b * L->out + o * no + p];
-                if (bias) vo_set(*y, th[C * C * K + o], f);
+                if (bias) vo_set(*y, th[nweights(L) + o], f);
                 else mpfr_set_zero(*y, 1);
                 for (size_t c = 0; c < C; c++)
                     for (size_t k = 0; k < K; k++) {
@@ -53,7 +64,7 @@ void vo_conv1d_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t 
 void vo_conv1d_jacobian(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *J, const vijp_format *f)
 {
     (void)x;
-    size_t C = L->iarg[0], K = L->iarg[1], n = len(L), no = outlen(L), M = L->out;
+    size_t C = L->iarg[0], K = taps(L), n = len(L), no = outlen(L), M = L->out;
     for (size_t i = 0; i < M * L->in; i++) mpfr_set_zero(J[i], 1);
     for (size_t o = 0; o < C; o++)
         for (size_t p = 0; p < no; p++)
@@ -83,8 +94,8 @@ void vo_conv1d_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t 
 void vo_conv1d_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt, const vijp_format *f)
 {
     (void)th;
-    size_t C = L->iarg[0], K = L->iarg[1], n = len(L), no = outlen(L);
-    for (size_t i = 0; i < C * C * K + C; i++) mpfr_set_zero(Gt[i], 1);
+    size_t C = L->iarg[0], K = taps(L), n = len(L), no = outlen(L), NW = nweights(L);
+    for (size_t i = 0; i < NW + C; i++) mpfr_set_zero(Gt[i], 1);
     for (size_t o = 0; o < C; o++) {
         for (size_t c = 0; c < C; c++)
             for (size_t k = 0; k < K; k++)
@@ -96,7 +107,7 @@ void vo_conv1d_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, m
                                    Gt[(o * C + c) * K + k], f);
                     }
         for (size_t b = 0; b < B; b++)
-            for (size_t p = 0; p < no; p++) vo_add(Gt[C * C * K + o], Gt[C * C * K + o], Gy[b * L->out + o * no + p], f);
+            for (size_t p = 0; p < no; p++) vo_add(Gt[NW + o], Gt[NW + o], Gy[b * L->out + o * no + p], f);
     }
 }
 
@@ -124,11 +135,11 @@ int vo_conv1d_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t 
 int vo_conv1d_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f)
 {
     if (L->out != L->in) return VIJP_EUNSUPPORTED;
-    size_t C = L->iarg[0], K = L->iarg[1], n = len(L), N = L->in;
+    size_t n = len(L), N = L->in;
     mpfr_t *J = vo_vec_new(N * N, f);
     vo_conv1d_jacobian(L, th, NULL, J, f);
     for (size_t b = 0; b < B; b++)
-        for (size_t i = 0; i < N; i++) vo_sub(X[b * N + i], Y[b * N + i], th[C * C * K + i / n], f);
+        for (size_t i = 0; i < N; i++) vo_sub(X[b * N + i], Y[b * N + i], th[nweights(L) + i / n], f);
     int rc = vo_ge_solve(N, J, 0, X, B, f);
     vo_vec_free(J, N * N);
     return rc;

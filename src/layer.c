@@ -5,13 +5,13 @@
 
 extern const vijp_layer_type vijp_layer_dense, vijp_layer_leaky_relu, vijp_layer_relu, vijp_layer_tanh,
     vijp_layer_sigmoid, vijp_layer_softplus, vijp_layer_silu, vijp_layer_gelu, vijp_layer_mish,
-    vijp_layer_layernorm, vijp_layer_softmax, vijp_layer_additive, vijp_layer_conv1d,
+    vijp_layer_layernorm, vijp_layer_softmax, vijp_layer_additive, vijp_layer_conv1d, vijp_layer_conv2d,
     vijp_layer_avgpool, vijp_layer_squeeze, vijp_layer_affine, vijp_layer_inv1x1;
 
 static const vijp_layer_type *const registry[] = {
     &vijp_layer_dense, &vijp_layer_leaky_relu, &vijp_layer_relu, &vijp_layer_tanh,
     &vijp_layer_sigmoid, &vijp_layer_softplus, &vijp_layer_silu, &vijp_layer_gelu, &vijp_layer_mish,
-    &vijp_layer_layernorm, &vijp_layer_softmax, &vijp_layer_additive, &vijp_layer_conv1d,
+    &vijp_layer_layernorm, &vijp_layer_softmax, &vijp_layer_additive, &vijp_layer_conv1d, &vijp_layer_conv2d,
     &vijp_layer_avgpool, &vijp_layer_squeeze, &vijp_layer_affine, &vijp_layer_inv1x1,
 };
 

@@ -34,6 +34,7 @@ static const struct {
     /* pooling (wide, submersive) then a tall dense (fragment), space-to-depth */
     {"dense:8,avgpool:2,dense:8,squeeze:1x4", 8, VIJP_INIT_ORTHOGONAL},
     {"conv1d:2x3s2:circular,dense:8", 8, VIJP_INIT_ORTHOGONAL}, /* strided (wide) then tall */
+    {"conv2d:1x3x4:circular,tanh,conv2d:1x3x4,leaky:0.5", 16, VIJP_INIT_ORTHOGONAL}, /* 4 x 4 grid */
     /* affine coupling (Glow): scales sigmoid(S + 2) and exp(S) */
     {"affine", 6, VIJP_INIT_ORTHOGONAL},
     {"affine:exp+dense:3+tanh,leaky:0.5,affine", 6, VIJP_INIT_GAUSSIAN},

@@ -49,6 +49,9 @@ static const struct {
     {"conv1d:2x3", 8, 6, 0, 0, 0}, /* zero padding: dense LU */
     {"conv1d:2x3:circular", 8, 6, 0, 0, 0}, /* per-frequency solves */
     {"conv1d:2x3s2", 8, 6, 0, 0, 0},        /* strided: wide, the dense layer's QR solve */
+    {"conv2d:1x3x4", 16, 6, 0, 0, 0},       /* 4 x 4 grid, zero padding: dense LU */
+    {"conv2d:1x3x4:circular", 16, 6, 0, 0, 0}, /* 2-D DFT, one solve per frequency pair */
+    {"conv2d:1x3x4s2:circular", 16, 6, 0, 0, 0}, /* strided 4 x 4 -> 2 x 2: wide */
     {"avgpool:2", 8, 6, 0, 0, 0},           /* wide, structured vijp */
     {"squeeze:1x4", 8, 6, 0, 0, 0},         /* a permutation with a 3-cycle (2x2 on 8 is an involution) */
     {"inv1x1:2", 8, 6, 0, 0, 0},            /* LU form: triangular substitutions */
@@ -98,12 +101,15 @@ static double *abs_jacobian(layerfix *t, size_t b)
 }
 
 /* |b| added to output i (dense: b_i; conv1d: its channel's b). */
-static int is_conv(const vijp_layer *L) { return !strcmp(L->type->name, "conv1d"); }
+static int is_conv(const vijp_layer *L) { return !strcmp(L->type->name, "conv1d") || !strcmp(L->type->name, "conv2d"); }
 static double bias_at(layerfix *t, size_t i)
 {
     const vijp_layer *L = t->L;
     if (!t->thR.rows || !strcmp(L->type->name, "inv1x1")) return 0; /* inv1x1 has no bias */
-    if (is_conv(L)) return absval(&t->thR, L->iarg[0] * L->iarg[0] * L->iarg[1] + (i % L->out) / (L->out / L->iarg[0]));
+    if (is_conv(L)) {
+        size_t C = L->iarg[0], T = (L->iarg[3] ? L->iarg[1] : 1) * L->iarg[1];
+        return absval(&t->thR, C * C * T + (i % L->out) / (L->out / C));
+    }
     return absval(&t->thR, L->out * L->in + i);
 }
 
@@ -116,18 +122,22 @@ static void param_bound(layerfix *t, double e, double *bp)
     const vijp_layer *L = t->L;
     size_t m = L->out, n = L->in;
     if (is_conv(L)) {
-        size_t C = L->iarg[0], K = L->iarg[1], np = n / C, no = m / C, h = (K - 1) / 2, terms = NB * no + 1;
-        size_t S = L->iarg[2] >> 1; /* iarg[2] = 2·stride + circular */
+        /* iarg: channels, kernel, 2·stride + circular, grid rows (0 in 1-D) */
+        size_t C = L->iarg[0], K = L->iarg[1], KH = L->iarg[3] ? K : 1, T = KH * K, np = n / C, no = m / C;
+        size_t S = L->iarg[2] >> 1, R = L->iarg[3] ? L->iarg[3] : 1, Q = np / R, oq = L->iarg[3] ? Q / S : no;
+        size_t terms = NB * no + 1;
         for (size_t o = 0; o < C; o++)
             for (size_t b = 0; b < NB; b++)
                 for (size_t p = 0; p < no; p++) {
                     double g = absval(&t->GR, b * m + o * no + p);
-                    bp[C * C * K + o] += terms * e * g;
+                    bp[C * C * T + o] += terms * e * g;
                     for (size_t c = 0; c < C; c++)
-                        for (size_t k = 0; k < K; k++) {
-                            long q = (long)(S * p) + (long)k - (long)h;
-                            if (L->iarg[2] & 1) q = (q + (long)np) % (long)np;
-                            if (q >= 0 && q < (long)np) bp[(o * C + c) * K + k] += terms * e * g * absval(&t->XR, b * n + c * np + (size_t)q);
+                        for (size_t k = 0; k < T; k++) {
+                            long r = L->iarg[3] ? (long)(S * (p / oq) + k / K) - (long)(KH / 2) : 0;
+                            long q = (long)(S * (p % oq) + k % K) - (long)(K / 2);
+                            if (L->iarg[2] & 1) r = (r + (long)R) % (long)R, q = (q + (long)Q) % (long)Q;
+                            if (r >= 0 && r < (long)R && q >= 0 && q < (long)Q)
+                                bp[(o * C + c) * T + k] += terms * e * g * absval(&t->XR, b * n + c * np + (size_t)(r * (long)Q + q));
                         }
                 }
         return;

@@ -28,7 +28,7 @@ typedef struct {
     const vijp_layer_type *type;
     size_t in, out; /* n_i and m_i */
     double alpha;   /* leaky ReLU slope */
-    size_t iarg[3]; /* integer spec arguments (conv1d: channels, kernel, circular padding) */
+    size_t iarg[4]; /* integer spec arguments (conv: channels, kernel, 2·stride + circular, grid rows) */
     /* Coupling blocks (additive): the layers of the residual functions F and
      * G, the same items with separate parameters, each of width in/2. */
     size_t n_sub;

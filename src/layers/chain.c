@@ -37,7 +37,7 @@ int vijp_chain_parse(vijp_layer *L, const char *items, size_t h, const char *who
         int rc = vijp_layer_parse(&s, item, h, err);
         if (rc) return rc;
         if (s.n_sub) return vijp_fail(err, VIJP_EINVAL, "%s: '%s' cannot be nested in a residual function", who, s.type->name);
-        if (s.in != h || s.out != h || s.iarg[0] || s.iarg[1] || s.iarg[2])
+        if (s.in != h || s.out != h || s.iarg[0] || s.iarg[1] || s.iarg[2] || s.iarg[3])
             return vijp_fail(err, VIJP_EDIM, "%s: residual function layer '%s' must keep the half width %zu and take no "
                              "integer arguments", who, item, h);
         L->sub[L->n_sub].type = s.type, L->sub[L->n_sub].alpha = s.alpha;

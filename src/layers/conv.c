@@ -1,26 +1,31 @@
-/* 1-D convolution, "same" padding: conv1d:CxK[sS][:circular].  The input of
- * width n holds C channels of length L = n/C, channel-major (x[c·L + p]); the
- * output holds C channels of length L/S (stride S, default 1).  With
- * h = (K−1)/2 and K odd,
- *   y[o,p] = b[o] + Σ_c Σ_k W[o,c,k] · x[c, S·p + k − h],
- * positions outside [0, L) being 0 (zero padding, the default) or wrapped
- * (circular).  Parameters: W[o][c][k] at (o·C + c)·K + k, then b.
+/* Convolutions with "same" padding, 1-D and 2-D:
+ *   conv1d:CxK[sS][:circular]    C channels of L = n/C positions;
+ *   conv2d:CxKxH[sS][:circular]  C channels of an H × (n/(C·H)) grid, K × K kernel.
+ * Channel-major layout (x[c·H·Wd + row·Wd + col]); the output holds C
+ * channels of the grid decimated by the stride S (default 1; 1-D decimates
+ * columns only).  With K odd and h = (K−1)/2,
+ *   y[o,r,q] = b[o] + Σ_c Σ_(ky,kx) W[o,c,ky,kx] · x[c, S·r + ky − h, S·q + kx − h]
+ * (1-D: one row, ky = 0), positions outside the grid being 0 (zero padding,
+ * the default) or wrapped (circular).  Parameters: W[o][c][ky][kx] at
+ * ((o·C + c)·KH + ky)·K + kx (KH = 1 in 1-D), then b.
  *
- * J[(o,p),(c,q)] = W[o,c,k] where q = S·p + k − h (mod L when circular): its
- * entries are the weights themselves, exactly (K <= L, so no two taps meet).
- * A strided convolution is wide (C·L/S × C·L): submersive exactly when J has
- * full row rank, which depends on the weights; vijp certify proves it (or
- * not) at given weights, from this exact Jacobian.
+ * J[(o,r,q),(c,r′,q′)] = W[o,c,ky,kx] for the tap that reaches (r′, q′): its
+ * entries are the weights themselves, exactly (K <= the grid, so no two taps
+ * meet).  A strided convolution is wide: submersive exactly when J has full
+ * row rank, which depends on the weights; vijp certify proves it (or not) at
+ * given weights, from this exact Jacobian.
  *
- * The vijp solves g_y J = g_x.  Circular padding makes J block-circulant:
- * the DFT over positions turns it into one C × C system per frequency ω,
- *   Ŵ(ω)ᵀ ĝ_y(ω) = ĝ_x(ω),  Ŵ(ω)[o][c] = Σ_k W[o,c,k] e^{−2πiω(k−h)/L},
- * solved by complex LU with partial pivoting: O(C L² + L C³) per sample
- * (a plain DFT; L is small here) instead of O((CL)³).  Zero padding breaks
- * that structure (J is block-Toeplitz, not circulant), so the vijp and the
- * inverse fall back to a dense LU of J (LAPACK dgesv), and say so here.  So
- * does a stride S > 1 (the decimation mixes frequencies): its vijp is the
- * dense layer's minimum-norm solve on J (QR of Jᵀ), and it has no inverse. */
+ * The vijp solves g_y J = g_x.  Circular padding with stride 1 makes J block-
+ * circulant (doubly so in 2-D): the DFT over positions turns it into one
+ * C × C system per frequency ω,
+ *   Ŵ(ω)ᵀ ĝ_y(ω) = ĝ_x(ω),  Ŵ(ω)[o][c] = Σ_k W[o,c,k] e^{−2πi⟨ω, k − h⟩/grid},
+ * solved by complex LU with partial pivoting: O(C·P² + P·C³) per sample for P
+ * positions (a plain DFT; grids are small here) instead of O((C·P)³).  Zero
+ * padding breaks that structure (J is block-Toeplitz, not circulant), so the
+ * vijp and the inverse fall back to a dense LU of J (LAPACK dgesv), and say
+ * so here.  So does a stride S > 1 (the decimation mixes frequencies): its
+ * vijp is the dense layer's minimum-norm solve on J (QR of Jᵀ), and it has no
+ * inverse. */
 #include "vijp/layer.h"
 #include "init.h"
 #include "../../oracles/oracles.h"
@@ -35,39 +40,56 @@
 #define KS(L) ((L)->iarg[1])
 #define CIRC(L) ((L)->iarg[2] & 1)
 #define STRIDE(L) ((L)->iarg[2] >> 1) /* iarg[2] = 2·S + circular */
-#define LEN(L) ((L)->in / CH(L))
-#define OUTLEN(L) ((L)->out / CH(L))
+#define IS2D(L) ((L)->iarg[3] > 0)    /* iarg[3] = grid rows (2-D) or 0 */
+#define ROWS(L) (IS2D(L) ? (L)->iarg[3] : 1)
+#define KH(L) (IS2D(L) ? KS(L) : 1)
+#define LEN(L) ((L)->in / CH(L))       /* positions per input channel */
+#define OUTLEN(L) ((L)->out / CH(L))   /* per output channel */
+#define COLS(L) (LEN(L) / ROWS(L))
+#define OROWS(L) (IS2D(L) ? ROWS(L) / STRIDE(L) : 1)
+#define OCOLS(L) (OUTLEN(L) / OROWS(L))
 
 extern const vijp_layer_type vijp_layer_dense;
 
-static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err)
+static int parse_conv(vijp_layer *L, const char *arg, size_t in_width, int two_d, vijp_error *err)
 {
-    unsigned long c = 0, k = 0, stride = 1;
+    const char *name = two_d ? "conv2d" : "conv1d";
+    unsigned long c = 0, k = 0, rows = 1, stride = 1;
     int used = 0, u2 = 0;
     const char *pad = "";
-    if (arg && sscanf(arg, "%lux%lu%n", &c, &k, &used) == 2) {
+    int got = arg ? (two_d ? sscanf(arg, "%lux%lux%lu%n", &c, &k, &rows, &used) : sscanf(arg, "%lux%lu%n", &c, &k, &used)) : 0;
+    if (got == (two_d ? 3 : 2)) {
         pad = arg + used;
         if (*pad == 's' && sscanf(pad, "s%lu%n", &stride, &u2) == 1) pad += u2;
         else if (*pad == 's') stride = 0;
+    } else {
+        used = 0;
     }
-    if (!arg || !used || c == 0 || k == 0 || stride == 0 || (*pad && strcmp(pad, ":zero") && strcmp(pad, ":circular")))
-        return vijp_fail(err, VIJP_EINVAL, "conv1d needs conv1d:CHANNELSxKERNEL[sSTRIDE][:zero|:circular] (e.g. conv1d:4x3, "
-                         "conv1d:4x3s2), got 'conv1d:%s'", arg ? arg : "");
-    if (k % 2 == 0) return vijp_fail(err, VIJP_EINVAL, "conv1d: the kernel size must be odd (got %lu)", k);
-    if (in_width == 0 || in_width % c)
-        return vijp_fail(err, VIJP_EDIM, "conv1d: the input width %zu is not a multiple of %lu channels%s", in_width, c,
-                         in_width ? "" : " (give --width)");
-    if (k > in_width / c)
-        return vijp_fail(err, VIJP_EDIM, "conv1d: kernel %lu is longer than the %zu positions per channel", k, in_width / c);
-    if ((in_width / c) % stride)
-        return vijp_fail(err, VIJP_EDIM, "conv1d: stride %lu does not divide the %zu positions per channel", stride,
-                         in_width / c);
-    L->in = in_width, L->out = in_width / stride;
-    CH(L) = c, KS(L) = k, L->iarg[2] = 2 * stride + !strcmp(pad, ":circular");
+    if (!used || c == 0 || k == 0 || rows == 0 || stride == 0 || (*pad && strcmp(pad, ":zero") && strcmp(pad, ":circular")))
+        return vijp_fail(err, VIJP_EINVAL, two_d ? "conv2d needs conv2d:CHANNELSxKERNELxROWS[sSTRIDE][:zero|:circular] (e.g. "
+                                                   "conv2d:2x3x4), got 'conv2d:%s'"
+                                                 : "conv1d needs conv1d:CHANNELSxKERNEL[sSTRIDE][:zero|:circular] (e.g. "
+                                                   "conv1d:4x3, conv1d:4x3s2), got 'conv1d:%s'",
+                         arg ? arg : "");
+    if (k % 2 == 0) return vijp_fail(err, VIJP_EINVAL, "%s: the kernel size must be odd (got %lu)", name, k);
+    if (in_width == 0 || in_width % (c * rows))
+        return vijp_fail(err, VIJP_EDIM, "%s: the input width %zu is not a multiple of %lu channels x %lu rows%s", name,
+                         in_width, c, rows, in_width ? "" : " (give --width)");
+    size_t cols = in_width / (c * rows);
+    if (k > cols || (two_d && k > rows))
+        return vijp_fail(err, VIJP_EDIM, "%s: kernel %lu is larger than the %lu x %zu grid", name, k, rows, cols);
+    if (cols % stride || (two_d && rows % stride))
+        return vijp_fail(err, VIJP_EDIM, "%s: stride %lu does not divide the %lu x %zu grid", name, stride, rows, cols);
+    L->in = in_width, L->out = in_width / stride / (two_d ? stride : 1);
+    CH(L) = c, KS(L) = k, L->iarg[2] = 2 * stride + !strcmp(pad, ":circular"), L->iarg[3] = two_d ? rows : 0;
     return 0;
 }
 
-static size_t param_count(const vijp_layer *L) { return CH(L) * CH(L) * KS(L) + CH(L); }
+static int parse1(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err) { return parse_conv(L, arg, in_width, 0, err); }
+static int parse2(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err) { return parse_conv(L, arg, in_width, 1, err); }
+
+static size_t param_count(const vijp_layer *L) { return CH(L) * CH(L) * KH(L) * KS(L) + CH(L); }
+#define NW(L) (CH(L) * CH(L) * KH(L) * KS(L)) /* weights before the biases */
 static unsigned declare(const vijp_layer *L) { (void)L; return 0; } /* submersive iff J is nonsingular */
 
 /* Gaussian: N(0, 1/(C·K)) every tap.  Orthogonal (and scaled): delta-
@@ -75,39 +97,44 @@ static unsigned declare(const vijp_layer *L) { (void)L; return 0; } /* submersiv
  * elsewhere, which makes J orthogonal. */
 static int init(const vijp_layer *L, vijp_init in, vijp_rng *rng, double *theta)
 {
-    size_t C = CH(L), K = KS(L), h = (K - 1) / 2;
+    size_t C = CH(L), K = KS(L), T = KH(L) * K, centre = (KH(L) - 1) / 2 * K + (K - 1) / 2;
     memset(theta, 0, param_count(L) * sizeof *theta);
     if (in.kind == VIJP_INIT_GAUSSIAN) {
-        double s = 1 / sqrt((double)(C * K));
-        for (size_t i = 0; i < C * C * K; i++) theta[i] = s * vijp_rng_normal(rng);
+        double s = 1 / sqrt((double)(C * T));
+        for (size_t i = 0; i < NW(L); i++) theta[i] = s * vijp_rng_normal(rng);
     } else {
         double *Q = malloc(C * C * sizeof *Q);
         int rc = Q ? vijp_orthogonal_init(C, C, rng, Q) : VIJP_ENOMEM;
         for (size_t o = 0; !rc && o < C; o++)
-            for (size_t c = 0; c < C; c++) theta[(o * C + c) * K + h] = (in.kind == VIJP_INIT_SCALED ? in.gain : 1) * Q[o + c * C];
+            for (size_t c = 0; c < C; c++) theta[(o * C + c) * T + centre] = (in.kind == VIJP_INIT_SCALED ? in.gain : 1) * Q[o + c * C];
         free(Q);
         if (rc) return rc;
     }
-    for (size_t o = 0; o < C; o++) theta[C * C * K + o] = 0.1 * vijp_rng_normal(rng);
+    for (size_t o = 0; o < C; o++) theta[NW(L) + o] = 0.1 * vijp_rng_normal(rng);
     return 0;
 }
 
-/* Input position of output position p through tap k, or −1 (zero padding). */
+/* Input position (row-major in the grid) read by output position p through
+ * tap k = ky·K + kx, or −1 (zero padding). */
 static long tap(const vijp_layer *L, size_t p, size_t k)
 {
-    long q = (long)(STRIDE(L) * p) + (long)k - (long)(KS(L) - 1) / 2, n = (long)LEN(L);
-    if (CIRC(L)) return ((q % n) + n) % n;
-    return q < 0 || q >= n ? -1 : q;
+    long K = (long)KS(L), hy = (long)(KH(L) - 1) / 2, hx = (K - 1) / 2, S = (long)STRIDE(L);
+    long R = (long)ROWS(L), Q = (long)COLS(L), oc = (long)OCOLS(L);
+    long r = IS2D(L) ? S * ((long)p / oc) + (long)k / K - hy : 0, q = S * ((long)p % oc) + (long)k % K - hx;
+    if (CIRC(L)) return ((r % R + R) % R) * Q + (q % Q + Q) % Q;
+    return r < 0 || r >= R || q < 0 || q >= Q ? -1 : r * Q + q;
 }
+
+#define TAPS(L) (KH(L) * KS(L))
 
 /* V = J U (+ b when bias), per sample. */
 static void apply(const vijp_layer *L, const double *th, const double *U, size_t B, double *V, int bias)
 {
-    size_t C = CH(L), K = KS(L), n = LEN(L), no = OUTLEN(L);
+    size_t C = CH(L), K = TAPS(L), n = LEN(L), no = OUTLEN(L);
     for (size_t b = 0; b < B; b++)
         for (size_t o = 0; o < C; o++)
             for (size_t p = 0; p < no; p++) {
-                double s = bias ? th[C * C * K + o] : 0;
+                double s = bias ? th[NW(L) + o] : 0;
                 for (size_t c = 0; c < C; c++)
                     for (size_t k = 0; k < K; k++) {
                         long q = tap(L, p, k);
@@ -129,7 +156,7 @@ static void jvp(const vijp_layer *L, const double *th, const double *X, size_t B
 static void vjp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy, double *Gx)
 {
     (void)X;
-    size_t C = CH(L), K = KS(L), n = LEN(L), no = OUTLEN(L);
+    size_t C = CH(L), K = TAPS(L), n = LEN(L), no = OUTLEN(L);
     memset(Gx, 0, L->in * B * sizeof *Gx);
     for (size_t b = 0; b < B; b++)
         for (size_t o = 0; o < C; o++)
@@ -146,13 +173,13 @@ static void vjp(const vijp_layer *L, const double *th, const double *X, size_t B
 static void vjp_param(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy, double *Gt)
 {
     (void)th;
-    size_t C = CH(L), K = KS(L), n = LEN(L), no = OUTLEN(L);
+    size_t C = CH(L), K = TAPS(L), n = LEN(L), no = OUTLEN(L);
     memset(Gt, 0, param_count(L) * sizeof *Gt);
     for (size_t b = 0; b < B; b++)
         for (size_t o = 0; o < C; o++)
             for (size_t p = 0; p < no; p++) {
                 double g = Gy[b * L->out + o * no + p];
-                Gt[C * C * K + o] += g;
+                Gt[NW(L) + o] += g;
                 for (size_t c = 0; c < C; c++)
                     for (size_t k = 0; k < K; k++) {
                         long q = tap(L, p, k);
@@ -164,7 +191,7 @@ static void vjp_param(const vijp_layer *L, const double *th, const double *X, si
 static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
 {
     (void)x;
-    size_t C = CH(L), K = KS(L), n = LEN(L), no = OUTLEN(L), M = L->out;
+    size_t C = CH(L), K = TAPS(L), n = LEN(L), no = OUTLEN(L), M = L->out;
     memset(J, 0, M * L->in * sizeof *J);
     for (size_t o = 0; o < C; o++)
         for (size_t p = 0; p < no; p++)
@@ -206,44 +233,53 @@ static int csolve(size_t C, double complex *A, double complex *r)
     return 0;
 }
 
+/* e^{−2πi⟨ω, d⟩/grid} for frequency index w and grid offset index d (both
+ * row-major over the R × Q grid), reduced exactly before the cosine. */
+static double complex phase(size_t w, size_t d, size_t R, size_t Q)
+{
+    size_t wy = w / Q, wx = w % Q, dy = d / Q, dx = d % Q;
+    double t = (double)((wy * dy) % R) / (double)R + (double)((wx * dx) % Q) / (double)Q;
+    return cexp(-2 * M_PI * I * t);
+}
+
 /* out[c][·] from in[c][·] by one channel-wise solve per frequency:
  * transpose: Ŵ(ω)ᵀ ẑ = r̂ (the vijp); otherwise conj(Ŵ(ω)) ẑ = r̂ (the inverse,
  * for y = Jx is a correlation: ŷ = Σ_c conj(ŵ_oc) x̂_c). */
 static int circulant_solve(const vijp_layer *L, const double *th, const double *in, double *out, int transpose,
                            size_t *bad_freq)
 {
-    size_t C = CH(L), K = KS(L), n = LEN(L), h = (K - 1) / 2;
-    double complex *R = malloc(C * n * sizeof *R), *A = malloc(C * C * sizeof *A), *z = malloc(C * sizeof *z);
-    int rc = R && A && z ? 0 : VIJP_ENOMEM;
-    const double tau = 2 * M_PI / (double)n;
-    for (size_t c = 0; !rc && c < C; c++) /* DFT of every channel */
+    size_t C = CH(L), K = KS(L), T = TAPS(L), n = LEN(L), R = ROWS(L), Q = COLS(L);
+    size_t hy = (KH(L) - 1) / 2, hx = (K - 1) / 2;
+    double complex *F = malloc(C * n * sizeof *F), *A = malloc(C * C * sizeof *A), *z = malloc(C * sizeof *z);
+    int rc = F && A && z ? 0 : VIJP_ENOMEM;
+    for (size_t c = 0; !rc && c < C; c++) /* DFT of every channel over the grid */
         for (size_t w = 0; w < n; w++) {
             double complex s = 0;
-            for (size_t p = 0; p < n; p++) s += in[c * n + p] * cexp(-I * tau * (double)((w * p) % n));
-            R[c * n + w] = s;
+            for (size_t p = 0; p < n; p++) s += in[c * n + p] * phase(w, p, R, Q);
+            F[c * n + w] = s;
         }
     for (size_t w = 0; !rc && w < n; w++) {
         for (size_t o = 0; o < C; o++)
             for (size_t c = 0; c < C; c++) {
                 double complex s = 0;
-                for (size_t k = 0; k < K; k++) {
-                    size_t d = (k + n - h) % n; /* k − h mod n */
-                    s += th[(o * C + c) * K + k] * cexp(-I * tau * (double)((w * d) % n));
+                for (size_t k = 0; k < T; k++) {
+                    size_t dy = (k / K + R - hy) % R, dx = (k % K + Q - hx) % Q; /* tap offset mod the grid */
+                    s += th[(o * C + c) * T + k] * phase(w, dy * Q + dx, R, Q);
                 }
                 if (transpose) A[c * C + o] = s; /* Ŵᵀ[c][o] */
                 else A[o * C + c] = conj(s);
             }
-        for (size_t c = 0; c < C; c++) z[c] = R[c * n + w];
+        for (size_t c = 0; c < C; c++) z[c] = F[c * n + w];
         if ((rc = csolve(C, A, z))) *bad_freq = w;
-        for (size_t c = 0; c < C; c++) R[c * n + w] = z[c];
+        for (size_t c = 0; c < C; c++) F[c * n + w] = z[c];
     }
     for (size_t c = 0; !rc && c < C; c++) /* inverse DFT, real part */
         for (size_t p = 0; p < n; p++) {
             double complex s = 0;
-            for (size_t w = 0; w < n; w++) s += R[c * n + w] * cexp(I * tau * (double)((w * p) % n));
+            for (size_t w = 0; w < n; w++) s += F[c * n + w] * conj(phase(w, p, R, Q));
             out[c * n + p] = creal(s) / (double)n;
         }
-    free(R), free(A), free(z);
+    free(F), free(A), free(z);
     return rc;
 }
 
@@ -296,11 +332,11 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
 static int inverse(const vijp_layer *L, const double *th, const double *Y, size_t B, double *X, vijp_error *err)
 {
     if (STRIDE(L) > 1) return vijp_fail(err, VIJP_EUNSUPPORTED, "conv1d with stride %zu is not invertible", STRIDE(L));
-    size_t C = CH(L), K = KS(L), n = LEN(L), w = 0;
+    size_t n = LEN(L), w = 0;
     double *R = malloc(L->in * B * sizeof *R);
     if (!R) return vijp_fail(err, VIJP_ENOMEM, "out of memory");
     for (size_t b = 0; b < B; b++)
-        for (size_t i = 0; i < L->in; i++) R[b * L->in + i] = Y[b * L->in + i] - th[C * C * K + i / n];
+        for (size_t i = 0; i < L->in; i++) R[b * L->in + i] = Y[b * L->in + i] - th[NW(L) + i / n];
     int rc = 0;
     if (CIRC(L)) {
         for (size_t b = 0; b < B && !rc; b++) rc = circulant_solve(L, th, R + b * L->in, X + b * L->in, 0, &w);
@@ -325,6 +361,13 @@ static const vijp_ops_mp ops_mp = {
 const vijp_layer_type vijp_layer_conv1d = {
     .name = "conv1d",
     .syntax = "conv1d:CxK[sS][:zero|:circular] (C channels of width/C positions, odd kernel K, stride S, same padding)",
-    .parse = parse, .param_count = param_count, .init = init, .declare = declare,
+    .parse = parse1, .param_count = param_count, .init = init, .declare = declare,
+    .residual = VIJP_RESIDUAL_NONE, .d = &ops_d, .mp = &ops_mp, .jacobian_exact = 1,
+};
+
+const vijp_layer_type vijp_layer_conv2d = {
+    .name = "conv2d",
+    .syntax = "conv2d:CxKxH[sS][:zero|:circular] (C channels of an H x width/(C*H) grid, odd K x K kernel, stride S)",
+    .parse = parse2, .param_count = param_count, .init = init, .declare = declare,
     .residual = VIJP_RESIDUAL_NONE, .d = &ops_d, .mp = &ops_mp, .jacobian_exact = 1,
 };
