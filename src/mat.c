@@ -90,6 +90,14 @@ void vijp_mat_sub(vijp_mat *a, const vijp_mat *b, const vijp_mat *c)
     }
 }
 
+void vijp_mat_mul_elem(vijp_mat *a, const vijp_mat *b, const vijp_mat *c)
+{
+    for (size_t i = 0, n = vijp_mat_len(a); i < n; i++) {
+        if (a->d) a->d[i] = b->d[i] * c->d[i];
+        else vo_mul(a->m[i], b->m[i], c->m[i], a->fmt);
+    }
+}
+
 void vijp_mat_copy_range(vijp_mat *dst, size_t doff, const vijp_mat *src, size_t soff, size_t count)
 {
     if (dst->d) memcpy(dst->d + doff, src->d + soff, count * sizeof(double));

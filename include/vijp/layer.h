@@ -51,9 +51,12 @@ typedef enum {
     VIJP_RESIDUAL_NONE,  /* the input vjp does not depend on the input (dense) */
     VIJP_RESIDUAL_SIGN,  /* it depends on the input only through [x > 0]: one bit per unit */
     VIJP_RESIDUAL_INPUT, /* it needs the input values */
-    VIJP_RESIDUAL_INVERSE /* it needs the input values, which the layer's inverse rebuilds from its
-                           * output going back (coupling blocks: DESIGN §6 "none"); kept like
-                           * INPUT where that output is not known itself */
+    VIJP_RESIDUAL_INVERSE, /* it needs the input values, which the layer's inverse rebuilds from its
+                            * output going back (coupling blocks: DESIGN §6 "none"); kept like
+                            * INPUT where that output is not known itself */
+    VIJP_RESIDUAL_DERIV    /* elementwise, input vjp g ⊙ f′(x): the forward pass keeps f′ (nested
+                            * forward AD, one value per unit) and the reverse pass multiplies by it,
+                            * without evaluating f again */
 } vijp_residual_kind;
 
 typedef enum { VIJP_INIT_GAUSSIAN, VIJP_INIT_ORTHOGONAL, VIJP_INIT_SCALED } vijp_init_kind;

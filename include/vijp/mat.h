@@ -38,6 +38,8 @@ int vijp_mat_check_finite(const vijp_mat *a, const char *what, vijp_error *err);
 /* Helpers the engines share; arithmetic is rounded in the matrices' format. */
 /* a := b − c (same shape). */
 void vijp_mat_sub(vijp_mat *a, const vijp_mat *b, const vijp_mat *c);
+/* a := b ⊙ c, entrywise (same shape). */
+void vijp_mat_mul_elem(vijp_mat *a, const vijp_mat *b, const vijp_mat *c);
 /* dst[doff .. doff+count) := src[soff .. soff+count) (linear, column-major indices). */
 void vijp_mat_copy_range(vijp_mat *dst, size_t doff, const vijp_mat *src, size_t soff, size_t count);
 /* dst := src rounded to dst's format (exact when dst is at least as precise). */

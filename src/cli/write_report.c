@@ -488,7 +488,8 @@ static void md_layers(FILE *o, const study *s)
             if (j < ns || ns == 64) continue;
             seen[ns++] = strdup(label);
             unsigned d = L->type->declare(L);
-            static const char *const keep[] = {"nothing", "sign bits", "inputs", "nothing (inverse rebuilds inputs)"};
+            static const char *const keep[] = {"nothing", "sign bits", "inputs", "nothing (inverse rebuilds inputs)",
+                                               "f′ (nested forward AD)"};
             fprintf(o, "| %s (c%zu) | %s | %s | %s |", label, c + 1,
                     d & VIJP_DECL_SUBMERSIVE ? "everywhere" : d & VIJP_DECL_NEVER_SUBMERSIVE ? "never" : "where J has full row rank",
                     d & VIJP_DECL_INVERTIBLE ? "yes" : "no", keep[L->type->residual]);

@@ -1,4 +1,7 @@
-/* Backprop: store every layer input h_0 … h_{D−1}, then one reverse pass. */
+/* Backprop: store every layer input h_0 … h_{D−1}, then one reverse pass.
+ * A smooth activation's input is replaced, once the next activation is
+ * computed, by f′ (nested forward AD: the same bytes, no f′ evaluation going
+ * back). */
 #include "engine_internal.h"
 #include <stdlib.h>
 
@@ -14,6 +17,13 @@ int engine_backprop(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
         vijp_mat_init(&H[i], i ? net->layers[i - 1].out : net->width, B, f);
         if (i == 0) vijp_mat_copy(&H[0], X);
         else rc = vijp_layer_forward(&net->layers[i - 1], &theta[i - 1], &H[i - 1], &H[i], err);
+        if (!rc && i && net->layers[i - 1].type->residual == VIJP_RESIDUAL_DERIV) { /* H[i−1] := f′(h_(i−1)) */
+            vijp_mat d;
+            vijp_mat_init(&d, H[i - 1].rows, B, f);
+            rc = engine_derivative(&net->layers[i - 1], &theta[i - 1], &H[i - 1], &d, err);
+            vijp_mat_clear(&H[i - 1]);
+            H[i - 1] = d;
+        }
         if (i < D) {
             ledger_keep(&ledger, mat_bytes(&H[i]));
             out->stored_by_depth[i] = ledger.current; /* a depth-(i+1) network keeps h_0 … h_i */
@@ -23,8 +33,12 @@ int engine_backprop(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
     for (size_t i = D; i-- > 0 && !rc;) { /* layer i+1: g_i = g_{i+1} J_{i+1} */
         const vijp_layer *L = &net->layers[i];
         vijp_mat *gin = i ? &out->g[i - 1] : &out->grad_x;
-        rc = vijp_layer_vjp_param(L, &theta[i], &H[i], &out->g[i], &out->grad_theta[i], err);
-        if (!rc) rc = vijp_layer_vjp(L, &theta[i], &H[i], &out->g[i], gin, err);
+        if (L->type->residual == VIJP_RESIDUAL_DERIV) { /* no parameters; H[i] holds f′ */
+            vijp_mat_mul_elem(gin, &out->g[i], &H[i]);
+        } else {
+            rc = vijp_layer_vjp_param(L, &theta[i], &H[i], &out->g[i], &out->grad_theta[i], err);
+            if (!rc) rc = vijp_layer_vjp(L, &theta[i], &H[i], &out->g[i], gin, err);
+        }
         ledger_release(&ledger, mat_bytes(&H[i]));
     }
     for (size_t i = 0; H && i <= D; i++) vijp_mat_clear(&H[i]);

@@ -105,3 +105,14 @@ int vijp_engine_run_opts(vijp_engine_kind e, const vijp_net *net, const vijp_mat
     else if (rc != VIJP_ESINGULAR) vijp_grads_clear(out);
     return rc;
 }
+
+int engine_derivative(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, vijp_mat *D, vijp_error *err)
+{
+    vijp_mat ones;
+    int rc = vijp_mat_init(&ones, X->rows, X->cols, X->fmt);
+    if (rc) return vijp_fail(err, rc, "out of memory");
+    for (size_t i = 0; i < vijp_mat_len(&ones); i++) vijp_mat_set_entry_d(&ones, i, 1.0);
+    rc = vijp_layer_jvp(L, theta, X, &ones, D, err);
+    vijp_mat_clear(&ones);
+    return rc;
+}

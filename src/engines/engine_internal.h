@@ -17,6 +17,11 @@ static inline void ledger_keep(vijp_ledger *l, size_t bytes)
 }
 static inline void ledger_release(vijp_ledger *l, size_t bytes) { l->current -= bytes; }
 static inline size_t mat_bytes(const vijp_mat *a) { return vijp_mat_len(a) * a->fmt->value_bytes; }
+/* Nested forward AD for a VIJP_RESIDUAL_DERIV layer: D := f′(X), the layer's
+ * jvp of a tangent of ones (multiplying by 1 is exact in every format, so D
+ * is f′ exactly as the layer's own vjp would form it, and G ⊙ D equals its
+ * vjp bit for bit). */
+int engine_derivative(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, vijp_mat *D, vijp_error *err);
 
 /* Allocate out's matrices for net and batch B in format f (zeroed). */
 int engine_grads_init(vijp_grads *out, const vijp_net *net, size_t B, const vijp_format *f);

@@ -140,6 +140,10 @@ int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
             vijp_mat_init(&vals[i], h.rows, B, f);
             vijp_mat_copy(&vals[i], &h);
             res_bytes[i] = mat_bytes(&vals[i]);
+        } else if (L->type->residual == VIJP_RESIDUAL_DERIV) { /* nested forward AD: keep f′ */
+            vijp_mat_init(&vals[i], h.rows, B, f);
+            rc = engine_derivative(L, &theta[i], &h, &vals[i], err);
+            res_bytes[i] = mat_bytes(&vals[i]);
         }
         ledger_keep(&ledger, res_bytes[i]);
         vijp_mat_init(&hn, L->out, B, f);
@@ -157,14 +161,16 @@ int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
     for (size_t i = D; i-- > 0 && !rc;) { /* reverse: input cotangents and fragments */
         const vijp_layer *L = &net->layers[i];
         vijp_mat_init(&Xt, L->in, B, f);
+        int deriv = L->type->residual == VIJP_RESIDUAL_DERIV;
         if (rebuild[i]) rc = vijp_layer_inverse(L, &theta[i], &h, &Xt, err);
-        else surrogate(&Xt, L->type->residual, bits[i], &vals[i]);
-        size_t k = vijp_layer_fragment_count(L, &theta[i], &Xt);
+        else if (!deriv) surrogate(&Xt, L->type->residual, bits[i], &vals[i]);
+        size_t k = deriv ? 0 : vijp_layer_fragment_count(L, &theta[i], &Xt); /* smooth: no cokernel to store */
         vijp_mat_init(&frag[i], k, 1, f);
         ledger_keep(&ledger, mat_bytes(&frag[i]));
-        if (!rc) rc = vijp_layer_fragment(L, &theta[i], &Xt, &g, &frag[i], err);
+        if (!rc && !deriv) rc = vijp_layer_fragment(L, &theta[i], &Xt, &g, &frag[i], err);
         vijp_mat_init(&gn, L->in, B, f);
-        if (!rc) rc = vijp_layer_vjp(L, &theta[i], &Xt, &g, &gn, err);
+        if (!rc && deriv) vijp_mat_mul_elem(&gn, &g, &vals[i]); /* g ⊙ f′ */
+        else if (!rc) rc = vijp_layer_vjp(L, &theta[i], &Xt, &g, &gn, err);
         vijp_mat_clear(&g);
         g = gn;
         vijp_mat_clear(&h);

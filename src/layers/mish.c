@@ -25,6 +25,6 @@ static const vijp_ops_mp ops_mp = VO_ACT_OPS_MP(mish, NULL);
 const vijp_layer_type vijp_layer_mish = {
     .name = "mish", .syntax = "mish (x·tanh(softplus(x)); keeps its width)",
     .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
-    .residual = VIJP_RESIDUAL_INPUT, .d = &ops_d, .mp = &ops_mp,
+    .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp,
     .deriv_enclose = vo_mish_deriv_enclose, .dual_eval = eval,
 };

@@ -37,6 +37,6 @@ static const vijp_ops_mp ops_mp = VO_ACT_OPS_MP(softplus, vo_softplus_inverse);
 const vijp_layer_type vijp_layer_softplus = {
     .name = "softplus", .syntax = "softplus (keeps its width)",
     .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
-    .residual = VIJP_RESIDUAL_INPUT, .d = &ops_d, .mp = &ops_mp,
+    .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp,
     .deriv_enclose = vo_softplus_deriv_enclose, .dual_eval = eval,
 };

@@ -43,6 +43,6 @@ static const vijp_ops_mp ops_mp = {
 const vijp_layer_type vijp_layer_tanh = {
     .name = "tanh", .syntax = "tanh (keeps its width)",
     .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
-    .residual = VIJP_RESIDUAL_INPUT, .d = &ops_d, .mp = &ops_mp,
+    .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp,
     .deriv_enclose = vo_tanh_deriv_enclose, .dual_eval = eval,
 };
