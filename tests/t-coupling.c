@@ -505,6 +505,48 @@ START_TEST(affine_jvp_vjp_vs_oracle)
     }
     check("affine jvp", _i, &VF, &VR, bv);
     check("affine vjp", _i, &WF, &WR, bw);
+    /* vjp_param: θ_S from x1 (exact) and the dense cotangent f′_S ⊙ w,
+     * w = g_y2 ⊙ x2 ⊙ s′; θ_T from x1 and f′_T ⊙ g_y2: each entry a batch sum
+     * of such a cotangent (times x1 for W), within its propagated error plus
+     * γ_(NB+1) of the sum of magnitudes. */
+    size_t P = t.thR.rows, PS = P / 2;
+    double *bp = calloc(P, sizeof *bp);
+    vijp_mat PF, PR;
+    vijp_mat_init(&PF, P, 1, &t.F), vijp_mat_init(&PR, P, 1, &t.R);
+    ck_assert(!vijp_layer_vjp_param(L, &t.thF, &t.XF, &t.GF, &PF, NULL) &&
+              !vijp_layer_vjp_param(L, &t.thR, &t.XR, &t.GR, &PR, NULL));
+    for (size_t b = 0; b < NB; b++) {
+        double x[N], G[N], ax[H];
+        col(&t.XR, b, x), col(&t.GR, b, G);
+        double zS[H], zT[H], fS[H], fT[H], dzS[H], dzT[H];
+        mul(th, x, zS, 0), mul(th + PS, x, zT, 0);
+        absmul(th, x, ax, 0);
+        for (size_t i = 0; i < H; i++) dzS[i] = gam(H + 1, u) * (ax[i] + fabs(th[H * H + i]));
+        absmul(th + PS, x, ax, 0);
+        for (size_t i = 0; i < H; i++) {
+            dzT[i] = gam(H + 1, u) * (ax[i] + fabs(th[PS + H * H + i]));
+            double a = tanh(zS[i] + th[H * H + i]), c = tanh(zT[i] + th[PS + H * H + i]);
+            fS[i] = 1 - a * a, fT[i] = 1 - c * c;
+            double ea = dzS[i] + 4 * u * fabs(a), sc, ds, eds;
+            if (L->iarg[0]) sc = ds = exp(a), eds = sc * ea + 2 * u * sc;
+            else {
+                double z = a + 2, ez = ea + u * fabs(z);
+                sc = 1 / (1 + exp(-z)), ds = sc * (1 - sc), eds = 12 * u * ds + 0.1 * ez;
+            }
+            double w = G[H + i] * x[H + i] * ds, ew = fabs(G[H + i] * x[H + i]) * eds + 2 * u * fabs(w);
+            double tS = fS[i] * w, etS = TANH2 * dzS[i] * fabs(w) + fS[i] * ew + 7 * u * fabs(tS);
+            double tT = fT[i] * G[H + i], etT = TANH2 * dzT[i] * fabs(G[H + i]) + 7 * u * fabs(tT);
+            for (size_t j = 0; j < H; j++) {
+                bp[i + j * H] += etS * fabs(x[j]) + gam(NB + 1, u) * fabs(tS * x[j]);
+                bp[PS + i + j * H] += etT * fabs(x[j]) + gam(NB + 1, u) * fabs(tT * x[j]);
+            }
+            bp[H * H + i] += etS + gam(NB + 1, u) * fabs(tS);
+            bp[PS + H * H + i] += etT + gam(NB + 1, u) * fabs(tT);
+        }
+    }
+    check("affine vjp_param", _i, &PF, &PR, bp);
+    free(bp);
+    vijp_mat_clear(&PF), vijp_mat_clear(&PR);
     vijp_mat_clear(&VF), vijp_mat_clear(&VR), vijp_mat_clear(&WF), vijp_mat_clear(&WR);
     layerfix_clear(&t);
 }
