@@ -42,6 +42,11 @@ START_TEST(test_help)
                                      "--format", "--init", "--loss", "--seed", "--json"};
         for (size_t k = 0; k < sizeof opts / sizeof *opts; k++)
             ck_assert_msg(strstr(r.out, opts[k]), "vijp grad --help does not mention %s", opts[k]);
+        /* and every layer type's spec syntax, from the registry */
+        size_t nt;
+        const vijp_layer_type *const *all = vijp_layer_types(&nt);
+        for (size_t k = 0; k < nt; k++)
+            ck_assert_msg(strstr(r.out, all[k]->syntax), "vijp grad --help does not list '%s'", all[k]->name);
         run_free(&r);
     }
     /* No command at all: the usage goes to stderr, as an error. */

@@ -213,7 +213,7 @@ int cli_certify(int argc, char **argv)
         case O_PREC: if (cli_parse_size("--prec-max", optarg, 106, VIJP_PREC_MAX, &v)) return EXIT_USAGE; co.prec_max = (long)v; break;
         case 'j': json = 1; break;
         case 'v': verbose = 1; break;
-        case 'h': fputs(help, stdout); return EXIT_OK;
+        case 'h': fputs(help, stdout), cli_print_layer_syntax(stdout); return EXIT_OK;
         default: fputs("run 'vijp certify --help' for the options\n", stderr); return EXIT_USAGE;
         }
     }

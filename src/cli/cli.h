@@ -1,6 +1,8 @@
 #ifndef VIJP_CLI_H
 #define VIJP_CLI_H
 
+#include <stdio.h>
+
 /* Exit codes of every subcommand. */
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
 
@@ -14,5 +16,8 @@ int cli_memory(int argc, char **argv);
 /* Parse an unsigned integer option in [lo, hi]; prints an error and returns -1 if bad. */
 int cli_parse_size(const char *opt, const char *s, unsigned long long lo, unsigned long long hi,
                    unsigned long long *out);
+
+/* "SPEC items:" and every registered layer type's syntax, one per line (help texts). */
+void cli_print_layer_syntax(FILE *out);
 
 #endif

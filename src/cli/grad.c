@@ -17,7 +17,7 @@ static const char help[] =
     "from the same rounded weights and inputs (so the error is arithmetic only).\n"
     "\n"
     "  --net SPEC       layers, cycled to the depth (default dense:64,leaky:0.1):\n"
-    "                   dense:M | dense:MxN | leaky:ALPHA | relu | tanh\n"
+    "                   see SPEC items below\n"
     "  --depth D        number of layers (default 8)\n"
     "  --width N        input width (default: the first dense layer's)\n"
     "  --batch B        inputs whose losses add up (default 1)\n"
@@ -89,7 +89,7 @@ int cli_grad(int argc, char **argv)
         case 'l': if (vijp_loss_parse(optarg, &s.loss, &err)) goto usage_err; break;
         case 'K': if (cli_parse_size("--segment", optarg, 1, 100000, &v)) return EXIT_USAGE; s.opts.checkpoint_segment = v; break;
         case 'j': json = 1; break;
-        case 'h': fputs(help, stdout); return EXIT_OK;
+        case 'h': fputs(help, stdout), cli_print_layer_syntax(stdout); return EXIT_OK;
         default: fputs("run 'vijp grad --help' for the options\n", stderr); return EXIT_USAGE;
         }
     }

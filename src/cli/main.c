@@ -66,3 +66,11 @@ int main(int argc, char **argv)
     fprintf(stderr, "vijp: unknown command '%s' (run 'vijp --help')\n", cmd);
     return EXIT_USAGE;
 }
+
+void cli_print_layer_syntax(FILE *out)
+{
+    size_t n;
+    const vijp_layer_type *const *all = vijp_layer_types(&n);
+    fputs("\nSPEC items (comma-separated, cycled to the depth):\n", out);
+    for (size_t i = 0; i < n; i++) fprintf(out, "  %s\n", all[i]->syntax);
+}
