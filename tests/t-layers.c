@@ -508,6 +508,36 @@ START_TEST(bad_inputs)
     ck_assert_int_eq(vijp_net_build(&net, "relu", 1, 0, &err), VIJP_EDIM);
     ck_assert_int_eq(vijp_net_build(&net, "dense:0", 1, 0, &err), VIJP_EINVAL);
     ck_assert_int_eq(vijp_net_build(&net, "dense:4,,relu", 2, 0, &err), VIJP_EINVAL);
+    /* the catalogue's shape rules: a message and an error code, never a net */
+    static const struct {
+        const char *spec;
+        size_t width;
+        int rc;
+    } bad[] = {
+        {"conv1d:2x4", 8, VIJP_EINVAL},         /* even kernel */
+        {"conv1d:3x3", 8, VIJP_EDIM},           /* 8 is not 3 channels */
+        {"conv1d:2x3s3", 8, VIJP_EDIM},         /* stride does not divide 4 positions */
+        {"conv1d:2x3:mirror", 8, VIJP_EINVAL},  /* unknown padding */
+        {"conv1d:2x9", 8, VIJP_EDIM},           /* kernel longer than the channel */
+        {"conv2d:2x5x4", 32, VIJP_EDIM},        /* kernel larger than the 4 x 4 grid */
+        {"conv2d:2x3", 32, VIJP_EINVAL},        /* rows missing */
+        {"avgpool:3", 8, VIJP_EDIM},            /* window does not divide */
+        {"avgpool:1", 8, VIJP_EINVAL},          /* no pooling */
+        {"squeeze:2x3", 8, VIJP_EDIM},          /* 8 is not a multiple of 6 */
+        {"additive", 7, VIJP_EDIM},             /* odd width */
+        {"additive:dense:3+conv1d:1x3", 6, VIJP_EDIM}, /* no integer-argument layers inside */
+        {"additive:additive", 8, VIJP_EINVAL},  /* no nesting */
+        {"affine:foo", 8, VIJP_EINVAL},         /* unknown layer in the residual function */
+        {"layernorm", 1, VIJP_EDIM},            /* nothing to normalize */
+        {"inv1x1:1", 8, VIJP_EINVAL},           /* one channel */
+        {"gelu:2", 8, VIJP_EINVAL},             /* takes no argument */
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        memset(&err, 0, sizeof err);
+        int rc = vijp_net_build(&net, bad[k].spec, 1, bad[k].width, &err);
+        ck_assert_msg(rc == bad[k].rc && err.msg[0], "'%s' at width %zu: code %d (want %d), message '%s'", bad[k].spec,
+                      bad[k].width, rc, bad[k].rc, err.msg);
+    }
 
     /* singular square dense: a zero row in W makes Wᵀ gy = gx unsolvable */
     ck_assert(!vijp_net_build(&net, "dense:4", 1, 4, &err));
