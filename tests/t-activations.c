@@ -81,7 +81,7 @@ static void gelu_terms(mpfr_t t1, mpfr_t t2, double *kf, double *k1, double *k2,
     mpfr_sqr(a, a, MPFR_RNDN), mpfr_neg(a, a, MPFR_RNDN), mpfr_exp(t2, a, MPFR_RNDN);
     mpfr_const_pi(pi, MPFR_RNDN), mpfr_mul_2ui(pi, pi, 1, MPFR_RNDN), mpfr_sqrt(pi, pi, MPFR_RNDN);
     mpfr_div(t2, t2, pi, MPFR_RNDN), mpfr_mul_d(t2, t2, x, MPFR_RNDN);            /* x φ(x) */
-    *kf = 15 + 2 * x * x, *k1 = 16 + 2 * x * x, *k2 = 10 + 2.5 * x * x;
+    *kf = 15 + 2 * x * x, *k1 = 16 + 2 * x * x, *k2 = 10;
     mpfr_clears(a, pi, (mpfr_ptr)0);
 }
 

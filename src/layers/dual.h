@@ -48,12 +48,16 @@ static inline vijp_dual dual_tanh(vijp_dual a)
 }
 
 /* Φ(a) = erfc(−a/√2)/2, Φ′ = φ(a) = exp(−a²/2)/√(2π).  erfc, not 1 + erf:
- * for a < 0 the latter cancels. */
+ * for a < 0 the latter cancels.  a² is split exactly, a² = s + e with
+ * e = fma(a, a, −s), and exp(−a²/2) = exp(−s/2)·(1 − e/2) (|e/2| <= u·s/2,
+ * so the dropped (e/2)²/2 is below u² s²): the argument of exp carries no
+ * rounding error, which would otherwise cost a relative u·a² in φ (1800 ulps
+ * at a = −23). */
 static inline vijp_dual dual_normal_cdf(vijp_dual a)
 {
     const double inv_sqrt_2pi = 0.398942280401432677939946059934; /* rounded once */
-    double t = -a.v * M_SQRT1_2;
-    return (vijp_dual){0.5 * erfc(t), a.d * (inv_sqrt_2pi * exp(-(t * t)))};
+    double t = -a.v * M_SQRT1_2, s = a.v * a.v, e = fma(a.v, a.v, -s);
+    return (vijp_dual){0.5 * erfc(t), a.d * (inv_sqrt_2pi * (exp(-0.5 * s) * (1 - 0.5 * e)))};
 }
 
 #endif

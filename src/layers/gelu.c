@@ -5,10 +5,11 @@
  * Error (dual.h, u = 2^-53, t = −x/√2): t within 2u; erfc within 5 ulps
  * (10u) plus its condition |t·erfc′(t)/erfc(t)| <= 2t² + 2 times 2u, so
  * Φ̂ is within (14 + 2x²)u and f̂ = x·Φ̂ within (15 + 2x²)u of f.
- * φ̂ = c·exp(−t²): t² within 5u, i.e. an absolute error 5u·t² in the
- * argument of exp, so φ̂ (with the rounded 1/√(2π)) is within (4 + 2.5x²)u
- * and x·φ̂ within (5 + 2.5x²)u.  Hence, with the final sum,
- * |f̂′ − f′| <= (16 + 2x²)u·Φ(x) + (10 + 2.5x²)u·|x|φ(x). */
+ * φ̂ = c·exp(−s/2)·(1 − e/2) with x² = s + e split exactly (dual.h): exp
+ * within 2u of its exact argument, the constant u, three products 3u and
+ * 1 − e/2 u: 7u; x·φ̂ within 8u.  Hence, with the final sum,
+ * |f̂′ − f′| <= (16 + 2x²)u·Φ(x) + 10u·|x|φ(x).  For x → −∞ the Φ term is
+ * ~1/x² of the other, so f′ stays within a few ulps of its terms. */
 #include "activation.h"
 #include "../../oracles/oracles.h"
 
