@@ -135,6 +135,7 @@ static void conditioning(const vijp_net *net, const vijp_problem *pf, vijp_drift
     for (size_t i = 0; i < D; i++) square &= net->layers[i].in == net->layers[i].out;
     double *Q = square ? calloc(n0 * n0, sizeof *Q) : NULL, *Z = square ? malloc(n0 * n0 * sizeof *Z) : NULL;
     double *sums = square ? calloc(n0, sizeof *sums) : NULL, *tau = square ? malloc(n0 * sizeof *tau) : NULL;
+    int singular = 0; /* the Jacobian product has lost rank */
     for (size_t k = 0; Q && k < n0; k++) Q[k + k * n0] = 1;
     int lyap_ok = Q && Z && sums && tau;
     for (size_t i = 0; i < D; i++) {
@@ -154,12 +155,22 @@ static void conditioning(const vijp_net *net, const vijp_problem *pf, vijp_drift
                 cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0, J.d, (int)n, Q,
                             (int)n, 0.0, Z, (int)n);
                 if (LAPACKE_dgeqrf(LAPACK_COL_MAJOR, (int)n, (int)n, Z, (int)n, tau)) lyap_ok = 0;
-                double hi = -INFINITY, lo = INFINITY;
+                /* A direction the layer maps to (numerically) nothing, below
+                 * n·u of the largest stretch, makes the product singular: the
+                 * spread is infinite from there on and no prediction is made.
+                 * (Softmax's exact kernel shows up as ~1e-17, not 0, and would
+                 * otherwise give a finite, meaningless spread.)  Moonwalk's
+                 * error there is governed by the product of pseudo-inverses,
+                 * with the fragments resetting the cokernel part: not
+                 * modelled here. */
+                double hi = -INFINITY, lo = INFINITY, rmax = 0;
+                for (size_t k = 0; lyap_ok && k < n; k++) rmax = fmax(rmax, fabs(Z[k + k * n]));
                 for (size_t k = 0; lyap_ok && k < n; k++) {
+                    if (!(fabs(Z[k + k * n]) > (double)n * 0x1p-53 * rmax)) singular = 1;
                     sums[k] += log10(fabs(Z[k + k * n]));
                     hi = fmax(hi, sums[k]), lo = fmin(lo, sums[k]);
                 }
-                if (lyap_ok) c->lyap_cum[i] = hi - lo; /* inf once a layer is singular */
+                if (lyap_ok) c->lyap_cum[i] = singular ? INFINITY : hi - lo;
                 if (lyap_ok && LAPACKE_dorgqr(LAPACK_COL_MAJOR, (int)n, (int)n, (int)n, Z, (int)n, tau)) lyap_ok = 0;
                 memcpy(Q, Z, n * n * sizeof *Q);
             }

@@ -506,6 +506,29 @@ START_TEST(predicted_formula)
 }
 END_TEST
 
+/* A net with a non-submersive layer makes the Jacobian product singular:
+ * softmax's exact kernel (J·1 = 0) shows up as a stretch ~1e-17 (not 0),
+ * ReLU's as an exact 0.  Either way the spread is infinite from that layer on
+ * and no prediction is made (the fit is NaN), rather than a finite number
+ * that means nothing; a leaky net of the same shape keeps a finite one. */
+START_TEST(singular_product_has_no_prediction)
+{
+    static const char *const specs[] = {"dense:16,softmax", "dense:16,relu", "dense:16,leaky:0.5"};
+    for (size_t k = 0; k < 3; k++) {
+        vijp_drift_setup s = setup(specs[k], 16, 16, VIJP_INIT_ORTHOGONAL, "double", test_seed());
+        vijp_drift_curve c;
+        drift(&s, &c);
+        if (k < 2) {
+            ck_assert_msg(isinf(c.lyap_cum[1]) && isinf(c.lyap_cum[15]), "%s: spread %g", specs[k], c.lyap_cum[15]);
+            ck_assert_msg(isnan(c.predicted_rate) || isinf(c.predicted_rate), "%s: predicted rate %g", specs[k], c.predicted_rate);
+        } else {
+            ck_assert_msg(isfinite(c.lyap_cum[15]) && isfinite(c.predicted_rate), "%s: %g", specs[k], c.lyap_cum[15]);
+        }
+        vijp_drift_curve_clear(&c);
+    }
+}
+END_TEST
+
 /* The first-order bound e_i <= κ_i (e_{i−1} + n_i u) holds on every layer;
  * it neglects second-order terms (O(e²) against e, e <= 1e-12 here), so a
  * factor 1.1 covers them.  The orthogonal nets of growth_vs_lyapunov (all five
@@ -606,6 +629,7 @@ Suite *suite_drift(void)
     tcase_add_loop_test(tc, growth_vs_lyapunov, 0, 3);
     tcase_add_loop_test(tc, growth_vs_lyapunov_over_seeds, 0, 2);
     tcase_add_test(tc, predicted_formula);
+    tcase_add_test(tc, singular_product_has_no_prediction);
     tcase_add_test(tc, first_order_bound);
     tcase_add_test(tc, singular_vijp_measured);
     tcase_add_test(tc, stored_by_depth);
