@@ -143,6 +143,28 @@ static void check(const char *what, int i, const vijp_mat *got, const vijp_mat *
                   (unsigned long long)test_seed());
 }
 
+/* ⟨G, J U⟩ = ⟨G J, U⟩ with jvp and vjp in the format: the difference of the
+ * two inner products, formed exactly (4096 bits), is at most
+ * Σ |G|·e_jvp + Σ e_vjp·|U|, the bounds of the operator checks (already
+ * scaled by 1.1 there). */
+static void check_adjoint(const char *what, int i, layerfix *t, const vijp_mat *V, const vijp_mat *W, const double *ev,
+                          const double *ew)
+{
+    mpfr_t a, b, p, q;
+    mpfr_inits2(4096, a, b, p, q, (mpfr_ptr)0);
+    mpfr_set_zero(a, 1), mpfr_set_zero(b, 1);
+    double bound = 0;
+    for (size_t k = 0; k < vijp_mat_len(V); k++) {
+        mat_entry(p, V, k), mat_entry(q, &t->GF, k), mpfr_fma(a, p, q, a, MPFR_RNDN);
+        mat_entry(p, W, k), mat_entry(q, &t->UF, k), mpfr_fma(b, p, q, b, MPFR_RNDN);
+        bound += absval(&t->GF, k) * ev[k] + ew[k] * absval(&t->UF, k);
+    }
+    mpfr_sub(a, a, b, MPFR_RNDN);
+    double d = fabs(mpfr_get_d(a, MPFR_RNDU));
+    ck_assert_msg(d <= bound, "coupling block, %s: %s adjoint identity off by %g > %g", formats[i % 2], what, d, bound);
+    mpfr_clears(a, b, p, q, (mpfr_ptr)0);
+}
+
 /* Each operator in the format against the 1024-bit oracle on the same inputs. */
 START_TEST(operators_vs_oracle)
 {
@@ -169,6 +191,10 @@ START_TEST(operators_vs_oracle)
         for (size_t j = 0; j < H; j++) bound[j + b * N] = e1[j], bound[H + j + b * N] = e2[j] + u * fabs(V[H + j]);
     }
     check("jvp", _i, &AF, &AR, bound);
+    double ev[N * NB];
+    memcpy(ev, bound, sizeof ev);
+    vijp_mat JU;
+    vijp_mat_init(&JU, N, NB, &t->F), vijp_mat_copy(&JU, &AF);
     /* vjp: ḡ1 = g1 + J_Gᵀ g2, g_x2 = g2 + J_Fᵀ ḡ1 */
     ck_assert(!vijp_layer_vjp(L, &t->thF, &t->XF, &t->GF, &AF, NULL) && !vijp_layer_vjp(L, &t->thR, &t->XR, &t->GR, &AR, NULL));
     for (size_t b = 0; b < NB; b++) {
@@ -180,6 +206,8 @@ START_TEST(operators_vs_oracle)
         for (size_t j = 0; j < H; j++) bound[j + b * N] = e1[j], bound[H + j + b * N] = e2[j] + u * fabs(W[H + j]);
     }
     check("vjp", _i, &AF, &AR, bound);
+    check_adjoint("additive", _i, t, &JU, &AF, ev, bound);
+    vijp_mat_clear(&JU);
     /* vjp_param: θ_F from the dense input x2 (exact) and cotangent s_F = f′_F ⊙ ḡ1;
      * θ_G from ŷ1 (error ey1) and s_G = f′_G ⊙ g2; batch sums add γ_NB */
     vijp_mat PF, PR;
@@ -505,6 +533,7 @@ START_TEST(affine_jvp_vjp_vs_oracle)
     }
     check("affine jvp", _i, &VF, &VR, bv);
     check("affine vjp", _i, &WF, &WR, bw);
+    check_adjoint("affine", _i, &t, &VF, &WF, bv, bw);
     /* vjp_param: θ_S from x1 (exact) and the dense cotangent f′_S ⊙ w,
      * w = g_y2 ⊙ x2 ⊙ s′; θ_T from x1 and f′_T ⊙ g_y2: each entry a batch sum
      * of such a cotangent (times x1 for W), within its propagated error plus
@@ -616,6 +645,26 @@ START_TEST(inv1x1_logdet)
 }
 END_TEST
 
+/* The dense Jacobian's columns are the jvp of the unit vectors, bit for bit
+ * (the operator is built that way; this checks its layout), in double and
+ * at 256 bits, for every coupling block and sub-network kind. */
+START_TEST(jacobian_columns)
+{
+    static const char *const specs[] = {"additive", "affine", "affine:exp+dense:4+leaky:0.5"};
+    layerfix t;
+    layerfix_init(&t, specs[_i / 2], N, formats[_i % 2], 1, test_seed() + 3 * (uint64_t)_i);
+    vijp_mat J, E, Xr, V;
+    vijp_mat_init(&J, N, N, &t.F), vijp_mat_init(&E, N, N, &t.F), vijp_mat_init(&Xr, N, N, &t.F), vijp_mat_init(&V, N, N, &t.F);
+    for (size_t j = 0; j < N; j++) vijp_mat_set_entry_d(&E, j + j * N, 1), vijp_mat_copy_range(&Xr, j * N, &t.XF, 0, N);
+    ck_assert(!vijp_layer_jacobian(t.L, &t.thF, &t.XF, &J, NULL));
+    ck_assert(!vijp_layer_jvp(t.L, &t.thF, &Xr, &E, &V, NULL));
+    double zero[N * N] = {0};
+    ck_assert_msg(ratio_to_bound(&J, &V, zero) == 0, "%s %s: Jacobian differs from the jvp columns", specs[_i / 2], formats[_i % 2]);
+    vijp_mat_clear(&J), vijp_mat_clear(&E), vijp_mat_clear(&Xr), vijp_mat_clear(&V);
+    layerfix_clear(&t);
+}
+END_TEST
+
 Suite *suite_coupling(void)
 {
     Suite *s = suite_create("coupling");
@@ -628,6 +677,7 @@ Suite *suite_coupling(void)
     tcase_add_loop_test(tc, affine_oracle_derivative, 0, 3);
     tcase_add_loop_test(tc, affine_jvp_vjp_vs_oracle, 0, 4);
     tcase_add_test(tc, inv1x1_logdet);
+    tcase_add_loop_test(tc, jacobian_columns, 0, 6);
     suite_add_tcase(s, tc);
     return s;
 }
