@@ -76,8 +76,10 @@ static int parse_conv(vijp_layer *L, const char *arg, size_t in_width, int two_d
         return vijp_fail(err, VIJP_EDIM, "%s: the input width %zu is not a multiple of %lu channels x %lu rows%s", name,
                          in_width, c, rows, in_width ? "" : " (give --width)");
     size_t cols = in_width / (c * rows);
-    if (k > cols || (two_d && k > rows))
-        return vijp_fail(err, VIJP_EDIM, "%s: kernel %lu is larger than the %lu x %zu grid", name, k, rows, cols);
+    if (!two_d && k > cols)
+        return vijp_fail(err, VIJP_EDIM, "conv1d: kernel %lu is longer than the %zu positions per channel", k, cols);
+    if (two_d && (k > cols || k > rows))
+        return vijp_fail(err, VIJP_EDIM, "conv2d: kernel %lu is larger than the %lu x %zu grid", k, rows, cols);
     if (cols % stride || (two_d && rows % stride))
         return vijp_fail(err, VIJP_EDIM, "%s: stride %lu does not divide the %lu x %zu grid", name, stride, rows, cols);
     L->in = in_width, L->out = in_width / stride / (two_d ? stride : 1);
