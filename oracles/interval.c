@@ -1,6 +1,7 @@
 /* Rigorous enclosures of f′ over an interval, with MPFI (outward rounding):
  * the derivative sets that vijp certify needs for elementwise layers. */
 #include "oracles.h"
+#include <stdlib.h>
 
 /* A piecewise-constant derivative: lo_val for x < 0 (and at 0, where the
  * operators take the left branch), hi_val for x > 0; both over an interval
@@ -157,4 +158,81 @@ void vo_mish_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x)
         mpfi_add(d, t, s);
     }
     mpfi_clear(sp), mpfi_clear(se), mpfi_clear(s), mpfi_clear(t);
+}
+
+/* ---- Jacobian enclosures of LayerNorm and softmax (one sample) ---- */
+
+/* mid: the double nearest the interval's centre; rad: its distance to either
+ * end, rounded up. */
+static void mid_rad(mpfi_srcptr v, double *mid, double *rad)
+{
+    mpfr_t t;
+    mpfr_init2(t, mpfi_get_prec(v));
+    mpfi_mid(t, v);
+    double c = mpfr_get_d(t, MPFR_RNDN), r;
+    mpfr_sub_d(t, &v->right, c, MPFR_RNDU);
+    r = mpfr_get_d(t, MPFR_RNDU);
+    mpfr_d_sub(t, c, &v->left, MPFR_RNDU);
+    if (mpfr_get_d(t, MPFR_RNDU) > r) r = mpfr_get_d(t, MPFR_RNDU);
+    *mid = c, *rad = r > 0 ? r : 0;
+    mpfr_clear(t);
+}
+
+/* J_ij = (δ_ij − (1 + ŷ_i ŷ_j)/n)/σ with μ, σ and ŷ enclosed from the exact
+ * input: every quantity an interval, every operation outward rounded. */
+int vo_layernorm_jacobian_enclose(const vijp_layer *L, const double *th, const double *x, double *mid, double *rad)
+{
+    (void)th;
+    size_t n = L->in;
+    mpfi_t mu, s, t, *yh = malloc(n * sizeof *yh);
+    if (!yh) return VIJP_ENOMEM;
+    mpfi_init2(mu, 128), mpfi_init2(s, 128), mpfi_init2(t, 128);
+    for (size_t i = 0; i < n; i++) mpfi_init2(yh[i], 128);
+    mpfi_set_ui(mu, 0);
+    for (size_t i = 0; i < n; i++) mpfi_add_d(mu, mu, x[i]);
+    mpfi_div_ui(mu, mu, (unsigned long)n);
+    mpfi_set_ui(s, 0);
+    for (size_t i = 0; i < n; i++) mpfi_d_sub(yh[i], x[i], mu), mpfi_sqr(t, yh[i]), mpfi_add(s, s, t);
+    mpfi_div_ui(s, s, (unsigned long)n), mpfi_sqrt(s, s); /* σ */
+    int rc = mpfi_has_zero(s) ? VIJP_ESINGULAR : 0;     /* a constant sample: outside the domain */
+    for (size_t i = 0; !rc && i < n; i++) mpfi_div(yh[i], yh[i], s);
+    for (size_t j = 0; !rc && j < n; j++)
+        for (size_t i = 0; i < n; i++) {
+            mpfi_mul(t, yh[i], yh[j]), mpfi_add_ui(t, t, 1), mpfi_div_ui(t, t, (unsigned long)n);
+            mpfi_ui_sub(t, i == j, t), mpfi_div(t, t, s);
+            mid_rad(t, &mid[i + j * n], &rad[i + j * n]);
+        }
+    for (size_t i = 0; i < n; i++) mpfi_clear(yh[i]);
+    mpfi_clear(mu), mpfi_clear(s), mpfi_clear(t);
+    free(yh);
+    return rc;
+}
+
+/* J = diag(y) − yyᵀ, y_i = exp(x_i − max x)/Σ, enclosed. */
+int vo_softmax_jacobian_enclose(const vijp_layer *L, const double *th, const double *x, double *mid, double *rad)
+{
+    (void)th;
+    size_t n = L->in;
+    double mx = x[0];
+    for (size_t i = 1; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    mpfi_t s, t, *y = malloc(n * sizeof *y);
+    if (!y) return VIJP_ENOMEM;
+    mpfi_init2(s, 128), mpfi_init2(t, 128);
+    mpfi_set_ui(s, 0);
+    for (size_t i = 0; i < n; i++) {
+        mpfi_init2(y[i], 128);
+        mpfi_set_d(y[i], x[i]), mpfi_sub_d(y[i], y[i], mx), mpfi_exp(y[i], y[i]);
+        mpfi_add(s, s, y[i]);
+    }
+    for (size_t i = 0; i < n; i++) mpfi_div(y[i], y[i], s);
+    for (size_t j = 0; j < n; j++)
+        for (size_t i = 0; i < n; i++) {
+            mpfi_mul(t, y[i], y[j]), mpfi_neg(t, t);
+            if (i == j) mpfi_add(t, t, y[i]);
+            mid_rad(t, &mid[i + j * n], &rad[i + j * n]);
+        }
+    for (size_t i = 0; i < n; i++) mpfi_clear(y[i]);
+    mpfi_clear(s), mpfi_clear(t);
+    free(y);
+    return 0;
 }

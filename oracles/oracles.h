@@ -102,5 +102,8 @@ void vo_softplus_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
 void vo_silu_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
 void vo_gelu_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
 void vo_mish_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
+/* Enclosures of whole Jacobians at one sample (MPFI, 128 bits): mid ± rad. */
+int vo_layernorm_jacobian_enclose(const vijp_layer *L, const double *th, const double *x, double *mid, double *rad);
+int vo_softmax_jacobian_enclose(const vijp_layer *L, const double *th, const double *x, double *mid, double *rad);
 
 #endif

@@ -587,3 +587,51 @@ int vijp_certify_matrix(const double *mid, const double *rad, size_t m, size_t n
     snprintf(out->reason, sizeof out->reason, "%s", why);
     return 0;
 }
+
+int vijp_certify_rank_at_least(const double *mid, const double *rad, size_t m, size_t n, const double *P, size_t r,
+                               const vijp_certify_opts *o, int *proven, double *s, vijp_error *err)
+{
+    *proven = 0, *s = NAN;
+    if (r == 0) {
+        *proven = 1;
+        return 0;
+    }
+    double *bm = malloc(r * n * sizeof *bm), *br = malloc(r * n * sizeof *br);
+    mpfr_t *terms = malloc(m * sizeof *terms), lo, hi, t;
+    mpfr_ptr *ptrs = malloc(m * sizeof *ptrs);
+    if (!bm || !br || !terms || !ptrs) {
+        free(bm), free(br), free(terms), free(ptrs);
+        return vijp_fail(err, VIJP_ENOMEM, "out of memory");
+    }
+    for (size_t k = 0; k < m; k++) mpfr_init2(terms[k], 106), ptrs[k] = terms[k]; /* a product of doubles is exact */
+    mpfr_inits2(53, lo, hi, (mpfr_ptr)0);
+    mpfr_init2(t, 53);
+    for (size_t j = 0; j < n; j++)
+        for (size_t i = 0; i < r; i++) {
+            for (size_t k = 0; k < m; k++) mpfr_set_d(terms[k], P[k + i * m], MPFR_RNDN), mpfr_mul_d(terms[k], terms[k], mid[k + j * m], MPFR_RNDN);
+            mpfr_sum(lo, ptrs, m, MPFR_RNDD), mpfr_sum(hi, ptrs, m, MPFR_RNDU);
+            double c = mpfr_get_d(lo, MPFR_RNDN) / 2 + mpfr_get_d(hi, MPFR_RNDN) / 2;
+            if (!(c >= mpfr_get_d(lo, MPFR_RNDD) && c <= mpfr_get_d(hi, MPFR_RNDU))) c = mpfr_get_d(lo, MPFR_RNDN);
+            mpfr_d_sub(lo, c, lo, MPFR_RNDU), mpfr_sub_d(hi, hi, c, MPFR_RNDU); /* distances to both ends, up */
+            double d = fmax(mpfr_get_d(lo, MPFR_RNDU), mpfr_get_d(hi, MPFR_RNDU));
+            if (rad) { /* + Σ_k |P_ki| rad_kj, rounded up */
+                for (size_t k = 0; k < m; k++) mpfr_set_d(terms[k], fabs(P[k + i * m]), MPFR_RNDN), mpfr_mul_d(terms[k], terms[k], rad[k + j * m], MPFR_RNDN);
+                mpfr_sum(t, ptrs, m, MPFR_RNDU);
+                mpfr_add_d(t, t, d, MPFR_RNDU);
+                d = mpfr_get_d(t, MPFR_RNDU);
+            }
+            bm[i + j * r] = c, br[i + j * r] = d;
+        }
+    mpfr_clears(lo, hi, t, (mpfr_ptr)0);
+    for (size_t k = 0; k < m; k++) mpfr_clear(terms[k]);
+    free(terms), free(ptrs);
+    vijp_certificate c;
+    int rc = r <= n ? vijp_certify_matrix(bm, br, r, n, o, &c, err) : 0;
+    if (!rc && r <= n) {
+        *proven = c.verdict == VIJP_CERTIFIED_SUBMERSIVE;
+        if (*proven) *s = c.s;
+        vijp_certificate_clear(&c);
+    }
+    free(bm), free(br);
+    return rc;
+}

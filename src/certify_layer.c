@@ -2,6 +2,7 @@
  * and its structural declarations checked against both. */
 #include "vijp/certify.h"
 #include "vijp/vijp.h"
+#include <lapacke.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,10 @@ int vijp_layer_jacobian_enclosure(const vijp_layer *L, const double *theta, cons
         }
         mpfi_clear(xi), mpfi_clear(d), mpfr_clear(t);
         return rc;
+    }
+    if (L->type->jacobian_enclose) {
+        int rc = L->type->jacobian_enclose(L, theta, x, mid, rad);
+        return rc ? vijp_fail(err, rc, "%s layer: its Jacobian cannot be enclosed at this point", L->type->name) : 0;
     }
     if (L->type->jacobian_exact) {
         vijp_format fd;
@@ -100,6 +105,38 @@ static int certify_diagonal(const vijp_layer *L, const double *x, const double *
     return 0;
 }
 
+/* A layer whose cokernel contains a known k-dimensional space at every point
+ * (LayerNorm's span{1, ŷ}: J·1 = J·ŷ = 0 exactly): its cokernel is exactly
+ * k-dimensional once rank J >= m − k is proven, which the certificate of
+ * Pᵀ J does for P the first m − k left singular vectors of the midpoint. */
+static int certify_known_cokernel(const vijp_layer *L, const double *theta, const double *x, const double *mid,
+                                  const double *rad, const vijp_certify_opts *o, vijp_certificate *out, vijp_error *err)
+{
+    size_t m = L->out, n = L->in, k = L->type->analytic_cokernel(L, theta, x);
+    if (k == 0 || k > m) return 0;
+    double *A = malloc(m * n * sizeof *A), *U = malloc(m * m * sizeof *U), *sv = malloc((m < n ? m : n) * sizeof *sv);
+    double *sup = malloc((m < n ? m : n) * sizeof *sup);
+    int rc = A && U && sv && sup ? 0 : vijp_fail(err, VIJP_ENOMEM, "out of memory");
+    if (!rc) {
+        memcpy(A, mid, m * n * sizeof *A);
+        if (LAPACKE_dgesvd(LAPACK_COL_MAJOR, 'A', 'N', (int)m, (int)n, A, (int)m, sv, U, (int)m, NULL, 1, sup))
+            rc = vijp_fail(err, VIJP_EINVAL, "%s layer: SVD of the Jacobian failed", L->type->name);
+    }
+    int proven = 0;
+    double s = NAN;
+    if (!rc) rc = vijp_certify_rank_at_least(mid, rad, m, n, U, m - k, o, &proven, &s, err);
+    if (!rc && proven) {
+        out->verdict = VIJP_NOT_SUBMERSIVE;
+        out->cokernel_dim = k, out->cokernel_proven = 1;
+        snprintf(out->method, sizeof out->method, "structure");
+        snprintf(out->reason, sizeof out->reason,
+                 "cokernel of dimension %zu: %zu known exact null directions, and rank >= %zu proven (sigma_min > %.3g)", k, k,
+                 m - k, s);
+    }
+    free(A), free(U), free(sv), free(sup);
+    return rc;
+}
+
 int vijp_certify_layer(const vijp_layer *L, const double *theta, const double *x, const vijp_certify_opts *o,
                        vijp_certificate *out, vijp_error *err)
 {
@@ -142,6 +179,7 @@ int vijp_certify_layer(const vijp_layer *L, const double *theta, const double *x
         rc = certify_diagonal(L, x, mid, rad, o, out, err);
     } else if (!rc) {
         rc = vijp_certify_matrix(mid, rad, m, n, o, out, err);
+        if (!rc && L->type->analytic_cokernel) rc = certify_known_cokernel(L, theta, x, mid, rad, o, out, err);
     }
     free(mid), free(rad);
     if (rc) {

@@ -1230,12 +1230,77 @@ START_TEST(strided_conv_certification)
 }
 END_TEST
 
+/* The MPFI enclosures of LayerNorm's and softmax's Jacobians contain the
+ * 1024-bit oracle Jacobian (independent code, error ~2^-1000) at 20 points
+ * each; the radius is the midpoint's rounding to double (<= u|mid|) plus
+ * the 128-bit intervals' width (< 1e-25). */
+START_TEST(jacobian_enclosures_contain_oracle)
+{
+    static const char *const specs[] = {"layernorm", "softmax"};
+    for (size_t s = 0; s < 2; s++) {
+        vijp_net net;
+        ck_assert(!vijp_net_build(&net, specs[s], 1, 7, NULL));
+        const vijp_layer *L = &net.layers[0];
+        vijp_format R;
+        vijp_format_mpfr(&R, 1024, NULL);
+        vijp_rng rng;
+        vijp_rng_seed(&rng, test_seed() + 40 + s);
+        for (int k = 0; k < 20; k++) {
+            double x[7], mid[49], rad[49];
+            for (size_t i = 0; i < 7; i++) x[i] = 3 * vijp_rng_normal(&rng);
+            ck_assert(!vijp_layer_jacobian_enclosure(L, NULL, x, mid, rad, NULL));
+            vijp_mat xm, J;
+            vijp_mat_init(&xm, 7, 1, &R), vijp_mat_init(&J, 7, 7, &R);
+            for (size_t i = 0; i < 7; i++) vijp_mat_set_entry_d(&xm, i, x[i]);
+            ck_assert(!vijp_layer_jacobian(L, NULL, &xm, &J, NULL));
+            mpfr_t d;
+            mpfr_init2(d, 1100);
+            for (size_t i = 0; i < 49; i++) {
+                mpfr_sub_d(d, J.m[i], mid[i], MPFR_RNDN); /* exact at 1100 bits */
+                mpfr_abs(d, d, MPFR_RNDN);
+                ck_assert_msg(mpfr_cmp_d(d, rad[i]) <= 0 && rad[i] <= 0x1p-53 * fabs(mid[i]) + 1e-25,
+                              "%s: entry %zu: |J − mid| %g, rad %g", specs[s], i, mpfr_get_d(d, MPFR_RNDU), rad[i]);
+            }
+            mpfr_clear(d);
+            vijp_mat_clear(&xm), vijp_mat_clear(&J);
+        }
+        vijp_net_free(&net);
+    }
+}
+END_TEST
+
+/* vijp_certify_rank_at_least on matrices of known rank: diag(1, 1, 0) with
+ * P = I has rank 2 (proven for r = 2 with the first two columns of I, not for
+ * r = 3); LayerNorm's enclosed Jacobian (rank n − 2 exactly) is proven of
+ * rank >= n − 2 and not of rank >= n − 1. */
+START_TEST(rank_at_least)
+{
+    double mid[9] = {1, 0, 0, 0, 1, 0, 0, 0, 0}, I3[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, s;
+    int proven;
+    ck_assert(!vijp_certify_rank_at_least(mid, NULL, 3, 3, I3, 2, NULL, &proven, &s, NULL));
+    ck_assert_msg(proven && s > 0.9 && s <= 1, "rank 2 of diag(1,1,0): proven %d, s %g", proven, s);
+    ck_assert(!vijp_certify_rank_at_least(mid, NULL, 3, 3, I3, 3, NULL, &proven, &s, NULL));
+    ck_assert(!proven);
+    vijp_net net;
+    ck_assert(!vijp_net_build(&net, "layernorm", 1, 6, NULL));
+    double x[6] = {0.3, -1.2, 2.0, 0.7, -0.1, 1.4}, J[36], rad[36], U[36], A[36], sv[6], sup[6];
+    ck_assert(!vijp_layer_jacobian_enclosure(&net.layers[0], NULL, x, J, rad, NULL));
+    memcpy(A, J, sizeof A);
+    ck_assert(!LAPACKE_dgesvd(LAPACK_COL_MAJOR, 'A', 'N', 6, 6, A, 6, sv, U, 6, NULL, 1, sup));
+    ck_assert(!vijp_certify_rank_at_least(J, rad, 6, 6, U, 4, NULL, &proven, &s, NULL));
+    ck_assert_msg(proven, "LayerNorm rank >= 4 not proven");
+    ck_assert(!vijp_certify_rank_at_least(J, rad, 6, 6, U, 5, NULL, &proven, &s, NULL));
+    ck_assert_msg(!proven, "LayerNorm rank >= 5 'proven': its rank is 4");
+    vijp_net_free(&net);
+}
+END_TEST
+
 /* Moonwalk stores, per layer, a fragment as long as the layer's cokernel:
  * the vijp rebuilds everything else.  At 20 random points per layer the
- * fragment length equals the cokernel dimension from certification (proven
- * by structure for ReLU and the tall dense layer, numerical — rank at
- * max(m,n)·u·σ_max — for LayerNorm and softmax, whose Jacobians have no
- * enclosure yet), and is no longer: minimal. */
+ * fragment length equals the cokernel dimension from certification, proven:
+ * by structure for ReLU and the tall dense layer; for LayerNorm and softmax
+ * by their exact null directions (1, ŷ) plus a certificate that the rest of
+ * J has full rank.  So the fragment is no longer than it must be: minimal. */
 START_TEST(fragment_is_cokernel)
 {
     static const struct {
@@ -1259,6 +1324,8 @@ START_TEST(fragment_is_cokernel)
             size_t frag = vijp_layer_fragment_count(o.L, &th, &xm);
             ck_assert_msg(frag == c.cokernel_dim, "%s at sample %d: fragment %zu, cokernel dimension %zu (%s)",
                           specs[s].spec, k, frag, c.cokernel_dim, c.method);
+            if (s == 1 || s == 2) /* LayerNorm, softmax: known null directions + certified rank */
+                ck_assert_msg(c.cokernel_proven, "%s at sample %d: cokernel not proven (%s)", specs[s].spec, k, c.reason);
             vijp_certificate_clear(&c);
         }
         vijp_net_free(&o.net);
@@ -1326,6 +1393,8 @@ Suite *suite_certify(void)
     tcase_add_test(tc, layer_tanh);
     tcase_add_test(tc, fragment_is_cokernel);
     tcase_add_test(tc, strided_conv_certification);
+    tcase_add_test(tc, jacobian_enclosures_contain_oracle);
+    tcase_add_test(tc, rank_at_least);
     tcase_add_test(tc, cokernel_basis);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, proven_cokernel_dim);

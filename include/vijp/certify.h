@@ -64,6 +64,16 @@ int vijp_certify_matrix(const double *mid, const double *rad, size_t m, size_t n
                         vijp_certificate *out, vijp_error *err);
 void vijp_certificate_clear(vijp_certificate *c);
 
+/* A proof that rank J >= r for every J in [mid ± rad] (m × n): with P, an
+ * m × r matrix of doubles (any; an orthonormal basis of the numerical row
+ * space works best), the exact product Pᵀ·J is enclosed (its midpoint's
+ * rounding bounded by directed MPFR sums, the radius |P|ᵀ·rad rounded up)
+ * and certified of full row rank r, which forces rank J >= r.  Returns 0
+ * with *proven = 1 and s (σ_min(Pᵀ J) > s) when it succeeds, *proven = 0
+ * when the certificate cannot be made. */
+int vijp_certify_rank_at_least(const double *mid, const double *rad, size_t m, size_t n, const double *P, size_t r,
+                               const vijp_certify_opts *o, int *proven, double *s, vijp_error *err);
+
 /* Enclosure of the exact input Jacobian of L at x (one sample), m × n
  * column-major: mid and rad (>= 0, rounded up).  Exact for layers that
  * declare it (dense, leaky, relu: their double Jacobian is the exact one);

@@ -143,6 +143,13 @@ struct vijp_layer_type {
      * forward-mode AD (dual numbers, src/layers/dual.h).  The layer's double
      * operators are built on it (src/layers/activation.c); NULL elsewhere. */
     void (*dual_eval)(double x, double *f, double *df);
+    /* Layers whose Jacobian is neither exact nor diagonal: a rigorous
+     * enclosure mid ± rad (m × n) at a double point (MPFI); 0 or VIJP_E*. */
+    int (*jacobian_enclose)(const vijp_layer *L, const double *theta, const double *x, double *mid, double *rad);
+    /* Non-submersive layers whose cokernel is known analytically at every
+     * point (LayerNorm: span{1, ŷ}; softmax: span{1}): its dimension, so that
+     * certification has only to prove the rest of J's rank. */
+    size_t (*analytic_cokernel)(const vijp_layer *L, const double *theta, const double *x);
 };
 
 /* The registry: every layer type, found by name. */

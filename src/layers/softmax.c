@@ -30,6 +30,13 @@ static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *er
 }
 
 static size_t no_params(const vijp_layer *L) { (void)L; return 0; }
+/* J·1 = 0 (and J·ŷ = 0 for LayerNorm) exactly, J symmetric. */
+static size_t analytic_cokernel(const vijp_layer *L, const double *th, const double *x)
+{
+    (void)L, (void)th, (void)x;
+    return 1;
+}
+
 static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_NEVER_SUBMERSIVE; }
 
 static void softmax1(const double *x, size_t n, double *y)
@@ -137,4 +144,5 @@ const vijp_layer_type vijp_layer_softmax = {
     .name = "softmax", .syntax = "softmax (over each sample; keeps its width; fragment 1 per sample)",
     .parse = parse, .param_count = no_params, .declare = declare,
     .residual = VIJP_RESIDUAL_INPUT, .d = &ops_d, .mp = &ops_mp,
+    .jacobian_enclose = vo_softmax_jacobian_enclose, .analytic_cokernel = analytic_cokernel,
 };
