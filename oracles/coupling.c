@@ -188,15 +188,21 @@ int vo_additive_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_
 }
 
 /* Column j is jvp(e_j): exact 0s and 1s as the tangent. */
-void vo_additive_jacobian(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *J, const vijp_format *f)
+static void jacobian_by_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *J, const vijp_format *f,
+                            void (*jvp)(const vijp_layer *, mpfr_t *, mpfr_t *, size_t, mpfr_t *, mpfr_t *, const vijp_format *))
 {
     size_t n = L->in;
     mpfr_t *e = vo_vec_new(n, f);
     for (size_t j = 0; j < n; j++) {
         for (size_t i = 0; i < n; i++) vo_set_si(e[i], i == j, f);
-        vo_additive_jvp(L, th, x, 1, e, J + j * n, f);
+        jvp(L, th, x, 1, e, J + j * n, f);
     }
     vo_vec_free(e, n);
+}
+
+void vo_additive_jacobian(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *J, const vijp_format *f)
+{
+    jacobian_by_jvp(L, th, x, J, f, vo_additive_jvp);
 }
 
 int vo_additive_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f)
@@ -372,13 +378,7 @@ int vo_affine_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t 
 
 void vo_affine_jacobian(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *J, const vijp_format *f)
 {
-    size_t n = L->in;
-    mpfr_t *e = vo_vec_new(n, f);
-    for (size_t j = 0; j < n; j++) {
-        for (size_t i = 0; i < n; i++) vo_set_si(e[i], i == j, f);
-        vo_affine_jvp(L, th, x, 1, e, J + j * n, f);
-    }
-    vo_vec_free(e, n);
+    jacobian_by_jvp(L, th, x, J, f, vo_affine_jvp);
 }
 
 int vo_affine_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f)

@@ -164,7 +164,7 @@ void vo_mish_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x)
 
 /* mid: the double nearest the interval's centre; rad: its distance to either
  * end, rounded up. */
-static void mid_rad(mpfi_srcptr v, double *mid, double *rad)
+void vo_interval_mid_rad(mpfi_srcptr v, double *mid, double *rad)
 {
     mpfr_t t;
     mpfr_init2(t, mpfi_get_prec(v));
@@ -200,7 +200,7 @@ int vo_layernorm_jacobian_enclose(const vijp_layer *L, const double *th, const d
         for (size_t i = 0; i < n; i++) {
             mpfi_mul(t, yh[i], yh[j]), mpfi_add_ui(t, t, 1), mpfi_div_ui(t, t, (unsigned long)n);
             mpfi_ui_sub(t, i == j, t), mpfi_div(t, t, s);
-            mid_rad(t, &mid[i + j * n], &rad[i + j * n]);
+            vo_interval_mid_rad(t, &mid[i + j * n], &rad[i + j * n]);
         }
     for (size_t i = 0; i < n; i++) mpfi_clear(yh[i]);
     mpfi_clear(mu), mpfi_clear(s), mpfi_clear(t);
@@ -229,7 +229,7 @@ int vo_softmax_jacobian_enclose(const vijp_layer *L, const double *th, const dou
         for (size_t i = 0; i < n; i++) {
             mpfi_mul(t, y[i], y[j]), mpfi_neg(t, t);
             if (i == j) mpfi_add(t, t, y[i]);
-            mid_rad(t, &mid[i + j * n], &rad[i + j * n]);
+            vo_interval_mid_rad(t, &mid[i + j * n], &rad[i + j * n]);
         }
     for (size_t i = 0; i < n; i++) mpfi_clear(y[i]);
     mpfi_clear(s), mpfi_clear(t);

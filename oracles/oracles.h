@@ -102,6 +102,9 @@ void vo_softplus_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
 void vo_silu_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
 void vo_gelu_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
 void vo_mish_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
+/* The double nearest an interval's centre, and its distance to either end,
+ * rounded up: v ⊆ [mid − rad, mid + rad]. */
+void vo_interval_mid_rad(mpfi_srcptr v, double *mid, double *rad);
 /* Enclosures of whole Jacobians at one sample (MPFI, 128 bits): mid ± rad. */
 int vo_layernorm_jacobian_enclose(const vijp_layer *L, const double *th, const double *x, double *mid, double *rad);
 int vo_softmax_jacobian_enclose(const vijp_layer *L, const double *th, const double *x, double *mid, double *rad);

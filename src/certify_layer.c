@@ -2,6 +2,7 @@
  * and its structural declarations checked against both. */
 #include "vijp/certify.h"
 #include "vijp/vijp.h"
+#include "../oracles/oracles.h"
 #include <lapacke.h>
 #include <math.h>
 #include <stdio.h>
@@ -19,8 +20,7 @@ int vijp_layer_jacobian_enclosure(const vijp_layer *L, const double *theta, cons
         memset(mid, 0, m * n * sizeof *mid);
         memset(rad, 0, m * n * sizeof *rad);
         mpfi_t xi, d;
-        mpfr_t t;
-        mpfi_init2(xi, 128), mpfi_init2(d, 128), mpfr_init2(t, 128);
+        mpfi_init2(xi, 128), mpfi_init2(d, 128);
         int rc = 0;
         for (size_t k = 0; k < n && !rc; k++) {
             mpfi_set_d(xi, x[k]);
@@ -29,17 +29,9 @@ int vijp_layer_jacobian_enclosure(const vijp_layer *L, const double *theta, cons
                 rc = vijp_fail(err, VIJP_EUNSUPPORTED, "%s layer: f′(%g) cannot be enclosed", L->type->name, x[k]);
                 break;
             }
-            /* mid = the double nearest the centre; rad = max distance to either end, rounded up. */
-            mpfi_mid(t, d);
-            double c = mpfr_get_d(t, MPFR_RNDN), r = 0;
-            mpfr_sub_d(t, &d->right, c, MPFR_RNDU);
-            r = mpfr_get_d(t, MPFR_RNDU);
-            mpfr_d_sub(t, c, &d->left, MPFR_RNDU);
-            if (mpfr_get_d(t, MPFR_RNDU) > r) r = mpfr_get_d(t, MPFR_RNDU);
-            mid[k + k * m] = c;
-            rad[k + k * m] = r > 0 ? r : 0;
+            vo_interval_mid_rad(d, &mid[k + k * m], &rad[k + k * m]);
         }
-        mpfi_clear(xi), mpfi_clear(d), mpfr_clear(t);
+        mpfi_clear(xi), mpfi_clear(d);
         return rc;
     }
     if (L->type->jacobian_enclose) {

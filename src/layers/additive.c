@@ -11,6 +11,7 @@
  * ḡ1·∂F/∂θ_F with ḡ1 = g_y1 + g_y2·J_G (the total cotangent of y1) and
  * g_y2·∂G/∂θ_G.  Parameters: θ_F's layers in order, then θ_G's. */
 #include "chain.h"
+#include "scratch.h"
 #include "../../oracles/oracles.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,8 +48,7 @@ static void state_init(state *s, const vijp_layer *L, size_t B)
 {
     size_t h = L->in / 2, len = h * B, k = L->n_sub;
     s->h = h, s->B = B;
-    s->block = malloc((2 * k + 6) * len * sizeof *s->block + 1);
-    if (!s->block) abort(); /* a few activations of one block: out of memory is fatal */
+    s->block = vijp_scratch((2 * k + 6) * len);
     double *p = s->block;
     s->x1 = p, s->x2 = p + len, s->y1 = p + 2 * len, s->y2 = p + 3 * len, s->t1 = p + 4 * len, s->t2 = p + 5 * len;
     p += 6 * len;
@@ -86,9 +86,7 @@ static void jvp(const vijp_layer *L, const double *th, const double *X, size_t B
     state_init(&s, L, B);
     evaluate(L, th, X, &s);
     size_t len = s.h * B, PF = vijp_chain_params(L, L->n_sub);
-    double *u1 = s.x1, *u2 = s.y2, *v1 = malloc(2 * len * sizeof *v1 + 1), *v2;
-    if (!v1) abort();
-    v2 = v1 + len;
+    double *u1 = s.x1, *u2 = s.y2, *v1 = vijp_scratch(2 * len), *v2 = v1 + len;
     split(&s, U, u1, u2); /* x1 and y2 are no longer needed */
     vijp_chain_apply(L, th, s.aF, B, u2, v1, s.t1, 0);
     for (size_t i = 0; i < len; i++) v1[i] += u1[i];
@@ -106,9 +104,7 @@ static void reverse(const vijp_layer *L, const double *th, const double *X, size
     state_init(&s, L, B);
     evaluate(L, th, X, &s);
     size_t len = s.h * B, PF = vijp_chain_params(L, L->n_sub);
-    double *gy1 = s.x1, *gy2 = s.y2, *gb = malloc(2 * len * sizeof *gb + 1), *gx2;
-    if (!gb) abort();
-    gx2 = gb + len;
+    double *gy1 = s.x1, *gy2 = s.y2, *gb = vijp_scratch(2 * len), *gx2 = gb + len;
     split(&s, Gy, gy1, gy2);
     vijp_chain_apply(L, th + PF, s.aG, B, gy2, gb, s.t1, 1);
     for (size_t i = 0; i < len; i++) gb[i] += gy1[i];
@@ -142,9 +138,7 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
     state_init(&s, L, B);
     evaluate(L, th, X, &s);
     size_t len = s.h * B, PF = vijp_chain_params(L, L->n_sub);
-    double *gx1 = s.x1, *gx2 = s.y2, *gy1 = malloc(2 * len * sizeof *gy1 + 1), *gy2;
-    if (!gy1) abort();
-    gy2 = gy1 + len;
+    double *gx1 = s.x1, *gx2 = s.y2, *gy1 = vijp_scratch(2 * len), *gy2 = gy1 + len;
     split(&s, Gx, gx1, gx2);
     vijp_chain_apply(L, th, s.aF, B, gx1, gy2, s.t1, 1);
     for (size_t i = 0; i < len; i++) gy2[i] = gx2[i] - gy2[i];
@@ -155,18 +149,7 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
     return 0;
 }
 
-/* Column j of J is jvp(e_j). */
-static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
-{
-    size_t n = L->in;
-    double *X = malloc(2 * n * n * sizeof *X + 1), *E;
-    if (!X) abort();
-    E = X + n * n;
-    memset(E, 0, n * n * sizeof *E);
-    for (size_t j = 0; j < n; j++) memcpy(X + j * n, x, n * sizeof *x), E[j + j * n] = 1;
-    jvp(L, th, X, n, E, J);
-    free(X);
-}
+static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J) { vijp_jacobian_by_jvp(L, th, x, J, jvp); }
 
 /* x2 = y2 − G(y1),  x1 = y1 − F(x2). */
 static int inverse(const vijp_layer *L, const double *th, const double *Y, size_t B, double *X, vijp_error *err)

@@ -18,6 +18,7 @@
  * bit (tests/t-coupling.c uses that). */
 #include "chain.h"
 #include "dual.h"
+#include "scratch.h"
 #include "../../oracles/oracles.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,8 +73,7 @@ static void evaluate(const vijp_layer *L, const double *th, const double *X, siz
 {
     size_t h = L->in / 2, len = h * B, k = L->n_sub;
     st->h = h, st->B = B;
-    st->block = malloc((2 * k + 7) * len * sizeof *st->block + 1);
-    if (!st->block) abort(); /* a few activations of one block: out of memory is fatal */
+    st->block = vijp_scratch((2 * k + 7) * len);
     double *p = st->block;
     st->x1 = p, st->x2 = p + len, st->s = p + 2 * len, st->ds = p + 3 * len, st->t1 = p + 4 * len, st->t2 = p + 5 * len,
     st->t3 = p + 6 * len;
@@ -96,20 +96,13 @@ static void cross(const vijp_layer *L, const double *th, state *st, const double
     for (size_t i = 0; i < len; i++) out[i] += st->t3[i];
 }
 
-static double *work(size_t n)
-{
-    double *w = malloc(n * sizeof *w + 1);
-    if (!w) abort();
-    return w;
-}
-
 static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
 {
     state st;
     evaluate(L, th, X, B, &st);
     size_t len = st.h * B;
     const double *t = st.aT[L->n_sub];
-    double *y2 = work(len);
+    double *y2 = vijp_scratch(len);
     for (size_t i = 0; i < len; i++) y2[i] = st.x2[i] * st.s[i] + t[i];
     vijp_halves_join(st.h, B, st.x1, y2, Y);
     free(y2), free(st.block);
@@ -121,7 +114,7 @@ static void jvp(const vijp_layer *L, const double *th, const double *X, size_t B
     state st;
     evaluate(L, th, X, B, &st);
     size_t len = st.h * B;
-    double *u1 = work(3 * len), *u2 = u1 + len, *v2 = u1 + 2 * len;
+    double *u1 = vijp_scratch(3 * len), *u2 = u1 + len, *v2 = u1 + 2 * len;
     vijp_halves_split(st.h, B, U, u1, u2);
     vijp_chain_apply(L, th, st.aS, B, u1, st.t2, st.t1, 0);
     vijp_chain_apply(L, th + vijp_chain_params(L, L->n_sub), st.aT, B, u1, st.t3, st.t1, 0);
@@ -135,7 +128,7 @@ static void vjp(const vijp_layer *L, const double *th, const double *X, size_t B
     state st;
     evaluate(L, th, X, B, &st);
     size_t len = st.h * B;
-    double *g1 = work(4 * len), *g2 = g1 + len, *c = g1 + 2 * len, *gx2 = g1 + 3 * len;
+    double *g1 = vijp_scratch(4 * len), *g2 = g1 + len, *c = g1 + 2 * len, *gx2 = g1 + 3 * len;
     vijp_halves_split(st.h, B, Gy, g1, g2);
     cross(L, th, &st, g2, c);
     for (size_t i = 0; i < len; i++) g1[i] += c[i], gx2[i] = g2[i] * st.s[i];
@@ -149,7 +142,7 @@ static void vjp_param(const vijp_layer *L, const double *th, const double *X, si
     state st;
     evaluate(L, th, X, B, &st);
     size_t len = st.h * B, PS = vijp_chain_params(L, L->n_sub);
-    double *g1 = work(3 * len), *g2 = g1 + len, *gs = g1 + 2 * len;
+    double *g1 = vijp_scratch(3 * len), *g2 = g1 + len, *gs = g1 + 2 * len;
     vijp_halves_split(st.h, B, Gy, g1, g2);
     for (size_t i = 0; i < len; i++) gs[i] = g2[i] * st.x2[i] * st.ds[i];
     vijp_chain_vjp_param(L, th, st.aS, B, gs, Gt, st.t1, st.t2);
@@ -164,7 +157,7 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
     state st;
     evaluate(L, th, X, B, &st);
     size_t len = st.h * B;
-    double *g1 = work(4 * len), *g2 = g1 + len, *c = g1 + 2 * len, *gy2 = g1 + 3 * len;
+    double *g1 = vijp_scratch(4 * len), *g2 = g1 + len, *c = g1 + 2 * len, *gy2 = g1 + 3 * len;
     vijp_halves_split(st.h, B, Gx, g1, g2);
     int rc = 0;
     for (size_t i = 0; i < len && !rc; i++) {
@@ -182,15 +175,7 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
     return rc;
 }
 
-static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
-{
-    size_t n = L->in;
-    double *X = work(2 * n * n), *E = X + n * n;
-    memset(E, 0, n * n * sizeof *E);
-    for (size_t j = 0; j < n; j++) memcpy(X + j * n, x, n * sizeof *x), E[j + j * n] = 1;
-    jvp(L, th, X, n, E, J);
-    free(X);
-}
+static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J) { vijp_jacobian_by_jvp(L, th, x, J, jvp); }
 
 static int inverse(const vijp_layer *L, const double *th, const double *Y, size_t B, double *X, vijp_error *err)
 {

@@ -6,6 +6,7 @@
  * The vijp is J⁺ = P·Jᵀ applied to the row vector, in structure, O(n):
  *   g_y[j] = Σ_{i in window j} g_x[i]  (no solve, no fragment). */
 #include "vijp/layer.h"
+#include "activation.h"
 #include "../../oracles/oracles.h"
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +25,6 @@ static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *er
     return 0;
 }
 
-static size_t no_params(const vijp_layer *L) { (void)L; return 0; }
 static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE; }
 
 static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
@@ -85,6 +85,6 @@ static const vijp_ops_mp ops_mp = {
 
 const vijp_layer_type vijp_layer_avgpool = {
     .name = "avgpool", .syntax = "avgpool:P (mean of each run of P units; width n -> n/P)",
-    .parse = parse, .param_count = no_params, .declare = declare,
+    .parse = parse, .param_count = vijp_act_no_params, .declare = declare,
     .residual = VIJP_RESIDUAL_NONE, .d = &ops_d, .mp = &ops_mp,
 };

@@ -1,5 +1,6 @@
 /* Chains of sub-layers for coupling blocks (see chain.h). */
 #include "chain.h"
+#include "scratch.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,4 +106,15 @@ void vijp_halves_join(size_t h, size_t B, const double *a, const double *b, doub
 {
     for (size_t c = 0; c < B; c++)
         memcpy(Y + 2 * c * h, a + c * h, h * sizeof *a), memcpy(Y + (2 * c + 1) * h, b + c * h, h * sizeof *b);
+}
+
+void vijp_jacobian_by_jvp(const vijp_layer *L, const double *th, const double *x, double *J,
+                          void (*jvp)(const vijp_layer *, const double *, const double *, size_t, const double *, double *))
+{
+    size_t n = L->in;
+    double *X = vijp_scratch(2 * n * n), *E = X + n * n;
+    memset(E, 0, n * n * sizeof *E);
+    for (size_t j = 0; j < n; j++) memcpy(X + j * n, x, n * sizeof *x), E[j + j * n] = 1;
+    jvp(L, th, X, n, E, J);
+    free(X);
 }

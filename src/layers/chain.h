@@ -25,6 +25,11 @@ void vijp_chain_apply(const vijp_layer *L, const double *th, double **acts, size
 void vijp_chain_vjp_param(const vijp_layer *L, const double *th, double **acts, size_t B, const double *g, double *gth,
                           double *t1, double *t2);
 
+/* J (n × n) at x as the jvps of the unit vectors, for layers whose Jacobian
+ * is only available through their jvp (the coupling blocks). */
+void vijp_jacobian_by_jvp(const vijp_layer *L, const double *th, const double *x, double *J,
+                          void (*jvp)(const vijp_layer *, const double *, const double *, size_t, const double *, double *));
+
 /* The halves of a batch (column b: X[b·2h …]) into two h × B blocks, and back. */
 void vijp_halves_split(size_t h, size_t B, const double *X, double *a, double *b);
 void vijp_halves_join(size_t h, size_t B, const double *a, const double *b, double *Y);

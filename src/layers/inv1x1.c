@@ -14,6 +14,7 @@
  * layers) rebuilding all the way down, storing only h_0. */
 #include "vijp/flow.h"
 #include "vijp/layer.h"
+#include "scratch.h"
 #include "../../oracles/oracles.h"
 #include <math.h>
 #include <stdlib.h>
@@ -74,18 +75,11 @@ static void weight(size_t C, const double *A, double *W)
         }
 }
 
-static double *work(size_t n)
-{
-    double *w = malloc(n * sizeof *w + 1);
-    if (!w) abort();
-    return w;
-}
-
 /* V = (W ⊗ positions) U, or Wᵀ when transpose. */
 static void mix(const vijp_layer *L, const double *A, const double *U, size_t B, double *V, int transpose)
 {
     size_t C = CH(L), n = L->in / C;
-    double *W = work(C * C);
+    double *W = vijp_scratch(C * C);
     weight(C, A, W);
     for (size_t b = 0; b < B; b++)
         for (size_t p = 0; p < n; p++)
@@ -114,7 +108,7 @@ static void vjp(const vijp_layer *L, const double *th, const double *X, size_t B
 static void vjp_param(const vijp_layer *L, const double *A, const double *X, size_t B, const double *Gy, double *Gt)
 {
     size_t C = CH(L), n = L->in / C;
-    double *dM = work(C * C);
+    double *dM = vijp_scratch(C * C);
     for (size_t j = 0; j < C; j++)
         for (size_t i = 0; i < C; i++) {
             double s = 0; /* dW_(C−1−i) j = Σ g_(C−1−i) x_j */
@@ -169,7 +163,7 @@ static void solve_col(size_t C, const double *A, const double *y, double *x, dou
 static void per_position(const vijp_layer *L, const double *A, const double *in, size_t B, double *out, int row)
 {
     size_t C = CH(L), n = L->in / C;
-    double *a = work(3 * C), *o = a + C, *z = a + 2 * C;
+    double *a = vijp_scratch(3 * C), *o = a + C, *z = a + 2 * C;
     for (size_t b = 0; b < B; b++)
         for (size_t p = 0; p < n; p++) {
             for (size_t c = 0; c < C; c++) a[c] = in[b * L->in + c * n + p];
@@ -204,7 +198,7 @@ static void jacobian(const vijp_layer *L, const double *th, const double *x, dou
 {
     (void)x;
     size_t C = CH(L), n = L->in / C, N = L->in;
-    double *W = work(C * C);
+    double *W = vijp_scratch(C * C);
     weight(C, th, W);
     memset(J, 0, N * N * sizeof *J);
     for (size_t i = 0; i < C; i++)

@@ -9,18 +9,12 @@
  * A constant sample (σ = 0) is outside the layer's domain: forward gives 0,
  * the vijp refuses. */
 #include "vijp/layer.h"
+#include "activation.h"
+#include "scratch.h"
 #include "../../oracles/oracles.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Per-sample scratch; out of memory for one sample of doubles is fatal. */
-static double *scratch(size_t n)
-{
-    double *w = malloc(n * sizeof *w);
-    if (!w) abort();
-    return w;
-}
 
 static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err)
 {
@@ -32,7 +26,6 @@ static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *er
     return 0;
 }
 
-static size_t no_params(const vijp_layer *L) { (void)L; return 0; }
 /* J·1 = 0 (and J·ŷ = 0 for LayerNorm) exactly, J symmetric. */
 static size_t analytic_cokernel(const vijp_layer *L, const double *th, const double *x)
 {
@@ -74,7 +67,7 @@ static void apply(const vijp_layer *L, const double *th, const double *X, size_t
 {
     (void)th;
     size_t n = L->in;
-    double *yh = scratch(n);
+    double *yh = vijp_scratch(n);
     for (size_t b = 0; b < B; b++) {
         double sigma = normalize(X + b * n, n, yh);
         project(yh, n, U + b * n, V + b * n);
@@ -94,7 +87,7 @@ static void fragment(const vijp_layer *L, const double *th, const double *X, siz
     (void)th;
     size_t n = L->in;
     double r = 1 / sqrt((double)n);
-    double *yh = scratch(n);
+    double *yh = vijp_scratch(n);
     for (size_t b = 0; b < B; b++) {
         double c1 = 0, c2 = 0;
         normalize(X + b * n, n, yh);
@@ -110,7 +103,7 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
     (void)th;
     size_t n = L->in;
     double r = 1 / sqrt((double)n);
-    double *yh = scratch(n);
+    double *yh = vijp_scratch(n);
     for (size_t b = 0; b < B; b++) {
         double sigma = normalize(X + b * n, n, yh);
         if (!(sigma > 0)) {
@@ -130,7 +123,7 @@ static void jacobian(const vijp_layer *L, const double *th, const double *x, dou
 {
     (void)th;
     size_t n = L->in;
-    double *yh = scratch(n), sigma = normalize(x, n, yh);
+    double *yh = vijp_scratch(n), sigma = normalize(x, n, yh);
     for (size_t j = 0; j < n; j++)
         for (size_t i = 0; i < n; i++)
             J[i + j * n] = sigma > 0 ? ((i == j) - (1 + yh[i] * yh[j]) / (double)n) / sigma : 0.0;
@@ -141,7 +134,7 @@ static int cokernel(const vijp_layer *L, const double *th, const double *x, doub
 {
     (void)th, (void)err;
     size_t n = L->in;
-    double *yh = scratch(n), r = 1 / sqrt((double)n);
+    double *yh = vijp_scratch(n), r = 1 / sqrt((double)n);
     normalize(x, n, yh);
     for (size_t i = 0; i < n; i++) Q[i] = r, Q[i + n] = yh[i] * r;
     free(yh);
@@ -162,7 +155,7 @@ static const vijp_ops_mp ops_mp = {
 
 const vijp_layer_type vijp_layer_layernorm = {
     .name = "layernorm", .syntax = "layernorm (no affine, no epsilon; keeps its width >= 2; fragment 2 per sample)",
-    .parse = parse, .param_count = no_params, .declare = declare,
+    .parse = parse, .param_count = vijp_act_no_params, .declare = declare,
     .residual = VIJP_RESIDUAL_INPUT, .d = &ops_d, .mp = &ops_mp,
     .jacobian_enclose = vo_layernorm_jacobian_enclose, .analytic_cokernel = analytic_cokernel,
 };

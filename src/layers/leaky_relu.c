@@ -2,6 +2,7 @@
  * submersive and invertible everywhere (DESIGN §6).  α = 0 is ReLU and is
  * refused here: it has a cokernel, which the relu layer stores as a fragment. */
 #include "vijp/layer.h"
+#include "activation.h"
 #include "../../oracles/oracles.h"
 #include <math.h>
 #include <stdlib.h>
@@ -26,7 +27,6 @@ static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *er
     return 0;
 }
 
-static size_t no_params(const vijp_layer *L) { (void)L; return 0; }
 static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE | VIJP_DECL_INVERTIBLE; }
 
 static double slope(const vijp_layer *L, double x) { return x > 0 ? 1.0 : L->alpha; }
@@ -80,7 +80,7 @@ static const vijp_ops_mp ops_mp = {
 
 const vijp_layer_type vijp_layer_leaky_relu = {
     .name = "leaky", .syntax = "leaky:ALPHA (0 < ALPHA; keeps its width)",
-    .parse = parse, .param_count = no_params, .declare = declare,
+    .parse = parse, .param_count = vijp_act_no_params, .declare = declare,
     .residual = VIJP_RESIDUAL_SIGN, .d = &ops_d, .mp = &ops_mp,
     .deriv_enclose = vo_leaky_deriv_enclose,
 };

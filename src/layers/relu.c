@@ -2,19 +2,10 @@
  * inactive units (x <= 0), so its fragment is the output cotangent on those
  * units, packed sample after sample (DESIGN §1, §6). */
 #include "vijp/layer.h"
+#include "activation.h"
 #include "../../oracles/oracles.h"
 #include <string.h>
 
-static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err)
-{
-    if (arg && *arg) return vijp_fail(err, VIJP_EINVAL, "relu takes no argument, got 'relu:%s'", arg);
-    if (in_width == 0)
-        return vijp_fail(err, VIJP_EDIM, "relu keeps its input width, which is unknown here: give --width");
-    L->in = L->out = in_width;
-    return 0;
-}
-
-static size_t no_params(const vijp_layer *L) { (void)L; return 0; }
 /* Submersive exactly where every unit is active: no structural claim holds. */
 static unsigned declare(const vijp_layer *L) { (void)L; return 0; }
 
@@ -86,7 +77,7 @@ static const vijp_ops_mp ops_mp = {
 
 const vijp_layer_type vijp_layer_relu = {
     .name = "relu", .syntax = "relu (keeps its width; fragment = cotangent on inactive units)",
-    .parse = parse, .param_count = no_params, .declare = declare,
+    .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
     .residual = VIJP_RESIDUAL_SIGN, .d = &ops_d, .mp = &ops_mp,
     .deriv_enclose = vo_relu_deriv_enclose,
 };

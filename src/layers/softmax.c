@@ -7,29 +7,13 @@
  * to 0 the layer has lost more rank than the fragment covers and the vijp
  * refuses. */
 #include "vijp/layer.h"
+#include "activation.h"
+#include "scratch.h"
 #include "../../oracles/oracles.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Per-sample scratch; out of memory for one sample of doubles is fatal. */
-static double *scratch(size_t n)
-{
-    double *w = malloc(n * sizeof *w);
-    if (!w) abort();
-    return w;
-}
-
-static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err)
-{
-    if (arg && *arg) return vijp_fail(err, VIJP_EINVAL, "softmax takes no argument, got 'softmax:%s'", arg);
-    if (in_width == 0)
-        return vijp_fail(err, VIJP_EDIM, "softmax keeps its input width, which is unknown here: give --width");
-    L->in = L->out = in_width;
-    return 0;
-}
-
-static size_t no_params(const vijp_layer *L) { (void)L; return 0; }
 /* J·1 = 0 (and J·ŷ = 0 for LayerNorm) exactly, J symmetric. */
 static size_t analytic_cokernel(const vijp_layer *L, const double *th, const double *x)
 {
@@ -58,7 +42,7 @@ static void apply(const vijp_layer *L, const double *th, const double *X, size_t
 {
     (void)th;
     size_t n = L->in;
-    double *y = scratch(n);
+    double *y = vijp_scratch(n);
     for (size_t b = 0; b < B; b++) {
         double d = 0;
         softmax1(X + b * n, n, y);
@@ -90,7 +74,7 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
 {
     (void)th;
     size_t n = L->in;
-    double *y = scratch(n);
+    double *y = vijp_scratch(n);
     for (size_t b = 0; b < B; b++) {
         double s = 0;
         softmax1(X + b * n, n, y);
@@ -114,7 +98,7 @@ static void jacobian(const vijp_layer *L, const double *th, const double *x, dou
 {
     (void)th;
     size_t n = L->in;
-    double *y = scratch(n);
+    double *y = vijp_scratch(n);
     softmax1(x, n, y);
     for (size_t j = 0; j < n; j++)
         for (size_t i = 0; i < n; i++) J[i + j * n] = (i == j ? y[i] : 0.0) - y[i] * y[j];
@@ -142,7 +126,7 @@ static const vijp_ops_mp ops_mp = {
 
 const vijp_layer_type vijp_layer_softmax = {
     .name = "softmax", .syntax = "softmax (over each sample; keeps its width; fragment 1 per sample)",
-    .parse = parse, .param_count = no_params, .declare = declare,
+    .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
     .residual = VIJP_RESIDUAL_INPUT, .d = &ops_d, .mp = &ops_mp,
     .jacobian_enclose = vo_softmax_jacobian_enclose, .analytic_cokernel = analytic_cokernel,
 };

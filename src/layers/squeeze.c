@@ -6,6 +6,7 @@
  * (no rounding at all).  Like inv1x1 it declares VIJP_RESIDUAL_INVERSE so
  * that Moonwalk's rebuild-by-inversion chain runs through it. */
 #include "vijp/layer.h"
+#include "activation.h"
 #include "../../oracles/oracles.h"
 #include <stdio.h>
 #include <string.h>
@@ -24,7 +25,6 @@ static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *er
     return 0;
 }
 
-static size_t no_params(const vijp_layer *L) { (void)L; return 0; }
 static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE | VIJP_DECL_INVERTIBLE; }
 
 /* The input index that output index j reads (within one sample). */
@@ -87,6 +87,6 @@ static const vijp_ops_mp ops_mp = {
 
 const vijp_layer_type vijp_layer_squeeze = {
     .name = "squeeze", .syntax = "squeeze:CxF (space-to-depth: C channels of length L -> C*F channels of length L/F)",
-    .parse = parse, .param_count = no_params, .declare = declare,
+    .parse = parse, .param_count = vijp_act_no_params, .declare = declare,
     .residual = VIJP_RESIDUAL_INVERSE, .d = &ops_d, .mp = &ops_mp, .jacobian_exact = 1,
 };
