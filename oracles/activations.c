@@ -6,7 +6,7 @@
  * overflow, because in the emulated formats these oracles are the layers'
  * operators: exp only of −|x|, σ(x) and σ(−x) separately. */
 #include "oracles.h"
-#include "arith.h"
+#include "vijp/arith.h"
 #include <string.h>
 
 typedef void (*pair_fn)(mpfr_t fx, mpfr_t dfx, mpfr_t x, const vijp_format *fm);

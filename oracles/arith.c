@@ -1,4 +1,4 @@
-#include "arith.h"
+#include "vijp/arith.h"
 #include <stdlib.h>
 
 /* Run one MPFR operation under the format's exponent range, then subnormalize.

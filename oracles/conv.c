@@ -4,26 +4,30 @@
  * minimum-norm QR solve when strided (wide); independent of the layer's
  * per-frequency solves. */
 #include "oracles.h"
-#include "arith.h"
+#include "vijp/arith.h"
+#include "vijp/catalogue.h"
 #include <string.h>
 
-static size_t len(const vijp_layer *L) { return L->in / L->iarg[0]; }
-static size_t outlen(const vijp_layer *L) { return L->out / L->iarg[0]; }
-static size_t stride(const vijp_layer *L) { return L->iarg[2] / 2; }
-static size_t rows(const vijp_layer *L) { return L->iarg[3] ? L->iarg[3] : 1; }
-static size_t kh(const vijp_layer *L) { return L->iarg[3] ? L->iarg[1] : 1; }
-static size_t taps(const vijp_layer *L) { return kh(L) * L->iarg[1]; }
-static size_t nweights(const vijp_layer *L) { return L->iarg[0] * L->iarg[0] * taps(L); }
+static size_t chans(const vijp_layer *L) { return vijp_conv_get(L)->channels; }
+static size_t kern(const vijp_layer *L) { return vijp_conv_get(L)->kernel; }
+static int two_d(const vijp_layer *L) { return vijp_conv_get(L)->rows > 0; }
+static size_t len(const vijp_layer *L) { return L->in / chans(L); }
+static size_t outlen(const vijp_layer *L) { return L->out / chans(L); }
+static size_t stride(const vijp_layer *L) { return vijp_conv_get(L)->stride; }
+static size_t rows(const vijp_layer *L) { return two_d(L) ? vijp_conv_get(L)->rows : 1; }
+static size_t kh(const vijp_layer *L) { return two_d(L) ? kern(L) : 1; }
+static size_t taps(const vijp_layer *L) { return kh(L) * kern(L); }
+static size_t nweights(const vijp_layer *L) { return chans(L) * chans(L) * taps(L); }
 
 /* Input position feeding output position p (row-major over the output grid)
  * through tap k = ky·K + kx, or −1. */
 static long source(const vijp_layer *L, size_t p, size_t k)
 {
-    long R = (long)rows(L), Q = (long)(len(L) / rows(L)), S = (long)stride(L), K = (long)L->iarg[1];
-    long oq = (long)(outlen(L) / (L->iarg[3] ? rows(L) / stride(L) : 1));
-    long r = L->iarg[3] ? S * ((long)p / oq) + (long)k / K - (long)(kh(L) / 2) : 0;
+    long R = (long)rows(L), Q = (long)(len(L) / rows(L)), S = (long)stride(L), K = (long)kern(L);
+    long oq = (long)(outlen(L) / (two_d(L) ? rows(L) / stride(L) : 1));
+    long r = two_d(L) ? S * ((long)p / oq) + (long)k / K - (long)(kh(L) / 2) : 0;
     long q = S * ((long)p % oq) + (long)k % K - K / 2;
-    if (L->iarg[2] % 2) {
+    if (vijp_conv_get(L)->circular) {
         r = ((r % R) + R) % R, q = ((q % Q) + Q) % Q;
         return r * Q + q;
     }
@@ -32,7 +36,7 @@ static long source(const vijp_layer *L, size_t p, size_t k)
 
 static void conv(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, int bias, const vijp_format *f)
 {
-    size_t C = L->iarg[0], K = taps(L), n = len(L), no = outlen(L);
+    size_t C = chans(L), K = taps(L), n = len(L), no = outlen(L);
     mpfr_t t;
     mpfr_init2(t, f->prec);
     for (size_t b = 0; b < B; b++)
@@ -64,7 +68,7 @@ void vo_conv1d_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t 
 void vo_conv1d_jacobian(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *J, const vijp_format *f)
 {
     (void)x;
-    size_t C = L->iarg[0], K = taps(L), n = len(L), no = outlen(L), M = L->out;
+    size_t C = chans(L), K = taps(L), n = len(L), no = outlen(L), M = L->out;
     for (size_t i = 0; i < M * L->in; i++) mpfr_set_zero(J[i], 1);
     for (size_t o = 0; o < C; o++)
         for (size_t p = 0; p < no; p++)
@@ -94,7 +98,7 @@ void vo_conv1d_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t 
 void vo_conv1d_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt, const vijp_format *f)
 {
     (void)th;
-    size_t C = L->iarg[0], K = taps(L), n = len(L), no = outlen(L), NW = nweights(L);
+    size_t C = chans(L), K = taps(L), n = len(L), no = outlen(L), NW = nweights(L);
     for (size_t i = 0; i < NW + C; i++) mpfr_set_zero(Gt[i], 1);
     for (size_t o = 0; o < C; o++) {
         for (size_t c = 0; c < C; c++)

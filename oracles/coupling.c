@@ -3,16 +3,12 @@
  * sub-layers' own MPFR operators, every step rounded in the format.  Written
  * plainly: one sample at a time, every intermediate its own vector. */
 #include "oracles.h"
-#include "arith.h"
+#include "vijp/arith.h"
+#include "vijp/catalogue.h"
 #include <string.h>
 
-static vijp_layer sub(const vijp_layer *L, size_t k)
-{
-    vijp_layer s;
-    memset(&s, 0, sizeof s);
-    s.type = L->sub[k].type, s.in = s.out = L->in / 2, s.alpha = L->sub[k].alpha;
-    return s;
-}
+/* Sub-layer k of the residual function, a view (width L->in/2). */
+static vijp_layer sub(const vijp_layer *L, size_t k) { return *vijp_coupling_sub(L, k); }
 
 /* Offset of sub-layer k's parameters within F's (G's start after all of F's). */
 static size_t offset(const vijp_layer *L, size_t k)
@@ -34,7 +30,7 @@ typedef struct {
 
 static void sample_eval(const vijp_layer *L, mpfr_t *th, mpfr_t *x, sample *s, const vijp_format *f)
 {
-    size_t h = L->in / 2, k = L->n_sub, PF = offset(L, k);
+    size_t h = L->in / 2, k = vijp_coupling_count(L), PF = offset(L, k);
     s->h = h, s->k = k;
     s->x1 = vo_vec_new(h, f), s->x2 = vo_vec_new(h, f), s->y1 = vo_vec_new(h, f), s->y2 = vo_vec_new(h, f);
     for (size_t i = 0; i < h; i++) vo_set(s->x1[i], x[i], f), vo_set(s->x2[i], x[h + i], f);
@@ -64,7 +60,7 @@ static void sample_clear(sample *s)
 static void chain(const vijp_layer *L, mpfr_t *th, mpfr_t **acts, mpfr_t *u, mpfr_t *out, int transpose,
                   const vijp_format *f)
 {
-    size_t h = L->in / 2, k = L->n_sub;
+    size_t h = L->in / 2, k = vijp_coupling_count(L);
     mpfr_t *t = vo_vec_new(h, f);
     for (size_t i = 0; i < h; i++) vo_set(out[i], u[i], f);
     for (size_t j = 0; j < k; j++) {
@@ -90,7 +86,7 @@ void vo_additive_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, m
 
 void vo_additive_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V, const vijp_format *f)
 {
-    size_t n = L->in, h = n / 2, PF = offset(L, L->n_sub);
+    size_t n = L->in, h = n / 2, PF = offset(L, vijp_coupling_count(L));
     mpfr_t *v1 = vo_vec_new(h, f), *v2 = vo_vec_new(h, f);
     for (size_t b = 0; b < B; b++) {
         sample s;
@@ -109,7 +105,7 @@ void vo_additive_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_
 static void total_y1(const vijp_layer *L, mpfr_t *th, sample *s, mpfr_t *Gy, mpfr_t *gb, const vijp_format *f)
 {
     size_t h = L->in / 2;
-    chain(L, th + offset(L, L->n_sub), s->aG, Gy + h, gb, 1, f);
+    chain(L, th + offset(L, vijp_coupling_count(L)), s->aG, Gy + h, gb, 1, f);
     for (size_t i = 0; i < h; i++) vo_add(gb[i], gb[i], Gy[i], f);
 }
 
@@ -135,7 +131,7 @@ static void chain_param(const vijp_layer *L, mpfr_t *th, mpfr_t **acts, mpfr_t *
     size_t h = L->in / 2;
     mpfr_t *c = vo_vec_new(h, f), *t = vo_vec_new(h, f);
     for (size_t i = 0; i < h; i++) vo_set(c[i], g[i], f);
-    for (size_t l = L->n_sub; l-- > 0;) {
+    for (size_t l = vijp_coupling_count(L); l-- > 0;) {
         vijp_layer sl = sub(L, l);
         size_t P = sl.type->param_count(&sl), off = offset(L, l);
         if (P) {
@@ -153,7 +149,7 @@ static void chain_param(const vijp_layer *L, mpfr_t *th, mpfr_t **acts, mpfr_t *
 void vo_additive_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt,
                            const vijp_format *f)
 {
-    size_t n = L->in, h = n / 2, PF = offset(L, L->n_sub);
+    size_t n = L->in, h = n / 2, PF = offset(L, vijp_coupling_count(L));
     for (size_t i = 0; i < 2 * PF; i++) mpfr_set_zero(Gt[i], 1);
     mpfr_t *gb = vo_vec_new(h, f);
     for (size_t b = 0; b < B; b++) { /* samples summed in order, as the dense oracle does */
@@ -171,7 +167,7 @@ int vo_additive_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_
                      const vijp_format *f)
 {
     (void)frag;
-    size_t n = L->in, h = n / 2, PF = offset(L, L->n_sub);
+    size_t n = L->in, h = n / 2, PF = offset(L, vijp_coupling_count(L));
     mpfr_t *t = vo_vec_new(h, f), *gy2 = vo_vec_new(h, f);
     for (size_t b = 0; b < B; b++) {
         sample s;
@@ -207,7 +203,7 @@ void vo_additive_jacobian(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *J,
 
 int vo_additive_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f)
 {
-    size_t n = L->in, h = n / 2, k = L->n_sub, PF = offset(L, k);
+    size_t n = L->in, h = n / 2, k = vijp_coupling_count(L), PF = offset(L, k);
     mpfr_t *a[VIJP_SUB_MAX + 1];
     for (size_t j = 0; j <= k; j++) a[j] = vo_vec_new(h, f);
     for (size_t b = 0; b < B; b++) {
@@ -239,7 +235,7 @@ typedef struct {
 /* σ(a + 2) and its derivative σ(z)σ(−z), or exp(a) twice, in the format. */
 static void affine_scale(const vijp_layer *L, mpfr_t s, mpfr_t ds, mpfr_t a, const vijp_format *f)
 {
-    if (L->iarg[0]) {
+    if (vijp_affine_exp_scale(L)) {
         vo_exp(s, a, f), vo_set(ds, s, f);
         return;
     }
@@ -256,7 +252,7 @@ static void affine_scale(const vijp_layer *L, mpfr_t s, mpfr_t ds, mpfr_t a, con
 
 static void affine_eval(const vijp_layer *L, mpfr_t *th, mpfr_t *x, affine_sample *s, const vijp_format *f)
 {
-    size_t h = L->in / 2, k = L->n_sub, PS = offset(L, k);
+    size_t h = L->in / 2, k = vijp_coupling_count(L), PS = offset(L, k);
     s->h = h, s->k = k;
     s->x1 = vo_vec_new(h, f), s->x2 = vo_vec_new(h, f), s->s = vo_vec_new(h, f), s->ds = vo_vec_new(h, f);
     for (size_t i = 0; i < h; i++) vo_set(s->x1[i], x[i], f), vo_set(s->x2[i], x[h + i], f);
@@ -283,7 +279,7 @@ static void affine_cross(const vijp_layer *L, mpfr_t *th, affine_sample *s, mpfr
     mpfr_t *a = vo_vec_new(h, f), *b = vo_vec_new(h, f);
     for (size_t i = 0; i < h; i++) vo_mul(a[i], g[i], s->x2[i], f), vo_mul(a[i], a[i], s->ds[i], f);
     chain(L, th, s->aS, a, b, 1, f);
-    chain(L, th + offset(L, L->n_sub), s->aT, g, out, 1, f);
+    chain(L, th + offset(L, vijp_coupling_count(L)), s->aT, g, out, 1, f);
     for (size_t i = 0; i < h; i++) vo_add(out[i], out[i], b[i], f);
     vo_vec_free(a, h), vo_vec_free(b, h);
 }
@@ -309,7 +305,7 @@ void vo_affine_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t 
         affine_sample s;
         affine_eval(L, th, X + b * n, &s, f);
         chain(L, th, s.aS, U + b * n, a, 0, f);
-        chain(L, th + offset(L, L->n_sub), s.aT, U + b * n, c, 0, f);
+        chain(L, th + offset(L, vijp_coupling_count(L)), s.aT, U + b * n, c, 0, f);
         for (size_t i = 0; i < h; i++) {
             vo_set(V[b * n + i], U[b * n + i], f);
             vo_mul(t, s.x2[i], s.ds[i], f), vo_mul(t, t, a[i], f), vo_add(t, t, c[i], f);
@@ -338,7 +334,7 @@ void vo_affine_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t 
 
 void vo_affine_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt, const vijp_format *f)
 {
-    size_t n = L->in, h = n / 2, PS = offset(L, L->n_sub);
+    size_t n = L->in, h = n / 2, PS = offset(L, vijp_coupling_count(L));
     for (size_t i = 0; i < 2 * PS; i++) mpfr_set_zero(Gt[i], 1);
     mpfr_t *a = vo_vec_new(h, f);
     for (size_t b = 0; b < B; b++) {

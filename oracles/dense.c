@@ -3,7 +3,7 @@
  * Householder QR with LAPACK's reflector convention (dlarfg: β = −sign(α)‖x‖),
  * so that the cokernel basis Q₂ is the one the double path builds. */
 #include "oracles.h"
-#include "arith.h"
+#include "vijp/arith.h"
 #include <stdlib.h>
 
 #define W(i, k) th[(i) + (k) * m]

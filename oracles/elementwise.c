@@ -1,13 +1,14 @@
 /* Oracles of the elementwise layers: leaky ReLU, ReLU, tanh. */
 #include "oracles.h"
-#include "arith.h"
+#include "vijp/arith.h"
+#include "vijp/catalogue.h"
 
 /* ---- leaky ReLU: f'(x) = 1 (x > 0) or α ---- */
 
 static void leaky_slope(mpfr_t s, const vijp_layer *L, mpfr_t x, const vijp_format *f)
 {
     if (mpfr_sgn(x) > 0) vo_set_si(s, 1, f);
-    else vo_set_d(s, L->alpha, f); /* α rounded to the format, as its weights are */
+    else vo_set_d(s, vijp_leaky_slope(L), f); /* α rounded to the format, as its weights are */
 }
 
 void vo_leaky_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, const vijp_format *f)
@@ -55,7 +56,7 @@ int vo_leaky_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_
     mpfr_init2(s, f->prec);
     for (size_t i = 0; i < L->in * B; i++) {
         if (mpfr_sgn(Y[i]) > 0) vo_set(X[i], Y[i], f);
-        else vo_set_d(s, L->alpha, f), vo_div(X[i], Y[i], s, f);
+        else vo_set_d(s, vijp_leaky_slope(L), f), vo_div(X[i], Y[i], s, f);
     }
     mpfr_clear(s);
     return 0;

@@ -1,6 +1,7 @@
 /* Rigorous enclosures of f′ over an interval, with MPFI (outward rounding):
  * the derivative sets that vijp certify needs for elementwise layers. */
 #include "oracles.h"
+#include "vijp/catalogue.h"
 #include <stdlib.h>
 
 /* A piecewise-constant derivative: lo_val for x < 0 (and at 0, where the
@@ -13,18 +14,22 @@ static void piecewise(mpfi_ptr d, mpfi_srcptr x, double left, double right)
     else mpfi_set_d(d, has_right ? right : left);
 }
 
-void vo_leaky_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x) { piecewise(d, x, L->alpha, 1.0); }
-
-void vo_relu_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x)
+void vo_leaky_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x)
 {
-    (void)L;
+    (void)th;
+    piecewise(d, x, vijp_leaky_slope(L), 1.0);
+}
+
+void vo_relu_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x)
+{
+    (void)L, (void)th;
     piecewise(d, x, 0.0, 1.0);
 }
 
 /* tanh′ = sech²: MPFI's sech encloses sech over the interval, squaring keeps it. */
-void vo_tanh_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x)
+void vo_tanh_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x)
 {
-    (void)L;
+    (void)L, (void)th;
     mpfi_sech(d, x);
     mpfi_sqr(d, d);
 }
@@ -40,26 +45,26 @@ static void sigma_enclose(mpfi_ptr s, mpfi_srcptr x)
 }
 
 /* σ′ = sech²(x/2)/4. */
-void vo_sigmoid_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x)
+void vo_sigmoid_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x)
 {
-    (void)L;
+    (void)L, (void)th;
     mpfi_div_2ui(d, x, 1);
     mpfi_sech(d, d);
     mpfi_sqr(d, d);
     mpfi_div_2ui(d, d, 2);
 }
 
-void vo_softplus_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x)
+void vo_softplus_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x)
 {
-    (void)L;
+    (void)L, (void)th;
     sigma_enclose(d, x);
 }
 
 /* SiLU′ = σ(x)·(1 + x·σ(−x)): the factor σ(x) > 0 is kept apart, so the sign
  * comes from the second factor alone, without e^x on both sides of a sum. */
-void vo_silu_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x)
+void vo_silu_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x)
 {
-    (void)L;
+    (void)L, (void)th;
     mpfi_t s, c;
     mpfi_init2(s, mpfi_get_prec(d)), mpfi_init2(c, mpfi_get_prec(d));
     sigma_enclose(s, x);
@@ -93,9 +98,9 @@ static void normal_pdf_enclose(mpfi_ptr p, mpfi_srcptr x)
  * t/(t² + 1) < M(t) = (1 − Φ(t))/φ(t) < 1/t (t > 0): otherwise Φ and xφ,
  * both ~e^{−x²/2}, would be enclosed separately and their sum would contain 0
  * on every box far out. */
-void vo_gelu_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x)
+void vo_gelu_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x)
 {
-    (void)L;
+    (void)L, (void)th;
     mpfr_prec_t p = mpfi_get_prec(d);
     mpfi_t a, b;
     mpfi_init2(a, p), mpfi_init2(b, p);
@@ -132,9 +137,9 @@ void vo_gelu_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x)
 /* Mish′ = tanh(sp) + x·σ(x)·sech²(sp), sp = log1p(eˣ).  For x <= −2 it is
  * written σ(x)·(T + x·sech²(sp)) with T = tanh(sp)/σ(x) ∈ [0, 1/σ(−x)]
  * (tanh(sp) <= sp <= eˣ = σ(x)/σ(−x)), for the same reason as GELU′. */
-void vo_mish_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x)
+void vo_mish_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x)
 {
-    (void)L;
+    (void)L, (void)th;
     mpfr_prec_t p = mpfi_get_prec(d);
     mpfi_t sp, se, s, t;
     mpfi_init2(sp, p), mpfi_init2(se, p), mpfi_init2(s, p), mpfi_init2(t, p);

@@ -4,7 +4,8 @@
  * parameter gradient through dM = Pᵀ dW, dL = dM U′ᵀ, dU′ = Lᵀ dM written as
  * full matrix products. */
 #include "oracles.h"
-#include "arith.h"
+#include "vijp/arith.h"
+#include "vijp/catalogue.h"
 
 /* Lm (unit lower), Um (U + diag exp(log_s)) and W = P Lm Um, all C × C column-major. */
 static void factors(size_t C, mpfr_t *A, mpfr_t *Lm, mpfr_t *Um, mpfr_t *W, const vijp_format *f)
@@ -30,7 +31,7 @@ typedef struct {
 
 static mats mats_new(const vijp_layer *L, mpfr_t *A, const vijp_format *f)
 {
-    size_t C = L->iarg[0];
+    size_t C = vijp_inv1x1_channels(L);
     mats m = {C, vo_vec_new(C * C, f), vo_vec_new(C * C, f), vo_vec_new(C * C, f)};
     factors(C, A, m.Lm, m.Um, m.W, f);
     return m;

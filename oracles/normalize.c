@@ -3,7 +3,7 @@
  * src/layers/layernorm.c and softmax.c, written again in MPFR: sums in index
  * order, the Jacobian entry by entry from its definition. */
 #include "oracles.h"
-#include "arith.h"
+#include "vijp/arith.h"
 
 /* ---- LayerNorm: ŷ = (x − μ)/σ, J = (I − 11ᵀ/n − ŷŷᵀ/n)/σ ---- */
 

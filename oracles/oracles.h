@@ -94,14 +94,14 @@ int vo_dense_cokernel(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *Q, con
 int vo_ge_solve(size_t n, mpfr_t *A0, int trans, mpfr_t *r, size_t B, const vijp_format *f);
 
 /* Interval enclosures of f′ (MPFI) for the elementwise layers. */
-void vo_leaky_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
-void vo_relu_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
-void vo_tanh_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
-void vo_sigmoid_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
-void vo_softplus_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
-void vo_silu_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
-void vo_gelu_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
-void vo_mish_deriv_enclose(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
+void vo_leaky_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
+void vo_relu_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
+void vo_tanh_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
+void vo_sigmoid_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
+void vo_softplus_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
+void vo_silu_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
+void vo_gelu_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
+void vo_mish_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
 /* The double nearest an interval's centre, and its distance to either end,
  * rounded up: v ⊆ [mid − rad, mid + rad]. */
 void vo_interval_mid_rad(mpfi_srcptr v, double *mid, double *rad);

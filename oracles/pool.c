@@ -2,14 +2,15 @@
  * mean and the sum written out; space-to-depth by its index formula,
  * c·F + r ← (c, p'·F + r), as nested loops over (c, r, p'). */
 #include "oracles.h"
-#include "arith.h"
+#include "vijp/arith.h"
+#include "vijp/catalogue.h"
 
 /* ---- avgpool:P ---- */
 
 void vo_avgpool_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, const vijp_format *f)
 {
     (void)th;
-    size_t P = L->iarg[0];
+    size_t P = vijp_avgpool_window(L);
     mpfr_t p;
     mpfr_init2(p, f->prec);
     vo_set_si(p, (long)P, f);
@@ -30,7 +31,7 @@ void vo_avgpool_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t
 void vo_avgpool_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f)
 {
     (void)th, (void)X;
-    size_t P = L->iarg[0];
+    size_t P = vijp_avgpool_window(L);
     mpfr_t p;
     mpfr_init2(p, f->prec);
     vo_set_si(p, (long)P, f);
@@ -44,7 +45,7 @@ int vo_avgpool_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t
                     const vijp_format *f)
 {
     (void)th, (void)X, (void)frag;
-    size_t P = L->iarg[0];
+    size_t P = vijp_avgpool_window(L);
     for (size_t j = 0; j < L->out * B; j++) {
         mpfr_set_zero(Gy[j], 1);
         for (size_t k = 0; k < P; k++) vo_add(Gy[j], Gy[j], Gx[j * P + k], f);
@@ -55,7 +56,7 @@ int vo_avgpool_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t
 void vo_avgpool_jacobian(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *J, const vijp_format *f)
 {
     (void)th, (void)x;
-    size_t P = L->iarg[0], m = L->out, n = L->in;
+    size_t P = vijp_avgpool_window(L), m = L->out, n = L->in;
     mpfr_t p;
     mpfr_init2(p, f->prec);
     vo_set_si(p, (long)P, f);
@@ -72,7 +73,7 @@ void vo_avgpool_jacobian(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *J, 
 /* out[(c·F + r)·M + q] = in[c·Lc + q·F + r] (gather), or the reverse. */
 static void squeeze_move(const vijp_layer *L, mpfr_t *in, size_t B, mpfr_t *out, int scatter, const vijp_format *f)
 {
-    size_t C = L->iarg[0], F = L->iarg[1], Lc = L->in / C, M = Lc / F, n = L->in;
+    size_t C = vijp_squeeze_get(L)->channels, F = vijp_squeeze_get(L)->factor, Lc = L->in / C, M = Lc / F, n = L->in;
     for (size_t b = 0; b < B; b++)
         for (size_t c = 0; c < C; c++)
             for (size_t r = 0; r < F; r++)

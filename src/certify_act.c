@@ -32,25 +32,27 @@ static int push_bad(vijp_activation_report *r, double lo, double hi, size_t *cap
 
 /* The layer's computed f′ at x in format f, through its own Jacobian operator
  * (one unit). */
-static double computed_deriv(const vijp_layer *L1, const vijp_format *f, double x)
+static double computed_deriv(const vijp_layer *L1, const double *theta, const vijp_format *f, double x)
 {
-    vijp_mat xm, J;
-    vijp_mat_init(&xm, 1, 1, f), vijp_mat_init(&J, 1, 1, f);
-    vijp_mat_set_entry_d(&xm, 0, x); /* rounded to the format */
+    vijp_mat xm, J, th;
+    size_t P = L1->type->param_count(L1);
+    vijp_mat_init(&xm, 1, 1, f), vijp_mat_init(&J, 1, 1, f), vijp_mat_init(&th, P, 1, f);
+    vijp_mat_set_entry_d(&xm, 0, x); /* rounded to the format, as are the parameters */
+    if (P) vijp_mat_set_d(&th, theta);
     double d = NAN;
-    if (!vijp_layer_jacobian(L1, NULL, &xm, &J, NULL)) d = vijp_mat_get_d(&J, 0);
-    vijp_mat_clear(&xm), vijp_mat_clear(&J);
+    if (!vijp_layer_jacobian(L1, P ? &th : NULL, &xm, &J, NULL)) d = vijp_mat_get_d(&J, 0);
+    vijp_mat_clear(&xm), vijp_mat_clear(&J), vijp_mat_clear(&th);
     return d;
 }
 
 /* Whether the exact f′(x) is nonzero (its enclosure at the point excludes 0):
  * a computed zero only counts as underflow where the truth is not zero. */
-static int exact_nonzero(const vijp_layer *L, double x)
+static int exact_nonzero(const vijp_layer *L, const double *theta, double x)
 {
     mpfi_t xi, d;
     mpfi_init2(xi, 128), mpfi_init2(d, 128);
     mpfi_set_d(xi, x);
-    L->type->deriv_enclose(L, d, xi);
+    L->type->deriv_enclose(L, theta, d, xi);
     int nz = !mpfi_has_zero(d) && !mpfi_nan_p(d);
     mpfi_clear(xi), mpfi_clear(d);
     return nz;
@@ -59,23 +61,23 @@ static int exact_nonzero(const vijp_layer *L, double x)
 /* Smallest |x| (either sign) on a geometric scan 2^-8 … 2^16 (8 points per
  * octave), refined by bisection, where pred(f′(x)) first holds while the
  * exact f′(x) is not zero. */
-static double first_where(const vijp_layer *L1, const vijp_format *f, double big, int underflow)
+static double first_where(const vijp_layer *L1, const double *theta, const vijp_format *f, double big, int underflow)
 {
     double best = INFINITY;
     for (int sign = -1; sign <= 1; sign += 2) {
         double prev = 0;
         for (int k = -64; k <= 128; k++) {
             double x = sign * ldexp(1.0 + (k & 7) / 8.0, k >> 3);
-            double d = fabs(computed_deriv(L1, f, x));
-            int hit = (underflow ? d == 0 : d < ldexp(big, -(int)f->prec)) && exact_nonzero(L1, x);
+            double d = fabs(computed_deriv(L1, theta, f, x));
+            int hit = (underflow ? d == 0 : d < ldexp(big, -(int)f->prec)) && exact_nonzero(L1, theta, x);
             if (!hit) {
                 prev = x;
                 continue;
             }
             double lo = prev, hi = x; /* refine between the last miss and this hit */
             for (int it = 0; it < 60; it++) {
-                double midp = 0.5 * (lo + hi), dm = fabs(computed_deriv(L1, f, midp));
-                if ((underflow ? dm == 0 : dm < ldexp(big, -(int)f->prec)) && exact_nonzero(L1, midp)) hi = midp;
+                double midp = 0.5 * (lo + hi), dm = fabs(computed_deriv(L1, theta, f, midp));
+                if ((underflow ? dm == 0 : dm < ldexp(big, -(int)f->prec)) && exact_nonzero(L1, theta, midp)) hi = midp;
                 else lo = midp;
             }
             if (fabs(hi) < best) best = fabs(hi);
@@ -85,7 +87,7 @@ static double first_where(const vijp_layer *L1, const vijp_format *f, double big
     return best;
 }
 
-int vijp_activation_analyze(const vijp_layer *L, double R, double tol, vijp_activation_report *out, vijp_error *err)
+int vijp_activation_analyze(const vijp_layer *L, const double *theta, double R, double tol, vijp_activation_report *out, vijp_error *err)
 {
     memset(out, 0, sizeof *out);
     if (!L->type->deriv_enclose)
@@ -108,7 +110,7 @@ int vijp_activation_analyze(const vijp_layer *L, double R, double tol, vijp_acti
             continue;
         }
         mpfi_interv_d(x, b.lo, b.hi);
-        L->type->deriv_enclose(L, d, x);
+        L->type->deriv_enclose(L, theta, d, x);
         if (!mpfi_nan_p(d) && !mpfi_has_zero(d)) continue; /* f′ ≠ 0 on all of b: proven */
         if (mpfi_is_zero(d) || b.hi - b.lo <= tol) {     /* f′ ≡ 0 here, or small enough to report */
             rc = push_bad(out, b.lo, b.hi, &cap);
@@ -133,7 +135,7 @@ int vijp_activation_analyze(const vijp_layer *L, double R, double tol, vijp_acti
         return vijp_fail(err, rc, "out of memory");
     }
     static const char *const names[VIJP_ACT_FORMATS] = {"double", "binary32", "binary16", "bfloat16"};
-    vijp_layer L1 = *L;
+    vijp_layer L1 = *L; /* a one-unit view (parameters, if any, are per layer, not per unit) */
     L1.in = L1.out = 1;
     for (int k = 0; k < VIJP_ACT_FORMATS; k++) {
         vijp_format f;
@@ -142,11 +144,11 @@ int vijp_activation_analyze(const vijp_layer *L, double R, double tol, vijp_acti
         double big = 0; /* the largest computed f′ on the scan */
         for (int j = -64; j <= 128; j++)
             for (int sign = -1; sign <= 1; sign += 2) {
-                double v = fabs(computed_deriv(&L1, &f, sign * ldexp(1.0 + (j & 7) / 8.0, j >> 3)));
+                double v = fabs(computed_deriv(&L1, theta, &f, sign * ldexp(1.0 + (j & 7) / 8.0, j >> 3)));
                 if (v > big) big = v;
             }
-        out->fmt[k].underflow_at = first_where(&L1, &f, big, 1);
-        out->fmt[k].negligible_at = first_where(&L1, &f, big, 0);
+        out->fmt[k].underflow_at = first_where(&L1, theta, &f, big, 1);
+        out->fmt[k].negligible_at = first_where(&L1, theta, &f, big, 0);
     }
     return 0;
 }

@@ -24,7 +24,7 @@ int vijp_layer_jacobian_enclosure(const vijp_layer *L, const double *theta, cons
         int rc = 0;
         for (size_t k = 0; k < n && !rc; k++) {
             mpfi_set_d(xi, x[k]);
-            L->type->deriv_enclose(L, d, xi);
+            L->type->deriv_enclose(L, theta, d, xi);
             if (mpfi_nan_p(d) || mpfi_inf_p(d)) {
                 rc = vijp_fail(err, VIJP_EUNSUPPORTED, "%s layer: f′(%g) cannot be enclosed", L->type->name, x[k]);
                 break;
@@ -57,7 +57,7 @@ int vijp_layer_jacobian_enclosure(const vijp_layer *L, const double *theta, cons
  * a direct proof, sharper than Weyl's ‖rad‖_F (which one unit with f′ ≈ 1
  * would make ~1e-16 for all).  An enclosure that is exactly {0} proves a zero
  * row.  The numerical analysis still runs, on the double midpoints. */
-static int certify_diagonal(const vijp_layer *L, const double *x, const double *mid, const double *rad,
+static int certify_diagonal(const vijp_layer *L, const double *theta, const double *x, const double *mid, const double *rad,
                             const vijp_certify_opts *o, vijp_certificate *out, vijp_error *err)
 {
     size_t n = L->in;
@@ -70,7 +70,7 @@ static int certify_diagonal(const vijp_layer *L, const double *x, const double *
     size_t zeros = 0;
     for (size_t k = 0; k < n; k++) {
         mpfi_set_d(xi, x[k]);
-        L->type->deriv_enclose(L, d, xi);
+        L->type->deriv_enclose(L, theta, d, xi);
         if (mpfi_has_zero(d)) {
             zeros += mpfi_is_zero(d);
             mpfr_set_zero(lo, 1);
@@ -168,7 +168,7 @@ int vijp_certify_layer(const vijp_layer *L, const double *theta, const double *x
             snprintf(out->reason, sizeof out->reason, "%s", why);
         }
     } else if (!rc && L->type->deriv_enclose) {
-        rc = certify_diagonal(L, x, mid, rad, o, out, err);
+        rc = certify_diagonal(L, theta, x, mid, rad, o, out, err);
     } else if (!rc) {
         rc = vijp_certify_matrix(mid, rad, m, n, o, out, err);
         if (!rc && L->type->analytic_cokernel) rc = certify_known_cokernel(L, theta, x, mid, rad, o, out, err);

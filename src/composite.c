@@ -145,7 +145,7 @@ int vijp_composite_accuracy(const char *name, double lo, double hi, size_t point
         return vijp_fail(err, VIJP_EINVAL, "no nested/composite pair for '%s' (or an empty grid)", name);
     vijp_layer L = {.type = T, .in = 1, .out = 1};
     vijp_activation_report act;
-    int rc = vijp_activation_analyze(&L, fmax(fabs(lo), fabs(hi)), 1e-9, &act, err);
+    int rc = vijp_activation_analyze(&L, NULL, fmax(fabs(lo), fabs(hi)), 1e-9, &act, err);
     if (rc) return rc;
     double *x = malloc(points * sizeof *x), *y = malloc(points * sizeof *y), *gx = malloc(points * sizeof *gx),
            *one = malloc(points * sizeof *one);
@@ -168,7 +168,7 @@ int vijp_composite_accuracy(const char *name, double lo, double hi, size_t point
             double truth = mpfr_get_d(d, MPFR_RNDN), fx, df;
             if (near_zero || !(fabs(truth) >= 0x1p-1000)) continue;
             double ulp = ldexp(1, ilogb(truth) - 52);
-            T->dual_eval(x[i], &fx, &df);
+            T->dual_eval(NULL, NULL, x[i], &fx, &df); /* built-in activations: no parameters */
             out->used++;
             out->nested_ulps = fmax(out->nested_ulps, fabs(df - truth) / ulp);
             if (!isfinite(gx[i])) out->composite_nonfinite++;

@@ -1,5 +1,5 @@
 #include "vijp/mat.h"
-#include "../oracles/arith.h"
+#include "vijp/arith.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -57,6 +57,7 @@ out:
 void vijp_net_free(vijp_net *net)
 {
     for (size_t i = 0; net->theta && i < net->depth; i++) free(net->theta[i]);
+    for (size_t i = 0; net->layers && i < net->depth; i++) vijp_layer_clear(&net->layers[i]);
     free(net->theta);
     free(net->layers);
     memset(net, 0, sizeof *net);

@@ -47,12 +47,12 @@ static double time_dual(const vijp_layer_type *T, const double *x, const double 
     for (int r = 0; r < REPS; r++) {
         double t0 = bench_now();
         for (size_t i = 0; i < UNITS; i++) {
-            T->dual_eval(x[i], &y[i], &d);
+            T->dual_eval(NULL, NULL, x[i], &y[i], &d);
             keep[i] = recompute ? x[i] : d;
         }
         for (size_t i = 0; i < UNITS; i++) {
             double f = 0;
-            if (recompute) T->dual_eval(keep[i], &f, &d);
+            if (recompute) T->dual_eval(NULL, NULL, keep[i], &f, &d);
             else d = keep[i];
             gx[i] = gy[i] * d;
         }

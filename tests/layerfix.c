@@ -4,28 +4,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Activations whose f′ vanishes at an isolated x0 (located to 1e-12 and
- * checked in t-activations.c): the battery's relative bounds need points at
- * least 0.5 from x0 and |x| <= 4, where S(x)/|f′(x)| stays small (see the
- * cases in t-layers.c). */
-static const struct {
-    const char *name;
-    double x0;
-} deriv_zeros[] = {{"gelu", -0.751791524693564}, {"silu", -1.278464542761074}, {"mish", -1.192431214515495}};
+/* Activations whose f′ vanishes at isolated points x0 (the layer's
+ * bounds.deriv_zeros, located to 1e-12 and checked in t-activations.c): the
+ * battery's relative bounds need points at least 0.5 from x0 and |x| <= 4,
+ * where S(x)/|f′(x)| stays small (see vijp_layer_bounds.ulps). */
+static int near_deriv_zero(const vijp_layer *L, double x)
+{
+    const vijp_layer_bounds *b = &L->type->bounds;
+    for (size_t k = 0; k < b->n_deriv_zeros; k++)
+        if (fabs(x - b->deriv_zeros[k]) < 0.5) return 1;
+    return 0;
+}
 
 double layerfix_deriv_zero(const char *name)
 {
-    for (size_t i = 0; i < sizeof deriv_zeros / sizeof *deriv_zeros; i++)
-        if (!strcmp(name, deriv_zeros[i].name)) return deriv_zeros[i].x0;
-    return NAN;
+    const vijp_layer_type *T = vijp_layer_type_find(name);
+    return T && T->bounds.n_deriv_zeros ? T->bounds.deriv_zeros[0] : NAN;
 }
 
-static void rand_mat(vijp_mat *F, vijp_mat *R, vijp_rng *rng, double away, double x0)
+static void rand_mat(vijp_mat *F, vijp_mat *R, vijp_rng *rng, double away, const vijp_layer *L)
 {
+    int avoid = L && L->type->bounds.n_deriv_zeros;
     for (size_t i = 0; i < vijp_mat_len(F); i++) {
         double x;
         do x = vijp_rng_normal(rng);
-        while (fabs(x) < away || (!isnan(x0) && (fabs(x - x0) < 0.5 || fabs(x) > 4)));
+        while (fabs(x) < away || (avoid && (near_deriv_zero(L, x) || fabs(x) > 4)));
         vijp_mat_set_entry_d(F, i, x);
     }
     vijp_mat_convert(R, F);
@@ -52,9 +55,9 @@ void layerfix_init(layerfix *t, const char *spec, size_t width, const char *fmt,
     vijp_mat_init(&t->XF, n, B, &t->F), vijp_mat_init(&t->XR, n, B, &t->R);
     vijp_mat_init(&t->UF, n, B, &t->F), vijp_mat_init(&t->UR, n, B, &t->R);
     vijp_mat_init(&t->GF, m, B, &t->F), vijp_mat_init(&t->GR, m, B, &t->R);
-    rand_mat(&t->XF, &t->XR, &rng, 1e-3, layerfix_deriv_zero(t->L->type->name));
-    rand_mat(&t->UF, &t->UR, &rng, 0, NAN);
-    rand_mat(&t->GF, &t->GR, &rng, 0, NAN);
+    rand_mat(&t->XF, &t->XR, &rng, 1e-3, t->L);
+    rand_mat(&t->UF, &t->UR, &rng, 0, NULL);
+    rand_mat(&t->GF, &t->GR, &rng, 0, NULL);
 }
 
 void layerfix_clear(layerfix *t)

@@ -22,7 +22,7 @@ typedef struct {
 
 void layerfix_init(layerfix *t, const char *spec, size_t width, const char *fmt, size_t B, uint64_t seed);
 void layerfix_clear(layerfix *t);
-/* Where f′ of a smooth activation vanishes (NaN for the others). */
+/* Where f′ of a smooth activation vanishes, as its type's bounds say (NaN for the others). */
 double layerfix_deriv_zero(const char *name);
 /* max_i |a_i − b_i| / bound_i, computed in MPFR (bound_i = 0 demands equality). */
 double ratio_to_bound(const vijp_mat *a, const vijp_mat *b, const double *bound);

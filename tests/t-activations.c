@@ -182,7 +182,7 @@ START_TEST(dual_derivative_vs_oracle)
     double worst_d = 0, worst_f = 0, at_d = 0, at_f = 0, max_ulps_d = 0;
     for (long i = 0; i < n; i++) {
         double x = sample_point(&rng, i, x0), fx, dfx, kf, k1, k2;
-        T->dual_eval(x, &fx, &dfx);
+        T->dual_eval(NULL, NULL, x, &fx, &dfx);
         mpfr_set_d(xm, x, MPFR_RNDN);
         vo_activation_pair(name, f, d, xm, &R);
         acts[_i].terms(t1, t2, &kf, &k1, &k2, x);
@@ -231,7 +231,7 @@ START_TEST(certification)
         ck_assert(!vijp_net_build(&net, acts[a].name, 1, 1, NULL));
         vijp_activation_report r;
         vijp_error err = {0};
-        ck_assert_msg(!vijp_activation_analyze(&net.layers[0], 1000, 1e-9, &r, &err), "%s: %s", acts[a].name, err.msg);
+        ck_assert_msg(!vijp_activation_analyze(&net.layers[0], NULL, 1000, 1e-9, &r, &err), "%s: %s", acts[a].name, err.msg);
         ck_assert_msg(r.complete, "%s: bisection incomplete after %zu boxes", acts[a].name, r.boxes);
         if (acts[a].has_zero) {
             double x0 = locate_zero(acts[a].name);

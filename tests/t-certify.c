@@ -1081,16 +1081,16 @@ START_TEST(bad_input)
     ck_assert_int_eq(vijp_certify_layer(o.L, NULL, x, NULL, &c, &err), VIJP_EDOMAIN);
 
     vijp_activation_report a;
-    ck_assert_int_eq(vijp_activation_analyze(o.L, 0, 1e-9, &a, &err), VIJP_EINVAL);
-    ck_assert_int_eq(vijp_activation_analyze(o.L, -5, 1e-9, &a, &err), VIJP_EINVAL);
-    ck_assert_int_eq(vijp_activation_analyze(o.L, 10, 10, &a, &err), VIJP_EINVAL);
-    ck_assert_int_eq(vijp_activation_analyze(o.L, 10, 20, &a, &err), VIJP_EINVAL);
-    ck_assert_int_eq(vijp_activation_analyze(o.L, 10, 0, &a, &err), VIJP_EINVAL);
-    ck_assert_int_eq(vijp_activation_analyze(o.L, INFINITY, 1e-9, &a, &err), VIJP_EINVAL);
-    ck_assert_int_eq(vijp_activation_analyze(o.L, NAN, 1e-9, &a, &err), VIJP_EINVAL);
+    ck_assert_int_eq(vijp_activation_analyze(o.L, NULL, 0, 1e-9, &a, &err), VIJP_EINVAL);
+    ck_assert_int_eq(vijp_activation_analyze(o.L, NULL, -5, 1e-9, &a, &err), VIJP_EINVAL);
+    ck_assert_int_eq(vijp_activation_analyze(o.L, NULL, 10, 10, &a, &err), VIJP_EINVAL);
+    ck_assert_int_eq(vijp_activation_analyze(o.L, NULL, 10, 20, &a, &err), VIJP_EINVAL);
+    ck_assert_int_eq(vijp_activation_analyze(o.L, NULL, 10, 0, &a, &err), VIJP_EINVAL);
+    ck_assert_int_eq(vijp_activation_analyze(o.L, NULL, INFINITY, 1e-9, &a, &err), VIJP_EINVAL);
+    ck_assert_int_eq(vijp_activation_analyze(o.L, NULL, NAN, 1e-9, &a, &err), VIJP_EINVAL);
     vijp_net_free(&o.net);
     one_layer_init(&o, "dense:4x4", 4, 1);
-    ck_assert_int_eq(vijp_activation_analyze(o.L, 10, 1e-9, &a, &err), VIJP_EUNSUPPORTED);
+    ck_assert_int_eq(vijp_activation_analyze(o.L, NULL, 10, 1e-9, &a, &err), VIJP_EUNSUPPORTED);
     vijp_net_free(&o.net);
 }
 END_TEST
@@ -1170,7 +1170,7 @@ START_TEST(activation_analysis)
         vijp_layer L;
         vijp_activation_report a;
         ck_assert(!vijp_layer_parse(&L, specs[k], 4, &err));
-        ck_assert_msg(!vijp_activation_analyze(&L, 1000, 1e-9, &a, &err), "%s: %s", specs[k], err.msg);
+        ck_assert_msg(!vijp_activation_analyze(&L, NULL, 1000, 1e-9, &a, &err), "%s: %s", specs[k], err.msg);
         ck_assert(a.complete);
         if (k == 1) {
             ck_assert_uint_eq(a.n_bad, 1);
@@ -1197,6 +1197,7 @@ START_TEST(activation_analysis)
                 ck_assert(isinf(a.fmt[f].underflow_at) && isinf(a.fmt[f].negligible_at));
         }
         vijp_activation_report_clear(&a);
+        vijp_layer_clear(&L);
     }
 }
 END_TEST
@@ -1342,9 +1343,9 @@ START_TEST(activation_registry)
         vijp_layer L;
         int parsed = 0;
         for (size_t a = 0; a < sizeof args / sizeof *args && !parsed; a++) {
-            memset(&L, 0, sizeof L);
-            L.type = all[i];
-            parsed = !all[i]->parse(&L, args[a], 8, NULL);
+            char item[64];
+            snprintf(item, sizeof item, "%s%s%s", all[i]->name, args[a] ? ":" : "", args[a] ? args[a] : "");
+            parsed = !vijp_layer_parse(&L, item, 8, NULL);
         }
         ck_assert_msg(parsed, "%s: none of the sample arguments parses; extend this test", all[i]->name);
         if (all[i]->param_count(&L) == 0 && L.in == L.out) { /* elementwise iff its Jacobian is diagonal */
@@ -1363,10 +1364,11 @@ START_TEST(activation_registry)
         if (all[i]->deriv_enclose) {
             vijp_activation_report a;
             vijp_error err;
-            ck_assert_msg(!vijp_activation_analyze(&L, 1000, 1e-9, &a, &err), "%s: %s", all[i]->name, err.msg);
+            ck_assert_msg(!vijp_activation_analyze(&L, NULL, 1000, 1e-9, &a, &err), "%s: %s", all[i]->name, err.msg);
             ck_assert_msg(a.complete, "%s: bisection incomplete", all[i]->name);
             vijp_activation_report_clear(&a);
         }
+        vijp_layer_clear(&L);
     }
 }
 END_TEST

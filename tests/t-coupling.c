@@ -14,6 +14,7 @@
  *  - every bound is first order; a factor 1.1 covers the second-order terms.
  * Values that only scale a bound are computed in double from the reference. */
 #include "layerfix.h"
+#include "vijp/catalogue.h"
 #include "vijp/flow.h"
 #include <lapacke.h>
 #include <math.h>
@@ -398,7 +399,7 @@ static void affine_forward_bound(const vijp_layer *L, const double *th, const do
     for (size_t i = 0; i < H; i++) ts[i] = gam(H + 1, u) * (ax[i] + fabs(bT[i])), t[i] = tanh(t[i] + bT[i]);
     for (size_t i = 0; i < H; i++) {
         double ea = xs[i] + 4 * u * fabs(a[i]), s, es;
-        if (L->iarg[0]) s = exp(a[i]), es = s * ea + 2 * u * s;
+        if (vijp_affine_exp_scale(L)) s = exp(a[i]), es = s * ea + 2 * u * s;
         else s = 1 / (1 + exp(-(a[i] + 2))), es = 0.25 * (ea + u * fabs(a[i] + 2)) + 7 * u * s;
         double x2 = x[H + i], y2 = x2 * s + t[i];
         e[i] = 0;
@@ -448,7 +449,7 @@ START_TEST(affine_coupling)
             double a = th[H * H + j], z = 0;
             for (size_t k = 0; k < H; k++) z += th[j + k * H] * x[k];
             a = tanh(z + a);
-            double s = L->iarg[0] ? exp(a) : 1 / (1 + exp(-(a + 2)));
+            double s = vijp_affine_exp_scale(L) ? exp(a) : 1 / (1 + exp(-(a + 2)));
             bound[j + b * N] = 0, bound[H + j + b * N] = 3 * u * fabs(x[H + j]) + u * fabs(y[H + j]) / s;
         }
     }
@@ -495,7 +496,7 @@ START_TEST(affine_jvp_vjp_vs_oracle)
         double s[H], es[H], ds[H], eds[H];
         for (size_t i = 0; i < H; i++) {
             double ea = k.dzF[i] + 4 * u * fabs(k.F[i]);
-            if (L->iarg[0]) s[i] = ds[i] = exp(k.F[i]), es[i] = eds[i] = s[i] * ea + 2 * u * s[i];
+            if (vijp_affine_exp_scale(L)) s[i] = ds[i] = exp(k.F[i]), es[i] = eds[i] = s[i] * ea + 2 * u * s[i];
             else {
                 double z = k.F[i] + 2, ez = ea + u * fabs(z);
                 s[i] = 1 / (1 + exp(-z)), ds[i] = s[i] * (1 - s[i]);
@@ -557,7 +558,7 @@ START_TEST(affine_jvp_vjp_vs_oracle)
             double a = tanh(zS[i] + th[H * H + i]), c = tanh(zT[i] + th[PS + H * H + i]);
             fS[i] = 1 - a * a, fT[i] = 1 - c * c;
             double ea = dzS[i] + 4 * u * fabs(a), sc, ds, eds;
-            if (L->iarg[0]) sc = ds = exp(a), eds = sc * ea + 2 * u * sc;
+            if (vijp_affine_exp_scale(L)) sc = ds = exp(a), eds = sc * ea + 2 * u * sc;
             else {
                 double z = a + 2, ez = ea + u * fabs(z);
                 sc = 1 / (1 + exp(-z)), ds = sc * (1 - sc), eds = 12 * u * ds + 0.1 * ez;
@@ -587,7 +588,7 @@ END_TEST
  * difference, and a wrong derivative formula misses it by ~2^200. */
 START_TEST(affine_oracle_derivative)
 {
-    static const char *const specs[] = {"affine", "affine:exp+dense:4+tanh", "additive"};
+    static const char *const specs[] = {"affine", "affine:exp+dense:4+tanh", "additive", "additive:conv1d:1x3+tanh"};
     layerfix t;
     layerfix_init(&t, specs[_i], N, "mpfr:256", NB, test_seed() + 99 + (uint64_t)_i);
     vijp_format Hf;
@@ -650,7 +651,8 @@ END_TEST
  * at 256 bits, for every coupling block and sub-network kind. */
 START_TEST(jacobian_columns)
 {
-    static const char *const specs[] = {"additive", "affine", "affine:exp+dense:4+leaky:0.5"};
+    static const char *const specs[] = {"additive", "affine", "affine:exp+dense:4+leaky:0.5",
+                                        "additive:conv1d:1x3:circular+tanh"};
     layerfix t;
     layerfix_init(&t, specs[_i / 2], N, formats[_i % 2], 1, test_seed() + 3 * (uint64_t)_i);
     vijp_mat J, E, Xr, V;
@@ -674,10 +676,10 @@ Suite *suite_coupling(void)
     tcase_add_loop_test(tc, identities, 0, 6);
     tcase_add_test(tc, revnet_reconstruction_depth_64);
     tcase_add_loop_test(tc, affine_coupling, 0, 4);
-    tcase_add_loop_test(tc, affine_oracle_derivative, 0, 3);
+    tcase_add_loop_test(tc, affine_oracle_derivative, 0, 4);
     tcase_add_loop_test(tc, affine_jvp_vjp_vs_oracle, 0, 4);
     tcase_add_test(tc, inv1x1_logdet);
-    tcase_add_loop_test(tc, jacobian_columns, 0, 6);
+    tcase_add_loop_test(tc, jacobian_columns, 0, 8);
     suite_add_tcase(s, tc);
     return s;
 }

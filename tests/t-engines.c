@@ -40,6 +40,8 @@ static const struct {
     {"affine:exp+dense:3+tanh,leaky:0.5,affine", 6, VIJP_INIT_GAUSSIAN},
     /* a Glow step: invertible 1x1 convolution, affine coupling, squeeze */
     {"inv1x1:2,affine,squeeze:2x2", 8, VIJP_INIT_GAUSSIAN},
+    /* coupling blocks whose residual functions hold convolutions (any layer type may) */
+    {"additive:conv1d:2x3:circular+tanh,affine:exp+conv1d:1x3,leaky:0.5", 16, VIJP_INIT_GAUSSIAN},
 };
 #define NNETS (sizeof nets / sizeof *nets)
 #define DEPTH 8

@@ -4,7 +4,7 @@
  * bfloat16, which have no native type here, against exact facts derived by
  * hand below. */
 #include "testutil.h"
-#include "../oracles/arith.h"
+#include "vijp/arith.h"
 #include <float.h>
 #include <math.h>
 #include <stdio.h>

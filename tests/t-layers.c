@@ -14,18 +14,13 @@
  *    with ‖ΔA‖_F <= 16mn·u‖A‖_F (Higham Thm 19.4, constant taken as 16);
  *    hence C_solve = 3n·2^(n−1) + 16mn + m + 6 bounds the relative backward
  *    error of a vijp followed by a vjp, and κ(J)·C_solve·u the forward error;
- *  - smooth activations: "ulps" below replaces the 6 above.  It bounds the
- *    relative error of f and f′ at the battery's points (|x| <= 4, 0.5 away
- *    from a zero x0 of f′, see layerfix.c) from the bounds stated in each
- *    src/layers/<name>.c, (K1|term1| + K2|term2|)/|f′(x)|: max over those
- *    points (mpmath, step 5e-4) 48.0 for GELU (at x = 4; f itself 47),
- *    56.2 for SiLU (x = −1.78), 80.8 for Mish (x = −1.69); sigmoid 12 (f′),
- *    softplus 7;
- *  - inverses of elementwise layers: |x̂ − x| <= u(inv_a|x| + inv_c +
- *    inv_b|y|/f′): the inverse's own error plus the forward's relative error
- *    inv_b·u amplified by 1/f′ (tanh: glibc atanh/tanh within 2 ulps;
- *    sigmoid: 3u|x| + 2.8u and 7u; softplus: 2u|x| + 4u and 5u, from the
- *    comments in src/layers/).
+ *  - what each layer adds to these is its own contract, read here through
+ *    its type (vijp_layer_bounds in include/vijp/layer.h, derived in each
+ *    src/layers/<name>.c): `ulps`, the relative error of the terms an entry
+ *    is formed from (f and f′ of activations; 6 by default), the inverse's
+ *    error model, the bias (bias_index), an entrywise majorant of |J| where
+ *    J's entries cancel (jacobian_majorant) and the parameter gradient's
+ *    bound (vjp_param_bound).  No test here looks at a layer's name.
  */
 #include "layerfix.h"
 #include <math.h>
@@ -36,25 +31,21 @@
 static const struct {
     const char *spec;
     size_t width;
-    double ulps;                /* the "6" of the header comment */
-    double inv_a, inv_c, inv_b; /* elementwise inverse bound */
 } cases[] = {
-    {"dense:6", 6, 6, 0, 0, 0},   /* square: LU */
-    {"dense:4", 7, 6, 0, 0, 0},   /* wide: QR of Wᵀ */
-    {"dense:9", 5, 6, 0, 0, 0},   /* tall: fragment in null(Wᵀ) */
-    {"leaky:0.3", 6, 6, 4, 0, 4}, {"relu", 8, 6, 0, 0, 0}, {"tanh", 6, 6, 4, 0, 4},
-    {"sigmoid", 6, 12, 4, 3, 8}, {"softplus", 6, 8, 3, 5, 6},
-    {"silu", 6, 57, 0, 0, 0}, {"gelu", 6, 48, 0, 0, 0}, {"mish", 6, 81, 0, 0, 0},
-    {"layernorm", 6, 6, 0, 0, 0}, {"softmax", 6, 6, 0, 0, 0},
-    {"conv1d:2x3", 8, 6, 0, 0, 0}, /* zero padding: dense LU */
-    {"conv1d:2x3:circular", 8, 6, 0, 0, 0}, /* per-frequency solves */
-    {"conv1d:2x3s2", 8, 6, 0, 0, 0},        /* strided: wide, the dense layer's QR solve */
-    {"conv2d:1x3x4", 16, 6, 0, 0, 0},       /* 4 x 4 grid, zero padding: dense LU */
-    {"conv2d:1x3x4:circular", 16, 6, 0, 0, 0}, /* 2-D DFT, one solve per frequency pair */
-    {"conv2d:1x3x4s2:circular", 16, 6, 0, 0, 0}, /* strided 4 x 4 -> 2 x 2: wide */
-    {"avgpool:2", 8, 6, 0, 0, 0},           /* wide, structured vijp */
-    {"squeeze:1x4", 8, 6, 0, 0, 0},         /* a permutation with a 3-cycle (2x2 on 8 is an involution) */
-    {"inv1x1:2", 8, 6, 0, 0, 0},            /* LU form: triangular substitutions */
+    {"dense:6", 6},   /* square: LU */
+    {"dense:4", 7},   /* wide: QR of Wᵀ */
+    {"dense:9", 5},   /* tall: fragment in null(Wᵀ) */
+    {"leaky:0.3", 6}, {"relu", 8}, {"tanh", 6}, {"sigmoid", 6}, {"softplus", 6},
+    {"silu", 6}, {"gelu", 6}, {"mish", 6}, {"layernorm", 6}, {"softmax", 6},
+    {"conv1d:2x3", 8}, /* zero padding: dense LU */
+    {"conv1d:2x3:circular", 8}, /* per-frequency solves */
+    {"conv1d:2x3s2", 8},        /* strided: wide, the dense layer's QR solve */
+    {"conv2d:1x3x4", 16},       /* 4 x 4 grid, zero padding: dense LU */
+    {"conv2d:1x3x4:circular", 16}, /* 2-D DFT, one solve per frequency pair */
+    {"conv2d:1x3x4s2:circular", 16}, /* strided 4 x 4 -> 2 x 2: wide */
+    {"avgpool:2", 8},           /* wide, structured vijp */
+    {"squeeze:1x4", 8},         /* a permutation with a 3-cycle (2x2 on 8 is an involution) */
+    {"inv1x1:2", 8},            /* LU form: triangular substitutions */
 };
 #define NCASES (sizeof cases / sizeof *cases)
 static const char *const formats[] = {"double", "mpfr:256"};
@@ -65,120 +56,50 @@ static void setup(layerfix *t, int i)
     layerfix_init(t, cases[i / 2].spec, cases[i / 2].width, formats[i % 2], NB, test_seed() + (uint64_t)i);
 }
 
+/* The relative error of the terms an entry is formed from, in units of u
+ * (the "6" of the header comment). */
+static double term_ulps(const vijp_layer *L) { return L->type->bounds.ulps > 0 ? L->type->bounds.ulps : 6; }
+
 /* The entrywise majorant M >= |J| that the bounds scale with, at sample b
- * of the reference, as doubles (m × n): the sum of the absolute values of
- * the terms each entry is computed from.  For dense and elementwise layers
- * that is |J|; LayerNorm's J_ij = (δ_ij − 1/n − ŷ_iŷ_j/n)/σ gives
- * M_ij = (δ_ij + 1/n + |ŷ_iŷ_j|/n)/σ, softmax's J = diag(y) − yyᵀ gives
- * M = diag(y) + yyᵀ; their entries can cancel to ~0 while the rounding
- * errors of the terms do not. */
+ * of the reference, as doubles (m × n): |J|, or the layer's own majorant
+ * where J's entries are differences that can cancel. */
 static double *abs_jacobian(layerfix *t, size_t b)
 {
     size_t m = t->L->out, n = t->L->in;
     double *a = jacobian_at(t->L, &t->thR, &t->XR, b);
     for (size_t i = 0; i < m * n; i++) a[i] = fabs(a[i]);
-    const char *name = t->L->type->name;
-    if (!strcmp(name, "layernorm") || !strcmp(name, "softmax")) {
-        double x[n], y[n], mu = 0, s2 = 0, z = 0;
-        for (size_t i = 0; i < n; i++) x[i] = absval(&t->XR, i + b * n) * (mpfr_sgn(t->XR.m[i + b * n]) < 0 ? -1 : 1);
-        if (!strcmp(name, "layernorm")) {
-            for (size_t i = 0; i < n; i++) mu += x[i] / (double)n;
-            for (size_t i = 0; i < n; i++) s2 += (x[i] - mu) * (x[i] - mu) / (double)n;
-            for (size_t i = 0; i < n; i++) y[i] = (x[i] - mu) / sqrt(s2);
-            for (size_t j = 0; j < n; j++)
-                for (size_t i = 0; i < n; i++) a[i + j * n] = ((i == j) + (1 + fabs(y[i] * y[j])) / (double)n) / sqrt(s2);
-        } else {
-            double mx = x[0];
-            for (size_t i = 1; i < n; i++) mx = fmax(mx, x[i]);
-            for (size_t i = 0; i < n; i++) z += exp(x[i] - mx);
-            for (size_t i = 0; i < n; i++) y[i] = exp(x[i] - mx) / z;
-            for (size_t j = 0; j < n; j++)
-                for (size_t i = 0; i < n; i++) a[i + j * n] = (i == j ? y[i] : 0) + y[i] * y[j];
-        }
-        for (size_t i = 0; i < m * n; i++) a[i] *= 1.01; /* computed in double: 1% covers its rounding */
+    if (t->L->type->jacobian_majorant) {
+        double *x = malloc(n * sizeof *x), *th = malloc((t->thR.rows + 1) * sizeof *th);
+        for (size_t i = 0; i < n; i++) x[i] = vijp_mat_get_d(&t->XR, i + b * n);
+        for (size_t i = 0; i < t->thR.rows; i++) th[i] = vijp_mat_get_d(&t->thR, i);
+        t->L->type->jacobian_majorant(t->L, th, x, a);
+        free(x), free(th);
     }
     return a;
 }
 
-/* |b| added to output i (dense: b_i; conv1d: its channel's b). */
-static int is_conv(const vijp_layer *L) { return !strcmp(L->type->name, "conv1d") || !strcmp(L->type->name, "conv2d"); }
+/* |b| added to output i, through the layer's bias_index. */
 static double bias_at(layerfix *t, size_t i)
 {
     const vijp_layer *L = t->L;
-    if (!t->thR.rows || !strcmp(L->type->name, "inv1x1")) return 0; /* inv1x1 has no bias */
-    if (is_conv(L)) {
-        size_t C = L->iarg[0], T = (L->iarg[3] ? L->iarg[1] : 1) * L->iarg[1];
-        return absval(&t->thR, C * C * T + (i % L->out) / (L->out / C));
-    }
-    return absval(&t->thR, L->out * L->in + i);
+    if (!t->thR.rows || !L->type->bias_index) return 0;
+    size_t k = L->type->bias_index(L, i % L->out);
+    return k == SIZE_MAX ? 0 : absval(&t->thR, k);
 }
 
-/* Bounds on the parameter gradient in the format: every entry is a sum over
- * the batch (and, for conv1d, over positions) of products G·X or of G alone:
- * γ_(terms+1) Σ |G||X|.  dense: dW_ij = Σ_b G_ib X_jb, db_i = Σ_b G_ib;
- * conv1d: dW[o,c,k] = Σ_b Σ_p G[o,p] X[c, p+k−h], db[o] = Σ_b Σ_p G[o,p]. */
+/* Bounds on the parameter gradient in the format, from the layer's own
+ * vjp_param_bound on the reference's |X| and |G|. */
 static void param_bound(layerfix *t, double e, double *bp)
 {
     const vijp_layer *L = t->L;
-    size_t m = L->out, n = L->in;
-    if (is_conv(L)) {
-        /* iarg: channels, kernel, 2·stride + circular, grid rows (0 in 1-D) */
-        size_t C = L->iarg[0], K = L->iarg[1], KH = L->iarg[3] ? K : 1, T = KH * K, np = n / C, no = m / C;
-        size_t S = L->iarg[2] >> 1, R = L->iarg[3] ? L->iarg[3] : 1, Q = np / R, oq = L->iarg[3] ? Q / S : no;
-        size_t terms = NB * no + 1;
-        for (size_t o = 0; o < C; o++)
-            for (size_t b = 0; b < NB; b++)
-                for (size_t p = 0; p < no; p++) {
-                    double g = absval(&t->GR, b * m + o * no + p);
-                    bp[C * C * T + o] += terms * e * g;
-                    for (size_t c = 0; c < C; c++)
-                        for (size_t k = 0; k < T; k++) {
-                            long r = L->iarg[3] ? (long)(S * (p / oq) + k / K) - (long)(KH / 2) : 0;
-                            long q = (long)(S * (p % oq) + k % K) - (long)(K / 2);
-                            if (L->iarg[2] & 1) r = (r + (long)R) % (long)R, q = (q + (long)Q) % (long)Q;
-                            if (r >= 0 && r < (long)R && q >= 0 && q < (long)Q)
-                                bp[(o * C + c) * T + k] += terms * e * g * absval(&t->XR, b * n + c * np + (size_t)(r * (long)Q + q));
-                        }
-                }
-        return;
-    }
-    if (!strcmp(L->type->name, "inv1x1")) {
-        /* dM = Pᵀ dW, dW_ij = Σ_(b,p) g_i x_j within γ_(T)Σ|g||x| (T = NB·positions + 1);
-         * then dL = dM U′ᵀ, dU′ = Lᵀ dM (C-term products of a perturbed dM:
-         * |E||U′|ᵀ + γ_(C+1)|dM||U′|ᵀ), and the diagonal times exp(log_s) (2u). */
-        size_t C = L->iarg[0], np = n / C, T = NB * np + 1;
-        double *E = calloc(C * C, sizeof *E), *M = calloc(C * C, sizeof *M), *A = calloc(C * C, sizeof *A);
-        for (size_t k = 0; k < C * C; k++) A[k] = vijp_mat_get_d(&t->thR, k);
-        for (size_t j = 0; j < C; j++)
-            for (size_t i = 0; i < C; i++)
-                for (size_t b = 0; b < NB; b++)
-                    for (size_t p = 0; p < np; p++) {
-                        double g = absval(&t->GR, b * n + (C - 1 - i) * np + p), x = absval(&t->XR, b * n + j * np + p);
-                        E[i + j * C] += T * e * g * x, M[i + j * C] += g * x;
-                    }
-        for (size_t j = 0; j < C; j++)
-            for (size_t i = 0; i < C; i++) {
-                double s = 0;
-                if (i > j)
-                    for (size_t k = j; k < C; k++) {
-                        double uv = fabs(k == j ? exp(A[j + j * C]) : A[j + k * C]);
-                        s += (E[i + k * C] + (C + 1) * e * M[i + k * C]) * uv;
-                    }
-                else
-                    for (size_t k = i; k < C; k++) {
-                        double lv = k == i ? 1 : fabs(A[k + i * C]);
-                        s += lv * (E[k + j * C] + (C + 1) * e * M[k + j * C]);
-                    }
-                bp[i + j * C] = i == j ? exp(A[i + i * C]) * (s + 2 * e * s) + 2 * e * exp(A[i + i * C]) * s : s;
-            }
-        free(E), free(M), free(A);
-        return;
-    }
-    for (size_t i = 0; i < m; i++) /* dW_ij = Σ_b G_ib X_jb, db_i = Σ_b G_ib: γ_(NB+1) Σ |G||X| */
-        for (size_t b = 0; b < NB; b++) {
-            for (size_t j = 0; j < n; j++) bp[i + j * m] += (NB + 1) * e * absval(&t->GR, i + b * m) * absval(&t->XR, j + b * n);
-            bp[m * n + i] += (NB + 1) * e * absval(&t->GR, i + b * m);
-        }
+    size_t m = L->out, n = L->in, P = t->thR.rows;
+    ck_assert_msg(L->type->vjp_param_bound != NULL, "%s has parameters but no vjp_param_bound", L->type->name);
+    double *aX = malloc(n * NB * sizeof *aX), *aG = malloc(m * NB * sizeof *aG), *th = malloc(P * sizeof *th);
+    for (size_t i = 0; i < n * NB; i++) aX[i] = absval(&t->XR, i);
+    for (size_t i = 0; i < m * NB; i++) aG[i] = absval(&t->GR, i);
+    for (size_t i = 0; i < P; i++) th[i] = vijp_mat_get_d(&t->thR, i);
+    L->type->vjp_param_bound(L, th, aX, aG, NB, e, bp);
+    free(aX), free(aG), free(th);
 }
 
 /* κ(J) over nonzero singular values, the largest over the batch. */
@@ -216,7 +137,7 @@ START_TEST(adjoint)
         }
         free(A);
     }
-    bound *= 2 * 1.01 * (double)(m > n ? m : n) * t.u + 2 * 1.01 * cases[_i / 2].ulps * t.u;
+    bound *= 2 * 1.01 * (double)(m > n ? m : n) * t.u + 2 * 1.01 * term_ulps(t.L) * t.u;
     mpfr_sub(lhs, lhs, rhs, MPFR_RNDN);
     double d = fabs(mpfr_get_d(lhs, MPFR_RNDN));
     ck_assert_msg(d <= bound, "%s %s: |<G,JU> - <GJ,U>| = %g > bound %g (seed %llu)", cases[_i / 2].spec,
@@ -267,7 +188,7 @@ START_TEST(jvp_finite_differences)
         double *A = abs_jacobian(&t, b);
         for (size_t i = 0; i < m; i++)
             for (size_t k = 0; k < n; k++)
-                bound[i + b * m] += 1.01 * (n + cases[_i / 2].ulps) * t.u * A[i + k * m] * absval(&t.UF, k + b * n);
+                bound[i + b * m] += 1.01 * (n + term_ulps(t.L)) * t.u * A[i + k * m] * absval(&t.UF, k + b * n);
         free(A);
     }
     double r = ratio_to_bound(&V, &Yp, bound);
@@ -294,7 +215,7 @@ START_TEST(jacobian_columns)
     ck_assert(!vijp_layer_jacobian(t.L, &t.thF, &x, &J, NULL));
     ck_assert(!vijp_layer_jvp(t.L, &t.thF, &Xr, &E, &V, NULL));
     double *A = abs_jacobian(&t, 0), *bound = malloc(m * n * sizeof *bound);
-    for (size_t i = 0; i < m * n; i++) bound[i] = 1.01 * (n + cases[_i / 2].ulps) * t.u * A[i];
+    for (size_t i = 0; i < m * n; i++) bound[i] = 1.01 * (n + term_ulps(t.L)) * t.u * A[i];
     ck_assert_msg(ratio_to_bound(&J, &V, bound) <= 1, "%s %s: Jacobian differs from jvp columns", cases[_i / 2].spec, formats[_i % 2]);
     free(A), free(bound);
     vijp_mat *all[] = {&x, &J, &E, &V, &Xr};
@@ -395,7 +316,7 @@ START_TEST(format_vs_oracle)
     vijp_mat_init(&cF2, k, 1, &t.R), vijp_mat_convert(&cF2, &cF);
     ck_assert(!vijp_layer_vijp(L, &t.thF, &t.XF, &WF, &cF, &zF, NULL) && !vijp_layer_vijp(L, &t.thR, &t.XR, &gR, &cF2, &zR, NULL));
 
-    double kap = kappa(&t), C = c_solve(m, n), e = 1.01 * t.u, K = cases[_i / 2].ulps;
+    double kap = kappa(&t), C = c_solve(m, n), e = 1.01 * t.u, K = term_ulps(L);
     double *by = calloc(m * NB, sizeof(double)), *bv = calloc(m * NB, sizeof(double)), *bw = calloc(n * NB, sizeof(double));
     double *bp = calloc(P + 1, sizeof(double)), *bz = calloc(m * NB, sizeof(double)), *bc = calloc(k + 1, sizeof(double));
     for (size_t b = 0; b < NB; b++) {
@@ -429,49 +350,53 @@ START_TEST(format_vs_oracle)
 }
 END_TEST
 
-/* inverse(forward(x)) = x where an inverse exists.  Elementwise: the forward
- * rounding |δy| <= 4u|y| is amplified by 1/f', the inverse adds 4u|x|;
- * square dense: ‖x̂ − x‖ <= ‖W⁻¹‖·(n+2)u‖|W||x| + 2|b|‖ + κ·C_solve·u‖x‖. */
+/* inverse(forward(x)) = x where the layer's contract gives an inverse, by
+ * its error model (vijp_layer_bounds.inverse):
+ *   linear (y = Wx + b, W square): ‖x̂ − x‖ <= ‖W⁻¹‖·(n+2)u‖|W||x| + 2|b|‖ + κ·C_solve·u‖x‖;
+ *   elementwise: |x̂ − x| <= u(inv_a|x| + inv_c + inv_b|y|/f′), the inverse's
+ *   own error plus the forward's relative error amplified by 1/f′;
+ *   exact (a permutation): equality.
+ * Where it gives none, or the layer is not square, the inverse must refuse
+ * (VIJP_EUNSUPPORTED); a layer that declares itself invertible must give one. */
 START_TEST(inverse_round_trip)
 {
     layerfix t;
     setup(&t, _i);
     const vijp_layer *L = t.L;
+    const vijp_layer_bounds *bd = &L->type->bounds;
     size_t m = L->out, n = L->in;
-    if (m != n) { layerfix_clear(&t); return; } /* wide/tall dense: no inverse (checked in bad_inputs) */
-    int elementwise = L->type->param_count(L) == 0;
+    if (L->type->declare(L) & VIJP_DECL_INVERTIBLE)
+        ck_assert_msg(bd->inverse != VIJP_INVBOUND_NONE,
+                      "%s declares itself invertible but its contract gives no inverse bound", cases[_i / 2].spec);
     vijp_mat Y, X2;
     vijp_mat_init(&Y, m, NB, &t.F), vijp_mat_init(&X2, n, NB, &t.F);
     ck_assert(!vijp_layer_forward(L, &t.thF, &t.XF, &Y, NULL));
     vijp_error err = {0};
     int rc = vijp_layer_inverse(L, &t.thF, &Y, &X2, &err);
-    if (elementwise && !(L->type->declare(L) & VIJP_DECL_INVERTIBLE)) {
-        ck_assert_int_eq(rc, VIJP_EUNSUPPORTED); /* ReLU, SiLU, GELU, Mish are not injective */
+    if (bd->inverse == VIJP_INVBOUND_NONE || m != n) {
+        ck_assert_msg(rc == VIJP_EUNSUPPORTED, "%s %s: an inverse (rc %d) where the contract gives none or the "
+                      "layer is not square", cases[_i / 2].spec, formats[_i % 2], rc);
     } else {
         ck_assert_msg(!rc, "%s", err.msg);
         double kap = kappa(&t), C = c_solve(m, n), e = 1.01 * t.u, *bound = calloc(n * NB, sizeof *bound);
-        int dense = L->type->param_count(L) > 0; /* linear (dense, conv1d) */
         for (size_t b = 0; b < NB; b++) {
             double *A = abs_jacobian(&t, b), nx = col_norm(&t.XF, b), s2 = 0, fro = 0;
-            for (size_t i = 0; dense && i < m; i++) {
+            for (size_t i = 0; bd->inverse == VIJP_INVBOUND_LINEAR && i < m; i++) {
                 double s = 2 * bias_at(&t, i);
                 for (size_t j = 0; j < n; j++) s += A[i + j * m] * absval(&t.XF, j + b * n);
                 s2 += s * s;
             }
             for (size_t i = 0; i < m * n; i++) fro += A[i] * A[i];
             for (size_t i = 0; i < n; i++) {
-                if (dense) {
+                if (bd->inverse == VIJP_INVBOUND_LINEAR) {
                     /* ‖W⁻¹‖ = κ/σmax and σmax >= ‖W‖_F/√n */
                     double winv = kap * sqrt((double)n) / sqrt(fro);
                     bound[i + b * n] = winv * (n + 2) * e * sqrt(s2) + kap * C * e * nx;
+                } else if (bd->inverse == VIJP_INVBOUND_EXACT) {
+                    bound[i + b * n] = 0;
                 } else {
                     double y = absval(&Y, i + b * n), d = A[i + i * n];
-                    if (!strcmp(L->type->name, "squeeze")) { /* a permutation: exact both ways */
-                        bound[i + b * n] = 0;
-                        continue;
-                    }
-                    bound[i + b * n] = e * (cases[_i / 2].inv_a * absval(&t.XF, i + b * n) + cases[_i / 2].inv_c +
-                                            cases[_i / 2].inv_b * y / d);
+                    bound[i + b * n] = e * (bd->inv_a * absval(&t.XF, i + b * n) + bd->inv_c + bd->inv_b * y / d);
                 }
             }
             free(A);
@@ -525,7 +450,7 @@ START_TEST(bad_inputs)
         {"avgpool:1", 8, VIJP_EINVAL},          /* no pooling */
         {"squeeze:2x3", 8, VIJP_EDIM},          /* 8 is not a multiple of 6 */
         {"additive", 7, VIJP_EDIM},             /* odd width */
-        {"additive:dense:3+conv1d:1x3", 6, VIJP_EDIM}, /* no integer-argument layers inside */
+        {"additive:dense:3+avgpool:3", 6, VIJP_EDIM}, /* a residual layer must keep the half width */
         {"additive:additive", 8, VIJP_EINVAL},  /* no nesting */
         {"affine:foo", 8, VIJP_EINVAL},         /* unknown layer in the residual function */
         {"layernorm", 1, VIJP_EDIM},            /* nothing to normalize */

@@ -15,6 +15,7 @@ Suite *suite_report(void);
 Suite *suite_certify(void);
 Suite *suite_activations(void);
 Suite *suite_coupling(void);
+Suite *suite_registry(void);
 
 /* Iteration count scaled by VIJP_TEST_SCALE (default 1), as FLINT does. */
 long test_iters(long base);

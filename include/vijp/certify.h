@@ -115,7 +115,8 @@ typedef struct {
     } fmt[VIJP_ACT_FORMATS];
 } vijp_activation_report;
 
-int vijp_activation_analyze(const vijp_layer *L, double R, double tol, vijp_activation_report *out, vijp_error *err);
+/* theta: the layer's parameters (NULL for types without). */
+int vijp_activation_analyze(const vijp_layer *L, const double *theta, double R, double tol, vijp_activation_report *out, vijp_error *err);
 void vijp_activation_report_clear(vijp_activation_report *r);
 
 #endif

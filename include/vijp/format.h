@@ -28,4 +28,13 @@ typedef struct {
 #define VIJP_PREC_MIN 2
 #define VIJP_PREC_MAX 65536
 
+#include "vijp/error.h"
+
+/* Parse "double", "mpfr:P", "binary32", "binary16", "bfloat16". */
+int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err);
+/* mpfr:P with P bits, unbounded exponent range. */
+int vijp_format_mpfr(vijp_format *f, long prec, vijp_error *err);
+/* Unit roundoff u = 2^-p of the format. */
+double vijp_format_unit_roundoff(const vijp_format *f);
+
 #endif

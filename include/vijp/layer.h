@@ -22,20 +22,16 @@
 
 typedef struct vijp_layer_type vijp_layer_type;
 
-#define VIJP_SUB_MAX 4 /* layers in a coupling block's residual function */
-
-typedef struct {
+/* One layer instance: its type, its widths and the type's parsed arguments.
+ * `state` is opaque: only the type's own code reads it, and everyone else
+ * through the type's accessors (include/vijp/catalogue.h for the built-in
+ * types).  An instance owns its state: vijp_layer_copy duplicates it and
+ * vijp_layer_clear releases it.  A plain struct copy is a borrowed view,
+ * valid while the original lives (and must not be cleared). */
+typedef struct vijp_layer {
     const vijp_layer_type *type;
     size_t in, out; /* n_i and m_i */
-    double alpha;   /* leaky ReLU slope */
-    size_t iarg[4]; /* integer spec arguments (conv: channels, kernel, 2·stride + circular, grid rows) */
-    /* Coupling blocks (additive): the layers of the residual functions F and
-     * G, the same items with separate parameters, each of width in/2. */
-    size_t n_sub;
-    struct {
-        const vijp_layer_type *type;
-        double alpha;
-    } sub[VIJP_SUB_MAX];
+    void *state;    /* the type's arguments, NULL for types without any */
 } vijp_layer;
 
 /* Structural declarations (DESIGN §4, "analytic" verdicts). */
@@ -118,31 +114,69 @@ typedef struct {
                    const vijp_format *f);
 } vijp_ops_mp;
 
+/* What the battery (tests/t-layers.c) and vijp check-layer hold a layer's
+ * operators to, beyond the dot-product bound γ_n of Higham eq. 3.5 that every
+ * operator gets (u: the format's unit roundoff).  Zero fields take the
+ * defaults said here; each built-in type derives its values in its file. */
+typedef enum {
+    VIJP_INVBOUND_NONE,        /* no inverse (the default) */
+    VIJP_INVBOUND_LINEAR,      /* affine y = Wx + b, W square: ‖W⁻¹‖·(n+2)u‖|W||x| + 2|b|‖ + κ·C_solve·u‖x‖ */
+    VIJP_INVBOUND_ELEMENTWISE, /* |x̂ − x| <= u(inv_a|x| + inv_c + inv_b|y|/|f′(x)|) */
+    VIJP_INVBOUND_EXACT        /* a permutation: inverse(forward(x)) == x exactly */
+} vijp_invbound_kind;
+
+typedef struct {
+    /* Relative error, in units of u, of the terms an entry is formed from
+     * beyond the dot product (f and f′ of an activation) on the battery's
+     * points: |x| <= 4, 0.5 away from every zero of f′ listed below.  0: 6
+     * (a few correctly rounded operations and glibc's 2-ulp functions). */
+    double ulps;
+    vijp_invbound_kind inverse;
+    double inv_a, inv_c, inv_b;
+    /* Isolated zeros of f′ (elementwise layers), where relative bounds on
+     * f′ mean nothing: the battery keeps its points away from them. */
+    size_t n_deriv_zeros;
+    double deriv_zeros[2];
+} vijp_layer_bounds;
+
 struct vijp_layer_type {
     const char *name;   /* as written in a spec: "dense", "leaky", "relu", "tanh" */
     const char *syntax; /* e.g. "dense:M or dense:MxN" */
-    /* Fill L from the text after "name:" (arg may be NULL) and the incoming width. */
+    /* Fill L from the text after "name:" (arg may be NULL) and the incoming
+     * width: L->in, L->out and, for types with arguments, L->state (allocated
+     * here; left NULL on failure). */
     int (*parse)(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err);
+    /* The instance state's lifetime.  state_free NULL: free(); state_copy
+     * NULL: a state_size-byte memcpy (plain structs).  Types whose state owns
+     * memory (coupling blocks hold their sub-layers) give both. */
+    size_t state_size;
+    void *(*state_copy)(const void *state);
+    void (*state_free)(void *state);
+    /* The item as it would be written in a spec ("leaky:0.5"); NULL: the
+     * name alone.  Returns what snprintf returns. */
+    int (*print)(const vijp_layer *L, char *buf, size_t size);
     size_t (*param_count)(const vijp_layer *L);
     /* Seeded initialiser (NULL when there are no parameters). */
     int (*init)(const vijp_layer *L, vijp_init init, vijp_rng *rng, double *theta);
     unsigned (*declare)(const vijp_layer *L);
     vijp_residual_kind residual;
     const vijp_ops_d *d;
-    const vijp_ops_mp *mp;
+    const vijp_ops_mp *mp; /* NULL: the type has no MPFR twin (plugins); MPFR formats are refused */
     /* Certification (vijp certify, DESIGN §4).  jacobian_exact: the double
      * jacobian operator returns the exact Jacobian at double inputs (dense:
      * its entries are the weights).  deriv_enclose, for elementwise layers
-     * y_k = f(x_k): an enclosure of f′ over the interval x (MPFI, rigorous;
-     * where f is not differentiable, of every one-sided derivative).  It
+     * y_k = f(x_k; θ): an enclosure of f′ over the interval x (MPFI,
+     * rigorous; where f is not differentiable, of every one-sided
+     * derivative), at the parameters theta (NULL for types without).  It
      * serves both the Jacobian enclosure at a point and the search for zeros
      * of f′ over [−R, R]. */
     int jacobian_exact;
-    void (*deriv_enclose)(const vijp_layer *L, mpfi_ptr d, mpfi_srcptr x);
-    /* Smooth elementwise activations: f(x) and f′(x) together, by nested
-     * forward-mode AD (dual numbers, src/layers/dual.h).  The layer's double
-     * operators are built on it (src/layers/activation.c); NULL elsewhere. */
-    void (*dual_eval)(double x, double *f, double *df);
+    void (*deriv_enclose)(const vijp_layer *L, const double *theta, mpfi_ptr d, mpfi_srcptr x);
+    /* Smooth elementwise activations: f(x) and f′(x) together at the
+     * parameters theta, by nested forward-mode AD (dual numbers,
+     * src/layers/dual.h).  The layer's double operators are built on it
+     * (src/layers/activation.c); NULL elsewhere. */
+    void (*dual_eval)(const vijp_layer *L, const double *theta, double x, double *f, double *df);
     /* Layers whose Jacobian is neither exact nor diagonal: a rigorous
      * enclosure mid ± rad (m × n) at a double point (MPFI); 0 or VIJP_E*. */
     int (*jacobian_enclose)(const vijp_layer *L, const double *theta, const double *x, double *mid, double *rad);
@@ -150,14 +184,56 @@ struct vijp_layer_type {
      * point (LayerNorm: span{1, ŷ}; softmax: span{1}): its dimension, so that
      * certification has only to prove the rest of J's rank. */
     size_t (*analytic_cokernel)(const vijp_layer *L, const double *theta, const double *x);
+
+    /* ---- the layer's error-bound contract (tests, vijp check-layer) ---- */
+    vijp_layer_bounds bounds;
+    /* The index in theta of the bias added to output i (one sample), or
+     * SIZE_MAX where none is; NULL: no bias. */
+    size_t (*bias_index)(const vijp_layer *L, size_t i);
+    /* An entrywise majorant M >= |J| at one sample x (m × n, double) of the
+     * terms each entry is computed from, where they can cancel (LayerNorm,
+     * softmax) while their rounding errors do not; NULL: |J| itself. */
+    void (*jacobian_majorant)(const vijp_layer *L, const double *theta, const double *x, double *M);
+    /* Adds to bound[p] (P entries) a bound on the error of vjp_param's entry
+     * p in a format of unit roundoff u, given |X| (n × B) and |Gy| (m × B);
+     * theta holds the parameters themselves.  NULL for types without. */
+    void (*vjp_param_bound)(const vijp_layer *L, const double *theta, const double *absX, const double *absGy,
+                            size_t B, double u, double *bound);
 };
 
-/* The registry: every layer type, found by name. */
+/* The registry: every layer type, found by name.  It holds the built-in
+ * catalogue and whatever vijp_layer_register added (not thread-safe:
+ * register before running anything). */
 const vijp_layer_type *vijp_layer_type_find(const char *name);
 const vijp_layer_type *const *vijp_layer_types(size_t *count);
+#define VIJP_LAYER_TYPES_MAX 64
 
-/* Parse one spec item such as "dense:64x32" or "leaky:0.1" given the incoming width. */
+/* Add a layer type defined outside the tree (a plugin, or a program's own
+ * type).  The descriptor must outlive every use.  Refused with VIJP_EINVAL
+ * and a message: a name that is taken or not [a-z][a-z0-9_]*, a missing
+ * required hook (parse, param_count, declare, the double forward, jvp, vjp,
+ * vijp and jacobian; the same five MPFR operators when mp is given), and the
+ * contradictions vijp_layer_type_check lists. */
+int vijp_layer_register(const vijp_layer_type *T, vijp_error *err);
+/* The checks vijp_layer_register makes, on any descriptor: a parameter
+ * gradient operator with a residual kind that drops it (DERIV keeps f′ only),
+ * an elementwise layer (dual_eval, or residual SIGN or DERIV) without an f′
+ * enclosure, a residual INVERSE without an inverse, a fragment without its
+ * count or cokernel. */
+int vijp_layer_type_check(const vijp_layer_type *T, vijp_error *err);
+
+/* Parse one spec item such as "dense:64x32" or "leaky:0.1" given the incoming
+ * width; on success L owns its state (vijp_layer_clear).  Instances are
+ * checked too: parameters without vjp_param and init, parameters with a
+ * residual kind that would drop their gradient (VIJP_RESIDUAL_DERIV), a
+ * declared inverse without the operator. */
 int vijp_layer_parse(vijp_layer *L, const char *item, size_t in_width, vijp_error *err);
+/* dst = a deep copy of src (VIJP_ENOMEM on failure, dst then empty). */
+int vijp_layer_copy(vijp_layer *dst, const vijp_layer *src, vijp_error *err);
+/* Release the state; L is then empty (type NULL). */
+void vijp_layer_clear(vijp_layer *L);
+/* The item as written in a spec ("leaky:0.5", "dense:4x6"). */
+void vijp_layer_spec(const vijp_layer *L, char *buf, size_t size);
 
 /* Format-generic operators: dispatch on the matrices' format after checking shapes.
  * theta may be NULL (or empty) for layers without parameters. */

@@ -12,12 +12,6 @@
 #include "vijp/net.h"
 #include "vijp/engine.h"
 #include "vijp/metrics.h"
-
-/* Parse "double", "mpfr:P", "binary32", "binary16", "bfloat16". */
-int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err);
-/* mpfr:P with P bits, unbounded exponent range. */
-int vijp_format_mpfr(vijp_format *f, long prec, vijp_error *err);
-/* Unit roundoff u = 2^-p of the format. */
-double vijp_format_unit_roundoff(const vijp_format *f);
+#include "vijp/arith.h"
 
 #endif

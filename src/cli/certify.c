@@ -253,7 +253,7 @@ int cli_certify(int argc, char **argv)
     vijp_activation_report act;
     int have_act = 0;
     if (!rc && L->type->deriv_enclose) {
-        if ((rc = vijp_activation_analyze(L, range, range * 1e-12 > 1e-9 ? range * 1e-12 : 1e-9, &act, &err))) goto done;
+        if ((rc = vijp_activation_analyze(L, net.theta[0], range, range * 1e-12 > 1e-9 ? range * 1e-12 : 1e-9, &act, &err))) goto done;
         have_act = 1;
     }
     if (!rc && json) print_json(spec, L, seed, &r, have_act ? &act : NULL);

@@ -6,6 +6,7 @@
 #include "study_stats.h"
 #include "write.h"
 #include "vijp/vijp.h"
+#include "vijp/catalogue.h"
 #include "vijp/certify.h"
 #include "report_sections.h"
 #include <math.h>
@@ -404,7 +405,7 @@ static void md_certify(FILE *o, const study *s, size_t c, size_t layer)
     fprintf(o, " %zu/%d certified (%s), %zu not submersive;", certified, POINTS, method, not_sub);
     fprintf(o, isfinite(smin) ? " proven σ_min > %.3g |" : " no numerical bound on σ_min |", smin);
     vijp_activation_report act;
-    if (L->type->deriv_enclose && !vijp_activation_analyze(L, 1000, 1e-9, &act, NULL)) {
+    if (L->type->deriv_enclose && !vijp_activation_analyze(L, net.theta[layer], 1000, 1e-9, &act, NULL)) {
         if (act.complete && !act.n_bad) fputs(" f′ ≠ 0 on [−1000, 1000];", o);
         else fprintf(o, " f′ may vanish on %zu piece(s) of [−1000, 1000], first [%.3g, %.3g];", act.n_bad,
                      act.n_bad ? act.bad[0].lo : NAN, act.n_bad ? act.bad[0].hi : NAN);
@@ -436,7 +437,7 @@ static void md_layers(FILE *o, const study *s)
             const vijp_layer *L = &net.layers[i];
             char label[96];
             snprintf(label, sizeof label, "%s %zu→%zu", L->type->name, L->in, L->out);
-            if (L->type == vijp_layer_type_find("leaky")) snprintf(label, sizeof label, "leaky:%g %zu→%zu", L->alpha, L->in, L->out);
+            if (L->type == vijp_layer_type_find("leaky")) snprintf(label, sizeof label, "leaky:%g %zu→%zu", vijp_leaky_slope(L), L->in, L->out);
             size_t j = 0;
             while (j < ns && strcmp(seen[j], label)) j++;
             if (j < ns || ns == 64) continue;

@@ -13,7 +13,7 @@
  * arithmetics (dense square, leaky ReLU, tanh; not ReLU or rectangular dense). */
 static int invertible(const vijp_layer *L)
 {
-    return L->in == L->out && L->type->d->inverse && L->type->mp->inverse;
+    return L->in == L->out && L->type->d->inverse && L->type->mp && L->type->mp->inverse;
 }
 
 int engine_reversible(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,

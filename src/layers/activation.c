@@ -17,26 +17,24 @@ size_t vijp_act_no_params(const vijp_layer *L) { (void)L; return 0; }
 
 void vijp_act_forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
 {
-    (void)th;
     double d;
-    for (size_t i = 0; i < L->in * B; i++) L->type->dual_eval(X[i], &Y[i], &d);
+    for (size_t i = 0; i < L->in * B; i++) L->type->dual_eval(L, th, X[i], &Y[i], &d);
 }
 
 void vijp_act_apply(const vijp_layer *L, const double *th, const double *X, size_t B, const double *U,
                     double *V)
 {
-    (void)th;
     double f, d;
-    for (size_t i = 0; i < L->in * B; i++) L->type->dual_eval(X[i], &f, &d), V[i] = U[i] * d;
+    for (size_t i = 0; i < L->in * B; i++) L->type->dual_eval(L, th, X[i], &f, &d), V[i] = U[i] * d;
 }
 
 int vijp_act_vijp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gx,
                   const double *frag, double *Gy, vijp_error *err)
 {
-    (void)th, (void)frag;
+    (void)frag;
     double f, d;
     for (size_t i = 0; i < L->in * B; i++) {
-        L->type->dual_eval(X[i], &f, &d);
+        L->type->dual_eval(L, th, X[i], &f, &d);
         if (d == 0 || !isfinite(d))
             return vijp_fail(err, VIJP_ESINGULAR,
                              "%s vijp: f'(x) = %g at unit %zu (x = %g): the layer is numerically "
@@ -48,8 +46,7 @@ int vijp_act_vijp(const vijp_layer *L, const double *th, const double *X, size_t
 
 void vijp_act_jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
 {
-    (void)th;
     double f;
     memset(J, 0, L->in * L->in * sizeof *J);
-    for (size_t i = 0; i < L->in; i++) L->type->dual_eval(x[i], &f, &J[i + i * L->in]);
+    for (size_t i = 0; i < L->in; i++) L->type->dual_eval(L, th, x[i], &f, &J[i + i * L->in]);
 }

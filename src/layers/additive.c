@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static size_t param_count(const vijp_layer *L) { return 2 * vijp_chain_params(L, L->n_sub); }
+static size_t param_count(const vijp_layer *L) { return 2 * vijp_chain_params(L, vijp_chain_n(L)); }
 static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE | VIJP_DECL_INVERTIBLE; }
 
 static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err)
@@ -32,6 +32,12 @@ static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *er
     return rc;
 }
 
+static int print(const vijp_layer *L, char *buf, size_t size)
+{
+    int k = snprintf(buf, size, "additive:");
+    return k + vijp_chain_print(L, buf + ((size_t)k < size ? (size_t)k : size), (size_t)k < size ? size - (size_t)k : 0);
+}
+
 static int init(const vijp_layer *L, vijp_init in, vijp_rng *rng, double *theta) { return vijp_chain_init(L, 2, in, rng, theta); }
 
 /* ---- the state of one evaluation: halves and both chains' activations ---- */
@@ -39,14 +45,14 @@ static int init(const vijp_layer *L, vijp_init in, vijp_rng *rng, double *theta)
 typedef struct {
     size_t h, B;
     double *x1, *x2, *y1, *y2;
-    double *aF[VIJP_SUB_MAX + 1], *aG[VIJP_SUB_MAX + 1]; /* aF[0] = x2 … aF[n_sub] = F(x2); aG from y1 */
+    double *aF[VIJP_SUB_MAX + 1], *aG[VIJP_SUB_MAX + 1]; /* aF[0] = x2 … aF[n] = F(x2); aG from y1 */
     double *t1, *t2;                                     /* scratch, h × B each */
     double *block;
 } state;
 
 static void state_init(state *s, const vijp_layer *L, size_t B)
 {
-    size_t h = L->in / 2, len = h * B, k = L->n_sub;
+    size_t h = L->in / 2, len = h * B, k = vijp_chain_n(L);
     s->h = h, s->B = B;
     s->block = vijp_scratch((2 * k + 6) * len);
     double *p = s->block;
@@ -62,7 +68,7 @@ static void join(const state *s, const double *a, const double *b, double *Y) { 
 /* Forward from X: x1, x2, the F chain, y1, the G chain, y2. */
 static void evaluate(const vijp_layer *L, const double *th, const double *X, state *s)
 {
-    size_t len = s->h * s->B, k = L->n_sub, PF = vijp_chain_params(L, k);
+    size_t len = s->h * s->B, k = vijp_chain_n(L), PF = vijp_chain_params(L, k);
     split(s, X, s->x1, s->x2);
     vijp_chain_forward(L, th, s->aF, s->B);
     for (size_t i = 0; i < len; i++) s->y1[i] = s->x1[i] + s->aF[k][i];
@@ -85,7 +91,7 @@ static void jvp(const vijp_layer *L, const double *th, const double *X, size_t B
     state s;
     state_init(&s, L, B);
     evaluate(L, th, X, &s);
-    size_t len = s.h * B, PF = vijp_chain_params(L, L->n_sub);
+    size_t len = s.h * B, PF = vijp_chain_params(L, vijp_chain_n(L));
     double *u1 = s.x1, *u2 = s.y2, *v1 = vijp_scratch(2 * len), *v2 = v1 + len;
     split(&s, U, u1, u2); /* x1 and y2 are no longer needed */
     vijp_chain_apply(L, th, s.aF, B, u2, v1, s.t1, 0);
@@ -103,7 +109,7 @@ static void reverse(const vijp_layer *L, const double *th, const double *X, size
     state s;
     state_init(&s, L, B);
     evaluate(L, th, X, &s);
-    size_t len = s.h * B, PF = vijp_chain_params(L, L->n_sub);
+    size_t len = s.h * B, PF = vijp_chain_params(L, vijp_chain_n(L));
     double *gy1 = s.x1, *gy2 = s.y2, *gb = vijp_scratch(2 * len), *gx2 = gb + len;
     split(&s, Gy, gy1, gy2);
     vijp_chain_apply(L, th + PF, s.aG, B, gy2, gb, s.t1, 1);
@@ -137,7 +143,7 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
     state s;
     state_init(&s, L, B);
     evaluate(L, th, X, &s);
-    size_t len = s.h * B, PF = vijp_chain_params(L, L->n_sub);
+    size_t len = s.h * B, PF = vijp_chain_params(L, vijp_chain_n(L));
     double *gx1 = s.x1, *gx2 = s.y2, *gy1 = vijp_scratch(2 * len), *gy2 = gy1 + len;
     split(&s, Gx, gx1, gx2);
     vijp_chain_apply(L, th, s.aF, B, gx1, gy2, s.t1, 1);
@@ -157,7 +163,7 @@ static int inverse(const vijp_layer *L, const double *th, const double *Y, size_
     (void)err;
     state s;
     state_init(&s, L, B);
-    size_t len = s.h * B, k = L->n_sub, PF = vijp_chain_params(L, k);
+    size_t len = s.h * B, k = vijp_chain_n(L), PF = vijp_chain_params(L, k);
     split(&s, Y, s.y1, s.y2);
     vijp_chain_forward(L, th + PF, s.aG, B);
     for (size_t i = 0; i < len; i++) s.x2[i] = s.y2[i] - s.aG[k][i];
@@ -183,6 +189,7 @@ const vijp_layer_type vijp_layer_additive = {
     .name = "additive",
     .syntax = "additive[:ITEM+ITEM...] (RevNet coupling y1 = x1 + F(x2), y2 = x2 + G(y1); F, G: the items at "
               "half width, default dense:N/2+tanh)",
-    .parse = parse, .param_count = param_count, .init = init, .declare = declare,
+    .parse = parse, .state_copy = vijp_chain_state_copy, .state_free = vijp_chain_state_free,
+    .print = print, .param_count = param_count, .init = init, .declare = declare,
     .residual = VIJP_RESIDUAL_INVERSE, .d = &ops_d, .mp = &ops_mp,
 };

@@ -24,9 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EXP_SCALE(L) ((L)->iarg[0])
+#define EXP_SCALE(L) vijp_affine_exp_scale(L)
 
-static size_t param_count(const vijp_layer *L) { return 2 * vijp_chain_params(L, L->n_sub); }
+static size_t param_count(const vijp_layer *L) { return 2 * vijp_chain_params(L, vijp_chain_n(L)); }
 static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE | VIJP_DECL_INVERTIBLE; }
 
 static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err)
@@ -45,8 +45,14 @@ static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *er
     int rc = vijp_chain_parse(L, items, in_width / 2, "affine", err);
     if (rc) return rc;
     L->in = L->out = in_width;
-    EXP_SCALE(L) = (size_t)exp_scale;
+    ((vijp_chain_state *)L->state)->exp_scale = exp_scale;
     return 0;
+}
+
+static int print(const vijp_layer *L, char *buf, size_t size)
+{
+    int k = snprintf(buf, size, "affine:%s+", EXP_SCALE(L) ? "exp" : "sigmoid");
+    return k + vijp_chain_print(L, buf + ((size_t)k < size ? (size_t)k : size), (size_t)k < size ? size - (size_t)k : 0);
 }
 
 static int init(const vijp_layer *L, vijp_init in, vijp_rng *rng, double *theta) { return vijp_chain_init(L, 2, in, rng, theta); }
@@ -71,7 +77,7 @@ typedef struct {
 
 static void evaluate(const vijp_layer *L, const double *th, const double *X, size_t B, state *st)
 {
-    size_t h = L->in / 2, len = h * B, k = L->n_sub;
+    size_t h = L->in / 2, len = h * B, k = vijp_chain_n(L);
     st->h = h, st->B = B;
     st->block = vijp_scratch((2 * k + 7) * len);
     double *p = st->block;
@@ -92,7 +98,7 @@ static void cross(const vijp_layer *L, const double *th, state *st, const double
     size_t len = st->h * st->B;
     for (size_t i = 0; i < len; i++) st->t2[i] = g[i] * st->x2[i] * st->ds[i];
     vijp_chain_apply(L, th, st->aS, st->B, st->t2, st->t3, st->t1, 1);
-    vijp_chain_apply(L, th + vijp_chain_params(L, L->n_sub), st->aT, st->B, g, out, st->t1, 1);
+    vijp_chain_apply(L, th + vijp_chain_params(L, vijp_chain_n(L)), st->aT, st->B, g, out, st->t1, 1);
     for (size_t i = 0; i < len; i++) out[i] += st->t3[i];
 }
 
@@ -101,7 +107,7 @@ static void forward(const vijp_layer *L, const double *th, const double *X, size
     state st;
     evaluate(L, th, X, B, &st);
     size_t len = st.h * B;
-    const double *t = st.aT[L->n_sub];
+    const double *t = st.aT[vijp_chain_n(L)];
     double *y2 = vijp_scratch(len);
     for (size_t i = 0; i < len; i++) y2[i] = st.x2[i] * st.s[i] + t[i];
     vijp_halves_join(st.h, B, st.x1, y2, Y);
@@ -117,7 +123,7 @@ static void jvp(const vijp_layer *L, const double *th, const double *X, size_t B
     double *u1 = vijp_scratch(3 * len), *u2 = u1 + len, *v2 = u1 + 2 * len;
     vijp_halves_split(st.h, B, U, u1, u2);
     vijp_chain_apply(L, th, st.aS, B, u1, st.t2, st.t1, 0);
-    vijp_chain_apply(L, th + vijp_chain_params(L, L->n_sub), st.aT, B, u1, st.t3, st.t1, 0);
+    vijp_chain_apply(L, th + vijp_chain_params(L, vijp_chain_n(L)), st.aT, B, u1, st.t3, st.t1, 0);
     for (size_t i = 0; i < len; i++) v2[i] = u2[i] * st.s[i] + st.x2[i] * st.ds[i] * st.t2[i] + st.t3[i];
     vijp_halves_join(st.h, B, u1, v2, V);
     free(u1), free(st.block);
@@ -141,7 +147,7 @@ static void vjp_param(const vijp_layer *L, const double *th, const double *X, si
 {
     state st;
     evaluate(L, th, X, B, &st);
-    size_t len = st.h * B, PS = vijp_chain_params(L, L->n_sub);
+    size_t len = st.h * B, PS = vijp_chain_params(L, vijp_chain_n(L));
     double *g1 = vijp_scratch(3 * len), *g2 = g1 + len, *gs = g1 + 2 * len;
     vijp_halves_split(st.h, B, Gy, g1, g2);
     for (size_t i = 0; i < len; i++) gs[i] = g2[i] * st.x2[i] * st.ds[i];
@@ -182,7 +188,7 @@ static int inverse(const vijp_layer *L, const double *th, const double *Y, size_
     state st;
     evaluate(L, th, Y, B, &st); /* x1 = y1: S and T evaluate at the right point; st.x2 holds y2 */
     size_t len = st.h * B;
-    const double *t = st.aT[L->n_sub];
+    const double *t = st.aT[vijp_chain_n(L)];
     int rc = 0;
     for (size_t i = 0; i < len && !rc; i++) {
         if (st.s[i] == 0 || !isfinite(st.s[i]))
@@ -208,6 +214,7 @@ const vijp_layer_type vijp_layer_affine = {
     .name = "affine",
     .syntax = "affine[:sigmoid|:exp][+ITEM+ITEM...] (Glow/RealNVP coupling y1 = x1, y2 = x2*s(x1) + t(x1); "
               "s = sigmoid(S + 2) or exp(S); S, T: the items at half width, default dense:N/2+tanh)",
-    .parse = parse, .param_count = param_count, .init = init, .declare = declare,
+    .parse = parse, .state_copy = vijp_chain_state_copy, .state_free = vijp_chain_state_free,
+    .print = print, .param_count = param_count, .init = init, .declare = declare,
     .residual = VIJP_RESIDUAL_INVERSE, .d = &ops_d, .mp = &ops_mp,
 };

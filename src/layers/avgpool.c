@@ -7,7 +7,10 @@
  *   g_y[j] = Σ_{i in window j} g_x[i]  (no solve, no fragment). */
 #include "vijp/layer.h"
 #include "activation.h"
+#include "state.h"
+#include "vijp/catalogue.h"
 #include "../../oracles/oracles.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,16 +24,22 @@ static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *er
     if (in_width == 0 || in_width % p)
         return vijp_fail(err, VIJP_EDIM, "avgpool:%lu: the input width %zu is not a multiple of the window%s", p, in_width,
                          in_width ? "" : " (give --width)");
-    L->in = in_width, L->out = in_width / p, L->iarg[0] = p;
+    int rc = vijp_state_new(L, sizeof(size_t), err);
+    if (rc) return rc;
+    L->in = in_width, L->out = in_width / p, *(size_t *)L->state = p;
     return 0;
 }
+
+extern const vijp_layer_type vijp_layer_avgpool;
+size_t vijp_avgpool_window(const vijp_layer *L) { return *(const size_t *)vijp_state_of(L, &vijp_layer_avgpool, "vijp_avgpool_window"); }
+static int print(const vijp_layer *L, char *buf, size_t size) { return snprintf(buf, size, "avgpool:%zu", vijp_avgpool_window(L)); }
 
 static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE; }
 
 static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
 {
     (void)th;
-    size_t P = L->iarg[0];
+    size_t P = vijp_avgpool_window(L);
     for (size_t j = 0; j < L->out * B; j++) {
         double s = 0;
         for (size_t k = 0; k < P; k++) s += X[j * P + k];
@@ -47,7 +56,7 @@ static void jvp(const vijp_layer *L, const double *th, const double *X, size_t B
 static void vjp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy, double *Gx)
 {
     (void)th, (void)X;
-    size_t P = L->iarg[0];
+    size_t P = vijp_avgpool_window(L);
     for (size_t j = 0; j < L->out * B; j++)
         for (size_t k = 0; k < P; k++) Gx[j * P + k] = Gy[j] / (double)P;
 }
@@ -56,7 +65,7 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
                 const double *frag, double *Gy, vijp_error *err)
 {
     (void)th, (void)X, (void)frag, (void)err;
-    size_t P = L->iarg[0];
+    size_t P = vijp_avgpool_window(L);
     for (size_t j = 0; j < L->out * B; j++) {
         double s = 0;
         for (size_t k = 0; k < P; k++) s += Gx[j * P + k];
@@ -68,7 +77,7 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
 static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
 {
     (void)th, (void)x;
-    size_t P = L->iarg[0], m = L->out;
+    size_t P = vijp_avgpool_window(L), m = L->out;
     memset(J, 0, m * L->in * sizeof *J);
     for (size_t j = 0; j < m; j++)
         for (size_t k = 0; k < P; k++) J[j + (j * P + k) * m] = 1 / (double)P;
@@ -85,6 +94,6 @@ static const vijp_ops_mp ops_mp = {
 
 const vijp_layer_type vijp_layer_avgpool = {
     .name = "avgpool", .syntax = "avgpool:P (mean of each run of P units; width n -> n/P)",
-    .parse = parse, .param_count = vijp_act_no_params, .declare = declare,
+    .parse = parse, .state_size = sizeof(size_t), .print = print, .param_count = vijp_act_no_params, .declare = declare,
     .residual = VIJP_RESIDUAL_NONE, .d = &ops_d, .mp = &ops_mp,
 };

@@ -5,24 +5,72 @@
 #include <stdlib.h>
 #include <string.h>
 
-vijp_layer vijp_chain_layer(const vijp_layer *L, size_t k)
+extern const vijp_layer_type vijp_layer_additive, vijp_layer_affine;
+
+static const vijp_chain_state *coupling_state(const vijp_layer *L, const char *accessor)
 {
-    vijp_layer s;
-    memset(&s, 0, sizeof s);
-    s.type = L->sub[k].type;
-    s.in = s.out = L->in / 2;
-    s.alpha = L->sub[k].alpha;
-    return s;
+    if (!L || (L->type != &vijp_layer_additive && L->type != &vijp_layer_affine) || !L->state) {
+        fprintf(stderr, "vijp: %s called on a %s layer\n", accessor, L && L->type ? L->type->name : "(no)");
+        abort();
+    }
+    return L->state;
+}
+
+size_t vijp_coupling_count(const vijp_layer *L) { return coupling_state(L, "vijp_coupling_count")->n; }
+
+const vijp_layer *vijp_coupling_sub(const vijp_layer *L, size_t k)
+{
+    const vijp_chain_state *s = coupling_state(L, "vijp_coupling_sub");
+    if (k >= s->n) {
+        fprintf(stderr, "vijp: vijp_coupling_sub(%zu) of a %zu-layer chain\n", k, s->n);
+        abort();
+    }
+    return &s->sub[k];
+}
+
+int vijp_affine_exp_scale(const vijp_layer *L)
+{
+    const vijp_chain_state *s = coupling_state(L, "vijp_affine_exp_scale");
+    return s->exp_scale;
 }
 
 size_t vijp_chain_params(const vijp_layer *L, size_t k)
 {
     size_t P = 0;
-    for (size_t j = 0; j < k; j++) {
-        vijp_layer s = vijp_chain_layer(L, j);
-        P += s.type->param_count(&s);
-    }
+    for (size_t j = 0; j < k; j++) P += vijp_chain_sub(L, j)->type->param_count(vijp_chain_sub(L, j));
     return P;
+}
+
+void vijp_chain_state_free(void *state)
+{
+    vijp_chain_state *s = state;
+    for (size_t k = 0; k < s->n; k++) vijp_layer_clear(&s->sub[k]);
+    free(s);
+}
+
+void *vijp_chain_state_copy(const void *state)
+{
+    const vijp_chain_state *s = state;
+    vijp_chain_state *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->exp_scale = s->exp_scale;
+    for (; c->n < s->n; c->n++)
+        if (vijp_layer_copy(&c->sub[c->n], &s->sub[c->n], NULL)) {
+            vijp_chain_state_free(c);
+            return NULL;
+        }
+    return c;
+}
+
+int vijp_chain_print(const vijp_layer *L, char *buf, size_t size)
+{
+    size_t at = 0;
+    for (size_t k = 0; k < vijp_chain_n(L); k++) {
+        char item[128];
+        vijp_layer_spec(vijp_chain_sub(L, k), item, sizeof item);
+        at += (size_t)snprintf(buf + (at < size ? at : size), at < size ? size - at : 0, "%s%s", k ? "+" : "", item);
+    }
+    return (int)at;
 }
 
 int vijp_chain_parse(vijp_layer *L, const char *items, size_t h, const char *who, vijp_error *err)
@@ -30,54 +78,65 @@ int vijp_chain_parse(vijp_layer *L, const char *items, size_t h, const char *who
     char spec[256];
     if (strlen(items) >= sizeof spec) return vijp_fail(err, VIJP_EINVAL, "%s: residual function too long", who);
     snprintf(spec, sizeof spec, "%s", items);
-    L->n_sub = 0;
-    for (char *save = NULL, *item = strtok_r(spec, "+", &save); item; item = strtok_r(NULL, "+", &save)) {
-        if (L->n_sub == VIJP_SUB_MAX)
-            return vijp_fail(err, VIJP_EINVAL, "%s: at most %d layers in the residual function", who, VIJP_SUB_MAX);
-        vijp_layer s;
-        int rc = vijp_layer_parse(&s, item, h, err);
-        if (rc) return rc;
-        if (s.n_sub) return vijp_fail(err, VIJP_EINVAL, "%s: '%s' cannot be nested in a residual function", who, s.type->name);
-        if (s.in != h || s.out != h || s.iarg[0] || s.iarg[1] || s.iarg[2] || s.iarg[3])
-            return vijp_fail(err, VIJP_EDIM, "%s: residual function layer '%s' must keep the half width %zu and take no "
-                             "integer arguments", who, item, h);
-        L->sub[L->n_sub].type = s.type, L->sub[L->n_sub].alpha = s.alpha;
-        L->n_sub++;
+    vijp_chain_state *st = calloc(1, sizeof *st);
+    if (!st) return vijp_fail(err, VIJP_ENOMEM, "out of memory parsing %s", who);
+    int rc = 0;
+    for (char *save = NULL, *item = strtok_r(spec, "+", &save); item && !rc; item = strtok_r(NULL, "+", &save)) {
+        if (st->n == VIJP_SUB_MAX) {
+            rc = vijp_fail(err, VIJP_EINVAL, "%s: at most %d layers in the residual function", who, VIJP_SUB_MAX);
+            break;
+        }
+        vijp_layer *s = &st->sub[st->n];
+        if ((rc = vijp_layer_parse(s, item, h, err))) break;
+        st->n++;
+        if (s->type == &vijp_layer_additive || s->type == &vijp_layer_affine)
+            rc = vijp_fail(err, VIJP_EINVAL, "%s: '%s' cannot be nested in a residual function", who, s->type->name);
+        else if (s->in != h || s->out != h)
+            rc = vijp_fail(err, VIJP_EDIM, "%s: residual function layer '%s' must keep the half width %zu (it maps "
+                           "%zu -> %zu)", who, item, h, s->in, s->out);
+        else if (!s->type->mp)
+            rc = vijp_fail(err, VIJP_EINVAL, "%s: residual function layer '%s' has no MPFR operators, which the "
+                           "block's oracle needs", who, item);
     }
-    if (!L->n_sub) return vijp_fail(err, VIJP_EINVAL, "%s: empty residual function", who);
+    if (!rc && !st->n) rc = vijp_fail(err, VIJP_EINVAL, "%s: empty residual function", who);
+    if (rc) {
+        vijp_chain_state_free(st);
+        return rc;
+    }
+    L->state = st;
     return 0;
 }
 
 int vijp_chain_init(const vijp_layer *L, size_t chains, vijp_init in, vijp_rng *rng, double *theta)
 {
     for (size_t c = 0, off = 0; c < chains; c++)
-        for (size_t k = 0; k < L->n_sub; k++) {
-            vijp_layer s = vijp_chain_layer(L, k);
-            if (s.type->init && s.type->init(&s, in, rng, theta + off)) return VIJP_EINVAL;
-            off += s.type->param_count(&s);
+        for (size_t k = 0; k < vijp_chain_n(L); k++) {
+            const vijp_layer *s = vijp_chain_sub(L, k);
+            if (s->type->init && s->type->init(s, in, rng, theta + off)) return VIJP_EINVAL;
+            off += s->type->param_count(s);
         }
     return 0;
 }
 
 void vijp_chain_forward(const vijp_layer *L, const double *th, double **acts, size_t B)
 {
-    for (size_t k = 0; k < L->n_sub; k++) {
-        vijp_layer sl = vijp_chain_layer(L, k);
-        sl.type->d->forward(&sl, th + vijp_chain_params(L, k), acts[k], B, acts[k + 1]);
+    for (size_t k = 0; k < vijp_chain_n(L); k++) {
+        const vijp_layer *sl = vijp_chain_sub(L, k);
+        sl->type->d->forward(sl, th + vijp_chain_params(L, k), acts[k], B, acts[k + 1]);
     }
 }
 
 void vijp_chain_apply(const vijp_layer *L, const double *th, double **acts, size_t B, const double *u, double *out,
                       double *tmp, int transpose)
 {
-    size_t len = L->in / 2 * B, k = L->n_sub;
+    size_t len = L->in / 2 * B, k = vijp_chain_n(L);
     memcpy(out, u, len * sizeof *out);
     for (size_t j = 0; j < k; j++) {
         size_t l = transpose ? k - 1 - j : j;
-        vijp_layer sl = vijp_chain_layer(L, l);
+        const vijp_layer *sl = vijp_chain_sub(L, l);
         const double *tl = th + vijp_chain_params(L, l);
-        if (transpose) sl.type->d->vjp(&sl, tl, acts[l], B, out, tmp);
-        else sl.type->d->jvp(&sl, tl, acts[l], B, out, tmp);
+        if (transpose) sl->type->d->vjp(sl, tl, acts[l], B, out, tmp);
+        else sl->type->d->jvp(sl, tl, acts[l], B, out, tmp);
         memcpy(out, tmp, len * sizeof *out);
     }
 }
@@ -87,11 +146,11 @@ void vijp_chain_vjp_param(const vijp_layer *L, const double *th, double **acts, 
 {
     size_t len = L->in / 2 * B;
     memcpy(t1, g, len * sizeof *t1);
-    for (size_t l = L->n_sub; l-- > 0;) {
-        vijp_layer sl = vijp_chain_layer(L, l);
+    for (size_t l = vijp_chain_n(L); l-- > 0;) {
+        const vijp_layer *sl = vijp_chain_sub(L, l);
         const double *tl = th + vijp_chain_params(L, l);
-        if (sl.type->param_count(&sl)) sl.type->d->vjp_param(&sl, tl, acts[l], B, t1, gth + vijp_chain_params(L, l));
-        sl.type->d->vjp(&sl, tl, acts[l], B, t1, t2);
+        if (sl->type->param_count(sl)) sl->type->d->vjp_param(sl, tl, acts[l], B, t1, gth + vijp_chain_params(L, l));
+        sl->type->d->vjp(sl, tl, acts[l], B, t1, t2);
         memcpy(t1, t2, len * sizeof *t1);
     }
 }

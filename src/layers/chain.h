@@ -4,18 +4,32 @@
 #ifndef VIJP_LAYERS_CHAIN_H
 #define VIJP_LAYERS_CHAIN_H
 
-#include "vijp/layer.h"
+#include "vijp/catalogue.h"
 
-/* Parse "ITEM+ITEM…" (at most VIJP_SUB_MAX items, each of width h → h) into
- * L->sub / L->n_sub; `who` names the block in messages. */
+/* A coupling block's state: its residual function's layers (each owning its
+ * own state) and, for affine, the scale. */
+typedef struct {
+    size_t n;
+    vijp_layer sub[VIJP_SUB_MAX];
+    int exp_scale;
+} vijp_chain_state;
+
+/* Parse "ITEM+ITEM…" (at most VIJP_SUB_MAX items, each of width h → h, any
+ * type with MPFR operators but a coupling block) into a new L->state; `who`
+ * names the block in messages. */
 int vijp_chain_parse(vijp_layer *L, const char *items, size_t h, const char *who, vijp_error *err);
-/* Sub-layer k of L as a layer of width h = L->in/2. */
-vijp_layer vijp_chain_layer(const vijp_layer *L, size_t k);
-/* Parameters of the chain's layers before layer k (k = n_sub: the chain's). */
+void *vijp_chain_state_copy(const void *state);
+void vijp_chain_state_free(void *state);
+/* "ITEM+ITEM…" back (the chain's part of a spec). */
+int vijp_chain_print(const vijp_layer *L, char *buf, size_t size);
+/* The chain's length and sub-layer k (width h = L->in/2). */
+#define vijp_chain_n(L) (((const vijp_chain_state *)(L)->state)->n)
+#define vijp_chain_sub(L, k) (&((const vijp_chain_state *)(L)->state)->sub[k])
+/* Parameters of the chain's layers before layer k (k = n: the chain's). */
 size_t vijp_chain_params(const vijp_layer *L, size_t k);
 /* Seeded initialisation of `chains` consecutive parameter blocks. */
 int vijp_chain_init(const vijp_layer *L, size_t chains, vijp_init in, vijp_rng *rng, double *theta);
-/* acts[k+1] = layer k (acts[k]), k < n_sub (each h × B); th: the chain's parameters. */
+/* acts[k+1] = layer k (acts[k]), k < n (each h × B); th: the chain's parameters. */
 void vijp_chain_forward(const vijp_layer *L, const double *th, double **acts, size_t B);
 /* out = J·u (transpose 0) or u·J (transpose 1) through the chain at acts;
  * tmp: h × B scratch; u is not changed. */

@@ -28,6 +28,8 @@
  * inverse. */
 #include "vijp/layer.h"
 #include "init.h"
+#include "state.h"
+#include "vijp/catalogue.h"
 #include "../../oracles/oracles.h"
 #include <complex.h>
 #include <lapacke.h>
@@ -36,12 +38,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CH(L) ((L)->iarg[0])
-#define KS(L) ((L)->iarg[1])
-#define CIRC(L) ((L)->iarg[2] & 1)
-#define STRIDE(L) ((L)->iarg[2] >> 1) /* iarg[2] = 2·S + circular */
-#define IS2D(L) ((L)->iarg[3] > 0)    /* iarg[3] = grid rows (2-D) or 0 */
-#define ROWS(L) (IS2D(L) ? (L)->iarg[3] : 1)
+#define CH(L) (vijp_conv_get(L)->channels)
+#define KS(L) (vijp_conv_get(L)->kernel)
+#define CIRC(L) (vijp_conv_get(L)->circular)
+#define STRIDE(L) (vijp_conv_get(L)->stride)
+#define IS2D(L) (vijp_conv_get(L)->rows > 0)
+#define ROWS(L) (IS2D(L) ? vijp_conv_get(L)->rows : 1)
 #define KH(L) (IS2D(L) ? KS(L) : 1)
 #define LEN(L) ((L)->in / CH(L))       /* positions per input channel */
 #define OUTLEN(L) ((L)->out / CH(L))   /* per output channel */
@@ -49,7 +51,21 @@
 #define OROWS(L) (IS2D(L) ? ROWS(L) / STRIDE(L) : 1)
 #define OCOLS(L) (OUTLEN(L) / OROWS(L))
 
-extern const vijp_layer_type vijp_layer_dense;
+extern const vijp_layer_type vijp_layer_dense, vijp_layer_conv1d, vijp_layer_conv2d;
+
+const vijp_conv_args *vijp_conv_get(const vijp_layer *L)
+{
+    return vijp_state_of(L, L && L->type == &vijp_layer_conv2d ? &vijp_layer_conv2d : &vijp_layer_conv1d, "vijp_conv_get");
+}
+
+static int print(const vijp_layer *L, char *buf, size_t size)
+{
+    const vijp_conv_args *a = vijp_conv_get(L);
+    char stride[24] = "";
+    if (a->stride > 1) snprintf(stride, sizeof stride, "s%zu", a->stride);
+    if (a->rows) return snprintf(buf, size, "conv2d:%zux%zux%zu%s%s", a->channels, a->kernel, a->rows, stride, a->circular ? ":circular" : "");
+    return snprintf(buf, size, "conv1d:%zux%zu%s%s", a->channels, a->kernel, stride, a->circular ? ":circular" : "");
+}
 
 static int parse_conv(vijp_layer *L, const char *arg, size_t in_width, int two_d, vijp_error *err)
 {
@@ -82,8 +98,10 @@ static int parse_conv(vijp_layer *L, const char *arg, size_t in_width, int two_d
         return vijp_fail(err, VIJP_EDIM, "conv2d: kernel %lu is larger than the %lu x %zu grid", k, rows, cols);
     if (cols % stride || (two_d && rows % stride))
         return vijp_fail(err, VIJP_EDIM, "%s: stride %lu does not divide the %lu x %zu grid", name, stride, rows, cols);
+    int rc = vijp_state_new(L, sizeof(vijp_conv_args), err);
+    if (rc) return rc;
     L->in = in_width, L->out = in_width / stride / (two_d ? stride : 1);
-    CH(L) = c, KS(L) = k, L->iarg[2] = 2 * stride + !strcmp(pad, ":circular"), L->iarg[3] = two_d ? rows : 0;
+    *(vijp_conv_args *)L->state = (vijp_conv_args){c, k, stride, two_d ? rows : 0, !strcmp(pad, ":circular")};
     return 0;
 }
 
@@ -350,6 +368,38 @@ static int inverse(const vijp_layer *L, const double *th, const double *Y, size_
     return rc ? vijp_fail(err, rc, "conv1d inverse: J is singular") : 0;
 }
 
+/* ---- the error-bound contract (vijp_layer_bounds; tests/t-layers.c) ---- */
+
+/* b[o] is added to every position of output channel o. */
+static size_t bias_index(const vijp_layer *L, size_t i) { return NW(L) + (i % L->out) / (L->out / CH(L)); }
+
+/* Every entry of the parameter gradient is a sum over the batch and the
+ * output positions of products G·X (or of G alone for b):
+ *   dW[o,c,k] = Σ_b Σ_p G[o,p] X[c, p+k−h],  db[o] = Σ_b Σ_p G[o,p],
+ * within γ_(terms+1) Σ |G||X| (Higham eq. 3.5), terms = B·(positions). */
+static void vjp_param_bound(const vijp_layer *L, const double *th, const double *aX, const double *aG, size_t B,
+                            double u, double *bp)
+{
+    (void)th;
+    size_t m = L->out, n = L->in, C = CH(L), K = KS(L), T = KH(L) * K, np = n / C, no = m / C;
+    size_t S = STRIDE(L), R = ROWS(L), Q = np / R, oq = IS2D(L) ? Q / S : no;
+    double terms = (double)(B * no + 1);
+    for (size_t o = 0; o < C; o++)
+        for (size_t b = 0; b < B; b++)
+            for (size_t p = 0; p < no; p++) {
+                double g = aG[b * m + o * no + p];
+                bp[NW(L) + o] += terms * u * g;
+                for (size_t c = 0; c < C; c++)
+                    for (size_t k = 0; k < T; k++) {
+                        long r = IS2D(L) ? (long)(S * (p / oq) + k / K) - (long)(KH(L) / 2) : 0;
+                        long q = (long)(S * (p % oq) + k % K) - (long)(K / 2);
+                        if (CIRC(L)) r = (r + (long)R) % (long)R, q = (q + (long)Q) % (long)Q;
+                        if (r >= 0 && r < (long)R && q >= 0 && q < (long)Q)
+                            bp[(o * C + c) * T + k] += terms * u * g * aX[b * n + c * np + (size_t)(r * (long)Q + q)];
+                    }
+            }
+}
+
 static const vijp_ops_d ops_d = {
     .forward = forward, .jvp = jvp, .vjp = vjp, .vjp_param = vjp_param, .vijp = vijp,
     .jacobian = jacobian, .inverse = inverse,
@@ -363,13 +413,15 @@ static const vijp_ops_mp ops_mp = {
 const vijp_layer_type vijp_layer_conv1d = {
     .name = "conv1d",
     .syntax = "conv1d:CxK[sS][:zero|:circular] (C channels of width/C positions, odd kernel K, stride S, same padding)",
-    .parse = parse1, .param_count = param_count, .init = init, .declare = declare,
+    .parse = parse1, .state_size = sizeof(vijp_conv_args), .print = print, .param_count = param_count, .init = init, .declare = declare,
     .residual = VIJP_RESIDUAL_NONE, .d = &ops_d, .mp = &ops_mp, .jacobian_exact = 1,
+    .bounds = {.inverse = VIJP_INVBOUND_LINEAR}, .bias_index = bias_index, .vjp_param_bound = vjp_param_bound,
 };
 
 const vijp_layer_type vijp_layer_conv2d = {
     .name = "conv2d",
     .syntax = "conv2d:CxKxH[sS][:zero|:circular] (C channels of an H x width/(C*H) grid, odd K x K kernel, stride S)",
-    .parse = parse2, .param_count = param_count, .init = init, .declare = declare,
+    .parse = parse2, .state_size = sizeof(vijp_conv_args), .print = print, .param_count = param_count, .init = init, .declare = declare,
     .residual = VIJP_RESIDUAL_NONE, .d = &ops_d, .mp = &ops_mp, .jacobian_exact = 1,
+    .bounds = {.inverse = VIJP_INVBOUND_LINEAR}, .bias_index = bias_index, .vjp_param_bound = vjp_param_bound,
 };

@@ -10,6 +10,7 @@
 #include <cblas.h>
 #include <lapacke.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -294,8 +295,29 @@ static const vijp_ops_mp ops_mp = {
     .cokernel = vo_dense_cokernel, .inverse = vo_dense_inverse,
 };
 
+/* ---- the error-bound contract (vijp_layer_bounds; tests/t-layers.c) ---- */
+
+static size_t bias_index(const vijp_layer *L, size_t i) { return L->out * L->in + i; }
+
+static int print(const vijp_layer *L, char *buf, size_t size) { return snprintf(buf, size, "dense:%zux%zu", L->out, L->in); }
+
+/* dW_ij = Σ_b G_ib X_jb and db_i = Σ_b G_ib, each a sum of B terms formed
+ * into a zero: within γ_(B+1) Σ_b |G_ib||X_jb| (Higham eq. 3.5). */
+static void vjp_param_bound(const vijp_layer *L, const double *th, const double *aX, const double *aG, size_t B,
+                            double u, double *bound)
+{
+    (void)th;
+    size_t m = L->out, n = L->in;
+    for (size_t i = 0; i < m; i++)
+        for (size_t b = 0; b < B; b++) {
+            for (size_t j = 0; j < n; j++) bound[i + j * m] += (double)(B + 1) * u * aG[i + b * m] * aX[j + b * n];
+            bound[m * n + i] += (double)(B + 1) * u * aG[i + b * m];
+        }
+}
+
 const vijp_layer_type vijp_layer_dense = {
     .name = "dense", .syntax = "dense:M (M outputs) or dense:MxN (N inputs)",
-    .parse = parse, .param_count = param_count, .init = init, .declare = declare, .jacobian_exact = 1,
+    .parse = parse, .print = print, .param_count = param_count, .init = init, .declare = declare, .jacobian_exact = 1,
     .residual = VIJP_RESIDUAL_NONE, .d = &ops_d, .mp = &ops_mp,
+    .bounds = {.inverse = VIJP_INVBOUND_LINEAR}, .bias_index = bias_index, .vjp_param_bound = vjp_param_bound,
 };

@@ -15,12 +15,19 @@
 #include "vijp/flow.h"
 #include "vijp/layer.h"
 #include "scratch.h"
+#include "state.h"
+#include "vijp/catalogue.h"
+#include <stdio.h>
 #include "../../oracles/oracles.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define CH(L) ((L)->iarg[0])
+#define CH(L) vijp_inv1x1_channels(L)
+
+extern const vijp_layer_type vijp_layer_inv1x1;
+size_t vijp_inv1x1_channels(const vijp_layer *L) { return *(const size_t *)vijp_state_of(L, &vijp_layer_inv1x1, "vijp_inv1x1_channels"); }
+static int print(const vijp_layer *L, char *buf, size_t size) { return snprintf(buf, size, "inv1x1:%zu", CH(L)); }
 
 static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err)
 {
@@ -32,7 +39,9 @@ static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *er
     if (in_width == 0 || in_width % c)
         return vijp_fail(err, VIJP_EDIM, "inv1x1:%lu: the input width %zu is not a multiple of the channels%s", c,
                          in_width, in_width ? "" : " (give --width)");
-    L->in = L->out = in_width, CH(L) = c;
+    int rc = vijp_state_new(L, sizeof(size_t), err);
+    if (rc) return rc;
+    L->in = L->out = in_width, *(size_t *)L->state = c;
     return 0;
 }
 
@@ -207,6 +216,47 @@ static void jacobian(const vijp_layer *L, const double *th, const double *x, dou
     free(W);
 }
 
+/* ---- the error-bound contract (vijp_layer_bounds; tests/t-layers.c) ---- */
+
+/* dM = Pᵀ dW, dW_ij = Σ_(b,p) g_i x_j within γ_T Σ|g||x| (T = B·positions + 1,
+ * Higham eq. 3.5); then dL = dM U′ᵀ, dU′ = Lᵀ dM (C-term products of a
+ * perturbed dM: |E||U′|ᵀ + γ_(C+1)|dM||U′|ᵀ), and the diagonal times
+ * exp(log_s) (2u). */
+static void vjp_param_bound(const vijp_layer *L, const double *A, const double *aX, const double *aG, size_t B,
+                            double e, double *bp)
+{
+    size_t C = CH(L), n = L->in, np = n / C;
+    double T = (double)(B * np + 1);
+    double *E = calloc(2 * C * C, sizeof *E), *M = E + C * C;
+    if (!E) {
+        for (size_t k = 0; k < C * C; k++) bp[k] = INFINITY; /* no memory: no bound claimed */
+        return;
+    }
+    for (size_t j = 0; j < C; j++)
+        for (size_t i = 0; i < C; i++)
+            for (size_t b = 0; b < B; b++)
+                for (size_t p = 0; p < np; p++) {
+                    double g = aG[b * n + (C - 1 - i) * np + p], x = aX[b * n + j * np + p];
+                    E[i + j * C] += T * e * g * x, M[i + j * C] += g * x;
+                }
+    for (size_t j = 0; j < C; j++)
+        for (size_t i = 0; i < C; i++) {
+            double s = 0;
+            if (i > j)
+                for (size_t k = j; k < C; k++) {
+                    double uv = fabs(k == j ? exp(A[j + j * C]) : A[j + k * C]);
+                    s += (E[i + k * C] + (double)(C + 1) * e * M[i + k * C]) * uv;
+                }
+            else
+                for (size_t k = i; k < C; k++) {
+                    double lv = k == i ? 1 : fabs(A[k + i * C]);
+                    s += lv * (E[k + j * C] + (double)(C + 1) * e * M[k + j * C]);
+                }
+            bp[i + j * C] += i == j ? exp(A[i + i * C]) * (s + 2 * e * s) + 2 * e * exp(A[i + i * C]) * s : s;
+        }
+    free(E);
+}
+
 static const vijp_ops_d ops_d = {
     .forward = forward, .jvp = jvp, .vjp = vjp, .vjp_param = vjp_param, .vijp = vijp,
     .jacobian = jacobian, .inverse = inverse,
@@ -219,6 +269,7 @@ static const vijp_ops_mp ops_mp = {
 
 const vijp_layer_type vijp_layer_inv1x1 = {
     .name = "inv1x1", .syntax = "inv1x1:C (Glow's invertible 1x1 convolution over C channels, LU form)",
-    .parse = parse, .param_count = param_count, .init = init, .declare = declare,
+    .parse = parse, .state_size = sizeof(size_t), .print = print, .param_count = param_count, .init = init, .declare = declare,
     .residual = VIJP_RESIDUAL_INVERSE, .d = &ops_d, .mp = &ops_mp,
+    .bounds = {.inverse = VIJP_INVBOUND_LINEAR}, .vjp_param_bound = vjp_param_bound,
 };

@@ -3,8 +3,11 @@
  * refused here: it has a cokernel, which the relu layer stores as a fragment. */
 #include "vijp/layer.h"
 #include "activation.h"
+#include "state.h"
+#include "vijp/catalogue.h"
 #include "../../oracles/oracles.h"
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,14 +25,31 @@ static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *er
         return vijp_fail(err, VIJP_EINVAL, "leaky slope must be finite and > 0, got '%s'", arg);
     if (in_width == 0)
         return vijp_fail(err, VIJP_EDIM, "leaky keeps its input width, which is unknown here: give --width");
+    int rc = vijp_state_new(L, sizeof(double), err);
+    if (rc) return rc;
     L->in = L->out = in_width;
-    L->alpha = a;
+    *(double *)L->state = a;
     return 0;
+}
+
+extern const vijp_layer_type vijp_layer_leaky_relu;
+double vijp_leaky_slope(const vijp_layer *L) { return *(const double *)vijp_state_of(L, &vijp_layer_leaky_relu, "vijp_leaky_slope"); }
+
+/* The shortest decimal that reads back as the slope. */
+static int print(const vijp_layer *L, char *buf, size_t size)
+{
+    double a = vijp_leaky_slope(L);
+    char num[32];
+    for (int p = 1; p <= 17; p++) {
+        snprintf(num, sizeof num, "%.*g", p, a);
+        if (strtod(num, NULL) == a) break;
+    }
+    return snprintf(buf, size, "leaky:%s", num);
 }
 
 static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE | VIJP_DECL_INVERTIBLE; }
 
-static double slope(const vijp_layer *L, double x) { return x > 0 ? 1.0 : L->alpha; }
+static double slope(const vijp_layer *L, double x) { return x > 0 ? 1.0 : vijp_leaky_slope(L); }
 
 static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
 {
@@ -64,7 +84,7 @@ static int inverse(const vijp_layer *L, const double *th, const double *Y, size_
                    vijp_error *err)
 {
     (void)th, (void)err;
-    for (size_t i = 0; i < L->in * B; i++) X[i] = Y[i] > 0 ? Y[i] : Y[i] / L->alpha;
+    for (size_t i = 0; i < L->in * B; i++) X[i] = Y[i] > 0 ? Y[i] : Y[i] / vijp_leaky_slope(L);
     return 0;
 }
 
@@ -80,7 +100,9 @@ static const vijp_ops_mp ops_mp = {
 
 const vijp_layer_type vijp_layer_leaky_relu = {
     .name = "leaky", .syntax = "leaky:ALPHA (0 < ALPHA; keeps its width)",
-    .parse = parse, .param_count = vijp_act_no_params, .declare = declare,
+    .parse = parse, .state_size = sizeof(double), .print = print, .param_count = vijp_act_no_params, .declare = declare,
     .residual = VIJP_RESIDUAL_SIGN, .d = &ops_d, .mp = &ops_mp,
+    /* inverse: y/α rounded once (u|x|), plus the forward's rounding of αx (u|y|) divided by α = f′ */
+    .bounds = {.inverse = VIJP_INVBOUND_ELEMENTWISE, .inv_a = 4, .inv_b = 4},
     .deriv_enclose = vo_leaky_deriv_enclose,
 };

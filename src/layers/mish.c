@@ -11,8 +11,10 @@
 #include "activation.h"
 #include "../../oracles/oracles.h"
 
-static void eval(double x, double *f, double *df)
+/* The built-in activations have no parameters: L and th are unused. */
+static void eval(const vijp_layer *L, const double *th, double x, double *f, double *df)
 {
+    (void)L, (void)th;
     vijp_dual v = dual_var(x), y = dual_mul(v, dual_tanh(dual_softplus(v)));
     *f = y.v, *df = y.d;
 }
@@ -26,5 +28,8 @@ const vijp_layer_type vijp_layer_mish = {
     .name = "mish", .syntax = "mish (x·tanh(softplus(x)); keeps its width)",
     .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
     .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp,
+    /* the bound above over |x| <= 4, 0.5 away from x0, relative to |f′|: max 80.8 at x = −1.69
+     * (mpmath, step 5e-4) */
+    .bounds = {.ulps = 81, .n_deriv_zeros = 1, .deriv_zeros = {-1.192431214515495}},
     .deriv_enclose = vo_mish_deriv_enclose, .dual_eval = eval,
 };

@@ -11,8 +11,10 @@
 #include "activation.h"
 #include "../../oracles/oracles.h"
 
-static void eval(double x, double *f, double *df)
+/* The built-in activations have no parameters: L and th are unused. */
+static void eval(const vijp_layer *L, const double *th, double x, double *f, double *df)
 {
+    (void)L, (void)th;
     vijp_dual y = dual_sigmoid(dual_var(x));
     *f = y.v, *df = y.d;
 }
@@ -39,5 +41,7 @@ const vijp_layer_type vijp_layer_sigmoid = {
     .name = "sigmoid", .syntax = "sigmoid (keeps its width)",
     .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
     .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp,
+    /* f′ within 12u; inverse 3u|x| + 2.8u (log1p/exp chain above), forward 7u amplified by 1/f′ */
+    .bounds = {.ulps = 12, .inverse = VIJP_INVBOUND_ELEMENTWISE, .inv_a = 4, .inv_c = 3, .inv_b = 8},
     .deriv_enclose = vo_sigmoid_deriv_enclose, .dual_eval = eval,
 };

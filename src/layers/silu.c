@@ -9,8 +9,10 @@
 #include "activation.h"
 #include "../../oracles/oracles.h"
 
-static void eval(double x, double *f, double *df)
+/* The built-in activations have no parameters: L and th are unused. */
+static void eval(const vijp_layer *L, const double *th, double x, double *f, double *df)
 {
+    (void)L, (void)th;
     vijp_dual v = dual_var(x), y = dual_mul(v, dual_sigmoid(v));
     *f = y.v, *df = y.d;
 }
@@ -24,5 +26,8 @@ const vijp_layer_type vijp_layer_silu = {
     .name = "silu", .syntax = "silu (x·sigmoid(x); keeps its width)",
     .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
     .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp,
+    /* the bound above over |x| <= 4, 0.5 away from x0, relative to |f′|: max 56.2 at x = −1.78
+     * (mpmath, step 5e-4) */
+    .bounds = {.ulps = 57, .n_deriv_zeros = 1, .deriv_zeros = {-1.278464542761074}},
     .deriv_enclose = vo_silu_deriv_enclose, .dual_eval = eval,
 };

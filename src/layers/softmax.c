@@ -23,6 +23,22 @@ static size_t analytic_cokernel(const vijp_layer *L, const double *th, const dou
 
 static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_NEVER_SUBMERSIVE; }
 
+static void softmax1(const double *x, size_t n, double *y);
+
+/* The terms J = diag(y) − yyᵀ is formed from: M = diag(y) + yyᵀ >= |J|
+ * (its entries can cancel to ~0 while their rounding errors do not).
+ * Computed in double: 1% covers its own rounding. */
+static void jacobian_majorant(const vijp_layer *L, const double *th, const double *x, double *M)
+{
+    (void)th;
+    size_t n = L->in;
+    double *y = vijp_scratch(n);
+    softmax1(x, n, y);
+    for (size_t j = 0; j < n; j++)
+        for (size_t i = 0; i < n; i++) M[i + j * n] = 1.01 * ((i == j ? y[i] : 0) + y[i] * y[j]);
+    free(y);
+}
+
 static void softmax1(const double *x, size_t n, double *y)
 {
     double mx = x[0], s = 0;
@@ -129,4 +145,5 @@ const vijp_layer_type vijp_layer_softmax = {
     .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
     .residual = VIJP_RESIDUAL_INPUT, .d = &ops_d, .mp = &ops_mp,
     .jacobian_enclose = vo_softmax_jacobian_enclose, .analytic_cokernel = analytic_cokernel,
+    .jacobian_majorant = jacobian_majorant,
 };

@@ -9,8 +9,10 @@
 #include "activation.h"
 #include "../../oracles/oracles.h"
 
-static void eval(double x, double *f, double *df)
+/* The built-in activations have no parameters: L and th are unused. */
+static void eval(const vijp_layer *L, const double *th, double x, double *f, double *df)
 {
+    (void)L, (void)th;
     vijp_dual y = dual_softplus(dual_var(x));
     *f = y.v, *df = y.d;
 }
@@ -38,5 +40,7 @@ const vijp_layer_type vijp_layer_softplus = {
     .name = "softplus", .syntax = "softplus (keeps its width)",
     .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
     .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp,
+    /* f′ within 7u; inverse 2u|x| + 4u, forward 5u amplified by 1/f′ */
+    .bounds = {.ulps = 8, .inverse = VIJP_INVBOUND_ELEMENTWISE, .inv_a = 3, .inv_c = 5, .inv_b = 6},
     .deriv_enclose = vo_softplus_deriv_enclose, .dual_eval = eval,
 };

@@ -7,6 +7,8 @@
  * that Moonwalk's rebuild-by-inversion chain runs through it. */
 #include "vijp/layer.h"
 #include "activation.h"
+#include "state.h"
+#include "vijp/catalogue.h"
 #include "../../oracles/oracles.h"
 #include <stdio.h>
 #include <string.h>
@@ -21,8 +23,17 @@ static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *er
     if (in_width == 0 || in_width % (c * f))
         return vijp_fail(err, VIJP_EDIM, "squeeze:%lux%lu: the input width %zu is not a multiple of %lu%s", c, f, in_width,
                          c * f, in_width ? "" : " (give --width)");
-    L->in = L->out = in_width, L->iarg[0] = c, L->iarg[1] = f;
+    int rc = vijp_state_new(L, sizeof(vijp_squeeze_args), err);
+    if (rc) return rc;
+    L->in = L->out = in_width, *(vijp_squeeze_args *)L->state = (vijp_squeeze_args){c, f};
     return 0;
+}
+
+extern const vijp_layer_type vijp_layer_squeeze;
+const vijp_squeeze_args *vijp_squeeze_get(const vijp_layer *L) { return vijp_state_of(L, &vijp_layer_squeeze, "vijp_squeeze_get"); }
+static int print(const vijp_layer *L, char *buf, size_t size)
+{
+    return snprintf(buf, size, "squeeze:%zux%zu", vijp_squeeze_get(L)->channels, vijp_squeeze_get(L)->factor);
 }
 
 static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE | VIJP_DECL_INVERTIBLE; }
@@ -30,7 +41,7 @@ static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERS
 /* The input index that output index j reads (within one sample). */
 static size_t source(const vijp_layer *L, size_t j)
 {
-    size_t C = L->iarg[0], F = L->iarg[1], len = L->in / C, out_len = len / F;
+    size_t C = vijp_squeeze_get(L)->channels, F = vijp_squeeze_get(L)->factor, len = L->in / C, out_len = len / F;
     size_t ch = j / out_len, p = j % out_len; /* output channel ch = c·F + r */
     return (ch / F) * len + p * F + ch % F;
 }
@@ -87,6 +98,7 @@ static const vijp_ops_mp ops_mp = {
 
 const vijp_layer_type vijp_layer_squeeze = {
     .name = "squeeze", .syntax = "squeeze:CxF (space-to-depth: C channels of length L -> C*F channels of length L/F)",
-    .parse = parse, .param_count = vijp_act_no_params, .declare = declare,
+    .parse = parse, .state_size = sizeof(vijp_squeeze_args), .print = print, .param_count = vijp_act_no_params, .declare = declare,
     .residual = VIJP_RESIDUAL_INVERSE, .d = &ops_d, .mp = &ops_mp, .jacobian_exact = 1,
+    .bounds = {.inverse = VIJP_INVBOUND_EXACT}, /* a permutation: no rounding at all */
 };

@@ -1,12 +1,14 @@
-/* Arithmetic in a format, on MPFR values.  Every operation is correctly rounded
+/* Arithmetic in a format, on MPFR values: the public header an MPFR operator
+ * (the catalogue's oracles, or a plugin's MPFR twin) is written against.  Every operation is correctly rounded
  * to nearest-even at the format's precision; for the emulated IEEE formats it
  * is then clamped to the format's exponent range and subnormalized, which makes
  * it bit-identical to the IEEE operation (MPFR manual, mpfr_subnormalize).
  * MPFR's exponent range is per-thread state: each operation sets it and puts
  * the previous one back, so callers never see it changed.
- * Oracles use only this file, <mpfr.h> and vijp/format.h: nothing from src/. */
-#ifndef VIJP_ORACLE_ARITH_H
-#define VIJP_ORACLE_ARITH_H
+ * Oracles use only this file, <mpfr.h> and vijp/format.h for arithmetic:
+ * nothing from src/'s fast paths. */
+#ifndef VIJP_ARITH_H
+#define VIJP_ARITH_H
 
 #include <stddef.h>
 #include <mpfr.h>

@@ -1,0 +1,47 @@
+/* The built-in catalogue's per-instance arguments.  A layer instance keeps
+ * its type's parsed arguments as opaque state (vijp_layer.state); the double
+ * layers, their MPFR oracles and the tests read them only through these
+ * accessors, each of which checks the instance's type (a wrong type is a
+ * programming error: it aborts with a message). */
+#ifndef VIJP_CATALOGUE_H
+#define VIJP_CATALOGUE_H
+
+#include <stddef.h>
+#include "vijp/layer.h"
+
+/* leaky:ALPHA */
+double vijp_leaky_slope(const vijp_layer *L);
+
+/* conv1d:CxK[sS][:circular] and conv2d:CxKxH[sS][:circular]. */
+typedef struct {
+    size_t channels, kernel; /* C, odd K (K × K in 2-D) */
+    size_t stride;           /* S >= 1 (2-D: both directions) */
+    size_t rows;             /* grid rows H in 2-D, 0 in 1-D */
+    int circular;            /* padding: 1 circular, 0 zero */
+} vijp_conv_args;
+const vijp_conv_args *vijp_conv_get(const vijp_layer *L);
+
+/* avgpool:P */
+size_t vijp_avgpool_window(const vijp_layer *L);
+
+/* squeeze:CxF */
+typedef struct {
+    size_t channels, factor;
+} vijp_squeeze_args;
+const vijp_squeeze_args *vijp_squeeze_get(const vijp_layer *L);
+
+/* inv1x1:C */
+size_t vijp_inv1x1_channels(const vijp_layer *L);
+
+/* Coupling blocks (additive, affine): the residual function, a chain of at
+ * most VIJP_SUB_MAX layers of any type that keep the half width (a coupling
+ * block inside another is refused: its own '+' list would be ambiguous in a
+ * spec).  Each chain (F and G; S and T) has its own parameters, the
+ * sub-layers' in order. */
+#define VIJP_SUB_MAX 4
+size_t vijp_coupling_count(const vijp_layer *L);
+const vijp_layer *vijp_coupling_sub(const vijp_layer *L, size_t k);
+/* affine: 1 when the scale is exp(S), 0 for sigmoid(S + 2). */
+int vijp_affine_exp_scale(const vijp_layer *L);
+
+#endif
