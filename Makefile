@@ -51,8 +51,10 @@ $(BUILD)/src/cli/write_json.o: $(BUILD)/commit.h
 $(BUILD)/libvijp.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
+# The command exports the whole library (--whole-archive, -rdynamic): layer
+# plugins resolve their vijp symbols against it (see include/vijp/plugin.h).
 $(BUILD)/vijp: $(CLI_OBJ) $(BUILD)/libvijp.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -rdynamic -o $@ $(CLI_OBJ) -Wl,--whole-archive $(BUILD)/libvijp.a -Wl,--no-whole-archive $(LDLIBS)
 
 $(BUILD)/check_vijp: $(TEST_OBJ) $(BUILD)/libvijp.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell pkg-config --libs $(CHECKPK))
@@ -63,7 +65,7 @@ $(BUILD)/perturbed/layer.o: src/layer.c $(wildcard include/vijp/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DVIJP_PERTURB_VIJP -c $< -o $@
 $(BUILD)/vijp-perturbed: $(CLI_OBJ) $(filter-out $(BUILD)/src/layer.o,$(LIB_OBJ)) $(BUILD)/perturbed/layer.o
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -rdynamic -o $@ $^ $(LDLIBS)
 
 # VIJP_BIN lets the CLI tests find the command.  Sanitized runs do not fork,
 # so LeakSanitizer sees the whole suite in one process.

@@ -1,6 +1,7 @@
 /* The vijp command: dispatch to subcommands. */
 #include "cli.h"
 #include "vijp/vijp.h"
+#include "vijp/plugin.h"
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,6 +23,8 @@ static const char usage[] =
     "  memory   stored bytes against depth per engine; deepest net within a budget\n"
     "\n"
     "Run 'vijp COMMAND --help' for a command's options.\n"
+    "Every command that takes a net or a layer also takes --plugin FILE.so\n"
+    "(repeatable): layer types defined outside vijp (see vijp/plugin.h).\n"
     "Exit status: 0 success, 1 the computation failed (e.g. a singular vijp),\n"
     "2 bad usage or input; regress and certify add their own (see their --help).\n";
 
@@ -48,6 +51,32 @@ int main(int argc, char **argv)
     /* A writer whose reader died (gnuplot) gets EPIPE, reported as an error,
      * rather than a silent death that would leave temporaries behind. */
     signal(SIGPIPE, SIG_IGN);
+    /* --plugin FILE (or --plugin=FILE) anywhere after the command: load it
+     * and drop it from the arguments the command sees. */
+    int kept = 2;
+    for (int i = 2; i < argc; i++) {
+        const char *file = NULL;
+        if (!strcmp(argv[i], "--plugin")) {
+            if (i + 1 >= argc) {
+                fputs("vijp: --plugin needs a file (a layer plugin, see vijp/plugin.h)\n", stderr);
+                return EXIT_USAGE;
+            }
+            file = argv[++i];
+        } else if (!strncmp(argv[i], "--plugin=", 9)) {
+            file = argv[i] + 9;
+        }
+        if (!file) {
+            argv[kept++] = argv[i];
+            continue;
+        }
+        vijp_error err = {0};
+        if (vijp_plugin_load(file, &err)) {
+            fprintf(stderr, "vijp: %s\n", err.msg);
+            return EXIT_USAGE;
+        }
+    }
+    argc = kept;
+    argv[argc] = NULL;
     const char *cmd = argv[1];
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
         fputs(usage, stdout);
@@ -73,4 +102,5 @@ void cli_print_layer_syntax(FILE *out)
     const vijp_layer_type *const *all = vijp_layer_types(&n);
     fputs("\nSPEC items (comma-separated, cycled to the depth):\n", out);
     for (size_t i = 0; i < n; i++) fprintf(out, "  %s\n", all[i]->syntax);
+    fputs("  (more with --plugin FILE.so, repeatable: layer types defined outside vijp)\n", out);
 }

@@ -1,0 +1,56 @@
+/* Layer plugins: layer types defined outside vijp, loaded at run time with
+ * `vijp COMMAND --plugin ./mylayer.so` (repeatable, on every command that
+ * takes a net or a layer).
+ *
+ * A plugin is a shared object that defines, with C linkage,
+ *
+ *     int vijp_plugin_abi(void) { return VIJP_PLUGIN_ABI; }
+ *     int vijp_plugin_init(vijp_error *err);
+ *
+ * vijp_plugin_init registers the plugin's types with vijp_layer_register
+ * (include/vijp/layer.h) and returns 0, or a VIJP_E* code with err filled.
+ * A type gives (see vijp_layer_type):
+ *   - its shapes: parse (in/out from the spec argument and the incoming
+ *     width; arguments into L->state), param_count, init, declare, residual;
+ *   - its double operators (vijp_ops_d): forward, jvp, vjp, vijp, jacobian,
+ *     and vjp_param when it has parameters; fragment_count, fragment and
+ *     cokernel when its Jacobian can lose rank; inverse when it has one;
+ *   - optionally its MPFR operators (vijp_ops_mp), written with
+ *     include/vijp/arith.h so every format is emulated exactly: without them
+ *     the type runs in double only, and drift, report and every MPFR format
+ *     refuse it with a message;
+ *   - optionally, for elementwise types, dual_eval (f and f′ at θ) and
+ *     deriv_enclose (an MPFI enclosure of f′ at θ), which vijp certify needs.
+ * Registration checks the descriptor and refuses contradictions with a
+ * message (vijp_layer_type_check).
+ *
+ * Build a plugin against the installed headers only, and do not link it
+ * with libvijp: its vijp symbols resolve to the program that loads it, whose
+ * registry it must fill.
+ *
+ *     cc -shared -fPIC $(pkg-config --cflags vijp) mylayer.c -o mylayer.so
+ *
+ * examples/layer-template/ holds two complete plugins. */
+#ifndef VIJP_PLUGIN_H
+#define VIJP_PLUGIN_H
+
+#include "vijp/layer.h"
+
+/* Bumped whenever vijp_layer_type or the operator contracts change shape. */
+#define VIJP_PLUGIN_ABI 1
+
+#if defined(__GNUC__)
+#define VIJP_PLUGIN_EXPORT __attribute__((visibility("default")))
+#else
+#define VIJP_PLUGIN_EXPORT
+#endif
+
+VIJP_PLUGIN_EXPORT int vijp_plugin_abi(void);
+VIJP_PLUGIN_EXPORT int vijp_plugin_init(vijp_error *err);
+
+/* Load one plugin (dlopen, ABI check, vijp_plugin_init).  The object stays
+ * loaded for the life of the process: its types are in the registry.
+ * VIJP_EINVAL with a message naming the file when any step fails. */
+int vijp_plugin_load(const char *path, vijp_error *err);
+
+#endif
