@@ -5,7 +5,11 @@
 #   make report      the main job on its embedded default (reports/latest/)
 #   make regress     a small drift study against reports/baselines/ci-small
 #   make bench       engine, drift, certification, memory and activation benchmarks (ratios measured in one run)
+#   make clean       remove build/ and build-san/
 # Sanitized objects go to build-san/ so the two builds never mix.
+# CFLAGS (default -O2 -g), CPPFLAGS, LDFLAGS and LDLIBS are the user's: the
+# flags the build needs are in VIJP_* variables used alongside them, so
+# `make CFLAGS=-fPIC` or `make CFLAGS="-O0 -g"` keep them.
 
 CC      ?= cc
 PKGS    := mpfr lapacke openblas jansson
@@ -19,13 +23,22 @@ BUILD   ?= build
 SANFLAGS :=
 endif
 
-# -ffp-contract=off: no silent FMA, so double code and the binary32 emulation
-# perform exactly the operations written (DESIGN §3).
 CFLAGS  ?= -O2 -g
-CFLAGS  += -pthread -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -ffp-contract=off -Iinclude \
-           $(shell pkg-config --cflags $(PKGS)) $(SANFLAGS)
-LDLIBS  := $(shell pkg-config --libs $(PKGS)) -lmpfi -lgmp -lm -pthread
-LDFLAGS += $(SANFLAGS)
+VIJP_CPPFLAGS := -Iinclude -D_GNU_SOURCE $(shell pkg-config --cflags $(PKGS))
+VIJP_CFLAGS   := -pthread -std=c11 -Wall -Wextra -Wshadow
+# -ffp-contract=off: no silent FMA, so double code and the binary32 emulation
+# perform exactly the operations written (DESIGN §3).  It comes after the
+# user's CFLAGS so that nothing there turns contraction back on.
+VIJP_FPFLAGS  := -ffp-contract=off $(SANFLAGS)
+# MPFI has no pkg-config file; GMP's is written out with it.
+MPFI_CFLAGS   ?=
+MPFI_LIBS     ?= -lmpfi -lgmp
+VIJP_CPPFLAGS += $(MPFI_CFLAGS)
+VIJP_LDFLAGS  := -pthread $(SANFLAGS)
+VIJP_LIBS     := $(shell pkg-config --libs $(PKGS)) $(MPFI_LIBS) -lm -pthread
+# -MMD -MP: each object's header dependencies, in a .d file next to it.
+COMPILE = $(CC) $(VIJP_CPPFLAGS) $(CPPFLAGS) $(VIJP_CFLAGS) $(CFLAGS) $(VIJP_FPFLAGS) -MMD -MP
+LINK    = $(CC) $(VIJP_CFLAGS) $(CFLAGS) $(VIJP_FPFLAGS) $(VIJP_LDFLAGS) $(LDFLAGS)
 
 LIB_SRC := $(wildcard src/*.c src/layers/*.c src/engines/*.c) $(wildcard oracles/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
@@ -33,37 +46,44 @@ TEST_SRC := $(wildcard tests/t-*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/check_main.o $(BUILD)/tests/testutil.o $(BUILD)/tests/layerfix.o $(BUILD)/tests/clirun.o
+BENCH_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/bench-*.c))
 
 .PHONY: all check check-long report regress baseline bench clean
 all: $(BUILD)/libvijp.a $(BUILD)/vijp
 
-$(BUILD)/%.o: %.c $(wildcard include/vijp/*.h oracles/*.h src/*.h src/layers/*.h src/engines/*.h src/cli/*.h tests/*.h)
+$(BUILD)/%.o: %.c $(BUILD)/%.d
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(COMPILE) -c $< -o $@
+
+# An object whose .d is missing (first build, or an object from before .d
+# files) is rebuilt; the .d files themselves are made only by the compiler.
+DEPS := $(patsubst %.o,%.d,$(LIB_OBJ) $(CLI_OBJ) $(TEST_OBJ) $(BENCH_OBJ) $(BUILD)/perturbed/layer.o)
+$(DEPS):
+include $(wildcard $(DEPS))
 
 # The commit that reports name: refreshed in build/commit.h only when it changes.
 GIT_COMMIT := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 $(shell mkdir -p $(BUILD) && echo '#define VIJP_GIT_COMMIT "$(GIT_COMMIT)"' | cmp -s - $(BUILD)/commit.h || \
         echo '#define VIJP_GIT_COMMIT "$(GIT_COMMIT)"' > $(BUILD)/commit.h)
-$(BUILD)/src/cli/write_json.o: CFLAGS += -include $(BUILD)/commit.h
+$(BUILD)/src/cli/write_json.o: VIJP_CPPFLAGS += -include $(BUILD)/commit.h
 $(BUILD)/src/cli/write_json.o: $(BUILD)/commit.h
 
 $(BUILD)/libvijp.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/vijp: $(CLI_OBJ) $(BUILD)/libvijp.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
 
 $(BUILD)/check_vijp: $(TEST_OBJ) $(BUILD)/libvijp.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell pkg-config --libs $(CHECKPK))
+	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS) $(shell pkg-config --libs $(CHECKPK))
 
 # vijp-perturbed: the same command with one ulp added to every vijp output,
 # which the regression tests must see flagged by vijp regress.
-$(BUILD)/perturbed/layer.o: src/layer.c $(wildcard include/vijp/*.h)
+$(BUILD)/perturbed/layer.o: src/layer.c $(BUILD)/perturbed/layer.d
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -DVIJP_PERTURB_VIJP -c $< -o $@
+	$(COMPILE) -DVIJP_PERTURB_VIJP -c $< -o $@
 $(BUILD)/vijp-perturbed: $(CLI_OBJ) $(filter-out $(BUILD)/src/layer.o,$(LIB_OBJ)) $(BUILD)/perturbed/layer.o
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
 
 # VIJP_BIN lets the CLI tests find the command.  Sanitized runs do not fork,
 # so LeakSanitizer sees the whole suite in one process.
@@ -89,19 +109,19 @@ baseline: $(BUILD)/vijp
 	rm -f reports/baselines/ci-small/drift.csv reports/baselines/ci-small/curves.csv
 
 $(BUILD)/bench-engines: $(BUILD)/tests/bench-engines.o $(BUILD)/libvijp.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
 
 $(BUILD)/bench-drift: $(BUILD)/tests/bench-drift.o $(BUILD)/libvijp.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
 
 $(BUILD)/bench-certify: $(BUILD)/tests/bench-certify.o $(BUILD)/libvijp.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
 
 $(BUILD)/bench-memory: $(BUILD)/tests/bench-memory.o $(BUILD)/libvijp.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
 
 $(BUILD)/bench-activations: $(BUILD)/tests/bench-activations.o $(BUILD)/libvijp.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
 
 bench: $(BUILD)/bench-engines $(BUILD)/bench-drift $(BUILD)/bench-certify $(BUILD)/bench-memory $(BUILD)/bench-activations
 	./$(BUILD)/bench-engines
