@@ -1,5 +1,5 @@
 # vijp — build, test, report, benchmark.
-#   make             libvijp.a and the vijp command (build/)
+#   make             libvijp.a, libvijp.so and the vijp command (build/)
 #   make check       Check test suite          (SANITIZE=1: under ASan + UBSan)
 #   make check-long  the certification suite on 10^5 adversarial matrices
 #   make report      the main job on its embedded default (reports/latest/)
@@ -46,18 +46,31 @@ TEST_SRC := $(wildcard tests/t-*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/check_main.o $(BUILD)/tests/testutil.o $(BUILD)/tests/layerfix.o $(BUILD)/tests/clirun.o
+# The shared library's objects: position-independent, in their own tree.
+PIC_OBJ := $(LIB_SRC:%.c=$(BUILD)/pic/%.o)
 BENCH_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/bench-*.c))
 
+# The version is the library's (include/vijp/vijp.h); the soname changes with
+# the ABI, by hand.
+VIJP_VERSION := $(shell sed -n '/define VIJP_VERSION/s/[^"]*"\([^"]*\)".*/\1/p' include/vijp/vijp.h)
+SOVERSION    := 0
+SONAME       := libvijp.so.$(SOVERSION)
+SHLIB        := libvijp.so.$(VIJP_VERSION)
+
 .PHONY: all check check-long report regress baseline bench clean
-all: $(BUILD)/libvijp.a $(BUILD)/vijp
+all: $(BUILD)/libvijp.a $(BUILD)/vijp $(BUILD)/libvijp.so
 
 $(BUILD)/%.o: %.c $(BUILD)/%.d
 	@mkdir -p $(dir $@)
 	$(COMPILE) -c $< -o $@
 
+$(BUILD)/pic/%.o: %.c $(BUILD)/pic/%.d
+	@mkdir -p $(dir $@)
+	$(COMPILE) -fPIC -c $< -o $@
+
 # An object whose .d is missing (first build, or an object from before .d
 # files) is rebuilt; the .d files themselves are made only by the compiler.
-DEPS := $(patsubst %.o,%.d,$(LIB_OBJ) $(CLI_OBJ) $(TEST_OBJ) $(BENCH_OBJ) $(BUILD)/perturbed/layer.o)
+DEPS := $(patsubst %.o,%.d,$(LIB_OBJ) $(CLI_OBJ) $(TEST_OBJ) $(PIC_OBJ) $(BENCH_OBJ) $(BUILD)/perturbed/layer.o)
 $(DEPS):
 include $(wildcard $(DEPS))
 
@@ -70,6 +83,14 @@ $(BUILD)/src/cli/write_json.o: $(BUILD)/commit.h
 
 $(BUILD)/libvijp.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
+
+# libvijp.so.VERSION with soname libvijp.so.0, linked with its dependencies
+# (no undefined symbols left), and the two links a build and a link step use.
+$(BUILD)/$(SHLIB): $(PIC_OBJ)
+	$(LINK) -shared -Wl,-soname,$(SONAME) -Wl,--no-undefined -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
+$(BUILD)/libvijp.so: $(BUILD)/$(SHLIB)
+	ln -sf $(SHLIB) $(BUILD)/$(SONAME)
+	ln -sf $(SONAME) $@
 
 $(BUILD)/vijp: $(CLI_OBJ) $(BUILD)/libvijp.a
 	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
