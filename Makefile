@@ -1,5 +1,5 @@
 # vijp — build, test, report, benchmark.
-#   make             libvijp.a, libvijp.so and the vijp command (build/)
+#   make             libvijp.a, libvijp.so, the vijp command and its man page (build/)
 #   make check       Check test suite          (SANITIZE=1: under ASan + UBSan)
 #   make check-long  the certification suite on 10^5 adversarial matrices
 #   make report      the main job on its embedded default (reports/latest/)
@@ -58,7 +58,7 @@ SONAME       := libvijp.so.$(SOVERSION)
 SHLIB        := libvijp.so.$(VIJP_VERSION)
 
 .PHONY: all check check-long report regress baseline bench clean
-all: $(BUILD)/libvijp.a $(BUILD)/vijp $(BUILD)/libvijp.so
+all: $(BUILD)/libvijp.a $(BUILD)/vijp $(BUILD)/libvijp.so $(BUILD)/vijp.1
 
 $(BUILD)/%.o: %.c $(BUILD)/%.d
 	@mkdir -p $(dir $@)
@@ -94,6 +94,10 @@ $(BUILD)/libvijp.so: $(BUILD)/$(SHLIB)
 
 $(BUILD)/vijp: $(CLI_OBJ) $(BUILD)/libvijp.a
 	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
+
+# The man page, from the command's own --help texts.
+$(BUILD)/vijp.1: $(BUILD)/vijp scripts/gen-man.sh
+	scripts/gen-man.sh $(BUILD)/vijp > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/check_vijp: $(TEST_OBJ) $(BUILD)/libvijp.a
 	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS) $(shell pkg-config --libs $(CHECKPK))
