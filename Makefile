@@ -1,10 +1,13 @@
-# vijp — build, test, report, benchmark.
+# vijp — build, test, report, benchmark, install.
 #   make             libvijp.a, libvijp.so, the vijp command and its man page (build/)
 #   make check       Check test suite          (SANITIZE=1: under ASan + UBSan)
 #   make check-long  the certification suite on 10^5 adversarial matrices
 #   make report      the main job on its embedded default (reports/latest/)
 #   make regress     a small drift study against reports/baselines/ci-small
 #   make bench       engine, drift, certification, memory and activation benchmarks (ratios measured in one run)
+#   make install     PREFIX=/usr/local (default), DESTDIR honoured: bin/vijp, lib/libvijp.{a,so},
+#                    include/vijp/*.h, lib/pkgconfig/vijp.pc, share/man/man1/vijp.1
+#   make uninstall   remove what install installed (same PREFIX/DESTDIR)
 #   make clean       remove build/ and build-san/
 # Sanitized objects go to build-san/ so the two builds never mix.
 # CFLAGS (default -O2 -g), CPPFLAGS, LDFLAGS and LDLIBS are the user's: the
@@ -30,7 +33,7 @@ VIJP_CFLAGS   := -pthread -std=c11 -Wall -Wextra -Wshadow
 # perform exactly the operations written (DESIGN §3).  It comes after the
 # user's CFLAGS so that nothing there turns contraction back on.
 VIJP_FPFLAGS  := -ffp-contract=off $(SANFLAGS)
-# MPFI has no pkg-config file; GMP's is written out with it.
+# MPFI has no pkg-config file; GMP's is written out with it (as in vijp.pc).
 MPFI_CFLAGS   ?=
 MPFI_LIBS     ?= -lmpfi -lgmp
 VIJP_CPPFLAGS += $(MPFI_CFLAGS)
@@ -57,7 +60,7 @@ SOVERSION    := 0
 SONAME       := libvijp.so.$(SOVERSION)
 SHLIB        := libvijp.so.$(VIJP_VERSION)
 
-.PHONY: all check check-long report regress baseline bench clean
+.PHONY: all check check-long report regress baseline bench clean install uninstall
 all: $(BUILD)/libvijp.a $(BUILD)/vijp $(BUILD)/libvijp.so $(BUILD)/vijp.1
 
 $(BUILD)/%.o: %.c $(BUILD)/%.d
@@ -158,6 +161,44 @@ bench: $(BUILD)/bench-engines $(BUILD)/bench-drift $(BUILD)/bench-certify $(BUIL
 # The certification suite at 100× its adversarial cases (10^5 matrices).
 check-long: $(BUILD)/check_vijp $(BUILD)/vijp
 	CK_RUN_SUITE=certify VIJP_TEST_SCALE=100 ./$(BUILD)/check_vijp
+
+# Installation: PREFIX (default /usr/local) and DESTDIR (staging root).
+PREFIX      ?= /usr/local
+BINDIR      ?= $(PREFIX)/bin
+LIBDIR      ?= $(PREFIX)/lib
+INCLUDEDIR  ?= $(PREFIX)/include
+MANDIR      ?= $(PREFIX)/share/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+INSTALL     ?= install
+HEADERS     := $(wildcard include/vijp/*.h)
+
+# vijp.pc from vijp.pc.in: the directories of this install and the version.
+$(BUILD)/vijp.pc: vijp.pc.in include/vijp/vijp.h FORCE
+	@mkdir -p $(dir $@)
+	@sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
+	     -e 's|@VERSION@|$(VIJP_VERSION)|g' -e 's|@PKGS_PRIVATE@|$(filter-out mpfr,$(PKGS))|g' \
+	     -e 's|@MPFI_CFLAGS@|$(MPFI_CFLAGS)|g' -e 's|@MPFI_LIBS@|$(MPFI_LIBS)|g' $< > $@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+FORCE:
+
+install: all $(BUILD)/vijp.pc
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/vijp \
+	  $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man1
+	$(INSTALL) -m 755 $(BUILD)/vijp $(DESTDIR)$(BINDIR)/vijp
+	$(INSTALL) -m 644 $(BUILD)/libvijp.a $(DESTDIR)$(LIBDIR)/libvijp.a
+	$(INSTALL) -m 755 $(BUILD)/$(SHLIB) $(DESTDIR)$(LIBDIR)/$(SHLIB)
+	ln -sf $(SHLIB) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libvijp.so
+	$(INSTALL) -m 644 $(HEADERS) $(DESTDIR)$(INCLUDEDIR)/vijp/
+	$(INSTALL) -m 644 $(BUILD)/vijp.pc $(DESTDIR)$(PKGCONFIGDIR)/vijp.pc
+	$(INSTALL) -m 644 $(BUILD)/vijp.1 $(DESTDIR)$(MANDIR)/man1/vijp.1
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/vijp $(DESTDIR)$(LIBDIR)/libvijp.a $(DESTDIR)$(LIBDIR)/$(SHLIB) \
+	  $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libvijp.so \
+	  $(DESTDIR)$(PKGCONFIGDIR)/vijp.pc $(DESTDIR)$(MANDIR)/man1/vijp.1 \
+	  $(addprefix $(DESTDIR)$(INCLUDEDIR)/vijp/,$(notdir $(HEADERS)))
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/vijp 2>/dev/null
 
 clean:
 	rm -rf build build-san
