@@ -1,6 +1,9 @@
 # vijp — build, test, report, benchmark, install.
 #   make             libvijp.a, libvijp.so, the vijp command and its man page (build/)
-#   make check       Check test suite          (SANITIZE=1: under ASan + UBSan)
+#   make check       Check test suite, then check-install (SANITIZE=1: the suite under
+#                    ASan + UBSan; check-install is skipped, see below)
+#   make check-install  install into a temporary prefix and build a program against it
+#                    with pkg-config, shared and static
 #   make check-long  the certification suite on 10^5 adversarial matrices
 #   make report      the main job on its embedded default (reports/latest/)
 #   make regress     a small drift study against reports/baselines/ci-small
@@ -60,7 +63,7 @@ SOVERSION    := 0
 SONAME       := libvijp.so.$(SOVERSION)
 SHLIB        := libvijp.so.$(VIJP_VERSION)
 
-.PHONY: all check check-long report regress baseline bench clean install uninstall
+.PHONY: all check check-install check-long report regress baseline bench clean install uninstall
 all: $(BUILD)/libvijp.a $(BUILD)/vijp $(BUILD)/libvijp.so $(BUILD)/vijp.1
 
 $(BUILD)/%.o: %.c $(BUILD)/%.d
@@ -113,14 +116,33 @@ $(BUILD)/perturbed/layer.o: src/layer.c $(BUILD)/perturbed/layer.d
 $(BUILD)/vijp-perturbed: $(CLI_OBJ) $(filter-out $(BUILD)/src/layer.o,$(LIB_OBJ)) $(BUILD)/perturbed/layer.o
 	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
 
+# check-install: `make install` into a fresh temporary prefix, then a program
+# written there is built with nothing but `pkg-config --cflags --libs vijp`,
+# against libvijp.so and statically, and run (scripts/check-install.sh).
+# Under SANITIZE=1 it is skipped: the sanitized libraries cannot be linked into
+# an uninstrumented program, and the plain `make check` (which CI runs too)
+# tests the installation of the libraries that are actually installed.
+ifeq ($(SANITIZE),1)
+CHECK_INSTALL_DEPS :=
+CHECK_INSTALL = @echo "check-install: SKIPPED under SANITIZE=1 (run the plain make check to test make install)"
+check-install:
+	$(CHECK_INSTALL)
+else
+CHECK_INSTALL_DEPS := all
+CHECK_INSTALL = +@MAKE="$(MAKE)" VIJP_VERSION="$(VIJP_VERSION)" scripts/check-install.sh
+check-install: all
+	$(CHECK_INSTALL)
+endif
+
 # VIJP_BIN lets the CLI tests find the command.  Sanitized runs do not fork,
 # so LeakSanitizer sees the whole suite in one process.
 ifeq ($(SANITIZE),1)
 CHECK_ENV := CK_FORK=no
 endif
-check: $(BUILD)/check_vijp $(BUILD)/vijp $(BUILD)/vijp-perturbed
+check: $(BUILD)/check_vijp $(BUILD)/vijp $(BUILD)/vijp-perturbed $(CHECK_INSTALL_DEPS)
 	$(CHECK_ENV) VIJP_BIN=$(abspath $(BUILD)/vijp) VIJP_PERTURBED_BIN=$(abspath $(BUILD)/vijp-perturbed) \
 	  ./$(BUILD)/check_vijp
+	$(CHECK_INSTALL)
 
 report: $(BUILD)/vijp
 	./$(BUILD)/vijp report
