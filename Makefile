@@ -1,11 +1,21 @@
-# vijp — build, test, report, benchmark.
-#   make             libvijp.a and the vijp command (build/)
-#   make check       Check test suite          (SANITIZE=1: under ASan + UBSan)
+# vijp — build, test, report, benchmark, install.
+#   make             libvijp.a, libvijp.so, the vijp command and its man page (build/)
+#   make check       Check test suite, then check-install (SANITIZE=1: the suite under
+#                    ASan + UBSan; check-install is skipped, see below)
+#   make check-install  install into a temporary prefix and build a program against it
+#                    with pkg-config, shared and static
 #   make check-long  the certification suite on 10^5 adversarial matrices
 #   make report      the main job on its embedded default (reports/latest/)
 #   make regress     a small drift study against reports/baselines/ci-small
 #   make bench       engine, drift, certification, memory and activation benchmarks (ratios measured in one run)
+#   make install     PREFIX=/usr/local (default), DESTDIR honoured: bin/vijp, lib/libvijp.{a,so},
+#                    include/vijp/*.h, lib/pkgconfig/vijp.pc, share/man/man1/vijp.1
+#   make uninstall   remove what install installed (same PREFIX/DESTDIR)
+#   make clean       remove build/ and build-san/
 # Sanitized objects go to build-san/ so the two builds never mix.
+# CFLAGS (default -O2 -g), CPPFLAGS, LDFLAGS and LDLIBS are the user's: the
+# flags the build needs are in VIJP_* variables used alongside them, so
+# `make CFLAGS=-fPIC` or `make CFLAGS="-O0 -g"` keep them.
 
 CC      ?= cc
 PKGS    := mpfr lapacke openblas jansson
@@ -19,13 +29,22 @@ BUILD   ?= build
 SANFLAGS :=
 endif
 
-# -ffp-contract=off: no silent FMA, so double code and the binary32 emulation
-# perform exactly the operations written (DESIGN §3).
 CFLAGS  ?= -O2 -g
-CFLAGS  += -pthread -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -ffp-contract=off -Iinclude \
-           $(shell pkg-config --cflags $(PKGS)) $(SANFLAGS)
-LDLIBS  := $(shell pkg-config --libs $(PKGS)) -lmpfi -lgmp -lm -pthread
-LDFLAGS += $(SANFLAGS)
+VIJP_CPPFLAGS := -Iinclude -D_GNU_SOURCE $(shell pkg-config --cflags $(PKGS))
+VIJP_CFLAGS   := -pthread -std=c11 -Wall -Wextra -Wshadow
+# -ffp-contract=off: no silent FMA, so double code and the binary32 emulation
+# perform exactly the operations written (DESIGN §3).  It comes after the
+# user's CFLAGS so that nothing there turns contraction back on.
+VIJP_FPFLAGS  := -ffp-contract=off $(SANFLAGS)
+# MPFI has no pkg-config file; GMP's is written out with it (as in vijp.pc).
+MPFI_CFLAGS   ?=
+MPFI_LIBS     ?= -lmpfi -lgmp
+VIJP_CPPFLAGS += $(MPFI_CFLAGS)
+VIJP_LDFLAGS  := -pthread $(SANFLAGS)
+VIJP_LIBS     := $(shell pkg-config --libs $(PKGS)) $(MPFI_LIBS) -lm -pthread
+# -MMD -MP: each object's header dependencies, in a .d file next to it.
+COMPILE = $(CC) $(VIJP_CPPFLAGS) $(CPPFLAGS) $(VIJP_CFLAGS) $(CFLAGS) $(VIJP_FPFLAGS) -MMD -MP
+LINK    = $(CC) $(VIJP_CFLAGS) $(CFLAGS) $(VIJP_FPFLAGS) $(VIJP_LDFLAGS) $(LDFLAGS)
 
 LIB_SRC := $(wildcard src/*.c src/layers/*.c src/engines/*.c) $(wildcard oracles/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
@@ -33,48 +52,99 @@ TEST_SRC := $(wildcard tests/t-*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/check_main.o $(BUILD)/tests/testutil.o $(BUILD)/tests/layerfix.o $(BUILD)/tests/clirun.o
+# The shared library's objects: position-independent, in their own tree.
+PIC_OBJ := $(LIB_SRC:%.c=$(BUILD)/pic/%.o)
+BENCH_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/bench-*.c))
 
-.PHONY: all check check-long report regress baseline bench clean
-all: $(BUILD)/libvijp.a $(BUILD)/vijp
+# The version is the library's (include/vijp/vijp.h); the soname changes with
+# the ABI, by hand.
+VIJP_VERSION := $(shell sed -n '/define VIJP_VERSION/s/[^"]*"\([^"]*\)".*/\1/p' include/vijp/vijp.h)
+SOVERSION    := 0
+SONAME       := libvijp.so.$(SOVERSION)
+SHLIB        := libvijp.so.$(VIJP_VERSION)
 
-$(BUILD)/%.o: %.c $(wildcard include/vijp/*.h oracles/*.h src/*.h src/layers/*.h src/engines/*.h src/cli/*.h tests/*.h)
+.PHONY: all check check-install check-long report regress baseline bench clean install uninstall
+all: $(BUILD)/libvijp.a $(BUILD)/vijp $(BUILD)/libvijp.so $(BUILD)/vijp.1
+
+$(BUILD)/%.o: %.c $(BUILD)/%.d
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(COMPILE) -c $< -o $@
+
+$(BUILD)/pic/%.o: %.c $(BUILD)/pic/%.d
+	@mkdir -p $(dir $@)
+	$(COMPILE) -fPIC -c $< -o $@
+
+# An object whose .d is missing (first build, or an object from before .d
+# files) is rebuilt; the .d files themselves are made only by the compiler.
+DEPS := $(patsubst %.o,%.d,$(LIB_OBJ) $(CLI_OBJ) $(TEST_OBJ) $(PIC_OBJ) $(BENCH_OBJ) $(BUILD)/perturbed/layer.o)
+$(DEPS):
+include $(wildcard $(DEPS))
 
 # The commit that reports name: refreshed in build/commit.h only when it changes.
 GIT_COMMIT := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 $(shell mkdir -p $(BUILD) && echo '#define VIJP_GIT_COMMIT "$(GIT_COMMIT)"' | cmp -s - $(BUILD)/commit.h || \
         echo '#define VIJP_GIT_COMMIT "$(GIT_COMMIT)"' > $(BUILD)/commit.h)
-$(BUILD)/src/cli/write_json.o: CFLAGS += -include $(BUILD)/commit.h
+$(BUILD)/src/cli/write_json.o: VIJP_CPPFLAGS += -include $(BUILD)/commit.h
 $(BUILD)/src/cli/write_json.o: $(BUILD)/commit.h
 
 $(BUILD)/libvijp.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
+# libvijp.so.VERSION with soname libvijp.so.0, linked with its dependencies
+# (no undefined symbols left), and the two links a build and a link step use.
+$(BUILD)/$(SHLIB): $(PIC_OBJ)
+	$(LINK) -shared -Wl,-soname,$(SONAME) -Wl,--no-undefined -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
+$(BUILD)/libvijp.so: $(BUILD)/$(SHLIB)
+	ln -sf $(SHLIB) $(BUILD)/$(SONAME)
+	ln -sf $(SONAME) $@
+
 # The command exports the whole library (--whole-archive, -rdynamic): layer
 # plugins resolve their vijp symbols against it (see include/vijp/plugin.h).
 $(BUILD)/vijp: $(CLI_OBJ) $(BUILD)/libvijp.a
-	$(CC) $(LDFLAGS) -rdynamic -o $@ $(CLI_OBJ) -Wl,--whole-archive $(BUILD)/libvijp.a -Wl,--no-whole-archive $(LDLIBS)
+	$(LINK) -rdynamic -o $@ $(CLI_OBJ) -Wl,--whole-archive $(BUILD)/libvijp.a -Wl,--no-whole-archive $(LDLIBS) $(VIJP_LIBS)
+
+# The man page, from the command's own --help texts.
+$(BUILD)/vijp.1: $(BUILD)/vijp scripts/gen-man.sh
+	scripts/gen-man.sh $(BUILD)/vijp > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/check_vijp: $(TEST_OBJ) $(BUILD)/libvijp.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell pkg-config --libs $(CHECKPK))
+	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS) $(shell pkg-config --libs $(CHECKPK))
 
 # vijp-perturbed: the same command with one ulp added to every vijp output,
 # which the regression tests must see flagged by vijp regress.
-$(BUILD)/perturbed/layer.o: src/layer.c $(wildcard include/vijp/*.h)
+$(BUILD)/perturbed/layer.o: src/layer.c $(BUILD)/perturbed/layer.d
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -DVIJP_PERTURB_VIJP -c $< -o $@
+	$(COMPILE) -DVIJP_PERTURB_VIJP -c $< -o $@
 $(BUILD)/vijp-perturbed: $(CLI_OBJ) $(filter-out $(BUILD)/src/layer.o,$(LIB_OBJ)) $(BUILD)/perturbed/layer.o
-	$(CC) $(LDFLAGS) -rdynamic -o $@ $^ $(LDLIBS)
+	$(LINK) -rdynamic -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
+
+# check-install: `make install` into a fresh temporary prefix, then a program
+# written there is built with nothing but `pkg-config --cflags --libs vijp`,
+# against libvijp.so and statically, and run (scripts/check-install.sh).
+# Under SANITIZE=1 it is skipped: the sanitized libraries cannot be linked into
+# an uninstrumented program, and the plain `make check` (which CI runs too)
+# tests the installation of the libraries that are actually installed.
+ifeq ($(SANITIZE),1)
+CHECK_INSTALL_DEPS :=
+CHECK_INSTALL = @echo "check-install: SKIPPED under SANITIZE=1 (run the plain make check to test make install)"
+check-install:
+	$(CHECK_INSTALL)
+else
+CHECK_INSTALL_DEPS := all
+CHECK_INSTALL = +@MAKE="$(MAKE)" VIJP_VERSION="$(VIJP_VERSION)" scripts/check-install.sh
+check-install: all
+	$(CHECK_INSTALL)
+endif
 
 # VIJP_BIN lets the CLI tests find the command.  Sanitized runs do not fork,
 # so LeakSanitizer sees the whole suite in one process.
 ifeq ($(SANITIZE),1)
 CHECK_ENV := CK_FORK=no
 endif
-check: $(BUILD)/check_vijp $(BUILD)/vijp $(BUILD)/vijp-perturbed
+check: $(BUILD)/check_vijp $(BUILD)/vijp $(BUILD)/vijp-perturbed $(CHECK_INSTALL_DEPS)
 	$(CHECK_ENV) VIJP_BIN=$(abspath $(BUILD)/vijp) VIJP_PERTURBED_BIN=$(abspath $(BUILD)/vijp-perturbed) \
 	  ./$(BUILD)/check_vijp
+	$(CHECK_INSTALL)
 
 report: $(BUILD)/vijp
 	./$(BUILD)/vijp report
@@ -91,19 +161,19 @@ baseline: $(BUILD)/vijp
 	rm -f reports/baselines/ci-small/drift.csv reports/baselines/ci-small/curves.csv
 
 $(BUILD)/bench-engines: $(BUILD)/tests/bench-engines.o $(BUILD)/libvijp.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
 
 $(BUILD)/bench-drift: $(BUILD)/tests/bench-drift.o $(BUILD)/libvijp.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
 
 $(BUILD)/bench-certify: $(BUILD)/tests/bench-certify.o $(BUILD)/libvijp.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
 
 $(BUILD)/bench-memory: $(BUILD)/tests/bench-memory.o $(BUILD)/libvijp.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
 
 $(BUILD)/bench-activations: $(BUILD)/tests/bench-activations.o $(BUILD)/libvijp.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
 
 bench: $(BUILD)/bench-engines $(BUILD)/bench-drift $(BUILD)/bench-certify $(BUILD)/bench-memory $(BUILD)/bench-activations
 	./$(BUILD)/bench-engines
@@ -115,6 +185,44 @@ bench: $(BUILD)/bench-engines $(BUILD)/bench-drift $(BUILD)/bench-certify $(BUIL
 # The certification suite at 100× its adversarial cases (10^5 matrices).
 check-long: $(BUILD)/check_vijp $(BUILD)/vijp
 	CK_RUN_SUITE=certify VIJP_TEST_SCALE=100 ./$(BUILD)/check_vijp
+
+# Installation: PREFIX (default /usr/local) and DESTDIR (staging root).
+PREFIX      ?= /usr/local
+BINDIR      ?= $(PREFIX)/bin
+LIBDIR      ?= $(PREFIX)/lib
+INCLUDEDIR  ?= $(PREFIX)/include
+MANDIR      ?= $(PREFIX)/share/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+INSTALL     ?= install
+HEADERS     := $(wildcard include/vijp/*.h)
+
+# vijp.pc from vijp.pc.in: the directories of this install and the version.
+$(BUILD)/vijp.pc: vijp.pc.in include/vijp/vijp.h FORCE
+	@mkdir -p $(dir $@)
+	@sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
+	     -e 's|@VERSION@|$(VIJP_VERSION)|g' -e 's|@PKGS_PRIVATE@|$(filter-out mpfr,$(PKGS))|g' \
+	     -e 's|@MPFI_CFLAGS@|$(MPFI_CFLAGS)|g' -e 's|@MPFI_LIBS@|$(MPFI_LIBS)|g' $< > $@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+FORCE:
+
+install: all $(BUILD)/vijp.pc
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/vijp \
+	  $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man1
+	$(INSTALL) -m 755 $(BUILD)/vijp $(DESTDIR)$(BINDIR)/vijp
+	$(INSTALL) -m 644 $(BUILD)/libvijp.a $(DESTDIR)$(LIBDIR)/libvijp.a
+	$(INSTALL) -m 755 $(BUILD)/$(SHLIB) $(DESTDIR)$(LIBDIR)/$(SHLIB)
+	ln -sf $(SHLIB) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libvijp.so
+	$(INSTALL) -m 644 $(HEADERS) $(DESTDIR)$(INCLUDEDIR)/vijp/
+	$(INSTALL) -m 644 $(BUILD)/vijp.pc $(DESTDIR)$(PKGCONFIGDIR)/vijp.pc
+	$(INSTALL) -m 644 $(BUILD)/vijp.1 $(DESTDIR)$(MANDIR)/man1/vijp.1
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/vijp $(DESTDIR)$(LIBDIR)/libvijp.a $(DESTDIR)$(LIBDIR)/$(SHLIB) \
+	  $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libvijp.so \
+	  $(DESTDIR)$(PKGCONFIGDIR)/vijp.pc $(DESTDIR)$(MANDIR)/man1/vijp.1 \
+	  $(addprefix $(DESTDIR)$(INCLUDEDIR)/vijp/,$(notdir $(HEADERS)))
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/vijp 2>/dev/null
 
 clean:
 	rm -rf build build-san
