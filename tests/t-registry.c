@@ -6,6 +6,7 @@
  * scale a (θ = [a]), written here against the public headers only, as a
  * user would: double operators, its f′ by dual evaluation with θ, an MPFI
  * f′ enclosure with θ, no MPFR operators. */
+#include "clirun.h"
 #include "testutil.h"
 #include "vijp/catalogue.h"
 #include "vijp/certify.h"
@@ -291,6 +292,29 @@ START_TEST(state_copy_and_spec)
 }
 END_TEST
 
+/* --plugin failures: exit 2 with a message naming the file and the problem,
+ * whatever the command (the happy path, plugins built against the installed
+ * headers, runs in scripts/check-install.sh). */
+START_TEST(plugin_errors)
+{
+    static const struct {
+        const char *args, *msg;
+    } bad[] = {
+        {"grad --net dense:4 --plugin", "--plugin needs a file"},
+        {"grad --net dense:4 --plugin /nonexistent/x.so", "cannot load plugin '/nonexistent/x.so'"},
+        {"certify --layer tanh --plugin=/dev/null", "cannot load plugin '/dev/null'"},
+        {"drift --plugin no-such-plugin.so --net dense:4", "cannot load plugin 'no-such-plugin.so'"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        run_result r = run_vijp(bad[k].args);
+        ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, bad[k].msg), "vijp %s: exit %d, stderr '%s'", bad[k].args, r.rc,
+                      r.err);
+        ck_assert_msg(r.out[0] == 0, "vijp %s wrote to stdout: %s", bad[k].args, r.out);
+        run_free(&r);
+    }
+}
+END_TEST
+
 Suite *suite_registry(void)
 {
     Suite *s = suite_create("registry");
@@ -301,6 +325,7 @@ Suite *suite_registry(void)
     tcase_add_test(tc, registered_type_in_a_net);
     tcase_add_test(tc, activation_analysis_sees_theta);
     tcase_add_test(tc, state_copy_and_spec);
+    tcase_add_test(tc, plugin_errors);
     suite_add_tcase(s, tc);
     return s;
 }
