@@ -89,6 +89,7 @@ int vijp_init_parse(const char *s, vijp_init *init, vijp_error *err)
     init->gain = 1;
     if (!strcmp(s, "gaussian")) init->kind = VIJP_INIT_GAUSSIAN;
     else if (!strcmp(s, "orthogonal")) init->kind = VIJP_INIT_ORTHOGONAL;
+    else if (!strcmp(s, "kaiming-uniform")) init->kind = VIJP_INIT_KAIMING_UNIFORM;
     else if (!strncmp(s, "scaled:", 7)) {
         char *end;
         init->kind = VIJP_INIT_SCALED;
@@ -96,7 +97,7 @@ int vijp_init_parse(const char *s, vijp_init *init, vijp_error *err)
         if (end == s + 7 || *end || !(init->gain > 0) || init->gain > 1e300)
             return vijp_fail(err, VIJP_EINVAL, "bad gain in '%s' (want scaled:G with G > 0)", s);
     } else
-        return vijp_fail(err, VIJP_EINVAL, "unknown initialiser '%s' (known: gaussian, orthogonal, scaled:G)", s);
+        return vijp_fail(err, VIJP_EINVAL, "unknown initialiser '%s' (known: gaussian, orthogonal, kaiming-uniform, scaled:G)", s);
     return 0;
 }
 

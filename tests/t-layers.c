@@ -577,6 +577,17 @@ START_TEST(initialisers)
         for (size_t k = 0; k < m * n; k++) fro += net.theta[0][k] * net.theta[0][k];
         /* E‖W‖² = m, sd = m·sqrt(2/(mn)) */
         ck_assert_msg(fabs(fro - m) <= 6 * m * sqrt(2.0 / (m * n)), "%s gaussian: ‖W‖² = %g, expected %zu", spec, fro, m);
+        /* kaiming-uniform (PyTorch's nn.Linear): W and b in [−a, a], a = 1/√n;
+         * E w² = a²/3, Var w² = 4a⁴/45, so Σ w² over the mn + m entries is
+         * (mn + m)a²/3 within 6 sd = 6·sqrt(4(mn + m)/45)·a². */
+        ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_KAIMING_UNIFORM, 1}, 11, NULL));
+        double a = 1 / sqrt((double)n), sq = 0, N = (double)(m * n + m);
+        for (size_t k = 0; k < m * n + m; k++) {
+            ck_assert_msg(fabs(net.theta[0][k]) <= a, "%s kaiming-uniform: entry %zu = %g outside ±%g", spec, k, net.theta[0][k], a);
+            sq += net.theta[0][k] * net.theta[0][k];
+        }
+        ck_assert_msg(fabs(sq - N * a * a / 3) <= 6 * sqrt(4 * N / 45) * a * a, "%s kaiming-uniform: Σw² = %g, expected %g", spec,
+                      sq, N * a * a / 3);
         vijp_net_free(&net);
     }
 }

@@ -55,7 +55,9 @@ typedef enum {
                             * without evaluating f again */
 } vijp_residual_kind;
 
-typedef enum { VIJP_INIT_GAUSSIAN, VIJP_INIT_ORTHOGONAL, VIJP_INIT_SCALED } vijp_init_kind;
+/* kaiming-uniform is PyTorch's nn.Linear / nn.ConvNd default: weights and
+ * biases U(−1/√fan_in, 1/√fan_in) (kaiming_uniform_ with a = √5). */
+typedef enum { VIJP_INIT_GAUSSIAN, VIJP_INIT_ORTHOGONAL, VIJP_INIT_SCALED, VIJP_INIT_KAIMING_UNIFORM } vijp_init_kind;
 typedef struct {
     vijp_init_kind kind;
     double gain; /* scaled: W = gain · orthogonal */

@@ -32,7 +32,7 @@ void vijp_net_free(vijp_net *net);
 size_t vijp_net_out_width(const vijp_net *net);
 size_t vijp_net_param_count(const vijp_net *net);
 
-/* Parse "gaussian", "orthogonal" or "scaled:G". */
+/* Parse "gaussian", "orthogonal", "kaiming-uniform" or "scaled:G". */
 int vijp_init_parse(const char *s, vijp_init *init, vijp_error *err);
 int vijp_loss_parse(const char *s, vijp_loss_kind *loss, vijp_error *err);
 

@@ -119,6 +119,10 @@ static int init(const vijp_layer *L, vijp_init in, vijp_rng *rng, double *theta)
 {
     size_t C = CH(L), K = KS(L), T = KH(L) * K, centre = (KH(L) - 1) / 2 * K + (K - 1) / 2;
     memset(theta, 0, param_count(L) * sizeof *theta);
+    if (in.kind == VIJP_INIT_KAIMING_UNIFORM) {
+        vijp_kaiming_uniform(NW(L) + C, C * T, rng, theta); /* fan_in = C·taps, as nn.ConvNd */
+        return 0;
+    }
     if (in.kind == VIJP_INIT_GAUSSIAN) {
         double s = 1 / sqrt((double)(C * T));
         for (size_t i = 0; i < NW(L); i++) theta[i] = s * vijp_rng_normal(rng);

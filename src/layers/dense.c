@@ -99,6 +99,10 @@ static int init(const vijp_layer *L, vijp_init in, vijp_rng *rng, double *theta)
 {
     size_t m = L->out, n = L->in;
     double *W = theta, *b = theta + m * n;
+    if (in.kind == VIJP_INIT_KAIMING_UNIFORM) {
+        vijp_kaiming_uniform(m * n + m, n, rng, theta); /* W, then b */
+        return 0;
+    }
     if (in.kind == VIJP_INIT_GAUSSIAN) {
         double s = 1 / sqrt((double)n); /* variance 1/n keeps ‖Wx‖ ≈ ‖x‖ */
         for (size_t i = 0; i < m * n; i++) W[i] = s * vijp_rng_normal(rng);
