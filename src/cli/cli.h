@@ -13,6 +13,8 @@ int cli_regress(int argc, char **argv);
 int cli_certify(int argc, char **argv);
 int cli_memory(int argc, char **argv);
 
+/* Shared by the subcommands (common.c). */
+
 /* Parse an unsigned integer option in [lo, hi]; prints an error and returns -1 if bad. */
 int cli_parse_size(const char *opt, const char *s, unsigned long long lo, unsigned long long hi,
                    unsigned long long *out);
