@@ -57,6 +57,25 @@ START_TEST(test_help)
 }
 END_TEST
 
+/* vijp certify --help lists every registered layer type's syntax (from the
+ * registry, as grad's does), under a heading for one layer: certify takes a
+ * single layer, not a network cycled to a depth. */
+START_TEST(test_certify_help)
+{
+    run_result r = run_vijp("certify --help");
+    ck_assert_msg(r.rc == CLI_OK && r.err[0] == 0, "vijp certify --help exited %d: %s", r.rc, r.err);
+    ck_assert_msg(strstr(r.out, "usage: vijp certify --layer SPEC"), "vijp certify --help printed '%s'", r.out);
+    const char *list = strstr(r.out, "\nSPEC (one layer");
+    ck_assert_msg(list != NULL, "vijp certify --help has no layer list: '%s'", r.out);
+    ck_assert_msg(!strstr(r.out, "cycled to the depth"), "vijp certify --help describes a network, not one layer");
+    size_t nt;
+    const vijp_layer_type *const *all = vijp_layer_types(&nt);
+    for (size_t k = 0; k < nt; k++)
+        ck_assert_msg(strstr(list, all[k]->syntax), "vijp certify --help does not list '%s'", all[k]->name);
+    run_free(&r);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ vijp grad */
 
 static double get_real(json_t *o, const char *key)
@@ -333,6 +352,7 @@ Suite *suite_cli(void)
     } else {
         tcase_add_test(tc, test_version);
         tcase_add_test(tc, test_help);
+        tcase_add_test(tc, test_certify_help);
         tcase_add_test(tc, test_grad_json);
         tcase_add_test(tc, test_grad_json_all_engines);
         tcase_add_test(tc, test_grad_table);

@@ -21,10 +21,10 @@ int cli_parse_size(const char *opt, const char *s, unsigned long long lo, unsign
     return 0;
 }
 
-void cli_print_layer_syntax(FILE *out)
+void cli_print_layer_syntax(FILE *out, const char *heading)
 {
     size_t n;
     const vijp_layer_type *const *all = vijp_layer_types(&n);
-    fputs("\nSPEC items (comma-separated, cycled to the depth):\n", out);
+    fprintf(out, "\n%s:\n", heading ? heading : CLI_SPEC_ITEMS);
     for (size_t i = 0; i < n; i++) fprintf(out, "  %s\n", all[i]->syntax);
 }
