@@ -333,6 +333,33 @@ START_TEST(test_memory)
 }
 END_TEST
 
+/* The README's examples ("    $ build/vijp ..." and the output shown) still
+ * say what the command prints: scripts/check-readme.sh runs each one (with
+ * VIJP_BIN) and compares shapes line for line.  The repository root is the
+ * directory above VIJP_BIN's (build/ or build-san/). */
+START_TEST(test_readme_examples)
+{
+    const char *bin = getenv("VIJP_BIN");
+    char root[4096], script[4200];
+    ck_assert_msg(bin && strlen(bin) < sizeof root, "VIJP_BIN unset or too long");
+    strcpy(root, bin);
+    for (int up = 0; up < 2; up++) { /* dirname, twice */
+        char *slash = strrchr(root, '/');
+        ck_assert_msg(slash != NULL, "VIJP_BIN '%s' is not a path like ROOT/build/vijp", bin);
+        *slash = 0;
+    }
+    snprintf(script, sizeof script, "%s/scripts/check-readme.sh", root[0] ? root : "");
+    ck_assert_msg(access(script, X_OK) == 0, "%s is missing or not executable", script);
+    run_result r = run_bin(script, "");
+    ck_assert_msg(r.rc == 0, "scripts/check-readme.sh exited %d:\n%s%s", r.rc, r.out, r.err);
+    int n = 0;
+    const char *all = strstr(r.out, "check-readme: all ");
+    ck_assert_msg(all && sscanf(all, "check-readme: all %d README examples match", &n) == 1 && n >= 2,
+                  "scripts/check-readme.sh checked too few examples: %s", r.out);
+    run_free(&r);
+}
+END_TEST
+
 /* Without VIJP_BIN there is no command to run: the suite fails rather than
  * passing without testing anything. */
 START_TEST(test_no_vijp_bin)
@@ -359,6 +386,7 @@ Suite *suite_cli(void)
         tcase_add_test(tc, test_bad_input);
         tcase_add_test(tc, test_certify);
         tcase_add_test(tc, test_memory);
+        tcase_add_test(tc, test_readme_examples);
     }
     suite_add_tcase(s, tc);
     return s;
