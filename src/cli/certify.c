@@ -15,7 +15,7 @@ static const char help[] =
     "usage: vijp certify --layer SPEC [options]\n"
     "\n"
     "Certify whether one layer is submersive (its input Jacobian J has full row\n"
-    "rank) at sampled points, with a verdict per point (DESIGN §4):\n"
+    "rank) at sampled points, with a verdict per point (docs/DESIGN.md §4):\n"
     "  certified-submersive  proven σ_min(J) > s > 0 for the exact Jacobian:\n"
     "                        analytic (the layer type's declaration), or\n"
     "                        certified-double / certified-mpfr:P (enclosure of J,\n"
