@@ -23,9 +23,18 @@ if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
 
-echo "install-deps: installing ${missing[*]}"
+# As root, apt-get runs directly (a fresh Debian machine often has no sudo);
+# otherwise through sudo, which must then exist.
 sudo_cmd=()
-[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+if [ "$(id -u)" -ne 0 ]; then
+  if ! command -v sudo >/dev/null 2>&1; then
+    echo "install-deps: not root and sudo is not installed; missing packages: ${missing[*]}" >&2
+    echo "install-deps: run this script as root (e.g. su -c 'bash scripts/install-deps.sh'), or install sudo" >&2
+    exit 1
+  fi
+  sudo_cmd=(sudo)
+fi
+echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 "${sudo_cmd[@]}" apt-get update -q
 "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"

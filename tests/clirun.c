@@ -39,7 +39,8 @@ run_result run_vijp(const char *args) { return run_bin(getenv("VIJP_BIN"), args)
 
 run_result run_bin(const char *bin, const char *args)
 {
-    ck_assert_ptr_nonnull(bin);
+    ck_assert_msg(bin && *bin, "no command to run for 'vijp %s': VIJP_BIN (or VIJP_PERTURBED_BIN) is unset; "
+                               "run the suite through `make check`", args);
     char out_path[512], err_path[512];
     int fo = make_temp(out_path, sizeof out_path), fe = make_temp(err_path, sizeof err_path);
     size_t len = strlen(bin) + strlen(args) + 2 * sizeof out_path + 64;

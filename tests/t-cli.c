@@ -57,6 +57,25 @@ START_TEST(test_help)
 }
 END_TEST
 
+/* vijp certify --help lists every registered layer type's syntax (from the
+ * registry, as grad's does), under a heading for one layer: certify takes a
+ * single layer, not a network cycled to a depth. */
+START_TEST(test_certify_help)
+{
+    run_result r = run_vijp("certify --help");
+    ck_assert_msg(r.rc == CLI_OK && r.err[0] == 0, "vijp certify --help exited %d: %s", r.rc, r.err);
+    ck_assert_msg(strstr(r.out, "usage: vijp certify --layer SPEC"), "vijp certify --help printed '%s'", r.out);
+    const char *list = strstr(r.out, "\nSPEC (one layer");
+    ck_assert_msg(list != NULL, "vijp certify --help has no layer list: '%s'", r.out);
+    ck_assert_msg(!strstr(r.out, "cycled to the depth"), "vijp certify --help describes a network, not one layer");
+    size_t nt;
+    const vijp_layer_type *const *all = vijp_layer_types(&nt);
+    for (size_t k = 0; k < nt; k++)
+        ck_assert_msg(strstr(list, all[k]->syntax), "vijp certify --help does not list '%s'", all[k]->name);
+    run_free(&r);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ vijp grad */
 
 static double get_real(json_t *o, const char *key)
@@ -314,10 +333,38 @@ START_TEST(test_memory)
 }
 END_TEST
 
+/* The README's examples ("    $ build/vijp ..." and the output shown) still
+ * say what the command prints: scripts/check-readme.sh runs each one (with
+ * VIJP_BIN) and compares shapes line for line.  The repository root is the
+ * directory above VIJP_BIN's (build/ or build-san/). */
+START_TEST(test_readme_examples)
+{
+    const char *bin = getenv("VIJP_BIN");
+    char root[4096], script[4200];
+    ck_assert_msg(bin && strlen(bin) < sizeof root, "VIJP_BIN unset or too long");
+    strcpy(root, bin);
+    for (int up = 0; up < 2; up++) { /* dirname, twice */
+        char *slash = strrchr(root, '/');
+        ck_assert_msg(slash != NULL, "VIJP_BIN '%s' is not a path like ROOT/build/vijp", bin);
+        *slash = 0;
+    }
+    snprintf(script, sizeof script, "%s/scripts/check-readme.sh", root[0] ? root : "");
+    ck_assert_msg(access(script, X_OK) == 0, "%s is missing or not executable", script);
+    run_result r = run_bin(script, "");
+    ck_assert_msg(r.rc == 0, "scripts/check-readme.sh exited %d:\n%s%s", r.rc, r.out, r.err);
+    int n = 0;
+    const char *all = strstr(r.out, "check-readme: all ");
+    ck_assert_msg(all && sscanf(all, "check-readme: all %d README examples match", &n) == 1 && n >= 2,
+                  "scripts/check-readme.sh checked too few examples: %s", r.out);
+    run_free(&r);
+}
+END_TEST
+
+/* Without VIJP_BIN there is no command to run: the suite fails rather than
+ * passing without testing anything. */
 START_TEST(test_no_vijp_bin)
 {
-    fprintf(stderr, "t-cli: VIJP_BIN is not set, so the CLI tests were skipped "
-                    "(run them with `make check`, or set VIJP_BIN to the vijp command)\n");
+    ck_abort_msg("VIJP_BIN is unset: run the suite through `make check` (or set VIJP_BIN to the vijp command)");
 }
 END_TEST
 
@@ -332,12 +379,14 @@ Suite *suite_cli(void)
     } else {
         tcase_add_test(tc, test_version);
         tcase_add_test(tc, test_help);
+        tcase_add_test(tc, test_certify_help);
         tcase_add_test(tc, test_grad_json);
         tcase_add_test(tc, test_grad_json_all_engines);
         tcase_add_test(tc, test_grad_table);
         tcase_add_test(tc, test_bad_input);
         tcase_add_test(tc, test_certify);
         tcase_add_test(tc, test_memory);
+        tcase_add_test(tc, test_readme_examples);
     }
     suite_add_tcase(s, tc);
     return s;

@@ -1,4 +1,4 @@
-/* vijp: numerical risk of memory-efficient gradient methods (see DESIGN.md). */
+/* vijp: numerical risk of memory-efficient gradient methods (see docs/DESIGN.md). */
 #ifndef VIJP_H
 #define VIJP_H
 

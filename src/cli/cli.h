@@ -13,11 +13,16 @@ int cli_regress(int argc, char **argv);
 int cli_certify(int argc, char **argv);
 int cli_memory(int argc, char **argv);
 
+/* Shared by the subcommands (common.c). */
+
 /* Parse an unsigned integer option in [lo, hi]; prints an error and returns -1 if bad. */
 int cli_parse_size(const char *opt, const char *s, unsigned long long lo, unsigned long long hi,
                    unsigned long long *out);
 
-/* "SPEC items:" and every registered layer type's syntax, one per line (help texts). */
-void cli_print_layer_syntax(FILE *out);
+/* The heading of the layer list in the help of the commands that take a network. */
+#define CLI_SPEC_ITEMS "SPEC items (comma-separated, cycled to the depth)"
+/* "heading:" (CLI_SPEC_ITEMS if NULL), then every registered layer type's
+ * syntax, one per line, from the registry (help texts). */
+void cli_print_layer_syntax(FILE *out, const char *heading);
 
 #endif

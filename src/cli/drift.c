@@ -172,7 +172,7 @@ static int run_study(int argc, char **argv, int is_report)
         case O_NOPLOTS: s.plots = 0; break;
         case O_SEGMENT: if (cli_parse_size("--segment", optarg, 1, 100000, &v)) return EXIT_USAGE; s.opts.checkpoint_segment = v; break;
         case 'q': quiet = 1; break;
-        case 'h': fputs(is_report ? help_report : help_drift, stdout), cli_print_layer_syntax(stdout); return EXIT_OK;
+        case 'h': fputs(is_report ? help_report : help_drift, stdout), cli_print_layer_syntax(stdout, CLI_SPEC_ITEMS); return EXIT_OK;
         default: fprintf(stderr, "run '%s --help' for the options\n", name); return EXIT_USAGE;
         }
     }

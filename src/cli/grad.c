@@ -90,7 +90,7 @@ int cli_grad(int argc, char **argv)
         case 'l': if (vijp_loss_parse(optarg, &s.loss, &err)) goto usage_err; break;
         case 'K': if (cli_parse_size("--segment", optarg, 1, 100000, &v)) return EXIT_USAGE; s.opts.checkpoint_segment = v; break;
         case 'j': json = 1; break;
-        case 'h': fputs(help, stdout), cli_print_layer_syntax(stdout); return EXIT_OK;
+        case 'h': fputs(help, stdout), cli_print_layer_syntax(stdout, CLI_SPEC_ITEMS); return EXIT_OK;
         default: fputs("run 'vijp grad --help' for the options\n", stderr); return EXIT_USAGE;
         }
     }

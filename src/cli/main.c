@@ -1,8 +1,7 @@
-/* The vijp command: dispatch to subcommands. */
+/* The vijp command: dispatch to subcommands (their shared helpers: common.c). */
 #include "cli.h"
 #include "vijp/vijp.h"
 #include "vijp/plugin.h"
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,20 +26,6 @@ static const char usage[] =
     "(repeatable): layer types defined outside vijp (see vijp/plugin.h).\n"
     "Exit status: 0 success, 1 the computation failed (e.g. a singular vijp),\n"
     "2 bad usage or input; regress and certify add their own (see their --help).\n";
-
-int cli_parse_size(const char *opt, const char *s, unsigned long long lo, unsigned long long hi,
-                   unsigned long long *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (!*s || *s == '-' || *end || errno || v < lo || v > hi) {
-        fprintf(stderr, "vijp: %s wants an integer in [%llu, %llu], got '%s'\n", opt, lo, hi, s);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
 
 int main(int argc, char **argv)
 {
@@ -94,13 +79,4 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "memory")) return cli_memory(argc - 1, argv + 1);
     fprintf(stderr, "vijp: unknown command '%s' (run 'vijp --help')\n", cmd);
     return EXIT_USAGE;
-}
-
-void cli_print_layer_syntax(FILE *out)
-{
-    size_t n;
-    const vijp_layer_type *const *all = vijp_layer_types(&n);
-    fputs("\nSPEC items (comma-separated, cycled to the depth):\n", out);
-    for (size_t i = 0; i < n; i++) fprintf(out, "  %s\n", all[i]->syntax);
-    fputs("  (more with --plugin FILE.so, repeatable: layer types defined outside vijp)\n", out);
 }

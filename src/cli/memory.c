@@ -76,7 +76,7 @@ int cli_memory(int argc, char **argv)
         case 's': if (cli_parse_size("--seed", optarg, 0, INT64_MAX, &seed)) return EXIT_USAGE; break;
         case 'K': if (cli_parse_size("--segment", optarg, 1, 100000, &v)) return EXIT_USAGE; eo.checkpoint_segment = v; break;
         case 'j': json = 1; break;
-        case 'h': fputs(help, stdout), cli_print_layer_syntax(stdout); return EXIT_OK;
+        case 'h': fputs(help, stdout), cli_print_layer_syntax(stdout, CLI_SPEC_ITEMS); return EXIT_OK;
         default: fputs("run 'vijp memory --help' for the options\n", stderr); return EXIT_USAGE;
         }
     }

@@ -122,7 +122,7 @@ void md_memory(FILE *o, const memory_table *m)
     const study *s = m->s;
     size_t ref = s->depth / 8 ? s->depth / 8 : 1;
     fprintf(o, "\n## Memory against depth (every engine, double)\n\nBytes each engine keeps between its passes "
-               "(DESIGN §2), from its own ledger, batch %zu; the *memory* plots above draw every depth. Deepest: the "
+               "(docs/DESIGN.md §2), from its own ledger, batch %zu; the *memory* plots above draw every depth. Deepest: the "
                "deepest network (up to %zu) within backprop's bytes at depth %zu, i.e. how much deeper each engine "
                "trains under the same activation budget (+: all depths run fit).\n\n| config |",
             s->batch, s->depth, ref);

@@ -424,7 +424,7 @@ static void md_certify(FILE *o, const study *s, size_t c, size_t layer)
 
 static void md_layers(FILE *o, const study *s)
 {
-    fputs("\n## Layers used\n\nStructural declarations of each layer type in the study (DESIGN §4), and `vijp "
+    fputs("\n## Layers used\n\nStructural declarations of each layer type in the study (docs/DESIGN.md §4), and `vijp "
           "certify` at 8 points (inputs N(0, 1), the configuration's initialisation): verdicts, the weakest proven "
           "bound, and for activations where f′ vanishes or becomes negligible in each format.\n\n"
           "| layer | submersive | invertible | Moonwalk keeps | certification | activation |\n|---|---|---|---|---|---|\n", o);

@@ -1,4 +1,6 @@
-/* Engine dispatch, input validation and the pieces every engine shares. */
+/* Engine dispatch and input validation.  The pieces every engine shares
+ * (result allocation, loss, f′ by nested forward AD) are in common.c, so
+ * calls run one way: engine.c → the engines → common.c. */
 #include "engine_internal.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,53 +15,6 @@ int vijp_engine_parse(const char *s, vijp_engine_kind *e, vijp_error *err)
     for (int i = 0; i < VIJP_ENGINE_COUNT; i++)
         if (!strcmp(s, names[i])) return *e = (vijp_engine_kind)i, 0;
     return vijp_fail(err, VIJP_EINVAL, "unknown engine '%s' (known: backprop, moonwalk, pure-forward, reversible, checkpoint)", s);
-}
-
-void vijp_grads_clear(vijp_grads *g)
-{
-    vijp_mat_clear(&g->grad_x);
-    for (size_t i = 0; i < g->depth; i++) {
-        if (g->grad_theta) vijp_mat_clear(&g->grad_theta[i]);
-        if (g->g) vijp_mat_clear(&g->g[i]);
-    }
-    free(g->grad_theta);
-    free(g->g);
-    free(g->stored_by_depth);
-    memset(g, 0, sizeof *g);
-}
-
-int engine_grads_init(vijp_grads *out, const vijp_net *net, size_t B, const vijp_format *f)
-{
-    memset(out, 0, sizeof *out);
-    out->depth = net->depth;
-    out->grad_theta = calloc(net->depth, sizeof *out->grad_theta);
-    out->g = calloc(net->depth, sizeof *out->g);
-    out->stored_by_depth = calloc(net->depth, sizeof *out->stored_by_depth);
-    if (!out->grad_theta || !out->g || !out->stored_by_depth) return VIJP_ENOMEM;
-    vijp_mat_init(&out->grad_x, net->width, B, f);
-    for (size_t i = 0; i < net->depth; i++) {
-        const vijp_layer *L = &net->layers[i];
-        vijp_mat_init(&out->grad_theta[i], L->type->param_count(L), 1, f);
-        vijp_mat_init(&out->g[i], L->out, B, f);
-    }
-    return 0;
-}
-
-double engine_loss(const vijp_net *net, const vijp_mat *h, const vijp_mat *T, vijp_mat *g)
-{
-    double loss = 0;
-    size_t n = vijp_mat_len(h);
-    if (net->loss == VIJP_LOSS_SQUARE) {
-        vijp_mat_sub(g, h, T);
-        for (size_t i = 0; i < n; i++) {
-            double r = vijp_mat_get_d(g, i);
-            loss += 0.5 * r * r;
-        }
-    } else {
-        vijp_mat_copy(g, T);
-        for (size_t i = 0; i < n; i++) loss += vijp_mat_get_d(T, i) * vijp_mat_get_d(h, i);
-    }
-    return loss;
 }
 
 int vijp_engine_run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
@@ -103,16 +58,5 @@ int vijp_engine_run_opts(vijp_engine_kind e, const vijp_net *net, const vijp_mat
      * errors; so is a vijp that lost rank, whose earlier layers stay valid. */
     if (!rc) out->rebuilt = net->depth;
     else if (rc != VIJP_ESINGULAR) vijp_grads_clear(out);
-    return rc;
-}
-
-int engine_derivative(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, vijp_mat *D, vijp_error *err)
-{
-    vijp_mat ones;
-    int rc = vijp_mat_init(&ones, X->rows, X->cols, X->fmt);
-    if (rc) return vijp_fail(err, rc, "out of memory");
-    for (size_t i = 0; i < vijp_mat_len(&ones); i++) vijp_mat_set_entry_d(&ones, i, 1.0);
-    rc = vijp_layer_jvp(L, theta, X, &ones, D, err);
-    vijp_mat_clear(&ones);
     return rc;
 }

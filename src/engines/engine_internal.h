@@ -1,4 +1,7 @@
-/* What the engines share: the stored-bytes ledger, loss, result allocation. */
+/* What the engines share: the stored-bytes ledger (inline here); loss, result
+ * allocation and f′ by nested forward AD (common.c); and the engines
+ * themselves, which the dispatcher (engine.c) calls.  Calls run one way:
+ * engine.c → backprop.c, moonwalk.c, … → common.c. */
 #ifndef VIJP_ENGINE_INTERNAL_H
 #define VIJP_ENGINE_INTERNAL_H
 
@@ -17,6 +20,9 @@ static inline void ledger_keep(vijp_ledger *l, size_t bytes)
 }
 static inline void ledger_release(vijp_ledger *l, size_t bytes) { l->current -= bytes; }
 static inline size_t mat_bytes(const vijp_mat *a) { return vijp_mat_len(a) * a->fmt->value_bytes; }
+
+/* ---- common.c ---- */
+
 /* Nested forward AD for a VIJP_RESIDUAL_DERIV layer: D := f′(X), the layer's
  * jvp of a tangent of ones (multiplying by 1 is exact in every format, so D
  * is f′ exactly as the layer's own vjp would form it, and G ⊙ D equals its
@@ -27,6 +33,9 @@ int engine_derivative(const vijp_layer *L, const vijp_mat *theta, const vijp_mat
 int engine_grads_init(vijp_grads *out, const vijp_net *net, size_t B, const vijp_format *f);
 /* g := ∇L(h) (overwrites g, same shape as h); returns the loss summed over the batch. */
 double engine_loss(const vijp_net *net, const vijp_mat *h, const vijp_mat *T, vijp_mat *g);
+
+/* ---- the engines (moonwalk.c, backprop.c, checkpoint.c, reversible.c) ---- */
+
 /* Forward sweep shared by both Moonwalk engines: from g_0 = out->grad_x and the
  * fragments frag[i] (released from the ledger as they are consumed), rebuild
  * every g_i by the vijp and every ∇θ_i. */

@@ -1,0 +1,31 @@
+/* Helpers every subcommand uses (declared in cli.h): option parsing and the
+ * layer syntax of the help texts.  Kept apart from main.c, which dispatches to
+ * the subcommands, so calls run one way: main.c → subcommands → common.c. */
+#include "cli.h"
+#include "vijp/vijp.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int cli_parse_size(const char *opt, const char *s, unsigned long long lo, unsigned long long hi,
+                   unsigned long long *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (!*s || *s == '-' || *end || errno || v < lo || v > hi) {
+        fprintf(stderr, "vijp: %s wants an integer in [%llu, %llu], got '%s'\n", opt, lo, hi, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+void cli_print_layer_syntax(FILE *out, const char *heading)
+{
+    size_t n;
+    const vijp_layer_type *const *all = vijp_layer_types(&n);
+    fprintf(out, "\n%s:\n", heading ? heading : CLI_SPEC_ITEMS);
+    for (size_t i = 0; i < n; i++) fprintf(out, "  %s\n", all[i]->syntax);
+    fputs("  (more with --plugin FILE.so, repeatable: layer types defined outside vijp)\n", out);
+}
