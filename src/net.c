@@ -47,6 +47,21 @@ int vijp_net_build(vijp_net *net, const char *spec, size_t depth, size_t width, 
             goto out;
         }
     }
+    /* Items the depth leaves unused are still checked, at the widths they
+     * would see: a typo past the depth is an error, not silently ignored. */
+    for (size_t i = depth; i < nitems; i++) {
+        vijp_layer unused;
+        if ((rc = vijp_layer_parse(&unused, items[i], w, err))) {
+            char inner[sizeof err->msg];
+            if (err) {
+                memcpy(inner, err->msg, sizeof inner);
+                vijp_fail(err, rc, "layer item %zu ('%s', unused at depth %zu): %s", i + 1, items[i], depth, inner);
+            }
+            goto out;
+        }
+        w = unused.out;
+        vijp_layer_clear(&unused);
+    }
 out:
     free(copy);
     free(items);
