@@ -30,37 +30,30 @@ int vijp_net_build(vijp_net *net, const char *spec, size_t depth, size_t width, 
     }
     net->depth = depth;
     size_t w = width;
-    for (size_t i = 0; i < depth; i++) {
-        if ((rc = vijp_layer_parse(&net->layers[i], items[i % nitems], w, err))) {
-            char inner[sizeof err->msg];
+    /* Every layer, then the items the depth leaves unused, checked at the
+     * widths they would see: a typo past the depth is an error, not ignored. */
+    for (size_t i = 0; i < depth || i < nitems; i++) {
+        vijp_layer unused, *L = i < depth ? &net->layers[i] : &unused;
+        if ((rc = vijp_layer_parse(L, items[i % nitems], w, err))) {
+            char inner[sizeof err->msg], where[48] = "";
             if (err) {
                 memcpy(inner, err->msg, sizeof inner);
-                vijp_fail(err, rc, "layer %zu ('%s'): %s", i + 1, items[i % nitems], inner);
+                if (i >= depth) snprintf(where, sizeof where, ", unused at depth %zu", depth);
+                vijp_fail(err, rc, "layer %zu ('%s'%s): %s", i + 1, items[i % nitems], where, inner);
             }
             goto out;
         }
-        if (i == 0) net->width = net->layers[0].in;
-        w = net->layers[i].out;
-        size_t P = net->layers[i].type->param_count(&net->layers[i]);
+        w = L->out;
+        if (i >= depth) {
+            vijp_layer_clear(&unused);
+            continue;
+        }
+        if (i == 0) net->width = L->in;
+        size_t P = L->type->param_count(L);
         if (P && !(net->theta[i] = calloc(P, sizeof(double)))) {
             rc = vijp_fail(err, VIJP_ENOMEM, "out of memory for %zu parameters", P);
             goto out;
         }
-    }
-    /* Items the depth leaves unused are still checked, at the widths they
-     * would see: a typo past the depth is an error, not silently ignored. */
-    for (size_t i = depth; i < nitems; i++) {
-        vijp_layer unused;
-        if ((rc = vijp_layer_parse(&unused, items[i], w, err))) {
-            char inner[sizeof err->msg];
-            if (err) {
-                memcpy(inner, err->msg, sizeof inner);
-                vijp_fail(err, rc, "layer item %zu ('%s', unused at depth %zu): %s", i + 1, items[i], depth, inner);
-            }
-            goto out;
-        }
-        w = unused.out;
-        vijp_layer_clear(&unused);
     }
 out:
     free(copy);

@@ -2,101 +2,39 @@
  * specs printed back, vijp_layer_register for a type defined outside the
  * tree, and the contradictions registration and parsing refuse.
  *
- * The out-of-tree type is a scaled tanh y = tanh(a·x) with one learned
- * scale a (θ = [a]), written here against the public headers only, as a
- * user would: double operators, its f′ by dual evaluation with θ, an MPFI
- * f′ enclosure with θ, no MPFR operators. */
+ * The out-of-tree type is the shipped example plugin scaledtanh
+ * (examples/layer-template/scaledtanh.c, linked into this test binary and
+ * registered through its own vijp_plugin_init): y = tanh(a·x) with one
+ * learned scale a, written against the public headers only, as a user
+ * would.  Variants of its descriptor make the contradictions. */
 #include "clirun.h"
 #include "testutil.h"
 #include "vijp/catalogue.h"
 #include "vijp/certify.h"
+#include "vijp/plugin.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int st_parse(vijp_layer *L, const char *arg, size_t in, vijp_error *err)
-{
-    if (arg) return vijp_fail(err, VIJP_EINVAL, "scaledtanh takes no argument");
-    if (!in) return vijp_fail(err, VIJP_EDIM, "scaledtanh keeps its width: give --width");
-    L->in = L->out = in;
-    return 0;
-}
-static size_t st_params(const vijp_layer *L) { (void)L; return 1; }
-static int st_init(const vijp_layer *L, vijp_init in, vijp_rng *rng, double *th)
-{
-    (void)L, (void)in, (void)rng;
-    th[0] = 1.5;
-    return 0;
-}
-static unsigned st_declare(const vijp_layer *L) { (void)L; return 0; }
-static void st_dual(const vijp_layer *L, const double *th, double x, double *f, double *df)
-{
-    (void)L;
-    double t = tanh(th[0] * x);
-    *f = t, *df = th[0] * (1 - t) * (1 + t);
-}
-static void st_forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
-{
-    double d;
-    for (size_t i = 0; i < L->in * B; i++) st_dual(L, th, X[i], &Y[i], &d);
-}
-static void st_apply(const vijp_layer *L, const double *th, const double *X, size_t B, const double *U, double *V)
-{
-    double f, d;
-    for (size_t i = 0; i < L->in * B; i++) st_dual(L, th, X[i], &f, &d), V[i] = U[i] * d;
-}
-static void st_vjp_param(const vijp_layer *L, const double *th, const double *X, size_t B, const double *G, double *Gt)
-{
-    Gt[0] = 0; /* ∂y/∂a = x(1 − t²) */
-    for (size_t i = 0; i < L->in * B; i++) {
-        double t = tanh(th[0] * X[i]);
-        Gt[0] += G[i] * X[i] * (1 - t) * (1 + t);
-    }
-}
-static int st_vijp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gx,
-                   const double *frag, double *Gy, vijp_error *err)
-{
-    (void)frag;
-    double f, d;
-    for (size_t i = 0; i < L->in * B; i++) {
-        st_dual(L, th, X[i], &f, &d);
-        if (d == 0) return vijp_fail(err, VIJP_ESINGULAR, "scaledtanh: f' = 0 at unit %zu", i % L->in);
-        Gy[i] = Gx[i] / d;
-    }
-    return 0;
-}
-static void st_jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
-{
-    double f;
-    memset(J, 0, L->in * L->in * sizeof *J);
-    for (size_t i = 0; i < L->in; i++) st_dual(L, th, x[i], &f, &J[i + i * L->in]);
-}
-/* f′ = a·sech²(a·x), enclosed with MPFI (a is a double, exact). */
-static void st_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x)
-{
-    (void)L;
-    mpfi_mul_d(d, x, th[0]);
-    mpfi_sech(d, d);
-    mpfi_sqr(d, d);
-    mpfi_mul_d(d, d, th[0]);
-}
-
-static const vijp_ops_d st_ops = {
-    .forward = st_forward, .jvp = st_apply, .vjp = st_apply, .vjp_param = st_vjp_param,
-    .vijp = st_vijp, .jacobian = st_jacobian,
-};
-
-static const vijp_layer_type scaledtanh = {
-    .name = "scaledtanh", .syntax = "scaledtanh (tanh(a*x), learned a)",
-    .parse = st_parse, .param_count = st_params, .init = st_init, .declare = st_declare,
-    .residual = VIJP_RESIDUAL_INPUT, .d = &st_ops, .deriv_enclose = st_enclose, .dual_eval = st_dual,
-};
-
-static void register_once(void)
+static const vijp_layer_type *scaledtanh(void)
 {
     vijp_error err = {0};
-    if (!vijp_layer_type_find("scaledtanh")) ck_assert_msg(!vijp_layer_register(&scaledtanh, &err), "%s", err.msg);
+    if (!vijp_layer_type_find("scaledtanh")) ck_assert_msg(!vijp_plugin_init(&err), "%s", err.msg);
+    const vijp_layer_type *T = vijp_layer_type_find("scaledtanh");
+    ck_assert(T != NULL);
+    return T;
 }
+
+/* A variant of scaledtanh under another name, registered once. */
+static const vijp_layer_type *register_variant(vijp_layer_type *T, const char *name)
+{
+    vijp_error err = {0};
+    T->name = name;
+    if (!vijp_layer_type_find(name)) ck_assert_msg(!vijp_layer_register(T, &err), "%s: %s", name, err.msg);
+    return vijp_layer_type_find(name);
+}
+
+static size_t no_params(const vijp_layer *L) { (void)L; return 0; }
 
 /* Every built-in type satisfies the checks registration makes. */
 START_TEST(builtins_pass_the_checks)
@@ -114,9 +52,9 @@ END_TEST
 /* Each contradiction is refused with a message naming it. */
 START_TEST(contradictions_refused)
 {
-    static vijp_ops_d no_vijp, no_inverse;
-    no_vijp = st_ops, no_vijp.vijp = NULL;
-    no_inverse = st_ops;
+    const vijp_layer_type *base = scaledtanh();
+    static vijp_ops_d no_vijp;
+    no_vijp = *base->d, no_vijp.vijp = NULL;
     static const struct {
         const char *name, *msg;
     } want[] = {
@@ -127,13 +65,12 @@ START_TEST(contradictions_refused)
         {"Bad-Name", "name"},                 /* not [a-z][a-z0-9_]* */
         {"scaledtanh", "already registered"}, /* taken */
     };
-    register_once();
     for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
-        vijp_layer_type T = scaledtanh;
+        vijp_layer_type T = *base;
         T.name = want[k].name;
         if (k == 0) T.residual = VIJP_RESIDUAL_DERIV;
         if (k == 1) T.deriv_enclose = NULL;
-        if (k == 2) T.residual = VIJP_RESIDUAL_INVERSE, T.d = &no_inverse;
+        if (k == 2) T.residual = VIJP_RESIDUAL_INVERSE; /* scaledtanh has no inverse */
         if (k == 3) T.d = &no_vijp;
         vijp_error err = {0};
         ck_assert_int_eq(vijp_layer_register(&T, &err), VIJP_EINVAL);
@@ -146,38 +83,38 @@ END_TEST
 /* A parameterised layer whose residual kind would drop its gradient, found
  * at parse time when the type lacks vjp_param (so registration cannot see
  * it): issue 11's |∇θ| 6.747 reported, 7.0933 true, exit 0. */
-static size_t no_params(const vijp_layer *L) { (void)L; return 0; }
 START_TEST(instance_contradictions_refused)
 {
     static vijp_ops_d no_param_grad;
-    no_param_grad = st_ops, no_param_grad.vjp_param = NULL;
-    static vijp_layer_type T;
-    T = scaledtanh;
-    T.name = "scaledtanh_deriv";
-    T.residual = VIJP_RESIDUAL_DERIV;
-    T.d = &no_param_grad;
-    vijp_error err = {0};
-    if (!vijp_layer_type_find(T.name)) ck_assert_msg(!vijp_layer_register(&T, &err), "%s", err.msg);
+    static vijp_ops_mp no_param_grad_mp;
+    static vijp_layer_type T, T2;
+    T = *scaledtanh();
+    no_param_grad = *T.d, no_param_grad.vjp_param = NULL;
+    no_param_grad_mp = *T.mp, no_param_grad_mp.vjp_param = NULL;
+    T.residual = VIJP_RESIDUAL_DERIV, T.d = &no_param_grad, T.mp = &no_param_grad_mp;
+    register_variant(&T, "scaledtanh_deriv");
     vijp_layer L;
+    vijp_error err = {0};
     ck_assert_int_eq(vijp_layer_parse(&L, "scaledtanh_deriv", 4, &err), VIJP_EINVAL);
     ck_assert_msg(strstr(err.msg, "drop their gradient"), "%s", err.msg);
     ck_assert_ptr_null(L.type); /* nothing half-built */
     /* the same type without parameters is fine */
-    static vijp_layer_type T2;
-    T2 = T, T2.name = "tanh_deriv_noparams", T2.param_count = no_params, T2.init = NULL;
-    if (!vijp_layer_type_find(T2.name)) ck_assert_msg(!vijp_layer_register(&T2, &err), "%s", err.msg);
+    T2 = T, T2.param_count = no_params, T2.init = NULL;
+    register_variant(&T2, "tanh_deriv_noparams");
     ck_assert_msg(!vijp_layer_parse(&L, "tanh_deriv_noparams", 4, &err), "%s", err.msg);
     vijp_layer_clear(&L);
 }
 END_TEST
 
-/* The registered layer in a net: backprop's parameter gradient against
- * central differences of the loss (h = 2^-20: truncation h²|ℓ'''|/6 ~ 1e-13,
- * rounding ~ u·|ℓ|/h ~ 1e-10 for |ℓ| ~ 1; 1e-8 relative covers both with a
- * margin of 100).  MPFR formats are refused, naming the layer. */
+/* The registered layer in a net: backprop's parameter gradient, in double
+ * and through the plugin's MPFR operators at 128 bits, against central
+ * differences of the loss (h = 2^-20: truncation h²|ℓ‴|/6 ~ 1e-13, rounding
+ * ~ u·|ℓ|/h ~ 1e-10 for |ℓ| ~ 1; 1e-8 relative covers both with a margin of
+ * 100).  A variant without MPFR operators is refused in MPFR, naming the
+ * layer. */
 START_TEST(registered_type_in_a_net)
 {
-    register_once();
+    scaledtanh();
     vijp_net net;
     vijp_error err = {0};
     ck_assert_msg(!vijp_net_build(&net, "scaledtanh,dense:4", 3, 4, &err), "%s", err.msg);
@@ -193,6 +130,7 @@ START_TEST(registered_type_in_a_net)
     vijp_mat_set_d(&Xm, X), vijp_mat_set_d(&Tm, T);
     vijp_grads g;
     ck_assert_msg(!vijp_engine_run(VIJP_ENGINE_BACKPROP, &net, th, &Xm, &Tm, &g, &err), "%s", err.msg);
+    double fd[3] = {0};
     for (size_t layer = 0; layer < 3; layer += 2) { /* the two scaledtanh layers */
         double a = net.theta[layer][0], h = 0x1p-20, lp, lm;
         vijp_grads gp;
@@ -203,9 +141,10 @@ START_TEST(registered_type_in_a_net)
         ck_assert(!vijp_engine_run(VIJP_ENGINE_BACKPROP, &net, th, &Xm, &Tm, &gp, &err));
         lm = gp.loss, vijp_grads_clear(&gp);
         th[layer].d[0] = a;
-        double fd = (lp - lm) / (2 * h), got = g.grad_theta[layer].d[0];
-        ck_assert_msg(fabs(got - fd) <= 1e-8 * fmax(1, fabs(fd)), "layer %zu: dl/da %.17g, differences %.17g", layer + 1,
-                      got, fd);
+        fd[layer] = (lp - lm) / (2 * h);
+        double got = g.grad_theta[layer].d[0];
+        ck_assert_msg(fabs(got - fd[layer]) <= 1e-8 * fmax(1, fabs(fd[layer])), "layer %zu: dl/da %.17g, differences %.17g",
+                      layer + 1, got, fd[layer]);
         ck_assert_msg(fabs(got) > 1e-3, "layer %zu: a vanishing gradient proves nothing (%g)", layer + 1, got);
     }
     vijp_grads_clear(&g);
@@ -216,8 +155,24 @@ START_TEST(registered_type_in_a_net)
     vijp_mat XM, TM;
     vijp_mat_init(&XM, 4, 2, &M), vijp_mat_init(&TM, 4, 2, &M);
     vijp_mat_set_d(&XM, X), vijp_mat_set_d(&TM, T);
+    ck_assert_msg(!vijp_engine_run(VIJP_ENGINE_BACKPROP, &net, th, &XM, &TM, &g, &err), "%s", err.msg);
+    for (size_t layer = 0; layer < 3; layer += 2) {
+        double got = vijp_mat_get_d(&g.grad_theta[layer], 0);
+        ck_assert_msg(fabs(got - fd[layer]) <= 1e-8 * fmax(1, fabs(fd[layer])),
+                      "layer %zu in MPFR: dl/da %.17g, differences %.17g", layer + 1, got, fd[layer]);
+    }
+    vijp_grads_clear(&g);
+    vijp_net_params_clear(&net, th);
+    vijp_net_free(&net);
+
+    static vijp_layer_type Td;
+    Td = *scaledtanh(), Td.mp = NULL;
+    register_variant(&Td, "scaledtanh_double");
+    ck_assert(!vijp_net_build(&net, "scaledtanh_double,dense:4", 3, 4, &err));
+    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, 5, &err));
+    ck_assert(!vijp_net_params(&net, &M, th, &err));
     ck_assert_int_eq(vijp_engine_run(VIJP_ENGINE_BACKPROP, &net, th, &XM, &TM, &g, &err), VIJP_EUNSUPPORTED);
-    ck_assert_msg(strstr(err.msg, "scaledtanh") && strstr(err.msg, "MPFR"), "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "scaledtanh_double") && strstr(err.msg, "MPFR"), "%s", err.msg);
     vijp_net_params_clear(&net, th);
     vijp_mat_clear(&Xm), vijp_mat_clear(&Tm), vijp_mat_clear(&XM), vijp_mat_clear(&TM);
     vijp_net_free(&net);
@@ -230,7 +185,7 @@ END_TEST
  * first does, to the bisection's 2^-60 relative width. */
 START_TEST(activation_analysis_sees_theta)
 {
-    register_once();
+    scaledtanh();
     vijp_layer L;
     vijp_error err = {0};
     ck_assert(!vijp_layer_parse(&L, "scaledtanh", 1, &err));

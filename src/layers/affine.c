@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EXP_SCALE(L) vijp_affine_exp_scale(L)
+#define EXP_SCALE(L) (((const vijp_chain_state *)(L)->state)->exp_scale) /* its own state, read per unit */
 
 static size_t param_count(const vijp_layer *L) { return 2 * vijp_chain_params(L, vijp_chain_n(L)); }
 static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE | VIJP_DECL_INVERTIBLE; }

@@ -1,6 +1,7 @@
 /* Chains of sub-layers for coupling blocks (see chain.h). */
 #include "chain.h"
 #include "scratch.h"
+#include "state.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,11 +10,7 @@ extern const vijp_layer_type vijp_layer_additive, vijp_layer_affine;
 
 static const vijp_chain_state *coupling_state(const vijp_layer *L, const char *accessor)
 {
-    if (!L || (L->type != &vijp_layer_additive && L->type != &vijp_layer_affine) || !L->state) {
-        fprintf(stderr, "vijp: %s called on a %s layer\n", accessor, L && L->type ? L->type->name : "(no)");
-        abort();
-    }
-    return L->state;
+    return vijp_state_of(L, L && L->type == &vijp_layer_affine ? &vijp_layer_affine : &vijp_layer_additive, accessor);
 }
 
 size_t vijp_coupling_count(const vijp_layer *L) { return coupling_state(L, "vijp_coupling_count")->n; }

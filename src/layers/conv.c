@@ -38,12 +38,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CH(L) (vijp_conv_get(L)->channels)
-#define KS(L) (vijp_conv_get(L)->kernel)
-#define CIRC(L) (vijp_conv_get(L)->circular)
-#define STRIDE(L) (vijp_conv_get(L)->stride)
-#define IS2D(L) (vijp_conv_get(L)->rows > 0)
-#define ROWS(L) (IS2D(L) ? vijp_conv_get(L)->rows : 1)
+/* The operators read their own instance's state directly: the type check of
+ * vijp_conv_get is for callers outside this file, not for every index. */
+#define ARGS(L) ((const vijp_conv_args *)(L)->state)
+#define CH(L) (ARGS(L)->channels)
+#define KS(L) (ARGS(L)->kernel)
+#define CIRC(L) (ARGS(L)->circular)
+#define STRIDE(L) (ARGS(L)->stride)
+#define IS2D(L) (ARGS(L)->rows > 0)
+#define ROWS(L) (IS2D(L) ? ARGS(L)->rows : 1)
 #define KH(L) (IS2D(L) ? KS(L) : 1)
 #define LEN(L) ((L)->in / CH(L))       /* positions per input channel */
 #define OUTLEN(L) ((L)->out / CH(L))   /* per output channel */

@@ -49,12 +49,16 @@ static int print(const vijp_layer *L, char *buf, size_t size)
 
 static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE | VIJP_DECL_INVERTIBLE; }
 
-static double slope(const vijp_layer *L, double x) { return x > 0 ? 1.0 : vijp_leaky_slope(L); }
+/* The operators read the slope once (the instance's own state, no type
+ * check on the per-unit path). */
+#define ALPHA(L) (*(const double *)(L)->state)
+static double slope(double alpha, double x) { return x > 0 ? 1.0 : alpha; }
 
 static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
 {
     (void)th;
-    for (size_t i = 0; i < L->in * B; i++) Y[i] = X[i] * slope(L, X[i]);
+    double a = ALPHA(L);
+    for (size_t i = 0; i < L->in * B; i++) Y[i] = X[i] * slope(a, X[i]);
 }
 
 /* jvp and vjp coincide for a diagonal Jacobian. */
@@ -62,29 +66,33 @@ static void diag_apply(const vijp_layer *L, const double *th, const double *X, s
                        const double *U, double *V)
 {
     (void)th;
-    for (size_t i = 0; i < L->in * B; i++) V[i] = U[i] * slope(L, X[i]);
+    double a = ALPHA(L);
+    for (size_t i = 0; i < L->in * B; i++) V[i] = U[i] * slope(a, X[i]);
 }
 
 static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B,
                 const double *Gx, const double *frag, double *Gy, vijp_error *err)
 {
     (void)th, (void)frag, (void)err;
-    for (size_t i = 0; i < L->in * B; i++) Gy[i] = Gx[i] / slope(L, X[i]);
+    double a = ALPHA(L);
+    for (size_t i = 0; i < L->in * B; i++) Gy[i] = Gx[i] / slope(a, X[i]);
     return 0;
 }
 
 static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
 {
     (void)th;
+    double a = ALPHA(L);
     memset(J, 0, L->in * L->in * sizeof *J);
-    for (size_t i = 0; i < L->in; i++) J[i + i * L->in] = slope(L, x[i]);
+    for (size_t i = 0; i < L->in; i++) J[i + i * L->in] = slope(a, x[i]);
 }
 
 static int inverse(const vijp_layer *L, const double *th, const double *Y, size_t B, double *X,
                    vijp_error *err)
 {
     (void)th, (void)err;
-    for (size_t i = 0; i < L->in * B; i++) X[i] = Y[i] > 0 ? Y[i] : Y[i] / vijp_leaky_slope(L);
+    double a = ALPHA(L);
+    for (size_t i = 0; i < L->in * B; i++) X[i] = Y[i] > 0 ? Y[i] : Y[i] / a;
     return 0;
 }
 

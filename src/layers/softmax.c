@@ -23,22 +23,6 @@ static size_t analytic_cokernel(const vijp_layer *L, const double *th, const dou
 
 static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_NEVER_SUBMERSIVE; }
 
-static void softmax1(const double *x, size_t n, double *y);
-
-/* The terms J = diag(y) − yyᵀ is formed from: M = diag(y) + yyᵀ >= |J|
- * (its entries can cancel to ~0 while their rounding errors do not).
- * Computed in double: 1% covers its own rounding. */
-static void jacobian_majorant(const vijp_layer *L, const double *th, const double *x, double *M)
-{
-    (void)th;
-    size_t n = L->in;
-    double *y = vijp_scratch(n);
-    softmax1(x, n, y);
-    for (size_t j = 0; j < n; j++)
-        for (size_t i = 0; i < n; i++) M[i + j * n] = 1.01 * ((i == j ? y[i] : 0) + y[i] * y[j]);
-    free(y);
-}
-
 static void softmax1(const double *x, size_t n, double *y)
 {
     double mx = x[0], s = 0;
@@ -110,15 +94,30 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
     return 0;
 }
 
-static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
+/* scale·(diag(y) + sign·yyᵀ) at one sample (sign·p is an exact negation). */
+static void diag_plus_outer(const vijp_layer *L, const double *x, double sign, double scale, double *J)
 {
-    (void)th;
     size_t n = L->in;
     double *y = vijp_scratch(n);
     softmax1(x, n, y);
     for (size_t j = 0; j < n; j++)
-        for (size_t i = 0; i < n; i++) J[i + j * n] = (i == j ? y[i] : 0.0) - y[i] * y[j];
+        for (size_t i = 0; i < n; i++) J[i + j * n] = scale * ((i == j ? y[i] : 0.0) + sign * (y[i] * y[j]));
     free(y);
+}
+
+static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
+{
+    (void)th;
+    diag_plus_outer(L, x, -1, 1, J);
+}
+
+/* The terms J = diag(y) − yyᵀ is formed from: M = diag(y) + yyᵀ >= |J|
+ * (its entries can cancel to ~0 while their rounding errors do not).
+ * Computed in double: 1% covers its own rounding. */
+static void jacobian_majorant(const vijp_layer *L, const double *th, const double *x, double *M)
+{
+    (void)th;
+    diag_plus_outer(L, x, 1, 1.01, M);
 }
 
 static int cokernel(const vijp_layer *L, const double *th, const double *x, double *Q, vijp_error *err)
