@@ -15,21 +15,22 @@ int vijp_plugin_load(const char *path, vijp_error *err)
     if (!h) return vijp_fail(err, VIJP_EINVAL, "cannot load plugin '%s': %s", path, dlerror());
     int (*abi)(void) = (int (*)(void))dlsym(h, "vijp_plugin_abi");
     int (*init)(vijp_error *) = (int (*)(vijp_error *))dlsym(h, "vijp_plugin_init");
-    int rc = 0;
+    int version = abi ? abi() : 0, rc = 0;
     if (!abi || !init)
         rc = vijp_fail(err, VIJP_EINVAL, "plugin '%s' defines no %s (see vijp/plugin.h)", path,
                        !abi ? "vijp_plugin_abi" : "vijp_plugin_init");
-    else if (abi() != VIJP_PLUGIN_ABI)
+    else if (version != VIJP_PLUGIN_ABI)
         rc = vijp_fail(err, VIJP_EINVAL, "plugin '%s' was built for plugin ABI %d; this vijp has ABI %d: rebuild it",
-                       path, abi(), VIJP_PLUGIN_ABI);
-    else {
-        vijp_error inner = {0};
-        if ((rc = init(&inner)))
-            rc = vijp_fail(err, rc == VIJP_ENOMEM ? rc : VIJP_EINVAL, "plugin '%s': %s", path,
-                           inner.msg[0] ? inner.msg : "its vijp_plugin_init failed");
+                       path, version, VIJP_PLUGIN_ABI);
+    if (rc) {
+        dlclose(h); /* nothing of it was run or registered */
+        return rc;
     }
     /* A failed init may have registered some of its types: the object then
      * stays loaded, so the registry never points into unmapped code. */
-    if (rc && (!abi || !init || abi() != VIJP_PLUGIN_ABI)) dlclose(h);
+    vijp_error inner = {0};
+    if ((rc = init(&inner)))
+        rc = vijp_fail(err, rc == VIJP_ENOMEM ? rc : VIJP_EINVAL, "plugin '%s': %s", path,
+                       inner.msg[0] ? inner.msg : "its vijp_plugin_init failed");
     return rc;
 }

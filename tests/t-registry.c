@@ -260,6 +260,17 @@ START_TEST(plugin_errors)
         {"certify --layer tanh --plugin=/dev/null", "cannot load plugin '/dev/null'"},
         {"drift --plugin no-such-plugin.so --net dense:4", "cannot load plugin 'no-such-plugin.so'"},
     };
+    /* a loadable object that is no plugin: the library built beside the command */
+    char nolib[4096], args[4200];
+    const char *bin = getenv("VIJP_BIN");
+    ck_assert_msg(bin && strlen(bin) < 4000, "VIJP_BIN is unset: run the suite through make check");
+    snprintf(nolib, sizeof nolib, "%s", bin);
+    *strrchr(nolib, '/') = 0;
+    snprintf(args, sizeof args, "grad --net dense:4 --plugin %s/libvijp.so", nolib);
+    run_result r0 = run_vijp(args);
+    ck_assert_msg(r0.rc == CLI_USAGE && strstr(r0.err, "defines no vijp_plugin_abi"), "vijp %s: exit %d, stderr '%s'", args,
+                  r0.rc, r0.err);
+    run_free(&r0);
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
         run_result r = run_vijp(bad[k].args);
         ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, bad[k].msg), "vijp %s: exit %d, stderr '%s'", bad[k].args, r.rc,
