@@ -137,13 +137,12 @@ check-install: all
 	$(CHECK_INSTALL)
 endif
 
-# VIJP_BIN lets the CLI tests find the command (and libvijp.so beside it, a
-# loadable object that is not a plugin, for t-registry).  Sanitized runs do not fork,
+# VIJP_BIN lets the CLI tests find the command.  Sanitized runs do not fork,
 # so LeakSanitizer sees the whole suite in one process.
 ifeq ($(SANITIZE),1)
 CHECK_ENV := CK_FORK=no
 endif
-check: $(BUILD)/check_vijp $(BUILD)/vijp $(BUILD)/vijp-perturbed $(BUILD)/libvijp.so $(CHECK_INSTALL_DEPS)
+check: $(BUILD)/check_vijp $(BUILD)/vijp $(BUILD)/vijp-perturbed $(CHECK_INSTALL_DEPS)
 	$(CHECK_ENV) VIJP_BIN=$(abspath $(BUILD)/vijp) VIJP_PERTURBED_BIN=$(abspath $(BUILD)/vijp-perturbed) \
 	  ./$(BUILD)/check_vijp
 	$(CHECK_INSTALL)
