@@ -1,6 +1,13 @@
+/* Error messages and the one allocator of the memory policy (vijp/error.h). */
 #include "vijp/error.h"
+#include <gmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 int vijp_fail(vijp_error *err, int code, const char *fmt, ...)
 {
@@ -12,4 +19,96 @@ int vijp_fail(vijp_error *err, int code, const char *fmt, ...)
         err->code = code;
     }
     return code;
+}
+
+/* Process-wide by nature, like GMP's own memory functions: set once by the
+ * program before its work starts, read when memory runs out. */
+static const char *oom_context;
+static void (*oom_cleanup)(void);
+/* The allocation-failure hook: 0 off, else the ordinal of the allocation to
+ * refuse.  Counted atomically: OpenBLAS or a test may allocate from threads. */
+static atomic_ullong fail_at, allocations;
+
+void vijp_memory_context(const char *what) { oom_context = what; }
+void vijp_memory_on_fatal(void (*cleanup)(void)) { oom_cleanup = cleanup; }
+
+void vijp_out_of_memory(size_t bytes)
+{
+    /* No stdio: it may allocate, and this may be the allocation it made. */
+    char msg[256];
+    const char *unit = "bytes";
+    double size = (double)bytes;
+    if (size >= 1024.0 * 1024 * 1024) size /= 1024.0 * 1024 * 1024, unit = "GiB";
+    else if (size >= 1024.0 * 1024) size /= 1024.0 * 1024, unit = "MiB";
+    else if (size >= 1024.0) size /= 1024.0, unit = "KiB";
+    int n = snprintf(msg, sizeof msg, "vijp: out of memory while %s (allocating %.4g %s)\n",
+                     oom_context ? oom_context : "running", size, unit);
+    if (n > 0) {
+        ssize_t w = write(STDERR_FILENO, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
+        (void)w; /* nothing more can be done if stderr is gone */
+    }
+    if (oom_cleanup) oom_cleanup();
+    _exit(1); /* not exit(): atexit handlers and stdio flushes may allocate */
+}
+
+static int refuse_this_one(void)
+{
+    unsigned long long at = atomic_load_explicit(&fail_at, memory_order_relaxed);
+    return at && atomic_fetch_add(&allocations, 1) + 1 == at;
+}
+
+void *vijp_alloc(size_t n)
+{
+    void *p = refuse_this_one() ? NULL : calloc(n ? n : 1, 1);
+    if (!p) vijp_out_of_memory(n);
+    return p;
+}
+
+void *vijp_alloc_array(size_t count, size_t size)
+{
+    if (size && count > SIZE_MAX / size) vijp_out_of_memory(SIZE_MAX);
+    return vijp_alloc(count * size);
+}
+
+void *vijp_realloc(void *p, size_t n)
+{
+    void *q = refuse_this_one() ? NULL : realloc(p, n ? n : 1);
+    if (!q) vijp_out_of_memory(n);
+    return q;
+}
+
+char *vijp_strdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    return memcpy(vijp_alloc(n), s, n);
+}
+
+void vijp_free(void *p) { free(p); }
+
+/* GMP's allocation functions (same contract: never NULL). */
+static void *gmp_alloc(size_t n)
+{
+    void *p = refuse_this_one() ? NULL : malloc(n ? n : 1);
+    if (!p) vijp_out_of_memory(n);
+    return p;
+}
+static void *gmp_realloc(void *p, size_t old, size_t n)
+{
+    (void)old;
+    return vijp_realloc(p, n);
+}
+static void gmp_free(void *p, size_t n)
+{
+    (void)n;
+    free(p);
+}
+
+void vijp_memory_policy_install(void)
+{
+    mp_set_memory_functions(gmp_alloc, gmp_realloc, gmp_free);
+    const char *s = getenv("VIJP_FAIL_ALLOC");
+    char *end;
+    unsigned long long at = s && *s ? strtoull(s, &end, 10) : 0;
+    atomic_store(&allocations, 0);
+    atomic_store(&fail_at, s && *s && !*end ? at : 0);
 }

@@ -1,9 +1,11 @@
 /* Runs every Check suite; exits non-zero if any test failed. */
 #include "testutil.h"
+#include "vijp/error.h"
 #include <stdlib.h>
 
 int main(void)
 {
+    vijp_memory_policy_install();
     SRunner *sr = srunner_create(suite_format());
     srunner_add_suite(sr, suite_layers());
     srunner_add_suite(sr, suite_activations());

@@ -1,7 +1,32 @@
-/* Error reporting: every fallible library call returns 0 or a negative VIJP_E*
- * code and, when given one, fills a vijp_error with a message for the user. */
+/* Error reporting and the memory policy.
+ *
+ * Errors: every fallible library call returns 0 or a negative VIJP_E* code
+ * and, when given one, fills a vijp_error with a message for the user.  Such
+ * calls are declared VIJP_MUST_CHECK: ignoring their result is a compile-time
+ * warning (an error in vijp's own build).
+ *
+ * Memory policy: running out of memory is fatal, everywhere, through one
+ * allocator.  vijp_alloc, vijp_alloc_array, vijp_realloc and vijp_strdup never
+ * return NULL; when the system refuses, vijp_out_of_memory prints
+ *     vijp: out of memory while <context> (allocating <size>)
+ * to stderr, runs the cleanup the program registered (the vijp command
+ * removes its unfinished report), and exits with status 1.  GMP and MPFR
+ * allocate through the same allocator once vijp_memory_policy_install has run
+ * (the vijp command and the test suite call it first thing), so their
+ * failures end the same way instead of in GMP's abort().  No code checks an
+ * allocation for NULL, and no library call returns VIJP_ENOMEM (the code is
+ * kept so the others keep their numbers).  Why fatal rather than returned: a
+ * layer's forward/jvp/vjp have void contracts (DESIGN §2), MPFR cannot report
+ * a failed allocation at all, and a run that cannot hold its activations has
+ * no partial answer worth returning; the commands size a run before
+ * allocating (vijp_memory_available) so that the common case is refused up
+ * front with "needs about X GiB; Y available" instead.
+ *
+ * I/O failures are VIJP_EIO, with the path and strerror in the message. */
 #ifndef VIJP_ERROR_H
 #define VIJP_ERROR_H
+
+#include <stddef.h>
 
 enum {
     VIJP_OK = 0,
@@ -9,10 +34,13 @@ enum {
     VIJP_EDIM = -2,      /* mismatched dimensions */
     VIJP_ESINGULAR = -3, /* a vijp or inverse needs a solve that has no solution */
     VIJP_EDOMAIN = -4,   /* NaN or Inf where finite values are required */
-    VIJP_ENOMEM = -5,
+    VIJP_ENOMEM = -5,    /* never returned: out of memory is fatal (above) */
     VIJP_EUNSUPPORTED = -6, /* the layer does not provide this operator */
-    VIJP_EDECLARATION = -7  /* a layer's structural declaration contradicts its numbers: a bug in the layer */
+    VIJP_EDECLARATION = -7, /* a layer's structural declaration contradicts its numbers: a bug in the layer */
+    VIJP_EIO = -8        /* reading or writing a file failed (the message names it and why) */
 };
+
+#define VIJP_MUST_CHECK __attribute__((warn_unused_result))
 
 typedef struct {
     int code;
@@ -22,5 +50,28 @@ typedef struct {
 /* Record an error (printf-style message) and return code. err may be NULL. */
 int vijp_fail(vijp_error *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* The allocator (memory policy above).  vijp_alloc returns n zeroed bytes
+ * (n may be 0); vijp_alloc_array count·size of them, fatal also when the
+ * product overflows; vijp_realloc keeps realloc's contract otherwise. */
+void *vijp_alloc(size_t n) __attribute__((malloc, returns_nonnull));
+void *vijp_alloc_array(size_t count, size_t size) __attribute__((malloc, returns_nonnull));
+void *vijp_realloc(void *p, size_t n) __attribute__((returns_nonnull));
+char *vijp_strdup(const char *s) __attribute__((malloc, returns_nonnull));
+void vijp_free(void *p);
+/* Print the message, run the cleanup, exit 1. */
+void vijp_out_of_memory(size_t bytes) __attribute__((noreturn));
+
+/* Route GMP's and MPFR's allocations through the allocator, and arm the
+ * allocation-failure test hook: with VIJP_FAIL_ALLOC=N in the environment
+ * the N-th allocation from here on (1-based, vijp's and GMP's together)
+ * fails as the system would refuse it.  Call before any MPFR value exists. */
+void vijp_memory_policy_install(void);
+/* What the program is doing, for the message ("running vijp grad"); the
+ * string must outlive the run.  NULL: none. */
+void vijp_memory_context(const char *what);
+/* Called once, before exiting, when memory runs out (NULL: none).  It must
+ * not allocate. */
+void vijp_memory_on_fatal(void (*cleanup)(void));
 
 #endif

@@ -29,6 +29,8 @@ static const char usage[] =
 
 int main(int argc, char **argv)
 {
+    /* First, before any GMP value exists: one memory policy (vijp/error.h). */
+    vijp_memory_policy_install();
     if (argc < 2) {
         fputs(usage, stderr);
         return EXIT_USAGE;
@@ -63,6 +65,9 @@ int main(int argc, char **argv)
     argc = kept;
     argv[argc] = NULL;
     const char *cmd = argv[1];
+    static char context[64];
+    snprintf(context, sizeof context, "running vijp %.40s", cmd);
+    vijp_memory_context(context);
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
         fputs(usage, stdout);
         return EXIT_OK;
