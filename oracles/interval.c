@@ -1,6 +1,7 @@
 /* Rigorous enclosures of f′ over an interval, with MPFI (outward rounding):
  * the derivative sets that vijp certify needs for elementwise layers. */
 #include "oracles.h"
+#include "vijp/error.h"
 #include "vijp/catalogue.h"
 #include <stdlib.h>
 
@@ -189,8 +190,7 @@ int vo_layernorm_jacobian_enclose(const vijp_layer *L, const double *th, const d
 {
     (void)th;
     size_t n = L->in;
-    mpfi_t mu, s, t, *yh = malloc(n * sizeof *yh);
-    if (!yh) return VIJP_ENOMEM;
+    mpfi_t mu, s, t, *yh = vijp_alloc_array(n, sizeof *yh);
     mpfi_init2(mu, 128), mpfi_init2(s, 128), mpfi_init2(t, 128);
     for (size_t i = 0; i < n; i++) mpfi_init2(yh[i], 128);
     mpfi_set_ui(mu, 0);
@@ -220,8 +220,7 @@ int vo_softmax_jacobian_enclose(const vijp_layer *L, const double *th, const dou
     size_t n = L->in;
     double mx = x[0];
     for (size_t i = 1; i < n; i++) mx = x[i] > mx ? x[i] : mx;
-    mpfi_t s, t, *y = malloc(n * sizeof *y);
-    if (!y) return VIJP_ENOMEM;
+    mpfi_t s, t, *y = vijp_alloc_array(n, sizeof *y);
     mpfi_init2(s, 128), mpfi_init2(t, 128);
     mpfi_set_ui(s, 0);
     for (size_t i = 0; i < n; i++) {

@@ -23,6 +23,7 @@
  * -ffp-contract=off.  An enclosure radius R of the exact J = M + Δ,
  * |Δ| <= R, costs σ_min(J) >= σ_min(M) − ‖R‖_F (Weyl). */
 #include "vijp/certify.h"
+#include "vijp/error.h"
 #include <cblas.h>
 #include <lapacke.h>
 #include <math.h>
@@ -167,8 +168,8 @@ static double norm_upper_d(const mpfr_t x) { return mpfr_get_d(x, MPFR_RNDU); }
 
 static int prove_preconditioned_d(const double *M, size_t m, size_t n, double frob2, double *s_out)
 {
-    double *G = calloc(m * m, sizeof *G), *Z = calloc(m * m, sizeof *Z), *Y = malloc(m * n * sizeof *Y),
-           *H = calloc(m * m, sizeof *H), *work = malloc(m * m * sizeof *work), *v = malloc(2 * m * sizeof *v);
+    double *G = vijp_alloc_array(m * m, sizeof *G), *Z = vijp_alloc_array(m * m, sizeof *Z), *Y = vijp_alloc_array(m * n, sizeof *Y),
+           *H = vijp_alloc_array(m * m, sizeof *H), *work = vijp_alloc_array(m * m, sizeof *work), *v = vijp_alloc_array(2 * m, sizeof *v);
     int ok = G && Z && Y && H && work && v;
     mpfr_t a, b, eta;
     mpfr_inits2(64, a, b, eta, (mpfr_ptr)0);
@@ -222,7 +223,7 @@ static int prove_preconditioned_d(const double *M, size_t m, size_t n, double fr
             memset(work, 0, m * m * sizeof *work);
             for (size_t j = 0; j < m; j++) /* t I − H: off-diagonal negated exactly, diagonal rounded down */
                 for (size_t i = 0; i < j; i++) work[i + j * m] = -H[i + j * m];
-            double *Hs = malloc(m * m * sizeof *Hs), *w2 = malloc(m * m * sizeof *w2);
+            double *Hs = vijp_alloc_array(m * m, sizeof *Hs), *w2 = vijp_alloc_array(m * m, sizeof *w2);
             if (!Hs || !w2) {
                 free(Hs), free(w2);
                 break;
@@ -276,7 +277,7 @@ static void gram_mp_clear(gram_mp *g)
 static int gram_mp_init(gram_mp *g, const double *M, size_t m, size_t n, long p, double frob2)
 {
     g->N = m;
-    g->G = malloc(m * m * sizeof *g->G);
+    g->G = vijp_alloc_array(m * m, sizeof *g->G);
     mpfr_init2(g->eG, 128);
     if (!g->G) return 0;
     mpfr_t a, b;
@@ -320,7 +321,7 @@ static int cholesky_mp(mpfr_t *R, size_t N, mpfr_t t)
 static int shifted_cholesky_mp(const gram_mp *g, long p, const mpfr_t s2)
 {
     size_t N = g->N;
-    mpfr_t *R = malloc(N * N * sizeof *R), t, shift, tr, dmax, c, eta;
+    mpfr_t *R = vijp_alloc_array(N * N, sizeof *R), t, shift, tr, dmax, c, eta;
     if (!R) return 0;
     mpfr_inits2(p, t, (mpfr_ptr)0);
     mpfr_inits2(128, shift, tr, dmax, c, eta, (mpfr_ptr)0);
@@ -353,7 +354,7 @@ static int shifted_cholesky_mp(const gram_mp *g, long p, const mpfr_t s2)
 static void lambda_min_estimate(const gram_mp *g, long p, mpfr_t lam)
 {
     size_t N = g->N;
-    mpfr_t *R = malloc(N * N * sizeof *R), *x = malloc(N * sizeof *x), t, nrm;
+    mpfr_t *R = vijp_alloc_array(N * N, sizeof *R), *x = vijp_alloc_array(N, sizeof *x), t, nrm;
     mpfr_set_nan(lam);
     if (!R || !x) {
         free(R), free(x);
@@ -414,8 +415,8 @@ static size_t proven_cokernel(const double *M, size_t m, size_t n, const vijp_nu
     }
     if (num->cokernel_dim == 0) return 0;
     const double *y = num->cokernel;
-    mpfr_t *terms = malloc(m * sizeof *terms), s;
-    mpfr_ptr *ptrs = malloc(m * sizeof *ptrs);
+    mpfr_t *terms = vijp_alloc_array(m, sizeof *terms), s;
+    mpfr_ptr *ptrs = vijp_alloc_array(m, sizeof *ptrs);
     int exact_null = terms && ptrs;
     mpfr_init2(s, 64);
     for (size_t i = 0; terms && i < m; i++) mpfr_init2(terms[i], 106), ptrs[i] = terms[i];
@@ -454,7 +455,7 @@ static int prove(const double *M, size_t m, size_t n, const vijp_numeric *num, l
     }
     /* Double: only worth it when LAPACK sees the smallest singular value clearly. */
     if (num->sigma_min > num->rank_tol) {
-        double *G = calloc(m * m, sizeof *G), *work = malloc(m * m * sizeof *work);
+        double *G = vijp_alloc_array(m * m, sizeof *G), *work = vijp_alloc_array(m * m, sizeof *work);
         mpfr_t g, e;
         mpfr_inits2(64, g, e, (mpfr_ptr)0);
         gamma_up(g, n, 53);
@@ -596,13 +597,9 @@ int vijp_certify_rank_at_least(const double *mid, const double *rad, size_t m, s
         *proven = 1;
         return 0;
     }
-    double *bm = malloc(r * n * sizeof *bm), *br = malloc(r * n * sizeof *br);
-    mpfr_t *terms = malloc(m * sizeof *terms), lo, hi, t;
-    mpfr_ptr *ptrs = malloc(m * sizeof *ptrs);
-    if (!bm || !br || !terms || !ptrs) {
-        free(bm), free(br), free(terms), free(ptrs);
-        return vijp_fail(err, VIJP_ENOMEM, "out of memory");
-    }
+    double *bm = vijp_alloc_array(r * n, sizeof *bm), *br = vijp_alloc_array(r * n, sizeof *br);
+    mpfr_t *terms = vijp_alloc_array(m, sizeof *terms), lo, hi, t;
+    mpfr_ptr *ptrs = vijp_alloc_array(m, sizeof *ptrs);
     for (size_t k = 0; k < m; k++) mpfr_init2(terms[k], 106), ptrs[k] = terms[k]; /* a product of doubles is exact */
     mpfr_inits2(53, lo, hi, (mpfr_ptr)0);
     mpfr_init2(t, 53);

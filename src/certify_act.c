@@ -1,6 +1,7 @@
 /* Zeros of f′ over [−R, R] by interval bisection, and where each format's
  * computed f′ underflows (see certify.h). */
 #include "vijp/certify.h"
+#include "vijp/error.h"
 #include "vijp/vijp.h"
 #include <math.h>
 #include <stdio.h>
@@ -22,9 +23,7 @@ static int push_bad(vijp_activation_report *r, double lo, double hi, size_t *cap
         return 0;
     }
     if (r->n_bad == *cap) {
-        vijp_span *b = realloc(r->bad, (*cap = *cap ? 2 * *cap : 16) * sizeof *b);
-        if (!b) return VIJP_ENOMEM;
-        r->bad = b;
+        r->bad = vijp_realloc(r->bad, (*cap = *cap ? 2 * *cap : 16) * sizeof *r->bad);
     }
     r->bad[r->n_bad++] = (vijp_span){lo, hi};
     return 0;
@@ -97,11 +96,11 @@ int vijp_activation_analyze(const vijp_layer *L, const double *theta, double R, 
     out->R = R, out->tol = tol, out->complete = 1;
     /* Depth-first, left half first, so bad pieces arrive in order. */
     size_t cap = 0, top = 0, stack_cap = 256;
-    vijp_span *stack = malloc(stack_cap * sizeof *stack);
+    vijp_span *stack = vijp_alloc_array(stack_cap, sizeof *stack);
     mpfi_t x, d;
     mpfi_init2(x, 128), mpfi_init2(d, 128);
-    int rc = stack ? 0 : VIJP_ENOMEM;
-    if (stack) stack[top++] = (vijp_span){-R, R};
+    int rc = 0;
+    stack[top++] = (vijp_span){-R, R};
     while (top && !rc) {
         vijp_span b = stack[--top];
         if (++out->boxes > ACT_BOX_BUDGET) {
@@ -117,12 +116,7 @@ int vijp_activation_analyze(const vijp_layer *L, const double *theta, double R, 
             continue;
         }
         if (top + 2 > stack_cap) {
-            vijp_span *s2 = realloc(stack, (stack_cap *= 2) * sizeof *s2);
-            if (!s2) {
-                rc = VIJP_ENOMEM;
-                break;
-            }
-            stack = s2;
+            stack = vijp_realloc(stack, (stack_cap *= 2) * sizeof *stack);
         }
         double midp = 0.5 * (b.lo + b.hi);
         stack[top++] = (vijp_span){midp, b.hi};

@@ -1,6 +1,7 @@
 /* Certifying a layer at a point: its Jacobian's enclosure, the certificate,
  * and its structural declarations checked against both. */
 #include "vijp/certify.h"
+#include "vijp/error.h"
 #include "vijp/vijp.h"
 #include "../oracles/oracles.h"
 #include <lapacke.h>
@@ -106,9 +107,9 @@ static int certify_known_cokernel(const vijp_layer *L, const double *theta, cons
 {
     size_t m = L->out, n = L->in, k = L->type->analytic_cokernel(L, theta, x);
     if (k == 0 || k > m) return 0;
-    double *A = malloc(m * n * sizeof *A), *U = malloc(m * m * sizeof *U), *sv = malloc((m < n ? m : n) * sizeof *sv);
-    double *sup = malloc((m < n ? m : n) * sizeof *sup);
-    int rc = A && U && sv && sup ? 0 : vijp_fail(err, VIJP_ENOMEM, "out of memory");
+    double *A = vijp_alloc_array(m * n, sizeof *A), *U = vijp_alloc_array(m * m, sizeof *U), *sv = vijp_alloc_array((m < n ? m : n), sizeof *sv);
+    double *sup = vijp_alloc_array((m < n ? m : n), sizeof *sup);
+    int rc = 0;
     if (!rc) {
         memcpy(A, mid, m * n * sizeof *A);
         if (LAPACKE_dgesvd(LAPACK_COL_MAJOR, 'A', 'N', (int)m, (int)n, A, (int)m, sv, U, (int)m, NULL, 1, sup))
@@ -138,8 +139,8 @@ int vijp_certify_layer(const vijp_layer *L, const double *theta, const double *x
     if (m == 0 || n == 0) return vijp_fail(err, VIJP_EDIM, "%s layer is %zu → %zu: nothing to certify", L->type->name, n, m);
     for (size_t k = 0; k < P; k++)
         if (!isfinite(theta[k])) return vijp_fail(err, VIJP_EDOMAIN, "%s layer: parameter %zu is %g", L->type->name, k, theta[k]);
-    double *mid = malloc(m * n * sizeof *mid), *rad = malloc(m * n * sizeof *rad);
-    int rc = mid && rad ? 0 : vijp_fail(err, VIJP_ENOMEM, "out of memory");
+    double *mid = vijp_alloc_array(m * n, sizeof *mid), *rad = vijp_alloc_array(m * n, sizeof *rad);
+    int rc = 0;
     if (!rc) rc = vijp_layer_jacobian_enclosure(L, theta, x, mid, rad, err);
     if (rc == VIJP_EUNSUPPORTED) {
         /* Say so, and give LAPACK's view of the Jacobian computed with the

@@ -1,6 +1,7 @@
 /* The numerical side of certification: LAPACK's SVD of J (DESIGN §4,
  * "numerical"): singular values, rank, cokernel dimension and basis. */
 #include "vijp/certify.h"
+#include "vijp/error.h"
 #include <lapacke.h>
 #include <math.h>
 #include <stdlib.h>
@@ -30,9 +31,9 @@ int vijp_numeric_analysis(const double *J, size_t m, size_t n, vijp_numeric *out
      * the full U, whose last m − n columns span part of the cokernel. */
     char jobz = m <= n ? 'S' : 'A';
     size_t ucols = m <= n ? m : m, vtrows = m <= n ? r : n;
-    double *A = malloc(m * n * sizeof *A), *U = malloc(m * ucols * sizeof *U), *VT = malloc(vtrows * n * sizeof *VT);
-    out->sv = malloc(r * sizeof *out->sv);
-    int rc = A && U && VT && out->sv ? 0 : vijp_fail(err, VIJP_ENOMEM, "out of memory");
+    double *A = vijp_alloc_array(m * n, sizeof *A), *U = vijp_alloc_array(m * ucols, sizeof *U), *VT = vijp_alloc_array(vtrows * n, sizeof *VT);
+    out->sv = vijp_alloc_array(r, sizeof *out->sv);
+    int rc = 0;
     if (!rc) {
         memcpy(A, J, m * n * sizeof *A);
         lapack_int info = LAPACKE_dgesdd(LAPACK_COL_MAJOR, jobz, (int)m, (int)n, A, (int)m, out->sv, U, (int)m, VT,
@@ -47,9 +48,8 @@ int vijp_numeric_analysis(const double *J, size_t m, size_t n, vijp_numeric *out
         out->rank_tol = (double)(m > n ? m : n) * 0x1p-53 * out->sigma_max;
         while (out->rank < r && out->sv[out->rank] > out->rank_tol) out->rank++;
         out->cokernel_dim = m - out->rank;
-        out->cokernel = malloc((out->cokernel_dim ? out->cokernel_dim : 1) * m * sizeof *out->cokernel);
-        if (!out->cokernel) rc = vijp_fail(err, VIJP_ENOMEM, "out of memory");
-        else memcpy(out->cokernel, U + out->rank * m, out->cokernel_dim * m * sizeof *U);
+        out->cokernel = vijp_alloc_array((out->cokernel_dim ? out->cokernel_dim : 1) * m, sizeof *out->cokernel);
+        memcpy(out->cokernel, U + out->rank * m, out->cokernel_dim * m * sizeof *U);
     }
     free(A), free(U), free(VT);
     if (rc) vijp_numeric_clear(out);

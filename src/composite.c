@@ -46,8 +46,7 @@ void vijp_tape_clear(vijp_tape *t)
 /* Keep a copy of v (n values) under a name; the tape owns it. */
 static double *keep(vijp_tape *t, const char *what, const double *v)
 {
-    double *c = malloc(t->n * sizeof *c + 1);
-    if (!c) return NULL;
+    double *c = vijp_alloc_array(t->n, sizeof *c);
     memcpy(c, v, t->n * sizeof *c);
     t->what[t->count] = what;
     return t->kept[t->count++] = c;
@@ -62,39 +61,34 @@ int vijp_composite_forward(const char *name, const double *x, size_t n, double *
     t->n = n;
     t->kind = find(name);
     if (t->kind < 0) return VIJP_EINVAL;
-    double *a = malloc(n * sizeof *a + 1), *b = malloc(n * sizeof *b + 1);
-    int ok = a && b;
+    double *a = vijp_alloc(n * sizeof *a + 1), *b = vijp_alloc(n * sizeof *b + 1);
     switch (t->kind) {
     case K_SIGMOID: /* e = exp(−x) keeps e; s = 1/(1 + e) keeps s */
-        for (size_t i = 0; ok && i < n; i++) a[i] = exp(-x[i]), y[i] = 1 / (1 + a[i]);
-        ok = ok && keep(t, "exp(-x)", a) && keep(t, "1/(1+e)", y);
+        for (size_t i = 0; i < n; i++) a[i] = exp(-x[i]), y[i] = 1 / (1 + a[i]);
+        keep(t, "exp(-x)", a), keep(t, "1/(1+e)", y);
         break;
     case K_SOFTPLUS: /* e = exp(x) keeps e; log1p(e) keeps its input e: the same tensor */
-        for (size_t i = 0; ok && i < n; i++) a[i] = exp(x[i]), y[i] = log1p(a[i]);
-        ok = ok && keep(t, "exp(x)", a);
+        for (size_t i = 0; i < n; i++) a[i] = exp(x[i]), y[i] = log1p(a[i]);
+        keep(t, "exp(x)", a);
         break;
     case K_TANH:
-        for (size_t i = 0; ok && i < n; i++) y[i] = tanh(x[i]);
-        ok = ok && keep(t, "tanh(x)", y);
+        for (size_t i = 0; i < n; i++) y[i] = tanh(x[i]);
+        keep(t, "tanh(x)", y);
         break;
     case K_SILU: /* s = sigmoid(x) keeps s; x·s keeps x and s */
-        for (size_t i = 0; ok && i < n; i++) a[i] = sig(x[i]), y[i] = x[i] * a[i];
-        ok = ok && keep(t, "x", x) && keep(t, "sigmoid(x)", a);
+        for (size_t i = 0; i < n; i++) a[i] = sig(x[i]), y[i] = x[i] * a[i];
+        keep(t, "x", x), keep(t, "sigmoid(x)", a);
         break;
     case K_GELU: /* t = x/√2; e = erf(t) keeps t; a = 0.5(1 + e); x·a keeps x and a */
-        for (size_t i = 0; ok && i < n; i++) b[i] = x[i] * M_SQRT1_2, a[i] = 0.5 * (1 + erf(b[i])), y[i] = x[i] * a[i];
-        ok = ok && keep(t, "x/sqrt(2)", b) && keep(t, "x", x) && keep(t, "0.5(1+erf)", a);
+        for (size_t i = 0; i < n; i++) b[i] = x[i] * M_SQRT1_2, a[i] = 0.5 * (1 + erf(b[i])), y[i] = x[i] * a[i];
+        keep(t, "x/sqrt(2)", b), keep(t, "x", x), keep(t, "0.5(1+erf)", a);
         break;
     case K_MISH: /* softplus keeps x; tanh keeps its output; x·th keeps x and th */
-        for (size_t i = 0; ok && i < n; i++) a[i] = tanh(splus(x[i])), y[i] = x[i] * a[i];
-        ok = ok && keep(t, "x", x) && keep(t, "tanh(softplus(x))", a);
+        for (size_t i = 0; i < n; i++) a[i] = tanh(splus(x[i])), y[i] = x[i] * a[i];
+        keep(t, "x", x), keep(t, "tanh(softplus(x))", a);
         break;
     }
     free(a), free(b);
-    if (!ok) {
-        vijp_tape_clear(t);
-        return VIJP_ENOMEM;
-    }
     return 0;
 }
 
@@ -147,10 +141,10 @@ int vijp_composite_accuracy(const char *name, double lo, double hi, size_t point
     vijp_activation_report act;
     int rc = vijp_activation_analyze(&L, NULL, fmax(fabs(lo), fabs(hi)), 1e-9, &act, err);
     if (rc) return rc;
-    double *x = malloc(points * sizeof *x), *y = malloc(points * sizeof *y), *gx = malloc(points * sizeof *gx),
-           *one = malloc(points * sizeof *one);
+    double *x = vijp_alloc_array(points, sizeof *x), *y = vijp_alloc_array(points, sizeof *y), *gx = vijp_alloc_array(points, sizeof *gx),
+           *one = vijp_alloc_array(points, sizeof *one);
     vijp_tape tape;
-    rc = x && y && gx && one ? 0 : vijp_fail(err, VIJP_ENOMEM, "out of memory");
+    rc = 0;
     for (size_t i = 0; !rc && i < points; i++) x[i] = lo + (hi - lo) * (double)i / (double)(points - 1), one[i] = 1;
     if (!rc && (rc = vijp_composite_forward(name, x, points, y, &tape))) vijp_fail(err, rc, "composite %s failed", name);
     if (!rc) {

@@ -1,5 +1,6 @@
 /* The layer registry and the format-generic operators engines call. */
 #include "vijp/layer.h"
+#include "vijp/error.h"
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -129,19 +130,14 @@ int vijp_layer_parse(vijp_layer *L, const char *item, size_t in_width, vijp_erro
     return rc;
 }
 
-int vijp_layer_copy(vijp_layer *dst, const vijp_layer *src, vijp_error *err)
+void vijp_layer_copy(vijp_layer *dst, const vijp_layer *src)
 {
     *dst = *src;
     dst->state = NULL;
-    if (!src->state) return 0;
+    if (!src->state) return;
     const vijp_layer_type *T = src->type;
     if (T->state_copy) dst->state = T->state_copy(src->state);
-    else if ((dst->state = malloc(T->state_size))) memcpy(dst->state, src->state, T->state_size);
-    if (!dst->state) {
-        memset(dst, 0, sizeof *dst);
-        return vijp_fail(err, VIJP_ENOMEM, "out of memory copying a %s layer", T->name);
-    }
-    return 0;
+    else dst->state = memcpy(vijp_alloc(T->state_size), src->state, T->state_size);
 }
 
 void vijp_layer_clear(vijp_layer *L)

@@ -1,4 +1,5 @@
 #include "vijp/mat.h"
+#include "vijp/error.h"
 #include "vijp/arith.h"
 #include <math.h>
 #include <stdlib.h>
@@ -6,7 +7,7 @@
 
 size_t vijp_mat_len(const vijp_mat *a) { return a->rows * a->cols; }
 
-int vijp_mat_init(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt)
+void vijp_mat_init(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt)
 {
     memset(a, 0, sizeof *a);
     a->rows = rows;
@@ -14,11 +15,10 @@ int vijp_mat_init(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt)
     a->fmt = fmt;
     size_t n = rows * cols;
     if (fmt->kind == VIJP_DOUBLE) {
-        a->d = calloc(n ? n : 1, sizeof *a->d);
-        return a->d ? 0 : VIJP_ENOMEM;
+        a->d = vijp_alloc_array(n ? n : 1, sizeof *a->d);
+        return;
     }
     a->m = vo_vec_new(n, fmt);
-    return 0;
 }
 
 void vijp_mat_clear(vijp_mat *a)

@@ -1,5 +1,6 @@
 /* Networks from specs, seeded initialisation, parameters in a format. */
 #include "vijp/net.h"
+#include "vijp/error.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,14 +15,10 @@ int vijp_net_build(vijp_net *net, const char *spec, size_t depth, size_t width, 
         return vijp_fail(err, VIJP_EINVAL, "depth %zu out of range [1, %d]", depth, VIJP_DEPTH_MAX);
     size_t nitems = 1;
     for (const char *p = spec; *p; p++) nitems += *p == ',';
-    char *copy = strdup(spec), **items = calloc(nitems, sizeof *items);
-    net->layers = calloc(depth, sizeof *net->layers);
-    net->theta = calloc(depth, sizeof *net->theta);
+    char *copy = vijp_strdup(spec), **items = vijp_alloc_array(nitems, sizeof *items);
+    net->layers = vijp_alloc_array(depth, sizeof *net->layers);
+    net->theta = vijp_alloc_array(depth, sizeof *net->theta);
     int rc = 0;
-    if (!copy || !items || !net->layers || !net->theta) {
-        rc = vijp_fail(err, VIJP_ENOMEM, "out of memory");
-        goto out;
-    }
     size_t k = 0;
     for (char *save = NULL, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) items[k++] = t;
     if (k != nitems) {
@@ -50,10 +47,7 @@ int vijp_net_build(vijp_net *net, const char *spec, size_t depth, size_t width, 
         }
         if (i == 0) net->width = L->in;
         size_t P = L->type->param_count(L);
-        if (P && !(net->theta[i] = calloc(P, sizeof(double)))) {
-            rc = vijp_fail(err, VIJP_ENOMEM, "out of memory for %zu parameters", P);
-            goto out;
-        }
+        if (P) net->theta[i] = vijp_alloc_array(P, sizeof(double));
     }
 out:
     free(copy);
@@ -126,8 +120,9 @@ int vijp_net_params(const vijp_net *net, const vijp_format *f, vijp_mat *theta, 
 {
     for (size_t i = 0; i < net->depth; i++) {
         size_t P = net->layers[i].type->param_count(&net->layers[i]);
-        int rc = vijp_mat_init(&theta[i], P, 1, f);
-        if (!rc && P) vijp_mat_set_d(&theta[i], net->theta[i]);
+        vijp_mat_init(&theta[i], P, 1, f);
+        int rc = 0;
+        if (P) vijp_mat_set_d(&theta[i], net->theta[i]);
         if (!rc && P) {
             char what[96];
             snprintf(what, sizeof what, "parameters of layer %zu in %s", i + 1, f->name);

@@ -30,7 +30,7 @@ int vijp_plugin_load(const char *path, vijp_error *err)
      * stays loaded, so the registry never points into unmapped code. */
     vijp_error inner = {0};
     if ((rc = init(&inner)))
-        rc = vijp_fail(err, rc == VIJP_ENOMEM ? rc : VIJP_EINVAL, "plugin '%s': %s", path,
+        rc = vijp_fail(err, VIJP_EINVAL, "plugin '%s': %s", path,
                        inner.msg[0] ? inner.msg : "its vijp_plugin_init failed");
     return rc;
 }

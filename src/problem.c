@@ -1,39 +1,34 @@
 #include "problem.h"
+#include "vijp/error.h"
 #include <stdlib.h>
 
 int vijp_problem_round(vijp_problem *p, const vijp_net *net, size_t B, uint64_t seed, const vijp_format *f,
                        vijp_error *err)
 {
     size_t n0 = net->width, mD = vijp_net_out_width(net);
-    p->theta = calloc(net->depth, sizeof *p->theta);
-    double *X = malloc(n0 * B * sizeof *X), *T = malloc(mD * B * sizeof *T);
+    p->theta = vijp_alloc_array(net->depth, sizeof *p->theta);
+    double *X = vijp_alloc_array(n0 * B, sizeof *X), *T = vijp_alloc_array(mD * B, sizeof *T);
     vijp_mat_init(&p->X, n0, B, f);
     vijp_mat_init(&p->T, mD, B, f);
-    int rc = p->theta && X && T ? 0 : vijp_fail(err, VIJP_ENOMEM, "out of memory");
-    if (!rc) {
-        vijp_net_sample(net, B, seed, X, T);
-        vijp_mat_set_d(&p->X, X);
-        vijp_mat_set_d(&p->T, T);
-        rc = vijp_net_params(net, f, p->theta, err);
-    }
+    vijp_net_sample(net, B, seed, X, T);
+    vijp_mat_set_d(&p->X, X);
+    vijp_mat_set_d(&p->T, T);
+    int rc = vijp_net_params(net, f, p->theta, err);
     free(X), free(T);
     return rc;
 }
 
-int vijp_problem_convert(vijp_problem *p, const vijp_net *net, const vijp_problem *from, const vijp_format *f,
-                         vijp_error *err)
+void vijp_problem_convert(vijp_problem *p, const vijp_net *net, const vijp_problem *from, const vijp_format *f)
 {
-    p->theta = calloc(net->depth, sizeof *p->theta);
+    p->theta = vijp_alloc_array(net->depth, sizeof *p->theta);
     vijp_mat_init(&p->X, from->X.rows, from->X.cols, f);
     vijp_mat_init(&p->T, from->T.rows, from->T.cols, f);
-    if (!p->theta) return vijp_fail(err, VIJP_ENOMEM, "out of memory");
     vijp_mat_convert(&p->X, &from->X);
     vijp_mat_convert(&p->T, &from->T);
     for (size_t i = 0; i < net->depth; i++) {
         vijp_mat_init(&p->theta[i], from->theta[i].rows, 1, f);
         vijp_mat_convert(&p->theta[i], &from->theta[i]);
     }
-    return 0;
 }
 
 void vijp_problem_clear(vijp_problem *p, const vijp_net *net)

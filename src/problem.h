@@ -14,8 +14,7 @@ typedef struct {
 int vijp_problem_round(vijp_problem *p, const vijp_net *net, size_t B, uint64_t seed, const vijp_format *f,
                        vijp_error *err);
 /* The same values as from, converted exactly to format f (f at least as wide). */
-int vijp_problem_convert(vijp_problem *p, const vijp_net *net, const vijp_problem *from, const vijp_format *f,
-                         vijp_error *err);
+void vijp_problem_convert(vijp_problem *p, const vijp_net *net, const vijp_problem *from, const vijp_format *f);
 void vijp_problem_clear(vijp_problem *p, const vijp_net *net);
 /* The network of setup s (spec cycled to depth, loss, seeded parameters) and
  * its problem rounded to s->fmt: what every study starts from.  On failure

@@ -50,7 +50,9 @@ static void gates(const vijp_layer *L, const double *th, const double *x, double
     }
 }
 
-#define SCRATCH(n) double *s = malloc(2 * (n) * sizeof *s + 1), *ds = s + (n); if (!s) abort()
+/* vijp_alloc never returns NULL: out of memory ends the run with a message
+ * (the memory policy in vijp/error.h), so a layer needs no failure path. */
+#define SCRATCH(n) double *s = vijp_alloc_array(2 * (n), sizeof *s), *ds = s + (n)
 
 static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
 {
@@ -125,12 +127,8 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
 {
     (void)frag;
     size_t n = L->in;
-    double *J = malloc(n * n * sizeof *J + 1), *JT = malloc(n * n * sizeof *JT + 1);
-    lapack_int *piv = malloc(n * sizeof *piv + 1);
-    if (!J || !JT || !piv) {
-        free(J), free(JT), free(piv);
-        return vijp_fail(err, VIJP_ENOMEM, "gated vijp: out of memory");
-    }
+    double *J = vijp_alloc_array(n * n, sizeof *J), *JT = vijp_alloc_array(n * n, sizeof *JT);
+    lapack_int *piv = vijp_alloc_array(n, sizeof *piv);
     int rc = 0;
     for (size_t b = 0; b < B && !rc; b++) {
         jacobian(L, th, X + b * n, J);

@@ -150,7 +150,8 @@ struct vijp_layer_type {
     int (*parse)(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err);
     /* The instance state's lifetime.  state_free NULL: free(); state_copy
      * NULL: a state_size-byte memcpy (plain structs).  Types whose state owns
-     * memory (coupling blocks hold their sub-layers) give both. */
+     * memory (coupling blocks hold their sub-layers) give both; state_copy
+     * allocates through vijp_alloc and so never fails (vijp/error.h). */
     size_t state_size;
     void *(*state_copy)(const void *state);
     void (*state_free)(void *state);
@@ -230,8 +231,8 @@ int vijp_layer_type_check(const vijp_layer_type *T, vijp_error *err);
  * residual kind that would drop their gradient (VIJP_RESIDUAL_DERIV), a
  * declared inverse without the operator. */
 int vijp_layer_parse(vijp_layer *L, const char *item, size_t in_width, vijp_error *err);
-/* dst = a deep copy of src (VIJP_ENOMEM on failure, dst then empty). */
-int vijp_layer_copy(vijp_layer *dst, const vijp_layer *src, vijp_error *err);
+/* dst = a deep copy of src. */
+void vijp_layer_copy(vijp_layer *dst, const vijp_layer *src);
 /* Release the state; L is then empty (type NULL). */
 void vijp_layer_clear(vijp_layer *L);
 /* The item as written in a spec ("leaky:0.5", "dense:4x6"). */

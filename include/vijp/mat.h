@@ -15,7 +15,7 @@ typedef struct {
     mpfr_t *m;
 } vijp_mat;
 
-int vijp_mat_init(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt);
+void vijp_mat_init(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt);
 void vijp_mat_clear(vijp_mat *a);
 size_t vijp_mat_len(const vijp_mat *a);
 void vijp_mat_zero(vijp_mat *a);

@@ -1,5 +1,6 @@
 /* vijp certify: is a layer submersive at sampled points, and how surely? */
 #include "cli.h"
+#include "vijp/error.h"
 #include "study_stats.h"
 #include "vijp/certify.h"
 #include "vijp/vijp.h"
@@ -152,7 +153,7 @@ static void print_table(const char *spec, const vijp_layer *L, uint64_t seed, co
         }
         putchar('\n');
     }
-    double *smin = malloc(r->n * sizeof *smin), *s = malloc(r->n * sizeof *s);
+    double *smin = vijp_alloc_array(r->n, sizeof *smin), *s = vijp_alloc_array(r->n, sizeof *s);
     for (size_t k = 0; smin && s && k < r->n; k++) {
         smin[k] = r->c[k].num.sigma_min;
         s[k] = r->c[k].verdict == VIJP_CERTIFIED_SUBMERSIVE ? r->c[k].s : NAN;
@@ -244,11 +245,11 @@ int cli_certify(int argc, char **argv)
         goto usage_err;
     }
     const vijp_layer *L = &net.layers[0];
-    results r = {calloc(samples, sizeof *r.c), 0};
-    double *x = malloc(L->in * sizeof *x);
+    results r = {vijp_alloc_array(samples, sizeof *r.c), 0};
+    double *x = vijp_alloc_array(L->in, sizeof *x);
     vijp_rng rng;
     vijp_rng_seed(&rng, seed ^ 0x5eed5eed5eedull);
-    int rc = r.c && x ? 0 : vijp_fail(&err, VIJP_ENOMEM, "out of memory");
+    int rc = 0;
     for (; !rc && r.n < samples; r.n++) { /* a point is an input and the layer's parameters */
         if ((rc = vijp_net_init(&net, init, seed + r.n, &err))) break;
         next_point(&rng, scale, x, L->in);

@@ -1,5 +1,6 @@
 /* vijp drift and vijp report: error-versus-depth studies written as reports. */
 #include "atomic.h"
+#include "vijp/error.h"
 #include "cli.h"
 #include "study_stats.h"
 #include "write.h"
@@ -71,7 +72,7 @@ static char *quoted_command(int argc, char **argv, const char *prefix)
 {
     size_t len = strlen(prefix) + 1;
     for (int i = 0; i < argc; i++) len += 4 * strlen(argv[i]) + 3;
-    char *out = malloc(len), *p = out;
+    char *out = vijp_alloc(len), *p = out;
     if (!out) return NULL;
     p += sprintf(p, "%s", prefix);
     for (int i = 0; i < argc; i++) {

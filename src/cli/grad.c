@@ -1,5 +1,6 @@
 /* vijp grad: one network, one or more engines, one format, against an MPFR reference. */
 #include "cli.h"
+#include "vijp/error.h"
 #include "vijp/study.h"
 #include "vijp/vijp.h"
 #include <getopt.h>
@@ -106,7 +107,7 @@ int cli_grad(int argc, char **argv)
 
     vijp_engine_kind list[VIJP_ENGINE_COUNT];
     size_t n = 0;
-    char *copy = strdup(engines), *save = NULL;
+    char *copy = vijp_strdup(engines), *save = NULL;
     for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (!strcmp(t, "all")) {
             for (int k = 0; k < VIJP_ENGINE_COUNT; k++) list[k] = (vijp_engine_kind)k;

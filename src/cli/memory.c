@@ -1,6 +1,7 @@
 /* vijp memory: stored bytes against depth per engine, and the deepest
  * network that fits a budget. */
 #include "cli.h"
+#include "vijp/error.h"
 #include "vijp/memory.h"
 #include "vijp/vijp.h"
 #include <errno.h>
@@ -92,7 +93,7 @@ int cli_memory(int argc, char **argv)
     vijp_engine_kind list[VIJP_ENGINE_COUNT];
     size_t ne = 0;
     if (vijp_format_parse(format, &f, &err)) goto usage_err;
-    char *copy = strdup(engines), *save = NULL;
+    char *copy = vijp_strdup(engines), *save = NULL;
     if (!copy) return fputs("vijp memory: out of memory\n", stderr), EXIT_FAILED;
     for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (ne == VIJP_ENGINE_COUNT || vijp_engine_parse(t, &list[ne], &err)) {
@@ -118,7 +119,7 @@ int cli_memory(int argc, char **argv)
     width = probe.width;
     vijp_net_free(&probe);
 
-    size_t *bytes = calloc(ne * depth, sizeof *bytes), deepest[VIJP_ENGINE_COUNT];
+    size_t *bytes = vijp_alloc_array(ne * depth, sizeof *bytes), deepest[VIJP_ENGINE_COUNT];
     if (!bytes) return fprintf(stderr, "vijp memory: out of memory\n"), EXIT_FAILED;
     for (size_t k = 0; k < ne; k++) {
         int rc = vijp_memory_profile(spec, depth, width, batch, seed, &f, list[k], &eo, bytes + k * depth, &err);

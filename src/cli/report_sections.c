@@ -1,5 +1,6 @@
 /* The catalogue's parts of a drift report (see report_sections.h). */
 #include "report_sections.h"
+#include "vijp/error.h"
 #include "study_stats.h"
 #include "vijp/vijp.h"
 #include "vijp/composite.h"
@@ -21,8 +22,7 @@ size_t *mem_at(const memory_table *m, size_t c, size_t e) { return m->bytes + (c
 int memory_compute(memory_table *m, const study *s, vijp_error *err)
 {
     m->s = s;
-    m->bytes = malloc(s->n_configs * VIJP_ENGINE_COUNT * s->depth * sizeof *m->bytes);
-    if (!m->bytes) return vijp_fail(err, VIJP_ENOMEM, "out of memory");
+    m->bytes = vijp_alloc_array(s->n_configs * VIJP_ENGINE_COUNT * s->depth, sizeof *m->bytes);
     vijp_format fd;
     vijp_format_parse("double", &fd, NULL);
     for (size_t c = 0; c < s->n_configs; c++)

@@ -1,6 +1,7 @@
 /* Running a drift study: parsing its lists, a pool of worker threads, a
  * progress bar on terminals. */
 #include "study.h"
+#include "vijp/error.h"
 #include "vijp/vijp.h"
 #include <cblas.h>
 #include <errno.h>
@@ -15,9 +16,8 @@
 /* Split a comma list into at most max items of a copy the caller frees. */
 static char *split(const char *list, char **items, size_t max, size_t *n, const char *what, vijp_error *err)
 {
-    char *copy = strdup(list), *save = NULL;
+    char *copy = vijp_strdup(list), *save = NULL;
     *n = 0;
-    if (!copy) return vijp_fail(err, VIJP_ENOMEM, "out of memory"), NULL;
     for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (*n == max) {
             vijp_fail(err, VIJP_EINVAL, "too many %s (at most %zu)", what, max);
@@ -214,8 +214,7 @@ static void *worker(void *arg)
 int study_run(study *s, vijp_error *err)
 {
     pool p = {.s = s, .total = s->n_configs * s->n_formats * s->n_seeds, .start = time(NULL)};
-    s->curves = calloc(p.total, sizeof *s->curves);
-    if (!s->curves) return vijp_fail(err, VIJP_ENOMEM, "out of memory");
+    s->curves = vijp_alloc_array(p.total, sizeof *s->curves);
     pthread_mutex_init(&p.lock, NULL);
     /* MPFR keeps its exponent range per thread only when built thread-safe. */
     int jobs = mpfr_buildopt_tls_p() ? s->jobs : 1;
@@ -225,7 +224,7 @@ int study_run(study *s, vijp_error *err)
      * (sched_yield) on these small matrices.  One BLAS thread always, so
      * that double results do not depend on --jobs either. */
     openblas_set_num_threads(1);
-    pthread_t *t = calloc((size_t)jobs, sizeof *t);
+    pthread_t *t = vijp_alloc_array((size_t)jobs, sizeof *t);
     int started = 0;
     for (; t && started < jobs; started++)
         if (pthread_create(&t[started], NULL, worker, &p)) break;

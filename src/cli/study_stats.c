@@ -1,4 +1,5 @@
 #include "study_stats.h"
+#include "vijp/error.h"
 #include <math.h>
 #include <stdlib.h>
 
@@ -6,7 +7,7 @@ void run_stats_of(const vijp_drift_curve *c, size_t r, const int *has_param, dou
 {
     size_t D = c->depth;
     const vijp_drift_run_result *run = &c->runs[r];
-    double *g = malloc(D * sizeof *g), *t = malloc(D * sizeof *t);
+    double *g = vijp_alloc_array(D, sizeof *g), *t = vijp_alloc_array(D, sizeof *t);
     out->err_max = 0;
     for (size_t i = 0; g && t && i < D; i++) {
         g[i] = run->g[i].rel;
@@ -32,7 +33,7 @@ static int cmp(const void *a, const void *b)
 
 spread spread_of(const double *v, size_t n)
 {
-    double *w = malloc((n ? n : 1) * sizeof *w);
+    double *w = vijp_alloc_array((n ? n : 1), sizeof *w);
     size_t k = 0;
     for (size_t i = 0; w && i < n; i++)
         if (!isnan(v[i])) w[k++] = v[i]; /* an overflowed error (+Inf) is a value */
@@ -51,7 +52,7 @@ int *config_has_param(const study *s, size_t config)
 {
     vijp_net net;
     if (vijp_net_build(&net, s->configs[config].spec, s->depth, s->width, NULL)) return NULL;
-    int *h = malloc(s->depth * sizeof *h);
+    int *h = vijp_alloc_array(s->depth, sizeof *h);
     for (size_t i = 0; h && i < s->depth; i++) h[i] = net.layers[i].type->param_count(&net.layers[i]) > 0;
     vijp_net_free(&net);
     return h;

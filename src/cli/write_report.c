@@ -3,6 +3,7 @@
  * (every engine's stored bytes against depth), plots rendered by gnuplot,
  * drift.json and report.md; each one written atomically. */
 #include "atomic.h"
+#include "vijp/error.h"
 #include "study_stats.h"
 #include "write.h"
 #include "vijp/vijp.h"
@@ -380,7 +381,7 @@ static void md_certify(FILE *o, const study *s, size_t c, size_t layer)
     vijp_net net;
     if (vijp_net_build(&net, s->configs[c].spec, s->depth, s->width, NULL)) return;
     const vijp_layer *L = &net.layers[layer];
-    double *x = malloc(L->in * sizeof *x), smin = INFINITY;
+    double *x = vijp_alloc_array(L->in, sizeof *x), smin = INFINITY;
     size_t certified = 0, not_sub = 0;
     char method[32] = "";
     vijp_rng rng;
@@ -441,7 +442,7 @@ static void md_layers(FILE *o, const study *s)
             size_t j = 0;
             while (j < ns && strcmp(seen[j], label)) j++;
             if (j < ns || ns == 64) continue;
-            seen[ns++] = strdup(label);
+            seen[ns++] = vijp_strdup(label);
             unsigned d = L->type->declare(L);
             static const char *const keep[] = {"nothing", "sign bits", "inputs", "nothing (inverse rebuilds inputs)",
                                                "f′ (nested forward AD)"};
@@ -559,11 +560,7 @@ static void remove_stale_plots(const study *s)
 int study_write(const study *s, vijp_error *err)
 {
     size_t cap = 6 + 2 * PLOT_KINDS * s->n_configs;
-    staged st = {malloc(cap * sizeof *st.tmp), malloc(cap * sizeof *st.name), 0};
-    if (!st.tmp || !st.name) {
-        free(st.tmp), free(st.name);
-        return vijp_fail(err, VIJP_ENOMEM, "out of memory");
-    }
+    staged st = {vijp_alloc(cap * sizeof *st.tmp), vijp_alloc(cap * sizeof *st.name), 0};
     static const struct {
         const char *name;
         int (*fill)(FILE *, const void *);

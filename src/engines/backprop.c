@@ -3,6 +3,7 @@
  * computed, by f′ (nested forward AD: the same bytes, no f′ evaluation going
  * back). */
 #include "engine_internal.h"
+#include "vijp/error.h"
 #include <stdlib.h>
 
 int engine_backprop(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
@@ -11,8 +12,8 @@ int engine_backprop(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
     size_t D = net->depth, B = X->cols;
     const vijp_format *f = X->fmt;
     vijp_ledger ledger = {0, 0};
-    vijp_mat *H = calloc(D + 1, sizeof *H); /* H[i] = h_i; H[D] is a work buffer */
-    int rc = H ? 0 : vijp_fail(err, VIJP_ENOMEM, "out of memory");
+    vijp_mat *H = vijp_alloc_array(D + 1, sizeof *H); /* H[i] = h_i; H[D] is a work buffer */
+    int rc = 0;
     for (size_t i = 0; i <= D && !rc; i++) {
         vijp_mat_init(&H[i], i ? net->layers[i - 1].out : net->width, B, f);
         if (i == 0) vijp_mat_copy(&H[0], X);

@@ -4,6 +4,7 @@
  * recomputation repeats the forward operations exactly, so the gradients are
  * bit for bit backprop's; the price is one extra forward pass. */
 #include "engine_internal.h"
+#include "vijp/error.h"
 #include <math.h>
 #include <stdlib.h>
 
@@ -39,8 +40,8 @@ int engine_checkpoint(const vijp_net *net, const vijp_mat *theta, const vijp_mat
     size_t D = net->depth, B = X->cols, k = segment_length(D, segment);
     const vijp_format *f = X->fmt;
     vijp_ledger ledger = {0, 0};
-    vijp_mat *H = calloc(D + 1, sizeof *H), h, hn; /* H[i] = h_i while it is kept */
-    int rc = H ? 0 : vijp_fail(err, VIJP_ENOMEM, "out of memory");
+    vijp_mat *H = vijp_alloc_array(D + 1, sizeof *H), h, hn; /* H[i] = h_i while it is kept */
+    int rc = 0;
     vijp_mat_init(&h, net->width, B, f);
     vijp_mat_copy(&h, X);
     for (size_t i = 0; i < D && !rc; i++) { /* forward: keep the checkpoints */

@@ -3,6 +3,7 @@
  * AD.  The dispatcher (engine.c) and the engines call these; nothing here
  * calls back into them. */
 #include "engine_internal.h"
+#include "vijp/error.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,10 +24,9 @@ int engine_grads_init(vijp_grads *out, const vijp_net *net, size_t B, const vijp
 {
     memset(out, 0, sizeof *out);
     out->depth = net->depth;
-    out->grad_theta = calloc(net->depth, sizeof *out->grad_theta);
-    out->g = calloc(net->depth, sizeof *out->g);
-    out->stored_by_depth = calloc(net->depth, sizeof *out->stored_by_depth);
-    if (!out->grad_theta || !out->g || !out->stored_by_depth) return VIJP_ENOMEM;
+    out->grad_theta = vijp_alloc_array(net->depth, sizeof *out->grad_theta);
+    out->g = vijp_alloc_array(net->depth, sizeof *out->g);
+    out->stored_by_depth = vijp_alloc_array(net->depth, sizeof *out->stored_by_depth);
     vijp_mat_init(&out->grad_x, net->width, B, f);
     for (size_t i = 0; i < net->depth; i++) {
         const vijp_layer *L = &net->layers[i];
@@ -56,10 +56,9 @@ double engine_loss(const vijp_net *net, const vijp_mat *h, const vijp_mat *T, vi
 int engine_derivative(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, vijp_mat *D, vijp_error *err)
 {
     vijp_mat ones;
-    int rc = vijp_mat_init(&ones, X->rows, X->cols, X->fmt);
-    if (rc) return vijp_fail(err, rc, "out of memory");
+    vijp_mat_init(&ones, X->rows, X->cols, X->fmt);
     for (size_t i = 0; i < vijp_mat_len(&ones); i++) vijp_mat_set_entry_d(&ones, i, 1.0);
-    rc = vijp_layer_jvp(L, theta, X, &ones, D, err);
+    int rc = vijp_layer_jvp(L, theta, X, &ones, D, err);
     vijp_mat_clear(&ones);
     return rc;
 }

@@ -6,6 +6,7 @@
  *   pure forward: g_0 and every fragment c_i = g_i Q_i by forward-mode jvps of
  *                 the identity and of the cokernel bases Q_i; stores fragments. */
 #include "engine_internal.h"
+#include "vijp/error.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,12 +115,12 @@ int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
     size_t D = net->depth, B = X->cols;
     const vijp_format *f = X->fmt;
     vijp_ledger ledger = {0, 0};
-    uint8_t **bits = calloc(D, sizeof *bits);
-    vijp_mat *vals = calloc(D, sizeof *vals), *frag = calloc(D, sizeof *frag);
-    size_t *res_bytes = calloc(D, sizeof *res_bytes), *in_bytes = calloc(D, sizeof *in_bytes);
-    int *rebuild = calloc(D, sizeof *rebuild);
+    uint8_t **bits = vijp_alloc_array(D, sizeof *bits);
+    vijp_mat *vals = vijp_alloc_array(D, sizeof *vals), *frag = vijp_alloc_array(D, sizeof *frag);
+    size_t *res_bytes = vijp_alloc_array(D, sizeof *res_bytes), *in_bytes = vijp_alloc_array(D, sizeof *in_bytes);
+    int *rebuild = vijp_alloc_array(D, sizeof *rebuild);
     vijp_mat h, hn, g = {0}, gn, Xt;
-    int rc = bits && vals && frag && res_bytes && in_bytes && rebuild ? 0 : vijp_fail(err, VIJP_ENOMEM, "out of memory");
+    int rc = 0;
     if (rc) goto done;
 
     ledger_keep(&ledger, mat_bytes(X)); /* h_0, read again by the sweep */
@@ -132,7 +133,7 @@ int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
         in_bytes[i] = mat_bytes(&h);
         if (L->type->residual == VIJP_RESIDUAL_SIGN) {
             res_bytes[i] = (n + 7) / 8;
-            bits[i] = calloc(res_bytes[i], 1);
+            bits[i] = vijp_alloc_array(res_bytes[i], 1);
             for (size_t k = 0; k < n; k++)
                 if (h.d ? h.d[k] > 0 : mpfr_sgn(h.m[k]) > 0) bits[i][k / 8] |= (uint8_t)(1u << (k % 8));
         } else if (L->type->residual == VIJP_RESIDUAL_INPUT ||
@@ -251,9 +252,9 @@ int engine_pure_forward(const vijp_net *net, const vijp_mat *theta, const vijp_m
     size_t D = net->depth, B = X->cols, n0 = net->width, mD = vijp_net_out_width(net);
     const vijp_format *f = X->fmt;
     vijp_ledger ledger = {0, 0};
-    vijp_mat *r = calloc(B, sizeof *r), *frag = calloc(D, sizeof *frag), x, t;
-    size_t *k = calloc(D * B, sizeof *k);
-    int rc = r && frag && k ? 0 : vijp_fail(err, VIJP_ENOMEM, "out of memory");
+    vijp_mat *r = vijp_alloc_array(B, sizeof *r), *frag = vijp_alloc_array(D, sizeof *frag), x, t;
+    size_t *k = vijp_alloc_array(D * B, sizeof *k);
+    int rc = 0;
     ledger_keep(&ledger, mat_bytes(X)); /* h_0, read again by the sweep */
     vijp_mat_init(&x, n0, 1, f);
     vijp_mat_init(&t, mD, 1, f);

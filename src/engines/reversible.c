@@ -5,6 +5,7 @@
  * inverses' rounding errors into the gradients: that is what this engine is
  * measured for. */
 #include "engine_internal.h"
+#include "vijp/error.h"
 #include "vijp/metrics.h"
 #include <math.h>
 #include <stdlib.h>
@@ -22,8 +23,8 @@ int engine_reversible(const vijp_net *net, const vijp_mat *theta, const vijp_mat
     size_t D = net->depth, B = X->cols;
     const vijp_format *f = X->fmt;
     vijp_ledger ledger = {0, 0};
-    vijp_mat *keep = calloc(D, sizeof *keep), h, hn;
-    int rc = keep ? 0 : vijp_fail(err, VIJP_ENOMEM, "out of memory");
+    vijp_mat *keep = vijp_alloc_array(D, sizeof *keep), h, hn;
+    int rc = 0;
     vijp_mat_init(&h, net->width, B, f);
     vijp_mat_copy(&h, X);
     for (size_t i = 0; i < D && !rc; i++) { /* forward: keep the inputs nothing can rebuild */
@@ -69,8 +70,8 @@ int vijp_reversible_reconstruction(const vijp_net *net, const vijp_mat *theta, c
 {
     size_t D = net->depth, B = X->cols;
     const vijp_format *f = X->fmt;
-    vijp_mat *H = calloc(D + 1, sizeof *H), cur = {0}, x;
-    int rc = H ? 0 : vijp_fail(err, VIJP_ENOMEM, "out of memory");
+    vijp_mat *H = vijp_alloc_array(D + 1, sizeof *H), cur = {0}, x;
+    int rc = 0;
     for (size_t i = 0; i <= D && !rc; i++) { /* forward, keeping every h_i (the diagnostic's own copy) */
         vijp_mat_init(&H[i], i ? net->layers[i - 1].out : net->width, B, f);
         if (i == 0) vijp_mat_copy(&H[0], X);

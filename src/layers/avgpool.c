@@ -24,8 +24,7 @@ static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *er
     if (in_width == 0 || in_width % p)
         return vijp_fail(err, VIJP_EDIM, "avgpool:%lu: the input width %zu is not a multiple of the window%s", p, in_width,
                          in_width ? "" : " (give --width)");
-    int rc = vijp_state_new(L, sizeof(size_t), err);
-    if (rc) return rc;
+    vijp_state_new(L, sizeof(size_t));
     L->in = in_width, L->out = in_width / p, *(size_t *)L->state = p;
     return 0;
 }

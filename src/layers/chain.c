@@ -1,5 +1,6 @@
 /* Chains of sub-layers for coupling blocks (see chain.h). */
 #include "chain.h"
+#include "vijp/error.h"
 #include "scratch.h"
 #include "state.h"
 #include <stdio.h>
@@ -48,14 +49,9 @@ void vijp_chain_state_free(void *state)
 void *vijp_chain_state_copy(const void *state)
 {
     const vijp_chain_state *s = state;
-    vijp_chain_state *c = calloc(1, sizeof *c);
-    if (!c) return NULL;
+    vijp_chain_state *c = vijp_alloc_array(1, sizeof *c);
     c->exp_scale = s->exp_scale;
-    for (; c->n < s->n; c->n++)
-        if (vijp_layer_copy(&c->sub[c->n], &s->sub[c->n], NULL)) {
-            vijp_chain_state_free(c);
-            return NULL;
-        }
+    for (; c->n < s->n; c->n++) vijp_layer_copy(&c->sub[c->n], &s->sub[c->n]);
     return c;
 }
 
@@ -75,8 +71,7 @@ int vijp_chain_parse(vijp_layer *L, const char *items, size_t h, const char *who
     char spec[256];
     if (strlen(items) >= sizeof spec) return vijp_fail(err, VIJP_EINVAL, "%s: residual function too long", who);
     snprintf(spec, sizeof spec, "%s", items);
-    vijp_chain_state *st = calloc(1, sizeof *st);
-    if (!st) return vijp_fail(err, VIJP_ENOMEM, "out of memory parsing %s", who);
+    vijp_chain_state *st = vijp_alloc_array(1, sizeof *st);
     int rc = 0;
     for (char *save = NULL, *item = strtok_r(spec, "+", &save); item && !rc; item = strtok_r(NULL, "+", &save)) {
         if (st->n == VIJP_SUB_MAX) {

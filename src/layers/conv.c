@@ -27,6 +27,7 @@
  * vijp is the dense layer's minimum-norm solve on J (QR of Jᵀ), and it has no
  * inverse. */
 #include "vijp/layer.h"
+#include "vijp/error.h"
 #include "init.h"
 #include "state.h"
 #include "vijp/catalogue.h"
@@ -101,8 +102,7 @@ static int parse_conv(vijp_layer *L, const char *arg, size_t in_width, int two_d
         return vijp_fail(err, VIJP_EDIM, "conv2d: kernel %lu is larger than the %lu x %zu grid", k, rows, cols);
     if (cols % stride || (two_d && rows % stride))
         return vijp_fail(err, VIJP_EDIM, "%s: stride %lu does not divide the %lu x %zu grid", name, stride, rows, cols);
-    int rc = vijp_state_new(L, sizeof(vijp_conv_args), err);
-    if (rc) return rc;
+    vijp_state_new(L, sizeof(vijp_conv_args));
     L->in = in_width, L->out = in_width / stride / (two_d ? stride : 1);
     *(vijp_conv_args *)L->state = (vijp_conv_args){c, k, stride, two_d ? rows : 0, !strcmp(pad, ":circular")};
     return 0;
@@ -130,8 +130,8 @@ static int init(const vijp_layer *L, vijp_init in, vijp_rng *rng, double *theta)
         double s = 1 / sqrt((double)(C * T));
         for (size_t i = 0; i < NW(L); i++) theta[i] = s * vijp_rng_normal(rng);
     } else {
-        double *Q = malloc(C * C * sizeof *Q);
-        int rc = Q ? vijp_orthogonal_init(C, C, rng, Q) : VIJP_ENOMEM;
+        double *Q = vijp_alloc_array(C * C, sizeof *Q);
+        int rc = vijp_orthogonal_init(C, C, rng, Q);
         for (size_t o = 0; !rc && o < C; o++)
             for (size_t c = 0; c < C; c++) theta[(o * C + c) * T + centre] = (in.kind == VIJP_INIT_SCALED ? in.gain : 1) * Q[o + c * C];
         free(Q);
@@ -277,8 +277,8 @@ static int circulant_solve(const vijp_layer *L, const double *th, const double *
 {
     size_t C = CH(L), K = KS(L), T = TAPS(L), n = LEN(L), R = ROWS(L), Q = COLS(L);
     size_t hy = (KH(L) - 1) / 2, hx = (K - 1) / 2;
-    double complex *F = malloc(C * n * sizeof *F), *A = malloc(C * C * sizeof *A), *z = malloc(C * sizeof *z);
-    int rc = F && A && z ? 0 : VIJP_ENOMEM;
+    double complex *F = vijp_alloc_array(C * n, sizeof *F), *A = vijp_alloc_array(C * C, sizeof *A), *z = vijp_alloc_array(C, sizeof *z);
+    int rc = 0;
     for (size_t c = 0; !rc && c < C; c++) /* DFT of every channel over the grid */
         for (size_t w = 0; w < n; w++) {
             double complex s = 0;
@@ -315,9 +315,9 @@ static int circulant_solve(const vijp_layer *L, const double *th, const double *
 static int dense_solve(const vijp_layer *L, const double *th, double *rhs, size_t B, int transpose)
 {
     size_t N = L->in;
-    double *J = malloc(N * N * sizeof *J), *A = malloc(N * N * sizeof *A);
-    lapack_int *piv = malloc(N * sizeof *piv);
-    int rc = J && A && piv ? 0 : VIJP_ENOMEM;
+    double *J = vijp_alloc_array(N * N, sizeof *J), *A = vijp_alloc_array(N * N, sizeof *A);
+    lapack_int *piv = vijp_alloc_array(N, sizeof *piv);
+    int rc = 0;
     if (!rc) {
         jacobian(L, th, NULL, J);
         for (size_t i = 0; i < N; i++)
@@ -336,8 +336,7 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
     size_t w = 0;
     if (STRIDE(L) > 1) { /* the dense layer's minimum-norm solve on J (wide: QR of Jᵀ) */
         size_t M = L->out, N = L->in;
-        double *th_d = calloc(M * N + M, sizeof *th_d);
-        if (!th_d) return vijp_fail(err, VIJP_ENOMEM, "out of memory");
+        double *th_d = vijp_alloc_array(M * N + M, sizeof *th_d);
         jacobian(L, th, NULL, th_d);
         vijp_layer dl = {.type = &vijp_layer_dense, .in = N, .out = M};
         rc = vijp_layer_dense.d->vijp(&dl, th_d, X, B, Gx, NULL, Gy, err);
@@ -360,8 +359,7 @@ static int inverse(const vijp_layer *L, const double *th, const double *Y, size_
 {
     if (STRIDE(L) > 1) return vijp_fail(err, VIJP_EUNSUPPORTED, "conv1d with stride %zu is not invertible", STRIDE(L));
     size_t n = LEN(L), w = 0;
-    double *R = malloc(L->in * B * sizeof *R);
-    if (!R) return vijp_fail(err, VIJP_ENOMEM, "out of memory");
+    double *R = vijp_alloc_array(L->in * B, sizeof *R);
     for (size_t b = 0; b < B; b++)
         for (size_t i = 0; i < L->in; i++) R[b * L->in + i] = Y[b * L->in + i] - th[NW(L) + i / n];
     int rc = 0;

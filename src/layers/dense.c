@@ -5,6 +5,7 @@
  *          null(Wᵀ) and the fragment c = Q₂ᵀ gy (m − n numbers per sample).
  * theta = [W column-major (m·n), b (m)]. */
 #include "vijp/layer.h"
+#include "vijp/error.h"
 #include "init.h"
 #include "../../oracles/oracles.h"
 #include <cblas.h>
@@ -61,8 +62,7 @@ static unsigned declare(const vijp_layer *L)
 int vijp_orthogonal_init(size_t m, size_t n, vijp_rng *rng, double *W)
 {
     size_t r = m > n ? m : n, c = m > n ? n : m;
-    double *A = malloc(r * c * sizeof *A);
-    if (!A) return VIJP_ENOMEM;
+    double *A = vijp_alloc_array(r * c, sizeof *A);
     for (size_t i = 0; i < r * c; i++) A[i] = vijp_rng_normal(rng);
     for (size_t j = 0; j < c; j++) {
         double *q = A + j * r;
@@ -165,9 +165,8 @@ static size_t fragment_count(const vijp_layer *L, const double *th, const double
 static int tall_qr(const vijp_layer *L, const double *W, double **A, double **tau, vijp_error *err)
 {
     size_t m = L->out, n = L->in;
-    *A = calloc(m * m, sizeof **A); /* zeroed: LAPACKE checks all of A for NaN */
-    *tau = malloc(n * sizeof **tau);
-    if (!*A || !*tau) return vijp_fail(err, VIJP_ENOMEM, "dense: out of memory");
+    *A = vijp_alloc_array(m * m, sizeof **A); /* zeroed: LAPACKE checks all of A for NaN */
+    *tau = vijp_alloc_array(n, sizeof **tau);
     memcpy(*A, W, m * n * sizeof **A);
     LAPACKE_dgeqrf(LAPACK_COL_MAJOR, (int)m, (int)n, *A, (int)m, *tau);
     for (size_t k = 0; k < n; k++)
@@ -183,7 +182,7 @@ static void fragment(const vijp_layer *L, const double *th, const double *X, siz
 {
     (void)X;
     size_t m = L->out, n = L->in;
-    double *A = NULL, *tau = NULL, *Z = malloc(m * B * sizeof *Z);
+    double *A = NULL, *tau = NULL, *Z = vijp_alloc_array(m * B, sizeof *Z);
     tall_qr(L, th, &A, &tau, NULL); /* a rank-deficient W is reported by the vijp */
     memcpy(Z, Gy, m * B * sizeof *Z);
     LAPACKE_dormqr(LAPACK_COL_MAJOR, 'L', 'T', (int)m, (int)B, (int)n, A, (int)m, tau, Z, (int)m);
@@ -198,9 +197,8 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
     size_t m = L->out, n = L->in;
     int rc = 0;
     if (m == n) {
-        double *A = malloc(n * n * sizeof *A);
-        lapack_int *piv = malloc(n * sizeof *piv);
-        if (!A || !piv) rc = vijp_fail(err, VIJP_ENOMEM, "dense: out of memory");
+        double *A = vijp_alloc_array(n * n, sizeof *A);
+        lapack_int *piv = vijp_alloc_array(n, sizeof *piv);
         if (!rc) {
             memcpy(A, th, n * n * sizeof *A);
             memcpy(Gy, Gx, n * B * sizeof *Gy);
@@ -213,8 +211,7 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
         }
         free(A), free(piv);
     } else if (m < n) {
-        double *A = malloc(n * m * sizeof *A), *Z = malloc(n * B * sizeof *Z);
-        if (!A || !Z) rc = vijp_fail(err, VIJP_ENOMEM, "dense: out of memory");
+        double *A = vijp_alloc_array(n * m, sizeof *A), *Z = vijp_alloc_array(n * B, sizeof *Z);
         if (!rc) {
             for (size_t i = 0; i < m; i++) /* A = Wᵀ, n × m */
                 for (size_t k = 0; k < n; k++) A[k + i * n] = th[i + k * m];
@@ -269,10 +266,9 @@ static int inverse(const vijp_layer *L, const double *th, const double *Y, size_
     size_t n = L->in;
     if (L->out != n)
         return vijp_fail(err, VIJP_EUNSUPPORTED, "dense %zux%zu has no inverse (not square)", L->out, n);
-    double *A = malloc(n * n * sizeof *A);
-    lapack_int *piv = malloc(n * sizeof *piv);
+    double *A = vijp_alloc_array(n * n, sizeof *A);
+    lapack_int *piv = vijp_alloc_array(n, sizeof *piv);
     int rc = 0;
-    if (!A || !piv) rc = vijp_fail(err, VIJP_ENOMEM, "dense: out of memory");
     if (!rc) {
         memcpy(A, th, n * n * sizeof *A);
         for (size_t j = 0; j < B; j++)

@@ -8,7 +8,7 @@
 
 /* W (m × n, column-major) with orthonormal columns (m >= n) or rows, from
  * seeded Gaussian draws by modified Gram–Schmidt twice: the same bits on
- * every machine (src/layers/dense.c).  0 or VIJP_ENOMEM / VIJP_EINVAL. */
+ * every machine (src/layers/dense.c).  0 or VIJP_EINVAL. */
 int vijp_orthogonal_init(size_t m, size_t n, vijp_rng *rng, double *W);
 
 /* n draws U(−1/√fan_in, 1/√fan_in): PyTorch's default for weights and biases. */

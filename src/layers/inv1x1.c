@@ -39,8 +39,7 @@ static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *er
     if (in_width == 0 || in_width % c)
         return vijp_fail(err, VIJP_EDIM, "inv1x1:%lu: the input width %zu is not a multiple of the channels%s", c,
                          in_width, in_width ? "" : " (give --width)");
-    int rc = vijp_state_new(L, sizeof(size_t), err);
-    if (rc) return rc;
+    vijp_state_new(L, sizeof(size_t));
     L->in = L->out = in_width, *(size_t *)L->state = c;
     return 0;
 }

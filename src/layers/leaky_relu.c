@@ -25,8 +25,7 @@ static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *er
         return vijp_fail(err, VIJP_EINVAL, "leaky slope must be finite and > 0, got '%s'", arg);
     if (in_width == 0)
         return vijp_fail(err, VIJP_EDIM, "leaky keeps its input width, which is unknown here: give --width");
-    int rc = vijp_state_new(L, sizeof(double), err);
-    if (rc) return rc;
+    vijp_state_new(L, sizeof(double));
     L->in = L->out = in_width;
     *(double *)L->state = a;
     return 0;

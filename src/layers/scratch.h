@@ -5,10 +5,11 @@
 #define VIJP_LAYERS_SCRATCH_H
 
 #include <stdlib.h>
+#include "vijp/error.h"
 
 static inline double *vijp_scratch(size_t n)
 {
-    double *w = malloc(n * sizeof *w + 1); /* + 1: n may be 0 */
+    double *w = vijp_alloc(n * sizeof *w + 1); /* + 1: n may be 0 */
     if (!w) abort();
     return w;
 }

@@ -23,8 +23,7 @@ static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *er
     if (in_width == 0 || in_width % (c * f))
         return vijp_fail(err, VIJP_EDIM, "squeeze:%lux%lu: the input width %zu is not a multiple of %lu%s", c, f, in_width,
                          c * f, in_width ? "" : " (give --width)");
-    int rc = vijp_state_new(L, sizeof(vijp_squeeze_args), err);
-    if (rc) return rc;
+    vijp_state_new(L, sizeof(vijp_squeeze_args));
     L->in = L->out = in_width, *(vijp_squeeze_args *)L->state = (vijp_squeeze_args){c, f};
     return 0;
 }

@@ -4,15 +4,12 @@
 #define VIJP_LAYERS_STATE_H
 
 #include "vijp/layer.h"
+#include "vijp/error.h"
 #include <stdio.h>
 #include <stdlib.h>
 
-/* A new zeroed state of `size` bytes for L, or VIJP_ENOMEM. */
-static inline int vijp_state_new(vijp_layer *L, size_t size, vijp_error *err)
-{
-    if (!(L->state = calloc(1, size))) return vijp_fail(err, VIJP_ENOMEM, "out of memory parsing a %s layer", L->type->name);
-    return 0;
-}
+/* A new zeroed state of `size` bytes for L (out of memory is fatal). */
+static inline void vijp_state_new(vijp_layer *L, size_t size) { L->state = vijp_alloc(size); }
 
 /* L's state, checking that L is of type T: an accessor called on another
  * type is a programming error, reported and stopped here. */
