@@ -31,7 +31,7 @@ endif
 
 CFLAGS  ?= -O2 -g
 VIJP_CPPFLAGS := -Iinclude -D_GNU_SOURCE $(shell pkg-config --cflags $(PKGS))
-VIJP_CFLAGS   := -pthread -std=c11 -Wall -Wextra -Wshadow
+VIJP_CFLAGS   := -pthread -std=c11 -Wall -Wextra -Wshadow -Werror=unused-result
 # -ffp-contract=off: no silent FMA, so double code and the binary32 emulation
 # perform exactly the operations written (DESIGN §3).  It comes after the
 # user's CFLAGS so that nothing there turns contraction back on.

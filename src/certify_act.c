@@ -133,7 +133,8 @@ int vijp_activation_analyze(const vijp_layer *L, const double *theta, double R, 
     L1.in = L1.out = 1;
     for (int k = 0; k < VIJP_ACT_FORMATS; k++) {
         vijp_format f;
-        vijp_format_parse(names[k], &f, NULL);
+        static const vijp_format_kind kinds[VIJP_ACT_FORMATS] = {VIJP_DOUBLE, VIJP_BINARY32, VIJP_BINARY16, VIJP_BFLOAT16};
+        vijp_format_fixed(&f, kinds[k]);
         snprintf(out->fmt[k].format, sizeof out->fmt[k].format, "%s", names[k]);
         double big = 0; /* the largest computed f′ on the scan */
         for (int j = -64; j <= 128; j++)

@@ -41,7 +41,7 @@ int vijp_layer_jacobian_enclosure(const vijp_layer *L, const double *theta, cons
     }
     if (L->type->jacobian_exact) {
         vijp_format fd;
-        vijp_format_parse("double", &fd, NULL);
+        vijp_format_fixed(&fd, VIJP_DOUBLE);
         vijp_mat th = {.rows = L->type->param_count(L), .cols = 1, .fmt = &fd, .d = (double *)theta};
         vijp_mat xm = {.rows = n, .cols = 1, .fmt = &fd, .d = (double *)x};
         vijp_mat J = {.rows = m, .cols = n, .fmt = &fd, .d = mid};
@@ -140,24 +140,23 @@ int vijp_certify_layer(const vijp_layer *L, const double *theta, const double *x
     for (size_t k = 0; k < P; k++)
         if (!isfinite(theta[k])) return vijp_fail(err, VIJP_EDOMAIN, "%s layer: parameter %zu is %g", L->type->name, k, theta[k]);
     double *mid = vijp_alloc_array(m * n, sizeof *mid), *rad = vijp_alloc_array(m * n, sizeof *rad);
-    int rc = 0;
-    if (!rc) rc = vijp_layer_jacobian_enclosure(L, theta, x, mid, rad, err);
+    int rc = vijp_layer_jacobian_enclosure(L, theta, x, mid, rad, err);
     if (rc == VIJP_EUNSUPPORTED) {
         /* Say so, and give LAPACK's view of the Jacobian computed with the
          * MPFR operator at 128 bits and rounded once to double: within u/2 of
          * J entrywise (plus ~n·2^-128), so singular values that are exactly 0
          * stay below the rank tolerance max(m,n)·u·σ_max (Weyl), which the
          * double operator's own O(n·u) errors need not. */
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err ? err->msg : "no enclosure");
         vijp_format fd, fh;
-        vijp_format_parse("double", &fd, NULL);
-        vijp_format_mpfr(&fh, 128, NULL);
+        vijp_format_fixed(&fd, VIJP_DOUBLE);
+        if ((rc = vijp_format_mpfr(&fh, 128, err))) goto out;
         vijp_mat th = {.rows = P, .cols = 1, .fmt = &fd, .d = (double *)theta};
         vijp_mat xm = {.rows = n, .cols = 1, .fmt = &fd, .d = (double *)x};
         vijp_mat thh, xh, Jh;
         vijp_mat_init(&thh, P, 1, &fh), vijp_mat_init(&xh, n, 1, &fh), vijp_mat_init(&Jh, m, n, &fh);
         vijp_mat_convert(&thh, &th), vijp_mat_convert(&xh, &xm);
-        char why[sizeof err->msg];
-        snprintf(why, sizeof why, "%s", err ? err->msg : "no enclosure");
         rc = vijp_layer_jacobian(L, &thh, &xh, &Jh, err);
         for (size_t i = 0; !rc && i < m * n; i++) mid[i] = vijp_mat_get_d(&Jh, i);
         vijp_mat_clear(&thh), vijp_mat_clear(&xh), vijp_mat_clear(&Jh);
@@ -174,6 +173,7 @@ int vijp_certify_layer(const vijp_layer *L, const double *theta, const double *x
         rc = vijp_certify_matrix(mid, rad, m, n, o, out, err);
         if (!rc && L->type->analytic_cokernel) rc = certify_known_cokernel(L, theta, x, mid, rad, o, out, err);
     }
+out:
     free(mid), free(rad);
     if (rc) {
         vijp_certificate_clear(out);

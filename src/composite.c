@@ -144,14 +144,12 @@ int vijp_composite_accuracy(const char *name, double lo, double hi, size_t point
     double *x = vijp_alloc_array(points, sizeof *x), *y = vijp_alloc_array(points, sizeof *y), *gx = vijp_alloc_array(points, sizeof *gx),
            *one = vijp_alloc_array(points, sizeof *one);
     vijp_tape tape;
-    rc = 0;
-    for (size_t i = 0; !rc && i < points; i++) x[i] = lo + (hi - lo) * (double)i / (double)(points - 1), one[i] = 1;
-    if (!rc && (rc = vijp_composite_forward(name, x, points, y, &tape))) vijp_fail(err, rc, "composite %s failed", name);
-    if (!rc) {
+    for (size_t i = 0; i < points; i++) x[i] = lo + (hi - lo) * (double)i / (double)(points - 1), one[i] = 1;
+    vijp_format R;
+    if ((rc = vijp_composite_forward(name, x, points, y, &tape))) vijp_fail(err, rc, "composite %s failed", name);
+    else if (!(rc = vijp_format_mpfr(&R, 128, err))) {
         vijp_composite_backward(&tape, one, gx);
         vijp_tape_clear(&tape);
-        vijp_format R;
-        vijp_format_mpfr(&R, 128, NULL);
         mpfr_t xm, f, d;
         mpfr_inits2(128, xm, f, d, (mpfr_ptr)0);
         for (size_t i = 0; i < points; i++) {

@@ -126,7 +126,7 @@ static void conditioning(const vijp_net *net, const vijp_problem *pf, vijp_drift
 {
     size_t D = net->depth, B = pf->X.cols, n0 = net->width;
     vijp_format fd;
-    vijp_format_parse("double", &fd, NULL);
+    vijp_format_fixed(&fd, VIJP_DOUBLE);
     vijp_problem pd = {0};
     vijp_problem_convert(&pd, net, pf, &fd);
     vijp_mat h, hn, J, x;
@@ -192,9 +192,13 @@ static void conditioning(const vijp_net *net, const vijp_problem *pf, vijp_drift
         free(s);
         vijp_mat_clear(&J);
         vijp_mat_init(&hn, m, B, &fd);
-        vijp_layer_forward(L, &pd.theta[i], &h, &hn, NULL);
+        int failed = vijp_layer_forward(L, &pd.theta[i], &h, &hn, NULL);
         vijp_mat_clear(&h);
         h = hn;
+        if (failed) { /* past a failed double forward the estimates are unknown (NaN), not an error of the study */
+            for (size_t j = i + 1; j < D; j++) c->kappa[j] = c->lyap_cum[j] = NAN;
+            break;
+        }
     }
     c->lyap_rate = c->lyap_cum[D - 1] / (double)D;
     /* S_i = Σ_{j<=i} 10^(2 (L_i − L_{j−1})) obeys S_i = 10^(2 (L_i − L_{i−1})) (S_{i−1} + 1):

@@ -33,6 +33,16 @@ int vijp_format_mpfr(vijp_format *f, long prec, vijp_error *err)
     return 0;
 }
 
+void vijp_format_fixed(vijp_format *f, vijp_format_kind kind)
+{
+    static const char *const names[] = {[VIJP_DOUBLE] = "double", [VIJP_BINARY32] = "binary32",
+                                        [VIJP_BINARY16] = "binary16", [VIJP_BFLOAT16] = "bfloat16"};
+    if ((unsigned)kind >= sizeof names / sizeof *names || !names[kind] || vijp_format_parse(names[kind], f, NULL)) {
+        fprintf(stderr, "vijp_format_fixed: kind %d is not a fixed format (mpfr:P needs vijp_format_mpfr)\n", (int)kind);
+        abort(); /* a programming error, reported */
+    }
+}
+
 int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err)
 {
     if (!s) return vijp_fail(err, VIJP_EINVAL, "missing format name");

@@ -4,6 +4,7 @@
 #define VIJP_PROBLEM_H
 
 #include "vijp/study.h"
+#include "vijp/error.h"
 
 typedef struct {
     vijp_mat X, T, *theta;
@@ -11,7 +12,7 @@ typedef struct {
 
 /* Seeded inputs and loss data for B samples and the network's parameters, all
  * rounded from their double master copies to format f. */
-int vijp_problem_round(vijp_problem *p, const vijp_net *net, size_t B, uint64_t seed, const vijp_format *f,
+VIJP_MUST_CHECK int vijp_problem_round(vijp_problem *p, const vijp_net *net, size_t B, uint64_t seed, const vijp_format *f,
                        vijp_error *err);
 /* The same values as from, converted exactly to format f (f at least as wide). */
 void vijp_problem_convert(vijp_problem *p, const vijp_net *net, const vijp_problem *from, const vijp_format *f);
@@ -19,6 +20,6 @@ void vijp_problem_clear(vijp_problem *p, const vijp_net *net);
 /* The network of setup s (spec cycled to depth, loss, seeded parameters) and
  * its problem rounded to s->fmt: what every study starts from.  On failure
  * both are released. */
-int vijp_problem_setup(const vijp_grad_setup *s, vijp_net *net, vijp_problem *p, vijp_error *err);
+VIJP_MUST_CHECK int vijp_problem_setup(const vijp_grad_setup *s, vijp_net *net, vijp_problem *p, vijp_error *err);
 
 #endif

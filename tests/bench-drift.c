@@ -17,7 +17,7 @@ int main(int argc, char **argv)
                                       .init = {VIJP_INIT_ORTHOGONAL, 1}, .loss = VIJP_LOSS_SQUARE},
                           .engines = &mw, .n_engines = 1};
     vijp_error err = {0};
-    vijp_format_parse("double", &s.problem.fmt, NULL);
+    vijp_format_fixed(&s.problem.fmt, VIJP_DOUBLE);
     double best[2] = {1e300, 1e300};
     long ref_prec = 0;
     for (int r = 0; r < reps; r++)

@@ -14,7 +14,7 @@ int main(int argc, char **argv)
     size_t depth = 256, batches[] = {1, 64};
     int reps = argc > 1 ? atoi(argv[1]) : 5;
     vijp_format F;
-    vijp_format_parse("double", &F, NULL);
+    vijp_format_fixed(&F, VIJP_DOUBLE);
     vijp_net net;
     vijp_error err = {0};
     if (vijp_net_build(&net, spec, depth, 0, &err) || vijp_net_init(&net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, 1, &err)) {
@@ -22,7 +22,7 @@ int main(int argc, char **argv)
         return 1;
     }
     vijp_mat *th = calloc(depth, sizeof *th);
-    vijp_net_params(&net, &F, th, NULL);
+    BENCH_MUST(vijp_net_params(&net, &F, th, NULL));
     printf("bench-engines: %s, depth %zu, double, best of %d runs (OpenBLAS threads: default)\n", spec, depth, reps);
     printf("%6s %14s %14s %10s %16s %16s %12s\n", "batch", "backprop s", "moonwalk s", "time ratio", "backprop bytes",
            "moonwalk bytes", "bytes ratio");

@@ -17,7 +17,7 @@ int main(void)
     } stacks[] = {{"dense:64,leaky:0.5", 0}, {"additive", 64}};
     size_t D = 4096, ref = 256, batches[] = {1, 32};
     vijp_format f;
-    vijp_format_parse("double", &f, NULL);
+    vijp_format_fixed(&f, VIJP_DOUBLE);
     size_t *bp = malloc(D * sizeof *bp), *mw = malloc(D * sizeof *mw);
     vijp_error err;
     printf("memory: double, budget = backprop's bytes at depth %zu, engines run at depth %zu\n", ref, D);

@@ -2,7 +2,18 @@
 #ifndef VIJP_BENCH_H
 #define VIJP_BENCH_H
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
+
+/* A benchmark whose library call fails measures nothing: stop, saying where. */
+#define BENCH_MUST(call)                                                                    \
+    do {                                                                                    \
+        if (call) {                                                                         \
+            fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #call);             \
+            exit(1);                                                                        \
+        }                                                                                   \
+    } while (0)
 
 /* Monotonic wall-clock seconds. */
 static inline double bench_now(void)

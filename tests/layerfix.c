@@ -39,7 +39,7 @@ void layerfix_init(layerfix *t, const char *spec, size_t width, const char *fmt,
     memset(t, 0, sizeof *t);
     vijp_error err = {0};
     ck_assert_msg(!vijp_format_parse(fmt, &t->F, &err), "%s", err.msg);
-    vijp_format_mpfr(&t->R, REF_PREC, NULL);
+    ck_assert(!vijp_format_mpfr(&t->R, REF_PREC, NULL));
     ck_assert_msg(!vijp_net_build(&t->net, spec, 1, width, &err), "%s", err.msg);
     ck_assert(!vijp_net_init(&t->net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, seed, &err));
     t->L = &t->net.layers[0];

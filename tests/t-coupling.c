@@ -322,7 +322,7 @@ START_TEST(revnet_reconstruction_depth_64)
 {
     enum { D = 64 };
     vijp_format F;
-    vijp_format_parse("double", &F, NULL);
+    vijp_format_fixed(&F, VIJP_DOUBLE);
     vijp_net net;
     ck_assert(!vijp_net_build(&net, "additive", D, N, NULL));
     ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, test_seed(), NULL));
@@ -592,7 +592,7 @@ START_TEST(affine_oracle_derivative)
     layerfix t;
     layerfix_init(&t, specs[_i], N, "mpfr:256", NB, test_seed() + 99 + (uint64_t)_i);
     vijp_format Hf;
-    vijp_format_mpfr(&Hf, 2048, NULL);
+    ck_assert(!vijp_format_mpfr(&Hf, 2048, NULL));
     vijp_mat th, Xp, Xm, Yp, Ym, V;
     vijp_mat_init(&th, t.thR.rows, 1, &Hf), vijp_mat_convert(&th, &t.thR);
     vijp_mat_init(&Xp, N, NB, &Hf), vijp_mat_init(&Xm, N, NB, &Hf), vijp_mat_init(&Yp, N, NB, &Hf), vijp_mat_init(&Ym, N, NB, &Hf);
@@ -630,7 +630,7 @@ START_TEST(inv1x1_logdet)
     const vijp_layer *L = &net.layers[0];
     double x[12] = {0}, J[144], smax, smin;
     vijp_format fd;
-    vijp_format_parse("double", &fd, NULL);
+    vijp_format_fixed(&fd, VIJP_DOUBLE);
     vijp_mat th = {.rows = 16, .cols = 1, .fmt = &fd, .d = net.theta[0]}, xm = {.rows = 12, .cols = 1, .fmt = &fd, .d = x},
              Jm = {.rows = 12, .cols = 12, .fmt = &fd, .d = J};
     ck_assert(!vijp_layer_jacobian(L, &th, &xm, &Jm, NULL));

@@ -126,7 +126,7 @@ static void layer_conditions(problem *p, double *kap, double *csolve)
         csolve[i] = c_solve(L->out, L->in);
         for (size_t b = 0; b < BATCH; b++) kap[i] = fmax(kap[i], kappa_at(L, &p->theta[i], &h, b));
         vijp_mat_init(&hn, L->out, BATCH, &p->F);
-        vijp_layer_forward(L, &p->theta[i], &h, &hn, NULL);
+        ck_assert(!vijp_layer_forward(L, &p->theta[i], &h, &hn, NULL));
         vijp_mat_clear(&h);
         h = hn;
     }
@@ -172,13 +172,13 @@ END_TEST
 START_TEST(stored_bytes_hand_counts)
 {
     vijp_format F;
-    vijp_format_parse("double", &F, NULL);
+    vijp_format_fixed(&F, VIJP_DOUBLE);
     vijp_net net;
     vijp_mat th[4], X, T;
     vijp_grads g;
     ck_assert(!vijp_net_build(&net, "dense:8,leaky:0.5", 4, 8, NULL));
-    vijp_net_init(&net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, 3, NULL);
-    vijp_net_params(&net, &F, th, NULL);
+    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, 3, NULL));
+    ck_assert(!vijp_net_params(&net, &F, th, NULL));
     double x[16], t[16];
     vijp_net_sample(&net, 2, 3, x, t);
     vijp_mat_init(&X, 8, 2, &F), vijp_mat_set_d(&X, x), vijp_mat_init(&T, 8, 2, &F), vijp_mat_set_d(&T, t);
@@ -208,8 +208,8 @@ START_TEST(stored_bytes_hand_counts)
 
     /* dense 8 → 10 (tall) then relu, batch 2: fragments 2·2 (dense) + k (relu inactive) */
     ck_assert(!vijp_net_build(&net, "dense:10,relu", 2, 8, NULL));
-    vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 5, NULL);
-    vijp_net_params(&net, &F, th, NULL);
+    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 5, NULL));
+    ck_assert(!vijp_net_params(&net, &F, th, NULL));
     vijp_mat T2, H;
     vijp_mat_init(&T2, 10, 2, &F), vijp_mat_init(&H, 10, 2, &F);
     ck_assert(!vijp_layer_forward(&net.layers[0], &th[0], &X, &H, NULL));
@@ -239,8 +239,8 @@ START_TEST(stored_bytes_hand_counts)
      * moonwalk h_0 + the GELU input = 256; the GELU has no inverse, so the
      * reversible engine keeps its input, 128. */
     ck_assert(!vijp_net_build(&net, "dense:8,gelu", 2, 8, NULL));
-    vijp_net_init(&net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, 3, NULL);
-    vijp_net_params(&net, &F, th, NULL);
+    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, 3, NULL));
+    ck_assert(!vijp_net_params(&net, &F, th, NULL));
     vijp_engine_kind kinds[] = {VIJP_ENGINE_BACKPROP, VIJP_ENGINE_MOONWALK, VIJP_ENGINE_REVERSIBLE};
     size_t want[] = {256, 256, 128};
     for (size_t e = 0; e < 3; e++) {
@@ -256,8 +256,8 @@ START_TEST(stored_bytes_hand_counts)
      * alone (128 bytes) where backprop keeps h_0 … h_5 (768). */
     vijp_mat th6[6];
     ck_assert(!vijp_net_build(&net, "inv1x1:2,affine,squeeze:2x2", 6, 8, NULL));
-    vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 3, NULL);
-    vijp_net_params(&net, &F, th6, NULL);
+    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 3, NULL));
+    ck_assert(!vijp_net_params(&net, &F, th6, NULL));
     ck_assert(!vijp_engine_run(VIJP_ENGINE_MOONWALK, &net, th6, &X, &T, &g, NULL));
     ck_assert_uint_eq(g.stored_bytes, 128);
     vijp_grads_clear(&g);
@@ -333,12 +333,12 @@ END_TEST
 START_TEST(checkpoint_segments)
 {
     vijp_format F;
-    vijp_format_parse("double", &F, NULL);
+    vijp_format_fixed(&F, VIJP_DOUBLE);
     vijp_net net;
     vijp_mat th[8], X, T;
     ck_assert(!vijp_net_build(&net, "dense:8,leaky:0.5", 8, 8, NULL));
-    vijp_net_init(&net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, 4, NULL);
-    vijp_net_params(&net, &F, th, NULL);
+    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, 4, NULL));
+    ck_assert(!vijp_net_params(&net, &F, th, NULL));
     double x[16], t[16];
     vijp_net_sample(&net, 2, 4, x, t);
     vijp_mat_init(&X, 8, 2, &F), vijp_mat_set_d(&X, x), vijp_mat_init(&T, 8, 2, &F), vijp_mat_set_d(&T, t);
@@ -412,7 +412,7 @@ START_TEST(reversible_reconstruction)
                     free(J);
                 }
                 vijp_mat_init(&hnext, L->out, BATCH, &p.F);
-                vijp_layer_forward(L, &p.theta[k], &h, &hnext, NULL);
+                ck_assert(!vijp_layer_forward(L, &p.theta[k], &h, &hnext, NULL));
                 vijp_mat_clear(&h);
                 h = hnext;
                 hn[k + 1] = vijp_norm(&h);
@@ -454,12 +454,12 @@ END_TEST
 START_TEST(batch_is_sum_of_samples)
 {
     vijp_format F;
-    vijp_format_parse("mpfr:256", &F, NULL);
+    ck_assert(!vijp_format_parse("mpfr:256", &F, NULL));
     vijp_net net;
     ck_assert(!vijp_net_build(&net, "dense:5,leaky:0.2", 4, 5, NULL));
-    vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 9, NULL);
+    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 9, NULL));
     vijp_mat th[4], X, T, x, t, sum;
-    vijp_net_params(&net, &F, th, NULL);
+    ck_assert(!vijp_net_params(&net, &F, th, NULL));
     double xs[15], ts[15];
     vijp_net_sample(&net, 3, 9, xs, ts);
     vijp_mat_init(&X, 5, 3, &F), vijp_mat_set_d(&X, xs), vijp_mat_init(&T, 5, 3, &F), vijp_mat_set_d(&T, ts);

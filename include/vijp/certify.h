@@ -19,6 +19,7 @@
 #define VIJP_CERTIFY_H
 
 #include "vijp/layer.h"
+#include "vijp/error.h"
 
 typedef enum {
     VIJP_CERTIFIED_SUBMERSIVE,
@@ -39,7 +40,7 @@ typedef struct {
     double *cokernel;    /* m × cokernel_dim orthonormal basis (column-major), left singular vectors */
 } vijp_numeric;
 
-int vijp_numeric_analysis(const double *J, size_t m, size_t n, vijp_numeric *out, vijp_error *err);
+VIJP_MUST_CHECK int vijp_numeric_analysis(const double *J, size_t m, size_t n, vijp_numeric *out, vijp_error *err);
 void vijp_numeric_clear(vijp_numeric *a);
 
 typedef struct {
@@ -60,7 +61,7 @@ typedef struct {
 
 /* Certify the exact matrix J ∈ [mid − rad, mid + rad] (entrywise; rad NULL:
  * J = mid exactly).  NaN or Inf in mid or rad is VIJP_EDOMAIN. */
-int vijp_certify_matrix(const double *mid, const double *rad, size_t m, size_t n, const vijp_certify_opts *o,
+VIJP_MUST_CHECK int vijp_certify_matrix(const double *mid, const double *rad, size_t m, size_t n, const vijp_certify_opts *o,
                         vijp_certificate *out, vijp_error *err);
 void vijp_certificate_clear(vijp_certificate *c);
 
@@ -71,7 +72,7 @@ void vijp_certificate_clear(vijp_certificate *c);
  * and certified of full row rank r, which forces rank J >= r.  Returns 0
  * with *proven = 1 and s (σ_min(Pᵀ J) > s) when it succeeds, *proven = 0
  * when the certificate cannot be made. */
-int vijp_certify_rank_at_least(const double *mid, const double *rad, size_t m, size_t n, const double *P, size_t r,
+VIJP_MUST_CHECK int vijp_certify_rank_at_least(const double *mid, const double *rad, size_t m, size_t n, const double *P, size_t r,
                                const vijp_certify_opts *o, int *proven, double *s, vijp_error *err);
 
 /* Enclosure of the exact input Jacobian of L at x (one sample), m × n
@@ -79,14 +80,14 @@ int vijp_certify_rank_at_least(const double *mid, const double *rad, size_t m, s
  * declare it (dense, leaky, relu: their double Jacobian is the exact one);
  * elementwise activations enclose f′ with MPFI.  VIJP_EUNSUPPORTED when the
  * layer offers neither. */
-int vijp_layer_jacobian_enclosure(const vijp_layer *L, const double *theta, const double *x, double *mid,
+VIJP_MUST_CHECK int vijp_layer_jacobian_enclosure(const vijp_layer *L, const double *theta, const double *x, double *mid,
                                   double *rad, vijp_error *err);
 
 /* Certify layer L at x: the enclosure, vijp_certify_matrix, and the layer's
  * structural declarations checked against the result; a contradiction is
  * VIJP_EDECLARATION with a message naming the layer.  Declared verdicts report
  * method "analytic" (and keep the certificate's s when it has one). */
-int vijp_certify_layer(const vijp_layer *L, const double *theta, const double *x, const vijp_certify_opts *o,
+VIJP_MUST_CHECK int vijp_certify_layer(const vijp_layer *L, const double *theta, const double *x, const vijp_certify_opts *o,
                        vijp_certificate *out, vijp_error *err);
 
 /* Elementwise activations over the real line (y_k = f(x_k)).  Interval
@@ -116,7 +117,7 @@ typedef struct {
 } vijp_activation_report;
 
 /* theta: the layer's parameters (NULL for types without). */
-int vijp_activation_analyze(const vijp_layer *L, const double *theta, double R, double tol, vijp_activation_report *out, vijp_error *err);
+VIJP_MUST_CHECK int vijp_activation_analyze(const vijp_layer *L, const double *theta, double R, double tol, vijp_activation_report *out, vijp_error *err);
 void vijp_activation_report_clear(vijp_activation_report *r);
 
 #endif

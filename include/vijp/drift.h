@@ -6,6 +6,7 @@
 #define VIJP_DRIFT_H
 
 #include "vijp/study.h"
+#include "vijp/error.h"
 #include "vijp/metrics.h"
 
 /* Highest reference precision the validation may climb to (bits). */
@@ -71,7 +72,7 @@ typedef struct {
  * the engine's measured g_0 error: the vijp of layer i amplifies its input
  * error by at most κ_i and adds a backward error of n_i u (an n_i-term dot
  * product, or a backward-stable solve with modest pivot growth). */
-int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *err);
+VIJP_MUST_CHECK int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *err);
 void vijp_drift_curve_clear(vijp_drift_curve *c);
 
 /* Statistics of one error curve e_1..e_n (DESIGN §5). */

@@ -4,6 +4,7 @@
 #define VIJP_ENGINE_H
 
 #include "vijp/net.h"
+#include "vijp/error.h"
 
 typedef enum {
     VIJP_ENGINE_BACKPROP,
@@ -30,7 +31,7 @@ typedef struct {
     size_t rebuilt;
 } vijp_grads;
 
-int vijp_engine_parse(const char *s, vijp_engine_kind *e, vijp_error *err);
+VIJP_MUST_CHECK int vijp_engine_parse(const char *s, vijp_engine_kind *e, vijp_error *err);
 const char *vijp_engine_name(vijp_engine_kind e);
 
 /* Run engine e on network net with parameters theta (from vijp_net_params),
@@ -39,7 +40,7 @@ const char *vijp_engine_name(vijp_engine_kind e);
  * vijp fails for lost rank (VIJP_ESINGULAR) out is kept, with out->rebuilt
  * saying how many layers are valid (a drift measurement, not a usage error),
  * and must still be cleared; on any other failure out is left empty. */
-int vijp_engine_run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta,
+VIJP_MUST_CHECK int vijp_engine_run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta,
                     const vijp_mat *X, const vijp_mat *T, vijp_grads *out, vijp_error *err);
 
 /* Options of the engines that have any (zero: the default). */
@@ -48,7 +49,7 @@ typedef struct {
 } vijp_engine_opts;
 
 /* vijp_engine_run with options (o may be NULL). */
-int vijp_engine_run_opts(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
+VIJP_MUST_CHECK int vijp_engine_run_opts(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
                          const vijp_mat *T, const vijp_engine_opts *o, vijp_grads *out, vijp_error *err);
 void vijp_grads_clear(vijp_grads *g);
 
@@ -57,7 +58,7 @@ void vijp_grads_clear(vijp_grads *g);
  * and ĥ_i what the engine rebuilds from h_D by inverting layers i+1 … D
  * (0 for inputs it keeps).  Keeps every h_i to compare, which the engine
  * itself never does. */
-int vijp_reversible_reconstruction(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, double *recon,
+VIJP_MUST_CHECK int vijp_reversible_reconstruction(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, double *recon,
                                    vijp_error *err);
 
 #endif

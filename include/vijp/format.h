@@ -31,9 +31,12 @@ typedef struct {
 #include "vijp/error.h"
 
 /* Parse "double", "mpfr:P", "binary32", "binary16", "bfloat16". */
-int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err);
+VIJP_MUST_CHECK int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err);
+/* One of the fixed formats (every kind but VIJP_MPFR, which needs a
+ * precision: vijp_format_mpfr); cannot fail. */
+void vijp_format_fixed(vijp_format *f, vijp_format_kind kind);
 /* mpfr:P with P bits, unbounded exponent range. */
-int vijp_format_mpfr(vijp_format *f, long prec, vijp_error *err);
+VIJP_MUST_CHECK int vijp_format_mpfr(vijp_format *f, long prec, vijp_error *err);
 /* Unit roundoff u = 2^-p of the format. */
 double vijp_format_unit_roundoff(const vijp_format *f);
 

@@ -31,7 +31,7 @@ void vijp_mat_set_entry_d(vijp_mat *a, size_t i, double x);
  * out must have vijp_mat_len(a) entries, initialised by the caller. */
 void vijp_mat_get_mpfr(const vijp_mat *a, mpfr_t *out);
 /* Return VIJP_EDOMAIN if any entry is NaN or Inf. */
-int vijp_mat_check_finite(const vijp_mat *a, const char *what, vijp_error *err);
+VIJP_MUST_CHECK int vijp_mat_check_finite(const vijp_mat *a, const char *what, vijp_error *err);
 
 
 

@@ -6,12 +6,13 @@
 #define VIJP_MEMORY_H
 
 #include "vijp/engine.h"
+#include "vijp/error.h"
 
 /* bytes[d-1] for d = 1..depth: engine e on spec (cycled to depth), seeded
  * orthogonal parameters and inputs, batch samples, in format f.  A vijp that
  * loses rank still leaves its stored bytes measured (they are counted before
  * the sweep).  o (may be NULL): engine options, e.g. the checkpoint segment. */
-int vijp_memory_profile(const char *spec, size_t depth, size_t width, size_t batch, uint64_t seed,
+VIJP_MUST_CHECK int vijp_memory_profile(const char *spec, size_t depth, size_t width, size_t batch, uint64_t seed,
                         const vijp_format *f, vijp_engine_kind e, const vijp_engine_opts *o, size_t *bytes,
                         vijp_error *err);
 /* Deepest d <= depth with bytes[d-1] <= budget (0 when not even one layer fits). */

@@ -3,6 +3,7 @@
 #define VIJP_NET_H
 
 #include <stddef.h>
+#include "vijp/error.h"
 #include <stdint.h>
 #include "vijp/layer.h"
 
@@ -23,22 +24,22 @@ typedef struct {
  * layers.  width = 0 takes the first layer's input width from the spec
  * (dense:M gives M, dense:MxN gives N); elementwise first layers need it.
  * Parameters are left zero: call vijp_net_init. */
-int vijp_net_build(vijp_net *net, const char *spec, size_t depth, size_t width,
+VIJP_MUST_CHECK int vijp_net_build(vijp_net *net, const char *spec, size_t depth, size_t width,
                    vijp_error *err);
 /* Seeded initialisation (no global random state). */
-int vijp_net_init(vijp_net *net, vijp_init init, uint64_t seed, vijp_error *err);
+VIJP_MUST_CHECK int vijp_net_init(vijp_net *net, vijp_init init, uint64_t seed, vijp_error *err);
 void vijp_net_free(vijp_net *net);
 /* Output width m_D. */
 size_t vijp_net_out_width(const vijp_net *net);
 size_t vijp_net_param_count(const vijp_net *net);
 
 /* Parse "gaussian", "orthogonal", "kaiming-uniform" or "scaled:G". */
-int vijp_init_parse(const char *s, vijp_init *init, vijp_error *err);
-int vijp_loss_parse(const char *s, vijp_loss_kind *loss, vijp_error *err);
+VIJP_MUST_CHECK int vijp_init_parse(const char *s, vijp_init *init, vijp_error *err);
+VIJP_MUST_CHECK int vijp_loss_parse(const char *s, vijp_loss_kind *loss, vijp_error *err);
 
 /* Parameters of every layer rounded to format f: theta[i] is a P_i × 1 matrix
  * (0 × 1 for layers without parameters).  Fails with VIJP_EDOMAIN on NaN/Inf. */
-int vijp_net_params(const vijp_net *net, const vijp_format *f, vijp_mat *theta, vijp_error *err);
+VIJP_MUST_CHECK int vijp_net_params(const vijp_net *net, const vijp_format *f, vijp_mat *theta, vijp_error *err);
 void vijp_net_params_clear(const vijp_net *net, vijp_mat *theta);
 
 /* Seeded input batch X (n_0 × B) and loss data T (m_D × B: target y or vector c). */

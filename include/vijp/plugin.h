@@ -35,6 +35,7 @@
 #define VIJP_PLUGIN_H
 
 #include "vijp/layer.h"
+#include "vijp/error.h"
 
 /* Bumped whenever vijp_layer_type or the operator contracts change shape. */
 #define VIJP_PLUGIN_ABI 1
@@ -51,6 +52,6 @@ VIJP_PLUGIN_EXPORT int vijp_plugin_init(vijp_error *err);
 /* Load one plugin (dlopen, ABI check, vijp_plugin_init).  The object stays
  * loaded for the life of the process: its types are in the registry.
  * VIJP_EINVAL with a message naming the file when any step fails. */
-int vijp_plugin_load(const char *path, vijp_error *err);
+VIJP_MUST_CHECK int vijp_plugin_load(const char *path, vijp_error *err);
 
 #endif

@@ -4,6 +4,7 @@
 #define VIJP_STUDY_H
 
 #include "vijp/engine.h"
+#include "vijp/error.h"
 
 typedef struct {
     const char *spec;
@@ -29,7 +30,7 @@ typedef struct {
 /* Build and initialise the network, round parameters, inputs and loss data to
  * the format, run engine e in it and compare with an MPFR backprop reference at
  * max(256, 2P) bits computed from the same rounded values. */
-int vijp_grad_compare(const vijp_grad_setup *s, vijp_engine_kind e, vijp_grad_result *r,
+VIJP_MUST_CHECK int vijp_grad_compare(const vijp_grad_setup *s, vijp_engine_kind e, vijp_grad_result *r,
                       vijp_error *err);
 void vijp_grad_result_clear(vijp_grad_result *r);
 

@@ -24,7 +24,7 @@ int memory_compute(memory_table *m, const study *s, vijp_error *err)
     m->s = s;
     m->bytes = vijp_alloc_array(s->n_configs * VIJP_ENGINE_COUNT * s->depth, sizeof *m->bytes);
     vijp_format fd;
-    vijp_format_parse("double", &fd, NULL);
+    vijp_format_fixed(&fd, VIJP_DOUBLE);
     for (size_t c = 0; c < s->n_configs; c++)
         for (int e = 0; e < VIJP_ENGINE_COUNT; e++) {
             int rc = vijp_memory_profile(s->configs[c].spec, s->depth, s->width, s->batch, s->seeds[0], &fd,

@@ -5,6 +5,7 @@
 #define VIJP_CLI_REPORT_SECTIONS_H
 
 #include <stdio.h>
+#include "vijp/error.h"
 #include "study.h"
 
 /* The run index of the reversible engine in every curve (0: not in the study). */
@@ -19,7 +20,7 @@ typedef struct {
 } memory_table;
 
 size_t *mem_at(const memory_table *m, size_t c, size_t e);
-int memory_compute(memory_table *m, const study *s, vijp_error *err);
+VIJP_MUST_CHECK int memory_compute(memory_table *m, const study *s, vijp_error *err);
 int fill_memory_csv(FILE *o, const void *ctx);
 
 void md_reconstruction(FILE *o, const study *s);

@@ -41,20 +41,20 @@ static inline vijp_drift_curve *study_curve(const study *s, size_t c, size_t f, 
 
 /* Run every curve on s->jobs threads, with a progress bar when asked.
  * Returns 0, or a VIJP_E* code with err naming the failed curve. */
-int study_run(study *s, vijp_error *err);
+VIJP_MUST_CHECK int study_run(study *s, vijp_error *err);
 void study_free(study *s);
 
 /* Write drift.csv, curves.csv, summary.csv, the plots, drift.json and
  * report.md into s->out_dir, each atomically (temporary file, then rename). */
-int study_write(const study *s, vijp_error *err);
+VIJP_MUST_CHECK int study_write(const study *s, vijp_error *err);
 
 /* Parse comma lists into the study. */
-int study_parse_formats(study *s, const char *list, vijp_error *err);
+VIJP_MUST_CHECK int study_parse_formats(study *s, const char *list, vijp_error *err);
 /* Configurations: every spec with every initialisation of the comma list. */
-int study_add_configs(study *s, const char *const *specs, size_t n_specs, const char *inits, vijp_error *err);
-int study_parse_seeds(study *s, const char *list, vijp_error *err);
-int study_parse_engines(vijp_engine_kind *out, size_t *n, const char *list, int allow_backprop, vijp_error *err);
+VIJP_MUST_CHECK int study_add_configs(study *s, const char *const *specs, size_t n_specs, const char *inits, vijp_error *err);
+VIJP_MUST_CHECK int study_parse_seeds(study *s, const char *list, vijp_error *err);
+VIJP_MUST_CHECK int study_parse_engines(vijp_engine_kind *out, size_t *n, const char *list, int allow_backprop, vijp_error *err);
 /* "FMT=TOL,…" overrides of the default tolerances. */
-int study_parse_tols(study *s, const char *list, vijp_error *err);
+VIJP_MUST_CHECK int study_parse_tols(study *s, const char *list, vijp_error *err);
 
 #endif

@@ -6,6 +6,7 @@
 #define VIJP_ENGINE_INTERNAL_H
 
 #include "vijp/engine.h"
+#include "vijp/error.h"
 
 /* Bytes kept alive between passes, counted where the engine allocates and
  * releases them (DESIGN §2); the peak is what the engine reports. */
@@ -27,10 +28,10 @@ static inline size_t mat_bytes(const vijp_mat *a) { return vijp_mat_len(a) * a->
  * jvp of a tangent of ones (multiplying by 1 is exact in every format, so D
  * is f′ exactly as the layer's own vjp would form it, and G ⊙ D equals its
  * vjp bit for bit). */
-int engine_derivative(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, vijp_mat *D, vijp_error *err);
+VIJP_MUST_CHECK int engine_derivative(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, vijp_mat *D, vijp_error *err);
 
 /* Allocate out's matrices for net and batch B in format f (zeroed). */
-int engine_grads_init(vijp_grads *out, const vijp_net *net, size_t B, const vijp_format *f);
+VIJP_MUST_CHECK int engine_grads_init(vijp_grads *out, const vijp_net *net, size_t B, const vijp_format *f);
 /* g := ∇L(h) (overwrites g, same shape as h); returns the loss summed over the batch. */
 double engine_loss(const vijp_net *net, const vijp_mat *h, const vijp_mat *T, vijp_mat *g);
 
@@ -39,19 +40,19 @@ double engine_loss(const vijp_net *net, const vijp_mat *h, const vijp_mat *T, vi
 /* Forward sweep shared by both Moonwalk engines: from g_0 = out->grad_x and the
  * fragments frag[i] (released from the ledger as they are consumed), rebuild
  * every g_i by the vijp and every ∇θ_i. */
-int engine_moonwalk_sweep(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
+VIJP_MUST_CHECK int engine_moonwalk_sweep(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
                           vijp_mat *frag, vijp_ledger *ledger, vijp_grads *out, vijp_error *err);
 
-int engine_backprop(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
+VIJP_MUST_CHECK int engine_backprop(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
                     vijp_grads *out, vijp_error *err);
-int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
+VIJP_MUST_CHECK int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
                     vijp_grads *out, vijp_error *err);
 /* segment: layers per segment, 0 for ⌈√D⌉ (min(segment, D) otherwise). */
-int engine_checkpoint(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
+VIJP_MUST_CHECK int engine_checkpoint(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
                       size_t segment, vijp_grads *out, vijp_error *err);
-int engine_reversible(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
+VIJP_MUST_CHECK int engine_reversible(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
                       vijp_grads *out, vijp_error *err);
-int engine_pure_forward(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
+VIJP_MUST_CHECK int engine_pure_forward(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
                         const vijp_mat *T, vijp_grads *out, vijp_error *err);
 
 #endif

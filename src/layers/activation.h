@@ -6,15 +6,16 @@
 #define VIJP_LAYERS_ACTIVATION_H
 
 #include "vijp/layer.h"
+#include "vijp/error.h"
 #include "dual.h"
 
-int vijp_act_parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err);
+VIJP_MUST_CHECK int vijp_act_parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err);
 size_t vijp_act_no_params(const vijp_layer *L);
 void vijp_act_forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y);
 /* jvp and vjp coincide for a diagonal Jacobian: V = U·f′(X). */
 void vijp_act_apply(const vijp_layer *L, const double *th, const double *X, size_t B, const double *U,
                     double *V);
-int vijp_act_vijp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gx,
+VIJP_MUST_CHECK int vijp_act_vijp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gx,
                   const double *frag, double *Gy, vijp_error *err);
 void vijp_act_jacobian(const vijp_layer *L, const double *th, const double *x, double *J);
 

@@ -5,6 +5,7 @@
 #define VIJP_LAYERS_CHAIN_H
 
 #include "vijp/catalogue.h"
+#include "vijp/error.h"
 
 /* A coupling block's state: its residual function's layers (each owning its
  * own state) and, for affine, the scale. */
@@ -17,7 +18,7 @@ typedef struct {
 /* Parse "ITEM+ITEM…" (at most VIJP_SUB_MAX items, each of width h → h, any
  * type with MPFR operators but a coupling block) into a new L->state; `who`
  * names the block in messages. */
-int vijp_chain_parse(vijp_layer *L, const char *items, size_t h, const char *who, vijp_error *err);
+VIJP_MUST_CHECK int vijp_chain_parse(vijp_layer *L, const char *items, size_t h, const char *who, vijp_error *err);
 void *vijp_chain_state_copy(const void *state);
 void vijp_chain_state_free(void *state);
 /* "ITEM+ITEM…" back (the chain's part of a spec). */
@@ -28,7 +29,7 @@ int vijp_chain_print(const vijp_layer *L, char *buf, size_t size);
 /* Parameters of the chain's layers before layer k (k = n: the chain's). */
 size_t vijp_chain_params(const vijp_layer *L, size_t k);
 /* Seeded initialisation of `chains` consecutive parameter blocks. */
-int vijp_chain_init(const vijp_layer *L, size_t chains, vijp_init in, vijp_rng *rng, double *theta);
+VIJP_MUST_CHECK int vijp_chain_init(const vijp_layer *L, size_t chains, vijp_init in, vijp_rng *rng, double *theta);
 /* acts[k+1] = layer k (acts[k]), k < n (each h × B); th: the chain's parameters. */
 void vijp_chain_forward(const vijp_layer *L, const double *th, double **acts, size_t B);
 /* out = J·u (transpose 0) or u·J (transpose 1) through the chain at acts;
