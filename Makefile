@@ -4,7 +4,8 @@
 #                    ASan + UBSan; check-install is skipped, see below)
 #   make check-install  install into a temporary prefix and build a program against it
 #                    with pkg-config, shared and static
-#   make check-long  the certification suite on 10^5 adversarial matrices
+#   make check-long  the certification suite on 10^5 adversarial matrices; the
+#                    allocation-failure walk over every allocation (tests/t-faults.c)
 #   make report      the main job on its embedded default (reports/latest/)
 #   make regress     a small drift study against reports/baselines/ci-small
 #   make bench       engine, drift, certification, memory and activation benchmarks (ratios measured in one run)
@@ -186,6 +187,7 @@ bench: $(BUILD)/bench-engines $(BUILD)/bench-drift $(BUILD)/bench-certify $(BUIL
 # The certification suite at 100× its adversarial cases (10^5 matrices).
 check-long: $(BUILD)/check_vijp $(BUILD)/vijp
 	CK_RUN_SUITE=certify VIJP_TEST_SCALE=100 ./$(BUILD)/check_vijp
+	VIJP_BIN=$(abspath $(BUILD)/vijp) CK_RUN_SUITE=faults VIJP_TEST_SCALE=2 ./$(BUILD)/check_vijp
 
 # Installation: PREFIX (default /usr/local) and DESTDIR (staging root).
 PREFIX      ?= /usr/local

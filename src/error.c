@@ -1,6 +1,7 @@
 /* Error messages and the one allocator of the memory policy (vijp/error.h). */
 #include "vijp/error.h"
 #include <gmp.h>
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -53,8 +54,8 @@ void vijp_out_of_memory(size_t bytes)
 
 static int refuse_this_one(void)
 {
-    unsigned long long at = atomic_load_explicit(&fail_at, memory_order_relaxed);
-    return at && atomic_fetch_add(&allocations, 1) + 1 == at;
+    unsigned long long n = atomic_fetch_add(&allocations, 1) + 1;
+    return n == atomic_load_explicit(&fail_at, memory_order_relaxed);
 }
 
 void *vijp_alloc(size_t n)
@@ -103,9 +104,15 @@ static void gmp_free(void *p, size_t n)
     free(p);
 }
 
+/* jansson's (it would report NULL as a failed call; the policy is one). */
+static void *json_alloc(size_t n) { return gmp_alloc(n); }
+
+unsigned long long vijp_memory_allocations(void) { return atomic_load(&allocations); }
+
 void vijp_memory_policy_install(void)
 {
     mp_set_memory_functions(gmp_alloc, gmp_realloc, gmp_free);
+    json_set_alloc_funcs(json_alloc, free);
     const char *s = getenv("VIJP_FAIL_ALLOC");
     char *end;
     unsigned long long at = s && *s ? strtoull(s, &end, 10) : 0;

@@ -7,7 +7,7 @@
 
 #define VIJP_DEPTH_MAX 100000 /* far beyond any study; guards absurd allocations */
 
-int vijp_net_build(vijp_net *net, const char *spec, size_t depth, size_t width, vijp_error *err)
+static int build(vijp_net *net, const char *spec, size_t depth, size_t width, int with_params, vijp_error *err)
 {
     memset(net, 0, sizeof *net);
     if (!spec || !*spec) return vijp_fail(err, VIJP_EINVAL, "empty network spec");
@@ -47,13 +47,23 @@ int vijp_net_build(vijp_net *net, const char *spec, size_t depth, size_t width, 
         }
         if (i == 0) net->width = L->in;
         size_t P = L->type->param_count(L);
-        if (P) net->theta[i] = vijp_alloc_array(P, sizeof(double));
+        if (P && with_params) net->theta[i] = vijp_alloc_array(P, sizeof(double));
     }
 out:
     free(copy);
     free(items);
     if (rc) vijp_net_free(net);
     return rc;
+}
+
+int vijp_net_build(vijp_net *net, const char *spec, size_t depth, size_t width, vijp_error *err)
+{
+    return build(net, spec, depth, width, 1, err);
+}
+
+int vijp_net_shape(vijp_net *net, const char *spec, size_t depth, size_t width, vijp_error *err)
+{
+    return build(net, spec, depth, width, 0, err);
 }
 
 void vijp_net_free(vijp_net *net)

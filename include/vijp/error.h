@@ -62,11 +62,15 @@ void vijp_free(void *p);
 /* Print the message, run the cleanup, exit 1. */
 void vijp_out_of_memory(size_t bytes) __attribute__((noreturn));
 
-/* Route GMP's and MPFR's allocations through the allocator, and arm the
+/* Route GMP's, MPFR's, MPFI's and jansson's allocations through the
+ * allocator (libc's and OpenBLAS's own stay theirs), and arm the
  * allocation-failure test hook: with VIJP_FAIL_ALLOC=N in the environment
  * the N-th allocation from here on (1-based, vijp's and GMP's together)
  * fails as the system would refuse it.  Call before any MPFR value exists. */
 void vijp_memory_policy_install(void);
+/* How many allocations the allocator has made since it was installed (the
+ * allocation-failure walk's range). */
+unsigned long long vijp_memory_allocations(void);
 /* What the program is doing, for the message ("running vijp grad"); the
  * string must outlive the run.  NULL: none. */
 void vijp_memory_context(const char *what);

@@ -18,4 +18,24 @@ VIJP_MUST_CHECK int vijp_memory_profile(const char *spec, size_t depth, size_t w
 /* Deepest d <= depth with bytes[d-1] <= budget (0 when not even one layer fits). */
 size_t vijp_memory_deepest(const size_t *bytes, size_t depth, size_t budget);
 
+/* Sizing a run before making it (the commands refuse one that cannot fit).
+ * Bytes one value takes in this process (not as stored: an emulated binary32
+ * value lives in an MPFR number): 8 for double, the mpfr_t, its limbs, MPFR's
+ * size limb and the allocator's header otherwise. */
+size_t vijp_resident_value_bytes(const vijp_format *f);
+/* The peak bytes of one gradient comparison (vijp grad, one drift unit):
+ * spec cycled to depth, batch samples, engines in format f (run one after
+ * another) and an MPFR backprop reference at ref_prec bits.  Counted from
+ * the shapes: inputs, parameters and their gradients, every activation (the
+ * most any engine stores, backprop's) and every rebuilt gradient, in f and
+ * in the reference; the operators' own work arrays are not counted, so this
+ * is a floor, not a ceiling. */
+VIJP_MUST_CHECK int vijp_run_bytes_estimate(const char *spec, size_t depth, size_t width, size_t batch,
+                                            const vijp_format *f, long ref_prec, double *bytes, vijp_error *err);
+/* Bytes this process can still get: the least of /proc/meminfo's
+ * MemAvailable, the cgroup's memory.max less memory.current, and RLIMIT_AS
+ * less the address space in use.  INFINITY when none is known; which bound
+ * applied goes to what (may be NULL). */
+double vijp_memory_available(char *what, size_t what_size);
+
 #endif

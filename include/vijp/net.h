@@ -26,6 +26,9 @@ typedef struct {
  * Parameters are left zero: call vijp_net_init. */
 VIJP_MUST_CHECK int vijp_net_build(vijp_net *net, const char *spec, size_t depth, size_t width,
                    vijp_error *err);
+/* The layers alone (theta[i] all NULL): shapes and arguments checked, no
+ * parameter allocated, e.g. to size a run before making it. */
+VIJP_MUST_CHECK int vijp_net_shape(vijp_net *net, const char *spec, size_t depth, size_t width, vijp_error *err);
 /* Seeded initialisation (no global random state). */
 VIJP_MUST_CHECK int vijp_net_init(vijp_net *net, vijp_init init, uint64_t seed, vijp_error *err);
 void vijp_net_free(vijp_net *net);

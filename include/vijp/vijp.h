@@ -13,5 +13,6 @@
 #include "vijp/engine.h"
 #include "vijp/metrics.h"
 #include "vijp/arith.h"
+#include "vijp/memory.h"
 
 #endif

@@ -239,6 +239,20 @@ int cli_certify(int argc, char **argv)
     openblas_set_num_threads(1);
     vijp_net net;
     /* Dense layers know their input width from the spec; others default to 16. */
+    if (vijp_net_shape(&net, spec, 1, width ? width : strncmp(spec, "dense", 5) ? 16 : 0, &err)) goto usage_err;
+    {
+        /* Size it first.  Per sample: the parameters, the Jacobian's
+         * enclosure (midpoint, radius), LAPACK's copy, U, Vᵀ and the Gram
+         * matrix JJᵀ in double, and JJᵀ again in MPFR at 256 bits for the
+         * first step of the proof's climb (higher steps are not counted). */
+        double m = (double)net.layers[0].out, n = (double)net.layers[0].in;
+        double P = (double)net.layers[0].type->param_count(&net.layers[0]);
+        vijp_format p256;
+        if (vijp_format_mpfr(&p256, 256, &err)) goto usage_err;
+        double need = 8 * (P + 3 * m * n + 2 * m * m + n * n) + m * m * (double)vijp_resident_value_bytes(&p256);
+        vijp_net_free(&net);
+        if (!cli_memory_fits("certify", need)) return EXIT_USAGE;
+    }
     if (vijp_net_build(&net, spec, 1, width ? width : strncmp(spec, "dense", 5) ? 16 : 0, &err)) goto usage_err;
     if (vijp_net_init(&net, init, seed, &err)) {
         vijp_net_free(&net);

@@ -19,6 +19,11 @@ int cli_memory(int argc, char **argv);
 int cli_parse_size(const char *opt, const char *s, unsigned long long lo, unsigned long long hi,
                    unsigned long long *out);
 
+/* Whether a run needing about `need` bytes fits what this process can still
+ * get (vijp_memory_available); if not, says "vijp CMD: needs about X GiB;
+ * Y GiB available (which bound)" on stderr. */
+int cli_memory_fits(const char *command, double need);
+
 /* The heading of the layer list in the help of the commands that take a network. */
 #define CLI_SPEC_ITEMS "SPEC items (comma-separated, cycled to the depth)"
 /* "heading:" (CLI_SPEC_ITEMS if NULL), then every registered layer type's

@@ -3,6 +3,7 @@
  * the subcommands, so calls run one way: main.c → subcommands → common.c. */
 #include "cli.h"
 #include "vijp/vijp.h"
+#include "vijp/memory.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,4 +29,23 @@ void cli_print_layer_syntax(FILE *out, const char *heading)
     fprintf(out, "\n%s:\n", heading ? heading : CLI_SPEC_ITEMS);
     for (size_t i = 0; i < n; i++) fprintf(out, "  %s\n", all[i]->syntax);
     fputs("  (more with --plugin FILE.so, repeatable: layer types defined outside vijp)\n", out);
+}
+
+/* 1.5 GiB, 300 MiB, 12 KiB: two or three significant digits. */
+static void human_bytes(double b, char *buf, size_t size)
+{
+    static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    int u = 0;
+    while (b >= 1024 && u < 6) b /= 1024, u++;
+    snprintf(buf, size, "%.3g %s", b, units[u]);
+}
+
+int cli_memory_fits(const char *command, double need)
+{
+    char why[64], a[32], b[32];
+    double avail = vijp_memory_available(why, sizeof why);
+    if (need <= avail) return 1;
+    human_bytes(need, a, sizeof a), human_bytes(avail, b, sizeof b);
+    fprintf(stderr, "vijp %s: needs about %s; %s available (%s)\n", command, a, b, why);
+    return 0;
 }

@@ -118,6 +118,25 @@ static void print_verdicts(const study *s)
            s->n_seeds > 1 ? "s" : "", s->out_dir);
 }
 
+/* Size the study before running it: its largest unit (one curve: a config in
+ * a format, the reference at the start of its climb and the next precision
+ * held together: an estimate at 3p bytes-wise), as many at once as there are workers.  0 if it cannot fit
+ * (said on stderr), or if an estimate failed (err set). */
+static int study_fits_memory(const study *s, const char *name, vijp_error *err)
+{
+    double unit = 0;
+    for (size_t c = 0; c < s->n_configs; c++)
+        for (size_t f = 0; f < s->n_formats; f++) {
+            const vijp_format *F = &s->formats[f];
+            long p = s->ref_prec_start ? s->ref_prec_start : (2 * (long)F->prec > 256 ? 2 * (long)F->prec : 256);
+            double b;
+            if (vijp_run_bytes_estimate(s->configs[c].spec, s->depth, s->width, s->batch, F, 3 * p, &b, err)) return 0;
+            if (b > unit) unit = b;
+        }
+    size_t units = s->n_configs * s->n_formats * s->n_seeds, jobs = s->jobs > 0 ? (size_t)s->jobs : 1;
+    return cli_memory_fits(name + 5 /* past "vijp " */, unit * (double)(jobs < units ? jobs : units));
+}
+
 static int run_study(int argc, char **argv, int is_report)
 {
     enum { O_TOL = 256, O_REFP, O_REFMAX, O_PROG, O_NOPROG, O_NOPLOTS, O_SEGMENT };
@@ -197,6 +216,10 @@ static int run_study(int argc, char **argv, int is_report)
     if (s.ref_prec_max && s.ref_prec_start > s.ref_prec_max / 2) {
         vijp_fail(&err, VIJP_EINVAL, "--ref-prec %ld leaves no room to double below --ref-prec-max %ld", s.ref_prec_start, s.ref_prec_max);
         goto usage_err;
+    }
+    if (!study_fits_memory(&s, name, &err)) {
+        if (err.msg[0]) goto usage_err;
+        return EXIT_USAGE;
     }
     for (const char *q = s.out_dir; *q; q++)
         if ((unsigned char)*q < 0x20 || *q == 0x7f) { /* gnuplot (and most readers) cannot take them */

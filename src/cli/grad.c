@@ -3,6 +3,7 @@
 #include "vijp/error.h"
 #include "vijp/study.h"
 #include "vijp/vijp.h"
+#include "vijp/memory.h"
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
@@ -101,9 +102,13 @@ int cli_grad(int argc, char **argv)
     }
     if (vijp_format_parse(format, &s.fmt, &err)) goto usage_err;
     vijp_net probe; /* validate the spec and learn the width before running anything */
-    if (vijp_net_build(&probe, s.spec, s.depth, s.width, &err)) goto usage_err;
+    if (vijp_net_shape(&probe, s.spec, s.depth, s.width, &err)) goto usage_err;
     s.width = probe.width;
     vijp_net_free(&probe);
+    double need; /* size the run before allocating it (the reference: study.c's precision) */
+    long ref_prec = 2 * (long)s.fmt.prec > 256 ? 2 * (long)s.fmt.prec : 256;
+    if (vijp_run_bytes_estimate(s.spec, s.depth, s.width, s.batch, &s.fmt, ref_prec, &need, &err)) goto usage_err;
+    if (!cli_memory_fits("grad", need)) return EXIT_USAGE;
 
     vijp_engine_kind list[VIJP_ENGINE_COUNT];
     size_t n = 0;

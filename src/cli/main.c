@@ -76,12 +76,15 @@ int main(int argc, char **argv)
         printf("vijp %s (MPFR %s, GMP %s)\n", VIJP_VERSION, mpfr_get_version(), gmp_version);
         return EXIT_OK;
     }
-    if (!strcmp(cmd, "grad")) return cli_grad(argc - 1, argv + 1);
-    if (!strcmp(cmd, "drift")) return cli_drift(argc - 1, argv + 1);
-    if (!strcmp(cmd, "report")) return cli_report(argc - 1, argv + 1);
-    if (!strcmp(cmd, "regress")) return cli_regress(argc - 1, argv + 1);
-    if (!strcmp(cmd, "certify")) return cli_certify(argc - 1, argv + 1);
-    if (!strcmp(cmd, "memory")) return cli_memory(argc - 1, argv + 1);
-    fprintf(stderr, "vijp: unknown command '%s' (run 'vijp --help')\n", cmd);
-    return EXIT_USAGE;
+    int rc = EXIT_USAGE;
+    if (!strcmp(cmd, "grad")) rc = cli_grad(argc - 1, argv + 1);
+    else if (!strcmp(cmd, "drift")) rc = cli_drift(argc - 1, argv + 1);
+    else if (!strcmp(cmd, "report")) rc = cli_report(argc - 1, argv + 1);
+    else if (!strcmp(cmd, "regress")) rc = cli_regress(argc - 1, argv + 1);
+    else if (!strcmp(cmd, "certify")) rc = cli_certify(argc - 1, argv + 1);
+    else if (!strcmp(cmd, "memory")) rc = cli_memory(argc - 1, argv + 1);
+    else fprintf(stderr, "vijp: unknown command '%s' (run 'vijp --help')\n", cmd);
+    /* The allocation-failure walk's range (a test hook, like VIJP_FAIL_ALLOC). */
+    if (getenv("VIJP_ALLOC_STATS")) fprintf(stderr, "vijp: %llu allocations\n", vijp_memory_allocations());
+    return rc;
 }

@@ -1,0 +1,249 @@
+/* Fault injection: the allocation-failure walk (as SQLite tests it).
+ *
+ * The memory policy (vijp/error.h) makes running out of memory fatal with a
+ * message, through one allocator that GMP, MPFR, MPFI and jansson share.
+ * VIJP_FAIL_ALLOC=N makes the N-th of those allocations fail as the system
+ * would refuse it.  Walked over N for small grad, certify and drift runs,
+ * every run must either end with "out of memory while …" and exit 1, or,
+ * past the run's last allocation, succeed with exactly the output of an
+ * undisturbed run; a report folder must hold the old study or the new one.
+ * `make check` samples N (the first allocations, then evenly spaced);
+ * `make check-long` (VIJP_TEST_SCALE > 1) walks every N of grad (~7·10^3),
+ * every 10th of certify (~4·10^4) and 2000 of drift's ~1.4·10^5. */
+#include "clirun.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The number of allocations an undisturbed run makes, and its output. */
+static unsigned long long allocations_of(const char *args, char **out)
+{
+    setenv("VIJP_ALLOC_STATS", "1", 1);
+    unsetenv("VIJP_FAIL_ALLOC");
+    run_result r = run_vijp(args);
+    unsetenv("VIJP_ALLOC_STATS");
+    ck_assert_msg(r.rc == CLI_OK, "vijp %s: exit %d: %s", args, r.rc, r.err);
+    const char *p = strstr(r.err, "vijp: ");
+    unsigned long long n = 0;
+    ck_assert_msg(p && sscanf(p, "vijp: %llu allocations", &n) == 1, "no allocation count in: %s", r.err);
+    *out = strdup(r.out);
+    run_free(&r);
+    return n;
+}
+
+/* The points of the walk: every N when exhaustive, else the first 8 and
+ * `samples` more spread evenly up to the total, and one past it. */
+static size_t walk_points(unsigned long long total, long samples, int every, unsigned long long *pts, size_t cap)
+{
+    size_t k = 0;
+    if (every) {
+        for (unsigned long long n = 1; n <= total + 1 && k < cap; n++) pts[k++] = n;
+        return k;
+    }
+    for (unsigned long long n = 1; n <= 8 && n <= total; n++) pts[k++] = n;
+    for (long i = 1; i <= samples && k + 1 < cap; i++) pts[k++] = 8 + (total - 8) * (unsigned long long)i / (unsigned long long)samples;
+    pts[k++] = total + 1;
+    return k;
+}
+
+/* One run with the N-th allocation refused: a clean failure, or (past the
+ * last allocation) the undisturbed output. */
+static void check_point(const char *args, unsigned long long n, unsigned long long total, const char *clean_out,
+                        const char *command)
+{
+    char v[32];
+    snprintf(v, sizeof v, "%llu", n);
+    setenv("VIJP_FAIL_ALLOC", v, 1);
+    run_result r = run_vijp(args);
+    unsetenv("VIJP_FAIL_ALLOC");
+    char want[96];
+    snprintf(want, sizeof want, "vijp: out of memory while running vijp %s (allocating ", command);
+    if (n > total) {
+        ck_assert_msg(r.rc == CLI_OK && !strcmp(r.out, clean_out), "allocation %llu of %llu: exit %d, output changed", n,
+                      total, r.rc);
+    } else {
+        /* Threads (drift's workers) may reorder allocations, so the N-th is
+         * not always the same one, but some allocation N is always refused. */
+        ck_assert_msg(r.rc == CLI_FAILED && strstr(r.err, want), "allocation %llu of %llu: exit %d, stderr: %s", n, total,
+                      r.rc, r.err);
+    }
+    run_free(&r);
+}
+
+static void walk(const char *command, const char *args, long samples, long stride_long)
+{
+    char *clean;
+    unsigned long long total = allocations_of(args, &clean);
+    ck_assert_msg(total > 50, "%s makes only %llu allocations: is the allocator in use?", command, total);
+    int exhaustive = test_iters(1) > 1;
+    size_t cap = exhaustive && !stride_long ? total + 2 : (size_t)samples + 16;
+    unsigned long long *pts = malloc(cap * sizeof *pts);
+    size_t n_pts;
+    if (exhaustive && stride_long) { /* check-long, a run too long to walk whole: a dense, even sample */
+        n_pts = 0;
+        for (unsigned long long n = 1; n <= total && n_pts + 1 < cap; n += (unsigned long long)stride_long) pts[n_pts++] = n;
+        pts[n_pts++] = total + 1;
+    } else {
+        n_pts = walk_points(total, samples, exhaustive, pts, cap);
+    }
+    for (size_t i = 0; i < n_pts; i++) check_point(args, pts[i], total, clean, command);
+    free(pts);
+    free(clean);
+}
+
+START_TEST(grad_walk)
+{
+    walk("grad", "grad --net dense:8,tanh --depth 3 --format mpfr:64 --engine all", 40, 0);
+}
+END_TEST
+
+START_TEST(certify_walk)
+{
+    /* tanh: the MPFI search of f′ for zeros and the per-format tables, ~4·10^4 allocations */
+    walk("certify", "certify --layer tanh --width 4 --samples 2", 30, 10);
+}
+END_TEST
+
+static char *read_file(const char *dir, const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    int fd = fileno(f);
+    char *s = slurp_fd(fd);
+    fclose(f);
+    return s;
+}
+
+/* A drift run whose allocations fail leaves its earlier report as it was
+ * (or, past the last allocation, the new one): compared file by file. */
+START_TEST(drift_walk_keeps_the_report)
+{
+    char dir[512];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/vijp-faults-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    static const char *const files[] = {"drift.json", "drift.csv", "curves.csv", "summary.csv", "memory.csv", "report.md"};
+    enum { NF = sizeof files / sizeof *files };
+    char old_args[1024], args[1024];
+    /* The old study (seed 2) and the new one (seed 1) differ in every file. */
+    snprintf(old_args, sizeof old_args,
+             "drift --net dense:4,tanh --depth 3 --formats binary32 --seeds 2 --no-plots --jobs 1 -q --out '%s/r'", dir);
+    snprintf(args, sizeof args,
+             "drift --net dense:4,tanh --depth 3 --formats binary32 --seeds 1 --no-plots --jobs 1 -q --out '%s/r'", dir);
+    char out[1024], *new_files[NF], *old_files[NF];
+    snprintf(out, sizeof out, "%s/r", dir);
+    run_result r = run_vijp(args);
+    ck_assert_int_eq(r.rc, CLI_OK);
+    run_free(&r);
+    for (int k = 0; k < NF; k++) new_files[k] = read_file(out, files[k]);
+    r = run_vijp(old_args);
+    ck_assert_int_eq(r.rc, CLI_OK);
+    run_free(&r);
+    for (int k = 0; k < NF; k++) old_files[k] = read_file(out, files[k]);
+    ck_assert_str_ne(old_files[0], new_files[0]);
+
+    char *clean;
+    unsigned long long total = allocations_of(args, &clean);
+    free(clean);
+    int exhaustive = test_iters(1) > 1;
+    long samples = exhaustive ? 2000 : 24;
+    for (long i = 0; i <= samples + 1; i++) {
+        unsigned long long n = i <= samples ? 1 + (total - 1) * (unsigned long long)i / (unsigned long long)samples : total + 1;
+        r = run_vijp(old_args); /* the folder holds the old study before each point */
+        ck_assert_int_eq(r.rc, CLI_OK);
+        run_free(&r);
+        char v[32];
+        snprintf(v, sizeof v, "%llu", n);
+        setenv("VIJP_FAIL_ALLOC", v, 1);
+        r = run_vijp(args);
+        unsetenv("VIJP_FAIL_ALLOC");
+        int failed = r.rc == CLI_FAILED && strstr(r.err, "out of memory while running vijp drift");
+        ck_assert_msg(failed || (n > total && r.rc == CLI_OK), "allocation %llu of %llu: exit %d: %s", n, total, r.rc, r.err);
+        run_free(&r);
+        int is_old = 1, is_new = 1;
+        for (int k = 0; k < NF; k++) {
+            char *got = read_file(out, files[k]);
+            is_old &= got && !strcmp(got, old_files[k]);
+            is_new &= got && !strcmp(got, new_files[k]);
+            free(got);
+        }
+        /* An allocation after the report is committed may fail too: then the
+         * new study is there, whole. */
+        ck_assert_msg((is_old || is_new) && (failed || is_new),
+                      "allocation %llu of %llu: the report folder holds neither study whole", n, total);
+    }
+    for (int k = 0; k < NF; k++) free(old_files[k]), free(new_files[k]);
+    char cmd[1100];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* Runs that cannot fit are refused before anything is allocated, with the
+ * estimate and what is available (exit 2), and write nothing. */
+START_TEST(size_before_run)
+{
+    /* 7 TiB of parameters: beyond any machine's MemAvailable. */
+    run_result r = run_vijp("grad --net dense:100000 --depth 4");
+    ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "vijp grad: needs about ") && strstr(r.err, " available ("),
+                  "exit %d: %s", r.rc, r.err);
+    run_free(&r);
+    char dir[512], args[1024];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/vijp-size-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(args, sizeof args, "drift --net dense:20000 --depth 64 --out '%s/r'", dir);
+    r = run_vijp(args);
+    ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "vijp drift: needs about "), "exit %d: %s", r.rc, r.err);
+    run_free(&r);
+    snprintf(args, sizeof args, "%s/r", dir);
+    struct stat st;
+    ck_assert_msg(stat(args, &st) != 0, "a refused study created its folder");
+    ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
+/* The issue's reproducers under an address-space limit (ulimit -v): the
+ * estimate refuses them.  Not under AddressSanitizer, which reserves
+ * terabytes of shadow address space and cannot run under such a limit. */
+START_TEST(size_under_ulimit)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    fputs("# size_under_ulimit: skipped under AddressSanitizer (it cannot run with ulimit -v)\n", stderr);
+#else
+    struct rlimit rl = {4000000ull * 1024, 4000000ull * 1024}; /* ulimit -v 4000000, as the issue ran it */
+    ck_assert_int_eq(setrlimit(RLIMIT_AS, &rl), 0);  /* this test's own process: Check forks one per test */
+    run_result r = run_vijp("grad --net layernorm --width 16777216 --depth 2");
+    ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "needs about") && strstr(r.err, "ulimit -v"), "exit %d: %s", r.rc,
+                  r.err);
+    run_free(&r);
+    rl.rlim_cur = rl.rlim_max = 1000000ull * 1024;
+    ck_assert_int_eq(setrlimit(RLIMIT_AS, &rl), 0);
+    r = run_vijp("certify --layer dense:4096 --width 4096 --samples 1");
+    ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "vijp certify: needs about"), "exit %d: %s", r.rc, r.err);
+    run_free(&r);
+#endif
+}
+END_TEST
+
+Suite *suite_faults(void)
+{
+    Suite *s = suite_create("faults");
+    TCase *tc = tcase_create("allocation");
+    tcase_add_test(tc, grad_walk);
+    tcase_add_test(tc, certify_walk);
+    tcase_add_test(tc, drift_walk_keeps_the_report);
+    tcase_set_timeout(tc, (double)test_iters(120)); /* tens of runs of milliseconds; every N in check-long */
+    suite_add_tcase(s, tc);
+    TCase *size = tcase_create("size");
+    tcase_add_test(size, size_before_run);
+    tcase_add_test(size, size_under_ulimit);
+    tcase_set_timeout(size, 60);
+    suite_add_tcase(s, size);
+    return s;
+}
