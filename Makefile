@@ -12,7 +12,7 @@
 #   make install     PREFIX=/usr/local (default), DESTDIR honoured: bin/vijp, lib/libvijp.{a,so},
 #                    include/vijp/*.h, lib/pkgconfig/vijp.pc, share/man/man1/vijp.1
 #   make uninstall   remove what install installed (same PREFIX/DESTDIR)
-#   make clean       remove build/ and build-san/
+#   make clean       remove build/, build-san/ and build-fuzz/
 # Sanitized objects go to build-san/ so the two builds never mix.
 # CFLAGS (default -O2 -g), CPPFLAGS, LDFLAGS and LDLIBS are the user's: the
 # flags the build needs are in VIJP_* variables used alongside them, so
@@ -147,6 +147,7 @@ check: $(BUILD)/check_vijp $(BUILD)/vijp $(BUILD)/vijp-perturbed $(CHECK_INSTALL
 	$(CHECK_ENV) VIJP_BIN=$(abspath $(BUILD)/vijp) VIJP_PERTURBED_BIN=$(abspath $(BUILD)/vijp-perturbed) \
 	  ./$(BUILD)/check_vijp
 	$(CHECK_INSTALL)
+	$(FUZZ_REPLAY)
 
 report: $(BUILD)/vijp
 	./$(BUILD)/vijp report
@@ -189,6 +190,47 @@ check-long: $(BUILD)/check_vijp $(BUILD)/vijp
 	CK_RUN_SUITE=certify VIJP_TEST_SCALE=100 ./$(BUILD)/check_vijp
 	VIJP_BIN=$(abspath $(BUILD)/vijp) CK_RUN_SUITE=faults VIJP_TEST_SCALE=2 ./$(BUILD)/check_vijp
 
+# Fuzzing with clang's libFuzzer, under ASan + UBSan, in build-fuzz/ (its
+# own objects, compiled by clang).  Harnesses: tests/fuzz/NAME.c, corpora:
+# tests/fuzz/corpus/NAME/ (committed, minimised).
+#   make fuzz                       build every harness
+#   make fuzz-replay                run each once over its corpus (make check
+#                                   does, when clang is installed)
+#   make fuzz-run FUZZ=NAME FUZZ_SECONDS=600   fuzz one, growing its corpus
+#                                   in build-fuzz/corpus/NAME (merge back by hand:
+#                                   build-fuzz/fuzz-NAME -merge=1 tests/fuzz/corpus/NAME build-fuzz/corpus/NAME)
+FUZZ_CC      ?= clang
+FUZZ_BUILD   := build-fuzz
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1
+FUZZ_NAMES   := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/*.c))
+FUZZ_BINS    := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz-%)
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
+FUZZ_SECONDS ?= 600
+HAVE_FUZZ_CC := $(shell command -v $(FUZZ_CC) 2>/dev/null)
+ifneq ($(HAVE_FUZZ_CC),)
+FUZZ_REPLAY = +@$(MAKE) --no-print-directory fuzz-replay
+else
+FUZZ_REPLAY = @echo "fuzz-replay: SKIPPED ($(FUZZ_CC) not found; scripts/install-deps.sh installs it)"
+endif
+.PHONY: fuzz fuzz-replay fuzz-run
+$(FUZZ_BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(VIJP_CPPFLAGS) -std=c11 -pthread -ffp-contract=off -MMD -MP $(FUZZ_SAN) -fsanitize=fuzzer-no-link -c $< -o $@
+$(FUZZ_BUILD)/fuzz-%: tests/fuzz/%.c $(FUZZ_LIB_OBJ)
+	$(FUZZ_CC) $(VIJP_CPPFLAGS) -std=c11 -pthread -ffp-contract=off $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJ) $(VIJP_LIBS)
+-include $(FUZZ_LIB_OBJ:.o=.d)
+fuzz: $(FUZZ_BINS)
+fuzz-replay: $(FUZZ_BINS)
+	@for n in $(FUZZ_NAMES); do \
+	  echo "fuzz-replay: $$n over tests/fuzz/corpus/$$n"; \
+	  ASAN_OPTIONS=detect_leaks=1 $(FUZZ_BUILD)/fuzz-$$n -runs=0 tests/fuzz/corpus/$$n 2>$(FUZZ_BUILD)/replay-$$n.log || \
+	    { tail -40 $(FUZZ_BUILD)/replay-$$n.log; exit 1; }; \
+	done
+fuzz-run: $(FUZZ_BUILD)/fuzz-$(FUZZ)
+	@mkdir -p $(FUZZ_BUILD)/corpus/$(FUZZ)
+	$(FUZZ_BUILD)/fuzz-$(FUZZ) -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -rss_limit_mb=2048 \
+	  $(FUZZ_BUILD)/corpus/$(FUZZ) tests/fuzz/corpus/$(FUZZ)
+
 # Installation: PREFIX (default /usr/local) and DESTDIR (staging root).
 PREFIX      ?= /usr/local
 BINDIR      ?= $(PREFIX)/bin
@@ -228,4 +270,4 @@ uninstall:
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/vijp 2>/dev/null
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-fuzz

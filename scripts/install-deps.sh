@@ -11,6 +11,7 @@ packages=(
   check libsubunit-dev            # the unit-test framework (libcheck) and its pkg-config deps
   libjansson-dev                  # JSON output
   gnuplot-nox                     # drift report plots (PNG and SVG)
+  clang libclang-rt-dev           # libFuzzer harnesses (tests/fuzz), replayed by make check
 )
 
 missing=()
