@@ -1,6 +1,6 @@
-/* Work arrays inside layer operators, whose contracts (void forward, jvp,
- * vjp) leave no way to report failure: running out of memory for a few
- * activations of one layer is fatal, as it is in the oracles. */
+/* Work arrays inside layer operators (void forward, jvp, vjp): through the
+ * one allocator, so out of memory ends the run with a message (the policy
+ * in vijp/error.h). */
 #ifndef VIJP_LAYERS_SCRATCH_H
 #define VIJP_LAYERS_SCRATCH_H
 
@@ -9,9 +9,7 @@
 
 static inline double *vijp_scratch(size_t n)
 {
-    double *w = vijp_alloc(n * sizeof *w + 1); /* + 1: n may be 0 */
-    if (!w) abort();
-    return w;
+    return vijp_alloc_array(n, sizeof(double)); /* n may be 0 */
 }
 
 #endif
