@@ -7,10 +7,12 @@
  * |f̂′ − f′| <= K1(x)·u|term1| + K2(x)·u|term2|, where f′ = term1 + term2 is
  * the dual-number sum (one term for sigmoid, softplus, tanh).  The terms are
  * recomputed here in MPFR from their definitions.  The oracle runs at 128
- * bits: its error, 2^-120 relative to the terms, is far below 2^-53.  Points
- * where the terms fall below 2^-1000 are in or next to double's subnormal
- * range, where relative bounds do not apply: there |f̂′ − f′| must be below
- * 2^-1000 absolute instead (underflow, checked by the certification test). */
+ * bits: its error, 2^-120 relative to the terms, is far below 2^-53.  Relative
+ * bounds hold down to the smallest normal double 2^-1022, for f and for the
+ * terms of f′, even where intermediates (e^x, σ(x), Φ(x)) are subnormal;
+ * below it the result is subnormal and |f̂ − f|, |f̂′ − f′| must be within
+ * 2^-1022 absolute (one subnormal result's worth of lost digits at most is
+ * not a relative statement; underflow is checked by the certification test). */
 #include "layerfix.h"
 #include "../oracles/oracles.h"
 #include "vijp/certify.h"
@@ -81,7 +83,7 @@ static void gelu_terms(mpfr_t t1, mpfr_t t2, double *kf, double *k1, double *k2,
     mpfr_sqr(a, a, MPFR_RNDN), mpfr_neg(a, a, MPFR_RNDN), mpfr_exp(t2, a, MPFR_RNDN);
     mpfr_const_pi(pi, MPFR_RNDN), mpfr_mul_2ui(pi, pi, 1, MPFR_RNDN), mpfr_sqrt(pi, pi, MPFR_RNDN);
     mpfr_div(t2, t2, pi, MPFR_RNDN), mpfr_mul_d(t2, t2, x, MPFR_RNDN);            /* x φ(x) */
-    *kf = 15 + 2 * x * x, *k1 = 16 + 2 * x * x, *k2 = 10;
+    *kf = 16, *k1 = 17, *k2 = 10; /* src/layers/gelu.c */
     mpfr_clears(a, pi, (mpfr_ptr)0);
 }
 
@@ -148,12 +150,16 @@ START_TEST(zeros_of_derivative)
 }
 END_TEST
 
-/* The sample points of activation a: a third N(0, 2²), a third ±2^U(−10, 10)
- * (large and tiny |x|), a third next to the zero of f′ (x0 ± k ulps and
- * x0 ± 2^U(−50, −1)) or, without one, more of the second kind. */
+/* The sample points of activation a, in sixths: N(0, 2²); U(−40, −30),
+ * where GELU's Φ nears underflow and erfc's argument is large; U(−746,
+ * −700), where e^x and σ(x) are subnormal while x·σ(x) and Mish are not;
+ * ±2^U(−10, 10) (large and tiny |x|); and two next to the zero of f′
+ * (x0 ± k ulps and x0 ± 2^U(−50, −1)) or, without one, more of ±2^U. */
 static double sample_point(vijp_rng *rng, long i, double x0)
 {
     double u = vijp_rng_uniform(rng), s = vijp_rng_uniform(rng) < 0.5 ? -1 : 1;
+    if (i % 6 == 3) return -40 + 10 * u;
+    if (i % 6 == 1) return -746 + 46 * u;
     switch (i % 3) {
     case 0: return 2 * vijp_rng_normal(rng);
     case 2:
@@ -171,7 +177,7 @@ START_TEST(dual_derivative_vs_oracle)
     const char *name = acts[_i].name;
     const vijp_layer_type *T = vijp_layer_type_find(name);
     ck_assert_msg(T && T->dual_eval, "%s: no dual_eval", name);
-    double x0 = acts[_i].has_zero ? locate_zero(name) : NAN, u = ldexp(1, -53), tiny = ldexp(1, -1000);
+    double x0 = acts[_i].has_zero ? locate_zero(name) : NAN, u = ldexp(1, -53), tiny = ldexp(1, -1022);
     vijp_format R;
     ck_assert(!vijp_format_mpfr(&R, ORACLE_PREC, NULL));
     mpfr_t xm, f, d, t1, t2, e;

@@ -5,7 +5,15 @@
  * Error (dual.h, u = 2^-53): σ within 7u and σ′ within 12u (sigmoid.c), so
  * |f̂ − f| <= 8u|f| and f′ = σ + x·σ′ (dual product) satisfies
  * |f̂′ − f′| <= 8u·σ(x) + 14u·|x|σ′(x) (the two terms, then the sum):
- * relative to the terms, not to f′, which cancels near x0. */
+ * relative to the terms, not to f′, which cancels near x0.
+ *
+ * Deep tail, x < −700: e^x and σ(x) are subnormal (below 2^-1022 from
+ * x ≈ −708.4) while x·σ(x) is not down to x ≈ −714.9, so σ would lose up to
+ * ~280 ulps before the product.  There e^x is carried as h² with h = e^{x/2}
+ * (x/2 exact, h ~ 1e-152 normal): σ(x) = h²·r, r = 1/(1 + h²) = 1 exactly,
+ * f = ((x·h)·h)·r within 2u (h) + u + 2u + u = 6u, and
+ * f′ = σ(x)(1 + x·σ(−x)) = ((h·(1 + x·r))·h)·r within 7u of |f′|, and
+ * |f′| <= σ + |x|σ′: both inside the bounds above. */
 #include "activation.h"
 #include "../../oracles/oracles.h"
 
@@ -13,6 +21,12 @@
 static void eval(const vijp_layer *L, const double *th, double x, double *f, double *df)
 {
     (void)L, (void)th;
+    if (x < -700) {
+        double h = exp(0.5 * x), r = 1 / (1 + h * h);
+        *f = ((x * h) * h) * r;
+        *df = ((h * (1 + x * r)) * h) * r;
+        return;
+    }
     vijp_dual v = dual_var(x), y = dual_mul(v, dual_sigmoid(v));
     *f = y.v, *df = y.d;
 }
