@@ -40,9 +40,11 @@ VIJP_FPFLAGS  := -ffp-contract=off $(SANFLAGS)
 # MPFI has no pkg-config file; GMP's is written out with it (as in vijp.pc).
 MPFI_CFLAGS   ?=
 MPFI_LIBS     ?= -lmpfi -lgmp
+# FLINT (exact rank, src/certify_exact.c) has none either.
+FLINT_LIBS    ?= -lflint
 VIJP_CPPFLAGS += $(MPFI_CFLAGS)
 VIJP_LDFLAGS  := -pthread $(SANFLAGS)
-VIJP_LIBS     := $(shell pkg-config --libs $(PKGS)) $(MPFI_LIBS) -lm -pthread
+VIJP_LIBS     := $(shell pkg-config --libs $(PKGS)) $(FLINT_LIBS) $(MPFI_LIBS) -lm -pthread
 # -MMD -MP: each object's header dependencies, in a .d file next to it.
 COMPILE = $(CC) $(VIJP_CPPFLAGS) $(CPPFLAGS) $(VIJP_CFLAGS) $(CFLAGS) $(VIJP_FPFLAGS) -MMD -MP
 LINK    = $(CC) $(VIJP_CFLAGS) $(CFLAGS) $(VIJP_FPFLAGS) $(VIJP_LDFLAGS) $(LDFLAGS)
@@ -246,7 +248,7 @@ $(BUILD)/vijp.pc: vijp.pc.in include/vijp/vijp.h FORCE
 	@mkdir -p $(dir $@)
 	@sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
 	     -e 's|@VERSION@|$(VIJP_VERSION)|g' -e 's|@PKGS_PRIVATE@|$(filter-out mpfr,$(PKGS))|g' \
-	     -e 's|@MPFI_CFLAGS@|$(MPFI_CFLAGS)|g' -e 's|@MPFI_LIBS@|$(MPFI_LIBS)|g' $< > $@.tmp
+	     -e 's|@MPFI_CFLAGS@|$(MPFI_CFLAGS)|g' -e 's|@MPFI_LIBS@|$(FLINT_LIBS) $(MPFI_LIBS)|g' $< > $@.tmp
 	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 FORCE:
 

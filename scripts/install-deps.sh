@@ -7,6 +7,7 @@ packages=(
   build-essential pkg-config
   libmpfr-dev libgmp-dev          # multiprecision oracles and format emulation
   libmpfi-dev                     # interval arithmetic: rigorous Jacobian enclosures (certify)
+  libflint-dev                    # exact integer rank: proven rank deficiency (certify)
   liblapacke-dev libopenblas-dev  # LAPACK(E) for dense solves and factorisations
   check libsubunit-dev            # the unit-test framework (libcheck) and its pkg-config deps
   libjansson-dev                  # JSON output

@@ -24,8 +24,10 @@
  * |Δ| <= R, costs σ_min(J) >= σ_min(M) − ‖R‖_F (Weyl). */
 #include "vijp/certify.h"
 #include "vijp/error.h"
+#include "certify_exact.h"
 #include <cblas.h>
 #include <lapacke.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +37,9 @@
 /* The MPFR retry costs m²n/2 + m³/6 operations per precision: beyond this
  * many it is refused (inconclusive, with the reason) rather than run for hours. */
 #define CERT_MPFR_WORK_MAX (1ull << 25)
+/* The exact rank (certify_exact.c) is tried up to this many rows: 0.5 s at
+ * 512 × 512 (FLINT's multimodular nullspace), the size the proofs target. */
+#define CERT_EXACT_ROWS_MAX 512
 
 /* ---- scalars with directed rounding ---- */
 
@@ -524,6 +529,54 @@ static int prove(const double *M, size_t m, size_t n, const vijp_numeric *num, l
     return 0;
 }
 
+/* DM = D·M, D = diag(2^k_i) putting each row's largest |entry| in [1/2, 1)
+ * where the row's smallest nonzero entry stays normal (otherwise as far as
+ * it can go): every entry scaled exactly.  Returns K = max k_i, so that
+ * σ_min(M) = σ_min(D⁻¹·DM) >= σ_min(DM)·2^-K.  Far-apart row scales (1e155·I,
+ * diag(1e300, 1e-300)) then neither overflow ‖·‖_F² nor hide σ_min below
+ * the largest row's rounding. */
+static int equilibrate_rows(const double *M, size_t m, size_t n, double *DM)
+{
+    int K = INT_MIN;
+    for (size_t i = 0; i < m; i++) {
+        int hi = INT_MIN, lo = INT_MAX;
+        for (size_t k = 0; k < n; k++) {
+            double x = fabs(M[i + k * m]);
+            if (x == 0) continue;
+            int e = ilogb(x);
+            if (e > hi) hi = e;
+            if (e < lo) lo = e;
+        }
+        int ki = hi == INT_MIN ? 0 : -1 - hi;   /* largest entry to [1/2, 1) */
+        if (hi != INT_MIN && lo + ki < -1022) ki = -1022 - lo; /* but keep the smallest normal */
+        if (ki > K) K = ki;
+        for (size_t k = 0; k < n; k++) DM[i + k * m] = ldexp(M[i + k * m], ki);
+    }
+    return K;
+}
+
+/* prove() on D·M (equilibrate_rows), the bound carried back to M. */
+static int prove_equilibrated(const double *M, size_t m, size_t n, long prec_max, double *s, long *prec, char *why,
+                              size_t whysz)
+{
+    double *DM = vijp_alloc_array(m * n, sizeof *DM);
+    int K = equilibrate_rows(M, m, n, DM), ok = 0;
+    vijp_numeric num;
+    if (!vijp_numeric_analysis(DM, m, n, &num, NULL)) {
+        ok = prove(DM, m, n, &num, prec_max, s, prec, why, whysz);
+        vijp_numeric_clear(&num);
+    }
+    free(DM);
+    if (!ok) return 0;
+    mpfr_t t;
+    mpfr_init2(t, 64);
+    mpfr_set_d(t, *s, MPFR_RNDD);
+    mpfr_mul_2si(t, t, -K, MPFR_RNDD); /* exact unless it leaves double's range: then down */
+    *s = mpfr_get_d(t, MPFR_RNDD);
+    mpfr_clear(t);
+    return *s > 0;
+}
+
 int vijp_certify_matrix(const double *mid, const double *rad, size_t m, size_t n, const vijp_certify_opts *o,
                         vijp_certificate *out, vijp_error *err)
 {
@@ -542,6 +595,24 @@ int vijp_certify_matrix(const double *mid, const double *rad, size_t m, size_t n
 
     size_t proven = out->enclosure_radius == 0 ? proven_cokernel(mid, m, n, &out->num, out->reason, sizeof out->reason) : 0;
     if (m > n && proven < m - n) proven = m - n;
+    /* An exact matrix that LAPACK sees as rank-deficient beyond what its
+     * structure proves: its exact rank settles it, before any climb. */
+    int exactly_full = 0;
+    size_t exact_dim;
+    if (out->enclosure_radius == 0 && out->num.rank < m && proven < out->num.cokernel_dim && m <= CERT_EXACT_ROWS_MAX &&
+        vijp_exact_cokernel(mid, m, n, &exact_dim)) {
+        if (exact_dim > 0) {
+            out->verdict = VIJP_NOT_SUBMERSIVE;
+            snprintf(out->method, sizeof out->method, "exact-rank");
+            out->cokernel_proven = 1;
+            out->cokernel_dim = exact_dim;
+            snprintf(out->reason, sizeof out->reason,
+                     "exact rank %zu < %zu over the rationals (integer elimination; an exact null basis of Jᵀ "
+                     "and a modular rank, both checked)", m - exact_dim, m);
+            return 0;
+        }
+        exactly_full = 1;
+    }
     if (proven) {
         out->verdict = VIJP_NOT_SUBMERSIVE;
         snprintf(out->method, sizeof out->method, "structure");
@@ -557,7 +628,17 @@ int vijp_certify_matrix(const double *mid, const double *rad, size_t m, size_t n
     double s;
     long prec;
     char why[256] = "";
-    if (prove(mid, m, n, &out->num, prec_max, &s, &prec, why, sizeof why)) {
+    int proved = prove(mid, m, n, &out->num, prec_max, &s, &prec, why, sizeof why);
+    if (!proved && (exactly_full || !isfinite(sum_squares_up(mid, m * n)))) {
+        char why2[256] = "";
+        if ((proved = prove_equilibrated(mid, m, n, prec_max, &s, &prec, why2, sizeof why2)))
+            why[0] = 0;
+        else if (why2[0]) snprintf(why + strlen(why), sizeof why - strlen(why), "; rows equilibrated: %s", why2);
+    }
+    if (exactly_full && !proved)
+        snprintf(why + strlen(why), sizeof why - strlen(why),
+                 "; exactly full rank over the rationals (so submersive in exact arithmetic), but no positive bound on σ_min");
+    if (proved) {
         mpfr_t t;
         mpfr_init2(t, 64);
         mpfr_set_d(t, s, MPFR_RNDD);
@@ -576,7 +657,7 @@ int vijp_certify_matrix(const double *mid, const double *rad, size_t m, size_t n
         snprintf(why, sizeof why, "the enclosure radius %.3g exceeds the proven bound on the midpoint",
                  out->enclosure_radius);
     }
-    if (out->num.rank < m) {
+    if (out->num.rank < m && !exactly_full) {
         out->verdict = VIJP_NOT_SUBMERSIVE;
         snprintf(out->method, sizeof out->method, "numerical");
         snprintf(out->reason, sizeof out->reason, "numerical rank %zu < %zu (σ_min %.3g <= tolerance %.3g); not proven: %s",

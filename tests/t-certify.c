@@ -201,12 +201,50 @@ static int exact_null(const double *J, size_t m, size_t n, const double *y)
     return zero;
 }
 
-/* A proven cokernel dimension, checked independently (m <= n): exact zero
- * rows and columns prove m − min(m − zr, n − zc); beyond that only 1, from
- * an exact null vector (the first numerical cokernel vector). */
+/* The exact rank of a double matrix, independently of src/certify_exact.c
+ * (FLINT, integer elimination, modular ranks): Gaussian elimination over the
+ * rationals with GMP, every double converted exactly (mpq_set_d), pivots any
+ * nonzero entry.  Fine for the suites' 16 × 16. */
+static size_t rank_rational(const double *J, size_t m, size_t n)
+{
+    mpq_t *a = malloc(m * n * sizeof *a), f, t;
+    mpq_inits(f, t, NULL);
+    for (size_t i = 0; i < m * n; i++) mpq_init(a[i]), mpq_set_d(a[i], J[i]);
+    size_t rank = 0;
+    for (size_t col = 0; col < n && rank < m; col++) {
+        size_t piv = rank;
+        while (piv < m && !mpq_sgn(a[piv + col * m])) piv++;
+        if (piv == m) continue;
+        for (size_t k = 0; k < n; k++) mpq_swap(a[piv + k * m], a[rank + k * m]);
+        for (size_t i = rank + 1; i < m; i++) {
+            if (!mpq_sgn(a[i + col * m])) continue;
+            mpq_div(f, a[i + col * m], a[rank + col * m]);
+            for (size_t k = col; k < n; k++) mpq_mul(t, f, a[rank + k * m]), mpq_sub(a[i + k * m], a[i + k * m], t);
+        }
+        rank++;
+    }
+    for (size_t i = 0; i < m * n; i++) mpq_clear(a[i]);
+    mpq_clears(f, t, NULL);
+    free(a);
+    return rank;
+}
+
+/* A proven cokernel dimension, checked independently (m <= n): never above
+ * the true one, m − rank over the rationals (rank_rational), and equal to it
+ * when the certificate says the exact rank proved it; exact zero rows and
+ * columns and a single exact null vector remain checked as before. */
 static void check_proven_cokernel(const double *J, size_t m, size_t n, const vijp_certificate *c, const char *what,
                                   long cs)
 {
+    size_t truth = m - rank_rational(J, m, n);
+    ck_assert_msg(c->cokernel_dim <= truth, "FALSE PROOF: %s case %ld (%zu × %zu): cokernel_dim %zu claimed proven, "
+                  "exactly %zu (%s)", what, cs, m, n, c->cokernel_dim, truth, c->reason);
+    if (!strcmp(c->method, "exact-rank")) {
+        ck_assert_msg(c->cokernel_dim == truth, "%s case %ld: exact-rank cokernel %zu, exactly %zu", what, cs,
+                      c->cokernel_dim, truth);
+        return;
+    }
+
     size_t zr = 0, zc = 0;
     for (size_t i = 0; i < m; i++) {
         size_t k = 0;
@@ -654,8 +692,15 @@ START_TEST(exact_rank_deficient)
         long row = rank_deficient(&r, (int)(cs % 5), J, &m, &n, y);
         double b = row >= 0 ? oracle_bound_d(J, m, n, y) : INFINITY;
         if (row >= 0) ck_assert_msg(b == 0, "case %ld: the null vector is not exact (%g)", cs, b);
-        check_cert(J, m, n, &b, 1, 0, &t, "rank-deficient", cs, seed, NULL);
+        vijp_certificate c;
+        check_cert(J, m, n, &b, 1, 0, &t, "rank-deficient", cs, seed, &c);
         ck_assert_int_eq(t.cert_double + t.cert_mpfr, 0);
+        /* every exactly singular matrix is proven so, with its exact cokernel dimension (issue 14) */
+        size_t truth = m - rank_rational(J, m, n);
+        ck_assert_msg(c.verdict == VIJP_NOT_SUBMERSIVE && c.cokernel_proven && c.cokernel_dim == truth,
+                      "rank-deficient case %ld (%zu × %zu, kind %ld): %s, cokernel %zu (proven %d), exactly %zu: %s", cs, m,
+                      n, cs % 5, vijp_verdict_name(c.verdict), c.cokernel_dim, c.cokernel_proven, truth, c.reason);
+        vijp_certificate_clear(&c);
     }
     tally_print(&t);
 }
@@ -693,6 +738,39 @@ START_TEST(near_rank_deficient)
         check_cert(J, m, n, b, 2, 0, &t, "near-rank-deficient", cs, seed, NULL);
     }
     tally_print(&t);
+}
+END_TEST
+
+/* Issue 14's cases.  [[1,2,3],[4,5,6],[1,2,3]]: rank exactly 2, which the
+ * null-vector test could not prove (LAPACK's vector is not exactly in the
+ * kernel).  1e155·I₃ (‖J‖_F² overflows double) and diag(1e300, 1e-300)
+ * (σ_min = 1e-300 below the largest row's rounding): full rank, σ_min 1e155
+ * and 1e-300 exactly, so a certificate must have s in (0.9σ_min, σ_min]. */
+START_TEST(exact_rank_and_scales)
+{
+    vijp_certificate c;
+    vijp_error err = {0};
+    double A[9] = {1, 4, 1, 2, 5, 2, 3, 6, 3}; /* column-major */
+    ck_assert(!vijp_certify_matrix(A, NULL, 3, 3, NULL, &c, &err));
+    ck_assert_msg(c.verdict == VIJP_NOT_SUBMERSIVE && c.cokernel_proven && c.cokernel_dim == 1, "%s %zu: %s",
+                  vijp_verdict_name(c.verdict), c.cokernel_dim, c.reason);
+    vijp_certificate_clear(&c);
+    double B[9] = {1e155, 0, 0, 0, 1e155, 0, 0, 0, 1e155};
+    ck_assert(!vijp_certify_matrix(B, NULL, 3, 3, NULL, &c, &err));
+    ck_assert_msg(c.verdict == VIJP_CERTIFIED_SUBMERSIVE && c.s > 0.9e155 && c.s <= 1e155, "%s s = %g: %s",
+                  vijp_verdict_name(c.verdict), c.s, c.reason);
+    vijp_certificate_clear(&c);
+    double C[4] = {1e300, 0, 0, 1e-300};
+    ck_assert(!vijp_certify_matrix(C, NULL, 2, 2, NULL, &c, &err));
+    ck_assert_msg(c.verdict == VIJP_CERTIFIED_SUBMERSIVE && c.s > 0.9e-300 && c.s <= 1e-300, "%s s = %g: %s",
+                  vijp_verdict_name(c.verdict), c.s, c.reason);
+    vijp_certificate_clear(&c);
+    /* tiny scale too: 1e-155·I₃, whose Gram entries underflow */
+    for (int k = 0; k < 9; k++) B[k] *= 1e-310;
+    ck_assert(!vijp_certify_matrix(B, NULL, 3, 3, NULL, &c, &err));
+    ck_assert_msg(c.verdict == VIJP_CERTIFIED_SUBMERSIVE && c.s > 0.9e-155 && c.s <= 1.0000001e-155, "%s s = %g: %s",
+                  vijp_verdict_name(c.verdict), c.s, c.reason);
+    vijp_certificate_clear(&c);
 }
 END_TEST
 
@@ -1400,6 +1478,7 @@ Suite *suite_certify(void)
     tcase_add_test(tc, cokernel_basis);
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, proven_cokernel_dim);
+    tcase_add_test(tc, exact_rank_and_scales);
     tcase_add_test(tc, declarations_checked);
     tcase_add_test(tc, activation_analysis);
     tcase_add_test(tc, activation_registry);

@@ -10,8 +10,15 @@
  *                that succeeds, with Rump's / ValidSDP's constant c; in double,
  *                then in MPFR at doubling precisions up to a cap.  Weyl's
  *                inequality σ_min(J) >= σ_min(mid) − ‖rad‖_F takes the radius.
- *   proven rank deficiency   only from structure: m > n, exact zero rows or
- *                columns, or an exact null vector checked in exact arithmetic.
+ *                Far-apart row scales are equilibrated by powers of two
+ *                (exact) when ‖J‖_F² leaves double's range or the rank is
+ *                short: σ_min(J) >= σ_min(DJ)/max D.
+ *   proven rank deficiency   from structure (m > n, exact zero rows or
+ *                columns, an exact null vector checked in exact arithmetic)
+ *                or, for an exact J (no radius) up to 512 rows that LAPACK
+ *                sees as rank-deficient, from its exact rank over the
+ *                rationals (method "exact-rank", src/certify_exact.c): the
+ *                cokernel dimension is then exact, not a lower bound.
  *
  * A false "certified" is the worst bug this project can have: every rounding
  * that matters goes the safe way, and the tests try hard to break it. */
