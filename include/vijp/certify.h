@@ -64,6 +64,7 @@ typedef struct {
     double enclosure_radius; /* ‖rad‖_F, rounded up (0: J exact) */
     char reason[256];       /* why, for not-submersive and inconclusive */
     vijp_numeric num;
+    double seconds_numeric, seconds_proof; /* wall time of LAPACK's analysis and of the rest (make bench) */
 } vijp_certificate;
 
 /* Certify the exact matrix J ∈ [mid − rad, mid + rad] (entrywise; rad NULL:
