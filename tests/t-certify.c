@@ -167,7 +167,12 @@ typedef struct {
     const char *name;
     long cases, cert_double, cert_mpfr, by_prec[N_PRECS], not_sub, not_sub_proven, inconclusive, bounded;
     double worst; /* largest s / bound seen */
+    /* full-rank cases (m <= n, σ_m proven > 0) by the prescribed κ = σ_max/σ_min:
+     * [1, 1e5), [1e5, 1e12), [1e12, 1e16), [1e16, ∞); and how many certified */
+    long band_cases[4], band_cert[4];
 } tally;
+
+static int kappa_band(double kappa) { return kappa < 1e5 ? 0 : kappa < 1e12 ? 1 : kappa < 1e16 ? 2 : 3; }
 
 static void tally_print(const tally *t)
 {
@@ -178,6 +183,10 @@ static void tally_print(const tally *t)
             t->name, t->cases, t->cert_double, t->cert_mpfr, t->by_prec[0], t->by_prec[1], t->by_prec[2],
             t->by_prec[3], t->by_prec[4], t->by_prec[5], t->not_sub, t->not_sub_proven, t->inconclusive, t->worst,
             t->bounded);
+    if (t->band_cases[0] + t->band_cases[1] + t->band_cases[2] + t->band_cases[3])
+        fprintf(stderr, "certify: %s: certified by κ band: [1,1e5) %ld/%ld, [1e5,1e12) %ld/%ld, [1e12,1e16) %ld/%ld, "
+                "[1e16,∞) %ld/%ld\n", t->name, t->band_cert[0], t->band_cases[0], t->band_cert[1], t->band_cases[1],
+                t->band_cert[2], t->band_cases[2], t->band_cert[3], t->band_cases[3]);
 }
 
 /* Whether Jᵀy = 0 exactly (J m × n and y doubles): each product is exact
@@ -406,7 +415,14 @@ static void prescribed_case(vijp_rng *r, long cs, uint64_t seed, tally *t, long 
         b[0] = oracle_bound_mp(J, m, n, U + (m - 1) * m); /* y = U's last column (exact, MPFR) */
         lapack_last_left(J, m, n, y);
         b[1] = oracle_bound_d(J, m, n, y); /* y = LAPACK's left vector for σ_m */
-        check_cert(J, m, n, b, 2, full_rank, t, "prescribed-σ", cs, seed, NULL);
+        vijp_certificate c;
+        check_cert(J, m, n, b, 2, full_rank, t, "prescribed-σ", cs, seed, &c);
+        if (full_rank) {
+            mpfr_div(lo, smax, sig[rk - 1], MPFR_RNDN);
+            int k = kappa_band(mpfr_get_d(lo, MPFR_RNDN));
+            t->band_cases[k]++, t->band_cert[k] += c.verdict == VIJP_CERTIFIED_SUBMERSIVE;
+        }
+        vijp_certificate_clear(&c);
     }
     free(J), free(y);
     mpfr_clears(smax, smin, lo, hi, (mpfr_ptr)0);
@@ -423,6 +439,13 @@ START_TEST(prescribed_singular_values)
     for (long cs = 0; cs < N; cs++) prescribed_case(&r, cs, seed, &t, 1, 16, vijp_rng_uniform(&r) < 0.7 ? -20 : -300, 0, 1);
     tally_print(&t);
     ck_assert(t.cases >= N * 9 / 10); /* only σ_max ~ 1e300 overflow cases are skipped */
+    /* Not only "no false certificate": every case whose full rank the
+     * oracle proves (σ_m(J) > 0 by Weyl, above) is certified, in every band
+     * of κ: J is exact, so MPFR up to 4096 bits has the digits for any
+     * σ_min/σ_max above ~2^-2000, far past κ = 1e300. */
+    for (int k = 0; k < 4; k++)
+        ck_assert_msg(t.band_cert[k] == t.band_cases[k], "full rank, κ band %d: certified %ld of %ld", k,
+                      t.band_cert[k], t.band_cases[k]);
 }
 END_TEST
 
@@ -441,6 +464,9 @@ START_TEST(near_unit_roundoff)
     long N = test_iters(600);
     for (long cs = 0; cs < N; cs++) prescribed_case(&r, cs, seed, &t, 2, 5, -17, -12, 0);
     tally_print(&t);
+    ck_assert_msg(t.band_cert[2] + t.band_cert[3] == t.band_cases[2] + t.band_cases[3] && t.band_cases[2] > N / 4,
+                  "full rank near κ = 1/u: certified %ld of %ld", t.band_cert[2] + t.band_cert[3],
+                  t.band_cases[2] + t.band_cases[3]);
 }
 END_TEST
 
@@ -493,6 +519,11 @@ START_TEST(double_routes)
     }
     free(J);
     tally_print(&t);
+    /* κ in [1e4, 1e10], J exact and far from 1/u: every one is certified,
+     * by one double route or by MPFR (a certifier turning inconclusive in
+     * this band would pass "no false certificate" but not this). */
+    ck_assert_msg(t.cert_double + t.cert_mpfr == t.cases, "κ in [1e4, 1e10]: certified %ld of %ld",
+                  t.cert_double + t.cert_mpfr, t.cases);
 }
 END_TEST
 
