@@ -230,12 +230,23 @@ static int run_study(int argc, char **argv, int is_report)
         fprintf(stderr, "%s: warning: gnuplot not found, plots skipped (install gnuplot-nox)\n", name);
         s.plots = 0;
     }
-    if (atomic_prepare_dir(s.out_dir, &err)) goto usage_err;
     s.command = quoted_command(argc - 1, argv + 1, name);
+    /* The report folder is locked for the whole run and replaced all or
+     * nothing at its end (atomic.h). */
+    report_out out;
+    if (report_out_open(&out, s.out_dir, s.command, &err)) {
+        free(s.command);
+        goto usage_err;
+    }
     int rc = study_run(&s, &err);
-    if (!rc) rc = study_write(&s, &err);
+    if (!rc) rc = report_out_begin(&out, &err);
+    if (!rc) rc = study_write(&s, &out, &err);
+    if (!rc) rc = report_out_commit(&out, &err);
+    if (rc) report_out_abort(&out);
+    report_out_close(&out);
+    report_out_reraise(); /* a signal stopped the run: the folder is as it was */
     if (rc) {
-        fprintf(stderr, "%s: %s\n", name, err.msg);
+        fprintf(stderr, "%s: %s (%s left as it was)\n", name, err.msg, s.out_dir);
         study_free(&s);
         return EXIT_FAILED;
     }
