@@ -346,7 +346,8 @@ END_TEST
 /* Files vijp did not write survive a run, unchanged: a PNG named like a plot
  * (error-c3.png, which the old clean-up deleted), notes, a folder, a link; in
  * a folder with a manifest and in one without.  A new report file whose name
- * is taken by a file of the user's is refused, and nothing changes. */
+ * is taken by a file of the user's is refused, and nothing changes; in a
+ * report from before manifests, vijp's files are replaced. */
 START_TEST(user_files_survive)
 {
     place p;
@@ -381,6 +382,19 @@ START_TEST(user_files_survive)
                   rc, err);
     ck_assert_msg(same(now, old) && !*left, "a refused run changed the folder or left '%s'", left);
     free(old), free(now), free(err), free(left);
+
+    /* A report from before manifests (a vijp-drift/ drift.json, no
+     * manifest): its report files are replaced, the rest kept. */
+    sh("rm -rf '%s' && mkdir '%s'", p.out, p.out);
+    ck_assert_int_eq(drift_rc(&p, OLD, NULL), CLI_OK);
+    sh("rm '%s/.vijp-manifest'", p.out);
+    write_file(p.out, "notes.txt", "my notes\n");
+    old = snapshot(p.out);
+    ck_assert_int_eq(drift_rc(&p, NEW, NULL), CLI_OK);
+    now = snapshot(p.out);
+    ck_assert_msg(!same(old, now) && strstr(now, "file notes.txt 9\nmy notes\n") && strstr(now, "file error-c1.png") &&
+                  strstr(now, "file .vijp-manifest"), "a report from before manifests was not replaced as it should");
+    free(old), free(now);
     place_remove(&p);
 }
 END_TEST
