@@ -48,24 +48,24 @@ typedef struct report_out_s {
  * VIJP_EIO, a message naming the path) when DIR cannot be a report folder or
  * another run holds it; nothing is left behind then.  command: what the lock
  * file says holds it. */
-int report_out_open(report_out *o, const char *dir, const char *command, vijp_error *err);
+VIJP_MUST_CHECK int report_out_open(report_out *o, const char *dir, const char *command, vijp_error *err);
 /* Start the new generation: an empty staging folder. */
-int report_out_begin(report_out *o, vijp_error *err);
+VIJP_MUST_CHECK int report_out_begin(report_out *o, vijp_error *err);
 /* One file of the report: what fill writes (fill returns 0 on success),
  * flushed to disk. */
-int report_out_write(report_out *o, const char *name, int (*fill)(FILE *out, const void *ctx), const void *ctx,
+VIJP_MUST_CHECK int report_out_write(report_out *o, const char *name, int (*fill)(FILE *out, const void *ctx), const void *ctx,
                      vijp_error *err);
 /* Where a file written by another program (gnuplot) goes; report_out_add
  * then flushes it to disk and lists it, once it is complete. */
 void report_out_path(const report_out *o, const char *name, char *path, size_t size);
-int report_out_add(report_out *o, const char *name, vijp_error *err);
+VIJP_MUST_CHECK int report_out_add(report_out *o, const char *name, vijp_error *err);
 /* A scratch file for another program to read (path receives it): in the
  * staging folder, never part of the report; remove it with unlink. */
-int report_out_scratch(report_out *o, const char *name, int (*fill)(FILE *out, const void *ctx), const void *ctx,
+VIJP_MUST_CHECK int report_out_scratch(report_out *o, const char *name, int (*fill)(FILE *out, const void *ctx), const void *ctx,
                        char *path, size_t size, vijp_error *err);
 /* Publish the new generation (see above) and remove the old one.  On
  * failure DIR is as it was and the staging folder is gone. */
-int report_out_commit(report_out *o, vijp_error *err);
+VIJP_MUST_CHECK int report_out_commit(report_out *o, vijp_error *err);
 /* Drop the new generation (after a failure): DIR stays as it was. */
 void report_out_abort(report_out *o);
 /* Release the lock (and remove its file). */

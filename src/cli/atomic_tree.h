@@ -38,7 +38,7 @@ int tree_remove(int dirfd, const char *name);
  * vijp's (listed, or legacy: a report from before manifests) and refused
  * otherwise, so that nothing of the user's is overwritten.  shown names
  * from for messages. */
-int tree_carry(int from, int to, name_list *vijps, name_list *ours, int legacy, const char *shown, vijp_error *err);
+VIJP_MUST_CHECK int tree_carry(int from, int to, name_list *vijps, name_list *ours, int legacy, const char *shown, vijp_error *err);
 
 /* Remove the folder `name` under parent_fd that holds an old generation (or
  * a finished staging folder a killed run left): the files its manifest lists,
