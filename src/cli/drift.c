@@ -18,8 +18,14 @@ static const char help_drift[] =
     "Measure how far gradients rebuilt by Moonwalk's vijp (or pure forward) drift\n"
     "from exact backprop, layer by layer, in each format, against a validated MPFR\n"
     "reference computed from the same rounded weights and inputs.  Writes a report\n"
-    "folder (drift.json, drift.csv, curves.csv, summary.csv, PNG/SVG plots,\n"
-    "report.md), every file atomically, and prints the verdict table.\n"
+    "folder (drift.json, drift.csv, curves.csv, summary.csv, memory.csv, PNG/SVG\n"
+    "plots, report.md) and prints the verdict table.\n"
+    "\n"
+    "The folder is replaced all or nothing: the new report is written beside it\n"
+    "and swapped in at once, so a failed or killed run leaves the previous report\n"
+    "whole.  Files vijp did not write (those not listed in the folder's\n"
+    ".vijp-manifest) and subfolders are kept.  One run per folder at a time (a\n"
+    "lock file beside it); the folder's parent must be writable.\n"
     "\n"
     "  --net SPEC        layers, cycled to the depth; repeat for several networks\n"
     "                    (default dense:32,leaky:0.5)\n"
@@ -50,8 +56,11 @@ static const char help_drift[] =
     "  -q, --quiet       print nothing on success\n"
     "  -h, --help        this help\n"
     "\n"
-    "Exit status: 0 success, 1 the computation failed (e.g. the reference did not\n"
-    "settle), 2 bad usage or input (nothing is written).\n";
+    "Exit status: 0 success, 1 the computation or the writing failed (e.g. the\n"
+    "reference did not settle, the disk is full; the previous report is left as\n"
+    "it was), 2 bad usage or input, or another run is writing the same folder\n"
+    "(nothing is written).  Stopped by SIGINT or SIGTERM, the run leaves the\n"
+    "previous report as it was and dies of the signal (a shell shows 130, 143).\n";
 
 static const char help_report[] =
     "usage: vijp report [options]\n"
@@ -63,10 +72,13 @@ static const char help_report[] =
     "initialisation, in bfloat16, binary32, double and mpfr:113, to depth 256,\n"
     "seeds 1,2,3; Moonwalk and the reversible engine against backprop, and every\n"
     "engine's stored bytes against depth.\n"
-    "Writes reports/latest/.  Takes every option of 'vijp drift' to change a part\n"
-    "of the study (for example --depth 64 --seeds 1 for a quick look).\n"
+    "Writes reports/latest/, replaced all or nothing as 'vijp drift' replaces its\n"
+    "--out folder.  Takes every option of 'vijp drift' to change a part of the\n"
+    "study (for example --depth 64 --seeds 1 for a quick look).\n"
     "\n"
-    "Exit status: 0 success, 1 the computation failed, 2 bad usage or input.\n";
+    "Exit status: 0 success, 1 the computation or the writing failed (the previous\n"
+    "report is left as it was), 2 bad usage or input, or another run is writing\n"
+    "the same folder.  Stopped by SIGINT or SIGTERM: as 'vijp drift'.\n";
 
 static char *quoted_command(int argc, char **argv, const char *prefix)
 {
@@ -230,12 +242,23 @@ static int run_study(int argc, char **argv, int is_report)
         fprintf(stderr, "%s: warning: gnuplot not found, plots skipped (install gnuplot-nox)\n", name);
         s.plots = 0;
     }
-    if (atomic_prepare_dir(s.out_dir, &err)) goto usage_err;
     s.command = quoted_command(argc - 1, argv + 1, name);
+    /* The report folder is locked for the whole run and replaced all or
+     * nothing at its end (atomic.h). */
+    report_out out;
+    if (report_out_open(&out, s.out_dir, s.command, &err)) {
+        free(s.command);
+        goto usage_err;
+    }
     int rc = study_run(&s, &err);
-    if (!rc) rc = study_write(&s, &err);
+    if (!rc) rc = report_out_begin(&out, &err);
+    if (!rc) rc = study_write(&s, &out, &err);
+    if (!rc) rc = report_out_commit(&out, &err);
+    if (rc) report_out_abort(&out);
+    report_out_close(&out);
+    report_out_reraise(); /* a signal stopped the run: the folder is as it was */
     if (rc) {
-        fprintf(stderr, "%s: %s\n", name, err.msg);
+        fprintf(stderr, "%s: %s (%s left as it was)\n", name, err.msg, s.out_dir);
         study_free(&s);
         return EXIT_FAILED;
     }

@@ -44,9 +44,11 @@ static inline vijp_drift_curve *study_curve(const study *s, size_t c, size_t f, 
 VIJP_MUST_CHECK int study_run(study *s, vijp_error *err);
 void study_free(study *s);
 
-/* Write drift.csv, curves.csv, summary.csv, the plots, drift.json and
- * report.md into s->out_dir, each atomically (temporary file, then rename). */
-VIJP_MUST_CHECK int study_write(const study *s, vijp_error *err);
+/* Write drift.csv, curves.csv, summary.csv, memory.csv, the plots,
+ * drift.json and report.md into the report generation out has begun
+ * (src/cli/atomic.h), which publishes them together. */
+struct report_out_s;
+VIJP_MUST_CHECK int study_write(const study *s, struct report_out_s *out, vijp_error *err);
 
 /* Parse comma lists into the study. */
 VIJP_MUST_CHECK int study_parse_formats(study *s, const char *list, vijp_error *err);

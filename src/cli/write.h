@@ -12,6 +12,5 @@ void machine_description(char *buf, size_t size);
 void blas_description(char *buf, size_t size);
 /* Whether gnuplot is on the PATH. */
 int study_plots_available(void);
-/* Every report file, atomically, into s->out_dir (already prepared). */
 
 #endif

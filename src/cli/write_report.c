@@ -1,7 +1,8 @@
 /* The files of a drift report: drift.csv (every layer), curves.csv (medians
  * over seeds, what the plots read), summary.csv (the verdicts), memory.csv
  * (every engine's stored bytes against depth), plots rendered by gnuplot,
- * drift.json and report.md; each one written atomically. */
+ * drift.json and report.md, written into a new generation of the report
+ * folder (atomic.h). */
 #include "atomic.h"
 #include "vijp/error.h"
 #include "study_stats.h"
@@ -14,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -293,59 +293,56 @@ static int wait_gnuplot(FILE *g, pid_t pid)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* The report's files, staged as temporaries and renamed together at the end. */
-typedef struct {
-    char (*tmp)[4096];
-    char (*name)[64];
-    size_t n;
-} staged;
-
 /* The j-th plot drawn for every config: error, ratio, bytes, [recon when the
  * reversible engine ran], memory. */
 static int plot_kind(const study *s, int j) { return j < 3 ? j : reversible_run(s) && j == 3 ? 3 : 4; }
 
-/* Render error-, ratio-, bytes-, [recon-] and memory-c<K>.{png,svg} for
- * config c into staged temporaries, gnuplot reading the staged curves.csv and
- * memory.csv. */
-static int render_plots(const study *s, size_t c, const memory_table *mem, staged *st, vijp_error *err)
+/* File k of config c's plots: kind k / 2, PNG for even k, SVG for odd. */
+static void plot_file(const study *s, size_t c, int k, char *name, size_t size)
 {
-    size_t first = st->n;
+    snprintf(name, size, "%s-c%zu.%s", plot_kinds[plot_kind(s, k / 2)], c + 1, k % 2 ? "svg" : "png");
+}
+
+/* Render error-, ratio-, bytes-, [recon-] and memory-c<K>.{png,svg} for
+ * config c into the report, gnuplot reading config c's rows of curves.csv
+ * and memory.csv from scratch files. */
+static int render_plots(const study *s, size_t c, const memory_table *mem, report_out *out, vijp_error *err)
+{
     int rc = 0, kinds = reversible_run(s) ? 5 : 4;
-    char csv[4096], mem_csv[4096];
+    char csv[PATH_MAX], mem_csv[PATH_MAX], name[64], path[PATH_MAX];
     curves_sel q = {s, c + 1};
     memory_table mq = *mem;
     mq.only = c + 1;
-    if ((rc = atomic_stage(s->out_dir, "curves", fill_curves_one, &q, csv, sizeof csv, err))) return rc;
-    if ((rc = atomic_stage(s->out_dir, "memory", fill_memory_csv, &mq, mem_csv, sizeof mem_csv, err))) {
-        atomic_commit(csv, s->out_dir, "curves", 0, NULL);
+    if ((rc = report_out_scratch(out, "curves.csv", fill_curves_one, &q, csv, sizeof csv, err))) return rc;
+    if ((rc = report_out_scratch(out, "memory.csv", fill_memory_csv, &mq, mem_csv, sizeof mem_csv, err))) {
+        unlink(csv);
         return rc;
     }
-    for (int j = 0; j < 2 * kinds && !rc; j++) {
-        rc = atomic_tmp(s->out_dir, st->tmp[st->n], sizeof *st->tmp, err);
-        if (rc) break;
-        snprintf(st->name[st->n], sizeof *st->name, "%s-c%zu.%s", plot_kinds[plot_kind(s, j / 2)], c + 1, j % 2 ? "svg" : "png");
-        st->n++;
-    }
     pid_t pid;
-    FILE *g = rc ? NULL : spawn_gnuplot(&pid);
+    FILE *g = spawn_gnuplot(&pid);
     if (g) {
         fputs("set datafile separator ','\nset key outside right top noenhanced\nset grid\nset logscale y\n"
               "set format y '10^{%L}'\nset termoption enhanced\n", g);
         for (int j = 0; j < kinds; j++) {
             int kind = plot_kind(s, j);
             fputs("set terminal pngcairo size 1100,600\nset output ", g);
-            gq(g, st->tmp[first + 2 * j]);
+            plot_file(s, c, 2 * j, name, sizeof name), report_out_path(out, name, path, sizeof path);
+            gq(g, path);
             fputc('\n', g);
             if (kind < 3) plot_commands(g, s, c, kind, csv);
             else plot_extra(g, s, c, kind, csv, mem_csv);
             fputs("set terminal svg size 1100,600 dynamic\nset output ", g);
-            gq(g, st->tmp[first + 2 * j + 1]);
+            plot_file(s, c, 2 * j + 1, name, sizeof name), report_out_path(out, name, path, sizeof path);
+            gq(g, path);
             fputs("\nreplot\nunset output\n", g);
         }
     }
-    if (!rc && !(g && wait_gnuplot(g, pid) == 0))
-        rc = vijp_fail(err, VIJP_EINVAL, "gnuplot failed on the plots of config %zu", c + 1);
-    atomic_commit(csv, s->out_dir, "curves", 0, NULL), atomic_commit(mem_csv, s->out_dir, "memory", 0, NULL);
+    if (!(g && wait_gnuplot(g, pid) == 0)) rc = vijp_fail(err, VIJP_EINVAL, "gnuplot failed on the plots of config %zu", c + 1);
+    for (int k = 0; k < 2 * kinds && !rc; k++) {
+        plot_file(s, c, k, name, sizeof name);
+        rc = report_out_add(out, name, err);
+    }
+    unlink(csv), unlink(mem_csv);
     return rc;
 }
 
@@ -532,67 +529,30 @@ static int fill_report_md(FILE *o, const void *ctx)
     return ferror(o);
 }
 
-/* Plots of configs a previous, larger study left behind (error-c7.png …). */
-static void remove_stale_plots(const study *s)
+/* Every file goes into the new generation; report_out_commit (drift.c)
+ * publishes them together, so a failure or a kill leaves the previous report
+ * as it was. */
+int study_write(const study *s, report_out *out, vijp_error *err)
 {
-    DIR *d = opendir(s->out_dir);
-    char path[4200];
-    for (struct dirent *e; d && (e = readdir(d));) {
-        char kind[16], ext[8];
-        size_t k;
-        int used = 0;
-        if (sscanf(e->d_name, "%15[a-z]-c%zu.%7[a-z]%n", kind, &k, ext, &used) != 3 || e->d_name[used]) continue;
-        int ours = 0;
-        for (int j = 0; j < PLOT_KINDS; j++) ours |= !strcmp(kind, plot_kinds[j]);
-        ours = ours &&
-                   (!strcmp(ext, "png") || !strcmp(ext, "svg"));
-        if (ours && (k == 0 || k > s->n_configs || !s->plots || (!strcmp(kind, "recon") && !reversible_run(s)))) {
-            snprintf(path, sizeof path, "%s/%s", s->out_dir, e->d_name);
-            unlink(path);
-        }
-    }
-    if (d) closedir(d);
-}
-
-/* Every file is staged first; only when all are written are they renamed
- * over the old ones, so a failure leaves the previous report as it was, and
- * a kill leaves each file whole (the old one or the new one). */
-int study_write(const study *s, vijp_error *err)
-{
-    size_t cap = 6 + 2 * PLOT_KINDS * s->n_configs;
-    staged st = {vijp_alloc(cap * sizeof *st.tmp), vijp_alloc(cap * sizeof *st.name), 0};
     static const struct {
         const char *name;
         int (*fill)(FILE *, const void *);
     } tables[] = {{"drift.csv", fill_drift_csv}, {"curves.csv", fill_curves_csv}, {"summary.csv", fill_summary_csv}};
     memory_table mem = {s, NULL, 0};
     int rc = memory_compute(&mem, s, err);
-    for (size_t k = 0; k < 3 && !rc; k++) {
-        rc = atomic_stage(s->out_dir, tables[k].name, tables[k].fill, s, st.tmp[st.n], sizeof *st.tmp, err);
-        if (!rc) snprintf(st.name[st.n++], sizeof *st.name, "%s", tables[k].name);
-    }
-    if (!rc) {
-        rc = atomic_stage(s->out_dir, "memory.csv", fill_memory_csv, &mem, st.tmp[st.n], sizeof *st.tmp, err);
-        if (!rc) snprintf(st.name[st.n++], sizeof *st.name, "memory.csv");
-    }
-    for (size_t c = 0; c < s->n_configs && s->plots && !rc; c++) rc = render_plots(s, c, &mem, &st, err);
+    for (size_t k = 0; k < 3 && !rc; k++) rc = report_out_write(out, tables[k].name, tables[k].fill, s, err);
+    if (!rc) rc = report_out_write(out, "memory.csv", fill_memory_csv, &mem, err);
+    for (size_t c = 0; c < s->n_configs && s->plots && !rc; c++) rc = render_plots(s, c, &mem, out, err);
     if (!rc) {
         json_t *j = study_json(s);
-        rc = atomic_stage(s->out_dir, "drift.json", fill_json, j, st.tmp[st.n], sizeof *st.tmp, err);
+        rc = report_out_write(out, "drift.json", fill_json, j, err);
         json_decref(j);
-        if (!rc) snprintf(st.name[st.n++], sizeof *st.name, "drift.json");
     }
     if (!rc) {
         report_ctx rctx = {s, &mem};
-        rc = atomic_stage(s->out_dir, "report.md", fill_report_md, &rctx, st.tmp[st.n], sizeof *st.tmp, err);
-        if (!rc) snprintf(st.name[st.n++], sizeof *st.name, "report.md");
+        rc = report_out_write(out, "report.md", fill_report_md, &rctx, err);
     }
-    for (size_t k = 0; k < st.n; k++) {
-        int r2 = atomic_commit(st.tmp[k], s->out_dir, st.name[k], !rc, rc ? NULL : err);
-        if (!rc) rc = r2;
-    }
-    if (!rc) remove_stale_plots(s);
-    free(st.tmp), free(st.name), free(mem.bytes);
+    free(mem.bytes);
     return rc;
 }
 

@@ -1,0 +1,485 @@
+/* A report folder replaced all or nothing (src/cli/atomic.h), as a user's
+ * runs of `vijp drift --out DIR` see it: a kill after any step of the commit
+ * sequence leaves the whole old report or the whole new one; a full disk, a
+ * lock held by another run and SIGTERM/SIGINT leave the old one; files vijp
+ * did not write survive.  Each test works in a private folder B: the report
+ * is B/p/out, so B/p shows everything a run leaves beside it. */
+#include "clirun.h"
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Tiny studies (milliseconds each, so the kill walk runs the commit
+ * sequence dozens of times): OLD with plots, NEW without, different seeds,
+ * so that the two generations differ in both files and contents. */
+#define OLD "--net dense:4,tanh --depth 3 --formats binary32 --seeds 1"
+#define NEW "--net dense:4,tanh --depth 3 --formats binary32 --seeds 2 --no-plots"
+
+typedef struct {
+    char base[256], parent[300], out[320];
+} place;
+
+static void place_make(place *p)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(p->base, sizeof p->base, "%s/vijp-atomic-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    ck_assert_msg(mkdtemp(p->base) != NULL, "mkdtemp failed");
+    snprintf(p->parent, sizeof p->parent, "%s/p", p->base);
+    snprintf(p->out, sizeof p->out, "%s/out", p->parent);
+    ck_assert(mkdir(p->parent, 0777) == 0);
+}
+
+static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void sh(const char *fmt, ...)
+{
+    char cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    ck_assert_msg(system(cmd) == 0, "failed: %s", cmd);
+}
+
+static void place_remove(place *p) { sh("rm -rf '%s'", p->base); }
+
+/* vijp drift STUDY --out OUT in a child: env ("NAME=VALUE …" or NULL) added
+ * to its environment, a file-size limit of fsize bytes (0: none), stderr
+ * into B/stderr.  Returns the child's PID. */
+static pid_t spawn_drift(const place *p, const char *study, const char *env, long fsize)
+{
+    char errpath[400], args[512], *argv[40];
+    snprintf(errpath, sizeof errpath, "%s/stderr", p->base);
+    snprintf(args, sizeof args, "drift %s -q --out %s", study, p->out);
+    int n = 0;
+    argv[n++] = "vijp";
+    for (char *t = strtok(args, " "); t && n < 38; t = strtok(NULL, " ")) argv[n++] = t;
+    argv[n] = NULL;
+    const char *bin = getenv("VIJP_BIN");
+    ck_assert_msg(bin && *bin, "VIJP_BIN is unset: run the suite through `make check`");
+    unlink(errpath); /* not the previous run's: a test may be polling it */
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert(pid >= 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR), e = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(null, 0), dup2(null, 1), dup2(e, 2);
+        char *vars = env ? strdup(env) : NULL;
+        for (char *t = vars ? strtok(vars, " ") : NULL; t; t = strtok(NULL, " ")) putenv(t);
+        struct rlimit rl = {(rlim_t)fsize, (rlim_t)fsize};
+        if (fsize) setrlimit(RLIMIT_FSIZE, &rl);
+        execv(bin, argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Exit status, 128 + N for a run that died of signal N (as a shell shows it). */
+static int finish(pid_t pid)
+{
+    int st;
+    while (waitpid(pid, &st, 0) < 0) ck_assert(errno == EINTR);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int drift_rc(const place *p, const char *study, const char *env) { return finish(spawn_drift(p, study, env, 0)); }
+
+static char *file_text(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return NULL;
+    char *s = slurp_fd(fd);
+    close(fd);
+    return s;
+}
+
+static char *stderr_of(const place *p)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/stderr", p->base);
+    char *s = file_text(path);
+    ck_assert_ptr_nonnull(s);
+    return s;
+}
+
+typedef struct {
+    char *s;
+    size_t n, cap;
+} buf;
+
+static void put(buf *b, const void *data, size_t n)
+{
+    if (b->n + n + 1 > b->cap) b->s = vijp_realloc(b->s, b->cap = 2 * (b->n + n + 1));
+    memcpy(b->s + b->n, data, n);
+    b->n += n;
+    b->s[b->n] = 0;
+}
+
+/* Every entry under dir, sorted: kind, relative name, and a file's bytes or
+ * a link's target. */
+static void snap_into(buf *b, const char *dir, const char *rel)
+{
+    struct dirent **list;
+    int n = scandir(dir, &list, NULL, alphasort);
+    ck_assert_msg(n >= 0, "cannot read %s", dir);
+    for (int k = 0; k < n; k++) {
+        const char *name = list[k]->d_name;
+        char path[1024], sub[512], head[700];
+        struct stat st;
+        if (strcmp(name, ".") && strcmp(name, "..")) {
+            snprintf(path, sizeof path, "%s/%s", dir, name);
+            snprintf(sub, sizeof sub, "%s%s", rel, name);
+            ck_assert(lstat(path, &st) == 0);
+            if (S_ISDIR(st.st_mode)) {
+                put(b, head, (size_t)snprintf(head, sizeof head, "dir %s\n", sub));
+                strcat(sub, "/");
+                snap_into(b, path, sub);
+            } else if (S_ISLNK(st.st_mode)) {
+                char to[512];
+                ssize_t m = readlink(path, to, sizeof to - 1);
+                to[m > 0 ? m : 0] = 0;
+                put(b, head, (size_t)snprintf(head, sizeof head, "link %s -> %s\n", sub, to));
+            } else {
+                char *s = file_text(path);
+                ck_assert_ptr_nonnull(s);
+                put(b, head, (size_t)snprintf(head, sizeof head, "file %s %lld\n", sub, (long long)st.st_size));
+                for (off_t i = 0; i < st.st_size; i++) /* a NUL byte as "\\0", so the snapshot is one C string */
+                    put(b, s[i] == 0 ? "\\0" : s[i] == '\\' ? "\\\\" : s + i, s[i] == 0 || s[i] == '\\' ? 2 : 1);
+                free(s);
+            }
+        }
+        free(list[k]);
+    }
+    free(list);
+}
+
+/* The whole report folder as one string; NULL if it does not exist. */
+static char *snapshot(const char *dir)
+{
+    struct stat st;
+    if (lstat(dir, &st)) return NULL;
+    buf b = {vijp_strdup(""), 0, 1};
+    snap_into(&b, dir, "");
+    return b.s;
+}
+
+static int same(const char *a, const char *b) { return a && b && !strcmp(a, b); }
+
+/* What a run left beside the report (B/p except out): " name name … ",
+ * "" when nothing. */
+static char *beside(const place *p)
+{
+    buf b = {vijp_strdup(""), 0, 1};
+    DIR *d = opendir(p->parent);
+    ck_assert_ptr_nonnull(d);
+    for (struct dirent *e; (e = readdir(d));)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, "out")) {
+            put(&b, " ", 1);
+            put(&b, e->d_name, strlen(e->d_name));
+        }
+    closedir(d);
+    if (b.n) put(&b, " ", 1);
+    return b.s;
+}
+
+static int has_word(const char *list, const char *word)
+{
+    char w[300];
+    snprintf(w, sizeof w, " %s ", word);
+    return strstr(list, w) != NULL;
+}
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    ck_assert(fclose(f) == 0);
+}
+
+/* An earlier report (OLD, with plots) and files of the user's beside its
+ * own: a note, a PNG named like a plot of config 3, a folder, a link. */
+static char *old_report_with_user_files(const place *p)
+{
+    ck_assert_int_eq(drift_rc(p, OLD, NULL), CLI_OK);
+    write_file(p->out, "notes.txt", "my notes\n");
+    write_file(p->out, "error-c3.png", "not a plot of vijp's\n");
+    char mine[400];
+    snprintf(mine, sizeof mine, "%s/mine", p->out);
+    ck_assert(mkdir(mine, 0755) == 0);
+    write_file(mine, "data.txt", "1 2 3\n");
+    snprintf(mine, sizeof mine, "%s/link", p->out);
+    ck_assert(symlink("notes.txt", mine) == 0);
+    return snapshot(p->out);
+}
+
+/* ---------------------------------------------------------------- kill walk */
+
+/* The report folder := the copy of the old report kept in pristine. */
+static void put_back(const place *p, const char *pristine)
+{
+    sh("rm -rf '%s' && cp -a '%s' '%s'", p->out, pristine, p->out);
+}
+
+/* Kill the run with VIJP_KILL_AT_STEP=N for N = 1, 2, … until a run
+ * completes, each over the old report.  After each kill the folder holds the
+ * whole old report or the whole new one, and the next run clears what the
+ * killed one left beside it (the lock file aside, which a run reuses and
+ * removes as it ends).  env: more of the runs' environment.  *missing counts
+ * kills that left no folder at all (allowed only with the fallback, env
+ * given): then the next run must put the old report back.  Returns the
+ * number of steps of the commit sequence. */
+static int kill_walk(const place *p, const char *env, int *saw_old, int *saw_new, int *missing)
+{
+    char pristine[400], hook[128], *left_before = vijp_strdup("");
+    snprintf(pristine, sizeof pristine, "%s/pristine", p->base);
+    char *old = snapshot(p->out);
+    sh("cp -a '%s' '%s'", p->out, pristine);
+    /* The new report, written without interruption; then the old one again. */
+    ck_assert_int_eq(drift_rc(p, NEW, env), CLI_OK);
+    char *new = snapshot(p->out);
+    put_back(p, pristine);
+    ck_assert_msg(!same(old, new), "the old and new reports should differ");
+    int n;
+    for (n = 1; n < 500; n++) {
+        snprintf(hook, sizeof hook, "VIJP_KILL_AT_STEP=%d %s", n, env ? env : "");
+        int rc = drift_rc(p, NEW, hook);
+        char *now = snapshot(p->out), *left = beside(p);
+        for (char *t = strtok(left_before, " "); t; t = strtok(NULL, " "))
+            ck_assert_msg(!has_word(left, t) || strstr(t, ".vijp-lock"),
+                          "step %d: %s, left by the previous killed run, is still there", n, t);
+        free(left_before), left_before = left;
+        if (rc == CLI_OK) {
+            ck_assert_msg(same(now, new), "the completed run did not write the new report");
+            ck_assert_msg(!*left, "the completed run left%s beside the report", left);
+            free(now);
+            break;
+        }
+        ck_assert_msg(rc == 128 + SIGKILL, "VIJP_KILL_AT_STEP=%d: exit %d, not killed", n, rc);
+        if (same(now, old)) ++*saw_old;
+        else if (same(now, new)) ++*saw_new, put_back(p, pristine);
+        else {
+            ck_assert_msg(env && !now, "killed after step %d: the folder holds neither the whole old report nor the "
+                          "whole new one%s", n, now ? "" : " (it is missing)");
+            ++*missing;
+            /* The next run puts the old report back before anything else:
+             * killed at its first step, it leaves the old report. */
+            snprintf(hook, sizeof hook, "VIJP_KILL_AT_STEP=1 %s", env);
+            ck_assert_int_eq(drift_rc(p, NEW, hook), 128 + SIGKILL);
+            char *back = snapshot(p->out), *err = stderr_of(p);
+            ck_assert_msg(same(back, old) && strstr(err, "put back"), "the old report was not put back: %s", err);
+            free(back), free(err);
+        }
+        free(now);
+    }
+    free(old), free(new), free(left_before);
+    return n;
+}
+
+START_TEST(kill_walk_leaves_old_or_new)
+{
+    place p;
+    place_make(&p);
+    free(old_report_with_user_files(&p));
+    int saw_old = 0, saw_new = 0, missing = 0;
+    int steps = kill_walk(&p, NULL, &saw_old, &saw_new, &missing);
+    /* Hand count of this study's commit sequence: staging folder and its
+     * marker, 6 files and the manifest written and flushed, 4 entries
+     * carried, marker removed, folder flushed, exchange, parent flushed,
+     * old generation removed, parent flushed: some 40 steps. */
+    ck_assert_msg(steps > 30 && saw_old > 10 && saw_new > 5, "%d steps: %d kills left the old report, %d the new",
+                  steps, saw_old, saw_new);
+    place_remove(&p);
+}
+END_TEST
+
+/* Without RENAME_EXCHANGE (forced by a test hook) the walk finds the window
+ * the fallback leaves, which proves the walk can see one: DIR missing after
+ * some kill; the next run puts the old report back. */
+START_TEST(kill_walk_fallback_window)
+{
+    place p;
+    place_make(&p);
+    free(old_report_with_user_files(&p));
+    int saw_old = 0, saw_new = 0, missing = 0;
+    kill_walk(&p, "VIJP_NO_RENAME_EXCHANGE=1", &saw_old, &saw_new, &missing);
+    ck_assert_msg(missing == 1 && saw_old > 10 && saw_new > 5, "fallback walk: %d missing, %d old, %d new", missing,
+                  saw_old, saw_new);
+    place_remove(&p);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- failures */
+
+/* A file-size limit makes the first report file's write fail (EFBIG, as a
+ * full disk would fail it): exit 1 naming the file and the reason, the old
+ * report bit for bit, nothing left beside it. */
+START_TEST(full_disk_keeps_old_report)
+{
+    place p;
+    place_make(&p);
+    char *old = old_report_with_user_files(&p);
+    /* drift.csv of NEW is about 1.5 KB; the lock file's line is under 1 KB. */
+    int rc = finish(spawn_drift(&p, NEW, NULL, 1024));
+    char *err = stderr_of(&p), *now = snapshot(p.out), *left = beside(&p);
+    ck_assert_msg(rc == CLI_FAILED, "exit %d: %s", rc, err);
+    ck_assert_msg(strstr(err, "/out/drift.csv") && strstr(err, strerror(EFBIG)), "message: %s", err);
+    ck_assert_msg(same(now, old), "the old report changed");
+    ck_assert_msg(!*left, "left beside the report: %s", left);
+    free(err), free(now), free(left), free(old);
+    place_remove(&p);
+}
+END_TEST
+
+/* Files vijp did not write survive a run, unchanged: a PNG named like a plot
+ * (error-c3.png, which the old clean-up deleted), notes, a folder, a link; in
+ * a folder with a manifest and in one without.  A new report file whose name
+ * is taken by a file of the user's is refused, and nothing changes; in a
+ * report from before manifests, vijp's files are replaced. */
+START_TEST(user_files_survive)
+{
+    place p;
+    place_make(&p);
+    char *old = old_report_with_user_files(&p);
+    ck_assert_int_eq(drift_rc(&p, NEW, NULL), CLI_OK);
+    char *now = snapshot(p.out);
+    static const char *const kept[] = {"file error-c3.png 21\nnot a plot of vijp's\n", "file notes.txt 9\nmy notes\n",
+                                       "dir mine\nfile mine/data.txt 6\n1 2 3\n", "link link -> notes.txt\n"};
+    for (size_t k = 0; k < sizeof kept / sizeof *kept; k++)
+        ck_assert_msg(strstr(old, kept[k]) && strstr(now, kept[k]), "lost or changed: %s", kept[k]);
+    ck_assert_msg(!strstr(now, "error-c1.png"), "the old report's plot survived (listed in its manifest)");
+    free(old), free(now);
+
+    /* A folder of the user's (no manifest): everything is carried over. */
+    sh("rm -rf '%s'/* '%s'/.vijp-manifest", p.out, p.out);
+    write_file(p.out, "error-c3.png", "mine\n");
+    write_file(p.out, "notes.txt", "mine too\n");
+    ck_assert_int_eq(drift_rc(&p, NEW, NULL), CLI_OK);
+    now = snapshot(p.out);
+    ck_assert(strstr(now, "file error-c3.png 5\nmine\n") && strstr(now, "file notes.txt 9\nmine too\n") &&
+              strstr(now, "file drift.csv"));
+    free(now);
+
+    /* error-c1.png of the user's where the new report (with plots) writes one. */
+    write_file(p.out, "error-c1.png", "mine\n");
+    old = snapshot(p.out);
+    int rc = drift_rc(&p, OLD, NULL);
+    char *err = stderr_of(&p), *left = beside(&p);
+    now = snapshot(p.out);
+    ck_assert_msg(rc == CLI_FAILED && strstr(err, "error-c1.png is not a file of an earlier vijp report"), "exit %d: %s",
+                  rc, err);
+    ck_assert_msg(same(now, old) && !*left, "a refused run changed the folder or left '%s'", left);
+    free(old), free(now), free(err), free(left);
+
+    /* A report from before manifests (a vijp-drift/ drift.json, no
+     * manifest): its report files are replaced, the rest kept. */
+    sh("rm -rf '%s' && mkdir '%s'", p.out, p.out);
+    ck_assert_int_eq(drift_rc(&p, OLD, NULL), CLI_OK);
+    sh("rm '%s/.vijp-manifest'", p.out);
+    write_file(p.out, "notes.txt", "my notes\n");
+    old = snapshot(p.out);
+    ck_assert_int_eq(drift_rc(&p, NEW, NULL), CLI_OK);
+    now = snapshot(p.out);
+    ck_assert_msg(!same(old, now) && strstr(now, "file notes.txt 9\nmy notes\n") && strstr(now, "file error-c1.png") &&
+                  strstr(now, "file .vijp-manifest"), "a report from before manifests was not replaced as it should");
+    free(old), free(now);
+    place_remove(&p);
+}
+END_TEST
+
+/* A second run on a locked folder refuses at once (exit 2), naming the
+ * holder the lock file names, and leaves the holder's lock file alone. */
+START_TEST(second_run_refused)
+{
+    place p;
+    place_make(&p);
+    char *old = old_report_with_user_files(&p), lock[400];
+    snprintf(lock, sizeof lock, "%s/.out.vijp-lock", p.parent);
+    int fd = open(lock, O_RDWR | O_CREAT, 0666);
+    ck_assert(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0);
+    ck_assert(dprintf(fd, "pid 4242: vijp drift --the-holder\n") > 0);
+    int rc = drift_rc(&p, NEW, NULL);
+    char *err = stderr_of(&p), *now = snapshot(p.out);
+    ck_assert_msg(rc == CLI_USAGE && strstr(err, "another run is writing") && strstr(err, "pid 4242: vijp drift --the-holder"),
+                  "exit %d: %s", rc, err);
+    ck_assert_msg(same(now, old) && access(lock, F_OK) == 0, "the refused run changed the folder or the lock");
+    free(err), free(now);
+    close(fd); /* released: the next run goes ahead and removes the lock file as it ends */
+    ck_assert_int_eq(drift_rc(&p, NEW, NULL), CLI_OK);
+    char *left = beside(&p);
+    ck_assert_msg(!*left, "left beside the report: %s", left);
+    free(left), free(old);
+    place_remove(&p);
+}
+END_TEST
+
+/* SIGTERM or SIGINT while the new generation is being staged (held there by
+ * VIJP_PAUSE_AT_STEP, after its staging folder exists): the run dies of the
+ * signal (143, 130), the staging folder is gone and the old report is as it
+ * was.  The same during the computation, where there is nothing staged. */
+START_TEST(signals_remove_staging)
+{
+    place p;
+    place_make(&p);
+    char *old = old_report_with_user_files(&p);
+    static const int sigs[] = {SIGTERM, SIGINT};
+    for (int k = 0; k < 2; k++) {
+        pid_t pid = spawn_drift(&p, NEW, "VIJP_PAUSE_AT_STEP=6", 0);
+        char *err = NULL;
+        for (int t = 0; t < 6000; t++) { /* up to a minute (sanitizers) */
+            char path[400];
+            snprintf(path, sizeof path, "%s/stderr", p.base);
+            free(err), err = file_text(path);
+            if (!err) err = vijp_strdup("");
+            if (strstr(err, "paused")) break;
+            nanosleep(&(struct timespec){0, 10000000}, NULL);
+        }
+        char *left = beside(&p);
+        ck_assert_msg(strstr(err, "paused") && strstr(left, ".out.vijp-staging-"), "not paused in staging: %s / %s", err,
+                      left);
+        ck_assert(kill(pid, sigs[k]) == 0);
+        int rc = finish(pid);
+        free(left), left = beside(&p);
+        char *now = snapshot(p.out);
+        ck_assert_msg(rc == 128 + sigs[k], "signal %d: exit %d", sigs[k], rc);
+        ck_assert_msg(same(now, old) && !*left, "signal %d: old report changed or '%s' left", sigs[k], left);
+        free(err), free(left), free(now);
+    }
+    /* During the computation (a larger study, interrupted after 50 ms). */
+    pid_t pid = spawn_drift(&p, "--net dense:32,tanh --depth 64 --formats binary32,double --seeds 1,2,3", NULL, 0);
+    nanosleep(&(struct timespec){0, 50000000}, NULL);
+    ck_assert(kill(pid, SIGINT) == 0);
+    int rc = finish(pid);
+    char *now = snapshot(p.out), *left = beside(&p);
+    ck_assert_msg(rc == 128 + SIGINT && same(now, old) && !*left, "SIGINT while computing: exit %d, left '%s'", rc, left);
+    free(now), free(left), free(old);
+    place_remove(&p);
+}
+END_TEST
+
+Suite *suite_atomic(void)
+{
+    Suite *s = suite_create("atomic");
+    TCase *tc = tcase_create("atomic");
+    tcase_set_timeout(tc, 300); /* ~100 tiny runs; sanitizer builds are slower */
+    tcase_add_test(tc, kill_walk_leaves_old_or_new);
+    tcase_add_test(tc, kill_walk_fallback_window);
+    tcase_add_test(tc, full_disk_keeps_old_report);
+    tcase_add_test(tc, user_files_survive);
+    tcase_add_test(tc, second_run_refused);
+    tcase_add_test(tc, signals_remove_staging);
+    suite_add_tcase(s, tc);
+    return s;
+}
