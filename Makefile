@@ -54,7 +54,7 @@ CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/t-*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
-TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/check_main.o $(BUILD)/tests/testutil.o $(BUILD)/tests/layerfix.o $(BUILD)/tests/clirun.o \
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/check_main.o $(BUILD)/tests/testutil.o $(BUILD)/tests/layerfix.o $(BUILD)/tests/clirun.o $(BUILD)/tests/certfix.o \
             $(BUILD)/examples/layer-template/scaledtanh.o # the shipped plugin, tested in-process (t-registry.c)
 # The shared library's objects: position-independent, in their own tree.
 PIC_OBJ := $(LIB_SRC:%.c=$(BUILD)/pic/%.o)

@@ -15,6 +15,8 @@ int main(void)
     srunner_add_suite(sr, suite_drift());
     srunner_add_suite(sr, suite_report());
     srunner_add_suite(sr, suite_certify());
+    srunner_add_suite(sr, suite_certify_layer());
+    srunner_add_suite(sr, suite_certify_act());
     srunner_add_suite(sr, suite_registry());
     srunner_add_suite(sr, suite_faults());
     srunner_add_suite(sr, suite_atomic());

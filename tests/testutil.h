@@ -13,6 +13,8 @@ Suite *suite_cli(void);
 Suite *suite_drift(void);
 Suite *suite_report(void);
 Suite *suite_certify(void);
+Suite *suite_certify_layer(void);
+Suite *suite_certify_act(void);
 Suite *suite_activations(void);
 Suite *suite_coupling(void);
 Suite *suite_registry(void);
