@@ -68,8 +68,9 @@ static run_result drift(const char *bin, const char *dir, const char *args)
     return run_bin(bin, cmd);
 }
 
-static const char *const plot_files[] = {"error-c1.png", "error-c1.svg", "ratio-c1.png", "ratio-c1.svg",
-                                         "bytes-c1.png", "bytes-c1.svg", "memory-c1.png", "memory-c1.svg"};
+static const char *const plot_files[] = {"error-c1.png", "error-c1.svg", "ratio-c1.png",  "ratio-c1.svg",
+                                         "bytes-c1.png", "bytes-c1.svg", "memory-c1.png", "memory-c1.svg",
+                                         "safe-depth.png", "safe-depth.svg"};
 
 /* A PNG ends with its IEND chunk (length 0, "IEND", CRC AE 42 60 82). */
 static int png_complete(const char *buf, size_t len)
@@ -107,6 +108,17 @@ START_TEST(drift_writes_every_file)
     ck_assert(strstr(s, "## Verdicts") && strstr(s, "error-c1.svg") && strstr(s, "## Reproducibility") &&
               strstr(s, "## Memory against depth") && strstr(s, "memory-c1.svg"));
     ck_assert(!strstr(s, "## Reconstruction") && !strstr(s, "recon-c1")); /* no reversible engine in this study */
+    /* the verdict first (issue 14 §4): the overview and its table before the verdict tables, with the
+     * same safe depth as drift.json (16 of 16 layers in double, checked below) */
+    char *glance = strstr(s, "## At a glance");
+    ck_assert_msg(glance && glance < strstr(s, "## Verdicts") && strstr(glance, "![safe depth per config and format](safe-depth.svg)") &&
+                      strstr(glance, "| config | binary32 | double |\n|---|---|---|\n| c1 `dense:8,leaky:0.5` orthogonal | "),
+                  "report.md's overview:\n%.600s", glance ? glance : s);
+    ck_assert_msg(strstr(glance, " | 16 |\n"), "double's safe depth is not 16 in the overview");
+    free(s);
+    /* the error plot's key names every format's tolerance line (they were unlabelled arrows) */
+    s = slurp(dir, "error-c1.svg", NULL);
+    ck_assert(s && strstr(s, "binary32 tolerance") && strstr(s, "double tolerance"));
     free(s);
     /* memory.csv: every engine at every depth; backprop keeps h_0 … h_(d−1),
      * 8 doubles each at batch 1: 64·d bytes (hand count) */

@@ -188,8 +188,9 @@ static void plot_extra(FILE *g, const study *s, size_t c, int kind, const char *
              kind == 3 ? "reversible engine, ||h_i - rebuilt h_i|| / ||h_i||" : "stored bytes for a network of depth d, every engine (double)");
     fputs("set title ", g);
     gq(g, title);
-    fprintf(g, "\nset xlabel %s\nset ylabel %s\nset yrange [*:*]\nunset arrow\nplot ", kind == 3 ? "'layer input i'" : "'depth d'",
-            kind == 3 ? "'relative error'" : "'bytes'");
+    fprintf(g, "\nset xlabel %s\nset ylabel %s\nset yrange [*:*]\nset xrange [%d:%zu]\nunset arrow\nplot ",
+            kind == 3 ? "'layer input i'" : "'depth d'", kind == 3 ? "'relative error'" : "'bytes'", kind == 3 ? 0 : 1,
+            kind == 3 ? s->depth - 1 : s->depth);
     if (kind == 3) {
         for (size_t f = 0; f < s->n_formats; f++) {
             fputs(f ? ", " : "", g);
@@ -219,18 +220,19 @@ static void plot_commands(FILE *g, const study *s, size_t c, int kind, const cha
     gq(g, title);
     fprintf(g, "\nset xlabel %s\nset ylabel %s\n", kind == 2 ? "'depth d'" : "'layer i'",
             kind == 0 ? "'relative 2-norm error'" : kind == 1 ? "'ratio'" : "'bytes'");
-    /* Errors past 1 carry no correct digit: the error plot stops at 1e4, and
-     * marks each format's tolerance (the safe depth is where a curve crosses it). */
-    fputs(kind == 0 ? "set yrange [*:1e4]\nunset arrow\n" : "set yrange [*:*]\nunset arrow\n", g);
-    for (size_t f = 0; kind == 0 && f < s->n_formats; f++)
-        fprintf(g, "set arrow from graph 0, first %.17g to graph 1, first %.17g nohead dt 4 lc %zu\n", s->tol[f],
-                s->tol[f], f + 1);
-    fputs("plot ", g);
+    /* Errors past 1 carry no correct digit: the error plot stops at 1e4.  The
+     * x axis is the study's layers, 1 to the depth, not gnuplot's rounding
+     * of it (300 for 256). */
+    fprintf(g, "%s\nset xrange [1:%zu]\nunset arrow\nplot ", kind == 0 ? "set yrange [*:1e4]" : "set yrange [*:*]", s->depth);
     int first = 1;
     for (size_t f = 0; f < s->n_formats; f++) {
         const char *fn = s->formats[f].name;
         int lc = (int)f + 1;
         if (kind == 0) {
+            /* the format's tolerance, a curve of its own so the key names it:
+             * the safe depth is where the measured curve crosses it */
+            fprintf(g, "%s%.17g with lines dt 4 lw 1 lc %d title '%s tolerance'", first ? "" : ", ", s->tol[f], lc, fn);
+            first = 0;
             int cols[3] = {5, 10, 11};
             const char *dt[3] = {"1", "2", "3"}, *lab[3] = {eng, "bound", "Lyapunov prediction"};
             for (int j = 0; j < 3; j++) {
@@ -344,6 +346,57 @@ static int render_plots(const study *s, size_t c, const memory_table *mem, repor
     }
     unlink(csv), unlink(mem_csv);
     return rc;
+}
+
+/* safe-depth.{png,svg}: the verdict at a glance, safe depth (median over
+ * seeds) per config × format as a heat map with the numbers written in. */
+static int render_overview(const study *s, report_out *out, vijp_error *err)
+{
+    pid_t pid;
+    FILE *g = spawn_gnuplot(&pid);
+    char path[PATH_MAX];
+    if (g) {
+        fprintf(g, "set title 'safe depth: deepest layer whose errors stay under the tolerance (median over seeds, of %zu)'\n"
+                   "set xtics (", s->depth);
+        for (size_t f = 0; f < s->n_formats; f++) {
+            fputs(f ? ", " : "", g);
+            gq(g, s->formats[f].name);
+            fprintf(g, " %zu", f);
+        }
+        fputs(")\nset ytics (", g);
+        for (size_t c = 0; c < s->n_configs; c++) {
+            char label[300];
+            snprintf(label, sizeof label, "c%zu %s (%s)", c + 1, s->configs[c].spec, s->configs[c].init_name);
+            fputs(c ? ", " : "", g);
+            gq(g, label);
+            fprintf(g, " %zu", c);
+        }
+        fprintf(g, ")\nset yrange [%zu.5:-0.5] reverse\nset xrange [-0.5:%zu.5]\nset cbrange [0:%zu]\n"
+                   "set palette defined (0 '#b2182b', 0.5 '#fddbc7', 1 '#2166ac')\nset cblabel 'safe depth'\n"
+                   "set tics nomirror\nset tics noenhanced\nunset key\n", s->n_configs - 1, s->n_formats - 1, s->depth);
+        int height = 160 + 36 * (int)s->n_configs;
+        for (int k = 0; k < 2; k++) {
+            fprintf(g, k ? "set terminal svg size 1100,%d dynamic\nset output " : "set terminal pngcairo size 1100,%d\nset output ",
+                    height);
+            report_out_path(out, k ? "safe-depth.svg" : "safe-depth.png", path, sizeof path);
+            gq(g, path);
+            fputs("\nplot '-' using 1:2:3 with image, '-' using 1:2:4 with labels\n", g);
+            for (int pass = 0; pass < 2; pass++) { /* the same rows for the image and for the labels */
+                for (size_t c = 0; c < s->n_configs; c++)
+                    for (size_t f = 0; f < s->n_formats; f++) {
+                        double d = verdict_of(s, c, f).safe.median;
+                        char num[32];
+                        snprintf(num, sizeof num, isfinite(d) ? "%.0f" : "-", d);
+                        fprintf(g, "%zu %zu %.17g \"%s\"\n", f, c, isfinite(d) ? d : 0.0, num);
+                    }
+                fputs("e\n", g);
+            }
+            fputs("unset output\n", g);
+        }
+    }
+    if (!(g && wait_gnuplot(g, pid) == 0)) return vijp_fail(err, VIJP_EINVAL, "gnuplot failed on the safe-depth overview");
+    int rc = report_out_add(out, "safe-depth.png", err);
+    return rc ? rc : report_out_add(out, "safe-depth.svg", err);
 }
 
 /* ---- report.md ---- */
@@ -481,6 +534,22 @@ static int fill_report_md(FILE *o, const void *ctx)
         if (p > hi) hi = p;
     }
     fprintf(o, lo == hi ? " (here at %ld bits).\n\n" : " (here at %ld to %ld bits).\n\n", lo, hi);
+    /* The verdict before the tables: safe depth per config × format. */
+    fprintf(o, "## At a glance\n\nSafe depth of %s's rebuilt gradients (median over seeds; of %zu layers):\n\n", eng,
+            s->depth);
+    if (s->plots) fputs("![safe depth per config and format](safe-depth.svg)\n\n", o);
+    fputs("| config |", o);
+    for (size_t f = 0; f < s->n_formats; f++) fprintf(o, " %s |", s->formats[f].name);
+    fputs("\n|---|", o);
+    for (size_t f = 0; f < s->n_formats; f++) fputs("---|", o);
+    for (size_t c = 0; c < s->n_configs; c++) {
+        fprintf(o, "\n| c%zu `%s` %s |", c + 1, s->configs[c].spec, s->configs[c].init_name);
+        for (size_t f = 0; f < s->n_formats; f++) {
+            double d = verdict_of(s, c, f).safe.median;
+            fprintf(o, isfinite(d) ? " %.0f |" : " - |", d);
+        }
+    }
+    fputs("\n\n", o);
     fprintf(o, "## Verdicts (%s)\n\n"
                "Median over seeds, (min–max) where they differ. *Safe depth*: deepest layer whose g_i and ∇θ_i "
                "errors all stay under the tolerance. *Growth*: least-squares slope of log10 error over layers "
@@ -542,6 +611,7 @@ int study_write(const study *s, report_out *out, vijp_error *err)
     int rc = memory_compute(&mem, s, err);
     for (size_t k = 0; k < 3 && !rc; k++) rc = report_out_write(out, tables[k].name, tables[k].fill, s, err);
     if (!rc) rc = report_out_write(out, "memory.csv", fill_memory_csv, &mem, err);
+    if (s->plots && !rc) rc = render_overview(s, out, err);
     for (size_t c = 0; c < s->n_configs && s->plots && !rc; c++) rc = render_plots(s, c, &mem, out, err);
     if (!rc) {
         json_t *j = study_json(s);
