@@ -19,7 +19,7 @@
 # `make CFLAGS=-fPIC` or `make CFLAGS="-O0 -g"` keep them.
 
 CC      ?= cc
-PKGS    := mpfr lapacke openblas jansson
+PKGS    := mpfr lapacke openblas jansson fftw3
 CHECKPK := check
 
 ifeq ($(SANITIZE),1)
@@ -165,23 +165,14 @@ baseline: $(BUILD)/vijp
 	./$(BUILD)/vijp drift $(REGRESS_STUDY) --out reports/baselines/ci-small
 	rm -f reports/baselines/ci-small/drift.csv reports/baselines/ci-small/curves.csv
 
-$(BUILD)/bench-engines: $(BUILD)/tests/bench-engines.o $(BUILD)/libvijp.a
+# Every benchmark program: tests/bench-NAME.c against the library.
+$(BUILD)/bench-%: $(BUILD)/tests/bench-%.o $(BUILD)/libvijp.a
 	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
 
-$(BUILD)/bench-drift: $(BUILD)/tests/bench-drift.o $(BUILD)/libvijp.a
-	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
-
-$(BUILD)/bench-certify: $(BUILD)/tests/bench-certify.o $(BUILD)/libvijp.a
-	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
-
-$(BUILD)/bench-memory: $(BUILD)/tests/bench-memory.o $(BUILD)/libvijp.a
-	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
-
-$(BUILD)/bench-activations: $(BUILD)/tests/bench-activations.o $(BUILD)/libvijp.a
-	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
-
-bench: $(BUILD)/bench-engines $(BUILD)/bench-drift $(BUILD)/bench-certify $(BUILD)/bench-memory $(BUILD)/bench-activations
+bench: $(BUILD)/bench-engines $(BUILD)/bench-drift $(BUILD)/bench-certify $(BUILD)/bench-memory $(BUILD)/bench-activations \
+       $(BUILD)/bench-conv
 	./$(BUILD)/bench-engines
+	./$(BUILD)/bench-conv
 	./$(BUILD)/bench-drift
 	./$(BUILD)/bench-certify
 	./$(BUILD)/bench-memory

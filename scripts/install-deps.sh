@@ -9,6 +9,7 @@ packages=(
   libmpfi-dev                     # interval arithmetic: rigorous Jacobian enclosures (certify)
   libflint-dev                    # exact integer rank: proven rank deficiency (certify)
   liblapacke-dev libopenblas-dev  # LAPACK(E) for dense solves and factorisations
+  libfftw3-dev                    # FFTs: circular convolutions' vijp and inverse
   check libsubunit-dev            # the unit-test framework (libcheck) and its pkg-config deps
   libjansson-dev                  # JSON output
   gnuplot-nox                     # drift report plots (PNG and SVG)

@@ -43,6 +43,8 @@ static const struct {
     {"conv2d:1x3x4", 16},       /* 4 x 4 grid, zero padding: dense LU */
     {"conv2d:1x3x4:circular", 16}, /* 2-D DFT, one solve per frequency pair */
     {"conv2d:1x3x4s2:circular", 16}, /* strided 4 x 4 -> 2 x 2: wide */
+    {"conv2d:3x3x4:circular", 48}, /* 3 channels on a 4 x 4 grid: FFTW's 2-D half spectrum, 3 x 3 solves */
+    {"conv1d:65x3:circular", 260}, /* 65 channels: the per-frequency solve goes to LAPACK's zgesv */
     {"avgpool:2", 8},           /* wide, structured vijp */
     {"squeeze:1x4", 8},         /* a permutation with a 3-cycle (2x2 on 8 is an involution) */
     {"inv1x1:2", 8},            /* LU form: triangular substitutions */

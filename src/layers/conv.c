@@ -19,8 +19,8 @@
  * circulant (doubly so in 2-D): the DFT over positions turns it into one
  * C × C system per frequency ω,
  *   Ŵ(ω)ᵀ ĝ_y(ω) = ĝ_x(ω),  Ŵ(ω)[o][c] = Σ_k W[o,c,k] e^{−2πi⟨ω, k − h⟩/grid},
- * solved by complex LU with partial pivoting: O(C·P² + P·C³) per sample for P
- * positions (a plain DFT; grids are small here) instead of O((C·P)³).  Zero
+ * by FFT and LAPACK's complex LU (conv_circular.c): O(C²·P log P + P·C³) per
+ * sample for P positions instead of O((C·P)³).  Zero
  * padding breaks that structure (J is block-Toeplitz, not circulant), so the
  * vijp and the inverse fall back to a dense LU of J (LAPACK dgesv), and say
  * so here.  So does a stride S > 1 (the decimation mixes frequencies): its
@@ -29,6 +29,7 @@
 #include "vijp/layer.h"
 #include "vijp/error.h"
 #include "init.h"
+#include "conv_circular.h"
 #include "state.h"
 #include "vijp/catalogue.h"
 #include "../../oracles/oracles.h"
@@ -229,87 +230,6 @@ static void jacobian(const vijp_layer *L, const double *th, const double *x, dou
                 }
 }
 
-/* ---- circular: per-frequency C × C solves ---- */
-
-/* Solve A z = r (A: C × C complex, row-major A[i·C + j], overwritten). */
-static int csolve(size_t C, double complex *A, double complex *r)
-{
-    for (size_t c = 0; c < C; c++) {
-        size_t piv = c;
-        for (size_t i = c + 1; i < C; i++)
-            if (cabs(A[i * C + c]) > cabs(A[piv * C + c])) piv = i;
-        if (A[piv * C + c] == 0) return VIJP_ESINGULAR;
-        if (piv != c) {
-            for (size_t j = 0; j < C; j++) {
-                double complex t = A[c * C + j];
-                A[c * C + j] = A[piv * C + j], A[piv * C + j] = t;
-            }
-            double complex t = r[c];
-            r[c] = r[piv], r[piv] = t;
-        }
-        for (size_t i = c + 1; i < C; i++) {
-            double complex l = A[i * C + c] / A[c * C + c];
-            for (size_t j = c + 1; j < C; j++) A[i * C + j] -= l * A[c * C + j];
-            r[i] -= l * r[c];
-        }
-    }
-    for (size_t i = C; i-- > 0;) {
-        for (size_t j = i + 1; j < C; j++) r[i] -= A[i * C + j] * r[j];
-        r[i] /= A[i * C + i];
-    }
-    return 0;
-}
-
-/* e^{−2πi⟨ω, d⟩/grid} for frequency index w and grid offset index d (both
- * row-major over the R × Q grid), reduced exactly before the cosine. */
-static double complex phase(size_t w, size_t d, size_t R, size_t Q)
-{
-    size_t wy = w / Q, wx = w % Q, dy = d / Q, dx = d % Q;
-    double t = (double)((wy * dy) % R) / (double)R + (double)((wx * dx) % Q) / (double)Q;
-    return cexp(-2 * M_PI * I * t);
-}
-
-/* out[c][·] from in[c][·] by one channel-wise solve per frequency:
- * transpose: Ŵ(ω)ᵀ ẑ = r̂ (the vijp); otherwise conj(Ŵ(ω)) ẑ = r̂ (the inverse,
- * for y = Jx is a correlation: ŷ = Σ_c conj(ŵ_oc) x̂_c). */
-static int circulant_solve(const vijp_layer *L, const double *th, const double *in, double *out, int transpose,
-                           size_t *bad_freq)
-{
-    size_t C = CH(L), K = KS(L), T = TAPS(L), n = LEN(L), R = ROWS(L), Q = COLS(L);
-    size_t hy = (KH(L) - 1) / 2, hx = (K - 1) / 2;
-    double complex *F = vijp_alloc_array(C * n, sizeof *F), *A = vijp_alloc_array(C * C, sizeof *A), *z = vijp_alloc_array(C, sizeof *z);
-    int rc = 0;
-    for (size_t c = 0; !rc && c < C; c++) /* DFT of every channel over the grid */
-        for (size_t w = 0; w < n; w++) {
-            double complex s = 0;
-            for (size_t p = 0; p < n; p++) s += in[c * n + p] * phase(w, p, R, Q);
-            F[c * n + w] = s;
-        }
-    for (size_t w = 0; !rc && w < n; w++) {
-        for (size_t o = 0; o < C; o++)
-            for (size_t c = 0; c < C; c++) {
-                double complex s = 0;
-                for (size_t k = 0; k < T; k++) {
-                    size_t dy = (k / K + R - hy) % R, dx = (k % K + Q - hx) % Q; /* tap offset mod the grid */
-                    s += th[(o * C + c) * T + k] * phase(w, dy * Q + dx, R, Q);
-                }
-                if (transpose) A[c * C + o] = s; /* Ŵᵀ[c][o] */
-                else A[o * C + c] = conj(s);
-            }
-        for (size_t c = 0; c < C; c++) z[c] = F[c * n + w];
-        if ((rc = csolve(C, A, z))) *bad_freq = w;
-        for (size_t c = 0; c < C; c++) F[c * n + w] = z[c];
-    }
-    for (size_t c = 0; !rc && c < C; c++) /* inverse DFT, real part */
-        for (size_t p = 0; p < n; p++) {
-            double complex s = 0;
-            for (size_t w = 0; w < n; w++) s += F[c * n + w] * conj(phase(w, p, R, Q));
-            out[c * n + p] = creal(s) / (double)n;
-        }
-    free(F), free(A), free(z);
-    return rc;
-}
-
 /* ---- zero padding: dense LU of J (no structure used) ---- */
 
 static int dense_solve(const vijp_layer *L, const double *th, double *rhs, size_t B, int transpose)
@@ -344,7 +264,7 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
         return rc;
     }
     if (CIRC(L)) {
-        for (size_t b = 0; b < B && !rc; b++) rc = circulant_solve(L, th, Gx + b * L->in, Gy + b * L->in, 1, &w);
+        for (size_t b = 0; b < B && !rc; b++) rc = vijp_conv_circulant_solve(L, th, Gx + b * L->in, Gy + b * L->in, 1, &w);
     } else {
         memcpy(Gy, Gx, L->in * B * sizeof *Gy);
         rc = dense_solve(L, th, Gy, B, 1);
@@ -364,7 +284,7 @@ static int inverse(const vijp_layer *L, const double *th, const double *Y, size_
         for (size_t i = 0; i < L->in; i++) R[b * L->in + i] = Y[b * L->in + i] - th[NW(L) + i / n];
     int rc = 0;
     if (CIRC(L)) {
-        for (size_t b = 0; b < B && !rc; b++) rc = circulant_solve(L, th, R + b * L->in, X + b * L->in, 0, &w);
+        for (size_t b = 0; b < B && !rc; b++) rc = vijp_conv_circulant_solve(L, th, R + b * L->in, X + b * L->in, 0, &w);
     } else {
         rc = dense_solve(L, th, R, B, 0);
         if (!rc) memcpy(X, R, L->in * B * sizeof *X);

@@ -1,0 +1,14 @@
+/* Circular convolutions' per-frequency solves by FFT (conv_circular.c). */
+#ifndef VIJP_LAYERS_CONV_CIRCULAR_H
+#define VIJP_LAYERS_CONV_CIRCULAR_H
+
+#include "vijp/layer.h"
+
+/* One sample: out := the solution of Jᵀ out = in (transpose: the vijp) or of
+ * J out = in (the inverse, bias already removed from in), for the stride-1
+ * circular convolution L with weights th.  0, or VIJP_ESINGULAR with
+ * *bad_freq the index of a frequency whose C × C system is singular. */
+int vijp_conv_circulant_solve(const vijp_layer *L, const double *th, const double *in, double *out, int transpose,
+                              size_t *bad_freq);
+
+#endif
