@@ -37,16 +37,18 @@ int make_temp(char *path, size_t size)
 
 run_result run_vijp(const char *args) { return run_bin(getenv("VIJP_BIN"), args); }
 
-run_result run_bin(const char *bin, const char *args)
+run_result run_bin(const char *bin, const char *args) { return run_bin_to(bin, args, NULL); }
+
+run_result run_bin_to(const char *bin, const char *args, const char *stdout_path)
 {
     ck_assert_msg(bin && *bin, "no command to run for 'vijp %s': VIJP_BIN (or VIJP_PERTURBED_BIN) is unset; "
                                "run the suite through `make check`", args);
     char out_path[512], err_path[512];
     int fo = make_temp(out_path, sizeof out_path), fe = make_temp(err_path, sizeof err_path);
-    size_t len = strlen(bin) + strlen(args) + 2 * sizeof out_path + 64;
+    size_t len = strlen(bin) + strlen(args) + 2 * sizeof out_path + (stdout_path ? strlen(stdout_path) : 0) + 64;
     char *cmd = malloc(len);
     ck_assert_ptr_nonnull(cmd);
-    snprintf(cmd, len, "'%s' %s </dev/null >'%s' 2>'%s'", bin, args, out_path, err_path);
+    snprintf(cmd, len, "'%s' %s </dev/null >'%s' 2>'%s'", bin, args, stdout_path ? stdout_path : out_path, err_path);
     fflush(NULL);
     int st = system(cmd);
     free(cmd);

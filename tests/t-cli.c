@@ -333,6 +333,32 @@ START_TEST(test_memory)
 }
 END_TEST
 
+/* Results that cannot be written are a failure: with stdout on /dev/full
+ * (every write fails with ENOSPC, which stdio reports only when it flushes)
+ * each command exits 1 with a message naming the failure, instead of
+ * exiting 0 having printed nothing (issue 15: grad did). */
+START_TEST(test_stdout_full)
+{
+    ck_assert_msg(access("/dev/full", W_OK) == 0, "/dev/full is missing: this test needs Linux's always-full device");
+    static const char *const cmds[] = {
+        "grad --net dense:8,tanh --depth 3",
+        "grad --net dense:8,tanh --depth 3 --json",
+        "certify --layer tanh --width 4 --samples 2",
+        "memory --net dense:8,leaky:0.5 --depth-max 4 --budget 1K",
+        "--version",
+        "grad --help",
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        run_result r = run_bin_to(getenv("VIJP_BIN"), cmds[i], "/dev/full");
+        ck_assert_msg(r.rc == CLI_FAILED, "vijp %s >/dev/full: exit %d, want %d; stderr: %s", cmds[i], r.rc, CLI_FAILED,
+                      r.err);
+        ck_assert_msg(strstr(r.err, "standard output") && strstr(r.err, "No space left on device"),
+                      "vijp %s >/dev/full: the message does not say what failed: '%s'", cmds[i], r.err);
+        run_free(&r);
+    }
+}
+END_TEST
+
 /* The README's examples ("    $ build/vijp ..." and the output shown) still
  * say what the command prints: scripts/check-readme.sh runs each one (with
  * VIJP_BIN) and compares shapes line for line.  The repository root is the
@@ -386,6 +412,7 @@ Suite *suite_cli(void)
         tcase_add_test(tc, test_bad_input);
         tcase_add_test(tc, test_certify);
         tcase_add_test(tc, test_memory);
+        tcase_add_test(tc, test_stdout_full);
         tcase_add_test(tc, test_readme_examples);
     }
     suite_add_tcase(s, tc);
