@@ -244,6 +244,33 @@ START_TEST(test_bad_input)
 }
 END_TEST
 
+/* A layer argument out of range is refused when the spec is parsed, with a
+ * message naming the item (and, past --depth, that the depth leaves it
+ * unused), before anything runs.  leaky:1e300 ran and printed nan (issue 15). */
+START_TEST(test_layer_args_named)
+{
+    static const struct {
+        const char *args, *item, *more;
+    } cases[] = {
+        {"grad --net dense:16,leaky:1e300 --depth 2", "'leaky:1e300'", "2^12"},
+        {"grad --net dense:16,tanh,leaky:1e300 --depth 2", "'leaky:1e300'", "unused at depth 2"},
+        {"grad --net dense:16,tanh,bogus --depth 2", "'bogus'", "unused at depth 2"},
+        {"grad --net dense:16,squeeze:4294967296x4294967296 --depth 2", "'squeeze:4294967296x4294967296'", "16777216"},
+        {"grad --net dense:16,avgpool:-2 --depth 2", "'avgpool:-2'", "window"},
+        {"drift --net dense:16,leaky:1e300 --depth 2 --out /nonexistent/never", "'leaky:1e300'", "2^12"},
+        {"memory --net dense:16,leaky:1e300 --depth-max 2 --budget 1K", "'leaky:1e300'", "2^12"},
+        {"certify --layer leaky:1e300", "leaky", "2^12"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        run_result r = run_vijp(cases[i].args);
+        ck_assert_msg(r.rc == CLI_USAGE && !r.out[0], "vijp %s: exit %d, stdout '%s'", cases[i].args, r.rc, r.out);
+        ck_assert_msg(strstr(r.err, cases[i].item) && strstr(r.err, cases[i].more), "vijp %s: the message should name %s "
+                      "and say '%s': %s", cases[i].args, cases[i].item, cases[i].more, r.err);
+        run_free(&r);
+    }
+}
+END_TEST
+
 /* vijp certify: verdicts and exit codes on the known cases, JSON keys. */
 START_TEST(test_certify)
 {
@@ -410,6 +437,7 @@ Suite *suite_cli(void)
         tcase_add_test(tc, test_grad_json_all_engines);
         tcase_add_test(tc, test_grad_table);
         tcase_add_test(tc, test_bad_input);
+        tcase_add_test(tc, test_layer_args_named);
         tcase_add_test(tc, test_certify);
         tcase_add_test(tc, test_memory);
         tcase_add_test(tc, test_stdout_full);
