@@ -12,13 +12,23 @@ void vijp_grad_result_clear(vijp_grad_result *r)
     r->rel_err_per_layer = NULL;
 }
 
+int vijp_grad_check_format(const vijp_format *f, vijp_error *err)
+{
+    if (f->prec <= VIJP_GRAD_PREC_MAX) return 0;
+    return vijp_fail(err, VIJP_EINVAL, "format %s: the reference runs at twice its precision, %ld bits, past the %d-bit "
+                     "limit of MPFR formats: the largest format measured against a reference is mpfr:%d", f->name,
+                     2 * (long)f->prec, VIJP_PREC_MAX, VIJP_GRAD_PREC_MAX);
+}
+
 int vijp_grad_compare(const vijp_grad_setup *s, vijp_engine_kind e, vijp_grad_result *r, vijp_error *err)
 {
     memset(r, 0, sizeof *r);
     r->engine = e;
     vijp_net net;
     vijp_problem pf, pr = {0};
-    int rc = vijp_problem_setup(s, &net, &pf, err);
+    int rc = vijp_grad_check_format(&s->fmt, err);
+    if (rc) return rc;
+    rc = vijp_problem_setup(s, &net, &pf, err);
     if (rc) return rc;
     vijp_format ref;
     r->ref_prec = 2 * (long)s->fmt.prec > 256 ? 2 * (long)s->fmt.prec : 256;

@@ -271,6 +271,34 @@ START_TEST(test_layer_args_named)
 }
 END_TEST
 
+/* Precision limits in the user's terms, refused before anything runs
+ * (issue 15: mpfr:40000 failed with "precision 80000 out of range", the
+ * doubled reference's; --ref-prec-max 5 ran and left an empty folder). */
+START_TEST(test_precision_limits)
+{
+    static const struct {
+        const char *args, *says;
+    } cases[] = {
+        {"grad --format mpfr:40000", "mpfr:32768"},
+        {"memory --net dense:4 --depth-max 2 --budget 1K --format mpfr:70000", "65536"},
+        {"drift --ref-prec-max 5 --out /nonexistent/never", "--ref-prec-max 512"},
+        {"drift --formats double,mpfr:3000 --out /nonexistent/never", "mpfr:2048"},
+        {"drift --formats double --ref-prec 5000 --out /nonexistent/never", "--ref-prec 4096"},
+        {"report --ref-prec-max 300 --out /nonexistent/never", "--ref-prec-max 512"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        run_result r = run_vijp(cases[i].args);
+        ck_assert_msg(r.rc == CLI_USAGE && !r.out[0] && strstr(r.err, cases[i].says), "vijp %s: exit %d, want %d "
+                      "and a message with '%s': %s", cases[i].args, r.rc, CLI_USAGE, cases[i].says, r.err);
+        run_free(&r);
+    }
+    /* the largest format grad names is accepted */
+    run_result r = run_vijp("grad --format mpfr:32768 --net dense:2 --depth 1 --json");
+    ck_assert_msg(r.rc == CLI_OK, "mpfr:32768: exit %d: %s", r.rc, r.err);
+    run_free(&r);
+}
+END_TEST
+
 /* vijp certify: verdicts and exit codes on the known cases, JSON keys. */
 START_TEST(test_certify)
 {
@@ -438,6 +466,7 @@ Suite *suite_cli(void)
         tcase_add_test(tc, test_grad_table);
         tcase_add_test(tc, test_bad_input);
         tcase_add_test(tc, test_layer_args_named);
+        tcase_add_test(tc, test_precision_limits);
         tcase_add_test(tc, test_certify);
         tcase_add_test(tc, test_memory);
         tcase_add_test(tc, test_stdout_full);

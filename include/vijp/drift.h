@@ -72,6 +72,14 @@ typedef struct {
  * error by at most κ_i and adds a backward error of n_i u (an n_i-term dot
  * product, or a backward-stable solve with modest pivot growth). */
 int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *err);
+/* The first reference precision of a curve in format f: start when nonzero
+ * (--ref-prec), else max(256, 2P). */
+long vijp_drift_ref_prec_first(const vijp_format *f, long start);
+/* Whether the validation can run at all: the first precision must double at
+ * least once within cap (0: VIJP_DRIFT_REF_PREC_MAX).  VIJP_EINVAL otherwise,
+ * with a message in the user's terms: the largest mpfr:P the cap validates,
+ * or the smallest cap the format needs.  vijp_drift_run checks it first. */
+int vijp_drift_check_ref_prec(const vijp_format *f, long start, long cap, vijp_error *err);
 void vijp_drift_curve_clear(vijp_drift_curve *c);
 
 /* Statistics of one error curve e_1..e_n (DESIGN §5). */

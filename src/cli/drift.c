@@ -29,7 +29,8 @@ static const char help_drift[] =
     "  --width N         input width (default: the first dense layer's)\n"
     "  --batch B         samples per gradient (default 1)\n"
     "  --formats LIST    bfloat16,binary16,binary32,double,mpfr:P\n"
-    "                    (default bfloat16,binary32,double)\n"
+    "                    (default bfloat16,binary32,double); mpfr:P up to\n"
+    "                    P = R/4 for --ref-prec-max R (2048 by default)\n"
     "  --engines LIST    engines that rebuild gradients: moonwalk, pure-forward,\n"
     "                    reversible, checkpoint\n"
     "                    (default moonwalk); backprop is always measured\n"
@@ -40,7 +41,9 @@ static const char help_drift[] =
     "                    bfloat16/binary16, 1e-4 binary32, 1e-10 double, 2^(-P/2) mpfr:P)\n"
     "  --ref-prec P      first reference precision (default max(256, 2P)); it is\n"
     "                    doubled until two successive references agree\n"
-    "  --ref-prec-max P  give up past P bits (default 8192)\n"
+    "  --ref-prec-max P  give up past P bits (default 8192, at most 65536); the\n"
+    "                    first reference precision must double at least once\n"
+    "                    within it\n"
     "  --out DIR         report folder (default reports/drift)\n"
     "  --jobs N          worker threads (default: the online CPUs)\n"
     "  --progress, --no-progress\n"
@@ -193,10 +196,10 @@ static int run_study(int argc, char **argv, int is_report)
         study_parse_engines(s.engines, &s.n_engines, engines, 0, &err) || (tols && study_parse_tols(&s, tols, &err)) ||
         study_add_configs(&s, specs, n_specs, inits, &err))
         goto usage_err;
-    if (s.ref_prec_max && s.ref_prec_start > s.ref_prec_max / 2) {
-        vijp_fail(&err, VIJP_EINVAL, "--ref-prec %ld leaves no room to double below --ref-prec-max %ld", s.ref_prec_start, s.ref_prec_max);
-        goto usage_err;
-    }
+    /* Each format's reference must be able to double at least once under the
+     * cap, or the run would fail after its first curve and leave an empty folder. */
+    for (size_t f = 0; f < s.n_formats; f++)
+        if (vijp_drift_check_ref_prec(&s.formats[f], s.ref_prec_start, s.ref_prec_max, &err)) goto usage_err;
     for (const char *q = s.out_dir; *q; q++)
         if ((unsigned char)*q < 0x20 || *q == 0x7f) { /* gnuplot (and most readers) cannot take them */
             vijp_fail(&err, VIJP_EINVAL, "--out: control characters in the folder name");

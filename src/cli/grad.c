@@ -27,7 +27,8 @@ static const char help[] =
     "                   keep their input; checkpoint: every ⌈√D⌉-th input kept,\n"
     "                   segments recomputed)\n"
     "                   (default moonwalk)\n"
-    "  --format F       double | binary32 | binary16 | bfloat16 | mpfr:P (default double)\n"
+    "  --format F       double | binary32 | binary16 | bfloat16 | mpfr:P, P <= 32768\n"
+    "                   (the reference runs at 2P bits, at most 65536; default double)\n"
     "  --init I         orthogonal | gaussian | kaiming-uniform | scaled:G (default\n"
     "                   orthogonal; kaiming-uniform: PyTorch's nn.Linear default)\n"
     "  --loss L         square (½‖h − y‖²) | linear (⟨c, h⟩) (default square)\n"
@@ -98,7 +99,7 @@ int cli_grad(int argc, char **argv)
         fprintf(stderr, "vijp grad: unexpected argument '%s'\n", argv[optind]);
         return EXIT_USAGE;
     }
-    if (vijp_format_parse(format, &s.fmt, &err)) goto usage_err;
+    if (vijp_format_parse(format, &s.fmt, &err) || vijp_grad_check_format(&s.fmt, &err)) goto usage_err;
     vijp_net probe; /* validate the spec and learn the width before running anything */
     if (vijp_net_build(&probe, s.spec, s.depth, s.width, &err)) goto usage_err;
     s.width = probe.width;
