@@ -305,6 +305,14 @@ int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *e
         }
         r->rebuilt = got.rebuilt;
         if (rc) snprintf(r->failure, sizeof r->failure, "%s", e2.msg);
+        if (!isfinite(got.loss)) { /* the forward pass overflowed: no gradient to measure */
+            rc = vijp_fail(err, VIJP_ERANGE, "%s: the loss is %s as a double although every input and parameter is "
+                           "finite: the forward pass left the range of %s, so there is no gradient to measure",
+                           vijp_engine_name(r->engine), isnan(got.loss) ? "NaN" : "infinite", s->problem.fmt.name);
+            vijp_grads_clear(&got);
+            break;
+        }
+        if (vijp_grads_check_finite(&got, &e2)) snprintf(r->nonfinite, sizeof r->nonfinite, "%s", e2.msg);
         rc = measure(&net, s, &got, s->skip_reference ? NULL : &ref, r);
         vijp_grads_clear(&got);
         if (!rc && r->engine == VIJP_ENGINE_REVERSIBLE && (r->reconstruction = malloc(D * sizeof(double))) &&

@@ -36,6 +36,7 @@ int vijp_grad_compare(const vijp_grad_setup *s, vijp_engine_kind e, vijp_grad_re
     if ((rc = vijp_format_mpfr(&ref, r->ref_prec, err)) || (rc = vijp_problem_convert(&pr, &net, &pf, &ref, err)))
         goto out;
     if ((rc = vijp_engine_run_opts(e, &net, pf.theta, &pf.X, &pf.T, &s->opts, &gf, err)) ||
+        (rc = vijp_grads_check_finite(&gf, err)) ||
         (rc = vijp_engine_run(VIJP_ENGINE_BACKPROP, &net, pr.theta, &pr.X, &pr.T, &gr, err)))
         goto out;
     r->loss = gf.loss;
@@ -43,15 +44,15 @@ int vijp_grad_compare(const vijp_grad_setup *s, vijp_engine_kind e, vijp_grad_re
     r->grad_x_norm = vijp_norm(&gf.grad_x);
     r->input_grad_rel_err = vijp_rel_err(&gf.grad_x, &gr.grad_x);
     r->rel_err_per_layer = calloc(net.depth, sizeof *r->rel_err_per_layer);
-    double sq = 0;
+    double norm = 0; /* ‖(∇θ_1, …, ∇θ_D)‖ by hypot: squares of finite norms past 1e154 would overflow */
     for (size_t i = 0; i < net.depth; i++) {
         r->rel_err_per_layer[i] = vijp_rel_err(&gf.g[i], &gr.g[i]);
         if (gf.grad_theta[i].rows == 0) continue;
-        double nt = vijp_norm(&gf.grad_theta[i]), ei = vijp_rel_err(&gf.grad_theta[i], &gr.grad_theta[i]);
-        sq += nt * nt;
+        double ei = vijp_rel_err(&gf.grad_theta[i], &gr.grad_theta[i]);
+        norm = hypot(norm, vijp_norm(&gf.grad_theta[i]));
         r->param_grad_rel_err_max = vijp_max_nan(r->param_grad_rel_err_max, ei);
     }
-    r->grad_theta_norm = sqrt(sq);
+    r->grad_theta_norm = norm;
 out:
     vijp_grads_clear(&gf);
     vijp_grads_clear(&gr);

@@ -299,6 +299,67 @@ START_TEST(test_precision_limits)
 }
 END_TEST
 
+/* A result that is NaN or infinite although every input is finite is a
+ * failed computation: exit 1, a message saying what and where, and nothing
+ * on stdout, instead of "nan"/"inf" printed as numbers with exit 0 (issue 15). */
+START_TEST(test_nonfinite_results)
+{
+    static const struct {
+        const char *args, *says, *where;
+    } cases[] = {
+        /* 4096^32: ∇θ overflows double in Moonwalk's rebuilt cotangents */
+        {"grad --net dense:16,leaky:4096 --depth 64", "infinite", "range of double"},
+        {"grad --net dense:16,leaky:4096 --depth 64 --json", "infinite", "range of double"},
+        /* weights of 1e200: the forward pass overflows, the loss is NaN */
+        {"grad --net dense:16,leaky:0.5 --depth 4 --init scaled:1e200 --engine all", "loss is NaN", "range of double"},
+        /* binary32's range (3.4e38) is exceeded at the first layer */
+        {"drift --net dense:16,leaky:0.5 --depth 4 --init scaled:1e30 --formats double,binary32 --seeds 1 --no-plots "
+         "-q --out", "binary32, seed 1: backprop", "range of binary32"},
+        /* memory: relu fragments and sign bits counted from NaN mean nothing */
+        {"memory --net dense:16,leaky:4096 --depth-max 64 --budget 1M", "infinite", "range of double"},
+        /* affine:exp's scale exp(S) overflows at |S| > 709 */
+        {"certify --layer affine:exp+dense:4 --width 8 --scale 1000 --samples 2", "sample ", "infinite in double"},
+    };
+    char dir[512], args[1024];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/vijp-cli-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    ck_assert(mkdtemp(dir) != NULL);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int out = !strcmp(cases[i].args + strlen(cases[i].args) - 5, "--out"); /* drift: a report folder */
+        snprintf(args, sizeof args, "%s%s%s%s", cases[i].args, out ? " '" : "", out ? dir : "", out ? "/r'" : "");
+        run_result r = run_vijp(args);
+        ck_assert_msg(r.rc == CLI_FAILED && !r.out[0], "vijp %s: exit %d (want %d), stdout '%s'", cases[i].args, r.rc,
+                      CLI_FAILED, r.out);
+        ck_assert_msg(strstr(r.err, cases[i].says) && strstr(r.err, cases[i].where), "vijp %s: the message should say "
+                      "'%s' and '%s': %s", cases[i].args, cases[i].says, cases[i].where, r.err);
+        run_free(&r);
+    }
+    /* In a drift study, rebuilt cotangents that overflow the format are the
+     * drift being measured (Moonwalk divides by 0.01 per leaky layer: past
+     * bfloat16's 3.4e38 near layer 50): exit 0, said in words, and the
+     * statistics without a value are '-', not nan. */
+    snprintf(args, sizeof args, "drift --net dense:16,leaky:0.01 --depth 64 --formats bfloat16,double --seeds 1 "
+             "--no-plots --out '%s/m'", dir);
+    run_result d = run_vijp(args);
+    ck_assert_msg(d.rc == CLI_OK && strstr(d.out, "c1 bfloat16 seed 1, moonwalk: g_") &&
+                      strstr(d.out, "left the range of bfloat16") && !strstr(d.out, "nan") && !strstr(d.out, " inf "),
+                  "drift with an overflowing Moonwalk: exit %d\n%s%s", d.rc, d.out, d.err);
+    run_free(&d);
+    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    ck_assert(system(args) == 0);
+    /* certify's tables print no NaN or ∞ as a number: no proven bound is '-',
+     * an f′ that never underflows is 'never' (leaky: f′ ∈ {α, 1}) */
+    run_result r = run_vijp("certify --layer relu --width 4 --samples 2");
+    ck_assert_msg(r.rc == CLI_FAILED && !strstr(r.out, "nan") && strstr(r.out, "structure                     -"),
+                  "%s", r.out);
+    run_free(&r);
+    r = run_vijp("certify --layer leaky:0.5 --width 4 --samples 1");
+    ck_assert_msg(r.rc == CLI_OK && strstr(r.out, "binary16   never                       never") &&
+                      !strstr(r.out, "inf"), "%s", r.out);
+    run_free(&r);
+}
+END_TEST
+
 /* vijp certify: verdicts and exit codes on the known cases, JSON keys. */
 START_TEST(test_certify)
 {
@@ -467,6 +528,7 @@ Suite *suite_cli(void)
         tcase_add_test(tc, test_bad_input);
         tcase_add_test(tc, test_layer_args_named);
         tcase_add_test(tc, test_precision_limits);
+        tcase_add_test(tc, test_nonfinite_results);
         tcase_add_test(tc, test_certify);
         tcase_add_test(tc, test_memory);
         tcase_add_test(tc, test_stdout_full);

@@ -32,6 +32,13 @@ typedef struct {
     double *reconstruction;   /* reversible only: ‖h_i − ĥ_i‖/‖h_i‖ per layer input (vijp_reversible_reconstruction) */
     size_t rebuilt;           /* valid layers: D unless a vijp lost rank */
     char failure[256];        /* the engine's message when rebuilt < D */
+    /* Where the run's gradients left the format's range (vijp_grads_check_finite's
+     * message), "" if they did not.  Rebuilt cotangents that overflow are the
+     * drift being measured, like a vijp that loses rank: the metrics there are
+     * infinite or NaN (above every tolerance) and the commands say so in
+     * words.  A forward pass that overflows leaves nothing to measure:
+     * vijp_drift_run fails with VIJP_ERANGE. */
+    char nonfinite[256];
 } vijp_drift_run_result;
 
 typedef struct {

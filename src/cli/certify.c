@@ -142,9 +142,10 @@ static void print_table(const char *spec, const vijp_layer *L, uint64_t seed, co
             char rk[32], ck[32];
             snprintf(rk, sizeof rk, "%zu/%zu", c->num.rank, c->num.m);
             snprintf(ck, sizeof ck, "%zu%s", c->cokernel_dim, c->cokernel_dim ? (c->cokernel_proven ? " proven" : " numer.") : "");
-            printf("%6zu  %-21s %-19s %11.4g %11.4g %11.4g %11.4g %9s %9s\n", k + 1, vijp_verdict_name(c->verdict),
-                   c->method, c->verdict == VIJP_CERTIFIED_SUBMERSIVE ? c->s : NAN, c->num.sigma_min,
-                   c->num.sigma_max, c->num.condition, rk, ck);
+            char sb[16] = "-"; /* no proven bound (not certified, or analytic without one): not a number */
+            if (c->verdict == VIJP_CERTIFIED_SUBMERSIVE && isfinite(c->s)) snprintf(sb, sizeof sb, "%.4g", c->s);
+            printf("%6zu  %-21s %-19s %11s %11.4g %11.4g %11.4g %9s %9s\n", k + 1, vijp_verdict_name(c->verdict),
+                   c->method, sb, c->num.sigma_min, c->num.sigma_max, c->num.condition, rk, ck);
             if (c->reason[0]) printf("        %s\n", c->reason);
             if (c->verdict == VIJP_CERTIFIED_SUBMERSIVE && c->num.rank < c->num.m)
                 printf("        numerically degenerate in double: LAPACK's rank is %zu < %zu at tolerance %.3g\n",
@@ -171,8 +172,12 @@ static void print_table(const char *spec, const vijp_layer *L, uint64_t seed, co
         for (size_t i = 0; i < act->n_bad; i++) printf("  [%.17g, %.17g]\n", act->bad[i].lo, act->bad[i].hi);
     }
     printf("%-9s  %-26s  %s\n", "format", "computed f′ = 0 from |x| ≈", "f′ < u·max f′ from |x| ≈");
-    for (int k = 0; k < VIJP_ACT_FORMATS; k++)
-        printf("%-9s  %-26.6g  %.6g\n", act->fmt[k].format, act->fmt[k].underflow_at, act->fmt[k].negligible_at);
+    for (int k = 0; k < VIJP_ACT_FORMATS; k++) { /* ∞: f′ never reaches 0 (or negligible) in the format */
+        char u[32] = "never", g[32] = "never";
+        if (isfinite(act->fmt[k].underflow_at)) snprintf(u, sizeof u, "%.6g", act->fmt[k].underflow_at);
+        if (isfinite(act->fmt[k].negligible_at)) snprintf(g, sizeof g, "%.6g", act->fmt[k].negligible_at);
+        printf("%-9s  %-26s  %s\n", act->fmt[k].format, u, g);
+    }
     printf("(where f′ is 0 or negligible the layer is numerically non-submersive even if analytically submersive)\n");
 }
 
@@ -252,7 +257,12 @@ int cli_certify(int argc, char **argv)
     for (; !rc && r.n < samples; r.n++) { /* a point is an input and the layer's parameters */
         if ((rc = vijp_net_init(&net, init, seed + r.n, &err))) break;
         next_point(&rng, scale, x, L->in);
-        if ((rc = vijp_certify_layer(L, net.theta[0], x, &co, &r.c[r.n], &err))) break;
+        if ((rc = vijp_certify_layer(L, net.theta[0], x, &co, &r.c[r.n], &err))) {
+            char inner[sizeof err.msg];
+            memcpy(inner, err.msg, sizeof inner);
+            vijp_fail(&err, rc, "sample %zu: %s", r.n + 1, inner);
+            break;
+        }
     }
     vijp_activation_report act;
     int have_act = 0;

@@ -92,6 +92,36 @@ static char *quoted_command(int argc, char **argv, const char *prefix)
     return out;
 }
 
+/* A statistic in the verdict table; "-" where there is none (a growth or
+ * bits-needed fit needs 4 layers under the ceiling): never "nan" as if it
+ * were a number. */
+static const char *cell(char *buf, size_t size, const char *fmt, double v)
+{
+    if (isfinite(v)) snprintf(buf, size, fmt, v);
+    else snprintf(buf, size, "-");
+    return buf;
+}
+
+/* Gradients that left the format's range are measured, not failed (see
+ * vijp_drift_run_result.nonfinite): said in words under the table. */
+static void print_overflows(const study *s)
+{
+    size_t shown = 0, total = 0;
+    for (size_t c = 0; c < s->n_configs; c++)
+        for (size_t f = 0; f < s->n_formats; f++)
+            for (size_t k = 0; k < s->n_seeds; k++) {
+                const vijp_drift_curve *cu = study_curve(s, c, f, k);
+                for (size_t r = 0; r < cu->n_runs; r++) {
+                    if (!cu->runs[r].nonfinite[0]) continue;
+                    if (total++ < 8)
+                        printf("c%zu %s seed %llu, %s: %s\n", c + 1, s->formats[f].name, (unsigned long long)s->seeds[k],
+                               vijp_engine_name(cu->runs[r].engine), cu->runs[r].nonfinite), shown++;
+                }
+            }
+    if (total > shown) printf("(and %zu more runs whose gradients left their format's range)\n", total - shown);
+    if (total) printf("(those errors are infinite: above every tolerance, as the safe depths say)\n");
+}
+
 static void print_verdicts(const study *s)
 {
     printf("%-4s %-24s %-11s %-9s %8s %10s %12s %12s %8s %10s\n", "cfg", "net", "init", "format", "tol", "safe depth",
@@ -109,15 +139,18 @@ static void print_verdicts(const study *s)
                 v[4][k] = st.price;
             }
             double bits = spread_of(v[3], s->n_seeds).median;
-            printf("c%-3zu %-24s %-11s %-9s %8.0e %10.0f %12.3g %12.3g %7.0f%s %10.3g\n", c + 1, s->configs[c].spec,
+            char g[32], p[32], b[32], pr[32];
+            printf("c%-3zu %-24s %-11s %-9s %8.0e %10.0f %12s %12s %7s%s %10s\n", c + 1, s->configs[c].spec,
                    s->configs[c].init_name, s->formats[f].name, s->tol[f], spread_of(v[0], s->n_seeds).median,
-                   spread_of(v[1], s->n_seeds).median, spread_of(v[2], s->n_seeds).median, fabs(bits),
-                   bits < 0 ? "†" : " ", spread_of(v[4], s->n_seeds).median);
+                   cell(g, sizeof g, "%.3g", spread_of(v[1], s->n_seeds).median),
+                   cell(p, sizeof p, "%.3g", spread_of(v[2], s->n_seeds).median), cell(b, sizeof b, "%.0f", fabs(bits)),
+                   bits < 0 ? "†" : " ", cell(pr, sizeof pr, "%.3g", spread_of(v[4], s->n_seeds).median));
         }
         free(hp);
     }
-    printf("(medians over %zu seed%s; † extrapolated along the growth fit; report: %s/report.md)\n", s->n_seeds,
-           s->n_seeds > 1 ? "s" : "", s->out_dir);
+    printf("(medians over %zu seed%s; † extrapolated along the growth fit; - none: no fit, fewer than 4 layers under "
+           "its ceiling, or no finite price; report: %s/report.md)\n", s->n_seeds, s->n_seeds > 1 ? "s" : "", s->out_dir);
+    print_overflows(s);
 }
 
 static int run_study(int argc, char **argv, int is_report)

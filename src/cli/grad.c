@@ -64,6 +64,29 @@ static double max_layer_err(const vijp_grad_result *r, size_t D)
     return m;
 }
 
+/* Every number grad prints must be one.  The engine's results were checked
+ * finite (vijp_grad_compare); what is left is a relative error against an
+ * exactly zero reference (infinite) or a norm past double's range. */
+static int check_printed(const vijp_grad_result *r, size_t D, vijp_error *err)
+{
+    const struct {
+        const char *name;
+        double v;
+    } v[] = {{"loss", r->loss},
+             {"|grad x|", r->grad_x_norm},
+             {"|grad θ|", r->grad_theta_norm},
+             {"rel err x", r->input_grad_rel_err},
+             {"rel err θ", r->param_grad_rel_err_max},
+             {"max g_i err", max_layer_err(r, D)}};
+    for (size_t k = 0; k < sizeof v / sizeof *v; k++)
+        if (!isfinite(v[k].v))
+            return vijp_fail(err, VIJP_ERANGE, "%s is %s, not a finite number, although every input is finite%s", v[k].name,
+                             isnan(v[k].v) ? "NaN" : "infinite",
+                             isinf(v[k].v) && strstr(v[k].name, "err") ? " (the reference is exactly 0 where this "
+                                                                         "engine's result is not)" : "");
+    return 0;
+}
+
 int cli_grad(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -128,6 +151,7 @@ int cli_grad(int argc, char **argv)
     vijp_grad_result res[VIJP_ENGINE_COUNT];
     for (size_t k = 0; k < n; k++) {
         int rc = vijp_grad_compare(&s, list[k], &res[k], &err);
+        if (!rc && (rc = check_printed(&res[k], s.depth, &err))) vijp_grad_result_clear(&res[k]);
         if (rc) {
             for (size_t j = 0; j < k; j++) vijp_grad_result_clear(&res[j]);
             fprintf(stderr, "vijp grad: %s: %s\n", vijp_engine_name(list[k]), err.msg);
