@@ -52,7 +52,8 @@ TEST_SRC := $(wildcard tests/t-*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/check_main.o $(BUILD)/tests/testutil.o $(BUILD)/tests/layerfix.o $(BUILD)/tests/clirun.o \
-            $(BUILD)/examples/layer-template/scaledtanh.o # the shipped plugin, tested in-process (t-registry.c)
+            $(BUILD)/examples/layer-template/scaledtanh.o \
+            $(BUILD)/src/cli/progress.o # the shipped plugin (t-registry.c) and the command's progress meter (t-progress.c), tested in-process
 # The shared library's objects: position-independent, in their own tree.
 PIC_OBJ := $(LIB_SRC:%.c=$(BUILD)/pic/%.o)
 BENCH_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/bench-*.c))

@@ -475,6 +475,56 @@ START_TEST(test_stdout_full)
 }
 END_TEST
 
+/* The progress meter (src/cli/progress.c, unit-tested in t-progress.c) shows
+ * on a terminal as units finish, never on stdout, and not at all with -q or
+ * when stderr is not a terminal, which is how every other test here runs
+ * (their stderr is a file: checked empty on success below). */
+START_TEST(test_progress_meter)
+{
+    static const struct {
+        const char *args, *unit;
+    } cmds[] = {
+        {"grad --net dense:8,tanh --depth 3 --engine backprop,moonwalk", "2/2 engines"},
+        {"certify --layer tanh --width 4 --samples 3", "3/3 samples"},
+    };
+    unsetenv("CI"); /* CI keeps the meter off even on a terminal */
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        run_result r = run_vijp_tty(cmds[i].args);
+        ck_assert_msg(r.rc == CLI_OK || r.rc == CLI_FAILED, "vijp %s on a terminal: exit %d", cmds[i].args, r.rc);
+        ck_assert_msg(strstr(r.err, cmds[i].unit) && strstr(r.err, "elapsed") && strstr(r.err, "\r"),
+                      "vijp %s: no meter on the terminal: '%s'", cmds[i].args, r.err);
+        ck_assert_msg(!strstr(r.out, "elapsed"), "vijp %s: the meter went to stdout", cmds[i].args);
+        run_free(&r);
+        char quiet[256];
+        snprintf(quiet, sizeof quiet, "%s -q", cmds[i].args);
+        r = run_vijp_tty(quiet);
+        ck_assert_msg(!r.err[0], "vijp %s: a meter despite -q: '%s'", quiet, r.err);
+        run_free(&r);
+        r = run_vijp(cmds[i].args); /* stderr a file */
+        ck_assert_msg(!r.err[0], "vijp %s: a meter without a terminal: '%s'", cmds[i].args, r.err);
+        run_free(&r);
+    }
+    char dir[512], args[1024];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/vijp-cli-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    ck_assert(mkdtemp(dir) != NULL);
+    static const char *const drift_opts[] = {"", " -q", " --no-progress"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(args, sizeof args, "drift --net dense:8,leaky:0.5 --depth 4 --formats double --seeds 1,2 --no-plots "
+                 "--out '%s/d'%s", dir, drift_opts[k]);
+        run_result r = run_vijp_tty(args);
+        ck_assert_msg(r.rc == CLI_OK, "vijp %s: exit %d: %s", args, r.rc, r.err);
+        ck_assert_msg(k ? !r.err[0] : strstr(r.err, "2/2 curves") != NULL, "vijp %s: stderr '%s'", args, r.err);
+        run_free(&r);
+        r = run_vijp(args);
+        ck_assert_msg(r.rc == CLI_OK && !r.err[0], "vijp %s without a terminal: stderr '%s'", args, r.err);
+        run_free(&r);
+    }
+    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    ck_assert(system(args) == 0);
+}
+END_TEST
+
 /* The README's examples ("    $ build/vijp ..." and the output shown) still
  * say what the command prints: scripts/check-readme.sh runs each one (with
  * VIJP_BIN) and compares shapes line for line.  The repository root is the
@@ -532,6 +582,7 @@ Suite *suite_cli(void)
         tcase_add_test(tc, test_certify);
         tcase_add_test(tc, test_memory);
         tcase_add_test(tc, test_stdout_full);
+        tcase_add_test(tc, test_progress_meter);
         tcase_add_test(tc, test_readme_examples);
     }
     suite_add_tcase(s, tc);

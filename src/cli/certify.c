@@ -1,5 +1,6 @@
 /* vijp certify: is a layer submersive at sampled points, and how surely? */
 #include "cli.h"
+#include "progress.h"
 #include "study_stats.h"
 #include "vijp/certify.h"
 #include "vijp/vijp.h"
@@ -41,6 +42,8 @@ static const char help[] =
     "  --range R         activations: search f′ for zeros over [−R, R] (default 1000)\n"
     "  --json            print one JSON object instead of tables\n"
     "  -v, --verbose     a line per sample even when there are many\n"
+    "  -q, --quiet       no progress meter (shown on stderr, when it is a terminal,\n"
+    "                    as samples finish: done, time elapsed and left)\n"
     "  -h, --help        this help\n"
     "\n"
     "Exit status: 0 every sample certified submersive; 1 some sample was not\n"
@@ -187,18 +190,19 @@ int cli_certify(int argc, char **argv)
     static const struct option opts[] = {
         {"layer", 1, 0, 'l'}, {"width", 1, 0, 'w'},      {"samples", 1, 0, 'n'}, {"seed", 1, 0, 's'},
         {"init", 1, 0, 'i'},  {"scale", 1, 0, 'x'},      {"prec-max", 1, 0, O_PREC}, {"range", 1, 0, O_RANGE},
-        {"json", 0, 0, 'j'},  {"verbose", 0, 0, 'v'},    {"help", 0, 0, 'h'},   {0, 0, 0, 0},
+        {"json", 0, 0, 'j'},  {"verbose", 0, 0, 'v'},    {"help", 0, 0, 'h'},   {"quiet", 0, 0, 'q'},
+        {0, 0, 0, 0},
     };
     const char *spec = NULL, *init_name = "gaussian";
     unsigned long long width = 0, samples = 16, seed = 1, v;
     double scale = 1, range = 1000;
     vijp_certify_opts co = {0};
-    int json = 0, verbose = 0, c;
+    int json = 0, verbose = 0, quiet = 0, c;
     vijp_init init = {VIJP_INIT_GAUSSIAN, 1};
     vijp_error err = {0};
     char *end;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "hvq", opts, NULL)) != -1) {
         switch (c) {
         case 'l': spec = optarg; break;
         case 'w': if (cli_parse_size("--width", optarg, 1, 4096, &width)) return EXIT_USAGE; break;
@@ -222,6 +226,7 @@ int cli_certify(int argc, char **argv)
         case O_PREC: if (cli_parse_size("--prec-max", optarg, 106, VIJP_PREC_MAX, &v)) return EXIT_USAGE; co.prec_max = (long)v; break;
         case 'j': json = 1; break;
         case 'v': verbose = 1; break;
+        case 'q': quiet = 1; break;
         case 'h': fputs(help, stdout), cli_print_layer_syntax(stdout, CLI_CERTIFY_SPEC); return EXIT_OK;
         default: fputs("run 'vijp certify --help' for the options\n", stderr); return EXIT_USAGE;
         }
@@ -254,6 +259,8 @@ int cli_certify(int argc, char **argv)
     vijp_rng rng;
     vijp_rng_seed(&rng, seed ^ 0x5eed5eed5eedull);
     int rc = r.c && x ? 0 : vijp_fail(&err, VIJP_ENOMEM, "out of memory");
+    progress meter;
+    progress_start(&meter, progress_wanted_here(0, quiet) ? stderr : NULL, samples, "samples", NULL);
     for (; !rc && r.n < samples; r.n++) { /* a point is an input and the layer's parameters */
         if ((rc = vijp_net_init(&net, init, seed + r.n, &err))) break;
         next_point(&rng, scale, x, L->in);
@@ -263,7 +270,9 @@ int cli_certify(int argc, char **argv)
             vijp_fail(&err, rc, "sample %zu: %s", r.n + 1, inner);
             break;
         }
+        progress_step(&meter, r.n + 1);
     }
+    progress_end(&meter);
     vijp_activation_report act;
     int have_act = 0;
     if (!rc && L->type->deriv_enclose) {

@@ -1,6 +1,7 @@
 /* vijp drift and vijp report: error-versus-depth studies written as reports. */
 #include "atomic.h"
 #include "cli.h"
+#include "progress.h"
 #include "study_stats.h"
 #include "write.h"
 #include "vijp/vijp.h"
@@ -47,9 +48,11 @@ static const char help_drift[] =
     "  --out DIR         report folder (default reports/drift)\n"
     "  --jobs N          worker threads (default: the online CPUs)\n"
     "  --progress, --no-progress\n"
-    "                    progress bar on stderr (default: only on a terminal, not in CI)\n"
+    "                    progress meter on stderr: curves done, time elapsed and\n"
+    "                    left (default: only when stderr is a terminal, without -q,\n"
+    "                    and not in CI)\n"
     "  --no-plots        skip gnuplot (the CSVs still hold every curve)\n"
-    "  -q, --quiet       print nothing on success\n"
+    "  -q, --quiet       print nothing on success, and no progress meter\n"
     "  -h, --help        this help\n"
     "\n"
     "Exit status: 0 success, 1 the computation failed (e.g. the reference did not\n"
@@ -175,7 +178,7 @@ static int run_study(int argc, char **argv, int is_report)
     s.batch = 1;
     s.out_dir = is_report ? "reports/latest" : "reports/drift";
     s.jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    s.progress = isatty(2) && !getenv("CI");
+    int forced_progress = 0; /* --progress 1, --no-progress -1 */
     s.plots = 1;
     int quiet = 0, c;
     unsigned long long v;
@@ -203,8 +206,8 @@ static int run_study(int argc, char **argv, int is_report)
         case O_REFMAX: if (cli_parse_size("--ref-prec-max", optarg, VIJP_PREC_MIN, VIJP_PREC_MAX, &v)) return EXIT_USAGE; s.ref_prec_max = (long)v; break;
         case 'o': s.out_dir = optarg; break;
         case 'j': if (cli_parse_size("--jobs", optarg, 1, 256, &v)) return EXIT_USAGE; s.jobs = (int)v; break;
-        case O_PROG: s.progress = 1; break;
-        case O_NOPROG: s.progress = 0; break;
+        case O_PROG: forced_progress = 1; break;
+        case O_NOPROG: forced_progress = -1; break;
         case O_NOPLOTS: s.plots = 0; break;
         case O_SEGMENT: if (cli_parse_size("--segment", optarg, 1, 100000, &v)) return EXIT_USAGE; s.opts.checkpoint_segment = v; break;
         case 'q': quiet = 1; break;
@@ -225,6 +228,7 @@ static int run_study(int argc, char **argv, int is_report)
         }
         else specs[n_specs++] = "dense:32,leaky:0.5";
     }
+    s.progress = progress_wanted_here(forced_progress, quiet);
     if (study_parse_formats(&s, formats, &err) || study_parse_seeds(&s, seeds, &err) ||
         study_parse_engines(s.engines, &s.n_engines, engines, 0, &err) || (tols && study_parse_tols(&s, tols, &err)) ||
         study_add_configs(&s, specs, n_specs, inits, &err))

@@ -1,5 +1,6 @@
 /* vijp grad: one network, one or more engines, one format, against an MPFR reference. */
 #include "cli.h"
+#include "progress.h"
 #include "vijp/study.h"
 #include "vijp/vijp.h"
 #include <getopt.h>
@@ -35,6 +36,8 @@ static const char help[] =
     "  --seed S         seed of weights, inputs and targets, 0..2^63-1 (default 1)\n"
     "  --segment K      checkpoint engine: layers per segment (default ⌈√depth⌉)\n"
     "  --json           print one JSON object (an object with \"runs\" for several engines)\n"
+    "  -q, --quiet      no progress meter (shown on stderr, when it is a terminal,\n"
+    "                   as engines finish: done, time elapsed and left)\n"
     "  -h, --help       this help\n"
     "\n"
     "Exit status: 0 success, 1 the computation failed (e.g. a singular vijp),\n"
@@ -92,16 +95,17 @@ int cli_grad(int argc, char **argv)
     static const struct option opts[] = {
         {"net", 1, 0, 'n'},  {"depth", 1, 0, 'd'}, {"width", 1, 0, 'w'}, {"batch", 1, 0, 'b'},
         {"engine", 1, 0, 'e'}, {"format", 1, 0, 'f'}, {"init", 1, 0, 'i'}, {"loss", 1, 0, 'l'},
-        {"seed", 1, 0, 's'}, {"json", 0, 0, 'j'}, {"help", 0, 0, 'h'}, {"segment", 1, 0, 'K'}, {0, 0, 0, 0},
+        {"seed", 1, 0, 's'}, {"json", 0, 0, 'j'}, {"help", 0, 0, 'h'}, {"segment", 1, 0, 'K'}, {"quiet", 0, 0, 'q'},
+        {0, 0, 0, 0},
     };
     vijp_grad_setup s = {.spec = "dense:64,leaky:0.1", .depth = 8, .batch = 1, .seed = 1,
                          .init = {VIJP_INIT_ORTHOGONAL, 1}, .loss = VIJP_LOSS_SQUARE};
     const char *engines = "moonwalk", *format = "double";
-    int json = 0, c;
+    int json = 0, quiet = 0, c;
     unsigned long long v;
     vijp_error err = {0};
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
         switch (c) {
         case 'n': s.spec = optarg; break;
         case 'd': if (cli_parse_size("--depth", optarg, 1, 100000, &v)) return EXIT_USAGE; s.depth = v; break;
@@ -114,6 +118,7 @@ int cli_grad(int argc, char **argv)
         case 'l': if (vijp_loss_parse(optarg, &s.loss, &err)) goto usage_err; break;
         case 'K': if (cli_parse_size("--segment", optarg, 1, 100000, &v)) return EXIT_USAGE; s.opts.checkpoint_segment = v; break;
         case 'j': json = 1; break;
+        case 'q': quiet = 1; break;
         case 'h': fputs(help, stdout), cli_print_layer_syntax(stdout, CLI_SPEC_ITEMS); return EXIT_OK;
         default: fputs("run 'vijp grad --help' for the options\n", stderr); return EXIT_USAGE;
         }
@@ -149,15 +154,20 @@ int cli_grad(int argc, char **argv)
     }
 
     vijp_grad_result res[VIJP_ENGINE_COUNT];
+    progress meter;
+    progress_start(&meter, progress_wanted_here(0, quiet) ? stderr : NULL, n, "engines", NULL);
     for (size_t k = 0; k < n; k++) {
         int rc = vijp_grad_compare(&s, list[k], &res[k], &err);
         if (!rc && (rc = check_printed(&res[k], s.depth, &err))) vijp_grad_result_clear(&res[k]);
+        progress_step(&meter, k + 1);
         if (rc) {
+            progress_end(&meter);
             for (size_t j = 0; j < k; j++) vijp_grad_result_clear(&res[j]);
             fprintf(stderr, "vijp grad: %s: %s\n", vijp_engine_name(list[k]), err.msg);
             return rc == VIJP_EINVAL || rc == VIJP_EDIM || rc == VIJP_EDOMAIN ? EXIT_USAGE : EXIT_FAILED;
         }
     }
+    progress_end(&meter);
     if (json) {
         json_t *out = n == 1 ? result_json(&s, &res[0]) : json_object();
         if (n > 1) {
