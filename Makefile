@@ -89,6 +89,14 @@ $(shell mkdir -p $(BUILD) && echo '#define VIJP_GIT_COMMIT "$(GIT_COMMIT)"' | cm
 $(BUILD)/src/cli/write_json.o: VIJP_CPPFLAGS += -include $(BUILD)/commit.h
 $(BUILD)/src/cli/write_json.o: $(BUILD)/commit.h
 
+# docs/drift.schema.json compiled into the command as a C string literal:
+# src/cli/drift_schema.c interprets the very document the project publishes.
+$(BUILD)/drift_schema.inc: docs/drift.schema.json
+	@mkdir -p $(dir $@)
+	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@.tmp && mv $@.tmp $@
+$(BUILD)/src/cli/drift_schema.o: VIJP_CPPFLAGS += -I$(BUILD)
+$(BUILD)/src/cli/drift_schema.o: $(BUILD)/drift_schema.inc
+
 $(BUILD)/libvijp.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 

@@ -11,6 +11,7 @@ packages=(
   check libsubunit-dev            # the unit-test framework (libcheck) and its pkg-config deps
   libjansson-dev                  # JSON output
   gnuplot-nox                     # drift report plots (PNG and SVG)
+  python3 python3-jsonschema      # make check: drift.json against docs/drift.schema.json
 )
 
 missing=()
