@@ -253,8 +253,9 @@ START_TEST(test_layer_args_named)
         const char *args, *item, *more;
     } cases[] = {
         {"grad --net dense:16,leaky:1e300 --depth 2", "'leaky:1e300'", "2^12"},
-        {"grad --net dense:16,tanh,leaky:1e300 --depth 2", "'leaky:1e300'", "unused at depth 2"},
-        {"grad --net dense:16,tanh,bogus --depth 2", "'bogus'", "unused at depth 2"},
+        {"grad --net dense:16,tanh,leaky:1e300 --depth 2", "'leaky:1e300'", "which depth 2 leaves unused"},
+        {"grad --net dense:16,tanh,bogus --depth 2", "'bogus'", "which depth 2 leaves unused"},
+        {"grad --net dense:16,tanh,relu,bogus --depth 2", "spec item 4 ('bogus'", "depth 2 leaves items 3 to 4 unused"},
         {"grad --net dense:16,squeeze:4294967296x4294967296 --depth 2", "'squeeze:4294967296x4294967296'", "16777216"},
         {"grad --net dense:16,avgpool:-2 --depth 2", "'avgpool:-2'", "window"},
         {"drift --net dense:16,leaky:1e300 --depth 2 --out /nonexistent/never", "'leaky:1e300'", "2^12"},
