@@ -55,7 +55,8 @@ TEST_SRC := $(wildcard tests/t-*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/check_main.o $(BUILD)/tests/testutil.o $(BUILD)/tests/layerfix.o $(BUILD)/tests/clirun.o $(BUILD)/tests/certfix.o \
-            $(BUILD)/examples/layer-template/scaledtanh.o # the shipped plugin, tested in-process (t-registry.c)
+            $(BUILD)/examples/layer-template/scaledtanh.o \
+            $(BUILD)/src/cli/progress.o # the shipped plugin (t-registry.c) and the command's progress meter (t-progress.c), tested in-process
 # The shared library's objects: position-independent, in their own tree.
 PIC_OBJ := $(LIB_SRC:%.c=$(BUILD)/pic/%.o)
 BENCH_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/bench-*.c))
@@ -90,6 +91,14 @@ $(shell mkdir -p $(BUILD) && echo '#define VIJP_GIT_COMMIT "$(GIT_COMMIT)"' | cm
         echo '#define VIJP_GIT_COMMIT "$(GIT_COMMIT)"' > $(BUILD)/commit.h)
 $(BUILD)/src/cli/write_json.o: VIJP_CPPFLAGS += -include $(BUILD)/commit.h
 $(BUILD)/src/cli/write_json.o: $(BUILD)/commit.h
+
+# docs/drift.schema.json compiled into the command as a C string literal:
+# src/cli/drift_schema.c interprets the very document the project publishes.
+$(BUILD)/drift_schema.inc: docs/drift.schema.json
+	@mkdir -p $(dir $@)
+	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@.tmp && mv $@.tmp $@
+$(BUILD)/src/cli/drift_schema.o: VIJP_CPPFLAGS += -I$(BUILD)
+$(BUILD)/src/cli/drift_schema.o: $(BUILD)/drift_schema.inc
 
 $(BUILD)/libvijp.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^

@@ -14,6 +14,7 @@ packages=(
   libjansson-dev                  # JSON output
   gnuplot-nox                     # drift report plots (PNG and SVG)
   clang libclang-rt-dev           # libFuzzer harnesses (tests/fuzz), replayed by make check
+  python3 python3-jsonschema      # make check: drift.json against docs/drift.schema.json
 )
 
 missing=()

@@ -130,6 +130,19 @@ static int certify_known_cokernel(const vijp_layer *L, const double *theta, cons
     return rc;
 }
 
+/* The point and the parameters are finite (checked first): a Jacobian that
+ * is not (affine:exp's exp(S) past 709) is the layer's arithmetic leaving
+ * double's range, a failed computation rather than bad input. */
+static int finite_jacobian(const vijp_layer *L, const double *J, size_t len, vijp_error *err)
+{
+    for (size_t i = 0; i < len; i++)
+        if (!isfinite(J[i]))
+            return vijp_fail(err, VIJP_ERANGE, "%s layer: Jacobian entry %zu is %s in double although the point and the "
+                             "parameters are finite (the layer's values left double's range)", L->type->name, i,
+                             isnan(J[i]) ? "NaN" : "infinite");
+    return 0;
+}
+
 int vijp_certify_layer(const vijp_layer *L, const double *theta, const double *x, const vijp_certify_opts *o,
                        vijp_certificate *out, vijp_error *err)
 {
@@ -141,6 +154,7 @@ int vijp_certify_layer(const vijp_layer *L, const double *theta, const double *x
         if (!isfinite(theta[k])) return vijp_fail(err, VIJP_EDOMAIN, "%s layer: parameter %zu is %g", L->type->name, k, theta[k]);
     double *mid = vijp_alloc_array(m * n, sizeof *mid), *rad = vijp_alloc_array(m * n, sizeof *rad);
     int rc = vijp_layer_jacobian_enclosure(L, theta, x, mid, rad, err);
+    if (!rc) rc = finite_jacobian(L, mid, m * n, err);
     if (rc == VIJP_EUNSUPPORTED) {
         /* Say so, and give LAPACK's view of the Jacobian computed with the
          * MPFR operator at 128 bits and rounded once to double: within u/2 of
@@ -160,6 +174,7 @@ int vijp_certify_layer(const vijp_layer *L, const double *theta, const double *x
         rc = vijp_layer_jacobian(L, &thh, &xh, &Jh, err);
         for (size_t i = 0; !rc && i < m * n; i++) mid[i] = vijp_mat_get_d(&Jh, i);
         vijp_mat_clear(&thh), vijp_mat_clear(&xh), vijp_mat_clear(&Jh);
+        if (!rc) rc = finite_jacobian(L, mid, m * n, err);
         if (!rc) rc = vijp_numeric_analysis(mid, m, n, &out->num, err);
         if (!rc) {
             out->verdict = VIJP_INCONCLUSIVE;

@@ -53,12 +53,36 @@ static int backprop_at(const vijp_net *net, const vijp_problem *pf, long prec, v
     return rc;
 }
 
+long vijp_drift_ref_prec_first(const vijp_format *f, long start)
+{
+    return start ? start : 2 * (long)f->prec > 256 ? 2 * (long)f->prec : 256;
+}
+
+int vijp_drift_check_ref_prec(const vijp_format *f, long start, long cap, vijp_error *err)
+{
+    long first = vijp_drift_ref_prec_first(f, start);
+    if (!cap) cap = VIJP_DRIFT_REF_PREC_MAX;
+    if (2 * first <= cap) return 0;
+    if (start)
+        return vijp_fail(err, VIJP_EINVAL, "--ref-prec %ld must double at least once (to %ld bits) within --ref-prec-max "
+                         "%ld: give --ref-prec-max %ld or more, or --ref-prec %ld or less", start, 2 * start, cap,
+                         2 * start, cap / 2);
+    /* max(256, 2P) doubled fits under cap exactly when 512 <= cap and P <= cap/4. */
+    if (cap < 512 || f->kind != VIJP_MPFR)
+        return vijp_fail(err, VIJP_EINVAL, "--ref-prec-max %ld leaves no room for the %s reference, which starts at %ld "
+                         "bits (max(256, 2P)) and must double at least once: give --ref-prec-max %ld or more", cap,
+                         f->name, first, 2 * first);
+    return vijp_fail(err, VIJP_EINVAL, "format %s: its reference starts at %ld bits (2P) and must double at least once, "
+                     "to %ld, within --ref-prec-max %ld: the largest mpfr:P it validates is mpfr:%ld (--ref-prec-max "
+                     "goes up to %d, for mpfr:%d)", f->name, first, 2 * first, cap, cap / 4, VIJP_PREC_MAX, VIJP_PREC_MAX / 4);
+}
+
 /* The validated reference (see drift.h).  ref and its format fmt (which the
  * matrices point to) belong to the caller. */
 static int reference(const vijp_drift_setup *s, const vijp_net *net, const vijp_problem *pf, vijp_drift_curve *c,
                      vijp_grads *ref, vijp_format *fmt, vijp_error *err)
 {
-    long p = s->ref_prec_start ? s->ref_prec_start : (2 * (long)s->problem.fmt.prec > 256 ? 2 * (long)s->problem.fmt.prec : 256);
+    long p = vijp_drift_ref_prec_first(&s->problem.fmt, s->ref_prec_start);
     long cap = s->ref_prec_max ? s->ref_prec_max : VIJP_DRIFT_REF_PREC_MAX;
     c->ref_prec_start = p;
     c->ref_target = ldexp(c->u, -10);
@@ -253,7 +277,9 @@ int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *e
     memset(c, 0, sizeof *c);
     vijp_net net;
     vijp_problem pf;
-    int rc = vijp_problem_setup(&s->problem, &net, &pf, err);
+    int rc = s->skip_reference ? 0 : vijp_drift_check_ref_prec(&s->problem.fmt, s->ref_prec_start, s->ref_prec_max, err);
+    if (rc) return rc;
+    rc = vijp_problem_setup(&s->problem, &net, &pf, err);
     if (rc) return rc;
     size_t D = net.depth;
     c->depth = D;
@@ -278,6 +304,14 @@ int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *e
         }
         r->rebuilt = got.rebuilt;
         if (rc) snprintf(r->failure, sizeof r->failure, "%s", e2.msg);
+        if (!isfinite(got.loss)) { /* the forward pass overflowed: no gradient to measure */
+            rc = vijp_fail(err, VIJP_ERANGE, "%s: the loss is %s as a double although every input and parameter is "
+                           "finite: the forward pass left the range of %s, so there is no gradient to measure",
+                           vijp_engine_name(r->engine), isnan(got.loss) ? "NaN" : "infinite", s->problem.fmt.name);
+            vijp_grads_clear(&got);
+            break;
+        }
+        if (vijp_grads_check_finite(&got, &e2)) snprintf(r->nonfinite, sizeof r->nonfinite, "%s", e2.msg);
         rc = 0; /* a singular vijp is recorded in r->failure: a measurement */
         measure(&net, s, &got, s->skip_reference ? NULL : &ref, r);
         vijp_grads_clear(&got);

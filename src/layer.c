@@ -125,6 +125,9 @@ int vijp_layer_parse(vijp_layer *L, const char *item, size_t in_width, vijp_erro
     }
     L->type = T;
     int rc = T->parse(L, colon ? colon + 1 : NULL, in_width, err);
+    if (!rc && (L->in == 0 || L->out == 0 || L->in > VIJP_WIDTH_MAX || L->out > VIJP_WIDTH_MAX))
+        rc = vijp_fail(err, VIJP_EDIM, "%s maps %zu -> %zu units: widths must be in [1, %u]", T->name, L->in, L->out,
+                       VIJP_WIDTH_MAX);
     if (!rc) rc = check_instance(L, err);
     if (rc) vijp_layer_clear(L);
     return rc;

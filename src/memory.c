@@ -18,6 +18,9 @@ int vijp_memory_profile(const char *spec, size_t depth, size_t width, size_t bat
     int rc = vijp_problem_setup(&s, &net, &p, err);
     if (rc) return rc;
     rc = vijp_engine_run_opts(e, &net, p.theta, &p.X, &p.T, o, &g, err);
+    /* Some residuals depend on the values (a relu fragment holds the
+     * inactive units): counted from NaN or ∞ they mean nothing. */
+    if ((!rc || rc == VIJP_ESINGULAR) && vijp_grads_check_finite(&g, err)) rc = VIJP_ERANGE;
     /* A vijp that lost rank ends the sweep, after the ledger was replayed;
      * h_0 alone makes every depth's count positive, so a profile still
      * zero was not filled. */

@@ -32,11 +32,16 @@ static int build(vijp_net *net, const char *spec, size_t depth, size_t width, in
     for (size_t i = 0; i < depth || i < nitems; i++) {
         vijp_layer unused, *L = i < depth ? &net->layers[i] : &unused;
         if ((rc = vijp_layer_parse(L, items[i % nitems], w, err))) {
-            char inner[sizeof err->msg], where[48] = "";
+            char inner[sizeof err->msg], where[96] = "";
             if (err) {
                 memcpy(inner, err->msg, sizeof inner);
-                if (i >= depth) snprintf(where, sizeof where, ", unused at depth %zu", depth);
-                vijp_fail(err, rc, "layer %zu ('%s'%s): %s", i + 1, items[i % nitems], where, inner);
+                /* past the depth it is no layer of the net, only an item of
+                 * the spec: say which items the depth leaves unused */
+                if (i >= depth && nitems == depth + 1) snprintf(where, sizeof where, ", which depth %zu leaves unused", depth);
+                else if (i >= depth)
+                    snprintf(where, sizeof where, "; depth %zu leaves items %zu to %zu unused", depth, depth + 1, nitems);
+                vijp_fail(err, rc, "%s %zu ('%s'%s): %s", i < depth ? "layer" : "spec item", i + 1, items[i % nitems],
+                          where, inner);
             }
             goto out;
         }

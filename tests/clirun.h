@@ -20,6 +20,13 @@ typedef struct {
  * tests only. */
 run_result run_vijp(const char *args);
 run_result run_bin(const char *bin, const char *args);
+/* The same with stdout sent to stdout_path (e.g. /dev/full) instead; out is
+ * then what the temp file received: nothing. */
+run_result run_bin_to(const char *bin, const char *args, const char *stdout_path);
+/* The same with stderr on a pseudo-terminal (as on a user's screen) and
+ * stdout in a temp file: err is what the terminal received (its line
+ * discipline turns "\n" into "\r\n"). */
+run_result run_vijp_tty(const char *args);
 void run_free(run_result *r);
 /* Whole contents of an open file / a fresh temp file (path receives its name). */
 char *slurp_fd(int fd);

@@ -244,6 +244,123 @@ START_TEST(test_bad_input)
 }
 END_TEST
 
+/* A layer argument out of range is refused when the spec is parsed, with a
+ * message naming the item (and, past --depth, that the depth leaves it
+ * unused), before anything runs.  leaky:1e300 ran and printed nan (issue 15). */
+START_TEST(test_layer_args_named)
+{
+    static const struct {
+        const char *args, *item, *more;
+    } cases[] = {
+        {"grad --net dense:16,leaky:1e300 --depth 2", "'leaky:1e300'", "2^12"},
+        {"grad --net dense:16,tanh,leaky:1e300 --depth 2", "'leaky:1e300'", "which depth 2 leaves unused"},
+        {"grad --net dense:16,tanh,bogus --depth 2", "'bogus'", "which depth 2 leaves unused"},
+        {"grad --net dense:16,tanh,relu,bogus --depth 2", "spec item 4 ('bogus'", "depth 2 leaves items 3 to 4 unused"},
+        {"grad --net dense:16,squeeze:4294967296x4294967296 --depth 2", "'squeeze:4294967296x4294967296'", "16777216"},
+        {"grad --net dense:16,avgpool:-2 --depth 2", "'avgpool:-2'", "window"},
+        {"drift --net dense:16,leaky:1e300 --depth 2 --out /nonexistent/never", "'leaky:1e300'", "2^12"},
+        {"memory --net dense:16,leaky:1e300 --depth-max 2 --budget 1K", "'leaky:1e300'", "2^12"},
+        {"certify --layer leaky:1e300", "leaky", "2^12"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        run_result r = run_vijp(cases[i].args);
+        ck_assert_msg(r.rc == CLI_USAGE && !r.out[0], "vijp %s: exit %d, stdout '%s'", cases[i].args, r.rc, r.out);
+        ck_assert_msg(strstr(r.err, cases[i].item) && strstr(r.err, cases[i].more), "vijp %s: the message should name %s "
+                      "and say '%s': %s", cases[i].args, cases[i].item, cases[i].more, r.err);
+        run_free(&r);
+    }
+}
+END_TEST
+
+/* Precision limits in the user's terms, refused before anything runs
+ * (issue 15: mpfr:40000 failed with "precision 80000 out of range", the
+ * doubled reference's; --ref-prec-max 5 ran and left an empty folder). */
+START_TEST(test_precision_limits)
+{
+    static const struct {
+        const char *args, *says;
+    } cases[] = {
+        {"grad --format mpfr:40000", "mpfr:32768"},
+        {"memory --net dense:4 --depth-max 2 --budget 1K --format mpfr:70000", "65536"},
+        {"drift --ref-prec-max 5 --out /nonexistent/never", "--ref-prec-max 512"},
+        {"drift --formats double,mpfr:3000 --out /nonexistent/never", "mpfr:2048"},
+        {"drift --formats double --ref-prec 5000 --out /nonexistent/never", "--ref-prec 4096"},
+        {"report --ref-prec-max 300 --out /nonexistent/never", "--ref-prec-max 512"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        run_result r = run_vijp(cases[i].args);
+        ck_assert_msg(r.rc == CLI_USAGE && !r.out[0] && strstr(r.err, cases[i].says), "vijp %s: exit %d, want %d "
+                      "and a message with '%s': %s", cases[i].args, r.rc, CLI_USAGE, cases[i].says, r.err);
+        run_free(&r);
+    }
+    /* the largest format grad names is accepted */
+    run_result r = run_vijp("grad --format mpfr:32768 --net dense:2 --depth 1 --json");
+    ck_assert_msg(r.rc == CLI_OK, "mpfr:32768: exit %d: %s", r.rc, r.err);
+    run_free(&r);
+}
+END_TEST
+
+/* A result that is NaN or infinite although every input is finite is a
+ * failed computation: exit 1, a message saying what and where, and nothing
+ * on stdout, instead of "nan"/"inf" printed as numbers with exit 0 (issue 15). */
+START_TEST(test_nonfinite_results)
+{
+    static const struct {
+        const char *args, *says, *where;
+    } cases[] = {
+        /* 4096^32: ∇θ overflows double in Moonwalk's rebuilt cotangents */
+        {"grad --net dense:16,leaky:4096 --depth 64", "infinite", "range of double"},
+        {"grad --net dense:16,leaky:4096 --depth 64 --json", "infinite", "range of double"},
+        /* weights of 1e200: the forward pass overflows, the loss is NaN */
+        {"grad --net dense:16,leaky:0.5 --depth 4 --init scaled:1e200 --engine all", "loss is NaN", "range of double"},
+        /* binary32's range (3.4e38) is exceeded at the first layer */
+        {"drift --net dense:16,leaky:0.5 --depth 4 --init scaled:1e30 --formats double,binary32 --seeds 1 --no-plots "
+         "-q --out", "binary32, seed 1: backprop", "range of binary32"},
+        /* memory: relu fragments and sign bits counted from NaN mean nothing */
+        {"memory --net dense:16,leaky:4096 --depth-max 64 --budget 1M", "infinite", "range of double"},
+        /* affine:exp's scale exp(S) overflows at |S| > 709 */
+        {"certify --layer affine:exp+dense:4 --width 8 --scale 1000 --samples 2", "sample ", "infinite in double"},
+    };
+    char dir[512], args[1024];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/vijp-cli-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    ck_assert(mkdtemp(dir) != NULL);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int out = !strcmp(cases[i].args + strlen(cases[i].args) - 5, "--out"); /* drift: a report folder */
+        snprintf(args, sizeof args, "%s%s%s%s", cases[i].args, out ? " '" : "", out ? dir : "", out ? "/r'" : "");
+        run_result r = run_vijp(args);
+        ck_assert_msg(r.rc == CLI_FAILED && !r.out[0], "vijp %s: exit %d (want %d), stdout '%s'", cases[i].args, r.rc,
+                      CLI_FAILED, r.out);
+        ck_assert_msg(strstr(r.err, cases[i].says) && strstr(r.err, cases[i].where), "vijp %s: the message should say "
+                      "'%s' and '%s': %s", cases[i].args, cases[i].says, cases[i].where, r.err);
+        run_free(&r);
+    }
+    /* In a drift study, rebuilt cotangents that overflow the format are the
+     * drift being measured (Moonwalk divides by 0.01 per leaky layer: past
+     * bfloat16's 3.4e38 near layer 50): exit 0, said in words, and the
+     * statistics without a value are '-', not nan. */
+    snprintf(args, sizeof args, "drift --net dense:16,leaky:0.01 --depth 64 --formats bfloat16,double --seeds 1 "
+             "--no-plots --out '%s/m'", dir);
+    run_result d = run_vijp(args);
+    ck_assert_msg(d.rc == CLI_OK && strstr(d.out, "c1 bfloat16 seed 1, moonwalk: g_") &&
+                      strstr(d.out, "left the range of bfloat16") && !strstr(d.out, "nan") && !strstr(d.out, " inf "),
+                  "drift with an overflowing Moonwalk: exit %d\n%s%s", d.rc, d.out, d.err);
+    run_free(&d);
+    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    ck_assert(system(args) == 0);
+    /* certify's tables print no NaN or ∞ as a number: no proven bound is '-',
+     * an f′ that never underflows is 'never' (leaky: f′ ∈ {α, 1}) */
+    run_result r = run_vijp("certify --layer relu --width 4 --samples 2");
+    ck_assert_msg(r.rc == CLI_FAILED && !strstr(r.out, "nan") && strstr(r.out, "structure                     -"),
+                  "%s", r.out);
+    run_free(&r);
+    r = run_vijp("certify --layer leaky:0.5 --width 4 --samples 1");
+    ck_assert_msg(r.rc == CLI_OK && strstr(r.out, "binary16   never                       never") &&
+                      !strstr(r.out, "inf"), "%s", r.out);
+    run_free(&r);
+}
+END_TEST
+
 /* vijp certify: verdicts and exit codes on the known cases, JSON keys. */
 START_TEST(test_certify)
 {
@@ -333,6 +450,82 @@ START_TEST(test_memory)
 }
 END_TEST
 
+/* Results that cannot be written are a failure: with stdout on /dev/full
+ * (every write fails with ENOSPC, which stdio reports only when it flushes)
+ * each command exits 1 with a message naming the failure, instead of
+ * exiting 0 having printed nothing (issue 15: grad did). */
+START_TEST(test_stdout_full)
+{
+    ck_assert_msg(access("/dev/full", W_OK) == 0, "/dev/full is missing: this test needs Linux's always-full device");
+    static const char *const cmds[] = {
+        "grad --net dense:8,tanh --depth 3",
+        "grad --net dense:8,tanh --depth 3 --json",
+        "certify --layer tanh --width 4 --samples 2",
+        "memory --net dense:8,leaky:0.5 --depth-max 4 --budget 1K",
+        "--version",
+        "grad --help",
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        run_result r = run_bin_to(getenv("VIJP_BIN"), cmds[i], "/dev/full");
+        ck_assert_msg(r.rc == CLI_FAILED, "vijp %s >/dev/full: exit %d, want %d; stderr: %s", cmds[i], r.rc, CLI_FAILED,
+                      r.err);
+        ck_assert_msg(strstr(r.err, "standard output") && strstr(r.err, "No space left on device"),
+                      "vijp %s >/dev/full: the message does not say what failed: '%s'", cmds[i], r.err);
+        run_free(&r);
+    }
+}
+END_TEST
+
+/* The progress meter (src/cli/progress.c, unit-tested in t-progress.c) shows
+ * on a terminal as units finish, never on stdout, and not at all with -q or
+ * when stderr is not a terminal, which is how every other test here runs
+ * (their stderr is a file: checked empty on success below). */
+START_TEST(test_progress_meter)
+{
+    static const struct {
+        const char *args, *unit;
+    } cmds[] = {
+        {"grad --net dense:8,tanh --depth 3 --engine backprop,moonwalk", "2/2 engines"},
+        {"certify --layer tanh --width 4 --samples 3", "3/3 samples"},
+    };
+    unsetenv("CI"); /* CI keeps the meter off even on a terminal */
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        run_result r = run_vijp_tty(cmds[i].args);
+        ck_assert_msg(r.rc == CLI_OK || r.rc == CLI_FAILED, "vijp %s on a terminal: exit %d", cmds[i].args, r.rc);
+        ck_assert_msg(strstr(r.err, cmds[i].unit) && strstr(r.err, "elapsed") && strstr(r.err, "\r"),
+                      "vijp %s: no meter on the terminal: '%s'", cmds[i].args, r.err);
+        ck_assert_msg(!strstr(r.out, "elapsed"), "vijp %s: the meter went to stdout", cmds[i].args);
+        run_free(&r);
+        char quiet[256];
+        snprintf(quiet, sizeof quiet, "%s -q", cmds[i].args);
+        r = run_vijp_tty(quiet);
+        ck_assert_msg(!r.err[0], "vijp %s: a meter despite -q: '%s'", quiet, r.err);
+        run_free(&r);
+        r = run_vijp(cmds[i].args); /* stderr a file */
+        ck_assert_msg(!r.err[0], "vijp %s: a meter without a terminal: '%s'", cmds[i].args, r.err);
+        run_free(&r);
+    }
+    char dir[512], args[1024];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/vijp-cli-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    ck_assert(mkdtemp(dir) != NULL);
+    static const char *const drift_opts[] = {"", " -q", " --no-progress"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(args, sizeof args, "drift --net dense:8,leaky:0.5 --depth 4 --formats double --seeds 1,2 --no-plots "
+                 "--out '%s/d'%s", dir, drift_opts[k]);
+        run_result r = run_vijp_tty(args);
+        ck_assert_msg(r.rc == CLI_OK, "vijp %s: exit %d: %s", args, r.rc, r.err);
+        ck_assert_msg(k ? !r.err[0] : strstr(r.err, "2/2 curves") != NULL, "vijp %s: stderr '%s'", args, r.err);
+        run_free(&r);
+        r = run_vijp(args);
+        ck_assert_msg(r.rc == CLI_OK && !r.err[0], "vijp %s without a terminal: stderr '%s'", args, r.err);
+        run_free(&r);
+    }
+    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    ck_assert(system(args) == 0);
+}
+END_TEST
+
 /* The README's examples ("    $ build/vijp ..." and the output shown) still
  * say what the command prints: scripts/check-readme.sh runs each one (with
  * VIJP_BIN) and compares shapes line for line.  The repository root is the
@@ -384,8 +577,13 @@ Suite *suite_cli(void)
         tcase_add_test(tc, test_grad_json_all_engines);
         tcase_add_test(tc, test_grad_table);
         tcase_add_test(tc, test_bad_input);
+        tcase_add_test(tc, test_layer_args_named);
+        tcase_add_test(tc, test_precision_limits);
+        tcase_add_test(tc, test_nonfinite_results);
         tcase_add_test(tc, test_certify);
         tcase_add_test(tc, test_memory);
+        tcase_add_test(tc, test_stdout_full);
+        tcase_add_test(tc, test_progress_meter);
         tcase_add_test(tc, test_readme_examples);
     }
     suite_add_tcase(s, tc);

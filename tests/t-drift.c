@@ -388,6 +388,41 @@ START_TEST(reference_cap)
 }
 END_TEST
 
+/* The precision limits, at their edges: the first reference (max(256, 2P),
+ * or --ref-prec) must double at least once within the cap, so mpfr:P up to
+ * cap/4 and caps from 512.  Refused before anything runs, in the user's
+ * terms (issue 15: --ref-prec-max 5 ran, failed and left an empty folder). */
+START_TEST(reference_prec_limits)
+{
+    vijp_format f;
+    vijp_error err = {0};
+    ck_assert(!vijp_format_parse("mpfr:2048", &f, NULL));
+    ck_assert_int_eq(vijp_drift_check_ref_prec(&f, 0, 0, &err), 0); /* 4096 → 8192 = the default cap */
+    ck_assert(!vijp_format_parse("mpfr:2049", &f, NULL));
+    ck_assert_int_eq(vijp_drift_check_ref_prec(&f, 0, 0, &err), VIJP_EINVAL);
+    ck_assert_msg(strstr(err.msg, "mpfr:2048"), "should name the largest format: %s", err.msg);
+    ck_assert_int_eq(vijp_drift_check_ref_prec(&f, 0, 8196, &err), 0);
+    ck_assert(!vijp_format_parse("double", &f, NULL));
+    ck_assert_int_eq(vijp_drift_check_ref_prec(&f, 0, 512, &err), 0);
+    ck_assert_int_eq(vijp_drift_check_ref_prec(&f, 0, 5, &err), VIJP_EINVAL);
+    ck_assert_msg(strstr(err.msg, "512"), "should say the smallest cap: %s", err.msg);
+    ck_assert_int_eq(vijp_drift_check_ref_prec(&f, 16, 32, &err), 0);
+    ck_assert_int_eq(vijp_drift_check_ref_prec(&f, 17, 32, &err), VIJP_EINVAL);
+    /* and vijp_drift_run refuses before running */
+    vijp_drift_setup s = setup("dense:4,leaky:0.5", 2, 4, VIJP_INIT_ORTHOGONAL, "double", test_seed());
+    s.ref_prec_max = 300;
+    vijp_drift_curve c;
+    ck_assert_int_eq(vijp_drift_run(&s, &c, &err), VIJP_EINVAL);
+    ck_assert(c.runs == NULL);
+    /* grad's reference runs at 2P <= 65536 bits */
+    ck_assert(!vijp_format_parse("mpfr:32768", &f, NULL));
+    ck_assert_int_eq(vijp_grad_check_format(&f, &err), 0);
+    ck_assert(!vijp_format_parse("mpfr:32769", &f, NULL));
+    ck_assert_int_eq(vijp_grad_check_format(&f, &err), VIJP_EINVAL);
+    ck_assert_msg(strstr(err.msg, "mpfr:32768"), "should name the largest format: %s", err.msg);
+}
+END_TEST
+
 /* Growth against the Lyapunov prediction: dense:16,leaky:A, orthogonal init,
  * depth 64, double, three seeds.  The measured growth of Moonwalk's g errors
  * and predicted_rate agree within a factor 2.  The raw asymptotic spread
@@ -624,6 +659,7 @@ Suite *suite_drift(void)
     tcase_add_test(tc, default_tol);
     tcase_add_test(tc, reference_validation);
     tcase_add_test(tc, reference_cap);
+    tcase_add_test(tc, reference_prec_limits);
     /* Per seed: A = 0.1, 0.3, 0.5 (0.7 and 0.9 miss the factor 2 for some
      * seeds, see growth_vs_lyapunov); over seeds: A = 0.7 and 0.9. */
     tcase_add_loop_test(tc, growth_vs_lyapunov, 0, 3);

@@ -437,7 +437,7 @@ START_TEST(bad_inputs)
     ck_assert_int_eq(vijp_net_build(&net, "dense:4,,relu", 2, 0, &err), VIJP_EINVAL);
     /* items past the depth are parsed too (issue 15: this ran, exit 0) */
     ck_assert_int_eq(vijp_net_build(&net, "dense:16,tanh,bogus", 2, 16, &err), VIJP_EINVAL);
-    ck_assert_msg(strstr(err.msg, "bogus") && strstr(err.msg, "unused at depth 2"), "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "bogus") && strstr(err.msg, "which depth 2 leaves unused"), "%s", err.msg);
     ck_assert_int_eq(vijp_net_build(&net, "dense:16,tanh,conv1d:3x3", 1, 16, &err), VIJP_EDIM);
     ck_assert(!vijp_net_build(&net, "dense:16,tanh,leaky:0.5", 2, 16, &err));
     vijp_net_free(&net);
@@ -464,6 +464,23 @@ START_TEST(bad_inputs)
         {"layernorm", 1, VIJP_EDIM},            /* nothing to normalize */
         {"inv1x1:1", 8, VIJP_EINVAL},           /* one channel */
         {"gelu:2", 8, VIJP_EINVAL},             /* takes no argument */
+        /* issue 15, strict arguments: each of these ran (or crashed) before */
+        {"leaky:1e300", 8, VIJP_EINVAL},        /* α·x overflows: ran, printed nan, exit 0 */
+        {"leaky:1e-5", 8, VIJP_EINVAL},         /* 1/α overflows binary16; α rounds to a subnormal */
+        {"leaky:4096.5", 8, VIJP_EINVAL},       /* just past 2^12 */
+        {"leaky:inf", 8, VIJP_EINVAL},
+        {"leaky:nan", 8, VIJP_EINVAL},
+        {"squeeze:4294967296x4294967296", 16, VIJP_EINVAL}, /* c·f wrapped to 0: SIGFPE */
+        {"conv2d:4294967296x3x4294967296", 16, VIJP_EINVAL}, /* c·rows wrapped to 0: SIGFPE */
+        {"avgpool:-2", 8, VIJP_EINVAL},         /* strtoul: 2^64 − 2 */
+        {"inv1x1:-4", 8, VIJP_EINVAL},
+        {"conv1d:2x3s-1", 8, VIJP_EINVAL},
+        {"conv1d: 2x3", 8, VIJP_EINVAL},        /* sscanf skipped the blank */
+        {"squeeze:+2x2", 8, VIJP_EINVAL},
+        {"conv1d:2x3x", 8, VIJP_EINVAL},        /* trailing junk */
+        {"conv2d:2x3x0", 8, VIJP_EINVAL},       /* no rows */
+        {"dense:16777217", 8, VIJP_EINVAL},     /* wider than VIJP_WIDTH_MAX */
+        {"dense:4x99999999999999999999", 8, VIJP_EINVAL}, /* strtoull saturated */
     };
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
         memset(&err, 0, sizeof err);
@@ -471,6 +488,10 @@ START_TEST(bad_inputs)
         ck_assert_msg(rc == bad[k].rc && err.msg[0], "'%s' at width %zu: code %d (want %d), message '%s'", bad[k].spec,
                       bad[k].width, rc, bad[k].rc, err.msg);
     }
+
+    /* the slope range's ends are accepted (leaky_relu.c derives them) */
+    ck_assert(!vijp_net_build(&net, "leaky:0.000244140625,leaky:4096", 2, 8, &err));
+    vijp_net_free(&net);
 
     /* singular square dense: a zero row in W makes Wᵀ gy = gx unsolvable */
     ck_assert(!vijp_net_build(&net, "dense:4", 1, 4, &err));

@@ -20,6 +20,8 @@ Suite *suite_coupling(void);
 Suite *suite_registry(void);
 Suite *suite_faults(void);
 Suite *suite_atomic(void);
+Suite *suite_progress(void);
+Suite *suite_regress(void);
 
 /* Iteration count scaled by VIJP_TEST_SCALE (default 1), as FLINT does. */
 long test_iters(long base);

@@ -33,6 +33,13 @@ typedef struct {
     double *reconstruction;   /* reversible only: ‖h_i − ĥ_i‖/‖h_i‖ per layer input (vijp_reversible_reconstruction) */
     size_t rebuilt;           /* valid layers: D unless a vijp lost rank */
     char failure[256];        /* the engine's message when rebuilt < D */
+    /* Where the run's gradients left the format's range (vijp_grads_check_finite's
+     * message), "" if they did not.  Rebuilt cotangents that overflow are the
+     * drift being measured, like a vijp that loses rank: the metrics there are
+     * infinite or NaN (above every tolerance) and the commands say so in
+     * words.  A forward pass that overflows leaves nothing to measure:
+     * vijp_drift_run fails with VIJP_ERANGE. */
+    char nonfinite[256];
 } vijp_drift_run_result;
 
 typedef struct {
@@ -73,6 +80,14 @@ typedef struct {
  * error by at most κ_i and adds a backward error of n_i u (an n_i-term dot
  * product, or a backward-stable solve with modest pivot growth). */
 VIJP_MUST_CHECK int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *err);
+/* The first reference precision of a curve in format f: start when nonzero
+ * (--ref-prec), else max(256, 2P). */
+long vijp_drift_ref_prec_first(const vijp_format *f, long start);
+/* Whether the validation can run at all: the first precision must double at
+ * least once within cap (0: VIJP_DRIFT_REF_PREC_MAX).  VIJP_EINVAL otherwise,
+ * with a message in the user's terms: the largest mpfr:P the cap validates,
+ * or the smallest cap the format needs.  vijp_drift_run checks it first. */
+VIJP_MUST_CHECK int vijp_drift_check_ref_prec(const vijp_format *f, long start, long cap, vijp_error *err);
 void vijp_drift_curve_clear(vijp_drift_curve *c);
 
 /* Statistics of one error curve e_1..e_n (DESIGN §5). */

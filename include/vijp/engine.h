@@ -52,6 +52,11 @@ typedef struct {
 VIJP_MUST_CHECK int vijp_engine_run_opts(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
                          const vijp_mat *T, const vijp_engine_opts *o, vijp_grads *out, vijp_error *err);
 void vijp_grads_clear(vijp_grads *g);
+/* The results of a run must be finite: its inputs and parameters are checked
+ * finite before it starts, so a NaN or ∞ in the loss (as a double), ∇x or a
+ * valid g_i or ∇θ_i means the computation left its format's range.
+ * VIJP_ERANGE, naming the first such value, if so. */
+VIJP_MUST_CHECK int vijp_grads_check_finite(const vijp_grads *g, vijp_error *err);
 
 /* The reversible engine's reconstruction error, as a diagnostic: recon[i] =
  * ‖h_i − ĥ_i‖/‖h_i‖ for the input of layer i+1, h_i from the forward pass

@@ -37,7 +37,9 @@ enum {
     VIJP_ENOMEM = -5,    /* never returned: out of memory is fatal (above) */
     VIJP_EUNSUPPORTED = -6, /* the layer does not provide this operator */
     VIJP_EDECLARATION = -7, /* a layer's structural declaration contradicts its numbers: a bug in the layer */
-    VIJP_EIO = -8        /* reading or writing a file failed (the message names it and why) */
+    VIJP_EIO = -8,       /* reading or writing a file failed (the message names it and why) */
+    VIJP_ERANGE = -9     /* a result is NaN or infinite although every input is finite: the
+                          * computation left its format's range (a failure, not bad input) */
 };
 
 #define VIJP_MUST_CHECK __attribute__((warn_unused_result))

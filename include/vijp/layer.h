@@ -22,6 +22,12 @@
 
 typedef struct vijp_layer_type vijp_layer_type;
 
+/* The widest layer input or output (vijp_layer_parse enforces it on every
+ * type, plugins included).  Products of two widths (a dense layer's m·n
+ * weights, a Jacobian's entries, channels × rows) stay below 2^48: within
+ * size_t and exact in a double. */
+#define VIJP_WIDTH_MAX (1u << 24)
+
 /* One layer instance: its type, its widths and the type's parsed arguments.
  * `state` is opaque: only the type's own code reads it, and everyone else
  * through the type's accessors (include/vijp/catalogue.h for the built-in

@@ -27,6 +27,13 @@ typedef struct {
     long ref_prec;                  /* bits of the reference */
 } vijp_grad_result;
 
+/* The reference of a comparison runs at max(256, 2P) bits, which must be a
+ * precision MPFR formats allow (VIJP_PREC_MAX): so mpfr:P up to P =
+ * VIJP_GRAD_PREC_MAX.  vijp_grad_check_format says so in those terms
+ * (VIJP_EINVAL); vijp_grad_compare checks it first. */
+#define VIJP_GRAD_PREC_MAX (VIJP_PREC_MAX / 2)
+VIJP_MUST_CHECK int vijp_grad_check_format(const vijp_format *f, vijp_error *err);
+
 /* Build and initialise the network, round parameters, inputs and loss data to
  * the format, run engine e in it and compare with an MPFR backprop reference at
  * max(256, 2P) bits computed from the same rounded values. */

@@ -1,6 +1,7 @@
 /* vijp certify: is a layer submersive at sampled points, and how surely? */
 #include "cli.h"
 #include "vijp/error.h"
+#include "progress.h"
 #include "study_stats.h"
 #include "vijp/certify.h"
 #include "vijp/vijp.h"
@@ -42,6 +43,8 @@ static const char help[] =
     "  --range R         activations: search f′ for zeros over [−R, R] (default 1000)\n"
     "  --json            print one JSON object instead of tables\n"
     "  -v, --verbose     a line per sample even when there are many\n"
+    "  -q, --quiet       no progress meter (shown on stderr, when it is a terminal,\n"
+    "                    as samples finish: done, time elapsed and left)\n"
     "  -h, --help        this help\n"
     "\n"
     "Exit status: 0 every sample certified submersive; 1 some sample was not\n"
@@ -143,9 +146,10 @@ static void print_table(const char *spec, const vijp_layer *L, uint64_t seed, co
             char rk[32], ck[32];
             snprintf(rk, sizeof rk, "%zu/%zu", c->num.rank, c->num.m);
             snprintf(ck, sizeof ck, "%zu%s", c->cokernel_dim, c->cokernel_dim ? (c->cokernel_proven ? " proven" : " numer.") : "");
-            printf("%6zu  %-21s %-19s %11.4g %11.4g %11.4g %11.4g %9s %9s\n", k + 1, vijp_verdict_name(c->verdict),
-                   c->method, c->verdict == VIJP_CERTIFIED_SUBMERSIVE ? c->s : NAN, c->num.sigma_min,
-                   c->num.sigma_max, c->num.condition, rk, ck);
+            char sb[16] = "-"; /* no proven bound (not certified, or analytic without one): not a number */
+            if (c->verdict == VIJP_CERTIFIED_SUBMERSIVE && isfinite(c->s)) snprintf(sb, sizeof sb, "%.4g", c->s);
+            printf("%6zu  %-21s %-19s %11s %11.4g %11.4g %11.4g %9s %9s\n", k + 1, vijp_verdict_name(c->verdict),
+                   c->method, sb, c->num.sigma_min, c->num.sigma_max, c->num.condition, rk, ck);
             if (c->reason[0]) printf("        %s\n", c->reason);
             if (c->verdict == VIJP_CERTIFIED_SUBMERSIVE && c->num.rank < c->num.m)
                 printf("        numerically degenerate in double: LAPACK's rank is %zu < %zu at tolerance %.3g\n",
@@ -172,8 +176,12 @@ static void print_table(const char *spec, const vijp_layer *L, uint64_t seed, co
         for (size_t i = 0; i < act->n_bad; i++) printf("  [%.17g, %.17g]\n", act->bad[i].lo, act->bad[i].hi);
     }
     printf("%-9s  %-26s  %s\n", "format", "computed f′ = 0 from |x| ≈", "f′ < u·max f′ from |x| ≈");
-    for (int k = 0; k < VIJP_ACT_FORMATS; k++)
-        printf("%-9s  %-26.6g  %.6g\n", act->fmt[k].format, act->fmt[k].underflow_at, act->fmt[k].negligible_at);
+    for (int k = 0; k < VIJP_ACT_FORMATS; k++) { /* ∞: f′ never reaches 0 (or negligible) in the format */
+        char u[32] = "never", g[32] = "never";
+        if (isfinite(act->fmt[k].underflow_at)) snprintf(u, sizeof u, "%.6g", act->fmt[k].underflow_at);
+        if (isfinite(act->fmt[k].negligible_at)) snprintf(g, sizeof g, "%.6g", act->fmt[k].negligible_at);
+        printf("%-9s  %-26s  %s\n", act->fmt[k].format, u, g);
+    }
     printf("(where f′ is 0 or negligible the layer is numerically non-submersive even if analytically submersive)\n");
 }
 
@@ -183,18 +191,19 @@ int cli_certify(int argc, char **argv)
     static const struct option opts[] = {
         {"layer", 1, 0, 'l'}, {"width", 1, 0, 'w'},      {"samples", 1, 0, 'n'}, {"seed", 1, 0, 's'},
         {"init", 1, 0, 'i'},  {"scale", 1, 0, 'x'},      {"prec-max", 1, 0, O_PREC}, {"range", 1, 0, O_RANGE},
-        {"json", 0, 0, 'j'},  {"verbose", 0, 0, 'v'},    {"help", 0, 0, 'h'},   {0, 0, 0, 0},
+        {"json", 0, 0, 'j'},  {"verbose", 0, 0, 'v'},    {"help", 0, 0, 'h'},   {"quiet", 0, 0, 'q'},
+        {0, 0, 0, 0},
     };
     const char *spec = NULL, *init_name = "gaussian";
     unsigned long long width = 0, samples = 16, seed = 1, v;
     double scale = 1, range = 1000;
     vijp_certify_opts co = {0};
-    int json = 0, verbose = 0, c;
+    int json = 0, verbose = 0, quiet = 0, c;
     vijp_init init = {VIJP_INIT_GAUSSIAN, 1};
     vijp_error err = {0};
     char *end;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "hv", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "hvq", opts, NULL)) != -1) {
         switch (c) {
         case 'l': spec = optarg; break;
         case 'w': if (cli_parse_size("--width", optarg, 1, 4096, &width)) return EXIT_USAGE; break;
@@ -218,6 +227,7 @@ int cli_certify(int argc, char **argv)
         case O_PREC: if (cli_parse_size("--prec-max", optarg, 106, VIJP_PREC_MAX, &v)) return EXIT_USAGE; co.prec_max = (long)v; break;
         case 'j': json = 1; break;
         case 'v': verbose = 1; break;
+        case 'q': quiet = 1; break;
         case 'h': fputs(help, stdout), cli_print_layer_syntax(stdout, CLI_CERTIFY_SPEC); return EXIT_OK;
         default: fputs("run 'vijp certify --help' for the options\n", stderr); return EXIT_USAGE;
         }
@@ -264,11 +274,20 @@ int cli_certify(int argc, char **argv)
     vijp_rng rng;
     vijp_rng_seed(&rng, seed ^ 0x5eed5eed5eedull);
     int rc = 0;
+    progress meter;
+    progress_start(&meter, progress_wanted_here(0, quiet) ? stderr : NULL, samples, "samples", NULL);
     for (; !rc && r.n < samples; r.n++) { /* a point is an input and the layer's parameters */
         if ((rc = vijp_net_init(&net, init, seed + r.n, &err))) break;
         next_point(&rng, scale, x, L->in);
-        if ((rc = vijp_certify_layer(L, net.theta[0], x, &co, &r.c[r.n], &err))) break;
+        if ((rc = vijp_certify_layer(L, net.theta[0], x, &co, &r.c[r.n], &err))) {
+            char inner[sizeof err.msg];
+            memcpy(inner, err.msg, sizeof inner);
+            vijp_fail(&err, rc, "sample %zu: %s", r.n + 1, inner);
+            break;
+        }
+        progress_step(&meter, r.n + 1);
     }
+    progress_end(&meter);
     vijp_activation_report act;
     int have_act = 0;
     if (!rc && L->type->deriv_enclose) {

@@ -2,6 +2,7 @@
 #include "atomic.h"
 #include "vijp/error.h"
 #include "cli.h"
+#include "progress.h"
 #include "study_stats.h"
 #include "write.h"
 #include "vijp/vijp.h"
@@ -36,7 +37,8 @@ static const char help_drift[] =
     "  --width N         input width (default: the first dense layer's)\n"
     "  --batch B         samples per gradient (default 1)\n"
     "  --formats LIST    bfloat16,binary16,binary32,double,mpfr:P\n"
-    "                    (default bfloat16,binary32,double)\n"
+    "                    (default bfloat16,binary32,double); mpfr:P up to\n"
+    "                    P = R/4 for --ref-prec-max R (2048 by default)\n"
     "  --engines LIST    engines that rebuild gradients: moonwalk, pure-forward,\n"
     "                    reversible, checkpoint\n"
     "                    (default moonwalk); backprop is always measured\n"
@@ -47,13 +49,17 @@ static const char help_drift[] =
     "                    bfloat16/binary16, 1e-4 binary32, 1e-10 double, 2^(-P/2) mpfr:P)\n"
     "  --ref-prec P      first reference precision (default max(256, 2P)); it is\n"
     "                    doubled until two successive references agree\n"
-    "  --ref-prec-max P  give up past P bits (default 8192)\n"
+    "  --ref-prec-max P  give up past P bits (default 8192, at most 65536); the\n"
+    "                    first reference precision must double at least once\n"
+    "                    within it\n"
     "  --out DIR         report folder (default reports/drift)\n"
     "  --jobs N          worker threads (default: the online CPUs)\n"
     "  --progress, --no-progress\n"
-    "                    progress bar on stderr (default: only on a terminal, not in CI)\n"
+    "                    progress meter on stderr: curves done, time elapsed and\n"
+    "                    left (default: only when stderr is a terminal, without -q,\n"
+    "                    and not in CI)\n"
     "  --no-plots        skip gnuplot (the CSVs still hold every curve)\n"
-    "  -q, --quiet       print nothing on success\n"
+    "  -q, --quiet       print nothing on success, and no progress meter\n"
     "  -h, --help        this help\n"
     "\n"
     "Exit status: 0 success, 1 the computation or the writing failed (e.g. the\n"
@@ -102,6 +108,36 @@ static char *quoted_command(int argc, char **argv, const char *prefix)
     return out;
 }
 
+/* A statistic in the verdict table; "-" where there is none (a growth or
+ * bits-needed fit needs 4 layers under the ceiling): never "nan" as if it
+ * were a number. */
+static const char *cell(char *buf, size_t size, const char *fmt, double v)
+{
+    if (isfinite(v)) snprintf(buf, size, fmt, v);
+    else snprintf(buf, size, "-");
+    return buf;
+}
+
+/* Gradients that left the format's range are measured, not failed (see
+ * vijp_drift_run_result.nonfinite): said in words under the table. */
+static void print_overflows(const study *s)
+{
+    size_t shown = 0, total = 0;
+    for (size_t c = 0; c < s->n_configs; c++)
+        for (size_t f = 0; f < s->n_formats; f++)
+            for (size_t k = 0; k < s->n_seeds; k++) {
+                const vijp_drift_curve *cu = study_curve(s, c, f, k);
+                for (size_t r = 0; r < cu->n_runs; r++) {
+                    if (!cu->runs[r].nonfinite[0]) continue;
+                    if (total++ < 8)
+                        printf("c%zu %s seed %llu, %s: %s\n", c + 1, s->formats[f].name, (unsigned long long)s->seeds[k],
+                               vijp_engine_name(cu->runs[r].engine), cu->runs[r].nonfinite), shown++;
+                }
+            }
+    if (total > shown) printf("(and %zu more runs whose gradients left their format's range)\n", total - shown);
+    if (total) printf("(those errors are infinite: above every tolerance, as the safe depths say)\n");
+}
+
 static void print_verdicts(const study *s)
 {
     printf("%-4s %-24s %-11s %-9s %8s %10s %12s %12s %8s %10s\n", "cfg", "net", "init", "format", "tol", "safe depth",
@@ -119,15 +155,18 @@ static void print_verdicts(const study *s)
                 v[4][k] = st.price;
             }
             double bits = spread_of(v[3], s->n_seeds).median;
-            printf("c%-3zu %-24s %-11s %-9s %8.0e %10.0f %12.3g %12.3g %7.0f%s %10.3g\n", c + 1, s->configs[c].spec,
+            char g[32], p[32], b[32], pr[32];
+            printf("c%-3zu %-24s %-11s %-9s %8.0e %10.0f %12s %12s %7s%s %10s\n", c + 1, s->configs[c].spec,
                    s->configs[c].init_name, s->formats[f].name, s->tol[f], spread_of(v[0], s->n_seeds).median,
-                   spread_of(v[1], s->n_seeds).median, spread_of(v[2], s->n_seeds).median, fabs(bits),
-                   bits < 0 ? "†" : " ", spread_of(v[4], s->n_seeds).median);
+                   cell(g, sizeof g, "%.3g", spread_of(v[1], s->n_seeds).median),
+                   cell(p, sizeof p, "%.3g", spread_of(v[2], s->n_seeds).median), cell(b, sizeof b, "%.0f", fabs(bits)),
+                   bits < 0 ? "†" : " ", cell(pr, sizeof pr, "%.3g", spread_of(v[4], s->n_seeds).median));
         }
         free(hp);
     }
-    printf("(medians over %zu seed%s; † extrapolated along the growth fit; report: %s/report.md)\n", s->n_seeds,
-           s->n_seeds > 1 ? "s" : "", s->out_dir);
+    printf("(medians over %zu seed%s; † extrapolated along the growth fit; - none: no fit, fewer than 4 layers under "
+           "its ceiling, or no finite price; report: %s/report.md)\n", s->n_seeds, s->n_seeds > 1 ? "s" : "", s->out_dir);
+    print_overflows(s);
 }
 
 /* Size the study before running it: its largest unit (one curve: a config in
@@ -171,7 +210,7 @@ static int run_study(int argc, char **argv, int is_report)
     s.batch = 1;
     s.out_dir = is_report ? "reports/latest" : "reports/drift";
     s.jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    s.progress = isatty(2) && !getenv("CI");
+    int forced_progress = 0; /* --progress 1, --no-progress -1 */
     s.plots = 1;
     int quiet = 0, c;
     unsigned long long v;
@@ -199,8 +238,8 @@ static int run_study(int argc, char **argv, int is_report)
         case O_REFMAX: if (cli_parse_size("--ref-prec-max", optarg, VIJP_PREC_MIN, VIJP_PREC_MAX, &v)) return EXIT_USAGE; s.ref_prec_max = (long)v; break;
         case 'o': s.out_dir = optarg; break;
         case 'j': if (cli_parse_size("--jobs", optarg, 1, 256, &v)) return EXIT_USAGE; s.jobs = (int)v; break;
-        case O_PROG: s.progress = 1; break;
-        case O_NOPROG: s.progress = 0; break;
+        case O_PROG: forced_progress = 1; break;
+        case O_NOPROG: forced_progress = -1; break;
         case O_NOPLOTS: s.plots = 0; break;
         case O_SEGMENT: if (cli_parse_size("--segment", optarg, 1, 100000, &v)) return EXIT_USAGE; s.opts.checkpoint_segment = v; break;
         case 'q': quiet = 1; break;
@@ -221,14 +260,15 @@ static int run_study(int argc, char **argv, int is_report)
         }
         else specs[n_specs++] = "dense:32,leaky:0.5";
     }
+    s.progress = progress_wanted_here(forced_progress, quiet);
     if (study_parse_formats(&s, formats, &err) || study_parse_seeds(&s, seeds, &err) ||
         study_parse_engines(s.engines, &s.n_engines, engines, 0, &err) || (tols && study_parse_tols(&s, tols, &err)) ||
         study_add_configs(&s, specs, n_specs, inits, &err))
         goto usage_err;
-    if (s.ref_prec_max && s.ref_prec_start > s.ref_prec_max / 2) {
-        vijp_fail(&err, VIJP_EINVAL, "--ref-prec %ld leaves no room to double below --ref-prec-max %ld", s.ref_prec_start, s.ref_prec_max);
-        goto usage_err;
-    }
+    /* Each format's reference must be able to double at least once under the
+     * cap, or the run would fail after its first curve and leave an empty folder. */
+    for (size_t f = 0; f < s.n_formats; f++)
+        if (vijp_drift_check_ref_prec(&s.formats[f], s.ref_prec_start, s.ref_prec_max, &err)) goto usage_err;
     if (!study_fits_memory(&s, name, &err)) {
         if (err.msg[0]) goto usage_err;
         return EXIT_USAGE;

@@ -1,6 +1,7 @@
 /* vijp grad: one network, one or more engines, one format, against an MPFR reference. */
 #include "cli.h"
 #include "vijp/error.h"
+#include "progress.h"
 #include "vijp/study.h"
 #include "vijp/vijp.h"
 #include "vijp/memory.h"
@@ -29,13 +30,16 @@ static const char help[] =
     "                   keep their input; checkpoint: every ⌈√D⌉-th input kept,\n"
     "                   segments recomputed)\n"
     "                   (default moonwalk)\n"
-    "  --format F       double | binary32 | binary16 | bfloat16 | mpfr:P (default double)\n"
+    "  --format F       double | binary32 | binary16 | bfloat16 | mpfr:P, P <= 32768\n"
+    "                   (the reference runs at 2P bits, at most 65536; default double)\n"
     "  --init I         orthogonal | gaussian | kaiming-uniform | scaled:G (default\n"
     "                   orthogonal; kaiming-uniform: PyTorch's nn.Linear default)\n"
     "  --loss L         square (½‖h − y‖²) | linear (⟨c, h⟩) (default square)\n"
     "  --seed S         seed of weights, inputs and targets, 0..2^63-1 (default 1)\n"
     "  --segment K      checkpoint engine: layers per segment (default ⌈√depth⌉)\n"
     "  --json           print one JSON object (an object with \"runs\" for several engines)\n"
+    "  -q, --quiet      no progress meter (shown on stderr, when it is a terminal,\n"
+    "                   as engines finish: done, time elapsed and left)\n"
     "  -h, --help       this help\n"
     "\n"
     "Exit status: 0 success, 1 the computation failed (e.g. a singular vijp),\n"
@@ -65,21 +69,45 @@ static double max_layer_err(const vijp_grad_result *r, size_t D)
     return m;
 }
 
+/* Every number grad prints must be one.  The engine's results were checked
+ * finite (vijp_grad_compare); what is left is a relative error against an
+ * exactly zero reference (infinite) or a norm past double's range. */
+static int check_printed(const vijp_grad_result *r, size_t D, vijp_error *err)
+{
+    const struct {
+        const char *name;
+        double v;
+    } v[] = {{"loss", r->loss},
+             {"|grad x|", r->grad_x_norm},
+             {"|grad θ|", r->grad_theta_norm},
+             {"rel err x", r->input_grad_rel_err},
+             {"rel err θ", r->param_grad_rel_err_max},
+             {"max g_i err", max_layer_err(r, D)}};
+    for (size_t k = 0; k < sizeof v / sizeof *v; k++)
+        if (!isfinite(v[k].v))
+            return vijp_fail(err, VIJP_ERANGE, "%s is %s, not a finite number, although every input is finite%s", v[k].name,
+                             isnan(v[k].v) ? "NaN" : "infinite",
+                             isinf(v[k].v) && strstr(v[k].name, "err") ? " (the reference is exactly 0 where this "
+                                                                         "engine's result is not)" : "");
+    return 0;
+}
+
 int cli_grad(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"net", 1, 0, 'n'},  {"depth", 1, 0, 'd'}, {"width", 1, 0, 'w'}, {"batch", 1, 0, 'b'},
         {"engine", 1, 0, 'e'}, {"format", 1, 0, 'f'}, {"init", 1, 0, 'i'}, {"loss", 1, 0, 'l'},
-        {"seed", 1, 0, 's'}, {"json", 0, 0, 'j'}, {"help", 0, 0, 'h'}, {"segment", 1, 0, 'K'}, {0, 0, 0, 0},
+        {"seed", 1, 0, 's'}, {"json", 0, 0, 'j'}, {"help", 0, 0, 'h'}, {"segment", 1, 0, 'K'}, {"quiet", 0, 0, 'q'},
+        {0, 0, 0, 0},
     };
     vijp_grad_setup s = {.spec = "dense:64,leaky:0.1", .depth = 8, .batch = 1, .seed = 1,
                          .init = {VIJP_INIT_ORTHOGONAL, 1}, .loss = VIJP_LOSS_SQUARE};
     const char *engines = "moonwalk", *format = "double";
-    int json = 0, c;
+    int json = 0, quiet = 0, c;
     unsigned long long v;
     vijp_error err = {0};
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
         switch (c) {
         case 'n': s.spec = optarg; break;
         case 'd': if (cli_parse_size("--depth", optarg, 1, 100000, &v)) return EXIT_USAGE; s.depth = v; break;
@@ -92,6 +120,7 @@ int cli_grad(int argc, char **argv)
         case 'l': if (vijp_loss_parse(optarg, &s.loss, &err)) goto usage_err; break;
         case 'K': if (cli_parse_size("--segment", optarg, 1, 100000, &v)) return EXIT_USAGE; s.opts.checkpoint_segment = v; break;
         case 'j': json = 1; break;
+        case 'q': quiet = 1; break;
         case 'h': fputs(help, stdout), cli_print_layer_syntax(stdout, CLI_SPEC_ITEMS); return EXIT_OK;
         default: fputs("run 'vijp grad --help' for the options\n", stderr); return EXIT_USAGE;
         }
@@ -100,7 +129,7 @@ int cli_grad(int argc, char **argv)
         fprintf(stderr, "vijp grad: unexpected argument '%s'\n", argv[optind]);
         return EXIT_USAGE;
     }
-    if (vijp_format_parse(format, &s.fmt, &err)) goto usage_err;
+    if (vijp_format_parse(format, &s.fmt, &err) || vijp_grad_check_format(&s.fmt, &err)) goto usage_err;
     vijp_net probe; /* validate the spec and learn the width before running anything */
     if (vijp_net_shape(&probe, s.spec, s.depth, s.width, &err)) goto usage_err;
     s.width = probe.width;
@@ -131,14 +160,20 @@ int cli_grad(int argc, char **argv)
     }
 
     vijp_grad_result res[VIJP_ENGINE_COUNT];
+    progress meter;
+    progress_start(&meter, progress_wanted_here(0, quiet) ? stderr : NULL, n, "engines", NULL);
     for (size_t k = 0; k < n; k++) {
         int rc = vijp_grad_compare(&s, list[k], &res[k], &err);
+        if (!rc && (rc = check_printed(&res[k], s.depth, &err))) vijp_grad_result_clear(&res[k]);
+        progress_step(&meter, k + 1);
         if (rc) {
+            progress_end(&meter);
             for (size_t j = 0; j < k; j++) vijp_grad_result_clear(&res[j]);
             fprintf(stderr, "vijp grad: %s: %s\n", vijp_engine_name(list[k]), err.msg);
             return rc == VIJP_EINVAL || rc == VIJP_EDIM || rc == VIJP_EDOMAIN ? EXIT_USAGE : EXIT_FAILED;
         }
     }
+    progress_end(&meter);
     if (json) {
         json_t *out = n == 1 ? result_json(&s, &res[0]) : json_object();
         if (n > 1) {

@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "vijp/vijp.h"
 #include "vijp/plugin.h"
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +28,26 @@ static const char usage[] =
     "Exit status: 0 success, 1 the computation failed (e.g. a singular vijp),\n"
     "2 bad usage or input; regress and certify add their own (see their --help).\n";
 
-int main(int argc, char **argv)
+/* The command's results are on stdout: a write that failed there (a full
+ * disk, a closed pipe) is a failed run, not a success with a lost answer.
+ * stdio reports such errors only at the flush, so stdout is closed here and
+ * checked, once every command has printed all it will (the GNU close_stdout
+ * convention). */
+static int close_stdout(int rc)
+{
+    int earlier = ferror(stdout);
+    errno = 0;
+    if (fclose(stdout) == 0 && !earlier) return rc;
+    fprintf(stderr, "vijp: writing the results to standard output failed: %s\n",
+            errno ? strerror(errno) : "write error");
+    return rc ? rc : EXIT_FAILED;
+}
+
+static int run(int argc, char **argv);
+
+int main(int argc, char **argv) { return close_stdout(run(argc, argv)); }
+
+static int run(int argc, char **argv)
 {
     /* First, before any GMP value exists: one memory policy (vijp/error.h). */
     vijp_memory_policy_install();

@@ -6,6 +6,7 @@
  * worsen by at most a factor in its worst error and lose at most a fraction
  * of its safe depth. */
 #include "cli.h"
+#include "drift_schema.h"
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
@@ -31,8 +32,13 @@ static const char help[] =
     "  --json            print the findings as JSON instead of a table\n"
     "  -h, --help        this help\n"
     "\n"
+    "Both files must be drift.json of schema vijp-drift/1 as docs/drift.schema.json\n"
+    "describes it: a missing field or one of the wrong type is refused, naming the\n"
+    "file and the field (for example 'baseline.json: curves[3].format: missing').\n"
+    "\n"
     "Exit status: 0 no regression, 1 regressions found (listed), 2 bad usage or\n"
-    "input (unreadable file, not a drift.json, or a baseline of another study).\n";
+    "input (unreadable file, not a valid drift.json of that schema, or a baseline\n"
+    "of another study).\n";
 
 typedef struct {
     json_t *rows;
@@ -141,6 +147,44 @@ static void tolerant(findings *f, json_t *bc, json_t *cc, size_t e, double facto
         }
 }
 
+/* What the comparison indexes beyond the schema: one curve per config and
+ * format, one seed entry per study seed, one run per study engine, one value
+ * per layer.  A file short of any compares less than it claims. */
+static int consistent(json_t *j, char *msg, size_t size)
+{
+    json_t *st = json_object_get(j, "study"), *curves = json_object_get(j, "curves"), *c, *sd, *run;
+    size_t D = (size_t)json_integer_value(json_object_get(st, "depth"));
+    size_t nc = json_array_size(json_object_get(st, "configs")) * json_array_size(json_object_get(st, "formats"));
+    size_t ns = json_array_size(json_object_get(st, "seeds")), ne = json_array_size(json_object_get(st, "engines"));
+    size_t i, k, e;
+    if (json_array_size(curves) != nc)
+        return snprintf(msg, size, "curves: %zu, but study.configs × study.formats makes %zu", json_array_size(curves), nc), -1;
+    json_array_foreach(curves, i, c) {
+        json_t *seeds = json_object_get(c, "seeds");
+        if (json_array_size(seeds) != ns)
+            return snprintf(msg, size, "curves[%zu].seeds: %zu, but study.seeds lists %zu", i, json_array_size(seeds), ns), -1;
+        json_array_foreach(seeds, k, sd) {
+            json_t *runs = json_object_get(sd, "engines");
+            if (json_array_size(runs) != ne)
+                return snprintf(msg, size, "curves[%zu].seeds[%zu].engines: %zu, but study.engines lists %zu", i, k,
+                                json_array_size(runs), ne), -1;
+            json_array_foreach(runs, e, run) {
+                static const char *const parts[] = {"g", "theta"}, *const ms[] = {"rel", "ulps", "angle_deg"};
+                for (int p = 0; p < 2; p++)
+                    for (int m = 0; m < 3; m++) {
+                        size_t n = json_array_size(json_object_get(json_object_get(run, parts[p]), ms[m]));
+                        if (n != D)
+                            return snprintf(msg, size, "curves[%zu].seeds[%zu].engines[%zu].%s.%s: %zu values, but "
+                                            "study.depth is %zu", i, k, e, parts[p], ms[m], n, D), -1;
+                    }
+            }
+        }
+    }
+    return 0;
+}
+
+/* A drift.json of schema vijp-drift/1 (docs/drift.schema.json), whole: a
+ * file short of a field used to compare nothing and report 0 regressions. */
 static json_t *load(const char *path)
 {
     json_error_t e;
@@ -149,13 +193,20 @@ static json_t *load(const char *path)
         fprintf(stderr, "vijp regress: %s: %s (line %d)\n", path, e.text, e.line);
         return NULL;
     }
-    const char *schema = json_string_value(json_object_get(j, "schema"));
-    if (!schema || strcmp(schema, "vijp-drift/1") || !json_is_array(json_object_get(j, "curves"))) {
-        fprintf(stderr, "vijp regress: %s is not a drift.json (schema vijp-drift/1)\n", path);
-        json_decref(j);
-        return NULL;
+    char msg[512];
+    json_t *schema = json_object_get(j, "schema");
+    if (!json_is_string(schema) || strcmp(json_string_value(schema), DRIFT_SCHEMA_VERSION)) {
+        char *got = schema ? json_dumps(schema, JSON_ENCODE_ANY) : NULL;
+        fprintf(stderr, "vijp regress: %s: schema: %s is not %s, the version this vijp reads (not a drift.json it "
+                "knows)\n", path, got ? got : "missing", DRIFT_SCHEMA_VERSION);
+        free(got);
+    } else if (drift_schema_validate(j, msg, sizeof msg) || consistent(j, msg, sizeof msg)) {
+        fprintf(stderr, "vijp regress: %s: %s\n", path, msg);
+    } else {
+        return j;
     }
-    return j;
+    json_decref(j);
+    return NULL;
 }
 
 static void print_table(json_t *rows, size_t compared)

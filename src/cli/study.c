@@ -1,5 +1,6 @@
 /* Running a drift study: parsing its lists, a pool of worker threads, a
- * progress bar on terminals. */
+ * progress meter on terminals (progress.h). */
+#include "progress.h"
 #include "study.h"
 #include "vijp/error.h"
 #include "vijp/vijp.h"
@@ -10,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 /* Split a comma list into at most max items of a copy the caller frees. */
@@ -162,20 +162,8 @@ typedef struct {
     size_t next, done, total;
     int failed;
     vijp_error err;
-    time_t start;
+    progress meter; /* drawn under the lock, by whichever worker finished a curve */
 } pool;
-
-static void progress(pool *p)
-{
-    if (!p->s->progress) return;
-    int width = 30, filled = (int)(width * p->done / p->total);
-    double elapsed = difftime(time(NULL), p->start);
-    double eta = p->done ? elapsed * (double)(p->total - p->done) / (double)p->done : 0;
-    fprintf(stderr, "\r[%.*s%*s] %zu/%zu curves, %.0f s, ETA %.0f s ", filled,
-            "==============================", width - filled, "", p->done, p->total, elapsed, eta);
-    if (p->done == p->total) fputc('\n', stderr);
-    fflush(stderr);
-}
 
 static void *worker(void *arg)
 {
@@ -205,17 +193,17 @@ static void *worker(void *arg)
             vijp_fail(&p->err, rc, "%s (%s), %s, seed %llu: %s", ds.problem.spec, s->configs[c].init_name, ds.problem.fmt.name,
                       (unsigned long long)ds.problem.seed, e.msg);
         }
-        p->done++;
-        progress(p);
+        progress_step(&p->meter, ++p->done);
         pthread_mutex_unlock(&p->lock);
     }
 }
 
 int study_run(study *s, vijp_error *err)
 {
-    pool p = {.s = s, .total = s->n_configs * s->n_formats * s->n_seeds, .start = time(NULL)};
+    pool p = {.s = s, .total = s->n_configs * s->n_formats * s->n_seeds};
     s->curves = vijp_alloc_array(p.total, sizeof *s->curves);
     pthread_mutex_init(&p.lock, NULL);
+    progress_start(&p.meter, s->progress ? stderr : NULL, p.total, "curves", NULL);
     /* MPFR keeps its exponent range per thread only when built thread-safe. */
     int jobs = mpfr_buildopt_tls_p() ? s->jobs : 1;
     if (jobs < 1) jobs = 1;
@@ -230,6 +218,7 @@ int study_run(study *s, vijp_error *err)
         if (pthread_create(&t[started], NULL, worker, &p)) break;
     if (started == 0) worker(&p);
     for (int i = 0; i < started; i++) pthread_join(t[i], NULL);
+    progress_end(&p.meter);
     free(t);
     pthread_mutex_destroy(&p.lock);
     if (p.failed) {

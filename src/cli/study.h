@@ -39,7 +39,7 @@ static inline vijp_drift_curve *study_curve(const study *s, size_t c, size_t f, 
     return &s->curves[(c * s->n_formats + f) * s->n_seeds + k];
 }
 
-/* Run every curve on s->jobs threads, with a progress bar when asked.
+/* Run every curve on s->jobs threads, with the progress meter (progress.h) when s->progress.
  * Returns 0, or a VIJP_E* code with err naming the failed curve. */
 VIJP_MUST_CHECK int study_run(study *s, vijp_error *err);
 void study_free(study *s);

@@ -1,5 +1,7 @@
 /* drift.json: the whole study, every layer of every curve, with metadata.
- * Schema "vijp-drift/1" (README, "Reports"); vijp regress reads it back. */
+ * Schema "vijp-drift/1", written out in docs/drift.schema.json: vijp regress
+ * validates what it reads against that document, so a field added or changed
+ * here must be added or changed there (make check's schema test says where). */
 #include "study_stats.h"
 #include "write.h"
 #include "vijp/vijp.h"

@@ -4,6 +4,8 @@
  * calls back into them. */
 #include "engine_internal.h"
 #include "vijp/error.h"
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +20,26 @@ void vijp_grads_clear(vijp_grads *g)
     free(g->g);
     free(g->stored_by_depth);
     memset(g, 0, sizeof *g);
+}
+
+int vijp_grads_check_finite(const vijp_grads *g, vijp_error *err)
+{
+    vijp_error e = {0};
+    const char *fmt = g->grad_x.fmt ? g->grad_x.fmt->name : "its format";
+    char what[64];
+    int bad = !isfinite(g->loss);
+    if (bad) snprintf(e.msg, sizeof e.msg, "the loss is %s as a double", isnan(g->loss) ? "NaN" : "infinite");
+    else if (g->rebuilt) bad = vijp_mat_check_finite(&g->grad_x, "∇x", &e);
+    for (size_t i = 0; !bad && i < g->rebuilt; i++) {
+        snprintf(what, sizeof what, "g_%zu", i + 1);
+        if (!(bad = vijp_mat_check_finite(&g->g[i], what, &e))) {
+            snprintf(what, sizeof what, "∇θ of layer %zu", i + 1);
+            bad = vijp_mat_check_finite(&g->grad_theta[i], what, &e);
+        }
+    }
+    if (!bad) return 0;
+    return vijp_fail(err, VIJP_ERANGE, "%s although every input and parameter is finite: the computation left the "
+                     "range of %s", e.msg, fmt);
 }
 
 int engine_grads_init(vijp_grads *out, const vijp_net *net, size_t B, const vijp_format *f)

@@ -7,6 +7,7 @@
  *   g_y[j] = Σ_{i in window j} g_x[i]  (no solve, no fragment). */
 #include "vijp/layer.h"
 #include "activation.h"
+#include "args.h"
 #include "state.h"
 #include "vijp/catalogue.h"
 #include "../../oracles/oracles.h"
@@ -16,16 +17,16 @@
 
 static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err)
 {
-    char *end = NULL;
-    unsigned long p = arg ? strtoul(arg, &end, 10) : 0;
-    if (!arg || end == arg || *end || p < 2)
-        return vijp_fail(err, VIJP_EINVAL, "avgpool needs a window of at least 2: avgpool:P (e.g. avgpool:2), got "
-                         "'avgpool:%s'", arg ? arg : "");
-    if (in_width == 0 || in_width % p)
-        return vijp_fail(err, VIJP_EDIM, "avgpool:%lu: the input width %zu is not a multiple of the window%s", p, in_width,
+    const char *p = arg;
+    size_t w = 0;
+    if (!p || vijp_arg_count(&p, &w) || *p || w < 2)
+        return vijp_fail(err, VIJP_EINVAL, "avgpool needs a window in [2, %u]: avgpool:P (e.g. avgpool:2), got "
+                         "'avgpool:%s'", VIJP_WIDTH_MAX, arg ? arg : "");
+    if (in_width == 0 || in_width % w)
+        return vijp_fail(err, VIJP_EDIM, "avgpool:%zu: the input width %zu is not a multiple of the window%s", w, in_width,
                          in_width ? "" : " (give --width)");
     vijp_state_new(L, sizeof(size_t));
-    L->in = in_width, L->out = in_width / p, *(size_t *)L->state = p;
+    L->in = in_width, L->out = in_width / w, *(size_t *)L->state = w;
     return 0;
 }
 

@@ -28,6 +28,7 @@
  * inverse. */
 #include "vijp/layer.h"
 #include "vijp/error.h"
+#include "args.h"
 #include "init.h"
 #include "conv_circular.h"
 #include "state.h"
@@ -72,40 +73,49 @@ static int print(const vijp_layer *L, char *buf, size_t size)
     return snprintf(buf, size, "conv1d:%zux%zu%s%s", a->channels, a->kernel, stride, a->circular ? ":circular" : "");
 }
 
+/* CxK[xH][sS][:zero|:circular] into a (rows 0 in 1-D); the rest of the
+ * spec's shape rules are checked by parse_conv. */
+static int read_conv(const char *arg, int two_d, vijp_conv_args *a)
+{
+    const char *p = arg;
+    size_t rows = 0, stride = 1;
+    int rc = !p ? VIJP_ARG_NOT_A_COUNT : vijp_arg_count(&p, &a->channels);
+    if (!rc) rc = *p == 'x' ? (p++, vijp_arg_count(&p, &a->kernel)) : VIJP_ARG_NOT_A_COUNT;
+    if (!rc && two_d) rc = *p == 'x' ? (p++, vijp_arg_count(&p, &rows)) : VIJP_ARG_NOT_A_COUNT;
+    if (!rc && *p == 's') p++, rc = vijp_arg_count(&p, &stride);
+    if (rc) return rc;
+    if (*p && strcmp(p, ":zero") && strcmp(p, ":circular")) return VIJP_ARG_NOT_A_COUNT;
+    if (!a->channels || !a->kernel || (two_d && !rows) || !stride) return VIJP_ARG_NOT_A_COUNT;
+    a->rows = rows, a->stride = stride, a->circular = !strcmp(p, ":circular");
+    return 0;
+}
+
 static int parse_conv(vijp_layer *L, const char *arg, size_t in_width, int two_d, vijp_error *err)
 {
     const char *name = two_d ? "conv2d" : "conv1d";
-    unsigned long c = 0, k = 0, rows = 1, stride = 1;
-    int used = 0, u2 = 0;
-    const char *pad = "";
-    int got = arg ? (two_d ? sscanf(arg, "%lux%lux%lu%n", &c, &k, &rows, &used) : sscanf(arg, "%lux%lu%n", &c, &k, &used)) : 0;
-    if (got == (two_d ? 3 : 2)) {
-        pad = arg + used;
-        if (*pad == 's' && sscanf(pad, "s%lu%n", &stride, &u2) == 1) pad += u2;
-        else if (*pad == 's') stride = 0;
-    } else {
-        used = 0;
-    }
-    if (!used || c == 0 || k == 0 || rows == 0 || stride == 0 || (*pad && strcmp(pad, ":zero") && strcmp(pad, ":circular")))
+    vijp_conv_args a = {0};
+    int rc = read_conv(arg, two_d, &a);
+    if (rc)
         return vijp_fail(err, VIJP_EINVAL, two_d ? "conv2d needs conv2d:CHANNELSxKERNELxROWS[sSTRIDE][:zero|:circular] (e.g. "
-                                                   "conv2d:2x3x4), got 'conv2d:%s'"
+                                                   "conv2d:2x3x4), every count in [1, %u], got 'conv2d:%s'"
                                                  : "conv1d needs conv1d:CHANNELSxKERNEL[sSTRIDE][:zero|:circular] (e.g. "
-                                                   "conv1d:4x3, conv1d:4x3s2), got 'conv1d:%s'",
-                         arg ? arg : "");
-    if (k % 2 == 0) return vijp_fail(err, VIJP_EINVAL, "%s: the kernel size must be odd (got %lu)", name, k);
+                                                   "conv1d:4x3, conv1d:4x3s2), every count in [1, %u], got 'conv1d:%s'",
+                         VIJP_WIDTH_MAX, arg ? arg : "");
+    size_t c = a.channels, k = a.kernel, rows = two_d ? a.rows : 1, stride = a.stride; /* each <= 2^24: no product overflows */
+    if (k % 2 == 0) return vijp_fail(err, VIJP_EINVAL, "%s: the kernel size must be odd (got %zu)", name, k);
     if (in_width == 0 || in_width % (c * rows))
-        return vijp_fail(err, VIJP_EDIM, "%s: the input width %zu is not a multiple of %lu channels x %lu rows%s", name,
+        return vijp_fail(err, VIJP_EDIM, "%s: the input width %zu is not a multiple of %zu channels x %zu rows%s", name,
                          in_width, c, rows, in_width ? "" : " (give --width)");
     size_t cols = in_width / (c * rows);
     if (!two_d && k > cols)
-        return vijp_fail(err, VIJP_EDIM, "conv1d: kernel %lu is longer than the %zu positions per channel", k, cols);
+        return vijp_fail(err, VIJP_EDIM, "conv1d: kernel %zu is longer than the %zu positions per channel", k, cols);
     if (two_d && (k > cols || k > rows))
-        return vijp_fail(err, VIJP_EDIM, "conv2d: kernel %lu is larger than the %lu x %zu grid", k, rows, cols);
+        return vijp_fail(err, VIJP_EDIM, "conv2d: kernel %zu is larger than the %zu x %zu grid", k, rows, cols);
     if (cols % stride || (two_d && rows % stride))
-        return vijp_fail(err, VIJP_EDIM, "%s: stride %lu does not divide the %lu x %zu grid", name, stride, rows, cols);
+        return vijp_fail(err, VIJP_EDIM, "%s: stride %zu does not divide the %zu x %zu grid", name, stride, rows, cols);
     vijp_state_new(L, sizeof(vijp_conv_args));
     L->in = in_width, L->out = in_width / stride / (two_d ? stride : 1);
-    *(vijp_conv_args *)L->state = (vijp_conv_args){c, k, stride, two_d ? rows : 0, !strcmp(pad, ":circular")};
+    *(vijp_conv_args *)L->state = a;
     return 0;
 }
 

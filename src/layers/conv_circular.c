@@ -48,7 +48,10 @@ static pthread_mutex_t planner = PTHREAD_MUTEX_INITIALIZER;
 static inline double complex cmul(double complex a, double complex b)
 {
     double ar = creal(a), ai = cimag(a), br = creal(b), bi = cimag(b);
-    return CMPLX(ar * br - ai * bi, ar * bi + ai * br);
+    double complex z;
+    __real__ z = ar * br - ai * bi; /* CMPLX needs a compiler builtin clang 14 lacks */
+    __imag__ z = ar * bi + ai * br;
+    return z;
 }
 
 /* |re| + |im|: LAPACK's pivot measure (izamax), no square root. */

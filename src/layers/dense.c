@@ -6,6 +6,7 @@
  * theta = [W column-major (m·n), b (m)]. */
 #include "vijp/layer.h"
 #include "vijp/error.h"
+#include "args.h"
 #include "init.h"
 #include "../../oracles/oracles.h"
 #include <cblas.h>
@@ -15,34 +16,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int parse_size(const char *s, char **end, size_t *v)
-{
-    if (*s < '0' || *s > '9') return -1;
-    unsigned long long x = strtoull(s, end, 10);
-    if (x == 0 || x > (1u << 24)) return -1;
-    *v = (size_t)x;
-    return 0;
-}
-
 static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err)
 {
-    char *end = NULL;
-    size_t m, n = 0;
-    if (!arg || parse_size(arg, &end, &m))
-        return vijp_fail(err, VIJP_EINVAL, "dense needs its size: dense:M or dense:MxN with 1 <= M, N <= 2^24, got 'dense%s%s'",
-                         arg ? ":" : "", arg ? arg : "");
-    if (*end == 'x') {
-        if (parse_size(end + 1, &end, &n) || *end)
-            return vijp_fail(err, VIJP_EINVAL, "bad dense size 'dense:%s' (want dense:MxN)", arg);
-        if (in_width && in_width != n)
-            return vijp_fail(err, VIJP_EDIM, "dense:%s expects %zu inputs but receives %zu", arg, n, in_width);
-    } else if (*end) {
-        return vijp_fail(err, VIJP_EINVAL, "bad dense size 'dense:%s' (want dense:M or dense:MxN)", arg);
-    } else {
-        n = in_width ? in_width : m;
+    const char *p = arg;
+    size_t m = 0, n = 0; /* n = 0: the incoming width */
+    int bad = p ? vijp_arg_count(&p, &m) : VIJP_ARG_NOT_A_COUNT;
+    if (!bad && *p == 'x') {
+        p++;
+        if (!(bad = vijp_arg_count(&p, &n)) && n == 0) bad = VIJP_ARG_NOT_A_COUNT;
     }
+    if (bad || *p || m == 0)
+        return vijp_fail(err, VIJP_EINVAL, "dense needs its size: dense:M or dense:MxN with 1 <= M, N <= %u, got 'dense%s%s'%s",
+                         VIJP_WIDTH_MAX, arg ? ":" : "", arg ? arg : "", bad == VIJP_ARG_TOO_LARGE ? " (too large)" : "");
+    if (n && in_width && in_width != n)
+        return vijp_fail(err, VIJP_EDIM, "dense:%s expects %zu inputs but receives %zu", arg, n, in_width);
     L->out = m;
-    L->in = n;
+    L->in = n ? n : in_width ? in_width : m;
     return 0;
 }
 

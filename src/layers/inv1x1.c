@@ -14,6 +14,7 @@
  * layers) rebuilding all the way down, storing only h_0. */
 #include "vijp/flow.h"
 #include "vijp/layer.h"
+#include "args.h"
 #include "scratch.h"
 #include "state.h"
 #include "vijp/catalogue.h"
@@ -31,13 +32,13 @@ static int print(const vijp_layer *L, char *buf, size_t size) { return snprintf(
 
 static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err)
 {
-    char *end = NULL;
-    unsigned long c = arg ? strtoul(arg, &end, 10) : 0;
-    if (!arg || end == arg || *end || c < 2)
-        return vijp_fail(err, VIJP_EINVAL, "inv1x1 needs a channel count of at least 2: inv1x1:C (e.g. inv1x1:4), got "
-                         "'inv1x1:%s'", arg ? arg : "");
+    const char *p = arg;
+    size_t c = 0;
+    if (!p || vijp_arg_count(&p, &c) || *p || c < 2)
+        return vijp_fail(err, VIJP_EINVAL, "inv1x1 needs a channel count in [2, %u]: inv1x1:C (e.g. inv1x1:4), got "
+                         "'inv1x1:%s'", VIJP_WIDTH_MAX, arg ? arg : "");
     if (in_width == 0 || in_width % c)
-        return vijp_fail(err, VIJP_EDIM, "inv1x1:%lu: the input width %zu is not a multiple of the channels%s", c,
+        return vijp_fail(err, VIJP_EDIM, "inv1x1:%zu: the input width %zu is not a multiple of the channels%s", c,
                          in_width, in_width ? "" : " (give --width)");
     vijp_state_new(L, sizeof(size_t));
     L->in = L->out = in_width, *(size_t *)L->state = c;

@@ -11,6 +11,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The slope's range.  α must be finite and nonzero (α = 0 is ReLU: J is
+ * singular, there is no vijp), and positive (α < 0 folds negative inputs onto
+ * positive outputs: no inverse).  The operators multiply a unit by α (forward,
+ * jvp, vjp) or divide it by α (vijp, inverse), in every format, with α itself
+ * rounded to the format (oracles/elementwise.c).  α in [2^-12, 2^12] keeps all
+ * of that finite and well defined even in the narrowest format, binary16
+ * (normal numbers from 2^-14 to 65504 ≈ 2^16):
+ *   - α rounds to a normal number, never to 0 or ∞, so 1/α exists and the
+ *     vijp and inverse divide by what the forward multiplied by;
+ *   - a unit of magnitude up to 2^3 (eight standard deviations of the N(0, 1)
+ *     inputs the commands draw) times α or 1/α is at most 2^15 < 65504: one
+ *     layer does not overflow.  binary32 and bfloat16 (max ≈ 2^128) then hold
+ *     units up to 2^115, double up to 2^1011.
+ * A stack of such layers can still overflow (α^depth): that is the run's
+ * result, reported as not finite when it happens, not a bad argument. */
+#define SLOPE_MIN 0x1p-12
+#define SLOPE_MAX 0x1p12
+
 static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err)
 {
     char *end = NULL;
@@ -21,8 +39,9 @@ static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *er
         return vijp_fail(err, VIJP_EINVAL,
                          "leaky slope 0 is ReLU, which is not submersive: use 'relu' (its vijp "
                          "stores the inactive units' cotangents as a fragment)");
-    if (!(a > 0) || !isfinite(a))
-        return vijp_fail(err, VIJP_EINVAL, "leaky slope must be finite and > 0, got '%s'", arg);
+    if (!(a >= SLOPE_MIN && a <= SLOPE_MAX))
+        return vijp_fail(err, VIJP_EINVAL, "leaky slope must be in [2^-12, 2^12] = [%.12g, %g] (so that the slope and "
+                         "its inverse keep a unit of size 8 finite even in binary16), got '%s'", SLOPE_MIN, SLOPE_MAX, arg);
     if (in_width == 0)
         return vijp_fail(err, VIJP_EDIM, "leaky keeps its input width, which is unknown here: give --width");
     vijp_state_new(L, sizeof(double));
@@ -110,7 +129,7 @@ static const vijp_ops_mp ops_mp = {
 };
 
 const vijp_layer_type vijp_layer_leaky_relu = {
-    .name = "leaky", .syntax = "leaky:ALPHA (0 < ALPHA; keeps its width)",
+    .name = "leaky", .syntax = "leaky:ALPHA (2^-12 <= ALPHA <= 2^12; keeps its width)",
     .parse = parse, .state_size = sizeof(double), .print = print, .param_count = vijp_act_no_params, .declare = declare,
     .residual = VIJP_RESIDUAL_SIGN, .d = &ops_d, .mp = &ops_mp,
     /* inverse: y/α rounded once (u|x|), plus the forward's rounding of αx (u|y|) divided by α = f′ */

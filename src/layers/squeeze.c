@@ -7,6 +7,7 @@
  * that Moonwalk's rebuild-by-inversion chain runs through it. */
 #include "vijp/layer.h"
 #include "activation.h"
+#include "args.h"
 #include "state.h"
 #include "vijp/catalogue.h"
 #include "../../oracles/oracles.h"
@@ -15,13 +16,15 @@
 
 static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err)
 {
-    unsigned long c = 0, f = 0;
-    int used = 0;
-    if (!arg || sscanf(arg, "%lux%lu%n", &c, &f, &used) != 2 || arg[used] || c == 0 || f < 2)
-        return vijp_fail(err, VIJP_EINVAL, "squeeze needs squeeze:CHANNELSxFACTOR (factor >= 2, e.g. squeeze:2x2), got "
-                         "'squeeze:%s'", arg ? arg : "");
+    const char *p = arg;
+    size_t c = 0, f = 0; /* each <= 2^24 (args.h), so c·f cannot wrap */
+    int bad = !p || vijp_arg_count(&p, &c) || *p != 'x';
+    if (!bad) p++, bad = vijp_arg_count(&p, &f) || *p;
+    if (bad || c == 0 || f < 2)
+        return vijp_fail(err, VIJP_EINVAL, "squeeze needs squeeze:CHANNELSxFACTOR (1 <= channels, 2 <= factor, both <= %u, "
+                         "e.g. squeeze:2x2), got 'squeeze:%s'", VIJP_WIDTH_MAX, arg ? arg : "");
     if (in_width == 0 || in_width % (c * f))
-        return vijp_fail(err, VIJP_EDIM, "squeeze:%lux%lu: the input width %zu is not a multiple of %lu%s", c, f, in_width,
+        return vijp_fail(err, VIJP_EDIM, "squeeze:%zux%zu: the input width %zu is not a multiple of %zu%s", c, f, in_width,
                          c * f, in_width ? "" : " (give --width)");
     vijp_state_new(L, sizeof(vijp_squeeze_args));
     L->in = L->out = in_width, *(vijp_squeeze_args *)L->state = (vijp_squeeze_args){c, f};

@@ -1,0 +1,179 @@
+/* The drift.json validator: an interpreter of docs/drift.schema.json itself,
+ * compiled in (the Makefile makes it a C string), so the document the project
+ * publishes and what vijp regress accepts cannot drift apart.  It implements
+ * the part of JSON Schema 2020-12 that document uses (type, const, enum,
+ * minimum, minItems, required, properties, additionalProperties, items,
+ * local $ref; title, description and $schema are notes) and refuses any other
+ * keyword, so the schema cannot grow a rule this file would silently skip.
+ * scripts/check-drift-schema.py checks that it and python's jsonschema agree
+ * on every required field. */
+#include "drift_schema.h"
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char schema_text[] =
+#include "drift_schema.inc"
+    ;
+
+typedef struct {
+    json_t *root; /* the schema, for $ref */
+    char *msg;
+    size_t size;
+} ctx;
+
+static int fail(ctx *c, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(ctx *c, const char *path, const char *fmt, ...)
+{
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    snprintf(c->msg, c->size, "%s: %s", *path ? path : "(the document)", what);
+    return -1;
+}
+
+/* JSON Schema's type names; an integer is also a number, and 2020-12 counts
+ * a real with no fractional part as an integer (jansson reads "3.0" as real). */
+static int has_type(json_t *v, const char *t)
+{
+    if (!strcmp(t, "object")) return json_is_object(v);
+    if (!strcmp(t, "array")) return json_is_array(v);
+    if (!strcmp(t, "string")) return json_is_string(v);
+    if (!strcmp(t, "boolean")) return json_is_boolean(v);
+    if (!strcmp(t, "null")) return json_is_null(v);
+    if (!strcmp(t, "number")) return json_is_number(v);
+    if (!strcmp(t, "integer"))
+        return json_is_integer(v) || (json_is_real(v) && isfinite(json_real_value(v)) &&
+                                      json_real_value(v) == floor(json_real_value(v)));
+    return 0;
+}
+
+static const char *type_name(json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    default: return "null";
+    }
+}
+
+/* path + ".key" or "[i]" into buf. */
+static const char *child(char *buf, size_t size, const char *path, const char *key, size_t index)
+{
+    if (key) snprintf(buf, size, "%s%s%s", path, *path ? "." : "", key);
+    else snprintf(buf, size, "%s[%zu]", path, index);
+    return buf;
+}
+
+static int check(ctx *c, json_t *s, json_t *v, const char *path);
+
+static int check_type(ctx *c, json_t *t, json_t *v, const char *path)
+{
+    char want[96] = "";
+    size_t i;
+    json_t *one;
+    if (json_is_string(t)) {
+        if (has_type(v, json_string_value(t))) return 0;
+        snprintf(want, sizeof want, "%s", json_string_value(t));
+    } else {
+        json_array_foreach(t, i, one) {
+            if (has_type(v, json_string_value(one))) return 0;
+            size_t at = strlen(want);
+            snprintf(want + at, sizeof want - at, "%s%s", i ? " or " : "", json_string_value(one));
+        }
+    }
+    return fail(c, path, "%s, want %s", type_name(v), want);
+}
+
+static int check_object(ctx *c, json_t *s, json_t *v, const char *path)
+{
+    char sub[512];
+    size_t i;
+    const char *key;
+    json_t *req, *x, *props = json_object_get(s, "properties"), *extra = json_object_get(s, "additionalProperties");
+    json_array_foreach(json_object_get(s, "required"), i, req)
+        if (!json_object_get(v, json_string_value(req)))
+            return fail(c, child(sub, sizeof sub, path, json_string_value(req), 0), "missing");
+    json_object_foreach(v, key, x) {
+        json_t *ps = json_object_get(props, key);
+        if (!ps && json_is_false(extra)) return fail(c, child(sub, sizeof sub, path, key, 0), "not a field of this object");
+        if (!ps && json_is_object(extra)) ps = extra;
+        if (ps && check(c, ps, x, child(sub, sizeof sub, path, key, 0))) return -1;
+    }
+    return 0;
+}
+
+static int check(ctx *c, json_t *s, json_t *v, const char *path)
+{
+    static const char *const known[] = {"$schema", "$defs", "title", "description", "$ref", "type", "const", "enum",
+                                        "minimum", "minItems", "required", "properties", "additionalProperties", "items"};
+    const char *key;
+    json_t *k;
+    json_object_foreach(s, key, k) {
+        size_t i = 0;
+        while (i < sizeof known / sizeof *known && strcmp(key, known[i])) i++;
+        if (i == sizeof known / sizeof *known)
+            return fail(c, path, "the schema uses '%s', which this validator does not implement", key);
+    }
+    if ((k = json_object_get(s, "$ref"))) {
+        const char *ref = json_string_value(k);
+        json_t *target = ref && !strncmp(ref, "#/$defs/", 8) ? json_object_get(json_object_get(c->root, "$defs"), ref + 8) : NULL;
+        if (!target) return fail(c, path, "the schema's $ref '%s' is not one of its $defs", ref ? ref : "?");
+        if (check(c, target, v, path)) return -1;
+    }
+    if ((k = json_object_get(s, "type")) && check_type(c, k, v, path)) return -1;
+    if ((k = json_object_get(s, "const")) && !json_equal(k, v)) {
+        char *got = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT), *want = json_dumps(k, JSON_ENCODE_ANY);
+        int rc = fail(c, path, "%.60s, want %s", got ? got : "?", want ? want : "?");
+        free(got), free(want);
+        return rc;
+    }
+    if ((k = json_object_get(s, "enum"))) {
+        size_t i;
+        json_t *e;
+        int found = 0;
+        json_array_foreach(k, i, e) found |= json_equal(e, v);
+        if (!found) {
+            char *got = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT), *want = json_dumps(k, JSON_COMPACT);
+            int rc = fail(c, path, "%.60s, want one of %s", got ? got : "?", want ? want : "?");
+            free(got), free(want);
+            return rc;
+        }
+    }
+    if ((k = json_object_get(s, "minimum")) && json_is_number(v) && json_number_value(v) < json_number_value(k))
+        return fail(c, path, "%g, want at least %g", json_number_value(v), json_number_value(k));
+    if (json_is_object(v) && check_object(c, s, v, path)) return -1;
+    if (json_is_array(v)) {
+        if ((k = json_object_get(s, "minItems")) && json_array_size(v) < (size_t)json_integer_value(k))
+            return fail(c, path, "%zu items, want at least %lld", json_array_size(v), (long long)json_integer_value(k));
+        if ((k = json_object_get(s, "items"))) {
+            char sub[512];
+            size_t i;
+            json_t *x;
+            json_array_foreach(v, i, x) if (check(c, k, x, child(sub, sizeof sub, path, NULL, i))) return -1;
+        }
+    }
+    return 0;
+}
+
+int drift_schema_validate(json_t *doc, char *msg, size_t size)
+{
+    json_error_t e;
+    ctx c = {json_loads(schema_text, 0, &e), msg, size};
+    if (!c.root) { /* the compiled-in docs/drift.schema.json: a build defect, not the user's file */
+        snprintf(msg, size, "(vijp's own drift.schema.json does not parse: %s, line %d)", e.text, e.line);
+        return -1;
+    }
+    int rc = check(&c, c.root, doc, "");
+    json_decref(c.root);
+    return rc;
+}

@@ -1,0 +1,90 @@
+/* The progress meter (progress.h). */
+#include "progress.h"
+#include <math.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BAR 30
+#define REDRAW_S 0.1 /* a terminal redrawn more often only flickers, and 10^5 certify samples would each cost a write */
+
+int progress_wanted(int forced, int quiet, int stderr_is_tty, int in_ci)
+{
+    if (forced) return forced > 0;
+    return stderr_is_tty && !quiet && !in_ci;
+}
+
+int progress_wanted_here(int forced, int quiet)
+{
+    const char *ci = getenv("CI");
+    return progress_wanted(forced, quiet, isatty(STDERR_FILENO), ci && *ci);
+}
+
+static double monotonic(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+void progress_duration(char *buf, size_t size, double seconds)
+{
+    long s = seconds > 0 ? lround(seconds) : 0;
+    if (s < 60) snprintf(buf, size, "%ld s", s);
+    else if (s < 3600) snprintf(buf, size, "%ld min %02ld s", s / 60, s % 60);
+    else snprintf(buf, size, "%ld h %02ld min", s / 3600, s % 3600 / 60);
+}
+
+void progress_format(char *buf, size_t size, size_t done, size_t total, const char *unit, double elapsed)
+{
+    char bar[BAR + 1], spent[32], left[48];
+    size_t filled = total ? BAR * (done < total ? done : total) / total : BAR;
+    for (size_t i = 0; i < BAR; i++) bar[i] = i < filled ? '=' : ' ';
+    bar[BAR] = 0;
+    progress_duration(spent, sizeof spent, elapsed);
+    /* The units so far are the only evidence of the rest: the same mean time
+     * per unit (curves of one study, samples of one layer, are alike). */
+    if (done >= total) snprintf(left, sizeof left, "done");
+    else if (done == 0) snprintf(left, sizeof left, "estimating the time left");
+    else {
+        char t[32];
+        progress_duration(t, sizeof t, elapsed * (double)(total - done) / (double)done);
+        snprintf(left, sizeof left, "about %s left", t);
+    }
+    snprintf(buf, size, "[%s] %zu/%zu %s, %s elapsed, %s", bar, done, total, unit, spent, left);
+}
+
+static void draw(progress *p, double now)
+{
+    char line[160];
+    progress_format(line, sizeof line, p->done, p->total, p->unit, now - p->start);
+    /* \033[K clears what a longer earlier line left: the meter only draws on
+     * terminals (or when --progress asks). */
+    fprintf(p->out, "\r%s\033[K", line);
+    fflush(p->out);
+    p->last_draw = now;
+    p->drawn = 1;
+}
+
+void progress_start(progress *p, FILE *out, size_t total, const char *unit, progress_clock clock)
+{
+    *p = (progress){.out = out, .unit = unit, .total = total, .clock = clock ? clock : monotonic};
+    if (!out) return;
+    p->start = p->clock();
+    draw(p, p->start);
+}
+
+void progress_step(progress *p, size_t done)
+{
+    if (!p->out) return;
+    p->done = done;
+    double now = p->clock();
+    if (done < p->total && now - p->last_draw < REDRAW_S) return;
+    draw(p, now);
+}
+
+void progress_end(progress *p)
+{
+    if (p->out && p->drawn) fputs("\r\033[K", p->out), fflush(p->out);
+    p->drawn = 0;
+}

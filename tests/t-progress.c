@@ -1,0 +1,96 @@
+/* The progress meter of grad, certify and drift (src/cli/progress.c): when it
+ * shows, the line it draws, and its redraws, with an injected clock and a
+ * memory stream in place of the terminal, so that nothing waits or depends
+ * on where the suite runs.  That runs without a terminal print no meter is
+ * checked on the command itself in t-cli.c. */
+#include "testutil.h"
+#include "../src/cli/progress.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+START_TEST(progress_decision)
+{
+    /* forced, quiet, stderr a terminal, CI → shown */
+    static const int table[][5] = {
+        {0, 0, 1, 0, 1}, /* a terminal: shown */
+        {0, 0, 0, 0, 0}, /* a pipe or a file: never */
+        {0, 1, 1, 0, 0}, /* -q */
+        {0, 0, 1, 1, 0}, /* CI, even on a pseudo-terminal */
+        {1, 1, 0, 1, 1}, /* --progress wins over everything */
+        {-1, 0, 1, 0, 0}, /* --no-progress too */
+    };
+    for (size_t i = 0; i < sizeof table / sizeof *table; i++)
+        ck_assert_msg(progress_wanted(table[i][0], table[i][1], table[i][2], table[i][3]) == table[i][4],
+                      "row %zu", i);
+}
+END_TEST
+
+START_TEST(progress_line)
+{
+    char buf[160];
+    static const struct {
+        double s;
+        const char *text;
+    } d[] = {{0, "0 s"}, {-3, "0 s"}, {59.4, "59 s"}, {59.6, "1 min 00 s"}, {65, "1 min 05 s"}, {3599, "59 min 59 s"},
+             {3600, "1 h 00 min"}, {7325, "2 h 02 min"}};
+    for (size_t i = 0; i < sizeof d / sizeof *d; i++) {
+        progress_duration(buf, sizeof buf, d[i].s);
+        ck_assert_str_eq(buf, d[i].text);
+    }
+    /* 3 of 10 in 12 s: 4 s a unit, 28 s for the 7 left; 9 of the 30 bars */
+    progress_format(buf, sizeof buf, 3, 10, "curves", 12);
+    ck_assert_str_eq(buf, "[=========                     ] 3/10 curves, 12 s elapsed, about 28 s left");
+    progress_format(buf, sizeof buf, 0, 4, "samples", 0.2);
+    ck_assert_str_eq(buf, "[                              ] 0/4 samples, 0 s elapsed, estimating the time left");
+    progress_format(buf, sizeof buf, 5, 5, "engines", 125);
+    ck_assert_str_eq(buf, "[==============================] 5/5 engines, 2 min 05 s elapsed, done");
+    progress_format(buf, sizeof buf, 1, 3, "curves", 1800);
+    ck_assert_str_eq(buf, "[==========                    ] 1/3 curves, 30 min 00 s elapsed, about 1 h 00 min left");
+}
+END_TEST
+
+static double now;
+static double fake_clock(void) { return now; }
+
+START_TEST(progress_redraws)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    ck_assert(f != NULL);
+    progress p;
+    now = 100;
+    progress_start(&p, f, 3, "curves", fake_clock); /* drawn at once: 0/3 */
+    now = 100.05;
+    progress_step(&p, 1); /* within 0.1 s of the last draw: not redrawn */
+    now = 102;
+    progress_step(&p, 2); /* drawn: 2 done in 2 s, 1 s left */
+    now = 102.01;
+    progress_step(&p, 3); /* the last unit is always drawn */
+    progress_end(&p);     /* and the line erased */
+    fclose(f);
+    const char *want = "\r[                              ] 0/3 curves, 0 s elapsed, estimating the time left\033[K"
+                       "\r[====================          ] 2/3 curves, 2 s elapsed, about 1 s left\033[K"
+                       "\r[==============================] 3/3 curves, 2 s elapsed, done\033[K"
+                       "\r\033[K";
+    ck_assert_msg(!strcmp(text, want), "drew:\n%s", text);
+    free(text);
+    /* off: nothing, whatever is called */
+    progress_start(&p, NULL, 3, "curves", fake_clock);
+    progress_step(&p, 3);
+    progress_end(&p);
+    ck_assert(p.drawn == 0);
+}
+END_TEST
+
+Suite *suite_progress(void)
+{
+    Suite *s = suite_create("progress");
+    TCase *tc = tcase_create("progress");
+    tcase_add_test(tc, progress_decision);
+    tcase_add_test(tc, progress_line);
+    tcase_add_test(tc, progress_redraws);
+    suite_add_tcase(s, tc);
+    return s;
+}
