@@ -221,6 +221,11 @@ $(FUZZ_BUILD)/%.o: %.c
 $(FUZZ_BUILD)/fuzz-%: tests/fuzz/%.c $(FUZZ_LIB_OBJ)
 	$(FUZZ_CC) $(VIJP_CPPFLAGS) -std=c11 -pthread -ffp-contract=off $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJ) $(VIJP_LIBS)
 -include $(FUZZ_LIB_OBJ:.o=.d)
+# The drift.json harness reads what vijp regress reads: the command's validator too.
+$(FUZZ_BUILD)/src/cli/drift_schema.o: $(BUILD)/drift_schema.inc
+$(FUZZ_BUILD)/src/cli/drift_schema.o: VIJP_CPPFLAGS += -I$(BUILD)
+$(FUZZ_BUILD)/fuzz-driftjson: tests/fuzz/driftjson.c $(FUZZ_LIB_OBJ) $(FUZZ_BUILD)/src/cli/drift_schema.o
+	$(FUZZ_CC) $(VIJP_CPPFLAGS) -std=c11 -pthread -ffp-contract=off $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJ) $(FUZZ_BUILD)/src/cli/drift_schema.o $(VIJP_LIBS)
 fuzz: $(FUZZ_BINS)
 fuzz-replay: $(FUZZ_BINS)
 	@for n in $(FUZZ_NAMES); do \

@@ -177,3 +177,52 @@ int drift_schema_validate(json_t *doc, char *msg, size_t size)
     json_decref(c.root);
     return rc;
 }
+
+/* What the comparison indexes beyond the schema: one curve per config and
+ * format, one seed entry per study seed, one run per study engine, one value
+ * per layer.  A file short of any compares less than it claims. */
+static int consistent(json_t *j, char *msg, size_t size)
+{
+    json_t *st = json_object_get(j, "study"), *curves = json_object_get(j, "curves"), *c, *sd, *run;
+    size_t D = (size_t)json_integer_value(json_object_get(st, "depth"));
+    size_t nc = json_array_size(json_object_get(st, "configs")) * json_array_size(json_object_get(st, "formats"));
+    size_t ns = json_array_size(json_object_get(st, "seeds")), ne = json_array_size(json_object_get(st, "engines"));
+    size_t i, k, e;
+    if (json_array_size(curves) != nc)
+        return snprintf(msg, size, "curves: %zu, but study.configs × study.formats makes %zu", json_array_size(curves), nc), -1;
+    json_array_foreach(curves, i, c) {
+        json_t *seeds = json_object_get(c, "seeds");
+        if (json_array_size(seeds) != ns)
+            return snprintf(msg, size, "curves[%zu].seeds: %zu, but study.seeds lists %zu", i, json_array_size(seeds), ns), -1;
+        json_array_foreach(seeds, k, sd) {
+            json_t *runs = json_object_get(sd, "engines");
+            if (json_array_size(runs) != ne)
+                return snprintf(msg, size, "curves[%zu].seeds[%zu].engines: %zu, but study.engines lists %zu", i, k,
+                                json_array_size(runs), ne), -1;
+            json_array_foreach(runs, e, run) {
+                static const char *const parts[] = {"g", "theta"}, *const ms[] = {"rel", "ulps", "angle_deg"};
+                for (int p = 0; p < 2; p++)
+                    for (int m = 0; m < 3; m++) {
+                        size_t n = json_array_size(json_object_get(json_object_get(run, parts[p]), ms[m]));
+                        if (n != D)
+                            return snprintf(msg, size, "curves[%zu].seeds[%zu].engines[%zu].%s.%s: %zu values, but "
+                                            "study.depth is %zu", i, k, e, parts[p], ms[m], n, D), -1;
+                    }
+            }
+        }
+    }
+    return 0;
+}
+
+int drift_json_check(json_t *doc, char *msg, size_t size)
+{
+    json_t *schema = json_object_get(doc, "schema");
+    if (!json_is_string(schema) || strcmp(json_string_value(schema), DRIFT_SCHEMA_VERSION)) {
+        char *got = schema ? json_dumps(schema, JSON_ENCODE_ANY) : NULL;
+        snprintf(msg, size, "schema: %s is not %s, the version this vijp reads (not a drift.json it knows)",
+                 got ? got : "missing", DRIFT_SCHEMA_VERSION);
+        free(got);
+        return -1;
+    }
+    return drift_schema_validate(doc, msg, size) || consistent(doc, msg, size) ? -1 : 0;
+}

@@ -11,5 +11,9 @@
  * holds the first problem as "JSON.path: what", e.g. "curves[3].format:
  * missing" or "study.depth: a string, want an integer". */
 int drift_schema_validate(json_t *doc, char *msg, size_t size);
+/* What vijp regress accepts: the version this vijp reads, the schema, and
+ * the study's own arrays (one curve per config × format, one entry per seed
+ * and engine, one value per layer); 0, or -1 with msg as above. */
+int drift_json_check(json_t *doc, char *msg, size_t size);
 
 #endif
