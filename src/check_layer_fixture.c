@@ -46,9 +46,10 @@ int check_fix_init(check_fix *t, const char *spec, const vijp_check_opts *o, vij
     t->L = &t->net.layers[0];
     t->have_ref = t->L->type->mp && !o->double_only;
     if (t->F.kind != VIJP_DOUBLE && !t->have_ref) {
+        rc = vijp_fail(err, VIJP_EUNSUPPORTED, "the %s layer %s, so it is checked in double only", t->L->type->name,
+                       t->L->type->mp ? "is checked without its MPFR operators" : "has no MPFR operators");
         vijp_net_free(&t->net);
-        return vijp_fail(err, VIJP_EUNSUPPORTED, "the %s layer %s, so it is checked in double only", t->L->type->name,
-                         t->L->type->mp ? "is checked without its MPFR operators" : "has no MPFR operators");
+        return rc;
     }
     if (t->have_ref) rc = vijp_format_mpfr(&t->R, CHECK_REF_PREC, err);
     else t->R = t->F;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* What the child sends back: the run's code, its error and the result. */
@@ -17,7 +18,7 @@ typedef struct {
     vijp_check_result r;
 } message;
 
-static const char *signal_name(int sig)
+const char *vijp_check_signal_name(int sig)
 {
     static const struct {
         int sig;
@@ -64,6 +65,8 @@ int vijp_check_layer_isolated(size_t k, const char *spec, const vijp_check_opts 
     int fds[2];
     if (pipe(fds)) return vijp_fail(err, VIJP_EIO, "check %s: pipe: %s", r->name, strerror(errno));
     fflush(NULL); /* nothing buffered is written twice */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     pid_t pid = fork();
     if (pid < 0) {
         close(fds[0]), close(fds[1]);
@@ -96,19 +99,23 @@ int vijp_check_layer_isolated(size_t k, const char *spec, const vijp_check_opts 
     int status;
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR) return vijp_fail(err, VIJP_EIO, "check %s: waitpid: %s", r->name, strerror(errno));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    r->seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     if (got == sizeof msg && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
         if (msg.rc && err) *err = msg.err;
+        double seconds = r->seconds; /* wall time seen here: the fork and the check */
         *r = msg.r;
+        r->seconds = seconds;
         return msg.rc;
     }
     r->status = VIJP_CHECK_FAILED;
     if (killed || (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)) {
         r->signal = WTERMSIG(status);
         snprintf(r->detail, sizeof r->detail, "timed out: still running after %u s (stopped by %s)", timeout,
-                 signal_name(r->signal));
+                 vijp_check_signal_name(r->signal));
     } else if (WIFSIGNALED(status)) {
         r->signal = WTERMSIG(status);
-        snprintf(r->detail, sizeof r->detail, "crashed: killed by %s (%s)", signal_name(r->signal), strsignal(r->signal));
+        snprintf(r->detail, sizeof r->detail, "crashed: killed by %s (%s)", vijp_check_signal_name(r->signal), strsignal(r->signal));
     } else {
         snprintf(r->detail, sizeof r->detail, "the check's process ended with status %d without a result",
                  WIFEXITED(status) ? WEXITSTATUS(status) : -1);

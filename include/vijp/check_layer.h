@@ -77,5 +77,7 @@ VIJP_MUST_CHECK int vijp_check_layer_run(size_t k, const char *spec, const vijp_
  * set; one that runs past o->timeout_s is stopped (alarm) and fails. */
 VIJP_MUST_CHECK int vijp_check_layer_isolated(size_t k, const char *spec, const vijp_check_opts *o, vijp_check_result *r,
                                               vijp_error *err);
+/* "SIGSEGV" for SIGSEGV, and so on for the signals a check may die of. */
+const char *vijp_check_signal_name(int sig);
 
 #endif
