@@ -40,7 +40,7 @@ static const char help[] =
     "(Higham Thm 9.4, 19.4) for the vijp; the contract's inverse model.\n"
     "\n"
     "  SPEC              one layer item (no commas), e.g. tanh, dense:4, mylayer:3\n"
-    "  --width N         input width (default 8; dense:MxN gives its own)\n"
+    "  --width N         input width (default 8, or N for dense:MxN)\n"
     "  --seed S          parameters from seed S (Gaussian), points from S + 1,\n"
     "                    0..2^63-1 (default 1); a failure reruns with the same --seed\n"
     "  --format F        format under test: double | mpfr:P (default double;\n"
@@ -117,7 +117,7 @@ static void print_table(const run_info *in, const vijp_check_result *res, size_t
         /* the detail, unless the line above said it (the worst element) */
         if (!isnan(r->ratio) && !r->signal && strncmp(r->detail, r->worst_what, strlen(r->worst_what)))
             printf("%-21s %s\n", "", r->detail);
-        if (r->bound_source[0] && !r->signal) printf("%-21s bound: %s\n", "", r->bound_source);
+        if (r->worst_what[0] && r->bound_source[0]) printf("%-21s bound: %s\n", "", r->bound_source);
         printf("%-21s rerun: vijp check-layer %s%s --width %zu --seed %llu --check %s%s%s\n", "", in->spec,
                cli_plugin_args(), in->L->in, (unsigned long long)r->seed, r->name,
                strcmp(in->format, "double") ? " --format " : "", strcmp(in->format, "double") ? in->format : "");
@@ -191,7 +191,8 @@ int cli_check_layer(int argc, char **argv)
     vijp_error err = {0};
     vijp_net net;
     vijp_format F;
-    if (!width && strncmp(spec, "dense", 5)) width = 8;
+    /* dense:MxN says its input width; everything else gets 8 by default */
+    if (!width && !(!strncmp(spec, "dense:", 6) && strchr(spec, 'x'))) width = 8;
     if (vijp_format_parse(format, &F, &err) || vijp_net_shape(&net, spec, 1, width, &err)) {
         fprintf(stderr, "vijp check-layer: %s\n", err.msg);
         free(selected);
