@@ -176,8 +176,8 @@ int cli_check_layer(int argc, char **argv)
     }
     const char *spec = optind < argc ? argv[optind] : NULL;
     if (!spec || optind + 1 < argc) {
-        fprintf(stderr, spec ? "vijp check-layer: one SPEC, got '%s' and '%s'\n" : "vijp check-layer: SPEC is required "
-                "(run 'vijp check-layer --help')\n", spec, spec ? argv[optind + 1] : NULL);
+        if (!spec) fputs("vijp check-layer: SPEC is required (run 'vijp check-layer --help')\n", stderr);
+        else fprintf(stderr, "vijp check-layer: one SPEC, got '%s' and '%s'\n", spec, argv[optind + 1]);
         free(selected);
         return EXIT_USAGE;
     }
