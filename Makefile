@@ -68,7 +68,7 @@ SOVERSION    := 0
 SONAME       := libvijp.so.$(SOVERSION)
 SHLIB        := libvijp.so.$(VIJP_VERSION)
 
-.PHONY: all check check-install check-long report regress baseline bench clean install uninstall
+.PHONY: all check check-install check-long report regress baseline bench clean install uninstall plugins
 all: $(BUILD)/libvijp.a $(BUILD)/vijp $(BUILD)/libvijp.so $(BUILD)/vijp.1
 
 $(BUILD)/%.o: %.c $(BUILD)/%.d
@@ -123,6 +123,24 @@ $(BUILD)/vijp.1: $(BUILD)/vijp scripts/gen-man.sh
 $(BUILD)/check_vijp: $(TEST_OBJ) $(BUILD)/libvijp.a
 	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS) $(shell pkg-config --libs $(CHECKPK))
 
+# Layer plugins for the tests, built as a user builds one (-shared -fPIC,
+# against include/ only, not linked with libvijp: the vijp command that loads
+# them provides its symbols): the two templates and the deliberately broken
+# layers of examples/broken-layers/, which `vijp check-layer` must catch.
+# Never instrumented (no SANFLAGS): a plugin is its user's code, and under
+# UBSan the segfault plugin's null store would end in a report and exit 1
+# rather than the SIGSEGV that check-layer must name.
+PLUGIN_SRC := examples/layer-template/scaledtanh.c examples/layer-template/gated.c $(wildcard examples/broken-layers/*.c)
+PLUGINS    := $(patsubst %.c,$(BUILD)/plugins/%.so,$(notdir $(PLUGIN_SRC)))
+PLUGIN_CC   = $(CC) $(VIJP_CPPFLAGS) $(CPPFLAGS) $(VIJP_CFLAGS) $(CFLAGS) -ffp-contract=off -fPIC -shared
+$(BUILD)/plugins/%.so: examples/layer-template/%.c $(wildcard include/vijp/*.h)
+	@mkdir -p $(dir $@)
+	$(PLUGIN_CC) -o $@ $<
+$(BUILD)/plugins/%.so: examples/broken-layers/%.c examples/broken-layers/linear.h $(wildcard include/vijp/*.h)
+	@mkdir -p $(dir $@)
+	$(PLUGIN_CC) -o $@ $<
+plugins: $(PLUGINS)
+
 # vijp-perturbed: the same command with one ulp added to every vijp output,
 # which the regression tests must see flagged by vijp regress.
 $(BUILD)/perturbed/layer.o: src/layer.c $(BUILD)/perturbed/layer.d
@@ -149,12 +167,13 @@ check-install: all
 	$(CHECK_INSTALL)
 endif
 
-# VIJP_BIN lets the CLI tests find the command.  Sanitized runs do not fork,
+# VIJP_BIN lets the CLI tests find the command (and the test plugins, in
+# $(BUILD)/plugins beside it).  Sanitized runs do not fork,
 # so LeakSanitizer sees the whole suite in one process.
 ifeq ($(SANITIZE),1)
 CHECK_ENV := CK_FORK=no
 endif
-check: $(BUILD)/check_vijp $(BUILD)/vijp $(BUILD)/vijp-perturbed $(CHECK_INSTALL_DEPS)
+check: $(BUILD)/check_vijp $(BUILD)/vijp $(BUILD)/vijp-perturbed $(PLUGINS) $(CHECK_INSTALL_DEPS)
 	$(CHECK_ENV) VIJP_BIN=$(abspath $(BUILD)/vijp) VIJP_PERTURBED_BIN=$(abspath $(BUILD)/vijp-perturbed) \
 	  ./$(BUILD)/check_vijp
 	$(CHECK_INSTALL)

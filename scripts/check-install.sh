@@ -161,7 +161,14 @@ status=0
 "$vijp" grad --plugin "$tmp/plugins/gated.so" --net gated --width 6 --depth 2 --format double > "$log" 2>&1 || status=$?
 [ "$status" -ne 0 ] && grep -q 'gated layer has no MPFR operators' "$log" ||
   fail "a double-only plugin must be refused a reference in MPFR with a message (status $status)"
-echo "check-install:   | scaledtanh: grad, certify, drift; gated (double only): refused an MPFR reference with a message"
+# The layer battery on both: scaledtanh passes every check; gated those that
+# need no MPFR operators, the others skipped (exit 0 either way).
+"$vijp" check-layer --plugin "$tmp/plugins/scaledtanh.so" scaledtanh > "$log" 2>&1 ||
+  fail "vijp check-layer --plugin scaledtanh.so scaledtanh"
+grep -q '^format-vs-mpfr *passed' "$log" || fail "vijp check-layer scaledtanh did not compare with its MPFR operators"
+"$vijp" check-layer --plugin "$tmp/plugins/gated.so" gated > "$log" 2>&1 || fail "vijp check-layer --plugin gated.so gated"
+grep -q '^format-vs-mpfr *skipped' "$log" || fail "vijp check-layer gated did not skip the MPFR comparison"
+echo "check-install:   | scaledtanh: grad, certify, drift, check-layer; gated (double only): refused an MPFR reference with a message, check-layer passed without MPFR"
 
 # 4. The man page renders without warnings (where man or groff is installed).
 page=$prefix/share/man/man1/vijp.1
@@ -177,7 +184,7 @@ else
   echo "check-install: note: neither man nor groff is installed, the man page is not rendered"
   cp "$page" man.txt
 fi
-for c in grad drift report regress certify memory; do
+for c in grad drift report regress certify memory check-layer; do
   grep -q "vijp $c" man.txt || fail "the man page does not describe vijp $c"
 done
 

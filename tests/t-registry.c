@@ -182,9 +182,9 @@ START_TEST(registered_type_in_a_net)
 END_TEST
 
 /* θ reaches f′'s enclosure and the per-format underflow table: the computed
- * f′ = a(1 − t)(1 + t) is 0 once t = tanh(a·x) rounds to 1 (a|x| near 19.06
- * in double), so doubling a (an exact scaling of a·x) halves the |x| where it
- * first does, to the bisection's 2^-60 relative width. */
+ * f′ = 4a·e/(1 + e)², e = exp(−2|a·x|), is 0 once e underflows (a|x| near
+ * 372.6 in double), so doubling a (an exact scaling of a·x) halves the |x|
+ * where it first does, to the bisection's 2^-60 relative width. */
 START_TEST(activation_analysis_sees_theta)
 {
     scaledtanh();

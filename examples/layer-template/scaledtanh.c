@@ -8,10 +8,15 @@
  *   push sech² below the format's range (vijp certify finds where).
  *   ∂y/∂a = x·sech²(a·x).
  *
- * Error bound (double): t = tanh(a·x) within 2 ulps of tanh at the rounded
- * product (glibc), f′ = a(1 − t)(1 + t) within a few ulps where t is not
- * near ±1; near ±1 the subtraction 1 − t is exact (Sterbenz) but carries t's
- * own error, relative 2u/(1 − |t|).
+ * Error bound (double), u = 2^-53, z = fl(a·x) within u|z| of a·x: t =
+ * tanh(z) within 2 ulps of tanh at the rounded product (glibc); sech²(z) as
+ * 4e/(1 + e)² with e = exp(−2|z|) (exp within 1 ulp, 2|z| exact, then three
+ * correctly rounded operations: within 5u), not as (1 − t)(1 + t), which
+ * cancels (relative error 2u/(1 − |t|), about 400u at |z| = 3) and is exactly
+ * 0 past |z| ≈ 19.06, where t rounds to 1.  Rounding z moves sech² by the
+ * relative 2|tanh z||z|u <= 2|z|u, so f′ = a·sech²(z) is within (2|z| + 6)u:
+ * 16u for |a·x| <= 5, the contract's `ulps` below (vijp check-layer's
+ * Gaussian points, a = 1 at initialisation).
  *
  * Build: make (against the installed headers; see vijp/plugin.h). */
 #include <vijp/arith.h>
@@ -39,11 +44,18 @@ static int init(const vijp_layer *L, vijp_init in, vijp_rng *rng, double *th)
 
 static unsigned declare(const vijp_layer *L) { (void)L; return 0; } /* submersive iff a ≠ 0: not structural */
 
+/* sech²(z) = 4e/(1 + e)², e = exp(−2|z|): no cancellation (see above). */
+static double sech2(double z)
+{
+    double e = exp(-2 * fabs(z)), d = 1 + e;
+    return 4 * e / (d * d);
+}
+
 static void dual_eval(const vijp_layer *L, const double *th, double x, double *f, double *df)
 {
     (void)L;
-    double t = tanh(th[0] * x);
-    *f = t, *df = th[0] * (1 - t) * (1 + t);
+    double z = th[0] * x;
+    *f = tanh(z), *df = th[0] * sech2(z);
 }
 
 static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
@@ -61,10 +73,7 @@ static void apply(const vijp_layer *L, const double *th, const double *X, size_t
 static void vjp_param(const vijp_layer *L, const double *th, const double *X, size_t B, const double *G, double *Gt)
 {
     Gt[0] = 0;
-    for (size_t i = 0; i < L->in * B; i++) {
-        double t = tanh(th[0] * X[i]);
-        Gt[0] += G[i] * X[i] * (1 - t) * (1 + t);
-    }
+    for (size_t i = 0; i < L->in * B; i++) Gt[0] += G[i] * X[i] * sech2(th[0] * X[i]);
 }
 
 static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gx, const double *frag,
@@ -165,6 +174,22 @@ static void deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpf
     mpfi_mul_d(d, d, th[0]);
 }
 
+/* ---- the error-bound contract (vijp/layer.h; vijp check-layer holds the
+ * operators to it) ---- */
+
+/* ∂ℓ/∂a = Σ_i G_i·X_i·sech²(a·X_i): N = n·B products of three factors
+ * (sech² within (2|z| + 5)u <= 15u for |a·x| <= 5, above; two roundings in
+ * the product) summed from zero, so within γ_N + 17u of Σ|G_i||X_i|sech²(a·X_i)
+ * (Higham eq. 3.5).  sech² is even: |X| suffices. */
+static void vjp_param_bound(const vijp_layer *L, const double *th, const double *absX, const double *absG, size_t B,
+                            double u, double *bound)
+{
+    size_t N = L->in * B;
+    double s = 0;
+    for (size_t i = 0; i < N; i++) s += absG[i] * absX[i] * sech2(th[0] * absX[i]);
+    bound[0] += ((double)N + 17) * u * s;
+}
+
 static const vijp_ops_d ops_d = {
     .forward = forward, .jvp = apply, .vjp = apply, .vjp_param = vjp_param, .vijp = vijp, .jacobian = jacobian,
 };
@@ -180,6 +205,8 @@ static const vijp_layer_type scaledtanh = {
     /* its parameter gradient needs x, so Moonwalk keeps the input (not f′ alone) */
     .residual = VIJP_RESIDUAL_INPUT, .d = &ops_d, .mp = &ops_mp,
     .deriv_enclose = deriv_enclose, .dual_eval = dual_eval,
+    /* f′ within 16u at |a·x| <= 5 (above); no bias; the parameter gradient's bound */
+    .bounds = {.ulps = 16}, .vjp_param_bound = vjp_param_bound,
 };
 
 int vijp_plugin_abi(void) { return VIJP_PLUGIN_ABI; }

@@ -30,7 +30,12 @@
  *
  *     cc -shared -fPIC $(pkg-config --cflags vijp) mylayer.c -o mylayer.so
  *
- * examples/layer-template/ holds two complete plugins. */
+ * examples/layer-template/ holds two complete plugins.  Check a type with
+ * the layer battery, through its own error-bound contract:
+ *
+ *     vijp check-layer mylayer --plugin ./mylayer.so
+ *
+ * (vijp/check_layer.h; examples/broken-layers/ shows what it catches). */
 #ifndef VIJP_PLUGIN_H
 #define VIJP_PLUGIN_H
 

@@ -12,6 +12,7 @@ int cli_report(int argc, char **argv);
 int cli_regress(int argc, char **argv);
 int cli_certify(int argc, char **argv);
 int cli_memory(int argc, char **argv);
+int cli_check_layer(int argc, char **argv);
 
 /* Shared by the subcommands (common.c). */
 
@@ -23,6 +24,11 @@ int cli_parse_size(const char *opt, const char *s, unsigned long long lo, unsign
  * get (vijp_memory_available); if not, says "vijp CMD: needs about X GiB;
  * Y GiB available (which bound)" on stderr. */
 int cli_memory_fits(const char *command, double need);
+
+/* The --plugin files main.c loaded, kept so that a command can print a
+ * command line that reruns it: " --plugin A --plugin B" ("" without any). */
+void cli_plugin_loaded(const char *path);
+const char *cli_plugin_args(void);
 
 /* The heading of the layer list in the help of the commands that take a network. */
 #define CLI_SPEC_ITEMS "SPEC items (comma-separated, cycled to the depth)"

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int cli_parse_size(const char *opt, const char *s, unsigned long long lo, unsigned long long hi,
                    unsigned long long *out)
@@ -30,6 +31,16 @@ void cli_print_layer_syntax(FILE *out, const char *heading)
     for (size_t i = 0; i < n; i++) fprintf(out, "  %s\n", all[i]->syntax);
     fputs("  (more with --plugin FILE.so, repeatable: layer types defined outside vijp)\n", out);
 }
+
+static char plugin_args[4096];
+
+void cli_plugin_loaded(const char *path)
+{
+    size_t used = strlen(plugin_args);
+    snprintf(plugin_args + used, sizeof plugin_args - used, " --plugin %s", path);
+}
+
+const char *cli_plugin_args(void) { return plugin_args; }
 
 /* 1.5 GiB, 300 MiB, 12 KiB: two or three significant digits. */
 static void human_bytes(double b, char *buf, size_t size)

@@ -21,12 +21,16 @@ static const char usage[] =
     "  regress  compare two drift.json (baseline, current); non-zero if worse\n"
     "  certify  prove (or refute) that a layer is submersive at sampled points\n"
     "  memory   stored bytes against depth per engine; deepest net within a budget\n"
+    "  check-layer  the layer battery on one layer type (built-in or --plugin):\n"
+    "           adjoint, finite differences, vijp and inverse round trips, MPFR\n"
+    "           oracle, declarations, certification; each check in its own process\n"
     "\n"
     "Run 'vijp COMMAND --help' for a command's options.\n"
     "Every command that takes a net or a layer also takes --plugin FILE.so\n"
     "(repeatable): layer types defined outside vijp (see vijp/plugin.h).\n"
     "Exit status: 0 success, 1 the computation failed (e.g. a singular vijp),\n"
-    "2 bad usage or input; regress and certify add their own (see their --help).\n";
+    "2 bad usage or input; regress and certify add their own (see their --help);\n"
+    "check-layer: 1 some check failed.\n";
 
 /* The command's results are on stdout: a write that failed there (a full
  * disk, a closed pipe) is a failed run, not a success with a lost answer.
@@ -81,6 +85,7 @@ static int run(int argc, char **argv)
             fprintf(stderr, "vijp: %s\n", err.msg);
             return EXIT_USAGE;
         }
+        cli_plugin_loaded(file);
     }
     argc = kept;
     argv[argc] = NULL;
@@ -103,6 +108,7 @@ static int run(int argc, char **argv)
     else if (!strcmp(cmd, "regress")) rc = cli_regress(argc - 1, argv + 1);
     else if (!strcmp(cmd, "certify")) rc = cli_certify(argc - 1, argv + 1);
     else if (!strcmp(cmd, "memory")) rc = cli_memory(argc - 1, argv + 1);
+    else if (!strcmp(cmd, "check-layer")) rc = cli_check_layer(argc - 1, argv + 1);
     else fprintf(stderr, "vijp: unknown command '%s' (run 'vijp --help')\n", cmd);
     /* The allocation-failure walk's range (a test hook, like VIJP_FAIL_ALLOC). */
     if (getenv("VIJP_ALLOC_STATS")) fprintf(stderr, "vijp: %llu allocations\n", vijp_memory_allocations());

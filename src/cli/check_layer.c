@@ -1,0 +1,217 @@
+/* vijp check-layer: the layer battery on any registered type, built-in or
+ * from a plugin, each check in its own process (vijp/check_layer.h). */
+#include "cli.h"
+#include "vijp/check_layer.h"
+#include "vijp/vijp.h"
+#include <cblas.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char help[] =
+    "usage: vijp check-layer SPEC [options]\n"
+    "\n"
+    "Run the layer battery on one layer (any registered type: built-in, or from\n"
+    "--plugin FILE.so), through its public operators and its own error-bound\n"
+    "contract (vijp_layer_bounds in vijp/layer.h), so a new layer type can be\n"
+    "checked without touching vijp.  Checks, each in its own process (a crash\n"
+    "fails that check with the signal's name; one running past --timeout fails):\n"
+    "  adjoint               <G, jvp(U)> = <vjp(G), U>\n"
+    "  jvp-vs-differences    jvp against central differences: of the MPFR forward\n"
+    "                        at 2048 bits when the type has MPFR operators, else\n"
+    "                        Richardson-extrapolated in double (weaker: the\n"
+    "                        extrapolation's error is estimated, not bounded)\n"
+    "  jacobian-vs-jvp       the dense Jacobian's columns against jvp(e_j)\n"
+    "  vijp-round-trip       vjp(vijp(g)) = g, and vijp(vjp(r)) + fragment = r\n"
+    "  fragment-vs-cokernel  the fragment is Q^T r in the cokernel basis Q\n"
+    "  format-vs-mpfr        forward, jvp, vjp, fragment and vijp against the type's\n"
+    "                        own MPFR operators at 1024 bits (skipped without them)\n"
+    "  vjp-param-vs-mpfr     the parameter gradient likewise, within the contract's\n"
+    "                        vjp_param_bound (skipped without one)\n"
+    "  inverse-round-trip    inverse(forward(x)) = x within the contract's inverse\n"
+    "                        model (skipped without an inverse, which must refuse)\n"
+    "  declarations          submersive / never submersive / invertible against J's\n"
+    "                        singular values\n"
+    "  certification         vijp certify's proofs at the points, declarations included\n"
+    "Bounds: γ_n (Higham eq. 3.5) plus the contract's ulps; backward-stable solves\n"
+    "(Higham Thm 9.4, 19.4) for the vijp; the contract's inverse model.\n"
+    "\n"
+    "  SPEC              one layer item (no commas), e.g. tanh, dense:4, mylayer:3\n"
+    "  --width N         input width (default 8, or N for dense:MxN)\n"
+    "  --seed S          parameters from seed S (Gaussian), points from S + 1,\n"
+    "                    0..2^63-1 (default 1); a failure reruns with the same --seed\n"
+    "  --format F        format under test: double | mpfr:P (default double;\n"
+    "                    mpfr:P needs the type's MPFR operators)\n"
+    "  --points B        points per check, 1..64 (default 3)\n"
+    "  --check NAME      run only this check (repeatable, or a comma list)\n"
+    "  --timeout S       the longest one check may run, 1..86400 s (default 60)\n"
+    "  --json            print one JSON object instead of the table\n"
+    "  -h, --help        this help\n"
+    "  --plugin FILE.so  load a layer type first (repeatable; see vijp --help)\n"
+    "\n"
+    "Exit status: 0 every check passed (or was skipped, with its reason); 1 some\n"
+    "check failed; 2 bad usage or input.\n";
+
+#define CLI_CHECK_SPEC "SPEC (one layer: every registered type)"
+
+static json_t *num(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+
+static json_t *result_json(const vijp_check_result *r)
+{
+    json_t *worst = !r->worst_what[0] ? json_null()
+                                    : json_pack("{s:s, s:I, s:I, s:o, s:o, s:o}", "what", r->worst_what, "row",
+                                                (json_int_t)r->worst_row, "col", (json_int_t)r->worst_col, "error",
+                                                num(r->error), "bound", num(r->bound), "ratio", num(r->ratio));
+    return json_pack("{s:s, s:s, s:s, s:b, s:s, s:o, s:s, s:I, s:o, s:f}", "name", r->name, "status",
+                     r->status == VIJP_CHECK_PASSED ? "passed" : r->status == VIJP_CHECK_FAILED ? "failed" : "skipped",
+                     "method", r->method, "weaker", r->weaker, "detail", r->detail, "worst", worst, "bound_source",
+                     r->bound_source, "seed", (json_int_t)r->seed, "signal",
+                     r->signal ? json_string(vijp_check_signal_name(r->signal)) : json_null(), "seconds", r->seconds);
+}
+
+typedef struct {
+    const char *spec;
+    const vijp_layer *L;
+    const char *format;
+    unsigned long long seed, points;
+} run_info;
+
+static void print_json(const run_info *in, const vijp_check_result *res, size_t n, size_t counts[3])
+{
+    json_t *checks = json_array();
+    for (size_t i = 0; i < n; i++) json_array_append_new(checks, result_json(&res[i]));
+    json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:b, s:s, s:I, s:I, s:s, s:I, s:I, s:I, s:o}", "layer", in->spec,
+                          "type", in->L->type->name, "in", (json_int_t)in->L->in, "out", (json_int_t)in->L->out,
+                          "params", (json_int_t)in->L->type->param_count(in->L), "mpfr_operators", in->L->type->mp != NULL,
+                          "format", in->format, "seed", (json_int_t)in->seed, "points", (json_int_t)in->points,
+                          "verdict", counts[VIJP_CHECK_FAILED] ? "failed" : "passed", "passed",
+                          (json_int_t)counts[VIJP_CHECK_PASSED], "failed", (json_int_t)counts[VIJP_CHECK_FAILED],
+                          "skipped", (json_int_t)counts[VIJP_CHECK_SKIPPED], "checks", checks);
+    json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+    putchar('\n');
+    json_decref(o);
+}
+
+/* One line per check; a failure adds what broke, the bound and where it comes
+ * from, and the command that reruns it. */
+static void print_table(const run_info *in, const vijp_check_result *res, size_t n, size_t counts[3])
+{
+    size_t P = in->L->type->param_count(in->L);
+    printf("layer %s (%zu → %zu, %zu parameter%s), %s, seed %llu, %llu points%s\n\n", in->spec, in->L->in, in->L->out, P,
+           P == 1 ? "" : "s", in->format, in->seed, in->points, in->L->type->mp ? "" : "; no MPFR operators");
+    printf("%-21s %-8s %11s  %s\n", "check", "result", "worst/bound", "worst element, or why");
+    for (size_t i = 0; i < n; i++) {
+        const vijp_check_result *r = &res[i];
+        char ratio[32] = "";
+        if (!isnan(r->ratio)) snprintf(ratio, sizeof ratio, "%.3g", r->ratio);
+        printf("%-21s %-8s %11s  ", r->name, vijp_check_status_name(r->status), ratio);
+        if (r->status == VIJP_CHECK_SKIPPED || isnan(r->ratio) || r->signal) printf("%s", r->detail);
+        else printf("%s[%zu,%zu]: error %.3g %s bound %.3g", r->worst_what, r->worst_row, r->worst_col, r->error,
+                    r->ratio <= 1 ? "<=" : ">", r->bound);
+        if (r->weaker && r->status != VIJP_CHECK_SKIPPED) printf(" (weaker: an estimated error, no MPFR operators)");
+        putchar('\n');
+        if (r->status != VIJP_CHECK_FAILED) continue;
+        /* the detail, unless the line above said it (the worst element) */
+        if (!isnan(r->ratio) && !r->signal && strncmp(r->detail, r->worst_what, strlen(r->worst_what)))
+            printf("%-21s %s\n", "", r->detail);
+        if (r->worst_what[0] && r->bound_source[0]) printf("%-21s bound: %s\n", "", r->bound_source);
+        printf("%-21s rerun: vijp check-layer %s%s --width %zu --seed %llu --check %s%s%s\n", "", in->spec,
+               cli_plugin_args(), in->L->in, (unsigned long long)r->seed, r->name,
+               strcmp(in->format, "double") ? " --format " : "", strcmp(in->format, "double") ? in->format : "");
+    }
+    printf("\n%zu passed, %zu failed, %zu skipped\n", counts[VIJP_CHECK_PASSED], counts[VIJP_CHECK_FAILED],
+           counts[VIJP_CHECK_SKIPPED]);
+}
+
+/* --check NAME[,NAME…] into the selection; 0, or -1 with a message. */
+static int select_checks(const char *arg, int *selected)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", arg);
+    for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int k = vijp_check_find(tok);
+        if (k < 0) {
+            fprintf(stderr, "vijp check-layer: no check '%s'; the checks:", tok);
+            for (size_t i = 0; i < vijp_check_count(); i++) fprintf(stderr, " %s", vijp_check_name(i));
+            fputc('\n', stderr);
+            return -1;
+        }
+        selected[k] = 1;
+    }
+    return 0;
+}
+
+int cli_check_layer(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"width", 1, 0, 'w'}, {"seed", 1, 0, 's'},    {"format", 1, 0, 'f'}, {"points", 1, 0, 'p'},
+        {"check", 1, 0, 'c'}, {"timeout", 1, 0, 't'}, {"json", 0, 0, 'j'},   {"help", 0, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    unsigned long long width = 0, seed = 1, points = 3, timeout = 60;
+    const char *format = "double";
+    int json = 0, c, any_selected = 0;
+    int *selected = vijp_alloc_array(vijp_check_count(), sizeof *selected);
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        int bad = 0;
+        switch (c) {
+        case 'w': bad = cli_parse_size("--width", optarg, 1, 4096, &width); break;
+        case 's': bad = cli_parse_size("--seed", optarg, 0, INT64_MAX, &seed); break;
+        case 'p': bad = cli_parse_size("--points", optarg, 1, 64, &points); break;
+        case 't': bad = cli_parse_size("--timeout", optarg, 1, 86400, &timeout); break;
+        case 'f': format = optarg; break;
+        case 'c': bad = select_checks(optarg, selected), any_selected = 1; break;
+        case 'j': json = 1; break;
+        case 'h': fputs(help, stdout), cli_print_layer_syntax(stdout, CLI_CHECK_SPEC), free(selected); return EXIT_OK;
+        default: fputs("run 'vijp check-layer --help' for the options\n", stderr), bad = 1;
+        }
+        if (bad) {
+            free(selected);
+            return EXIT_USAGE;
+        }
+    }
+    const char *spec = optind < argc ? argv[optind] : NULL;
+    if (!spec || optind + 1 < argc) {
+        if (!spec) fputs("vijp check-layer: SPEC is required (run 'vijp check-layer --help')\n", stderr);
+        else fprintf(stderr, "vijp check-layer: one SPEC, got '%s' and '%s'\n", spec, argv[optind + 1]);
+        free(selected);
+        return EXIT_USAGE;
+    }
+    if (strchr(spec, ',')) {
+        fprintf(stderr, "vijp check-layer: SPEC is one layer, got '%s'\n", spec);
+        free(selected);
+        return EXIT_USAGE;
+    }
+    /* One BLAS thread: the same numbers on every run on this machine. */
+    openblas_set_num_threads(1);
+    vijp_error err = {0};
+    vijp_net net;
+    vijp_format F;
+    /* dense:MxN says its input width; everything else gets 8 by default */
+    if (!width && !(!strncmp(spec, "dense:", 6) && strchr(spec, 'x'))) width = 8;
+    if (vijp_format_parse(format, &F, &err) || vijp_net_shape(&net, spec, 1, width, &err)) {
+        fprintf(stderr, "vijp check-layer: %s\n", err.msg);
+        free(selected);
+        return EXIT_USAGE;
+    }
+    vijp_check_opts o = {.width = width, .seed = seed, .format = format, .batch = points, .timeout_s = (unsigned)timeout};
+    run_info in = {spec, &net.layers[0], F.name, seed, points};
+    size_t n = 0, counts[3] = {0};
+    vijp_check_result *res = vijp_alloc_array(vijp_check_count(), sizeof *res);
+    int rc = 0;
+    for (size_t k = 0; !rc && k < vijp_check_count(); k++) {
+        if (any_selected && !selected[k]) continue;
+        if ((rc = vijp_check_layer_isolated(k, spec, &o, &res[n], &err))) break;
+        counts[res[n++].status]++;
+    }
+    if (!rc && json) print_json(&in, res, n, counts);
+    else if (!rc) print_table(&in, res, n, counts);
+    else fprintf(stderr, "vijp check-layer: %s\n", err.msg);
+    vijp_net_free(&net);
+    free(res), free(selected);
+    return rc ? EXIT_USAGE : counts[VIJP_CHECK_FAILED] ? EXIT_FAILED : EXIT_OK;
+}

@@ -1,0 +1,286 @@
+/* vijp check-layer (issue 11, part 3): the library's layer checks run on a
+ * user's type through the command, each check in its own process.
+ *
+ *  - every built-in type passes (the types listed by a fresh `vijp certify
+ *    --help`, so a type added later without a line here fails this test);
+ *  - the shipped templates: scaledtanh (double, MPFR, enclosure) passes
+ *    every check, gated (double only) passes those that need no MPFR
+ *    operators, the others skipped with a reason;
+ *  - the deliberately broken plugins of examples/broken-layers/ each fail
+ *    the check that their header names, the crash as a signal and the hang
+ *    as a timeout, while the other checks still report;
+ *  - bad usage is exit 2.
+ * The plugins are built by `make check` into $(BUILD)/plugins/, beside
+ * VIJP_BIN. */
+#include "clirun.h"
+#include "vijp/check_layer.h"
+#include <jansson.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* "--plugin DIR/plugins/FILE.so" beside VIJP_BIN. */
+static const char *plugin(const char *file)
+{
+    static char buf[4200];
+    const char *bin = getenv("VIJP_BIN");
+    ck_assert_msg(bin && *bin, "VIJP_BIN is unset: run the suite through make check");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", bin);
+    snprintf(buf, sizeof buf, "--plugin '%s/plugins/%s.so'", dirname(dir), file);
+    return buf;
+}
+
+/* Run check-layer with --json; the object, which the caller releases. */
+static json_t *run_json(const char *args, int want_rc)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "check-layer %s --json", args);
+    run_result r = run_vijp(cmd);
+    ck_assert_msg(r.rc == want_rc, "vijp %s: exit %d, want %d\n%s%s", cmd, r.rc, want_rc, r.out, r.err);
+    json_error_t jerr;
+    json_t *o = json_loads(r.out, 0, &jerr);
+    ck_assert_msg(o != NULL, "vijp %s: not JSON (%s):\n%s", cmd, jerr.text, r.out);
+    run_free(&r);
+    return o;
+}
+
+static json_t *check_of(json_t *o, const char *name)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(o, "checks"), i, c)
+        if (!strcmp(json_string_value(json_object_get(c, "name")), name)) return c;
+    ck_abort_msg("no check %s in the report", name);
+    return NULL;
+}
+
+static const char *status_of(json_t *o, const char *name)
+{
+    return json_string_value(json_object_get(check_of(o, name), "status"));
+}
+
+/* One item of every built-in type, at a width its shape rules accept. */
+static const struct {
+    const char *spec;
+    size_t width;
+} builtins[] = {
+    {"dense:6", 6},       {"leaky:0.3", 8}, {"relu", 8},      {"tanh", 8},          {"sigmoid", 8},
+    {"softplus", 8},      {"silu", 8},      {"gelu", 8},      {"mish", 8},          {"layernorm", 8},
+    {"softmax", 8},       {"additive", 8},  {"affine", 8},    {"inv1x1:2", 8},      {"conv1d:2x3", 8},
+    {"conv2d:1x3x4", 16}, {"avgpool:2", 8}, {"squeeze:1x4", 8},
+};
+
+START_TEST(every_builtin_type_passes)
+{
+    const char *spec = builtins[_i].spec;
+    char args[256];
+    snprintf(args, sizeof args, "%s --width %zu --seed %llu", spec, builtins[_i].width, (unsigned long long)test_seed());
+    json_t *o = run_json(args, CLI_OK);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "verdict")), "passed");
+    ck_assert_int_eq(json_integer_value(json_object_get(o, "failed")), 0);
+    /* every built-in type has MPFR operators: the oracle and the strong
+     * differences run */
+    ck_assert_str_eq(status_of(o, "format-vs-mpfr"), "passed");
+    ck_assert_str_eq(status_of(o, "jvp-vs-differences"), "passed");
+    ck_assert(!json_is_true(json_object_get(check_of(o, "jvp-vs-differences"), "weaker")));
+    json_decref(o);
+}
+END_TEST
+
+/* The list above covers every built-in type: a fresh process's registry
+ * (the layer list in certify's help) names no type it lacks. */
+START_TEST(builtin_list_is_complete)
+{
+    run_result r = run_vijp("certify --help");
+    ck_assert_int_eq(r.rc, CLI_OK);
+    const char *p = strstr(r.out, "SPEC (one layer");
+    ck_assert_ptr_nonnull(p);
+    size_t types = 0;
+    for (p = strchr(p, '\n'); p && p[1] == ' ' && p[2] == ' ' && p[3] != '('; p = strchr(p + 1, '\n')) {
+        char name[64];
+        ck_assert(sscanf(p + 3, "%63[a-z0-9_]", name) == 1);
+        int found = 0;
+        for (size_t k = 0; k < sizeof builtins / sizeof *builtins; k++)
+            found |= !strncmp(builtins[k].spec, name, strlen(name)) &&
+                     (builtins[k].spec[strlen(name)] == 0 || builtins[k].spec[strlen(name)] == ':');
+        ck_assert_msg(found, "built-in type %s is not in this test's list", name);
+        types++;
+    }
+    ck_assert_uint_eq(types, sizeof builtins / sizeof *builtins);
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(scaledtanh_template_passes)
+{
+    char args[4400];
+    snprintf(args, sizeof args, "scaledtanh %s --seed %llu", plugin("scaledtanh"), (unsigned long long)test_seed());
+    json_t *o = run_json(args, CLI_OK);
+    static const char *const ran[] = {"adjoint", "jvp-vs-differences", "jacobian-vs-jvp", "vijp-round-trip",
+                                      "format-vs-mpfr", "vjp-param-vs-mpfr", "certification"};
+    for (size_t k = 0; k < sizeof ran / sizeof *ran; k++) ck_assert_str_eq(status_of(o, ran[k]), "passed");
+    json_decref(o);
+}
+END_TEST
+
+/* gated has no MPFR operators: what needs them is skipped, saying why; the
+ * differences are the weaker kind and say so. */
+START_TEST(gated_template_passes_without_mpfr)
+{
+    char args[4400];
+    snprintf(args, sizeof args, "gated %s --seed %llu", plugin("gated"), (unsigned long long)test_seed());
+    json_t *o = run_json(args, CLI_OK);
+    static const char *const ran[] = {"adjoint", "jvp-vs-differences", "jacobian-vs-jvp", "vijp-round-trip"};
+    for (size_t k = 0; k < sizeof ran / sizeof *ran; k++) ck_assert_str_eq(status_of(o, ran[k]), "passed");
+    ck_assert(json_is_true(json_object_get(check_of(o, "jvp-vs-differences"), "weaker")));
+    static const char *const skipped[] = {"format-vs-mpfr", "vjp-param-vs-mpfr", "certification"};
+    for (size_t k = 0; k < sizeof skipped / sizeof *skipped; k++) {
+        json_t *c = check_of(o, skipped[k]);
+        const char *why = json_string_value(json_object_get(c, "detail"));
+        ck_assert_msg(!strcmp(json_string_value(json_object_get(c, "status")), "skipped") && strstr(why, "MPFR"),
+                      "gated, %s: %s", skipped[k], why);
+    }
+    json_decref(o);
+    /* an MPFR format is refused up front */
+    snprintf(args, sizeof args, "check-layer gated %s --format mpfr:256", plugin("gated"));
+    run_result r = run_vijp(args);
+    ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "MPFR"), "exit %d: %s", r.rc, r.err);
+    run_free(&r);
+}
+END_TEST
+
+/* Each broken plugin fails the check its header names; the rest of the
+ * report is still there.  correct.so, the same layer unbroken, passes. */
+static const struct {
+    const char *file, *type, *check, *says;
+} broken[] = {
+    {"transposed-vjp", "transposed_vjp", "adjoint", NULL},
+    {"wrong-sign", "wrong_sign", "jvp-vs-differences", NULL},
+    {"scaled-vijp", "scaled_vijp", "vijp-round-trip", NULL},
+    {"inexact-inverse", "inexact_inverse", "inverse-round-trip", NULL},
+    {"false-submersive", "false_submersive", "declarations", "declares itself submersive"},
+    {"segfault", "segfault", "adjoint", "SIGSEGV"},
+};
+
+START_TEST(broken_plugin_fails_its_check)
+{
+    char args[4400];
+    snprintf(args, sizeof args, "%s %s --seed %llu", broken[_i].type, plugin(broken[_i].file),
+             (unsigned long long)test_seed());
+    json_t *o = run_json(args, CLI_FAILED);
+    json_t *c = check_of(o, broken[_i].check);
+    const char *detail = json_string_value(json_object_get(c, "detail"));
+    ck_assert_msg(!strcmp(json_string_value(json_object_get(c, "status")), "failed"), "%s: %s %s: %s", broken[_i].file,
+                  broken[_i].check, json_string_value(json_object_get(c, "status")), detail);
+    if (broken[_i].says) ck_assert_msg(strstr(detail, broken[_i].says), "%s: '%s' lacks '%s'", broken[_i].file, detail,
+                                       broken[_i].says);
+    json_t *worst = json_object_get(c, "worst");
+    if (!broken[_i].says) /* a numbers check: it names the element, its error and the bound it broke */
+        ck_assert(json_is_object(worst) && json_real_value(json_object_get(worst, "error")) >
+                                               json_real_value(json_object_get(worst, "bound")));
+    ck_assert_int_eq(json_integer_value(json_object_get(c, "seed")), (json_int_t)test_seed());
+    /* the report went on: the checks that need no MPFR operators and do not
+     * touch the defect pass (at least the Jacobian, which is exact here) */
+    ck_assert_uint_ge(json_integer_value(json_object_get(o, "passed")), 1);
+    ck_assert_str_eq(status_of(o, "format-vs-mpfr"), "skipped");
+    json_decref(o);
+}
+END_TEST
+
+START_TEST(correct_linear_passes)
+{
+    char args[4400];
+    snprintf(args, sizeof args, "correct_linear %s --seed %llu", plugin("correct"), (unsigned long long)test_seed());
+    json_t *o = run_json(args, CLI_OK);
+    static const char *const ran[] = {"adjoint", "jvp-vs-differences", "jacobian-vs-jvp", "vijp-round-trip",
+                                      "inverse-round-trip", "certification"};
+    for (size_t k = 0; k < sizeof ran / sizeof *ran; k++) ck_assert_str_eq(status_of(o, ran[k]), "passed");
+    json_decref(o);
+}
+END_TEST
+
+/* The table: one line per check; the crash names its signal and the command
+ * that reruns it. */
+START_TEST(table_names_the_crash)
+{
+    char args[4400];
+    snprintf(args, sizeof args, "check-layer segfault %s", plugin("segfault"));
+    run_result r = run_vijp(args);
+    ck_assert_int_eq(r.rc, CLI_FAILED);
+    const char *line = strstr(r.out, "\nadjoint ");
+    ck_assert_msg(line && strstr(line, "FAILED") && strstr(line, "SIGSEGV") < strchr(line + 1, '\n'), "%s", r.out);
+    ck_assert_msg(strstr(r.out, "rerun: vijp check-layer segfault --plugin") && strstr(r.out, "--check adjoint"), "%s",
+                  r.out);
+    for (size_t k = 0; k < vijp_check_count(); k++) {
+        char head[64];
+        snprintf(head, sizeof head, "\n%s ", vijp_check_name(k));
+        ck_assert_msg(strstr(r.out, head), "no line for %s:\n%s", vijp_check_name(k), r.out);
+    }
+    run_free(&r);
+}
+END_TEST
+
+/* A check that never returns is stopped after --timeout and fails. */
+START_TEST(hung_check_times_out)
+{
+    char args[4400];
+    snprintf(args, sizeof args, "hang %s --timeout 1 --check inverse-round-trip,adjoint", plugin("hang"));
+    json_t *o = run_json(args, CLI_FAILED);
+    json_t *c = check_of(o, "inverse-round-trip");
+    ck_assert_str_eq(json_string_value(json_object_get(c, "status")), "failed");
+    ck_assert_msg(strstr(json_string_value(json_object_get(c, "detail")), "timed out"), "%s",
+                  json_string_value(json_object_get(c, "detail")));
+    ck_assert_str_eq(json_string_value(json_object_get(c, "signal")), "SIGALRM");
+    ck_assert_str_eq(status_of(o, "adjoint"), "passed");
+    ck_assert_uint_eq(json_array_size(json_object_get(o, "checks")), 2); /* --check ran those two only */
+    json_decref(o);
+}
+END_TEST
+
+START_TEST(bad_usage)
+{
+    static const char *const bad[] = {
+        "check-layer",                          /* no SPEC */
+        "check-layer tanh relu",                /* two */
+        "check-layer dense:4,tanh",             /* a net, not a layer */
+        "check-layer nosuchlayer",              /* unknown type */
+        "check-layer tanh --check nosuchcheck", /* unknown check */
+        "check-layer tanh --format binary32",   /* the bounds assume no underflow */
+        "check-layer tanh --format float8",     /* no such format */
+        "check-layer tanh --points 0",
+        "check-layer tanh --timeout 0",
+        "check-layer tanh --bogus",
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        run_result r = run_vijp(bad[k]);
+        ck_assert_msg(r.rc == CLI_USAGE && r.err[0] && !r.out[0], "vijp %s: exit %d, out '%s', err '%s'", bad[k], r.rc,
+                      r.out, r.err);
+        run_free(&r);
+    }
+    run_result r = run_vijp("check-layer --help");
+    ck_assert_int_eq(r.rc, CLI_OK);
+    for (size_t k = 0; k < vijp_check_count(); k++)
+        ck_assert_msg(strstr(r.out, vijp_check_name(k)), "--help does not document %s", vijp_check_name(k));
+    run_free(&r);
+}
+END_TEST
+
+Suite *suite_check_layer(void)
+{
+    Suite *s = suite_create("checklayer");
+    TCase *tc = tcase_create("checklayer");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, every_builtin_type_passes, 0, (int)(sizeof builtins / sizeof *builtins));
+    tcase_add_test(tc, builtin_list_is_complete);
+    tcase_add_test(tc, scaledtanh_template_passes);
+    tcase_add_test(tc, gated_template_passes_without_mpfr);
+    tcase_add_loop_test(tc, broken_plugin_fails_its_check, 0, (int)(sizeof broken / sizeof *broken));
+    tcase_add_test(tc, correct_linear_passes);
+    tcase_add_test(tc, table_names_the_crash);
+    tcase_add_test(tc, hung_check_times_out);
+    tcase_add_test(tc, bad_usage);
+    suite_add_tcase(s, tc);
+    return s;
+}
