@@ -12,6 +12,7 @@ packages=(
   libjansson-dev                  # JSON output
   gnuplot-nox                     # drift report plots (PNG and SVG)
   clang libclang-rt-dev           # libFuzzer harnesses (tests/fuzz), replayed by make check
+  python3-numpy                   # the test suite's independent .npy writer and reader (tests/t-arrays.c)
 )
 
 missing=()

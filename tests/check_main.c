@@ -17,6 +17,7 @@ int main(void)
     srunner_add_suite(sr, suite_certify());
     srunner_add_suite(sr, suite_registry());
     srunner_add_suite(sr, suite_faults());
+    srunner_add_suite(sr, suite_arrays());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

@@ -17,6 +17,7 @@ Suite *suite_activations(void);
 Suite *suite_coupling(void);
 Suite *suite_registry(void);
 Suite *suite_faults(void);
+Suite *suite_arrays(void);
 
 /* Iteration count scaled by VIJP_TEST_SCALE (default 1), as FLINT does. */
 long test_iters(long base);
