@@ -1,5 +1,5 @@
 /* Arrays in and out (include/vijp/array_io.h), and the commands that use
- * them (certify --jacobian, grad --save).
+ * them (certify --jacobian).
  *
  * The oracles are independent of the code under test: .npy and safetensors
  * files built byte by byte here from the format descriptions (numpy's
@@ -602,6 +602,179 @@ START_TEST(test_safetensors_refusals)
 }
 END_TEST
 
+/* ------------------------------------------------------ certify --jacobian */
+
+/* A '<f8' C-order .npy file of an m × n matrix given row by row. */
+static void npy_matrix(const char *path, size_t m, size_t n, const double *rows)
+{
+    char dict[128];
+    snprintf(dict, sizeof dict, "{'descr': '<f8', 'fortran_order': False, 'shape': (%zu, %zu), }", m, n);
+    unsigned char *data = malloc(8 * m * n + 1), *buf = malloc(8 * m * n + 256);
+    for (size_t i = 0; i < m * n; i++) le(data + 8 * i, bits(rows[i]), 8);
+    put(path, buf, npy_build(buf, 1, dict, data, 8 * m * n));
+    free(data), free(buf);
+}
+
+/* J = U·diag(s)·Vᵀ (4 × 16) with U = H₄/2 and V = H₁₆/4, Sylvester-Hadamard
+ * matrices scaled to be exactly orthogonal: every entry is a sum of four
+ * ±s_k/8, exact in double for the s used, so the singular values are s
+ * exactly. */
+static int hadamard(size_t i, size_t j) { return __builtin_popcountll(i & j) % 2 ? -1 : 1; }
+
+static void usv(double *J, const double s[4])
+{
+    for (size_t i = 0; i < 4; i++)
+        for (size_t j = 0; j < 16; j++) {
+            double v = 0;
+            for (size_t k = 0; k < 4; k++) v += hadamard(i, k) * 0.5 * s[k] * hadamard(j, k) * 0.25;
+            J[i * 16 + j] = v;
+        }
+}
+
+static json_t *certify_json(const char *args, int want_rc)
+{
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "certify --json %s", args);
+    run_result r = run_vijp(cmd);
+    ck_assert_msg(r.rc == want_rc, "vijp %s: exit %d, want %d: %s", cmd, r.rc, want_rc, r.err);
+    json_error_t je;
+    json_t *o = json_loads(r.out, 0, &je);
+    ck_assert_msg(o != NULL, "vijp %s printed no JSON: %s", cmd, r.out);
+    run_free(&r);
+    return o;
+}
+
+static double jnum(json_t *o, const char *key) { return json_number_value(json_object_get(o, key)); }
+static const char *jstr(json_t *o, const char *key) { return json_string_value(json_object_get(o, key)); }
+
+START_TEST(test_certify_jacobian)
+{
+    dir_make();
+    double J[64], Jt[64], R[64];
+    char args[1400];
+    usv(J, (double[]){4, 2, 1, 0.5});
+    npy_matrix(at("J.npy"), 4, 16, J);
+    /* σ_min = 0.5 exactly: certified, with 0 < s < 0.5 */
+    snprintf(args, sizeof args, "--jacobian '%s'", at("J.npy"));
+    json_t *o = certify_json(args, CLI_OK);
+    ck_assert_str_eq(jstr(o, "verdict"), "certified-submersive");
+    ck_assert_int_eq((int)jnum(o, "out"), 4); ck_assert_int_eq((int)jnum(o, "in"), 16);
+    double s = jnum(o, "sigma_min_lower_bound");
+    ck_assert_msg(s > 0.4 && s < 0.5, "proven s = %.17g for σ_min 0.5", s);
+    /* LAPACK's σ are backward stable: within a few u·σ_max of the exact ones */
+    ck_assert_msg(fabs(jnum(o, "sigma_min") - 0.5) < 1e-13 && fabs(jnum(o, "sigma_max") - 4) < 1e-13, "σ %.17g %.17g",
+                  jnum(o, "sigma_min"), jnum(o, "sigma_max"));
+    json_decref(o);
+    /* its transpose, 16 × 4: more outputs than inputs, proven not submersive */
+    for (size_t i = 0; i < 4; i++)
+        for (size_t j = 0; j < 16; j++) Jt[j * 4 + i] = J[i * 16 + j];
+    npy_matrix(at("Jt.npy"), 16, 4, Jt);
+    snprintf(args, sizeof args, "--jacobian '%s'", at("Jt.npy"));
+    o = certify_json(args, CLI_FAILED);
+    ck_assert_str_eq(jstr(o, "verdict"), "not-submersive");
+    ck_assert_int_eq((int)jnum(o, "cokernel_dim"), 12);
+    json_decref(o);
+    /* C order: rows [1 1 0] and [0 0 1] have σ = √2 and 1; read column by
+     * column the same bytes would give (√5 ± 1)/2 */
+    npy_matrix(at("small.npy"), 2, 3, (double[]){1, 1, 0, 0, 0, 1});
+    snprintf(args, sizeof args, "--jacobian '%s'", at("small.npy"));
+    o = certify_json(args, CLI_OK);
+    ck_assert_msg(fabs(jnum(o, "sigma_max") - sqrt(2)) < 1e-15 && fabs(jnum(o, "sigma_min") - 1) < 1e-15, "σ %g %g",
+                  jnum(o, "sigma_max"), jnum(o, "sigma_min"));
+    json_decref(o);
+    /* exactly rank 3: not submersive, a cokernel of dimension 1 */
+    double D[64];
+    usv(D, (double[]){4, 2, 1, 0});
+    npy_matrix(at("D.npy"), 4, 16, D);
+    snprintf(args, sizeof args, "--jacobian '%s'", at("D.npy"));
+    o = certify_json(args, CLI_FAILED);
+    ck_assert_str_eq(jstr(o, "verdict"), "not-submersive");
+    ck_assert_int_eq((int)jnum(o, "cokernel_dim"), 1);
+    json_decref(o);
+    /* a radius of 2^-10 per entry (‖R‖_F = 2^-7): still certified, and by
+     * Weyl s <= 0.5 − 2^-7 */
+    for (int i = 0; i < 64; i++) R[i] = 0x1p-10;
+    npy_matrix(at("R.npy"), 4, 16, R);
+    snprintf(args, sizeof args, "--jacobian '%s' --radius '%s'", at("J.npy"), at("R.npy"));
+    o = certify_json(args, CLI_OK);
+    s = jnum(o, "sigma_min_lower_bound");
+    ck_assert_msg(s > 0.4 && s <= 0.5 - 0x1p-7, "proven s = %.17g with ‖R‖_F = 2^-7", s);
+    ck_assert_str_eq(jstr(o, "radius"), at("R.npy"));
+    json_decref(o);
+    /* a radius of 1/4 per entry (‖R‖_F = 2 > σ_min): the interval matrix
+     * holds singular matrices, so no certificate: inconclusive */
+    for (int i = 0; i < 64; i++) R[i] = 0.25;
+    npy_matrix(at("Rbig.npy"), 4, 16, R);
+    snprintf(args, sizeof args, "--jacobian '%s' --radius '%s'", at("J.npy"), at("Rbig.npy"));
+    o = certify_json(args, CLI_FAILED);
+    ck_assert_str_eq(jstr(o, "verdict"), "inconclusive");
+    json_t *pt = json_array_get(json_object_get(o, "points"), 0);
+    ck_assert_msg(strstr(jstr(pt, "reason"), "radius"), "reason: %s", jstr(pt, "reason"));
+    json_decref(o);
+    /* the table */
+    snprintf(args, sizeof args, "certify --jacobian '%s'", at("J.npy"));
+    run_result r = run_vijp(args);
+    ck_assert_msg(r.rc == CLI_OK && strstr(r.out, "jacobian ") && strstr(r.out, "(4 × 16")
+                      && strstr(r.out, "\nverdict: certified-submersive — proven σ_min(J) > 0.49"),
+                  "%s", r.out);
+    run_free(&r);
+    dir_remove();
+}
+END_TEST
+
+/* Bad input: exit 2, nothing on stdout, a message naming the file. */
+START_TEST(test_certify_jacobian_bad)
+{
+    dir_make();
+    double J[64], R[64];
+    usv(J, (double[]){4, 2, 1, 0.5});
+    npy_matrix(at("J.npy"), 4, 16, J);
+    for (int i = 0; i < 64; i++) R[i] = i == 17 ? -0x1p-20 : 0;
+    npy_matrix(at("Rneg.npy"), 4, 16, R);
+    npy_matrix(at("Rshape.npy"), 16, 4, J);
+    npy_matrix(at("empty.npy"), 0, 4, J);
+    J[5] = NAN;
+    npy_matrix(at("nan.npy"), 4, 16, J);
+    unsigned char buf[1024], data[64] = {0};
+    put(at("vec.npy"), buf, npy_build(buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }", data, 24));
+    put(at("fortran.npy"), buf, npy_build(buf, 1, "{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }", data, 48));
+    struct {
+        const char *jacobian, *radius, *why; /* the message names the radius's file when there is one */
+    } cases[] = {
+        {"absent.npy", NULL, "No such file"},
+        {"vec.npy", NULL, "must be a 2-D array (m × n), got shape (3,)"},
+        {"fortran.npy", NULL, "Fortran-order"},
+        {"empty.npy", NULL, "empty"},
+        {"nan.npy", NULL, "entry (0, 5) of the Jacobian is not finite"},
+        {"J.npy", "Rneg.npy", "entry (1, 1) of the radius is negative"},
+        {"J.npy", "Rshape.npy", "shape (16, 4)"},
+        {"J.npy", "absent.npy", "No such file"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char cmd[1500];
+        const char *named = at(cases[c].radius ? cases[c].radius : cases[c].jacobian);
+        int k = snprintf(cmd, sizeof cmd, "certify --jacobian '%s'", at(cases[c].jacobian));
+        if (cases[c].radius) snprintf(cmd + k, sizeof cmd - (size_t)k, " --radius '%s'", named);
+        run_result r = run_vijp(cmd);
+        ck_assert_msg(r.rc == CLI_USAGE && !r.out[0], "vijp %s: exit %d, out '%s'", cmd, r.rc, r.out);
+        ck_assert_msg(strstr(r.err, named) && strstr(r.err, cases[c].why), "vijp %s: '%s' lacks '%s'", cmd, r.err,
+                      cases[c].why);
+        run_free(&r);
+    }
+    static const char *const usage[][2] = {
+        {"certify --layer tanh --jacobian x.npy", "exclude each other"},
+        {"certify --radius x.npy --layer tanh", "--radius needs --jacobian"},
+        {"certify --jacobian x.npy --samples 3", "--samples applies to --layer"},
+    };
+    for (size_t c = 0; c < 3; c++) {
+        run_result r = run_vijp(usage[c][0]);
+        ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, usage[c][1]), "vijp %s: exit %d: %s", usage[c][0], r.rc, r.err);
+        run_free(&r);
+    }
+    dir_remove();
+}
+END_TEST
+
 Suite *suite_arrays(void)
 {
     Suite *s = suite_create("arrays");
@@ -616,5 +789,13 @@ Suite *suite_arrays(void)
     tcase_add_test(tc, test_safetensors_hand_built);
     tcase_add_test(tc, test_safetensors_refusals);
     suite_add_tcase(s, tc);
+    const char *bin = getenv("VIJP_BIN");
+    if (bin && *bin) { /* without it, the cli suite fails (test_no_vijp_bin) */
+        TCase *cli = tcase_create("commands");
+        tcase_set_timeout(cli, 120);
+        tcase_add_test(cli, test_certify_jacobian);
+        tcase_add_test(cli, test_certify_jacobian_bad);
+        suite_add_tcase(s, cli);
+    }
     return s;
 }
