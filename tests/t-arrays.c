@@ -1,5 +1,5 @@
 /* Arrays in and out (include/vijp/array_io.h), and the commands that use
- * them (certify --jacobian).
+ * them (certify --jacobian, grad --save).
  *
  * The oracles are independent of the code under test: .npy and safetensors
  * files built byte by byte here from the format descriptions (numpy's
@@ -775,6 +775,79 @@ START_TEST(test_certify_jacobian_bad)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- grad --save */
+
+/* What grad --save wrote, against the same run made here through the
+ * library (vijp_grad_setup's recipe: vijp_net_build, vijp_net_init,
+ * vijp_net_sample, vijp_net_params, then vijp_engine_run): equal bit for bit,
+ * rows being samples. */
+static void check_npy_mat(const char *path, const vijp_mat *m, int vector)
+{
+    vijp_array a;
+    vijp_error err = {0};
+    ck_assert_msg(!vijp_npy_read(path, &a, &err), "%s", err.msg);
+    if (vector) ck_assert_msg(a.ndim == 1 && a.shape[0] == m->rows, "%s: ndim %zu", path, a.ndim);
+    else ck_assert_msg(a.ndim == 2 && a.shape[0] == m->cols && a.shape[1] == m->rows, "%s: shape (%zu, %zu)", path, a.shape[0], a.shape[1]);
+    for (size_t s = 0; s < m->cols; s++)
+        for (size_t k = 0; k < m->rows; k++) /* entry k of sample s */
+            ck_assert_msg(same(a.data[s * m->rows + k], vijp_mat_get_d(m, k + s * m->rows)), "%s: sample %zu entry %zu", path, s, k);
+    vijp_array_clear(&a);
+}
+
+START_TEST(test_grad_save)
+{
+    dir_make();
+    const char *spec = "dense:6,leaky:0.5,dense:5";
+    size_t depth = 3, B = 2;
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "grad --net %s --depth %zu --batch %zu --format binary32 --engine moonwalk,backprop "
+                              "--seed 7 --save '%s'", spec, depth, B, at("out/sub"));
+    run_result r = run_vijp(cmd);
+    ck_assert_msg(r.rc == CLI_OK && strstr(r.out, "moonwalk"), "vijp %s: exit %d: %s", cmd, r.rc, r.err);
+    run_free(&r);
+
+    vijp_format f;
+    vijp_error err = {0};
+    vijp_net net;
+    ck_assert(!vijp_format_parse("binary32", &f, &err));
+    ck_assert(!vijp_net_build(&net, spec, depth, 0, &err));
+    net.loss = VIJP_LOSS_SQUARE;
+    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, 7, &err));
+    size_t n0 = net.width, mD = vijp_net_out_width(&net);
+    double *X = calloc(n0 * B, sizeof *X), *T = calloc(mD * B, sizeof *T);
+    vijp_net_sample(&net, B, 7, X, T);
+    vijp_mat Xm, Tm, *theta = calloc(depth, sizeof *theta);
+    vijp_mat_init(&Xm, n0, B, &f), vijp_mat_init(&Tm, mD, B, &f);
+    vijp_mat_set_d(&Xm, X), vijp_mat_set_d(&Tm, T);
+    ck_assert(!vijp_net_params(&net, &f, theta, &err));
+    vijp_grads g;
+    ck_assert_msg(!vijp_engine_run(VIJP_ENGINE_MOONWALK, &net, theta, &Xm, &Tm, &g, &err), "%s", err.msg);
+    check_npy_mat(at("out/sub/grad_x.npy"), &g.grad_x, 0);
+    for (size_t i = 0; i < depth; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "out/sub/grad_theta_%zu.npy", i + 1);
+        if (g.grad_theta[i].rows) check_npy_mat(at(name), &g.grad_theta[i], 1);
+        else ck_assert_msg(access(at(name), F_OK) != 0, "%s written for a layer without parameters", name);
+        snprintf(name, sizeof name, "out/sub/cotangent_%zu.npy", i + 1);
+        check_npy_mat(at(name), &g.g[i], 0);
+    }
+    ck_assert_uint_eq(g.grad_theta[1].rows, 0); /* leaky has no parameters: the test above saw one missing */
+    vijp_grads_clear(&g);
+    vijp_net_params_clear(&net, theta);
+    vijp_mat_clear(&Xm), vijp_mat_clear(&Tm);
+    free(theta), free(X), free(T);
+    vijp_net_free(&net);
+
+    /* a folder that cannot be made: bad input, before running */
+    put(at("file"), "x", 1);
+    snprintf(cmd, sizeof cmd, "grad --net dense:4 --depth 1 --save '%s'", at("file/sub"));
+    r = run_vijp(cmd);
+    ck_assert_msg(r.rc == CLI_USAGE && !r.out[0] && strstr(r.err, at("file")), "vijp %s: exit %d: %s", cmd, r.rc, r.err);
+    run_free(&r);
+    dir_remove();
+}
+END_TEST
+
 Suite *suite_arrays(void)
 {
     Suite *s = suite_create("arrays");
@@ -795,6 +868,7 @@ Suite *suite_arrays(void)
         tcase_set_timeout(cli, 120);
         tcase_add_test(cli, test_certify_jacobian);
         tcase_add_test(cli, test_certify_jacobian_bad);
+        tcase_add_test(cli, test_grad_save);
         suite_add_tcase(s, cli);
     }
     return s;
