@@ -26,6 +26,7 @@
 
 static char dir[512];
 
+/* Each test's own folder: a checked fixture, so a failing test removes it too. */
 static void dir_make(void)
 {
     const char *t = getenv("TMPDIR");
@@ -111,7 +112,6 @@ static const char *numpy_python(void)
  * included, and the header variants Python's literal syntax allows. */
 START_TEST(test_npy_hand_built)
 {
-    dir_make();
     static const uint64_t f8[6] = {0x3FF0000000000000u, 0xC004000000000000u, 0x0000000000000001u,
                                    0x8000000000000000u, 0x7FF0000000000000u, 0x3FB999999999999Au};
     const double want8[6] = {1.0, -2.5, 0x1p-1074, -0.0, INFINITY, 0.1};
@@ -171,14 +171,12 @@ START_TEST(test_npy_hand_built)
     ck_assert_msg(!vijp_npy_read(at("v.npy"), &a, &err), "%s", err.msg);
     ck_assert(a.len == 1 && same(a.data[0], 0.1));
     vijp_array_clear(&a);
-    dir_remove();
 }
 END_TEST
 
 /* Every refusal names the file and says what is wrong. */
 START_TEST(test_npy_refusals)
 {
-    dir_make();
     unsigned char data[64] = {0}, buf[70000];
     struct {
         const char *file, *dict; /* dict NULL: bytes made below */
@@ -250,14 +248,12 @@ START_TEST(test_npy_refusals)
         ck_assert_msg(rc == VIJP_EINVAL && strstr(err.msg, "buffer-name"), "%s from memory: %s", cases[c].file, err.msg);
         vijp_array_clear(&a);
     }
-    dir_remove();
 }
 END_TEST
 
 /* Files that cannot be read are VIJP_EIO with the path and strerror. */
 START_TEST(test_npy_read_errors)
 {
-    dir_make();
     vijp_array a;
     vijp_error err = {0};
     ck_assert_int_eq(vijp_npy_read(at("absent.npy"), &a, &err), VIJP_EIO);
@@ -267,7 +263,6 @@ START_TEST(test_npy_read_errors)
     vijp_safetensors st;
     ck_assert_int_eq(vijp_safetensors_read(at("absent.safetensors"), &st, &err), VIJP_EIO);
     ck_assert_msg(strstr(err.msg, at("absent.safetensors")) && strstr(err.msg, strerror(ENOENT)), "%s", err.msg);
-    dir_remove();
 }
 END_TEST
 
@@ -277,7 +272,6 @@ END_TEST
  * multiple of 64), and every value comes back bit for bit. */
 START_TEST(test_npy_round_trip)
 {
-    dir_make();
     const double specials[] = {0.0, -0.0, 0x1p-1074, -0x1.fffffffffffffp+1023, INFINITY, -INFINITY, NAN, 0.1, -1.0 / 3};
     static const size_t shapes[][4] = {{0}, {1, 9}, {2, 3, 3}, {3, 1, 3, 3}, {2, 0, 5}};
     static const size_t ndims[] = {0, 2, 3, 4, 3};
@@ -312,7 +306,6 @@ START_TEST(test_npy_round_trip)
         ck_assert_uint_eq(b.len, a.len);
         vijp_free(mem), vijp_array_clear(&a), vijp_array_clear(&b);
     }
-    dir_remove();
 }
 END_TEST
 
@@ -330,7 +323,6 @@ static int tmp_left(void)
  * temporary behind; a missing folder is refused naming the file. */
 START_TEST(test_npy_write_failure)
 {
-    dir_make();
     put(at("keep.npy"), "old", 3);
     size_t n = 20000, shape[1] = {n};
     double *x = calloc(n, sizeof *x);
@@ -354,7 +346,6 @@ START_TEST(test_npy_write_failure)
     ck_assert_int_eq(vijp_npy_write(at("no-such-folder/x.npy"), 1, shape, x, &err), VIJP_EIO);
     ck_assert_msg(strstr(err.msg, at("no-such-folder/x.npy")) && strstr(err.msg, strerror(ENOENT)), "%s", err.msg);
     free(x);
-    dir_remove();
 }
 END_TEST
 
@@ -399,7 +390,6 @@ START_TEST(test_npy_numpy)
         fputs("t-arrays: no python3 with numpy (install python3-numpy): NumPy files not tested, hand-built ones are\n", stderr);
         return;
     }
-    dir_make();
     put(at("gen.py"), numpy_script, strlen(numpy_script));
     put(at("check.py"), numpy_check, strlen(numpy_check));
     char cmd[1400];
@@ -441,7 +431,6 @@ START_TEST(test_npy_numpy)
     ck_assert_msg(!vijp_npy_write(at("ours.npy"), 3, shape, x, &err), "%s", err.msg);
     snprintf(cmd, sizeof cmd, "%s '%s' '%s' | grep -q numpy-ok", py, at("check.py"), dir);
     ck_assert_msg(system(cmd) == 0, "NumPy does not read our file back: %s", cmd);
-    dir_remove();
 }
 END_TEST
 
@@ -462,7 +451,6 @@ static size_t st_build(unsigned char *out, const char *json, const unsigned char
 
 START_TEST(test_safetensors_hand_built)
 {
-    dir_make();
     /* The buffer has no holes, so the tensors follow each other (not in the
      * header's order): f32 [0,12), f64 [12,28), bf16 [28,36), f16 [36,48),
      * empty [48,48), scalar [48,56), ints [56,64).  Expected values are the
@@ -518,13 +506,11 @@ START_TEST(test_safetensors_hand_built)
     ck_assert_int_eq(vijp_safetensors_tensor(&st, "absent", &a, &err), VIJP_EINVAL);
     ck_assert_msg(strstr(err.msg, at("m.safetensors")) && strstr(err.msg, "no tensor named 'absent'"), "%s", err.msg);
     vijp_safetensors_clear(&st);
-    dir_remove();
 }
 END_TEST
 
 START_TEST(test_safetensors_refusals)
 {
-    dir_make();
     static const char *const ok = "{\"a\":{\"dtype\":\"F64\",\"shape\":[2],\"data_offsets\":[0,16]}}";
     struct {
         const char *file, *json;
@@ -598,7 +584,6 @@ START_TEST(test_safetensors_refusals)
     vijp_error err = {0};
     ck_assert_msg(!vijp_safetensors_parse(buf, n, "ok", &st, &err), "%s", err.msg);
     vijp_safetensors_clear(&st);
-    dir_remove();
 }
 END_TEST
 
@@ -649,7 +634,6 @@ static const char *jstr(json_t *o, const char *key) { return json_string_value(j
 
 START_TEST(test_certify_jacobian)
 {
-    dir_make();
     double J[64], Jt[64], R[64];
     char args[1400];
     usv(J, (double[]){4, 2, 1, 0.5});
@@ -718,14 +702,12 @@ START_TEST(test_certify_jacobian)
                       && strstr(r.out, "\nverdict: certified-submersive — proven σ_min(J) > 0.49"),
                   "%s", r.out);
     run_free(&r);
-    dir_remove();
 }
 END_TEST
 
 /* Bad input: exit 2, nothing on stdout, a message naming the file. */
 START_TEST(test_certify_jacobian_bad)
 {
-    dir_make();
     double J[64], R[64];
     usv(J, (double[]){4, 2, 1, 0.5});
     npy_matrix(at("J.npy"), 4, 16, J);
@@ -771,7 +753,6 @@ START_TEST(test_certify_jacobian_bad)
         ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, usage[c][1]), "vijp %s: exit %d: %s", usage[c][0], r.rc, r.err);
         run_free(&r);
     }
-    dir_remove();
 }
 END_TEST
 
@@ -796,7 +777,6 @@ static void check_npy_mat(const char *path, const vijp_mat *m, int vector)
 
 START_TEST(test_grad_save)
 {
-    dir_make();
     const char *spec = "dense:6,leaky:0.5,dense:5";
     size_t depth = 3, B = 2;
     char cmd[1400];
@@ -844,7 +824,6 @@ START_TEST(test_grad_save)
     r = run_vijp(cmd);
     ck_assert_msg(r.rc == CLI_USAGE && !r.out[0] && strstr(r.err, at("file")), "vijp %s: exit %d: %s", cmd, r.rc, r.err);
     run_free(&r);
-    dir_remove();
 }
 END_TEST
 
@@ -852,6 +831,7 @@ Suite *suite_arrays(void)
 {
     Suite *s = suite_create("arrays");
     TCase *tc = tcase_create("formats");
+    tcase_add_checked_fixture(tc, dir_make, dir_remove);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_npy_hand_built);
     tcase_add_test(tc, test_npy_refusals);
@@ -865,6 +845,7 @@ Suite *suite_arrays(void)
     const char *bin = getenv("VIJP_BIN");
     if (bin && *bin) { /* without it, the cli suite fails (test_no_vijp_bin) */
         TCase *cli = tcase_create("commands");
+        tcase_add_checked_fixture(cli, dir_make, dir_remove);
         tcase_set_timeout(cli, 120);
         tcase_add_test(cli, test_certify_jacobian);
         tcase_add_test(cli, test_certify_jacobian_bad);
