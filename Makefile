@@ -219,6 +219,9 @@ $(FUZZ_BUILD)/%.o: %.c
 $(FUZZ_BUILD)/fuzz-%: tests/fuzz/%.c $(FUZZ_LIB_OBJ)
 	$(FUZZ_CC) $(VIJP_CPPFLAGS) -std=c11 -pthread -ffp-contract=off $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJ) $(VIJP_LIBS)
 -include $(FUZZ_LIB_OBJ:.o=.d)
+# Kept: as prerequisites of a pattern rule only, make would delete them as
+# intermediates after every link and rebuild them all on the next change.
+.SECONDARY: $(FUZZ_LIB_OBJ)
 fuzz: $(FUZZ_BINS)
 fuzz-replay: $(FUZZ_BINS)
 	@for n in $(FUZZ_NAMES); do \
