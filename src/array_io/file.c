@@ -33,8 +33,10 @@ int aio_read_file(const char *path, unsigned char **buf, size_t *len, vijp_error
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return vijp_fail(err, VIJP_EIO, "cannot open %s: %s", path, strerror(errno));
     struct stat st;
-    /* The size is a hint (a pipe has none, a file may change): read to EOF. */
-    size_t cap = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 1 : 4096, n = 0;
+    /* The size is a hint (a pipe has none, a file may change): read to EOF.
+     * Room for one byte more than the size, so the read that finds EOF does
+     * not first double the buffer, and one for the NUL. */
+    size_t cap = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 2 : 4096, n = 0;
     unsigned char *b = vijp_alloc(cap);
     for (;;) {
         if (n + 1 >= cap) b = vijp_realloc(b, cap *= 2);
