@@ -309,9 +309,10 @@ START_TEST(test_npy_round_trip)
 }
 END_TEST
 
-static int tmp_left(void)
+/* Temporaries (array_io's .vijp-tmp-*) left in folder. */
+static int tmp_left(const char *folder)
 {
-    DIR *d = opendir(dir);
+    DIR *d = opendir(folder);
     int n = 0;
     for (struct dirent *e; d && (e = readdir(d));) n += !strncmp(e->d_name, ".vijp-tmp-", 10);
     if (d) closedir(d);
@@ -342,7 +343,7 @@ START_TEST(test_npy_write_failure)
     ck_assert_uint_eq(fread(back, 1, sizeof back, f), 3);
     fclose(f);
     ck_assert_str_eq(back, "old");
-    ck_assert_int_eq(tmp_left(), 0);
+    ck_assert_int_eq(tmp_left(dir), 0);
     ck_assert_int_eq(vijp_npy_write(at("no-such-folder/x.npy"), 1, shape, x, &err), VIJP_EIO);
     ck_assert_msg(strstr(err.msg, at("no-such-folder/x.npy")) && strstr(err.msg, strerror(ENOENT)), "%s", err.msg);
     free(x);
@@ -817,6 +818,18 @@ START_TEST(test_grad_save)
     vijp_mat_clear(&Xm), vijp_mat_clear(&Tm);
     free(theta), free(X), free(T);
     vijp_net_free(&net);
+
+    /* a write that fails (a file size limit of 512 bytes, SIGXFSZ ignored so
+     * write returns EFBIG): exit 1 naming the file, stdout empty, no file
+     * and no temporary left */
+    snprintf(cmd, sizeof cmd, "-c 'trap \"\" XFSZ; ulimit -f 1; exec \"$VIJP_BIN\" grad --net dense:64 --depth 1 --batch 4 "
+                              "--save \"%s\"'", at("full"));
+    r = run_bin("sh", cmd);
+    ck_assert_msg(r.rc == CLI_FAILED && !r.out[0] && strstr(r.err, at("full/grad_x.npy")) && strstr(r.err, strerror(EFBIG)),
+                  "grad --save past a size limit: exit %d, out '%s', err '%s'", r.rc, r.out, r.err);
+    run_free(&r);
+    ck_assert(access(at("full/grad_x.npy"), F_OK) != 0);
+    ck_assert_int_eq(tmp_left(at("full")), 0);
 
     /* a folder that cannot be made: bad input, before running */
     put(at("file"), "x", 1);
