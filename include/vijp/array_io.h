@@ -47,7 +47,7 @@ void vijp_array_shape_str(size_t ndim, const size_t *shape, char *buf, size_t si
 #define VIJP_NPY_MAX_HEADER 10000
 
 /* Parse the bytes of a .npy file (versions 1.0, 2.0, 3.0; '<f8', '<f4' or
- * '<f2'; C order).  name stands for the bytes in messages. */
+ * '<f2'; C order).  name stands for the bytes in messages (NULL: "<memory>"). */
 VIJP_MUST_CHECK int vijp_npy_parse(const void *buf, size_t len, const char *name, vijp_array *out, vijp_error *err);
 VIJP_MUST_CHECK int vijp_npy_read(const char *path, vijp_array *out, vijp_error *err);
 

@@ -169,6 +169,7 @@ int vijp_npy_parse(const void *buf, size_t len, const char *name, vijp_array *ou
 {
     const unsigned char *b = buf;
     memset(out, 0, sizeof *out);
+    if (!name) name = "<memory>";
     if (!len) return aio_bad(err, name, "empty file, not a .npy file");
     if (memcmp(b, magic, len < MAGIC_LEN ? len : MAGIC_LEN))
         return aio_bad(err, name, "not a .npy file (it does not start with the magic string \\x93NUMPY)");
