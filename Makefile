@@ -49,7 +49,7 @@ VIJP_LIBS     := $(shell pkg-config --libs $(PKGS)) $(FLINT_LIBS) $(MPFI_LIBS) -
 COMPILE = $(CC) $(VIJP_CPPFLAGS) $(CPPFLAGS) $(VIJP_CFLAGS) $(CFLAGS) $(VIJP_FPFLAGS) -MMD -MP
 LINK    = $(CC) $(VIJP_CFLAGS) $(CFLAGS) $(VIJP_FPFLAGS) $(VIJP_LDFLAGS) $(LDFLAGS)
 
-LIB_SRC := $(wildcard src/*.c src/layers/*.c src/engines/*.c) $(wildcard oracles/*.c)
+LIB_SRC := $(wildcard src/*.c src/layers/*.c src/engines/*.c src/array_io/*.c) $(wildcard oracles/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/t-*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -245,6 +245,9 @@ $(FUZZ_BUILD)/src/cli/drift_schema.o: $(BUILD)/drift_schema.inc
 $(FUZZ_BUILD)/src/cli/drift_schema.o: VIJP_CPPFLAGS += -I$(BUILD)
 $(FUZZ_BUILD)/fuzz-driftjson: tests/fuzz/driftjson.c $(FUZZ_LIB_OBJ) $(FUZZ_BUILD)/src/cli/drift_schema.o
 	$(FUZZ_CC) $(VIJP_CPPFLAGS) -std=c11 -pthread -ffp-contract=off $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJ) $(FUZZ_BUILD)/src/cli/drift_schema.o $(VIJP_LIBS)
+# Kept: as prerequisites of a pattern rule only, make would delete them as
+# intermediates after every link and rebuild them all on the next change.
+.SECONDARY: $(FUZZ_LIB_OBJ)
 fuzz: $(FUZZ_BINS)
 fuzz-replay: $(FUZZ_BINS)
 	@for n in $(FUZZ_NAMES); do \

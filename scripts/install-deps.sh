@@ -15,6 +15,7 @@ packages=(
   gnuplot-nox                     # drift report plots (PNG and SVG)
   clang libclang-rt-dev           # libFuzzer harnesses (tests/fuzz), replayed by make check
   python3 python3-jsonschema      # make check: drift.json against docs/drift.schema.json
+  python3-numpy                   # the test suite's independent .npy writer and reader (tests/t-arrays.c)
 )
 
 missing=()

@@ -23,7 +23,14 @@ int vijp_grad_check_format(const vijp_format *f, vijp_error *err)
 
 int vijp_grad_compare(const vijp_grad_setup *s, vijp_engine_kind e, vijp_grad_result *r, vijp_error *err)
 {
+    return vijp_grad_compare_keep(s, e, r, NULL, err);
+}
+
+int vijp_grad_compare_keep(const vijp_grad_setup *s, vijp_engine_kind e, vijp_grad_result *r, vijp_grads *keep,
+                           vijp_error *err)
+{
     memset(r, 0, sizeof *r);
+    if (keep) memset(keep, 0, sizeof *keep);
     r->engine = e;
     vijp_net net;
     vijp_problem pf, pr = {0};
@@ -54,6 +61,7 @@ int vijp_grad_compare(const vijp_grad_setup *s, vijp_engine_kind e, vijp_grad_re
         r->param_grad_rel_err_max = vijp_max_nan(r->param_grad_rel_err_max, ei);
     }
     r->grad_theta_norm = norm;
+    if (keep) *keep = gf, gf = (vijp_grads){0};
 out:
     vijp_grads_clear(&gf);
     vijp_grads_clear(&gr);

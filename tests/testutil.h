@@ -23,6 +23,7 @@ Suite *suite_atomic(void);
 Suite *suite_progress(void);
 Suite *suite_regress(void);
 Suite *suite_check_layer(void);
+Suite *suite_arrays(void);
 
 /* Iteration count scaled by VIJP_TEST_SCALE (default 1), as FLINT does. */
 long test_iters(long base);

@@ -39,6 +39,11 @@ VIJP_MUST_CHECK int vijp_grad_check_format(const vijp_format *f, vijp_error *err
  * max(256, 2P) bits computed from the same rounded values. */
 VIJP_MUST_CHECK int vijp_grad_compare(const vijp_grad_setup *s, vijp_engine_kind e, vijp_grad_result *r,
                       vijp_error *err);
+/* The same, handing the engine's own gradients over in *keep when keep is
+ * not NULL (in s->fmt, whose address they keep: s must outlive them; release
+ * with vijp_grads_clear).  On failure *keep is left empty. */
+VIJP_MUST_CHECK int vijp_grad_compare_keep(const vijp_grad_setup *s, vijp_engine_kind e, vijp_grad_result *r,
+                                           vijp_grads *keep, vijp_error *err);
 void vijp_grad_result_clear(vijp_grad_result *r);
 
 #endif

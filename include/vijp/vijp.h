@@ -14,5 +14,6 @@
 #include "vijp/metrics.h"
 #include "vijp/arith.h"
 #include "vijp/memory.h"
+#include "vijp/array_io.h"
 
 #endif

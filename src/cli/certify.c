@@ -5,6 +5,7 @@
 #include "study_stats.h"
 #include "vijp/certify.h"
 #include "vijp/vijp.h"
+#include "vijp/array_io.h"
 #include <cblas.h>
 #include <getopt.h>
 #include <jansson.h>
@@ -15,9 +16,12 @@
 
 static const char help[] =
     "usage: vijp certify --layer SPEC [options]\n"
+    "       vijp certify --jacobian J.npy [--radius R.npy] [--prec-max P] [--json]\n"
     "\n"
     "Certify whether one layer is submersive (its input Jacobian J has full row\n"
-    "rank) at sampled points, with a verdict per point (docs/DESIGN.md §4):\n"
+    "rank) at sampled points, or whether a given m × n matrix J (every matrix in\n"
+    "J ± R, entrywise, with a radius) has full row rank m, with a verdict per\n"
+    "point (docs/DESIGN.md §4):\n"
     "  certified-submersive  proven σ_min(J) > s > 0 for the exact Jacobian:\n"
     "                        analytic (the layer type's declaration), or\n"
     "                        certified-double / certified-mpfr:P (enclosure of J,\n"
@@ -41,6 +45,10 @@ static const char help[] =
     "  --scale X         points are X·N(0, 1) entrywise (default 1)\n"
     "  --prec-max P      highest MPFR precision a certificate may use (default 4096)\n"
     "  --range R         activations: search f′ for zeros over [−R, R] (default 1000)\n"
+    "  --jacobian FILE   certify this matrix instead of a layer: a 2-D .npy array\n"
+    "                    m × n ('<f8', '<f4' or '<f2', C order; numpy.save writes one)\n"
+    "  --radius FILE     with --jacobian: a .npy array of the same shape, entries >= 0;\n"
+    "                    the verdict then holds for every matrix in J ± R\n"
     "  --json            print one JSON object instead of tables\n"
     "  -v, --verbose     a line per sample even when there are many\n"
     "  -q, --quiet       no progress meter (shown on stderr, when it is a terminal,\n"
@@ -49,7 +57,9 @@ static const char help[] =
     "\n"
     "Exit status: 0 every sample certified submersive; 1 some sample was not\n"
     "(not-submersive or inconclusive); 2 bad usage or input; 3 the layer's\n"
-    "structural declaration contradicts its numbers (a bug in the layer).\n";
+    "structural declaration contradicts its numbers (a bug in the layer).\n"
+    "With --jacobian: 0 certified, 1 not, 2 bad usage or an unreadable or\n"
+    "malformed file (the message names it).\n";
 
 /* The heading of certify's layer list (the test of its help looks for it). */
 #define CLI_CERTIFY_SPEC "SPEC (one layer: every registered type)"
@@ -90,8 +100,8 @@ static json_t *activation_json(const vijp_activation_report *a)
                      "derivative_may_vanish", bad, "formats", fm);
 }
 
-static void print_json(const char *spec, const vijp_layer *L, uint64_t seed, const results *r,
-                       const vijp_activation_report *act)
+/* head: the keys that say what was certified; the verdict's are added. */
+static void print_json(json_t *o, const results *r, const vijp_activation_report *act)
 {
     size_t certified;
     const char *verdict = overall(r, &certified);
@@ -119,16 +129,37 @@ static void print_json(const char *spec, const vijp_layer *L, uint64_t seed, con
                               "numerically_degenerate", c->num.rank < c->num.m, "enclosure_radius",
                               num(c->enclosure_radius), "reason", c->reason));
     }
-    json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:s, s:I, s:o, s:o, s:o, s:o, s:I, s:I, s:s, s:o}", "layer", spec,
-                          "in", (json_int_t)L->in, "out", (json_int_t)L->out, "samples", (json_int_t)r->n, "seed",
-                          (json_int_t)seed, "verdict", verdict, "samples_certified", (json_int_t)certified,
-                          "sigma_min_lower_bound", num(all ? lo_s : NAN), "sigma_min", num(smin), "sigma_max", num(smax),
-                          "condition", num(cond), "rank", (json_int_t)rank, "cokernel_dim", (json_int_t)cok, "method",
-                          method, "points", points);
+    json_object_update_new(o, json_pack("{s:s, s:I, s:o, s:o, s:o, s:o, s:I, s:I, s:s, s:o}", "verdict", verdict,
+                                    "samples_certified", (json_int_t)certified, "sigma_min_lower_bound",
+                                    num(all ? lo_s : NAN), "sigma_min", num(smin), "sigma_max", num(smax), "condition",
+                                    num(cond), "rank", (json_int_t)rank, "cokernel_dim", (json_int_t)cok, "method",
+                                    method, "points", points));
     if (act) json_object_set_new(o, "activation", activation_json(act));
     json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
     putchar('\n');
     json_decref(o);
+}
+
+/* A line per certificate (and its reason), then a blank line. */
+static void print_rows(const results *r)
+{
+    printf("%6s  %-21s %-19s %11s %11s %11s %11s %9s %9s\n", "sample", "verdict", "method", "s (proven)", "σ_min",
+           "σ_max", "κ", "rank", "cokernel");
+    for (size_t k = 0; k < r->n; k++) {
+        const vijp_certificate *c = &r->c[k];
+        char rk[32], ck[32];
+        snprintf(rk, sizeof rk, "%zu/%zu", c->num.rank, c->num.m);
+        snprintf(ck, sizeof ck, "%zu%s", c->cokernel_dim, c->cokernel_dim ? (c->cokernel_proven ? " proven" : " numer.") : "");
+        char sb[16] = "-"; /* no proven bound (not certified, or analytic without one): not a number */
+        if (c->verdict == VIJP_CERTIFIED_SUBMERSIVE && isfinite(c->s)) snprintf(sb, sizeof sb, "%.4g", c->s);
+        printf("%6zu  %-21s %-19s %11s %11.4g %11.4g %11.4g %9s %9s\n", k + 1, vijp_verdict_name(c->verdict),
+               c->method, sb, c->num.sigma_min, c->num.sigma_max, c->num.condition, rk, ck);
+        if (c->reason[0]) printf("        %s\n", c->reason);
+        if (c->verdict == VIJP_CERTIFIED_SUBMERSIVE && c->num.rank < c->num.m)
+            printf("        numerically degenerate in double: LAPACK's rank is %zu < %zu at tolerance %.3g\n",
+                   c->num.rank, c->num.m, c->num.rank_tol);
+    }
+    putchar('\n');
 }
 
 static void print_table(const char *spec, const vijp_layer *L, uint64_t seed, const char *init, double scale,
@@ -138,25 +169,7 @@ static void print_table(const char *spec, const vijp_layer *L, uint64_t seed, co
     const char *verdict = overall(r, &certified);
     printf("layer %s (%zu → %zu), %zu samples, seed %llu, %s parameters, points %g·N(0,1)\n\n", spec, L->in, L->out,
            r->n, (unsigned long long)seed, init, scale);
-    if (verbose || r->n <= 20) {
-        printf("%6s  %-21s %-19s %11s %11s %11s %11s %9s %9s\n", "sample", "verdict", "method", "s (proven)", "σ_min",
-               "σ_max", "κ", "rank", "cokernel");
-        for (size_t k = 0; k < r->n; k++) {
-            const vijp_certificate *c = &r->c[k];
-            char rk[32], ck[32];
-            snprintf(rk, sizeof rk, "%zu/%zu", c->num.rank, c->num.m);
-            snprintf(ck, sizeof ck, "%zu%s", c->cokernel_dim, c->cokernel_dim ? (c->cokernel_proven ? " proven" : " numer.") : "");
-            char sb[16] = "-"; /* no proven bound (not certified, or analytic without one): not a number */
-            if (c->verdict == VIJP_CERTIFIED_SUBMERSIVE && isfinite(c->s)) snprintf(sb, sizeof sb, "%.4g", c->s);
-            printf("%6zu  %-21s %-19s %11s %11.4g %11.4g %11.4g %9s %9s\n", k + 1, vijp_verdict_name(c->verdict),
-                   c->method, sb, c->num.sigma_min, c->num.sigma_max, c->num.condition, rk, ck);
-            if (c->reason[0]) printf("        %s\n", c->reason);
-            if (c->verdict == VIJP_CERTIFIED_SUBMERSIVE && c->num.rank < c->num.m)
-                printf("        numerically degenerate in double: LAPACK's rank is %zu < %zu at tolerance %.3g\n",
-                       c->num.rank, c->num.m, c->num.rank_tol);
-        }
-        putchar('\n');
-    }
+    if (verbose || r->n <= 20) print_rows(r);
     double *smin = vijp_alloc_array(r->n, sizeof *smin), *s = vijp_alloc_array(r->n, sizeof *s);
     for (size_t k = 0; smin && s && k < r->n; k++) {
         smin[k] = r->c[k].num.sigma_min;
@@ -185,16 +198,107 @@ static void print_table(const char *spec, const vijp_layer *L, uint64_t seed, co
     printf("(where f′ is 0 or negligible the layer is numerically non-submersive even if analytically submersive)\n");
 }
 
+/* Size a certification first.  Per point: the parameters (P), the
+ * Jacobian's enclosure (midpoint, radius), LAPACK's copy, U, Vᵀ and the Gram
+ * matrix JJᵀ in double, and JJᵀ again in MPFR at 256 bits for the first step
+ * of the proof's climb (higher steps are not counted). */
+static int certify_fits(double m, double n, double P)
+{
+    vijp_format p256;
+    vijp_error e;
+    double per = vijp_format_mpfr(&p256, 256, &e) ? 64 : (double)vijp_resident_value_bytes(&p256);
+    return cli_memory_fits("certify", 8 * (P + 3 * m * n + 2 * m * m + n * n) + m * m * per);
+}
+
+/* --jacobian, --radius: a 2-D .npy array of finite entries (the radius's
+ * non-negative), as the column-major matrix vijp_certify_matrix takes. */
+static int read_matrix(const char *path, int radius, vijp_array *a, vijp_error *err)
+{
+    int rc = vijp_npy_read(path, a, err);
+    if (rc) return rc;
+    char sh[64];
+    vijp_array_shape_str(a->ndim, a->shape, sh, sizeof sh);
+    const char *what = radius ? "the radius" : "the Jacobian";
+    if (a->ndim != 2) return vijp_fail(err, VIJP_EINVAL, "%s: %s must be a 2-D array (m × n), got shape %s", path, what, sh);
+    if (!a->len) return vijp_fail(err, VIJP_EINVAL, "%s: %s is empty (shape %s)", path, what, sh);
+    for (size_t i = 0; i < a->len; i++)
+        if (!isfinite(a->data[i]) || (radius && a->data[i] < 0))
+            return vijp_fail(err, VIJP_EINVAL, "%s: entry (%zu, %zu) of %s is %s (%g)", path, i / a->shape[1],
+                             i % a->shape[1], what, isfinite(a->data[i]) ? "negative" : "not finite", a->data[i]);
+    double *t = vijp_alloc_array(a->len, sizeof *t); /* C order (row-major) to column-major */
+    for (size_t i = 0; i < a->shape[0]; i++)
+        for (size_t j = 0; j < a->shape[1]; j++) t[i + j * a->shape[0]] = a->data[i * a->shape[1] + j];
+    vijp_free(a->data);
+    a->data = t;
+    return 0;
+}
+
+static void print_verdict(const vijp_certificate *c)
+{
+    printf("verdict: %s — ", vijp_verdict_name(c->verdict));
+    if (c->verdict == VIJP_CERTIFIED_SUBMERSIVE) printf("proven σ_min(J) > %.4g (%s)\n", c->s, c->method);
+    else if (c->verdict == VIJP_NOT_SUBMERSIVE)
+        printf("cokernel of dimension %zu, %s\n", c->cokernel_dim, c->cokernel_proven ? "proven" : "numerical");
+    else printf("%s\n", c->reason);
+    printf("σ_min (LAPACK): %.4g, σ_max %.4g, κ %.4g\n", c->num.sigma_min, c->num.sigma_max, c->num.condition);
+}
+
+static int certify_jacobian(const char *jpath, const char *rpath, const vijp_certify_opts *co, int json)
+{
+    vijp_array J = {0}, R = {0};
+    vijp_error err = {0};
+    int rc = read_matrix(jpath, 0, &J, &err);
+    if (!rc && rpath) rc = read_matrix(rpath, 1, &R, &err);
+    if (!rc && rpath && (R.shape[0] != J.shape[0] || R.shape[1] != J.shape[1])) {
+        char a[64], b[64];
+        vijp_array_shape_str(R.ndim, R.shape, a, sizeof a), vijp_array_shape_str(J.ndim, J.shape, b, sizeof b);
+        rc = vijp_fail(&err, VIJP_EINVAL, "%s: the radius has shape %s, the Jacobian %s has %s", rpath, a, jpath, b);
+    }
+    size_t m = J.shape[0], n = J.shape[1];
+    if (rc || !certify_fits((double)m, (double)n, 0)) {
+        if (rc) fprintf(stderr, "vijp certify: %s\n", err.msg);
+        vijp_array_clear(&J), vijp_array_clear(&R);
+        return EXIT_USAGE;
+    }
+    openblas_set_num_threads(1); /* as for layers: the same numbers on every run */
+    results r = {vijp_alloc_array(1, sizeof *r.c), 1};
+    rc = vijp_certify_matrix(J.data, rpath ? R.data : NULL, m, n, co, &r.c[0], &err);
+    vijp_array_clear(&J), vijp_array_clear(&R);
+    if (rc) {
+        free(r.c);
+        fprintf(stderr, "vijp certify: %s: %s\n", jpath, err.msg);
+        return rc == VIJP_EINVAL || rc == VIJP_EDIM || rc == VIJP_EDOMAIN ? EXIT_USAGE : EXIT_FAILED;
+    }
+    const vijp_certificate *c = &r.c[0];
+    if (json)
+        print_json(json_pack("{s:s, s:o, s:I, s:I, s:I}", "jacobian", jpath, "radius", rpath ? json_string(rpath) : json_null(),
+                             "in", (json_int_t)n, "out", (json_int_t)m, "samples", (json_int_t)1),
+                   &r, NULL);
+    else {
+        printf("jacobian %s (%zu × %zu: %zu outputs, %zu inputs), ", jpath, m, n, m, n);
+        if (rpath) printf("radius %s (‖R‖_F <= %.3g)\n\n", rpath, c->enclosure_radius);
+        else printf("exact\n\n");
+        print_rows(&r);
+        print_verdict(c);
+    }
+    int ok = c->verdict == VIJP_CERTIFIED_SUBMERSIVE;
+    vijp_certificate_clear(&r.c[0]);
+    free(r.c);
+    return ok ? EXIT_OK : EXIT_FAILED;
+}
+
 int cli_certify(int argc, char **argv)
 {
-    enum { O_PREC = 256, O_RANGE };
+    enum { O_PREC = 256, O_RANGE, O_JACOBIAN, O_RADIUS };
     static const struct option opts[] = {
         {"layer", 1, 0, 'l'}, {"width", 1, 0, 'w'},      {"samples", 1, 0, 'n'}, {"seed", 1, 0, 's'},
         {"init", 1, 0, 'i'},  {"scale", 1, 0, 'x'},      {"prec-max", 1, 0, O_PREC}, {"range", 1, 0, O_RANGE},
         {"json", 0, 0, 'j'},  {"verbose", 0, 0, 'v'},    {"help", 0, 0, 'h'},   {"quiet", 0, 0, 'q'},
-        {0, 0, 0, 0},
+        {"jacobian", 1, 0, O_JACOBIAN}, {"radius", 1, 0, O_RADIUS}, {0, 0, 0, 0},
     };
-    const char *spec = NULL, *init_name = "gaussian";
+    const char *spec = NULL, *init_name = "gaussian", *jacobian = NULL, *radius = NULL;
+    const char *layer_opt = NULL; /* an option that only --layer takes, given */
+    int opt_index = 0;
     unsigned long long width = 0, samples = 16, seed = 1, v;
     double scale = 1, range = 1000;
     vijp_certify_opts co = {0};
@@ -203,8 +307,11 @@ int cli_certify(int argc, char **argv)
     vijp_error err = {0};
     char *end;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "hvq", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "hvq", opts, &opt_index)) != -1) {
+        if ((c > 0 && c < 128 && strchr("wnsix", c)) || c == O_RANGE) layer_opt = opts[opt_index].name;
         switch (c) {
+        case O_JACOBIAN: jacobian = optarg; break;
+        case O_RADIUS: radius = optarg; break;
         case 'l': spec = optarg; break;
         case 'w': if (cli_parse_size("--width", optarg, 1, 4096, &width)) return EXIT_USAGE; break;
         case 'n': if (cli_parse_size("--samples", optarg, 1, 100000, &samples)) return EXIT_USAGE; break;
@@ -236,8 +343,21 @@ int cli_certify(int argc, char **argv)
         fprintf(stderr, "vijp certify: unexpected argument '%s'\n", argv[optind]);
         return EXIT_USAGE;
     }
+    if (jacobian && spec) {
+        fputs("vijp certify: --layer and --jacobian exclude each other\n", stderr);
+        return EXIT_USAGE;
+    }
+    if (jacobian && layer_opt) {
+        fprintf(stderr, "vijp certify: --%s applies to --layer, not to --jacobian\n", layer_opt);
+        return EXIT_USAGE;
+    }
+    if (radius && !jacobian) {
+        fputs("vijp certify: --radius needs --jacobian\n", stderr);
+        return EXIT_USAGE;
+    }
+    if (jacobian) return certify_jacobian(jacobian, radius, &co, json);
     if (!spec) {
-        fputs("vijp certify: --layer SPEC is required (run 'vijp certify --help')\n", stderr);
+        fputs("vijp certify: --layer SPEC or --jacobian FILE is required (run 'vijp certify --help')\n", stderr);
         return EXIT_USAGE;
     }
     if (strchr(spec, ',')) {
@@ -251,17 +371,10 @@ int cli_certify(int argc, char **argv)
     /* Dense layers know their input width from the spec; others default to 16. */
     if (vijp_net_shape(&net, spec, 1, width ? width : strncmp(spec, "dense", 5) ? 16 : 0, &err)) goto usage_err;
     {
-        /* Size it first.  Per sample: the parameters, the Jacobian's
-         * enclosure (midpoint, radius), LAPACK's copy, U, Vᵀ and the Gram
-         * matrix JJᵀ in double, and JJᵀ again in MPFR at 256 bits for the
-         * first step of the proof's climb (higher steps are not counted). */
         double m = (double)net.layers[0].out, n = (double)net.layers[0].in;
         double P = (double)net.layers[0].type->param_count(&net.layers[0]);
-        vijp_format p256;
-        if (vijp_format_mpfr(&p256, 256, &err)) goto usage_err;
-        double need = 8 * (P + 3 * m * n + 2 * m * m + n * n) + m * m * (double)vijp_resident_value_bytes(&p256);
         vijp_net_free(&net);
-        if (!cli_memory_fits("certify", need)) return EXIT_USAGE;
+        if (!certify_fits(m, n, P)) return EXIT_USAGE;
     }
     if (vijp_net_build(&net, spec, 1, width ? width : strncmp(spec, "dense", 5) ? 16 : 0, &err)) goto usage_err;
     if (vijp_net_init(&net, init, seed, &err)) {
@@ -294,7 +407,10 @@ int cli_certify(int argc, char **argv)
         if ((rc = vijp_activation_analyze(L, net.theta[0], range, range * 1e-12 > 1e-9 ? range * 1e-12 : 1e-9, &act, &err))) goto done;
         have_act = 1;
     }
-    if (!rc && json) print_json(spec, L, seed, &r, have_act ? &act : NULL);
+    if (!rc && json)
+        print_json(json_pack("{s:s, s:I, s:I, s:I, s:I}", "layer", spec, "in", (json_int_t)L->in, "out",
+                             (json_int_t)L->out, "samples", (json_int_t)r.n, "seed", (json_int_t)seed),
+                   &r, have_act ? &act : NULL);
     else if (!rc) print_table(spec, L, seed, init_name, scale, &r, have_act ? &act : NULL, verbose);
 done:;
     size_t certified = 0;

@@ -2,6 +2,7 @@
 #define VIJP_CLI_H
 
 #include <stdio.h>
+#include "vijp/error.h"
 
 /* Exit codes of every subcommand. */
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
@@ -19,6 +20,11 @@ int cli_check_layer(int argc, char **argv);
 /* Parse an unsigned integer option in [lo, hi]; prints an error and returns -1 if bad. */
 int cli_parse_size(const char *opt, const char *s, unsigned long long lo, unsigned long long hi,
                    unsigned long long *out);
+
+/* mkdir -p dir, and check it is a folder this process can write to: 0, or
+ * VIJP_EIO with the path and the reason (for --save; report folders have
+ * their own staging, atomic.h). */
+int cli_prepare_dir(const char *dir, vijp_error *err);
 
 /* Whether a run needing about `need` bytes fits what this process can still
  * get (vijp_memory_available); if not, says "vijp CMD: needs about X GiB;

@@ -6,6 +6,8 @@
 #include "vijp/memory.h"
 #include <errno.h>
 #include <stdio.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,5 +60,25 @@ int cli_memory_fits(const char *command, double need)
     if (need <= avail) return 1;
     human_bytes(need, a, sizeof a), human_bytes(avail, b, sizeof b);
     fprintf(stderr, "vijp %s: needs about %s; %s available (%s)\n", command, a, b, why);
+    return 0;
+}
+
+int cli_prepare_dir(const char *dir, vijp_error *err)
+{
+    char path[4096];
+    if (!*dir || (size_t)snprintf(path, sizeof path, "%s", dir) >= sizeof path)
+        return vijp_fail(err, VIJP_EINVAL, "bad folder name '%s'", dir);
+    for (char *p = path + 1;; p++) { /* mkdir -p */
+        if (*p && *p != '/') continue;
+        char c = *p;
+        *p = 0;
+        if (mkdir(path, 0777) && errno != EEXIST)
+            return vijp_fail(err, VIJP_EIO, "cannot create folder %s: %s", path, strerror(errno));
+        *p = c;
+        if (!c) break;
+    }
+    struct stat st;
+    if (stat(dir, &st) || !S_ISDIR(st.st_mode)) return vijp_fail(err, VIJP_EIO, "%s is not a folder", dir);
+    if (access(dir, W_OK | X_OK)) return vijp_fail(err, VIJP_EIO, "cannot write into %s: %s", dir, strerror(errno));
     return 0;
 }

@@ -5,6 +5,8 @@
 #include "vijp/study.h"
 #include "vijp/vijp.h"
 #include "vijp/memory.h"
+#include "vijp/array_io.h"
+#include "atomic.h"
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
@@ -37,13 +39,20 @@ static const char help[] =
     "  --loss L         square (½‖h − y‖²) | linear (⟨c, h⟩) (default square)\n"
     "  --seed S         seed of weights, inputs and targets, 0..2^63-1 (default 1)\n"
     "  --segment K      checkpoint engine: layers per segment (default ⌈√depth⌉)\n"
+    "  --save DIR       also write the first engine's gradients to DIR (made if missing)\n"
+    "                   as .npy files ('<f8', the format's values rounded to double):\n"
+    "                   grad_x.npy (batch × width: ∇_x ℓ, a row per sample),\n"
+    "                   grad_theta_I.npy (∇θ_I, P_I values in the layer's parameter\n"
+    "                   order) for each layer I = 1..D that has parameters, and\n"
+    "                   cotangent_I.npy (batch × m_I: g_I, the cotangent of h_I) for\n"
+    "                   I = 1..D; each file is written whole or not at all\n"
     "  --json           print one JSON object (an object with \"runs\" for several engines)\n"
     "  -q, --quiet      no progress meter (shown on stderr, when it is a terminal,\n"
     "                   as engines finish: done, time elapsed and left)\n"
     "  -h, --help       this help\n"
     "\n"
-    "Exit status: 0 success, 1 the computation failed (e.g. a singular vijp),\n"
-    "2 bad usage or input.  Nothing is printed on stdout unless every run succeeded.\n";
+    "Exit status: 0 success, 1 the computation failed (e.g. a singular vijp) or\n"
+    "writing a --save file failed, 2 bad usage or input.  Nothing is printed on stdout unless every run succeeded.\n";
 
 static json_t *num(double x) { return isfinite(x) ? json_real(x) : json_null(); }
 
@@ -59,6 +68,39 @@ static json_t *result_json(const vijp_grad_setup *s, const vijp_grad_result *r)
                      num(r->grad_x_norm), "grad_theta_norm", num(r->grad_theta_norm), "reference_prec",
                      (json_int_t)r->ref_prec, "input_grad_rel_err", num(r->input_grad_rel_err),
                      "param_grad_rel_err_max", num(r->param_grad_rel_err_max), "rel_err_per_layer", per);
+}
+
+/* One matrix as DIR/NAME: a vijp_mat is column-major with a column per
+ * sample, which is C order with a row per sample, so no transposition;
+ * vector: a P × 1 parameter gradient, saved 1-D. */
+static int save_mat(const char *dir, const char *name, const vijp_mat *a, int vector, vijp_error *err)
+{
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
+        return vijp_fail(err, VIJP_EINVAL, "--save: path too long: %s/%s", dir, name);
+    size_t n = vijp_mat_len(a), shape[2] = {a->cols, a->rows};
+    double *d = vijp_alloc_array(n ? n : 1, sizeof *d);
+    for (size_t k = 0; k < n; k++) d[k] = vijp_mat_get_d(a, k);
+    int rc = vijp_npy_write(path, vector ? 1 : 2, vector ? &a->rows : shape, d, err);
+    free(d);
+    return rc;
+}
+
+/* --save DIR: grad_x.npy, grad_theta_I.npy (layers with parameters) and
+ * cotangent_I.npy, each written atomically by vijp_npy_write. */
+static int save_grads(const char *dir, const vijp_grads *g, vijp_error *err)
+{
+    char name[64];
+    int rc = save_mat(dir, "grad_x.npy", &g->grad_x, 0, err);
+    for (size_t i = 0; !rc && i < g->depth; i++) {
+        if (g->grad_theta[i].rows) {
+            snprintf(name, sizeof name, "grad_theta_%zu.npy", i + 1);
+            if ((rc = save_mat(dir, name, &g->grad_theta[i], 1, err))) break;
+        }
+        snprintf(name, sizeof name, "cotangent_%zu.npy", i + 1);
+        rc = save_mat(dir, name, &g->g[i], 0, err);
+    }
+    return rc;
 }
 
 static double max_layer_err(const vijp_grad_result *r, size_t D)
@@ -98,8 +140,9 @@ int cli_grad(int argc, char **argv)
         {"net", 1, 0, 'n'},  {"depth", 1, 0, 'd'}, {"width", 1, 0, 'w'}, {"batch", 1, 0, 'b'},
         {"engine", 1, 0, 'e'}, {"format", 1, 0, 'f'}, {"init", 1, 0, 'i'}, {"loss", 1, 0, 'l'},
         {"seed", 1, 0, 's'}, {"json", 0, 0, 'j'}, {"help", 0, 0, 'h'}, {"segment", 1, 0, 'K'}, {"quiet", 0, 0, 'q'},
-        {0, 0, 0, 0},
+        {"save", 1, 0, 'S'}, {0, 0, 0, 0},
     };
+    const char *save_dir = NULL;
     vijp_grad_setup s = {.spec = "dense:64,leaky:0.1", .depth = 8, .batch = 1, .seed = 1,
                          .init = {VIJP_INIT_ORTHOGONAL, 1}, .loss = VIJP_LOSS_SQUARE};
     const char *engines = "moonwalk", *format = "double";
@@ -121,6 +164,7 @@ int cli_grad(int argc, char **argv)
         case 'K': if (cli_parse_size("--segment", optarg, 1, 100000, &v)) return EXIT_USAGE; s.opts.checkpoint_segment = v; break;
         case 'j': json = 1; break;
         case 'q': quiet = 1; break;
+        case 'S': save_dir = optarg; break;
         case 'h': fputs(help, stdout), cli_print_layer_syntax(stdout, CLI_SPEC_ITEMS); return EXIT_OK;
         default: fputs("run 'vijp grad --help' for the options\n", stderr); return EXIT_USAGE;
         }
@@ -159,21 +203,34 @@ int cli_grad(int argc, char **argv)
         goto usage_err;
     }
 
+    if (save_dir && cli_prepare_dir(save_dir, &err)) goto usage_err; /* before running: a bad folder is bad input */
+
     vijp_grad_result res[VIJP_ENGINE_COUNT];
     progress meter;
     progress_start(&meter, progress_wanted_here(0, quiet) ? stderr : NULL, n, "engines", NULL);
+    vijp_grads kept = {0};
     for (size_t k = 0; k < n; k++) {
-        int rc = vijp_grad_compare(&s, list[k], &res[k], &err);
+        int rc = vijp_grad_compare_keep(&s, list[k], &res[k], save_dir && k == 0 ? &kept : NULL, &err);
         if (!rc && (rc = check_printed(&res[k], s.depth, &err))) vijp_grad_result_clear(&res[k]);
         progress_step(&meter, k + 1);
         if (rc) {
             progress_end(&meter);
             for (size_t j = 0; j < k; j++) vijp_grad_result_clear(&res[j]);
+            vijp_grads_clear(&kept);
             fprintf(stderr, "vijp grad: %s: %s\n", vijp_engine_name(list[k]), err.msg);
             return rc == VIJP_EINVAL || rc == VIJP_EDIM || rc == VIJP_EDOMAIN ? EXIT_USAGE : EXIT_FAILED;
         }
     }
     progress_end(&meter);
+    if (save_dir) { /* written before anything is printed: stdout stays empty on failure */
+        int rc = save_grads(save_dir, &kept, &err);
+        vijp_grads_clear(&kept);
+        if (rc) {
+            for (size_t k = 0; k < n; k++) vijp_grad_result_clear(&res[k]);
+            fprintf(stderr, "vijp grad: --save: %s\n", err.msg);
+            return EXIT_FAILED;
+        }
+    }
     if (json) {
         json_t *out = n == 1 ? result_json(&s, &res[0]) : json_object();
         if (n > 1) {
