@@ -216,9 +216,11 @@ START_TEST(regress_compares_the_common_part)
 }
 END_TEST
 
-/* good with its binary32 Moonwalk curves edited: seed 1's worst g.rel
+/* good with its binary32 curves edited: Moonwalk seed 1's worst g.rel
  * doubled (worse), seed 2's g.ulps halved at a layer that is not its worst
- * (changed: the worst value is the same).  The layer each edits is returned. */
+ * (changed: the worst value is the same), backprop seed 1's g.rel doubled
+ * and g.angle_deg halved everywhere (changed: one metric worse, one better).
+ * The layer each Moonwalk edit is at is returned. */
 static void edit_curves(const char *from, const char *to, size_t *worse_layer, size_t *changed_layer)
 {
     json_t *j = json_load_file(from, 0, NULL);
@@ -238,6 +240,14 @@ static void edit_curves(const char *from, const char *to, size_t *worse_layer, s
         json_array_set_new(v, at, json_real(json_number_value(json_array_get(v, at)) * (k ? 0.5 : 2)));
         *(k ? changed_layer : worse_layer) = at + 1;
     }
+    json_t *bp = json_array_get(json_object_get(seed(j, 0, 0), "engines"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(bp, "engine")), "backprop");
+    static const char *const ms[] = {"rel", "angle_deg"};
+    for (int m = 0; m < 2; m++) {
+        json_t *v = json_object_get(json_object_get(bp, "g"), ms[m]);
+        for (size_t i = 0; i < json_array_size(v); i++)
+            json_array_set_new(v, i, json_real(json_number_value(json_array_get(v, i)) * (m ? 0.5 : 2)));
+    }
     ck_assert(json_dump_file(j, to, JSON_REAL_PRECISION(17)) == 0);
     json_decref(j);
 }
@@ -256,7 +266,7 @@ START_TEST(regress_json_findings_are_whole)
     ck_assert_msg(r.rc == CLI_FAILED, "exit %d\n%s", r.rc, r.err);
     json_t *out = json_loads(r.out, 0, NULL), *f;
     ck_assert_msg(out && json_is_true(json_object_get(out, "regressed")) && summary(out, "worse") == 1 &&
-                  summary(out, "changed") == 1 && summary(out, "failing") == 2, "%s", r.out);
+                  summary(out, "changed") == 2 && summary(out, "failing") == 3, "%s", r.out);
     size_t i, seen = 0;
     json_array_foreach(json_object_get(out, "findings"), i, f) {
         static const char *const strings[] = {"curve", "spec", "init", "format", "engine", "metric", "direction", "why"};
@@ -270,6 +280,15 @@ START_TEST(regress_json_findings_are_whole)
         ck_assert_str_eq(json_string_value(json_object_get(f, "spec")), "dense:8,leaky:0.5");
         ck_assert_str_eq(json_string_value(json_object_get(f, "init")), "orthogonal");
         ck_assert_str_eq(json_string_value(json_object_get(f, "format")), "binary32");
+        if (!strcmp(json_string_value(json_object_get(f, "engine")), "backprop")) {
+            const char *m = json_string_value(json_object_get(f, "metric")), *d = json_string_value(json_object_get(f, "direction"));
+            int rel = !strcmp(m, "g.rel");
+            ck_assert_msg((rel || !strcmp(m, "g.angle_deg")) && !strcmp(d, rel ? "worse" : "better") &&
+                          json_number_value(json_object_get(f, "factor")) == (rel ? 2 : 0.5) &&
+                          json_is_true(json_object_get(f, "fails")) == rel, "backprop: %s %s", m, d);
+            seen++;
+            continue;
+        }
         ck_assert_str_eq(json_string_value(json_object_get(f, "engine")), "moonwalk");
         json_int_t sd = json_integer_value(json_object_get(f, "seed")), layer = json_integer_value(json_object_get(f, "layer"));
         const char *metric = json_string_value(json_object_get(f, "metric")), *d = json_string_value(json_object_get(f, "direction"));
@@ -284,13 +303,15 @@ START_TEST(regress_json_findings_are_whole)
         ck_assert(json_is_true(json_object_get(f, "fails")));
         seen++;
     }
-    ck_assert_msg(seen == 2, "%zu findings, want 2", seen);
+    ck_assert_msg(seen == 4, "%zu findings, want 4", seen);
     json_decref(out);
     run_free(&r);
     r = regress2("", good, edited);
     ck_assert_msg(r.rc == CLI_FAILED && strstr(r.out, "FAIL worse   c1 dense:8,leaky:0.5 orthogonal / binary32 / moonwalk / seed 1: g.rel at layer ") &&
                   strstr(r.out, "(×2)\n") && strstr(r.out, "FAIL changed c1 dense:8,leaky:0.5 orthogonal / binary32 / moonwalk / seed 2: g.ulps at layer ") &&
-                  strstr(r.out, "1 curve worse, 0 better, 1 changed, 4 unchanged; compared 6 of 6 curves: 2 regressions\n"),
+                  strstr(r.out, "FAIL changed c1 dense:8,leaky:0.5 orthogonal / binary32 / backprop / seed 1: g.rel at layer ") &&
+                  strstr(r.out, "(×2), worse; also g.angle_deg ×0.5 better\n") &&
+                  strstr(r.out, "1 curve worse, 0 better, 2 changed, 3 unchanged; compared 6 of 6 curves: 3 regressions\n"),
                   "%s", r.out);
     run_free(&r);
     remove_study();
@@ -382,11 +403,11 @@ START_TEST(regress_junit_report)
     ck_assert(old && fputs("an older report\n", old) >= 0 && fclose(old) == 0);
     snprintf(args, sizeof args, "--junit '%s'", junit);
     run_result r = regress2(args, base, edited);
-    ck_assert_msg(r.rc == CLI_FAILED && strstr(r.out, "2 regressions"), "exit %d\n%s%s", r.rc, r.out, r.err);
+    ck_assert_msg(r.rc == CLI_FAILED && strstr(r.out, "3 regressions"), "exit %d\n%s%s", r.rc, r.out, r.err);
     run_free(&r);
     r = regress2("--json", base, edited);
     json_t *out = json_loads(r.out, 0, NULL);
-    ck_assert(out && summary(out, "failing") == 2 && summary(out, "skipped") > 0 && summary(out, "compared") == 6);
+    ck_assert(out && summary(out, "failing") == 3 && summary(out, "skipped") > 0 && summary(out, "compared") == 6);
     check_junit(junit, out, "c1 dense:8,leaky:0.5 <&\"'> orthogonal / binary32 / moonwalk / seed 1");
     json_decref(out);
     run_free(&r);

@@ -436,7 +436,7 @@ START_TEST(regress_flags_a_one_ulp_vijp)
             ck_assert_msg(r.rc == cases[t].want, "case %zu: exit %d\n%s", t, r.rc, r.out);
             if (cases[t].want == CLI_FAILED) {
                 ck_assert_msg(strstr(r.out, "FAIL worse   c1 dense:8,leaky:0.5 orthogonal / double / moonwalk / seeds 1-2: "
-                                     "err_max: 1.414e-12 → 4.243e-12 (×3); also safe_depth ×0.75 worse\n"), "%s", r.out);
+                                     "err_max: 1.414e-12 → 4.243e-12 (×3); also safe_depth ×0.75\n"), "%s", r.out);
                 run_free(&r);
                 r = regress(b2, worse, "--error-factor 4 --depth-drop 0.3");
                 ck_assert_msg(r.rc == CLI_OK, "looser limits still flag:\n%s", r.out);
