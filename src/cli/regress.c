@@ -100,9 +100,13 @@ static void say_skipped(const regress_result *r, const char *path, const char *s
         no_common += r->v[i].skipped && !r->v[i].only_in && !strcmp(side, "current");
     }
     regress_only_text(only, text, sizeof text);
-    if (*text)
-        fprintf(stderr, "vijp regress: only in %s (%s), not compared: %s (%zu curve%s)\n",
-                side[0] == 'b' ? "the baseline" : "the current file", path, text, n, n == 1 ? "" : "s");
+    const char *where = side[0] == 'b' ? "the baseline" : "the current file";
+    if (*text && n)
+        fprintf(stderr, "vijp regress: only in %s (%s), not compared: %s (%zu curve%s)\n", where, path, text, n,
+                n == 1 ? "" : "s");
+    else if (*text) /* only seeds, and only double curves: judged over the seeds both have */
+        fprintf(stderr, "vijp regress: only in %s (%s), not compared: %s (left out of the curves judged over seeds)\n",
+                where, path, text);
     if (no_common)
         fprintf(stderr, "vijp regress: not compared: %zu curve%s with no seed in common\n", no_common,
                 no_common == 1 ? "" : "s");

@@ -71,6 +71,11 @@ static void report(FILE *out, const regress_result *r, const char *baseline, con
     property(out, "current", current);
     property(out, "strict", o->strict ? "true" : "false");
     property(out, "summary", summary);
+    char only[1024]; /* what no testcase shows: seeds left out of curves judged over seeds */
+    regress_only_text(r->only_base, only, sizeof only);
+    if (*only) property(out, "only in the baseline", only);
+    regress_only_text(r->only_cur, only, sizeof only);
+    if (*only) property(out, "only in the current file", only);
     fputs("  </properties>\n", out);
     for (size_t i = 0; i < r->n; i++) {
         const regress_curve *c = &r->v[i];
