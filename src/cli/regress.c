@@ -107,6 +107,15 @@ static void say_skipped(const regress_result *r, const char *path, const char *s
     else if (*text) /* only seeds, and only double curves: judged over the seeds both have */
         fprintf(stderr, "vijp regress: only in %s (%s), not compared: %s (left out of the curves judged over seeds)\n",
                 where, path, text);
+    else if (n) { /* a configuration listed more often in one file: its curves' own reasons */
+        json_t *said = json_object();
+        for (size_t i = 0; i < r->n; i++)
+            if (r->v[i].only_in && !strcmp(r->v[i].only_in, side) && !json_object_get(said, r->v[i].skipped)) {
+                json_object_set_new(said, r->v[i].skipped, json_true());
+                fprintf(stderr, "vijp regress: not compared: %s (%s)\n", r->v[i].skipped, path);
+            }
+        json_decref(said);
+    }
     if (no_common)
         fprintf(stderr, "vijp regress: not compared: %zu curve%s with no seed in common\n", no_common,
                 no_common == 1 ? "" : "s");

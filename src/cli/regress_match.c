@@ -69,17 +69,20 @@ static int occurrence(json_t *doc, json_int_t config)
     return n;
 }
 
-/* The curve of the occ-th configuration with this spec and init, in format. */
-static json_t *find_curve(json_t *doc, const char *spec, const char *init, int occ, const char *format)
+/* The index (1-based) of the occ-th configuration with this spec and init; 0 if none. */
+static json_int_t config_index(json_t *doc, const char *spec, const char *init, int occ)
 {
     size_t i;
     json_t *c;
-    json_int_t config = 0;
     json_array_foreach(json_object_get(study_of(doc), "configs"), i, c)
-        if (!strcmp(str(c, "spec"), spec) && !strcmp(str(c, "init"), init) && occ-- == 0) {
-            config = (json_int_t)i + 1;
-            break;
-        }
+        if (!strcmp(str(c, "spec"), spec) && !strcmp(str(c, "init"), init) && occ-- == 0) return (json_int_t)i + 1;
+    return 0;
+}
+
+static json_t *find_curve(json_t *doc, json_int_t config, const char *format)
+{
+    size_t i;
+    json_t *c;
     json_array_foreach(json_object_get(doc, "curves"), i, c)
         if (regress_int(json_object_get(c, "config")) == config && !strcmp(str(c, "format"), format)) return c;
     return NULL;
@@ -216,7 +219,8 @@ static void unit(regress_result *r, json_t *set, int from_cur, json_t *c, json_t
     free(key);
     if (seen) return;
     regress_curve *u = push(r);
-    json_t *oc = find_curve(other, spec, init, occ, format);
+    json_int_t other_config = config_index(other, spec, init, occ);
+    json_t *oc = other_config ? find_curve(other, other_config, format) : NULL;
     const char *where = from_cur ? "the current file" : "the baseline";
     u->spec = spec, u->init = init, u->format = format, u->engine = engine, u->seed = seed, u->exact = exact;
     u->bc = from_cur ? oc : c, u->cc = from_cur ? c : oc;
@@ -224,8 +228,8 @@ static void unit(regress_result *r, json_t *set, int from_cur, json_t *c, json_t
     u->seeds = json_array();
     if (exact) json_array_append_new(u->seeds, json_integer(seed));
     if (!oc)
-        u->skipped = has_config(other, spec, init) ? regress_printf("format %s only in %s", format, where)
-                                                   : regress_printf("config %s %s only in %s", spec, init, where);
+        u->skipped = other_config ? regress_printf("format %s only in %s", format, where)
+                                  : regress_printf("config %s %s only in %s", spec, init, where);
     else if (!has_string(json_object_get(study_of(other), "engines"), engine))
         u->skipped = regress_printf("engine %s only in %s", engine, where);
     else if (exact && !regress_seed_entry(oc, seed))
@@ -249,7 +253,7 @@ static void unit(regress_result *r, json_t *set, int from_cur, json_t *c, json_t
             json_decref(os);
         }
     }
-    char seeds[256];
+    char seeds[1024];
     regress_seed_list(u->seeds, "seed", seeds, sizeof seeds);
     u->name = regress_printf("c%lld %s %s / %s / %s / %s", (long long)u->config, spec, init, format, engine, seeds);
     r->compared += !u->skipped;
