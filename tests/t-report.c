@@ -287,6 +287,36 @@ static run_result regress(const char *a, const char *b, const char *opts)
     return run_vijp(cmd);
 }
 
+/* The finding of a --json output for one curve and metric, or NULL. */
+static json_t *finding(json_t *out, const char *curve, const char *metric)
+{
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(out, "findings"), i, f)
+        if (!strcmp(json_string_value(json_object_get(f, "curve")), curve) &&
+            !strcmp(json_string_value(json_object_get(f, "metric")), metric))
+            return f;
+    return NULL;
+}
+
+/* The g.rel values of engine 1 (moonwalk) of seed k of curve 0 (binary32) in DIR/drift.json. */
+static json_t *g_rel(json_t *doc, size_t k)
+{
+    json_t *sd = json_array_get(json_object_get(json_array_get(json_object_get(doc, "curves"), 0), "seeds"), k);
+    json_t *mw = json_array_get(json_object_get(sd, "engines"), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(mw, "engine")), "moonwalk");
+    return json_object_get(json_object_get(mw, "g"), "rel");
+}
+
+static json_t *load_drift(const char *dir)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/drift.json", dir);
+    json_t *j = json_load_file(path, 0, NULL);
+    ck_assert_msg(j != NULL, "%s does not parse", path);
+    return j;
+}
+
 START_TEST(regress_flags_a_one_ulp_vijp)
 {
     const char *perturbed = getenv("VIJP_PERTURBED_BIN");
@@ -301,18 +331,77 @@ START_TEST(regress_flags_a_one_ulp_vijp)
     ck_assert(r.rc == CLI_OK), run_free(&r);
 
     r = regress(base, same, "");
-    ck_assert_msg(r.rc == CLI_OK && strstr(r.out, "0 regressions"), "unchanged code: exit %d\n%s%s", r.rc, r.out, r.err);
+    ck_assert_msg(r.rc == CLI_OK && strstr(r.out, "0 regressions") && strstr(r.out, "compared 6 of 6 curves"),
+                  "unchanged code: exit %d\n%s%s", r.rc, r.out, r.err);
     run_free(&r);
-    /* One ulp per vijp output changes every bit-reproducible binary32 curve. */
+    /* One ulp per vijp output changes every bit-reproducible binary32
+     * Moonwalk curve, and makes its worst errors larger (the errors of single
+     * layers move both ways: the old output called the first layer that
+     * moved "changed", an improvement there included).  One line per curve,
+     * naming it, its worst layer and the factor; no 17-digit numbers. */
     r = regress(base, pert, "");
     ck_assert_msg(r.rc == CLI_FAILED, "perturbed vijp: exit %d\n%s", r.rc, r.out);
-    ck_assert(strstr(r.out, "binary32") && strstr(r.out, "moonwalk") && strstr(r.out, "changed"));
+    for (int k = 1; k <= 2; k++) {
+        char line[200];
+        snprintf(line, sizeof line, "FAIL worse   c1 dense:8,leaky:0.5 orthogonal / binary32 / moonwalk / seed %d: ", k);
+        const char *at = strstr(r.out, line);
+        ck_assert_msg(at && strstr(at, " at layer ") && strstr(at, "(×"), "no line for seed %d:\n%s", k, r.out);
+    }
+    ck_assert_msg(!strstr(r.out, "backprop") && strstr(r.out, "2 curves worse, 0 better, 0 changed, ") &&
+                  strstr(r.out, "compared 6 of 6 curves: 2 regressions\n"), "%s", r.out);
+    for (const char *p = r.out; *p; p++) /* numbers of at most 6 significant digits */
+        ck_assert_msg(!(strspn(p, "0123456789.") > 8), "a long number in the output:\n%s", r.out);
     run_free(&r);
+    /* --json: the finding names the layer where the current worst g.rel is,
+     * the two values there, and the factor between them. */
     r = regress(base, pert, "--json");
     ck_assert(r.rc == CLI_FAILED);
-    json_t *j = json_loads(r.out, 0, NULL);
+    json_t *j = json_loads(r.out, 0, NULL), *bj = load_drift(base), *pj = load_drift(pert);
     ck_assert(j && json_is_true(json_object_get(j, "regressed")) && json_array_size(json_object_get(j, "findings")) > 0);
+    for (size_t k = 0; k < 2; k++) {
+        char name[128];
+        snprintf(name, sizeof name, "c1 dense:8,leaky:0.5 orthogonal / binary32 / moonwalk / seed %zu", k + 1);
+        json_t *f = finding(j, name, "g.rel"), *bv = g_rel(bj, k), *cv = g_rel(pj, k);
+        ck_assert_msg(f && !strcmp(json_string_value(json_object_get(f, "direction")), "worse") &&
+                      json_is_true(json_object_get(f, "fails")) && json_is_true(json_object_get(f, "exact")),
+                      "%s: g.rel\n%s", name, r.out);
+        size_t worst = 0, layer = (size_t)json_integer_value(json_object_get(f, "layer"));
+        for (size_t i = 0; i < SMALL_LAYERS; i++)
+            if (json_number_value(json_array_get(cv, i)) > json_number_value(json_array_get(cv, worst))) worst = i;
+        double b = json_number_value(json_array_get(bv, worst)), c = json_number_value(json_array_get(cv, worst));
+        ck_assert_msg(layer == worst + 1 && json_number_value(json_object_get(f, "baseline")) == b &&
+                      json_number_value(json_object_get(f, "current")) == c &&
+                      fabs(json_number_value(json_object_get(f, "factor")) - c / b) <= 1e-15 * (c / b) && c > b,
+                      "%s: layer %zu, want %zu (baseline %g, current %g)", name, layer, worst + 1, b, c);
+    }
+    json_decref(j), json_decref(bj), json_decref(pj);
+    run_free(&r);
+
+    /* The other way round, the normal build against a perturbed baseline:
+     * improvements, "better", which pass unless --strict (the old output
+     * flagged them as regressions). */
+    r = regress(pert, base, "--json");
+    ck_assert_msg(r.rc == CLI_OK, "improvements fail: exit %d\n%s", r.rc, r.out);
+    j = json_loads(r.out, 0, NULL);
+    ck_assert(j && json_is_false(json_object_get(j, "regressed")) && json_array_size(json_object_get(j, "findings")) > 0);
+    size_t i;
+    json_t *fi;
+    json_array_foreach(json_object_get(j, "findings"), i, fi) {
+        const char *d = json_string_value(json_object_get(fi, "direction"));
+        ck_assert_msg(d && (!strcmp(d, "better") || !strcmp(d, "changed")), "finding %zu is %s", i, d);
+        ck_assert_msg(!strcmp(d, "changed") || json_is_false(json_object_get(fi, "fails")), "a better finding fails");
+    }
+    ck_assert(json_integer_value(json_object_get(json_object_get(j, "summary"), "worse")) == 0 &&
+              json_integer_value(json_object_get(json_object_get(j, "summary"), "better")) >= 2);
     json_decref(j);
+    run_free(&r);
+    r = regress(pert, base, "");
+    ck_assert_msg(r.rc == CLI_OK && strstr(r.out, "ok   better  c1 dense:8,leaky:0.5 orthogonal / binary32 / moonwalk / seed 1: ") &&
+                  strstr(r.out, "0 regressions"), "%s", r.out);
+    run_free(&r);
+    r = regress(pert, base, "--strict");
+    ck_assert_msg(r.rc == CLI_FAILED && strstr(r.out, "FAIL better  c1 dense:8,leaky:0.5 orthogonal / binary32 / moonwalk / seed 1: ") &&
+                  strstr(r.out, "2 regressions"), "--strict: exit %d\n%s", r.rc, r.out);
     run_free(&r);
     remove_tree(same), remove_tree(pert);
 
@@ -320,7 +409,8 @@ START_TEST(regress_flags_a_one_ulp_vijp)
      * curve's worst errors as 1e-12·k (far above the 16u noise floor) in a
      * baseline copy, then worsen them 1.5× (allowed 2×: passes), 3× with a
      * quarter of the safe depth cut (allowed 10%: flagged), or only one seed
-     * 3× (geometric mean √3 < 2: passes, one seed is one draw of noise). */
+     * 3× (geometric mean √3 < 2: passes, one seed is one draw of noise); or
+     * improve them 3× (better: passes, fails with --strict). */
     char path[1024], b2[512], worse[512];
     snprintf(path, sizeof path, "%s/drift.json", base);
     j = json_load_file(path, 0, NULL);
@@ -330,7 +420,7 @@ START_TEST(regress_flags_a_one_ulp_vijp)
     static const struct {
         double factor;
         int all_seeds, cut_depth, want;
-    } cases[] = {{1.0, 1, 0, CLI_OK}, {1.5, 1, 0, CLI_OK}, {3.0, 0, 0, CLI_OK}, {3.0, 1, 1, CLI_FAILED}};
+    } cases[] = {{1.0, 1, 0, CLI_OK}, {1.5, 1, 0, CLI_OK}, {3.0, 0, 0, CLI_OK}, {3.0, 1, 1, CLI_FAILED}, {1 / 3.0, 1, 0, CLI_OK}};
     for (size_t t = 0; t < sizeof cases / sizeof *cases; t++)
         for (int side = 0; side < 2; side++) {
             for (size_t k = 0; k < json_array_size(seeds); k++) {
@@ -345,10 +435,17 @@ START_TEST(regress_flags_a_one_ulp_vijp)
             r = regress(b2, worse, "");
             ck_assert_msg(r.rc == cases[t].want, "case %zu: exit %d\n%s", t, r.rc, r.out);
             if (cases[t].want == CLI_FAILED) {
-                ck_assert_msg(strstr(r.out, "err_max") && strstr(r.out, "safe_depth") && strstr(r.out, " all "), "%s", r.out);
+                ck_assert_msg(strstr(r.out, "FAIL worse   c1 dense:8,leaky:0.5 orthogonal / double / moonwalk / seeds 1-2: "
+                                     "err_max: 1.414e-12 → 4.243e-12 (×3); also safe_depth ×0.75\n"), "%s", r.out);
                 run_free(&r);
                 r = regress(b2, worse, "--error-factor 4 --depth-drop 0.3");
                 ck_assert_msg(r.rc == CLI_OK, "looser limits still flag:\n%s", r.out);
+            } else if (cases[t].factor < 1) {
+                ck_assert_msg(strstr(r.out, "ok   better  c1 dense:8,leaky:0.5 orthogonal / double / moonwalk / seeds 1-2: "
+                                     "err_max: 1.414e-12 → 4.714e-13 (×0.333)\n"), "%s", r.out);
+                run_free(&r);
+                r = regress(b2, worse, "--strict");
+                ck_assert_msg(r.rc == CLI_FAILED && strstr(r.out, "FAIL better"), "--strict passes:\n%s", r.out);
             }
             run_free(&r);
         }

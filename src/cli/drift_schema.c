@@ -178,28 +178,58 @@ int drift_schema_validate(json_t *doc, char *msg, size_t size)
     return rc;
 }
 
-/* What the comparison indexes beyond the schema: one curve per config and
+/* An integer of the schema, which may be written as a real without a
+ * fractional part (has_type). */
+static json_int_t int_of(json_t *x) { return json_is_integer(x) ? json_integer_value(x) : (json_int_t)json_number_value(x); }
+
+/* What the comparison relies on beyond the schema: one curve per config and
  * format, one seed entry per study seed, one run per study engine, one value
- * per layer.  A file short of any compares less than it claims. */
+ * per layer, each named as the study lists it (regress matches curves by
+ * those names).  A file short of any compares less than it claims. */
 static int consistent(json_t *j, char *msg, size_t size)
 {
     json_t *st = json_object_get(j, "study"), *curves = json_object_get(j, "curves"), *c, *sd, *run;
-    size_t D = (size_t)json_integer_value(json_object_get(st, "depth"));
+    size_t D = (size_t)int_of(json_object_get(st, "depth"));
     size_t nc = json_array_size(json_object_get(st, "configs")) * json_array_size(json_object_get(st, "formats"));
     size_t ns = json_array_size(json_object_get(st, "seeds")), ne = json_array_size(json_object_get(st, "engines"));
     size_t i, k, e;
     if (json_array_size(curves) != nc)
         return snprintf(msg, size, "curves: %zu, but study.configs × study.formats makes %zu", json_array_size(curves), nc), -1;
+    size_t nf = json_array_size(json_object_get(st, "formats"));
     json_array_foreach(curves, i, c) {
         json_t *seeds = json_object_get(c, "seeds");
+        /* what vijp regress matches curves by: the names the study lists */
+        json_t *cfg = json_array_get(json_object_get(st, "configs"), i / nf);
+        const char *fmt = json_string_value(json_array_get(json_object_get(st, "formats"), i % nf));
+        if (int_of(json_object_get(c, "config")) != (json_int_t)(i / nf + 1))
+            return snprintf(msg, size, "curves[%zu].config: %lld, but curves[c · formats + f] is configuration %zu", i,
+                            (long long)int_of(json_object_get(c, "config")), i / nf + 1), -1;
+        static const char *const names[] = {"spec", "init"};
+        for (int n = 0; n < 2; n++)
+            if (strcmp(json_string_value(json_object_get(c, names[n])), json_string_value(json_object_get(cfg, names[n]))))
+                return snprintf(msg, size, "curves[%zu].%s: \"%s\", but study.configs[%zu].%s is \"%s\"", i, names[n],
+                                json_string_value(json_object_get(c, names[n])), i / nf, names[n],
+                                json_string_value(json_object_get(cfg, names[n]))), -1;
+        if (strcmp(json_string_value(json_object_get(c, "format")), fmt))
+            return snprintf(msg, size, "curves[%zu].format: \"%s\", but study.formats[%zu] is \"%s\"", i,
+                            json_string_value(json_object_get(c, "format")), i % nf, fmt), -1;
         if (json_array_size(seeds) != ns)
             return snprintf(msg, size, "curves[%zu].seeds: %zu, but study.seeds lists %zu", i, json_array_size(seeds), ns), -1;
         json_array_foreach(seeds, k, sd) {
             json_t *runs = json_object_get(sd, "engines");
+            json_int_t want = int_of(json_array_get(json_object_get(st, "seeds"), k));
+            if (int_of(json_object_get(sd, "seed")) != want)
+                return snprintf(msg, size, "curves[%zu].seeds[%zu].seed: %lld, but study.seeds[%zu] is %lld", i, k,
+                                (long long)int_of(json_object_get(sd, "seed")), k, (long long)want), -1;
             if (json_array_size(runs) != ne)
                 return snprintf(msg, size, "curves[%zu].seeds[%zu].engines: %zu, but study.engines lists %zu", i, k,
                                 json_array_size(runs), ne), -1;
             json_array_foreach(runs, e, run) {
+                const char *name = json_string_value(json_object_get(run, "engine")),
+                           *want_e = json_string_value(json_array_get(json_object_get(st, "engines"), e));
+                if (strcmp(name, want_e))
+                    return snprintf(msg, size, "curves[%zu].seeds[%zu].engines[%zu].engine: \"%s\", but study.engines[%zu] "
+                                    "is \"%s\"", i, k, e, name, e, want_e), -1;
                 static const char *const parts[] = {"g", "theta"}, *const ms[] = {"rel", "ulps", "angle_deg"};
                 for (int p = 0; p < 2; p++)
                     for (int m = 0; m < 3; m++) {
