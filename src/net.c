@@ -1,6 +1,7 @@
 /* Networks from specs, seeded initialisation, parameters in a format. */
 #include "vijp/net.h"
 #include "vijp/error.h"
+#include "net_json.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,7 @@
  * the file's; vijp_net_shape's contract keeps no parameter. */
 static int build_json(vijp_net *net, const char *path, size_t depth, size_t width, int with_params, vijp_error *err)
 {
-    int rc = vijp_net_load_json(net, path, err);
+    int rc = net_json_load(net, path, with_params, err);
     if (rc) return rc;
     if (depth && depth != net->depth)
         rc = vijp_fail(err, VIJP_EINVAL, "%s has %zu layer%s, not depth %zu (a JSON net's depth is its number of layers)",

@@ -6,6 +6,7 @@
 #include "vijp/net.h"
 #include "vijp/array_io.h"
 #include "net_params.h"
+#include "net_json.h"
 #include <errno.h>
 #include <stdarg.h>
 #include <jansson.h>
@@ -108,25 +109,29 @@ static int layer_params(const ctx *c, vijp_net *net, size_t i, json_t *p, const 
     json_t *t = json_object_get(p, "theta"), *w = json_object_get(p, "weight"), *b = json_object_get(p, "bias");
     char f1[96], f2[96], where[300];
     vijp_array a = {0}, bb = {0};
-    int rc;
+    int rc = 0;
     if (t && (w || b)) return FAIL(c, field, "give theta, or weight and bias, not both");
+    /* allocated by the mapping once the arrays have the layer's shapes, not
+     * before: a shape-only parse of a huge net allocates nothing */
+    double *theta = NULL;
     if (t) {
         snprintf(f1, sizeof f1, "%s.theta", field);
         snprintf(where, sizeof where, "%s: %s", c->name, f1);
-        if (!(rc = read_ref(c, t, f1, &a))) rc = net_params_theta(L, &a, net->theta[i], where, c->err);
+        if (!(rc = read_ref(c, t, f1, &a))) rc = net_params_theta(L, &a, &theta, where, c->err);
     } else {
         snprintf(f1, sizeof f1, "%s.weight", field), snprintf(f2, sizeof f2, "%s.bias", field);
-        if (!w && !b) return FAIL(c, field, "empty: want {\"theta\": REF} or {\"weight\": REF, \"bias\": REF}");
-        if (!w || !b) return FAIL(c, w ? f2 : f1, "missing");
-        if (!net_params_torch_layout(L))
-            return FAIL(c, field, "layer type %s takes no {weight, bias} (only dense, conv1d, conv2d): give theta",
-                        L->type->name);
+        if (!w && !b) rc = FAIL(c, field, "empty: want {\"theta\": REF} or {\"weight\": REF, \"bias\": REF}");
+        else if (!w || !b) rc = FAIL(c, w ? f2 : f1, "missing");
+        else if (!net_params_torch_layout(L))
+            rc = FAIL(c, field, "layer type %s takes no {weight, bias} (only dense, conv1d, conv2d): give theta",
+                      L->type->name);
         snprintf(where, sizeof where, "%s: %s", c->name, field);
-        if (!(rc = read_ref(c, w, f1, &a)) && !(rc = read_ref(c, b, f2, &bb)))
-            rc = net_params_torch(L, &a, &bb, net->theta[i], where, c->err);
+        if (!rc && !(rc = read_ref(c, w, f1, &a)) && !(rc = read_ref(c, b, f2, &bb)))
+            rc = net_params_torch(L, &a, &bb, &theta, where, c->err);
     }
     vijp_array_clear(&a), vijp_array_clear(&bb);
-    if (!rc) net->given[i] = 1;
+    if (rc) free(theta);
+    else net->theta[i] = theta, net->given[i] = 1;
     return rc;
 }
 
@@ -155,8 +160,6 @@ static int one_layer(const ctx *c, vijp_net *net, size_t i, json_t *l, size_t in
     free(item);
     if (rc) return vijp_fail(c->err, rc == VIJP_EDIM ? VIJP_EDIM : VIJP_EINVAL, "%s: %s: %s", c->name, a ? sub : field, e.msg);
     net->depth = i + 1; /* the layers so far, for vijp_net_free */
-    size_t P = net->layers[i].type->param_count(&net->layers[i]);
-    if (P) net->theta[i] = vijp_alloc_array(P, sizeof(double));
     snprintf(sub, sizeof sub, "%s.params", field);
     return p ? layer_params(c, net, i, p, sub) : 0;
 }
@@ -197,7 +200,8 @@ static int parse_root(const ctx *c, vijp_net *net, json_t *root)
     return 0;
 }
 
-int vijp_net_parse_json(vijp_net *net, const char *text, size_t len, const char *name, const char *base, vijp_error *err)
+int net_json_parse(vijp_net *net, const char *text, size_t len, const char *name, const char *base, int with_params,
+                   vijp_error *err)
 {
     memset(net, 0, sizeof *net);
     ctx c = {name ? name : "<memory>", base, err};
@@ -206,11 +210,20 @@ int vijp_net_parse_json(vijp_net *net, const char *text, size_t len, const char 
     if (!root) return vijp_fail(err, VIJP_EINVAL, "%s: line %d: %s", c.name, je.line, je.text);
     int rc = parse_root(&c, net, root);
     json_decref(root);
+    for (size_t i = 0; !rc && with_params && i < net->depth; i++) { /* the layers left to vijp_net_init */
+        size_t P = net->layers[i].type->param_count(&net->layers[i]);
+        if (P && !net->theta[i]) net->theta[i] = vijp_alloc_array(P, sizeof(double));
+    }
     if (rc) vijp_net_free(net);
     return rc;
 }
 
-int vijp_net_load_json(vijp_net *net, const char *path, vijp_error *err)
+int vijp_net_parse_json(vijp_net *net, const char *text, size_t len, const char *name, const char *base, vijp_error *err)
+{
+    return net_json_parse(net, text, len, name, base, 1, err);
+}
+
+int net_json_load(vijp_net *net, const char *path, int with_params, vijp_error *err)
 {
     memset(net, 0, sizeof *net);
     FILE *f = fopen(path, "rb");
@@ -227,7 +240,9 @@ int vijp_net_load_json(vijp_net *net, const char *path, vijp_error *err)
     }
     char *base = vijp_strdup(path), *slash = strrchr(base, '/');
     if (slash) *slash = 0;
-    int rc = vijp_net_parse_json(net, buf, n, path, slash ? (*base ? base : "/") : ".", err);
+    int rc = net_json_parse(net, buf, n, path, slash ? (*base ? base : "/") : ".", with_params, err);
     free(base), free(buf);
     return rc;
 }
+
+int vijp_net_load_json(vijp_net *net, const char *path, vijp_error *err) { return net_json_load(net, path, 1, err); }

@@ -28,11 +28,12 @@ static int shape_is(const vijp_array *a, size_t ndim, const size_t *want)
     return 1;
 }
 
-int net_params_theta(const vijp_layer *L, const vijp_array *t, double *theta, const char *where, vijp_error *err)
+int net_params_theta(const vijp_layer *L, const vijp_array *t, double **theta, const char *where, vijp_error *err)
 {
     size_t P = L->type->param_count(L);
     if (!shape_is(t, 1, &P)) return shape_fail(t, 1, &P, "θ in the layer type's order", where, "", err);
-    if (P) memcpy(theta, t->data, P * sizeof *theta);
+    if (!*theta) *theta = vijp_alloc_array(P, sizeof **theta);
+    if (P) memcpy(*theta, t->data, P * sizeof **theta);
     return 0;
 }
 
@@ -48,7 +49,7 @@ static void conv_dims(const vijp_layer *L, size_t *C, size_t *K)
     *K = strtoul(end + 1, NULL, 10);
 }
 
-int net_params_torch(const vijp_layer *L, const vijp_array *w, const vijp_array *b, double *theta, const char *where,
+int net_params_torch(const vijp_layer *L, const vijp_array *w, const vijp_array *b, double **theta, const char *where,
                      vijp_error *err)
 {
     const char *name = L->type->name;
@@ -69,12 +70,14 @@ int net_params_torch(const vijp_layer *L, const vijp_array *w, const vijp_array 
     if (!shape_is(w, nd, ws)) return shape_fail(w, nd, ws, what, where, ".weight", err);
     if (!shape_is(b, 1, &out)) return shape_fail(b, 1, &out, "[out]", where, ".bias", err);
     size_t nw = w->len;
+    if (!*theta) *theta = vijp_alloc_array(nw + out, sizeof **theta);
+    double *th = *theta;
     if (!strcmp(name, "dense")) /* weight[o][c] (C order) is W(o, c), at o + c·m column-major */
         for (size_t o = 0; o < L->out; o++)
-            for (size_t c = 0; c < L->in; c++) theta[o + c * L->out] = w->data[o * L->in + c];
+            for (size_t c = 0; c < L->in; c++) th[o + c * L->out] = w->data[o * L->in + c];
     else /* conv θ is W[o][c][ky][kx] in C order, PyTorch's own */
-        memcpy(theta, w->data, nw * sizeof *theta);
-    memcpy(theta + nw, b->data, out * sizeof *theta);
+        memcpy(th, w->data, nw * sizeof *th);
+    memcpy(th + nw, b->data, out * sizeof *th);
     return 0;
 }
 
@@ -99,6 +102,9 @@ static size_t tensor_layer(const char *name, const char **field)
 int vijp_net_load_weights(vijp_net *net, const char *path, vijp_error *err)
 {
     vijp_safetensors st;
+    for (size_t i = 0; i < net->depth; i++) /* a built net, not vijp_net_shape's */
+        if (!net->theta[i] && net->layers[i].type->param_count(&net->layers[i]))
+            return vijp_fail(err, VIJP_EINVAL, "vijp_net_load_weights: layer %zu has no parameter array (a net from vijp_net_shape)", i + 1);
     int rc = vijp_safetensors_read(path, &st, err);
     if (rc) return rc;
     /* every tensor must name a layer with parameters: a typo is not ignored */
@@ -123,11 +129,11 @@ int vijp_net_load_weights(vijp_net *net, const char *path, vijp_error *err)
         else if (!t && (!w || !b)) rc = vijp_fail(err, VIJP_EINVAL, "%s: layer %zu has %s but no %s", path, i, w ? tn[1] : tn[2], w ? tn[2] : tn[1]);
         else if (t) {
             snprintf(where, sizeof where, "%s: tensor %s", path, tn[0]);
-            if (!(rc = vijp_safetensors_tensor(&st, tn[0], &a[0], err))) rc = net_params_theta(&net->layers[i], &a[0], net->theta[i], where, err);
+            if (!(rc = vijp_safetensors_tensor(&st, tn[0], &a[0], err))) rc = net_params_theta(&net->layers[i], &a[0], &net->theta[i], where, err);
         } else {
             snprintf(where, sizeof where, "%s: tensors %zu", path, i);
             if (!(rc = vijp_safetensors_tensor(&st, tn[1], &a[0], err)) && !(rc = vijp_safetensors_tensor(&st, tn[2], &a[1], err)))
-                rc = net_params_torch(&net->layers[i], &a[0], &a[1], net->theta[i], where, err);
+                rc = net_params_torch(&net->layers[i], &a[0], &a[1], &net->theta[i], where, err);
         }
         vijp_array_clear(&a[0]), vijp_array_clear(&a[1]);
         if (!rc) net->given[i] = 1;
