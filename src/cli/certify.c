@@ -368,15 +368,17 @@ int cli_certify(int argc, char **argv)
      * then the same on every run on this machine. */
     openblas_set_num_threads(1);
     vijp_net net;
-    /* Dense layers know their input width from the spec; others default to 16. */
-    if (vijp_net_shape(&net, spec, 1, width ? width : strncmp(spec, "dense", 5) ? 16 : 0, &err)) goto usage_err;
+    /* Dense layers know their input width from the spec, a JSON net (one
+     * layer, with or without parameters) from its file; others default to 16. */
+    size_t w0 = width ? width : strncmp(spec, "dense", 5) && !vijp_net_spec_is_json(spec) ? 16 : 0;
+    if (vijp_net_shape(&net, spec, 1, w0, &err)) goto usage_err;
     {
         double m = (double)net.layers[0].out, n = (double)net.layers[0].in;
         double P = (double)net.layers[0].type->param_count(&net.layers[0]);
         vijp_net_free(&net);
         if (!certify_fits(m, n, P)) return EXIT_USAGE;
     }
-    if (vijp_net_build(&net, spec, 1, width ? width : strncmp(spec, "dense", 5) ? 16 : 0, &err)) goto usage_err;
+    if (vijp_net_build(&net, spec, 1, w0, &err)) goto usage_err;
     if (vijp_net_init(&net, init, seed, &err)) {
         vijp_net_free(&net);
         goto usage_err;
