@@ -273,6 +273,20 @@ START_TEST(test_commands)
     r = run_vijp(cmd);
     ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "1.weight"), "exit %d: %s", r.rc, r.err);
     run_free(&r);
+    /* certify at the user's point: dense:2x2 with W = [[2, 0], [0, 0]] (θ
+     * column-major 2, 0, 0, 0, then b) is singular: not submersive there */
+    static const double th[6] = {2, 0, 0, 0, 0, 0}, pts[4] = {1, 2, 3, 4};
+    size_t ps = 6, xs[2] = {2, 2};
+    npy("p.npy", 1, &ps, th), npy("pts.npy", 2, xs, pts);
+    snprintf(cmd, sizeof cmd, "certify --layer dense:2x2 --params '%s' --input '%s' --json", at("p.npy"), at("pts.npy"));
+    r = run_vijp(cmd);
+    ck_assert_msg(r.rc != CLI_USAGE && strstr(r.out, "\"samples\": 2") && !strstr(r.out, "certified-submersive"),
+                  "exit %d: %s%s", r.rc, r.out, r.err);
+    run_free(&r);
+    snprintf(cmd, sizeof cmd, "certify --layer dense:2x2 --params '%s'", at("b0.npy"));
+    r = run_vijp(cmd);
+    ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "b0.npy"), "exit %d: %s", r.rc, r.err);
+    run_free(&r);
 }
 END_TEST
 
