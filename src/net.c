@@ -1,15 +1,39 @@
 /* Networks from specs, seeded initialisation, parameters in a format. */
 #include "vijp/net.h"
 #include "vijp/error.h"
+#include "net_json.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define VIJP_DEPTH_MAX 100000 /* far beyond any study; guards absurd allocations */
 
+/* A JSON net where a spec may stand: depth and width, when given, must be
+ * the file's; vijp_net_shape's contract keeps no parameter. */
+static int build_json(vijp_net *net, const char *path, size_t depth, size_t width, int with_params, vijp_error *err)
+{
+    int rc = net_json_load(net, path, with_params, err);
+    if (rc) return rc;
+    if (depth && depth != net->depth)
+        rc = vijp_fail(err, VIJP_EINVAL, "%s has %zu layer%s, not depth %zu (a JSON net's depth is its number of layers)",
+                       path, net->depth, net->depth == 1 ? "" : "s", depth);
+    else if (width && width != net->width)
+        rc = vijp_fail(err, VIJP_EDIM, "%s has width %zu, not %zu", path, net->width, width);
+    if (rc) vijp_net_free(net);
+    for (size_t i = 0; !rc && !with_params && i < net->depth; i++) free(net->theta[i]), net->theta[i] = NULL;
+    return rc;
+}
+
+int vijp_net_spec_is_json(const char *spec)
+{
+    size_t n = spec ? strlen(spec) : 0;
+    return n > 5 && !strcmp(spec + n - 5, ".json");
+}
+
 static int build(vijp_net *net, const char *spec, size_t depth, size_t width, int with_params, vijp_error *err)
 {
     memset(net, 0, sizeof *net);
+    if (vijp_net_spec_is_json(spec)) return build_json(net, spec, depth, width, with_params, err);
     if (!spec || !*spec) return vijp_fail(err, VIJP_EINVAL, "empty network spec");
     if (depth == 0 || depth > VIJP_DEPTH_MAX)
         return vijp_fail(err, VIJP_EINVAL, "depth %zu out of range [1, %d]", depth, VIJP_DEPTH_MAX);
@@ -77,6 +101,7 @@ void vijp_net_free(vijp_net *net)
     for (size_t i = 0; net->layers && i < net->depth; i++) vijp_layer_clear(&net->layers[i]);
     free(net->theta);
     free(net->layers);
+    free(net->given);
     memset(net, 0, sizeof *net);
 }
 
@@ -95,8 +120,14 @@ int vijp_net_init(vijp_net *net, vijp_init init, uint64_t seed, vijp_error *err)
     vijp_rng_seed(&rng, seed);
     for (size_t i = 0; i < net->depth; i++) {
         const vijp_layer *L = &net->layers[i];
-        if (L->type->init && L->type->init(L, init, &rng, net->theta[i]))
-            return vijp_fail(err, VIJP_EINVAL, "initialising layer %zu (%s) failed", i + 1, L->type->name);
+        /* a given layer still draws its values, into scratch, so that every
+         * other layer gets what it would get in the same net by spec */
+        int given = net->given && net->given[i];
+        size_t P = L->type->param_count(L);
+        double *dst = given && P ? vijp_alloc_array(P, sizeof *dst) : net->theta[i];
+        int bad = L->type->init && L->type->init(L, init, &rng, dst);
+        if (given && P) free(dst);
+        if (bad) return vijp_fail(err, VIJP_EINVAL, "initialising layer %zu (%s) failed", i + 1, L->type->name);
     }
     return 0;
 }

@@ -1,6 +1,24 @@
 #include "problem.h"
 #include "vijp/error.h"
+#include "vijp/array_io.h"
 #include <stdlib.h>
+
+/* --input: the inputs, a row per sample, which is X (n_0 × B, column-major)
+ * without transposition. */
+static int read_input(const char *path, const vijp_net *net, size_t B, vijp_mat *X, vijp_error *err)
+{
+    vijp_array a = {0};
+    int rc = vijp_npy_read(path, &a, err);
+    if (rc) return rc;
+    char got[128];
+    vijp_array_shape_str(a.ndim, a.shape, got, sizeof got);
+    if (a.ndim != 2 || a.shape[1] != net->width || a.shape[0] != B)
+        rc = vijp_fail(err, VIJP_EDIM, "%s: shape %s, want (%zu, %zu) ([batch, width]: a row per sample)", path, got, B,
+                       net->width);
+    else vijp_mat_set_d(X, a.data);
+    vijp_array_clear(&a);
+    return rc;
+}
 
 int vijp_problem_round(vijp_problem *p, const vijp_net *net, size_t B, uint64_t seed, const vijp_format *f,
                        vijp_error *err)
@@ -48,8 +66,10 @@ int vijp_problem_setup(const vijp_grad_setup *s, vijp_net *net, vijp_problem *p,
     int rc = vijp_net_build(net, s->spec, s->depth, s->width, err);
     if (rc) return rc;
     net->loss = s->loss;
-    if ((rc = vijp_net_init(net, s->init, s->seed, err)) ||
-        (rc = vijp_problem_round(p, net, s->batch, s->seed, &s->fmt, err))) {
+    if ((s->weights && (rc = vijp_net_load_weights(net, s->weights, err))) ||
+        (rc = vijp_net_init(net, s->init, s->seed, err)) ||
+        (rc = vijp_problem_round(p, net, s->batch, s->seed, &s->fmt, err)) ||
+        (s->input && (rc = read_input(s->input, net, s->batch, &p->X, err)))) {
         vijp_problem_clear(p, net);
         vijp_net_free(net);
     }

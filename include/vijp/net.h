@@ -18,10 +18,17 @@ typedef struct {
     vijp_layer *layers;   /* layers[i-1] is f_i */
     double **theta;       /* master parameters in double, one array per layer (NULL if none) */
     vijp_loss_kind loss;
+    /* given[i] != 0: layer i's parameters came from a file (a JSON net's
+     * "params", --weights), and vijp_net_init leaves them as they are.
+     * NULL: none was given. */
+    unsigned char *given;
+    int loss_given; /* a JSON net's "loss" field set loss */
 } vijp_net;
 
 /* Build a network from a spec such as "dense:64,leaky:0.1", cycled to depth
- * layers.  width = 0 takes the first layer's input width from the spec
+ * layers, or from a JSON net file (a spec ending in ".json":
+ * vijp_net_load_json; depth 0 or its number of layers, width 0 or its
+ * width).  width = 0 takes the first layer's input width from the spec
  * (dense:M gives M, dense:MxN gives N); elementwise first layers need it.
  * Parameters are left zero: call vijp_net_init. */
 VIJP_MUST_CHECK int vijp_net_build(vijp_net *net, const char *spec, size_t depth, size_t width,
@@ -29,7 +36,27 @@ VIJP_MUST_CHECK int vijp_net_build(vijp_net *net, const char *spec, size_t depth
 /* The layers alone (theta[i] all NULL): shapes and arguments checked, no
  * parameter allocated, e.g. to size a run before making it. */
 VIJP_MUST_CHECK int vijp_net_shape(vijp_net *net, const char *spec, size_t depth, size_t width, vijp_error *err);
-/* Seeded initialisation (no global random state). */
+/* A JSON net, format "vijp-net/1" (docs/net.schema.json, README "Nets in
+ * JSON"): its layers and the parameters it gives (net->given), the others
+ * left zero for vijp_net_init.  Every problem is VIJP_EINVAL (VIJP_EIO for a
+ * file that cannot be read) with a message naming the file, the layer index
+ * and the field: "net.json: layers[2].params.weight: shape (3, 2), want ...". */
+VIJP_MUST_CHECK int vijp_net_load_json(vijp_net *net, const char *path, vijp_error *err);
+/* The same from memory: name stands for the text in messages, and parameter
+ * files are relative to the folder base (NULL: any parameter reference is
+ * refused, no file is touched). */
+VIJP_MUST_CHECK int vijp_net_parse_json(vijp_net *net, const char *text, size_t len, const char *name, const char *base,
+                                        vijp_error *err);
+/* Whether spec names a JSON net file (ends in ".json"). */
+int vijp_net_spec_is_json(const char *spec);
+/* Parameters for a built net from a safetensors file (PyTorch's
+ * nn.Sequential state_dict names): "<i>.weight" and "<i>.bias" (i the 0-based
+ * layer index; dense, conv1d, conv2d in PyTorch's layout) or "<i>.theta" (θ
+ * in the type's order).  Layers without a tensor are left alone; the others
+ * are marked given.  A tensor naming no layer with parameters is an error. */
+VIJP_MUST_CHECK int vijp_net_load_weights(vijp_net *net, const char *path, vijp_error *err);
+/* Seeded initialisation (no global random state) of every layer whose
+ * parameters were not given. */
 VIJP_MUST_CHECK int vijp_net_init(vijp_net *net, vijp_init init, uint64_t seed, vijp_error *err);
 void vijp_net_free(vijp_net *net);
 /* Output width m_D. */

@@ -7,7 +7,9 @@
 #include "vijp/error.h"
 
 typedef struct {
-    const char *spec;
+    const char *spec;     /* a spec, or a JSON net file (vijp_net_spec_is_json) */
+    const char *input;    /* NULL, or a .npy [batch, width] of inputs replacing the seeded ones */
+    const char *weights;  /* NULL, or a safetensors file of parameters (vijp_net_load_weights) */
     size_t depth, width, batch;
     uint64_t seed;
     vijp_init init;

@@ -38,6 +38,8 @@ static const char help[] =
     "  --layer SPEC      one layer, of any type listed below (no commas)\n"
     "  --width N         input width (needed by elementwise layers; default 16)\n"
     "  --samples N       points to certify, 1..100000 (default 16)\n"
+    "  --input X.npy     the points themselves, shape [samples, width], a row each\n"
+    "  --params F.npy    the layer's parameters, θ in its type's order (1-D)\n"
     "  --seed S          seed of the points, 0..2^63-1 (default 1); sample k draws\n"
     "                    its input and the layer's parameters from seed + k\n"
     "  --init I          parameters: gaussian | orthogonal | kaiming-uniform | scaled:G\n"
@@ -289,15 +291,15 @@ static int certify_jacobian(const char *jpath, const char *rpath, const vijp_cer
 
 int cli_certify(int argc, char **argv)
 {
-    enum { O_PREC = 256, O_RANGE, O_JACOBIAN, O_RADIUS };
+    enum { O_PREC = 256, O_RANGE, O_JACOBIAN, O_RADIUS, O_INPUT, O_PARAMS };
     static const struct option opts[] = {
         {"layer", 1, 0, 'l'}, {"width", 1, 0, 'w'},      {"samples", 1, 0, 'n'}, {"seed", 1, 0, 's'},
         {"init", 1, 0, 'i'},  {"scale", 1, 0, 'x'},      {"prec-max", 1, 0, O_PREC}, {"range", 1, 0, O_RANGE},
         {"json", 0, 0, 'j'},  {"verbose", 0, 0, 'v'},    {"help", 0, 0, 'h'},   {"quiet", 0, 0, 'q'},
-        {"jacobian", 1, 0, O_JACOBIAN}, {"radius", 1, 0, O_RADIUS}, {0, 0, 0, 0},
+        {"jacobian", 1, 0, O_JACOBIAN}, {"radius", 1, 0, O_RADIUS}, {"input", 1, 0, O_INPUT}, {"params", 1, 0, O_PARAMS}, {0, 0, 0, 0},
     };
     const char *spec = NULL, *init_name = "gaussian", *jacobian = NULL, *radius = NULL;
-    const char *layer_opt = NULL; /* an option that only --layer takes, given */
+    const char *layer_opt = NULL, *input = NULL, *params = NULL; /* an option that only --layer takes, given */
     int opt_index = 0;
     unsigned long long width = 0, samples = 16, seed = 1, v;
     double scale = 1, range = 1000;
@@ -308,10 +310,12 @@ int cli_certify(int argc, char **argv)
     char *end;
     optind = 1;
     while ((c = getopt_long(argc, argv, "hvq", opts, &opt_index)) != -1) {
-        if ((c > 0 && c < 128 && strchr("wnsix", c)) || c == O_RANGE) layer_opt = opts[opt_index].name;
+        if ((c > 0 && c < 128 && strchr("wnsix", c)) || c == O_RANGE || c == O_INPUT || c == O_PARAMS) layer_opt = opts[opt_index].name;
         switch (c) {
         case O_JACOBIAN: jacobian = optarg; break;
         case O_RADIUS: radius = optarg; break;
+        case O_INPUT: input = optarg; break;
+        case O_PARAMS: params = optarg; break;
         case 'l': spec = optarg; break;
         case 'w': if (cli_parse_size("--width", optarg, 1, 4096, &width)) return EXIT_USAGE; break;
         case 'n': if (cli_parse_size("--samples", optarg, 1, 100000, &samples)) return EXIT_USAGE; break;
@@ -368,20 +372,50 @@ int cli_certify(int argc, char **argv)
      * then the same on every run on this machine. */
     openblas_set_num_threads(1);
     vijp_net net;
-    /* Dense layers know their input width from the spec; others default to 16. */
-    if (vijp_net_shape(&net, spec, 1, width ? width : strncmp(spec, "dense", 5) ? 16 : 0, &err)) goto usage_err;
+    /* Dense layers know their input width from the spec, a JSON net (one
+     * layer, with or without parameters) from its file; others default to 16. */
+    size_t w0 = width ? width : strncmp(spec, "dense", 5) && !vijp_net_spec_is_json(spec) ? 16 : 0;
+    if (vijp_net_shape(&net, spec, 1, w0, &err)) goto usage_err;
     {
         double m = (double)net.layers[0].out, n = (double)net.layers[0].in;
         double P = (double)net.layers[0].type->param_count(&net.layers[0]);
         vijp_net_free(&net);
         if (!certify_fits(m, n, P)) return EXIT_USAGE;
     }
-    if (vijp_net_build(&net, spec, 1, width ? width : strncmp(spec, "dense", 5) ? 16 : 0, &err)) goto usage_err;
+    if (vijp_net_build(&net, spec, 1, w0, &err)) goto usage_err;
     if (vijp_net_init(&net, init, seed, &err)) {
         vijp_net_free(&net);
         goto usage_err;
     }
     const vijp_layer *L = &net.layers[0];
+    /* the user's point: inputs a row per sample, θ in the type's order */
+    vijp_array xin = {0}, th = {0};
+    if (input || params) {
+        char got[128];
+        size_t P = L->type->param_count(L);
+        if (input && !vijp_npy_read(input, &xin, &err)) {
+            vijp_array_shape_str(xin.ndim, xin.shape, got, sizeof got);
+            if (xin.ndim != 2 || xin.shape[1] != L->in || !xin.shape[0] || xin.shape[0] > 100000)
+                vijp_fail(&err, VIJP_EDIM, "--input %s: shape %s, want [samples, %zu] (a row per point)", input, got, L->in);
+            else samples = xin.shape[0], err.code = 0;
+        }
+        if (!err.code && params && !vijp_npy_read(params, &th, &err)) {
+            vijp_array_shape_str(th.ndim, th.shape, got, sizeof got);
+            if (th.ndim != 1 || th.len != P)
+                vijp_fail(&err, VIJP_EDIM, "--params %s: shape %s, want (%zu,) (θ in %s's order)", params, got, P, L->type->name);
+            else {
+                if (P) memcpy(net.theta[0], th.data, P * sizeof *th.data);
+                if (!net.given) net.given = vijp_alloc_array(1, 1);
+                net.given[0] = 1; /* vijp_net_init leaves it */
+            }
+        }
+        vijp_array_clear(&th);
+        if (err.code) {
+            vijp_array_clear(&xin);
+            vijp_net_free(&net);
+            goto usage_err;
+        }
+    }
     results r = {vijp_alloc_array(samples, sizeof *r.c), 0};
     double *x = vijp_alloc_array(L->in, sizeof *x);
     vijp_rng rng;
@@ -391,7 +425,8 @@ int cli_certify(int argc, char **argv)
     progress_start(&meter, progress_wanted_here(0, quiet) ? stderr : NULL, samples, "samples", NULL);
     for (; !rc && r.n < samples; r.n++) { /* a point is an input and the layer's parameters */
         if ((rc = vijp_net_init(&net, init, seed + r.n, &err))) break;
-        next_point(&rng, scale, x, L->in);
+        if (xin.data) memcpy(x, xin.data + r.n * L->in, L->in * sizeof *x);
+        else next_point(&rng, scale, x, L->in);
         if ((rc = vijp_certify_layer(L, net.theta[0], x, &co, &r.c[r.n], &err))) {
             char inner[sizeof err.msg];
             memcpy(inner, err.msg, sizeof inner);
@@ -417,6 +452,7 @@ done:;
     if (!rc) overall(&r, &certified);
     for (size_t k = 0; k < r.n; k++) vijp_certificate_clear(&r.c[k]);
     free(r.c), free(x);
+    vijp_array_clear(&xin);
     if (have_act) vijp_activation_report_clear(&act);
     vijp_net_free(&net);
     if (rc) {

@@ -36,6 +36,19 @@ int cli_memory_fits(const char *command, double need);
 void cli_plugin_loaded(const char *path);
 const char *cli_plugin_args(void);
 
+/* --net FILE.json (vijp_net_spec_is_json; 0 at once for a spec): the
+ * file is read and checked, *depth becomes its number of layers (with
+ * depth_given, --depth must already say so) and *loss its "loss" field
+ * unless loss_given (then they must agree).  Prints nothing; VIJP_E* with
+ * the message in err (a usage error). */
+int cli_net_json(const char *spec, size_t *depth, int depth_given, int *loss, int loss_given, vijp_error *err);
+/* --weights FILE: read against the net of spec, so that a bad file is bad
+ * input before anything runs. */
+int cli_check_weights(const char *spec, size_t depth, size_t width, const char *weights, vijp_error *err);
+/* --input X.npy: its rows are the batch (with batch_given, --batch must
+ * agree), its columns the width (checked when width is not 0). */
+int cli_input_batch(const char *path, size_t width, size_t *batch, int batch_given, vijp_error *err);
+
 /* The heading of the layer list in the help of the commands that take a network. */
 #define CLI_SPEC_ITEMS "SPEC items (comma-separated, cycled to the depth)"
 /* "heading:" (CLI_SPEC_ITEMS if NULL), then every registered layer type's

@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "vijp/vijp.h"
 #include "vijp/memory.h"
+#include "vijp/array_io.h"
 #include <errno.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -81,4 +82,50 @@ int cli_prepare_dir(const char *dir, vijp_error *err)
     if (stat(dir, &st) || !S_ISDIR(st.st_mode)) return vijp_fail(err, VIJP_EIO, "%s is not a folder", dir);
     if (access(dir, W_OK | X_OK)) return vijp_fail(err, VIJP_EIO, "cannot write into %s: %s", dir, strerror(errno));
     return 0;
+}
+
+int cli_net_json(const char *spec, size_t *depth, int depth_given, int *loss, int loss_given, vijp_error *err)
+{
+    if (!vijp_net_spec_is_json(spec)) return 0;
+    vijp_net probe;
+    int rc = vijp_net_shape(&probe, spec, 0, 0, err);
+    if (rc) return rc;
+    if (depth_given && *depth != probe.depth)
+        rc = vijp_fail(err, VIJP_EINVAL, "--depth %zu, but %s has %zu layer%s (a JSON net's depth is its number of layers)",
+                       *depth, spec, probe.depth, probe.depth == 1 ? "" : "s");
+    else if (probe.loss_given && loss_given && *loss != (int)probe.loss)
+        rc = vijp_fail(err, VIJP_EINVAL, "--loss disagrees with the \"loss\" of %s", spec);
+    else {
+        *depth = probe.depth;
+        if (probe.loss_given) *loss = (int)probe.loss;
+    }
+    vijp_net_free(&probe);
+    return rc;
+}
+
+int cli_input_batch(const char *path, size_t width, size_t *batch, int batch_given, vijp_error *err)
+{
+    vijp_array a = {0};
+    int rc = vijp_npy_read(path, &a, err);
+    if (rc) return rc;
+    char got[128];
+    vijp_array_shape_str(a.ndim, a.shape, got, sizeof got);
+    if (a.ndim != 2 || a.shape[0] == 0 || a.shape[0] > 1000000 || (width && a.shape[1] != width))
+        rc = vijp_fail(err, VIJP_EDIM, "--input %s: shape %s, want [batch, %zu] (a row per sample, 1 <= batch <= 1000000)",
+                       path, got, width);
+    else if (batch_given && *batch != a.shape[0])
+        rc = vijp_fail(err, VIJP_EINVAL, "--batch %zu, but --input %s has %zu rows (one per sample)", *batch, path, a.shape[0]);
+    else *batch = a.shape[0];
+    vijp_array_clear(&a);
+    return rc;
+}
+
+int cli_check_weights(const char *spec, size_t depth, size_t width, const char *weights, vijp_error *err)
+{
+    vijp_net net;
+    int rc = vijp_net_build(&net, spec, depth, width, err);
+    if (rc) return rc;
+    rc = vijp_net_load_weights(&net, weights, err);
+    vijp_net_free(&net);
+    return rc;
 }

@@ -28,7 +28,12 @@ static const char help_drift[] =
     ".vijp-manifest) and subfolders are kept.  One run per folder at a time (a\n"
     "lock file beside it); the folder's parent must be writable.\n"
     "\n"
-    "  --net SPEC        layers, cycled to the depth; repeat for several networks\n"
+    "  --net SPEC        layers, cycled to the depth; repeat for several networks;\n"
+    "                    or FILE.json, a net in JSON (README \"Nets in JSON\"),\n"
+    "                    whose layers set the depth\n"
+    "  --input X.npy     inputs, shape [batch, width], instead of seeded ones\n"
+    "  --weights F       parameters from a safetensors file (<i>.weight, <i>.bias,\n"
+    "                    <i>.theta; i the 0-based layer); other layers keep --init\n"
     "                    (default dense:32,leaky:0.5)\n"
     "  --init LIST       orthogonal | gaussian | kaiming-uniform | scaled:G, comma\n"
     "                    list (kaiming-uniform: PyTorch's nn.Linear default); every net is\n"
@@ -190,13 +195,14 @@ static int study_fits_memory(const study *s, const char *name, vijp_error *err)
 
 static int run_study(int argc, char **argv, int is_report)
 {
-    enum { O_TOL = 256, O_REFP, O_REFMAX, O_PROG, O_NOPROG, O_NOPLOTS, O_SEGMENT };
+    enum { O_INPUT = 300, O_WEIGHTS, O_TOL = 256, O_REFP, O_REFMAX, O_PROG, O_NOPROG, O_NOPLOTS, O_SEGMENT };
     static const struct option opts[] = {
         {"net", 1, 0, 'n'},      {"init", 1, 0, 'i'},       {"depth", 1, 0, 'd'},    {"width", 1, 0, 'w'},
         {"batch", 1, 0, 'b'},    {"formats", 1, 0, 'f'},    {"engines", 1, 0, 'e'},  {"seeds", 1, 0, 's'},
         {"loss", 1, 0, 'l'},     {"tol", 1, 0, O_TOL},      {"ref-prec", 1, 0, O_REFP}, {"ref-prec-max", 1, 0, O_REFMAX},
         {"out", 1, 0, 'o'},      {"jobs", 1, 0, 'j'},       {"progress", 0, 0, O_PROG}, {"no-progress", 0, 0, O_NOPROG},
         {"no-plots", 0, 0, O_NOPLOTS}, {"quiet", 0, 0, 'q'}, {"help", 0, 0, 'h'},   {"segment", 1, 0, O_SEGMENT},
+        {"input", 1, 0, O_INPUT}, {"weights", 1, 0, O_WEIGHTS},
         {0, 0, 0, 0},
     };
     const char *name = is_report ? "vijp report" : "vijp drift";
@@ -212,7 +218,7 @@ static int run_study(int argc, char **argv, int is_report)
     s.jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
     int forced_progress = 0; /* --progress 1, --no-progress -1 */
     s.plots = 1;
-    int quiet = 0, c;
+    int quiet = 0, c, depth_given = 0, batch_given = 0, loss_given = 0;
     unsigned long long v;
     vijp_error err = {0};
     optind = 1;
@@ -226,13 +232,15 @@ static int run_study(int argc, char **argv, int is_report)
             specs[n_specs++] = optarg;
             break;
         case 'i': inits = optarg; break;
-        case 'd': if (cli_parse_size("--depth", optarg, 1, 100000, &v)) return EXIT_USAGE; s.depth = v; break;
+        case 'd': if (cli_parse_size("--depth", optarg, 1, 100000, &v)) return EXIT_USAGE; s.depth = v, depth_given = 1; break;
         case 'w': if (cli_parse_size("--width", optarg, 1, 1u << 16, &v)) return EXIT_USAGE; s.width = v; break;
-        case 'b': if (cli_parse_size("--batch", optarg, 1, 1000000, &v)) return EXIT_USAGE; s.batch = v; break;
+        case 'b': if (cli_parse_size("--batch", optarg, 1, 1000000, &v)) return EXIT_USAGE; s.batch = v, batch_given = 1; break;
         case 'f': formats = optarg; break;
         case 'e': engines = optarg; break;
         case 's': seeds = optarg; break;
-        case 'l': if (vijp_loss_parse(optarg, &s.loss, &err)) goto usage_err; break;
+        case 'l': if (vijp_loss_parse(optarg, &s.loss, &err)) goto usage_err; loss_given = 1; break;
+        case O_INPUT: s.input = optarg; break;
+        case O_WEIGHTS: s.weights = optarg; break;
         case O_TOL: tols = optarg; break;
         case O_REFP: if (cli_parse_size("--ref-prec", optarg, VIJP_PREC_MIN, VIJP_PREC_MAX, &v)) return EXIT_USAGE; s.ref_prec_start = (long)v; break;
         case O_REFMAX: if (cli_parse_size("--ref-prec-max", optarg, VIJP_PREC_MIN, VIJP_PREC_MAX, &v)) return EXIT_USAGE; s.ref_prec_max = (long)v; break;
@@ -259,6 +267,22 @@ static int run_study(int argc, char **argv, int is_report)
             for (size_t k = 0; k < sizeof report_specs / sizeof *report_specs; k++) specs[n_specs++] = report_specs[k];
         }
         else specs[n_specs++] = "dense:32,leaky:0.5";
+    }
+    /* JSON nets: the depth is the file's (every net of the study shares it) */
+    for (size_t k = 0; k < n_specs; k++) {
+        int loss = (int)s.loss;
+        if (cli_net_json(specs[k], &s.depth, depth_given, &loss, loss_given, &err)) goto usage_err;
+        s.loss = (vijp_loss_kind)loss;
+        depth_given |= vijp_net_spec_is_json(specs[k]);
+    }
+    for (size_t k = 0; s.weights && k < n_specs; k++)
+        if (cli_check_weights(specs[k], s.depth, s.width, s.weights, &err)) goto usage_err;
+    if (s.input) {
+        vijp_net probe;
+        if (vijp_net_shape(&probe, specs[0], s.depth, s.width, &err)) goto usage_err;
+        size_t w = probe.width;
+        vijp_net_free(&probe);
+        if (cli_input_batch(s.input, w, &s.batch, batch_given, &err)) goto usage_err;
     }
     s.progress = progress_wanted_here(forced_progress, quiet);
     if (study_parse_formats(&s, formats, &err) || study_parse_seeds(&s, seeds, &err) ||

@@ -22,7 +22,13 @@ static const char help[] =
     "from the same rounded weights and inputs (so the error is arithmetic only).\n"
     "\n"
     "  --net SPEC       layers, cycled to the depth (default dense:64,leaky:0.1):\n"
-    "                   see SPEC items below\n"
+    "                   see SPEC items below; or FILE.json, a net in JSON (README\n"
+    "                   \"Nets in JSON\"), whose layers set the depth\n"
+    "  --input X.npy    inputs, shape [batch, width] (a row per sample), instead of\n"
+    "                   seeded ones; the batch is its number of rows\n"
+    "  --weights F      parameters from a safetensors file: <i>.weight and <i>.bias\n"
+    "                   (PyTorch's layout, i the 0-based layer) or <i>.theta; other\n"
+    "                   layers keep --init\n"
     "  --depth D        number of layers (default 8)\n"
     "  --width N        input width (default: the first dense layer's)\n"
     "  --batch B        inputs whose losses add up (default 1)\n"
@@ -140,27 +146,29 @@ int cli_grad(int argc, char **argv)
         {"net", 1, 0, 'n'},  {"depth", 1, 0, 'd'}, {"width", 1, 0, 'w'}, {"batch", 1, 0, 'b'},
         {"engine", 1, 0, 'e'}, {"format", 1, 0, 'f'}, {"init", 1, 0, 'i'}, {"loss", 1, 0, 'l'},
         {"seed", 1, 0, 's'}, {"json", 0, 0, 'j'}, {"help", 0, 0, 'h'}, {"segment", 1, 0, 'K'}, {"quiet", 0, 0, 'q'},
-        {"save", 1, 0, 'S'}, {0, 0, 0, 0},
+        {"save", 1, 0, 'S'}, {"input", 1, 0, 'I'}, {"weights", 1, 0, 'W'}, {0, 0, 0, 0},
     };
     const char *save_dir = NULL;
     vijp_grad_setup s = {.spec = "dense:64,leaky:0.1", .depth = 8, .batch = 1, .seed = 1,
                          .init = {VIJP_INIT_ORTHOGONAL, 1}, .loss = VIJP_LOSS_SQUARE};
     const char *engines = "moonwalk", *format = "double";
-    int json = 0, quiet = 0, c;
+    int json = 0, quiet = 0, c, depth_given = 0, batch_given = 0, loss_given = 0;
     unsigned long long v;
     vijp_error err = {0};
     optind = 1;
     while ((c = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
         switch (c) {
         case 'n': s.spec = optarg; break;
-        case 'd': if (cli_parse_size("--depth", optarg, 1, 100000, &v)) return EXIT_USAGE; s.depth = v; break;
+        case 'd': if (cli_parse_size("--depth", optarg, 1, 100000, &v)) return EXIT_USAGE; s.depth = v, depth_given = 1; break;
         case 'w': if (cli_parse_size("--width", optarg, 1, 1u << 24, &v)) return EXIT_USAGE; s.width = v; break;
-        case 'b': if (cli_parse_size("--batch", optarg, 1, 1000000, &v)) return EXIT_USAGE; s.batch = v; break;
+        case 'b': if (cli_parse_size("--batch", optarg, 1, 1000000, &v)) return EXIT_USAGE; s.batch = v, batch_given = 1; break;
         case 's': if (cli_parse_size("--seed", optarg, 0, INT64_MAX, &v)) return EXIT_USAGE; s.seed = v; break; /* JSON integers are signed 64-bit */
         case 'e': engines = optarg; break;
         case 'f': format = optarg; break;
         case 'i': if (vijp_init_parse(optarg, &s.init, &err)) goto usage_err; break;
-        case 'l': if (vijp_loss_parse(optarg, &s.loss, &err)) goto usage_err; break;
+        case 'l': if (vijp_loss_parse(optarg, &s.loss, &err)) goto usage_err; loss_given = 1; break;
+        case 'I': s.input = optarg; break;
+        case 'W': s.weights = optarg; break;
         case 'K': if (cli_parse_size("--segment", optarg, 1, 100000, &v)) return EXIT_USAGE; s.opts.checkpoint_segment = v; break;
         case 'j': json = 1; break;
         case 'q': quiet = 1; break;
@@ -174,10 +182,16 @@ int cli_grad(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (vijp_format_parse(format, &s.fmt, &err) || vijp_grad_check_format(&s.fmt, &err)) goto usage_err;
+    int loss = (int)s.loss;
+    if (cli_net_json(s.spec, &s.depth, depth_given, &loss, loss_given, &err)) goto usage_err;
+    s.loss = (vijp_loss_kind)loss;
     vijp_net probe; /* validate the spec and learn the width before running anything */
     if (vijp_net_shape(&probe, s.spec, s.depth, s.width, &err)) goto usage_err;
     s.width = probe.width;
+    /* the parameter file read now, so that a bad one is bad input before any run */
     vijp_net_free(&probe);
+    int bad = s.weights && cli_check_weights(s.spec, s.depth, s.width, s.weights, &err);
+    if (bad || (s.input && cli_input_batch(s.input, s.width, &s.batch, batch_given, &err))) goto usage_err;
     double need; /* size the run before allocating it (the reference: study.c's precision) */
     long ref_prec = 2 * (long)s.fmt.prec > 256 ? 2 * (long)s.fmt.prec : 256;
     if (vijp_run_bytes_estimate(s.spec, s.depth, s.width, s.batch, &s.fmt, ref_prec, &need, &err)) goto usage_err;

@@ -85,6 +85,12 @@ int cli_memory(int argc, char **argv)
         fprintf(stderr, "vijp memory: unexpected argument '%s'\n", argv[optind]);
         return EXIT_USAGE;
     }
+    if (spec && vijp_net_spec_is_json(spec)) { /* a JSON net: its layers are the depth */
+        size_t d = (size_t)depth;
+        int loss = 0;
+        if (cli_net_json(spec, &d, depth != 0, &loss, 0, &err)) goto usage_err;
+        depth = d;
+    }
     if (!spec || !depth || !budget) {
         fputs("vijp memory: --net, --depth-max and --budget are required (run 'vijp memory --help')\n", stderr);
         return EXIT_USAGE;

@@ -180,7 +180,7 @@ static void *worker(void *arg)
         size_t k = j % s->n_seeds, f = j / s->n_seeds % s->n_formats, c = j / s->n_seeds / s->n_formats;
         vijp_drift_setup ds = {
             .problem = {.spec = s->configs[c].spec, .depth = s->depth, .width = s->width, .batch = s->batch,
-                        .seed = s->seeds[k], .init = s->configs[c].init, .loss = s->loss, .fmt = s->formats[f],
+                        .input = s->input, .weights = s->weights, .seed = s->seeds[k], .init = s->configs[c].init, .loss = s->loss, .fmt = s->formats[f],
                         .opts = s->opts},
             .engines = s->engines, .n_engines = s->n_engines, .ref_prec_start = s->ref_prec_start,
             .ref_prec_max = s->ref_prec_max,

@@ -25,6 +25,7 @@ typedef struct {
     vijp_engine_kind engines[VIJP_ENGINE_COUNT - 1]; /* rebuilding engines; backprop is always measured */
     size_t n_engines;
     size_t depth, width, batch;
+    const char *input, *weights; /* --input X.npy, --weights FILE.safetensors (NULL: none) */
     vijp_loss_kind loss;
     long ref_prec_start, ref_prec_max;
     vijp_engine_opts opts;

@@ -1,0 +1,311 @@
+/* Nets in JSON (vijp-net/1), --weights and --input: the loader builds the
+ * same net as the spec with the same θ (gradients equal bit for bit), maps
+ * PyTorch's layout as written out by hand here, and refuses every malformed
+ * file with exit 2 naming the layer index and the field. */
+#include "clirun.h"
+#include "vijp/array_io.h"
+#include "vijp/vijp.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char dir[512];
+
+static void dir_make(void)
+{
+    const char *t = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/vijp-netjson-XXXXXX", t && *t ? t : "/tmp");
+    ck_assert_msg(mkdtemp(dir) != NULL, "mkdtemp(%s): %s", dir, strerror(errno));
+}
+
+static void dir_remove(void)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static const char *at(const char *name)
+{
+    static char buf[8][600];
+    static int k;
+    k = (k + 1) % 8;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
+static void put_text(const char *name, const char *text)
+{
+    FILE *f = fopen(at(name), "w");
+    ck_assert(f != NULL);
+    fputs(text, f);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+static void npy(const char *name, size_t ndim, const size_t *shape, const double *v)
+{
+    vijp_error err = {0};
+    ck_assert_msg(!vijp_npy_write(at(name), ndim, shape, v, &err), "%s", err.msg);
+}
+
+/* A safetensors file byte by byte (the README's "Format"): F64 tensors
+ * back to back, the header padded with spaces to a multiple of 8. */
+static void safetensors(const char *name, size_t n, const char *const *names, const char *const *shapes,
+                        const double *const *vals, const size_t *lens)
+{
+    char hdr[2048] = "{";
+    size_t off = 0;
+    for (size_t k = 0; k < n; k++) {
+        snprintf(hdr + strlen(hdr), sizeof hdr - strlen(hdr), "%s\"%s\": {\"dtype\": \"F64\", \"shape\": %s, "
+                 "\"data_offsets\": [%zu, %zu]}", k ? ", " : "", names[k], shapes[k], off, off + 8 * lens[k]);
+        off += 8 * lens[k];
+    }
+    strcat(hdr, "}");
+    size_t h = (strlen(hdr) + 7) / 8 * 8;
+    while (strlen(hdr) < h) strcat(hdr, " ");
+    FILE *f = fopen(at(name), "wb");
+    ck_assert(f != NULL);
+    unsigned char len[8];
+    for (int i = 0; i < 8; i++) len[i] = (unsigned char)(h >> 8 * i);
+    fwrite(len, 1, 8, f), fwrite(hdr, 1, h, f);
+    for (size_t k = 0; k < n; k++) fwrite(vals[k], 8, lens[k], f); /* x86-64 and arm64: little-endian doubles */
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/* dense:3x4 (PyTorch weight [3, 4] from .npy), tanh, dense:2 (θ from a
+ * safetensors file): 15 + 0 + 8 parameters. */
+static const double W0[12] = {0.5, -1, 0.25, 2, -0.75, 0.125, 1.5, -0.5, 1, 0.375, -1.25, 0.625}, B0[3] = {0.1, -0.2, 0.3};
+static double T2[8] = {0.3, -0.6, 0.9, 1.2, -0.15, 0.45, 0.05, -0.7};
+
+static void write_net(void)
+{
+    size_t ws[2] = {3, 4}, bs = 3;
+    npy("w0.npy", 2, ws, W0), npy("b0.npy", 1, &bs, B0);
+    const char *names[] = {"2.theta"}, *shapes[] = {"[8]"};
+    const double *vals[] = {T2};
+    size_t lens[] = {8};
+    safetensors("m.safetensors", 1, names, shapes, vals, lens);
+    put_text("net.json", "{\"schema\": \"vijp-net/1\", \"width\": 4, \"layers\": ["
+             "{\"type\": \"dense\", \"args\": \"3x4\", \"params\": {\"weight\": \"w0.npy\", \"bias\": {\"file\": \"b0.npy\"}}},"
+             "{\"type\": \"tanh\"},"
+             "{\"type\": \"dense\", \"args\": \"2\", \"params\": {\"theta\": {\"file\": \"m.safetensors\", \"tensor\": \"2.theta\"}}}]}");
+}
+
+static void run(const vijp_net *net, vijp_grads *g)
+{
+    vijp_format f;
+    vijp_error err = {0};
+    ck_assert(!vijp_format_parse("double", &f, &err));
+    size_t B = 3;
+    double X[12], T[6];
+    vijp_net_sample(net, B, 5, X, T);
+    vijp_mat x, t, theta[3];
+    vijp_mat_init(&x, 4, B, &f), vijp_mat_init(&t, 2, B, &f);
+    vijp_mat_set_d(&x, X), vijp_mat_set_d(&t, T);
+    ck_assert(!vijp_net_params(net, &f, theta, &err));
+    ck_assert_msg(!vijp_engine_run(VIJP_ENGINE_BACKPROP, net, theta, &x, &t, g, &err), "%s", err.msg);
+    vijp_net_params_clear(net, theta);
+    vijp_mat_clear(&x), vijp_mat_clear(&t);
+}
+
+static void same_mat(const vijp_mat *a, const vijp_mat *b, const char *what)
+{
+    ck_assert_uint_eq(vijp_mat_len(a), vijp_mat_len(b));
+    for (size_t k = 0; k < vijp_mat_len(a); k++) {
+        double x = vijp_mat_get_d(a, k), y = vijp_mat_get_d(b, k);
+        ck_assert_msg(!memcmp(&x, &y, sizeof x), "%s[%zu]: %.17g vs %.17g", what, k, x, y);
+    }
+}
+
+START_TEST(test_same_as_spec)
+{
+    write_net();
+    vijp_net j, s;
+    vijp_error err = {0};
+    ck_assert_msg(!vijp_net_load_json(&j, at("net.json"), &err), "%s", err.msg);
+    ck_assert(j.given[0] && !j.given[1] && j.given[2]);
+    ck_assert(!vijp_net_build(&s, "dense:3x4,tanh,dense:2", 3, 4, &err));
+    for (size_t o = 0; o < 3; o++) /* W column-major: W(o, c) at o + 3c */
+        for (size_t c = 0; c < 4; c++) s.theta[0][o + 3 * c] = W0[o * 4 + c];
+    memcpy(s.theta[0] + 12, B0, sizeof B0);
+    memcpy(s.theta[2], T2, sizeof T2);
+    vijp_grads gj = {0}, gs = {0};
+    run(&j, &gj), run(&s, &gs);
+    same_mat(&gj.grad_x, &gs.grad_x, "grad_x");
+    for (size_t i = 0; i < 3; i++) {
+        same_mat(&gj.grad_theta[i], &gs.grad_theta[i], "grad_theta");
+        same_mat(&gj.g[i], &gs.g[i], "g");
+    }
+    vijp_grads_clear(&gj), vijp_grads_clear(&gs);
+    vijp_net_free(&j), vijp_net_free(&s);
+}
+END_TEST
+
+START_TEST(test_torch_layout)
+{
+    /* dense 2 → 3: nn.Linear weight [[1,2],[3,4],[5,6]], bias [7,8,9];
+     * θ = W column-major (columns (1,3,5), (2,4,6)) then b.  conv1d:2x3
+     * (2 channels of 4 positions): weight [2][2][3] = 1..12, bias 13, 14;
+     * θ = W[o][c][k] at (o·2 + c)·3 + k, which is 1..12, then 13, 14. */
+    static const double w[6] = {1, 2, 3, 4, 5, 6}, b[3] = {7, 8, 9}, dense_theta[9] = {1, 3, 5, 2, 4, 6, 7, 8, 9};
+    double cw[12], cb[2] = {13, 14}, conv_theta[14];
+    for (int k = 0; k < 12; k++) cw[k] = k + 1;
+    for (int k = 0; k < 14; k++) conv_theta[k] = k + 1;
+    size_t ws[2] = {3, 2}, bs = 3, cws[3] = {2, 2, 3}, cbs = 2;
+    npy("w.npy", 2, ws, w), npy("b.npy", 1, &bs, b), npy("cw.npy", 3, cws, cw), npy("cb.npy", 1, &cbs, cb);
+    put_text("t.json", "{\"schema\": \"vijp-net/1\", \"width\": 2, \"layers\": ["
+             "{\"type\": \"dense\", \"args\": \"3x2\", \"params\": {\"weight\": \"w.npy\", \"bias\": \"b.npy\"}},"
+             "{\"type\": \"dense\", \"args\": \"8\"},"
+             "{\"type\": \"conv1d\", \"args\": \"2x3\", \"params\": {\"weight\": \"cw.npy\", \"bias\": \"cb.npy\"}}]}");
+    vijp_net n;
+    vijp_error err = {0};
+    ck_assert_msg(!vijp_net_load_json(&n, at("t.json"), &err), "%s", err.msg);
+    for (int k = 0; k < 9; k++) ck_assert_msg(n.theta[0][k] == dense_theta[k], "dense θ[%d] = %g", k, n.theta[0][k]);
+    for (int k = 0; k < 14; k++) ck_assert_msg(n.theta[2][k] == conv_theta[k], "conv θ[%d] = %g", k, n.theta[2][k]);
+    ck_assert(!n.given[1]);
+    /* vijp_net_init leaves given layers alone */
+    ck_assert(!vijp_net_init(&n, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 3, &err));
+    ck_assert(n.theta[0][0] == 1 && n.theta[2][13] == 14 && n.theta[1][0] != 0);
+    vijp_net_free(&n);
+}
+END_TEST
+
+/* Each malformed file: exit 2, and stderr names the layer and the field. */
+START_TEST(test_malformed)
+{
+    write_net();
+    static const struct {
+        const char *layers, *want;
+    } bad[] = {
+        {"{\"args\": \"3x4\"}", "layers[1].type: missing"},
+        {"{\"type\": 3}", "layers[1].type: not a string"},
+        {"{\"type\": \"tanh\", \"parms\": {}}", "layers[1]: unknown field 'parms'"},
+        {"{\"type\": \"dense\", \"args\": \"2\", \"params\": {\"weight\": \"w0.npy\", \"bias\": \"b0.npy\"}}",
+         "layers[1].params.weight: shape (3, 4), want (2, 3)"},
+        {"{\"type\": \"dense\", \"args\": \"3\", \"params\": {\"weight\": \"w33.npy\", \"bias\": \"w0.npy\"}}",
+         "layers[1].params.bias: shape (3, 4), want (3,)"},
+        {"{\"type\": \"dense\", \"args\": \"3\", \"params\": {\"weight\": \"w0.npy\"}}", "layers[1].params.bias: missing"},
+        {"{\"type\": \"dense\", \"args\": \"3\", \"params\": {\"theta\": {\"file\": \"m.safetensors\", \"tensor\": \"9.theta\"}}}",
+         "layers[1].params.theta: "},
+        {"{\"type\": \"dense\", \"args\": \"3\", \"params\": {\"theta\": \"nothere.npy\"}}", "layers[1].params.theta: "},
+        {"{\"type\": \"bogus\"}", "layers[1].type: unknown layer type 'bogus'"},
+        {"{\"type\": \"leaky\", \"args\": \"x\"}", "layers[1].args: "},
+        {"{\"type\": \"tanh\", \"params\": {\"theta\": \"b0.npy\"}}", "layers[1].params: layer type tanh has no parameters"},
+    };
+    char text[1024], cmd[1400];
+    static const double w33[9] = {0};
+    size_t s33[2] = {3, 3};
+    npy("w33.npy", 2, s33, w33);
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        snprintf(text, sizeof text, "{\"schema\": \"vijp-net/1\", \"width\": 4, \"layers\": [{\"type\": \"dense\", \"args\": "
+                 "\"3x4\"}, %s]}", bad[k].layers);
+        put_text("bad.json", text);
+        snprintf(cmd, sizeof cmd, "grad --net '%s'", at("bad.json"));
+        run_result r = run_vijp(cmd);
+        ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, bad[k].want) && strstr(r.err, "bad.json"),
+                      "case %zu: exit %d, stderr '%s' (want '%s')", k, r.rc, r.err, bad[k].want);
+        run_free(&r);
+    }
+    static const struct {
+        const char *text, *want;
+    } top[] = {
+        {"{\"width\": 4, \"layers\": [{\"type\": \"tanh\"}]}", "schema: missing"},
+        {"{\"schema\": \"vijp-net/1\", \"layers\": [{\"type\": \"tanh\"}]}", "width: missing"},
+        {"{\"schema\": \"vijp-net/1\", \"width\": \"4\", \"layers\": [{\"type\": \"tanh\"}]}", "width: want an integer"},
+        {"{\"schema\": \"vijp-net/1\", \"width\": 4, \"layer\": []}", "unknown field 'layer'"},
+        {"{\"schema\": \"vijp-net/1\", \"width\": 4, \"layers\": [{\"type\": \"tanh\"}], \"loss\": \"l1\"}", "loss: want"},
+    };
+    for (size_t k = 0; k < sizeof top / sizeof *top; k++) {
+        put_text("bad.json", top[k].text);
+        snprintf(cmd, sizeof cmd, "grad --net '%s'", at("bad.json"));
+        run_result r = run_vijp(cmd);
+        ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, top[k].want), "top %zu: exit %d, stderr '%s'", k, r.rc, r.err);
+        run_free(&r);
+    }
+}
+END_TEST
+
+START_TEST(test_commands)
+{
+    write_net();
+    char cmd[1600];
+    /* --depth must be the file's number of layers */
+    snprintf(cmd, sizeof cmd, "grad --net '%s' --depth 4", at("net.json"));
+    run_result r = run_vijp(cmd);
+    ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "3 layers"), "exit %d: %s", r.rc, r.err);
+    run_free(&r);
+    /* --input: a row per sample; the wrong width is bad input */
+    double X[8] = {1, 2, 3, 4, -1, -2, -3, -4}, X5[10] = {0};
+    size_t s24[2] = {2, 4}, s25[2] = {2, 5};
+    npy("x.npy", 2, s24, X), npy("x5.npy", 2, s25, X5);
+    snprintf(cmd, sizeof cmd, "grad --net '%s' --input '%s' --json", at("net.json"), at("x.npy"));
+    r = run_vijp(cmd);
+    ck_assert_msg(r.rc == CLI_OK && strstr(r.out, "\"batch\": 2"), "exit %d: %s%s", r.rc, r.out, r.err);
+    char *first = strdup(r.out);
+    run_free(&r);
+    snprintf(cmd, sizeof cmd, "grad --net '%s' --input '%s'", at("net.json"), at("x5.npy"));
+    r = run_vijp(cmd);
+    ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "x5.npy"), "exit %d: %s", r.rc, r.err);
+    run_free(&r);
+    /* --weights: the same parameters by safetensors for the spec net give
+     * the same run ("0.weight"/"0.bias" in PyTorch's layout, "2.theta") */
+    const char *names[] = {"0.weight", "0.bias", "2.theta"}, *shapes[] = {"[3, 4]", "[3]", "[8]"};
+    const double *vals[] = {W0, B0, T2};
+    size_t lens[] = {12, 3, 8};
+    safetensors("all.safetensors", 3, names, shapes, vals, lens);
+    snprintf(cmd, sizeof cmd, "grad --net dense:3x4,tanh,dense:2 --depth 3 --width 4 --weights '%s' --input '%s' --json",
+             at("all.safetensors"), at("x.npy"));
+    r = run_vijp(cmd);
+    ck_assert_msg(r.rc == CLI_OK, "exit %d: %s", r.rc, r.err);
+    const char *a = strstr(first, "\"loss\""), *b = strstr(r.out, "\"loss\"");
+    ck_assert(a && b);
+    ck_assert_msg(!strcmp(a, b), "JSON net and --weights differ:\n%s\n%s", first, r.out);
+    free(first);
+    run_free(&r);
+    /* a tensor naming no layer with parameters is an error, not ignored */
+    const char *n2[] = {"1.weight"}, *s2[] = {"[3]"};
+    const double *v2[] = {B0};
+    size_t l2[] = {3};
+    safetensors("typo.safetensors", 1, n2, s2, v2, l2);
+    snprintf(cmd, sizeof cmd, "grad --net dense:3x4,tanh,dense:2 --depth 3 --width 4 --weights '%s'", at("typo.safetensors"));
+    r = run_vijp(cmd);
+    ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "1.weight"), "exit %d: %s", r.rc, r.err);
+    run_free(&r);
+    /* certify at the user's point: dense:2x2 with W = [[2, 0], [0, 0]] (θ
+     * column-major 2, 0, 0, 0, then b) is singular: not submersive there */
+    static const double th[6] = {2, 0, 0, 0, 0, 0}, pts[4] = {1, 2, 3, 4};
+    size_t ps = 6, xs[2] = {2, 2};
+    npy("p.npy", 1, &ps, th), npy("pts.npy", 2, xs, pts);
+    snprintf(cmd, sizeof cmd, "certify --layer dense:2x2 --params '%s' --input '%s' --json", at("p.npy"), at("pts.npy"));
+    r = run_vijp(cmd);
+    ck_assert_msg(r.rc != CLI_USAGE && strstr(r.out, "\"samples\": 2") && !strstr(r.out, "certified-submersive"),
+                  "exit %d: %s%s", r.rc, r.out, r.err);
+    run_free(&r);
+    snprintf(cmd, sizeof cmd, "certify --layer dense:2x2 --params '%s'", at("b0.npy"));
+    r = run_vijp(cmd);
+    ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "b0.npy"), "exit %d: %s", r.rc, r.err);
+    run_free(&r);
+}
+END_TEST
+
+Suite *suite_netjson(void)
+{
+    Suite *s = suite_create("netjson");
+    TCase *tc = tcase_create("loader");
+    tcase_add_checked_fixture(tc, dir_make, dir_remove);
+    tcase_add_test(tc, test_same_as_spec);
+    tcase_add_test(tc, test_torch_layout);
+    suite_add_tcase(s, tc);
+    const char *bin = getenv("VIJP_BIN");
+    if (bin && *bin) {
+        TCase *cli = tcase_create("commands");
+        tcase_add_checked_fixture(cli, dir_make, dir_remove);
+        tcase_set_timeout(cli, 120);
+        tcase_add_test(cli, test_malformed);
+        tcase_add_test(cli, test_commands);
+        suite_add_tcase(s, cli);
+    }
+    return s;
+}
