@@ -177,7 +177,12 @@ check: $(BUILD)/check_vijp $(BUILD)/vijp $(BUILD)/vijp-perturbed $(PLUGINS) $(CH
 	$(CHECK_ENV) VIJP_BIN=$(abspath $(BUILD)/vijp) VIJP_PERTURBED_BIN=$(abspath $(BUILD)/vijp-perturbed) \
 	  ./$(BUILD)/check_vijp
 	$(CHECK_INSTALL)
+	VIJP_BIN=$(abspath $(BUILD)/vijp) $(or $(PYTHON_TORCH),python3) scripts/check-torch-roundtrip.py
 	$(FUZZ_REPLAY)
+
+# A python3 that imports torch, for the PyTorch round trip (evaluated only by
+# make check: importing torch takes seconds); none: the script says SKIPPED.
+PYTHON_TORCH = $(shell for p in python3 /usr/bin/python3; do $$p -c 'import torch' >/dev/null 2>&1 && { echo $$p; break; }; done)
 
 report: $(BUILD)/vijp
 	./$(BUILD)/vijp report

@@ -100,7 +100,7 @@ def forward(net, x, keep):
     h = x
     for m in net:
         h = run_conv(m, h) if isinstance(m, nn.Conv1d) else m(h)
-        if keep:
+        if keep is not None:
             h.retain_grad()
             keep.append(h)
     return h
@@ -129,7 +129,15 @@ def main():
     x = torch.randn(B, n)
     t = torch.randn(B, n)
     with tempfile.TemporaryDirectory() as d:
-        export_torch.export(net, os.path.join(d, "m"))
+        exported = export_torch.export(net, os.path.join(d, "m"))
+        try:  # the exporter writes what docs/net.schema.json describes
+            import jsonschema
+            root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+            with open(os.path.join(root, "docs", "net.schema.json")) as f:
+                jsonschema.validate(exported, json.load(f))
+        except ImportError:
+            print("check-torch-roundtrip: note: jsonschema not importable, model.json not validated against "
+                  "docs/net.schema.json")
         npy_write(os.path.join(d, "X.npy"), x)
         npy_write(os.path.join(d, "T.npy"), t)
         cmd = [vijp, "grad", "--net", os.path.join(d, "m", "model.json"), "--input", os.path.join(d, "X.npy"),
@@ -153,6 +161,10 @@ def main():
             path = os.path.join(d, "out", f"grad_theta_{i}.npy")
             if isinstance(m, (nn.Linear, nn.Conv1d)):
                 checks.append((f"grad_theta_{i}", export_torch.vijp_theta_grad(m), npy_read(path)))
+            elif isinstance(m, Additive):  # θ_F's layers, then θ_G's, each in vijp's order
+                subs = [s for seq in (m.F, m.G) for s in seq if isinstance(s, nn.Linear)]
+                checks.append((f"grad_theta_{i}", torch.cat([export_torch.vijp_theta_grad(s) for s in subs]),
+                               npy_read(path)))
         for name, want, got in checks:
             tol = 2 * D * (n + 8) * U * K * want.abs().max().item()
             err = (want.reshape(-1) - got.reshape(-1)).abs().max().item()

@@ -70,7 +70,7 @@ def conv_item(m, two_d, grid):
         raise Refused(f"{m}: Conv2d needs --grid H, the input grid's rows")
     arg = f"{c_in}x{k}" + (f"x{grid}" if two_d else "") + (f"s{s}" if s > 1 else "")
     arg += ":circular" if m.padding_mode == "circular" else ""
-    return ("conv2d" if two_d else "conv1d"), arg
+    return ("conv2d" if two_d else "conv1d"), arg, None
 
 
 def item(m, grid):

@@ -16,6 +16,7 @@ packages=(
   clang libclang-rt-dev           # libFuzzer harnesses (tests/fuzz), replayed by make check
   python3 python3-jsonschema      # make check: drift.json against docs/drift.schema.json
   python3-numpy                   # the test suite's independent .npy writer and reader (tests/t-arrays.c)
+  python3-torch                   # scripts/export_torch.py and its round trip against torch.float64 (make check)
 )
 
 missing=()

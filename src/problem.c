@@ -3,18 +3,18 @@
 #include "vijp/array_io.h"
 #include <stdlib.h>
 
-/* --input: the inputs, a row per sample, which is X (n_0 × B, column-major)
- * without transposition. */
-static int read_input(const char *path, const vijp_net *net, size_t B, vijp_mat *X, vijp_error *err)
+/* --input (--target): the inputs (loss data), a row per sample, which is X
+ * (n_0 × B) (T: m_D × B, column-major) without transposition. */
+static int read_rows(const char *path, size_t width, size_t B, vijp_mat *X, vijp_error *err)
 {
     vijp_array a = {0};
     int rc = vijp_npy_read(path, &a, err);
     if (rc) return rc;
     char got[128];
     vijp_array_shape_str(a.ndim, a.shape, got, sizeof got);
-    if (a.ndim != 2 || a.shape[1] != net->width || a.shape[0] != B)
+    if (a.ndim != 2 || a.shape[1] != width || a.shape[0] != B)
         rc = vijp_fail(err, VIJP_EDIM, "%s: shape %s, want (%zu, %zu) ([batch, width]: a row per sample)", path, got, B,
-                       net->width);
+                       width);
     else vijp_mat_set_d(X, a.data);
     vijp_array_clear(&a);
     return rc;
@@ -69,7 +69,8 @@ int vijp_problem_setup(const vijp_grad_setup *s, vijp_net *net, vijp_problem *p,
     if ((s->weights && (rc = vijp_net_load_weights(net, s->weights, err))) ||
         (rc = vijp_net_init(net, s->init, s->seed, err)) ||
         (rc = vijp_problem_round(p, net, s->batch, s->seed, &s->fmt, err)) ||
-        (s->input && (rc = read_input(s->input, net, s->batch, &p->X, err)))) {
+        (s->input && (rc = read_rows(s->input, net->width, s->batch, &p->X, err))) ||
+        (s->target && (rc = read_rows(s->target, vijp_net_out_width(net), s->batch, &p->T, err)))) {
         vijp_problem_clear(p, net);
         vijp_net_free(net);
     }

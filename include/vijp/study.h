@@ -9,6 +9,7 @@
 typedef struct {
     const char *spec;     /* a spec, or a JSON net file (vijp_net_spec_is_json) */
     const char *input;    /* NULL, or a .npy [batch, width] of inputs replacing the seeded ones */
+    const char *target;   /* NULL, or a .npy [batch, output width] of loss data (square: targets; linear: c) */
     const char *weights;  /* NULL, or a safetensors file of parameters (vijp_net_load_weights) */
     size_t depth, width, batch;
     uint64_t seed;

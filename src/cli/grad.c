@@ -26,6 +26,9 @@ static const char help[] =
     "                   \"Nets in JSON\"), whose layers set the depth\n"
     "  --input X.npy    inputs, shape [batch, width] (a row per sample), instead of\n"
     "                   seeded ones; the batch is its number of rows\n"
+    "  --target T.npy   the loss data, shape [batch, output width]: the targets of\n"
+    "                   the square loss ½‖h_D − t‖² (summed over the batch), c of\n"
+    "                   the linear loss ⟨c, h_D⟩; seeded when omitted\n"
     "  --weights F      parameters from a safetensors file: <i>.weight and <i>.bias\n"
     "                   (PyTorch's layout, i the 0-based layer) or <i>.theta; other\n"
     "                   layers keep --init\n"
@@ -146,7 +149,7 @@ int cli_grad(int argc, char **argv)
         {"net", 1, 0, 'n'},  {"depth", 1, 0, 'd'}, {"width", 1, 0, 'w'}, {"batch", 1, 0, 'b'},
         {"engine", 1, 0, 'e'}, {"format", 1, 0, 'f'}, {"init", 1, 0, 'i'}, {"loss", 1, 0, 'l'},
         {"seed", 1, 0, 's'}, {"json", 0, 0, 'j'}, {"help", 0, 0, 'h'}, {"segment", 1, 0, 'K'}, {"quiet", 0, 0, 'q'},
-        {"save", 1, 0, 'S'}, {"input", 1, 0, 'I'}, {"weights", 1, 0, 'W'}, {0, 0, 0, 0},
+        {"save", 1, 0, 'S'}, {"input", 1, 0, 'I'}, {"weights", 1, 0, 'W'}, {"target", 1, 0, 'T'}, {0, 0, 0, 0},
     };
     const char *save_dir = NULL;
     vijp_grad_setup s = {.spec = "dense:64,leaky:0.1", .depth = 8, .batch = 1, .seed = 1,
@@ -168,6 +171,7 @@ int cli_grad(int argc, char **argv)
         case 'i': if (vijp_init_parse(optarg, &s.init, &err)) goto usage_err; break;
         case 'l': if (vijp_loss_parse(optarg, &s.loss, &err)) goto usage_err; loss_given = 1; break;
         case 'I': s.input = optarg; break;
+        case 'T': s.target = optarg; break;
         case 'W': s.weights = optarg; break;
         case 'K': if (cli_parse_size("--segment", optarg, 1, 100000, &v)) return EXIT_USAGE; s.opts.checkpoint_segment = v; break;
         case 'j': json = 1; break;
