@@ -20,6 +20,7 @@ int main(void)
     srunner_add_suite(sr, suite_registry());
     srunner_add_suite(sr, suite_check_layer());
     srunner_add_suite(sr, suite_faults());
+    srunner_add_suite(sr, suite_eval());
     srunner_add_suite(sr, suite_atomic());
     srunner_add_suite(sr, suite_progress());
     srunner_add_suite(sr, suite_regress());

@@ -19,6 +19,7 @@ Suite *suite_activations(void);
 Suite *suite_coupling(void);
 Suite *suite_registry(void);
 Suite *suite_faults(void);
+Suite *suite_eval(void);
 Suite *suite_atomic(void);
 Suite *suite_progress(void);
 Suite *suite_regress(void);

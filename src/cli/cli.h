@@ -14,6 +14,7 @@ int cli_regress(int argc, char **argv);
 int cli_certify(int argc, char **argv);
 int cli_memory(int argc, char **argv);
 int cli_check_layer(int argc, char **argv);
+int cli_eval(int argc, char **argv);
 
 /* Shared by the subcommands (common.c). */
 

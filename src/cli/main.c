@@ -24,6 +24,7 @@ static const char usage[] =
     "  check-layer  the layer battery on one layer type (built-in or --plugin):\n"
     "           adjoint, finite differences, vijp and inverse round trips, MPFR\n"
     "           oracle, declarations, certification; each check in its own process\n"
+    "  eval     one layer's forward, jvp, vjp, vijp (and f′) at given points, as .npy\n"
     "\n"
     "Run 'vijp COMMAND --help' for a command's options.\n"
     "Every command that takes a net or a layer also takes --plugin FILE.so\n"
@@ -109,6 +110,7 @@ static int run(int argc, char **argv)
     else if (!strcmp(cmd, "certify")) rc = cli_certify(argc - 1, argv + 1);
     else if (!strcmp(cmd, "memory")) rc = cli_memory(argc - 1, argv + 1);
     else if (!strcmp(cmd, "check-layer")) rc = cli_check_layer(argc - 1, argv + 1);
+    else if (!strcmp(cmd, "eval")) rc = cli_eval(argc - 1, argv + 1);
     else fprintf(stderr, "vijp: unknown command '%s' (run 'vijp --help')\n", cmd);
     /* The allocation-failure walk's range (a test hook, like VIJP_FAIL_ALLOC). */
     if (getenv("VIJP_ALLOC_STATS")) fprintf(stderr, "vijp: %llu allocations\n", vijp_memory_allocations());

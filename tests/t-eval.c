@@ -1,0 +1,116 @@
+/* vijp eval (issue 11, arrays in and out): the operators at the user's
+ * points, against values computed here independently.  dense:2 with
+ * W = [[2, 1], [1, 1]] (det 1), b = (0.5, -1) and small dyadic inputs: every
+ * product and sum is exact in double, so forward = Wx + b, jvp = Wu,
+ * vjp = Wᵀg hold exactly, and the vijp (an LU solve whose pivots 2 and 1/2
+ * are exact) rebuilds g exactly too.  tanh: f′ = 1 − tanh² at |x| <= 2, where
+ * the subtraction loses at most a factor 1/(1 − tanh²(2)) ≈ 14 of tanh's 2
+ * ulps: within 64 ulps of f′ (u = 2^-53: 64·2u relative). */
+#include "clirun.h"
+#include "vijp/array_io.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void temp_dir(char *dir, size_t size)
+{
+    const char *t = getenv("TMPDIR");
+    snprintf(dir, size, "%s/vijp-eval-XXXXXX", t && *t ? t : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void put(const char *dir, const char *name, size_t rows, size_t cols, const double *v)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    size_t shape[2] = {rows, cols};
+    vijp_error err = {0};
+    ck_assert_msg(!vijp_npy_write(path, cols ? 2 : 1, shape, v, &err), "%s", err.msg);
+}
+
+static vijp_array get(const char *dir, const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/out/%s", dir, name);
+    vijp_array a = {0};
+    vijp_error err = {0};
+    ck_assert_msg(!vijp_npy_read(path, &a, &err), "%s", err.msg);
+    return a;
+}
+
+START_TEST(dense_exact)
+{
+    char dir[512], args[4096];
+    temp_dir(dir, sizeof dir);
+    const double theta[6] = {2, 1, 1, 1, 0.5, -1}; /* W column-major: W = [[2, 1], [1, 1]], then b */
+    const double x[4] = {0.5, -1, 2, 0.25}, u[4] = {1, 0, -0.5, 2}, g[4] = {1, 2, -1, 0.5}; /* rows: samples */
+    put(dir, "theta.npy", 6, 0, theta);
+    put(dir, "x.npy", 2, 2, x), put(dir, "u.npy", 2, 2, u), put(dir, "g.npy", 2, 2, g);
+    snprintf(args, sizeof args,
+             "eval --layer dense:2 --input %s/x.npy --params %s/theta.npy --tangent %s/u.npy --cotangent %s/g.npy "
+             "--save %s/out -q", dir, dir, dir, dir, dir);
+    run_result r = run_vijp(args);
+    ck_assert_msg(r.rc == CLI_OK, "exit %d: %s", r.rc, r.err);
+    run_free(&r);
+    double W[2][2] = {{2, 1}, {1, 1}}, b[2] = {0.5, -1};
+    vijp_array y = get(dir, "forward.npy"), v = get(dir, "jvp.npy"), gx = get(dir, "vjp.npy"), gy = get(dir, "vijp.npy");
+    ck_assert(y.ndim == 2 && y.shape[0] == 2 && y.shape[1] == 2);
+    for (int s = 0; s < 2; s++)
+        for (int i = 0; i < 2; i++) {
+            double fy = b[i], jv = 0, vj = 0;
+            for (int k = 0; k < 2; k++) fy += W[i][k] * x[2 * s + k], jv += W[i][k] * u[2 * s + k], vj += W[k][i] * g[2 * s + k];
+            ck_assert_double_eq(y.data[2 * s + i], fy);
+            ck_assert_double_eq(v.data[2 * s + i], jv);
+            ck_assert_double_eq(gx.data[2 * s + i], vj);
+            ck_assert_double_eq(gy.data[2 * s + i], g[2 * s + i]);
+        }
+    vijp_array_clear(&y), vijp_array_clear(&v), vijp_array_clear(&gx), vijp_array_clear(&gy);
+    /* no fprime for a dense layer, no fragment for a submersive one */
+    char path[1024];
+    snprintf(path, sizeof path, "%s/out/fprime.npy", dir);
+    ck_assert(access(path, F_OK) != 0);
+    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(args), 0);
+}
+END_TEST
+
+START_TEST(tanh_fprime_and_bad_input)
+{
+    char dir[512], args[4096];
+    temp_dir(dir, sizeof dir);
+    const double x[4] = {0.5, -1, 2, 0.25};
+    put(dir, "x.npy", 2, 2, x);
+    snprintf(args, sizeof args, "eval --layer tanh --width 2 --input %s/x.npy --save %s/out -q", dir, dir);
+    run_result r = run_vijp(args);
+    ck_assert_msg(r.rc == CLI_OK, "exit %d: %s", r.rc, r.err);
+    run_free(&r);
+    vijp_array d = get(dir, "fprime.npy");
+    for (int i = 0; i < 4; i++) {
+        double t = tanh(x[i]), want = 1 - t * t;
+        ck_assert_msg(fabs(d.data[i] - want) <= 64 * 0x1p-52 * want, "f'(%g) = %.17g, 1 - tanh^2 = %.17g", x[i], d.data[i], want);
+    }
+    vijp_array_clear(&d);
+    /* an input of the wrong width: exit 2, and nothing made */
+    snprintf(args, sizeof args, "eval --layer tanh --width 3 --input %s/x.npy --save %s/bad -q", dir, dir);
+    r = run_vijp(args);
+    ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "x.npy") && strstr(r.err, "shape (2, 2)"), "exit %d: %s", r.rc, r.err);
+    run_free(&r);
+    snprintf(args, sizeof args, "%s/bad", dir);
+    ck_assert(access(args, F_OK) != 0);
+    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(args), 0);
+}
+END_TEST
+
+Suite *suite_eval(void)
+{
+    Suite *s = suite_create("eval");
+    TCase *tc = tcase_create("eval");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, dense_exact);
+    tcase_add_test(tc, tanh_fprime_and_bad_input);
+    suite_add_tcase(s, tc);
+    return s;
+}
