@@ -356,7 +356,7 @@ static int render_overview(const study *s, report_out *out, vijp_error *err)
     FILE *g = spawn_gnuplot(&pid);
     char path[PATH_MAX];
     if (g) {
-        fprintf(g, "set title 'safe depth: deepest layer whose errors stay under the tolerance (median over seeds, of %zu)'\n"
+        fprintf(g, "set title 'safe depth (median over seeds) of %zu layers'\n"
                    "set xtics (", s->depth);
         for (size_t f = 0; f < s->n_formats; f++) {
             fputs(f ? ", " : "", g);
@@ -374,13 +374,15 @@ static int render_overview(const study *s, report_out *out, vijp_error *err)
         fprintf(g, ")\nset yrange [%zu.5:-0.5] reverse\nset xrange [-0.5:%zu.5]\nset cbrange [0:%zu]\n"
                    "set palette defined (0 '#b2182b', 0.5 '#fddbc7', 1 '#2166ac')\nset cblabel 'safe depth'\n"
                    "set tics nomirror\nset tics noenhanced\nunset key\n", s->n_configs - 1, s->n_formats - 1, s->depth);
-        int height = 160 + 36 * (int)s->n_configs;
+        int height = 220 + 36 * (int)s->n_configs;
         for (int k = 0; k < 2; k++) {
             fprintf(g, k ? "set terminal svg size 1100,%d dynamic\nset output " : "set terminal pngcairo size 1100,%d\nset output ",
                     height);
             report_out_path(out, k ? "safe-depth.svg" : "safe-depth.png", path, sizeof path);
             gq(g, path);
-            fputs("\nplot '-' using 1:2:3 with image, '-' using 1:2:4 with labels\n", g);
+            /* boxes, not 'with image', which needs two rows and two columns to size a pixel */
+            fputs("\nplot '-' using 1:2:(0.5):(0.5):3 with boxxyerror fc palette fs solid 1.0 border lc rgb 'white', "
+                  "'-' using 1:2:4 with labels\n", g);
             for (int pass = 0; pass < 2; pass++) { /* the same rows for the image and for the labels */
                 for (size_t c = 0; c < s->n_configs; c++)
                     for (size_t f = 0; f < s->n_formats; f++) {
