@@ -7,15 +7,9 @@
  * (n_0 × B) (T: m_D × B, column-major) without transposition. */
 static int read_rows(const char *path, size_t width, size_t B, vijp_mat *X, vijp_error *err)
 {
-    vijp_array a = {0};
-    int rc = vijp_npy_read(path, &a, err);
-    if (rc) return rc;
-    char got[128];
-    vijp_array_shape_str(a.ndim, a.shape, got, sizeof got);
-    if (a.ndim != 2 || a.shape[1] != width || a.shape[0] != B)
-        rc = vijp_fail(err, VIJP_EDIM, "%s: shape %s, want (%zu, %zu) ([batch, width]: a row per sample)", path, got, B,
-                       width);
-    else vijp_mat_set_d(X, a.data);
+    vijp_array a;
+    int rc = vijp_npy_read_rows(path, width, B, &a, err);
+    if (!rc) vijp_mat_set_d(X, a.data);
     vijp_array_clear(&a);
     return rc;
 }

@@ -38,6 +38,20 @@ int make_temp(char *path, size_t size)
     return fd;
 }
 
+void make_temp_dir(char *dir, size_t size, const char *tag)
+{
+    const char *t = getenv("TMPDIR");
+    snprintf(dir, size, "%s/vijp-%s-XXXXXX", t && *t ? t : "/tmp", tag);
+    ck_assert_msg(mkdtemp(dir) != NULL, "mkdtemp(%s) failed", dir);
+}
+
+void remove_tree(const char *dir)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
+}
+
 run_result run_vijp(const char *args) { return run_bin(getenv("VIJP_BIN"), args); }
 
 run_result run_bin(const char *bin, const char *args) { return run_bin_to(bin, args, NULL); }

@@ -31,5 +31,9 @@ void run_free(run_result *r);
 /* Whole contents of an open file / a fresh temp file (path receives its name). */
 char *slurp_fd(int fd);
 int make_temp(char *path, size_t size);
+/* A fresh folder $TMPDIR/vijp-TAG-XXXXXX (TMPDIR unset: /tmp) into dir, and
+ * its removal with everything in it; both fail the test on error. */
+void make_temp_dir(char *dir, size_t size, const char *tag);
+void remove_tree(const char *dir);
 
 #endif

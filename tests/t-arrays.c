@@ -27,19 +27,9 @@
 static char dir[512];
 
 /* Each test's own folder: a checked fixture, so a failing test removes it too. */
-static void dir_make(void)
-{
-    const char *t = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/vijp-arrays-XXXXXX", t && *t ? t : "/tmp");
-    ck_assert_msg(mkdtemp(dir) != NULL, "mkdtemp(%s): %s", dir, strerror(errno));
-}
+static void dir_make(void) { make_temp_dir(dir, sizeof dir, "arrays"); }
 
-static void dir_remove(void)
-{
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    ck_assert_int_eq(system(cmd), 0);
-}
+static void dir_remove(void) { remove_tree(dir); }
 
 /* dir/name, in one of a few rotating buffers (several live at once). */
 static const char *at(const char *name)

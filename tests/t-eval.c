@@ -14,12 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static void temp_dir(char *dir, size_t size)
-{
-    const char *t = getenv("TMPDIR");
-    snprintf(dir, size, "%s/vijp-eval-XXXXXX", t && *t ? t : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-}
+static void temp_dir(char *dir, size_t size) { make_temp_dir(dir, size, "eval"); }
 
 static void put(const char *dir, const char *name, size_t rows, size_t cols, const double *v)
 {
@@ -71,8 +66,7 @@ START_TEST(dense_exact)
     char path[1024];
     snprintf(path, sizeof path, "%s/out/fprime.npy", dir);
     ck_assert(access(path, F_OK) != 0);
-    snprintf(args, sizeof args, "rm -rf '%s'", dir);
-    ck_assert_int_eq(system(args), 0);
+    remove_tree(dir);
 }
 END_TEST
 
@@ -99,8 +93,7 @@ START_TEST(tanh_fprime_and_bad_input)
     run_free(&r);
     snprintf(args, sizeof args, "%s/bad", dir);
     ck_assert(access(args, F_OK) != 0);
-    snprintf(args, sizeof args, "rm -rf '%s'", dir);
-    ck_assert_int_eq(system(args), 0);
+    remove_tree(dir);
 }
 END_TEST
 

@@ -126,9 +126,7 @@ static char *read_file(const char *dir, const char *name)
 START_TEST(drift_walk_keeps_the_report)
 {
     char dir[512];
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/vijp-faults-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    make_temp_dir(dir, sizeof dir, "faults");
     static const char *const files[] = {"drift.json", "drift.csv", "curves.csv", "summary.csv", "memory.csv", "report.md"};
     enum { NF = sizeof files / sizeof *files };
     char old_args[1024], args[1024];
@@ -180,9 +178,7 @@ START_TEST(drift_walk_keeps_the_report)
                       "allocation %llu of %llu: the report folder holds neither study whole", n, total);
     }
     for (int k = 0; k < NF; k++) free(old_files[k]), free(new_files[k]);
-    char cmd[1100];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    remove_tree(dir);
 }
 END_TEST
 
@@ -196,9 +192,7 @@ START_TEST(size_before_run)
                   "exit %d: %s", r.rc, r.err);
     run_free(&r);
     char dir[512], args[1024];
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/vijp-size-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    make_temp_dir(dir, sizeof dir, "size");
     snprintf(args, sizeof args, "drift --net dense:20000 --depth 64 --out '%s/r'", dir);
     r = run_vijp(args);
     ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "vijp drift: needs about "), "exit %d: %s", r.rc, r.err);

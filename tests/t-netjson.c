@@ -13,19 +13,9 @@
 
 static char dir[512];
 
-static void dir_make(void)
-{
-    const char *t = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/vijp-netjson-XXXXXX", t && *t ? t : "/tmp");
-    ck_assert_msg(mkdtemp(dir) != NULL, "mkdtemp(%s): %s", dir, strerror(errno));
-}
+static void dir_make(void) { make_temp_dir(dir, sizeof dir, "netjson"); }
 
-static void dir_remove(void)
-{
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    ck_assert_int_eq(system(cmd), 0);
-}
+static void dir_remove(void) { remove_tree(dir); }
 
 static const char *at(const char *name)
 {

@@ -23,9 +23,7 @@ static char dir[512], good[600], bad[600];
 
 static void make_study(void)
 {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/vijp-regress-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    ck_assert(mkdtemp(dir) != NULL);
+    make_temp_dir(dir, sizeof dir, "regress");
     char args[1024];
     snprintf(args, sizeof args, "drift --net dense:8,leaky:0.5 --depth 4 --formats binary32,double --seeds 1,2 "
              "--no-plots -q --out '%s/s'", dir);
@@ -36,12 +34,7 @@ static void make_study(void)
     snprintf(bad, sizeof bad, "%s/bad.json", dir);
 }
 
-static void remove_study(void)
-{
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    ck_assert(system(cmd) == 0);
-}
+static void remove_study(void) { remove_tree(dir); }
 
 /* regress BASELINE CURRENT, with the damaged file in either place: exit 2
  * and "bad.json: <says>" on stderr, nothing on stdout. */

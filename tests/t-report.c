@@ -19,19 +19,7 @@
 #define SMALL "--net dense:8,leaky:0.5 --depth 16 --formats binary32,double --seeds 1,2"
 #define SMALL_LAYERS 16
 
-static void temp_dir(char *path, size_t size)
-{
-    const char *dir = getenv("TMPDIR");
-    snprintf(path, size, "%s/vijp-report-XXXXXX", dir && *dir ? dir : "/tmp");
-    ck_assert_msg(mkdtemp(path) != NULL, "mkdtemp failed");
-}
-
-static void remove_tree(const char *path)
-{
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
-    ck_assert(system(cmd) == 0);
-}
+static void temp_dir(char *path, size_t size) { make_temp_dir(path, size, "report"); }
 
 /* Whole file, or NULL if it does not exist; *len receives its size. */
 static char *slurp(const char *dir, const char *name, size_t *len)

@@ -50,6 +50,10 @@ void vijp_array_shape_str(size_t ndim, const size_t *shape, char *buf, size_t si
  * '<f2'; C order).  name stands for the bytes in messages (NULL: "<memory>"). */
 VIJP_MUST_CHECK int vijp_npy_parse(const void *buf, size_t len, const char *name, vijp_array *out, vijp_error *err);
 VIJP_MUST_CHECK int vijp_npy_read(const char *path, vijp_array *out, vijp_error *err);
+/* A 2-D array of samples, a row each: [rows, cols], rows >= 1 (rows 0: any
+ * number; cols 0: any width).  Another shape is VIJP_EDIM naming path, its
+ * shape and the one wanted; out is then empty. */
+VIJP_MUST_CHECK int vijp_npy_read_rows(const char *path, size_t cols, size_t rows, vijp_array *out, vijp_error *err);
 
 /* The bytes of a .npy file holding data ('<f8', C order, version 1.0, or 2.0
  * if the header needs more than 65535 bytes): *buf is vijp_alloc'd.

@@ -222,6 +222,19 @@ int vijp_npy_read(const char *path, vijp_array *out, vijp_error *err)
     return rc;
 }
 
+int vijp_npy_read_rows(const char *path, size_t cols, size_t rows, vijp_array *out, vijp_error *err)
+{
+    int rc = vijp_npy_read(path, out, err);
+    if (rc) return rc;
+    if (out->ndim == 2 && out->shape[0] && (!rows || out->shape[0] == rows) && (!cols || out->shape[1] == cols)) return 0;
+    char got[128], r[32] = "rows", c[32] = "width";
+    vijp_array_shape_str(out->ndim, out->shape, got, sizeof got);
+    if (rows) snprintf(r, sizeof r, "%zu", rows);
+    if (cols) snprintf(c, sizeof c, "%zu", cols);
+    vijp_array_clear(out);
+    return vijp_fail(err, VIJP_EDIM, "%s: shape %s, want [%s, %s] (a row per sample)", path, got, r, c);
+}
+
 /* ------------------------------------------------------------------- writing */
 
 /* The header NumPy itself writes for '<f8' in C order (its keys sorted, a

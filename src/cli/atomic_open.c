@@ -1,6 +1,7 @@
 /* Opening a report folder (atomic.h): where it really is, its lock, and what
  * killed runs left beside it. */
 #include "atomic_tree.h"
+#include "cli.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -9,18 +10,6 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static int mkdir_p(char *path)
-{
-    for (char *p = path + 1;; p++) {
-        if (*p && *p != '/') continue;
-        char c = *p;
-        *p = 0;
-        int bad = mkdir(path, 0777) && errno != EEXIST;
-        *p = c;
-        if (bad || !c) return bad ? -1 : 0;
-    }
-}
 
 /* o->target := DIR with every symbolic link resolved, so that the folder has
  * one lock whatever path names it, and the exchange swaps the folder itself
@@ -44,7 +33,7 @@ static int resolve(report_out *o, const char *dir, vijp_error *err)
             return vijp_fail(err, VIJP_EINVAL, "cannot create output folder %s: name a folder, not . or ..", dir);
         char parent[PATH_MAX];
         snprintf(parent, sizeof parent, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1, slash ? path : ".");
-        if (mkdir_p(parent) || !realpath(parent, real))
+        if (cli_mkdir_p(parent) || !realpath(parent, real))
             return vijp_fail(err, VIJP_EINVAL, "cannot create output folder %s: %s", dir, strerror(errno));
         if ((size_t)snprintf(o->target, sizeof o->target, "%s/%s", strcmp(real, "/") ? real : "", name) >=
             sizeof o->target)

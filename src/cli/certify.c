@@ -393,10 +393,9 @@ int cli_certify(int argc, char **argv)
     if (input || params) {
         char got[128];
         size_t P = L->type->param_count(L);
-        if (input && !vijp_npy_read(input, &xin, &err)) {
-            vijp_array_shape_str(xin.ndim, xin.shape, got, sizeof got);
-            if (xin.ndim != 2 || xin.shape[1] != L->in || !xin.shape[0] || xin.shape[0] > 100000)
-                vijp_fail(&err, VIJP_EDIM, "--input %s: shape %s, want [samples, %zu] (a row per point)", input, got, L->in);
+        if (input && !vijp_npy_read_rows(input, L->in, 0, &xin, &err)) {
+            if (xin.shape[0] > 100000)
+                vijp_fail(&err, VIJP_EDIM, "--input %s: %zu points, more than the 100000 certify takes", input, xin.shape[0]);
             else samples = xin.shape[0], err.code = 0;
         }
         if (!err.code && params && !vijp_npy_read(params, &th, &err)) {

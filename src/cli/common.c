@@ -64,20 +64,24 @@ int cli_memory_fits(const char *command, double need)
     return 0;
 }
 
+int cli_mkdir_p(char *path)
+{
+    for (char *p = path + 1;; p++) {
+        if (*p && *p != '/') continue;
+        char c = *p;
+        *p = 0;
+        if (mkdir(path, 0777) && errno != EEXIST) return -1; /* path stays cut at the component that failed */
+        *p = c;
+        if (!c) return 0;
+    }
+}
+
 int cli_prepare_dir(const char *dir, vijp_error *err)
 {
     char path[4096];
     if (!*dir || (size_t)snprintf(path, sizeof path, "%s", dir) >= sizeof path)
         return vijp_fail(err, VIJP_EINVAL, "bad folder name '%s'", dir);
-    for (char *p = path + 1;; p++) { /* mkdir -p */
-        if (*p && *p != '/') continue;
-        char c = *p;
-        *p = 0;
-        if (mkdir(path, 0777) && errno != EEXIST)
-            return vijp_fail(err, VIJP_EIO, "cannot create folder %s: %s", path, strerror(errno));
-        *p = c;
-        if (!c) break;
-    }
+    if (cli_mkdir_p(path)) return vijp_fail(err, VIJP_EIO, "cannot create folder %s: %s", path, strerror(errno));
     struct stat st;
     if (stat(dir, &st) || !S_ISDIR(st.st_mode)) return vijp_fail(err, VIJP_EIO, "%s is not a folder", dir);
     if (access(dir, W_OK | X_OK)) return vijp_fail(err, VIJP_EIO, "cannot write into %s: %s", dir, strerror(errno));
@@ -105,14 +109,15 @@ int cli_net_json(const char *spec, size_t *depth, int depth_given, int *loss, in
 
 int cli_input_batch(const char *path, size_t width, size_t *batch, int batch_given, vijp_error *err)
 {
-    vijp_array a = {0};
-    int rc = vijp_npy_read(path, &a, err);
-    if (rc) return rc;
-    char got[128];
-    vijp_array_shape_str(a.ndim, a.shape, got, sizeof got);
-    if (a.ndim != 2 || a.shape[0] == 0 || a.shape[0] > 1000000 || (width && a.shape[1] != width))
-        rc = vijp_fail(err, VIJP_EDIM, "--input %s: shape %s, want [batch, %zu] (a row per sample, 1 <= batch <= 1000000)",
-                       path, got, width);
+    vijp_array a;
+    int rc = vijp_npy_read_rows(path, width, 0, &a, err);
+    if (rc) {
+        char inner[sizeof err->msg];
+        snprintf(inner, sizeof inner, "%s", err ? err->msg : "");
+        return vijp_fail(err, rc, "--input %s", inner);
+    }
+    if (a.shape[0] > 1000000)
+        rc = vijp_fail(err, VIJP_EDIM, "--input %s: %zu rows, more than the 1000000 samples a batch may have", path, a.shape[0]);
     else if (batch_given && *batch != a.shape[0])
         rc = vijp_fail(err, VIJP_EINVAL, "--batch %zu, but --input %s has %zu rows (one per sample)", *batch, path, a.shape[0]);
     else *batch = a.shape[0];

@@ -39,19 +39,12 @@ static const char help[] =
     "Exit status: 0 success, 1 an operator failed (e.g. a singular vijp; nothing\n"
     "is written) or writing failed (the message names the file), 2 bad usage or input.\n";
 
-/* A [rows, cols] .npy read into a cols × rows column-major matrix of format f. */
-static int read_rows(const char *opt, const char *path, size_t cols, size_t rows, vijp_mat *M, const vijp_format *f,
-                     vijp_error *err)
+/* A [rows, cols] .npy (rows 0: any) as a cols × rows column-major matrix of format f. */
+static int read_rows(const char *path, size_t cols, size_t rows, vijp_mat *M, const vijp_format *f, vijp_error *err)
 {
-    vijp_array a = {0};
-    int rc = vijp_npy_read(path, &a, err);
-    if (rc) return rc;
-    char got[128];
-    vijp_array_shape_str(a.ndim, a.shape, got, sizeof got);
-    if (a.ndim != 2 || a.shape[1] != cols || (rows && a.shape[0] != rows) || !a.shape[0])
-        rc = vijp_fail(err, VIJP_EDIM, "%s %s: shape %s, want [%s, %zu] (a row per sample)", opt, path, got,
-                       rows ? "batch" : "rows", cols);
-    else {
+    vijp_array a;
+    int rc = vijp_npy_read_rows(path, cols, rows, &a, err);
+    if (!rc) {
         vijp_mat_init(M, cols, a.shape[0], f);
         vijp_mat_set_d(M, a.data);
     }
@@ -133,13 +126,13 @@ int cli_eval(int argc, char **argv)
     if (!rc) rc = vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, seed, &err);
     const vijp_layer *L = net.layers ? &net.layers[0] : NULL;
     if (!rc) rc = vijp_net_params(&net, &F, &th, &err);
-    if (!rc) rc = read_rows("--input", input, L->in, 0, &X, &F, &err);
+    if (!rc) rc = read_rows(input, L->in, 0, &X, &F, &err);
     size_t B = X.cols;
     vijp_rng rng;
     vijp_rng_seed(&rng, seed ^ 0xe7a1e7a1ull);
-    if (!rc && tangent) rc = read_rows("--tangent", tangent, L->in, B, &U, &F, &err);
+    if (!rc && tangent) rc = read_rows(tangent, L->in, B, &U, &F, &err);
     else if (!rc) seeded(&U, L->in, B, &F, &rng);
-    if (!rc && cotangent) rc = read_rows("--cotangent", cotangent, L->out, B, &G, &F, &err);
+    if (!rc && cotangent) rc = read_rows(cotangent, L->out, B, &G, &F, &err);
     else if (!rc) seeded(&G, L->out, B, &F, &rng);
     if (!rc) rc = cli_prepare_dir(dir, &err);
     /* Past here a failure is the computation's, not the input's. */
