@@ -1,4 +1,5 @@
 #include "layerfix.h"
+#include "../src/check_layer_impl.h"
 #include <lapacke.h>
 #include <math.h>
 #include <stdlib.h>
@@ -67,24 +68,12 @@ void layerfix_clear(layerfix *t)
     vijp_net_free(&t->net);
 }
 
-void mat_entry(mpfr_t r, const vijp_mat *a, size_t i)
-{
-    if (a->d) mpfr_set_d(r, a->d[i], MPFR_RNDN);
-    else mpfr_set(r, a->m[i], MPFR_RNDN);
-}
-
-double absdiff(const vijp_mat *a, size_t i, const vijp_mat *b, size_t j)
-{
-    mpfr_t x, y;
-    mpfr_inits2(4 * REF_PREC, x, y, (mpfr_ptr)0); /* wide enough that the difference is exact */
-    mat_entry(x, a, i), mat_entry(y, b, j);
-    mpfr_sub(x, x, y, MPFR_RNDN);
-    double d = mpfr_get_d(x, MPFR_RNDU);
-    mpfr_clears(x, y, (mpfr_ptr)0);
-    return fabs(d);
-}
-
-double absval(const vijp_mat *a, size_t i) { return fabs(a->d ? a->d[i] : mpfr_get_d(a->m[i], MPFR_RNDN)); }
+/* The layer battery's own (src/check_layer_fixture.c, at the same 1024-bit
+ * reference precision), under the names the suites use. */
+_Static_assert(REF_PREC == CHECK_REF_PREC, "the suites and the battery must compare at one precision");
+void mat_entry(mpfr_t r, const vijp_mat *a, size_t i) { check_entry(r, a, i); }
+double absdiff(const vijp_mat *a, size_t i, const vijp_mat *b, size_t j) { return check_absdiff(a, i, b, j); }
+double absval(const vijp_mat *a, size_t i) { return check_absval(a, i); }
 
 double ratio_to_bound(const vijp_mat *a, const vijp_mat *b, const double *bound)
 {
