@@ -41,6 +41,68 @@ void vo_log1p(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, m
 void vo_erfc(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mpfr_erfc(r, a, MPFR_RNDN)); }
 void vo_const_pi(mpfr_t r, const vijp_format *f) { VO_ROUND(f, r, mpfr_const_pi(r, MPFR_RNDN)); }
 
+/* Round r in place to precision p under the exponent range [emin, emax],
+ * with subnormals, keeping r's own precision (the value is then exactly
+ * representable at p bits; widening back is exact). */
+static void round_in_place(mpfr_t r, mpfr_prec_t p, mpfr_exp_t emin, mpfr_exp_t emax)
+{
+    if (!mpfr_regular_p(r)) return; /* 0, ±Inf, NaN: already in every format */
+    mpfr_prec_t own = mpfr_get_prec(r);
+    int t = mpfr_prec_round(r, p, MPFR_RNDN); /* in the wide range r lives in */
+    mpfr_exp_t emin_ = mpfr_get_emin(), emax_ = mpfr_get_emax();
+    mpfr_set_emin(emin);
+    mpfr_set_emax(emax);
+    t = mpfr_check_range(r, t, MPFR_RNDN); /* overflow to ±Inf, underflow */
+    mpfr_subnormalize(r, t, MPFR_RNDN);    /* t: no double rounding */
+    mpfr_set_emin(emin_);
+    mpfr_set_emax(emax_);
+    (void)mpfr_prec_round(r, own, MPFR_RNDN); /* exact: own >= p */
+}
+
+void vo_store(mpfr_t r, const mpfr_t a, const vijp_format *f)
+{
+    if (!f->mixed) {
+        vo_set(r, a, f);
+        return;
+    }
+    if (mpfr_get_prec(a) <= mpfr_get_prec(r)) { /* one rounding, in place */
+        if (r != a) mpfr_set(r, a, MPFR_RNDN);   /* exact */
+        round_in_place(r, f->store_prec, f->store_emin, f->store_emax);
+        return;
+    }
+    mpfr_t t; /* a wider than r: round a itself, not r's rounding of it */
+    mpfr_init2(t, mpfr_get_prec(a));
+    mpfr_set(t, a, MPFR_RNDN);
+    round_in_place(t, f->store_prec, f->store_emin, f->store_emax);
+    mpfr_set(r, t, MPFR_RNDN); /* exact: store_prec <= prec */
+    mpfr_clear(t);
+}
+
+/* acc += a·b.  Mixed formats: the product exact and one rounding of the sum
+ * to the accumulation format (an FMA in it, as matrix hardware does), after
+ * rounding the operands to operand_prec where the format has one (tf32).
+ * Other formats: the product rounded, then the sum (two roundings), as the
+ * IEEE operations without contraction. */
+void vo_madd(mpfr_t acc, const mpfr_t a, const mpfr_t b, mpfr_t p, const vijp_format *f)
+{
+    if (!f->mixed) {
+        vo_mul(p, a, b, f);
+        vo_add(acc, acc, p, f);
+        return;
+    }
+    if (!f->operand_prec) {
+        VO_ROUND(f, acc, mpfr_fma(acc, a, b, acc, MPFR_RNDN));
+        return;
+    }
+    mpfr_t ra, rb;
+    mpfr_inits2(f->prec, ra, rb, (mpfr_ptr)0);
+    mpfr_set(ra, a, MPFR_RNDN), mpfr_set(rb, b, MPFR_RNDN);
+    round_in_place(ra, f->operand_prec, f->emin, f->emax);
+    round_in_place(rb, f->operand_prec, f->emin, f->emax);
+    VO_ROUND(f, acc, mpfr_fma(acc, ra, rb, acc, MPFR_RNDN));
+    mpfr_clears(ra, rb, (mpfr_ptr)0);
+}
+
 mpfr_t *vo_vec_new(size_t n, const vijp_format *f)
 {
     mpfr_t *v = vijp_alloc_array((n ? n : 1), sizeof *v);

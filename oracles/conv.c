@@ -8,6 +8,15 @@
 #include "vijp/catalogue.h"
 #include <string.h>
 
+/* acc += w·x, one term of a convolution: an FMA in the format (exact
+ * product, one rounding), after rounding the operands to TF32 for
+ * tf32+binary32 (vo_madd; format.h). */
+static void term(mpfr_t acc, const mpfr_t w, const mpfr_t x, const vijp_format *f)
+{
+    if (f->operand_prec) vo_madd(acc, w, x, NULL, f);
+    else vo_fma(acc, w, x, acc, f);
+}
+
 static size_t chans(const vijp_layer *L) { return vijp_conv_get(L)->channels; }
 static size_t kern(const vijp_layer *L) { return vijp_conv_get(L)->kernel; }
 static int two_d(const vijp_layer *L) { return vijp_conv_get(L)->rows > 0; }
@@ -48,7 +57,7 @@ static void conv(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y
                 for (size_t c = 0; c < C; c++)
                     for (size_t k = 0; k < K; k++) {
                         long q = source(L, p, k);
-                        if (q >= 0) vo_fma(*y, th[(o * C + c) * K + k], X[b * L->in + c * n + (size_t)q], *y, f);
+                        if (q >= 0) term(*y, th[(o * C + c) * K + k], X[b * L->in + c * n + (size_t)q], f);
                     }
             }
     mpfr_clear(t);
@@ -90,7 +99,7 @@ void vo_conv1d_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t 
         for (size_t j = 0; j < N; j++) {
             mpfr_set_zero(Gx[b * N + j], 1);
             for (size_t i = 0; i < M; i++)
-                if (!mpfr_zero_p(J[i + j * M])) vo_fma(Gx[b * N + j], J[i + j * M], Gy[b * M + i], Gx[b * N + j], f);
+                if (!mpfr_zero_p(J[i + j * M])) term(Gx[b * N + j], J[i + j * M], Gy[b * M + i], f);
         }
     vo_vec_free(J, M * N);
 }
@@ -107,8 +116,7 @@ void vo_conv1d_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, m
                     for (size_t p = 0; p < no; p++) {
                         long q = source(L, p, k);
                         if (q >= 0)
-                            vo_fma(Gt[(o * C + c) * K + k], Gy[b * L->out + o * no + p], X[b * L->in + c * n + (size_t)q],
-                                   Gt[(o * C + c) * K + k], f);
+                            term(Gt[(o * C + c) * K + k], Gy[b * L->out + o * no + p], X[b * L->in + c * n + (size_t)q], f);
                     }
         for (size_t b = 0; b < B; b++)
             for (size_t p = 0; p < no; p++) vo_add(Gt[NW + o], Gt[NW + o], Gy[b * L->out + o * no + p], f);

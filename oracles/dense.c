@@ -1,4 +1,7 @@
 /* Oracle of the dense layer y = W x + b (theta = [W column-major, b]).
+ * Products W x, W u, Wᵀ g and g xᵀ: one vo_madd per term in index order,
+ * the bias added last (mixed formats: exact products, binary32 sums, one
+ * rounding to storage afterwards in vijp_layer_*; format.h).
  * Solves by Gaussian elimination with partial pivoting (square) and
  * Householder QR with LAPACK's reflector convention (dlarfg: β = −sign(α)‖x‖),
  * so that the cokernel basis Q₂ is the one the double path builds. */
@@ -17,7 +20,7 @@ void vo_dense_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr
         for (size_t i = 0; i < m; i++) {
             mpfr_t *y = &Y[i + j * m];
             mpfr_set_zero(*y, 1);
-            for (size_t k = 0; k < n; k++) vo_mul(p, W(i, k), X[k + j * n], f), vo_add(*y, *y, p, f);
+            for (size_t k = 0; k < n; k++) vo_madd(*y, W(i, k), X[k + j * n], p, f);
             vo_add(*y, *y, th[m * n + i], f);
         }
     mpfr_clear(p);
@@ -33,7 +36,7 @@ void vo_dense_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *
         for (size_t i = 0; i < m; i++) {
             mpfr_set_zero(V[i + j * m], 1);
             for (size_t k = 0; k < n; k++)
-                vo_mul(p, W(i, k), U[k + j * n], f), vo_add(V[i + j * m], V[i + j * m], p, f);
+                vo_madd(V[i + j * m], W(i, k), U[k + j * n], p, f);
         }
     mpfr_clear(p);
 }
@@ -48,7 +51,7 @@ void vo_dense_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *
         for (size_t k = 0; k < n; k++) {
             mpfr_set_zero(Gx[k + j * n], 1);
             for (size_t i = 0; i < m; i++)
-                vo_mul(p, W(i, k), Gy[i + j * m], f), vo_add(Gx[k + j * n], Gx[k + j * n], p, f);
+                vo_madd(Gx[k + j * n], W(i, k), Gy[i + j * m], p, f);
         }
     mpfr_clear(p);
 }
@@ -64,7 +67,7 @@ void vo_dense_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mp
         for (size_t k = 0; k < n; k++) {
             mpfr_set_zero(Gt[i + k * m], 1);
             for (size_t j = 0; j < B; j++)
-                vo_mul(p, Gy[i + j * m], X[k + j * n], f), vo_add(Gt[i + k * m], Gt[i + k * m], p, f);
+                vo_madd(Gt[i + k * m], Gy[i + j * m], X[k + j * n], p, f);
         }
         mpfr_set_zero(Gt[m * n + i], 1);
         for (size_t j = 0; j < B; j++) vo_add(Gt[m * n + i], Gt[m * n + i], Gy[i + j * m], f);

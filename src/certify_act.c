@@ -68,7 +68,7 @@ static double first_where(const vijp_layer *L1, const double *theta, const vijp_
         for (int k = -64; k <= 128; k++) {
             double x = sign * ldexp(1.0 + (k & 7) / 8.0, k >> 3);
             double d = fabs(computed_deriv(L1, theta, f, x));
-            int hit = (underflow ? d == 0 : d < ldexp(big, -(int)f->prec)) && exact_nonzero(L1, theta, x);
+            int hit = (underflow ? d == 0 : d < ldexp(big, -(int)vijp_format_value_prec(f))) && exact_nonzero(L1, theta, x);
             if (!hit) {
                 prev = x;
                 continue;
@@ -76,7 +76,7 @@ static double first_where(const vijp_layer *L1, const double *theta, const vijp_
             double lo = prev, hi = x; /* refine between the last miss and this hit */
             for (int it = 0; it < 60; it++) {
                 double midp = 0.5 * (lo + hi), dm = fabs(computed_deriv(L1, theta, f, midp));
-                if ((underflow ? dm == 0 : dm < ldexp(big, -(int)f->prec)) && exact_nonzero(L1, theta, midp)) hi = midp;
+                if ((underflow ? dm == 0 : dm < ldexp(big, -(int)vijp_format_value_prec(f))) && exact_nonzero(L1, theta, midp)) hi = midp;
                 else lo = midp;
             }
             if (fabs(hi) < best) best = fabs(hi);
@@ -128,13 +128,13 @@ int vijp_activation_analyze(const vijp_layer *L, const double *theta, double R, 
         vijp_activation_report_clear(out);
         return vijp_fail(err, rc, "out of memory");
     }
-    static const char *const names[VIJP_ACT_FORMATS] = {"double", "binary32", "binary16", "bfloat16"};
+    static const char *const names[VIJP_ACT_FORMATS] = {"double",   "binary32",          "binary16",
+                                                        "bfloat16", "bfloat16+binary32", "binary16+binary32"};
     vijp_layer L1 = *L; /* a one-unit view (parameters, if any, are per layer, not per unit) */
     L1.in = L1.out = 1;
     for (int k = 0; k < VIJP_ACT_FORMATS; k++) {
         vijp_format f;
-        static const vijp_format_kind kinds[VIJP_ACT_FORMATS] = {VIJP_DOUBLE, VIJP_BINARY32, VIJP_BINARY16, VIJP_BFLOAT16};
-        vijp_format_fixed(&f, kinds[k]);
+        if (vijp_format_parse(names[k], &f, NULL)) abort(); /* names[] are formats: a programming error otherwise */
         snprintf(out->fmt[k].format, sizeof out->fmt[k].format, "%s", names[k]);
         double big = 0; /* the largest computed f′ on the scan */
         for (int j = -64; j <= 128; j++)

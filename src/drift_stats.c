@@ -60,6 +60,7 @@ double vijp_drift_default_tol(const vijp_format *f)
     case VIJP_BINARY16: return 1e-2;
     case VIJP_BINARY32: return 1e-4;
     case VIJP_DOUBLE: return 1e-10;
+    case VIJP_MIXED: return vijp_format_value_prec(f) <= 11 ? 1e-2 : 1e-4; /* as its storage (tf32: operands) */
     default: return ldexp(1.0, -(int)(f->prec / 2));
     }
 }

@@ -16,6 +16,24 @@ static void emulated(vijp_format *f, vijp_format_kind k, const char *name, mpfr_
     f->emax = emax;
     f->value_bytes = bytes;
     snprintf(f->name, sizeof f->name, "%s", name);
+    f->store_prec = p, f->store_emin = emin, f->store_emax = emax;
+}
+
+/* STORE+binary32: storage as the emulated format `store`, every operation
+ * in binary32 (format.h).  tf32 is binary32 storage whose matrix-product
+ * operands keep 11 significand bits (TF32: 10 stored + the hidden bit),
+ * rounded to nearest even; binary32's exponent range. */
+static int mixed(vijp_format *f, const char *name, const char *store)
+{
+    vijp_format s;
+    if (vijp_format_parse(store, &s, NULL)) return -1;
+    vijp_format_fixed(f, VIJP_BINARY32);
+    f->kind = VIJP_MIXED;
+    f->mixed = 1;
+    f->store_prec = s.prec, f->store_emin = s.emin, f->store_emax = s.emax;
+    f->value_bytes = s.value_bytes;
+    snprintf(f->name, sizeof f->name, "%s", name);
+    return 0;
 }
 
 int vijp_format_mpfr(vijp_format *f, long prec, vijp_error *err)
@@ -30,6 +48,7 @@ int vijp_format_mpfr(vijp_format *f, long prec, vijp_error *err)
      * (the mpfr struct) plus the limbs of the significand. */
     f->value_bytes = sizeof(__mpfr_struct) + (size_t)((prec + mp_bits_per_limb - 1) / mp_bits_per_limb) * sizeof(mp_limb_t);
     snprintf(f->name, sizeof f->name, "mpfr:%ld", prec);
+    f->store_prec = prec, f->store_emin = f->emin, f->store_emax = f->emax;
     return 0;
 }
 
@@ -57,11 +76,19 @@ int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err)
         f->emax = 1024;
         f->value_bytes = sizeof(double);
         snprintf(f->name, sizeof f->name, "double");
+        f->store_prec = 53, f->store_emin = f->emin, f->store_emax = f->emax;
         return 0;
     }
     if (!strcmp(s, "binary32")) return emulated(f, VIJP_BINARY32, s, 24, -148, 128, 4), 0;
     if (!strcmp(s, "binary16")) return emulated(f, VIJP_BINARY16, s, 11, -23, 16, 2), 0;
     if (!strcmp(s, "bfloat16")) return emulated(f, VIJP_BFLOAT16, s, 8, -132, 128, 2), 0;
+    if (!strcmp(s, "bfloat16+binary32")) return mixed(f, s, "bfloat16");
+    if (!strcmp(s, "binary16+binary32")) return mixed(f, s, "binary16");
+    if (!strcmp(s, "tf32+binary32")) {
+        int rc = mixed(f, s, "binary32");
+        f->operand_prec = 11;
+        return rc;
+    }
     if (!strncmp(s, "mpfr:", 5)) {
         char *end;
         errno = 0;
@@ -71,7 +98,13 @@ int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err)
         return vijp_format_mpfr(f, p, err);
     }
     return vijp_fail(err, VIJP_EINVAL,
-                     "unknown format '%s' (known: double, mpfr:P, binary32, binary16, bfloat16)", s);
+                     "unknown format '%s' (known: double, mpfr:P, binary32, binary16, bfloat16, "
+                     "bfloat16+binary32, binary16+binary32, tf32+binary32)", s);
 }
 
-double vijp_format_unit_roundoff(const vijp_format *f) { return ldexp(1.0, -(int)f->prec); }
+mpfr_prec_t vijp_format_value_prec(const vijp_format *f)
+{
+    return f->operand_prec && f->operand_prec < f->store_prec ? f->operand_prec : f->store_prec;
+}
+
+double vijp_format_unit_roundoff(const vijp_format *f) { return ldexp(1.0, -(int)vijp_format_value_prec(f)); }

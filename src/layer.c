@@ -159,6 +159,9 @@ void vijp_layer_spec(const vijp_layer *L, char *buf, size_t size)
 }
 
 static int is_mp(const vijp_mat *a) { return a->fmt->kind != VIJP_DOUBLE; }
+/* MPFR results: every operator computes in its format's arithmetic and,
+ * for a mixed format, its results are then stored, rounded once to the
+ * storage format (vijp_mat_store; format.h). */
 
 static int shape(const vijp_mat *a, size_t rows, size_t cols, const char *what, const vijp_layer *L,
                  vijp_error *err)
@@ -190,7 +193,7 @@ int vijp_layer_forward(const vijp_layer *L, const vijp_mat *theta, const vijp_ma
     if ((rc = check_theta(L, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
         (rc = shape(Y, L->out, X->cols, "output", L, err)))
         return rc;
-    if (is_mp(X)) L->type->mp->forward(L, TH(theta, m), X->m, X->cols, Y->m, X->fmt);
+    if (is_mp(X)) L->type->mp->forward(L, TH(theta, m), X->m, X->cols, Y->m, X->fmt), vijp_mat_store(Y);
     else L->type->d->forward(L, TH(theta, d), X->d, X->cols, Y->d);
     return 0;
 }
@@ -203,7 +206,7 @@ int vijp_layer_jvp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X
         (rc = shape(U, L->in, X->cols, "tangent", L, err)) ||
         (rc = shape(V, L->out, X->cols, "output tangent", L, err)))
         return rc;
-    if (is_mp(X)) L->type->mp->jvp(L, TH(theta, m), X->m, X->cols, U->m, V->m, X->fmt);
+    if (is_mp(X)) L->type->mp->jvp(L, TH(theta, m), X->m, X->cols, U->m, V->m, X->fmt), vijp_mat_store(V);
     else L->type->d->jvp(L, TH(theta, d), X->d, X->cols, U->d, V->d);
     return 0;
 }
@@ -216,7 +219,7 @@ int vijp_layer_vjp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X
         (rc = shape(Gy, L->out, X->cols, "output cotangent", L, err)) ||
         (rc = shape(Gx, L->in, X->cols, "input cotangent", L, err)))
         return rc;
-    if (is_mp(X)) L->type->mp->vjp(L, TH(theta, m), X->m, X->cols, Gy->m, Gx->m, X->fmt);
+    if (is_mp(X)) L->type->mp->vjp(L, TH(theta, m), X->m, X->cols, Gy->m, Gx->m, X->fmt), vijp_mat_store(Gx);
     else L->type->d->vjp(L, TH(theta, d), X->d, X->cols, Gy->d, Gx->d);
     return 0;
 }
@@ -230,7 +233,7 @@ int vijp_layer_vjp_param(const vijp_layer *L, const vijp_mat *theta, const vijp_
         (rc = shape(Gy, L->out, X->cols, "output cotangent", L, err)) ||
         (rc = shape(Gt, theta->rows, 1, "parameter gradient", L, err)))
         return rc;
-    if (is_mp(X)) L->type->mp->vjp_param(L, theta->m, X->m, X->cols, Gy->m, Gt->m, X->fmt);
+    if (is_mp(X)) L->type->mp->vjp_param(L, theta->m, X->m, X->cols, Gy->m, Gt->m, X->fmt), vijp_mat_store(Gt);
     else L->type->d->vjp_param(L, theta->d, X->d, X->cols, Gy->d, Gt->d);
     return 0;
 }
@@ -252,7 +255,7 @@ int vijp_layer_fragment(const vijp_layer *L, const vijp_mat *theta, const vijp_m
         (rc = shape(frag, k, 1, "fragment", L, err)))
         return rc;
     if (k == 0) return 0;
-    if (is_mp(X)) L->type->mp->fragment(L, TH(theta, m), X->m, X->cols, Gy->m, frag->m, X->fmt);
+    if (is_mp(X)) L->type->mp->fragment(L, TH(theta, m), X->m, X->cols, Gy->m, frag->m, X->fmt), vijp_mat_store(frag);
     else L->type->d->fragment(L, TH(theta, d), X->d, X->cols, Gy->d, frag->d);
     return 0;
 }
@@ -272,6 +275,7 @@ int vijp_layer_vijp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *
         rc = L->type->mp->vijp(L, TH(theta, m), X->m, X->cols, Gx->m, k ? frag->m : NULL, Gy->m, X->fmt);
         if (rc) return vijp_fail(err, rc, "%s layer (%zu -> %zu) vijp in %s: the Jacobian is singular "
                                  "in this format (rank lost beyond the fragment)", L->type->name, L->in, L->out, X->fmt->name);
+        vijp_mat_store(Gy);
     } else {
         rc = L->type->d->vijp(L, TH(theta, d), X->d, X->cols, Gx->d, k ? frag->d : NULL, Gy->d, err);
     }
@@ -293,7 +297,7 @@ int vijp_layer_jacobian(const vijp_layer *L, const vijp_mat *theta, const vijp_m
     if ((rc = check_theta(L, theta, x, err)) || (rc = shape(x, L->in, 1, "point", L, err)) ||
         (rc = shape(J, L->out, L->in, "Jacobian", L, err)))
         return rc;
-    if (is_mp(x)) L->type->mp->jacobian(L, TH(theta, m), x->m, J->m, x->fmt);
+    if (is_mp(x)) L->type->mp->jacobian(L, TH(theta, m), x->m, J->m, x->fmt), vijp_mat_store(J);
     else L->type->d->jacobian(L, TH(theta, d), x->d, J->d);
     return 0;
 }
@@ -310,6 +314,7 @@ int vijp_layer_cokernel(const vijp_layer *L, const vijp_mat *theta, const vijp_m
     if (is_mp(x)) {
         if ((rc = L->type->mp->cokernel(L, TH(theta, m), x->m, Q->m, x->fmt)))
             return vijp_fail(err, rc, "%s layer cokernel in %s: rank lost beyond the fragment", L->type->name, x->fmt->name);
+        vijp_mat_store(Q);
         return 0;
     }
     return L->type->d->cokernel(L, TH(theta, d), x->d, Q->d, err);
@@ -328,6 +333,7 @@ int vijp_layer_inverse(const vijp_layer *L, const vijp_mat *theta, const vijp_ma
         if ((rc = L->type->mp->inverse(L, TH(theta, m), Y->m, Y->cols, X->m, Y->fmt)))
             return vijp_fail(err, rc, "%s layer inverse in %s failed (%s)", L->type->name, Y->fmt->name,
                              rc == VIJP_EUNSUPPORTED ? "not square" : "singular or outside the range");
+        vijp_mat_store(X);
         return 0;
     }
     return L->type->d->inverse(L, TH(theta, d), Y->d, Y->cols, X->d, err);

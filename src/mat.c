@@ -49,7 +49,20 @@ void vijp_mat_copy(vijp_mat *a, const vijp_mat *b)
 void vijp_mat_set_entry_d(vijp_mat *a, size_t i, double x)
 {
     if (a->d) a->d[i] = x;
-    else vo_set_d(a->m[i], x, a->fmt);
+    else if (!a->fmt->mixed) vo_set_d(a->m[i], x, a->fmt);
+    else { /* one rounding of x to the storage format (not via the accumulation format) */
+        mpfr_t t;
+        mpfr_init2(t, 53);
+        mpfr_set_d(t, x, MPFR_RNDN); /* exact */
+        vo_store(a->m[i], t, a->fmt);
+        mpfr_clear(t);
+    }
+}
+
+void vijp_mat_store(vijp_mat *a)
+{
+    if (!a->m || !a->fmt->mixed) return;
+    for (size_t i = 0, n = vijp_mat_len(a); i < n; i++) vo_store(a->m[i], a->m[i], a->fmt);
 }
 
 void vijp_mat_set_d(vijp_mat *a, const double *src)
@@ -82,11 +95,17 @@ int vijp_mat_check_finite(const vijp_mat *a, const char *what, vijp_error *err)
     return 0;
 }
 
+/* A helper's result, rounded to the storage of a mixed format. */
+static void stored(mpfr_t r, const vijp_format *f)
+{
+    if (f->mixed) vo_store(r, r, f);
+}
+
 void vijp_mat_sub(vijp_mat *a, const vijp_mat *b, const vijp_mat *c)
 {
     for (size_t i = 0, n = vijp_mat_len(a); i < n; i++) {
         if (a->d) a->d[i] = b->d[i] - c->d[i];
-        else vo_sub(a->m[i], b->m[i], c->m[i], a->fmt);
+        else vo_sub(a->m[i], b->m[i], c->m[i], a->fmt), stored(a->m[i], a->fmt);
     }
 }
 
@@ -94,7 +113,7 @@ void vijp_mat_mul_elem(vijp_mat *a, const vijp_mat *b, const vijp_mat *c)
 {
     for (size_t i = 0, n = vijp_mat_len(a); i < n; i++) {
         if (a->d) a->d[i] = b->d[i] * c->d[i];
-        else vo_mul(a->m[i], b->m[i], c->m[i], a->fmt);
+        else vo_mul(a->m[i], b->m[i], c->m[i], a->fmt), stored(a->m[i], a->fmt);
     }
 }
 
@@ -120,8 +139,9 @@ void vijp_mat_tdot(vijp_mat *r, const vijp_mat *A, const vijp_mat *g)
     mpfr_init2(p, r->fmt->prec);
     for (size_t j = 0; j < A->cols; j++) {
         mpfr_set_zero(r->m[j], 1);
-        for (size_t i = 0; i < m; i++) vo_mul(p, A->m[i + j * m], g->m[i], r->fmt), vo_add(r->m[j], r->m[j], p, r->fmt);
+        for (size_t i = 0; i < m; i++) vo_madd(r->m[j], A->m[i + j * m], g->m[i], p, r->fmt);
     }
+    vijp_mat_store(r);
     mpfr_clear(p);
 }
 
@@ -133,7 +153,7 @@ void vijp_mat_convert(vijp_mat *dst, const vijp_mat *src)
         if (src->d) mpfr_set_d(t, src->d[i], MPFR_RNDN);
         else mpfr_set(t, src->m[i], MPFR_RNDN); /* exact: same precision */
         if (dst->d) dst->d[i] = mpfr_get_d(t, MPFR_RNDN);
-        else vo_set(dst->m[i], t, dst->fmt);
+        else vo_store(dst->m[i], t, dst->fmt); /* vo_set unless mixed */
     }
     mpfr_clear(t);
 }

@@ -60,9 +60,9 @@ static double ulps_of(const mpfr_t d, const mpfr_t r, const vijp_format *f, mpfr
     if (f->kind == VIJP_MPFR) {
         if (mpfr_zero_p(r)) return INFINITY;
         e = mpfr_get_exp(r) - f->prec;
-    } else {
-        e = mpfr_zero_p(r) ? f->emin - 1 : mpfr_get_exp(r) - f->prec;
-        if (e < f->emin - 1) e = f->emin - 1;
+    } else { /* ulps of the stored values (mixed formats: the storage format's) */
+        e = mpfr_zero_p(r) ? f->store_emin - 1 : mpfr_get_exp(r) - f->store_prec;
+        if (e < f->store_emin - 1) e = f->store_emin - 1;
     }
     mpfr_abs(t, d, MPFR_RNDN);
     mpfr_mul_2si(t, t, -e, MPFR_RNDN); /* exact: a power-of-two scaling */

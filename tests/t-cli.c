@@ -355,7 +355,7 @@ START_TEST(test_nonfinite_results)
                   "%s", r.out);
     run_free(&r);
     r = run_vijp("certify --layer leaky:0.5 --width 4 --samples 1");
-    ck_assert_msg(r.rc == CLI_OK && strstr(r.out, "binary16   never                       never") &&
+    ck_assert_msg(r.rc == CLI_OK && strstr(r.out, "binary16           never                       never") &&
                       !strstr(r.out, "inf"), "%s", r.out);
     run_free(&r);
 }

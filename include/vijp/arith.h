@@ -34,6 +34,15 @@ void vo_log1p(mpfr_t r, const mpfr_t a, const vijp_format *f);
 void vo_erfc(mpfr_t r, const mpfr_t a, const vijp_format *f);
 void vo_const_pi(mpfr_t r, const vijp_format *f);
 
+/* r := a (of any precision) rounded once to the format's storage
+ * (format.h); vo_set unless mixed. */
+void vo_store(mpfr_t r, const mpfr_t a, const vijp_format *f);
+/* acc += a·b as a matrix product's inner loop computes it in format f:
+ * mixed formats one FMA in the accumulation format (operands first rounded
+ * to operand_prec, if any); others vo_mul then vo_add.  p: scratch at f's
+ * precision (unused, and may be NULL, for mixed formats). */
+void vo_madd(mpfr_t acc, const mpfr_t a, const mpfr_t b, mpfr_t p, const vijp_format *f);
+
 /* n values at the format's precision, set to zero / cleared. */
 mpfr_t *vo_vec_new(size_t n, const vijp_format *f);
 void vo_vec_free(mpfr_t *v, size_t n);

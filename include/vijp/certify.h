@@ -103,10 +103,11 @@ VIJP_MUST_CHECK int vijp_certify_layer(const vijp_layer *L, const double *theta,
  * enclosure excludes 0 are proven submersive; pieces narrower than tol whose
  * enclosure holds 0, or where f′ is enclosed as exactly 0, are reported,
  * adjacent ones merged.  Then, per format, where the layer's own computed
- * f′ (its double operator, or its MPFR operator in binary32, binary16 or
- * bfloat16) first underflows to 0, and where it first falls below u times
- * its largest value (numerically zero next to a unit with f′ ~ 1). */
-#define VIJP_ACT_FORMATS 4
+ * f′ (its double operator, or its MPFR operator in binary32, binary16,
+ * bfloat16, bfloat16+binary32 or binary16+binary32, in that order) first
+ * underflows to 0, and where it first falls below u times its largest value
+ * (numerically zero next to a unit with f′ ~ 1). */
+#define VIJP_ACT_FORMATS 6
 typedef struct {
     double lo, hi;
 } vijp_span;
@@ -118,7 +119,7 @@ typedef struct {
     int complete;        /* the bisection finished within its budget */
     size_t boxes;        /* intervals examined */
     struct {
-        char format[16];
+        char format[24];
         double underflow_at;  /* smallest |x| found with computed f′ == 0 (Inf: none up to the scan's end) */
         double negligible_at; /* smallest |x| found with computed f′ < u · max f′ */
     } fmt[VIJP_ACT_FORMATS];

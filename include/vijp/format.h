@@ -10,8 +10,25 @@ typedef enum {
     VIJP_MPFR,     /* mpfr:P, unbounded exponent range: the oracle */
     VIJP_BINARY32, /* the three below are MPFR emulations: precision, exponent  */
     VIJP_BINARY16, /* range and subnormals of the IEEE format, round to nearest */
-    VIJP_BFLOAT16  /* even (mpfr_subnormalize after every operation)            */
+    VIJP_BFLOAT16, /* even (mpfr_subnormalize after every operation)            */
+    VIJP_MIXED     /* storage+accumulation, e.g. bfloat16+binary32: see below     */
 } vijp_format_kind;
+
+/* Mixed formats model what matrix hardware computes (tensor cores, oneDNN,
+ * PyTorch's bf16 matmuls): values are *stored* in a narrow format, every
+ * operation *computes* in a wider accumulation format, and matrix products
+ * multiply their operands exactly (one fused multiply-add per term, summed
+ * in index order).  For them prec, emin and emax below describe the
+ * accumulation format, which every vo_* operation rounds to, and store_*
+ * the storage format, to which every value leaving an operator (layer
+ * outputs, gradients, fragments, parameters, inputs) is rounded once
+ * (vo_store, vijp_mat_store).  For every other format store_* equal
+ * prec/emin/emax and vo_store is vo_set.
+ *   bfloat16+binary32  storage bfloat16, accumulation binary32
+ *   binary16+binary32  storage binary16, accumulation binary32
+ *   tf32+binary32      storage binary32, accumulation binary32, and the
+ *                      operands of matrix products rounded to TF32's
+ *                      11-bit significand (operand_prec) first */
 
 typedef struct {
     vijp_format_kind kind;
@@ -21,6 +38,10 @@ typedef struct {
     mpfr_exp_t emax;
     size_t value_bytes;   /* bytes one value takes when stored (for memory accounting) */
     char name[32];
+    int mixed;                      /* nonzero: a VIJP_MIXED format (above) */
+    mpfr_prec_t store_prec;         /* the storage format; equal to prec, emin, */
+    mpfr_exp_t store_emin, store_emax; /* emax unless mixed */
+    mpfr_prec_t operand_prec;       /* tf32+binary32: 11; otherwise 0 (no operand rounding) */
 } vijp_format;
 
 /* Precision limits of mpfr:P.  The lower limit is MPFR's; the upper one keeps
@@ -30,14 +51,19 @@ typedef struct {
 
 #include "vijp/error.h"
 
-/* Parse "double", "mpfr:P", "binary32", "binary16", "bfloat16". */
+/* Parse "double", "mpfr:P", "binary32", "binary16", "bfloat16",
+ * "bfloat16+binary32", "binary16+binary32", "tf32+binary32". */
 VIJP_MUST_CHECK int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err);
 /* One of the fixed formats (every kind but VIJP_MPFR, which needs a
  * precision: vijp_format_mpfr); cannot fail. */
 void vijp_format_fixed(vijp_format *f, vijp_format_kind kind);
 /* mpfr:P with P bits, unbounded exponent range. */
 VIJP_MUST_CHECK int vijp_format_mpfr(vijp_format *f, long prec, vijp_error *err);
-/* Unit roundoff u = 2^-p of the format. */
+/* Unit roundoff u = 2^-p of the format's storage (mixed formats: of the
+ * narrower of storage and matrix-product operands, the precision a value
+ * keeps between operations). */
 double vijp_format_unit_roundoff(const vijp_format *f);
+/* The precision in bits that unit roundoff is of (see above). */
+mpfr_prec_t vijp_format_value_prec(const vijp_format *f);
 
 #endif

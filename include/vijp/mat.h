@@ -25,7 +25,7 @@ void vijp_mat_copy(vijp_mat *a, const vijp_mat *b);
 void vijp_mat_set_d(vijp_mat *a, const double *src);
 /* a[i] rounded to double (nearest). */
 double vijp_mat_get_d(const vijp_mat *a, size_t i);
-/* a[i] := x rounded to the format. */
+/* a[i] := x rounded to the format (mixed formats: once, to the storage). */
 void vijp_mat_set_entry_d(vijp_mat *a, size_t i, double x);
 /* Exact (or correctly rounded to prec) copy into MPFR values of precision prec.
  * out must have vijp_mat_len(a) entries, initialised by the caller. */
@@ -34,6 +34,11 @@ void vijp_mat_get_mpfr(const vijp_mat *a, mpfr_t *out);
 VIJP_MUST_CHECK int vijp_mat_check_finite(const vijp_mat *a, const char *what, vijp_error *err);
 
 
+
+/* Round every entry to the format's storage (mixed formats, format.h; a
+ * no-op for the others).  The layer operators' results get this in
+ * vijp_layer_*; so do the helpers below. */
+void vijp_mat_store(vijp_mat *a);
 
 /* Helpers the engines share; arithmetic is rounded in the matrices' format. */
 /* a := b − c (same shape). */

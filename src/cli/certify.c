@@ -190,12 +190,12 @@ static void print_table(const char *spec, const vijp_layer *L, uint64_t seed, co
         printf("f′ may vanish on\n");
         for (size_t i = 0; i < act->n_bad; i++) printf("  [%.17g, %.17g]\n", act->bad[i].lo, act->bad[i].hi);
     }
-    printf("%-9s  %-26s  %s\n", "format", "computed f′ = 0 from |x| ≈", "f′ < u·max f′ from |x| ≈");
+    printf("%-17s  %-26s  %s\n", "format", "computed f′ = 0 from |x| ≈", "f′ < u·max f′ from |x| ≈");
     for (int k = 0; k < VIJP_ACT_FORMATS; k++) { /* ∞: f′ never reaches 0 (or negligible) in the format */
         char u[32] = "never", g[32] = "never";
         if (isfinite(act->fmt[k].underflow_at)) snprintf(u, sizeof u, "%.6g", act->fmt[k].underflow_at);
         if (isfinite(act->fmt[k].negligible_at)) snprintf(g, sizeof g, "%.6g", act->fmt[k].negligible_at);
-        printf("%-9s  %-26s  %s\n", act->fmt[k].format, u, g);
+        printf("%-17s  %-26s  %s\n", act->fmt[k].format, u, g);
     }
     printf("(where f′ is 0 or negligible the layer is numerically non-submersive even if analytically submersive)\n");
 }

@@ -41,7 +41,9 @@ static const char help_drift[] =
     "  --depth D         layers (default 64); one run gives every layer's error\n"
     "  --width N         input width (default: the first dense layer's)\n"
     "  --batch B         samples per gradient (default 1)\n"
-    "  --formats LIST    bfloat16,binary16,binary32,double,mpfr:P\n"
+    "  --formats LIST    bfloat16,binary16,binary32,double,mpfr:P, and the mixed\n"
+    "                    bfloat16+binary32, binary16+binary32, tf32+binary32\n"
+    "                    (storage+accumulation, as matrix hardware computes)\n"
     "                    (default bfloat16,binary32,double); mpfr:P up to\n"
     "                    P = R/4 for --ref-prec-max R (2048 by default)\n"
     "  --engines LIST    engines that rebuild gradients: moonwalk, pure-forward,\n"
@@ -51,7 +53,8 @@ static const char help_drift[] =
     "  --segment K       checkpoint engine: layers per segment (default ⌈√depth⌉)\n"
     "  --loss L          square | linear (default square)\n"
     "  --tol F=T,...     tolerance of the safe depth per format (defaults: 1e-2\n"
-    "                    bfloat16/binary16, 1e-4 binary32, 1e-10 double, 2^(-P/2) mpfr:P)\n"
+    "                    bfloat16/binary16 and their +binary32 and tf32+binary32,\n"
+    "                    1e-4 binary32, 1e-10 double, 2^(-P/2) mpfr:P)\n"
     "  --ref-prec P      first reference precision (default max(256, 2P)); it is\n"
     "                    doubled until two successive references agree\n"
     "  --ref-prec-max P  give up past P bits (default 8192, at most 65536); the\n"
@@ -80,7 +83,9 @@ static const char help_report[] =
     "0.1, 0.5 and 0.9; a RevNet stack (additive coupling blocks, F = G = dense:16 +\n"
     "tanh); dense:32 + GELU and + Mish (nested forward-mode AD); and a mixed\n"
     "ReLU/LayerNorm network whose vijps need fragments.  Orthogonal and Gaussian\n"
-    "initialisation, in bfloat16, binary32, double and mpfr:113, to depth 256,\n"
+    "initialisation, in bfloat16, bfloat16+binary32 (bf16 storage, binary32\n"
+    "accumulation: how much of bf16's loss is the accumulation), binary32, double\n"
+    "and mpfr:113, to depth 256,\n"
     "seeds 1,2,3; Moonwalk and the reversible engine against backprop, and every\n"
     "engine's stored bytes against depth.\n"
     "Writes reports/latest/, replaced all or nothing as 'vijp drift' replaces its\n"
@@ -209,7 +214,7 @@ static int run_study(int argc, char **argv, int is_report)
     static study s; /* large (configs table): kept off the stack */
     memset(&s, 0, sizeof s);
     const char *specs[STUDY_MAX], *inits = is_report ? "orthogonal,gaussian" : "orthogonal";
-    const char *formats = is_report ? "bfloat16,binary32,double,mpfr:113" : "bfloat16,binary32,double";
+    const char *formats = is_report ? "bfloat16,bfloat16+binary32,binary32,double,mpfr:113" : "bfloat16,binary32,double";
     const char *seeds = "1,2,3", *engines = is_report ? "moonwalk,reversible" : "moonwalk", *tols = NULL;
     size_t n_specs = 0;
     s.depth = is_report ? 256 : 64;

@@ -31,6 +31,7 @@ static const char help[] =
     "  --tangent U.npy    u, shape [batch, in]; default: seeded N(0, 1)\n"
     "  --cotangent G.npy  g, shape [batch, out]; default: seeded N(0, 1)\n"
     "  --format F         double | binary32 | binary16 | bfloat16 | mpfr:P (default double)\n"
+    "                     | bfloat16+binary32 | binary16+binary32 | tf32+binary32\n"
     "  --seed S           seed of θ and of the default u, g (default 1)\n"
     "  --save DIR         the folder (required)\n"
     "  -q, --quiet        print nothing on success\n"

@@ -42,6 +42,7 @@ static const char help[] =
     "                   segments recomputed)\n"
     "                   (default moonwalk)\n"
     "  --format F       double | binary32 | binary16 | bfloat16 | mpfr:P, P <= 32768\n"
+    "                   | bfloat16+binary32 | binary16+binary32 | tf32+binary32\n"
     "                   (the reference runs at 2P bits, at most 65536; default double)\n"
     "  --init I         orthogonal | gaussian | kaiming-uniform | scaled:G (default\n"
     "                   orthogonal; kaiming-uniform: PyTorch's nn.Linear default)\n"

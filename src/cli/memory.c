@@ -25,6 +25,7 @@ static const char help[] =
     "  --width N         input width (default: the first dense layer's)\n"
     "  --batch B         samples per step (default 1)\n"
     "  --format F        double | binary32 | binary16 | bfloat16 | mpfr:P (default double)\n"
+    "                    | bfloat16+binary32 | binary16+binary32 | tf32+binary32\n"
     "  --engines LIST    backprop,moonwalk,pure-forward,reversible,checkpoint\n"
     "                    (default: all)\n"
     "  --seed S          seed of parameters and inputs (default 1)\n"

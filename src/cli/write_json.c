@@ -98,9 +98,9 @@ static json_t *curve_json(const study *s, size_t ci, size_t fi)
         const vijp_drift_curve *c = study_curve(s, ci, fi, k);
         json_t *engines = json_array();
         for (size_t r = 0; r < c->n_runs; r++)
-            json_array_append_new(engines, run_json(s, c, r, has_param, s->tol[fi], (long)f->prec));
+            json_array_append_new(engines, run_json(s, c, r, has_param, s->tol[fi], (long)vijp_format_value_prec(f)));
         run_stats st;
-        run_stats_of(c, verdict_run(s), has_param, s->tol[fi], (long)f->prec, &st);
+        run_stats_of(c, verdict_run(s), has_param, s->tol[fi], (long)vijp_format_value_prec(f), &st);
         v[0][k] = st.safe_depth, v[1][k] = st.growth_rate, v[2][k] = c->predicted_rate;
         v[3][k] = c->lyap_rate, v[4][k] = st.bits_needed, v[5][k] = st.price;
         json_array_append_new(
@@ -122,7 +122,7 @@ static json_t *curve_json(const study *s, size_t ci, size_t fi)
                                 "price", spread_json(spread_of(v[5], n)));
     return json_pack("{s:I, s:s, s:s, s:s, s:b, s:f, s:f, s:o, s:o}", "config", (json_int_t)ci + 1, "spec",
                      s->configs[ci].spec, "init", s->configs[ci].init_name, "format", f->name, "reproducible",
-                     format_reproducible(f), "tol", s->tol[fi], "unit_roundoff", ldexp(1.0, -(int)f->prec),
+                     format_reproducible(f), "tol", s->tol[fi], "unit_roundoff", vijp_format_unit_roundoff(f),
                      "summary", summary, "seeds", seeds);
 }
 
