@@ -56,7 +56,7 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/check_main.o $(BUILD)/tests/testutil.o $(BUILD)/tests/layerfix.o $(BUILD)/tests/clirun.o $(BUILD)/tests/certfix.o \
             $(BUILD)/examples/layer-template/scaledtanh.o \
-            $(BUILD)/src/cli/progress.o # the shipped plugin (t-registry.c) and the command's progress meter (t-progress.c), tested in-process
+            $(BUILD)/src/cli/progress.o $(BUILD)/src/cli/unit_io.o # the shipped plugin (t-registry.c), the command's progress meter (t-progress.c) and unit text (t-resume.c), tested in-process
 # The shared library's objects: position-independent, in their own tree.
 PIC_OBJ := $(LIB_SRC:%.c=$(BUILD)/pic/%.o)
 BENCH_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/bench-*.c))
@@ -91,6 +91,9 @@ $(shell mkdir -p $(BUILD) && echo '#define VIJP_GIT_COMMIT "$(GIT_COMMIT)"' | cm
         echo '#define VIJP_GIT_COMMIT "$(GIT_COMMIT)"' > $(BUILD)/commit.h)
 $(BUILD)/src/cli/write_json.o: VIJP_CPPFLAGS += -include $(BUILD)/commit.h
 $(BUILD)/src/cli/write_json.o: $(BUILD)/commit.h
+# --resume's study parameters name the build too (src/cli/resume.c).
+$(BUILD)/src/cli/resume.o: VIJP_CPPFLAGS += -include $(BUILD)/commit.h
+$(BUILD)/src/cli/resume.o: $(BUILD)/commit.h
 
 # docs/drift.schema.json compiled into the command as a C string literal:
 # src/cli/drift_schema.c interprets the very document the project publishes.

@@ -3,6 +3,7 @@
 #include "vijp/error.h"
 #include "cli.h"
 #include "progress.h"
+#include "resume.h"
 #include "study_stats.h"
 #include "write.h"
 #include "vijp/vijp.h"
@@ -58,6 +59,12 @@ static const char help_drift[] =
     "                    first reference precision must double at least once\n"
     "                    within it\n"
     "  --out DIR         report folder (default reports/drift)\n"
+    "  --resume          continue a study that was killed or failed: curves it\n"
+    "                    finished are kept beside DIR (.DIR.vijp-units/, removed\n"
+    "                    once the report is written) and only the others are\n"
+    "                    computed; the report is the one an uninterrupted run\n"
+    "                    writes.  Refused (exit 2) if any parameter of the study\n"
+    "                    changed.  Without --resume, kept curves are discarded\n"
     "  --jobs N          worker threads (default: the online CPUs)\n"
     "  --progress, --no-progress\n"
     "                    progress meter on stderr: curves done, time elapsed and\n"
@@ -70,8 +77,10 @@ static const char help_drift[] =
     "Exit status: 0 success, 1 the computation or the writing failed (e.g. the\n"
     "reference did not settle, the disk is full; the previous report is left as\n"
     "it was), 2 bad usage or input, or another run is writing the same folder\n"
-    "(nothing is written).  Stopped by SIGINT or SIGTERM, the run leaves the\n"
-    "previous report as it was and dies of the signal (a shell shows 130, 143).\n";
+    "(nothing is written), or --resume found the curves of another study.\n"
+    "Stopped by SIGINT or SIGTERM, the run leaves the previous report as it was\n"
+    "and dies of the signal (a shell shows 130, 143); the curves it finished\n"
+    "are kept for --resume.\n";
 
 static const char help_report[] =
     "usage: vijp report [options]\n"
@@ -193,16 +202,18 @@ static int study_fits_memory(const study *s, const char *name, vijp_error *err)
     return cli_memory_fits(name + 5 /* past "vijp " */, unit * (double)(jobs < units ? jobs : units));
 }
 
+static void keep_unit(void *units, size_t j, const vijp_drift_curve *c) { unit_store_save(units, j, c); }
+
 static int run_study(int argc, char **argv, int is_report)
 {
-    enum { O_INPUT = 300, O_WEIGHTS, O_TOL = 256, O_REFP, O_REFMAX, O_PROG, O_NOPROG, O_NOPLOTS, O_SEGMENT };
+    enum { O_INPUT = 300, O_WEIGHTS, O_RESUME, O_TOL = 256, O_REFP, O_REFMAX, O_PROG, O_NOPROG, O_NOPLOTS, O_SEGMENT };
     static const struct option opts[] = {
         {"net", 1, 0, 'n'},      {"init", 1, 0, 'i'},       {"depth", 1, 0, 'd'},    {"width", 1, 0, 'w'},
         {"batch", 1, 0, 'b'},    {"formats", 1, 0, 'f'},    {"engines", 1, 0, 'e'},  {"seeds", 1, 0, 's'},
         {"loss", 1, 0, 'l'},     {"tol", 1, 0, O_TOL},      {"ref-prec", 1, 0, O_REFP}, {"ref-prec-max", 1, 0, O_REFMAX},
         {"out", 1, 0, 'o'},      {"jobs", 1, 0, 'j'},       {"progress", 0, 0, O_PROG}, {"no-progress", 0, 0, O_NOPROG},
         {"no-plots", 0, 0, O_NOPLOTS}, {"quiet", 0, 0, 'q'}, {"help", 0, 0, 'h'},   {"segment", 1, 0, O_SEGMENT},
-        {"input", 1, 0, O_INPUT}, {"weights", 1, 0, O_WEIGHTS},
+        {"input", 1, 0, O_INPUT}, {"weights", 1, 0, O_WEIGHTS}, {"resume", 0, 0, O_RESUME},
         {0, 0, 0, 0},
     };
     const char *name = is_report ? "vijp report" : "vijp drift";
@@ -218,7 +229,7 @@ static int run_study(int argc, char **argv, int is_report)
     s.jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
     int forced_progress = 0; /* --progress 1, --no-progress -1 */
     s.plots = 1;
-    int quiet = 0, c, depth_given = 0, batch_given = 0, loss_given = 0;
+    int quiet = 0, c, depth_given = 0, batch_given = 0, loss_given = 0, resume = 0;
     unsigned long long v;
     vijp_error err = {0};
     optind = 1;
@@ -241,6 +252,7 @@ static int run_study(int argc, char **argv, int is_report)
         case 'l': if (vijp_loss_parse(optarg, &s.loss, &err)) goto usage_err; loss_given = 1; break;
         case O_INPUT: s.input = optarg; break;
         case O_WEIGHTS: s.weights = optarg; break;
+        case O_RESUME: resume = 1; break;
         case O_TOL: tols = optarg; break;
         case O_REFP: if (cli_parse_size("--ref-prec", optarg, VIJP_PREC_MIN, VIJP_PREC_MAX, &v)) return EXIT_USAGE; s.ref_prec_start = (long)v; break;
         case O_REFMAX: if (cli_parse_size("--ref-prec-max", optarg, VIJP_PREC_MIN, VIJP_PREC_MAX, &v)) return EXIT_USAGE; s.ref_prec_max = (long)v; break;
@@ -306,7 +318,14 @@ static int run_study(int argc, char **argv, int is_report)
         fprintf(stderr, "%s: warning: gnuplot not found, plots skipped (install gnuplot-nox)\n", name);
         s.plots = 0;
     }
-    s.command = quoted_command(argc - 1, argv + 1, name);
+    /* The command the report names leaves --resume out: a resumed report is
+     * the one the command without it writes, byte for byte. */
+    char **kept_args = vijp_alloc_array((size_t)argc, sizeof *kept_args);
+    int n_kept = 0;
+    for (int k = 1; k < argc; k++)
+        if (strcmp(argv[k], "--resume")) kept_args[n_kept++] = argv[k];
+    s.command = quoted_command(n_kept, kept_args, name);
+    free(kept_args);
     /* The report folder is locked for the whole run and replaced all or
      * nothing at its end (atomic.h). */
     report_out out;
@@ -314,11 +333,26 @@ static int run_study(int argc, char **argv, int is_report)
         free(s.command);
         goto usage_err;
     }
-    int rc = study_run(&s, &err);
+    /* Finished curves are kept beside the folder as they come (resume.h). */
+    unit_store units;
+    size_t kept;
+    int rc = unit_store_open(&units, &out, &s, resume, !quiet, &kept, &err);
+    if (rc) {
+        report_out_close(&out);
+        study_free(&s);
+        if (rc == VIJP_EINVAL) goto usage_err;
+        fprintf(stderr, "%s: %s (%s left as it was)\n", name, err.msg, s.out_dir);
+        return EXIT_FAILED;
+    }
+    s.on_unit = keep_unit;
+    s.on_unit_ctx = &units;
+    rc = study_run(&s, &err);
     if (!rc) rc = report_out_begin(&out, &err);
     if (!rc) rc = study_write(&s, &out, &err);
     if (!rc) rc = report_out_commit(&out, &err);
     if (rc) report_out_abort(&out);
+    if (!rc) unit_store_finish(&units);
+    unit_store_close(&units);
     report_out_close(&out);
     report_out_reraise(); /* a signal stopped the run: the folder is as it was */
     if (rc) {

@@ -171,6 +171,7 @@ static void *worker(void *arg)
     study *s = p->s;
     for (;;) {
         pthread_mutex_lock(&p->lock);
+        while (!p->failed && p->next < p->total && s->done && s->done[p->next]) p->next++;
         size_t j = p->failed ? p->total : p->next++;
         pthread_mutex_unlock(&p->lock);
         if (j >= p->total) {
@@ -187,6 +188,7 @@ static void *worker(void *arg)
         };
         vijp_error e = {0};
         int rc = vijp_drift_run(&ds, &s->curves[j], &e);
+        if (!rc && s->on_unit) s->on_unit(s->on_unit_ctx, j, &s->curves[j]);
         pthread_mutex_lock(&p->lock);
         if (rc && !p->failed) {
             p->failed = rc;
@@ -200,14 +202,17 @@ static void *worker(void *arg)
 
 int study_run(study *s, vijp_error *err)
 {
-    pool p = {.s = s, .total = s->n_configs * s->n_formats * s->n_seeds};
-    s->curves = vijp_alloc_array(p.total, sizeof *s->curves);
+    pool p = {.s = s, .total = study_units(s)};
+    if (!s->curves) s->curves = vijp_alloc_array(p.total, sizeof *s->curves);
+    size_t todo = p.total;
+    for (size_t j = 0; s->done && j < p.total; j++) todo -= s->done[j];
     pthread_mutex_init(&p.lock, NULL);
-    progress_start(&p.meter, s->progress ? stderr : NULL, p.total, "curves", NULL);
+    /* The meter counts the curves this run computes (kept ones aside), so that its estimate of the time left holds. */
+    progress_start(&p.meter, s->progress ? stderr : NULL, todo, "curves", NULL);
     /* MPFR keeps its exponent range per thread only when built thread-safe. */
     int jobs = mpfr_buildopt_tls_p() ? s->jobs : 1;
     if (jobs < 1) jobs = 1;
-    if ((size_t)jobs > p.total) jobs = (int)p.total;
+    if ((size_t)jobs > todo) jobs = todo ? (int)todo : 1;
     /* Curves run in parallel; OpenBLAS threads on top of them only spin
      * (sched_yield) on these small matrices.  One BLAS thread always, so
      * that double results do not depend on --jobs either. */
@@ -230,10 +235,12 @@ int study_run(study *s, vijp_error *err)
 
 void study_free(study *s)
 {
-    size_t total = s->n_configs * s->n_formats * s->n_seeds;
+    size_t total = study_units(s);
     for (size_t j = 0; s->curves && j < total; j++) vijp_drift_curve_clear(&s->curves[j]);
     free(s->curves);
+    free(s->done);
     free(s->command);
     s->curves = NULL;
+    s->done = NULL;
     s->command = NULL;
 }

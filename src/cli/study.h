@@ -33,14 +33,20 @@ typedef struct {
     char *command;         /* the command line, shell-quoted */
     int jobs, progress, plots;
     vijp_drift_curve *curves; /* [(config · n_formats + format) · n_seeds + seed] */
+    unsigned char *done;      /* NULL, or done[j]: curves[j] is already there (--resume, resume.h) */
+    /* Called (on a worker thread) with each curve as it is finished, when set. */
+    void (*on_unit)(void *ctx, size_t j, const vijp_drift_curve *c);
+    void *on_unit_ctx;
 } study;
+
+static inline size_t study_units(const study *s) { return s->n_configs * s->n_formats * s->n_seeds; }
 
 static inline vijp_drift_curve *study_curve(const study *s, size_t c, size_t f, size_t k)
 {
     return &s->curves[(c * s->n_formats + f) * s->n_seeds + k];
 }
 
-/* Run every curve on s->jobs threads, with the progress meter (progress.h) when s->progress.
+/* Run every curve (but those done) on s->jobs threads, with the progress meter (progress.h) when s->progress.
  * Returns 0, or a VIJP_E* code with err naming the failed curve. */
 VIJP_MUST_CHECK int study_run(study *s, vijp_error *err);
 void study_free(study *s);
