@@ -50,7 +50,19 @@ COMPILE = $(CC) $(VIJP_CPPFLAGS) $(CPPFLAGS) $(VIJP_CFLAGS) $(CFLAGS) $(VIJP_FPF
 LINK    = $(CC) $(VIJP_CFLAGS) $(CFLAGS) $(VIJP_FPFLAGS) $(VIJP_LDFLAGS) $(LDFLAGS)
 
 LIB_SRC := $(wildcard src/*.c src/layers/*.c src/engines/*.c src/array_io/*.c) $(wildcard oracles/*.c)
-CLI_SRC := $(wildcard src/cli/*.c)
+# MPI (src/cli/mpi_study.h): MPI=1 builds src/cli/mpi_study.c with mpicc's
+# flags, MPI=0 its serial stand-in src/cli/mpi_serial.c; by default MPI=1
+# where mpicc is found.  Switching rebuilds the command ($(BUILD)/mpi-config).
+MPICC   ?= mpicc
+MPI     ?= $(if $(shell command -v $(MPICC) 2>/dev/null),1,0)
+ifeq ($(MPI),1)
+MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null || pkg-config --cflags ompi-c mpich 2>/dev/null)
+MPI_LIBS   := $(shell $(MPICC) --showme:link 2>/dev/null || pkg-config --libs ompi-c mpich 2>/dev/null)
+CLI_SRC := $(filter-out src/cli/mpi_serial.c,$(wildcard src/cli/*.c))
+else
+MPI_LIBS   :=
+CLI_SRC := $(filter-out src/cli/mpi_study.c,$(wildcard src/cli/*.c))
+endif
 TEST_SRC := $(wildcard tests/t-*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -89,6 +101,8 @@ include $(wildcard $(DEPS))
 GIT_COMMIT := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 $(shell mkdir -p $(BUILD) && echo '#define VIJP_GIT_COMMIT "$(GIT_COMMIT)"' | cmp -s - $(BUILD)/commit.h || \
         echo '#define VIJP_GIT_COMMIT "$(GIT_COMMIT)"' > $(BUILD)/commit.h)
+$(shell mkdir -p $(BUILD) && echo 'MPI=$(MPI) $(MPI_LIBS)' | cmp -s - $(BUILD)/mpi-config || echo 'MPI=$(MPI) $(MPI_LIBS)' > $(BUILD)/mpi-config)
+$(BUILD)/src/cli/mpi_study.o: VIJP_CPPFLAGS += $(MPI_CFLAGS)
 $(BUILD)/src/cli/write_json.o: VIJP_CPPFLAGS += -include $(BUILD)/commit.h
 $(BUILD)/src/cli/write_json.o: $(BUILD)/commit.h
 # --resume's study parameters name the build too (src/cli/resume.c).
@@ -116,8 +130,8 @@ $(BUILD)/libvijp.so: $(BUILD)/$(SHLIB)
 
 # The command exports the whole library (--whole-archive, -rdynamic): layer
 # plugins resolve their vijp symbols against it (see include/vijp/plugin.h).
-$(BUILD)/vijp: $(CLI_OBJ) $(BUILD)/libvijp.a
-	$(LINK) -rdynamic -o $@ $(CLI_OBJ) -Wl,--whole-archive $(BUILD)/libvijp.a -Wl,--no-whole-archive $(LDLIBS) $(VIJP_LIBS)
+$(BUILD)/vijp: $(CLI_OBJ) $(BUILD)/libvijp.a $(BUILD)/mpi-config
+	$(LINK) -rdynamic -o $@ $(CLI_OBJ) -Wl,--whole-archive $(BUILD)/libvijp.a -Wl,--no-whole-archive $(LDLIBS) $(VIJP_LIBS) $(MPI_LIBS)
 
 # The man page, from the command's own --help texts.
 $(BUILD)/vijp.1: $(BUILD)/vijp scripts/gen-man.sh
@@ -150,7 +164,7 @@ $(BUILD)/perturbed/layer.o: src/layer.c $(BUILD)/perturbed/layer.d
 	@mkdir -p $(dir $@)
 	$(COMPILE) -DVIJP_PERTURB_VIJP -c $< -o $@
 $(BUILD)/vijp-perturbed: $(CLI_OBJ) $(filter-out $(BUILD)/src/layer.o,$(LIB_OBJ)) $(BUILD)/perturbed/layer.o
-	$(LINK) -rdynamic -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
+	$(LINK) -rdynamic -o $@ $^ $(LDLIBS) $(VIJP_LIBS) $(MPI_LIBS)
 
 # check-install: `make install` into a fresh temporary prefix, then a program
 # written there is built with nothing but `pkg-config --cflags --libs vijp`,

@@ -51,6 +51,28 @@ static inline vijp_drift_curve *study_curve(const study *s, size_t c, size_t f, 
 VIJP_MUST_CHECK int study_run(study *s, vijp_error *err);
 void study_free(study *s);
 
+/* The parts of study_run, for a scheduler that also hands curves to other
+ * processes (mpi_study.h).  study_pool_start orders the curves not done,
+ * largest first (study_unit_cost), starts `threads` worker threads (0: none)
+ * taking curves in that order, and starts the progress meter.
+ * study_pool_take hands the next curve to another computer (0: none left,
+ * or a curve failed); study_pool_done records it, computed into
+ * s->curves[j] (or failed with rc and msg; where, such as "rank 3: ",
+ * prefixes the message), and calls s->on_unit.  study_pool_finish joins the
+ * threads and returns the first failure, its message naming the curve. */
+typedef struct study_pool study_pool;
+study_pool *study_pool_start(study *s, int threads);
+int study_pool_take(study_pool *p, size_t *j);
+void study_pool_done(study_pool *p, size_t j, int rc, const char *where, const char *msg);
+VIJP_MUST_CHECK int study_pool_finish(study_pool *p, vijp_error *err);
+/* Curve j into *c (what every worker runs); err: the engine's message. */
+VIJP_MUST_CHECK int study_run_unit(const study *s, size_t j, vijp_drift_curve *c, vijp_error *err);
+/* "SPEC (INIT), FORMAT, seed K": curve j in messages. */
+void study_unit_name(const study *s, size_t j, char *buf, size_t size);
+/* Relative cost of curve j, for ordering (largest first): depth × width² ×
+ * batch × (the reference at p and 2p bits + every engine in the format). */
+double study_unit_cost(const study *s, size_t j);
+
 /* Write drift.csv, curves.csv, summary.csv, memory.csv, the plots,
  * drift.json and report.md into the report generation out has begun
  * (src/cli/atomic.h), which publishes them together. */
