@@ -4,6 +4,8 @@
 #                    ASan + UBSan; check-install is skipped, see below)
 #   make check-install  install into a temporary prefix and build a program against it
 #                    with pkg-config, shared and static
+#   make check-mpi   a small study under mpirun at P = 1, 2, 4 against one process, killed
+#                    and resumed (run by make check in a build with MPI: make MPI=1/0 chooses)
 #   make check-long  the certification suite on 10^5 adversarial matrices; the
 #                    allocation-failure walk over every allocation (tests/t-faults.c)
 #   make report      the main job on its embedded default (reports/latest/)
@@ -196,6 +198,19 @@ check: $(BUILD)/check_vijp $(BUILD)/vijp $(BUILD)/vijp-perturbed $(PLUGINS) $(CH
 	$(CHECK_INSTALL)
 	VIJP_BIN=$(abspath $(BUILD)/vijp) $(or $(PYTHON_TORCH),python3) scripts/check-torch-roundtrip.py
 	$(FUZZ_REPLAY)
+	$(CHECK_MPI)
+
+# A study under mpirun at P = 1, 2, 4 against one process, killed and
+# resumed (scripts/check-mpi.sh), in a build with MPI; not under SANITIZE=1
+# (Open MPI's start-up is not leak-clean).  `make check-mpi` runs it alone.
+ifeq ($(MPI)$(SANITIZE),1)
+CHECK_MPI = scripts/check-mpi.sh $(BUILD)/vijp
+else
+CHECK_MPI = @echo "check-mpi: SKIPPED ($(if $(filter 1,$(SANITIZE)),under SANITIZE=1,built without MPI: install libopenmpi-dev openmpi-bin, or make MPI=1))"
+endif
+.PHONY: check-mpi
+check-mpi: $(BUILD)/vijp
+	$(CHECK_MPI)
 
 # A python3 that imports torch, for the PyTorch round trip (evaluated only by
 # make check: importing torch takes seconds); none: the script says SKIPPED.
