@@ -5,7 +5,8 @@
 # 4; a run killed midway (rank 0 SIGKILLed after some curves) resumed with
 # --resume at another P; a run whose rank 2 dies: rank 0 names the curve it
 # had, nothing is written, and a serial --resume finishes it; a curve that
-# fails on some rank: exit 1 naming it, nothing written.
+# fails on some rank: exit 1 naming it, nothing written; vijp certify's
+# samples over ranks print what one process prints.
 #
 # Usage: scripts/check-mpi.sh [VIJP]   (default: build/vijp beside scripts/)
 # Run by `make check` in a build with MPI; about 20 s on 2 cores.
@@ -75,4 +76,16 @@ rc=0
 grep -q "binary16, seed [12]: parameters of layer 1 in binary16" err || { cat err >&2; fail "the failing curve is not named"; }
 [ ! -e out ] || fail "a failed run left a report folder"
 echo "check-mpi: a failing curve: exit 1 naming it, nothing written"
+# vijp certify's samples shared over ranks: the same table and JSON, and
+# the same exit status (relu: some samples not submersive, exit 1).
+for args in "--layer tanh --width 8 --samples 24" "--layer dense:6 --width 8 --samples 20 --json" \
+            "--layer relu --width 6 --samples 20"; do
+  rc1=0; "$vijp" certify $args >one.out 2>&1 || rc1=$?
+  for p in 2 4; do
+    rcp=0; "${mpirun[@]}" -n $p "$vijp" certify $args >many.out 2>many.err || rcp=$?
+    [ $rcp -eq $rc1 ] || { cat many.err >&2; fail "certify $args: exit $rcp at P = $p, $rc1 alone"; }
+    cmp -s one.out many.out || { diff one.out many.out | head >&2; fail "certify $args: P = $p prints otherwise"; }
+  done
+done
+echo "check-mpi: certify at P = 2, 4: the same certificates, byte for byte"
 echo "check-mpi: OK"

@@ -215,36 +215,6 @@ static int study_fits_memory(const study *s, const char *name, vijp_error *err)
 
 static void keep_unit(void *units, size_t j, const vijp_drift_curve *c) { unit_store_save(units, j, c); }
 
-/* Under mpirun, ranks other than 0 parse the command line with their
- * stdout and stderr set aside (a temporary file), so that a mistake is said
- * once, by rank 0; a worker's messages are shown only when it alone failed
- * (a file it cannot read, say). */
-typedef struct {
-    int rank, saved_out, saved_err;
-    FILE *captured;
-} rank_output;
-
-static void rank_output_hide(rank_output *o, int rank)
-{
-    *o = (rank_output){.rank = rank, .saved_out = -1, .saved_err = -1};
-    if (!rank || !(o->captured = tmpfile())) return;
-    fflush(stdout), fflush(stderr);
-    o->saved_out = dup(STDOUT_FILENO), o->saved_err = dup(STDERR_FILENO);
-    dup2(fileno(o->captured), STDOUT_FILENO), dup2(fileno(o->captured), STDERR_FILENO);
-}
-
-static void rank_output_show(rank_output *o, int show)
-{
-    if (!o->captured) return;
-    fflush(stdout), fflush(stderr);
-    dup2(o->saved_out, STDOUT_FILENO), dup2(o->saved_err, STDERR_FILENO);
-    close(o->saved_out), close(o->saved_err);
-    char line[1024];
-    rewind(o->captured);
-    while (show && fgets(line, sizeof line, o->captured)) fprintf(stderr, "rank %d: %s", o->rank, line);
-    fclose(o->captured);
-}
-
 static int study_command(const mpi_world *w, int argc, char **argv, int is_report)
 {
     enum { O_INPUT = 300, O_WEIGHTS, O_RESUME, O_TOL = 256, O_REFP, O_REFMAX, O_PROG, O_NOPROG, O_NOPLOTS, O_SEGMENT };

@@ -42,3 +42,9 @@ int mpi_study_run(const mpi_world *w, study *s, int threads, uint64_t study_hash
     s->jobs = threads;
     return study_run(s, err);
 }
+
+int mpi_certify_run(const mpi_world *w, certify_job *job, vijp_certificate *c, size_t *n, vijp_error *err)
+{
+    (void)w;
+    return certify_run_serial(job, c, n, err);
+}

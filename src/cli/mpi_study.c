@@ -215,3 +215,145 @@ int mpi_study_run(const mpi_world *w, study *s, int threads, uint64_t study_hash
     if (w->rank) return worker(w, s, study_hash);
     return root(w, s, threads, study_hash, err);
 }
+
+/* ---- vijp certify's samples ----
+ * The same tags: TAG_WORK carries a sample index, TAG_RESULT an int64 status
+ * and then the certificate (the struct's bytes, then its singular values and
+ * cokernel basis where its pointers are set: every rank runs the same
+ * binary) or the message. */
+
+static char *certificate_message(int64_t rc, const vijp_certificate *c, const char *msg, size_t *n)
+{
+    size_t sv = c && c->num.sv ? (c->num.m < c->num.n ? c->num.m : c->num.n) : 0;
+    size_t cok = c && c->num.cokernel ? (c->num.cokernel_dim ? c->num.cokernel_dim : 1) * c->num.m : 0;
+    *n = sizeof rc + (rc ? strlen(msg) : sizeof *c + (sv + cok) * sizeof(double));
+    char *out = vijp_alloc(*n), *p = out + sizeof rc;
+    memcpy(out, &rc, sizeof rc);
+    if (rc) memcpy(p, msg, strlen(msg));
+    else {
+        memcpy(p, c, sizeof *c), p += sizeof *c;
+        if (sv) memcpy(p, c->num.sv, sv * sizeof(double)), p += sv * sizeof(double);
+        if (cok) memcpy(p, c->num.cokernel, cok * sizeof(double));
+    }
+    return out;
+}
+
+/* The certificate in msg into *c; 0, or the sender's status with its text in err. */
+static int certificate_of(const char *msg, size_t n, vijp_certificate *c, vijp_error *err)
+{
+    int64_t rc;
+    memcpy(&rc, msg, sizeof rc);
+    if (rc) return vijp_fail(err, (int)rc, "%.*s", (int)(n - sizeof rc), msg + sizeof rc);
+    memcpy(c, msg + sizeof rc, sizeof *c);
+    const char *p = msg + sizeof rc + sizeof *c;
+    if (c->num.sv) {
+        size_t sv = c->num.m < c->num.n ? c->num.m : c->num.n;
+        c->num.sv = vijp_alloc_array(sv, sizeof(double));
+        memcpy(c->num.sv, p, sv * sizeof(double)), p += sv * sizeof(double);
+    }
+    if (c->num.cokernel) {
+        size_t cok = (c->num.cokernel_dim ? c->num.cokernel_dim : 1) * c->num.m;
+        c->num.cokernel = vijp_alloc_array(cok, sizeof(double));
+        memcpy(c->num.cokernel, p, cok * sizeof(double));
+    }
+    return 0;
+}
+
+static int certify_worker(const mpi_world *w, certify_job *job)
+{
+    const char *hook = getenv("VIJP_KILL_RANK");
+    int die = hook && atoi(hook) == w->rank, received = 0;
+    for (;;) {
+        int64_t k;
+        MPI_Status st;
+        MPI_Recv(&k, 1, MPI_INT64_T, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+        if (st.MPI_TAG == TAG_STOP) break;
+        if (die && ++received == 2) raise(SIGKILL);
+        vijp_certificate c;
+        vijp_error e = {0};
+        int rc = certify_sample(job, (size_t)k, &c, &e);
+        size_t n;
+        char *msg = certificate_message(rc, rc ? NULL : &c, e.msg, &n);
+        MPI_Send(msg, (int)n, MPI_CHAR, 0, TAG_RESULT, MPI_COMM_WORLD);
+        free(msg);
+        if (!rc) vijp_certificate_clear(&c);
+    }
+    return 0;
+}
+
+/* Rank 0's bookkeeping: each other rank holds up to two samples (the next
+ * waits in its mailbox while it computes), answered in the order sent. */
+enum { AHEAD = 2 };
+typedef struct {
+    size_t k[AHEAD];
+    int held, stopped;
+} rank_queue;
+
+int mpi_certify_run(const mpi_world *w, certify_job *job, vijp_certificate *c, size_t *n, vijp_error *err)
+{
+    if (w->size <= 1) return certify_run_serial(job, c, n, err);
+    if (w->rank) return certify_worker(w, job);
+    size_t total = job->samples, next = 0, done = 0, failed_k = SIZE_MAX;
+    unsigned char *have = vijp_alloc_array(total, 1);
+    rank_queue *q = vijp_alloc_array((size_t)w->size, sizeof *q);
+    int failed = 0, stopped = 0;
+    vijp_error first = {0};
+    /* A failure: the lowest sample's, as one process would meet it first. */
+#define FAILED(k, rc, where, text)                                                                                     \
+    do {                                                                                                               \
+        if ((k) < failed_k) failed_k = (k), failed = (rc), vijp_fail(&first, (rc), "sample %zu%s: %s", (k) + 1, where, text); \
+    } while (0)
+    for (int r = 1; r < w->size; r++)
+        for (int a = 0; a < AHEAD && next < total; a++) {
+            int64_t v = (int64_t)next;
+            q[r].k[q[r].held++] = next++;
+            MPI_Send(&v, 1, MPI_INT64_T, r, TAG_WORK, MPI_COMM_WORLD);
+        }
+    while (stopped < w->size - 1) {
+        int flag;
+        MPI_Status st;
+        MPI_Iprobe(MPI_ANY_SOURCE, TAG_RESULT, MPI_COMM_WORLD, &flag, &st);
+        if (flag) {
+            int r = st.MPI_SOURCE, len;
+            MPI_Get_count(&st, MPI_CHAR, &len);
+            char *msg = vijp_alloc((size_t)len + 1);
+            MPI_Recv(msg, len, MPI_CHAR, r, TAG_RESULT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            size_t k = q[r].k[0];
+            memmove(q[r].k, q[r].k + 1, sizeof *q[r].k * (AHEAD - 1)), q[r].held--;
+            vijp_error e = {0};
+            char where[32];
+            snprintf(where, sizeof where, " (rank %d)", r);
+            if (certificate_of(msg, (size_t)len, &c[k], &e)) FAILED(k, e.code, where, e.msg);
+            else have[k] = 1, progress_step(job->meter, ++done);
+            free(msg);
+        }
+        for (int r = 1; r < w->size; r++) { /* top every rank up, or stop those with nothing left */
+            int64_t v = 0;
+            while (!q[r].stopped && !failed && next < total && q[r].held < AHEAD) {
+                v = (int64_t)next;
+                q[r].k[q[r].held++] = next++;
+                MPI_Send(&v, 1, MPI_INT64_T, r, TAG_WORK, MPI_COMM_WORLD);
+            }
+            if (!q[r].stopped && !q[r].held && (failed || next == total)) {
+                q[r].stopped = 1, stopped++;
+                MPI_Send(&v, 1, MPI_INT64_T, r, TAG_STOP, MPI_COMM_WORLD);
+            }
+        }
+        if (!failed && next < total) { /* one of its own between rounds */
+            size_t k = next++;
+            vijp_error e = {0};
+            if (certify_sample(job, k, &c[k], &e)) FAILED(k, e.code, "", e.msg);
+            else have[k] = 1, progress_step(job->meter, ++done);
+        } else if (!flag)
+            nanosleep(&(struct timespec){0, 200000}, NULL);
+    }
+#undef FAILED
+    *n = failed ? 0 : total;
+    if (failed) {
+        for (size_t k = 0; k < total; k++)
+            if (have[k]) vijp_certificate_clear(&c[k]);
+        if (err) *err = first;
+    }
+    free(have), free(q);
+    return failed;
+}

@@ -17,6 +17,7 @@
 #define VIJP_CLI_MPI_STUDY_H
 
 #include "study.h"
+#include "certify_job.h"
 #include <stdint.h>
 
 typedef struct {
@@ -33,6 +34,21 @@ int mpi_world_share(const mpi_world *w, int v);
 /* Whether ok is nonzero on every rank; *root_ok receives rank 0's. */
 int mpi_world_all(const mpi_world *w, int ok, int *root_ok);
 
+/* Under mpirun, ranks other than 0 parse the command line with their
+ * stdout and stderr set aside (a temporary file), so that a mistake is said
+ * once, by rank 0; a worker's messages are shown only when it alone failed
+ * (a file it cannot read, say). */
+
+typedef struct {
+    int rank, saved_out, saved_err;
+    FILE *captured;
+} rank_output;
+/* rank > 0: stdout and stderr into a temporary file until rank_output_show,
+ * which puts them back and prints what was captured (each line prefixed
+ * "rank R: ") when show. */
+void rank_output_hide(rank_output *o, int rank);
+void rank_output_show(rank_output *o, int show);
+
 /* Run study s over the world (study_run for a world of one).  On rank 0: 0
  * with every curve in s->curves, or the first failure, its message naming
  * the rank and the curve.  On the other ranks: compute what rank 0 sends
@@ -40,5 +56,13 @@ int mpi_world_all(const mpi_world *w, int ok, int *root_ok);
  * parameter hash (resume.h), which every unit sent carries, so a rank that
  * sees another study (another file under the same name) is caught. */
 VIJP_MUST_CHECK int mpi_study_run(const mpi_world *w, study *s, int threads, uint64_t study_hash, vijp_error *err);
+
+/* vijp certify's samples over the world (certify_job.h): rank 0 hands out
+ * sample indices in increasing order, computes samples itself between
+ * handling the others', and gathers every certificate into c[0..*n) (the
+ * first failure stops it: err "sample K: ...", naming the rank); the
+ * other ranks compute what they are sent (c unused).  A world of one:
+ * certify_run_serial. */
+VIJP_MUST_CHECK int mpi_certify_run(const mpi_world *w, certify_job *job, vijp_certificate *c, size_t *n, vijp_error *err);
 
 #endif
