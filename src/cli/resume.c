@@ -134,8 +134,9 @@ static void first_difference(const char *there, const char *here, char *buf, siz
 
 static void unit_name(char *buf, size_t size, size_t j) { snprintf(buf, size, "unit-%zu", j); }
 
-/* The kept units that decode, into s; the others removed. */
-static size_t load_units(unit_store *u, study *s, size_t total, int notes)
+/* The kept units that decode, into s; the others removed (said on stderr,
+ * -q or not: a warning). */
+static size_t load_units(unit_store *u, study *s, size_t total)
 {
     size_t kept = 0;
     for (size_t j = 0; j < total; j++) {
@@ -150,7 +151,7 @@ static size_t load_units(unit_store *u, study *s, size_t total, int notes)
             s->curves[j] = c;
             s->done[j] = 1, kept++;
         } else {
-            if (notes) fprintf(stderr, "vijp: warning: %s/%s: %s; computing that curve again\n", u->shown, name, why);
+            fprintf(stderr, "vijp: warning: %s/%s: %s; computing that curve again\n", u->shown, name, why);
             unlinkat(u->dir_fd, name, 0);
         }
         free(text);
@@ -181,7 +182,7 @@ int unit_store_open(unit_store *u, const report_out *o, study *s, int resume, in
         rc = vijp_fail(err, VIJP_EINVAL, "--resume: the finished curves kept in %s are of another study: %s; run without "
                        "--resume to start over", u->shown, diff);
     } else if (resume && there) {
-        *kept = load_units(u, s, total, notes);
+        *kept = load_units(u, s, total);
         if (notes) fprintf(stderr, "vijp: resuming: %zu of %zu curves kept in %s\n", *kept, total, u->shown);
     } else {
         if (u->dir_fd >= 0) { /* an earlier run's, not resumed (or one killed before it wrote its study) */
