@@ -254,6 +254,24 @@ START_TEST(unit_text_round_trips)
         text[i] ^= 0x04;
         ck_assert_msg(unit_decode(&s, 0x0123456789abcdefull, 7, text, i, &d, why, sizeof why) == -1, "cut at %zu accepted", i);
     }
+    /* Malformed text under a valid checksum (a unit written by hand, or by
+     * a broken writer): each byte deleted in turn, the checksum line redone.
+     * The parser must refuse it or read it, never read past it (run under
+     * ASan by make check SANITIZE=1).  Deleting a separator (a space or a
+     * newline: between a key and its value, two numbers, two lines, or
+     * inside a message, whose length then disagrees) must be refused;
+     * deleting a digit may leave another valid number. */
+    const size_t tail = sizeof "end 0123456789abcdef\n" - 1;
+    char *cut = malloc(n + 1);
+    for (size_t i = 0; i + tail < n; i++) {
+        memcpy(cut, text, i), memcpy(cut + i, text + i + 1, n - tail - i - 1);
+        size_t m = n - tail - 1;
+        m += (size_t)sprintf(cut + m, "end %016llx\n", (unsigned long long)unit_hash(UNIT_HASH_START, cut, m));
+        int ok = unit_decode(&s, 0x0123456789abcdefull, 7, cut, m, &d, why, sizeof why) == 0;
+        if (ok) vijp_drift_curve_clear(&d);
+        ck_assert_msg(!ok || (text[i] != ' ' && text[i] != '\n'), "deleting the separator at byte %zu was not noticed", i);
+    }
+    free(cut);
     free(text);
     vijp_drift_curve_clear(&c);
 }
