@@ -4,6 +4,8 @@
 #                    ASan + UBSan; check-install is skipped, see below)
 #   make check-install  install into a temporary prefix and build a program against it
 #                    with pkg-config, shared and static
+#   make check-mpi   a small study under mpirun at P = 1, 2, 4 against one process, killed
+#                    and resumed (run by make check in a build with MPI: make MPI=1/0 chooses)
 #   make check-long  the certification suite on 10^5 adversarial matrices; the
 #                    allocation-failure walk over every allocation (tests/t-faults.c)
 #   make report      the main job on its embedded default (reports/latest/)
@@ -50,13 +52,25 @@ COMPILE = $(CC) $(VIJP_CPPFLAGS) $(CPPFLAGS) $(VIJP_CFLAGS) $(CFLAGS) $(VIJP_FPF
 LINK    = $(CC) $(VIJP_CFLAGS) $(CFLAGS) $(VIJP_FPFLAGS) $(VIJP_LDFLAGS) $(LDFLAGS)
 
 LIB_SRC := $(wildcard src/*.c src/layers/*.c src/engines/*.c src/array_io/*.c) $(wildcard oracles/*.c)
-CLI_SRC := $(wildcard src/cli/*.c)
+# MPI (src/cli/mpi_study.h): MPI=1 builds src/cli/mpi_study.c with mpicc's
+# flags, MPI=0 its serial stand-in src/cli/mpi_serial.c; by default MPI=1
+# where mpicc is found.  Switching rebuilds the command ($(BUILD)/mpi-config).
+MPICC   ?= mpicc
+MPI     ?= $(if $(shell command -v $(MPICC) 2>/dev/null),1,0)
+ifeq ($(MPI),1)
+MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null || pkg-config --cflags ompi-c mpich 2>/dev/null)
+MPI_LIBS   := $(shell $(MPICC) --showme:link 2>/dev/null || pkg-config --libs ompi-c mpich 2>/dev/null)
+CLI_SRC := $(filter-out src/cli/mpi_serial.c,$(wildcard src/cli/*.c))
+else
+MPI_LIBS   :=
+CLI_SRC := $(filter-out src/cli/mpi_study.c,$(wildcard src/cli/*.c))
+endif
 TEST_SRC := $(wildcard tests/t-*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/check_main.o $(BUILD)/tests/testutil.o $(BUILD)/tests/layerfix.o $(BUILD)/tests/clirun.o $(BUILD)/tests/certfix.o \
             $(BUILD)/examples/layer-template/scaledtanh.o \
-            $(BUILD)/src/cli/progress.o # the shipped plugin (t-registry.c) and the command's progress meter (t-progress.c), tested in-process
+            $(BUILD)/src/cli/progress.o $(BUILD)/src/cli/unit_io.o # the shipped plugin (t-registry.c), the command's progress meter (t-progress.c) and unit text (t-resume.c), tested in-process
 # The shared library's objects: position-independent, in their own tree.
 PIC_OBJ := $(LIB_SRC:%.c=$(BUILD)/pic/%.o)
 BENCH_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/bench-*.c))
@@ -89,8 +103,13 @@ include $(wildcard $(DEPS))
 GIT_COMMIT := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 $(shell mkdir -p $(BUILD) && echo '#define VIJP_GIT_COMMIT "$(GIT_COMMIT)"' | cmp -s - $(BUILD)/commit.h || \
         echo '#define VIJP_GIT_COMMIT "$(GIT_COMMIT)"' > $(BUILD)/commit.h)
+$(shell mkdir -p $(BUILD) && echo 'MPI=$(MPI) $(MPI_LIBS)' | cmp -s - $(BUILD)/mpi-config || echo 'MPI=$(MPI) $(MPI_LIBS)' > $(BUILD)/mpi-config)
+$(BUILD)/src/cli/mpi_study.o: VIJP_CPPFLAGS += $(MPI_CFLAGS)
 $(BUILD)/src/cli/write_json.o: VIJP_CPPFLAGS += -include $(BUILD)/commit.h
 $(BUILD)/src/cli/write_json.o: $(BUILD)/commit.h
+# --resume's study parameters name the build too (src/cli/resume.c).
+$(BUILD)/src/cli/resume.o: VIJP_CPPFLAGS += -include $(BUILD)/commit.h
+$(BUILD)/src/cli/resume.o: $(BUILD)/commit.h
 
 # docs/drift.schema.json compiled into the command as a C string literal:
 # src/cli/drift_schema.c interprets the very document the project publishes.
@@ -113,8 +132,8 @@ $(BUILD)/libvijp.so: $(BUILD)/$(SHLIB)
 
 # The command exports the whole library (--whole-archive, -rdynamic): layer
 # plugins resolve their vijp symbols against it (see include/vijp/plugin.h).
-$(BUILD)/vijp: $(CLI_OBJ) $(BUILD)/libvijp.a
-	$(LINK) -rdynamic -o $@ $(CLI_OBJ) -Wl,--whole-archive $(BUILD)/libvijp.a -Wl,--no-whole-archive $(LDLIBS) $(VIJP_LIBS)
+$(BUILD)/vijp: $(CLI_OBJ) $(BUILD)/libvijp.a $(BUILD)/mpi-config
+	$(LINK) -rdynamic -o $@ $(CLI_OBJ) -Wl,--whole-archive $(BUILD)/libvijp.a -Wl,--no-whole-archive $(LDLIBS) $(VIJP_LIBS) $(MPI_LIBS)
 
 # The man page, from the command's own --help texts.
 $(BUILD)/vijp.1: $(BUILD)/vijp scripts/gen-man.sh
@@ -147,7 +166,7 @@ $(BUILD)/perturbed/layer.o: src/layer.c $(BUILD)/perturbed/layer.d
 	@mkdir -p $(dir $@)
 	$(COMPILE) -DVIJP_PERTURB_VIJP -c $< -o $@
 $(BUILD)/vijp-perturbed: $(CLI_OBJ) $(filter-out $(BUILD)/src/layer.o,$(LIB_OBJ)) $(BUILD)/perturbed/layer.o
-	$(LINK) -rdynamic -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
+	$(LINK) -rdynamic -o $@ $^ $(LDLIBS) $(VIJP_LIBS) $(MPI_LIBS)
 
 # check-install: `make install` into a fresh temporary prefix, then a program
 # written there is built with nothing but `pkg-config --cflags --libs vijp`,
@@ -180,6 +199,19 @@ check: $(BUILD)/check_vijp $(BUILD)/vijp $(BUILD)/vijp-perturbed $(PLUGINS) $(CH
 	VIJP_BIN=$(abspath $(BUILD)/vijp) $(or $(PYTHON_TORCH),python3) scripts/check-torch-roundtrip.py
 	VIJP_BIN=$(abspath $(BUILD)/vijp) $(or $(PYTHON_TORCH),python3) scripts/check-torch-bf16.py
 	$(FUZZ_REPLAY)
+	$(CHECK_MPI)
+
+# A study under mpirun at P = 1, 2, 4 against one process, killed and
+# resumed (scripts/check-mpi.sh), in a build with MPI; not under SANITIZE=1
+# (Open MPI's start-up is not leak-clean).  `make check-mpi` runs it alone.
+ifeq ($(MPI)$(SANITIZE),1)
+CHECK_MPI = scripts/check-mpi.sh $(BUILD)/vijp
+else
+CHECK_MPI = @echo "check-mpi: SKIPPED ($(if $(filter 1,$(SANITIZE)),under SANITIZE=1,built without MPI: install libopenmpi-dev openmpi-bin, or make MPI=1))"
+endif
+.PHONY: check-mpi
+check-mpi: $(BUILD)/vijp
+	$(CHECK_MPI)
 
 # A python3 that imports torch, for the PyTorch round trip (evaluated only by
 # make check: importing torch takes seconds); none: the script says SKIPPED.
@@ -207,15 +239,19 @@ baseline: $(BUILD)/vijp
 # Every benchmark program: tests/bench-NAME.c against the library.
 $(BUILD)/bench-%: $(BUILD)/tests/bench-%.o $(BUILD)/libvijp.a
 	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
+# The MPI scaling benchmark reads and writes curves as the command does.
+$(BUILD)/bench-mpi: $(BUILD)/tests/bench-mpi.o $(BUILD)/src/cli/unit_io.o $(BUILD)/libvijp.a
+	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
 
 bench: $(BUILD)/bench-engines $(BUILD)/bench-drift $(BUILD)/bench-certify $(BUILD)/bench-memory $(BUILD)/bench-activations \
-       $(BUILD)/bench-conv
+       $(BUILD)/bench-conv $(BUILD)/bench-mpi $(BUILD)/vijp
 	./$(BUILD)/bench-engines
 	./$(BUILD)/bench-conv
 	./$(BUILD)/bench-drift
 	./$(BUILD)/bench-certify
 	./$(BUILD)/bench-memory
 	./$(BUILD)/bench-activations
+	./$(BUILD)/bench-mpi $(BUILD)/vijp
 
 # The certification suite at 100× its adversarial cases (10^5 matrices).
 check-long: $(BUILD)/check_vijp $(BUILD)/vijp

@@ -511,10 +511,15 @@ static struct timespec mtime_of(const char *dir, const char *name)
 
 /* Whether a run left anything beside the report folder dir (its staging
  * folder, an old generation, its lock file: PARENT/.NAME.vijp-*). */
+/* Whether a run left something beside dir: a staging folder, an old
+ * generation, a lock.  Not the finished curves a failed or killed run keeps
+ * for --resume (.NAME.vijp-units, tests/t-resume.c): a run that succeeds
+ * removes them, which the clean runs here check. */
 static int left_beside(const char *dir)
 {
     char cmd[1200];
-    snprintf(cmd, sizeof cmd, "ls -A \"$(dirname '%s')\" | grep -qF \".$(basename '%s').vijp-\"", dir, dir);
+    snprintf(cmd, sizeof cmd, "ls -A \"$(dirname '%s')\" | grep -F \".$(basename '%s').vijp-\" | grep -qvF .vijp-units",
+             dir, dir);
     return system(cmd) == 0;
 }
 
@@ -578,6 +583,9 @@ START_TEST(killed_run_leaves_whole_files)
     ck_assert(r.rc == CLI_OK);
     run_free(&r);
     ck_assert_msg(!left_beside(dir), "a killed run's leftovers beside %s survived a clean run", dir);
+    char units[1200];
+    snprintf(units, sizeof units, "ls -A \"$(dirname '%s')\" | grep -qF \".$(basename '%s').vijp-units\"", dir, dir);
+    ck_assert_msg(system(units) != 0, "a clean run left the finished curves kept beside %s", dir);
     check_whole(dir, "after a clean run");
     remove_tree(dir);
 }

@@ -38,6 +38,10 @@ static char armed_staging[NAME_MAX + 1], armed_lock[PATH_MAX];
  * takes the fallback for file systems without RENAME_EXCHANGE. */
 static unsigned long steps, kill_at, pause_at;
 static int no_exchange;
+/* Said on stderr when a signal ends the computation (report_out_signal_note). */
+static const char *volatile signal_note;
+
+void report_out_signal_note(const char *text) { signal_note = text; }
 
 static void die_of(int sig)
 {
@@ -50,6 +54,11 @@ static void on_signal(int sig)
     int e = errno;
     if (phase != PHASE_NONE && !interrupted) interrupted = sig;
     else {
+        const char *note = signal_note;
+        if (note && phase == PHASE_NONE) {
+            ssize_t w = write(STDERR_FILENO, note, strlen(note)); /* strlen and write are async-signal-safe */
+            (void)w;
+        }
         if (lock_held) unlink(armed_lock);
         die_of(sig);
     }

@@ -70,6 +70,12 @@ VIJP_MUST_CHECK int report_out_commit(report_out *o, vijp_error *err);
 void report_out_abort(report_out *o);
 /* Release the lock (and remove its file). */
 void report_out_close(report_out *o);
+/* A text that the signal handler writes to stderr when a signal ends the
+ * run during the computation (before report_out_begin): what was being
+ * computed (mpi_study.c: which rank had which curve, since mpirun ends every
+ * rank by a signal when one dies).  It must stay valid until replaced; NULL:
+ * none. */
+void report_out_signal_note(const char *text);
 /* When a signal stopped the run: die of it now (after abort and close), so
  * that the parent sees the run was interrupted. */
 void report_out_reraise(void);

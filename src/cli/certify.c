@@ -1,6 +1,8 @@
 /* vijp certify: is a layer submersive at sampled points, and how surely? */
 #include "cli.h"
 #include "vijp/error.h"
+#include "certify_job.h"
+#include "mpi_study.h"
 #include "progress.h"
 #include "study_stats.h"
 #include "vijp/certify.h"
@@ -57,6 +59,9 @@ static const char help[] =
     "                    as samples finish: done, time elapsed and left)\n"
     "  -h, --help        this help\n"
     "\n"
+    "Under mpirun -n P (a vijp built with MPI) the samples are shared out over\n"
+    "the ranks; the output is byte for byte one process's.\n"
+    "\n"
     "Exit status: 0 every sample certified submersive; 1 some sample was not\n"
     "(not-submersive or inconclusive); 2 bad usage or input; 3 the layer's\n"
     "structural declaration contradicts its numbers (a bug in the layer).\n"
@@ -73,10 +78,36 @@ typedef struct {
 
 static json_t *num(double x) { return isfinite(x) ? json_real(x) : json_null(); }
 
-/* The point source: seeded Gaussian points now; --input FILE drops in here. */
+/* The point source: seeded Gaussian points, or --input's rows. */
 static void next_point(vijp_rng *rng, double scale, double *x, size_t n)
 {
     for (size_t k = 0; k < n; k++) x[k] = scale * vijp_rng_normal(rng);
+}
+
+int certify_sample(certify_job *j, size_t k, vijp_certificate *c, vijp_error *err)
+{
+    const vijp_layer *L = &j->net->layers[0];
+    int rc = vijp_net_init(j->net, j->init, j->seed + k, err); /* a point is an input and the layer's parameters */
+    if (rc) return rc;
+    if (j->input) memcpy(j->x, j->input + k * L->in, L->in * sizeof *j->x);
+    else
+        for (; j->drawn <= k; j->drawn++) next_point(&j->rng, j->scale, j->x, L->in);
+    return vijp_certify_layer(L, j->net->theta[0], j->x, j->co, c, err);
+}
+
+int certify_run_serial(certify_job *j, vijp_certificate *c, size_t *n, vijp_error *err)
+{
+    int rc = 0;
+    for (*n = 0; !rc && *n < j->samples; ++*n) {
+        if ((rc = certify_sample(j, *n, &c[*n], err))) {
+            char inner[sizeof err->msg];
+            memcpy(inner, err->msg, sizeof inner);
+            vijp_fail(err, rc, "sample %zu: %s", *n + 1, inner);
+            break;
+        }
+        progress_step(j->meter, *n + 1);
+    }
+    return rc;
 }
 
 static const char *overall(const results *r, size_t *certified)
@@ -289,8 +320,11 @@ static int certify_jacobian(const char *jpath, const char *rpath, const vijp_cer
     return ok ? EXIT_OK : EXIT_FAILED;
 }
 
-int cli_certify(int argc, char **argv)
+static int certify_command(const mpi_world *w, int argc, char **argv)
 {
+    vijp_net net = {0};
+    vijp_array xin = {0}, th = {0};
+    const vijp_layer *L = NULL;
     enum { O_PREC = 256, O_RANGE, O_JACOBIAN, O_RADIUS, O_INPUT, O_PARAMS };
     static const struct option opts[] = {
         {"layer", 1, 0, 'l'}, {"width", 1, 0, 'w'},      {"samples", 1, 0, 'n'}, {"seed", 1, 0, 's'},
@@ -308,6 +342,12 @@ int cli_certify(int argc, char **argv)
     vijp_init init = {VIJP_INIT_GAUSSIAN, 1};
     vijp_error err = {0};
     char *end;
+    int code = -1; /* parsing: -1 to go on, else the exit status */
+#define PARSE_END(status) do { code = (status); goto parsed; } while (0)
+#define PARSE_FAIL() do { fprintf(stderr, "vijp certify: %s\n", err.msg); PARSE_END(EXIT_USAGE); } while (0)
+    /* Under mpirun every rank parses; rank 0 alone speaks (mpi_study.h). */
+    rank_output quiet_rank;
+    rank_output_hide(&quiet_rank, w->rank);
     optind = 1;
     while ((c = getopt_long(argc, argv, "hvq", opts, &opt_index)) != -1) {
         if ((c > 0 && c < 128 && strchr("wnsix", c)) || c == O_RANGE || c == O_INPUT || c == O_PARAMS) layer_opt = opts[opt_index].name;
@@ -317,79 +357,77 @@ int cli_certify(int argc, char **argv)
         case O_INPUT: input = optarg; break;
         case O_PARAMS: params = optarg; break;
         case 'l': spec = optarg; break;
-        case 'w': if (cli_parse_size("--width", optarg, 1, 4096, &width)) return EXIT_USAGE; break;
-        case 'n': if (cli_parse_size("--samples", optarg, 1, 100000, &samples)) return EXIT_USAGE; break;
-        case 's': if (cli_parse_size("--seed", optarg, 0, INT64_MAX, &seed)) return EXIT_USAGE; break;
-        case 'i': init_name = optarg; if (vijp_init_parse(optarg, &init, &err)) goto usage_err; break;
+        case 'w': if (cli_parse_size("--width", optarg, 1, 4096, &width)) PARSE_END(EXIT_USAGE); break;
+        case 'n': if (cli_parse_size("--samples", optarg, 1, 100000, &samples)) PARSE_END(EXIT_USAGE); break;
+        case 's': if (cli_parse_size("--seed", optarg, 0, INT64_MAX, &seed)) PARSE_END(EXIT_USAGE); break;
+        case 'i': init_name = optarg; if (vijp_init_parse(optarg, &init, &err)) PARSE_FAIL(); break;
         case 'x':
             scale = strtod(optarg, &end);
             if (*end || !(scale > 0 && scale < 1e300)) {
                 fprintf(stderr, "vijp certify: --scale wants a positive number, got '%s'\n", optarg);
-                return EXIT_USAGE;
+                PARSE_END(EXIT_USAGE);
             }
             break;
         case O_RANGE:
             range = strtod(optarg, &end);
             if (*end || !(range > 0 && range < 1e300)) {
                 fprintf(stderr, "vijp certify: --range wants a positive number, got '%s'\n", optarg);
-                return EXIT_USAGE;
+                PARSE_END(EXIT_USAGE);
             }
             break;
-        case O_PREC: if (cli_parse_size("--prec-max", optarg, 106, VIJP_PREC_MAX, &v)) return EXIT_USAGE; co.prec_max = (long)v; break;
+        case O_PREC: if (cli_parse_size("--prec-max", optarg, 106, VIJP_PREC_MAX, &v)) PARSE_END(EXIT_USAGE); co.prec_max = (long)v; break;
         case 'j': json = 1; break;
         case 'v': verbose = 1; break;
         case 'q': quiet = 1; break;
-        case 'h': fputs(help, stdout), cli_print_layer_syntax(stdout, CLI_CERTIFY_SPEC); return EXIT_OK;
-        default: fputs("run 'vijp certify --help' for the options\n", stderr); return EXIT_USAGE;
+        case 'h': fputs(help, stdout), cli_print_layer_syntax(stdout, CLI_CERTIFY_SPEC); PARSE_END(EXIT_OK);
+        default: fputs("run 'vijp certify --help' for the options\n", stderr); PARSE_END(EXIT_USAGE);
         }
     }
     if (optind < argc) {
         fprintf(stderr, "vijp certify: unexpected argument '%s'\n", argv[optind]);
-        return EXIT_USAGE;
+        PARSE_END(EXIT_USAGE);
     }
     if (jacobian && spec) {
         fputs("vijp certify: --layer and --jacobian exclude each other\n", stderr);
-        return EXIT_USAGE;
+        PARSE_END(EXIT_USAGE);
     }
     if (jacobian && layer_opt) {
         fprintf(stderr, "vijp certify: --%s applies to --layer, not to --jacobian\n", layer_opt);
-        return EXIT_USAGE;
+        PARSE_END(EXIT_USAGE);
     }
     if (radius && !jacobian) {
         fputs("vijp certify: --radius needs --jacobian\n", stderr);
-        return EXIT_USAGE;
+        PARSE_END(EXIT_USAGE);
     }
-    if (jacobian) return certify_jacobian(jacobian, radius, &co, json);
+    if (jacobian) PARSE_END(w->rank ? EXIT_OK : certify_jacobian(jacobian, radius, &co, json)); /* one matrix: rank 0's */
     if (!spec) {
         fputs("vijp certify: --layer SPEC or --jacobian FILE is required (run 'vijp certify --help')\n", stderr);
-        return EXIT_USAGE;
+        PARSE_END(EXIT_USAGE);
     }
     if (strchr(spec, ',')) {
         fprintf(stderr, "vijp certify: --layer takes one layer, got '%s'\n", spec);
-        return EXIT_USAGE;
+        PARSE_END(EXIT_USAGE);
     }
     /* One BLAS thread: LAPACK's numbers (and the targets s is tried at) are
      * then the same on every run on this machine. */
     openblas_set_num_threads(1);
-    vijp_net net;
     /* Dense layers know their input width from the spec, a JSON net (one
      * layer, with or without parameters) from its file; others default to 16. */
     size_t w0 = width ? width : strncmp(spec, "dense", 5) && !vijp_net_spec_is_json(spec) ? 16 : 0;
-    if (vijp_net_shape(&net, spec, 1, w0, &err)) goto usage_err;
+    if (vijp_net_shape(&net, spec, 1, w0, &err)) PARSE_FAIL();
     {
         double m = (double)net.layers[0].out, n = (double)net.layers[0].in;
         double P = (double)net.layers[0].type->param_count(&net.layers[0]);
         vijp_net_free(&net);
-        if (!certify_fits(m, n, P)) return EXIT_USAGE;
+        if (!certify_fits(m, n, P)) PARSE_END(EXIT_USAGE);
     }
-    if (vijp_net_build(&net, spec, 1, w0, &err)) goto usage_err;
+    if (vijp_net_build(&net, spec, 1, w0, &err)) PARSE_FAIL();
     if (vijp_net_init(&net, init, seed, &err)) {
         vijp_net_free(&net);
-        goto usage_err;
+        PARSE_FAIL();
     }
-    const vijp_layer *L = &net.layers[0];
+    L = &net.layers[0];
     /* the user's point: inputs a row per sample, θ in the type's order */
-    vijp_array xin = {0}, th = {0};
     if (input || params) {
         char got[128];
         size_t P = L->type->param_count(L);
@@ -412,27 +450,38 @@ int cli_certify(int argc, char **argv)
         if (err.code) {
             vijp_array_clear(&xin);
             vijp_net_free(&net);
-            goto usage_err;
+            PARSE_FAIL();
+        }
+    }
+parsed:
+#undef PARSE_END
+#undef PARSE_FAIL
+    {
+        int root_ok, all_ok = mpi_world_all(w, code < 0, &root_ok);
+        rank_output_show(&quiet_rank, root_ok && code >= 0);
+        if (!all_ok) {
+            if (code < 0) vijp_array_clear(&xin), vijp_net_free(&net);
+            if (!root_ok) return mpi_world_share(w, code);
+            if (!w->rank) fputs("vijp certify: another rank could not set up the certification (its message above)\n", stderr);
+            return EXIT_USAGE;
         }
     }
     results r = {vijp_alloc_array(samples, sizeof *r.c), 0};
     double *x = vijp_alloc_array(L->in, sizeof *x);
-    vijp_rng rng;
-    vijp_rng_seed(&rng, seed ^ 0x5eed5eed5eedull);
-    int rc = 0;
     progress meter;
-    progress_start(&meter, progress_wanted_here(0, quiet) ? stderr : NULL, samples, "samples", NULL);
-    for (; !rc && r.n < samples; r.n++) { /* a point is an input and the layer's parameters */
-        if ((rc = vijp_net_init(&net, init, seed + r.n, &err))) break;
-        if (xin.data) memcpy(x, xin.data + r.n * L->in, L->in * sizeof *x);
-        else next_point(&rng, scale, x, L->in);
-        if ((rc = vijp_certify_layer(L, net.theta[0], x, &co, &r.c[r.n], &err))) {
-            char inner[sizeof err.msg];
-            memcpy(inner, err.msg, sizeof inner);
-            vijp_fail(&err, rc, "sample %zu: %s", r.n + 1, inner);
-            break;
-        }
-        progress_step(&meter, r.n + 1);
+    progress_start(&meter, !w->rank && progress_wanted_here(0, quiet) ? stderr : NULL, samples, "samples", NULL);
+    certify_job job = {.net = &net, .init = init, .seed = seed, .co = &co, .input = xin.data, .scale = scale, .x = x,
+                       .samples = samples, .meter = &meter};
+    vijp_rng_seed(&job.rng, seed ^ 0x5eed5eed5eedull);
+    /* Under mpirun the samples are shared out (mpi_study.h); alone, in order. */
+    int rc = mpi_certify_run(w, &job, r.c, &r.n, &err);
+    if (w->rank) { /* the other ranks' part is done: rank 0 prints */
+        for (size_t k = 0; k < r.n; k++) vijp_certificate_clear(&r.c[k]);
+        free(r.c), free(x);
+        vijp_array_clear(&xin);
+        vijp_net_free(&net);
+        progress_end(&meter);
+        return EXIT_OK;
     }
     progress_end(&meter);
     vijp_activation_report act;
@@ -459,8 +508,14 @@ done:;
         return rc == VIJP_EDECLARATION ? 3 : rc == VIJP_EINVAL || rc == VIJP_EDIM || rc == VIJP_EDOMAIN ? EXIT_USAGE : EXIT_FAILED;
     }
     return certified == samples ? EXIT_OK : EXIT_FAILED;
+}
 
-usage_err:
-    fprintf(stderr, "vijp certify: %s\n", err.msg);
-    return EXIT_USAGE;
+/* Under mpirun, every rank runs this (mpi_study.h); alone, a world of one. */
+int cli_certify(int argc, char **argv)
+{
+    mpi_world w;
+    mpi_world_start(&w, NULL, NULL);
+    int rc = certify_command(&w, argc, argv);
+    mpi_world_end(&w);
+    return rc;
 }

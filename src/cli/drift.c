@@ -3,6 +3,9 @@
 #include "vijp/error.h"
 #include "cli.h"
 #include "progress.h"
+#include "mpi_study.h"
+#include "resume.h"
+#include "unit_io.h"
 #include "study_stats.h"
 #include "write.h"
 #include "vijp/vijp.h"
@@ -61,7 +64,14 @@ static const char help_drift[] =
     "                    first reference precision must double at least once\n"
     "                    within it\n"
     "  --out DIR         report folder (default reports/drift)\n"
-    "  --jobs N          worker threads (default: the online CPUs)\n"
+    "  --resume          continue a study that was killed or failed: curves it\n"
+    "                    finished are kept beside DIR (.DIR.vijp-units/, removed\n"
+    "                    once the report is written) and only the others are\n"
+    "                    computed; the report is the one an uninterrupted run\n"
+    "                    writes.  Refused (exit 2) if any parameter of the study\n"
+    "                    changed.  Without --resume, kept curves are discarded\n"
+    "  --jobs N          worker threads (default: the online CPUs; under mpirun,\n"
+    "                    rank 0's, default 1: start one rank per core)\n"
     "  --progress, --no-progress\n"
     "                    progress meter on stderr: curves done, time elapsed and\n"
     "                    left (default: only when stderr is a terminal, without -q,\n"
@@ -70,11 +80,19 @@ static const char help_drift[] =
     "  -q, --quiet       print nothing on success, and no progress meter\n"
     "  -h, --help        this help\n"
     "\n"
+    "Under mpirun -n P (a vijp built with MPI), the curves are spread over the\n"
+    "ranks, largest first, each rank taking the next as it finishes one; rank 0\n"
+    "also computes, gathers every curve and writes the report, byte for byte the\n"
+    "one a single process writes.  A rank that dies ends the run (mpirun stops\n"
+    "them all): rank 0 names the curves the ranks had, and --resume continues.\n"
+    "\n"
     "Exit status: 0 success, 1 the computation or the writing failed (e.g. the\n"
     "reference did not settle, the disk is full; the previous report is left as\n"
     "it was), 2 bad usage or input, or another run is writing the same folder\n"
-    "(nothing is written).  Stopped by SIGINT or SIGTERM, the run leaves the\n"
-    "previous report as it was and dies of the signal (a shell shows 130, 143).\n";
+    "(nothing is written), or --resume found the curves of another study.\n"
+    "Stopped by SIGINT or SIGTERM, the run leaves the previous report as it was\n"
+    "and dies of the signal (a shell shows 130, 143); the curves it finished\n"
+    "are kept for --resume.\n";
 
 static const char help_report[] =
     "usage: vijp report [options]\n"
@@ -91,6 +109,8 @@ static const char help_report[] =
     "Writes reports/latest/, replaced all or nothing as 'vijp drift' replaces its\n"
     "--out folder.  Takes every option of 'vijp drift' to change a part of the\n"
     "study (for example --depth 64 --seeds 1 for a quick look).\n"
+    "\n"
+    "--resume and mpirun -n P work as for 'vijp drift'.\n"
     "\n"
     "Exit status: 0 success, 1 the computation or the writing failed (the previous\n"
     "report is left as it was), 2 bad usage or input, or another run is writing\n"
@@ -198,16 +218,18 @@ static int study_fits_memory(const study *s, const char *name, vijp_error *err)
     return cli_memory_fits(name + 5 /* past "vijp " */, unit * (double)(jobs < units ? jobs : units));
 }
 
-static int run_study(int argc, char **argv, int is_report)
+static void keep_unit(void *units, size_t j, const vijp_drift_curve *c) { unit_store_save(units, j, c); }
+
+static int study_command(const mpi_world *w, int argc, char **argv, int is_report)
 {
-    enum { O_INPUT = 300, O_WEIGHTS, O_TOL = 256, O_REFP, O_REFMAX, O_PROG, O_NOPROG, O_NOPLOTS, O_SEGMENT };
+    enum { O_INPUT = 300, O_WEIGHTS, O_RESUME, O_TOL = 256, O_REFP, O_REFMAX, O_PROG, O_NOPROG, O_NOPLOTS, O_SEGMENT };
     static const struct option opts[] = {
         {"net", 1, 0, 'n'},      {"init", 1, 0, 'i'},       {"depth", 1, 0, 'd'},    {"width", 1, 0, 'w'},
         {"batch", 1, 0, 'b'},    {"formats", 1, 0, 'f'},    {"engines", 1, 0, 'e'},  {"seeds", 1, 0, 's'},
         {"loss", 1, 0, 'l'},     {"tol", 1, 0, O_TOL},      {"ref-prec", 1, 0, O_REFP}, {"ref-prec-max", 1, 0, O_REFMAX},
         {"out", 1, 0, 'o'},      {"jobs", 1, 0, 'j'},       {"progress", 0, 0, O_PROG}, {"no-progress", 0, 0, O_NOPROG},
         {"no-plots", 0, 0, O_NOPLOTS}, {"quiet", 0, 0, 'q'}, {"help", 0, 0, 'h'},   {"segment", 1, 0, O_SEGMENT},
-        {"input", 1, 0, O_INPUT}, {"weights", 1, 0, O_WEIGHTS},
+        {"input", 1, 0, O_INPUT}, {"weights", 1, 0, O_WEIGHTS}, {"resume", 0, 0, O_RESUME},
         {0, 0, 0, 0},
     };
     const char *name = is_report ? "vijp report" : "vijp drift";
@@ -223,46 +245,53 @@ static int run_study(int argc, char **argv, int is_report)
     s.jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
     int forced_progress = 0; /* --progress 1, --no-progress -1 */
     s.plots = 1;
-    int quiet = 0, c, depth_given = 0, batch_given = 0, loss_given = 0;
+    int quiet = 0, c, depth_given = 0, batch_given = 0, loss_given = 0, resume = 0, jobs_given = 0;
+    uint64_t worker_hash = 0;
     unsigned long long v;
     vijp_error err = {0};
+    int code = -1; /* parsing: -1 to go on, else the exit status */
+#define PARSE_END(status) do { code = (status); goto parsed; } while (0)
+#define PARSE_FAIL() do { fprintf(stderr, "%s: %s\n", name, err.msg); PARSE_END(EXIT_USAGE); } while (0)
+    rank_output quiet_rank;
+    rank_output_hide(&quiet_rank, w->rank);
     optind = 1;
     while ((c = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
         switch (c) {
         case 'n':
             if (n_specs == STUDY_MAX) {
                 fprintf(stderr, "%s: at most %d --net\n", name, STUDY_MAX);
-                return EXIT_USAGE;
+                PARSE_END(EXIT_USAGE);
             }
             specs[n_specs++] = optarg;
             break;
         case 'i': inits = optarg; break;
-        case 'd': if (cli_parse_size("--depth", optarg, 1, 100000, &v)) return EXIT_USAGE; s.depth = v, depth_given = 1; break;
-        case 'w': if (cli_parse_size("--width", optarg, 1, 1u << 16, &v)) return EXIT_USAGE; s.width = v; break;
-        case 'b': if (cli_parse_size("--batch", optarg, 1, 1000000, &v)) return EXIT_USAGE; s.batch = v, batch_given = 1; break;
+        case 'd': if (cli_parse_size("--depth", optarg, 1, 100000, &v)) PARSE_END(EXIT_USAGE); s.depth = v, depth_given = 1; break;
+        case 'w': if (cli_parse_size("--width", optarg, 1, 1u << 16, &v)) PARSE_END(EXIT_USAGE); s.width = v; break;
+        case 'b': if (cli_parse_size("--batch", optarg, 1, 1000000, &v)) PARSE_END(EXIT_USAGE); s.batch = v, batch_given = 1; break;
         case 'f': formats = optarg; break;
         case 'e': engines = optarg; break;
         case 's': seeds = optarg; break;
-        case 'l': if (vijp_loss_parse(optarg, &s.loss, &err)) goto usage_err; loss_given = 1; break;
+        case 'l': if (vijp_loss_parse(optarg, &s.loss, &err)) PARSE_FAIL(); loss_given = 1; break;
         case O_INPUT: s.input = optarg; break;
         case O_WEIGHTS: s.weights = optarg; break;
+        case O_RESUME: resume = 1; break;
         case O_TOL: tols = optarg; break;
-        case O_REFP: if (cli_parse_size("--ref-prec", optarg, VIJP_PREC_MIN, VIJP_PREC_MAX, &v)) return EXIT_USAGE; s.ref_prec_start = (long)v; break;
-        case O_REFMAX: if (cli_parse_size("--ref-prec-max", optarg, VIJP_PREC_MIN, VIJP_PREC_MAX, &v)) return EXIT_USAGE; s.ref_prec_max = (long)v; break;
+        case O_REFP: if (cli_parse_size("--ref-prec", optarg, VIJP_PREC_MIN, VIJP_PREC_MAX, &v)) PARSE_END(EXIT_USAGE); s.ref_prec_start = (long)v; break;
+        case O_REFMAX: if (cli_parse_size("--ref-prec-max", optarg, VIJP_PREC_MIN, VIJP_PREC_MAX, &v)) PARSE_END(EXIT_USAGE); s.ref_prec_max = (long)v; break;
         case 'o': s.out_dir = optarg; break;
-        case 'j': if (cli_parse_size("--jobs", optarg, 1, 256, &v)) return EXIT_USAGE; s.jobs = (int)v; break;
+        case 'j': if (cli_parse_size("--jobs", optarg, 1, 256, &v)) PARSE_END(EXIT_USAGE); s.jobs = (int)v, jobs_given = 1; break;
         case O_PROG: forced_progress = 1; break;
         case O_NOPROG: forced_progress = -1; break;
         case O_NOPLOTS: s.plots = 0; break;
-        case O_SEGMENT: if (cli_parse_size("--segment", optarg, 1, 100000, &v)) return EXIT_USAGE; s.opts.checkpoint_segment = v; break;
+        case O_SEGMENT: if (cli_parse_size("--segment", optarg, 1, 100000, &v)) PARSE_END(EXIT_USAGE); s.opts.checkpoint_segment = v; break;
         case 'q': quiet = 1; break;
-        case 'h': fputs(is_report ? help_report : help_drift, stdout), cli_print_layer_syntax(stdout, CLI_SPEC_ITEMS); return EXIT_OK;
-        default: fprintf(stderr, "run '%s --help' for the options\n", name); return EXIT_USAGE;
+        case 'h': fputs(is_report ? help_report : help_drift, stdout), cli_print_layer_syntax(stdout, CLI_SPEC_ITEMS); PARSE_END(EXIT_OK);
+        default: fprintf(stderr, "run '%s --help' for the options\n", name); PARSE_END(EXIT_USAGE);
         }
     }
     if (optind < argc) {
         fprintf(stderr, "%s: unexpected argument '%s'\n", name, argv[optind]);
-        return EXIT_USAGE;
+        PARSE_END(EXIT_USAGE);
     }
     if (n_specs == 0) {
         if (is_report) {
@@ -276,54 +305,109 @@ static int run_study(int argc, char **argv, int is_report)
     /* JSON nets: the depth is the file's (every net of the study shares it) */
     for (size_t k = 0; k < n_specs; k++) {
         int loss = (int)s.loss;
-        if (cli_net_json(specs[k], &s.depth, depth_given, &loss, loss_given, &err)) goto usage_err;
+        if (cli_net_json(specs[k], &s.depth, depth_given, &loss, loss_given, &err)) PARSE_FAIL();
         s.loss = (vijp_loss_kind)loss;
         depth_given |= vijp_net_spec_is_json(specs[k]);
     }
     for (size_t k = 0; s.weights && k < n_specs; k++)
-        if (cli_check_weights(specs[k], s.depth, s.width, s.weights, &err)) goto usage_err;
+        if (cli_check_weights(specs[k], s.depth, s.width, s.weights, &err)) PARSE_FAIL();
     if (s.input) {
         vijp_net probe;
-        if (vijp_net_shape(&probe, specs[0], s.depth, s.width, &err)) goto usage_err;
-        size_t w = probe.width;
+        if (vijp_net_shape(&probe, specs[0], s.depth, s.width, &err)) PARSE_FAIL();
+        size_t in_width = probe.width;
         vijp_net_free(&probe);
-        if (cli_input_batch(s.input, w, &s.batch, batch_given, &err)) goto usage_err;
+        if (cli_input_batch(s.input, in_width, &s.batch, batch_given, &err)) PARSE_FAIL();
     }
     s.progress = progress_wanted_here(forced_progress, quiet);
     if (study_parse_formats(&s, formats, &err) || study_parse_seeds(&s, seeds, &err) ||
         study_parse_engines(s.engines, &s.n_engines, engines, 0, &err) || (tols && study_parse_tols(&s, tols, &err)) ||
         study_add_configs(&s, specs, n_specs, inits, &err))
-        goto usage_err;
+        PARSE_FAIL();
     /* Each format's reference must be able to double at least once under the
      * cap, or the run would fail after its first curve and leave an empty folder. */
     for (size_t f = 0; f < s.n_formats; f++)
-        if (vijp_drift_check_ref_prec(&s.formats[f], s.ref_prec_start, s.ref_prec_max, &err)) goto usage_err;
+        if (vijp_drift_check_ref_prec(&s.formats[f], s.ref_prec_start, s.ref_prec_max, &err)) PARSE_FAIL();
     if (!study_fits_memory(&s, name, &err)) {
-        if (err.msg[0]) goto usage_err;
-        return EXIT_USAGE;
+        if (err.msg[0]) PARSE_FAIL();
+        PARSE_END(EXIT_USAGE);
     }
     for (const char *q = s.out_dir; *q; q++)
         if ((unsigned char)*q < 0x20 || *q == 0x7f) { /* gnuplot (and most readers) cannot take them */
             vijp_fail(&err, VIJP_EINVAL, "--out: control characters in the folder name");
-            goto usage_err;
+            PARSE_FAIL();
         }
     if (s.plots && !study_plots_available()) {
         fprintf(stderr, "%s: warning: gnuplot not found, plots skipped (install gnuplot-nox)\n", name);
         s.plots = 0;
     }
-    s.command = quoted_command(argc - 1, argv + 1, name);
+    if (w->rank) {
+        char *desc = NULL; /* the parameter hash every unit a worker sends carries */
+        if (study_description(&s, &desc, &err)) PARSE_FAIL();
+        worker_hash = unit_hash(UNIT_HASH_START, desc, strlen(desc));
+        free(desc);
+        s.progress = 0;
+    }
+parsed:
+#undef PARSE_END
+#undef PARSE_FAIL
+    /* Every rank parsed the same command line: all go on, or all stop (with
+     * rank 0's status; a worker that alone failed says why). */
+    int root_ok, all_ok = mpi_world_all(w, code < 0, &root_ok);
+    rank_output_show(&quiet_rank, root_ok && code >= 0);
+    if (!all_ok) {
+        if (!root_ok) return mpi_world_share(w, code);
+        if (!w->rank) fprintf(stderr, "%s: another rank could not set up the study (its message above)\n", name);
+        return EXIT_USAGE;
+    }
+    /* Rank 0 computes on one thread beside the other ranks (one rank a
+     * core), or on --jobs threads when given. */
+    int threads = w->size > 1 && !jobs_given ? 1 : s.jobs;
+    if (w->rank) {
+        int go = mpi_world_share(w, 0);
+        if (go >= 0) return go; /* rank 0 could not open the report folder: its status */
+        vijp_error e = {0};
+        if (mpi_study_run(w, &s, 0, worker_hash, &e)) fprintf(stderr, "%s (rank %d): %s\n", name, w->rank, e.msg);
+        study_free(&s);
+        return EXIT_OK;
+    }
+    /* The command the report names leaves --resume out: a resumed report is
+     * the one the command without it writes, byte for byte. */
+    char **kept_args = vijp_alloc_array((size_t)argc, sizeof *kept_args);
+    int n_kept = 0;
+    for (int k = 1; k < argc; k++)
+        if (strcmp(argv[k], "--resume")) kept_args[n_kept++] = argv[k];
+    s.command = quoted_command(n_kept, kept_args, name);
+    free(kept_args);
     /* The report folder is locked for the whole run and replaced all or
      * nothing at its end (atomic.h). */
     report_out out;
     if (report_out_open(&out, s.out_dir, s.command, &err)) {
-        free(s.command);
+        study_free(&s);
+        mpi_world_share(w, EXIT_USAGE);
         goto usage_err;
     }
-    int rc = study_run(&s, &err);
+    /* Finished curves are kept beside the folder as they come (resume.h). */
+    unit_store units;
+    size_t kept;
+    int rc = unit_store_open(&units, &out, &s, resume, !quiet, &kept, &err);
+    if (rc) {
+        report_out_close(&out);
+        study_free(&s);
+        mpi_world_share(w, rc == VIJP_EINVAL ? EXIT_USAGE : EXIT_FAILED);
+        if (rc == VIJP_EINVAL) goto usage_err;
+        fprintf(stderr, "%s: %s (%s left as it was)\n", name, err.msg, s.out_dir);
+        return EXIT_FAILED;
+    }
+    mpi_world_share(w, -1); /* the other ranks: go */
+    s.on_unit = keep_unit;
+    s.on_unit_ctx = &units;
+    rc = mpi_study_run(w, &s, threads, units.hash, &err);
     if (!rc) rc = report_out_begin(&out, &err);
     if (!rc) rc = study_write(&s, &out, &err);
     if (!rc) rc = report_out_commit(&out, &err);
     if (rc) report_out_abort(&out);
+    if (!rc) unit_store_finish(&units);
+    unit_store_close(&units);
     report_out_close(&out);
     report_out_reraise(); /* a signal stopped the run: the folder is as it was */
     if (rc) {
@@ -338,6 +422,16 @@ static int run_study(int argc, char **argv, int is_report)
 usage_err:
     fprintf(stderr, "%s: %s\n", name, err.msg);
     return EXIT_USAGE;
+}
+
+/* Under mpirun, every rank runs this (mpi_study.h); alone, a world of one. */
+static int run_study(int argc, char **argv, int is_report)
+{
+    mpi_world w;
+    mpi_world_start(&w, NULL, NULL);
+    int rc = study_command(&w, argc, argv, is_report);
+    mpi_world_end(&w);
+    return rc;
 }
 
 int cli_drift(int argc, char **argv) { return run_study(argc, argv, 0); }

@@ -156,84 +156,161 @@ int study_add_configs(study *s, const char *const *specs, size_t n_specs, const 
 
 /* ---- running ---- */
 
-typedef struct {
+double study_unit_cost(const study *s, size_t j)
+{
+    const vijp_format *F = &s->formats[j / s->n_seeds % s->n_formats];
+    /* Work per layer ∝ width² × batch multiply-adds, in each engine's format
+     * and in the reference, validated at p and 2p bits.  An MPFR operation
+     * costs about (1 + limbs) units, a double one a fiftieth of one. */
+    double limbs = (double)vijp_drift_ref_prec_first(F, s->ref_prec_start) / 64;
+    double reference = (1 + limbs) + (1 + 2 * limbs);
+    double format = F->kind == VIJP_DOUBLE ? 0.02 : 1 + (double)F->prec / 64;
+    double w = s->width ? (double)s->width : 32;
+    return (double)s->depth * w * w * (double)s->batch * (reference + (double)(1 + s->n_engines) * format);
+}
+
+struct study_pool {
     study *s;
     pthread_mutex_t lock;
-    size_t next, done, total;
+    size_t *order, next, n_order, done, todo;
     int failed;
     vijp_error err;
-    progress meter; /* drawn under the lock, by whichever worker finished a curve */
-} pool;
+    progress meter; /* drawn under the lock, by whoever finished a curve */
+    pthread_t *threads;
+    int started;
+};
+
+typedef struct {
+    double cost;
+    size_t j;
+} costed;
+
+/* Largest first; equal costs in index order. */
+static int by_cost(const void *a, const void *b)
+{
+    const costed *x = a, *y = b;
+    return x->cost > y->cost ? -1 : x->cost < y->cost ? 1 : (x->j > y->j) - (x->j < y->j);
+}
+
+int study_run_unit(const study *s, size_t j, vijp_drift_curve *c, vijp_error *err)
+{
+    size_t k = j % s->n_seeds, f = j / s->n_seeds % s->n_formats, ci = j / s->n_seeds / s->n_formats;
+    vijp_drift_setup ds = {
+        .problem = {.spec = s->configs[ci].spec, .depth = s->depth, .width = s->width, .batch = s->batch,
+                    .input = s->input, .weights = s->weights, .seed = s->seeds[k], .init = s->configs[ci].init, .loss = s->loss, .fmt = s->formats[f],
+                    .opts = s->opts},
+        .engines = s->engines, .n_engines = s->n_engines, .ref_prec_start = s->ref_prec_start,
+        .ref_prec_max = s->ref_prec_max,
+    };
+    vijp_error e = {0};
+    int rc = vijp_drift_run(&ds, c, &e);
+    if (rc) vijp_fail(err, rc, "%s", e.msg);
+    return rc;
+}
+
+void study_unit_name(const study *s, size_t j, char *buf, size_t size)
+{
+    size_t k = j % s->n_seeds, f = j / s->n_seeds % s->n_formats, c = j / s->n_seeds / s->n_formats;
+    snprintf(buf, size, "%s (%s), %s, seed %llu", s->configs[c].spec, s->configs[c].init_name, s->formats[f].name,
+             (unsigned long long)s->seeds[k]);
+}
+
+int study_pool_take(study_pool *p, size_t *j)
+{
+    pthread_mutex_lock(&p->lock);
+    int got = !p->failed && p->next < p->n_order;
+    if (got) *j = p->order[p->next++];
+    pthread_mutex_unlock(&p->lock);
+    return got;
+}
+
+void study_pool_done(study_pool *p, size_t j, int rc, const char *where, const char *msg)
+{
+    study *s = p->s;
+    if (!rc && s->on_unit) s->on_unit(s->on_unit_ctx, j, &s->curves[j]);
+    pthread_mutex_lock(&p->lock);
+    if (rc && !p->failed) {
+        char name[256];
+        study_unit_name(s, j, name, sizeof name);
+        p->failed = rc;
+        vijp_fail(&p->err, rc, "%s%s: %s", where, name, msg);
+    }
+    progress_step(&p->meter, ++p->done);
+    pthread_mutex_unlock(&p->lock);
+}
 
 static void *worker(void *arg)
 {
-    pool *p = arg;
-    study *s = p->s;
-    for (;;) {
-        pthread_mutex_lock(&p->lock);
-        size_t j = p->failed ? p->total : p->next++;
-        pthread_mutex_unlock(&p->lock);
-        if (j >= p->total) {
-            mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE); /* this thread's constants (π, log 2) */
-            return NULL;
-        }
-        size_t k = j % s->n_seeds, f = j / s->n_seeds % s->n_formats, c = j / s->n_seeds / s->n_formats;
-        vijp_drift_setup ds = {
-            .problem = {.spec = s->configs[c].spec, .depth = s->depth, .width = s->width, .batch = s->batch,
-                        .input = s->input, .weights = s->weights, .seed = s->seeds[k], .init = s->configs[c].init, .loss = s->loss, .fmt = s->formats[f],
-                        .opts = s->opts},
-            .engines = s->engines, .n_engines = s->n_engines, .ref_prec_start = s->ref_prec_start,
-            .ref_prec_max = s->ref_prec_max,
-        };
+    study_pool *p = arg;
+    size_t j;
+    while (study_pool_take(p, &j)) {
         vijp_error e = {0};
-        int rc = vijp_drift_run(&ds, &s->curves[j], &e);
-        pthread_mutex_lock(&p->lock);
-        if (rc && !p->failed) {
-            p->failed = rc;
-            vijp_fail(&p->err, rc, "%s (%s), %s, seed %llu: %s", ds.problem.spec, s->configs[c].init_name, ds.problem.fmt.name,
-                      (unsigned long long)ds.problem.seed, e.msg);
-        }
-        progress_step(&p->meter, ++p->done);
-        pthread_mutex_unlock(&p->lock);
+        int rc = study_run_unit(p->s, j, &p->s->curves[j], &e);
+        study_pool_done(p, j, rc, "", e.msg);
     }
+    mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE); /* this thread's constants (π, log 2) */
+    return NULL;
 }
 
-int study_run(study *s, vijp_error *err)
+study_pool *study_pool_start(study *s, int threads)
 {
-    pool p = {.s = s, .total = s->n_configs * s->n_formats * s->n_seeds};
-    s->curves = vijp_alloc_array(p.total, sizeof *s->curves);
-    pthread_mutex_init(&p.lock, NULL);
-    progress_start(&p.meter, s->progress ? stderr : NULL, p.total, "curves", NULL);
+    study_pool *p = vijp_alloc(sizeof *p);
+    *p = (study_pool){.s = s};
+    size_t total = study_units(s);
+    if (!s->curves) s->curves = vijp_alloc_array(total, sizeof *s->curves);
+    /* The curves not kept (--resume), largest first: the last ones to
+     * start are the short ones, so no worker is left with a long tail. */
+    p->order = vijp_alloc_array(total ? total : 1, sizeof *p->order);
+    costed *c = vijp_alloc_array(total ? total : 1, sizeof *c);
+    for (size_t j = 0; j < total; j++)
+        if (!s->done || !s->done[j]) c[p->n_order++] = (costed){study_unit_cost(s, j), j};
+    qsort(c, p->n_order, sizeof *c, by_cost);
+    for (size_t k = 0; k < p->n_order; k++) p->order[k] = c[k].j;
+    free(c);
+    p->todo = p->n_order;
+    pthread_mutex_init(&p->lock, NULL);
+    /* The meter counts the curves this run computes (kept ones aside), so that its estimate of the time left holds. */
+    progress_start(&p->meter, s->progress ? stderr : NULL, p->todo, "curves", NULL);
     /* MPFR keeps its exponent range per thread only when built thread-safe. */
-    int jobs = mpfr_buildopt_tls_p() ? s->jobs : 1;
-    if (jobs < 1) jobs = 1;
-    if ((size_t)jobs > p.total) jobs = (int)p.total;
+    if (!mpfr_buildopt_tls_p() && threads > 1) threads = 1;
+    if ((size_t)threads > p->todo) threads = (int)p->todo;
     /* Curves run in parallel; OpenBLAS threads on top of them only spin
      * (sched_yield) on these small matrices.  One BLAS thread always, so
      * that double results do not depend on --jobs either. */
     openblas_set_num_threads(1);
-    pthread_t *t = vijp_alloc_array((size_t)jobs, sizeof *t);
-    int started = 0;
-    for (; t && started < jobs; started++)
-        if (pthread_create(&t[started], NULL, worker, &p)) break;
-    if (started == 0) worker(&p);
-    for (int i = 0; i < started; i++) pthread_join(t[i], NULL);
-    progress_end(&p.meter);
-    free(t);
-    pthread_mutex_destroy(&p.lock);
-    if (p.failed) {
-        if (err) *err = p.err;
-        return p.failed;
-    }
-    return 0;
+    p->threads = vijp_alloc_array(threads > 0 ? (size_t)threads : 1, sizeof *p->threads);
+    for (; p->started < threads; p->started++)
+        if (pthread_create(&p->threads[p->started], NULL, worker, p)) break;
+    return p;
+}
+
+int study_pool_finish(study_pool *p, vijp_error *err)
+{
+    for (int i = 0; i < p->started; i++) pthread_join(p->threads[i], NULL);
+    progress_end(&p->meter);
+    pthread_mutex_destroy(&p->lock);
+    int rc = p->failed;
+    if (rc && err) *err = p->err;
+    free(p->threads), free(p->order), free(p);
+    return rc;
+}
+
+int study_run(study *s, vijp_error *err)
+{
+    int jobs = s->jobs < 1 ? 1 : s->jobs;
+    study_pool *p = study_pool_start(s, jobs);
+    if (p->started == 0) worker(p); /* no thread could start: this one computes */
+    return study_pool_finish(p, err);
 }
 
 void study_free(study *s)
 {
-    size_t total = s->n_configs * s->n_formats * s->n_seeds;
+    size_t total = study_units(s);
     for (size_t j = 0; s->curves && j < total; j++) vijp_drift_curve_clear(&s->curves[j]);
     free(s->curves);
+    free(s->done);
     free(s->command);
     s->curves = NULL;
+    s->done = NULL;
     s->command = NULL;
 }

@@ -33,17 +33,45 @@ typedef struct {
     char *command;         /* the command line, shell-quoted */
     int jobs, progress, plots;
     vijp_drift_curve *curves; /* [(config · n_formats + format) · n_seeds + seed] */
+    unsigned char *done;      /* NULL, or done[j]: curves[j] is already there (--resume, resume.h) */
+    /* Called (on a worker thread) with each curve as it is finished, when set. */
+    void (*on_unit)(void *ctx, size_t j, const vijp_drift_curve *c);
+    void *on_unit_ctx;
 } study;
+
+static inline size_t study_units(const study *s) { return s->n_configs * s->n_formats * s->n_seeds; }
 
 static inline vijp_drift_curve *study_curve(const study *s, size_t c, size_t f, size_t k)
 {
     return &s->curves[(c * s->n_formats + f) * s->n_seeds + k];
 }
 
-/* Run every curve on s->jobs threads, with the progress meter (progress.h) when s->progress.
+/* Run every curve (but those done) on s->jobs threads, with the progress meter (progress.h) when s->progress.
  * Returns 0, or a VIJP_E* code with err naming the failed curve. */
 VIJP_MUST_CHECK int study_run(study *s, vijp_error *err);
 void study_free(study *s);
+
+/* The parts of study_run, for a scheduler that also hands curves to other
+ * processes (mpi_study.h).  study_pool_start orders the curves not done,
+ * largest first (study_unit_cost), starts `threads` worker threads (0: none)
+ * taking curves in that order, and starts the progress meter.
+ * study_pool_take hands the next curve to another computer (0: none left,
+ * or a curve failed); study_pool_done records it, computed into
+ * s->curves[j] (or failed with rc and msg; where, such as "rank 3: ",
+ * prefixes the message), and calls s->on_unit.  study_pool_finish joins the
+ * threads and returns the first failure, its message naming the curve. */
+typedef struct study_pool study_pool;
+study_pool *study_pool_start(study *s, int threads);
+int study_pool_take(study_pool *p, size_t *j);
+void study_pool_done(study_pool *p, size_t j, int rc, const char *where, const char *msg);
+VIJP_MUST_CHECK int study_pool_finish(study_pool *p, vijp_error *err);
+/* Curve j into *c (what every worker runs); err: the engine's message. */
+VIJP_MUST_CHECK int study_run_unit(const study *s, size_t j, vijp_drift_curve *c, vijp_error *err);
+/* "SPEC (INIT), FORMAT, seed K": curve j in messages. */
+void study_unit_name(const study *s, size_t j, char *buf, size_t size);
+/* Relative cost of curve j, for ordering (largest first): depth × width² ×
+ * batch × (the reference at p and 2p bits + every engine in the format). */
+double study_unit_cost(const study *s, size_t j);
 
 /* Write drift.csv, curves.csv, summary.csv, memory.csv, the plots,
  * drift.json and report.md into the report generation out has begun
