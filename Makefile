@@ -21,7 +21,15 @@
 CC      ?= cc
 PKGS    := mpfr lapacke openblas jansson fftw3
 CHECKPK := check
+ifneq ($(GENERIC),1)
+PKGS    += sleef # SIMD kernels' vector exp, log1p, tanh, erfc (src/kernels/simd/activations.h)
+endif
 
+# GENERIC=1: the reference kernels only (src/kernels/ref), no SIMD file
+# compiled, no SLEEF; objects in build-generic/ so the two builds never mix.
+ifeq ($(GENERIC),1)
+BUILD   ?= build-generic
+endif
 ifeq ($(SANITIZE),1)
 BUILD   := build-san
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -46,10 +54,19 @@ VIJP_CPPFLAGS += $(MPFI_CFLAGS)
 VIJP_LDFLAGS  := -pthread $(SANFLAGS)
 VIJP_LIBS     := $(shell pkg-config --libs $(PKGS)) $(FLINT_LIBS) $(MPFI_LIBS) -lm -pthread
 # -MMD -MP: each object's header dependencies, in a .d file next to it.
-COMPILE = $(CC) $(VIJP_CPPFLAGS) $(CPPFLAGS) $(VIJP_CFLAGS) $(CFLAGS) $(VIJP_FPFLAGS) -MMD -MP
+COMPILE = $(CC) $(VIJP_CPPFLAGS) $(CPPFLAGS) $(VIJP_CFLAGS) $(CFLAGS) $(VIJP_FPFLAGS) $(VIJP_ISAFLAGS) -MMD -MP
 LINK    = $(CC) $(VIJP_CFLAGS) $(CFLAGS) $(VIJP_FPFLAGS) $(VIJP_LDFLAGS) $(LDFLAGS)
 
 LIB_SRC := $(wildcard src/*.c src/layers/*.c src/engines/*.c src/array_io/*.c) $(wildcard oracles/*.c)
+# The kernel table (src/kernels/kernels.h): ref always; the SIMD sets unless
+# GENERIC=1, each directory compiled for its instruction set (VIJP_ISAFLAGS,
+# per object) and chosen at run time by CPU feature detection.
+LIB_SRC += $(wildcard src/kernels/*.c src/kernels/ref/*.c)
+ifeq ($(GENERIC),1)
+VIJP_CPPFLAGS += -DVIJP_GENERIC
+else
+LIB_SRC += $(wildcard src/kernels/avx2/*.c src/kernels/avx512/*.c)
+endif
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/t-*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -74,6 +91,12 @@ all: $(BUILD)/libvijp.a $(BUILD)/vijp $(BUILD)/libvijp.so $(BUILD)/vijp.1
 $(BUILD)/%.o: %.c $(BUILD)/%.d
 	@mkdir -p $(dir $@)
 	$(COMPILE) -c $< -o $@
+
+# Per-directory instruction sets of the kernel sets (every object tree).
+AVX2_FLAGS   := -mavx2 -mfma
+AVX512_FLAGS := -mavx512f -mavx512dq -mavx2 -mfma
+$(BUILD)/src/kernels/avx2/%.o $(BUILD)/pic/src/kernels/avx2/%.o build-fuzz/src/kernels/avx2/%.o: VIJP_ISAFLAGS := $(AVX2_FLAGS)
+$(BUILD)/src/kernels/avx512/%.o $(BUILD)/pic/src/kernels/avx512/%.o build-fuzz/src/kernels/avx512/%.o: VIJP_ISAFLAGS := $(AVX512_FLAGS)
 
 $(BUILD)/pic/%.o: %.c $(BUILD)/pic/%.d
 	@mkdir -p $(dir $@)
@@ -246,7 +269,7 @@ endif
 .PHONY: fuzz fuzz-replay fuzz-run
 $(FUZZ_BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(VIJP_CPPFLAGS) -std=c11 -pthread -ffp-contract=off -MMD -MP $(FUZZ_SAN) -fsanitize=fuzzer-no-link -c $< -o $@
+	$(FUZZ_CC) $(VIJP_CPPFLAGS) -std=c11 -pthread -ffp-contract=off $(VIJP_ISAFLAGS) -MMD -MP $(FUZZ_SAN) -fsanitize=fuzzer-no-link -c $< -o $@
 $(FUZZ_BUILD)/fuzz-%: tests/fuzz/%.c $(FUZZ_LIB_OBJ)
 	$(FUZZ_CC) $(VIJP_CPPFLAGS) -std=c11 -pthread -ffp-contract=off $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJ) $(VIJP_LIBS)
 -include $(FUZZ_LIB_OBJ:.o=.d)
