@@ -71,7 +71,7 @@ CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/t-*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
-TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/check_main.o $(BUILD)/tests/testutil.o $(BUILD)/tests/layerfix.o $(BUILD)/tests/clirun.o $(BUILD)/tests/certfix.o \
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/check_main.o $(BUILD)/tests/testutil.o $(BUILD)/tests/layerfix.o $(BUILD)/tests/clirun.o $(BUILD)/tests/certfix.o $(BUILD)/tests/actterms.o \
             $(BUILD)/examples/layer-template/scaledtanh.o \
             $(BUILD)/src/cli/progress.o # the shipped plugin (t-registry.c) and the command's progress meter (t-progress.c), tested in-process
 # The shared library's objects: position-independent, in their own tree.
@@ -231,13 +231,14 @@ $(BUILD)/bench-%: $(BUILD)/tests/bench-%.o $(BUILD)/libvijp.a
 	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
 
 bench: $(BUILD)/bench-engines $(BUILD)/bench-drift $(BUILD)/bench-certify $(BUILD)/bench-memory $(BUILD)/bench-activations \
-       $(BUILD)/bench-conv
+       $(BUILD)/bench-conv $(BUILD)/bench-kernels
 	./$(BUILD)/bench-engines
 	./$(BUILD)/bench-conv
 	./$(BUILD)/bench-drift
 	./$(BUILD)/bench-certify
 	./$(BUILD)/bench-memory
 	./$(BUILD)/bench-activations
+	./$(BUILD)/bench-kernels
 
 # The certification suite at 100× its adversarial cases (10^5 matrices).
 check-long: $(BUILD)/check_vijp $(BUILD)/vijp

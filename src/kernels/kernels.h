@@ -103,15 +103,21 @@ typedef struct vijp_kernels {
     void (*drift_d)(size_t n, const double *a, const double *ref, long prec, long emin, vijp_kdrift *out);
 } vijp_kernels;
 
-/* The table the layers use (selected once, see above). */
+/* The table the layers use (selected once, see above), or the set an engine
+ * run in a double@SET format scoped to its thread. */
 const vijp_kernels *vijp_kernels_active(void);
+/* Make k (NULL: none) this thread's table until the next call; returns the
+ * previous one.  vijp_engine_run_opts scopes a double@SET run with it. */
+const vijp_kernels *vijp_kernels_scope(const vijp_kernels *k);
 
 /* vijp_compare's three metrics (vijp/metrics.h) from a set's drift_d, in
  * double: rel = √(Σd²/Σref²); ulps = max_ulps; the angle from the part of
  * d orthogonal to ref, θ = atan2(‖d⊥‖, ‖ref‖ + d·ref/‖ref‖), ‖d⊥‖² =
- * max(Σd² − (Σd·ref)²/Σref², 0): no cancellation of the angle itself, so
- * its absolute error is at most √(3(n + 4)u)·‖d‖/‖a‖ (+ a few u·θ), where
- * the MPFR metric is exact; tests/t-kernels.c checks the bound. */
+ * max(Σd² − (Σd·ref)²/Σref², 0), a∥ = ‖ref‖ + d·ref/‖ref‖: the angle is
+ * not a difference of nearly equal numbers.  Error: ‖d⊥‖² within about
+ * 4(n + 4)u·Σd² (Σd², then (Σd·ref)²/Σref² <= Σd² with twice Σd·ref's and
+ * once Σref²'s error), so |θ̂ − θ| <= √(4(n + 4)u·Σd²)/|a∥| + (n + 8)u·θ + 4u
+ * radians, where vijp_compare is exact; tests/t-kernels.c asserts it. */
 void vijp_kdrift_metric(const vijp_kdrift *p, double *rel, double *ulps, double *angle_deg);
 
 /* Every set this build has, for tests and benchmarks: i = 0 (ref), 1 (avx2),

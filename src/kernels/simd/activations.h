@@ -62,17 +62,19 @@ static inline void gelu_v(vd x, vd *f, vd *df)
     const double two_over_sqrt_pi = 1.1283791670955126, inv_sqrt_pi = 0.56418958354775628;
     const double inv_sqrt_2pi = 0.398942280401432677939946059934;
     vd t_hi = -x * c_hi;
-    vm finite = abs_d(x) <= __builtin_inf();
+    vm finite = abs_d(x) < __builtin_inf();
     vd t_lo = sel_d(finite, vfma(-x, splat_d(c_hi), -t_hi) + -x * c_lo, splat_d(0));
     vd E = V_ERFC(t_hi), R = two_over_sqrt_pi * V_EXP(-t_hi * t_hi) / E;
     vd a1 = 0.5 * E * (1 - t_lo * R);
     vd qq = 1 / (2 * t_hi * t_hi), term = splat_d(1), sum = splat_d(1);
     for (int k = 1; k <= 8; k++) term *= -(double)(2 * k - 1) * qq, sum += term;
-    vd s2 = t_hi * t_hi, e2 = vfma(t_hi, t_hi, -s2), d = e2 + 2 * t_hi * t_lo, h = V_EXP(-0.5 * s2);
+    vd s2 = t_hi * t_hi, h = V_EXP(-0.5 * s2);
+    vm fin2 = abs_d(s2) < __builtin_inf();
+    vd e2 = sel_d(fin2, vfma(t_hi, t_hi, -s2), splat_d(0)), d = sel_d(fin2, e2 + 2 * t_hi * t_lo, splat_d(0));
     vd b2 = h * (0.5 * (1 - d) * (inv_sqrt_pi / t_hi) * sum);
     vm near = t_hi <= 25.5;
     vd a = sel_d(near, a1, h), b = sel_d(near, splat_d(1), b2);
-    vd s = x * x, e = vfma(x, x, -s), g = V_EXP(-0.25 * s);
+    vd s = x * x, e = sel_d(abs_d(s) < __builtin_inf(), vfma(x, x, -s), splat_d(0)), g = V_EXP(-0.25 * s);
     *f = (x * a) * b;
     *df = a * b + (((x * inv_sqrt_2pi) * g) * g) * (1 - 0.5 * e);
 }

@@ -50,8 +50,9 @@ static inline vd load_d(const double *p) { vd v; memcpy(&v, p, sizeof v); return
 static inline void store_d(double *p, vd v) { memcpy(p, &v, sizeof v); }
 static inline vf load_f(const float *p) { vf v; memcpy(&v, p, sizeof v); return v; }
 static inline void store_f(float *p, vf v) { memcpy(p, &v, sizeof v); }
-static inline vd splat_d(double s) { return (vd){0} + s; }
-static inline vf splat_f(float s) { return (vf){0} + s; }
+/* s in every lane: s − (+0) is s for every s, −0 included (0 + s is not). */
+static inline vd splat_d(double s) { return s - (vd){0}; }
+static inline vf splat_f(float s) { return s - (vf){0}; }
 /* m ? a : b lane by lane (m all ones or all zeros per lane): a bit select. */
 static inline vd sel_d(vm m, vd a, vd b) { return (vd)((m & (vm)a) | (~m & (vm)b)); }
 static inline vf sel_f(vmf m, vf a, vf b) { return (vf)((m & (vmf)a) | (~m & (vmf)b)); }
