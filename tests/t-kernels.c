@@ -407,6 +407,57 @@ START_TEST(selection_errors)
 }
 END_TEST
 
+
+/* double@SET formats (vijp/format.h): parsed where the set runs, an error
+ * where it does not; an engine run in one uses that set whole and restores
+ * the thread's table after it. */
+START_TEST(kernel_formats)
+{
+    vijp_format f;
+    vijp_error err = {0};
+    ck_assert(!vijp_format_parse("double@ref", &f, &err));
+    ck_assert(f.kind == VIJP_DOUBLE && f.prec == 53 && f.kernel_set == 1 && !strcmp(f.name, "double@ref"));
+    ck_assert(vijp_format_parse("double@sse9", &f, &err) == VIJP_EINVAL && strstr(err.msg, "unknown kernel set"));
+    ck_assert(vijp_format_parse("binary32@avx2", &f, &err) == VIJP_EINVAL && strstr(err.msg, "only double"));
+    for (int i = 1; i < VIJP_KSET_COUNT; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "double@%s", vijp_kset_names[i]);
+        int have = vijp_kernels_set(i, NULL) != NULL, rc = vijp_format_parse(name, &f, &err);
+        ck_assert_msg(have ? !rc && f.kernel_set == 1 + i : rc == VIJP_EINVAL && strstr(err.msg, "not available"), "%s", name);
+    }
+    int best = vijp_kernels_set(2, NULL) ? 2 : vijp_kernels_set(1, NULL) ? 1 : 0;
+    const char *fmts[] = {"double", "double@ref", best == 2 ? "double@avx512" : "double@avx2"};
+    const vijp_kernels *before = vijp_kernels_active();
+    vijp_grads g[3];
+    for (int k = 0; k < (best ? 3 : 2); k++) {
+        vijp_net net;
+        vijp_format F;
+        ck_assert(!vijp_format_parse(fmts[k], &F, &err));
+        ck_assert(!vijp_net_build(&net, "dense:16,gelu", 4, 16, &err));
+        ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 5, &err));
+        vijp_mat *theta = vijp_alloc_array(4, sizeof *theta), X, T;
+        ck_assert(!vijp_net_params(&net, &F, theta, &err));
+        double *x = vijp_alloc_array(16 * 64, sizeof *x), *t = vijp_alloc_array(16 * 64, sizeof *t);
+        vijp_net_sample(&net, 64, 6, x, t);
+        vijp_mat_init(&X, 16, 64, &F), vijp_mat_set_d(&X, x);
+        vijp_mat_init(&T, 16, 64, &F), vijp_mat_set_d(&T, t);
+        ck_assert_msg(!vijp_engine_run(VIJP_ENGINE_MOONWALK, &net, theta, &X, &T, &g[k], &err), "%s: %s", fmts[k], err.msg);
+        ck_assert(vijp_kernels_active() == before);
+        vijp_net_params_clear(&net, theta);
+        vijp_mat_clear(&X), vijp_mat_clear(&T), vijp_net_free(&net), free(theta), free(x), free(t);
+    }
+    size_t len = vijp_mat_len(&g[0].grad_x);
+    const char *want = getenv("VIJP_KERNELS");
+    if (!want || !*want || !strcmp(want, "auto") || !strcmp(want, "ref")) /* the default runs ref's activations */
+        ck_assert_msg(!memcmp(g[0].grad_x.d, g[1].grad_x.d, len * sizeof(double)), "double and double@ref differ");
+    if (best) { /* SLEEF and glibc round some of 4096 GELU evaluations differently */
+        ck_assert_msg(memcmp(g[1].grad_x.d, g[2].grad_x.d, len * sizeof(double)), "%s ran ref's kernels", fmts[2]);
+        vijp_grads_clear(&g[2]);
+    }
+    vijp_grads_clear(&g[0]), vijp_grads_clear(&g[1]);
+}
+END_TEST
+
 Suite *suite_kernels(void)
 {
     Suite *s = suite_create("kernels");
@@ -414,6 +465,7 @@ Suite *suite_kernels(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, selection);
     tcase_add_test(tc, selection_errors);
+    tcase_add_test(tc, kernel_formats);
     tcase_add_loop_test(tc, exact_kernels_vs_oracle, 0, VIJP_KSET_COUNT);
     tcase_add_test(tc, exact_kernels_hash_across_sets);
     tcase_add_loop_test(tc, activation_kernels_vs_oracle, 0, VIJP_KSET_COUNT * VIJP_KACT_COUNT);

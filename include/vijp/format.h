@@ -21,6 +21,8 @@ typedef struct {
     mpfr_exp_t emax;
     size_t value_bytes;   /* bytes one value takes when stored (for memory accounting) */
     char name[32];
+    int kernel_set;       /* double@SET: 1 + the kernel set (0 ref, 1 avx2, 2 avx512, 3 cuda) that engine
+                           * runs in this format use; 0: the process's (VIJP_KERNELS or the CPU's best) */
 } vijp_format;
 
 /* Precision limits of mpfr:P.  The lower limit is MPFR's; the upper one keeps
@@ -30,7 +32,9 @@ typedef struct {
 
 #include "vijp/error.h"
 
-/* Parse "double", "mpfr:P", "binary32", "binary16", "bfloat16". */
+/* Parse "double", "mpfr:P", "binary32", "binary16", "bfloat16", and
+ * "double@ref", "double@avx2", "double@avx512", "double@cuda": double through
+ * that kernel set (an error where the set is not available). */
 VIJP_MUST_CHECK int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err);
 /* One of the fixed formats (every kind but VIJP_MPFR, which needs a
  * precision: vijp_format_mpfr); cannot fail. */
