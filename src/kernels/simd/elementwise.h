@@ -86,14 +86,14 @@
             store_##S(v + i, sel_##S(load_##S(x + i) > 0, load_##S(u + i), splat_##S(0)));           \
         for (; i < n; i++) v[i] = x[i] > 0 ? u[i] : 0;                                               \
     }                                                                                                \
-    /* The inactive lanes of each vector, by their bits, in order. */                               \
+    /* The inactive lanes of each vector, compressed (vec.h: permutes and a   \
+     * masked store, or AVX-512's compress; values moved, not computed). */   \
     static size_t relu_gather_##S(size_t n, const T *x, const T *g, T *frag)                         \
     {                                                                                                \
         size_t i = 0, k = 0;                                                                         \
-        const uint64_t all = (W == 64 ? ~0ull : (1ull << W) - 1);                                    \
+        const uint64_t all = (1ull << W) - 1;                                                        \
         for (; i + W <= n; i += W)                                                                   \
-            for (uint64_t off = ~movemask_##S(load_##S(x + i) > 0) & all; off; off &= off - 1)      \
-                frag[k++] = g[i + (size_t)__builtin_ctzll(off)];                                     \
+            k += compress_store_##S(frag + k, ~movemask_##S(load_##S(x + i) > 0) & all, load_##S(g + i)); \
         for (; i < n; i++)                                                                           \
             if (!(x[i] > 0)) frag[k++] = g[i];                                                       \
         return k;                                                                                    \
@@ -101,12 +101,13 @@
     static void relu_scatter_##S(size_t n, const T *x, const T *g, const T *frag, T *v)              \
     {                                                                                                \
         size_t i = 0, k = 0;                                                                         \
-        const uint64_t all = (W == 64 ? ~0ull : (1ull << W) - 1);                                    \
+        const uint64_t all = (1ull << W) - 1;                                                        \
         for (; i + W <= n; i += W) {                                                                 \
             M on = load_##S(x + i) > 0;                                                              \
-            store_##S(v + i, sel_##S(on, load_##S(g + i), splat_##S(0)));                            \
-            for (uint64_t off = ~movemask_##S(on) & all; off; off &= off - 1)                        \
-                v[i + (size_t)__builtin_ctzll(off)] = frag[k++];                                     \
+            V out = sel_##S(on, load_##S(g + i), splat_##S(0));                                      \
+            uint64_t off = ~movemask_##S(on) & all;                                                  \
+            if (off) out = expand_load_##S(frag + k, off, out), k += (size_t)__builtin_popcountll(off); \
+            store_##S(v + i, out);                                                                   \
         }                                                                                            \
         for (; i < n; i++) v[i] = x[i] > 0 ? g[i] : frag[k++];                                       \
     }                                                                                                \
