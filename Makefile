@@ -12,7 +12,8 @@
 #   make install     PREFIX=/usr/local (default), DESTDIR honoured: bin/vijp, lib/libvijp.{a,so},
 #                    include/vijp/*.h, lib/pkgconfig/vijp.pc, share/man/man1/vijp.1
 #   make uninstall   remove what install installed (same PREFIX/DESTDIR)
-#   make clean       remove build/, build-san/ and build-fuzz/
+#   make clean       remove build/, build-san/, build-fuzz/ and build-generic/
+#   make GENERIC=1   the same targets with the reference kernels only (no SIMD, no SLEEF), in build-generic/
 # Sanitized objects go to build-san/ so the two builds never mix.
 # CFLAGS (default -O2 -g), CPPFLAGS, LDFLAGS and LDLIBS are the user's: the
 # flags the build needs are in VIJP_* variables used alongside them, so
@@ -333,4 +334,4 @@ uninstall:
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/vijp 2>/dev/null
 
 clean:
-	rm -rf build build-san build-fuzz
+	rm -rf build build-san build-fuzz build-generic
