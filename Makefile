@@ -14,7 +14,8 @@
 #   make install     PREFIX=/usr/local (default), DESTDIR honoured: bin/vijp, lib/libvijp.{a,so},
 #                    include/vijp/*.h, lib/pkgconfig/vijp.pc, share/man/man1/vijp.1
 #   make uninstall   remove what install installed (same PREFIX/DESTDIR)
-#   make clean       remove build/, build-san/ and build-fuzz/
+#   make clean       remove build/, build-san/, build-fuzz/ and build-generic/
+#   make GENERIC=1   the same targets with the reference kernels only (no SIMD, no SLEEF), in build-generic/
 # Sanitized objects go to build-san/ so the two builds never mix.
 # CFLAGS (default -O2 -g), CPPFLAGS, LDFLAGS and LDLIBS are the user's: the
 # flags the build needs are in VIJP_* variables used alongside them, so
@@ -23,7 +24,15 @@
 CC      ?= cc
 PKGS    := mpfr lapacke openblas jansson fftw3
 CHECKPK := check
+ifneq ($(GENERIC),1)
+PKGS    += sleef # SIMD kernels' vector exp, log1p, tanh, erfc (src/kernels/simd/activations.h)
+endif
 
+# GENERIC=1: the reference kernels only (src/kernels/ref), no SIMD file
+# compiled, no SLEEF; objects in build-generic/ so the two builds never mix.
+ifeq ($(GENERIC),1)
+BUILD   ?= build-generic
+endif
 ifeq ($(SANITIZE),1)
 BUILD   := build-san
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -48,10 +57,19 @@ VIJP_CPPFLAGS += $(MPFI_CFLAGS)
 VIJP_LDFLAGS  := -pthread $(SANFLAGS)
 VIJP_LIBS     := $(shell pkg-config --libs $(PKGS)) $(FLINT_LIBS) $(MPFI_LIBS) -lm -pthread
 # -MMD -MP: each object's header dependencies, in a .d file next to it.
-COMPILE = $(CC) $(VIJP_CPPFLAGS) $(CPPFLAGS) $(VIJP_CFLAGS) $(CFLAGS) $(VIJP_FPFLAGS) -MMD -MP
+COMPILE = $(CC) $(VIJP_CPPFLAGS) $(CPPFLAGS) $(VIJP_CFLAGS) $(CFLAGS) $(VIJP_FPFLAGS) $(VIJP_ISAFLAGS) -MMD -MP
 LINK    = $(CC) $(VIJP_CFLAGS) $(CFLAGS) $(VIJP_FPFLAGS) $(VIJP_LDFLAGS) $(LDFLAGS)
 
 LIB_SRC := $(wildcard src/*.c src/layers/*.c src/engines/*.c src/array_io/*.c) $(wildcard oracles/*.c)
+# The kernel table (src/kernels/kernels.h): ref always; the SIMD sets unless
+# GENERIC=1, each directory compiled for its instruction set (VIJP_ISAFLAGS,
+# per object) and chosen at run time by CPU feature detection.
+LIB_SRC += $(wildcard src/kernels/*.c src/kernels/ref/*.c)
+ifeq ($(GENERIC),1)
+VIJP_CPPFLAGS += -DVIJP_GENERIC
+else
+LIB_SRC += $(wildcard src/kernels/avx2/*.c src/kernels/avx512/*.c)
+endif
 # MPI (src/cli/mpi_study.h): MPI=1 builds src/cli/mpi_study.c with mpicc's
 # flags, MPI=0 its serial stand-in src/cli/mpi_serial.c; by default MPI=1
 # where mpicc is found.  Switching rebuilds the command ($(BUILD)/mpi-config).
@@ -68,7 +86,7 @@ endif
 TEST_SRC := $(wildcard tests/t-*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
-TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/check_main.o $(BUILD)/tests/testutil.o $(BUILD)/tests/layerfix.o $(BUILD)/tests/clirun.o $(BUILD)/tests/certfix.o \
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/check_main.o $(BUILD)/tests/testutil.o $(BUILD)/tests/layerfix.o $(BUILD)/tests/clirun.o $(BUILD)/tests/certfix.o $(BUILD)/tests/actterms.o \
             $(BUILD)/examples/layer-template/scaledtanh.o \
             $(BUILD)/src/cli/progress.o $(BUILD)/src/cli/unit_io.o # the shipped plugin (t-registry.c), the command's progress meter (t-progress.c) and unit text (t-resume.c), tested in-process
 # The shared library's objects: position-independent, in their own tree.
@@ -88,6 +106,12 @@ all: $(BUILD)/libvijp.a $(BUILD)/vijp $(BUILD)/libvijp.so $(BUILD)/vijp.1
 $(BUILD)/%.o: %.c $(BUILD)/%.d
 	@mkdir -p $(dir $@)
 	$(COMPILE) -c $< -o $@
+
+# Per-directory instruction sets of the kernel sets (every object tree).
+AVX2_FLAGS   := -mavx2 -mfma
+AVX512_FLAGS := -mavx512f -mavx512dq -mavx2 -mfma
+$(BUILD)/src/kernels/avx2/%.o $(BUILD)/pic/src/kernels/avx2/%.o build-fuzz/src/kernels/avx2/%.o: VIJP_ISAFLAGS := $(AVX2_FLAGS)
+$(BUILD)/src/kernels/avx512/%.o $(BUILD)/pic/src/kernels/avx512/%.o build-fuzz/src/kernels/avx512/%.o: VIJP_ISAFLAGS := $(AVX512_FLAGS)
 
 $(BUILD)/pic/%.o: %.c $(BUILD)/pic/%.d
 	@mkdir -p $(dir $@)
@@ -244,13 +268,14 @@ $(BUILD)/bench-mpi: $(BUILD)/tests/bench-mpi.o $(BUILD)/src/cli/unit_io.o $(BUIL
 	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
 
 bench: $(BUILD)/bench-engines $(BUILD)/bench-drift $(BUILD)/bench-certify $(BUILD)/bench-memory $(BUILD)/bench-activations \
-       $(BUILD)/bench-conv $(BUILD)/bench-mpi $(BUILD)/vijp
+       $(BUILD)/bench-conv $(BUILD)/bench-kernels $(BUILD)/bench-mpi $(BUILD)/vijp
 	./$(BUILD)/bench-engines
 	./$(BUILD)/bench-conv
 	./$(BUILD)/bench-drift
 	./$(BUILD)/bench-certify
 	./$(BUILD)/bench-memory
 	./$(BUILD)/bench-activations
+	./$(BUILD)/bench-kernels
 	./$(BUILD)/bench-mpi $(BUILD)/vijp
 
 # The certification suite at 100× its adversarial cases (10^5 matrices).
@@ -283,7 +308,7 @@ endif
 .PHONY: fuzz fuzz-replay fuzz-run
 $(FUZZ_BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(VIJP_CPPFLAGS) -std=c11 -pthread -ffp-contract=off -MMD -MP $(FUZZ_SAN) -fsanitize=fuzzer-no-link -c $< -o $@
+	$(FUZZ_CC) $(VIJP_CPPFLAGS) -std=c11 -pthread -ffp-contract=off $(VIJP_ISAFLAGS) -MMD -MP $(FUZZ_SAN) -fsanitize=fuzzer-no-link -c $< -o $@
 $(FUZZ_BUILD)/fuzz-%: tests/fuzz/%.c $(FUZZ_LIB_OBJ)
 	$(FUZZ_CC) $(VIJP_CPPFLAGS) -std=c11 -pthread -ffp-contract=off $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJ) $(VIJP_LIBS)
 -include $(FUZZ_LIB_OBJ:.o=.d)
@@ -346,4 +371,4 @@ uninstall:
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/vijp 2>/dev/null
 
 clean:
-	rm -rf build build-san build-fuzz
+	rm -rf build build-san build-fuzz build-generic

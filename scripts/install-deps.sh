@@ -10,6 +10,7 @@ packages=(
   libflint-dev                    # exact integer rank: proven rank deficiency (certify)
   liblapacke-dev libopenblas-dev  # LAPACK(E) for dense solves and factorisations
   libfftw3-dev                    # FFTs: circular convolutions' vijp and inverse
+  libsleef-dev                    # vector exp, log1p, tanh, erfc of the SIMD kernels (src/kernels/simd)
   check libsubunit-dev            # the unit-test framework (libcheck) and its pkg-config deps
   libjansson-dev                  # JSON output
   gnuplot-nox                     # drift report plots (PNG and SVG)

@@ -1,4 +1,5 @@
 #include "vijp/vijp.h"
+#include "kernels/kernels.h"
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -79,6 +80,22 @@ int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err)
         f->store_prec = 53, f->store_emin = f->emin, f->store_emax = f->emax;
         return 0;
     }
+    const char *at = strchr(s, '@');
+    if (at && !strncmp(s, "double@", 7)) { /* double through one kernel set (src/kernels/kernels.h) */
+        for (int i = 0; i < VIJP_KSET_COUNT; i++) {
+            const char *why = NULL;
+            if (strcmp(at + 1, vijp_kset_names[i])) continue;
+            if (!vijp_kernels_set(i, &why))
+                return vijp_fail(err, VIJP_EINVAL, "format '%s': that kernel set is not available: %s", s, why);
+            int rc = vijp_format_parse("double", f, err);
+            f->kernel_set = 1 + i;
+            snprintf(f->name, sizeof f->name, "double@%s", vijp_kset_names[i]);
+            return rc;
+        }
+        return vijp_fail(err, VIJP_EINVAL, "format '%s': unknown kernel set (double@ref, double@avx2, double@avx512, "
+                         "double@cuda)", s);
+    }
+    if (at) return vijp_fail(err, VIJP_EINVAL, "format '%s': only double runs through a kernel set (double@SET)", s);
     if (!strcmp(s, "binary32")) return emulated(f, VIJP_BINARY32, s, 24, -148, 128, 4), 0;
     if (!strcmp(s, "binary16")) return emulated(f, VIJP_BINARY16, s, 11, -23, 16, 2), 0;
     if (!strcmp(s, "bfloat16")) return emulated(f, VIJP_BFLOAT16, s, 8, -132, 128, 2), 0;
@@ -99,7 +116,7 @@ int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err)
     }
     return vijp_fail(err, VIJP_EINVAL,
                      "unknown format '%s' (known: double, mpfr:P, binary32, binary16, bfloat16, "
-                     "bfloat16+binary32, binary16+binary32, tf32+binary32)", s);
+                     "bfloat16+binary32, binary16+binary32, tf32+binary32, double@SET)", s);
 }
 
 mpfr_prec_t vijp_format_value_prec(const vijp_format *f)

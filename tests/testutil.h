@@ -28,6 +28,7 @@ Suite *suite_arrays(void);
 Suite *suite_netjson(void);
 Suite *suite_mixed(void);
 Suite *suite_resume(void);
+Suite *suite_kernels(void);
 
 /* Iteration count scaled by VIJP_TEST_SCALE (default 1), as FLINT does. */
 long test_iters(long base);

@@ -42,6 +42,8 @@ typedef struct {
     mpfr_prec_t store_prec;         /* the storage format; equal to prec, emin, */
     mpfr_exp_t store_emin, store_emax; /* emax unless mixed */
     mpfr_prec_t operand_prec;       /* tf32+binary32: 11; otherwise 0 (no operand rounding) */
+    int kernel_set;       /* double@SET: 1 + the kernel set (0 ref, 1 avx2, 2 avx512, 3 cuda) that engine
+                           * runs in this format use; 0: the process's (VIJP_KERNELS or the CPU's best) */
 } vijp_format;
 
 /* Precision limits of mpfr:P.  The lower limit is MPFR's; the upper one keeps
@@ -52,7 +54,9 @@ typedef struct {
 #include "vijp/error.h"
 
 /* Parse "double", "mpfr:P", "binary32", "binary16", "bfloat16",
- * "bfloat16+binary32", "binary16+binary32", "tf32+binary32". */
+ * "bfloat16+binary32", "binary16+binary32", "tf32+binary32", and
+ * "double@ref", "double@avx2", "double@avx512", "double@cuda": double through
+ * that kernel set (an error where the set is not available). */
 VIJP_MUST_CHECK int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err);
 /* One of the fixed formats (every kind but VIJP_MPFR, which needs a
  * precision: vijp_format_mpfr); cannot fail. */

@@ -15,5 +15,6 @@
 #include "vijp/arith.h"
 #include "vijp/memory.h"
 #include "vijp/array_io.h"
+#include "vijp/kernels.h"
 
 #endif

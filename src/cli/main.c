@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "vijp/vijp.h"
 #include "vijp/plugin.h"
+#include "vijp/kernels.h"
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -56,6 +57,13 @@ static int run(int argc, char **argv)
 {
     /* First, before any GMP value exists: one memory policy (vijp/error.h). */
     vijp_memory_policy_install();
+    /* VIJP_KERNELS names an unknown or absent kernel set: a usage error now,
+     * not a failure in the middle of a run. */
+    vijp_error kerr = {0};
+    if (vijp_kernels_init(&kerr)) {
+        fprintf(stderr, "vijp: %s\n", kerr.msg);
+        return EXIT_USAGE;
+    }
     if (argc < 2) {
         fputs(usage, stderr);
         return EXIT_USAGE;

@@ -6,6 +6,7 @@
  *   pure forward: g_0 and every fragment c_i = g_i Q_i by forward-mode jvps of
  *                 the identity and of the cokernel bases Q_i; stores fragments. */
 #include "engine_internal.h"
+#include "../kernels/kernels.h"
 #include "vijp/error.h"
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,8 @@ static void surrogate(vijp_mat *Xt, vijp_residual_kind kind, const uint8_t *bits
 {
     size_t n = vijp_mat_len(Xt);
     if (kind == VIJP_RESIDUAL_INPUT || kind == VIJP_RESIDUAL_INVERSE) vijp_mat_copy(Xt, vals);
+    else if (kind == VIJP_RESIDUAL_SIGN && Xt->d)
+        vijp_kernels_active()->sign_unpack_d(n, bits, Xt->d);
     else if (kind == VIJP_RESIDUAL_SIGN)
         for (size_t k = 0; k < n; k++) vijp_mat_set_entry_d(Xt, k, (bits[k / 8] >> (k % 8)) & 1 ? 1.0 : -1.0);
     else vijp_mat_zero(Xt);
@@ -134,8 +137,10 @@ int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
         if (L->type->residual == VIJP_RESIDUAL_SIGN) {
             res_bytes[i] = (n + 7) / 8;
             bits[i] = vijp_alloc_array(res_bytes[i], 1);
-            for (size_t k = 0; k < n; k++)
-                if (h.d ? h.d[k] > 0 : mpfr_sgn(h.m[k]) > 0) bits[i][k / 8] |= (uint8_t)(1u << (k % 8));
+            if (h.d) vijp_kernels_active()->sign_pack_d(n, h.d, bits[i]);
+            else
+                for (size_t k = 0; k < n; k++)
+                    if (mpfr_sgn(h.m[k]) > 0) bits[i][k / 8] |= (uint8_t)(1u << (k % 8));
         } else if (L->type->residual == VIJP_RESIDUAL_INPUT ||
                    (L->type->residual == VIJP_RESIDUAL_INVERSE && !rebuild[i])) {
             vijp_mat_init(&vals[i], h.rows, B, f);

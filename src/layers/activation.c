@@ -1,6 +1,15 @@
-/* Double operators shared by the smooth activations (see activation.h). */
+/* Double operators shared by the smooth activations (see activation.h).
+ * The catalogue's six go through the kernel table's f-and-f′ kernels
+ * (src/kernels/kernels.h): the layers' own dual evaluation (ref) unless
+ * VIJP_KERNELS names a SIMD set, whose kernels keep the same stated bounds;
+ * any other activation (a plugin's) through its dual_eval, unit by unit. */
 #include "activation.h"
+#include "scratch.h"
+#include "../kernels/kernels.h"
 #include <string.h>
+
+extern const vijp_layer_type vijp_layer_sigmoid, vijp_layer_softplus, vijp_layer_tanh, vijp_layer_silu,
+    vijp_layer_gelu, vijp_layer_mish;
 
 int vijp_act_parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err)
 {
@@ -15,33 +24,55 @@ int vijp_act_parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *
 
 size_t vijp_act_no_params(const vijp_layer *L) { (void)L; return 0; }
 
+/* f and f′ of n units: the table's kernel for a catalogue activation (the
+ * VIJP_KACT_* order), the type's dual_eval otherwise. */
+static void eval_all(const vijp_layer *L, const double *th, const double *X, size_t n, double *f, double *df)
+{
+    static const vijp_layer_type *const kact[VIJP_KACT_COUNT] = {
+        &vijp_layer_sigmoid, &vijp_layer_softplus, &vijp_layer_tanh, &vijp_layer_silu, &vijp_layer_gelu, &vijp_layer_mish};
+    for (int a = 0; a < VIJP_KACT_COUNT; a++)
+        if (L->type == kact[a]) {
+            vijp_kernels_active()->act_d[a](n, X, f, df);
+            return;
+        }
+    for (size_t i = 0; i < n; i++) L->type->dual_eval(L, th, X[i], &f[i], &df[i]);
+}
+
 void vijp_act_forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
 {
-    double d;
-    for (size_t i = 0; i < L->in * B; i++) L->type->dual_eval(L, th, X[i], &Y[i], &d);
+    size_t n = L->in * B;
+    double *d = vijp_scratch(n);
+    eval_all(L, th, X, n, Y, d);
+    free(d);
 }
 
 void vijp_act_apply(const vijp_layer *L, const double *th, const double *X, size_t B, const double *U,
                     double *V)
 {
-    double f, d;
-    for (size_t i = 0; i < L->in * B; i++) L->type->dual_eval(L, th, X[i], &f, &d), V[i] = U[i] * d;
+    size_t n = L->in * B;
+    double *f = vijp_scratch(2 * n), *d = f + n;
+    eval_all(L, th, X, n, f, d);
+    for (size_t i = 0; i < n; i++) V[i] = U[i] * d[i];
+    free(f);
 }
 
 int vijp_act_vijp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gx,
                   const double *frag, double *Gy, vijp_error *err)
 {
     (void)frag;
-    double f, d;
-    for (size_t i = 0; i < L->in * B; i++) {
-        L->type->dual_eval(L, th, X[i], &f, &d);
-        if (d == 0 || !isfinite(d))
-            return vijp_fail(err, VIJP_ESINGULAR,
-                             "%s vijp: f'(x) = %g at unit %zu (x = %g): the layer is numerically "
-                             "non-submersive there", L->type->name, d, i % L->in, X[i]);
-        Gy[i] = Gx[i] / d;
+    size_t n = L->in * B;
+    double *f = vijp_scratch(2 * n), *d = f + n;
+    eval_all(L, th, X, n, f, d);
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (d[i] == 0 || !isfinite(d[i]))
+            rc = vijp_fail(err, VIJP_ESINGULAR,
+                           "%s vijp: f'(x) = %g at unit %zu (x = %g): the layer is numerically "
+                           "non-submersive there", L->type->name, d[i], i % L->in, X[i]);
+        else Gy[i] = Gx[i] / d[i];
     }
-    return 0;
+    free(f);
+    return rc;
 }
 
 void vijp_act_jacobian(const vijp_layer *L, const double *th, const double *x, double *J)

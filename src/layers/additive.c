@@ -13,6 +13,7 @@
 #include "chain.h"
 #include "scratch.h"
 #include "../../oracles/oracles.h"
+#include "../kernels/kernels.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,9 +72,10 @@ static void evaluate(const vijp_layer *L, const double *th, const double *X, sta
     size_t len = s->h * s->B, k = vijp_chain_n(L), PF = vijp_chain_params(L, k);
     split(s, X, s->x1, s->x2);
     vijp_chain_forward(L, th, s->aF, s->B);
-    for (size_t i = 0; i < len; i++) s->y1[i] = s->x1[i] + s->aF[k][i];
+    const vijp_kernels *K = vijp_kernels_active();
+    K->add_d(len, s->x1, s->aF[k], s->y1);
     vijp_chain_forward(L, th + PF, s->aG, s->B);
-    for (size_t i = 0; i < len; i++) s->y2[i] = s->x2[i] + s->aG[k][i];
+    K->add_d(len, s->x2, s->aG[k], s->y2);
 }
 
 static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
@@ -95,9 +97,10 @@ static void jvp(const vijp_layer *L, const double *th, const double *X, size_t B
     double *u1 = s.x1, *u2 = s.y2, *v1 = vijp_scratch(2 * len), *v2 = v1 + len;
     split(&s, U, u1, u2); /* x1 and y2 are no longer needed */
     vijp_chain_apply(L, th, s.aF, B, u2, v1, s.t1, 0);
-    for (size_t i = 0; i < len; i++) v1[i] += u1[i];
+    const vijp_kernels *K = vijp_kernels_active();
+    K->add_d(len, v1, u1, v1);
     vijp_chain_apply(L, th + PF, s.aG, B, v1, v2, s.t1, 0);
-    for (size_t i = 0; i < len; i++) v2[i] += u2[i];
+    K->add_d(len, v2, u2, v2);
     join(&s, v1, v2, V);
     free(v1), free(s.block);
 }
@@ -113,13 +116,13 @@ static void reverse(const vijp_layer *L, const double *th, const double *X, size
     double *gy1 = s.x1, *gy2 = s.y2, *gb = vijp_scratch(2 * len), *gx2 = gb + len;
     split(&s, Gy, gy1, gy2);
     vijp_chain_apply(L, th + PF, s.aG, B, gy2, gb, s.t1, 1);
-    for (size_t i = 0; i < len; i++) gb[i] += gy1[i];
+    vijp_kernels_active()->add_d(len, gb, gy1, gb);
     if (Gth) {
         vijp_chain_vjp_param(L, th, s.aF, B, gb, Gth, s.t1, s.t2);
         vijp_chain_vjp_param(L, th + PF, s.aG, B, gy2, Gth + PF, s.t1, s.t2);
     } else {
         vijp_chain_apply(L, th, s.aF, B, gb, gx2, s.t1, 1);
-        for (size_t i = 0; i < len; i++) gx2[i] += gy2[i];
+        vijp_kernels_active()->add_d(len, gx2, gy2, gx2);
         join(&s, gb, gx2, Gx);
     }
     free(gb), free(s.block);
@@ -147,9 +150,10 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
     double *gx1 = s.x1, *gx2 = s.y2, *gy1 = vijp_scratch(2 * len), *gy2 = gy1 + len;
     split(&s, Gx, gx1, gx2);
     vijp_chain_apply(L, th, s.aF, B, gx1, gy2, s.t1, 1);
-    for (size_t i = 0; i < len; i++) gy2[i] = gx2[i] - gy2[i];
+    const vijp_kernels *K = vijp_kernels_active();
+    K->sub_d(len, gx2, gy2, gy2);
     vijp_chain_apply(L, th + PF, s.aG, B, gy2, gy1, s.t1, 1);
-    for (size_t i = 0; i < len; i++) gy1[i] = gx1[i] - gy1[i];
+    K->sub_d(len, gx1, gy1, gy1);
     join(&s, gy1, gy2, Gy);
     free(gy1), free(s.block);
     return 0;
@@ -166,9 +170,10 @@ static int inverse(const vijp_layer *L, const double *th, const double *Y, size_
     size_t len = s.h * B, k = vijp_chain_n(L), PF = vijp_chain_params(L, k);
     split(&s, Y, s.y1, s.y2);
     vijp_chain_forward(L, th + PF, s.aG, B);
-    for (size_t i = 0; i < len; i++) s.x2[i] = s.y2[i] - s.aG[k][i];
+    const vijp_kernels *K = vijp_kernels_active();
+    K->sub_d(len, s.y2, s.aG[k], s.x2);
     vijp_chain_forward(L, th, s.aF, B);
-    for (size_t i = 0; i < len; i++) s.x1[i] = s.y1[i] - s.aF[k][i];
+    K->sub_d(len, s.y1, s.aF[k], s.x1);
     join(&s, s.x1, s.x2, X);
     free(s.block);
     return 0;

@@ -20,6 +20,7 @@
 #include "dual.h"
 #include "scratch.h"
 #include "../../oracles/oracles.h"
+#include "../kernels/kernels.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,7 +110,7 @@ static void forward(const vijp_layer *L, const double *th, const double *X, size
     size_t len = st.h * B;
     const double *t = st.aT[vijp_chain_n(L)];
     double *y2 = vijp_scratch(len);
-    for (size_t i = 0; i < len; i++) y2[i] = st.x2[i] * st.s[i] + t[i];
+    vijp_kernels_active()->affine_d(len, st.x2, st.s, t, y2);
     vijp_halves_join(st.h, B, st.x1, y2, Y);
     free(y2), free(st.block);
 }
@@ -166,13 +167,12 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
     double *g1 = vijp_scratch(4 * len), *g2 = g1 + len, *c = g1 + 2 * len, *gy2 = g1 + 3 * len;
     vijp_halves_split(st.h, B, Gx, g1, g2);
     int rc = 0;
-    for (size_t i = 0; i < len && !rc; i++) {
+    for (size_t i = 0; i < len && !rc; i++)
         if (st.s[i] == 0 || !isfinite(st.s[i]))
             rc = vijp_fail(err, VIJP_ESINGULAR, "affine vijp: the scale of unit %zu is %g: the block is numerically "
                            "singular there", i % st.h, st.s[i]);
-        else gy2[i] = g2[i] / st.s[i];
-    }
     if (!rc) {
+        vijp_kernels_active()->div_d(len, g2, st.s, gy2);
         cross(L, th, &st, gy2, c);
         for (size_t i = 0; i < len; i++) g1[i] -= c[i];
         vijp_halves_join(st.h, B, g1, gy2, Gy);
@@ -190,12 +190,13 @@ static int inverse(const vijp_layer *L, const double *th, const double *Y, size_
     size_t len = st.h * B;
     const double *t = st.aT[vijp_chain_n(L)];
     int rc = 0;
-    for (size_t i = 0; i < len && !rc; i++) {
+    for (size_t i = 0; i < len && !rc; i++)
         if (st.s[i] == 0 || !isfinite(st.s[i]))
             rc = vijp_fail(err, VIJP_ESINGULAR, "affine inverse: the scale of unit %zu is %g", i % st.h, st.s[i]);
-        else st.t2[i] = (st.x2[i] - t[i]) / st.s[i];
+    if (!rc) {
+        vijp_kernels_active()->affine_inverse_d(len, st.x2, st.s, t, st.t2);
+        vijp_halves_join(st.h, B, st.x1, st.t2, X);
     }
-    if (!rc) vijp_halves_join(st.h, B, st.x1, st.t2, X);
     free(st.block);
     return rc;
 }

@@ -46,7 +46,8 @@ static void normal_cdf(double x, double *a, double *b)
     }
     double q = 1 / (2 * t_hi * t_hi), term = 1, sum = 1;
     for (int k = 1; k <= 8; k++) term *= -(double)(2 * k - 1) * q, sum += term;
-    double s = t_hi * t_hi, e = fma(t_hi, t_hi, -s), d = e + 2 * t_hi * t_lo, h = exp(-0.5 * s);
+    double s = t_hi * t_hi, e = isfinite(s) ? fma(t_hi, t_hi, -s) : 0, d = isfinite(s) ? e + 2 * t_hi * t_lo : 0,
+           h = exp(-0.5 * s); /* s = ∞ (|x| > 1.9e154): h = 0 exactly, and e, d 0 rather than ∞ − ∞ or 0·∞ = NaN */
     *a = h, *b = h * (0.5 * (1 - d) * (inv_sqrt_pi / t_hi) * sum);
 }
 
@@ -57,7 +58,7 @@ static void eval(const vijp_layer *L, const double *th, double x, double *f, dou
     const double inv_sqrt_2pi = 0.398942280401432677939946059934; /* rounded once */
     double a, b;
     normal_cdf(x, &a, &b);
-    double s = x * x, e = fma(x, x, -s), g = exp(-0.25 * s);
+    double s = x * x, e = isfinite(s) ? fma(x, x, -s) : 0, g = exp(-0.25 * s); /* as above: x² = ∞, g = 0 */
     *f = (x * a) * b;
     *df = a * b + (((x * inv_sqrt_2pi) * g) * g) * (1 - 0.5 * e);
 }

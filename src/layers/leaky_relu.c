@@ -6,6 +6,7 @@
 #include "state.h"
 #include "vijp/catalogue.h"
 #include "../../oracles/oracles.h"
+#include "../kernels/kernels.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,7 +72,7 @@ static int print(const vijp_layer *L, char *buf, size_t size)
 
 static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE | VIJP_DECL_INVERTIBLE; }
 
-/* The operators read the slope once (the instance's own state, no type
+/* The operators (exact kernels, src/kernels/kernels.h) read the slope once (the instance's own state, no type
  * check on the per-unit path). */
 #define ALPHA(L) (*(const double *)(L)->state)
 static double slope(double alpha, double x) { return x > 0 ? 1.0 : alpha; }
@@ -79,8 +80,7 @@ static double slope(double alpha, double x) { return x > 0 ? 1.0 : alpha; }
 static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
 {
     (void)th;
-    double a = ALPHA(L);
-    for (size_t i = 0; i < L->in * B; i++) Y[i] = X[i] * slope(a, X[i]);
+    vijp_kernels_active()->leaky_forward_d(L->in * B, ALPHA(L), X, Y);
 }
 
 /* jvp and vjp coincide for a diagonal Jacobian. */
@@ -88,16 +88,14 @@ static void diag_apply(const vijp_layer *L, const double *th, const double *X, s
                        const double *U, double *V)
 {
     (void)th;
-    double a = ALPHA(L);
-    for (size_t i = 0; i < L->in * B; i++) V[i] = U[i] * slope(a, X[i]);
+    vijp_kernels_active()->leaky_apply_d(L->in * B, ALPHA(L), X, U, V);
 }
 
 static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B,
                 const double *Gx, const double *frag, double *Gy, vijp_error *err)
 {
     (void)th, (void)frag, (void)err;
-    double a = ALPHA(L);
-    for (size_t i = 0; i < L->in * B; i++) Gy[i] = Gx[i] / slope(a, X[i]);
+    vijp_kernels_active()->leaky_vijp_d(L->in * B, ALPHA(L), X, Gx, Gy);
     return 0;
 }
 
@@ -113,8 +111,7 @@ static int inverse(const vijp_layer *L, const double *th, const double *Y, size_
                    vijp_error *err)
 {
     (void)th, (void)err;
-    double a = ALPHA(L);
-    for (size_t i = 0; i < L->in * B; i++) X[i] = Y[i] > 0 ? Y[i] : Y[i] / a;
+    vijp_kernels_active()->leaky_inverse_d(L->in * B, ALPHA(L), Y, X);
     return 0;
 }
 

@@ -4,6 +4,7 @@
 #include "vijp/layer.h"
 #include "activation.h"
 #include "../../oracles/oracles.h"
+#include "../kernels/kernels.h"
 #include <string.h>
 
 /* Submersive exactly where every unit is active: no structural claim holds. */
@@ -12,14 +13,14 @@ static unsigned declare(const vijp_layer *L) { (void)L; return 0; }
 static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
 {
     (void)th;
-    for (size_t i = 0; i < L->in * B; i++) Y[i] = X[i] > 0 ? X[i] : 0.0;
+    vijp_kernels_active()->relu_forward_d(L->in * B, X, Y);
 }
 
 static void mask_apply(const vijp_layer *L, const double *th, const double *X, size_t B,
                        const double *U, double *V)
 {
     (void)th;
-    for (size_t i = 0; i < L->in * B; i++) V[i] = X[i] > 0 ? U[i] : 0.0;
+    vijp_kernels_active()->relu_apply_d(L->in * B, X, U, V);
 }
 
 static size_t fragment_count(const vijp_layer *L, const double *th, const double *X, size_t B)
@@ -34,15 +35,14 @@ static void fragment(const vijp_layer *L, const double *th, const double *X, siz
                      const double *Gy, double *frag)
 {
     (void)th;
-    for (size_t i = 0, k = 0; i < L->in * B; i++)
-        if (!(X[i] > 0)) frag[k++] = Gy[i];
+    vijp_kernels_active()->relu_gather_d(L->in * B, X, Gy, frag);
 }
 
 static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B,
                 const double *Gx, const double *frag, double *Gy, vijp_error *err)
 {
     (void)th, (void)err;
-    for (size_t i = 0, k = 0; i < L->in * B; i++) Gy[i] = X[i] > 0 ? Gx[i] : frag[k++];
+    vijp_kernels_active()->relu_scatter_d(L->in * B, X, Gx, frag, Gy);
     return 0;
 }
 

@@ -1,0 +1,146 @@
+/* Kernel selection (contract in kernels.h): each set completed from ref,
+ * the active table chosen once. */
+#include "kernels.h"
+#include "vijp/kernels.h"
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const vijp_kact_names[VIJP_KACT_COUNT] = {"sigmoid", "softplus", "tanh", "silu", "gelu", "mish"};
+const char *const vijp_kset_names[VIJP_KSET_COUNT] = {"ref", "avx2", "avx512", "cuda"};
+
+/* The CUDA backend, when linked, defines this (a set in this layout); a
+ * weak reference leaves the slot empty otherwise. */
+extern const vijp_kernels vijp_kernels_cuda_set __attribute__((weak));
+
+static vijp_kernels sets[VIJP_KSET_COUNT], active;
+static const char *absent[VIJP_KSET_COUNT];
+static char select_error[256];
+static int active_set = -1;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static _Thread_local const vijp_kernels *scoped; /* a double@SET engine run's set, this thread only */
+
+const vijp_kernels *vijp_kernels_scope(const vijp_kernels *k)
+{
+    const vijp_kernels *prev = scoped;
+    scoped = k;
+    return prev;
+}
+
+/* dst's empty entries from src; with exact_only, only the exact ones
+ * (kernels.h) replace those dst has. */
+static void complete(vijp_kernels *dst, const vijp_kernels *src)
+{
+#define FILL(e) if (!dst->e) dst->e = src->e;
+    VIJP_KERNEL_ENTRIES(FILL)
+#undef FILL
+    for (int a = 0; a < VIJP_KACT_COUNT; a++) {
+        if (!dst->act_d[a]) dst->act_d[a] = src->act_d[a];
+        if (!dst->act_f[a]) dst->act_f[a] = src->act_f[a];
+    }
+}
+
+static void overlay_exact(vijp_kernels *dst, const vijp_kernels *src)
+{
+    vijp_kernels keep = *dst;
+    *dst = *src;
+    dst->drift_d = keep.drift_d; /* the bounded ones stay ref's */
+    memcpy(dst->act_d, keep.act_d, sizeof keep.act_d);
+    memcpy(dst->act_f, keep.act_f, sizeof keep.act_f);
+}
+
+/* Which sets the build has and the CPU runs. */
+static void build_sets(void)
+{
+    sets[0] = vijp_kernels_ref_exact;
+    complete(&sets[0], &vijp_kernels_ref_bounded);
+    const vijp_kernels *cand[VIJP_KSET_COUNT] = {NULL, NULL, NULL, &vijp_kernels_cuda_set};
+#ifdef VIJP_GENERIC
+    absent[1] = absent[2] = "this is a GENERIC=1 build (reference kernels only)";
+#else
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) cand[1] = &vijp_kernels_avx2;
+    else absent[1] = "this CPU lacks AVX2 or FMA";
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) cand[2] = &vijp_kernels_avx512;
+    else absent[2] = "this CPU lacks AVX-512F/DQ";
+#endif
+    if (!cand[3]) absent[3] = "no CUDA kernel set is linked into this build";
+    for (int i = 1; i < VIJP_KSET_COUNT; i++) {
+        if (!cand[i]) continue;
+        sets[i] = *cand[i];
+        complete(&sets[i], &sets[0]);
+    }
+}
+
+static void choose(void)
+{
+    build_sets();
+    const char *want = getenv("VIJP_KERNELS");
+    if (!want || !*want || !strcmp(want, "auto")) {
+        active = sets[0], active_set = 0;
+        for (int i = 2; i >= 1; i--) /* the widest CPU set's exact kernels (never cuda's: host pointers) */
+            if (!absent[i]) {
+                overlay_exact(&active, &sets[i]), active_set = i;
+                break;
+            }
+        active.name = vijp_kset_names[active_set];
+        return;
+    }
+    for (int i = 0; i < VIJP_KSET_COUNT; i++)
+        if (!strcmp(want, vijp_kset_names[i])) {
+            if (absent[i]) {
+                snprintf(select_error, sizeof select_error, "VIJP_KERNELS=%s: that kernel set is not available: %s",
+                         want, absent[i]);
+                return;
+            }
+            active = sets[i], active_set = i;
+            return;
+        }
+    snprintf(select_error, sizeof select_error, "VIJP_KERNELS=%.64s: unknown kernel set (ref, avx2, avx512, cuda or auto)",
+             want);
+}
+
+int vijp_kernels_init(vijp_error *err)
+{
+    pthread_once(&once, choose);
+    return select_error[0] ? vijp_fail(err, VIJP_EINVAL, "%s", select_error) : 0;
+}
+
+const char *vijp_kernels_name(void)
+{
+    pthread_once(&once, choose);
+    return select_error[0] ? NULL : vijp_kset_names[active_set];
+}
+
+const vijp_kernels *vijp_kernels_active(void)
+{
+    if (scoped) return scoped;
+    pthread_once(&once, choose);
+    if (select_error[0]) { /* a library cannot return an error from a void operator: fatal, like out of memory */
+        fprintf(stderr, "vijp: %s\n", select_error);
+        exit(1);
+    }
+    return &active;
+}
+
+const vijp_kernels *vijp_kernels_set(int i, const char **why)
+{
+    pthread_once(&once, choose);
+    if (i < 0 || i >= VIJP_KSET_COUNT) return NULL;
+    if (why) *why = absent[i];
+    return absent[i] ? NULL : &sets[i];
+}
+
+void vijp_kdrift_metric(const vijp_kdrift *p, double *rel, double *ulps, double *angle_deg)
+{
+    *ulps = p->max_ulps;
+    *rel = p->dd == 0 ? 0 : p->rr == 0 ? INFINITY : sqrt(p->dd / p->rr);
+    if (p->aa == 0 || p->rr == 0) {
+        *angle_deg = p->aa == 0 && p->rr == 0 ? 0 : NAN;
+        return;
+    }
+    double nr = sqrt(p->rr), perp2 = p->dd - p->dr * (p->dr / p->rr);
+    *angle_deg = atan2(sqrt(perp2 > 0 ? perp2 : 0), nr + p->dr / nr) * (180 / M_PI);
+}

@@ -1,0 +1,156 @@
+/* The kernel table (issue 12): the inner loops of the double (and binary32)
+ * elementwise operators as function pointers, one set per instruction set.
+ *
+ *   ref     src/kernels/ref/     portable C, always built: the layers' own
+ *                                scalar code, the definition of the results
+ *   avx2    src/kernels/avx2/    AVX2 + FMA (not built under make GENERIC=1)
+ *   avx512  src/kernels/avx512/  AVX-512F + DQ (not built under GENERIC=1)
+ *   cuda    an empty slot, filled when a CUDA backend defines
+ *           vijp_kernels_cuda_set (weak symbol, see kernels.c)
+ *
+ * Two classes of kernel, and the contract of each (the tests in
+ * tests/t-kernels.c check both for every set the machine runs):
+ *  - EXACT (leaky, relu, sign pack/unpack, coupling updates): the same
+ *    IEEE operations in the same order as ref, no FMA, so bit for bit the
+ *    same outputs (NaN payloads aside).  The table the layers use takes
+ *    these from the best set the CPU supports.
+ *  - BOUNDED (smooth activations with f′, drift partials): faster
+ *    evaluations whose error bound is stated next to each kernel; not bit-
+ *    identical to ref.  The layers use them only when the set is chosen
+ *    explicitly (VIJP_KERNELS=avx2), so that the default run's numbers, and
+ *    `make regress`, do not depend on the machine.
+ *
+ * Selection happens once (pthread_once) at the first use: VIJP_KERNELS=
+ * ref|avx2|avx512|cuda forces a set; unset or "auto" takes ref and overrides
+ * the exact kernels with the best set __builtin_cpu_supports reports.  A
+ * forced set that is unknown or not available here is an error, never a
+ * silent fallback: vijp_kernels_init (include/vijp/kernels.h) returns it to
+ * a caller that asks first (the vijp command does, and exits 2); the first
+ * kernel use without that call prints the message and exits 1, as the
+ * library does when memory runs out. */
+#ifndef VIJP_KERNELS_KERNELS_H
+#define VIJP_KERNELS_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The smooth activations with a kernel, in the catalogue's names. */
+enum { VIJP_KACT_SIGMOID, VIJP_KACT_SOFTPLUS, VIJP_KACT_TANH, VIJP_KACT_SILU, VIJP_KACT_GELU, VIJP_KACT_MISH,
+       VIJP_KACT_COUNT };
+extern const char *const vijp_kact_names[VIJP_KACT_COUNT];
+
+/* Partial sums of the drift metrics of one layer's output a against ref
+ * (both stored as double), d = a − ref rounded: Σa², Σref², Σd², Σd·ref and
+ * max |d| / ulp_f(ref) for a format f of precision prec and MPFR minimum
+ * exponent emin (ulp_f as in vijp/metrics.h; NaN sticks).  Each sum of n
+ * terms, in any order, is within (n + 3)u of its exact value relative to
+ * the sum of its terms' magnitudes (u = 2^-53: d and each product rounded
+ * once, then n − 1 additions); max_ulps within u relative (d's rounding; the
+ * power-of-two scaling is exact).  Valid while no sum overflows. */
+typedef struct {
+    double aa, rr, dd, dr, max_ulps;
+} vijp_kdrift;
+
+typedef struct vijp_kernels {
+    const char *name;
+    /* ---- exact ---- */
+    /* leaky ReLU, slope a > 0: y = x·(x > 0 ? 1 : a); v = u·(x > 0 ? 1 : a)
+     * (jvp = vjp); vijp g/(x > 0 ? 1 : a); inverse y > 0 ? y : y/a. */
+    void (*leaky_forward_d)(size_t n, double a, const double *x, double *y);
+    void (*leaky_apply_d)(size_t n, double a, const double *x, const double *u, double *v);
+    void (*leaky_vijp_d)(size_t n, double a, const double *x, const double *g, double *v);
+    void (*leaky_inverse_d)(size_t n, double a, const double *y, double *x);
+    void (*leaky_forward_f)(size_t n, float a, const float *x, float *y);
+    void (*leaky_apply_f)(size_t n, float a, const float *x, const float *u, float *v);
+    void (*leaky_vijp_f)(size_t n, float a, const float *x, const float *g, float *v);
+    void (*leaky_inverse_f)(size_t n, float a, const float *y, float *x);
+    /* phase-1 sign bits: bit k of bits[k/8] (LSB first) = [x_k > 0] (NaN: 0);
+     * unpack writes ±1.  bits has (n + 7)/8 bytes; pack writes them all
+     * (unused high bits of the last byte 0). */
+    void (*sign_pack_d)(size_t n, const double *x, uint8_t *bits);
+    void (*sign_unpack_d)(size_t n, const uint8_t *bits, double *x);
+    void (*sign_pack_f)(size_t n, const float *x, uint8_t *bits);
+    void (*sign_unpack_f)(size_t n, const uint8_t *bits, float *x);
+    /* ReLU: y = x > 0 ? x : 0; v = x > 0 ? u : 0; gather: the inactive
+     * units' (!(x > 0)) cotangents g, in order, into frag, returning their
+     * count; scatter: v = x > 0 ? g : frag[k++] (the vijp). */
+    void (*relu_forward_d)(size_t n, const double *x, double *y);
+    void (*relu_apply_d)(size_t n, const double *x, const double *u, double *v);
+    size_t (*relu_gather_d)(size_t n, const double *x, const double *g, double *frag);
+    void (*relu_scatter_d)(size_t n, const double *x, const double *g, const double *frag, double *v);
+    void (*relu_forward_f)(size_t n, const float *x, float *y);
+    void (*relu_apply_f)(size_t n, const float *x, const float *u, float *v);
+    size_t (*relu_gather_f)(size_t n, const float *x, const float *g, float *frag);
+    void (*relu_scatter_f)(size_t n, const float *x, const float *g, const float *frag, float *v);
+    /* coupling updates: additive y = a + b and its inverse y = a − b; affine
+     * y = x·s + t (two roundings, no FMA), its inverse x = (y − t)/s and the
+     * vijp's y = a/b. */
+    void (*add_d)(size_t n, const double *a, const double *b, double *y);
+    void (*sub_d)(size_t n, const double *a, const double *b, double *y);
+    void (*affine_d)(size_t n, const double *x, const double *s, const double *t, double *y);
+    void (*affine_inverse_d)(size_t n, const double *y, const double *s, const double *t, double *x);
+    void (*div_d)(size_t n, const double *a, const double *b, double *y);
+    void (*add_f)(size_t n, const float *a, const float *b, float *y);
+    void (*sub_f)(size_t n, const float *a, const float *b, float *y);
+    void (*affine_f)(size_t n, const float *x, const float *s, const float *t, float *y);
+    void (*affine_inverse_f)(size_t n, const float *y, const float *s, const float *t, float *x);
+    void (*div_f)(size_t n, const float *a, const float *b, float *y);
+    /* ---- bounded ---- */
+    /* f and f′ together; bounds in src/kernels/ref/activations.c (ref: the
+     * layers' dual evaluation) and src/kernels/simd/activations.h. */
+    void (*act_d[VIJP_KACT_COUNT])(size_t n, const double *x, double *f, double *df);
+    void (*act_f[VIJP_KACT_COUNT])(size_t n, const float *x, float *f, float *df);
+    void (*drift_d)(size_t n, const double *a, const double *ref, long prec, long emin, vijp_kdrift *out);
+} vijp_kernels;
+
+/* The table the layers use (selected once, see above), or the set an engine
+ * run in a double@SET format scoped to its thread. */
+const vijp_kernels *vijp_kernels_active(void);
+/* Make k (NULL: none) this thread's table until the next call; returns the
+ * previous one.  vijp_engine_run_opts scopes a double@SET run with it. */
+const vijp_kernels *vijp_kernels_scope(const vijp_kernels *k);
+
+/* vijp_compare's three metrics (vijp/metrics.h) from a set's drift_d, in
+ * double: rel = √(Σd²/Σref²); ulps = max_ulps; the angle from the part of
+ * d orthogonal to ref, θ = atan2(‖d⊥‖, ‖ref‖ + d·ref/‖ref‖), ‖d⊥‖² =
+ * max(Σd² − (Σd·ref)²/Σref², 0), a∥ = ‖ref‖ + d·ref/‖ref‖: the angle is
+ * not a difference of nearly equal numbers.  Error: ‖d⊥‖² within about
+ * 4(n + 4)u·Σd² (Σd², then (Σd·ref)²/Σref² <= Σd² with twice Σd·ref's and
+ * once Σref²'s error), so |θ̂ − θ| <= √(4(n + 4)u·Σd²)/|a∥| + (n + 8)u·θ + 4u
+ * radians, where vijp_compare is exact; tests/t-kernels.c asserts it. */
+void vijp_kdrift_metric(const vijp_kdrift *p, double *rel, double *ulps, double *angle_deg);
+
+/* Every set this build has, for tests and benchmarks: i = 0 (ref), 1 (avx2),
+ * 2 (avx512), 3 (cuda).  NULL where the set is not built or the CPU lacks
+ * it; *why (if why) then says which, in one line.  A set's missing entries
+ * are ref's. */
+#define VIJP_KSET_COUNT 4
+const vijp_kernels *vijp_kernels_set(int i, const char **why);
+extern const char *const vijp_kset_names[VIJP_KSET_COUNT];
+
+/* The sets as their files define them (NULL entries are completed from ref
+ * by kernels.c): ref in two parts, exact (ref/elementwise.c) and bounded
+ * (ref/activations.c, ref/drift.c). */
+extern const vijp_kernels vijp_kernels_ref_exact, vijp_kernels_ref_bounded;
+extern const vijp_kernels vijp_kernels_avx2, vijp_kernels_avx512;
+
+/* Every function-pointer entry but the activation arrays, for code that
+ * walks the table (kernels.c completes sets, the tests count them). */
+#define VIJP_KERNEL_ENTRIES(X)                                                                            \
+    X(leaky_forward_d) X(leaky_apply_d) X(leaky_vijp_d) X(leaky_inverse_d) X(leaky_forward_f)             \
+    X(leaky_apply_f) X(leaky_vijp_f) X(leaky_inverse_f) X(sign_pack_d) X(sign_unpack_d) X(sign_pack_f)    \
+    X(sign_unpack_f) X(relu_forward_d) X(relu_apply_d) X(relu_gather_d) X(relu_scatter_d)                 \
+    X(relu_forward_f) X(relu_apply_f) X(relu_gather_f) X(relu_scatter_f) X(add_d) X(sub_d) X(affine_d)    \
+    X(affine_inverse_d) X(div_d) X(add_f) X(sub_f) X(affine_f) X(affine_inverse_f) X(div_f) X(drift_d)
+
+/* The designated initialisers of a set's exact kernels, when its file names
+ * them leaky_forward_d, … (as ref/elementwise.c and simd/elementwise.h do). */
+#define VIJP_KERNEL_EXACT_ENTRIES(S)                                                                      \
+    .leaky_forward_##S = leaky_forward_##S, .leaky_apply_##S = leaky_apply_##S,                           \
+    .leaky_vijp_##S = leaky_vijp_##S, .leaky_inverse_##S = leaky_inverse_##S,                             \
+    .sign_pack_##S = sign_pack_##S, .sign_unpack_##S = sign_unpack_##S,                                   \
+    .relu_forward_##S = relu_forward_##S, .relu_apply_##S = relu_apply_##S,                               \
+    .relu_gather_##S = relu_gather_##S, .relu_scatter_##S = relu_scatter_##S, .add_##S = add_##S,         \
+    .sub_##S = sub_##S, .affine_##S = affine_##S, .affine_inverse_##S = affine_inverse_##S, .div_##S = div_##S
+
+#endif

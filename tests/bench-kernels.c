@@ -1,0 +1,144 @@
+/* make bench (kernels part): every kernel set this machine runs
+ * (src/kernels/kernels.h) at sizes from L1 to 8M units, against a STREAM-like
+ * copy measured in the same run.
+ *
+ * Per kernel and size: GB/s (bytes the kernel must read and write: its
+ * arrays, no write-allocate traffic counted, as STREAM counts), GFLOP/s
+ * (the IEEE operations written in the kernel per unit, a libm/SLEEF call
+ * counted as one: a nominal rate, comparable between sets, not a hardware
+ * FLOP count), the speedup over ref at the same size, and the fraction of the
+ * copy bandwidth at that size, the copy timed again just before each kernel
+ * (printed last: on a shared machine it drifts during the run).  Best of REPS timed passes, each at least
+ * MIN_SECONDS long.  Targets (issue 12): memory-bound kernels >= 80% of the
+ * copy bandwidth at 8M; GELU and Mish with f′ >= 4x ref with AVX-512. */
+#include "bench.h"
+#include "../src/kernels/kernels.h"
+#include "vijp/vijp.h"
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#define REPS 3
+#define MIN_SECONDS 0.02
+#define MAXN ((size_t)1 << 23)
+
+static const size_t sizes[] = {(size_t)1 << 10, (size_t)1 << 14, (size_t)1 << 18, MAXN};
+#define NSIZES (sizeof sizes / sizeof *sizes)
+
+static double *X, *U, *S, *T, *Y, *Y2;
+static float *Xf, *Uf, *Yf, *Y2f;
+static uint8_t *Bits;
+
+typedef struct {
+    const char *name;
+    double bytes, flops; /* per unit */
+    void (*run)(const vijp_kernels *K, size_t n);
+} bench_kernel;
+
+static void b_copy(const vijp_kernels *K, size_t n) { (void)K, memcpy(Y, X, n * sizeof *Y); }
+static void b_leaky_fwd(const vijp_kernels *K, size_t n) { K->leaky_forward_d(n, 0.1, X, Y); }
+static void b_leaky_vjp(const vijp_kernels *K, size_t n) { K->leaky_apply_d(n, 0.1, X, U, Y); }
+static void b_leaky_vijp(const vijp_kernels *K, size_t n) { K->leaky_vijp_d(n, 0.1, X, U, Y); }
+static void b_leaky_fwd_f(const vijp_kernels *K, size_t n) { K->leaky_forward_f(n, 0.1f, Xf, Yf); }
+static void b_pack(const vijp_kernels *K, size_t n) { K->sign_pack_d(n, X, Bits); }
+static void b_unpack(const vijp_kernels *K, size_t n) { K->sign_unpack_d(n, Bits, Y); }
+static void b_relu_fwd(const vijp_kernels *K, size_t n) { K->relu_forward_d(n, X, Y); }
+static void b_relu_gather(const vijp_kernels *K, size_t n) { K->relu_gather_d(n, X, U, Y); }
+static void b_relu_scatter(const vijp_kernels *K, size_t n) { K->relu_scatter_d(n, X, U, S, Y); }
+static void b_add(const vijp_kernels *K, size_t n) { K->add_d(n, X, U, Y); }
+static void b_affine(const vijp_kernels *K, size_t n) { K->affine_d(n, X, S, T, Y); }
+static void b_affine_inv(const vijp_kernels *K, size_t n) { K->affine_inverse_d(n, X, S, T, Y); }
+static void b_drift(const vijp_kernels *K, size_t n)
+{
+    vijp_kdrift p;
+    K->drift_d(n, X, U, 53, -1073, &p);
+    Y[0] = p.aa; /* kept */
+}
+#define ACT(NAME, IDX) \
+    static void b_##NAME(const vijp_kernels *K, size_t n) { K->act_d[IDX](n, X, Y, Y2); }
+ACT(sigmoid, VIJP_KACT_SIGMOID)
+ACT(softplus, VIJP_KACT_SOFTPLUS)
+ACT(tanh, VIJP_KACT_TANH)
+ACT(silu, VIJP_KACT_SILU)
+ACT(gelu, VIJP_KACT_GELU)
+ACT(mish, VIJP_KACT_MISH)
+static void b_gelu_f(const vijp_kernels *K, size_t n) { K->act_f[VIJP_KACT_GELU](n, Xf, Yf, Y2f); }
+static void b_mish_f(const vijp_kernels *K, size_t n) { K->act_f[VIJP_KACT_MISH](n, Xf, Yf, Y2f); }
+
+/* bytes: arrays read + written per unit; flops: operations per unit as
+ * written (activations: the dual-number formulas of src/layers/, each
+ * exp/log1p/tanh/erfc one, both branches where the SIMD code evaluates
+ * both counted once). */
+static const bench_kernel kernels[] = {
+    {"leaky fwd", 16, 1, b_leaky_fwd},       {"leaky vjp", 24, 1, b_leaky_vjp},
+    {"leaky vijp", 24, 1, b_leaky_vijp},     {"leaky fwd f32", 8, 1, b_leaky_fwd_f},
+    {"sign pack", 8.125, 0, b_pack},         {"sign unpack", 8.125, 0, b_unpack},
+    {"relu fwd", 16, 0, b_relu_fwd},         {"relu gather", 20, 0, b_relu_gather},
+    {"relu scatter", 28, 0, b_relu_scatter}, {"additive", 24, 1, b_add},
+    {"affine", 32, 2, b_affine},             {"affine inv", 32, 2, b_affine_inv},
+    {"drift", 16, 9, b_drift},               {"sigmoid f,f'", 24, 6, b_sigmoid},
+    {"softplus f,f'", 24, 8, b_softplus},    {"tanh f,f'", 24, 9, b_tanh},
+    {"silu f,f'", 24, 21, b_silu},            {"gelu f,f'", 24, 70, b_gelu},
+    {"mish f,f'", 24, 25, b_mish},           {"gelu f,f' f32", 12, 70, b_gelu_f},
+    {"mish f,f' f32", 12, 25, b_mish_f},
+};
+#define NKERNELS (sizeof kernels / sizeof *kernels)
+
+/* Seconds per pass: best of REPS, each repeating the pass for MIN_SECONDS. */
+static double time_pass(void (*run)(const vijp_kernels *, size_t), const vijp_kernels *K, size_t n)
+{
+    double best = INFINITY;
+    run(K, n); /* warm: pages touched, caches filled */
+    for (int r = 0; r < REPS; r++) {
+        long passes = 0;
+        double t0 = bench_now(), t;
+        do run(K, n), passes++;
+        while ((t = bench_now() - t0) < MIN_SECONDS);
+        best = fmin(best, t / (double)passes);
+    }
+    return best;
+}
+
+int main(void)
+{
+    X = vijp_alloc_array(MAXN, sizeof *X), U = vijp_alloc_array(MAXN, sizeof *U), S = vijp_alloc_array(MAXN, sizeof *S);
+    T = vijp_alloc_array(MAXN, sizeof *T), Y = vijp_alloc_array(MAXN, sizeof *Y), Y2 = vijp_alloc_array(MAXN, sizeof *Y2);
+    Xf = vijp_alloc_array(MAXN, sizeof *Xf), Uf = vijp_alloc_array(MAXN, sizeof *Uf);
+    Yf = vijp_alloc_array(MAXN, sizeof *Yf), Y2f = vijp_alloc_array(MAXN, sizeof *Y2f);
+    Bits = vijp_alloc(MAXN / 8);
+    vijp_rng rng;
+    vijp_rng_seed(&rng, 1);
+    for (size_t i = 0; i < MAXN; i++) {
+        X[i] = 3 * vijp_rng_normal(&rng), U[i] = vijp_rng_normal(&rng), S[i] = 0.5 + vijp_rng_uniform(&rng);
+        T[i] = vijp_rng_normal(&rng), Xf[i] = (float)X[i], Uf[i] = (float)U[i];
+    }
+    const vijp_kernels *R = vijp_kernels_set(0, NULL), *sets[VIJP_KSET_COUNT];
+    int nsets = 0;
+    for (int i = 0; i < VIJP_KSET_COUNT; i++) {
+        const char *why = NULL;
+        if ((sets[nsets] = vijp_kernels_set(i, &why))) nsets++;
+        else printf("kernels: %s not measured: %s\n", vijp_kset_names[i], why);
+    }
+    double copy_bw[NSIZES];
+    printf("kernels: copy bandwidth (memcpy, read + write), best of %d\n", REPS);
+    for (size_t z = 0; z < NSIZES; z++) {
+        copy_bw[z] = 16.0 * (double)sizes[z] / time_pass(b_copy, R, sizes[z]) * 1e-9;
+        printf("  n = %8zu  %7.2f GB/s\n", sizes[z], copy_bw[z]);
+    }
+    printf("%-14s %8s %-6s %8s %8s %7s %7s %8s\n", "kernel", "n", "set", "GB/s", "GFLOP/s", "x ref", "% copy", "copy GB/s");
+    for (size_t k = 0; k < NKERNELS; k++)
+        for (size_t z = 0; z < NSIZES; z++) {
+            /* the copy again, just before: on a shared machine the bandwidth
+             * available drifts during the run */
+            double t_ref = 0, copy_now = 16.0 * (double)sizes[z] / time_pass(b_copy, R, sizes[z]) * 1e-9;
+            for (int s = 0; s < nsets; s++) {
+                double t = time_pass(kernels[k].run, sets[s], sizes[z]), units = (double)sizes[z] / t;
+                if (s == 0) t_ref = t;
+                double gbs = kernels[k].bytes * units * 1e-9;
+                printf("%-14s %8zu %-6s %8.2f %8.2f %7.2f %6.0f%% %8.2f\n", kernels[k].name, sizes[z], sets[s]->name, gbs,
+                       kernels[k].flops * units * 1e-9, t_ref / t, 100 * gbs / copy_now, copy_now);
+            }
+        }
+    free(X), free(U), free(S), free(T), free(Y), free(Y2), free(Xf), free(Uf), free(Yf), free(Y2f), free(Bits);
+    return 0;
+}

@@ -1,0 +1,475 @@
+/* The kernel table (src/kernels/kernels.h, issue 12): every kernel of every
+ * set this machine runs (ref always; avx2, avx512, cuda where present, each
+ * absent one skipped with its reason) against the MPFR oracle.
+ *
+ *  - Exact kernels: each output is the correctly rounded result of the
+ *    kernel's stated operations (MPFR at 200 bits, where products and
+ *    quotients of doubles are exact or off by less than 2^-200 relative, then
+ *    rounded once to the format by mpfr_get_d / mpfr_get_flt): 0 ulps, signed
+ *    zeros and NaN included.  Lengths 0…70 and a few long ones (tails of every
+ *    vector width), unaligned starts, and the inputs drawn so that each lane
+ *    holds a value under test among junk (±0, subnormals, huge, ±Inf, NaN).
+ *    Then a hash of all exact outputs over a fixed grid, equal in every set.
+ *  - Activation kernels: f and f′ within the bounds of src/layers/<name>.c
+ *    (actterms.h) in double; in binary32, the same plus one rounding to
+ *    binary32 (max(1.01·2^-24·|f|, 2^-150)); NaN and ±Inf give what ref gives.
+ *  - Drift partials: the three metrics against vijp_compare (MPFR), within the
+ *    bounds stated in kernels.h. */
+#include "actterms.h"
+#include "clirun.h"
+#include "../oracles/oracles.h"
+#include "../src/kernels/kernels.h"
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HP 200 /* oracle precision of the exact kernels (above) */
+
+static const double junk[] = {0.0,  -0.0,     0x1p-1074, -0x1p-1074, 0x1.8p-1030, -0x1p-1022, 0x1p-149, 1e-40,
+                              1.0,  -1.0,     0.5,       -3.0,       1e300,       -1e300,     DBL_MAX,  -DBL_MAX,
+                              3e38, -3.5e38,  INFINITY,  -INFINITY,  NAN,         -745.5,     710.0,    -37.0};
+#define NJUNK (sizeof junk / sizeof *junk)
+
+/* A value under test (normal or tiny or huge, either sign) or, one time in
+ * four, junk. */
+static double draw(vijp_rng *rng)
+{
+    double u = vijp_rng_uniform(rng);
+    if (u < 0.25) return junk[vijp_rng_u64(rng) % NJUNK];
+    if (u < 0.6) return 4 * vijp_rng_normal(rng);
+    double s = vijp_rng_uniform(rng) < 0.5 ? -1 : 1;
+    return s * exp2(-1074 + 2097 * vijp_rng_uniform(rng));
+}
+
+/* Same bits, or both NaN. */
+static int same_d(double a, double b) { return (isnan(a) && isnan(b)) || !memcmp(&a, &b, sizeof a); }
+static int same_f(float a, float b) { return (isnan(a) && isnan(b)) || !memcmp(&a, &b, sizeof a); }
+
+/* The oracle of one operation: op(x, y) in MPFR at HP bits, rounded once. */
+enum { OP_MUL, OP_DIV, OP_ADD, OP_SUB };
+#define DEFINE_OP(T, S, SET, GET)                                                 \
+    static T op_##S(int op, T x, T y)                                             \
+    {                                                                             \
+        mpfr_t a, b;                                                              \
+        mpfr_inits2(HP, a, b, (mpfr_ptr)0);                                       \
+        SET(a, x, MPFR_RNDN), SET(b, y, MPFR_RNDN);                               \
+        if (op == OP_MUL) mpfr_mul(a, a, b, MPFR_RNDN);                           \
+        else if (op == OP_DIV) mpfr_div(a, a, b, MPFR_RNDN);                      \
+        else if (op == OP_ADD) mpfr_add(a, a, b, MPFR_RNDN);                      \
+        else mpfr_sub(a, a, b, MPFR_RNDN);                                        \
+        T r = GET(a, MPFR_RNDN);                                                  \
+        mpfr_clears(a, b, (mpfr_ptr)0);                                           \
+        return r;                                                                 \
+    }
+DEFINE_OP(double, d, mpfr_set_d, mpfr_get_d)
+DEFINE_OP(float, f, mpfr_set_flt, mpfr_get_flt)
+
+/* Every exact kernel of K in type T (suffix S) on n units from x, u, s, t
+ * (start offset off, so vector loads are unaligned), against the oracle. */
+#define CHECK_EXACT(T, S)                                                                                    \
+    static void check_exact_##S(const vijp_kernels *K, size_t n, const T *x, const T *u, const T *s, const T *t, \
+                                T a)                                                                         \
+    {                                                                                                        \
+        T *y = vijp_alloc_array(n + 1, sizeof *y), *frag = vijp_alloc_array(n + 1, sizeof *frag);            \
+        uint8_t *bits = vijp_alloc((n + 7) / 8 + 1);                                                         \
+        const char *set = K->name;                                                                           \
+        K->leaky_forward_##S(n, a, x, y);                                                                    \
+        for (size_t i = 0; i < n; i++)                                                                       \
+            ck_assert_msg(same_##S(y[i], op_##S(OP_MUL, x[i], x[i] > 0 ? 1 : a)),                           \
+                          "%s leaky_forward_" #S " n=%zu i=%zu x=%a: %a", set, n, i, (double)x[i], (double)y[i]); \
+        K->leaky_apply_##S(n, a, x, u, y);                                                                   \
+        for (size_t i = 0; i < n; i++)                                                                       \
+            ck_assert_msg(same_##S(y[i], op_##S(OP_MUL, u[i], x[i] > 0 ? 1 : a)), "%s leaky_apply n=%zu i=%zu", set, n, i); \
+        K->leaky_vijp_##S(n, a, x, u, y);                                                                    \
+        for (size_t i = 0; i < n; i++)                                                                       \
+            ck_assert_msg(same_##S(y[i], op_##S(OP_DIV, u[i], x[i] > 0 ? 1 : a)), "%s leaky_vijp n=%zu i=%zu", set, n, i); \
+        K->leaky_inverse_##S(n, a, x, y);                                                                    \
+        for (size_t i = 0; i < n; i++)                                                                       \
+            ck_assert_msg(same_##S(y[i], x[i] > 0 ? x[i] : op_##S(OP_DIV, x[i], a)), "%s leaky_inverse n=%zu i=%zu", set, n, i); \
+        K->sign_pack_##S(n, x, bits);                                                                        \
+        for (size_t i = 0; i < 8 * ((n + 7) / 8); i++)                                                       \
+            ck_assert_msg(((bits[i / 8] >> (i % 8)) & 1) == (i < n && x[i] > 0), "%s sign_pack n=%zu bit %zu", set, n, i); \
+        K->sign_unpack_##S(n, bits, y);                                                                      \
+        for (size_t i = 0; i < n; i++) ck_assert_msg(y[i] == (x[i] > 0 ? 1 : -1), "%s sign_unpack n=%zu i=%zu", set, n, i); \
+        K->relu_forward_##S(n, x, y);                                                                        \
+        for (size_t i = 0; i < n; i++) ck_assert_msg(same_##S(y[i], x[i] > 0 ? x[i] : 0), "%s relu_forward i=%zu", set, i); \
+        K->relu_apply_##S(n, x, u, y);                                                                       \
+        for (size_t i = 0; i < n; i++) ck_assert_msg(same_##S(y[i], x[i] > 0 ? u[i] : 0), "%s relu_apply i=%zu", set, i); \
+        size_t k = K->relu_gather_##S(n, x, u, frag), j = 0;                                                 \
+        for (size_t i = 0; i < n; i++)                                                                       \
+            if (!(x[i] > 0)) ck_assert_msg(j < k && same_##S(frag[j++], u[i]), "%s relu_gather n=%zu i=%zu", set, n, i); \
+        ck_assert_msg(j == k, "%s relu_gather: %zu units gathered, %zu inactive", set, k, j);                \
+        K->relu_scatter_##S(n, x, s, frag, y);                                                               \
+        for (size_t i = 0, m = 0; i < n; i++)                                                                \
+            ck_assert_msg(same_##S(y[i], x[i] > 0 ? s[i] : frag[m++]), "%s relu_scatter n=%zu i=%zu", set, n, i); \
+        K->add_##S(n, x, u, y);                                                                              \
+        for (size_t i = 0; i < n; i++) ck_assert_msg(same_##S(y[i], op_##S(OP_ADD, x[i], u[i])), "%s add i=%zu", set, i); \
+        K->sub_##S(n, x, u, y);                                                                              \
+        for (size_t i = 0; i < n; i++) ck_assert_msg(same_##S(y[i], op_##S(OP_SUB, x[i], u[i])), "%s sub i=%zu", set, i); \
+        K->div_##S(n, x, s, y);                                                                              \
+        for (size_t i = 0; i < n; i++) ck_assert_msg(same_##S(y[i], op_##S(OP_DIV, x[i], s[i])), "%s div i=%zu", set, i); \
+        K->affine_##S(n, x, s, t, y);                                                                        \
+        for (size_t i = 0; i < n; i++)                                                                       \
+            ck_assert_msg(same_##S(y[i], op_##S(OP_ADD, op_##S(OP_MUL, x[i], s[i]), t[i])), "%s affine i=%zu", set, i); \
+        K->affine_inverse_##S(n, x, s, t, y);                                                                \
+        for (size_t i = 0; i < n; i++)                                                                       \
+            ck_assert_msg(same_##S(y[i], op_##S(OP_DIV, op_##S(OP_SUB, x[i], t[i]), s[i])), "%s affine_inverse i=%zu", set, i); \
+        free(y), free(frag), free(bits);                                                                     \
+    }
+CHECK_EXACT(double, d)
+CHECK_EXACT(float, f)
+
+/* The sets to test: every one available, each absent one named once. */
+static int for_set(int i)
+{
+    const char *why = NULL;
+    if (vijp_kernels_set(i, &why)) return 1;
+    printf("# kernels: %s skipped: %s\n", vijp_kset_names[i], why);
+    return 0;
+}
+
+static size_t test_length(long r)
+{
+    static const size_t longer[] = {127, 128, 129, 255, 1000, 1031};
+    return r <= 70 ? (size_t)r : longer[(size_t)r % (sizeof longer / sizeof *longer)];
+}
+
+START_TEST(exact_kernels_vs_oracle)
+{
+    if (!for_set(_i)) return;
+    const vijp_kernels *K = vijp_kernels_set(_i, NULL);
+    vijp_rng rng;
+    vijp_rng_seed(&rng, test_seed() + 7u * (unsigned)_i);
+    for (long r = 0; r < 77; r++) {
+        size_t n = test_length(r), off = (size_t)r % 3; /* element offset: unaligned vector loads */
+        double *buf = vijp_alloc_array(4 * (n + 3), sizeof *buf), *x = buf + off, *u = x + n + 3, *s = u + n + 3,
+               *t = s + n + 3;
+        float *fb = vijp_alloc_array(4 * (n + 3), sizeof *fb), *xf = fb + off, *uf = xf + n + 3, *sf = uf + n + 3,
+              *tf = sf + n + 3;
+        for (size_t i = 0; i < n; i++) {
+            x[i] = draw(&rng), u[i] = draw(&rng), s[i] = draw(&rng), t[i] = draw(&rng);
+            xf[i] = (float)x[i], uf[i] = (float)u[i], sf[i] = (float)s[i], tf[i] = (float)t[i];
+        }
+        double a = ldexp(1 + vijp_rng_uniform(&rng), (int)(vijp_rng_u64(&rng) % 25) - 12); /* the layer's slope range */
+        check_exact_d(K, n, x, u, s, t, a);
+        check_exact_f(K, n, xf, uf, sf, tf, (float)a);
+        free(buf), free(fb);
+    }
+}
+END_TEST
+
+/* FNV-1a over bytes, NaNs made canonical (payloads are not part of the
+ * contract). */
+static uint64_t fnv(uint64_t h, const void *p, size_t len)
+{
+    for (size_t i = 0; i < len; i++) h = (h ^ ((const unsigned char *)p)[i]) * 0x100000001b3ull;
+    return h;
+}
+static uint64_t hash_d(uint64_t h, const double *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        double c = isnan(v[i]) ? NAN : v[i];
+        h = fnv(h, &c, sizeof c);
+    }
+    return h;
+}
+static uint64_t hash_f(uint64_t h, const float *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        float c = isnan(v[i]) ? NAN : v[i];
+        h = fnv(h, &c, sizeof c);
+    }
+    return h;
+}
+
+/* Every exact kernel's output over a fixed grid (seed 12345, 1031 units). */
+#define GRID 1031
+#define HASH_EXACT(T, S)                                                                                     \
+    static uint64_t hash_exact_##S(const vijp_kernels *K, const T *x, const T *u, const T *s, const T *t, T a, uint64_t h) \
+    {                                                                                                        \
+        T y[GRID], frag[GRID];                                                                               \
+        uint8_t bits[(GRID + 7) / 8];                                                                        \
+        K->leaky_forward_##S(GRID, a, x, y), h = hash_##S(h, y, GRID);                                       \
+        K->leaky_apply_##S(GRID, a, x, u, y), h = hash_##S(h, y, GRID);                                      \
+        K->leaky_vijp_##S(GRID, a, x, u, y), h = hash_##S(h, y, GRID);                                       \
+        K->leaky_inverse_##S(GRID, a, x, y), h = hash_##S(h, y, GRID);                                       \
+        K->sign_pack_##S(GRID, x, bits), h = fnv(h, bits, sizeof bits);                                      \
+        K->sign_unpack_##S(GRID, bits, y), h = hash_##S(h, y, GRID);                                         \
+        K->relu_forward_##S(GRID, x, y), h = hash_##S(h, y, GRID);                                           \
+        K->relu_apply_##S(GRID, x, u, y), h = hash_##S(h, y, GRID);                                          \
+        size_t k = K->relu_gather_##S(GRID, x, u, frag);                                                     \
+        h = hash_##S(h, frag, k);                                                                            \
+        K->relu_scatter_##S(GRID, x, s, frag, y), h = hash_##S(h, y, GRID);                                  \
+        K->add_##S(GRID, x, u, y), h = hash_##S(h, y, GRID);                                                 \
+        K->sub_##S(GRID, x, u, y), h = hash_##S(h, y, GRID);                                                 \
+        K->div_##S(GRID, x, s, y), h = hash_##S(h, y, GRID);                                                 \
+        K->affine_##S(GRID, x, s, t, y), h = hash_##S(h, y, GRID);                                           \
+        K->affine_inverse_##S(GRID, x, s, t, y), h = hash_##S(h, y, GRID);                                   \
+        return h;                                                                                            \
+    }
+HASH_EXACT(double, d)
+HASH_EXACT(float, f)
+
+START_TEST(exact_kernels_hash_across_sets)
+{
+    static double x[GRID], u[GRID], s[GRID], t[GRID];
+    static float xf[GRID], uf[GRID], sf[GRID], tf[GRID];
+    vijp_rng rng;
+    vijp_rng_seed(&rng, 12345);
+    for (size_t i = 0; i < GRID; i++) {
+        x[i] = draw(&rng), u[i] = draw(&rng), s[i] = draw(&rng), t[i] = draw(&rng);
+        xf[i] = (float)x[i], uf[i] = (float)u[i], sf[i] = (float)s[i], tf[i] = (float)t[i];
+    }
+    uint64_t ref = 0;
+    for (int i = 0; i < VIJP_KSET_COUNT; i++) {
+        if (!for_set(i)) continue;
+        const vijp_kernels *K = vijp_kernels_set(i, NULL);
+        uint64_t h = hash_exact_f(K, xf, uf, sf, tf, 0.3f, hash_exact_d(K, x, u, s, t, 0.3, 0xcbf29ce484222325ull));
+        printf("# kernels: exact outputs over the grid, %-6s hash %016llx\n", K->name, (unsigned long long)h);
+        if (i == 0) ref = h;
+        else ck_assert_msg(h == ref, "%s: hash %016llx differs from ref's %016llx", K->name, (unsigned long long)h,
+                           (unsigned long long)ref);
+    }
+}
+END_TEST
+
+/* The error of a kernel's f or f′ (value v) against the oracle o as a
+ * fraction of its bound: the double bound b (1.01·K·u·|terms|; below the
+ * double underflow threshold 2^-1022 absolute, as t-activations.c) plus, in
+ * binary32, one rounding to binary32. */
+static double ratio(const mpfr_t o, double v, double b, double mag, int single)
+{
+    mpfr_t e;
+    mpfr_init2(e, ORACLE_PREC);
+    mpfr_sub_d(e, o, v, MPFR_RNDN);
+    double err = fabs(mpfr_get_d(e, MPFR_RNDU));
+    mpfr_clear(e);
+    if (mag < 0x1p-1022) b = 0x1p-1022;
+    if (single) b += fmax(1.01 * 0x1p-24 * mag, 0x1p-150);
+    return err / b;
+}
+
+/* Activation a of set _i / VIJP_KACT_COUNT: arrays of 1…41 units (every
+ * tail), values under test among junk; every finite point checked. */
+START_TEST(activation_kernels_vs_oracle)
+{
+    int set = _i / VIJP_KACT_COUNT, a = _i % VIJP_KACT_COUNT;
+    if (a == 0 && !for_set(set)) return;
+    const vijp_kernels *K = vijp_kernels_set(set, NULL), *R = vijp_kernels_set(0, NULL);
+    if (!K) return;
+    ck_assert_str_eq(acts[a].name, vijp_kact_names[a]);
+    double x0 = acts[a].has_zero ? locate_zero(acts[a].name) : NAN, u = 0x1p-53;
+    vijp_format fmt;
+    ck_assert(!vijp_format_mpfr(&fmt, ORACLE_PREC, NULL));
+    mpfr_t xm, f, d, t1, t2;
+    mpfr_inits2(ORACLE_PREC, xm, f, d, t1, t2, (mpfr_ptr)0);
+    vijp_rng rng;
+    vijp_rng_seed(&rng, test_seed() + 101u * (unsigned)_i);
+    long points = test_iters(20000), i = 0;
+    double worst[2][2] = {{0, 0}, {0, 0}}; /* [double, binary32][f, f′] */
+    while (i < points) {
+        size_t n = 1 + vijp_rng_u64(&rng) % 41;
+        double x[41], fx[41], dx[41], rf[41], rd[41];
+        float xf[41], ff[41], df[41];
+        for (size_t j = 0; j < n; j++) {
+            x[j] = vijp_rng_uniform(&rng) < 0.2 ? junk[vijp_rng_u64(&rng) % NJUNK] : sample_point(&rng, i + (long)j, x0);
+            xf[j] = (float)x[j];
+        }
+        float rff[41], rdf[41];
+        K->act_d[a](n, x, fx, dx), K->act_f[a](n, xf, ff, df), R->act_d[a](n, x, rf, rd), R->act_f[a](n, xf, rff, rdf);
+        for (size_t j = 0; j < n; j++, i++) {
+            /* NaN and ±Inf: what ref gives, NaN as NaN.  Beyond 2^26 too: the
+             * oracle's e^x leaves MPFR's exponent range (2^30) near |x| = 7e8,
+             * and there f, f′ are their limits (x or 0; 1 or 0), exact in both. */
+            if (!(fabs(x[j]) <= 0x1p26)) {
+                ck_assert_msg(same_d(fx[j], rf[j]) && same_d(dx[j], rd[j]), "%s %s(%g) = %g, %g; ref %g, %g", K->name,
+                              acts[a].name, x[j], fx[j], dx[j], rf[j], rd[j]);
+                continue;
+            }
+            for (int single = 0; single < 2; single++) {
+                if (single && !(fabs(xf[j]) <= 0x1p26)) { /* as above */
+                    ck_assert_msg(same_f(ff[j], rff[j]) && same_f(df[j], rdf[j]), "%s binary32 %s(%g): %g, %g; ref %g, %g",
+                                  K->name, acts[a].name, (double)xf[j], (double)ff[j], (double)df[j], (double)rff[j],
+                                  (double)rdf[j]);
+                    continue;
+                }
+                double xv = single ? (double)xf[j] : x[j], kf, k1, k2;
+                double vf = single ? (double)ff[j] : fx[j], vd = single ? (double)df[j] : dx[j];
+                mpfr_set_d(xm, xv, MPFR_RNDN);
+                vo_activation_pair(acts[a].name, f, d, xm, &fmt);
+                acts[a].terms(t1, t2, &kf, &k1, &k2, xv);
+                double a1 = fabs(mpfr_get_d(t1, MPFR_RNDU)), a2 = fabs(mpfr_get_d(t2, MPFR_RNDU));
+                double af = fabs(mpfr_get_d(f, MPFR_RNDN));
+                double r_f = ratio(f, vf, 1.01 * u * kf * af, af, single);
+                double r_d = ratio(d, vd, 1.01 * u * (k1 * a1 + k2 * a2), a1 + a2, single);
+                ck_assert_msg(r_f <= 1 && r_d <= 1, "%s %s %s(%.17g): f = %.17g (%g of its bound), f' = %.17g (%g of its bound)",
+                              K->name, single ? "binary32" : "double", acts[a].name, xv, vf, r_f, vd, r_d);
+                worst[single][0] = fmax(worst[single][0], r_f), worst[single][1] = fmax(worst[single][1], r_d);
+            }
+        }
+    }
+    printf("# kernels: %-6s %-8s %ld points: worst fraction of the bound, double f %.2f f' %.2f, binary32 f %.2f f' %.2f\n",
+           K->name, acts[a].name, points, worst[0][0], worst[0][1], worst[1][0], worst[1][1]);
+    mpfr_clears(xm, f, d, t1, t2, (mpfr_ptr)0);
+}
+END_TEST
+
+/* Drift partials against vijp_compare: a = ref·(1 + δ) + ε·noise over
+ * drifts δ, ε from 0 to 1, in the ulps of double and of binary32. */
+START_TEST(drift_kernel_vs_mpfr)
+{
+    if (!for_set(_i)) return;
+    const vijp_kernels *K = vijp_kernels_set(_i, NULL);
+    vijp_format dbl, b32;
+    vijp_format_fixed(&dbl, VIJP_DOUBLE), vijp_format_fixed(&b32, VIJP_BINARY32);
+    vijp_rng rng;
+    vijp_rng_seed(&rng, test_seed() + 13u * (unsigned)_i);
+    const double u = 0x1p-53;
+    for (int r = 0; r < 60; r++) {
+        size_t n = 1 + vijp_rng_u64(&rng) % 300;
+        vijp_mat A, Rm;
+        vijp_mat_init(&A, n, 1, &dbl), vijp_mat_init(&Rm, n, 1, &dbl);
+        double delta = r % 10 == 0 ? 0 : exp2(-60 * vijp_rng_uniform(&rng)), eps = exp2(-60 * vijp_rng_uniform(&rng));
+        double sign = r % 7 == 3 ? -1 : 1, scale = exp2(-200 + 400 * vijp_rng_uniform(&rng));
+        for (size_t i = 0; i < n; i++) {
+            Rm.d[i] = scale * vijp_rng_normal(&rng);
+            A.d[i] = sign * Rm.d[i] * (1 + delta) + scale * eps * vijp_rng_normal(&rng);
+        }
+        const vijp_format *f = r % 2 ? &b32 : &dbl;
+        vijp_kdrift p;
+        K->drift_d(n, A.d, Rm.d, (long)f->prec, (long)f->emin, &p);
+        double rel, ulps, angle;
+        vijp_kdrift_metric(&p, &rel, &ulps, &angle);
+        vijp_metric m;
+        vijp_compare(&A, &Rm, f, &m);
+        /* kernels.h: rel within (n + 6)u relative (both sums (n + 3)u, then ÷, √);
+         * ulps within 2u (d's rounding, MPFR's upward rounding of its own);
+         * the angle within √(4(n + 4)u·Σd²)/|a∥| + (n + 8)u·θ + 4u rad */
+        double apar = fabs(sqrt(p.rr) + p.dr / sqrt(p.rr));
+        double ba = (sqrt(4 * ((double)n + 4) * u * p.dd) / apar + ((double)n + 8) * u * (m.angle_deg * M_PI / 180) + 4 * u) *
+                    (180 / M_PI);
+        ck_assert_msg(fabs(rel - m.rel) <= ((double)n + 6) * u * m.rel, "%s n=%zu: rel %.17g, MPFR %.17g", K->name, n, rel, m.rel);
+        ck_assert_msg(fabs(ulps - m.ulps) <= 2 * u * m.ulps, "%s n=%zu: ulps %.17g, MPFR %.17g", K->name, n, ulps, m.ulps);
+        ck_assert_msg(fabs(angle - m.angle_deg) <= ba, "%s n=%zu δ=%g ε=%g: angle %.17g°, MPFR %.17g° (bound %g)", K->name,
+                      n, delta, eps, angle, m.angle_deg, ba);
+        vijp_mat_clear(&A), vijp_mat_clear(&Rm);
+    }
+}
+END_TEST
+
+/* The default table: the best set's exact kernels, ref's bounded ones (so
+ * that results do not depend on the machine); VIJP_KERNELS: that set whole. */
+START_TEST(selection)
+{
+    const vijp_kernels *A = vijp_kernels_active(), *R = vijp_kernels_set(0, NULL);
+    const char *want = getenv("VIJP_KERNELS");
+    int best = 0;
+    for (int i = 2; i >= 1 && !best; i--)
+        if (vijp_kernels_set(i, NULL)) best = i;
+    if (want && *want && strcmp(want, "auto")) {
+        ck_assert_str_eq(vijp_kernels_name(), want);
+        return;
+    }
+    const vijp_kernels *B = vijp_kernels_set(best, NULL);
+    ck_assert_str_eq(vijp_kernels_name(), vijp_kset_names[best]);
+    ck_assert(A->leaky_forward_d == B->leaky_forward_d && A->relu_scatter_f == B->relu_scatter_f &&
+              A->sign_pack_d == B->sign_pack_d && A->affine_d == B->affine_d);
+    for (int a = 0; a < VIJP_KACT_COUNT; a++) ck_assert(A->act_d[a] == R->act_d[a] && A->act_f[a] == R->act_f[a]);
+    ck_assert(A->drift_d == R->drift_d);
+}
+END_TEST
+
+/* VIJP_KERNELS through the command: an unknown or absent set exits 2 with
+ * the reason, never a silent fallback. */
+START_TEST(selection_errors)
+{
+    const char *bin = getenv("VIJP_BIN");
+    if (!bin) {
+        printf("# kernels: selection_errors skipped: VIJP_BIN is not set\n");
+        return;
+    }
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "VIJP_KERNELS=sse9 '%s' --version", bin);
+    run_result r = run_bin("env", cmd);
+    ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "unknown kernel set"), "rc %d: %s", r.rc, r.err);
+    run_free(&r);
+    for (int i = 0; i < VIJP_KSET_COUNT; i++) {
+        const char *why = NULL;
+        int have = vijp_kernels_set(i, &why) != NULL;
+        snprintf(cmd, sizeof cmd, "VIJP_KERNELS=%s '%s' --version", vijp_kset_names[i], bin);
+        r = run_bin("env", cmd);
+        ck_assert_msg(have ? r.rc == CLI_OK : r.rc == CLI_USAGE && strstr(r.err, "not available"), "%s: rc %d: %s",
+                      vijp_kset_names[i], r.rc, r.err);
+        run_free(&r);
+    }
+}
+END_TEST
+
+
+/* double@SET formats (vijp/format.h): parsed where the set runs, an error
+ * where it does not; an engine run in one uses that set whole and restores
+ * the thread's table after it. */
+START_TEST(kernel_formats)
+{
+    vijp_format f;
+    vijp_error err = {0};
+    ck_assert(!vijp_format_parse("double@ref", &f, &err));
+    ck_assert(f.kind == VIJP_DOUBLE && f.prec == 53 && f.kernel_set == 1 && !strcmp(f.name, "double@ref"));
+    ck_assert(vijp_format_parse("double@sse9", &f, &err) == VIJP_EINVAL && strstr(err.msg, "unknown kernel set"));
+    ck_assert(vijp_format_parse("binary32@avx2", &f, &err) == VIJP_EINVAL && strstr(err.msg, "only double"));
+    for (int i = 1; i < VIJP_KSET_COUNT; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "double@%s", vijp_kset_names[i]);
+        int have = vijp_kernels_set(i, NULL) != NULL, rc = vijp_format_parse(name, &f, &err);
+        ck_assert_msg(have ? !rc && f.kernel_set == 1 + i : rc == VIJP_EINVAL && strstr(err.msg, "not available"), "%s", name);
+    }
+    int best = vijp_kernels_set(2, NULL) ? 2 : vijp_kernels_set(1, NULL) ? 1 : 0;
+    const char *fmts[] = {"double", "double@ref", best == 2 ? "double@avx512" : "double@avx2"};
+    const vijp_kernels *before = vijp_kernels_active();
+    vijp_grads g[3];
+    for (int k = 0; k < (best ? 3 : 2); k++) {
+        vijp_net net;
+        vijp_format F;
+        ck_assert(!vijp_format_parse(fmts[k], &F, &err));
+        ck_assert(!vijp_net_build(&net, "dense:16,gelu", 4, 16, &err));
+        ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 5, &err));
+        vijp_mat *theta = vijp_alloc_array(4, sizeof *theta), X, T;
+        ck_assert(!vijp_net_params(&net, &F, theta, &err));
+        double *x = vijp_alloc_array(16 * 64, sizeof *x), *t = vijp_alloc_array(16 * 64, sizeof *t);
+        vijp_net_sample(&net, 64, 6, x, t);
+        vijp_mat_init(&X, 16, 64, &F), vijp_mat_set_d(&X, x);
+        vijp_mat_init(&T, 16, 64, &F), vijp_mat_set_d(&T, t);
+        ck_assert_msg(!vijp_engine_run(VIJP_ENGINE_MOONWALK, &net, theta, &X, &T, &g[k], &err), "%s: %s", fmts[k], err.msg);
+        ck_assert(vijp_kernels_active() == before);
+        vijp_net_params_clear(&net, theta);
+        vijp_mat_clear(&X), vijp_mat_clear(&T), vijp_net_free(&net), free(theta), free(x), free(t);
+    }
+    size_t len = vijp_mat_len(&g[0].grad_x);
+    const char *want = getenv("VIJP_KERNELS");
+    if (!want || !*want || !strcmp(want, "auto") || !strcmp(want, "ref")) /* the default runs ref's activations */
+        ck_assert_msg(!memcmp(g[0].grad_x.d, g[1].grad_x.d, len * sizeof(double)), "double and double@ref differ");
+    if (best) { /* SLEEF and glibc round some of 4096 GELU evaluations differently */
+        ck_assert_msg(memcmp(g[1].grad_x.d, g[2].grad_x.d, len * sizeof(double)), "%s ran ref's kernels", fmts[2]);
+        vijp_grads_clear(&g[2]);
+    }
+    vijp_grads_clear(&g[0]), vijp_grads_clear(&g[1]);
+}
+END_TEST
+
+Suite *suite_kernels(void)
+{
+    Suite *s = suite_create("kernels");
+    TCase *tc = tcase_create("kernels");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, selection);
+    tcase_add_test(tc, selection_errors);
+    tcase_add_test(tc, kernel_formats);
+    tcase_add_loop_test(tc, exact_kernels_vs_oracle, 0, VIJP_KSET_COUNT);
+    tcase_add_test(tc, exact_kernels_hash_across_sets);
+    tcase_add_loop_test(tc, activation_kernels_vs_oracle, 0, VIJP_KSET_COUNT * VIJP_KACT_COUNT);
+    tcase_add_loop_test(tc, drift_kernel_vs_mpfr, 0, VIJP_KSET_COUNT);
+    suite_add_tcase(s, tc);
+    return s;
+}
