@@ -47,9 +47,12 @@ int engine_moonwalk_sweep(const vijp_net *net, const vijp_mat *theta, const vijp
 static void surrogate(vijp_mat *Xt, vijp_residual_kind kind, const uint8_t *bits, const vijp_mat *vals)
 {
     size_t n = vijp_mat_len(Xt);
+    static const double sign[2] = {-1.0, 1.0};
     if (kind == VIJP_RESIDUAL_INPUT || kind == VIJP_RESIDUAL_INVERSE) vijp_mat_copy(Xt, vals);
+    else if (kind == VIJP_RESIDUAL_SIGN && Xt->d) /* double: straight into the array, no branch on the bit */
+        for (size_t k = 0; k < n; k++) Xt->d[k] = sign[(bits[k / 8] >> (k % 8)) & 1];
     else if (kind == VIJP_RESIDUAL_SIGN)
-        for (size_t k = 0; k < n; k++) vijp_mat_set_entry_d(Xt, k, (bits[k / 8] >> (k % 8)) & 1 ? 1.0 : -1.0);
+        for (size_t k = 0; k < n; k++) vijp_mat_set_entry_d(Xt, k, sign[(bits[k / 8] >> (k % 8)) & 1]);
     else vijp_mat_zero(Xt);
 }
 
@@ -134,8 +137,8 @@ int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
         if (L->type->residual == VIJP_RESIDUAL_SIGN) {
             res_bytes[i] = (n + 7) / 8;
             bits[i] = vijp_alloc_array(res_bytes[i], 1);
-            for (size_t k = 0; k < n; k++)
-                if (h.d ? h.d[k] > 0 : mpfr_sgn(h.m[k]) > 0) bits[i][k / 8] |= (uint8_t)(1u << (k % 8));
+            for (size_t k = 0; k < n; k++) /* without a branch: the signs are a coin toss */
+                bits[i][k / 8] |= (uint8_t)((unsigned)(h.d ? h.d[k] > 0 : mpfr_sgn(h.m[k]) > 0) << (k % 8));
         } else if (L->type->residual == VIJP_RESIDUAL_INPUT ||
                    (L->type->residual == VIJP_RESIDUAL_INVERSE && !rebuild[i])) {
             vijp_mat_init(&vals[i], h.rows, B, f);

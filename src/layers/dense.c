@@ -136,11 +136,12 @@ static void vjp_param(const vijp_layer *L, const double *th, const double *X, si
     size_t m = L->out, n = L->in;
     cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)B, 1.0, Gy, (int)m, X,
                 (int)n, 0.0, Gt, (int)m);
-    for (size_t i = 0; i < m; i++) {
-        double s = 0;
-        for (size_t j = 0; j < B; j++) s += Gy[i + j * m];
-        Gt[m * n + i] = s;
-    }
+    /* db_i = Σ_j Gy[i, j], j ascending from 0, for all i at once: down the
+     * columns, not across the rows (the same sums in the same order). */
+    double *db = Gt + m * n;
+    for (size_t i = 0; i < m; i++) db[i] = 0;
+    for (size_t j = 0; j < B; j++)
+        for (size_t i = 0; i < m; i++) db[i] += Gy[i + j * m];
 }
 
 static size_t fragment_count(const vijp_layer *L, const double *th, const double *X, size_t B)
