@@ -11,7 +11,10 @@
  * measured time, the reference measured in this run, the ratio, the target
  * and PASS/MISS:
  *   T1  backprop on dense:256,leaky:0.5, depth 256, batch 64, at >= 80% of
- *       the rate of OpenBLAS dgemm (1024 x 1024 x 1024) in this run;
+ *       the rate of OpenBLAS dgemm (1024 x 1024 x 1024) in this run, once
+ *       with glibc's default allocator and once with freed memory kept in
+ *       the heap (mallopt; T2 and T3 then run that way too), with dgemm's
+ *       rate at the engine's own three shapes beside it;
  *   T2  Moonwalk mixed mode within 1.15x of its operation-count bound, on
  *       that net and on conv1d:16x3:circular,leaky:0.5 (width 4096, depth 64,
  *       batch 16), the bound derived below from the operations the engines
