@@ -336,6 +336,61 @@ START_TEST(initialisers)
 }
 END_TEST
 
+/* The circular convolution's FFT vijp (conv_circular.c), which factors each
+ * frequency's C × C system once and solves the whole batch with it, on
+ * channel counts where partial pivoting swaps rows after its first step.
+ * Normwise backward error (Rigal–Gaches) of z = vijp(g) as a solution of
+ * Jᵀ z = g, with the residual formed by the layer's own vjp:
+ *   η = ‖vjp(z) − g‖ / (‖J‖_F ‖z‖ + ‖g‖) ≤ (2·5·log₂P + 3C·2^(C−1) + CK + 1)·u:
+ * the forward and inverse FFTs (Higham, ASNA §24.1: about 5 log₂P u each),
+ * LU with partial pivoting and its worst-case growth 2^(C−1) (Thm 9.4:
+ * γ_3C ρ), and the vjp's own dot products of C·K terms (eq. 3.5), ‖J‖_2 ≤
+ * ‖J‖_F.  A solve that eliminates with the wrong multipliers has η of order
+ * 1.  And the batch changes nothing: each sample's vijp equals that sample's
+ * alone, bit for bit. */
+START_TEST(circular_vijp_backward_error)
+{
+    static const struct {
+        const char *spec;
+        size_t width, C, K, P;
+    } c[] = {{"conv1d:8x3:circular", 64, 8, 3, 8}, {"conv2d:6x3x4:circular", 96, 6, 9, 16}};
+    const size_t B = 3;
+    vijp_format F;
+    vijp_format_fixed(&F, VIJP_DOUBLE);
+    vijp_net net;
+    ck_assert(!vijp_net_build(&net, c[_i].spec, 1, c[_i].width, NULL));
+    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, test_seed(), NULL));
+    vijp_mat th = theta_of(&net, &F), X, G, Z, R, z1, g1;
+    size_t n = c[_i].width;
+    vijp_mat_init(&X, n, B, &F), vijp_mat_init(&G, n, B, &F), vijp_mat_init(&Z, n, B, &F), vijp_mat_init(&R, n, B, &F);
+    vijp_mat_init(&z1, n, 1, &F), vijp_mat_init(&g1, n, 1, &F);
+    vijp_rng rng;
+    vijp_rng_seed(&rng, test_seed() + 1);
+    for (size_t i = 0; i < n * B; i++) X.d[i] = vijp_rng_normal(&rng), G.d[i] = vijp_rng_normal(&rng);
+    vijp_error err = {0};
+    const vijp_layer *L = &net.layers[0];
+    ck_assert_msg(!vijp_layer_vijp(L, &th, &X, &G, NULL, &Z, &err), "%s", err.msg);
+    ck_assert(!vijp_layer_vjp(L, &th, &X, &Z, &R, NULL));
+    double J2 = 0, r2 = 0, z2 = 0, g2 = 0;
+    for (size_t k = 0; k < c[_i].C * c[_i].C * c[_i].K; k++) J2 += (double)c[_i].P * th.d[k] * th.d[k]; /* each weight P times in J */
+    for (size_t i = 0; i < n * B; i++) r2 += (R.d[i] - G.d[i]) * (R.d[i] - G.d[i]), z2 += Z.d[i] * Z.d[i], g2 += G.d[i] * G.d[i];
+    double C = (double)c[_i].C, eta = sqrt(r2) / (sqrt(J2) * sqrt(z2) + sqrt(g2));
+    double bound = (10 * log2((double)c[_i].P) + 3 * C * pow(2, C - 1) + C * (double)c[_i].K + 1) * 0x1p-53;
+    ck_assert_msg(eta <= bound, "%s: backward error %g > %g", c[_i].spec, eta, bound);
+    for (size_t b = 0; b < B; b++) {
+        vijp_mat xb = X;
+        xb.cols = 1, xb.d = X.d + b * n;
+        vijp_mat_copy_range(&g1, 0, &G, b * n, n);
+        ck_assert(!vijp_layer_vijp(L, &th, &xb, &g1, NULL, &z1, NULL));
+        for (size_t i = 0; i < n; i++)
+            ck_assert_msg(z1.d[i] == Z.d[b * n + i], "%s: sample %zu alone differs at %zu", c[_i].spec, b, i);
+    }
+    vijp_mat_clear(&th), vijp_mat_clear(&X), vijp_mat_clear(&G), vijp_mat_clear(&Z), vijp_mat_clear(&R);
+    vijp_mat_clear(&z1), vijp_mat_clear(&g1);
+    vijp_net_free(&net);
+}
+END_TEST
+
 Suite *suite_layers(void)
 {
     Suite *s = suite_create("layers");
@@ -347,6 +402,7 @@ Suite *suite_layers(void)
     tcase_add_loop_test(tc, bad_inputs, 0, 2);
     tcase_add_test(tc, tanh_underflow_binary16);
     tcase_add_test(tc, initialisers);
+    tcase_add_loop_test(tc, circular_vijp_backward_error, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -4,7 +4,12 @@
  *                 or inputs for layers that need values), reverse pass on input
  *                 cotangents only, storing each layer's fragment;
  *   pure forward: g_0 and every fragment c_i = g_i Q_i by forward-mode jvps of
- *                 the identity and of the cokernel bases Q_i; stores fragments. */
+ *                 the identity and of the cokernel bases Q_i; stores fragments.
+ * Cost against backprop: per layer, mixed mode runs forward F twice, the input
+ * vjp V, the vijp S and the parameter vjp P, where backprop runs F, V and P:
+ * Σ(2F + V + S + P) / Σ(F + V + P) in flops, 5/3 + n/(9B) for square dense
+ * layers (S = LU + two triangular solves).  tests/bench-engines.c derives it
+ * per layer type and measures the time ratio against it. */
 #include "engine_internal.h"
 #include "../kernels/kernels.h"
 #include "vijp/error.h"
@@ -48,11 +53,12 @@ int engine_moonwalk_sweep(const vijp_net *net, const vijp_mat *theta, const vijp
 static void surrogate(vijp_mat *Xt, vijp_residual_kind kind, const uint8_t *bits, const vijp_mat *vals)
 {
     size_t n = vijp_mat_len(Xt);
+    static const double sign[2] = {-1.0, 1.0};
     if (kind == VIJP_RESIDUAL_INPUT || kind == VIJP_RESIDUAL_INVERSE) vijp_mat_copy(Xt, vals);
     else if (kind == VIJP_RESIDUAL_SIGN && Xt->d)
         vijp_kernels_active()->sign_unpack_d(n, bits, Xt->d);
     else if (kind == VIJP_RESIDUAL_SIGN)
-        for (size_t k = 0; k < n; k++) vijp_mat_set_entry_d(Xt, k, (bits[k / 8] >> (k % 8)) & 1 ? 1.0 : -1.0);
+        for (size_t k = 0; k < n; k++) vijp_mat_set_entry_d(Xt, k, sign[(bits[k / 8] >> (k % 8)) & 1]);
     else vijp_mat_zero(Xt);
 }
 

@@ -165,21 +165,43 @@ static long tap(const vijp_layer *L, size_t p, size_t k)
 
 #define TAPS(L) (KH(L) * KS(L))
 
-/* V = J U (+ b when bias), per sample. */
+/* tap(L, p, k) for every output position p and tap k, at p·TAPS + k.  Built
+ * once per call, it takes tap's divisions out of the operators' inner loops;
+ * the terms and their order are unchanged, so are the results, bit for bit. */
+static long *tap_table(const vijp_layer *L)
+{
+    size_t K = TAPS(L), no = OUTLEN(L);
+    long *t = vijp_alloc_array(no * K, sizeof *t);
+    for (size_t p = 0; p < no; p++)
+        for (size_t k = 0; k < K; k++) t[p * K + k] = tap(L, p, k);
+    return t;
+}
+
+/* V = J U (+ b when bias), per sample.  Each output's sum is formed as
+ * b + Σ_c Σ_k w·u in that order; the positions run innermost, so that the
+ * additions of neighbouring outputs overlap instead of waiting on one
+ * another (each output's own order is unchanged). */
 static void apply(const vijp_layer *L, const double *th, const double *U, size_t B, double *V, int bias)
 {
     size_t C = CH(L), K = TAPS(L), n = LEN(L), no = OUTLEN(L);
+    long *t = tap_table(L), *tk = vijp_alloc_array(no * K, sizeof *tk); /* tk[k·no + p]: tap k of position p */
+    for (size_t p = 0; p < no; p++)
+        for (size_t k = 0; k < K; k++) tk[k * no + p] = t[p * K + k];
     for (size_t b = 0; b < B; b++)
-        for (size_t o = 0; o < C; o++)
-            for (size_t p = 0; p < no; p++) {
-                double s = bias ? th[NW(L) + o] : 0;
-                for (size_t c = 0; c < C; c++)
-                    for (size_t k = 0; k < K; k++) {
-                        long q = tap(L, p, k);
-                        if (q >= 0) s += th[(o * C + c) * K + k] * U[b * L->in + c * n + (size_t)q];
-                    }
-                V[b * L->out + o * no + p] = s;
+        for (size_t o = 0; o < C; o++) {
+            double *v = V + b * L->out + o * no;
+            for (size_t p = 0; p < no; p++) v[p] = bias ? th[NW(L) + o] : 0;
+            for (size_t c = 0; c < C; c++) {
+                const double *u = U + b * L->in + c * n;
+                for (size_t k = 0; k < K; k++) {
+                    double w = th[(o * C + c) * K + k];
+                    const long *q = tk + k * no;
+                    for (size_t p = 0; p < no; p++)
+                        if (q[p] >= 0) v[p] += w * u[q[p]];
+                }
             }
+        }
+    free(t), free(tk);
 }
 
 static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y) { apply(L, th, X, B, Y, 1); }
@@ -195,35 +217,43 @@ static void vjp(const vijp_layer *L, const double *th, const double *X, size_t B
 {
     (void)X;
     size_t C = CH(L), K = TAPS(L), n = LEN(L), no = OUTLEN(L);
+    long *t = tap_table(L);
     memset(Gx, 0, L->in * B * sizeof *Gx);
     for (size_t b = 0; b < B; b++)
         for (size_t o = 0; o < C; o++)
             for (size_t p = 0; p < no; p++) {
                 double g = Gy[b * L->out + o * no + p];
-                for (size_t c = 0; c < C; c++)
-                    for (size_t k = 0; k < K; k++) {
-                        long q = tap(L, p, k);
-                        if (q >= 0) Gx[b * L->in + c * n + (size_t)q] += th[(o * C + c) * K + k] * g;
-                    }
+                const long *tp = t + p * K;
+                for (size_t c = 0; c < C; c++) {
+                    const double *w = th + (o * C + c) * K;
+                    double *gx = Gx + b * L->in + c * n;
+                    for (size_t k = 0; k < K; k++)
+                        if (tp[k] >= 0) gx[tp[k]] += w[k] * g;
+                }
             }
+    free(t);
 }
 
 static void vjp_param(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy, double *Gt)
 {
     (void)th;
     size_t C = CH(L), K = TAPS(L), n = LEN(L), no = OUTLEN(L);
+    long *t = tap_table(L);
     memset(Gt, 0, param_count(L) * sizeof *Gt);
     for (size_t b = 0; b < B; b++)
         for (size_t o = 0; o < C; o++)
             for (size_t p = 0; p < no; p++) {
                 double g = Gy[b * L->out + o * no + p];
+                const long *tp = t + p * K;
                 Gt[NW(L) + o] += g;
-                for (size_t c = 0; c < C; c++)
-                    for (size_t k = 0; k < K; k++) {
-                        long q = tap(L, p, k);
-                        if (q >= 0) Gt[(o * C + c) * K + k] += g * X[b * L->in + c * n + (size_t)q];
-                    }
+                for (size_t c = 0; c < C; c++) {
+                    double *gt = Gt + (o * C + c) * K;
+                    const double *x = X + b * L->in + c * n;
+                    for (size_t k = 0; k < K; k++)
+                        if (tp[k] >= 0) gt[k] += g * x[tp[k]];
+                }
             }
+    free(t);
 }
 
 static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
@@ -274,7 +304,7 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
         return rc;
     }
     if (CIRC(L)) {
-        for (size_t b = 0; b < B && !rc; b++) rc = vijp_conv_circulant_solve(L, th, Gx + b * L->in, Gy + b * L->in, 1, &w);
+        rc = vijp_conv_circulant_solve(L, th, Gx, Gy, B, 1, &w);
     } else {
         memcpy(Gy, Gx, L->in * B * sizeof *Gy);
         rc = dense_solve(L, th, Gy, B, 1);
@@ -294,7 +324,7 @@ static int inverse(const vijp_layer *L, const double *th, const double *Y, size_
         for (size_t i = 0; i < L->in; i++) R[b * L->in + i] = Y[b * L->in + i] - th[NW(L) + i / n];
     int rc = 0;
     if (CIRC(L)) {
-        for (size_t b = 0; b < B && !rc; b++) rc = vijp_conv_circulant_solve(L, th, R + b * L->in, X + b * L->in, 0, &w);
+        rc = vijp_conv_circulant_solve(L, th, R, X, B, 0, &w);
     } else {
         rc = dense_solve(L, th, R, B, 0);
         if (!rc) memcpy(X, R, L->in * B * sizeof *X);

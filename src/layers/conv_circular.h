@@ -4,11 +4,13 @@
 
 #include "vijp/layer.h"
 
-/* One sample: out := the solution of Jᵀ out = in (transpose: the vijp) or of
- * J out = in (the inverse, bias already removed from in), for the stride-1
- * circular convolution L with weights th.  0, or VIJP_ESINGULAR with
- * *bad_freq the index of a frequency whose C × C system is singular. */
-int vijp_conv_circulant_solve(const vijp_layer *L, const double *th, const double *in, double *out, int transpose,
-                              size_t *bad_freq);
+/* B samples (each L->in wide): out := the solution of Jᵀ out = in
+ * (transpose: the vijp) or of J out = in (the inverse, bias already removed
+ * from in), for the stride-1 circular convolution L with weights th; the
+ * per-frequency factorisations are computed once for the batch.  0, or
+ * VIJP_ESINGULAR with *bad_freq the index of a frequency whose C × C system
+ * is singular (out untouched). */
+int vijp_conv_circulant_solve(const vijp_layer *L, const double *th, const double *in, double *out, size_t B,
+                              int transpose, size_t *bad_freq);
 
 #endif

@@ -136,11 +136,12 @@ static void vjp_param(const vijp_layer *L, const double *th, const double *X, si
     size_t m = L->out, n = L->in;
     cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)B, 1.0, Gy, (int)m, X,
                 (int)n, 0.0, Gt, (int)m);
-    for (size_t i = 0; i < m; i++) {
-        double s = 0;
-        for (size_t j = 0; j < B; j++) s += Gy[i + j * m];
-        Gt[m * n + i] = s;
-    }
+    /* db_i = Σ_j Gy[i, j], j ascending from 0, for all i at once: down the
+     * columns, not across the rows (the same sums in the same order). */
+    double *db = Gt + m * n;
+    for (size_t i = 0; i < m; i++) db[i] = 0;
+    for (size_t j = 0; j < B; j++)
+        for (size_t i = 0; i < m; i++) db[i] += Gy[i + j * m];
 }
 
 static size_t fragment_count(const vijp_layer *L, const double *th, const double *X, size_t B)
@@ -191,12 +192,15 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
         if (!rc) {
             memcpy(A, th, n * n * sizeof *A);
             memcpy(Gy, Gx, n * B * sizeof *Gy);
-            lapack_int info = LAPACKE_dgetrf(LAPACK_COL_MAJOR, (int)n, (int)n, A, (int)n, piv);
+            /* The _work entry points: LAPACKE's NaN scan of A and Gy cost 3% of a
+             * Moonwalk run, and on a NaN it returned without solving, leaving
+             * Gy = Gx, a number; now the NaN propagates. */
+            lapack_int info = LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, (int)n, (int)n, A, (int)n, piv);
             if (info > 0)
                 rc = vijp_fail(err, VIJP_ESINGULAR, "dense %zux%zu vijp: W is singular (U[%d,%d] = 0 in LU)",
                                m, n, (int)info - 1, (int)info - 1);
             else
-                LAPACKE_dgetrs(LAPACK_COL_MAJOR, 'T', (int)n, (int)B, A, (int)n, piv, Gy, (int)n);
+                LAPACKE_dgetrs_work(LAPACK_COL_MAJOR, 'T', (int)n, (int)B, A, (int)n, piv, Gy, (int)n);
         }
         free(A), free(piv);
     } else if (m < n) {
@@ -262,10 +266,10 @@ static int inverse(const vijp_layer *L, const double *th, const double *Y, size_
         memcpy(A, th, n * n * sizeof *A);
         for (size_t j = 0; j < B; j++)
             for (size_t i = 0; i < n; i++) X[i + j * n] = Y[i + j * n] - th[n * n + i];
-        if (LAPACKE_dgetrf(LAPACK_COL_MAJOR, (int)n, (int)n, A, (int)n, piv) > 0)
+        if (LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, (int)n, (int)n, A, (int)n, piv) > 0) /* _work: as in vijp */
             rc = vijp_fail(err, VIJP_ESINGULAR, "dense %zux%zu inverse: W is singular", n, n);
         else
-            LAPACKE_dgetrs(LAPACK_COL_MAJOR, 'N', (int)n, (int)B, A, (int)n, piv, X, (int)n);
+            LAPACKE_dgetrs_work(LAPACK_COL_MAJOR, 'N', (int)n, (int)B, A, (int)n, piv, X, (int)n);
     }
     free(A), free(piv);
     return rc;

@@ -76,6 +76,10 @@ static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERS
  * check on the per-unit path). */
 #define ALPHA(L) (*(const double *)(L)->state)
 static double slope(double alpha, double x) { return x > 0 ? 1.0 : alpha; }
+/* The per-unit loops are the kernel table's (src/kernels/): the SIMD sets
+ * select the slope by mask, without a branch per unit (the signs of a
+ * layer's inputs are a coin toss: a mispredicted branch per unit cost the
+ * backprop benchmark 6% of its time); every set gives the same results. */
 
 static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
 {
