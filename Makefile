@@ -6,7 +6,8 @@
 #                    with pkg-config, shared and static
 #   make check-mpi   a small study under mpirun at P = 1, 2, 4 against one process, killed
 #                    and resumed (run by make check in a build with MPI: make MPI=1/0 chooses)
-#   make check-long  the certification suite on 10^5 adversarial matrices; the
+#   make check-long  the certification suite on 10^5 adversarial matrices (with MPI: also
+#                    spread over the cores by mpirun, same verdict counts); the
 #                    allocation-failure walk over every allocation (tests/t-faults.c)
 #   make report      the main job on its embedded default (reports/latest/)
 #   make regress     a small drift study against reports/baselines/ci-small
@@ -226,15 +227,18 @@ check: $(BUILD)/check_vijp $(BUILD)/vijp $(BUILD)/vijp-perturbed $(PLUGINS) $(CH
 	$(CHECK_MPI)
 
 # A study under mpirun at P = 1, 2, 4 against one process, killed and
-# resumed (scripts/check-mpi.sh), in a build with MPI; not under SANITIZE=1
-# (Open MPI's start-up is not leak-clean).  `make check-mpi` runs it alone.
+# resumed (scripts/check-mpi.sh), and the certification suite's matrices
+# spread over 2 and 4 ranks with one process's verdict counts
+# (scripts/check-certify-shards.sh), in a build with MPI; not under
+# SANITIZE=1 (Open MPI's start-up is not leak-clean).  `make check-mpi` runs
+# them alone.
 ifeq ($(MPI)$(SANITIZE),1)
-CHECK_MPI = scripts/check-mpi.sh $(BUILD)/vijp
+CHECK_MPI = scripts/check-mpi.sh $(BUILD)/vijp && scripts/check-certify-shards.sh $(BUILD)/check_vijp 1 2 4
 else
 CHECK_MPI = @echo "check-mpi: SKIPPED ($(if $(filter 1,$(SANITIZE)),under SANITIZE=1,built without MPI: install libopenmpi-dev openmpi-bin, or make MPI=1))"
 endif
 .PHONY: check-mpi
-check-mpi: $(BUILD)/vijp
+check-mpi: $(BUILD)/vijp $(BUILD)/check_vijp
 	$(CHECK_MPI)
 
 # A python3 that imports torch, for the PyTorch round trip (evaluated only by
@@ -279,8 +283,14 @@ bench: $(BUILD)/bench-engines $(BUILD)/bench-drift $(BUILD)/bench-certify $(BUIL
 	./$(BUILD)/bench-mpi $(BUILD)/vijp
 
 # The certification suite at 100× its adversarial cases (10^5 matrices).
+# With MPI, the 10^5 matrices run once alone and once over the machine's
+# cores under mpirun, and the ranks' summed verdicts must equal one process's.
 check-long: $(BUILD)/check_vijp $(BUILD)/vijp
+ifeq ($(MPI),1)
+	scripts/check-certify-shards.sh ./$(BUILD)/check_vijp 100 $(shell nproc)
+else
 	CK_RUN_SUITE=certify VIJP_TEST_SCALE=100 ./$(BUILD)/check_vijp
+endif
 	VIJP_BIN=$(abspath $(BUILD)/vijp) CK_RUN_SUITE=faults VIJP_TEST_SCALE=2 ./$(BUILD)/check_vijp
 
 # Fuzzing with clang's libFuzzer, under ASan + UBSan, in build-fuzz/ (its

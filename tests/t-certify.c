@@ -119,13 +119,17 @@ static void prescribed_case(vijp_rng *r, long cs, uint64_t seed, tally *t, long 
 START_TEST(prescribed_singular_values)
 {
     uint64_t seed = test_seed();
-    vijp_rng r;
-    vijp_rng_seed(&r, seed ^ 0x5eed0001u);
+    const uint64_t stream = seed ^ 0x5eed0001u; /* each case its own generator: shardable (test_mine) */
     tally t = {.name = "prescribed σ"};
     long N = test_iters(1000);
-    for (long cs = 0; cs < N; cs++) prescribed_case(&r, cs, seed, &t, 1, 16, vijp_rng_uniform(&r) < 0.7 ? -20 : -300, 0, 1);
+    for (long cs = 0; cs < N; cs++) {
+        if (!test_mine(cs)) continue;
+        vijp_rng r;
+        test_case_rng(&r, stream, cs);
+        prescribed_case(&r, cs, seed, &t, 1, 16, vijp_rng_uniform(&r) < 0.7 ? -20 : -300, 0, 1);
+    }
     tally_print(&t);
-    ck_assert(t.cases >= N * 9 / 10); /* only σ_max ~ 1e300 overflow cases are skipped */
+    ck_assert(t.cases >= test_mine_count(N) * 9 / 10); /* only σ_max ~ 1e300 overflow cases are skipped */
     /* Not only "no false certificate": every case whose full rank the
      * oracle proves (σ_m(J) > 0 by Weyl, above) is certified, in every band
      * of κ: J is exact, so MPFR up to 4096 bits has the digits for any
@@ -145,13 +149,17 @@ END_TEST
 START_TEST(near_unit_roundoff)
 {
     uint64_t seed = test_seed();
-    vijp_rng r;
-    vijp_rng_seed(&r, seed ^ 0x5eed0007u);
+    const uint64_t stream = seed ^ 0x5eed0007u; /* each case its own generator: shardable (test_mine) */
     tally t = {.name = "κ near 1/u, small"};
     long N = test_iters(600);
-    for (long cs = 0; cs < N; cs++) prescribed_case(&r, cs, seed, &t, 2, 5, -17, -12, 0);
+    for (long cs = 0; cs < N; cs++) {
+        if (!test_mine(cs)) continue;
+        vijp_rng r;
+        test_case_rng(&r, stream, cs);
+        prescribed_case(&r, cs, seed, &t, 2, 5, -17, -12, 0);
+    }
     tally_print(&t);
-    ck_assert_msg(t.band_cert[2] + t.band_cert[3] == t.band_cases[2] + t.band_cases[3] && t.band_cases[2] > N / 4,
+    ck_assert_msg(t.band_cert[2] + t.band_cert[3] == t.band_cases[2] + t.band_cases[3] && t.band_cases[2] > test_mine_count(N) / 4,
                   "full rank near κ = 1/u: certified %ld of %ld", t.band_cert[2] + t.band_cert[3],
                   t.band_cases[2] + t.band_cases[3]);
 }
@@ -191,12 +199,14 @@ static void d_prescribed(double *J, size_t m, size_t n, double kappa, int flat, 
 START_TEST(double_routes)
 {
     uint64_t seed = test_seed();
-    vijp_rng r;
-    vijp_rng_seed(&r, seed ^ 0x5eed0006u);
+    const uint64_t stream = seed ^ 0x5eed0006u; /* each case its own generator: shardable (test_mine) */
     tally t = {.name = "double routes' edges"};
     long N = test_iters(100);
     double *J = malloc(48 * 48 * sizeof *J), y[48];
     for (long cs = 0; cs < N; cs++) {
+        if (!test_mine(cs)) continue;
+        vijp_rng r;
+        test_case_rng(&r, stream, cs);
         size_t m = (size_t)rand_int(&r, 8, 48), n = (size_t)rand_int(&r, (long)m, 48);
         double kappa = pow(10, 4 + 6 * vijp_rng_uniform(&r));
         d_prescribed(J, m, n, kappa, cs % 3 == 2, ldexp(1, (int)rand_int(&r, -30, 30)), &r);
@@ -259,12 +269,14 @@ static double oracle_bound_box(const double *mid, const double *rad, const doubl
 START_TEST(enclosure_radius)
 {
     uint64_t seed = test_seed();
-    vijp_rng r;
-    vijp_rng_seed(&r, seed ^ 0x5eed0008u);
+    const uint64_t stream = seed ^ 0x5eed0008u; /* each case its own generator: shardable (test_mine) */
     tally t = {.name = "enclosures (Weyl)"};
     long N = test_iters(200);
     double J[8 * 12], rad[8 * 12], S[8], U[8 * 8], VT[12 * 12], A[8 * 12], sup[8], v[12];
     for (long cs = 0; cs < N; cs++) {
+        if (!test_mine(cs)) continue;
+        vijp_rng r;
+        test_case_rng(&r, stream, cs);
         size_t m = (size_t)rand_int(&r, 1, 8), n = (size_t)rand_int(&r, (long)m, 12);
         d_prescribed(J, m, n, pow(10, 6 * vijp_rng_uniform(&r)), 0, ldexp(1, (int)rand_int(&r, -30, 30)), &r);
         memcpy(A, J, m * n * sizeof *A);
@@ -310,7 +322,7 @@ START_TEST(enclosure_radius)
         vijp_certificate_clear(&c);
     }
     tally_print(&t);
-    ck_assert_msg(t.bounded > N / 4, "only %ld certified", t.bounded);
+    ck_assert_msg(t.bounded > test_mine_count(N) / 4, "only %ld certified", t.bounded);
 }
 END_TEST
 
@@ -400,12 +412,14 @@ static long rank_deficient(vijp_rng *r, int kind, double *J, size_t *pm, size_t 
 START_TEST(exact_rank_deficient)
 {
     uint64_t seed = test_seed();
-    vijp_rng r;
-    vijp_rng_seed(&r, seed ^ 0x5eed0002u);
+    const uint64_t stream = seed ^ 0x5eed0002u; /* each case its own generator: shardable (test_mine) */
     tally t = {.name = "exactly rank-deficient"};
     long N = test_iters(500);
     double J[16 * 16], y[16];
     for (long cs = 0; cs < N; cs++) {
+        if (!test_mine(cs)) continue;
+        vijp_rng r;
+        test_case_rng(&r, stream, cs);
         size_t m, n;
         long row = rank_deficient(&r, (int)(cs % 5), J, &m, &n, y);
         double b = row >= 0 ? oracle_bound_d(J, m, n, y) : INFINITY;
@@ -432,12 +446,14 @@ END_TEST
 START_TEST(near_rank_deficient)
 {
     uint64_t seed = test_seed();
-    vijp_rng r;
-    vijp_rng_seed(&r, seed ^ 0x5eed0003u);
+    const uint64_t stream = seed ^ 0x5eed0003u; /* each case its own generator: shardable (test_mine) */
     tally t = {.name = "near rank-deficient"};
     long N = test_iters(500);
     double J[16 * 16], y[16], yl[16];
     for (long cs = 0; cs < N; cs++) {
+        if (!test_mine(cs)) continue;
+        vijp_rng r;
+        test_case_rng(&r, stream, cs);
         size_t m, n;
         long row = rank_deficient(&r, (int)(cs % 3), J, &m, &n, y);
         size_t col = (size_t)rand_int(&r, 0, (long)n - 1);
@@ -536,12 +552,14 @@ END_TEST
 START_TEST(kahan)
 {
     uint64_t seed = test_seed();
-    vijp_rng r;
-    vijp_rng_seed(&r, seed ^ 0x5eed0004u);
+    const uint64_t stream = seed ^ 0x5eed0004u; /* each case its own generator: shardable (test_mine) */
     tally t = {.name = "Kahan"};
     long N = test_iters(30);
     double *K = malloc(40 * 40 * sizeof *K), *Kt = malloc(40 * 40 * sizeof *Kt), y[40];
     for (long cs = 0; cs < N; cs++) {
+        if (!test_mine(cs)) continue;
+        vijp_rng r;
+        test_case_rng(&r, stream, cs);
         size_t n = (size_t)rand_int(&r, 10, cs % 4 == 3 ? 40 : 24);
         double c = 0.2 + 0.7 * vijp_rng_uniform(&r), s = sqrt(1 - c * c), d = 1;
         for (size_t i = 0; i < n; i++, d *= s)
@@ -582,11 +600,13 @@ START_TEST(well_conditioned)
     } C[] = {{512, 512, 1e6, 0}, {512, 512, 1e6, 1}, {200, 200, 1e6, 0}, {64, 64, 1e6, 0}, {100, 150, 1e6, 0},
              {150, 200, 1e6, 0}, {128, 128, 1e6, 1}, {64, 100, 1, 0},    {1, 200, 1, 0}};
     uint64_t seed = test_seed();
-    vijp_rng r;
-    vijp_rng_seed(&r, seed ^ 0x5eed0005u);
+    const uint64_t stream = seed ^ 0x5eed0005u; /* each case its own generator: shardable (test_mine) */
     tally t = {.name = "well-conditioned"};
     char line[1024] = "certify: well-conditioned, all certified-double:";
     for (size_t k = 0; k < sizeof C / sizeof *C; k++) {
+        if (!test_mine((long)k)) continue;
+        vijp_rng r;
+        test_case_rng(&r, stream, (long)k);
         size_t m = C[k].m, n = C[k].n;
         double *J = malloc(m * n * sizeof *J), *y = malloc(m * sizeof *y);
         ck_assert(J && y);

@@ -34,5 +34,16 @@ Suite *suite_kernels(void);
 long test_iters(long base);
 /* Seed for a test: VIJP_TEST_SEED or a fixed default; failures print it. */
 uint64_t test_seed(void);
+/* Spreading a test's numbered cases over processes (make check-long under
+ * mpirun: scripts/check-long-mpi.sh).  The shard is this process's rank and
+ * the number of processes, from mpirun's environment (Open MPI's
+ * OMPI_COMM_WORLD_RANK/SIZE, MPICH's PMI_RANK/PMI_SIZE) or VIJP_TEST_SHARD=I/P;
+ * one process alone is shard 0 of 1.  Case cs is this process's when
+ * cs mod P = I.  A sharded test draws each case from its own generator
+ * (test_case_rng), so which process runs a case does not change the case. */
+void test_shard(long *rank, long *size);
+int test_mine(long cs);
+long test_mine_count(long n); /* how many of cases 0..n-1 are this process's */
+void test_case_rng(vijp_rng *r, uint64_t stream, long cs);
 
 #endif
