@@ -21,6 +21,8 @@ typedef struct {
     mpfr_exp_t emax;
     size_t value_bytes;   /* bytes one value takes when stored (for memory accounting) */
     char name[32];
+    int exact_dots;       /* nonzero (mpfr:P only): dot products rounded once, not per operation (oracles/dot.h);
+                           * set for the drift study's reference, never by parsing a name */
 } vijp_format;
 
 /* Precision limits of mpfr:P.  The lower limit is MPFR's; the upper one keeps
