@@ -208,13 +208,21 @@ $(BUILD)/bench-%: $(BUILD)/tests/bench-%.o $(BUILD)/libvijp.a
 	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
 
 bench: $(BUILD)/bench-engines $(BUILD)/bench-drift $(BUILD)/bench-certify $(BUILD)/bench-memory $(BUILD)/bench-activations \
-       $(BUILD)/bench-conv
+       $(BUILD)/bench-conv $(BUILD)/bench-reference $(BUILD)/vijp
 	./$(BUILD)/bench-engines
 	./$(BUILD)/bench-conv
 	./$(BUILD)/bench-drift
 	./$(BUILD)/bench-certify
 	./$(BUILD)/bench-memory
 	./$(BUILD)/bench-activations
+	./$(BUILD)/bench-reference $(BUILD)/vijp
+
+# bench-reference compares the reference's dot products with Arb's arb_dot
+# when arb.h is installed (Debian libflint-arb-dev), and leaves it out otherwise.
+ifneq ($(wildcard /usr/include/arb.h),)
+$(BUILD)/tests/bench-reference.o: VIJP_CPPFLAGS += -DVIJP_HAVE_ARB
+$(BUILD)/bench-reference: VIJP_LIBS += -lflint-arb
+endif
 
 # The certification suite at 100× its adversarial cases (10^5 matrices).
 check-long: $(BUILD)/check_vijp $(BUILD)/vijp

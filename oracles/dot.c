@@ -63,19 +63,33 @@ void vo_dot_exact(mpfr_ptr r, mpfr_srcptr c, const mpfr_srcptr *a, const mpfr_sr
     free(terms);
 }
 
+/* x's significand without its zero low limbs (a double in a 256-bit number
+ * has one limb of bits): sig[0..*len) · 2^(EXP(x) − LB·len) is |x|. */
+static const mp_limb_t *significand(mpfr_srcptr x, size_t *len)
+{
+    const mp_limb_t *p = mpfr_custom_get_significand(x);
+    size_t l = limbs_of(x);
+    while (!*p) p++, l--; /* the top limb is nonzero: x is regular */
+    *len = l;
+    return p;
+}
+
 /* One term x·y (or x alone, y NULL) into the accumulator acc[0..L) whose unit
  * is 2^w.  Returns 1 when bits of the term fell below the accumulator. */
 static int accumulate(mp_limb_t *acc, size_t L, long w, mpfr_srcptr x, mpfr_srcptr y, mp_limb_t *prod)
 {
     long e = mpfr_get_exp(x) + (y ? mpfr_get_exp(y) : 0);
     if (e <= w) return 1; /* |x·y| < 2^e <= one unit: all of it below */
-    size_t lx = limbs_of(x), len = lx;
-    const mp_limb_t *xp = mpfr_custom_get_significand(x), *src = xp;
+    size_t lx;
+    const mp_limb_t *xp = significand(x, &lx), *src = xp;
+    size_t len = lx;
     int neg = mpfr_signbit(x) != 0;
     if (y) {
-        size_t ly = limbs_of(y);
-        const mp_limb_t *yp = mpfr_custom_get_significand(y);
-        if (lx >= ly) mpn_mul(prod, xp, (mp_size_t)lx, yp, (mp_size_t)ly);
+        size_t ly;
+        const mp_limb_t *yp = significand(y, &ly);
+        if (ly == 1) prod[lx] = mpn_mul_1(prod, xp, (mp_size_t)lx, yp[0]);
+        else if (lx == 1) prod[ly] = mpn_mul_1(prod, yp, (mp_size_t)ly, xp[0]);
+        else if (lx >= ly) mpn_mul(prod, xp, (mp_size_t)lx, yp, (mp_size_t)ly);
         else mpn_mul(prod, yp, (mp_size_t)ly, xp, (mp_size_t)lx);
         len = lx + ly, src = prod, neg ^= mpfr_signbit(y) != 0;
     }

@@ -17,6 +17,7 @@ packages=(
   python3 python3-jsonschema      # make check: drift.json against docs/drift.schema.json
   python3-numpy                   # the test suite's independent .npy writer and reader (tests/t-arrays.c)
   python3-torch                   # scripts/export_torch.py and its round trip against torch.float64 (make check)
+  libflint-arb-dev                # make bench only: Arb's arb_dot beside the reference's dot products (bench-reference)
 )
 
 missing=()
