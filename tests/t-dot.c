@@ -189,49 +189,71 @@ START_TEST(test_dot_special)
 }
 END_TEST
 
-/* The dense oracle with rounded-once dot products (the reference's) against
- * the same oracle rounding every operation: they differ by at most the
- * sequential loop's error, (n + 1)·u·(Σ|W_ik x_k| + |b_i|) (n multiplies and
- * n additions, u = 2^-P, first order; 2n·u bounds it with room), while the
- * fused result is the correctly rounded one (its error below u·|y_i|). */
-START_TEST(test_dot_dense_fused)
+/* The dense and conv oracles with rounded-once dot products (the
+ * reference's) against the same oracles rounding every operation, on forward,
+ * jvp, vjp and the parameter gradient.  The sequential loop over T terms errs
+ * by at most about T·u·Σ|terms| (T multiplies and T additions, fma or not,
+ * first order, u = 2^-P) and the fused result by u·|y| <= u·Σ|terms|, so they
+ * differ by at most 2(T + 1)·u·Σ|terms|; Σ|terms| is the same operator on
+ * |θ|, |x| and |g| at 1024 bits (all terms positive: nearly exact), and T is
+ * bounded by in + out + B·out for every operator here. */
+typedef enum { OP_FORWARD, OP_JVP, OP_VJP, OP_VJP_PARAM, OPS } fused_op;
+
+static void apply(const vijp_layer *L, fused_op op, mpfr_t *th, mpfr_t *X, mpfr_t *G, size_t B, mpfr_t *out,
+                  const vijp_format *f)
 {
-    vijp_net net;
-    vijp_error err = {0};
-    ck_assert_int_eq(vijp_net_build(&net, "dense:24", 1, 16, &err), 0);
-    const vijp_layer *L = &net.layers[0];
-    size_t m = L->out, n = L->in, B = 3;
-    vijp_format seq, fused;
-    ck_assert_int_eq(vijp_format_mpfr(&seq, 256, &err), 0);
-    fused = seq, fused.exact_dots = 1;
-    ck_assert(vo_dot_fused(&fused) && !vo_dot_fused(&seq));
-    vijp_format b32;
-    vijp_format_fixed(&b32, VIJP_BINARY32);
-    b32.exact_dots = 1; /* ignored for emulated formats */
-    ck_assert(!vo_dot_fused(&b32));
+    const vijp_ops_mp *mp = L->type->mp;
+    if (op == OP_FORWARD) mp->forward(L, th, X, B, out, f);
+    else if (op == OP_JVP) mp->jvp(L, th, X, B, G, out, f); /* u = G (in × B) */
+    else if (op == OP_VJP) mp->vjp(L, th, X, B, G, out, f);
+    else mp->vjp_param(L, th, X, B, G, out, f);
+}
+
+START_TEST(test_dot_fused_layers)
+{
+    static const struct { const char *spec; size_t width; } nets[] = {
+        {"dense:24", 16}, {"dense:5", 16}, {"conv1d:2x3", 8}, {"conv1d:2x3s2", 8}, {"conv2d:1x3x4", 16}};
     vijp_rng g;
     vijp_rng_seed(&g, test_seed() + 3);
-    mpfr_t *th = vec(m * n + m, 256), *X = vec(n * B, 256), *Y1 = vec(m * B, 256), *Y2 = vec(m * B, 256), bound, t;
-    mpfr_inits2(256, bound, t, (mpfr_ptr)0);
-    for (size_t i = 0; i < m * n + m; i++) random_mp(th[i], &g, 3);
-    for (size_t i = 0; i < n * B; i++) random_mp(X[i], &g, 3);
-    const vijp_ops_mp *ops = L->type->mp;
-    ops->forward(L, th, X, B, Y1, &seq);
-    ops->forward(L, th, X, B, Y2, &fused);
-    for (size_t j = 0; j < B; j++)
-        for (size_t i = 0; i < m; i++) {
-            mpfr_abs(bound, th[m * n + i], MPFR_RNDU);
-            for (size_t k = 0; k < n; k++)
-                mpfr_mul(t, th[i + k * m], X[k + j * n], MPFR_RNDU), mpfr_abs(t, t, MPFR_RNDU),
-                    mpfr_add(bound, bound, t, MPFR_RNDU);
-            mpfr_mul_ui(bound, bound, 2 * (n + 1), MPFR_RNDU);
-            mpfr_mul_2si(bound, bound, -256, MPFR_RNDU);
-            mpfr_sub(t, Y1[i + j * m], Y2[i + j * m], MPFR_RNDN);
-            ck_assert_msg(mpfr_cmpabs(t, bound) <= 0, "fused and sequential forward differ beyond 2(n+1)u·Σ|terms|");
+    for (size_t t = 0; t < sizeof nets / sizeof *nets; t++) {
+        vijp_net net;
+        vijp_error err = {0};
+        ck_assert_int_eq(vijp_net_build(&net, nets[t].spec, 1, nets[t].width, &err), 0);
+        const vijp_layer *L = &net.layers[0];
+        size_t in = L->in, out = L->out, B = 3, P = L->type->param_count(L), T = in + out + B * out;
+        vijp_format seq, fused, big;
+        ck_assert_int_eq(vijp_format_mpfr(&seq, 256, &err), 0);
+        ck_assert_int_eq(vijp_format_mpfr(&big, 1024, &err), 0);
+        fused = seq, fused.exact_dots = 1;
+        size_t nth = P, nx = in * B, ng = (in > out ? in : out) * B, nout = P > ng ? P : ng;
+        mpfr_t *th = vec(nth, 256), *X = vec(nx, 256), *G = vec(ng, 256), *o1 = vec(nout, 256), *o2 = vec(nout, 256);
+        mpfr_t *ath = vec(nth, 256), *aX = vec(nx, 256), *aG = vec(ng, 256), *mag = vec(nout, 1024), d, bound;
+        mpfr_inits2(1100, d, bound, (mpfr_ptr)0);
+        for (size_t i = 0; i < nth; i++) random_mp(th[i], &g, 3), mpfr_abs(ath[i], th[i], MPFR_RNDN);
+        for (size_t i = 0; i < nx; i++) random_mp(X[i], &g, 3), mpfr_abs(aX[i], X[i], MPFR_RNDN);
+        for (size_t i = 0; i < ng; i++) random_mp(G[i], &g, 3), mpfr_abs(aG[i], G[i], MPFR_RNDN);
+        for (int op = 0; op < OPS; op++) {
+            size_t len = op == OP_VJP_PARAM ? P : op == OP_VJP ? in * B : out * B;
+            apply(L, op, th, X, G, B, o1, &seq);
+            apply(L, op, th, X, G, B, o2, &fused);
+            apply(L, op, ath, aX, aG, B, mag, &big);
+            for (size_t i = 0; i < len; i++) {
+                mpfr_sub(d, o1[i], o2[i], MPFR_RNDN); /* exact at 1100 bits */
+                mpfr_mul_ui(bound, mag[i], 2 * (T + 1), MPFR_RNDU);
+                mpfr_mul_2si(bound, bound, -256, MPFR_RNDU);
+                ck_assert_msg(mpfr_cmpabs(d, bound) <= 0, "%s op %d entry %zu: fused and sequential differ beyond "
+                              "2(T+1)u·Σ|terms|", nets[t].spec, op, i);
+            }
         }
-    vec_free(th, m * n + m), vec_free(X, n * B), vec_free(Y1, m * B), vec_free(Y2, m * B);
-    mpfr_clears(bound, t, (mpfr_ptr)0);
-    vijp_net_free(&net);
+        vec_free(th, nth), vec_free(X, nx), vec_free(G, ng), vec_free(o1, nout), vec_free(o2, nout);
+        vec_free(ath, nth), vec_free(aX, nx), vec_free(aG, ng), vec_free(mag, nout);
+        mpfr_clears(d, bound, (mpfr_ptr)0);
+        vijp_net_free(&net);
+    }
+    vijp_format b32; /* emulated formats keep their per-operation rounding whatever the flag says */
+    vijp_format_fixed(&b32, VIJP_BINARY32);
+    b32.exact_dots = 1;
+    ck_assert(!vo_dot_fused(&b32));
 }
 END_TEST
 
@@ -268,7 +290,7 @@ Suite *suite_dot(void)
     tcase_add_test(tc, test_dot_random);
     tcase_add_test(tc, test_dot_cancel);
     tcase_add_test(tc, test_dot_special);
-    tcase_add_test(tc, test_dot_dense_fused);
+    tcase_add_test(tc, test_dot_fused_layers);
     tcase_add_test(tc, test_dot_broken_reference_caught);
     suite_add_tcase(s, tc);
     return s;
