@@ -272,7 +272,7 @@ $(BUILD)/bench-mpi: $(BUILD)/tests/bench-mpi.o $(BUILD)/src/cli/unit_io.o $(BUIL
 	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
 
 bench: $(BUILD)/bench-engines $(BUILD)/bench-drift $(BUILD)/bench-certify $(BUILD)/bench-memory $(BUILD)/bench-activations \
-       $(BUILD)/bench-conv $(BUILD)/bench-kernels $(BUILD)/bench-mpi $(BUILD)/vijp
+       $(BUILD)/bench-conv $(BUILD)/bench-kernels $(BUILD)/bench-mpi $(BUILD)/bench-reference $(BUILD)/vijp
 	./$(BUILD)/bench-engines
 	./$(BUILD)/bench-conv
 	./$(BUILD)/bench-drift
@@ -281,6 +281,14 @@ bench: $(BUILD)/bench-engines $(BUILD)/bench-drift $(BUILD)/bench-certify $(BUIL
 	./$(BUILD)/bench-activations
 	./$(BUILD)/bench-kernels
 	./$(BUILD)/bench-mpi $(BUILD)/vijp
+	./$(BUILD)/bench-reference $(BUILD)/vijp
+
+# bench-reference compares the reference's dot products with Arb's arb_dot
+# when arb.h is installed (Debian libflint-arb-dev), and leaves it out otherwise.
+ifneq ($(wildcard /usr/include/arb.h),)
+$(BUILD)/tests/bench-reference.o: VIJP_CPPFLAGS += -DVIJP_HAVE_ARB
+$(BUILD)/bench-reference: VIJP_LIBS += -lflint-arb
+endif
 
 # The certification suite at 100× its adversarial cases (10^5 matrices).
 # With MPI, the 10^5 matrices run once alone and once over the machine's

@@ -6,6 +6,9 @@
 #include "oracles.h"
 #include "vijp/arith.h"
 #include "vijp/catalogue.h"
+#include "vijp/memory.h"
+#include "dot.h"
+#include <stdlib.h>
 #include <string.h>
 
 /* acc += w·x, one term of a convolution: an FMA in the format (exact
@@ -43,8 +46,68 @@ static long source(const vijp_layer *L, size_t p, size_t k)
     return r >= 0 && r < R && q >= 0 && q < Q ? r * Q + q : -1;
 }
 
+/* The drift study's reference (vo_dot_fused formats): the same sums, each
+ * output rounded once by vo_dot over the terms the loops below visit, in a
+ * list of pointers (ptrs: room for 2·terms + 1). */
+static void conv_fused(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, int bias)
+{
+    size_t C = chans(L), K = taps(L), n = len(L), no = outlen(L), t;
+    mpfr_srcptr *ptrs = vijp_alloc_array(2 * C * K + 1, sizeof *ptrs);
+    for (size_t b = 0; b < B; b++)
+        for (size_t o = 0; o < C; o++)
+            for (size_t p = 0; p < no; p++) {
+                t = 0;
+                for (size_t c = 0; c < C; c++)
+                    for (size_t k = 0; k < K; k++) {
+                        long q = source(L, p, k);
+                        if (q >= 0) ptrs[t] = th[(o * C + c) * K + k], ptrs[C * K + t++] = X[b * L->in + c * n + (size_t)q];
+                    }
+                vo_dot(Y[b * L->out + o * no + p], bias ? th[nweights(L) + o] : NULL, ptrs, ptrs + C * K, t);
+            }
+    free(ptrs);
+}
+
+/* G_x = Jᵀ G_y over J's nonzero entries, each output rounded once. */
+static void conv_vjp_fused(const vijp_layer *L, mpfr_t *J, size_t B, mpfr_t *Gy, mpfr_t *Gx)
+{
+    size_t N = L->in, M = L->out, t;
+    mpfr_srcptr *ptrs = vijp_alloc_array(2 * M + 1, sizeof *ptrs);
+    for (size_t b = 0; b < B; b++)
+        for (size_t j = 0; j < N; j++) {
+            t = 0;
+            for (size_t i = 0; i < M; i++)
+                if (!mpfr_zero_p(J[i + j * M])) ptrs[t] = J[i + j * M], ptrs[M + t++] = Gy[b * M + i];
+            vo_dot(Gx[b * N + j], NULL, ptrs, ptrs + M, t);
+        }
+    free(ptrs);
+}
+
+static void conv_vjp_param_fused(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt)
+{
+    size_t C = chans(L), K = taps(L), n = len(L), no = outlen(L), NW = nweights(L), T = B * no, t;
+    mpfr_srcptr *ptrs = vijp_alloc_array(2 * T + 1, sizeof *ptrs);
+    for (size_t o = 0; o < C; o++) {
+        for (size_t c = 0; c < C; c++)
+            for (size_t k = 0; k < K; k++) {
+                t = 0;
+                for (size_t b = 0; b < B; b++)
+                    for (size_t p = 0; p < no; p++) {
+                        long q = source(L, p, k);
+                        if (q >= 0) ptrs[t] = Gy[b * L->out + o * no + p], ptrs[T + t++] = X[b * L->in + c * n + (size_t)q];
+                    }
+                vo_dot(Gt[(o * C + c) * K + k], NULL, ptrs, ptrs + T, t);
+            }
+        t = 0;
+        for (size_t b = 0; b < B; b++)
+            for (size_t p = 0; p < no; p++) ptrs[t++] = Gy[b * L->out + o * no + p];
+        vo_dot(Gt[NW + o], NULL, ptrs, NULL, t);
+    }
+    free(ptrs);
+}
+
 static void conv(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, int bias, const vijp_format *f)
 {
+    if (vo_dot_fused(f)) { conv_fused(L, th, X, B, Y, bias); return; }
     size_t C = chans(L), K = taps(L), n = len(L), no = outlen(L);
     mpfr_t t;
     mpfr_init2(t, f->prec);
@@ -95,6 +158,7 @@ void vo_conv1d_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t 
     size_t N = L->in, M = L->out;
     mpfr_t *J = vo_vec_new(M * N, f);
     vo_conv1d_jacobian(L, th, NULL, J, f);
+    if (vo_dot_fused(f)) conv_vjp_fused(L, J, B, Gy, Gx), B = 0; /* done: the loop below is skipped */
     for (size_t b = 0; b < B; b++)
         for (size_t j = 0; j < N; j++) {
             mpfr_set_zero(Gx[b * N + j], 1);
@@ -107,6 +171,7 @@ void vo_conv1d_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t 
 void vo_conv1d_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt, const vijp_format *f)
 {
     (void)th;
+    if (vo_dot_fused(f)) { conv_vjp_param_fused(L, X, B, Gy, Gt); return; }
     size_t C = chans(L), K = taps(L), n = len(L), no = outlen(L), NW = nweights(L);
     for (size_t i = 0; i < NW + C; i++) mpfr_set_zero(Gt[i], 1);
     for (size_t o = 0; o < C; o++) {

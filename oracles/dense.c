@@ -7,12 +7,14 @@
  * so that the cokernel basis Q₂ is the one the double path builds. */
 #include "oracles.h"
 #include "vijp/arith.h"
+#include "dot.h"
 #include <stdlib.h>
 
 #define W(i, k) th[(i) + (k) * m]
 
 void vo_dense_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, const vijp_format *f)
 {
+    if (vo_dot_fused(f)) { vo_dense_forward_fused(L, th, X, B, Y); return; }
     size_t m = L->out, n = L->in;
     mpfr_t p;
     mpfr_init2(p, f->prec);
@@ -28,6 +30,7 @@ void vo_dense_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr
 
 void vo_dense_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V, const vijp_format *f)
 {
+    if (vo_dot_fused(f)) { vo_dense_jvp_fused(L, th, U, B, V); return; }
     (void)X;
     size_t m = L->out, n = L->in;
     mpfr_t p;
@@ -43,6 +46,7 @@ void vo_dense_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *
 
 void vo_dense_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f)
 {
+    if (vo_dot_fused(f)) { vo_dense_vjp_fused(L, th, Gy, B, Gx); return; }
     (void)X;
     size_t m = L->out, n = L->in;
     mpfr_t p;
@@ -60,6 +64,7 @@ void vo_dense_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mp
                         const vijp_format *f)
 {
     (void)th;
+    if (vo_dot_fused(f)) { vo_dense_vjp_param_fused(L, X, B, Gy, Gt); return; }
     size_t m = L->out, n = L->in;
     mpfr_t p;
     mpfr_init2(p, f->prec);

@@ -47,6 +47,7 @@ static int backprop_at(const vijp_net *net, const vijp_problem *pf, long prec, v
 {
     vijp_problem p = {0};
     int rc = vijp_format_mpfr(fmt, prec, err);
+    fmt->exact_dots = 1; /* dot products rounded once: exact sums, faster (oracles/dot.h) */
     if (!rc) vijp_problem_convert(&p, net, pf, fmt);
     if (!rc) rc = vijp_engine_run(VIJP_ENGINE_BACKPROP, net, p.theta, &p.X, &p.T, out, err);
     vijp_problem_clear(&p, net);

@@ -1,7 +1,8 @@
 /* make bench (drift part): one drift curve in double of dense:256,leaky:0.5
  * at depth 256, with and without the validated MPFR reference, measured in
  * this run.  Prints the time per layer of each and the share of the time the
- * reference takes (the price of measuring against an oracle). */
+ * reference takes (the price of measuring against an oracle: computing it,
+ * validating it at twice the precision and comparing every gradient with it). */
 #include "vijp/drift.h"
 #include "vijp/vijp.h"
 #include "bench.h"
@@ -39,6 +40,8 @@ int main(int argc, char **argv)
            1e3 * best[0] / (double)s.problem.depth);
     printf("  with reference:    %8.3f s  %8.3f ms/layer  (validated at %ld bits)\n", best[1],
            1e3 * best[1] / (double)s.problem.depth, ref_prec);
-    printf("  reference share:   %8.1f %%  of the sweep's time\n", 100 * (best[1] - best[0]) / best[1]);
+    double share = 100 * (best[1] - best[0]) / best[1];
+    printf("  reference share:   %8.1f %%  of the sweep's time (target <= 50 %%, issue 13: %s)\n", share,
+           share <= 50 ? "met" : "NOT met");
     return 0;
 }

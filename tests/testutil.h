@@ -29,6 +29,7 @@ Suite *suite_netjson(void);
 Suite *suite_mixed(void);
 Suite *suite_resume(void);
 Suite *suite_kernels(void);
+Suite *suite_dot(void);
 
 /* Iteration count scaled by VIJP_TEST_SCALE (default 1), as FLINT does. */
 long test_iters(long base);

@@ -44,6 +44,8 @@ typedef struct {
     mpfr_prec_t operand_prec;       /* tf32+binary32: 11; otherwise 0 (no operand rounding) */
     int kernel_set;       /* double@SET: 1 + the kernel set (0 ref, 1 avx2, 2 avx512, 3 cuda) that engine
                            * runs in this format use; 0: the process's (VIJP_KERNELS or the CPU's best) */
+    int exact_dots;       /* nonzero (mpfr:P only): dot products rounded once, not per operation (oracles/dot.h);
+                           * set for the drift study's reference, never by parsing a name */
 } vijp_format;
 
 /* Precision limits of mpfr:P.  The lower limit is MPFR's; the upper one keeps
