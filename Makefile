@@ -71,6 +71,46 @@ SHLIB        := libvijp.so.$(VIJP_VERSION)
 .PHONY: all check check-install check-long report regress baseline bench clean install uninstall plugins
 all: $(BUILD)/libvijp.a $(BUILD)/vijp $(BUILD)/libvijp.so $(BUILD)/vijp.1
 
+# CUDA kernels (src/kernels/cuda/, API in cuda.h): compiled by nvcc when it is
+# found (PATH, else /usr/local/cuda/bin) and linked with cuBLAS, cuSOLVER and
+# the CUDA runtime.  CUDA=0 or GENERIC=1 build without them; so does
+# SANITIZE=1: the CUDA runtime under ASan needs ASAN_OPTIONS=protect_shadow_gap=0
+# on a GPU and its driver allocations show up in LeakSanitizer, so the
+# sanitized build tests the host side only (t-cuda's host_* tests run there).
+# Without CUDA, src/kernels/cuda/none.c answers "built without CUDA".
+# One object per .cu file, position-independent, serves both libraries.
+# NVCC_ARCH: SASS for sm_90 (H100/H200) and PTX for compute_80, which the
+# driver compiles for any other GPU of compute capability >= 8.0.
+NVCC      ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc))
+NVCC_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=compute_80
+NVCCFLAGS ?= -O2
+VIJP_CUDA := $(if $(filter 0,$(CUDA))$(filter 1,$(GENERIC) $(SANITIZE)),,$(if $(NVCC),1))
+ifeq ($(VIJP_CUDA),1)
+CUDA_HOME   ?= $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
+CUDA_LIBDIR ?= $(CUDA_HOME)/lib64
+CUDA_LIBS   := -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcusolver -lcublas -lcudart -lstdc++
+# --fmad=false: no contraction, as -ffp-contract=off for the C code.
+NVCC_COMPILE = $(NVCC) -std=c++17 --fmad=false $(NVCC_ARCH) -Xcompiler -fPIC,-Wall,-Wextra -Iinclude $(NVCCFLAGS) -MMD -MP
+CUDA_OBJ    := $(patsubst %.cu,$(BUILD)/%.o,$(wildcard src/kernels/cuda/*.cu))
+CUDA_PIC_OBJ := $(CUDA_OBJ)
+else
+CUDA_LIBS   :=
+CUDA_OBJ    := $(BUILD)/src/kernels/cuda/none.o
+CUDA_PIC_OBJ := $(BUILD)/pic/src/kernels/cuda/none.o
+endif
+LIB_OBJ   += $(CUDA_OBJ)
+PIC_OBJ   += $(CUDA_PIC_OBJ)
+VIJP_LIBS += $(CUDA_LIBS)
+# The configuration, rewritten only when it changes: the objects of the
+# current one depend on it, so switching CUDA on or off rebuilds them and
+# with them both libraries (their member lists differ) and every program.
+CUDA_CFG := CUDA=$(VIJP_CUDA) $(NVCC) $(NVCC_ARCH) $(NVCCFLAGS)
+$(shell mkdir -p $(BUILD) && echo '$(CUDA_CFG)' | cmp -s - $(BUILD)/cuda.cfg || echo '$(CUDA_CFG)' > $(BUILD)/cuda.cfg)
+$(CUDA_OBJ) $(CUDA_PIC_OBJ): $(BUILD)/cuda.cfg
+$(BUILD)/src/kernels/cuda/%.o: src/kernels/cuda/%.cu
+	@mkdir -p $(dir $@)
+	$(NVCC_COMPILE) -c $< -o $@
+
 $(BUILD)/%.o: %.c $(BUILD)/%.d
 	@mkdir -p $(dir $@)
 	$(COMPILE) -c $< -o $@
@@ -285,7 +325,8 @@ $(BUILD)/vijp.pc: vijp.pc.in include/vijp/vijp.h FORCE
 	@mkdir -p $(dir $@)
 	@sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
 	     -e 's|@VERSION@|$(VIJP_VERSION)|g' -e 's|@PKGS_PRIVATE@|$(filter-out mpfr,$(PKGS))|g' \
-	     -e 's|@MPFI_CFLAGS@|$(MPFI_CFLAGS)|g' -e 's|@MPFI_LIBS@|$(FLINT_LIBS) $(MPFI_LIBS)|g' $< > $@.tmp
+	     -e 's|@MPFI_CFLAGS@|$(MPFI_CFLAGS)|g' -e 's|@MPFI_LIBS@|$(FLINT_LIBS) $(MPFI_LIBS)|g' \
+	     -e 's|@CUDA_LIBS@|$(CUDA_LIBS)|g' $< > $@.tmp
 	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 FORCE:
 
