@@ -98,6 +98,9 @@ CUDA_LIBS   :=
 CUDA_OBJ    := $(BUILD)/src/kernels/cuda/none.o
 CUDA_PIC_OBJ := $(BUILD)/pic/src/kernels/cuda/none.o
 endif
+# The GPU benchmark is part of make bench only in a CUDA build (it prints
+# SKIPPED and exits 0 where the build has CUDA but the machine no GPU).
+BENCH_GPU := $(if $(VIJP_CUDA),$(BUILD)/bench-gpu)
 LIB_OBJ   += $(CUDA_OBJ)
 PIC_OBJ   += $(CUDA_PIC_OBJ)
 VIJP_LIBS += $(CUDA_LIBS)
@@ -248,13 +251,14 @@ $(BUILD)/bench-%: $(BUILD)/tests/bench-%.o $(BUILD)/libvijp.a
 	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
 
 bench: $(BUILD)/bench-engines $(BUILD)/bench-drift $(BUILD)/bench-certify $(BUILD)/bench-memory $(BUILD)/bench-activations \
-       $(BUILD)/bench-conv
+       $(BUILD)/bench-conv $(BENCH_GPU)
 	./$(BUILD)/bench-engines
 	./$(BUILD)/bench-conv
 	./$(BUILD)/bench-drift
 	./$(BUILD)/bench-certify
 	./$(BUILD)/bench-memory
 	./$(BUILD)/bench-activations
+	$(if $(BENCH_GPU),./$(BENCH_GPU))
 
 # The certification suite at 100× its adversarial cases (10^5 matrices).
 check-long: $(BUILD)/check_vijp $(BUILD)/vijp

@@ -181,21 +181,24 @@ static int vijp(vijp_cuda_blas *h, size_t m, size_t n, size_t B, const T *W, con
     int rc = dims_ok(m, n, B, err);
     if (rc || !m || !n || !B) return rc;
     size_t r = m > n ? m : n, c = m > n ? n : m;
+    /* workspace: A (r × c), tau (c) and pivots, z (r × B, wide case), info + flag, then the
+     * solver's work, whose size is asked with these very pointers (allocated first) */
+    size_t oA = 0, oTau = oA + round256(r * c * sizeof(T)), oZ = oTau + round256(c * sizeof(T) + r * sizeof(int)),
+           oInfo = oZ + round256(r * B * sizeof(T)), oWork = oInfo + 256;
+    if ((rc = scratch(h, oWork, err))) return rc;
+    T *A = (T *)(h->scratch + oA), *tau = (T *)(h->scratch + oTau), *z = m > n ? Gy : (T *)(h->scratch + oZ);
     int lw = 0, lw2 = 0;
-    /* workspace: A (r × c), tau (c), z (r × B, wide case), info + flag, solver work */
-    T *A = NULL;
     if (m == n) BLAS_TRY(getrf_ws(h->solver, (int)n, A, &lw), "getrf_bufferSize");
     else {
         BLAS_TRY(geqrf_ws(h->solver, (int)r, (int)c, A, &lw), "geqrf_bufferSize");
-        BLAS_TRY(ormqr_ws(h->solver, m > n ? CUBLAS_OP_N : CUBLAS_OP_T, (int)r, (int)B, (int)c, A, A, A, &lw2),
+        BLAS_TRY(ormqr_ws(h->solver, m > n ? CUBLAS_OP_N : CUBLAS_OP_T, (int)r, (int)B, (int)c, A, tau, z, &lw2),
                  "ormqr_bufferSize");
         if (lw2 > lw) lw = lw2;
     }
-    size_t oA = 0, oTau = oA + round256(r * c * sizeof(T)), oZ = oTau + round256(c * sizeof(T) + r * sizeof(int)),
-           oInfo = oZ + round256(r * B * sizeof(T)), oWork = oInfo + 256, total = oWork + round256((size_t)lw * sizeof(T));
-    if ((rc = scratch(h, total, err))) return rc;
-    A = (T *)(h->scratch + oA);
-    T *tau = (T *)(h->scratch + oTau), *z = (T *)(h->scratch + oZ), *work = (T *)(h->scratch + oWork);
+    if ((rc = scratch(h, oWork + round256((size_t)(lw > 0 ? lw : 1) * sizeof(T)), err))) return rc;
+    A = (T *)(h->scratch + oA), tau = (T *)(h->scratch + oTau); /* the workspace may have moved */
+    if (m < n) z = (T *)(h->scratch + oZ);
+    T *work = (T *)(h->scratch + oWork);
     int *piv = (int *)(tau + c), *info = (int *)(h->scratch + oInfo); /* info[0]: solver, info[1]: zero diagonal */
     VIJP_CUDA_TRY(cudaMemset(info, 0, 2 * sizeof(int)), "cudaMemset");
     if (m == n) {
@@ -207,11 +210,11 @@ static int vijp(vijp_cuda_blas *h, size_t m, size_t n, size_t B, const T *W, con
         return check_info(info, "getrs", err);
     }
     if (m < n) { /* Wᵀ = QR: Gy = R⁻¹ (Qᵀ Gx)[0:m] */
+        VIJP_CUDA_TRY(cudaMemset(A, 0, r * c * sizeof(T)), "cudaMemset"); /* geam might read B at β = 0 */
         BLAS_TRY(transpose(h->blas, (int)m, (int)n, W, A), "geam (transpose)");
         VIJP_CUDA_TRY(cudaMemcpy(z, Gx, n * B * sizeof(T), cudaMemcpyDeviceToDevice), "copy of Gx");
     } else { /* W = QR: Gy = Q [R⁻ᵀ Gx; frag] */
         VIJP_CUDA_TRY(cudaMemcpy(A, W, m * n * sizeof(T), cudaMemcpyDeviceToDevice), "copy of W");
-        z = Gy;
         VIJP_CUDA_TRY(cudaMemcpy2D(z, m * sizeof(T), Gx, n * sizeof(T), n * sizeof(T), B, cudaMemcpyDeviceToDevice),
                       "copy of Gx");
         if (frag)
