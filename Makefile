@@ -280,6 +280,8 @@ FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fn
 FUZZ_NAMES   := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/*.c))
 FUZZ_BINS    := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz-%)
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
+# The harnesses use no CUDA: not linked with it (LIB_SRC has no kernel objects).
+$(FUZZ_BUILD)/fuzz-%: VIJP_LIBS := $(filter-out $(CUDA_LIBS),$(VIJP_LIBS))
 FUZZ_SECONDS ?= 600
 HAVE_FUZZ_CC := $(shell command -v $(FUZZ_CC) 2>/dev/null)
 ifneq ($(HAVE_FUZZ_CC),)

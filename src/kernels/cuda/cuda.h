@@ -134,14 +134,16 @@ VIJP_MUST_CHECK int vijp_cuda_gemm_d(vijp_cuda_blas *h, size_t m, size_t n, size
  * significand bits fit in binary32's 24; normal range assumed), but the order
  * of the binary32 sums is cuBLAS's and unspecified, and tensor cores add a
  * block of products in one step whose rounding is not specified as RN (on
- * V100–A100 it truncates: Fasi, Higham, Mikaitis, Pranesh 2021).  So we
- * assume only that each binary32 addition errs by less than 2^-23 relative
- * (one ulp, either direction).  Then, with s = Σ_k w_k x_k + b exact and
- * S = Σ_k |w_k x_k| + |b|:
+ * V100–A100 the block's terms are aligned to the largest and truncated:
+ * Fasi, Higham, Mikaitis, Pranesh 2021).  So we assume only that each term
+ * (product, bias or running sum) loses less than one binary32 ulp of the
+ * largest term when it is aligned, and the block's sum one more when it is
+ * rounded: at most 2^-22 relative per term and per addition, γ' at 2^-22.
+ * Then, with s = Σ_k w_k x_k + b exact and S = Σ_k |w_k x_k| + |b|:
  *   GPU:       |ŷ − s| <= u_8·|s| + (1 + u_8)·γ'_{n+1}·S,
- *   emulation: the same with RN sums (γ_{n+1} at 2^-24 <= γ'_{n+1}),
+ *   emulation: the same with RN sums (γ_{n+1} at 2^-24 < γ'_{n+1}),
  *   so |ŷ_gpu − ŷ_emul| <= 2·u_8·|s| + 2(1 + u_8)·γ'_{n+1}·S,
- * u_8 = 2^-8 (bf16's unit roundoff), γ'_k = k·2^-23/(1 − k·2^-23): at most
+ * u_8 = 2^-8 (bf16's unit roundoff), γ'_k = k·2^-22/(1 − k·2^-22): at most
  * one or two bf16 ulps apart when S/|s| is moderate; equal unless s̃ lies
  * within γ'_{n+1}·S of a bf16 rounding boundary.  The workspace is the
  * handle's (m × B binary32). */
