@@ -111,14 +111,16 @@ VIJP_MUST_CHECK int vijp_cuda_dense_vjp_f(vijp_cuda_blas *h, size_t m, size_t n,
  *   LU (Higham Thm 9.4 + Lemma 9.6): ε <= γ_{3n}(1 + 2(n² − n)ρ_n) in ∞-norm,
  *      ρ_n the growth factor (<= 2 for a diagonally dominant W, Thm 9.9);
  *   QR (Higham Thm 19.10, 20.3): ε <= γ̃_{mn} = c·m·n·u/(1 − c·m·n·u) in the
- *      2-norm with c a small constant (c = 8 in t-cuda, an assumption).
+ *      2-norm with c a small constant (c = 8 in t-cuda, an assumption),
+ *      and for this least-squares solve the factor 2 + (κ + 1)‖r‖/(‖W‖‖Gy‖)
+ *      of Higham Thm 20.1 (r = Gx − Wᵀ Gy; 0 for an exact Gx).
  * Returns VIJP_ESINGULAR when a pivot or a diagonal of R is exactly 0. */
 VIJP_MUST_CHECK int vijp_cuda_dense_vijp_d(vijp_cuda_blas *h, size_t m, size_t n, size_t B, const double *W,
                                            const double *Gx, const double *frag, double *Gy, vijp_error *err);
 VIJP_MUST_CHECK int vijp_cuda_dense_vijp_f(vijp_cuda_blas *h, size_t m, size_t n, size_t B, const float *W,
                                            const float *Gx, const float *frag, float *Gy, vijp_error *err);
 
-/* C = A·Bm (A m × k, Bm k × n, C m × n; cublasDgemm / Sgemm, nothing else):
+/* C = A·Bm (A m × k, Bm k × n, C m × n; cublasDgemm, nothing else):
  * the compute reference the benchmark compares the dense kernels with. */
 VIJP_MUST_CHECK int vijp_cuda_gemm_d(vijp_cuda_blas *h, size_t m, size_t n, size_t k, const double *A, const double *Bm,
                                      double *C, vijp_error *err);
