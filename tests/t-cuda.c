@@ -33,8 +33,9 @@ static const double specials_d[] = {0.0, -0.0, 0x1p-1074, -0x1p-1074, DBL_MIN, -
 
 /* n points for activation a: the specials first, then (as t-activations)
  * N(0, 2²), U(−40, −30) (GELU's far tail), U(−746, −700) (e^x subnormal,
- * x·σ(x) and Mish not), ±2^U(−10, 10); every random point at least 0.5 from
- * the zero x0 of f′, where the bounds are relative to |f′| (act_math.h). */
+ * x·σ(x) and Mish not), ±2^U(−10, 10), all at least 0.5 from the zero x0 of
+ * f′ (the bounds relative to |f′|, act_math.h); and points next to x0 (the
+ * absolute bound kd0·u there). */
 static void act_points(int a, uint64_t seed, size_t n, double *x)
 {
     double x0 = vijp_cuda_act_bounds[a].x0;
@@ -46,9 +47,16 @@ static void act_points(int a, uint64_t seed, size_t n, double *x)
             continue;
         }
         double u = vijp_rng_uniform(&rng), s = vijp_rng_uniform(&rng) < 0.5 ? -1 : 1, v;
-        switch (i % 4) {
+        switch (i % 5) {
         case 0: v = 2 * vijp_rng_normal(&rng); break;
-        case 1: v = i % 8 == 1 ? -40 + 10 * u : -746 + 46 * u; break;
+        case 1: v = i % 10 == 1 ? -40 + 10 * u : -746 + 46 * u; break;
+        case 2: /* the zero of f′: x0 ± k ulps (x0 itself included), x0 ± 2^U(−50, −1) */
+            if (!isnan(x0)) {
+                x[i] = i % 10 == 2 ? x0 + (double)((i / 10) % 101 - 50) * ldexp(1, -53) * fabs(x0)
+                                   : x0 + s * ldexp(1, -50 + (int)(49 * u));
+                continue;
+            }
+            /* fall through */
         default: v = s * exp2(-10 + 20 * u); break;
         }
         if (fabs(v - x0) < 0.5) v = x0 + s * (0.5 + u); /* NaN x0: never */
@@ -74,7 +82,8 @@ static double ratio(mpfr_t exact, double got, double rel, double floor_abs)
 }
 
 /* The activation bounds (act_math.h): double kf·u, kd·u relative plus
- * 2^-1022; float (1 + 2^-20)·2^-24 relative plus 2^-149.  1.01: slack for
+ * 2^-1022 (f′ within 0.5 of x0: kd0·u absolute); float (1 + 2^-20)·2^-24
+ * relative plus 2^-149 (f′ near x0: plus kd0·2^-53).  1.01: slack for
  * evaluating the bound itself in double.  Returns the worst ratio, asserts
  * it is at most 1. */
 static double act_check(int a, size_t n, const double *x, const double *f, const double *df, int is_float,
@@ -87,11 +96,13 @@ static double act_check(int a, size_t n, const double *x, const double *f, const
     ck_assert(!vijp_format_mpfr(&R, ACT_PREC, NULL));
     mpfr_t xm, fo, dfo;
     mpfr_inits2(ACT_PREC, xm, fo, dfo, (mpfr_ptr)0);
-    double worst = 0;
+    double worst = 0, near = 1.01 * bd->kd0 * u; /* within 0.5 of x0: absolute (act_math.h) */
     for (size_t i = 0; i < n; i++) {
         mpfr_set_d(xm, x[i], MPFR_RNDN);
         vo_activation_pair(bd->name, fo, dfo, xm, &R);
-        double rf = ratio(fo, f[i], relf, fl), rd = ratio(dfo, df[i], reld, fl);
+        int at_zero = fabs(x[i] - bd->x0) < 0.5; /* NaN x0: never */
+        double rf = ratio(fo, f[i], relf, fl),
+               rd = ratio(dfo, df[i], at_zero && !is_float ? 0 : reld, at_zero ? fl + near : fl);
         ck_assert_msg(rf <= 1 && rd <= 1, "%s %s (%s) at x = %.17g: f = %.17g (oracle %.17g, %g of bound), "
                       "f' = %.17g (oracle %.17g, %g of bound)", who, bd->name, is_float ? "float" : "double", x[i],
                       f[i], mpfr_get_d(fo, MPFR_RNDN), rf, df[i], mpfr_get_d(dfo, MPFR_RNDN), rd);
@@ -153,8 +164,6 @@ static void float_points(int a, uint64_t seed, size_t n, float *xf, double *x)
     static const float fs[] = {FLT_MAX, -FLT_MAX, 0x1p-149f, -0x1p-149f, FLT_MIN, -FLT_MIN, 100, -100};
     for (size_t i = 0; i < n; i++) {
         xf[i] = i < sizeof fs / sizeof *fs ? fs[i] : (float)x[i];
-        double x0 = vijp_cuda_act_bounds[a].x0;
-        if (fabs(xf[i] - x0) < 0.5) xf[i] = (float)(x0 + 0.75); /* rounding moved it near x0 */
         x[i] = xf[i];
     }
 }

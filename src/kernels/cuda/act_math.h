@@ -29,8 +29,13 @@
  * the layers' .bounds.ulps (measured on a 5e-4 grid), and beyond it
  * (|t1| + |t2|)/|f′| <= 1.7 (SiLU, x < −4: (1 + |x|σ(−x))/(|x|σ(−x) − 1)),
  * 1.2 (GELU) and 5/3 (Mish) times max(K1, K2) is smaller.  The absolute
- * 2^-1022 covers results in the subnormal range, as in t-activations.  Near
- * x0 only the term-wise bound holds (f′ cancels); t-activations tests it.
+ * 2^-1022 covers results in the subnormal range, as in t-activations.
+ * Within 0.5 of x0, f′ cancels and only the term-wise bound holds; there
+ * |t1| + |t2| < 1 (SiLU: σ <= 0.32, |x|σ′ <= 1.78/4; GELU: Φ <= 0.45,
+ * |x|φ <= 0.5; Mish: tanh(sp) <= 0.38, |x|sech²(sp)σ <= 0.56), so
+ *   |f̂′ − f′| <= kd0·u,  kd0 = max(K1, K2) there: SiLU 14, GELU 17,
+ *   Mish 18 + 20·sp <= 26 (sp <= softplus(−0.69) = 0.40),
+ * an absolute bound valid at the zero itself.
  *
  * One deliberate difference from the CPU layers: GELU at |x| > 40 returns
  * the limits (f = x, f′ = 1 above; f = f′ = −0 below, x·0 so that −∞ gives
@@ -44,7 +49,8 @@
  * within kd·u_53 of f′ (kd <= 81), |f̂ − f| <= u_24·|f|·(1 + 2^-20) +
  * 2^-149, i.e. correctly rounded but for a relative 2^-20 of an ulp (and
  * 2^-149 absolute, half a float subnormal ulp plus the double error, where
- * the result is subnormal in float).  Double throughput is not the limit of
+ * the result is subnormal in float); within 0.5 of x0, f′ is within
+ * u_24·|f′|·(1 + 2^-20) + kd0·2^-53 + 2^-149.  Double throughput is not the limit of
  * these memory-bound kernels on a data-centre GPU (H100/H200: 1/2 the float
  * rate); on a consumer GPU (1/64) they would be compute-bound. */
 #ifndef VIJP_KERNELS_CUDA_ACT_MATH_H
@@ -65,12 +71,13 @@
  * silu.c (8u; .ulps 57), gelu.c (16u; .ulps 34), mish.c (10u; .ulps 81). */
 typedef struct {
     const char *name; /* the layer and oracle name */
-    double kf, kd, x0;
+    double kf, kd, x0, kd0; /* kd0: the absolute bound within 0.5 of x0, in u */
 } vijp_cuda_act_bound;
 #ifndef __CUDACC__
 static const vijp_cuda_act_bound vijp_cuda_act_bounds[] = {
-    {"tanh", 4, 6, NAN},  {"sigmoid", 7, 12, NAN},           {"softplus", 5, 7, NAN},
-    {"silu", 8, 57, -1.278464542761074}, {"gelu", 16, 34, -0.751791524693564}, {"mish", 10, 81, -1.192431214515495},
+    {"tanh", 4, 6, NAN, 0}, {"sigmoid", 7, 12, NAN, 0}, {"softplus", 5, 7, NAN, 0},
+    {"silu", 8, 57, -1.278464542761074, 14}, {"gelu", 16, 34, -0.751791524693564, 17},
+    {"mish", 10, 81, -1.192431214515495, 26},
 };
 #endif
 
