@@ -1,6 +1,6 @@
 # vijp — build, test, report, benchmark, install.
 #   make             libvijp.a, libvijp.so, the vijp command and its man page (build/)
-#   make check       Check test suite, then check-install (SANITIZE=1: the suite under
+#   make check       Check test suites (check_vijp, check_cuda), then check-install (SANITIZE=1: the suite under
 #                    ASan + UBSan; check-install is skipped, see below)
 #   make check-install  install into a temporary prefix and build a program against it
 #                    with pkg-config, shared and static
@@ -72,13 +72,18 @@ SHLIB        := libvijp.so.$(VIJP_VERSION)
 all: $(BUILD)/libvijp.a $(BUILD)/vijp $(BUILD)/libvijp.so $(BUILD)/vijp.1
 
 # CUDA kernels (src/kernels/cuda/, API in cuda.h): compiled by nvcc when it is
-# found (PATH, else /usr/local/cuda/bin) and linked with cuBLAS, cuSOLVER and
-# the CUDA runtime.  CUDA=0 or GENERIC=1 build without them; so does
-# SANITIZE=1: the CUDA runtime under ASan needs ASAN_OPTIONS=protect_shadow_gap=0
-# on a GPU and its driver allocations show up in LeakSanitizer, so the
-# sanitized build tests the host side only (t-cuda's host_* tests run there).
-# Without CUDA, src/kernels/cuda/none.c answers "built without CUDA".
-# One object per .cu file, position-independent, serves both libraries.
+# found (PATH, else /usr/local/cuda/bin) into $(BUILD)/libvijp-cuda.a, which
+# the programs that use them link with cuBLAS, cuSOLVER and the CUDA runtime:
+# check_vijp and bench-gpu.  Not libvijp nor the vijp command: loading
+# cuBLAS and cuSOLVER maps ~0.8 GB (libcublasLt alone is 540 MB), which no
+# run that does not use the GPU should pay (t-faults' size_under_ulimit runs
+# vijp under ulimit -v 1000000: it could not even start).  Plugging the
+# kernels into the library should load them on demand (dlopen).
+# CUDA=0 or GENERIC=1 build without them; so does SANITIZE=1: the CUDA runtime
+# under ASan needs ASAN_OPTIONS=protect_shadow_gap=0 on a GPU and its driver
+# allocations show up in LeakSanitizer, so the sanitized build tests the host
+# side only (t-cuda's host_* tests run there).  Without CUDA the archive holds
+# src/kernels/cuda/none.c, which answers "built without CUDA".
 # NVCC_ARCH: SASS for sm_90 (H100/H200) and PTX for compute_80, which the
 # driver compiles for any other GPU of compute capability >= 8.0.
 NVCC      ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc))
@@ -92,24 +97,35 @@ CUDA_LIBS   := -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcusolver -lcublas -l
 # --fmad=false: no contraction, as -ffp-contract=off for the C code.
 NVCC_COMPILE = $(NVCC) -std=c++17 --fmad=false $(NVCC_ARCH) -Xcompiler -fPIC,-Wall,-Wextra -Iinclude $(NVCCFLAGS) -MMD -MP
 CUDA_OBJ    := $(patsubst %.cu,$(BUILD)/%.o,$(wildcard src/kernels/cuda/*.cu))
-CUDA_PIC_OBJ := $(CUDA_OBJ)
 else
 CUDA_LIBS   :=
 CUDA_OBJ    := $(BUILD)/src/kernels/cuda/none.o
-CUDA_PIC_OBJ := $(BUILD)/pic/src/kernels/cuda/none.o
 endif
+CUDA_LIB  := $(BUILD)/libvijp-cuda.a
 # The GPU benchmark is part of make bench only in a CUDA build (it prints
 # SKIPPED and exits 0 where the build has CUDA but the machine no GPU).
 BENCH_GPU := $(if $(VIJP_CUDA),$(BUILD)/bench-gpu)
-LIB_OBJ   += $(CUDA_OBJ)
-PIC_OBJ   += $(CUDA_PIC_OBJ)
-VIJP_LIBS += $(CUDA_LIBS)
+all: $(CUDA_LIB)
+$(CUDA_LIB): $(CUDA_OBJ)
+	rm -f $@ && ar rcs $@ $^
+# Its users: the CUDA suite's own test program (tests/check_cuda.c says why
+# not check_vijp) and the GPU benchmark, each linked with the archive, then
+# libvijp.a (the kernels call vijp_fail and the allocator), then CUDA.
+CUDA_TEST_OBJ := $(filter $(BUILD)/tests/t-cuda%,$(TEST_OBJ))
+TEST_OBJ  := $(filter-out $(CUDA_TEST_OBJ),$(TEST_OBJ))
+$(BUILD)/check_cuda: $(BUILD)/tests/check_cuda.o $(CUDA_TEST_OBJ) $(BUILD)/tests/testutil.o $(CUDA_LIB) $(BUILD)/libvijp.a
+	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS) $(CUDA_LIBS) $(shell pkg-config --libs $(CHECKPK))
+$(BUILD)/bench-gpu: $(CUDA_LIB)
+$(BUILD)/bench-gpu: VIJP_LIBS := $(CUDA_LIB) $(BUILD)/libvijp.a $(VIJP_LIBS) $(CUDA_LIBS)
 # The configuration, rewritten only when it changes: the objects of the
-# current one depend on it, so switching CUDA on or off rebuilds them and
-# with them both libraries (their member lists differ) and every program.
+# current one depend on it, so switching CUDA on or off rebuilds them, the
+# archive (its members differ) and its users.
 CUDA_CFG := CUDA=$(VIJP_CUDA) $(NVCC) $(NVCC_ARCH) $(NVCCFLAGS)
 $(shell mkdir -p $(BUILD) && echo '$(CUDA_CFG)' | cmp -s - $(BUILD)/cuda.cfg || echo '$(CUDA_CFG)' > $(BUILD)/cuda.cfg)
-$(CUDA_OBJ) $(CUDA_PIC_OBJ): $(BUILD)/cuda.cfg
+$(CUDA_OBJ): $(BUILD)/cuda.cfg
+CUDA_DEPS := $(patsubst %.o,%.d,$(CUDA_OBJ) $(CUDA_TEST_OBJ) $(BUILD)/tests/check_cuda.o)
+$(CUDA_DEPS):
+-include $(CUDA_DEPS)
 $(BUILD)/src/kernels/cuda/%.o: src/kernels/cuda/%.cu
 	@mkdir -p $(dir $@)
 	$(NVCC_COMPILE) -c $< -o $@
@@ -216,9 +232,10 @@ endif
 ifeq ($(SANITIZE),1)
 CHECK_ENV := CK_FORK=no
 endif
-check: $(BUILD)/check_vijp $(BUILD)/vijp $(BUILD)/vijp-perturbed $(PLUGINS) $(CHECK_INSTALL_DEPS)
+check: $(BUILD)/check_vijp $(BUILD)/check_cuda $(BUILD)/vijp $(BUILD)/vijp-perturbed $(PLUGINS) $(CHECK_INSTALL_DEPS)
 	$(CHECK_ENV) VIJP_BIN=$(abspath $(BUILD)/vijp) VIJP_PERTURBED_BIN=$(abspath $(BUILD)/vijp-perturbed) \
 	  ./$(BUILD)/check_vijp
+	$(CHECK_ENV) ./$(BUILD)/check_cuda
 	$(CHECK_INSTALL)
 	VIJP_BIN=$(abspath $(BUILD)/vijp) $(or $(PYTHON_TORCH),python3) scripts/check-torch-roundtrip.py
 	$(FUZZ_REPLAY)
@@ -280,8 +297,6 @@ FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fn
 FUZZ_NAMES   := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/*.c))
 FUZZ_BINS    := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz-%)
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
-# The harnesses use no CUDA: not linked with it (LIB_SRC has no kernel objects).
-$(FUZZ_BUILD)/fuzz-%: VIJP_LIBS := $(filter-out $(CUDA_LIBS),$(VIJP_LIBS))
 FUZZ_SECONDS ?= 600
 HAVE_FUZZ_CC := $(shell command -v $(FUZZ_CC) 2>/dev/null)
 ifneq ($(HAVE_FUZZ_CC),)
@@ -331,8 +346,7 @@ $(BUILD)/vijp.pc: vijp.pc.in include/vijp/vijp.h FORCE
 	@mkdir -p $(dir $@)
 	@sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
 	     -e 's|@VERSION@|$(VIJP_VERSION)|g' -e 's|@PKGS_PRIVATE@|$(filter-out mpfr,$(PKGS))|g' \
-	     -e 's|@MPFI_CFLAGS@|$(MPFI_CFLAGS)|g' -e 's|@MPFI_LIBS@|$(FLINT_LIBS) $(MPFI_LIBS)|g' \
-	     -e 's|@CUDA_LIBS@|$(CUDA_LIBS)|g' $< > $@.tmp
+	     -e 's|@MPFI_CFLAGS@|$(MPFI_CFLAGS)|g' -e 's|@MPFI_LIBS@|$(FLINT_LIBS) $(MPFI_LIBS)|g' $< > $@.tmp
 	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 FORCE:
 

@@ -67,11 +67,11 @@ if [ -n "$missing" ]; then
 fi
 
 # 3. Build what the check needs (all cores: this is a machine of its own).
-step build 360 make -j"$jobs" NVCC="$NVCC" build/check_vijp build/vijp build/bench-gpu
+step build 360 make -j"$jobs" NVCC="$NVCC" build/check_cuda build/bench-gpu
 grep -q '^CUDA=1' build/cuda.cfg || { say "FAILED: the build did not enable CUDA: $(cat build/cuda.cfg)"; exit 1; }
 
 # 4. The CUDA suite.  Without a usable GPU its gpu_* tests skip with a reason.
-step tests 180 env CK_RUN_SUITE=cuda VIJP_BIN="$root/build/vijp" ./build/check_vijp
+step tests 180 env CK_RUN_SUITE=cuda ./build/check_cuda
 grep '^100%: Checks' "$logs/tests.log" | sed 's/^/gpu-check:   /' | tee -a "$summary"
 grep '^# t-cuda gpu' "$logs/tests.log" | sed 's/^# t-cuda /gpu-check:   /' | tee -a "$summary"
 skipped=$(grep -m 1 'SKIPPED' "$logs/tests.log")

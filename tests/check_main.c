@@ -26,7 +26,6 @@ int main(void)
     srunner_add_suite(sr, suite_regress());
     srunner_add_suite(sr, suite_arrays());
     srunner_add_suite(sr, suite_netjson());
-    srunner_add_suite(sr, suite_cuda());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

@@ -8,7 +8,9 @@
 #include "../src/kernels/cuda/cuda.h"
 #include <stdio.h>
 
-/* The dense tests, added to the suite's "gpu" case (t-cuda-dense.c). */
+/* The suite (t-cuda.c), run by tests/check_cuda.c, and its dense tests,
+ * added to the "gpu" case (t-cuda-dense.c). */
+Suite *suite_cuda(void);
 void cuda_add_dense_tests(TCase *tc);
 
 static inline int gpu_or_skip(const char *test)

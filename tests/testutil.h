@@ -26,7 +26,6 @@ Suite *suite_regress(void);
 Suite *suite_check_layer(void);
 Suite *suite_arrays(void);
 Suite *suite_netjson(void);
-Suite *suite_cuda(void);
 
 /* Iteration count scaled by VIJP_TEST_SCALE (default 1), as FLINT does. */
 long test_iters(long base);

@@ -1,9 +1,11 @@
 /* CUDA kernels (issue 12): a small C API of its own, which the kernel table
  * (src/kernels/kernels.h, VIJP_KERNELS=cuda) wraps.
  *
- * Built from the .cu files of src/kernels/cuda/ when the Makefile finds nvcc; otherwise
- * (or with CUDA=0, GENERIC=1, SANITIZE=1) src/kernels/cuda/none.c provides
- * the same functions, which fail with "built without CUDA".
+ * Built from the .cu files of src/kernels/cuda/ into build/libvijp-cuda.a
+ * when the Makefile finds nvcc; otherwise (or with CUDA=0, GENERIC=1,
+ * SANITIZE=1) src/kernels/cuda/none.c provides the same functions, which
+ * fail with "built without CUDA".  Not part of libvijp (Makefile: cuBLAS and
+ * cuSOLVER cost ~0.8 GB of address space at load; load them on demand).
  *
  * Pointers: every array argument of a kernel is DEVICE memory (allocate with
  * vijp_cuda_alloc, move data with vijp_cuda_upload / vijp_cuda_download):
