@@ -1,6 +1,6 @@
 # vijp — build, test, report, benchmark, install.
 #   make             libvijp.a, libvijp.so, the vijp command and its man page (build/)
-#   make check       Check test suite, then check-install (SANITIZE=1: the suite under
+#   make check       Check test suites (check_vijp, check_cuda), then check-install (SANITIZE=1: the suite under
 #                    ASan + UBSan; check-install is skipped, see below)
 #   make check-install  install into a temporary prefix and build a program against it
 #                    with pkg-config, shared and static
@@ -103,6 +103,65 @@ SHLIB        := libvijp.so.$(VIJP_VERSION)
 
 .PHONY: all check check-install check-long report regress baseline bench clean install uninstall plugins
 all: $(BUILD)/libvijp.a $(BUILD)/vijp $(BUILD)/libvijp.so $(BUILD)/vijp.1
+
+# CUDA kernels (src/kernels/cuda/, API in cuda.h): compiled by nvcc when it is
+# found (PATH, else /usr/local/cuda/bin) into $(BUILD)/libvijp-cuda.a, which
+# the programs that use them link with cuBLAS, cuSOLVER and the CUDA runtime:
+# check_vijp and bench-gpu.  Not libvijp nor the vijp command: loading
+# cuBLAS and cuSOLVER maps ~0.8 GB (libcublasLt alone is 540 MB), which no
+# run that does not use the GPU should pay (t-faults' size_under_ulimit runs
+# vijp under ulimit -v 1000000: it could not even start).  Plugging the
+# kernels into the library should load them on demand (dlopen).
+# CUDA=0 or GENERIC=1 build without them; so does SANITIZE=1: the CUDA runtime
+# under ASan needs ASAN_OPTIONS=protect_shadow_gap=0 on a GPU and its driver
+# allocations show up in LeakSanitizer, so the sanitized build tests the host
+# side only (t-cuda's host_* tests run there).  Without CUDA the archive holds
+# src/kernels/cuda/none.c, which answers "built without CUDA".
+# NVCC_ARCH: SASS for sm_90 (H100/H200) and PTX for compute_80, which the
+# driver compiles for any other GPU of compute capability >= 8.0.
+NVCC      ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc))
+NVCC_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=compute_80
+NVCCFLAGS ?= -O2
+VIJP_CUDA := $(if $(filter 0,$(CUDA))$(filter 1,$(GENERIC) $(SANITIZE)),,$(if $(NVCC),1))
+ifeq ($(VIJP_CUDA),1)
+CUDA_HOME   ?= $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
+CUDA_LIBDIR ?= $(CUDA_HOME)/lib64
+CUDA_LIBS   := -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcusolver -lcublas -lcudart -lstdc++
+# --fmad=false: no contraction, as -ffp-contract=off for the C code.
+NVCC_COMPILE = $(NVCC) -std=c++17 --fmad=false $(NVCC_ARCH) -Xcompiler -fPIC,-Wall,-Wextra -Iinclude $(NVCCFLAGS) -MMD -MP
+CUDA_OBJ    := $(patsubst %.cu,$(BUILD)/%.o,$(wildcard src/kernels/cuda/*.cu))
+else
+CUDA_LIBS   :=
+CUDA_OBJ    := $(BUILD)/src/kernels/cuda/none.o
+endif
+CUDA_LIB  := $(BUILD)/libvijp-cuda.a
+# The GPU benchmark is part of make bench only in a CUDA build (it prints
+# SKIPPED and exits 0 where the build has CUDA but the machine no GPU).
+BENCH_GPU := $(if $(VIJP_CUDA),$(BUILD)/bench-gpu)
+all: $(CUDA_LIB)
+$(CUDA_LIB): $(CUDA_OBJ)
+	rm -f $@ && ar rcs $@ $^
+# Its users: the CUDA suite's own test program (tests/check_cuda.c says why
+# not check_vijp) and the GPU benchmark, each linked with the archive, then
+# libvijp.a (the kernels call vijp_fail and the allocator), then CUDA.
+CUDA_TEST_OBJ := $(filter $(BUILD)/tests/t-cuda%,$(TEST_OBJ))
+TEST_OBJ  := $(filter-out $(CUDA_TEST_OBJ),$(TEST_OBJ))
+$(BUILD)/check_cuda: $(BUILD)/tests/check_cuda.o $(CUDA_TEST_OBJ) $(BUILD)/tests/testutil.o $(CUDA_LIB) $(BUILD)/libvijp.a
+	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS) $(CUDA_LIBS) $(shell pkg-config --libs $(CHECKPK))
+$(BUILD)/bench-gpu: $(CUDA_LIB)
+$(BUILD)/bench-gpu: VIJP_LIBS := $(CUDA_LIB) $(BUILD)/libvijp.a $(VIJP_LIBS) $(CUDA_LIBS)
+# The configuration, rewritten only when it changes: the objects of the
+# current one depend on it, so switching CUDA on or off rebuilds them, the
+# archive (its members differ) and its users.
+CUDA_CFG := CUDA=$(VIJP_CUDA) $(NVCC) $(NVCC_ARCH) $(NVCCFLAGS)
+$(shell mkdir -p $(BUILD) && echo '$(CUDA_CFG)' | cmp -s - $(BUILD)/cuda.cfg || echo '$(CUDA_CFG)' > $(BUILD)/cuda.cfg)
+$(CUDA_OBJ): $(BUILD)/cuda.cfg
+CUDA_DEPS := $(patsubst %.o,%.d,$(CUDA_OBJ) $(CUDA_TEST_OBJ) $(BUILD)/tests/check_cuda.o)
+$(CUDA_DEPS):
+-include $(CUDA_DEPS)
+$(BUILD)/src/kernels/cuda/%.o: src/kernels/cuda/%.cu
+	@mkdir -p $(dir $@)
+	$(NVCC_COMPILE) -c $< -o $@
 
 $(BUILD)/%.o: %.c $(BUILD)/%.d
 	@mkdir -p $(dir $@)
@@ -217,9 +276,10 @@ endif
 ifeq ($(SANITIZE),1)
 CHECK_ENV := CK_FORK=no
 endif
-check: $(BUILD)/check_vijp $(BUILD)/vijp $(BUILD)/vijp-perturbed $(PLUGINS) $(CHECK_INSTALL_DEPS)
+check: $(BUILD)/check_vijp $(BUILD)/check_cuda $(BUILD)/vijp $(BUILD)/vijp-perturbed $(PLUGINS) $(CHECK_INSTALL_DEPS)
 	$(CHECK_ENV) VIJP_BIN=$(abspath $(BUILD)/vijp) VIJP_PERTURBED_BIN=$(abspath $(BUILD)/vijp-perturbed) \
 	  ./$(BUILD)/check_vijp
+	$(CHECK_ENV) ./$(BUILD)/check_cuda
 	$(CHECK_INSTALL)
 	VIJP_BIN=$(abspath $(BUILD)/vijp) $(or $(PYTHON_TORCH),python3) scripts/check-torch-roundtrip.py
 	VIJP_BIN=$(abspath $(BUILD)/vijp) $(or $(PYTHON_TORCH),python3) scripts/check-torch-bf16.py
@@ -272,7 +332,7 @@ $(BUILD)/bench-mpi: $(BUILD)/tests/bench-mpi.o $(BUILD)/src/cli/unit_io.o $(BUIL
 	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
 
 bench: $(BUILD)/bench-engines $(BUILD)/bench-drift $(BUILD)/bench-certify $(BUILD)/bench-memory $(BUILD)/bench-activations \
-       $(BUILD)/bench-conv $(BUILD)/bench-kernels $(BUILD)/bench-mpi $(BUILD)/bench-reference $(BUILD)/vijp
+       $(BUILD)/bench-conv $(BUILD)/bench-kernels $(BUILD)/bench-mpi $(BUILD)/bench-reference $(BUILD)/vijp $(BENCH_GPU)
 	./$(BUILD)/bench-engines
 	./$(BUILD)/bench-conv
 	./$(BUILD)/bench-drift
@@ -282,6 +342,7 @@ bench: $(BUILD)/bench-engines $(BUILD)/bench-drift $(BUILD)/bench-certify $(BUIL
 	./$(BUILD)/bench-kernels
 	./$(BUILD)/bench-mpi $(BUILD)/vijp
 	./$(BUILD)/bench-reference $(BUILD)/vijp
+	$(if $(BENCH_GPU),./$(BENCH_GPU))
 
 # bench-reference compares the reference's dot products with Arb's arb_dot
 # when arb.h is installed (Debian libflint-arb-dev), and leaves it out otherwise.

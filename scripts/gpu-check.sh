@@ -1,0 +1,91 @@
+#!/bin/sh
+# gpu-check: on a machine with an NVIDIA GPU, from a bare checkout: build vijp
+# with CUDA, run the CUDA test suite (CK_RUN_SUITE=cuda) and the GPU
+# benchmark, print a summary.  About 3-8 minutes (the build is most of it).
+#   scripts/gpu-check.sh            logs in build/gpu-check/, or in $OUT if set
+#   JOBS=1 scripts/gpu-check.sh     build with one job (default: every core)
+# Exit status: 0 all passed; 1 a step failed (its log's tail is printed);
+# 77 no usable GPU here (the host-side tests still ran; nothing was tested on
+# a GPU, so this is not a pass).
+set -u
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root" || exit 1
+logs=${OUT:-$root/build/gpu-check}
+mkdir -p "$logs"
+summary=$logs/summary.txt
+: > "$summary"
+t_start=$(date +%s)
+jobs=${JOBS:-$(nproc 2>/dev/null || echo 4)} # JOBS=1 on a shared machine
+
+say() { echo "gpu-check: $*" | tee -a "$summary"; }
+elapsed() { echo $(( $(date +%s) - t_start ))s; }
+# step NAME SECONDS COMMAND...: run with a time limit, log to $logs/NAME.log
+step() {
+  name=$1 limit=$2
+  shift 2
+  t0=$(date +%s)
+  timeout "$limit" "$@" > "$logs/$name.log" 2>&1
+  rc=$?
+  if [ "$rc" -eq 0 ]; then
+    say "$name: ok ($(( $(date +%s) - t0 ))s)"
+    return 0
+  fi
+  [ "$rc" -eq 124 ] && say "$name: FAILED: over its ${limit}s limit" || say "$name: FAILED (exit $rc)"
+  tail -n 40 "$logs/$name.log" | sed 's/^/  | /'
+  say "log: $logs/$name.log; total $(elapsed)"
+  exit 1
+}
+
+# 1. The GPU, as the driver sees it (informational: the test suite decides).
+if command -v nvidia-smi > /dev/null 2>&1; then
+  nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader > "$logs/nvidia-smi.log" 2>&1 ||
+    nvidia-smi -L > "$logs/nvidia-smi.log" 2>&1
+  say "nvidia-smi: $(head -n 1 "$logs/nvidia-smi.log")"
+else
+  say "nvidia-smi: not installed"
+fi
+
+# 2. Build dependencies: only when something is missing (the device machine
+# may have no network; install-deps.sh then says what is missing).
+NVCC=$(command -v nvcc 2>/dev/null || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; })
+if [ -z "$NVCC" ]; then
+  say "FAILED: nvcc not found (PATH, /usr/local/cuda/bin): the CUDA toolkit is needed"
+  exit 1
+fi
+say "nvcc: $NVCC ($("$NVCC" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
+missing=
+for p in mpfr lapacke openblas jansson fftw3 check; do
+  pkg-config --exists "$p" 2> /dev/null || missing="$missing $p"
+done
+for h in flint/flint.h mpfi.h; do
+  [ -e "/usr/include/$h" ] || missing="$missing $h"
+done
+if [ -n "$missing" ]; then
+  say "missing:$missing; running scripts/install-deps.sh"
+  step install-deps 300 bash scripts/install-deps.sh
+fi
+
+# 3. Build what the check needs (all cores: this is a machine of its own).
+step build 360 make -j"$jobs" NVCC="$NVCC" build/check_cuda build/bench-gpu
+grep -q '^CUDA=1' build/cuda.cfg || { say "FAILED: the build did not enable CUDA: $(cat build/cuda.cfg)"; exit 1; }
+
+# 4. The CUDA suite.  Without a usable GPU its gpu_* tests skip with a reason.
+step tests 180 env CK_RUN_SUITE=cuda ./build/check_cuda
+grep '^100%: Checks' "$logs/tests.log" | sed 's/^/gpu-check:   /' | tee -a "$summary"
+grep '^# t-cuda gpu' "$logs/tests.log" | sed 's/^# t-cuda /gpu-check:   /' | tee -a "$summary"
+skipped=$(grep -m 1 'SKIPPED' "$logs/tests.log")
+if [ -n "$skipped" ]; then
+  say "SKIPPED: no usable GPU, nothing ran on a GPU: ${skipped#*SKIPPED: }"
+  say "total $(elapsed); logs in $logs"
+  exit 77
+fi
+
+# 5. The benchmark (HBM copy bandwidth and the dgemm rate measured in the same run).
+step bench 120 ./build/bench-gpu
+cp "$logs/bench.log" "$logs/bench-gpu.txt"
+head -n 1 "$logs/bench.log" | sed 's/^/gpu-check:   /' | tee -a "$summary"
+grep -E ' (8388608|16777216) ' "$logs/bench.log" | sed 's/^/gpu-check:   /' | tee -a "$summary"
+grep -E 'GFLOP/s' "$logs/bench.log" | sed 's/^/gpu-check:   /' | tee -a "$summary"
+say "PASS: CUDA suite and benchmark; total $(elapsed); logs in $logs"
+exit 0
