@@ -149,7 +149,12 @@ double check_kappa(check_fix *t)
     return k;
 }
 
-double check_c_solve(size_t m, size_t n) { return 3.0 * n * ldexp(1, (int)n - 1) + 16.0 * m * n + m + 6; }
+double check_c_solve(const vijp_layer *L)
+{
+    double own = L->type->bounds.solve_ulps ? L->type->bounds.solve_ulps(L) : 0;
+    size_t m = L->out, n = L->in;
+    return own > 0 ? own : 3.0 * n * ldexp(1, (int)n - 1) + 16.0 * m * n + m + 6;
+}
 
 double check_absval(const vijp_mat *a, size_t i) { return fabs(a->d ? a->d[i] : mpfr_get_d(a->m[i], MPFR_RNDN)); }
 

@@ -55,11 +55,12 @@ double check_bias_at(check_fix *t, size_t i);  /* |b| added to output i (bias_in
 /* κ(J) = σ_max / σ_min over J's nonzero singular values, the largest over the
  * batch (LAPACK on the reference Jacobian); NaN when J cannot be formed. */
 double check_kappa(check_fix *t);
-/* Relative backward-error constant of a vijp followed by a vjp:
+/* Relative backward-error constant of a vijp followed by a vjp: the
+ * layer's own (bounds.solve_ulps) where it states one, otherwise
  * C_solve = 3n·2^(n−1) + 16mn + m + 6 (LU with partial pivoting: |ΔA| <=
  * γ_3n |L||U| with growth <= 2^(n−1), Higham Thm 9.4 and §9.4; Householder
  * QR: ‖ΔA‖_F <= 16mn·u‖A‖_F, Thm 19.4; m + 6 for applying it). */
-double check_c_solve(size_t m, size_t n);
+double check_c_solve(const vijp_layer *L);
 
 /* Numbers of a matrix as doubles (check_layer_fixture.c). */
 double check_absval(const vijp_mat *a, size_t i);

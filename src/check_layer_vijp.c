@@ -22,7 +22,8 @@ void check_vijp_round_trip(check_fix *t, vijp_check_result *r)
     double *b1 = vijp_alloc_array(n * B, sizeof *b1), *b2 = vijp_alloc_array(m * B, sizeof *b2);
     check_method(r, "vjp, fragment (%zu numbers over the batch), vijp and vjp again in %s at %zu points", k, t->F.name, B);
     check_source(r, "1.01·C_solve·u·‖J‖_F·‖y‖ (residual) and 2.02·κ(J)·C_solve·u·‖r‖ (forward error), C_solve = "
-                 "%.4g (LU: Higham Thm 9.4, growth 2^(n-1); QR: Thm 19.4)", check_c_solve(m, n));
+                 "%.4g (%s)", check_c_solve(L), L->type->bounds.solve_ulps && L->type->bounds.solve_ulps(L) > 0
+                 ? "the layer's own solve bound" : "LU: Higham Thm 9.4, growth 2^(n-1); QR: Thm 19.4");
     int rc = vijp_layer_vjp(L, &t->thF, &t->XF, &t->GF, &g, &err);
     FAIL_IF(rc, "vjp");
     rc = vijp_layer_fragment(L, &t->thF, &t->XF, &t->GF, &c, &err);
@@ -31,7 +32,7 @@ void check_vijp_round_trip(check_fix *t, vijp_check_result *r)
     FAIL_IF(rc, "vijp");
     rc = vijp_layer_vjp(L, &t->thF, &t->XF, &y, &g2, &err);
     FAIL_IF(rc, "vjp");
-    double kap = check_kappa(t), C = check_c_solve(m, n);
+    double kap = check_kappa(t), C = check_c_solve(L);
     for (size_t b = 0; b < B; b++) {
         double *A = check_abs_jacobian(t, b, &err), fro = 0;
         FAIL_IF(A ? 0 : VIJP_EINVAL, "jacobian (for the bound)");
@@ -63,7 +64,7 @@ void check_fragment_cokernel(check_fix *t, vijp_check_result *r)
     vijp_mat c, x, g, Q = {0}, cb = {0};
     vijp_mat_init(&c, k, 1, &t->F), vijp_mat_init(&x, n, 1, &t->F), vijp_mat_init(&g, m, 1, &t->F);
     check_method(r, "fragment of the batch against Q^T r per point, Q the layer's cokernel basis, in %s", t->F.name);
-    check_source(r, "1.01·C_solve·u·‖r‖, C_solve = %.4g (Householder QR: Higham Thm 19.4)", check_c_solve(m, n));
+    check_source(r, "1.01·C_solve·u·‖r‖, C_solve = %.4g (Householder QR: Higham Thm 19.4)", check_c_solve(L));
     int rc = vijp_layer_fragment(L, &t->thF, &t->XF, &t->GF, &c, &err);
     FAIL_IF(rc, "fragment");
     for (size_t b = 0, off = 0; b < t->B; b++) {
@@ -78,7 +79,7 @@ void check_fragment_cokernel(check_fix *t, vijp_check_result *r)
         rc = vijp_layer_cokernel(L, &t->thF, &x, &Q, &err);
         FAIL_IF(rc, "cokernel");
         vijp_mat_tdot(&cb, &Q, &g);
-        double bound = 1.01 * check_c_solve(m, n) * t->u * check_col_norm(&g, 0);
+        double bound = 1.01 * check_c_solve(L) * t->u * check_col_norm(&g, 0);
         for (size_t j = 0; j < kb; j++) check_record(r, "fragment vs Q^T r", j, b, check_absdiff(&cb, j, &c, off + j), bound);
         off += kb;
         vijp_mat_clear(&Q), vijp_mat_clear(&cb);
@@ -127,7 +128,7 @@ void check_inverse_round_trip(check_fix *t, vijp_check_result *r)
     check_method(r, "inverse(forward(x)) in %s at %zu points", t->F.name, B);
     if (bd->inverse == VIJP_INVBOUND_ELEMENTWISE) check_source(r, model[2], bd->inv_a, bd->inv_c, bd->inv_b);
     else check_source(r, "%s", model[bd->inverse]);
-    double kap = check_kappa(t), C = check_c_solve(m, n), e = 1.01 * t->u;
+    double kap = check_kappa(t), C = check_c_solve(L), e = 1.01 * t->u;
     for (size_t b = 0; b < B; b++) {
         double *A = check_abs_jacobian(t, b, &err), nx = check_col_norm(&t->XF, b), s2 = 0, fro = 0;
         FAIL_IF(A ? 0 : VIJP_EINVAL, "jacobian (for the bound)");

@@ -145,6 +145,13 @@ typedef struct {
      * f′ mean nothing: the battery keeps its points away from them. */
     size_t n_deriv_zeros;
     double deriv_zeros[2];
+    /* The relative backward error of this instance's vijp and inverse
+     * solves, in units of u, where the type can prove one tighter than the
+     * generic worst case (LU with growth 2^(n−1), which is astronomically
+     * loose for n in the hundreds and lets a wrong solve pass); NULL or 0:
+     * the generic C_solve(m, n).  The circular convolution's FFT solve
+     * derives its own in conv.c. */
+    double (*solve_ulps)(const vijp_layer *L);
 } vijp_layer_bounds;
 
 struct vijp_layer_type {

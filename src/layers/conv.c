@@ -336,6 +336,26 @@ static int inverse(const vijp_layer *L, const double *th, const double *Y, size_
 /* ---- the error-bound contract (vijp_layer_bounds; tests/t-layers.c) ---- */
 
 /* b[o] is added to every position of output channel o. */
+/* The FFT solve's backward error (stride 1, circular; conv_circular.c), for
+ * the layer battery and vijp check-layer, in units of u.  The normwise
+ * backward error of z = vijp(g) as a solution of Jᵀz = g, residual formed
+ * by the layer's vjp, is η = ‖vjp(z) − g‖/(‖J‖_F‖z‖ + ‖g‖) <=
+ * (10·log₂P + 3C·2^(C−1) + CK + 1)·u: forward and inverse FFTs (Higham,
+ * ASNA §24.1, about 5·log₂P·u each), the per-frequency C × C LU with partial
+ * pivoting (Thm 9.4: γ_3C times the growth, at most 2^(C−1)), and the vjp's
+ * dot products of C·K terms (eq. 3.5); tests/t-layers.c checks it
+ * (circular_vijp_backward_error).  The battery measures the residual
+ * against ‖J‖_F‖z‖ alone; ‖g‖ <= ‖vjp(z)‖ + ‖vjp(z) − g‖ <= (1 + η)‖J‖_F‖z‖
+ * (the vjp's own error inside the bound above), so twice the constant, plus
+ * one, covers it.  Other convolutions (zero padding, strides: dense
+ * solves): 0, the generic bound. */
+static double solve_ulps(const vijp_layer *L)
+{
+    if (!CIRC(L) || STRIDE(L) != 1) return 0;
+    double C = (double)CH(L), P = (double)LEN(L), K = (double)(KH(L) * KS(L));
+    return 2 * (10 * log2(P) + 3 * C * ldexp(1, (int)CH(L) - 1) + C * K + 1) + 1;
+}
+
 static size_t bias_index(const vijp_layer *L, size_t i) { return NW(L) + (i % L->out) / (L->out / CH(L)); }
 
 /* Every entry of the parameter gradient is a sum over the batch and the
@@ -380,7 +400,7 @@ const vijp_layer_type vijp_layer_conv1d = {
     .syntax = "conv1d:CxK[sS][:zero|:circular] (C channels of width/C positions, odd kernel K, stride S, same padding)",
     .parse = parse1, .state_size = sizeof(vijp_conv_args), .print = print, .param_count = param_count, .init = init, .declare = declare,
     .residual = VIJP_RESIDUAL_NONE, .d = &ops_d, .mp = &ops_mp, .jacobian_exact = 1,
-    .bounds = {.inverse = VIJP_INVBOUND_LINEAR}, .bias_index = bias_index, .vjp_param_bound = vjp_param_bound,
+    .bounds = {.inverse = VIJP_INVBOUND_LINEAR, .solve_ulps = solve_ulps}, .bias_index = bias_index, .vjp_param_bound = vjp_param_bound,
 };
 
 const vijp_layer_type vijp_layer_conv2d = {
@@ -388,5 +408,5 @@ const vijp_layer_type vijp_layer_conv2d = {
     .syntax = "conv2d:CxKxH[sS][:zero|:circular] (C channels of an H x width/(C*H) grid, odd K x K kernel, stride S)",
     .parse = parse2, .state_size = sizeof(vijp_conv_args), .print = print, .param_count = param_count, .init = init, .declare = declare,
     .residual = VIJP_RESIDUAL_NONE, .d = &ops_d, .mp = &ops_mp, .jacobian_exact = 1,
-    .bounds = {.inverse = VIJP_INVBOUND_LINEAR}, .bias_index = bias_index, .vjp_param_bound = vjp_param_bound,
+    .bounds = {.inverse = VIJP_INVBOUND_LINEAR, .solve_ulps = solve_ulps}, .bias_index = bias_index, .vjp_param_bound = vjp_param_bound,
 };
