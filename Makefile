@@ -15,7 +15,7 @@
 #   make install     PREFIX=/usr/local (default), DESTDIR honoured: bin/vijp, lib/libvijp.{a,so},
 #                    include/vijp/*.h, lib/pkgconfig/vijp.pc, share/man/man1/vijp.1
 #   make uninstall   remove what install installed (same PREFIX/DESTDIR)
-#   make clean       remove build/, build-san/, build-fuzz/ and build-generic/
+#   make clean       remove build/, build-san/, build-fuzz/, build-generic/ and build-fuzz-generic/
 #   make GENERIC=1   the same targets with the reference kernels only (no SIMD, no SLEEF), in build-generic/
 # Sanitized objects go to build-san/ so the two builds never mix.
 # CFLAGS (default -O2 -g), CPPFLAGS, LDFLAGS and LDLIBS are the user's: the
@@ -372,7 +372,8 @@ endif
 #                                   in build-fuzz/corpus/NAME (merge back by hand:
 #                                   build-fuzz/fuzz-NAME -merge=1 tests/fuzz/corpus/NAME build-fuzz/corpus/NAME)
 FUZZ_CC      ?= clang
-FUZZ_BUILD   := build-fuzz
+# GENERIC=1's harnesses apart too: its objects are compiled without the SIMD sets.
+FUZZ_BUILD   := $(if $(filter 1,$(GENERIC)),build-fuzz-generic,build-fuzz)
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1
 FUZZ_NAMES   := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/*.c))
 FUZZ_BINS    := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz-%)
@@ -450,4 +451,4 @@ uninstall:
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/vijp 2>/dev/null
 
 clean:
-	rm -rf build build-san build-fuzz build-generic
+	rm -rf build build-san build-fuzz build-generic build-fuzz-generic

@@ -270,7 +270,7 @@ study_pool *study_pool_start(study *s, int threads)
     p->todo = p->n_order;
     pthread_mutex_init(&p->lock, NULL);
     /* The meter counts the curves this run computes (kept ones aside), so that its estimate of the time left holds. */
-    progress_start(&p->meter, s->progress ? stderr : NULL, p->todo, "curves", NULL);
+    progress_start(&p->meter, s->progress && p->todo ? stderr : NULL, p->todo, "curves", NULL); /* none left: no "0/0" */
     /* MPFR keeps its exponent range per thread only when built thread-safe. */
     if (!mpfr_buildopt_tls_p() && threads > 1) threads = 1;
     if ((size_t)threads > p->todo) threads = (int)p->todo;
