@@ -103,13 +103,18 @@ void vo_madd(mpfr_t acc, const mpfr_t a, const mpfr_t b, mpfr_t p, const vijp_fo
         VO_ROUND(f, acc, mpfr_fma(acc, a, b, acc, MPFR_RNDN));
         return;
     }
+    /* The rounded operands live on the stack (MPFR's custom interface): no
+     * allocation per term.  Mixed formats compute in binary32, one limb. */
+    mp_limb_t la[1], lb[1];
+    if (mpfr_custom_get_size(f->prec) > sizeof la) abort(); /* not a mixed format: a programming error */
     mpfr_t ra, rb;
-    mpfr_inits2(f->prec, ra, rb, (mpfr_ptr)0);
-    mpfr_set(ra, a, MPFR_RNDN), mpfr_set(rb, b, MPFR_RNDN);
+    mpfr_custom_init(la, f->prec), mpfr_custom_init(lb, f->prec);
+    mpfr_custom_init_set(ra, MPFR_ZERO_KIND, 0, f->prec, la);
+    mpfr_custom_init_set(rb, MPFR_ZERO_KIND, 0, f->prec, lb);
+    mpfr_set(ra, a, MPFR_RNDN), mpfr_set(rb, b, MPFR_RNDN); /* exact: a, b are in f */
     round_in_place(ra, f->operand_prec, f->emin, f->emax);
     round_in_place(rb, f->operand_prec, f->emin, f->emax);
     VO_ROUND(f, acc, mpfr_fma(acc, ra, rb, acc, MPFR_RNDN));
-    mpfr_clears(ra, rb, (mpfr_ptr)0);
 }
 
 mpfr_t *vo_vec_new(size_t n, const vijp_format *f)

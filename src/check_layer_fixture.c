@@ -149,11 +149,20 @@ double check_kappa(check_fix *t)
     return k;
 }
 
+static double own_solve_ulps(const vijp_layer *L)
+{
+    return L->type->bounds.solve_ulps ? L->type->bounds.solve_ulps(L) : 0;
+}
+
 double check_c_solve(const vijp_layer *L)
 {
-    double own = L->type->bounds.solve_ulps ? L->type->bounds.solve_ulps(L) : 0;
     size_t m = L->out, n = L->in;
-    return own > 0 ? own : 3.0 * n * ldexp(1, (int)n - 1) + 16.0 * m * n + m + 6;
+    return own_solve_ulps(L) > 0 ? own_solve_ulps(L) : 3.0 * n * ldexp(1, (int)n - 1) + 16.0 * m * n + m + 6;
+}
+
+const char *check_c_solve_source(const vijp_layer *L)
+{
+    return own_solve_ulps(L) > 0 ? "the layer's own solve bound" : "LU: Higham Thm 9.4, growth 2^(n-1); QR: Thm 19.4";
 }
 
 double check_absval(const vijp_mat *a, size_t i) { return fabs(a->d ? a->d[i] : mpfr_get_d(a->m[i], MPFR_RNDN)); }

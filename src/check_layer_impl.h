@@ -61,6 +61,8 @@ double check_kappa(check_fix *t);
  * γ_3n |L||U| with growth <= 2^(n−1), Higham Thm 9.4 and §9.4; Householder
  * QR: ‖ΔA‖_F <= 16mn·u‖A‖_F, Thm 19.4; m + 6 for applying it). */
 double check_c_solve(const vijp_layer *L);
+/* Where check_c_solve's constant comes from, for a check's source line. */
+const char *check_c_solve_source(const vijp_layer *L);
 
 /* Numbers of a matrix as doubles (check_layer_fixture.c). */
 double check_absval(const vijp_mat *a, size_t i);

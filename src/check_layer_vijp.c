@@ -22,8 +22,7 @@ void check_vijp_round_trip(check_fix *t, vijp_check_result *r)
     double *b1 = vijp_alloc_array(n * B, sizeof *b1), *b2 = vijp_alloc_array(m * B, sizeof *b2);
     check_method(r, "vjp, fragment (%zu numbers over the batch), vijp and vjp again in %s at %zu points", k, t->F.name, B);
     check_source(r, "1.01·C_solve·u·‖J‖_F·‖y‖ (residual) and 2.02·κ(J)·C_solve·u·‖r‖ (forward error), C_solve = "
-                 "%.4g (%s)", check_c_solve(L), L->type->bounds.solve_ulps && L->type->bounds.solve_ulps(L) > 0
-                 ? "the layer's own solve bound" : "LU: Higham Thm 9.4, growth 2^(n-1); QR: Thm 19.4");
+                 "%.4g (%s)", check_c_solve(L), check_c_solve_source(L));
     int rc = vijp_layer_vjp(L, &t->thF, &t->XF, &t->GF, &g, &err);
     FAIL_IF(rc, "vjp");
     rc = vijp_layer_fragment(L, &t->thF, &t->XF, &t->GF, &c, &err);

@@ -456,15 +456,10 @@ static int certify_command(const mpi_world *w, int argc, char **argv)
 parsed:
 #undef PARSE_END
 #undef PARSE_FAIL
-    {
-        int root_ok, all_ok = mpi_world_all(w, code < 0, &root_ok);
-        rank_output_show(&quiet_rank, root_ok && code >= 0);
-        if (!all_ok) {
-            if (code < 0) vijp_array_clear(&xin), vijp_net_free(&net);
-            if (!root_ok) return mpi_world_share(w, code);
-            if (!w->rank) fputs("vijp certify: another rank could not set up the certification (its message above)\n", stderr);
-            return EXIT_USAGE;
-        }
+    int stop = rank_parse_agree(w, &quiet_rank, code, "vijp certify", "the certification");
+    if (stop >= 0) {
+        if (code < 0) vijp_array_clear(&xin), vijp_net_free(&net);
+        return stop;
     }
     results r = {vijp_alloc_array(samples, sizeof *r.c), 0};
     double *x = vijp_alloc_array(L->in, sizeof *x);

@@ -354,13 +354,8 @@ parsed:
 #undef PARSE_FAIL
     /* Every rank parsed the same command line: all go on, or all stop (with
      * rank 0's status; a worker that alone failed says why). */
-    int root_ok, all_ok = mpi_world_all(w, code < 0, &root_ok);
-    rank_output_show(&quiet_rank, root_ok && code >= 0);
-    if (!all_ok) {
-        if (!root_ok) return mpi_world_share(w, code);
-        if (!w->rank) fprintf(stderr, "%s: another rank could not set up the study (its message above)\n", name);
-        return EXIT_USAGE;
-    }
+    int stop = rank_parse_agree(w, &quiet_rank, code, name, "the study");
+    if (stop >= 0) return stop;
     /* Rank 0 computes on one thread beside the other ranks (one rank a
      * core), or on --jobs threads when given. */
     int threads = w->size > 1 && !jobs_given ? 1 : s.jobs;

@@ -48,6 +48,12 @@ typedef struct {
  * "rank R: ") when show. */
 void rank_output_hide(rank_output *o, int rank);
 void rank_output_show(rank_output *o, int show);
+/* After every rank parsed the same command line (code < 0: this rank's
+ * parse succeeded, otherwise its exit status): -1 when all go on;
+ * otherwise the status every rank stops with, rank 0's, after showing
+ * the messages of a worker that alone failed (rank 0 then says that
+ * another rank could not set up WHAT). */
+int rank_parse_agree(const mpi_world *w, rank_output *o, int code, const char *name, const char *what);
 
 /* Run study s over the world (study_run for a world of one).  On rank 0: 0
  * with every curve in s->curves, or the first failure, its message naming

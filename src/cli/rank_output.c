@@ -1,5 +1,6 @@
 /* Ranks other than 0 parsing quietly (mpi_study.h). */
 #include "mpi_study.h"
+#include "cli.h"
 #include <stdio.h>
 #include <unistd.h>
 
@@ -24,3 +25,13 @@ void rank_output_show(rank_output *o, int show)
     fclose(o->captured);
 }
 
+
+int rank_parse_agree(const mpi_world *w, rank_output *o, int code, const char *name, const char *what)
+{
+    int root_ok, all_ok = mpi_world_all(w, code < 0, &root_ok);
+    rank_output_show(o, root_ok && code >= 0);
+    if (all_ok) return -1;
+    if (!root_ok) return mpi_world_share(w, code);
+    if (!w->rank) fprintf(stderr, "%s: another rank could not set up %s (its message above)\n", name, what);
+    return EXIT_USAGE;
+}
