@@ -1,0 +1,118 @@
+/* Native emulation of the narrow formats, bit for bit.
+ *
+ * The emulated formats (binary32, binary16, bfloat16 and the mixed ones)
+ * are defined by the MPFR oracles (oracles/arith.c: every operation rounded
+ * once to the format's grid, subnormals and overflow included).  That
+ * definition is exact but costs an MPFR operation per rounding.  For
+ * formats of at most 24 bits the same results come from double arithmetic:
+ *
+ *   +, −, ×, ÷, √ of two p-bit numbers, computed in binary64 and then
+ *   rounded to p bits, equal the correctly rounded p-bit result whenever
+ *   53 >= 2p + 2 (Figueroa, "When is double rounding innocuous?", SIGNUM
+ *   Newsletter 30(3), 1995; Boldo and Melquiond, "When double rounding is
+ *   odd", 2005, for the general statement).  p <= 24 gives 53 >= 50.
+ *   The argument holds on the subnormal grid as well: sums and products
+ *   that land there are exact in binary64 (p-bit operands on that grid),
+ *   and a quotient or root cannot fall within 2^-53 relative of one of its
+ *   midpoints without equalling it (the midpoint has at most p + 1 bits).
+ *
+ * Every format of at most 24 bits lies inside binary32's exponent range,
+ * so the binary64 intermediates are never subnormal nor out of range and
+ * rounding them to the format's grid is one addition and one subtraction
+ * (the classic shift constant; no change of rounding mode).  Fused
+ * multiply-adds of the mixed formats, whose accumulation format is
+ * binary32, are the hardware's fmaf: one rounding of the exact a·b + c
+ * onto binary32's grid, which is what the oracle's mpfr_fma gives.
+ *
+ * The oracles stay the definition: tests/t-emu.c checks every function here
+ * against them, bit for bit, and `make regress` runs the whole study
+ * through both paths' results.  Only src/ uses this file. */
+#ifndef VIJP_EMU_H
+#define VIJP_EMU_H
+
+#include "vijp/format.h"
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* A rounding target: p significand bits, MPFR's exponent convention
+ * (x = m·2^e, 1/2 <= |m| < 1, normal for emin + p − 1 < e <= emax; the
+ * smallest subnormal 2^(emin − 1)). */
+typedef struct {
+    int p;
+    int emin, emax;
+} vijp_emu_grid;
+
+/* Nonzero when f's arithmetic can run here: an emulated format of at most
+ * 24 bits (every narrow and mixed format vijp has).  Mixed formats add
+ * store (their storage grid) and fmaf; others have store == arith. */
+static inline int vijp_emu_applies(const vijp_format *f)
+{
+    return f->emulated && f->prec <= 24 && f->emin >= -148 && f->emax <= 128;
+}
+
+static inline vijp_emu_grid vijp_emu_arith(const vijp_format *f)
+{
+    return (vijp_emu_grid){(int)f->prec, (int)f->emin, (int)f->emax};
+}
+
+static inline vijp_emu_grid vijp_emu_store(const vijp_format *f)
+{
+    return (vijp_emu_grid){(int)f->store_prec, (int)f->store_emin, (int)f->store_emax};
+}
+
+/* x (any double within the binary64 normal range, or ±0, ±Inf, NaN)
+ * rounded to nearest, ties to even, onto g: the value mpfr_set_d, then
+ * mpfr_check_range and mpfr_subnormalize under g give. */
+static inline double vijp_emu_round(double x, vijp_emu_grid g)
+{
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    int biased = (int)((bits >> 52) & 0x7ff);
+    if (biased == 0x7ff || x == 0) return x; /* NaN, ±Inf, ±0 */
+    if (biased == 0) return copysign(0.0, x); /* below 2^-1022: far under every grid's half-quantum */
+    int e = biased - 1022;                    /* MPFR's exponent: |x| in [2^(e-1), 2^e) */
+    int k = e - g.p > g.emin - 1 ? e - g.p : g.emin - 1; /* the quantum 2^k at x */
+    /* C = 1.5·2^(k+52): |x| < 2^(k+p+1) <= 2^(k+25), so |x| + C lies in
+     * [2^(k+52), 2^(k+53)), whose binary64 spacing is 2^k: the addition
+     * rounds |x| to a multiple of 2^k (nearest, ties to even) and the
+     * subtraction is exact (Sterbenz). */
+    uint64_t cbits = (uint64_t)(k + 52 + 1023) << 52 | (uint64_t)1 << 51;
+    double c;
+    memcpy(&c, &cbits, sizeof c);
+    double r = (fabs(x) + c) - c, big;
+    uint64_t bigbits = (uint64_t)(g.emax + 1023) << 52; /* 2^emax: the first value past the grid */
+    memcpy(&big, &bigbits, sizeof big);
+    if (r >= big) r = INFINITY; /* rounded to 2^emax or beyond: overflow */
+    return copysign(r, x);
+}
+
+static inline double vijp_emu_add(double a, double b, vijp_emu_grid g) { return vijp_emu_round(a + b, g); }
+static inline double vijp_emu_sub(double a, double b, vijp_emu_grid g) { return vijp_emu_round(a - b, g); }
+static inline double vijp_emu_mul(double a, double b, vijp_emu_grid g) { return vijp_emu_round(a * b, g); }
+static inline double vijp_emu_div(double a, double b, vijp_emu_grid g) { return vijp_emu_round(a / b, g); }
+static inline double vijp_emu_sqrt(double a, vijp_emu_grid g) { return vijp_emu_round(sqrt(a), g); }
+
+/* acc + a·b with one rounding onto binary32's grid (mixed formats only:
+ * their accumulation format is binary32, and a, b, acc are binary32
+ * values, so the float conversions are exact). */
+static inline double vijp_emu_fma32(double a, double b, double acc)
+{
+    return (double)fmaf((float)a, (float)b, (float)acc);
+}
+
+/* The oracle's vo_madd (acc += a·b) in format f: mixed formats one fused
+ * rounding (operands first rounded to operand_prec where f has one, tf32),
+ * the others the product rounded, then the sum. */
+static inline double vijp_emu_madd(double acc, double a, double b, const vijp_format *f)
+{
+    vijp_emu_grid g = vijp_emu_arith(f);
+    if (!f->mixed) return vijp_emu_add(acc, vijp_emu_mul(a, b, g), g);
+    if (f->operand_prec) {
+        vijp_emu_grid o = {(int)f->operand_prec, g.emin, g.emax};
+        a = vijp_emu_round(a, o), b = vijp_emu_round(b, o);
+    }
+    return vijp_emu_fma32(a, b, acc);
+}
+
+#endif
