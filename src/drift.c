@@ -56,7 +56,7 @@ static int backprop_at(const vijp_net *net, const vijp_problem *pf, long prec, v
 
 long vijp_drift_ref_prec_first(const vijp_format *f, long start)
 {
-    return start ? start : 2 * (long)f->prec > 256 ? 2 * (long)f->prec : 256;
+    return start ? start : 2 * (long)f->prec > 128 ? 2 * (long)f->prec : 128;
 }
 
 int vijp_drift_check_ref_prec(const vijp_format *f, long start, long cap, vijp_error *err)
@@ -68,10 +68,10 @@ int vijp_drift_check_ref_prec(const vijp_format *f, long start, long cap, vijp_e
         return vijp_fail(err, VIJP_EINVAL, "--ref-prec %ld must double at least once (to %ld bits) within --ref-prec-max "
                          "%ld: give --ref-prec-max %ld or more, or --ref-prec %ld or less", start, 2 * start, cap,
                          2 * start, cap / 2);
-    /* max(256, 2P) doubled fits under cap exactly when 512 <= cap and P <= cap/4. */
-    if (cap < 512 || f->kind != VIJP_MPFR)
+    /* max(128, 2P) doubled fits under cap exactly when 256 <= cap and P <= cap/4. */
+    if (cap < 256 || f->kind != VIJP_MPFR)
         return vijp_fail(err, VIJP_EINVAL, "--ref-prec-max %ld leaves no room for the %s reference, which starts at %ld "
-                         "bits (max(256, 2P)) and must double at least once: give --ref-prec-max %ld or more", cap,
+                         "bits (max(128, 2P)) and must double at least once: give --ref-prec-max %ld or more", cap,
                          f->name, first, 2 * first);
     return vijp_fail(err, VIJP_EINVAL, "format %s: its reference starts at %ld bits (2P) and must double at least once, "
                      "to %ld, within --ref-prec-max %ld: the largest mpfr:P it validates is mpfr:%ld (--ref-prec-max "

@@ -361,8 +361,8 @@ START_TEST(reference_validation)
     ck_assert_msg(lo.ref_prec > 32 && lo.ref_agreement <= lo.ref_target, "settled at %ld bits, agreement %g",
                   lo.ref_prec, lo.ref_agreement);
     ck_assert(lo.ref_target == ldexp(0x1p-53, -10) && def.ref_target == lo.ref_target);
-    ck_assert_int_eq(def.ref_prec_start, 256); /* max(256, 2·53) */
-    ck_assert(def.ref_prec >= 512 && def.ref_agreement <= def.ref_target);
+    ck_assert_int_eq(def.ref_prec_start, 128); /* max(128, 2·53) */
+    ck_assert(def.ref_prec >= 256 && def.ref_agreement <= def.ref_target);
     double tau = lo.ref_target;
     for (size_t i = 0; i < s.problem.depth; i++) {
         double a = lo.runs[1].g[i].rel, b = def.runs[1].g[i].rel;
@@ -388,9 +388,9 @@ START_TEST(reference_cap)
 }
 END_TEST
 
-/* The precision limits, at their edges: the first reference (max(256, 2P),
+/* The precision limits, at their edges: the first reference (max(128, 2P),
  * or --ref-prec) must double at least once within the cap, so mpfr:P up to
- * cap/4 and caps from 512.  Refused before anything runs, in the user's
+ * cap/4 and caps from 256.  Refused before anything runs, in the user's
  * terms (issue 15: --ref-prec-max 5 ran, failed and left an empty folder). */
 START_TEST(reference_prec_limits)
 {
@@ -403,14 +403,15 @@ START_TEST(reference_prec_limits)
     ck_assert_msg(strstr(err.msg, "mpfr:2048"), "should name the largest format: %s", err.msg);
     ck_assert_int_eq(vijp_drift_check_ref_prec(&f, 0, 8196, &err), 0);
     ck_assert(!vijp_format_parse("double", &f, NULL));
-    ck_assert_int_eq(vijp_drift_check_ref_prec(&f, 0, 512, &err), 0);
+    ck_assert_int_eq(vijp_drift_check_ref_prec(&f, 0, 256, &err), 0);
+    ck_assert_int_eq(vijp_drift_check_ref_prec(&f, 0, 255, &err), VIJP_EINVAL);
     ck_assert_int_eq(vijp_drift_check_ref_prec(&f, 0, 5, &err), VIJP_EINVAL);
-    ck_assert_msg(strstr(err.msg, "512"), "should say the smallest cap: %s", err.msg);
+    ck_assert_msg(strstr(err.msg, "256"), "should say the smallest cap: %s", err.msg);
     ck_assert_int_eq(vijp_drift_check_ref_prec(&f, 16, 32, &err), 0);
     ck_assert_int_eq(vijp_drift_check_ref_prec(&f, 17, 32, &err), VIJP_EINVAL);
     /* and vijp_drift_run refuses before running */
     vijp_drift_setup s = setup("dense:4,leaky:0.5", 2, 4, VIJP_INIT_ORTHOGONAL, "double", test_seed());
-    s.ref_prec_max = 300;
+    s.ref_prec_max = 255;
     vijp_drift_curve c;
     ck_assert_int_eq(vijp_drift_run(&s, &c, &err), VIJP_EINVAL);
     ck_assert(c.runs == NULL);

@@ -60,7 +60,7 @@ static const char help_drift[] =
     "  --tol F=T,...     tolerance of the safe depth per format (defaults: 1e-2\n"
     "                    bfloat16/binary16 and their +binary32 and tf32+binary32,\n"
     "                    1e-4 binary32, 1e-10 double, 2^(-P/2) mpfr:P)\n"
-    "  --ref-prec P      first reference precision (default max(256, 2P)); it is\n"
+    "  --ref-prec P      first reference precision (default max(128, 2P)); it is\n"
     "                    doubled until two successive references agree\n"
     "  --ref-prec-max P  give up past P bits (default 8192, at most 65536); the\n"
     "                    first reference precision must double at least once\n"
@@ -211,7 +211,7 @@ static int study_fits_memory(const study *s, const char *name, vijp_error *err)
     for (size_t c = 0; c < s->n_configs; c++)
         for (size_t f = 0; f < s->n_formats; f++) {
             const vijp_format *F = &s->formats[f];
-            long p = s->ref_prec_start ? s->ref_prec_start : (2 * (long)F->prec > 256 ? 2 * (long)F->prec : 256);
+            long p = s->ref_prec_start ? s->ref_prec_start : vijp_drift_ref_prec_first(F, 0);
             double b;
             if (vijp_run_bytes_estimate(s->configs[c].spec, s->depth, s->width, s->batch, F, 3 * p, &b, err)) return 0;
             if (b > unit) unit = b;
