@@ -9,7 +9,11 @@
 #include "vijp/arith.h"
 #include <string.h>
 
-typedef void (*pair_fn)(mpfr_t fx, mpfr_t dfx, mpfr_t x, const vijp_format *fm);
+/* A pair sets fx = f(x) and dfx = f′(x); either may be NULL, and then the
+ * operations that only it needs are skipped (the other's are the same ones,
+ * in the same order, so its value does not change): a forward needs f alone,
+ * jvp, vijp and the Jacobian f′ alone. */
+typedef void (*pair_fn)(mpfr_ptr fx, mpfr_ptr dfx, mpfr_t x, const vijp_format *fm);
 
 /* σ(x): 1/(1 + e^−x) for x >= 0, e^x/(1 + e^x) below. */
 static void sigma(mpfr_t s, mpfr_t x, const vijp_format *fm)
@@ -35,65 +39,71 @@ static void softplus(mpfr_t r, mpfr_t x, const vijp_format *fm)
     mpfr_clear(e);
 }
 
-static void sigmoid_pair(mpfr_t fx, mpfr_t dfx, mpfr_t x, const vijp_format *fm)
+static void sigmoid_pair(mpfr_ptr fx, mpfr_ptr dfx, mpfr_t x, const vijp_format *fm)
 {
-    mpfr_t nx, c;
-    mpfr_inits2(fm->prec, nx, c, (mpfr_ptr)0);
-    vo_neg(nx, x, fm);
-    sigma(fx, x, fm), sigma(c, nx, fm);
-    vo_mul(dfx, fx, c, fm);
-    mpfr_clears(nx, c, (mpfr_ptr)0);
+    mpfr_t nx, c, t;
+    mpfr_inits2(fm->prec, nx, c, t, (mpfr_ptr)0);
+    mpfr_ptr s = fx ? fx : t;
+    sigma(s, x, fm);
+    if (dfx) vo_neg(nx, x, fm), sigma(c, nx, fm), vo_mul(dfx, s, c, fm);
+    mpfr_clears(nx, c, t, (mpfr_ptr)0);
 }
 
-static void softplus_pair(mpfr_t fx, mpfr_t dfx, mpfr_t x, const vijp_format *fm)
+static void softplus_pair(mpfr_ptr fx, mpfr_ptr dfx, mpfr_t x, const vijp_format *fm)
 {
-    softplus(fx, x, fm);
-    sigma(dfx, x, fm);
+    if (fx) softplus(fx, x, fm);
+    if (dfx) sigma(dfx, x, fm);
 }
 
-static void silu_pair(mpfr_t fx, mpfr_t dfx, mpfr_t x, const vijp_format *fm)
+static void silu_pair(mpfr_ptr fx, mpfr_ptr dfx, mpfr_t x, const vijp_format *fm)
 {
     mpfr_t s, c, one;
     mpfr_inits2(fm->prec, s, c, one, (mpfr_ptr)0);
     sigma(s, x, fm);
-    vo_neg(c, x, fm), sigma(c, c, fm);
-    vo_mul(fx, x, s, fm);
-    vo_set_si(one, 1, fm), vo_fma(c, x, c, one, fm); /* 1 + xσ(−x), rounded once */
-    vo_mul(dfx, s, c, fm);
+    if (fx) vo_mul(fx, x, s, fm);
+    if (dfx) {
+        vo_neg(c, x, fm), sigma(c, c, fm);
+        vo_set_si(one, 1, fm), vo_fma(c, x, c, one, fm); /* 1 + xσ(−x), rounded once */
+        vo_mul(dfx, s, c, fm);
+    }
     mpfr_clears(s, c, one, (mpfr_ptr)0);
 }
 
-static void gelu_pair(mpfr_t fx, mpfr_t dfx, mpfr_t x, const vijp_format *fm)
+static void gelu_pair(mpfr_ptr fx, mpfr_ptr dfx, mpfr_t x, const vijp_format *fm)
 {
     mpfr_t t, cdf, pdf, r;
     mpfr_inits2(fm->prec, t, cdf, pdf, r, (mpfr_ptr)0);
     vo_set_si(r, 2, fm), vo_sqrt(r, r, fm);
     vo_div(t, x, r, fm), vo_neg(t, t, fm);
     vo_erfc(cdf, t, fm), vo_set_d(r, 0.5, fm), vo_mul(cdf, cdf, r, fm); /* Φ(x) = erfc(−x/√2)/2 */
-    vo_mul(t, x, x, fm), vo_mul(t, t, r, fm), vo_neg(t, t, fm), vo_exp(pdf, t, fm);
-    vo_const_pi(r, fm), vo_add(r, r, r, fm), vo_sqrt(r, r, fm), vo_div(pdf, pdf, r, fm); /* φ(x) */
-    vo_mul(fx, x, cdf, fm);
-    vo_fma(dfx, x, pdf, cdf, fm);
+    if (fx) vo_mul(fx, x, cdf, fm);
+    if (dfx) {
+        vo_mul(t, x, x, fm), vo_mul(t, t, r, fm), vo_neg(t, t, fm), vo_exp(pdf, t, fm);
+        vo_const_pi(r, fm), vo_add(r, r, r, fm), vo_sqrt(r, r, fm), vo_div(pdf, pdf, r, fm); /* φ(x) */
+        vo_fma(dfx, x, pdf, cdf, fm);
+    }
     mpfr_clears(t, cdf, pdf, r, (mpfr_ptr)0);
 }
 
-static void mish_pair(mpfr_t fx, mpfr_t dfx, mpfr_t x, const vijp_format *fm)
+static void mish_pair(mpfr_ptr fx, mpfr_ptr dfx, mpfr_t x, const vijp_format *fm)
 {
     mpfr_t sp, th, se, s;
     mpfr_inits2(fm->prec, sp, th, se, s, (mpfr_ptr)0);
     softplus(sp, x, fm);
     vo_tanh(th, sp, fm);
-    vo_mul(fx, x, th, fm);
-    vo_sech(se, sp, fm), vo_mul(se, se, se, fm);
-    sigma(s, x, fm), vo_mul(s, s, x, fm);
-    vo_fma(dfx, s, se, th, fm);
+    if (fx) vo_mul(fx, x, th, fm);
+    if (dfx) {
+        vo_sech(se, sp, fm), vo_mul(se, se, se, fm);
+        sigma(s, x, fm), vo_mul(s, s, x, fm);
+        vo_fma(dfx, s, se, th, fm);
+    }
     mpfr_clears(sp, th, se, s, (mpfr_ptr)0);
 }
 
-static void tanh_pair(mpfr_t fx, mpfr_t dfx, mpfr_t x, const vijp_format *fm)
+static void tanh_pair(mpfr_ptr fx, mpfr_ptr dfx, mpfr_t x, const vijp_format *fm)
 {
-    vo_tanh(fx, x, fm);
-    vo_sech(dfx, x, fm), vo_mul(dfx, dfx, dfx, fm);
+    if (fx) vo_tanh(fx, x, fm);
+    if (dfx) vo_sech(dfx, x, fm), vo_mul(dfx, dfx, dfx, fm);
 }
 
 static const struct {
@@ -111,50 +121,45 @@ void vo_activation_pair(const char *name, mpfr_t fx, mpfr_t dfx, mpfr_t x, const
             pairs[i].pair(fx, dfx, x, fm);
             return;
         }
-    mpfr_set_nan(fx), mpfr_set_nan(dfx);
+    if (fx) mpfr_set_nan(fx);
+    if (dfx) mpfr_set_nan(dfx);
 }
 
 /* ---- the layer operators, generic over the pair ---- */
 
 static void act_forward(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *Y, const vijp_format *fm, pair_fn p)
 {
-    mpfr_t d;
-    mpfr_init2(d, fm->prec);
-    for (size_t i = 0; i < L->in * B; i++) p(Y[i], d, X[i], fm);
-    mpfr_clear(d);
+    for (size_t i = 0; i < L->in * B; i++) p(Y[i], NULL, X[i], fm);
 }
 
 static void act_jvp(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V, const vijp_format *fm, pair_fn p)
 {
-    mpfr_t y, d;
-    mpfr_inits2(fm->prec, y, d, (mpfr_ptr)0);
-    for (size_t i = 0; i < L->in * B; i++) p(y, d, X[i], fm), vo_mul(V[i], U[i], d, fm);
-    mpfr_clears(y, d, (mpfr_ptr)0);
+    mpfr_t d;
+    mpfr_init2(d, fm->prec);
+    for (size_t i = 0; i < L->in * B; i++) p(NULL, d, X[i], fm), vo_mul(V[i], U[i], d, fm);
+    mpfr_clear(d);
 }
 
 static int act_vijp(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *Gy, const vijp_format *fm, pair_fn p)
 {
-    mpfr_t y, d;
-    mpfr_inits2(fm->prec, y, d, (mpfr_ptr)0);
+    mpfr_t d;
+    mpfr_init2(d, fm->prec);
     int rc = 0;
     for (size_t i = 0; i < L->in * B && !rc; i++) {
-        p(y, d, X[i], fm);
+        p(NULL, d, X[i], fm);
         if (mpfr_zero_p(d) || !mpfr_number_p(d)) rc = VIJP_ESINGULAR; /* f′ is 0 or underflowed here */
         else vo_div(Gy[i], Gx[i], d, fm);
     }
-    mpfr_clears(y, d, (mpfr_ptr)0);
+    mpfr_clear(d);
     return rc;
 }
 
 static void act_jacobian(const vijp_layer *L, mpfr_t *x, mpfr_t *J, const vijp_format *fm, pair_fn p)
 {
-    mpfr_t y;
-    mpfr_init2(y, fm->prec);
     for (size_t i = 0; i < L->in; i++)
         for (size_t j = 0; j < L->in; j++)
-            if (i == j) p(y, J[i + j * L->in], x[i], fm);
+            if (i == j) p(NULL, J[i + j * L->in], x[i], fm);
             else mpfr_set_zero(J[i + j * L->in], 1);
-    mpfr_clear(y);
 }
 
 #define VO_ACT_DEFINE(name)                                                                                   \
