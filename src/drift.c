@@ -4,6 +4,7 @@
 #include "vijp/error.h"
 #include "vijp/vijp.h"
 #include "problem.h"
+#include "compare_cache.h"
 #include <cblas.h>
 #include <lapacke.h>
 #include <math.h>
@@ -255,8 +256,26 @@ static void first_order_bound(const vijp_net *net, const vijp_drift_curve *c, vi
     }
 }
 
+/* The reference rounded in place to the precision the comparisons work at
+ * (when it is wider), so that they read it rather than round every entry
+ * again for every engine; fmt, which its matrices point to, says so.  The
+ * comparisons' results do not change: they rounded it there anyway. */
+static void round_reference(vijp_grads *ref, vijp_format *fmt, const vijp_format *f)
+{
+    mpfr_prec_t p = vijp_compare_prec(f);
+    if (p >= fmt->prec || vijp_format_mpfr(fmt, p, NULL)) return;
+    vijp_mat *mats[] = {&ref->grad_x};
+    for (size_t i = 0; i <= 2 * ref->depth; i++) {
+        vijp_mat *a = i == 0 ? mats[0] : i <= ref->depth ? &ref->g[i - 1] : &ref->grad_theta[i - 1 - ref->depth];
+        for (size_t k = 0, n = a->m ? vijp_mat_len(a) : 0; k < n; k++)
+            (void)mpfr_prec_round(a->m[k], p, MPFR_RNDN); /* narrower: never reallocates (mat.c's one block) */
+    }
+}
+
+/* cache: one per reference matrix, grad_x first, then g_i and ∇θ_i, shared
+ * by the engines' measurements (compare_cache.h). */
 static void measure(const vijp_net *net, const vijp_drift_setup *s, const vijp_grads *got, const vijp_grads *ref,
-                   vijp_drift_run_result *r)
+                    vijp_drift_run_result *r, vijp_compare_cache *cache)
 {
     size_t D = net->depth;
     r->g = vijp_alloc_array(D, sizeof *r->g);
@@ -264,12 +283,14 @@ static void measure(const vijp_net *net, const vijp_drift_setup *s, const vijp_g
     r->stored_by_depth = vijp_alloc_array(D, sizeof *r->stored_by_depth);
     memcpy(r->stored_by_depth, got->stored_by_depth, D * sizeof *r->stored_by_depth);
     r->x = no_metric;
-    if (ref && r->rebuilt > 0) vijp_compare(&got->grad_x, &ref->grad_x, &s->problem.fmt, &r->x);
+    const vijp_format *f = &s->problem.fmt;
+    if (ref && r->rebuilt > 0) vijp_compare_cached(&got->grad_x, &ref->grad_x, f, &r->x, &cache[0]);
     for (size_t i = 0; i < D; i++) {
         r->g[i] = r->theta[i] = no_metric;
         if (!ref || i >= r->rebuilt) continue;
-        vijp_compare(&got->g[i], &ref->g[i], &s->problem.fmt, &r->g[i]);
-        if (got->grad_theta[i].rows) vijp_compare(&got->grad_theta[i], &ref->grad_theta[i], &s->problem.fmt, &r->theta[i]);
+        vijp_compare_cached(&got->g[i], &ref->g[i], f, &r->g[i], &cache[1 + i]);
+        if (got->grad_theta[i].rows)
+            vijp_compare_cached(&got->grad_theta[i], &ref->grad_theta[i], f, &r->theta[i], &cache[1 + D + i]);
     }
 }
 
@@ -292,7 +313,9 @@ int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *e
     c->predicted = vijp_alloc_array(D, sizeof *c->predicted);
     vijp_grads ref = {0};
     vijp_format ref_fmt;
+    vijp_compare_cache *cache = vijp_alloc_array(1 + 2 * D, sizeof *cache); /* zeroed: not ready */
     if (!s->skip_reference && (rc = reference(s, &net, &pf, c, &ref, &ref_fmt, err))) goto out;
+    if (!s->skip_reference) round_reference(&ref, &ref_fmt, &s->problem.fmt);
     for (size_t k = 0; k < c->n_runs && !rc; k++) {
         vijp_drift_run_result *r = &c->runs[k];
         r->engine = k ? s->engines[k - 1] : VIJP_ENGINE_BACKPROP;
@@ -314,7 +337,7 @@ int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *e
         }
         if (vijp_grads_check_finite(&got, &e2)) snprintf(r->nonfinite, sizeof r->nonfinite, "%s", e2.msg);
         rc = 0; /* a singular vijp is recorded in r->failure: a measurement */
-        measure(&net, s, &got, s->skip_reference ? NULL : &ref, r);
+        measure(&net, s, &got, s->skip_reference ? NULL : &ref, r, cache);
         vijp_grads_clear(&got);
         if (r->engine == VIJP_ENGINE_REVERSIBLE &&
             vijp_reversible_reconstruction(&net, pf.theta, &pf.X, r->reconstruction = vijp_alloc_array(D, sizeof(double)), NULL))
@@ -328,6 +351,8 @@ int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *e
             first_order_bound(&net, c, &c->runs[k]);
         }
 out:
+    for (size_t i = 0; i < 1 + 2 * D; i++) vijp_compare_cache_clear(&cache[i]);
+    free(cache);
     vijp_grads_clear(&ref);
     vijp_problem_clear(&pf, &net);
     vijp_net_free(&net);

@@ -4,6 +4,7 @@
  * Lyapunov prediction, the first-order bound, engine failure, stored bytes). */
 #include "testutil.h"
 #include "vijp/drift.h"
+#include "../src/compare_cache.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -642,6 +643,63 @@ START_TEST(stored_by_depth)
 }
 END_TEST
 
+/* The drift study's shortcuts in comparing (compare_cache.h): a reference
+ * rounded beforehand to the working precision and read in place, and Σref²
+ * kept from the first comparison for the next ones, give vijp_compare's
+ * metrics bit for bit, in every kind of format; a cache filled from another
+ * reference does not (so the test sees the cache being used). */
+static int same_metric(vijp_metric a, vijp_metric b)
+{
+    return !memcmp(&a, &b, sizeof a);
+}
+
+START_TEST(compare_cached_is_compare)
+{
+    vijp_rng r;
+    vijp_rng_seed(&r, test_seed());
+    const char *fmts[] = {"double", "bfloat16", "bfloat16+binary32", "mpfr:113"};
+    size_t n = 2500; /* three chunks, the last one partial */
+    for (size_t fi = 0; fi < sizeof fmts / sizeof *fmts; fi++) {
+        vijp_format f, fr, fp;
+        ck_assert(!vijp_format_parse(fmts[fi], &f, NULL));
+        ck_assert(!vijp_format_mpfr(&fr, 256, NULL));
+        ck_assert(!vijp_format_mpfr(&fp, vijp_compare_prec(&f), NULL));
+        vijp_mat ref, narrow, got[3];
+        vijp_mat_init(&ref, n, 1, &fr), vijp_mat_init(&narrow, n, 1, &fp);
+        for (size_t i = 0; i < n; i++) {
+            double v = vijp_rng_normal(&r);
+            vijp_mat_set_entry_d(&ref, i, v);
+            mpfr_nextabove(ref.m[i]); /* a reference off the format's grid */
+            mpfr_set(narrow.m[i], ref.m[i], MPFR_RNDN);
+        }
+        for (int k = 0; k < 3; k++) {
+            vijp_mat_init(&got[k], n, 1, &f);
+            for (size_t i = 0; i < n; i++) vijp_mat_set_entry_d(&got[k], i, mpfr_get_d(ref.m[i], MPFR_RNDN) * (1 + 0x1p-9 * k));
+        }
+        vijp_compare_cache cache = {0}, other = {0};
+        for (int k = 0; k < 3; k++) {
+            vijp_metric plain, cached, rounded;
+            vijp_compare(&got[k], &ref, &f, &plain);
+            vijp_compare_cached(&got[k], &ref, &f, &cached, &cache);
+            vijp_compare_cached(&got[k], &narrow, &f, &rounded, NULL);
+            ck_assert_msg(same_metric(plain, cached) && same_metric(plain, rounded), "%s, matrix %d", fmts[fi], k);
+        }
+        /* a cache of another reference (2·ref) changes the result */
+        vijp_mat twice;
+        vijp_mat_init(&twice, n, 1, &fr);
+        for (size_t i = 0; i < n; i++) mpfr_mul_2ui(twice.m[i], ref.m[i], 1, MPFR_RNDN);
+        vijp_metric a, b;
+        vijp_compare_cached(&got[1], &twice, &f, &a, &other);
+        vijp_compare_cached(&got[1], &ref, &f, &b, &other);
+        vijp_compare(&got[1], &ref, &f, &a);
+        ck_assert_msg(!same_metric(a, b), "%s: a foreign cache went unnoticed", fmts[fi]);
+        vijp_compare_cache_clear(&cache), vijp_compare_cache_clear(&other);
+        vijp_mat_clear(&ref), vijp_mat_clear(&narrow), vijp_mat_clear(&twice);
+        for (int k = 0; k < 3; k++) vijp_mat_clear(&got[k]);
+    }
+}
+END_TEST
+
 Suite *suite_drift(void)
 {
     Suite *s = suite_create("drift");
@@ -651,6 +709,7 @@ Suite *suite_drift(void)
     tcase_add_test(tc, compare_ulps);
     tcase_add_test(tc, compare_angle);
     tcase_add_test(tc, compare_tiny_angle);
+    tcase_add_test(tc, compare_cached_is_compare);
     tcase_add_test(tc, compare_zero_vectors);
     tcase_add_test(tc, compare_nan_propagates);
     tcase_add_test(tc, growth_fit_line);

@@ -1,0 +1,27 @@
+/* Comparing several matrices with one reference (the drift study compares
+ * every engine's gradients with the same MPFR reference): what depends on
+ * the reference alone is formed once.  Internal to the library. */
+#ifndef VIJP_COMPARE_CACHE_H
+#define VIJP_COMPARE_CACHE_H
+
+#include "vijp/metrics.h"
+
+/* Σ ref² at the comparison's working precision, once the first comparison
+ * with this reference has formed it.  Zero-initialise; one cache per
+ * reference matrix and format; vijp_compare_cache_clear frees it. */
+typedef struct {
+    int ready;
+    mpfr_t ref_sumsq;
+} vijp_compare_cache;
+
+/* The precision vijp_compare works at for format f: 2P + 64 bits, at least
+ * 128.  A reference rounded to it beforehand is read in place. */
+mpfr_prec_t vijp_compare_prec(const vijp_format *f);
+
+/* vijp_compare, with the reference's share taken from or stored in cache
+ * (NULL: none).  Bit for bit vijp_compare's metrics. */
+void vijp_compare_cached(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m,
+                         vijp_compare_cache *cache);
+void vijp_compare_cache_clear(vijp_compare_cache *c);
+
+#endif
