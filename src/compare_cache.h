@@ -24,4 +24,9 @@ void vijp_compare_cached(const vijp_mat *a, const vijp_mat *ref, const vijp_form
                          vijp_compare_cache *cache);
 void vijp_compare_cache_clear(vijp_compare_cache *c);
 
+/* vijp_compare's rel and ulps alone (angle_deg NaN), without the two sums
+ * only the angle needs: the reference's validation, which compares two
+ * whole gradient sets and looks at no angle. */
+void vijp_compare_rel_ulps(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m);
+
 #endif

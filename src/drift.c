@@ -31,13 +31,13 @@ static const vijp_metric no_metric = {NAN, NAN, NAN};
 static void disagreement(const vijp_grads *lo, const vijp_grads *hi, const vijp_format *f, double *rel, double *ulps)
 {
     vijp_metric m;
-    vijp_compare(&lo->grad_x, &hi->grad_x, f, &m);
+    vijp_compare_rel_ulps(&lo->grad_x, &hi->grad_x, f, &m);
     *rel = m.rel, *ulps = m.ulps;
     for (size_t i = 0; i < lo->depth; i++)
         for (int t = 0; t < 2; t++) {
             const vijp_mat *a = t ? &lo->grad_theta[i] : &lo->g[i], *b = t ? &hi->grad_theta[i] : &hi->g[i];
             if (!a->rows) continue;
-            vijp_compare(a, b, f, &m);
+            vijp_compare_rel_ulps(a, b, f, &m);
             *rel = vijp_max_nan(*rel, m.rel);
             *ulps = vijp_max_nan(*ulps, m.ulps);
         }

@@ -81,9 +81,23 @@ mpfr_prec_t vijp_compare_prec(const vijp_format *f)
     return 2 * f->prec + 64 > 128 ? 2 * f->prec + 64 : 128;
 }
 
+static void compare(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m,
+                    vijp_compare_cache *cache, int angle);
+
 void vijp_compare(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m)
 {
-    vijp_compare_cached(a, ref, f, m, NULL);
+    compare(a, ref, f, m, NULL, 1);
+}
+
+void vijp_compare_cached(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m,
+                         vijp_compare_cache *cache)
+{
+    compare(a, ref, f, m, cache, 1);
+}
+
+void vijp_compare_rel_ulps(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m)
+{
+    compare(a, ref, f, m, NULL, 0);
 }
 
 void vijp_compare_cache_clear(vijp_compare_cache *c)
@@ -92,8 +106,9 @@ void vijp_compare_cache_clear(vijp_compare_cache *c)
     c->ready = 0;
 }
 
-void vijp_compare_cached(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m,
-                         vijp_compare_cache *cache)
+/* angle = 0: the angle is left NaN and its two sums (Σx², Σxy) are not formed. */
+static void compare(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m,
+                    vijp_compare_cache *cache, int angle)
 {
     mpfr_prec_t p = vijp_compare_prec(f), wide = 2 * p + 64;
     size_t n = vijp_mat_len(ref);
@@ -131,10 +146,10 @@ void vijp_compare_cached(const vijp_mat *a, const vijp_mat *ref, const vijp_form
             px[j] = X.m[j], pd[j] = D.m[j];
             m->ulps = vijp_max_nan(m->ulps, ulps_of(D.m[j], py[j], f, t));
         }
-        vo_dot(na, na, px, px, cnt);
+        if (angle) vo_dot(na, na, px, px, cnt);
         if (!have_nr) vo_dot(nr, nr, py, py, cnt);
         vo_dot(num, num, pd, pd, cnt);
-        vo_dot(sxy, sxy, px, py, cnt);
+        if (angle) vo_dot(sxy, sxy, px, py, cnt);
     }
     if (have_nr) mpfr_set(nr, cache->ref_sumsq, MPFR_RNDN); /* exact: the same precision */
     else if (cache) {
@@ -150,7 +165,7 @@ void vijp_compare_cached(const vijp_mat *a, const vijp_mat *ref, const vijp_form
         mpfr_sqrt(t, t, MPFR_RNDN);
         m->rel = mpfr_get_d(t, MPFR_RNDN);
     }
-    if (mpfr_nan_p(na) || mpfr_inf_p(na) || mpfr_nan_p(sxy)) m->angle_deg = NAN;
+    if (!angle || mpfr_nan_p(na) || mpfr_inf_p(na) || mpfr_nan_p(sxy)) m->angle_deg = NAN;
     else if (mpfr_zero_p(na) || mpfr_zero_p(nr)) m->angle_deg = mpfr_zero_p(na) && mpfr_zero_p(nr) ? 0 : NAN;
     else {
         /* â = αx, r̂ = βy with α = 1/‖x‖, β = 1/‖y‖ (p bits, as before):

@@ -683,6 +683,10 @@ START_TEST(compare_cached_is_compare)
             vijp_compare_cached(&got[k], &ref, &f, &cached, &cache);
             vijp_compare_cached(&got[k], &narrow, &f, &rounded, NULL);
             ck_assert_msg(same_metric(plain, cached) && same_metric(plain, rounded), "%s, matrix %d", fmts[fi], k);
+            vijp_metric ru;
+            vijp_compare_rel_ulps(&got[k], &ref, &f, &ru);
+            ck_assert_msg(!memcmp(&ru, &plain, 2 * sizeof(double)) && isnan(ru.angle_deg), "%s, matrix %d: rel/ulps",
+                          fmts[fi], k);
         }
         /* a cache of another reference (2·ref) changes the result */
         vijp_mat twice;
