@@ -78,7 +78,8 @@ END_TEST
 
 /* Inputs where binary32's results come within the margin of a midpoint of
  * its grid, found by scanning every binary32 input against the oracle
- * (glibc 2.36: exp 55 such inputs, sech 26, tanh 20, erfc 41, log1p 132):
+ * (glibc 2.36: exp 55 such inputs, expm1 45, log 191, log1p 132, tanh 20,
+ * sech 26, erfc 41, atanh 14):
  * the rounding test must fall back there.  All but the first are inputs
  * where rounding glibc's value directly (margin 0) is wrong: a test that
  * fails when the margin is broken. */
@@ -92,6 +93,8 @@ static const struct {
     {VIJP_EMU_LOG1P, 0x1.fb035ap-2},    /* 0x1.9bddc4p-2, not …c2p-2 */
     {VIJP_EMU_LOG1P, 0x1.0f1fd6p+3},    /* 0x1.1fcbdp+1, not 0x1.1fcbcep+1 */
     {VIJP_EMU_LOG1P, 0x1.6351d8p+95},   /* 0x1.08b51p+6, not 0x1.08b512p+6 */
+    {VIJP_EMU_LOG, 0x1.827a74p-7},      /* -0x1.1c2b2p+2, not -0x1.1c2b1ep+2 */
+    {VIJP_EMU_LOG, 0x1.bacb4ap+25},     /* 0x1.1e0694p+4, not …96p+4 */
 };
 
 static const double specials[] = {
