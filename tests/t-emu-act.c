@@ -179,20 +179,20 @@ START_TEST(fma_matches_oracle)
         for (long i = 0; i < n; i++) {
             uint64_t u = vijp_rng_u64(&rng);
             double x = vijp_emu_round(ldexp(vijp_rng_uniform(&rng) + 0.5, (int)(u % 20) - 10), g);
-            double y = vijp_emu_round(ldexp(vijp_rng_uniform(&rng) + 0.5, (int)(u >> 8) % 20 - 10), g);
-            double ab = x * y, q = ldexp(1.0, ilogb(ab) - g.p); /* exact product; half the grid's quantum at it */
+            double y = vijp_emu_round(ldexp(vijp_rng_uniform(&rng) + 0.5, (int)((u >> 8) % 20) - 10), g);
+            double ab = x * y, q = ab != 0 ? ldexp(1.0, ilogb(ab) - g.p) : 0; /* exact product; half the grid's quantum at it */
             double z;
             switch ((u >> 16) % 5) {
-            case 0: z = vijp_emu_round(ldexp(vijp_rng_uniform(&rng) - 0.5, (int)(u >> 24) % 60 - 30), g); break;
+            case 0: z = vijp_emu_round(ldexp(vijp_rng_uniform(&rng) - 0.5, (int)((u >> 24) % 60) - 30), g); break;
             case 1: z = vijp_emu_round(-ab + q * (double)((u >> 24) % 5), g); break;            /* cancellation */
-            case 2: z = vijp_emu_round(ab * ldexp(1.0, -(g.p + 3 + (int)(u >> 24) % 30)), g); break; /* a sticky bit */
-            case 3: z = vijp_emu_round(ldexp(vijp_rng_uniform(&rng), -140 - (int)(u >> 24) % 10), g); break; /* subnormal */
+            case 2: z = vijp_emu_round(ab * ldexp(1.0, -(g.p + 3 + (int)((u >> 24) % 30))), g); break; /* a sticky bit */
+            case 3: z = vijp_emu_round(ldexp(vijp_rng_uniform(&rng), -140 - (int)((u >> 24) % 10)), g); break; /* subnormal */
             default: {
                 /* z with an odd last bit and x·y = ±h(1 − 2^(2−2p)), h half z's
                  * quantum: z + x·y lies 2^(2−2p)·h inside a midpoint (2^-46 h in
                  * binary32), which a binary64 fma rounds onto the midpoint
                  * itself and then, to even, to the wrong neighbour */
-                z = vijp_emu_round(ldexp(1 + vijp_rng_uniform(&rng), (int)(u >> 24) % 40 - 20), g);
+                z = vijp_emu_round(ldexp(1 + vijp_rng_uniform(&rng), (int)((u >> 24) % 40) - 20), g);
                 double h = ldexp(1.0, ilogb(z) - g.p);
                 if (!((uint64_t)(z / (2 * h)) & 1)) z += 2 * h;
                 x = h * (1 + ldexp(1.0, 1 - g.p)) * ((u >> 29) & 1 ? -1 : 1), y = 1 - ldexp(1.0, 1 - g.p);
