@@ -74,7 +74,7 @@ MP_STATIC ?= $(if $(and $(MPFR_A),$(GMP_A)),$(MP_WHOLE))
 COMPILE = $(CC) $(VIJP_CPPFLAGS) $(CPPFLAGS) $(VIJP_CFLAGS) $(CFLAGS) $(VIJP_FPFLAGS) $(VIJP_ISAFLAGS) -MMD -MP
 LINK    = $(CC) $(VIJP_CFLAGS) $(CFLAGS) $(VIJP_FPFLAGS) $(VIJP_LDFLAGS) $(LDFLAGS)
 
-LIB_SRC := $(wildcard src/*.c src/layers/*.c src/engines/*.c src/array_io/*.c) $(wildcard oracles/*.c)
+LIB_SRC := $(wildcard src/*.c src/layers/*.c src/engines/*.c src/array_io/*.c src/emu/*.c) $(wildcard oracles/*.c)
 # The kernel table (src/kernels/kernels.h): ref always; the SIMD sets unless
 # GENERIC=1, each directory compiled for its instruction set (VIJP_ISAFLAGS,
 # per object) and chosen at run time by CPU feature detection.

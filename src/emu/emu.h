@@ -93,6 +93,27 @@ static inline double vijp_emu_mul(double a, double b, vijp_emu_grid g) { return 
 static inline double vijp_emu_div(double a, double b, vijp_emu_grid g) { return vijp_emu_round(a / b, g); }
 static inline double vijp_emu_sqrt(double a, vijp_emu_grid g) { return vijp_emu_round(sqrt(a), g); }
 
+/* a·b + c with one rounding onto g (the oracle's vo_fma).  a·b of two
+ * p-bit values (p <= 24) is exact in binary64; the sum's rounding error
+ * comes from TwoSum (exact, Knuth), and the sum is rounded *to odd* at 53
+ * bits: an inexact sum whose last bit is even moves one ulp toward the
+ * exact value.  Rounding to odd at q >= p + 2 bits and then to nearest at p
+ * bits is one correct rounding to nearest (Boldo and Melquiond, "Emulation
+ * of FMA and correctly rounded sums: proved algorithms using rounding to
+ * odd", IEEE TC 57(4), 2008, Thm. 1), here with q = 53 >= 26.  Operands
+ * within binary32's range keep a·b + c far inside binary64's normal range
+ * (|a·b| >= 2^-298 when nonzero, <= 2^256). */
+static inline double vijp_emu_fma(double a, double b, double c, vijp_emu_grid g)
+{
+    double prod = a * b, s = prod + c;
+    if (!isfinite(s)) return vijp_emu_round(s, g);
+    double bb = s - prod, err = (prod - (s - bb)) + (c - bb); /* TwoSum: prod + c = s + err exactly */
+    uint64_t bits;
+    memcpy(&bits, &s, sizeof bits);
+    if (err != 0 && !(bits & 1)) s = nextafter(s, err > 0 ? INFINITY : -INFINITY);
+    return vijp_emu_round(s, g);
+}
+
 /* acc + a·b with one rounding onto binary32's grid (mixed formats only:
  * their accumulation format is binary32, and a, b, acc are binary32
  * values, so the float conversions are exact). */

@@ -36,7 +36,8 @@ static void eval(const vijp_layer *L, const double *th, double x, double *f, dou
 static unsigned declare(const vijp_layer *L) { (void)L; return 0; }
 
 static const vijp_ops_d ops_d = VIJP_ACT_OPS_D(NULL);
-static const vijp_ops_mp ops_mp = VO_ACT_OPS_MP(mish, NULL);
+VIJP_ACT_MP_DEFINE(mish, VIJP_KACT_MISH)
+static const vijp_ops_mp ops_mp = VIJP_ACT_OPS_MP(NULL);
 
 const vijp_layer_type vijp_layer_mish = {
     .name = "mish", .syntax = "mish (x·tanh(softplus(x)); keeps its width)",

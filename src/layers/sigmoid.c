@@ -35,7 +35,9 @@ static int inverse(const vijp_layer *L, const double *th, const double *Y, size_
 }
 
 static const vijp_ops_d ops_d = VIJP_ACT_OPS_D(inverse);
-static const vijp_ops_mp ops_mp = VO_ACT_OPS_MP(sigmoid, vo_sigmoid_inverse);
+VIJP_ACT_MP_DEFINE(sigmoid, VIJP_KACT_SIGMOID)
+VIJP_ACT_MP_INVERSE_DEFINE(sigmoid, VIJP_KACT_SIGMOID)
+static const vijp_ops_mp ops_mp = VIJP_ACT_OPS_MP(mp_inverse);
 
 const vijp_layer_type vijp_layer_sigmoid = {
     .name = "sigmoid", .syntax = "sigmoid (keeps its width)",

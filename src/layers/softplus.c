@@ -34,7 +34,9 @@ static int inverse(const vijp_layer *L, const double *th, const double *Y, size_
 }
 
 static const vijp_ops_d ops_d = VIJP_ACT_OPS_D(inverse);
-static const vijp_ops_mp ops_mp = VO_ACT_OPS_MP(softplus, vo_softplus_inverse);
+VIJP_ACT_MP_DEFINE(softplus, VIJP_KACT_SOFTPLUS)
+VIJP_ACT_MP_INVERSE_DEFINE(softplus, VIJP_KACT_SOFTPLUS)
+static const vijp_ops_mp ops_mp = VIJP_ACT_OPS_MP(mp_inverse);
 
 const vijp_layer_type vijp_layer_softplus = {
     .name = "softplus", .syntax = "softplus (keeps its width)",

@@ -37,10 +37,9 @@ static int inverse(const vijp_layer *L, const double *th, const double *Y, size_
 
 static const vijp_ops_d ops_d = VIJP_ACT_OPS_D(inverse);
 
-static const vijp_ops_mp ops_mp = {
-    .forward = vo_tanh_forward, .jvp = vo_tanh_jvp, .vjp = vo_tanh_jvp, .vijp = vo_tanh_vijp,
-    .jacobian = vo_tanh_jacobian, .inverse = vo_tanh_inverse,
-};
+VIJP_ACT_MP_DEFINE(tanh, VIJP_KACT_TANH)
+VIJP_ACT_MP_INVERSE_DEFINE(tanh, VIJP_KACT_TANH)
+static const vijp_ops_mp ops_mp = VIJP_ACT_OPS_MP(mp_inverse);
 
 const vijp_layer_type vijp_layer_tanh = {
     .name = "tanh", .syntax = "tanh (keeps its width)",
