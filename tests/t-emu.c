@@ -116,6 +116,8 @@ START_TEST(hand_cases)
     ck_assert(isinf(vijp_emu_mul(0x1p127, 2, g)));               /* 2^128 overflows */
     ck_assert(vijp_emu_round(0x1.fep127, g) == 0x1.fep127);      /* the largest bfloat16 */
     ck_assert(isinf(vijp_emu_round(0x1.ffp127, g)));             /* the tie above it overflows */
+    ck_assert(isinf(vijp_emu_round(0x1p1000, g)) && isinf(vijp_emu_round(-0x1.fffffffffffffp1023, g)) &&
+              signbit(vijp_emu_round(-0x1p1023, g))); /* the largest doubles: Inf, signed */
     ck_assert_int_eq(vijp_format_parse("bfloat16+binary32", &f, NULL), 0);
     ck_assert(vijp_emu_madd(1, 0x1p-9, 1, &f) == 1 + 0x1p-9);    /* binary32 accumulation keeps it */
     ck_assert(vijp_emu_round(1 + 0x1p-9, vijp_emu_store(&f)) == 1); /* the store drops it */

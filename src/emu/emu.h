@@ -61,7 +61,7 @@ static inline vijp_emu_grid vijp_emu_store(const vijp_format *f)
     return (vijp_emu_grid){(int)f->store_prec, (int)f->store_emin, (int)f->store_emax};
 }
 
-/* x (any double within the binary64 normal range, or ±0, ±Inf, NaN)
+/* x (any double, ±0, ±Inf or NaN)
  * rounded to nearest, ties to even, onto g: the value mpfr_set_d, then
  * mpfr_check_range and mpfr_subnormalize under g give. */
 static inline double vijp_emu_round(double x, vijp_emu_grid g)
@@ -72,6 +72,7 @@ static inline double vijp_emu_round(double x, vijp_emu_grid g)
     if (biased == 0x7ff || x == 0) return x; /* NaN, ±Inf, ±0 */
     if (biased == 0) return copysign(0.0, x); /* below 2^-1022: far under every grid's half-quantum */
     int e = biased - 1022;                    /* MPFR's exponent: |x| in [2^(e-1), 2^e) */
+    if (e > g.emax) return copysign(INFINITY, x); /* |x| >= 2^emax: past the grid (and the shift below would overflow) */
     int k = e - g.p > g.emin - 1 ? e - g.p : g.emin - 1; /* the quantum 2^k at x */
     /* C = 1.5·2^(k+52): |x| < 2^(k+p+1) <= 2^(k+25), so |x| + C lies in
      * [2^(k+52), 2^(k+53)), whose binary64 spacing is 2^k: the addition
