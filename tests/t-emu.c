@@ -116,6 +116,7 @@ START_TEST(hand_cases)
     ck_assert(isinf(vijp_emu_mul(0x1p127, 2, g)));               /* 2^128 overflows */
     ck_assert(vijp_emu_round(0x1.fep127, g) == 0x1.fep127);      /* the largest bfloat16 */
     ck_assert(isinf(vijp_emu_round(0x1.ffp127, g)));             /* the tie above it overflows */
+    ck_assert(isinf(vijp_emu_round(0x1.8p979, g))); /* bf16's shift constant would be 1.5·2^1024: NaN */
     ck_assert(isinf(vijp_emu_round(0x1p1000, g)) && isinf(vijp_emu_round(-0x1.fffffffffffffp1023, g)) &&
               signbit(vijp_emu_round(-0x1p1023, g))); /* the largest doubles: Inf, signed */
     ck_assert_int_eq(vijp_format_parse("bfloat16+binary32", &f, NULL), 0);
