@@ -62,6 +62,8 @@ COMPILE = $(CC) $(VIJP_CPPFLAGS) $(CPPFLAGS) $(VIJP_CFLAGS) $(CFLAGS) $(VIJP_FPF
 LINK    = $(CC) $(VIJP_CFLAGS) $(CFLAGS) $(VIJP_FPFLAGS) $(VIJP_LDFLAGS) $(LDFLAGS)
 
 LIB_SRC := $(wildcard src/*.c src/layers/*.c src/engines/*.c src/array_io/*.c) $(wildcard oracles/*.c)
+# The narrow formats' native operators (src/emu/, bit for bit the oracles').
+LIB_SRC += $(wildcard src/emu/*.c)
 # The kernel table (src/kernels/kernels.h): ref always; the SIMD sets unless
 # GENERIC=1, each directory compiled for its instruction set (VIJP_ISAFLAGS,
 # per object) and chosen at run time by CPU feature detection.
