@@ -147,12 +147,12 @@ static void shape_matrix(vijp_rng *r, double *W, size_t n, vijp_emu_grid g)
     }
 }
 
-/* vijp (square: the solve; m ≠ n: the oracle's QR, through the dispatch),
- * inverse and the solve itself, both orientations, on one random case.
+/* vijp (square: the solve; m ≠ n: the QR), inverse and the solve itself,
+ * both orientations, or (m > n) the fragment and cokernel, on one random case.
  * Counts the singular outcomes in *singular. */
 static void solves_case(vijp_rng *r, const vijp_format *f, const char *fmt, long cs, long *singular)
 {
-    size_t n = small(r, cs % 9 ? 8 : 24), m = cs % 4 ? n : small(r, 8), B = small(r, 5), P = m * n + m;
+    size_t n = small(r, cs % 9 ? 8 : 24), m = cs % 3 ? n : small(r, 12), B = small(r, 5), P = m * n + m;
     int kind = (int)(vijp_rng_u64(r) % N_KINDS);
     vijp_layer L;
     dense(&L, m, n);
@@ -187,6 +187,16 @@ static void solves_case(vijp_rng *r, const vijp_format *f, const char *fmt, long
             vo_vec_free(ro, n * B), vo_vec_free(re, n * B);
         }
     } else {
+        if (m > n) { /* the fragment of gy (here Y) and the cokernel basis, from the same QR */
+            size_t room = k + m * (m - n);
+            mpfr_t *qo = out_vec(room, f, 1), *qe = out_vec(room, f, 3);
+            vo_dense_fragment(&L, th, NULL, B, Y, qo, f), vijp_emu_dense_fragment(&L, th2, NULL, B, Y2, qe, f);
+            expect_same(qo, qe, k, "fragment", fmt, &L, B, cs);
+            rc_o = vo_dense_cokernel(&L, th, NULL, qo, f), rc_e = vijp_emu_dense_cokernel(&L, th2, NULL, qe, f);
+            ck_assert_msg(rc_o == rc_e, "cokernel in %s, dense %zux%zu, case %ld: oracle %d, emu %d", fmt, m, n, cs, rc_o, rc_e);
+            if (!rc_o) expect_same(qo, qe, m * (m - n), "cokernel", fmt, &L, B, cs); /* unwritten on failure */
+            vo_vec_free(qo, room), vo_vec_free(qe, room);
+        }
         ck_assert_int_eq(vo_dense_inverse(&L, th, Y, B, o, f), VIJP_EUNSUPPORTED);
         ck_assert_int_eq(vijp_emu_dense_inverse(&L, th2, Y2, B, e, f), VIJP_EUNSUPPORTED);
     }

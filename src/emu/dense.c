@@ -13,37 +13,16 @@
  * over independent outputs may be ordered differently (layouts chosen for
  * contiguous access).  Mixed formats: the oracle computes in the
  * accumulation format and vijp_mat_store (src/layer.c) rounds the results
- * to storage afterwards, for both paths; nothing here stores.
+ * to storage afterwards, for both paths; no storage rounding here.
  *
  * Every other format (mpfr:P, the exact-dots reference) runs the oracle
  * itself.  tests/t-emu-dense.c checks both paths against each other. */
 #include "dense.h"
 #include "emu.h"
+#include "io.h"
 #include "vijp/error.h"
-#include "vijp/memory.h"
 #include "../../oracles/oracles.h"
 #include <stdlib.h>
-
-static double *load(mpfr_t *v, size_t n)
-{
-    double *d = vijp_alloc_array(n, sizeof *d);
-    for (size_t i = 0; i < n; i++) d[i] = mpfr_get_d(v[i], MPFR_RNDN); /* exact: a value of the format */
-    return d;
-}
-
-static void store(mpfr_t *v, const double *d, size_t n)
-{
-    for (size_t i = 0; i < n; i++) mpfr_set_d(v[i], d[i], MPFR_RNDN); /* exact: on the format's grid */
-}
-
-/* W (m × n, column-major in th) transposed: row i of W contiguous. */
-static double *load_rows(mpfr_t *th, size_t m, size_t n)
-{
-    double *w = vijp_alloc_array(m * n, sizeof *w);
-    for (size_t i = 0; i < m; i++)
-        for (size_t k = 0; k < n; k++) w[k + i * n] = mpfr_get_d(th[i + k * m], MPFR_RNDN);
-    return w;
-}
 
 /* Σ_k a[k·sa]·b[k·sb] formed into +0 by vo_madd, k ascending: the
  * oracle's dot product in f. */
@@ -59,15 +38,15 @@ static void products(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_
                      const vijp_format *f)
 {
     size_t m = L->out, n = L->in;
-    double *w = load_rows(th, m, n), *x = load(X, n * B), *y = vijp_alloc_array(m * B, sizeof *y);
-    double *b = bias ? load(&th[m * n], m) : NULL;
+    double *w = vijp_emu_get_rows(th, m, n), *x = vijp_emu_get(X, n * B), *y = vijp_alloc_array(m * B, sizeof *y);
+    double *b = bias ? vijp_emu_get(&th[m * n], m) : NULL;
     vijp_emu_grid g = vijp_emu_arith(f);
     for (size_t j = 0; j < B; j++)
         for (size_t i = 0; i < m; i++) {
             double acc = dot(&w[i * n], 1, &x[j * n], 1, n, f);
             y[i + j * m] = b ? vijp_emu_add(acc, b[i], g) : acc;
         }
-    store(Y, y, m * B);
+    vijp_emu_put(Y, y, m * B);
     free(w), free(x), free(y), free(b);
 }
 
@@ -92,10 +71,10 @@ void vijp_emu_dense_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mp
         return;
     }
     size_t m = L->out, n = L->in;
-    double *w = load(th, m * n), *gy = load(Gy, m * B), *gx = vijp_alloc_array(n * B, sizeof *gx);
+    double *w = vijp_emu_get(th, m * n), *gy = vijp_emu_get(Gy, m * B), *gx = vijp_alloc_array(n * B, sizeof *gx);
     for (size_t j = 0; j < B; j++) /* (Wᵀ g)_k = Σ_i W(i, k) g_i, i ascending: column k of W is contiguous */
         for (size_t k = 0; k < n; k++) gx[k + j * n] = dot(&w[k * m], 1, &gy[j * m], 1, m, f);
-    store(Gx, gx, n * B);
+    vijp_emu_put(Gx, gx, n * B);
     free(w), free(gy), free(gx);
 }
 
@@ -107,7 +86,7 @@ void vijp_emu_dense_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t
         return;
     }
     size_t m = L->out, n = L->in;
-    double *x = load(X, n * B), *gy = load(Gy, m * B), *gt = vijp_alloc_array(m * n + m, sizeof *gt);
+    double *x = vijp_emu_get(X, n * B), *gy = vijp_emu_get(Gy, m * B), *gt = vijp_alloc_array(m * n + m, sizeof *gt);
     vijp_emu_grid g = vijp_emu_arith(f);
     for (size_t i = 0; i < m; i++) { /* ∂W(i, k) = Σ_j g(i, j) x(k, j), j ascending; ∂b_i = Σ_j g(i, j) */
         for (size_t k = 0; k < n; k++) gt[i + k * m] = dot(&gy[i], m, &x[k], n, B, f);
@@ -115,7 +94,7 @@ void vijp_emu_dense_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t
         for (size_t j = 0; j < B; j++) s = vijp_emu_add(s, gy[i + j * m], g);
         gt[m * n + i] = s;
     }
-    store(Gt, gt, m * n + m);
+    vijp_emu_put(Gt, gt, m * n + m);
     free(x), free(gy), free(gt);
 }
 
@@ -161,9 +140,9 @@ static int ge_solve(size_t n, double *A, double *r, size_t B, vijp_emu_grid g)
  * r, also when singular). */
 static int solve_mp(size_t n, mpfr_t *A0, int trans, mpfr_t *rhs, mpfr_t *r, size_t B, const vijp_format *f)
 {
-    double *A = trans ? load_rows(A0, n, n) : load(A0, n * n), *x = load(rhs, n * B);
+    double *A = trans ? vijp_emu_get_rows(A0, n, n) : vijp_emu_get(A0, n * n), *x = vijp_emu_get(rhs, n * B);
     int rc = ge_solve(n, A, x, B, vijp_emu_arith(f));
-    store(r, x, n * B);
+    vijp_emu_put(r, x, n * B);
     free(A), free(x);
     return rc;
 }
@@ -174,12 +153,13 @@ int vijp_emu_ge_solve(size_t n, mpfr_t *A0, int trans, mpfr_t *r, size_t B, cons
 }
 
 /* Square W: Wᵀ gy = gx by the solve (vo_dense_vijp); the QR cases of
- * m ≠ n run the oracle's. */
+ * m ≠ n are in dense_qr.c. */
 int vijp_emu_dense_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *frag,
                         mpfr_t *Gy, const vijp_format *f)
 {
     size_t n = L->in;
-    if (!vijp_emu_applies(f) || L->out != n) return vo_dense_vijp(L, th, X, B, Gx, frag, Gy, f);
+    if (L->out != n) return vijp_emu_dense_vijp_qr(L, th, X, B, Gx, frag, Gy, f);
+    if (!vijp_emu_applies(f)) return vo_dense_vijp(L, th, X, B, Gx, frag, Gy, f);
     return solve_mp(n, th, 1, Gx, Gy, B, f); /* the oracle copies gx to gy, then solves in gy */
 }
 
@@ -187,12 +167,12 @@ int vijp_emu_dense_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B,
 {
     size_t n = L->in;
     if (!vijp_emu_applies(f) || L->out != n) return vo_dense_inverse(L, th, Y, B, X, f);
-    double *A = load(th, n * n + n), *x = load(Y, n * B), *b = A + n * n;
+    double *A = vijp_emu_get(th, n * n + n), *x = vijp_emu_get(Y, n * B), *b = A + n * n;
     vijp_emu_grid g = vijp_emu_arith(f);
     for (size_t j = 0; j < B; j++)
         for (size_t i = 0; i < n; i++) x[i + j * n] = vijp_emu_sub(x[i + j * n], b[i], g);
     int rc = ge_solve(n, A, x, B, g);
-    store(X, x, n * B);
+    vijp_emu_put(X, x, n * B);
     free(A), free(x);
     return rc;
 }

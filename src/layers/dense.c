@@ -287,8 +287,8 @@ static const vijp_ops_d ops_d = {
 static const vijp_ops_mp ops_mp = {
     .forward = vijp_emu_dense_forward, .jvp = vijp_emu_dense_jvp, .vjp = vijp_emu_dense_vjp,
     .vjp_param = vijp_emu_dense_vjp_param, .fragment_count = vo_dense_fragment_count,
-    .fragment = vo_dense_fragment, .vijp = vijp_emu_dense_vijp, .jacobian = vo_dense_jacobian,
-    .cokernel = vo_dense_cokernel, .inverse = vijp_emu_dense_inverse,
+    .fragment = vijp_emu_dense_fragment, .vijp = vijp_emu_dense_vijp, .jacobian = vo_dense_jacobian,
+    .cokernel = vijp_emu_dense_cokernel, .inverse = vijp_emu_dense_inverse,
 };
 
 /* ---- the error-bound contract (vijp_layer_bounds; tests/t-layers.c) ---- */
