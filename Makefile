@@ -334,7 +334,8 @@ $(BUILD)/bench-mpi: $(BUILD)/tests/bench-mpi.o $(BUILD)/src/cli/unit_io.o $(BUIL
 	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
 
 bench: $(BUILD)/bench-engines $(BUILD)/bench-drift $(BUILD)/bench-certify $(BUILD)/bench-memory $(BUILD)/bench-activations \
-       $(BUILD)/bench-conv $(BUILD)/bench-kernels $(BUILD)/bench-mpi $(BUILD)/bench-reference $(BUILD)/vijp $(BENCH_GPU)
+       $(BUILD)/bench-conv $(BUILD)/bench-kernels $(BUILD)/bench-mpi $(BUILD)/bench-reference $(BUILD)/vijp $(BENCH_GPU) \
+       $(BUILD)/bench-emu-dense
 	./$(BUILD)/bench-engines
 	./$(BUILD)/bench-conv
 	./$(BUILD)/bench-drift
@@ -345,6 +346,7 @@ bench: $(BUILD)/bench-engines $(BUILD)/bench-drift $(BUILD)/bench-certify $(BUIL
 	./$(BUILD)/bench-mpi $(BUILD)/vijp
 	./$(BUILD)/bench-reference $(BUILD)/vijp
 	$(if $(BENCH_GPU),./$(BENCH_GPU))
+	./$(BUILD)/bench-emu-dense
 
 # bench-reference compares the reference's dot products with Arb's arb_dot
 # when arb.h is installed (Debian libflint-arb-dev), and leaves it out otherwise.

@@ -11,6 +11,7 @@
 #include "../oracles/oracles.h"
 #include "../src/emu/dense.h"
 #include "../src/emu/emu.h"
+#include "../src/emu/io.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,6 +257,31 @@ START_TEST(pivot_tie_hand_case)
 }
 END_TEST
 
+/* The native path's reader (io.h: MPFR's fields copied into binary64's)
+ * gives mpfr_get_d's double, sign of zero included, on every class of
+ * value, in each format's precision and in 53 bits. */
+START_TEST(reader_matches_mpfr_get_d)
+{
+    vijp_rng r;
+    vijp_rng_seed(&r, test_seed() + 13);
+    for (size_t fi = 0; fi < N_FORMATS; fi++) {
+        vijp_format f;
+        ck_assert_int_eq(vijp_format_parse(formats[fi], &f, NULL), 0);
+        vijp_emu_grid g = vijp_emu_arith(&f);
+        mpfr_t v, w;
+        mpfr_init2(v, f.prec), mpfr_init2(w, 53);
+        for (long i = 0; i < test_iters(20000); i++) {
+            double d = draw(&r, g, (int)(i % N_KINDS)), e = ldexp(vijp_rng_normal(&r), (int)(vijp_rng_u64(&r) % 2000) - 1000);
+            mpfr_set_d(v, d, MPFR_RNDN), mpfr_set_d(w, e, MPFR_RNDN);
+            double a = vijp_emu_get1(v), b = mpfr_get_d(v, MPFR_RNDN), a2 = vijp_emu_get1(w), b2 = mpfr_get_d(w, MPFR_RNDN);
+            ck_assert_msg((isnan(a) && isnan(b)) || (a == b && signbit(a) == signbit(b)), "%s: %a read as %a", formats[fi], b, a);
+            ck_assert_msg(a2 == b2 && signbit(a2) == signbit(b2), "53 bits: %a read as %a", b2, a2);
+        }
+        mpfr_clears(v, w, (mpfr_ptr)0);
+    }
+}
+END_TEST
+
 /* Formats emu does not apply to run the oracle itself (same results, since
  * it is the same code; here to catch a dispatch that takes them natively). */
 START_TEST(other_formats_run_the_oracle)
@@ -282,6 +308,7 @@ Suite *suite_emu_dense(void)
     tcase_add_test(tc, solves_match_oracle);
     tcase_add_test(tc, pivot_tie_hand_case);
     tcase_add_test(tc, other_formats_run_the_oracle);
+    tcase_add_test(tc, reader_matches_mpfr_get_d);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -33,7 +33,24 @@ static double dot(const double *a, size_t sa, const double *b, size_t sb, size_t
     return acc;
 }
 
-/* y_i = (Σ_k W(i, k) x_k) + b_i (vo_dense_forward) or, bias NULL, V = W U. */
+/* out[l] = Σ_k a[k + l·lda]·x[k] for l < rows, each by dot's sequence.  Four
+ * rows at a time: each sum is a chain of dependent roundings, so four
+ * independent chains keep the core busy; every sum still sees its own terms
+ * in its own order, so the bits are dot's. */
+static void dot_rows(const double *a, size_t lda, const double *x, size_t n, size_t rows, double *out,
+                     const vijp_format *f)
+{
+    size_t l = 0;
+    for (; l + 4 <= rows; l += 4) {
+        double acc[4] = {0, 0, 0, 0};
+        for (size_t k = 0; k < n; k++)
+            for (size_t q = 0; q < 4; q++) acc[q] = vijp_emu_madd(acc[q], a[k + (l + q) * lda], x[k], f);
+        for (size_t q = 0; q < 4; q++) out[l + q] = acc[q];
+    }
+    for (; l < rows; l++) out[l] = dot(&a[l * lda], 1, x, 1, n, f);
+}
+
+/* y_i = (Σ_k W(i, k) x_k) + b_i (vo_dense_forward) or, bias 0, V = W U. */
 static void products(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, int bias,
                      const vijp_format *f)
 {
@@ -41,11 +58,10 @@ static void products(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_
     double *w = vijp_emu_get_rows(th, m, n), *x = vijp_emu_get(X, n * B), *y = vijp_alloc_array(m * B, sizeof *y);
     double *b = bias ? vijp_emu_get(&th[m * n], m) : NULL;
     vijp_emu_grid g = vijp_emu_arith(f);
-    for (size_t j = 0; j < B; j++)
-        for (size_t i = 0; i < m; i++) {
-            double acc = dot(&w[i * n], 1, &x[j * n], 1, n, f);
-            y[i + j * m] = b ? vijp_emu_add(acc, b[i], g) : acc;
-        }
+    for (size_t j = 0; j < B; j++) {
+        dot_rows(w, n, &x[j * n], n, m, &y[j * m], f);
+        for (size_t i = 0; b && i < m; i++) y[i + j * m] = vijp_emu_add(y[i + j * m], b[i], g);
+    }
     vijp_emu_put(Y, y, m * B);
     free(w), free(x), free(y), free(b);
 }
@@ -73,7 +89,7 @@ void vijp_emu_dense_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mp
     size_t m = L->out, n = L->in;
     double *w = vijp_emu_get(th, m * n), *gy = vijp_emu_get(Gy, m * B), *gx = vijp_alloc_array(n * B, sizeof *gx);
     for (size_t j = 0; j < B; j++) /* (Wᵀ g)_k = Σ_i W(i, k) g_i, i ascending: column k of W is contiguous */
-        for (size_t k = 0; k < n; k++) gx[k + j * n] = dot(&w[k * m], 1, &gy[j * m], 1, m, f);
+        dot_rows(w, m, &gy[j * m], m, n, &gx[j * n], f);
     vijp_emu_put(Gx, gx, n * B);
     free(w), free(gy), free(gx);
 }
@@ -98,22 +114,23 @@ void vijp_emu_dense_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t
     free(x), free(gy), free(gt);
 }
 
-/* vo_ge_solve on doubles: A (n × n, column-major, already transposed where
+/* vo_ge_solve on doubles: A (n × n, row-major, already transposed where
  * asked) is overwritten by its LU factors, r (n × B) by the solution.  The
  * pivot is the first entry of largest magnitude at or below the diagonal:
  * mpfr_cmpabs(a, b) > 0 is fabs(a) > fabs(b), false for NaN on either side
  * as mpfr_cmpabs's 0 is, so ties and NaNs keep the earlier row. */
 static int ge_solve(size_t n, double *A, double *r, size_t B, vijp_emu_grid g)
 {
+#define A_(i, k) A[(i) * n + (k)] /* row-major here: the updates run along rows */
     for (size_t c = 0; c < n; c++) {
         size_t p = c;
         for (size_t i = c + 1; i < n; i++)
-            if (fabs(A[i + c * n]) > fabs(A[p + c * n])) p = i;
-        if (A[p + c * n] == 0) return VIJP_ESINGULAR; /* r left as far as it got, as the oracle leaves it */
+            if (fabs(A_(i, c)) > fabs(A_(p, c))) p = i;
+        if (A_(p, c) == 0) return VIJP_ESINGULAR; /* r left as far as it got, as the oracle leaves it */
         if (p != c) {
             for (size_t k = 0; k < n; k++) {
-                double t = A[c + k * n];
-                A[c + k * n] = A[p + k * n], A[p + k * n] = t;
+                double t = A_(c, k);
+                A_(c, k) = A_(p, k), A_(p, k) = t;
             }
             for (size_t j = 0; j < B; j++) {
                 double t = r[c + j * n];
@@ -121,26 +138,27 @@ static int ge_solve(size_t n, double *A, double *r, size_t B, vijp_emu_grid g)
             }
         }
         for (size_t i = c + 1; i < n; i++) {
-            double t = vijp_emu_div(A[i + c * n], A[c + c * n], g); /* multiplier l_ic */
-            for (size_t k = c + 1; k < n; k++) A[i + k * n] = vijp_emu_sub(A[i + k * n], vijp_emu_mul(t, A[c + k * n], g), g);
+            double t = vijp_emu_div(A_(i, c), A_(c, c), g); /* multiplier l_ic */
+            for (size_t k = c + 1; k < n; k++) A_(i, k) = vijp_emu_sub(A_(i, k), vijp_emu_mul(t, A_(c, k), g), g);
             for (size_t j = 0; j < B; j++) r[i + j * n] = vijp_emu_sub(r[i + j * n], vijp_emu_mul(t, r[c + j * n], g), g);
         }
     }
     for (size_t j = 0; j < B; j++) /* back substitution with U */
         for (size_t i = n; i-- > 0;) {
             double *ri = &r[i + j * n];
-            for (size_t k = i + 1; k < n; k++) *ri = vijp_emu_sub(*ri, vijp_emu_mul(A[i + k * n], r[k + j * n], g), g);
-            *ri = vijp_emu_div(*ri, A[i + i * n], g);
+            for (size_t k = i + 1; k < n; k++) *ri = vijp_emu_sub(*ri, vijp_emu_mul(A_(i, k), r[k + j * n], g), g);
+            *ri = vijp_emu_div(*ri, A_(i, i), g);
         }
     return 0;
+#undef A_
 }
 
-/* Loads A0 (transposed when trans) and the right-hand sides rhs, solves in
- * double, and writes the solution to r whatever the outcome (the oracle's
- * r, also when singular). */
+/* Loads A0 (column-major; transposed when trans) row-major and the
+ * right-hand sides rhs, solves in double, and writes the solution to r
+ * whatever the outcome (the oracle's r, also when singular). */
 static int solve_mp(size_t n, mpfr_t *A0, int trans, mpfr_t *rhs, mpfr_t *r, size_t B, const vijp_format *f)
 {
-    double *A = trans ? vijp_emu_get_rows(A0, n, n) : vijp_emu_get(A0, n * n), *x = vijp_emu_get(rhs, n * B);
+    double *A = trans ? vijp_emu_get(A0, n * n) : vijp_emu_get_rows(A0, n, n), *x = vijp_emu_get(rhs, n * B);
     int rc = ge_solve(n, A, x, B, vijp_emu_arith(f));
     vijp_emu_put(r, x, n * B);
     free(A), free(x);
@@ -167,12 +185,12 @@ int vijp_emu_dense_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B,
 {
     size_t n = L->in;
     if (!vijp_emu_applies(f) || L->out != n) return vo_dense_inverse(L, th, Y, B, X, f);
-    double *A = vijp_emu_get(th, n * n + n), *x = vijp_emu_get(Y, n * B), *b = A + n * n;
+    double *A = vijp_emu_get_rows(th, n, n), *x = vijp_emu_get(Y, n * B), *b = vijp_emu_get(&th[n * n], n);
     vijp_emu_grid g = vijp_emu_arith(f);
     for (size_t j = 0; j < B; j++)
         for (size_t i = 0; i < n; i++) x[i + j * n] = vijp_emu_sub(x[i + j * n], b[i], g);
     int rc = ge_solve(n, A, x, B, g);
     vijp_emu_put(X, x, n * B);
-    free(A), free(x);
+    free(A), free(x), free(b);
     return rc;
 }
