@@ -9,6 +9,7 @@
 #include "testutil.h"
 #include "vijp/arith.h"
 #include "../oracles/oracles.h"
+#include "../src/emu/conv.h"
 #include "../src/emu/dense.h"
 #include "../src/emu/emu.h"
 #include "../src/emu/io.h"
@@ -257,6 +258,43 @@ START_TEST(pivot_tie_hand_case)
 }
 END_TEST
 
+/* conv1d's and conv2d's vijp and inverse (src/emu/conv.c: the oracle's
+ * explicit Jacobian, the native solves) against the oracle's: zero and
+ * circular padding (square J: elimination), strided (wide J: QR). */
+START_TEST(conv_solves_match_oracle)
+{
+    static const struct { const char *spec; size_t width; } convs[] = {
+        {"conv1d:2x3", 8}, {"conv1d:2x3:circular", 8}, {"conv1d:2x3s2", 8}, {"conv1d:3x3", 12},
+        {"conv2d:1x3x4", 16}, {"conv2d:1x3x4:circular", 16},
+    };
+    vijp_rng r;
+    vijp_rng_seed(&r, test_seed() + 14);
+    for (size_t fi = 0; fi < N_FORMATS; fi++) {
+        vijp_format f;
+        ck_assert_int_eq(vijp_format_parse(formats[fi], &f, NULL), 0);
+        for (long cs = 0; cs < test_iters(60); cs++) {
+            size_t ci = (size_t)cs % (sizeof convs / sizeof *convs), B = small(&r, 3);
+            vijp_layer L;
+            ck_assert_int_eq(vijp_layer_parse(&L, convs[ci].spec, convs[ci].width, NULL), 0);
+            size_t P = L.type->param_count(&L), N = L.in, M = L.out;
+            int kind = (int)(vijp_rng_u64(&r) % N_KINDS);
+            double *d = vijp_alloc_array(P + N * B + M * B, sizeof *d), *dx = d + P, *dy = dx + N * B;
+            mpfr_t *th = draw_vec(&r, &f, P, kind, d), *Gx = draw_vec(&r, &f, N * B, kind, dx), *Y = draw_vec(&r, &f, M * B, kind, dy);
+            mpfr_t *o = out_vec(N * B, &f, 1), *e = out_vec(N * B, &f, 3);
+            int rc_o = vo_conv1d_vijp(&L, th, NULL, B, Gx, NULL, o, &f), rc_e = vijp_emu_conv_vijp(&L, th, NULL, B, Gx, NULL, e, &f);
+            ck_assert_msg(rc_o == rc_e, "%s vijp in %s, case %ld: oracle %d, emu %d", convs[ci].spec, formats[fi], cs, rc_o, rc_e);
+            if (!rc_o || M == N) expect_same(o, e, M * B, convs[ci].spec, formats[fi], &L, B, cs);
+            rc_o = vo_conv1d_inverse(&L, th, Y, B, o, &f), rc_e = vijp_emu_conv_inverse(&L, th, Y, B, e, &f);
+            ck_assert_msg(rc_o == rc_e, "%s inverse in %s, case %ld: oracle %d, emu %d", convs[ci].spec, formats[fi], cs, rc_o, rc_e);
+            if (M == N) expect_same(o, e, N * B, convs[ci].spec, formats[fi], &L, B, cs);
+            vo_vec_free(th, P), vo_vec_free(Gx, N * B), vo_vec_free(Y, M * B), vo_vec_free(o, N * B), vo_vec_free(e, N * B);
+            free(d);
+            vijp_layer_clear(&L);
+        }
+    }
+}
+END_TEST
+
 /* The native path's reader (io.h: MPFR's fields copied into binary64's)
  * gives mpfr_get_d's double, sign of zero included, on every class of
  * value, in each format's precision and in 53 bits. */
@@ -309,6 +347,7 @@ Suite *suite_emu_dense(void)
     tcase_add_test(tc, pivot_tie_hand_case);
     tcase_add_test(tc, other_formats_run_the_oracle);
     tcase_add_test(tc, reader_matches_mpfr_get_d);
+    tcase_add_test(tc, conv_solves_match_oracle);
     suite_add_tcase(s, tc);
     return s;
 }
