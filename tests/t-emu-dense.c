@@ -11,6 +11,7 @@
 #include "../oracles/oracles.h"
 #include "../src/emu/conv.h"
 #include "../src/emu/dense.h"
+#include "../src/emu/inv1x1.h"
 #include "../src/emu/emu.h"
 #include "../src/emu/io.h"
 #include <math.h>
@@ -295,6 +296,45 @@ START_TEST(conv_solves_match_oracle)
 }
 END_TEST
 
+/* inv1x1's vijp and inverse (src/emu/inv1x1.c: the oracle's W, the native
+ * elimination per position) against the oracle's.  W is the same at every
+ * position, so a singular W fails at the first and leaves all unwritten. */
+START_TEST(inv1x1_solves_match_oracle)
+{
+    vijp_rng r;
+    vijp_rng_seed(&r, test_seed() + 15);
+    for (size_t fi = 0; fi < N_FORMATS; fi++) {
+        vijp_format f;
+        ck_assert_int_eq(vijp_format_parse(formats[fi], &f, NULL), 0);
+        long singular = 0;
+        for (long cs = 0; cs < test_iters(60); cs++) {
+            size_t C = 1 + small(&r, 5), N = C * small(&r, 4), B = small(&r, 3); /* C >= 2: inv1x1 needs it */
+            char spec[32];
+            snprintf(spec, sizeof spec, "inv1x1:%zu", C);
+            vijp_layer L;
+            ck_assert_int_eq(vijp_layer_parse(&L, spec, N, NULL), 0);
+            size_t P = L.type->param_count(&L);
+            int kind = (int)(vijp_rng_u64(&r) % N_KINDS);
+            double *d = vijp_alloc_array(P + 2 * N * B, sizeof *d);
+            mpfr_t *th = draw_vec(&r, &f, P, kind, d), *R = draw_vec(&r, &f, N * B, kind, d + P);
+            mpfr_t *o = out_vec(N * B, &f, 1), *e = out_vec(N * B, &f, 3);
+            for (int inverse = 0; inverse < 2; inverse++) {
+                int rc_o = inverse ? vo_inv1x1_inverse(&L, th, R, B, o, &f) : vo_inv1x1_vijp(&L, th, NULL, B, R, NULL, o, &f);
+                int rc_e = inverse ? vijp_emu_inv1x1_inverse(&L, th, R, B, e, &f) : vijp_emu_inv1x1_vijp(&L, th, NULL, B, R, NULL, e, &f);
+                ck_assert_msg(rc_o == rc_e, "%s %s in %s, case %ld: oracle %d, emu %d", spec, inverse ? "inverse" : "vijp",
+                              formats[fi], cs, rc_o, rc_e);
+                if (!rc_o) expect_same(o, e, N * B, inverse ? "inv1x1 inverse" : "inv1x1 vijp", formats[fi], &L, B, cs);
+                singular += rc_o != 0;
+            }
+            vo_vec_free(th, P), vo_vec_free(R, N * B), vo_vec_free(o, N * B), vo_vec_free(e, N * B);
+            free(d);
+            vijp_layer_clear(&L);
+        }
+        ck_assert_msg(singular < 2 * test_iters(60), "%s: every inv1x1 solve singular", formats[fi]);
+    }
+}
+END_TEST
+
 /* The native path's reader (io.h: MPFR's fields copied into binary64's)
  * gives mpfr_get_d's double, sign of zero included, on every class of
  * value, in each format's precision and in 53 bits. */
@@ -348,6 +388,7 @@ Suite *suite_emu_dense(void)
     tcase_add_test(tc, other_formats_run_the_oracle);
     tcase_add_test(tc, reader_matches_mpfr_get_d);
     tcase_add_test(tc, conv_solves_match_oracle);
+    tcase_add_test(tc, inv1x1_solves_match_oracle);
     suite_add_tcase(s, tc);
     return s;
 }

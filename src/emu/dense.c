@@ -119,7 +119,7 @@ void vijp_emu_dense_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t
  * pivot is the first entry of largest magnitude at or below the diagonal:
  * mpfr_cmpabs(a, b) > 0 is fabs(a) > fabs(b), false for NaN on either side
  * as mpfr_cmpabs's 0 is, so ties and NaNs keep the earlier row. */
-static int ge_solve(size_t n, double *A, double *r, size_t B, vijp_emu_grid g)
+int vijp_emu_ge_solve_d(size_t n, double *A, double *r, size_t B, vijp_emu_grid g)
 {
 #define A_(i, k) A[(i) * n + (k)] /* row-major here: the updates run along rows */
     for (size_t c = 0; c < n; c++) {
@@ -159,7 +159,7 @@ static int ge_solve(size_t n, double *A, double *r, size_t B, vijp_emu_grid g)
 static int solve_mp(size_t n, mpfr_t *A0, int trans, mpfr_t *rhs, mpfr_t *r, size_t B, const vijp_format *f)
 {
     double *A = trans ? vijp_emu_get(A0, n * n) : vijp_emu_get_rows(A0, n, n), *x = vijp_emu_get(rhs, n * B);
-    int rc = ge_solve(n, A, x, B, vijp_emu_arith(f));
+    int rc = vijp_emu_ge_solve_d(n, A, x, B, vijp_emu_arith(f));
     vijp_emu_put(r, x, n * B);
     free(A), free(x);
     return rc;
@@ -189,7 +189,7 @@ int vijp_emu_dense_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B,
     vijp_emu_grid g = vijp_emu_arith(f);
     for (size_t j = 0; j < B; j++)
         for (size_t i = 0; i < n; i++) x[i + j * n] = vijp_emu_sub(x[i + j * n], b[i], g);
-    int rc = ge_solve(n, A, x, B, g);
+    int rc = vijp_emu_ge_solve_d(n, A, x, B, g);
     vijp_emu_put(X, x, n * B);
     free(A), free(x), free(b);
     return rc;

@@ -6,6 +6,7 @@
 #define VIJP_EMU_DENSE_H
 
 #include "vijp/layer.h"
+#include "emu.h"
 #include <mpfr.h>
 
 void vijp_emu_dense_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, const vijp_format *f);
@@ -28,5 +29,9 @@ int vijp_emu_dense_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B,
 /* vo_ge_solve's contract: A0 n × n column-major, r (n × B) overwritten,
  * also when the matrix is singular (VIJP_ESINGULAR, r as far as it got). */
 int vijp_emu_ge_solve(size_t n, mpfr_t *A0, int trans, mpfr_t *r, size_t B, const vijp_format *f);
+/* The same on doubles, for f's arithmetic grid g: A (n × n, row-major: the
+ * matrix to solve with, already transposed where asked) is overwritten by
+ * its LU factors. */
+int vijp_emu_ge_solve_d(size_t n, double *A, double *r, size_t B, vijp_emu_grid g);
 
 #endif

@@ -20,6 +20,7 @@
 #include "vijp/catalogue.h"
 #include <stdio.h>
 #include "../../oracles/oracles.h"
+#include "../emu/inv1x1.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,7 +262,7 @@ static const vijp_ops_d ops_d = {
 
 static const vijp_ops_mp ops_mp = {
     .forward = vo_inv1x1_forward, .jvp = vo_inv1x1_jvp, .vjp = vo_inv1x1_vjp, .vjp_param = vo_inv1x1_vjp_param,
-    .vijp = vo_inv1x1_vijp, .jacobian = vo_inv1x1_jacobian, .inverse = vo_inv1x1_inverse,
+    .vijp = vijp_emu_inv1x1_vijp, .jacobian = vo_inv1x1_jacobian, .inverse = vijp_emu_inv1x1_inverse, /* native solves */
 };
 
 const vijp_layer_type vijp_layer_inv1x1 = {
