@@ -49,6 +49,9 @@ int vo_squeeze_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpf
 void vo_conv1d_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f);
 void vo_conv1d_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt, const vijp_format *f);
 int vo_conv1d_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
+/* The input position (row-major over the grid) that output position p
+ * reads through tap k (ky·K + kx), or −1 (zero padding). */
+long vo_conv_source(const vijp_layer *L, size_t p, size_t k);
 void vo_additive_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f);
 void vo_additive_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt,
                            const vijp_format *f);

@@ -260,14 +260,15 @@ START_TEST(pivot_tie_hand_case)
 }
 END_TEST
 
-/* conv1d's and conv2d's vijp and inverse (src/emu/conv.c: the oracle's
- * explicit Jacobian, the native solves) against the oracle's: zero and
- * circular padding (square J: elimination), strided (wide J: QR). */
-START_TEST(conv_solves_match_oracle)
+/* conv1d's and conv2d's operators (src/emu/conv.c: fused terms in the
+ * oracle's order; the oracle's explicit Jacobian and the native solves)
+ * against the oracle's: zero and circular padding (square J: elimination),
+ * strided (wide J: QR), in one and two dimensions. */
+START_TEST(conv_matches_oracle)
 {
     static const struct { const char *spec; size_t width; } convs[] = {
         {"conv1d:2x3", 8}, {"conv1d:2x3:circular", 8}, {"conv1d:2x3s2", 8}, {"conv1d:3x3", 12},
-        {"conv2d:1x3x4", 16}, {"conv2d:1x3x4:circular", 16},
+        {"conv2d:1x3x4", 16}, {"conv2d:1x3x4:circular", 16}, {"conv1d:2x5:circular", 10}, {"conv2d:1x3x4s2", 16},
     };
     vijp_rng r;
     vijp_rng_seed(&r, test_seed() + 14);
@@ -282,14 +283,23 @@ START_TEST(conv_solves_match_oracle)
             int kind = (int)(vijp_rng_u64(&r) % N_KINDS);
             double *d = vijp_alloc_array(P + N * B + M * B, sizeof *d), *dx = d + P, *dy = dx + N * B;
             mpfr_t *th = draw_vec(&r, &f, P, kind, d), *Gx = draw_vec(&r, &f, N * B, kind, dx), *Y = draw_vec(&r, &f, M * B, kind, dy);
-            mpfr_t *o = out_vec(N * B, &f, 1), *e = out_vec(N * B, &f, 3);
+            size_t outs = P + N * B + M * B;
+            mpfr_t *o = out_vec(outs, &f, 1), *e = out_vec(outs, &f, 3);
+            vo_conv1d_forward(&L, th, Gx, B, o, &f), vijp_emu_conv_forward(&L, th, Gx, B, e, &f);
+            expect_same(o, e, M * B, "conv forward", formats[fi], &L, B, cs);
+            vo_conv1d_jvp(&L, th, NULL, B, Gx, o, &f), vijp_emu_conv_jvp(&L, th, NULL, B, Gx, e, &f);
+            expect_same(o, e, M * B, "conv jvp", formats[fi], &L, B, cs);
+            vo_conv1d_vjp(&L, th, NULL, B, Y, o, &f), vijp_emu_conv_vjp(&L, th, NULL, B, Y, e, &f);
+            expect_same(o, e, N * B, "conv vjp", formats[fi], &L, B, cs);
+            vo_conv1d_vjp_param(&L, th, Gx, B, Y, o, &f), vijp_emu_conv_vjp_param(&L, th, Gx, B, Y, e, &f);
+            expect_same(o, e, P, "conv vjp_param", formats[fi], &L, B, cs);
             int rc_o = vo_conv1d_vijp(&L, th, NULL, B, Gx, NULL, o, &f), rc_e = vijp_emu_conv_vijp(&L, th, NULL, B, Gx, NULL, e, &f);
             ck_assert_msg(rc_o == rc_e, "%s vijp in %s, case %ld: oracle %d, emu %d", convs[ci].spec, formats[fi], cs, rc_o, rc_e);
             if (!rc_o || M == N) expect_same(o, e, M * B, convs[ci].spec, formats[fi], &L, B, cs);
             rc_o = vo_conv1d_inverse(&L, th, Y, B, o, &f), rc_e = vijp_emu_conv_inverse(&L, th, Y, B, e, &f);
             ck_assert_msg(rc_o == rc_e, "%s inverse in %s, case %ld: oracle %d, emu %d", convs[ci].spec, formats[fi], cs, rc_o, rc_e);
             if (M == N) expect_same(o, e, N * B, convs[ci].spec, formats[fi], &L, B, cs);
-            vo_vec_free(th, P), vo_vec_free(Gx, N * B), vo_vec_free(Y, M * B), vo_vec_free(o, N * B), vo_vec_free(e, N * B);
+            vo_vec_free(th, P), vo_vec_free(Gx, N * B), vo_vec_free(Y, M * B), vo_vec_free(o, outs), vo_vec_free(e, outs);
             free(d);
             vijp_layer_clear(&L);
         }
@@ -429,7 +439,7 @@ Suite *suite_emu_dense(void)
     tcase_add_test(tc, pivot_tie_hand_case);
     tcase_add_test(tc, other_formats_run_the_oracle);
     tcase_add_test(tc, reader_matches_mpfr_get_d);
-    tcase_add_test(tc, conv_solves_match_oracle);
+    tcase_add_test(tc, conv_matches_oracle);
     tcase_add_test(tc, inv1x1_solves_match_oracle);
     tcase_add_test(tc, fma_matches_oracle);
     suite_add_tcase(s, tc);
