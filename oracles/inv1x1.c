@@ -94,11 +94,9 @@ void vo_inv1x1_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, m
     mats_free(&m);
 }
 
-void vo_inv1x1_weight(const vijp_layer *L, mpfr_t *th, mpfr_t *W, const vijp_format *f)
+void vo_inv1x1_factors(const vijp_layer *L, mpfr_t *th, mpfr_t *Lm, mpfr_t *Um, mpfr_t *W, const vijp_format *f)
 {
-    mats m = mats_new(L, th, f);
-    for (size_t i = 0; i < m.C * m.C; i++) mpfr_set(W[i], m.W[i], MPFR_RNDN);
-    mats_free(&m);
+    factors(vijp_inv1x1_channels(L), th, Lm, Um, W, f);
 }
 
 /* Per position, solve Wᵀ g = r (vijp) or W x = y (inverse) by elimination. */

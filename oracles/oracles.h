@@ -36,8 +36,9 @@ VO_LAYER_OPS(inv1x1)
 void vo_inv1x1_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f);
 void vo_inv1x1_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt, const vijp_format *f);
 VIJP_MUST_CHECK int vo_inv1x1_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
-/* W = P L U′ (C × C, column-major), as the operators above form it. */
-void vo_inv1x1_weight(const vijp_layer *L, mpfr_t *th, mpfr_t *W, const vijp_format *f);
+/* Lm (unit lower), Um (U + diag exp(log_s)) and W = P Lm Um, each C × C
+ * column-major, as the operators above form them. */
+void vo_inv1x1_factors(const vijp_layer *L, mpfr_t *th, mpfr_t *Lm, mpfr_t *Um, mpfr_t *W, const vijp_format *f);
 void vo_affine_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f);
 void vo_affine_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt, const vijp_format *f);
 int vo_affine_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);

@@ -307,10 +307,10 @@ START_TEST(conv_matches_oracle)
 }
 END_TEST
 
-/* inv1x1's vijp and inverse (src/emu/inv1x1.c: the oracle's W, the native
- * elimination per position) against the oracle's.  W is the same at every
+/* inv1x1's operators (src/emu/inv1x1.c: the oracle's factors, fused
+ * products and the elimination per position natively) against the oracle's.  W is the same at every
  * position, so a singular W fails at the first and leaves all unwritten. */
-START_TEST(inv1x1_solves_match_oracle)
+START_TEST(inv1x1_matches_oracle)
 {
     vijp_rng r;
     vijp_rng_seed(&r, test_seed() + 15);
@@ -328,7 +328,15 @@ START_TEST(inv1x1_solves_match_oracle)
             int kind = (int)(vijp_rng_u64(&r) % N_KINDS);
             double *d = vijp_alloc_array(P + 2 * N * B, sizeof *d);
             mpfr_t *th = draw_vec(&r, &f, P, kind, d), *R = draw_vec(&r, &f, N * B, kind, d + P);
-            mpfr_t *o = out_vec(N * B, &f, 1), *e = out_vec(N * B, &f, 3);
+            mpfr_t *o = out_vec(N * B + P, &f, 1), *e = out_vec(N * B + P, &f, 3), *X = draw_vec(&r, &f, N * B, kind, d + P + N * B);
+            vo_inv1x1_forward(&L, th, X, B, o, &f), vijp_emu_inv1x1_forward(&L, th, X, B, e, &f);
+            expect_same(o, e, N * B, "inv1x1 forward", formats[fi], &L, B, cs);
+            vo_inv1x1_jvp(&L, th, X, B, R, o, &f), vijp_emu_inv1x1_jvp(&L, th, X, B, R, e, &f);
+            expect_same(o, e, N * B, "inv1x1 jvp", formats[fi], &L, B, cs);
+            vo_inv1x1_vjp(&L, th, X, B, R, o, &f), vijp_emu_inv1x1_vjp(&L, th, X, B, R, e, &f);
+            expect_same(o, e, N * B, "inv1x1 vjp", formats[fi], &L, B, cs);
+            vo_inv1x1_vjp_param(&L, th, X, B, R, o, &f), vijp_emu_inv1x1_vjp_param(&L, th, X, B, R, e, &f);
+            expect_same(o, e, P, "inv1x1 vjp_param", formats[fi], &L, B, cs);
             for (int inverse = 0; inverse < 2; inverse++) {
                 int rc_o = inverse ? vo_inv1x1_inverse(&L, th, R, B, o, &f) : vo_inv1x1_vijp(&L, th, NULL, B, R, NULL, o, &f);
                 int rc_e = inverse ? vijp_emu_inv1x1_inverse(&L, th, R, B, e, &f) : vijp_emu_inv1x1_vijp(&L, th, NULL, B, R, NULL, e, &f);
@@ -337,7 +345,7 @@ START_TEST(inv1x1_solves_match_oracle)
                 if (!rc_o) expect_same(o, e, N * B, inverse ? "inv1x1 inverse" : "inv1x1 vijp", formats[fi], &L, B, cs);
                 singular += rc_o != 0;
             }
-            vo_vec_free(th, P), vo_vec_free(R, N * B), vo_vec_free(o, N * B), vo_vec_free(e, N * B);
+            vo_vec_free(th, P), vo_vec_free(R, N * B), vo_vec_free(X, N * B), vo_vec_free(o, N * B + P), vo_vec_free(e, N * B + P);
             free(d);
             vijp_layer_clear(&L);
         }
@@ -440,7 +448,7 @@ Suite *suite_emu_dense(void)
     tcase_add_test(tc, other_formats_run_the_oracle);
     tcase_add_test(tc, reader_matches_mpfr_get_d);
     tcase_add_test(tc, conv_matches_oracle);
-    tcase_add_test(tc, inv1x1_solves_match_oracle);
+    tcase_add_test(tc, inv1x1_matches_oracle);
     tcase_add_test(tc, fma_matches_oracle);
     suite_add_tcase(s, tc);
     return s;
