@@ -74,7 +74,9 @@ MP_STATIC ?= $(if $(and $(MPFR_A),$(GMP_A)),$(MP_WHOLE))
 COMPILE = $(CC) $(VIJP_CPPFLAGS) $(CPPFLAGS) $(VIJP_CFLAGS) $(CFLAGS) $(VIJP_FPFLAGS) $(VIJP_ISAFLAGS) -MMD -MP
 LINK    = $(CC) $(VIJP_CFLAGS) $(CFLAGS) $(VIJP_FPFLAGS) $(VIJP_LDFLAGS) $(LDFLAGS)
 
-LIB_SRC := $(wildcard src/*.c src/layers/*.c src/engines/*.c src/array_io/*.c src/emu/*.c) $(wildcard oracles/*.c)
+LIB_SRC := $(wildcard src/*.c src/layers/*.c src/engines/*.c src/array_io/*.c) $(wildcard oracles/*.c)
+# The narrow formats' native operators (src/emu/, bit for bit the oracles').
+LIB_SRC += $(wildcard src/emu/*.c)
 # The kernel table (src/kernels/kernels.h): ref always; the SIMD sets unless
 # GENERIC=1, each directory compiled for its instruction set (VIJP_ISAFLAGS,
 # per object) and chosen at run time by CPU feature detection.
@@ -345,7 +347,8 @@ $(BUILD)/bench-mpi: $(BUILD)/tests/bench-mpi.o $(BUILD)/src/cli/unit_io.o $(BUIL
 	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
 
 bench: $(BUILD)/bench-engines $(BUILD)/bench-drift $(BUILD)/bench-certify $(BUILD)/bench-memory $(BUILD)/bench-activations \
-       $(BUILD)/bench-conv $(BUILD)/bench-kernels $(BUILD)/bench-mpi $(BUILD)/bench-reference $(BUILD)/vijp $(BENCH_GPU)
+       $(BUILD)/bench-conv $(BUILD)/bench-kernels $(BUILD)/bench-mpi $(BUILD)/bench-reference $(BUILD)/vijp $(BENCH_GPU) \
+       $(BUILD)/bench-emu-dense
 	./$(BUILD)/bench-engines
 	./$(BUILD)/bench-conv
 	./$(BUILD)/bench-drift
@@ -356,6 +359,7 @@ bench: $(BUILD)/bench-engines $(BUILD)/bench-drift $(BUILD)/bench-certify $(BUIL
 	./$(BUILD)/bench-mpi $(BUILD)/vijp
 	./$(BUILD)/bench-reference $(BUILD)/vijp
 	$(if $(BENCH_GPU),./$(BENCH_GPU))
+	./$(BUILD)/bench-emu-dense
 
 # bench-reference compares the reference's dot products with Arb's arb_dot
 # when arb.h is installed (Debian libflint-arb-dev), and leaves it out otherwise.

@@ -46,6 +46,8 @@ static long source(const vijp_layer *L, size_t p, size_t k)
     return r >= 0 && r < R && q >= 0 && q < Q ? r * Q + q : -1;
 }
 
+long vo_conv_source(const vijp_layer *L, size_t p, size_t k) { return source(L, p, k); }
+
 /* The drift study's reference (vo_dot_fused formats): the same sums, each
  * output rounded once by vo_dot over the terms the loops below visit, in a
  * list of pointers (ptrs: room for 2·terms + 1). */

@@ -94,6 +94,11 @@ void vo_inv1x1_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, m
     mats_free(&m);
 }
 
+void vo_inv1x1_factors(const vijp_layer *L, mpfr_t *th, mpfr_t *Lm, mpfr_t *Um, mpfr_t *W, const vijp_format *f)
+{
+    factors(vijp_inv1x1_channels(L), th, Lm, Um, W, f);
+}
+
 /* Per position, solve Wᵀ g = r (vijp) or W x = y (inverse) by elimination. */
 static int solve(const vijp_layer *L, mpfr_t *th, mpfr_t *R, size_t B, mpfr_t *Z, int trans, const vijp_format *f)
 {

@@ -36,6 +36,9 @@ VO_LAYER_OPS(inv1x1)
 void vo_inv1x1_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f);
 void vo_inv1x1_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt, const vijp_format *f);
 VIJP_MUST_CHECK int vo_inv1x1_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
+/* Lm (unit lower), Um (U + diag exp(log_s)) and W = P Lm Um, each C × C
+ * column-major, as the operators above form them. */
+void vo_inv1x1_factors(const vijp_layer *L, mpfr_t *th, mpfr_t *Lm, mpfr_t *Um, mpfr_t *W, const vijp_format *f);
 void vo_affine_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f);
 void vo_affine_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt, const vijp_format *f);
 int vo_affine_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
@@ -47,6 +50,9 @@ int vo_squeeze_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpf
 void vo_conv1d_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f);
 void vo_conv1d_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt, const vijp_format *f);
 int vo_conv1d_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
+/* The input position (row-major over the grid) that output position p
+ * reads through tap k (ky·K + kx), or −1 (zero padding). */
+long vo_conv_source(const vijp_layer *L, size_t p, size_t k);
 void vo_additive_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f);
 void vo_additive_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt,
                            const vijp_format *f);

@@ -32,6 +32,7 @@ Suite *suite_kernels(void);
 Suite *suite_dot(void);
 Suite *suite_emu(void);
 Suite *suite_emu_act(void);
+Suite *suite_emu_dense(void);
 
 /* Iteration count scaled by VIJP_TEST_SCALE (default 1), as FLINT does. */
 long test_iters(long base);

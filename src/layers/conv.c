@@ -34,6 +34,7 @@
 #include "state.h"
 #include "vijp/catalogue.h"
 #include "../../oracles/oracles.h"
+#include "../emu/conv.h"
 #include <complex.h>
 #include <lapacke.h>
 #include <math.h>
@@ -391,8 +392,9 @@ static const vijp_ops_d ops_d = {
 };
 
 static const vijp_ops_mp ops_mp = {
-    .forward = vo_conv1d_forward, .jvp = vo_conv1d_jvp, .vjp = vo_conv1d_vjp, .vjp_param = vo_conv1d_vjp_param,
-    .vijp = vo_conv1d_vijp, .jacobian = vo_conv1d_jacobian, .inverse = vo_conv1d_inverse,
+    .forward = vijp_emu_conv_forward, .jvp = vijp_emu_conv_jvp, .vjp = vijp_emu_conv_vjp,
+    .vjp_param = vijp_emu_conv_vjp_param, .vijp = vijp_emu_conv_vijp, .jacobian = vo_conv1d_jacobian,
+    .inverse = vijp_emu_conv_inverse, /* src/emu/conv.c: native in the narrow formats, the oracle's elsewhere */
 };
 
 const vijp_layer_type vijp_layer_conv1d = {

@@ -9,6 +9,7 @@
 #include "args.h"
 #include "init.h"
 #include "../../oracles/oracles.h"
+#include "../emu/dense.h"
 #include <cblas.h>
 #include <lapacke.h>
 #include <math.h>
@@ -281,11 +282,13 @@ static const vijp_ops_d ops_d = {
     .jacobian = jacobian, .cokernel = cokernel, .inverse = inverse,
 };
 
+/* The oracle's operators, run natively (bit for bit the same) in the narrow
+ * formats where src/emu/dense.c has them; the oracle's own elsewhere. */
 static const vijp_ops_mp ops_mp = {
-    .forward = vo_dense_forward, .jvp = vo_dense_jvp, .vjp = vo_dense_vjp,
-    .vjp_param = vo_dense_vjp_param, .fragment_count = vo_dense_fragment_count,
-    .fragment = vo_dense_fragment, .vijp = vo_dense_vijp, .jacobian = vo_dense_jacobian,
-    .cokernel = vo_dense_cokernel, .inverse = vo_dense_inverse,
+    .forward = vijp_emu_dense_forward, .jvp = vijp_emu_dense_jvp, .vjp = vijp_emu_dense_vjp,
+    .vjp_param = vijp_emu_dense_vjp_param, .fragment_count = vo_dense_fragment_count,
+    .fragment = vijp_emu_dense_fragment, .vijp = vijp_emu_dense_vijp, .jacobian = vo_dense_jacobian,
+    .cokernel = vijp_emu_dense_cokernel, .inverse = vijp_emu_dense_inverse,
 };
 
 /* ---- the error-bound contract (vijp_layer_bounds; tests/t-layers.c) ---- */

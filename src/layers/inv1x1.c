@@ -20,6 +20,7 @@
 #include "vijp/catalogue.h"
 #include <stdio.h>
 #include "../../oracles/oracles.h"
+#include "../emu/inv1x1.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,8 +261,9 @@ static const vijp_ops_d ops_d = {
 };
 
 static const vijp_ops_mp ops_mp = {
-    .forward = vo_inv1x1_forward, .jvp = vo_inv1x1_jvp, .vjp = vo_inv1x1_vjp, .vjp_param = vo_inv1x1_vjp_param,
-    .vijp = vo_inv1x1_vijp, .jacobian = vo_inv1x1_jacobian, .inverse = vo_inv1x1_inverse,
+    .forward = vijp_emu_inv1x1_forward, .jvp = vijp_emu_inv1x1_jvp, .vjp = vijp_emu_inv1x1_vjp,
+    .vjp_param = vijp_emu_inv1x1_vjp_param, .vijp = vijp_emu_inv1x1_vijp, .jacobian = vo_inv1x1_jacobian,
+    .inverse = vijp_emu_inv1x1_inverse, /* src/emu/inv1x1.c: native in the narrow formats, the oracle's elsewhere */
 };
 
 const vijp_layer_type vijp_layer_inv1x1 = {

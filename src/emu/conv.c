@@ -1,0 +1,179 @@
+/* conv1d's and conv2d's MPFR operators in the narrow formats, natively.
+ *
+ * Products (forward, jvp, vjp, vjp_param): the oracle's loops
+ * (oracles/conv.c) on doubles, every term its fused one rounding — vo_fma,
+ * here vijp_emu_fma (emu.h: rounding to odd, then to the grid), or vo_madd
+ * for tf32+binary32's rounded operands — in the oracle's order: the bias
+ * first, then channels and taps ascending (vo_conv_source gives the oracle's
+ * own geometry), and for vjp the oracle's explicit Jacobian J, built the same
+ * way, its zero entries skipped.  vijp and inverse: the oracle's J, then the
+ * dense path's native solves (src/emu/dense.c: elimination, or the QR when
+ * strided).  Each is bit for bit the oracle's (t-emu-dense); other formats
+ * run the oracle. */
+#include "conv.h"
+#include "dense.h"
+#include "emu.h"
+#include "emu.h"
+#include "io.h"
+#include "vijp/arith.h"
+#include "vijp/catalogue.h"
+#include "../../oracles/oracles.h"
+#include <stdlib.h>
+#include <string.h>
+
+/* The layer's sizes, the taps' sources and the weights as doubles. */
+typedef struct {
+    size_t C, K, n, no, NW; /* channels, taps per kernel, positions in and out, weights */
+    long *src;              /* src[p·K + k]: vo_conv_source(L, p, k) */
+    double *w;              /* the NW weights, then the C biases */
+} geom;
+
+static geom geom_new(const vijp_layer *L, mpfr_t *th)
+{
+    geom G;
+    G.C = vijp_conv_get(L)->channels, G.n = L->in / G.C, G.no = L->out / G.C;
+    G.NW = L->type->param_count(L) - G.C, G.K = G.NW / (G.C * G.C);
+    G.src = vijp_alloc_array(G.no * G.K, sizeof *G.src);
+    for (size_t p = 0; p < G.no; p++)
+        for (size_t k = 0; k < G.K; k++) G.src[p * G.K + k] = vo_conv_source(L, p, k);
+    G.w = vijp_emu_get(th, G.NW + G.C);
+    return G;
+}
+
+static void geom_free(geom *G) { free(G->src), free(G->w); }
+
+/* acc + w·x, one term of the oracle's (term in oracles/conv.c). */
+static inline double term(double acc, double w, double x, const vijp_format *f)
+{
+    return f->operand_prec ? vijp_emu_madd(acc, w, x, f) : vijp_emu_fma(w, x, acc, vijp_emu_arith(f));
+}
+
+/* Y = conv(X) (+ bias): vo_conv1d_forward, or vo_conv1d_jvp without bias. */
+static void conv(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, int bias, const vijp_format *f)
+{
+    geom G = geom_new(L, th);
+    double *x = vijp_emu_get(X, L->in * B), *y = vijp_alloc_array(L->out * B, sizeof *y);
+    for (size_t b = 0; b < B; b++)
+        for (size_t o = 0; o < G.C; o++)
+            for (size_t p = 0; p < G.no; p++) {
+                double acc = bias ? G.w[G.NW + o] : 0;
+                for (size_t c = 0; c < G.C; c++)
+                    for (size_t k = 0; k < G.K; k++) {
+                        long q = G.src[p * G.K + k];
+                        if (q >= 0) acc = term(acc, G.w[(o * G.C + c) * G.K + k], x[b * L->in + c * G.n + (size_t)q], f);
+                    }
+                y[b * L->out + o * G.no + p] = acc;
+            }
+    vijp_emu_put(Y, y, L->out * B);
+    free(x), free(y);
+    geom_free(&G);
+}
+
+void vijp_emu_conv_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, const vijp_format *f)
+{
+    if (!vijp_emu_applies(f)) vo_conv1d_forward(L, th, X, B, Y, f);
+    else conv(L, th, X, B, Y, 1, f);
+}
+
+void vijp_emu_conv_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V, const vijp_format *f)
+{
+    if (!vijp_emu_applies(f)) vo_conv1d_jvp(L, th, X, B, U, V, f);
+    else conv(L, th, U, B, V, 0, f);
+}
+
+/* G_x = Jᵀ G_y with vo_conv1d_jacobian's J (later taps overwrite earlier
+ * ones that share a source, as there), sums over J's nonzero entries in
+ * row order (mpfr_zero_p: NaN is not zero). */
+void vijp_emu_conv_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f)
+{
+    if (!vijp_emu_applies(f)) {
+        vo_conv1d_vjp(L, th, X, B, Gy, Gx, f);
+        return;
+    }
+    geom G = geom_new(L, th);
+    size_t M = L->out, N = L->in;
+    double *J = vijp_alloc_array(M * N, sizeof *J), *gy = vijp_emu_get(Gy, M * B), *gx = vijp_alloc_array(N * B, sizeof *gx);
+    for (size_t i = 0; i < M * N; i++) J[i] = 0;
+    for (size_t o = 0; o < G.C; o++)
+        for (size_t p = 0; p < G.no; p++)
+            for (size_t c = 0; c < G.C; c++)
+                for (size_t k = 0; k < G.K; k++) {
+                    long q = G.src[p * G.K + k];
+                    if (q >= 0) J[(o * G.no + p) + (c * G.n + (size_t)q) * M] = G.w[(o * G.C + c) * G.K + k];
+                }
+    for (size_t b = 0; b < B; b++)
+        for (size_t j = 0; j < N; j++) {
+            double acc = 0;
+            for (size_t i = 0; i < M; i++)
+                if (J[i + j * M] != 0) acc = term(acc, J[i + j * M], gy[b * M + i], f);
+            gx[b * N + j] = acc;
+        }
+    vijp_emu_put(Gx, gx, N * B);
+    free(J), free(gy), free(gx);
+    geom_free(&G);
+}
+
+void vijp_emu_conv_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt,
+                             const vijp_format *f)
+{
+    if (!vijp_emu_applies(f)) {
+        vo_conv1d_vjp_param(L, th, X, B, Gy, Gt, f);
+        return;
+    }
+    geom G = geom_new(L, th);
+    double *x = vijp_emu_get(X, L->in * B), *gy = vijp_emu_get(Gy, L->out * B), *gt = vijp_alloc_array(G.NW + G.C, sizeof *gt);
+    vijp_emu_grid g = vijp_emu_arith(f);
+    for (size_t o = 0; o < G.C; o++) {
+        for (size_t c = 0; c < G.C; c++)
+            for (size_t k = 0; k < G.K; k++) {
+                double acc = 0;
+                for (size_t b = 0; b < B; b++)
+                    for (size_t p = 0; p < G.no; p++) {
+                        long q = G.src[p * G.K + k];
+                        if (q >= 0) acc = term(acc, gy[b * L->out + o * G.no + p], x[b * L->in + c * G.n + (size_t)q], f);
+                    }
+                gt[(o * G.C + c) * G.K + k] = acc;
+            }
+        double s = 0;
+        for (size_t b = 0; b < B; b++)
+            for (size_t p = 0; p < G.no; p++) s = vijp_emu_add(s, gy[b * L->out + o * G.no + p], g);
+        gt[G.NW + o] = s;
+    }
+    vijp_emu_put(Gt, gt, G.NW + G.C);
+    free(x), free(gy), free(gt);
+    geom_free(&G);
+}
+
+int vijp_emu_conv_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *frag, mpfr_t *Gy,
+                       const vijp_format *f)
+{
+    if (!vijp_emu_applies(f)) return vo_conv1d_vijp(L, th, X, B, Gx, frag, Gy, f);
+    size_t N = L->in, M = L->out;
+    mpfr_t *J = vo_vec_new(M * N + M, f); /* [J; b = 0]: a dense layer's parameters */
+    vo_conv1d_jacobian(L, th, NULL, J, f);
+    int rc;
+    if (M < N) { /* strided: the dense layer's minimum-norm solve */
+        vijp_layer dl;
+        memset(&dl, 0, sizeof dl);
+        dl.in = N, dl.out = M;
+        rc = vijp_emu_dense_vijp(&dl, J, X, B, Gx, NULL, Gy, f);
+    } else {
+        for (size_t i = 0; i < N * B; i++) vo_set(Gy[i], Gx[i], f);
+        rc = vijp_emu_ge_solve(N, J, 1, Gy, B, f); /* Jᵀ g_y = g_x */
+    }
+    vo_vec_free(J, M * N + M);
+    return rc;
+}
+
+int vijp_emu_conv_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f)
+{
+    if (!vijp_emu_applies(f) || L->out != L->in) return vo_conv1d_inverse(L, th, Y, B, X, f);
+    size_t N = L->in, C = vijp_conv_get(L)->channels, n = N / C, bias = L->type->param_count(L) - C;
+    mpfr_t *J = vo_vec_new(N * N, f);
+    vo_conv1d_jacobian(L, th, NULL, J, f);
+    for (size_t b = 0; b < B; b++)
+        for (size_t i = 0; i < N; i++) vo_sub(X[b * N + i], Y[b * N + i], th[bias + i / n], f);
+    int rc = vijp_emu_ge_solve(N, J, 0, X, B, f);
+    vo_vec_free(J, N * N);
+    return rc;
+}

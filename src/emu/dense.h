@@ -1,0 +1,37 @@
+/* The dense layer's MPFR operators, run natively in the narrow formats
+ * (src/emu/dense.c).  Same contracts as the oracle's vo_dense_* and
+ * vo_ge_solve (oracles/oracles.h), which they call unchanged for every
+ * format vijp_emu_applies refuses (mpfr:P, the exact-dots reference). */
+#ifndef VIJP_EMU_DENSE_H
+#define VIJP_EMU_DENSE_H
+
+#include "vijp/layer.h"
+#include "emu.h"
+#include <mpfr.h>
+
+void vijp_emu_dense_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, const vijp_format *f);
+void vijp_emu_dense_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V,
+                        const vijp_format *f);
+void vijp_emu_dense_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx,
+                        const vijp_format *f);
+void vijp_emu_dense_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt,
+                              const vijp_format *f);
+int vijp_emu_dense_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *frag,
+                        mpfr_t *Gy, const vijp_format *f);
+/* The QR cases (dense_qr.c): the vijp when m ≠ n (the oracle's when
+ * m = n), the fragment and the cokernel basis. */
+int vijp_emu_dense_vijp_qr(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *frag,
+                           mpfr_t *Gy, const vijp_format *f);
+void vijp_emu_dense_fragment(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *frag,
+                             const vijp_format *f);
+int vijp_emu_dense_cokernel(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *Q, const vijp_format *f);
+int vijp_emu_dense_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
+/* vo_ge_solve's contract: A0 n × n column-major, r (n × B) overwritten,
+ * also when the matrix is singular (VIJP_ESINGULAR, r as far as it got). */
+int vijp_emu_ge_solve(size_t n, mpfr_t *A0, int trans, mpfr_t *r, size_t B, const vijp_format *f);
+/* The same on doubles, for f's arithmetic grid g: A (n × n, row-major: the
+ * matrix to solve with, already transposed where asked) is overwritten by
+ * its LU factors. */
+int vijp_emu_ge_solve_d(size_t n, double *A, double *r, size_t B, vijp_emu_grid g);
+
+#endif

@@ -1,0 +1,146 @@
+/* inv1x1's MPFR operators in the narrow formats, natively.  The factors
+ * Lm, Um and W = P Lm Um are formed by the oracle (vo_inv1x1_factors:
+ * O(C³), with exp, which emu.h has no double equivalent for); everything
+ * done per position runs on doubles in the oracle's order (oracles/inv1x1.c):
+ * the products with fused terms (vijp_emu_fma, emu.h; the oracle's vo_fma,
+ * without tf32's operand rounding), and per position its elimination
+ * (vijp_emu_ge_solve_d: vo_ge_solve, bit for bit by emu.h's theorem), where
+ * as in the oracle the first singular position stops the loop and leaves its
+ * own and later outputs unwritten.  Other formats run the oracle. */
+#include "inv1x1.h"
+#include "dense.h"
+#include "emu.h"
+#include "emu.h"
+#include "io.h"
+#include "vijp/arith.h"
+#include "vijp/catalogue.h"
+#include "../../oracles/oracles.h"
+#include <stdlib.h>
+#include <string.h>
+
+/* The oracle's factors, as doubles (each C × C, column-major). */
+typedef struct {
+    size_t C;
+    double *Lm, *Um, *W;
+} mats;
+
+static mats mats_new(const vijp_layer *L, mpfr_t *th, const vijp_format *f)
+{
+    size_t C = vijp_inv1x1_channels(L);
+    mpfr_t *Lm = vo_vec_new(C * C, f), *Um = vo_vec_new(C * C, f), *W = vo_vec_new(C * C, f);
+    vo_inv1x1_factors(L, th, Lm, Um, W, f);
+    mats m = {C, vijp_emu_get(Lm, C * C), vijp_emu_get(Um, C * C), vijp_emu_get(W, C * C)};
+    vo_vec_free(Lm, C * C), vo_vec_free(Um, C * C), vo_vec_free(W, C * C);
+    return m;
+}
+
+static void mats_free(mats *m) { free(m->Lm), free(m->Um), free(m->W); }
+
+/* V = W U (or Wᵀ U) at every position: the oracle's mix. */
+static void mix(const vijp_layer *L, mpfr_t *th, mpfr_t *U, size_t B, mpfr_t *V, int transpose, const vijp_format *f)
+{
+    mats m = mats_new(L, th, f);
+    size_t C = m.C, n = L->in / C;
+    vijp_emu_grid g = vijp_emu_arith(f);
+    double *u = vijp_emu_get(U, L->in * B), *v = vijp_alloc_array(L->in * B, sizeof *v);
+    for (size_t b = 0; b < B; b++)
+        for (size_t p = 0; p < n; p++)
+            for (size_t i = 0; i < C; i++) {
+                double acc = 0;
+                for (size_t k = 0; k < C; k++)
+                    acc = vijp_emu_fma(transpose ? m.W[k + i * C] : m.W[i + k * C], u[b * L->in + k * n + p], acc, g);
+                v[b * L->in + i * n + p] = acc;
+            }
+    vijp_emu_put(V, v, L->in * B);
+    free(u), free(v);
+    mats_free(&m);
+}
+
+void vijp_emu_inv1x1_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, const vijp_format *f)
+{
+    if (!vijp_emu_applies(f)) vo_inv1x1_forward(L, th, X, B, Y, f);
+    else mix(L, th, X, B, Y, 0, f);
+}
+
+void vijp_emu_inv1x1_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V, const vijp_format *f)
+{
+    if (!vijp_emu_applies(f)) vo_inv1x1_jvp(L, th, X, B, U, V, f);
+    else mix(L, th, U, B, V, 0, f);
+}
+
+void vijp_emu_inv1x1_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f)
+{
+    if (!vijp_emu_applies(f)) vo_inv1x1_vjp(L, th, X, B, Gy, Gx, f);
+    else mix(L, th, Gy, B, Gx, 1, f);
+}
+
+/* dM = Pᵀ Σ g xᵀ, then dL = dM Umᵀ below the diagonal, dU′ = Lmᵀ dM on and
+ * above it, d log_s = dU′_ii · Um_ii: the oracle's order throughout. */
+void vijp_emu_inv1x1_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt,
+                               const vijp_format *f)
+{
+    if (!vijp_emu_applies(f)) {
+        vo_inv1x1_vjp_param(L, th, X, B, Gy, Gt, f);
+        return;
+    }
+    mats m = mats_new(L, th, f);
+    size_t C = m.C, n = L->in / C;
+    vijp_emu_grid g = vijp_emu_arith(f);
+    double *x = vijp_emu_get(X, L->in * B), *gy = vijp_emu_get(Gy, L->in * B);
+    double *dM = vijp_alloc_array(C * C, sizeof *dM), *gt = vijp_alloc_array(C * C, sizeof *gt);
+    for (size_t j = 0; j < C; j++)
+        for (size_t i = 0; i < C; i++) {
+            double acc = 0;
+            for (size_t b = 0; b < B; b++)
+                for (size_t p = 0; p < n; p++) acc = vijp_emu_fma(gy[b * L->in + (C - 1 - i) * n + p], x[b * L->in + j * n + p], acc, g);
+            dM[i + j * C] = acc;
+        }
+    for (size_t j = 0; j < C; j++)
+        for (size_t i = 0; i < C; i++) {
+            double s = 0;
+            if (i > j)
+                for (size_t k = 0; k < C; k++) s = vijp_emu_fma(dM[i + k * C], m.Um[j + k * C], s, g);
+            else
+                for (size_t k = 0; k < C; k++) s = vijp_emu_fma(m.Lm[k + i * C], dM[k + j * C], s, g);
+            if (i == j) s = vijp_emu_mul(s, m.Um[i + i * C], g);
+            gt[i + j * C] = s;
+        }
+    vijp_emu_put(Gt, gt, C * C);
+    free(x), free(gy), free(dM), free(gt);
+    mats_free(&m);
+}
+
+/* Wᵀ z = r (trans) or W z = r at every position of every sample. */
+static int solve(const vijp_layer *L, mpfr_t *th, mpfr_t *R, size_t B, mpfr_t *Z, int trans, const vijp_format *f)
+{
+    mats m = mats_new(L, th, f);
+    size_t C = m.C, n = L->in / C;
+    double *A0 = vijp_alloc_array(C * C, sizeof *A0), *A = vijp_alloc_array(C * C, sizeof *A), *r = vijp_alloc_array(C, sizeof *r);
+    for (size_t i = 0; i < C; i++) /* row-major, as the solve takes it: W's rows, or Wᵀ's (W's columns) */
+        for (size_t k = 0; k < C; k++) A0[k + i * C] = trans ? m.W[k + i * C] : m.W[i + k * C];
+    vijp_emu_grid g = vijp_emu_arith(f);
+    int rc = 0;
+    for (size_t b = 0; b < B && !rc; b++)
+        for (size_t p = 0; p < n && !rc; p++) {
+            for (size_t c = 0; c < C; c++) r[c] = vijp_emu_get1(R[b * L->in + c * n + p]);
+            memcpy(A, A0, C * C * sizeof *A); /* the oracle eliminates afresh at every position */
+            if (!(rc = vijp_emu_ge_solve_d(C, A, r, 1, g)))
+                for (size_t c = 0; c < C; c++) mpfr_set_d(Z[b * L->in + c * n + p], r[c], MPFR_RNDN); /* exact */
+        }
+    free(A0), free(A), free(r);
+    mats_free(&m);
+    return rc;
+}
+
+int vijp_emu_inv1x1_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *frag, mpfr_t *Gy,
+                         const vijp_format *f)
+{
+    if (!vijp_emu_applies(f)) return vo_inv1x1_vijp(L, th, X, B, Gx, frag, Gy, f);
+    return solve(L, th, Gx, B, Gy, 1, f);
+}
+
+int vijp_emu_inv1x1_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f)
+{
+    if (!vijp_emu_applies(f)) return vo_inv1x1_inverse(L, th, Y, B, X, f);
+    return solve(L, th, Y, B, X, 0, f);
+}
