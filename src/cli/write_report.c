@@ -263,7 +263,11 @@ static void plot_commands(FILE *g, const study *s, size_t c, int kind, const cha
 static FILE *spawn_gnuplot(pid_t *pid)
 {
     int fd[2];
-    if (pipe(fd)) return NULL;
+    /* close-on-exec: a gnuplot started later must not hold this one's
+     * write end, or closing it would never reach this one as EOF
+     * (several run at once, render_all_plots); dup2 below clears it on
+     * the child's stdin. */
+    if (pipe2(fd, O_CLOEXEC)) return NULL;
     pid_t parent = getpid();
     *pid = fork();
     if (*pid < 0) {
@@ -305,23 +309,34 @@ static void plot_file(const study *s, size_t c, int k, char *name, size_t size)
     snprintf(name, size, "%s-c%zu.%s", plot_kinds[plot_kind(s, k / 2)], c + 1, k % 2 ? "svg" : "png");
 }
 
-/* Render error-, ratio-, bytes-, [recon-] and memory-c<K>.{png,svg} for
- * config c into the report, gnuplot reading config c's rows of curves.csv
- * and memory.csv from scratch files. */
-static int render_plots(const study *s, size_t c, const memory_table *mem, report_out *out, vijp_error *err)
+/* One config's plots in the making: its gnuplot has its whole script and
+ * writes while the next configs' start (render_all_plots). */
+typedef struct {
+    pid_t pid;
+    FILE *g;
+    char csv[PATH_MAX], mem_csv[PATH_MAX];
+} plot_job;
+
+/* Start rendering error-, ratio-, bytes-, [recon-] and memory-c<K>.{png,svg}
+ * for config c, gnuplot reading config c's rows of curves.csv and
+ * memory.csv from scratch files of its own; finish_plots waits for it. */
+static int start_plots(const study *s, size_t c, const memory_table *mem, report_out *out, plot_job *job, vijp_error *err)
 {
     int rc = 0, kinds = reversible_run(s) ? 5 : 4;
-    char csv[PATH_MAX], mem_csv[PATH_MAX], name[64], path[PATH_MAX];
+    char name[64], path[PATH_MAX];
     curves_sel q = {s, c + 1};
     memory_table mq = *mem;
     mq.only = c + 1;
-    if ((rc = report_out_scratch(out, "curves.csv", fill_curves_one, &q, csv, sizeof csv, err))) return rc;
-    if ((rc = report_out_scratch(out, "memory.csv", fill_memory_csv, &mq, mem_csv, sizeof mem_csv, err))) {
-        unlink(csv);
+    job->g = NULL;
+    snprintf(name, sizeof name, "curves-c%zu.csv", c + 1);
+    if ((rc = report_out_scratch(out, name, fill_curves_one, &q, job->csv, sizeof job->csv, err))) return rc;
+    snprintf(name, sizeof name, "memory-c%zu.csv", c + 1);
+    if ((rc = report_out_scratch(out, name, fill_memory_csv, &mq, job->mem_csv, sizeof job->mem_csv, err))) {
+        unlink(job->csv);
         return rc;
     }
-    pid_t pid;
-    FILE *g = spawn_gnuplot(&pid);
+    const char *csv = job->csv, *mem_csv = job->mem_csv;
+    FILE *g = job->g = spawn_gnuplot(&job->pid);
     if (g) {
         fputs("set datafile separator ','\nset key outside right top noenhanced\nset grid\nset logscale y\n"
               "set format y '10^{%L}'\nset termoption enhanced\n", g);
@@ -338,13 +353,45 @@ static int render_plots(const study *s, size_t c, const memory_table *mem, repor
             gq(g, path);
             fputs("\nreplot\nunset output\n", g);
         }
+        fflush(g);
     }
-    if (!(g && wait_gnuplot(g, pid) == 0)) rc = vijp_fail(err, VIJP_EINVAL, "gnuplot failed on the plots of config %zu", c + 1);
+    return 0;
+}
+
+/* Wait for config c's gnuplot (started by start_plots) and add its files
+ * to the report; err set only where rc was 0 (the first failure is told). */
+static int finish_plots(const study *s, size_t c, report_out *out, plot_job *j, int rc, vijp_error *err)
+{
+    char name[64];
+    int kinds = reversible_run(s) ? 5 : 4;
+    int ok = j->g && wait_gnuplot(j->g, j->pid) == 0;
+    if (!ok && !rc) rc = vijp_fail(err, VIJP_EINVAL, "gnuplot failed on the plots of config %zu", c + 1);
     for (int k = 0; k < 2 * kinds && !rc; k++) {
         plot_file(s, c, k, name, sizeof name);
         rc = report_out_add(out, name, err);
     }
-    unlink(csv), unlink(mem_csv);
+    unlink(j->csv), unlink(j->mem_csv);
+    return rc;
+}
+
+/* Every config's plots, with up to max(2, s->jobs) gnuplots at a time:
+ * one after the other they were a tenth of the default report's time,
+ * spent on one core after the study had finished on all of them. */
+static int render_all_plots(const study *s, const memory_table *mem, report_out *out, vijp_error *err)
+{
+    size_t window = s->jobs > 2 ? (size_t)s->jobs : 2, first = 0, next = 0;
+    plot_job *jobs = vijp_alloc_array(s->n_configs, sizeof *jobs);
+    int rc = 0;
+    while (first < s->n_configs) {
+        while (!rc && next < s->n_configs && next - first < window) {
+            rc = start_plots(s, next, mem, out, &jobs[next], err);
+            if (!rc) next++;
+        }
+        if (first == next) break; /* nothing running: a start failed */
+        rc = finish_plots(s, first, out, &jobs[first], rc, err);
+        first++;
+    }
+    free(jobs);
     return rc;
 }
 
@@ -619,7 +666,7 @@ int study_write(const study *s, report_out *out, vijp_error *err)
     for (size_t k = 0; k < 3 && !rc; k++) rc = report_out_write(out, tables[k].name, tables[k].fill, s, err);
     if (!rc) rc = report_out_write(out, "memory.csv", fill_memory_csv, &mem, err);
     if (s->plots && !rc) rc = render_overview(s, out, err);
-    for (size_t c = 0; c < s->n_configs && s->plots && !rc; c++) rc = render_plots(s, c, &mem, out, err);
+    if (s->plots && !rc) rc = render_all_plots(s, &mem, out, err);
     if (!rc) {
         json_t *j = study_json(s);
         rc = report_out_write(out, "drift.json", fill_json, j, err);
