@@ -272,6 +272,44 @@ static void round_reference(vijp_grads *ref, vijp_format *fmt, const vijp_format
     }
 }
 
+/* The reversible engine's reconstruction error, taken during its own run
+ * (vijp_engine_opts.rebuilt_input) against the true layer inputs H of a
+ * forward pass: what vijp_reversible_reconstruction gives (the same inverses
+ * of the same values, compared by the same vijp_rel_err) without inverting
+ * every layer a second time, a sixth of the default study in mpfr:113. */
+typedef struct {
+    vijp_mat *H; /* H[i]: the input of layer i + 1, i = 0..D */
+    size_t n;
+    double *recon;
+} recon_watch;
+
+static void on_rebuilt(void *ctx, size_t i, const vijp_mat *x)
+{
+    recon_watch *w = ctx;
+    w->recon[i] = vijp_rel_err(x, &w->H[i]);
+}
+
+/* The forward pass's layer inputs; 0, or an error code with w->H freed. */
+static int recon_watch_init(recon_watch *w, const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, double *recon)
+{
+    size_t D = net->depth, B = X->cols;
+    int rc = 0;
+    w->H = vijp_alloc_array(D + 1, sizeof *w->H), w->n = D + 1, w->recon = recon;
+    for (size_t i = 0; i <= D && !rc; i++) {
+        vijp_mat_init(&w->H[i], i ? net->layers[i - 1].out : net->width, B, X->fmt);
+        if (i == 0) vijp_mat_copy(&w->H[0], X);
+        else rc = vijp_layer_forward(&net->layers[i - 1], &theta[i - 1], &w->H[i - 1], &w->H[i], NULL);
+    }
+    return rc;
+}
+
+static void recon_watch_clear(recon_watch *w)
+{
+    for (size_t i = 0; w->H && i < w->n; i++) vijp_mat_clear(&w->H[i]);
+    free(w->H);
+    w->H = NULL;
+}
+
 /* cache: one per reference matrix, grad_x first, then g_i and ∇θ_i, shared
  * by the engines' measurements (compare_cache.h). */
 static void measure(const vijp_net *net, const vijp_drift_setup *s, const vijp_grads *got, const vijp_grads *ref,
@@ -321,7 +359,16 @@ int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *e
         r->engine = k ? s->engines[k - 1] : VIJP_ENGINE_BACKPROP;
         vijp_grads got;
         vijp_error e2 = {0};
-        rc = vijp_engine_run_opts(r->engine, &net, pf.theta, &pf.X, &pf.T, &s->problem.opts, &got, &e2);
+        vijp_engine_opts o = s->problem.opts;
+        recon_watch watch = {0};
+        if (r->engine == VIJP_ENGINE_REVERSIBLE) { /* layers the engine keeps rather than rebuilds: 0 */
+            r->reconstruction = vijp_alloc_array(D, sizeof(double));
+            if (!recon_watch_init(&watch, &net, pf.theta, &pf.X, r->reconstruction))
+                o.rebuilt_input = on_rebuilt, o.rebuilt_ctx = &watch;
+        }
+        rc = vijp_engine_run_opts(r->engine, &net, pf.theta, &pf.X, &pf.T, &o, &got, &e2);
+        recon_watch_clear(&watch);
+        int engine_rc = rc;
         if (rc && rc != VIJP_ESINGULAR) {
             if (err) *err = e2;
             break;
@@ -339,8 +386,10 @@ int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *e
         rc = 0; /* a singular vijp is recorded in r->failure: a measurement */
         measure(&net, s, &got, s->skip_reference ? NULL : &ref, r, cache);
         vijp_grads_clear(&got);
-        if (r->engine == VIJP_ENGINE_REVERSIBLE &&
-            vijp_reversible_reconstruction(&net, pf.theta, &pf.X, r->reconstruction = vijp_alloc_array(D, sizeof(double)), NULL))
+        /* Where the run stopped early (or its forward pass could not be
+         * watched) the diagnostic itself says what it would give. */
+        if (r->engine == VIJP_ENGINE_REVERSIBLE && (engine_rc || !o.rebuilt_input) &&
+            vijp_reversible_reconstruction(&net, pf.theta, &pf.X, r->reconstruction, NULL))
             for (size_t i = 0; i < D; i++) r->reconstruction[i] = NAN; /* an inverse failed: a measurement */
     }
     if (rc) goto out;

@@ -432,6 +432,60 @@ START_TEST(reversible_reconstruction)
 }
 END_TEST
 
+/* The engine's rebuilt_input hook sees every input it rebuilds by an inverse,
+ * and only those: compared with the true inputs (a forward pass) it gives
+ * the diagnostic's numbers exactly, with 0 left where the engine keeps the
+ * input (relu, rectangular dense).  The drift study
+ * measures reconstruction this way (drift.c, recon_watch). */
+typedef struct {
+    vijp_mat *H;
+    double *recon;
+    int calls;
+} hook_ctx;
+
+static void hook(void *ctx, size_t i, const vijp_mat *x)
+{
+    hook_ctx *h = ctx;
+    h->recon[i] = vijp_rel_err(x, &h->H[i]);
+    h->calls++;
+}
+
+START_TEST(reversible_hook_is_the_diagnostic)
+{
+    for (size_t ni = 0; ni < 8; ni++)
+        for (int hi = 0; hi < 2; hi++) {
+            problem p;
+            problem_init(&p, ni, hi ? "binary32" : "double");
+            double want[DEPTH], got[DEPTH] = {0};
+            vijp_mat H[DEPTH + 1];
+            vijp_mat_init(&H[0], p.net.width, BATCH, &p.F);
+            vijp_mat_copy(&H[0], &p.X);
+            for (size_t k = 0; k < DEPTH; k++) {
+                vijp_mat_init(&H[k + 1], p.net.layers[k].out, BATCH, &p.F);
+                ck_assert(!vijp_layer_forward(&p.net.layers[k], &p.theta[k], &H[k], &H[k + 1], NULL));
+            }
+            hook_ctx h = {H, got, 0};
+            vijp_engine_opts o = {.rebuilt_input = hook, .rebuilt_ctx = &h};
+            vijp_grads g;
+            vijp_error err = {0};
+            ck_assert_msg(!vijp_engine_run_opts(VIJP_ENGINE_REVERSIBLE, &p.net, p.theta, &p.X, &p.T, &o, &g, &err), "%s",
+                          err.msg);
+            ck_assert_msg(!vijp_reversible_reconstruction(&p.net, p.theta, &p.X, want, &err), "%s", err.msg);
+            int rebuilt = 0;
+            for (size_t k = 0; k < DEPTH; k++) {
+                const vijp_layer *L = &p.net.layers[k];
+                rebuilt += L->in == L->out && L->type->d->inverse && L->type->mp && L->type->mp->inverse;
+                ck_assert_msg(!memcmp(&got[k], &want[k], sizeof got[k]), "%s %s: h_%zu %g vs %g", nets[ni].spec,
+                              hi ? "binary32" : "double", k, got[k], want[k]);
+            }
+            ck_assert_int_eq(h.calls, rebuilt);
+            vijp_grads_clear(&g);
+            for (size_t k = 0; k <= DEPTH; k++) vijp_mat_clear(&H[k]);
+            problem_clear(&p);
+        }
+}
+END_TEST
+
 /* A vijp that loses rank keeps the layers rebuilt before it: a dense layer
  * whose weights are zero from layer 3 on cannot be inverted there. */
 START_TEST(singular_vijp_keeps_earlier_layers)
@@ -495,6 +549,7 @@ Suite *suite_engines(void)
     tcase_add_loop_test(tc, checkpoint_is_backprop_exactly, 0, (int)NNETS);
     tcase_add_test(tc, checkpoint_segments);
     tcase_add_test(tc, reversible_reconstruction);
+    tcase_add_test(tc, reversible_hook_is_the_diagnostic);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -46,6 +46,13 @@ VIJP_MUST_CHECK int vijp_engine_run(vijp_engine_kind e, const vijp_net *net, con
 /* Options of the engines that have any (zero: the default). */
 typedef struct {
     size_t checkpoint_segment; /* checkpoint: layers per segment (0: ⌈√D⌉) */
+    /* reversible, optional: called with every layer input the reverse pass
+     * rebuilds by the layer's inverse (i from D − 1 down; not for inputs
+     * the forward pass kept), as soon as it is rebuilt.  The drift study
+     * measures the reconstruction error there instead of inverting every
+     * layer a second time (vijp_reversible_reconstruction). */
+    void (*rebuilt_input)(void *ctx, size_t i, const vijp_mat *x);
+    void *rebuilt_ctx;
 } vijp_engine_opts;
 
 /* vijp_engine_run with options (o may be NULL). */

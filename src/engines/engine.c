@@ -52,7 +52,7 @@ int vijp_engine_run_opts(vijp_engine_kind e, const vijp_net *net, const vijp_mat
     case VIJP_ENGINE_BACKPROP: rc = engine_backprop(net, theta, X, T, out, err); break;
     case VIJP_ENGINE_MOONWALK: rc = engine_moonwalk(net, theta, X, T, out, err); break;
     case VIJP_ENGINE_PURE_FORWARD: rc = engine_pure_forward(net, theta, X, T, out, err); break;
-    case VIJP_ENGINE_REVERSIBLE: rc = engine_reversible(net, theta, X, T, out, err); break;
+    case VIJP_ENGINE_REVERSIBLE: rc = engine_reversible(net, theta, X, T, o, out, err); break;
     case VIJP_ENGINE_CHECKPOINT:
         rc = engine_checkpoint(net, theta, X, T, o ? o->checkpoint_segment : 0, out, err);
         break;

@@ -51,7 +51,7 @@ VIJP_MUST_CHECK int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, 
 VIJP_MUST_CHECK int engine_checkpoint(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
                       size_t segment, vijp_grads *out, vijp_error *err);
 VIJP_MUST_CHECK int engine_reversible(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
-                      vijp_grads *out, vijp_error *err);
+                      const vijp_engine_opts *o, vijp_grads *out, vijp_error *err);
 VIJP_MUST_CHECK int engine_pure_forward(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
                         const vijp_mat *T, vijp_grads *out, vijp_error *err);
 

@@ -18,7 +18,7 @@ static int invertible(const vijp_layer *L)
 }
 
 int engine_reversible(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
-                      vijp_grads *out, vijp_error *err)
+                      const vijp_engine_opts *o, vijp_grads *out, vijp_error *err)
 {
     size_t D = net->depth, B = X->cols;
     const vijp_format *f = X->fmt;
@@ -51,6 +51,7 @@ int engine_reversible(const vijp_net *net, const vijp_mat *theta, const vijp_mat
         } else {
             vijp_mat_init(&x, L->in, B, f);
             rc = vijp_layer_inverse(L, &theta[i], &h, &x, err);
+            if (!rc && o && o->rebuilt_input) o->rebuilt_input(o->rebuilt_ctx, i, &x);
         }
         vijp_mat *gin = i ? &out->g[i - 1] : &out->grad_x;
         if (!rc) rc = vijp_layer_vjp_param(L, &theta[i], &x, &out->g[i], &out->grad_theta[i], err);
