@@ -39,9 +39,11 @@ int fill_memory_csv(FILE *o, const void *ctx)
     const memory_table *m = ctx;
     fputs("config,engine_index,engine,depth,stored_bytes\n", o);
     for (size_t c = m->only ? m->only - 1 : 0; c < (m->only ? m->only : m->s->n_configs); c++)
-        for (int e = 0; e < VIJP_ENGINE_COUNT; e++)
+        for (int e = 0; e < VIJP_ENGINE_COUNT; e++) {
+            if (m->only && e) fputs("\n\n", o); /* one config's plot data: a gnuplot block per engine (index e) */
             for (size_t d = 0; d < m->s->depth; d++)
                 fprintf(o, "%zu,%d,%s,%zu,%zu\n", c + 1, e, vijp_engine_name((vijp_engine_kind)e), d + 1, mem_at(m, c, (size_t)e)[d]);
+        }
     return ferror(o);
 }
 
