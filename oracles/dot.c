@@ -27,7 +27,8 @@
 /* Scratch limbs kept on the stack; more (precisions beyond ~4000 bits) are allocated. */
 #define STACK_LIMBS 512
 
-/* The test hook VIJP_BREAK_REFDOT (any value): keep only P/4 bits and round
+/* The test hook VIJP_BREAK_REFDOT (any value): keep only P/4 bits (masked, so
+ * that 128 and 256 bits keep 32 and 64, not one limb each) and round
  * what is left without the test, so the reference is wrong by about
  * 2^-(P/4): what the drift study's validation must catch.  Read once. */
 static pthread_once_t hook_once = PTHREAD_ONCE_INIT;
@@ -189,6 +190,14 @@ void vo_dot(mpfr_ptr r, mpfr_srcptr c, const mpfr_srcptr *a, const mpfr_srcptr *
         mpfr_srcptr x = k < n ? a[k] : c, y = k < n && b ? b[k] : NULL;
         if (!x || mpfr_zero_p(x) || (y && mpfr_zero_p(y))) continue;
         cut += (size_t)accumulate(acc, L, w, x, y, prod);
+    }
+    if (hook_broken) { /* keep `keep` bits below the top limb, whatever the limb count: P/4 bits, not a limb's worth */
+        size_t clear = (size_t)LB * (L - 1) > keep ? (size_t)LB * (L - 1) - keep : 0;
+        for (size_t i = 0; i < L && clear; i++) {
+            size_t bits = clear < (size_t)LB ? clear : (size_t)LB;
+            acc[i] &= bits == (size_t)LB ? 0 : ~(mp_limb_t)0 << bits;
+            clear -= bits;
+        }
     }
     int neg = (int)(acc[L - 1] >> (LB - 1));
     if (neg) mpn_neg(acc, acc, (mp_size_t)L);

@@ -259,19 +259,20 @@ END_TEST
 
 /* The reference's accuracy claim is checked by doubling its precision
  * (src/drift.c): with vo_dot broken on purpose (VIJP_BREAK_REFDOT keeps P/4
- * bits, an error near 2^-(P/4)), mpfr:256 and mpfr:512 disagree by ~2^-64,
- * above double's target u·2^-10 = 2^-63, so a study capped at 512 bits must
- * fail ("did not settle"); unbroken, the same study passes. */
+ * bits, an error near 2^-(P/4)), mpfr:128 and mpfr:256 disagree by ~2^-32,
+ * far above double's target u·2^-10 = 2^-63, so a study capped at 256 bits
+ * (the first doubling) must fail ("did not settle"); unbroken, the same
+ * study passes. */
 START_TEST(test_dot_broken_reference_caught)
 {
     char dir[512], args[1024];
     make_temp_dir(dir, sizeof dir, "dot");
-    snprintf(args, sizeof args, "drift --net dense:8,leaky:0.5 --depth 4 --formats double --seeds 1 --ref-prec-max 512 "
+    snprintf(args, sizeof args, "drift --net dense:8,leaky:0.5 --depth 4 --formats double --seeds 1 --ref-prec-max 256 "
              "--no-plots -q --out %s/ok", dir);
     run_result ok = run_vijp(args);
     ck_assert_msg(ok.rc == CLI_OK, "unbroken reference: exit %d, %s", ok.rc, ok.err);
     setenv("VIJP_BREAK_REFDOT", "1", 1);
-    snprintf(args, sizeof args, "drift --net dense:8,leaky:0.5 --depth 4 --formats double --seeds 1 --ref-prec-max 512 "
+    snprintf(args, sizeof args, "drift --net dense:8,leaky:0.5 --depth 4 --formats double --seeds 1 --ref-prec-max 256 "
              "--no-plots -q --out %s/broken", dir);
     run_result bad = run_vijp(args);
     unsetenv("VIJP_BREAK_REFDOT");
