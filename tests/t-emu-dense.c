@@ -370,7 +370,7 @@ START_TEST(fma_matches_oracle)
         mpfr_t a, b, c;
         mpfr_inits2(f.prec, a, b, c, (mpfr_ptr)0);
         long hard = 0;
-        for (long i = 0; i < test_iters(100000); i++) {
+        for (long i = 0; i < test_iters(20000); i++) {
             double da, db, dc;
             if (i % 2) {
                 da = draw(&r, g, i % 3 ? WILD : CLEAN), db = draw(&r, g, i % 3 ? WILD : CLEAN), dc = draw(&r, g, (int)(i % N_KINDS));
@@ -408,7 +408,7 @@ START_TEST(reader_matches_mpfr_get_d)
         vijp_emu_grid g = vijp_emu_arith(&f);
         mpfr_t v, w;
         mpfr_init2(v, f.prec), mpfr_init2(w, 53);
-        for (long i = 0; i < test_iters(20000); i++) {
+        for (long i = 0; i < test_iters(5000); i++) {
             double d = draw(&r, g, (int)(i % N_KINDS)), e = ldexp(vijp_rng_normal(&r), (int)(vijp_rng_u64(&r) % 2000) - 1000);
             mpfr_set_d(v, d, MPFR_RNDN), mpfr_set_d(w, e, MPFR_RNDN);
             double a = vijp_emu_get1(v), b = mpfr_get_d(v, MPFR_RNDN), a2 = vijp_emu_get1(w), b2 = mpfr_get_d(w, MPFR_RNDN);

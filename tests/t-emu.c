@@ -43,7 +43,7 @@ START_TEST(round_matches_oracle)
 {
     vijp_rng r;
     vijp_rng_seed(&r, test_seed());
-    long n = test_iters(200000);
+    long n = test_iters(40000);
     for (size_t fi = 0; fi < sizeof formats / sizeof *formats; fi++) {
         vijp_format f;
         ck_assert_int_eq(vijp_format_parse(formats[fi], &f, NULL), 0);
@@ -76,7 +76,7 @@ START_TEST(ops_match_oracle)
 {
     vijp_rng r;
     vijp_rng_seed(&r, test_seed() + 1);
-    long n = test_iters(100000);
+    long n = test_iters(20000);
     for (size_t fi = 0; fi < sizeof formats / sizeof *formats; fi++) {
         vijp_format f;
         ck_assert_int_eq(vijp_format_parse(formats[fi], &f, NULL), 0);
