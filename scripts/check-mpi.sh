@@ -56,11 +56,21 @@ echo "check-mpi: killed after $kept curves at P = 3, resumed at P = 2: the same 
 
 # Rank 2 dies (SIGKILL as it gets its second curve): rank 0 names the curve
 # it had; nothing is written; one process resumes it.
-rm -rf out
-rc=0
-VIJP_KILL_RANK=2 "${mpirun[@]}" -x VIJP_KILL_RANK -n 3 "$vijp" drift "${study[@]}" >/dev/null 2>err || rc=$?
-[ $rc -ne 0 ] || fail "the run whose rank 2 died succeeded"
-grep -q "rank 2: dense:8,[a-z:.0-9]* (orthogonal), [a-z0-9:]*, seed [0-9]" err || { cat err >&2; fail "rank 0 did not name rank 2's curve"; }
+# Rank 0 names it from its signal handler once mpirun ends it; mpirun can
+# stop forwarding rank 0's stderr before that line arrives (seen once in
+# about ten runs of make check, never alone), so up to three tries, each of
+# which must fail cleanly, and one must show the name.
+named=0
+for try in 1 2 3; do
+  rm -rf out .out.vijp-units
+  rc=0
+  VIJP_KILL_RANK=2 "${mpirun[@]}" -x VIJP_KILL_RANK -n 3 "$vijp" drift "${study[@]}" >/dev/null 2>err || rc=$?
+  [ $rc -ne 0 ] || fail "the run whose rank 2 died succeeded"
+  [ ! -e out ] || fail "a run with a dead rank left a report folder"
+  if grep -q "rank 2: dense:8,[a-z:.0-9]* (orthogonal), [a-z0-9:]*, seed [0-9]" err; then named=1; break; fi
+  echo "check-mpi: try $try: mpirun dropped rank 0's message naming rank 2's curve" >&2
+done
+[ $named -eq 1 ] || { cat err >&2; fail "rank 0 did not name rank 2's curve"; }
 [ ! -e out ] || fail "a run with a dead rank left a report folder"
 "$vijp" drift "${study[@]}" --resume || fail "--resume after a dead rank"
 same "a dead rank, resumed"
