@@ -260,16 +260,18 @@ static void first_order_bound(const vijp_net *net, const vijp_drift_curve *c, vi
  * (when it is wider), so that they read it rather than round every entry
  * again for every engine; fmt, which its matrices point to, says so.  The
  * comparisons' results do not change: they rounded it there anyway. */
+static void round_entries(vijp_mat *a, mpfr_prec_t p)
+{
+    for (size_t k = 0, n = a->m ? vijp_mat_len(a) : 0; k < n; k++)
+        (void)mpfr_prec_round(a->m[k], p, MPFR_RNDN); /* narrower: never reallocates (mat.c's one block) */
+}
+
 static void round_reference(vijp_grads *ref, vijp_format *fmt, const vijp_format *f)
 {
     mpfr_prec_t p = vijp_compare_prec(f);
     if (p >= fmt->prec || vijp_format_mpfr(fmt, p, NULL)) return;
-    vijp_mat *mats[] = {&ref->grad_x};
-    for (size_t i = 0; i <= 2 * ref->depth; i++) {
-        vijp_mat *a = i == 0 ? mats[0] : i <= ref->depth ? &ref->g[i - 1] : &ref->grad_theta[i - 1 - ref->depth];
-        for (size_t k = 0, n = a->m ? vijp_mat_len(a) : 0; k < n; k++)
-            (void)mpfr_prec_round(a->m[k], p, MPFR_RNDN); /* narrower: never reallocates (mat.c's one block) */
-    }
+    round_entries(&ref->grad_x, p);
+    for (size_t i = 0; i < ref->depth; i++) round_entries(&ref->g[i], p), round_entries(&ref->grad_theta[i], p);
 }
 
 /* The reversible engine's reconstruction error, taken during its own run
@@ -289,7 +291,8 @@ static void on_rebuilt(void *ctx, size_t i, const vijp_mat *x)
     w->recon[i] = vijp_rel_err(x, &w->H[i]);
 }
 
-/* The forward pass's layer inputs; 0, or an error code with w->H freed. */
+/* The forward pass's layer inputs; 0 or an error code (recon_watch_clear
+ * frees w->H either way). */
 static int recon_watch_init(recon_watch *w, const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, double *recon)
 {
     size_t D = net->depth, B = X->cols;

@@ -20,9 +20,8 @@
  * so the binary64 intermediates are never subnormal nor out of range and
  * rounding them to the format's grid is one addition and one subtraction
  * (the classic shift constant; no change of rounding mode).  Fused
- * multiply-adds of the mixed formats, whose accumulation format is
- * binary32, are the hardware's fmaf: one rounding of the exact a·b + c
- * onto binary32's grid, which is what the oracle's mpfr_fma gives.
+ * multiply-adds (vo_fma, and the mixed formats' madd in binary32) round
+ * the exact a·b + c once, through rounding to odd (vijp_emu_fma below).
  *
  * The oracles stay the definition: tests/t-emu.c checks every function here
  * against them, bit for bit, and `make regress` runs the whole study
@@ -45,7 +44,7 @@ typedef struct {
 
 /* Nonzero when f's arithmetic can run here: an emulated format of at most
  * 24 bits (every narrow and mixed format vijp has).  Mixed formats add
- * store (their storage grid) and fmaf; others have store == arith. */
+ * store (their storage grid); others have store == arith. */
 static inline int vijp_emu_applies(const vijp_format *f)
 {
     return f->emulated && f->prec <= 24 && f->emin >= -148 && f->emax <= 128;
@@ -115,14 +114,6 @@ static inline double vijp_emu_fma(double a, double b, double c, vijp_emu_grid g)
     return vijp_emu_round(s, g);
 }
 
-/* acc + a·b with one rounding onto binary32's grid (mixed formats only:
- * their accumulation format is binary32, and a, b, acc are binary32
- * values, so the float conversions are exact). */
-static inline double vijp_emu_fma32(double a, double b, double acc)
-{
-    return (double)fmaf((float)a, (float)b, (float)acc);
-}
-
 /* The oracle's vo_madd (acc += a·b) in format f: mixed formats one fused
  * rounding (operands first rounded to operand_prec where f has one, tf32),
  * the others the product rounded, then the sum. */
@@ -134,7 +125,7 @@ static inline double vijp_emu_madd(double acc, double a, double b, const vijp_fo
         vijp_emu_grid o = {(int)f->operand_prec, g.emin, g.emax};
         a = vijp_emu_round(a, o), b = vijp_emu_round(b, o);
     }
-    return vijp_emu_fma32(a, b, acc);
+    return vijp_emu_fma(a, b, acc, g); /* binary32's grid: every mixed format accumulates there */
 }
 
 #endif
