@@ -5,6 +5,7 @@
 #include "vijp/vijp.h"
 #include "problem.h"
 #include "compare_cache.h"
+#include "drift_memo.h"
 #include <cblas.h>
 #include <lapacke.h>
 #include <math.h>
@@ -43,18 +44,6 @@ static void disagreement(const vijp_grads *lo, const vijp_grads *hi, const vijp_
         }
 }
 
-static int backprop_at(const vijp_net *net, const vijp_problem *pf, long prec, vijp_format *fmt,
-                       vijp_grads *out, vijp_error *err)
-{
-    vijp_problem p = {0};
-    int rc = vijp_format_mpfr(fmt, prec, err);
-    fmt->exact_dots = 1; /* dot products rounded once: exact sums, faster (oracles/dot.h) */
-    if (!rc) vijp_problem_convert(&p, net, pf, fmt);
-    if (!rc) rc = vijp_engine_run(VIJP_ENGINE_BACKPROP, net, p.theta, &p.X, &p.T, out, err);
-    vijp_problem_clear(&p, net);
-    return rc;
-}
-
 long vijp_drift_ref_prec_first(const vijp_format *f, long start)
 {
     return start ? start : 2 * (long)f->prec > 128 ? 2 * (long)f->prec : 128;
@@ -79,18 +68,18 @@ int vijp_drift_check_ref_prec(const vijp_format *f, long start, long cap, vijp_e
                      "goes up to %d, for mpfr:%d)", f->name, first, 2 * first, cap, cap / 4, VIJP_PREC_MAX, VIJP_PREC_MAX / 4);
 }
 
-/* The validated reference (see drift.h).  ref and its format fmt (which the
- * matrices point to) belong to the caller. */
+/* The validated reference (see drift.h), rounded to the comparisons'
+ * precision.  ref and its format fmt (which the matrices point to) belong to
+ * the caller; the levels visited stay in memo when keep (it is shared). */
 static int reference(const vijp_drift_setup *s, const vijp_net *net, const vijp_problem *pf, vijp_drift_curve *c,
-                     vijp_grads *ref, vijp_format *fmt, vijp_error *err)
+                     vijp_drift_memo *memo, int keep, vijp_grads *ref, vijp_format *fmt, vijp_error *err)
 {
     long p = vijp_drift_ref_prec_first(&s->problem.fmt, s->ref_prec_start);
     long cap = s->ref_prec_max ? s->ref_prec_max : VIJP_DRIFT_REF_PREC_MAX;
     c->ref_prec_start = p;
     c->ref_target = ldexp(c->u, -10);
-    vijp_format f_lo, f_hi;
-    vijp_grads lo = {0}, hi = {0};
-    int rc = backprop_at(net, pf, p, &f_lo, &lo, err);
+    const vijp_grads *lo, *hi;
+    int rc = vijp_drift_memo_backprop(memo, net, pf, p, &lo, err);
     while (!rc) {
         if (2 * p > cap) {
             rc = vijp_fail(err, VIJP_EDOMAIN,
@@ -99,29 +88,22 @@ static int reference(const vijp_drift_setup *s, const vijp_net *net, const vijp_
                            cap, p / 2, p, c->ref_agreement, c->ref_target);
             break;
         }
-        if ((rc = backprop_at(net, pf, 2 * p, &f_hi, &hi, err))) break;
+        if ((rc = vijp_drift_memo_backprop(memo, net, pf, 2 * p, &hi, err))) break;
         double rel, ulps;
-        disagreement(&lo, &hi, &s->problem.fmt, &rel, &ulps);
+        disagreement(lo, hi, &s->problem.fmt, &rel, &ulps);
         c->ref_agreement = rel;
         p *= 2;
         if (rel <= c->ref_target && ulps <= 0x1p-10) break;
-        vijp_grads_clear(&lo);
-        lo = hi; /* its matrices point to f_hi: move the format along */
-        f_lo = f_hi;
-        lo.grad_x.fmt = &f_lo;
-        for (size_t i = 0; i < lo.depth; i++) lo.g[i].fmt = lo.grad_theta[i].fmt = &f_lo;
-        memset(&hi, 0, sizeof hi);
+        lo = hi;
+        if (!keep) vijp_drift_memo_drop_below(memo, p); /* as before memos: two levels at a time */
     }
-    vijp_grads_clear(&lo);
-    if (rc) {
-        vijp_grads_clear(&hi);
-        return rc;
-    }
+    if (rc) return rc;
     c->ref_prec = p;
-    *fmt = f_hi;
-    *ref = hi;
-    ref->grad_x.fmt = fmt;
-    for (size_t i = 0; i < ref->depth; i++) ref->g[i].fmt = ref->grad_theta[i].fmt = fmt;
+    if (!keep) vijp_drift_memo_drop_below(memo, p);
+    /* Rounded once to the precision the comparisons work at (when narrower),
+     * so that they read it rather than round every entry again for every
+     * engine.  Their results do not change: they rounded it there anyway. */
+    vijp_drift_memo_reference(memo, p, vijp_compare_prec(&s->problem.fmt), keep, ref, fmt);
     return 0;
 }
 
@@ -226,6 +208,14 @@ static void conditioning(const vijp_net *net, const vijp_problem *pf, vijp_drift
             break;
         }
     }
+    vijp_mat_clear(&h);
+    free(Q), free(Z), free(sums), free(tau);
+    vijp_problem_clear(&pd, net);
+}
+
+/* The spread's rate and the error it predicts, from c->lyap_cum and c->u. */
+static void predict(vijp_drift_curve *c, size_t D)
+{
     c->lyap_rate = c->lyap_cum[D - 1] / (double)D;
     /* S_i = Σ_{j<=i} 10^(2 (L_i − L_{j−1})) obeys S_i = 10^(2 (L_i − L_{i−1})) (S_{i−1} + 1):
      * one step per layer, carried in log10 so that hundreds of decades of
@@ -242,9 +232,6 @@ static void conditioning(const vijp_net *net, const vijp_problem *pf, vijp_drift
     for (size_t i = 0; lp && i < D; i++) lp[i] = pow(10, lp[i] - top); /* in (0, 1] */
     c->predicted_rate = lp ? vijp_growth_fit(lp, D, INFINITY, NULL) : NAN;
     free(lp);
-    vijp_mat_clear(&h);
-    free(Q), free(Z), free(sums), free(tau);
-    vijp_problem_clear(&pd, net);
 }
 
 static void first_order_bound(const vijp_net *net, const vijp_drift_curve *c, vijp_drift_run_result *r)
@@ -254,24 +241,6 @@ static void first_order_bound(const vijp_net *net, const vijp_drift_curve *c, vi
         e = c->kappa[i] * (e + (double)net->layers[i].in * c->u);
         r->bound[i] = e;
     }
-}
-
-/* The reference rounded in place to the precision the comparisons work at
- * (when it is wider), so that they read it rather than round every entry
- * again for every engine; fmt, which its matrices point to, says so.  The
- * comparisons' results do not change: they rounded it there anyway. */
-static void round_entries(vijp_mat *a, mpfr_prec_t p)
-{
-    for (size_t k = 0, n = a->m ? vijp_mat_len(a) : 0; k < n; k++)
-        (void)mpfr_prec_round(a->m[k], p, MPFR_RNDN); /* narrower: never reallocates (mat.c's one block) */
-}
-
-static void round_reference(vijp_grads *ref, vijp_format *fmt, const vijp_format *f)
-{
-    mpfr_prec_t p = vijp_compare_prec(f);
-    if (p >= fmt->prec || vijp_format_mpfr(fmt, p, NULL)) return;
-    round_entries(&ref->grad_x, p);
-    for (size_t i = 0; i < ref->depth; i++) round_entries(&ref->g[i], p), round_entries(&ref->grad_theta[i], p);
 }
 
 /* The reversible engine's reconstruction error, taken during its own run
@@ -355,8 +324,10 @@ int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *e
     vijp_grads ref = {0};
     vijp_format ref_fmt;
     vijp_compare_cache *cache = vijp_alloc_array(1 + 2 * D, sizeof *cache); /* zeroed: not ready */
-    if (!s->skip_reference && (rc = reference(s, &net, &pf, c, &ref, &ref_fmt, err))) goto out;
-    if (!s->skip_reference) round_reference(&ref, &ref_fmt, &s->problem.fmt);
+    /* The caller's memo, shared with other runs, or one for this run alone. */
+    vijp_drift_memo *memo = s->memo ? s->memo : vijp_drift_memo_new();
+    vijp_drift_memo_bind(memo, &s->problem, &net, &pf, s->memo != NULL);
+    if (!s->skip_reference && (rc = reference(s, &net, &pf, c, memo, s->memo != NULL, &ref, &ref_fmt, err))) goto out;
     for (size_t k = 0; k < c->n_runs && !rc; k++) {
         vijp_drift_run_result *r = &c->runs[k];
         r->engine = k ? s->engines[k - 1] : VIJP_ENGINE_BACKPROP;
@@ -396,13 +367,18 @@ int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *e
             for (size_t i = 0; i < D; i++) r->reconstruction[i] = NAN; /* an inverse failed: a measurement */
     }
     if (rc) goto out;
-    conditioning(&net, &pf, c);
+    if (!vijp_drift_memo_get_conditioning(memo, c->kappa, c->lyap_cum, D)) {
+        conditioning(&net, &pf, c);
+        vijp_drift_memo_put_conditioning(memo, c->kappa, c->lyap_cum, D);
+    }
+    predict(c, D);
     for (size_t k = 1; k < c->n_runs; k++) /* the vijp sweep's bound: Moonwalk's engines only */
         if (c->runs[k].engine == VIJP_ENGINE_MOONWALK || c->runs[k].engine == VIJP_ENGINE_PURE_FORWARD) {
             c->runs[k].bound = vijp_alloc_array(D, sizeof(double));
             first_order_bound(&net, c, &c->runs[k]);
         }
 out:
+    if (memo != s->memo) vijp_drift_memo_free(memo);
     for (size_t i = 0; i < 1 + 2 * D; i++) vijp_compare_cache_clear(&cache[i]);
     free(cache);
     vijp_grads_clear(&ref);

@@ -5,6 +5,7 @@
 #include "testutil.h"
 #include "vijp/drift.h"
 #include "../src/compare_cache.h"
+#include "../src/drift_memo.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -374,6 +375,63 @@ START_TEST(reference_validation)
 }
 END_TEST
 
+/* Bit for bit (doubles by their bytes, so NaN equals NaN): every field of
+ * two curves, metrics, bounds, conditioning and reference figures. */
+static int same_doubles(const double *a, const double *b, size_t n) { return !n || (a && b && !memcmp(a, b, n * sizeof *a)) || (!a && !b); }
+
+static int same_curve(const vijp_drift_curve *a, const vijp_drift_curve *b)
+{
+    size_t D = a->depth;
+    if (D != b->depth || a->n_runs != b->n_runs || a->ref_prec != b->ref_prec || a->ref_prec_start != b->ref_prec_start ||
+        memcmp(&a->ref_agreement, &b->ref_agreement, sizeof(double)) || memcmp(&a->lyap_rate, &b->lyap_rate, sizeof(double)) ||
+        memcmp(&a->predicted_rate, &b->predicted_rate, sizeof(double)) || !same_doubles(a->kappa, b->kappa, D) ||
+        !same_doubles(a->lyap_cum, b->lyap_cum, D) || !same_doubles(a->predicted, b->predicted, D))
+        return 0;
+    for (size_t k = 0; k < a->n_runs; k++) {
+        const vijp_drift_run_result *x = &a->runs[k], *y = &b->runs[k];
+        if (x->engine != y->engine || x->rebuilt != y->rebuilt || memcmp(&x->x, &y->x, sizeof x->x) ||
+            memcmp(x->g, y->g, D * sizeof *x->g) || memcmp(x->theta, y->theta, D * sizeof *x->theta) ||
+            !same_doubles(x->bound, y->bound, D) || strcmp(x->failure, y->failure) || strcmp(x->nonfinite, y->nonfinite))
+            return 0;
+    }
+    return 1;
+}
+
+/* vijp_drift_memo: curves run with one memo in turn are those run alone, bit
+ * for bit, and the memo computes a reference only where the rounded problem
+ * changes.  bfloat16 and bfloat16+binary32 store in bfloat16 (one problem:
+ * shared); binary32 rounds to other values (recomputed); bfloat16 again
+ * after it (recomputed: one problem is kept).  A memo that ignored the
+ * values (broken on purpose: same_problem returning 1 once keyed) gives
+ * binary32 bfloat16's reference and fails the comparison. */
+START_TEST(memo_shares_only_equal_problems)
+{
+    static const char *const order[] = {"bfloat16", "bfloat16+binary32", "binary32", "bfloat16"};
+    static const size_t computed[] = {2, 2, 4, 6}; /* each problem validates at 128 and 256 bits */
+    vijp_drift_memo *memo = vijp_drift_memo_new();
+    for (size_t k = 0; k < 4; k++) {
+        vijp_drift_setup s = setup("dense:8,gelu", 12, 8, VIJP_INIT_ORTHOGONAL, order[k], test_seed());
+        vijp_drift_curve alone, shared;
+        drift(&s, &alone);
+        s.memo = memo;
+        drift(&s, &shared);
+        ck_assert_msg(same_curve(&alone, &shared), "%s: the curve run with the memo differs", order[k]);
+        ck_assert_msg(vijp_drift_memo_computed(memo) == computed[k], "%s: %zu references computed, want %zu", order[k],
+                      vijp_drift_memo_computed(memo), computed[k]);
+        vijp_drift_curve_clear(&alone), vijp_drift_curve_clear(&shared);
+    }
+    /* another seed: another problem */
+    vijp_drift_setup s = setup("dense:8,gelu", 12, 8, VIJP_INIT_ORTHOGONAL, "bfloat16+binary32", test_seed() + 1);
+    vijp_drift_curve alone, shared;
+    drift(&s, &alone);
+    s.memo = memo;
+    drift(&s, &shared);
+    ck_assert(same_curve(&alone, &shared) && vijp_drift_memo_computed(memo) == 8);
+    vijp_drift_curve_clear(&alone), vijp_drift_curve_clear(&shared);
+    vijp_drift_memo_free(memo);
+}
+END_TEST
+
 /* A cap too low to validate fails with VIJP_EDOMAIN and leaves the curve
  * empty (the sanitized run checks that nothing leaks). */
 START_TEST(reference_cap)
@@ -724,6 +782,7 @@ Suite *suite_drift(void)
     tcase_add_test(tc, reference_validation);
     tcase_add_test(tc, reference_cap);
     tcase_add_test(tc, reference_prec_limits);
+    tcase_add_test(tc, memo_shares_only_equal_problems);
     /* Per seed: A = 0.1, 0.3, 0.5 (0.7 and 0.9 miss the factor 2 for some
      * seeds, see growth_vs_lyapunov); over seeds: A = 0.7 and 0.9. */
     tcase_add_loop_test(tc, growth_vs_lyapunov, 0, 3);

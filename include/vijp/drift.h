@@ -15,6 +15,17 @@
  * or on its way there): growth fits ignore them, bits-needed extrapolates. */
 #define VIJP_FIT_CEILING 1e-1
 
+/* Results a run computes from its rounded problem alone (the reference at
+ * each precision the validation visits, the conditioning), kept for the
+ * next run on the same problem: formats that store in the same format
+ * (bfloat16 and bfloat16+binary32, binary16 and binary16+binary32, binary32
+ * and tf32+binary32) round the problem to the same values.  The memo checks
+ * that, value by value, and recomputes where the problem differs, so a run
+ * gives the same curve with a memo as without.  One per thread. */
+typedef struct vijp_drift_memo vijp_drift_memo;
+vijp_drift_memo *vijp_drift_memo_new(void);
+void vijp_drift_memo_free(vijp_drift_memo *m); /* NULL: nothing */
+
 typedef struct {
     vijp_grad_setup problem;         /* network, seed, format, engine options */
     const vijp_engine_kind *engines; /* rebuilding engines measured beside backprop */
@@ -22,6 +33,7 @@ typedef struct {
     long ref_prec_start; /* first reference precision; 0: max(128, 2P) */
     long ref_prec_max;   /* 0: VIJP_DRIFT_REF_PREC_MAX */
     int skip_reference;  /* benchmarks only: no reference, every metric NaN */
+    vijp_drift_memo *memo; /* NULL, or shared with the runs before and after this one (above) */
 } vijp_drift_setup;
 
 typedef struct {

@@ -156,23 +156,57 @@ int study_add_configs(study *s, const char *const *specs, size_t n_specs, const 
 
 /* ---- running ---- */
 
+/* Work per layer ∝ width² × batch multiply-adds, in each engine's format
+ * and in the reference, validated at p and 2p bits.  An MPFR operation
+ * costs about (1 + limbs) units, a double one a fiftieth of one. */
+static double layer_work(const study *s)
+{
+    double w = s->width ? (double)s->width : 32;
+    return (double)s->depth * w * w * (double)s->batch;
+}
+
+static double reference_cost(const study *s, const vijp_format *F)
+{
+    double limbs = (double)vijp_drift_ref_prec_first(F, s->ref_prec_start) / 64;
+    return layer_work(s) * ((1 + limbs) + (1 + 2 * limbs));
+}
+
+static double format_cost(const study *s, const vijp_format *F)
+{
+    double format = F->kind == VIJP_DOUBLE ? 0.02 : 1 + (double)F->prec / 64;
+    return layer_work(s) * (double)(1 + s->n_engines) * format;
+}
+
 double study_unit_cost(const study *s, size_t j)
 {
     const vijp_format *F = &s->formats[j / s->n_seeds % s->n_formats];
-    /* Work per layer ∝ width² × batch multiply-adds, in each engine's format
-     * and in the reference, validated at p and 2p bits.  An MPFR operation
-     * costs about (1 + limbs) units, a double one a fiftieth of one. */
-    double limbs = (double)vijp_drift_ref_prec_first(F, s->ref_prec_start) / 64;
-    double reference = (1 + limbs) + (1 + 2 * limbs);
-    double format = F->kind == VIJP_DOUBLE ? 0.02 : 1 + (double)F->prec / 64;
-    double w = s->width ? (double)s->width : 32;
-    return (double)s->depth * w * w * (double)s->batch * (reference + (double)(1 + s->n_engines) * format);
+    return reference_cost(s, F) + format_cost(s, F);
+}
+
+/* Formats whose curves can share a reference: the same storage format (the
+ * problem rounds to the same values: bfloat16 and bfloat16+binary32) and the
+ * same first reference precision.  Only a schedule: vijp_drift_memo checks
+ * the values themselves. */
+static int share_reference(const study *s, const vijp_format *a, const vijp_format *b)
+{
+    return a->kind != VIJP_DOUBLE && b->kind != VIJP_DOUBLE && a->store_prec == b->store_prec &&
+           a->store_emin == b->store_emin && a->store_emax == b->store_emax &&
+           vijp_drift_ref_prec_first(a, s->ref_prec_start) == vijp_drift_ref_prec_first(b, s->ref_prec_start);
+}
+
+/* The first curve of j's group: the same config and seed, in the first
+ * format that shares j's reference (j itself when none before it does). */
+static size_t group_leader(const study *s, size_t j)
+{
+    size_t k = j % s->n_seeds, f = j / s->n_seeds % s->n_formats, c = j / s->n_seeds / s->n_formats, g = 0;
+    while (g < f && !share_reference(s, &s->formats[g], &s->formats[f])) g++;
+    return (c * s->n_formats + g) * s->n_seeds + k;
 }
 
 struct study_pool {
     study *s;
     pthread_mutex_t lock;
-    size_t *order, next, n_order, done, todo;
+    size_t *order, *leader, next, n_order, done, todo; /* leader[k]: group_leader of order[k] */
     int failed;
     vijp_error err;
     progress meter; /* drawn under the lock, by whoever finished a curve */
@@ -181,18 +215,28 @@ struct study_pool {
 };
 
 typedef struct {
-    double cost;
-    size_t j;
+    double cost; /* of the whole group */
+    size_t leader, j;
 } costed;
 
-/* Largest first; equal costs in index order. */
+/* Largest group first, a group's curves together in index order; equal
+ * costs in index order. */
 static int by_cost(const void *a, const void *b)
 {
     const costed *x = a, *y = b;
-    return x->cost > y->cost ? -1 : x->cost < y->cost ? 1 : (x->j > y->j) - (x->j < y->j);
+    if (x->leader != y->leader) {
+        if (x->cost != y->cost) return x->cost > y->cost ? -1 : 1;
+        return (x->leader > y->leader) - (x->leader < y->leader);
+    }
+    return (x->j > y->j) - (x->j < y->j);
 }
 
 int study_run_unit(const study *s, size_t j, vijp_drift_curve *c, vijp_error *err)
+{
+    return study_run_unit_memo(s, j, NULL, c, err);
+}
+
+int study_run_unit_memo(const study *s, size_t j, vijp_drift_memo *memo, vijp_drift_curve *c, vijp_error *err)
 {
     size_t k = j % s->n_seeds, f = j / s->n_seeds % s->n_formats, ci = j / s->n_seeds / s->n_formats;
     vijp_drift_setup ds = {
@@ -200,7 +244,7 @@ int study_run_unit(const study *s, size_t j, vijp_drift_curve *c, vijp_error *er
                     .input = s->input, .weights = s->weights, .seed = s->seeds[k], .init = s->configs[ci].init, .loss = s->loss, .fmt = s->formats[f],
                     .opts = s->opts},
         .engines = s->engines, .n_engines = s->n_engines, .ref_prec_start = s->ref_prec_start,
-        .ref_prec_max = s->ref_prec_max,
+        .ref_prec_max = s->ref_prec_max, .memo = memo,
     };
     vijp_error e = {0};
     int rc = vijp_drift_run(&ds, c, &e);
@@ -217,11 +261,19 @@ void study_unit_name(const study *s, size_t j, char *buf, size_t size)
 
 int study_pool_take(study_pool *p, size_t *j)
 {
+    size_t n;
+    return study_pool_take_group(p, j, 1, &n);
+}
+
+int study_pool_take_group(study_pool *p, size_t *js, size_t max, size_t *n)
+{
     pthread_mutex_lock(&p->lock);
-    int got = !p->failed && p->next < p->n_order;
-    if (got) *j = p->order[p->next++];
+    *n = 0;
+    while (!p->failed && p->next < p->n_order && *n < max &&
+           (*n == 0 || p->leader[p->next] == p->leader[p->next - 1]))
+        js[(*n)++] = p->order[p->next++];
     pthread_mutex_unlock(&p->lock);
-    return got;
+    return *n > 0;
 }
 
 void study_pool_done(study_pool *p, size_t j, int rc, const char *where, const char *msg)
@@ -239,14 +291,21 @@ void study_pool_done(study_pool *p, size_t j, int rc, const char *where, const c
     pthread_mutex_unlock(&p->lock);
 }
 
+/* A group's curves one after another on one thread, sharing a memo: the
+ * reference and conditioning of its rounded problem are computed once. */
 static void *worker(void *arg)
 {
     study_pool *p = arg;
-    size_t j;
-    while (study_pool_take(p, &j)) {
-        vijp_error e = {0};
-        int rc = study_run_unit(p->s, j, &p->s->curves[j], &e);
-        study_pool_done(p, j, rc, "", e.msg);
+    size_t js[STUDY_MAX], n;
+    while (study_pool_take_group(p, js, STUDY_MAX, &n)) {
+        vijp_drift_memo *memo = n > 1 ? vijp_drift_memo_new() : NULL;
+        for (size_t k = 0; k < n; k++) {
+            vijp_error e = {0};
+            int rc = study_run_unit_memo(p->s, js[k], memo, &p->s->curves[js[k]], &e);
+            study_pool_done(p, js[k], rc, "", e.msg);
+            if (rc) break; /* the pool stops: the rest of the group is not computed */
+        }
+        vijp_drift_memo_free(memo);
     }
     mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE); /* this thread's constants (π, log 2) */
     return NULL;
@@ -261,12 +320,22 @@ study_pool *study_pool_start(study *s, int threads)
     /* The curves not kept (--resume), largest first: the last ones to
      * start are the short ones, so no worker is left with a long tail. */
     p->order = vijp_alloc_array(total ? total : 1, sizeof *p->order);
+    /* A group of curves sharing a reference (group_leader) costs one
+     * reference and each curve's own runs. */
+    p->leader = vijp_alloc_array(total ? total : 1, sizeof *p->leader);
     costed *c = vijp_alloc_array(total ? total : 1, sizeof *c);
-    for (size_t j = 0; j < total; j++)
-        if (!s->done || !s->done[j]) c[p->n_order++] = (costed){study_unit_cost(s, j), j};
+    double *group = vijp_alloc_array(total ? total : 1, sizeof *group);
+    for (size_t j = 0; j < total; j++) {
+        if (s->done && s->done[j]) continue;
+        size_t l = group_leader(s, j);
+        const vijp_format *F = &s->formats[j / s->n_seeds % s->n_formats];
+        group[l] += (group[l] ? 0 : reference_cost(s, F)) + format_cost(s, F);
+        c[p->n_order++] = (costed){0, l, j};
+    }
+    for (size_t k = 0; k < p->n_order; k++) c[k].cost = group[c[k].leader];
     qsort(c, p->n_order, sizeof *c, by_cost);
-    for (size_t k = 0; k < p->n_order; k++) p->order[k] = c[k].j;
-    free(c);
+    for (size_t k = 0; k < p->n_order; k++) p->order[k] = c[k].j, p->leader[k] = c[k].leader;
+    free(c), free(group);
     p->todo = p->n_order;
     pthread_mutex_init(&p->lock, NULL);
     /* The meter counts the curves this run computes (kept ones aside), so that its estimate of the time left holds. */
@@ -291,7 +360,7 @@ int study_pool_finish(study_pool *p, vijp_error *err)
     pthread_mutex_destroy(&p->lock);
     int rc = p->failed;
     if (rc && err) *err = p->err;
-    free(p->threads), free(p->order), free(p);
+    free(p->threads), free(p->order), free(p->leader), free(p);
     return rc;
 }
 

@@ -53,8 +53,11 @@ void study_free(study *s);
 
 /* The parts of study_run, for a scheduler that also hands curves to other
  * processes (mpi_study.h).  study_pool_start orders the curves not done,
- * largest first (study_unit_cost), starts `threads` worker threads (0: none)
- * taking curves in that order, and starts the progress meter.
+ * largest first, a group of curves that share a reference (the same config,
+ * seed and storage format) together and costed as one reference and its
+ * curves' runs; starts `threads` worker threads (0: none), each taking a
+ * group at a time and running it with one vijp_drift_memo; and starts the
+ * progress meter.
  * study_pool_take hands the next curve to another computer (0: none left,
  * or a curve failed); study_pool_done records it, computed into
  * s->curves[j] (or failed with rc and msg; where, such as "rank 3: ",
@@ -65,8 +68,15 @@ study_pool *study_pool_start(study *s, int threads);
 int study_pool_take(study_pool *p, size_t *j);
 void study_pool_done(study_pool *p, size_t j, int rc, const char *where, const char *msg);
 VIJP_MUST_CHECK int study_pool_finish(study_pool *p, vijp_error *err);
+/* Up to max curves into js[0..*n−1]: the next one and those after it that
+ * share its reference (the same config, seed and storage format), for one
+ * thread to run in turn with a vijp_drift_memo.  0: none left, or a failure. */
+int study_pool_take_group(study_pool *p, size_t *js, size_t max, size_t *n);
 /* Curve j into *c (what every worker runs); err: the engine's message. */
 VIJP_MUST_CHECK int study_run_unit(const study *s, size_t j, vijp_drift_curve *c, vijp_error *err);
+/* The same, with results of the rounded problem shared through memo (drift.h; NULL: none). */
+VIJP_MUST_CHECK int study_run_unit_memo(const study *s, size_t j, vijp_drift_memo *memo, vijp_drift_curve *c,
+                                        vijp_error *err);
 /* "SPEC (INIT), FORMAT, seed K": curve j in messages. */
 void study_unit_name(const study *s, size_t j, char *buf, size_t size);
 /* Relative cost of curve j, for ordering (largest first): depth × width² ×
