@@ -104,7 +104,7 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/check_main.o $(BUILD)/tests/testutil.o $(BUILD)/tests/layerfix.o $(BUILD)/tests/clirun.o $(BUILD)/tests/certfix.o $(BUILD)/tests/actterms.o \
             $(BUILD)/examples/layer-template/scaledtanh.o \
-            $(BUILD)/src/cli/progress.o $(BUILD)/src/cli/unit_io.o # the shipped plugin (t-registry.c), the command's progress meter (t-progress.c) and unit text (t-resume.c), tested in-process
+            $(BUILD)/src/cli/progress.o $(BUILD)/src/cli/unit_io.o $(BUILD)/src/cli/prerender.o # the shipped plugin (t-registry.c), the command's progress meter (t-progress.c), unit text (t-resume.c) and prerendered files (t-prerender.c), tested in-process
 # The shared library's objects: position-independent, in their own tree.
 PIC_OBJ := $(LIB_SRC:%.c=$(BUILD)/pic/%.o)
 BENCH_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/bench-*.c))

@@ -11,6 +11,7 @@
 #include "vijp/catalogue.h"
 #include "vijp/certify.h"
 #include "report_sections.h"
+#include "prerender.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -668,32 +669,41 @@ static int fill_report_md(FILE *o, const void *ctx)
     return ferror(o);
 }
 
+static int fill_study_json(FILE *o, const void *ctx)
+{
+    json_t *j = study_json(ctx);
+    int rc = fill_json(o, j);
+    json_decref(j);
+    return rc;
+}
+
 /* Every file goes into the new generation; report_out_commit (drift.c)
  * publishes them together, so a failure or a kill leaves the previous report
- * as it was. */
+ * as it was.  The big tables and drift.json are rendered on a helper thread
+ * (prerender.h) while this one computes the memory profiles, starts the
+ * plots and forms report.md; the files are then written in a fixed order. */
 int study_write(const study *s, report_out *out, vijp_error *err)
 {
-    static const struct {
-        const char *name;
-        int (*fill)(FILE *, const void *);
-    } tables[] = {{"drift.csv", fill_drift_csv}, {"curves.csv", fill_curves_csv}, {"summary.csv", fill_summary_csv}};
+    static const char *const names[] = {"drift.csv", "curves.csv", "summary.csv", "drift.json"};
+    prerendered pre[] = {{.fill = fill_drift_csv, .ctx = s}, {.fill = fill_curves_csv, .ctx = s},
+                         {.fill = fill_summary_csv, .ctx = s}, {.fill = fill_study_json, .ctx = s}};
+    prerender_job job;
+    prerender_start(&job, pre, 4);
     memory_table mem = {s, NULL, 0};
     int rc = memory_compute(&mem, s, err);
     plot_run plots = {vijp_alloc_array(s->n_configs ? s->n_configs : 1, sizeof(plot_job)), 0, 0,
                       2 * (size_t)(s->jobs > 2 ? s->jobs : 2), 0};
     if (s->plots && !rc) plots_start(s, &mem, out, &plots, err), rc = plots.rc;
-    for (size_t k = 0; k < 3 && !rc; k++) rc = report_out_write(out, tables[k].name, tables[k].fill, s, err);
+    report_ctx rctx = {s, &mem};
+    prerendered md = {.fill = fill_report_md, .ctx = &rctx};
+    if (!rc) prerender_one(&md);
+    prerender_wait(&job);
+    for (size_t k = 0; k < 3 && !rc; k++) rc = report_out_write(out, names[k], prerender_fill, &pre[k], err);
     if (!rc) rc = report_out_write(out, "memory.csv", fill_memory_csv, &mem, err);
     if (s->plots && !rc) rc = render_overview(s, out, err);
-    if (!rc) {
-        json_t *j = study_json(s);
-        rc = report_out_write(out, "drift.json", fill_json, j, err);
-        json_decref(j);
-    }
-    if (!rc) {
-        report_ctx rctx = {s, &mem};
-        rc = report_out_write(out, "report.md", fill_report_md, &rctx, err);
-    }
+    if (!rc) rc = report_out_write(out, names[3], prerender_fill, &pre[3], err);
+    if (!rc) rc = report_out_write(out, "report.md", prerender_fill, &md, err);
+    prerender_free(pre, 4), prerender_free(&md, 1);
     if (s->plots) rc = plots_finish(s, &mem, out, &plots, rc, err);
     else free(plots.jobs);
     free(mem.bytes);
