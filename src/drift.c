@@ -46,8 +46,13 @@ static void disagreement(const vijp_grads *lo, const vijp_grads *hi, const vijp_
 
 long vijp_drift_ref_prec_first(const vijp_format *f, long start)
 {
-    return start ? start : 2 * (long)f->prec > 128 ? 2 * (long)f->prec : 128;
+    long p = (long)f->prec, first = 2 * p < p + 64 ? 2 * p : p + 64;
+    return start ? start : first > 64 ? first : 64;
 }
+
+/* The largest P whose mpfr:P reference, from max(64, min(2P, P + 64)),
+ * doubles within cap (cap >= 128): P + 64 <= cap/2 from P = 64 on, 2P <= cap/2 below. */
+static long largest_mpfr(long cap) { return cap / 2 - 64 >= 64 ? cap / 2 - 64 : cap / 4; }
 
 int vijp_drift_check_ref_prec(const vijp_format *f, long start, long cap, vijp_error *err)
 {
@@ -58,14 +63,14 @@ int vijp_drift_check_ref_prec(const vijp_format *f, long start, long cap, vijp_e
         return vijp_fail(err, VIJP_EINVAL, "--ref-prec %ld must double at least once (to %ld bits) within --ref-prec-max "
                          "%ld: give --ref-prec-max %ld or more, or --ref-prec %ld or less", start, 2 * start, cap,
                          2 * start, cap / 2);
-    /* max(128, 2P) doubled fits under cap exactly when 256 <= cap and P <= cap/4. */
-    if (cap < 256 || f->kind != VIJP_MPFR)
+    if (cap < 128 || f->kind != VIJP_MPFR)
         return vijp_fail(err, VIJP_EINVAL, "--ref-prec-max %ld leaves no room for the %s reference, which starts at %ld "
-                         "bits (max(128, 2P)) and must double at least once: give --ref-prec-max %ld or more", cap,
-                         f->name, first, 2 * first);
-    return vijp_fail(err, VIJP_EINVAL, "format %s: its reference starts at %ld bits (2P) and must double at least once, "
+                         "bits (max(64, min(2P, P + 64))) and must double at least once: give --ref-prec-max %ld or more",
+                         cap, f->name, first, 2 * first);
+    return vijp_fail(err, VIJP_EINVAL, "format %s: its reference starts at %ld bits (%s) and must double at least once, "
                      "to %ld, within --ref-prec-max %ld: the largest mpfr:P it validates is mpfr:%ld (--ref-prec-max "
-                     "goes up to %d, for mpfr:%d)", f->name, first, 2 * first, cap, cap / 4, VIJP_PREC_MAX, VIJP_PREC_MAX / 4);
+                     "goes up to %d, for mpfr:%ld)", f->name, first, first == 2 * (long)f->prec ? "2P" : "P + 64",
+                     2 * first, cap, largest_mpfr(cap), VIJP_PREC_MAX, largest_mpfr(VIJP_PREC_MAX));
 }
 
 /* The validated reference (see drift.h), rounded to the comparisons'

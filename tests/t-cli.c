@@ -282,10 +282,10 @@ START_TEST(test_precision_limits)
     } cases[] = {
         {"grad --format mpfr:40000", "mpfr:32768"},
         {"memory --net dense:4 --depth-max 2 --budget 1K --format mpfr:70000", "65536"},
-        {"drift --ref-prec-max 5 --out /nonexistent/never", "--ref-prec-max 256"},
-        {"drift --formats double,mpfr:3000 --out /nonexistent/never", "mpfr:2048"},
+        {"drift --ref-prec-max 5 --out /nonexistent/never", "--ref-prec-max 128"},
+        {"drift --formats double,mpfr:5000 --out /nonexistent/never", "mpfr:4032"},
         {"drift --formats double --ref-prec 5000 --out /nonexistent/never", "--ref-prec 4096"},
-        {"report --ref-prec-max 200 --out /nonexistent/never", "--ref-prec-max 256"},
+        {"report --ref-prec-max 200 --out /nonexistent/never", "--ref-prec-max 212"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         run_result r = run_vijp(cases[i].args);

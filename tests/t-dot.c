@@ -259,10 +259,10 @@ END_TEST
 
 /* The reference's accuracy claim is checked by doubling its precision
  * (src/drift.c): with vo_dot broken on purpose (VIJP_BREAK_REFDOT keeps P/4
- * bits, an error near 2^-(P/4)), mpfr:128 and mpfr:256 disagree by ~2^-32,
- * far above double's target u·2^-10 = 2^-63, so a study capped at 256 bits
- * (the first doubling) must fail ("did not settle"); unbroken, the same
- * study passes. */
+ * bits, an error near 2^-(P/4)), double's mpfr:106 and mpfr:212 disagree by
+ * ~2^-26, far above double's target u·2^-10 = 2^-63, so a study capped at
+ * 256 bits (room for the first doubling only) must fail ("did not settle");
+ * unbroken, the same study passes. */
 START_TEST(test_dot_broken_reference_caught)
 {
     char dir[512], args[1024];

@@ -363,8 +363,8 @@ START_TEST(reference_validation)
     ck_assert_msg(lo.ref_prec > 32 && lo.ref_agreement <= lo.ref_target, "settled at %ld bits, agreement %g",
                   lo.ref_prec, lo.ref_agreement);
     ck_assert(lo.ref_target == ldexp(0x1p-53, -10) && def.ref_target == lo.ref_target);
-    ck_assert_int_eq(def.ref_prec_start, 128); /* max(128, 2·53) */
-    ck_assert(def.ref_prec >= 256 && def.ref_agreement <= def.ref_target);
+    ck_assert_int_eq(def.ref_prec_start, 106); /* max(64, min(2·53, 53 + 64)) */
+    ck_assert(def.ref_prec >= 212 && def.ref_agreement <= def.ref_target);
     double tau = lo.ref_target;
     for (size_t i = 0; i < s.problem.depth; i++) {
         double a = lo.runs[1].g[i].rel, b = def.runs[1].g[i].rel;
@@ -407,7 +407,7 @@ static int same_curve(const vijp_drift_curve *a, const vijp_drift_curve *b)
 START_TEST(memo_shares_only_equal_problems)
 {
     static const char *const order[] = {"bfloat16", "bfloat16+binary32", "binary32", "bfloat16"};
-    static const size_t computed[] = {2, 2, 4, 6}; /* each problem validates at 128 and 256 bits */
+    static const size_t computed[] = {2, 2, 4, 6}; /* each problem validates at 64 and 128 bits */
     vijp_drift_memo *memo = vijp_drift_memo_new();
     for (size_t k = 0; k < 4; k++) {
         vijp_drift_setup s = setup("dense:8,gelu", 12, 8, VIJP_INIT_ORTHOGONAL, order[k], test_seed());
@@ -447,30 +447,46 @@ START_TEST(reference_cap)
 }
 END_TEST
 
-/* The precision limits, at their edges: the first reference (max(128, 2P),
- * or --ref-prec) must double at least once within the cap, so mpfr:P up to
- * cap/4 and caps from 256.  Refused before anything runs, in the user's
- * terms (issue 15: --ref-prec-max 5 ran, failed and left an empty folder). */
+/* The precision limits, at their edges: the first reference
+ * (max(64, min(2P, P + 64)), or --ref-prec) must double at least once within
+ * the cap, so mpfr:P up to cap/2 − 64 (cap/4 under 256) and caps from twice
+ * the first precision.  Refused before anything runs, in the user's terms
+ * (issue 15: --ref-prec-max 5 ran, failed and left an empty folder). */
 START_TEST(reference_prec_limits)
 {
+    static const struct {
+        const char *format;
+        long first;
+    } starts[] = {{"bfloat16", 64}, {"binary32", 64}, {"bfloat16+binary32", 64}, {"double", 106},
+                  {"mpfr:64", 128}, {"mpfr:65", 129}, {"mpfr:113", 177}};
     vijp_format f;
     vijp_error err = {0};
-    ck_assert(!vijp_format_parse("mpfr:2048", &f, NULL));
+    for (size_t k = 0; k < sizeof starts / sizeof *starts; k++) {
+        ck_assert(!vijp_format_parse(starts[k].format, &f, NULL));
+        ck_assert_msg(vijp_drift_ref_prec_first(&f, 0) == starts[k].first, "%s starts at %ld, want %ld",
+                      starts[k].format, vijp_drift_ref_prec_first(&f, 0), starts[k].first);
+        ck_assert_int_eq(vijp_drift_ref_prec_first(&f, 300), 300); /* --ref-prec */
+    }
+    ck_assert(!vijp_format_parse("mpfr:4032", &f, NULL));
     ck_assert_int_eq(vijp_drift_check_ref_prec(&f, 0, 0, &err), 0); /* 4096 → 8192 = the default cap */
-    ck_assert(!vijp_format_parse("mpfr:2049", &f, NULL));
+    ck_assert(!vijp_format_parse("mpfr:4033", &f, NULL));
     ck_assert_int_eq(vijp_drift_check_ref_prec(&f, 0, 0, &err), VIJP_EINVAL);
-    ck_assert_msg(strstr(err.msg, "mpfr:2048"), "should name the largest format: %s", err.msg);
-    ck_assert_int_eq(vijp_drift_check_ref_prec(&f, 0, 8196, &err), 0);
+    ck_assert_msg(strstr(err.msg, "mpfr:4032"), "should name the largest format: %s", err.msg);
+    ck_assert_int_eq(vijp_drift_check_ref_prec(&f, 0, 8194, &err), 0);
+    ck_assert(!vijp_format_parse("mpfr:40", &f, NULL)); /* under 256 the 2P rule decides: 80 → 160 */
+    ck_assert_int_eq(vijp_drift_check_ref_prec(&f, 0, 160, &err), 0);
+    ck_assert_int_eq(vijp_drift_check_ref_prec(&f, 0, 159, &err), VIJP_EINVAL);
+    ck_assert_msg(strstr(err.msg, "mpfr:39"), "should name the largest format: %s", err.msg);
     ck_assert(!vijp_format_parse("double", &f, NULL));
-    ck_assert_int_eq(vijp_drift_check_ref_prec(&f, 0, 256, &err), 0);
-    ck_assert_int_eq(vijp_drift_check_ref_prec(&f, 0, 255, &err), VIJP_EINVAL);
+    ck_assert_int_eq(vijp_drift_check_ref_prec(&f, 0, 212, &err), 0);
+    ck_assert_int_eq(vijp_drift_check_ref_prec(&f, 0, 211, &err), VIJP_EINVAL);
     ck_assert_int_eq(vijp_drift_check_ref_prec(&f, 0, 5, &err), VIJP_EINVAL);
-    ck_assert_msg(strstr(err.msg, "256"), "should say the smallest cap: %s", err.msg);
+    ck_assert_msg(strstr(err.msg, "212"), "should say the smallest cap: %s", err.msg);
     ck_assert_int_eq(vijp_drift_check_ref_prec(&f, 16, 32, &err), 0);
     ck_assert_int_eq(vijp_drift_check_ref_prec(&f, 17, 32, &err), VIJP_EINVAL);
     /* and vijp_drift_run refuses before running */
     vijp_drift_setup s = setup("dense:4,leaky:0.5", 2, 4, VIJP_INIT_ORTHOGONAL, "double", test_seed());
-    s.ref_prec_max = 255;
+    s.ref_prec_max = 211;
     vijp_drift_curve c;
     ck_assert_int_eq(vijp_drift_run(&s, &c, &err), VIJP_EINVAL);
     ck_assert(c.runs == NULL);

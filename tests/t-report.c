@@ -137,7 +137,7 @@ START_TEST(drift_writes_every_file)
     ck_assert(json_is_true(json_object_get(c0, "reproducible")));  /* binary32 */
     ck_assert(json_is_false(json_object_get(c1, "reproducible"))); /* double */
     json_t *seed = json_array_get(json_object_get(c1, "seeds"), 0);
-    ck_assert(json_integer_value(json_object_get(seed, "ref_prec")) >= 256);
+    ck_assert(json_integer_value(json_object_get(seed, "ref_prec")) >= 212); /* double: 106 doubled at least once */
     json_t *mw = json_array_get(json_object_get(seed, "engines"), 1);
     ck_assert_str_eq(json_string_value(json_object_get(mw, "engine")), "moonwalk");
     ck_assert_uint_eq(json_array_size(json_object_get(json_object_get(mw, "g"), "rel")), SMALL_LAYERS);

@@ -30,7 +30,7 @@ typedef struct {
     vijp_grad_setup problem;         /* network, seed, format, engine options */
     const vijp_engine_kind *engines; /* rebuilding engines measured beside backprop */
     size_t n_engines;
-    long ref_prec_start; /* first reference precision; 0: max(128, 2P) */
+    long ref_prec_start; /* first reference precision; 0: max(64, min(2P, P + 64)) */
     long ref_prec_max;   /* 0: VIJP_DRIFT_REF_PREC_MAX */
     int skip_reference;  /* benchmarks only: no reference, every metric NaN */
     vijp_drift_memo *memo; /* NULL, or shared with the runs before and after this one (above) */
@@ -93,9 +93,13 @@ typedef struct {
  * product, or a backward-stable solve with modest pivot growth). */
 VIJP_MUST_CHECK int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *err);
 /* The first reference precision of a curve in format f: start when nonzero
- * (--ref-prec), else max(128, 2P): two limbs, enough for every study in
- * the default report, which loses at most 18 bits at 256 (the additive
- * RevNet in mpfr:113); where it is not, the validation doubles once more. */
+ * (--ref-prec), else max(64, min(2P, P + 64)): one limb for the narrow
+ * formats and binary32, 106 bits for double, P + 64 for wide mpfr:P.  The
+ * default report's references lose at most 19 bits there (the additive
+ * RevNet, gaussian init), against the 2^-10 u its validation asks (room
+ * for 46 bits lost in bfloat16, 30 in binary32 and the +binary32 formats,
+ * 43 in double, 54 in mpfr:113); where a study loses more, the validation
+ * doubles once more. */
 long vijp_drift_ref_prec_first(const vijp_format *f, long start);
 /* Whether the validation can run at all: the first precision must double at
  * least once within cap (0: VIJP_DRIFT_REF_PREC_MAX).  VIJP_EINVAL otherwise,

@@ -60,7 +60,7 @@ static const char help_drift[] =
     "  --tol F=T,...     tolerance of the safe depth per format (defaults: 1e-2\n"
     "                    bfloat16/binary16 and their +binary32 and tf32+binary32,\n"
     "                    1e-4 binary32, 1e-10 double, 2^(-P/2) mpfr:P)\n"
-    "  --ref-prec P      first reference precision (default max(128, 2P)); it is\n"
+    "  --ref-prec P      first reference precision (default max(64, min(2P, P+64))),\n"
     "                    doubled until two successive references agree\n"
     "  --ref-prec-max P  give up past P bits (default 8192, at most 65536); the\n"
     "                    first reference precision must double at least once\n"
