@@ -6,6 +6,7 @@
 #include "vijp/drift.h"
 #include "vijp/vijp.h"
 #include "bench.h"
+#include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -13,6 +14,9 @@
 int main(int argc, char **argv)
 {
     int reps = argc > 1 ? atoi(argv[1]) : 3;
+    /* One BLAS thread, as the study runs its curves (study_pool_start): more
+     * only spin (sched_yield) on these matrices, a tenth of this run's time. */
+    openblas_set_num_threads(1);
     vijp_engine_kind mw = VIJP_ENGINE_MOONWALK;
     vijp_drift_setup s = {.problem = {.spec = "dense:256,leaky:0.5", .depth = 256, .batch = 1, .seed = 1,
                                       .init = {VIJP_INIT_ORTHOGONAL, 1}, .loss = VIJP_LOSS_SQUARE},
