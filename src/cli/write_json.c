@@ -8,6 +8,7 @@
 #include <cblas.h>
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/utsname.h>
@@ -43,9 +44,19 @@ void machine_description(char *buf, size_t size)
     snprintf(buf, size, "%s %s %s, %s, %ld cores", u.sysname, u.release, u.machine, model, sysconf(_SC_NPROCESSORS_ONLN));
 }
 
+/* OpenBLAS's openblas_get_config() rebuilds a static buffer on every call
+ * (it appends the core's name), so two threads asking at once read
+ * "... ZenZen ...": drift.json's and report.md's are formed on two threads
+ * (prerender.h).  Formed once, under pthread_once (immutable afterwards). */
+static char blas_text[512];
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+
+static void blas_form(void) { snprintf(blas_text, sizeof blas_text, "%s (core %s)", openblas_get_config(), openblas_get_corename()); }
+
 void blas_description(char *buf, size_t size)
 {
-    snprintf(buf, size, "%s (core %s)", openblas_get_config(), openblas_get_corename());
+    pthread_once(&blas_once, blas_form);
+    snprintf(buf, size, "%s", blas_text);
 }
 
 static json_t *metric_arrays(const vijp_metric *m, size_t D)
