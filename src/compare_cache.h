@@ -26,7 +26,10 @@ void vijp_compare_cache_clear(vijp_compare_cache *c);
 
 /* vijp_compare's rel and ulps alone (angle_deg NaN), without the two sums
  * only the angle needs: the reference's validation, which compares two
- * whole gradient sets and looks at no angle. */
-void vijp_compare_rel_ulps(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m);
+ * whole gradient sets and looks at no angle.  cache (NULL: none) as in
+ * vijp_compare_cached: the validation's Σ ref² is the one the engines'
+ * comparisons need next, when ref is what they compare against. */
+void vijp_compare_rel_ulps(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m,
+                           vijp_compare_cache *cache);
 
 #endif

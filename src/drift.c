@@ -28,17 +28,23 @@ void vijp_drift_curve_clear(vijp_drift_curve *c)
 
 static const vijp_metric no_metric = {NAN, NAN, NAN};
 
-/* Largest disagreement between two backprop results (g_0, g_i, ∇θ_i). */
-static void disagreement(const vijp_grads *lo, const vijp_grads *hi, const vijp_format *f, double *rel, double *ulps)
+/* Largest disagreement between two backprop results (g_0, g_i, ∇θ_i).
+ * cache (1 + 2D, as measure's) is emptied, then filled with hi's Σ ref²:
+ * the sums the engines' comparisons need when hi becomes the reference
+ * (rounded to the comparisons' precision, the same values in the same
+ * chunks), one of their four per entry. */
+static void disagreement(const vijp_grads *lo, const vijp_grads *hi, const vijp_format *f, double *rel, double *ulps,
+                         vijp_compare_cache *cache)
 {
     vijp_metric m;
-    vijp_compare_rel_ulps(&lo->grad_x, &hi->grad_x, f, &m);
+    for (size_t i = 0; i < 1 + 2 * lo->depth; i++) vijp_compare_cache_clear(&cache[i]);
+    vijp_compare_rel_ulps(&lo->grad_x, &hi->grad_x, f, &m, &cache[0]);
     *rel = m.rel, *ulps = m.ulps;
     for (size_t i = 0; i < lo->depth; i++)
         for (int t = 0; t < 2; t++) {
             const vijp_mat *a = t ? &lo->grad_theta[i] : &lo->g[i], *b = t ? &hi->grad_theta[i] : &hi->g[i];
             if (!a->rows) continue;
-            vijp_compare_rel_ulps(a, b, f, &m);
+            vijp_compare_rel_ulps(a, b, f, &m, &cache[t ? 1 + lo->depth + i : 1 + i]);
             *rel = vijp_max_nan(*rel, m.rel);
             *ulps = vijp_max_nan(*ulps, m.ulps);
         }
@@ -77,7 +83,8 @@ int vijp_drift_check_ref_prec(const vijp_format *f, long start, long cap, vijp_e
  * precision.  ref and its format fmt (which the matrices point to) belong to
  * the caller; the levels visited stay in memo when keep (it is shared). */
 static int reference(const vijp_drift_setup *s, const vijp_net *net, const vijp_problem *pf, vijp_drift_curve *c,
-                     vijp_drift_memo *memo, int keep, vijp_grads *ref, vijp_format *fmt, vijp_error *err)
+                     vijp_drift_memo *memo, int keep, vijp_grads *ref, vijp_format *fmt, vijp_compare_cache *cache,
+                     vijp_error *err)
 {
     long p = vijp_drift_ref_prec_first(&s->problem.fmt, s->ref_prec_start);
     long cap = s->ref_prec_max ? s->ref_prec_max : VIJP_DRIFT_REF_PREC_MAX;
@@ -95,7 +102,7 @@ static int reference(const vijp_drift_setup *s, const vijp_net *net, const vijp_
         }
         if ((rc = vijp_drift_memo_backprop(memo, net, pf, 2 * p, &hi, err))) break;
         double rel, ulps;
-        disagreement(lo, hi, &s->problem.fmt, &rel, &ulps);
+        disagreement(lo, hi, &s->problem.fmt, &rel, &ulps, cache);
         c->ref_agreement = rel;
         p *= 2;
         if (rel <= c->ref_target && ulps <= 0x1p-10) break;
@@ -332,7 +339,7 @@ int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *e
     /* The caller's memo, shared with other runs, or one for this run alone. */
     vijp_drift_memo *memo = s->memo ? s->memo : vijp_drift_memo_new();
     vijp_drift_memo_bind(memo, &s->problem, &net, &pf, s->memo != NULL);
-    if (!s->skip_reference && (rc = reference(s, &net, &pf, c, memo, s->memo != NULL, &ref, &ref_fmt, err))) goto out;
+    if (!s->skip_reference && (rc = reference(s, &net, &pf, c, memo, s->memo != NULL, &ref, &ref_fmt, cache, err))) goto out;
     for (size_t k = 0; k < c->n_runs && !rc; k++) {
         vijp_drift_run_result *r = &c->runs[k];
         r->engine = k ? s->engines[k - 1] : VIJP_ENGINE_BACKPROP;

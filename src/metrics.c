@@ -95,9 +95,10 @@ void vijp_compare_cached(const vijp_mat *a, const vijp_mat *ref, const vijp_form
     compare(a, ref, f, m, cache, 1);
 }
 
-void vijp_compare_rel_ulps(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m)
+void vijp_compare_rel_ulps(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m,
+                           vijp_compare_cache *cache)
 {
-    compare(a, ref, f, m, NULL, 0);
+    compare(a, ref, f, m, cache, 0);
 }
 
 void vijp_compare_cache_clear(vijp_compare_cache *c)
