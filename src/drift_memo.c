@@ -27,6 +27,13 @@ struct vijp_drift_memo {
     memo_level *level[MEMO_LEVELS];
     size_t n_levels;
     double *kappa, *lyap_cum; /* NULL until put */
+    /* θ for the reference's levels: the bound problem's values in MPFR at
+     * their own precision (53 bits for double), made once.  The operators
+     * round every result to the level's precision (X's format) and read θ
+     * as values (vo_dot by its own limbs), so the levels need no θ of their
+     * own: at width 256 that was 16.8M conversions and 0.5-0.8 GB per level. */
+    vijp_format theta_fmt;
+    vijp_mat *theta;
     size_t computed;          /* backprops run over the memo's life (vijp_drift_memo_computed) */
 };
 
@@ -47,6 +54,9 @@ static void drop_level(vijp_drift_memo *m, size_t k)
 static void memo_empty(vijp_drift_memo *m)
 {
     while (m->n_levels) drop_level(m, 0);
+    for (size_t i = 0; m->theta && i < m->depth; i++) vijp_mat_clear(&m->theta[i]);
+    free(m->theta);
+    m->theta = NULL;
     if (m->bound) {
         vijp_mat_clear(&m->key.X), vijp_mat_clear(&m->key.T);
         for (size_t i = 0; i < m->depth; i++) vijp_mat_clear(&m->key.theta[i]);
@@ -120,12 +130,25 @@ int vijp_drift_memo_backprop(vijp_drift_memo *m, const vijp_net *net, const vijp
     memo_level *L = vijp_alloc(sizeof *L);
     memset(L, 0, sizeof *L);
     L->prec = prec;
-    vijp_problem p = {0};
     int rc = vijp_format_mpfr(&L->fmt, prec, err);
+    if (!rc && !m->theta) { /* exact: the format holds the values it was rounded to */
+        long P = pf->X.fmt->prec > 53 ? (long)pf->X.fmt->prec : 53;
+        if (!(rc = vijp_format_mpfr(&m->theta_fmt, P, err))) {
+            m->theta = vijp_alloc_array(net->depth, sizeof *m->theta);
+            for (size_t i = 0; i < net->depth; i++) {
+                vijp_mat_init(&m->theta[i], pf->theta[i].rows, pf->theta[i].cols, &m->theta_fmt);
+                vijp_mat_convert(&m->theta[i], &pf->theta[i]);
+            }
+        }
+    }
     L->fmt.exact_dots = 1; /* dot products rounded once: exact sums, faster (oracles/dot.h) */
-    if (!rc) vijp_problem_convert(&p, net, pf, &L->fmt);
-    if (!rc) rc = vijp_engine_run(VIJP_ENGINE_BACKPROP, net, p.theta, &p.X, &p.T, &L->g, err);
-    vijp_problem_clear(&p, net);
+    vijp_mat X = {0}, T = {0};
+    if (!rc) {
+        vijp_mat_init(&X, pf->X.rows, pf->X.cols, &L->fmt), vijp_mat_convert(&X, &pf->X);
+        vijp_mat_init(&T, pf->T.rows, pf->T.cols, &L->fmt), vijp_mat_convert(&T, &pf->T);
+        rc = vijp_engine_run(VIJP_ENGINE_BACKPROP, net, m->theta, &X, &T, &L->g, err);
+    }
+    vijp_mat_clear(&X), vijp_mat_clear(&T);
     if (rc) {
         free(L);
         return rc;

@@ -60,6 +60,7 @@ static double ulps_of(const mpfr_t d, const mpfr_t r, const vijp_format *f, mpfr
 {
     if (mpfr_zero_p(d)) return 0;
     if (mpfr_nan_p(d)) return NAN;
+    if (mpfr_inf_p(d)) return INFINITY;
     mpfr_exp_t e;
     if (f->kind == VIJP_MPFR) {
         if (mpfr_zero_p(r)) return INFINITY;
@@ -68,6 +69,14 @@ static double ulps_of(const mpfr_t d, const mpfr_t r, const vijp_format *f, mpfr
         e = mpfr_zero_p(r) ? f->store_emin - 1 : mpfr_get_exp(r) - f->store_prec;
         if (e < f->store_emin - 1) e = f->store_emin - 1;
     }
+    /* |d|·2^-e rounded up to a double.  Rounding to 53 bits does not see a
+     * power-of-two scale, so where the result is a normal double it is |d|'s
+     * significand rounded away from zero, scaled: no MPFR copy of d (this
+     * runs once per compared entry: 16.8M times per comparison at width 256). */
+    long ex;
+    double mant = fabs(mpfr_get_d_2exp(&ex, d, MPFR_RNDA)); /* in [1/2, 1] */
+    long E = ex - (long)e;
+    if (E > -1021 && E < 1024) return ldexp(mant, (int)E);
     mpfr_abs(t, d, MPFR_RNDN);
     mpfr_mul_2si(t, t, -e, MPFR_RNDN); /* exact: a power-of-two scaling */
     return mpfr_get_d(t, MPFR_RNDU);

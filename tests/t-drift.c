@@ -101,6 +101,57 @@ START_TEST(compare_ulps)
 }
 END_TEST
 
+/* The ulps metric is |a − r| / ulp(r) rounded up to a double, computed
+ * here the simple way (MPFR at the comparison's precision, scaled, rounded
+ * up) for references off the double grid (random, at 256 bits, within a
+ * few ulps of a), and at the ends of the double range: a quotient past
+ * 2^1024 is infinite, one below 2^-1022 a subnormal rounded up. */
+static double simple_ulps(double a, mpfr_srcptr r, mpfr_prec_t p, mpfr_exp_t e)
+{
+    mpfr_t d;
+    mpfr_init2(d, p);
+    mpfr_set_d(d, a, MPFR_RNDN);
+    mpfr_sub(d, d, r, MPFR_RNDN);
+    mpfr_abs(d, d, MPFR_RNDN);
+    mpfr_mul_2si(d, d, -e, MPFR_RNDN);
+    double u = mpfr_get_d(d, MPFR_RNDU);
+    mpfr_clear(d);
+    return u;
+}
+
+START_TEST(compare_ulps_rounded_up)
+{
+    vijp_format D, R, M;
+    vijp_format_fixed(&D, VIJP_DOUBLE);
+    ck_assert(!vijp_format_mpfr(&R, 256, NULL));
+    ck_assert(!vijp_format_parse("mpfr:64", &M, NULL));
+    vijp_rng rng;
+    vijp_rng_seed(&rng, test_seed());
+    vijp_mat a, r;
+    vijp_mat_init(&r, 1, 1, &R);
+    for (int k = 0; k < 2000; k++) {
+        double x = ldexp(vijp_rng_normal(&rng), (int)(vijp_rng_uniform(&rng) * 40) - 20);
+        vijp_mat_init(&a, 1, 1, &D);
+        a.d[0] = x;
+        /* a few ulps of x away, off the grid: 3N + N'·2^-40 ulps, ~93 significant bits */
+        mpfr_set_d(r.m[0], vijp_rng_normal(&rng) * 0x1p-40, MPFR_RNDN);
+        mpfr_add_d(r.m[0], r.m[0], vijp_rng_normal(&rng) * 3, MPFR_RNDN);
+        mpfr_mul_2si(r.m[0], r.m[0], ilogb(x) - 52, MPFR_RNDN);
+        mpfr_add_d(r.m[0], r.m[0], x, MPFR_RNDN);
+        vijp_metric m;
+        vijp_compare(&a, &r, &D, &m);
+        double want = simple_ulps(x, r.m[0], vijp_compare_prec(&D), mpfr_get_exp(r.m[0]) - 53);
+        ck_assert_msg(m.ulps == want, "x = %a: %a ulps, want %a", x, m.ulps, want);
+        vijp_mat_clear(&a);
+    }
+    vijp_mat_clear(&r);
+    /* mpfr:64 has no subnormals: 1 against 2^-1000 is 2^1063 ulps, past double's range */
+    ck_assert(isinf(cmp(&M, 1, (double[]){1}, (double[]){0x1p-1000}).ulps));
+    /* 2^-1074 against 2^-1000 in mpfr:64: 2^-1000·2^1063 = 2^63 ulps (d = 2^-1000 − 2^-1074, exact) */
+    ck_assert_double_eq(cmp(&M, 1, (double[]){0x1p-1074}, (double[]){0x1p-1000}).ulps, 0x1p63);
+}
+END_TEST
+
 /* Angles of exactly representable configurations.  At p >= 128 bits the
  * whole evaluation is within ~2^-120 relative of the exact angle, far under
  * half an ulp of 90 or 180, so the double result is exact. */
@@ -792,6 +843,7 @@ Suite *suite_drift(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, compare_rel);
     tcase_add_test(tc, compare_ulps);
+    tcase_add_test(tc, compare_ulps_rounded_up);
     tcase_add_test(tc, compare_angle);
     tcase_add_test(tc, compare_tiny_angle);
     tcase_add_test(tc, compare_cached_is_compare);
