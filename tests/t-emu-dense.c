@@ -354,47 +354,6 @@ START_TEST(inv1x1_matches_oracle)
 }
 END_TEST
 
-/* vijp_emu_fma (emu.h: round to odd at 53 bits, then to the grid) against
- * vo_fma, in every format's arithmetic grid: random operands of every class,
- * and the cases double rounding gets wrong, a·b exactly a midpoint of the
- * grid (3·m2 with m2 odd, 2^p/3 <= m2 < 2^p: p + 1 bits ending in 1) plus
- * a c far below it, whose sign alone must decide the rounding. */
-START_TEST(fma_matches_oracle)
-{
-    vijp_rng r;
-    vijp_rng_seed(&r, test_seed() + 16);
-    for (size_t fi = 0; fi < N_FORMATS; fi++) {
-        vijp_format f;
-        ck_assert_int_eq(vijp_format_parse(formats[fi], &f, NULL), 0);
-        vijp_emu_grid g = vijp_emu_arith(&f);
-        mpfr_t a, b, c;
-        mpfr_inits2(f.prec, a, b, c, (mpfr_ptr)0);
-        long hard = 0;
-        for (long i = 0; i < test_iters(20000); i++) {
-            double da, db, dc;
-            if (i % 2) {
-                da = draw(&r, g, i % 3 ? WILD : CLEAN), db = draw(&r, g, i % 3 ? WILD : CLEAN), dc = draw(&r, g, (int)(i % N_KINDS));
-                if (i % 5 == 1) dc = vijp_emu_round(ldexp(vijp_rng_normal(&r), (int)(vijp_rng_u64(&r) % 80) - 40), g);
-            } else {
-                uint64_t m2 = (((uint64_t)1 << g.p) / 3 + vijp_rng_u64(&r) % (((uint64_t)1 << g.p) / 3)) | 1;
-                int e = (int)(vijp_rng_u64(&r) % 40) - 20;
-                da = ldexp(3.0, e), db = ldexp((double)m2, -g.p), dc = ldexp(1.0, g.emin - 1) * (vijp_rng_u64(&r) & 1 ? -1 : 1);
-                if (i % 4 == 2) dc = ldexp(dc, e + g.p - g.emin - 3 - (int)(vijp_rng_u64(&r) % 30)); /* nearer, still below the grid */
-                dc = vijp_emu_round(dc, g);
-                hard += vijp_emu_round(da * db, g) != da * db;
-            }
-            mpfr_set_d(a, da, MPFR_RNDN), mpfr_set_d(b, db, MPFR_RNDN), mpfr_set_d(c, dc, MPFR_RNDN);
-            vo_fma(c, a, b, c, &f);
-            double o = mpfr_get_d(c, MPFR_RNDN), e = vijp_emu_fma(da, db, dc, g);
-            ck_assert_msg((isnan(o) && isnan(e)) || (o == e && signbit(o) == signbit(e)),
-                          "fma in %s of %a, %a, %a: oracle %a, emu %a", formats[fi], da, db, dc, o, e);
-        }
-        ck_assert_msg(hard > 0, "%s: no product fell between grid points", formats[fi]);
-        mpfr_clears(a, b, c, (mpfr_ptr)0);
-    }
-}
-END_TEST
-
 /* The native path's reader (io.h: MPFR's fields copied into binary64's)
  * gives mpfr_get_d's double, sign of zero included, on every class of
  * value, in each format's precision and in 53 bits. */
@@ -449,7 +408,6 @@ Suite *suite_emu_dense(void)
     tcase_add_test(tc, reader_matches_mpfr_get_d);
     tcase_add_test(tc, conv_matches_oracle);
     tcase_add_test(tc, inv1x1_matches_oracle);
-    tcase_add_test(tc, fma_matches_oracle);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -100,6 +100,69 @@ START_TEST(ops_match_oracle)
 }
 END_TEST
 
+/* vijp_emu_fma (emu.h: round to odd at 53 bits, then to the grid) against
+ * vo_fma, in every format's arithmetic grid.  Operands of every class
+ * (draw), and the sums where a double-rounded fma goes wrong:
+ *   - c far below a·b (a sticky bit), c cancelling a·b, subnormal c;
+ *   - a·b exactly a midpoint of the grid (3·m2 with m2 odd, 2^p/3 <= m2 <
+ *     2^p: p + 1 bits ending in 1) plus a c far below it, whose sign alone
+ *     decides the rounding;
+ *   - c with an odd last bit and a·b = ±h(1 − 2^(2−2p)), h half c's
+ *     quantum: c + a·b lies 2^(2−2p)·h inside a midpoint, which a binary64
+ *     fma rounds onto the midpoint itself and then, to even, to the wrong
+ *     neighbour. */
+START_TEST(fma_matches_oracle)
+{
+    vijp_rng r;
+    vijp_rng_seed(&r, test_seed() + 16);
+    for (size_t fi = 0; fi < sizeof formats / sizeof *formats; fi++) {
+        vijp_format f;
+        ck_assert_int_eq(vijp_format_parse(formats[fi], &f, NULL), 0);
+        vijp_emu_grid g = vijp_emu_arith(&f);
+        mpfr_t a, b, c;
+        mpfr_inits2(f.prec, a, b, c, (mpfr_ptr)0);
+        long midpoints = 0;
+        for (long i = 0; i < test_iters(40000); i++) {
+            uint64_t u = vijp_rng_u64(&r);
+            double x = draw(&r, g), y = draw(&r, g), z = draw(&r, g);
+            if (u % 6) { /* ordinary a, b */
+                x = vijp_emu_round(ldexp(vijp_rng_uniform(&r) + 0.5, (int)((u >> 3) % 20) - 10), g);
+                y = vijp_emu_round(ldexp(vijp_rng_uniform(&r) + 0.5, (int)((u >> 8) % 20) - 10), g);
+            }
+            double ab = x * y, q = ab != 0 && isfinite(ab) ? ldexp(1.0, ilogb(ab) - g.p) : 0;
+            switch (u % 6) {
+            case 1: z = vijp_emu_round(-ab + q * (double)((u >> 24) % 5), g); break;                      /* cancellation */
+            case 2: z = vijp_emu_round(ab * ldexp(1.0, -(g.p + 3 + (int)((u >> 24) % 30))), g); break; /* a sticky bit */
+            case 3: z = vijp_emu_round(ldexp(vijp_rng_uniform(&r), -140 - (int)((u >> 24) % 10)), g); break; /* subnormal */
+            case 4: { /* a·b a midpoint, c far below */
+                uint64_t m2 = (((uint64_t)1 << g.p) / 3 + vijp_rng_u64(&r) % (((uint64_t)1 << g.p) / 3)) | 1;
+                int e = (int)((u >> 24) % 40) - 20;
+                x = ldexp(3.0, e), y = ldexp((double)m2, -g.p), z = ldexp(1.0, g.emin - 1) * ((u >> 30) & 1 ? -1 : 1);
+                if ((u >> 31) & 1) z = ldexp(z, e + g.p - g.emin - 3 - (int)((u >> 32) % 30)); /* nearer, still below the grid */
+                z = vijp_emu_round(z, g);
+                midpoints += vijp_emu_round(x * y, g) != x * y;
+                break;
+            }
+            case 5: { /* c + a·b just inside a midpoint */
+                z = vijp_emu_round(ldexp(1 + vijp_rng_uniform(&r), (int)((u >> 24) % 40) - 20), g);
+                double h = ldexp(1.0, ilogb(z) - g.p);
+                if (!((uint64_t)(z / (2 * h)) & 1)) z += 2 * h;
+                x = h * (1 + ldexp(1.0, 1 - g.p)) * ((u >> 30) & 1 ? -1 : 1), y = 1 - ldexp(1.0, 1 - g.p);
+                break;
+            }
+            default: break; /* 0: every class */
+            }
+            if ((u >> 33) & 1) z = -z;
+            mpfr_set_d(a, x, MPFR_RNDN), mpfr_set_d(b, y, MPFR_RNDN), mpfr_set_d(c, z, MPFR_RNDN);
+            vo_fma(c, a, b, c, &f);
+            same(mpfr_get_d(c, MPFR_RNDN), vijp_emu_fma(x, y, z, g), "fma", formats[fi], x, y);
+        }
+        ck_assert_msg(midpoints > 0, "%s: no product fell between grid points", formats[fi]);
+        mpfr_clears(a, b, c, (mpfr_ptr)0);
+    }
+}
+END_TEST
+
 /* Hand-derived cases, so that a wrong oracle and a wrong emu agreeing by
  * accident would still fail: bfloat16 keeps 8 bits (ulp(1) = 2^-7). */
 START_TEST(hand_cases)
@@ -121,6 +184,11 @@ START_TEST(hand_cases)
     ck_assert_int_eq(vijp_format_parse("bfloat16+binary32", &f, NULL), 0);
     ck_assert(vijp_emu_madd(1, 0x1p-9, 1, &f) == 1 + 0x1p-9);    /* binary32 accumulation keeps it */
     ck_assert(vijp_emu_round(1 + 0x1p-9, vijp_emu_store(&f)) == 1); /* the store drops it */
+    /* fma in bfloat16 (c any double here: the proof needs only a, b on the
+     * grid).  1·(1 + 2^-7) + 2^-8 is a tie... */
+    ck_assert(vijp_emu_fma(1, 1 + 0x1p-7, 0x1p-8, g) == 1 + 0x1p-6);   /* to even */
+    ck_assert(vijp_emu_fma(1, 1, 0x1p-8 + 0x1p-60, g) == 1 + 0x1p-7);  /* ...broken by a far sticky bit */
+    ck_assert(vijp_emu_fma(1, 1, -0x1p-9 - 0x1p-60, g) == 1 - 0x1p-8); /* below 1 (spacing 2^-8): not up to the even 1 */
 }
 END_TEST
 
@@ -131,6 +199,7 @@ Suite *suite_emu(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, round_matches_oracle);
     tcase_add_test(tc, ops_match_oracle);
+    tcase_add_test(tc, fma_matches_oracle);
     tcase_add_test(tc, hand_cases);
     suite_add_tcase(s, tc);
     return s;
