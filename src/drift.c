@@ -81,10 +81,9 @@ int vijp_drift_check_ref_prec(const vijp_format *f, long start, long cap, vijp_e
 
 /* The validated reference (see drift.h), rounded to the comparisons'
  * precision.  ref and its format fmt (which the matrices point to) belong to
- * the caller; the levels visited stay in memo when keep (it is shared). */
+ * the caller; the levels visited stay in a shared memo. */
 static int reference(const vijp_drift_setup *s, const vijp_net *net, const vijp_problem *pf, vijp_drift_curve *c,
-                     vijp_drift_memo *memo, int keep, vijp_grads *ref, vijp_format *fmt, vijp_compare_cache *cache,
-                     vijp_error *err)
+                     vijp_drift_memo *memo, vijp_grads *ref, vijp_format *fmt, vijp_compare_cache *cache, vijp_error *err)
 {
     long p = vijp_drift_ref_prec_first(&s->problem.fmt, s->ref_prec_start);
     long cap = s->ref_prec_max ? s->ref_prec_max : VIJP_DRIFT_REF_PREC_MAX;
@@ -107,15 +106,13 @@ static int reference(const vijp_drift_setup *s, const vijp_net *net, const vijp_
         p *= 2;
         if (rel <= c->ref_target && ulps <= 0x1p-10) break;
         lo = hi;
-        if (!keep) vijp_drift_memo_drop_below(memo, p); /* as before memos: two levels at a time */
     }
     if (rc) return rc;
     c->ref_prec = p;
-    if (!keep) vijp_drift_memo_drop_below(memo, p);
     /* Rounded once to the precision the comparisons work at (when narrower),
      * so that they read it rather than round every entry again for every
      * engine.  Their results do not change: they rounded it there anyway. */
-    vijp_drift_memo_reference(memo, p, vijp_compare_prec(&s->problem.fmt), keep, ref, fmt);
+    vijp_drift_memo_reference(memo, p, vijp_compare_prec(&s->problem.fmt), ref, fmt);
     return 0;
 }
 
@@ -339,7 +336,7 @@ int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *e
     /* The caller's memo, shared with other runs, or one for this run alone. */
     vijp_drift_memo *memo = s->memo ? s->memo : vijp_drift_memo_new();
     vijp_drift_memo_bind(memo, &s->problem, &net, &pf, s->memo != NULL);
-    if (!s->skip_reference && (rc = reference(s, &net, &pf, c, memo, s->memo != NULL, &ref, &ref_fmt, cache, err))) goto out;
+    if (!s->skip_reference && (rc = reference(s, &net, &pf, c, memo, &ref, &ref_fmt, cache, err))) goto out;
     for (size_t k = 0; k < c->n_runs && !rc; k++) {
         vijp_drift_run_result *r = &c->runs[k];
         r->engine = k ? s->engines[k - 1] : VIJP_ENGINE_BACKPROP;
@@ -381,7 +378,7 @@ int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *e
     if (rc) goto out;
     if (!vijp_drift_memo_get_conditioning(memo, c->kappa, c->lyap_cum, D)) {
         conditioning(&net, &pf, c);
-        vijp_drift_memo_put_conditioning(memo, c->kappa, c->lyap_cum, D);
+        if (s->memo) vijp_drift_memo_put_conditioning(memo, c->kappa, c->lyap_cum, D);
     }
     predict(c, D);
     for (size_t k = 1; k < c->n_runs; k++) /* the vijp sweep's bound: Moonwalk's engines only */

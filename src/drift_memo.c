@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Precisions double from VIJP_PREC_MIN (2) up to VIJP_PREC_MAX (2^16): at
- * most 16 levels in one memo. */
-enum { MEMO_LEVELS = 17 };
+/* Precisions double from VIJP_PREC_MIN (2 = 2^1) up to VIJP_PREC_MAX (2^16):
+ * at most 16 levels in one memo. */
+enum { MEMO_LEVELS = 16 };
 
 typedef struct {
     long prec;
@@ -17,23 +17,21 @@ typedef struct {
 } memo_level;
 
 struct vijp_drift_memo {
-    int bound;
-    /* the key: the net's spec and shape, the loss, and the rounded problem */
+    int keyed; /* shared with other runs: checked against their problems, its levels kept */
+    /* what the key holds beside the values: the net's spec and shape, the loss */
     char *spec;
     size_t depth, width;
     vijp_loss_kind loss;
-    vijp_format key_fmt;
-    vijp_problem key;
+    /* The rounded problem, exactly, in MPFR at its own precision (53 bits for
+     * double): the key, and the θ every level reads (the operators round
+     * each result to the level's precision and read θ as values, vo_dot by
+     * its own limbs).  Made at bind when keyed, else at the first level. */
+    vijp_format copy_fmt;
+    vijp_problem copy;
+    int have_copy;
     memo_level *level[MEMO_LEVELS];
     size_t n_levels;
     double *kappa, *lyap_cum; /* NULL until put */
-    /* θ for the reference's levels: the bound problem's values in MPFR at
-     * their own precision (53 bits for double), made once.  The operators
-     * round every result to the level's precision (X's format) and read θ
-     * as values (vo_dot by its own limbs), so the levels need no θ of their
-     * own: at width 256 that was 16.8M conversions and 0.5-0.8 GB per level. */
-    vijp_format theta_fmt;
-    vijp_mat *theta;
     size_t computed;          /* backprops run over the memo's life (vijp_drift_memo_computed) */
 };
 
@@ -51,20 +49,31 @@ static void drop_level(vijp_drift_memo *m, size_t k)
     m->level[k] = m->level[--m->n_levels];
 }
 
+static void drop_below(vijp_drift_memo *m, long prec)
+{
+    for (size_t k = m->n_levels; k-- > 0;)
+        if (m->level[k]->prec < prec) drop_level(m, k);
+}
+
+static void make_copy(vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf)
+{
+    long P = pf->X.fmt->prec > 53 ? (long)pf->X.fmt->prec : 53;
+    if (vijp_format_mpfr(&m->copy_fmt, P, NULL)) abort(); /* P is a format's precision: in range */
+    vijp_problem_convert(&m->copy, net, pf, &m->copy_fmt); /* exact: the format holds its values */
+    m->have_copy = 1;
+}
+
 static void memo_empty(vijp_drift_memo *m)
 {
     while (m->n_levels) drop_level(m, 0);
-    for (size_t i = 0; m->theta && i < m->depth; i++) vijp_mat_clear(&m->theta[i]);
-    free(m->theta);
-    m->theta = NULL;
-    if (m->bound) {
-        vijp_mat_clear(&m->key.X), vijp_mat_clear(&m->key.T);
-        for (size_t i = 0; i < m->depth; i++) vijp_mat_clear(&m->key.theta[i]);
-        free(m->key.theta);
+    if (m->have_copy) {
+        vijp_mat_clear(&m->copy.X), vijp_mat_clear(&m->copy.T);
+        for (size_t i = 0; i < m->depth; i++) vijp_mat_clear(&m->copy.theta[i]);
+        free(m->copy.theta);
     }
     free(m->spec), free(m->kappa), free(m->lyap_cum);
-    m->spec = NULL, m->kappa = m->lyap_cum = NULL, m->key.theta = NULL;
-    m->bound = 0;
+    m->spec = NULL, m->kappa = m->lyap_cum = NULL, m->copy.theta = NULL;
+    m->keyed = m->have_copy = 0;
 }
 
 void vijp_drift_memo_free(vijp_drift_memo *m)
@@ -96,11 +105,11 @@ static int same_mat(const vijp_mat *a, const vijp_mat *b)
 
 static int same_problem(const vijp_drift_memo *m, const vijp_grad_setup *s, const vijp_net *net, const vijp_problem *pf)
 {
-    if (!m->bound || strcmp(m->spec, s->spec) || m->depth != net->depth || m->width != net->width || m->loss != s->loss)
+    if (!m->keyed || strcmp(m->spec, s->spec) || m->depth != net->depth || m->width != net->width || m->loss != s->loss)
         return 0;
-    if (!same_mat(&m->key.X, &pf->X) || !same_mat(&m->key.T, &pf->T)) return 0;
+    if (!same_mat(&m->copy.X, &pf->X) || !same_mat(&m->copy.T, &pf->T)) return 0;
     for (size_t i = 0; i < net->depth; i++)
-        if (!same_mat(&m->key.theta[i], &pf->theta[i])) return 0;
+        if (!same_mat(&m->copy.theta[i], &pf->theta[i])) return 0;
     return 1;
 }
 
@@ -113,9 +122,8 @@ void vijp_drift_memo_bind(vijp_drift_memo *m, const vijp_grad_setup *s, const vi
     if (!keyed) return; /* one run's: it will not be asked about another problem */
     m->spec = vijp_strdup(s->spec);
     m->width = net->width, m->loss = s->loss;
-    m->key_fmt = *pf->X.fmt;
-    vijp_problem_convert(&m->key, net, pf, &m->key_fmt); /* the same format: an exact copy */
-    m->bound = 1;
+    make_copy(m, net, pf);
+    m->keyed = 1;
 }
 
 int vijp_drift_memo_backprop(vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf, long prec,
@@ -126,27 +134,20 @@ int vijp_drift_memo_backprop(vijp_drift_memo *m, const vijp_net *net, const vijp
             *out = &m->level[k]->g;
             return 0;
         }
+    /* One run's memo keeps the validation's last two levels only. */
+    if (!m->keyed) drop_below(m, prec / 2);
     if (m->n_levels == MEMO_LEVELS) drop_level(m, 0); /* unreachable within VIJP_PREC_MAX; bounded anyway */
+    if (!m->have_copy) make_copy(m, net, pf);
     memo_level *L = vijp_alloc(sizeof *L);
     memset(L, 0, sizeof *L);
     L->prec = prec;
     int rc = vijp_format_mpfr(&L->fmt, prec, err);
-    if (!rc && !m->theta) { /* exact: the format holds the values it was rounded to */
-        long P = pf->X.fmt->prec > 53 ? (long)pf->X.fmt->prec : 53;
-        if (!(rc = vijp_format_mpfr(&m->theta_fmt, P, err))) {
-            m->theta = vijp_alloc_array(net->depth, sizeof *m->theta);
-            for (size_t i = 0; i < net->depth; i++) {
-                vijp_mat_init(&m->theta[i], pf->theta[i].rows, pf->theta[i].cols, &m->theta_fmt);
-                vijp_mat_convert(&m->theta[i], &pf->theta[i]);
-            }
-        }
-    }
     L->fmt.exact_dots = 1; /* dot products rounded once: exact sums, faster (oracles/dot.h) */
     vijp_mat X = {0}, T = {0};
     if (!rc) {
         vijp_mat_init(&X, pf->X.rows, pf->X.cols, &L->fmt), vijp_mat_convert(&X, &pf->X);
         vijp_mat_init(&T, pf->T.rows, pf->T.cols, &L->fmt), vijp_mat_convert(&T, &pf->T);
-        rc = vijp_engine_run(VIJP_ENGINE_BACKPROP, net, m->theta, &X, &T, &L->g, err);
+        rc = vijp_engine_run(VIJP_ENGINE_BACKPROP, net, m->copy.theta, &X, &T, &L->g, err);
     }
     vijp_mat_clear(&X), vijp_mat_clear(&T);
     if (rc) {
@@ -161,24 +162,18 @@ int vijp_drift_memo_backprop(vijp_drift_memo *m, const vijp_net *net, const vijp
 
 size_t vijp_drift_memo_computed(const vijp_drift_memo *m) { return m->computed; }
 
-void vijp_drift_memo_drop_below(vijp_drift_memo *m, long prec)
-{
-    for (size_t k = m->n_levels; k-- > 0;)
-        if (m->level[k]->prec < prec) drop_level(m, k);
-}
-
 static void point_to(vijp_grads *g, const vijp_format *fmt)
 {
     g->grad_x.fmt = fmt;
     for (size_t i = 0; i < g->depth; i++) g->g[i].fmt = g->grad_theta[i].fmt = fmt;
 }
 
-/* a := b rounded to a's format (an mpfr:q one), entry by entry: what
- * mpfr_prec_round in place gives (both round the same value once, to nearest). */
+/* a := b in fmt (an mpfr:q one): each entry rounded once, to nearest, as
+ * mpfr_prec_round in place rounds it (vijp_mat_convert into plain MPFR). */
 static void round_copy(vijp_mat *a, const vijp_mat *b, const vijp_format *fmt)
 {
     vijp_mat_init(a, b->rows, b->cols, fmt);
-    for (size_t k = 0, n = vijp_mat_len(b); k < n; k++) mpfr_set(a->m[k], b->m[k], MPFR_RNDN);
+    vijp_mat_convert(a, b);
 }
 
 static void round_entries(vijp_mat *a, mpfr_prec_t p)
@@ -187,14 +182,14 @@ static void round_entries(vijp_mat *a, mpfr_prec_t p)
         (void)mpfr_prec_round(a->m[k], p, MPFR_RNDN); /* narrower: never reallocates (mat.c's one block) */
 }
 
-void vijp_drift_memo_reference(vijp_drift_memo *m, long prec, mpfr_prec_t q, int keep, vijp_grads *ref, vijp_format *fmt)
+void vijp_drift_memo_reference(vijp_drift_memo *m, long prec, mpfr_prec_t q, vijp_grads *ref, vijp_format *fmt)
 {
     size_t k = 0;
     while (m->level[k]->prec != prec) k++; /* the caller asked for it with vijp_drift_memo_backprop */
     memo_level *L = m->level[k];
     *fmt = L->fmt;
     int narrower = q < prec && !vijp_format_mpfr(fmt, q, NULL);
-    if (keep) {
+    if (m->keyed) { /* a copy: the level stays for the runs that share it */
         const vijp_grads *g = &L->g;
         *ref = *g;
         round_copy(&ref->grad_x, &g->grad_x, fmt);
@@ -208,10 +203,10 @@ void vijp_drift_memo_reference(vijp_drift_memo *m, long prec, mpfr_prec_t q, int
         }
         return;
     }
-    *ref = L->g;
+    *ref = L->g; /* moved out, and rounded in place; the other levels go */
     point_to(ref, fmt);
     memset(&L->g, 0, sizeof L->g);
-    drop_level(m, k);
+    while (m->n_levels) drop_level(m, 0);
     if (!narrower) return;
     round_entries(&ref->grad_x, q);
     for (size_t i = 0; i < ref->depth; i++) round_entries(&ref->g[i], q), round_entries(&ref->grad_theta[i], q);

@@ -13,26 +13,25 @@
 /* Ties memo to this run's problem: kept when the problem is the one it holds
  * (same spec, depth, width and loss, and the same rounded X, T and θ, value
  * for value and sign of zero for sign of zero), emptied and re-keyed when not.
- * keyed 0: a memo for this run alone, emptied and not keyed (no copy of the problem). */
+ * keyed 0: a memo for this run alone, emptied and not keyed. */
 void vijp_drift_memo_bind(vijp_drift_memo *m, const vijp_grad_setup *s, const vijp_net *net, const vijp_problem *pf,
                           int keyed);
 
 /* Backprop in mpfr:prec (dot products rounded once, oracles/dot.h) on the
- * bound problem: computed on first request, then the memo's.  *out points
- * into the memo, valid until it is bound to another problem or freed. */
+ * bound problem: computed on first request, then the memo's (one run's memo
+ * keeps only the levels from prec/2 on: the validation's last two).  *out
+ * points into the memo, valid until it is bound to another problem or freed. */
 VIJP_MUST_CHECK int vijp_drift_memo_backprop(vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf, long prec,
                                              const vijp_grads **out, vijp_error *err);
 
 /* Reference backprops computed over m's life, for the tests: shared runs add none. */
 size_t vijp_drift_memo_computed(const vijp_drift_memo *m);
 
-/* Levels below prec: dropped (a memo kept for one run only needs the last two). */
-void vijp_drift_memo_drop_below(vijp_drift_memo *m, long prec);
-
 /* The reference at prec, rounded to the comparisons' precision q (when
- * narrower), into *ref whose matrices point to *fmt (the caller's).  keep:
- * a copy, the memo's level stays; otherwise the level is moved out. */
-void vijp_drift_memo_reference(vijp_drift_memo *m, long prec, mpfr_prec_t q, int keep, vijp_grads *ref, vijp_format *fmt);
+ * narrower), into *ref whose matrices point to *fmt (the caller's).  A keyed
+ * memo gives a copy and keeps its levels; one run's moves the level out and
+ * drops the rest. */
+void vijp_drift_memo_reference(vijp_drift_memo *m, long prec, mpfr_prec_t q, vijp_grads *ref, vijp_format *fmt);
 
 /* Conditioning (κ_i and the Lyapunov spread, D values each) of the bound
  * problem: 1 and copied out when the memo has it; 0 when not. */

@@ -172,7 +172,7 @@ void vijp_mat_convert(vijp_mat *dst, const vijp_mat *src)
     /* Into plain MPFR (mpfr:P, the drift reference): vo_store is mpfr_set
      * there, and rounding the value once, straight from the source, is what
      * the two steps below give (the first is exact).  One call per entry:
-     * the reference converts every parameter at each precision it visits. */
+     * the drift reference copies whole problems this way (drift_memo.c). */
     if (dst->m && !dst->fmt->emulated && !dst->fmt->mixed) {
         for (size_t i = 0, n = vijp_mat_len(dst); i < n; i++) {
             if (src->d) mpfr_set_d(dst->m[i], src->d[i], MPFR_RNDN);
