@@ -211,7 +211,7 @@ static int study_fits_memory(const study *s, const char *name, vijp_error *err)
     for (size_t c = 0; c < s->n_configs; c++)
         for (size_t f = 0; f < s->n_formats; f++) {
             const vijp_format *F = &s->formats[f];
-            long p = s->ref_prec_start ? s->ref_prec_start : vijp_drift_ref_prec_first(F, 0);
+            long p = vijp_drift_ref_prec_first(F, s->ref_prec_start);
             double b;
             if (vijp_run_bytes_estimate(s->configs[c].spec, s->depth, s->width, s->batch, F, 3 * p, &b, err)) return 0;
             if (b > unit) unit = b;

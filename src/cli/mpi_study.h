@@ -1,7 +1,7 @@
 /* A drift study spread over MPI ranks: `mpirun -n P vijp drift|report …`.
  *
  * Rank 0 parses, locks and writes the report as a single process does; it
- * hands the curves out one at a time, largest first (study_unit_cost), to
+ * hands the curves out one at a time, in study_pool's order (largest group first), to
  * the other ranks as each finishes its last one (dynamic load balancing),
  * computes on its own `threads` threads from the same queue, and gathers
  * every curve as unit_io.h's text (lossless: the report is byte for byte

@@ -177,12 +177,6 @@ static double format_cost(const study *s, const vijp_format *F)
     return layer_work(s) * (double)(1 + s->n_engines) * format;
 }
 
-double study_unit_cost(const study *s, size_t j)
-{
-    const vijp_format *F = &s->formats[j / s->n_seeds % s->n_formats];
-    return reference_cost(s, F) + format_cost(s, F);
-}
-
 /* Formats whose curves can share a reference: the same storage format (the
  * problem rounds to the same values: bfloat16 and bfloat16+binary32) and the
  * same first reference precision.  Only a schedule: vijp_drift_memo checks

@@ -79,9 +79,6 @@ VIJP_MUST_CHECK int study_run_unit_memo(const study *s, size_t j, vijp_drift_mem
                                         vijp_error *err);
 /* "SPEC (INIT), FORMAT, seed K": curve j in messages. */
 void study_unit_name(const study *s, size_t j, char *buf, size_t size);
-/* Relative cost of curve j, for ordering (largest first): depth × width² ×
- * batch × (the reference at p and 2p bits + every engine in the format). */
-double study_unit_cost(const study *s, size_t j);
 
 /* Write drift.csv, curves.csv, summary.csv, memory.csv, the plots,
  * drift.json and report.md into the report generation out has begun
