@@ -133,8 +133,8 @@ static void compare(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f
     enum { CHUNK = 1024 };
     vijp_format fp;
     if (vijp_format_mpfr(&fp, p, NULL)) abort(); /* p <= 2·VIJP_PREC_MAX + 64: in range by construction */
-    vijp_mat X, Y, D;
-    vijp_mat_init(&X, CHUNK, 1, &fp), vijp_mat_init(&Y, CHUNK, 1, &fp), vijp_mat_init(&D, CHUNK, 1, &fp);
+    vijp_mat X, D;
+    vijp_mat_init(&X, CHUNK, 1, &fp), vijp_mat_init(&D, CHUNK, 1, &fp);
     mpfr_srcptr px[CHUNK], py[CHUNK], pd[CHUNK];
     mpfr_t t, na, nr, num, sxy, s, q;
     mpfr_init2(t, p);
@@ -146,6 +146,8 @@ static void compare(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f
      * alone, comes from the cache when an earlier comparison with the same
      * reference filled it: the same sums, in the same chunks. */
     int direct = ref->m && n && mpfr_get_prec(ref->m[0]) == p, have_nr = cache && cache->ready;
+    vijp_mat Y = {0}; /* the reference's entries rounded to p: only when not read in place */
+    if (!direct) vijp_mat_init(&Y, CHUNK, 1, &fp);
     for (size_t i0 = 0; i0 < n; i0 += CHUNK) {
         size_t cnt = n - i0 < CHUNK ? n - i0 : CHUNK;
         for (size_t j = 0; j < cnt; j++) {

@@ -10,14 +10,6 @@
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
-
-static double cpu_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 int main(int argc, char **argv)
 {
@@ -37,12 +29,12 @@ int main(int argc, char **argv)
         for (int with_ref = 0; with_ref < 2; with_ref++) {
             vijp_drift_curve c;
             s.skip_reference = !with_ref;
-            double t0 = cpu_now();
+            double t0 = bench_cpu(CLOCK_PROCESS_CPUTIME_ID);
             if (vijp_drift_run(&s, &c, &err)) {
                 fprintf(stderr, "bench-drift: %s\n", err.msg);
                 return 1;
             }
-            double t = cpu_now() - t0;
+            double t = bench_cpu(CLOCK_PROCESS_CPUTIME_ID) - t0;
             if (t < best[with_ref]) best[with_ref] = t;
             if (with_ref) ref_prec = c.ref_prec;
             vijp_drift_curve_clear(&c);

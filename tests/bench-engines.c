@@ -42,12 +42,7 @@
  * take on the shared cores is left out, which wall-clock best-of-N runs
  * could not do on a loaded machine; the kernel's time on this thread's
  * behalf (page faults) is counted. */
-static double cpu_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
+static double cpu_now(void) { return bench_cpu(CLOCK_THREAD_CPUTIME_ID); }
 
 typedef struct {
     const char *spec;

@@ -31,12 +31,7 @@
 
 /* This thread's CPU seconds: curve costs that a loaded machine does not
  * inflate (the ranks of a real run each have a core). */
-static double cpu_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
+static double cpu_now(void) { return bench_cpu(CLOCK_THREAD_CPUTIME_ID); }
 
 /* CPU seconds of one curve (one seed, orthogonal), kept in *keep if not NULL. */
 static double run_curve(const char *spec, size_t width, size_t depth, const char *fmt, const vijp_engine_kind *eng,

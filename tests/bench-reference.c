@@ -25,12 +25,7 @@
 #include <arb.h>
 #endif
 
-static double thread_cpu(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
+static double thread_cpu(void) { return bench_cpu(CLOCK_THREAD_CPUTIME_ID); }
 
 enum { N = 256, METHODS = 4 };
 static const char *const names[METHODS] = {"sequential oracle (vo_mul + vo_add)", "mpfr_fma loop",

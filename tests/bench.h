@@ -15,6 +15,15 @@
         }                                                                                   \
     } while (0)
 
+/* CPU seconds of clock (CLOCK_THREAD_CPUTIME_ID, CLOCK_PROCESS_CPUTIME_ID):
+ * on a shared machine wall time swings with the load, CPU time much less. */
+static inline double bench_cpu(clockid_t clock)
+{
+    struct timespec t;
+    clock_gettime(clock, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 /* Monotonic wall-clock seconds. */
 static inline double bench_now(void)
 {
