@@ -9,6 +9,7 @@
  * oracle's mpfr_sgn does (NaN counts as 0 there). */
 #include "activations.h"
 #include "elementary.h"
+#include "io.h"
 #include "../kernels/kernels.h"
 #include "vijp/error.h"
 
@@ -34,52 +35,61 @@ static double softplus(double x, const ctx *c)
     return vijp_emu_log1p(vijp_emu_exp(x, c->f), c->f);
 }
 
+/* f and f′ at x; either pointer may be NULL, and what only the other needs
+ * is then not computed (each output's operations are unchanged), as in the
+ * oracle's pairs (oracles/activations.c). */
 static void sigmoid_pair(double x, const ctx *c, double *fx, double *dfx)
 {
-    *fx = sigma(x, c);
-    *dfx = vijp_emu_mul(*fx, sigma(-x, c), c->g);
+    double s = sigma(x, c);
+    if (fx) *fx = s;
+    if (dfx) *dfx = vijp_emu_mul(s, sigma(-x, c), c->g);
 }
 
 static void softplus_pair(double x, const ctx *c, double *fx, double *dfx)
 {
-    *fx = softplus(x, c);
-    *dfx = sigma(x, c);
+    if (fx) *fx = softplus(x, c);
+    if (dfx) *dfx = sigma(x, c);
 }
 
 static void silu_pair(double x, const ctx *c, double *fx, double *dfx)
 {
-    double s = sigma(x, c), sn = sigma(-x, c);
-    *fx = vijp_emu_mul(x, s, c->g);
-    *dfx = vijp_emu_mul(s, vijp_emu_fma(x, sn, 1, c->g), c->g); /* 1 + xσ(−x), rounded once */
+    double s = sigma(x, c);
+    if (fx) *fx = vijp_emu_mul(x, s, c->g);
+    if (dfx) *dfx = vijp_emu_mul(s, vijp_emu_fma(x, sigma(-x, c), 1, c->g), c->g); /* 1 + xσ(−x), rounded once */
 }
 
 static void gelu_pair(double x, const ctx *c, double *fx, double *dfx)
 {
     vijp_emu_grid g = c->g;
-    double r2 = vijp_emu_sqrt(2, g), pi = vijp_emu_round(M_PI, g);
-    double t = -vijp_emu_div(x, r2, g);
-    double cdf = vijp_emu_mul(vijp_emu_erfc(t, c->f), 0.5, g); /* Φ(x) = erfc(−x/√2)/2 */
-    t = -vijp_emu_mul(vijp_emu_mul(x, x, g), 0.5, g);
-    double pdf = vijp_emu_div(vijp_emu_exp(t, c->f), vijp_emu_sqrt(vijp_emu_add(pi, pi, g), g), g); /* φ(x) */
-    *fx = vijp_emu_mul(x, cdf, g);
-    *dfx = vijp_emu_fma(x, pdf, cdf, g);
+    double r2 = vijp_emu_sqrt(2, g);
+    double cdf = vijp_emu_mul(vijp_emu_erfc(-vijp_emu_div(x, r2, g), c->f), 0.5, g); /* Φ(x) = erfc(−x/√2)/2 */
+    if (fx) *fx = vijp_emu_mul(x, cdf, g);
+    if (dfx) {
+        double pi = vijp_emu_round(M_PI, g), t = -vijp_emu_mul(vijp_emu_mul(x, x, g), 0.5, g);
+        double pdf = vijp_emu_div(vijp_emu_exp(t, c->f), vijp_emu_sqrt(vijp_emu_add(pi, pi, g), g), g); /* φ(x) */
+        *dfx = vijp_emu_fma(x, pdf, cdf, g);
+    }
 }
 
 static void mish_pair(double x, const ctx *c, double *fx, double *dfx)
 {
     double sp = softplus(x, c), th = vijp_emu_tanh(sp, c->f);
-    *fx = vijp_emu_mul(x, th, c->g);
-    double se = vijp_emu_sech(sp, c->f);
-    se = vijp_emu_mul(se, se, c->g);
-    double s = vijp_emu_mul(sigma(x, c), x, c->g);
-    *dfx = vijp_emu_fma(s, se, th, c->g);
+    if (fx) *fx = vijp_emu_mul(x, th, c->g);
+    if (dfx) {
+        double se = vijp_emu_sech(sp, c->f);
+        se = vijp_emu_mul(se, se, c->g);
+        double s = vijp_emu_mul(sigma(x, c), x, c->g);
+        *dfx = vijp_emu_fma(s, se, th, c->g);
+    }
 }
 
 static void tanh_pair(double x, const ctx *c, double *fx, double *dfx)
 {
-    *fx = vijp_emu_tanh(x, c->f);
-    double s = vijp_emu_sech(x, c->f);
-    *dfx = vijp_emu_mul(s, s, c->g);
+    if (fx) *fx = vijp_emu_tanh(x, c->f);
+    if (dfx) {
+        double s = vijp_emu_sech(x, c->f);
+        *dfx = vijp_emu_mul(s, s, c->g);
+    }
 }
 
 typedef void (*pair_fn)(double x, const ctx *c, double *fx, double *dfx);
@@ -98,8 +108,8 @@ void vijp_emu_act_pair(int kind, double x, const vijp_format *f, double *fx, dou
 /* f′ at an MPFR value (exactly a double: it lies on f's grid). */
 static double deriv_at(int kind, mpfr_t x, const ctx *c)
 {
-    double y, d;
-    pairs[kind](mpfr_get_d(x, MPFR_RNDN), c, &y, &d);
+    double d;
+    pairs[kind](vijp_emu_get1(x), c, NULL, &d);
     return d;
 }
 
@@ -107,8 +117,8 @@ void vijp_emu_act_forward(int kind, const vijp_layer *L, mpfr_t *X, size_t B, mp
 {
     ctx c = {f, vijp_emu_arith(f)};
     for (size_t i = 0; i < L->in * B; i++) {
-        double y, d;
-        pairs[kind](mpfr_get_d(X[i], MPFR_RNDN), &c, &y, &d);
+        double y;
+        pairs[kind](vijp_emu_get1(X[i]), &c, &y, NULL);
         mpfr_set_d(Y[i], y, MPFR_RNDN); /* exact: y on f's grid, Y at f's precision */
     }
 }
@@ -117,7 +127,7 @@ void vijp_emu_act_jvp(int kind, const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t
 {
     ctx c = {f, vijp_emu_arith(f)};
     for (size_t i = 0; i < L->in * B; i++)
-        mpfr_set_d(V[i], vijp_emu_mul(mpfr_get_d(U[i], MPFR_RNDN), deriv_at(kind, X[i], &c), c.g), MPFR_RNDN);
+        mpfr_set_d(V[i], vijp_emu_mul(vijp_emu_get1(U[i]), deriv_at(kind, X[i], &c), c.g), MPFR_RNDN);
 }
 
 int vijp_emu_act_vijp(int kind, const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *Gy,
@@ -128,7 +138,7 @@ int vijp_emu_act_vijp(int kind, const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t
         double d = deriv_at(kind, X[i], &c);
         /* the oracles: tanh refuses only f′ = 0, the others also a non-finite f′ */
         if (d == 0 || (kind != VIJP_KACT_TANH && !isfinite(d))) return VIJP_ESINGULAR;
-        mpfr_set_d(Gy[i], vijp_emu_div(mpfr_get_d(Gx[i], MPFR_RNDN), d, c.g), MPFR_RNDN);
+        mpfr_set_d(Gy[i], vijp_emu_div(vijp_emu_get1(Gx[i]), d, c.g), MPFR_RNDN);
     }
     return 0;
 }
@@ -170,7 +180,7 @@ int vijp_emu_act_inverse(int kind, const vijp_layer *L, mpfr_t *Y, size_t B, mpf
     ctx c = {f, vijp_emu_arith(f)};
     for (size_t i = 0; i < L->in * B; i++) {
         double x;
-        int rc = inverse_one(kind, mpfr_get_d(Y[i], MPFR_RNDN), &c, &x);
+        int rc = inverse_one(kind, vijp_emu_get1(Y[i]), &c, &x);
         if (rc) return rc;
         mpfr_set_d(X[i], x, MPFR_RNDN);
     }

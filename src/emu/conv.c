@@ -13,7 +13,6 @@
 #include "conv.h"
 #include "dense.h"
 #include "emu.h"
-#include "emu.h"
 #include "io.h"
 #include "vijp/arith.h"
 #include "vijp/catalogue.h"
@@ -151,16 +150,12 @@ int vijp_emu_conv_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpf
     size_t N = L->in, M = L->out;
     mpfr_t *J = vo_vec_new(M * N + M, f); /* [J; b = 0]: a dense layer's parameters */
     vo_conv1d_jacobian(L, th, NULL, J, f);
-    int rc;
-    if (M < N) { /* strided: the dense layer's minimum-norm solve */
-        vijp_layer dl;
-        memset(&dl, 0, sizeof dl);
-        dl.in = N, dl.out = M;
-        rc = vijp_emu_dense_vijp(&dl, J, X, B, Gx, NULL, Gy, f);
-    } else {
-        for (size_t i = 0; i < N * B; i++) vo_set(Gy[i], Gx[i], f);
-        rc = vijp_emu_ge_solve(N, J, 1, Gy, B, f); /* Jᵀ g_y = g_x */
-    }
+    /* the dense layer's vijp with W = J: Jᵀ g_y = g_x by elimination, or
+     * strided (M < N) the minimum-norm solve */
+    vijp_layer dl;
+    memset(&dl, 0, sizeof dl);
+    dl.in = N, dl.out = M;
+    int rc = vijp_emu_dense_vijp(&dl, J, X, B, Gx, NULL, Gy, f);
     vo_vec_free(J, M * N + M);
     return rc;
 }

@@ -18,8 +18,8 @@ void vijp_emu_dense_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t
                               const vijp_format *f);
 int vijp_emu_dense_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *frag,
                         mpfr_t *Gy, const vijp_format *f);
-/* The QR cases (dense_qr.c): the vijp when m ≠ n (the oracle's when
- * m = n), the fragment and the cokernel basis. */
+/* The QR cases (dense_qr.c): the vijp when m ≠ n (vijp_emu_dense_vijp
+ * sends it only those), the fragment and the cokernel basis. */
 int vijp_emu_dense_vijp_qr(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *frag,
                            mpfr_t *Gy, const vijp_format *f);
 void vijp_emu_dense_fragment(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *frag,

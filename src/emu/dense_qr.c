@@ -113,7 +113,7 @@ static int vijp_qr(const vijp_layer *L, mpfr_t *th, size_t B, mpfr_t *Gx, mpfr_t
 int vijp_emu_dense_vijp_qr(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *frag,
                            mpfr_t *Gy, const vijp_format *f)
 {
-    if (!vijp_emu_applies(f) || L->out == L->in) return vo_dense_vijp(L, th, X, B, Gx, frag, Gy, f);
+    if (!vijp_emu_applies(f)) return vo_dense_vijp(L, th, X, B, Gx, frag, Gy, f);
     return vijp_qr(L, th, B, Gx, frag, Gy, vijp_emu_arith(f));
 }
 

@@ -4,12 +4,12 @@
  * done per position runs on doubles in the oracle's order (oracles/inv1x1.c):
  * the products with fused terms (vijp_emu_fma, emu.h; the oracle's vo_fma,
  * without tf32's operand rounding), and per position its elimination
- * (vijp_emu_ge_solve_d: vo_ge_solve, bit for bit by emu.h's theorem), where
- * as in the oracle the first singular position stops the loop and leaves its
- * own and later outputs unwritten.  Other formats run the oracle. */
+ * (vijp_emu_ge_solve_d: vo_ge_solve, bit for bit by emu.h's theorem), all
+ * positions in one elimination: W is the same at every one, so a singular W
+ * leaves every output unwritten, as the oracle's first position does.
+ * Other formats run the oracle. */
 #include "inv1x1.h"
 #include "dense.h"
-#include "emu.h"
 #include "emu.h"
 #include "io.h"
 #include "vijp/arith.h"
@@ -110,24 +110,26 @@ void vijp_emu_inv1x1_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_
     mats_free(&m);
 }
 
-/* Wᵀ z = r (trans) or W z = r at every position of every sample. */
+/* Wᵀ z = r (trans) or W z = r at every position of every sample, as one
+ * elimination with every position a right-hand side: each sees the
+ * operations it would see alone (pivots and multipliers come from W only),
+ * and a singular W stops the oracle at its first position, before it
+ * writes anything, as it stops this before anything is written. */
 static int solve(const vijp_layer *L, mpfr_t *th, mpfr_t *R, size_t B, mpfr_t *Z, int trans, const vijp_format *f)
 {
     mats m = mats_new(L, th, f);
-    size_t C = m.C, n = L->in / C;
-    double *A0 = vijp_alloc_array(C * C, sizeof *A0), *A = vijp_alloc_array(C * C, sizeof *A), *r = vijp_alloc_array(C, sizeof *r);
+    size_t C = m.C, n = L->in / C, cols = n * B;
+    double *A = vijp_alloc_array(C * C, sizeof *A), *r = vijp_alloc_array(C * cols, sizeof *r);
     for (size_t i = 0; i < C; i++) /* row-major, as the solve takes it: W's rows, or Wᵀ's (W's columns) */
-        for (size_t k = 0; k < C; k++) A0[k + i * C] = trans ? m.W[k + i * C] : m.W[i + k * C];
-    vijp_emu_grid g = vijp_emu_arith(f);
-    int rc = 0;
+        for (size_t k = 0; k < C; k++) A[k + i * C] = trans ? m.W[k + i * C] : m.W[i + k * C];
+    for (size_t b = 0; b < B; b++)
+        for (size_t p = 0; p < n; p++)
+            for (size_t c = 0; c < C; c++) r[c + (b * n + p) * C] = vijp_emu_get1(R[b * L->in + c * n + p]);
+    int rc = vijp_emu_ge_solve_d(C, A, r, cols, vijp_emu_arith(f));
     for (size_t b = 0; b < B && !rc; b++)
-        for (size_t p = 0; p < n && !rc; p++) {
-            for (size_t c = 0; c < C; c++) r[c] = vijp_emu_get1(R[b * L->in + c * n + p]);
-            memcpy(A, A0, C * C * sizeof *A); /* the oracle eliminates afresh at every position */
-            if (!(rc = vijp_emu_ge_solve_d(C, A, r, 1, g)))
-                for (size_t c = 0; c < C; c++) mpfr_set_d(Z[b * L->in + c * n + p], r[c], MPFR_RNDN); /* exact */
-        }
-    free(A0), free(A), free(r);
+        for (size_t p = 0; p < n; p++)
+            for (size_t c = 0; c < C; c++) mpfr_set_d(Z[b * L->in + c * n + p], r[c + (b * n + p) * C], MPFR_RNDN); /* exact */
+    free(A), free(r);
     mats_free(&m);
     return rc;
 }
