@@ -6,12 +6,17 @@
 
 #include "vijp/metrics.h"
 
-/* Σ ref² at the comparison's working precision, once the first comparison
- * with this reference has formed it.  Zero-initialise; one cache per
- * reference matrix and format; vijp_compare_cache_clear frees it. */
+/* Σ ref² once the first comparison with this reference has formed it: at
+ * the exact evaluation's working precision (ready, ref_sumsq), and as the
+ * fast path's scaled double-double with its error bound (fast_ready; see
+ * compare_fast.c), whichever ran.  Zero-initialise; one cache per reference
+ * matrix and format; vijp_compare_cache_clear frees it. */
 typedef struct {
     int ready;
     mpfr_t ref_sumsq;
+    int fast_ready;
+    double yy_h, yy_l, yy_E; /* (yy_h + yy_l ± yy_E)·2^yy_scale */
+    long yy_scale;
 } vijp_compare_cache;
 
 /* The precision vijp_compare works at for format f: 2P + 64 bits, at least

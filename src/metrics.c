@@ -2,6 +2,7 @@
 #include "vijp/memory.h"
 #include "../oracles/dot.h"
 #include "compare_cache.h"
+#include "compare_fast.h"
 #include <math.h>
 #include <stdlib.h>
 
@@ -56,7 +57,7 @@ double vijp_norm(const vijp_mat *a)
 }
 
 /* |d| / ulp_f(r) for one entry (d = a − r already formed exactly enough). */
-static double ulps_of(const mpfr_t d, const mpfr_t r, const vijp_format *f, mpfr_t t)
+double vijp_ulps_of(mpfr_srcptr d, mpfr_srcptr r, const vijp_format *f, mpfr_ptr t)
 {
     if (mpfr_zero_p(d)) return 0;
     if (mpfr_nan_p(d)) return NAN;
@@ -90,8 +91,21 @@ mpfr_prec_t vijp_compare_prec(const vijp_format *f)
     return 2 * f->prec + 64 > 128 ? 2 * f->prec + 64 : 128;
 }
 
+static void compare_exact(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m,
+                          vijp_compare_cache *cache, int angle);
+
+/* The fast path where it can certify its doubles (compare_fast.h), the exact
+ * evaluation otherwise: the same metrics either way. */
 static void compare(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m,
-                    vijp_compare_cache *cache, int angle);
+                    vijp_compare_cache *cache, int angle)
+{
+    if (!vijp_compare_fast(a, ref, f, m, angle, cache, NULL)) compare_exact(a, ref, f, m, cache, angle);
+}
+
+void vijp_compare_exact(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m, int angle)
+{
+    compare_exact(a, ref, f, m, NULL, angle);
+}
 
 void vijp_compare(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m)
 {
@@ -113,12 +127,12 @@ void vijp_compare_rel_ulps(const vijp_mat *a, const vijp_mat *ref, const vijp_fo
 void vijp_compare_cache_clear(vijp_compare_cache *c)
 {
     if (c->ready) mpfr_clear(c->ref_sumsq);
-    c->ready = 0;
+    c->ready = c->fast_ready = 0;
 }
 
 /* angle = 0: the angle is left NaN and its two sums (Σx², Σxy) are not formed. */
-static void compare(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m,
-                    vijp_compare_cache *cache, int angle)
+static void compare_exact(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m,
+                          vijp_compare_cache *cache, int angle)
 {
     mpfr_prec_t p = vijp_compare_prec(f), wide = 2 * p + 64;
     size_t n = vijp_mat_len(ref);
@@ -156,7 +170,7 @@ static void compare(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f
             else entry(Y.m[j], ref, i0 + j), py[j] = Y.m[j];
             mpfr_sub(D.m[j], X.m[j], py[j], MPFR_RNDN);
             px[j] = X.m[j], pd[j] = D.m[j];
-            m->ulps = vijp_max_nan(m->ulps, ulps_of(D.m[j], py[j], f, t));
+            m->ulps = vijp_max_nan(m->ulps, vijp_ulps_of(D.m[j], py[j], f, t));
         }
         if (angle) vo_dot(na, na, px, px, cnt);
         if (!have_nr) vo_dot(nr, nr, py, py, cnt);

@@ -1,0 +1,284 @@
+/* vijp_compare's fast path (src/compare_fast.c) against its exact
+ * evaluation: wherever the fast path answers, its rel, ulps and angle are
+ * the exact evaluation's bit for bit; it answers in the ordinary cases (or
+ * it would be no faster), and declines where it cannot certify (an angle
+ * lost to cancellation).  The cases reach every branch it has: differences
+ * formed in limbs and by MPFR, references rounded to the comparison's
+ * precision with ties both ways and a carry into the next binade, zeros on
+ * either side, the ulp metric at the ends of the double range. */
+#include "testutil.h"
+#include "vijp/rng.h"
+#include "../src/compare_fast.h"
+#include "../src/compare_cache.h"
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef enum { CLOSE, ZEROS, EQUAL, FAR, TIES, EXTREME, N_FAMILIES } family;
+static const char *family_name[] = {"close", "zeros", "equal", "far", "ties", "extreme"};
+
+/* A random value with many significant bits, times 2^[−spread, spread]. */
+static void random_wide(mpfr_t y, vijp_rng *g, int spread)
+{
+    mpfr_t t;
+    mpfr_init2(t, 64);
+    mpfr_set_d(y, vijp_rng_normal(g), MPFR_RNDN);
+    for (int k = 1; k <= 6; k++) { /* 6 more doubles of bits below */
+        mpfr_set_d(t, vijp_rng_normal(g), MPFR_RNDN);
+        mpfr_mul_2si(t, t, -53 * k, MPFR_RNDN);
+        mpfr_add(y, y, t, MPFR_RNDN);
+    }
+    mpfr_mul_2si(y, y, (long)(vijp_rng_u64(g) % (uint64_t)(2 * spread + 1)) - spread, MPFR_RNDN);
+    mpfr_clear(t);
+}
+
+/* Entry i of a (in a's format) := v, rounded to nearest. */
+static void set_entry(vijp_mat *a, size_t i, mpfr_srcptr v)
+{
+    if (a->d) a->d[i] = mpfr_get_d(v, MPFR_RNDN);
+    else mpfr_set(a->m[i], v, MPFR_RNDN);
+}
+
+/* A reference on or next to a tie of RN_p, with a's entry on the p-bit
+ * grid beside it, so that the rounding direction decides the difference
+ * (0 or one unit of p bits): v (a's value) plus 1/2 or 3/2 units (ties from
+ * an even and from an odd neighbour), or the all-ones p-bit value below
+ * v's binade plus 1/2 (rounding up carries into the next binade); each at,
+ * one q-bit unit below or one above the tie. */
+static void tie_case(vijp_mat *A, vijp_mat *R, size_t i, vijp_rng *g, mpfr_prec_t p)
+{
+    mpfr_prec_t q = mpfr_get_prec(R->m[i]);
+    mpfr_t v, r, h;
+    mpfr_inits2(600, v, r, h, (mpfr_ptr)0);
+    random_wide(v, g, 8);
+    set_entry(A, i, v);
+    if (A->d) mpfr_set_d(v, A->d[i], MPFR_RNDN);
+    else mpfr_set(v, A->m[i], MPFR_RNDN); /* v: a's value exactly */
+    long E = mpfr_get_exp(v), k = (long)(vijp_rng_u64(g) % 4);
+    if (k == 3) { /* 2^E − 2^(E−p), with v's sign */
+        mpfr_set_ui_2exp(r, 1, E, MPFR_RNDN);
+        mpfr_set_ui_2exp(h, 1, E - p, MPFR_RNDN);
+        mpfr_sub(r, r, h, MPFR_RNDN);
+        if (mpfr_signbit(v)) mpfr_neg(r, r, MPFR_RNDN);
+    } else {
+        mpfr_set(r, v, MPFR_RNDN);
+    }
+    mpfr_set_ui_2exp(h, k == 1 ? 3 : 1, E - p - 1, MPFR_RNDN); /* 1/2 or 3/2 units of p bits */
+    if (mpfr_signbit(v) != (k == 2)) mpfr_neg(h, h, MPFR_RNDN); /* k = 2: towards zero */
+    mpfr_add(r, r, h, MPFR_RNDN);
+    long side = (long)(vijp_rng_u64(g) % 3);
+    if (side) {
+        mpfr_set_ui_2exp(h, 1, E - q, MPFR_RNDN);
+        if (side == 2) mpfr_neg(h, h, MPFR_RNDN);
+        mpfr_add(r, r, h, MPFR_RNDN);
+    }
+    ck_assert(mpfr_set(R->m[i], r, MPFR_RNDN) == 0); /* exact: q >= p + 1 bits hold it */
+    mpfr_clears(v, r, h, (mpfr_ptr)0);
+}
+
+/* One case: ref R at its precision, a in format f near it as the family says. */
+static void fill(family fam, vijp_rng *g, vijp_mat *A, vijp_mat *R, mpfr_prec_t p)
+{
+    size_t n = vijp_mat_len(R);
+    double eps = ldexp(1, -(int)(5 + vijp_rng_u64(g) % 50)); /* relative errors 2^-5 .. 2^-54 */
+    mpfr_t y, x;
+    mpfr_inits2(500, y, x, (mpfr_ptr)0);
+    for (size_t i = 0; i < n; i++) {
+        if (fam == TIES && mpfr_get_prec(R->m[i]) > p) {
+            tie_case(A, R, i, g, p);
+            continue;
+        }
+        random_wide(y, g, fam == EXTREME ? 0 : 20);
+        if (fam == EXTREME) { /* tiny references (ulps of subnormals), huge or tiny errors */
+            mpfr_mul_2si(y, y, -900 - (long)(vijp_rng_u64(g) % 170), MPFR_RNDN);
+        }
+        mpfr_set(R->m[i], y, MPFR_RNDN);
+        mpfr_mul_d(x, y, 1 + eps * vijp_rng_normal(g), MPFR_RNDN);
+        switch (fam) {
+        case ZEROS:
+            switch (vijp_rng_u64(g) % 4) {
+            case 0: mpfr_set_zero(x, vijp_rng_u64(g) % 2 ? 1 : -1); break;
+            case 1: mpfr_set_zero(R->m[i], 1); break;
+            case 2: mpfr_set_zero(x, 1), mpfr_set_zero(R->m[i], -1); break;
+            default: break;
+            }
+            break;
+        case EQUAL: mpfr_set(x, R->m[i], MPFR_RNDN); break; /* a is R rounded to a's format */
+        case FAR: /* exponents beyond the limb window, and differences wider than p */
+            if (vijp_rng_u64(g) % 3 == 0) mpfr_mul_2si(x, x, vijp_rng_u64(g) % 2 ? 120 : -120, MPFR_RNDN);
+            else if (vijp_rng_u64(g) % 2) mpfr_mul_2si(x, x, 70, MPFR_RNDN);
+            break;
+        case EXTREME:
+            if (vijp_rng_u64(g) % 2) mpfr_mul_2si(x, x, 1000 + (long)(vijp_rng_u64(g) % 60), MPFR_RNDN);
+            break;
+        default: break;
+        }
+        set_entry(A, i, x);
+    }
+    mpfr_clears(y, x, (mpfr_ptr)0);
+}
+
+static int same(double a, double b) { return (a != a && b != b) || !memcmp(&a, &b, sizeof a); }
+
+/* Fast against exact for one case: counts answers, and fails on a
+ * difference.  Returns whether the fast path answered. */
+static int check_case(const vijp_mat *A, const vijp_mat *R, const vijp_format *f, int angle, const char *what,
+                      size_t *slow_total)
+{
+    vijp_metric want, got;
+    size_t slow = 0;
+    vijp_compare_exact(A, R, f, &want, angle);
+    int answered = vijp_compare_fast(A, R, f, &got, angle, NULL, &slow);
+    *slow_total += slow;
+    if (answered)
+        ck_assert_msg(same(got.rel, want.rel) && same(got.ulps, want.ulps) && same(got.angle_deg, want.angle_deg),
+                      "%s: fast rel %.17g ulps %.17g angle %.17g, exact %.17g %.17g %.17g", what, got.rel, got.ulps,
+                      got.angle_deg, want.rel, want.ulps, want.angle_deg);
+    /* the public entry gives the exact evaluation's metrics either way */
+    vijp_metric pub;
+    if (angle) vijp_compare(A, R, f, &pub);
+    else vijp_compare_rel_ulps(A, R, f, &pub, NULL);
+    ck_assert_msg(same(pub.rel, want.rel) && same(pub.ulps, want.ulps) && same(pub.angle_deg, want.angle_deg),
+                  "%s: vijp_compare differs from the exact evaluation", what);
+    return answered;
+}
+
+START_TEST(fast_is_exact_bit_for_bit)
+{
+    static const char *formats[] = {"double", "binary32", "bfloat16", "bfloat16+binary32", "mpfr:53"};
+    vijp_rng g;
+    vijp_rng_seed(&g, 20261203);
+    size_t answered[N_FAMILIES] = {0}, asked[N_FAMILIES] = {0}, slow[N_FAMILIES] = {0};
+    for (size_t fi = 0; fi < sizeof formats / sizeof *formats; fi++) {
+        vijp_format f;
+        ck_assert(vijp_format_parse(formats[fi], &f, NULL) == 0);
+        mpfr_prec_t p = vijp_compare_prec(&f);
+        /* references at the comparison's precision (read in place), wider
+         * (rounded to it: the validation's finer level) and narrower */
+        mpfr_prec_t ref_precs[] = {p, 2 * p - 10, p + 1, 64};
+        for (size_t ri = 0; ri < 4; ri++) {
+            vijp_format fr;
+            ck_assert(vijp_format_mpfr(&fr, ref_precs[ri], NULL) == 0);
+            for (int fam = 0; fam < N_FAMILIES; fam++)
+                for (int rep = 0; rep < 3; rep++) {
+                    size_t n = rep == 0 ? 1 : rep == 1 ? 7 : 300;
+                    vijp_mat A, R;
+                    vijp_mat_init(&A, n, 1, &f);
+                    vijp_mat_init(&R, n, 1, &fr);
+                    fill((family)fam, &g, &A, &R, p);
+                    char what[160];
+                    for (int angle = 0; angle < 2; angle++) {
+                        snprintf(what, sizeof what, "%s, reference at %ld bits, %s, n %zu, angle %d", formats[fi],
+                                 (long)ref_precs[ri], family_name[fam], n, angle);
+                        int ans = check_case(&A, &R, &f, angle, what, &slow[fam]);
+                        if (angle && n == 1) continue; /* one entry: δ ∥ y, the angle is all cancellation */
+                        answered[fam] += (size_t)ans, asked[fam]++;
+                    }
+                    vijp_mat_clear(&A), vijp_mat_clear(&R);
+                }
+        }
+    }
+    /* The fast path must answer the ordinary cases: else it would be the
+     * exact evaluation plus a pass for nothing.  (Far and extreme cases it
+     * may decline: a 2^1000 error leaves no digit of the sums to certify.) */
+    for (int fam = 0; fam < N_FAMILIES; fam++)
+        if (fam != FAR && fam != EXTREME)
+        ck_assert_msg(answered[fam] * 10 >= asked[fam] * 9, "%s: answered %zu of %zu", family_name[fam], answered[fam],
+                      asked[fam]);
+    ck_assert_msg(slow[FAR] > 0 && slow[EXTREME] > 0, "the MPFR path per entry was not reached (%zu, %zu)", slow[FAR],
+                  slow[EXTREME]);
+}
+END_TEST
+
+/* Past one chunk (4096 entries) the scales grow chunk by chunk: what was
+ * summed at a smaller one is rescaled (beyond 2^900 dropped, its size kept
+ * in the bound), and the metrics stay the exact evaluation's. */
+START_TEST(fast_rescales_across_chunks)
+{
+    static const long binade[] = {-1000, 0, 40, -20}; /* per chunk; the last one partial */
+    vijp_format f, fr;
+    vijp_format_fixed(&f, VIJP_DOUBLE);
+    ck_assert(vijp_format_mpfr(&fr, 170, NULL) == 0);
+    vijp_rng g;
+    vijp_rng_seed(&g, 11);
+    size_t n = 3 * 4096 + 5;
+    vijp_mat A, R;
+    vijp_mat_init(&A, n, 1, &f);
+    vijp_mat_init(&R, n, 1, &fr);
+    mpfr_t y;
+    mpfr_init2(y, 500);
+    for (size_t i = 0; i < n; i++) {
+        random_wide(y, &g, 3);
+        mpfr_mul_2si(y, y, binade[i / 4096], MPFR_RNDN);
+        mpfr_set(R.m[i], y, MPFR_RNDN);
+        mpfr_mul_d(y, y, 1 + 0x1p-30 * vijp_rng_normal(&g), MPFR_RNDN);
+        A.d[i] = mpfr_get_d(y, MPFR_RNDN);
+    }
+    mpfr_clear(y);
+    size_t slow = 0;
+    for (int angle = 0; angle < 2; angle++)
+        ck_assert_msg(check_case(&A, &R, &f, angle, "growing scales", &slow), "declined (angle %d)", angle);
+    vijp_mat_clear(&A), vijp_mat_clear(&R);
+}
+END_TEST
+
+/* a = 2·ref exactly: the difference is parallel to ref, the Gram
+ * determinant is exactly 0 and the angle cancels completely: the fast path
+ * must decline it (the exact evaluation decides), while rel (= 1) it answers. */
+START_TEST(fast_declines_a_cancelled_angle)
+{
+    vijp_format f, fr;
+    vijp_format_fixed(&f, VIJP_DOUBLE);
+    ck_assert(vijp_format_mpfr(&fr, 53, NULL) == 0);
+    vijp_rng g;
+    vijp_rng_seed(&g, 7);
+    vijp_mat A, R;
+    vijp_mat_init(&A, 100, 1, &f);
+    vijp_mat_init(&R, 100, 1, &fr);
+    for (size_t i = 0; i < 100; i++) {
+        A.d[i] = 2 * vijp_rng_normal(&g);
+        mpfr_set_d(R.m[i], A.d[i] / 2, MPFR_RNDN);
+    }
+    vijp_metric got, want;
+    size_t slow = 0;
+    ck_assert(!vijp_compare_fast(&A, &R, &f, &got, 1, NULL, &slow));
+    ck_assert(vijp_compare_fast(&A, &R, &f, &got, 0, NULL, &slow));
+    ck_assert(got.rel == 1);
+    vijp_compare(&A, &R, &f, &got);
+    vijp_compare_exact(&A, &R, &f, &want, 1);
+    ck_assert(same(got.angle_deg, want.angle_deg) && same(got.rel, want.rel));
+    vijp_mat_clear(&A), vijp_mat_clear(&R);
+}
+END_TEST
+
+/* NaN and Inf in either matrix: the exact evaluation's NaN propagation. */
+START_TEST(fast_declines_nonfinite)
+{
+    vijp_format f, fr;
+    vijp_format_fixed(&f, VIJP_DOUBLE);
+    ck_assert(vijp_format_mpfr(&fr, 170, NULL) == 0);
+    vijp_mat A, R;
+    vijp_mat_init(&A, 3, 1, &f);
+    vijp_mat_init(&R, 3, 1, &fr);
+    for (size_t i = 0; i < 3; i++) A.d[i] = 1.0 + (double)i, mpfr_set_d(R.m[i], 1.5, MPFR_RNDN);
+    vijp_metric m;
+    A.d[1] = NAN;
+    ck_assert(!vijp_compare_fast(&A, &R, &f, &m, 1, NULL, NULL));
+    A.d[1] = 2, mpfr_set_inf(R.m[2], 1);
+    ck_assert(!vijp_compare_fast(&A, &R, &f, &m, 1, NULL, NULL));
+    vijp_mat_clear(&A), vijp_mat_clear(&R);
+}
+END_TEST
+
+Suite *suite_compare_fast(void)
+{
+    Suite *s = suite_create("compare_fast");
+    TCase *tc = tcase_create("compare_fast");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, fast_is_exact_bit_for_bit);
+    tcase_add_test(tc, fast_rescales_across_chunks);
+    tcase_add_test(tc, fast_declines_a_cancelled_angle);
+    tcase_add_test(tc, fast_declines_nonfinite);
+    suite_add_tcase(s, tc);
+    return s;
+}
