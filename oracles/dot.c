@@ -220,6 +220,17 @@ void vo_dot(mpfr_ptr r, mpfr_srcptr c, const mpfr_srcptr *a, const mpfr_srcptr *
     if (scratch != stack) free(scratch);
 }
 
+void vo_dot1(mpfr_ptr r, mpfr_srcptr a, mpfr_srcptr b)
+{
+    pthread_once(&hook_once, hook_read);
+    if (hook_broken) {
+        vo_dot(r, NULL, &a, &b, 1);
+        return;
+    }
+    mpfr_mul(r, a, b, MPFR_RNDN); /* vo_dot's one-product case */
+    if (mpfr_zero_p(r)) mpfr_set_zero(r, 1);
+}
+
 void vo_dot_strided(mpfr_ptr r, mpfr_srcptr c, const mpfr_t *a, size_t sa, const mpfr_t *b, size_t sb, size_t n,
                     mpfr_srcptr *ptrs)
 {
