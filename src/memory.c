@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 int vijp_memory_profile(const char *spec, size_t depth, size_t width, size_t batch, uint64_t seed,
                         const vijp_format *f, vijp_engine_kind e, const vijp_engine_opts *o, size_t *bytes,
@@ -122,4 +125,15 @@ double vijp_memory_available(char *what, size_t what_size)
     }
     if (what) snprintf(what, what_size, "%s", why);
     return best;
+}
+
+void vijp_memory_keep_freed(void)
+{
+#ifdef __GLIBC__
+    /* 32 MB: glibc's largest mmap threshold on 64-bit (HEAP_MAX_SIZE / 2).
+     * Setting both also stops glibc's own threshold from creeping up only
+     * after the first frees, as it does by default. */
+    (void)mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    (void)mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
 }

@@ -13,6 +13,7 @@
  * and drift's ~1.2·10^3 (one dense layer: the study, its MPFR reference and
  * the report writer; a tanh net would add the activation tables' 10^5). */
 #include "clirun.h"
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,6 +228,26 @@ START_TEST(size_under_ulimit)
 }
 END_TEST
 
+/* vijp_memory_keep_freed (the vijp command's heap policy): a 4 MB block,
+ * the size of a reference level's matrices, comes from the heap rather than
+ * from a mapping of its own, which the kernel would fault in afresh for
+ * every curve.  glibc only; ASan's allocator does not take the policy. */
+START_TEST(keep_freed_serves_from_the_heap)
+{
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
+    vijp_memory_keep_freed();
+    struct mallinfo2 before = mallinfo2();
+    char *p = malloc((size_t)4 << 20);
+    ck_assert(p);
+    p[0] = 1;
+    struct mallinfo2 after = mallinfo2();
+    ck_assert_msg(after.hblkhd == before.hblkhd, "a 4 MB block was mapped on its own (%zu, then %zu bytes mapped)",
+                  before.hblkhd, after.hblkhd);
+    free(p);
+#endif
+}
+END_TEST
+
 Suite *suite_faults(void)
 {
     Suite *s = suite_create("faults");
@@ -240,6 +261,7 @@ Suite *suite_faults(void)
     TCase *size = tcase_create("size");
     tcase_add_test(size, size_before_run);
     tcase_add_test(size, size_under_ulimit);
+    tcase_add_test(size, keep_freed_serves_from_the_heap);
     tcase_set_timeout(size, 60);
     suite_add_tcase(s, size);
     return s;

@@ -38,4 +38,14 @@ VIJP_MUST_CHECK int vijp_run_bytes_estimate(const char *spec, size_t depth, size
  * applied goes to what (may be NULL). */
 double vijp_memory_available(char *what, size_t what_size);
 
+/* For a process that runs one study curve after another (the vijp command,
+ * bench-drift): keep freed memory in the heap for the next curve instead of
+ * handing it back to the kernel, which faults it in again page by page when
+ * the next curve writes it (a dense:256 reference level is 0.8-1 GB of MPFR
+ * values in 3-4 MB matrices: on this project's machines 1-3 s of a ~9 s
+ * curve, in the kernel).  Blocks up to 32 MB come from the heap, and up to
+ * 1 GB of free heap stays mapped.  glibc's mallopt; elsewhere nothing.
+ * Process-wide: the library never calls it itself. */
+void vijp_memory_keep_freed(void);
+
 #endif

@@ -57,6 +57,7 @@ static int run(int argc, char **argv)
 {
     /* First, before any GMP value exists: one memory policy (vijp/error.h). */
     vijp_memory_policy_install();
+    vijp_memory_keep_freed(); /* curve after curve, the same large blocks (vijp/memory.h) */
     /* VIJP_KERNELS names an unknown or absent kernel set: a usage error now,
      * not a failure in the middle of a run. */
     vijp_error kerr = {0};
