@@ -38,7 +38,7 @@ typedef struct {
  * with anything stay far above the double range's bottom otherwise. */
 #define TINY 400
 
-static void load_double(val *v, double x)
+static inline void load_double(val *v, double x)
 {
     uint64_t b;
     memcpy(&b, &x, sizeof b);
@@ -58,7 +58,7 @@ static void load_double(val *v, double x)
 }
 
 /* x regular or zero, at most three limbs (n: its limb count). */
-static void load_limbs(val *v, const limb *s, int n, long e, int neg)
+static inline void load_limbs(val *v, const limb *s, int n, long e, int neg)
 {
     v->neg = neg, v->zero = 0, v->e = e;
     v->sig[0] = n > 2 ? s[n - 3] : 0;
@@ -66,7 +66,7 @@ static void load_limbs(val *v, const limb *s, int n, long e, int neg)
     v->sig[2] = s[n - 1];
 }
 
-static void load_mpfr(val *v, mpfr_srcptr x)
+static inline void load_mpfr(val *v, mpfr_srcptr x)
 {
     if (mpfr_zero_p(x)) {
         v->zero = 1, v->neg = mpfr_signbit(x) != 0;
@@ -124,11 +124,14 @@ static int sub_exact(val *d, const val *x, const val *y, long p)
     long k = x->e - y->e;
     if (k >= 64 || k <= -64) return -1;
     /* both on the grid 2^(min(ex, ey) − 192), four limbs each */
-    unsigned kx = k > 0 ? (unsigned)k : 0, ky = k < 0 ? (unsigned)-k : 0;
-    limb x0 = x->sig[0] << kx, x1 = x->sig[1] << kx | spill(x->sig[0], kx), x2 = x->sig[2] << kx | spill(x->sig[1], kx),
-         x3 = spill(x->sig[2], kx);
-    limb y0 = y->sig[0] << ky, y1 = y->sig[1] << ky | spill(y->sig[0], ky), y2 = y->sig[2] << ky | spill(y->sig[1], ky),
-         y3 = spill(y->sig[2], ky);
+    limb x0 = x->sig[0], x1 = x->sig[1], x2 = x->sig[2], x3 = 0, y0 = y->sig[0], y1 = y->sig[1], y2 = y->sig[2], y3 = 0;
+    if (k > 0) { /* the usual k = 0 (x beside y) shifts nothing */
+        unsigned s = (unsigned)k;
+        x3 = spill(x2, s), x2 = x2 << s | spill(x1, s), x1 = x1 << s | spill(x0, s), x0 <<= s;
+    } else if (k < 0) {
+        unsigned s = (unsigned)-k;
+        y3 = spill(y2, s), y2 = y2 << s | spill(y1, s), y1 = y1 << s | spill(y0, s), y0 <<= s;
+    }
     long unit = (k > 0 ? y->e : x->e) - 192;
     /* |x| ∓ |y| in five limbs of two's complement (the fifth: the sign) */
     limb m = x->neg == y->neg ? ~(limb)0 : 0; /* subtract: add ~y + 1 */
@@ -423,7 +426,7 @@ static int settle_angle(double *deg, const bounded *dd2, const bounded *yy, cons
 
 /* The entry's x (a rounded to p: only a's values that need no rounding
  * are handled) and y = RN_p(ref), into v; -1 for NaN, Inf or a too wide. */
-static int load_x(val *v, const vijp_mat *a, size_t i, long p)
+static inline int load_x(val *v, const vijp_mat *a, size_t i, long p)
 {
     if (a->d) {
         if (!isfinite(a->d[i])) return -1;
@@ -431,12 +434,12 @@ static int load_x(val *v, const vijp_mat *a, size_t i, long p)
         return 0;
     }
     mpfr_srcptr x = a->m[i];
-    if (!mpfr_number_p(x) || mpfr_get_prec(x) > p) return -1;
+    if (!(mpfr_regular_p(x) || mpfr_zero_p(x)) || mpfr_get_prec(x) > p) return -1; /* NaN, Inf */
     load_mpfr(v, x);
     return 0;
 }
 
-static int load_y(val *v, const vijp_mat *ref, size_t i, long p)
+static inline int load_y(val *v, const vijp_mat *ref, size_t i, long p)
 {
     if (ref->d) {
         if (!isfinite(ref->d[i])) return -1;
@@ -444,13 +447,13 @@ static int load_y(val *v, const vijp_mat *ref, size_t i, long p)
         return 0;
     }
     mpfr_srcptr y = ref->m[i];
-    if (!mpfr_number_p(y)) return -1;
+    if (!(mpfr_regular_p(y) || mpfr_zero_p(y))) return -1; /* NaN, Inf */
     if (mpfr_regular_p(y) && mpfr_get_prec(y) > p) load_rounded(v, y, p);
     else load_mpfr(v, y);
     return 0;
 }
 
-static long exp_of(const vijp_mat *a, size_t i)
+static inline long exp_of(const vijp_mat *a, size_t i)
 {
     if (a->d) {
         uint64_t b;
