@@ -5,6 +5,8 @@
  * hand below. */
 #include "testutil.h"
 #include "vijp/arith.h"
+#include "vijp/rng.h"
+#include <stdint.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -465,6 +467,51 @@ START_TEST(test_bfloat16_facts)
 }
 END_TEST
 
+/* vijp_mat_convert from doubles into plain mpfr:P (P >= 53 writes the
+ * significand directly): mpfr_set_d's value and sign, zeros' signs,
+ * subnormals, extremes, NaN and Inf included, at one limb and at several. */
+START_TEST(test_convert_double_exact)
+{
+    const double special[] = {0.0, -0.0, 1.0, -1.5, 0x1p-1074, -0x1.8p-1070, 0x1.fffffffffffffp-1023, DBL_MIN,
+                              DBL_MAX, -DBL_MAX, 0x1.123456789abcdp+700, INFINITY, -INFINITY, NAN};
+    const long precs[] = {53, 64, 65, 106, 170, 300};
+    vijp_format fd;
+    vijp_format_fixed(&fd, VIJP_DOUBLE);
+    vijp_rng g;
+    vijp_rng_seed(&g, 5);
+    size_t n = sizeof special / sizeof *special + 200;
+    vijp_mat D;
+    vijp_mat_init(&D, n, 1, &fd);
+    for (size_t i = 0; i < n; i++) {
+        if (i < sizeof special / sizeof *special) D.d[i] = special[i];
+        else { /* random bits: every binade, subnormals, NaN payloads and all */
+            uint64_t b = vijp_rng_u64(&g);
+            memcpy(&D.d[i], &b, sizeof b);
+        }
+    }
+    for (size_t k = 0; k < sizeof precs / sizeof *precs; k++) {
+        vijp_format f;
+        ck_assert(vijp_format_mpfr(&f, precs[k], NULL) == 0);
+        vijp_mat M;
+        vijp_mat_init(&M, n, 1, &f);
+        vijp_mat_convert(&M, &D);
+        mpfr_t want;
+        mpfr_init2(want, precs[k]);
+        for (size_t i = 0; i < n; i++) {
+            mpfr_set_d(want, D.d[i], MPFR_RNDN);
+            int same = mpfr_nan_p(want) ? mpfr_nan_p(M.m[i])
+                                        : mpfr_equal_p(want, M.m[i]) && mpfr_signbit(want) == mpfr_signbit(M.m[i]);
+            ck_assert_msg(same, "mpfr:%ld, entry %zu (%a)", precs[k], i, D.d[i]);
+            if (mpfr_regular_p(M.m[i])) /* a valid MPFR value: bits below the precision clear */
+                ck_assert(mpfr_prec_round(M.m[i], precs[k], MPFR_RNDN) == 0 && mpfr_equal_p(want, M.m[i]));
+        }
+        mpfr_clear(want);
+        vijp_mat_clear(&M);
+    }
+    vijp_mat_clear(&D);
+}
+END_TEST
+
 Suite *suite_format(void)
 {
     Suite *s = suite_create("format");
@@ -477,6 +524,7 @@ Suite *suite_format(void)
     tcase_add_test(tc, test_binary32_bitexact);
     tcase_add_test(tc, test_binary16_facts);
     tcase_add_test(tc, test_bfloat16_facts);
+    tcase_add_test(tc, test_convert_double_exact);
     suite_add_tcase(s, tc);
     return s;
 }
