@@ -12,9 +12,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 int main(int argc, char **argv)
 {
     int reps = argc > 1 ? atoi(argv[1]) : 3;
+    if (reps < 1) reps = 1;
     /* One BLAS thread, as the study runs its curves (study_pool_start): more
      * only spin (sched_yield) on these matrices, a tenth of this run's time. */
     openblas_set_num_threads(1);
@@ -28,10 +35,16 @@ int main(int argc, char **argv)
                           .engines = &mw, .n_engines = 1};
     vijp_error err = {0};
     vijp_format_fixed(&s.problem.fmt, VIJP_DOUBLE);
-    double best[2] = {1e300, 1e300};
+    /* One curve with its reference first, not counted: the process's first
+     * touch of the memory every later curve reuses.  Then pairs, without and
+     * with the reference back to back: this shared machine's speed drifts by
+     * a third over minutes, so each pair's share is taken within the pair
+     * and the target judged on their median; the best times are printed too. */
+    double best[2] = {1e300, 1e300}, *shares = calloc((size_t)(reps > 0 ? reps : 1), sizeof *shares);
     long ref_prec = 0;
-    for (int r = 0; r < reps; r++)
-        for (int with_ref = 0; with_ref < 2; with_ref++) {
+    for (int r = -1; r < reps; r++) {
+        double t[2] = {0, 0};
+        for (int with_ref = r < 0; with_ref < 2; with_ref++) {
             vijp_drift_curve c;
             s.skip_reference = !with_ref;
             double t0 = bench_cpu(CLOCK_PROCESS_CPUTIME_ID);
@@ -39,18 +52,23 @@ int main(int argc, char **argv)
                 fprintf(stderr, "bench-drift: %s\n", err.msg);
                 return 1;
             }
-            double t = bench_cpu(CLOCK_PROCESS_CPUTIME_ID) - t0;
-            if (t < best[with_ref]) best[with_ref] = t;
+            t[with_ref] = bench_cpu(CLOCK_PROCESS_CPUTIME_ID) - t0;
+            if (r >= 0 && t[with_ref] < best[with_ref]) best[with_ref] = t[with_ref];
             if (with_ref) ref_prec = c.ref_prec;
             vijp_drift_curve_clear(&c);
         }
-    printf("drift sweep, double, %s, depth %zu, batch 1 (best of %d, CPU seconds)\n", s.problem.spec, s.problem.depth, reps);
+        if (r >= 0) shares[r] = 100 * (t[1] - t[0]) / t[1];
+    }
+    qsort(shares, (size_t)reps, sizeof *shares, by_value);
+    double median = reps % 2 ? shares[reps / 2] : (shares[reps / 2 - 1] + shares[reps / 2]) / 2;
+    printf("drift sweep, double, %s, depth %zu, batch 1 (best of %d after one uncounted curve, CPU seconds)\n",
+           s.problem.spec, s.problem.depth, reps);
     printf("  without reference: %8.3f s  %8.3f ms/layer  (backprop + moonwalk + kappa + Lyapunov)\n", best[0],
            1e3 * best[0] / (double)s.problem.depth);
     printf("  with reference:    %8.3f s  %8.3f ms/layer  (validated at %ld bits)\n", best[1],
            1e3 * best[1] / (double)s.problem.depth, ref_prec);
-    double share = 100 * (best[1] - best[0]) / best[1];
-    printf("  reference share:   %8.1f %%  of the sweep's time (target <= 50 %%, issue 13: %s)\n", share,
-           share <= 50 ? "met" : "NOT met");
+    printf("  reference share:   %8.1f %%  of the sweep's time, median of %d back-to-back pairs (%.1f-%.1f %%; "
+           "target <= 50 %%, issue 13: %s)\n", median, reps, shares[0], shares[reps - 1], median <= 50 ? "met" : "NOT met");
+    free(shares);
     return 0;
 }
