@@ -228,9 +228,11 @@ typedef struct {
     double h, l;
 } dd;
 
-/* s += th + tl.  TwoSum of the leading parts is exact; what it leaves and
- * the low parts are added in double (two roundings), then renormalised
- * (exact).  Error at most 2^-103·(|th| + |s| + |s + th|) (see E_of). */
+/* s += th + tl.  TwoSum of the leading parts is exact; what it leaves (e,
+ * at most 2^-53·|s.h + th|) and the low parts are added in double (two
+ * roundings), then renormalised.  Error at most 2^-52·(|e| + |tl| + |s.l|)
+ * plus 2^-53 of the new low part where it outgrows the high one (then the
+ * renormalisation rounds): about 2^-104·(|s| + |th|) + 2^-52·|tl| (see E_of). */
 static inline void dd_add(dd *s, double th, double tl)
 {
     double a = s->h, t = a + th, v = t - a;
@@ -245,9 +247,10 @@ static inline void dd_add(dd *s, double th, double tl)
  * gathered in double, so that only one addition per term lies on the
  * dependency chain; every CHUNK terms the pair is folded into a double-
  * double total by dd_add.  Within a chunk of m terms of magnitude sum A the
- * pair errs by at most 2^-53·Σ_k(|e_k| + |tl_k| + |l_k|) <= (m²·2^-106 +
- * m·2^-102)·A: 2^-81·A at m = 4096 (|e_k| <= 2^-53·A, |tl_k| <= 2^-50·|th_k|);
- * each fold adds 2^-101·A at most. */
+ * pair errs by at most 2^-53·Σ_k(|e_k| + |tl_k| + |l_k|) <= (m²/2·2^-106 +
+ * m·2^-102)·A: 2^-83·A at m = 4096 (|e_k| <= 2^-53·A, |tl_k| <= 2^-50·|th_k|,
+ * |l_k| <= k·2^-52·A); folding it (its l up to 2^-41·A) adds at most
+ * 2^-94·A of the chunk plus 2^-103 of the running total. */
 enum { CHUNK = 4096 };
 typedef struct {
     dd total;
@@ -306,10 +309,11 @@ static inline void add_product(sum *s, double *abs, size_t *skipped, const top10
 }
 
 /* The error bound on a sum of n terms from add_product, abs_sum the sum of
- * their leading parts' magnitudes (a double sum: within a factor 2 of the
- * terms' Σ|t| for n < 2^50): each term's own 2^-101, the chunks' 2^-81 and
- * the folds' 2^-101 each (see sum) give (2^-82 + (n/CHUNK + 2)·2^-101)·Σ|t|,
- * doubled; each skipped product is below 2^-TINY. */
+ * their leading parts' magnitudes (a double sum of n < 2^40 terms: within
+ * 2^-13 of the terms' Σ|t|): each term's own 2^-101, the chunks' 2^-83 and
+ * the folds' 2^-94 of their chunk and 2^-103 of the total each (see sum)
+ * give at most (2^-82.9 + (n/CHUNK + 1)·2^-103)·Σ|t|, which the formula
+ * below exceeds fourfold; each skipped product is below 2^-TINY. */
 static double E_of(double abs_sum, size_t n, size_t skipped)
 {
     return (0x1p-81 + ((double)n / CHUNK + 2) * 0x1p-100) * abs_sum * 1.0001 + (double)skipped * 0x1p-400;
@@ -354,7 +358,7 @@ static double settle(mpfr_srcptr lo, mpfr_srcptr hi, int *ok)
 enum { IP = 128 };
 
 /* rel = sqrt(Σd²/Σy²).  compare_exact gives RN53 of a p-bit value within
- * (1 ± 2^-(p−1)) of it (two p-bit roundings; its sums err by 2^-(2p+60) at
+ * (1 ± 2^-(p−1)) of it (two p-bit roundings; its sums err by 2^-(2p+50) at
  * most): widened by 2^-(p−16). */
 static int settle_rel(double *rel, const bounded *dd2, const bounded *yy, long p)
 {
@@ -484,11 +488,19 @@ int vijp_compare_fast(const vijp_mat *a, const vijp_mat *ref, const vijp_format 
     int ok = 1, have_yy = cache && cache->fast_ready; /* Σy² depends on y alone: computed once per reference */
     for (size_t i0 = 0; i0 < n && ok; i0 += CHUNK) {
         size_t i1 = n - i0 < CHUNK ? n : i0 + CHUNK;
-        long cy = LONG_MIN, cd = LONG_MIN;
+        long cy = LONG_MIN, cd = LONG_MIN, low = LONG_MAX;
         for (size_t i = i0; i < i1; i++) {
             long ex = exp_of(a, i), ey = exp_of(ref, i);
             if (ex > cd) cd = ex;
             if (ey > cy) cy = ey;
+            if (ex != LONG_MIN && ex < low) low = ex;
+            if (ey != LONG_MIN && ey < low) low = ey;
+        }
+        /* within p + 64 bits of MPFR's smallest exponent the exact
+         * evaluation's d (p bits, to nearest) may underflow: it decides */
+        if (low != LONG_MAX && low < mpfr_get_emin() + MAX_P + 64) {
+            ok = 0;
+            break;
         }
         if (cy > cd) cd = cy;
         /* exponents beyond 2^24 (MPFR references only): the exact evaluation

@@ -251,7 +251,8 @@ START_TEST(fast_declines_a_cancelled_angle)
 }
 END_TEST
 
-/* NaN and Inf in either matrix: the exact evaluation's NaN propagation. */
+/* NaN and Inf in either matrix (the exact evaluation's NaN propagation),
+ * and values at the bottom of MPFR's exponent range: declined. */
 START_TEST(fast_declines_nonfinite)
 {
     vijp_format f, fr;
@@ -266,6 +267,31 @@ START_TEST(fast_declines_nonfinite)
     ck_assert(!vijp_compare_fast(&A, &R, &f, &m, 1, NULL, NULL));
     A.d[1] = 2, mpfr_set_inf(R.m[2], 1);
     ck_assert(!vijp_compare_fast(&A, &R, &f, &m, 1, NULL, NULL));
+    vijp_mat_clear(&A), vijp_mat_clear(&R);
+    /* An entry near MPFR's smallest exponent, where the exact evaluation's
+     * p-bit difference underflows, beside an ordinary one: mpfr:53, one entry
+     * 0.75 + 2^-60 (0.75 in the format: 2^-7 ulps), the other 3/7·2^-1990
+     * with emin at -2000 (this test's process only) and its error below
+     * 2^-2000 (about half an ulp, the larger).  Declined, where answering
+     * would give the true ulps and the exact evaluation gives the first's. */
+    vijp_format fm, fr2;
+    ck_assert(vijp_format_mpfr(&fm, 53, NULL) == 0);
+    ck_assert(vijp_format_mpfr(&fr2, 200, NULL) == 0);
+    mpfr_exp_t emin = mpfr_get_emin();
+    ck_assert(mpfr_set_emin(-2000) == 0);
+    vijp_mat_init(&A, 2, 1, &fm);
+    vijp_mat_init(&R, 2, 1, &fr2);
+    mpfr_set_ui_2exp(R.m[0], 1, -60, MPFR_RNDN);
+    mpfr_add_d(R.m[0], R.m[0], 0.75, MPFR_RNDN);
+    mpfr_set_ui_2exp(R.m[1], 3, -1990, MPFR_RNDN);
+    mpfr_div_ui(R.m[1], R.m[1], 7, MPFR_RNDN);
+    for (size_t i = 0; i < 2; i++) mpfr_set(A.m[i], R.m[i], MPFR_RNDN);
+    vijp_metric want, got;
+    ck_assert(!vijp_compare_fast(&A, &R, &fm, &m, 0, NULL, NULL));
+    vijp_compare_rel_ulps(&A, &R, &fm, &got, NULL);
+    vijp_compare_exact(&A, &R, &fm, &want, 0);
+    ck_assert(same(got.rel, want.rel) && same(got.ulps, want.ulps));
+    ck_assert(mpfr_set_emin(emin) == 0);
     vijp_mat_clear(&A), vijp_mat_clear(&R);
 }
 END_TEST
