@@ -37,12 +37,11 @@ void vo_dense_vjp_param_fused(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *
 {
     size_t m = L->out, n = L->in;
     mpfr_srcptr *ptrs = vijp_alloc_array(2 * B + 1, sizeof *ptrs);
-    if (B == 1) /* one product each, written in storage order */
-        for (size_t k = 0; k < n; k++)
-            for (size_t i = 0; i < m; i++) vo_dot1(Gt[i + k * m], Gy[i], X[k]);
-    for (size_t i = 0; i < m; i++) { /* ∂W(i, k) = Σ_j g_y(i, j) x(k, j); ∂b_i = Σ_j g_y(i, j) */
-        for (size_t k = 0; B != 1 && k < n; k++) vo_dot_strided(Gt[i + k * m], NULL, &Gy[i], m, &X[k], n, B, ptrs);
-        vo_dot_strided(Gt[m * n + i], NULL, &Gy[i], m, NULL, 0, B, ptrs);
-    }
+    /* ∂W(i, k) = Σ_j g_y(i, j) x(k, j), in storage order; ∂b_i = Σ_j g_y(i, j) */
+    for (size_t k = 0; k < n; k++)
+        for (size_t i = 0; i < m; i++)
+            if (B == 1) vo_dot1(Gt[i + k * m], Gy[i], X[k]); /* one product */
+            else vo_dot_strided(Gt[i + k * m], NULL, &Gy[i], m, &X[k], n, B, ptrs);
+    for (size_t i = 0; i < m; i++) vo_dot_strided(Gt[m * n + i], NULL, &Gy[i], m, NULL, 0, B, ptrs);
     free(ptrs);
 }

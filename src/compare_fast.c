@@ -1,6 +1,7 @@
 /* vijp_compare's metrics in integer limbs and double-double, certified to be
  * those of its exact evaluation (see compare_fast.h for the argument). */
 #include "compare_fast.h"
+#include "emu/io.h"
 #include <gmp.h>
 #include <limits.h>
 #include <math.h>
@@ -40,21 +41,10 @@ typedef struct {
 
 static inline void load_double(val *v, double x)
 {
-    uint64_t b;
-    memcpy(&b, &x, sizeof b);
-    unsigned be = (unsigned)(b >> 52) & 0x7ff;
-    uint64_t frac = b & (((uint64_t)1 << 52) - 1);
-    v->neg = (int)(b >> 63);
-    v->zero = !be && !frac;
     v->sig[0] = v->sig[1] = 0;
-    if (be) { /* x = (frac + 2^52)·2^(be − 1075) */
-        v->sig[2] = (frac | (uint64_t)1 << 52) << 11;
-        v->e = (long)be - 1022;
-    } else if (frac) { /* subnormal: frac·2^-1074 */
-        int lz = __builtin_clzll(frac);
-        v->sig[2] = frac << lz;
-        v->e = -1010 - lz;
-    }
+    v->zero = x == 0;
+    if (v->zero) v->neg = signbit(x) != 0;
+    else v->neg = vijp_double_split(x, &v->sig[2], &v->e);
 }
 
 /* x regular or zero, at most three limbs (n: its limb count). */
@@ -428,43 +418,31 @@ static int settle_angle(double *deg, const bounded *dd2, const bounded *yy, cons
     return ok;
 }
 
-/* The entry's x (a rounded to p: only a's values that need no rounding
- * are handled) and y = RN_p(ref), into v; -1 for NaN, Inf or a too wide. */
-static inline int load_x(val *v, const vijp_mat *a, size_t i, long p)
+/* Entry i of m rounded to p bits, into v: x = a's (round 0: only values that
+ * need no rounding are taken) or y = RN_p(ref)'s (round 1); -1 for NaN, Inf
+ * or an x wider than p. */
+static inline int load_entry(val *v, const vijp_mat *m, size_t i, long p, int round)
 {
-    if (a->d) {
-        if (!isfinite(a->d[i])) return -1;
-        load_double(v, a->d[i]);
+    if (m->d) {
+        if (!isfinite(m->d[i])) return -1;
+        load_double(v, m->d[i]);
         return 0;
     }
-    mpfr_srcptr x = a->m[i];
-    if (!(mpfr_regular_p(x) || mpfr_zero_p(x)) || mpfr_get_prec(x) > p) return -1; /* NaN, Inf */
-    load_mpfr(v, x);
-    return 0;
-}
-
-static inline int load_y(val *v, const vijp_mat *ref, size_t i, long p)
-{
-    if (ref->d) {
-        if (!isfinite(ref->d[i])) return -1;
-        load_double(v, ref->d[i]);
-        return 0;
-    }
-    mpfr_srcptr y = ref->m[i];
-    if (!(mpfr_regular_p(y) || mpfr_zero_p(y))) return -1; /* NaN, Inf */
-    if (mpfr_regular_p(y) && mpfr_get_prec(y) > p) load_rounded(v, y, p);
-    else load_mpfr(v, y);
+    mpfr_srcptr x = m->m[i];
+    if (mpfr_zero_p(x) || (mpfr_regular_p(x) && mpfr_get_prec(x) <= p)) load_mpfr(v, x);
+    else if (mpfr_regular_p(x) && round) load_rounded(v, x, p);
+    else return -1; /* NaN, Inf, or an x wider than p */
     return 0;
 }
 
 static inline long exp_of(const vijp_mat *a, size_t i)
 {
     if (a->d) {
-        uint64_t b;
-        memcpy(&b, &a->d[i], sizeof b);
-        long be = (long)(b >> 52 & 0x7ff);
-        if (be) return be - 1022; /* normal (and Inf, NaN: refused later) */
-        return b << 1 ? -1022 : LONG_MIN; /* subnormals lie below 2^-1022 */
+        uint64_t sig;
+        long e;
+        if (a->d[i] == 0) return LONG_MIN;
+        (void)vijp_double_split(a->d[i], &sig, &e); /* Inf, NaN: any exponent, refused later */
+        return e;
     }
     return mpfr_regular_p(a->m[i]) ? mpfr_get_exp(a->m[i]) : LONG_MIN;
 }
@@ -522,7 +500,7 @@ int vijp_compare_fast(const vijp_mat *a, const vijp_mat *ref, const vijp_format 
         double cabs = 0;
         for (size_t i = i0; i < i1; i++) {
             val x, y, d;
-            if (load_x(&x, a, i, p) || load_y(&y, ref, i, p)) {
+            if (load_entry(&x, a, i, p, 0) || load_entry(&y, ref, i, p, 1)) {
                 ok = 0;
                 break;
             }

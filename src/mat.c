@@ -2,9 +2,9 @@
 #include "vijp/error.h"
 #include "vijp/arith.h"
 #include "vijp/memory.h"
+#include "emu/io.h"
 #include <math.h>
 #include <stdlib.h>
-#include <stdint.h>
 #include <string.h>
 
 size_t vijp_mat_len(const vijp_mat *a) { return a->rows * a->cols; }
@@ -168,37 +168,6 @@ void vijp_mat_tdot(vijp_mat *r, const vijp_mat *A, const vijp_mat *g)
     mpfr_clear(p);
 }
 
-/* x := d exactly, x of 53 bits or more (64-bit limbs): the significand
- * and exponent written in MPFR's layout (its custom interface), which is
- * mpfr_set_d's value without its general path; NaN and Inf through it. */
-static void set_d_exact(mpfr_ptr x, double d)
-{
-    uint64_t b;
-    memcpy(&b, &d, sizeof b);
-    unsigned be = (unsigned)(b >> 52) & 0x7ff;
-    uint64_t frac = b & (((uint64_t)1 << 52) - 1);
-    int neg = (int)(b >> 63);
-    if (be == 0x7ff || GMP_NUMB_BITS != 64) {
-        mpfr_set_d(x, d, MPFR_RNDN);
-        return;
-    }
-    mp_limb_t *sig = mpfr_custom_get_significand(x);
-    mpfr_prec_t prec = mpfr_get_prec(x);
-    if (!be && !frac) {
-        mpfr_custom_init_set(x, neg ? -MPFR_ZERO_KIND : MPFR_ZERO_KIND, 0, prec, sig);
-        return;
-    }
-    size_t n = (size_t)(prec + 63) / 64;
-    memset(sig, 0, (n - 1) * sizeof *sig);
-    long e;
-    if (be) sig[n - 1] = (mp_limb_t)((frac | (uint64_t)1 << 52) << 11), e = (long)be - 1022; /* (frac + 2^52)·2^(be − 1075) */
-    else { /* subnormal: frac·2^-1074 */
-        int lz = __builtin_clzll(frac);
-        sig[n - 1] = (mp_limb_t)(frac << lz), e = -1010 - lz;
-    }
-    mpfr_custom_init_set(x, neg ? -MPFR_REGULAR_KIND : MPFR_REGULAR_KIND, e, prec, sig);
-}
-
 void vijp_mat_convert(vijp_mat *dst, const vijp_mat *src)
 {
     /* Into plain MPFR (mpfr:P, the drift reference): vo_store is mpfr_set
@@ -207,8 +176,7 @@ void vijp_mat_convert(vijp_mat *dst, const vijp_mat *src)
      * the drift reference copies whole problems this way (drift_memo.c). */
     if (dst->m && !dst->fmt->emulated && !dst->fmt->mixed) {
         for (size_t i = 0, n = vijp_mat_len(dst); i < n; i++) {
-            if (src->d && dst->fmt->prec >= 53) set_d_exact(dst->m[i], src->d[i]); /* 16.8M per dense:256 reference */
-            else if (src->d) mpfr_set_d(dst->m[i], src->d[i], MPFR_RNDN);
+            if (src->d) vijp_emu_set1(dst->m[i], src->d[i]); /* rounds through mpfr_set_d below 53 bits; 16.8M per dense:256 reference */
             else mpfr_set(dst->m[i], src->m[i], MPFR_RNDN);
         }
         return;

@@ -190,6 +190,16 @@ START_TEST(fast_is_exact_bit_for_bit)
 }
 END_TEST
 
+/* n doubles against an mpfr:ref_prec reference: the formats (theirs to keep
+ * while the matrices live) and the matrices, zero. */
+static void double_pair(vijp_format *f, vijp_format *fr, long ref_prec, size_t n, vijp_mat *A, vijp_mat *R)
+{
+    vijp_format_fixed(f, VIJP_DOUBLE);
+    ck_assert(vijp_format_mpfr(fr, ref_prec, NULL) == 0);
+    vijp_mat_init(A, n, 1, f);
+    vijp_mat_init(R, n, 1, fr);
+}
+
 /* Past one chunk (4096 entries) the scales grow chunk by chunk: what was
  * summed at a smaller one is rescaled (beyond 2^900 dropped, its size kept
  * in the bound), and the metrics stay the exact evaluation's. */
@@ -197,14 +207,11 @@ START_TEST(fast_rescales_across_chunks)
 {
     static const long binade[] = {-1000, 0, 40, -20}; /* per chunk; the last one partial */
     vijp_format f, fr;
-    vijp_format_fixed(&f, VIJP_DOUBLE);
-    ck_assert(vijp_format_mpfr(&fr, 170, NULL) == 0);
     vijp_rng g;
     vijp_rng_seed(&g, 11);
     size_t n = 3 * 4096 + 5;
     vijp_mat A, R;
-    vijp_mat_init(&A, n, 1, &f);
-    vijp_mat_init(&R, n, 1, &fr);
+    double_pair(&f, &fr, 170, n, &A, &R);
     mpfr_t y;
     mpfr_init2(y, 500);
     for (size_t i = 0; i < n; i++) {
@@ -228,13 +235,10 @@ END_TEST
 START_TEST(fast_declines_a_cancelled_angle)
 {
     vijp_format f, fr;
-    vijp_format_fixed(&f, VIJP_DOUBLE);
-    ck_assert(vijp_format_mpfr(&fr, 53, NULL) == 0);
+    vijp_mat A, R;
+    double_pair(&f, &fr, 53, 100, &A, &R);
     vijp_rng g;
     vijp_rng_seed(&g, 7);
-    vijp_mat A, R;
-    vijp_mat_init(&A, 100, 1, &f);
-    vijp_mat_init(&R, 100, 1, &fr);
     for (size_t i = 0; i < 100; i++) {
         A.d[i] = 2 * vijp_rng_normal(&g);
         mpfr_set_d(R.m[i], A.d[i] / 2, MPFR_RNDN);
@@ -253,14 +257,11 @@ END_TEST
 
 /* NaN and Inf in either matrix (the exact evaluation's NaN propagation),
  * and values at the bottom of MPFR's exponent range: declined. */
-START_TEST(fast_declines_nonfinite)
+START_TEST(fast_declines_nonfinite_and_range_floor)
 {
     vijp_format f, fr;
-    vijp_format_fixed(&f, VIJP_DOUBLE);
-    ck_assert(vijp_format_mpfr(&fr, 170, NULL) == 0);
     vijp_mat A, R;
-    vijp_mat_init(&A, 3, 1, &f);
-    vijp_mat_init(&R, 3, 1, &fr);
+    double_pair(&f, &fr, 170, 3, &A, &R);
     for (size_t i = 0; i < 3; i++) A.d[i] = 1.0 + (double)i, mpfr_set_d(R.m[i], 1.5, MPFR_RNDN);
     vijp_metric m;
     A.d[1] = NAN;
@@ -304,7 +305,7 @@ Suite *suite_compare_fast(void)
     tcase_add_test(tc, fast_is_exact_bit_for_bit);
     tcase_add_test(tc, fast_rescales_across_chunks);
     tcase_add_test(tc, fast_declines_a_cancelled_angle);
-    tcase_add_test(tc, fast_declines_nonfinite);
+    tcase_add_test(tc, fast_declines_nonfinite_and_range_floor);
     suite_add_tcase(s, tc);
     return s;
 }

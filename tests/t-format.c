@@ -467,14 +467,15 @@ START_TEST(test_bfloat16_facts)
 }
 END_TEST
 
-/* vijp_mat_convert from doubles into plain mpfr:P (P >= 53 writes the
- * significand directly): mpfr_set_d's value and sign, zeros' signs,
- * subnormals, extremes, NaN and Inf included, at one limb and at several. */
+/* vijp_mat_convert from doubles into plain mpfr:P (vijp_emu_set1: the
+ * significand written directly where it fits): mpfr_set_d's value and sign,
+ * zeros' signs, subnormals, extremes, NaN and Inf included, at one limb and
+ * at several, and rounded where P < 53. */
 START_TEST(test_convert_double_exact)
 {
     const double special[] = {0.0, -0.0, 1.0, -1.5, 0x1p-1074, -0x1.8p-1070, 0x1.fffffffffffffp-1023, DBL_MIN,
                               DBL_MAX, -DBL_MAX, 0x1.123456789abcdp+700, INFINITY, -INFINITY, NAN};
-    const long precs[] = {53, 64, 65, 106, 170, 300};
+    const long precs[] = {24, 53, 64, 65, 106, 170, 300}; /* 24: rounded, through mpfr_set_d */
     vijp_format fd;
     vijp_format_fixed(&fd, VIJP_DOUBLE);
     vijp_rng g;
@@ -508,6 +509,27 @@ START_TEST(test_convert_double_exact)
         mpfr_clear(want);
         vijp_mat_clear(&M);
     }
+    /* outside MPFR's current exponent range (emin −100, this test's
+     * process only): mpfr_set_d's underflow, not an out-of-range value */
+    mpfr_exp_t emin = mpfr_get_emin();
+    ck_assert(mpfr_set_emin(-100) == 0);
+    vijp_format f53;
+    ck_assert(vijp_format_mpfr(&f53, 53, NULL) == 0);
+    vijp_mat M;
+    vijp_mat_init(&M, 2, 1, &f53);
+    D.d[0] = 0x1.8p-200, D.d[1] = -0x1p-101;
+    D.rows = 2;
+    vijp_mat_convert(&M, &D);
+    mpfr_t want;
+    mpfr_init2(want, 53);
+    for (size_t i = 0; i < 2; i++) {
+        mpfr_set_d(want, D.d[i], MPFR_RNDN);
+        ck_assert_msg(mpfr_equal_p(want, M.m[i]) || (mpfr_zero_p(want) && mpfr_zero_p(M.m[i])), "entry %zu", i);
+    }
+    mpfr_clear(want);
+    vijp_mat_clear(&M);
+    ck_assert(mpfr_set_emin(emin) == 0);
+    D.rows = n;
     vijp_mat_clear(&D);
 }
 END_TEST

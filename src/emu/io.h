@@ -1,10 +1,13 @@
-/* MPFR values in and out of the native path (src/emu/): exact both ways for
- * the formats vijp_emu_applies accepts, whose values are all doubles. */
+/* MPFR values in and out of doubles by their bits, exact both ways: for the
+ * native path (src/emu/), whose formats' values are all doubles, and for
+ * whatever else moves doubles into MPFR in bulk (vijp_mat_convert's copy of
+ * a problem, the comparisons' reading of double gradients). */
 #ifndef VIJP_EMU_IO_H
 #define VIJP_EMU_IO_H
 
 #include "vijp/error.h"
 #include <gmp.h>
+#include <math.h>
 #include <mpfr.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -32,6 +35,54 @@ static inline double vijp_emu_get1(mpfr_srcptr v)
     return mpfr_get_d(v, MPFR_RNDN); /* ±0, ±Inf, NaN: exact too */
 }
 
+/* A finite nonzero double as MPFR lays it out: |d| = sig·2^(e − 64), the
+ * top bit of sig set (MPFR's exponent: |d| in [2^(e−1), 2^e)); the fields
+ * vijp_emu_get1 packs, unpacked.  Returns the sign bit. */
+static inline int vijp_double_split(double d, uint64_t *sig, long *e)
+{
+    uint64_t b;
+    memcpy(&b, &d, sizeof b);
+    unsigned be = (unsigned)(b >> 52) & 0x7ff;
+    uint64_t frac = b & (((uint64_t)1 << 52) - 1);
+    if (be) { /* (frac + 2^52)·2^(be − 1075) */
+        *sig = (frac | (uint64_t)1 << 52) << 11, *e = (long)be - 1022;
+    } else { /* subnormal: frac·2^-1074 */
+        int lz = __builtin_clzll(frac);
+        *sig = frac << lz, *e = -1010 - lz;
+    }
+    return (int)(b >> 63);
+}
+
+/* v := d, mpfr_set_d's value without its general path: d's fields written
+ * into MPFR's layout through its custom interface, when d fits v exactly
+ * (at most prec(v) significant bits: any double at 53 bits or more, a value
+ * on the format's grid below) and its exponent lies in MPFR's current
+ * range; otherwise, and for NaN and Inf, mpfr_set_d. */
+static inline void vijp_emu_set1(mpfr_ptr v, double d)
+{
+#if GMP_NUMB_BITS == 64
+    if (isfinite(d)) {
+        mp_limb_t *s = mpfr_custom_get_significand(v);
+        mpfr_prec_t prec = mpfr_get_prec(v);
+        if (d == 0) {
+            mpfr_custom_init_set(v, signbit(d) ? -MPFR_ZERO_KIND : MPFR_ZERO_KIND, 0, prec, s);
+            return;
+        }
+        uint64_t sig;
+        long e;
+        int neg = vijp_double_split(d, &sig, &e);
+        if ((prec >= 64 || !(sig << prec)) && e >= mpfr_get_emin() && e <= mpfr_get_emax()) {
+            size_t n = (size_t)(prec + 63) / 64;
+            memset(s, 0, (n - 1) * sizeof *s);
+            s[n - 1] = (mp_limb_t)sig;
+            mpfr_custom_init_set(v, neg ? -MPFR_REGULAR_KIND : MPFR_REGULAR_KIND, e, prec, s);
+            return;
+        }
+    }
+#endif
+    mpfr_set_d(v, d, MPFR_RNDN);
+}
+
 static inline double *vijp_emu_get(mpfr_t *v, size_t n)
 {
     double *d = vijp_alloc_array(n, sizeof *d);
@@ -50,7 +101,7 @@ static inline double *vijp_emu_get_rows(mpfr_t *v, size_t m, size_t n)
 
 static inline void vijp_emu_put(mpfr_t *v, const double *d, size_t n)
 {
-    for (size_t i = 0; i < n; i++) mpfr_set_d(v[i], d[i], MPFR_RNDN); /* exact: on the format's grid */
+    for (size_t i = 0; i < n; i++) vijp_emu_set1(v[i], d[i]); /* exact: on the format's grid */
 }
 
 #endif
