@@ -131,7 +131,7 @@ int study_add_configs(study *s, const char *const *specs, size_t n_specs, const 
     size_t given = s->width;
     for (size_t i = 0; i < n_specs && !given && !rc; i++) {
         vijp_net probe;
-        if (vijp_net_build(&probe, specs[i], s->depth, 0, NULL)) continue;
+        if (vijp_net_shape(&probe, specs[i], s->depth, 0, NULL)) continue; /* shapes only: no parameter blocks */
         if (s->width && probe.width != s->width)
             rc = vijp_fail(err, VIJP_EINVAL, "networks '%s' and '%s' take different input widths; give --width", specs[0],
                            specs[i]);
@@ -140,7 +140,7 @@ int study_add_configs(study *s, const char *const *specs, size_t n_specs, const 
     }
     for (size_t i = 0; i < n_specs && !rc; i++) {
         vijp_net probe; /* validate the spec before running anything */
-        if ((rc = vijp_net_build(&probe, specs[i], s->depth, s->width, err))) break;
+        if ((rc = vijp_net_shape(&probe, specs[i], s->depth, s->width, err))) break;
         if (s->width && probe.width != s->width) rc = vijp_fail(err, VIJP_EINVAL, "spec '%s' takes input width %zu, not %zu", specs[i], probe.width, s->width);
         vijp_net_free(&probe);
         for (size_t j = 0; j < n && !rc; j++) {
