@@ -37,13 +37,16 @@ endif
 ifeq ($(SANITIZE),1)
 BUILD   := build-san
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+# vijp_mat_init_unset's buffers start as NaN: a read before the write would
+# otherwise see whatever the heap held, often zeros, and pass unnoticed.
+VIJP_POISON := -DVIJP_POISON_UNSET
 else
 BUILD   ?= build
 SANFLAGS :=
 endif
 
 CFLAGS  ?= -O2 -g
-VIJP_CPPFLAGS := -Iinclude -D_GNU_SOURCE $(shell pkg-config --cflags $(PKGS))
+VIJP_CPPFLAGS := -Iinclude -D_GNU_SOURCE $(VIJP_POISON) $(shell pkg-config --cflags $(PKGS))
 VIJP_CFLAGS   := -pthread -std=c11 -Wall -Wextra -Wshadow -Werror=unused-result
 # -ffp-contract=off: no silent FMA, so double code and the binary32 emulation
 # perform exactly the operations written (DESIGN §3).  It comes after the

@@ -38,6 +38,7 @@ void check_fragment_cokernel(check_fix *t, vijp_check_result *r);
 void check_format_vs_mpfr(check_fix *t, vijp_check_result *r);
 void check_vjp_param_vs_mpfr(check_fix *t, vijp_check_result *r);
 void check_inverse_round_trip(check_fix *t, vijp_check_result *r);
+void check_overwrites(check_fix *t, vijp_check_result *r); /* check_layer_overwrite.c */
 void check_declarations(check_fix *t, vijp_check_result *r);
 void check_certification(check_fix *t, vijp_check_result *r);
 

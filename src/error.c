@@ -65,6 +65,13 @@ void *vijp_alloc(size_t n)
     return p;
 }
 
+void *vijp_alloc_unset(size_t n)
+{
+    void *p = refuse_this_one() ? NULL : malloc(n ? n : 1);
+    if (!p) vijp_out_of_memory(n);
+    return p;
+}
+
 void *vijp_alloc_array(size_t count, size_t size)
 {
     if (size && count > SIZE_MAX / size) vijp_out_of_memory(SIZE_MAX);

@@ -4,6 +4,7 @@
 #include "vijp/memory.h"
 #include "emu/io.h"
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +43,25 @@ void vijp_mat_init(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt
         return;
     }
     a->m = mp_block_new(n, fmt->prec);
+}
+
+void vijp_mat_init_unset(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt)
+{
+    if (fmt->kind != VIJP_DOUBLE) {
+        vijp_mat_init(a, rows, cols, fmt);
+        return;
+    }
+    memset(a, 0, sizeof *a);
+    a->rows = rows;
+    a->cols = cols;
+    a->fmt = fmt;
+    size_t n = rows * cols;
+    if (rows && n / rows != cols) vijp_out_of_memory(SIZE_MAX);
+    if (n > SIZE_MAX / sizeof *a->d) vijp_out_of_memory(SIZE_MAX);
+    a->d = vijp_alloc_unset((n ? n : 1) * sizeof *a->d);
+#ifdef VIJP_POISON_UNSET
+    for (size_t i = 0; i < n; i++) a->d[i] = NAN;
+#endif
 }
 
 void vijp_mat_clear(vijp_mat *a)

@@ -161,6 +161,7 @@ static const struct {
     {"scaled-vijp", "scaled_vijp", "vijp-round-trip", NULL},
     {"inexact-inverse", "inexact_inverse", "inverse-round-trip", NULL},
     {"false-submersive", "false_submersive", "declarations", "declares itself submersive"},
+    {"accumulating-grad", "accumulating_grad", "overwrites-outputs", "vjp_param's output entry"},
     {"segfault", "segfault", "adjoint", "SIGSEGV"},
 };
 

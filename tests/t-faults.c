@@ -14,6 +14,7 @@
  * the report writer; a tanh net would add the activation tables' 10^5). */
 #include "clirun.h"
 #include <malloc.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,6 +249,29 @@ START_TEST(keep_freed_serves_from_the_heap)
 }
 END_TEST
 
+/* vijp_mat_init_unset: the shape and format of vijp_mat_init; MPFR values
+ * zero as there; in a checking build (make SANITIZE=1 defines
+ * VIJP_POISON_UNSET) every double NaN, so that an engine or layer that reads
+ * such a buffer before writing it turns its results NaN and fails its tests
+ * (t-engines does, with dense's vjp_param accumulating into its output). */
+START_TEST(unset_matrix_shape_and_poison)
+{
+    vijp_format d, m;
+    vijp_format_fixed(&d, VIJP_DOUBLE);
+    ck_assert(!vijp_format_parse("mpfr:80", &m, NULL));
+    vijp_mat a, b;
+    vijp_mat_init_unset(&a, 3, 5, &d), vijp_mat_init_unset(&b, 4, 2, &m);
+    ck_assert(a.rows == 3 && a.cols == 5 && a.fmt == &d && a.d && !a.m);
+    ck_assert(b.rows == 4 && b.cols == 2 && b.fmt == &m && b.m && !b.d);
+    for (size_t i = 0; i < 8; i++) ck_assert(mpfr_zero_p(b.m[i]));
+#ifdef VIJP_POISON_UNSET
+    for (size_t i = 0; i < 15; i++) ck_assert_msg(isnan(a.d[i]), "entry %zu is %g, not the poison", i, a.d[i]);
+#endif
+    for (size_t i = 0; i < 15; i++) a.d[i] = (double)i; /* writable */
+    vijp_mat_clear(&a), vijp_mat_clear(&b);
+}
+END_TEST
+
 Suite *suite_faults(void)
 {
     Suite *s = suite_create("faults");
@@ -262,6 +286,7 @@ Suite *suite_faults(void)
     tcase_add_test(size, size_before_run);
     tcase_add_test(size, size_under_ulimit);
     tcase_add_test(size, keep_freed_serves_from_the_heap);
+    tcase_add_test(size, unset_matrix_shape_and_poison);
     tcase_set_timeout(size, 60);
     suite_add_tcase(s, size);
     return s;

@@ -16,6 +16,14 @@ typedef struct {
 } vijp_mat;
 
 void vijp_mat_init(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt);
+/* As vijp_mat_init, but in double the entries are unspecified until written
+ * (MPFR values are zero, as there): for a result that an operator
+ * overwrites whole, where zeroing it first would be a pass over memory for
+ * nothing (every layer operator overwrites its output, vijp/layer.h; `vijp
+ * check-layer`'s overwrites-outputs check holds a layer to it).  Builds
+ * with VIJP_POISON_UNSET (make SANITIZE=1) fill them with NaN instead, so
+ * that a read before the write shows in every result it reaches. */
+void vijp_mat_init_unset(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt);
 void vijp_mat_clear(vijp_mat *a);
 size_t vijp_mat_len(const vijp_mat *a);
 void vijp_mat_zero(vijp_mat *a);

@@ -31,6 +31,8 @@ static const char help[] =
     "                        own MPFR operators at 1024 bits (skipped without them)\n"
     "  vjp-param-vs-mpfr     the parameter gradient likewise, within the contract's\n"
     "                        vjp_param_bound (skipped without one)\n"
+    "  overwrites-outputs    every operator writes all of its output and reads none\n"
+    "                        of it: the same bits into a zeroed and a NaN buffer\n"
     "  inverse-round-trip    inverse(forward(x)) = x within the contract's inverse\n"
     "                        model (skipped without an inverse, which must refuse)\n"
     "  declarations          submersive / never submersive / invertible against J's\n"

@@ -15,12 +15,12 @@ int engine_backprop(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
     vijp_mat *H = vijp_alloc_array(D + 1, sizeof *H); /* H[i] = h_i; H[D] is a work buffer */
     int rc = 0;
     for (size_t i = 0; i <= D && !rc; i++) {
-        vijp_mat_init(&H[i], i ? net->layers[i - 1].out : net->width, B, f);
+        vijp_mat_init_unset(&H[i], i ? net->layers[i - 1].out : net->width, B, f); /* copied or computed whole */
         if (i == 0) vijp_mat_copy(&H[0], X);
         else rc = vijp_layer_forward(&net->layers[i - 1], &theta[i - 1], &H[i - 1], &H[i], err);
         if (!rc && i && net->layers[i - 1].type->residual == VIJP_RESIDUAL_DERIV) { /* H[i−1] := f′(h_(i−1)) */
             vijp_mat d;
-            vijp_mat_init(&d, H[i - 1].rows, B, f);
+            vijp_mat_init_unset(&d, H[i - 1].rows, B, f);
             rc = engine_derivative(&net->layers[i - 1], &theta[i - 1], &H[i - 1], &d, err);
             vijp_mat_clear(&H[i - 1]);
             H[i - 1] = d;

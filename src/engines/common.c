@@ -52,8 +52,10 @@ int engine_grads_init(vijp_grads *out, const vijp_net *net, size_t B, const vijp
     vijp_mat_init(&out->grad_x, net->width, B, f);
     for (size_t i = 0; i < net->depth; i++) {
         const vijp_layer *L = &net->layers[i];
-        vijp_mat_init(&out->grad_theta[i], L->type->param_count(L), 1, f);
-        vijp_mat_init(&out->g[i], L->out, B, f);
+        /* written whole by the engine; what an ESINGULAR run leaves unwritten
+         * is zeroed by vijp_engine_run_opts */
+        vijp_mat_init_unset(&out->grad_theta[i], L->type->param_count(L), 1, f);
+        vijp_mat_init_unset(&out->g[i], L->out, B, f);
     }
     return 0;
 }

@@ -63,5 +63,8 @@ int vijp_engine_run_opts(vijp_engine_kind e, const vijp_net *net, const vijp_mat
      * errors; so is a vijp that lost rank, whose earlier layers stay valid. */
     if (!rc) out->rebuilt = net->depth;
     else if (rc != VIJP_ESINGULAR) vijp_grads_clear(out);
+    else /* the layers past the one that lost rank were never reached: zeros, not leftovers */
+        for (size_t i = out->rebuilt; i < net->depth; i++)
+            vijp_mat_zero(&out->g[i]), vijp_mat_zero(&out->grad_theta[i]);
     return rc;
 }

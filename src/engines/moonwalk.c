@@ -38,7 +38,7 @@ int engine_moonwalk_sweep(const vijp_net *net, const vijp_mat *theta, const vijp
         ledger_release(ledger, mat_bytes(&frag[i]));
         vijp_mat_clear(&frag[i]);
         if (!rc) rc = vijp_layer_vjp_param(L, &theta[i], &h, &out->g[i], &out->grad_theta[i], err);
-        vijp_mat_init(&hn, L->out, B, X->fmt);
+        vijp_mat_init_unset(&hn, L->out, B, X->fmt);
         if (!rc) rc = vijp_layer_forward(L, &theta[i], &h, &hn, err);
         vijp_mat_clear(&h);
         h = hn;
@@ -149,17 +149,17 @@ int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
                     if (mpfr_sgn(h.m[k]) > 0) bits[i][k / 8] |= (uint8_t)(1u << (k % 8));
         } else if (L->type->residual == VIJP_RESIDUAL_INPUT ||
                    (L->type->residual == VIJP_RESIDUAL_INVERSE && !rebuild[i])) {
-            vijp_mat_init(&vals[i], h.rows, B, f);
+            vijp_mat_init_unset(&vals[i], h.rows, B, f);
             vijp_mat_copy(&vals[i], &h);
             res_bytes[i] = mat_bytes(&vals[i]);
         } else if (L->type->residual == VIJP_RESIDUAL_DERIV) { /* nested forward AD: keep f′ */
-            vijp_mat_init(&vals[i], h.rows, B, f);
+            vijp_mat_init_unset(&vals[i], h.rows, B, f);
             rc = engine_derivative(L, &theta[i], &h, &vals[i], err);
             res_bytes[i] = mat_bytes(&vals[i]);
         }
         ledger_keep(&ledger, res_bytes[i]);
-        vijp_mat_init(&hn, L->out, B, f);
-        rc = vijp_layer_forward(L, &theta[i], &h, &hn, err);
+        vijp_mat_init_unset(&hn, L->out, B, f);
+        if (!rc) rc = vijp_layer_forward(L, &theta[i], &h, &hn, err); /* not over engine_derivative's failure */
         vijp_mat_clear(&h);
         h = hn;
     }
@@ -180,7 +180,7 @@ int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
         vijp_mat_init(&frag[i], k, 1, f);
         ledger_keep(&ledger, mat_bytes(&frag[i]));
         if (!rc && !deriv) rc = vijp_layer_fragment(L, &theta[i], &Xt, &g, &frag[i], err);
-        vijp_mat_init(&gn, L->in, B, f);
+        vijp_mat_init_unset(&gn, L->in, B, f);
         if (!rc && deriv) vijp_mat_mul_elem(&gn, &g, &vals[i]); /* g ⊙ f′ */
         else if (!rc) rc = vijp_layer_vjp(L, &theta[i], &Xt, &g, &gn, err);
         vijp_mat_clear(&g);
