@@ -69,7 +69,11 @@ typedef struct {
     double gain; /* scaled: W = gain · orthogonal */
 } vijp_init;
 
-/* Double operators.  Functions that can fail return 0 or a VIJP_E* code. */
+/* Double operators.  Functions that can fail return 0 or a VIJP_E* code.
+ * Every operator (here and in MPFR) overwrites all of its output and reads
+ * none of it: the engines pass buffers left over from earlier work
+ * (vijp_mat_init_unset), and `vijp check-layer`'s overwrites-outputs check
+ * runs each operator into a zeroed and a NaN-filled output. */
 typedef struct {
     void (*forward)(const vijp_layer *L, const double *theta, const double *X, size_t B, double *Y);
     void (*jvp)(const vijp_layer *L, const double *theta, const double *X, size_t B,
