@@ -1,6 +1,7 @@
 /* The layer registry and the format-generic operators engines call. */
 #include "vijp/layer.h"
 #include "vijp/error.h"
+#include "layer_f32.h"
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -193,6 +194,7 @@ int vijp_layer_forward(const vijp_layer *L, const vijp_mat *theta, const vijp_ma
     if ((rc = check_theta(L, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
         (rc = shape(Y, L->out, X->cols, "output", L, err)))
         return rc;
+    if (vijp_layer_f32(VIJP_F32_FORWARD, L, theta, X, NULL, NULL, Y, &rc, err)) return rc;
     if (is_mp(X)) L->type->mp->forward(L, TH(theta, m), X->m, X->cols, Y->m, X->fmt), vijp_mat_store(Y);
     else L->type->d->forward(L, TH(theta, d), X->d, X->cols, Y->d);
     return 0;
@@ -206,6 +208,7 @@ int vijp_layer_jvp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X
         (rc = shape(U, L->in, X->cols, "tangent", L, err)) ||
         (rc = shape(V, L->out, X->cols, "output tangent", L, err)))
         return rc;
+    if (vijp_layer_f32(VIJP_F32_JVP, L, theta, X, U, NULL, V, &rc, err)) return rc;
     if (is_mp(X)) L->type->mp->jvp(L, TH(theta, m), X->m, X->cols, U->m, V->m, X->fmt), vijp_mat_store(V);
     else L->type->d->jvp(L, TH(theta, d), X->d, X->cols, U->d, V->d);
     return 0;
@@ -219,6 +222,7 @@ int vijp_layer_vjp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X
         (rc = shape(Gy, L->out, X->cols, "output cotangent", L, err)) ||
         (rc = shape(Gx, L->in, X->cols, "input cotangent", L, err)))
         return rc;
+    if (vijp_layer_f32(VIJP_F32_VJP, L, theta, X, Gy, NULL, Gx, &rc, err)) return rc;
     if (is_mp(X)) L->type->mp->vjp(L, TH(theta, m), X->m, X->cols, Gy->m, Gx->m, X->fmt), vijp_mat_store(Gx);
     else L->type->d->vjp(L, TH(theta, d), X->d, X->cols, Gy->d, Gx->d);
     return 0;
@@ -233,6 +237,7 @@ int vijp_layer_vjp_param(const vijp_layer *L, const vijp_mat *theta, const vijp_
         (rc = shape(Gy, L->out, X->cols, "output cotangent", L, err)) ||
         (rc = shape(Gt, theta->rows, 1, "parameter gradient", L, err)))
         return rc;
+    if (vijp_layer_f32(VIJP_F32_VJP_PARAM, L, theta, X, Gy, NULL, Gt, &rc, err)) return rc;
     if (is_mp(X)) L->type->mp->vjp_param(L, theta->m, X->m, X->cols, Gy->m, Gt->m, X->fmt), vijp_mat_store(Gt);
     else L->type->d->vjp_param(L, theta->d, X->d, X->cols, Gy->d, Gt->d);
     return 0;
@@ -255,6 +260,7 @@ int vijp_layer_fragment(const vijp_layer *L, const vijp_mat *theta, const vijp_m
         (rc = shape(frag, k, 1, "fragment", L, err)))
         return rc;
     if (k == 0) return 0;
+    if (vijp_layer_f32(VIJP_F32_FRAGMENT, L, theta, X, Gy, NULL, frag, &rc, err)) return rc;
     if (is_mp(X)) L->type->mp->fragment(L, TH(theta, m), X->m, X->cols, Gy->m, frag->m, X->fmt), vijp_mat_store(frag);
     else L->type->d->fragment(L, TH(theta, d), X->d, X->cols, Gy->d, frag->d);
     return 0;
@@ -271,7 +277,9 @@ int vijp_layer_vijp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *
         return rc;
     if (k && (!frag || (rc = shape(frag, k, 1, "fragment", L, err))))
         return rc ? rc : vijp_fail(err, VIJP_EINVAL, "%s layer vijp needs its %zu-entry fragment", L->type->name, k);
-    if (is_mp(X)) {
+    if (vijp_layer_f32(VIJP_F32_VIJP, L, theta, X, Gx, k ? frag : NULL, Gy, &rc, err)) {
+        /* rc and err as the native operator left them */
+    } else if (is_mp(X)) {
         rc = L->type->mp->vijp(L, TH(theta, m), X->m, X->cols, Gx->m, k ? frag->m : NULL, Gy->m, X->fmt);
         if (rc) return vijp_fail(err, rc, "%s layer (%zu -> %zu) vijp in %s: the Jacobian is singular "
                                  "in this format (rank lost beyond the fragment)", L->type->name, L->in, L->out, X->fmt->name);

@@ -35,6 +35,7 @@ Suite *suite_emu_act(void);
 Suite *suite_emu_dense(void);
 Suite *suite_prerender(void);
 Suite *suite_compare_fast(void);
+Suite *suite_b32set(void);
 
 /* Iteration count scaled by VIJP_TEST_SCALE (default 1), as FLINT does. */
 long test_iters(long base);

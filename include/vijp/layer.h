@@ -126,6 +126,24 @@ typedef struct {
                    const vijp_format *f);
 } vijp_ops_mp;
 
+/* binary32 operators on native floats, through the kernel set of a
+ * binary32@SET format (vijp/format.h): what a float32 run on that hardware
+ * computes, against the emulated binary32's stated order.  The same
+ * contracts as the double ones; vijp_layer_* convert the format's values to
+ * float and back (exactly: they are binary32 values).  A NULL operator, or
+ * one that returns VIJP_EUNSUPPORTED, runs in the emulation instead. */
+typedef struct {
+    void (*forward)(const vijp_layer *L, const float *theta, const float *X, size_t B, float *Y);
+    void (*jvp)(const vijp_layer *L, const float *theta, const float *X, size_t B, const float *U, float *V);
+    void (*vjp)(const vijp_layer *L, const float *theta, const float *X, size_t B, const float *Gy, float *Gx);
+    void (*vjp_param)(const vijp_layer *L, const float *theta, const float *X, size_t B, const float *Gy,
+                      float *Gtheta);
+    void (*fragment)(const vijp_layer *L, const float *theta, const float *X, size_t B, const float *Gy,
+                     float *frag);
+    int (*vijp)(const vijp_layer *L, const float *theta, const float *X, size_t B, const float *Gx,
+                const float *frag, float *Gy, vijp_error *err);
+} vijp_ops_f;
+
 /* What the battery (tests/t-layers.c) and vijp check-layer hold a layer's
  * operators to, beyond the dot-product bound γ_n of Higham eq. 3.5 that every
  * operator gets (u: the format's unit roundoff).  Zero fields take the
@@ -219,6 +237,9 @@ struct vijp_layer_type {
      * theta holds the parameters themselves.  NULL for types without. */
     void (*vjp_param_bound)(const vijp_layer *L, const double *theta, const double *absX, const double *absGy,
                             size_t B, double u, double *bound);
+    /* binary32@SET's native operators (vijp_ops_f above); NULL: binary32@SET
+     * runs this type in the emulation, as binary32. */
+    const vijp_ops_f *f;
 };
 
 /* The registry: every layer type, found by name.  It holds the built-in

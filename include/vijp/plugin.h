@@ -43,7 +43,7 @@
 #include "vijp/error.h"
 
 /* Bumped whenever vijp_layer_type or the operator contracts change shape. */
-#define VIJP_PLUGIN_ABI 2
+#define VIJP_PLUGIN_ABI 3
 
 #if defined(__GNUC__)
 #define VIJP_PLUGIN_EXPORT __attribute__((visibility("default")))

@@ -26,16 +26,21 @@ size_t vijp_act_no_params(const vijp_layer *L) { (void)L; return 0; }
 
 /* f and f′ of n units: the table's kernel for a catalogue activation (the
  * VIJP_KACT_* order), the type's dual_eval otherwise. */
-static void eval_all(const vijp_layer *L, const double *th, const double *X, size_t n, double *f, double *df)
+static int kact_of(const vijp_layer *L)
 {
     static const vijp_layer_type *const kact[VIJP_KACT_COUNT] = {
         &vijp_layer_sigmoid, &vijp_layer_softplus, &vijp_layer_tanh, &vijp_layer_silu, &vijp_layer_gelu, &vijp_layer_mish};
     for (int a = 0; a < VIJP_KACT_COUNT; a++)
-        if (L->type == kact[a]) {
-            vijp_kernels_active()->act_d[a](n, X, f, df);
-            return;
-        }
-    for (size_t i = 0; i < n; i++) L->type->dual_eval(L, th, X[i], &f[i], &df[i]);
+        if (L->type == kact[a]) return a;
+    return -1;
+}
+
+static void eval_all(const vijp_layer *L, const double *th, const double *X, size_t n, double *f, double *df)
+{
+    int a = kact_of(L);
+    if (a >= 0) vijp_kernels_active()->act_d[a](n, X, f, df);
+    else
+        for (size_t i = 0; i < n; i++) L->type->dual_eval(L, th, X[i], &f[i], &df[i]);
 }
 
 void vijp_act_forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
@@ -81,3 +86,54 @@ void vijp_act_jacobian(const vijp_layer *L, const double *th, const double *x, d
     memset(J, 0, L->in * L->in * sizeof *J);
     for (size_t i = 0; i < L->in; i++) L->type->dual_eval(L, th, x[i], &f, &J[i + i * L->in]);
 }
+
+/* ---- binary32@SET (vijp_ops_f): the catalogue's six only, through the
+ * set's act_f kernels (f and f′ evaluated in double, each rounded once to
+ * binary32: within the kernel's bound, kernels.h), then one binary32
+ * multiplication (jvp, vjp) or division (vijp) per unit, as the emulation
+ * does after its own f′. */
+
+static float *eval_all_f(const vijp_layer *L, const float *X, size_t n)
+{
+    float *f = vijp_alloc_unset(2 * (n ? n : 1) * sizeof *f);
+    vijp_kernels_active()->act_f[kact_of(L)](n, X, f, f + n);
+    return f;
+}
+
+static void act_forward_f(const vijp_layer *L, const float *th, const float *X, size_t B, float *Y)
+{
+    (void)th;
+    size_t n = L->in * B;
+    float *f = eval_all_f(L, X, n);
+    memcpy(Y, f, n * sizeof *Y);
+    free(f);
+}
+
+static void act_apply_f(const vijp_layer *L, const float *th, const float *X, size_t B, const float *U, float *V)
+{
+    (void)th;
+    size_t n = L->in * B;
+    float *f = eval_all_f(L, X, n), *d = f + n;
+    for (size_t i = 0; i < n; i++) V[i] = U[i] * d[i];
+    free(f);
+}
+
+static int act_vijp_f(const vijp_layer *L, const float *th, const float *X, size_t B, const float *Gx,
+                      const float *frag, float *Gy, vijp_error *err)
+{
+    (void)th, (void)frag;
+    size_t n = L->in * B;
+    float *f = eval_all_f(L, X, n), *d = f + n;
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (d[i] == 0 || !isfinite(d[i]))
+            rc = vijp_fail(err, VIJP_ESINGULAR, "%s vijp: f'(x) = %g at unit %zu (x = %g) in binary32: the layer is "
+                           "numerically non-submersive there", L->type->name, (double)d[i], i % L->in, (double)X[i]);
+        else Gy[i] = Gx[i] / d[i];
+    }
+    free(f);
+    return rc;
+}
+
+const vijp_ops_f vijp_act_ops_f = {.forward = act_forward_f, .jvp = act_apply_f, .vjp = act_apply_f,
+                                   .vijp = act_vijp_f};

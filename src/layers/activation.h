@@ -21,6 +21,9 @@ void vijp_act_apply(const vijp_layer *L, const double *th, const double *X, size
 VIJP_MUST_CHECK int vijp_act_vijp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gx,
                   const double *frag, double *Gy, vijp_error *err);
 void vijp_act_jacobian(const vijp_layer *L, const double *th, const double *x, double *J);
+/* binary32@SET operators of the catalogue's six activations (their act_f
+ * kernels); not for other activations, which have no such kernel. */
+extern const vijp_ops_f vijp_act_ops_f;
 
 #define VIJP_ACT_OPS_D(inv)                                                                   \
     {                                                                                         \

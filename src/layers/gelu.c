@@ -72,7 +72,7 @@ static const vijp_ops_mp ops_mp = VIJP_ACT_OPS_MP(NULL);
 const vijp_layer_type vijp_layer_gelu = {
     .name = "gelu", .syntax = "gelu (x·Phi(x), erf form; keeps its width)",
     .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
-    .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp,
+    .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp, .f = &vijp_act_ops_f,
     /* the bound above over |x| <= 4, 0.5 away from x0, relative to |f′|: max 33.2 at
      * x = −1.252 (f itself 16; step 5e-4) */
     .bounds = {.ulps = 34, .n_deriv_zeros = 1, .deriv_zeros = {-0.751791524693564}},

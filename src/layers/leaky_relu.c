@@ -124,6 +124,31 @@ static const vijp_ops_d ops_d = {
     .jacobian = jacobian, .inverse = inverse,
 };
 
+/* binary32@SET: the float kernels, with α rounded to binary32 once, as the
+ * emulation rounds it (oracles/elementwise.c); each unit then takes the
+ * same one binary32 operation. */
+static void forward_f(const vijp_layer *L, const float *th, const float *X, size_t B, float *Y)
+{
+    (void)th;
+    vijp_kernels_active()->leaky_forward_f(L->in * B, (float)ALPHA(L), X, Y);
+}
+
+static void diag_apply_f(const vijp_layer *L, const float *th, const float *X, size_t B, const float *U, float *V)
+{
+    (void)th;
+    vijp_kernels_active()->leaky_apply_f(L->in * B, (float)ALPHA(L), X, U, V);
+}
+
+static int vijp_f(const vijp_layer *L, const float *th, const float *X, size_t B, const float *Gx, const float *frag,
+                  float *Gy, vijp_error *err)
+{
+    (void)th, (void)frag, (void)err;
+    vijp_kernels_active()->leaky_vijp_f(L->in * B, (float)ALPHA(L), X, Gx, Gy);
+    return 0;
+}
+
+static const vijp_ops_f ops_f = {.forward = forward_f, .jvp = diag_apply_f, .vjp = diag_apply_f, .vijp = vijp_f};
+
 static const vijp_ops_mp ops_mp = {
     .forward = vo_leaky_forward, .jvp = vo_leaky_jvp, .vjp = vo_leaky_jvp, .vijp = vo_leaky_vijp,
     .jacobian = vo_leaky_jacobian, .inverse = vo_leaky_inverse,
@@ -132,7 +157,7 @@ static const vijp_ops_mp ops_mp = {
 const vijp_layer_type vijp_layer_leaky_relu = {
     .name = "leaky", .syntax = "leaky:ALPHA (2^-12 <= ALPHA <= 2^12; keeps its width)",
     .parse = parse, .state_size = sizeof(double), .print = print, .param_count = vijp_act_no_params, .declare = declare,
-    .residual = VIJP_RESIDUAL_SIGN, .d = &ops_d, .mp = &ops_mp,
+    .residual = VIJP_RESIDUAL_SIGN, .d = &ops_d, .mp = &ops_mp, .f = &ops_f,
     /* inverse: y/α rounded once (u|x|), plus the forward's rounding of αx (u|y|) divided by α = f′ */
     .bounds = {.inverse = VIJP_INVBOUND_ELEMENTWISE, .inv_a = 4, .inv_b = 4},
     .deriv_enclose = vo_leaky_deriv_enclose,

@@ -69,6 +69,36 @@ static const vijp_ops_d ops_d = {
     .jacobian = jacobian, .cokernel = cokernel,
 };
 
+/* binary32@SET: the same kernels' float twins (exact: selections only). */
+static void forward_f(const vijp_layer *L, const float *th, const float *X, size_t B, float *Y)
+{
+    (void)th;
+    vijp_kernels_active()->relu_forward_f(L->in * B, X, Y);
+}
+
+static void mask_apply_f(const vijp_layer *L, const float *th, const float *X, size_t B, const float *U, float *V)
+{
+    (void)th;
+    vijp_kernels_active()->relu_apply_f(L->in * B, X, U, V);
+}
+
+static void fragment_f(const vijp_layer *L, const float *th, const float *X, size_t B, const float *Gy, float *frag)
+{
+    (void)th;
+    vijp_kernels_active()->relu_gather_f(L->in * B, X, Gy, frag);
+}
+
+static int vijp_f(const vijp_layer *L, const float *th, const float *X, size_t B, const float *Gx, const float *frag,
+                  float *Gy, vijp_error *err)
+{
+    (void)th, (void)err;
+    vijp_kernels_active()->relu_scatter_f(L->in * B, X, Gx, frag, Gy);
+    return 0;
+}
+
+static const vijp_ops_f ops_f = {.forward = forward_f, .jvp = mask_apply_f, .vjp = mask_apply_f,
+                                 .fragment = fragment_f, .vijp = vijp_f};
+
 static const vijp_ops_mp ops_mp = {
     .forward = vo_relu_forward, .jvp = vo_relu_jvp, .vjp = vo_relu_jvp,
     .fragment_count = vo_relu_fragment_count, .fragment = vo_relu_fragment, .vijp = vo_relu_vijp,
@@ -78,6 +108,6 @@ static const vijp_ops_mp ops_mp = {
 const vijp_layer_type vijp_layer_relu = {
     .name = "relu", .syntax = "relu (keeps its width; fragment = cotangent on inactive units)",
     .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
-    .residual = VIJP_RESIDUAL_SIGN, .d = &ops_d, .mp = &ops_mp,
+    .residual = VIJP_RESIDUAL_SIGN, .d = &ops_d, .mp = &ops_mp, .f = &ops_f,
     .deriv_enclose = vo_relu_deriv_enclose,
 };

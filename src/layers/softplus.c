@@ -41,7 +41,7 @@ static const vijp_ops_mp ops_mp = VIJP_ACT_OPS_MP(mp_inverse);
 const vijp_layer_type vijp_layer_softplus = {
     .name = "softplus", .syntax = "softplus (keeps its width)",
     .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
-    .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp,
+    .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp, .f = &vijp_act_ops_f,
     /* f′ within 7u; inverse 2u|x| + 4u, forward 5u amplified by 1/f′ */
     .bounds = {.ulps = 8, .inverse = VIJP_INVBOUND_ELEMENTWISE, .inv_a = 3, .inv_c = 5, .inv_b = 6},
     .deriv_enclose = vo_softplus_deriv_enclose, .dual_eval = eval,

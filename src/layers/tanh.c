@@ -44,7 +44,7 @@ static const vijp_ops_mp ops_mp = VIJP_ACT_OPS_MP(mp_inverse);
 const vijp_layer_type vijp_layer_tanh = {
     .name = "tanh", .syntax = "tanh (keeps its width)",
     .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
-    .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp,
+    .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp, .f = &vijp_act_ops_f,
     /* f′ within 6u (above); inverse: glibc's atanh and tanh within 2 ulps (4u) each, the
      * forward's error amplified by 1/f′ */
     .bounds = {.inverse = VIJP_INVBOUND_ELEMENTWISE, .inv_a = 4, .inv_b = 4},

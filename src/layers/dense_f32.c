@@ -1,0 +1,74 @@
+/* dense's binary32@SET operators (vijp_ops_f, vijp/layer.h): what a float32
+ * run computes on a CPU, through BLAS's sgemm and LAPACK's sgetrf/sgetrs,
+ * in whatever order and with whatever FMAs the BLAS build uses (so, like
+ * double, not bit-reproducible across machines).  The same calls as the
+ * double operators in dense.c, in single precision.  Each entry of a
+ * product is a dot product of n terms in binary32, within γ_n·(|W||x|)
+ * (Higham eq. 3.5, any order), plus u·|b| for the bias; the square vijp is
+ * LU with partial pivoting, backward stable (Higham Thm 9.4).  Other shapes
+ * of the vijp answer VIJP_EUNSUPPORTED, and the binary32 emulation (its QR)
+ * runs them. */
+#include "vijp/layer.h"
+#include "vijp/error.h"
+#include <cblas.h>
+#include <lapacke.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void forward_f(const vijp_layer *L, const float *th, const float *X, size_t B, float *Y)
+{
+    size_t m = L->out, n = L->in;
+    for (size_t j = 0; j < B; j++) memcpy(Y + j * m, th + m * n, m * sizeof *Y);
+    cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)B, (int)n, 1.0f, th, (int)m, X, (int)n, 1.0f,
+                Y, (int)m);
+}
+
+static void jvp_f(const vijp_layer *L, const float *th, const float *X, size_t B, const float *U, float *V)
+{
+    (void)X;
+    cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)L->out, (int)B, (int)L->in, 1.0f, th, (int)L->out, U,
+                (int)L->in, 0.0f, V, (int)L->out);
+}
+
+static void vjp_f(const vijp_layer *L, const float *th, const float *X, size_t B, const float *Gy, float *Gx)
+{
+    (void)X;
+    cblas_sgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)L->in, (int)B, (int)L->out, 1.0f, th, (int)L->out, Gy,
+                (int)L->out, 0.0f, Gx, (int)L->in);
+}
+
+static void vjp_param_f(const vijp_layer *L, const float *th, const float *X, size_t B, const float *Gy, float *Gt)
+{
+    (void)th;
+    size_t m = L->out, n = L->in;
+    cblas_sgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)B, 1.0f, Gy, (int)m, X, (int)n, 0.0f, Gt,
+                (int)m);
+    float *db = Gt + m * n; /* Σ_j Gy[i, j], j ascending, as dense.c */
+    for (size_t i = 0; i < m; i++) db[i] = 0;
+    for (size_t j = 0; j < B; j++)
+        for (size_t i = 0; i < m; i++) db[i] += Gy[i + j * m];
+}
+
+static int vijp_f(const vijp_layer *L, const float *th, const float *X, size_t B, const float *Gx, const float *frag,
+                  float *Gy, vijp_error *err)
+{
+    (void)X, (void)frag;
+    size_t n = L->in;
+    if (L->out != n) return VIJP_EUNSUPPORTED; /* the emulation's QR or least squares */
+    float *A = vijp_alloc_unset(n * n * sizeof *A);
+    lapack_int *piv = vijp_alloc_unset(n * sizeof *piv);
+    memcpy(A, th, n * n * sizeof *A);
+    memcpy(Gy, Gx, n * B * sizeof *Gy);
+    int rc = 0;
+    lapack_int info = LAPACKE_sgetrf_work(LAPACK_COL_MAJOR, (int)n, (int)n, A, (int)n, piv); /* _work: dense.c's why */
+    if (info > 0)
+        rc = vijp_fail(err, VIJP_ESINGULAR, "dense %zux%zu vijp in binary32: W is singular (U[%d,%d] = 0 in LU)", n, n,
+                       (int)info - 1, (int)info - 1);
+    else
+        LAPACKE_sgetrs_work(LAPACK_COL_MAJOR, 'T', (int)n, (int)B, A, (int)n, piv, Gy, (int)n);
+    free(A), free(piv);
+    return rc;
+}
+
+const vijp_ops_f vijp_dense_ops_f = {.forward = forward_f, .jvp = jvp_f, .vjp = vjp_f, .vjp_param = vjp_param_f,
+                                     .vijp = vijp_f};
