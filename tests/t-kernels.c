@@ -458,6 +458,57 @@ START_TEST(kernel_formats)
 }
 END_TEST
 
+/* erfc_d against MPFR's erfc (correctly rounded at 200 bits, then to
+ * double): ref is glibc's, held to its manual's 5 ulps (10u relative); the
+ * SIMD sets to their stated 7u for t <= 26 and 0 beyond (where erfc <
+ * 5.7e-296).  Points: uniform over [−30, 30] and [−1, 1], both sides of
+ * every table interval's ends (S/k − 4) and of the branch points ±1/2 and
+ * 26, and ±0, ±Inf, NaN; lengths that leave a tail. */
+START_TEST(erfc_kernel_vs_mpfr)
+{
+    const vijp_kernels *K = vijp_kernels_set(_i, NULL);
+    if (!K) return;
+    vijp_rng rng;
+    vijp_rng_seed(&rng, test_seed() + 77);
+    size_t n = (size_t)test_iters(40000) + 3, m = 0;
+    double *t = malloc(n * sizeof *t), *y = malloc(n * sizeof *y), bound = _i ? 7 : 10, worst = 0;
+    static const double special[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 0.5, -0.5, 26, 0x1.Ap4, 0x1p-1074, 1e300};
+    for (size_t j = 0; j < sizeof special / sizeof *special; j++) t[m++] = special[j];
+    for (int k = 26; k <= 178 && m + 4 < n; k++) { /* interval ends a = 800/k − 4, both signs */
+        double e = 800.0 / k - 4;
+        t[m++] = nextafter(e, 0), t[m++] = nextafter(e, 100), t[m++] = -e, t[m++] = e;
+    }
+    while (m < n) t[m] = (m % 2 ? 60 * vijp_rng_uniform(&rng) - 30 : 2 * vijp_rng_uniform(&rng) - 1), m++;
+    K->erfc_d(n, t, y);
+    mpfr_t r;
+    mpfr_init2(r, 200);
+    for (size_t j = 0; j < n; j++) {
+        if (isnan(t[j])) {
+            ck_assert_msg(isnan(y[j]), "%s erfc(NaN) = %g", K->name, y[j]);
+            continue;
+        }
+        mpfr_set_d(r, t[j], MPFR_RNDN);
+        mpfr_erfc(r, r, MPFR_RNDN);
+        double e = mpfr_get_d(r, MPFR_RNDN);
+        if (_i && t[j] > 26) {
+            ck_assert_msg(y[j] == 0 && e < 5.7e-296, "%s erfc(%a) = %g", K->name, t[j], y[j]);
+            continue;
+        }
+        if (e < DBL_MIN) { /* glibc's subnormal results: within half the smallest normal's ulp, absolutely */
+            ck_assert(fabs(y[j] - e) <= 0x1p-1022);
+            continue;
+        }
+        /* e is within u/2 of erfc; the bound is relative to erfc */
+        double err = fabs(y[j] - e) / e / 0x1p-53;
+        if (err > worst) worst = err;
+        ck_assert_msg(err <= bound - 0.5, "%s erfc(%a) = %a, MPFR %a: %.2f u > %g u", K->name, t[j], y[j], e, err + 0.5, bound);
+    }
+    fprintf(stderr, "# erfc_d %s: worst %.2f u (bound %g u) over %zu points\n", K->name, worst + 0.5, bound, n);
+    mpfr_clear(r);
+    free(t), free(y);
+}
+END_TEST
+
 Suite *suite_kernels(void)
 {
     Suite *s = suite_create("kernels");
@@ -470,6 +521,7 @@ Suite *suite_kernels(void)
     tcase_add_test(tc, exact_kernels_hash_across_sets);
     tcase_add_loop_test(tc, activation_kernels_vs_oracle, 0, VIJP_KSET_COUNT * VIJP_KACT_COUNT);
     tcase_add_loop_test(tc, drift_kernel_vs_mpfr, 0, VIJP_KSET_COUNT);
+    tcase_add_loop_test(tc, erfc_kernel_vs_mpfr, 0, VIJP_KSET_COUNT);
     suite_add_tcase(s, tc);
     return s;
 }

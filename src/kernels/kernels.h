@@ -101,6 +101,11 @@ typedef struct vijp_kernels {
     void (*act_d[VIJP_KACT_COUNT])(size_t n, const double *x, double *f, double *df);
     void (*act_f[VIJP_KACT_COUNT])(size_t n, const float *x, float *f, float *df);
     void (*drift_d)(size_t n, const double *a, const double *ref, long prec, long emin, vijp_kdrift *out);
+    /* erfc, what GELU's f and f′ are built on: ref is glibc's (within 5
+     * ulps, its manual), the SIMD sets' within 7u = 3.5 ulps relative for
+     * t <= 26 and 0 beyond, where erfc < 5.7e-296 (simd/activations.h);
+     * NaN stays NaN. */
+    void (*erfc_d)(size_t n, const double *t, double *y);
 } vijp_kernels;
 
 /* The table the layers use (selected once, see above), or the set an engine
@@ -141,7 +146,8 @@ extern const vijp_kernels vijp_kernels_avx2, vijp_kernels_avx512;
     X(leaky_apply_f) X(leaky_vijp_f) X(leaky_inverse_f) X(sign_pack_d) X(sign_unpack_d) X(sign_pack_f)    \
     X(sign_unpack_f) X(relu_forward_d) X(relu_apply_d) X(relu_gather_d) X(relu_scatter_d)                 \
     X(relu_forward_f) X(relu_apply_f) X(relu_gather_f) X(relu_scatter_f) X(add_d) X(sub_d) X(affine_d)    \
-    X(affine_inverse_d) X(div_d) X(add_f) X(sub_f) X(affine_f) X(affine_inverse_f) X(div_f) X(drift_d)
+    X(affine_inverse_d) X(div_d) X(add_f) X(sub_f) X(affine_f) X(affine_inverse_f) X(div_f) X(drift_d)          \
+    X(erfc_d)
 
 /* The designated initialisers of a set's exact kernels, when its file names
  * them leaky_forward_d, … (as ref/elementwise.c and simd/elementwise.h do). */

@@ -7,6 +7,7 @@
  * below one binary32 ulp wherever the double bound holds). */
 #include "../kernels.h"
 #include "vijp/layer.h"
+#include <math.h>
 
 extern const vijp_layer_type vijp_layer_sigmoid, vijp_layer_softplus, vijp_layer_tanh, vijp_layer_silu,
     vijp_layer_gelu, vijp_layer_mish;
@@ -31,11 +32,16 @@ DEFINE_ACT(silu)
 DEFINE_ACT(gelu)
 DEFINE_ACT(mish)
 
+static void erfc_d(size_t n, const double *t, double *y)
+{
+    for (size_t i = 0; i < n; i++) y[i] = erfc(t[i]);
+}
+
 void vijp_kernels_ref_drift_d(size_t n, const double *a, const double *ref, long prec, long emin, vijp_kdrift *out);
 
 const vijp_kernels vijp_kernels_ref_bounded = {
     .name = "ref",
     .act_d = {sigmoid_d, softplus_d, tanh_d, silu_d, gelu_d, mish_d},
     .act_f = {sigmoid_f, softplus_f, tanh_f, silu_f, gelu_f, mish_f},
-    .drift_d = vijp_kernels_ref_drift_d,
+    .drift_d = vijp_kernels_ref_drift_d, .erfc_d = erfc_d,
 };

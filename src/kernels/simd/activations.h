@@ -5,8 +5,8 @@
  *
  * Bound (the contract tests/t-kernels.c asserts): the per-activation bounds
  * of src/layers/<name>.c, which assume glibc's exp and log1p within 1 ulp,
- * tanh within 2 and erfc within 5: SLEEF's are no larger (erfc is glibc's
- * own, see gelu_v), and every other
+ * tanh within 2 and erfc within 5: SLEEF's are no larger, nor is erfc_v's
+ * (3.5 ulps, below), and every other
  * operation is the same correctly rounded one (the fma()s are the scalar
  * code's own, as FMA instructions), so the same Kf, K1, K2 hold.  Not bit-
  * identical to ref (SLEEF and glibc round differently), hence bounded, not
@@ -62,11 +62,68 @@ static inline void mish_v(vd x, vd *f, vd *df)
     }
 }
 
+/* erfc(t), lane by lane, within 7u relative (3.5 ulps) for t <= 26; 0 for
+ * t > 26 (erfc(26) = 5.7e-296: within that, absolutely); NaN gives NaN, −∞
+ * gives 2.  Glibc's scalar erfc
+ * per lane cost GELU three quarters of its time (24 of 34 ns per unit here)
+ * and SLEEF's vector erfc (u15) was no faster (18 ns per unit), so the
+ * kernel has its own:
+ *  - |t| <= 1/2: 1 − t·P(t²), P the Taylor series of erf(t)/t to t^22
+ *    (erfcx_table.h: truncation below u/20).  P by Horner (fma) within
+ *    2.5u + 0.6u (its coefficients' roundings) + 0.1u (t²'s), relative to
+ *    P >= 1.03; t·P within 4.5u, and |t·P| <= 0.5205 then costs the result
+ *    (>= 0.4795, one fma's rounding u) 0.5205·4.5u/0.4795 + u < 6u.
+ *  - a = |t| > 1/2: erfcx(a)·e^{−a²}, erfcx(a) = e^{a²} erfc(a) from
+ *    scripts/gen-erfcx.py's piecewise degree-8 polynomials (within 0.93u;
+ *    Horner's roundings 1.03u; z's rounding 0.03u: 2u in all, sampled at 60
+ *    digits), e^{−a²} as e^{−s}(1 − e) with a² = s + e split exactly (fma;
+ *    |e| <= 676u, e²/2 below u²), e^{−s} SLEEF's within 1 ulp (2u), 1 − e
+ *    and the two products one rounding each: 2u + 2u + 3u = 7u.  a is
+ *    clamped at 26 (e^{−676}·erfcx still normal) before the table.
+ *  - t < −1/2: 2 − erfc(a), erfc(a) <= 0.4795 within 7u: (0.48·7u + 2u)/1.52
+ *    + u < 4u.
+ * tests/t-kernels.c holds every set's erfc_d to 7u against MPFR's erfc. */
+#include "erfcx_table.h"
+/* erfcx(a)·e^{−a²} for a > 1/2 (clamped at 26), h = e^{−s}, s = a·a rounded. */
+static inline __attribute__((always_inline)) vd erfc_big(vd a, vd h)
+{
+    vd ac = sel_d(a < 26, a, splat_d(26)), y = ERFCX_S / (4 + ac);
+    int32_t k[VW];
+    const double *row[VW];
+    lane_rows(y, ERFCX_K0, ERFCX_K1, k); /* the lane's interval: k = floor(y) (y > 0), kept in the table */
+    for (int j = 0; j < VW; j++) row[j] = erfcx_table[k[j] - ERFCX_K0];
+    vd z = (ac - lane_entries(row, 0)) * lane_entries(row, 1), C = lane_entries(row, 2 + ERFCX_DEG); /* ac − c exact (Sterbenz) */
+    for (int i = ERFCX_DEG - 1; i >= 0; i--) C = vfma(C, z, lane_entries(row, 2 + i));
+    vd s = ac * ac, e = vfma(ac, ac, -s);
+    return (C * h) * (1 - e);
+}
+
+/* h = e^{−s}, s = t·t rounded, as the caller has it (GELU needs it too);
+ * lanes with |t| > 26 may pass anything. */
+static inline __attribute__((always_inline)) vd erfc_core(vd t, vd h)
+{
+    vd a = abs_d(t), small = splat_d(1), big = splat_d(0);
+    uint64_t in_small = movemask_d(a <= 0.5), all = (1ull << VW) - 1;
+    if (in_small) { /* only when a lane is there: a vector of far lanes skips the series */
+        vd t2 = t * t, P = splat_d(erf_taylor[ERF_TAYLOR_N - 1]);
+        for (int k = ERF_TAYLOR_N - 2; k >= 0; k--) P = vfma(P, t2, splat_d(erf_taylor[k]));
+        small = vfma(-t, P, splat_d(1));
+    }
+    if (in_small != all) big = erfc_big(a, h);
+    vd out = sel_d(a <= 0.5, small, sel_d(t > 0, big, 2 - big));
+    out = sel_d(t > 26, splat_d(0), out); /* erfc(26) = 5.7e-296: 0 is that close */
+    return sel_d(t == t, out, t); /* NaN in, NaN out */
+}
+
+static inline vd erfc_v(vd t)
+{
+    vd a = abs_d(t), ac = sel_d(a < 26, a, splat_d(26));
+    return erfc_core(t, V_EXP(-(ac * ac)));
+}
+
 /* gelu.c's normal_cdf and eval, the far tail evaluated only for vectors
- * with a lane in it, then selected.  GELU_ERFC: erfc is glibc's scalar one
- * per lane (the very function ref calls, within 5 ulps), because SLEEF's
- * Sleef_erfcd4_u15avx2 measured slower than it here (22 against 17 ns per
- * unit, /tmp microbenchmark on this machine; issue 12 report). */
+ * with a lane in it, then selected; erfc is erfc_v above (within 7u, where
+ * gelu.c's bound assumes glibc's 5 ulps = 10u). */
 static inline void gelu_v(vd x, vd *f, vd *df)
 {
     const double c_hi = 0.70710678118654757, c_lo = -4.8336466567264565e-17;
@@ -75,19 +132,18 @@ static inline void gelu_v(vd x, vd *f, vd *df)
     vd t_hi = -x * c_hi;
     vm finite = abs_d(x) < __builtin_inf();
     vd t_lo = sel_d(finite, vfma(-x, splat_d(c_hi), -t_hi) + -x * c_lo, splat_d(0));
-    vd E;
-    for (int j = 0; j < VW; j++) E[j] = erfc(t_hi[j]); /* glibc's, lane by lane: see GELU_ERFC below */
-    vd R = two_over_sqrt_pi * V_EXP(-t_hi * t_hi) / E;
+    vd h = V_EXP(-t_hi * t_hi), E = erfc_core(t_hi, h); /* e^{−t²}: erfc's and R's, one exp */
+    vd R = two_over_sqrt_pi * h / E;
     vd a = 0.5 * E * (1 - t_lo * R), b = splat_d(1);
     vm near = t_hi <= 25.5;
     if (movemask_d(~near)) { /* the far tail, x < −36.06 (or NaN): only when a lane is there */
         vd qq = 1 / (2 * t_hi * t_hi), term = splat_d(1), sum = splat_d(1);
         for (int k = 1; k <= 8; k++) term *= -(double)(2 * k - 1) * qq, sum += term;
-        vd s2 = t_hi * t_hi, h = V_EXP(-0.5 * s2);
+        vd s2 = t_hi * t_hi, h2 = V_EXP(-0.5 * s2);
         vm fin2 = abs_d(s2) < __builtin_inf();
         vd e2 = sel_d(fin2, vfma(t_hi, t_hi, -s2), splat_d(0)), d = sel_d(fin2, e2 + 2 * t_hi * t_lo, splat_d(0));
-        vd b2 = h * (0.5 * (1 - d) * (inv_sqrt_pi / t_hi) * sum);
-        a = sel_d(near, a, h), b = sel_d(near, b, b2);
+        vd b2 = h2 * (0.5 * (1 - d) * (inv_sqrt_pi / t_hi) * sum);
+        a = sel_d(near, a, h2), b = sel_d(near, b, b2);
     }
     vd s = x * x, e = sel_d(abs_d(s) < __builtin_inf(), vfma(x, x, -s), splat_d(0)), g = V_EXP(-0.25 * s);
     *f = (x * a) * b;
@@ -129,6 +185,18 @@ SIMD_ACT(silu)
 SIMD_ACT(gelu)
 SIMD_ACT(mish)
 
+static void erfc_d(size_t n, const double *t, double *y)
+{
+    size_t i = 0;
+    for (; i + VW <= n; i += VW) store_d(y + i, erfc_v(load_d(t + i)));
+    if (i < n) {
+        double buf[VW] = {0}, out[VW];
+        memcpy(buf, t + i, (n - i) * sizeof *t);
+        store_d(out, erfc_v(load_d(buf)));
+        memcpy(y + i, out, (n - i) * sizeof *y);
+    }
+}
+
 #define SIMD_ACT_ENTRIES                                                                      \
     .act_d = {sigmoid_d, softplus_d, tanh_d, silu_d, gelu_d, mish_d},                         \
-    .act_f = {sigmoid_f, softplus_f, tanh_f, silu_f, gelu_f, mish_f}
+    .act_f = {sigmoid_f, softplus_f, tanh_f, silu_f, gelu_f, mish_f}, .erfc_d = erfc_d
