@@ -6,6 +6,7 @@
 #include "layer_f32.h"
 #include "vijp/error.h"
 #include "kernels/kernels.h"
+#include <math.h>
 #include <stdlib.h>
 
 static float *to_float(const vijp_mat *a)
@@ -20,7 +21,7 @@ int vijp_layer_f32(vijp_f32_op op, const vijp_layer *L, const vijp_mat *theta, c
                    const vijp_mat *frag, vijp_mat *out, int *rc, vijp_error *err)
 {
     const vijp_ops_f *o = L->type->f;
-    if (!o || !X->m || !X->fmt->kernel_set) return 0;
+    if (!o || !X->m || !X->fmt->kernel_set || X->fmt->kind != VIJP_BINARY32 || X->fmt->mixed) return 0;
     int have = op == VIJP_F32_FORWARD ? !!o->forward : op == VIJP_F32_JVP ? !!o->jvp : op == VIJP_F32_VJP ? !!o->vjp
              : op == VIJP_F32_VJP_PARAM ? !!o->vjp_param : op == VIJP_F32_FRAGMENT ? !!o->fragment : !!o->vijp;
     if (!have) return 0;
@@ -28,6 +29,9 @@ int vijp_layer_f32(vijp_f32_op op, const vijp_layer *L, const vijp_mat *theta, c
     size_t n = vijp_mat_len(out), B = X->cols;
     float *t = to_float(th), *x = to_float(X), *a = to_float(A), *c = to_float(frag);
     float *y = vijp_alloc_unset((n ? n : 1) * sizeof *y);
+#ifdef VIJP_POISON_UNSET
+    for (size_t i = 0; i < n; i++) y[i] = NAN; /* an operator that skips an entry shows (vijp/mat.h) */
+#endif
     int r = 0;
     /* the format's set, whoever calls (an engine run scopes it already) */
     const vijp_kernels *outer = vijp_kernels_scope(vijp_kernels_set(X->fmt->kernel_set - 1, NULL));

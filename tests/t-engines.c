@@ -498,6 +498,11 @@ START_TEST(singular_vijp_keeps_earlier_layers)
     ck_assert_int_eq(vijp_engine_run(VIJP_ENGINE_MOONWALK, &p.net, p.theta, &p.X, &p.T, &g, &err), VIJP_ESINGULAR);
     ck_assert_uint_eq(g.rebuilt, 2);
     ck_assert(g.g != NULL && g.depth == DEPTH);
+    /* the layers never reached are zeros, not whatever their (unset) buffers held */
+    for (size_t i = g.rebuilt; i < DEPTH; i++) {
+        for (size_t k = 0; k < vijp_mat_len(&g.g[i]); k++) ck_assert_msg(g.g[i].d[k] == 0, "g_%zu[%zu]", i + 1, k);
+        for (size_t k = 0; k < vijp_mat_len(&g.grad_theta[i]); k++) ck_assert(g.grad_theta[i].d[k] == 0);
+    }
     vijp_grads_clear(&g);
     problem_clear(&p);
 }

@@ -160,7 +160,7 @@ json_t *study_json(const study *s)
                              VIJP_GIT_COMMIT, "command", s->command ? s->command : "", "machine", machine, "blas", blas,
                              "mpfr", mpfr_get_version(), "gmp", gmp_version, "double_note",
                              "double results go through BLAS/LAPACK and may differ between machines and BLAS "
-                             "builds; the emulated formats and mpfr:P are bit-reproducible");
+                             "builds, as do binary32@SET's (sgemm); the emulated formats and mpfr:P are bit-reproducible");
     json_t *st = json_pack("{s:I, s:I, s:I, s:s, s:o, s:o, s:o, s:o, s:o, s:I, s:I}", "depth", (json_int_t)s->depth,
                            "width", (json_int_t)s->width, "batch", (json_int_t)s->batch, "loss",
                            s->loss == VIJP_LOSS_SQUARE ? "square" : "linear", "configs", configs, "formats", formats,

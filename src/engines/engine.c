@@ -45,7 +45,7 @@ int vijp_engine_run_opts(vijp_engine_kind e, const vijp_net *net, const vijp_mat
             return vijp_fail(err, VIJP_EINVAL, "engine: parameters of layer %zu are in another format", i + 1);
     }
     if ((rc = engine_grads_init(out, net, X->cols, X->fmt))) return vijp_fail(err, rc, "out of memory");
-    /* double@SET: this run's kernels are that set's, whole (vijp/format.h) */
+    /* double@SET, binary32@SET: this run's kernels are that set's, whole (vijp/format.h) */
     const vijp_kernels *outer = NULL, *set = X->fmt->kernel_set ? vijp_kernels_set(X->fmt->kernel_set - 1, NULL) : NULL;
     if (set) outer = vijp_kernels_scope(set);
     switch (e) {

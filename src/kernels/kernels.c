@@ -20,7 +20,7 @@ static const char *absent[VIJP_KSET_COUNT];
 static char select_error[256];
 static int active_set = -1;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static _Thread_local const vijp_kernels *scoped; /* a double@SET engine run's set, this thread only */
+static _Thread_local const vijp_kernels *scoped; /* a double@SET or binary32@SET run's set, this thread only */
 
 const vijp_kernels *vijp_kernels_scope(const vijp_kernels *k)
 {

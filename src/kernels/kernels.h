@@ -109,10 +109,11 @@ typedef struct vijp_kernels {
 } vijp_kernels;
 
 /* The table the layers use (selected once, see above), or the set an engine
- * run in a double@SET format scoped to its thread. */
+ * run in a double@SET or binary32@SET format scoped to its thread. */
 const vijp_kernels *vijp_kernels_active(void);
 /* Make k (NULL: none) this thread's table until the next call; returns the
- * previous one.  vijp_engine_run_opts scopes a double@SET run with it. */
+ * previous one.  vijp_engine_run_opts scopes a double@SET or binary32@SET run
+ * with it, and binary32@SET's float operators each call (layer_f32.c). */
 const vijp_kernels *vijp_kernels_scope(const vijp_kernels *k);
 
 /* vijp_compare's three metrics (vijp/metrics.h) from a set's drift_d, in

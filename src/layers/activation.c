@@ -96,7 +96,14 @@ void vijp_act_jacobian(const vijp_layer *L, const double *th, const double *x, d
 static float *eval_all_f(const vijp_layer *L, const float *X, size_t n)
 {
     float *f = vijp_alloc_unset(2 * (n ? n : 1) * sizeof *f);
-    vijp_kernels_active()->act_f[kact_of(L)](n, X, f, f + n);
+    int a = kact_of(L);
+    if (a >= 0) vijp_kernels_active()->act_f[a](n, X, f, f + n);
+    else /* not one of the six (vijp_act_ops_f attached elsewhere): its dual_eval, rounded once */
+        for (size_t i = 0; i < n; i++) {
+            double fd, dd;
+            L->type->dual_eval(L, NULL, (double)X[i], &fd, &dd);
+            f[i] = (float)fd, f[n + i] = (float)dd;
+        }
     return f;
 }
 
@@ -124,9 +131,9 @@ static int act_vijp_f(const vijp_layer *L, const float *th, const float *X, size
     (void)th, (void)frag;
     size_t n = L->in * B;
     float *f = eval_all_f(L, X, n), *d = f + n;
-    int rc = 0;
+    int rc = 0, tanh = kact_of(L) == VIJP_KACT_TANH;
     for (size_t i = 0; i < n && !rc; i++) {
-        if (d[i] == 0 || !isfinite(d[i]))
+        if (d[i] == 0 || (!tanh && !isfinite(d[i]))) /* as the emulation and the oracles: tanh refuses only 0 */
             rc = vijp_fail(err, VIJP_ESINGULAR, "%s vijp: f'(x) = %g at unit %zu (x = %g) in binary32: the layer is "
                            "numerically non-submersive there", L->type->name, (double)d[i], i % L->in, (double)X[i]);
         else Gy[i] = Gx[i] / d[i];
