@@ -462,8 +462,9 @@ END_TEST
  * double): ref is glibc's, held to its manual's 5 ulps (10u relative); the
  * SIMD sets to their stated 7u for t <= 26 and 0 beyond (where erfc <
  * 5.7e-296).  Points: uniform over [−30, 30] and [−1, 1], both sides of
- * every table interval's ends (S/k − 4) and of the branch points ±1/2 and
- * 26, and ±0, ±Inf, NaN; lengths that leave a tail. */
+ * every table cell's ends (the doubles whose low 48 bits are 0, 0.5 to 28)
+ * and of the branch points ±1/2 and 26, and ±0, ±Inf, NaN; lengths that
+ * leave a tail. */
 START_TEST(erfc_kernel_vs_mpfr)
 {
     const vijp_kernels *K = vijp_kernels_set(_i, NULL);
@@ -474,8 +475,10 @@ START_TEST(erfc_kernel_vs_mpfr)
     double *t = malloc(n * sizeof *t), *y = malloc(n * sizeof *y), bound = _i ? 7 : 10, worst = 0;
     static const double special[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 0.5, -0.5, 26, 0x1.Ap4, 0x1p-1074, 1e300};
     for (size_t j = 0; j < sizeof special / sizeof *special; j++) t[m++] = special[j];
-    for (int k = 26; k <= 178 && m + 4 < n; k++) { /* interval ends a = 800/k − 4, both signs */
-        double e = 800.0 / k - 4;
+    for (uint64_t k = 0x3FE0; k <= 0x403B && m + 4 < n; k++) { /* the SIMD table's cell ends, a's top 16 bits */
+        double e;
+        uint64_t bits = k << 48;
+        memcpy(&e, &bits, sizeof e);
         t[m++] = nextafter(e, 0), t[m++] = nextafter(e, 100), t[m++] = -e, t[m++] = e;
     }
     while (m < n) t[m] = (m % 2 ? 60 * vijp_rng_uniform(&rng) - 30 : 2 * vijp_rng_uniform(&rng) - 1), m++;

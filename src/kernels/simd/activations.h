@@ -92,9 +92,9 @@ static inline void mish_v(vd x, vd *f, vd *df)
  *    P >= 1.03; t·P within 4.5u, and |t·P| <= 0.5205 then costs the result
  *    (>= 0.4795, one fma's rounding u) 0.5205·4.5u/0.4795 + u < 6u.
  *  - a = |t| > 1/2: erfcx(a)·e^{−a²}, erfcx(a) = e^{a²} erfc(a) from
- *    scripts/gen-erfcx.py's piecewise degree-8 polynomials (within 0.93u;
- *    Horner's roundings 1.03u; z's rounding 0.03u: 2u in all, sampled at 60
- *    digits), e^{−a²} as e^{−s}(1 − e) with a² = s + e split exactly (fma;
+ *    scripts/gen-erfcx.py's degree-9 polynomials on 91 cells picked by a's
+ *    top 16 bits (within 0.97u; Horner's roundings 1.03u; z exact: 2u in
+ *    all, sampled at 60 digits), e^{−a²} as e^{−s}(1 − e) with a² = s + e split exactly (fma;
  *    |e| <= 676u, e²/2 below u²), e^{−s} SLEEF's within 1 ulp (2u), 1 − e
  *    and the two products one rounding each: 2u + 2u + 3u = 7u.  a is
  *    clamped at 26 (e^{−676}·erfcx still normal) before the table.
@@ -102,16 +102,20 @@ static inline void mish_v(vd x, vd *f, vd *df)
  *    + u < 4u.
  * tests/t-kernels.c holds every set's erfc_d to 7u against MPFR's erfc. */
 #include "erfcx_table.h"
-/* erfcx(a)·e^{−a²} for a > 1/2 (clamped at 26), h = e^{−s}, s = a·a rounded. */
+/* erfcx(a)·e^{−a²} for a > 1/2 (clamped to [1/2, 26]), h = e^{−s}, s = a·a
+ * rounded.  The cell and z come from a's bits (erfcx_table.h): no division,
+ * and z exact. */
 static inline __attribute__((always_inline)) vd erfc_big(vd a, vd h)
 {
-    vd ac = sel_d(a < 26, a, splat_d(26)), y = ERFCX_S / (4 + ac);
-    int32_t k[VW];
+    vd ac = sel_d(a < 26, a, splat_d(26));
+    ac = sel_d(ac > 0.5, ac, splat_d(0.5)); /* the lanes below take cell 0 and are not used */
+    vm b = (vm)ac, hb = b >> 48;
+    vd lo = (vd)(hb << 48), two_over_w = (vd)((2051 - (b >> 52)) << 52); /* 2^(5 − E) */
+    vd z = (ac - lo) * two_over_w - 1;
     const double *row[VW];
-    lane_rows(y, ERFCX_K0, ERFCX_K1, k); /* the lane's interval: k = floor(y) (y > 0), kept in the table */
-    for (int j = 0; j < VW; j++) row[j] = erfcx_table[k[j] - ERFCX_K0];
-    vd z = (ac - lane_entries(row, 0)) * lane_entries(row, 1), C = lane_entries(row, 2 + ERFCX_DEG); /* ac − c exact (Sterbenz) */
-    for (int i = ERFCX_DEG - 1; i >= 0; i--) C = vfma(C, z, lane_entries(row, 2 + i));
+    for (int j = 0; j < VW; j++) row[j] = erfcx_table[hb[j] - ERFCX_BASE];
+    vd C = lane_entries(row, ERFCX_DEG);
+    for (int i = ERFCX_DEG - 1; i >= 0; i--) C = vfma(C, z, lane_entries(row, i));
     vd s = ac * ac, e = vfma(ac, ac, -s);
     return (C * h) * (1 - e);
 }

@@ -96,16 +96,8 @@ static inline vf expand_load_f(const float *p, uint64_t m, vf a)
 }
 #define V_LOG1P(x) ((vd)Sleef_log1pd4_u10avx2((__m256d)(x)))
 #define V_TANH(x) ((vd)Sleef_tanhd4_u10avx2((__m256d)(x)))
-/* Table lookups (erfc_v): lane j's row index trunc(y_j) clamped to
- * [lo, hi] (y >= 0, or anything: the clamp keeps it in the table), and
- * entry i of the rows the lanes picked as one vector (register inserts, no
- * store-to-load round trip through memory). */
-static inline void lane_rows(vd y, int lo, int hi, int32_t idx[VW])
-{
-    __m128i k = _mm256_cvttpd_epi32((__m256d)y); /* out of int range: INT_MIN, clamped below */
-    k = _mm_min_epi32(_mm_max_epi32(k, _mm_set1_epi32(lo)), _mm_set1_epi32(hi));
-    _mm_storeu_si128((__m128i *)idx, k);
-}
+/* Table lookups (erfc_v): entry i of the rows the lanes picked, as one
+ * vector (register inserts, no store-to-load round trip through memory). */
 static inline vd lane_entries(const double *const row[VW], int i)
 {
     return (vd)_mm256_set_pd(row[3][i], row[2][i], row[1][i], row[0][i]);
@@ -137,12 +129,6 @@ static inline size_t compress_store_f(float *p, uint64_t m, vf v)
 static inline vf expand_load_f(const float *p, uint64_t m, vf a) { return (vf)_mm512_mask_expandloadu_ps((__m512)a, (__mmask16)m, p); }
 #define V_LOG1P(x) ((vd)Sleef_log1pd8_u10avx512f((__m512d)(x)))
 #define V_TANH(x) ((vd)Sleef_tanhd8_u10avx512f((__m512d)(x)))
-static inline void lane_rows(vd y, int lo, int hi, int32_t idx[VW])
-{
-    __m256i k = _mm512_cvttpd_epi32((__m512d)y);
-    k = _mm256_min_epi32(_mm256_max_epi32(k, _mm256_set1_epi32(lo)), _mm256_set1_epi32(hi));
-    _mm256_storeu_si256((__m256i *)idx, k);
-}
 static inline vd lane_entries(const double *const row[VW], int i)
 {
     return (vd)_mm512_set_pd(row[7][i], row[6][i], row[5][i], row[4][i], row[3][i], row[2][i], row[1][i], row[0][i]);
