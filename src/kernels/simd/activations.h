@@ -145,7 +145,10 @@ static inline vd erfc_v(vd t)
 
 /* gelu.c's normal_cdf and eval, the far tail evaluated only for vectors
  * with a lane in it, then selected; erfc is erfc_v above (within 7u, where
- * gelu.c's bound assumes glibc's 5 ulps = 10u). */
+ * gelu.c's bound assumes glibc's 5 ulps = 10u).  Where x >= −36.06, one
+ * exponential, h = e^{−t_hi²}, serves erfc, R and φ: x·φ̂ = ((x·c)·h)·(1 + D)
+ * within 2u (x·c, c rounded) + 3u (h's 2u, its product) + 2u (1 + D, its
+ * product) = 7u of |x|φ, inside gelu.c's 10u. */
 static inline void gelu_v(vd x, vd *f, vd *df)
 {
     const double c_hi = 0.70710678118654757, c_lo = -4.8336466567264565e-17;
@@ -167,9 +170,19 @@ static inline void gelu_v(vd x, vd *f, vd *df)
         vd b2 = h2 * (0.5 * (1 - d) * (inv_sqrt_pi / t_hi) * sum);
         a = sel_d(near, a, h2), b = sel_d(near, b, b2);
     }
-    vd s = x * x, e = sel_d(abs_d(s) < __builtin_inf(), vfma(x, x, -s), splat_d(0)), g = V_EXP(-0.25 * s);
+    vm fin = abs_d(x * x) < __builtin_inf();
+    vd s = x * x, e = sel_d(fin, vfma(x, x, -s), splat_d(0));
+    /* φ's exponential from h: e^{−x²/2} = h·e^D, D = (t_hi² − x²/2) rounded once: t_hi²'s rounding
+     * (the exp's argument) and s/2 agree to 6u, so their difference is exact (Sterbenz), and
+     * |D| <= 3e-13 leaves D²/2 below u².  The far lanes keep gelu.c's two factors (below). */
+    vd D = sel_d(fin, (t_hi * t_hi - 0.5 * s) - 0.5 * e, splat_d(0));
+    vd phi = ((x * inv_sqrt_2pi) * h) * (1 + D);
+    if (movemask_d(~near)) { /* x < −36.06: e^{−x²/2} below the normal range, gelu.c's g·g */
+        vd g = V_EXP(-0.25 * s);
+        phi = sel_d(near, phi, (((x * inv_sqrt_2pi) * g) * g) * (1 - 0.5 * e));
+    }
     *f = (x * a) * b;
-    *df = a * b + (((x * inv_sqrt_2pi) * g) * g) * (1 - 0.5 * e);
+    *df = a * b + phi;
 }
 
 /* The array kernels: whole vectors, then the tail padded with zeros. */
