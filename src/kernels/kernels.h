@@ -102,9 +102,9 @@ typedef struct vijp_kernels {
     void (*act_f[VIJP_KACT_COUNT])(size_t n, const float *x, float *f, float *df);
     void (*drift_d)(size_t n, const double *a, const double *ref, long prec, long emin, vijp_kdrift *out);
     /* erfc, what GELU's f and f′ are built on: ref is glibc's (within 5
-     * ulps, its manual), the SIMD sets' within 7u = 3.5 ulps relative for
-     * t <= 26 and 0 beyond, where erfc < 5.7e-296 (simd/activations.h);
-     * NaN stays NaN. */
+     * ulps, its manual), the SIMD sets' within 7.1u relative for t <= 26
+     * and 0 beyond, where erfc < 5.7e-296 (simd/activations.h); NaN stays
+     * NaN.  Bounded: the default table keeps ref's. */
     void (*erfc_d)(size_t n, const double *t, double *y);
 } vijp_kernels;
 

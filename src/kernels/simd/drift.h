@@ -7,7 +7,6 @@
  * exact power-of-two scalings (2^−e alone may exceed the double range). */
 #include "vec.h"
 
-typedef uint64_t vu __attribute__((vector_size(sizeof(vd))));
 
 static void drift_d(size_t n, const double *a, const double *ref, long prec, long emin, vijp_kdrift *out)
 {

@@ -101,7 +101,7 @@ static const double erfcx_table[91][10] = {
 };
 /* erf(t)/t = sum_k T[k] t^(2k), T[k] = (2/sqrt(pi)) (-1)^k / (k! (2k+1)), each
  * rounded to double; for t^2 <= 1/4 the first omitted term, k = 12, is
- * below 5e-18 of the sum (u/20). */
+ * below 5.5e-18 of the sum (u/20). */
 #define ERF_TAYLOR_N 12
 static const double erf_taylor[12] = {
     1.1283791670955126,

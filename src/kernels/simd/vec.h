@@ -137,6 +137,9 @@ static inline vd lane_entries(const double *const row[VW], int i)
 #error "VW must be 4 (AVX2) or 8 (AVX-512)"
 #endif
 
+/* Unsigned lanes, for logical shifts of a double's bits. */
+typedef uint64_t vu __attribute__((vector_size(sizeof(vd))));
+
 /* Unaligned loads and stores (memcpy: no aliasing or alignment claims). */
 static inline vd load_d(const double *p) { vd v; memcpy(&v, p, sizeof v); return v; }
 static inline void store_d(double *p, vd v) { memcpy(p, &v, sizeof v); }
