@@ -82,6 +82,15 @@ static inline vd expand_load_d(const double *p, uint64_t m, vd a)
     vm in = ((vm){1, 2, 4, 8} & (int64_t)m) != 0;
     return (vd)((in & (vm)spread) | (~in & (vm)a));
 }
+/* The same into a buffer with room for a whole vector at p: all four lanes
+ * stored, the packed ones first.  An unmasked store: AMD's vmaskmovpd store
+ * is microcoded (relu gather ran at ref's speed with it in L1). */
+static inline size_t compress_full_d(double *p, uint64_t m, vd v)
+{
+    __m256i idx = _mm256_loadu_si256((const __m256i *)compress_lut[m]);
+    _mm256_storeu_pd(p, _mm256_castsi256_pd(_mm256_permutevar8x32_epi32(_mm256_castpd_si256((__m256d)v), idx)));
+    return (size_t)__builtin_popcountll(m);
+}
 /* binary32 (8 lanes): lane by lane. */
 static inline size_t compress_store_f(float *p, uint64_t m, vf v)
 {
@@ -89,6 +98,7 @@ static inline size_t compress_store_f(float *p, uint64_t m, vf v)
     for (; m; m &= m - 1) p[c++] = v[__builtin_ctzll(m)];
     return c;
 }
+static inline size_t compress_full_f(float *p, uint64_t m, vf v) { return compress_store_f(p, m, v); }
 static inline vf expand_load_f(const float *p, uint64_t m, vf a)
 {
     for (size_t c = 0; m; m &= m - 1) a[__builtin_ctzll(m)] = p[c++];
@@ -127,6 +137,18 @@ static inline size_t compress_store_f(float *p, uint64_t m, vf v)
     return (size_t)__builtin_popcountll(m);
 }
 static inline vf expand_load_f(const float *p, uint64_t m, vf a) { return (vf)_mm512_mask_expandloadu_ps((__m512)a, (__mmask16)m, p); }
+/* Into a buffer with room for a whole vector: compressed in a register, one
+ * unmasked store (the memory form of vcompress is slow on some cores). */
+static inline size_t compress_full_d(double *p, uint64_t m, vd v)
+{
+    _mm512_storeu_pd(p, _mm512_maskz_compress_pd((__mmask8)m, (__m512d)v));
+    return (size_t)__builtin_popcountll(m);
+}
+static inline size_t compress_full_f(float *p, uint64_t m, vf v)
+{
+    _mm512_storeu_ps(p, _mm512_maskz_compress_ps((__mmask16)m, (__m512)v));
+    return (size_t)__builtin_popcountll(m);
+}
 #define V_LOG1P(x) ((vd)Sleef_log1pd8_u10avx512f((__m512d)(x)))
 #define V_TANH(x) ((vd)Sleef_tanhd8_u10avx512f((__m512d)(x)))
 static inline vd lane_entries(const double *const row[VW], int i)
