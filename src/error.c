@@ -58,19 +58,19 @@ static int refuse_this_one(void)
     return n == atomic_load_explicit(&fail_at, memory_order_relaxed);
 }
 
-void *vijp_alloc(size_t n)
+static void *allocate(size_t n, int zeroed)
 {
-    void *p = refuse_this_one() ? NULL : calloc(n ? n : 1, 1);
+    void *p = refuse_this_one() ? NULL : zeroed ? calloc(n ? n : 1, 1) : malloc(n ? n : 1);
     if (!p) vijp_out_of_memory(n);
+#ifdef VIJP_POISON_UNSET
+    /* all ones: a NaN as a double and as a float, so a read before the write shows */
+    if (!zeroed) memset(p, 0xff, n);
+#endif
     return p;
 }
 
-void *vijp_alloc_unset(size_t n)
-{
-    void *p = refuse_this_one() ? NULL : malloc(n ? n : 1);
-    if (!p) vijp_out_of_memory(n);
-    return p;
-}
+void *vijp_alloc(size_t n) { return allocate(n, 1); }
+void *vijp_alloc_unset(size_t n) { return allocate(n, 0); }
 
 void *vijp_alloc_array(size_t count, size_t size)
 {

@@ -6,7 +6,6 @@
 #include "layer_f32.h"
 #include "vijp/error.h"
 #include "kernels/kernels.h"
-#include <math.h>
 #include <stdlib.h>
 
 static float *to_float(const vijp_mat *a)
@@ -28,10 +27,7 @@ int vijp_layer_f32(vijp_f32_op op, const vijp_layer *L, const vijp_mat *theta, c
     const vijp_mat *th = theta && theta->rows ? theta : NULL;
     size_t n = vijp_mat_len(out), B = X->cols;
     float *t = to_float(th), *x = to_float(X), *a = to_float(A), *c = to_float(frag);
-    float *y = vijp_alloc_unset((n ? n : 1) * sizeof *y);
-#ifdef VIJP_POISON_UNSET
-    for (size_t i = 0; i < n; i++) y[i] = NAN; /* an operator that skips an entry shows (vijp/mat.h) */
-#endif
+    float *y = vijp_alloc_unset((n ? n : 1) * sizeof *y); /* NaN in SANITIZE builds: a skipped entry shows */
     int r = 0;
     /* the format's set, whoever calls (an engine run scopes it already) */
     const vijp_kernels *outer = vijp_kernels_scope(vijp_kernels_set(X->fmt->kernel_set - 1, NULL));

@@ -31,37 +31,28 @@ static mpfr_t *mp_block_new(size_t n, mpfr_prec_t prec)
     return v;
 }
 
-void vijp_mat_init(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt)
+/* vijp_mat_init and vijp_mat_init_unset: MPFR values are always zero (they
+ * must be initialised anyway); doubles zeroed or not. */
+static void mat_init(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt, int zeroed)
 {
     memset(a, 0, sizeof *a);
     a->rows = rows;
     a->cols = cols;
     a->fmt = fmt;
     size_t n = rows * cols;
-    if (fmt->kind == VIJP_DOUBLE) {
-        a->d = vijp_alloc_array(n ? n : 1, sizeof *a->d);
+    if (fmt->kind != VIJP_DOUBLE) {
+        a->m = mp_block_new(n, fmt->prec);
         return;
     }
-    a->m = mp_block_new(n, fmt->prec);
+    if (n > SIZE_MAX / sizeof *a->d) vijp_out_of_memory(SIZE_MAX);
+    a->d = zeroed ? vijp_alloc_array(n ? n : 1, sizeof *a->d) : vijp_alloc_unset((n ? n : 1) * sizeof *a->d);
 }
+
+void vijp_mat_init(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt) { mat_init(a, rows, cols, fmt, 1); }
 
 void vijp_mat_init_unset(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt)
 {
-    if (fmt->kind != VIJP_DOUBLE) {
-        vijp_mat_init(a, rows, cols, fmt);
-        return;
-    }
-    memset(a, 0, sizeof *a);
-    a->rows = rows;
-    a->cols = cols;
-    a->fmt = fmt;
-    size_t n = rows * cols;
-    if (rows && n / rows != cols) vijp_out_of_memory(SIZE_MAX);
-    if (n > SIZE_MAX / sizeof *a->d) vijp_out_of_memory(SIZE_MAX);
-    a->d = vijp_alloc_unset((n ? n : 1) * sizeof *a->d);
-#ifdef VIJP_POISON_UNSET
-    for (size_t i = 0; i < n; i++) a->d[i] = NAN;
-#endif
+    mat_init(a, rows, cols, fmt, 0);
 }
 
 void vijp_mat_clear(vijp_mat *a)

@@ -60,7 +60,9 @@ void *vijp_alloc(size_t n) __attribute__((malloc, returns_nonnull));
 void *vijp_alloc_array(size_t count, size_t size) __attribute__((malloc, returns_nonnull));
 /* n bytes whose contents are unspecified, for a buffer the caller writes
  * whole before reading it: no zeroing pass (reused heap memory would
- * otherwise be cleared byte by byte).  Same failure handling as vijp_alloc. */
+ * otherwise be cleared byte by byte).  Same failure handling as vijp_alloc.
+ * Builds with VIJP_POISON_UNSET (make SANITIZE=1) set every byte to 0xff,
+ * a NaN in every double and float, so that a read before the write shows. */
 void *vijp_alloc_unset(size_t n) __attribute__((malloc, returns_nonnull));
 void *vijp_realloc(void *p, size_t n) __attribute__((returns_nonnull));
 char *vijp_strdup(const char *s) __attribute__((malloc, returns_nonnull));

@@ -46,7 +46,9 @@ static void overlay_exact(vijp_kernels *dst, const vijp_kernels *src)
 {
     vijp_kernels keep = *dst;
     *dst = *src;
-    dst->drift_d = keep.drift_d, dst->erfc_d = keep.erfc_d; /* the bounded ones stay ref's */
+#define KEEP(e) dst->e = keep.e; /* the bounded ones stay ref's */
+    VIJP_KERNEL_BOUNDED_ENTRIES(KEEP)
+#undef KEEP
     memcpy(dst->act_d, keep.act_d, sizeof keep.act_d);
     memcpy(dst->act_f, keep.act_f, sizeof keep.act_f);
 }

@@ -141,14 +141,16 @@ extern const vijp_kernels vijp_kernels_ref_exact, vijp_kernels_ref_bounded;
 extern const vijp_kernels vijp_kernels_avx2, vijp_kernels_avx512;
 
 /* Every function-pointer entry but the activation arrays, for code that
- * walks the table (kernels.c completes sets, the tests count them). */
+ * walks the table (kernels.c completes sets, the tests count them); the
+ * bounded ones also on their own, which the default table keeps from ref. */
+#define VIJP_KERNEL_BOUNDED_ENTRIES(X) X(drift_d) X(erfc_d)
 #define VIJP_KERNEL_ENTRIES(X)                                                                            \
     X(leaky_forward_d) X(leaky_apply_d) X(leaky_vijp_d) X(leaky_inverse_d) X(leaky_forward_f)             \
     X(leaky_apply_f) X(leaky_vijp_f) X(leaky_inverse_f) X(sign_pack_d) X(sign_unpack_d) X(sign_pack_f)    \
     X(sign_unpack_f) X(relu_forward_d) X(relu_apply_d) X(relu_gather_d) X(relu_scatter_d)                 \
     X(relu_forward_f) X(relu_apply_f) X(relu_gather_f) X(relu_scatter_f) X(add_d) X(sub_d) X(affine_d)    \
-    X(affine_inverse_d) X(div_d) X(add_f) X(sub_f) X(affine_f) X(affine_inverse_f) X(div_f) X(drift_d)          \
-    X(erfc_d)
+    X(affine_inverse_d) X(div_d) X(add_f) X(sub_f) X(affine_f) X(affine_inverse_f) X(div_f)               \
+    VIJP_KERNEL_BOUNDED_ENTRIES(X)
 
 /* The designated initialisers of a set's exact kernels, when its file names
  * them leaky_forward_d, … (as ref/elementwise.c and simd/elementwise.h do). */
