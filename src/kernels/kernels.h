@@ -106,6 +106,16 @@ typedef struct vijp_kernels {
      * and 0 beyond, where erfc < 5.7e-296 (simd/activations.h); NaN stays
      * NaN.  Bounded: the default table keeps ref's. */
     void (*erfc_d)(size_t n, const double *t, double *y);
+    /* C := alpha·op(A)·op(B) + beta·C, column-major, op(X) = Xᵀ where its
+     * flag is nonzero (BLAS's gemm; the dense layer's products).  ref: the
+     * linked BLAS (ref/blas.c); cuda: cuBLAS.  Each entry is a dot product of
+     * k terms in some order, within γ_k·(|op(A)||op(B)|) plus beta's one
+     * rounding (Higham eq. 3.5, any order, FMA or not).  Bounded: the
+     * default table keeps ref's. */
+    void (*gemm_d)(int ta, int tb, size_t m, size_t n, size_t k, double alpha, const double *A, size_t lda,
+                   const double *B, size_t ldb, double beta, double *C, size_t ldc);
+    void (*gemm_f)(int ta, int tb, size_t m, size_t n, size_t k, float alpha, const float *A, size_t lda,
+                   const float *B, size_t ldb, float beta, float *C, size_t ldc);
 } vijp_kernels;
 
 /* The table the layers use (selected once, see above), or the set an engine
@@ -143,7 +153,7 @@ extern const vijp_kernels vijp_kernels_avx2, vijp_kernels_avx512;
 /* Every function-pointer entry but the activation arrays, for code that
  * walks the table (kernels.c completes sets, the tests count them); the
  * bounded ones also on their own, which the default table keeps from ref. */
-#define VIJP_KERNEL_BOUNDED_ENTRIES(X) X(drift_d) X(erfc_d)
+#define VIJP_KERNEL_BOUNDED_ENTRIES(X) X(drift_d) X(erfc_d) X(gemm_d) X(gemm_f)
 #define VIJP_KERNEL_ENTRIES(X)                                                                            \
     X(leaky_forward_d) X(leaky_apply_d) X(leaky_vijp_d) X(leaky_inverse_d) X(leaky_forward_f)             \
     X(leaky_apply_f) X(leaky_vijp_f) X(leaky_inverse_f) X(sign_pack_d) X(sign_unpack_d) X(sign_pack_f)    \

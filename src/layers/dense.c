@@ -10,7 +10,7 @@
 #include "init.h"
 #include "../../oracles/oracles.h"
 #include "../emu/dense.h"
-#include <cblas.h>
+#include "../kernels/kernels.h"
 #include <lapacke.h>
 #include <math.h>
 #include <stdio.h>
@@ -110,24 +110,21 @@ static void forward(const vijp_layer *L, const double *th, const double *X, size
 {
     size_t m = L->out, n = L->in;
     for (size_t j = 0; j < B; j++) memcpy(Y + j * m, th + m * n, m * sizeof *Y);
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)B, (int)n, 1.0, th, (int)m,
-                X, (int)n, 1.0, Y, (int)m);
+    vijp_kernels_active()->gemm_d(0, 0, m, B, n, 1.0, th, m, X, n, 1.0, Y, m);
 }
 
 static void jvp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *U,
                 double *V)
 {
     (void)X;
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)L->out, (int)B, (int)L->in, 1.0, th,
-                (int)L->out, U, (int)L->in, 0.0, V, (int)L->out);
+    vijp_kernels_active()->gemm_d(0, 0, L->out, B, L->in, 1.0, th, L->out, U, L->in, 0.0, V, L->out);
 }
 
 static void vjp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy,
                 double *Gx)
 {
     (void)X;
-    cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)L->in, (int)B, (int)L->out, 1.0, th,
-                (int)L->out, Gy, (int)L->out, 0.0, Gx, (int)L->in);
+    vijp_kernels_active()->gemm_d(1, 0, L->in, B, L->out, 1.0, th, L->out, Gy, L->out, 0.0, Gx, L->in);
 }
 
 static void vjp_param(const vijp_layer *L, const double *th, const double *X, size_t B,
@@ -135,8 +132,7 @@ static void vjp_param(const vijp_layer *L, const double *th, const double *X, si
 {
     (void)th;
     size_t m = L->out, n = L->in;
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)B, 1.0, Gy, (int)m, X,
-                (int)n, 0.0, Gt, (int)m);
+    vijp_kernels_active()->gemm_d(0, 1, m, n, B, 1.0, Gy, m, X, n, 0.0, Gt, m);
     /* db_i = Σ_j Gy[i, j], j ascending from 0, for all i at once: down the
      * columns, not across the rows (the same sums in the same order). */
     double *db = Gt + m * n;

@@ -10,7 +10,7 @@
  * runs them. */
 #include "vijp/layer.h"
 #include "vijp/error.h"
-#include <cblas.h>
+#include "../kernels/kernels.h"
 #include <lapacke.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,30 +19,26 @@ static void forward_f(const vijp_layer *L, const float *th, const float *X, size
 {
     size_t m = L->out, n = L->in;
     for (size_t j = 0; j < B; j++) memcpy(Y + j * m, th + m * n, m * sizeof *Y);
-    cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)B, (int)n, 1.0f, th, (int)m, X, (int)n, 1.0f,
-                Y, (int)m);
+    vijp_kernels_active()->gemm_f(0, 0, m, B, n, 1.0f, th, m, X, n, 1.0f, Y, m);
 }
 
 static void jvp_f(const vijp_layer *L, const float *th, const float *X, size_t B, const float *U, float *V)
 {
     (void)X;
-    cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)L->out, (int)B, (int)L->in, 1.0f, th, (int)L->out, U,
-                (int)L->in, 0.0f, V, (int)L->out);
+    vijp_kernels_active()->gemm_f(0, 0, L->out, B, L->in, 1.0f, th, L->out, U, L->in, 0.0f, V, L->out);
 }
 
 static void vjp_f(const vijp_layer *L, const float *th, const float *X, size_t B, const float *Gy, float *Gx)
 {
     (void)X;
-    cblas_sgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)L->in, (int)B, (int)L->out, 1.0f, th, (int)L->out, Gy,
-                (int)L->out, 0.0f, Gx, (int)L->in);
+    vijp_kernels_active()->gemm_f(1, 0, L->in, B, L->out, 1.0f, th, L->out, Gy, L->out, 0.0f, Gx, L->in);
 }
 
 static void vjp_param_f(const vijp_layer *L, const float *th, const float *X, size_t B, const float *Gy, float *Gt)
 {
     (void)th;
     size_t m = L->out, n = L->in;
-    cblas_sgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)B, 1.0f, Gy, (int)m, X, (int)n, 0.0f, Gt,
-                (int)m);
+    vijp_kernels_active()->gemm_f(0, 1, m, n, B, 1.0f, Gy, m, X, n, 0.0f, Gt, m);
     float *db = Gt + m * n; /* Σ_j Gy[i, j], j ascending, as dense.c */
     for (size_t i = 0; i < m; i++) db[i] = 0;
     for (size_t j = 0; j < B; j++)

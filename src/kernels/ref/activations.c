@@ -38,10 +38,15 @@ static void erfc_d(size_t n, const double *t, double *y)
 }
 
 void vijp_kernels_ref_drift_d(size_t n, const double *a, const double *ref, long prec, long emin, vijp_kdrift *out);
+void vijp_kernels_ref_gemm_d(int ta, int tb, size_t m, size_t n, size_t k, double alpha, const double *A, size_t lda,
+                             const double *B, size_t ldb, double beta, double *C, size_t ldc);
+void vijp_kernels_ref_gemm_f(int ta, int tb, size_t m, size_t n, size_t k, float alpha, const float *A, size_t lda,
+                             const float *B, size_t ldb, float beta, float *C, size_t ldc);
 
 const vijp_kernels vijp_kernels_ref_bounded = {
     .name = "ref",
     .act_d = {sigmoid_d, softplus_d, tanh_d, silu_d, gelu_d, mish_d},
     .act_f = {sigmoid_f, softplus_f, tanh_f, silu_f, gelu_f, mish_f},
     .drift_d = vijp_kernels_ref_drift_d, .erfc_d = erfc_d,
+    .gemm_d = vijp_kernels_ref_gemm_d, .gemm_f = vijp_kernels_ref_gemm_f,
 };
