@@ -59,7 +59,7 @@ MPFI_LIBS     ?= -lmpfi -lgmp
 FLINT_LIBS    ?= -lflint
 VIJP_CPPFLAGS += $(MPFI_CFLAGS)
 VIJP_LDFLAGS  := -pthread $(SANFLAGS)
-VIJP_LIBS     := $(shell pkg-config --libs $(PKGS)) $(FLINT_LIBS) $(MPFI_LIBS) -lm -pthread
+VIJP_LIBS     := $(shell pkg-config --libs $(PKGS)) $(FLINT_LIBS) $(MPFI_LIBS) -lm -ldl -pthread
 # MPFR and GMP are linked into the programs (vijp, the tests, the benchmarks)
 # from their static archives where the system has them (Debian's libmpfr-dev
 # and libgmp-dev do), whole, so that every MPFR and GMP symbol a plugin or a
@@ -105,7 +105,7 @@ endif
 TEST_SRC := $(wildcard tests/t-*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
-TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/check_main.o $(BUILD)/tests/testutil.o $(BUILD)/tests/layerfix.o $(BUILD)/tests/clirun.o $(BUILD)/tests/certfix.o $(BUILD)/tests/actterms.o \
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/check_main.o $(BUILD)/tests/testutil.o $(BUILD)/tests/layerfix.o $(BUILD)/tests/f32fix.o $(BUILD)/tests/clirun.o $(BUILD)/tests/certfix.o $(BUILD)/tests/actterms.o \
             $(BUILD)/examples/layer-template/scaledtanh.o \
             $(BUILD)/src/cli/progress.o $(BUILD)/src/cli/unit_io.o $(BUILD)/src/cli/prerender.o # the shipped plugin (t-registry.c), the command's progress meter (t-progress.c), unit text (t-resume.c) and prerendered files (t-prerender.c), tested in-process
 # The shared library's objects: position-independent, in their own tree.
@@ -151,8 +151,22 @@ CUDA_OBJ    := $(patsubst %.cu,$(BUILD)/%.o,$(wildcard src/kernels/cuda/*.cu))
 else
 CUDA_LIBS   :=
 CUDA_OBJ    := $(BUILD)/src/kernels/cuda/none.o
+# a libvijp-cuda.so left by an earlier CUDA build in this tree would be loaded
+$(shell rm -f $(BUILD)/libvijp-cuda.so)
 endif
 CUDA_LIB  := $(BUILD)/libvijp-cuda.a
+# libvijp-cuda.so: the same kernels as the CUDA kernel set of the table
+# (src/kernels/cuda/kernel_set.c), which libvijp loads with dlopen when a
+# @cuda format or VIJP_KERNELS=cuda asks for it (src/kernels/kernels.c), so
+# that only those runs map cuBLAS.  It exports vijp_cuda_kernel_set alone.
+ifeq ($(VIJP_CUDA),1)
+CUDA_SO   := $(BUILD)/libvijp-cuda.so
+CUDA_SET_OBJ := $(BUILD)/pic/src/kernels/cuda/kernel_set.o
+all: $(CUDA_SO)
+$(CUDA_SO): $(CUDA_OBJ) $(CUDA_SET_OBJ) src/kernels/cuda/libvijp-cuda.map
+	$(LINK) -shared -Wl,--no-undefined -Wl,--version-script=src/kernels/cuda/libvijp-cuda.map -o $@ \
+	  $(CUDA_OBJ) $(CUDA_SET_OBJ) $(CUDA_LIBS) -pthread
+endif
 # The GPU benchmark is part of make bench only in a CUDA build (it prints
 # SKIPPED and exits 0 where the build has CUDA but the machine no GPU).
 BENCH_GPU := $(if $(VIJP_CUDA),$(BUILD)/bench-gpu)
@@ -174,7 +188,7 @@ $(BUILD)/bench-gpu: VIJP_LIBS := $(CUDA_LIB) $(BUILD)/libvijp.a $(VIJP_LIBS) $(C
 CUDA_CFG := CUDA=$(VIJP_CUDA) $(NVCC) $(NVCC_ARCH) $(NVCCFLAGS)
 $(shell mkdir -p $(BUILD) && echo '$(CUDA_CFG)' | cmp -s - $(BUILD)/cuda.cfg || echo '$(CUDA_CFG)' > $(BUILD)/cuda.cfg)
 $(CUDA_OBJ): $(BUILD)/cuda.cfg
-CUDA_DEPS := $(patsubst %.o,%.d,$(CUDA_OBJ) $(CUDA_TEST_OBJ) $(BUILD)/tests/check_cuda.o)
+CUDA_DEPS := $(patsubst %.o,%.d,$(CUDA_OBJ) $(CUDA_TEST_OBJ) $(BUILD)/tests/check_cuda.o $(CUDA_SET_OBJ))
 $(CUDA_DEPS):
 -include $(CUDA_DEPS)
 $(BUILD)/src/kernels/cuda/%.o: src/kernels/cuda/%.cu
@@ -459,13 +473,14 @@ install: all $(BUILD)/vijp.pc
 	$(INSTALL) -m 755 $(BUILD)/$(SHLIB) $(DESTDIR)$(LIBDIR)/$(SHLIB)
 	ln -sf $(SHLIB) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libvijp.so
+	$(if $(CUDA_SO),$(INSTALL) -m 755 $(CUDA_SO) $(DESTDIR)$(LIBDIR)/libvijp-cuda.so)
 	$(INSTALL) -m 644 $(HEADERS) $(DESTDIR)$(INCLUDEDIR)/vijp/
 	$(INSTALL) -m 644 $(BUILD)/vijp.pc $(DESTDIR)$(PKGCONFIGDIR)/vijp.pc
 	$(INSTALL) -m 644 $(BUILD)/vijp.1 $(DESTDIR)$(MANDIR)/man1/vijp.1
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/vijp $(DESTDIR)$(LIBDIR)/libvijp.a $(DESTDIR)$(LIBDIR)/$(SHLIB) \
-	  $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libvijp.so \
+	  $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libvijp.so $(DESTDIR)$(LIBDIR)/libvijp-cuda.so \
 	  $(DESTDIR)$(PKGCONFIGDIR)/vijp.pc $(DESTDIR)$(MANDIR)/man1/vijp.1 \
 	  $(addprefix $(DESTDIR)$(INCLUDEDIR)/vijp/,$(notdir $(HEADERS)))
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/vijp 2>/dev/null

@@ -38,6 +38,15 @@ soname=$(readelf -d "$prefix/lib/libvijp.so.$version" | sed -n 's/.*(SONAME).*\[
 [ "$soname" = libvijp.so.0 ] || fail "soname of libvijp.so is '$soname', not libvijp.so.0"
 "$prefix/bin/vijp" --version > "$log" 2>&1 || fail "installed vijp --version"
 grep -q "^vijp $version " "$log" || fail "installed vijp --version does not say $version"
+# A CUDA build installs libvijp-cuda.so beside libvijp, and the installed
+# vijp finds it there (bin/../lib): without a GPU the set is refused with the
+# CUDA runtime's reason, never "cannot load".
+if [ -e "${BUILD:-build}/libvijp-cuda.so" ]; then
+  [ -e "$prefix/lib/libvijp-cuda.so" ] || fail "make install did not install lib/libvijp-cuda.so"
+  if ! "$prefix/bin/vijp" grad --net dense:4 --depth 1 --format double@cuda > "$log" 2>&1; then
+    grep -q "cannot load" "$log" && fail "installed vijp cannot load lib/libvijp-cuda.so: $(cat "$log")"
+  fi
+fi
 
 step "make install DESTDIR=$tmp/stage PREFIX=/opt/vijp"
 $MAKE --no-print-directory install DESTDIR="$tmp/stage" PREFIX=/opt/vijp > "$log" 2>&1 || fail "make install DESTDIR"

@@ -1,7 +1,8 @@
 #!/bin/sh
 # gpu-check: on a machine with an NVIDIA GPU, from a bare checkout: build vijp
-# with CUDA, run the CUDA test suite (CK_RUN_SUITE=cuda) and the GPU
-# benchmark, print a summary.  About 3-8 minutes (the build is most of it).
+# with CUDA, run the CUDA test suite (CK_RUN_SUITE=cuda), the kernel-set
+# suites with the CUDA set loaded (kernels, b32set, mixedset: its entries
+# against the MPFR oracles and ref) and the GPU benchmark, print a summary.  About 3-8 minutes (the build is most of it).
 #   scripts/gpu-check.sh            logs in build/gpu-check/, or in $OUT if set
 #   JOBS=1 scripts/gpu-check.sh     build with one job (default: every core)
 # Exit status: 0 all passed; 1 a step failed (its log's tail is printed);
@@ -67,11 +68,11 @@ if [ -n "$missing" ]; then
 fi
 
 # 3. Build what the check needs (all cores: this is a machine of its own).
-step build 360 make -j"$jobs" NVCC="$NVCC" build/check_cuda build/bench-gpu
+step build 360 make -j"$jobs" NVCC="$NVCC" build/check_cuda build/bench-gpu build/vijp build/libvijp-cuda.so build/check_vijp
 grep -q '^CUDA=1' build/cuda.cfg || { say "FAILED: the build did not enable CUDA: $(cat build/cuda.cfg)"; exit 1; }
 
 # 4. The CUDA suite.  Without a usable GPU its gpu_* tests skip with a reason.
-step tests 180 env CK_RUN_SUITE=cuda ./build/check_cuda
+step tests 180 env CK_RUN_SUITE=cuda VIJP_BIN="$root/build/vijp" ./build/check_cuda
 grep '^100%: Checks' "$logs/tests.log" | sed 's/^/gpu-check:   /' | tee -a "$summary"
 grep '^# t-cuda gpu' "$logs/tests.log" | sed 's/^# t-cuda /gpu-check:   /' | tee -a "$summary"
 skipped=$(grep -m 1 'SKIPPED' "$logs/tests.log")
@@ -81,7 +82,16 @@ if [ -n "$skipped" ]; then
   exit 77
 fi
 
-# 5. The benchmark (HBM copy bandwidth and the dgemm rate measured in the same run).
+# 5. The kernel table's CUDA set (libvijp-cuda.so, loaded by libvijp) in the
+# suites that test every set: t-kernels, t-b32set, t-mixedset.
+for suite in kernels b32set mixedset; do
+  step "set-$suite" 300 env CK_RUN_SUITE=$suite VIJP_BIN="$root/build/vijp" ./build/check_vijp
+  grep '^100%: Checks' "$logs/set-$suite.log" | sed "s/^/gpu-check:   $suite: /" | tee -a "$summary"
+  grep -q 'cuda skipped' "$logs/set-$suite.log" && { say "FAILED: $suite skipped the CUDA set: $(grep -m 1 'cuda skipped' "$logs/set-$suite.log")"; exit 1; }
+done
+grep -E '^# kernels: cuda ' "$logs/set-kernels.log" | sed 's/^# /gpu-check:   /' | tee -a "$summary"
+
+# 6. The benchmark (HBM copy bandwidth and the dgemm rate measured in the same run).
 step bench 120 ./build/bench-gpu
 cp "$logs/bench.log" "$logs/bench-gpu.txt"
 head -n 1 "$logs/bench.log" | sed 's/^/gpu-check:   /' | tee -a "$summary"

@@ -81,24 +81,25 @@ int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err)
         return 0;
     }
     const char *at = strchr(s, '@');
-    if (at) { /* double or binary32 through one kernel set (src/kernels/kernels.h) */
-        size_t base = (size_t)(at - s);
-        int dbl = base == 6 && !strncmp(s, "double", 6), f32 = base == 8 && !strncmp(s, "binary32", 8);
-        if (!dbl && !f32)
-            return vijp_fail(err, VIJP_EINVAL, "format '%s': only double and binary32 run through a kernel set "
-                             "(double@SET, binary32@SET)", s);
+    if (at) { /* a format through one kernel set (src/kernels/kernels.h) */
+        static const char *const bases[] = {"double", "binary32", "bfloat16+binary32", "binary16+binary32"};
+        size_t len = (size_t)(at - s), b = 0;
+        while (b < sizeof bases / sizeof *bases && !(strlen(bases[b]) == len && !strncmp(s, bases[b], len))) b++;
+        if (b == sizeof bases / sizeof *bases)
+            return vijp_fail(err, VIJP_EINVAL, "format '%s': only double, binary32, bfloat16+binary32 and "
+                             "binary16+binary32 run through a kernel set (FORMAT@SET)", s);
         for (int i = 0; i < VIJP_KSET_COUNT; i++) {
             const char *why = NULL;
             if (strcmp(at + 1, vijp_kset_names[i])) continue;
             if (!vijp_kernels_set(i, &why))
                 return vijp_fail(err, VIJP_EINVAL, "format '%s': that kernel set is not available: %s", s, why);
-            int rc = vijp_format_parse(dbl ? "double" : "binary32", f, err);
+            int rc = vijp_format_parse(bases[b], f, err);
             f->kernel_set = 1 + i;
-            snprintf(f->name, sizeof f->name, "%s@%s", dbl ? "double" : "binary32", vijp_kset_names[i]);
+            snprintf(f->name, sizeof f->name, "%s@%s", bases[b], vijp_kset_names[i]);
             return rc;
         }
         return vijp_fail(err, VIJP_EINVAL, "format '%s': unknown kernel set (%s@ref, @avx2, @avx512, @cuda)", s,
-                         dbl ? "double" : "binary32");
+                         bases[b]);
     }
     if (!strcmp(s, "binary32")) return emulated(f, VIJP_BINARY32, s, 24, -148, 128, 4), 0;
     if (!strcmp(s, "binary16")) return emulated(f, VIJP_BINARY16, s, 11, -23, 16, 2), 0;
@@ -120,7 +121,8 @@ int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err)
     }
     return vijp_fail(err, VIJP_EINVAL,
                      "unknown format '%s' (known: double, mpfr:P, binary32, binary16, bfloat16, "
-                     "bfloat16+binary32, binary16+binary32, tf32+binary32, double@SET, binary32@SET)", s);
+                     "bfloat16+binary32, binary16+binary32, tf32+binary32; double, binary32, bfloat16+binary32 and "
+                     "binary16+binary32 also as FORMAT@SET, SET ref, avx2, avx512 or cuda)", s);
 }
 
 mpfr_prec_t vijp_format_value_prec(const vijp_format *f)

@@ -12,6 +12,7 @@
  * added to the "gpu" case (t-cuda-dense.c). */
 Suite *suite_cuda(void);
 void cuda_add_dense_tests(TCase *tc);
+void cuda_add_set_tests(TCase *host, TCase *gpu); /* t-cuda-set.c */
 
 static inline int gpu_or_skip(const char *test)
 {

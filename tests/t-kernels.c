@@ -419,7 +419,7 @@ START_TEST(kernel_formats)
     ck_assert(!vijp_format_parse("double@ref", &f, &err));
     ck_assert(f.kind == VIJP_DOUBLE && f.prec == 53 && f.kernel_set == 1 && !strcmp(f.name, "double@ref"));
     ck_assert(vijp_format_parse("double@sse9", &f, &err) == VIJP_EINVAL && strstr(err.msg, "unknown kernel set"));
-    ck_assert(vijp_format_parse("bfloat16@ref", &f, &err) == VIJP_EINVAL && strstr(err.msg, "only double and binary32"));
+    ck_assert(vijp_format_parse("bfloat16@ref", &f, &err) == VIJP_EINVAL && strstr(err.msg, "only double, binary32, bfloat16+binary32 and binary16+binary32"));
     for (int i = 1; i < VIJP_KSET_COUNT; i++) {
         char name[32];
         snprintf(name, sizeof name, "double@%s", vijp_kset_names[i]);

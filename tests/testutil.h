@@ -36,6 +36,7 @@ Suite *suite_emu_dense(void);
 Suite *suite_prerender(void);
 Suite *suite_compare_fast(void);
 Suite *suite_b32set(void);
+Suite *suite_mixedset(void);
 
 /* Iteration count scaled by VIJP_TEST_SCALE (default 1), as FLINT does. */
 long test_iters(long base);

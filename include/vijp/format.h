@@ -42,7 +42,7 @@ typedef struct {
     mpfr_prec_t store_prec;         /* the storage format; equal to prec, emin, */
     mpfr_exp_t store_emin, store_emax; /* emax unless mixed */
     mpfr_prec_t operand_prec;       /* tf32+binary32: 11; otherwise 0 (no operand rounding) */
-    int kernel_set;       /* double@SET, binary32@SET: 1 + the kernel set (0 ref, 1 avx2, 2 avx512, 3 cuda) that engine
+    int kernel_set;       /* FORMAT@SET: 1 + the kernel set (0 ref, 1 avx2, 2 avx512, 3 cuda) that engine
                            * runs in this format use; 0: the process's (VIJP_KERNELS or the CPU's best) */
     int exact_dots;       /* nonzero (mpfr:P only): dot products rounded once, not per operation (oracles/dot.h);
                            * set for the drift study's reference, never by parsing a name */
@@ -60,9 +60,17 @@ typedef struct {
  * "double@ref", "double@avx2", "double@avx512", "double@cuda": double through
  * that kernel set (an error where the set is not available), and likewise
  * "binary32@SET": binary32 values, each layer operator that has native float
- * operators (vijp_ops_f: dense through BLAS/LAPACK's sgemm and sgetrf/s,
- * leaky, relu, the catalogue's smooth activations) computed by them through
- * that set, the others by the binary32 emulation. */
+ * operators (vijp_ops_f: dense through the set's gemm_f, which is BLAS's
+ * sgemm but for cuda's cuBLAS, and LAPACK's sgetrf/s, leaky, relu, the
+ * catalogue's smooth activations) computed by them through that set, the
+ * others by the binary32 emulation; and "bfloat16+binary32@SET",
+ * "binary16+binary32@SET": the same float operators on values of the
+ * storage format, dense's products through the set's gemm_mixed_f (exact
+ * products, binary32 sums: sgemm, or cuBLAS's GemmEx on bfloat16 or binary16
+ * inputs, the tensor cores' accumulation), each result rounded once to the
+ * storage format, the other operators by the mixed format's emulation.
+ * (tf32+binary32 has no @SET: its operand rounding has no float route.)
+ * Cuda: the set runs where a GPU is and libvijp-cuda.so loads. */
 VIJP_MUST_CHECK int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err);
 /* One of the fixed formats (every kind but VIJP_MPFR, which needs a
  * precision: vijp_format_mpfr); cannot fail. */

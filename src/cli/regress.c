@@ -29,7 +29,7 @@ static const char help[] =
     "is a finding.  Its direction is that of the metric's worst value over the\n"
     "layers (largest error or bytes, fewest rebuilt layers): 'worse' if it grew,\n"
     "'better' if it shrank, 'changed' if it is the same while other layers moved.\n"
-    "double and binary32@SET may differ between machines and BLAS builds: such\n"
+    "double and every FORMAT@SET may differ between machines and BLAS builds: such\n"
     "a curve is\n"
     "'worse' when the geometric mean over seeds of the worst errors grows by more\n"
     "than --error-factor, the median safe depth drops by more than --depth-drop,\n"

@@ -25,7 +25,7 @@ static json_t *spread_json(spread s)
     return json_pack("{s:o, s:o, s:o}", "min", num(s.min), "median", num(s.median), "max", num(s.max));
 }
 
-/* double and binary32@SET go through BLAS (and SIMD libm): machine-dependent. */
+/* double and every FORMAT@SET go through BLAS (and SIMD libm, or a GPU): machine-dependent. */
 int format_reproducible(const vijp_format *f) { return f->kind != VIJP_DOUBLE && !f->kernel_set; }
 
 void machine_description(char *buf, size_t size)
@@ -160,7 +160,8 @@ json_t *study_json(const study *s)
                              VIJP_GIT_COMMIT, "command", s->command ? s->command : "", "machine", machine, "blas", blas,
                              "mpfr", mpfr_get_version(), "gmp", gmp_version, "double_note",
                              "double results go through BLAS/LAPACK and may differ between machines and BLAS "
-                             "builds, as do binary32@SET's (sgemm); the emulated formats and mpfr:P are bit-reproducible");
+                             "builds, as do the FORMAT@SET formats' (sgemm, cuBLAS); the emulated formats and mpfr:P are "
+                             "bit-reproducible");
     json_t *st = json_pack("{s:I, s:I, s:I, s:s, s:o, s:o, s:o, s:o, s:o, s:I, s:I}", "depth", (json_int_t)s->depth,
                            "width", (json_int_t)s->width, "batch", (json_int_t)s->batch, "loss",
                            s->loss == VIJP_LOSS_SQUARE ? "square" : "linear", "configs", configs, "formats", formats,

@@ -662,8 +662,8 @@ static int fill_report_md(FILE *o, const void *ctx)
     md_layers(o, s);
     fputs("\n## Reproducibility\n\nbfloat16, binary16, binary32, the mixed formats (bfloat16+binary32: bf16 storage, binary32 "
           "accumulation, exact products) and mpfr:P are emulated in MPFR and bit-reproducible "
-          "on any machine; `vijp regress` compares them exactly. double, and binary32@SET (float32 through a kernel set "
-          "and sgemm), go through BLAS/LAPACK, whose results can depend on the machine and the BLAS build, so they are "
+          "on any machine; `vijp regress` compares them exactly. double, and the FORMAT@SET formats (through a kernel "
+          "set and sgemm or cuBLAS), go through BLAS/LAPACK, whose results can depend on the machine and the BLAS build, so they are "
           "compared with tolerances. The files: drift.json "
           "(everything, schema vijp-drift/1), drift.csv (every layer, seed and engine), curves.csv (medians, what "
           "the plots read), summary.csv (this table), memory.csv (every engine's stored bytes against depth, double).\n", o);

@@ -2,24 +2,24 @@
  * the active table chosen once. */
 #include "kernels.h"
 #include "vijp/kernels.h"
+#include <dlfcn.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *const vijp_kact_names[VIJP_KACT_COUNT] = {"sigmoid", "softplus", "tanh", "silu", "gelu", "mish"};
 const char *const vijp_kset_names[VIJP_KSET_COUNT] = {"ref", "avx2", "avx512", "cuda"};
-
-/* The CUDA backend, when linked, defines this (a set in this layout); a
- * weak reference leaves the slot empty otherwise. */
-extern const vijp_kernels vijp_kernels_cuda_set __attribute__((weak));
 
 static vijp_kernels sets[VIJP_KSET_COUNT], active;
 static const char *absent[VIJP_KSET_COUNT];
 static char select_error[256];
 static int active_set = -1;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_once_t once = PTHREAD_ONCE_INIT, cuda_once = PTHREAD_ONCE_INIT;
+static char cuda_absent[512] = "the CUDA kernel set was not looked for";
 static _Thread_local const vijp_kernels *scoped; /* a double@SET or binary32@SET run's set, this thread only */
 
 const vijp_kernels *vijp_kernels_scope(const vijp_kernels *k)
@@ -58,7 +58,7 @@ static void build_sets(void)
 {
     sets[0] = vijp_kernels_ref_exact;
     complete(&sets[0], &vijp_kernels_ref_bounded);
-    const vijp_kernels *cand[VIJP_KSET_COUNT] = {NULL, NULL, NULL, &vijp_kernels_cuda_set};
+    const vijp_kernels *cand[VIJP_KSET_COUNT] = {NULL};
 #ifdef VIJP_GENERIC
     absent[1] = absent[2] = "this is a GENERIC=1 build (reference kernels only)";
 #else
@@ -68,12 +68,63 @@ static void build_sets(void)
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) cand[2] = &vijp_kernels_avx512;
     else absent[2] = "this CPU lacks AVX-512F/DQ";
 #endif
-    if (!cand[3]) absent[3] = "no CUDA kernel set is linked into this build";
-    for (int i = 1; i < VIJP_KSET_COUNT; i++) {
+    absent[3] = cuda_absent; /* until load_cuda, on demand */
+    for (int i = 1; i < 3; i++) {
         if (!cand[i]) continue;
         sets[i] = *cand[i];
         complete(&sets[i], &sets[0]);
     }
+}
+
+/* The CUDA set lives in libvijp-cuda.so (src/kernels/cuda/kernel_set.c),
+ * loaded only when asked for: VIJP_CUDA_LIBRARY names it, else it is looked
+ * for beside the object that holds this code (the program, or libvijp.so)
+ * and in ../lib from there (an installed vijp), else the dynamic loader's
+ * path.  It stays loaded: the CUDA runtime registers exit handlers. */
+static void *open_cuda(char *tried, size_t n)
+{
+    const char *env = getenv("VIJP_CUDA_LIBRARY");
+    if (env && *env) return snprintf(tried, n, "%s", env), dlopen(env, RTLD_NOW | RTLD_LOCAL);
+    char dirs[2][PATH_MAX] = {"", ""}, path[2 * PATH_MAX + 32];
+    Dl_info info;
+    if (dladdr((void *)&vijp_kernels_set, &info) && info.dli_fname && strchr(info.dli_fname, '/'))
+        snprintf(dirs[0], sizeof dirs[0], "%s", info.dli_fname);
+    ssize_t len = readlink("/proc/self/exe", dirs[1], sizeof dirs[1] - 1);
+    dirs[1][len > 0 ? len : 0] = 0;
+    for (int d = 0; d < 2; d++) {
+        char *slash = strrchr(dirs[d], '/');
+        if (!slash) continue;
+        *slash = 0;
+        for (int up = 0; up < 2; up++) {
+            snprintf(path, sizeof path, up ? "%s/../lib/libvijp-cuda.so" : "%s/libvijp-cuda.so", dirs[d]);
+            if (!access(path, R_OK)) return snprintf(tried, n, "%s", path), dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        }
+    }
+    snprintf(tried, n, "libvijp-cuda.so");
+    return dlopen("libvijp-cuda.so", RTLD_NOW | RTLD_LOCAL);
+}
+
+static void load_cuda(void)
+{
+    char tried[2 * PATH_MAX + 32], why[256] = "";
+    void *h = open_cuda(tried, sizeof tried);
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(cuda_absent, sizeof cuda_absent, "cannot load %.200s (builds without nvcc, or with CUDA=0, GENERIC=1 "
+                 "or SANITIZE=1, have none): %.200s", tried, e ? e : "?");
+        return;
+    }
+    const vijp_kernels *(*entry)(size_t, int, char *, size_t);
+    *(void **)&entry = dlsym(h, "vijp_cuda_kernel_set"); /* POSIX's way to a function pointer */
+    const vijp_kernels *k = entry ? entry(sizeof(vijp_kernels), VIJP_KERNELS_TABLE_VERSION, why, sizeof why) : NULL;
+    if (!k) {
+        if (entry) snprintf(cuda_absent, sizeof cuda_absent, "%s", why);
+        else snprintf(cuda_absent, sizeof cuda_absent, "%.400s lacks vijp_cuda_kernel_set", tried);
+        return;
+    }
+    sets[3] = *k;
+    complete(&sets[3], &sets[0]);
+    absent[3] = NULL;
 }
 
 static void choose(void)
@@ -92,6 +143,7 @@ static void choose(void)
     }
     for (int i = 0; i < VIJP_KSET_COUNT; i++)
         if (!strcmp(want, vijp_kset_names[i])) {
+            if (i == 3) pthread_once(&cuda_once, load_cuda);
             if (absent[i]) {
                 snprintf(select_error, sizeof select_error, "VIJP_KERNELS=%s: that kernel set is not available: %s",
                          want, absent[i]);
@@ -131,6 +183,7 @@ const vijp_kernels *vijp_kernels_set(int i, const char **why)
 {
     pthread_once(&once, choose);
     if (i < 0 || i >= VIJP_KSET_COUNT) return NULL;
+    if (i == 3) pthread_once(&cuda_once, load_cuda);
     if (why) *why = absent[i];
     return absent[i] ? NULL : &sets[i];
 }

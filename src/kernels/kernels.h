@@ -5,8 +5,8 @@
  *                                scalar code, the definition of the results
  *   avx2    src/kernels/avx2/    AVX2 + FMA (not built under make GENERIC=1)
  *   avx512  src/kernels/avx512/  AVX-512F + DQ (not built under GENERIC=1)
- *   cuda    an empty slot, filled when a CUDA backend defines
- *           vijp_kernels_cuda_set (weak symbol, see kernels.c)
+ *   cuda    src/kernels/cuda/kernel_set.c in libvijp-cuda.so, loaded
+ *           with dlopen when first asked for (kernels.c), where a GPU is
  *
  * Two classes of kernel, and the contract of each (the tests in
  * tests/t-kernels.c check both for every set the machine runs):
@@ -116,7 +116,19 @@ typedef struct vijp_kernels {
                    const double *B, size_t ldb, double beta, double *C, size_t ldc);
     void (*gemm_f)(int ta, int tb, size_t m, size_t n, size_t k, float alpha, const float *A, size_t lda,
                    const float *B, size_t ldb, float beta, float *C, size_t ldc);
+    /* gemm_f for a mixed format's float route (layer_f32.c): A and B hold
+     * values of the storage format (VIJP_KSTORE_*, exact in float), the
+     * products are exact and the sums binary32.  ref: sgemm, which computes
+     * exactly that; cuda: cublasGemmEx on bfloat16 or binary16 inputs (the
+     * tensor cores' accumulation, cuda.h's bound). */
+    void (*gemm_mixed_f)(int storage, int ta, int tb, size_t m, size_t n, size_t k, float alpha, const float *A,
+                         size_t lda, const float *B, size_t ldb, float beta, float *C, size_t ldc);
 } vijp_kernels;
+enum { VIJP_KSTORE_BF16 = 1, VIJP_KSTORE_F16 = 2 };
+/* Raise it with any change to vijp_kernels' entries (order, types, meaning):
+ * libvijp-cuda.so holds a table of this layout, and the loader (kernels.c)
+ * refuses one built for another. */
+#define VIJP_KERNELS_TABLE_VERSION 1
 
 /* The table the layers use (selected once, see above), or the set an engine
  * run in a double@SET or binary32@SET format scoped to its thread. */
@@ -153,7 +165,7 @@ extern const vijp_kernels vijp_kernels_avx2, vijp_kernels_avx512;
 /* Every function-pointer entry but the activation arrays, for code that
  * walks the table (kernels.c completes sets, the tests count them); the
  * bounded ones also on their own, which the default table keeps from ref. */
-#define VIJP_KERNEL_BOUNDED_ENTRIES(X) X(drift_d) X(erfc_d) X(gemm_d) X(gemm_f)
+#define VIJP_KERNEL_BOUNDED_ENTRIES(X) X(drift_d) X(erfc_d) X(gemm_d) X(gemm_f) X(gemm_mixed_f)
 #define VIJP_KERNEL_ENTRIES(X)                                                                            \
     X(leaky_forward_d) X(leaky_apply_d) X(leaky_vijp_d) X(leaky_inverse_d) X(leaky_forward_f)             \
     X(leaky_apply_f) X(leaky_vijp_f) X(leaky_inverse_f) X(sign_pack_d) X(sign_unpack_d) X(sign_pack_f)    \

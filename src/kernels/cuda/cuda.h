@@ -127,6 +127,28 @@ VIJP_MUST_CHECK int vijp_cuda_dense_vijp_f(vijp_cuda_blas *h, size_t m, size_t n
 VIJP_MUST_CHECK int vijp_cuda_gemm_d(vijp_cuda_blas *h, size_t m, size_t n, size_t k, const double *A, const double *Bm,
                                      double *C, vijp_error *err);
 
+/* C := alpha·op(A)·op(B) + beta·C, op(X) = Xᵀ where its flag is nonzero,
+ * column-major (BLAS's gemm): cublasDgemm / cublasSgemm, for the kernel
+ * set's gemm_d and gemm_f (kernel_set.c).  Bound: the order-free γ_k of
+ * Higham Thm 3.5, as the forward's above. */
+VIJP_MUST_CHECK int vijp_cuda_gemm_ex_d(vijp_cuda_blas *h, int ta, int tb, size_t m, size_t n, size_t k, double alpha,
+                                        const double *A, size_t lda, const double *Bm, size_t ldb, double beta,
+                                        double *C, size_t ldc, vijp_error *err);
+VIJP_MUST_CHECK int vijp_cuda_gemm_ex_f(vijp_cuda_blas *h, int ta, int tb, size_t m, size_t n, size_t k, float alpha,
+                                        const float *A, size_t lda, const float *Bm, size_t ldb, float beta, float *C,
+                                        size_t ldc, vijp_error *err);
+/* The same with A and B holding values of a narrow storage format (exact in
+ * float): converted to it on the device and multiplied by cublasGemmEx with
+ * binary32 accumulation (CUBLAS_COMPUTE_32F, tensor cores allowed), what
+ * bfloat16+binary32 and binary16+binary32 run on a GPU.  The products are
+ * exact (11 × 11 significand bits fit in 24; normal range); the sums' order
+ * and the tensor cores' block rounding are cuBLAS's: the bound of
+ * vijp_cuda_dense_forward_bf16 below, γ' at 2^-22 per term. */
+enum { VIJP_CUDA_BF16 = 1, VIJP_CUDA_F16 = 2 };
+VIJP_MUST_CHECK int vijp_cuda_gemm_narrow(vijp_cuda_blas *h, int storage, int ta, int tb, size_t m, size_t n,
+                                          size_t k, float alpha, const float *A, size_t lda, const float *Bm,
+                                          size_t ldb, float beta, float *C, size_t ldc, vijp_error *err);
+
 /* ---- bfloat16 storage, binary32 accumulation: Y = bf16(W X + b), every
  * array bfloat16 bit patterns (uint16_t).  cublasGemmEx with CUDA_R_16BF
  * inputs, CUDA_R_32F output and CUBLAS_COMPUTE_32F (tensor cores allowed),

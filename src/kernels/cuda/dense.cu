@@ -5,6 +5,7 @@
 #include <cublas_v2.h>
 #include <cusolverDn.h>
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <limits.h>
 #include <stdio.h>
 
@@ -285,4 +286,78 @@ extern "C" int vijp_cuda_dense_forward_bf16(vijp_cuda_blas *h, size_t m, size_t 
     bias_round_bf16<<<vijp_cuda_blocks(m * B), VIJP_CUDA_BLOCK>>>(m, B, acc, (const __nv_bfloat16 *)b,
                                                                   (__nv_bfloat16 *)Y);
     return vijp_cuda_launched(err, "bf16 bias and rounding");
+}
+
+/* ---- general products for the kernel set (kernel_set.c: gemm_d, gemm_f,
+ * gemm_mixed_f): BLAS's gemm on device arrays, column-major. */
+static int gemm_dims_ok(size_t m, size_t n, size_t k, size_t lda, size_t ldb, size_t ldc, vijp_error *err)
+{
+    if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX || ldc > INT_MAX)
+        return vijp_fail(err, VIJP_EDIM, "gemm %zu x %zu x %zu: cuBLAS takes int dimensions", m, n, k);
+    return 0;
+}
+static cublasOperation_t op(int t) { return t ? CUBLAS_OP_T : CUBLAS_OP_N; }
+
+extern "C" int vijp_cuda_gemm_ex_d(vijp_cuda_blas *h, int ta, int tb, size_t m, size_t n, size_t k, double alpha,
+                                   const double *A, size_t lda, const double *Bm, size_t ldb, double beta, double *C,
+                                   size_t ldc, vijp_error *err)
+{
+    int rc = gemm_dims_ok(m, n, k, lda, ldb, ldc, err);
+    if (rc || !m || !n) return rc;
+    BLAS_TRY(cublasDgemm(h->blas, op(ta), op(tb), (int)m, (int)n, (int)k, &alpha, A, (int)lda, Bm, (int)ldb, &beta, C,
+                         (int)ldc),
+             "cublasDgemm");
+    return 0;
+}
+
+extern "C" int vijp_cuda_gemm_ex_f(vijp_cuda_blas *h, int ta, int tb, size_t m, size_t n, size_t k, float alpha,
+                                   const float *A, size_t lda, const float *Bm, size_t ldb, float beta, float *C,
+                                   size_t ldc, vijp_error *err)
+{
+    int rc = gemm_dims_ok(m, n, k, lda, ldb, ldc, err);
+    if (rc || !m || !n) return rc;
+    BLAS_TRY(cublasSgemm(h->blas, op(ta), op(tb), (int)m, (int)n, (int)k, &alpha, A, (int)lda, Bm, (int)ldb, &beta, C,
+                         (int)ldc),
+             "cublasSgemm");
+    return 0;
+}
+
+/* float → bfloat16 or binary16, RN-even (exact for the values the mixed
+ * formats store, which is all this is used for). */
+__global__ void narrow_bf16(size_t n, const float *x, __nv_bfloat16 *y)
+{
+    for (size_t i = vijp_cuda_thread(); i < n; i += vijp_cuda_threads()) y[i] = __float2bfloat16_rn(x[i]);
+}
+__global__ void narrow_f16(size_t n, const float *x, __half *y)
+{
+    for (size_t i = vijp_cuda_thread(); i < n; i += vijp_cuda_threads()) y[i] = __float2half_rn(x[i]);
+}
+
+extern "C" int vijp_cuda_gemm_narrow(vijp_cuda_blas *h, int storage, int ta, int tb, size_t m, size_t n, size_t k,
+                                     float alpha, const float *A, size_t lda, const float *Bm, size_t ldb, float beta,
+                                     float *C, size_t ldc, vijp_error *err)
+{
+    int rc = gemm_dims_ok(m, n, k, lda, ldb, ldc, err);
+    if (rc || !m || !n) return rc;
+    if (storage != VIJP_CUDA_BF16 && storage != VIJP_CUDA_F16)
+        return vijp_fail(err, VIJP_EINVAL, "gemm: unknown storage format %d", storage);
+    /* the elements op(A) and op(B) span, column-major: ld·(columns − 1) + rows */
+    size_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n, half = 2; /* both narrow types: 2 bytes */
+    size_t na = ar && ac ? lda * (ac - 1) + ar : 0, nb = br && bc ? ldb * (bc - 1) + br : 0;
+    if ((rc = scratch(h, round256(na * half) + nb * half + 1, err))) return rc;
+    void *a16 = h->scratch, *b16 = h->scratch + round256(na * half);
+    if (!na || !nb) { /* k = 0: C := beta·C */
+    } else if (storage == VIJP_CUDA_BF16) {
+        narrow_bf16<<<vijp_cuda_blocks(na), VIJP_CUDA_BLOCK>>>(na, A, (__nv_bfloat16 *)a16);
+        narrow_bf16<<<vijp_cuda_blocks(nb), VIJP_CUDA_BLOCK>>>(nb, Bm, (__nv_bfloat16 *)b16);
+    } else {
+        narrow_f16<<<vijp_cuda_blocks(na), VIJP_CUDA_BLOCK>>>(na, A, (__half *)a16);
+        narrow_f16<<<vijp_cuda_blocks(nb), VIJP_CUDA_BLOCK>>>(nb, Bm, (__half *)b16);
+    }
+    if ((rc = vijp_cuda_launched(err, "narrowing to the storage format"))) return rc;
+    cudaDataType t = storage == VIJP_CUDA_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+    BLAS_TRY(cublasGemmEx(h->blas, op(ta), op(tb), (int)m, (int)n, (int)k, &alpha, a16, t, (int)lda, b16, t, (int)ldb,
+                          &beta, C, CUDA_R_32F, (int)ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+             "cublasGemmEx (narrow inputs, binary32 accumulation)");
+    return 0;
 }

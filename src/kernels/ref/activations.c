@@ -42,6 +42,9 @@ void vijp_kernels_ref_gemm_d(int ta, int tb, size_t m, size_t n, size_t k, doubl
                              const double *B, size_t ldb, double beta, double *C, size_t ldc);
 void vijp_kernels_ref_gemm_f(int ta, int tb, size_t m, size_t n, size_t k, float alpha, const float *A, size_t lda,
                              const float *B, size_t ldb, float beta, float *C, size_t ldc);
+void vijp_kernels_ref_gemm_mixed_f(int storage, int ta, int tb, size_t m, size_t n, size_t k, float alpha,
+                                   const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C,
+                                   size_t ldc);
 
 const vijp_kernels vijp_kernels_ref_bounded = {
     .name = "ref",
@@ -49,4 +52,5 @@ const vijp_kernels vijp_kernels_ref_bounded = {
     .act_f = {sigmoid_f, softplus_f, tanh_f, silu_f, gelu_f, mish_f},
     .drift_d = vijp_kernels_ref_drift_d, .erfc_d = erfc_d,
     .gemm_d = vijp_kernels_ref_gemm_d, .gemm_f = vijp_kernels_ref_gemm_f,
+    .gemm_mixed_f = vijp_kernels_ref_gemm_mixed_f,
 };

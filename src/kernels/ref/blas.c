@@ -5,6 +5,9 @@
 #include "../kernels.h"
 #include <cblas.h>
 
+void vijp_kernels_ref_gemm_f(int ta, int tb, size_t m, size_t n, size_t k, float alpha, const float *A, size_t lda,
+                             const float *B, size_t ldb, float beta, float *C, size_t ldc);
+
 void vijp_kernels_ref_gemm_d(int ta, int tb, size_t m, size_t n, size_t k, double alpha, const double *A, size_t lda,
                              const double *B, size_t ldb, double beta, double *C, size_t ldc)
 {
@@ -17,4 +20,14 @@ void vijp_kernels_ref_gemm_f(int ta, int tb, size_t m, size_t n, size_t k, float
 {
     cblas_sgemm(CblasColMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k,
                 alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
+}
+
+/* A mixed format's products: values of the storage format in float, so the
+ * products are exact and sgemm's sums are the binary32 accumulation. */
+void vijp_kernels_ref_gemm_mixed_f(int storage, int ta, int tb, size_t m, size_t n, size_t k, float alpha,
+                                   const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C,
+                                   size_t ldc)
+{
+    (void)storage;
+    vijp_kernels_ref_gemm_f(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
