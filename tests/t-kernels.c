@@ -160,6 +160,37 @@ START_TEST(exact_kernels_vs_oracle)
 }
 END_TEST
 
+/* Sign packing of long arrays, where the SIMD sets read four streams at
+ * once (simd/elementwise.h): every bit ref's, at lengths whose quarter is
+ * and is not a multiple of 64 and with tails, and not a byte past the end. */
+START_TEST(sign_pack_long)
+{
+    if (!for_set(_i)) return;
+    const vijp_kernels *K = vijp_kernels_set(_i, NULL), *R = vijp_kernels_set(0, NULL);
+    static const size_t lengths[] = {65536, 65536 + 64 * 3 + 5, 4 * 65600 + 63, 300001};
+    vijp_rng rng;
+    vijp_rng_seed(&rng, test_seed() + 5u * (unsigned)_i);
+    size_t nmax = 300001;
+    double *x = vijp_alloc_array(nmax, sizeof *x);
+    float *xf = vijp_alloc_array(nmax, sizeof *xf);
+    uint8_t *a = vijp_alloc(nmax / 8 + 2), *b = vijp_alloc(nmax / 8 + 2);
+    for (size_t i = 0; i < nmax; i++) x[i] = draw(&rng), xf[i] = (float)x[i];
+    for (size_t l = 0; l < sizeof lengths / sizeof *lengths; l++) {
+        size_t n = lengths[l], nb = (n + 7) / 8;
+        for (int single = 0; single < 2; single++) {
+            memset(a, 0xa5, nb + 1), memset(b, 0x5a, nb + 1);
+            if (single) K->sign_pack_f(n, xf, a), R->sign_pack_f(n, xf, b);
+            else K->sign_pack_d(n, x, a), R->sign_pack_d(n, x, b);
+            ck_assert_msg(!memcmp(a, b, nb), "%s sign_pack_%c, n = %zu: bits differ from ref's", K->name,
+                          single ? 'f' : 'd', n);
+            ck_assert_msg(a[nb] == 0xa5, "%s sign_pack_%c, n = %zu: wrote past the last byte", K->name,
+                          single ? 'f' : 'd', n);
+        }
+    }
+    free(x), free(xf), free(a), free(b);
+}
+END_TEST
+
 /* FNV-1a over bytes, NaNs made canonical (payloads are not part of the
  * contract). */
 static uint64_t fnv(uint64_t h, const void *p, size_t len)
@@ -528,6 +559,7 @@ Suite *suite_kernels(void)
     tcase_add_test(tc, selection_errors);
     tcase_add_test(tc, kernel_formats);
     tcase_add_loop_test(tc, exact_kernels_vs_oracle, 0, VIJP_KSET_COUNT);
+    tcase_add_loop_test(tc, sign_pack_long, 0, VIJP_KSET_COUNT);
     tcase_add_test(tc, exact_kernels_hash_across_sets);
     tcase_add_loop_test(tc, activation_kernels_vs_oracle, 0, VIJP_KSET_COUNT * VIJP_KACT_COUNT);
     tcase_add_loop_test(tc, drift_kernel_vs_mpfr, 0, VIJP_KSET_COUNT);

@@ -42,14 +42,22 @@
         for (; i < n; i++) x[i] = y[i] > 0 ? y[i] : y[i] / a;                                        \
     }                                                                                                \
     /* 64 units per 64-bit word of bits (64 is a multiple of every W). */                           \
+    static inline void sign_word_##S(const T *x, uint8_t *bits)                                      \
+    {                                                                                                \
+        uint64_t word = 0;                                                                           \
+        for (int j = 0; j < 64; j += W) word |= movemask_##S(load_##S(x + j) > 0) << j;              \
+        memcpy(bits, &word, 8); /* bit k of byte k/8: little-endian x86 */                           \
+    }                                                                                                \
+    /* Large arrays in four interleaved streams: a read-only kernel gets more                        \
+     * cache misses in flight so (bench-kernels at 8M units on a Zen 2 VM: 82-87 %                   \
+     * of copy bandwidth in one stream, 114-129 % in four); each word lands in                       \
+     * its own place, so the bits are the same in any order. */                                     \
     static void sign_pack_##S(size_t n, const T *x, uint8_t *bits)                                   \
     {                                                                                                \
-        size_t i = 0;                                                                                \
-        for (; i + 64 <= n; i += 64) {                                                               \
-            uint64_t word = 0;                                                                       \
-            for (int j = 0; j < 64; j += W) word |= movemask_##S(load_##S(x + i + j) > 0) << j;      \
-            memcpy(bits + i / 8, &word, 8); /* bit k of byte k/8: little-endian x86 */               \
-        }                                                                                            \
+        size_t i = 0, q = n >= 65536 ? n / 4 / 64 * 64 : 0;                                          \
+        for (size_t k = 0; k < q; k += 64)                                                           \
+            for (size_t s = 0; s < 4; s++) sign_word_##S(x + s * q + k, bits + (s * q + k) / 8);    \
+        for (i = 4 * q; i + 64 <= n; i += 64) sign_word_##S(x + i, bits + i / 8);                   \
         for (size_t b = i / 8; b < (n + 7) / 8; b++) bits[b] = 0;                                    \
         for (; i < n; i++)                                                                           \
             if (x[i] > 0) bits[i / 8] |= (uint8_t)(1u << (i % 8));                                   \
