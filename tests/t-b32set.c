@@ -123,10 +123,12 @@ static double exact_entry(const float *W, size_t ldw, int trans, size_t i, const
     return r;
 }
 
-/* dense:16 and dense:24x16 in binary32@ref: forward the same bits as
- * sgemm called here, and every product within γ_(n+1)·Σ|terms| (+ the
- * final rounding of the exact value to double, u_64 relative) of the exact
- * one; the square vijp with the backward error of LU. */
+/* dense:16, dense:24x16 and dense:8x16 in binary32@ref: forward the same
+ * bits as sgemm called here, and every product within γ_(n+1)·Σ|terms| (+
+ * the final rounding of the exact value to double, u_64 relative) of the
+ * exact one; the square vijp with the backward error of LU; the wide one
+ * sgels's bits, within the least-squares bound below; the tall one the
+ * emulation's. */
 START_TEST(dense_is_sgemm_within_gamma_n)
 {
     vijp_format S, E;
@@ -134,8 +136,8 @@ START_TEST(dense_is_sgemm_within_gamma_n)
     vijp_format_fixed(&E, VIJP_BINARY32);
     vijp_rng rng;
     vijp_rng_seed(&rng, test_seed() + 2);
-    static const char *const specs[] = {"dense:16", "dense:24x16"};
-    for (int c = 0; c < 2; c++) {
+    static const char *const specs[] = {"dense:16", "dense:24x16", "dense:8x16"};
+    for (int c = 0; c < 3; c++) {
         vijp_layer L;
         vijp_error err = {0};
         ck_assert(!vijp_layer_parse(&L, specs[c], 16, &err));
@@ -199,6 +201,45 @@ START_TEST(dense_is_sgemm_within_gamma_n)
                     ck_assert_msg(fabs(r) <= 1.01 * gamma_k(3.0 * (double)n) * bound + 0x1p-52 * s, "vijp residual %zu", k);
                 }
             free(yv), free(A);
+        } else if (m < n) { /* least squares Wᵀ y = g by sgels */
+            ck_assert(!vijp_layer_vijp(&L, &th, &X, &Gx, NULL, &Gy, &err));
+            float *yv = f32_floats_of(&Gy), *A = malloc(n * m * sizeof *A), *z = malloc(n * B * sizeof *z);
+            for (size_t i = 0; i < m; i++)
+                for (size_t k = 0; k < n; k++) A[k + i * n] = w[i + k * m];
+            memcpy(z, gx, n * B * sizeof *z);
+            ck_assert(LAPACKE_sgels(LAPACK_COL_MAJOR, 'N', (int)n, (int)m, (int)B, A, (int)n, z, (int)n) == 0);
+            for (size_t j = 0; j < B; j++) /* the route is sgels's */
+                ck_assert(!memcmp(yv + j * m, z + j * n, m * sizeof *yv));
+            /* With A = Wᵀ (n × m, singular values σ), b = g_x, x = A⁺b the exact
+             * solution and r_G = b − A·g (g the cotangent g_x came from):
+             * x = g + A⁺r_G, so ‖x − g‖ <= ‖r_G‖/σ_min, ‖b − Ax‖ <= ‖r_G‖; and
+             * Householder least squares is backward stable with ε = γ̃_mn,
+             * taken as 8mn·u/(1 − 8mn·u) (Higham Thm 19.10, 20.3; the 8 is an
+             * assumption, as in tests/t-cuda-dense.c), so (Thm 20.1)
+             * ‖ŷ − x‖ <= κε/(1 − κε)·(2 + (κ + 1)‖r_G‖/(σ_max‖x‖))·‖x‖. */
+            double W64[16 * 16], sv[16], sup[16];
+            for (size_t i = 0; i < m * n; i++) W64[i] = w[i];
+            ck_assert(LAPACKE_dgesvd(LAPACK_COL_MAJOR, 'N', 'N', (int)m, (int)n, W64, (int)m, sv, NULL, 1, NULL, 1, sup) == 0);
+            double smax = sv[0], smin = sv[m - 1], kappa = smax / smin, eps = 8.0 * m * n * 0x1p-24;
+            eps /= 1 - eps;
+            for (size_t j = 0; j < B; j++) {
+                double rg = 0, gn = 0, dn = 0;
+                for (size_t k = 0; k < n; k++) {
+                    double t = gx[k + j * n];
+                    for (size_t i = 0; i < m; i++) t -= (double)w[i + k * m] * g[i + j * m];
+                    rg += t * t;
+                }
+                for (size_t i = 0; i < m; i++)
+                    gn += (double)g[i + j * m] * g[i + j * m],
+                    dn += ((double)yv[i + j * m] - g[i + j * m]) * ((double)yv[i + j * m] - g[i + j * m]);
+                rg = sqrt(rg), gn = sqrt(gn), dn = sqrt(dn);
+                double xn = gn + rg / smin;
+                double bound = rg / smin + kappa * eps / (1 - kappa * eps) * (2 + (kappa + 1) * rg / (smax * xn)) * xn;
+                /* 1.01: the norms, σ and the bound evaluated in double */
+                ck_assert_msg(dn <= 1.01 * bound, "wide vijp column %zu: ‖ŷ − g‖ = %g > bound %g", j, dn, bound);
+                if (j == 0) printf("# b32set wide vijp: kappa %.3g, ‖ŷ − g‖/‖g‖ %.3g, bound %.3g\n", kappa, dn / gn, bound / gn);
+            }
+            free(yv), free(A), free(z);
         } else { /* no float operator: the emulation's QR, bit for bit */
             vijp_mat thE, XE, GxE, GyE, fr, cE, GyS;
             f32_same_in(&thE, &th, &E), f32_same_in(&XE, &X, &E), f32_same_in(&GxE, &Gx, &E);

@@ -5,9 +5,10 @@
  * double operators in dense.c, in single precision.  Each entry of a
  * product is a dot product of n terms in binary32, within γ_n·(|W||x|)
  * (Higham eq. 3.5, any order), plus u·|b| for the bias; the square vijp is
- * LU with partial pivoting, backward stable (Higham Thm 9.4).  Other shapes
- * of the vijp answer VIJP_EUNSUPPORTED, and the binary32 emulation (its QR)
- * runs them. */
+ * LU with partial pivoting, backward stable (Higham Thm 9.4), the wide one
+ * (m < n) least squares by sgels, Householder QR, backward stable (Higham
+ * Thm 19.10, 20.3).  The tall vijp answers VIJP_EUNSUPPORTED, and the
+ * binary32 emulation (its QR, which its fragments come from) runs it. */
 #include "vijp/layer.h"
 #include "vijp/error.h"
 #include "../kernels/kernels.h"
@@ -62,13 +63,26 @@ static int vijp_f(const vijp_layer *L, const float *th, const float *X, size_t B
                   float *Gy, vijp_error *err)
 {
     (void)X, (void)frag;
-    size_t n = L->in;
-    if (L->out != n) return VIJP_EUNSUPPORTED; /* the emulation's QR or least squares */
+    size_t m = L->out, n = L->in;
+    int rc = 0;
+    if (m > n) return VIJP_EUNSUPPORTED; /* the emulation's QR: its fragments come from that QR */
+    if (m < n) { /* least squares Wᵀ y = g by sgels (QR of Wᵀ), as dense.c's dgels */
+        float *A = vijp_alloc_unset(n * m * sizeof *A), *Z = vijp_alloc_unset(n * B * sizeof *Z);
+        for (size_t i = 0; i < m; i++) /* A = Wᵀ, n × m */
+            for (size_t k = 0; k < n; k++) A[k + i * n] = th[i + k * m];
+        memcpy(Z, Gx, n * B * sizeof *Z);
+        lapack_int info = LAPACKE_sgels(LAPACK_COL_MAJOR, 'N', (int)n, (int)m, (int)B, A, (int)n, Z, (int)n);
+        if (info > 0)
+            rc = vijp_fail(err, VIJP_ESINGULAR, "dense %zux%zu vijp in binary32: W has rank < %zu, not submersive", m,
+                           n, m);
+        for (size_t j = 0; !rc && j < B; j++) memcpy(Gy + j * m, Z + j * n, m * sizeof *Gy);
+        free(A), free(Z);
+        return rc;
+    }
     float *A = vijp_alloc_unset(n * n * sizeof *A);
     lapack_int *piv = vijp_alloc_unset(n * sizeof *piv);
     memcpy(A, th, n * n * sizeof *A);
     memcpy(Gy, Gx, n * B * sizeof *Gy);
-    int rc = 0;
     lapack_int info = LAPACKE_sgetrf_work(LAPACK_COL_MAJOR, (int)n, (int)n, A, (int)n, piv); /* _work: dense.c's why */
     if (info > 0)
         rc = vijp_fail(err, VIJP_ESINGULAR, "dense %zux%zu vijp in binary32: W is singular (U[%d,%d] = 0 in LU)", n, n,
