@@ -184,8 +184,9 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
     size_t m = L->out, n = L->in;
     int rc = 0;
     if (m == n) {
-        double *A = vijp_alloc_array(n * n, sizeof *A);
-        lapack_int *piv = vijp_alloc_array(n, sizeof *piv);
+        /* unset: A is W's copy, piv dgetrf's (calloc's zeroing was 1 % of a Moonwalk run) */
+        double *A = vijp_alloc_unset(n * n * sizeof *A);
+        lapack_int *piv = vijp_alloc_unset(n * sizeof *piv);
         if (!rc) {
             memcpy(A, th, n * n * sizeof *A);
             memcpy(Gy, Gx, n * B * sizeof *Gy);
@@ -201,7 +202,7 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
         }
         free(A), free(piv);
     } else if (m < n) {
-        double *A = vijp_alloc_array(n * m, sizeof *A), *Z = vijp_alloc_array(n * B, sizeof *Z);
+        double *A = vijp_alloc_unset(n * m * sizeof *A), *Z = vijp_alloc_unset(n * B * sizeof *Z); /* both filled */
         if (!rc) {
             for (size_t i = 0; i < m; i++) /* A = Wᵀ, n × m */
                 for (size_t k = 0; k < n; k++) A[k + i * n] = th[i + k * m];
