@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define REPS 3
+#define REPS 5
 #define MIN_SECONDS 0.02
 #define MAXN ((size_t)1 << 23)
 
