@@ -32,7 +32,11 @@ static const char usage[] =
     "(repeatable): layer types defined outside vijp (see vijp/plugin.h).\n"
     "Exit status: 0 success, 1 the computation failed (e.g. a singular vijp),\n"
     "2 bad usage or input; regress and certify add their own (see their --help);\n"
-    "check-layer: 1 some check failed.\n";
+    "check-layer: 1 some check failed.\n"
+    "Environment: VIJP_KERNELS=ref|avx2|avx512|cuda forces one kernel set (default:\n"
+    "the portable kernels, with the CPU's fastest exact ones); VIJP_CUDA_LIBRARY\n"
+    "names the libvijp-cuda.so that the @cuda formats and VIJP_KERNELS=cuda load\n"
+    "(default: beside vijp, or in ../lib from it).\n";
 
 /* The command's results are on stdout: a write that failed there (a full
  * disk, a closed pipe) is a failed run, not a success with a lost answer.
