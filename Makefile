@@ -173,6 +173,14 @@ BENCH_GPU := $(if $(VIJP_CUDA),$(BUILD)/bench-gpu)
 all: $(CUDA_LIB)
 $(CUDA_LIB): $(CUDA_OBJ)
 	rm -f $@ && ar rcs $@ $^
+# libvijp-cuda-mock.so: kernel_set.c over a host stand-in for the CUDA API
+# (tests/cuda-mock.c), built in every configuration, so that make check runs
+# the cuda kernel set's wrappers without a GPU (VIJP_CUDA_LIBRARY, below).
+CUDA_MOCK := $(BUILD)/libvijp-cuda-mock.so
+CUDA_MOCK_OBJ := $(BUILD)/pic/src/kernels/cuda/kernel_set.o $(BUILD)/pic/tests/cuda-mock.o
+$(CUDA_MOCK): $(CUDA_MOCK_OBJ) src/kernels/cuda/libvijp-cuda.map
+	$(LINK) -shared -Wl,--no-undefined -Wl,--version-script=src/kernels/cuda/libvijp-cuda.map -o $@ \
+	  $(CUDA_MOCK_OBJ) $(VIJP_LIBS)
 # Its users: the CUDA suite's own test program (tests/check_cuda.c says why
 # not check_vijp) and the GPU benchmark, each linked with the archive, then
 # libvijp.a (the kernels call vijp_fail and the allocator), then CUDA.
@@ -188,7 +196,7 @@ $(BUILD)/bench-gpu: VIJP_LIBS := $(CUDA_LIB) $(BUILD)/libvijp.a $(VIJP_LIBS) $(C
 CUDA_CFG := CUDA=$(VIJP_CUDA) $(NVCC) $(NVCC_ARCH) $(NVCCFLAGS)
 $(shell mkdir -p $(BUILD) && echo '$(CUDA_CFG)' | cmp -s - $(BUILD)/cuda.cfg || echo '$(CUDA_CFG)' > $(BUILD)/cuda.cfg)
 $(CUDA_OBJ): $(BUILD)/cuda.cfg
-CUDA_DEPS := $(patsubst %.o,%.d,$(CUDA_OBJ) $(CUDA_TEST_OBJ) $(BUILD)/tests/check_cuda.o $(CUDA_SET_OBJ))
+CUDA_DEPS := $(patsubst %.o,%.d,$(CUDA_OBJ) $(CUDA_TEST_OBJ) $(BUILD)/tests/check_cuda.o $(CUDA_SET_OBJ) $(CUDA_MOCK_OBJ))
 $(CUDA_DEPS):
 -include $(CUDA_DEPS)
 $(BUILD)/src/kernels/cuda/%.o: src/kernels/cuda/%.cu
@@ -308,10 +316,15 @@ endif
 ifeq ($(SANITIZE),1)
 CHECK_ENV := CK_FORK=no
 endif
-check: $(BUILD)/check_vijp $(BUILD)/check_cuda $(CUDA_SO) $(BUILD)/vijp $(BUILD)/vijp-perturbed $(PLUGINS) $(CHECK_INSTALL_DEPS)
+check: $(BUILD)/check_vijp $(BUILD)/check_cuda $(CUDA_SO) $(CUDA_MOCK) $(BUILD)/vijp $(BUILD)/vijp-perturbed $(PLUGINS) $(CHECK_INSTALL_DEPS)
 	$(CHECK_ENV) VIJP_BIN=$(abspath $(BUILD)/vijp) VIJP_PERTURBED_BIN=$(abspath $(BUILD)/vijp-perturbed) \
 	  ./$(BUILD)/check_vijp
 	$(CHECK_ENV) VIJP_BIN=$(abspath $(BUILD)/vijp) ./$(BUILD)/check_cuda
+	@echo "check: the cuda kernel set's wrappers over the host mock (tests/cuda-mock.c)"
+	for s in kernels b32set mixedset; do $(CHECK_ENV) CK_RUN_SUITE=$$s VIJP_BIN=$(abspath $(BUILD)/vijp) \
+	  VIJP_CUDA_LIBRARY=$(abspath $(CUDA_MOCK)) ./$(BUILD)/check_vijp || exit 1; done
+	$(CHECK_ENV) CK_RUN_CASE=set VIJP_BIN=$(abspath $(BUILD)/vijp) VIJP_CUDA_LIBRARY=$(abspath $(CUDA_MOCK)) \
+	  ./$(BUILD)/check_cuda
 	$(CHECK_INSTALL)
 	VIJP_BIN=$(abspath $(BUILD)/vijp) $(or $(PYTHON_TORCH),python3) scripts/check-torch-roundtrip.py
 	VIJP_BIN=$(abspath $(BUILD)/vijp) $(or $(PYTHON_TORCH),python3) scripts/check-torch-bf16.py

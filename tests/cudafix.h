@@ -12,7 +12,7 @@
  * added to the "gpu" case (t-cuda-dense.c). */
 Suite *suite_cuda(void);
 void cuda_add_dense_tests(TCase *tc);
-void cuda_add_set_tests(TCase *host, TCase *gpu); /* t-cuda-set.c */
+void cuda_add_set_tests(Suite *s, TCase *host); /* t-cuda-set.c: its own case "set" */
 
 static inline int gpu_or_skip(const char *test)
 {

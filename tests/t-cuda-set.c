@@ -1,7 +1,9 @@
 /* The CUDA kernel set as libvijp loads it (src/kernels/kernels.c loads
  * libvijp-cuda.so, src/kernels/cuda/kernel_set.c): found and loaded, or
- * absent for the very reason the kernels give; the library's guards; and on
- * a GPU its matrix products against ref's.  Its elementwise entries are
+ * absent for the very reason the kernels give; the library's guards; and,
+ * where the set loads (a GPU, or make check's host mock through
+ * VIJP_CUDA_LIBRARY: tests/cuda-mock.c), its matrix products against ref's
+ * and a study in the @cuda formats.  Its elementwise entries are
  * tested with every other set's in t-kernels.c (bit for bit ref's for
  * leaky ReLU, the activations against MPFR), which runs the CUDA set
  * wherever it loads. */
@@ -104,7 +106,7 @@ START_TEST(set_library_guards)
 }
 END_TEST
 
-/* ---- products on the GPU.  op(A) is M × KK with lda > its rows, C has
+/* ---- products through the set.  op(A) is M × KK with lda > its rows, C has
  * PAD rows beyond M in each column (sentinels, which must survive).
  *   integers: entries in [−8, 8], α = 1, β ∈ {0, 2}: every sum is an
  *     integer below 2^13, exact in any order, so the bits equal ref's; β = 0
@@ -178,11 +180,20 @@ static const double SENTINEL = 12345;
 GEMM_CASE(double, d, 0x1p-53)
 GEMM_CASE(float, f, 0x1p-24)
 
-START_TEST(gpu_set_gemm)
+/* The cuda set, loaded (a GPU, or VIJP_CUDA_LIBRARY naming the host mock
+ * tests/cuda-mock.c, as make check does), or a one-line skip. */
+static const vijp_kernels *set_or_skip(const char *test)
 {
-    if (!gpu_or_skip("gpu_set_gemm")) return;
-    const vijp_kernels *K = vijp_kernels_set(3, NULL), *R = vijp_kernels_set(0, NULL);
-    ck_assert(K);
+    const char *why = NULL;
+    const vijp_kernels *K = vijp_kernels_set(3, &why);
+    if (!K) printf("t-cuda: %s SKIPPED: %s\n", test, why);
+    return K;
+}
+
+START_TEST(set_gemm)
+{
+    const vijp_kernels *K = set_or_skip("set_gemm"), *R = vijp_kernels_set(0, NULL);
+    if (!K) return;
     vijp_rng rng;
     vijp_rng_seed(&rng, test_seed() + 31);
     for (int c = 0; c < 16; c++) {
@@ -212,11 +223,10 @@ static float storage_value(int storage, vijp_rng *rng)
     return ldexpf((float)((int)(vijp_rng_u64(rng) % 4095) - 2047), -(int)(vijp_rng_u64(rng) % 11)); /* 11 bits */
 }
 
-START_TEST(gpu_set_gemm_mixed)
+START_TEST(set_gemm_mixed)
 {
-    if (!gpu_or_skip("gpu_set_gemm_mixed")) return;
-    const vijp_kernels *K = vijp_kernels_set(3, NULL), *R = vijp_kernels_set(0, NULL);
-    ck_assert(K);
+    const vijp_kernels *K = set_or_skip("set_gemm_mixed"), *R = vijp_kernels_set(0, NULL);
+    if (!K) return;
     int storage = _i ? VIJP_KSTORE_F16 : VIJP_KSTORE_BF16;
     vijp_rng rng;
     vijp_rng_seed(&rng, test_seed() + 37u + (unsigned)_i);
@@ -267,12 +277,12 @@ END_TEST
 
 /* The @cuda formats through the command: a drift study in them runs (the
  * numbers are the kernels', tested above and in t-kernels.c). */
-START_TEST(gpu_set_formats_run)
+START_TEST(set_formats_run)
 {
-    if (!gpu_or_skip("gpu_set_formats_run")) return;
+    if (!set_or_skip("set_formats_run")) return;
     const char *bin = getenv("VIJP_BIN");
     if (!bin) {
-        printf("t-cuda: gpu_set_formats_run SKIPPED: VIJP_BIN is not set\n");
+        printf("t-cuda: set_formats_run SKIPPED: VIJP_BIN is not set\n");
         return;
     }
     char dir[] = "/tmp/vijp-cuda-XXXXXX", cmd[4096];
@@ -288,12 +298,15 @@ START_TEST(gpu_set_formats_run)
 }
 END_TEST
 
-void cuda_add_set_tests(TCase *host, TCase *gpu)
+void cuda_add_set_tests(Suite *s, TCase *host)
 {
     tcase_add_test(host, set_loads_or_says_why);
     tcase_add_loop_test(host, set_library_override, 0, 3);
     tcase_add_test(host, set_library_guards);
-    tcase_add_test(gpu, gpu_set_gemm);
-    tcase_add_loop_test(gpu, gpu_set_gemm_mixed, 0, 2);
-    tcase_add_test(gpu, gpu_set_formats_run);
+    TCase *set = tcase_create("set"); /* a GPU's set, or the mock's (make check) */
+    tcase_set_timeout(set, (double)test_iters(300));
+    tcase_add_test(set, set_gemm);
+    tcase_add_loop_test(set, set_gemm_mixed, 0, 2);
+    tcase_add_test(set, set_formats_run);
+    suite_add_tcase(s, set);
 }

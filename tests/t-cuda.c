@@ -325,7 +325,7 @@ Suite *suite_cuda(void)
     tcase_add_loop_test(g, gpu_activations, 0, NACT);
     tcase_add_test(g, gpu_leaky);
     cuda_add_dense_tests(g);
-    cuda_add_set_tests(h, g);
+    cuda_add_set_tests(s, h);
     suite_add_tcase(s, g);
     return s;
 }
