@@ -24,21 +24,24 @@ static _Thread_local int storage; /* the running operator's VIJP_KSTORE_*, or 0 
 
 int vijp_layer_f32_storage(void) { return storage; }
 
-/* 0: not this route; else 1 + the VIJP_KSTORE_* of the values (0: binary32). */
-static int route(const vijp_format *f)
+/* Whether values of format f take this route, and their storage
+ * (VIJP_KSTORE_*, or 0 for binary32) in *st. */
+static int route(const vijp_format *f, int *st)
 {
+    *st = 0;
     if (!f->kernel_set) return 0;
     if (f->kind == VIJP_BINARY32 && !f->mixed) return 1;
     if (f->kind != VIJP_MIXED || f->operand_prec || f->prec != 24) return 0;
-    return f->store_prec == 8 ? 1 + VIJP_KSTORE_BF16 : f->store_prec == 11 ? 1 + VIJP_KSTORE_F16 : 0;
+    *st = f->store_prec == 8 ? VIJP_KSTORE_BF16 : f->store_prec == 11 ? VIJP_KSTORE_F16 : 0;
+    return *st != 0;
 }
 
 int vijp_layer_f32(vijp_f32_op op, const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *A,
                    const vijp_mat *frag, vijp_mat *out, int *rc, vijp_error *err)
 {
     const vijp_ops_f *o = L->type->f;
-    int r0 = route(X->fmt);
-    if (!o || !X->m || !r0) return 0;
+    int st;
+    if (!o || !X->m || !route(X->fmt, &st)) return 0;
     int have = op == VIJP_F32_FORWARD ? !!o->forward : op == VIJP_F32_JVP ? !!o->jvp : op == VIJP_F32_VJP ? !!o->vjp
              : op == VIJP_F32_VJP_PARAM ? !!o->vjp_param : op == VIJP_F32_FRAGMENT ? !!o->fragment : !!o->vijp;
     if (!have) return 0;
@@ -50,7 +53,7 @@ int vijp_layer_f32(vijp_f32_op op, const vijp_layer *L, const vijp_mat *theta, c
     /* the format's set, whoever calls (an engine run scopes it already) */
     const vijp_kernels *outer = vijp_kernels_scope(vijp_kernels_set(X->fmt->kernel_set - 1, NULL));
     int outer_storage = storage;
-    storage = r0 - 1;
+    storage = st;
     switch (op) {
     case VIJP_F32_FORWARD: o->forward(L, th ? t : NULL, x, B, y); break;
     case VIJP_F32_JVP: o->jvp(L, th ? t : NULL, x, B, a, y); break;
@@ -63,7 +66,7 @@ int vijp_layer_f32(vijp_f32_op op, const vijp_layer *L, const vijp_mat *theta, c
     storage = outer_storage;
     if (!r) {
         for (size_t i = 0; i < n; i++) mpfr_set_flt(out->m[i], y[i], MPFR_RNDN); /* exact at 24 bits */
-        if (r0 > 1) vijp_mat_store(out); /* the mixed format's one rounding to storage */
+        if (st) vijp_mat_store(out); /* the mixed format's one rounding to storage */
     }
     free(t), free(x), free(a), free(c), free(y);
     if (r == VIJP_EUNSUPPORTED) return 0; /* not this case (a tall dense vijp): the emulation's */

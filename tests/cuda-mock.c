@@ -109,28 +109,20 @@ static int check(size_t m, size_t n, size_t k, int ta, int tb, size_t lda, size_
         return vijp_fail(err, VIJP_EINVAL, "mock gemm: a leading dimension below cuBLAS's minimum");
     return 0;
 }
-static size_t span(size_t ld, size_t rows, size_t cols) { return rows && cols ? ld * (cols - 1) + rows : 0; }
 
-int vijp_cuda_gemm_ex_d(vijp_cuda_blas *h, int ta, int tb, size_t m, size_t n, size_t k, double alpha, const double *A,
-                        size_t lda, const double *Bm, size_t ldb, double beta, double *C, size_t ldc, vijp_error *err)
-{
-    (void)h;
-    int rc = check(m, n, k, ta, tb, lda, ldb, ldc, err);
-    if (rc || !m || !n) return rc;
-    cblas_dgemm(CblasColMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k,
-                alpha, A, (int)lda, Bm, (int)ldb, beta, C, (int)ldc);
-    return 0;
-}
-int vijp_cuda_gemm_ex_f(vijp_cuda_blas *h, int ta, int tb, size_t m, size_t n, size_t k, float alpha, const float *A,
-                        size_t lda, const float *Bm, size_t ldb, float beta, float *C, size_t ldc, vijp_error *err)
-{
-    (void)h;
-    int rc = check(m, n, k, ta, tb, lda, ldb, ldc, err);
-    if (rc || !m || !n) return rc;
-    cblas_sgemm(CblasColMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k,
-                alpha, A, (int)lda, Bm, (int)ldb, beta, C, (int)ldc);
-    return 0;
-}
+#define GEMM_EX(S, T, P)                                                                                           \
+    int vijp_cuda_gemm_ex_##S(vijp_cuda_blas *h, int ta, int tb, size_t m, size_t n, size_t k, T alpha, const T *A, \
+                              size_t lda, const T *Bm, size_t ldb, T beta, T *C, size_t ldc, vijp_error *err)      \
+    {                                                                                                              \
+        (void)h;                                                                                                   \
+        int rc = check(m, n, k, ta, tb, lda, ldb, ldc, err);                                                       \
+        if (rc || !m || !n) return rc;                                                                             \
+        cblas_##P##gemm(CblasColMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m,     \
+                        (int)n, (int)k, alpha, A, (int)lda, Bm, (int)ldb, beta, C, (int)ldc);                      \
+        return 0;                                                                                                  \
+    }
+GEMM_EX(d, double, d)
+GEMM_EX(f, float, s)
 
 /* float to bfloat16 or binary16 and back, round to nearest even (dense.cu's
  * __float2bfloat16_rn, __float2half_rn) */
@@ -152,7 +144,7 @@ int vijp_cuda_gemm_narrow(vijp_cuda_blas *h, int storage, int ta, int tb, size_t
     if (rc || !m || !n) return rc;
     if (storage != VIJP_CUDA_BF16 && storage != VIJP_CUDA_F16)
         return vijp_fail(err, VIJP_EINVAL, "gemm: unknown storage format %d", storage);
-    size_t na = span(lda, ta ? k : m, ta ? m : k), nb = span(ldb, tb ? n : k, tb ? k : n);
+    size_t na = vijp_cuda_span(lda, ta ? k : m, ta ? m : k), nb = vijp_cuda_span(ldb, tb ? n : k, tb ? k : n);
     float *a = malloc((na ? na : 1) * sizeof *a), *b = malloc((nb ? nb : 1) * sizeof *b);
     if (!a || !b) return free(a), free(b), vijp_fail(err, VIJP_EIO, "mock: out of memory");
     for (size_t i = 0; i < na; i++) a[i] = narrow(storage, A[i]);

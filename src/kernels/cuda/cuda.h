@@ -145,6 +145,13 @@ VIJP_MUST_CHECK int vijp_cuda_gemm_ex_f(vijp_cuda_blas *h, int ta, int tb, size_
  * and the tensor cores' block rounding are cuBLAS's: the bound of
  * vijp_cuda_dense_forward_bf16 below, γ' at 2^-22 per term. */
 enum { VIJP_CUDA_BF16 = 1, VIJP_CUDA_F16 = 2 };
+/* Elements a column-major rows × cols operand with leading dimension ld
+ * spans: ld·(cols − 1) + rows (0 when empty).  op(A) of a gemm is m × k, so
+ * A spans vijp_cuda_span(lda, ta ? k : m, ta ? m : k); likewise B and C. */
+static inline size_t vijp_cuda_span(size_t ld, size_t rows, size_t cols)
+{
+    return rows && cols ? ld * (cols - 1) + rows : 0;
+}
 VIJP_MUST_CHECK int vijp_cuda_gemm_narrow(vijp_cuda_blas *h, int storage, int ta, int tb, size_t m, size_t n,
                                           size_t k, float alpha, const float *A, size_t lda, const float *Bm,
                                           size_t ldb, float beta, float *C, size_t ldc, vijp_error *err);

@@ -298,29 +298,31 @@ static int gemm_dims_ok(size_t m, size_t n, size_t k, size_t lda, size_t ldb, si
 }
 static cublasOperation_t op(int t) { return t ? CUBLAS_OP_T : CUBLAS_OP_N; }
 
-extern "C" int vijp_cuda_gemm_ex_d(vijp_cuda_blas *h, int ta, int tb, size_t m, size_t n, size_t k, double alpha,
-                                   const double *A, size_t lda, const double *Bm, size_t ldb, double beta, double *C,
-                                   size_t ldc, vijp_error *err)
-{
-    int rc = gemm_dims_ok(m, n, k, lda, ldb, ldc, err);
-    if (rc || !m || !n) return rc;
-    BLAS_TRY(cublasDgemm(h->blas, op(ta), op(tb), (int)m, (int)n, (int)k, &alpha, A, (int)lda, Bm, (int)ldb, &beta, C,
-                         (int)ldc),
-             "cublasDgemm");
-    return 0;
-}
+static cublasStatus_t gemm_full(cublasHandle_t h, int ta, int tb, int m, int n, int k, const double *alpha,
+                                const double *A, int lda, const double *B, int ldb, const double *beta, double *C,
+                                int ldc)
+{ return cublasDgemm(h, op(ta), op(tb), m, n, k, alpha, A, lda, B, ldb, beta, C, ldc); }
+static cublasStatus_t gemm_full(cublasHandle_t h, int ta, int tb, int m, int n, int k, const float *alpha,
+                                const float *A, int lda, const float *B, int ldb, const float *beta, float *C, int ldc)
+{ return cublasSgemm(h, op(ta), op(tb), m, n, k, alpha, A, lda, B, ldb, beta, C, ldc); }
 
-extern "C" int vijp_cuda_gemm_ex_f(vijp_cuda_blas *h, int ta, int tb, size_t m, size_t n, size_t k, float alpha,
-                                   const float *A, size_t lda, const float *Bm, size_t ldb, float beta, float *C,
-                                   size_t ldc, vijp_error *err)
+template <typename T>
+static int gemm_ex(vijp_cuda_blas *h, int ta, int tb, size_t m, size_t n, size_t k, T alpha, const T *A, size_t lda,
+                   const T *Bm, size_t ldb, T beta, T *C, size_t ldc, vijp_error *err)
 {
     int rc = gemm_dims_ok(m, n, k, lda, ldb, ldc, err);
     if (rc || !m || !n) return rc;
-    BLAS_TRY(cublasSgemm(h->blas, op(ta), op(tb), (int)m, (int)n, (int)k, &alpha, A, (int)lda, Bm, (int)ldb, &beta, C,
-                         (int)ldc),
-             "cublasSgemm");
+    BLAS_TRY(gemm_full(h->blas, ta, tb, (int)m, (int)n, (int)k, &alpha, A, (int)lda, Bm, (int)ldb, &beta, C, (int)ldc),
+             sizeof(T) == 8 ? "cublasDgemm" : "cublasSgemm");
     return 0;
 }
+#define GEMM_EX_API(S, T)                                                                                          \
+    extern "C" int vijp_cuda_gemm_ex_##S(vijp_cuda_blas *h, int ta, int tb, size_t m, size_t n, size_t k, T alpha, \
+                                         const T *A, size_t lda, const T *Bm, size_t ldb, T beta, T *C, size_t ldc,\
+                                         vijp_error *err)                                                          \
+    { return gemm_ex<T>(h, ta, tb, m, n, k, alpha, A, lda, Bm, ldb, beta, C, ldc, err); }
+GEMM_EX_API(d, double)
+GEMM_EX_API(f, float)
 
 /* float → bfloat16 or binary16, RN-even (exact for the values the mixed
  * formats store, which is all this is used for). */
@@ -341,9 +343,8 @@ extern "C" int vijp_cuda_gemm_narrow(vijp_cuda_blas *h, int storage, int ta, int
     if (rc || !m || !n) return rc;
     if (storage != VIJP_CUDA_BF16 && storage != VIJP_CUDA_F16)
         return vijp_fail(err, VIJP_EINVAL, "gemm: unknown storage format %d", storage);
-    /* the elements op(A) and op(B) span, column-major: ld·(columns − 1) + rows */
-    size_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n, half = 2; /* both narrow types: 2 bytes */
-    size_t na = ar && ac ? lda * (ac - 1) + ar : 0, nb = br && bc ? ldb * (bc - 1) + br : 0;
+    size_t na = vijp_cuda_span(lda, ta ? k : m, ta ? m : k), nb = vijp_cuda_span(ldb, tb ? n : k, tb ? k : n);
+    size_t half = 2; /* both narrow types: 2 bytes */
     if ((rc = scratch(h, round256(na * half) + nb * half + 1, err))) return rc;
     void *a16 = h->scratch, *b16 = h->scratch + round256(na * half);
     if (!na || !nb) { /* k = 0: C := beta·C */

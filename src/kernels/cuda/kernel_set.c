@@ -163,15 +163,15 @@ ACT(silu, VIJP_CUDA_SILU)
 ACT(gelu, VIJP_CUDA_GELU)
 ACT(mish, VIJP_CUDA_MISH)
 
-/* ---- products.  Column-major extents: op(A) is m × k, so A spans lda·(c − 1)
- * + r elements with r × c = (ta ? k × m : m × k).  C is copied up whatever
- * beta is: with beta = 0 cuBLAS does not read it, and copying the whole span
- * back then restores the rows between ldc's columns that are not C's. */
-static size_t span(size_t ld, size_t rows, size_t cols) { return rows && cols ? ld * (cols - 1) + rows : 0; }
+/* ---- products: each operand's span (vijp_cuda_span) up, C's back.  C is
+ * copied up whatever beta is: with beta = 0 cuBLAS does not read it, and
+ * copying the whole span back then restores the rows between ldc's columns
+ * that are not C's. */
 #define GEMM_RUN(T, S, CALL)                                                                                       \
     {                                                                                                              \
         if (!m || !n) return;                                                                                      \
-        size_t na = span(lda, ta ? k : m, ta ? m : k), nb = span(ldb, tb ? n : k, tb ? k : n), nc = span(ldc, m, n); \
+        size_t na = vijp_cuda_span(lda, ta ? k : m, ta ? m : k), nb = vijp_cuda_span(ldb, tb ? n : k, tb ? k : n); \
+        size_t nc = vijp_cuda_span(ldc, m, n);                                                                     \
         lda = lda ? lda : 1, ldb = ldb ? ldb : 1; /* cuBLAS wants >= 1 even for an empty operand */             \
         pthread_mutex_lock(&G.mu);                                                                                 \
         const T *dA = up(0, A, na * sizeof *A), *dB = up(1, B, nb * sizeof *B);                                    \
