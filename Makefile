@@ -170,6 +170,9 @@ endif
 # The GPU benchmark is part of make bench only in a CUDA build (it prints
 # SKIPPED and exits 0 where the build has CUDA but the machine no GPU).
 BENCH_GPU := $(if $(VIJP_CUDA),$(BUILD)/bench-gpu)
+# Every benchmark program; make check runs each with --help and bad arguments.
+BENCH_PROGS := $(addprefix $(BUILD)/bench-,engines drift certify memory activations conv kernels mpi reference emu-dense) \
+               $(BENCH_GPU)
 all: $(CUDA_LIB)
 $(CUDA_LIB): $(CUDA_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -316,7 +319,8 @@ endif
 ifeq ($(SANITIZE),1)
 CHECK_ENV := CK_FORK=no
 endif
-check: $(BUILD)/check_vijp $(BUILD)/check_cuda $(CUDA_SO) $(CUDA_MOCK) $(BUILD)/vijp $(BUILD)/vijp-perturbed $(PLUGINS) $(CHECK_INSTALL_DEPS)
+check: $(BUILD)/check_vijp $(BUILD)/check_cuda $(CUDA_SO) $(CUDA_MOCK) $(BUILD)/vijp $(BUILD)/vijp-perturbed $(PLUGINS) $(CHECK_INSTALL_DEPS) \
+       $(BENCH_PROGS)
 	$(CHECK_ENV) VIJP_BIN=$(abspath $(BUILD)/vijp) VIJP_PERTURBED_BIN=$(abspath $(BUILD)/vijp-perturbed) \
 	  ./$(BUILD)/check_vijp
 	$(CHECK_ENV) VIJP_BIN=$(abspath $(BUILD)/vijp) ./$(BUILD)/check_cuda
@@ -330,6 +334,7 @@ check: $(BUILD)/check_vijp $(BUILD)/check_cuda $(CUDA_SO) $(CUDA_MOCK) $(BUILD)/
 	VIJP_BIN=$(abspath $(BUILD)/vijp) $(or $(PYTHON_TORCH),python3) scripts/check-torch-bf16.py
 	$(FUZZ_REPLAY)
 	$(CHECK_MPI)
+	scripts/check-bench-args.sh $(BENCH_PROGS)
 
 # A study under mpirun at P = 1, 2, 4 against one process, killed and
 # resumed (scripts/check-mpi.sh), and the certification suite's matrices
@@ -376,9 +381,7 @@ $(BUILD)/bench-%: $(BUILD)/tests/bench-%.o $(BUILD)/libvijp.a
 $(BUILD)/bench-mpi: $(BUILD)/tests/bench-mpi.o $(BUILD)/src/cli/unit_io.o $(BUILD)/libvijp.a
 	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
 
-bench: $(BUILD)/bench-engines $(BUILD)/bench-drift $(BUILD)/bench-certify $(BUILD)/bench-memory $(BUILD)/bench-activations \
-       $(BUILD)/bench-conv $(BUILD)/bench-kernels $(BUILD)/bench-mpi $(BUILD)/bench-reference $(BUILD)/vijp $(BENCH_GPU) \
-       $(BUILD)/bench-emu-dense
+bench: $(BENCH_PROGS) $(BUILD)/vijp
 	./$(BUILD)/bench-engines
 	./$(BUILD)/bench-conv
 	./$(BUILD)/bench-drift

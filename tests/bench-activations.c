@@ -61,8 +61,9 @@ static double time_dual(const vijp_layer_type *T, const double *x, const double 
     return best;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    bench_args(argc, argv, 0, "Usage: bench-activations\n  nested forward AD against composite autograd and recomputation, per smooth activation (make bench; takes no arguments).\n");
     static const char *const names[] = {"sigmoid", "softplus", "tanh", "silu", "gelu", "mish"};
     mallopt(M_MMAP_THRESHOLD, 1 << 30), mallopt(M_TRIM_THRESHOLD, 1 << 30);
     double *x = malloc(UNITS * sizeof *x), *gy = malloc(UNITS * sizeof *gy), *y = malloc(UNITS * sizeof *y),

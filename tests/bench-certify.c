@@ -16,7 +16,8 @@
 
 int main(int argc, char **argv)
 {
-    int reps = argc > 1 ? atoi(argv[1]) : 2;
+    int reps = (int)bench_count(argc, argv, 2, 1, 1000,
+                                "Usage: bench-certify [REPS]\n  certification of n x n Gaussian Jacobians against LAPACK's dgesdd, best of REPS (default 2).\n");
     size_t sizes[] = {512, 1024, 2048};
     printf("certification of Gaussian dense n × n Jacobians (best of %d)\n", reps);
     printf("%6s %11s %11s %11s %9s %9s %9s  %s\n", "n", "dgesdd s", "analysis s", "proof s", "anal/svd", "proof/svd",

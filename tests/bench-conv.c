@@ -83,8 +83,9 @@ static int plain_dft_vijp(const vijp_layer *L, const double *th, const double *i
     return rc;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    bench_args(argc, argv, 0, "Usage: bench-conv\n  one vijp of a circular convolution by FFT against the plain DFT it replaced (make bench; takes no arguments).\n");
     vijp_memory_policy_install();
     static const struct {
         const char *spec;

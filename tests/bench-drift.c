@@ -20,8 +20,8 @@ static int by_value(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-    int reps = argc > 1 ? atoi(argv[1]) : 3;
-    if (reps < 1) reps = 1;
+    int reps = (int)bench_count(argc, argv, 3, 1, 1000,
+                                "Usage: bench-drift [REPS]\n  one drift curve with and without the MPFR reference, best of REPS (default 3).\n");
     /* One BLAS thread, as the study runs its curves (study_pool_start): more
      * only spin (sched_yield) on these matrices, a tenth of this run's time. */
     openblas_set_num_threads(1);

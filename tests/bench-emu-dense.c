@@ -34,8 +34,9 @@ static double per_call(op o, int native, const vijp_layer *L, mpfr_t *th, mpfr_t
     return best;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    bench_args(argc, argv, 0, "Usage: bench-emu-dense\n  the dense layer's narrow formats: MPFR oracle against the native path (make bench; takes no arguments).\n");
     static const char *const formats[] = {"binary32", "bfloat16", "bfloat16+binary32"};
     static const size_t widths[] = {32, 128};
     printf("dense operators, MPFR oracle against the native path (same bits), batch 1, best of %d:\n", REPS);

@@ -22,7 +22,7 @@
  *   T3  at equal stored bytes, Moonwalk faster than checkpointed backprop:
  *       the checkpoint engine gets Moonwalk's stored bytes as its budget (the
  *       fastest segment length that fits, or none).
- * Usage: bench-engines [REPS] (default 5). */
+ * Usage: bench-engines [REPS] (default 9). */
 #include "vijp/vijp.h"
 #include "vijp/catalogue.h"
 #include "bench.h"
@@ -356,7 +356,9 @@ static int targets_2_3(problem *p, int reps, double dense_formula)
 
 int main(int argc, char **argv)
 {
-    int reps = argc > 1 ? atoi(argv[1]) : 9; /* best of 9: this shared VM swings by 5-10 % run to run */
+    int reps = (int)bench_count(argc, argv, 9, 1, 1000,
+                                "Usage: bench-engines [REPS]\n  backprop, Moonwalk and checkpointing against issue 5's and 12's targets,\n"
+                                "  best of REPS interleaved runs (default 9).\n"); /* best of 9: this shared VM swings by 5-10 % run to run */
     openblas_set_num_threads(1); /* engines and reference alike (the dgemm rate would otherwise count both cores) */
     part1(reps);
 

@@ -9,16 +9,10 @@
  * exits 0.  Run: make build/bench-gpu && build/bench-gpu [max elements]. */
 #include "../src/kernels/cuda/cuda.h"
 #include "vijp/vijp.h"
+#include "bench.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + 1e-9 * t.tv_nsec;
-}
 
 static void die(const vijp_error *err)
 {
@@ -60,10 +54,10 @@ static double time_kernel(kernel k, int act, const bufs *b)
     TRY(vijp_cuda_sync(&err));
     int reps = 1;
     for (;;) {
-        double t0 = now();
+        double t0 = bench_now();
         for (int r = 0; r < reps; r++) run(k, act, b);
         TRY(vijp_cuda_sync(&err));
-        double t = now() - t0;
+        double t = bench_now() - t0;
         if (t > 0.05 || reps >= 1 << 16) return t / reps;
         reps *= 4;
     }
@@ -123,12 +117,12 @@ static void bandwidth(size_t max_n)
         TRY(call);                                                                                           \
         TRY(vijp_cuda_sync(&err));                                                                           \
         int reps_ = 0;                                                                                       \
-        double t0_ = now(), t_;                                                                              \
+        double t0_ = bench_now(), t_;                                                                              \
         do {                                                                                                 \
             TRY(call);                                                                                       \
             TRY(vijp_cuda_sync(&err));                                                                       \
             reps_++;                                                                                         \
-        } while ((t_ = now() - t0_) < 0.2);                                                                  \
+        } while ((t_ = bench_now() - t0_) < 0.2);                                                                  \
         (seconds) = t_ / reps_;                                                                              \
     } while (0)
 
@@ -182,13 +176,14 @@ static void dense(size_t n, size_t B)
 
 int main(int argc, char **argv)
 {
+    size_t max_n = (size_t)bench_count(argc, argv, 1L << 24, 4096, 1L << 30,
+                                       "Usage: bench-gpu [MAX_ELEMENTS]\n  the CUDA kernels against the device's copy "
+                                       "bandwidth and cuBLAS, up to MAX_ELEMENTS (default 2^24).\n");
     char why[256], name[256];
     if (!vijp_cuda_available(why, sizeof why)) {
         printf("SKIPPED: no GPU (%s)\n", why);
         return 0;
     }
-    size_t max_n = argc > 1 ? strtoull(argv[1], NULL, 10) : (size_t)1 << 24;
-    if (max_n < 4096) max_n = 4096;
     double gib;
     vijp_error err = {0};
     TRY(vijp_cuda_device_info(name, sizeof name, &gib, &err));

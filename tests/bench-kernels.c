@@ -99,8 +99,9 @@ static double time_pass(void (*run)(const vijp_kernels *, size_t), const vijp_ke
     return best;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    bench_args(argc, argv, 0, "Usage: bench-kernels\n  every kernel set this machine runs, from L1 sizes to 8M units, against the copy bandwidth (make bench; takes no arguments).\n");
     X = vijp_alloc_array(MAXN, sizeof *X), U = vijp_alloc_array(MAXN, sizeof *U), S = vijp_alloc_array(MAXN, sizeof *S);
     T = vijp_alloc_array(MAXN, sizeof *T), Y = vijp_alloc_array(MAXN, sizeof *Y), Y2 = vijp_alloc_array(MAXN, sizeof *Y2);
     Xf = vijp_alloc_array(MAXN, sizeof *Xf), Uf = vijp_alloc_array(MAXN, sizeof *Uf);

@@ -6,11 +6,13 @@
  * give every shallower depth.  Target (issue 5): at least 8× deeper. */
 #include "vijp/memory.h"
 #include "vijp/vijp.h"
+#include "bench.h"
 #include <stdio.h>
 #include <stdlib.h>
 
-int main(void)
+int main(int argc, char **argv)
 {
+    bench_args(argc, argv, 0, "Usage: bench-memory\n  how much deeper Moonwalk trains than backprop under the same activation budget (make bench; takes no arguments).\n");
     static const struct {
         const char *spec;
         size_t width;

@@ -144,6 +144,7 @@ static void limits(const char *name, workload *w)
 
 int main(int argc, char **argv)
 {
+    bench_args(argc, argv, 1, "Usage: bench-mpi [VIJP]\n  a drift study over MPI ranks, measured and simulated; VIJP is the command (default build/vijp).\n");
     const char *vijp = argc > 1 ? argv[1] : "build/vijp";
     /* ---- 1. measured speedup ---- */
     char cmd[1024];

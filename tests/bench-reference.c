@@ -115,6 +115,7 @@ static int time_report(const char *bin, double *wall, double *cpu)
 
 int main(int argc, char **argv)
 {
+    bench_args(argc, argv, 1, "Usage: bench-reference [VIJP]\n  an MPFR multiply-add of the drift reference; with VIJP (the command), also the default report's time.\n");
     int reps = 5;
     printf("bench-reference: ns per multiply-add, one %d x %d matrix-vector product, thread CPU time, best of %d\n", N,
            N, reps);

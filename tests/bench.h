@@ -2,8 +2,10 @@
 #ifndef VIJP_BENCH_H
 #define VIJP_BENCH_H
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* A benchmark whose library call fails measures nothing: stop, saying where. */
@@ -30,6 +32,38 @@ static inline double bench_now(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The benchmarks' command lines.  -h/--help prints usage (stdout, exit 0);
+ * anything a benchmark does not take is an error (usage on stderr, exit 2):
+ * atoi("--help") once ran bench-engines "best of 0" and printed PASS for
+ * times it never measured.  usage is the whole text, ending in a newline. */
+static inline void bench_args(int argc, char **argv, int max_args, const char *usage)
+{
+    if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        fputs(usage, stdout);
+        exit(0);
+    }
+    for (int i = 1; i < argc; i++)
+        if (i > max_args || argv[i][0] == '-' || !argv[i][0]) {
+            fprintf(stderr, "%s: unexpected argument '%s'\n%s", argv[0], argv[i], usage);
+            exit(2);
+        }
+}
+
+/* bench_args, then argv[1] as a count in [lo, hi] (fallback without it). */
+static inline long bench_count(int argc, char **argv, long fallback, long lo, long hi, const char *usage)
+{
+    bench_args(argc, argv, 1, usage);
+    if (argc < 2) return fallback;
+    char *end;
+    errno = 0;
+    long v = strtol(argv[1], &end, 10);
+    if (errno || end == argv[1] || *end || v < lo || v > hi) {
+        fprintf(stderr, "%s: '%s' is not a whole number from %ld to %ld\n%s", argv[0], argv[1], lo, hi, usage);
+        exit(2);
+    }
+    return v;
 }
 
 #endif
