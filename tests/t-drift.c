@@ -599,34 +599,44 @@ START_TEST(growth_vs_lyapunov)
 END_TEST
 
 /* Where one seed is too noisy (A >= 0.7 above), the mean over seeds is
- * not: the geometric mean over three seeds of fit/predicted_rate lies in
- * [1/2, 2] for A = 0.7 at depth 64 and for A = 0.9 at depth 128 (deeper, so
- * the weak exponential growth shows over the √i accumulation).  Measured on
- * disjoint seed triples (5000 + 100 s + {0, 1, 2}): A = 0.7, 30 triples,
- * 0.58–1.00; A = 0.9, 20 triples, 0.54–0.90, none outside.  The fit sits
- * below the prediction there because the model starts every curve at u while
- * Moonwalk's g_0 already carries ~8u from the reverse pass, which flattens
- * the measured slope. */
+ * not: over eight seeds, Σ fit / Σ predicted_rate lies in [1/2, 2] for
+ * A = 0.7 at depth 64 and for A = 0.9 at depth 256 (deeper, so the weak
+ * exponential growth shows over the √i accumulation and over the start
+ * offset below).  A ratio of sums, not a geometric mean of per-seed ratios:
+ * at A = 0.9 a seed's fitted slope is 0.001–0.004 decades per layer and can
+ * come out negative (its log NaN, seen once in 160 curves).
+ *
+ * The fit sits below the prediction because the model starts every curve at
+ * u while Moonwalk's g_0 already carries ~8u from the reverse pass, which
+ * flattens the measured slope; how far below depends on the BLAS kernel,
+ * whose dot products make the per-layer errors: measured on 20 disjoint
+ * seed octuples (5000 + 100 s + {0..7}), OpenBLAS's Haswell kernel (also
+ * the Zen one) gives A = 0.7: 0.72–0.95, A = 0.9: 0.60–0.84; its SkylakeX
+ * kernel (AVX-512 machines) A = 0.7: 0.62–0.89, A = 0.9: 0.51–0.78.  The
+ * earlier form (geometric mean of three seeds, A = 0.9 at depth 128) gave
+ * 0.54–0.90 on Haswell but 0.44–0.81 on SkylakeX and failed there. */
+#define GROWTH_SEEDS 8
 START_TEST(growth_vs_lyapunov_over_seeds)
 {
     static const struct {
         double A;
         size_t depth;
-    } cases[] = {{0.7, 64}, {0.9, 128}};
-    double A = cases[_i].A, e[128], lsum = 0;
+    } cases[] = {{0.7, 64}, {0.9, 256}};
+    double A = cases[_i].A, e[256], fit_sum = 0, predicted_sum = 0;
     size_t D = cases[_i].depth;
     char spec[64];
     snprintf(spec, sizeof spec, "dense:16,leaky:%g", A);
-    for (uint64_t k = 0; k < 3; k++) {
+    for (uint64_t k = 0; k < GROWTH_SEEDS; k++) {
         vijp_drift_setup s = setup(spec, D, 16, VIJP_INIT_ORTHOGONAL, "double", test_seed() + k);
         vijp_drift_curve c;
         drift(&s, &c);
         for (size_t i = 0; i < D; i++) e[i] = c.runs[1].g[i].rel;
-        lsum += log(vijp_growth_fit(e, D, VIJP_FIT_CEILING, NULL) / c.predicted_rate);
+        fit_sum += vijp_growth_fit(e, D, VIJP_FIT_CEILING, NULL);
+        predicted_sum += c.predicted_rate;
         vijp_drift_curve_clear(&c);
     }
-    double r = exp(lsum / 3);
-    ck_assert_msg(r >= 0.5 && r <= 2, "A = %g, depth %zu: geometric mean of fit/predicted %.2f", A, D, r);
+    double r = fit_sum / predicted_sum;
+    ck_assert_msg(r >= 0.5 && r <= 2, "A = %g, depth %zu: fit/predicted over %d seeds %.3f", A, D, GROWTH_SEEDS, r);
 }
 END_TEST
 
