@@ -308,7 +308,7 @@ check-install:
 	$(CHECK_INSTALL)
 else
 CHECK_INSTALL_DEPS := all
-CHECK_INSTALL = +@MAKE="$(MAKE)" VIJP_VERSION="$(VIJP_VERSION)" scripts/check-install.sh
+CHECK_INSTALL = +@MAKE="$(MAKE)" VIJP_VERSION="$(VIJP_VERSION)" BUILD="$(BUILD)" scripts/check-install.sh
 check-install: all
 	$(CHECK_INSTALL)
 endif

@@ -5,7 +5,8 @@
 # libvijp.so and once against libvijp.a (`pkg-config --static`); run both and
 # check their output (and a fully static link where the system allows it).  Also checks a DESTDIR install, the man page and
 # `make uninstall`.  Prints one PASS or FAIL line; exit 1 on failure.
-#   MAKE=make VIJP_VERSION=0.1.0 scripts/check-install.sh   (from the tree root)
+#   MAKE=make VIJP_VERSION=0.1.0 BUILD=build scripts/check-install.sh   (from the tree root;
+#   BUILD: the build tree make install takes, build-generic under GENERIC=1)
 set -eu
 
 MAKE=${MAKE:-make}
