@@ -94,23 +94,27 @@
             store_##S(v + i, sel_##S(load_##S(x + i) > 0, load_##S(u + i), splat_##S(0)));           \
         for (; i < n; i++) v[i] = x[i] > 0 ? u[i] : 0;                                               \
     }                                                                                                \
-    /* The inactive lanes of each vector, compressed (vec.h: permutes and a   \
-     * masked store, or AVX-512's compress; values moved, not computed). */   \
+    /* The inactive lanes of each vector, compressed (vec.h: permutes, or    \
+     * AVX-512's compress; values moved, not computed). */                    \
     static size_t relu_gather_##S(size_t n, const T *x, const T *g, T *frag)                         \
     {                                                                                                \
-        /* whole-vector stores into a staging buffer, flushed 64 at a time: frag has room for      \
-         * exactly the inactive units, so a whole vector may not be stored past k there */          \
         size_t i = 0, k = 0, c = 0;                                                                  \
-        T buf[64 + W];                                                                               \
         const uint64_t all = (1ull << W) - 1;                                                        \
-        for (; i + W <= n; i += W) {                                                                 \
-            c += compress_full_##S(buf + c, ~movemask_##S(load_##S(x + i) > 0) & all, load_##S(g + i)); \
-            if (c >= 64) {                                                                           \
-                memcpy(frag + k, buf, 64 * sizeof *buf), k += 64, c -= 64;                           \
-                memcpy(buf, buf + 64, c * sizeof *buf);                                              \
+        if (COMPRESS_STORE_DIRECT) { /* frag has room for exactly the inactive units: a store      \
+                                      * masked to the packed lanes writes nothing past them */     \
+            for (; i + W <= n; i += W)                                                               \
+                k += compress_store_##S(frag + k, ~movemask_##S(load_##S(x + i) > 0) & all, load_##S(g + i)); \
+        } else { /* whole-vector stores into a staging buffer, flushed 64 at a time */            \
+            T buf[64 + W];                                                                           \
+            for (; i + W <= n; i += W) {                                                             \
+                c += compress_full_##S(buf + c, ~movemask_##S(load_##S(x + i) > 0) & all, load_##S(g + i)); \
+                if (c >= 64) {                                                                       \
+                    memcpy(frag + k, buf, 64 * sizeof *buf), k += 64, c -= 64;                       \
+                    memcpy(buf, buf + 64, c * sizeof *buf);                                          \
+                }                                                                                    \
             }                                                                                        \
+            memcpy(frag + k, buf, c * sizeof *buf), k += c;                                          \
         }                                                                                            \
-        memcpy(frag + k, buf, c * sizeof *buf), k += c;                                              \
         for (; i < n; i++)                                                                           \
             if (!(x[i] > 0)) frag[k++] = g[i];                                                       \
         return k;                                                                                    \

@@ -82,6 +82,8 @@ static inline vd expand_load_d(const double *p, uint64_t m, vd a)
     vm in = ((vm){1, 2, 4, 8} & (int64_t)m) != 0;
     return (vd)((in & (vm)spread) | (~in & (vm)a));
 }
+/* relu_gather stages whole vectors in a buffer (compress_full_*) instead. */
+#define COMPRESS_STORE_DIRECT 0
 /* The same into a buffer with room for a whole vector at p: all four lanes
  * stored, the packed ones first.  An unmasked store: AMD's vmaskmovpd store
  * is microcoded (relu gather ran at ref's speed with it in L1). */
@@ -127,18 +129,28 @@ static inline vd vfma(vd a, vd b, vd c) { return (vd)_mm512_fmadd_pd((__m512d)a,
  * lanes set in m replaced by p[0], p[1], … (AVX-512's own compress/expand). */
 static inline size_t compress_store_d(double *p, uint64_t m, vd v)
 {
-    _mm512_mask_compressstoreu_pd(p, (__mmask8)m, (__m512d)v);
-    return (size_t)__builtin_popcountll(m);
+    int c = __builtin_popcountll(m);
+    _mm512_mask_storeu_pd(p, (__mmask8)((1u << c) - 1), _mm512_maskz_compress_pd((__mmask8)m, (__m512d)v));
+    return (size_t)c;
 }
 static inline vd expand_load_d(const double *p, uint64_t m, vd a) { return (vd)_mm512_mask_expandloadu_pd((__m512d)a, (__mmask8)m, p); }
 static inline size_t compress_store_f(float *p, uint64_t m, vf v)
 {
-    _mm512_mask_compressstoreu_ps(p, (__mmask16)m, (__m512)v);
-    return (size_t)__builtin_popcountll(m);
+    int c = __builtin_popcountll(m);
+    _mm512_mask_storeu_ps(p, (__mmask16)((1u << c) - 1), _mm512_maskz_compress_ps((__mmask16)m, (__m512)v));
+    return (size_t)c;
 }
 static inline vf expand_load_f(const float *p, uint64_t m, vf a) { return (vf)_mm512_mask_expandloadu_ps((__m512)a, (__mmask16)m, p); }
+/* relu_gather stores through compress_store_*: compressed in a register,
+ * then a store masked to the packed lanes (the memory form of vcompress is
+ * slow on some cores: Zen 4).  Measured (bench-kernels, Zen 4, relu gather
+ * avx512 at 1K / 16K / 256K units): 35 / 28 / 19 GB/s through the staging
+ * buffer below, AVX2's way (the reloads of just-stored, misaligned vectors
+ * stall), 54-59 / 68-72 / 50-56 GB/s directly; at 8M both are at the copy
+ * bandwidth.  AVX2 keeps the buffer: its masked store is microcoded on AMD. */
+#define COMPRESS_STORE_DIRECT 1
 /* Into a buffer with room for a whole vector: compressed in a register, one
- * unmasked store (the memory form of vcompress is slow on some cores). */
+ * unmasked store. */
 static inline size_t compress_full_d(double *p, uint64_t m, vd v)
 {
     _mm512_storeu_pd(p, _mm512_maskz_compress_pd((__mmask8)m, (__m512d)v));
