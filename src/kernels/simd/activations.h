@@ -205,18 +205,27 @@ static inline void gelu_v(vd x, vd *f, vd *df)
             memcpy(f + i, fb, (n - i) * sizeof *f), memcpy(df + i, db, (n - i) * sizeof *df);   \
         }                                                                                       \
     }                                                                                           \
+    /* binary32: VW floats widened to double, evaluated, each result rounded   \
+     * once; whole vectors loaded and stored in place (fixed-size memcpy: one   \
+     * unaligned move), the tail through a zero-padded buffer. */              \
     static void NAME##_f(size_t n, const float *x, float *f, float *df)                         \
     {                                                                                           \
-        for (size_t i = 0; i < n; i += VW) {                                                    \
-            size_t m = n - i < VW ? n - i : VW;                                                 \
+        size_t i = 0;                                                                           \
+        vfh xh, fh, dh;                                                                         \
+        vd fv, dv;                                                                              \
+        for (; i + VW <= n; i += VW) {                                                          \
+            memcpy(&xh, x + i, sizeof xh);                                                      \
+            NAME##_v(__builtin_convertvector(xh, vd), &fv, &dv);                                \
+            fh = __builtin_convertvector(fv, vfh), dh = __builtin_convertvector(dv, vfh);       \
+            memcpy(f + i, &fh, sizeof fh), memcpy(df + i, &dh, sizeof dh);                      \
+        }                                                                                       \
+        if (i < n) {                                                                            \
             float xb[VW] = {0}, fb[VW], db[VW];                                                 \
-            vfh xh, fh, dh;                                                                     \
-            vd fv, dv;                                                                          \
-            memcpy(xb, x + i, m * sizeof *x), memcpy(&xh, xb, sizeof xh);                       \
+            memcpy(xb, x + i, (n - i) * sizeof *x), memcpy(&xh, xb, sizeof xh);                 \
             NAME##_v(__builtin_convertvector(xh, vd), &fv, &dv);                                \
             fh = __builtin_convertvector(fv, vfh), dh = __builtin_convertvector(dv, vfh);       \
             memcpy(fb, &fh, sizeof fh), memcpy(db, &dh, sizeof dh);                             \
-            memcpy(f + i, fb, m * sizeof *f), memcpy(df + i, db, m * sizeof *df);               \
+            memcpy(f + i, fb, (n - i) * sizeof *f), memcpy(df + i, db, (n - i) * sizeof *df);   \
         }                                                                                       \
     }
 SIMD_ACT(sigmoid)
