@@ -104,13 +104,14 @@ DEFINE_OP(float, f, mpfr_set_flt, mpfr_get_flt)
         K->relu_apply_##S(n, x, u, y);                                                                       \
         for (size_t i = 0; i < n; i++) ck_assert_msg(same_##S(y[i], x[i] > 0 ? u[i] : 0), "%s relu_apply i=%zu", set, i); \
         /* frag's owner allocates exactly the inactive units: nothing may be written past them */     \
-        for (size_t i = 0; i <= n; i++) frag[i] = (T)12345.5;                                                \
+        const T unwritten = (T)12345.5;                                                                      \
+        for (size_t i = 0; i <= n; i++) frag[i] = unwritten;                                                 \
         size_t k = K->relu_gather_##S(n, x, u, frag), j = 0;                                                 \
         for (size_t i = 0; i < n; i++)                                                                       \
             if (!(x[i] > 0)) ck_assert_msg(j < k && same_##S(frag[j++], u[i]), "%s relu_gather n=%zu i=%zu", set, n, i); \
         ck_assert_msg(j == k, "%s relu_gather: %zu units gathered, %zu inactive", set, k, j);                \
         for (size_t i = k; i <= n; i++)                                                                      \
-            ck_assert_msg(frag[i] == (T)12345.5, "%s relu_gather n=%zu: frag[%zu] written past the %zu units", set, n, i, k); \
+            ck_assert_msg(frag[i] == unwritten, "%s relu_gather n=%zu: frag[%zu] written past the %zu units", set, n, i, k); \
         K->relu_scatter_##S(n, x, s, frag, y);                                                               \
         for (size_t i = 0, m = 0; i < n; i++)                                                                \
             ck_assert_msg(same_##S(y[i], x[i] > 0 ? s[i] : frag[m++]), "%s relu_scatter n=%zu i=%zu", set, n, i); \

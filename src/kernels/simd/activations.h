@@ -205,26 +205,26 @@ static inline void gelu_v(vd x, vd *f, vd *df)
             memcpy(f + i, fb, (n - i) * sizeof *f), memcpy(df + i, db, (n - i) * sizeof *df);   \
         }                                                                                       \
     }                                                                                           \
-    /* binary32: VW floats widened to double, evaluated, each result rounded   \
-     * once; whole vectors loaded and stored in place (fixed-size memcpy: one   \
-     * unaligned move), the tail through a zero-padded buffer. */              \
+    /* binary32: VW floats at x widened to double, evaluated, each result    \
+     * rounded once to f and df (fixed-size memcpy: one unaligned move). */    \
+    static inline void NAME##_fv(const float *x, float *f, float *df)                           \
+    {                                                                                           \
+        vfh xh, fh, dh;                                                                         \
+        vd fv, dv;                                                                              \
+        memcpy(&xh, x, sizeof xh);                                                              \
+        NAME##_v(__builtin_convertvector(xh, vd), &fv, &dv);                                    \
+        fh = __builtin_convertvector(fv, vfh), dh = __builtin_convertvector(dv, vfh);           \
+        memcpy(f, &fh, sizeof fh), memcpy(df, &dh, sizeof dh);                                  \
+    }                                                                                           \
+    /* whole vectors in place, the tail through a zero-padded buffer */                         \
     static void NAME##_f(size_t n, const float *x, float *f, float *df)                         \
     {                                                                                           \
         size_t i = 0;                                                                           \
-        vfh xh, fh, dh;                                                                         \
-        vd fv, dv;                                                                              \
-        for (; i + VW <= n; i += VW) {                                                          \
-            memcpy(&xh, x + i, sizeof xh);                                                      \
-            NAME##_v(__builtin_convertvector(xh, vd), &fv, &dv);                                \
-            fh = __builtin_convertvector(fv, vfh), dh = __builtin_convertvector(dv, vfh);       \
-            memcpy(f + i, &fh, sizeof fh), memcpy(df + i, &dh, sizeof dh);                      \
-        }                                                                                       \
+        for (; i + VW <= n; i += VW) NAME##_fv(x + i, f + i, df + i);                           \
         if (i < n) {                                                                            \
             float xb[VW] = {0}, fb[VW], db[VW];                                                 \
-            memcpy(xb, x + i, (n - i) * sizeof *x), memcpy(&xh, xb, sizeof xh);                 \
-            NAME##_v(__builtin_convertvector(xh, vd), &fv, &dv);                                \
-            fh = __builtin_convertvector(fv, vfh), dh = __builtin_convertvector(dv, vfh);       \
-            memcpy(fb, &fh, sizeof fh), memcpy(db, &dh, sizeof dh);                             \
+            memcpy(xb, x + i, (n - i) * sizeof *x);                                             \
+            NAME##_fv(xb, fb, db);                                                              \
             memcpy(f + i, fb, (n - i) * sizeof *f), memcpy(df + i, db, (n - i) * sizeof *df);   \
         }                                                                                       \
     }

@@ -4,6 +4,30 @@
  * width by src/kernels/<isa>/kernels.c after vec.h. */
 #include "vec.h"
 
+/* relu_gather's whole vectors: the inactive lanes of g's, appended to frag
+ * at k, which has room for exactly the inactive units.  Where vec.h's store
+ * masked to the packed lanes is cheap (COMPRESS_STORE_DIRECT), straight into
+ * frag: nothing lands past them; else whole vectors into a staging buffer,
+ * flushed 64 units at a time, so that no whole vector is stored past k. */
+#if COMPRESS_STORE_DIRECT
+#define GATHER_VECTORS(T, S, W)                                                                      \
+    for (; i + W <= n; i += W) k += compress_store_##S(frag + k, ~movemask_##S(load_##S(x + i) > 0) & all, load_##S(g + i));
+#else
+#define GATHER_VECTORS(T, S, W)                                                                      \
+    {                                                                                                \
+        T buf[64 + W];                                                                               \
+        size_t c = 0;                                                                                \
+        for (; i + W <= n; i += W) {                                                                 \
+            c += compress_full_##S(buf + c, ~movemask_##S(load_##S(x + i) > 0) & all, load_##S(g + i)); \
+            if (c >= 64) {                                                                           \
+                memcpy(frag + k, buf, 64 * sizeof *buf), k += 64, c -= 64;                           \
+                memcpy(buf, buf + 64, c * sizeof *buf);                                              \
+            }                                                                                        \
+        }                                                                                            \
+        memcpy(frag + k, buf, c * sizeof *buf), k += c;                                              \
+    }
+#endif
+
 #define SIMD_EXACT(T, S, V, M, W)                                                                    \
     static void leaky_forward_##S(size_t n, T a, const T *x, T *y)                                   \
     {                                                                                                \
@@ -98,23 +122,9 @@
      * AVX-512's compress; values moved, not computed). */                    \
     static size_t relu_gather_##S(size_t n, const T *x, const T *g, T *frag)                         \
     {                                                                                                \
-        size_t i = 0, k = 0, c = 0;                                                                  \
+        size_t i = 0, k = 0;                                                                         \
         const uint64_t all = (1ull << W) - 1;                                                        \
-        if (COMPRESS_STORE_DIRECT) { /* frag has room for exactly the inactive units: a store      \
-                                      * masked to the packed lanes writes nothing past them */     \
-            for (; i + W <= n; i += W)                                                               \
-                k += compress_store_##S(frag + k, ~movemask_##S(load_##S(x + i) > 0) & all, load_##S(g + i)); \
-        } else { /* whole-vector stores into a staging buffer, flushed 64 at a time */            \
-            T buf[64 + W];                                                                           \
-            for (; i + W <= n; i += W) {                                                             \
-                c += compress_full_##S(buf + c, ~movemask_##S(load_##S(x + i) > 0) & all, load_##S(g + i)); \
-                if (c >= 64) {                                                                       \
-                    memcpy(frag + k, buf, 64 * sizeof *buf), k += 64, c -= 64;                       \
-                    memcpy(buf, buf + 64, c * sizeof *buf);                                          \
-                }                                                                                    \
-            }                                                                                        \
-            memcpy(frag + k, buf, c * sizeof *buf), k += c;                                          \
-        }                                                                                            \
+        GATHER_VECTORS(T, S, W)                                                                      \
         for (; i < n; i++)                                                                           \
             if (!(x[i] > 0)) frag[k++] = g[i];                                                       \
         return k;                                                                                    \

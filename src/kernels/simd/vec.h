@@ -64,15 +64,6 @@ static const int32_t expand_lut[16][8] = {
     {0, 1, 2, 3, 4, 5, 6, 7}};
 /* The first c lanes: the mask of a masked load or store of c values. */
 static inline __m256i first_lanes(int c) { return _mm256_cmpgt_epi64(_mm256_set1_epi64x(c), _mm256_setr_epi64x(0, 1, 2, 3)); }
-/* Store the lanes of v set in m, packed, at p (no write past them); their count. */
-static inline size_t compress_store_d(double *p, uint64_t m, vd v)
-{
-    __m256i idx = _mm256_loadu_si256((const __m256i *)compress_lut[m]);
-    __m256d packed = _mm256_castsi256_pd(_mm256_permutevar8x32_epi32(_mm256_castpd_si256((__m256d)v), idx));
-    int c = __builtin_popcountll(m);
-    _mm256_maskstore_pd(p, first_lanes(c), packed);
-    return (size_t)c;
-}
 /* a with its lanes set in m replaced by p[0], p[1], … in order (no read past them). */
 static inline vd expand_load_d(const double *p, uint64_t m, vd a)
 {
@@ -82,11 +73,12 @@ static inline vd expand_load_d(const double *p, uint64_t m, vd a)
     vm in = ((vm){1, 2, 4, 8} & (int64_t)m) != 0;
     return (vd)((in & (vm)spread) | (~in & (vm)a));
 }
-/* relu_gather stages whole vectors in a buffer (compress_full_*) instead. */
+/* relu_gather stages whole vectors in a buffer (elementwise.h): the lanes of
+ * v set in m, packed, at p, which has room for a whole vector; their count.
+ * All four lanes stored, the packed ones first: an unmasked store, since
+ * AMD's vmaskmovpd store is microcoded (relu gather ran at ref's speed with
+ * it in L1). */
 #define COMPRESS_STORE_DIRECT 0
-/* The same into a buffer with room for a whole vector at p: all four lanes
- * stored, the packed ones first.  An unmasked store: AMD's vmaskmovpd store
- * is microcoded (relu gather ran at ref's speed with it in L1). */
 static inline size_t compress_full_d(double *p, uint64_t m, vd v)
 {
     __m256i idx = _mm256_loadu_si256((const __m256i *)compress_lut[m]);
@@ -94,13 +86,12 @@ static inline size_t compress_full_d(double *p, uint64_t m, vd v)
     return (size_t)__builtin_popcountll(m);
 }
 /* binary32 (8 lanes): lane by lane. */
-static inline size_t compress_store_f(float *p, uint64_t m, vf v)
+static inline size_t compress_full_f(float *p, uint64_t m, vf v)
 {
     size_t c = 0;
     for (; m; m &= m - 1) p[c++] = v[__builtin_ctzll(m)];
     return c;
 }
-static inline size_t compress_full_f(float *p, uint64_t m, vf v) { return compress_store_f(p, m, v); }
 static inline vf expand_load_f(const float *p, uint64_t m, vf a)
 {
     for (size_t c = 0; m; m &= m - 1) a[__builtin_ctzll(m)] = p[c++];
@@ -144,23 +135,11 @@ static inline vf expand_load_f(const float *p, uint64_t m, vf a) { return (vf)_m
 /* relu_gather stores through compress_store_*: compressed in a register,
  * then a store masked to the packed lanes (the memory form of vcompress is
  * slow on some cores: Zen 4).  Measured (bench-kernels, Zen 4, relu gather
- * avx512 at 1K / 16K / 256K units): 35 / 28 / 19 GB/s through the staging
- * buffer below, AVX2's way (the reloads of just-stored, misaligned vectors
+ * avx512 at 1K / 16K / 256K units): 35 / 28 / 19 GB/s through a staging
+ * buffer, AVX2's way (the reloads of just-stored, misaligned vectors
  * stall), 54-59 / 68-72 / 50-56 GB/s directly; at 8M both are at the copy
  * bandwidth.  AVX2 keeps the buffer: its masked store is microcoded on AMD. */
 #define COMPRESS_STORE_DIRECT 1
-/* Into a buffer with room for a whole vector: compressed in a register, one
- * unmasked store. */
-static inline size_t compress_full_d(double *p, uint64_t m, vd v)
-{
-    _mm512_storeu_pd(p, _mm512_maskz_compress_pd((__mmask8)m, (__m512d)v));
-    return (size_t)__builtin_popcountll(m);
-}
-static inline size_t compress_full_f(float *p, uint64_t m, vf v)
-{
-    _mm512_storeu_ps(p, _mm512_maskz_compress_ps((__mmask16)m, (__m512)v));
-    return (size_t)__builtin_popcountll(m);
-}
 #define V_LOG1P(x) ((vd)Sleef_log1pd8_u10avx512f((__m512d)(x)))
 #define V_TANH(x) ((vd)Sleef_tanhd8_u10avx512f((__m512d)(x)))
 static inline vd lane_entries(const double *const row[VW], int i)
