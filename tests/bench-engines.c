@@ -26,6 +26,7 @@
 #include "vijp/vijp.h"
 #include "vijp/catalogue.h"
 #include "bench.h"
+#include "../src/layers/lu.h"
 #include <cblas.h>
 #include <complex.h>
 #include <fftw3.h>
@@ -158,24 +159,31 @@ static double gemm_rate(const gemm_case *g, double seconds)
 
 static void gemm_free(gemm_case *g) { free(g->A), free(g->Bm), free(g->C); }
 
-/* The dense vijp's LAPACK calls at n = 256, B = 64 (dense.c): dgetrf of a
- * copy of W (2n³/3 flops, the copy included in the time) and dgetrs with Wᵀ
- * on B right-hand sides (2n²B).  GFLOP/s of each. */
-static void lapack_rates(const double *W, int n, int B, double *getrf, double *getrs)
+/* The dense vijp's LU at n = 256, B = 64 (dense.c, src/layers/lu.h): the
+ * factorisation of a copy of W (2n³/3 flops, the copy included in the time)
+ * and the solve with Wᵀ on B right-hand sides (2n²B), by lu.h's recursive
+ * routines (what the engine runs, rate[0] and rate[1]) and by LAPACK's
+ * dgetrf and dgetrs (rate[2] and rate[3]).  GFLOP/s of each. */
+static void lu_rates(const double *W, int n, int B, double rate[4])
 {
     double *A = malloc(sizeof(double) * (size_t)n * (size_t)n), *G = malloc(sizeof(double) * (size_t)n * (size_t)B);
     lapack_int *piv = malloc(sizeof *piv * (size_t)n);
     for (size_t i = 0; i < (size_t)n * (size_t)B; i++) G[i] = (double)(i % 7) - 3;
     int calls = 20;
-    double t0 = cpu_now();
-    for (int c = 0; c < calls; c++) {
-        memcpy(A, W, sizeof(double) * (size_t)n * (size_t)n);
-        LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, n, n, A, n, piv);
+    for (int lapack = 0; lapack < 2; lapack++) {
+        double t0 = cpu_now();
+        for (int c = 0; c < calls; c++) {
+            memcpy(A, W, sizeof(double) * (size_t)n * (size_t)n);
+            if (lapack) LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, n, n, A, n, piv);
+            else if (vijp_lu_factor_d((size_t)n, A, piv)) exit(1);
+        }
+        rate[2 * lapack] = 2.0 * n * n * n / 3 * calls / (cpu_now() - t0) / 1e9;
+        t0 = cpu_now();
+        for (int c = 0; c < calls; c++)
+            if (lapack) LAPACKE_dgetrs_work(LAPACK_COL_MAJOR, 'T', n, B, A, n, piv, G, n);
+            else vijp_lu_solve_d('T', (size_t)n, (size_t)B, A, piv, G);
+        rate[2 * lapack + 1] = 2.0 * n * n * B * calls / (cpu_now() - t0) / 1e9;
     }
-    *getrf = 2.0 * n * n * n / 3 * calls / (cpu_now() - t0) / 1e9;
-    t0 = cpu_now();
-    for (int c = 0; c < calls; c++) LAPACKE_dgetrs_work(LAPACK_COL_MAJOR, 'T', n, B, A, n, piv, G, n);
-    *getrs = 2.0 * n * n * B * calls / (cpu_now() - t0) / 1e9;
     free(A), free(G), free(piv);
 }
 
@@ -195,7 +203,7 @@ static const char *verdict(int pass) { return pass ? "PASS" : "MISS"; }
  * same on both sides.  Per layer, for a batch of B (flops: a multiply-add is
  * 2, a complex multiply-add 8, a complex division counted as 6):
  *   dense n × n    F = V = P = 2n²B (one dgemm each; the bias adds nB are
- *                  left out), S = dgetrf 2n³/3 + dgetrs 2n²B (dense.c: one LU
+ *                  left out), S = LU 2n³/3 + solve 2n²B (dense.c: one LU
  *                  per call, shared by the batch);
  *                  with elementwise layers left out, the ratio is
  *                  (5·2n²B + 2n³/3) / (3·2n²B) = 5/3 + n/(9B), the issue's figure;
@@ -297,17 +305,17 @@ static int targets_2_3(problem *p, int reps, double dense_formula)
     for (size_t k = 1; k <= p->depth; k++)
         if (!best_k && checkpoint_bytes(p, k) <= mw_bytes) best_k = k;
     size_t k_run = best_k ? best_k : min_k;
-    double t[3] = {1e30, 1e30, 1e30}, getrf = 0, getrs = 0, gemm_rates[3] = {0, 0, 0};
+    double t[3] = {1e30, 1e30, 1e30}, lu[4] = {0, 0, 0, 0}, gemm_rates[3] = {0, 0, 0};
     gemm_case shapes[3];
     if (dense_formula > 0) /* the dense layer's kernels, timed in the same loop */
         gemm_make(&shapes[0], 256, 64, 256, 0, 0), gemm_make(&shapes[1], 256, 64, 256, 1, 0),
             gemm_make(&shapes[2], 256, 256, 64, 0, 1);
     for (int r = 0; r < reps; r++) {
         if (dense_formula > 0) {
-            double a, b;
-            lapack_rates(p->th[0].d, 256, (int)p->B, &a, &b);
-            if (a > getrf) getrf = a;
-            if (b > getrs) getrs = b;
+            double a, rate[4];
+            lu_rates(p->th[0].d, 256, (int)p->B, rate);
+            for (int k = 0; k < 4; k++)
+                if (rate[k] > lu[k]) lu[k] = rate[k];
             for (int s = 0; s < 3; s++)
                 if ((a = gemm_rate(&shapes[s], 0.03)) > gemm_rates[s]) gemm_rates[s] = a;
         }
@@ -324,7 +332,7 @@ static int targets_2_3(problem *p, int reps, double dense_formula)
         for (int k = 0; k < 3; k++) gemm_free(&shapes[k]);
         double n = 256, B = (double)p->B, prod = 2 * n * n * B;
         double bp_t = prod / gemm_rates[0] + prod / gemm_rates[1] + prod / gemm_rates[2];
-        expect = (bp_t + prod / gemm_rates[0] + 2 * n * n * n / 3 / getrf + prod / getrs) / bp_t;
+        expect = (bp_t + prod / gemm_rates[0] + 2 * n * n * n / 3 / lu[0] + prod / lu[1]) / bp_t;
     }
     printf("T2 %s, width %zu, depth %zu, batch %zu:\n", p->spec, p->width, p->depth, p->B);
     printf("   flops: backprop %.4g, Moonwalk %.4g; bound (flop ratio) %.4f", oc.backprop, oc.moonwalk, bound);
@@ -332,10 +340,12 @@ static int targets_2_3(problem *p, int reps, double dense_formula)
     printf("\n   backprop %.4f s, Moonwalk %.4f s: ratio %.3f = %.3f x bound; target <= 1.15 x bound (%.3f): %s\n", t[0],
            t[1], ratio, ratio / bound, 1.15 * bound, verdict(pass2));
     if (dense_formula > 0)
-        printf("   the bound counts every flop alike; measured here, dgetrf (n = 256) runs at %.2f and dgetrs (Wᵀ, %zu\n"
-               "   columns) at %.2f GFLOP/s against dgemm's %.2f, %.2f, %.2f at the engine's shapes: with these rates\n"
-               "   the kernels alone predict a ratio of %.3f (%.3f x bound); Moonwalk measures %.3f of that\n",
-               getrf, p->B, getrs, gemm_rates[0], gemm_rates[1], gemm_rates[2], expect, expect / bound, ratio / expect);
+        printf("   the bound counts every flop alike; measured here, the LU (n = 256) runs at %.2f and the solve (Wᵀ,\n"
+               "   %zu columns) at %.2f GFLOP/s (src/layers/lu.h; LAPACK's dgetrf %.2f, dgetrs %.2f) against dgemm's\n"
+               "   %.2f, %.2f, %.2f at the engine's shapes: with these rates the kernels alone predict a ratio of %.3f\n"
+               "   (%.3f x bound); Moonwalk measures %.3f of that\n",
+               lu[0], p->B, lu[1], lu[2], lu[3], gemm_rates[0], gemm_rates[1], gemm_rates[2], expect, expect / bound,
+               ratio / expect);
     printf("T3 %s: Moonwalk stores %zu bytes (backprop %zu).\n", p->spec, mw_bytes, bp_bytes);
     if (ck_bytes != checkpoint_bytes(p, k_run)) {
         fprintf(stderr, "bench: checkpoint ledger %zu bytes, shape count %zu\n", ck_bytes, checkpoint_bytes(p, k_run));

@@ -37,6 +37,7 @@ Suite *suite_prerender(void);
 Suite *suite_compare_fast(void);
 Suite *suite_b32set(void);
 Suite *suite_mixedset(void);
+Suite *suite_lu(void);
 
 /* Iteration count scaled by VIJP_TEST_SCALE (default 1), as FLINT does. */
 long test_iters(long base);

@@ -1,5 +1,6 @@
 /* Dense layer y = W x + b, W m × n (DESIGN §6).  J = W.
- *   m = n: vijp solves Wᵀ gy = gx by LU (one factorisation for the batch);
+ *   m = n: vijp solves Wᵀ gy = gx by LU (one factorisation for the batch,
+ *          lu.h);
  *   m < n: gy = gx W⁺ = R⁻¹ Q₁ᵀ gx from QR of Wᵀ (least squares, dgels);
  *   m > n: W = Q R, gy = Q₁ R⁻ᵀ gx + Q₂ c, where Q₂ is an orthonormal basis of
  *          null(Wᵀ) and the fragment c = Q₂ᵀ gy (m − n numbers per sample).
@@ -11,6 +12,7 @@
 #include "../../oracles/oracles.h"
 #include "../emu/dense.h"
 #include "../kernels/kernels.h"
+#include "lu.h"
 #include <lapacke.h>
 #include <math.h>
 #include <stdio.h>
@@ -184,21 +186,22 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
     size_t m = L->out, n = L->in;
     int rc = 0;
     if (m == n) {
-        /* unset: A is W's copy, piv dgetrf's (calloc's zeroing was 1 % of a Moonwalk run) */
+        /* unset: A is W's copy, piv the LU's (calloc's zeroing was 1 % of a Moonwalk run) */
         double *A = vijp_alloc_unset(n * n * sizeof *A);
         lapack_int *piv = vijp_alloc_unset(n * sizeof *piv);
         if (!rc) {
             memcpy(A, th, n * n * sizeof *A);
             memcpy(Gy, Gx, n * B * sizeof *Gy);
-            /* The _work entry points: LAPACKE's NaN scan of A and Gy cost 3% of a
-             * Moonwalk run, and on a NaN it returned without solving, leaving
-             * Gy = Gx, a number; now the NaN propagates. */
-            lapack_int info = LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, (int)n, (int)n, A, (int)n, piv);
+            /* lu.h: getrf and getrs, faster, through LAPACKE's _work entry
+             * points: LAPACKE's NaN scan of A and Gy cost 3% of a Moonwalk
+             * run, and on a NaN it returned without solving, leaving Gy =
+             * Gx, a number; now the NaN propagates. */
+            lapack_int info = vijp_lu_factor_d(n, A, piv);
             if (info > 0)
                 rc = vijp_fail(err, VIJP_ESINGULAR, "dense %zux%zu vijp: W is singular (U[%d,%d] = 0 in LU)",
                                m, n, (int)info - 1, (int)info - 1);
             else
-                LAPACKE_dgetrs_work(LAPACK_COL_MAJOR, 'T', (int)n, (int)B, A, (int)n, piv, Gy, (int)n);
+                vijp_lu_solve_d('T', n, B, A, piv, Gy);
         }
         free(A), free(piv);
     } else if (m < n) {
@@ -264,10 +267,10 @@ static int inverse(const vijp_layer *L, const double *th, const double *Y, size_
         memcpy(A, th, n * n * sizeof *A);
         for (size_t j = 0; j < B; j++)
             for (size_t i = 0; i < n; i++) X[i + j * n] = Y[i + j * n] - th[n * n + i];
-        if (LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, (int)n, (int)n, A, (int)n, piv) > 0) /* _work: as in vijp */
+        if (vijp_lu_factor_d(n, A, piv) > 0) /* as in vijp */
             rc = vijp_fail(err, VIJP_ESINGULAR, "dense %zux%zu inverse: W is singular", n, n);
         else
-            LAPACKE_dgetrs_work(LAPACK_COL_MAJOR, 'N', (int)n, (int)B, A, (int)n, piv, X, (int)n);
+            vijp_lu_solve_d('N', n, B, A, piv, X);
     }
     free(A), free(piv);
     return rc;

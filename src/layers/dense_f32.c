@@ -1,6 +1,6 @@
 /* dense's binary32@SET operators (vijp_ops_f, vijp/layer.h): what a float32
- * run computes on a CPU, through BLAS's sgemm and LAPACK's sgetrf/sgetrs,
- * in whatever order and with whatever FMAs the BLAS build uses (so, like
+ * run computes on a CPU, through BLAS's sgemm, LAPACK and lu.h's LU (what
+ * sgetrf/sgetrs compute), in whatever order and with whatever FMAs the BLAS build uses (so, like
  * double, not bit-reproducible across machines).  The same calls as the
  * double operators in dense.c, in single precision.  Each entry of a
  * product is a dot product of n terms in binary32, within γ_n·(|W||x|)
@@ -13,6 +13,7 @@
 #include "vijp/error.h"
 #include "../kernels/kernels.h"
 #include "../layer_f32.h"
+#include "lu.h"
 #include <lapacke.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,12 +84,12 @@ static int vijp_f(const vijp_layer *L, const float *th, const float *X, size_t B
     lapack_int *piv = vijp_alloc_unset(n * sizeof *piv);
     memcpy(A, th, n * n * sizeof *A);
     memcpy(Gy, Gx, n * B * sizeof *Gy);
-    lapack_int info = LAPACKE_sgetrf_work(LAPACK_COL_MAJOR, (int)n, (int)n, A, (int)n, piv); /* _work: dense.c's why */
+    lapack_int info = vijp_lu_factor_f(n, A, piv); /* lu.h, as dense.c */
     if (info > 0)
         rc = vijp_fail(err, VIJP_ESINGULAR, "dense %zux%zu vijp in binary32: W is singular (U[%d,%d] = 0 in LU)", n, n,
                        (int)info - 1, (int)info - 1);
     else
-        LAPACKE_sgetrs_work(LAPACK_COL_MAJOR, 'T', (int)n, (int)B, A, (int)n, piv, Gy, (int)n);
+        vijp_lu_solve_f('T', n, B, A, piv, Gy);
     free(A), free(piv);
     return rc;
 }
