@@ -3,13 +3,13 @@
 #include "lu.h"
 #include <cblas.h>
 
-/* Solves op(T) Y = X for the m × m triangle T (uplo, diag) and m × nrhs X,
- * in place, op(T) = T or Tᵀ.  Where op(T) is lower triangular the top half of X is solved
- * first and its contribution subtracted from the bottom half by one gemm,
- * then the bottom half is solved; where op(T) is upper, the other way up.
- * op(T)'s off-diagonal block is T's block below the diagonal (T[h:, :h])
- * when T is lower, above it (T[:h, h:]) when T is upper; gemm transposes it
- * when op does. */
+/* Solves op(T) Y = X in place for the m × m triangle T (uplo, diag) and the
+ * m × nrhs X, op(T) = T or Tᵀ.  Where op(T) is lower triangular the top
+ * half of X is solved first and its contribution subtracted from the bottom
+ * half by one gemm, then the bottom half is solved; where op(T) is upper,
+ * the other way up.  op(T)'s off-diagonal block is T's block below the
+ * diagonal (T[h:, :h]) when T is lower, above it (T[:h, h:]) when T is
+ * upper; gemm transposes it when op does. */
 #define DEFINE_LU(REAL, P, SUF)                                                                                       \
     static void P##trsm_rec(CBLAS_UPLO uplo, CBLAS_TRANSPOSE op, CBLAS_DIAG diag, size_t m, size_t nrhs,              \
                             const REAL *T, size_t ldt, REAL *X, size_t ldx)                                           \
