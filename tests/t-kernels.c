@@ -358,6 +358,37 @@ START_TEST(activation_kernels_vs_oracle)
 }
 END_TEST
 
+/* The four partial sums themselves, each against its terms' sum in MPFR at
+ * 256 bits (the kernel's own d̂ = fl(a − ref) in Σd̂² and Σd̂·ref): any order
+ * of n terms, each a product rounded once or fused, is within
+ * γ_n·Σ|terms| (Higham eq. 3.5), plus n·2^−1074 for the products that
+ * underflow (the tiny entries below; half that would do); MPFR's own error
+ * is far smaller, and
+ * (1 + 2^−50) covers forming the bound in double.
+ * This catches a sum that vijp_kdrift_metric barely reads (Σa² only as a
+ * zero test). */
+static void check_partials(const char *set, size_t n, const double *a, const double *ref, const vijp_kdrift *p)
+{
+    const double got[4] = {p->aa, p->rr, p->dd, p->dr};
+    static const char *const name[4] = {"Σa²", "Σref²", "Σd²", "Σd·ref"};
+    mpfr_t sum, mag, t;
+    mpfr_inits2(256, sum, mag, t, (mpfr_ptr)0);
+    for (int k = 0; k < 4; k++) {
+        mpfr_set_zero(sum, 1), mpfr_set_zero(mag, 1);
+        for (size_t i = 0; i < n; i++) {
+            double d = a[i] - ref[i], x = k == 0 ? a[i] : k == 1 ? ref[i] : d, y = k == 0 ? a[i] : k == 2 ? d : ref[i];
+            mpfr_set_d(t, x, MPFR_RNDN), mpfr_mul_d(t, t, y, MPFR_RNDN), mpfr_add(sum, sum, t, MPFR_RNDN);
+            mpfr_abs(t, t, MPFR_RNDN), mpfr_add(mag, mag, t, MPFR_RNDN);
+        }
+        double gn = (double)n * 0x1p-53 / (1 - (double)n * 0x1p-53);
+        double bound = gn * mpfr_get_d(mag, MPFR_RNDU) * (1 + 0x1p-50) + (double)n * 0x1p-1074;
+        mpfr_sub_d(t, sum, got[k], MPFR_RNDN);
+        double err = fabs(mpfr_get_d(t, MPFR_RNDU));
+        ck_assert_msg(err <= bound, "%s n=%zu: %s = %.17g, off by %.3g > %.3g", set, n, name[k], got[k], err, bound);
+    }
+    mpfr_clears(sum, mag, t, (mpfr_ptr)0);
+}
+
 /* Drift partials against vijp_compare: a = ref·(1 + δ) + ε·noise over
  * drifts δ, ε from 0 to 1, in the ulps of double and of binary32. */
 START_TEST(drift_kernel_vs_mpfr)
@@ -386,6 +417,7 @@ START_TEST(drift_kernel_vs_mpfr)
         const vijp_format *f = r % 2 ? &b32 : &dbl;
         vijp_kdrift p;
         K->drift_d(n, A.d, Rm.d, (long)f->prec, (long)f->emin, &p);
+        check_partials(K->name, n, A.d, Rm.d, &p);
         double rel, ulps, angle;
         vijp_kdrift_metric(&p, &rel, &ulps, &angle);
         vijp_metric m;
