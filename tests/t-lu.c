@@ -1,17 +1,22 @@
-/* vijp_lu_solve_d/_f (src/layers/lu.h): op(A) X = B from getrf's
- * factors, the dense layer's vijp and inverse.  Two oracles, neither the
- * code under test:
- *   exact: integer factors and an integer X, with B = op(A) X formed in
- *          integer arithmetic.  Every intermediate value of the solve is an
- *          integer below 2^24 in magnitude and every diagonal ±1 or ±2, so
- *          each operation (any order of the sums, a reciprocal of the
- *          diagonal or a division) is exact and X must come back bit for
- *          bit, in double and in binary32;
- *   backward error: for random A, the residual of the triangular solves
- *          against the computed factors, in MPFR at 256 bits, within
- *          γ_{2n+2}|L̂||Û||ẑ| (lu.h's bound).
- * Shapes cross the recursion's leaf (8 rows) and the getrs cut-off (16
- * columns). */
+/* src/layers/lu.h on both routes (LAPACK's getrf/getrs and the recursive
+ * one, whichever this machine's BLAS would pick): vijp_lu_factor_d/_f and
+ * vijp_lu_solve_d/_f, the dense layer's vijp and inverse.  Two kinds of
+ * oracle, neither the code under test:
+ *   exact: factors with small entries, A or B formed from them exactly.
+ *          For the solves, integer factors (diagonal ±1 or ±2) and an
+ *          integer X, B = op(A) X in integer arithmetic: every intermediate
+ *          value is an integer below 2^24 in magnitude.  For the
+ *          factorisation, multipliers in {−1/2, 0, 1/2} (so partial
+ *          pivoting's choice is unique) and integer U: every intermediate
+ *          value is a multiple of 1/2 below 2^23.  Each operation (any order
+ *          of the sums, a reciprocal of the diagonal or a division) is then
+ *          exact, and X, or the factors, interchanges and info, must come
+ *          back bit for bit, in double and in binary32;
+ *   backward error: for random A, the residuals of the computed factors
+ *          and solutions, in MPFR at 256 bits, within lu.h's bounds
+ *          γ_{n+1}|L̂||Û| and γ_{2n+2}|L̂||Û||ẑ|.
+ * Shapes cross the recursion's leaves (8 rows, 16 columns) and the getrs
+ * cut-off (16 columns).  Each test runs once per route (_i). */
 #include <stdio.h>
 #include "testutil.h"
 #include "../src/layers/lu.h"
@@ -61,6 +66,7 @@ static long long small_int(vijp_rng *g, int lo, int hi)
 
 START_TEST(test_lu_solve_exact)
 {
+    vijp_lu_route route = (vijp_lu_route)_i;
     vijp_rng g;
     vijp_rng_seed(&g, test_seed());
     for (size_t a = 0; a < sizeof sizes / sizeof *sizes; a++)
@@ -96,8 +102,8 @@ START_TEST(test_lu_solve_exact)
                     ck_assert(llabs(T2[i]) < (1ll << 24));
                     Bd[i] = (double)T2[i], Bf[i] = (float)T2[i];
                 }
-                vijp_lu_solve_d(trans ? 'T' : 'N', n, c, LUd, piv, Bd);
-                vijp_lu_solve_f(trans ? 'T' : 'N', n, c, LUf, piv, Bf);
+                vijp_lu_solve_d(route, trans ? 'T' : 'N', n, c, LUd, piv, Bd);
+                vijp_lu_solve_f(route, trans ? 'T' : 'N', n, c, LUf, piv, Bf);
                 for (size_t i = 0; i < n * c; i++) {
                     ck_assert_msg(Bd[i] == (double)X[i] && Bf[i] == (float)X[i],
                                   "n %zu, %zu columns, '%c': X[%zu, %zu] = %lld, solved %.17g (double), %.9g (float)",
@@ -174,6 +180,7 @@ static double gamma_k(double k, double u) { return k * u / (1 - k * u); }
  * the factors and solution widened to double for the same residual. */
 START_TEST(test_lu_solve_backward_error)
 {
+    vijp_lu_route route = (vijp_lu_route)_i;
     static const size_t shapes[][2] = {{9, 17}, {33, 16}, {100, 40}, {256, 64}};
     vijp_rng g;
     vijp_rng_seed(&g, test_seed());
@@ -191,14 +198,14 @@ START_TEST(test_lu_solve_backward_error)
                     for (size_t i = 0; i < n * n; i++) Af[i] = (float)A[i];
                     for (size_t i = 0; i < n * c; i++) Xf[i] = (float)B[i], B[i] = Xf[i];
                     ck_assert_int_eq(LAPACKE_sgetrf_work(LAPACK_COL_MAJOR, (int)n, (int)n, Af, (int)n, piv), 0);
-                    vijp_lu_solve_f(trans ? 'T' : 'N', n, c, Af, piv, Xf);
+                    vijp_lu_solve_f(route, trans ? 'T' : 'N', n, c, Af, piv, Xf);
                     for (size_t i = 0; i < n * n; i++) A[i] = Af[i];
                     for (size_t i = 0; i < n * c; i++) X[i] = Xf[i];
                     free(Af), free(Xf);
                 } else {
                     memcpy(X, B, n * c * sizeof *X);
                     ck_assert_int_eq(LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, (int)n, (int)n, A, (int)n, piv), 0);
-                    vijp_lu_solve_d(trans ? 'T' : 'N', n, c, A, piv, X);
+                    vijp_lu_solve_d(route, trans ? 'T' : 'N', n, c, A, piv, X);
                 }
                 double bound = gamma_k(2.0 * (double)n + 2, single ? 0x1p-24 : 0x1p-53), worst = 0;
                 /* every column at n <= 100; three at n = 256 (the MPFR residual's cost) */
@@ -263,6 +270,7 @@ static void exact_factors(vijp_rng *g, size_t n, size_t zero, double *LU, lapack
 
 START_TEST(test_lu_factor_exact)
 {
+    vijp_lu_route route = (vijp_lu_route)_i;
     static const size_t orders[] = {1, 2, 9, 16, 17, 31, 33, 64, 100};
     vijp_rng g;
     vijp_rng_seed(&g, test_seed());
@@ -276,7 +284,7 @@ START_TEST(test_lu_factor_exact)
             compose(n, LU, piv, A);
             for (size_t i = 0; i < n * n; i++) Af[i] = (float)A[i];
             lapack_int want = singular ? (lapack_int)zero + 1 : 0;
-            lapack_int id = vijp_lu_factor_d(n, A, pd), is = vijp_lu_factor_f(n, Af, pf);
+            lapack_int id = vijp_lu_factor_d(route, n, A, pd), is = vijp_lu_factor_f(route, n, Af, pf);
             ck_assert_msg(id == want && is == want, "n %zu: info %d (double), %d (float), want %d", n, (int)id,
                           (int)is, (int)want);
             for (size_t i = 0; i < n; i++)
@@ -297,6 +305,7 @@ END_TEST
  * is the float matrix factored. */
 START_TEST(test_lu_factor_backward_error)
 {
+    vijp_lu_route route = (vijp_lu_route)_i;
     static const size_t orders[] = {9, 17, 33, 100, 256};
     vijp_rng g;
     vijp_rng_seed(&g, test_seed());
@@ -311,12 +320,12 @@ START_TEST(test_lu_factor_backward_error)
             if (single) {
                 float *F = malloc(n * n * sizeof *F);
                 for (size_t i = 0; i < n * n; i++) F[i] = (float)A[i], A[i] = F[i];
-                ck_assert_int_eq(vijp_lu_factor_f(n, F, piv), 0);
+                ck_assert_int_eq(vijp_lu_factor_f(route, n, F, piv), 0);
                 for (size_t i = 0; i < n * n; i++) LU[i] = F[i];
                 free(F);
             } else {
                 memcpy(LU, A, n * n * sizeof *LU);
-                ck_assert_int_eq(vijp_lu_factor_d(n, LU, piv), 0);
+                ck_assert_int_eq(vijp_lu_factor_d(route, n, LU, piv), 0);
             }
             double bound = gamma_k((double)n + 1, single ? 0x1p-24 : 0x1p-53), worst = 0;
             for (size_t i = 0; i < n; i++)
@@ -351,6 +360,7 @@ END_TEST
  * are independent). */
 START_TEST(test_lu_solve_nan)
 {
+    vijp_lu_route route = (vijp_lu_route)_i;
     size_t n = 33, c = 20;
     for (int trans = 0; trans < 2; trans++) {
         double *A = malloc(n * n * sizeof *A), *B = malloc(n * c * sizeof *B);
@@ -359,7 +369,7 @@ START_TEST(test_lu_solve_nan)
         for (size_t i = 0; i < n * c; i++) B[i] = 1.0 + (double)(i % 5);
         B[n - 1 + 3 * n] = NAN; /* the last row: reached first by 'T', last by 'N' */
         ck_assert_int_eq(LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, (int)n, (int)n, A, (int)n, piv), 0);
-        vijp_lu_solve_d(trans ? 'T' : 'N', n, c, A, piv, B);
+        vijp_lu_solve_d(route, trans ? 'T' : 'N', n, c, A, piv, B);
         for (size_t j = 0; j < c; j++) {
             int nans = 0;
             for (size_t i = 0; i < n; i++) nans += isnan(B[i + j * n]) != 0;
@@ -375,11 +385,11 @@ Suite *suite_lu(void)
     Suite *s = suite_create("lu");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_lu_factor_exact);
-    tcase_add_test(tc, test_lu_factor_backward_error);
-    tcase_add_test(tc, test_lu_solve_exact);
-    tcase_add_test(tc, test_lu_solve_backward_error);
-    tcase_add_test(tc, test_lu_solve_nan);
+    tcase_add_loop_test(tc, test_lu_factor_exact, VIJP_LU_LAPACK, VIJP_LU_RECURSIVE + 1);
+    tcase_add_loop_test(tc, test_lu_factor_backward_error, VIJP_LU_LAPACK, VIJP_LU_RECURSIVE + 1);
+    tcase_add_loop_test(tc, test_lu_solve_exact, VIJP_LU_LAPACK, VIJP_LU_RECURSIVE + 1);
+    tcase_add_loop_test(tc, test_lu_solve_backward_error, VIJP_LU_LAPACK, VIJP_LU_RECURSIVE + 1);
+    tcase_add_loop_test(tc, test_lu_solve_nan, VIJP_LU_LAPACK, VIJP_LU_RECURSIVE + 1);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -84,12 +84,13 @@ static int vijp_f(const vijp_layer *L, const float *th, const float *X, size_t B
     lapack_int *piv = vijp_alloc_unset(n * sizeof *piv);
     memcpy(A, th, n * n * sizeof *A);
     memcpy(Gy, Gx, n * B * sizeof *Gy);
-    lapack_int info = vijp_lu_factor_f(n, A, piv); /* lu.h, as dense.c */
+    vijp_lu_route route = vijp_lu_route_for_blas(); /* lu.h, as dense.c */
+    lapack_int info = vijp_lu_factor_f(route, n, A, piv);
     if (info > 0)
         rc = vijp_fail(err, VIJP_ESINGULAR, "dense %zux%zu vijp in binary32: W is singular (U[%d,%d] = 0 in LU)", n, n,
                        (int)info - 1, (int)info - 1);
     else
-        vijp_lu_solve_f('T', n, B, A, piv, Gy);
+        vijp_lu_solve_f(route, 'T', n, B, A, piv, Gy);
     free(A), free(piv);
     return rc;
 }

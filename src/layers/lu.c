@@ -2,6 +2,16 @@
  * what error they keep). */
 #include "lu.h"
 #include <cblas.h>
+#include <strings.h>
+
+vijp_lu_route vijp_lu_route_for_blas(void)
+{
+    static const char *const slow_trsm[] = {"SkylakeX", "Cooperlake", "SapphireRapids"};
+    const char *core = openblas_get_corename();
+    for (size_t i = 0; core && i < sizeof slow_trsm / sizeof *slow_trsm; i++)
+        if (!strcasecmp(core, slow_trsm[i])) return VIJP_LU_RECURSIVE;
+    return VIJP_LU_LAPACK;
+}
 
 /* Solves op(T) Y = X in place for the m × m triangle T (uplo, diag) and the
  * m × nrhs X, op(T) = T or Tᵀ.  Where op(T) is lower triangular the top
@@ -57,17 +67,20 @@
         return info;                                                                                                  \
     }                                                                                                                 \
                                                                                                                       \
-    lapack_int vijp_lu_factor_##SUF(size_t n, REAL *A, lapack_int *piv)                                               \
+    lapack_int vijp_lu_factor_##SUF(vijp_lu_route r, size_t n, REAL *A, lapack_int *piv)                              \
     {                                                                                                                 \
-        return n ? P##getrf_rec(n, n, A, n, piv) : 0;                                                                 \
+        if (n == 0) return 0;                                                                                         \
+        if (r == VIJP_LU_LAPACK) return LAPACKE_##P##getrf_work(LAPACK_COL_MAJOR, (int)n, (int)n, A, (int)n, piv);    \
+        return P##getrf_rec(n, n, A, n, piv);                                                                         \
     }                                                                                                                 \
                                                                                                                       \
     /* A = P L U.  'N': X = U⁻¹ L⁻¹ Pᵀ B (the interchanges first, in order).                                          \
      * 'T': Aᵀ = Uᵀ Lᵀ Pᵀ, X = P Lᵀ⁻¹ Uᵀ⁻¹ B (the interchanges last, in reverse). */                                  \
-    void vijp_lu_solve_##SUF(char trans, size_t n, size_t nrhs, const REAL *LU, const lapack_int *piv, REAL *B)       \
+    void vijp_lu_solve_##SUF(vijp_lu_route r, char trans, size_t n, size_t nrhs, const REAL *LU,                      \
+                             const lapack_int *piv, REAL *B)                                                          \
     {                                                                                                                 \
         if (n == 0 || nrhs == 0) return;                                                                              \
-        if (nrhs < LU_SOLVE_MIN_COLUMNS) {                                                                            \
+        if (r == VIJP_LU_LAPACK || nrhs < LU_SOLVE_MIN_COLUMNS) {                                                     \
             LAPACKE_##P##getrs_work(LAPACK_COL_MAJOR, trans, (int)n, (int)nrhs, LU, (int)n, piv, B, (int)n);          \
             return;                                                                                                   \
         }                                                                                                             \
