@@ -164,8 +164,9 @@ static void gemm_free(gemm_case *g) { free(g->A), free(g->Bm), free(g->C); }
 /* The same three dgemms as the engine runs them: each layer's own W (the
  * net's, 512 KB each, 64 MB in all, so each comes from DRAM, as in the
  * engine) and its own dW, layer after layer: W X forward, Wᵀ G backward,
- * G Xᵀ into each dW.  GFLOP/s of each, the best of this many calls. */
+ * G Xᵀ into each dW.  cold_rates: GFLOP/s of each over one pass. */
 typedef struct {
+    int n, B;
     size_t layers;
     const double **W;
     double **dW, *X, *G, *Y;
@@ -173,7 +174,8 @@ typedef struct {
 
 static void cold_make(cold_case *c, const problem *p)
 {
-    size_t n = 256, B = p->B;
+    size_t n = p->width, B = p->B;
+    c->n = (int)n, c->B = (int)B;
     c->W = calloc(p->depth, sizeof *c->W), c->dW = calloc(p->depth, sizeof *c->dW), c->layers = 0;
     for (size_t i = 0; i < p->depth; i++)
         if (!strcmp(p->net.layers[i].type->name, "dense")) {
@@ -185,9 +187,9 @@ static void cold_make(cold_case *c, const problem *p)
     for (size_t i = 0; i < n * B; i++) c->X[i] = (double)(i % 7) / 7 - 0.5, c->G[i] = (double)(i % 5) / 5 - 0.5;
 }
 
-static void cold_rates(const cold_case *c, int B, double rate[3])
+static void cold_rates(const cold_case *c, double rate[3])
 {
-    const int n = 256;
+    const int n = c->n, B = c->B;
     double flops = 2.0 * n * n * B * (double)c->layers, t0 = cpu_now();
     for (size_t l = 0; l < c->layers; l++)
         cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, n, B, n, 1.0, c->W[l], n, c->X, n, 0.0, c->Y, n);
@@ -210,28 +212,25 @@ static void cold_free(cold_case *c)
 
 /* The dense vijp's LU at n = 256, B = 64 (dense.c, src/layers/lu.h): the
  * factorisation of a copy of W (2n³/3 flops, the copy included in the time)
- * and the solve with Wᵀ on B right-hand sides (2n²B), by lu.h's two routes:
- * the recursive one (rate[0] and rate[1]) and LAPACK's dgetrf and dgetrs
- * (rate[2] and rate[3]).  GFLOP/s of each. */
-static void lu_rates(const double *W, int n, int B, double rate[4])
+ * and the solve with Wᵀ on B right-hand sides (2n²B), by each of lu.h's
+ * routes: rate[r][0] and rate[r][1] GFLOP/s for route r (LAPACK's dgetrf
+ * and dgetrs, or the recursive one). */
+static void lu_rates(const double *W, int n, int B, double rate[][2])
 {
     double *A = malloc(sizeof(double) * (size_t)n * (size_t)n), *G = malloc(sizeof(double) * (size_t)n * (size_t)B);
     lapack_int *piv = malloc(sizeof *piv * (size_t)n);
     for (size_t i = 0; i < (size_t)n * (size_t)B; i++) G[i] = (double)(i % 7) - 3;
     int calls = 20;
-    for (int lapack = 0; lapack < 2; lapack++) {
+    for (vijp_lu_route r = VIJP_LU_LAPACK; r <= VIJP_LU_RECURSIVE; r++) {
         double t0 = cpu_now();
         for (int c = 0; c < calls; c++) {
             memcpy(A, W, sizeof(double) * (size_t)n * (size_t)n);
-            if (lapack) LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, n, n, A, n, piv);
-            else if (vijp_lu_factor_d(VIJP_LU_RECURSIVE, (size_t)n, A, piv)) exit(1);
+            BENCH_MUST(vijp_lu_factor_d(r, (size_t)n, A, piv));
         }
-        rate[2 * lapack] = 2.0 * n * n * n / 3 * calls / (cpu_now() - t0) / 1e9;
+        rate[r][0] = 2.0 * n * n * n / 3 * calls / (cpu_now() - t0) / 1e9;
         t0 = cpu_now();
-        for (int c = 0; c < calls; c++)
-            if (lapack) LAPACKE_dgetrs_work(LAPACK_COL_MAJOR, 'T', n, B, A, n, piv, G, n);
-            else vijp_lu_solve_d(VIJP_LU_RECURSIVE, 'T', (size_t)n, (size_t)B, A, piv, G);
-        rate[2 * lapack + 1] = 2.0 * n * n * B * calls / (cpu_now() - t0) / 1e9;
+        for (int c = 0; c < calls; c++) vijp_lu_solve_d(r, 'T', (size_t)n, (size_t)B, A, piv, G);
+        rate[r][1] = 2.0 * n * n * B * calls / (cpu_now() - t0) / 1e9;
     }
     free(A), free(G), free(piv);
 }
@@ -354,17 +353,18 @@ static int targets_2_3(problem *p, int reps, double dense_formula)
     for (size_t k = 1; k <= p->depth; k++)
         if (!best_k && checkpoint_bytes(p, k) <= mw_bytes) best_k = k;
     size_t k_run = best_k ? best_k : min_k;
-    double t[3] = {1e30, 1e30, 1e30}, lu[4] = {0, 0, 0, 0}, gemm_rates[3] = {0, 0, 0};
+    double t[3] = {1e30, 1e30, 1e30}, lu[VIJP_LU_RECURSIVE + 1][2] = {{0}}, gemm_rates[3] = {0, 0, 0};
     gemm_case shapes[3];
     if (dense_formula > 0) /* the dense layer's kernels, timed in the same loop */
         gemm_make(&shapes[0], 256, 64, 256, 0, 0), gemm_make(&shapes[1], 256, 64, 256, 1, 0),
             gemm_make(&shapes[2], 256, 256, 64, 0, 1);
     for (int r = 0; r < reps; r++) {
         if (dense_formula > 0) {
-            double a, rate[4];
+            double a, rate[VIJP_LU_RECURSIVE + 1][2];
             lu_rates(p->th[0].d, 256, (int)p->B, rate);
-            for (int k = 0; k < 4; k++)
-                if (rate[k] > lu[k]) lu[k] = rate[k];
+            for (int q = VIJP_LU_LAPACK; q <= VIJP_LU_RECURSIVE; q++)
+                for (int k = 0; k < 2; k++)
+                    if (rate[q][k] > lu[q][k]) lu[q][k] = rate[q][k];
             for (int s = 0; s < 3; s++)
                 if ((a = gemm_rate(&shapes[s], 0.03)) > gemm_rates[s]) gemm_rates[s] = a;
         }
@@ -377,12 +377,12 @@ static int targets_2_3(problem *p, int reps, double dense_formula)
     double ratio = t[1] / t[0];
     int pass2 = ratio <= 1.15 * bound;
     double expect = 0; /* dense: the time ratio the kernels' measured rates predict */
+    vijp_lu_route route = vijp_lu_route_for_blas(); /* the dense vijp's (VIJP_LU_AUTO) */
     if (dense_formula > 0) {
         for (int k = 0; k < 3; k++) gemm_free(&shapes[k]);
         double n = 256, B = (double)p->B, prod = 2 * n * n * B;
         double bp_t = prod / gemm_rates[0] + prod / gemm_rates[1] + prod / gemm_rates[2];
-        int lapack = vijp_lu_route_for_blas() == VIJP_LU_LAPACK; /* the engine's route */
-        expect = (bp_t + prod / gemm_rates[0] + 2 * n * n * n / 3 / lu[2 * lapack] + prod / lu[2 * lapack + 1]) / bp_t;
+        expect = (bp_t + prod / gemm_rates[0] + 2 * n * n * n / 3 / lu[route][0] + prod / lu[route][1]) / bp_t;
     }
     printf("T2 %s, width %zu, depth %zu, batch %zu:\n", p->spec, p->width, p->depth, p->B);
     printf("   flops: backprop %.4g, Moonwalk %.4g; bound (flop ratio) %.4f", oc.backprop, oc.moonwalk, bound);
@@ -395,7 +395,8 @@ static int targets_2_3(problem *p, int reps, double dense_formula)
                "   (the engine takes the %s route, OpenBLAS core %s),\n"
                "   against dgemm's %.2f, %.2f, %.2f at the engine's shapes: with these rates the kernels alone\n"
                "   predict a ratio of %.3f (%.3f x bound); Moonwalk measures %.3f of that\n",
-               p->B, lu[0], lu[1], lu[2], lu[3], vijp_lu_route_for_blas() == VIJP_LU_LAPACK ? "LAPACK" : "recursive",
+               p->B, lu[VIJP_LU_RECURSIVE][0], lu[VIJP_LU_RECURSIVE][1], lu[VIJP_LU_LAPACK][0], lu[VIJP_LU_LAPACK][1],
+               route == VIJP_LU_LAPACK ? "LAPACK" : "recursive",
                openblas_get_corename(), gemm_rates[0], gemm_rates[1], gemm_rates[2], expect, expect / bound,
                ratio / expect);
     printf("T3 %s: Moonwalk stores %zu bytes (backprop %zu).\n", p->spec, mw_bytes, bp_bytes);
@@ -457,7 +458,7 @@ int main(int argc, char **argv)
             if (q > rate_ref) rate_ref = q;
             double t = run_engine(&d, VIJP_ENGINE_BACKPROP, 0, NULL);
             if (t < bp) bp = t;
-            cold_rates(&cold, (int)d.B, rc);
+            cold_rates(&cold, rc);
             for (int s = 0; s < 3; s++) {
                 q = gemm_rate(&shapes[s], 0.03);
                 if (q > rate_shape[s]) rate_shape[s] = q;

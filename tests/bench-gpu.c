@@ -12,7 +12,6 @@
 #include "bench.h"
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 static void die(const vijp_error *err)
 {
@@ -117,12 +116,12 @@ static void bandwidth(size_t max_n)
         TRY(call);                                                                                           \
         TRY(vijp_cuda_sync(&err));                                                                           \
         int reps_ = 0;                                                                                       \
-        double t0_ = bench_now(), t_;                                                                              \
+        double t0_ = bench_now(), t_;                                                                        \
         do {                                                                                                 \
             TRY(call);                                                                                       \
             TRY(vijp_cuda_sync(&err));                                                                       \
             reps_++;                                                                                         \
-        } while ((t_ = bench_now() - t0_) < 0.2);                                                                  \
+        } while ((t_ = bench_now() - t0_) < 0.2);                                                            \
         (seconds) = t_ / reps_;                                                                              \
     } while (0)
 

@@ -61,9 +61,9 @@ typedef struct {
  * that kernel set (an error where the set is not available), and likewise
  * "binary32@SET": binary32 values, each layer operator that has native float
  * operators (vijp_ops_f: dense through the set's gemm_f, which is BLAS's
- * sgemm but for cuda's cuBLAS, sgetrf/s's LU (src/layers/lu.h) and sgels, leaky, relu, the
- * catalogue's smooth activations) computed by them through that set, the
- * others by the binary32 emulation; and "bfloat16+binary32@SET",
+ * sgemm but for cuda's cuBLAS, sgetrf/s's LU (src/layers/lu.h) and sgels,
+ * leaky, relu, the catalogue's smooth activations) computed by them through
+ * that set, the others by the binary32 emulation; and "bfloat16+binary32@SET",
  * "binary16+binary32@SET": the same float operators on values of the
  * storage format, dense's products through the set's gemm_mixed_f (exact
  * products, binary32 sums: sgemm, or cuBLAS's GemmEx on bfloat16 or binary16

@@ -197,13 +197,12 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
              * and Gy cost 3% of a Moonwalk run, and on a NaN it returned
              * without solving, leaving Gy = Gx, a number; now the NaN
              * propagates. */
-            vijp_lu_route route = vijp_lu_route_for_blas();
-            lapack_int info = vijp_lu_factor_d(route, n, A, piv);
+            lapack_int info = vijp_lu_factor_d(VIJP_LU_AUTO, n, A, piv);
             if (info > 0)
                 rc = vijp_fail(err, VIJP_ESINGULAR, "dense %zux%zu vijp: W is singular (U[%d,%d] = 0 in LU)",
                                m, n, (int)info - 1, (int)info - 1);
             else
-                vijp_lu_solve_d(route, 'T', n, B, A, piv, Gy);
+                vijp_lu_solve_d(VIJP_LU_AUTO, 'T', n, B, A, piv, Gy);
         }
         free(A), free(piv);
     } else if (m < n) {
@@ -269,11 +268,10 @@ static int inverse(const vijp_layer *L, const double *th, const double *Y, size_
         memcpy(A, th, n * n * sizeof *A);
         for (size_t j = 0; j < B; j++)
             for (size_t i = 0; i < n; i++) X[i + j * n] = Y[i + j * n] - th[n * n + i];
-        vijp_lu_route route = vijp_lu_route_for_blas();
-        if (vijp_lu_factor_d(route, n, A, piv) > 0) /* as in vijp */
+        if (vijp_lu_factor_d(VIJP_LU_AUTO, n, A, piv) > 0) /* as in vijp */
             rc = vijp_fail(err, VIJP_ESINGULAR, "dense %zux%zu inverse: W is singular", n, n);
         else
-            vijp_lu_solve_d(route, 'N', n, B, A, piv, X);
+            vijp_lu_solve_d(VIJP_LU_AUTO, 'N', n, B, A, piv, X);
     }
     free(A), free(piv);
     return rc;

@@ -1,7 +1,7 @@
 /* dense's binary32@SET operators (vijp_ops_f, vijp/layer.h): what a float32
  * run computes on a CPU, through BLAS's sgemm, LAPACK and lu.h's LU (what
- * sgetrf/sgetrs compute), in whatever order and with whatever FMAs the BLAS build uses (so, like
- * double, not bit-reproducible across machines).  The same calls as the
+ * sgetrf/sgetrs compute), in whatever order and with whatever FMAs the BLAS
+ * build uses (so, like double, not bit-reproducible across machines).  The same calls as the
  * double operators in dense.c, in single precision.  Each entry of a
  * product is a dot product of n terms in binary32, within γ_n·(|W||x|)
  * (Higham eq. 3.5, any order), plus u·|b| for the bias; the square vijp is
@@ -84,13 +84,12 @@ static int vijp_f(const vijp_layer *L, const float *th, const float *X, size_t B
     lapack_int *piv = vijp_alloc_unset(n * sizeof *piv);
     memcpy(A, th, n * n * sizeof *A);
     memcpy(Gy, Gx, n * B * sizeof *Gy);
-    vijp_lu_route route = vijp_lu_route_for_blas(); /* lu.h, as dense.c */
-    lapack_int info = vijp_lu_factor_f(route, n, A, piv);
+    lapack_int info = vijp_lu_factor_f(VIJP_LU_AUTO, n, A, piv); /* lu.h, as dense.c */
     if (info > 0)
         rc = vijp_fail(err, VIJP_ESINGULAR, "dense %zux%zu vijp in binary32: W is singular (U[%d,%d] = 0 in LU)", n, n,
                        (int)info - 1, (int)info - 1);
     else
-        vijp_lu_solve_f(route, 'T', n, B, A, piv, Gy);
+        vijp_lu_solve_f(VIJP_LU_AUTO, 'T', n, B, A, piv, Gy);
     free(A), free(piv);
     return rc;
 }

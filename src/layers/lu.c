@@ -70,6 +70,7 @@ vijp_lu_route vijp_lu_route_for_blas(void)
     lapack_int vijp_lu_factor_##SUF(vijp_lu_route r, size_t n, REAL *A, lapack_int *piv)                              \
     {                                                                                                                 \
         if (n == 0) return 0;                                                                                         \
+        if (r == VIJP_LU_AUTO) r = vijp_lu_route_for_blas();                                                          \
         if (r == VIJP_LU_LAPACK) return LAPACKE_##P##getrf_work(LAPACK_COL_MAJOR, (int)n, (int)n, A, (int)n, piv);    \
         return P##getrf_rec(n, n, A, n, piv);                                                                         \
     }                                                                                                                 \
@@ -80,6 +81,7 @@ vijp_lu_route vijp_lu_route_for_blas(void)
                              const lapack_int *piv, REAL *B)                                                          \
     {                                                                                                                 \
         if (n == 0 || nrhs == 0) return;                                                                              \
+        if (r == VIJP_LU_AUTO) r = vijp_lu_route_for_blas();                                                          \
         if (r == VIJP_LU_LAPACK || nrhs < LU_SOLVE_MIN_COLUMNS) {                                                     \
             LAPACKE_##P##getrs_work(LAPACK_COL_MAJOR, trans, (int)n, (int)nrhs, LU, (int)n, piv, B, (int)n);          \
             return;                                                                                                   \

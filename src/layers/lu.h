@@ -44,7 +44,9 @@
 
 enum { LU_TRSM_LEAF = 8, LU_PANEL_LEAF = 16, LU_SOLVE_MIN_COLUMNS = 16 };
 
-typedef enum { VIJP_LU_LAPACK, VIJP_LU_RECURSIVE } vijp_lu_route;
+/* VIJP_LU_AUTO: vijp_lu_route_for_blas()'s choice, what the layers pass;
+ * the other two force a route (the tests take both). */
+typedef enum { VIJP_LU_AUTO, VIJP_LU_LAPACK, VIJP_LU_RECURSIVE } vijp_lu_route;
 
 /* The faster route for the BLAS kernels this process runs: recursive where
  * openblas_get_corename() names an AVX-512 core (above), LAPACK's

@@ -19,13 +19,14 @@
 #include "vec.h"
 
 
-/* One vector of the partials: the sums' four FMAs and the ulp maximum. */
-static inline void drift_step(vd av, vd rv, vm prec_lo[2], vd acc[4], vd *mu, vm *nan)
+/* One vector of the partials: the sums' four FMAs and the ulp maximum;
+ * bias = 1022 + prec, lo = emin − 1 in every lane. */
+static inline void drift_step(vd av, vd rv, vm bias, vm lo, vd acc[4], vd *mu, vm *nan)
 {
     vd d = av - rv;
     acc[0] = vfma(av, av, acc[0]), acc[1] = vfma(rv, rv, acc[1]), acc[2] = vfma(d, d, acc[2]),
     acc[3] = vfma(d, rv, acc[3]);
-    vm field = (vm)(((vu)rv >> 52) & 0x7ff), e = field - prec_lo[0], lo = prec_lo[1];
+    vm field = (vm)(((vu)rv >> 52) & 0x7ff), e = field - bias;
     e = (vm)sel_d(e < lo, (vd)lo, (vd)e);
     vd u;
     vm ne = -e;
@@ -42,17 +43,17 @@ static inline void drift_step(vd av, vd rv, vm prec_lo[2], vd acc[4], vd *mu, vm
 static void drift_d(size_t n, const double *a, const double *ref, long prec, long emin, vijp_kdrift *out)
 {
     vd acc[2][4] = {{{0}}}, mu[2] = {{0}};
-    vm nan[2] = {{0}}, prec_lo[2] = {(vm){0} + (1022 + prec), (vm){0} + (emin - 1)};
+    vm nan[2] = {{0}}, bias = (vm){0} + (1022 + prec), lo = (vm){0} + (emin - 1);
     size_t i = 0;
     for (; i + 2 * VW <= n; i += 2 * VW) {
-        drift_step(load_d(a + i), load_d(ref + i), prec_lo, acc[0], &mu[0], &nan[0]);
-        drift_step(load_d(a + i + VW), load_d(ref + i + VW), prec_lo, acc[1], &mu[1], &nan[1]);
+        drift_step(load_d(a + i), load_d(ref + i), bias, lo, acc[0], &mu[0], &nan[0]);
+        drift_step(load_d(a + i + VW), load_d(ref + i + VW), bias, lo, acc[1], &mu[1], &nan[1]);
     }
     for (; i < n; i += VW) {
         double ab[VW] = {0}, rb[VW] = {0};
         size_t k = n - i < VW ? n - i : VW;
         memcpy(ab, a + i, k * sizeof *a), memcpy(rb, ref + i, k * sizeof *ref);
-        drift_step(load_d(ab), load_d(rb), prec_lo, acc[0], &mu[0], &nan[0]);
+        drift_step(load_d(ab), load_d(rb), bias, lo, acc[0], &mu[0], &nan[0]);
     }
     vijp_kdrift p = {0, 0, 0, 0, 0};
     for (int j = 0; j < VW; j++) {
