@@ -27,6 +27,7 @@ typedef enum { K_COPY, K_LEAKY_FWD_D, K_LEAKY_VJP_D, K_LEAKY_FWD_F, K_ACT_D, K_A
 
 typedef struct {
     void *x, *y, *z; /* n doubles each */
+    void *xf;        /* the float kernels' input: x's values as n floats */
     uint32_t *bits;
     size_t n;
 } bufs;
@@ -39,9 +40,9 @@ static void run(kernel k, int act, const bufs *b)
     case K_COPY: TRY(vijp_cuda_copy(b->y, b->x, n * sizeof(double), &err)); break;
     case K_LEAKY_FWD_D: TRY(vijp_cuda_leaky_forward_d(n, 0.1, b->x, b->y, b->bits, &err)); break;
     case K_LEAKY_VJP_D: TRY(vijp_cuda_leaky_vjp_d(n, 0.1, b->bits, b->x, b->y, &err)); break;
-    case K_LEAKY_FWD_F: TRY(vijp_cuda_leaky_forward_f(n, 0.1f, b->x, b->y, b->bits, &err)); break;
+    case K_LEAKY_FWD_F: TRY(vijp_cuda_leaky_forward_f(n, 0.1f, b->xf, b->y, b->bits, &err)); break;
     case K_ACT_D: TRY(vijp_cuda_act_d((vijp_cuda_act)act, n, b->x, b->y, b->z, &err)); break;
-    case K_ACT_F: TRY(vijp_cuda_act_f((vijp_cuda_act)act, n, b->x, b->y, b->z, &err)); break;
+    case K_ACT_F: TRY(vijp_cuda_act_f((vijp_cuda_act)act, n, b->xf, b->y, b->z, &err)); break;
     }
 }
 
@@ -71,12 +72,17 @@ static void bandwidth(size_t max_n)
     TRY(vijp_cuda_alloc(&b.x, max_n * 8, &err));
     TRY(vijp_cuda_alloc(&b.y, max_n * 8, &err));
     TRY(vijp_cuda_alloc(&b.z, max_n * 8, &err));
+    TRY(vijp_cuda_alloc(&b.xf, max_n * 4, &err));
     TRY(vijp_cuda_alloc((void **)&b.bits, vijp_cuda_sign_words(max_n) * 4, &err));
-    /* inputs: a spread of values (ones would make every unit active) */
+    /* inputs: a spread of values in [-10, 10] (ones would make every unit
+     * active), the same in both formats: the activations' cost depends on
+     * the branch each value takes */
     double *h = vijp_alloc_array(max_n, sizeof *h);
-    for (size_t i = 0; i < max_n; i++) h[i] = ((double)(i * 2654435761u % 2001) - 1000) / 100;
+    float *hf = vijp_alloc_array(max_n, sizeof *hf);
+    for (size_t i = 0; i < max_n; i++) h[i] = ((double)(i * 2654435761u % 2001) - 1000) / 100, hf[i] = (float)h[i];
     TRY(vijp_cuda_upload(b.x, h, max_n * 8, &err));
-    vijp_free(h);
+    TRY(vijp_cuda_upload(b.xf, hf, max_n * 4, &err));
+    vijp_free(h), vijp_free(hf);
     printf("%-22s %10s %10s %9s %9s\n", "kernel", "elements", "us", "GB/s", "of copy");
     /* from L1-sized to 8M elements, and max_n (default 16M) */
     const size_t sizes[] = {1 << 12, 1 << 16, 1 << 20, 1 << 23, max_n};
@@ -107,7 +113,7 @@ static void bandwidth(size_t max_n)
                 printf("%-22s %10zu %10.2f %9.1f %9.2f\n", name, n, t * 1e6, gbs, gbs / copy);
             }
     }
-    vijp_cuda_free(b.x), vijp_cuda_free(b.y), vijp_cuda_free(b.z), vijp_cuda_free(b.bits);
+    vijp_cuda_free(b.x), vijp_cuda_free(b.y), vijp_cuda_free(b.z), vijp_cuda_free(b.xf), vijp_cuda_free(b.bits);
 }
 
 /* Seconds per call of f over ~0.2 s. */
@@ -148,6 +154,7 @@ static void dense(size_t n, size_t B)
     TIME_CALLS(tv, vijp_cuda_dense_vjp_d(h, n, n, B, W, X, Y, &err));
     TIME_CALLS(ts, vijp_cuda_dense_vijp_d(h, n, n, B, W, X, NULL, Y, &err));
     double rate = fl / tg / 1e9, flv = 2.0 * n * n * n / 3 + 2.0 * n * n * B;
+    printf("dense %zu x %zu, batch %zu:\n", n, n, B);
     printf("%-34s %9.1f GFLOP/s %6s\n", "cublasDgemm (reference)", rate, "1.00");
     printf("%-34s %9.1f GFLOP/s %6.2f\n", "dense forward double (gemm + b)", fl / tf / 1e9, fl / tf / 1e9 / rate);
     printf("%-34s %9.1f GFLOP/s %6.2f\n", "dense vjp double", fl / tv / 1e9, fl / tv / 1e9 / rate);
