@@ -335,6 +335,15 @@ check: $(BUILD)/check_vijp $(BUILD)/check_cuda $(CUDA_SO) $(CUDA_MOCK) $(BUILD)/
 	$(FUZZ_REPLAY)
 	$(CHECK_MPI)
 	scripts/check-bench-args.sh $(BENCH_PROGS)
+	$(CHECK_GPU_CHECK)
+
+# scripts/gpu-check.sh and gpu-bundle.sh on their no-GPU paths (exit 77, bad
+# bundles, a failing step): in the CUDA build in build/, which they use.
+ifeq ($(VIJP_CUDA)$(BUILD),1build)
+CHECK_GPU_CHECK = scripts/check-gpu-check.sh
+else
+CHECK_GPU_CHECK = @echo "check-gpu-check: SKIPPED (not the CUDA build in build/)"
+endif
 
 # A study under mpirun at P = 1, 2, 4 against one process, killed and
 # resumed (scripts/check-mpi.sh), and the certification suite's matrices

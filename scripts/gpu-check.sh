@@ -5,6 +5,12 @@
 # against the MPFR oracles and ref) and the GPU benchmark, print a summary.  About 3-8 minutes (the build is most of it).
 #   scripts/gpu-check.sh            logs in build/gpu-check/, or in $OUT if set
 #   JOBS=1 scripts/gpu-check.sh     build with one job (default: every core)
+#   GPU_CHECK_BUNDLE=A scripts/gpu-check.sh   use the binaries and libraries
+#       that scripts/gpu-bundle.sh packed into archive A on another machine
+#       (for a GPU machine with CUDA but no network to install MPFR & co.)
+#   GPU_CHECK_KEEP_GOING=1          run every step even after one fails
+#   GPU_CHECK_SANITIZE=1            also run the CUDA suite under
+#       compute-sanitizer's memcheck (out-of-bounds and misaligned accesses)
 # Exit status: 0 all passed; 1 a step failed (its log's tail is printed);
 # 77 no usable GPU here (the host-side tests still ran; nothing was tested on
 # a GPU, so this is not a pass).
@@ -35,8 +41,11 @@ step() {
   [ "$rc" -eq 124 ] && say "$name: FAILED: over its ${limit}s limit" || say "$name: FAILED (exit $rc)"
   tail -n 40 "$logs/$name.log" | sed 's/^/  | /'
   say "log: $logs/$name.log; total $(elapsed)"
-  exit 1
+  [ "${GPU_CHECK_KEEP_GOING:-0}" = 1 ] || exit 1
+  failed="$failed $name"
+  return 1
 }
+failed=
 
 # 1. The GPU, as the driver sees it (informational: the test suite decides).
 if command -v nvidia-smi > /dev/null 2>&1; then
@@ -47,33 +56,59 @@ else
   say "nvidia-smi: not installed"
 fi
 
-# 2. Build dependencies: only when something is missing (the device machine
-# may have no network; install-deps.sh then says what is missing).
 NVCC=$(command -v nvcc 2>/dev/null || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; })
-if [ -z "$NVCC" ]; then
-  say "FAILED: nvcc not found (PATH, /usr/local/cuda/bin): the CUDA toolkit is needed"
-  exit 1
-fi
-say "nvcc: $NVCC ($("$NVCC" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
-missing=
-for p in mpfr lapacke openblas jansson fftw3 check; do
-  pkg-config --exists "$p" 2> /dev/null || missing="$missing $p"
-done
-for h in flint/flint.h mpfi.h; do
-  [ -e "/usr/include/$h" ] || missing="$missing $h"
-done
-if [ -n "$missing" ]; then
-  say "missing:$missing; running scripts/install-deps.sh"
-  step install-deps 300 bash scripts/install-deps.sh
-fi
+bin=$root/build # the programs under test
+if [ -n "${GPU_CHECK_BUNDLE:-}" ]; then
+  # 2-3. Prebuilt: unpack, load the bundled libraries first, and find the
+  # CUDA libraries the binaries ask for wherever this machine keeps them.
+  [ -r "$GPU_CHECK_BUNDLE" ] || { say "FAILED: no bundle at $GPU_CHECK_BUNDLE"; exit 1; }
+  unpack=$(mktemp -d) || exit 1
+  trap 'rm -rf "$unpack"' EXIT
+  if ! tar -C "$unpack" -xf "$GPU_CHECK_BUNDLE" || [ ! -x "$unpack/build/check_cuda" ]; then
+    say "FAILED: cannot unpack $GPU_CHECK_BUNDLE (not an archive of scripts/gpu-bundle.sh)"
+    exit 1
+  fi
+  bin=$unpack/build
+  here=$(git rev-parse HEAD 2> /dev/null || echo unknown)
+  say "bundle: built at $(cat "$bin/commit"), checkout at $(echo "$here" | cut -c1-12)"
+  libpath=$unpack/lib
+  for lib in $(LD_LIBRARY_PATH=$libpath ldd "$bin/check_cuda" "$bin/bench-gpu" "$bin/libvijp-cuda.so" 2> /dev/null |
+               awk '$3 == "not" { print $1 }' | sort -u); do
+    found=$(find /usr/local /opt /usr/lib -name "$lib" 2> /dev/null | head -n 1)
+    [ -n "$found" ] || { say "FAILED: $lib not found on this machine"; exit 1; }
+    libpath=$libpath:$(dirname "$found")
+  done
+  export LD_LIBRARY_PATH="$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  say "libraries: $LD_LIBRARY_PATH"
+  ldd "$bin/check_cuda" | grep -E 'cublas|cusolver|cudart' | sed 's/^[[:space:]]*/gpu-check:   /' | tee -a "$summary"
+else
+  # 2. Build dependencies: only when something is missing (the device machine
+  # may have no network; install-deps.sh then says what is missing).
+  if [ -z "$NVCC" ]; then
+    say "FAILED: nvcc not found (PATH, /usr/local/cuda/bin): the CUDA toolkit is needed"
+    exit 1
+  fi
+  say "nvcc: $NVCC ($("$NVCC" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
+  missing=
+  for p in mpfr lapacke openblas jansson fftw3 check; do
+    pkg-config --exists "$p" 2> /dev/null || missing="$missing $p"
+  done
+  for h in flint/flint.h mpfi.h; do
+    [ -e "/usr/include/$h" ] || missing="$missing $h"
+  done
+  if [ -n "$missing" ]; then
+    say "missing:$missing; running scripts/install-deps.sh"
+    step install-deps 300 bash scripts/install-deps.sh
+  fi
 
-# 3. Build what the check needs (all cores: this is a machine of its own).
-step build 360 make -j"$jobs" NVCC="$NVCC" build/check_cuda build/bench-gpu build/vijp build/libvijp-cuda.so build/check_vijp
-grep -q '^CUDA=1' build/cuda.cfg || { say "FAILED: the build did not enable CUDA: $(cat build/cuda.cfg)"; exit 1; }
+  # 3. Build what the check needs (all cores: this is a machine of its own).
+  step build 360 make -j"$jobs" NVCC="$NVCC" build/check_cuda build/bench-gpu build/vijp build/libvijp-cuda.so build/check_vijp
+  grep -q '^CUDA=1' build/cuda.cfg || { say "FAILED: the build did not enable CUDA: $(cat build/cuda.cfg)"; exit 1; }
+fi
 
 # 4. The CUDA suite.  Without a usable GPU its gpu_* tests skip with a reason.
-step tests 180 env CK_RUN_SUITE=cuda VIJP_BIN="$root/build/vijp" ./build/check_cuda
-grep '^100%: Checks' "$logs/tests.log" | sed 's/^/gpu-check:   /' | tee -a "$summary"
+step tests 180 env CK_VERBOSITY=verbose CK_RUN_SUITE=cuda VIJP_BIN="$bin/vijp" "$bin/check_cuda"
+grep '%: Checks' "$logs/tests.log" | sed 's/^/gpu-check:   /' | tee -a "$summary"
 grep '^# t-cuda gpu' "$logs/tests.log" | sed 's/^# t-cuda /gpu-check:   /' | tee -a "$summary"
 skipped=$(grep -m 1 'SKIPPED' "$logs/tests.log")
 if [ -n "$skipped" ]; then
@@ -85,17 +120,27 @@ fi
 # 5. The kernel table's CUDA set (libvijp-cuda.so, loaded by libvijp) in the
 # suites that test every set: t-kernels, t-b32set, t-mixedset.
 for suite in kernels b32set mixedset; do
-  step "set-$suite" 300 env CK_RUN_SUITE=$suite VIJP_BIN="$root/build/vijp" ./build/check_vijp
-  grep '^100%: Checks' "$logs/set-$suite.log" | sed "s/^/gpu-check:   $suite: /" | tee -a "$summary"
+  step "set-$suite" 300 env CK_RUN_SUITE=$suite VIJP_BIN="$bin/vijp" "$bin/check_vijp"
+  grep '%: Checks' "$logs/set-$suite.log" | sed "s/^/gpu-check:   $suite: /" | tee -a "$summary"
   grep -q 'cuda skipped' "$logs/set-$suite.log" && { say "FAILED: $suite skipped the CUDA set: $(grep -m 1 'cuda skipped' "$logs/set-$suite.log")"; exit 1; }
 done
 grep -E '^# kernels: cuda ' "$logs/set-kernels.log" | sed 's/^# /gpu-check:   /' | tee -a "$summary"
 
 # 6. The benchmark (HBM copy bandwidth and the dgemm rate measured in the same run).
-step bench 120 ./build/bench-gpu
-cp "$logs/bench.log" "$logs/bench-gpu.txt"
+step bench 120 "$bin/bench-gpu"
 head -n 1 "$logs/bench.log" | sed 's/^/gpu-check:   /' | tee -a "$summary"
 grep -E ' (8388608|16777216) ' "$logs/bench.log" | sed 's/^/gpu-check:   /' | tee -a "$summary"
-grep -E 'GFLOP/s' "$logs/bench.log" | sed 's/^/gpu-check:   /' | tee -a "$summary"
+grep -E 'GFLOP/s|^dense ' "$logs/bench.log" | sed 's/^/gpu-check:   /' | tee -a "$summary"
+# 7. Optional: the CUDA suite under compute-sanitizer (unforked, so that the
+# tool sees every kernel; it finds out-of-bounds and misaligned accesses).
+if [ "${GPU_CHECK_SANITIZE:-0}" = 1 ]; then
+  CS=$(command -v compute-sanitizer 2>/dev/null || echo "$(dirname "${NVCC:-/usr/local/cuda/bin/nvcc}")/compute-sanitizer")
+  step sanitize 240 env CK_FORK=no CK_RUN_SUITE=cuda VIJP_BIN="$bin/vijp" "$CS" --tool memcheck --error-exitcode 3 "$bin/check_cuda"
+  grep -E 'ERROR SUMMARY' "$logs/sanitize.log" | sed 's/^=* */gpu-check:   sanitize: /' | tee -a "$summary"
+fi
+if [ -n "$failed" ]; then
+  say "FAILED:$failed; total $(elapsed); logs in $logs"
+  exit 1
+fi
 say "PASS: CUDA suite and benchmark; total $(elapsed); logs in $logs"
 exit 0
