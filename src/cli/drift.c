@@ -179,8 +179,13 @@ static void print_overflows(const study *s)
 
 static void print_verdicts(const study *s)
 {
-    printf("%-4s %-24s %-11s %-9s %8s %10s %12s %12s %8s %10s\n", "cfg", "net", "init", "format", "tol", "safe depth",
-           "growth/layer", "predicted", "bits", "price");
+    int wn = 24, wf = 9; /* columns as wide as their longest entry */
+    for (size_t c = 0; c < s->n_configs; c++)
+        if ((int)strlen(s->configs[c].spec) > wn) wn = (int)strlen(s->configs[c].spec);
+    for (size_t f = 0; f < s->n_formats; f++)
+        if ((int)strlen(s->formats[f].name) > wf) wf = (int)strlen(s->formats[f].name);
+    printf("%-4s %-*s %-11s %-*s %8s %10s %12s %12s %8s %10s\n", "cfg", wn, "net", "init", wf, "format", "tol",
+           "safe depth", "growth/layer", "predicted", "bits", "price");
     for (size_t c = 0; c < s->n_configs; c++) {
         int *hp = config_has_param(s, c);
         for (size_t f = 0; f < s->n_formats && hp; f++) {
@@ -195,8 +200,8 @@ static void print_verdicts(const study *s)
             }
             double bits = spread_of(v[3], s->n_seeds).median;
             char g[32], p[32], b[32], pr[32];
-            printf("c%-3zu %-24s %-11s %-9s %8.0e %10.0f %12s %12s %7s%s %10s\n", c + 1, s->configs[c].spec,
-                   s->configs[c].init_name, s->formats[f].name, s->tol[f], spread_of(v[0], s->n_seeds).median,
+            printf("c%-3zu %-*s %-11s %-*s %8.0e %10.0f %12s %12s %7s%s %10s\n", c + 1, wn, s->configs[c].spec,
+                   s->configs[c].init_name, wf, s->formats[f].name, s->tol[f], spread_of(v[0], s->n_seeds).median,
                    cell(g, sizeof g, "%.3g", spread_of(v[1], s->n_seeds).median),
                    cell(p, sizeof p, "%.3g", spread_of(v[2], s->n_seeds).median), cell(b, sizeof b, "%.0f", fabs(bits)),
                    bits < 0 ? "†" : " ", cell(pr, sizeof pr, "%.3g", spread_of(v[4], s->n_seeds).median));
