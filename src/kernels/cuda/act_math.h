@@ -50,9 +50,13 @@
  * 2^-149, i.e. correctly rounded but for a relative 2^-20 of an ulp (and
  * 2^-149 absolute, half a float subnormal ulp plus the double error, where
  * the result is subnormal in float); within 0.5 of x0, f′ is within
- * u_24·|f′|·(1 + 2^-20) + kd0·2^-53 + 2^-149.  Double throughput is not the limit of
- * these memory-bound kernels on a data-centre GPU (H100/H200: 1/2 the float
- * rate); on a consumer GPU (1/64) they would be compute-bound. */
+ * u_24·|f′|·(1 + 2^-20) + kd0·2^-53 + 2^-149.  The price is speed: on an
+ * H200 (bench-gpu, 2026-12-04, 8M units) each float kernel takes as long as
+ * its double one (GELU 111 µs against 115, Mish 124 against 127), so they
+ * are bound by double arithmetic, not memory: 0.62-0.71 of the copy
+ * bandwidth for sigmoid and SiLU (one exp), 0.21-0.41 for tanh, softplus,
+ * GELU and Mish.  On a consumer GPU (double at 1/64 of float) far less.
+ * Float formulas with their own bound would be the way to the copy rate. */
 #ifndef VIJP_KERNELS_CUDA_ACT_MATH_H
 #define VIJP_KERNELS_CUDA_ACT_MATH_H
 
