@@ -58,10 +58,18 @@ static int refuse_this_one(void)
     return n == atomic_load_explicit(&fail_at, memory_order_relaxed);
 }
 
+/* Every block starts on a 64-byte line: an AVX-512 vector, and what the
+ * avx512 gemm's streaming stores need (a dense layer's 512 KB dW written
+ * without reading it first: backprop on dense:256 from 0.71 to 0.90 of
+ * dgemm's rate).  The price is an explicit memset where calloc would have
+ * had fresh zero pages from the kernel. */
 static void *allocate(size_t n, int zeroed)
 {
-    void *p = refuse_this_one() ? NULL : zeroed ? calloc(n ? n : 1, 1) : malloc(n ? n : 1);
+    size_t lines = n ? (n + 63) / 64 : 1;
+    if (lines > SIZE_MAX / 64) vijp_out_of_memory(n);
+    void *p = refuse_this_one() ? NULL : aligned_alloc(64, lines * 64);
     if (!p) vijp_out_of_memory(n);
+    if (zeroed) memset(p, 0, lines * 64);
 #ifdef VIJP_POISON_UNSET
     /* all ones: a NaN as a double and as a float, so a read before the write shows */
     if (!zeroed) memset(p, 0xff, n);
