@@ -31,6 +31,7 @@
 #include "vijp/catalogue.h"
 #include "bench.h"
 #include "../src/layers/lu.h"
+#include "../src/kernels/kernels.h"
 #include <cblas.h>
 #include <complex.h>
 #include <fftw3.h>
@@ -491,6 +492,27 @@ int main(int argc, char **argv)
         printf("      and with 4 W and dW in turn (2 MB of W: out of L2, in L3): W X %.2f, Wᵀ G %.2f, G Xᵀ %.2f GFLOP/s,\n"
                "      together %.2f (%.3f of 1024³)\n", rate_l3[0], rate_l3[1], rate_l3[2], l3_ceiling, l3_ceiling / rate_ref);
     }
+    /* The same backprop through the avx512 set's own gemm (src/kernels/
+     * avx512/gemm.c, unpacked, prefetching, streaming dW), as
+     * VIJP_KERNELS=avx512 or a double@avx512 format runs it; memory kept. */
+    const char *why;
+    const vijp_kernels *k512 = vijp_kernels_set(2, &why);
+    if (k512) {
+        double bp = 1e30, rate_ref = 0;
+        for (int r = 0; r < reps; r++) {
+            double q = gemm_rate(&ref, 0.1);
+            if (q > rate_ref) rate_ref = q;
+            const vijp_kernels *was = vijp_kernels_scope(k512);
+            double t = run_engine(&d, VIJP_ENGINE_BACKPROP, 0, NULL);
+            vijp_kernels_scope(was);
+            if (t < bp) bp = t;
+        }
+        double rate = flops / bp / 1e9;
+        int pass = rate >= 0.8 * rate_ref;
+        printf("   avx512 kernel set's gemm (VIJP_KERNELS=avx512), memory kept: %.4f s = %.2f GFLOP/s; dgemm 1024³ %.2f "
+               "GFLOP/s:\n      ratio %.3f; target >= 0.80: %s\n", bp, rate, rate_ref, rate / rate_ref, verdict(pass));
+    } else
+        printf("   avx512 kernel set: not run (%s)\n", why);
     cold_free(&cold);
     gemm_free(&ref);
     for (int s = 0; s < 3; s++) gemm_free(&shapes[s]);

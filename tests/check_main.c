@@ -38,6 +38,7 @@ int main(void)
     srunner_add_suite(sr, suite_b32set());
     srunner_add_suite(sr, suite_mixedset());
     srunner_add_suite(sr, suite_lu());
+    srunner_add_suite(sr, suite_gemm());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

@@ -38,6 +38,7 @@ Suite *suite_compare_fast(void);
 Suite *suite_b32set(void);
 Suite *suite_mixedset(void);
 Suite *suite_lu(void);
+Suite *suite_gemm(void);
 
 /* Iteration count scaled by VIJP_TEST_SCALE (default 1), as FLINT does. */
 long test_iters(long base);

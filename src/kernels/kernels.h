@@ -108,7 +108,8 @@ typedef struct vijp_kernels {
     void (*erfc_d)(size_t n, const double *t, double *y);
     /* C := alpha·op(A)·op(B) + beta·C, column-major, op(X) = Xᵀ where its
      * flag is nonzero (BLAS's gemm; the dense layer's products).  ref: the
-     * linked BLAS (ref/blas.c); cuda: cuBLAS.  Each entry is a dot product of
+     * linked BLAS (ref/blas.c); avx512: its own unpacked loops at the dense
+     * layer's shapes, else ref (avx512/gemm.c); cuda: cuBLAS.  Each entry is a dot product of
      * k terms in some order, within γ_k·(|op(A)||op(B)|) plus beta's one
      * rounding (Higham eq. 3.5, any order, FMA or not).  Bounded: the
      * default table keeps ref's. */
