@@ -457,6 +457,8 @@ START_TEST(selection)
     for (int a = 0; a < VIJP_KACT_COUNT; a++) ck_assert(A->act_d[a] == R->act_d[a] && A->act_f[a] == R->act_f[a]);
     ck_assert(A->erfc_d == R->erfc_d); /* the other bounded ones too */
     ck_assert(A->drift_d == R->drift_d);
+    /* avx512's own gemm_d (avx512/gemm.c) only when that set is asked for */
+    ck_assert(A->gemm_d == R->gemm_d && A->gemm_f == R->gemm_f && A->gemm_mixed_f == R->gemm_mixed_f);
 }
 END_TEST
 
