@@ -46,7 +46,7 @@ SANFLAGS :=
 endif
 
 CFLAGS  ?= -O2 -g
-VIJP_CPPFLAGS := -Iinclude -D_GNU_SOURCE $(VIJP_POISON) $(shell pkg-config --cflags $(PKGS))
+VIJP_CPPFLAGS := -Iinclude -Isrc -I. -D_GNU_SOURCE $(VIJP_POISON) $(shell pkg-config --cflags $(PKGS))
 VIJP_CFLAGS   := -pthread -std=c11 -Wall -Wextra -Wshadow -Werror=unused-result
 # -ffp-contract=off: no silent FMA, so double code and the binary32 emulation
 # perform exactly the operations written (DESIGN §3).  It comes after the
@@ -55,7 +55,7 @@ VIJP_FPFLAGS  := -ffp-contract=off $(SANFLAGS)
 # MPFI has no pkg-config file; GMP's is written out with it (as in vijp.pc).
 MPFI_CFLAGS   ?=
 MPFI_LIBS     ?= -lmpfi -lgmp
-# FLINT (exact rank, src/certify_exact.c) has none either.
+# FLINT (exact rank, src/certify/exact.c) has none either.
 FLINT_LIBS    ?= -lflint
 VIJP_CPPFLAGS += $(MPFI_CFLAGS)
 VIJP_LDFLAGS  := -pthread $(SANFLAGS)
@@ -77,37 +77,42 @@ MP_STATIC ?= $(if $(and $(MPFR_A),$(GMP_A)),$(MP_WHOLE))
 COMPILE = $(CC) $(VIJP_CPPFLAGS) $(CPPFLAGS) $(VIJP_CFLAGS) $(CFLAGS) $(VIJP_FPFLAGS) $(VIJP_ISAFLAGS) -MMD -MP
 LINK    = $(CC) $(VIJP_CFLAGS) $(CFLAGS) $(VIJP_FPFLAGS) $(VIJP_LDFLAGS) $(LDFLAGS)
 
-LIB_SRC := $(wildcard src/*.c src/layers/*.c src/engines/*.c src/array_io/*.c) $(wildcard oracles/*.c)
+# The library's modules, each a folder of src/ (src/README.md: what each owns).
+LIB_MODULES := base format kernels layer layers net grad memory compare certify check_layer drift engines array_io
+LIB_SRC := $(wildcard $(LIB_MODULES:%=src/%/*.c)) $(wildcard oracles/*.c)
 # The narrow formats' native operators (src/emu/, bit for bit the oracles').
 LIB_SRC += $(wildcard src/emu/*.c)
 # The kernel table (src/kernels/kernels.h): ref always; the SIMD sets unless
 # GENERIC=1, each directory compiled for its instruction set (VIJP_ISAFLAGS,
 # per object) and chosen at run time by CPU feature detection.
-LIB_SRC += $(wildcard src/kernels/*.c src/kernels/ref/*.c)
+LIB_SRC += $(wildcard src/kernels/ref/*.c)
 ifeq ($(GENERIC),1)
 VIJP_CPPFLAGS += -DVIJP_GENERIC
 else
 LIB_SRC += $(wildcard src/kernels/avx2/*.c src/kernels/avx512/*.c)
 endif
-# MPI (src/cli/mpi_study.h): MPI=1 builds src/cli/mpi_study.c with mpicc's
-# flags, MPI=0 its serial stand-in src/cli/mpi_serial.c; by default MPI=1
+# The command's modules: the study scheduler, the report folder and its
+# writers, the regression comparison, the command line itself.
+CLI_MODULES := study report regress cli
+# MPI (src/mpi/mpi.h): MPI=1 builds src/mpi/mpi.c with mpicc's
+# flags, MPI=0 its serial stand-in src/mpi/serial.c; by default MPI=1
 # where mpicc is found.  Switching rebuilds the command ($(BUILD)/mpi-config).
 MPICC   ?= mpicc
 MPI     ?= $(if $(shell command -v $(MPICC) 2>/dev/null),1,0)
 ifeq ($(MPI),1)
 MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null || pkg-config --cflags ompi-c mpich 2>/dev/null)
 MPI_LIBS   := $(shell $(MPICC) --showme:link 2>/dev/null || pkg-config --libs ompi-c mpich 2>/dev/null)
-CLI_SRC := $(filter-out src/cli/mpi_serial.c,$(wildcard src/cli/*.c))
+CLI_SRC := $(wildcard $(CLI_MODULES:%=src/%/*.c)) src/mpi/mpi.c
 else
 MPI_LIBS   :=
-CLI_SRC := $(filter-out src/cli/mpi_study.c,$(wildcard src/cli/*.c))
+CLI_SRC := $(wildcard $(CLI_MODULES:%=src/%/*.c)) src/mpi/serial.c
 endif
 TEST_SRC := $(wildcard tests/t-*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/check_main.o $(BUILD)/tests/testutil.o $(BUILD)/tests/layerfix.o $(BUILD)/tests/f32fix.o $(BUILD)/tests/clirun.o $(BUILD)/tests/certfix.o $(BUILD)/tests/actterms.o \
             $(BUILD)/examples/layer-template/scaledtanh.o \
-            $(BUILD)/src/cli/progress.o $(BUILD)/src/cli/unit_io.o $(BUILD)/src/cli/prerender.o # the shipped plugin (t-registry.c), the command's progress meter (t-progress.c), unit text (t-resume.c) and prerendered files (t-prerender.c), tested in-process
+            $(BUILD)/src/study/progress.o $(BUILD)/src/study/unit_io.o $(BUILD)/src/report/prerender.o # the shipped plugin (t-registry.c), the command's progress meter (t-progress.c), unit text (t-resume.c) and prerendered files (t-prerender.c), tested in-process
 # The shared library's objects: position-independent, in their own tree.
 PIC_OBJ := $(LIB_SRC:%.c=$(BUILD)/pic/%.o)
 BENCH_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/bench-*.c))
@@ -146,7 +151,7 @@ CUDA_HOME   ?= $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
 CUDA_LIBDIR ?= $(CUDA_HOME)/lib64
 CUDA_LIBS   := -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcusolver -lcublas -lcudart -lstdc++
 # --fmad=false: no contraction, as -ffp-contract=off for the C code.
-NVCC_COMPILE = $(NVCC) -std=c++17 --fmad=false $(NVCC_ARCH) -Xcompiler -fPIC,-Wall,-Wextra -Iinclude $(NVCCFLAGS) -MMD -MP
+NVCC_COMPILE = $(NVCC) -std=c++17 --fmad=false $(NVCC_ARCH) -Xcompiler -fPIC,-Wall,-Wextra -Iinclude -Isrc $(NVCCFLAGS) -MMD -MP
 CUDA_OBJ    := $(patsubst %.cu,$(BUILD)/%.o,$(wildcard src/kernels/cuda/*.cu))
 else
 CUDA_LIBS   :=
@@ -231,20 +236,20 @@ GIT_COMMIT := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 $(shell mkdir -p $(BUILD) && echo '#define VIJP_GIT_COMMIT "$(GIT_COMMIT)"' | cmp -s - $(BUILD)/commit.h || \
         echo '#define VIJP_GIT_COMMIT "$(GIT_COMMIT)"' > $(BUILD)/commit.h)
 $(shell mkdir -p $(BUILD) && echo 'MPI=$(MPI) $(MPI_LIBS)' | cmp -s - $(BUILD)/mpi-config || echo 'MPI=$(MPI) $(MPI_LIBS)' > $(BUILD)/mpi-config)
-$(BUILD)/src/cli/mpi_study.o: VIJP_CPPFLAGS += $(MPI_CFLAGS)
-$(BUILD)/src/cli/write_json.o: VIJP_CPPFLAGS += -include $(BUILD)/commit.h
-$(BUILD)/src/cli/write_json.o: $(BUILD)/commit.h
-# --resume's study parameters name the build too (src/cli/resume.c).
-$(BUILD)/src/cli/resume.o: VIJP_CPPFLAGS += -include $(BUILD)/commit.h
-$(BUILD)/src/cli/resume.o: $(BUILD)/commit.h
+$(BUILD)/src/mpi/mpi.o: VIJP_CPPFLAGS += $(MPI_CFLAGS)
+$(BUILD)/src/report/write_json.o: VIJP_CPPFLAGS += -include $(BUILD)/commit.h
+$(BUILD)/src/report/write_json.o: $(BUILD)/commit.h
+# --resume's study parameters name the build too (src/report/resume.c).
+$(BUILD)/src/report/resume.o: VIJP_CPPFLAGS += -include $(BUILD)/commit.h
+$(BUILD)/src/report/resume.o: $(BUILD)/commit.h
 
 # docs/drift.schema.json compiled into the command as a C string literal:
-# src/cli/drift_schema.c interprets the very document the project publishes.
+# src/report/drift_schema.c interprets the very document the project publishes.
 $(BUILD)/drift_schema.inc: docs/drift.schema.json
 	@mkdir -p $(dir $@)
 	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@.tmp && mv $@.tmp $@
-$(BUILD)/src/cli/drift_schema.o: VIJP_CPPFLAGS += -I$(BUILD)
-$(BUILD)/src/cli/drift_schema.o: $(BUILD)/drift_schema.inc
+$(BUILD)/src/report/drift_schema.o: VIJP_CPPFLAGS += -I$(BUILD)
+$(BUILD)/src/report/drift_schema.o: $(BUILD)/drift_schema.inc
 
 $(BUILD)/libvijp.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -289,10 +294,10 @@ plugins: $(PLUGINS)
 
 # vijp-perturbed: the same command with one ulp added to every vijp output,
 # which the regression tests must see flagged by vijp regress.
-$(BUILD)/perturbed/layer.o: src/layer.c $(BUILD)/perturbed/layer.d
+$(BUILD)/perturbed/layer.o: src/layer/layer.c $(BUILD)/perturbed/layer.d
 	@mkdir -p $(dir $@)
 	$(COMPILE) -DVIJP_PERTURB_VIJP -c $< -o $@
-$(BUILD)/vijp-perturbed: $(CLI_OBJ) $(filter-out $(BUILD)/src/layer.o,$(LIB_OBJ)) $(BUILD)/perturbed/layer.o
+$(BUILD)/vijp-perturbed: $(CLI_OBJ) $(filter-out $(BUILD)/src/layer/layer.o,$(LIB_OBJ)) $(BUILD)/perturbed/layer.o
 	$(LINK) -rdynamic -o $@ $^ $(MP_STATIC) $(LDLIBS) $(VIJP_LIBS) $(MPI_LIBS)
 
 # check-install: `make install` into a fresh temporary prefix, then a program
@@ -387,7 +392,7 @@ baseline: $(BUILD)/vijp
 $(BUILD)/bench-%: $(BUILD)/tests/bench-%.o $(BUILD)/libvijp.a
 	$(LINK) -o $@ $^ $(MP_STATIC) $(LDLIBS) $(VIJP_LIBS)
 # The MPI scaling benchmark reads and writes curves as the command does.
-$(BUILD)/bench-mpi: $(BUILD)/tests/bench-mpi.o $(BUILD)/src/cli/unit_io.o $(BUILD)/libvijp.a
+$(BUILD)/bench-mpi: $(BUILD)/tests/bench-mpi.o $(BUILD)/src/study/unit_io.o $(BUILD)/libvijp.a
 	$(LINK) -o $@ $^ $(LDLIBS) $(VIJP_LIBS)
 
 bench: $(BENCH_PROGS) $(BUILD)/vijp
@@ -452,10 +457,10 @@ $(FUZZ_BUILD)/fuzz-%: tests/fuzz/%.c $(FUZZ_LIB_OBJ)
 	$(FUZZ_CC) $(VIJP_CPPFLAGS) -std=c11 -pthread -ffp-contract=off $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJ) $(VIJP_LIBS)
 -include $(FUZZ_LIB_OBJ:.o=.d)
 # The drift.json harness reads what vijp regress reads: the command's validator too.
-$(FUZZ_BUILD)/src/cli/drift_schema.o: $(BUILD)/drift_schema.inc
-$(FUZZ_BUILD)/src/cli/drift_schema.o: VIJP_CPPFLAGS += -I$(BUILD)
-$(FUZZ_BUILD)/fuzz-driftjson: tests/fuzz/driftjson.c $(FUZZ_LIB_OBJ) $(FUZZ_BUILD)/src/cli/drift_schema.o
-	$(FUZZ_CC) $(VIJP_CPPFLAGS) -std=c11 -pthread -ffp-contract=off $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJ) $(FUZZ_BUILD)/src/cli/drift_schema.o $(VIJP_LIBS)
+$(FUZZ_BUILD)/src/report/drift_schema.o: $(BUILD)/drift_schema.inc
+$(FUZZ_BUILD)/src/report/drift_schema.o: VIJP_CPPFLAGS += -I$(BUILD)
+$(FUZZ_BUILD)/fuzz-driftjson: tests/fuzz/driftjson.c $(FUZZ_LIB_OBJ) $(FUZZ_BUILD)/src/report/drift_schema.o
+	$(FUZZ_CC) $(VIJP_CPPFLAGS) -std=c11 -pthread -ffp-contract=off $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJ) $(FUZZ_BUILD)/src/report/drift_schema.o $(VIJP_LIBS)
 # Kept: as prerequisites of a pattern rule only, make would delete them as
 # intermediates after every link and rebuild them all on the next change.
 .SECONDARY: $(FUZZ_LIB_OBJ)

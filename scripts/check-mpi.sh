@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A small drift study under mpirun (src/cli/mpi_study.h) against the same
+# A small drift study under mpirun (src/mpi/mpi.h) against the same
 # study run as one process: byte for byte the same report (every file:
 # drift.json, the CSVs, report.md, the plots, the manifest) at P = 1, 2 and
 # 4; a run killed midway (rank 0 SIGKILLed after some curves) resumed with

@@ -1,7 +1,7 @@
 /* Activation error terms and sample points (actterms.h). */
 #include "actterms.h"
 #include "layerfix.h"
-#include "../oracles/oracles.h"
+#include "oracles/oracles.h"
 #include <math.h>
 
 

@@ -8,8 +8,8 @@
 #include "bench.h"
 #include "vijp/vijp.h"
 #include "vijp/arith.h"
-#include "../oracles/oracles.h"
-#include "../src/emu/dense.h"
+#include "oracles/oracles.h"
+#include "emu/dense.h"
 #include <math.h>
 
 #define REPS 5

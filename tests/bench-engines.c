@@ -30,8 +30,8 @@
 #include "vijp/vijp.h"
 #include "vijp/catalogue.h"
 #include "bench.h"
-#include "../src/layers/lu.h"
-#include "../src/kernels/kernels.h"
+#include "layers/lu.h"
+#include "kernels/kernels.h"
 #include <cblas.h>
 #include <complex.h>
 #include <fftw3.h>

@@ -7,7 +7,7 @@
  *     vijp) and the fraction of cublasDgemm's rate on the same shape.
  * Without a GPU (or a build without CUDA) it prints "SKIPPED: no GPU" and
  * exits 0.  Run: make build/bench-gpu && build/bench-gpu [max elements]. */
-#include "../src/kernels/cuda/cuda.h"
+#include "kernels/cuda/cuda.h"
 #include "vijp/vijp.h"
 #include "bench.h"
 #include <stdio.h>

@@ -12,7 +12,7 @@
  * MIN_SECONDS long.  Targets (issue 12): memory-bound kernels >= 80% of the
  * copy bandwidth at 8M; GELU and Mish with f′ >= 4x ref with AVX-512. */
 #include "bench.h"
-#include "../src/kernels/kernels.h"
+#include "kernels/kernels.h"
 #include "vijp/vijp.h"
 #include <math.h>
 #include <stdint.h>

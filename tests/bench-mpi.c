@@ -20,7 +20,7 @@
 #include "vijp/drift.h"
 #include "vijp/vijp.h"
 #include "bench.h"
-#include "../src/cli/unit_io.h"
+#include "study/unit_io.h"
 #include <cblas.h>
 #include <fcntl.h>
 #include <math.h>

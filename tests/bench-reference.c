@@ -13,7 +13,7 @@
  * CPU time of the default study (`vijp report`), against its 60 s target. */
 #include "vijp/vijp.h"
 #include "vijp/arith.h"
-#include "../oracles/dot.h"
+#include "oracles/dot.h"
 #include "bench.h"
 #include <gmp.h>
 #include <stdio.h>

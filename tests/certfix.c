@@ -184,7 +184,7 @@ int exact_null(const double *J, size_t m, size_t n, const double *y)
     return zero;
 }
 
-/* The exact rank of a double matrix, independently of src/certify_exact.c
+/* The exact rank of a double matrix, independently of src/certify/exact.c
  * (FLINT, integer elimination, modular ranks): Gaussian elimination over the
  * rationals with GMP, every double converted exactly (mpq_set_d), pivots any
  * nonzero entry.  Fine for the suites' 16 × 16. */

@@ -14,8 +14,8 @@
  * cannot test is the GPU itself: the .cu files' launch logic, cuBLAS's
  * arguments and the device arithmetic (t-cuda.c and t-cuda-dense.c, on a
  * GPU). */
-#include "../src/kernels/cuda/cuda.h"
-#include "../src/kernels/cuda/act_math.h"
+#include "kernels/cuda/cuda.h"
+#include "kernels/cuda/act_math.h"
 #include <cblas.h>
 #include <stdarg.h>
 #include <stdio.h>

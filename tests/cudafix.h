@@ -3,9 +3,9 @@
 #define VIJP_CUDAFIX_H
 
 #include "testutil.h"
-#include "../oracles/oracles.h"
+#include "oracles/oracles.h"
 #include "vijp/arith.h"
-#include "../src/kernels/cuda/cuda.h"
+#include "kernels/cuda/cuda.h"
 #include <stdio.h>
 
 /* The suite (t-cuda.c), run by tests/check_cuda.c, and its dense tests,

@@ -1,5 +1,5 @@
 #include "layerfix.h"
-#include "../src/check_layer_impl.h"
+#include "check_layer/impl.h"
 #include <lapacke.h>
 #include <math.h>
 #include <stdlib.h>
@@ -68,7 +68,7 @@ void layerfix_clear(layerfix *t)
     vijp_net_free(&t->net);
 }
 
-/* The layer battery's own (src/check_layer_fixture.c, at the same 1024-bit
+/* The layer battery's own (src/check_layer/fixture.c, at the same 1024-bit
  * reference precision), under the names the suites use. */
 _Static_assert(REF_PREC == CHECK_REF_PREC, "the suites and the battery must compare at one precision");
 void mat_entry(mpfr_t r, const vijp_mat *a, size_t i) { check_entry(r, a, i); }

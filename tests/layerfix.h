@@ -6,7 +6,7 @@
 
 #include "testutil.h"
 
-#define REF_PREC 1024 /* = CHECK_REF_PREC, the layer battery's (src/check_layer_impl.h) */
+#define REF_PREC 1024 /* = CHECK_REF_PREC, the layer battery's (src/check_layer/impl.h) */
 
 typedef struct {
     vijp_net net;            /* depth 1: net.layers[0] is the layer */

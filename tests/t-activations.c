@@ -15,7 +15,7 @@
  * not a relative statement; underflow is checked by the certification test). */
 #include "layerfix.h"
 #include "actterms.h"
-#include "../oracles/oracles.h"
+#include "oracles/oracles.h"
 #include "vijp/certify.h"
 #include "vijp/composite.h"
 #include <math.h>
@@ -123,7 +123,7 @@ START_TEST(certification)
 END_TEST
 
 /* The composite autograd baseline (include/vijp/composite.h):
- *  - what it keeps, by the rules in src/composite.c (exp and 1/a keep their
+ *  - what it keeps, by the rules in src/memory/composite.c (exp and 1/a keep their
  *    output, erf its input, a·b both operands, constants nothing):
  *    1/(1+exp(−x)): e, s → 2;  log1p(exp(x)): e → 1;  tanh: its output → 1;
  *    x·σ(x): x, σ → 2;  x·(0.5(1 + erf(x/√2))): x/√2, x, 0.5(1+erf) → 3;

@@ -1,4 +1,4 @@
-/* A report folder replaced all or nothing (src/cli/atomic.h), as a user's
+/* A report folder replaced all or nothing (src/report/atomic.h), as a user's
  * runs of `vijp drift --out DIR` see it: a kill after any step of the commit
  * sequence leaves the whole old report or the whole new one; a full disk, a
  * lock held by another run and SIGTERM/SIGINT leave the old one; files vijp
@@ -177,7 +177,7 @@ static int same(const char *a, const char *b) { return a && b && !strcmp(a, b); 
 
 /* What a run left beside the report (B/p except out): " name name … ",
  * "" when nothing.  The finished curves a run keeps for --resume
- * (.out.vijp-units, src/cli/resume.h) are not counted: a failed or
+ * (.out.vijp-units, src/report/resume.h) are not counted: a failed or
  * interrupted run leaves them by design (tests/t-resume.c); a completed one
  * removes them (checked in the kill walk). */
 static char *beside(const place *p)

@@ -13,7 +13,7 @@
 #include "testutil.h"
 #include "f32fix.h"
 #include "clirun.h"
-#include "../src/kernels/kernels.h"
+#include "kernels/kernels.h"
 #include <cblas.h>
 #include <jansson.h>
 #include <lapacke.h>

@@ -1,4 +1,4 @@
-/* The activation analysis (vijp_activation_analyze, src/certify_act.c): f′
+/* The activation analysis (vijp_activation_analyze, src/certify/act.c): f′
  * searched for zeros by interval bisection, where each format underflows,
  * and every registered activation analysed. */
 #include "certfix.h"

@@ -479,7 +479,7 @@ START_TEST(test_stdout_full)
 }
 END_TEST
 
-/* The progress meter (src/cli/progress.c, unit-tested in t-progress.c) shows
+/* The progress meter (src/study/progress.c, unit-tested in t-progress.c) shows
  * on a terminal as units finish, never on stdout, and not at all with -q or
  * when stderr is not a terminal, which is how every other test here runs
  * (their stderr is a file: checked empty on success below). */

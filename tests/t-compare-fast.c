@@ -1,4 +1,4 @@
-/* vijp_compare's fast path (src/compare_fast.c) against its exact
+/* vijp_compare's fast path (src/compare/fast.c) against its exact
  * evaluation: wherever the fast path answers, its rel, ulps and angle are
  * the exact evaluation's bit for bit; it answers in the ordinary cases (or
  * it would be no faster), and declines where it cannot certify (an angle
@@ -8,8 +8,8 @@
  * either side, the ulp metric at the ends of the double range. */
 #include "testutil.h"
 #include "vijp/rng.h"
-#include "../src/compare_fast.h"
-#include "../src/compare_cache.h"
+#include "compare/fast.h"
+#include "compare/cache.h"
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

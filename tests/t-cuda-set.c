@@ -8,7 +8,7 @@
  * leaky ReLU, the activations against MPFR), which runs the CUDA set
  * wherever it loads. */
 #include "cudafix.h"
-#include "../src/kernels/kernels.h"
+#include "kernels/kernels.h"
 #include <dlfcn.h>
 #include <limits.h>
 #include <math.h>

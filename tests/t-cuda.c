@@ -12,7 +12,7 @@
  * relative, is far below every bound) and at 1024 bits for the dense layer,
  * where sums of at most a few hundred products of doubles are then exact. */
 #include "cudafix.h"
-#include "../src/kernels/cuda/act_math.h"
+#include "kernels/cuda/act_math.h"
 #include <float.h>
 #include <math.h>
 #include <stdio.h>

@@ -8,7 +8,7 @@
 #include <stdio.h> /* before mpfr.h: mpfr_fprintf */
 #include "testutil.h"
 #include "clirun.h"
-#include "../oracles/dot.h"
+#include "oracles/dot.h"
 #include "vijp/rng.h"
 #include <gmp.h>
 #include <limits.h>
@@ -262,7 +262,7 @@ START_TEST(test_dot_fused_layers)
 END_TEST
 
 /* The reference's accuracy claim is checked by doubling its precision
- * (src/drift.c): with vo_dot broken on purpose (VIJP_BREAK_REFDOT keeps P/4
+ * (src/drift/drift.c): with vo_dot broken on purpose (VIJP_BREAK_REFDOT keeps P/4
  * bits, an error near 2^-(P/4)), double's mpfr:106 and mpfr:212 disagree by
  * ~2^-26, far above double's target u·2^-10 = 2^-63, so a study capped at
  * 256 bits (room for the first doubling only) must fail ("did not settle");

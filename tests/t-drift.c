@@ -4,8 +4,8 @@
  * Lyapunov prediction, the first-order bound, engine failure, stored bytes). */
 #include "testutil.h"
 #include "vijp/drift.h"
-#include "../src/compare_cache.h"
-#include "../src/drift_memo.h"
+#include "compare/cache.h"
+#include "drift/memo.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* src/emu/elementary.h and src/emu/activations.h against the MPFR oracles
- * (oracles/arith.c, oracles/activations.c), bit for bit: the same number,
+ * (src/format/arith.c, oracles/activations.c), bit for bit: the same number,
  * the same sign of zero, NaN where the oracle gives NaN.  No tolerance: the
  * claim is equality (Ziv's rounding test certifies each elementary result,
  * elementary.c; the activations repeat the oracles' operation sequences).
@@ -8,10 +8,10 @@
  * special and hard-to-round inputs. */
 #include "testutil.h"
 #include "vijp/arith.h"
-#include "../oracles/oracles.h"
-#include "../src/emu/elementary.h"
-#include "../src/emu/activations.h"
-#include "../src/kernels/kernels.h"
+#include "oracles/oracles.h"
+#include "emu/elementary.h"
+#include "emu/activations.h"
+#include "kernels/kernels.h"
 #include <float.h>
 #include <stdio.h>
 #include <string.h>

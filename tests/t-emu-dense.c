@@ -8,13 +8,13 @@
  * Inf and NaN entries, pivot ties, exactly and nearly singular matrices. */
 #include "testutil.h"
 #include "vijp/arith.h"
-#include "../oracles/oracles.h"
-#include "../src/emu/conv.h"
-#include "../src/emu/dense.h"
-#include "../src/emu/inv1x1.h"
-#include "../src/emu/emu.h"
-#include "../src/emu/emu.h"
-#include "../src/emu/io.h"
+#include "oracles/oracles.h"
+#include "emu/conv.h"
+#include "emu/dense.h"
+#include "emu/inv1x1.h"
+#include "emu/emu.h"
+#include "emu/emu.h"
+#include "format/mpfr_io.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,11 +1,11 @@
 /* src/emu/emu.h, the native emulation of the narrow formats, against the
- * MPFR oracle's operations (oracles/arith.c) bit for bit: every result must
+ * MPFR oracle's operations (src/format/arith.c) bit for bit: every result must
  * be the same number, with the same sign of zero, and NaN where the oracle
  * gives NaN.  No tolerance: the claim is equality (emu.h cites the theorem
  * that makes it hold for formats of at most 24 bits). */
 #include "testutil.h"
 #include "vijp/arith.h"
-#include "../src/emu/emu.h"
+#include "emu/emu.h"
 #include <math.h>
 #include <string.h>
 

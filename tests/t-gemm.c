@@ -17,7 +17,7 @@
  * entries whose sums include it. */
 #include <stdio.h>
 #include "testutil.h"
-#include "../src/kernels/kernels.h"
+#include "kernels/kernels.h"
 #include "vijp/rng.h"
 #include <math.h>
 #include <mpfr.h>
@@ -209,7 +209,7 @@ START_TEST(gemm_nonfinite)
 }
 END_TEST
 
-/* vijp's allocations start on 64-byte lines (src/error.c), which the
+/* vijp's allocations start on 64-byte lines (src/base/error.c), which the
  * avx512 gemm's streaming stores need for the engines' dW; zeroed ones are
  * zero to the last byte. */
 START_TEST(allocations_are_aligned)

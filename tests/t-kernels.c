@@ -17,8 +17,8 @@
  *    bounds stated in kernels.h. */
 #include "actterms.h"
 #include "clirun.h"
-#include "../oracles/oracles.h"
-#include "../src/kernels/kernels.h"
+#include "oracles/oracles.h"
+#include "kernels/kernels.h"
 #include <float.h>
 #include <math.h>
 #include <stdio.h>

@@ -19,7 +19,7 @@
  * cut-off (16 columns).  Each test runs once per route (_i). */
 #include <stdio.h>
 #include "testutil.h"
-#include "../src/layers/lu.h"
+#include "layers/lu.h"
 #include "vijp/rng.h"
 #include <math.h>
 #include <mpfr.h>

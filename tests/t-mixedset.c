@@ -1,6 +1,6 @@
 /* bfloat16+binary32@SET and binary16+binary32@SET (vijp/format.h): the
  * float operators of binary32@SET on values of the storage format, each
- * result rounded once to it (src/layer_f32.c), dense's products through the
+ * result rounded once to it (src/layer/native_f32.c), dense's products through the
  * set's gemm_mixed_f.
  *   - leaky and relu give the mixed emulation's bits: one correctly rounded
  *     binary32 operation, then one rounding to storage, as the emulation;
@@ -12,7 +12,7 @@
  * A study in them: t-b32set.c's study_runs_binary32_sets. */
 #include "testutil.h"
 #include "f32fix.h"
-#include "../src/kernels/kernels.h"
+#include "kernels/kernels.h"
 #include <cblas.h>
 #include <lapacke.h>
 #include <math.h>

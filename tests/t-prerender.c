@@ -1,9 +1,9 @@
-/* Report files rendered in memory on a helper thread (src/cli/prerender.c):
+/* Report files rendered in memory on a helper thread (src/report/prerender.c):
  * the bytes written are those the fill writes directly, in every item and
  * with or without the thread; a fill that fails makes the write fail with
  * its errno (the report's write then names the file, atomic.c). */
 #include "testutil.h"
-#include "../src/cli/prerender.h"
+#include "report/prerender.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,10 +1,10 @@
-/* The progress meter of grad, certify and drift (src/cli/progress.c): when it
+/* The progress meter of grad, certify and drift (src/study/progress.c): when it
  * shows, the line it draws, and its redraws, with an injected clock and a
  * memory stream in place of the terminal, so that nothing waits or depends
  * on where the suite runs.  That runs without a terminal print no meter is
  * checked on the command itself in t-cli.c. */
 #include "testutil.h"
-#include "../src/cli/progress.h"
+#include "study/progress.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,10 +1,10 @@
-/* --resume (src/cli/resume.h): a study killed midway continues from the
+/* --resume (src/report/resume.h): a study killed midway continues from the
  * curves it finished, and its report is byte for byte the report of an
  * uninterrupted run; a changed study refuses to resume; damaged units are
  * recomputed; without --resume kept units are discarded.  And the unit text
- * itself (src/cli/unit_io.h) round-trips every double bit for bit. */
+ * itself (src/study/unit_io.h) round-trips every double bit for bit. */
 #include "clirun.h"
-#include "../src/cli/unit_io.h"
+#include "study/unit_io.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -17,7 +17,7 @@
  *                columns, an exact null vector checked in exact arithmetic)
  *                or, for an exact J (no radius) up to 512 rows that LAPACK
  *                sees as rank-deficient, from its exact rank over the
- *                rationals (method "exact-rank", src/certify_exact.c): the
+ *                rationals (method "exact-rank", src/certify/exact.c): the
  *                cokernel dimension is then exact, not a lower bound.
  *
  * A false "certified" is the worst bug this project can have: every rounding

@@ -71,7 +71,7 @@ void aio_put(aio_out *o, const void *p, size_t n)
 /* Write a temporary file in path's own folder (rename is atomic only within
  * one file system), flush it to disk, rename it over path, then flush the
  * folder so the rename itself survives a crash.  The temporaries share the
- * report writer's prefix (src/cli/atomic.h), whose folder preparation
+ * report writer's prefix (src/report/atomic.h), whose folder preparation
  * removes the ones a killed run left. */
 int aio_write_atomic(const char *path, void (*emit)(aio_out *o, const void *ctx), const void *ctx, vijp_error *err)
 {

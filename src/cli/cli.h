@@ -26,9 +26,6 @@ int cli_parse_size(const char *opt, const char *s, unsigned long long lo, unsign
  * VIJP_EIO with the path and the reason (for --save; report folders have
  * their own staging, atomic.h). */
 int cli_prepare_dir(const char *dir, vijp_error *err);
-/* mkdir -p path (modified while it runs): 0, or -1 with errno and path cut
- * at the component that could not be made. */
-int cli_mkdir_p(char *path);
 
 /* Whether a run needing about `need` bytes fits what this process can still
  * get (vijp_memory_available); if not, says "vijp CMD: needs about X GiB;

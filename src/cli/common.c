@@ -2,6 +2,7 @@
  * layer syntax of the help texts.  Kept apart from main.c, which dispatches to
  * the subcommands, so calls run one way: main.c → subcommands → common.c. */
 #include "cli.h"
+#include "report/atomic.h"
 #include "vijp/vijp.h"
 #include "vijp/memory.h"
 #include "vijp/array_io.h"
@@ -64,24 +65,12 @@ int cli_memory_fits(const char *command, double need)
     return 0;
 }
 
-int cli_mkdir_p(char *path)
-{
-    for (char *p = path + 1;; p++) {
-        if (*p && *p != '/') continue;
-        char c = *p;
-        *p = 0;
-        if (mkdir(path, 0777) && errno != EEXIST) return -1; /* path stays cut at the component that failed */
-        *p = c;
-        if (!c) return 0;
-    }
-}
-
 int cli_prepare_dir(const char *dir, vijp_error *err)
 {
     char path[4096];
     if (!*dir || (size_t)snprintf(path, sizeof path, "%s", dir) >= sizeof path)
         return vijp_fail(err, VIJP_EINVAL, "bad folder name '%s'", dir);
-    if (cli_mkdir_p(path)) return vijp_fail(err, VIJP_EIO, "cannot create folder %s: %s", path, strerror(errno));
+    if (report_mkdir_p(path)) return vijp_fail(err, VIJP_EIO, "cannot create folder %s: %s", path, strerror(errno));
     struct stat st;
     if (stat(dir, &st) || !S_ISDIR(st.st_mode)) return vijp_fail(err, VIJP_EIO, "%s is not a folder", dir);
     if (access(dir, W_OK | X_OK)) return vijp_fail(err, VIJP_EIO, "cannot write into %s: %s", dir, strerror(errno));

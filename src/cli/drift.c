@@ -1,13 +1,13 @@
 /* vijp drift and vijp report: error-versus-depth studies written as reports. */
-#include "atomic.h"
+#include "report/atomic.h"
 #include "vijp/error.h"
 #include "cli.h"
-#include "progress.h"
-#include "mpi_study.h"
-#include "resume.h"
-#include "unit_io.h"
-#include "study_stats.h"
-#include "write.h"
+#include "study/progress.h"
+#include "mpi/mpi.h"
+#include "report/resume.h"
+#include "study/unit_io.h"
+#include "study/stats.h"
+#include "report/write.h"
 #include "vijp/vijp.h"
 #include <getopt.h>
 #include <math.h>

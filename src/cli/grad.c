@@ -1,12 +1,12 @@
 /* vijp grad: one network, one or more engines, one format, against an MPFR reference. */
 #include "cli.h"
 #include "vijp/error.h"
-#include "progress.h"
+#include "study/progress.h"
 #include "vijp/study.h"
 #include "vijp/vijp.h"
 #include "vijp/memory.h"
 #include "vijp/array_io.h"
-#include "atomic.h"
+#include "report/atomic.h"
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /* Ranks other than 0 parsing quietly (mpi_study.h). */
-#include "mpi_study.h"
+#include "mpi/mpi.h"
 #include "cli.h"
 #include <stdio.h>
 #include <unistd.h>

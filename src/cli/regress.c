@@ -6,8 +6,8 @@
  * formats, with tolerances in double), regress_junit.c writes the JUnit
  * report. */
 #include "cli.h"
-#include "drift_schema.h"
-#include "regress.h"
+#include "report/drift_schema.h"
+#include "regress/regress.h"
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>

@@ -9,8 +9,8 @@
  * oracle's mpfr_sgn does (NaN counts as 0 there). */
 #include "activations.h"
 #include "elementary.h"
-#include "io.h"
-#include "../kernels/kernels.h"
+#include "format/mpfr_io.h"
+#include "kernels/kernels.h"
 #include "vijp/error.h"
 
 typedef struct {

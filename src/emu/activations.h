@@ -5,7 +5,7 @@
  * kind: the kernel table's VIJP_KACT_* (src/kernels/kernels.h).  The
  * operators read and write the layer's MPFR values (exactly: every value is
  * on the format's grid) and leave storage rounding to the caller
- * (vijp_mat_store in src/layer.c), as the oracles do. */
+ * (vijp_mat_store in src/layer/layer.c), as the oracles do. */
 #ifndef VIJP_EMU_ACTIVATIONS_H
 #define VIJP_EMU_ACTIVATIONS_H
 

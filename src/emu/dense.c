@@ -12,16 +12,16 @@
  * the same name; the per-element order of operations is the oracle's, loops
  * over independent outputs may be ordered differently (layouts chosen for
  * contiguous access).  Mixed formats: the oracle computes in the
- * accumulation format and vijp_mat_store (src/layer.c) rounds the results
+ * accumulation format and vijp_mat_store (src/layer/layer.c) rounds the results
  * to storage afterwards, for both paths; no storage rounding here.
  *
  * Every other format (mpfr:P, the exact-dots reference) runs the oracle
  * itself.  tests/t-emu-dense.c checks both paths against each other. */
 #include "dense.h"
 #include "emu.h"
-#include "io.h"
+#include "format/mpfr_io.h"
 #include "vijp/error.h"
-#include "../../oracles/oracles.h"
+#include "oracles/oracles.h"
 #include <stdlib.h>
 
 /* Σ_k a[k·sa]·b[k·sb] formed into +0 by vo_madd, k ascending: the

@@ -6,8 +6,8 @@
  * oracle.  tests/t-emu-dense.c compares both, bit for bit. */
 #include "dense.h"
 #include "emu.h"
-#include "io.h"
-#include "../../oracles/oracles.h"
+#include "format/mpfr_io.h"
+#include "oracles/oracles.h"
 #include <stdlib.h>
 
 /* hh_qr: A (r × c, r >= c) in place, tau[c].  The sign test is mpfr_sgn(α)

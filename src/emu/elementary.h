@@ -1,5 +1,5 @@
 /* Correctly rounded elementary functions on the narrow formats' grids
- * (emu.h), bit for bit the oracle's vo_exp, vo_log1p, … (oracles/arith.c:
+ * (emu.h), bit for bit the oracle's vo_exp, vo_log1p, … (src/format/arith.c:
  * MPFR's exact function value, rounded once to the format).
  *
  * Ziv's rounding test: glibc's double result y lies within a few ulps of the

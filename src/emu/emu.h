@@ -1,7 +1,7 @@
 /* Native emulation of the narrow formats, bit for bit.
  *
  * The emulated formats (binary32, binary16, bfloat16 and the mixed ones)
- * are defined by the MPFR oracles (oracles/arith.c: every operation rounded
+ * are defined by the MPFR oracles (src/format/arith.c: every operation rounded
  * once to the format's grid, subnormals and overflow included).  That
  * definition is exact but costs an MPFR operation per rounding.  For
  * formats of at most 24 bits the same results come from double arithmetic:

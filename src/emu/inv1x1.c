@@ -11,10 +11,10 @@
 #include "inv1x1.h"
 #include "dense.h"
 #include "emu.h"
-#include "io.h"
+#include "format/mpfr_io.h"
 #include "vijp/arith.h"
 #include "vijp/catalogue.h"
-#include "../../oracles/oracles.h"
+#include "oracles/oracles.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -2,7 +2,7 @@
  * (result allocation, loss, f′ by nested forward AD) are in common.c, so
  * calls run one way: engine.c → the engines → common.c. */
 #include "engine_internal.h"
-#include "../kernels/kernels.h"
+#include "kernels/kernels.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

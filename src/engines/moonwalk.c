@@ -11,7 +11,7 @@
  * layers (S = LU + two triangular solves).  tests/bench-engines.c derives it
  * per layer type and measures the time ratio against it. */
 #include "engine_internal.h"
-#include "../kernels/kernels.h"
+#include "kernels/kernels.h"
 #include "vijp/error.h"
 #include <stdlib.h>
 #include <string.h>

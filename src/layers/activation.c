@@ -5,7 +5,7 @@
  * any other activation (a plugin's) through its dual_eval, unit by unit. */
 #include "activation.h"
 #include "scratch.h"
-#include "../kernels/kernels.h"
+#include "kernels/kernels.h"
 #include <string.h>
 
 extern const vijp_layer_type vijp_layer_sigmoid, vijp_layer_softplus, vijp_layer_tanh, vijp_layer_silu,

@@ -8,9 +8,9 @@
 #include "vijp/layer.h"
 #include "vijp/error.h"
 #include "dual.h"
-#include "../emu/emu.h"
-#include "../emu/activations.h"
-#include "../kernels/kernels.h"
+#include "emu/emu.h"
+#include "emu/activations.h"
+#include "kernels/kernels.h"
 
 VIJP_MUST_CHECK int vijp_act_parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err);
 size_t vijp_act_no_params(const vijp_layer *L);

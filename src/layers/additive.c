@@ -12,8 +12,8 @@
  * g_y2·∂G/∂θ_G.  Parameters: θ_F's layers in order, then θ_G's. */
 #include "chain.h"
 #include "scratch.h"
-#include "../../oracles/oracles.h"
-#include "../kernels/kernels.h"
+#include "oracles/oracles.h"
+#include "kernels/kernels.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -19,8 +19,8 @@
 #include "chain.h"
 #include "dual.h"
 #include "scratch.h"
-#include "../../oracles/oracles.h"
-#include "../kernels/kernels.h"
+#include "oracles/oracles.h"
+#include "kernels/kernels.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -10,7 +10,7 @@
 #include "args.h"
 #include "state.h"
 #include "vijp/catalogue.h"
-#include "../../oracles/oracles.h"
+#include "oracles/oracles.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

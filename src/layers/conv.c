@@ -33,8 +33,8 @@
 #include "conv_circular.h"
 #include "state.h"
 #include "vijp/catalogue.h"
-#include "../../oracles/oracles.h"
-#include "../emu/conv.h"
+#include "oracles/oracles.h"
+#include "emu/conv.h"
 #include <complex.h>
 #include <lapacke.h>
 #include <math.h>

@@ -9,9 +9,9 @@
 #include "vijp/error.h"
 #include "args.h"
 #include "init.h"
-#include "../../oracles/oracles.h"
-#include "../emu/dense.h"
-#include "../kernels/kernels.h"
+#include "oracles/oracles.h"
+#include "emu/dense.h"
+#include "kernels/kernels.h"
 #include "lu.h"
 #include <lapacke.h>
 #include <math.h>

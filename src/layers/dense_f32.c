@@ -11,8 +11,8 @@
  * binary32 emulation (its QR, which its fragments come from) runs it. */
 #include "vijp/layer.h"
 #include "vijp/error.h"
-#include "../kernels/kernels.h"
-#include "../layer_f32.h"
+#include "kernels/kernels.h"
+#include "layer/native_f32.h"
 #include "lu.h"
 #include <lapacke.h>
 #include <stdlib.h>

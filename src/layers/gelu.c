@@ -29,7 +29,7 @@
  *    |f̂′ − f′| <= 17u·Φ(x) + 10u·|x|φ(x).
  *    For x → −∞ the Φ term is ~1/x² of the other: no cancellation. */
 #include "activation.h"
-#include "../../oracles/oracles.h"
+#include "oracles/oracles.h"
 
 /* Φ(x) (above): t = −x/√2 as t_hi + t_lo, then erfc with its first-order
  * correction or, in the far tail, e^{−t²}·erfcx(t) as (g1·g2)·rest, returned

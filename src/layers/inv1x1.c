@@ -19,8 +19,8 @@
 #include "state.h"
 #include "vijp/catalogue.h"
 #include <stdio.h>
-#include "../../oracles/oracles.h"
-#include "../emu/inv1x1.h"
+#include "oracles/oracles.h"
+#include "emu/inv1x1.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

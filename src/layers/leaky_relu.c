@@ -5,8 +5,8 @@
 #include "activation.h"
 #include "state.h"
 #include "vijp/catalogue.h"
-#include "../../oracles/oracles.h"
-#include "../kernels/kernels.h"
+#include "oracles/oracles.h"
+#include "kernels/kernels.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -17,7 +17,7 @@
  * e^x(1 + x) to 2^-1000, computed (h·(1 + x))·h within 7u of |f′| <=
  * tanh(sp) + |x|sech²σ: inside the bounds above. */
 #include "activation.h"
-#include "../../oracles/oracles.h"
+#include "oracles/oracles.h"
 
 /* The built-in activations have no parameters: L and th are unused. */
 static void eval(const vijp_layer *L, const double *th, double x, double *f, double *df)

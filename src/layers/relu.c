@@ -3,8 +3,8 @@
  * units, packed sample after sample (DESIGN §1, §6). */
 #include "vijp/layer.h"
 #include "activation.h"
-#include "../../oracles/oracles.h"
-#include "../kernels/kernels.h"
+#include "oracles/oracles.h"
+#include "kernels/kernels.h"
 #include <string.h>
 
 /* Submersive exactly where every unit is active: no structural claim holds. */

@@ -9,7 +9,7 @@
  * softplus(x) + softplus(−x) <= |x| + 2 log 2, so its own error is at most
  * 2u(|x| + 1.39) + u|x|. */
 #include "activation.h"
-#include "../../oracles/oracles.h"
+#include "oracles/oracles.h"
 
 /* The built-in activations have no parameters: L and th are unused. */
 static void eval(const vijp_layer *L, const double *th, double x, double *f, double *df)

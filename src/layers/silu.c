@@ -15,7 +15,7 @@
  * f′ = σ(x)(1 + x·σ(−x)) = ((h·(1 + x·r))·h)·r within 7u of |f′|, and
  * |f′| <= σ + |x|σ′: both inside the bounds above. */
 #include "activation.h"
-#include "../../oracles/oracles.h"
+#include "oracles/oracles.h"
 
 /* The built-in activations have no parameters: L and th are unused. */
 static void eval(const vijp_layer *L, const double *th, double x, double *f, double *df)

@@ -9,7 +9,7 @@
 #include "vijp/layer.h"
 #include "activation.h"
 #include "scratch.h"
-#include "../../oracles/oracles.h"
+#include "oracles/oracles.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

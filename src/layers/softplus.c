@@ -7,7 +7,7 @@
  * Inverse: x = log(expm1(y)) for y <= 1, y + log(−expm1(−y)) above (no
  * overflow); expm1 and log within 1 ulp each: own error <= 2u|x| + 4u. */
 #include "activation.h"
-#include "../../oracles/oracles.h"
+#include "oracles/oracles.h"
 
 /* The built-in activations have no parameters: L and th are unused. */
 static void eval(const vijp_layer *L, const double *th, double x, double *f, double *df)

@@ -9,7 +9,7 @@
  * within 1 ulp (glibc), then three correctly rounded operations; the
  * relative error of f' is below 6u.  f and f′ come from dual_tanh (dual.h). */
 #include "activation.h"
-#include "../../oracles/oracles.h"
+#include "oracles/oracles.h"
 
 /* The built-in activations have no parameters: L and th are unused. */
 static void eval(const vijp_layer *L, const double *th, double x, double *f, double *df)

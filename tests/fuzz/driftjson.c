@@ -1,9 +1,9 @@
-/* libFuzzer harness: what vijp regress reads (src/cli/drift_schema.c):
+/* libFuzzer harness: what vijp regress reads (src/report/drift_schema.c):
  * jansson's parser, then drift_json_check (version, the schema document,
  * the study's own arrays).  Beyond "no crash, no sanitizer report": a
  * refusal says why, and an accepted document passes again (the check is a
  * function of the document). */
-#include "../../src/cli/drift_schema.h"
+#include "report/drift_schema.h"
 #include "vijp/error.h"
 #include <stdint.h>
 #include <stdio.h>

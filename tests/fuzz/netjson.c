@@ -8,7 +8,7 @@
  * parameters (nothing could be read), and, for nets of at most 4096
  * parameters, builds with parameters and initialises. */
 #include "vijp/vijp.h"
-#include "../../src/net_json.h"
+#include "net/json.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

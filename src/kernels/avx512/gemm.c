@@ -22,7 +22,7 @@
  * |Ĉ − C| <= γ_{k+1}·(|β·C₀| + |op(A)||op(B)|) (Higham eq. 3.5, any order):
  * the bound of kernels.h.  NaN and ±Inf propagate as in the sums (nothing
  * compares or branches on values); β = 0 never reads C. */
-#include "../kernels.h"
+#include "kernels/kernels.h"
 #include <immintrin.h>
 
 void vijp_kernels_avx512_gemm_d(int ta, int tb, size_t m, size_t n, size_t k, double alpha, const double *A,

@@ -21,7 +21,7 @@
  * The entries cannot return errors (kernels.h): a CUDA failure while one
  * runs (device lost, out of device memory) prints its message and exits 1,
  * as running out of host memory does. */
-#include "../kernels.h"
+#include "kernels/kernels.h"
 #include "cuda.h"
 #include <pthread.h>
 #include <stdarg.h>

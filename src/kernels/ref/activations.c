@@ -5,7 +5,7 @@
  * in double and round once to binary32: their bound is that, rounded, plus
  * half an ulp of binary32 (at most 81·2^-53 + 2^-24 relative to the terms:
  * below one binary32 ulp wherever the double bound holds). */
-#include "../kernels.h"
+#include "kernels/kernels.h"
 #include "vijp/layer.h"
 #include <math.h>
 

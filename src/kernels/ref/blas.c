@@ -2,7 +2,7 @@
  * library links (OpenBLAS on Debian), called as the dense layer always
  * called it.  Results depend on that BLAS build (its order of summation and
  * its FMAs), never on the kernel set, unless a set brings its own (cuda). */
-#include "../kernels.h"
+#include "kernels/kernels.h"
 #include <cblas.h>
 
 void vijp_kernels_ref_gemm_f(int ta, int tb, size_t m, size_t n, size_t k, float alpha, const float *A, size_t lda,

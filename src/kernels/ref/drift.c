@@ -1,6 +1,6 @@
 /* Reference drift partials (kernels.h: vijp_kdrift and its bound), one
  * entry at a time, in order. */
-#include "../kernels.h"
+#include "kernels/kernels.h"
 #include "vijp/metrics.h"
 #include <math.h>
 

@@ -1,7 +1,7 @@
 /* Reference exact kernels (kernels.h): the loops the layers ran before the
  * kernel table, unchanged, in double and in binary32.  Every other set must
  * reproduce these bit for bit (tests/t-kernels.c hashes them). */
-#include "../kernels.h"
+#include "kernels/kernels.h"
 
 #define LEAKY_SLOPE(x, a) ((x) > 0 ? 1 : (a))
 

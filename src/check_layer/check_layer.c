@@ -1,0 +1,141 @@
+/* The layer checks: their registry, one run in this process, and the result
+ * helpers every check uses (vijp/check_layer.h). */
+#include "impl.h"
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static const struct {
+    const char *name, *summary;
+    check_fn run;
+} checks[] = {
+    {"adjoint", "<G, jvp(U)> = <vjp(G), U>: jvp and vjp are transposes", check_adjoint},
+    {"jvp-vs-differences", "jvp against central finite differences of forward", check_jvp_differences},
+    {"jacobian-vs-jvp", "the dense Jacobian's columns against jvp(e_j)", check_jacobian_columns},
+    {"vijp-round-trip", "vjp(vijp(g)) = g, and vijp(vjp(r)) + fragment = r", check_vijp_round_trip},
+    {"fragment-vs-cokernel", "the fragment is Q^T r in the cokernel basis Q", check_fragment_cokernel},
+    {"format-vs-mpfr", "forward, jvp, vjp, fragment, vijp against the type's 1024-bit MPFR operators", check_format_vs_mpfr},
+    {"vjp-param-vs-mpfr", "the parameter gradient against the MPFR operator, within vjp_param_bound", check_vjp_param_vs_mpfr},
+    {"overwrites-outputs", "every operator overwrites its whole output: the same bits into a zeroed and a NaN-filled buffer", check_overwrites},
+    {"inverse-round-trip", "inverse(forward(x)) = x within the contract's inverse model", check_inverse_round_trip},
+    {"declarations", "submersive / never submersive / invertible against J's singular values", check_declarations},
+    {"certification", "vijp_certify_layer at the points (DESIGN §4), declarations included", check_certification},
+};
+#define NCHECKS (sizeof checks / sizeof *checks)
+
+size_t vijp_check_count(void) { return NCHECKS; }
+const char *vijp_check_name(size_t k) { return k < NCHECKS ? checks[k].name : NULL; }
+const char *vijp_check_summary(size_t k) { return k < NCHECKS ? checks[k].summary : NULL; }
+
+int vijp_check_find(const char *name)
+{
+    for (size_t k = 0; k < NCHECKS; k++)
+        if (!strcmp(name, checks[k].name)) return (int)k;
+    return -1;
+}
+
+const char *vijp_check_status_name(vijp_check_status s)
+{
+    return s == VIJP_CHECK_PASSED ? "passed" : s == VIJP_CHECK_FAILED ? "FAILED" : "skipped";
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int vijp_check_layer_run(size_t k, const char *spec, const vijp_check_opts *o, vijp_check_result *r, vijp_error *err)
+{
+    memset(r, 0, sizeof *r);
+    if (k >= NCHECKS) return vijp_fail(err, VIJP_EINVAL, "no check %zu (there are %zu)", k, NCHECKS);
+    snprintf(r->name, sizeof r->name, "%s", checks[k].name);
+    r->error = r->bound = r->ratio = NAN;
+    r->seed = o->seed;
+    r->status = VIJP_CHECK_PASSED;
+    double t0 = now();
+    check_fix t;
+    int rc = check_fix_init(&t, spec, o, err);
+    if (rc) return rc;
+    checks[k].run(&t, r);
+    check_fix_clear(&t);
+    /* The worst element decides a check that compared numbers. */
+    if (r->ratio > 1 && r->status != VIJP_CHECK_FAILED)
+        check_fail(r, "%s[%zu,%zu] is off by %.3g: %.3g times its bound %.3g", r->worst_what, r->worst_row,
+                   r->worst_col, r->error, r->ratio, r->bound);
+    else if (!isnan(r->ratio) && !r->detail[0])
+        check_note(r, "worst %s[%zu,%zu] at %.3g of its bound", r->worst_what, r->worst_row, r->worst_col, r->ratio);
+    r->seconds = now() - t0;
+    return 0;
+}
+
+/* ---- results ---- */
+
+static void vset(char *dst, size_t size, const char *fmt, va_list ap) { vsnprintf(dst, size, fmt, ap); }
+
+void check_fail(vijp_check_result *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (r->status != VIJP_CHECK_FAILED) vset(r->detail, sizeof r->detail, fmt, ap); /* the first failure stands */
+    va_end(ap);
+    r->status = VIJP_CHECK_FAILED;
+}
+
+void check_skip(vijp_check_result *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vset(r->detail, sizeof r->detail, fmt, ap);
+    va_end(ap);
+    r->status = VIJP_CHECK_SKIPPED;
+}
+
+void check_note(vijp_check_result *r, const char *fmt, ...)
+{
+    if (r->status != VIJP_CHECK_PASSED) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vset(r->detail, sizeof r->detail, fmt, ap);
+    va_end(ap);
+}
+
+void check_method(vijp_check_result *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vset(r->method, sizeof r->method, fmt, ap);
+    va_end(ap);
+}
+
+void check_source(vijp_check_result *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vset(r->bound_source, sizeof r->bound_source, fmt, ap);
+    va_end(ap);
+}
+
+void check_refused(vijp_check_result *r, const char *op, int rc, const vijp_error *err)
+{
+    check_fail(r, "%s failed (code %d): %s", op, rc, err && err->msg[0] ? err->msg : "no message");
+}
+
+void check_record(vijp_check_result *r, const char *what, size_t row, size_t col, double error, double bound)
+{
+    double ratio = error == 0 ? 0 : bound > 0 ? error / bound : INFINITY;
+    if (isnan(ratio)) ratio = INFINITY; /* NaN in a result is never within a bound */
+    if (!isnan(r->ratio) && ratio <= r->ratio) return;
+    r->ratio = ratio, r->error = error, r->bound = bound;
+    r->worst_row = row, r->worst_col = col;
+    snprintf(r->worst_what, sizeof r->worst_what, "%s", what);
+}
+
+void check_compare(vijp_check_result *r, const char *what, const vijp_mat *a, const vijp_mat *b, const double *bound)
+{
+    size_t rows = a->rows ? a->rows : 1;
+    for (size_t i = 0; i < vijp_mat_len(a); i++) check_record(r, what, i % rows, i / rows, check_absdiff(a, i, b, i), bound[i]);
+}

@@ -1,0 +1,192 @@
+/* The layer checks' fixture and the contract read through the layer's type
+ * (vijp/check_layer.h says what the fixture holds). */
+#include "impl.h"
+#include "vijp/certify.h"
+#include "vijp/metrics.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Activations whose f′ vanishes at isolated points x0 (the contract's
+ * deriv_zeros): relative bounds on f′ mean nothing near x0, so points keep
+ * 0.5 away from it and |x| <= 4, where the contract's `ulps` holds. */
+static int near_deriv_zero(const vijp_layer *L, double x)
+{
+    const vijp_layer_bounds *b = &L->type->bounds;
+    for (size_t k = 0; k < b->n_deriv_zeros; k++)
+        if (fabs(x - b->deriv_zeros[k]) < 0.5) return 1;
+    return 0;
+}
+
+/* N(0,1) entries with |x| >= away (points: not on a kink), the same values in
+ * F and R. */
+static void rand_mat(vijp_mat *F, vijp_mat *R, vijp_rng *rng, double away, const vijp_layer *L)
+{
+    int avoid = L && L->type->bounds.n_deriv_zeros;
+    for (size_t i = 0; i < vijp_mat_len(F); i++) {
+        double x;
+        do x = vijp_rng_normal(rng);
+        while (fabs(x) < away || (avoid && (near_deriv_zero(L, x) || fabs(x) > 4)));
+        vijp_mat_set_entry_d(F, i, x);
+    }
+    vijp_mat_convert(R, F);
+}
+
+int check_fix_init(check_fix *t, const char *spec, const vijp_check_opts *o, vijp_error *err)
+{
+    memset(t, 0, sizeof *t);
+    int rc = vijp_format_parse(o->format ? o->format : "double", &t->F, err);
+    if (rc) return rc;
+    /* The bounds below assume no underflow or overflow: the emulated IEEE
+     * formats' exponent ranges are not in them. */
+    if (t->F.kind != VIJP_DOUBLE && t->F.kind != VIJP_MPFR)
+        return vijp_fail(err, VIJP_EINVAL, "layers are checked in double or mpfr:P, not %s (the bounds assume an "
+                         "unbounded exponent range)", t->F.name);
+    if ((rc = vijp_net_build(&t->net, spec, 1, o->width, err))) return rc;
+    t->L = &t->net.layers[0];
+    t->have_ref = t->L->type->mp && !o->double_only;
+    if (t->F.kind != VIJP_DOUBLE && !t->have_ref) {
+        rc = vijp_fail(err, VIJP_EUNSUPPORTED, "the %s layer %s, so it is checked in double only", t->L->type->name,
+                       t->L->type->mp ? "is checked without its MPFR operators" : "has no MPFR operators");
+        vijp_net_free(&t->net);
+        return rc;
+    }
+    if (t->have_ref) rc = vijp_format_mpfr(&t->R, CHECK_REF_PREC, err);
+    else t->R = t->F;
+    if (!rc) rc = vijp_net_init(&t->net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, o->seed, err);
+    if (rc) {
+        vijp_net_free(&t->net);
+        return rc;
+    }
+    t->B = o->batch ? o->batch : 3;
+    t->seed = o->seed;
+    t->u = ldexp(1.0, -(int)t->F.prec);
+    size_t P = t->L->type->param_count(t->L), n = t->L->in, m = t->L->out, B = t->B;
+    vijp_mat_init(&t->thF, P, 1, &t->F), vijp_mat_init(&t->thR, P, 1, &t->R);
+    if (P) vijp_mat_set_d(&t->thF, t->net.theta[0]);
+    vijp_mat_convert(&t->thR, &t->thF);
+    vijp_rng rng;
+    vijp_rng_seed(&rng, o->seed + 1);
+    vijp_mat_init(&t->XF, n, B, &t->F), vijp_mat_init(&t->XR, n, B, &t->R);
+    vijp_mat_init(&t->UF, n, B, &t->F), vijp_mat_init(&t->UR, n, B, &t->R);
+    vijp_mat_init(&t->GF, m, B, &t->F), vijp_mat_init(&t->GR, m, B, &t->R);
+    rand_mat(&t->XF, &t->XR, &rng, 1e-3, t->L);
+    rand_mat(&t->UF, &t->UR, &rng, 0, NULL);
+    rand_mat(&t->GF, &t->GR, &rng, 0, NULL);
+    return 0;
+}
+
+void check_fix_clear(check_fix *t)
+{
+    vijp_mat *all[] = {&t->thF, &t->thR, &t->XF, &t->XR, &t->UF, &t->UR, &t->GF, &t->GR};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) vijp_mat_clear(all[i]);
+    vijp_net_free(&t->net);
+}
+
+double check_term_ulps(const vijp_layer *L) { return L->type->bounds.ulps > 0 ? L->type->bounds.ulps : 6; }
+
+/* J at sample b of X (any format), as doubles (m × n), or NULL. */
+static double *jacobian_at(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, size_t b, vijp_error *err)
+{
+    size_t m = L->out, n = L->in;
+    vijp_mat x, J;
+    vijp_mat_init(&x, n, 1, X->fmt), vijp_mat_init(&J, m, n, X->fmt);
+    vijp_mat_copy_range(&x, 0, X, b * n, n);
+    double *a = NULL;
+    if (!vijp_layer_jacobian(L, theta, &x, &J, err)) {
+        a = vijp_alloc_array(m * n, sizeof *a);
+        for (size_t i = 0; i < m * n; i++) a[i] = vijp_mat_get_d(&J, i);
+    }
+    vijp_mat_clear(&x), vijp_mat_clear(&J);
+    return a;
+}
+
+double *check_abs_jacobian(check_fix *t, size_t b, vijp_error *err)
+{
+    const vijp_layer *L = t->L;
+    size_t n = L->in, P = t->thR.rows;
+    double *a = jacobian_at(L, &t->thR, &t->XR, b, err);
+    if (!a) return NULL;
+    for (size_t i = 0; i < L->out * n; i++) a[i] = fabs(a[i]);
+    if (L->type->jacobian_majorant) {
+        double *x = vijp_alloc_array(n, sizeof *x), *th = vijp_alloc_array(P + 1, sizeof *th);
+        for (size_t i = 0; i < n; i++) x[i] = vijp_mat_get_d(&t->XR, i + b * n);
+        for (size_t i = 0; i < P; i++) th[i] = vijp_mat_get_d(&t->thR, i);
+        L->type->jacobian_majorant(L, th, x, a);
+        free(x), free(th);
+    }
+    return a;
+}
+
+double check_bias_at(check_fix *t, size_t i)
+{
+    const vijp_layer *L = t->L;
+    if (!t->thR.rows || !L->type->bias_index) return 0;
+    size_t k = L->type->bias_index(L, i % L->out);
+    return k == SIZE_MAX ? 0 : check_absval(&t->thR, k);
+}
+
+double check_kappa(check_fix *t)
+{
+    double k = 1;
+    for (size_t b = 0; b < t->B; b++) {
+        double *J = jacobian_at(t->L, &t->thR, &t->XR, b, NULL);
+        vijp_numeric a;
+        if (!J || vijp_numeric_analysis(J, t->L->out, t->L->in, &a, NULL)) {
+            free(J);
+            return NAN;
+        }
+        /* the smallest singular value that is not an exact structural zero
+         * (ReLU's inactive units): above 1e-14 σ_max */
+        size_t r = t->L->out < t->L->in ? t->L->out : t->L->in;
+        double smin = a.sv[0];
+        for (size_t i = 0; i < r; i++)
+            if (a.sv[i] > 1e-14 * a.sv[0]) smin = a.sv[i];
+        if (smin > 0) k = fmax(k, a.sv[0] / smin);
+        vijp_numeric_clear(&a);
+        free(J);
+    }
+    return k;
+}
+
+static double own_solve_ulps(const vijp_layer *L)
+{
+    return L->type->bounds.solve_ulps ? L->type->bounds.solve_ulps(L) : 0;
+}
+
+double check_c_solve(const vijp_layer *L)
+{
+    size_t m = L->out, n = L->in;
+    return own_solve_ulps(L) > 0 ? own_solve_ulps(L) : 3.0 * n * ldexp(1, (int)n - 1) + 16.0 * m * n + m + 6;
+}
+
+const char *check_c_solve_source(const vijp_layer *L)
+{
+    return own_solve_ulps(L) > 0 ? "the layer's own solve bound" : "LU: Higham Thm 9.4, growth 2^(n-1); QR: Thm 19.4";
+}
+
+double check_absval(const vijp_mat *a, size_t i) { return fabs(a->d ? a->d[i] : mpfr_get_d(a->m[i], MPFR_RNDN)); }
+
+void check_entry(mpfr_t r, const vijp_mat *a, size_t i)
+{
+    if (a->d) mpfr_set_d(r, a->d[i], MPFR_RNDN);
+    else mpfr_set(r, a->m[i], MPFR_RNDN);
+}
+
+double check_absdiff(const vijp_mat *a, size_t i, const vijp_mat *b, size_t j)
+{
+    mpfr_t x, y;
+    mpfr_inits2(4 * CHECK_REF_PREC, x, y, (mpfr_ptr)0); /* wide enough that the difference is exact */
+    check_entry(x, a, i), check_entry(y, b, j);
+    mpfr_sub(x, x, y, MPFR_RNDN);
+    double d = mpfr_get_d(x, MPFR_RNDU);
+    mpfr_clears(x, y, (mpfr_ptr)0);
+    return fabs(d);
+}
+
+double check_col_norm(const vijp_mat *a, size_t col)
+{
+    double s = 0;
+    for (size_t i = 0; i < a->rows; i++) s += check_absval(a, i + col * a->rows) * check_absval(a, i + col * a->rows);
+    return sqrt(s);
+}

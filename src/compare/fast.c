@@ -1,0 +1,568 @@
+/* vijp_compare's metrics in integer limbs and double-double, certified to be
+ * those of its exact evaluation (see compare_fast.h for the argument). */
+#include "fast.h"
+#include "format/mpfr_io.h"
+#include <gmp.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#if GMP_NUMB_BITS == 64 && GMP_NAIL_BITS == 0 && defined(__SIZEOF_INT128__)
+#define FAST_LIMBS 1
+#endif
+
+#ifndef FAST_LIMBS
+int vijp_compare_fast(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m, int angle,
+                      vijp_compare_cache *cache, size_t *slow)
+{
+    (void)a, (void)ref, (void)f, (void)m, (void)angle, (void)cache, (void)slow;
+    return 0; /* limbs other than 64 bits: always the exact evaluation */
+}
+#else
+
+typedef unsigned __int128 u128;
+typedef uint64_t limb;
+
+/* A finite value: |v| = (sig[2]·2^128 + sig[1]·2^64 + sig[0])·2^(e − 192),
+ * the top bit of sig[2] set; zero: 1 for ±0 (sig and e unused). */
+typedef struct {
+    limb sig[3];
+    long e;
+    int neg, zero;
+} val;
+
+/* The comparison precision this path handles: p-bit values in three limbs. */
+#define MAX_P 192
+/* Scaled values (|y|·2^-Ky, |δ|·2^-Kd < 1) below 2^-TINY drop out of the sums, each
+ * product with such a factor counted and bounded by 2^-TINY: their products
+ * with anything stay far above the double range's bottom otherwise. */
+#define TINY 400
+
+static inline void load_double(val *v, double x)
+{
+    v->sig[0] = v->sig[1] = 0;
+    v->zero = x == 0;
+    if (v->zero) v->neg = signbit(x) != 0;
+    else v->neg = vijp_double_split(x, &v->sig[2], &v->e);
+}
+
+/* x regular or zero, at most three limbs (n: its limb count). */
+static inline void load_limbs(val *v, const limb *s, int n, long e, int neg)
+{
+    v->neg = neg, v->zero = 0, v->e = e;
+    v->sig[0] = n > 2 ? s[n - 3] : 0;
+    v->sig[1] = n > 1 ? s[n - 2] : 0;
+    v->sig[2] = s[n - 1];
+}
+
+static inline void load_mpfr(val *v, mpfr_srcptr x)
+{
+    if (mpfr_zero_p(x)) {
+        v->zero = 1, v->neg = mpfr_signbit(x) != 0;
+        return;
+    }
+    load_limbs(v, mpfr_custom_get_significand(x), (int)((mpfr_get_prec(x) + 63) / 64), mpfr_get_exp(x),
+               mpfr_signbit(x) != 0);
+}
+
+/* RN_p(x) for a regular x of more than p bits (128 <= p <= 192: three
+ * limbs or more), ties to even, as mpfr_set into p bits rounds it. */
+static void load_rounded(val *v, mpfr_srcptr x, long p)
+{
+    const limb *s = mpfr_custom_get_significand(x);
+    int n = (int)((mpfr_get_prec(x) + 63) / 64);
+    load_limbs(v, s, n, mpfr_get_exp(x), mpfr_signbit(x) != 0);
+    int L = (int)(192 - p), li = L / 64, lb = L % 64; /* v's bits below 2^L go: limb li, bit lb */
+    limb sticky = 0, rnd;
+    for (int i = 0; i < n - 4; i++) sticky |= s[i];
+    limb next = n > 3 ? s[n - 4] : 0; /* the limb below v's three */
+    if (L) {
+        limb below = L == 64 ? v->sig[0] : v->sig[0] & (((limb)1 << L) - 1);
+        rnd = below >> (L - 1) & 1;
+        sticky |= (L == 1 ? 0 : below << (65 - L)) | next;
+        v->sig[0] -= below;
+    } else {
+        rnd = next >> 63;
+        sticky |= next << 1;
+    }
+    if (rnd && (sticky || (v->sig[li] >> lb & 1))) { /* up by 2^L; a carry out renormalises */
+        limb c = (limb)1 << lb;
+        for (int i = li; i < 3 && c; i++) {
+            v->sig[i] += c;
+            c = v->sig[i] < c;
+        }
+        if (c) v->sig[2] = (limb)1 << 63, v->e++;
+    }
+}
+
+/* An MPFR view of v (no copy: it reads v->sig); v nonzero. */
+static void view(mpfr_ptr r, const val *v)
+{
+    mpfr_custom_init_set(r, v->neg ? -MPFR_REGULAR_KIND : MPFR_REGULAR_KIND, v->e, 192, (void *)v->sig);
+}
+
+/* s >> (64 − k) for 0 <= k < 64 (0 for k = 0), without a shift by 64. */
+static inline limb spill(limb s, unsigned k) { return s >> 1 >> (63 - k); }
+
+/* δ = x − y exactly, when the exponents lie within 64 of each other and δ
+ * fits p bits (then it is also RN_p(x − y), the d that vijp_compare
+ * forms).  Both nonzero.  -1: not (the caller asks MPFR).  Scalar limbs and
+ * few branches: this runs once per compared entry. */
+static int sub_exact(val *d, const val *x, const val *y, long p)
+{
+    long k = x->e - y->e;
+    if (k >= 64 || k <= -64) return -1;
+    /* both on the grid 2^(min(ex, ey) − 192), four limbs each */
+    limb x0 = x->sig[0], x1 = x->sig[1], x2 = x->sig[2], x3 = 0, y0 = y->sig[0], y1 = y->sig[1], y2 = y->sig[2], y3 = 0;
+    if (k > 0) { /* the usual k = 0 (x beside y) shifts nothing */
+        unsigned s = (unsigned)k;
+        x3 = spill(x2, s), x2 = x2 << s | spill(x1, s), x1 = x1 << s | spill(x0, s), x0 <<= s;
+    } else if (k < 0) {
+        unsigned s = (unsigned)-k;
+        y3 = spill(y2, s), y2 = y2 << s | spill(y1, s), y1 = y1 << s | spill(y0, s), y0 <<= s;
+    }
+    long unit = (k > 0 ? y->e : x->e) - 192;
+    /* |x| ∓ |y| in five limbs of two's complement (the fifth: the sign) */
+    limb m = x->neg == y->neg ? ~(limb)0 : 0; /* subtract: add ~y + 1 */
+    u128 t = (u128)x0 + (y0 ^ m) + (m & 1);
+    limb d0 = (limb)t;
+    t = (u128)x1 + (y1 ^ m) + (limb)(t >> 64);
+    limb d1 = (limb)t;
+    t = (u128)x2 + (y2 ^ m) + (limb)(t >> 64);
+    limb d2 = (limb)t;
+    t = (u128)x3 + (y3 ^ m) + (limb)(t >> 64);
+    limb d3 = (limb)t;
+    limb sgn = m && !(limb)(t >> 64) ? ~(limb)0 : 0; /* subtracting and no carry out: |y| > |x| */
+    /* negate when negative: (D ^ s) − s */
+    t = (u128)(d0 ^ sgn) + (sgn & 1);
+    d0 = (limb)t;
+    t = (u128)(d1 ^ sgn) + (limb)(t >> 64);
+    d1 = (limb)t;
+    t = (u128)(d2 ^ sgn) + (limb)(t >> 64);
+    d2 = (limb)t;
+    d3 = (d3 ^ sgn) + (limb)(t >> 64);
+    int neg = x->neg ^ (int)(sgn & 1);
+    if (!(d0 | d1 | d2 | d3)) {
+        d->zero = 1, d->neg = 0;
+        return 0;
+    }
+    /* shift up whole limbs until d3 is nonzero */
+    long b = 256;
+    while (!d3) d3 = d2, d2 = d1, d1 = d0, d0 = 0, b -= 64;
+    int lz = __builtin_clzll(d3);
+    b -= lz;
+    long tz = d0 ? __builtin_ctzll(d0) : d1 ? 64 + __builtin_ctzll(d1) : d2 ? 128 + __builtin_ctzll(d2) : 192 + __builtin_ctzll(d3);
+    if (256 - lz - tz > p) return -1; /* RN_p would round: MPFR does it */
+    /* normalise (every set bit lies in the top 192: d0's go into d1) */
+    unsigned s = (unsigned)lz;
+    d->sig[2] = d3 << s | spill(d2, s);
+    d->sig[1] = d2 << s | spill(d1, s);
+    d->sig[0] = d1 << s | spill(d0, s);
+    d->zero = 0, d->neg = neg, d->e = unit + b;
+    return 0;
+}
+
+/* 2^k for −1022 <= k <= 1023. */
+static double pow2(long k)
+{
+    uint64_t b = (uint64_t)(k + 1023) << 52;
+    double r;
+    memcpy(&r, &b, sizeof r);
+    return r;
+}
+
+/* ulps_of for an exact d (see metrics.c): |d|·2^-e rounded up to 53 bits,
+ * from d's own bits; NAN where the scaled value leaves the normal doubles'
+ * interior (the caller then asks MPFR).  0 where it cannot exceed below (the
+ * running maximum): |d|·2^-e < 2^E <= below, and rounding up to 53 bits
+ * stays at or under the power of two. */
+static double ulps_exact(const val *d, const val *y, const vijp_format *f, double below)
+{
+    long e;
+    if (f->kind == VIJP_MPFR) {
+        if (y->zero) return INFINITY;
+        e = y->e - f->prec;
+    } else {
+        e = !y->zero ? y->e - f->store_prec : f->store_emin - 1;
+        if (e < f->store_emin - 1) e = f->store_emin - 1;
+    }
+    long E = d->e - e; /* |d|·2^-e = (mant/2^53)·2^E before rounding */
+    if (E > -1020 && E < 1023 && pow2(E) <= below) return 0;
+    limb mant = d->sig[2] >> 11;
+    int sticky = ((d->sig[2] & 0x7ff) | d->sig[1] | d->sig[0]) != 0;
+    mant += (limb)sticky;
+    if (mant >> 53) mant >>= 1, E++;
+    if (E <= -1020 || E >= 1023) return NAN;
+    /* mant·2^(E − 53), a normal double: exact in one or two scalings */
+    return E - 53 >= -1022 ? (double)mant * pow2(E - 53) : (double)mant * pow2(E - 53 + 64) * 0x1p-64;
+}
+
+/* A nonzero value's top 106 bits, v ≈ ±(h·2^53 + l)·2^(e − 106): h has its
+ * top bit set, the bits dropped are below 2^-105 of |v|. */
+typedef struct {
+    limb h, l;
+    long e;
+    int neg, tiny;
+} top106;
+
+static top106 top_of(const val *v, long K)
+{
+    top106 t = {.e = v->e - K, .neg = v->neg, .tiny = v->e - K < -TINY}; /* e: scaled by 2^-K */
+    t.h = v->sig[2] >> 11;
+    t.l = (v->sig[2] & 0x7ff) << 42 | v->sig[1] >> 22;
+    return t;
+}
+
+typedef struct {
+    double h, l;
+} dd;
+
+/* s += th + tl.  TwoSum of the leading parts is exact; what it leaves (e,
+ * at most 2^-53·|s.h + th|) and the low parts are added in double (two
+ * roundings), then renormalised.  Error at most 2^-52·(|e| + |tl| + |s.l|)
+ * plus 2^-53 of the new low part where it outgrows the high one (then the
+ * renormalisation rounds): about 2^-104·(|s| + |th|) + 2^-52·|tl| (see E_of). */
+static inline void dd_add(dd *s, double th, double tl)
+{
+    double a = s->h, t = a + th, v = t - a;
+    double e = (a - (t - v)) + (th - v);
+    e += tl + s->l;
+    s->h = t + e;
+    s->l = e - (s->h - t);
+}
+
+/* A sum in two stages: terms go into a running pair (h, l) by TwoSum, h
+ * the rounded sum and l the exact rounding errors and the terms' low parts
+ * gathered in double, so that only one addition per term lies on the
+ * dependency chain; every CHUNK terms the pair is folded into a double-
+ * double total by dd_add.  Within a chunk of m terms of magnitude sum A the
+ * pair errs by at most 2^-53·Σ_k(|e_k| + |tl_k| + |l_k|) <= (m²/2·2^-106 +
+ * m·2^-102)·A: 2^-83·A at m = 4096 (|e_k| <= 2^-53·A, |tl_k| <= 2^-50·|th_k|,
+ * |l_k| <= k·2^-52·A); folding it (its l up to 2^-41·A) adds at most
+ * 2^-94·A of the chunk plus 2^-103 of the running total. */
+enum { CHUNK = 4096 };
+typedef struct {
+    dd total;
+    double h, l;
+    double lost; /* bound on what rescaling dropped (sum_rescale) */
+} sum;
+
+static inline void sum_add(sum *s, double th, double tl)
+{
+    double t = s->h + th, v = t - s->h;
+    s->l += ((s->h - (t - v)) + (th - v)) + tl;
+    s->h = t;
+}
+
+static void sum_fold(sum *s)
+{
+    dd_add(&s->total, s->h, s->l);
+    s->h = s->l = 0;
+}
+
+/* The sum's scale grew by 2^shift (a larger value came): what it holds is
+ * scaled by 2^-shift, exactly unless a part falls among the subnormals
+ * (then by less than 2^-1074 each: into lost, with 2^-1070); beyond 2^-900
+ * it is dropped, its size into lost.  abs (may be NULL) scales alike. */
+static void sum_rescale(sum *s, long shift, double *abs)
+{
+    sum_fold(s);
+    if (shift > 900) {
+        s->lost = 2 * (fabs(s->total.h) + fabs(s->total.l) + s->lost) * 0x1p-900 + 0x1p-1070;
+        s->total.h = s->total.l = 0;
+        if (abs) *abs *= 0x1p-900;
+        return;
+    }
+    s->total.h = ldexp(s->total.h, (int)-shift), s->total.l = ldexp(s->total.l, (int)-shift);
+    s->lost = ldexp(s->lost, (int)-shift) + 0x1p-1070;
+    if (abs) *abs = ldexp(*abs, (int)-shift);
+}
+
+/* a·b (each scaled by its 2^-K), added to s (and |a·b| to *abs when abs).  The
+ * product of the 106-bit tops, without lo·lo (below 2^-104 of it), exact
+ * in a 128-bit integer Z, split in two doubles (the low one rounded, 2^-104);
+ * with the tops' own truncation the term errs by less than 2^-101
+ * relatively.  A factor below 2^-TINY skips the term and counts it. */
+static inline void add_product(sum *s, double *abs, size_t *skipped, const top106 *a, const top106 *b)
+{
+    if (a->tiny || b->tiny) {
+        (*skipped)++;
+        return;
+    }
+    u128 Z = (u128)a->h * b->h + (((u128)a->h * b->l + (u128)a->l * b->h) >> 53);
+    long k = a->e + b->e; /* the scaled product is Z·2^(k − 106); −2·TINY <= k <= 0 */
+    double zh = (double)(int64_t)(Z >> 54) * pow2(k - 52), zl = (double)(int64_t)(Z & ((((u128)1) << 54) - 1)) * pow2(k - 106);
+    if (a->neg != b->neg) zh = -zh, zl = -zl;
+    sum_add(s, zh, zl);
+    if (abs) *abs += fabs(zh);
+}
+
+/* The error bound on a sum of n terms from add_product, abs_sum the sum of
+ * their leading parts' magnitudes (a double sum of n < 2^40 terms: within
+ * 2^-13 of the terms' Σ|t|): each term's own 2^-101, the chunks' 2^-83 and
+ * the folds' 2^-94 of their chunk and 2^-103 of the total each (see sum)
+ * give at most (2^-82.9 + (n/CHUNK + 1)·2^-103)·Σ|t|, which the formula
+ * below exceeds fourfold; each skipped product is below 2^-TINY. */
+static double E_of(double abs_sum, size_t n, size_t skipped)
+{
+    return (0x1p-81 + ((double)n / CHUNK + 2) * 0x1p-100) * abs_sum * 1.0001 + (double)skipped * 0x1p-400;
+}
+
+/* A scaled sum s·2^scale with its error bound E·2^scale. */
+typedef struct {
+    dd s;
+    double E;
+    long scale;
+} bounded;
+
+/* [lo, hi] ∋ (s ± E)·2^scale, rounded outwards. */
+static void interval(mpfr_ptr lo, mpfr_ptr hi, const bounded *b)
+{
+    mpfr_set_d(lo, b->s.h, MPFR_RNDD), mpfr_add_d(lo, lo, b->s.l, MPFR_RNDD), mpfr_sub_d(lo, lo, b->E, MPFR_RNDD);
+    mpfr_set_d(hi, b->s.h, MPFR_RNDU), mpfr_add_d(hi, hi, b->s.l, MPFR_RNDU), mpfr_add_d(hi, hi, b->E, MPFR_RNDU);
+    mpfr_mul_2si(lo, lo, b->scale, MPFR_RNDD), mpfr_mul_2si(hi, hi, b->scale, MPFR_RNDU); /* exact */
+}
+
+/* x ·= (1 ± 2^-k), outwards (sgn −1: towards zero for positive x). */
+static void widen(mpfr_ptr x, int sgn, long k)
+{
+    mpfr_t t;
+    mpfr_init2(t, mpfr_get_prec(x));
+    mpfr_mul_2si(t, x, -k, MPFR_RNDN); /* exact */
+    if (sgn < 0) mpfr_sub(x, x, t, MPFR_RNDD);
+    else mpfr_add(x, x, t, MPFR_RNDU);
+    mpfr_clear(t);
+}
+
+/* The double both ends round to (RN), or 0 with *ok cleared. */
+static double settle(mpfr_srcptr lo, mpfr_srcptr hi, int *ok)
+{
+    double a = mpfr_get_d(lo, MPFR_RNDN), b = mpfr_get_d(hi, MPFR_RNDN);
+    if (a != b) *ok = 0;
+    return a;
+}
+
+/* The intervals' working precision: their ends are rounded outwards, so it
+ * only needs to resolve the sums' 2^-80 or so. */
+enum { IP = 128 };
+
+/* rel = sqrt(Σd²/Σy²).  compare_exact gives RN53 of a p-bit value within
+ * (1 ± 2^-(p−1)) of it (two p-bit roundings; its sums err by 2^-(2p+50) at
+ * most): widened by 2^-(p−16). */
+static int settle_rel(double *rel, const bounded *dd2, const bounded *yy, long p)
+{
+    mpfr_t nl, nh, dl, dh;
+    mpfr_inits2(IP, nl, nh, dl, dh, (mpfr_ptr)0);
+    interval(nl, nh, dd2);
+    interval(dl, dh, yy);
+    int ok = mpfr_sgn(dl) > 0;
+    if (ok) {
+        if (mpfr_sgn(nl) < 0) mpfr_set_zero(nl, 1);
+        mpfr_div(nl, nl, dh, MPFR_RNDD), mpfr_sqrt(nl, nl, MPFR_RNDD);
+        mpfr_div(nh, nh, dl, MPFR_RNDU), mpfr_sqrt(nh, nh, MPFR_RNDU);
+        widen(nl, -1, p - 16), widen(nh, 1, p - 16);
+        *rel = settle(nl, nh, &ok);
+    }
+    mpfr_clears(nl, nh, dl, dh, (mpfr_ptr)0);
+    return ok;
+}
+
+/* The angle θ between x = y + δ and y is atan2(√G, C) with the Gram
+ * determinant G = Σδ²·Σy² − (Σyδ)² (= ‖x‖²‖y‖² sin²θ, no cancellation
+ * between x and y left in it) and C = x·y = Σy² + Σyδ.  atan2(s, c) is
+ * monotone in each argument (s > 0), so its extremes over the box lie at
+ * the corners named below.  compare_exact's angle (unit vectors scaled by
+ * p-bit 1/‖·‖, sums at 2p + 80 bits, atan2 and the degrees at p bits) lies
+ * within 2^-(p−2)
+ * relatively plus 2^-(2p−4)/min(θ, π − θ) absolutely of the true one (the
+ * p-bit scales leave ‖αx‖ − ‖βy‖ up to 2^-(p−1), which enters squared):
+ * widened by 2^-(p−16) and 2^-(2p−40)/min(θ, π − θ) degrees. */
+static int settle_angle(double *deg, const bounded *dd2, const bounded *yy, const bounded *yd, long p)
+{
+    mpfr_t dl, dh, yl, yh, cl, ch, gl, gh, t, u, thl, thh, pi;
+    mpfr_inits2(IP, dl, dh, yl, yh, cl, ch, gl, gh, t, u, thl, thh, pi, (mpfr_ptr)0);
+    interval(dl, dh, dd2);
+    interval(yl, yh, yy);
+    interval(cl, ch, yd); /* Σyδ first */
+    int ok = mpfr_sgn(yl) > 0 && mpfr_sgn(dl) > 0;
+    if (ok) {
+        /* (Σyδ)² ∈ [m², M²], m = 0 when the interval holds 0 */
+        mpfr_abs(t, cl, MPFR_RNDN), mpfr_abs(u, ch, MPFR_RNDN); /* exact */
+        if (mpfr_cmp(t, u) < 0) mpfr_swap(t, u); /* t = max |·|, u = min |·| */
+        if (mpfr_sgn(cl) <= 0 && mpfr_sgn(ch) >= 0) mpfr_set_zero(u, 1);
+        mpfr_mul(gl, dl, yl, MPFR_RNDD), mpfr_sqr(t, t, MPFR_RNDU), mpfr_sub(gl, gl, t, MPFR_RNDD);
+        mpfr_mul(gh, dh, yh, MPFR_RNDU), mpfr_sqr(u, u, MPFR_RNDD), mpfr_sub(gh, gh, u, MPFR_RNDU);
+        mpfr_add(cl, cl, yl, MPFR_RNDD), mpfr_add(ch, ch, yh, MPFR_RNDU); /* C */
+        ok = mpfr_sgn(gl) > 0;
+    }
+    if (ok) {
+        mpfr_sqrt(gl, gl, MPFR_RNDD), mpfr_sqrt(gh, gh, MPFR_RNDU);
+        /* θ falls as c grows; it rises with s where c > 0 and falls where c < 0 */
+        mpfr_atan2(thl, mpfr_sgn(ch) > 0 ? gl : gh, ch, MPFR_RNDD);
+        mpfr_atan2(thh, mpfr_sgn(cl) > 0 ? gh : gl, cl, MPFR_RNDU);
+        mpfr_const_pi(pi, MPFR_RNDD);
+        mpfr_sub(t, pi, thh, MPFR_RNDD); /* π − θ, from below */
+        if (mpfr_cmp(t, thl) > 0) mpfr_set(t, thl, MPFR_RNDN);
+        ok = mpfr_sgn(t) > 0;
+        if (ok) {
+            mpfr_ui_div(u, 1, t, MPFR_RNDU), mpfr_mul_2si(u, u, -(2 * p - 40), MPFR_RNDU); /* absolute, degrees */
+            mpfr_mul_ui(thl, thl, 180, MPFR_RNDD), mpfr_const_pi(pi, MPFR_RNDU), mpfr_div(thl, thl, pi, MPFR_RNDD);
+            mpfr_mul_ui(thh, thh, 180, MPFR_RNDU), mpfr_const_pi(pi, MPFR_RNDD), mpfr_div(thh, thh, pi, MPFR_RNDU);
+            widen(thl, -1, p - 16), widen(thh, 1, p - 16);
+            mpfr_sub(thl, thl, u, MPFR_RNDD), mpfr_add(thh, thh, u, MPFR_RNDU);
+            *deg = settle(thl, thh, &ok);
+        }
+    }
+    mpfr_clears(dl, dh, yl, yh, cl, ch, gl, gh, t, u, thl, thh, pi, (mpfr_ptr)0);
+    return ok;
+}
+
+/* Entry i of m rounded to p bits, into v: x = a's (round 0: only values that
+ * need no rounding are taken) or y = RN_p(ref)'s (round 1); -1 for NaN, Inf
+ * or an x wider than p. */
+static inline int load_entry(val *v, const vijp_mat *m, size_t i, long p, int round)
+{
+    if (m->d) {
+        if (!isfinite(m->d[i])) return -1;
+        load_double(v, m->d[i]);
+        return 0;
+    }
+    mpfr_srcptr x = m->m[i];
+    if (mpfr_zero_p(x) || (mpfr_regular_p(x) && mpfr_get_prec(x) <= p)) load_mpfr(v, x);
+    else if (mpfr_regular_p(x) && round) load_rounded(v, x, p);
+    else return -1; /* NaN, Inf, or an x wider than p */
+    return 0;
+}
+
+static inline long exp_of(const vijp_mat *a, size_t i)
+{
+    if (a->d) {
+        uint64_t sig;
+        long e;
+        if (a->d[i] == 0) return LONG_MIN;
+        (void)vijp_double_split(a->d[i], &sig, &e); /* Inf, NaN: any exponent, refused later */
+        return e;
+    }
+    return mpfr_regular_p(a->m[i]) ? mpfr_get_exp(a->m[i]) : LONG_MIN;
+}
+
+int vijp_compare_fast(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m, int angle,
+                      vijp_compare_cache *cache, size_t *slow)
+{
+    long p = vijp_compare_prec(f);
+    size_t n = vijp_mat_len(ref), nslow = 0;
+    if (p > MAX_P || n >= (size_t)1 << 40) return 0;
+    mpfr_t dm, xm, ym, t;
+    mpfr_init2(dm, p), mpfr_init2(t, p);
+    sum sdd = {{0, 0}, 0, 0, 0}, syy = sdd, syd = sdd;
+    double abs_yd = 0, ulps = 0;
+    size_t skip_dd = 0, skip_yy = 0, skip_yd = 0, nz_x = 0, nz_y = 0, nz_d = 0;
+    /* Scales: |y|·2^-Ky < 1 and |δ|·2^-Kd < 1 (+ 1 for RN_p's carry in y,
+     * + 1 for δ = x − y); apart, so that a huge x leaves y's sums intact.
+     * They are the largest exponents seen so far, found chunk by chunk
+     * (each chunk read twice while it is in cache, not the matrices twice). */
+    long Ky = LONG_MIN, Kd = LONG_MIN;
+    int ok = 1, have_yy = cache && cache->fast_ready; /* Σy² depends on y alone: computed once per reference */
+    for (size_t i0 = 0; i0 < n && ok; i0 += CHUNK) {
+        size_t i1 = n - i0 < CHUNK ? n : i0 + CHUNK;
+        long cy = LONG_MIN, cd = LONG_MIN, low = LONG_MAX;
+        for (size_t i = i0; i < i1; i++) {
+            long ex = exp_of(a, i), ey = exp_of(ref, i);
+            if (ex > cd) cd = ex;
+            if (ey > cy) cy = ey;
+            if (ex != LONG_MIN && ex < low) low = ex;
+            if (ey != LONG_MIN && ey < low) low = ey;
+        }
+        /* within p + 64 bits of MPFR's smallest exponent the exact
+         * evaluation's d (p bits, to nearest) may underflow: it decides */
+        if (low != LONG_MAX && low < mpfr_get_emin() + MAX_P + 64) {
+            ok = 0;
+            break;
+        }
+        if (cy > cd) cd = cy;
+        /* exponents beyond 2^24 (MPFR references only): the exact evaluation
+         * (the intervals' scalings stay well inside MPFR's default range) */
+        if (cd > (1L << 24) || (cy != LONG_MIN && cy < -(1L << 24)) || (cd != LONG_MIN && cd < -(1L << 24))) {
+            ok = 0;
+            break;
+        }
+        if (cd != LONG_MIN && cd + 2 > Kd) {
+            if (Kd != LONG_MIN) sum_rescale(&sdd, 2 * (cd + 2 - Kd), NULL), sum_rescale(&syd, cd + 2 - Kd, &abs_yd);
+            Kd = cd + 2;
+        }
+        if (cy != LONG_MIN && cy + 2 > Ky) {
+            if (Ky != LONG_MIN) sum_rescale(&syy, 2 * (cy + 2 - Ky), NULL), sum_rescale(&syd, cy + 2 - Ky, &abs_yd);
+            Ky = cy + 2;
+        }
+        /* the chunk's pairs in locals (kept in registers), folded after it */
+        sum cdd = {{0, 0}, 0, 0, 0}, cyy = cdd, cyd = cdd;
+        double cabs = 0;
+        for (size_t i = i0; i < i1; i++) {
+            val x, y, d;
+            if (load_entry(&x, a, i, p, 0) || load_entry(&y, ref, i, p, 1)) {
+                ok = 0;
+                break;
+            }
+            nz_x += !x.zero, nz_y += !y.zero;
+            if (x.zero) d = y, d.neg = !y.neg;
+            else if (y.zero) d = x;
+            else if (sub_exact(&d, &x, &y, p)) { /* RN_p(x − y) by MPFR */
+                view(xm, &x), view(ym, &y);
+                mpfr_sub(dm, xm, ym, MPFR_RNDN);
+                load_mpfr(&d, dm);
+                nslow++;
+            }
+            if (d.zero) {
+                if (y.zero) continue;
+            } else {
+                nz_d++;
+                double u = ulps_exact(&d, &y, f, ulps);
+                if (u != u) { /* MPFR's path at the ends of the double range */
+                    mpfr_t dv, yv;
+                    view(dv, &d);
+                    if (!y.zero) view(yv, &y);
+                    else mpfr_init2(yv, 2), mpfr_set_zero(yv, 1);
+                    u = vijp_ulps_of(dv, yv, f, t);
+                    if (y.zero) mpfr_clear(yv);
+                }
+                if (u > ulps) ulps = u;
+            }
+            top106 ty = y.zero ? (top106){0} : top_of(&y, Ky), td = d.zero ? (top106){0} : top_of(&d, Kd);
+            if (!d.zero) add_product(&cdd, NULL, &skip_dd, &td, &td);
+            if (!y.zero && !have_yy) add_product(&cyy, NULL, &skip_yy, &ty, &ty);
+            if (angle && !y.zero && !d.zero) add_product(&cyd, &cabs, &skip_yd, &ty, &td);
+        }
+        dd_add(&sdd.total, cdd.h, cdd.l), dd_add(&syy.total, cyy.h, cyy.l), dd_add(&syd.total, cyd.h, cyd.l);
+        abs_yd += cabs;
+    }
+    mpfr_clears(dm, t, (mpfr_ptr)0);
+    if (slow) *slow = nslow;
+    if (!ok) return 0;
+    bounded byy = {syy.total, E_of(syy.total.h, n, skip_yy) + syy.lost, Ky == LONG_MIN ? 0 : 2 * Ky}; /* y = 0: 0 */
+    if (have_yy) byy = (bounded){{cache->yy_h, cache->yy_l}, cache->yy_E, cache->yy_scale};
+    else if (cache) {
+        cache->yy_h = byy.s.h, cache->yy_l = byy.s.l, cache->yy_E = byy.E, cache->yy_scale = byy.scale;
+        cache->fast_ready = 1;
+    }
+    m->ulps = ulps;
+    m->angle_deg = NAN;
+    if (!nz_d) { /* x = y entry for entry: compare_exact's exact zeros */
+        m->rel = 0, m->ulps = 0;
+        if (angle) m->angle_deg = 0;
+        return 1;
+    }
+    if (!nz_y) { /* Σy² = 0 < Σd² */
+        m->rel = INFINITY;
+        return 1; /* the angle: NaN, as compare_exact's (one of the norms zero, not both) */
+    }
+    bounded bdd = {sdd.total, E_of(sdd.total.h, n, skip_dd) + sdd.lost, 2 * Kd};
+    if (!settle_rel(&m->rel, &bdd, &byy, p)) return 0;
+    if (!angle || !nz_x) return 1; /* x = 0, y ≠ 0: NaN */
+    /* Entries whose d is RN_p(δ) rather than δ move Σδ² by 2^-(p−2) and Σyδ
+     * by 2^-(p−1) of Σ|yδ| at most: into the bounds. */
+    bdd.E += ldexp(sdd.total.h, -(int)p + 3);
+    bounded byd = {syd.total, E_of(abs_yd, n, skip_yd) + ldexp(abs_yd, -(int)p + 2) + syd.lost, Ky + Kd};
+    return settle_angle(&m->angle_deg, &bdd, &byy, &byd, p);
+}
+#endif

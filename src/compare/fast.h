@@ -1,0 +1,37 @@
+/* vijp_compare's metrics without multiprecision arithmetic per entry, for
+ * the formats the drift study measures most (comparison precision p <= 192
+ * bits: binary32, double, the narrow and mixed formats).  Internal.
+ *
+ * Each entry's difference d = x − y is formed exactly in integer limbs, and
+ * its ulp error from d's exact bits; the three sums the metrics need (Σd²,
+ * Σyd, Σy²) are kept in double-double with a proven bound on their error.
+ * The metrics then come out as intervals (MPFR, directed rounding) that also
+ * cover everything by which vijp_compare's exact evaluation (compare_exact,
+ * at 2p + 80 bits) may differ from the true value.  Where an interval rounds
+ * to one double, that double is what the exact evaluation gives, rounding
+ * being monotone; where it does not (the rel or the angle within about
+ * 2^-80 of a rounding boundary, an angle lost to cancellation, NaN or Inf
+ * inputs), the caller evaluates exactly.  So the metrics stay bit for bit
+ * those of the exact evaluation, at a small fraction of its cost. */
+#ifndef VIJP_COMPARE_FAST_H
+#define VIJP_COMPARE_FAST_H
+
+#include "cache.h"
+
+/* 1: m holds vijp_compare's metrics for (a, ref, f) (angle = 0: angle_deg
+ * NaN, as vijp_compare_rel_ulps).  0: undecided, m unspecified; evaluate
+ * exactly.  cache (may be NULL): Σ ref² taken from it (fast_ready) or put
+ * in it.  slow (may be NULL) counts the entries whose difference needed
+ * MPFR (inexact in p bits, or too far apart for the limb window). */
+int vijp_compare_fast(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m, int angle,
+                      vijp_compare_cache *cache, size_t *slow);
+
+/* |d| / ulp_f(r) rounded up to a double: vijp_compare's per-entry ulp
+ * error (t: scratch of d's precision or more). */
+double vijp_ulps_of(mpfr_srcptr d, mpfr_srcptr r, const vijp_format *f, mpfr_ptr t);
+
+/* vijp_compare's exact evaluation alone (the reference the fast path is
+ * tested against): angle = 0 as vijp_compare_rel_ulps. */
+void vijp_compare_exact(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m, int angle);
+
+#endif

@@ -1,0 +1,398 @@
+/* The drift comparator: engines in a format against a validated reference,
+ * with per-layer condition numbers and the Lyapunov spread beside them. */
+#include "vijp/drift.h"
+#include "vijp/error.h"
+#include "vijp/vijp.h"
+#include "grad/problem.h"
+#include "compare/cache.h"
+#include "memo.h"
+#include <cblas.h>
+#include <lapacke.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void run_clear(vijp_drift_run_result *r)
+{
+    free(r->g), free(r->theta), free(r->bound), free(r->stored_by_depth), free(r->reconstruction);
+    memset(r, 0, sizeof *r);
+}
+
+void vijp_drift_curve_clear(vijp_drift_curve *c)
+{
+    for (size_t k = 0; c->runs && k < c->n_runs; k++) run_clear(&c->runs[k]);
+    free(c->runs), free(c->kappa), free(c->lyap_cum), free(c->predicted);
+    memset(c, 0, sizeof *c);
+}
+
+static const vijp_metric no_metric = {NAN, NAN, NAN};
+
+/* Largest disagreement between two backprop results (g_0, g_i, ∇θ_i).
+ * cache (1 + 2D, as measure's) is emptied, then filled with hi's Σ ref²:
+ * the sums the engines' comparisons need when hi becomes the reference
+ * (rounded to the comparisons' precision, the same values in the same
+ * chunks), one of their four per entry. */
+static void disagreement(const vijp_grads *lo, const vijp_grads *hi, const vijp_format *f, double *rel, double *ulps,
+                         vijp_compare_cache *cache)
+{
+    vijp_metric m;
+    for (size_t i = 0; i < 1 + 2 * lo->depth; i++) vijp_compare_cache_clear(&cache[i]);
+    vijp_compare_rel_ulps(&lo->grad_x, &hi->grad_x, f, &m, &cache[0]);
+    *rel = m.rel, *ulps = m.ulps;
+    for (size_t i = 0; i < lo->depth; i++)
+        for (int t = 0; t < 2; t++) {
+            const vijp_mat *a = t ? &lo->grad_theta[i] : &lo->g[i], *b = t ? &hi->grad_theta[i] : &hi->g[i];
+            if (!a->rows) continue;
+            vijp_compare_rel_ulps(a, b, f, &m, &cache[t ? 1 + lo->depth + i : 1 + i]);
+            *rel = vijp_max_nan(*rel, m.rel);
+            *ulps = vijp_max_nan(*ulps, m.ulps);
+        }
+}
+
+long vijp_drift_ref_prec_first(const vijp_format *f, long start)
+{
+    long p = (long)f->prec, first = 2 * p < p + 64 ? 2 * p : p + 64;
+    return start ? start : first > 64 ? first : 64;
+}
+
+/* The largest P whose mpfr:P reference, from max(64, min(2P, P + 64)),
+ * doubles within cap (cap >= 128): P + 64 <= cap/2 from P = 64 on, 2P <= cap/2 below. */
+static long largest_mpfr(long cap) { return cap / 2 - 64 >= 64 ? cap / 2 - 64 : cap / 4; }
+
+int vijp_drift_check_ref_prec(const vijp_format *f, long start, long cap, vijp_error *err)
+{
+    long first = vijp_drift_ref_prec_first(f, start);
+    if (!cap) cap = VIJP_DRIFT_REF_PREC_MAX;
+    if (2 * first <= cap) return 0;
+    if (start)
+        return vijp_fail(err, VIJP_EINVAL, "--ref-prec %ld must double at least once (to %ld bits) within --ref-prec-max "
+                         "%ld: give --ref-prec-max %ld or more, or --ref-prec %ld or less", start, 2 * start, cap,
+                         2 * start, cap / 2);
+    if (cap < 128 || f->kind != VIJP_MPFR)
+        return vijp_fail(err, VIJP_EINVAL, "--ref-prec-max %ld leaves no room for the %s reference, which starts at %ld "
+                         "bits (max(64, min(2P, P + 64))) and must double at least once: give --ref-prec-max %ld or more",
+                         cap, f->name, first, 2 * first);
+    return vijp_fail(err, VIJP_EINVAL, "format %s: its reference starts at %ld bits (%s) and must double at least once, "
+                     "to %ld, within --ref-prec-max %ld: the largest mpfr:P it validates is mpfr:%ld (--ref-prec-max "
+                     "goes up to %d, for mpfr:%ld)", f->name, first, first == 2 * (long)f->prec ? "2P" : "P + 64",
+                     2 * first, cap, largest_mpfr(cap), VIJP_PREC_MAX, largest_mpfr(VIJP_PREC_MAX));
+}
+
+/* The validated reference (see drift.h), rounded to the comparisons'
+ * precision.  ref and its format fmt (which the matrices point to) belong to
+ * the caller; the levels visited stay in a shared memo. */
+static int reference(const vijp_drift_setup *s, const vijp_net *net, const vijp_problem *pf, vijp_drift_curve *c,
+                     vijp_drift_memo *memo, vijp_grads *ref, vijp_format *fmt, vijp_compare_cache *cache, vijp_error *err)
+{
+    long p = vijp_drift_ref_prec_first(&s->problem.fmt, s->ref_prec_start);
+    long cap = s->ref_prec_max ? s->ref_prec_max : VIJP_DRIFT_REF_PREC_MAX;
+    c->ref_prec_start = p;
+    c->ref_target = ldexp(c->u, -10);
+    const vijp_grads *lo, *hi;
+    int rc = vijp_drift_memo_backprop(memo, net, pf, p, &lo, err);
+    while (!rc) {
+        if (2 * p > cap) {
+            rc = vijp_fail(err, VIJP_EDOMAIN,
+                           "the reference did not settle below %ld bits (mpfr:%ld and mpfr:%ld differ by %.3g, "
+                           "need %.3g); raise --ref-prec-max",
+                           cap, p / 2, p, c->ref_agreement, c->ref_target);
+            break;
+        }
+        if ((rc = vijp_drift_memo_backprop(memo, net, pf, 2 * p, &hi, err))) break;
+        double rel, ulps;
+        disagreement(lo, hi, &s->problem.fmt, &rel, &ulps, cache);
+        c->ref_agreement = rel;
+        p *= 2;
+        if (rel <= c->ref_target && ulps <= 0x1p-10) break;
+        lo = hi;
+    }
+    if (rc) return rc;
+    c->ref_prec = p;
+    /* Rounded once to the precision the comparisons work at (when narrower),
+     * so that they read it rather than round every entry again for every
+     * engine.  Their results do not change: they rounded it there anyway. */
+    vijp_drift_memo_reference(memo, p, vijp_compare_prec(&s->problem.fmt), ref, fmt);
+    return 0;
+}
+
+/* Singular values of an m × n double matrix (destroyed), descending. */
+static int singular_values(double *A, size_t m, size_t n, double *s)
+{
+    return LAPACKE_dgesdd(LAPACK_COL_MAJOR, 'N', (int)m, (int)n, A, (int)m, s, NULL, 1, NULL, 1);
+}
+
+static int diagonal(const double *J, size_t m, size_t n)
+{
+    for (size_t j = 0; j < n; j++)
+        for (size_t i = 0; i < m; i++)
+            if (i != j && J[i + j * m] != 0) return 0;
+    return m == n;
+}
+
+static int descending(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x < y) - (x > y);
+}
+
+/* κ_i at the points the network visits (double forward from the rounded
+ * problem, whose values are exact doubles) and the Lyapunov spread along
+ * sample 0.  Estimates beside the measurement, so double is enough. */
+static void conditioning(const vijp_net *net, const vijp_problem *pf, vijp_drift_curve *c)
+{
+    size_t D = net->depth, B = pf->X.cols, n0 = net->width;
+    vijp_format fd;
+    vijp_format_fixed(&fd, VIJP_DOUBLE);
+    vijp_problem pd = {0};
+    vijp_problem_convert(&pd, net, pf, &fd);
+    vijp_mat h, hn, J, x;
+    vijp_mat_init(&h, n0, B, &fd);
+    vijp_mat_copy(&h, &pd.X);
+    int square = 1;
+    for (size_t i = 0; i < D; i++) square &= net->layers[i].in == net->layers[i].out;
+    double *Q = square ? vijp_alloc_array(n0 * n0, sizeof *Q) : NULL, *Z = square ? vijp_alloc_array(n0 * n0, sizeof *Z) : NULL;
+    double *sums = square ? vijp_alloc_array(n0, sizeof *sums) : NULL, *tau = square ? vijp_alloc_array(n0, sizeof *tau) : NULL;
+    int singular = 0; /* the Jacobian product has lost rank */
+    for (size_t k = 0; Q && k < n0; k++) Q[k + k * n0] = 1;
+    int lyap_ok = Q && Z && sums && tau;
+    for (size_t i = 0; i < D; i++) {
+        const vijp_layer *L = &net->layers[i];
+        size_t m = L->out, n = L->in, r = m < n ? m : n;
+        double *s = vijp_alloc_array(r, sizeof *s);
+        vijp_mat_init(&J, m, n, &fd);
+        c->kappa[i] = 1;
+        for (size_t b = 0; b < B; b++) {
+            x = h, x.cols = 1, x.d = h.d + b * n; /* a view of sample b */
+            if (vijp_layer_jacobian(L, &pd.theta[i], &x, &J, NULL) || vijp_mat_check_finite(&J, "J", NULL)) {
+                c->kappa[i] = NAN;
+                lyap_ok = 0;
+                continue;
+            }
+            if (b == 0 && lyap_ok) { /* Benettin: Z = J Q = Q' R */
+                cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0, J.d, (int)n, Q,
+                            (int)n, 0.0, Z, (int)n);
+                if (LAPACKE_dgeqrf(LAPACK_COL_MAJOR, (int)n, (int)n, Z, (int)n, tau)) lyap_ok = 0;
+                /* A direction the layer maps to (numerically) nothing, below
+                 * n·u of the largest stretch, makes the product singular: the
+                 * spread is infinite from there on and no prediction is made.
+                 * (Softmax's exact kernel shows up as ~1e-17, not 0, and would
+                 * otherwise give a finite, meaningless spread.)  Moonwalk's
+                 * error there is governed by the product of pseudo-inverses,
+                 * with the fragments resetting the cokernel part: not
+                 * modelled here. */
+                double hi = -INFINITY, lo = INFINITY, rmax = 0;
+                for (size_t k = 0; lyap_ok && k < n; k++) rmax = fmax(rmax, fabs(Z[k + k * n]));
+                for (size_t k = 0; lyap_ok && k < n; k++) {
+                    if (!(fabs(Z[k + k * n]) > (double)n * 0x1p-53 * rmax)) singular = 1;
+                    sums[k] += log10(fabs(Z[k + k * n]));
+                    hi = fmax(hi, sums[k]), lo = fmin(lo, sums[k]);
+                }
+                if (lyap_ok) c->lyap_cum[i] = singular ? INFINITY : hi - lo;
+                if (lyap_ok && LAPACKE_dorgqr(LAPACK_COL_MAJOR, (int)n, (int)n, (int)n, Z, (int)n, tau)) lyap_ok = 0;
+                memcpy(Q, Z, n * n * sizeof *Q);
+            }
+            if (diagonal(J.d, m, n)) { /* elementwise layers: σ = |J_kk|, no SVD */
+                for (size_t k = 0; k < r; k++) s[k] = fabs(J.d[k + k * m]);
+                qsort(s, r, sizeof *s, descending);
+            } else if (singular_values(J.d, m, n, s)) {
+                c->kappa[i] = NAN;
+                continue;
+            }
+            double tol = (double)(m > n ? m : n) * 0x1p-53 * s[0], smin = s[0];
+            for (size_t k = 0; k < r; k++)
+                if (s[k] > tol) smin = s[k];
+            double kb = s[0] > 0 ? s[0] / smin : 1;
+            c->kappa[i] = vijp_max_nan(c->kappa[i], kb);
+        }
+        if (!lyap_ok) c->lyap_cum[i] = NAN;
+        free(s);
+        vijp_mat_clear(&J);
+        vijp_mat_init(&hn, m, B, &fd);
+        int failed = vijp_layer_forward(L, &pd.theta[i], &h, &hn, NULL);
+        vijp_mat_clear(&h);
+        h = hn;
+        if (failed) { /* past a failed double forward the estimates are unknown (NaN), not an error of the study */
+            for (size_t j = i + 1; j < D; j++) c->kappa[j] = c->lyap_cum[j] = NAN;
+            break;
+        }
+    }
+    vijp_mat_clear(&h);
+    free(Q), free(Z), free(sums), free(tau);
+    vijp_problem_clear(&pd, net);
+}
+
+/* The spread's rate and the error it predicts, from c->lyap_cum and c->u. */
+static void predict(vijp_drift_curve *c, size_t D)
+{
+    c->lyap_rate = c->lyap_cum[D - 1] / (double)D;
+    /* S_i = Σ_{j<=i} 10^(2 (L_i − L_{j−1})) obeys S_i = 10^(2 (L_i − L_{i−1})) (S_{i−1} + 1):
+     * one step per layer, carried in log10 so that hundreds of decades of
+     * spread neither overflow nor underflow.  The fit sees 10^(log − top)
+     * for one common shift, which leaves its slope unchanged. */
+    double *lp = vijp_alloc_array(D, sizeof *lp), top = -INFINITY, ls = -INFINITY; /* log10 S_0 = log10 0 */
+    for (size_t i = 0; lp && i < D; i++) {
+        double grow = 2 * (c->lyap_cum[i] - (i ? c->lyap_cum[i - 1] : 0)); /* log10 S_{−1} = log10 0 */
+        ls = grow + (ls > 0 ? ls + log10(1 + pow(10, -ls)) : log10(1 + pow(10, ls)));
+        lp[i] = log10(c->u) + 0.5 * ls;
+        c->predicted[i] = pow(10, lp[i]);
+        if (lp[i] > top) top = lp[i];
+    }
+    for (size_t i = 0; lp && i < D; i++) lp[i] = pow(10, lp[i] - top); /* in (0, 1] */
+    c->predicted_rate = lp ? vijp_growth_fit(lp, D, INFINITY, NULL) : NAN;
+    free(lp);
+}
+
+static void first_order_bound(const vijp_net *net, const vijp_drift_curve *c, vijp_drift_run_result *r)
+{
+    double e = r->x.rel;
+    for (size_t i = 0; i < net->depth; i++) {
+        e = c->kappa[i] * (e + (double)net->layers[i].in * c->u);
+        r->bound[i] = e;
+    }
+}
+
+/* The reversible engine's reconstruction error, taken during its own run
+ * (vijp_engine_opts.rebuilt_input) against the true layer inputs H of a
+ * forward pass: what vijp_reversible_reconstruction gives (the same inverses
+ * of the same values, compared by the same vijp_rel_err) without inverting
+ * every layer a second time, a sixth of the default study in mpfr:113. */
+typedef struct {
+    vijp_mat *H; /* H[i]: the input of layer i + 1, i = 0..D */
+    size_t n;
+    double *recon;
+} recon_watch;
+
+static void on_rebuilt(void *ctx, size_t i, const vijp_mat *x)
+{
+    recon_watch *w = ctx;
+    w->recon[i] = vijp_rel_err(x, &w->H[i]);
+}
+
+/* The forward pass's layer inputs; 0 or an error code (recon_watch_clear
+ * frees w->H either way). */
+static int recon_watch_init(recon_watch *w, const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, double *recon)
+{
+    size_t D = net->depth, B = X->cols;
+    int rc = 0;
+    w->H = vijp_alloc_array(D + 1, sizeof *w->H), w->n = D + 1, w->recon = recon;
+    for (size_t i = 0; i <= D && !rc; i++) {
+        vijp_mat_init(&w->H[i], i ? net->layers[i - 1].out : net->width, B, X->fmt);
+        if (i == 0) vijp_mat_copy(&w->H[0], X);
+        else rc = vijp_layer_forward(&net->layers[i - 1], &theta[i - 1], &w->H[i - 1], &w->H[i], NULL);
+    }
+    return rc;
+}
+
+static void recon_watch_clear(recon_watch *w)
+{
+    for (size_t i = 0; w->H && i < w->n; i++) vijp_mat_clear(&w->H[i]);
+    free(w->H);
+    w->H = NULL;
+}
+
+/* cache: one per reference matrix, grad_x first, then g_i and ∇θ_i, shared
+ * by the engines' measurements (compare_cache.h). */
+static void measure(const vijp_net *net, const vijp_drift_setup *s, const vijp_grads *got, const vijp_grads *ref,
+                    vijp_drift_run_result *r, vijp_compare_cache *cache)
+{
+    size_t D = net->depth;
+    r->g = vijp_alloc_array(D, sizeof *r->g);
+    r->theta = vijp_alloc_array(D, sizeof *r->theta);
+    r->stored_by_depth = vijp_alloc_array(D, sizeof *r->stored_by_depth);
+    memcpy(r->stored_by_depth, got->stored_by_depth, D * sizeof *r->stored_by_depth);
+    r->x = no_metric;
+    const vijp_format *f = &s->problem.fmt;
+    if (ref && r->rebuilt > 0) vijp_compare_cached(&got->grad_x, &ref->grad_x, f, &r->x, &cache[0]);
+    for (size_t i = 0; i < D; i++) {
+        r->g[i] = r->theta[i] = no_metric;
+        if (!ref || i >= r->rebuilt) continue;
+        vijp_compare_cached(&got->g[i], &ref->g[i], f, &r->g[i], &cache[1 + i]);
+        if (got->grad_theta[i].rows)
+            vijp_compare_cached(&got->grad_theta[i], &ref->grad_theta[i], f, &r->theta[i], &cache[1 + D + i]);
+    }
+}
+
+int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *err)
+{
+    memset(c, 0, sizeof *c);
+    vijp_net net;
+    vijp_problem pf;
+    int rc = s->skip_reference ? 0 : vijp_drift_check_ref_prec(&s->problem.fmt, s->ref_prec_start, s->ref_prec_max, err);
+    if (rc) return rc;
+    rc = vijp_problem_setup(&s->problem, &net, &pf, err);
+    if (rc) return rc;
+    size_t D = net.depth;
+    c->depth = D;
+    c->u = ldexp(1.0, -(int)s->problem.fmt.prec);
+    c->n_runs = 1 + s->n_engines;
+    c->runs = vijp_alloc_array(c->n_runs, sizeof *c->runs);
+    c->kappa = vijp_alloc_array(D, sizeof *c->kappa);
+    c->lyap_cum = vijp_alloc_array(D, sizeof *c->lyap_cum);
+    c->predicted = vijp_alloc_array(D, sizeof *c->predicted);
+    vijp_grads ref = {0};
+    vijp_format ref_fmt;
+    vijp_compare_cache *cache = vijp_alloc_array(1 + 2 * D, sizeof *cache); /* zeroed: not ready */
+    /* The caller's memo, shared with other runs, or one for this run alone. */
+    vijp_drift_memo *memo = s->memo ? s->memo : vijp_drift_memo_new();
+    vijp_drift_memo_bind(memo, &s->problem, &net, &pf, s->memo != NULL);
+    if (!s->skip_reference && (rc = reference(s, &net, &pf, c, memo, &ref, &ref_fmt, cache, err))) goto out;
+    for (size_t k = 0; k < c->n_runs && !rc; k++) {
+        vijp_drift_run_result *r = &c->runs[k];
+        r->engine = k ? s->engines[k - 1] : VIJP_ENGINE_BACKPROP;
+        vijp_grads got;
+        vijp_error e2 = {0};
+        vijp_engine_opts o = s->problem.opts;
+        recon_watch watch = {0};
+        if (r->engine == VIJP_ENGINE_REVERSIBLE) { /* layers the engine keeps rather than rebuilds: 0 */
+            r->reconstruction = vijp_alloc_array(D, sizeof(double));
+            if (!recon_watch_init(&watch, &net, pf.theta, &pf.X, r->reconstruction))
+                o.rebuilt_input = on_rebuilt, o.rebuilt_ctx = &watch;
+        }
+        rc = vijp_engine_run_opts(r->engine, &net, pf.theta, &pf.X, &pf.T, &o, &got, &e2);
+        recon_watch_clear(&watch);
+        int engine_rc = rc;
+        if (rc && rc != VIJP_ESINGULAR) {
+            if (err) *err = e2;
+            break;
+        }
+        r->rebuilt = got.rebuilt;
+        if (rc) snprintf(r->failure, sizeof r->failure, "%s", e2.msg);
+        if (!isfinite(got.loss)) { /* the forward pass overflowed: no gradient to measure */
+            rc = vijp_fail(err, VIJP_ERANGE, "%s: the loss is %s as a double although every input and parameter is "
+                           "finite: the forward pass left the range of %s, so there is no gradient to measure",
+                           vijp_engine_name(r->engine), isnan(got.loss) ? "NaN" : "infinite", s->problem.fmt.name);
+            vijp_grads_clear(&got);
+            break;
+        }
+        if (vijp_grads_check_finite(&got, &e2)) snprintf(r->nonfinite, sizeof r->nonfinite, "%s", e2.msg);
+        rc = 0; /* a singular vijp is recorded in r->failure: a measurement */
+        measure(&net, s, &got, s->skip_reference ? NULL : &ref, r, cache);
+        vijp_grads_clear(&got);
+        /* Where the run stopped early (or its forward pass could not be
+         * watched) the diagnostic itself says what it would give. */
+        if (r->engine == VIJP_ENGINE_REVERSIBLE && (engine_rc || !o.rebuilt_input) &&
+            vijp_reversible_reconstruction(&net, pf.theta, &pf.X, r->reconstruction, NULL))
+            for (size_t i = 0; i < D; i++) r->reconstruction[i] = NAN; /* an inverse failed: a measurement */
+    }
+    if (rc) goto out;
+    if (!vijp_drift_memo_get_conditioning(memo, c->kappa, c->lyap_cum, D)) {
+        conditioning(&net, &pf, c);
+        if (s->memo) vijp_drift_memo_put_conditioning(memo, c->kappa, c->lyap_cum, D);
+    }
+    predict(c, D);
+    for (size_t k = 1; k < c->n_runs; k++) /* the vijp sweep's bound: Moonwalk's engines only */
+        if (c->runs[k].engine == VIJP_ENGINE_MOONWALK || c->runs[k].engine == VIJP_ENGINE_PURE_FORWARD) {
+            c->runs[k].bound = vijp_alloc_array(D, sizeof(double));
+            first_order_bound(&net, c, &c->runs[k]);
+        }
+out:
+    if (memo != s->memo) vijp_drift_memo_free(memo);
+    for (size_t i = 0; i < 1 + 2 * D; i++) vijp_compare_cache_clear(&cache[i]);
+    free(cache);
+    vijp_grads_clear(&ref);
+    vijp_problem_clear(&pf, &net);
+    vijp_net_free(&net);
+    if (rc) vijp_drift_curve_clear(c);
+    return rc;
+}

@@ -1,0 +1,231 @@
+/* vijp_drift_memo (drift.h, drift_memo.h): the reference levels and the
+ * conditioning of one rounded problem, keyed by the problem's values. */
+#include "memo.h"
+#include "vijp/vijp.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Precisions double from VIJP_PREC_MIN (2 = 2^1) up to VIJP_PREC_MAX (2^16):
+ * at most 16 levels in one memo. */
+enum { MEMO_LEVELS = 16 };
+
+typedef struct {
+    long prec;
+    vijp_format fmt; /* the level's matrices point here: levels are allocated one by one, never moved */
+    vijp_grads g;
+} memo_level;
+
+struct vijp_drift_memo {
+    int keyed; /* shared with other runs: checked against their problems, its levels kept */
+    /* what the key holds beside the values: the net's spec and shape, the loss */
+    char *spec;
+    size_t depth, width;
+    vijp_loss_kind loss;
+    /* The rounded problem, exactly, in MPFR at its own precision (53 bits for
+     * double): the key, and the θ every level reads (the operators round
+     * each result to the level's precision and read θ as values, vo_dot by
+     * its own limbs).  Made at bind when keyed, else at the first level. */
+    vijp_format copy_fmt;
+    vijp_problem copy;
+    int have_copy;
+    memo_level *level[MEMO_LEVELS];
+    size_t n_levels;
+    double *kappa, *lyap_cum; /* NULL until put */
+    size_t computed;          /* backprops run over the memo's life (vijp_drift_memo_computed) */
+};
+
+vijp_drift_memo *vijp_drift_memo_new(void)
+{
+    vijp_drift_memo *m = vijp_alloc(sizeof *m);
+    memset(m, 0, sizeof *m);
+    return m;
+}
+
+static void drop_level(vijp_drift_memo *m, size_t k)
+{
+    vijp_grads_clear(&m->level[k]->g);
+    free(m->level[k]);
+    m->level[k] = m->level[--m->n_levels];
+}
+
+static void drop_below(vijp_drift_memo *m, long prec)
+{
+    for (size_t k = m->n_levels; k-- > 0;)
+        if (m->level[k]->prec < prec) drop_level(m, k);
+}
+
+static void make_copy(vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf)
+{
+    long P = pf->X.fmt->prec > 53 ? (long)pf->X.fmt->prec : 53;
+    if (vijp_format_mpfr(&m->copy_fmt, P, NULL)) abort(); /* P is a format's precision: in range */
+    vijp_problem_convert(&m->copy, net, pf, &m->copy_fmt); /* exact: the format holds its values */
+    m->have_copy = 1;
+}
+
+static void memo_empty(vijp_drift_memo *m)
+{
+    while (m->n_levels) drop_level(m, 0);
+    if (m->have_copy) {
+        vijp_mat_clear(&m->copy.X), vijp_mat_clear(&m->copy.T);
+        for (size_t i = 0; i < m->depth; i++) vijp_mat_clear(&m->copy.theta[i]);
+        free(m->copy.theta);
+    }
+    free(m->spec), free(m->kappa), free(m->lyap_cum);
+    m->spec = NULL, m->kappa = m->lyap_cum = NULL, m->copy.theta = NULL;
+    m->keyed = m->have_copy = 0;
+}
+
+void vijp_drift_memo_free(vijp_drift_memo *m)
+{
+    if (!m) return;
+    memo_empty(m);
+    free(m);
+}
+
+/* Entry i of a equals entry i of b: the same number, or both zeros of the
+ * same sign (a signed zero can change a later product's sign); NaN equals
+ * nothing, so a problem holding one is never shared. */
+static int same_entry(const vijp_mat *a, const vijp_mat *b, size_t i)
+{
+    if (a->d && b->d) return a->d[i] == b->d[i] && signbit(a->d[i]) == signbit(b->d[i]);
+    if (a->d) return same_entry(b, a, i);
+    if (mpfr_nan_p(a->m[i])) return 0;
+    if (b->d) return !isnan(b->d[i]) && mpfr_cmp_d(a->m[i], b->d[i]) == 0 && !mpfr_signbit(a->m[i]) == !signbit(b->d[i]);
+    return mpfr_equal_p(a->m[i], b->m[i]) && !mpfr_signbit(a->m[i]) == !mpfr_signbit(b->m[i]);
+}
+
+static int same_mat(const vijp_mat *a, const vijp_mat *b)
+{
+    if (a->rows != b->rows || a->cols != b->cols) return 0;
+    for (size_t i = 0, n = vijp_mat_len(a); i < n; i++)
+        if (!same_entry(a, b, i)) return 0;
+    return 1;
+}
+
+static int same_problem(const vijp_drift_memo *m, const vijp_grad_setup *s, const vijp_net *net, const vijp_problem *pf)
+{
+    if (!m->keyed || strcmp(m->spec, s->spec) || m->depth != net->depth || m->width != net->width || m->loss != s->loss)
+        return 0;
+    if (!same_mat(&m->copy.X, &pf->X) || !same_mat(&m->copy.T, &pf->T)) return 0;
+    for (size_t i = 0; i < net->depth; i++)
+        if (!same_mat(&m->copy.theta[i], &pf->theta[i])) return 0;
+    return 1;
+}
+
+void vijp_drift_memo_bind(vijp_drift_memo *m, const vijp_grad_setup *s, const vijp_net *net, const vijp_problem *pf,
+                          int keyed)
+{
+    if (same_problem(m, s, net, pf)) return;
+    memo_empty(m);
+    m->depth = net->depth;
+    if (!keyed) return; /* one run's: it will not be asked about another problem */
+    m->spec = vijp_strdup(s->spec);
+    m->width = net->width, m->loss = s->loss;
+    make_copy(m, net, pf);
+    m->keyed = 1;
+}
+
+int vijp_drift_memo_backprop(vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf, long prec,
+                             const vijp_grads **out, vijp_error *err)
+{
+    for (size_t k = 0; k < m->n_levels; k++)
+        if (m->level[k]->prec == prec) {
+            *out = &m->level[k]->g;
+            return 0;
+        }
+    /* One run's memo keeps the validation's last two levels only. */
+    if (!m->keyed) drop_below(m, prec / 2);
+    if (m->n_levels == MEMO_LEVELS) drop_level(m, 0); /* unreachable within VIJP_PREC_MAX; bounded anyway */
+    if (!m->have_copy) make_copy(m, net, pf);
+    memo_level *L = vijp_alloc(sizeof *L);
+    memset(L, 0, sizeof *L);
+    L->prec = prec;
+    int rc = vijp_format_mpfr(&L->fmt, prec, err);
+    L->fmt.exact_dots = 1; /* dot products rounded once: exact sums, faster (oracles/dot.h) */
+    vijp_mat X = {0}, T = {0};
+    if (!rc) {
+        vijp_mat_init(&X, pf->X.rows, pf->X.cols, &L->fmt), vijp_mat_convert(&X, &pf->X);
+        vijp_mat_init(&T, pf->T.rows, pf->T.cols, &L->fmt), vijp_mat_convert(&T, &pf->T);
+        rc = vijp_engine_run(VIJP_ENGINE_BACKPROP, net, m->copy.theta, &X, &T, &L->g, err);
+    }
+    vijp_mat_clear(&X), vijp_mat_clear(&T);
+    if (rc) {
+        free(L);
+        return rc;
+    }
+    m->level[m->n_levels++] = L;
+    m->computed++;
+    *out = &L->g;
+    return 0;
+}
+
+size_t vijp_drift_memo_computed(const vijp_drift_memo *m) { return m->computed; }
+
+static void point_to(vijp_grads *g, const vijp_format *fmt)
+{
+    g->grad_x.fmt = fmt;
+    for (size_t i = 0; i < g->depth; i++) g->g[i].fmt = g->grad_theta[i].fmt = fmt;
+}
+
+/* a := b in fmt (an mpfr:q one): each entry rounded once, to nearest, as
+ * mpfr_prec_round in place rounds it (vijp_mat_convert into plain MPFR). */
+static void round_copy(vijp_mat *a, const vijp_mat *b, const vijp_format *fmt)
+{
+    vijp_mat_init(a, b->rows, b->cols, fmt);
+    vijp_mat_convert(a, b);
+}
+
+static void round_entries(vijp_mat *a, mpfr_prec_t p)
+{
+    for (size_t k = 0, n = vijp_mat_len(a); k < n; k++)
+        (void)mpfr_prec_round(a->m[k], p, MPFR_RNDN); /* narrower: never reallocates (mat.c's one block) */
+}
+
+void vijp_drift_memo_reference(vijp_drift_memo *m, long prec, mpfr_prec_t q, vijp_grads *ref, vijp_format *fmt)
+{
+    size_t k = 0;
+    while (m->level[k]->prec != prec) k++; /* the caller asked for it with vijp_drift_memo_backprop */
+    memo_level *L = m->level[k];
+    *fmt = L->fmt;
+    int narrower = q < prec && !vijp_format_mpfr(fmt, q, NULL);
+    if (m->keyed) { /* a copy: the level stays for the runs that share it */
+        const vijp_grads *g = &L->g;
+        *ref = *g;
+        round_copy(&ref->grad_x, &g->grad_x, fmt);
+        ref->g = vijp_alloc_array(g->depth, sizeof *ref->g);
+        ref->grad_theta = vijp_alloc_array(g->depth, sizeof *ref->grad_theta);
+        for (size_t i = 0; i < g->depth; i++)
+            round_copy(&ref->g[i], &g->g[i], fmt), round_copy(&ref->grad_theta[i], &g->grad_theta[i], fmt);
+        if (g->stored_by_depth) {
+            ref->stored_by_depth = vijp_alloc_array(g->depth, sizeof *ref->stored_by_depth);
+            memcpy(ref->stored_by_depth, g->stored_by_depth, g->depth * sizeof *ref->stored_by_depth);
+        }
+        return;
+    }
+    *ref = L->g; /* moved out, and rounded in place; the other levels go */
+    point_to(ref, fmt);
+    memset(&L->g, 0, sizeof L->g);
+    while (m->n_levels) drop_level(m, 0);
+    if (!narrower) return;
+    round_entries(&ref->grad_x, q);
+    for (size_t i = 0; i < ref->depth; i++) round_entries(&ref->g[i], q), round_entries(&ref->grad_theta[i], q);
+}
+
+int vijp_drift_memo_get_conditioning(const vijp_drift_memo *m, double *kappa, double *lyap_cum, size_t D)
+{
+    if (!m->kappa || D != m->depth) return 0;
+    memcpy(kappa, m->kappa, D * sizeof *kappa);
+    memcpy(lyap_cum, m->lyap_cum, D * sizeof *lyap_cum);
+    return 1;
+}
+
+void vijp_drift_memo_put_conditioning(vijp_drift_memo *m, const double *kappa, const double *lyap_cum, size_t D)
+{
+    if (D != m->depth) return;
+    free(m->kappa), free(m->lyap_cum);
+    m->kappa = vijp_alloc_array(D, sizeof *m->kappa);
+    m->lyap_cum = vijp_alloc_array(D, sizeof *m->lyap_cum);
+    memcpy(m->kappa, kappa, D * sizeof *kappa);
+    memcpy(m->lyap_cum, lyap_cum, D * sizeof *lyap_cum);
+}

@@ -1,0 +1,41 @@
+/* What vijp_drift_run computes from the rounded problem alone, kept across
+ * runs (vijp_drift_memo, drift.h): the reference backprop at each precision
+ * the validation visits, and the per-layer conditioning.  Formats that store
+ * in the same format (bfloat16 and bfloat16+binary32; binary16 and
+ * binary16+binary32; binary32 and tf32+binary32) round the problem to the
+ * same values, so their curves need these once.  Internal to src/. */
+#ifndef VIJP_DRIFT_MEMO_H
+#define VIJP_DRIFT_MEMO_H
+
+#include "vijp/drift.h"
+#include "grad/problem.h"
+
+/* Ties memo to this run's problem: kept when the problem is the one it holds
+ * (same spec, depth, width and loss, and the same rounded X, T and θ, value
+ * for value and sign of zero for sign of zero), emptied and re-keyed when not.
+ * keyed 0: a memo for this run alone, emptied and not keyed. */
+void vijp_drift_memo_bind(vijp_drift_memo *m, const vijp_grad_setup *s, const vijp_net *net, const vijp_problem *pf,
+                          int keyed);
+
+/* Backprop in mpfr:prec (dot products rounded once, oracles/dot.h) on the
+ * bound problem: computed on first request, then the memo's (one run's memo
+ * keeps only the levels from prec/2 on: the validation's last two).  *out
+ * points into the memo, valid until it is bound to another problem or freed. */
+VIJP_MUST_CHECK int vijp_drift_memo_backprop(vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf, long prec,
+                                             const vijp_grads **out, vijp_error *err);
+
+/* Reference backprops computed over m's life, for the tests: shared runs add none. */
+size_t vijp_drift_memo_computed(const vijp_drift_memo *m);
+
+/* The reference at prec, rounded to the comparisons' precision q (when
+ * narrower), into *ref whose matrices point to *fmt (the caller's).  A keyed
+ * memo gives a copy and keeps its levels; one run's moves the level out and
+ * drops the rest. */
+void vijp_drift_memo_reference(vijp_drift_memo *m, long prec, mpfr_prec_t q, vijp_grads *ref, vijp_format *fmt);
+
+/* Conditioning (κ_i and the Lyapunov spread, D values each) of the bound
+ * problem: 1 and copied out when the memo has it; 0 when not. */
+int vijp_drift_memo_get_conditioning(const vijp_drift_memo *m, double *kappa, double *lyap_cum, size_t D);
+void vijp_drift_memo_put_conditioning(vijp_drift_memo *m, const double *kappa, const double *lyap_cum, size_t D);
+
+#endif

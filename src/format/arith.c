@@ -1,0 +1,132 @@
+#include "vijp/arith.h"
+#include "vijp/error.h"
+#include <stdlib.h>
+
+/* Run one MPFR operation, then bring it into the format's exponent range and
+ * subnormalize.  The operation runs in the caller's (wide) range: an MPFR
+ * result is rounded as if the range were unbounded and only then checked, so
+ * mpfr_check_range under the format's range, given the operation's ternary
+ * value, gives what the operation itself would have given there (MPFR manual,
+ * mpfr_check_range); the ternary value is also what mpfr_subnormalize needs
+ * to avoid double rounding.  A regular result with emin + P − 1 < EXP <= emax
+ * is normal and in range: both calls would leave it as it is, so they (and
+ * the four thread-local exponent-range switches, a quarter of a study's
+ * time) are skipped. */
+#define VO_ROUND(f, r, op)                                                         \
+    do {                                                                           \
+        int t_ = (op);                                                             \
+        if (!(f)->emulated || (mpfr_regular_p(r) && mpfr_get_exp(r) <= (f)->emax &&    \
+                               mpfr_get_exp(r) > (f)->emin + (mpfr_exp_t)(f)->prec - 1)) \
+            break;                                                                 \
+        mpfr_exp_t emin_ = mpfr_get_emin(), emax_ = mpfr_get_emax();               \
+        mpfr_set_emin((f)->emin);                                                  \
+        mpfr_set_emax((f)->emax);                                                  \
+        t_ = mpfr_check_range((r), t_, MPFR_RNDN);                                 \
+        mpfr_subnormalize((r), t_, MPFR_RNDN);                                     \
+        mpfr_set_emin(emin_);                                                      \
+        mpfr_set_emax(emax_);                                                      \
+    } while (0)
+
+void vo_set(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mpfr_set(r, a, MPFR_RNDN)); }
+void vo_set_d(mpfr_t r, double a, const vijp_format *f) { VO_ROUND(f, r, mpfr_set_d(r, a, MPFR_RNDN)); }
+void vo_set_si(mpfr_t r, long a, const vijp_format *f) { VO_ROUND(f, r, mpfr_set_si(r, a, MPFR_RNDN)); }
+void vo_add(mpfr_t r, const mpfr_t a, const mpfr_t b, const vijp_format *f) { VO_ROUND(f, r, mpfr_add(r, a, b, MPFR_RNDN)); }
+void vo_sub(mpfr_t r, const mpfr_t a, const mpfr_t b, const vijp_format *f) { VO_ROUND(f, r, mpfr_sub(r, a, b, MPFR_RNDN)); }
+void vo_mul(mpfr_t r, const mpfr_t a, const mpfr_t b, const vijp_format *f) { VO_ROUND(f, r, mpfr_mul(r, a, b, MPFR_RNDN)); }
+void vo_div(mpfr_t r, const mpfr_t a, const mpfr_t b, const vijp_format *f) { VO_ROUND(f, r, mpfr_div(r, a, b, MPFR_RNDN)); }
+void vo_sqrt(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mpfr_sqrt(r, a, MPFR_RNDN)); }
+void vo_fma(mpfr_t r, const mpfr_t a, const mpfr_t b, const mpfr_t c, const vijp_format *f) { VO_ROUND(f, r, mpfr_fma(r, a, b, c, MPFR_RNDN)); }
+void vo_tanh(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mpfr_tanh(r, a, MPFR_RNDN)); }
+void vo_atanh(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mpfr_atanh(r, a, MPFR_RNDN)); }
+void vo_sech(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mpfr_sech(r, a, MPFR_RNDN)); }
+void vo_neg(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mpfr_neg(r, a, MPFR_RNDN)); }
+void vo_exp(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mpfr_exp(r, a, MPFR_RNDN)); }
+void vo_expm1(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mpfr_expm1(r, a, MPFR_RNDN)); }
+void vo_log(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mpfr_log(r, a, MPFR_RNDN)); }
+void vo_log1p(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mpfr_log1p(r, a, MPFR_RNDN)); }
+void vo_erfc(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mpfr_erfc(r, a, MPFR_RNDN)); }
+void vo_const_pi(mpfr_t r, const vijp_format *f) { VO_ROUND(f, r, mpfr_const_pi(r, MPFR_RNDN)); }
+
+/* Round r in place to precision p under the exponent range [emin, emax],
+ * with subnormals, keeping r's own precision (the value is then exactly
+ * representable at p bits; widening back is exact). */
+static void round_in_place(mpfr_t r, mpfr_prec_t p, mpfr_exp_t emin, mpfr_exp_t emax)
+{
+    if (!mpfr_regular_p(r)) return; /* 0, ±Inf, NaN: already in every format */
+    mpfr_prec_t own = mpfr_get_prec(r);
+    int t = mpfr_prec_round(r, p, MPFR_RNDN); /* in the wide range r lives in */
+    mpfr_exp_t emin_ = mpfr_get_emin(), emax_ = mpfr_get_emax();
+    mpfr_set_emin(emin);
+    mpfr_set_emax(emax);
+    t = mpfr_check_range(r, t, MPFR_RNDN); /* overflow to ±Inf, underflow */
+    mpfr_subnormalize(r, t, MPFR_RNDN);    /* t: no double rounding */
+    mpfr_set_emin(emin_);
+    mpfr_set_emax(emax_);
+    /* exact: own >= p.  Also safe on the custom-interface values of src/format/mat.c
+     * (which mpfr_prec_round must never grow beyond their allocation): mixed
+     * formats round between 8, 11 and 24 bits, all within r's one limb. */
+    (void)mpfr_prec_round(r, own, MPFR_RNDN);
+}
+
+void vo_store(mpfr_t r, const mpfr_t a, const vijp_format *f)
+{
+    if (!f->mixed) {
+        vo_set(r, a, f);
+        return;
+    }
+    if (mpfr_get_prec(a) <= mpfr_get_prec(r)) { /* one rounding, in place */
+        if (r != a) mpfr_set(r, a, MPFR_RNDN);   /* exact */
+        round_in_place(r, f->store_prec, f->store_emin, f->store_emax);
+        return;
+    }
+    mpfr_t t; /* a wider than r: round a itself, not r's rounding of it */
+    mpfr_init2(t, mpfr_get_prec(a));
+    mpfr_set(t, a, MPFR_RNDN);
+    round_in_place(t, f->store_prec, f->store_emin, f->store_emax);
+    mpfr_set(r, t, MPFR_RNDN); /* exact: store_prec <= prec */
+    mpfr_clear(t);
+}
+
+/* acc += a·b.  Mixed formats: the product exact and one rounding of the sum
+ * to the accumulation format (an FMA in it, as matrix hardware does), after
+ * rounding the operands to operand_prec where the format has one (tf32).
+ * Other formats: the product rounded, then the sum (two roundings), as the
+ * IEEE operations without contraction. */
+void vo_madd(mpfr_t acc, const mpfr_t a, const mpfr_t b, mpfr_t p, const vijp_format *f)
+{
+    if (!f->mixed) {
+        vo_mul(p, a, b, f);
+        vo_add(acc, acc, p, f);
+        return;
+    }
+    if (!f->operand_prec) {
+        VO_ROUND(f, acc, mpfr_fma(acc, a, b, acc, MPFR_RNDN));
+        return;
+    }
+    /* The rounded operands live on the stack (MPFR's custom interface): no
+     * allocation per term.  Mixed formats compute in binary32, one limb. */
+    mp_limb_t la[1], lb[1];
+    if (mpfr_custom_get_size(f->prec) > sizeof la) abort(); /* not a mixed format: a programming error */
+    mpfr_t ra, rb;
+    mpfr_custom_init(la, f->prec), mpfr_custom_init(lb, f->prec);
+    mpfr_custom_init_set(ra, MPFR_ZERO_KIND, 0, f->prec, la);
+    mpfr_custom_init_set(rb, MPFR_ZERO_KIND, 0, f->prec, lb);
+    mpfr_set(ra, a, MPFR_RNDN), mpfr_set(rb, b, MPFR_RNDN); /* exact: a, b are in f */
+    round_in_place(ra, f->operand_prec, f->emin, f->emax);
+    round_in_place(rb, f->operand_prec, f->emin, f->emax);
+    VO_ROUND(f, acc, mpfr_fma(acc, ra, rb, acc, MPFR_RNDN));
+}
+
+mpfr_t *vo_vec_new(size_t n, const vijp_format *f)
+{
+    mpfr_t *v = vijp_alloc_array((n ? n : 1), sizeof *v);
+    for (size_t i = 0; i < n; i++) mpfr_init2(v[i], f->prec), mpfr_set_zero(v[i], 1);
+    return v;
+}
+
+void vo_vec_free(mpfr_t *v, size_t n)
+{
+    if (!v) return;
+    for (size_t i = 0; i < n; i++) mpfr_clear(v[i]);
+    free(v);
+}

@@ -1,0 +1,348 @@
+/* The layer registry and the format-generic operators engines call. */
+#include "vijp/layer.h"
+#include "vijp/error.h"
+#include "native_f32.h"
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const vijp_layer_type vijp_layer_dense, vijp_layer_leaky_relu, vijp_layer_relu, vijp_layer_tanh,
+    vijp_layer_sigmoid, vijp_layer_softplus, vijp_layer_silu, vijp_layer_gelu, vijp_layer_mish,
+    vijp_layer_layernorm, vijp_layer_softmax, vijp_layer_additive, vijp_layer_conv1d, vijp_layer_conv2d,
+    vijp_layer_avgpool, vijp_layer_squeeze, vijp_layer_affine, vijp_layer_inv1x1;
+
+/* The built-in catalogue first, then registered types; VIJP_LAYER_TYPES_MAX
+ * slots so that registration never allocates. */
+static const vijp_layer_type *registry[VIJP_LAYER_TYPES_MAX] = {
+    &vijp_layer_dense, &vijp_layer_leaky_relu, &vijp_layer_relu, &vijp_layer_tanh,
+    &vijp_layer_sigmoid, &vijp_layer_softplus, &vijp_layer_silu, &vijp_layer_gelu, &vijp_layer_mish,
+    &vijp_layer_layernorm, &vijp_layer_softmax, &vijp_layer_additive, &vijp_layer_conv1d, &vijp_layer_conv2d,
+    &vijp_layer_avgpool, &vijp_layer_squeeze, &vijp_layer_affine, &vijp_layer_inv1x1,
+};
+static size_t n_registered = 18;
+
+const vijp_layer_type *const *vijp_layer_types(size_t *count)
+{
+    *count = n_registered;
+    return registry;
+}
+
+const vijp_layer_type *vijp_layer_type_find(const char *name)
+{
+    for (size_t i = 0; i < n_registered; i++)
+        if (!strcmp(registry[i]->name, name)) return registry[i];
+    return NULL;
+}
+
+int vijp_layer_type_check(const vijp_layer_type *T, vijp_error *err)
+{
+    const char *nm = T && T->name ? T->name : "(unnamed)";
+    if (!T || !T->name || !T->name[0] || !islower((unsigned char)T->name[0]))
+        return vijp_fail(err, VIJP_EINVAL, "layer type '%s': a name must start with a lower-case letter", nm);
+    for (const char *c = T->name; *c; c++)
+        if (!islower((unsigned char)*c) && !isdigit((unsigned char)*c) && *c != '_')
+            return vijp_fail(err, VIJP_EINVAL, "layer type '%s': a name may hold only a-z, 0-9 and _", nm);
+    if (strlen(T->name) >= 32) return vijp_fail(err, VIJP_EINVAL, "layer type '%s': name longer than 31 characters", nm);
+    const char *missing = !T->syntax ? "syntax" : !T->parse ? "parse" : !T->param_count ? "param_count"
+                        : !T->declare ? "declare" : !T->d ? "double operators (d)" : !T->d->forward ? "d->forward"
+                        : !T->d->jvp ? "d->jvp" : !T->d->vjp ? "d->vjp" : !T->d->vijp ? "d->vijp"
+                        : !T->d->jacobian ? "d->jacobian" : NULL;
+    if (!missing && T->mp)
+        missing = !T->mp->forward ? "mp->forward" : !T->mp->jvp ? "mp->jvp" : !T->mp->vjp ? "mp->vjp"
+                : !T->mp->vijp ? "mp->vijp" : !T->mp->jacobian ? "mp->jacobian" : NULL;
+    if (missing) return vijp_fail(err, VIJP_EINVAL, "layer type '%s' has no %s", nm, missing);
+    if (T->residual == VIJP_RESIDUAL_DERIV && (T->d->vjp_param || (T->mp && T->mp->vjp_param)))
+        return vijp_fail(err, VIJP_EINVAL, "layer type '%s' has a parameter gradient but residual kind DERIV, which "
+                         "keeps only f' and so drops it: declare VIJP_RESIDUAL_INPUT", nm);
+    int elementwise = T->dual_eval || T->residual == VIJP_RESIDUAL_DERIV || T->residual == VIJP_RESIDUAL_SIGN;
+    if (elementwise && !T->deriv_enclose)
+        return vijp_fail(err, VIJP_EINVAL, "layer type '%s' is elementwise (%s) but has no f' enclosure "
+                         "(deriv_enclose), which certification needs", nm,
+                         T->dual_eval ? "it has dual_eval" : "its residual kind keeps one value per unit");
+    if (T->residual == VIJP_RESIDUAL_INVERSE && (!T->d->inverse || (T->mp && !T->mp->inverse)))
+        return vijp_fail(err, VIJP_EINVAL, "layer type '%s' declares residual kind INVERSE but has no inverse "
+                         "operator%s", nm, T->d->inverse ? " in MPFR" : "");
+    if (!!T->d->fragment_count != !!T->d->fragment || (T->d->fragment_count && !T->d->cokernel))
+        return vijp_fail(err, VIJP_EINVAL, "layer type '%s': fragment_count, fragment and cokernel go together", nm);
+    if (T->mp && (!!T->mp->fragment_count != !!T->d->fragment_count || !!T->mp->fragment != !!T->d->fragment))
+        return vijp_fail(err, VIJP_EINVAL, "layer type '%s': its MPFR operators and double operators disagree on "
+                         "whether it has a fragment", nm);
+    if (T->bounds.inverse != VIJP_INVBOUND_NONE && !T->d->inverse)
+        return vijp_fail(err, VIJP_EINVAL, "layer type '%s' gives an inverse bound but no inverse", nm);
+    if (T->state_copy && !T->state_free)
+        return vijp_fail(err, VIJP_EINVAL, "layer type '%s' copies its state deeply but gives no state_free", nm);
+    return 0;
+}
+
+int vijp_layer_register(const vijp_layer_type *T, vijp_error *err)
+{
+    int rc = vijp_layer_type_check(T, err);
+    if (rc) return rc;
+    if (vijp_layer_type_find(T->name))
+        return vijp_fail(err, VIJP_EINVAL, "layer type '%s' is already registered", T->name);
+    if (n_registered == VIJP_LAYER_TYPES_MAX)
+        return vijp_fail(err, VIJP_EINVAL, "layer type '%s': the registry is full (%d types)", T->name,
+                         VIJP_LAYER_TYPES_MAX);
+    registry[n_registered++] = T;
+    return 0;
+}
+
+/* An instance's own contradictions (its parameter count and declarations
+ * are known only once parsed). */
+static int check_instance(const vijp_layer *L, vijp_error *err)
+{
+    const vijp_layer_type *T = L->type;
+    size_t P = T->param_count(L);
+    if (P && T->residual == VIJP_RESIDUAL_DERIV)
+        return vijp_fail(err, VIJP_EINVAL, "%s has %zu parameters but residual kind DERIV, which keeps only f' and "
+                         "would drop their gradient", T->name, P);
+    if (P && (!T->d->vjp_param || (T->mp && !T->mp->vjp_param) || !T->init))
+        return vijp_fail(err, VIJP_EINVAL, "%s has %zu parameters but no %s", T->name, P,
+                         !T->init ? "initialiser (init)" : "parameter gradient (vjp_param)");
+    if ((T->declare(L) & VIJP_DECL_INVERTIBLE) && !T->d->inverse)
+        return vijp_fail(err, VIJP_EINVAL, "%s declares itself invertible but has no inverse", T->name);
+    if ((T->declare(L) & VIJP_DECL_SUBMERSIVE) && (T->declare(L) & VIJP_DECL_NEVER_SUBMERSIVE))
+        return vijp_fail(err, VIJP_EINVAL, "%s declares itself both submersive and never submersive", T->name);
+    return 0;
+}
+
+int vijp_layer_parse(vijp_layer *L, const char *item, size_t in_width, vijp_error *err)
+{
+    char name[32];
+    const char *colon = strchr(item, ':');
+    size_t len = colon ? (size_t)(colon - item) : strlen(item);
+    memset(L, 0, sizeof *L);
+    if (len == 0 || len >= sizeof name) return vijp_fail(err, VIJP_EINVAL, "bad layer '%s' in spec", item);
+    memcpy(name, item, len);
+    name[len] = 0;
+    const vijp_layer_type *T = vijp_layer_type_find(name);
+    if (!T) {
+        char known[1024] = "";
+        for (size_t i = 0, at = 0; i < n_registered && at < sizeof known; i++)
+            at += (size_t)snprintf(known + at, sizeof known - at, "%s%s", i ? ", " : "", registry[i]->name);
+        return vijp_fail(err, VIJP_EINVAL, "unknown layer '%s' (known: %s)", name, known);
+    }
+    L->type = T;
+    int rc = T->parse(L, colon ? colon + 1 : NULL, in_width, err);
+    if (!rc && (L->in == 0 || L->out == 0 || L->in > VIJP_WIDTH_MAX || L->out > VIJP_WIDTH_MAX))
+        rc = vijp_fail(err, VIJP_EDIM, "%s maps %zu -> %zu units: widths must be in [1, %u]", T->name, L->in, L->out,
+                       VIJP_WIDTH_MAX);
+    if (!rc) rc = check_instance(L, err);
+    if (rc) vijp_layer_clear(L);
+    return rc;
+}
+
+void vijp_layer_copy(vijp_layer *dst, const vijp_layer *src)
+{
+    *dst = *src;
+    dst->state = NULL;
+    if (!src->state) return;
+    const vijp_layer_type *T = src->type;
+    if (T->state_copy) dst->state = T->state_copy(src->state);
+    else dst->state = memcpy(vijp_alloc(T->state_size), src->state, T->state_size);
+}
+
+void vijp_layer_clear(vijp_layer *L)
+{
+    if (L->state) {
+        if (L->type->state_free) L->type->state_free(L->state);
+        else free(L->state);
+    }
+    memset(L, 0, sizeof *L);
+}
+
+void vijp_layer_spec(const vijp_layer *L, char *buf, size_t size)
+{
+    if (L->type->print) L->type->print(L, buf, size);
+    else snprintf(buf, size, "%s", L->type->name);
+}
+
+static int is_mp(const vijp_mat *a) { return a->fmt->kind != VIJP_DOUBLE; }
+/* MPFR results: every operator computes in its format's arithmetic and,
+ * for a mixed format, its results are then stored, rounded once to the
+ * storage format (vijp_mat_store; format.h). */
+
+static int shape(const vijp_mat *a, size_t rows, size_t cols, const char *what, const vijp_layer *L,
+                 vijp_error *err)
+{
+    if (a->rows != rows || (cols && a->cols != cols))
+        return vijp_fail(err, VIJP_EDIM, "%s layer (%zu -> %zu): %s is %zux%zu, expected %zux%zu",
+                         L->type->name, L->in, L->out, what, a->rows, a->cols, rows, cols ? cols : a->cols);
+    return 0;
+}
+
+/* theta's shape, and an MPFR twin where the data (a) is in an MPFR format. */
+static int check_theta(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *a, vijp_error *err)
+{
+    if (is_mp(a) && !L->type->mp)
+        return vijp_fail(err, VIJP_EUNSUPPORTED, "%s layer has no MPFR operators, so it cannot run in %s",
+                         L->type->name, a->fmt->name);
+    size_t P = L->type->param_count(L);
+    if (P == 0) return 0;
+    if (!theta) return vijp_fail(err, VIJP_EINVAL, "%s layer needs its parameters", L->type->name);
+    return shape(theta, P, 1, "theta", L, err);
+}
+
+#define TH(t, f) ((t) ? (t)->f : NULL)
+
+int vijp_layer_forward(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, vijp_mat *Y,
+                       vijp_error *err)
+{
+    int rc;
+    if ((rc = check_theta(L, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
+        (rc = shape(Y, L->out, X->cols, "output", L, err)))
+        return rc;
+    if (vijp_layer_f32(VIJP_F32_FORWARD, L, theta, X, NULL, NULL, Y, &rc, err)) return rc;
+    if (is_mp(X)) L->type->mp->forward(L, TH(theta, m), X->m, X->cols, Y->m, X->fmt), vijp_mat_store(Y);
+    else L->type->d->forward(L, TH(theta, d), X->d, X->cols, Y->d);
+    return 0;
+}
+
+int vijp_layer_jvp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *U,
+                   vijp_mat *V, vijp_error *err)
+{
+    int rc;
+    if ((rc = check_theta(L, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
+        (rc = shape(U, L->in, X->cols, "tangent", L, err)) ||
+        (rc = shape(V, L->out, X->cols, "output tangent", L, err)))
+        return rc;
+    if (vijp_layer_f32(VIJP_F32_JVP, L, theta, X, U, NULL, V, &rc, err)) return rc;
+    if (is_mp(X)) L->type->mp->jvp(L, TH(theta, m), X->m, X->cols, U->m, V->m, X->fmt), vijp_mat_store(V);
+    else L->type->d->jvp(L, TH(theta, d), X->d, X->cols, U->d, V->d);
+    return 0;
+}
+
+int vijp_layer_vjp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *Gy,
+                   vijp_mat *Gx, vijp_error *err)
+{
+    int rc;
+    if ((rc = check_theta(L, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
+        (rc = shape(Gy, L->out, X->cols, "output cotangent", L, err)) ||
+        (rc = shape(Gx, L->in, X->cols, "input cotangent", L, err)))
+        return rc;
+    if (vijp_layer_f32(VIJP_F32_VJP, L, theta, X, Gy, NULL, Gx, &rc, err)) return rc;
+    if (is_mp(X)) L->type->mp->vjp(L, TH(theta, m), X->m, X->cols, Gy->m, Gx->m, X->fmt), vijp_mat_store(Gx);
+    else L->type->d->vjp(L, TH(theta, d), X->d, X->cols, Gy->d, Gx->d);
+    return 0;
+}
+
+int vijp_layer_vjp_param(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X,
+                         const vijp_mat *Gy, vijp_mat *Gt, vijp_error *err)
+{
+    int rc;
+    if (L->type->param_count(L) == 0) return 0;
+    if ((rc = check_theta(L, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
+        (rc = shape(Gy, L->out, X->cols, "output cotangent", L, err)) ||
+        (rc = shape(Gt, theta->rows, 1, "parameter gradient", L, err)))
+        return rc;
+    if (vijp_layer_f32(VIJP_F32_VJP_PARAM, L, theta, X, Gy, NULL, Gt, &rc, err)) return rc;
+    if (is_mp(X)) L->type->mp->vjp_param(L, theta->m, X->m, X->cols, Gy->m, Gt->m, X->fmt), vijp_mat_store(Gt);
+    else L->type->d->vjp_param(L, theta->d, X->d, X->cols, Gy->d, Gt->d);
+    return 0;
+}
+
+size_t vijp_layer_fragment_count(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X)
+{
+    if (is_mp(X))
+        return L->type->mp && L->type->mp->fragment_count ? L->type->mp->fragment_count(L, TH(theta, m), X->m, X->cols) : 0;
+    return L->type->d->fragment_count ? L->type->d->fragment_count(L, TH(theta, d), X->d, X->cols) : 0;
+}
+
+int vijp_layer_fragment(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X,
+                        const vijp_mat *Gy, vijp_mat *frag, vijp_error *err)
+{
+    int rc;
+    size_t k = vijp_layer_fragment_count(L, theta, X);
+    if ((rc = check_theta(L, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
+        (rc = shape(Gy, L->out, X->cols, "output cotangent", L, err)) ||
+        (rc = shape(frag, k, 1, "fragment", L, err)))
+        return rc;
+    if (k == 0) return 0;
+    if (vijp_layer_f32(VIJP_F32_FRAGMENT, L, theta, X, Gy, NULL, frag, &rc, err)) return rc;
+    if (is_mp(X)) L->type->mp->fragment(L, TH(theta, m), X->m, X->cols, Gy->m, frag->m, X->fmt), vijp_mat_store(frag);
+    else L->type->d->fragment(L, TH(theta, d), X->d, X->cols, Gy->d, frag->d);
+    return 0;
+}
+
+int vijp_layer_vijp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *Gx,
+                    const vijp_mat *frag, vijp_mat *Gy, vijp_error *err)
+{
+    int rc;
+    size_t k = vijp_layer_fragment_count(L, theta, X);
+    if ((rc = check_theta(L, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
+        (rc = shape(Gx, L->in, X->cols, "input cotangent", L, err)) ||
+        (rc = shape(Gy, L->out, X->cols, "output cotangent", L, err)))
+        return rc;
+    if (k && (!frag || (rc = shape(frag, k, 1, "fragment", L, err))))
+        return rc ? rc : vijp_fail(err, VIJP_EINVAL, "%s layer vijp needs its %zu-entry fragment", L->type->name, k);
+    if (vijp_layer_f32(VIJP_F32_VIJP, L, theta, X, Gx, k ? frag : NULL, Gy, &rc, err)) {
+        /* rc and err as the native operator left them */
+    } else if (is_mp(X)) {
+        rc = L->type->mp->vijp(L, TH(theta, m), X->m, X->cols, Gx->m, k ? frag->m : NULL, Gy->m, X->fmt);
+        if (rc) return vijp_fail(err, rc, "%s layer (%zu -> %zu) vijp in %s: the Jacobian is singular "
+                                 "in this format (rank lost beyond the fragment)", L->type->name, L->in, L->out, X->fmt->name);
+        vijp_mat_store(Gy);
+    } else {
+        rc = L->type->d->vijp(L, TH(theta, d), X->d, X->cols, Gx->d, k ? frag->d : NULL, Gy->d, err);
+    }
+#ifdef VIJP_PERTURB_VIJP
+    /* Regression-test build only (vijp-perturbed, see the Makefile): one ulp
+     * up on every vijp output, the smallest change vijp regress must catch. */
+    for (size_t i = 0; !rc && i < vijp_mat_len(Gy); i++) {
+        if (Gy->d) Gy->d[i] = nextafter(Gy->d[i], INFINITY);
+        else mpfr_nextabove(Gy->m[i]);
+    }
+#endif
+    return rc;
+}
+
+int vijp_layer_jacobian(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *x, vijp_mat *J,
+                        vijp_error *err)
+{
+    int rc;
+    if ((rc = check_theta(L, theta, x, err)) || (rc = shape(x, L->in, 1, "point", L, err)) ||
+        (rc = shape(J, L->out, L->in, "Jacobian", L, err)))
+        return rc;
+    if (is_mp(x)) L->type->mp->jacobian(L, TH(theta, m), x->m, J->m, x->fmt), vijp_mat_store(J);
+    else L->type->d->jacobian(L, TH(theta, d), x->d, J->d);
+    return 0;
+}
+
+int vijp_layer_cokernel(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *x, vijp_mat *Q,
+                        vijp_error *err)
+{
+    int rc;
+    size_t k = vijp_layer_fragment_count(L, theta, x);
+    if ((rc = check_theta(L, theta, x, err)) || (rc = shape(x, L->in, 1, "point", L, err)) ||
+        (rc = shape(Q, L->out, k, "cokernel basis", L, err)))
+        return rc;
+    if (k == 0) return 0;
+    if (is_mp(x)) {
+        if ((rc = L->type->mp->cokernel(L, TH(theta, m), x->m, Q->m, x->fmt)))
+            return vijp_fail(err, rc, "%s layer cokernel in %s: rank lost beyond the fragment", L->type->name, x->fmt->name);
+        vijp_mat_store(Q);
+        return 0;
+    }
+    return L->type->d->cokernel(L, TH(theta, d), x->d, Q->d, err);
+}
+
+int vijp_layer_inverse(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *Y, vijp_mat *X,
+                       vijp_error *err)
+{
+    int rc;
+    if (is_mp(Y) ? !L->type->mp || !L->type->mp->inverse : !L->type->d->inverse)
+        return vijp_fail(err, VIJP_EUNSUPPORTED, "%s layer has no inverse", L->type->name);
+    if ((rc = check_theta(L, theta, Y, err)) || (rc = shape(Y, L->out, 0, "output", L, err)) ||
+        (rc = shape(X, L->in, Y->cols, "input", L, err)))
+        return rc;
+    if (is_mp(Y)) {
+        if ((rc = L->type->mp->inverse(L, TH(theta, m), Y->m, Y->cols, X->m, Y->fmt)))
+            return vijp_fail(err, rc, "%s layer inverse in %s failed (%s)", L->type->name, Y->fmt->name,
+                             rc == VIJP_EUNSUPPORTED ? "not square" : "singular or outside the range");
+        vijp_mat_store(X);
+        return 0;
+    }
+    return L->type->d->inverse(L, TH(theta, d), Y->d, Y->cols, X->d, err);
+}

@@ -1,0 +1,139 @@
+#include "vijp/memory.h"
+#include "grad/problem.h"
+#include <math.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+int vijp_memory_profile(const char *spec, size_t depth, size_t width, size_t batch, uint64_t seed,
+                        const vijp_format *f, vijp_engine_kind e, const vijp_engine_opts *o, size_t *bytes,
+                        vijp_error *err)
+{
+    vijp_grad_setup s = {.spec = spec, .depth = depth, .width = width, .batch = batch, .seed = seed,
+                         .init = {VIJP_INIT_ORTHOGONAL, 1}, .loss = VIJP_LOSS_SQUARE, .fmt = *f};
+    vijp_net net;
+    vijp_problem p;
+    vijp_grads g = {0};
+    int rc = vijp_problem_setup(&s, &net, &p, err);
+    if (rc) return rc;
+    rc = vijp_engine_run_opts(e, &net, p.theta, &p.X, &p.T, o, &g, err);
+    /* Some residuals depend on the values (a relu fragment holds the
+     * inactive units): counted from NaN or ∞ they mean nothing. */
+    if ((!rc || rc == VIJP_ESINGULAR) && vijp_grads_check_finite(&g, err)) rc = VIJP_ERANGE;
+    /* A vijp that lost rank ends the sweep, after the ledger was replayed;
+     * h_0 alone makes every depth's count positive, so a profile still
+     * zero was not filled. */
+    if (rc == VIJP_ESINGULAR)
+        rc = g.stored_by_depth && g.stored_by_depth[depth - 1] ? 0
+             : vijp_fail(err, VIJP_ESINGULAR, "%s: failed before its stored bytes were counted", vijp_engine_name(e));
+    if (!rc) memcpy(bytes, g.stored_by_depth, depth * sizeof *bytes);
+    vijp_grads_clear(&g);
+    vijp_problem_clear(&p, &net);
+    vijp_net_free(&net);
+    return rc;
+}
+
+size_t vijp_memory_deepest(const size_t *bytes, size_t depth, size_t budget)
+{
+    size_t d = 0;
+    for (size_t i = 0; i < depth; i++) /* bytes grow with depth for every engine here, but do not assume it */
+        if (bytes[i] <= budget) d = i + 1;
+        else break;
+    return d;
+}
+
+size_t vijp_resident_value_bytes(const vijp_format *f)
+{
+    if (f->kind == VIJP_DOUBLE) return sizeof(double);
+    size_t limbs = (size_t)((f->prec + mp_bits_per_limb - 1) / mp_bits_per_limb);
+    return sizeof(__mpfr_struct) + (limbs + 1) * sizeof(mp_limb_t) + 16; /* + MPFR's size limb, malloc's header */
+}
+
+int vijp_run_bytes_estimate(const char *spec, size_t depth, size_t width, size_t batch, const vijp_format *f,
+                            long ref_prec, double *bytes, vijp_error *err)
+{
+    vijp_net net;
+    int rc = vijp_net_shape(&net, spec, depth, width, err);
+    if (rc) return rc;
+    vijp_format ref;
+    if ((rc = vijp_format_mpfr(&ref, ref_prec, err))) {
+        vijp_net_free(&net);
+        return rc;
+    }
+    /* Values, as doubles so that absurd shapes do not wrap: activations
+     * h_0..h_D and the gradients g_i (batch each), parameters θ and ∇θ. */
+    double acts = (double)net.width, params = 0;
+    for (size_t i = 0; i < depth; i++) {
+        acts += (double)net.layers[i].out;
+        params += (double)net.layers[i].type->param_count(&net.layers[i]);
+    }
+    double values = 2 * acts * (double)batch + 2 * params;
+    /* The run's values in f, the reference's in ref, and the problem's
+     * double master copies (inputs, loss data, parameters). */
+    *bytes = values * (double)(vijp_resident_value_bytes(f) + vijp_resident_value_bytes(&ref)) +
+             8.0 * (params + 2 * acts / (double)(depth + 1) * (double)batch);
+    vijp_net_free(&net);
+    return 0;
+}
+
+/* "Key:   N kB" from /proc/meminfo or /proc/self/status, in bytes; -1 if absent. */
+static double proc_kb(const char *file, const char *key)
+{
+    FILE *in = fopen(file, "r");
+    if (!in) return -1;
+    char line[256];
+    double v = -1;
+    size_t n = strlen(key);
+    while (fgets(line, sizeof line, in))
+        if (!strncmp(line, key, n) && line[n] == ':') {
+            v = 1024.0 * strtod(line + n + 1, NULL);
+            break;
+        }
+    fclose(in);
+    return v;
+}
+
+/* A number from a one-line cgroup file; -1 if absent or "max". */
+static double cgroup_value(const char *file)
+{
+    FILE *in = fopen(file, "r");
+    if (!in) return -1;
+    char line[64] = "";
+    double v = -1;
+    if (fgets(line, sizeof line, in) && strncmp(line, "max", 3)) v = strtod(line, NULL);
+    fclose(in);
+    return v;
+}
+
+double vijp_memory_available(char *what, size_t what_size)
+{
+    double best = INFINITY;
+    const char *why = "unknown";
+    double avail = proc_kb("/proc/meminfo", "MemAvailable");
+    if (avail >= 0 && avail < best) best = avail, why = "MemAvailable";
+    double max = cgroup_value("/sys/fs/cgroup/memory.max"), cur = cgroup_value("/sys/fs/cgroup/memory.current");
+    if (max >= 0 && cur >= 0 && max - cur < best) best = fmax(0, max - cur), why = "the cgroup's memory.max";
+    struct rlimit rl;
+    if (!getrlimit(RLIMIT_AS, &rl) && rl.rlim_cur != RLIM_INFINITY) {
+        double used = proc_kb("/proc/self/status", "VmSize");
+        double left = (double)rl.rlim_cur - (used > 0 ? used : 0);
+        if (left < best) best = fmax(0, left), why = "the address-space limit (ulimit -v)";
+    }
+    if (what) snprintf(what, what_size, "%s", why);
+    return best;
+}
+
+void vijp_memory_keep_freed(void)
+{
+#ifdef __GLIBC__
+    /* 32 MB: glibc's largest mmap threshold on 64-bit (HEAP_MAX_SIZE / 2).
+     * Setting both also stops glibc's own threshold from creeping up only
+     * after the first frees, as it does by default. */
+    (void)mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    (void)mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
+}

@@ -1,0 +1,159 @@
+/* Opening a report folder (atomic.h): where it really is, its lock, and what
+ * killed runs left beside it. */
+#include "atomic_tree.h"
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* o->target := DIR with every symbolic link resolved, so that the folder has
+ * one lock whatever path names it, and the exchange swaps the folder itself
+ * (not a link to it).  A missing DIR's parent is created. */
+static int resolve(report_out *o, const char *dir, vijp_error *err)
+{
+    char path[PATH_MAX], real[PATH_MAX];
+    size_t n = strlen(dir);
+    if (!n || n >= sizeof path) return vijp_fail(err, VIJP_EINVAL, "bad output folder '%s'", dir);
+    memcpy(path, dir, n + 1);
+    while (n > 1 && path[n - 1] == '/') path[--n] = 0;
+    struct stat st;
+    if (realpath(path, real)) {
+        if (stat(real, &st) || !S_ISDIR(st.st_mode)) return vijp_fail(err, VIJP_EINVAL, "output %s is not a folder", dir);
+        if (!strcmp(real, "/")) return vijp_fail(err, VIJP_EINVAL, "cannot replace / with a report");
+        snprintf(o->target, sizeof o->target, "%s", real);
+    } else if (errno == ENOENT) {
+        if (!lstat(path, &st)) return vijp_fail(err, VIJP_EINVAL, "output %s is a broken symbolic link", dir);
+        char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+        if (!strcmp(name, ".") || !strcmp(name, ".."))
+            return vijp_fail(err, VIJP_EINVAL, "cannot create output folder %s: name a folder, not . or ..", dir);
+        char parent[PATH_MAX];
+        snprintf(parent, sizeof parent, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1, slash ? path : ".");
+        if (report_mkdir_p(parent) || !realpath(parent, real))
+            return vijp_fail(err, VIJP_EINVAL, "cannot create output folder %s: %s", dir, strerror(errno));
+        if ((size_t)snprintf(o->target, sizeof o->target, "%s/%s", strcmp(real, "/") ? real : "", name) >=
+            sizeof o->target)
+            return vijp_fail(err, VIJP_EINVAL, "output folder %s: path too long", dir);
+    } else {
+        return vijp_fail(err, VIJP_EINVAL, "cannot use output folder %s: %s", dir, strerror(errno));
+    }
+    o->name = strrchr(o->target, '/') + 1;
+    if (strlen(o->name) + sizeof "." STAGING_SUFFIX "4294967295" > NAME_MAX + 1) /* room for the staging folder's name */
+        return vijp_fail(err, VIJP_EINVAL, "output folder name too long: %s", o->name);
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof parent, "%.*s", o->name - 1 == o->target ? 1 : (int)(o->name - 1 - o->target), o->target);
+    o->parent_fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (o->parent_fd < 0) return vijp_fail(err, VIJP_EINVAL, "cannot open %s: %s", parent, strerror(errno));
+    return 0;
+}
+
+/* flock on PARENT/.NAME.vijp-lock.  The file is removed by each holder as
+ * it finishes (while it still holds it); a run that opened the file before
+ * that and locks it afterwards holds a file nobody else sees, so it checks
+ * that the file it locked is the one at the path, and tries again if not. */
+static int lock(report_out *o, const char *command, vijp_error *err)
+{
+    snprintf(o->lock, sizeof o->lock, "%.*s/.%s" LOCK_SUFFIX, (int)(o->name - 1 - o->target), o->target, o->name);
+    for (int tries = 0; tries < 100; tries++) {
+        int fd = open(o->lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd < 0) return vijp_fail(err, VIJP_EINVAL, "cannot create the lock file %s: %s", o->lock, strerror(errno));
+        if (flock(fd, LOCK_EX | LOCK_NB)) {
+            int e = errno;
+            char holder[160] = "";
+            ssize_t n = e == EWOULDBLOCK ? pread(fd, holder, sizeof holder - 1, 0) : 0;
+            close(fd);
+            if (e != EWOULDBLOCK) return vijp_fail(err, VIJP_EIO, "cannot lock %s: %s", o->lock, strerror(e));
+            holder[n > 0 ? n : 0] = 0;
+            holder[strcspn(holder, "\n")] = 0;
+            return vijp_fail(err, VIJP_EINVAL, "another run is writing %s (%s); wait for it to finish or choose another --out",
+                             o->shown, *holder ? holder : "holder unknown");
+        }
+        struct stat a, b;
+        if (!fstat(fd, &a) && !stat(o->lock, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+            o->lock_fd = fd;
+            /* Who holds it, for the message of a second run. */
+            if (ftruncate(fd, 0) || dprintf(fd, "pid %ld: %.120s\n", (long)getpid(), command ? command : "vijp") < 0)
+                fprintf(stderr, "vijp: warning: cannot write %s: %s\n", o->lock, strerror(errno));
+            return 0;
+        }
+        close(fd);
+    }
+    return vijp_fail(err, VIJP_EIO, "cannot lock %s: it keeps being replaced", o->lock);
+}
+
+/* ".NAME" + suffix + a PID. */
+static int leftover(const char *entry, const char *name, const char *suffix)
+{
+    size_t n = strlen(name), k = strlen(suffix);
+    return entry[0] == '.' && !strncmp(entry + 1, name, n) && !strncmp(entry + 1 + n, suffix, k) && entry[1 + n + k] &&
+           strspn(entry + 1 + n + k, "0123456789") == strlen(entry + 1 + n + k);
+}
+
+/* We hold the lock, so whatever a run left beside DIR is stale: its run was
+ * killed.  A fallback publish cut between its two renames (atomic.c) left no
+ * DIR and the old report at .NAME.vijp-old-PID: it is renamed back first.
+ * Then a staging folder that was never completed is removed whole (it holds
+ * the new files and links to the old folder's); a completed staging folder
+ * or an old generation is retired against DIR (atomic_tree.h), which removes
+ * only what vijp wrote or what DIR holds too. */
+static void clear_leftovers(report_out *o)
+{
+    int fd = dup(o->parent_fd);
+    DIR *d = fd < 0 ? NULL : fdopendir(fd);
+    if (!d) {
+        if (fd >= 0) close(fd);
+        return;
+    }
+    struct stat st;
+    for (int pass = 0; pass < 2; pass++) {
+        rewinddir(d);
+        for (struct dirent *e; (e = readdir(d));) {
+            const char *n = e->d_name;
+            int old = leftover(n, o->name, OLD_SUFFIX), stage = leftover(n, o->name, STAGING_SUFFIX);
+            if (pass == 0) {
+                if (old && fstatat(o->parent_fd, o->name, &st, AT_SYMLINK_NOFOLLOW) && errno == ENOENT &&
+                    !renameat2(o->parent_fd, n, o->parent_fd, o->name, RENAME_NOREPLACE))
+                    fprintf(stderr, "vijp: put back the report %s, which a run killed while replacing it had moved to %s\n",
+                            o->shown, n);
+                continue;
+            }
+            if (!old && !stage) continue;
+            int h = openat(o->parent_fd, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            int incomplete = h >= 0 && !faccessat(h, INCOMPLETE_NAME, F_OK, AT_SYMLINK_NOFOLLOW);
+            if (h >= 0) close(h);
+            int t = openat(o->parent_fd, o->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (incomplete ? tree_remove(o->parent_fd, n) != 0 : tree_retire(o->parent_fd, n, t) != 0)
+                fprintf(stderr, "vijp: warning: could not clear %s, left beside %s by a killed run\n", n, o->shown);
+            if (t >= 0) close(t);
+        }
+    }
+    closedir(d);
+}
+
+int report_out_open(report_out *o, const char *dir, const char *command, vijp_error *err)
+{
+    *o = (report_out){.shown = dir, .parent_fd = -1, .stage_fd = -1, .lock_fd = -1};
+    int rc = resolve(o, dir, err);
+    if (!rc) rc = lock(o, command, err);
+    if (rc) {
+        report_out_close(o);
+        return rc;
+    }
+    atomic_arm(o);
+    clear_leftovers(o);
+    return 0;
+}
+
+void report_out_close(report_out *o)
+{
+    if (o->lock_fd >= 0) {
+        atomic_disarm();
+        unlink(o->lock); /* while we hold it: see lock() */
+        close(o->lock_fd);
+        o->lock_fd = -1;
+    }
+    if (o->parent_fd >= 0) close(o->parent_fd), o->parent_fd = -1;
+}

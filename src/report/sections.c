@@ -1,0 +1,146 @@
+/* The catalogue's parts of a drift report (see report_sections.h). */
+#include "sections.h"
+#include "vijp/error.h"
+#include "study/stats.h"
+#include "vijp/vijp.h"
+#include "vijp/composite.h"
+#include "vijp/memory.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The run index of the reversible engine in every curve (0: not in the study). */
+size_t reversible_run(const study *s)
+{
+    for (size_t e = 0; e < s->n_engines; e++)
+        if (s->engines[e] == VIJP_ENGINE_REVERSIBLE) return e + 1;
+    return 0;
+}
+
+size_t *mem_at(const memory_table *m, size_t c, size_t e) { return m->bytes + (c * VIJP_ENGINE_COUNT + e) * m->s->depth; }
+
+int memory_compute(memory_table *m, const study *s, vijp_error *err)
+{
+    m->s = s;
+    m->bytes = vijp_alloc_array(s->n_configs * VIJP_ENGINE_COUNT * s->depth, sizeof *m->bytes);
+    vijp_format fd;
+    vijp_format_fixed(&fd, VIJP_DOUBLE);
+    for (size_t c = 0; c < s->n_configs; c++)
+        for (int e = 0; e < VIJP_ENGINE_COUNT; e++) {
+            int rc = vijp_memory_profile(s->configs[c].spec, s->depth, s->width, s->batch, s->seeds[0], &fd,
+                                         (vijp_engine_kind)e, &s->opts, mem_at(m, c, (size_t)e), err);
+            if (rc) return rc;
+        }
+    return 0;
+}
+
+int fill_memory_csv(FILE *o, const void *ctx)
+{
+    const memory_table *m = ctx;
+    fputs("config,engine_index,engine,depth,stored_bytes\n", o);
+    for (size_t c = m->only ? m->only - 1 : 0; c < (m->only ? m->only : m->s->n_configs); c++)
+        for (int e = 0; e < VIJP_ENGINE_COUNT; e++) {
+            if (m->only && e) fputs("\n\n", o); /* one config's plot data: a gnuplot block per engine (index e) */
+            for (size_t d = 0; d < m->s->depth; d++)
+                fprintf(o, "%zu,%d,%s,%zu,%zu\n", c + 1, e, vijp_engine_name((vijp_engine_kind)e), d + 1, mem_at(m, c, (size_t)e)[d]);
+        }
+    return ferror(o);
+}
+
+/* Reversible engine: how well h_0 is rebuilt after the whole depth (and the
+ * worst layer input), median over seeds, per config and format. */
+void md_reconstruction(FILE *o, const study *s)
+{
+    size_t rr = reversible_run(s);
+    if (!rr) return;
+    fprintf(o, "\n## Reconstruction by inverses (reversible engine)\n\nThe reversible engine rebuilds every input of an "
+               "invertible layer from h_%zu going back, with the layers' inverses; non-invertible layers (ReLU, GELU, "
+               "LayerNorm, rectangular dense) keep their inputs. ‖h_i − ĥ_i‖/‖h_i‖, median over seeds: h_0 after all %zu "
+               "layers, and the worst layer input. For RevNet blocks (additive coupling) this is the reconstruction "
+               "RevNets rely on; Moonwalk rebuilds their inputs the same way.\n\n| config |",
+            s->depth, s->depth);
+    for (size_t f = 0; f < s->n_formats; f++) fprintf(o, " %s h_0 | worst |", s->formats[f].name);
+    fputs("\n|---|", o);
+    for (size_t f = 0; f < s->n_formats; f++) fputs("---|---|", o);
+    fputc('\n', o);
+    for (size_t c = 0; c < s->n_configs; c++) {
+        fprintf(o, "| c%zu `%s` %s |", c + 1, s->configs[c].spec, s->configs[c].init_name);
+        for (size_t f = 0; f < s->n_formats; f++) {
+            double h0[STUDY_MAX], worst[STUDY_MAX];
+            for (size_t k = 0; k < s->n_seeds; k++) {
+                const double *rec = study_curve(s, c, f, k)->runs[rr].reconstruction;
+                h0[k] = rec ? rec[0] : NAN, worst[k] = rec ? 0 : NAN;
+                for (size_t i = 0; rec && i < s->depth; i++) worst[k] = vijp_max_nan(worst[k], rec[i]);
+            }
+            double a = spread_of(h0, s->n_seeds).median, b = spread_of(worst, s->n_seeds).median;
+            fprintf(o, isnan(a) ? " failed | |" : " %.3g | %.3g |", a, b);
+        }
+        fputc('\n', o);
+    }
+}
+
+/* Nested forward AD for the activations the study uses (DESIGN §6). */
+void md_nested(FILE *o, const study *s)
+{
+    const char *seen[16];
+    size_t ns = 0;
+    for (size_t c = 0; c < s->n_configs; c++) {
+        vijp_net net;
+        if (vijp_net_build(&net, s->configs[c].spec, s->depth, s->width, NULL)) continue;
+        for (size_t i = 0; i < net.depth && ns < 16; i++) {
+            const char *name = net.layers[i].type->name;
+            size_t j = 0;
+            while (j < ns && strcmp(seen[j], name)) j++;
+            if (j == ns && vijp_composite_known(name) && net.layers[i].type->dual_eval) seen[ns++] = name;
+        }
+        vijp_net_free(&net);
+    }
+    if (!ns) return;
+    fputs("\n## Nested forward-mode AD (activations)\n\nEach smooth activation evaluates f on dual numbers and gets f "
+          "and f′ in one sweep, so the backward pass needs f′ alone: one value per unit. A composite autograd "
+          "differentiates the textbook formula op by op and keeps what each op's backward reads (counted on a tape, "
+          "src/memory/composite.c); recomputation keeps x and evaluates f′ again going back (its time: `make bench`). "
+          "Accuracy: worst f′ error over 8001 points of [−40, 40] against MPFR at 128 bits, in ulps of |f′|, "
+          "leaving out ±0.05 around certified zeros of f′.\n\n"
+          "| activation | composite formula | kept per unit: composite | nested | recompute | f′ error, nested (ulps) | "
+          "composite (ulps) |\n|---|---|---|---|---|---|---|\n", o);
+    for (size_t j = 0; j < ns; j++) {
+        vijp_tape t;
+        double x = 0.5, y;
+        vijp_accuracy acc;
+        if (vijp_composite_forward(seen[j], &x, 1, &y, &t)) continue;
+        size_t kept = t.count;
+        vijp_tape_clear(&t);
+        if (vijp_composite_accuracy(seen[j], -40, 40, 8001, 0.05, &acc, NULL)) continue;
+        fprintf(o, "| %s | `%s` | %zu | 1 | 1 | %.3g | %.3g%s |\n", seen[j], vijp_composite_formula(seen[j]), kept,
+                acc.nested_ulps, acc.composite_ulps, acc.composite_nonfinite ? " (and NaN)" : "");
+    }
+}
+
+/* Stored bytes of every engine (double): at the full depth, and the deepest
+ * network within backprop's bytes at an eighth of it. */
+void md_memory(FILE *o, const memory_table *m)
+{
+    const study *s = m->s;
+    size_t ref = s->depth / 8 ? s->depth / 8 : 1;
+    fprintf(o, "\n## Memory against depth (every engine, double)\n\nBytes each engine keeps between its passes "
+               "(docs/DESIGN.md §2), from its own ledger, batch %zu; the *memory* plots above draw every depth. Deepest: the "
+               "deepest network (up to %zu) within backprop's bytes at depth %zu, i.e. how much deeper each engine "
+               "trains under the same activation budget (+: all depths run fit).\n\n| config |",
+            s->batch, s->depth, ref);
+    for (int e = 0; e < VIJP_ENGINE_COUNT; e++) fprintf(o, " %s bytes | deepest |", vijp_engine_name((vijp_engine_kind)e));
+    fputs("\n|---|", o);
+    for (int e = 0; e < VIJP_ENGINE_COUNT; e++) fputs("---|---|", o);
+    fputc('\n', o);
+    for (size_t c = 0; c < s->n_configs; c++) {
+        fprintf(o, "| c%zu `%s` %s |", c + 1, s->configs[c].spec, s->configs[c].init_name);
+        size_t budget = mem_at(m, c, VIJP_ENGINE_BACKPROP)[ref - 1];
+        for (int e = 0; e < VIJP_ENGINE_COUNT; e++) {
+            const size_t *b = mem_at(m, c, (size_t)e);
+            size_t d = vijp_memory_deepest(b, s->depth, budget);
+            fprintf(o, " %zu | %zu%s (%.3gx) |", b[s->depth - 1], d, d == s->depth ? "+" : "", (double)d / (double)ref);
+        }
+        fputc('\n', o);
+    }
+}
+
