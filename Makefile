@@ -102,10 +102,10 @@ MPI     ?= $(if $(shell command -v $(MPICC) 2>/dev/null),1,0)
 ifeq ($(MPI),1)
 MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null || pkg-config --cflags ompi-c mpich 2>/dev/null)
 MPI_LIBS   := $(shell $(MPICC) --showme:link 2>/dev/null || pkg-config --libs ompi-c mpich 2>/dev/null)
-CLI_SRC := $(wildcard $(CLI_MODULES:%=src/%/*.c)) src/mpi/mpi.c
+CLI_SRC := $(wildcard $(CLI_MODULES:%=src/%/*.c)) $(filter-out src/mpi/serial.c,$(wildcard src/mpi/*.c))
 else
 MPI_LIBS   :=
-CLI_SRC := $(wildcard $(CLI_MODULES:%=src/%/*.c)) src/mpi/serial.c
+CLI_SRC := $(wildcard $(CLI_MODULES:%=src/%/*.c)) $(filter-out src/mpi/mpi.c,$(wildcard src/mpi/*.c))
 endif
 TEST_SRC := $(wildcard tests/t-*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -340,6 +340,7 @@ check: $(BUILD)/check_vijp $(BUILD)/check_cuda $(CUDA_SO) $(CUDA_MOCK) $(BUILD)/
 	$(FUZZ_REPLAY)
 	$(CHECK_MPI)
 	scripts/check-bench-args.sh $(BENCH_PROGS)
+	scripts/check-modules.py $(BUILD)
 	$(CHECK_GPU_CHECK)
 
 # scripts/gpu-check.sh and gpu-bundle.sh on their no-GPU paths (exit 77, bad

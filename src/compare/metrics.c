@@ -1,3 +1,6 @@
+/* vijp_compare and the norms: every metric of a gradient against its
+ * reference, in MPFR, or through fast.c where the format allows (ulps.c:
+ * the per-entry measure both share). */
 #include "vijp/metrics.h"
 #include "vijp/memory.h"
 #include "oracles/dot.h"
@@ -54,41 +57,6 @@ double vijp_norm(const vijp_mat *a)
     double r = mpfr_get_d(s, MPFR_RNDN);
     mpfr_clears(x, s, (mpfr_ptr)0);
     return r;
-}
-
-/* |d| / ulp_f(r) for one entry (d = a − r already formed exactly enough). */
-double vijp_ulps_of(mpfr_srcptr d, mpfr_srcptr r, const vijp_format *f, mpfr_ptr t)
-{
-    if (mpfr_zero_p(d)) return 0;
-    if (mpfr_nan_p(d)) return NAN;
-    if (mpfr_inf_p(d)) return INFINITY;
-    mpfr_exp_t e;
-    if (f->kind == VIJP_MPFR) {
-        if (mpfr_zero_p(r)) return INFINITY;
-        e = mpfr_get_exp(r) - f->prec;
-    } else { /* ulps of the stored values (mixed formats: the storage format's) */
-        e = mpfr_zero_p(r) ? f->store_emin - 1 : mpfr_get_exp(r) - f->store_prec;
-        if (e < f->store_emin - 1) e = f->store_emin - 1;
-    }
-    /* |d|·2^-e rounded up to a double.  Rounding to 53 bits does not see a
-     * power-of-two scale, so where the result is a normal double it is |d|'s
-     * significand rounded away from zero, scaled: no MPFR copy of d (this
-     * runs once per compared entry: 16.8M times per comparison at width 256). */
-    long ex;
-    double mant = fabs(mpfr_get_d_2exp(&ex, d, MPFR_RNDA)); /* in [1/2, 1] */
-    long E = ex - (long)e;
-    if (E > -1021 && E < 1024) return ldexp(mant, (int)E);
-    mpfr_abs(t, d, MPFR_RNDN);
-    mpfr_mul_2si(t, t, -e, MPFR_RNDN); /* exact: a power-of-two scaling */
-    return mpfr_get_d(t, MPFR_RNDU);
-}
-
-/* 2P + 64 bits resolve any difference that matters in format f (P bits),
- * whatever the reference's own precision: rounding a and ref there moves
- * the metrics by 2^-(2P+64) relative, far below one unit roundoff 2^-P. */
-mpfr_prec_t vijp_compare_prec(const vijp_format *f)
-{
-    return 2 * f->prec + 64 > 128 ? 2 * f->prec + 64 : 128;
 }
 
 static void compare_exact(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m,

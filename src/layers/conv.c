@@ -305,7 +305,7 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
         return rc;
     }
     if (CIRC(L)) {
-        rc = vijp_conv_circulant_solve(L, th, Gx, Gy, B, 1, &w);
+        rc = vijp_conv_circulant_solve(ARGS(L), L->in, th, Gx, Gy, B, 1, &w);
     } else {
         memcpy(Gy, Gx, L->in * B * sizeof *Gy);
         rc = dense_solve(L, th, Gy, B, 1);
@@ -325,7 +325,7 @@ static int inverse(const vijp_layer *L, const double *th, const double *Y, size_
         for (size_t i = 0; i < L->in; i++) R[b * L->in + i] = Y[b * L->in + i] - th[NW(L) + i / n];
     int rc = 0;
     if (CIRC(L)) {
-        rc = vijp_conv_circulant_solve(L, th, R, X, B, 0, &w);
+        rc = vijp_conv_circulant_solve(ARGS(L), L->in, th, R, X, B, 0, &w);
     } else {
         rc = dense_solve(L, th, R, B, 0);
         if (!rc) memcpy(X, R, L->in * B * sizeof *X);

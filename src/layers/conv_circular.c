@@ -125,12 +125,11 @@ static void plan_free(fftw_plan p)
     pthread_mutex_unlock(&planner);
 }
 
-int vijp_conv_circulant_solve(const vijp_layer *L, const double *th, const double *in, double *out, size_t B,
-                              int transpose, size_t *bad_freq)
+int vijp_conv_circulant_solve(const vijp_conv_args *a, size_t width, const double *th, const double *in, double *out,
+                              size_t B, int transpose, size_t *bad_freq)
 {
-    const vijp_conv_args *a = vijp_conv_get(L);
     size_t C = a->channels, K = a->kernel, R = a->rows ? a->rows : 1, KH = a->rows ? K : 1;
-    size_t n = L->in / C, Q = n / R, T = KH * K, H = R * (Q / 2 + 1); /* H: half-spectrum length */
+    size_t n = width / C, Q = n / R, T = KH * K, H = R * (Q / 2 + 1); /* H: half-spectrum length */
     size_t hy = (KH - 1) / 2, hx = (K - 1) / 2;
     double *grid = fftw_alloc_real(C * C * n > C * n ? C * C * n : C * n);
     fftw_complex *X = fftw_alloc_complex(C * H), *W = fftw_alloc_complex(C * C * H);

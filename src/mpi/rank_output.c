@@ -1,6 +1,5 @@
-/* Ranks other than 0 parsing quietly (mpi_study.h). */
-#include "mpi/mpi.h"
-#include "cli.h"
+/* Ranks other than 0 parsing quietly (mpi.h). */
+#include "mpi.h"
 #include <stdio.h>
 #include <unistd.h>
 
@@ -33,5 +32,5 @@ int rank_parse_agree(const mpi_world *w, rank_output *o, int code, const char *n
     if (all_ok) return -1;
     if (!root_ok) return mpi_world_share(w, code);
     if (!w->rank) fprintf(stderr, "%s: another rank could not set up %s (its message above)\n", name, what);
-    return EXIT_USAGE;
+    return 2; /* the commands' usage exit code */
 }

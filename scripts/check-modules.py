@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Calls between src/'s modules run one way.
+
+Reads which functions each object of a build defines and which it calls
+(nm), groups the objects by module (src/NAME/..., and oracles/), and checks
+that the module graph has no cycle once the back edges listed in
+KNOWN_BACK_EDGES are set aside; a new cycle, or a listed edge that no longer
+exists (so the list must shrink with it), fails.  Also fails on any
+#include "../" in src/, oracles/, tests/ and examples/ (includes name a
+module from -Isrc, or oracles/ from the root).  Prints the modules in
+dependency order, lowest first.
+
+Usage: scripts/check-modules.py BUILD   (the object tree: build, build-san)
+Exit status: 0 clean, 1 a cycle or a stale exception, 2 bad usage.
+"""
+import collections, glob, os, re, subprocess, sys
+
+# Back edges that still close a cycle, each with what it is.  The layer
+# catalogue's per-instance accessors (vijp/catalogue.h) are defined beside each
+# type in layers/, and the registry's table of built-in types in layer/ names
+# every type's descriptor: both are reached from below.
+KNOWN_BACK_EDGES = {
+    ('oracles', 'layers'): "the MPFR oracles read instance arguments through the catalogue's accessors",
+    ('emu', 'layers'): "emu/conv.c reads vijp_conv_get",
+    ('kernels', 'layers'): "kernels/ref/activations.c evaluates the activation types' double formulas",
+    ('layer', 'layers'): "the registry's table of built-in types",
+}
+
+def module(obj, build):
+    rel = os.path.relpath(obj, build)
+    parts = rel.split(os.sep)
+    return parts[1] if parts[0] == 'src' else parts[0]
+
+def symbols(obj):
+    defined, used = set(), set()
+    for line in subprocess.run(['nm', obj], capture_output=True, text=True, check=True).stdout.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[1] in 'TDBRC':
+            defined.add(f[2])
+        elif len(f) == 2 and f[0] == 'U':
+            used.add(f[1])
+    return defined, used
+
+def main():
+    if len(sys.argv) != 2 or not os.path.isdir(sys.argv[1]):
+        print(__doc__.split('\n\n')[2], file=sys.stderr)
+        return 2
+    build = sys.argv[1]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    bad = 0
+    for d in ('src', 'oracles', 'tests', 'examples'):
+        for path in glob.glob(os.path.join(root, d, '**', '*.[ch]'), recursive=True) + \
+                    glob.glob(os.path.join(root, d, '**', '*.cu'), recursive=True):
+            for n, line in enumerate(open(path, errors='replace'), 1):
+                if re.match(r'\s*#\s*include\s+"\.\./', line):
+                    print('check-modules: %s:%d: #include "../": name the module from -Isrc instead'
+                          % (os.path.relpath(path, root), n))
+                    bad = 1
+    # The objects of today's sources only (a build tree can hold stale ones).
+    objs = []
+    for src in glob.glob(os.path.join(root, 'src', '**', '*.c'), recursive=True) + glob.glob(os.path.join(root, 'oracles', '*.c')):
+        obj = os.path.join(build, os.path.relpath(src, root)[:-2] + '.o')
+        if os.path.exists(obj):
+            objs.append(obj)
+    if len(objs) < 50:
+        print('check-modules: only %d objects under %s: build first' % (len(objs), build), file=sys.stderr)
+        return 2
+    owner, uses = {}, {}
+    for o in objs:
+        d, u = symbols(o)
+        uses[o] = u
+        for s in d:
+            owner[s] = o
+    graph = collections.defaultdict(set)
+    why = {}
+    for o, u in uses.items():
+        for s in u:
+            if s in owner:
+                a, b = module(o, build), module(owner[s], build)
+                if a != b:
+                    graph[a].add(b)
+                    why.setdefault((a, b), '%s calls %s' % (os.path.relpath(o, build), s))
+    mods = sorted({module(o, build) for o in objs})
+    for edge in KNOWN_BACK_EDGES:
+        if edge[1] not in graph[edge[0]]:
+            print('check-modules: the known back edge %s -> %s is gone: remove it from KNOWN_BACK_EDGES' % edge)
+            bad = 1
+    dag = {m: {b for b in graph[m] if (m, b) not in KNOWN_BACK_EDGES} for m in mods}
+    order, state = [], {}
+    def visit(m, path):
+        if state.get(m) == 2:
+            return
+        if state.get(m) == 1:
+            cyc = path[path.index(m):] + [m]
+            print('check-modules: calls run in a circle: ' + ' -> '.join(cyc))
+            for a, b in zip(cyc, cyc[1:]):
+                print('  %s -> %s: %s' % (a, b, why[(a, b)]))
+            raise SystemExit(1)
+        state[m] = 1
+        for b in sorted(dag[m]):
+            visit(b, path + [m])
+        state[m] = 2
+        order.append(m)
+    for m in mods:
+        visit(m, [])
+    print('check-modules: %d modules, calls one way (lowest first): %s' % (len(mods), ' '.join(order)))
+    print('check-modules: %d known back edges left: %s' % (len(KNOWN_BACK_EDGES),
+          ', '.join('%s -> %s' % e for e in sorted(KNOWN_BACK_EDGES))))
+    return bad
+
+if __name__ == '__main__':
+    sys.exit(main())
