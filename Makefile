@@ -74,7 +74,7 @@ GMP_A  := $(wildcard $(shell $(CC) -print-file-name=libgmp.a))
 MP_WHOLE := -Wl,--whole-archive $(MPFR_A) $(GMP_A) -Wl,--no-whole-archive
 MP_STATIC ?= $(if $(and $(MPFR_A),$(GMP_A)),$(MP_WHOLE))
 # -MMD -MP: each object's header dependencies, in a .d file next to it.
-COMPILE = $(CC) $(VIJP_CPPFLAGS) $(CPPFLAGS) $(VIJP_CFLAGS) $(CFLAGS) $(VIJP_FPFLAGS) $(VIJP_ISAFLAGS) -MMD -MP
+COMPILE = $(CC) $(VIJP_CPPFLAGS) $(CPPFLAGS) $(VIJP_CFLAGS) $(CFLAGS) $(VIJP_FPFLAGS) $(VIJP_ISAFLAGS) $(VIJP_VISFLAGS) -MMD -MP
 LINK    = $(CC) $(VIJP_CFLAGS) $(CFLAGS) $(VIJP_FPFLAGS) $(VIJP_LDFLAGS) $(LDFLAGS)
 
 # The library's modules, each a folder of src/ (src/README.md: what each owns).
@@ -115,6 +115,11 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/check_main.o $(BUILD)/te
             $(BUILD)/src/study/progress.o $(BUILD)/src/study/unit_io.o $(BUILD)/src/report/prerender.o # the shipped plugin (t-registry.c), the command's progress meter (t-progress.c), unit text (t-resume.c) and prerendered files (t-prerender.c), tested in-process
 # The shared library's objects: position-independent, in their own tree.
 PIC_OBJ := $(LIB_SRC:%.c=$(BUILD)/pic/%.o)
+# The library exports what include/vijp/ declares with VIJP_API and nothing
+# else (include/vijp/api.h; make check compares nm -D with the headers).
+# Hidden symbols still link statically: the command, the tests and the
+# benchmarks reach internal functions through libvijp.a.
+$(LIB_OBJ) $(PIC_OBJ) $(BUILD)/perturbed/layer.o: VIJP_VISFLAGS := -fvisibility=hidden
 BENCH_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tests/bench-*.c))
 
 # The version is the library's (include/vijp/vijp.h); the soname changes with
@@ -341,6 +346,7 @@ check: $(BUILD)/check_vijp $(BUILD)/check_cuda $(CUDA_SO) $(CUDA_MOCK) $(BUILD)/
 	$(CHECK_MPI)
 	scripts/check-bench-args.sh $(BENCH_PROGS)
 	scripts/check-modules.py $(BUILD)
+	scripts/check-exports.py $(BUILD)/libvijp.so
 	$(CHECK_GPU_CHECK)
 
 # scripts/gpu-check.sh and gpu-bundle.sh on their no-GPU paths (exit 77, bad

@@ -10,41 +10,42 @@
 #ifndef VIJP_ARITH_H
 #define VIJP_ARITH_H
 
+#include "vijp/api.h"
 #include <stddef.h>
 #include <mpfr.h>
 #include "vijp/format.h"
 
-void vo_set(mpfr_t r, const mpfr_t a, const vijp_format *f);
-void vo_set_d(mpfr_t r, double a, const vijp_format *f);
-void vo_set_si(mpfr_t r, long a, const vijp_format *f);
-void vo_add(mpfr_t r, const mpfr_t a, const mpfr_t b, const vijp_format *f);
-void vo_sub(mpfr_t r, const mpfr_t a, const mpfr_t b, const vijp_format *f);
-void vo_mul(mpfr_t r, const mpfr_t a, const mpfr_t b, const vijp_format *f);
-void vo_div(mpfr_t r, const mpfr_t a, const mpfr_t b, const vijp_format *f);
-void vo_sqrt(mpfr_t r, const mpfr_t a, const vijp_format *f);
-void vo_fma(mpfr_t r, const mpfr_t a, const mpfr_t b, const mpfr_t c, const vijp_format *f);
-void vo_tanh(mpfr_t r, const mpfr_t a, const vijp_format *f);
-void vo_atanh(mpfr_t r, const mpfr_t a, const vijp_format *f);
-void vo_sech(mpfr_t r, const mpfr_t a, const vijp_format *f);
-void vo_neg(mpfr_t r, const mpfr_t a, const vijp_format *f);   /* exact */
-void vo_exp(mpfr_t r, const mpfr_t a, const vijp_format *f);
-void vo_expm1(mpfr_t r, const mpfr_t a, const vijp_format *f);
-void vo_log(mpfr_t r, const mpfr_t a, const vijp_format *f);
-void vo_log1p(mpfr_t r, const mpfr_t a, const vijp_format *f);
-void vo_erfc(mpfr_t r, const mpfr_t a, const vijp_format *f);
-void vo_const_pi(mpfr_t r, const vijp_format *f);
+VIJP_API void vo_set(mpfr_t r, const mpfr_t a, const vijp_format *f);
+VIJP_API void vo_set_d(mpfr_t r, double a, const vijp_format *f);
+VIJP_API void vo_set_si(mpfr_t r, long a, const vijp_format *f);
+VIJP_API void vo_add(mpfr_t r, const mpfr_t a, const mpfr_t b, const vijp_format *f);
+VIJP_API void vo_sub(mpfr_t r, const mpfr_t a, const mpfr_t b, const vijp_format *f);
+VIJP_API void vo_mul(mpfr_t r, const mpfr_t a, const mpfr_t b, const vijp_format *f);
+VIJP_API void vo_div(mpfr_t r, const mpfr_t a, const mpfr_t b, const vijp_format *f);
+VIJP_API void vo_sqrt(mpfr_t r, const mpfr_t a, const vijp_format *f);
+VIJP_API void vo_fma(mpfr_t r, const mpfr_t a, const mpfr_t b, const mpfr_t c, const vijp_format *f);
+VIJP_API void vo_tanh(mpfr_t r, const mpfr_t a, const vijp_format *f);
+VIJP_API void vo_atanh(mpfr_t r, const mpfr_t a, const vijp_format *f);
+VIJP_API void vo_sech(mpfr_t r, const mpfr_t a, const vijp_format *f);
+VIJP_API void vo_neg(mpfr_t r, const mpfr_t a, const vijp_format *f);   /* exact */
+VIJP_API void vo_exp(mpfr_t r, const mpfr_t a, const vijp_format *f);
+VIJP_API void vo_expm1(mpfr_t r, const mpfr_t a, const vijp_format *f);
+VIJP_API void vo_log(mpfr_t r, const mpfr_t a, const vijp_format *f);
+VIJP_API void vo_log1p(mpfr_t r, const mpfr_t a, const vijp_format *f);
+VIJP_API void vo_erfc(mpfr_t r, const mpfr_t a, const vijp_format *f);
+VIJP_API void vo_const_pi(mpfr_t r, const vijp_format *f);
 
 /* r := a (of any precision) rounded once to the format's storage
  * (format.h); vo_set unless mixed. */
-void vo_store(mpfr_t r, const mpfr_t a, const vijp_format *f);
+VIJP_API void vo_store(mpfr_t r, const mpfr_t a, const vijp_format *f);
 /* acc += a·b as a matrix product's inner loop computes it in format f:
  * mixed formats one FMA in the accumulation format (operands first rounded
  * to operand_prec, if any); others vo_mul then vo_add.  p: scratch at f's
  * precision (unused, and may be NULL, for mixed formats). */
-void vo_madd(mpfr_t acc, const mpfr_t a, const mpfr_t b, mpfr_t p, const vijp_format *f);
+VIJP_API void vo_madd(mpfr_t acc, const mpfr_t a, const mpfr_t b, mpfr_t p, const vijp_format *f);
 
 /* n values at the format's precision, set to zero / cleared. */
-mpfr_t *vo_vec_new(size_t n, const vijp_format *f);
-void vo_vec_free(mpfr_t *v, size_t n);
+VIJP_API mpfr_t *vo_vec_new(size_t n, const vijp_format *f);
+VIJP_API void vo_vec_free(mpfr_t *v, size_t n);
 
 #endif

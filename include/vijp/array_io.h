@@ -23,6 +23,7 @@
 #ifndef VIJP_ARRAY_IO_H
 #define VIJP_ARRAY_IO_H
 
+#include "vijp/api.h"
 #include <stddef.h>
 #include "vijp/error.h"
 
@@ -36,9 +37,9 @@ typedef struct {
     double *data;                      /* C order; vijp_alloc'd (NULL when len is 0) */
 } vijp_array;
 
-void vijp_array_clear(vijp_array *a);
+VIJP_API void vijp_array_clear(vijp_array *a);
 /* "(2, 3)", "(5,)", "()": a shape as Python writes a tuple (for messages). */
-void vijp_array_shape_str(size_t ndim, const size_t *shape, char *buf, size_t size);
+VIJP_API void vijp_array_shape_str(size_t ndim, const size_t *shape, char *buf, size_t size);
 
 /* ------------------------------------------------------------------- .npy */
 
@@ -48,24 +49,24 @@ void vijp_array_shape_str(size_t ndim, const size_t *shape, char *buf, size_t si
 
 /* Parse the bytes of a .npy file (versions 1.0, 2.0, 3.0; '<f8', '<f4' or
  * '<f2'; C order).  name stands for the bytes in messages (NULL: "<memory>"). */
-VIJP_MUST_CHECK int vijp_npy_parse(const void *buf, size_t len, const char *name, vijp_array *out, vijp_error *err);
-VIJP_MUST_CHECK int vijp_npy_read(const char *path, vijp_array *out, vijp_error *err);
+VIJP_API VIJP_MUST_CHECK int vijp_npy_parse(const void *buf, size_t len, const char *name, vijp_array *out, vijp_error *err);
+VIJP_API VIJP_MUST_CHECK int vijp_npy_read(const char *path, vijp_array *out, vijp_error *err);
 /* A 2-D array of samples, a row each: [rows, cols], rows >= 1 (rows 0: any
  * number; cols 0: any width).  Another shape is VIJP_EDIM naming path, its
  * shape and the one wanted; out is then empty. */
-VIJP_MUST_CHECK int vijp_npy_read_rows(const char *path, size_t cols, size_t rows, vijp_array *out, vijp_error *err);
+VIJP_API VIJP_MUST_CHECK int vijp_npy_read_rows(const char *path, size_t cols, size_t rows, vijp_array *out, vijp_error *err);
 
 /* The bytes of a .npy file holding data ('<f8', C order, version 1.0, or 2.0
  * if the header needs more than 65535 bytes): *buf is vijp_alloc'd.
  * VIJP_EINVAL when ndim exceeds VIJP_ARRAY_MAX_DIMS or the size overflows. */
-VIJP_MUST_CHECK int vijp_npy_encode(size_t ndim, const size_t *shape, const double *data, unsigned char **buf,
+VIJP_API VIJP_MUST_CHECK int vijp_npy_encode(size_t ndim, const size_t *shape, const double *data, unsigned char **buf,
                                     size_t *len, vijp_error *err);
 /* The same, to path, atomically: written to a temporary file in the same
  * folder, flushed to disk (fsync) and renamed over path, so path holds its
  * old contents or the whole new array, never part of it.  A failure
  * (a full disk, a file size limit) is VIJP_EIO naming path, and removes the
  * temporary. */
-VIJP_MUST_CHECK int vijp_npy_write(const char *path, size_t ndim, const size_t *shape, const double *data,
+VIJP_API VIJP_MUST_CHECK int vijp_npy_write(const char *path, size_t ndim, const size_t *shape, const double *data,
                                    vijp_error *err);
 
 /* ------------------------------------------------------------ safetensors */
@@ -93,15 +94,15 @@ typedef struct {
  * are all checked here (every tensor's offsets against its shape and dtype,
  * against the buffer's size and against each other).  out refers to buf,
  * which must outlive it. */
-VIJP_MUST_CHECK int vijp_safetensors_parse(const void *buf, size_t len, const char *name, vijp_safetensors *out,
+VIJP_API VIJP_MUST_CHECK int vijp_safetensors_parse(const void *buf, size_t len, const char *name, vijp_safetensors *out,
                                            vijp_error *err);
 /* The same for a file (out owns a copy of its bytes). */
-VIJP_MUST_CHECK int vijp_safetensors_read(const char *path, vijp_safetensors *out, vijp_error *err);
+VIJP_API VIJP_MUST_CHECK int vijp_safetensors_read(const char *path, vijp_safetensors *out, vijp_error *err);
 /* Tensor `tensor` converted exactly to double: dtypes F64, F32, BF16 and F16.
  * VIJP_EINVAL naming the file and the tensor when it is absent or of another
  * dtype. */
-VIJP_MUST_CHECK int vijp_safetensors_tensor(const vijp_safetensors *st, const char *tensor, vijp_array *out,
+VIJP_API VIJP_MUST_CHECK int vijp_safetensors_tensor(const vijp_safetensors *st, const char *tensor, vijp_array *out,
                                             vijp_error *err);
-void vijp_safetensors_clear(vijp_safetensors *st);
+VIJP_API void vijp_safetensors_clear(vijp_safetensors *st);
 
 #endif

@@ -6,11 +6,12 @@
 #ifndef VIJP_CATALOGUE_H
 #define VIJP_CATALOGUE_H
 
+#include "vijp/api.h"
 #include <stddef.h>
 #include "vijp/layer.h"
 
 /* leaky:ALPHA */
-double vijp_leaky_slope(const vijp_layer *L);
+VIJP_API double vijp_leaky_slope(const vijp_layer *L);
 
 /* conv1d:CxK[sS][:circular] and conv2d:CxKxH[sS][:circular]. */
 typedef struct {
@@ -19,19 +20,19 @@ typedef struct {
     size_t rows;             /* grid rows H in 2-D, 0 in 1-D */
     int circular;            /* padding: 1 circular, 0 zero */
 } vijp_conv_args;
-const vijp_conv_args *vijp_conv_get(const vijp_layer *L);
+VIJP_API const vijp_conv_args *vijp_conv_get(const vijp_layer *L);
 
 /* avgpool:P */
-size_t vijp_avgpool_window(const vijp_layer *L);
+VIJP_API size_t vijp_avgpool_window(const vijp_layer *L);
 
 /* squeeze:CxF */
 typedef struct {
     size_t channels, factor;
 } vijp_squeeze_args;
-const vijp_squeeze_args *vijp_squeeze_get(const vijp_layer *L);
+VIJP_API const vijp_squeeze_args *vijp_squeeze_get(const vijp_layer *L);
 
 /* inv1x1:C */
-size_t vijp_inv1x1_channels(const vijp_layer *L);
+VIJP_API size_t vijp_inv1x1_channels(const vijp_layer *L);
 
 /* Coupling blocks (additive, affine): the residual function, a chain of at
  * most VIJP_SUB_MAX layers of any type that keep the half width (a coupling
@@ -39,9 +40,9 @@ size_t vijp_inv1x1_channels(const vijp_layer *L);
  * spec).  Each chain (F and G; S and T) has its own parameters, the
  * sub-layers' in order. */
 #define VIJP_SUB_MAX 4
-size_t vijp_coupling_count(const vijp_layer *L);
-const vijp_layer *vijp_coupling_sub(const vijp_layer *L, size_t k);
+VIJP_API size_t vijp_coupling_count(const vijp_layer *L);
+VIJP_API const vijp_layer *vijp_coupling_sub(const vijp_layer *L, size_t k);
 /* affine: 1 when the scale is exp(S), 0 for sigmoid(S + 2). */
-int vijp_affine_exp_scale(const vijp_layer *L);
+VIJP_API int vijp_affine_exp_scale(const vijp_layer *L);
 
 #endif

@@ -25,6 +25,7 @@
 #ifndef VIJP_CERTIFY_H
 #define VIJP_CERTIFY_H
 
+#include "vijp/api.h"
 #include "vijp/layer.h"
 #include "vijp/error.h"
 
@@ -34,7 +35,7 @@ typedef enum {
     VIJP_INCONCLUSIVE
 } vijp_verdict;
 
-const char *vijp_verdict_name(vijp_verdict v);
+VIJP_API const char *vijp_verdict_name(vijp_verdict v);
 
 /* LAPACK's view of an m × n matrix. */
 typedef struct {
@@ -47,8 +48,8 @@ typedef struct {
     double *cokernel;    /* m × cokernel_dim orthonormal basis (column-major), left singular vectors */
 } vijp_numeric;
 
-VIJP_MUST_CHECK int vijp_numeric_analysis(const double *J, size_t m, size_t n, vijp_numeric *out, vijp_error *err);
-void vijp_numeric_clear(vijp_numeric *a);
+VIJP_API VIJP_MUST_CHECK int vijp_numeric_analysis(const double *J, size_t m, size_t n, vijp_numeric *out, vijp_error *err);
+VIJP_API void vijp_numeric_clear(vijp_numeric *a);
 
 typedef struct {
     long prec_max;  /* highest MPFR precision the certificate may use (0: 4096) */
@@ -69,9 +70,9 @@ typedef struct {
 
 /* Certify the exact matrix J ∈ [mid − rad, mid + rad] (entrywise; rad NULL:
  * J = mid exactly).  NaN or Inf in mid or rad is VIJP_EDOMAIN. */
-VIJP_MUST_CHECK int vijp_certify_matrix(const double *mid, const double *rad, size_t m, size_t n, const vijp_certify_opts *o,
+VIJP_API VIJP_MUST_CHECK int vijp_certify_matrix(const double *mid, const double *rad, size_t m, size_t n, const vijp_certify_opts *o,
                         vijp_certificate *out, vijp_error *err);
-void vijp_certificate_clear(vijp_certificate *c);
+VIJP_API void vijp_certificate_clear(vijp_certificate *c);
 
 /* A proof that rank J >= r for every J in [mid ± rad] (m × n): with P, an
  * m × r matrix of doubles (any; an orthonormal basis of the numerical row
@@ -80,7 +81,7 @@ void vijp_certificate_clear(vijp_certificate *c);
  * and certified of full row rank r, which forces rank J >= r.  Returns 0
  * with *proven = 1 and s (σ_min(Pᵀ J) > s) when it succeeds, *proven = 0
  * when the certificate cannot be made. */
-VIJP_MUST_CHECK int vijp_certify_rank_at_least(const double *mid, const double *rad, size_t m, size_t n, const double *P, size_t r,
+VIJP_API VIJP_MUST_CHECK int vijp_certify_rank_at_least(const double *mid, const double *rad, size_t m, size_t n, const double *P, size_t r,
                                const vijp_certify_opts *o, int *proven, double *s, vijp_error *err);
 
 /* Enclosure of the exact input Jacobian of L at x (one sample), m × n
@@ -88,14 +89,14 @@ VIJP_MUST_CHECK int vijp_certify_rank_at_least(const double *mid, const double *
  * declare it (dense, leaky, relu: their double Jacobian is the exact one);
  * elementwise activations enclose f′ with MPFI.  VIJP_EUNSUPPORTED when the
  * layer offers neither. */
-VIJP_MUST_CHECK int vijp_layer_jacobian_enclosure(const vijp_layer *L, const double *theta, const double *x, double *mid,
+VIJP_API VIJP_MUST_CHECK int vijp_layer_jacobian_enclosure(const vijp_layer *L, const double *theta, const double *x, double *mid,
                                   double *rad, vijp_error *err);
 
 /* Certify layer L at x: the enclosure, vijp_certify_matrix, and the layer's
  * structural declarations checked against the result; a contradiction is
  * VIJP_EDECLARATION with a message naming the layer.  Declared verdicts report
  * method "analytic" (and keep the certificate's s when it has one). */
-VIJP_MUST_CHECK int vijp_certify_layer(const vijp_layer *L, const double *theta, const double *x, const vijp_certify_opts *o,
+VIJP_API VIJP_MUST_CHECK int vijp_certify_layer(const vijp_layer *L, const double *theta, const double *x, const vijp_certify_opts *o,
                        vijp_certificate *out, vijp_error *err);
 
 /* Elementwise activations over the real line (y_k = f(x_k)).  Interval
@@ -126,7 +127,7 @@ typedef struct {
 } vijp_activation_report;
 
 /* theta: the layer's parameters (NULL for types without). */
-VIJP_MUST_CHECK int vijp_activation_analyze(const vijp_layer *L, const double *theta, double R, double tol, vijp_activation_report *out, vijp_error *err);
-void vijp_activation_report_clear(vijp_activation_report *r);
+VIJP_API VIJP_MUST_CHECK int vijp_activation_analyze(const vijp_layer *L, const double *theta, double R, double tol, vijp_activation_report *out, vijp_error *err);
+VIJP_API void vijp_activation_report_clear(vijp_activation_report *r);
 
 #endif

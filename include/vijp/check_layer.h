@@ -23,13 +23,14 @@
 #ifndef VIJP_CHECK_LAYER_H
 #define VIJP_CHECK_LAYER_H
 
+#include "vijp/api.h"
 #include <stddef.h>
 #include <stdint.h>
 #include "vijp/error.h"
 
 typedef enum { VIJP_CHECK_PASSED, VIJP_CHECK_FAILED, VIJP_CHECK_SKIPPED } vijp_check_status;
 
-const char *vijp_check_status_name(vijp_check_status s); /* "passed", "FAILED", "skipped" */
+VIJP_API const char *vijp_check_status_name(vijp_check_status s); /* "passed", "FAILED", "skipped" */
 
 typedef struct {
     char name[32];           /* the check: "adjoint", "jvp-vs-differences", ... */
@@ -58,26 +59,26 @@ typedef struct {
 } vijp_check_opts;
 
 /* The checks, in the order they run: names and one line on what each checks. */
-size_t vijp_check_count(void);
-const char *vijp_check_name(size_t k);
-const char *vijp_check_summary(size_t k);
+VIJP_API size_t vijp_check_count(void);
+VIJP_API const char *vijp_check_name(size_t k);
+VIJP_API const char *vijp_check_summary(size_t k);
 /* The index of a check by name, or -1. */
-int vijp_check_find(const char *name);
+VIJP_API int vijp_check_find(const char *name);
 
 /* Run check k on the layer `spec` (one item, any registered type) in this
  * process.  Returns 0 with r filled (passed, failed or skipped), or a VIJP_E*
  * code with err filled when the fixture cannot be built (bad spec or width,
  * an MPFR format for a type without MPFR operators). */
-VIJP_MUST_CHECK int vijp_check_layer_run(size_t k, const char *spec, const vijp_check_opts *o, vijp_check_result *r,
+VIJP_API VIJP_MUST_CHECK int vijp_check_layer_run(size_t k, const char *spec, const vijp_check_opts *o, vijp_check_result *r,
                                          vijp_error *err);
 
 /* The same in a child process (fork), so that a layer that crashes or hangs
  * cannot take the caller down: the result comes back through a pipe; a check
  * killed by a signal fails with the signal's name in r->detail and r->signal
  * set; one that runs past o->timeout_s is stopped (alarm) and fails. */
-VIJP_MUST_CHECK int vijp_check_layer_isolated(size_t k, const char *spec, const vijp_check_opts *o, vijp_check_result *r,
+VIJP_API VIJP_MUST_CHECK int vijp_check_layer_isolated(size_t k, const char *spec, const vijp_check_opts *o, vijp_check_result *r,
                                               vijp_error *err);
 /* "SIGSEGV" for SIGSEGV, and so on for the signals a check may die of. */
-const char *vijp_check_signal_name(int sig);
+VIJP_API const char *vijp_check_signal_name(int sig);
 
 #endif

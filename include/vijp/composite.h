@@ -12,6 +12,7 @@
 #ifndef VIJP_COMPOSITE_H
 #define VIJP_COMPOSITE_H
 
+#include "vijp/api.h"
 #include <stddef.h>
 #include "vijp/error.h"
 
@@ -27,14 +28,14 @@ typedef struct {
 
 /* Whether name ("sigmoid", "softplus", "tanh", "silu", "gelu", "mish") has a
  * composite formula here. */
-int vijp_composite_known(const char *name);
+VIJP_API int vijp_composite_known(const char *name);
 /* The formula as a composite autograd sees it, e.g. "x * sigmoid(x)". */
-const char *vijp_composite_formula(const char *name);
+VIJP_API const char *vijp_composite_formula(const char *name);
 /* y = f(x) op by op, keeping the tape; 0 or VIJP_EINVAL / VIJP_ENOMEM. */
-VIJP_MUST_CHECK int vijp_composite_forward(const char *name, const double *x, size_t n, double *y, vijp_tape *tape);
+VIJP_API VIJP_MUST_CHECK int vijp_composite_forward(const char *name, const double *x, size_t n, double *y, vijp_tape *tape);
 /* gx = gy ⊙ f′(x) from the tape alone, op by op in reverse. */
-void vijp_composite_backward(const vijp_tape *tape, const double *gy, double *gx);
-void vijp_tape_clear(vijp_tape *tape);
+VIJP_API void vijp_composite_backward(const vijp_tape *tape, const double *gy, double *gx);
+VIJP_API void vijp_tape_clear(vijp_tape *tape);
 
 /* Accuracy of f′ from nested forward AD (the layer's dual_eval) and from the
  * composite tape, against the MPFR oracle at 128 bits, over `points` equally
@@ -47,7 +48,7 @@ typedef struct {
     size_t composite_nonfinite; /* NaN or Inf from the composite formula */
     size_t used;                /* points compared */
 } vijp_accuracy;
-VIJP_MUST_CHECK int vijp_composite_accuracy(const char *name, double lo, double hi, size_t points, double window, vijp_accuracy *out,
+VIJP_API VIJP_MUST_CHECK int vijp_composite_accuracy(const char *name, double lo, double hi, size_t points, double window, vijp_accuracy *out,
                             vijp_error *err);
 
 #endif

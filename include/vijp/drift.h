@@ -5,6 +5,7 @@
 #ifndef VIJP_DRIFT_H
 #define VIJP_DRIFT_H
 
+#include "vijp/api.h"
 #include "vijp/study.h"
 #include "vijp/error.h"
 #include "vijp/metrics.h"
@@ -23,8 +24,8 @@
  * that, value by value, and recomputes where the problem differs, so a run
  * gives the same curve with a memo as without.  One per thread. */
 typedef struct vijp_drift_memo vijp_drift_memo;
-vijp_drift_memo *vijp_drift_memo_new(void);
-void vijp_drift_memo_free(vijp_drift_memo *m); /* NULL: nothing */
+VIJP_API vijp_drift_memo *vijp_drift_memo_new(void);
+VIJP_API void vijp_drift_memo_free(vijp_drift_memo *m); /* NULL: nothing */
 
 typedef struct {
     vijp_grad_setup problem;         /* network, seed, format, engine options */
@@ -91,7 +92,7 @@ typedef struct {
  * the engine's measured g_0 error: the vijp of layer i amplifies its input
  * error by at most κ_i and adds a backward error of n_i u (an n_i-term dot
  * product, or a backward-stable solve with modest pivot growth). */
-VIJP_MUST_CHECK int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *err);
+VIJP_API VIJP_MUST_CHECK int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *err);
 /* The first reference precision of a curve in format f: start when nonzero
  * (--ref-prec), else max(64, min(2P, P + 64)): one limb for the narrow
  * formats and binary32, 106 bits for double, P + 64 for wide mpfr:P.  The
@@ -100,13 +101,13 @@ VIJP_MUST_CHECK int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *
  * for 46 bits lost in bfloat16, 30 in binary32 and the +binary32 formats,
  * 43 in double, 54 in mpfr:113); where a study loses more, the validation
  * doubles once more. */
-long vijp_drift_ref_prec_first(const vijp_format *f, long start);
+VIJP_API long vijp_drift_ref_prec_first(const vijp_format *f, long start);
 /* Whether the validation can run at all: the first precision must double at
  * least once within cap (0: VIJP_DRIFT_REF_PREC_MAX).  VIJP_EINVAL otherwise,
  * with a message in the user's terms: the largest mpfr:P the cap validates,
  * or the smallest cap the format needs.  vijp_drift_run checks it first. */
-VIJP_MUST_CHECK int vijp_drift_check_ref_prec(const vijp_format *f, long start, long cap, vijp_error *err);
-void vijp_drift_curve_clear(vijp_drift_curve *c);
+VIJP_API VIJP_MUST_CHECK int vijp_drift_check_ref_prec(const vijp_format *f, long start, long cap, vijp_error *err);
+VIJP_API void vijp_drift_curve_clear(vijp_drift_curve *c);
 
 /* Statistics of one error curve e_1..e_n (DESIGN §5). */
 
@@ -114,19 +115,19 @@ void vijp_drift_curve_clear(vijp_drift_curve *c);
  * layers with 0 < e_i <= ceiling (VIJP_FIT_CEILING for measured curves,
  * INFINITY for models that do not saturate); NaN with fewer than 4 such
  * layers.  *intercept (may be NULL) receives log10 e at i = 0 of the line. */
-double vijp_growth_fit(const double *e, size_t n, double ceiling, double *intercept);
+VIJP_API double vijp_growth_fit(const double *e, size_t n, double ceiling, double *intercept);
 /* Deepest layer d such that every g_i and ∇θ_i error for i <= d is at most tol
  * (NaN counts as above tol); theta may be NULL; NaN in theta means "no
  * parameters" only where has_param[i] is 0 (has_param may be NULL: all have). */
-size_t vijp_safe_depth(const double *g, const double *theta, const int *has_param, size_t n, double tol);
+VIJP_API size_t vijp_safe_depth(const double *g, const double *theta, const int *has_param, size_t n, double tol);
 /* Significand bits that keep max_{i<=n} e_i under tol, first-order: the error
  * scales with u = 2^-prec, so bits = prec + log2(max e / tol), rounded up.
  * When the curve leaves first order (max e > VIJP_FIT_CEILING, or non-finite),
  * max e is extrapolated from the growth fit and *extrapolated is set; NaN when
  * there is no fit.  An exact curve (all zeros) needs 2 bits. */
-double vijp_bits_needed(const double *e, size_t n, long prec, double tol, int *extrapolated);
+VIJP_API double vijp_bits_needed(const double *e, size_t n, long prec, double tol, int *extrapolated);
 /* Default tolerance of a format: 1e-2 for bfloat16 and binary16, 1e-4 for
  * binary32, 1e-10 for double, 2^(-P/2) for mpfr:P. */
-double vijp_drift_default_tol(const vijp_format *f);
+VIJP_API double vijp_drift_default_tol(const vijp_format *f);
 
 #endif

@@ -3,6 +3,7 @@
 #ifndef VIJP_ENGINE_H
 #define VIJP_ENGINE_H
 
+#include "vijp/api.h"
 #include "vijp/net.h"
 #include "vijp/error.h"
 
@@ -31,8 +32,8 @@ typedef struct {
     size_t rebuilt;
 } vijp_grads;
 
-VIJP_MUST_CHECK int vijp_engine_parse(const char *s, vijp_engine_kind *e, vijp_error *err);
-const char *vijp_engine_name(vijp_engine_kind e);
+VIJP_API VIJP_MUST_CHECK int vijp_engine_parse(const char *s, vijp_engine_kind *e, vijp_error *err);
+VIJP_API const char *vijp_engine_name(vijp_engine_kind e);
 
 /* Run engine e on network net with parameters theta (from vijp_net_params),
  * inputs X (n_0 × B) and loss data T (m_D × B), all in one format.
@@ -40,7 +41,7 @@ const char *vijp_engine_name(vijp_engine_kind e);
  * vijp fails for lost rank (VIJP_ESINGULAR) out is kept, with out->rebuilt
  * saying how many layers are valid (a drift measurement, not a usage error),
  * and must still be cleared; on any other failure out is left empty. */
-VIJP_MUST_CHECK int vijp_engine_run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta,
+VIJP_API VIJP_MUST_CHECK int vijp_engine_run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta,
                     const vijp_mat *X, const vijp_mat *T, vijp_grads *out, vijp_error *err);
 
 /* Options of the engines that have any (zero: the default). */
@@ -56,21 +57,21 @@ typedef struct {
 } vijp_engine_opts;
 
 /* vijp_engine_run with options (o may be NULL). */
-VIJP_MUST_CHECK int vijp_engine_run_opts(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
+VIJP_API VIJP_MUST_CHECK int vijp_engine_run_opts(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
                          const vijp_mat *T, const vijp_engine_opts *o, vijp_grads *out, vijp_error *err);
-void vijp_grads_clear(vijp_grads *g);
+VIJP_API void vijp_grads_clear(vijp_grads *g);
 /* The results of a run must be finite: its inputs and parameters are checked
  * finite before it starts, so a NaN or ∞ in the loss (as a double), ∇x or a
  * valid g_i or ∇θ_i means the computation left its format's range.
  * VIJP_ERANGE, naming the first such value, if so. */
-VIJP_MUST_CHECK int vijp_grads_check_finite(const vijp_grads *g, vijp_error *err);
+VIJP_API VIJP_MUST_CHECK int vijp_grads_check_finite(const vijp_grads *g, vijp_error *err);
 
 /* The reversible engine's reconstruction error, as a diagnostic: recon[i] =
  * ‖h_i − ĥ_i‖/‖h_i‖ for the input of layer i+1, h_i from the forward pass
  * and ĥ_i what the engine rebuilds from h_D by inverting layers i+1 … D
  * (0 for inputs it keeps).  Keeps every h_i to compare, which the engine
  * itself never does. */
-VIJP_MUST_CHECK int vijp_reversible_reconstruction(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, double *recon,
+VIJP_API VIJP_MUST_CHECK int vijp_reversible_reconstruction(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, double *recon,
                                    vijp_error *err);
 
 #endif

@@ -26,6 +26,7 @@
 #ifndef VIJP_ERROR_H
 #define VIJP_ERROR_H
 
+#include "vijp/api.h"
 #include <stddef.h>
 
 enum {
@@ -50,40 +51,40 @@ typedef struct {
 } vijp_error;
 
 /* Record an error (printf-style message) and return code. err may be NULL. */
-int vijp_fail(vijp_error *err, int code, const char *fmt, ...)
+VIJP_API int vijp_fail(vijp_error *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* The allocator (memory policy above).  vijp_alloc returns n zeroed bytes
  * (n may be 0); vijp_alloc_array count·size of them, fatal also when the
  * product overflows; vijp_realloc keeps realloc's contract otherwise. */
-void *vijp_alloc(size_t n) __attribute__((malloc, returns_nonnull));
-void *vijp_alloc_array(size_t count, size_t size) __attribute__((malloc, returns_nonnull));
+VIJP_API void *vijp_alloc(size_t n) __attribute__((malloc, returns_nonnull));
+VIJP_API void *vijp_alloc_array(size_t count, size_t size) __attribute__((malloc, returns_nonnull));
 /* n bytes whose contents are unspecified, for a buffer the caller writes
  * whole before reading it: no zeroing pass (reused heap memory would
  * otherwise be cleared byte by byte).  Same failure handling as vijp_alloc.
  * Builds with VIJP_POISON_UNSET (make SANITIZE=1) set every byte to 0xff,
  * a NaN in every double and float, so that a read before the write shows. */
-void *vijp_alloc_unset(size_t n) __attribute__((malloc, returns_nonnull));
-void *vijp_realloc(void *p, size_t n) __attribute__((returns_nonnull));
-char *vijp_strdup(const char *s) __attribute__((malloc, returns_nonnull));
-void vijp_free(void *p);
+VIJP_API void *vijp_alloc_unset(size_t n) __attribute__((malloc, returns_nonnull));
+VIJP_API void *vijp_realloc(void *p, size_t n) __attribute__((returns_nonnull));
+VIJP_API char *vijp_strdup(const char *s) __attribute__((malloc, returns_nonnull));
+VIJP_API void vijp_free(void *p);
 /* Print the message, run the cleanup, exit 1. */
-void vijp_out_of_memory(size_t bytes) __attribute__((noreturn));
+VIJP_API void vijp_out_of_memory(size_t bytes) __attribute__((noreturn));
 
 /* Route GMP's, MPFR's, MPFI's and jansson's allocations through the
  * allocator (libc's and OpenBLAS's own stay theirs), and arm the
  * allocation-failure test hook: with VIJP_FAIL_ALLOC=N in the environment
  * the N-th allocation from here on (1-based, vijp's and GMP's together)
  * fails as the system would refuse it.  Call before any MPFR value exists. */
-void vijp_memory_policy_install(void);
+VIJP_API void vijp_memory_policy_install(void);
 /* How many allocations the allocator has made since it was installed (the
  * allocation-failure walk's range). */
-unsigned long long vijp_memory_allocations(void);
+VIJP_API unsigned long long vijp_memory_allocations(void);
 /* What the program is doing, for the message ("running vijp grad"); the
  * string must outlive the run.  NULL: none. */
-void vijp_memory_context(const char *what);
+VIJP_API void vijp_memory_context(const char *what);
 /* Called once, before exiting, when memory runs out (NULL: none).  It must
  * not allocate. */
-void vijp_memory_on_fatal(void (*cleanup)(void));
+VIJP_API void vijp_memory_on_fatal(void (*cleanup)(void));
 
 #endif

@@ -2,10 +2,11 @@
 #ifndef VIJP_FLOW_H
 #define VIJP_FLOW_H
 
+#include "vijp/api.h"
 #include "vijp/layer.h"
 
 /* log |det J| of an inv1x1 layer with parameters A: (positions) · Σ log_s,
  * C additions (src/layers/inv1x1.c). */
-double vijp_inv1x1_logdet(const vijp_layer *L, const double *A);
+VIJP_API double vijp_inv1x1_logdet(const vijp_layer *L, const double *A);
 
 #endif

@@ -2,6 +2,7 @@
 #ifndef VIJP_FORMAT_H
 #define VIJP_FORMAT_H
 
+#include "vijp/api.h"
 #include <stddef.h>
 #include <mpfr.h>
 
@@ -71,17 +72,17 @@ typedef struct {
  * storage format, the other operators by the mixed format's emulation.
  * (tf32+binary32 has no @SET: its operand rounding has no float route.)
  * Cuda: the set runs where a GPU is and libvijp-cuda.so loads. */
-VIJP_MUST_CHECK int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err);
+VIJP_API VIJP_MUST_CHECK int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err);
 /* One of the fixed formats (every kind but VIJP_MPFR, which needs a
  * precision: vijp_format_mpfr); cannot fail. */
-void vijp_format_fixed(vijp_format *f, vijp_format_kind kind);
+VIJP_API void vijp_format_fixed(vijp_format *f, vijp_format_kind kind);
 /* mpfr:P with P bits, unbounded exponent range. */
-VIJP_MUST_CHECK int vijp_format_mpfr(vijp_format *f, long prec, vijp_error *err);
+VIJP_API VIJP_MUST_CHECK int vijp_format_mpfr(vijp_format *f, long prec, vijp_error *err);
 /* Unit roundoff u = 2^-p of the format's storage (mixed formats: of the
  * narrower of storage and matrix-product operands, the precision a value
  * keeps between operations). */
-double vijp_format_unit_roundoff(const vijp_format *f);
+VIJP_API double vijp_format_unit_roundoff(const vijp_format *f);
 /* The precision in bits that unit roundoff is of (see above). */
-mpfr_prec_t vijp_format_value_prec(const vijp_format *f);
+VIJP_API mpfr_prec_t vijp_format_value_prec(const vijp_format *f);
 
 #endif

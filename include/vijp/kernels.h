@@ -3,6 +3,7 @@
 #ifndef VIJP_KERNELS_H
 #define VIJP_KERNELS_H
 
+#include "vijp/api.h"
 #include "vijp/error.h"
 
 /* Select the kernel set now (once per process): VIJP_KERNELS=ref|avx2|
@@ -11,9 +12,9 @@
  * available here.  Without this call the first kernel use selects, and a
  * bad VIJP_KERNELS then ends the process (message, exit 1): there is no
  * silent fallback. */
-VIJP_MUST_CHECK int vijp_kernels_init(vijp_error *err);
+VIJP_API VIJP_MUST_CHECK int vijp_kernels_init(vijp_error *err);
 /* "ref", "avx2", "avx512" or "cuda": the set in use; NULL after a failed
  * selection. */
-const char *vijp_kernels_name(void);
+VIJP_API const char *vijp_kernels_name(void);
 
 #endif

@@ -11,6 +11,7 @@
 #ifndef VIJP_LAYER_H
 #define VIJP_LAYER_H
 
+#include "vijp/api.h"
 #include <stddef.h>
 #include <stdint.h>
 #include <mpfr.h>
@@ -245,8 +246,8 @@ struct vijp_layer_type {
 /* The registry: every layer type, found by name.  It holds the built-in
  * catalogue and whatever vijp_layer_register added (not thread-safe:
  * register before running anything). */
-const vijp_layer_type *vijp_layer_type_find(const char *name);
-const vijp_layer_type *const *vijp_layer_types(size_t *count);
+VIJP_API const vijp_layer_type *vijp_layer_type_find(const char *name);
+VIJP_API const vijp_layer_type *const *vijp_layer_types(size_t *count);
 #define VIJP_LAYER_TYPES_MAX 64
 
 /* Add a layer type defined outside the tree (a plugin, or a program's own
@@ -255,51 +256,51 @@ const vijp_layer_type *const *vijp_layer_types(size_t *count);
  * required hook (parse, param_count, declare, the double forward, jvp, vjp,
  * vijp and jacobian; the same five MPFR operators when mp is given), and the
  * contradictions vijp_layer_type_check lists. */
-VIJP_MUST_CHECK int vijp_layer_register(const vijp_layer_type *T, vijp_error *err);
+VIJP_API VIJP_MUST_CHECK int vijp_layer_register(const vijp_layer_type *T, vijp_error *err);
 /* The checks vijp_layer_register makes, on any descriptor: a parameter
  * gradient operator with a residual kind that drops it (DERIV keeps f′ only),
  * an elementwise layer (dual_eval, or residual SIGN or DERIV) without an f′
  * enclosure, a residual INVERSE without an inverse, a fragment without its
  * count or cokernel. */
-VIJP_MUST_CHECK int vijp_layer_type_check(const vijp_layer_type *T, vijp_error *err);
+VIJP_API VIJP_MUST_CHECK int vijp_layer_type_check(const vijp_layer_type *T, vijp_error *err);
 
 /* Parse one spec item such as "dense:64x32" or "leaky:0.1" given the incoming
  * width; on success L owns its state (vijp_layer_clear).  Instances are
  * checked too: parameters without vjp_param and init, parameters with a
  * residual kind that would drop their gradient (VIJP_RESIDUAL_DERIV), a
  * declared inverse without the operator. */
-VIJP_MUST_CHECK int vijp_layer_parse(vijp_layer *L, const char *item, size_t in_width, vijp_error *err);
+VIJP_API VIJP_MUST_CHECK int vijp_layer_parse(vijp_layer *L, const char *item, size_t in_width, vijp_error *err);
 /* dst = a deep copy of src. */
-void vijp_layer_copy(vijp_layer *dst, const vijp_layer *src);
+VIJP_API void vijp_layer_copy(vijp_layer *dst, const vijp_layer *src);
 /* Release the state; L is then empty (type NULL). */
-void vijp_layer_clear(vijp_layer *L);
+VIJP_API void vijp_layer_clear(vijp_layer *L);
 /* The item as written in a spec ("leaky:0.5", "dense:4x6"). */
-void vijp_layer_spec(const vijp_layer *L, char *buf, size_t size);
+VIJP_API void vijp_layer_spec(const vijp_layer *L, char *buf, size_t size);
 
 /* Format-generic operators: dispatch on the matrices' format after checking shapes.
  * theta may be NULL (or empty) for layers without parameters. */
-VIJP_MUST_CHECK int vijp_layer_forward(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, vijp_mat *Y,
+VIJP_API VIJP_MUST_CHECK int vijp_layer_forward(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, vijp_mat *Y,
                        vijp_error *err);
-VIJP_MUST_CHECK int vijp_layer_jvp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X,
+VIJP_API VIJP_MUST_CHECK int vijp_layer_jvp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X,
                    const vijp_mat *U, vijp_mat *V, vijp_error *err);
-VIJP_MUST_CHECK int vijp_layer_vjp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X,
+VIJP_API VIJP_MUST_CHECK int vijp_layer_vjp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X,
                    const vijp_mat *Gy, vijp_mat *Gx, vijp_error *err);
-VIJP_MUST_CHECK int vijp_layer_vjp_param(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X,
+VIJP_API VIJP_MUST_CHECK int vijp_layer_vjp_param(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X,
                          const vijp_mat *Gy, vijp_mat *Gtheta, vijp_error *err);
 /* Total fragment length for the batch X (0 for layers with trivial cokernel). */
-size_t vijp_layer_fragment_count(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X);
+VIJP_API size_t vijp_layer_fragment_count(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X);
 /* frag must have vijp_layer_fragment_count rows (one column). */
-VIJP_MUST_CHECK int vijp_layer_fragment(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X,
+VIJP_API VIJP_MUST_CHECK int vijp_layer_fragment(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X,
                         const vijp_mat *Gy, vijp_mat *frag, vijp_error *err);
-VIJP_MUST_CHECK int vijp_layer_vijp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X,
+VIJP_API VIJP_MUST_CHECK int vijp_layer_vijp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X,
                     const vijp_mat *Gx, const vijp_mat *frag, vijp_mat *Gy, vijp_error *err);
 /* x: n × 1, J: m × n. */
-VIJP_MUST_CHECK int vijp_layer_jacobian(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *x, vijp_mat *J,
+VIJP_API VIJP_MUST_CHECK int vijp_layer_jacobian(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *x, vijp_mat *J,
                         vijp_error *err);
 /* x: n × 1, Q: m × k with k = vijp_layer_fragment_count(L, theta, x). */
-VIJP_MUST_CHECK int vijp_layer_cokernel(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *x, vijp_mat *Q,
+VIJP_API VIJP_MUST_CHECK int vijp_layer_cokernel(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *x, vijp_mat *Q,
                         vijp_error *err);
-VIJP_MUST_CHECK int vijp_layer_inverse(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *Y, vijp_mat *X,
+VIJP_API VIJP_MUST_CHECK int vijp_layer_inverse(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *Y, vijp_mat *X,
                        vijp_error *err);
 
 #endif

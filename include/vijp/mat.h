@@ -3,6 +3,7 @@
 #ifndef VIJP_MAT_H
 #define VIJP_MAT_H
 
+#include "vijp/api.h"
 #include <stddef.h>
 #include <mpfr.h>
 #include "vijp/format.h"
@@ -15,7 +16,7 @@ typedef struct {
     mpfr_t *m;
 } vijp_mat;
 
-void vijp_mat_init(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt);
+VIJP_API void vijp_mat_init(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt);
 /* As vijp_mat_init, but in double the entries are unspecified until written
  * (MPFR values are zero, as there): for a result that an operator
  * overwrites whole, where zeroing it first would be a pass over memory for
@@ -23,41 +24,41 @@ void vijp_mat_init(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt
  * check-layer`'s overwrites-outputs check holds a layer to it).  Builds
  * with VIJP_POISON_UNSET (make SANITIZE=1) fill them with NaN instead, so
  * that a read before the write shows in every result it reaches. */
-void vijp_mat_init_unset(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt);
-void vijp_mat_clear(vijp_mat *a);
-size_t vijp_mat_len(const vijp_mat *a);
-void vijp_mat_zero(vijp_mat *a);
+VIJP_API void vijp_mat_init_unset(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt);
+VIJP_API void vijp_mat_clear(vijp_mat *a);
+VIJP_API size_t vijp_mat_len(const vijp_mat *a);
+VIJP_API void vijp_mat_zero(vijp_mat *a);
 /* a := b (same shape and format). */
-void vijp_mat_copy(vijp_mat *a, const vijp_mat *b);
+VIJP_API void vijp_mat_copy(vijp_mat *a, const vijp_mat *b);
 /* Round double data into a (emulated formats round to nearest even with subnormals). */
-void vijp_mat_set_d(vijp_mat *a, const double *src);
+VIJP_API void vijp_mat_set_d(vijp_mat *a, const double *src);
 /* a[i] rounded to double (nearest). */
-double vijp_mat_get_d(const vijp_mat *a, size_t i);
+VIJP_API double vijp_mat_get_d(const vijp_mat *a, size_t i);
 /* a[i] := x rounded to the format (mixed formats: once, to the storage). */
-void vijp_mat_set_entry_d(vijp_mat *a, size_t i, double x);
+VIJP_API void vijp_mat_set_entry_d(vijp_mat *a, size_t i, double x);
 /* Exact (or correctly rounded to prec) copy into MPFR values of precision prec.
  * out must have vijp_mat_len(a) entries, initialised by the caller. */
-void vijp_mat_get_mpfr(const vijp_mat *a, mpfr_t *out);
+VIJP_API void vijp_mat_get_mpfr(const vijp_mat *a, mpfr_t *out);
 /* Return VIJP_EDOMAIN if any entry is NaN or Inf. */
-VIJP_MUST_CHECK int vijp_mat_check_finite(const vijp_mat *a, const char *what, vijp_error *err);
+VIJP_API VIJP_MUST_CHECK int vijp_mat_check_finite(const vijp_mat *a, const char *what, vijp_error *err);
 
 
 
 /* Round every entry to the format's storage (mixed formats, format.h; a
  * no-op for the others).  The layer operators' results get this in
  * vijp_layer_*; so do the helpers below. */
-void vijp_mat_store(vijp_mat *a);
+VIJP_API void vijp_mat_store(vijp_mat *a);
 
 /* Helpers the engines share; arithmetic is rounded in the matrices' format. */
 /* a := b − c (same shape). */
-void vijp_mat_sub(vijp_mat *a, const vijp_mat *b, const vijp_mat *c);
+VIJP_API void vijp_mat_sub(vijp_mat *a, const vijp_mat *b, const vijp_mat *c);
 /* a := b ⊙ c, entrywise (same shape). */
-void vijp_mat_mul_elem(vijp_mat *a, const vijp_mat *b, const vijp_mat *c);
+VIJP_API void vijp_mat_mul_elem(vijp_mat *a, const vijp_mat *b, const vijp_mat *c);
 /* dst[doff .. doff+count) := src[soff .. soff+count) (linear, column-major indices). */
-void vijp_mat_copy_range(vijp_mat *dst, size_t doff, const vijp_mat *src, size_t soff, size_t count);
+VIJP_API void vijp_mat_copy_range(vijp_mat *dst, size_t doff, const vijp_mat *src, size_t soff, size_t count);
 /* dst := src rounded to dst's format (exact when dst is at least as precise). */
-void vijp_mat_convert(vijp_mat *dst, const vijp_mat *src);
+VIJP_API void vijp_mat_convert(vijp_mat *dst, const vijp_mat *src);
 /* r (c × 1) := Aᵀ g with A m × c and g m × 1, summed in index order. */
-void vijp_mat_tdot(vijp_mat *r, const vijp_mat *A, const vijp_mat *g);
+VIJP_API void vijp_mat_tdot(vijp_mat *r, const vijp_mat *A, const vijp_mat *g);
 
 #endif

@@ -5,6 +5,7 @@
 #ifndef VIJP_MEMORY_H
 #define VIJP_MEMORY_H
 
+#include "vijp/api.h"
 #include "vijp/engine.h"
 #include "vijp/error.h"
 
@@ -12,17 +13,17 @@
  * orthogonal parameters and inputs, batch samples, in format f.  A vijp that
  * loses rank still leaves its stored bytes measured (they are counted before
  * the sweep).  o (may be NULL): engine options, e.g. the checkpoint segment. */
-VIJP_MUST_CHECK int vijp_memory_profile(const char *spec, size_t depth, size_t width, size_t batch, uint64_t seed,
+VIJP_API VIJP_MUST_CHECK int vijp_memory_profile(const char *spec, size_t depth, size_t width, size_t batch, uint64_t seed,
                         const vijp_format *f, vijp_engine_kind e, const vijp_engine_opts *o, size_t *bytes,
                         vijp_error *err);
 /* Deepest d <= depth with bytes[d-1] <= budget (0 when not even one layer fits). */
-size_t vijp_memory_deepest(const size_t *bytes, size_t depth, size_t budget);
+VIJP_API size_t vijp_memory_deepest(const size_t *bytes, size_t depth, size_t budget);
 
 /* Sizing a run before making it (the commands refuse one that cannot fit).
  * Bytes one value takes in this process (not as stored: an emulated binary32
  * value lives in an MPFR number): 8 for double, the mpfr_t, its limbs, MPFR's
  * size limb and the allocator's header otherwise. */
-size_t vijp_resident_value_bytes(const vijp_format *f);
+VIJP_API size_t vijp_resident_value_bytes(const vijp_format *f);
 /* The peak bytes of one gradient comparison (vijp grad, one drift unit):
  * spec cycled to depth, batch samples, engines in format f (run one after
  * another) and an MPFR backprop reference at ref_prec bits.  Counted from
@@ -30,13 +31,13 @@ size_t vijp_resident_value_bytes(const vijp_format *f);
  * most any engine stores, backprop's) and every rebuilt gradient, in f and
  * in the reference; the operators' own work arrays are not counted, so this
  * is a floor, not a ceiling. */
-VIJP_MUST_CHECK int vijp_run_bytes_estimate(const char *spec, size_t depth, size_t width, size_t batch,
+VIJP_API VIJP_MUST_CHECK int vijp_run_bytes_estimate(const char *spec, size_t depth, size_t width, size_t batch,
                                             const vijp_format *f, long ref_prec, double *bytes, vijp_error *err);
 /* Bytes this process can still get: the least of /proc/meminfo's
  * MemAvailable, the cgroup's memory.max less memory.current, and RLIMIT_AS
  * less the address space in use.  INFINITY when none is known; which bound
  * applied goes to what (may be NULL). */
-double vijp_memory_available(char *what, size_t what_size);
+VIJP_API double vijp_memory_available(char *what, size_t what_size);
 
 /* For a process that runs one study curve after another (the vijp command,
  * bench-drift): keep freed memory in the heap for the next curve instead of
@@ -46,6 +47,6 @@ double vijp_memory_available(char *what, size_t what_size);
  * curve, in the kernel).  Blocks up to 32 MB come from the heap, and up to
  * 1 GB of free heap stays mapped.  glibc's mallopt; elsewhere nothing.
  * Process-wide: the library never calls it itself. */
-void vijp_memory_keep_freed(void);
+VIJP_API void vijp_memory_keep_freed(void);
 
 #endif

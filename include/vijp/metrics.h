@@ -2,18 +2,19 @@
 #ifndef VIJP_METRICS_H
 #define VIJP_METRICS_H
 
+#include "vijp/api.h"
 #include "vijp/mat.h"
 
 /* ‖a − ref‖_F / ‖ref‖_F, evaluated in MPFR at max(ref precision, 2·a's precision,
  * 128) bits so that the metric itself adds no visible error; a's entries are
  * converted exactly.  0 when both are zero, +Inf when only ref is. */
-double vijp_rel_err(const vijp_mat *a, const vijp_mat *ref);
+VIJP_API double vijp_rel_err(const vijp_mat *a, const vijp_mat *ref);
 /* max(m, x) where a NaN on either side sticks: a worst case over values
  * that include a failed (NaN) measurement is NaN, wherever it came. */
 static inline double vijp_max_nan(double m, double x) { return m != m || x != x ? m + x : (x > m ? x : m); }
 
 /* ‖a‖_F (rounded to double). */
-double vijp_norm(const vijp_mat *a);
+VIJP_API double vijp_norm(const vijp_mat *a);
 
 /* The three drift metrics of DESIGN §5 for a computed a against ref. */
 typedef struct {
@@ -29,6 +30,6 @@ typedef struct {
  * vectors, accurate for tiny angles where acos(⟨â, b̂⟩) returns 0.  All in MPFR
  * at 2P + 64 bits (P: f's precision; at least 128), enough to resolve any
  * difference that matters in f whatever the reference's precision. */
-void vijp_compare(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m);
+VIJP_API void vijp_compare(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m);
 
 #endif

@@ -2,6 +2,7 @@
 #ifndef VIJP_NET_H
 #define VIJP_NET_H
 
+#include "vijp/api.h"
 #include <stddef.h>
 #include "vijp/error.h"
 #include <stdint.h>
@@ -31,48 +32,48 @@ typedef struct {
  * width).  width = 0 takes the first layer's input width from the spec
  * (dense:M gives M, dense:MxN gives N); elementwise first layers need it.
  * Parameters are left zero: call vijp_net_init. */
-VIJP_MUST_CHECK int vijp_net_build(vijp_net *net, const char *spec, size_t depth, size_t width,
+VIJP_API VIJP_MUST_CHECK int vijp_net_build(vijp_net *net, const char *spec, size_t depth, size_t width,
                    vijp_error *err);
 /* The layers alone (theta[i] all NULL): shapes and arguments checked, no
  * parameter allocated, e.g. to size a run before making it. */
-VIJP_MUST_CHECK int vijp_net_shape(vijp_net *net, const char *spec, size_t depth, size_t width, vijp_error *err);
+VIJP_API VIJP_MUST_CHECK int vijp_net_shape(vijp_net *net, const char *spec, size_t depth, size_t width, vijp_error *err);
 /* A JSON net, format "vijp-net/1" (docs/net.schema.json, README "Nets in
  * JSON"): its layers and the parameters it gives (net->given), the others
  * left zero for vijp_net_init.  Every problem is VIJP_EINVAL (VIJP_EIO for a
  * file that cannot be read) with a message naming the file, the layer index
  * and the field: "net.json: layers[2].params.weight: shape (3, 2), want ...". */
-VIJP_MUST_CHECK int vijp_net_load_json(vijp_net *net, const char *path, vijp_error *err);
+VIJP_API VIJP_MUST_CHECK int vijp_net_load_json(vijp_net *net, const char *path, vijp_error *err);
 /* The same from memory: name stands for the text in messages, and parameter
  * files are relative to the folder base (NULL: any parameter reference is
  * refused, no file is touched). */
-VIJP_MUST_CHECK int vijp_net_parse_json(vijp_net *net, const char *text, size_t len, const char *name, const char *base,
+VIJP_API VIJP_MUST_CHECK int vijp_net_parse_json(vijp_net *net, const char *text, size_t len, const char *name, const char *base,
                                         vijp_error *err);
 /* Whether spec names a JSON net file (ends in ".json"). */
-int vijp_net_spec_is_json(const char *spec);
+VIJP_API int vijp_net_spec_is_json(const char *spec);
 /* Parameters for a built net from a safetensors file (PyTorch's
  * nn.Sequential state_dict names): "<i>.weight" and "<i>.bias" (i the 0-based
  * layer index; dense, conv1d, conv2d in PyTorch's layout) or "<i>.theta" (θ
  * in the type's order).  Layers without a tensor are left alone; the others
  * are marked given.  A tensor naming no layer with parameters is an error. */
-VIJP_MUST_CHECK int vijp_net_load_weights(vijp_net *net, const char *path, vijp_error *err);
+VIJP_API VIJP_MUST_CHECK int vijp_net_load_weights(vijp_net *net, const char *path, vijp_error *err);
 /* Seeded initialisation (no global random state) of every layer whose
  * parameters were not given. */
-VIJP_MUST_CHECK int vijp_net_init(vijp_net *net, vijp_init init, uint64_t seed, vijp_error *err);
-void vijp_net_free(vijp_net *net);
+VIJP_API VIJP_MUST_CHECK int vijp_net_init(vijp_net *net, vijp_init init, uint64_t seed, vijp_error *err);
+VIJP_API void vijp_net_free(vijp_net *net);
 /* Output width m_D. */
-size_t vijp_net_out_width(const vijp_net *net);
-size_t vijp_net_param_count(const vijp_net *net);
+VIJP_API size_t vijp_net_out_width(const vijp_net *net);
+VIJP_API size_t vijp_net_param_count(const vijp_net *net);
 
 /* Parse "gaussian", "orthogonal", "kaiming-uniform" or "scaled:G". */
-VIJP_MUST_CHECK int vijp_init_parse(const char *s, vijp_init *init, vijp_error *err);
-VIJP_MUST_CHECK int vijp_loss_parse(const char *s, vijp_loss_kind *loss, vijp_error *err);
+VIJP_API VIJP_MUST_CHECK int vijp_init_parse(const char *s, vijp_init *init, vijp_error *err);
+VIJP_API VIJP_MUST_CHECK int vijp_loss_parse(const char *s, vijp_loss_kind *loss, vijp_error *err);
 
 /* Parameters of every layer rounded to format f: theta[i] is a P_i × 1 matrix
  * (0 × 1 for layers without parameters).  Fails with VIJP_EDOMAIN on NaN/Inf. */
-VIJP_MUST_CHECK int vijp_net_params(const vijp_net *net, const vijp_format *f, vijp_mat *theta, vijp_error *err);
-void vijp_net_params_clear(const vijp_net *net, vijp_mat *theta);
+VIJP_API VIJP_MUST_CHECK int vijp_net_params(const vijp_net *net, const vijp_format *f, vijp_mat *theta, vijp_error *err);
+VIJP_API void vijp_net_params_clear(const vijp_net *net, vijp_mat *theta);
 
 /* Seeded input batch X (n_0 × B) and loss data T (m_D × B: target y or vector c). */
-void vijp_net_sample(const vijp_net *net, size_t B, uint64_t seed, double *X, double *T);
+VIJP_API void vijp_net_sample(const vijp_net *net, size_t B, uint64_t seed, double *X, double *T);
 
 #endif

@@ -39,6 +39,7 @@
 #ifndef VIJP_PLUGIN_H
 #define VIJP_PLUGIN_H
 
+#include "vijp/api.h"
 #include "vijp/layer.h"
 #include "vijp/error.h"
 
@@ -57,6 +58,6 @@ VIJP_PLUGIN_EXPORT int vijp_plugin_init(vijp_error *err);
 /* Load one plugin (dlopen, ABI check, vijp_plugin_init).  The object stays
  * loaded for the life of the process: its types are in the registry.
  * VIJP_EINVAL with a message naming the file when any step fails. */
-VIJP_MUST_CHECK int vijp_plugin_load(const char *path, vijp_error *err);
+VIJP_API VIJP_MUST_CHECK int vijp_plugin_load(const char *path, vijp_error *err);
 
 #endif

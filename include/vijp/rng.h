@@ -3,17 +3,18 @@
 #ifndef VIJP_RNG_H
 #define VIJP_RNG_H
 
+#include "vijp/api.h"
 #include <stdint.h>
 
 typedef struct {
     uint64_t s[4];
 } vijp_rng;
 
-void vijp_rng_seed(vijp_rng *r, uint64_t seed);
-uint64_t vijp_rng_u64(vijp_rng *r);
+VIJP_API void vijp_rng_seed(vijp_rng *r, uint64_t seed);
+VIJP_API uint64_t vijp_rng_u64(vijp_rng *r);
 /* Uniform in [0, 1) with 53 random bits. */
-double vijp_rng_uniform(vijp_rng *r);
+VIJP_API double vijp_rng_uniform(vijp_rng *r);
 /* Standard normal (Marsaglia polar method). */
-double vijp_rng_normal(vijp_rng *r);
+VIJP_API double vijp_rng_normal(vijp_rng *r);
 
 #endif

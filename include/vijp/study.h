@@ -3,6 +3,7 @@
 #ifndef VIJP_STUDY_H
 #define VIJP_STUDY_H
 
+#include "vijp/api.h"
 #include "vijp/engine.h"
 #include "vijp/error.h"
 
@@ -35,18 +36,18 @@ typedef struct {
  * VIJP_GRAD_PREC_MAX.  vijp_grad_check_format says so in those terms
  * (VIJP_EINVAL); vijp_grad_compare checks it first. */
 #define VIJP_GRAD_PREC_MAX (VIJP_PREC_MAX / 2)
-VIJP_MUST_CHECK int vijp_grad_check_format(const vijp_format *f, vijp_error *err);
+VIJP_API VIJP_MUST_CHECK int vijp_grad_check_format(const vijp_format *f, vijp_error *err);
 
 /* Build and initialise the network, round parameters, inputs and loss data to
  * the format, run engine e in it and compare with an MPFR backprop reference at
  * max(256, 2P) bits computed from the same rounded values. */
-VIJP_MUST_CHECK int vijp_grad_compare(const vijp_grad_setup *s, vijp_engine_kind e, vijp_grad_result *r,
+VIJP_API VIJP_MUST_CHECK int vijp_grad_compare(const vijp_grad_setup *s, vijp_engine_kind e, vijp_grad_result *r,
                       vijp_error *err);
 /* The same, handing the engine's own gradients over in *keep when keep is
  * not NULL (in s->fmt, whose address they keep: s must outlive them; release
  * with vijp_grads_clear).  On failure *keep is left empty. */
-VIJP_MUST_CHECK int vijp_grad_compare_keep(const vijp_grad_setup *s, vijp_engine_kind e, vijp_grad_result *r,
+VIJP_API VIJP_MUST_CHECK int vijp_grad_compare_keep(const vijp_grad_setup *s, vijp_engine_kind e, vijp_grad_result *r,
                                            vijp_grads *keep, vijp_error *err);
-void vijp_grad_result_clear(vijp_grad_result *r);
+VIJP_API void vijp_grad_result_clear(vijp_grad_result *r);
 
 #endif

@@ -1,5 +1,6 @@
 /* Whole-file reads and atomic writes (file.h). */
 #include "file.h"
+#include "vijp/array_io.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
