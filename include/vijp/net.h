@@ -37,8 +37,8 @@ VIJP_API VIJP_MUST_CHECK int vijp_net_build(vijp_net *net, const char *spec, siz
 /* The layers alone (theta[i] all NULL): shapes and arguments checked, no
  * parameter allocated, e.g. to size a run before making it. */
 VIJP_API VIJP_MUST_CHECK int vijp_net_shape(vijp_net *net, const char *spec, size_t depth, size_t width, vijp_error *err);
-/* A JSON net, format "vijp-net/1" (docs/net.schema.json, README "Nets in
- * JSON"): its layers and the parameters it gives (net->given), the others
+/* A JSON net, format "vijp-net/1" (docs/net.schema.json,
+ * docs/nets.md): its layers and the parameters it gives (net->given), the others
  * left zero for vijp_net_init.  Every problem is VIJP_EINVAL (VIJP_EIO for a
  * file that cannot be read) with a message naming the file, the layer index
  * and the field: "net.json: layers[2].params.weight: shape (3, 2), want ...". */

@@ -32,7 +32,7 @@ static const char help_drift[] =
     "lock file beside it); the folder's parent must be writable.\n"
     "\n"
     "  --net SPEC        layers, cycled to the depth; repeat for several networks;\n"
-    "                    or FILE.json, a net in JSON (README \"Nets in JSON\"),\n"
+    "                    or FILE.json, a net in JSON (docs/nets.md),\n"
     "                    whose layers set the depth\n"
     "  --input X.npy     inputs, shape [batch, width], instead of seeded ones\n"
     "  --weights F       parameters from a safetensors file (<i>.weight, <i>.bias,\n"

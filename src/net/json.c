@@ -1,5 +1,5 @@
-/* Nets in JSON, format "vijp-net/1" (docs/net.schema.json, README "Nets in
- * JSON"): the layers as spec items split into type and arguments, with
+/* Nets in JSON, format "vijp-net/1" (docs/net.schema.json,
+ * docs/nets.md): the layers as spec items split into type and arguments, with
  * parameters from .npy or safetensors files.  Strict on purpose: an unknown
  * field is an error, since a typo ("parms") silently ignored would run the
  * net on seeded weights the user believes are theirs. */
