@@ -4,7 +4,7 @@
 #   scripts/check-certify-shards.sh CHECK_BIN SCALE P [P ...]
 # runs `CK_RUN_SUITE=certify VIJP_TEST_SCALE=SCALE CHECK_BIN` once alone, then
 # under `mpirun -n P` for each P: every rank takes the cases cs with
-# cs mod P = rank (tests/testutil.c: test_shard, from mpirun's environment;
+# cs mod P = rank (tests/fixtures/testutil.c: test_shard, from mpirun's environment;
 # each case draws from its own generator, so the cases are the same ones), and
 # must pass its own assertions.  The ranks' tallies ("certify: NAME: N cases:
 # certified in double …") are summed per name (the largest s/oracle-bound

@@ -3,8 +3,8 @@
  * ~0.8 GB of address space at start-up; in check_vijp that would leave
  * t-faults' size_under_ulimit unable to fork under its ulimit -v 1000000.
  * Exits non-zero if any test failed. */
-#include "testutil.h"
-#include "cudafix.h"
+#include "fixtures/testutil.h"
+#include "fixtures/cudafix.h"
 #include "vijp/error.h"
 #include <stdlib.h>
 

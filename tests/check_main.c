@@ -1,5 +1,5 @@
 /* Runs every Check suite; exits non-zero if any test failed. */
-#include "testutil.h"
+#include "fixtures/testutil.h"
 #include "vijp/error.h"
 #include <stdlib.h>
 

@@ -13,8 +13,8 @@
  * below it the result is subnormal and |f̂ − f|, |f̂′ − f′| must be within
  * 2^-1022 absolute (one subnormal result's worth of lost digits at most is
  * not a relative statement; underflow is checked by the certification test). */
-#include "layerfix.h"
-#include "actterms.h"
+#include "fixtures/layerfix.h"
+#include "fixtures/actterms.h"
 #include "oracles/oracles.h"
 #include "vijp/certify.h"
 #include "vijp/composite.h"

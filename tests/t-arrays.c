@@ -9,7 +9,7 @@
  * (scripts/install-deps.sh installs python3-numpy); matrices whose singular
  * values are exact by construction; gradients recomputed through
  * vijp_engine_run. */
-#include "clirun.h"
+#include "fixtures/clirun.h"
 #include "vijp/array_io.h"
 #include <dirent.h>
 #include <errno.h>

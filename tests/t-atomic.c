@@ -4,7 +4,7 @@
  * lock held by another run and SIGTERM/SIGINT leave the old one; files vijp
  * did not write survive.  Each test works in a private folder B: the report
  * is B/p/out, so B/p shows everything a run leaves beside it. */
-#include "clirun.h"
+#include "fixtures/clirun.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -10,9 +10,9 @@
  *     and a vijp with the backward error of LU (Higham Thm 9.4); the tall
  *     dense vijp, which has no float operator, is the emulation's;
  *   - a study runs such formats and marks them not bit-reproducible. */
-#include "testutil.h"
-#include "f32fix.h"
-#include "clirun.h"
+#include "fixtures/testutil.h"
+#include "fixtures/f32fix.h"
+#include "fixtures/clirun.h"
 #include "kernels/kernels.h"
 #include <cblas.h>
 #include <jansson.h>

@@ -1,7 +1,7 @@
 /* The activation analysis (vijp_activation_analyze, src/certify/act.c): f′
  * searched for zeros by interval bisection, where each format underflows,
  * and every registered activation analysed. */
-#include "certfix.h"
+#include "fixtures/certfix.h"
 #include <cblas.h>
 #include <lapacke.h>
 #include <math.h>

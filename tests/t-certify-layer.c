@@ -2,7 +2,7 @@
  * declarations checked against the numbers, enclosures that contain the
  * oracle, strided convolutions, and Moonwalk's fragments as long as the
  * proven cokernel. */
-#include "certfix.h"
+#include "fixtures/certfix.h"
 #include <cblas.h>
 #include <lapacke.h>
 #include <math.h>

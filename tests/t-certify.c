@@ -14,7 +14,7 @@
  * cancels to nearly 0, which is exactly the near-null case that matters).
  * A certificate claims σ_m(J) > s, so s < bound must hold for every y.
  * A false "certified-submersive" is the worst bug this project can have. */
-#include "certfix.h"
+#include "fixtures/certfix.h"
 #include <cblas.h>
 #include <lapacke.h>
 #include <math.h>

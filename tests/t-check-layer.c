@@ -12,7 +12,7 @@
  *  - bad usage is exit 2.
  * The plugins are built by `make check` into $(BUILD)/plugins/, beside
  * VIJP_BIN. */
-#include "clirun.h"
+#include "fixtures/clirun.h"
 #include "vijp/check_layer.h"
 #include <jansson.h>
 #include <libgen.h>

@@ -1,6 +1,6 @@
 /* The vijp command, run as a user would: exit status, stdout and stderr.
  * The command's path comes from VIJP_BIN (set by `make check`). */
-#include "clirun.h"
+#include "fixtures/clirun.h"
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>

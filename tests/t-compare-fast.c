@@ -6,7 +6,7 @@
  * formed in limbs and by MPFR, references rounded to the comparison's
  * precision with ties both ways and a carry into the next binade, zeros on
  * either side, the ulp metric at the ends of the double range. */
-#include "testutil.h"
+#include "fixtures/testutil.h"
 #include "vijp/rng.h"
 #include "compare/fast.h"
 #include "compare/cache.h"

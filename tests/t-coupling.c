@@ -13,7 +13,7 @@
  *    moves tanh by <= δz and f′ by <= 0.77δz;
  *  - every bound is first order; a factor 1.1 covers the second-order terms.
  * Values that only scale a bound are computed in double from the reference. */
-#include "layerfix.h"
+#include "fixtures/layerfix.h"
 #include "vijp/catalogue.h"
 #include "vijp/flow.h"
 #include <lapacke.h>

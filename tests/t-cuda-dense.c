@@ -1,7 +1,7 @@
 /* The CUDA dense kernels (cuBLAS / cuSOLVER, src/kernels/cuda/dense.cu)
  * against the MPFR oracle of the dense layer (oracles/dense.c) at 1024 bits,
  * where every sum of these products of doubles is exact.  Bounds: cuda.h. */
-#include "cudafix.h"
+#include "fixtures/cudafix.h"
 #include <math.h>
 #include <string.h>
 

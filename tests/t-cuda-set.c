@@ -2,12 +2,12 @@
  * libvijp-cuda.so, src/kernels/cuda/kernel_set.c): found and loaded, or
  * absent for the very reason the kernels give; the library's guards; and,
  * where the set loads (a GPU, or make check's host mock through
- * VIJP_CUDA_LIBRARY: tests/cuda-mock.c), its matrix products against ref's
+ * VIJP_CUDA_LIBRARY: tests/fixtures/cuda-mock.c), its matrix products against ref's
  * and a study in the @cuda formats.  Its elementwise entries are
  * tested with every other set's in t-kernels.c (bit for bit ref's for
  * leaky ReLU, the activations against MPFR), which runs the CUDA set
  * wherever it loads. */
-#include "cudafix.h"
+#include "fixtures/cudafix.h"
 #include "kernels/kernels.h"
 #include <dlfcn.h>
 #include <limits.h>
@@ -181,7 +181,7 @@ GEMM_CASE(double, d, 0x1p-53)
 GEMM_CASE(float, f, 0x1p-24)
 
 /* The cuda set, loaded (a GPU, or VIJP_CUDA_LIBRARY naming the host mock
- * tests/cuda-mock.c, as make check does), or a one-line skip. */
+ * tests/fixtures/cuda-mock.c, as make check does), or a one-line skip. */
 static const vijp_kernels *set_or_skip(const char *test)
 {
     const char *why = NULL;

@@ -11,7 +11,7 @@
  * The oracle runs at 128 bits for the activations (its error, ~2^-120
  * relative, is far below every bound) and at 1024 bits for the dense layer,
  * where sums of at most a few hundred products of doubles are then exact. */
-#include "cudafix.h"
+#include "fixtures/cudafix.h"
 #include "kernels/cuda/act_math.h"
 #include <float.h>
 #include <math.h>

@@ -6,8 +6,8 @@
  * rounding, so the bound asserted is 0 ulps: the two must be equal (NaN with
  * NaN, an exact zero +0). */
 #include <stdio.h> /* before mpfr.h: mpfr_fprintf */
-#include "testutil.h"
-#include "clirun.h"
+#include "fixtures/testutil.h"
+#include "fixtures/clirun.h"
 #include "oracles/dot.h"
 #include "vijp/rng.h"
 #include <gmp.h>

@@ -2,7 +2,7 @@
  * answers, the statistics of error curves on synthetic curves, and
  * vijp_drift_run on small networks (reference validation, growth against the
  * Lyapunov prediction, the first-order bound, engine failure, stored bytes). */
-#include "testutil.h"
+#include "fixtures/testutil.h"
 #include "vijp/drift.h"
 #include "compare/cache.h"
 #include "drift/memo.h"

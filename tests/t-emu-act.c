@@ -6,7 +6,7 @@
  * bfloat16 and binary16 are checked exhaustively (every bit pattern),
  * binary32 and the mixed formats on random values of their grids plus
  * special and hard-to-round inputs. */
-#include "testutil.h"
+#include "fixtures/testutil.h"
 #include "vijp/arith.h"
 #include "oracles/oracles.h"
 #include "emu/elementary.h"

@@ -6,7 +6,7 @@
  * the theorem src/emu/emu.h cites).  The inputs cover what could tell a
  * different order or pivot apart: subnormals, ±0, values near overflow,
  * Inf and NaN entries, pivot ties, exactly and nearly singular matrices. */
-#include "testutil.h"
+#include "fixtures/testutil.h"
 #include "vijp/arith.h"
 #include "oracles/oracles.h"
 #include "emu/conv.h"

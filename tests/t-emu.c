@@ -3,7 +3,7 @@
  * be the same number, with the same sign of zero, and NaN where the oracle
  * gives NaN.  No tolerance: the claim is equality (emu.h cites the theorem
  * that makes it hold for formats of at most 24 bits). */
-#include "testutil.h"
+#include "fixtures/testutil.h"
 #include "vijp/arith.h"
 #include "emu/emu.h"
 #include <math.h>

@@ -1,7 +1,7 @@
 /* Engines (issue 2): Moonwalk mixed mode and pure forward against backprop,
  * at 256 bits (>= 60 digits) and in double (within a derived bound), and
  * stored-bytes accounting against hand counts. */
-#include "layerfix.h"
+#include "fixtures/layerfix.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -6,7 +6,7 @@
  * are exact) rebuilds g exactly too.  tanh: f′ = 1 − tanh² at |x| <= 2, where
  * the subtraction loses at most a factor 1/(1 − tanh²(2)) ≈ 14 of tanh's 2
  * ulps: within 64 ulps of f′ (u = 2^-53: 64·2u relative). */
-#include "clirun.h"
+#include "fixtures/clirun.h"
 #include "vijp/array_io.h"
 #include <math.h>
 #include <stdio.h>

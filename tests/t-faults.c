@@ -12,7 +12,7 @@
  * certify's ~4·10^4 (tanh: the MPFI search of f′ and the format tables)
  * and drift's ~1.2·10^3 (one dense layer: the study, its MPFR reference and
  * the report writer; a tanh net would add the activation tables' 10^5). */
-#include "clirun.h"
+#include "fixtures/clirun.h"
 #include <malloc.h>
 #include <math.h>
 #include <stdio.h>

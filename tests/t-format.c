@@ -3,7 +3,7 @@
  * (correctly rounded by IEEE 754, built with -ffp-contract=off); binary16 and
  * bfloat16, which have no native type here, against exact facts derived by
  * hand below. */
-#include "testutil.h"
+#include "fixtures/testutil.h"
 #include "vijp/arith.h"
 #include "vijp/rng.h"
 #include <stdint.h>

@@ -16,7 +16,7 @@
  * block of C are never written, a NaN or Inf in A reaches exactly the
  * entries whose sums include it. */
 #include <stdio.h>
-#include "testutil.h"
+#include "fixtures/testutil.h"
 #include "kernels/kernels.h"
 #include "vijp/rng.h"
 #include <math.h>

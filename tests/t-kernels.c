@@ -15,8 +15,8 @@
  *    binary32 (max(1.01·2^-24·|f|, 2^-150)); NaN and ±Inf give what ref gives.
  *  - Drift partials: the three metrics against vijp_compare (MPFR), within the
  *    bounds stated in kernels.h. */
-#include "actterms.h"
-#include "clirun.h"
+#include "fixtures/actterms.h"
+#include "fixtures/clirun.h"
 #include "oracles/oracles.h"
 #include "kernels/kernels.h"
 #include <float.h>

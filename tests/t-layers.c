@@ -8,7 +8,7 @@
  * layers they run on and what a built-in type may skip.  No test here looks
  * at a layer's name.  Beside the battery: bad inputs, binary16 underflow and
  * the initialisers. */
-#include "layerfix.h"
+#include "fixtures/layerfix.h"
 #include "vijp/check_layer.h"
 #include <math.h>
 #include <stdio.h>

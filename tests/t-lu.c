@@ -18,7 +18,7 @@
  * Shapes cross the recursion's leaves (8 rows, 16 columns) and the getrs
  * cut-off (16 columns).  Each test runs once per route (_i). */
 #include <stdio.h>
-#include "testutil.h"
+#include "fixtures/testutil.h"
 #include "layers/lu.h"
 #include "vijp/rng.h"
 #include <math.h>

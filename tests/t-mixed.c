@@ -6,7 +6,7 @@
  *   ulp) rounds to 1, and 1 + 2^-8 is a tie, which goes to the even 1;
  *   binary16 keeps 11: ulp(1) = 2^-10; binary32 24: ulp(1) = 2^-23;
  *   TF32 operands keep 11: 1 + 2^-12 rounds to 1. */
-#include "testutil.h"
+#include "fixtures/testutil.h"
 #include "vijp/arith.h"
 #include <math.h>
 #include <string.h>

@@ -10,8 +10,8 @@
  *     values are exact in binary32; Higham eq. 3.5 for the sums; u_s the
  *     storage's unit roundoff for the last rounding);
  * A study in them: t-b32set.c's study_runs_binary32_sets. */
-#include "testutil.h"
-#include "f32fix.h"
+#include "fixtures/testutil.h"
+#include "fixtures/f32fix.h"
 #include "kernels/kernels.h"
 #include <cblas.h>
 #include <lapacke.h>

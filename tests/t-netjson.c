@@ -2,7 +2,7 @@
  * same net as the spec with the same θ (gradients equal bit for bit), maps
  * PyTorch's layout as written out by hand here, and refuses every malformed
  * file with exit 2 naming the layer index and the field. */
-#include "clirun.h"
+#include "fixtures/clirun.h"
 #include "vijp/array_io.h"
 #include "vijp/vijp.h"
 #include <errno.h>

@@ -2,7 +2,7 @@
  * the bytes written are those the fill writes directly, in every item and
  * with or without the thread; a fill that fails makes the write fail with
  * its errno (the report's write then names the file, atomic.c). */
-#include "testutil.h"
+#include "fixtures/testutil.h"
 #include "report/prerender.h"
 #include <errno.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * memory stream in place of the terminal, so that nothing waits or depends
  * on where the suite runs.  That runs without a terminal print no meter is
  * checked on the command itself in t-cli.c. */
-#include "testutil.h"
+#include "fixtures/testutil.h"
 #include "study/progress.h"
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,8 +7,8 @@
  * registered through its own vijp_plugin_init): y = tanh(a·x) with one
  * learned scale a, written against the public headers only, as a user
  * would.  Variants of its descriptor make the contradictions. */
-#include "clirun.h"
-#include "testutil.h"
+#include "fixtures/clirun.h"
+#include "fixtures/testutil.h"
 #include "vijp/catalogue.h"
 #include "vijp/certify.h"
 #include "vijp/plugin.h"

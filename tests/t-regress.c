@@ -11,7 +11,7 @@
  * what they skipped; --json carries each finding whole; --junit writes a
  * JUnit report CI servers render.  (Directions against the perturbed build:
  * t-report.c.) */
-#include "clirun.h"
+#include "fixtures/clirun.h"
 #include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>

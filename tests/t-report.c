@@ -2,7 +2,7 @@
  * determinism, bad input writing nothing, regression detection (exact for the
  * bit-reproducible formats, with tolerances for double), and whole reports
  * under SIGKILL (more in t-atomic.c). */
-#include "clirun.h"
+#include "fixtures/clirun.h"
 #include <fcntl.h>
 #include <jansson.h>
 #include <math.h>

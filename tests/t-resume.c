@@ -3,7 +3,7 @@
  * uninterrupted run; a changed study refuses to resume; damaged units are
  * recomputed; without --resume kept units are discarded.  And the unit text
  * itself (src/study/unit_io.h) round-trips every double bit for bit. */
-#include "clirun.h"
+#include "fixtures/clirun.h"
 #include "study/unit_io.h"
 #include <math.h>
 #include <stdio.h>

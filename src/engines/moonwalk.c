@@ -8,7 +8,7 @@
  * Cost against backprop: per layer, mixed mode runs forward F twice, the input
  * vjp V, the vijp S and the parameter vjp P, where backprop runs F, V and P:
  * Σ(2F + V + S + P) / Σ(F + V + P) in flops, 5/3 + n/(9B) for square dense
- * layers (S = LU + two triangular solves).  tests/bench-engines.c derives it
+ * layers (S = LU + two triangular solves).  bench/engines.c derives it
  * per layer type and measures the time ratio against it. */
 #include "engine_internal.h"
 #include "kernels/kernels.h"
