@@ -288,11 +288,36 @@ static int certify_jacobian(const char *jpath, const char *rpath, const vijp_cer
     return ok ? EXIT_OK : EXIT_FAILED;
 }
 
-static int certify_command(const mpi_world *w, int argc, char **argv)
+/* What the command line asked for. */
+typedef struct {
+    const char *spec, *init_name, *jacobian, *radius, *input, *params;
+    const char *layer_opt; /* an option that only --layer takes, given */
+    unsigned long long width, samples, seed;
+    double scale, range;
+    vijp_certify_opts co;
+    int json, verbose, quiet;
+    vijp_init init;
+} certify_args;
+
+static int usage_error(const vijp_error *err)
 {
-    vijp_net net = {0};
-    vijp_array xin = {0}, th = {0};
-    const vijp_layer *L = NULL;
+    fprintf(stderr, "vijp certify: %s\n", err->msg);
+    return EXIT_USAGE;
+}
+
+/* A positive number below 1e300 for --scale and --range. */
+static int parse_positive(const char *opt, const char *s, double *out)
+{
+    char *end;
+    *out = strtod(s, &end);
+    if (!*end && *out > 0 && *out < 1e300) return 0;
+    fprintf(stderr, "vijp certify: %s wants a positive number, got '%s'\n", opt, s);
+    return -1;
+}
+
+/* Options into a; -1 to go on, or the exit status (--help, bad usage). */
+static int parse_args(int argc, char **argv, certify_args *a)
+{
     enum { O_PREC = 256, O_RANGE, O_JACOBIAN, O_RADIUS, O_INPUT, O_PARAMS };
     static const struct option opts[] = {
         {"layer", 1, 0, 'l'}, {"width", 1, 0, 'w'},      {"samples", 1, 0, 'n'}, {"seed", 1, 0, 's'},
@@ -300,177 +325,159 @@ static int certify_command(const mpi_world *w, int argc, char **argv)
         {"json", 0, 0, 'j'},  {"verbose", 0, 0, 'v'},    {"help", 0, 0, 'h'},   {"quiet", 0, 0, 'q'},
         {"jacobian", 1, 0, O_JACOBIAN}, {"radius", 1, 0, O_RADIUS}, {"input", 1, 0, O_INPUT}, {"params", 1, 0, O_PARAMS}, {0, 0, 0, 0},
     };
-    const char *spec = NULL, *init_name = "gaussian", *jacobian = NULL, *radius = NULL;
-    const char *layer_opt = NULL, *input = NULL, *params = NULL; /* an option that only --layer takes, given */
-    int opt_index = 0;
-    unsigned long long width = 0, samples = 16, seed = 1, v;
-    double scale = 1, range = 1000;
-    vijp_certify_opts co = {0};
-    int json = 0, verbose = 0, quiet = 0, c;
-    vijp_init init = {VIJP_INIT_GAUSSIAN, 1};
     vijp_error err = {0};
-    char *end;
-    int code = -1; /* parsing: -1 to go on, else the exit status */
-#define PARSE_END(status) do { code = (status); goto parsed; } while (0)
-#define PARSE_FAIL() do { fprintf(stderr, "vijp certify: %s\n", err.msg); PARSE_END(EXIT_USAGE); } while (0)
-    /* Under mpirun every rank parses; rank 0 alone speaks (mpi_study.h). */
-    rank_output quiet_rank;
-    rank_output_hide(&quiet_rank, w->rank);
+    unsigned long long v;
+    int c, opt_index = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "hvq", opts, &opt_index)) != -1) {
-        if ((c > 0 && c < 128 && strchr("wnsix", c)) || c == O_RANGE || c == O_INPUT || c == O_PARAMS) layer_opt = opts[opt_index].name;
+        if ((c > 0 && c < 128 && strchr("wnsix", c)) || c == O_RANGE || c == O_INPUT || c == O_PARAMS) a->layer_opt = opts[opt_index].name;
         switch (c) {
-        case O_JACOBIAN: jacobian = optarg; break;
-        case O_RADIUS: radius = optarg; break;
-        case O_INPUT: input = optarg; break;
-        case O_PARAMS: params = optarg; break;
-        case 'l': spec = optarg; break;
-        case 'w': if (cli_parse_size("--width", optarg, 1, 4096, &width)) PARSE_END(EXIT_USAGE); break;
-        case 'n': if (cli_parse_size("--samples", optarg, 1, 100000, &samples)) PARSE_END(EXIT_USAGE); break;
-        case 's': if (cli_parse_size("--seed", optarg, 0, INT64_MAX, &seed)) PARSE_END(EXIT_USAGE); break;
-        case 'i': init_name = optarg; if (vijp_init_parse(optarg, &init, &err)) PARSE_FAIL(); break;
-        case 'x':
-            scale = strtod(optarg, &end);
-            if (*end || !(scale > 0 && scale < 1e300)) {
-                fprintf(stderr, "vijp certify: --scale wants a positive number, got '%s'\n", optarg);
-                PARSE_END(EXIT_USAGE);
-            }
-            break;
-        case O_RANGE:
-            range = strtod(optarg, &end);
-            if (*end || !(range > 0 && range < 1e300)) {
-                fprintf(stderr, "vijp certify: --range wants a positive number, got '%s'\n", optarg);
-                PARSE_END(EXIT_USAGE);
-            }
-            break;
-        case O_PREC: if (cli_parse_size("--prec-max", optarg, 106, VIJP_PREC_MAX, &v)) PARSE_END(EXIT_USAGE); co.prec_max = (long)v; break;
-        case 'j': json = 1; break;
-        case 'v': verbose = 1; break;
-        case 'q': quiet = 1; break;
-        case 'h': fputs(help, stdout), cli_print_layer_syntax(stdout, CLI_CERTIFY_SPEC); PARSE_END(EXIT_OK);
-        default: fputs("run 'vijp certify --help' for the options\n", stderr); PARSE_END(EXIT_USAGE);
+        case O_JACOBIAN: a->jacobian = optarg; break;
+        case O_RADIUS: a->radius = optarg; break;
+        case O_INPUT: a->input = optarg; break;
+        case O_PARAMS: a->params = optarg; break;
+        case 'l': a->spec = optarg; break;
+        case 'w': if (cli_parse_size("--width", optarg, 1, 4096, &a->width)) return EXIT_USAGE; break;
+        case 'n': if (cli_parse_size("--samples", optarg, 1, 100000, &a->samples)) return EXIT_USAGE; break;
+        case 's': if (cli_parse_size("--seed", optarg, 0, INT64_MAX, &a->seed)) return EXIT_USAGE; break;
+        case 'i': a->init_name = optarg; if (vijp_init_parse(optarg, &a->init, &err)) return usage_error(&err); break;
+        case 'x': if (parse_positive("--scale", optarg, &a->scale)) return EXIT_USAGE; break;
+        case O_RANGE: if (parse_positive("--range", optarg, &a->range)) return EXIT_USAGE; break;
+        case O_PREC: if (cli_parse_size("--prec-max", optarg, 106, VIJP_PREC_MAX, &v)) return EXIT_USAGE; a->co.prec_max = (long)v; break;
+        case 'j': a->json = 1; break;
+        case 'v': a->verbose = 1; break;
+        case 'q': a->quiet = 1; break;
+        case 'h': fputs(help, stdout), cli_print_layer_syntax(stdout, CLI_CERTIFY_SPEC); return EXIT_OK;
+        default: fputs("run 'vijp certify --help' for the options\n", stderr); return EXIT_USAGE;
         }
     }
     if (optind < argc) {
         fprintf(stderr, "vijp certify: unexpected argument '%s'\n", argv[optind]);
-        PARSE_END(EXIT_USAGE);
+        return EXIT_USAGE;
     }
-    if (jacobian && spec) {
-        fputs("vijp certify: --layer and --jacobian exclude each other\n", stderr);
-        PARSE_END(EXIT_USAGE);
+    const char *clash = a->jacobian && a->spec ? "--layer and --jacobian exclude each other"
+                        : a->radius && !a->jacobian ? "--radius needs --jacobian"
+                        : !a->jacobian && !a->spec ? "--layer SPEC or --jacobian FILE is required (run 'vijp certify --help')"
+                        : NULL;
+    if (clash) return fprintf(stderr, "vijp certify: %s\n", clash), EXIT_USAGE;
+    if (a->jacobian && a->layer_opt)
+        return fprintf(stderr, "vijp certify: --%s applies to --layer, not to --jacobian\n", a->layer_opt), EXIT_USAGE;
+    if (a->spec && strchr(a->spec, ','))
+        return fprintf(stderr, "vijp certify: --layer takes one layer, got '%s'\n", a->spec), EXIT_USAGE;
+    return -1;
+}
+
+/* --input's points and --params' θ into the built one-layer net; the number
+ * of samples becomes the number of points. */
+static int read_user_point(const certify_args *a, vijp_net *net, vijp_array *xin, size_t *samples, vijp_error *err)
+{
+    const vijp_layer *L = &net->layers[0];
+    size_t P = L->type->param_count(L);
+    vijp_array th = {0};
+    char got[128];
+    if (a->input && !vijp_npy_read_rows(a->input, L->in, 0, xin, err)) {
+        if (xin->shape[0] > 100000)
+            vijp_fail(err, VIJP_EDIM, "--input %s: %zu points, more than the 100000 certify takes", a->input, xin->shape[0]);
+        else *samples = xin->shape[0], err->code = 0;
     }
-    if (jacobian && layer_opt) {
-        fprintf(stderr, "vijp certify: --%s applies to --layer, not to --jacobian\n", layer_opt);
-        PARSE_END(EXIT_USAGE);
+    if (!err->code && a->params && !vijp_npy_read(a->params, &th, err)) {
+        vijp_array_shape_str(th.ndim, th.shape, got, sizeof got);
+        if (th.ndim != 1 || th.len != P)
+            vijp_fail(err, VIJP_EDIM, "--params %s: shape %s, want (%zu,) (θ in %s's order)", a->params, got, P, L->type->name);
+        else {
+            if (P) memcpy(net->theta[0], th.data, P * sizeof *th.data);
+            if (!net->given) net->given = vijp_alloc_array(1, 1);
+            net->given[0] = 1; /* vijp_net_init leaves it */
+        }
     }
-    if (radius && !jacobian) {
-        fputs("vijp certify: --radius needs --jacobian\n", stderr);
-        PARSE_END(EXIT_USAGE);
-    }
-    if (jacobian) PARSE_END(w->rank ? EXIT_OK : certify_jacobian(jacobian, radius, &co, json)); /* one matrix: rank 0's */
-    if (!spec) {
-        fputs("vijp certify: --layer SPEC or --jacobian FILE is required (run 'vijp certify --help')\n", stderr);
-        PARSE_END(EXIT_USAGE);
-    }
-    if (strchr(spec, ',')) {
-        fprintf(stderr, "vijp certify: --layer takes one layer, got '%s'\n", spec);
-        PARSE_END(EXIT_USAGE);
-    }
+    vijp_array_clear(&th);
+    return err->code;
+}
+
+/* The layer of --layer, sized before it is built, its parameters drawn or
+ * given, and the user's points: -1 to go on (net and xin then hold them),
+ * or the exit status with nothing held. */
+static int setup_layer(const certify_args *a, vijp_net *net, vijp_array *xin, size_t *samples, vijp_error *err)
+{
     /* One BLAS thread: LAPACK's numbers (and the targets s is tried at) are
      * then the same on every run on this machine. */
     openblas_set_num_threads(1);
     /* Dense layers know their input width from the spec, a JSON net (one
      * layer, with or without parameters) from its file; others default to 16. */
-    size_t w0 = width ? width : strncmp(spec, "dense", 5) && !vijp_net_spec_is_json(spec) ? 16 : 0;
-    if (vijp_net_shape(&net, spec, 1, w0, &err)) PARSE_FAIL();
-    {
-        double m = (double)net.layers[0].out, n = (double)net.layers[0].in;
-        double P = (double)net.layers[0].type->param_count(&net.layers[0]);
-        vijp_net_free(&net);
-        if (!certify_fits(m, n, P)) PARSE_END(EXIT_USAGE);
+    size_t w0 = a->width ? a->width : strncmp(a->spec, "dense", 5) && !vijp_net_spec_is_json(a->spec) ? 16 : 0;
+    if (vijp_net_shape(net, a->spec, 1, w0, err)) return usage_error(err);
+    const vijp_layer *L = &net->layers[0];
+    double m = (double)L->out, n = (double)L->in, P = (double)L->type->param_count(L);
+    vijp_net_free(net);
+    if (!certify_fits(m, n, P)) return EXIT_USAGE;
+    if (vijp_net_build(net, a->spec, 1, w0, err)) return usage_error(err);
+    if (vijp_net_init(net, a->init, a->seed, err) || ((a->input || a->params) && read_user_point(a, net, xin, samples, err))) {
+        vijp_array_clear(xin);
+        vijp_net_free(net);
+        return usage_error(err);
     }
-    if (vijp_net_build(&net, spec, 1, w0, &err)) PARSE_FAIL();
-    if (vijp_net_init(&net, init, seed, &err)) {
-        vijp_net_free(&net);
-        PARSE_FAIL();
-    }
-    L = &net.layers[0];
-    /* the user's point: inputs a row per sample, θ in the type's order */
-    if (input || params) {
-        char got[128];
-        size_t P = L->type->param_count(L);
-        if (input && !vijp_npy_read_rows(input, L->in, 0, &xin, &err)) {
-            if (xin.shape[0] > 100000)
-                vijp_fail(&err, VIJP_EDIM, "--input %s: %zu points, more than the 100000 certify takes", input, xin.shape[0]);
-            else samples = xin.shape[0], err.code = 0;
-        }
-        if (!err.code && params && !vijp_npy_read(params, &th, &err)) {
-            vijp_array_shape_str(th.ndim, th.shape, got, sizeof got);
-            if (th.ndim != 1 || th.len != P)
-                vijp_fail(&err, VIJP_EDIM, "--params %s: shape %s, want (%zu,) (θ in %s's order)", params, got, P, L->type->name);
-            else {
-                if (P) memcpy(net.theta[0], th.data, P * sizeof *th.data);
-                if (!net.given) net.given = vijp_alloc_array(1, 1);
-                net.given[0] = 1; /* vijp_net_init leaves it */
-            }
-        }
-        vijp_array_clear(&th);
-        if (err.code) {
-            vijp_array_clear(&xin);
-            vijp_net_free(&net);
-            PARSE_FAIL();
-        }
-    }
-parsed:
-#undef PARSE_END
-#undef PARSE_FAIL
-    int stop = rank_parse_agree(w, &quiet_rank, code, "vijp certify", "the certification");
-    if (stop >= 0) {
-        if (code < 0) vijp_array_clear(&xin), vijp_net_free(&net);
-        return stop;
-    }
+    return -1;
+}
+
+/* The samples (shared out under mpirun), then, on rank 0, the activation's
+ * f′ analysis and the report: the exit status. */
+static int run_samples(const mpi_world *w, const certify_args *a, vijp_net *net, const vijp_array *xin, size_t samples)
+{
+    const vijp_layer *L = &net->layers[0];
+    vijp_error err = {0};
     results r = {vijp_alloc_array(samples, sizeof *r.c), 0};
     double *x = vijp_alloc_array(L->in, sizeof *x);
     progress meter;
-    progress_start(&meter, !w->rank && progress_wanted_here(0, quiet) ? stderr : NULL, samples, "samples", NULL);
-    certify_job job = {.net = &net, .init = init, .seed = seed, .co = &co, .input = xin.data, .scale = scale, .x = x,
-                       .samples = samples, .meter = &meter};
-    vijp_rng_seed(&job.rng, seed ^ 0x5eed5eed5eedull);
-    /* Under mpirun the samples are shared out (mpi_study.h); alone, in order. */
+    progress_start(&meter, !w->rank && progress_wanted_here(0, a->quiet) ? stderr : NULL, samples, "samples", NULL);
+    certify_job job = {.net = net, .init = a->init, .seed = a->seed, .co = &a->co, .input = xin->data, .scale = a->scale,
+                       .x = x, .samples = samples, .meter = &meter};
+    vijp_rng_seed(&job.rng, a->seed ^ 0x5eed5eed5eedull);
     int rc = mpi_certify_run(w, &job, r.c, &r.n, &err);
-    if (w->rank) { /* the other ranks' part is done: rank 0 prints */
-        for (size_t k = 0; k < r.n; k++) vijp_certificate_clear(&r.c[k]);
-        free(r.c), free(x);
-        vijp_array_clear(&xin);
-        vijp_net_free(&net);
-        progress_end(&meter);
-        return EXIT_OK;
-    }
     progress_end(&meter);
     vijp_activation_report act;
     int have_act = 0;
-    if (!rc && L->type->deriv_enclose) {
-        if ((rc = vijp_activation_analyze(L, net.theta[0], range, range * 1e-12 > 1e-9 ? range * 1e-12 : 1e-9, &act, &err))) goto done;
-        have_act = 1;
+    if (!w->rank && !rc && L->type->deriv_enclose) {
+        double tol = a->range * 1e-12 > 1e-9 ? a->range * 1e-12 : 1e-9;
+        have_act = !(rc = vijp_activation_analyze(L, net->theta[0], a->range, tol, &act, &err));
     }
-    if (!rc && json)
-        print_json(json_pack("{s:s, s:I, s:I, s:I, s:I}", "layer", spec, "in", (json_int_t)L->in, "out",
-                             (json_int_t)L->out, "samples", (json_int_t)r.n, "seed", (json_int_t)seed),
+    if (!w->rank && !rc && a->json)
+        print_json(json_pack("{s:s, s:I, s:I, s:I, s:I}", "layer", a->spec, "in", (json_int_t)L->in, "out",
+                             (json_int_t)L->out, "samples", (json_int_t)r.n, "seed", (json_int_t)a->seed),
                    &r, have_act ? &act : NULL);
-    else if (!rc) print_table(spec, L, seed, init_name, scale, &r, have_act ? &act : NULL, verbose);
-done:;
+    else if (!w->rank && !rc)
+        print_table(a->spec, L, a->seed, a->init_name, a->scale, &r, have_act ? &act : NULL, a->verbose);
     size_t certified = 0;
-    if (!rc) overall(&r, &certified);
+    if (!w->rank && !rc) overall(&r, &certified);
     for (size_t k = 0; k < r.n; k++) vijp_certificate_clear(&r.c[k]);
     free(r.c), free(x);
-    vijp_array_clear(&xin);
     if (have_act) vijp_activation_report_clear(&act);
-    vijp_net_free(&net);
+    if (w->rank) return EXIT_OK; /* the other ranks' part is done: rank 0 prints */
     if (rc) {
         fprintf(stderr, "vijp certify: %s\n", err.msg);
         return rc == VIJP_EDECLARATION ? 3 : rc == VIJP_EINVAL || rc == VIJP_EDIM || rc == VIJP_EDOMAIN ? EXIT_USAGE : EXIT_FAILED;
     }
     return certified == samples ? EXIT_OK : EXIT_FAILED;
+}
+
+static int certify_command(const mpi_world *w, int argc, char **argv)
+{
+    certify_args a = {.init_name = "gaussian", .samples = 16, .seed = 1, .scale = 1, .range = 1000,
+                      .init = {VIJP_INIT_GAUSSIAN, 1}};
+    vijp_net net = {0};
+    vijp_array xin = {0};
+    vijp_error err = {0};
+    size_t samples = 0;
+    /* Under mpirun every rank parses; rank 0 alone speaks (mpi/mpi.h). */
+    rank_output quiet_rank;
+    rank_output_hide(&quiet_rank, w->rank);
+    int code = parse_args(argc, argv, &a); /* -1 to go on, else the exit status */
+    if (code < 0 && a.jacobian) code = w->rank ? EXIT_OK : certify_jacobian(a.jacobian, a.radius, &a.co, a.json);
+    samples = a.samples;
+    if (code < 0) code = setup_layer(&a, &net, &xin, &samples, &err);
+    int stop = rank_parse_agree(w, &quiet_rank, code, "vijp certify", "the certification");
+    if (stop < 0) stop = run_samples(w, &a, &net, &xin, samples);
+    if (code < 0) vijp_array_clear(&xin), vijp_net_free(&net);
+    return stop;
 }
 
 /* Under mpirun, every rank runs this (mpi_study.h); alone, a world of one. */

@@ -64,6 +64,12 @@ static const char help[] =
     "Exit status: 0 success, 1 the computation failed (e.g. a singular vijp) or\n"
     "writing a --save file failed, 2 bad usage or input.  Nothing is printed on stdout unless every run succeeded.\n";
 
+static int usage_error(const vijp_error *err)
+{
+    fprintf(stderr, "vijp grad: %s\n", err->msg);
+    return EXIT_USAGE;
+}
+
 static json_t *num(double x) { return isfinite(x) ? json_real(x) : json_null(); }
 
 static json_t *result_json(const vijp_grad_setup *s, const vijp_grad_result *r)
@@ -144,7 +150,17 @@ static int check_printed(const vijp_grad_result *r, size_t D, vijp_error *err)
     return 0;
 }
 
-int cli_grad(int argc, char **argv)
+/* What the command line asked for; the setup is completed by resolve(). */
+typedef struct {
+    vijp_grad_setup s;
+    const char *engines, *format, *save_dir;
+    int json, quiet, depth_given, batch_given, loss_given;
+    vijp_engine_kind list[VIJP_ENGINE_COUNT];
+    size_t n_engines;
+} grad_args;
+
+/* Options into a; -1 to go on, or the exit status (--help, a bad option). */
+static int parse_args(int argc, char **argv, grad_args *a, vijp_error *err)
 {
     static const struct option opts[] = {
         {"net", 1, 0, 'n'},  {"depth", 1, 0, 'd'}, {"width", 1, 0, 'w'}, {"batch", 1, 0, 'b'},
@@ -152,32 +168,28 @@ int cli_grad(int argc, char **argv)
         {"seed", 1, 0, 's'}, {"json", 0, 0, 'j'}, {"help", 0, 0, 'h'}, {"segment", 1, 0, 'K'}, {"quiet", 0, 0, 'q'},
         {"save", 1, 0, 'S'}, {"input", 1, 0, 'I'}, {"weights", 1, 0, 'W'}, {"target", 1, 0, 'T'}, {0, 0, 0, 0},
     };
-    const char *save_dir = NULL;
-    vijp_grad_setup s = {.spec = "dense:64,leaky:0.1", .depth = 8, .batch = 1, .seed = 1,
-                         .init = {VIJP_INIT_ORTHOGONAL, 1}, .loss = VIJP_LOSS_SQUARE};
-    const char *engines = "moonwalk", *format = "double";
-    int json = 0, quiet = 0, c, depth_given = 0, batch_given = 0, loss_given = 0;
+    vijp_grad_setup *s = &a->s;
     unsigned long long v;
-    vijp_error err = {0};
+    int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
         switch (c) {
-        case 'n': s.spec = optarg; break;
-        case 'd': if (cli_parse_size("--depth", optarg, 1, 100000, &v)) return EXIT_USAGE; s.depth = v, depth_given = 1; break;
-        case 'w': if (cli_parse_size("--width", optarg, 1, 1u << 24, &v)) return EXIT_USAGE; s.width = v; break;
-        case 'b': if (cli_parse_size("--batch", optarg, 1, 1000000, &v)) return EXIT_USAGE; s.batch = v, batch_given = 1; break;
-        case 's': if (cli_parse_size("--seed", optarg, 0, INT64_MAX, &v)) return EXIT_USAGE; s.seed = v; break; /* JSON integers are signed 64-bit */
-        case 'e': engines = optarg; break;
-        case 'f': format = optarg; break;
-        case 'i': if (vijp_init_parse(optarg, &s.init, &err)) goto usage_err; break;
-        case 'l': if (vijp_loss_parse(optarg, &s.loss, &err)) goto usage_err; loss_given = 1; break;
-        case 'I': s.input = optarg; break;
-        case 'T': s.target = optarg; break;
-        case 'W': s.weights = optarg; break;
-        case 'K': if (cli_parse_size("--segment", optarg, 1, 100000, &v)) return EXIT_USAGE; s.opts.checkpoint_segment = v; break;
-        case 'j': json = 1; break;
-        case 'q': quiet = 1; break;
-        case 'S': save_dir = optarg; break;
+        case 'n': s->spec = optarg; break;
+        case 'd': if (cli_parse_size("--depth", optarg, 1, 100000, &v)) return EXIT_USAGE; s->depth = v, a->depth_given = 1; break;
+        case 'w': if (cli_parse_size("--width", optarg, 1, 1u << 24, &v)) return EXIT_USAGE; s->width = v; break;
+        case 'b': if (cli_parse_size("--batch", optarg, 1, 1000000, &v)) return EXIT_USAGE; s->batch = v, a->batch_given = 1; break;
+        case 's': if (cli_parse_size("--seed", optarg, 0, INT64_MAX, &v)) return EXIT_USAGE; s->seed = v; break; /* JSON integers are signed 64-bit */
+        case 'e': a->engines = optarg; break;
+        case 'f': a->format = optarg; break;
+        case 'i': if (vijp_init_parse(optarg, &s->init, err)) return usage_error(err); break;
+        case 'l': if (vijp_loss_parse(optarg, &s->loss, err)) return usage_error(err); a->loss_given = 1; break;
+        case 'I': s->input = optarg; break;
+        case 'T': s->target = optarg; break;
+        case 'W': s->weights = optarg; break;
+        case 'K': if (cli_parse_size("--segment", optarg, 1, 100000, &v)) return EXIT_USAGE; s->opts.checkpoint_segment = v; break;
+        case 'j': a->json = 1; break;
+        case 'q': a->quiet = 1; break;
+        case 'S': a->save_dir = optarg; break;
         case 'h': fputs(help, stdout), cli_print_layer_syntax(stdout, CLI_SPEC_ITEMS); return EXIT_OK;
         default: fputs("run 'vijp grad --help' for the options\n", stderr); return EXIT_USAGE;
         }
@@ -186,96 +198,130 @@ int cli_grad(int argc, char **argv)
         fprintf(stderr, "vijp grad: unexpected argument '%s'\n", argv[optind]);
         return EXIT_USAGE;
     }
-    if (vijp_format_parse(format, &s.fmt, &err) || vijp_grad_check_format(&s.fmt, &err)) goto usage_err;
-    int loss = (int)s.loss;
-    if (cli_net_json(s.spec, &s.depth, depth_given, &loss, loss_given, &err)) goto usage_err;
-    s.loss = (vijp_loss_kind)loss;
-    vijp_net probe; /* validate the spec and learn the width before running anything */
-    if (vijp_net_shape(&probe, s.spec, s.depth, s.width, &err)) goto usage_err;
-    s.width = probe.width;
-    /* the parameter file read now, so that a bad one is bad input before any run */
-    vijp_net_free(&probe);
-    int bad = s.weights && cli_check_weights(s.spec, s.depth, s.width, s.weights, &err);
-    if (bad || (s.input && cli_input_batch(s.input, s.width, &s.batch, batch_given, &err))) goto usage_err;
-    double need; /* size the run before allocating it (the reference: study.c's precision) */
-    long ref_prec = 2 * (long)s.fmt.prec > 256 ? 2 * (long)s.fmt.prec : 256;
-    if (vijp_run_bytes_estimate(s.spec, s.depth, s.width, s.batch, &s.fmt, ref_prec, &need, &err)) goto usage_err;
-    if (!cli_memory_fits("grad", need)) return EXIT_USAGE;
+    return -1;
+}
 
-    vijp_engine_kind list[VIJP_ENGINE_COUNT];
-    size_t n = 0;
-    char *copy = vijp_strdup(engines), *save = NULL;
-    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+/* --engine's comma list ("all" for every engine) into a->list. */
+static int parse_engines(grad_args *a, vijp_error *err)
+{
+    char *copy = vijp_strdup(a->engines), *save = NULL;
+    int rc = 0;
+    a->n_engines = 0;
+    for (char *t = strtok_r(copy, ",", &save); t && !rc; t = strtok_r(NULL, ",", &save)) {
         if (!strcmp(t, "all")) {
-            for (int k = 0; k < VIJP_ENGINE_COUNT; k++) list[k] = (vijp_engine_kind)k;
-            n = VIJP_ENGINE_COUNT;
-        } else if (n < VIJP_ENGINE_COUNT && !vijp_engine_parse(t, &list[n], &err)) n++;
-        else {
-            if (n >= VIJP_ENGINE_COUNT) vijp_fail(&err, VIJP_EINVAL, "too many engines in '%s'", engines);
-            free(copy);
-            goto usage_err;
+            for (int k = 0; k < VIJP_ENGINE_COUNT; k++) a->list[k] = (vijp_engine_kind)k;
+            a->n_engines = VIJP_ENGINE_COUNT;
+        } else if (a->n_engines >= VIJP_ENGINE_COUNT) {
+            rc = vijp_fail(err, VIJP_EINVAL, "too many engines in '%s'", a->engines);
+        } else if (!(rc = vijp_engine_parse(t, &a->list[a->n_engines], err))) {
+            a->n_engines++;
         }
     }
     free(copy);
-    if (n == 0) {
-        vijp_fail(&err, VIJP_EINVAL, "no engine given");
-        goto usage_err;
-    }
+    if (!rc && a->n_engines == 0) rc = vijp_fail(err, VIJP_EINVAL, "no engine given");
+    return rc;
+}
 
-    if (save_dir && cli_prepare_dir(save_dir, &err)) goto usage_err; /* before running: a bad folder is bad input */
+/* Everything checked before anything runs, so that bad input is exit 2 with
+ * nothing computed: the format, a JSON net's depth and loss, the net's
+ * shape (and width), --weights and --input against it, whether the run fits
+ * in memory, the engines and the --save folder. */
+static int resolve(grad_args *a, vijp_error *err)
+{
+    vijp_grad_setup *s = &a->s;
+    if (vijp_format_parse(a->format, &s->fmt, err) || vijp_grad_check_format(&s->fmt, err)) return usage_error(err);
+    int loss = (int)s->loss;
+    if (cli_net_json(s->spec, &s->depth, a->depth_given, &loss, a->loss_given, err)) return usage_error(err);
+    s->loss = (vijp_loss_kind)loss;
+    vijp_net probe;
+    if (vijp_net_shape(&probe, s->spec, s->depth, s->width, err)) return usage_error(err);
+    s->width = probe.width;
+    vijp_net_free(&probe);
+    if (s->weights && cli_check_weights(s->spec, s->depth, s->width, s->weights, err)) return usage_error(err);
+    if (s->input && cli_input_batch(s->input, s->width, &s->batch, a->batch_given, err)) return usage_error(err);
+    double need; /* the reference's precision: grad/grad.c's */
+    long ref_prec = 2 * (long)s->fmt.prec > 256 ? 2 * (long)s->fmt.prec : 256;
+    if (vijp_run_bytes_estimate(s->spec, s->depth, s->width, s->batch, &s->fmt, ref_prec, &need, err))
+        return usage_error(err);
+    if (!cli_memory_fits("grad", need)) return EXIT_USAGE;
+    if (parse_engines(a, err)) return usage_error(err);
+    if (a->save_dir && cli_prepare_dir(a->save_dir, err)) return usage_error(err);
+    return -1;
+}
 
-    vijp_grad_result res[VIJP_ENGINE_COUNT];
+/* Every engine against the reference, into res; the first engine's
+ * gradients into kept when --save asks for them.  0, or the exit status. */
+static int run_engines(const grad_args *a, vijp_grad_result *res, vijp_grads *kept, vijp_error *err)
+{
     progress meter;
-    progress_start(&meter, progress_wanted_here(0, quiet) ? stderr : NULL, n, "engines", NULL);
-    vijp_grads kept = {0};
-    for (size_t k = 0; k < n; k++) {
-        int rc = vijp_grad_compare_keep(&s, list[k], &res[k], save_dir && k == 0 ? &kept : NULL, &err);
-        if (!rc && (rc = check_printed(&res[k], s.depth, &err))) vijp_grad_result_clear(&res[k]);
+    progress_start(&meter, progress_wanted_here(0, a->quiet) ? stderr : NULL, a->n_engines, "engines", NULL);
+    for (size_t k = 0; k < a->n_engines; k++) {
+        int rc = vijp_grad_compare_keep(&a->s, a->list[k], &res[k], a->save_dir && k == 0 ? kept : NULL, err);
+        if (!rc && (rc = check_printed(&res[k], a->s.depth, err))) vijp_grad_result_clear(&res[k]);
         progress_step(&meter, k + 1);
         if (rc) {
             progress_end(&meter);
             for (size_t j = 0; j < k; j++) vijp_grad_result_clear(&res[j]);
-            vijp_grads_clear(&kept);
-            fprintf(stderr, "vijp grad: %s: %s\n", vijp_engine_name(list[k]), err.msg);
+            fprintf(stderr, "vijp grad: %s: %s\n", vijp_engine_name(a->list[k]), err->msg);
             return rc == VIJP_EINVAL || rc == VIJP_EDIM || rc == VIJP_EDOMAIN ? EXIT_USAGE : EXIT_FAILED;
         }
     }
     progress_end(&meter);
-    if (save_dir) { /* written before anything is printed: stdout stays empty on failure */
-        int rc = save_grads(save_dir, &kept, &err);
-        vijp_grads_clear(&kept);
-        if (rc) {
-            for (size_t k = 0; k < n; k++) vijp_grad_result_clear(&res[k]);
-            fprintf(stderr, "vijp grad: --save: %s\n", err.msg);
-            return EXIT_FAILED;
-        }
-    }
-    if (json) {
-        json_t *out = n == 1 ? result_json(&s, &res[0]) : json_object();
-        if (n > 1) {
+    return 0;
+}
+
+static void print_results(const grad_args *a, const vijp_grad_result *res)
+{
+    const vijp_grad_setup *s = &a->s;
+    if (a->json) {
+        json_t *out = a->n_engines == 1 ? result_json(s, &res[0]) : json_object();
+        if (a->n_engines > 1) {
             json_t *runs = json_array();
-            for (size_t k = 0; k < n; k++) json_array_append_new(runs, result_json(&s, &res[k]));
+            for (size_t k = 0; k < a->n_engines; k++) json_array_append_new(runs, result_json(s, &res[k]));
             json_object_set_new(out, "runs", runs);
         }
         json_dumpf(out, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
         putchar('\n');
         json_decref(out);
-    } else {
-        printf("net %s, depth %zu, width %zu, batch %zu, format %s, seed %llu\n", s.spec, s.depth,
-               s.width, s.batch, s.fmt.name, (unsigned long long)s.seed);
-        printf("reference: MPFR backprop at %ld bits from the same rounded weights and inputs\n\n",
-               res[0].ref_prec);
-        printf("%-13s %12s %12s %12s %14s %12s %12s %12s\n", "engine", "loss", "|grad x|", "|grad θ|",
-               "stored bytes", "rel err x", "rel err θ", "max g_i err");
-        for (size_t k = 0; k < n; k++)
-            printf("%-13s %12.5g %12.5g %12.5g %14zu %12.3e %12.3e %12.3e\n", vijp_engine_name(list[k]),
-                   res[k].loss, res[k].grad_x_norm, res[k].grad_theta_norm, res[k].stored_bytes,
-                   res[k].input_grad_rel_err, res[k].param_grad_rel_err_max, max_layer_err(&res[k], s.depth));
+        return;
     }
-    for (size_t k = 0; k < n; k++) vijp_grad_result_clear(&res[k]);
-    return EXIT_OK;
+    printf("net %s, depth %zu, width %zu, batch %zu, format %s, seed %llu\n", s->spec, s->depth, s->width, s->batch,
+           s->fmt.name, (unsigned long long)s->seed);
+    printf("reference: MPFR backprop at %ld bits from the same rounded weights and inputs\n\n", res[0].ref_prec);
+    printf("%-13s %12s %12s %12s %14s %12s %12s %12s\n", "engine", "loss", "|grad x|", "|grad θ|", "stored bytes",
+           "rel err x", "rel err θ", "max g_i err");
+    for (size_t k = 0; k < a->n_engines; k++)
+        printf("%-13s %12.5g %12.5g %12.5g %14zu %12.3e %12.3e %12.3e\n", vijp_engine_name(a->list[k]), res[k].loss,
+               res[k].grad_x_norm, res[k].grad_theta_norm, res[k].stored_bytes, res[k].input_grad_rel_err,
+               res[k].param_grad_rel_err_max, max_layer_err(&res[k], s->depth));
+}
 
-usage_err:
-    fprintf(stderr, "vijp grad: %s\n", err.msg);
-    return EXIT_USAGE;
+int cli_grad(int argc, char **argv)
+{
+    grad_args a = {.s = {.spec = "dense:64,leaky:0.1", .depth = 8, .batch = 1, .seed = 1,
+                         .init = {VIJP_INIT_ORTHOGONAL, 1}, .loss = VIJP_LOSS_SQUARE},
+                   .engines = "moonwalk", .format = "double"};
+    vijp_error err = {0};
+    int rc = parse_args(argc, argv, &a, &err);
+    if (rc < 0) rc = resolve(&a, &err);
+    if (rc >= 0) return rc;
+
+    vijp_grad_result res[VIJP_ENGINE_COUNT];
+    vijp_grads kept = {0};
+    if ((rc = run_engines(&a, res, &kept, &err))) {
+        vijp_grads_clear(&kept);
+        return rc;
+    }
+    if (a.save_dir) { /* written before anything is printed: stdout stays empty on failure */
+        rc = save_grads(a.save_dir, &kept, &err);
+        vijp_grads_clear(&kept);
+        if (rc) {
+            for (size_t k = 0; k < a.n_engines; k++) vijp_grad_result_clear(&res[k]);
+            fprintf(stderr, "vijp grad: --save: %s\n", err.msg);
+            return EXIT_FAILED;
+        }
+    }
+    print_results(&a, res);
+    for (size_t k = 0; k < a.n_engines; k++) vijp_grad_result_clear(&res[k]);
+    return EXIT_OK;
 }

@@ -52,32 +52,47 @@ static int parse_budget(const char *s, size_t *out)
     return 0;
 }
 
-int cli_memory(int argc, char **argv)
+/* What the command line asked for; resolve() fills the rest. */
+typedef struct {
+    const char *spec, *format, *engines;
+    unsigned long long depth, width, batch, seed;
+    size_t budget;
+    vijp_engine_opts eo;
+    int json;
+    vijp_format f;
+    vijp_engine_kind list[VIJP_ENGINE_COUNT];
+    size_t n_engines;
+} memory_args;
+
+static int usage_error(const vijp_error *err)
+{
+    fprintf(stderr, "vijp memory: %s\n", err->msg);
+    return EXIT_USAGE;
+}
+
+/* Options into a; -1 to go on, or the exit status (--help, a bad option). */
+static int parse_args(int argc, char **argv, memory_args *a)
 {
     static const struct option opts[] = {
         {"net", 1, 0, 'n'},    {"depth-max", 1, 0, 'd'}, {"budget", 1, 0, 'b'}, {"width", 1, 0, 'w'},
         {"batch", 1, 0, 'B'},  {"format", 1, 0, 'f'},    {"engines", 1, 0, 'e'}, {"seed", 1, 0, 's'},
         {"json", 0, 0, 'j'},   {"help", 0, 0, 'h'},      {"segment", 1, 0, 'K'}, {0, 0, 0, 0},
     };
-    const char *spec = NULL, *format = "double", *engines = "backprop,moonwalk,pure-forward,reversible,checkpoint";
-    unsigned long long depth = 0, width = 0, batch = 1, seed = 1, v;
-    size_t budget = 0;
-    vijp_engine_opts eo = {0};
-    int json = 0, c;
-    vijp_error err = {0};
+    unsigned long long v;
+    int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case 'n': spec = optarg; break;
-        case 'd': if (cli_parse_size("--depth-max", optarg, 1, 100000, &depth)) return EXIT_USAGE; break;
-        case 'b': if (parse_budget(optarg, &budget)) return EXIT_USAGE; break;
-        case 'w': if (cli_parse_size("--width", optarg, 1, 1u << 16, &width)) return EXIT_USAGE; break;
-        case 'B': if (cli_parse_size("--batch", optarg, 1, 1000000, &batch)) return EXIT_USAGE; break;
-        case 'f': format = optarg; break;
-        case 'e': engines = optarg; break;
-        case 's': if (cli_parse_size("--seed", optarg, 0, INT64_MAX, &seed)) return EXIT_USAGE; break;
-        case 'K': if (cli_parse_size("--segment", optarg, 1, 100000, &v)) return EXIT_USAGE; eo.checkpoint_segment = v; break;
-        case 'j': json = 1; break;
+        case 'n': a->spec = optarg; break;
+        case 'd': if (cli_parse_size("--depth-max", optarg, 1, 100000, &a->depth)) return EXIT_USAGE; break;
+        case 'b': if (parse_budget(optarg, &a->budget)) return EXIT_USAGE; break;
+        case 'w': if (cli_parse_size("--width", optarg, 1, 1u << 16, &a->width)) return EXIT_USAGE; break;
+        case 'B': if (cli_parse_size("--batch", optarg, 1, 1000000, &a->batch)) return EXIT_USAGE; break;
+        case 'f': a->format = optarg; break;
+        case 'e': a->engines = optarg; break;
+        case 's': if (cli_parse_size("--seed", optarg, 0, INT64_MAX, &a->seed)) return EXIT_USAGE; break;
+        case 'K': if (cli_parse_size("--segment", optarg, 1, 100000, &v)) return EXIT_USAGE; a->eo.checkpoint_segment = v; break;
+        case 'j': a->json = 1; break;
         case 'h': fputs(help, stdout), cli_print_layer_syntax(stdout, CLI_SPEC_ITEMS); return EXIT_OK;
         default: fputs("run 'vijp memory --help' for the options\n", stderr); return EXIT_USAGE;
         }
@@ -86,93 +101,112 @@ int cli_memory(int argc, char **argv)
         fprintf(stderr, "vijp memory: unexpected argument '%s'\n", argv[optind]);
         return EXIT_USAGE;
     }
-    if (spec && vijp_net_spec_is_json(spec)) { /* a JSON net: its layers are the depth */
-        size_t d = (size_t)depth;
-        int loss = 0;
-        if (cli_net_json(spec, &d, depth != 0, &loss, 0, &err)) goto usage_err;
-        depth = d;
+    return -1;
+}
+
+/* --engines' comma list into a->list: each engine once. */
+static int parse_engines(memory_args *a, vijp_error *err)
+{
+    char *copy = vijp_strdup(a->engines), *save = NULL;
+    int rc = 0;
+    a->n_engines = 0;
+    for (char *t = strtok_r(copy, ",", &save); t && !rc; t = strtok_r(NULL, ",", &save)) {
+        if (a->n_engines == VIJP_ENGINE_COUNT) {
+            rc = vijp_fail(err, VIJP_EINVAL, "too many engines in '%s'", a->engines);
+            break;
+        }
+        if ((rc = vijp_engine_parse(t, &a->list[a->n_engines], err))) break;
+        for (size_t k = 0; k < a->n_engines && !rc; k++)
+            if (a->list[k] == a->list[a->n_engines]) rc = vijp_fail(err, VIJP_EINVAL, "engine '%s' given twice", t);
+        a->n_engines += !rc;
     }
-    if (!spec || !depth || !budget) {
+    free(copy);
+    if (!rc && !a->n_engines) rc = vijp_fail(err, VIJP_EINVAL, "no engine given");
+    return rc;
+}
+
+/* A JSON net's depth, the required options, the format, the engines and the
+ * net's width, checked before anything runs (bad input: exit 2). */
+static int resolve(memory_args *a, vijp_error *err)
+{
+    if (a->spec && vijp_net_spec_is_json(a->spec)) { /* a JSON net: its layers are the depth */
+        size_t d = (size_t)a->depth;
+        int loss = 0;
+        if (cli_net_json(a->spec, &d, a->depth != 0, &loss, 0, err)) return usage_error(err);
+        a->depth = d;
+    }
+    if (!a->spec || !a->depth || !a->budget) {
         fputs("vijp memory: --net, --depth-max and --budget are required (run 'vijp memory --help')\n", stderr);
         return EXIT_USAGE;
     }
-    vijp_format f;
-    vijp_engine_kind list[VIJP_ENGINE_COUNT];
-    size_t ne = 0;
-    if (vijp_format_parse(format, &f, &err)) goto usage_err;
-    char *copy = vijp_strdup(engines), *save = NULL;
-    if (!copy) return fputs("vijp memory: out of memory\n", stderr), EXIT_FAILED;
-    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (ne == VIJP_ENGINE_COUNT || vijp_engine_parse(t, &list[ne], &err)) {
-            if (ne == VIJP_ENGINE_COUNT) vijp_fail(&err, VIJP_EINVAL, "too many engines in '%s'", engines);
-            free(copy);
-            goto usage_err;
-        }
-        for (size_t k = 0; k < ne; k++)
-            if (list[k] == list[ne]) {
-                vijp_fail(&err, VIJP_EINVAL, "engine '%s' given twice", t);
-                free(copy);
-                goto usage_err;
-            }
-        ne++;
-    }
-    free(copy);
-    if (!ne) {
-        vijp_fail(&err, VIJP_EINVAL, "no engine given");
-        goto usage_err;
-    }
+    if (vijp_format_parse(a->format, &a->f, err) || parse_engines(a, err)) return usage_error(err);
     vijp_net probe; /* validate the spec and learn the width before running anything */
-    if (vijp_net_build(&probe, spec, depth, width, &err)) goto usage_err;
-    width = probe.width;
+    if (vijp_net_build(&probe, a->spec, a->depth, a->width, err)) return usage_error(err);
+    a->width = probe.width;
     vijp_net_free(&probe);
+    return -1;
+}
 
-    size_t *bytes = vijp_alloc_array(ne * depth, sizeof *bytes), deepest[VIJP_ENGINE_COUNT];
-    if (!bytes) return fprintf(stderr, "vijp memory: out of memory\n"), EXIT_FAILED;
-    for (size_t k = 0; k < ne; k++) {
-        int rc = vijp_memory_profile(spec, depth, width, batch, seed, &f, list[k], &eo, bytes + k * depth, &err);
+static void print_json(const memory_args *a, const size_t *bytes, const size_t *deepest)
+{
+    json_t *e = json_array();
+    for (size_t k = 0; k < a->n_engines; k++) {
+        json_t *b = json_array();
+        for (size_t d = 0; d < a->depth; d++) json_array_append_new(b, json_integer((json_int_t)bytes[k * a->depth + d]));
+        json_array_append_new(e, json_pack("{s:s, s:I, s:b, s:o}", "engine", vijp_engine_name(a->list[k]), "deepest",
+                                           (json_int_t)deepest[k], "all_fit", deepest[k] == a->depth, "stored_bytes", b));
+    }
+    json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:s, s:I, s:o}", "net", a->spec, "width", (json_int_t)a->width, "batch",
+                          (json_int_t)a->batch, "depth_max", (json_int_t)a->depth, "format", a->f.name, "budget",
+                          (json_int_t)a->budget, "engines", e);
+    json_dumpf(o, stdout, JSON_INDENT(2));
+    putchar('\n');
+    json_decref(o);
+}
+
+static void print_table(const memory_args *a, const size_t *bytes, const size_t *deepest)
+{
+    size_t depth = a->depth;
+    printf("net %s, width %zu, batch %zu, format %s, budget %zu bytes\n\n%8s", a->spec, (size_t)a->width,
+           (size_t)a->batch, a->f.name, a->budget, "depth");
+    for (size_t k = 0; k < a->n_engines; k++) printf(" %16s", vijp_engine_name(a->list[k]));
+    putchar('\n');
+    for (size_t d = 1; d <= depth; d = d < depth && 2 * d > depth ? depth : 2 * d) {
+        printf("%8zu", d);
+        for (size_t k = 0; k < a->n_engines; k++) printf(" %16zu", bytes[k * depth + d - 1]);
+        putchar('\n');
+    }
+    printf("\ndeepest network within %zu bytes:\n", a->budget);
+    for (size_t k = 0; k < a->n_engines; k++) {
+        printf("  %-13s %6zu%s", vijp_engine_name(a->list[k]), deepest[k], deepest[k] == depth ? "+ (all fit)" : "");
+        if (a->list[0] == VIJP_ENGINE_BACKPROP && k && deepest[0])
+            printf("   %.1f× backprop's%s", (double)deepest[k] / (double)deepest[0], deepest[k] == depth ? " (at least)" : "");
+        putchar('\n');
+    }
+}
+
+int cli_memory(int argc, char **argv)
+{
+    memory_args a = {.format = "double", .engines = "backprop,moonwalk,pure-forward,reversible,checkpoint",
+                     .batch = 1, .seed = 1};
+    vijp_error err = {0};
+    int rc = parse_args(argc, argv, &a);
+    if (rc < 0) rc = resolve(&a, &err);
+    if (rc >= 0) return rc;
+
+    size_t *bytes = vijp_alloc_array(a.n_engines * a.depth, sizeof *bytes), deepest[VIJP_ENGINE_COUNT];
+    for (size_t k = 0; k < a.n_engines; k++) {
+        rc = vijp_memory_profile(a.spec, a.depth, a.width, a.batch, a.seed, &a.f, a.list[k], &a.eo, bytes + k * a.depth,
+                                 &err);
         if (rc) {
-            fprintf(stderr, "vijp memory: %s: %s\n", vijp_engine_name(list[k]), err.msg);
+            fprintf(stderr, "vijp memory: %s: %s\n", vijp_engine_name(a.list[k]), err.msg);
             free(bytes);
             return rc == VIJP_EINVAL || rc == VIJP_EDIM || rc == VIJP_EDOMAIN ? EXIT_USAGE : EXIT_FAILED;
         }
-        deepest[k] = vijp_memory_deepest(bytes + k * depth, depth, budget);
+        deepest[k] = vijp_memory_deepest(bytes + k * a.depth, a.depth, a.budget);
     }
-    if (json) {
-        json_t *e = json_array();
-        for (size_t k = 0; k < ne; k++) {
-            json_t *b = json_array();
-            for (size_t d = 0; d < depth; d++) json_array_append_new(b, json_integer((json_int_t)bytes[k * depth + d]));
-            json_array_append_new(e, json_pack("{s:s, s:I, s:b, s:o}", "engine", vijp_engine_name(list[k]), "deepest",
-                                               (json_int_t)deepest[k], "all_fit", deepest[k] == depth, "stored_bytes", b));
-        }
-        json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:s, s:I, s:o}", "net", spec, "width", (json_int_t)width, "batch",
-                              (json_int_t)batch, "depth_max", (json_int_t)depth, "format", f.name, "budget",
-                              (json_int_t)budget, "engines", e);
-        json_dumpf(o, stdout, JSON_INDENT(2));
-        putchar('\n');
-        json_decref(o);
-    } else {
-        printf("net %s, width %zu, batch %zu, format %s, budget %zu bytes\n\n%8s", spec, (size_t)width, (size_t)batch,
-               f.name, budget, "depth");
-        for (size_t k = 0; k < ne; k++) printf(" %16s", vijp_engine_name(list[k]));
-        putchar('\n');
-        for (size_t d = 1; d <= depth; d = d < depth && 2 * d > depth ? depth : 2 * d) {
-            printf("%8zu", d);
-            for (size_t k = 0; k < ne; k++) printf(" %16zu", bytes[k * depth + d - 1]);
-            putchar('\n');
-        }
-        printf("\ndeepest network within %zu bytes:\n", budget);
-        for (size_t k = 0; k < ne; k++) {
-            printf("  %-13s %6zu%s", vijp_engine_name(list[k]), deepest[k], deepest[k] == depth ? "+ (all fit)" : "");
-            if (list[0] == VIJP_ENGINE_BACKPROP && k && deepest[0])
-                printf("   %.1f× backprop's%s", (double)deepest[k] / (double)deepest[0], deepest[k] == depth ? " (at least)" : "");
-            putchar('\n');
-        }
-    }
+    if (a.json) print_json(&a, bytes, deepest);
+    else print_table(&a, bytes, deepest);
     free(bytes);
     return EXIT_OK;
-
-usage_err:
-    fprintf(stderr, "vijp memory: %s\n", err.msg);
-    return EXIT_USAGE;
 }
