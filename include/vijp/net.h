@@ -60,6 +60,16 @@ VIJP_API VIJP_MUST_CHECK int vijp_net_load_weights(vijp_net *net, const char *pa
  * parameters were not given. */
 VIJP_API VIJP_MUST_CHECK int vijp_net_init(vijp_net *net, vijp_init init, uint64_t seed, vijp_error *err);
 VIJP_API void vijp_net_free(vijp_net *net);
+/* A run's net, parsed once (a JSON net's file read once): the layers and
+ * the parameters the description gives (net->given), no other parameter
+ * array.  vijp_net_copy makes a built net of it for each computation. */
+VIJP_API VIJP_MUST_CHECK int vijp_net_template(vijp_net *net, const char *spec, size_t depth, size_t width,
+                                      vijp_error *err);
+/* dst = a built net from src (a vijp_net_template, vijp_net_shape or
+ * vijp_net_build net): every layer and given parameter copied, every other
+ * parameter array allocated and zero, ready for vijp_net_init.  src is only
+ * read, so threads may copy one template at once. */
+VIJP_API void vijp_net_copy(vijp_net *dst, const vijp_net *src);
 /* Output width m_D. */
 VIJP_API size_t vijp_net_out_width(const vijp_net *net);
 VIJP_API size_t vijp_net_param_count(const vijp_net *net);

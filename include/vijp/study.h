@@ -18,6 +18,9 @@ typedef struct {
     vijp_loss_kind loss;
     vijp_format fmt;
     vijp_engine_opts opts;
+    /* NULL, or spec already parsed for this run (vijp_net_template, with
+     * depth and width): copied instead of parsing spec again. */
+    const vijp_net *net;
 } vijp_grad_setup;
 
 typedef struct {

@@ -57,8 +57,9 @@ int vijp_problem_setup(const vijp_grad_setup *s, vijp_net *net, vijp_problem *p,
     *p = (vijp_problem){0};
     if (s->batch == 0 || s->batch > 1000000)
         return vijp_fail(err, VIJP_EINVAL, "batch %zu out of range [1, 1000000]", s->batch);
-    int rc = vijp_net_build(net, s->spec, s->depth, s->width, err);
-    if (rc) return rc;
+    int rc = 0;
+    if (s->net) vijp_net_copy(net, s->net); /* parsed once for the run */
+    else if ((rc = vijp_net_build(net, s->spec, s->depth, s->width, err))) return rc;
     net->loss = s->loss;
     if ((s->weights && (rc = vijp_net_load_weights(net, s->weights, err))) ||
         (rc = vijp_net_init(net, s->init, s->seed, err)) ||

@@ -17,8 +17,9 @@ VIJP_MUST_CHECK int vijp_problem_round(vijp_problem *p, const vijp_net *net, siz
 /* The same values as from, converted exactly to format f (f at least as wide). */
 void vijp_problem_convert(vijp_problem *p, const vijp_net *net, const vijp_problem *from, const vijp_format *f);
 void vijp_problem_clear(vijp_problem *p, const vijp_net *net);
-/* The network of setup s (spec cycled to depth, loss, seeded parameters) and
- * its problem rounded to s->fmt: what every study starts from.  On failure
+/* The network of setup s (s->net copied, or spec parsed and cycled to
+ * depth; loss, seeded parameters) and its problem rounded to s->fmt: what
+ * every study starts from.  On failure
  * both are released. */
 VIJP_MUST_CHECK int vijp_problem_setup(const vijp_grad_setup *s, vijp_net *net, vijp_problem *p, vijp_error *err);
 

@@ -96,3 +96,11 @@ int vijp_net_shape(vijp_net *net, const char *spec, size_t depth, size_t width, 
 {
     return build(net, spec, depth, width, 0, err);
 }
+
+int vijp_net_template(vijp_net *net, const char *spec, size_t depth, size_t width, vijp_error *err)
+{
+    int rc = build(net, spec, depth, width, 1, err);
+    for (size_t i = 0; !rc && i < net->depth; i++)
+        if (!net->given || !net->given[i]) free(net->theta[i]), net->theta[i] = NULL;
+    return rc;
+}

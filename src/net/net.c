@@ -16,6 +16,21 @@ void vijp_net_free(vijp_net *net)
     memset(net, 0, sizeof *net);
 }
 
+void vijp_net_copy(vijp_net *dst, const vijp_net *src)
+{
+    *dst = *src;
+    dst->layers = vijp_alloc_array(src->depth, sizeof *dst->layers);
+    dst->theta = vijp_alloc_array(src->depth, sizeof *dst->theta);
+    dst->given = src->given ? memcpy(vijp_alloc(src->depth), src->given, src->depth) : NULL;
+    for (size_t i = 0; i < src->depth; i++) {
+        vijp_layer_copy(&dst->layers[i], &src->layers[i]);
+        size_t P = src->layers[i].type->param_count(&src->layers[i]);
+        if (!P) continue;
+        dst->theta[i] = vijp_alloc_array(P, sizeof(double));
+        if (src->theta && src->theta[i]) memcpy(dst->theta[i], src->theta[i], P * sizeof(double));
+    }
+}
+
 size_t vijp_net_out_width(const vijp_net *net) { return net->layers[net->depth - 1].out; }
 
 size_t vijp_net_param_count(const vijp_net *net)

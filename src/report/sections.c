@@ -85,15 +85,13 @@ void md_nested(FILE *o, const study *s)
     const char *seen[16];
     size_t ns = 0;
     for (size_t c = 0; c < s->n_configs; c++) {
-        vijp_net net;
-        if (vijp_net_build(&net, s->configs[c].spec, s->depth, s->width, NULL)) continue;
-        for (size_t i = 0; i < net.depth && ns < 16; i++) {
-            const char *name = net.layers[i].type->name;
+        const vijp_net *net = &s->nets[s->configs[c].net];
+        for (size_t i = 0; i < net->depth && ns < 16; i++) {
+            const char *name = net->layers[i].type->name;
             size_t j = 0;
             while (j < ns && strcmp(seen[j], name)) j++;
-            if (j == ns && vijp_composite_known(name) && net.layers[i].type->dual_eval) seen[ns++] = name;
+            if (j == ns && vijp_composite_known(name) && net->layers[i].type->dual_eval) seen[ns++] = name;
         }
-        vijp_net_free(&net);
     }
     if (!ns) return;
     fputs("\n## Nested forward-mode AD (activations)\n\nEach smooth activation evaluates f on dual numbers and gets f "

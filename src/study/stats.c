@@ -50,10 +50,8 @@ spread spread_of(const double *v, size_t n)
 
 int *config_has_param(const study *s, size_t config)
 {
-    vijp_net net;
-    if (vijp_net_build(&net, s->configs[config].spec, s->depth, s->width, NULL)) return NULL;
+    const vijp_net *net = &s->nets[s->configs[config].net];
     int *h = vijp_alloc_array(s->depth, sizeof *h);
-    for (size_t i = 0; h && i < s->depth; i++) h[i] = net.layers[i].type->param_count(&net.layers[i]) > 0;
-    vijp_net_free(&net);
+    for (size_t i = 0; i < s->depth; i++) h[i] = net->layers[i].type->param_count(&net->layers[i]) > 0;
     return h;
 }

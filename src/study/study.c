@@ -125,6 +125,8 @@ int study_add_configs(study *s, const char *const *specs, size_t n_specs, const 
     if (!copy) return VIJP_EINVAL;
     int rc = 0;
     s->n_configs = 0;
+    for (size_t i = 0; i < s->n_nets; i++) vijp_net_free(&s->nets[i]);
+    s->n_nets = 0;
     /* Without --width, every spec that fixes its own input width (a dense
      * layer first) must agree; specs that do not (a coupling block first)
      * take that width. */
@@ -139,13 +141,14 @@ int study_add_configs(study *s, const char *const *specs, size_t n_specs, const 
         vijp_net_free(&probe);
     }
     for (size_t i = 0; i < n_specs && !rc; i++) {
-        vijp_net probe; /* validate the spec before running anything */
-        if ((rc = vijp_net_shape(&probe, specs[i], s->depth, s->width, err))) break;
-        if (s->width && probe.width != s->width) rc = vijp_fail(err, VIJP_EINVAL, "spec '%s' takes input width %zu, not %zu", specs[i], probe.width, s->width);
-        vijp_net_free(&probe);
+        vijp_net *net = &s->nets[s->n_nets]; /* the spec checked and parsed once, before anything runs */
+        if ((rc = vijp_net_template(net, specs[i], s->depth, s->width, err))) break;
+        s->n_nets++;
+        if (s->width && net->width != s->width) rc = vijp_fail(err, VIJP_EINVAL, "spec '%s' takes input width %zu, not %zu", specs[i], net->width, s->width);
         for (size_t j = 0; j < n && !rc; j++) {
             study_config *c = &s->configs[s->n_configs++];
             c->spec = specs[i];
+            c->net = s->n_nets - 1;
             snprintf(c->init_name, sizeof c->init_name, "%s", items[j]);
             rc = vijp_init_parse(items[j], &c->init, err);
         }
@@ -234,7 +237,7 @@ int study_run_unit_memo(const study *s, size_t j, vijp_drift_memo *memo, vijp_dr
 {
     size_t k = j % s->n_seeds, f = j / s->n_seeds % s->n_formats, ci = j / s->n_seeds / s->n_formats;
     vijp_drift_setup ds = {
-        .problem = {.spec = s->configs[ci].spec, .depth = s->depth, .width = s->width, .batch = s->batch,
+        .problem = {.spec = s->configs[ci].spec, .net = &s->nets[s->configs[ci].net], .depth = s->depth, .width = s->width, .batch = s->batch,
                     .input = s->input, .weights = s->weights, .seed = s->seeds[k], .init = s->configs[ci].init, .loss = s->loss, .fmt = s->formats[f],
                     .opts = s->opts},
         .engines = s->engines, .n_engines = s->n_engines, .ref_prec_start = s->ref_prec_start,
@@ -373,6 +376,8 @@ void study_free(study *s)
     free(s->curves);
     free(s->done);
     free(s->command);
+    for (size_t i = 0; i < s->n_nets; i++) vijp_net_free(&s->nets[i]);
+    s->n_nets = 0;
     s->curves = NULL;
     s->done = NULL;
     s->command = NULL;

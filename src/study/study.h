@@ -10,6 +10,7 @@
 
 typedef struct {
     const char *spec;
+    size_t net; /* its net: study.nets[net] */
     char init_name[32];
     vijp_init init;
 } study_config;
@@ -17,6 +18,10 @@ typedef struct {
 typedef struct {
     study_config configs[STUDY_MAX * STUDY_MAX];
     size_t n_configs;
+    /* Each spec's net, parsed once (vijp_net_template) by study_add_configs
+     * and copied by every curve: a JSON net's file is read once a run. */
+    vijp_net nets[STUDY_MAX];
+    size_t n_nets;
     vijp_format formats[STUDY_MAX];
     double tol[STUDY_MAX]; /* per format */
     size_t n_formats;
