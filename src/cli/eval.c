@@ -1,5 +1,5 @@
 /* vijp eval: one layer's operators at the user's points, written as .npy
- * (issue 11, arrays in and out): for debugging a layer and comparing with
+ * (arrays in and out): for debugging a layer and comparing with
  * outside tools.  Everything is computed first, in the chosen format, and
  * written only if every operator succeeded. */
 #include "cli.h"
@@ -73,100 +73,153 @@ static int save(const char *dir, const char *name, const vijp_mat *M, int one_d,
     return rc;
 }
 
-int cli_eval(int argc, char **argv)
+/* What the command line asked for. */
+typedef struct {
+    const char *spec, *input, *params, *tangent, *cotangent, *format, *dir;
+    unsigned long long width, seed;
+    int quiet;
+} eval_args;
+
+/* The layer, its parameters and the points in format F, and what the
+ * operators write: a struct so that one function can clear them all. */
+typedef struct {
+    vijp_format F;
+    vijp_net net;
+    vijp_mat th, X, U, G, Y, V, Gx, Gy, frag, D, ones;
+} eval_run;
+
+static void eval_run_clear(eval_run *r)
+{
+    vijp_mat *all[] = {&r->th, &r->X, &r->U, &r->G, &r->Y, &r->V, &r->Gx, &r->Gy, &r->frag, &r->D, &r->ones};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++) vijp_mat_clear(all[k]); /* empty ones too: a no-op */
+    vijp_net_free(&r->net);
+}
+
+/* Options into a; -1 to go on, or the exit status (--help, bad usage). */
+static int parse_args(int argc, char **argv, eval_args *a)
 {
     static const struct option opts[] = {
         {"layer", 1, 0, 'l'},  {"width", 1, 0, 'w'},  {"input", 1, 0, 'i'}, {"params", 1, 0, 'p'},
         {"tangent", 1, 0, 'u'}, {"cotangent", 1, 0, 'g'}, {"format", 1, 0, 'f'}, {"seed", 1, 0, 's'},
         {"save", 1, 0, 'o'},   {"quiet", 0, 0, 'q'},  {"help", 0, 0, 'h'},  {0, 0, 0, 0},
     };
-    const char *spec = NULL, *input = NULL, *params = NULL, *tangent = NULL, *cotangent = NULL, *format = "double",
-               *dir = NULL;
-    unsigned long long width = 0, seed = 1;
-    int quiet = 0, c;
+    int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
         switch (c) {
-        case 'l': spec = optarg; break;
-        case 'w': if (cli_parse_size("--width", optarg, 1, VIJP_WIDTH_MAX, &width)) return EXIT_USAGE; break;
-        case 'i': input = optarg; break;
-        case 'p': params = optarg; break;
-        case 'u': tangent = optarg; break;
-        case 'g': cotangent = optarg; break;
-        case 'f': format = optarg; break;
-        case 's': if (cli_parse_size("--seed", optarg, 0, (1ull << 63) - 1, &seed)) return EXIT_USAGE; break;
-        case 'o': dir = optarg; break;
-        case 'q': quiet = 1; break;
+        case 'l': a->spec = optarg; break;
+        case 'w': if (cli_parse_size("--width", optarg, 1, VIJP_WIDTH_MAX, &a->width)) return EXIT_USAGE; break;
+        case 'i': a->input = optarg; break;
+        case 'p': a->params = optarg; break;
+        case 'u': a->tangent = optarg; break;
+        case 'g': a->cotangent = optarg; break;
+        case 'f': a->format = optarg; break;
+        case 's': if (cli_parse_size("--seed", optarg, 0, (1ull << 63) - 1, &a->seed)) return EXIT_USAGE; break;
+        case 'o': a->dir = optarg; break;
+        case 'q': a->quiet = 1; break;
         case 'h': fputs(help, stdout); return EXIT_OK;
         default: fputs("run 'vijp eval --help' for the options\n", stderr); return EXIT_USAGE;
         }
     }
-    if (optind < argc || !spec || !input || !dir) {
+    if (optind < argc || !a->spec || !a->input || !a->dir) {
         fprintf(stderr, "vijp eval: %s (run 'vijp eval --help')\n",
                 optind < argc ? "unexpected argument" : "--layer, --input and --save are required");
         return EXIT_USAGE;
     }
-    vijp_error err = {0};
-    vijp_format F;
-    vijp_net net = {0};
-    vijp_mat th = {0}, X = {0}, U = {0}, G = {0}, Y = {0}, V = {0}, Gx = {0}, Gy = {0}, frag = {0}, D = {0}, ones = {0};
-    int rc = vijp_format_parse(format, &F, &err), usage = 1;
-    size_t w0 = width ? width : strncmp(spec, "dense", 5) && !vijp_net_spec_is_json(spec) ? 16 : 0;
-    if (!rc) rc = vijp_net_build(&net, spec, 1, w0, &err);
-    if (!rc && params) { /* θ given: vijp_net_init leaves it */
-        vijp_array a = {0};
-        size_t P = net.layers[0].type->param_count(&net.layers[0]);
-        if (!(rc = vijp_npy_read(params, &a, &err)) && (a.ndim != 1 || a.len != P))
-            rc = vijp_fail(&err, VIJP_EDIM, "--params %s: %zu values, want (%zu,) (θ in %s's order)", params, a.len, P,
-                           net.layers[0].type->name);
-        if (!rc && P) memcpy(net.theta[0], a.data, P * sizeof *a.data);
-        if (!rc && !net.given) net.given = vijp_alloc_array(1, 1);
-        if (!rc) net.given[0] = 1;
-        vijp_array_clear(&a);
-    }
-    if (!rc) rc = vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, seed, &err);
-    const vijp_layer *L = net.layers ? &net.layers[0] : NULL;
-    if (!rc) rc = vijp_net_params(&net, &F, &th, &err);
-    if (!rc) rc = read_rows(input, L->in, 0, &X, &F, &err);
-    size_t B = X.cols;
+    return -1;
+}
+
+/* --params' θ into the built one-layer net (vijp_net_init then leaves it). */
+static int read_params(const char *path, vijp_net *net, vijp_error *err)
+{
+    vijp_array a = {0};
+    const vijp_layer *L = &net->layers[0];
+    size_t P = L->type->param_count(L);
+    int rc = vijp_npy_read(path, &a, err);
+    if (!rc && (a.ndim != 1 || a.len != P))
+        rc = vijp_fail(err, VIJP_EDIM, "--params %s: %zu values, want (%zu,) (θ in %s's order)", path, a.len, P,
+                       L->type->name);
+    if (!rc && P) memcpy(net->theta[0], a.data, P * sizeof *a.data);
+    if (!rc && !net->given) net->given = vijp_alloc_array(1, 1);
+    if (!rc) net->given[0] = 1;
+    vijp_array_clear(&a);
+    return rc;
+}
+
+/* The input's side: format, layer, parameters, points, tangents and
+ * cotangents (given or seeded), the --save folder.  A failure is bad input. */
+static int setup(const eval_args *a, eval_run *r, vijp_error *err)
+{
+    size_t w0 = a->width ? a->width : strncmp(a->spec, "dense", 5) && !vijp_net_spec_is_json(a->spec) ? 16 : 0;
+    int rc = vijp_format_parse(a->format, &r->F, err);
+    if (!rc) rc = vijp_net_build(&r->net, a->spec, 1, w0, err);
+    if (!rc && a->params) rc = read_params(a->params, &r->net, err);
+    if (!rc) rc = vijp_net_init(&r->net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, a->seed, err);
+    if (!rc) rc = vijp_net_params(&r->net, &r->F, &r->th, err);
+    if (rc) return rc;
+    const vijp_layer *L = &r->net.layers[0];
+    if ((rc = read_rows(a->input, L->in, 0, &r->X, &r->F, err))) return rc;
+    size_t B = r->X.cols;
     vijp_rng rng;
-    vijp_rng_seed(&rng, seed ^ 0xe7a1e7a1ull);
-    if (!rc && tangent) rc = read_rows(tangent, L->in, B, &U, &F, &err);
-    else if (!rc) seeded(&U, L->in, B, &F, &rng);
-    if (!rc && cotangent) rc = read_rows(cotangent, L->out, B, &G, &F, &err);
-    else if (!rc) seeded(&G, L->out, B, &F, &rng);
-    if (!rc) rc = cli_prepare_dir(dir, &err);
-    /* Past here a failure is the computation's, not the input's. */
-    if (!rc) {
-        usage = 0;
-        vijp_mat_init(&Y, L->out, B, &F), vijp_mat_init(&V, L->out, B, &F), vijp_mat_init(&Gx, L->in, B, &F);
-        vijp_mat_init(&Gy, L->out, B, &F), vijp_mat_init(&frag, vijp_layer_fragment_count(L, &th, &X), 1, &F);
-        rc = vijp_layer_forward(L, &th, &X, &Y, &err);
-        if (!rc) rc = vijp_layer_jvp(L, &th, &X, &U, &V, &err);
-        if (!rc) rc = vijp_layer_vjp(L, &th, &X, &G, &Gx, &err);
-        if (!rc && frag.rows) rc = vijp_layer_fragment(L, &th, &X, &G, &frag, &err);
-        if (!rc) rc = vijp_layer_vijp(L, &th, &X, &Gx, &frag, &Gy, &err);
-        if (!rc && L->type->deriv_enclose) { /* elementwise: f′ = J·1, J diagonal */
-            vijp_mat_init(&ones, L->in, B, &F), vijp_mat_init(&D, L->out, B, &F);
-            for (size_t i = 0; i < vijp_mat_len(&ones); i++) vijp_mat_set_entry_d(&ones, i, 1.0);
-            rc = vijp_layer_jvp(L, &th, &X, &ones, &D, &err);
-        }
-        if (!rc) rc = vijp_mat_check_finite(&Y, "forward", &err);
+    vijp_rng_seed(&rng, a->seed ^ 0xe7a1e7a1ull);
+    if (a->tangent) rc = read_rows(a->tangent, L->in, B, &r->U, &r->F, err);
+    else seeded(&r->U, L->in, B, &r->F, &rng);
+    if (!rc && a->cotangent) rc = read_rows(a->cotangent, L->out, B, &r->G, &r->F, err);
+    else if (!rc) seeded(&r->G, L->out, B, &r->F, &rng);
+    if (!rc) rc = cli_prepare_dir(a->dir, err);
+    return rc;
+}
+
+/* Every operator, and f′ = J·1 for an elementwise layer (J diagonal). */
+static int compute(eval_run *r, vijp_error *err)
+{
+    const vijp_layer *L = &r->net.layers[0];
+    const vijp_format *F = &r->F;
+    size_t B = r->X.cols;
+    vijp_mat_init(&r->Y, L->out, B, F), vijp_mat_init(&r->V, L->out, B, F), vijp_mat_init(&r->Gx, L->in, B, F);
+    vijp_mat_init(&r->Gy, L->out, B, F), vijp_mat_init(&r->frag, vijp_layer_fragment_count(L, &r->th, &r->X), 1, F);
+    int rc = vijp_layer_forward(L, &r->th, &r->X, &r->Y, err);
+    if (!rc) rc = vijp_layer_jvp(L, &r->th, &r->X, &r->U, &r->V, err);
+    if (!rc) rc = vijp_layer_vjp(L, &r->th, &r->X, &r->G, &r->Gx, err);
+    if (!rc && r->frag.rows) rc = vijp_layer_fragment(L, &r->th, &r->X, &r->G, &r->frag, err);
+    if (!rc) rc = vijp_layer_vijp(L, &r->th, &r->X, &r->Gx, &r->frag, &r->Gy, err);
+    if (!rc && L->type->deriv_enclose) {
+        vijp_mat_init(&r->ones, L->in, B, F), vijp_mat_init(&r->D, L->out, B, F);
+        for (size_t i = 0; i < vijp_mat_len(&r->ones); i++) vijp_mat_set_entry_d(&r->ones, i, 1.0);
+        rc = vijp_layer_jvp(L, &r->th, &r->X, &r->ones, &r->D, err);
     }
-    if (!rc) { /* every file, or a failure naming the one that failed */
-        rc = save(dir, "forward.npy", &Y, 0, &err);
-        if (!rc) rc = save(dir, "jvp.npy", &V, 0, &err);
-        if (!rc) rc = save(dir, "vjp.npy", &Gx, 0, &err);
-        if (!rc) rc = save(dir, "vijp.npy", &Gy, 0, &err);
-        if (!rc && frag.rows) rc = save(dir, "fragment.npy", &frag, 1, &err);
-        if (!rc && D.rows) rc = save(dir, "fprime.npy", &D, 0, &err);
+    if (!rc) rc = vijp_mat_check_finite(&r->Y, "forward", err);
+    return rc;
+}
+
+/* Every file, or a failure naming the one that failed. */
+static int save_all(const char *dir, const eval_run *r, vijp_error *err)
+{
+    int rc = save(dir, "forward.npy", &r->Y, 0, err);
+    if (!rc) rc = save(dir, "jvp.npy", &r->V, 0, err);
+    if (!rc) rc = save(dir, "vjp.npy", &r->Gx, 0, err);
+    if (!rc) rc = save(dir, "vijp.npy", &r->Gy, 0, err);
+    if (!rc && r->frag.rows) rc = save(dir, "fragment.npy", &r->frag, 1, err);
+    if (!rc && r->D.rows) rc = save(dir, "fprime.npy", &r->D, 0, err);
+    return rc;
+}
+
+int cli_eval(int argc, char **argv)
+{
+    eval_args a = {.format = "double", .seed = 1};
+    int rc = parse_args(argc, argv, &a);
+    if (rc >= 0) return rc;
+    eval_run r = {0};
+    vijp_error err = {0};
+    int usage = (rc = setup(&a, &r, &err)) != 0; /* past setup a failure is the computation's */
+    if (!rc) rc = compute(&r, &err);
+    if (!rc) rc = save_all(a.dir, &r, &err);
+    if (!rc && !a.quiet) {
+        const vijp_layer *L = &r.net.layers[0];
+        printf("%s (%zu → %zu), %zu points, %s: forward, jvp, vjp, vijp%s%s written to %s\n", a.spec, L->in, L->out,
+               r.X.cols, r.F.name, r.frag.rows ? ", fragment" : "", r.D.rows ? ", fprime" : "", a.dir);
     }
-    if (!rc && !quiet)
-        printf("%s (%zu → %zu), %zu points, %s: forward, jvp, vjp, vijp%s%s written to %s\n", spec, L->in, L->out, B,
-               F.name, frag.rows ? ", fragment" : "", D.rows ? ", fprime" : "", dir);
-    vijp_mat *all[] = {&th, &X, &U, &G, &Y, &V, &Gx, &Gy, &frag, &D, &ones};
-    for (size_t k = 0; k < sizeof all / sizeof *all; k++) vijp_mat_clear(all[k]); /* empty ones too: a no-op */
-    vijp_net_free(&net);
+    eval_run_clear(&r);
     if (!rc) return EXIT_OK;
     fprintf(stderr, "vijp eval: %s\n", err.msg);
     return usage ? EXIT_USAGE : EXIT_FAILED;
