@@ -10,11 +10,15 @@
 
 #define VIJP_DEPTH_MAX 100000 /* far beyond any study; guards absurd allocations */
 
+/* Which parameter arrays a built net holds. */
+enum { PARAMS_NONE, PARAMS_ALL, PARAMS_GIVEN };
+
 /* A JSON net where a spec may stand: depth and width, when given, must be
- * the file's; vijp_net_shape's contract keeps no parameter. */
-static int build_json(vijp_net *net, const char *path, size_t depth, size_t width, int with_params, vijp_error *err)
+ * the file's; vijp_net_shape's contract keeps no parameter, a template the
+ * file's own. */
+static int build_json(vijp_net *net, const char *path, size_t depth, size_t width, int params, vijp_error *err)
 {
-    int rc = net_json_load(net, path, with_params, err);
+    int rc = net_json_load(net, path, params == PARAMS_ALL, err);
     if (rc) return rc;
     if (depth && depth != net->depth)
         rc = vijp_fail(err, VIJP_EINVAL, "%s has %zu layer%s, not depth %zu (a JSON net's depth is its number of layers)",
@@ -22,7 +26,7 @@ static int build_json(vijp_net *net, const char *path, size_t depth, size_t widt
     else if (width && width != net->width)
         rc = vijp_fail(err, VIJP_EDIM, "%s has width %zu, not %zu", path, net->width, width);
     if (rc) vijp_net_free(net);
-    for (size_t i = 0; !rc && !with_params && i < net->depth; i++) free(net->theta[i]), net->theta[i] = NULL;
+    for (size_t i = 0; !rc && params == PARAMS_NONE && i < net->depth; i++) free(net->theta[i]), net->theta[i] = NULL;
     return rc;
 }
 
@@ -32,10 +36,10 @@ int vijp_net_spec_is_json(const char *spec)
     return n > 5 && !strcmp(spec + n - 5, ".json");
 }
 
-static int build(vijp_net *net, const char *spec, size_t depth, size_t width, int with_params, vijp_error *err)
+static int build(vijp_net *net, const char *spec, size_t depth, size_t width, int params, vijp_error *err)
 {
     memset(net, 0, sizeof *net);
-    if (vijp_net_spec_is_json(spec)) return build_json(net, spec, depth, width, with_params, err);
+    if (vijp_net_spec_is_json(spec)) return build_json(net, spec, depth, width, params, err);
     if (!spec || !*spec) return vijp_fail(err, VIJP_EINVAL, "empty network spec");
     if (depth == 0 || depth > VIJP_DEPTH_MAX)
         return vijp_fail(err, VIJP_EINVAL, "depth %zu out of range [1, %d]", depth, VIJP_DEPTH_MAX);
@@ -78,7 +82,7 @@ static int build(vijp_net *net, const char *spec, size_t depth, size_t width, in
         }
         if (i == 0) net->width = L->in;
         size_t P = L->type->param_count(L);
-        if (P && with_params) net->theta[i] = vijp_alloc_array(P, sizeof(double));
+        if (P && params == PARAMS_ALL) net->theta[i] = vijp_alloc_array(P, sizeof(double));
     }
 out:
     free(copy);
@@ -89,18 +93,17 @@ out:
 
 int vijp_net_build(vijp_net *net, const char *spec, size_t depth, size_t width, vijp_error *err)
 {
-    return build(net, spec, depth, width, 1, err);
+    return build(net, spec, depth, width, PARAMS_ALL, err);
 }
 
 int vijp_net_shape(vijp_net *net, const char *spec, size_t depth, size_t width, vijp_error *err)
 {
-    return build(net, spec, depth, width, 0, err);
+    return build(net, spec, depth, width, PARAMS_NONE, err);
 }
 
 int vijp_net_template(vijp_net *net, const char *spec, size_t depth, size_t width, vijp_error *err)
 {
-    int rc = build(net, spec, depth, width, 1, err);
-    for (size_t i = 0; !rc && i < net->depth; i++)
-        if (!net->given || !net->given[i]) free(net->theta[i]), net->theta[i] = NULL;
-    return rc;
+    /* no array allocated but those the description fills: a template of a
+     * net too large to run costs nothing before the run is sized */
+    return build(net, spec, depth, width, PARAMS_GIVEN, err);
 }
