@@ -37,18 +37,25 @@ void progress_duration(char *buf, size_t size, double seconds)
 
 void progress_format(char *buf, size_t size, size_t done, size_t total, const char *unit, double elapsed)
 {
+    progress_format_work(buf, size, done, total, unit, elapsed, total ? (double)done / (double)total : 1);
+}
+
+void progress_format_work(char *buf, size_t size, size_t done, size_t total, const char *unit, double elapsed,
+                          double work_done)
+{
     char bar[BAR + 1], spent[32], left[48];
     size_t filled = total ? BAR * (done < total ? done : total) / total : BAR;
     for (size_t i = 0; i < BAR; i++) bar[i] = i < filled ? '=' : ' ';
     bar[BAR] = 0;
     progress_duration(spent, sizeof spent, elapsed);
-    /* The units so far are the only evidence of the rest: the same mean time
-     * per unit (curves of one study, samples of one layer, are alike). */
+    /* The work so far is the only evidence of the rest: the same time per
+     * unit of work (by default a unit is a unit: samples of one layer are
+     * alike; a study's curves are weighted by their estimated cost). */
     if (done >= total) snprintf(left, sizeof left, "done");
-    else if (done == 0) snprintf(left, sizeof left, "estimating the time left");
+    else if (done == 0 || !(work_done > 0)) snprintf(left, sizeof left, "estimating the time left");
     else {
         char t[32];
-        progress_duration(t, sizeof t, elapsed * (double)(total - done) / (double)done);
+        progress_duration(t, sizeof t, elapsed * (1 - (work_done < 1 ? work_done : 1)) / work_done);
         snprintf(left, sizeof left, "about %s left", t);
     }
     snprintf(buf, size, "[%s] %zu/%zu %s, %s elapsed, %s", bar, done, total, unit, spent, left);
@@ -57,7 +64,8 @@ void progress_format(char *buf, size_t size, size_t done, size_t total, const ch
 static void draw(progress *p, double now)
 {
     char line[160];
-    progress_format(line, sizeof line, p->done, p->total, p->unit, now - p->start);
+    double work = p->work_total > 0 ? p->work_done / p->work_total : p->total ? (double)p->done / (double)p->total : 1;
+    progress_format_work(line, sizeof line, p->done, p->total, p->unit, now - p->start, work);
     /* \033[K clears what a longer earlier line left: the meter only draws on
      * terminals (or when --progress asks). */
     fprintf(p->out, "\r%s\033[K", line);
@@ -81,6 +89,14 @@ void progress_step(progress *p, size_t done)
     double now = p->clock();
     if (done < p->total && now - p->last_draw < REDRAW_S) return;
     draw(p, now);
+}
+
+void progress_set_work(progress *p, double total) { p->work_total = total; }
+
+void progress_step_work(progress *p, size_t done, double work)
+{
+    p->work_done += work;
+    progress_step(p, done);
 }
 
 void progress_end(progress *p)

@@ -22,6 +22,7 @@ typedef struct {
     progress_clock clock;
     double start, last_draw;
     int drawn;          /* a line is on screen, to be erased */
+    double work_total, work_done; /* progress_set_work: units weighted by their cost */
 } progress;
 
 /* forced: > 0 --progress, < 0 --no-progress, 0 neither: then shown exactly
@@ -36,12 +37,22 @@ void progress_start(progress *p, FILE *out, size_t total, const char *unit, prog
 /* done units finished: redraws at most ten times a second, and always at
  * the last unit. */
 void progress_step(progress *p, size_t done);
+/* Units of unequal cost (a study's curves: the largest run first, so a
+ * count of units would overstate the time left): the total of their
+ * estimated costs, then each unit's cost with it as it finishes.  The time
+ * left is then elapsed × (total − done work) / done work. */
+void progress_set_work(progress *p, double total);
+void progress_step_work(progress *p, size_t done, double work);
 /* Erase the line, so that what the command prints next starts clean. */
 void progress_end(progress *p);
 
 /* The line, without the carriage return:
  *   [=========                     ] 3/10 curves, 12 s elapsed, about 28 s left */
 void progress_format(char *buf, size_t size, size_t done, size_t total, const char *unit, double elapsed);
+/* The same with work_done, the fraction of the work done (in [0, 1]),
+ * deciding the time left. */
+void progress_format_work(char *buf, size_t size, size_t done, size_t total, const char *unit, double elapsed,
+                          double work_done);
 /* "42 s", "3 min 05 s", "2 h 07 min". */
 void progress_duration(char *buf, size_t size, double seconds);
 

@@ -204,6 +204,7 @@ struct study_pool {
     study *s;
     pthread_mutex_t lock;
     size_t *order, *leader, next, n_order, done, todo; /* leader[k]: group_leader of order[k] */
+    double *cost; /* cost[j]: curve j's estimated share of the work (the meter's weights) */
     int failed;
     vijp_error err;
     progress meter; /* drawn under the lock, by whoever finished a curve */
@@ -284,7 +285,7 @@ void study_pool_done(study_pool *p, size_t j, int rc, const char *where, const c
         p->failed = rc;
         vijp_fail(&p->err, rc, "%s%s: %s", where, name, msg);
     }
-    progress_step(&p->meter, ++p->done);
+    progress_step_work(&p->meter, ++p->done, p->cost[j]);
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -321,15 +322,28 @@ study_pool *study_pool_start(study *s, int threads)
      * reference and each curve's own runs. */
     p->leader = vijp_alloc_array(total ? total : 1, sizeof *p->leader);
     costed *c = vijp_alloc_array(total ? total : 1, sizeof *c);
-    double *group = vijp_alloc_array(total ? total : 1, sizeof *group);
+    double *group = vijp_alloc_array(total ? total : 1, sizeof *group), *reference = vijp_alloc_array(total ? total : 1, sizeof *reference);
+    size_t *members = vijp_alloc_array(total ? total : 1, sizeof *members);
     for (size_t j = 0; j < total; j++) {
         if (s->done && s->done[j]) continue;
         size_t l = group_leader(s, j);
         const vijp_format *F = &s->formats[j / s->n_seeds % s->n_formats];
-        group[l] += (group[l] ? 0 : reference_cost(s, F)) + format_cost(s, F);
+        if (!members[l]++) reference[l] = reference_cost(s, F);
+        group[l] += (members[l] > 1 ? 0 : reference[l]) + format_cost(s, F);
         c[p->n_order++] = (costed){0, l, j};
     }
-    for (size_t k = 0; k < p->n_order; k++) c[k].cost = group[c[k].leader];
+    /* The meter's weights: each curve's own runs and its share of its
+     * group's reference, so that the heavy groups run first do not make
+     * the time left look twice what it is. */
+    p->cost = vijp_alloc_array(total ? total : 1, sizeof *p->cost);
+    double work = 0;
+    for (size_t k = 0; k < p->n_order; k++) {
+        size_t j = c[k].j, l = c[k].leader;
+        c[k].cost = group[l];
+        p->cost[j] = format_cost(s, &s->formats[j / s->n_seeds % s->n_formats]) + reference[l] / (double)members[l];
+        work += p->cost[j];
+    }
+    free(reference), free(members);
     qsort(c, p->n_order, sizeof *c, by_cost);
     for (size_t k = 0; k < p->n_order; k++) p->order[k] = c[k].j, p->leader[k] = c[k].leader;
     free(c), free(group);
@@ -337,6 +351,7 @@ study_pool *study_pool_start(study *s, int threads)
     pthread_mutex_init(&p->lock, NULL);
     /* The meter counts the curves this run computes (kept ones aside), so that its estimate of the time left holds. */
     progress_start(&p->meter, s->progress && p->todo ? stderr : NULL, p->todo, "curves", NULL); /* none left: no "0/0" */
+    progress_set_work(&p->meter, work);
     /* MPFR keeps its exponent range per thread only when built thread-safe. */
     if (!mpfr_buildopt_tls_p() && threads > 1) threads = 1;
     if ((size_t)threads > p->todo) threads = (int)p->todo;
@@ -357,7 +372,7 @@ int study_pool_finish(study_pool *p, vijp_error *err)
     pthread_mutex_destroy(&p->lock);
     int rc = p->failed;
     if (rc && err) *err = p->err;
-    free(p->threads), free(p->order), free(p->leader), free(p);
+    free(p->threads), free(p->order), free(p->leader), free(p->cost), free(p);
     return rc;
 }
 
