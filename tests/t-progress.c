@@ -84,6 +84,36 @@ START_TEST(progress_redraws)
 }
 END_TEST
 
+/* Weighted units (a study's curves, the costly ones first): the time left
+ * follows the work done, not the count.  Two curves of cost 3 done in 6 s,
+ * two of cost 1 left: 6 · (1 − 6/8) / (6/8)
+ * = 2 s, where counting curves would say 6 s. */
+START_TEST(progress_weighted)
+{
+    char buf[160];
+    progress_format_work(buf, sizeof buf, 2, 4, "curves", 6, 6.0 / 8);
+    ck_assert_str_eq(buf, "[===============               ] 2/4 curves, 6 s elapsed, about 2 s left");
+    progress_format(buf, sizeof buf, 2, 4, "curves", 6);
+    ck_assert_str_eq(buf, "[===============               ] 2/4 curves, 6 s elapsed, about 6 s left");
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    ck_assert(f != NULL);
+    progress p;
+    now = 10;
+    progress_start(&p, f, 4, "curves", fake_clock);
+    progress_set_work(&p, 8);
+    now = 13;
+    progress_step_work(&p, 1, 3);
+    now = 16;
+    progress_step_work(&p, 2, 3); /* 6 of 8 in 6 s: 2 s left */
+    progress_end(&p);
+    fclose(f);
+    ck_assert_msg(strstr(text, "2/4 curves, 6 s elapsed, about 2 s left") != NULL, "drew:\n%s", text);
+    free(text);
+}
+END_TEST
+
 Suite *suite_progress(void)
 {
     Suite *s = suite_create("progress");
@@ -91,6 +121,7 @@ Suite *suite_progress(void)
     tcase_add_test(tc, progress_decision);
     tcase_add_test(tc, progress_line);
     tcase_add_test(tc, progress_redraws);
+    tcase_add_test(tc, progress_weighted);
     suite_add_tcase(s, tc);
     return s;
 }
