@@ -159,6 +159,49 @@ START_TEST(drift_writes_every_file)
 }
 END_TEST
 
+/* Studies whose curves are degenerate still plot: one layer (a single point
+ * per curve, an x range of one value), mpfr:P whose errors are all zero in
+ * double (nothing a log scale can draw, the tolerance underflowing too), and
+ * the reconstruction plot of a one-layer net.  Every plot file is whole and
+ * not empty, and a one-layer curve is drawn as a point, not as a line
+ * between two points that does not exist. */
+START_TEST(drift_degenerate_studies_plot)
+{
+    static const char *const studies[] = {
+        "--depth 1",
+        "--depth 1 --net dense:8 --seeds 1",
+        "--formats mpfr:500 --depth 4",
+        "--formats mpfr:4032 --depth 2 --seeds 1",
+        "--depth 1 --seeds 1 --formats binary32 --engines moonwalk,reversible",
+    };
+    static const char *const kinds[] = {"error", "ratio", "bytes", "memory", "recon"};
+    for (size_t t = 0; t < sizeof studies / sizeof *studies; t++) {
+        char dir[512];
+        temp_dir(dir, sizeof dir);
+        run_result r = drift(getenv("VIJP_BIN"), dir, studies[t]);
+        ck_assert_msg(r.rc == CLI_OK, "drift %s exited %d: %s", studies[t], r.rc, r.err);
+        run_free(&r);
+        int recon = strstr(studies[t], "reversible") != NULL;
+        for (size_t k = 0; k < 2 * (sizeof kinds / sizeof *kinds - !recon) + 2; k++) {
+            char name[64];
+            const char *ext = k % 2 ? "svg" : "png";
+            if (k / 2 < sizeof kinds / sizeof *kinds - !recon) snprintf(name, sizeof name, "%s-c1.%s", kinds[k / 2], ext);
+            else snprintf(name, sizeof name, "safe-depth.%s", ext);
+            size_t len = 0;
+            char *s = slurp(dir, name, &len);
+            ck_assert_msg(s != NULL && len > 0, "drift %s: %s missing or empty", studies[t], name);
+            if (k % 2) ck_assert_msg(strstr(s, "</svg>") != NULL, "drift %s: %s incomplete", studies[t], name);
+            else ck_assert_msg(png_complete(s, len), "drift %s: %s incomplete", studies[t], name);
+            /* gnuplot's SVG draws a point symbol with <use xlink:href='#gpPt...'> */
+            if (strstr(studies[t], "--depth 1") && k % 2 && k / 2 < 4)
+                ck_assert_msg(strstr(s, "#gpPt") != NULL, "drift %s: %s draws no point", studies[t], name);
+            free(s);
+        }
+        remove_tree(dir);
+    }
+}
+END_TEST
+
 /* The catalogue's sections (issue 5): a RevNet stack with the reversible
  * engine gets reconstruction plots and their table; a GELU net gets the
  * nested forward-mode AD table (composite GELU keeps 3 values per unit:
@@ -681,6 +724,7 @@ Suite *suite_report(void)
     if (!bin || !*bin) tcase_add_test(tc, no_vijp_bin);
     else {
         tcase_add_test(tc, drift_writes_every_file);
+        tcase_add_test(tc, drift_degenerate_studies_plot);
         tcase_add_test(tc, drift_is_deterministic);
         tcase_add_test(tc, report_catalogue_sections);
         tcase_add_test(tc, drift_bad_input_writes_nothing);

@@ -66,36 +66,50 @@ typedef struct {
     size_t only;
 } curves_sel;
 
+/* One row of curves.csv: config c, format f, layer i (0-based), medians
+ * over the seeds; what the plots draw (plot_span reads the same values). */
+typedef struct {
+    spread err;
+    double backprop, ratio, bound, predicted, recon;
+} curves_row;
+
+static curves_row curves_row_of(const study *s, size_t c, size_t f, size_t i)
+{
+    size_t n = s->n_seeds, vr = verdict_run(s), rr = reversible_run(s);
+    double v[5][STUDY_MAX], w[STUDY_MAX];
+    for (size_t k = 0; k < n; k++) {
+        const vijp_drift_curve *cu = study_curve(s, c, f, k);
+        double e = cu->runs[vr].g[i].rel, b = cu->runs[0].g[i].rel;
+        v[0][k] = e, v[1][k] = b, v[2][k] = b > 0 ? e / b : NAN;
+        v[3][k] = cu->runs[vr].bound ? cu->runs[vr].bound[i] : NAN;
+        v[4][k] = cu->predicted[i];
+        const double *rec = rr ? cu->runs[rr].reconstruction : NULL;
+        w[k] = rec ? rec[i] : NAN;
+    }
+    curves_row row = {.err = spread_of(v[0], n)};
+    row.backprop = spread_of(v[1], n).median, row.ratio = spread_of(v[2], n).median;
+    row.bound = spread_of(v[3], n).median, row.predicted = spread_of(v[4], n).median;
+    row.recon = spread_of(w, n).median;
+    return row;
+}
+
 static int fill_curves_rows(FILE *o, const study *s, size_t only)
 {
-    size_t n = s->n_seeds, vr = verdict_run(s), nr = 1 + s->n_engines;
+    size_t nr = 1 + s->n_engines;
     fputs("config,format_index,format,layer,err_med,err_min,err_max,backprop_med,ratio_med,bound_med,predicted_med", o);
     fputs(",bytes_backprop", o);
     for (size_t e = 0; e < s->n_engines; e++) fprintf(o, ",bytes_%s", vijp_engine_name(s->engines[e]));
     fputs(",recon_med\n", o);
-    size_t rr = reversible_run(s);
-    double v[5][STUDY_MAX], w[STUDY_MAX];
     for (size_t c = only ? only - 1 : 0; c < (only ? only : s->n_configs); c++)
         for (size_t f = 0; f < s->n_formats; f++)
             for (size_t i = 0; i < s->depth; i++) {
                 if (only && f && !i) fputs("\n\n", o);
-                for (size_t k = 0; k < n; k++) {
-                    const vijp_drift_curve *cu = study_curve(s, c, f, k);
-                    double e = cu->runs[vr].g[i].rel, b = cu->runs[0].g[i].rel;
-                    v[0][k] = e, v[1][k] = b, v[2][k] = b > 0 ? e / b : NAN;
-                    v[3][k] = cu->runs[vr].bound ? cu->runs[vr].bound[i] : NAN;
-                    v[4][k] = cu->predicted[i];
-                }
-                spread e = spread_of(v[0], n);
+                curves_row row = curves_row_of(s, c, f, i);
                 fprintf(o, "%zu,%zu,%s,%zu", c + 1, f, s->formats[f].name, i + 1);
-                csv_num(o, e.median), csv_num(o, e.min), csv_num(o, e.max);
-                for (int t = 1; t < 5; t++) csv_num(o, spread_of(v[t], n).median);
+                csv_num(o, row.err.median), csv_num(o, row.err.min), csv_num(o, row.err.max);
+                csv_num(o, row.backprop), csv_num(o, row.ratio), csv_num(o, row.bound), csv_num(o, row.predicted);
                 for (size_t r = 0; r < nr; r++) fprintf(o, ",%zu", study_curve(s, c, f, 0)->runs[r].stored_by_depth[i]);
-                for (size_t k = 0; k < n; k++) {
-                    const double *rec = rr ? study_curve(s, c, f, k)->runs[rr].reconstruction : NULL;
-                    w[k] = rec ? rec[i] : NAN;
-                }
-                csv_num(o, spread_of(w, n).median);
+                csv_num(o, row.recon);
                 fputc('\n', o);
             }
     return ferror(o);
@@ -184,38 +198,115 @@ static void gq(FILE *o, const char *s)
 #define PLOT_KINDS 5
 static const char *const plot_kinds[PLOT_KINDS] = {"error", "ratio", "bytes", "recon", "memory"};
 
+/* Errors past 1 carry no correct digit: the error plot stops at 1e4. */
+#define ERROR_PLOT_TOP 1e4
+
+/* What a log-scale plot can draw: finite, positive, and (error plot) under its top. */
+static void span_add(double *lo, double *hi, double v, double top)
+{
+    if (!(isfinite(v) && v > 0 && v <= top)) return;
+    if (v < *lo) *lo = v;
+    if (v > *hi) *hi = v;
+}
+
+/* The smallest and largest value that plot `kind` of config c draws, as
+ * gnuplot reads them from the scratch CSVs (the same numbers, the same
+ * filters); lo > hi when there is none. */
+static void plot_span(const study *s, size_t c, int kind, const memory_table *mem, double *lo, double *hi)
+{
+    double top = kind == 0 ? ERROR_PLOT_TOP : INFINITY;
+    *lo = INFINITY, *hi = -INFINITY;
+    if (kind == 4) {
+        for (int e = 0; e < VIJP_ENGINE_COUNT; e++)
+            for (size_t d = 0; d < s->depth; d++) span_add(lo, hi, (double)mem_at(mem, c, (size_t)e)[d], top);
+        return;
+    }
+    for (size_t f = 0; f < s->n_formats; f++) {
+        if (kind == 0) span_add(lo, hi, s->tol[f], top);
+        for (size_t i = 0; i < s->depth; i++) {
+            if (kind == 2) {
+                for (size_t r = 0; r <= s->n_engines; r++)
+                    span_add(lo, hi, (double)study_curve(s, c, f, 0)->runs[r].stored_by_depth[i], top);
+                continue;
+            }
+            curves_row row = curves_row_of(s, c, f, i);
+            if (kind == 0) {
+                span_add(lo, hi, row.err.median, top), span_add(lo, hi, row.bound, top);
+                span_add(lo, hi, row.predicted, top);
+            }
+            else span_add(lo, hi, kind == 1 ? row.ratio : row.recon, top);
+        }
+    }
+}
+
+/* The axes of plot `kind`: x the study's layers (1 to the depth; the recon
+ * plot's layer inputs 0 to depth − 1), not gnuplot's rounding of them (300
+ * for 256); y autoscaled on the log scale.  gnuplot refuses a range of one
+ * value (one layer; a series that is constant everywhere) and a plot with no
+ * point to draw (errors all zero in double, as mpfr:P's are for large P; a
+ * ratio over a backprop error of zero): those get a range of their own, a
+ * decade around the value, and a note and no y tics where nothing can be
+ * drawn. */
+static void plot_axes(FILE *g, const study *s, size_t c, int kind, const memory_table *mem)
+{
+    size_t x0 = kind == 3 ? 0 : 1, x1 = kind == 3 ? s->depth - 1 : s->depth;
+    if (x0 == x1) fprintf(g, "set xrange [%g:%g]\n", x0 - 0.5, x1 + 0.5);
+    else fprintf(g, "set xrange [%zu:%zu]\n", x0, x1);
+    fputs("unset label\n", g);
+    double lo, hi;
+    plot_span(s, c, kind, mem, &lo, &hi);
+    fputs(lo > hi ? "unset ytics\n" : "set ytics\n", g);
+    if (lo > hi)
+        fputs("set yrange [0.1:10]\nset label \"nothing to draw on a log scale:\\nevery value is zero or undefined\\n"
+              "(curves.csv holds them)\" at graph 0.5, 0.5 center noenhanced\n", g);
+    else if (lo == hi)
+        fprintf(g, "set yrange [%.17g:%.17g]\n", lo / 10, hi * 10);
+    else if (kind == 0)
+        fprintf(g, "set yrange [*:%g]\n", ERROR_PLOT_TOP);
+    else
+        fputs("set yrange [*:*]\n", g);
+}
+
+/* A curve's style: lines, and a point for each layer where the curve has a
+ * single layer (no line to draw). */
+static const char *curve_style(const study *s) { return s->depth > 1 ? "lines" : "linespoints pt 7 ps 1.5"; }
+
 /* recon: the reversible engine's reconstruction error per layer input, per
  * format; memory: every engine's stored bytes in double (memory.csv). */
-static void plot_extra(FILE *g, const study *s, size_t c, int kind, const char *csv, const char *mem_csv)
+static void plot_extra(FILE *g, const study *s, size_t c, int kind, const char *csv, const char *mem_csv,
+                       const memory_table *mem)
 {
     char title[512];
+    const char *style = curve_style(s);
     snprintf(title, sizeof title, "%s (%s): %s", s->configs[c].spec, s->configs[c].init_name,
              kind == 3 ? "reversible engine, ||h_i - rebuilt h_i|| / ||h_i||" : "stored bytes for a network of depth d, every engine (double)");
     fputs("set title ", g);
     gq(g, title);
-    fprintf(g, "\nset xlabel %s\nset ylabel %s\nset yrange [*:*]\nset xrange [%d:%zu]\nunset arrow\nplot ",
-            kind == 3 ? "'layer input i'" : "'depth d'", kind == 3 ? "'relative error'" : "'bytes'", kind == 3 ? 0 : 1,
-            kind == 3 ? s->depth - 1 : s->depth);
+    fprintf(g, "\nset xlabel %s\nset ylabel %s\n", kind == 3 ? "'layer input i'" : "'depth d'",
+            kind == 3 ? "'relative error'" : "'bytes'");
+    plot_axes(g, s, c, kind, mem);
+    fputs("unset arrow\nplot ", g);
     if (kind == 3) {
         for (size_t f = 0; f < s->n_formats; f++) {
             fputs(f ? ", " : "", g);
             gq(g, csv);
-            fprintf(g, " index %zu using ($4-1):(($1==%zu && $2==%zu && $%zu>0) ? $%zu : 1/0) with lines lw 2 lc %zu title '%s'", f, c + 1, f,
-                    CURVES_BYTES_COL + 1 + s->n_engines, CURVES_BYTES_COL + 1 + s->n_engines, f + 1, s->formats[f].name);
+            fprintf(g, " index %zu using ($4-1):(($1==%zu && $2==%zu && $%zu>0) ? $%zu : 1/0) with %s lw 2 lc %zu title '%s'", f, c + 1, f,
+                    CURVES_BYTES_COL + 1 + s->n_engines, CURVES_BYTES_COL + 1 + s->n_engines, style, f + 1, s->formats[f].name);
         }
     } else {
         for (int e = 0; e < VIJP_ENGINE_COUNT; e++) {
             fputs(e ? ", " : "", g);
             gq(g, mem_csv);
-            fprintf(g, " index %d using 4:(($1==%zu && $2==%d && $5>0) ? $5 : 1/0) with lines lw 2 dt %d lc %d title '%s'", e, c + 1, e, e + 1,
-                    e + 1, vijp_engine_name((vijp_engine_kind)e));
+            fprintf(g, " index %d using 4:(($1==%zu && $2==%d && $5>0) ? $5 : 1/0) with %s lw 2 dt %d lc %d title '%s'", e, c + 1, e, style,
+                    e + 1, e + 1, vijp_engine_name((vijp_engine_kind)e));
         }
     }
     fputc('\n', g);
 }
 
-static void plot_commands(FILE *g, const study *s, size_t c, int kind, const char *csv)
+static void plot_commands(FILE *g, const study *s, size_t c, int kind, const char *csv, const memory_table *mem)
 {
+    const char *style = curve_style(s);
     const char *eng = vijp_engine_name(s->n_engines ? s->engines[0] : VIJP_ENGINE_BACKPROP);
     fputs("set title ", g);
     char title[512];
@@ -225,10 +316,8 @@ static void plot_commands(FILE *g, const study *s, size_t c, int kind, const cha
     gq(g, title);
     fprintf(g, "\nset xlabel %s\nset ylabel %s\n", kind == 2 ? "'depth d'" : "'layer i'",
             kind == 0 ? "'relative 2-norm error'" : kind == 1 ? "'ratio'" : "'bytes'");
-    /* Errors past 1 carry no correct digit: the error plot stops at 1e4.  The
-     * x axis is the study's layers, 1 to the depth, not gnuplot's rounding
-     * of it (300 for 256). */
-    fprintf(g, "%s\nset xrange [1:%zu]\nunset arrow\nplot ", kind == 0 ? "set yrange [*:1e4]" : "set yrange [*:*]", s->depth);
+    plot_axes(g, s, c, kind, mem);
+    fputs("unset arrow\nplot ", g);
     int first = 1;
     for (size_t f = 0; f < s->n_formats; f++) {
         const char *fn = s->formats[f].name;
@@ -243,19 +332,19 @@ static void plot_commands(FILE *g, const study *s, size_t c, int kind, const cha
             for (int j = 0; j < 3; j++) {
                 fputs(first ? "" : ", ", g), first = 0;
                 gq(g, csv);
-                fprintf(g, " index %zu using 4:(($1==%zu && $2==%zu && $%d>0) ? $%d : 1/0) with lines lw %d dt %s lc %d title '%s %s'",
-                        f, c + 1, f, cols[j], cols[j], j ? 1 : 2, dt[j], lc, fn, lab[j]);
+                fprintf(g, " index %zu using 4:(($1==%zu && $2==%zu && $%d>0) ? $%d : 1/0) with %s lw %d dt %s lc %d title '%s %s'",
+                        f, c + 1, f, cols[j], cols[j], style, j ? 1 : 2, dt[j], lc, fn, lab[j]);
             }
         } else if (kind == 1) {
             fputs(first ? "" : ", ", g), first = 0;
             gq(g, csv);
-            fprintf(g, " index %zu using 4:(($1==%zu && $2==%zu && $9>0) ? $9 : 1/0) with lines lw 2 lc %d title '%s'", f, c + 1, f, lc, fn);
+            fprintf(g, " index %zu using 4:(($1==%zu && $2==%zu && $9>0) ? $9 : 1/0) with %s lw 2 lc %d title '%s'", f, c + 1, f, style, lc, fn);
         } else {
             for (size_t r = 0; r <= s->n_engines; r++) {
                 fputs(first ? "" : ", ", g), first = 0;
                 gq(g, csv);
-                fprintf(g, " index %zu using 4:(($1==%zu && $2==%zu) ? $%zu : 1/0) with lines lw 2 dt %zu lc %d title '%s %s'",
-                        f, c + 1, f, CURVES_BYTES_COL + r, r + 1, lc, fn,
+                fprintf(g, " index %zu using 4:(($1==%zu && $2==%zu) ? $%zu : 1/0) with %s lw 2 dt %zu lc %d title '%s %s'",
+                        f, c + 1, f, CURVES_BYTES_COL + r, style, r + 1, lc, fn,
                         r ? vijp_engine_name(s->engines[r - 1]) : "backprop");
             }
         }
@@ -345,14 +434,15 @@ static int start_plots(const study *s, size_t c, const memory_table *mem, report
     if (g) {
         fputs("set datafile separator ','\nset key outside right top noenhanced\nset grid\nset logscale y\n"
               "set format y '10^{%L}'\nset termoption enhanced\n", g);
+        if (s->depth < 8) fputs("set xtics 1\n", g); /* layers are whole: no tic at 1.2, 1.4, ... */
         for (int j = 0; j < kinds; j++) {
             int kind = plot_kind(s, j);
             fputs("set terminal pngcairo size 1100,600\nset output ", g);
             plot_file(s, c, 2 * j, name, sizeof name), report_out_path(out, name, path, sizeof path);
             gq(g, path);
             fputc('\n', g);
-            if (kind < 3) plot_commands(g, s, c, kind, csv);
-            else plot_extra(g, s, c, kind, csv, mem_csv);
+            if (kind < 3) plot_commands(g, s, c, kind, csv, mem);
+            else plot_extra(g, s, c, kind, csv, mem_csv, mem);
             fputs("set terminal svg size 1100,600 dynamic\nset output ", g);
             plot_file(s, c, 2 * j + 1, name, sizeof name), report_out_path(out, name, path, sizeof path);
             gq(g, path);
