@@ -202,6 +202,107 @@ START_TEST(drift_degenerate_studies_plot)
 }
 END_TEST
 
+/* Where gnuplot's SVG writes the text NAME: its anchor point, its angle
+ * (degrees as in the SVG, 0 unrotated), its font size and its anchor (the
+ * first letter of start, middle, end).  0 if the SVG has no such text. */
+typedef struct {
+    double x, y, angle, size;
+    char anchor;
+} svg_text;
+
+static int svg_text_of(const char *svg, const char *name, svg_text *t)
+{
+    char want[256];
+    snprintf(want, sizeof want, "<text>%s</text>", name);
+    const char *p = strstr(svg, want), *g = NULL;
+    if (!p) return 0;
+    for (const char *q = svg; (q = strstr(q, "<g transform=\"translate(")) && q < p; q++) g = q;
+    if (!g || sscanf(g, "<g transform=\"translate(%lf,%lf)", &t->x, &t->y) != 2) return 0;
+    const char *end = strchr(g, '>'), *r = strstr(g, "rotate("), *fs = strstr(g, "font-size=\""),
+               *an = strstr(g, "text-anchor=\"");
+    t->angle = r && r < end ? strtod(r + 7, NULL) : 0;
+    t->size = fs && fs < end ? strtod(fs + 11, NULL) : 0;
+    t->anchor = an && an < end ? an[13] : 's';
+    return 1;
+}
+
+/* Whether texts a and b (la, lb characters, parallel) stay clear of each
+ * other: apart across their direction by a line's height, or apart along
+ * it, a character taken as 0.6 em wide (about the average of the sans-serif
+ * fonts the plots use). */
+static int texts_clear(const svg_text *a, size_t la, const svg_text *b, size_t lb)
+{
+    double th = a->angle * M_PI / 180, ux = cos(th), uy = sin(th);
+    double dx = b->x - a->x, dy = b->y - a->y;
+    if (fabs(-dx * uy + dy * ux) >= (a->size > b->size ? a->size : b->size)) return 1;
+    double along = dx * ux + dy * uy, wa = 0.6 * a->size * (double)la, wb = 0.6 * b->size * (double)lb;
+    double a0 = a->anchor == 'e' ? -wa : a->anchor == 'm' ? -wa / 2 : 0;
+    double b0 = along + (b->anchor == 'e' ? -wb : b->anchor == 'm' ? -wb / 2 : 0);
+    return a0 + wa <= b0 || b0 + wb <= a0;
+}
+
+/* The plot area of a gnuplot SVG (its border, drawn as one closed path) as
+ * a share of the canvas width. */
+static double svg_plot_width_share(const char *svg)
+{
+    double w = 0, x0, y0, x1, y1, x2;
+    const char *v = strstr(svg, "viewBox=\"0 0 ");
+    ck_assert_msg(v && sscanf(v, "viewBox=\"0 0 %lf", &w) == 1 && w > 0, "SVG without a viewBox");
+    for (const char *p = svg; (p = strstr(p, "d='M")); p++) {
+        const char *z = strchr(p + 3, '\'');
+        if (sscanf(p, "d='M%lf,%lf L%lf,%lf L%lf,", &x0, &y0, &x1, &y1, &x2) == 5 && z && z[-3] == 'Z')
+            return (x2 - x0) / w;
+    }
+    ck_abort_msg("SVG without a plot border");
+    return 0;
+}
+
+/* The default report's layout (its seven nets and two initialisations,
+ * shortened), with two more formats, whose long names sit side by side:
+ * the safe-depth overview's format names do not run into each other (in
+ * the default report's PNG, bfloat16, bfloat16+binary32 and binary32 read
+ * as one string), and the error and bytes plots, whose keys list a curve
+ * per format and kind, keep most of the width for the curves (their keys
+ * beside them took 45% of it) and every key entry on the canvas. */
+START_TEST(report_plots_layout)
+{
+    char dir[512], cmd[1024];
+    temp_dir(dir, sizeof dir);
+    static const char *const formats[] = {"bfloat16", "bfloat16+binary32", "binary16+binary32", "binary16",
+                                          "binary32", "double", "mpfr:113"};
+    snprintf(cmd, sizeof cmd, "report --depth 4 --seeds 1 --formats %s,%s,%s,%s,%s,%s,%s --out '%s'", formats[0], formats[1],
+             formats[2], formats[3], formats[4], formats[5], formats[6], dir);
+    run_result r = run_vijp(cmd);
+    ck_assert_msg(r.rc == CLI_OK, "%s", r.err);
+    run_free(&r);
+    enum { NF = sizeof formats / sizeof *formats };
+    char *s = slurp(dir, "safe-depth.svg", NULL);
+    ck_assert_ptr_nonnull(s);
+    svg_text t[NF];
+    for (size_t f = 0; f < NF; f++) ck_assert_msg(svg_text_of(s, formats[f], &t[f]), "safe-depth.svg: no label %s", formats[f]);
+    for (size_t f = 0; f + 1 < NF; f++)
+        ck_assert_msg(texts_clear(&t[f], strlen(formats[f]), &t[f + 1], strlen(formats[f + 1])),
+                      "safe-depth.svg: the labels %s and %s run into each other", formats[f], formats[f + 1]);
+    free(s);
+    static const char *const plots[] = {"error-c1.svg", "bytes-c1.svg"};
+    for (size_t k = 0; k < 2; k++) {
+        s = slurp(dir, plots[k], NULL);
+        ck_assert_ptr_nonnull(s);
+        double share = svg_plot_width_share(s);
+        ck_assert_msg(share >= 0.8, "%s: the plot takes %.0f%% of the width", plots[k], 100 * share);
+        double w = strtod(strstr(s, "viewBox=\"0 0 ") + 12, NULL);
+        for (size_t f = 0; f < NF; f++) {
+            char title[64];
+            snprintf(title, sizeof title, k ? "%s moonwalk" : "%s tolerance", formats[f]);
+            ck_assert_msg(svg_text_of(s, title, &t[0]) && t[0].x >= 0 && t[0].x <= w, "%s: key entry '%s' off the canvas",
+                          plots[k], title);
+        }
+        free(s);
+    }
+    remove_tree(dir);
+}
+END_TEST
+
 /* The catalogue's sections (issue 5): a RevNet stack with the reversible
  * engine gets reconstruction plots and their table; a GELU net gets the
  * nested forward-mode AD table (composite GELU keeps 3 values per unit:
@@ -725,6 +826,7 @@ Suite *suite_report(void)
     else {
         tcase_add_test(tc, drift_writes_every_file);
         tcase_add_test(tc, drift_degenerate_studies_plot);
+        tcase_add_test(tc, report_plots_layout);
         tcase_add_test(tc, drift_is_deterministic);
         tcase_add_test(tc, report_catalogue_sections);
         tcase_add_test(tc, drift_bad_input_writes_nothing);

@@ -271,6 +271,24 @@ static void plot_axes(FILE *g, const study *s, size_t c, int kind, const memory_
  * single layer (no line to draw). */
 static const char *curve_style(const study *s) { return s->depth > 1 ? "lines" : "linespoints pt 7 ps 1.5"; }
 
+/* The key: beside the plot where each format has one curve; where it has
+ * several (the error plot's tolerance, measured, bound and prediction; the
+ * bytes plot's runs), under the plot in a smaller font, a line per format
+ * and a column per kind of curve: beside it, their titles of up to 37
+ * characters took 45% of the width.  gnuplot fills a key column by column
+ * (plot_commands lists the curves kind by kind), and sizes the columns from
+ * a character width about a fifth wider than the font's average: a column
+ * as wide as the longest title (longest, in characters) is that fifth
+ * narrower. */
+static void plot_key(FILE *g, const study *s, size_t per_format, size_t longest)
+{
+    if (per_format > 1)
+        fprintf(g, "set key default\nset key below vertical maxrows %zu Left reverse samplen 2 width %d font ',8' "
+                   "noenhanced\n", s->n_formats, -(int)(longest / 6));
+    else
+        fputs("set key default\nset key outside right top noenhanced\n", g);
+}
+
 /* recon: the reversible engine's reconstruction error per layer input, per
  * format; memory: every engine's stored bytes in double (memory.csv). */
 static void plot_extra(FILE *g, const study *s, size_t c, int kind, const char *csv, const char *mem_csv,
@@ -284,6 +302,7 @@ static void plot_extra(FILE *g, const study *s, size_t c, int kind, const char *
     gq(g, title);
     fprintf(g, "\nset xlabel %s\nset ylabel %s\n", kind == 3 ? "'layer input i'" : "'depth d'",
             kind == 3 ? "'relative error'" : "'bytes'");
+    plot_key(g, s, 1, 0);
     plot_axes(g, s, c, kind, mem);
     fputs("unset arrow\nplot ", g);
     if (kind == 3) {
@@ -304,10 +323,22 @@ static void plot_extra(FILE *g, const study *s, size_t c, int kind, const char *
     fputc('\n', g);
 }
 
+/* The key's title of curve j of format f in plot `kind` (plot_commands). */
+static void curve_title(const study *s, int kind, size_t j, size_t f, char *buf, size_t size)
+{
+    const char *fn = s->formats[f].name;
+    static const char *const lab[4] = {"tolerance", NULL, "bound", "Lyapunov prediction"};
+    if (kind == 0)
+        snprintf(buf, size, "%s %s", fn, j == 1 ? vijp_engine_name(s->n_engines ? s->engines[0] : VIJP_ENGINE_BACKPROP) : lab[j]);
+    else if (kind == 1)
+        snprintf(buf, size, "%s", fn);
+    else
+        snprintf(buf, size, "%s %s", fn, j ? vijp_engine_name(s->engines[j - 1]) : "backprop");
+}
+
 static void plot_commands(FILE *g, const study *s, size_t c, int kind, const char *csv, const memory_table *mem)
 {
     const char *style = curve_style(s);
-    const char *eng = vijp_engine_name(s->n_engines ? s->engines[0] : VIJP_ENGINE_BACKPROP);
     fputs("set title ", g);
     char title[512];
     static const char *const what[3] = {"relative error of g_i against the MPFR reference",
@@ -316,39 +347,41 @@ static void plot_commands(FILE *g, const study *s, size_t c, int kind, const cha
     gq(g, title);
     fprintf(g, "\nset xlabel %s\nset ylabel %s\n", kind == 2 ? "'depth d'" : "'layer i'",
             kind == 0 ? "'relative 2-norm error'" : kind == 1 ? "'ratio'" : "'bytes'");
+    /* curves per format: tolerance, measured, bound, prediction; one; or the bytes of every run */
+    size_t per = kind == 0 ? 4 : kind == 1 ? 1 : 1 + s->n_engines, longest = 0;
+    for (size_t j = 0; j < per; j++)
+        for (size_t f = 0; f < s->n_formats; f++) {
+            curve_title(s, kind, j, f, title, sizeof title);
+            if (strlen(title) > longest) longest = strlen(title);
+        }
+    plot_key(g, s, per, longest);
     plot_axes(g, s, c, kind, mem);
     fputs("unset arrow\nplot ", g);
-    int first = 1;
-    for (size_t f = 0; f < s->n_formats; f++) {
-        const char *fn = s->formats[f].name;
-        int lc = (int)f + 1;
-        if (kind == 0) {
-            /* the format's tolerance, a curve of its own so the key names it:
-             * the safe depth is where the measured curve crosses it */
-            fprintf(g, "%s%.17g with lines dt 4 lw 1 lc %d title '%s tolerance'", first ? "" : ", ", s->tol[f], lc, fn);
-            first = 0;
-            int cols[3] = {5, 10, 11};
-            const char *dt[3] = {"1", "2", "3"}, *lab[3] = {eng, "bound", "Lyapunov prediction"};
-            for (int j = 0; j < 3; j++) {
-                fputs(first ? "" : ", ", g), first = 0;
+    for (size_t j = 0; j < per; j++)
+        for (size_t f = 0; f < s->n_formats; f++) {
+            int lc = (int)f + 1;
+            fputs(j || f ? ", " : "", g);
+            curve_title(s, kind, j, f, title, sizeof title);
+            if (kind == 0 && j == 0) {
+                /* the format's tolerance, a curve of its own so the key names it:
+                 * the safe depth is where the measured curve crosses it */
+                fprintf(g, "%.17g with lines dt 4 lw 1 lc %d title ", s->tol[f], lc);
+            } else {
                 gq(g, csv);
-                fprintf(g, " index %zu using 4:(($1==%zu && $2==%zu && $%d>0) ? $%d : 1/0) with %s lw %d dt %s lc %d title '%s %s'",
-                        f, c + 1, f, cols[j], cols[j], style, j ? 1 : 2, dt[j], lc, fn, lab[j]);
+                if (kind == 0) {
+                    static const int cols[4] = {0, 5, 10, 11};
+                    fprintf(g, " index %zu using 4:(($1==%zu && $2==%zu && $%d>0) ? $%d : 1/0) with %s lw %d dt %zu lc %d title ",
+                            f, c + 1, f, cols[j], cols[j], style, j > 1 ? 1 : 2, j, lc);
+                } else if (kind == 1) {
+                    fprintf(g, " index %zu using 4:(($1==%zu && $2==%zu && $9>0) ? $9 : 1/0) with %s lw 2 lc %d title ", f, c + 1, f,
+                            style, lc);
+                } else {
+                    fprintf(g, " index %zu using 4:(($1==%zu && $2==%zu) ? $%zu : 1/0) with %s lw 2 dt %zu lc %d title ", f, c + 1, f,
+                            CURVES_BYTES_COL + j, style, j + 1, lc);
+                }
             }
-        } else if (kind == 1) {
-            fputs(first ? "" : ", ", g), first = 0;
-            gq(g, csv);
-            fprintf(g, " index %zu using 4:(($1==%zu && $2==%zu && $9>0) ? $9 : 1/0) with %s lw 2 lc %d title '%s'", f, c + 1, f, style, lc, fn);
-        } else {
-            for (size_t r = 0; r <= s->n_engines; r++) {
-                fputs(first ? "" : ", ", g), first = 0;
-                gq(g, csv);
-                fprintf(g, " index %zu using 4:(($1==%zu && $2==%zu) ? $%zu : 1/0) with %s lw 2 dt %zu lc %d title '%s %s'",
-                        f, c + 1, f, CURVES_BYTES_COL + r, style, r + 1, lc, fn,
-                        r ? vijp_engine_name(s->engines[r - 1]) : "backprop");
-            }
+            gq(g, title);
         }
-    }
     fputc('\n', g);
 }
 
@@ -432,7 +465,7 @@ static int start_plots(const study *s, size_t c, const memory_table *mem, report
     const char *csv = job->csv, *mem_csv = job->mem_csv;
     FILE *g = job->g = spawn_gnuplot(&job->pid);
     if (g) {
-        fputs("set datafile separator ','\nset key outside right top noenhanced\nset grid\nset logscale y\n"
+        fputs("set datafile separator ','\nset grid\nset logscale y\n"
               "set format y '10^{%L}'\nset termoption enhanced\n", g);
         if (s->depth < 8) fputs("set xtics 1\n", g); /* layers are whole: no tic at 1.2, 1.4, ... */
         for (int j = 0; j < kinds; j++) {
@@ -527,8 +560,14 @@ static int render_overview(const study *s, report_out *out, vijp_error *err)
         }
         fprintf(g, ")\nset yrange [%zu.5:-0.5] reverse\nset xrange [-0.5:%zu.5]\nset cbrange [0:%zu]\n"
                    "set palette defined (0 '#b2182b', 0.5 '#fddbc7', 1 '#2166ac')\nset cblabel 'safe depth'\n"
-                   "set tics nomirror\nset tics noenhanced\nunset key\n", s->n_configs - 1, s->n_formats - 1, s->depth);
-        int height = 220 + 36 * (int)s->n_configs;
+                   "set tics nomirror\nset tics noenhanced\nset xtics rotate by 30 right\nunset key\n", s->n_configs - 1, s->n_formats - 1, s->depth);
+        /* The formats' names slanted (side by side, bfloat16, bfloat16+binary32
+         * and binary32 ran into one string), and the height they take below
+         * the map added to it, about 4 pixels a character at 30°. */
+        size_t longest = 0;
+        for (size_t f = 0; f < s->n_formats; f++)
+            if (strlen(s->formats[f].name) > longest) longest = strlen(s->formats[f].name);
+        int height = 220 + 36 * (int)s->n_configs + 4 * (int)longest;
         for (int k = 0; k < 2; k++) {
             fprintf(g, k ? "set terminal svg size 1100,%d dynamic\nset output " : "set terminal pngcairo size 1100,%d\nset output ",
                     height);
