@@ -76,6 +76,51 @@ START_TEST(test_certify_help)
 }
 END_TEST
 
+/* vijp drift --help says what the command does: the default net under
+ * --net (it was printed under --weights), and the largest mpfr:P that the
+ * command accepts with the default --ref-prec-max (it said 2048, where
+ * mpfr:4032 runs); --format, grad's option, is refused with a pointer to
+ * --formats rather than taken as its abbreviation. */
+START_TEST(test_drift_help)
+{
+    run_result r = run_vijp("drift --help");
+    ck_assert_msg(r.rc == CLI_OK && r.err[0] == 0, "vijp drift --help exited %d: %s", r.rc, r.err);
+    const char *net = strstr(r.out, "\n  --net SPEC"), *input = strstr(r.out, "\n  --input"),
+               *def = strstr(r.out, "(default dense:32,leaky:0.5)");
+    ck_assert_msg(net && input && def && net < def && def < input, "the default net is not under --net:\n%.600s",
+                  net ? net : r.out);
+    /* the limit: the number before " by default" after "mpfr:P up to" */
+    const char *up = strstr(r.out, "mpfr:P up to"), *by = up ? strstr(up, " by default") : NULL;
+    ck_assert_msg(by != NULL, "vijp drift --help gives no mpfr:P limit:\n%.300s", up ? up : r.out);
+    const char *num = by;
+    while (num > up && num[-1] >= '0' && num[-1] <= '9') num--;
+    long limit = strtol(num, NULL, 10);
+    ck_assert_msg(limit > 0, "no number before ' by default': %.80s", up);
+    run_free(&r);
+    char dir[512], cmd[1024];
+    make_temp_dir(dir, sizeof dir, "drift-help");
+    snprintf(cmd, sizeof cmd, "drift --formats mpfr:%ld --depth 1 --seeds 1 --no-plots -q --out '%s/a'", limit, dir);
+    r = run_vijp(cmd);
+    ck_assert_msg(r.rc == CLI_OK, "the help's limit mpfr:%ld is refused: %s", limit, r.err);
+    run_free(&r);
+    snprintf(cmd, sizeof cmd, "drift --formats mpfr:%ld --depth 1 --seeds 1 --no-plots -q --out '%s/b'", limit + 1, dir);
+    r = run_vijp(cmd);
+    ck_assert_msg(r.rc == CLI_USAGE, "mpfr:%ld, past the help's limit, exited %d", limit + 1, r.rc);
+    run_free(&r);
+    static const char *const bad[] = {"drift --format double", "drift --format=double", "report --format double"};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        snprintf(cmd, sizeof cmd, "%s --depth 1 --seeds 1 --no-plots --out '%s/c'", bad[k], dir);
+        r = run_vijp(cmd);
+        ck_assert_msg(r.rc == CLI_USAGE && !r.out[0] && strstr(r.err, "--formats"), "vijp %s: exit %d, stdout '%s', stderr '%s'",
+                      bad[k], r.rc, r.out, r.err);
+        run_free(&r);
+    }
+    snprintf(cmd, sizeof cmd, "%s/c", dir);
+    ck_assert_msg(access(cmd, F_OK) != 0, "a refused --format wrote %s", cmd);
+    remove_tree(dir);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ vijp grad */
 
 static double get_real(json_t *o, const char *key)
@@ -579,6 +624,7 @@ Suite *suite_cli(void)
         tcase_add_test(tc, test_version);
         tcase_add_test(tc, test_help);
         tcase_add_test(tc, test_certify_help);
+        tcase_add_test(tc, test_drift_help);
         tcase_add_test(tc, test_grad_json);
         tcase_add_test(tc, test_grad_json_all_engines);
         tcase_add_test(tc, test_grad_table);

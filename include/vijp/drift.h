@@ -107,6 +107,11 @@ VIJP_API long vijp_drift_ref_prec_first(const vijp_format *f, long start);
  * with a message in the user's terms: the largest mpfr:P the cap validates,
  * or the smallest cap the format needs.  vijp_drift_run checks it first. */
 VIJP_API VIJP_MUST_CHECK int vijp_drift_check_ref_prec(const vijp_format *f, long start, long cap, vijp_error *err);
+/* The largest P whose mpfr:P reference, from max(64, min(2P, P + 64)),
+ * doubles within cap (0: VIJP_DRIFT_REF_PREC_MAX): cap/2 − 64, cap/4 under
+ * 256 (cap >= 128).  What vijp_drift_check_ref_prec accepts: mpfr:4032 by
+ * default. */
+VIJP_API long vijp_drift_largest_mpfr(long cap);
 VIJP_API void vijp_drift_curve_clear(vijp_drift_curve *c);
 
 /* Statistics of one error curve e_1..e_n (DESIGN §5). */

@@ -33,11 +33,10 @@ static const char help_drift[] =
     "\n"
     "  --net SPEC        layers, cycled to the depth; repeat for several networks;\n"
     "                    or FILE.json, a net in JSON (docs/nets.md),\n"
-    "                    whose layers set the depth\n"
+    "                    whose layers set the depth (default dense:32,leaky:0.5)\n"
     "  --input X.npy     inputs, shape [batch, width], instead of seeded ones\n"
     "  --weights F       parameters from a safetensors file (<i>.weight, <i>.bias,\n"
     "                    <i>.theta; i the 0-based layer); other layers keep --init\n"
-    "                    (default dense:32,leaky:0.5)\n"
     "  --init LIST       orthogonal | gaussian | kaiming-uniform | scaled:G, comma\n"
     "                    list (kaiming-uniform: PyTorch's nn.Linear default); every net is\n"
     "                    run with every initialisation (default orthogonal)\n"
@@ -48,7 +47,8 @@ static const char help_drift[] =
     "                    bfloat16+binary32, binary16+binary32, tf32+binary32\n"
     "                    (storage+accumulation, as matrix hardware computes)\n"
     "                    (default bfloat16,binary32,double); mpfr:P up to\n"
-    "                    P = R/4 for --ref-prec-max R (2048 by default);\n"
+    "                    P = R/2 - 64 for --ref-prec-max R (R/4 under 256):\n"
+    "                    mpfr:%ld by default;\n"
     "                    double@ref, double@avx2, double@avx512, double@cuda:\n"
     "                    double through that kernel set (VIJP_KERNELS picks\n"
     "                    plain double's);\n"
@@ -236,7 +236,7 @@ static void keep_unit(void *units, size_t j, const vijp_drift_curve *c) { unit_s
 
 static int study_command(const mpi_world *w, int argc, char **argv, int is_report)
 {
-    enum { O_INPUT = 300, O_WEIGHTS, O_RESUME, O_TOL = 256, O_REFP, O_REFMAX, O_PROG, O_NOPROG, O_NOPLOTS, O_SEGMENT };
+    enum { O_INPUT = 300, O_WEIGHTS, O_RESUME, O_FORMAT, O_TOL = 256, O_REFP, O_REFMAX, O_PROG, O_NOPROG, O_NOPLOTS, O_SEGMENT };
     static const struct option opts[] = {
         {"net", 1, 0, 'n'},      {"init", 1, 0, 'i'},       {"depth", 1, 0, 'd'},    {"width", 1, 0, 'w'},
         {"batch", 1, 0, 'b'},    {"formats", 1, 0, 'f'},    {"engines", 1, 0, 'e'},  {"seeds", 1, 0, 's'},
@@ -244,6 +244,7 @@ static int study_command(const mpi_world *w, int argc, char **argv, int is_repor
         {"out", 1, 0, 'o'},      {"jobs", 1, 0, 'j'},       {"progress", 0, 0, O_PROG}, {"no-progress", 0, 0, O_NOPROG},
         {"no-plots", 0, 0, O_NOPLOTS}, {"quiet", 0, 0, 'q'}, {"help", 0, 0, 'h'},   {"segment", 1, 0, O_SEGMENT},
         {"input", 1, 0, O_INPUT}, {"weights", 1, 0, O_WEIGHTS}, {"resume", 0, 0, O_RESUME},
+        {"format", 2, 0, O_FORMAT}, /* refused: not an abbreviation of --formats */
         {0, 0, 0, 0},
     };
     const char *name = is_report ? "vijp report" : "vijp drift";
@@ -299,7 +300,17 @@ static int study_command(const mpi_world *w, int argc, char **argv, int is_repor
         case O_NOPLOTS: s.plots = 0; break;
         case O_SEGMENT: if (cli_parse_size("--segment", optarg, 1, 100000, &v)) PARSE_END(EXIT_USAGE); s.opts.checkpoint_segment = v; break;
         case 'q': quiet = 1; break;
-        case 'h': fputs(is_report ? help_report : help_drift, stdout), cli_print_layer_syntax(stdout, CLI_SPEC_ITEMS); PARSE_END(EXIT_OK);
+        case 'h':
+            /* help_drift's one conversion: the largest mpfr:P the default cap validates */
+            if (is_report) fputs(help_report, stdout);
+            else printf(help_drift, vijp_drift_largest_mpfr(VIJP_DRIFT_REF_PREC_MAX));
+            cli_print_layer_syntax(stdout, CLI_SPEC_ITEMS);
+            PARSE_END(EXIT_OK);
+        case O_FORMAT:
+            /* getopt_long would take --format (grad's, eval's option) as an abbreviation of --formats */
+            fprintf(stderr, "%s: --format is not an option here: give the formats with --formats LIST, a comma list "
+                            "(e.g. --formats bfloat16,binary32)\n", name);
+            PARSE_END(EXIT_USAGE);
         default: fprintf(stderr, "run '%s --help' for the options\n", name); PARSE_END(EXIT_USAGE);
         }
     }

@@ -56,9 +56,12 @@ long vijp_drift_ref_prec_first(const vijp_format *f, long start)
     return start ? start : first > 64 ? first : 64;
 }
 
-/* The largest P whose mpfr:P reference, from max(64, min(2P, P + 64)),
- * doubles within cap (cap >= 128): P + 64 <= cap/2 from P = 64 on, 2P <= cap/2 below. */
-static long largest_mpfr(long cap) { return cap / 2 - 64 >= 64 ? cap / 2 - 64 : cap / 4; }
+/* P + 64 <= cap/2 from P = 64 on, 2P <= cap/2 below. */
+long vijp_drift_largest_mpfr(long cap)
+{
+    if (!cap) cap = VIJP_DRIFT_REF_PREC_MAX;
+    return cap / 2 - 64 >= 64 ? cap / 2 - 64 : cap / 4;
+}
 
 int vijp_drift_check_ref_prec(const vijp_format *f, long start, long cap, vijp_error *err)
 {
@@ -76,7 +79,7 @@ int vijp_drift_check_ref_prec(const vijp_format *f, long start, long cap, vijp_e
     return vijp_fail(err, VIJP_EINVAL, "format %s: its reference starts at %ld bits (%s) and must double at least once, "
                      "to %ld, within --ref-prec-max %ld: the largest mpfr:P it validates is mpfr:%ld (--ref-prec-max "
                      "goes up to %d, for mpfr:%ld)", f->name, first, first == 2 * (long)f->prec ? "2P" : "P + 64",
-                     2 * first, cap, largest_mpfr(cap), VIJP_PREC_MAX, largest_mpfr(VIJP_PREC_MAX));
+                     2 * first, cap, vijp_drift_largest_mpfr(cap), VIJP_PREC_MAX, vijp_drift_largest_mpfr(VIJP_PREC_MAX));
 }
 
 /* The validated reference (see drift.h), rounded to the comparisons'
