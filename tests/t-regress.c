@@ -149,6 +149,37 @@ static json_int_t summary(json_t *out, const char *key)
     return json_integer_value(v);
 }
 
+/* A file regress cannot read is named with the reason, never with the
+ * "(line -1)" of a parse error that did not happen: a missing file, a
+ * folder; a file that is not JSON gives the line of its error. */
+START_TEST(regress_unreadable_files)
+{
+    make_study();
+    char missing[1100], folder[1100], broken[1100], args[3400];
+    snprintf(missing, sizeof missing, "%s/no-such.json", dir);
+    snprintf(folder, sizeof folder, "%s/s", dir);
+    snprintf(broken, sizeof broken, "%s/broken.json", dir);
+    FILE *f = fopen(broken, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("{\n \"schema\": ,\n}\n", f);
+    fclose(f);
+    static const char *const says[] = {"cannot open: No such file or directory", "cannot read: Is a directory",
+                                       "not JSON: unexpected token near ',' (line 2)"};
+    const char *paths[] = {missing, folder, broken};
+    for (int k = 0; k < 3; k++)
+        for (int side = 0; side < 2; side++) {
+            snprintf(args, sizeof args, "regress '%s' '%s'", side ? good : paths[k], side ? paths[k] : good);
+            run_result r = run_vijp(args);
+            char want[1400];
+            snprintf(want, sizeof want, "vijp regress: %s: %s\n", paths[k], says[k]);
+            ck_assert_msg(r.rc == CLI_USAGE && !r.out[0] && !strcmp(r.err, want) && !strstr(r.err, "line -1"),
+                          "vijp %s: exit %d, want %d and '%s'; stderr '%s'", args, r.rc, CLI_USAGE, want, r.err);
+            run_free(&r);
+        }
+    remove_study();
+}
+END_TEST
+
 /* A superset study (one more seed, format, engine and configuration) as the
  * current file, then as the baseline: the common part is compared (exit 0,
  * nothing changed), and what only one has is named on stderr and in --json.
@@ -479,6 +510,7 @@ Suite *suite_regress(void)
         tcase_add_test(tc, regress_no_vijp_bin);
     } else {
         tcase_add_test(tc, regress_refuses_incomplete_files);
+        tcase_add_test(tc, regress_unreadable_files);
         tcase_add_test(tc, schema_document_agrees);
         tcase_add_test(tc, regress_compares_the_common_part);
         tcase_add_test(tc, regress_json_findings_are_whole);

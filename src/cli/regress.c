@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "report/drift_schema.h"
 #include "regress/regress.h"
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -79,10 +80,25 @@ static const char help[] =
  * file short of a field used to compare nothing and report 0 regressions. */
 static json_t *load(const char *path)
 {
+    /* Opened here, not by json_load_file, whose error for a file it cannot
+     * open repeats the path and comes with line -1. */
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "vijp regress: %s: cannot open: %s\n", path, strerror(errno));
+        return NULL;
+    }
     json_error_t e;
-    json_t *j = json_load_file(path, 0, &e);
+    errno = 0;
+    json_t *j = json_loadf(f, 0, &e);
+    int read_failed = !j && ferror(f), read_errno = errno;
+    fclose(f);
     if (!j) {
-        fprintf(stderr, "vijp regress: %s: %s (line %d)\n", path, e.text, e.line);
+        if (read_failed) /* a folder, an I/O error: not a parse error at some line */
+            fprintf(stderr, "vijp regress: %s: cannot read: %s\n", path, strerror(read_errno ? read_errno : EIO));
+        else if (e.line > 0)
+            fprintf(stderr, "vijp regress: %s: not JSON: %s (line %d)\n", path, e.text, e.line);
+        else
+            fprintf(stderr, "vijp regress: %s: not JSON: %s\n", path, e.text);
         return NULL;
     }
     char msg[512];
