@@ -286,6 +286,20 @@ START_TEST(test_bad_input)
         ck_assert_msg(strlen(r.err) > 5, "vijp %s (%s): no message on stderr", bad[i].args, bad[i].why);
         run_free(&r);
     }
+    /* a format by another library's name: the user is told vijp's */
+    static const struct {
+        const char *args, *says;
+    } named[] = {
+        {"grad --json --format fp32", "did you mean binary32?"},
+        {"drift --formats bf16,fp64 --out /nonexistent/never", "unknown format 'bf16': did you mean bfloat16?"},
+        {"memory --net dense:8 --depth-max 4 --budget 1K --format half", "did you mean binary16?"},
+    };
+    for (size_t i = 0; i < sizeof named / sizeof *named; i++) {
+        run_result r = run_vijp(named[i].args);
+        ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, named[i].says), "vijp %s: exit %d, want %d and '%s': %s",
+                      named[i].args, r.rc, CLI_USAGE, named[i].says, r.err);
+        run_free(&r);
+    }
 }
 END_TEST
 

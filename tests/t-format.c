@@ -82,6 +82,49 @@ START_TEST(test_parse_errors)
 }
 END_TEST
 
+/* An unknown name that another library, language or standard gives a
+ * format vijp has (PyTorch's bf16, fp16, fp32; C's float, double; IEEE's
+ * binary64, binary128; any case; in a mixed format or before a kernel
+ * set) is refused with vijp's name for it; other unknown names get the list
+ * alone, and no suggestion that would be refused in turn. */
+START_TEST(test_parse_suggests)
+{
+    static const struct {
+        const char *in, *meant;
+    } cases[] = {
+        {"bf16", "bfloat16"},        {"BF16", "bfloat16"},       {"bfloat", "bfloat16"},     {"fp16", "binary16"},
+        {"f16", "binary16"},         {"half", "binary16"},       {"float16", "binary16"},    {"fp32", "binary32"},
+        {"f32", "binary32"},         {"float", "binary32"},      {"single", "binary32"},     {"float32", "binary32"},
+        {"fp64", "double"},          {"f64", "double"},          {"float64", "double"},      {"binary64", "double"},
+        {"Double", "double"},        {"DOUBLE", "double"},       {"Binary32", "binary32"},   {"fp128", "mpfr:113"},
+        {"binary128", "mpfr:113"},   {"quad", "mpfr:113"},       {"mpfr113", "mpfr:113"},    {"MPFR:113", "mpfr:113"},
+        {"tf32", "tf32+binary32"},   {"tf32+fp32", "tf32+binary32"}, {"bf16+fp32", "bfloat16+binary32"},
+        {"half+float", "binary16+binary32"}, {"fp32@avx2", "binary32@avx2"}, {"bf16+f32@ref", "bfloat16+binary32@ref"},
+        {"fp64@cuda", "double@cuda"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        vijp_format f;
+        vijp_error err = {0};
+        char want[64];
+        snprintf(want, sizeof want, "did you mean %s?", cases[i].meant);
+        ck_assert_int_eq(vijp_format_parse(cases[i].in, &f, &err), VIJP_EINVAL);
+        ck_assert_msg(strstr(err.msg, want) && err.msg[strlen(err.msg) - 1] == ')', "'%s': want '%s' in a whole message: %s",
+                      cases[i].in, want, err.msg);
+        if (!strchr(cases[i].meant, '@')) /* a kernel set may be missing here (no GPU, no AVX-512) */
+            ck_assert_msg(!vijp_format_parse(cases[i].meant, &f, NULL), "'%s' suggested, not a format", cases[i].meant);
+    }
+    /* no format by another name, or one whose suggestion would be refused */
+    static const char *const none[] = {"float8", "foo", "mpfr", "", "bf16+", "+fp32", "bf16@avx2", "fp32@nope",
+                                       "binary32+binary32", "bfloat16+double", "binary32 "};
+    for (size_t i = 0; i < sizeof none / sizeof *none; i++) {
+        vijp_format f;
+        vijp_error err = {0};
+        ck_assert_int_eq(vijp_format_parse(none[i], &f, &err), VIJP_EINVAL);
+        ck_assert_msg(err.msg[0] && !strstr(err.msg, "did you mean"), "'%s': %s", none[i], err.msg);
+    }
+}
+END_TEST
+
 /* ------------------------------------------- binary32 against native float */
 
 static float f_of_bits(uint32_t u)
@@ -540,6 +583,7 @@ Suite *suite_format(void)
     TCase *tc = tcase_create("parse");
     tcase_add_test(tc, test_parse_known);
     tcase_add_test(tc, test_parse_errors);
+    tcase_add_test(tc, test_parse_suggests);
     suite_add_tcase(s, tc);
     tc = tcase_create("emulation");
     tcase_set_timeout(tc, 60); /* ~0.1 s at scale 1; room for VIJP_TEST_SCALE and sanitizers */

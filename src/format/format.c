@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static void emulated(vijp_format *f, vijp_format_kind k, const char *name, mpfr_prec_t p,
                      mpfr_exp_t emin, mpfr_exp_t emax, size_t bytes)
@@ -63,6 +64,67 @@ void vijp_format_fixed(vijp_format *f, vijp_format_kind kind)
     }
 }
 
+/* The formats that run through a kernel set (FORMAT@SET). */
+static const char *const kset_bases[] = {"double", "binary32", "bfloat16+binary32", "binary16+binary32"};
+
+/* One part of a format name (between '+' and '@') as the user may have
+ * written it: another library's or language's name for the format
+ * (PyTorch's, NumPy's, C's, IEEE 754's), any case.  Written into out;
+ * 0 if none is known. */
+static int format_part_alias(const char *part, size_t len, char *out, size_t size)
+{
+    static const struct {
+        const char *alias, *name;
+    } aliases[] = {
+        {"bfloat16", "bfloat16"}, {"bf16", "bfloat16"},     {"bfloat", "bfloat16"},
+        {"binary16", "binary16"}, {"fp16", "binary16"},     {"f16", "binary16"},      {"half", "binary16"},
+        {"float16", "binary16"},  {"binary32", "binary32"}, {"fp32", "binary32"},     {"f32", "binary32"},
+        {"float", "binary32"},    {"single", "binary32"},   {"float32", "binary32"},  {"double", "double"},
+        {"fp64", "double"},       {"f64", "double"},        {"float64", "double"},    {"binary64", "double"},
+        {"tf32", "tf32"},         {"fp128", "mpfr:113"},    {"f128", "mpfr:113"},     {"float128", "mpfr:113"},
+        {"binary128", "mpfr:113"}, {"quad", "mpfr:113"},
+    };
+    for (size_t i = 0; i < sizeof aliases / sizeof *aliases; i++)
+        if (strlen(aliases[i].alias) == len && !strncasecmp(part, aliases[i].alias, len))
+            return snprintf(out, size, "%s", aliases[i].name), 1;
+    /* mpfr113, MPFR:113, mpfr-113, mpfr_113 */
+    if (len > 4 && !strncasecmp(part, "mpfr", 4)) {
+        size_t d = 4 + (part[4] == ':' || part[4] == '-' || part[4] == '_' || part[4] == '=');
+        if (d < len && strspn(part + d, "0123456789") == len - d)
+            return snprintf(out, size, "mpfr:%.*s", (int)(len - d), part + d), 1;
+    }
+    return 0;
+}
+
+/* The format the user probably meant by s, an unknown name (bf16:
+ * bfloat16, fp32: binary32, bf16+fp32: bfloat16+binary32, fp32@avx2:
+ * binary32@avx2), into out; 0 if there is none. */
+static int format_suggestion(const char *s, char *out, size_t size)
+{
+    char base[64] = "", part[32];
+    size_t len = strcspn(s, "@"), n = 0, parts = 0;
+    for (size_t i = 0; i <= len; parts++) {
+        size_t k = strcspn(s + i, "+@");
+        if (k > len - i) k = len - i;
+        if (!format_part_alias(s + i, k, part, sizeof part)) return 0;
+        n += (size_t)snprintf(base + n, sizeof base - (n < sizeof base ? n : sizeof base), "%s%s", i ? "+" : "", part);
+        if (n >= sizeof base) return 0;
+        i += k + 1;
+    }
+    if (parts == 1 && !strcmp(base, "tf32")) snprintf(base, sizeof base, "tf32+binary32"); /* tf32 alone: its one format */
+    if (strlen(base) == len && !strncmp(base, s, len)) return 0; /* s's own spelling: not a format, nothing to suggest */
+    if (s[len] == '@') { /* a base that runs through kernel sets, and a set that exists (available or not) */
+        size_t b = 0, k = 0;
+        while (b < sizeof kset_bases / sizeof *kset_bases && strcmp(base, kset_bases[b])) b++;
+        while (k < VIJP_KSET_COUNT && strcmp(s + len + 1, vijp_kset_names[k])) k++;
+        if (b == sizeof kset_bases / sizeof *kset_bases || k == VIJP_KSET_COUNT) return 0;
+    } else {
+        vijp_format f;
+        if (vijp_format_parse(base, &f, NULL)) return 0;
+    }
+    return (size_t)snprintf(out, size, "%s%s", base, s + len) < size;
+}
+
 int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err)
 {
     if (!s) return vijp_fail(err, VIJP_EINVAL, "missing format name");
@@ -82,10 +144,14 @@ int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err)
     }
     const char *at = strchr(s, '@');
     if (at) { /* a format through one kernel set (src/kernels/kernels.h) */
-        static const char *const bases[] = {"double", "binary32", "bfloat16+binary32", "binary16+binary32"};
+        const char *const *bases = kset_bases;
         size_t len = (size_t)(at - s), b = 0;
-        while (b < sizeof bases / sizeof *bases && !(strlen(bases[b]) == len && !strncmp(s, bases[b], len))) b++;
-        if (b == sizeof bases / sizeof *bases)
+        while (b < sizeof kset_bases / sizeof *kset_bases && !(strlen(bases[b]) == len && !strncmp(s, bases[b], len))) b++;
+        char hint[96];
+        if (b == sizeof kset_bases / sizeof *kset_bases && format_suggestion(s, hint, sizeof hint))
+            return vijp_fail(err, VIJP_EINVAL, "format '%s': did you mean %s? (only double, binary32, bfloat16+binary32 "
+                             "and binary16+binary32 run through a kernel set, FORMAT@SET)", s, hint);
+        if (b == sizeof kset_bases / sizeof *kset_bases)
             return vijp_fail(err, VIJP_EINVAL, "format '%s': only double, binary32, bfloat16+binary32 and "
                              "binary16+binary32 run through a kernel set (FORMAT@SET)", s);
         for (int i = 0; i < VIJP_KSET_COUNT; i++) {
@@ -119,6 +185,10 @@ int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err)
             return vijp_fail(err, VIJP_EINVAL, "bad precision in format '%s' (want mpfr:P, P bits)", s);
         return vijp_format_mpfr(f, p, err);
     }
+    char hint[96];
+    if (format_suggestion(s, hint, sizeof hint)) /* shorter: the message holds 255 characters */
+        return vijp_fail(err, VIJP_EINVAL, "unknown format '%s': did you mean %s? (known: double, mpfr:P, binary32, "
+                         "binary16, bfloat16, bfloat16+binary32, binary16+binary32, tf32+binary32, FORMAT@SET)", s, hint);
     return vijp_fail(err, VIJP_EINVAL,
                      "unknown format '%s' (known: double, mpfr:P, binary32, binary16, bfloat16, "
                      "bfloat16+binary32, binary16+binary32, tf32+binary32; double, binary32, bfloat16+binary32 and "
