@@ -618,6 +618,62 @@ START_TEST(test_readme_examples)
 }
 END_TEST
 
+/* The folders vijp drift and vijp report write by default, named by their
+ * --help, are ignored by git in the source tree (VIJP_BIN's ROOT/build/vijp):
+ * a study run there must not show up as files to commit.  Skipped outside
+ * a git checkout (a release tarball). */
+START_TEST(test_default_outputs_ignored)
+{
+    const char *bin = getenv("VIJP_BIN");
+    char root[1024], cmd[1400];
+    ck_assert_msg(bin && strlen(bin) < sizeof root, "VIJP_BIN unset or too long");
+    strcpy(root, bin);
+    for (int up = 0; up < 2; up++) { /* dirname, twice */
+        char *slash = strrchr(root, '/');
+        ck_assert_msg(slash != NULL, "VIJP_BIN '%s' is not a path like ROOT/build/vijp", bin);
+        *slash = 0;
+    }
+    snprintf(cmd, sizeof cmd, "-c \"command -v git && git -C '%s' rev-parse --is-inside-work-tree\"", root[0] ? root : "/");
+    run_result r = run_bin("/bin/sh", cmd);
+    int checkout = r.rc == 0;
+    run_free(&r);
+    if (!checkout) {
+        fprintf(stderr, "test_default_outputs_ignored: %s is not a git checkout (or git is missing), skipped\n", root);
+        return;
+    }
+    static const struct {
+        const char *help, *before, *after;
+    } where[] = {
+        {"drift --help", "report folder (default ", ")"},
+        {"report --help", "Writes ", ","},
+    };
+    for (size_t k = 0; k < sizeof where / sizeof *where; k++) {
+        r = run_vijp(where[k].help);
+        const char *p = strstr(r.out, where[k].before);
+        ck_assert_msg(r.rc == CLI_OK && p, "vijp %s names no default folder", where[k].help);
+        p += strlen(where[k].before);
+        size_t n = strcspn(p, where[k].after);
+        ck_assert_msg(n > 0 && n < 200 && !strncmp(p, "reports/", 8), "vijp %s: default folder '%.*s'", where[k].help,
+                      (int)(n < 200 ? n : 200), p);
+        /* the folder, and the curves a killed run keeps beside it for --resume (PARENT/.NAME.vijp-units) */
+        const char *name = p + n;
+        while (name > p && name[-1] != '/') name--;
+        for (int kept = 0; kept < 2; kept++) {
+            if (kept)
+                snprintf(cmd, sizeof cmd, "-C '%s' check-ignore -q '%.*s.%.*s.vijp-units/1.unit'", root, (int)(name - p), p,
+                         (int)(p + n - name), name);
+            else
+                snprintf(cmd, sizeof cmd, "-C '%s' check-ignore -q '%.*s/drift.json'", root, (int)n, p);
+            run_result g = run_bin("git", cmd);
+            ck_assert_msg(g.rc == 0, "git %s: exit %d: not ignored (%s vijp %s's default folder): add it to .gitignore %s",
+                          cmd, g.rc, kept ? "the curves kept beside" : "a file in", where[k].help, g.err);
+            run_free(&g);
+        }
+        run_free(&r);
+    }
+}
+END_TEST
+
 /* Without VIJP_BIN there is no command to run: the suite fails rather than
  * passing without testing anything. */
 START_TEST(test_no_vijp_bin)
@@ -651,6 +707,7 @@ Suite *suite_cli(void)
         tcase_add_test(tc, test_stdout_full);
         tcase_add_test(tc, test_progress_meter);
         tcase_add_test(tc, test_readme_examples);
+        tcase_add_test(tc, test_default_outputs_ignored);
     }
     suite_add_tcase(s, tc);
     return s;
