@@ -68,7 +68,7 @@ int main(int argc, char **argv)
     printf("  with reference:    %8.3f s  %8.3f ms/layer  (validated at %ld bits)\n", best[1],
            1e3 * best[1] / (double)s.problem.depth, ref_prec);
     printf("  reference share:   %8.1f %%  of the sweep's time, median of %d back-to-back pairs (%.1f-%.1f %%; "
-           "target <= 50 %%, issue 13: %s)\n", median, reps, shares[0], shares[reps - 1], median <= 50 ? "met" : "NOT met");
+           "target <= 50 %%: %s)\n", median, reps, shares[0], shares[reps - 1], median <= 50 ? "met" : "NOT met");
     free(shares);
     return 0;
 }

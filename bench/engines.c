@@ -3,11 +3,11 @@
  * time of the one thread that does all the work, see cpu_now).  OpenBLAS
  * runs on one thread for the engines and for the dgemm reference alike.
  *
- * Part 1 (issue 5's comparison): backprop against Moonwalk mixed mode on
+ * Part 1 (what Moonwalk saves, at what price): backprop against Moonwalk mixed mode on
  * dense:256,leaky:0.5 at depth 256, batch 1 and 64: time and stored-bytes
  * ratios.
  *
- * Part 2 (issue 12's engine-level targets), one line per target with the
+ * Part 2 (the engines' speed targets T1-T3), one line per target with the
  * measured time, the reference measured in this run, the ratio, the target
  * and PASS/MISS:
  *   T1  backprop on dense:256,leaky:0.5, depth 256, batch 64, at >= 80% of
@@ -130,7 +130,7 @@ static void part1(int reps)
         ok &= br <= 1.0 / 32;
         problem_free(&p);
     }
-    printf("targets (issue 5): bytes ratio <= 1/32 (0.03125) at both batches; time ratio <= 1.5 at batch 64: %s\n"
+    printf("Moonwalk targets: bytes ratio <= 1/32 (0.03125) at both batches; time ratio <= 1.5 at batch 64: %s\n"
            "  (T2 below: the operation count alone puts this ratio at 5/3 + n/(9B) = 2.111 at B = 64)\n\n",
            ok ? "met" : "NOT met");
 }
@@ -269,7 +269,7 @@ static const char *verdict(int pass) { return pass ? "PASS" : "MISS"; }
  *                  left out), S = LU 2n³/3 + solve 2n²B (dense.c: one LU
  *                  per call, shared by the batch);
  *                  with elementwise layers left out, the ratio is
- *                  (5·2n²B + 2n³/3) / (3·2n²B) = 5/3 + n/(9B), the issue's figure;
+ *                  (5·2n²B + 2n³/3) / (3·2n²B) = 5/3 + n/(9B), part 1's figure;
  *   leaky (width w)  F = V = S = wB (one multiply or divide per unit);
  *   conv1d C×K circular, P positions per channel (conv.c, conv_circular.c):
  *                  F = V = P = 2C²K·P·B (direct sums),
@@ -435,12 +435,12 @@ static int targets_2_3(problem *p, int reps, double dense_formula)
 int main(int argc, char **argv)
 {
     int reps = (int)bench_count(argc, argv, 9, 1, 1000,
-                                "Usage: bench-engines [REPS]\n  backprop, Moonwalk and checkpointing against issue 5's and 12's targets,\n"
+                                "Usage: bench-engines [REPS]\n  backprop, Moonwalk and checkpointing against their memory and speed targets,\n"
                                 "  best of REPS interleaved runs (default 9).\n"); /* best of 9: this shared VM swings by 5-10 % run to run */
     openblas_set_num_threads(1); /* engines and reference alike (the dgemm rate would otherwise count both cores) */
     part1(reps);
 
-    printf("bench-engines part 2 (issue 12 targets), best of %d interleaved runs, thread CPU time, OpenBLAS on 1 thread\n", reps);
+    printf("bench-engines part 2 (engine speed targets T1-T3), best of %d interleaved runs, thread CPU time, OpenBLAS on 1 thread\n", reps);
     problem d;
     problem_make(&d, "dense:256,leaky:0.5", 256, 0, 64);
     /* Flops counted: the three dgemms of each dense layer, 3·2n²B; the bias
@@ -540,6 +540,6 @@ int main(int argc, char **argv)
     problem_make(&c, "conv1d:16x3:circular,leaky:0.5", 64, 4096, 16);
     ok &= targets_2_3(&c, reps, 0);
     problem_free(&c);
-    printf("issue 12 engine targets: %s\n", ok ? "all met" : "NOT all met");
+    printf("engine targets: %s\n", ok ? "all met" : "NOT all met");
     return 0;
 }

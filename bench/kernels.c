@@ -9,7 +9,7 @@
  * FLOP count), the speedup over ref at the same size, and the fraction of the
  * copy bandwidth at that size, the copy timed again just before each kernel
  * (printed last: on a shared machine it drifts during the run).  Best of REPS timed passes, each at least
- * MIN_SECONDS long.  Targets (issue 12): memory-bound kernels >= 80% of the
+ * MIN_SECONDS long.  Targets: memory-bound kernels >= 80% of the
  * copy bandwidth at 8M; GELU and Mish with f′ >= 4x ref with AVX-512. */
 #include "bench.h"
 #include "kernels/kernels.h"
@@ -154,7 +154,7 @@ int main(int argc, char **argv)
      * ±15 points between runs on a shared machine (the copy's own swing). */
     size_t last_mem = 0;
     while (last_mem + 1 < NKERNELS && strcmp(kernels[last_mem].name, "drift")) last_mem++;
-    printf("\nissue 12 kernel targets (this run):\n  memory-bound at %zu units, >= 80%% of the copy (fastest set):", MAXN);
+    printf("\nkernel targets (this run):\n  memory-bound at %zu units, >= 80%% of the copy (fastest set):", MAXN);
     int mem_ok = 1;
     for (size_t k = 0; k <= last_mem; k++) {
         double best = pct8m[k][0];

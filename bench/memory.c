@@ -3,7 +3,7 @@
  * (dense:64,leaky:0.5) and a RevNet stack (additive blocks, width 64, F = G =
  * dense:32 + tanh), double, batch 1 and 32.  The budget is what backprop
  * stores at depth 256; both engines run once at depth 4096 and their ledgers
- * give every shallower depth.  Target (issue 5): at least 8× deeper. */
+ * give every shallower depth.  Target: at least 8× deeper. */
 #include "vijp/memory.h"
 #include "vijp/vijp.h"
 #include "bench.h"

@@ -6,6 +6,10 @@
 # "--help" as 0 repetitions and printed PASS for times it never measured.
 # Each call is bounded by a timeout, so one that starts measuring fails
 # instead of running for minutes.
+# Their words too: what a benchmark prints (its usage, its targets and
+# verdicts) and says in its source (tests/NAME.c beside build/NAME) names
+# targets in the product's terms, never an issue of the tracker: a verdict
+# labelled with a tracker number means nothing to whoever reads the output.
 set -u
 failed=0
 expect() { # expect RC PROGRAM ARGS...: run it, fail unless it exits RC
@@ -26,6 +30,13 @@ for b in "$@"; do
     *) echo "FAIL: $b --help exited $rc without a usage line on stdout"; failed=1; continue ;;
     esac
     [ $rc -eq 0 ] || { echo "FAIL: $b --help exited $rc"; failed=1; }
+    src="$(dirname "$0")/../tests/$(basename "$b").c"
+    if printf '%s\n' "$usage" | grep -i -q '\<issue'; then
+        echo "FAIL: $b --help names an issue: $usage"; failed=1
+    fi
+    if [ -f "$src" ] && grep -n -i '\<issue' "$src"; then
+        echo "FAIL: $src names issues (above): say what the target is instead"; failed=1
+    fi
     expect 2 "$b" --bogus
     expect 2 "$b" x y z
     case $usage in
@@ -33,5 +44,5 @@ for b in "$@"; do
         for bad in 0 -1 3x "" 99999999999999999999; do expect 2 "$b" "$bad"; done ;;
     esac
 done
-[ $failed -eq 0 ] && echo "check-bench-args: $# benchmark programs: --help answered, bad arguments refused"
+[ $failed -eq 0 ] && echo "check-bench-args: $# benchmark programs: --help answered, bad arguments refused, no issue named"
 exit $failed
