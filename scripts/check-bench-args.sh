@@ -7,7 +7,7 @@
 # Each call is bounded by a timeout, so one that starts measuring fails
 # instead of running for minutes.
 # Their words too: what a benchmark prints (its usage, its targets and
-# verdicts) and says in its source (tests/NAME.c beside build/NAME) names
+# verdicts) and says in its source (bench/NAME.c for build/bench-NAME) names
 # targets in the product's terms, never an issue of the tracker: a verdict
 # labelled with a tracker number means nothing to whoever reads the output.
 set -u
@@ -30,7 +30,9 @@ for b in "$@"; do
     *) echo "FAIL: $b --help exited $rc without a usage line on stdout"; failed=1; continue ;;
     esac
     [ $rc -eq 0 ] || { echo "FAIL: $b --help exited $rc"; failed=1; }
-    src="$(dirname "$0")/../tests/$(basename "$b").c"
+    name=$(basename "$b")
+    src="$(dirname "$0")/../bench/${name#bench-}.c"
+    [ -f "$src" ] || { echo "FAIL: no source $src for $b"; failed=1; }
     if printf '%s\n' "$usage" | grep -i -q '\<issue'; then
         echo "FAIL: $b --help names an issue: $usage"; failed=1
     fi
