@@ -234,7 +234,40 @@ static int study_fits_memory(const study *s, const char *name, vijp_error *err)
 
 static void keep_unit(void *units, size_t j, const vijp_drift_curve *c) { unit_store_save(units, j, c); }
 
-static int study_command(const mpi_world *w, int argc, char **argv, int is_report)
+/* What the command line asked for, beside what it sets in the study. */
+typedef struct {
+    const char *name; /* "vijp drift" or "vijp report" */
+    int is_report;
+    const char *specs[STUDY_MAX];
+    size_t n_specs;
+    const char *inits, *formats, *seeds, *engines, *tols;
+    int forced_progress; /* --progress 1, --no-progress -1 */
+    int quiet, depth_given, batch_given, loss_given, resume, jobs_given;
+} drift_args;
+
+/* The defaults of drift, or of report (its embedded default study). */
+static void defaults(drift_args *a, study *s, int is_report)
+{
+    *a = (drift_args){.name = is_report ? "vijp report" : "vijp drift", .is_report = is_report,
+                      .inits = is_report ? "orthogonal,gaussian" : "orthogonal",
+                      .formats = is_report ? "bfloat16,bfloat16+binary32,binary32,double,mpfr:113" : "bfloat16,binary32,double",
+                      .seeds = "1,2,3", .engines = is_report ? "moonwalk,reversible" : "moonwalk"};
+    memset(s, 0, sizeof *s);
+    s->depth = is_report ? 256 : 64;
+    s->batch = 1;
+    s->out_dir = is_report ? "reports/latest" : "reports/drift";
+    s->jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    s->plots = 1;
+}
+
+static int usage_error(const drift_args *a, const vijp_error *err)
+{
+    fprintf(stderr, "%s: %s\n", a->name, err->msg);
+    return EXIT_USAGE;
+}
+
+/* Options into a and s; -1 to go on, or the exit status (--help, bad usage). */
+static int parse_args(int argc, char **argv, drift_args *a, study *s)
 {
     enum { O_INPUT = 300, O_WEIGHTS, O_RESUME, O_FORMAT, O_TOL = 256, O_REFP, O_REFMAX, O_PROG, O_NOPROG, O_NOPLOTS, O_SEGMENT };
     static const struct option opts[] = {
@@ -247,183 +280,177 @@ static int study_command(const mpi_world *w, int argc, char **argv, int is_repor
         {"format", 2, 0, O_FORMAT}, /* refused: not an abbreviation of --formats */
         {0, 0, 0, 0},
     };
-    const char *name = is_report ? "vijp report" : "vijp drift";
-    static study s; /* large (configs table): kept off the stack */
-    memset(&s, 0, sizeof s);
-    const char *specs[STUDY_MAX], *inits = is_report ? "orthogonal,gaussian" : "orthogonal";
-    const char *formats = is_report ? "bfloat16,bfloat16+binary32,binary32,double,mpfr:113" : "bfloat16,binary32,double";
-    const char *seeds = "1,2,3", *engines = is_report ? "moonwalk,reversible" : "moonwalk", *tols = NULL;
-    size_t n_specs = 0;
-    s.depth = is_report ? 256 : 64;
-    s.batch = 1;
-    s.out_dir = is_report ? "reports/latest" : "reports/drift";
-    s.jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    int forced_progress = 0; /* --progress 1, --no-progress -1 */
-    s.plots = 1;
-    int quiet = 0, c, depth_given = 0, batch_given = 0, loss_given = 0, resume = 0, jobs_given = 0;
-    uint64_t worker_hash = 0;
-    unsigned long long v;
+    const char *name = a->name;
     vijp_error err = {0};
-    int code = -1; /* parsing: -1 to go on, else the exit status */
-#define PARSE_END(status) do { code = (status); goto parsed; } while (0)
-#define PARSE_FAIL() do { fprintf(stderr, "%s: %s\n", name, err.msg); PARSE_END(EXIT_USAGE); } while (0)
-    rank_output quiet_rank;
-    rank_output_hide(&quiet_rank, w->rank);
+    unsigned long long v;
+    int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
         switch (c) {
         case 'n':
-            if (n_specs == STUDY_MAX) {
-                fprintf(stderr, "%s: at most %d --net\n", name, STUDY_MAX);
-                PARSE_END(EXIT_USAGE);
-            }
-            specs[n_specs++] = optarg;
+            if (a->n_specs == STUDY_MAX) return fprintf(stderr, "%s: at most %d --net\n", name, STUDY_MAX), EXIT_USAGE;
+            a->specs[a->n_specs++] = optarg;
             break;
-        case 'i': inits = optarg; break;
-        case 'd': if (cli_parse_size("--depth", optarg, 1, 100000, &v)) PARSE_END(EXIT_USAGE); s.depth = v, depth_given = 1; break;
-        case 'w': if (cli_parse_size("--width", optarg, 1, 1u << 16, &v)) PARSE_END(EXIT_USAGE); s.width = v; break;
-        case 'b': if (cli_parse_size("--batch", optarg, 1, 1000000, &v)) PARSE_END(EXIT_USAGE); s.batch = v, batch_given = 1; break;
-        case 'f': formats = optarg; break;
-        case 'e': engines = optarg; break;
-        case 's': seeds = optarg; break;
-        case 'l': if (vijp_loss_parse(optarg, &s.loss, &err)) PARSE_FAIL(); loss_given = 1; break;
-        case O_INPUT: s.input = optarg; break;
-        case O_WEIGHTS: s.weights = optarg; break;
-        case O_RESUME: resume = 1; break;
-        case O_TOL: tols = optarg; break;
-        case O_REFP: if (cli_parse_size("--ref-prec", optarg, VIJP_PREC_MIN, VIJP_PREC_MAX, &v)) PARSE_END(EXIT_USAGE); s.ref_prec_start = (long)v; break;
-        case O_REFMAX: if (cli_parse_size("--ref-prec-max", optarg, VIJP_PREC_MIN, VIJP_PREC_MAX, &v)) PARSE_END(EXIT_USAGE); s.ref_prec_max = (long)v; break;
-        case 'o': s.out_dir = optarg; break;
-        case 'j': if (cli_parse_size("--jobs", optarg, 1, 256, &v)) PARSE_END(EXIT_USAGE); s.jobs = (int)v, jobs_given = 1; break;
-        case O_PROG: forced_progress = 1; break;
-        case O_NOPROG: forced_progress = -1; break;
-        case O_NOPLOTS: s.plots = 0; break;
-        case O_SEGMENT: if (cli_parse_size("--segment", optarg, 1, 100000, &v)) PARSE_END(EXIT_USAGE); s.opts.checkpoint_segment = v; break;
-        case 'q': quiet = 1; break;
+        case 'i': a->inits = optarg; break;
+        case 'd': if (cli_parse_size("--depth", optarg, 1, 100000, &v)) return EXIT_USAGE; s->depth = v, a->depth_given = 1; break;
+        case 'w': if (cli_parse_size("--width", optarg, 1, 1u << 16, &v)) return EXIT_USAGE; s->width = v; break;
+        case 'b': if (cli_parse_size("--batch", optarg, 1, 1000000, &v)) return EXIT_USAGE; s->batch = v, a->batch_given = 1; break;
+        case 'f': a->formats = optarg; break;
+        case 'e': a->engines = optarg; break;
+        case 's': a->seeds = optarg; break;
+        case 'l': if (vijp_loss_parse(optarg, &s->loss, &err)) return usage_error(a, &err); a->loss_given = 1; break;
+        case O_INPUT: s->input = optarg; break;
+        case O_WEIGHTS: s->weights = optarg; break;
+        case O_RESUME: a->resume = 1; break;
+        case O_TOL: a->tols = optarg; break;
+        case O_REFP: if (cli_parse_size("--ref-prec", optarg, VIJP_PREC_MIN, VIJP_PREC_MAX, &v)) return EXIT_USAGE; s->ref_prec_start = (long)v; break;
+        case O_REFMAX: if (cli_parse_size("--ref-prec-max", optarg, VIJP_PREC_MIN, VIJP_PREC_MAX, &v)) return EXIT_USAGE; s->ref_prec_max = (long)v; break;
+        case 'o': s->out_dir = optarg; break;
+        case 'j': if (cli_parse_size("--jobs", optarg, 1, 256, &v)) return EXIT_USAGE; s->jobs = (int)v, a->jobs_given = 1; break;
+        case O_PROG: a->forced_progress = 1; break;
+        case O_NOPROG: a->forced_progress = -1; break;
+        case O_NOPLOTS: s->plots = 0; break;
+        case O_SEGMENT: if (cli_parse_size("--segment", optarg, 1, 100000, &v)) return EXIT_USAGE; s->opts.checkpoint_segment = v; break;
+        case 'q': a->quiet = 1; break;
         case 'h':
             /* help_drift's one conversion: the largest mpfr:P the default cap validates */
-            if (is_report) fputs(help_report, stdout);
+            if (a->is_report) fputs(help_report, stdout);
             else printf(help_drift, vijp_drift_largest_mpfr(VIJP_DRIFT_REF_PREC_MAX));
             cli_print_layer_syntax(stdout, CLI_SPEC_ITEMS);
-            PARSE_END(EXIT_OK);
+            return EXIT_OK;
         case O_FORMAT:
             /* getopt_long would take --format (grad's, eval's option) as an abbreviation of --formats */
             fprintf(stderr, "%s: --format is not an option here: give the formats with --formats LIST, a comma list "
                             "(e.g. --formats bfloat16,binary32)\n", name);
-            PARSE_END(EXIT_USAGE);
-        default: fprintf(stderr, "run '%s --help' for the options\n", name); PARSE_END(EXIT_USAGE);
+            return EXIT_USAGE;
+        default: fprintf(stderr, "run '%s --help' for the options\n", name); return EXIT_USAGE;
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "%s: unexpected argument '%s'\n", name, argv[optind]);
-        PARSE_END(EXIT_USAGE);
-    }
-    if (n_specs == 0) {
-        if (is_report) {
+    if (optind < argc) return fprintf(stderr, "%s: unexpected argument '%s'\n", name, argv[optind]), EXIT_USAGE;
+    return -1;
+}
+
+/* The nets (report's default ones when none is given), a JSON net's depth
+ * and loss, --weights and --input against them: bad input, exit 2. */
+static int resolve_nets(drift_args *a, study *s, vijp_error *err)
+{
+    if (a->n_specs == 0) {
+        if (a->is_report) {
             static const char *const report_specs[] = {"dense:32,leaky:0.1", "dense:32,leaky:0.5", "dense:32,leaky:0.9",
                                                        "additive", "dense:32,gelu", "dense:32,mish",
                                                        "dense:32,relu,dense:32,layernorm"};
-            for (size_t k = 0; k < sizeof report_specs / sizeof *report_specs; k++) specs[n_specs++] = report_specs[k];
+            for (size_t k = 0; k < sizeof report_specs / sizeof *report_specs; k++) a->specs[a->n_specs++] = report_specs[k];
         }
-        else specs[n_specs++] = "dense:32,leaky:0.5";
+        else a->specs[a->n_specs++] = "dense:32,leaky:0.5";
     }
     /* JSON nets: the depth is the file's (every net of the study shares it) */
-    for (size_t k = 0; k < n_specs; k++) {
-        int loss = (int)s.loss;
-        if (cli_net_json(specs[k], &s.depth, depth_given, &loss, loss_given, &err)) PARSE_FAIL();
-        s.loss = (vijp_loss_kind)loss;
-        depth_given |= vijp_net_spec_is_json(specs[k]);
+    for (size_t k = 0; k < a->n_specs; k++) {
+        int loss = (int)s->loss;
+        if (cli_net_json(a->specs[k], &s->depth, a->depth_given, &loss, a->loss_given, err)) return -1;
+        s->loss = (vijp_loss_kind)loss;
+        a->depth_given |= vijp_net_spec_is_json(a->specs[k]);
     }
-    for (size_t k = 0; s.weights && k < n_specs; k++)
-        if (cli_check_weights(specs[k], s.depth, s.width, s.weights, &err)) PARSE_FAIL();
-    if (s.input) {
+    for (size_t k = 0; s->weights && k < a->n_specs; k++)
+        if (cli_check_weights(a->specs[k], s->depth, s->width, s->weights, err)) return -1;
+    if (s->input) {
         vijp_net probe;
-        if (vijp_net_shape(&probe, specs[0], s.depth, s.width, &err)) PARSE_FAIL();
+        if (vijp_net_shape(&probe, a->specs[0], s->depth, s->width, err)) return -1;
         size_t in_width = probe.width;
         vijp_net_free(&probe);
-        if (cli_input_batch(s.input, in_width, &s.batch, batch_given, &err)) PARSE_FAIL();
+        if (cli_input_batch(s->input, in_width, &s->batch, a->batch_given, err)) return -1;
     }
-    s.progress = progress_wanted_here(forced_progress, quiet);
-    if (study_parse_formats(&s, formats, &err) || study_parse_seeds(&s, seeds, &err) ||
-        study_parse_engines(s.engines, &s.n_engines, engines, 0, &err) || (tols && study_parse_tols(&s, tols, &err)) ||
-        study_add_configs(&s, specs, n_specs, inits, &err))
-        PARSE_FAIL();
+    return 0;
+}
+
+/* Everything checked before the report folder is touched: the nets, the
+ * lists, each format's reference cap, the memory the run needs, the folder's
+ * name, gnuplot.  -1 to go on, or the exit status. */
+static int resolve(drift_args *a, study *s, vijp_error *err)
+{
+    if (resolve_nets(a, s, err)) return usage_error(a, err);
+    s->progress = progress_wanted_here(a->forced_progress, a->quiet);
+    if (study_parse_formats(s, a->formats, err) || study_parse_seeds(s, a->seeds, err) ||
+        study_parse_engines(s->engines, &s->n_engines, a->engines, 0, err) ||
+        (a->tols && study_parse_tols(s, a->tols, err)) || study_add_configs(s, a->specs, a->n_specs, a->inits, err))
+        return usage_error(a, err);
     /* Each format's reference must be able to double at least once under the
      * cap, or the run would fail after its first curve and leave an empty folder. */
-    for (size_t f = 0; f < s.n_formats; f++)
-        if (vijp_drift_check_ref_prec(&s.formats[f], s.ref_prec_start, s.ref_prec_max, &err)) PARSE_FAIL();
-    if (!study_fits_memory(&s, name, &err)) {
-        if (err.msg[0]) PARSE_FAIL();
-        PARSE_END(EXIT_USAGE);
-    }
-    for (const char *q = s.out_dir; *q; q++)
+    for (size_t f = 0; f < s->n_formats; f++)
+        if (vijp_drift_check_ref_prec(&s->formats[f], s->ref_prec_start, s->ref_prec_max, err)) return usage_error(a, err);
+    if (!study_fits_memory(s, a->name, err)) return err->msg[0] ? usage_error(a, err) : EXIT_USAGE;
+    for (const char *q = s->out_dir; *q; q++)
         if ((unsigned char)*q < 0x20 || *q == 0x7f) { /* gnuplot (and most readers) cannot take them */
-            vijp_fail(&err, VIJP_EINVAL, "--out: control characters in the folder name");
-            PARSE_FAIL();
+            vijp_fail(err, VIJP_EINVAL, "--out: control characters in the folder name");
+            return usage_error(a, err);
         }
-    if (s.plots && !study_plots_available()) {
-        fprintf(stderr, "%s: warning: gnuplot not found, plots skipped (install gnuplot-nox)\n", name);
-        s.plots = 0;
+    if (s->plots && !study_plots_available()) {
+        fprintf(stderr, "%s: warning: gnuplot not found, plots skipped (install gnuplot-nox)\n", a->name);
+        s->plots = 0;
     }
-    if (w->rank) {
-        char *desc = NULL; /* the parameter hash every unit a worker sends carries */
-        if (study_description(&s, &desc, &err)) PARSE_FAIL();
-        worker_hash = unit_hash(UNIT_HASH_START, desc, strlen(desc));
-        free(desc);
-        s.progress = 0;
-    }
-parsed:
-#undef PARSE_END
-#undef PARSE_FAIL
-    /* Every rank parsed the same command line: all go on, or all stop (with
-     * rank 0's status; a worker that alone failed says why). */
-    int stop = rank_parse_agree(w, &quiet_rank, code, name, "the study");
-    if (stop >= 0) return stop;
-    /* Rank 0 computes on one thread beside the other ranks (one rank a
-     * core), or on --jobs threads when given. */
-    int threads = w->size > 1 && !jobs_given ? 1 : s.jobs;
-    if (w->rank) {
-        int go = mpi_world_share(w, 0);
-        if (go >= 0) return go; /* rank 0 could not open the report folder: its status */
-        vijp_error e = {0};
-        if (mpi_study_run(w, &s, 0, worker_hash, &e)) fprintf(stderr, "%s (rank %d): %s\n", name, w->rank, e.msg);
-        study_free(&s);
-        return EXIT_OK;
-    }
+    return -1;
+}
+
+/* A rank other than 0 under mpirun: the parameter hash every unit it sends
+ * carries (rank 0 checks them against its own), taken while parsing so that
+ * all ranks agree on going on.  -1 to go on, or the exit status. */
+static int worker_hash_of(const drift_args *a, study *s, uint64_t *hash, vijp_error *err)
+{
+    char *desc = NULL;
+    if (study_description(s, &desc, err)) return usage_error(a, err);
+    *hash = unit_hash(UNIT_HASH_START, desc, strlen(desc));
+    free(desc);
+    s->progress = 0;
+    return -1;
+}
+
+/* A rank other than 0: its share of the curves, sent to rank 0. */
+static int run_worker(const mpi_world *w, study *s, uint64_t hash, const char *name)
+{
+    vijp_error err = {0};
+    int go = mpi_world_share(w, 0);
+    if (go >= 0) return go; /* rank 0 could not open the report folder: its status */
+    if (mpi_study_run(w, s, 0, hash, &err)) fprintf(stderr, "%s (rank %d): %s\n", name, w->rank, err.msg);
+    return EXIT_OK;
+}
+
+/* Rank 0 (or the only process): the report folder locked, the curves
+ * computed (those --resume kept aside), the report written and published
+ * all or nothing, the verdicts printed.  The exit status. */
+static int run_and_publish(const mpi_world *w, study *s, const drift_args *a, int threads, int argc, char **argv)
+{
     /* The command the report names leaves --resume out: a resumed report is
      * the one the command without it writes, byte for byte. */
     char **kept_args = vijp_alloc_array((size_t)argc, sizeof *kept_args);
     int n_kept = 0;
     for (int k = 1; k < argc; k++)
         if (strcmp(argv[k], "--resume")) kept_args[n_kept++] = argv[k];
-    s.command = quoted_command(n_kept, kept_args, name);
+    s->command = quoted_command(n_kept, kept_args, a->name);
     free(kept_args);
+    vijp_error err = {0};
     /* The report folder is locked for the whole run and replaced all or
      * nothing at its end (atomic.h). */
     report_out out;
-    if (report_out_open(&out, s.out_dir, s.command, &err)) {
-        study_free(&s);
+    if (report_out_open(&out, s->out_dir, s->command, &err)) {
         mpi_world_share(w, EXIT_USAGE);
-        goto usage_err;
+        return usage_error(a, &err);
     }
     /* Finished curves are kept beside the folder as they come (resume.h). */
     unit_store units;
     size_t kept;
-    int rc = unit_store_open(&units, &out, &s, resume, !quiet, &kept, &err);
+    int rc = unit_store_open(&units, &out, s, a->resume, !a->quiet, &kept, &err);
     if (rc) {
         report_out_close(&out);
-        study_free(&s);
         mpi_world_share(w, rc == VIJP_EINVAL ? EXIT_USAGE : EXIT_FAILED);
-        if (rc == VIJP_EINVAL) goto usage_err;
-        fprintf(stderr, "%s: %s (%s left as it was)\n", name, err.msg, s.out_dir);
+        if (rc == VIJP_EINVAL) return usage_error(a, &err);
+        fprintf(stderr, "%s: %s (%s left as it was)\n", a->name, err.msg, s->out_dir);
         return EXIT_FAILED;
     }
     mpi_world_share(w, -1); /* the other ranks: go */
-    s.on_unit = keep_unit;
-    s.on_unit_ctx = &units;
-    rc = mpi_study_run(w, &s, threads, units.hash, &err);
+    s->on_unit = keep_unit;
+    s->on_unit_ctx = &units;
+    rc = mpi_study_run(w, s, threads, units.hash, &err);
     if (!rc) rc = report_out_begin(&out, &err);
-    if (!rc) rc = study_write(&s, &out, &err);
+    if (!rc) rc = study_write(s, &out, &err);
     if (!rc) rc = report_out_commit(&out, &err);
     if (rc) report_out_abort(&out);
     if (!rc) unit_store_finish(&units);
@@ -431,20 +458,38 @@ parsed:
     report_out_close(&out);
     report_out_reraise(); /* a signal stopped the run: the folder is as it was */
     if (rc) {
-        fprintf(stderr, "%s: %s (%s left as it was)\n", name, err.msg, s.out_dir);
-        study_free(&s);
+        fprintf(stderr, "%s: %s (%s left as it was)\n", a->name, err.msg, s->out_dir);
         return EXIT_FAILED;
     }
-    if (!quiet) print_verdicts(&s);
-    study_free(&s);
+    if (!a->quiet) print_verdicts(s);
     return EXIT_OK;
-
-usage_err:
-    fprintf(stderr, "%s: %s\n", name, err.msg);
-    return EXIT_USAGE;
 }
 
-/* Under mpirun, every rank runs this (mpi_study.h); alone, a world of one. */
+static int study_command(const mpi_world *w, int argc, char **argv, int is_report)
+{
+    static study s; /* large (configs table): kept off the stack */
+    drift_args a;
+    defaults(&a, &s, is_report);
+    vijp_error err = {0};
+    rank_output quiet_rank; /* under mpirun every rank parses; rank 0 alone speaks */
+    rank_output_hide(&quiet_rank, w->rank);
+    int code = parse_args(argc, argv, &a, &s); /* -1 to go on, else the exit status */
+    if (code < 0) code = resolve(&a, &s, &err);
+    uint64_t worker_hash = 0;
+    if (code < 0 && w->rank) code = worker_hash_of(&a, &s, &worker_hash, &err);
+    /* Every rank parsed the same command line: all go on, or all stop (with
+     * rank 0's status; a worker that alone failed says why). */
+    int stop = rank_parse_agree(w, &quiet_rank, code, a.name, "the study");
+    if (stop < 0) {
+        /* Rank 0 computes on one thread beside the other ranks (one rank a
+         * core), or on --jobs threads when given. */
+        int threads = w->size > 1 && !a.jobs_given ? 1 : s.jobs;
+        stop = w->rank ? run_worker(w, &s, worker_hash, a.name) : run_and_publish(w, &s, &a, threads, argc, argv);
+    }
+    study_free(&s);
+    return stop;
+}
+
 static int run_study(int argc, char **argv, int is_report)
 {
     mpi_world w;
