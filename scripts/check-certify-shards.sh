@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The certification suite's adversarial matrices spread over MPI ranks, with
-# the same verdict counts as one process (issue 13).
+# the same verdict counts as one process.
 #   scripts/check-certify-shards.sh CHECK_BIN SCALE P [P ...]
 # runs `CK_RUN_SUITE=certify VIJP_TEST_SCALE=SCALE CHECK_BIN` once alone, then
 # under `mpirun -n P` for each P: every rank takes the cases cs with

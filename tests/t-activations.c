@@ -1,4 +1,4 @@
-/* Smooth activations (issue 5): f and f′ from nested forward AD (dual
+/* Smooth activations: f and f′ from nested forward AD (dual
  * numbers, src/layers/dual.h) against the MPFR oracle (oracles/activations.c)
  * over 10^5 points each, including large |x| and the zeros of f′; the zeros
  * themselves; and their certification.

@@ -427,7 +427,7 @@ START_TEST(exact_rank_deficient)
         vijp_certificate c;
         check_cert(J, m, n, &b, 1, 0, &t, "rank-deficient", cs, seed, &c);
         ck_assert_int_eq(t.cert_double + t.cert_mpfr, 0);
-        /* every exactly singular matrix is proven so, with its exact cokernel dimension (issue 14) */
+        /* every exactly singular matrix is proven so, with its exact cokernel dimension */
         size_t truth = m - rank_rational(J, m, n);
         ck_assert_msg(c.verdict == VIJP_NOT_SUBMERSIVE && c.cokernel_proven && c.cokernel_dim == truth,
                       "rank-deficient case %ld (%zu × %zu, kind %ld): %s, cokernel %zu (proven %d), exactly %zu: %s", cs, m,
@@ -475,7 +475,7 @@ START_TEST(near_rank_deficient)
 }
 END_TEST
 
-/* Issue 14's cases.  [[1,2,3],[4,5,6],[1,2,3]]: rank exactly 2, which the
+/* Reported cases.  [[1,2,3],[4,5,6],[1,2,3]]: rank exactly 2, which the
  * null-vector test could not prove (LAPACK's vector is not exactly in the
  * kernel).  1e155·I₃ (‖J‖_F² overflows double) and diag(1e300, 1e-300)
  * (σ_min = 1e-300 below the largest row's rounding): full rank, σ_min 1e155

@@ -1,4 +1,4 @@
-/* vijp check-layer (issue 11, part 3): the library's layer checks run on a
+/* vijp check-layer: the library's layer checks run on a
  * user's type through the command, each check in its own process.
  *
  *  - every built-in type passes (the types listed by a fresh `vijp certify

@@ -305,7 +305,7 @@ END_TEST
 
 /* A layer argument out of range is refused when the spec is parsed, with a
  * message naming the item (and, past --depth, that the depth leaves it
- * unused), before anything runs.  leaky:1e300 ran and printed nan (issue 15). */
+ * unused), before anything runs.  leaky:1e300 ran and printed nan. */
 START_TEST(test_layer_args_named)
 {
     static const struct {
@@ -332,7 +332,7 @@ START_TEST(test_layer_args_named)
 END_TEST
 
 /* Precision limits in the user's terms, refused before anything runs
- * (issue 15: mpfr:40000 failed with "precision 80000 out of range", the
+ * (mpfr:40000 once failed with "precision 80000 out of range", the
  * doubled reference's; --ref-prec-max 5 ran and left an empty folder). */
 START_TEST(test_precision_limits)
 {
@@ -361,7 +361,7 @@ END_TEST
 
 /* A result that is NaN or infinite although every input is finite is a
  * failed computation: exit 1, a message saying what and where, and nothing
- * on stdout, instead of "nan"/"inf" printed as numbers with exit 0 (issue 15). */
+ * on stdout, instead of "nan"/"inf" printed as numbers with exit 0. */
 START_TEST(test_nonfinite_results)
 {
     static const struct {
@@ -515,7 +515,7 @@ END_TEST
 /* Results that cannot be written are a failure: with stdout on /dev/full
  * (every write fails with ENOSPC, which stdio reports only when it flushes)
  * each command exits 1 with a message naming the failure, instead of
- * exiting 0 having printed nothing (issue 15: grad did). */
+ * exiting 0 having printed nothing (grad once did). */
 START_TEST(test_stdout_full)
 {
     ck_assert_msg(access("/dev/full", W_OK) == 0, "/dev/full is missing: this test needs Linux's always-full device");

@@ -502,7 +502,7 @@ END_TEST
  * (max(64, min(2P, P + 64)), or --ref-prec) must double at least once within
  * the cap, so mpfr:P up to cap/2 − 64 (cap/4 under 256) and caps from twice
  * the first precision.  Refused before anything runs, in the user's terms
- * (issue 15: --ref-prec-max 5 ran, failed and left an empty folder). */
+ * (--ref-prec-max 5 once ran, failed and left an empty folder). */
 START_TEST(reference_prec_limits)
 {
     static const struct {

@@ -1,4 +1,4 @@
-/* Engines (issue 2): Moonwalk mixed mode and pure forward against backprop,
+/* Engines: Moonwalk mixed mode and pure forward against backprop,
  * at 256 bits (>= 60 digits) and in double (within a derived bound), and
  * stored-bytes accounting against hand counts. */
 #include "fixtures/layerfix.h"

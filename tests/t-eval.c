@@ -1,4 +1,4 @@
-/* vijp eval (issue 11, arrays in and out): the operators at the user's
+/* vijp eval (arrays in and out): the operators at the user's
  * points, against values computed here independently.  dense:2 with
  * W = [[2, 1], [1, 1]] (det 1), b = (0.5, -1) and small dyadic inputs: every
  * product and sum is exact in double, so forward = Wx + b, jvp = Wu,

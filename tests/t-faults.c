@@ -206,7 +206,7 @@ START_TEST(size_before_run)
 }
 END_TEST
 
-/* The issue's reproducers under an address-space limit (ulimit -v): the
+/* Reproducers of a hang under an address-space limit (ulimit -v): the
  * estimate refuses them.  Not under AddressSanitizer, which reserves
  * terabytes of shadow address space and cannot run under such a limit. */
 START_TEST(size_under_ulimit)
@@ -214,7 +214,7 @@ START_TEST(size_under_ulimit)
 #if defined(__SANITIZE_ADDRESS__)
     fputs("# size_under_ulimit: skipped under AddressSanitizer (it cannot run with ulimit -v)\n", stderr);
 #else
-    struct rlimit rl = {4000000ull * 1024, 4000000ull * 1024}; /* ulimit -v 4000000, as the issue ran it */
+    struct rlimit rl = {4000000ull * 1024, 4000000ull * 1024}; /* ulimit -v 4000000, as the reproducer ran it */
     ck_assert_int_eq(setrlimit(RLIMIT_AS, &rl), 0);  /* this test's own process: Check forks one per test */
     run_result r = run_vijp("grad --net layernorm --width 16777216 --depth 2");
     ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "needs about") && strstr(r.err, "ulimit -v"), "exit %d: %s", r.rc,

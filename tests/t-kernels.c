@@ -1,4 +1,4 @@
-/* The kernel table (src/kernels/kernels.h, issue 12): every kernel of every
+/* The kernel table (src/kernels/kernels.h): every kernel of every
  * set this machine runs (ref always; avx2, avx512, cuda where present, each
  * absent one skipped with its reason) against the MPFR oracle.
  *

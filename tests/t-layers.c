@@ -1,4 +1,4 @@
-/* The layer battery (issue 2) on every built-in layer type, in double and
+/* The layer battery on every built-in layer type, in double and
  * in MPFR at 256 bits: the checks themselves live in the library
  * (include/vijp/check_layer.h, src/check_layer*.c), written against the
  * public layer interface and each type's own error-bound contract, so that
@@ -149,7 +149,7 @@ START_TEST(bad_inputs)
     ck_assert_int_eq(vijp_net_build(&net, "relu", 1, 0, &err), VIJP_EDIM);
     ck_assert_int_eq(vijp_net_build(&net, "dense:0", 1, 0, &err), VIJP_EINVAL);
     ck_assert_int_eq(vijp_net_build(&net, "dense:4,,relu", 2, 0, &err), VIJP_EINVAL);
-    /* items past the depth are parsed too (issue 15: this ran, exit 0) */
+    /* items past the depth are parsed too (this once ran, exit 0) */
     ck_assert_int_eq(vijp_net_build(&net, "dense:16,tanh,bogus", 2, 16, &err), VIJP_EINVAL);
     ck_assert_msg(strstr(err.msg, "bogus") && strstr(err.msg, "which depth 2 leaves unused"), "%s", err.msg);
     ck_assert_int_eq(vijp_net_build(&net, "dense:16,tanh,conv1d:3x3", 1, 16, &err), VIJP_EDIM);
@@ -178,7 +178,7 @@ START_TEST(bad_inputs)
         {"layernorm", 1, VIJP_EDIM},            /* nothing to normalize */
         {"inv1x1:1", 8, VIJP_EINVAL},           /* one channel */
         {"gelu:2", 8, VIJP_EINVAL},             /* takes no argument */
-        /* issue 15, strict arguments: each of these ran (or crashed) before */
+        /* strict arguments: each of these ran (or crashed) before */
         {"leaky:1e300", 8, VIJP_EINVAL},        /* α·x overflows: ran, printed nan, exit 0 */
         {"leaky:1e-5", 8, VIJP_EINVAL},         /* 1/α overflows binary16; α rounds to a subnormal */
         {"leaky:4096.5", 8, VIJP_EINVAL},       /* just past 2^12 */

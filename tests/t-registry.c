@@ -1,4 +1,4 @@
-/* The open layer model (issue 11): per-instance state with copy and clear,
+/* The open layer model: per-instance state with copy and clear,
  * specs printed back, vijp_layer_register for a type defined outside the
  * tree, and the contradictions registration and parsing refuse.
  *
@@ -84,7 +84,7 @@ END_TEST
 
 /* A parameterised layer whose residual kind would drop its gradient, found
  * at parse time when the type lacks vjp_param (so registration cannot see
- * it): issue 11's |∇θ| 6.747 reported, 7.0933 true, exit 0. */
+ * it): once |∇θ| 6.747 reported, 7.0933 true, exit 0. */
 START_TEST(instance_contradictions_refused)
 {
     static vijp_ops_d no_param_grad;

@@ -2,11 +2,11 @@
  * (docs/drift.schema.json): a file short of a field, with one of the wrong
  * type, of another version, or whose arrays do not match its study, is
  * refused with exit 2 naming the file and the field, instead of comparing
- * nothing (issue 15: a baseline without "format" gave "0 regressions in 88
+ * nothing (once: a baseline without "format" gave "0 regressions in 88
  * comparisons", exit 0).  scripts/check-drift-schema.py checks field by
  * field that regress and python's jsonschema agree on the published schema.
  *
- * Then regress for CI (issue 14 §3): files with more or fewer seeds,
+ * Then regress for CI: files with more or fewer seeds,
  * formats, configurations and engines compare their common part and say
  * what they skipped; --json carries each finding whole; --junit writes a
  * JUnit report CI servers render.  (Directions against the perturbed build:
@@ -68,7 +68,7 @@ START_TEST(regress_refuses_incomplete_files)
     static const struct {
         const char *says, *what;
     } cases[] = {
-        {"curves[0].format: missing", "curves without 'format' (the issue's reproducer)"},
+        {"curves[0].format: missing", "curves without 'format' (a reported reproducer)"},
         {"curves[1].seeds[0].engines[1].x.rel: a string, want number or null", "a metric of the wrong type"},
         {"study.depth: missing", "no depth"},
         {"schema: \"vijp-drift/2\" is not vijp-drift/1", "an unknown version"},

@@ -96,7 +96,7 @@ START_TEST(drift_writes_every_file)
     ck_assert(strstr(s, "## Verdicts") && strstr(s, "error-c1.svg") && strstr(s, "## Reproducibility") &&
               strstr(s, "## Memory against depth") && strstr(s, "memory-c1.svg"));
     ck_assert(!strstr(s, "## Reconstruction") && !strstr(s, "recon-c1")); /* no reversible engine in this study */
-    /* the verdict first (issue 14 §4): the overview and its table before the verdict tables, with the
+    /* the verdict first: the overview and its table before the verdict tables, with the
      * same safe depth as drift.json (16 of 16 layers in double, checked below) */
     char *glance = strstr(s, "## At a glance");
     ck_assert_msg(glance && glance < strstr(s, "## Verdicts") && strstr(glance, "![safe depth per config and format](safe-depth.svg)") &&
@@ -303,7 +303,7 @@ START_TEST(report_plots_layout)
 }
 END_TEST
 
-/* The catalogue's sections (issue 5): a RevNet stack with the reversible
+/* The catalogue's sections: a RevNet stack with the reversible
  * engine gets reconstruction plots and their table; a GELU net gets the
  * nested forward-mode AD table (composite GELU keeps 3 values per unit:
  * x/√2, x and 0.5(1 + erf), nested 1). */

@@ -1,4 +1,4 @@
-/* Memory against depth (issue 5, `vijp memory`): what each engine stores
+/* Memory against depth (`vijp memory`): what each engine stores
  * between its passes for every depth d <= D, from one run at depth D (the
  * engines' ledgers replayed per layer, vijp_grads.stored_by_depth), and the
  * deepest network that fits a budget. */

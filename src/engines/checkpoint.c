@@ -1,4 +1,4 @@
-/* Checkpointing (the classical baseline, issue 5): keep every k-th layer
+/* Checkpointing (the classical baseline): keep every k-th layer
  * input (k = ⌈√D⌉), and in the reverse pass recompute each segment's
  * activations from its checkpoint before backpropagating through it.  The
  * recomputation repeats the forward operations exactly, so the gradients are

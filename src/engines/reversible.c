@@ -1,4 +1,4 @@
-/* Reversible backprop (RevNet style, issue 5): the forward pass keeps only
+/* Reversible backprop (RevNet style): the forward pass keeps only
  * the inputs of layers that have no inverse; the reverse pass rebuilds every
  * other layer input from the layer's output with the layer's inverse, from
  * h_D down, and backpropagates through it.  The rebuilt inputs carry the

@@ -1,4 +1,4 @@
-/* The kernel table (issue 12): the inner loops of the double (and binary32)
+/* The kernel table: the inner loops of the double (and binary32)
  * elementwise operators as function pointers, one set per instruction set.
  *
  *   ref     src/kernels/ref/     portable C, always built: the layers' own

@@ -1,4 +1,4 @@
-/* The catalogue's parts of a drift report (issue 5): every engine's stored
+/* The catalogue's parts of a drift report: every engine's stored
  * bytes against depth (memory.csv and its plots), and the report.md sections
  * on reconstruction by inverses, nested forward-mode AD and memory. */
 #ifndef VIJP_CLI_REPORT_SECTIONS_H

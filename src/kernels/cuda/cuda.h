@@ -1,4 +1,4 @@
-/* CUDA kernels (issue 12): a small C API of its own, which the kernel table
+/* CUDA kernels: a small C API of its own, which the kernel table
  * (src/kernels/kernels.h, VIJP_KERNELS=cuda) wraps.
  *
  * Built from the .cu files of src/kernels/cuda/ into build/libvijp-cuda.a
