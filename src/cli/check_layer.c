@@ -146,74 +146,86 @@ static int select_checks(const char *arg, int *selected)
     return 0;
 }
 
-int cli_check_layer(int argc, char **argv)
+/* What the command line asked for. */
+typedef struct {
+    unsigned long long width, seed, points, timeout;
+    const char *format, *spec;
+    int json, any_selected;
+    int *selected; /* selected[k]: --check named check k */
+} check_args;
+
+/* Options and SPEC into a; -1 to go on, or the exit status (--help, bad usage). */
+static int parse_args(int argc, char **argv, check_args *a)
 {
     static const struct option opts[] = {
         {"width", 1, 0, 'w'}, {"seed", 1, 0, 's'},    {"format", 1, 0, 'f'}, {"points", 1, 0, 'p'},
         {"check", 1, 0, 'c'}, {"timeout", 1, 0, 't'}, {"json", 0, 0, 'j'},   {"help", 0, 0, 'h'},
         {0, 0, 0, 0},
     };
-    unsigned long long width = 0, seed = 1, points = 3, timeout = 60;
-    const char *format = "double";
-    int json = 0, c, any_selected = 0;
-    int *selected = vijp_alloc_array(vijp_check_count(), sizeof *selected);
+    int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         int bad = 0;
         switch (c) {
-        case 'w': bad = cli_parse_size("--width", optarg, 1, 4096, &width); break;
-        case 's': bad = cli_parse_size("--seed", optarg, 0, INT64_MAX, &seed); break;
-        case 'p': bad = cli_parse_size("--points", optarg, 1, 64, &points); break;
-        case 't': bad = cli_parse_size("--timeout", optarg, 1, 86400, &timeout); break;
-        case 'f': format = optarg; break;
-        case 'c': bad = select_checks(optarg, selected), any_selected = 1; break;
-        case 'j': json = 1; break;
-        case 'h': fputs(help, stdout), cli_print_layer_syntax(stdout, CLI_CHECK_SPEC), free(selected); return EXIT_OK;
+        case 'w': bad = cli_parse_size("--width", optarg, 1, 4096, &a->width); break;
+        case 's': bad = cli_parse_size("--seed", optarg, 0, INT64_MAX, &a->seed); break;
+        case 'p': bad = cli_parse_size("--points", optarg, 1, 64, &a->points); break;
+        case 't': bad = cli_parse_size("--timeout", optarg, 1, 86400, &a->timeout); break;
+        case 'f': a->format = optarg; break;
+        case 'c': bad = select_checks(optarg, a->selected), a->any_selected = 1; break;
+        case 'j': a->json = 1; break;
+        case 'h': fputs(help, stdout), cli_print_layer_syntax(stdout, CLI_CHECK_SPEC); return EXIT_OK;
         default: fputs("run 'vijp check-layer --help' for the options\n", stderr), bad = 1;
         }
-        if (bad) {
-            free(selected);
-            return EXIT_USAGE;
-        }
+        if (bad) return EXIT_USAGE;
     }
-    const char *spec = optind < argc ? argv[optind] : NULL;
-    if (!spec || optind + 1 < argc) {
-        if (!spec) fputs("vijp check-layer: SPEC is required (run 'vijp check-layer --help')\n", stderr);
-        else fprintf(stderr, "vijp check-layer: one SPEC, got '%s' and '%s'\n", spec, argv[optind + 1]);
-        free(selected);
-        return EXIT_USAGE;
-    }
-    if (strchr(spec, ',')) {
-        fprintf(stderr, "vijp check-layer: SPEC is one layer, got '%s'\n", spec);
-        free(selected);
-        return EXIT_USAGE;
-    }
+    a->spec = optind < argc ? argv[optind] : NULL;
+    if (!a->spec) return fputs("vijp check-layer: SPEC is required (run 'vijp check-layer --help')\n", stderr), EXIT_USAGE;
+    if (optind + 1 < argc)
+        return fprintf(stderr, "vijp check-layer: one SPEC, got '%s' and '%s'\n", a->spec, argv[optind + 1]), EXIT_USAGE;
+    if (strchr(a->spec, ','))
+        return fprintf(stderr, "vijp check-layer: SPEC is one layer, got '%s'\n", a->spec), EXIT_USAGE;
+    return -1;
+}
+
+/* Every selected check on the layer, each in its own process; prints the
+ * report.  The exit status. */
+static int run_checks(check_args *a)
+{
     /* One BLAS thread: the same numbers on every run on this machine. */
     openblas_set_num_threads(1);
     vijp_error err = {0};
     vijp_net net;
     vijp_format F;
     /* dense:MxN says its input width; everything else gets 8 by default */
-    if (!width && !(!strncmp(spec, "dense:", 6) && strchr(spec, 'x'))) width = 8;
-    if (vijp_format_parse(format, &F, &err) || vijp_net_shape(&net, spec, 1, width, &err)) {
-        fprintf(stderr, "vijp check-layer: %s\n", err.msg);
-        free(selected);
-        return EXIT_USAGE;
-    }
-    vijp_check_opts o = {.width = width, .seed = seed, .format = format, .batch = points, .timeout_s = (unsigned)timeout};
-    run_info in = {spec, &net.layers[0], F.name, seed, points};
+    if (!a->width && !(!strncmp(a->spec, "dense:", 6) && strchr(a->spec, 'x'))) a->width = 8;
+    if (vijp_format_parse(a->format, &F, &err) || vijp_net_shape(&net, a->spec, 1, a->width, &err))
+        return fprintf(stderr, "vijp check-layer: %s\n", err.msg), EXIT_USAGE;
+    vijp_check_opts o = {.width = a->width, .seed = a->seed, .format = a->format, .batch = a->points,
+                         .timeout_s = (unsigned)a->timeout};
+    run_info in = {a->spec, &net.layers[0], F.name, a->seed, a->points};
     size_t n = 0, counts[3] = {0};
     vijp_check_result *res = vijp_alloc_array(vijp_check_count(), sizeof *res);
     int rc = 0;
     for (size_t k = 0; !rc && k < vijp_check_count(); k++) {
-        if (any_selected && !selected[k]) continue;
-        if ((rc = vijp_check_layer_isolated(k, spec, &o, &res[n], &err))) break;
+        if (a->any_selected && !a->selected[k]) continue;
+        if ((rc = vijp_check_layer_isolated(k, a->spec, &o, &res[n], &err))) break;
         counts[res[n++].status]++;
     }
-    if (!rc && json) print_json(&in, res, n, counts);
+    if (!rc && a->json) print_json(&in, res, n, counts);
     else if (!rc) print_table(&in, res, n, counts);
     else fprintf(stderr, "vijp check-layer: %s\n", err.msg);
     vijp_net_free(&net);
-    free(res), free(selected);
+    free(res);
     return rc ? EXIT_USAGE : counts[VIJP_CHECK_FAILED] ? EXIT_FAILED : EXIT_OK;
+}
+
+int cli_check_layer(int argc, char **argv)
+{
+    check_args a = {.seed = 1, .points = 3, .timeout = 60, .format = "double",
+                    .selected = vijp_alloc_array(vijp_check_count(), sizeof *a.selected)};
+    int rc = parse_args(argc, argv, &a);
+    if (rc < 0) rc = run_checks(&a);
+    free(a.selected);
+    return rc;
 }

@@ -183,42 +183,43 @@ static void print_json(const regress_result *r, const regress_opts *o)
     json_decref(out);
 }
 
-int cli_regress(int argc, char **argv)
+/* What the command line asked for. */
+typedef struct {
+    regress_opts o;
+    const char *junit, *bpath, *cpath;
+    int json;
+} regress_args;
+
+/* A number for --error-factor or --depth-drop in [lo, hi): 0, or -1
+ * having said why. */
+static int parse_number(const char *opt, const char *s, double lo, double hi, const char *want, double *out)
+{
+    char *end;
+    *out = strtod(s, &end);
+    if (!*end && *out >= lo && *out < hi) return 0;
+    fprintf(stderr, "vijp regress: %s wants %s, got '%s'\n", opt, want, s);
+    return -1;
+}
+
+/* Options into a; -1 to go on, or the exit status (--help, bad usage). */
+static int parse_args(int argc, char **argv, regress_args *a)
 {
     static const struct option opts[] = {
         {"error-factor", 1, 0, 'f'}, {"depth-drop", 1, 0, 'd'}, {"tolerant", 0, 0, 't'}, {"strict", 0, 0, 's'},
         {"json", 0, 0, 'j'},         {"junit", 1, 0, 'J'},      {"help", 0, 0, 'h'},     {0, 0, 0, 0},
     };
-    regress_opts o = {2, 0.10, 0, 0};
-    const char *junit = NULL;
-    int json = 0, c;
-    char *end;
+    int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case 'f':
-            o.factor = strtod(optarg, &end);
-            if (*end || !(o.factor >= 1 && o.factor < 1e300)) {
-                fprintf(stderr, "vijp regress: --error-factor wants a number >= 1, got '%s'\n", optarg);
-                return EXIT_USAGE;
-            }
-            break;
-        case 'd':
-            o.drop = strtod(optarg, &end);
-            if (*end || !(o.drop >= 0 && o.drop < 1)) {
-                fprintf(stderr, "vijp regress: --depth-drop wants a number in [0, 1), got '%s'\n", optarg);
-                return EXIT_USAGE;
-            }
-            break;
-        case 't': o.all_tolerant = 1; break;
-        case 's': o.strict = 1; break;
-        case 'j': json = 1; break;
+        case 'f': if (parse_number("--error-factor", optarg, 1, 1e300, "a number >= 1", &a->o.factor)) return EXIT_USAGE; break;
+        case 'd': if (parse_number("--depth-drop", optarg, 0, 1, "a number in [0, 1)", &a->o.drop)) return EXIT_USAGE; break;
+        case 't': a->o.all_tolerant = 1; break;
+        case 's': a->o.strict = 1; break;
+        case 'j': a->json = 1; break;
         case 'J':
-            if (!*optarg) {
-                fputs("vijp regress: --junit wants a file name\n", stderr);
-                return EXIT_USAGE;
-            }
-            junit = optarg;
+            if (!*optarg) return fputs("vijp regress: --junit wants a file name\n", stderr), EXIT_USAGE;
+            a->junit = optarg;
             break;
         case 'h': fputs(help, stdout); return EXIT_OK;
         default: fputs("run 'vijp regress --help' for the options\n", stderr); return EXIT_USAGE;
@@ -228,31 +229,45 @@ int cli_regress(int argc, char **argv)
         fputs("vijp regress: want two files, BASELINE and CURRENT (run 'vijp regress --help')\n", stderr);
         return EXIT_USAGE;
     }
-    const char *bpath = argv[optind], *cpath = argv[optind + 1];
-    json_t *base = load(bpath), *cur = base ? load(cpath) : NULL;
-    regress_result r;
+    a->bpath = argv[optind], a->cpath = argv[optind + 1];
+    return -1;
+}
+
+/* Both files read and their curves paired: 0, or -1 having said why (bad
+ * input: a file that cannot be read, or two files with nothing in common). */
+static int match_files(const regress_args *a, json_t *base, json_t *cur, regress_result *r)
+{
     char msg[1024];
-    int rc = cur ? regress_match(base, cur, o.all_tolerant, &r, msg, sizeof msg) : -1;
-    if (cur && rc) fprintf(stderr, "vijp regress: %s\n", msg);
-    if (!rc && !r.compared) {
-        char b[480], c2[480];
-        regress_only_text(r.only_base, b, sizeof b);
-        regress_only_text(r.only_cur, c2, sizeof c2);
-        fprintf(stderr, "vijp regress: %s and %s have no curve in common\n  only in the baseline: %s\n  only in the "
-                "current file: %s\n", bpath, cpath, *b ? b : "nothing", *c2 ? c2 : "nothing");
-        regress_free(&r);
-        rc = -1;
-    }
-    if (rc) {
+    if (!base || !cur) return -1; /* load() said why */
+    if (regress_match(base, cur, a->o.all_tolerant, r, msg, sizeof msg))
+        return fprintf(stderr, "vijp regress: %s\n", msg), -1;
+    if (r->compared) return 0;
+    char b[480], c[480];
+    regress_only_text(r->only_base, b, sizeof b);
+    regress_only_text(r->only_cur, c, sizeof c);
+    fprintf(stderr, "vijp regress: %s and %s have no curve in common\n  only in the baseline: %s\n  only in the "
+            "current file: %s\n", a->bpath, a->cpath, *b ? b : "nothing", *c ? c : "nothing");
+    regress_free(r);
+    return -1;
+}
+
+int cli_regress(int argc, char **argv)
+{
+    regress_args a = {.o = {2, 0.10, 0, 0}};
+    int rc = parse_args(argc, argv, &a);
+    if (rc >= 0) return rc;
+    json_t *base = load(a.bpath), *cur = base ? load(a.cpath) : NULL;
+    regress_result r;
+    if (match_files(&a, base, cur, &r)) {
         json_decref(base), json_decref(cur);
         return EXIT_USAGE;
     }
-    regress_compare(&r, &o);
-    say_skipped(&r, bpath, "baseline", r.only_base);
-    say_skipped(&r, cpath, "current", r.only_cur);
+    regress_compare(&r, &a.o);
+    say_skipped(&r, a.bpath, "baseline", r.only_base);
+    say_skipped(&r, a.cpath, "current", r.only_cur);
     vijp_error err;
-    int junit_failed = junit && regress_junit_write(&r, junit, bpath, cpath, &o, &err);
-    if (json) print_json(&r, &o);
+    int junit_failed = a.junit && regress_junit_write(&r, a.junit, a.bpath, a.cpath, &a.o, &err);
+    if (a.json) print_json(&r, &a.o);
     else print_text(&r);
     if (junit_failed) fprintf(stderr, "vijp regress: %s\n", err.msg);
     int failing = r.failing > 0;
