@@ -57,6 +57,48 @@ static int run(int argc, char **argv);
 
 int main(int argc, char **argv) { return close_stdout(run(argc, argv)); }
 
+/* --plugin FILE (or --plugin=FILE) anywhere after the command: load it and
+ * drop it from the arguments the command sees (*argc shrinks).  0, or the
+ * exit status having said why. */
+static int load_plugins(int *argc, char **argv)
+{
+    int kept = 2;
+    for (int i = 2; i < *argc; i++) {
+        const char *file = NULL;
+        if (!strcmp(argv[i], "--plugin")) {
+            if (i + 1 >= *argc) {
+                fputs("vijp: --plugin needs a file (a layer plugin, see vijp/plugin.h)\n", stderr);
+                return EXIT_USAGE;
+            }
+            file = argv[++i];
+        } else if (!strncmp(argv[i], "--plugin=", 9)) {
+            file = argv[i] + 9;
+        }
+        if (!file) {
+            argv[kept++] = argv[i];
+            continue;
+        }
+        vijp_error err = {0};
+        if (vijp_plugin_load(file, &err)) {
+            fprintf(stderr, "vijp: %s\n", err.msg);
+            return EXIT_USAGE;
+        }
+        cli_plugin_loaded(file);
+    }
+    *argc = kept;
+    argv[kept] = NULL;
+    return 0;
+}
+
+/* The subcommands, by name. */
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+} commands[] = {
+    {"grad", cli_grad},       {"drift", cli_drift},   {"report", cli_report}, {"regress", cli_regress},
+    {"certify", cli_certify}, {"memory", cli_memory}, {"check-layer", cli_check_layer}, {"eval", cli_eval},
+};
+
 static int run(int argc, char **argv)
 {
     /* First, before any GMP value exists: one memory policy (vijp/error.h). */
@@ -76,33 +118,8 @@ static int run(int argc, char **argv)
     /* A writer whose reader died (gnuplot) gets EPIPE, reported as an error,
      * rather than a silent death that would leave temporaries behind. */
     signal(SIGPIPE, SIG_IGN);
-    /* --plugin FILE (or --plugin=FILE) anywhere after the command: load it
-     * and drop it from the arguments the command sees. */
-    int kept = 2;
-    for (int i = 2; i < argc; i++) {
-        const char *file = NULL;
-        if (!strcmp(argv[i], "--plugin")) {
-            if (i + 1 >= argc) {
-                fputs("vijp: --plugin needs a file (a layer plugin, see vijp/plugin.h)\n", stderr);
-                return EXIT_USAGE;
-            }
-            file = argv[++i];
-        } else if (!strncmp(argv[i], "--plugin=", 9)) {
-            file = argv[i] + 9;
-        }
-        if (!file) {
-            argv[kept++] = argv[i];
-            continue;
-        }
-        vijp_error err = {0};
-        if (vijp_plugin_load(file, &err)) {
-            fprintf(stderr, "vijp: %s\n", err.msg);
-            return EXIT_USAGE;
-        }
-        cli_plugin_loaded(file);
-    }
-    argc = kept;
-    argv[argc] = NULL;
+    int rc = load_plugins(&argc, argv);
+    if (rc) return rc;
     const char *cmd = argv[1];
     static char context[64];
     snprintf(context, sizeof context, "running vijp %.40s", cmd);
@@ -115,16 +132,10 @@ static int run(int argc, char **argv)
         printf("vijp %s (MPFR %s, GMP %s)\n", VIJP_VERSION, mpfr_get_version(), gmp_version);
         return EXIT_OK;
     }
-    int rc = EXIT_USAGE;
-    if (!strcmp(cmd, "grad")) rc = cli_grad(argc - 1, argv + 1);
-    else if (!strcmp(cmd, "drift")) rc = cli_drift(argc - 1, argv + 1);
-    else if (!strcmp(cmd, "report")) rc = cli_report(argc - 1, argv + 1);
-    else if (!strcmp(cmd, "regress")) rc = cli_regress(argc - 1, argv + 1);
-    else if (!strcmp(cmd, "certify")) rc = cli_certify(argc - 1, argv + 1);
-    else if (!strcmp(cmd, "memory")) rc = cli_memory(argc - 1, argv + 1);
-    else if (!strcmp(cmd, "check-layer")) rc = cli_check_layer(argc - 1, argv + 1);
-    else if (!strcmp(cmd, "eval")) rc = cli_eval(argc - 1, argv + 1);
-    else fprintf(stderr, "vijp: unknown command '%s' (run 'vijp --help')\n", cmd);
+    size_t k = 0, n = sizeof commands / sizeof *commands;
+    while (k < n && strcmp(cmd, commands[k].name)) k++;
+    if (k < n) rc = commands[k].run(argc - 1, argv + 1);
+    else rc = EXIT_USAGE, fprintf(stderr, "vijp: unknown command '%s' (run 'vijp --help')\n", cmd);
     /* The allocation-failure walk's range (a test hook, like VIJP_FAIL_ALLOC). */
     if (getenv("VIJP_ALLOC_STATS")) fprintf(stderr, "vijp: %llu allocations\n", vijp_memory_allocations());
     return rc;
