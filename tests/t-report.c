@@ -782,6 +782,61 @@ START_TEST(report_all_or_nothing)
 }
 END_TEST
 
+/* Backprop's own safe depth beside the rebuilt engine's (summary.csv's last
+ * column, report.md's table, the printed verdicts): per curve, the median
+ * over seeds of what drift.json records for the backprop run.  In bfloat16
+ * at 1e-2 backprop itself fails at once on this leaky stack: the 0 that
+ * explains the rebuilt engine's 0; in binary32 Moonwalk stops short of
+ * backprop (51 against 64 layers), so the column cannot be the rebuilt
+ * engine's own. */
+START_TEST(backprop_safe_depth_beside)
+{
+    char dir[512], cmd[1024], path[600];
+    temp_dir(dir, sizeof dir);
+    snprintf(cmd, sizeof cmd, "drift --net dense:32,leaky:0.5 --depth 64 --formats bfloat16,binary32 --seeds 1,2,3 "
+                              "--no-plots --out '%s'", dir);
+    run_result r = run_vijp(cmd);
+    ck_assert_msg(r.rc == CLI_OK, "%s", r.err);
+    ck_assert_msg(strstr(r.out, "safe depth backprop depth"), "%s", r.out);
+    run_free(&r);
+    snprintf(path, sizeof path, "%s/drift.json", dir);
+    json_t *j = json_load_file(path, 0, NULL);
+    ck_assert(j != NULL);
+    char *csv = slurp(dir, "summary.csv", NULL);
+    ck_assert(strstr(csv, ",price_median,backprop_safe_depth_median\n") != NULL);
+    const char *line = strchr(csv, '\n') + 1;
+    size_t ci;
+    json_t *curve;
+    json_array_foreach(json_object_get(j, "curves"), ci, curve) {
+        double d[3];
+        size_t n = 0, si;
+        json_t *seed;
+        json_array_foreach(json_object_get(curve, "seeds"), si, seed) {
+            json_t *bp = json_array_get(json_object_get(seed, "engines"), 0);
+            ck_assert_str_eq(json_string_value(json_object_get(bp, "engine")), "backprop");
+            d[n++] = json_real_value(json_object_get(bp, "safe_depth"));
+        }
+        ck_assert_uint_eq(n, 3);
+        /* the median of three */
+        double lo = fmin(d[0], fmin(d[1], d[2])), hi = fmax(d[0], fmax(d[1], d[2])), median = d[0] + d[1] + d[2] - lo - hi;
+        const char *end = strchr(line, '\n'), *last = end;
+        while (last > line && last[-1] != ',') last--;
+        ck_assert_msg(strtod(last, NULL) == median, "curve %zu: summary.csv says %.*s, drift.json's backprop runs %g",
+                      ci, (int)(end - last), last, median);
+        double rebuilt = json_real_value(json_object_get(json_object_get(json_object_get(curve, "summary"), "safe_depth"), "median"));
+        if (!strcmp(json_string_value(json_object_get(curve, "format")), "bfloat16")) ck_assert(median == 0);
+        else ck_assert_msg(rebuilt < median, "binary32: Moonwalk's safe depth %g, backprop's %g", rebuilt, median);
+        line = end + 1;
+    }
+    free(csv);
+    json_decref(j);
+    char *md = slurp(dir, "report.md", NULL);
+    ck_assert(strstr(md, "| safe depth | backprop's |") != NULL);
+    free(md);
+    remove_tree(dir);
+}
+END_TEST
+
 START_TEST(report_quick_study)
 {
     char dir[512], cmd[1024];
@@ -827,6 +882,7 @@ Suite *suite_report(void)
         tcase_add_test(tc, drift_writes_every_file);
         tcase_add_test(tc, drift_degenerate_studies_plot);
         tcase_add_test(tc, report_plots_layout);
+        tcase_add_test(tc, backprop_safe_depth_beside);
         tcase_add_test(tc, drift_is_deterministic);
         tcase_add_test(tc, report_catalogue_sections);
         tcase_add_test(tc, drift_bad_input_writes_nothing);

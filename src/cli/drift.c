@@ -184,24 +184,26 @@ static void print_verdicts(const study *s)
         if ((int)strlen(s->configs[c].spec) > wn) wn = (int)strlen(s->configs[c].spec);
     for (size_t f = 0; f < s->n_formats; f++)
         if ((int)strlen(s->formats[f].name) > wf) wf = (int)strlen(s->formats[f].name);
-    printf("%-4s %-*s %-11s %-*s %8s %10s %12s %12s %8s %10s\n", "cfg", wn, "net", "init", wf, "format", "tol",
-           "safe depth", "growth/layer", "predicted", "bits", "price");
+    printf("%-4s %-*s %-11s %-*s %8s %10s %14s %12s %12s %8s %10s\n", "cfg", wn, "net", "init", wf, "format", "tol",
+           "safe depth", "backprop depth", "growth/layer", "predicted", "bits", "price");
     for (size_t c = 0; c < s->n_configs; c++) {
         int *hp = config_has_param(s, c);
         for (size_t f = 0; f < s->n_formats && hp; f++) {
-            double v[5][STUDY_MAX];
+            double v[6][STUDY_MAX];
             for (size_t k = 0; k < s->n_seeds; k++) {
-                run_stats st;
+                run_stats st, bp;
                 const vijp_drift_curve *cu = study_curve(s, c, f, k);
                 run_stats_of(cu, verdict_run(s), hp, s->tol[f], (long)s->formats[f].prec, &st);
+                run_stats_of(cu, 0, hp, s->tol[f], (long)s->formats[f].prec, &bp); /* backprop's own, in the same format */
                 v[0][k] = st.safe_depth, v[1][k] = st.growth_rate, v[2][k] = cu->predicted_rate, v[3][k] = st.bits_needed;
                 if (st.bits_extrapolated) v[3][k] = -v[3][k];
-                v[4][k] = st.price;
+                v[4][k] = st.price, v[5][k] = bp.safe_depth;
             }
             double bits = spread_of(v[3], s->n_seeds).median;
             char g[32], p[32], b[32], pr[32];
-            printf("c%-3zu %-*s %-11s %-*s %8.0e %10.0f %12s %12s %7s%s %10s\n", c + 1, wn, s->configs[c].spec,
+            printf("c%-3zu %-*s %-11s %-*s %8.0e %10.0f %14.0f %12s %12s %7s%s %10s\n", c + 1, wn, s->configs[c].spec,
                    s->configs[c].init_name, wf, s->formats[f].name, s->tol[f], spread_of(v[0], s->n_seeds).median,
+                   spread_of(v[5], s->n_seeds).median,
                    cell(g, sizeof g, "%.3g", spread_of(v[1], s->n_seeds).median),
                    cell(p, sizeof p, "%.3g", spread_of(v[2], s->n_seeds).median), cell(b, sizeof b, "%.0f", fabs(bits)),
                    bits < 0 ? "†" : " ", cell(pr, sizeof pr, "%.3g", spread_of(v[4], s->n_seeds).median));

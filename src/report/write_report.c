@@ -124,26 +124,29 @@ static int fill_curves_one(FILE *o, const void *ctx)
 
 typedef struct {
     spread safe, growth, predicted, lyap, bits, price;
+    spread backprop_safe; /* backprop's own safe depth in the same format: what no rebuilding can beat */
     int extrapolated;
 } verdict;
 
 static verdict verdict_of(const study *s, size_t c, size_t f)
 {
     int *has_param = config_has_param(s, c);
-    double v[6][STUDY_MAX];
+    double v[7][STUDY_MAX];
     verdict out = {0};
     for (size_t k = 0; k < s->n_seeds && has_param; k++) {
         const vijp_drift_curve *cu = study_curve(s, c, f, k);
-        run_stats st;
+        run_stats st, bp;
         run_stats_of(cu, verdict_run(s), has_param, s->tol[f], (long)s->formats[f].prec, &st);
+        run_stats_of(cu, 0, has_param, s->tol[f], (long)s->formats[f].prec, &bp);
         v[0][k] = st.safe_depth, v[1][k] = st.growth_rate, v[2][k] = cu->predicted_rate;
-        v[3][k] = cu->lyap_rate, v[4][k] = st.bits_needed, v[5][k] = st.price;
+        v[3][k] = cu->lyap_rate, v[4][k] = st.bits_needed, v[5][k] = st.price, v[6][k] = bp.safe_depth;
         out.extrapolated |= st.bits_extrapolated;
     }
     free(has_param);
     size_t n = s->n_seeds;
     out.safe = spread_of(v[0], n), out.growth = spread_of(v[1], n), out.predicted = spread_of(v[2], n);
     out.lyap = spread_of(v[3], n), out.bits = spread_of(v[4], n), out.price = spread_of(v[5], n);
+    out.backprop_safe = spread_of(v[6], n);
     return out;
 }
 
@@ -151,7 +154,8 @@ static int fill_summary_csv(FILE *o, const void *ctx)
 {
     const study *s = ctx;
     fputs("config,spec,init,format,tol,safe_depth_min,safe_depth_median,safe_depth_max,growth_rate_median,"
-          "predicted_rate_median,lyapunov_rate_median,bits_needed_median,bits_extrapolated,price_median\n", o);
+          "predicted_rate_median,lyapunov_rate_median,bits_needed_median,bits_extrapolated,price_median,"
+          "backprop_safe_depth_median\n", o);
     for (size_t c = 0; c < s->n_configs; c++)
         for (size_t f = 0; f < s->n_formats; f++) {
             verdict v = verdict_of(s, c, f);
@@ -160,6 +164,7 @@ static int fill_summary_csv(FILE *o, const void *ctx)
             for (size_t j = 0; j < sizeof x / sizeof *x; j++) csv_num(o, x[j]);
             fprintf(o, ",%d", v.extrapolated);
             csv_num(o, v.price.median);
+            csv_num(o, v.backprop_safe.median);
             fputc('\n', o);
         }
     return ferror(o);
@@ -751,21 +756,23 @@ static int fill_report_md(FILE *o, const void *ctx)
     fputs("\n\n", o);
     fprintf(o, "## Verdicts (%s)\n\n"
                "Median over seeds, (min–max) where they differ. *Safe depth*: deepest layer whose g_i and ∇θ_i "
-               "errors all stay under the tolerance. *Growth*: least-squares slope of log10 error over layers "
+               "errors all stay under the tolerance; *backprop's*: the same for exact backprop in the same format, which "
+               "no rebuilt gradient can beat (a 0 there means the format itself fails the tolerance). *Growth*: least-squares slope of log10 error over layers "
                "in first order (error ≤ 0.1), decades per layer. *Predicted*: the same fit on the error the "
                "Lyapunov spread of the Jacobian product predicts (Benettin QR iteration, rounding errors adding in "
                "root-sum-square); *spread* is the asymptotic spread λ₁ − λₙ itself. *Bits*: significand bits that keep "
                "every layer up to depth %zu under the tolerance (first-order scaling with u; † extrapolated along "
                "the fit where the curve saturates). *Price*: the rebuilt g_i's worst error over backprop's worst, in the same format.\n\n",
             eng, s->depth);
-    fputs("| config | format | tol | safe depth | growth (dec/layer) | predicted | spread | bits | price |\n"
-          "|---|---|---|---|---|---|---|---|---|\n", o);
+    fputs("| config | format | tol | safe depth | backprop's | growth (dec/layer) | predicted | spread | bits | price |\n"
+          "|---|---|---|---|---|---|---|---|---|---|\n", o);
     for (size_t c = 0; c < s->n_configs; c++)
         for (size_t f = 0; f < s->n_formats; f++) {
             verdict v = verdict_of(s, c, f);
             fprintf(o, "| c%zu `%s` %s | %s | %.3g |", c + 1, s->configs[c].spec, s->configs[c].init_name,
                     s->formats[f].name, s->tol[f]);
             md_spread(o, v.safe, "%.0f");
+            md_spread(o, v.backprop_safe, "%.0f");
             md_spread(o, v.growth, "%.3g");
             md_spread(o, v.predicted, "%.3g");
             md_spread(o, v.lyap, "%.3g");
