@@ -245,7 +245,7 @@ static int carry_over(report_out *o, int tfd, vijp_error *err)
     name_list old;
     manifest_read(tfd, &old);
     int legacy = faccessat(tfd, MANIFEST_NAME, F_OK, AT_SYMLINK_NOFOLLOW) && legacy_report(tfd);
-    int rc = tree_carry(tfd, o->stage_fd, &old, &o->written, legacy, o->shown, err);
+    int rc = tree_carry(tfd, o->stage_fd, &old, &o->written, legacy, o->shown, atomic_step, err);
     name_list_free(&old);
     struct stat st;
     if (!rc && (fstat(tfd, &st) || fchmod(o->stage_fd, st.st_mode & 07777))) /* the folder keeps its mode */
@@ -313,7 +313,7 @@ int report_out_commit(report_out *o, vijp_error *err)
     else fprintf(stderr, "vijp: warning: cannot flush the folder holding %s: %s\n", o->shown, strerror(errno));
     if (*old) {
         int nfd = openat(o->parent_fd, o->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (tree_retire(o->parent_fd, old, nfd))
+        if (tree_retire(o->parent_fd, old, nfd, atomic_step))
             fprintf(stderr, "vijp: warning: kept the old report's folder %.*s/%s: it holds what could not be "
                     "moved into %s\n", (int)(o->name - 1 - o->target), o->target, old, o->shown);
         if (nfd >= 0) close(nfd);

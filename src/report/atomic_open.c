@@ -125,7 +125,7 @@ static void clear_leftovers(report_out *o)
             int incomplete = h >= 0 && !faccessat(h, INCOMPLETE_NAME, F_OK, AT_SYMLINK_NOFOLLOW);
             if (h >= 0) close(h);
             int t = openat(o->parent_fd, o->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (incomplete ? tree_remove(o->parent_fd, n) != 0 : tree_retire(o->parent_fd, n, t) != 0)
+            if (incomplete ? tree_remove(o->parent_fd, n) != 0 : tree_retire(o->parent_fd, n, t, atomic_step) != 0)
                 fprintf(stderr, "vijp: warning: could not clear %s, left beside %s by a killed run\n", n, o->shown);
             if (t >= 0) close(t);
         }

@@ -105,7 +105,8 @@ static int copy_file(int from, int to, const char *name, const struct stat *st)
     return rc;
 }
 
-static int carry_one(int from, int to, const char *name, const struct stat *st, const char *shown, vijp_error *err)
+static int carry_one(int from, int to, const char *name, const struct stat *st, const char *shown, tree_step step,
+                     vijp_error *err)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", shown, name);
@@ -125,7 +126,7 @@ static int carry_one(int from, int to, const char *name, const struct stat *st, 
         int f = openat(from, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         int t = openat(to, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         int rc = f < 0 || t < 0 ? vijp_fail(err, VIJP_EIO, "cannot open the folder %s: %s", path, strerror(errno))
-                                : tree_carry(f, t, NULL, NULL, 0, path, err);
+                                : tree_carry(f, t, NULL, NULL, 0, path, step, err);
         if (!rc && (fchmod(t, st->st_mode & 07777) || fsync(t)))
             rc = vijp_fail(err, VIJP_EIO, "cannot carry the folder %s over into the new report: %s", path, strerror(errno));
         if (f >= 0) close(f);
@@ -135,10 +136,11 @@ static int carry_one(int from, int to, const char *name, const struct stat *st, 
         return vijp_fail(err, VIJP_EIO, "cannot carry %s over into the new report: a FIFO, socket or device; move it "
                          "out of the report folder", path);
     }
-    return atomic_step() ? vijp_fail(err, VIJP_EIO, "interrupted") : 0;
+    return step() ? vijp_fail(err, VIJP_EIO, "interrupted") : 0;
 }
 
-int tree_carry(int from, int to, name_list *vijps, name_list *ours, int legacy, const char *shown, vijp_error *err)
+int tree_carry(int from, int to, name_list *vijps, name_list *ours, int legacy, const char *shown, tree_step step,
+               vijp_error *err)
 {
     int fd = dup(from);
     DIR *d = fd < 0 ? NULL : fdopendir(fd);
@@ -166,7 +168,7 @@ int tree_carry(int from, int to, name_list *vijps, name_list *ours, int legacy, 
                            shown, name, shown, MANIFEST_NAME);
             break;
         }
-        rc = carry_one(from, to, name, &st, shown, err);
+        rc = carry_one(from, to, name, &st, shown, step, err);
     }
     if (!rc && errno) rc = vijp_fail(err, VIJP_EIO, "cannot read the folder %s: %s", shown, strerror(errno));
     closedir(d);
@@ -175,7 +177,7 @@ int tree_carry(int from, int to, name_list *vijps, name_list *ours, int legacy, 
 
 /* tree_retire in one folder (hfd) against its counterpart in the target
  * (tfd, -1 if none); vijps: the manifest (top level only). */
-static int retire_dir(int hfd, int tfd, name_list *vijps)
+static int retire_dir(int hfd, int tfd, name_list *vijps, tree_step step)
 {
     int fd = dup(hfd), kept = 0;
     DIR *d = fd < 0 ? NULL : fdopendir(fd);
@@ -197,32 +199,32 @@ static int retire_dir(int hfd, int tfd, name_list *vijps)
         else if (in_target && S_ISDIR(hs.st_mode) && S_ISDIR(ts.st_mode)) {
             int h = openat(hfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             int t = openat(tfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            gone = h >= 0 && t >= 0 && !retire_dir(h, t, NULL) && !unlinkat(hfd, name, AT_REMOVEDIR);
+            gone = h >= 0 && t >= 0 && !retire_dir(h, t, NULL, step) && !unlinkat(hfd, name, AT_REMOVEDIR);
             if (h >= 0) close(h);
             if (t >= 0) close(t);
         } else if (in_target && !S_ISDIR(hs.st_mode)) /* carried over: the target holds the same file */
             gone = !unlinkat(hfd, name, 0);
         else /* not carried (it came after the carry): it moves into the target */
             gone = !in_target && tfd >= 0 && !renameat2(hfd, name, tfd, name, RENAME_NOREPLACE);
-        if (gone) atomic_step();
+        if (gone) step();
         kept |= !gone;
     }
     closedir(d);
     return kept;
 }
 
-int tree_retire(int parent_fd, const char *name, int target_fd)
+int tree_retire(int parent_fd, const char *name, int target_fd, tree_step step)
 {
     int hfd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (hfd < 0) return errno != ENOENT;
     name_list vijps;
     manifest_read(hfd, &vijps);
-    int kept = retire_dir(hfd, target_fd, &vijps);
+    int kept = retire_dir(hfd, target_fd, &vijps, step);
     name_list_free(&vijps);
-    if (!kept && !unlinkat(hfd, MANIFEST_NAME, 0)) atomic_step();
+    if (!kept && !unlinkat(hfd, MANIFEST_NAME, 0)) step();
     close(hfd);
     if (kept || unlinkat(parent_fd, name, AT_REMOVEDIR)) return 1;
-    atomic_step();
+    step();
     return 0;
 }
 

@@ -1,5 +1,5 @@
 /* File-tree operations of the report writer (atomic.h), and what its parts
- * share.  Internal to src/cli/atomic*.c. */
+ * share.  Internal to src/report/atomic*.c. */
 #ifndef VIJP_CLI_ATOMIC_TREE_H
 #define VIJP_CLI_ATOMIC_TREE_H
 
@@ -29,6 +29,12 @@ void manifest_read(int dirfd, name_list *out);
  * stdio), so that the out-of-memory cleanup may call it.  0: gone. */
 int tree_remove(int dirfd, const char *name);
 
+/* Called after every step of a tree operation (a file carried, an entry
+ * removed): atomic.c's atomic_step, which runs its test hooks and answers
+ * -1 when a signal asks the run to stop.  Passed down, so that the tree
+ * operations call nothing of the generation above them. */
+typedef int (*tree_step)(void);
+
 /* Give the new generation (folder to) what the old one (folder from) holds
  * that vijp did not write: regular files as hard links (copies where the
  * file system refuses a link), symbolic links recreated, folders recreated
@@ -38,7 +44,8 @@ int tree_remove(int dirfd, const char *name);
  * vijp's (listed, or legacy: a report from before manifests) and refused
  * otherwise, so that nothing of the user's is overwritten.  shown names
  * from for messages. */
-VIJP_MUST_CHECK int tree_carry(int from, int to, name_list *vijps, name_list *ours, int legacy, const char *shown, vijp_error *err);
+VIJP_MUST_CHECK int tree_carry(int from, int to, name_list *vijps, name_list *ours, int legacy, const char *shown,
+                               tree_step step, vijp_error *err);
 
 /* Remove the folder `name` under parent_fd that holds an old generation (or
  * a finished staging folder a killed run left): the files its manifest lists,
@@ -47,7 +54,7 @@ VIJP_MUST_CHECK int tree_carry(int from, int to, name_list *vijps, name_list *ou
  * the old folder after the carry) is moved into the target instead, so that
  * nothing the user wrote is lost.  The manifest goes last, so a retirement cut
  * short can be resumed.  0: the folder is gone; 1: something had to stay. */
-int tree_retire(int parent_fd, const char *name, int target_fd);
+int tree_retire(int parent_fd, const char *name, int target_fd, tree_step step);
 
 /* One step of a generation's commit sequence is done (a file written, a
  * flush, a link, a rename, an unlink): runs the test hooks of atomic.c
