@@ -22,7 +22,6 @@ import collections, glob, os, re, subprocess, sys
 KNOWN_BACK_EDGES = {
     ('oracles', 'layers'): "the MPFR oracles read instance arguments through the catalogue's accessors",
     ('emu', 'layers'): "emu/conv.c reads vijp_conv_get",
-    ('kernels', 'layers'): "kernels/ref/activations.c evaluates the activation types' double formulas",
     ('layer', 'layers'): "the registry's table of built-in types",
 }
 

@@ -1,9 +1,9 @@
 /* Smooth activations: f and f′ from nested forward AD (dual
- * numbers, src/layers/dual.h) against the MPFR oracle (oracles/activations.c)
+ * numbers, src/kernels/dual.h) against the MPFR oracle (oracles/activations.c)
  * over 10^5 points each, including large |x| and the zeros of f′; the zeros
  * themselves; and their certification.
  *
- * Bounds: each src/layers/<name>.c states |f̂ − f| <= Kf(x)·u|f| and
+ * Bounds: src/kernels/ref/dual.c states, for each, |f̂ − f| <= Kf(x)·u|f| and
  * |f̂′ − f′| <= K1(x)·u|term1| + K2(x)·u|term2|, where f′ = term1 + term2 is
  * the dual-number sum (one term for sigmoid, softplus, tanh).  The terms are
  * recomputed here in MPFR from their definitions.  The oracle runs at 128

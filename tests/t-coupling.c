@@ -7,7 +7,7 @@
  * G.  Facts used (u: unit roundoff of the format under test):
  *  - a dot product of length k plus a bias: γ_(k+1)(|W||x| + |b|), γ_k = 1.01ku
  *    (Higham eq. 3.5);
- *  - tanh within 2 ulps (4u) and f′ within 6u (src/layers/tanh.c); in MPFR
+ *  - tanh within 2 ulps (4u) and f′ within 6u (src/kernels/ref/dual.c); in MPFR
  *    both are correctly rounded, so the same constants bound them;
  *  - |tanh′| <= 1 and |tanh″| <= 4/(3√3) < 0.77: a perturbation δz of z
  *    moves tanh by <= δz and f′ by <= 0.77δz;
@@ -380,7 +380,7 @@ END_TEST
 /* ---- affine coupling (Glow/RealNVP), S = T = dense:H + tanh ----
  * Forward, componentwise: z_S = W_S x1 + b_S within γ_(H+1)(|W_S||x1| + |b_S|),
  * a = tanh(z_S) within that plus 4u|a|; the scale s = σ(a + 2) (|σ′| <= 1/4,
- * f within 7u: src/layers/sigmoid.c) within e_a/4 + u|a + 2|/4 + 7u·s, or
+ * f within 7u: src/kernels/ref/dual.c) within e_a/4 + u|a + 2|/4 + 7u·s, or
  * s = exp(a) within s·e_a + 2u·s; t = tanh(z_T) within its γ term + 4u|t|;
  * y2 = fl(fl(x2·s) + t) within |x2|e_s + u|x2·s| + e_t + u|y2|; y1 = x1 exactly.
  * Identities (the same computations repeat bit for bit):

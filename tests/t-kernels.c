@@ -10,7 +10,7 @@
  *    vector width), unaligned starts, and the inputs drawn so that each lane
  *    holds a value under test among junk (±0, subnormals, huge, ±Inf, NaN).
  *    Then a hash of all exact outputs over a fixed grid, equal in every set.
- *  - Activation kernels: f and f′ within the bounds of src/layers/<name>.c
+ *  - Activation kernels: f and f′ within the bounds of src/kernels/ref/dual.c
  *    (actterms.h) in double; in binary32, the same plus one rounding to
  *    binary32 (max(1.01·2^-24·|f|, 2^-150)); NaN and ±Inf give what ref gives.
  *  - Drift partials: the three metrics against vijp_compare (MPFR), within the

@@ -4,7 +4,7 @@
  *    by op, as a framework without a fused kernel does; each op keeps the
  *    tensors its own backward reads (a tensor kept by several ops once);
  *  - nested forward AD: the forward pass evaluates f on dual numbers and keeps
- *    only f′, one value per unit (src/layers/dual.h);
+ *    only f′, one value per unit (src/kernels/dual.h);
  *  - recomputation: keep x, one value per unit, and evaluate f′ again in the
  *    backward pass.
  * The composite tape below is real code, so what it keeps is counted, not

@@ -213,7 +213,7 @@ struct vijp_layer_type {
     void (*deriv_enclose)(const vijp_layer *L, const double *theta, mpfi_ptr d, mpfi_srcptr x);
     /* Smooth elementwise activations: f(x) and f′(x) together at the
      * parameters theta, by nested forward-mode AD (dual numbers,
-     * src/layers/dual.h).  The layer's double operators are built on it
+     * src/kernels/dual.h).  The layer's double operators are built on it
      * (src/layers/activation.c); NULL elsewhere. */
     void (*dual_eval)(const vijp_layer *L, const double *theta, double x, double *f, double *df);
     /* Layers whose Jacobian is neither exact nor diagonal: a rigorous

@@ -7,7 +7,7 @@
 
 #include "vijp/layer.h"
 #include "vijp/error.h"
-#include "dual.h"
+#include "kernels/dual.h"
 #include "emu/emu.h"
 #include "emu/activations.h"
 #include "kernels/kernels.h"

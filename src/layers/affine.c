@@ -17,7 +17,7 @@
  * vjp and vijp form c by the same code, so vjp(vijp(g)) repeats it bit for
  * bit (tests/t-coupling.c uses that). */
 #include "chain.h"
-#include "dual.h"
+#include "kernels/dual.h"
 #include "scratch.h"
 #include "oracles/oracles.h"
 #include "kernels/kernels.h"

@@ -2,9 +2,8 @@
  * invertible analytically (DESIGN §6); σ′ underflows to 0 in double for
  * |x| > ~745, where the vijp refuses.
  *
- * Error (dual.h primitives, u = 2^-53): e = exp(−|x|) within 2u, 1 + e within
- * 3u, r = σ(|x|) = 1/(1+e) within 4u, q = σ(−|x|) = e·r within 7u, so
- * |f̂ − f| <= 7u|f| and |f̂′ − f′| <= 12u|f′| (r·q, one more rounding).
+ * f and f′: vijp_kact_eval_sigmoid (src/kernels/ref/dual.c, u = 2^-53),
+ * |f̂ − f| <= 7u|f| and |f̂′ − f′| <= 12u|f′|.
  * Inverse: x = log y − log1p(−y) (the logit).  |log y| + |log(1−y)| =
  * softplus(x) + softplus(−x) <= |x| + 2 log 2, so its own error is at most
  * 2u(|x| + 1.39) + u|x|. */
@@ -15,8 +14,7 @@
 static void eval(const vijp_layer *L, const double *th, double x, double *f, double *df)
 {
     (void)L, (void)th;
-    vijp_dual y = dual_sigmoid(dual_var(x));
-    *f = y.v, *df = y.d;
+    vijp_kact_eval_sigmoid(x, f, df);
 }
 
 static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE | VIJP_DECL_INVERTIBLE; }

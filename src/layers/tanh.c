@@ -3,11 +3,9 @@
  * for large |x| (|x| > ~372 in double), where the vijp reports the layer as
  * numerically singular instead of dividing by zero.
  *
- * f' is computed as 4e/(1+e)² with e = exp(-2|x|), not as 1 - tanh²(x): the
- * latter cancels catastrophically (relative error ~u/f') and is exactly 0 for
- * |x| > 19.1, where tanh(x) rounds to ±1.  Error of this formula: exp is
- * within 1 ulp (glibc), then three correctly rounded operations; the
- * relative error of f' is below 6u.  f and f′ come from dual_tanh (dual.h). */
+ * f and f′: vijp_kact_eval_tanh (src/kernels/ref/dual.c, u = 2^-53), f
+ * within 4u and f′, as 4e/(1+e)² with e = exp(-2|x|), not as 1 - tanh²(x),
+ * which cancels, within 6u (relative). */
 #include "activation.h"
 #include "oracles/oracles.h"
 
@@ -15,8 +13,7 @@
 static void eval(const vijp_layer *L, const double *th, double x, double *f, double *df)
 {
     (void)L, (void)th;
-    vijp_dual y = dual_tanh(dual_var(x));
-    *f = y.v, *df = y.d;
+    vijp_kact_eval_tanh(x, f, df);
 }
 
 static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE | VIJP_DECL_INVERTIBLE; }
@@ -45,7 +42,7 @@ const vijp_layer_type vijp_layer_tanh = {
     .name = "tanh", .syntax = "tanh (keeps its width)",
     .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
     .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp, .f = &vijp_act_ops_f,
-    /* f′ within 6u (above); inverse: glibc's atanh and tanh within 2 ulps (4u) each, the
+    /* f′ within 6u (dual.c); inverse: glibc's atanh and tanh within 2 ulps (4u) each, the
      * forward's error amplified by 1/f′ */
     .bounds = {.inverse = VIJP_INVBOUND_ELEMENTWISE, .inv_a = 4, .inv_b = 4},
     .deriv_enclose = vo_tanh_deriv_enclose, .dual_eval = eval,

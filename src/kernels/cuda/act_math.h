@@ -4,8 +4,8 @@
  * host_* tests check these very formulas against the MPFR oracles on
  * machines without a GPU).
  *
- * The formulas are the CPU layers' (src/layers/dual.h and the eval functions
- * of src/layers/{sigmoid,softplus,tanh,silu,gelu,mish}.c), operation for
+ * The formulas are the CPU layers' (src/kernels/dual.h and the functions
+ * vijp_kact_eval_NAME of src/kernels/ref/dual.c), operation for
  * operation; nvcc compiles them with --fmad=false, the CPU build with
  * -ffp-contract=off, so both perform exactly the operations written (the
  * explicit fma calls are the formulas' own).  The host instantiation is
@@ -20,7 +20,7 @@
  *   tanh          2 ulps                           1 ulp
  *
  * CUDA's errors are at most glibc's, so every bound derived in
- * src/layers/<name>.c for glibc holds for the GPU kernel as well.  Those are
+ * src/kernels/ref/dual.c for glibc holds for the GPU kernel as well.  Those are
  * collected below as vijp_cuda_act_bound (u = 2^-53):
  *   |f̂ − f| <= kf·u·|f| + 2^-1022,   |f̂′ − f′| <= kd·u·|f′| + 2^-1022
  * for every double x at least 0.5 away from the zero x0 of f′ (SiLU, GELU,
@@ -71,8 +71,9 @@
 #define VIJP_CUDA_ACT_LIST(X) X(tanh) X(sigmoid) X(softplus) X(silu) X(gelu) X(mish)
 
 /* kf, kd above (u = 2^-53), and the zero of f′ (NaN: none), per activation:
- * sigmoid.c (7u, 12u), softplus.c (5u, 7u; .ulps 8), tanh.c (4u, 6u),
- * silu.c (8u; .ulps 57), gelu.c (16u; .ulps 34), mish.c (10u; .ulps 81). */
+ * sigmoid (7u, 12u), softplus (5u, 7u; .ulps 8), tanh (4u, 6u), silu (8u;
+ * .ulps 57), gelu (16u; .ulps 34), mish (10u; .ulps 81): the bounds in
+ * src/kernels/ref/dual.c, the .ulps in src/layers/<name>.c. */
 typedef struct {
     const char *name; /* the layer and oracle name */
     double kf, kd, x0, kd0; /* kd0: the absolute bound within 0.5 of x0, in u */
@@ -99,7 +100,7 @@ VIJP_HD void vijp_am_tanh(double x, double *f, double *df)
     *f = tanh(x), *df = 1.0 * (4 * e / (s * s));
 }
 
-/* sigmoid.c: dual_sigmoid on (x, 1) */
+/* ref/dual.c, sigmoid: dual_sigmoid on (x, 1) */
 VIJP_HD void vijp_am_sigmoid(double x, double *f, double *df)
 {
     double r, q;
@@ -107,14 +108,14 @@ VIJP_HD void vijp_am_sigmoid(double x, double *f, double *df)
     *f = x >= 0 ? r : q, *df = 1.0 * (r * q);
 }
 
-/* softplus.c: dual_softplus on (x, 1) */
+/* ref/dual.c, softplus: dual_softplus on (x, 1) */
 VIJP_HD void vijp_am_softplus(double x, double *f, double *df)
 {
     double e = exp(-fabs(x)), r = 1 / (1 + e), q = e * r;
     *f = (x > 0 ? x : 0) + log1p(e), *df = 1.0 * (x >= 0 ? r : q);
 }
 
-/* silu.c: x·σ(x) as dual_mul(v, dual_sigmoid(v)), h² form below −700 */
+/* ref/dual.c, silu: x·σ(x) as dual_mul(v, dual_sigmoid(v)), h² form below −700 */
 VIJP_HD void vijp_am_silu(double x, double *f, double *df)
 {
     if (x < -700) {
@@ -129,7 +130,7 @@ VIJP_HD void vijp_am_silu(double x, double *f, double *df)
     *f = x * s, *df = 1.0 * s + x * ds;
 }
 
-/* gelu.c: x·Φ(x), Φ from erfc with t = −x/√2 carried as t_hi + t_lo, and the
+/* ref/dual.c, gelu: x·Φ(x), Φ from erfc with t = −x/√2 carried as t_hi + t_lo, and the
  * asymptotic erfcx series beyond t = 25.5; limits beyond |x| = 40 (above). */
 VIJP_HD void vijp_am_gelu(double x, double *f, double *df)
 {
@@ -156,7 +157,7 @@ VIJP_HD void vijp_am_gelu(double x, double *f, double *df)
     *df = a * b + (((x * inv_sqrt_2pi) * g) * g) * (1 - 0.5 * e);
 }
 
-/* mish.c: x·tanh(softplus(x)) as dual numbers, e^{x/2}² form below −700 */
+/* ref/dual.c, mish: x·tanh(softplus(x)) as dual numbers, e^{x/2}² form below −700 */
 VIJP_HD void vijp_am_mish(double x, double *f, double *df)
 {
     if (x < -700) {

@@ -1,27 +1,25 @@
-/* Reference activation kernels: the layers' own dual evaluation (nested
- * forward AD, src/layers/dual.h and <name>.c), one unit at a time.
- * Bounds: those stated in src/layers/<name>.c (|f̂ − f| <= Kf·u|f|, |f̂′ − f′|
+/* Reference activation kernels: f and f′ by nested forward AD (dual.h), one
+ * unit at a time, with the very code of the layer types' dual_eval
+ * (vijp_kact_eval_NAME in dual.c).
+ * Bounds: those stated in dual.c (|f̂ − f| <= Kf·u|f|, |f̂′ − f′|
  * <= K1·u|term1| + K2·u|term2|, u = 2^-53).  The binary32 kernels evaluate
  * in double and round once to binary32: their bound is that, rounded, plus
  * half an ulp of binary32 (at most 81·2^-53 + 2^-24 relative to the terms:
  * below one binary32 ulp wherever the double bound holds). */
 #include "kernels/kernels.h"
-#include "vijp/layer.h"
+#include "kernels/dual.h"
 #include <math.h>
-
-extern const vijp_layer_type vijp_layer_sigmoid, vijp_layer_softplus, vijp_layer_tanh, vijp_layer_silu,
-    vijp_layer_gelu, vijp_layer_mish;
 
 #define DEFINE_ACT(NAME)                                                                         \
     static void NAME##_d(size_t n, const double *x, double *f, double *df)                       \
     {                                                                                            \
-        for (size_t i = 0; i < n; i++) vijp_layer_##NAME.dual_eval(NULL, NULL, x[i], &f[i], &df[i]); \
+        for (size_t i = 0; i < n; i++) vijp_kact_eval_##NAME(x[i], &f[i], &df[i]);               \
     }                                                                                            \
     static void NAME##_f(size_t n, const float *x, float *f, float *df)                          \
     {                                                                                            \
         for (size_t i = 0; i < n; i++) {                                                         \
             double fd, dd;                                                                       \
-            vijp_layer_##NAME.dual_eval(NULL, NULL, x[i], &fd, &dd);                             \
+            vijp_kact_eval_##NAME(x[i], &fd, &dd);                                               \
             f[i] = (float)fd, df[i] = (float)dd;                                                 \
         }                                                                                        \
     }

@@ -1,20 +1,20 @@
 /* SIMD activation kernels, f and f′ together: lane by lane the operations of
- * the layers' dual evaluation (src/layers/dual.h, gelu.c, silu.c, mish.c),
- * branches as selects of both sides, with SLEEF's vector exp, log1p and
- * tanh (within 1.0 ulp) in place of glibc's scalar ones, and two evaluations
- * of their own: GELU's erfc (erfc_v) and Mish from one exponential (mish_v).
+ * the layers' dual evaluation (src/kernels/dual.h, ref/dual.c), branches
+ * as selects of both sides, with SLEEF's vector exp, log1p and tanh (within
+ * 1.0 ulp) in place of glibc's scalar ones, and two evaluations of their
+ * own: GELU's erfc (erfc_v) and Mish from one exponential (mish_v).
  *
  * Bound (the contract tests/t-kernels.c asserts): the per-activation bounds
- * of src/layers/<name>.c, which assume glibc's exp and log1p within 1 ulp,
+ * of src/kernels/ref/dual.c, which assume glibc's exp and log1p within 1 ulp,
  * tanh within 2 and erfc within 5 (10u relative): SLEEF's are no larger, nor
- * is erfc_v's (7.1u relative, below); mish_v derives its own, inside
- * mish.c's; every other
- * operation is the same correctly rounded one (the fma()s are the scalar
- * code's own, as FMA instructions), so the same Kf, K1, K2 hold.  Not bit-
- * identical to ref (SLEEF and glibc round differently), hence bounded, not
- * exact (kernels.h).  binary32: evaluated in double and rounded once, as
- * ref/activations.c.  Tails: the last n mod VW units go through the same
- * vector code in a padded vector, so every unit gets the same evaluation. */
+ * is erfc_v's (7.1u relative, below); mish_v derives its own, inside the
+ * scalar Mish's; every other operation is the same correctly rounded one
+ * (the fma()s are the scalar code's own, as FMA instructions), so the same
+ * Kf, K1, K2 hold.  Not bit-identical to ref (SLEEF and glibc round
+ * differently), hence bounded, not exact (kernels.h).  binary32: evaluated
+ * in double and rounded once, as ref/activations.c.  Tails: the last n mod
+ * VW units go through the same vector code in a padded vector, so every unit
+ * gets the same evaluation. */
 #include "vec.h"
 
 static inline void sigmoid_v(vd x, vd *f, vd *df)
@@ -41,7 +41,7 @@ static inline void tanh_v(vd x, vd *f, vd *df) { tanh_dual_v(x, splat_d(1), f, d
 static inline void silu_v(vd x, vd *f, vd *df)
 {
     vd e = V_EXP(-abs_d(x)), r = 1 / (1 + e), q = e * r, s = sel_d(x >= 0, r, q);
-    vm deep = x < -700; /* silu.c's deep tail, computed only when a lane is there */
+    vm deep = x < -700; /* the scalar SiLU's deep tail, computed only when a lane is there */
     *f = x * s, *df = s + x * (r * q);
     if (movemask_d(deep)) {
         vd h = V_EXP(0.5 * x), rt = 1 / (1 + h * h);
@@ -63,7 +63,7 @@ static inline void silu_v(vd x, vd *f, vd *df)
  *    (2/5)·4u + (3/5)·2.4u + u = 4.04u, t within 7.5u, f within 8.5u; x·E²·4
  *    (E² within 5u) 6u, ·(1 + E) 9u, /D² (9.1u) 19.1u.
  * So |f̂ − f| <= 8.9u|f| and, with the final sum's u, |f̂′ − f′| <= 8.9u·t +
- * 20.1u·|x|sech²σ: inside mish.c's 10u|f| and 10u·t + (18 + 20sp)u·|x|sech²σ
+ * 20.1u·|x|sech²σ: inside the scalar's 10u|f| and 10u·t + (18 + 20sp)u·|x|sech²σ
  * (sp >= ln 2 where x >= 0, so 20.1u <= 18u + 20sp·u there; 15.4u < 18u
  * below).  x > 2^26 gives E = 0, t = 1, f = x, f′ = 1 exactly, as ref. */
 static inline void mish_v(vd x, vd *f, vd *df)
@@ -73,7 +73,7 @@ static inline void mish_v(vd x, vd *f, vd *df)
     vd Np = 1 + twoE, Dp = vfma(twoE, E, Np), Nn = vfma(E, E, twoE), Dn = Nn + 2;
     vd D = sel_d(pos, Dp, Dn), t = sel_d(pos, Np, Nn) / D, q = sel_d(pos, E * E, E);
     vd xs = (((x * q) * 4) * (1 + E)) / (D * D); /* x·q first: 4x overflows near DBL_MAX, where q = 0 */
-    vm deep = x < -700; /* mish.c's deep tail, computed only when a lane is there */
+    vm deep = x < -700; /* the scalar Mish's deep tail, computed only when a lane is there */
     *f = x * t, *df = t + xs;
     if (movemask_d(deep)) {
         vd h = V_EXP(0.5 * x);
@@ -148,12 +148,12 @@ static inline vd erfc_v(vd t)
     return erfc_core(t, V_EXP(-(ac * ac)));
 }
 
-/* gelu.c's normal_cdf and eval, the far tail evaluated only for vectors
+/* ref/dual.c's normal_cdf and GELU, the far tail evaluated only for vectors
  * with a lane in it, then selected; erfc is erfc_v above (within 7u, where
- * gelu.c's bound assumes glibc's 5 ulps = 10u).  Where x >= −36.06, one
+ * the scalar bound assumes glibc's 5 ulps = 10u).  Where x >= −36.06, one
  * exponential, h = e^{−t_hi²}, serves erfc, R and φ: x·φ̂ = ((x·c)·h)·(1 + D)
  * within 2u (x·c, c rounded) + 3u (h's 2u, its product) + 2u (1 + D, its
- * product) = 7u of |x|φ, inside gelu.c's 10u. */
+ * product) = 7u of |x|φ, inside the scalar 10u. */
 static inline void gelu_v(vd x, vd *f, vd *df)
 {
     const double c_hi = 0.70710678118654757, c_lo = -4.8336466567264565e-17;
@@ -179,11 +179,11 @@ static inline void gelu_v(vd x, vd *f, vd *df)
     vd s = x * x, e = sel_d(fin, vfma(x, x, -s), splat_d(0));
     /* φ's exponential from h: e^{−x²/2} = h·e^D, D = (t_hi² − x²/2) rounded once: t_hi²'s rounding
      * (the exp's argument) and s/2 agree to 6u, so their difference is exact (Sterbenz), and
-     * |D| <= 3.8e-13 leaves D²/2 (< 0.001u) negligible.  The far lanes keep gelu.c's g·g (below).
+     * |D| <= 3.8e-13 leaves D²/2 (< 0.001u) negligible.  The far lanes keep the scalar g·g (below).
      * Exact only as written: -ffp-contract=off (Makefile) keeps the compiler from fusing it. */
     vd D = sel_d(fin, (t_hi * t_hi - 0.5 * s) - 0.5 * e, splat_d(0));
     vd phi = ((x * inv_sqrt_2pi) * h) * (1 + D);
-    if (movemask_d(~near)) { /* x < −36.06: e^{−x²/2} below the normal range, gelu.c's g·g */
+    if (movemask_d(~near)) { /* x < −36.06: e^{−x²/2} below the normal range, the scalar g·g */
         vd g = V_EXP(-0.25 * s);
         phi = sel_d(near, phi, (((x * inv_sqrt_2pi) * g) * g) * (1 - 0.5 * e));
     }

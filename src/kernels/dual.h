@@ -8,9 +8,13 @@
  * Error of each primitive (glibc on x86_64, "Known Maximum Errors in Math
  * Functions"; 1 ulp <= 2u relative): exp, log1p 1 ulp; erfc 5 ulps; tanh 2
  * ulps; +, −, ×, / correctly rounded.  The per-activation bounds in
- * src/layers/<name>.c are built from these. */
-#ifndef VIJP_LAYERS_DUAL_H
-#define VIJP_LAYERS_DUAL_H
+ * src/kernels/ref/dual.c are built from these.
+ *
+ * Here, below the layer catalogue, so that the ref kernels (ref/
+ * activations.c) and the layer types (src/layers/<name>.c, their dual_eval)
+ * evaluate the catalogue's smooth activations with the same code. */
+#ifndef VIJP_KERNELS_DUAL_H
+#define VIJP_KERNELS_DUAL_H
 
 #include <math.h>
 
@@ -59,5 +63,15 @@ static inline vijp_dual dual_normal_cdf(vijp_dual a)
     double t = -a.v * M_SQRT1_2, s = a.v * a.v, e = fma(a.v, a.v, -s);
     return (vijp_dual){0.5 * erfc(t), a.d * (inv_sqrt_2pi * (exp(-0.5 * s) * (1 - 0.5 * e)))};
 }
+
+/* f(x) and f′(x) of the catalogue's six smooth activations, in double
+ * (ref/dual.c, each with its error bound): the layer types' dual_eval and
+ * the ref kernels' act_d, act_f (kernels.h). */
+void vijp_kact_eval_sigmoid(double x, double *f, double *df);
+void vijp_kact_eval_softplus(double x, double *f, double *df);
+void vijp_kact_eval_tanh(double x, double *f, double *df);
+void vijp_kact_eval_silu(double x, double *f, double *df);
+void vijp_kact_eval_gelu(double x, double *f, double *df);
+void vijp_kact_eval_mish(double x, double *f, double *df);
 
 #endif
