@@ -15,13 +15,9 @@ Exit status: 0 clean, 1 a cycle or a stale exception, 2 bad usage.
 """
 import collections, glob, os, re, subprocess, sys
 
-# Back edges that still close a cycle, each with what it is.  The layer
-# catalogue's per-instance accessors (vijp/catalogue.h) are defined beside each
-# type in layers/, and the registry's table of built-in types in layer/ names
-# every type's descriptor: both are reached from below.
+# Back edges that still close a cycle, each with what it is.  The registry's
+# table of built-in types in layer/ names every type's descriptor in layers/.
 KNOWN_BACK_EDGES = {
-    ('oracles', 'layers'): "the MPFR oracles read instance arguments through the catalogue's accessors",
-    ('emu', 'layers'): "emu/conv.c reads vijp_conv_get",
     ('layer', 'layers'): "the registry's table of built-in types",
 }
 

@@ -14,9 +14,12 @@
 #include "vijp/plugin.h"
 #include <dlfcn.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static const vijp_layer_type *scaledtanh(void)
 {
@@ -250,6 +253,46 @@ START_TEST(state_copy_and_spec)
 }
 END_TEST
 
+/* The catalogue's accessors (src/layer/catalogue.c) know a built-in type by
+ * its name, which holds because no other type can be registered under a
+ * built-in name; on another type an accessor reports the call and aborts. */
+START_TEST(accessors_check_the_type)
+{
+    static const char *const builtin[] = {"leaky", "conv1d", "conv2d", "avgpool", "squeeze", "inv1x1", "additive", "affine"};
+    for (size_t k = 0; k < sizeof builtin / sizeof *builtin; k++) {
+        vijp_layer_type T = *scaledtanh();
+        T.name = builtin[k];
+        vijp_error err = {0};
+        ck_assert_int_eq(vijp_layer_register(&T, &err), VIJP_EINVAL);
+        ck_assert_msg(strstr(err.msg, "already registered"), "%s: %s", builtin[k], err.msg);
+        ck_assert(vijp_layer_type_find(builtin[k]) != &T);
+    }
+    vijp_layer L;
+    ck_assert(!vijp_layer_parse(&L, "dense:4", 4, NULL));
+    int fd[2];
+    ck_assert(pipe(fd) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert(pid >= 0);
+    if (pid == 0) {
+        dup2(fd[1], 2);
+        (void)vijp_conv_get(&L);
+        _exit(0);
+    }
+    close(fd[1]);
+    char msg[256] = "";
+    size_t got = 0;
+    for (ssize_t r; got + 1 < sizeof msg && (r = read(fd[0], msg + got, sizeof msg - 1 - got)) > 0;) got += (size_t)r;
+    msg[got] = 0;
+    close(fd[0]);
+    int st;
+    ck_assert(waitpid(pid, &st, 0) == pid);
+    ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "vijp_conv_get on a dense layer did not abort");
+    ck_assert_str_eq(msg, "vijp: vijp_conv_get called on a dense layer\n");
+    vijp_layer_clear(&L);
+}
+END_TEST
+
 /* --plugin failures: exit 2 with a message naming the file and the problem,
  * whatever the command (the happy path, plugins built against the installed
  * headers, runs in scripts/check-install.sh). */
@@ -294,6 +337,7 @@ Suite *suite_registry(void)
     tcase_add_test(tc, registered_type_in_a_net);
     tcase_add_test(tc, activation_analysis_sees_theta);
     tcase_add_test(tc, state_copy_and_spec);
+    tcase_add_test(tc, accessors_check_the_type);
     tcase_add_test(tc, plugin_errors);
     suite_add_tcase(s, tc);
     return s;

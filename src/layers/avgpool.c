@@ -30,8 +30,6 @@ static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *er
     return 0;
 }
 
-extern const vijp_layer_type vijp_layer_avgpool;
-size_t vijp_avgpool_window(const vijp_layer *L) { return *(const size_t *)vijp_state_of(L, &vijp_layer_avgpool, "vijp_avgpool_window"); }
 static int print(const vijp_layer *L, char *buf, size_t size) { return snprintf(buf, size, "avgpool:%zu", vijp_avgpool_window(L)); }
 
 static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE; }

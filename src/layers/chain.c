@@ -9,29 +9,6 @@
 
 extern const vijp_layer_type vijp_layer_additive, vijp_layer_affine;
 
-static const vijp_chain_state *coupling_state(const vijp_layer *L, const char *accessor)
-{
-    return vijp_state_of(L, L && L->type == &vijp_layer_affine ? &vijp_layer_affine : &vijp_layer_additive, accessor);
-}
-
-size_t vijp_coupling_count(const vijp_layer *L) { return coupling_state(L, "vijp_coupling_count")->n; }
-
-const vijp_layer *vijp_coupling_sub(const vijp_layer *L, size_t k)
-{
-    const vijp_chain_state *s = coupling_state(L, "vijp_coupling_sub");
-    if (k >= s->n) {
-        fprintf(stderr, "vijp: vijp_coupling_sub(%zu) of a %zu-layer chain\n", k, s->n);
-        abort();
-    }
-    return &s->sub[k];
-}
-
-int vijp_affine_exp_scale(const vijp_layer *L)
-{
-    const vijp_chain_state *s = coupling_state(L, "vijp_affine_exp_scale");
-    return s->exp_scale;
-}
-
 size_t vijp_chain_params(const vijp_layer *L, size_t k)
 {
     size_t P = 0;

@@ -6,14 +6,7 @@
 
 #include "vijp/catalogue.h"
 #include "vijp/error.h"
-
-/* A coupling block's state: its residual function's layers (each owning its
- * own state) and, for affine, the scale. */
-typedef struct {
-    size_t n;
-    vijp_layer sub[VIJP_SUB_MAX];
-    int exp_scale;
-} vijp_chain_state;
+#include "layer/states.h" /* vijp_chain_state, read by the coupling accessors */
 
 /* Parse "ITEM+ITEM…" (at most VIJP_SUB_MAX items, each of width h → h, any
  * type with MPFR operators but a coupling block) into a new L->state; `who`

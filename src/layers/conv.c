@@ -60,11 +60,6 @@
 
 extern const vijp_layer_type vijp_layer_dense, vijp_layer_conv1d, vijp_layer_conv2d;
 
-const vijp_conv_args *vijp_conv_get(const vijp_layer *L)
-{
-    return vijp_state_of(L, L && L->type == &vijp_layer_conv2d ? &vijp_layer_conv2d : &vijp_layer_conv1d, "vijp_conv_get");
-}
-
 static int print(const vijp_layer *L, char *buf, size_t size)
 {
     const vijp_conv_args *a = vijp_conv_get(L);

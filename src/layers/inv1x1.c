@@ -27,8 +27,6 @@
 
 #define CH(L) (*(const size_t *)(L)->state) /* its own state: vijp_inv1x1_channels is for other files */
 
-extern const vijp_layer_type vijp_layer_inv1x1;
-size_t vijp_inv1x1_channels(const vijp_layer *L) { return *(const size_t *)vijp_state_of(L, &vijp_layer_inv1x1, "vijp_inv1x1_channels"); }
 static int print(const vijp_layer *L, char *buf, size_t size) { return snprintf(buf, size, "inv1x1:%zu", CH(L)); }
 
 static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err)

@@ -51,9 +51,6 @@ static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *er
     return 0;
 }
 
-extern const vijp_layer_type vijp_layer_leaky_relu;
-double vijp_leaky_slope(const vijp_layer *L) { return *(const double *)vijp_state_of(L, &vijp_layer_leaky_relu, "vijp_leaky_slope"); }
-
 /* The shortest decimal that reads back as the slope, without the '+' of a
  * positive exponent ("1.7e02", not "1.7e+02"): in a coupling block's list
  * '+' separates layers (found by the net-spec fuzzer). */

@@ -31,8 +31,6 @@ static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *er
     return 0;
 }
 
-extern const vijp_layer_type vijp_layer_squeeze;
-const vijp_squeeze_args *vijp_squeeze_get(const vijp_layer *L) { return vijp_state_of(L, &vijp_layer_squeeze, "vijp_squeeze_get"); }
 static int print(const vijp_layer *L, char *buf, size_t size)
 {
     return snprintf(buf, size, "squeeze:%zux%zu", vijp_squeeze_get(L)->channels, vijp_squeeze_get(L)->factor);

@@ -1,0 +1,66 @@
+/* The built-in catalogue's per-instance accessors (include/vijp/catalogue.h).
+ *
+ * They sit here, below the catalogue, so that the MPFR oracles and emu/ read
+ * instance arguments without calling up into src/layers/.  So they know each
+ * type by its name, not by its descriptor's address: the registry holds the
+ * built-in types from the start and vijp_layer_register refuses a type whose
+ * name it already holds, so no plugin can take a built-in name, and a layer
+ * whose type came from the registry and is named "leaky" is the built-in
+ * leaky layer, with that type's state (states.h). */
+#include "vijp/catalogue.h"
+#include "states.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* L's state, checking that L is of the built-in type named `name` or, where
+ * `other` is not NULL, of the one named `other`: an accessor called on
+ * another type is a programming error, reported and stopped here. */
+static const void *state_of(const vijp_layer *L, const char *name, const char *other, const char *accessor)
+{
+    const char *is = L && L->type ? L->type->name : NULL;
+    if (!is || (strcmp(is, name) && (!other || strcmp(is, other))) || !L->state) {
+        fprintf(stderr, "vijp: %s called on a %s layer\n", accessor, L && L->type ? L->type->name : "(no)");
+        abort();
+    }
+    return L->state;
+}
+
+double vijp_leaky_slope(const vijp_layer *L) { return *(const double *)state_of(L, "leaky", NULL, "vijp_leaky_slope"); }
+
+const vijp_conv_args *vijp_conv_get(const vijp_layer *L) { return state_of(L, "conv1d", "conv2d", "vijp_conv_get"); }
+
+size_t vijp_avgpool_window(const vijp_layer *L)
+{
+    return *(const size_t *)state_of(L, "avgpool", NULL, "vijp_avgpool_window");
+}
+
+const vijp_squeeze_args *vijp_squeeze_get(const vijp_layer *L) { return state_of(L, "squeeze", NULL, "vijp_squeeze_get"); }
+
+size_t vijp_inv1x1_channels(const vijp_layer *L)
+{
+    return *(const size_t *)state_of(L, "inv1x1", NULL, "vijp_inv1x1_channels");
+}
+
+static const vijp_chain_state *coupling_state(const vijp_layer *L, const char *accessor)
+{
+    return state_of(L, "additive", "affine", accessor);
+}
+
+size_t vijp_coupling_count(const vijp_layer *L) { return coupling_state(L, "vijp_coupling_count")->n; }
+
+const vijp_layer *vijp_coupling_sub(const vijp_layer *L, size_t k)
+{
+    const vijp_chain_state *s = coupling_state(L, "vijp_coupling_sub");
+    if (k >= s->n) {
+        fprintf(stderr, "vijp: vijp_coupling_sub(%zu) of a %zu-layer chain\n", k, s->n);
+        abort();
+    }
+    return &s->sub[k];
+}
+
+int vijp_affine_exp_scale(const vijp_layer *L)
+{
+    const vijp_chain_state *s = coupling_state(L, "vijp_affine_exp_scale");
+    return s->exp_scale;
+}

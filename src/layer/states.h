@@ -1,0 +1,23 @@
+/* The per-instance states of the built-in types that include/vijp/catalogue.h's
+ * accessors read (catalogue.c) and the types' parse in src/layers/ writes,
+ * in vijp_layer.state:
+ *   leaky            one double, the slope
+ *   avgpool          one size_t, the window
+ *   inv1x1           one size_t, the channel count
+ *   squeeze          vijp_squeeze_args (catalogue.h)
+ *   conv1d, conv2d   vijp_conv_args (catalogue.h)
+ *   additive, affine vijp_chain_state (below; src/layers/chain.h) */
+#ifndef VIJP_LAYER_STATES_H
+#define VIJP_LAYER_STATES_H
+
+#include "vijp/catalogue.h"
+
+/* A coupling block's state: its residual function's layers (each owning its
+ * own state) and, for affine, the scale. */
+typedef struct {
+    size_t n;
+    vijp_layer sub[VIJP_SUB_MAX];
+    int exp_scale;
+} vijp_chain_state;
+
+#endif
