@@ -2,11 +2,12 @@
  *
  * They sit here, below the catalogue, so that the MPFR oracles and emu/ read
  * instance arguments without calling up into src/layers/.  So they know each
- * type by its name, not by its descriptor's address: the registry holds the
- * built-in types from the start and vijp_layer_register refuses a type whose
- * name it already holds, so no plugin can take a built-in name, and a layer
- * whose type came from the registry and is named "leaky" is the built-in
- * leaky layer, with that type's state (states.h). */
+ * type by its name, not by its descriptor's address: the registry
+ * (src/layers/registry.c) holds the built-in types from the start and
+ * vijp_layer_register refuses a type whose name it already holds, so no
+ * plugin can take a built-in name, and a layer whose type came from the
+ * registry and is named "leaky" is the built-in leaky layer, with that
+ * type's state (states.h). */
 #include "vijp/catalogue.h"
 #include "states.h"
 #include <stdio.h>

@@ -1,4 +1,6 @@
-/* The layer registry and the format-generic operators engines call. */
+/* The layer interface: what a type descriptor must hold (vijp_layer_type_check),
+ * an instance's copy, clear and spec, and the format-generic operators
+ * engines call.  The registry of types is src/layers/registry.c. */
 #include "vijp/layer.h"
 #include "vijp/error.h"
 #include "native_f32.h"
@@ -7,34 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-extern const vijp_layer_type vijp_layer_dense, vijp_layer_leaky_relu, vijp_layer_relu, vijp_layer_tanh,
-    vijp_layer_sigmoid, vijp_layer_softplus, vijp_layer_silu, vijp_layer_gelu, vijp_layer_mish,
-    vijp_layer_layernorm, vijp_layer_softmax, vijp_layer_additive, vijp_layer_conv1d, vijp_layer_conv2d,
-    vijp_layer_avgpool, vijp_layer_squeeze, vijp_layer_affine, vijp_layer_inv1x1;
-
-/* The built-in catalogue first, then registered types; VIJP_LAYER_TYPES_MAX
- * slots so that registration never allocates. */
-static const vijp_layer_type *registry[VIJP_LAYER_TYPES_MAX] = {
-    &vijp_layer_dense, &vijp_layer_leaky_relu, &vijp_layer_relu, &vijp_layer_tanh,
-    &vijp_layer_sigmoid, &vijp_layer_softplus, &vijp_layer_silu, &vijp_layer_gelu, &vijp_layer_mish,
-    &vijp_layer_layernorm, &vijp_layer_softmax, &vijp_layer_additive, &vijp_layer_conv1d, &vijp_layer_conv2d,
-    &vijp_layer_avgpool, &vijp_layer_squeeze, &vijp_layer_affine, &vijp_layer_inv1x1,
-};
-static size_t n_registered = 18;
-
-const vijp_layer_type *const *vijp_layer_types(size_t *count)
-{
-    *count = n_registered;
-    return registry;
-}
-
-const vijp_layer_type *vijp_layer_type_find(const char *name)
-{
-    for (size_t i = 0; i < n_registered; i++)
-        if (!strcmp(registry[i]->name, name)) return registry[i];
-    return NULL;
-}
 
 int vijp_layer_type_check(const vijp_layer_type *T, vijp_error *err)
 {
@@ -74,64 +48,6 @@ int vijp_layer_type_check(const vijp_layer_type *T, vijp_error *err)
     if (T->state_copy && !T->state_free)
         return vijp_fail(err, VIJP_EINVAL, "layer type '%s' copies its state deeply but gives no state_free", nm);
     return 0;
-}
-
-int vijp_layer_register(const vijp_layer_type *T, vijp_error *err)
-{
-    int rc = vijp_layer_type_check(T, err);
-    if (rc) return rc;
-    if (vijp_layer_type_find(T->name))
-        return vijp_fail(err, VIJP_EINVAL, "layer type '%s' is already registered", T->name);
-    if (n_registered == VIJP_LAYER_TYPES_MAX)
-        return vijp_fail(err, VIJP_EINVAL, "layer type '%s': the registry is full (%d types)", T->name,
-                         VIJP_LAYER_TYPES_MAX);
-    registry[n_registered++] = T;
-    return 0;
-}
-
-/* An instance's own contradictions (its parameter count and declarations
- * are known only once parsed). */
-static int check_instance(const vijp_layer *L, vijp_error *err)
-{
-    const vijp_layer_type *T = L->type;
-    size_t P = T->param_count(L);
-    if (P && T->residual == VIJP_RESIDUAL_DERIV)
-        return vijp_fail(err, VIJP_EINVAL, "%s has %zu parameters but residual kind DERIV, which keeps only f' and "
-                         "would drop their gradient", T->name, P);
-    if (P && (!T->d->vjp_param || (T->mp && !T->mp->vjp_param) || !T->init))
-        return vijp_fail(err, VIJP_EINVAL, "%s has %zu parameters but no %s", T->name, P,
-                         !T->init ? "initialiser (init)" : "parameter gradient (vjp_param)");
-    if ((T->declare(L) & VIJP_DECL_INVERTIBLE) && !T->d->inverse)
-        return vijp_fail(err, VIJP_EINVAL, "%s declares itself invertible but has no inverse", T->name);
-    if ((T->declare(L) & VIJP_DECL_SUBMERSIVE) && (T->declare(L) & VIJP_DECL_NEVER_SUBMERSIVE))
-        return vijp_fail(err, VIJP_EINVAL, "%s declares itself both submersive and never submersive", T->name);
-    return 0;
-}
-
-int vijp_layer_parse(vijp_layer *L, const char *item, size_t in_width, vijp_error *err)
-{
-    char name[32];
-    const char *colon = strchr(item, ':');
-    size_t len = colon ? (size_t)(colon - item) : strlen(item);
-    memset(L, 0, sizeof *L);
-    if (len == 0 || len >= sizeof name) return vijp_fail(err, VIJP_EINVAL, "bad layer '%s' in spec", item);
-    memcpy(name, item, len);
-    name[len] = 0;
-    const vijp_layer_type *T = vijp_layer_type_find(name);
-    if (!T) {
-        char known[1024] = "";
-        for (size_t i = 0, at = 0; i < n_registered && at < sizeof known; i++)
-            at += (size_t)snprintf(known + at, sizeof known - at, "%s%s", i ? ", " : "", registry[i]->name);
-        return vijp_fail(err, VIJP_EINVAL, "unknown layer '%s' (known: %s)", name, known);
-    }
-    L->type = T;
-    int rc = T->parse(L, colon ? colon + 1 : NULL, in_width, err);
-    if (!rc && (L->in == 0 || L->out == 0 || L->in > VIJP_WIDTH_MAX || L->out > VIJP_WIDTH_MAX))
-        rc = vijp_fail(err, VIJP_EDIM, "%s maps %zu -> %zu units: widths must be in [1, %u]", T->name, L->in, L->out,
-                       VIJP_WIDTH_MAX);
-    if (!rc) rc = check_instance(L, err);
-    if (rc) vijp_layer_clear(L);
-    return rc;
 }
 
 void vijp_layer_copy(vijp_layer *dst, const vijp_layer *src)
