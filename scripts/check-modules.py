@@ -4,8 +4,10 @@
 Reads which functions each object of a build defines and which it calls
 (nm), groups the objects by module (src/NAME/..., and oracles/), and checks
 that the module graph has no cycle once the back edges listed in
-KNOWN_BACK_EDGES are set aside; a new cycle, or a listed edge that no longer
-exists (so the list must shrink with it), fails.  Also fails on any
+KNOWN_BACK_EDGES are set aside, and that no files call each other in a
+circle but the groups of KNOWN_FILE_CIRCLES (inside one module); a new
+cycle, or a listed edge that no longer exists (so the list must shrink
+with it), fails.  Also fails on any
 #include "../" in src/, oracles/, tests/ and examples/ (includes name a
 module from -Isrc, or oracles/ from the root).  Prints the modules in
 dependency order, lowest first.
@@ -20,6 +22,49 @@ import collections, glob, os, re, subprocess, sys
 # None today; an entry is a debt, and one whose edge is gone fails the check.
 KNOWN_BACK_EDGES = {
 }
+
+# Files that call each other inside one module, each group with why: a
+# circle of files no larger than these (and no new one) is allowed.
+KNOWN_FILE_CIRCLES = {
+    # activation.c holds the elementwise types' shared operators, which
+    # each type's file calls, and a table of the types' descriptors.
+    frozenset('src/layers/' + n for n in ('activation', 'gelu', 'mish', 'sigmoid', 'silu', 'softplus', 'tanh')):
+        'the activation types and their shared descriptor code',
+    # chain.c holds the coupling blocks' shared code, which additive.c and
+    # affine.c call, and recognises their descriptors; it parses the
+    # sub-layers through the registry, which lists the coupling types.
+    frozenset('src/layers/' + n for n in ('additive', 'affine', 'chain', 'registry')):
+        'coupling blocks and the registry that parses their sub-layers',
+}
+
+def strongly_connected(graph):
+    """Tarjan's components of more than one node."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = set()
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.add(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(frozenset(comp))
+    for v in list(graph):
+        if v not in index:
+            visit(v)
+    return out
 
 def module(obj, build):
     rel = os.path.relpath(obj, build)
@@ -67,10 +112,13 @@ def main():
         for s in d:
             owner[s] = o
     graph = collections.defaultdict(set)
+    files = collections.defaultdict(set)
     why = {}
     for o, u in uses.items():
         for s in u:
             if s in owner:
+                if owner[s] != o:
+                    files[os.path.relpath(o, build)[:-2]].add(os.path.relpath(owner[s], build)[:-2])
                 a, b = module(o, build), module(owner[s], build)
                 if a != b:
                     graph[a].add(b)
@@ -99,6 +147,13 @@ def main():
     for m in mods:
         visit(m, [])
     print('check-modules: %d modules, calls one way (lowest first): %s' % (len(mods), ' '.join(order)))
+    sys.setrecursionlimit(10000)
+    for comp in strongly_connected(files):
+        if not any(comp <= known for known in KNOWN_FILE_CIRCLES):
+            print('check-modules: files call each other in a circle: ' + ' '.join(sorted(comp)))
+            bad = 1
+    print('check-modules: %d known circles of files inside a module: %s' % (len(KNOWN_FILE_CIRCLES),
+          '; '.join(KNOWN_FILE_CIRCLES.values())))
     if KNOWN_BACK_EDGES:
         print('check-modules: %d known back edges left: %s' % (len(KNOWN_BACK_EDGES),
               ', '.join('%s -> %s' % e for e in sorted(KNOWN_BACK_EDGES))))

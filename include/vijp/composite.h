@@ -1,4 +1,4 @@
-/* Nested forward AD against its alternatives (DESIGN §6, issue 5), for the
+/* Nested forward AD against its alternatives (DESIGN §6), for the
  * smooth activations:
  *  - composite autograd: the activation's textbook formula differentiated op
  *    by op, as a framework without a fused kernel does; each op keeps the
