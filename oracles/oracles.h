@@ -6,6 +6,7 @@
 #define VIJP_ORACLES_H
 
 #include "vijp/layer.h"
+#include "vijp/interval.h"
 #include "vijp/error.h"
 
 #define VO_LAYER_OPS(name)                                                                      \

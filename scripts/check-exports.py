@@ -5,7 +5,8 @@ Every symbol `nm -D --defined-only LIB` lists must be declared with VIJP_API
 in a public header and carry the vijp_ or vo_ prefix, and every function a
 header declares with VIJP_API must be exported (a declaration without
 VIJP_API, or one the library does not define, fails too: a user would
-compile against it and fail to link).
+compile against it and fail to link).  No public header but interval.h may
+include <mpfi.h>.
 
 Usage: scripts/check-exports.py LIB [INCLUDE_DIR]   (default include/vijp)
 Exit status: 0 they agree, 1 they differ (each difference named), 2 bad usage.
@@ -55,6 +56,11 @@ def main():
     bad += ['exported without the vijp_/vo_ prefix: %s' % s for s in sorted(exported) if not s.startswith(('vijp_', 'vo_'))]
     bad += ['declared with VIJP_API but not exported: %s' % s for s in sorted(marked - exported)]
     bad += ['declared without VIJP_API (so not exported): %s' % s for s in sorted(unmarked)]
+    # <mpfi.h> only where it is needed: a user of the API without intervals
+    # does not need MPFI's headers.
+    for path in sorted(glob.glob(os.path.join(inc, '*.h'))):
+        if os.path.basename(path) != 'interval.h' and re.search(r'#\s*include\s*<mpfi\.h>', open(path).read()):
+            bad.append('%s includes <mpfi.h>: only vijp/interval.h may' % os.path.basename(path))
     for b in bad:
         print('check-exports: ' + b)
     if bad:

@@ -8,6 +8,7 @@
  * learned scale a, written against the public headers only, as a user
  * would.  Variants of its descriptor make the contradictions. */
 #include "fixtures/clirun.h"
+#include "vijp/interval.h"
 #include "fixtures/testutil.h"
 #include "vijp/catalogue.h"
 #include "vijp/certify.h"
@@ -74,7 +75,7 @@ START_TEST(contradictions_refused)
         vijp_layer_type T = *base;
         T.name = want[k].name;
         if (k == 0) T.residual = VIJP_RESIDUAL_DERIV;
-        if (k == 1) T.deriv_enclose = NULL;
+        if (k == 1) T.interval = NULL;
         if (k == 2) T.residual = VIJP_RESIDUAL_INVERSE; /* scaledtanh has no inverse */
         if (k == 3) T.d = &no_vijp;
         vijp_error err = {0};

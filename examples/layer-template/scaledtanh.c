@@ -20,6 +20,7 @@
  *
  * Build: make (against the installed headers; see vijp/plugin.h). */
 #include <vijp/arith.h>
+#include <vijp/interval.h>
 #include <vijp/plugin.h>
 #include <math.h>
 #include <string.h>
@@ -204,7 +205,7 @@ static const vijp_layer_type scaledtanh = {
     .parse = parse, .param_count = param_count, .init = init, .declare = declare,
     /* its parameter gradient needs x, so Moonwalk keeps the input (not f′ alone) */
     .residual = VIJP_RESIDUAL_INPUT, .d = &ops_d, .mp = &ops_mp,
-    .deriv_enclose = deriv_enclose, .dual_eval = dual_eval,
+    .interval = &(const vijp_interval_ops){deriv_enclose}, .dual_eval = dual_eval,
     /* f′ within 16u at |a·x| <= 5 (above); no bias; the parameter gradient's bound */
     .bounds = {.ulps = 16}, .vjp_param_bound = vjp_param_bound,
 };

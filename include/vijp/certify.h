@@ -100,7 +100,7 @@ VIJP_API VIJP_MUST_CHECK int vijp_certify_layer(const vijp_layer *L, const doubl
                        vijp_certificate *out, vijp_error *err);
 
 /* Elementwise activations over the real line (y_k = f(x_k)).  Interval
- * bisection of f′ (the type's deriv_enclose) over [−R, R]: pieces where the
+ * bisection of f′ (the type's deriv_enclose, vijp/interval.h) over [−R, R]: pieces where the
  * enclosure excludes 0 are proven submersive; pieces narrower than tol whose
  * enclosure holds 0, or where f′ is enclosed as exactly 0, are reported,
  * adjacent ones merged.  Then, per format, where the layer's own computed

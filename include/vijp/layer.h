@@ -15,13 +15,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <mpfr.h>
-#include <mpfi.h>
 #include "vijp/format.h"
 #include "vijp/error.h"
 #include "vijp/mat.h"
 #include "vijp/rng.h"
 
 typedef struct vijp_layer_type vijp_layer_type;
+typedef struct vijp_interval_ops vijp_interval_ops; /* vijp/interval.h (MPFI) */
 
 /* The widest layer input or output (vijp_layer_parse enforces it on every
  * type, plugins included).  Products of two widths (a dense layer's m·n
@@ -203,14 +203,11 @@ struct vijp_layer_type {
     const vijp_ops_mp *mp; /* NULL: the type has no MPFR twin (plugins); MPFR formats are refused */
     /* Certification (vijp certify, DESIGN §4).  jacobian_exact: the double
      * jacobian operator returns the exact Jacobian at double inputs (dense:
-     * its entries are the weights).  deriv_enclose, for elementwise layers
-     * y_k = f(x_k; θ): an enclosure of f′ over the interval x (MPFI,
-     * rigorous; where f is not differentiable, of every one-sided
-     * derivative), at the parameters theta (NULL for types without).  It
-     * serves both the Jacobian enclosure at a point and the search for zeros
-     * of f′ over [−R, R]. */
+     * its entries are the weights).  interval: the type's interval
+     * operators (vijp/interval.h, MPFI), NULL for none; elementwise types
+     * give deriv_enclose there, an enclosure of f′ over an interval. */
     int jacobian_exact;
-    void (*deriv_enclose)(const vijp_layer *L, const double *theta, mpfi_ptr d, mpfi_srcptr x);
+    const vijp_interval_ops *interval;
     /* Smooth elementwise activations: f(x) and f′(x) together at the
      * parameters theta, by nested forward-mode AD (dual numbers,
      * src/kernels/dual.h).  The layer's double operators are built on it

@@ -20,7 +20,8 @@
  *     the type runs in double only, and drift, report and every MPFR format
  *     refuse it with a message;
  *   - optionally, for elementwise types, dual_eval (f and f′ at θ) and
- *     deriv_enclose (an MPFI enclosure of f′ at θ), which vijp certify needs.
+ *     interval->deriv_enclose (an MPFI enclosure of f′ at θ, vijp/interval.h),
+ *     which vijp certify needs.
  * Registration checks the descriptor and refuses contradictions with a
  * message (vijp_layer_type_check).
  *
@@ -44,7 +45,7 @@
 #include "vijp/error.h"
 
 /* Bumped whenever vijp_layer_type or the operator contracts change shape. */
-#define VIJP_PLUGIN_ABI 3
+#define VIJP_PLUGIN_ABI 4
 
 #if defined(__GNUC__)
 #define VIJP_PLUGIN_EXPORT __attribute__((visibility("default")))

@@ -1,6 +1,7 @@
 /* Zeros of f′ over [−R, R] by interval bisection, and where each format's
  * computed f′ underflows (see certify.h). */
 #include "vijp/certify.h"
+#include "vijp/interval.h"
 #include "vijp/error.h"
 #include "vijp/vijp.h"
 #include <math.h>
@@ -51,7 +52,7 @@ static int exact_nonzero(const vijp_layer *L, const double *theta, double x)
     mpfi_t xi, d;
     mpfi_init2(xi, 128), mpfi_init2(d, 128);
     mpfi_set_d(xi, x);
-    L->type->deriv_enclose(L, theta, d, xi);
+    vijp_deriv_enclose_of(L->type)(L, theta, d, xi);
     int nz = !mpfi_has_zero(d) && !mpfi_nan_p(d);
     mpfi_clear(xi), mpfi_clear(d);
     return nz;
@@ -89,7 +90,7 @@ static double first_where(const vijp_layer *L1, const double *theta, const vijp_
 int vijp_activation_analyze(const vijp_layer *L, const double *theta, double R, double tol, vijp_activation_report *out, vijp_error *err)
 {
     memset(out, 0, sizeof *out);
-    if (!L->type->deriv_enclose)
+    if (!vijp_deriv_enclose_of(L->type))
         return vijp_fail(err, VIJP_EUNSUPPORTED, "%s is not an elementwise activation", L->type->name);
     if (!(R > 0 && isfinite(R)) || !(tol > 0 && tol < R))
         return vijp_fail(err, VIJP_EINVAL, "want 0 < tol < R < Inf, got R = %g, tol = %g", R, tol);
@@ -109,7 +110,7 @@ int vijp_activation_analyze(const vijp_layer *L, const double *theta, double R, 
             continue;
         }
         mpfi_interv_d(x, b.lo, b.hi);
-        L->type->deriv_enclose(L, theta, d, x);
+        vijp_deriv_enclose_of(L->type)(L, theta, d, x);
         if (!mpfi_nan_p(d) && !mpfi_has_zero(d)) continue; /* f′ ≠ 0 on all of b: proven */
         if (mpfi_is_zero(d) || b.hi - b.lo <= tol) {     /* f′ ≡ 0 here, or small enough to report */
             rc = push_bad(out, b.lo, b.hi, &cap);

@@ -1,6 +1,7 @@
 /* Certifying a layer at a point: its Jacobian's enclosure, the certificate,
  * and its structural declarations checked against both. */
 #include "vijp/certify.h"
+#include "vijp/interval.h"
 #include "vijp/error.h"
 #include "vijp/vijp.h"
 #include "oracles/oracles.h"
@@ -16,7 +17,7 @@ int vijp_layer_jacobian_enclosure(const vijp_layer *L, const double *theta, cons
     size_t m = L->out, n = L->in;
     for (size_t k = 0; k < n; k++)
         if (!isfinite(x[k])) return vijp_fail(err, VIJP_EDOMAIN, "input %zu is %g", k, x[k]);
-    if (L->type->deriv_enclose) { /* elementwise: J = diag(f′(x_k)) */
+    if (vijp_deriv_enclose_of(L->type)) { /* elementwise: J = diag(f′(x_k)) */
         if (m != n) return vijp_fail(err, VIJP_EDIM, "%s layer: elementwise but %zu → %zu", L->type->name, n, m);
         memset(mid, 0, m * n * sizeof *mid);
         memset(rad, 0, m * n * sizeof *rad);
@@ -25,7 +26,7 @@ int vijp_layer_jacobian_enclosure(const vijp_layer *L, const double *theta, cons
         int rc = 0;
         for (size_t k = 0; k < n && !rc; k++) {
             mpfi_set_d(xi, x[k]);
-            L->type->deriv_enclose(L, theta, d, xi);
+            vijp_deriv_enclose_of(L->type)(L, theta, d, xi);
             if (mpfi_nan_p(d) || mpfi_inf_p(d)) {
                 rc = vijp_fail(err, VIJP_EUNSUPPORTED, "%s layer: f′(%g) cannot be enclosed", L->type->name, x[k]);
                 break;
@@ -71,7 +72,7 @@ static int certify_diagonal(const vijp_layer *L, const double *theta, const doub
     size_t zeros = 0;
     for (size_t k = 0; k < n; k++) {
         mpfi_set_d(xi, x[k]);
-        L->type->deriv_enclose(L, theta, d, xi);
+        vijp_deriv_enclose_of(L->type)(L, theta, d, xi);
         if (mpfi_has_zero(d)) {
             zeros += mpfi_is_zero(d);
             mpfr_set_zero(lo, 1);
@@ -182,7 +183,7 @@ int vijp_certify_layer(const vijp_layer *L, const double *theta, const double *x
             snprintf(out->method, sizeof out->method, "numerical");
             snprintf(out->reason, sizeof out->reason, "%s", why);
         }
-    } else if (!rc && L->type->deriv_enclose) {
+    } else if (!rc && vijp_deriv_enclose_of(L->type)) {
         rc = certify_diagonal(L, theta, x, mid, rad, o, out, err);
     } else if (!rc) {
         rc = vijp_certify_matrix(mid, rad, m, n, o, out, err);

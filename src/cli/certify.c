@@ -1,5 +1,6 @@
 /* vijp certify: is a layer submersive at sampled points, and how surely? */
 #include "cli.h"
+#include "vijp/interval.h"
 #include "vijp/error.h"
 #include "study/certify_job.h"
 #include "mpi/mpi.h"
@@ -436,7 +437,7 @@ static int run_samples(const mpi_world *w, const certify_args *a, vijp_net *net,
     progress_end(&meter);
     vijp_activation_report act;
     int have_act = 0;
-    if (!w->rank && !rc && L->type->deriv_enclose) {
+    if (!w->rank && !rc && vijp_deriv_enclose_of(L->type)) {
         double tol = a->range * 1e-12 > 1e-9 ? a->range * 1e-12 : 1e-9;
         have_act = !(rc = vijp_activation_analyze(L, net->theta[0], a->range, tol, &act, &err));
     }

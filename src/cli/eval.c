@@ -3,6 +3,7 @@
  * outside tools.  Everything is computed first, in the chosen format, and
  * written only if every operator succeeded. */
 #include "cli.h"
+#include "vijp/interval.h"
 #include "vijp/array_io.h"
 #include "vijp/vijp.h"
 #include <getopt.h>
@@ -183,7 +184,7 @@ static int compute(eval_run *r, vijp_error *err)
     if (!rc) rc = vijp_layer_vjp(L, &r->th, &r->X, &r->G, &r->Gx, err);
     if (!rc && r->frag.rows) rc = vijp_layer_fragment(L, &r->th, &r->X, &r->G, &r->frag, err);
     if (!rc) rc = vijp_layer_vijp(L, &r->th, &r->X, &r->Gx, &r->frag, &r->Gy, err);
-    if (!rc && L->type->deriv_enclose) {
+    if (!rc && vijp_deriv_enclose_of(L->type)) {
         vijp_mat_init(&r->ones, L->in, B, F), vijp_mat_init(&r->D, L->out, B, F);
         for (size_t i = 0; i < vijp_mat_len(&r->ones); i++) vijp_mat_set_entry_d(&r->ones, i, 1.0);
         rc = vijp_layer_jvp(L, &r->th, &r->X, &r->ones, &r->D, err);

@@ -2,6 +2,7 @@
  * an instance's copy, clear and spec, and the format-generic operators
  * engines call.  The registry of types is src/layers/registry.c. */
 #include "vijp/layer.h"
+#include "vijp/interval.h"
 #include "vijp/error.h"
 #include "native_f32.h"
 #include <ctype.h>
@@ -31,7 +32,7 @@ int vijp_layer_type_check(const vijp_layer_type *T, vijp_error *err)
         return vijp_fail(err, VIJP_EINVAL, "layer type '%s' has a parameter gradient but residual kind DERIV, which "
                          "keeps only f' and so drops it: declare VIJP_RESIDUAL_INPUT", nm);
     int elementwise = T->dual_eval || T->residual == VIJP_RESIDUAL_DERIV || T->residual == VIJP_RESIDUAL_SIGN;
-    if (elementwise && !T->deriv_enclose)
+    if (elementwise && !vijp_deriv_enclose_of(T))
         return vijp_fail(err, VIJP_EINVAL, "layer type '%s' is elementwise (%s) but has no f' enclosure "
                          "(deriv_enclose), which certification needs", nm,
                          T->dual_eval ? "it has dual_eval" : "its residual kind keeps one value per unit");

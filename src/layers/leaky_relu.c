@@ -1,6 +1,7 @@
 /* Leaky ReLU, y = x (x > 0), αx (x <= 0), with 0 < α: J = diag(1 or α),
  * submersive and invertible everywhere (DESIGN §6).  α = 0 is ReLU and is
  * refused here: it has a cokernel, which the relu layer stores as a fragment. */
+#include "vijp/interval.h"
 #include "vijp/layer.h"
 #include "activation.h"
 #include "state.h"
@@ -157,5 +158,5 @@ const vijp_layer_type vijp_layer_leaky_relu = {
     .residual = VIJP_RESIDUAL_SIGN, .d = &ops_d, .mp = &ops_mp, .f = &ops_f,
     /* inverse: y/α rounded once (u|x|), plus the forward's rounding of αx (u|y|) divided by α = f′ */
     .bounds = {.inverse = VIJP_INVBOUND_ELEMENTWISE, .inv_a = 4, .inv_b = 4},
-    .deriv_enclose = vo_leaky_deriv_enclose,
+    .interval = &(const vijp_interval_ops){vo_leaky_deriv_enclose},
 };

@@ -1,6 +1,7 @@
 /* ReLU, y = max(x, 0): J = diag([x > 0]).  Its cokernel is spanned by the
  * inactive units (x <= 0), so its fragment is the output cotangent on those
  * units, packed sample after sample (DESIGN §1, §6). */
+#include "vijp/interval.h"
 #include "vijp/layer.h"
 #include "activation.h"
 #include "oracles/oracles.h"
@@ -109,5 +110,5 @@ const vijp_layer_type vijp_layer_relu = {
     .name = "relu", .syntax = "relu (keeps its width; fragment = cotangent on inactive units)",
     .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
     .residual = VIJP_RESIDUAL_SIGN, .d = &ops_d, .mp = &ops_mp, .f = &ops_f,
-    .deriv_enclose = vo_relu_deriv_enclose,
+    .interval = &(const vijp_interval_ops){vo_relu_deriv_enclose},
 };

@@ -4,6 +4,7 @@
  * drift.json and report.md, written into a new generation of the report
  * folder (atomic.h). */
 #include "atomic.h"
+#include "vijp/interval.h"
 #include "vijp/error.h"
 #include "study/stats.h"
 #include "write.h"
@@ -660,7 +661,7 @@ static void md_certify(FILE *o, const study *s, size_t c, size_t layer)
     fprintf(o, " %zu/%d certified (%s), %zu not submersive;", certified, POINTS, method, not_sub);
     fprintf(o, isfinite(smin) ? " proven σ_min > %.3g |" : " no numerical bound on σ_min |", smin);
     vijp_activation_report act;
-    if (L->type->deriv_enclose && !vijp_activation_analyze(L, net.theta[layer], 1000, 1e-9, &act, NULL)) {
+    if (vijp_deriv_enclose_of(L->type) && !vijp_activation_analyze(L, net.theta[layer], 1000, 1e-9, &act, NULL)) {
         if (act.complete && !act.n_bad) fputs(" f′ ≠ 0 on [−1000, 1000];", o);
         else fprintf(o, " f′ may vanish on %zu piece(s) of [−1000, 1000], first [%.3g, %.3g];", act.n_bad,
                      act.n_bad ? act.bad[0].lo : NAN, act.n_bad ? act.bad[0].hi : NAN);
