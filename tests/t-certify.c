@@ -18,6 +18,7 @@
 #include <cblas.h>
 #include <lapacke.h>
 #include <math.h>
+#include <mpfi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
