@@ -33,6 +33,8 @@ const vijp_kernels *vijp_kernels_scope(const vijp_kernels *k)
  * (kernels.h) replace those dst has. */
 static void complete(vijp_kernels *dst, const vijp_kernels *src)
 {
+    if (!dst->erfc_d) /* a bound goes with its function */
+        dst->erfc_bound_u = src->erfc_bound_u, dst->erfc_zero_above = src->erfc_zero_above;
 #define FILL(e) if (!dst->e) dst->e = src->e;
     VIJP_KERNEL_ENTRIES(FILL)
 #undef FILL
@@ -49,6 +51,7 @@ static void overlay_exact(vijp_kernels *dst, const vijp_kernels *src)
 #define KEEP(e) dst->e = keep.e; /* the bounded ones stay ref's */
     VIJP_KERNEL_BOUNDED_ENTRIES(KEEP)
 #undef KEEP
+    dst->erfc_bound_u = keep.erfc_bound_u, dst->erfc_zero_above = keep.erfc_zero_above;
     memcpy(dst->act_d, keep.act_d, sizeof keep.act_d);
     memcpy(dst->act_f, keep.act_f, sizeof keep.act_f);
 }

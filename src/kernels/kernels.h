@@ -101,11 +101,16 @@ typedef struct vijp_kernels {
     void (*act_d[VIJP_KACT_COUNT])(size_t n, const double *x, double *f, double *df);
     void (*act_f[VIJP_KACT_COUNT])(size_t n, const float *x, float *f, float *df);
     void (*drift_d)(size_t n, const double *a, const double *ref, long prec, long emin, vijp_kdrift *out);
-    /* erfc, what GELU's f and f′ are built on: ref is glibc's (within 5
-     * ulps, its manual), the SIMD sets' within 7.1u relative for t <= 26
-     * and 0 beyond, where erfc < 5.7e-296 (simd/activations.h); NaN stays
-     * NaN.  Bounded: the default table keeps ref's. */
+    /* erfc, what GELU's f and f′ are built on: within erfc_bound_u units
+     * of u = 2^-53 relative wherever the result is a normal double, and, for
+     * a set with erfc_zero_above > 0, 0 beyond that t (where erfc is tiny);
+     * NaN stays NaN.  ref: glibc's, within 5 ulps (its manual: 10u); the
+     * SIMD sets': 7.1u for t <= 26 and 0 beyond, where erfc < 5.7e-296
+     * (simd/activations.h).  Bounded: the default table keeps ref's, and a
+     * set's bound travels with its function (complete, overlay_exact in
+     * kernels.c); tests/t-kernels.c holds each set to its own. */
     void (*erfc_d)(size_t n, const double *t, double *y);
+    double erfc_bound_u, erfc_zero_above;
     /* C := alpha·op(A)·op(B) + beta·C, column-major, op(X) = Xᵀ where its
      * flag is nonzero (BLAS's gemm; the dense layer's products).  ref: the
      * linked BLAS (ref/blas.c); avx512: its own unpacked loops at the dense
@@ -129,7 +134,7 @@ enum { VIJP_KSTORE_BF16 = 1, VIJP_KSTORE_F16 = 2 };
 /* Raise it with any change to vijp_kernels' entries (order, types, meaning):
  * libvijp-cuda.so holds a table of this layout, and the loader (kernels.c)
  * refuses one built for another. */
-#define VIJP_KERNELS_TABLE_VERSION 1
+#define VIJP_KERNELS_TABLE_VERSION 2
 
 /* The table the layers use (selected once, see above), or the set an engine
  * run in a double@SET or binary32@SET format scoped to its thread. */

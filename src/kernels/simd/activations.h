@@ -249,4 +249,4 @@ static void erfc_d(size_t n, const double *t, double *y)
 
 #define SIMD_ACT_ENTRIES                                                                      \
     .act_d = {sigmoid_d, softplus_d, tanh_d, silu_d, gelu_d, mish_d},                         \
-    .act_f = {sigmoid_f, softplus_f, tanh_f, silu_f, gelu_f, mish_f}, .erfc_d = erfc_d
+    .act_f = {sigmoid_f, softplus_f, tanh_f, silu_f, gelu_f, mish_f}, .erfc_d = erfc_d, .erfc_bound_u = 7.1, .erfc_zero_above = 26
