@@ -486,6 +486,76 @@ START_TEST(reversible_hook_is_the_diagnostic)
 }
 END_TEST
 
+/* The layer_done hook (progress meters) counts every engine's layer steps
+ * one by one, 1, 2, … up to the total vijp_engine_layer_steps announces,
+ * the same total at every call, and changes nothing in the results: every
+ * gradient, the loss and the stored bytes are those of a run without it. */
+typedef struct {
+    size_t calls, last, total;
+    int bad; /* a call out of order or with another total */
+} steps_ctx;
+
+static void on_step(void *ctx, size_t done, size_t total)
+{
+    steps_ctx *c = ctx;
+    if (done != c->last + 1 || (c->calls && total != c->total)) c->bad = 1;
+    c->calls++, c->last = done, c->total = total;
+}
+
+static int same_mat(const vijp_mat *a, const vijp_mat *b)
+{
+    if (a->rows != b->rows || a->cols != b->cols) return 0;
+    for (size_t k = 0; k < vijp_mat_len(a); k++) {
+        double x = vijp_mat_get_d(a, k), y = vijp_mat_get_d(b, k);
+        if (memcmp(&x, &y, sizeof x)) return 0;
+    }
+    return 1;
+}
+
+START_TEST(layer_done_counts_steps)
+{
+    static const char *const fmts[] = {"double", "binary32"};
+    static const size_t segments[] = {0, 3};
+    for (int f = 0; f < 2; f++) {
+        problem p;
+        problem_init(&p, (size_t)_i, fmts[f]);
+        for (int e = 0; e < VIJP_ENGINE_COUNT; e++)
+            for (int sg = 0; sg < (e == VIJP_ENGINE_CHECKPOINT ? 2 : 1); sg++) {
+                vijp_engine_kind ek = (vijp_engine_kind)e;
+                steps_ctx c = {0};
+                vijp_engine_opts plain = {.checkpoint_segment = segments[sg]}, o = plain;
+                o.layer_done = on_step, o.layer_ctx = &c;
+                vijp_grads g, want;
+                vijp_error err = {0};
+                int rc = vijp_engine_run_opts(ek, &p.net, p.theta, &p.X, &p.T, &o, &g, &err);
+                int rw = vijp_engine_run_opts(ek, &p.net, p.theta, &p.X, &p.T, &plain, &want, NULL);
+                ck_assert_int_eq(rc, rw);
+                size_t total = vijp_engine_layer_steps(ek, DEPTH, BATCH, &plain);
+                ck_assert_msg(!c.bad && c.calls <= total && (!c.calls || c.total == total),
+                              "%s on %s (%s): steps out of order, or a total other than %zu", vijp_engine_name(ek),
+                              nets[_i].spec, fmts[f], total);
+                if (rc) continue; /* a format's range or an inverse's rank: nothing more to compare */
+                ck_assert_msg(c.calls == total && c.last == total, "%s on %s (%s): %zu steps of %zu",
+                              vijp_engine_name(ek), nets[_i].spec, fmts[f], c.calls, total);
+                ck_assert(same_mat(&g.grad_x, &want.grad_x));
+                for (size_t i = 0; i < DEPTH; i++)
+                    ck_assert(same_mat(&g.g[i], &want.g[i]) && same_mat(&g.grad_theta[i], &want.grad_theta[i]));
+                ck_assert(!memcmp(&g.loss, &want.loss, sizeof g.loss) && g.stored_bytes == want.stored_bytes);
+                vijp_grads_clear(&g), vijp_grads_clear(&want);
+            }
+        problem_clear(&p);
+    }
+    /* the totals by hand: depth 10, batch 3; checkpoint every 4 layers: 3 segments */
+    vijp_engine_opts four = {.checkpoint_segment = 4};
+    ck_assert_uint_eq(vijp_engine_layer_steps(VIJP_ENGINE_BACKPROP, 10, 3, NULL), 20);
+    ck_assert_uint_eq(vijp_engine_layer_steps(VIJP_ENGINE_REVERSIBLE, 10, 3, NULL), 20);
+    ck_assert_uint_eq(vijp_engine_layer_steps(VIJP_ENGINE_MOONWALK, 10, 3, NULL), 30);
+    ck_assert_uint_eq(vijp_engine_layer_steps(VIJP_ENGINE_PURE_FORWARD, 10, 3, NULL), 40);
+    ck_assert_uint_eq(vijp_engine_layer_steps(VIJP_ENGINE_CHECKPOINT, 10, 3, &four), 27);
+    ck_assert_uint_eq(vijp_engine_layer_steps(VIJP_ENGINE_CHECKPOINT, 10, 3, NULL), 27); /* ⌈√10⌉ = 4 */
+}
+END_TEST
+
 /* A vijp that loses rank keeps the layers rebuilt before it: a dense layer
  * whose weights are zero from layer 3 on cannot be inverted there. */
 START_TEST(singular_vijp_keeps_earlier_layers)
@@ -555,6 +625,7 @@ Suite *suite_engines(void)
     tcase_add_test(tc, checkpoint_segments);
     tcase_add_test(tc, reversible_reconstruction);
     tcase_add_test(tc, reversible_hook_is_the_diagnostic);
+    tcase_add_loop_test(tc, layer_done_counts_steps, 0, (int)NNETS);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -54,7 +54,20 @@ typedef struct {
      * layer a second time (vijp_reversible_reconstruction). */
     void (*rebuilt_input)(void *ctx, size_t i, const vijp_mat *x);
     void *rebuilt_ctx;
+    /* optional, for progress meters: called after each layer of each of the
+     * run's sweeps (forward, reverse, a checkpoint segment's recomputation,
+     * Moonwalk's vijp sweep; pure forward: each sample's forward pass) with
+     * the layer steps done so far (1, 2, …) and the run's total
+     * (vijp_engine_layer_steps); done reaches total when the run succeeds. */
+    void (*layer_done)(void *ctx, size_t done, size_t total);
+    void *layer_ctx;
 } vijp_engine_opts;
+
+/* The layer steps a run of engine e on a depth-layer network with batch
+ * inputs reports to layer_done: backprop and reversible 2·depth, Moonwalk
+ * 3·depth, pure forward (batch + 1)·depth, checkpoint 3·depth − the number
+ * of segments (o may be NULL: the default segment). */
+VIJP_API size_t vijp_engine_layer_steps(vijp_engine_kind e, size_t depth, size_t batch, const vijp_engine_opts *o);
 
 /* vijp_engine_run with options (o may be NULL). */
 VIJP_API VIJP_MUST_CHECK int vijp_engine_run_opts(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,

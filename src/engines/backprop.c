@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 int engine_backprop(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
-                    vijp_grads *out, vijp_error *err)
+                    engine_steps *steps, vijp_grads *out, vijp_error *err)
 {
     size_t D = net->depth, B = X->cols;
     const vijp_format *f = X->fmt;
@@ -29,6 +29,7 @@ int engine_backprop(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
             ledger_keep(&ledger, mat_bytes(&H[i]));
             out->stored_by_depth[i] = ledger.current; /* a depth-(i+1) network keeps h_0 … h_i */
         }
+        if (!rc && i) engine_step(steps);
     }
     if (!rc) out->loss = engine_loss(net, &H[D], T, &out->g[D - 1]);
     for (size_t i = D; i-- > 0 && !rc;) { /* layer i+1: g_i = g_{i+1} J_{i+1} */
@@ -41,6 +42,7 @@ int engine_backprop(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
             if (!rc) rc = vijp_layer_vjp(L, &theta[i], &H[i], &out->g[i], gin, err);
         }
         ledger_release(&ledger, mat_bytes(&H[i]));
+        if (!rc) engine_step(steps);
     }
     for (size_t i = 0; H && i <= D; i++) vijp_mat_clear(&H[i]);
     free(H);

@@ -8,7 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-static size_t segment_length(size_t D, size_t given)
+size_t engine_checkpoint_segment(size_t D, size_t given)
 {
     if (given) return given < D ? given : D;
     size_t k = (size_t)sqrt((double)D);
@@ -23,7 +23,7 @@ static void checkpoint_profile(const vijp_net *net, size_t B, size_t vb, size_t 
 {
     size_t D = net->depth;
     for (size_t d = 1; d <= D; d++) {
-        size_t k = segment_length(d, given), ck = 0, peak = 0;
+        size_t k = engine_checkpoint_segment(d, given), ck = 0, peak = 0;
         for (size_t start = 0; start < d; start += k) {
             size_t end = start + k < d ? start + k : d, seg = 0;
             ck += (start ? net->layers[start - 1].out : net->width) * B * vb;
@@ -35,9 +35,9 @@ static void checkpoint_profile(const vijp_net *net, size_t B, size_t vb, size_t 
 }
 
 int engine_checkpoint(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
-                      size_t segment, vijp_grads *out, vijp_error *err)
+                      size_t segment, engine_steps *steps, vijp_grads *out, vijp_error *err)
 {
-    size_t D = net->depth, B = X->cols, k = segment_length(D, segment);
+    size_t D = net->depth, B = X->cols, k = engine_checkpoint_segment(D, segment);
     const vijp_format *f = X->fmt;
     vijp_ledger ledger = {0, 0};
     vijp_mat *H = vijp_alloc_array(D + 1, sizeof *H), h, hn; /* H[i] = h_i while it is kept */
@@ -55,6 +55,7 @@ int engine_checkpoint(const vijp_net *net, const vijp_mat *theta, const vijp_mat
         rc = vijp_layer_forward(L, &theta[i], &h, &hn, err);
         vijp_mat_clear(&h);
         h = hn;
+        if (!rc) engine_step(steps);
     }
     if (!rc) out->loss = engine_loss(net, &h, T, &out->g[D - 1]);
     vijp_mat_clear(&h);
@@ -64,6 +65,7 @@ int engine_checkpoint(const vijp_net *net, const vijp_mat *theta, const vijp_mat
             vijp_mat_init(&H[i], net->layers[i - 1].out, B, f);
             rc = vijp_layer_forward(&net->layers[i - 1], &theta[i - 1], &H[i - 1], &H[i], err);
             ledger_keep(&ledger, mat_bytes(&H[i]));
+            if (!rc) engine_step(steps);
         }
         for (size_t i = end; i-- > start && !rc;) {
             const vijp_layer *L = &net->layers[i];
@@ -72,6 +74,7 @@ int engine_checkpoint(const vijp_net *net, const vijp_mat *theta, const vijp_mat
             if (!rc) rc = vijp_layer_vjp(L, &theta[i], &H[i], &out->g[i], gin, err);
             ledger_release(&ledger, mat_bytes(&H[i]));
             vijp_mat_clear(&H[i]);
+            if (!rc) engine_step(steps);
         }
         if (start == 0) break;
     }

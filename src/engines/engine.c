@@ -18,6 +18,19 @@ int vijp_engine_parse(const char *s, vijp_engine_kind *e, vijp_error *err)
     return vijp_fail(err, VIJP_EINVAL, "unknown engine '%s' (known: backprop, moonwalk, pure-forward, reversible, checkpoint)", s);
 }
 
+size_t vijp_engine_layer_steps(vijp_engine_kind e, size_t depth, size_t batch, const vijp_engine_opts *o)
+{
+    switch (e) {
+    case VIJP_ENGINE_MOONWALK: return 3 * depth; /* forward, reverse, vijp sweep */
+    case VIJP_ENGINE_PURE_FORWARD: return (batch + 1) * depth; /* each sample's forward, then the sweep */
+    case VIJP_ENGINE_CHECKPOINT: { /* forward, every segment's layers but its first recomputed, reverse */
+        size_t k = depth ? engine_checkpoint_segment(depth, o ? o->checkpoint_segment : 0) : 1;
+        return 3 * depth - (depth + k - 1) / k;
+    }
+    default: return 2 * depth; /* backprop, reversible: forward, reverse */
+    }
+}
+
 int vijp_engine_run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
                     const vijp_mat *T, vijp_grads *out, vijp_error *err)
 {
@@ -47,14 +60,16 @@ int vijp_engine_run_opts(vijp_engine_kind e, const vijp_net *net, const vijp_mat
     if ((rc = engine_grads_init(out, net, X->cols, X->fmt))) return vijp_fail(err, rc, "out of memory");
     /* double@SET, binary32@SET: this run's kernels are that set's, whole (vijp/format.h) */
     const vijp_kernels *outer = NULL, *set = X->fmt->kernel_set ? vijp_kernels_set(X->fmt->kernel_set - 1, NULL) : NULL;
+    engine_steps steps = {o ? o->layer_done : NULL, o ? o->layer_ctx : NULL, 0,
+                          vijp_engine_layer_steps(e, net->depth, X->cols, o)};
     if (set) outer = vijp_kernels_scope(set);
     switch (e) {
-    case VIJP_ENGINE_BACKPROP: rc = engine_backprop(net, theta, X, T, out, err); break;
-    case VIJP_ENGINE_MOONWALK: rc = engine_moonwalk(net, theta, X, T, out, err); break;
-    case VIJP_ENGINE_PURE_FORWARD: rc = engine_pure_forward(net, theta, X, T, out, err); break;
-    case VIJP_ENGINE_REVERSIBLE: rc = engine_reversible(net, theta, X, T, o, out, err); break;
+    case VIJP_ENGINE_BACKPROP: rc = engine_backprop(net, theta, X, T, &steps, out, err); break;
+    case VIJP_ENGINE_MOONWALK: rc = engine_moonwalk(net, theta, X, T, &steps, out, err); break;
+    case VIJP_ENGINE_PURE_FORWARD: rc = engine_pure_forward(net, theta, X, T, &steps, out, err); break;
+    case VIJP_ENGINE_REVERSIBLE: rc = engine_reversible(net, theta, X, T, o, &steps, out, err); break;
     case VIJP_ENGINE_CHECKPOINT:
-        rc = engine_checkpoint(net, theta, X, T, o ? o->checkpoint_segment : 0, out, err);
+        rc = engine_checkpoint(net, theta, X, T, o ? o->checkpoint_segment : 0, &steps, out, err);
         break;
     default: rc = vijp_fail(err, VIJP_EINVAL, "unknown engine %d", (int)e);
     }

@@ -22,6 +22,21 @@ static inline void ledger_keep(vijp_ledger *l, size_t bytes)
 static inline void ledger_release(vijp_ledger *l, size_t bytes) { l->current -= bytes; }
 static inline size_t mat_bytes(const vijp_mat *a) { return vijp_mat_len(a) * a->fmt->value_bytes; }
 
+/* The run's layer steps, reported to vijp_engine_opts.layer_done (when set)
+ * as each one finishes; the dispatcher sets the total
+ * (vijp_engine_layer_steps), each engine counts. */
+typedef struct {
+    void (*layer_done)(void *ctx, size_t done, size_t total);
+    void *ctx;
+    size_t done, total;
+} engine_steps;
+
+static inline void engine_step(engine_steps *s)
+{
+    s->done++;
+    if (s->layer_done) s->layer_done(s->ctx, s->done, s->total);
+}
+
 /* ---- common.c ---- */
 
 /* Nested forward AD for a VIJP_RESIDUAL_DERIV layer: D := f′(X), the layer's
@@ -41,18 +56,20 @@ double engine_loss(const vijp_net *net, const vijp_mat *h, const vijp_mat *T, vi
  * fragments frag[i] (released from the ledger as they are consumed), rebuild
  * every g_i by the vijp and every ∇θ_i. */
 VIJP_MUST_CHECK int engine_moonwalk_sweep(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
-                          vijp_mat *frag, vijp_ledger *ledger, vijp_grads *out, vijp_error *err);
+                          vijp_mat *frag, vijp_ledger *ledger, engine_steps *steps, vijp_grads *out, vijp_error *err);
 
 VIJP_MUST_CHECK int engine_backprop(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
-                    vijp_grads *out, vijp_error *err);
+                    engine_steps *steps, vijp_grads *out, vijp_error *err);
 VIJP_MUST_CHECK int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
-                    vijp_grads *out, vijp_error *err);
-/* segment: layers per segment, 0 for ⌈√D⌉ (min(segment, D) otherwise). */
+                    engine_steps *steps, vijp_grads *out, vijp_error *err);
+/* Layers per segment: given, at most D, or ⌈√D⌉ when given is 0. */
+size_t engine_checkpoint_segment(size_t D, size_t given);
+/* segment: as engine_checkpoint_segment's given. */
 VIJP_MUST_CHECK int engine_checkpoint(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
-                      size_t segment, vijp_grads *out, vijp_error *err);
+                      size_t segment, engine_steps *steps, vijp_grads *out, vijp_error *err);
 VIJP_MUST_CHECK int engine_reversible(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
-                      const vijp_engine_opts *o, vijp_grads *out, vijp_error *err);
+                      const vijp_engine_opts *o, engine_steps *steps, vijp_grads *out, vijp_error *err);
 VIJP_MUST_CHECK int engine_pure_forward(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
-                        const vijp_mat *T, vijp_grads *out, vijp_error *err);
+                        const vijp_mat *T, engine_steps *steps, vijp_grads *out, vijp_error *err);
 
 #endif

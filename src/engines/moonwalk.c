@@ -23,7 +23,7 @@ static void mat_free_all(vijp_mat *a, size_t n)
 }
 
 int engine_moonwalk_sweep(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
-                          vijp_mat *frag, vijp_ledger *ledger, vijp_grads *out, vijp_error *err)
+                          vijp_mat *frag, vijp_ledger *ledger, engine_steps *steps, vijp_grads *out, vijp_error *err)
 {
     size_t B = X->cols;
     vijp_mat h, hn;
@@ -43,6 +43,7 @@ int engine_moonwalk_sweep(const vijp_net *net, const vijp_mat *theta, const vijp
         vijp_mat_clear(&h);
         h = hn;
         gprev = &out->g[i];
+        if (!rc) engine_step(steps);
     }
     vijp_mat_clear(&h);
     return rc;
@@ -119,7 +120,7 @@ static void rebuilds(const vijp_net *net, int *rb)
 }
 
 int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
-                    vijp_grads *out, vijp_error *err)
+                    engine_steps *steps, vijp_grads *out, vijp_error *err)
 {
     size_t D = net->depth, B = X->cols;
     const vijp_format *f = X->fmt;
@@ -162,6 +163,7 @@ int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
         if (!rc) rc = vijp_layer_forward(L, &theta[i], &h, &hn, err); /* not over engine_derivative's failure */
         vijp_mat_clear(&h);
         h = hn;
+        if (!rc) engine_step(steps);
     }
     if (!rc) {
         vijp_mat_init(&g, h.rows, B, f);
@@ -190,13 +192,14 @@ int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
         ledger_release(&ledger, res_bytes[i]);
         free(bits[i]), bits[i] = NULL;
         vijp_mat_clear(&vals[i]);
+        if (!rc) engine_step(steps);
     }
     vijp_mat_clear(&h);
     if (!rc) {
         mixed_profile(out->stored_by_depth, mat_bytes(X), res_bytes, in_bytes, net->layers, frag, D);
         vijp_mat_copy(&out->grad_x, &g);
         vijp_mat_clear(&g);
-        rc = engine_moonwalk_sweep(net, theta, X, frag, &ledger, out, err);
+        rc = engine_moonwalk_sweep(net, theta, X, frag, &ledger, steps, out, err);
     } else if (g.d || g.m) {
         vijp_mat_clear(&g);
     }
@@ -214,7 +217,8 @@ done:
  * layer's cokernel basis appended as it is met); r = Tᵀ g_D gives g_0 followed
  * by the fragments in layer order.  k[i] receives each layer's fragment size. */
 static int pure_forward_sample(const vijp_net *net, const vijp_mat *theta, const vijp_mat *x,
-                               const vijp_mat *t, vijp_mat *r, size_t *k, double *loss, vijp_error *err)
+                               const vijp_mat *t, vijp_mat *r, size_t *k, double *loss, engine_steps *steps,
+                               vijp_error *err)
 {
     const vijp_format *f = x->fmt;
     size_t c = net->width;
@@ -245,6 +249,7 @@ static int pure_forward_sample(const vijp_net *net, const vijp_mat *theta, const
         h = hn;
         Tg = Tn;
         c += k[i];
+        if (!rc) engine_step(steps);
     }
     if (!rc) {
         vijp_mat_init(&gD, h.rows, 1, f);
@@ -258,7 +263,7 @@ static int pure_forward_sample(const vijp_net *net, const vijp_mat *theta, const
 }
 
 int engine_pure_forward(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
-                        const vijp_mat *T, vijp_grads *out, vijp_error *err)
+                        const vijp_mat *T, engine_steps *steps, vijp_grads *out, vijp_error *err)
 {
     size_t D = net->depth, B = X->cols, n0 = net->width, mD = vijp_net_out_width(net);
     const vijp_format *f = X->fmt;
@@ -272,7 +277,7 @@ int engine_pure_forward(const vijp_net *net, const vijp_mat *theta, const vijp_m
     for (size_t b = 0; b < B && !rc; b++) {
         vijp_mat_copy_range(&x, 0, X, b * n0, n0);
         vijp_mat_copy_range(&t, 0, T, b * mD, mD);
-        rc = pure_forward_sample(net, theta, &x, &t, &r[b], k + b * D, &out->loss, err);
+        rc = pure_forward_sample(net, theta, &x, &t, &r[b], k + b * D, &out->loss, steps, err);
         if (!rc) ledger_keep(&ledger, (vijp_mat_len(&r[b]) - n0) * f->value_bytes); /* its fragments */
     }
     vijp_mat_clear(&x), vijp_mat_clear(&t);
@@ -291,7 +296,7 @@ int engine_pure_forward(const vijp_net *net, const vijp_mat *theta, const vijp_m
         out->stored_by_depth[i] = sum += mat_bytes(&frag[i]);
     for (size_t b = 0; b < B && !rc; b++) vijp_mat_copy_range(&out->grad_x, b * n0, &r[b], 0, n0);
     mat_free_all(r, r ? B : 0);
-    if (!rc) rc = engine_moonwalk_sweep(net, theta, X, frag, &ledger, out, err);
+    if (!rc) rc = engine_moonwalk_sweep(net, theta, X, frag, &ledger, steps, out, err);
     mat_free_all(frag, frag ? D : 0);
     free(k);
     out->stored_bytes = ledger.peak;

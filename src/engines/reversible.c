@@ -18,7 +18,7 @@ static int invertible(const vijp_layer *L)
 }
 
 int engine_reversible(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
-                      const vijp_engine_opts *o, vijp_grads *out, vijp_error *err)
+                      const vijp_engine_opts *o, engine_steps *steps, vijp_grads *out, vijp_error *err)
 {
     size_t D = net->depth, B = X->cols;
     const vijp_format *f = X->fmt;
@@ -39,6 +39,7 @@ int engine_reversible(const vijp_net *net, const vijp_mat *theta, const vijp_mat
         rc = vijp_layer_forward(L, &theta[i], &h, &hn, err);
         vijp_mat_clear(&h);
         h = hn;
+        if (!rc) engine_step(steps);
     }
     if (!rc) out->loss = engine_loss(net, &h, T, &out->g[D - 1]);
     for (size_t i = D; i-- > 0 && !rc;) { /* reverse: h is h_{i+1}, rebuild h_i */
@@ -58,6 +59,7 @@ int engine_reversible(const vijp_net *net, const vijp_mat *theta, const vijp_mat
         if (!rc) rc = vijp_layer_vjp(L, &theta[i], &x, &out->g[i], gin, err);
         vijp_mat_clear(&h);
         h = x;
+        if (!rc) engine_step(steps);
     }
     vijp_mat_clear(&h);
     for (size_t i = 0; keep && i < D; i++) vijp_mat_clear(&keep[i]);
