@@ -11,6 +11,7 @@ int main(void)
     srunner_add_suite(sr, suite_activations());
     srunner_add_suite(sr, suite_coupling());
     srunner_add_suite(sr, suite_engines());
+    srunner_add_suite(sr, suite_grad());
     srunner_add_suite(sr, suite_cli());
     srunner_add_suite(sr, suite_drift());
     srunner_add_suite(sr, suite_report());

@@ -51,6 +51,31 @@ VIJP_API VIJP_MUST_CHECK int vijp_grad_compare(const vijp_grad_setup *s, vijp_en
  * with vijp_grads_clear).  On failure *keep is left empty. */
 VIJP_API VIJP_MUST_CHECK int vijp_grad_compare_keep(const vijp_grad_setup *s, vijp_engine_kind e, vijp_grad_result *r,
                                            vijp_grads *keep, vijp_error *err);
+
+/* A comparison's progress, for a meter: step is called after every layer
+ * step of every run (vijp_engine_opts.layer_done) with the run, k for
+ * engines[k] and n for the reference, and that run's steps done and total
+ * (vijp_engine_layer_steps); done reaches total when the run succeeds. */
+typedef struct {
+    void (*step)(void *ctx, size_t run, size_t done, size_t total);
+    void *ctx;
+} vijp_grad_progress;
+
+/* engines[0 .. n−1] each compared, as by vijp_grad_compare, with one
+ * reference computed once (the same for every engine of one setup): run
+ * after engines[0], so a first engine that fails costs none.  results[k]
+ * is bit for bit what vijp_grad_compare(s, engines[k], …) gives.  Runs go
+ * in order and stop at the first failure, counted as engines[0]'s when the
+ * reference fails.  compared (NULL allowed) receives how many results are
+ * filled: n on success, on failure the index of the engine that failed.
+ * Release every results[k] with vijp_grad_result_clear, on success or
+ * failure.  keep_first: NULL, or engines[0]'s own gradients as
+ * vijp_grad_compare_keep's keep (left empty on any failure).  progress:
+ * NULL, or called as above; it takes the place of s->opts.layer_done. */
+VIJP_API VIJP_MUST_CHECK int vijp_grad_compare_engines(const vijp_grad_setup *s, const vijp_engine_kind *engines,
+                                                       size_t n, vijp_grad_result *results, size_t *compared,
+                                                       vijp_grads *keep_first, const vijp_grad_progress *progress,
+                                                       vijp_error *err);
 VIJP_API void vijp_grad_result_clear(vijp_grad_result *r);
 
 #endif
