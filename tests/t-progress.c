@@ -114,6 +114,55 @@ START_TEST(progress_weighted)
 }
 END_TEST
 
+/* Units that report their own steps (grad's runs, layer by layer): three
+ * runs of cost 1, 4 and 1 (6 in all) in 2, 4 and 2 steps.  The count moves
+ * as runs finish, the time left with every step: 1 s for half of the
+ * first run's cost, 0.5 of 6, leaves 1 · (6 − 0.5) / 0.5 = 11 s. */
+START_TEST(progress_steps_within_units)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    ck_assert(f != NULL);
+    progress p;
+    now = 0;
+    progress_start(&p, f, 3, "runs", fake_clock);
+    progress_set_work(&p, 6);
+    now = 1;
+    progress_step_part(&p, 1, 1, 2); /* 0.5 of 6 */
+    now = 2;
+    progress_step_part(&p, 1, 2, 2); /* the first run done: 1 of 6 in 2 s, 10 s left */
+    now = 4;
+    progress_step_part(&p, 4, 1, 4); /* 2 of 6 in 4 s: 8 s left */
+    now = 4.05;
+    progress_step_part(&p, 4, 2, 4); /* within 0.1 s: not redrawn */
+    now = 10;
+    progress_step_part(&p, 4, 4, 4); /* a step not reported (3) is counted with the next: 5 of 6 in 10 s, 2 s left */
+    now = 11;
+    progress_step_part(&p, 1, 1, 2); /* 5.5 of 6 in 11 s: 1 s left */
+    now = 11.01;
+    progress_step_part(&p, 1, 2, 2); /* the last run: always drawn */
+    progress_end(&p);
+    fclose(f);
+    const char *want = "\r[                              ] 0/3 runs, 0 s elapsed, estimating the time left\033[K"
+                       "\r[                              ] 0/3 runs, 1 s elapsed, about 11 s left\033[K"
+                       "\r[==========                    ] 1/3 runs, 2 s elapsed, about 10 s left\033[K"
+                       "\r[==========                    ] 1/3 runs, 4 s elapsed, about 8 s left\033[K"
+                       "\r[====================          ] 2/3 runs, 10 s elapsed, about 2 s left\033[K"
+                       "\r[====================          ] 2/3 runs, 11 s elapsed, about 1 s left\033[K"
+                       "\r[==============================] 3/3 runs, 11 s elapsed, done\033[K"
+                       "\r\033[K";
+    ck_assert_msg(!strcmp(text, want), "drew:\n%s", text);
+    ck_assert(p.work_done == 6 && p.part == 0);
+    free(text);
+    /* off: the work is counted all the same, nothing drawn */
+    progress_start(&p, NULL, 1, "runs", fake_clock);
+    progress_set_work(&p, 2);
+    progress_step_part(&p, 2, 1, 4);
+    ck_assert(p.work_done == 0.5 && p.drawn == 0);
+}
+END_TEST
+
 Suite *suite_progress(void)
 {
     Suite *s = suite_create("progress");
@@ -122,6 +171,7 @@ Suite *suite_progress(void)
     tcase_add_test(tc, progress_line);
     tcase_add_test(tc, progress_redraws);
     tcase_add_test(tc, progress_weighted);
+    tcase_add_test(tc, progress_steps_within_units);
     suite_add_tcase(s, tc);
     return s;
 }

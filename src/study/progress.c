@@ -50,9 +50,10 @@ void progress_format_work(char *buf, size_t size, size_t done, size_t total, con
     progress_duration(spent, sizeof spent, elapsed);
     /* The work so far is the only evidence of the rest: the same time per
      * unit of work (by default a unit is a unit: samples of one layer are
-     * alike; a study's curves are weighted by their estimated cost). */
+     * alike; a study's curves are weighted by their estimated cost; grad's
+     * runs count from their first layer, progress_step_part). */
     if (done >= total) snprintf(left, sizeof left, "done");
-    else if (done == 0 || !(work_done > 0)) snprintf(left, sizeof left, "estimating the time left");
+    else if (!(work_done > 0)) snprintf(left, sizeof left, "estimating the time left"); /* not even part of a unit */
     else {
         char t[32];
         progress_duration(t, sizeof t, elapsed * (1 - (work_done < 1 ? work_done : 1)) / work_done);
@@ -97,6 +98,14 @@ void progress_step_work(progress *p, size_t done, double work)
 {
     p->work_done += work;
     progress_step(p, done);
+}
+
+void progress_step_part(progress *p, double work, size_t steps, size_t total)
+{
+    double f = steps < total ? (double)steps / (double)total : 1;
+    p->work_done += work * (f - p->part);
+    p->part = f < 1 ? f : 0;
+    progress_step(p, p->done + (f < 1 ? 0 : 1));
 }
 
 void progress_end(progress *p)

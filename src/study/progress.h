@@ -23,6 +23,7 @@ typedef struct {
     double start, last_draw;
     int drawn;          /* a line is on screen, to be erased */
     double work_total, work_done; /* progress_set_work: units weighted by their cost */
+    double part;        /* progress_step_part: the fraction of the unit under way counted so far */
 } progress;
 
 /* forced: > 0 --progress, < 0 --no-progress, 0 neither: then shown exactly
@@ -43,6 +44,12 @@ void progress_step(progress *p, size_t done);
  * left is then elapsed × (total − done work) / done work. */
 void progress_set_work(progress *p, double total);
 void progress_step_work(progress *p, size_t done, double work);
+/* Units that report their own steps, one unit after the other (grad's
+ * runs, layer by layer): the unit under way, of cost work (its share of
+ * progress_set_work's total), has done steps of its total.  The work done
+ * grows with every step, so the time left moves within a unit; the unit
+ * counts as done, and the next one begins, when steps reaches total. */
+void progress_step_part(progress *p, double work, size_t steps, size_t total);
 /* Erase the line, so that what the command prints next starts clean. */
 void progress_end(progress *p);
 
