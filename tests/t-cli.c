@@ -539,7 +539,7 @@ START_TEST(test_stdout_full)
 END_TEST
 
 /* The progress meter (src/study/progress.c, unit-tested in t-progress.c) shows
- * on a terminal as units finish, never on stdout, and not at all with -q or
+ * on a terminal as units (grad: their layers) finish, never on stdout, and not at all with -q or
  * when stderr is not a terminal, which is how every other test here runs
  * (their stderr is a file: checked empty on success below). */
 START_TEST(test_progress_meter)
@@ -547,7 +547,7 @@ START_TEST(test_progress_meter)
     static const struct {
         const char *args, *unit;
     } cmds[] = {
-        {"grad --net dense:8,tanh --depth 3 --engine backprop,moonwalk", "2/2 engines"},
+        {"grad --net dense:8,tanh --depth 3 --engine backprop,moonwalk", "3/3 runs"}, /* and the reference */
         {"certify --layer tanh --width 4 --samples 3", "3/3 samples"},
     };
     unsetenv("CI"); /* CI keeps the meter off even on a terminal */
@@ -567,6 +567,21 @@ START_TEST(test_progress_meter)
         ck_assert_msg(!r.err[0], "vijp %s: a meter without a terminal: '%s'", cmds[i].args, r.err);
         run_free(&r);
     }
+    /* grad's meter moves within a run, with its layers: a first run of about
+     * a second here (pure forward carries a tangent per input, 32 inputs, 825
+     * layer steps) is redrawn before it ends, with no run done and an
+     * estimate of the time left from its steps so far. */
+    const char *long_run = "grad --net dense:64,tanh --depth 24 --batch 32 --engine pure-forward --format binary32";
+    run_result lr = run_vijp_tty(long_run);
+    ck_assert_msg(lr.rc == CLI_OK, "vijp %s on a terminal: exit %d: %s", long_run, lr.rc, lr.err);
+    int within = 0;
+    for (const char *at = lr.err; (at = strstr(at, "] 0/2 runs, ")) != NULL; at++) {
+        const char *end = strchr(at, '\r');
+        const char *about = strstr(at, " elapsed, about ");
+        within |= about && (!end || about < end);
+    }
+    ck_assert_msg(within, "vijp %s: the meter did not move within the first run: '%s'", long_run, lr.err);
+    run_free(&lr);
     char dir[512], args[1024];
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/vijp-cli-XXXXXX", tmp && *tmp ? tmp : "/tmp");

@@ -57,8 +57,9 @@ static const char help[] =
     "                   cotangent_I.npy (batch × m_I: g_I, the cotangent of h_I) for\n"
     "                   I = 1..D; each file is written whole or not at all\n"
     "  --json           print one JSON object (an object with \"runs\" for several engines)\n"
-    "  -q, --quiet      no progress meter (shown on stderr, when it is a terminal,\n"
-    "                   as engines finish: done, time elapsed and left)\n"
+    "  -q, --quiet      no progress meter (shown on stderr, when it is a terminal:\n"
+    "                   runs done, the reference and each engine, time elapsed\n"
+    "                   and left, redrawn as their layers finish)\n"
     "  -h, --help       this help\n"
     "\n"
     "Exit status: 0 success, 1 the computation failed (e.g. a singular vijp) or\n"
@@ -128,7 +129,7 @@ static double max_layer_err(const vijp_grad_result *r, size_t D)
 }
 
 /* Every number grad prints must be one.  The engine's results were checked
- * finite (vijp_grad_compare); what is left is a relative error against an
+ * finite (vijp_grad_compare_engines); what is left is a relative error against an
  * exactly zero reference (infinite) or a norm past double's range. */
 static int check_printed(const vijp_grad_result *r, size_t D, vijp_error *err)
 {
@@ -249,25 +250,43 @@ static int resolve(grad_args *a, vijp_error *err)
     return -1;
 }
 
-/* Every engine against the reference, into res; the first engine's
- * gradients into kept when --save asks for them.  0, or the exit status. */
+/* The meter's units are the runs, the reference and one per engine, each
+ * moving with its layers (vijp_grad_progress); the work is their layer
+ * steps (vijp_engine_layer_steps), all of one weight: a step's cost varies
+ * with the engine and the format (a Moonwalk sweep step solves, a pure
+ * forward step carries a tangent per input), so the time left is a rough
+ * estimate until the costly runs are under way. */
+static void meter_step(void *ctx, size_t run, size_t done, size_t total)
+{
+    (void)run;
+    progress_step_part(ctx, (double)total, done, total);
+}
+
+/* Every engine against the reference, computed once, into res; the first
+ * engine's gradients into kept when --save asks for them.  0, or the exit
+ * status.  A failure is reported for the engine where it happened (the
+ * reference's for the first engine), the first engine whose results are not
+ * all numbers before it, as when each engine ran alone. */
 static int run_engines(const grad_args *a, vijp_grad_result *res, vijp_grads *kept, vijp_error *err)
 {
+    const vijp_grad_setup *s = &a->s;
     progress meter;
-    progress_start(&meter, progress_wanted_here(0, a->quiet) ? stderr : NULL, a->n_engines, "engines", NULL);
-    for (size_t k = 0; k < a->n_engines; k++) {
-        int rc = vijp_grad_compare_keep(&a->s, a->list[k], &res[k], a->save_dir && k == 0 ? kept : NULL, err);
-        if (!rc && (rc = check_printed(&res[k], a->s.depth, err))) vijp_grad_result_clear(&res[k]);
-        progress_step(&meter, k + 1);
-        if (rc) {
-            progress_end(&meter);
-            for (size_t j = 0; j < k; j++) vijp_grad_result_clear(&res[j]);
-            fprintf(stderr, "vijp grad: %s: %s\n", vijp_engine_name(a->list[k]), err->msg);
-            return rc == VIJP_EINVAL || rc == VIJP_EDIM || rc == VIJP_EDOMAIN ? EXIT_USAGE : EXIT_FAILED;
-        }
-    }
+    progress_start(&meter, progress_wanted_here(0, a->quiet) ? stderr : NULL, a->n_engines + 1, "runs", NULL);
+    double steps = (double)vijp_engine_layer_steps(VIJP_ENGINE_BACKPROP, s->depth, s->batch, NULL);
+    for (size_t k = 0; k < a->n_engines; k++)
+        steps += (double)vijp_engine_layer_steps(a->list[k], s->depth, s->batch, &s->opts);
+    progress_set_work(&meter, steps);
+    vijp_grad_progress watch = {meter_step, &meter};
+    size_t compared, k = 0;
+    int rc = vijp_grad_compare_engines(s, a->list, a->n_engines, res, &compared, a->save_dir ? kept : NULL, &watch,
+                                       err), unprintable = 0;
     progress_end(&meter);
-    return 0;
+    while (k < compared && !(unprintable = check_printed(&res[k], s->depth, err))) k++;
+    if (unprintable) rc = unprintable;
+    if (!rc) return 0;
+    for (size_t j = 0; j < a->n_engines; j++) vijp_grad_result_clear(&res[j]);
+    fprintf(stderr, "vijp grad: %s: %s\n", vijp_engine_name(a->list[k]), err->msg);
+    return rc == VIJP_EINVAL || rc == VIJP_EDIM || rc == VIJP_EDOMAIN ? EXIT_USAGE : EXIT_FAILED;
 }
 
 static void print_results(const grad_args *a, const vijp_grad_result *res)
