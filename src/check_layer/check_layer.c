@@ -2,7 +2,6 @@
  * (vijp/check_layer.h); the result helpers every check uses are result.c. */
 #include "impl.h"
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>

@@ -5,7 +5,6 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <string.h>
 
 static void vset(char *dst, size_t size, const char *fmt, va_list ap) { vsnprintf(dst, size, fmt, ap); }
 

@@ -300,12 +300,6 @@ typedef struct {
     vijp_init init;
 } certify_args;
 
-static int usage_error(const vijp_error *err)
-{
-    fprintf(stderr, "vijp certify: %s\n", err->msg);
-    return EXIT_USAGE;
-}
-
 /* A positive number below 1e300 for --scale and --range. */
 static int parse_positive(const char *opt, const char *s, double *out)
 {
@@ -341,7 +335,7 @@ static int parse_args(int argc, char **argv, certify_args *a)
         case 'w': if (cli_parse_size("--width", optarg, 1, 4096, &a->width)) return EXIT_USAGE; break;
         case 'n': if (cli_parse_size("--samples", optarg, 1, 100000, &a->samples)) return EXIT_USAGE; break;
         case 's': if (cli_parse_size("--seed", optarg, 0, INT64_MAX, &a->seed)) return EXIT_USAGE; break;
-        case 'i': a->init_name = optarg; if (vijp_init_parse(optarg, &a->init, &err)) return usage_error(&err); break;
+        case 'i': a->init_name = optarg; if (vijp_init_parse(optarg, &a->init, &err)) return cli_usage_error("vijp certify", &err); break;
         case 'x': if (parse_positive("--scale", optarg, &a->scale)) return EXIT_USAGE; break;
         case O_RANGE: if (parse_positive("--range", optarg, &a->range)) return EXIT_USAGE; break;
         case O_PREC: if (cli_parse_size("--prec-max", optarg, 106, VIJP_PREC_MAX, &v)) return EXIT_USAGE; a->co.prec_max = (long)v; break;
@@ -406,16 +400,16 @@ static int setup_layer(const certify_args *a, vijp_net *net, vijp_array *xin, si
     /* Dense layers know their input width from the spec, a JSON net (one
      * layer, with or without parameters) from its file; others default to 16. */
     size_t w0 = a->width ? a->width : strncmp(a->spec, "dense", 5) && !vijp_net_spec_is_json(a->spec) ? 16 : 0;
-    if (vijp_net_shape(net, a->spec, 1, w0, err)) return usage_error(err);
+    if (vijp_net_shape(net, a->spec, 1, w0, err)) return cli_usage_error("vijp certify", err);
     const vijp_layer *L = &net->layers[0];
     double m = (double)L->out, n = (double)L->in, P = (double)L->type->param_count(L);
     vijp_net_free(net);
     if (!certify_fits(m, n, P)) return EXIT_USAGE;
-    if (vijp_net_build(net, a->spec, 1, w0, err)) return usage_error(err);
+    if (vijp_net_build(net, a->spec, 1, w0, err)) return cli_usage_error("vijp certify", err);
     if (vijp_net_init(net, a->init, a->seed, err) || ((a->input || a->params) && read_user_point(a, net, xin, samples, err))) {
         vijp_array_clear(xin);
         vijp_net_free(net);
-        return usage_error(err);
+        return cli_usage_error("vijp certify", err);
     }
     return -1;
 }

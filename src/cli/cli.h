@@ -18,6 +18,9 @@ int cli_eval(int argc, char **argv);
 
 /* Shared by the subcommands (common.c). */
 
+/* "COMMAND: message" (command like "vijp grad") on stderr; EXIT_USAGE. */
+int cli_usage_error(const char *command, const vijp_error *err);
+
 /* Parse an unsigned integer option in [lo, hi]; prints an error and returns -1 if bad. */
 int cli_parse_size(const char *opt, const char *s, unsigned long long lo, unsigned long long hi,
                    unsigned long long *out);

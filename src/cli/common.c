@@ -65,6 +65,12 @@ int cli_memory_fits(const char *command, double need)
     return 0;
 }
 
+int cli_usage_error(const char *command, const vijp_error *err)
+{
+    fprintf(stderr, "%s: %s\n", command, err->msg);
+    return EXIT_USAGE;
+}
+
 int cli_prepare_dir(const char *dir, vijp_error *err)
 {
     char path[4096];

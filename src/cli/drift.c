@@ -262,12 +262,6 @@ static void defaults(drift_args *a, study *s, int is_report)
     s->plots = 1;
 }
 
-static int usage_error(const drift_args *a, const vijp_error *err)
-{
-    fprintf(stderr, "%s: %s\n", a->name, err->msg);
-    return EXIT_USAGE;
-}
-
 /* Options into a and s; -1 to go on, or the exit status (--help, bad usage). */
 static int parse_args(int argc, char **argv, drift_args *a, study *s)
 {
@@ -300,7 +294,7 @@ static int parse_args(int argc, char **argv, drift_args *a, study *s)
         case 'f': a->formats = optarg; break;
         case 'e': a->engines = optarg; break;
         case 's': a->seeds = optarg; break;
-        case 'l': if (vijp_loss_parse(optarg, &s->loss, &err)) return usage_error(a, &err); a->loss_given = 1; break;
+        case 'l': if (vijp_loss_parse(optarg, &s->loss, &err)) return cli_usage_error(a->name, &err); a->loss_given = 1; break;
         case O_INPUT: s->input = optarg; break;
         case O_WEIGHTS: s->weights = optarg; break;
         case O_RESUME: a->resume = 1; break;
@@ -369,21 +363,21 @@ static int resolve_nets(drift_args *a, study *s, vijp_error *err)
  * name, gnuplot.  -1 to go on, or the exit status. */
 static int resolve(drift_args *a, study *s, vijp_error *err)
 {
-    if (resolve_nets(a, s, err)) return usage_error(a, err);
+    if (resolve_nets(a, s, err)) return cli_usage_error(a->name, err);
     s->progress = progress_wanted_here(a->forced_progress, a->quiet);
     if (study_parse_formats(s, a->formats, err) || study_parse_seeds(s, a->seeds, err) ||
         study_parse_engines(s->engines, &s->n_engines, a->engines, 0, err) ||
         (a->tols && study_parse_tols(s, a->tols, err)) || study_add_configs(s, a->specs, a->n_specs, a->inits, err))
-        return usage_error(a, err);
+        return cli_usage_error(a->name, err);
     /* Each format's reference must be able to double at least once under the
      * cap, or the run would fail after its first curve and leave an empty folder. */
     for (size_t f = 0; f < s->n_formats; f++)
-        if (vijp_drift_check_ref_prec(&s->formats[f], s->ref_prec_start, s->ref_prec_max, err)) return usage_error(a, err);
-    if (!study_fits_memory(s, a->name, err)) return err->msg[0] ? usage_error(a, err) : EXIT_USAGE;
+        if (vijp_drift_check_ref_prec(&s->formats[f], s->ref_prec_start, s->ref_prec_max, err)) return cli_usage_error(a->name, err);
+    if (!study_fits_memory(s, a->name, err)) return err->msg[0] ? cli_usage_error(a->name, err) : EXIT_USAGE;
     for (const char *q = s->out_dir; *q; q++)
         if ((unsigned char)*q < 0x20 || *q == 0x7f) { /* gnuplot (and most readers) cannot take them */
             vijp_fail(err, VIJP_EINVAL, "--out: control characters in the folder name");
-            return usage_error(a, err);
+            return cli_usage_error(a->name, err);
         }
     if (s->plots && !study_plots_available()) {
         fprintf(stderr, "%s: warning: gnuplot not found, plots skipped (install gnuplot-nox)\n", a->name);
@@ -398,7 +392,7 @@ static int resolve(drift_args *a, study *s, vijp_error *err)
 static int worker_hash_of(const drift_args *a, study *s, uint64_t *hash, vijp_error *err)
 {
     char *desc = NULL;
-    if (study_description(s, &desc, err)) return usage_error(a, err);
+    if (study_description(s, &desc, err)) return cli_usage_error(a->name, err);
     *hash = unit_hash(UNIT_HASH_START, desc, strlen(desc));
     free(desc);
     s->progress = 0;
@@ -434,7 +428,7 @@ static int run_and_publish(const mpi_world *w, study *s, const drift_args *a, in
     report_out out;
     if (report_out_open(&out, s->out_dir, s->command, &err)) {
         mpi_world_share(w, EXIT_USAGE);
-        return usage_error(a, &err);
+        return cli_usage_error(a->name, &err);
     }
     /* Finished curves are kept beside the folder as they come (resume.h). */
     unit_store units;
@@ -443,7 +437,7 @@ static int run_and_publish(const mpi_world *w, study *s, const drift_args *a, in
     if (rc) {
         report_out_close(&out);
         mpi_world_share(w, rc == VIJP_EINVAL ? EXIT_USAGE : EXIT_FAILED);
-        if (rc == VIJP_EINVAL) return usage_error(a, &err);
+        if (rc == VIJP_EINVAL) return cli_usage_error(a->name, &err);
         fprintf(stderr, "%s: %s (%s left as it was)\n", a->name, err.msg, s->out_dir);
         return EXIT_FAILED;
     }

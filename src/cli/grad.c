@@ -65,12 +65,6 @@ static const char help[] =
     "Exit status: 0 success, 1 the computation failed (e.g. a singular vijp) or\n"
     "writing a --save file failed, 2 bad usage or input.  Nothing is printed on stdout unless every run succeeded.\n";
 
-static int usage_error(const vijp_error *err)
-{
-    fprintf(stderr, "vijp grad: %s\n", err->msg);
-    return EXIT_USAGE;
-}
-
 static json_t *num(double x) { return isfinite(x) ? json_real(x) : json_null(); }
 
 static json_t *result_json(const vijp_grad_setup *s, const vijp_grad_result *r)
@@ -182,8 +176,8 @@ static int parse_args(int argc, char **argv, grad_args *a, vijp_error *err)
         case 's': if (cli_parse_size("--seed", optarg, 0, INT64_MAX, &v)) return EXIT_USAGE; s->seed = v; break; /* JSON integers are signed 64-bit */
         case 'e': a->engines = optarg; break;
         case 'f': a->format = optarg; break;
-        case 'i': if (vijp_init_parse(optarg, &s->init, err)) return usage_error(err); break;
-        case 'l': if (vijp_loss_parse(optarg, &s->loss, err)) return usage_error(err); a->loss_given = 1; break;
+        case 'i': if (vijp_init_parse(optarg, &s->init, err)) return cli_usage_error("vijp grad", err); break;
+        case 'l': if (vijp_loss_parse(optarg, &s->loss, err)) return cli_usage_error("vijp grad", err); a->loss_given = 1; break;
         case 'I': s->input = optarg; break;
         case 'T': s->target = optarg; break;
         case 'W': s->weights = optarg; break;
@@ -230,23 +224,23 @@ static int parse_engines(grad_args *a, vijp_error *err)
 static int resolve(grad_args *a, vijp_error *err)
 {
     vijp_grad_setup *s = &a->s;
-    if (vijp_format_parse(a->format, &s->fmt, err) || vijp_grad_check_format(&s->fmt, err)) return usage_error(err);
+    if (vijp_format_parse(a->format, &s->fmt, err) || vijp_grad_check_format(&s->fmt, err)) return cli_usage_error("vijp grad", err);
     int loss = (int)s->loss;
-    if (cli_net_json(s->spec, &s->depth, a->depth_given, &loss, a->loss_given, err)) return usage_error(err);
+    if (cli_net_json(s->spec, &s->depth, a->depth_given, &loss, a->loss_given, err)) return cli_usage_error("vijp grad", err);
     s->loss = (vijp_loss_kind)loss;
     vijp_net probe;
-    if (vijp_net_shape(&probe, s->spec, s->depth, s->width, err)) return usage_error(err);
+    if (vijp_net_shape(&probe, s->spec, s->depth, s->width, err)) return cli_usage_error("vijp grad", err);
     s->width = probe.width;
     vijp_net_free(&probe);
-    if (s->weights && cli_check_weights(s->spec, s->depth, s->width, s->weights, err)) return usage_error(err);
-    if (s->input && cli_input_batch(s->input, s->width, &s->batch, a->batch_given, err)) return usage_error(err);
+    if (s->weights && cli_check_weights(s->spec, s->depth, s->width, s->weights, err)) return cli_usage_error("vijp grad", err);
+    if (s->input && cli_input_batch(s->input, s->width, &s->batch, a->batch_given, err)) return cli_usage_error("vijp grad", err);
     double need; /* the reference's precision: grad/grad.c's */
     long ref_prec = 2 * (long)s->fmt.prec > 256 ? 2 * (long)s->fmt.prec : 256;
     if (vijp_run_bytes_estimate(s->spec, s->depth, s->width, s->batch, &s->fmt, ref_prec, &need, err))
-        return usage_error(err);
+        return cli_usage_error("vijp grad", err);
     if (!cli_memory_fits("grad", need)) return EXIT_USAGE;
-    if (parse_engines(a, err)) return usage_error(err);
-    if (a->save_dir && cli_prepare_dir(a->save_dir, err)) return usage_error(err);
+    if (parse_engines(a, err)) return cli_usage_error("vijp grad", err);
+    if (a->save_dir && cli_prepare_dir(a->save_dir, err)) return cli_usage_error("vijp grad", err);
     return -1;
 }
 

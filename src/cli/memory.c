@@ -64,12 +64,6 @@ typedef struct {
     size_t n_engines;
 } memory_args;
 
-static int usage_error(const vijp_error *err)
-{
-    fprintf(stderr, "vijp memory: %s\n", err->msg);
-    return EXIT_USAGE;
-}
-
 /* Options into a; -1 to go on, or the exit status (--help, a bad option). */
 static int parse_args(int argc, char **argv, memory_args *a)
 {
@@ -132,16 +126,16 @@ static int resolve(memory_args *a, vijp_error *err)
     if (a->spec && vijp_net_spec_is_json(a->spec)) { /* a JSON net: its layers are the depth */
         size_t d = (size_t)a->depth;
         int loss = 0;
-        if (cli_net_json(a->spec, &d, a->depth != 0, &loss, 0, err)) return usage_error(err);
+        if (cli_net_json(a->spec, &d, a->depth != 0, &loss, 0, err)) return cli_usage_error("vijp memory", err);
         a->depth = d;
     }
     if (!a->spec || !a->depth || !a->budget) {
         fputs("vijp memory: --net, --depth-max and --budget are required (run 'vijp memory --help')\n", stderr);
         return EXIT_USAGE;
     }
-    if (vijp_format_parse(a->format, &a->f, err) || parse_engines(a, err)) return usage_error(err);
+    if (vijp_format_parse(a->format, &a->f, err) || parse_engines(a, err)) return cli_usage_error("vijp memory", err);
     vijp_net probe; /* validate the spec and learn the width before running anything */
-    if (vijp_net_build(&probe, a->spec, a->depth, a->width, err)) return usage_error(err);
+    if (vijp_net_build(&probe, a->spec, a->depth, a->width, err)) return cli_usage_error("vijp memory", err);
     a->width = probe.width;
     vijp_net_free(&probe);
     return -1;
