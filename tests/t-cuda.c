@@ -13,6 +13,7 @@
  * where sums of at most a few hundred products of doubles are then exact. */
 #include "fixtures/cudafix.h"
 #include "kernels/cuda/act_math.h"
+#include "layer/route.h"
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -262,9 +263,12 @@ START_TEST(gpu_leaky)
     OK(vijp_cuda_leaky_vjp_d(N, 0.1, dbits, dg, dgx, &err_));
     OK(vijp_cuda_leaky_vijp_d(N, 0.1, dbits, dg, dgy, &err_));
     host_get(y, dy, sizeof y), host_get(gx, dgx, sizeof gx), host_get(gy, dgy, sizeof gy), host_get(bits, dbits, W * 4);
-    L->type->d->forward(L, NULL, x, 1, ry);
-    L->type->d->vjp(L, NULL, x, 1, g, rgx);
-    ck_assert(!L->type->d->vijp(L, NULL, x, 1, g, NULL, rgy, &err));
+    vijp_format D;
+    vijp_format_fixed(&D, VIJP_DOUBLE);
+    const vijp_kctx cx = vijp_kctx_of(&D); /* the CPU's default kernels */
+    L->type->d->forward(L, &cx, NULL, x, 1, ry);
+    L->type->d->vjp(L, &cx, NULL, x, 1, g, rgx);
+    ck_assert(!L->type->d->vijp(L, &cx, NULL, x, 1, g, NULL, rgy, &err));
     for (size_t i = 0; i < N; i++) {
         ck_assert_msg((bits[i / 32] >> (i % 32) & 1) == (x[i] > 0), "sign bit %zu of x = %g", i, x[i]);
         ck_assert_msg(!memcmp(&y[i], &ry[i], 8) || (isnan(y[i]) && isnan(ry[i])), "forward(%a) = %a, CPU %a", x[i], y[i], ry[i]);

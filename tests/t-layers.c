@@ -99,10 +99,10 @@ END_TEST
  * here would hide.  The layer is a plain struct copy of dense with its
  * double vijp wrapped. */
 static const vijp_ops_d *dense_ops;
-static int scaled_vijp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gx,
-                       const double *frag, double *Gy, vijp_error *err)
+static int scaled_vijp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                       const double *Gx, const double *frag, double *Gy, vijp_error *err)
 {
-    int rc = dense_ops->vijp(L, th, X, B, Gx, frag, Gy, err);
+    int rc = dense_ops->vijp(L, cx, th, X, B, Gx, frag, Gy, err);
     for (size_t i = 0; i < L->out * B; i++) Gy[i] *= 1 + 0x1p-30;
     return rc;
 }

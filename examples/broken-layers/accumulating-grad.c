@@ -6,10 +6,10 @@
  * `overwrites-outputs`: a NaN-filled output stays NaN. */
 #include "linear.h"
 
-static void vjp_param_accumulating(const vijp_layer *L, const double *th, const double *X, size_t B, const double *G,
-                                   double *Gt)
+static void vjp_param_accumulating(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X,
+                                   size_t B, const double *G, double *Gt)
 {
-    (void)th;
+    (void)cx, (void)th;
     size_t n = L->in;
     for (size_t b = 0; b < B; b++) /* no memset(Gt, 0, …) first */
         for (size_t i = 0; i < n; i++) {

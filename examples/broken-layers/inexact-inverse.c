@@ -5,9 +5,10 @@
  * about 1e-12 here. */
 #include "linear.h"
 
-static int inverse_inexact(const vijp_layer *L, const double *th, const double *Y, size_t B, double *X, vijp_error *err)
+static int inverse_inexact(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *Y, size_t B,
+                           double *X, vijp_error *err)
 {
-    int rc = linear_inverse(L, th, Y, B, X, err);
+    int rc = linear_inverse(L, cx, th, Y, B, X, err);
     for (size_t i = 0; i < L->in * B; i++) X[i] *= 1 + 0x1p-30;
     return rc;
 }

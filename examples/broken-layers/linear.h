@@ -92,31 +92,35 @@ static int linear_solve(size_t n, const double *A, int trans, double *R, size_t 
     return rc;
 }
 
-static void linear_forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
+static void linear_forward(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                           double *Y)
 {
+    (void)cx;
     size_t n = L->in;
     linear_apply(n, th, 0, X, B, Y);
     for (size_t b = 0; b < B; b++)
         for (size_t i = 0; i < n; i++) Y[i + b * n] += th[n * n + i];
 }
 
-static void linear_jvp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *U, double *V)
+static void linear_jvp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                       const double *U, double *V)
 {
-    (void)X;
+    (void)cx, (void)X;
     linear_apply(L->in, th, 0, U, B, V);
 }
 
-static void linear_vjp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *G, double *Gx)
+static void linear_vjp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                       const double *G, double *Gx)
 {
-    (void)X;
+    (void)cx, (void)X;
     linear_apply(L->in, th, 1, G, B, Gx);
 }
 
 /* ∂ℓ/∂W_ij = Σ_b G_ib X_jb, ∂ℓ/∂b_i = Σ_b G_ib. */
-static void linear_vjp_param(const vijp_layer *L, const double *th, const double *X, size_t B, const double *G,
-                             double *Gt)
+static void linear_vjp_param(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                             const double *G, double *Gt)
 {
-    (void)th;
+    (void)cx, (void)th;
     size_t n = L->in;
     memset(Gt, 0, (n * n + n) * sizeof *Gt);
     for (size_t b = 0; b < B; b++)
@@ -126,22 +130,24 @@ static void linear_vjp_param(const vijp_layer *L, const double *th, const double
         }
 }
 
-static int linear_vijp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gx,
-                       const double *frag, double *Gy, vijp_error *err)
+static int linear_vijp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                       const double *Gx, const double *frag, double *Gy, vijp_error *err)
 {
-    (void)X, (void)frag;
+    (void)cx, (void)X, (void)frag;
     memcpy(Gy, Gx, L->in * B * sizeof *Gy);
     return linear_solve(L->in, th, 1, Gy, B, err);
 }
 
-static void linear_jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
+static void linear_jacobian(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *x, double *J)
 {
-    (void)x;
+    (void)cx, (void)x;
     memcpy(J, th, L->in * L->in * sizeof *J);
 }
 
-static int linear_inverse(const vijp_layer *L, const double *th, const double *Y, size_t B, double *X, vijp_error *err)
+static int linear_inverse(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *Y, size_t B,
+                          double *X, vijp_error *err)
 {
+    (void)cx;
     size_t n = L->in;
     for (size_t b = 0; b < B; b++)
         for (size_t i = 0; i < n; i++) X[i + b * n] = Y[i + b * n] - th[n * n + i];

@@ -5,10 +5,10 @@
  * C_solve·u·‖J‖‖y‖, about 1e-12 here. */
 #include "linear.h"
 
-static int vijp_scaled(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gx,
-                       const double *frag, double *Gy, vijp_error *err)
+static int vijp_scaled(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                       const double *Gx, const double *frag, double *Gy, vijp_error *err)
 {
-    int rc = linear_vijp(L, th, X, B, Gx, frag, Gy, err);
+    int rc = linear_vijp(L, cx, th, X, B, Gx, frag, Gy, err);
     for (size_t i = 0; i < L->out * B; i++) Gy[i] *= 1 + 0x1p-30;
     return rc;
 }

@@ -7,9 +7,10 @@
 
 static double *volatile scratch; /* never allocated: NULL */
 
-static void vjp_crashes(const vijp_layer *L, const double *th, const double *X, size_t B, const double *G, double *Gx)
+static void vjp_crashes(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                        const double *G, double *Gx)
 {
-    linear_vjp(L, th, X, B, G, Gx);
+    linear_vjp(L, cx, th, X, B, G, Gx);
     scratch[0] = Gx[0]; /* SIGSEGV */
 }
 

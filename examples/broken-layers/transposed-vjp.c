@@ -4,9 +4,10 @@
  * <vjp(G), U> = <WG, U> = <G, WᵀU>. */
 #include "linear.h"
 
-static void vjp_transposed(const vijp_layer *L, const double *th, const double *X, size_t B, const double *G, double *Gx)
+static void vjp_transposed(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                           const double *G, double *Gx)
 {
-    (void)X;
+    (void)cx, (void)X;
     linear_apply(L->in, th, 0 /* should be 1: Wᵀ */, G, B, Gx);
 }
 

@@ -4,9 +4,10 @@
  * forward see the true J u. */
 #include "linear.h"
 
-static void jvp_wrong_sign(const vijp_layer *L, const double *th, const double *X, size_t B, const double *U, double *V)
+static void jvp_wrong_sign(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                           const double *U, double *V)
 {
-    (void)X;
+    (void)cx, (void)X;
     size_t n = L->in;
     for (size_t b = 0; b < B; b++)
         for (size_t i = 0; i < n; i++) {

@@ -54,8 +54,9 @@ static void gates(const vijp_layer *L, const double *th, const double *x, double
  * (the memory policy in vijp/error.h), so a layer needs no failure path. */
 #define SCRATCH(n) double *s = vijp_alloc_array(2 * (n), sizeof *s), *ds = s + (n)
 
-static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
+static void forward(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B, double *Y)
 {
+    (void)cx;
     size_t n = L->in;
     SCRATCH(n);
     for (size_t b = 0; b < B; b++) {
@@ -65,8 +66,10 @@ static void forward(const vijp_layer *L, const double *th, const double *X, size
     free(s);
 }
 
-static void jvp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *U, double *V)
+static void jvp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                const double *U, double *V)
 {
+    (void)cx;
     size_t n = L->in;
     SCRATCH(n);
     for (size_t b = 0; b < B; b++) {
@@ -80,8 +83,10 @@ static void jvp(const vijp_layer *L, const double *th, const double *X, size_t B
     free(s);
 }
 
-static void vjp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *G, double *Gx)
+static void vjp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                const double *G, double *Gx)
 {
+    (void)cx;
     size_t n = L->in;
     SCRATCH(n);
     for (size_t b = 0; b < B; b++) {
@@ -95,8 +100,10 @@ static void vjp(const vijp_layer *L, const double *th, const double *X, size_t B
     free(s);
 }
 
-static void vjp_param(const vijp_layer *L, const double *th, const double *X, size_t B, const double *G, double *Gt)
+static void vjp_param(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                      const double *G, double *Gt)
 {
+    (void)cx;
     size_t n = L->in;
     SCRATCH(n);
     memset(Gt, 0, (n * n + n) * sizeof *Gt);
@@ -111,8 +118,9 @@ static void vjp_param(const vijp_layer *L, const double *th, const double *X, si
     free(s);
 }
 
-static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
+static void jacobian(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *x, double *J)
 {
+    (void)cx;
     size_t n = L->in;
     SCRATCH(n);
     gates(L, th, x, s, ds);
@@ -122,8 +130,8 @@ static void jacobian(const vijp_layer *L, const double *th, const double *x, dou
 }
 
 /* g_y with g_y J = g_x, i.e. Jᵀ g_y = g_x, per sample. */
-static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gx, const double *frag,
-                double *Gy, vijp_error *err)
+static int vijp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                const double *Gx, const double *frag, double *Gy, vijp_error *err)
 {
     (void)frag;
     size_t n = L->in;
@@ -131,7 +139,7 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
     lapack_int *piv = vijp_alloc_array(n, sizeof *piv);
     int rc = 0;
     for (size_t b = 0; b < B && !rc; b++) {
-        jacobian(L, th, X + b * n, J);
+        jacobian(L, cx, th, X + b * n, J);
         for (size_t i = 0; i < n; i++)
             for (size_t j = 0; j < n; j++) JT[j + i * n] = J[i + j * n];
         memcpy(Gy + b * n, Gx + b * n, n * sizeof *Gy);

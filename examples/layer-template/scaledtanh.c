@@ -59,28 +59,33 @@ static void dual_eval(const vijp_layer *L, const double *th, double x, double *f
     *f = tanh(z), *df = th[0] * sech2(z);
 }
 
-static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
+static void forward(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B, double *Y)
 {
+    (void)cx;
     double d;
     for (size_t i = 0; i < L->in * B; i++) dual_eval(L, th, X[i], &Y[i], &d);
 }
 
-static void apply(const vijp_layer *L, const double *th, const double *X, size_t B, const double *U, double *V)
+static void apply(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                  const double *U, double *V)
 {
+    (void)cx;
     double f, d;
     for (size_t i = 0; i < L->in * B; i++) dual_eval(L, th, X[i], &f, &d), V[i] = U[i] * d;
 }
 
-static void vjp_param(const vijp_layer *L, const double *th, const double *X, size_t B, const double *G, double *Gt)
+static void vjp_param(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                      const double *G, double *Gt)
 {
+    (void)cx;
     Gt[0] = 0;
     for (size_t i = 0; i < L->in * B; i++) Gt[0] += G[i] * X[i] * sech2(th[0] * X[i]);
 }
 
-static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gx, const double *frag,
-                double *Gy, vijp_error *err)
+static int vijp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                const double *Gx, const double *frag, double *Gy, vijp_error *err)
 {
-    (void)frag;
+    (void)cx, (void)frag;
     double f, d;
     for (size_t i = 0; i < L->in * B; i++) {
         dual_eval(L, th, X[i], &f, &d);
@@ -92,8 +97,9 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
     return 0;
 }
 
-static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
+static void jacobian(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *x, double *J)
 {
+    (void)cx;
     double f;
     memset(J, 0, L->in * L->in * sizeof *J);
     for (size_t i = 0; i < L->in; i++) dual_eval(L, th, x[i], &f, &J[i + i * L->in]);

@@ -70,37 +70,46 @@ typedef struct {
     double gain; /* scaled: W = gain · orthogonal */
 } vijp_init;
 
+/* The context an operator runs in: the kernel set (the library's inner
+ * loops, as in BLIS's cntx_t) of the data's format, and for a mixed format
+ * on the binary32 route its storage format.  vijp_layer_* resolve it once
+ * per call from the matrices' format and pass it as every double and
+ * binary32 operator's second argument.  Opaque: a plugin's operators ignore
+ * it, or hand it unchanged to operators they call. */
+typedef struct vijp_kctx vijp_kctx;
+
 /* Double operators.  Functions that can fail return 0 or a VIJP_E* code.
  * Every operator (here and in MPFR) overwrites all of its output and reads
  * none of it: the engines pass buffers left over from earlier work
  * (vijp_mat_init_unset), and `vijp check-layer`'s overwrites-outputs check
  * runs each operator into a zeroed and a NaN-filled output. */
 typedef struct {
-    void (*forward)(const vijp_layer *L, const double *theta, const double *X, size_t B, double *Y);
-    void (*jvp)(const vijp_layer *L, const double *theta, const double *X, size_t B,
+    void (*forward)(const vijp_layer *L, const vijp_kctx *cx, const double *theta, const double *X, size_t B,
+                    double *Y);
+    void (*jvp)(const vijp_layer *L, const vijp_kctx *cx, const double *theta, const double *X, size_t B,
                 const double *U, double *V);
-    void (*vjp)(const vijp_layer *L, const double *theta, const double *X, size_t B,
+    void (*vjp)(const vijp_layer *L, const vijp_kctx *cx, const double *theta, const double *X, size_t B,
                 const double *Gy, double *Gx);
     /* Parameter gradient Σ_b Gy_b K_b (overwrites Gtheta); NULL when no parameters. */
-    void (*vjp_param)(const vijp_layer *L, const double *theta, const double *X, size_t B,
+    void (*vjp_param)(const vijp_layer *L, const vijp_kctx *cx, const double *theta, const double *X, size_t B,
                       const double *Gy, double *Gtheta);
     /* Fragment c = Gy Q (Q: orthonormal cokernel basis), packed sample after sample;
      * fragment_count gives its length for the batch.  NULL for layers whose
      * cokernel is always trivial. */
-    size_t (*fragment_count)(const vijp_layer *L, const double *theta, const double *X, size_t B);
-    void (*fragment)(const vijp_layer *L, const double *theta, const double *X, size_t B,
+    size_t (*fragment_count)(const vijp_layer *L, const vijp_kctx *cx, const double *theta, const double *X, size_t B);
+    void (*fragment)(const vijp_layer *L, const vijp_kctx *cx, const double *theta, const double *X, size_t B,
                      const double *Gy, double *frag);
     /* Gy = Gx J^+ + frag Q^T (the vijp).  Fails with VIJP_ESINGULAR when J has
      * lost rank beyond what the fragment covers. */
-    int (*vijp)(const vijp_layer *L, const double *theta, const double *X, size_t B,
+    int (*vijp)(const vijp_layer *L, const vijp_kctx *cx, const double *theta, const double *X, size_t B,
                 const double *Gx, const double *frag, double *Gy, vijp_error *err);
     /* Dense input Jacobian at one sample x: J (m × n, column-major). */
-    void (*jacobian)(const vijp_layer *L, const double *theta, const double *x, double *J);
+    void (*jacobian)(const vijp_layer *L, const vijp_kctx *cx, const double *theta, const double *x, double *J);
     /* Cokernel basis at one sample: Q (m × k, column-major, k = fragment_count(x, 1)). */
-    int (*cokernel)(const vijp_layer *L, const double *theta, const double *x, double *Q,
+    int (*cokernel)(const vijp_layer *L, const vijp_kctx *cx, const double *theta, const double *x, double *Q,
                     vijp_error *err);
     /* X = f^{-1}(Y); NULL when the layer is not invertible. */
-    int (*inverse)(const vijp_layer *L, const double *theta, const double *Y, size_t B,
+    int (*inverse)(const vijp_layer *L, const vijp_kctx *cx, const double *theta, const double *Y, size_t B,
                    double *X, vijp_error *err);
 } vijp_ops_d;
 
@@ -134,14 +143,16 @@ typedef struct {
  * float and back (exactly: they are binary32 values).  A NULL operator, or
  * one that returns VIJP_EUNSUPPORTED, runs in the emulation instead. */
 typedef struct {
-    void (*forward)(const vijp_layer *L, const float *theta, const float *X, size_t B, float *Y);
-    void (*jvp)(const vijp_layer *L, const float *theta, const float *X, size_t B, const float *U, float *V);
-    void (*vjp)(const vijp_layer *L, const float *theta, const float *X, size_t B, const float *Gy, float *Gx);
-    void (*vjp_param)(const vijp_layer *L, const float *theta, const float *X, size_t B, const float *Gy,
-                      float *Gtheta);
-    void (*fragment)(const vijp_layer *L, const float *theta, const float *X, size_t B, const float *Gy,
-                     float *frag);
-    int (*vijp)(const vijp_layer *L, const float *theta, const float *X, size_t B, const float *Gx,
+    void (*forward)(const vijp_layer *L, const vijp_kctx *cx, const float *theta, const float *X, size_t B, float *Y);
+    void (*jvp)(const vijp_layer *L, const vijp_kctx *cx, const float *theta, const float *X, size_t B,
+                const float *U, float *V);
+    void (*vjp)(const vijp_layer *L, const vijp_kctx *cx, const float *theta, const float *X, size_t B,
+                const float *Gy, float *Gx);
+    void (*vjp_param)(const vijp_layer *L, const vijp_kctx *cx, const float *theta, const float *X, size_t B,
+                      const float *Gy, float *Gtheta);
+    void (*fragment)(const vijp_layer *L, const vijp_kctx *cx, const float *theta, const float *X, size_t B,
+                     const float *Gy, float *frag);
+    int (*vijp)(const vijp_layer *L, const vijp_kctx *cx, const float *theta, const float *X, size_t B, const float *Gx,
                 const float *frag, float *Gy, vijp_error *err);
 } vijp_ops_f;
 

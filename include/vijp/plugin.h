@@ -14,7 +14,9 @@
  *     width; arguments into L->state), param_count, init, declare, residual;
  *   - its double operators (vijp_ops_d): forward, jvp, vjp, vijp, jacobian,
  *     and vjp_param when it has parameters; fragment_count, fragment and
- *     cokernel when its Jacobian can lose rank; inverse when it has one;
+ *     cokernel when its Jacobian can lose rank; inverse when it has one.
+ *     Each takes the kernel context (vijp_kctx) second: ignore it, or pass
+ *     it on to any operator the type calls;
  *   - optionally its MPFR operators (vijp_ops_mp), written with
  *     include/vijp/arith.h so every format is emulated exactly: without them
  *     the type runs in double only, and drift, report and every MPFR format
@@ -45,7 +47,7 @@
 #include "vijp/error.h"
 
 /* Bumped whenever vijp_layer_type or the operator contracts change shape. */
-#define VIJP_PLUGIN_ABI 4
+#define VIJP_PLUGIN_ABI 5
 
 #if defined(__GNUC__)
 #define VIJP_PLUGIN_EXPORT __attribute__((visibility("default")))

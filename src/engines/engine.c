@@ -2,7 +2,6 @@
  * (result allocation, loss, f′ by nested forward AD) are in common.c, so
  * calls run one way: engine.c → the engines → common.c. */
 #include "engine_internal.h"
-#include "kernels/kernels.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,11 +57,8 @@ int vijp_engine_run_opts(vijp_engine_kind e, const vijp_net *net, const vijp_mat
             return vijp_fail(err, VIJP_EINVAL, "engine: parameters of layer %zu are in another format", i + 1);
     }
     if ((rc = engine_grads_init(out, net, X->cols, X->fmt))) return vijp_fail(err, rc, "out of memory");
-    /* double@SET, binary32@SET: this run's kernels are that set's, whole (vijp/format.h) */
-    const vijp_kernels *outer = NULL, *set = X->fmt->kernel_set ? vijp_kernels_set(X->fmt->kernel_set - 1, NULL) : NULL;
     engine_steps steps = {o ? o->layer_done : NULL, o ? o->layer_ctx : NULL, 0,
                           vijp_engine_layer_steps(e, net->depth, X->cols, o)};
-    if (set) outer = vijp_kernels_scope(set);
     switch (e) {
     case VIJP_ENGINE_BACKPROP: rc = engine_backprop(net, theta, X, T, &steps, out, err); break;
     case VIJP_ENGINE_MOONWALK: rc = engine_moonwalk(net, theta, X, T, &steps, out, err); break;
@@ -73,7 +69,6 @@ int vijp_engine_run_opts(vijp_engine_kind e, const vijp_net *net, const vijp_mat
         break;
     default: rc = vijp_fail(err, VIJP_EINVAL, "unknown engine %d", (int)e);
     }
-    if (set) vijp_kernels_scope(outer);
     /* Non-finite results (overflow in a narrow format) are measurements, not
      * errors; so is a vijp that lost rank, whose earlier layers stay valid. */
     if (!rc) out->rebuilt = net->depth;

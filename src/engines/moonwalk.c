@@ -11,7 +11,7 @@
  * layers (S = LU + two triangular solves).  bench/engines.c derives it
  * per layer type and measures the time ratio against it. */
 #include "engine_internal.h"
-#include "kernels/kernels.h"
+#include "layer/route.h"
 #include "vijp/error.h"
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +57,7 @@ static void surrogate(vijp_mat *Xt, vijp_residual_kind kind, const uint8_t *bits
     static const double sign[2] = {-1.0, 1.0};
     if (kind == VIJP_RESIDUAL_INPUT || kind == VIJP_RESIDUAL_INVERSE) vijp_mat_copy(Xt, vals);
     else if (kind == VIJP_RESIDUAL_SIGN && Xt->d)
-        vijp_kernels_active()->sign_unpack_d(n, bits, Xt->d);
+        vijp_kctx_of(Xt->fmt).k->sign_unpack_d(n, bits, Xt->d);
     else if (kind == VIJP_RESIDUAL_SIGN)
         for (size_t k = 0; k < n; k++) vijp_mat_set_entry_d(Xt, k, sign[(bits[k / 8] >> (k % 8)) & 1]);
     else vijp_mat_zero(Xt);
@@ -144,7 +144,7 @@ int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
         if (L->type->residual == VIJP_RESIDUAL_SIGN) {
             res_bytes[i] = (n + 7) / 8;
             bits[i] = vijp_alloc_array(res_bytes[i], 1);
-            if (h.d) vijp_kernels_active()->sign_pack_d(n, h.d, bits[i]);
+            if (h.d) vijp_kctx_of(h.fmt).k->sign_pack_d(n, h.d, bits[i]);
             else
                 for (size_t k = 0; k < n; k++)
                     if (mpfr_sgn(h.m[k]) > 0) bits[i][k / 8] |= (uint8_t)(1u << (k % 8));

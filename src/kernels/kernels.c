@@ -20,14 +20,6 @@ static char select_error[256];
 static int active_set = -1;
 static pthread_once_t once = PTHREAD_ONCE_INIT, cuda_once = PTHREAD_ONCE_INIT;
 static char cuda_absent[512] = "the CUDA kernel set was not looked for";
-static _Thread_local const vijp_kernels *scoped; /* a double@SET or binary32@SET run's set, this thread only */
-
-const vijp_kernels *vijp_kernels_scope(const vijp_kernels *k)
-{
-    const vijp_kernels *prev = scoped;
-    scoped = k;
-    return prev;
-}
 
 /* dst's empty entries from src; with exact_only, only the exact ones
  * (kernels.h) replace those dst has. */
@@ -173,7 +165,6 @@ const char *vijp_kernels_name(void)
 
 const vijp_kernels *vijp_kernels_active(void)
 {
-    if (scoped) return scoped;
     pthread_once(&once, choose);
     if (select_error[0]) { /* a library cannot return an error from a void operator: fatal, like out of memory */
         fprintf(stderr, "vijp: %s\n", select_error);

@@ -122,7 +122,7 @@ typedef struct vijp_kernels {
                    const double *B, size_t ldb, double beta, double *C, size_t ldc);
     void (*gemm_f)(int ta, int tb, size_t m, size_t n, size_t k, float alpha, const float *A, size_t lda,
                    const float *B, size_t ldb, float beta, float *C, size_t ldc);
-    /* gemm_f for a mixed format's float route (layer_f32.c): A and B hold
+    /* gemm_f for a mixed format's float route (src/layer/native_f32.c): A and B hold
      * values of the storage format (VIJP_KSTORE_*, exact in float), the
      * products are exact and the sums binary32.  ref: sgemm, which computes
      * exactly that; cuda: cublasGemmEx on bfloat16 or binary16 inputs (the
@@ -136,13 +136,12 @@ enum { VIJP_KSTORE_BF16 = 1, VIJP_KSTORE_F16 = 2 };
  * refuses one built for another. */
 #define VIJP_KERNELS_TABLE_VERSION 2
 
-/* The table the layers use (selected once, see above), or the set an engine
- * run in a double@SET or binary32@SET format scoped to its thread. */
+/* The process's default table (selected once, see above): what a format
+ * without @SET runs on.  A format's own table, and so every layer
+ * operator's, is resolved from the format where the operator is dispatched
+ * (vijp_kctx_of, src/layer/route.h) and passed down as an argument: no
+ * table is kept per thread. */
 const vijp_kernels *vijp_kernels_active(void);
-/* Make k (NULL: none) this thread's table until the next call; returns the
- * previous one.  vijp_engine_run_opts scopes a double@SET or binary32@SET run
- * with it, and binary32@SET's float operators each call (layer_f32.c). */
-const vijp_kernels *vijp_kernels_scope(const vijp_kernels *k);
 
 /* vijp_compare's three metrics (vijp/metrics.h) from a set's drift_d, in
  * double: rel = √(Σd²/Σref²); ulps = max_ulps; the angle from the part of

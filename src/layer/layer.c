@@ -5,6 +5,7 @@
 #include "vijp/interval.h"
 #include "vijp/error.h"
 #include "native_f32.h"
+#include "route.h"
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -107,69 +108,75 @@ static int check_theta(const vijp_layer *L, const vijp_mat *theta, const vijp_ma
 int vijp_layer_forward(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, vijp_mat *Y,
                        vijp_error *err)
 {
+    const vijp_kctx cx = vijp_kctx_of(X->fmt);
     int rc;
     if ((rc = check_theta(L, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
         (rc = shape(Y, L->out, X->cols, "output", L, err)))
         return rc;
-    if (vijp_layer_f32(VIJP_F32_FORWARD, L, theta, X, NULL, NULL, Y, &rc, err)) return rc;
+    if (vijp_layer_f32(&cx, VIJP_F32_FORWARD, L, theta, X, NULL, NULL, Y, &rc, err)) return rc;
     if (is_mp(X)) L->type->mp->forward(L, TH(theta, m), X->m, X->cols, Y->m, X->fmt), vijp_mat_store(Y);
-    else L->type->d->forward(L, TH(theta, d), X->d, X->cols, Y->d);
+    else L->type->d->forward(L, &cx, TH(theta, d), X->d, X->cols, Y->d);
     return 0;
 }
 
 int vijp_layer_jvp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *U,
                    vijp_mat *V, vijp_error *err)
 {
+    const vijp_kctx cx = vijp_kctx_of(X->fmt);
     int rc;
     if ((rc = check_theta(L, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
         (rc = shape(U, L->in, X->cols, "tangent", L, err)) ||
         (rc = shape(V, L->out, X->cols, "output tangent", L, err)))
         return rc;
-    if (vijp_layer_f32(VIJP_F32_JVP, L, theta, X, U, NULL, V, &rc, err)) return rc;
+    if (vijp_layer_f32(&cx, VIJP_F32_JVP, L, theta, X, U, NULL, V, &rc, err)) return rc;
     if (is_mp(X)) L->type->mp->jvp(L, TH(theta, m), X->m, X->cols, U->m, V->m, X->fmt), vijp_mat_store(V);
-    else L->type->d->jvp(L, TH(theta, d), X->d, X->cols, U->d, V->d);
+    else L->type->d->jvp(L, &cx, TH(theta, d), X->d, X->cols, U->d, V->d);
     return 0;
 }
 
 int vijp_layer_vjp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *Gy,
                    vijp_mat *Gx, vijp_error *err)
 {
+    const vijp_kctx cx = vijp_kctx_of(X->fmt);
     int rc;
     if ((rc = check_theta(L, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
         (rc = shape(Gy, L->out, X->cols, "output cotangent", L, err)) ||
         (rc = shape(Gx, L->in, X->cols, "input cotangent", L, err)))
         return rc;
-    if (vijp_layer_f32(VIJP_F32_VJP, L, theta, X, Gy, NULL, Gx, &rc, err)) return rc;
+    if (vijp_layer_f32(&cx, VIJP_F32_VJP, L, theta, X, Gy, NULL, Gx, &rc, err)) return rc;
     if (is_mp(X)) L->type->mp->vjp(L, TH(theta, m), X->m, X->cols, Gy->m, Gx->m, X->fmt), vijp_mat_store(Gx);
-    else L->type->d->vjp(L, TH(theta, d), X->d, X->cols, Gy->d, Gx->d);
+    else L->type->d->vjp(L, &cx, TH(theta, d), X->d, X->cols, Gy->d, Gx->d);
     return 0;
 }
 
 int vijp_layer_vjp_param(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X,
                          const vijp_mat *Gy, vijp_mat *Gt, vijp_error *err)
 {
+    const vijp_kctx cx = vijp_kctx_of(X->fmt);
     int rc;
     if (L->type->param_count(L) == 0) return 0;
     if ((rc = check_theta(L, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
         (rc = shape(Gy, L->out, X->cols, "output cotangent", L, err)) ||
         (rc = shape(Gt, theta->rows, 1, "parameter gradient", L, err)))
         return rc;
-    if (vijp_layer_f32(VIJP_F32_VJP_PARAM, L, theta, X, Gy, NULL, Gt, &rc, err)) return rc;
+    if (vijp_layer_f32(&cx, VIJP_F32_VJP_PARAM, L, theta, X, Gy, NULL, Gt, &rc, err)) return rc;
     if (is_mp(X)) L->type->mp->vjp_param(L, theta->m, X->m, X->cols, Gy->m, Gt->m, X->fmt), vijp_mat_store(Gt);
-    else L->type->d->vjp_param(L, theta->d, X->d, X->cols, Gy->d, Gt->d);
+    else L->type->d->vjp_param(L, &cx, theta->d, X->d, X->cols, Gy->d, Gt->d);
     return 0;
 }
 
 size_t vijp_layer_fragment_count(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X)
 {
+    const vijp_kctx cx = vijp_kctx_of(X->fmt);
     if (is_mp(X))
         return L->type->mp && L->type->mp->fragment_count ? L->type->mp->fragment_count(L, TH(theta, m), X->m, X->cols) : 0;
-    return L->type->d->fragment_count ? L->type->d->fragment_count(L, TH(theta, d), X->d, X->cols) : 0;
+    return L->type->d->fragment_count ? L->type->d->fragment_count(L, &cx, TH(theta, d), X->d, X->cols) : 0;
 }
 
 int vijp_layer_fragment(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X,
                         const vijp_mat *Gy, vijp_mat *frag, vijp_error *err)
 {
+    const vijp_kctx cx = vijp_kctx_of(X->fmt);
     int rc;
     size_t k = vijp_layer_fragment_count(L, theta, X);
     if ((rc = check_theta(L, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
@@ -177,15 +184,16 @@ int vijp_layer_fragment(const vijp_layer *L, const vijp_mat *theta, const vijp_m
         (rc = shape(frag, k, 1, "fragment", L, err)))
         return rc;
     if (k == 0) return 0;
-    if (vijp_layer_f32(VIJP_F32_FRAGMENT, L, theta, X, Gy, NULL, frag, &rc, err)) return rc;
+    if (vijp_layer_f32(&cx, VIJP_F32_FRAGMENT, L, theta, X, Gy, NULL, frag, &rc, err)) return rc;
     if (is_mp(X)) L->type->mp->fragment(L, TH(theta, m), X->m, X->cols, Gy->m, frag->m, X->fmt), vijp_mat_store(frag);
-    else L->type->d->fragment(L, TH(theta, d), X->d, X->cols, Gy->d, frag->d);
+    else L->type->d->fragment(L, &cx, TH(theta, d), X->d, X->cols, Gy->d, frag->d);
     return 0;
 }
 
 int vijp_layer_vijp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *Gx,
                     const vijp_mat *frag, vijp_mat *Gy, vijp_error *err)
 {
+    const vijp_kctx cx = vijp_kctx_of(X->fmt);
     int rc;
     size_t k = vijp_layer_fragment_count(L, theta, X);
     if ((rc = check_theta(L, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
@@ -194,7 +202,7 @@ int vijp_layer_vijp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *
         return rc;
     if (k && (!frag || (rc = shape(frag, k, 1, "fragment", L, err))))
         return rc ? rc : vijp_fail(err, VIJP_EINVAL, "%s layer vijp needs its %zu-entry fragment", L->type->name, k);
-    if (vijp_layer_f32(VIJP_F32_VIJP, L, theta, X, Gx, k ? frag : NULL, Gy, &rc, err)) {
+    if (vijp_layer_f32(&cx, VIJP_F32_VIJP, L, theta, X, Gx, k ? frag : NULL, Gy, &rc, err)) {
         /* rc and err as the native operator left them */
     } else if (is_mp(X)) {
         rc = L->type->mp->vijp(L, TH(theta, m), X->m, X->cols, Gx->m, k ? frag->m : NULL, Gy->m, X->fmt);
@@ -202,7 +210,7 @@ int vijp_layer_vijp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *
                                  "in this format (rank lost beyond the fragment)", L->type->name, L->in, L->out, X->fmt->name);
         vijp_mat_store(Gy);
     } else {
-        rc = L->type->d->vijp(L, TH(theta, d), X->d, X->cols, Gx->d, k ? frag->d : NULL, Gy->d, err);
+        rc = L->type->d->vijp(L, &cx, TH(theta, d), X->d, X->cols, Gx->d, k ? frag->d : NULL, Gy->d, err);
     }
 #ifdef VIJP_PERTURB_VIJP
     /* Regression-test build only (vijp-perturbed, see the Makefile): one ulp
@@ -218,18 +226,20 @@ int vijp_layer_vijp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *
 int vijp_layer_jacobian(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *x, vijp_mat *J,
                         vijp_error *err)
 {
+    const vijp_kctx cx = vijp_kctx_of(x->fmt);
     int rc;
     if ((rc = check_theta(L, theta, x, err)) || (rc = shape(x, L->in, 1, "point", L, err)) ||
         (rc = shape(J, L->out, L->in, "Jacobian", L, err)))
         return rc;
     if (is_mp(x)) L->type->mp->jacobian(L, TH(theta, m), x->m, J->m, x->fmt), vijp_mat_store(J);
-    else L->type->d->jacobian(L, TH(theta, d), x->d, J->d);
+    else L->type->d->jacobian(L, &cx, TH(theta, d), x->d, J->d);
     return 0;
 }
 
 int vijp_layer_cokernel(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *x, vijp_mat *Q,
                         vijp_error *err)
 {
+    const vijp_kctx cx = vijp_kctx_of(x->fmt);
     int rc;
     size_t k = vijp_layer_fragment_count(L, theta, x);
     if ((rc = check_theta(L, theta, x, err)) || (rc = shape(x, L->in, 1, "point", L, err)) ||
@@ -242,12 +252,13 @@ int vijp_layer_cokernel(const vijp_layer *L, const vijp_mat *theta, const vijp_m
         vijp_mat_store(Q);
         return 0;
     }
-    return L->type->d->cokernel(L, TH(theta, d), x->d, Q->d, err);
+    return L->type->d->cokernel(L, &cx, TH(theta, d), x->d, Q->d, err);
 }
 
 int vijp_layer_inverse(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *Y, vijp_mat *X,
                        vijp_error *err)
 {
+    const vijp_kctx cx = vijp_kctx_of(Y->fmt);
     int rc;
     if (is_mp(Y) ? !L->type->mp || !L->type->mp->inverse : !L->type->d->inverse)
         return vijp_fail(err, VIJP_EUNSUPPORTED, "%s layer has no inverse", L->type->name);
@@ -261,5 +272,5 @@ int vijp_layer_inverse(const vijp_layer *L, const vijp_mat *theta, const vijp_ma
         vijp_mat_store(X);
         return 0;
     }
-    return L->type->d->inverse(L, TH(theta, d), Y->d, Y->cols, X->d, err);
+    return L->type->d->inverse(L, &cx, TH(theta, d), Y->d, Y->cols, X->d, err);
 }

@@ -9,7 +9,7 @@
  * writes a binary32 accumulator to bfloat16 or binary16. */
 #include "native_f32.h"
 #include "vijp/error.h"
-#include "kernels/kernels.h"
+#include "route.h"
 #include <stdlib.h>
 
 static float *to_float(const vijp_mat *a)
@@ -20,28 +20,11 @@ static float *to_float(const vijp_mat *a)
     return p;
 }
 
-static _Thread_local int storage; /* the running operator's VIJP_KSTORE_*, or 0 (binary32) */
-
-int vijp_layer_f32_storage(void) { return storage; }
-
-/* Whether values of format f take this route, and their storage
- * (VIJP_KSTORE_*, or 0 for binary32) in *st. */
-static int route(const vijp_format *f, int *st)
-{
-    *st = 0;
-    if (!f->kernel_set) return 0;
-    if (f->kind == VIJP_BINARY32 && !f->mixed) return 1;
-    if (f->kind != VIJP_MIXED || f->operand_prec || f->prec != 24) return 0;
-    *st = f->store_prec == 8 ? VIJP_KSTORE_BF16 : f->store_prec == 11 ? VIJP_KSTORE_F16 : 0;
-    return *st != 0;
-}
-
-int vijp_layer_f32(vijp_f32_op op, const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *A,
-                   const vijp_mat *frag, vijp_mat *out, int *rc, vijp_error *err)
+int vijp_layer_f32(const vijp_kctx *cx, vijp_f32_op op, const vijp_layer *L, const vijp_mat *theta,
+                   const vijp_mat *X, const vijp_mat *A, const vijp_mat *frag, vijp_mat *out, int *rc, vijp_error *err)
 {
     const vijp_ops_f *o = L->type->f;
-    int st;
-    if (!o || !X->m || !route(X->fmt, &st)) return 0;
+    if (!o || !X->m || !cx->k || X->fmt->kind == VIJP_DOUBLE) return 0;
     int have = op == VIJP_F32_FORWARD ? !!o->forward : op == VIJP_F32_JVP ? !!o->jvp : op == VIJP_F32_VJP ? !!o->vjp
              : op == VIJP_F32_VJP_PARAM ? !!o->vjp_param : op == VIJP_F32_FRAGMENT ? !!o->fragment : !!o->vijp;
     if (!have) return 0;
@@ -50,23 +33,17 @@ int vijp_layer_f32(vijp_f32_op op, const vijp_layer *L, const vijp_mat *theta, c
     float *t = to_float(th), *x = to_float(X), *a = to_float(A), *c = to_float(frag);
     float *y = vijp_alloc_unset((n ? n : 1) * sizeof *y); /* NaN in SANITIZE builds: a skipped entry shows */
     int r = 0;
-    /* the format's set, whoever calls (an engine run scopes it already) */
-    const vijp_kernels *outer = vijp_kernels_scope(vijp_kernels_set(X->fmt->kernel_set - 1, NULL));
-    int outer_storage = storage;
-    storage = st;
     switch (op) {
-    case VIJP_F32_FORWARD: o->forward(L, th ? t : NULL, x, B, y); break;
-    case VIJP_F32_JVP: o->jvp(L, th ? t : NULL, x, B, a, y); break;
-    case VIJP_F32_VJP: o->vjp(L, th ? t : NULL, x, B, a, y); break;
-    case VIJP_F32_VJP_PARAM: o->vjp_param(L, t, x, B, a, y); break;
-    case VIJP_F32_FRAGMENT: o->fragment(L, th ? t : NULL, x, B, a, y); break;
-    case VIJP_F32_VIJP: r = o->vijp(L, th ? t : NULL, x, B, a, frag && frag->rows ? c : NULL, y, err); break;
+    case VIJP_F32_FORWARD: o->forward(L, cx, th ? t : NULL, x, B, y); break;
+    case VIJP_F32_JVP: o->jvp(L, cx, th ? t : NULL, x, B, a, y); break;
+    case VIJP_F32_VJP: o->vjp(L, cx, th ? t : NULL, x, B, a, y); break;
+    case VIJP_F32_VJP_PARAM: o->vjp_param(L, cx, t, x, B, a, y); break;
+    case VIJP_F32_FRAGMENT: o->fragment(L, cx, th ? t : NULL, x, B, a, y); break;
+    case VIJP_F32_VIJP: r = o->vijp(L, cx, th ? t : NULL, x, B, a, frag && frag->rows ? c : NULL, y, err); break;
     }
-    vijp_kernels_scope(outer);
-    storage = outer_storage;
     if (!r) {
         for (size_t i = 0; i < n; i++) mpfr_set_flt(out->m[i], y[i], MPFR_RNDN); /* exact at 24 bits */
-        if (st) vijp_mat_store(out); /* the mixed format's one rounding to storage */
+        if (cx->storage) vijp_mat_store(out); /* the mixed format's one rounding to storage */
     }
     free(t), free(x), free(a), free(c), free(y);
     if (r == VIJP_EUNSUPPORTED) return 0; /* not this case (a tall dense vijp): the emulation's */

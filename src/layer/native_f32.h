@@ -1,4 +1,4 @@
-/* binary32@SET's and the mixed formats' @SET native route for layer.c (layer_f32.c). */
+/* binary32@SET's and the mixed formats' @SET native route for layer.c. */
 #ifndef VIJP_LAYER_F32_H
 #define VIJP_LAYER_F32_H
 
@@ -6,11 +6,6 @@
 
 typedef enum { VIJP_F32_FORWARD, VIJP_F32_JVP, VIJP_F32_VJP, VIJP_F32_VJP_PARAM, VIJP_F32_FRAGMENT,
                VIJP_F32_VIJP } vijp_f32_op;
-
-/* The storage format (VIJP_KSTORE_*, kernels.h) of the float operator
- * running on this thread, 0 for binary32: dense_f32.c multiplies a mixed
- * format's values with the set's gemm_mixed_f. */
-int vijp_layer_f32_storage(void);
 
 /* When X is in a binary32@SET format, or in bfloat16+binary32@SET or
  * binary16+binary32@SET (out then rounded to the storage format), and L's
@@ -20,7 +15,7 @@ int vijp_layer_f32_storage(void);
  * with err filled).  Return 0, touching nothing, where the emulation must
  * run instead (no such operator, another format, or the operator's
  * VIJP_EUNSUPPORTED for this case). */
-int vijp_layer_f32(vijp_f32_op op, const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *A,
-                   const vijp_mat *frag, vijp_mat *out, int *rc, vijp_error *err);
+int vijp_layer_f32(const vijp_kctx *cx, vijp_f32_op op, const vijp_layer *L, const vijp_mat *theta,
+                   const vijp_mat *X, const vijp_mat *A, const vijp_mat *frag, vijp_mat *out, int *rc, vijp_error *err);
 
 #endif

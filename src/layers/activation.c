@@ -5,7 +5,7 @@
  * any other activation (a plugin's) through its dual_eval, unit by unit. */
 #include "activation.h"
 #include "scratch.h"
-#include "kernels/kernels.h"
+#include "layer/route.h"
 #include <string.h>
 
 extern const vijp_layer_type vijp_layer_sigmoid, vijp_layer_softplus, vijp_layer_tanh, vijp_layer_silu,
@@ -35,39 +35,40 @@ static int kact_of(const vijp_layer *L)
     return -1;
 }
 
-static void eval_all(const vijp_layer *L, const double *th, const double *X, size_t n, double *f, double *df)
+static void eval_all(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t n,
+                     double *f, double *df)
 {
     int a = kact_of(L);
-    if (a >= 0) vijp_kernels_active()->act_d[a](n, X, f, df);
+    if (a >= 0) cx->k->act_d[a](n, X, f, df);
     else
         for (size_t i = 0; i < n; i++) L->type->dual_eval(L, th, X[i], &f[i], &df[i]);
 }
 
-void vijp_act_forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
+void vijp_act_forward(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B, double *Y)
 {
     size_t n = L->in * B;
     double *d = vijp_scratch(n);
-    eval_all(L, th, X, n, Y, d);
+    eval_all(L, cx, th, X, n, Y, d);
     free(d);
 }
 
-void vijp_act_apply(const vijp_layer *L, const double *th, const double *X, size_t B, const double *U,
-                    double *V)
+void vijp_act_apply(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                    const double *U, double *V)
 {
     size_t n = L->in * B;
     double *f = vijp_scratch(2 * n), *d = f + n;
-    eval_all(L, th, X, n, f, d);
+    eval_all(L, cx, th, X, n, f, d);
     for (size_t i = 0; i < n; i++) V[i] = U[i] * d[i];
     free(f);
 }
 
-int vijp_act_vijp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gx,
-                  const double *frag, double *Gy, vijp_error *err)
+int vijp_act_vijp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                  const double *Gx, const double *frag, double *Gy, vijp_error *err)
 {
     (void)frag;
     size_t n = L->in * B;
     double *f = vijp_scratch(2 * n), *d = f + n;
-    eval_all(L, th, X, n, f, d);
+    eval_all(L, cx, th, X, n, f, d);
     int rc = 0;
     for (size_t i = 0; i < n && !rc; i++) {
         if (d[i] == 0 || !isfinite(d[i]))
@@ -80,8 +81,9 @@ int vijp_act_vijp(const vijp_layer *L, const double *th, const double *X, size_t
     return rc;
 }
 
-void vijp_act_jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
+void vijp_act_jacobian(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *x, double *J)
 {
+    (void)cx;
     double f;
     memset(J, 0, L->in * L->in * sizeof *J);
     for (size_t i = 0; i < L->in; i++) L->type->dual_eval(L, th, x[i], &f, &J[i + i * L->in]);
@@ -93,11 +95,11 @@ void vijp_act_jacobian(const vijp_layer *L, const double *th, const double *x, d
  * multiplication (jvp, vjp) or division (vijp) per unit, as the emulation
  * does after its own f′. */
 
-static float *eval_all_f(const vijp_layer *L, const float *X, size_t n)
+static float *eval_all_f(const vijp_layer *L, const vijp_kctx *cx, const float *X, size_t n)
 {
     float *f = vijp_alloc_unset(2 * (n ? n : 1) * sizeof *f);
     int a = kact_of(L);
-    if (a >= 0) vijp_kernels_active()->act_f[a](n, X, f, f + n);
+    if (a >= 0) cx->k->act_f[a](n, X, f, f + n);
     else /* not one of the six (vijp_act_ops_f attached elsewhere): its dual_eval, rounded once */
         for (size_t i = 0; i < n; i++) {
             double fd, dd;
@@ -107,30 +109,31 @@ static float *eval_all_f(const vijp_layer *L, const float *X, size_t n)
     return f;
 }
 
-static void act_forward_f(const vijp_layer *L, const float *th, const float *X, size_t B, float *Y)
+static void act_forward_f(const vijp_layer *L, const vijp_kctx *cx, const float *th, const float *X, size_t B, float *Y)
 {
     (void)th;
     size_t n = L->in * B;
-    float *f = eval_all_f(L, X, n);
+    float *f = eval_all_f(L, cx, X, n);
     memcpy(Y, f, n * sizeof *Y);
     free(f);
 }
 
-static void act_apply_f(const vijp_layer *L, const float *th, const float *X, size_t B, const float *U, float *V)
+static void act_apply_f(const vijp_layer *L, const vijp_kctx *cx, const float *th, const float *X, size_t B,
+                        const float *U, float *V)
 {
     (void)th;
     size_t n = L->in * B;
-    float *f = eval_all_f(L, X, n), *d = f + n;
+    float *f = eval_all_f(L, cx, X, n), *d = f + n;
     for (size_t i = 0; i < n; i++) V[i] = U[i] * d[i];
     free(f);
 }
 
-static int act_vijp_f(const vijp_layer *L, const float *th, const float *X, size_t B, const float *Gx,
-                      const float *frag, float *Gy, vijp_error *err)
+static int act_vijp_f(const vijp_layer *L, const vijp_kctx *cx, const float *th, const float *X, size_t B,
+                      const float *Gx, const float *frag, float *Gy, vijp_error *err)
 {
     (void)th, (void)frag;
     size_t n = L->in * B;
-    float *f = eval_all_f(L, X, n), *d = f + n;
+    float *f = eval_all_f(L, cx, X, n), *d = f + n;
     int rc = 0, tanh = kact_of(L) == VIJP_KACT_TANH;
     for (size_t i = 0; i < n && !rc; i++) {
         if (d[i] == 0 || (!tanh && !isfinite(d[i]))) /* as the emulation and the oracles: tanh refuses only 0 */

@@ -14,13 +14,14 @@
 
 VIJP_MUST_CHECK int vijp_act_parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err);
 size_t vijp_act_no_params(const vijp_layer *L);
-void vijp_act_forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y);
+void vijp_act_forward(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B, double *Y);
 /* jvp and vjp coincide for a diagonal Jacobian: V = U·f′(X). */
-void vijp_act_apply(const vijp_layer *L, const double *th, const double *X, size_t B, const double *U,
-                    double *V);
-VIJP_MUST_CHECK int vijp_act_vijp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gx,
+void vijp_act_apply(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                    const double *U, double *V);
+VIJP_MUST_CHECK int vijp_act_vijp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X,
+                                  size_t B, const double *Gx,
                   const double *frag, double *Gy, vijp_error *err);
-void vijp_act_jacobian(const vijp_layer *L, const double *th, const double *x, double *J);
+void vijp_act_jacobian(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *x, double *J);
 /* binary32@SET operators of the catalogue's six activations (their act_f
  * kernels); not for other activations, which have no such kernel. */
 extern const vijp_ops_f vijp_act_ops_f;

@@ -13,7 +13,7 @@
 #include "chain.h"
 #include "scratch.h"
 #include "oracles/oracles.h"
-#include "kernels/kernels.h"
+#include "layer/route.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,112 +67,117 @@ static void split(const state *s, const double *X, double *a, double *b) { vijp_
 static void join(const state *s, const double *a, const double *b, double *Y) { vijp_halves_join(s->h, s->B, a, b, Y); }
 
 /* Forward from X: x1, x2, the F chain, y1, the G chain, y2. */
-static void evaluate(const vijp_layer *L, const double *th, const double *X, state *s)
+static void evaluate(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, state *s)
 {
     size_t len = s->h * s->B, k = vijp_chain_n(L), PF = vijp_chain_params(L, k);
     split(s, X, s->x1, s->x2);
-    vijp_chain_forward(L, th, s->aF, s->B);
-    const vijp_kernels *K = vijp_kernels_active();
+    vijp_chain_forward(L, cx, th, s->aF, s->B);
+    const vijp_kernels *K = cx->k;
     K->add_d(len, s->x1, s->aF[k], s->y1);
-    vijp_chain_forward(L, th + PF, s->aG, s->B);
+    vijp_chain_forward(L, cx, th + PF, s->aG, s->B);
     K->add_d(len, s->x2, s->aG[k], s->y2);
 }
 
-static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
+static void forward(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B, double *Y)
 {
     state s;
     state_init(&s, L, B);
-    evaluate(L, th, X, &s);
+    evaluate(L, cx, th, X, &s);
     join(&s, s.y1, s.y2, Y);
     free(s.block);
 }
 
 /* v1 = u1 + J_F u2,  v2 = u2 + J_G v1. */
-static void jvp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *U, double *V)
+static void jvp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                const double *U, double *V)
 {
     state s;
     state_init(&s, L, B);
-    evaluate(L, th, X, &s);
+    evaluate(L, cx, th, X, &s);
     size_t len = s.h * B, PF = vijp_chain_params(L, vijp_chain_n(L));
     double *u1 = s.x1, *u2 = s.y2, *v1 = vijp_scratch(2 * len), *v2 = v1 + len;
     split(&s, U, u1, u2); /* x1 and y2 are no longer needed */
-    vijp_chain_apply(L, th, s.aF, B, u2, v1, s.t1, 0);
-    const vijp_kernels *K = vijp_kernels_active();
+    vijp_chain_apply(L, cx, th, s.aF, B, u2, v1, s.t1, 0);
+    const vijp_kernels *K = cx->k;
     K->add_d(len, v1, u1, v1);
-    vijp_chain_apply(L, th + PF, s.aG, B, v1, v2, s.t1, 0);
+    vijp_chain_apply(L, cx, th + PF, s.aG, B, v1, v2, s.t1, 0);
     K->add_d(len, v2, u2, v2);
     join(&s, v1, v2, V);
     free(v1), free(s.block);
 }
 
 /* ḡ1 = g_y1 + g_y2·J_G,  g_x1 = ḡ1,  g_x2 = g_y2 + ḡ1·J_F; with params, also the θ gradients. */
-static void reverse(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy, double *Gx,
-                    double *Gth)
+static void reverse(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                    const double *Gy, double *Gx, double *Gth)
 {
     state s;
     state_init(&s, L, B);
-    evaluate(L, th, X, &s);
+    evaluate(L, cx, th, X, &s);
     size_t len = s.h * B, PF = vijp_chain_params(L, vijp_chain_n(L));
     double *gy1 = s.x1, *gy2 = s.y2, *gb = vijp_scratch(2 * len), *gx2 = gb + len;
     split(&s, Gy, gy1, gy2);
-    vijp_chain_apply(L, th + PF, s.aG, B, gy2, gb, s.t1, 1);
-    vijp_kernels_active()->add_d(len, gb, gy1, gb);
+    vijp_chain_apply(L, cx, th + PF, s.aG, B, gy2, gb, s.t1, 1);
+    cx->k->add_d(len, gb, gy1, gb);
     if (Gth) {
-        vijp_chain_vjp_param(L, th, s.aF, B, gb, Gth, s.t1, s.t2);
-        vijp_chain_vjp_param(L, th + PF, s.aG, B, gy2, Gth + PF, s.t1, s.t2);
+        vijp_chain_vjp_param(L, cx, th, s.aF, B, gb, Gth, s.t1, s.t2);
+        vijp_chain_vjp_param(L, cx, th + PF, s.aG, B, gy2, Gth + PF, s.t1, s.t2);
     } else {
-        vijp_chain_apply(L, th, s.aF, B, gb, gx2, s.t1, 1);
-        vijp_kernels_active()->add_d(len, gx2, gy2, gx2);
+        vijp_chain_apply(L, cx, th, s.aF, B, gb, gx2, s.t1, 1);
+        cx->k->add_d(len, gx2, gy2, gx2);
         join(&s, gb, gx2, Gx);
     }
     free(gb), free(s.block);
 }
 
-static void vjp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy, double *Gx)
+static void vjp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                const double *Gy, double *Gx)
 {
-    reverse(L, th, X, B, Gy, Gx, NULL);
+    reverse(L, cx, th, X, B, Gy, Gx, NULL);
 }
 
-static void vjp_param(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy, double *Gth)
+static void vjp_param(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                      const double *Gy, double *Gth)
 {
-    reverse(L, th, X, B, Gy, NULL, Gth);
+    reverse(L, cx, th, X, B, Gy, NULL, Gth);
 }
 
 /* g_y2 = g_x2 − g_x1·J_F(x2),  g_y1 = g_x1 − g_y2·J_G(y1). */
-static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gx,
+static int vijp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B, const double *Gx,
                 const double *frag, double *Gy, vijp_error *err)
 {
     (void)frag, (void)err;
     state s;
     state_init(&s, L, B);
-    evaluate(L, th, X, &s);
+    evaluate(L, cx, th, X, &s);
     size_t len = s.h * B, PF = vijp_chain_params(L, vijp_chain_n(L));
     double *gx1 = s.x1, *gx2 = s.y2, *gy1 = vijp_scratch(2 * len), *gy2 = gy1 + len;
     split(&s, Gx, gx1, gx2);
-    vijp_chain_apply(L, th, s.aF, B, gx1, gy2, s.t1, 1);
-    const vijp_kernels *K = vijp_kernels_active();
+    vijp_chain_apply(L, cx, th, s.aF, B, gx1, gy2, s.t1, 1);
+    const vijp_kernels *K = cx->k;
     K->sub_d(len, gx2, gy2, gy2);
-    vijp_chain_apply(L, th + PF, s.aG, B, gy2, gy1, s.t1, 1);
+    vijp_chain_apply(L, cx, th + PF, s.aG, B, gy2, gy1, s.t1, 1);
     K->sub_d(len, gx1, gy1, gy1);
     join(&s, gy1, gy2, Gy);
     free(gy1), free(s.block);
     return 0;
 }
 
-static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J) { vijp_jacobian_by_jvp(L, th, x, J, jvp); }
+static void jacobian(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *x,
+                     double *J) { vijp_jacobian_by_jvp(L, cx, th, x, J, jvp); }
 
 /* x2 = y2 − G(y1),  x1 = y1 − F(x2). */
-static int inverse(const vijp_layer *L, const double *th, const double *Y, size_t B, double *X, vijp_error *err)
+static int inverse(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *Y, size_t B, double *X,
+                   vijp_error *err)
 {
     (void)err;
     state s;
     state_init(&s, L, B);
     size_t len = s.h * B, k = vijp_chain_n(L), PF = vijp_chain_params(L, k);
     split(&s, Y, s.y1, s.y2);
-    vijp_chain_forward(L, th + PF, s.aG, B);
-    const vijp_kernels *K = vijp_kernels_active();
+    vijp_chain_forward(L, cx, th + PF, s.aG, B);
+    const vijp_kernels *K = cx->k;
     K->sub_d(len, s.y2, s.aG[k], s.x2);
-    vijp_chain_forward(L, th, s.aF, B);
+    vijp_chain_forward(L, cx, th, s.aF, B);
     K->sub_d(len, s.y1, s.aF[k], s.x1);
     join(&s, s.x1, s.x2, X);
     free(s.block);

@@ -20,7 +20,7 @@
 #include "kernels/dual.h"
 #include "scratch.h"
 #include "oracles/oracles.h"
-#include "kernels/kernels.h"
+#include "layer/route.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,7 +76,7 @@ typedef struct {
     double *block;
 } state;
 
-static void evaluate(const vijp_layer *L, const double *th, const double *X, size_t B, state *st)
+static void evaluate(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B, state *st)
 {
     size_t h = L->in / 2, len = h * B, k = vijp_chain_n(L);
     st->h = h, st->B = B;
@@ -88,81 +88,84 @@ static void evaluate(const vijp_layer *L, const double *th, const double *X, siz
     st->aS[0] = st->aT[0] = st->x1;
     for (size_t j = 1; j <= k; j++) st->aS[j] = p, st->aT[j] = p + len, p += 2 * len;
     vijp_halves_split(h, B, X, st->x1, st->x2);
-    vijp_chain_forward(L, th, st->aS, B);
-    vijp_chain_forward(L, th + vijp_chain_params(L, k), st->aT, B);
+    vijp_chain_forward(L, cx, th, st->aS, B);
+    vijp_chain_forward(L, cx, th + vijp_chain_params(L, k), st->aT, B);
     for (size_t i = 0; i < len; i++) scale(L, st->aS[k][i], &st->s[i], &st->ds[i]);
 }
 
 /* out = c(g) = J_Sᵀ(g ⊙ x2 ⊙ s′) + J_Tᵀ g. */
-static void cross(const vijp_layer *L, const double *th, state *st, const double *g, double *out)
+static void cross(const vijp_layer *L, const vijp_kctx *cx, const double *th, state *st, const double *g, double *out)
 {
     size_t len = st->h * st->B;
     for (size_t i = 0; i < len; i++) st->t2[i] = g[i] * st->x2[i] * st->ds[i];
-    vijp_chain_apply(L, th, st->aS, st->B, st->t2, st->t3, st->t1, 1);
-    vijp_chain_apply(L, th + vijp_chain_params(L, vijp_chain_n(L)), st->aT, st->B, g, out, st->t1, 1);
+    vijp_chain_apply(L, cx, th, st->aS, st->B, st->t2, st->t3, st->t1, 1);
+    vijp_chain_apply(L, cx, th + vijp_chain_params(L, vijp_chain_n(L)), st->aT, st->B, g, out, st->t1, 1);
     for (size_t i = 0; i < len; i++) out[i] += st->t3[i];
 }
 
-static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
+static void forward(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B, double *Y)
 {
     state st;
-    evaluate(L, th, X, B, &st);
+    evaluate(L, cx, th, X, B, &st);
     size_t len = st.h * B;
     const double *t = st.aT[vijp_chain_n(L)];
     double *y2 = vijp_scratch(len);
-    vijp_kernels_active()->affine_d(len, st.x2, st.s, t, y2);
+    cx->k->affine_d(len, st.x2, st.s, t, y2);
     vijp_halves_join(st.h, B, st.x1, y2, Y);
     free(y2), free(st.block);
 }
 
 /* v1 = u1,  v2 = u2 ⊙ s + x2 ⊙ s′ ⊙ (J_S u1) + J_T u1. */
-static void jvp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *U, double *V)
+static void jvp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                const double *U, double *V)
 {
     state st;
-    evaluate(L, th, X, B, &st);
+    evaluate(L, cx, th, X, B, &st);
     size_t len = st.h * B;
     double *u1 = vijp_scratch(3 * len), *u2 = u1 + len, *v2 = u1 + 2 * len;
     vijp_halves_split(st.h, B, U, u1, u2);
-    vijp_chain_apply(L, th, st.aS, B, u1, st.t2, st.t1, 0);
-    vijp_chain_apply(L, th + vijp_chain_params(L, vijp_chain_n(L)), st.aT, B, u1, st.t3, st.t1, 0);
+    vijp_chain_apply(L, cx, th, st.aS, B, u1, st.t2, st.t1, 0);
+    vijp_chain_apply(L, cx, th + vijp_chain_params(L, vijp_chain_n(L)), st.aT, B, u1, st.t3, st.t1, 0);
     for (size_t i = 0; i < len; i++) v2[i] = u2[i] * st.s[i] + st.x2[i] * st.ds[i] * st.t2[i] + st.t3[i];
     vijp_halves_join(st.h, B, u1, v2, V);
     free(u1), free(st.block);
 }
 
-static void vjp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy, double *Gx)
+static void vjp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                const double *Gy, double *Gx)
 {
     state st;
-    evaluate(L, th, X, B, &st);
+    evaluate(L, cx, th, X, B, &st);
     size_t len = st.h * B;
     double *g1 = vijp_scratch(4 * len), *g2 = g1 + len, *c = g1 + 2 * len, *gx2 = g1 + 3 * len;
     vijp_halves_split(st.h, B, Gy, g1, g2);
-    cross(L, th, &st, g2, c);
+    cross(L, cx, th, &st, g2, c);
     for (size_t i = 0; i < len; i++) g1[i] += c[i], gx2[i] = g2[i] * st.s[i];
     vijp_halves_join(st.h, B, g1, gx2, Gx);
     free(g1), free(st.block);
 }
 
 /* θ_S: S's chain with output cotangent g_y2 ⊙ x2 ⊙ s′; θ_T: T's with g_y2. */
-static void vjp_param(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy, double *Gt)
+static void vjp_param(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                      const double *Gy, double *Gt)
 {
     state st;
-    evaluate(L, th, X, B, &st);
+    evaluate(L, cx, th, X, B, &st);
     size_t len = st.h * B, PS = vijp_chain_params(L, vijp_chain_n(L));
     double *g1 = vijp_scratch(3 * len), *g2 = g1 + len, *gs = g1 + 2 * len;
     vijp_halves_split(st.h, B, Gy, g1, g2);
     for (size_t i = 0; i < len; i++) gs[i] = g2[i] * st.x2[i] * st.ds[i];
-    vijp_chain_vjp_param(L, th, st.aS, B, gs, Gt, st.t1, st.t2);
-    vijp_chain_vjp_param(L, th + PS, st.aT, B, g2, Gt + PS, st.t1, st.t2);
+    vijp_chain_vjp_param(L, cx, th, st.aS, B, gs, Gt, st.t1, st.t2);
+    vijp_chain_vjp_param(L, cx, th + PS, st.aT, B, g2, Gt + PS, st.t1, st.t2);
     free(g1), free(st.block);
 }
 
-static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gx,
+static int vijp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B, const double *Gx,
                 const double *frag, double *Gy, vijp_error *err)
 {
     (void)frag;
     state st;
-    evaluate(L, th, X, B, &st);
+    evaluate(L, cx, th, X, B, &st);
     size_t len = st.h * B;
     double *g1 = vijp_scratch(4 * len), *g2 = g1 + len, *c = g1 + 2 * len, *gy2 = g1 + 3 * len;
     vijp_halves_split(st.h, B, Gx, g1, g2);
@@ -172,8 +175,8 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
             rc = vijp_fail(err, VIJP_ESINGULAR, "affine vijp: the scale of unit %zu is %g: the block is numerically "
                            "singular there", i % st.h, st.s[i]);
     if (!rc) {
-        vijp_kernels_active()->div_d(len, g2, st.s, gy2);
-        cross(L, th, &st, gy2, c);
+        cx->k->div_d(len, g2, st.s, gy2);
+        cross(L, cx, th, &st, gy2, c);
         for (size_t i = 0; i < len; i++) g1[i] -= c[i];
         vijp_halves_join(st.h, B, g1, gy2, Gy);
     }
@@ -181,12 +184,14 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
     return rc;
 }
 
-static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J) { vijp_jacobian_by_jvp(L, th, x, J, jvp); }
+static void jacobian(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *x,
+                     double *J) { vijp_jacobian_by_jvp(L, cx, th, x, J, jvp); }
 
-static int inverse(const vijp_layer *L, const double *th, const double *Y, size_t B, double *X, vijp_error *err)
+static int inverse(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *Y, size_t B, double *X,
+                   vijp_error *err)
 {
     state st;
-    evaluate(L, th, Y, B, &st); /* x1 = y1: S and T evaluate at the right point; st.x2 holds y2 */
+    evaluate(L, cx, th, Y, B, &st); /* x1 = y1: S and T evaluate at the right point; st.x2 holds y2 */
     size_t len = st.h * B;
     const double *t = st.aT[vijp_chain_n(L)];
     int rc = 0;
@@ -194,7 +199,7 @@ static int inverse(const vijp_layer *L, const double *th, const double *Y, size_
         if (st.s[i] == 0 || !isfinite(st.s[i]))
             rc = vijp_fail(err, VIJP_ESINGULAR, "affine inverse: the scale of unit %zu is %g", i % st.h, st.s[i]);
     if (!rc) {
-        vijp_kernels_active()->affine_inverse_d(len, st.x2, st.s, t, st.t2);
+        cx->k->affine_inverse_d(len, st.x2, st.s, t, st.t2);
         vijp_halves_join(st.h, B, st.x1, st.t2, X);
     }
     free(st.block);

@@ -34,9 +34,9 @@ static int print(const vijp_layer *L, char *buf, size_t size) { return snprintf(
 
 static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE; }
 
-static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
+static void forward(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B, double *Y)
 {
-    (void)th;
+    (void)cx, (void)th;
     size_t P = vijp_avgpool_window(L);
     for (size_t j = 0; j < L->out * B; j++) {
         double s = 0;
@@ -45,24 +45,26 @@ static void forward(const vijp_layer *L, const double *th, const double *X, size
     }
 }
 
-static void jvp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *U, double *V)
+static void jvp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                const double *U, double *V)
 {
     (void)X;
-    forward(L, th, U, B, V);
+    forward(L, cx, th, U, B, V);
 }
 
-static void vjp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy, double *Gx)
+static void vjp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                const double *Gy, double *Gx)
 {
-    (void)th, (void)X;
+    (void)cx, (void)th, (void)X;
     size_t P = vijp_avgpool_window(L);
     for (size_t j = 0; j < L->out * B; j++)
         for (size_t k = 0; k < P; k++) Gx[j * P + k] = Gy[j] / (double)P;
 }
 
-static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gx,
+static int vijp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B, const double *Gx,
                 const double *frag, double *Gy, vijp_error *err)
 {
-    (void)th, (void)X, (void)frag, (void)err;
+    (void)cx, (void)th, (void)X, (void)frag, (void)err;
     size_t P = vijp_avgpool_window(L);
     for (size_t j = 0; j < L->out * B; j++) {
         double s = 0;
@@ -72,9 +74,9 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
     return 0;
 }
 
-static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
+static void jacobian(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *x, double *J)
 {
-    (void)th, (void)x;
+    (void)cx, (void)th, (void)x;
     size_t P = vijp_avgpool_window(L), m = L->out;
     memset(J, 0, m * L->in * sizeof *J);
     for (size_t j = 0; j < m; j++)

@@ -87,16 +87,16 @@ int vijp_chain_init(const vijp_layer *L, size_t chains, vijp_init in, vijp_rng *
     return 0;
 }
 
-void vijp_chain_forward(const vijp_layer *L, const double *th, double **acts, size_t B)
+void vijp_chain_forward(const vijp_layer *L, const vijp_kctx *cx, const double *th, double **acts, size_t B)
 {
     for (size_t k = 0; k < vijp_chain_n(L); k++) {
         const vijp_layer *sl = vijp_chain_sub(L, k);
-        sl->type->d->forward(sl, th + vijp_chain_params(L, k), acts[k], B, acts[k + 1]);
+        sl->type->d->forward(sl, cx, th + vijp_chain_params(L, k), acts[k], B, acts[k + 1]);
     }
 }
 
-void vijp_chain_apply(const vijp_layer *L, const double *th, double **acts, size_t B, const double *u, double *out,
-                      double *tmp, int transpose)
+void vijp_chain_apply(const vijp_layer *L, const vijp_kctx *cx, const double *th, double **acts, size_t B,
+                      const double *u, double *out, double *tmp, int transpose)
 {
     size_t len = L->in / 2 * B, k = vijp_chain_n(L);
     memcpy(out, u, len * sizeof *out);
@@ -104,22 +104,22 @@ void vijp_chain_apply(const vijp_layer *L, const double *th, double **acts, size
         size_t l = transpose ? k - 1 - j : j;
         const vijp_layer *sl = vijp_chain_sub(L, l);
         const double *tl = th + vijp_chain_params(L, l);
-        if (transpose) sl->type->d->vjp(sl, tl, acts[l], B, out, tmp);
-        else sl->type->d->jvp(sl, tl, acts[l], B, out, tmp);
+        if (transpose) sl->type->d->vjp(sl, cx, tl, acts[l], B, out, tmp);
+        else sl->type->d->jvp(sl, cx, tl, acts[l], B, out, tmp);
         memcpy(out, tmp, len * sizeof *out);
     }
 }
 
-void vijp_chain_vjp_param(const vijp_layer *L, const double *th, double **acts, size_t B, const double *g, double *gth,
-                          double *t1, double *t2)
+void vijp_chain_vjp_param(const vijp_layer *L, const vijp_kctx *cx, const double *th, double **acts, size_t B,
+                          const double *g, double *gth, double *t1, double *t2)
 {
     size_t len = L->in / 2 * B;
     memcpy(t1, g, len * sizeof *t1);
     for (size_t l = vijp_chain_n(L); l-- > 0;) {
         const vijp_layer *sl = vijp_chain_sub(L, l);
         const double *tl = th + vijp_chain_params(L, l);
-        if (sl->type->param_count(sl)) sl->type->d->vjp_param(sl, tl, acts[l], B, t1, gth + vijp_chain_params(L, l));
-        sl->type->d->vjp(sl, tl, acts[l], B, t1, t2);
+        if (sl->type->param_count(sl)) sl->type->d->vjp_param(sl, cx, tl, acts[l], B, t1, gth + vijp_chain_params(L, l));
+        sl->type->d->vjp(sl, cx, tl, acts[l], B, t1, t2);
         memcpy(t1, t2, len * sizeof *t1);
     }
 }
@@ -136,13 +136,14 @@ void vijp_halves_join(size_t h, size_t B, const double *a, const double *b, doub
         memcpy(Y + 2 * c * h, a + c * h, h * sizeof *a), memcpy(Y + (2 * c + 1) * h, b + c * h, h * sizeof *b);
 }
 
-void vijp_jacobian_by_jvp(const vijp_layer *L, const double *th, const double *x, double *J,
-                          void (*jvp)(const vijp_layer *, const double *, const double *, size_t, const double *, double *))
+void vijp_jacobian_by_jvp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *x, double *J,
+                          void (*jvp)(const vijp_layer *, const vijp_kctx *, const double *, const double *, size_t,
+                                      const double *, double *))
 {
     size_t n = L->in;
     double *X = vijp_scratch(2 * n * n), *E = X + n * n;
     memset(E, 0, n * n * sizeof *E);
     for (size_t j = 0; j < n; j++) memcpy(X + j * n, x, n * sizeof *x), E[j + j * n] = 1;
-    jvp(L, th, X, n, E, J);
+    jvp(L, cx, th, X, n, E, J);
     free(X);
 }

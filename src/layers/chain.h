@@ -24,19 +24,20 @@ size_t vijp_chain_params(const vijp_layer *L, size_t k);
 /* Seeded initialisation of `chains` consecutive parameter blocks. */
 VIJP_MUST_CHECK int vijp_chain_init(const vijp_layer *L, size_t chains, vijp_init in, vijp_rng *rng, double *theta);
 /* acts[k+1] = layer k (acts[k]), k < n (each h × B); th: the chain's parameters. */
-void vijp_chain_forward(const vijp_layer *L, const double *th, double **acts, size_t B);
+void vijp_chain_forward(const vijp_layer *L, const vijp_kctx *cx, const double *th, double **acts, size_t B);
 /* out = J·u (transpose 0) or u·J (transpose 1) through the chain at acts;
  * tmp: h × B scratch; u is not changed. */
-void vijp_chain_apply(const vijp_layer *L, const double *th, double **acts, size_t B, const double *u, double *out,
-                      double *tmp, int transpose);
+void vijp_chain_apply(const vijp_layer *L, const vijp_kctx *cx, const double *th, double **acts, size_t B,
+                      const double *u, double *out, double *tmp, int transpose);
 /* The chain's parameter gradient for output cotangent g (gth: the chain's block). */
-void vijp_chain_vjp_param(const vijp_layer *L, const double *th, double **acts, size_t B, const double *g, double *gth,
-                          double *t1, double *t2);
+void vijp_chain_vjp_param(const vijp_layer *L, const vijp_kctx *cx, const double *th, double **acts, size_t B,
+                          const double *g, double *gth, double *t1, double *t2);
 
 /* J (n × n) at x as the jvps of the unit vectors, for layers whose Jacobian
  * is only available through their jvp (the coupling blocks). */
-void vijp_jacobian_by_jvp(const vijp_layer *L, const double *th, const double *x, double *J,
-                          void (*jvp)(const vijp_layer *, const double *, const double *, size_t, const double *, double *));
+void vijp_jacobian_by_jvp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *x, double *J,
+                          void (*jvp)(const vijp_layer *, const vijp_kctx *, const double *, const double *, size_t,
+                                      const double *, double *));
 
 /* The halves of a batch (column b: X[b·2h …]) into two h × B blocks, and back. */
 void vijp_halves_split(size_t h, size_t B, const double *X, double *a, double *b);

@@ -200,18 +200,21 @@ static void apply(const vijp_layer *L, const double *th, const double *U, size_t
     free(t), free(tk);
 }
 
-static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y) { apply(L, th, X, B, Y, 1); }
+static void forward(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                    double *Y) { (void)cx; apply(L, th, X, B, Y, 1); }
 
-static void jvp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *U, double *V)
+static void jvp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                const double *U, double *V)
 {
-    (void)X;
+    (void)cx, (void)X;
     apply(L, th, U, B, V, 0);
 }
 
 /* G_x[c,q] = Σ_o Σ_k W[o,c,k] G_y[o,p] over the p with tap(p, k) = q. */
-static void vjp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy, double *Gx)
+static void vjp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                const double *Gy, double *Gx)
 {
-    (void)X;
+    (void)cx, (void)X;
     size_t C = CH(L), K = TAPS(L), n = LEN(L), no = OUTLEN(L);
     long *t = tap_table(L);
     memset(Gx, 0, L->in * B * sizeof *Gx);
@@ -230,9 +233,10 @@ static void vjp(const vijp_layer *L, const double *th, const double *X, size_t B
     free(t);
 }
 
-static void vjp_param(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy, double *Gt)
+static void vjp_param(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                      const double *Gy, double *Gt)
 {
-    (void)th;
+    (void)cx, (void)th;
     size_t C = CH(L), K = TAPS(L), n = LEN(L), no = OUTLEN(L);
     long *t = tap_table(L);
     memset(Gt, 0, param_count(L) * sizeof *Gt);
@@ -252,9 +256,9 @@ static void vjp_param(const vijp_layer *L, const double *th, const double *X, si
     free(t);
 }
 
-static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
+static void jacobian(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *x, double *J)
 {
-    (void)x;
+    (void)cx, (void)x;
     size_t C = CH(L), K = TAPS(L), n = LEN(L), no = OUTLEN(L), M = L->out;
     memset(J, 0, M * L->in * sizeof *J);
     for (size_t o = 0; o < C; o++)
@@ -268,14 +272,14 @@ static void jacobian(const vijp_layer *L, const double *th, const double *x, dou
 
 /* ---- zero padding: dense LU of J (no structure used) ---- */
 
-static int dense_solve(const vijp_layer *L, const double *th, double *rhs, size_t B, int transpose)
+static int dense_solve(const vijp_layer *L, const vijp_kctx *cx, const double *th, double *rhs, size_t B, int transpose)
 {
     size_t N = L->in;
     double *J = vijp_alloc_array(N * N, sizeof *J), *A = vijp_alloc_array(N * N, sizeof *A);
     lapack_int *piv = vijp_alloc_array(N, sizeof *piv);
     int rc = 0;
     if (!rc) {
-        jacobian(L, th, NULL, J);
+        jacobian(L, cx, th, NULL, J);
         for (size_t i = 0; i < N; i++)
             for (size_t j = 0; j < N; j++) A[i + j * N] = transpose ? J[j + i * N] : J[i + j * N];
         if (LAPACKE_dgesv(LAPACK_COL_MAJOR, (int)N, (int)B, A, (int)N, piv, rhs, (int)N)) rc = VIJP_ESINGULAR;
@@ -284,7 +288,7 @@ static int dense_solve(const vijp_layer *L, const double *th, double *rhs, size_
     return rc;
 }
 
-static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gx,
+static int vijp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B, const double *Gx,
                 const double *frag, double *Gy, vijp_error *err)
 {
     (void)frag;
@@ -293,9 +297,9 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
     if (STRIDE(L) > 1) { /* the dense layer's minimum-norm solve on J (wide: QR of Jᵀ) */
         size_t M = L->out, N = L->in;
         double *th_d = vijp_alloc_array(M * N + M, sizeof *th_d);
-        jacobian(L, th, NULL, th_d);
+        jacobian(L, cx, th, NULL, th_d);
         vijp_layer dl = {.type = &vijp_layer_dense, .in = N, .out = M};
-        rc = vijp_layer_dense.d->vijp(&dl, th_d, X, B, Gx, NULL, Gy, err);
+        rc = vijp_layer_dense.d->vijp(&dl, cx, th_d, X, B, Gx, NULL, Gy, err);
         free(th_d);
         return rc;
     }
@@ -303,7 +307,7 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
         rc = vijp_conv_circulant_solve(ARGS(L), L->in, th, Gx, Gy, B, 1, &w);
     } else {
         memcpy(Gy, Gx, L->in * B * sizeof *Gy);
-        rc = dense_solve(L, th, Gy, B, 1);
+        rc = dense_solve(L, cx, th, Gy, B, 1);
     }
     if (rc == VIJP_ESINGULAR && CIRC(L))
         return vijp_fail(err, rc, "conv1d vijp: the channel matrix at frequency %zu is singular", w);
@@ -311,7 +315,8 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
     return rc ? vijp_fail(err, rc, "conv1d vijp: out of memory") : 0;
 }
 
-static int inverse(const vijp_layer *L, const double *th, const double *Y, size_t B, double *X, vijp_error *err)
+static int inverse(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *Y, size_t B, double *X,
+                   vijp_error *err)
 {
     if (STRIDE(L) > 1) return vijp_fail(err, VIJP_EUNSUPPORTED, "conv1d with stride %zu is not invertible", STRIDE(L));
     size_t n = LEN(L), w = 0;
@@ -322,7 +327,7 @@ static int inverse(const vijp_layer *L, const double *th, const double *Y, size_
     if (CIRC(L)) {
         rc = vijp_conv_circulant_solve(ARGS(L), L->in, th, R, X, B, 0, &w);
     } else {
-        rc = dense_solve(L, th, R, B, 0);
+        rc = dense_solve(L, cx, th, R, B, 0);
         if (!rc) memcpy(X, R, L->in * B * sizeof *X);
     }
     free(R);

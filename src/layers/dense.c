@@ -11,7 +11,7 @@
 #include "init.h"
 #include "oracles/oracles.h"
 #include "emu/dense.h"
-#include "kernels/kernels.h"
+#include "layer/route.h"
 #include "lu.h"
 #include <lapacke.h>
 #include <math.h>
@@ -108,33 +108,33 @@ static int init(const vijp_layer *L, vijp_init in, vijp_rng *rng, double *theta)
     return 0;
 }
 
-static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
+static void forward(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B, double *Y)
 {
     size_t m = L->out, n = L->in;
     for (size_t j = 0; j < B; j++) memcpy(Y + j * m, th + m * n, m * sizeof *Y);
-    vijp_kernels_active()->gemm_d(0, 0, m, B, n, 1.0, th, m, X, n, 1.0, Y, m);
+    cx->k->gemm_d(0, 0, m, B, n, 1.0, th, m, X, n, 1.0, Y, m);
 }
 
-static void jvp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *U,
+static void jvp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B, const double *U,
                 double *V)
 {
     (void)X;
-    vijp_kernels_active()->gemm_d(0, 0, L->out, B, L->in, 1.0, th, L->out, U, L->in, 0.0, V, L->out);
+    cx->k->gemm_d(0, 0, L->out, B, L->in, 1.0, th, L->out, U, L->in, 0.0, V, L->out);
 }
 
-static void vjp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy,
+static void vjp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B, const double *Gy,
                 double *Gx)
 {
     (void)X;
-    vijp_kernels_active()->gemm_d(1, 0, L->in, B, L->out, 1.0, th, L->out, Gy, L->out, 0.0, Gx, L->in);
+    cx->k->gemm_d(1, 0, L->in, B, L->out, 1.0, th, L->out, Gy, L->out, 0.0, Gx, L->in);
 }
 
-static void vjp_param(const vijp_layer *L, const double *th, const double *X, size_t B,
+static void vjp_param(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
                       const double *Gy, double *Gt)
 {
     (void)th;
     size_t m = L->out, n = L->in;
-    vijp_kernels_active()->gemm_d(0, 1, m, n, B, 1.0, Gy, m, X, n, 0.0, Gt, m);
+    cx->k->gemm_d(0, 1, m, n, B, 1.0, Gy, m, X, n, 0.0, Gt, m);
     /* db_i = Σ_j Gy[i, j], j ascending from 0, for all i at once: down the
      * columns, not across the rows (the same sums in the same order). */
     double *db = Gt + m * n;
@@ -143,9 +143,9 @@ static void vjp_param(const vijp_layer *L, const double *th, const double *X, si
         for (size_t i = 0; i < m; i++) db[i] += Gy[i + j * m];
 }
 
-static size_t fragment_count(const vijp_layer *L, const double *th, const double *X, size_t B)
+static size_t fragment_count(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B)
 {
-    (void)th, (void)X;
+    (void)cx, (void)th, (void)X;
     return L->out > L->in ? (L->out - L->in) * B : 0;
 }
 
@@ -166,10 +166,10 @@ static int tall_qr(const vijp_layer *L, const double *W, double **A, double **ta
     return 0;
 }
 
-static void fragment(const vijp_layer *L, const double *th, const double *X, size_t B,
+static void fragment(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
                      const double *Gy, double *frag)
 {
-    (void)X;
+    (void)cx, (void)X;
     size_t m = L->out, n = L->in;
     double *A = NULL, *tau = NULL, *Z = vijp_alloc_array(m * B, sizeof *Z);
     tall_qr(L, th, &A, &tau, NULL); /* a rank-deficient W is reported by the vijp */
@@ -179,10 +179,10 @@ static void fragment(const vijp_layer *L, const double *th, const double *X, siz
     free(A), free(tau), free(Z);
 }
 
-static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B,
+static int vijp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
                 const double *Gx, const double *frag, double *Gy, vijp_error *err)
 {
-    (void)X;
+    (void)cx, (void)X;
     size_t m = L->out, n = L->in;
     int rc = 0;
     if (m == n) {
@@ -234,15 +234,16 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
     return rc;
 }
 
-static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
+static void jacobian(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *x, double *J)
 {
-    (void)x;
+    (void)cx, (void)x;
     memcpy(J, th, L->out * L->in * sizeof *J);
 }
 
-static int cokernel(const vijp_layer *L, const double *th, const double *x, double *Q, vijp_error *err)
+static int cokernel(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *x, double *Q,
+                    vijp_error *err)
 {
-    (void)x;
+    (void)cx, (void)x;
     size_t m = L->out, n = L->in;
     if (m <= n) return 0;
     double *A = NULL, *tau = NULL;
@@ -255,9 +256,10 @@ static int cokernel(const vijp_layer *L, const double *th, const double *x, doub
     return rc;
 }
 
-static int inverse(const vijp_layer *L, const double *th, const double *Y, size_t B, double *X,
+static int inverse(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *Y, size_t B, double *X,
                    vijp_error *err)
 {
+    (void)cx;
     size_t n = L->in;
     if (L->out != n)
         return vijp_fail(err, VIJP_EUNSUPPORTED, "dense %zux%zu has no inverse (not square)", L->out, n);

@@ -11,8 +11,7 @@
  * binary32 emulation (its QR, which its fragments come from) runs it. */
 #include "vijp/layer.h"
 #include "vijp/error.h"
-#include "kernels/kernels.h"
-#include "layer/native_f32.h"
+#include "layer/route.h"
 #include "lu.h"
 #include <lapacke.h>
 #include <stdlib.h>
@@ -21,49 +20,51 @@
 /* A mixed format's values (bfloat16 or binary16 in float) go to the set's
  * gemm_mixed_f: on a GPU that is GemmEx on the narrow type, the tensor
  * cores; binary32's to gemm_f. */
-static void gemm(int ta, int tb, size_t m, size_t n, size_t k, float alpha, const float *A, size_t lda, const float *B,
-                 size_t ldb, float beta, float *C, size_t ldc)
+static void gemm(const vijp_kctx *cx, int ta, int tb, size_t m, size_t n, size_t k, float alpha, const float *A,
+                 size_t lda, const float *B, size_t ldb, float beta, float *C, size_t ldc)
 {
-    const vijp_kernels *K = vijp_kernels_active();
-    int st = vijp_layer_f32_storage();
-    if (st) K->gemm_mixed_f(st, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    const vijp_kernels *K = cx->k;
+    if (cx->storage) K->gemm_mixed_f(cx->storage, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
     else K->gemm_f(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-static void forward_f(const vijp_layer *L, const float *th, const float *X, size_t B, float *Y)
+static void forward_f(const vijp_layer *L, const vijp_kctx *cx, const float *th, const float *X, size_t B, float *Y)
 {
     size_t m = L->out, n = L->in;
     for (size_t j = 0; j < B; j++) memcpy(Y + j * m, th + m * n, m * sizeof *Y);
-    gemm(0, 0, m, B, n, 1.0f, th, m, X, n, 1.0f, Y, m);
+    gemm(cx, 0, 0, m, B, n, 1.0f, th, m, X, n, 1.0f, Y, m);
 }
 
-static void jvp_f(const vijp_layer *L, const float *th, const float *X, size_t B, const float *U, float *V)
+static void jvp_f(const vijp_layer *L, const vijp_kctx *cx, const float *th, const float *X, size_t B,
+                  const float *U, float *V)
 {
     (void)X;
-    gemm(0, 0, L->out, B, L->in, 1.0f, th, L->out, U, L->in, 0.0f, V, L->out);
+    gemm(cx, 0, 0, L->out, B, L->in, 1.0f, th, L->out, U, L->in, 0.0f, V, L->out);
 }
 
-static void vjp_f(const vijp_layer *L, const float *th, const float *X, size_t B, const float *Gy, float *Gx)
+static void vjp_f(const vijp_layer *L, const vijp_kctx *cx, const float *th, const float *X, size_t B,
+                  const float *Gy, float *Gx)
 {
     (void)X;
-    gemm(1, 0, L->in, B, L->out, 1.0f, th, L->out, Gy, L->out, 0.0f, Gx, L->in);
+    gemm(cx, 1, 0, L->in, B, L->out, 1.0f, th, L->out, Gy, L->out, 0.0f, Gx, L->in);
 }
 
-static void vjp_param_f(const vijp_layer *L, const float *th, const float *X, size_t B, const float *Gy, float *Gt)
+static void vjp_param_f(const vijp_layer *L, const vijp_kctx *cx, const float *th, const float *X, size_t B,
+                        const float *Gy, float *Gt)
 {
     (void)th;
     size_t m = L->out, n = L->in;
-    gemm(0, 1, m, n, B, 1.0f, Gy, m, X, n, 0.0f, Gt, m);
+    gemm(cx, 0, 1, m, n, B, 1.0f, Gy, m, X, n, 0.0f, Gt, m);
     float *db = Gt + m * n; /* Σ_j Gy[i, j], j ascending, as dense.c */
     for (size_t i = 0; i < m; i++) db[i] = 0;
     for (size_t j = 0; j < B; j++)
         for (size_t i = 0; i < m; i++) db[i] += Gy[i + j * m];
 }
 
-static int vijp_f(const vijp_layer *L, const float *th, const float *X, size_t B, const float *Gx, const float *frag,
-                  float *Gy, vijp_error *err)
+static int vijp_f(const vijp_layer *L, const vijp_kctx *cx, const float *th, const float *X, size_t B,
+                  const float *Gx, const float *frag, float *Gy, vijp_error *err)
 {
-    (void)X, (void)frag;
+    (void)cx, (void)X, (void)frag;
     size_t m = L->out, n = L->in;
     int rc = 0;
     if (m > n) return VIJP_EUNSUPPORTED; /* the emulation's QR: its fragments come from that QR */

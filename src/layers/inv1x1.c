@@ -99,22 +99,27 @@ static void mix(const vijp_layer *L, const double *A, const double *U, size_t B,
     free(W);
 }
 
-static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y) { mix(L, th, X, B, Y, 0); }
-static void jvp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *U, double *V)
+static void forward(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                    double *Y) { (void)cx; mix(L, th, X, B, Y, 0); }
+static void jvp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                const double *U, double *V)
 {
-    (void)X;
+    (void)cx, (void)X;
     mix(L, th, U, B, V, 0);
 }
-static void vjp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy, double *Gx)
+static void vjp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                const double *Gy, double *Gx)
 {
-    (void)X;
+    (void)cx, (void)X;
     mix(L, th, Gy, B, Gx, 1);
 }
 
 /* dW = Σ g xᵀ; with M = L U′ = Pᵀ W: dM = Pᵀ dW, dL = dM U′ᵀ (below the
  * diagonal), dU′ = Lᵀ dM (on and above), d log_s = dU′_ii · exp(log_s_i). */
-static void vjp_param(const vijp_layer *L, const double *A, const double *X, size_t B, const double *Gy, double *Gt)
+static void vjp_param(const vijp_layer *L, const vijp_kctx *cx, const double *A, const double *X, size_t B,
+                      const double *Gy, double *Gt)
 {
+    (void)cx;
     size_t C = CH(L), n = L->in / C;
     double *dM = vijp_scratch(C * C);
     for (size_t j = 0; j < C; j++)
@@ -182,10 +187,10 @@ static void per_position(const vijp_layer *L, const double *A, const double *in,
     free(a);
 }
 
-static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gx,
+static int vijp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B, const double *Gx,
                 const double *frag, double *Gy, vijp_error *err)
 {
-    (void)X, (void)frag;
+    (void)cx, (void)X, (void)frag;
     for (size_t i = 0; i < CH(L); i++)
         if (!(exp(th[i + i * CH(L)]) > 0) || !isfinite(exp(th[i + i * CH(L)])))
             return vijp_fail(err, VIJP_ESINGULAR, "inv1x1 vijp: exp(log_s_%zu) = %g", i, exp(th[i + i * CH(L)]));
@@ -193,8 +198,10 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
     return 0;
 }
 
-static int inverse(const vijp_layer *L, const double *th, const double *Y, size_t B, double *X, vijp_error *err)
+static int inverse(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *Y, size_t B, double *X,
+                   vijp_error *err)
 {
+    (void)cx;
     for (size_t i = 0; i < CH(L); i++)
         if (!(exp(th[i + i * CH(L)]) > 0) || !isfinite(exp(th[i + i * CH(L)])))
             return vijp_fail(err, VIJP_ESINGULAR, "inv1x1 inverse: exp(log_s_%zu) = %g", i, exp(th[i + i * CH(L)]));
@@ -202,9 +209,9 @@ static int inverse(const vijp_layer *L, const double *th, const double *Y, size_
     return 0;
 }
 
-static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
+static void jacobian(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *x, double *J)
 {
-    (void)x;
+    (void)cx, (void)x;
     size_t C = CH(L), n = L->in / C, N = L->in;
     double *W = vijp_scratch(C * C);
     weight(C, th, W);

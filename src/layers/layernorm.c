@@ -66,9 +66,9 @@ static double normalize(const double *x, size_t n, double *yh)
     return sigma;
 }
 
-static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
+static void forward(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B, double *Y)
 {
-    (void)th;
+    (void)cx, (void)th;
     for (size_t b = 0; b < B; b++) normalize(X + b * L->in, L->in, Y + b * L->in);
 }
 
@@ -82,9 +82,10 @@ static void project(const double *yh, size_t n, const double *u, double *v)
 }
 
 /* jvp and vjp coincide (J is symmetric): V = P U / σ. */
-static void apply(const vijp_layer *L, const double *th, const double *X, size_t B, const double *U, double *V)
+static void apply(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                  const double *U, double *V)
 {
-    (void)th;
+    (void)cx, (void)th;
     size_t n = L->in;
     double *yh = vijp_scratch(n);
     for (size_t b = 0; b < B; b++) {
@@ -95,15 +96,16 @@ static void apply(const vijp_layer *L, const double *th, const double *X, size_t
     free(yh);
 }
 
-static size_t fragment_count(const vijp_layer *L, const double *th, const double *X, size_t B)
+static size_t fragment_count(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B)
 {
-    (void)L, (void)th, (void)X;
+    (void)cx, (void)L, (void)th, (void)X;
     return 2 * B;
 }
 
-static void fragment(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy, double *frag)
+static void fragment(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                     const double *Gy, double *frag)
 {
-    (void)th;
+    (void)cx, (void)th;
     size_t n = L->in;
     double r = 1 / sqrt((double)n);
     double *yh = vijp_scratch(n);
@@ -116,10 +118,10 @@ static void fragment(const vijp_layer *L, const double *th, const double *X, siz
     free(yh);
 }
 
-static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gx,
+static int vijp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B, const double *Gx,
                 const double *frag, double *Gy, vijp_error *err)
 {
-    (void)th;
+    (void)cx, (void)th;
     size_t n = L->in;
     double r = 1 / sqrt((double)n);
     double *yh = vijp_scratch(n);
@@ -138,9 +140,9 @@ static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B
     return 0;
 }
 
-static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
+static void jacobian(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *x, double *J)
 {
-    (void)th;
+    (void)cx, (void)th;
     size_t n = L->in;
     double *yh = vijp_scratch(n), sigma = normalize(x, n, yh);
     for (size_t j = 0; j < n; j++)
@@ -149,9 +151,10 @@ static void jacobian(const vijp_layer *L, const double *th, const double *x, dou
     free(yh);
 }
 
-static int cokernel(const vijp_layer *L, const double *th, const double *x, double *Q, vijp_error *err)
+static int cokernel(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *x, double *Q,
+                    vijp_error *err)
 {
-    (void)th, (void)err;
+    (void)cx, (void)th, (void)err;
     size_t n = L->in;
     double *yh = vijp_scratch(n), r = 1 / sqrt((double)n);
     normalize(x, n, yh);

@@ -7,7 +7,7 @@
 #include "state.h"
 #include "vijp/catalogue.h"
 #include "oracles/oracles.h"
-#include "kernels/kernels.h"
+#include "layer/route.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,41 +79,41 @@ static double slope(double alpha, double x) { return x > 0 ? 1.0 : alpha; }
  * layer's inputs are a coin toss: a mispredicted branch per unit cost the
  * backprop benchmark 6% of its time); every set gives the same results. */
 
-static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
+static void forward(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B, double *Y)
 {
     (void)th;
-    vijp_kernels_active()->leaky_forward_d(L->in * B, ALPHA(L), X, Y);
+    cx->k->leaky_forward_d(L->in * B, ALPHA(L), X, Y);
 }
 
 /* jvp and vjp coincide for a diagonal Jacobian. */
-static void diag_apply(const vijp_layer *L, const double *th, const double *X, size_t B,
+static void diag_apply(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
                        const double *U, double *V)
 {
     (void)th;
-    vijp_kernels_active()->leaky_apply_d(L->in * B, ALPHA(L), X, U, V);
+    cx->k->leaky_apply_d(L->in * B, ALPHA(L), X, U, V);
 }
 
-static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B,
+static int vijp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
                 const double *Gx, const double *frag, double *Gy, vijp_error *err)
 {
     (void)th, (void)frag, (void)err;
-    vijp_kernels_active()->leaky_vijp_d(L->in * B, ALPHA(L), X, Gx, Gy);
+    cx->k->leaky_vijp_d(L->in * B, ALPHA(L), X, Gx, Gy);
     return 0;
 }
 
-static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
+static void jacobian(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *x, double *J)
 {
-    (void)th;
+    (void)cx, (void)th;
     double a = ALPHA(L);
     memset(J, 0, L->in * L->in * sizeof *J);
     for (size_t i = 0; i < L->in; i++) J[i + i * L->in] = slope(a, x[i]);
 }
 
-static int inverse(const vijp_layer *L, const double *th, const double *Y, size_t B, double *X,
+static int inverse(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *Y, size_t B, double *X,
                    vijp_error *err)
 {
     (void)th, (void)err;
-    vijp_kernels_active()->leaky_inverse_d(L->in * B, ALPHA(L), Y, X);
+    cx->k->leaky_inverse_d(L->in * B, ALPHA(L), Y, X);
     return 0;
 }
 
@@ -125,23 +125,24 @@ static const vijp_ops_d ops_d = {
 /* binary32@SET: the float kernels, with α rounded to binary32 once, as the
  * emulation rounds it (oracles/elementwise.c); each unit then takes the
  * same one binary32 operation. */
-static void forward_f(const vijp_layer *L, const float *th, const float *X, size_t B, float *Y)
+static void forward_f(const vijp_layer *L, const vijp_kctx *cx, const float *th, const float *X, size_t B, float *Y)
 {
     (void)th;
-    vijp_kernels_active()->leaky_forward_f(L->in * B, (float)ALPHA(L), X, Y);
+    cx->k->leaky_forward_f(L->in * B, (float)ALPHA(L), X, Y);
 }
 
-static void diag_apply_f(const vijp_layer *L, const float *th, const float *X, size_t B, const float *U, float *V)
+static void diag_apply_f(const vijp_layer *L, const vijp_kctx *cx, const float *th, const float *X, size_t B,
+                         const float *U, float *V)
 {
     (void)th;
-    vijp_kernels_active()->leaky_apply_f(L->in * B, (float)ALPHA(L), X, U, V);
+    cx->k->leaky_apply_f(L->in * B, (float)ALPHA(L), X, U, V);
 }
 
-static int vijp_f(const vijp_layer *L, const float *th, const float *X, size_t B, const float *Gx, const float *frag,
-                  float *Gy, vijp_error *err)
+static int vijp_f(const vijp_layer *L, const vijp_kctx *cx, const float *th, const float *X, size_t B,
+                  const float *Gx, const float *frag, float *Gy, vijp_error *err)
 {
     (void)th, (void)frag, (void)err;
-    vijp_kernels_active()->leaky_vijp_f(L->in * B, (float)ALPHA(L), X, Gx, Gy);
+    cx->k->leaky_vijp_f(L->in * B, (float)ALPHA(L), X, Gx, Gy);
     return 0;
 }
 

@@ -5,59 +5,60 @@
 #include "vijp/layer.h"
 #include "activation.h"
 #include "oracles/oracles.h"
-#include "kernels/kernels.h"
+#include "layer/route.h"
 #include <string.h>
 
 /* Submersive exactly where every unit is active: no structural claim holds. */
 static unsigned declare(const vijp_layer *L) { (void)L; return 0; }
 
-static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
+static void forward(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B, double *Y)
 {
     (void)th;
-    vijp_kernels_active()->relu_forward_d(L->in * B, X, Y);
+    cx->k->relu_forward_d(L->in * B, X, Y);
 }
 
-static void mask_apply(const vijp_layer *L, const double *th, const double *X, size_t B,
+static void mask_apply(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
                        const double *U, double *V)
 {
     (void)th;
-    vijp_kernels_active()->relu_apply_d(L->in * B, X, U, V);
+    cx->k->relu_apply_d(L->in * B, X, U, V);
 }
 
-static size_t fragment_count(const vijp_layer *L, const double *th, const double *X, size_t B)
+static size_t fragment_count(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B)
 {
-    (void)th;
+    (void)cx, (void)th;
     size_t k = 0;
     for (size_t i = 0; i < L->in * B; i++) k += !(X[i] > 0);
     return k;
 }
 
-static void fragment(const vijp_layer *L, const double *th, const double *X, size_t B,
+static void fragment(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
                      const double *Gy, double *frag)
 {
     (void)th;
-    vijp_kernels_active()->relu_gather_d(L->in * B, X, Gy, frag);
+    cx->k->relu_gather_d(L->in * B, X, Gy, frag);
 }
 
-static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B,
+static int vijp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
                 const double *Gx, const double *frag, double *Gy, vijp_error *err)
 {
     (void)th, (void)err;
-    vijp_kernels_active()->relu_scatter_d(L->in * B, X, Gx, frag, Gy);
+    cx->k->relu_scatter_d(L->in * B, X, Gx, frag, Gy);
     return 0;
 }
 
-static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
+static void jacobian(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *x, double *J)
 {
-    (void)th;
+    (void)cx, (void)th;
     memset(J, 0, L->in * L->in * sizeof *J);
     for (size_t i = 0; i < L->in; i++) J[i + i * L->in] = x[i] > 0 ? 1.0 : 0.0;
 }
 
-static int cokernel(const vijp_layer *L, const double *th, const double *x, double *Q, vijp_error *err)
+static int cokernel(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *x, double *Q,
+                    vijp_error *err)
 {
     (void)th, (void)err;
-    size_t k = fragment_count(L, th, x, 1);
+    size_t k = fragment_count(L, cx, th, x, 1);
     memset(Q, 0, L->in * k * sizeof *Q);
     for (size_t i = 0, j = 0; i < L->in; i++)
         if (!(x[i] > 0)) Q[i + L->in * j++] = 1.0;
@@ -71,29 +72,31 @@ static const vijp_ops_d ops_d = {
 };
 
 /* binary32@SET: the same kernels' float twins (exact: selections only). */
-static void forward_f(const vijp_layer *L, const float *th, const float *X, size_t B, float *Y)
+static void forward_f(const vijp_layer *L, const vijp_kctx *cx, const float *th, const float *X, size_t B, float *Y)
 {
     (void)th;
-    vijp_kernels_active()->relu_forward_f(L->in * B, X, Y);
+    cx->k->relu_forward_f(L->in * B, X, Y);
 }
 
-static void mask_apply_f(const vijp_layer *L, const float *th, const float *X, size_t B, const float *U, float *V)
+static void mask_apply_f(const vijp_layer *L, const vijp_kctx *cx, const float *th, const float *X, size_t B,
+                         const float *U, float *V)
 {
     (void)th;
-    vijp_kernels_active()->relu_apply_f(L->in * B, X, U, V);
+    cx->k->relu_apply_f(L->in * B, X, U, V);
 }
 
-static void fragment_f(const vijp_layer *L, const float *th, const float *X, size_t B, const float *Gy, float *frag)
+static void fragment_f(const vijp_layer *L, const vijp_kctx *cx, const float *th, const float *X, size_t B,
+                       const float *Gy, float *frag)
 {
     (void)th;
-    vijp_kernels_active()->relu_gather_f(L->in * B, X, Gy, frag);
+    cx->k->relu_gather_f(L->in * B, X, Gy, frag);
 }
 
-static int vijp_f(const vijp_layer *L, const float *th, const float *X, size_t B, const float *Gx, const float *frag,
-                  float *Gy, vijp_error *err)
+static int vijp_f(const vijp_layer *L, const vijp_kctx *cx, const float *th, const float *X, size_t B,
+                  const float *Gx, const float *frag, float *Gy, vijp_error *err)
 {
     (void)th, (void)err;
-    vijp_kernels_active()->relu_scatter_f(L->in * B, X, Gx, frag, Gy);
+    cx->k->relu_scatter_f(L->in * B, X, Gx, frag, Gy);
     return 0;
 }
 

@@ -31,16 +31,17 @@ static void softmax1(const double *x, size_t n, double *y)
     for (size_t i = 0; i < n; i++) y[i] /= s;
 }
 
-static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y)
+static void forward(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B, double *Y)
 {
-    (void)th;
+    (void)cx, (void)th;
     for (size_t b = 0; b < B; b++) softmax1(X + b * L->in, L->in, Y + b * L->in);
 }
 
 /* jvp and vjp coincide: V = y ⊙ (U − ⟨y, U⟩). */
-static void apply(const vijp_layer *L, const double *th, const double *X, size_t B, const double *U, double *V)
+static void apply(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                  const double *U, double *V)
 {
-    (void)th;
+    (void)cx, (void)th;
     size_t n = L->in;
     double *y = vijp_scratch(n);
     for (size_t b = 0; b < B; b++) {
@@ -52,15 +53,16 @@ static void apply(const vijp_layer *L, const double *th, const double *X, size_t
     free(y);
 }
 
-static size_t fragment_count(const vijp_layer *L, const double *th, const double *X, size_t B)
+static size_t fragment_count(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B)
 {
-    (void)L, (void)th, (void)X;
+    (void)cx, (void)L, (void)th, (void)X;
     return B;
 }
 
-static void fragment(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy, double *frag)
+static void fragment(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                     const double *Gy, double *frag)
 {
-    (void)th, (void)X;
+    (void)cx, (void)th, (void)X;
     size_t n = L->in;
     for (size_t b = 0; b < B; b++) {
         double s = 0;
@@ -69,10 +71,10 @@ static void fragment(const vijp_layer *L, const double *th, const double *X, siz
     }
 }
 
-static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gx,
+static int vijp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B, const double *Gx,
                 const double *frag, double *Gy, vijp_error *err)
 {
-    (void)th;
+    (void)cx, (void)th;
     size_t n = L->in;
     double *y = vijp_scratch(n);
     for (size_t b = 0; b < B; b++) {
@@ -105,9 +107,9 @@ static void diag_plus_outer(const vijp_layer *L, const double *x, double sign, d
     free(y);
 }
 
-static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
+static void jacobian(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *x, double *J)
 {
-    (void)th;
+    (void)cx, (void)th;
     diag_plus_outer(L, x, -1, 1, J);
 }
 
@@ -120,9 +122,10 @@ static void jacobian_majorant(const vijp_layer *L, const double *th, const doubl
     diag_plus_outer(L, x, 1, 1.01, M);
 }
 
-static int cokernel(const vijp_layer *L, const double *th, const double *x, double *Q, vijp_error *err)
+static int cokernel(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *x, double *Q,
+                    vijp_error *err)
 {
-    (void)th, (void)x, (void)err;
+    (void)cx, (void)th, (void)x, (void)err;
     for (size_t i = 0; i < L->in; i++) Q[i] = 1 / sqrt((double)L->in);
     return 0;
 }

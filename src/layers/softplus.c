@@ -17,9 +17,10 @@ static void eval(const vijp_layer *L, const double *th, double x, double *f, dou
 
 static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE | VIJP_DECL_INVERTIBLE; }
 
-static int inverse(const vijp_layer *L, const double *th, const double *Y, size_t B, double *X, vijp_error *err)
+static int inverse(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *Y, size_t B, double *X,
+                   vijp_error *err)
 {
-    (void)th;
+    (void)cx, (void)th;
     for (size_t i = 0; i < L->in * B; i++) {
         double y = Y[i];
         if (!(y > 0) || !isfinite(y))

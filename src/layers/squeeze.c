@@ -56,33 +56,37 @@ static void permute(const vijp_layer *L, const double *in, size_t B, double *out
             else out[b * n + j] = in[b * n + source(L, j)];
 }
 
-static void forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y) { (void)th, permute(L, X, B, Y, 0); }
-static void jvp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *U, double *V)
+static void forward(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                    double *Y) { (void)cx; (void)th, permute(L, X, B, Y, 0); }
+static void jvp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                const double *U, double *V)
 {
-    (void)th, (void)X;
+    (void)cx, (void)th, (void)X;
     permute(L, U, B, V, 0);
 }
-static void vjp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy, double *Gx)
+static void vjp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                const double *Gy, double *Gx)
 {
-    (void)th, (void)X;
+    (void)cx, (void)th, (void)X;
     permute(L, Gy, B, Gx, 1);
 }
-static int vijp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gx, const double *frag,
-                double *Gy, vijp_error *err)
+static int vijp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                const double *Gx, const double *frag, double *Gy, vijp_error *err)
 {
-    (void)th, (void)X, (void)frag, (void)err;
+    (void)cx, (void)th, (void)X, (void)frag, (void)err;
     permute(L, Gx, B, Gy, 0);
     return 0;
 }
-static int inverse(const vijp_layer *L, const double *th, const double *Y, size_t B, double *X, vijp_error *err)
+static int inverse(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *Y, size_t B, double *X,
+                   vijp_error *err)
 {
-    (void)th, (void)err;
+    (void)cx, (void)th, (void)err;
     permute(L, Y, B, X, 1);
     return 0;
 }
-static void jacobian(const vijp_layer *L, const double *th, const double *x, double *J)
+static void jacobian(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *x, double *J)
 {
-    (void)th, (void)x;
+    (void)cx, (void)th, (void)x;
     memset(J, 0, L->in * L->in * sizeof *J);
     for (size_t j = 0; j < L->in; j++) J[j + source(L, j) * L->in] = 1;
 }

@@ -18,10 +18,10 @@ static void eval(const vijp_layer *L, const double *th, double x, double *f, dou
 
 static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE | VIJP_DECL_INVERTIBLE; }
 
-static int inverse(const vijp_layer *L, const double *th, const double *Y, size_t B, double *X,
+static int inverse(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *Y, size_t B, double *X,
                    vijp_error *err)
 {
-    (void)th;
+    (void)cx, (void)th;
     for (size_t i = 0; i < L->in * B; i++) {
         if (!(fabs(Y[i]) < 1))
             return vijp_fail(err, VIJP_ESINGULAR,
