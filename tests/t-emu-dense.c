@@ -13,7 +13,7 @@
 #include "emu/dense.h"
 #include "emu/inv1x1.h"
 #include "emu/emu.h"
-#include "emu/emu.h"
+#include "layer/route.h"
 #include "format/mpfr_io.h"
 #include <math.h>
 #include <stdio.h>
@@ -379,19 +379,64 @@ START_TEST(reader_matches_mpfr_get_d)
 }
 END_TEST
 
-/* Formats emu does not apply to run the oracle itself (same results, since
- * it is the same code; here to catch a dispatch that takes them natively). */
-START_TEST(other_formats_run_the_oracle)
+/* A format's route (src/layer/route.h) is chosen in one place, and each
+ * format takes the one it must: mpfr:P the oracle (the emulation assumes at
+ * most 24 bits and computes NaN there), the narrow formats the emulation,
+ * FORMAT@SET the native operators.  Checked on the route and on values:
+ * dense forward, vjp and vijp through vijp_layer_* in mpfr:64 and mpfr:30
+ * equal the oracle's own, bit for bit. */
+START_TEST(each_format_takes_its_route)
 {
-    vijp_rng r;
-    vijp_rng_seed(&r, test_seed() + 12);
+    static const struct {
+        const char *fmt;
+        vijp_route_kind kind;
+    } want[] = {
+        {"double", VIJP_ROUTE_DOUBLE},          {"double@ref", VIJP_ROUTE_DOUBLE},
+        {"binary32@ref", VIJP_ROUTE_FLOAT},     {"bfloat16+binary32@ref", VIJP_ROUTE_FLOAT},
+        {"binary32", VIJP_ROUTE_EMULATED},      {"bfloat16", VIJP_ROUTE_EMULATED},
+        {"binary16+binary32", VIJP_ROUTE_EMULATED}, {"tf32+binary32", VIJP_ROUTE_EMULATED},
+        {"mpfr:64", VIJP_ROUTE_MPFR},           {"mpfr:30", VIJP_ROUTE_MPFR},
+    };
+    const vijp_layer_type *D = vijp_layer_type_find("dense");
+    for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
+        vijp_format f;
+        ck_assert_int_eq(vijp_format_parse(want[k].fmt, &f, NULL), 0);
+        vijp_route r = vijp_route_of(&f);
+        ck_assert_msg(r.kind == want[k].kind, "%s: route %d, want %d", want[k].fmt, (int)r.kind, (int)want[k].kind);
+        ck_assert_msg(r.kind > VIJP_ROUTE_FLOAT ? !r.cx.k : !!r.cx.k, "%s: kernels where there are none", want[k].fmt);
+        if (r.kind != VIJP_ROUTE_DOUBLE)
+            ck_assert_msg(vijp_route_mp_ops(D, &r) == (r.kind == VIJP_ROUTE_MPFR ? D->mp : D->emu), "%s", want[k].fmt);
+    }
+    vijp_rng rng;
+    vijp_rng_seed(&rng, test_seed() + 12);
     const char *const wide[] = {"mpfr:64", "mpfr:30"};
     for (size_t fi = 0; fi < 2; fi++) {
         vijp_format f;
+        vijp_net net;
+        vijp_error err = {0};
         ck_assert_int_eq(vijp_format_parse(wide[fi], &f, NULL), 0);
-        ck_assert(!vijp_emu_applies(&f));
-        long singular = 0;
-        for (long cs = 0; cs < 40; cs++) products_case(&r, &f, wide[fi], cs), solves_case(&r, &f, wide[fi], cs, &singular);
+        ck_assert_msg(!vijp_net_build(&net, "dense:17", 1, 17, &err), "%s", err.msg);
+        ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 3, &err));
+        const vijp_layer *L = &net.layers[0];
+        size_t n = L->in, B = 4;
+        vijp_mat th, X, G, Y, O;
+        ck_assert(!vijp_net_params(&net, &f, &th, &err));
+        vijp_mat_init(&X, n, B, &f), vijp_mat_init(&G, n, B, &f), vijp_mat_init(&Y, n, B, &f), vijp_mat_init(&O, n, B, &f);
+        for (size_t i = 0; i < n * B; i++)
+            mpfr_set_d(X.m[i], vijp_rng_normal(&rng), MPFR_RNDN), mpfr_set_d(G.m[i], vijp_rng_normal(&rng), MPFR_RNDN);
+        for (int op = 0; op < 3; op++) {
+            int rc = op == 0 ? vijp_layer_forward(L, &th, &X, &Y, &err) : op == 1 ? vijp_layer_vjp(L, &th, &X, &G, &Y, &err)
+                                                                           : vijp_layer_vijp(L, &th, &X, &G, NULL, &Y, &err);
+            ck_assert_msg(!rc, "%s", err.msg);
+            if (op == 0) vo_dense_forward(L, th.m, X.m, B, O.m, &f);
+            else if (op == 1) vo_dense_vjp(L, th.m, X.m, B, G.m, O.m, &f);
+            else ck_assert(!vo_dense_vijp(L, th.m, X.m, B, G.m, NULL, O.m, &f));
+            for (size_t i = 0; i < n * B; i++)
+                ck_assert_msg(mpfr_equal_p(Y.m[i], O.m[i]), "%s op %d entry %zu: %a, oracle %a", wide[fi], op, i,
+                              mpfr_get_d(Y.m[i], MPFR_RNDN), mpfr_get_d(O.m[i], MPFR_RNDN));
+        }
+        vijp_mat_clear(&X), vijp_mat_clear(&G), vijp_mat_clear(&Y), vijp_mat_clear(&O), vijp_mat_clear(&th);
+        vijp_net_free(&net);
     }
 }
 END_TEST
@@ -404,7 +449,7 @@ Suite *suite_emu_dense(void)
     tcase_add_test(tc, products_match_oracle);
     tcase_add_test(tc, solves_match_oracle);
     tcase_add_test(tc, pivot_tie_hand_case);
-    tcase_add_test(tc, other_formats_run_the_oracle);
+    tcase_add_test(tc, each_format_takes_its_route);
     tcase_add_test(tc, reader_matches_mpfr_get_d);
     tcase_add_test(tc, conv_matches_oracle);
     tcase_add_test(tc, inv1x1_matches_oracle);

@@ -113,7 +113,7 @@ START_TEST(battery_sees_a_broken_vijp)
     static vijp_ops_d ops;
     if (!vijp_layer_type_find("dense_scaled_vijp")) {
         T = *vijp_layer_type_find("dense"), dense_ops = T.d, ops = *T.d, ops.vijp = scaled_vijp;
-        T.d = &ops, T.mp = NULL, T.name = "dense_scaled_vijp", T.print = NULL;
+        T.d = &ops, T.mp = T.emu = NULL, T.name = "dense_scaled_vijp", T.print = NULL;
         vijp_error err = {0};
         ck_assert_msg(!vijp_layer_register(&T, &err), "%s", err.msg);
     }

@@ -212,6 +212,13 @@ struct vijp_layer_type {
     vijp_residual_kind residual;
     const vijp_ops_d *d;
     const vijp_ops_mp *mp; /* NULL: the type has no MPFR twin (plugins); MPFR formats are refused */
+    /* The narrow formats' native emulation of mp (binary32, binary16,
+     * bfloat16 and the mixed formats, in double arithmetic; the library's
+     * src/emu/), bit for bit mp's results: what those formats run, where a
+     * type has it.  It has every operator mp has; one returning
+     * VIJP_EUNSUPPORTED leaves that case to mp.  NULL: mp runs every format
+     * (plugins). */
+    const vijp_ops_mp *emu;
     /* Certification (vijp certify, DESIGN §4).  jacobian_exact: the double
      * jacobian operator returns the exact Jacobian at double inputs (dense:
      * its entries are the weights).  interval: the type's interval

@@ -1,5 +1,5 @@
 /* The smooth activations' MPFR operators, natively, for formats where
- * vijp_emu_applies (emu.h): the oracles' operation sequences
+ * vijp_emu_applies (src/format/emulable.h): the oracles' operation sequences
  * (oracles/activations.c, oracles/elementwise.c's tanh) with every vo_*
  * replaced by its emu twin, so results are the oracles' bit for bit.
  * kind: the kernel table's VIJP_KACT_* (src/kernels/kernels.h).  The

@@ -9,7 +9,7 @@
  * way, its zero entries skipped.  vijp and inverse: the oracle's J, then the
  * dense path's native solves (src/emu/dense.c: elimination, or the QR when
  * strided).  Each is bit for bit the oracle's (t-emu-dense); other formats
- * run the oracle. */
+ * take the oracle's route (src/layer/route.h). */
 #include "conv.h"
 #include "dense.h"
 #include "emu.h"
@@ -70,14 +70,13 @@ static void conv(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y
 
 void vijp_emu_conv_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, const vijp_format *f)
 {
-    if (!vijp_emu_applies(f)) vo_conv1d_forward(L, th, X, B, Y, f);
-    else conv(L, th, X, B, Y, 1, f);
+    conv(L, th, X, B, Y, 1, f);
 }
 
 void vijp_emu_conv_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V, const vijp_format *f)
 {
-    if (!vijp_emu_applies(f)) vo_conv1d_jvp(L, th, X, B, U, V, f);
-    else conv(L, th, U, B, V, 0, f);
+    (void)X;
+    conv(L, th, U, B, V, 0, f);
 }
 
 /* G_x = Jᵀ G_y with vo_conv1d_jacobian's J (later taps overwrite earlier
@@ -85,10 +84,7 @@ void vijp_emu_conv_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpf
  * row order (mpfr_zero_p: NaN is not zero). */
 void vijp_emu_conv_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f)
 {
-    if (!vijp_emu_applies(f)) {
-        vo_conv1d_vjp(L, th, X, B, Gy, Gx, f);
-        return;
-    }
+    (void)X;
     geom G = geom_new(L, th);
     size_t M = L->out, N = L->in;
     double *J = vijp_alloc_array(M * N, sizeof *J), *gy = vijp_emu_get(Gy, M * B), *gx = vijp_alloc_array(N * B, sizeof *gx);
@@ -115,10 +111,6 @@ void vijp_emu_conv_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpf
 void vijp_emu_conv_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt,
                              const vijp_format *f)
 {
-    if (!vijp_emu_applies(f)) {
-        vo_conv1d_vjp_param(L, th, X, B, Gy, Gt, f);
-        return;
-    }
     geom G = geom_new(L, th);
     double *x = vijp_emu_get(X, L->in * B), *gy = vijp_emu_get(Gy, L->out * B), *gt = vijp_alloc_array(G.NW + G.C, sizeof *gt);
     vijp_emu_grid g = vijp_emu_arith(f);
@@ -146,7 +138,7 @@ void vijp_emu_conv_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t 
 int vijp_emu_conv_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *frag, mpfr_t *Gy,
                        const vijp_format *f)
 {
-    if (!vijp_emu_applies(f)) return vo_conv1d_vijp(L, th, X, B, Gx, frag, Gy, f);
+    (void)frag;
     size_t N = L->in, M = L->out;
     mpfr_t *J = vo_vec_new(M * N + M, f); /* [J; b = 0]: a dense layer's parameters */
     vo_conv1d_jacobian(L, th, NULL, J, f);
@@ -162,7 +154,7 @@ int vijp_emu_conv_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpf
 
 int vijp_emu_conv_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f)
 {
-    if (!vijp_emu_applies(f) || L->out != L->in) return vo_conv1d_inverse(L, th, Y, B, X, f);
+    if (L->out != L->in) return VIJP_EUNSUPPORTED; /* the oracle's case: mp runs it (src/layer/route.h) */
     size_t N = L->in, C = vijp_conv_get(L)->channels, n = N / C, bias = L->type->param_count(L) - C;
     mpfr_t *J = vo_vec_new(N * N, f);
     vo_conv1d_jacobian(L, th, NULL, J, f);

@@ -68,24 +68,20 @@ static void products(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_
 
 void vijp_emu_dense_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, const vijp_format *f)
 {
-    if (!vijp_emu_applies(f)) vo_dense_forward(L, th, X, B, Y, f);
-    else products(L, th, X, B, Y, 1, f);
+    products(L, th, X, B, Y, 1, f);
 }
 
 void vijp_emu_dense_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V,
                         const vijp_format *f)
 {
-    if (!vijp_emu_applies(f)) vo_dense_jvp(L, th, X, B, U, V, f);
-    else products(L, th, U, B, V, 0, f);
+    (void)X;
+    products(L, th, U, B, V, 0, f);
 }
 
 void vijp_emu_dense_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx,
                         const vijp_format *f)
 {
-    if (!vijp_emu_applies(f)) {
-        vo_dense_vjp(L, th, X, B, Gy, Gx, f);
-        return;
-    }
+    (void)X;
     size_t m = L->out, n = L->in;
     double *w = vijp_emu_get(th, m * n), *gy = vijp_emu_get(Gy, m * B), *gx = vijp_alloc_array(n * B, sizeof *gx);
     for (size_t j = 0; j < B; j++) /* (Wᵀ g)_k = Σ_i W(i, k) g_i, i ascending: column k of W is contiguous */
@@ -97,10 +93,7 @@ void vijp_emu_dense_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mp
 void vijp_emu_dense_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt,
                               const vijp_format *f)
 {
-    if (!vijp_emu_applies(f)) {
-        vo_dense_vjp_param(L, th, X, B, Gy, Gt, f);
-        return;
-    }
+    (void)th;
     size_t m = L->out, n = L->in;
     double *x = vijp_emu_get(X, n * B), *gy = vijp_emu_get(Gy, m * B), *gt = vijp_alloc_array(m * n + m, sizeof *gt);
     vijp_emu_grid g = vijp_emu_arith(f);
@@ -167,7 +160,7 @@ static int solve_mp(size_t n, mpfr_t *A0, int trans, mpfr_t *rhs, mpfr_t *r, siz
 
 int vijp_emu_ge_solve(size_t n, mpfr_t *A0, int trans, mpfr_t *r, size_t B, const vijp_format *f)
 {
-    return vijp_emu_applies(f) ? solve_mp(n, A0, trans, r, r, B, f) : vo_ge_solve(n, A0, trans, r, B, f);
+    return solve_mp(n, A0, trans, r, r, B, f);
 }
 
 /* Square W: Wᵀ gy = gx by the solve (vo_dense_vijp); the QR cases of
@@ -177,14 +170,13 @@ int vijp_emu_dense_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mp
 {
     size_t n = L->in;
     if (L->out != n) return vijp_emu_dense_vijp_qr(L, th, X, B, Gx, frag, Gy, f);
-    if (!vijp_emu_applies(f)) return vo_dense_vijp(L, th, X, B, Gx, frag, Gy, f);
     return solve_mp(n, th, 1, Gx, Gy, B, f); /* the oracle copies gx to gy, then solves in gy */
 }
 
 int vijp_emu_dense_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f)
 {
     size_t n = L->in;
-    if (!vijp_emu_applies(f) || L->out != n) return vo_dense_inverse(L, th, Y, B, X, f);
+    if (L->out != n) return VIJP_EUNSUPPORTED; /* the oracle's case: mp runs it (src/layer/route.h) */
     double *A = vijp_emu_get_rows(th, n, n), *x = vijp_emu_get(Y, n * B), *b = vijp_emu_get(&th[n * n], n);
     vijp_emu_grid g = vijp_emu_arith(f);
     for (size_t j = 0; j < B; j++)

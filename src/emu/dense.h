@@ -1,7 +1,8 @@
 /* The dense layer's MPFR operators, run natively in the narrow formats
- * (src/emu/dense.c).  Same contracts as the oracle's vo_dense_* and
- * vo_ge_solve (oracles/oracles.h), which they call unchanged for every
- * format vijp_emu_applies refuses (mpfr:P, the exact-dots reference). */
+ * (src/emu/dense.c): the type's emu table, for data on the EMULATED route
+ * (src/layer/route.h; f satisfies vijp_emu_applies).  Same contracts as
+ * the oracle's vo_dense_* and vo_ge_solve (oracles/oracles.h); an int
+ * operator returns VIJP_EUNSUPPORTED for a case it leaves to the oracle. */
 #ifndef VIJP_EMU_DENSE_H
 #define VIJP_EMU_DENSE_H
 

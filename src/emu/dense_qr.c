@@ -113,17 +113,14 @@ static int vijp_qr(const vijp_layer *L, mpfr_t *th, size_t B, mpfr_t *Gx, mpfr_t
 int vijp_emu_dense_vijp_qr(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *frag,
                            mpfr_t *Gy, const vijp_format *f)
 {
-    if (!vijp_emu_applies(f)) return vo_dense_vijp(L, th, X, B, Gx, frag, Gy, f);
+    (void)X;
     return vijp_qr(L, th, B, Gx, frag, Gy, vijp_emu_arith(f));
 }
 
 void vijp_emu_dense_fragment(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *frag,
                              const vijp_format *f)
 {
-    if (!vijp_emu_applies(f)) {
-        vo_dense_fragment(L, th, X, B, Gy, frag, f);
-        return;
-    }
+    (void)X;
     size_t m = L->out, n = L->in;
     vijp_emu_grid g = vijp_emu_arith(f);
     qr q = dense_qr(L, th, g); /* a rank-deficient W is the vijp's to report, as in the oracle */
@@ -139,8 +136,9 @@ void vijp_emu_dense_fragment(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t 
 
 int vijp_emu_dense_cokernel(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *Q, const vijp_format *f)
 {
+    (void)x;
     size_t m = L->out, n = L->in;
-    if (!vijp_emu_applies(f) || m <= n) return vo_dense_cokernel(L, th, x, Q, f);
+    if (m <= n) return VIJP_EUNSUPPORTED; /* the oracle's case: mp runs it (src/layer/route.h) */
     vijp_emu_grid g = vijp_emu_arith(f);
     qr q = dense_qr(L, th, g);
     if (!q.rc) { /* column j of Q = Q e_j */

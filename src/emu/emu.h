@@ -30,6 +30,7 @@
 #define VIJP_EMU_H
 
 #include "vijp/format.h"
+#include "format/emulable.h"
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -42,13 +43,6 @@ typedef struct {
     int emin, emax;
 } vijp_emu_grid;
 
-/* Nonzero when f's arithmetic can run here: an emulated format of at most
- * 24 bits (every narrow and mixed format vijp has).  Mixed formats add
- * store (their storage grid); others have store == arith. */
-static inline int vijp_emu_applies(const vijp_format *f)
-{
-    return f->emulated && f->prec <= 24 && f->emin >= -148 && f->emax <= 128;
-}
 
 static inline vijp_emu_grid vijp_emu_arith(const vijp_format *f)
 {

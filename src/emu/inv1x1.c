@@ -7,7 +7,7 @@
  * (vijp_emu_ge_solve_d: vo_ge_solve, bit for bit by emu.h's theorem), all
  * positions in one elimination: W is the same at every one, so a singular W
  * leaves every output unwritten, as the oracle's first position does.
- * Other formats run the oracle. */
+ * Other formats take the oracle's route (src/layer/route.h). */
 #include "inv1x1.h"
 #include "dense.h"
 #include "emu.h"
@@ -58,20 +58,19 @@ static void mix(const vijp_layer *L, mpfr_t *th, mpfr_t *U, size_t B, mpfr_t *V,
 
 void vijp_emu_inv1x1_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, const vijp_format *f)
 {
-    if (!vijp_emu_applies(f)) vo_inv1x1_forward(L, th, X, B, Y, f);
-    else mix(L, th, X, B, Y, 0, f);
+    mix(L, th, X, B, Y, 0, f);
 }
 
 void vijp_emu_inv1x1_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V, const vijp_format *f)
 {
-    if (!vijp_emu_applies(f)) vo_inv1x1_jvp(L, th, X, B, U, V, f);
-    else mix(L, th, U, B, V, 0, f);
+    (void)X;
+    mix(L, th, U, B, V, 0, f);
 }
 
 void vijp_emu_inv1x1_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f)
 {
-    if (!vijp_emu_applies(f)) vo_inv1x1_vjp(L, th, X, B, Gy, Gx, f);
-    else mix(L, th, Gy, B, Gx, 1, f);
+    (void)X;
+    mix(L, th, Gy, B, Gx, 1, f);
 }
 
 /* dM = Pᵀ Σ g xᵀ, then dL = dM Umᵀ below the diagonal, dU′ = Lmᵀ dM on and
@@ -79,10 +78,6 @@ void vijp_emu_inv1x1_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, m
 void vijp_emu_inv1x1_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt,
                                const vijp_format *f)
 {
-    if (!vijp_emu_applies(f)) {
-        vo_inv1x1_vjp_param(L, th, X, B, Gy, Gt, f);
-        return;
-    }
     mats m = mats_new(L, th, f);
     size_t C = m.C, n = L->in / C;
     vijp_emu_grid g = vijp_emu_arith(f);
@@ -137,12 +132,11 @@ static int solve(const vijp_layer *L, mpfr_t *th, mpfr_t *R, size_t B, mpfr_t *Z
 int vijp_emu_inv1x1_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *frag, mpfr_t *Gy,
                          const vijp_format *f)
 {
-    if (!vijp_emu_applies(f)) return vo_inv1x1_vijp(L, th, X, B, Gx, frag, Gy, f);
+    (void)frag, (void)X;
     return solve(L, th, Gx, B, Gy, 1, f);
 }
 
 int vijp_emu_inv1x1_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f)
 {
-    if (!vijp_emu_applies(f)) return vo_inv1x1_inverse(L, th, Y, B, X, f);
     return solve(L, th, Y, B, X, 0, f);
 }

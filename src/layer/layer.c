@@ -29,6 +29,13 @@ int vijp_layer_type_check(const vijp_layer_type *T, vijp_error *err)
         missing = !T->mp->forward ? "mp->forward" : !T->mp->jvp ? "mp->jvp" : !T->mp->vjp ? "mp->vjp"
                 : !T->mp->vijp ? "mp->vijp" : !T->mp->jacobian ? "mp->jacobian" : NULL;
     if (missing) return vijp_fail(err, VIJP_EINVAL, "layer type '%s' has no %s", nm, missing);
+    if (T->emu && !T->mp) return vijp_fail(err, VIJP_EINVAL, "layer type '%s' emulates MPFR operators it lacks", nm);
+#define SAME(op) (!T->emu || !!T->emu->op == !!T->mp->op)
+    if (!(SAME(forward) && SAME(jvp) && SAME(vjp) && SAME(vjp_param) && SAME(fragment_count) && SAME(fragment) &&
+          SAME(vijp) && SAME(jacobian) && SAME(cokernel) && SAME(inverse)))
+        return vijp_fail(err, VIJP_EINVAL, "layer type '%s': its emulated and MPFR operators differ in which "
+                         "they have", nm);
+#undef SAME
     if (T->residual == VIJP_RESIDUAL_DERIV && (T->d->vjp_param || (T->mp && T->mp->vjp_param)))
         return vijp_fail(err, VIJP_EINVAL, "layer type '%s' has a parameter gradient but residual kind DERIV, which "
                          "keeps only f' and so drops it: declare VIJP_RESIDUAL_INPUT", nm);
@@ -77,10 +84,11 @@ void vijp_layer_spec(const vijp_layer *L, char *buf, size_t size)
     else snprintf(buf, size, "%s", L->type->name);
 }
 
-static int is_mp(const vijp_mat *a) { return a->fmt->kind != VIJP_DOUBLE; }
-/* MPFR results: every operator computes in its format's arithmetic and,
- * for a mixed format, its results are then stored, rounded once to the
- * storage format (vijp_mat_store; format.h). */
+/* Every operator below chooses its route once, from the data's format
+ * (vijp_route_of, route.h): double, the native binary32 route, the narrow
+ * formats' emulation, or MPFR.  MPFR-array results are then stored: for a
+ * mixed format rounded once to the storage format (vijp_mat_store;
+ * format.h). */
 
 static int shape(const vijp_mat *a, size_t rows, size_t cols, const char *what, const vijp_layer *L,
                  vijp_error *err)
@@ -91,10 +99,11 @@ static int shape(const vijp_mat *a, size_t rows, size_t cols, const char *what, 
     return 0;
 }
 
-/* theta's shape, and an MPFR twin where the data (a) is in an MPFR format. */
-static int check_theta(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *a, vijp_error *err)
+/* theta's shape, and an MPFR twin where the data (a) is not double. */
+static int check_theta(const vijp_layer *L, const vijp_route *r, const vijp_mat *theta, const vijp_mat *a,
+                       vijp_error *err)
 {
-    if (is_mp(a) && !L->type->mp)
+    if (r->kind != VIJP_ROUTE_DOUBLE && !L->type->mp)
         return vijp_fail(err, VIJP_EUNSUPPORTED, "%s layer has no MPFR operators, so it cannot run in %s",
                          L->type->name, a->fmt->name);
     size_t P = L->type->param_count(L);
@@ -104,113 +113,120 @@ static int check_theta(const vijp_layer *L, const vijp_mat *theta, const vijp_ma
 }
 
 #define TH(t, f) ((t) ? (t)->f : NULL)
+#define MP(L, r) vijp_route_mp_ops((L)->type, r)
+/* An int operator of the emulation that leaves its case to mp (route.h). */
+#define MP_RETRY(L, r, rc, call) \
+    ((rc) == VIJP_EUNSUPPORTED && MP(L, r) != (L)->type->mp ? (L)->type->mp->call : (rc))
 
 int vijp_layer_forward(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, vijp_mat *Y,
                        vijp_error *err)
 {
-    const vijp_kctx cx = vijp_kctx_of(X->fmt);
+    const vijp_route r = vijp_route_of(X->fmt);
     int rc;
-    if ((rc = check_theta(L, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
+    if ((rc = check_theta(L, &r, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
         (rc = shape(Y, L->out, X->cols, "output", L, err)))
         return rc;
-    if (vijp_layer_f32(&cx, VIJP_F32_FORWARD, L, theta, X, NULL, NULL, Y, &rc, err)) return rc;
-    if (is_mp(X)) L->type->mp->forward(L, TH(theta, m), X->m, X->cols, Y->m, X->fmt), vijp_mat_store(Y);
-    else L->type->d->forward(L, &cx, TH(theta, d), X->d, X->cols, Y->d);
-    return 0;
+    if (r.kind == VIJP_ROUTE_DOUBLE) L->type->d->forward(L, &r.cx, TH(theta, d), X->d, X->cols, Y->d);
+    else if (!vijp_layer_f32(&r, VIJP_F32_FORWARD, L, theta, X, NULL, NULL, Y, &rc, err))
+        MP(L, &r)->forward(L, TH(theta, m), X->m, X->cols, Y->m, X->fmt), vijp_mat_store(Y);
+    return rc;
 }
 
 int vijp_layer_jvp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *U,
                    vijp_mat *V, vijp_error *err)
 {
-    const vijp_kctx cx = vijp_kctx_of(X->fmt);
+    const vijp_route r = vijp_route_of(X->fmt);
     int rc;
-    if ((rc = check_theta(L, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
+    if ((rc = check_theta(L, &r, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
         (rc = shape(U, L->in, X->cols, "tangent", L, err)) ||
         (rc = shape(V, L->out, X->cols, "output tangent", L, err)))
         return rc;
-    if (vijp_layer_f32(&cx, VIJP_F32_JVP, L, theta, X, U, NULL, V, &rc, err)) return rc;
-    if (is_mp(X)) L->type->mp->jvp(L, TH(theta, m), X->m, X->cols, U->m, V->m, X->fmt), vijp_mat_store(V);
-    else L->type->d->jvp(L, &cx, TH(theta, d), X->d, X->cols, U->d, V->d);
-    return 0;
+    if (r.kind == VIJP_ROUTE_DOUBLE) L->type->d->jvp(L, &r.cx, TH(theta, d), X->d, X->cols, U->d, V->d);
+    else if (!vijp_layer_f32(&r, VIJP_F32_JVP, L, theta, X, U, NULL, V, &rc, err))
+        MP(L, &r)->jvp(L, TH(theta, m), X->m, X->cols, U->m, V->m, X->fmt), vijp_mat_store(V);
+    return rc;
 }
 
 int vijp_layer_vjp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *Gy,
                    vijp_mat *Gx, vijp_error *err)
 {
-    const vijp_kctx cx = vijp_kctx_of(X->fmt);
+    const vijp_route r = vijp_route_of(X->fmt);
     int rc;
-    if ((rc = check_theta(L, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
+    if ((rc = check_theta(L, &r, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
         (rc = shape(Gy, L->out, X->cols, "output cotangent", L, err)) ||
         (rc = shape(Gx, L->in, X->cols, "input cotangent", L, err)))
         return rc;
-    if (vijp_layer_f32(&cx, VIJP_F32_VJP, L, theta, X, Gy, NULL, Gx, &rc, err)) return rc;
-    if (is_mp(X)) L->type->mp->vjp(L, TH(theta, m), X->m, X->cols, Gy->m, Gx->m, X->fmt), vijp_mat_store(Gx);
-    else L->type->d->vjp(L, &cx, TH(theta, d), X->d, X->cols, Gy->d, Gx->d);
-    return 0;
+    if (r.kind == VIJP_ROUTE_DOUBLE) L->type->d->vjp(L, &r.cx, TH(theta, d), X->d, X->cols, Gy->d, Gx->d);
+    else if (!vijp_layer_f32(&r, VIJP_F32_VJP, L, theta, X, Gy, NULL, Gx, &rc, err))
+        MP(L, &r)->vjp(L, TH(theta, m), X->m, X->cols, Gy->m, Gx->m, X->fmt), vijp_mat_store(Gx);
+    return rc;
 }
 
 int vijp_layer_vjp_param(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X,
                          const vijp_mat *Gy, vijp_mat *Gt, vijp_error *err)
 {
-    const vijp_kctx cx = vijp_kctx_of(X->fmt);
-    int rc;
     if (L->type->param_count(L) == 0) return 0;
-    if ((rc = check_theta(L, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
+    const vijp_route r = vijp_route_of(X->fmt);
+    int rc;
+    if ((rc = check_theta(L, &r, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
         (rc = shape(Gy, L->out, X->cols, "output cotangent", L, err)) ||
         (rc = shape(Gt, theta->rows, 1, "parameter gradient", L, err)))
         return rc;
-    if (vijp_layer_f32(&cx, VIJP_F32_VJP_PARAM, L, theta, X, Gy, NULL, Gt, &rc, err)) return rc;
-    if (is_mp(X)) L->type->mp->vjp_param(L, theta->m, X->m, X->cols, Gy->m, Gt->m, X->fmt), vijp_mat_store(Gt);
-    else L->type->d->vjp_param(L, &cx, theta->d, X->d, X->cols, Gy->d, Gt->d);
-    return 0;
+    if (r.kind == VIJP_ROUTE_DOUBLE) L->type->d->vjp_param(L, &r.cx, theta->d, X->d, X->cols, Gy->d, Gt->d);
+    else if (!vijp_layer_f32(&r, VIJP_F32_VJP_PARAM, L, theta, X, Gy, NULL, Gt, &rc, err))
+        MP(L, &r)->vjp_param(L, theta->m, X->m, X->cols, Gy->m, Gt->m, X->fmt), vijp_mat_store(Gt);
+    return rc;
 }
 
 size_t vijp_layer_fragment_count(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X)
 {
-    const vijp_kctx cx = vijp_kctx_of(X->fmt);
-    if (is_mp(X))
-        return L->type->mp && L->type->mp->fragment_count ? L->type->mp->fragment_count(L, TH(theta, m), X->m, X->cols) : 0;
-    return L->type->d->fragment_count ? L->type->d->fragment_count(L, &cx, TH(theta, d), X->d, X->cols) : 0;
+    const vijp_route r = vijp_route_of(X->fmt);
+    if (r.kind == VIJP_ROUTE_DOUBLE)
+        return L->type->d->fragment_count ? L->type->d->fragment_count(L, &r.cx, TH(theta, d), X->d, X->cols) : 0;
+    const vijp_ops_mp *o = MP(L, &r);
+    return o && o->fragment_count ? o->fragment_count(L, TH(theta, m), X->m, X->cols) : 0;
 }
 
 int vijp_layer_fragment(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X,
                         const vijp_mat *Gy, vijp_mat *frag, vijp_error *err)
 {
-    const vijp_kctx cx = vijp_kctx_of(X->fmt);
+    const vijp_route r = vijp_route_of(X->fmt);
     int rc;
     size_t k = vijp_layer_fragment_count(L, theta, X);
-    if ((rc = check_theta(L, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
+    if ((rc = check_theta(L, &r, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
         (rc = shape(Gy, L->out, X->cols, "output cotangent", L, err)) ||
         (rc = shape(frag, k, 1, "fragment", L, err)))
         return rc;
     if (k == 0) return 0;
-    if (vijp_layer_f32(&cx, VIJP_F32_FRAGMENT, L, theta, X, Gy, NULL, frag, &rc, err)) return rc;
-    if (is_mp(X)) L->type->mp->fragment(L, TH(theta, m), X->m, X->cols, Gy->m, frag->m, X->fmt), vijp_mat_store(frag);
-    else L->type->d->fragment(L, &cx, TH(theta, d), X->d, X->cols, Gy->d, frag->d);
-    return 0;
+    if (r.kind == VIJP_ROUTE_DOUBLE) L->type->d->fragment(L, &r.cx, TH(theta, d), X->d, X->cols, Gy->d, frag->d);
+    else if (!vijp_layer_f32(&r, VIJP_F32_FRAGMENT, L, theta, X, Gy, NULL, frag, &rc, err))
+        MP(L, &r)->fragment(L, TH(theta, m), X->m, X->cols, Gy->m, frag->m, X->fmt), vijp_mat_store(frag);
+    return rc;
 }
 
 int vijp_layer_vijp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *Gx,
                     const vijp_mat *frag, vijp_mat *Gy, vijp_error *err)
 {
-    const vijp_kctx cx = vijp_kctx_of(X->fmt);
+    const vijp_route r = vijp_route_of(X->fmt);
     int rc;
     size_t k = vijp_layer_fragment_count(L, theta, X);
-    if ((rc = check_theta(L, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
+    if ((rc = check_theta(L, &r, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
         (rc = shape(Gx, L->in, X->cols, "input cotangent", L, err)) ||
         (rc = shape(Gy, L->out, X->cols, "output cotangent", L, err)))
         return rc;
     if (k && (!frag || (rc = shape(frag, k, 1, "fragment", L, err))))
         return rc ? rc : vijp_fail(err, VIJP_EINVAL, "%s layer vijp needs its %zu-entry fragment", L->type->name, k);
-    if (vijp_layer_f32(&cx, VIJP_F32_VIJP, L, theta, X, Gx, k ? frag : NULL, Gy, &rc, err)) {
+    mpfr_t *fm = k ? frag->m : NULL;
+    if (r.kind == VIJP_ROUTE_DOUBLE) {
+        rc = L->type->d->vijp(L, &r.cx, TH(theta, d), X->d, X->cols, Gx->d, k ? frag->d : NULL, Gy->d, err);
+    } else if (vijp_layer_f32(&r, VIJP_F32_VIJP, L, theta, X, Gx, k ? frag : NULL, Gy, &rc, err)) {
         /* rc and err as the native operator left them */
-    } else if (is_mp(X)) {
-        rc = L->type->mp->vijp(L, TH(theta, m), X->m, X->cols, Gx->m, k ? frag->m : NULL, Gy->m, X->fmt);
+    } else {
+        rc = MP(L, &r)->vijp(L, TH(theta, m), X->m, X->cols, Gx->m, fm, Gy->m, X->fmt);
+        rc = MP_RETRY(L, &r, rc, vijp(L, TH(theta, m), X->m, X->cols, Gx->m, fm, Gy->m, X->fmt));
         if (rc) return vijp_fail(err, rc, "%s layer (%zu -> %zu) vijp in %s: the Jacobian is singular "
                                  "in this format (rank lost beyond the fragment)", L->type->name, L->in, L->out, X->fmt->name);
         vijp_mat_store(Gy);
-    } else {
-        rc = L->type->d->vijp(L, &cx, TH(theta, d), X->d, X->cols, Gx->d, k ? frag->d : NULL, Gy->d, err);
     }
 #ifdef VIJP_PERTURB_VIJP
     /* Regression-test build only (vijp-perturbed, see the Makefile): one ulp
@@ -226,51 +242,49 @@ int vijp_layer_vijp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *
 int vijp_layer_jacobian(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *x, vijp_mat *J,
                         vijp_error *err)
 {
-    const vijp_kctx cx = vijp_kctx_of(x->fmt);
+    const vijp_route r = vijp_route_of(x->fmt);
     int rc;
-    if ((rc = check_theta(L, theta, x, err)) || (rc = shape(x, L->in, 1, "point", L, err)) ||
+    if ((rc = check_theta(L, &r, theta, x, err)) || (rc = shape(x, L->in, 1, "point", L, err)) ||
         (rc = shape(J, L->out, L->in, "Jacobian", L, err)))
         return rc;
-    if (is_mp(x)) L->type->mp->jacobian(L, TH(theta, m), x->m, J->m, x->fmt), vijp_mat_store(J);
-    else L->type->d->jacobian(L, &cx, TH(theta, d), x->d, J->d);
+    if (r.kind == VIJP_ROUTE_DOUBLE) L->type->d->jacobian(L, &r.cx, TH(theta, d), x->d, J->d);
+    else MP(L, &r)->jacobian(L, TH(theta, m), x->m, J->m, x->fmt), vijp_mat_store(J);
     return 0;
 }
 
 int vijp_layer_cokernel(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *x, vijp_mat *Q,
                         vijp_error *err)
 {
-    const vijp_kctx cx = vijp_kctx_of(x->fmt);
+    const vijp_route r = vijp_route_of(x->fmt);
     int rc;
     size_t k = vijp_layer_fragment_count(L, theta, x);
-    if ((rc = check_theta(L, theta, x, err)) || (rc = shape(x, L->in, 1, "point", L, err)) ||
+    if ((rc = check_theta(L, &r, theta, x, err)) || (rc = shape(x, L->in, 1, "point", L, err)) ||
         (rc = shape(Q, L->out, k, "cokernel basis", L, err)))
         return rc;
     if (k == 0) return 0;
-    if (is_mp(x)) {
-        if ((rc = L->type->mp->cokernel(L, TH(theta, m), x->m, Q->m, x->fmt)))
-            return vijp_fail(err, rc, "%s layer cokernel in %s: rank lost beyond the fragment", L->type->name, x->fmt->name);
-        vijp_mat_store(Q);
-        return 0;
-    }
-    return L->type->d->cokernel(L, &cx, TH(theta, d), x->d, Q->d, err);
+    if (r.kind == VIJP_ROUTE_DOUBLE) return L->type->d->cokernel(L, &r.cx, TH(theta, d), x->d, Q->d, err);
+    rc = MP(L, &r)->cokernel(L, TH(theta, m), x->m, Q->m, x->fmt);
+    if ((rc = MP_RETRY(L, &r, rc, cokernel(L, TH(theta, m), x->m, Q->m, x->fmt))))
+        return vijp_fail(err, rc, "%s layer cokernel in %s: rank lost beyond the fragment", L->type->name, x->fmt->name);
+    vijp_mat_store(Q);
+    return 0;
 }
 
 int vijp_layer_inverse(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *Y, vijp_mat *X,
                        vijp_error *err)
 {
-    const vijp_kctx cx = vijp_kctx_of(Y->fmt);
-    int rc;
-    if (is_mp(Y) ? !L->type->mp || !L->type->mp->inverse : !L->type->d->inverse)
+    const vijp_route r = vijp_route_of(Y->fmt);
+    int rc, dbl = r.kind == VIJP_ROUTE_DOUBLE;
+    if (dbl ? !L->type->d->inverse : !L->type->mp || !L->type->mp->inverse)
         return vijp_fail(err, VIJP_EUNSUPPORTED, "%s layer has no inverse", L->type->name);
-    if ((rc = check_theta(L, theta, Y, err)) || (rc = shape(Y, L->out, 0, "output", L, err)) ||
+    if ((rc = check_theta(L, &r, theta, Y, err)) || (rc = shape(Y, L->out, 0, "output", L, err)) ||
         (rc = shape(X, L->in, Y->cols, "input", L, err)))
         return rc;
-    if (is_mp(Y)) {
-        if ((rc = L->type->mp->inverse(L, TH(theta, m), Y->m, Y->cols, X->m, Y->fmt)))
-            return vijp_fail(err, rc, "%s layer inverse in %s failed (%s)", L->type->name, Y->fmt->name,
-                             rc == VIJP_EUNSUPPORTED ? "not square" : "singular or outside the range");
-        vijp_mat_store(X);
-        return 0;
-    }
-    return L->type->d->inverse(L, &cx, TH(theta, d), Y->d, Y->cols, X->d, err);
+    if (dbl) return L->type->d->inverse(L, &r.cx, TH(theta, d), Y->d, Y->cols, X->d, err);
+    rc = MP(L, &r)->inverse(L, TH(theta, m), Y->m, Y->cols, X->m, Y->fmt);
+    if ((rc = MP_RETRY(L, &r, rc, inverse(L, TH(theta, m), Y->m, Y->cols, X->m, Y->fmt))))
+        return vijp_fail(err, rc, "%s layer inverse in %s failed (%s)", L->type->name, Y->fmt->name,
+                         rc == VIJP_EUNSUPPORTED ? "not square" : "singular or outside the range");
+    vijp_mat_store(X);
+    return 0;
 }

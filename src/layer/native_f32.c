@@ -20,11 +20,12 @@ static float *to_float(const vijp_mat *a)
     return p;
 }
 
-int vijp_layer_f32(const vijp_kctx *cx, vijp_f32_op op, const vijp_layer *L, const vijp_mat *theta,
+int vijp_layer_f32(const vijp_route *route, vijp_f32_op op, const vijp_layer *L, const vijp_mat *theta,
                    const vijp_mat *X, const vijp_mat *A, const vijp_mat *frag, vijp_mat *out, int *rc, vijp_error *err)
 {
     const vijp_ops_f *o = L->type->f;
-    if (!o || !X->m || !cx->k || X->fmt->kind == VIJP_DOUBLE) return 0;
+    const vijp_kctx *cx = &route->cx;
+    if (!o || route->kind != VIJP_ROUTE_FLOAT) return 0;
     int have = op == VIJP_F32_FORWARD ? !!o->forward : op == VIJP_F32_JVP ? !!o->jvp : op == VIJP_F32_VJP ? !!o->vjp
              : op == VIJP_F32_VJP_PARAM ? !!o->vjp_param : op == VIJP_F32_FRAGMENT ? !!o->fragment : !!o->vijp;
     if (!have) return 0;

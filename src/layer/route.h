@@ -1,8 +1,8 @@
-/* How a layer operator runs for a format, resolved once per call where the
- * format is known (vijp_layer_* in layer.c, an engine run) and passed down:
- * the kernel context every double and binary32 operator takes as its second
- * argument (vijp_kctx, opaque in vijp/layer.h, defined here for the built-in
- * types, which read their kernels from it). */
+/* How a layer operator runs for a format: its route, chosen once per call
+ * by vijp_route_of where the operator is dispatched (vijp_layer_* in
+ * layer.c), and the kernel context every double and binary32 operator
+ * takes as its second argument (vijp_kctx, opaque in vijp/layer.h, defined
+ * here for the built-in types, which read their kernels from it). */
 #ifndef VIJP_LAYER_ROUTE_H
 #define VIJP_LAYER_ROUTE_H
 
@@ -14,14 +14,29 @@ struct vijp_kctx {
     int storage;           /* on the binary32 route, a mixed format's storage (VIJP_KSTORE_*); else 0 */
 };
 
-/* The context of data in format f: the kernels of its @SET, or the table
- * selected once for the process (vijp_kernels_active); none (k NULL) for a
- * format whose operators are MPFR's. */
+/* The four ways an operator can run, chosen for a format by vijp_route_of
+ * and nowhere else: */
+typedef enum {
+    VIJP_ROUTE_DOUBLE,   /* double: the type's vijp_ops_d, with cx */
+    VIJP_ROUTE_FLOAT,    /* binary32@SET, bfloat16+binary32@SET, binary16+binary32@SET: the
+                          * type's vijp_ops_f on floats, with cx; where it has none, or
+                          * returns VIJP_EUNSUPPORTED, the emulation as on EMULATED */
+    VIJP_ROUTE_EMULATED, /* the narrow emulated formats (vijp_emu_applies): the type's emu
+                          * operators, else (NULL, or VIJP_EUNSUPPORTED) its mp ones */
+    VIJP_ROUTE_MPFR      /* mpfr:P and the exact-dots reference: the type's mp operators */
+} vijp_route_kind;
+
+typedef struct {
+    vijp_route_kind kind;
+    vijp_kctx cx; /* DOUBLE and FLOAT only (k NULL elsewhere) */
+} vijp_route;
+
+vijp_route vijp_route_of(const vijp_format *f);
+/* Its context alone (k NULL where the route is neither DOUBLE nor FLOAT). */
 vijp_kctx vijp_kctx_of(const vijp_format *f);
 
-/* Nonzero when values of format f may take the native binary32 route
- * (binary32@SET, and bfloat16+binary32@SET, binary16+binary32@SET with
- * *storage their VIJP_KSTORE_*; 0 for binary32). */
-int vijp_route_float(const vijp_format *f, int *storage);
+/* The MPFR-array operators data of format f runs on: emu where the route
+ * emulates and the type has it, else mp (NULL when the type has neither). */
+const vijp_ops_mp *vijp_route_mp_ops(const vijp_layer_type *T, const vijp_route *r);
 
 #endif

@@ -8,7 +8,6 @@
 #include "vijp/layer.h"
 #include "vijp/error.h"
 #include "kernels/dual.h"
-#include "emu/emu.h"
 #include "emu/activations.h"
 #include "kernels/kernels.h"
 
@@ -32,48 +31,56 @@ extern const vijp_ops_f vijp_act_ops_f;
         .vijp = vijp_act_vijp, .jacobian = vijp_act_jacobian, .inverse = (inv),               \
     }
 
-/* The MPFR operators of a catalogue activation: in the narrow emulated
- * formats the native twins of the oracles (src/emu/activations.h, equal bit
- * for bit), elsewhere (mpfr:P, the drift reference) the oracles vo_NAME_*
- * themselves.  Defines static mp_forward, mp_jvp, mp_vijp, mp_jacobian and,
- * by VIJP_ACT_MP_INVERSE_DEFINE, mp_inverse; VIJP_ACT_OPS_MP(inv) lists them. */
-#define VIJP_ACT_MP_DEFINE(name, kind)                                                                        \
-    static void mp_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y,                   \
+/* The MPFR operators of a catalogue activation: the oracles vo_NAME_*
+ * themselves (mp: mpfr:P, the drift reference) and, for the narrow
+ * emulated formats, their native twins (emu: src/emu/activations.h, equal
+ * bit for bit); the route (src/layer/route.h) chooses.
+ * VIJP_ACT_EMU_DEFINE(kind) defines static emu_forward, emu_jvp, emu_vijp
+ * and emu_jacobian, VIJP_ACT_EMU_INVERSE_DEFINE(kind) emu_inverse;
+ * VIJP_ACT_OPS_MP(name, inv) and VIJP_ACT_OPS_EMU(inv) list the tables. */
+#define VIJP_ACT_EMU_DEFINE(kind)                                                                             \
+    static void emu_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y,                  \
+                            const vijp_format *f)                                                             \
+    {                                                                                                         \
+        (void)th;                                                                                             \
+        vijp_emu_act_forward(kind, L, X, B, Y, f);                                                            \
+    }                                                                                                         \
+    static void emu_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V,           \
+                        const vijp_format *f)                                                                 \
+    {                                                                                                         \
+        (void)th;                                                                                             \
+        vijp_emu_act_jvp(kind, L, X, B, U, V, f);                                                             \
+    }                                                                                                         \
+    static int emu_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *frag,       \
+                        mpfr_t *Gy, const vijp_format *f)                                                     \
+    {                                                                                                         \
+        (void)th, (void)frag;                                                                                 \
+        return vijp_emu_act_vijp(kind, L, X, B, Gx, Gy, f);                                                   \
+    }                                                                                                         \
+    static void emu_jacobian(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *J, const vijp_format *f)     \
+    {                                                                                                         \
+        (void)th;                                                                                             \
+        vijp_emu_act_jacobian(kind, L, x, J, f);                                                              \
+    }
+
+#define VIJP_ACT_EMU_INVERSE_DEFINE(kind)                                                                     \
+    static int emu_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X,                   \
                            const vijp_format *f)                                                              \
     {                                                                                                         \
-        if (vijp_emu_applies(f)) vijp_emu_act_forward(kind, L, X, B, Y, f);                                   \
-        else vo_##name##_forward(L, th, X, B, Y, f);                                                          \
-    }                                                                                                         \
-    static void mp_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V,            \
-                       const vijp_format *f)                                                                  \
-    {                                                                                                         \
-        if (vijp_emu_applies(f)) vijp_emu_act_jvp(kind, L, X, B, U, V, f);                                    \
-        else vo_##name##_jvp(L, th, X, B, U, V, f);                                                           \
-    }                                                                                                         \
-    static int mp_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *frag,        \
-                       mpfr_t *Gy, const vijp_format *f)                                                      \
-    {                                                                                                         \
-        if (vijp_emu_applies(f)) return vijp_emu_act_vijp(kind, L, X, B, Gx, Gy, f);                          \
-        return vo_##name##_vijp(L, th, X, B, Gx, frag, Gy, f);                                                \
-    }                                                                                                         \
-    static void mp_jacobian(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *J, const vijp_format *f)      \
-    {                                                                                                         \
-        if (vijp_emu_applies(f)) vijp_emu_act_jacobian(kind, L, x, J, f);                                     \
-        else vo_##name##_jacobian(L, th, x, J, f);                                                            \
+        (void)th;                                                                                             \
+        return vijp_emu_act_inverse(kind, L, Y, B, X, f);                                                     \
     }
 
-#define VIJP_ACT_MP_INVERSE_DEFINE(name, kind)                                                                \
-    static int mp_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X,                    \
-                          const vijp_format *f)                                                               \
-    {                                                                                                         \
-        if (vijp_emu_applies(f)) return vijp_emu_act_inverse(kind, L, Y, B, X, f);                            \
-        return vo_##name##_inverse(L, th, Y, B, X, f);                                                        \
-    }
-
-#define VIJP_ACT_OPS_MP(inv)                                                                  \
+#define VIJP_ACT_OPS_MP(name, inv)                                                            \
     {                                                                                         \
-        .forward = mp_forward, .jvp = mp_jvp, .vjp = mp_jvp, .vijp = mp_vijp,                 \
-        .jacobian = mp_jacobian, .inverse = (inv),                                            \
+        .forward = vo_##name##_forward, .jvp = vo_##name##_jvp, .vjp = vo_##name##_jvp,       \
+        .vijp = vo_##name##_vijp, .jacobian = vo_##name##_jacobian, .inverse = (inv),         \
+    }
+
+#define VIJP_ACT_OPS_EMU(inv)                                                                 \
+    {                                                                                         \
+        .forward = emu_forward, .jvp = emu_jvp, .vjp = emu_jvp, .vijp = emu_vijp,             \
+        .jacobian = emu_jacobian, .inverse = (inv),                                           \
     }
 
 #endif

@@ -391,17 +391,23 @@ static const vijp_ops_d ops_d = {
     .jacobian = jacobian, .inverse = inverse,
 };
 
+/* The oracle's operators (mp), and in the narrow formats the same run
+ * natively, bit for bit (emu: src/emu/conv.c); the route chooses. */
 static const vijp_ops_mp ops_mp = {
+    .forward = vo_conv1d_forward, .jvp = vo_conv1d_jvp, .vjp = vo_conv1d_vjp, .vjp_param = vo_conv1d_vjp_param,
+    .vijp = vo_conv1d_vijp, .jacobian = vo_conv1d_jacobian, .inverse = vo_conv1d_inverse,
+};
+static const vijp_ops_mp ops_emu = {
     .forward = vijp_emu_conv_forward, .jvp = vijp_emu_conv_jvp, .vjp = vijp_emu_conv_vjp,
     .vjp_param = vijp_emu_conv_vjp_param, .vijp = vijp_emu_conv_vijp, .jacobian = vo_conv1d_jacobian,
-    .inverse = vijp_emu_conv_inverse, /* src/emu/conv.c: native in the narrow formats, the oracle's elsewhere */
+    .inverse = vijp_emu_conv_inverse,
 };
 
 const vijp_layer_type vijp_layer_conv1d = {
     .name = "conv1d",
     .syntax = "conv1d:CxK[sS][:zero|:circular] (C channels of width/C positions, odd kernel K, stride S, same padding)",
     .parse = parse1, .state_size = sizeof(vijp_conv_args), .print = print, .param_count = param_count, .init = init, .declare = declare,
-    .residual = VIJP_RESIDUAL_NONE, .d = &ops_d, .mp = &ops_mp, .jacobian_exact = 1,
+    .residual = VIJP_RESIDUAL_NONE, .d = &ops_d, .mp = &ops_mp, .emu = &ops_emu, .jacobian_exact = 1,
     .bounds = {.inverse = VIJP_INVBOUND_LINEAR, .solve_ulps = solve_ulps}, .bias_index = bias_index, .vjp_param_bound = vjp_param_bound,
 };
 
@@ -409,6 +415,6 @@ const vijp_layer_type vijp_layer_conv2d = {
     .name = "conv2d",
     .syntax = "conv2d:CxKxH[sS][:zero|:circular] (C channels of an H x width/(C*H) grid, odd K x K kernel, stride S)",
     .parse = parse2, .state_size = sizeof(vijp_conv_args), .print = print, .param_count = param_count, .init = init, .declare = declare,
-    .residual = VIJP_RESIDUAL_NONE, .d = &ops_d, .mp = &ops_mp, .jacobian_exact = 1,
+    .residual = VIJP_RESIDUAL_NONE, .d = &ops_d, .mp = &ops_mp, .emu = &ops_emu, .jacobian_exact = 1,
     .bounds = {.inverse = VIJP_INVBOUND_LINEAR, .solve_ulps = solve_ulps}, .bias_index = bias_index, .vjp_param_bound = vjp_param_bound,
 };

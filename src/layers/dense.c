@@ -285,9 +285,14 @@ static const vijp_ops_d ops_d = {
     .jacobian = jacobian, .cokernel = cokernel, .inverse = inverse,
 };
 
-/* The oracle's operators, run natively (bit for bit the same) in the narrow
- * formats where src/emu/dense.c has them; the oracle's own elsewhere. */
+/* The oracle's operators (mp), and in the narrow formats the same run
+ * natively, bit for bit (emu: src/emu/dense.c); the route chooses. */
 static const vijp_ops_mp ops_mp = {
+    .forward = vo_dense_forward, .jvp = vo_dense_jvp, .vjp = vo_dense_vjp, .vjp_param = vo_dense_vjp_param,
+    .fragment_count = vo_dense_fragment_count, .fragment = vo_dense_fragment, .vijp = vo_dense_vijp,
+    .jacobian = vo_dense_jacobian, .cokernel = vo_dense_cokernel, .inverse = vo_dense_inverse,
+};
+static const vijp_ops_mp ops_emu = {
     .forward = vijp_emu_dense_forward, .jvp = vijp_emu_dense_jvp, .vjp = vijp_emu_dense_vjp,
     .vjp_param = vijp_emu_dense_vjp_param, .fragment_count = vo_dense_fragment_count,
     .fragment = vijp_emu_dense_fragment, .vijp = vijp_emu_dense_vijp, .jacobian = vo_dense_jacobian,
@@ -319,6 +324,6 @@ extern const vijp_ops_f vijp_dense_ops_f; /* binary32@SET: dense_f32.c */
 const vijp_layer_type vijp_layer_dense = {
     .name = "dense", .syntax = "dense:M (M outputs) or dense:MxN (N inputs)",
     .parse = parse, .print = print, .param_count = param_count, .init = init, .declare = declare, .jacobian_exact = 1,
-    .residual = VIJP_RESIDUAL_NONE, .d = &ops_d, .mp = &ops_mp, .f = &vijp_dense_ops_f,
+    .residual = VIJP_RESIDUAL_NONE, .d = &ops_d, .mp = &ops_mp, .emu = &ops_emu, .f = &vijp_dense_ops_f,
     .bounds = {.inverse = VIJP_INVBOUND_LINEAR}, .bias_index = bias_index, .vjp_param_bound = vjp_param_bound,
 };

@@ -265,15 +265,21 @@ static const vijp_ops_d ops_d = {
     .jacobian = jacobian, .inverse = inverse,
 };
 
+/* The oracle's operators (mp), and in the narrow formats the same run
+ * natively, bit for bit (emu: src/emu/inv1x1.c); the route chooses. */
 static const vijp_ops_mp ops_mp = {
+    .forward = vo_inv1x1_forward, .jvp = vo_inv1x1_jvp, .vjp = vo_inv1x1_vjp, .vjp_param = vo_inv1x1_vjp_param,
+    .vijp = vo_inv1x1_vijp, .jacobian = vo_inv1x1_jacobian, .inverse = vo_inv1x1_inverse,
+};
+static const vijp_ops_mp ops_emu = {
     .forward = vijp_emu_inv1x1_forward, .jvp = vijp_emu_inv1x1_jvp, .vjp = vijp_emu_inv1x1_vjp,
     .vjp_param = vijp_emu_inv1x1_vjp_param, .vijp = vijp_emu_inv1x1_vijp, .jacobian = vo_inv1x1_jacobian,
-    .inverse = vijp_emu_inv1x1_inverse, /* src/emu/inv1x1.c: native in the narrow formats, the oracle's elsewhere */
+    .inverse = vijp_emu_inv1x1_inverse,
 };
 
 const vijp_layer_type vijp_layer_inv1x1 = {
     .name = "inv1x1", .syntax = "inv1x1:C (Glow's invertible 1x1 convolution over C channels, LU form)",
     .parse = parse, .state_size = sizeof(size_t), .print = print, .param_count = param_count, .init = init, .declare = declare,
-    .residual = VIJP_RESIDUAL_INVERSE, .d = &ops_d, .mp = &ops_mp,
+    .residual = VIJP_RESIDUAL_INVERSE, .d = &ops_d, .mp = &ops_mp, .emu = &ops_emu,
     .bounds = {.inverse = VIJP_INVBOUND_LINEAR}, .vjp_param_bound = vjp_param_bound,
 };

@@ -33,14 +33,15 @@ static int inverse(const vijp_layer *L, const vijp_kctx *cx, const double *th, c
 }
 
 static const vijp_ops_d ops_d = VIJP_ACT_OPS_D(inverse);
-VIJP_ACT_MP_DEFINE(softplus, VIJP_KACT_SOFTPLUS)
-VIJP_ACT_MP_INVERSE_DEFINE(softplus, VIJP_KACT_SOFTPLUS)
-static const vijp_ops_mp ops_mp = VIJP_ACT_OPS_MP(mp_inverse);
+VIJP_ACT_EMU_DEFINE(VIJP_KACT_SOFTPLUS)
+VIJP_ACT_EMU_INVERSE_DEFINE(VIJP_KACT_SOFTPLUS)
+static const vijp_ops_mp ops_mp = VIJP_ACT_OPS_MP(softplus, vo_softplus_inverse);
+static const vijp_ops_mp ops_emu = VIJP_ACT_OPS_EMU(emu_inverse);
 
 const vijp_layer_type vijp_layer_softplus = {
     .name = "softplus", .syntax = "softplus (keeps its width)",
     .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
-    .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp, .f = &vijp_act_ops_f,
+    .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp, .emu = &ops_emu, .f = &vijp_act_ops_f,
     /* f′ within 7u; inverse 2u|x| + 4u, forward 5u amplified by 1/f′ */
     .bounds = {.ulps = 8, .inverse = VIJP_INVBOUND_ELEMENTWISE, .inv_a = 3, .inv_c = 5, .inv_b = 6},
     .interval = &(const vijp_interval_ops){vo_softplus_deriv_enclose}, .dual_eval = eval,

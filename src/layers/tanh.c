@@ -34,14 +34,15 @@ static int inverse(const vijp_layer *L, const vijp_kctx *cx, const double *th, c
 
 static const vijp_ops_d ops_d = VIJP_ACT_OPS_D(inverse);
 
-VIJP_ACT_MP_DEFINE(tanh, VIJP_KACT_TANH)
-VIJP_ACT_MP_INVERSE_DEFINE(tanh, VIJP_KACT_TANH)
-static const vijp_ops_mp ops_mp = VIJP_ACT_OPS_MP(mp_inverse);
+VIJP_ACT_EMU_DEFINE(VIJP_KACT_TANH)
+VIJP_ACT_EMU_INVERSE_DEFINE(VIJP_KACT_TANH)
+static const vijp_ops_mp ops_mp = VIJP_ACT_OPS_MP(tanh, vo_tanh_inverse);
+static const vijp_ops_mp ops_emu = VIJP_ACT_OPS_EMU(emu_inverse);
 
 const vijp_layer_type vijp_layer_tanh = {
     .name = "tanh", .syntax = "tanh (keeps its width)",
     .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
-    .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp, .f = &vijp_act_ops_f,
+    .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp, .emu = &ops_emu, .f = &vijp_act_ops_f,
     /* f′ within 6u (dual.c); inverse: glibc's atanh and tanh within 2 ulps (4u) each, the
      * forward's error amplified by 1/f′ */
     .bounds = {.inverse = VIJP_INVBOUND_ELEMENTWISE, .inv_a = 4, .inv_b = 4},

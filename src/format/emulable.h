@@ -1,0 +1,18 @@
+/* Which formats the native emulation (src/emu/emu.h, which argues why it
+ * is exact) computes: the format module's to say, since the layer
+ * interface chooses a format's route by it (src/layer/route.c). */
+#ifndef VIJP_FORMAT_EMULABLE_H
+#define VIJP_FORMAT_EMULABLE_H
+
+#include "vijp/format.h"
+
+/* Nonzero when f's arithmetic can run natively, in binary64: an emulated
+ * format of at most 24 bits inside binary32's exponent range (every narrow
+ * and mixed format vijp has).  Mixed formats add store (their storage
+ * grid); others have store == arith. */
+static inline int vijp_emu_applies(const vijp_format *f)
+{
+    return f->emulated && f->prec <= 24 && f->emin >= -148 && f->emax <= 128;
+}
+
+#endif
