@@ -10,9 +10,10 @@
  *    vector width), unaligned starts, and the inputs drawn so that each lane
  *    holds a value under test among junk (±0, subnormals, huge, ±Inf, NaN).
  *    Then a hash of all exact outputs over a fixed grid, equal in every set.
- *  - Activation kernels: f and f′ within the bounds of src/kernels/ref/dual.c
- *    (actterms.h) in double; in binary32, the same plus one rounding to
- *    binary32 (max(1.01·2^-24·|f|, 2^-150)); NaN and ±Inf give what ref gives.
+ *  - Activation kernels: f and f′ within the bound the set's table states
+ *    (act_bound, read through actterms.h) in double; in binary32, the same
+ *    plus one rounding to binary32 (max(1.01·2^-24·|f|, 2^-150)); NaN and
+ *    ±Inf give what ref gives.
  *  - Drift partials: the three metrics against vijp_compare (MPFR), within the
  *    bounds stated in kernels.h. */
 #include "fixtures/actterms.h"
@@ -302,6 +303,10 @@ START_TEST(activation_kernels_vs_oracle)
     const vijp_kernels *K = vijp_kernels_set(set, NULL), *R = vijp_kernels_set(0, NULL);
     if (!K) return;
     ck_assert_str_eq(acts[a].name, vijp_kact_names[a]);
+    const vijp_kact_bound *B = &K->act_bound[a];
+    ck_assert_msg(B->f_u > 0 && B->d1_u > 0 && B->d2_u >= 0 && B->d2_u_per_softplus >= 0,
+                  "%s %s: act_bound {%g, %g, %g, %g} is no bound (the table must state it)", K->name, acts[a].name,
+                  B->f_u, B->d1_u, B->d2_u, B->d2_u_per_softplus);
     double x0 = acts[a].has_zero ? locate_zero(acts[a].name) : NAN, u = 0x1p-53;
     vijp_format fmt;
     ck_assert(!vijp_format_mpfr(&fmt, ORACLE_PREC, NULL));
@@ -341,7 +346,7 @@ START_TEST(activation_kernels_vs_oracle)
                 double vf = single ? (double)ff[j] : fx[j], vd = single ? (double)df[j] : dx[j];
                 mpfr_set_d(xm, xv, MPFR_RNDN);
                 vo_activation_pair(acts[a].name, f, d, xm, &fmt);
-                acts[a].terms(t1, t2, &kf, &k1, &k2, xv);
+                acts[a].terms(t1, t2, xv), act_constants(B, xv, &kf, &k1, &k2);
                 double a1 = fabs(mpfr_get_d(t1, MPFR_RNDU)), a2 = fabs(mpfr_get_d(t2, MPFR_RNDU));
                 double af = fabs(mpfr_get_d(f, MPFR_RNDN));
                 double r_f = ratio(f, vf, 1.01 * u * kf * af, af, single);
@@ -454,7 +459,9 @@ START_TEST(selection)
     ck_assert_str_eq(vijp_kernels_name(), vijp_kset_names[best]);
     ck_assert(A->leaky_forward_d == B->leaky_forward_d && A->relu_scatter_f == B->relu_scatter_f &&
               A->sign_pack_d == B->sign_pack_d && A->affine_d == B->affine_d);
-    for (int a = 0; a < VIJP_KACT_COUNT; a++) ck_assert(A->act_d[a] == R->act_d[a] && A->act_f[a] == R->act_f[a]);
+    for (int a = 0; a < VIJP_KACT_COUNT; a++) /* ref's activations, with their bounds */
+        ck_assert(A->act_d[a] == R->act_d[a] && A->act_f[a] == R->act_f[a] &&
+                  !memcmp(&A->act_bound[a], &R->act_bound[a], sizeof A->act_bound[a]));
     ck_assert(A->erfc_d == R->erfc_d); /* the other bounded ones too */
     ck_assert(A->erfc_bound_u == R->erfc_bound_u && A->erfc_zero_above == R->erfc_zero_above); /* and their bounds */
     ck_assert(A->drift_d == R->drift_d);

@@ -8,7 +8,8 @@
  * Error of each primitive (glibc on x86_64, "Known Maximum Errors in Math
  * Functions"; 1 ulp <= 2u relative): exp, log1p 1 ulp; erfc 5 ulps; tanh 2
  * ulps; +, −, ×, / correctly rounded.  The per-activation bounds in
- * src/kernels/ref/dual.c are built from these.
+ * src/kernels/ref/dual.c are built from these (their numbers: the ref
+ * kernel set's act_bound, ref/activations.c).
  *
  * Here, below the layer catalogue, so that the ref kernels (ref/
  * activations.c) and the layer types (src/layers/<name>.c, their dual_eval)

@@ -21,8 +21,9 @@ static int active_set = -1;
 static pthread_once_t once = PTHREAD_ONCE_INIT, cuda_once = PTHREAD_ONCE_INIT;
 static char cuda_absent[512] = "the CUDA kernel set was not looked for";
 
-/* dst's empty entries from src; with exact_only, only the exact ones
- * (kernels.h) replace those dst has. */
+/* dst's empty entries from src, each bound with its function; an
+ * activation bound dst leaves unset (f_u = 0: its own kernels keep src's
+ * bound, kernels.h) from src too. */
 static void complete(vijp_kernels *dst, const vijp_kernels *src)
 {
     if (!dst->erfc_d) /* a bound goes with its function */
@@ -31,11 +32,14 @@ static void complete(vijp_kernels *dst, const vijp_kernels *src)
     VIJP_KERNEL_ENTRIES(FILL)
 #undef FILL
     for (int a = 0; a < VIJP_KACT_COUNT; a++) {
+        if (!dst->act_d[a] || dst->act_bound[a].f_u == 0) dst->act_bound[a] = src->act_bound[a];
         if (!dst->act_d[a]) dst->act_d[a] = src->act_d[a];
         if (!dst->act_f[a]) dst->act_f[a] = src->act_f[a];
     }
 }
 
+/* The exact kernels of src over dst, whose bounded ones (and their bounds)
+ * stay: the default table's. */
 static void overlay_exact(vijp_kernels *dst, const vijp_kernels *src)
 {
     vijp_kernels keep = *dst;
@@ -46,6 +50,7 @@ static void overlay_exact(vijp_kernels *dst, const vijp_kernels *src)
     dst->erfc_bound_u = keep.erfc_bound_u, dst->erfc_zero_above = keep.erfc_zero_above;
     memcpy(dst->act_d, keep.act_d, sizeof keep.act_d);
     memcpy(dst->act_f, keep.act_f, sizeof keep.act_f);
+    memcpy(dst->act_bound, keep.act_bound, sizeof keep.act_bound);
 }
 
 /* Which sets the build has and the CPU runs. */

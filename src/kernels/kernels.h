@@ -14,11 +14,12 @@
  *    IEEE operations in the same order as ref, no FMA, so bit for bit the
  *    same outputs (NaN payloads aside).  The table the layers use takes
  *    these from the best set the CPU supports.
- *  - BOUNDED (smooth activations with f′, drift partials): faster
- *    evaluations whose error bound is stated next to each kernel; not bit-
- *    identical to ref.  The layers use them only when the set is chosen
- *    explicitly (VIJP_KERNELS=avx2), so that the default run's numbers, and
- *    `make regress`, do not depend on the machine.
+ *  - BOUNDED (smooth activations with f′, erfc, drift partials, matrix
+ *    products): faster evaluations whose error bound is stated next to each
+ *    kernel, as data in the table where the tests read it (act_bound,
+ *    erfc_bound_u); not bit-identical to ref.  The layers use them only when
+ *    the set is chosen explicitly (VIJP_KERNELS=avx2), so that the default
+ *    run's numbers, and `make regress`, do not depend on the machine.
  *
  * Selection happens once (pthread_once) at the first use: VIJP_KERNELS=
  * ref|avx2|avx512|cuda forces a set; unset or "auto" takes ref and overrides
@@ -38,6 +39,26 @@
 enum { VIJP_KACT_SIGMOID, VIJP_KACT_SOFTPLUS, VIJP_KACT_TANH, VIJP_KACT_SILU, VIJP_KACT_GELU, VIJP_KACT_MISH,
        VIJP_KACT_COUNT };
 extern const char *const vijp_kact_names[VIJP_KACT_COUNT];
+
+/* The error bound of one set's f and f′ kernels for an activation (act_d[a],
+ * act_f[a] below), in units of u = 2^-53: at every finite double x,
+ *   |f̂ − f|   <= Kf·u·|f|,             Kf = f_u,
+ *   |f̂′ − f′| <= K1·u·|t1| + K2·u·|t2|, K1 = d1_u,
+ *                                        K2 = d2_u + d2_u_per_softplus·softplus(x),
+ * where f′ = t1 + t2 is the sum the dual-number evaluation forms: for
+ * sigmoid, softplus and tanh t1 = f′ and t2 = 0; SiLU σ(x) + x·σ′(x); GELU
+ * Φ(x) + x·φ(x); Mish tanh(sp) + x·sech²(sp)·σ(x), sp = softplus(x), the one
+ * whose K2 grows with x (the argument of its sech² carries an error
+ * proportional to sp).  Relative to the terms, not to f′, which cancels
+ * where it vanishes; relative wherever |f| (for f′, |t1| + |t2|) is at least
+ * 2^-1022, within 2^-1022 absolutely below.  act_f evaluates in double and
+ * rounds once to binary32: within the same plus that rounding, 2^-24
+ * relative (2^-150 absolute in binary32's subnormal range).  Each number is
+ * derived in src/kernels/ref/dual.c, above the evaluation it bounds.  f_u = 0
+ * states no bound (below). */
+typedef struct {
+    double f_u, d1_u, d2_u, d2_u_per_softplus;
+} vijp_kact_bound;
 
 /* Partial sums of the drift metrics of one layer's output a against ref
  * (both stored as double), d = a − ref rounded: Σa², Σref², Σd², Σd·ref and
@@ -96,10 +117,18 @@ typedef struct vijp_kernels {
     void (*affine_inverse_f)(size_t n, const float *y, const float *s, const float *t, float *x);
     void (*div_f)(size_t n, const float *a, const float *b, float *y);
     /* ---- bounded ---- */
-    /* f and f′ together; bounds in src/kernels/ref/activations.c (ref: the
-     * layers' dual evaluation) and src/kernels/simd/activations.h. */
+    /* f and f′ together, VIJP_KACT_* order, each pair within act_bound[a]
+     * (vijp_kact_bound, above).  ref: the layers' dual evaluation, whose
+     * bounds ref/activations.c states, the only place the numbers live; the
+     * SIMD sets (simd/activations.h) and cuda (cuda/act_math.h) evaluate
+     * the same operations with primitives no less accurate and leave
+     * act_bound unset (f_u = 0), which kernels.c's complete() fills with
+     * ref's.  Bounded: the default table keeps ref's, and a bound travels
+     * with its function (complete, overlay_exact); tests/t-kernels.c holds
+     * each set to its own, tests/t-activations.c the layers to ref's. */
     void (*act_d[VIJP_KACT_COUNT])(size_t n, const double *x, double *f, double *df);
     void (*act_f[VIJP_KACT_COUNT])(size_t n, const float *x, float *f, float *df);
+    vijp_kact_bound act_bound[VIJP_KACT_COUNT];
     void (*drift_d)(size_t n, const double *a, const double *ref, long prec, long emin, vijp_kdrift *out);
     /* erfc, what GELU's f and f′ are built on: within erfc_bound_u units
      * of u = 2^-53 relative wherever the result is a normal double, and, for
@@ -134,7 +163,7 @@ enum { VIJP_KSTORE_BF16 = 1, VIJP_KSTORE_F16 = 2 };
 /* Raise it with any change to vijp_kernels' entries (order, types, meaning):
  * libvijp-cuda.so holds a table of this layout, and the loader (kernels.c)
  * refuses one built for another. */
-#define VIJP_KERNELS_TABLE_VERSION 2
+#define VIJP_KERNELS_TABLE_VERSION 3
 
 /* The process's default table (selected once, see above): what a format
  * without @SET runs on.  A format's own table, and so every layer

@@ -20,8 +20,10 @@
  *   tanh          2 ulps                           1 ulp
  *
  * CUDA's errors are at most glibc's, so every bound derived in
- * src/kernels/ref/dual.c for glibc holds for the GPU kernel as well.  Those are
- * collected below as vijp_cuda_act_bound (u = 2^-53):
+ * src/kernels/ref/dual.c for glibc (the ref set's act_bound, which the cuda
+ * kernel set keeps: kernel_set.c) holds for the GPU kernel as well.  In the
+ * form t-cuda.c checks, they are collected below as vijp_cuda_act_bound
+ * (u = 2^-53):
  *   |f̂ − f| <= kf·u·|f| + 2^-1022,   |f̂′ − f′| <= kd·u·|f′| + 2^-1022
  * for every double x at least 0.5 away from the zero x0 of f′ (SiLU, GELU,
  * Mish).  kd is the layer's bound relative to the terms of f′ (K1·u·|t1| +
@@ -72,8 +74,9 @@
 
 /* kf, kd above (u = 2^-53), and the zero of f′ (NaN: none), per activation:
  * sigmoid (7u, 12u), softplus (5u, 7u; .ulps 8), tanh (4u, 6u), silu (8u;
- * .ulps 57), gelu (16u; .ulps 34), mish (10u; .ulps 81): the bounds in
- * src/kernels/ref/dual.c, the .ulps in src/layers/<name>.c. */
+ * .ulps 57), gelu (16u; .ulps 34), mish (10u; .ulps 81): kf is the ref
+ * set's act_bound[].f_u (ref/activations.c, derived in ref/dual.c), the
+ * .ulps are in src/layers/<name>.c. */
 typedef struct {
     const char *name; /* the layer and oracle name */
     double kf, kd, x0, kd0; /* kd0: the absolute bound within 0.5 of x0, in u */

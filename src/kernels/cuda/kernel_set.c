@@ -13,10 +13,11 @@
  *
  * Entries: leaky ReLU's forward, apply and vijp (exact: one IEEE multiply
  * or divide per unit, bit for bit ref's, cuda.h), the six smooth
- * activations' f and f′ (bounded: act_math.h, the CPU bounds), and the
- * matrix products gemm_d, gemm_f (cublasDgemm, cublasSgemm) and
- * gemm_mixed_f (cublasGemmEx with bfloat16 or binary16 inputs, binary32
- * accumulation).  kernels.c completes the rest from ref.
+ * activations' f and f′ (bounded: act_math.h, the CPU bounds; act_bound is
+ * left unset, so kernels.c gives them ref's), and the matrix products
+ * gemm_d, gemm_f (cublasDgemm, cublasSgemm) and gemm_mixed_f (cublasGemmEx
+ * with bfloat16 or binary16 inputs, binary32 accumulation).  kernels.c
+ * completes the rest from ref.
  *
  * The entries cannot return errors (kernels.h): a CUDA failure while one
  * runs (device lost, out of device memory) prints its message and exits 1,
@@ -199,6 +200,8 @@ static const vijp_kernels cuda_set = {
     .leaky_forward_f = leaky_forward_f, .leaky_apply_f = leaky_apply_f, .leaky_vijp_f = leaky_vijp_f,
     .act_d = {sigmoid_d, softplus_d, tanh_d, silu_d, gelu_d, mish_d},
     .act_f = {sigmoid_f, softplus_f, tanh_f, silu_f, gelu_f, mish_f},
+    /* act_bound unset: ref's, which kernels.c's complete() fills (CUDA's
+     * primitives are no less accurate than glibc's, act_math.h) */
     .gemm_d = gemm_d, .gemm_f = gemm_f, .gemm_mixed_f = gemm_mixed_f,
 };
 

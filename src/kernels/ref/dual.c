@@ -2,8 +2,11 @@
  * (dual.h): the formulas of the layer types' dual_eval (src/layers/<name>.c)
  * and of the ref kernels (activations.c), each with its error bound.  The
  * other kernel sets (simd/activations.h, cuda/act_math.h) follow these
- * operations and keep these bounds; tests/t-activations.c checks them
- * against the MPFR oracles.  u = 2^-53 throughout. */
+ * operations and keep these bounds.  Each bound is data in the kernel
+ * table, the ref set's act_bound (activations.c; its meaning:
+ * vijp_kact_bound, kernels.h), which tests/t-activations.c and
+ * tests/t-kernels.c check against the MPFR oracles: a derivation changed
+ * here changes its number there.  u = 2^-53 throughout. */
 #include "kernels/dual.h"
 #include <math.h>
 
@@ -11,7 +14,8 @@
  *
  * Error (dual.h primitives): e = exp(−|x|) within 2u, 1 + e within 3u,
  * r = σ(|x|) = 1/(1+e) within 4u, q = σ(−|x|) = e·r within 7u, so
- * |f̂ − f| <= 7u|f| and |f̂′ − f′| <= 12u|f′| (r·q, one more rounding). */
+ * |f̂ − f| <= 7u|f| and |f̂′ − f′| <= 12u|f′| (r·q, one more rounding).
+ * These are act_bound's f_u, d1_u. */
 void vijp_kact_eval_sigmoid(double x, double *f, double *df)
 {
     vijp_dual y = dual_sigmoid(dual_var(x));
@@ -22,7 +26,8 @@ void vijp_kact_eval_sigmoid(double x, double *f, double *df)
  *
  * Error (dual.h): e = exp(−|x|) within 2u; log1p(e) within 2u + 2u (its
  * condition a/((1+a)log1p a) <= 1); adding max(x, 0) >= 0 keeps the signs,
- * so |f̂ − f| <= 5u|f|.  f′ = σ(x) as in sigmoid (above): within 7u|f′|. */
+ * so |f̂ − f| <= 5u|f|.  f′ = σ(x) as in sigmoid (above): within 7u|f′|.
+ * These are act_bound's f_u, d1_u. */
 void vijp_kact_eval_softplus(double x, double *f, double *df)
 {
     vijp_dual y = dual_softplus(dual_var(x));
@@ -35,7 +40,8 @@ void vijp_kact_eval_softplus(double x, double *f, double *df)
  * latter cancels catastrophically (relative error ~u/f′) and is exactly 0
  * for |x| > 19.1, where tanh(x) rounds to ±1.  Error of this formula: exp is
  * within 1 ulp (glibc), then three correctly rounded operations; the
- * relative error of f′ is below 6u (f: glibc's tanh, 2 ulps = 4u). */
+ * relative error of f′ is below 6u (f: glibc's tanh, 2 ulps = 4u).
+ * These are act_bound's f_u, d1_u. */
 void vijp_kact_eval_tanh(double x, double *f, double *df)
 {
     vijp_dual y = dual_tanh(dual_var(x));
@@ -48,7 +54,8 @@ void vijp_kact_eval_tanh(double x, double *f, double *df)
  * Error (dual.h): σ within 7u and σ′ within 12u (sigmoid, above), so
  * |f̂ − f| <= 8u|f| and f′ = σ + x·σ′ (dual product) satisfies
  * |f̂′ − f′| <= 8u·σ(x) + 14u·|x|σ′(x) (the two terms, then the sum):
- * relative to the terms, not to f′, which cancels near x0.
+ * relative to the terms, not to f′, which cancels near x0.  These are
+ * act_bound's f_u, d1_u, d2_u.
  *
  * Deep tail, x < −700: e^x and σ(x) are subnormal (below 2^-1022 from
  * x ≈ −708.4) while x·σ(x) is not down to x ≈ −714.9, so σ would lose up to
@@ -97,7 +104,9 @@ void vijp_kact_eval_silu(double x, double *f, double *df)
  *    2·2u + u (c) + 3u (products) + u (1 − ·) = 9u, x·φ̂ within 10u; Φ̂
  *    within 16u.  With the final sum,
  *    |f̂′ − f′| <= 17u·Φ(x) + 10u·|x|φ(x).
- *    For x → −∞ the Φ term is ~1/x² of the other: no cancellation. */
+ *    For x → −∞ the Φ term is ~1/x² of the other: no cancellation.
+ * act_bound's f_u is the larger of the two f bounds (16u), d1_u and d2_u
+ * the terms' of f′. */
 
 /* Φ(x) (above): t = −x/√2 as t_hi + t_lo, then erfc with its first-order
  * correction or, in the far tail, e^{−t²}·erfcx(t) as (g1·g2)·rest, returned
@@ -138,7 +147,8 @@ void vijp_kact_eval_gelu(double x, double *f, double *df)
  * (2 + 10sp)u, 1 + e within (2 + 5sp)u (e/(1+e) <= ½), its square within
  * (5 + 10sp)u and sech² within (8 + 20sp)u; times σ and x: (17 + 20sp)u.
  * Hence |f̂ − f| <= 10u|f| and, with the final sum,
- * |f̂′ − f′| <= 10u·tanh(sp) + (18 + 20sp)u·|x|sech²(sp)σ(x).
+ * |f̂′ − f′| <= 10u·tanh(sp) + (18 + 20sp)u·|x|sech²(sp)σ(x): act_bound's
+ * f_u, d1_u, and d2_u + d2_u_per_softplus·sp.
  *
  * Deep tail, x < −700: sp = log1p(e^x) = e^x(1 − e^x/2 + …) and
  * tanh(sp) = sp(1 − sp²/3 + …) are e^x to a relative 2^-1000, but e^x is

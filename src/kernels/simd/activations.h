@@ -4,17 +4,19 @@
  * 1.0 ulp) in place of glibc's scalar ones, and two evaluations of their
  * own: GELU's erfc (erfc_v) and Mish from one exponential (mish_v).
  *
- * Bound (the contract tests/t-kernels.c asserts): the per-activation bounds
- * of src/kernels/ref/dual.c, which assume glibc's exp and log1p within 1 ulp,
- * tanh within 2 and erfc within 5 (10u relative): SLEEF's are no larger, nor
- * is erfc_v's (7.1u relative, below); mish_v derives its own, inside the
- * scalar Mish's; every other operation is the same correctly rounded one
- * (the fma()s are the scalar code's own, as FMA instructions), so the same
- * Kf, K1, K2 hold.  Not bit-identical to ref (SLEEF and glibc round
- * differently), hence bounded, not exact (kernels.h).  binary32: evaluated
- * in double and rounded once, as ref/activations.c.  Tails: the last n mod
- * VW units go through the same vector code in a padded vector, so every unit
- * gets the same evaluation. */
+ * Bound (the contract tests/t-kernels.c asserts): ref's act_bound (its
+ * numbers in ref/activations.c, derived in ref/dual.c), which assumes
+ * glibc's exp and log1p within 1 ulp, tanh within 2 and erfc within 5 (10u
+ * relative): SLEEF's are no larger, nor is erfc_v's (7.1u relative, below);
+ * mish_v derives its own, inside the scalar Mish's; every other operation
+ * is the same correctly rounded one (the fma()s are the scalar code's own,
+ * as FMA instructions), so the same Kf, K1, K2 hold: SIMD_ACT_ENTRIES
+ * leaves act_bound unset, which kernels.c's complete() fills with ref's.
+ * Not bit-identical to ref (SLEEF and glibc round differently), hence
+ * bounded, not exact (kernels.h).  binary32: evaluated in double and
+ * rounded once, as ref/activations.c.  Tails: the last n mod VW units go
+ * through the same vector code in a padded vector, so every unit gets the
+ * same evaluation. */
 #include "vec.h"
 
 static inline void sigmoid_v(vd x, vd *f, vd *df)
@@ -247,6 +249,8 @@ static void erfc_d(size_t n, const double *t, double *y)
     }
 }
 
+/* A set's activation and erfc entries: act_bound unset (ref's, above),
+ * erfc_bound_u and erfc_zero_above erfc_v's own. */
 #define SIMD_ACT_ENTRIES                                                                      \
     .act_d = {sigmoid_d, softplus_d, tanh_d, silu_d, gelu_d, mish_d},                         \
     .act_f = {sigmoid_f, softplus_f, tanh_f, silu_f, gelu_f, mish_f}, .erfc_d = erfc_d, .erfc_bound_u = 7.1, .erfc_zero_above = 26
