@@ -27,11 +27,14 @@ int main(int argc, char **argv)
     for (size_t n = 0; n < 2; n++)
         for (int b = 0; b < 2; b++) {
             const char *spec = stacks[n].spec;
-            if (vijp_memory_profile(spec, D, stacks[n].width, batches[b], 1, &f, VIJP_ENGINE_BACKPROP, NULL, bp, &err) ||
-                vijp_memory_profile(spec, D, stacks[n].width, batches[b], 1, &f, VIJP_ENGINE_MOONWALK, NULL, mw, &err)) {
+            vijp_net net;
+            if (vijp_net_template(&net, spec, D, stacks[n].width, &err) ||
+                vijp_memory_profile(&net, batches[b], 1, &f, VIJP_ENGINE_BACKPROP, NULL, bp, &err) ||
+                vijp_memory_profile(&net, batches[b], 1, &f, VIJP_ENGINE_MOONWALK, NULL, mw, &err)) {
                 fprintf(stderr, "bench-memory: %s: %s\n", spec, err.msg);
                 return 1;
             }
+            vijp_net_free(&net);
             size_t budget = bp[ref - 1], db = vijp_memory_deepest(bp, D, budget), dm = vijp_memory_deepest(mw, D, budget);
             printf("%-20s %6zu %14zu %16zu %15zu%s %9.1f%s\n", n ? "additive (RevNet)" : spec, batches[b], budget, db, dm,
                    dm == D ? "+" : " ", (double)dm / (double)db, dm == D ? "+" : "");

@@ -5,6 +5,7 @@
  * itself (src/study/unit_io.h) round-trips every double bit for bit. */
 #include "fixtures/clirun.h"
 #include "study/unit_io.h"
+#include "vijp/array_io.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,6 +141,60 @@ START_TEST(changed_study_refuses)
     ck_assert_msg(r.rc == CLI_OK && strstr(r.err, "removed") && strstr(r.err, ".out.vijp-units") && !exists(p.units),
                   "exit %d: %s", r.rc, r.err);
     run_free(&r);
+    remove_tree(p.base);
+}
+END_TEST
+
+/* A JSON net is part of what a resumed run must match, as the run parsed
+ * it: its layers and the parameters its files give.  Changing one value of
+ * a weight file the net names (the JSON text unchanged) refuses --resume;
+ * the unchanged net resumes. */
+static void write_weights(const char *dir, double w00)
+{
+    double w[36], b[6];
+    for (int i = 0; i < 36; i++) w[i] = i % 7 == 0 ? 1.0 : 0.01 * (i % 5);
+    for (int i = 0; i < 6; i++) b[i] = 0.1 * i;
+    w[0] = w00;
+    char path[400];
+    size_t ws[2] = {6, 6}, bs[1] = {6};
+    vijp_error err = {0};
+    snprintf(path, sizeof path, "%s/w.npy", dir);
+    ck_assert_msg(!vijp_npy_write(path, 2, ws, w, &err), "%s", err.msg);
+    snprintf(path, sizeof path, "%s/b.npy", dir);
+    ck_assert_msg(!vijp_npy_write(path, 1, bs, b, &err), "%s", err.msg);
+}
+
+START_TEST(changed_net_parameters_refuse)
+{
+    place p;
+    place_make(&p);
+    char net[400], args[1200];
+    snprintf(net, sizeof net, "%s/net.json", p.base);
+    FILE *f = fopen(net, "w");
+    ck_assert(f);
+    fputs("{\"schema\": \"vijp-net/1\", \"width\": 6, \"layers\": [{\"type\": \"dense\", \"args\": \"6\", \"params\": "
+          "{\"weight\": \"w.npy\", \"bias\": \"b.npy\"}}, {\"type\": \"tanh\"}, {\"type\": \"dense\", \"args\": \"6\"}]}\n", f);
+    ck_assert(!fclose(f));
+    write_weights(p.base, 1.0);
+    const char *bin = getenv("VIJP_BIN");
+    ck_assert_msg(bin && *bin, "VIJP_BIN is unset: run the suite through `make check`");
+    for (int round = 0; round < 2; round++) {
+        snprintf(args, sizeof args, "VIJP_KILL_AFTER_UNITS=1 '%s' drift --net '%s' --formats double,binary32 --seeds 1,2 "
+                 "--jobs 1 --no-plots --out '%s'", bin, net, p.out);
+        run_result r = run_bin("/usr/bin/env", args);
+        ck_assert_msg(r.rc == 128 + 9, "not killed: exit %d: %s", r.rc, r.err);
+        run_free(&r);
+        if (!round) write_weights(p.base, 1.0 + 0x1p-40); /* one value, one bit far down */
+        snprintf(args, sizeof args, "'%s' drift --net '%s' --formats double,binary32 --seeds 1,2 --jobs 1 --no-plots "
+                 "--out '%s' --resume", bin, net, p.out);
+        r = run_bin("/usr/bin/env", args);
+        if (!round)
+            ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "of another study") && strstr(r.err, "config 1"),
+                          "changed weights: exit %d: %s", r.rc, r.err);
+        else
+            ck_assert_msg(r.rc == CLI_OK, "unchanged net: exit %d: %s", r.rc, r.err);
+        run_free(&r);
+    }
     remove_tree(p.base);
 }
 END_TEST
@@ -285,6 +340,7 @@ Suite *suite_resume(void)
     tcase_add_test(tc, unit_text_round_trips);
     tcase_add_test(tc, killed_study_resumes_byte_identical);
     tcase_add_test(tc, changed_study_refuses);
+    tcase_add_test(tc, changed_net_parameters_refuse);
     tcase_add_test(tc, damaged_units_recomputed);
     suite_add_tcase(s, tc);
     return s;

@@ -7,15 +7,17 @@
 
 #include "vijp/api.h"
 #include "vijp/engine.h"
+#include "vijp/net.h"
 #include "vijp/error.h"
 
-/* bytes[d-1] for d = 1..depth: engine e on spec (cycled to depth), seeded
- * orthogonal parameters and inputs, batch samples, in format f.  A vijp that
- * loses rank still leaves its stored bytes measured (they are counted before
- * the sweep).  o (may be NULL): engine options, e.g. the checkpoint segment. */
-VIJP_API VIJP_MUST_CHECK int vijp_memory_profile(const char *spec, size_t depth, size_t width, size_t batch, uint64_t seed,
-                        const vijp_format *f, vijp_engine_kind e, const vijp_engine_opts *o, size_t *bytes,
-                        vijp_error *err);
+/* bytes[d-1] for d = 1..net->depth: engine e on net (a parsed net, e.g. a
+ * vijp_net_template: only read), seeded orthogonal parameters where the net
+ * gives none, seeded inputs, batch samples, in format f.  A vijp that loses
+ * rank still leaves its stored bytes measured (they are counted before the
+ * sweep).  o (may be NULL): engine options, e.g. the checkpoint segment. */
+VIJP_API VIJP_MUST_CHECK int vijp_memory_profile(const vijp_net *net, size_t batch, uint64_t seed, const vijp_format *f,
+                                                 vijp_engine_kind e, const vijp_engine_opts *o, size_t *bytes,
+                                                 vijp_error *err);
 /* Deepest d <= depth with bytes[d-1] <= budget (0 when not even one layer fits). */
 VIJP_API size_t vijp_memory_deepest(const size_t *bytes, size_t depth, size_t budget);
 
@@ -25,14 +27,14 @@ VIJP_API size_t vijp_memory_deepest(const size_t *bytes, size_t depth, size_t bu
  * size limb and the allocator's header otherwise. */
 VIJP_API size_t vijp_resident_value_bytes(const vijp_format *f);
 /* The peak bytes of one gradient comparison (vijp grad, one drift unit):
- * spec cycled to depth, batch samples, engines in format f (run one after
+ * net's shapes (any parsed net), batch samples, engines in format f (run one after
  * another) and an MPFR backprop reference at ref_prec bits.  Counted from
  * the shapes: inputs, parameters and their gradients, every activation (the
  * most any engine stores, backprop's) and every rebuilt gradient, in f and
  * in the reference; the operators' own work arrays are not counted, so this
  * is a floor, not a ceiling. */
-VIJP_API VIJP_MUST_CHECK int vijp_run_bytes_estimate(const char *spec, size_t depth, size_t width, size_t batch,
-                                            const vijp_format *f, long ref_prec, double *bytes, vijp_error *err);
+VIJP_API VIJP_MUST_CHECK int vijp_run_bytes_estimate(const vijp_net *net, size_t batch, const vijp_format *f,
+                                                     long ref_prec, double *bytes, vijp_error *err);
 /* Bytes this process can still get: the least of /proc/meminfo's
  * MemAvailable, the cgroup's memory.max less memory.current, and RLIMIT_AS
  * less the address space in use.  INFINITY when none is known; which bound

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include "vijp/error.h"
+#include "vijp/net.h"
 
 /* Exit codes of every subcommand. */
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
@@ -40,15 +41,17 @@ int cli_memory_fits(const char *command, double need);
 void cli_plugin_loaded(const char *path);
 const char *cli_plugin_args(void);
 
-/* --net FILE.json (vijp_net_spec_is_json; 0 at once for a spec): the
- * file is read and checked, *depth becomes its number of layers (with
- * depth_given, --depth must already say so) and *loss its "loss" field
- * unless loss_given (then they must agree).  Prints nothing; VIJP_E* with
- * the message in err (a usage error). */
-int cli_net_json(const char *spec, size_t *depth, int depth_given, int *loss, int loss_given, vijp_error *err);
-/* --weights FILE: read against the net of spec, so that a bad file is bad
+/* --net SPEC, parsed once into *tmpl (vijp_net_template: a JSON net's file
+ * read once) at *depth and width (0: the spec's).  A JSON net's depth is
+ * its number of layers (with depth_given, --depth must already say so) and
+ * its "loss" field becomes *loss unless loss_given (then they must agree);
+ * *depth becomes the net's.  Prints nothing; VIJP_E* with the message in
+ * err (a usage error), *tmpl then freed. */
+int cli_net_parse(const char *spec, size_t *depth, int depth_given, int *loss, int loss_given, size_t width,
+                  vijp_net *tmpl, vijp_error *err);
+/* --weights FILE: read against the parsed net, so that a bad file is bad
  * input before anything runs. */
-int cli_check_weights(const char *spec, size_t depth, size_t width, const char *weights, vijp_error *err);
+int cli_check_weights(const vijp_net *tmpl, const char *weights, vijp_error *err);
 /* --input X.npy: its rows are the batch (with batch_given, --batch must
  * agree), its columns the width (checked when width is not 0). */
 int cli_input_batch(const char *path, size_t width, size_t *batch, int batch_given, vijp_error *err);

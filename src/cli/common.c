@@ -83,22 +83,22 @@ int cli_prepare_dir(const char *dir, vijp_error *err)
     return 0;
 }
 
-int cli_net_json(const char *spec, size_t *depth, int depth_given, int *loss, int loss_given, vijp_error *err)
+int cli_net_parse(const char *spec, size_t *depth, int depth_given, int *loss, int loss_given, size_t width,
+                  vijp_net *tmpl, vijp_error *err)
 {
-    if (!vijp_net_spec_is_json(spec)) return 0;
-    vijp_net probe;
-    int rc = vijp_net_shape(&probe, spec, 0, 0, err);
-    if (rc) return rc;
-    if (depth_given && *depth != probe.depth)
+    int json = vijp_net_spec_is_json(spec);
+    int rc = vijp_net_template(tmpl, spec, json ? 0 : *depth, width, err);
+    if (rc || !json) return rc;
+    if (depth_given && *depth != tmpl->depth)
         rc = vijp_fail(err, VIJP_EINVAL, "--depth %zu, but %s has %zu layer%s (a JSON net's depth is its number of layers)",
-                       *depth, spec, probe.depth, probe.depth == 1 ? "" : "s");
-    else if (probe.loss_given && loss_given && *loss != (int)probe.loss)
+                       *depth, spec, tmpl->depth, tmpl->depth == 1 ? "" : "s");
+    else if (tmpl->loss_given && loss_given && *loss != (int)tmpl->loss)
         rc = vijp_fail(err, VIJP_EINVAL, "--loss disagrees with the \"loss\" of %s", spec);
     else {
-        *depth = probe.depth;
-        if (probe.loss_given) *loss = (int)probe.loss;
+        *depth = tmpl->depth;
+        if (tmpl->loss_given) *loss = (int)tmpl->loss;
     }
-    vijp_net_free(&probe);
+    if (rc) vijp_net_free(tmpl);
     return rc;
 }
 
@@ -120,12 +120,11 @@ int cli_input_batch(const char *path, size_t width, size_t *batch, int batch_giv
     return rc;
 }
 
-int cli_check_weights(const char *spec, size_t depth, size_t width, const char *weights, vijp_error *err)
+int cli_check_weights(const vijp_net *tmpl, const char *weights, vijp_error *err)
 {
     vijp_net net;
-    int rc = vijp_net_build(&net, spec, depth, width, err);
-    if (rc) return rc;
-    rc = vijp_net_load_weights(&net, weights, err);
+    vijp_net_copy(&net, tmpl);
+    int rc = vijp_net_load_weights(&net, weights, err);
     vijp_net_free(&net);
     return rc;
 }

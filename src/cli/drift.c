@@ -227,7 +227,7 @@ static int study_fits_memory(const study *s, const char *name, vijp_error *err)
             const vijp_format *F = &s->formats[f];
             long p = vijp_drift_ref_prec_first(F, s->ref_prec_start);
             double b;
-            if (vijp_run_bytes_estimate(s->configs[c].spec, s->depth, s->width, s->batch, F, 3 * p, &b, err)) return 0;
+            if (vijp_run_bytes_estimate(&s->nets[s->configs[c].net], s->batch, F, 3 * p, &b, err)) return 0;
             if (b > unit) unit = b;
         }
     size_t units = s->n_configs * s->n_formats * s->n_seeds, jobs = s->jobs > 0 ? (size_t)s->jobs : 1;
@@ -339,23 +339,27 @@ static int resolve_nets(drift_args *a, study *s, vijp_error *err)
         }
         else a->specs[a->n_specs++] = "dense:32,leaky:0.5";
     }
-    /* JSON nets: the depth is the file's (every net of the study shares it) */
+    /* JSON nets, parsed first: the depth is the file's (every net of the
+     * study shares it); study_add_configs parses the others at it. */
     for (size_t k = 0; k < a->n_specs; k++) {
+        if (!vijp_net_spec_is_json(a->specs[k])) continue;
         int loss = (int)s->loss;
-        if (cli_net_json(a->specs[k], &s->depth, a->depth_given, &loss, a->loss_given, err)) return -1;
+        if (cli_net_parse(a->specs[k], &s->depth, a->depth_given, &loss, a->loss_given, s->width, &s->nets[k], err))
+            return -1;
         s->loss = (vijp_loss_kind)loss;
-        a->depth_given |= vijp_net_spec_is_json(a->specs[k]);
-    }
-    for (size_t k = 0; s->weights && k < a->n_specs; k++)
-        if (cli_check_weights(a->specs[k], s->depth, s->width, s->weights, err)) return -1;
-    if (s->input) {
-        vijp_net probe;
-        if (vijp_net_shape(&probe, a->specs[0], s->depth, s->width, err)) return -1;
-        size_t in_width = probe.width;
-        vijp_net_free(&probe);
-        if (cli_input_batch(s->input, in_width, &s->batch, a->batch_given, err)) return -1;
+        a->depth_given = 1;
     }
     return 0;
+}
+
+/* What is checked against the parsed nets: --weights against each, and
+ * --input's columns against the first one's width. */
+static int check_net_inputs(const drift_args *a, study *s, vijp_error *err)
+{
+    int rc = 0;
+    for (size_t k = 0; s->weights && k < s->n_nets && !rc; k++) rc = cli_check_weights(&s->nets[k], s->weights, err);
+    if (!rc && s->input) rc = cli_input_batch(s->input, s->nets[0].width, &s->batch, a->batch_given, err);
+    return rc;
 }
 
 /* Everything checked before the report folder is touched: the nets, the
@@ -367,7 +371,8 @@ static int resolve(drift_args *a, study *s, vijp_error *err)
     s->progress = progress_wanted_here(a->forced_progress, a->quiet);
     if (study_parse_formats(s, a->formats, err) || study_parse_seeds(s, a->seeds, err) ||
         study_parse_engines(s->engines, &s->n_engines, a->engines, 0, err) ||
-        (a->tols && study_parse_tols(s, a->tols, err)) || study_add_configs(s, a->specs, a->n_specs, a->inits, err))
+        (a->tols && study_parse_tols(s, a->tols, err)) || study_add_configs(s, a->specs, a->n_specs, a->inits, err) ||
+        check_net_inputs(a, s, err))
         return cli_usage_error(a->name, err);
     /* Each format's reference must be able to double at least once under the
      * cap, or the run would fail after its first curve and leave an empty folder. */

@@ -148,6 +148,7 @@ static int check_printed(const vijp_grad_result *r, size_t D, vijp_error *err)
 /* What the command line asked for; the setup is completed by resolve(). */
 typedef struct {
     vijp_grad_setup s;
+    vijp_net net; /* --net, parsed once (s.net points at it) */
     const char *engines, *format, *save_dir;
     int json, quiet, depth_given, batch_given, loss_given;
     vijp_engine_kind list[VIJP_ENGINE_COUNT];
@@ -226,18 +227,15 @@ static int resolve(grad_args *a, vijp_error *err)
     vijp_grad_setup *s = &a->s;
     if (vijp_format_parse(a->format, &s->fmt, err) || vijp_grad_check_format(&s->fmt, err)) return cli_usage_error("vijp grad", err);
     int loss = (int)s->loss;
-    if (cli_net_json(s->spec, &s->depth, a->depth_given, &loss, a->loss_given, err)) return cli_usage_error("vijp grad", err);
+    if (cli_net_parse(s->spec, &s->depth, a->depth_given, &loss, a->loss_given, s->width, &a->net, err))
+        return cli_usage_error("vijp grad", err);
     s->loss = (vijp_loss_kind)loss;
-    vijp_net probe;
-    if (vijp_net_shape(&probe, s->spec, s->depth, s->width, err)) return cli_usage_error("vijp grad", err);
-    s->width = probe.width;
-    vijp_net_free(&probe);
-    if (s->weights && cli_check_weights(s->spec, s->depth, s->width, s->weights, err)) return cli_usage_error("vijp grad", err);
+    s->width = a->net.width, s->net = &a->net;
+    if (s->weights && cli_check_weights(&a->net, s->weights, err)) return cli_usage_error("vijp grad", err);
     if (s->input && cli_input_batch(s->input, s->width, &s->batch, a->batch_given, err)) return cli_usage_error("vijp grad", err);
     double need; /* the reference's precision: grad/grad.c's */
     long ref_prec = 2 * (long)s->fmt.prec > 256 ? 2 * (long)s->fmt.prec : 256;
-    if (vijp_run_bytes_estimate(s->spec, s->depth, s->width, s->batch, &s->fmt, ref_prec, &need, err))
-        return cli_usage_error("vijp grad", err);
+    if (vijp_run_bytes_estimate(&a->net, s->batch, &s->fmt, ref_prec, &need, err)) return cli_usage_error("vijp grad", err);
     if (!cli_memory_fits("grad", need)) return EXIT_USAGE;
     if (parse_engines(a, err)) return cli_usage_error("vijp grad", err);
     if (a->save_dir && cli_prepare_dir(a->save_dir, err)) return cli_usage_error("vijp grad", err);
@@ -309,32 +307,39 @@ static void print_results(const grad_args *a, const vijp_grad_result *res)
                res[k].param_grad_rel_err_max, max_layer_err(&res[k], s->depth));
 }
 
+static int grad_command(grad_args *a, int argc, char **argv)
+{
+    vijp_error err = {0};
+    int rc = parse_args(argc, argv, a, &err);
+    if (rc < 0) rc = resolve(a, &err);
+    if (rc >= 0) return rc;
+
+    vijp_grad_result res[VIJP_ENGINE_COUNT];
+    vijp_grads kept = {0};
+    if ((rc = run_engines(a, res, &kept, &err))) {
+        vijp_grads_clear(&kept);
+        return rc;
+    }
+    if (a->save_dir) { /* written before anything is printed: stdout stays empty on failure */
+        rc = save_grads(a->save_dir, &kept, &err);
+        vijp_grads_clear(&kept);
+        if (rc) {
+            for (size_t k = 0; k < a->n_engines; k++) vijp_grad_result_clear(&res[k]);
+            fprintf(stderr, "vijp grad: --save: %s\n", err.msg);
+            return EXIT_FAILED;
+        }
+    }
+    print_results(a, res);
+    for (size_t k = 0; k < a->n_engines; k++) vijp_grad_result_clear(&res[k]);
+    return EXIT_OK;
+}
+
 int cli_grad(int argc, char **argv)
 {
     grad_args a = {.s = {.spec = "dense:64,leaky:0.1", .depth = 8, .batch = 1, .seed = 1,
                          .init = {VIJP_INIT_ORTHOGONAL, 1}, .loss = VIJP_LOSS_SQUARE},
                    .engines = "moonwalk", .format = "double"};
-    vijp_error err = {0};
-    int rc = parse_args(argc, argv, &a, &err);
-    if (rc < 0) rc = resolve(&a, &err);
-    if (rc >= 0) return rc;
-
-    vijp_grad_result res[VIJP_ENGINE_COUNT];
-    vijp_grads kept = {0};
-    if ((rc = run_engines(&a, res, &kept, &err))) {
-        vijp_grads_clear(&kept);
-        return rc;
-    }
-    if (a.save_dir) { /* written before anything is printed: stdout stays empty on failure */
-        rc = save_grads(a.save_dir, &kept, &err);
-        vijp_grads_clear(&kept);
-        if (rc) {
-            for (size_t k = 0; k < a.n_engines; k++) vijp_grad_result_clear(&res[k]);
-            fprintf(stderr, "vijp grad: --save: %s\n", err.msg);
-            return EXIT_FAILED;
-        }
-    }
-    print_results(&a, res);
-    for (size_t k = 0; k < a.n_engines; k++) vijp_grad_result_clear(&res[k]);
-    return EXIT_OK;
+    int rc = grad_command(&a, argc, argv);
+    vijp_net_free(&a.net);
+    return rc;
 }

@@ -62,6 +62,7 @@ typedef struct {
     vijp_format f;
     vijp_engine_kind list[VIJP_ENGINE_COUNT];
     size_t n_engines;
+    vijp_net net; /* --net, parsed once */
 } memory_args;
 
 /* Options into a; -1 to go on, or the exit status (--help, a bad option). */
@@ -123,21 +124,17 @@ static int parse_engines(memory_args *a, vijp_error *err)
  * net's width, checked before anything runs (bad input: exit 2). */
 static int resolve(memory_args *a, vijp_error *err)
 {
-    if (a->spec && vijp_net_spec_is_json(a->spec)) { /* a JSON net: its layers are the depth */
-        size_t d = (size_t)a->depth;
-        int loss = 0;
-        if (cli_net_json(a->spec, &d, a->depth != 0, &loss, 0, err)) return cli_usage_error("vijp memory", err);
-        a->depth = d;
-    }
-    if (!a->spec || !a->depth || !a->budget) {
+    int json = a->spec && vijp_net_spec_is_json(a->spec); /* a JSON net: its layers are the depth */
+    if (!a->spec || (!a->depth && !json) || !a->budget) {
         fputs("vijp memory: --net, --depth-max and --budget are required (run 'vijp memory --help')\n", stderr);
         return EXIT_USAGE;
     }
     if (vijp_format_parse(a->format, &a->f, err) || parse_engines(a, err)) return cli_usage_error("vijp memory", err);
-    vijp_net probe; /* validate the spec and learn the width before running anything */
-    if (vijp_net_build(&probe, a->spec, a->depth, a->width, err)) return cli_usage_error("vijp memory", err);
-    a->width = probe.width;
-    vijp_net_free(&probe);
+    size_t d = (size_t)a->depth;
+    int loss = 0;
+    if (cli_net_parse(a->spec, &d, a->depth != 0, &loss, 0, (size_t)a->width, &a->net, err)) /* checked before anything runs */
+        return cli_usage_error("vijp memory", err);
+    a->depth = d, a->width = a->net.width;
     return -1;
 }
 
@@ -190,17 +187,16 @@ int cli_memory(int argc, char **argv)
 
     size_t *bytes = vijp_alloc_array(a.n_engines * a.depth, sizeof *bytes), deepest[VIJP_ENGINE_COUNT];
     for (size_t k = 0; k < a.n_engines; k++) {
-        rc = vijp_memory_profile(a.spec, a.depth, a.width, a.batch, a.seed, &a.f, a.list[k], &a.eo, bytes + k * a.depth,
-                                 &err);
+        rc = vijp_memory_profile(&a.net, a.batch, a.seed, &a.f, a.list[k], &a.eo, bytes + k * a.depth, &err);
         if (rc) {
             fprintf(stderr, "vijp memory: %s: %s\n", vijp_engine_name(a.list[k]), err.msg);
-            free(bytes);
+            free(bytes), vijp_net_free(&a.net);
             return rc == VIJP_EINVAL || rc == VIJP_EDIM || rc == VIJP_EDOMAIN ? EXIT_USAGE : EXIT_FAILED;
         }
         deepest[k] = vijp_memory_deepest(bytes + k * a.depth, a.depth, a.budget);
     }
     if (a.json) print_json(&a, bytes, deepest);
     else print_table(&a, bytes, deepest);
-    free(bytes);
+    free(bytes), vijp_net_free(&a.net);
     return EXIT_OK;
 }

@@ -9,11 +9,11 @@
 #include <malloc.h>
 #endif
 
-int vijp_memory_profile(const char *spec, size_t depth, size_t width, size_t batch, uint64_t seed,
-                        const vijp_format *f, vijp_engine_kind e, const vijp_engine_opts *o, size_t *bytes,
-                        vijp_error *err)
+int vijp_memory_profile(const vijp_net *tmpl, size_t batch, uint64_t seed, const vijp_format *f, vijp_engine_kind e,
+                        const vijp_engine_opts *o, size_t *bytes, vijp_error *err)
 {
-    vijp_grad_setup s = {.spec = spec, .depth = depth, .width = width, .batch = batch, .seed = seed,
+    size_t depth = tmpl->depth;
+    vijp_grad_setup s = {.net = tmpl, .depth = depth, .width = tmpl->width, .batch = batch, .seed = seed,
                          .init = {VIJP_INIT_ORTHOGONAL, 1}, .loss = VIJP_LOSS_SQUARE, .fmt = *f};
     vijp_net net;
     vijp_problem p;
@@ -53,30 +53,25 @@ size_t vijp_resident_value_bytes(const vijp_format *f)
     return sizeof(__mpfr_struct) + (limbs + 1) * sizeof(mp_limb_t) + 16; /* + MPFR's size limb, malloc's header */
 }
 
-int vijp_run_bytes_estimate(const char *spec, size_t depth, size_t width, size_t batch, const vijp_format *f,
-                            long ref_prec, double *bytes, vijp_error *err)
+int vijp_run_bytes_estimate(const vijp_net *net, size_t batch, const vijp_format *f, long ref_prec, double *bytes,
+                            vijp_error *err)
 {
-    vijp_net net;
-    int rc = vijp_net_shape(&net, spec, depth, width, err);
-    if (rc) return rc;
     vijp_format ref;
-    if ((rc = vijp_format_mpfr(&ref, ref_prec, err))) {
-        vijp_net_free(&net);
-        return rc;
-    }
+    int rc = vijp_format_mpfr(&ref, ref_prec, err);
+    if (rc) return rc;
+    size_t depth = net->depth;
     /* Values, as doubles so that absurd shapes do not wrap: activations
      * h_0..h_D and the gradients g_i (batch each), parameters θ and ∇θ. */
-    double acts = (double)net.width, params = 0;
+    double acts = (double)net->width, params = 0;
     for (size_t i = 0; i < depth; i++) {
-        acts += (double)net.layers[i].out;
-        params += (double)net.layers[i].type->param_count(&net.layers[i]);
+        acts += (double)net->layers[i].out;
+        params += (double)net->layers[i].type->param_count(&net->layers[i]);
     }
     double values = 2 * acts * (double)batch + 2 * params;
     /* The run's values in f, the reference's in ref, and the problem's
      * double master copies (inputs, loss data, parameters). */
     *bytes = values * (double)(vijp_resident_value_bytes(f) + vijp_resident_value_bytes(&ref)) +
              8.0 * (params + 2 * acts / (double)(depth + 1) * (double)batch);
-    vijp_net_free(&net);
     return 0;
 }
 

@@ -55,6 +55,25 @@ static int file_line(FILE *f, const char *key, const char *path, vijp_error *err
     return 0;
 }
 
+/* "key: net contents HASH" of a JSON net as the run parsed it (the bytes
+ * read once: s->nets), so that a resumed run whose net file changed since,
+ * or whose parameter files did, is refused: every layer as a spec and its
+ * widths, and every parameter the file gives, bit for bit. */
+static void net_line(FILE *f, const char *key, const char *path, const vijp_net *net)
+{
+    uint64_t h = unit_hash(UNIT_HASH_START, &net->loss, sizeof net->loss);
+    for (size_t i = 0; i < net->depth; i++) {
+        const vijp_layer *L = &net->layers[i];
+        char spec[256];
+        vijp_layer_spec(L, spec, sizeof spec);
+        h = unit_hash(h, spec, strlen(spec) + 1);
+        h = unit_hash(h, &L->in, sizeof L->in), h = unit_hash(h, &L->out, sizeof L->out);
+        if (net->given && net->given[i] && net->theta[i])
+            h = unit_hash(h, net->theta[i], L->type->param_count(L) * sizeof *net->theta[i]);
+    }
+    fprintf(f, "%s: %s, net contents %016" PRIx64 "\n", key, path, h);
+}
+
 int study_description(const study *s, char **out, vijp_error *err)
 {
     size_t size;
@@ -67,7 +86,7 @@ int study_description(const study *s, char **out, vijp_error *err)
         char key[32];
         snprintf(key, sizeof key, "config %zu", c + 1);
         fprintf(f, "%s: %s, %s\n", key, s->configs[c].spec, s->configs[c].init_name);
-        if (vijp_net_spec_is_json(s->configs[c].spec)) rc = file_line(f, key, s->configs[c].spec, err);
+        if (vijp_net_spec_is_json(s->configs[c].spec)) net_line(f, key, s->configs[c].spec, &s->nets[s->configs[c].net]);
     }
     fputs("formats:", f);
     for (size_t k = 0; k < s->n_formats; k++) fprintf(f, " %s (tolerance %a)", s->formats[k].name, s->tol[k]);

@@ -27,8 +27,8 @@ int memory_compute(memory_table *m, const study *s, vijp_error *err)
     vijp_format_fixed(&fd, VIJP_DOUBLE);
     for (size_t c = 0; c < s->n_configs; c++)
         for (int e = 0; e < VIJP_ENGINE_COUNT; e++) {
-            int rc = vijp_memory_profile(s->configs[c].spec, s->depth, s->width, s->batch, s->seeds[0], &fd,
-                                         (vijp_engine_kind)e, &s->opts, mem_at(m, c, (size_t)e), err);
+            int rc = vijp_memory_profile(&s->nets[s->configs[c].net], s->batch, s->seeds[0], &fd, (vijp_engine_kind)e,
+                                         &s->opts, mem_at(m, c, (size_t)e), err);
             if (rc) return rc;
         }
     return 0;

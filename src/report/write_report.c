@@ -629,12 +629,13 @@ static void md_spread(FILE *o, spread v, const char *fmt)
 static void md_certify(FILE *o, const study *s, size_t c, size_t layer)
 {
     enum { POINTS = 8 };
-    vijp_net net;
+    vijp_net net, upto = s->nets[s->configs[c].net];
     /* The net up to this layer only: vijp_net_init draws layer by layer from
      * one generator, so its parameters are the full net's, and each of the
      * eight points below no longer initialises all s->depth layers (a few
      * seconds of the default report, serial, spent on discarded draws). */
-    if (vijp_net_build(&net, s->configs[c].spec, layer + 1, s->width, NULL)) return;
+    upto.depth = layer + 1;
+    vijp_net_copy(&net, &upto);
     const vijp_layer *L = &net.layers[layer];
     double *x = vijp_alloc_array(L->in, sizeof *x), smin = INFINITY;
     size_t certified = 0, not_sub = 0;
@@ -687,10 +688,9 @@ static void md_layers(FILE *o, const study *s)
     const char *seen[64];
     size_t ns = 0;
     for (size_t c = 0; c < s->n_configs; c++) {
-        vijp_net net;
-        if (vijp_net_build(&net, s->configs[c].spec, s->depth, s->width, NULL)) continue;
-        for (size_t i = 0; i < net.depth; i++) {
-            const vijp_layer *L = &net.layers[i];
+        const vijp_net *net = &s->nets[s->configs[c].net];
+        for (size_t i = 0; i < net->depth; i++) {
+            const vijp_layer *L = &net->layers[i];
             char label[96];
             snprintf(label, sizeof label, "%s %zu→%zu", L->type->name, L->in, L->out);
             if (L->type == vijp_layer_type_find("leaky")) snprintf(label, sizeof label, "leaky:%g %zu→%zu", vijp_leaky_slope(L), L->in, L->out);
@@ -707,7 +707,6 @@ static void md_layers(FILE *o, const study *s)
             md_certify(o, s, c, i);
             fputc('\n', o);
         }
-        vijp_net_free(&net);
     }
     for (size_t j = 0; j < ns; j++) free((void *)seen[j]);
 }

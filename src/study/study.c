@@ -125,30 +125,29 @@ int study_add_configs(study *s, const char *const *specs, size_t n_specs, const 
     if (!copy) return VIJP_EINVAL;
     int rc = 0;
     s->n_configs = 0;
-    for (size_t i = 0; i < s->n_nets; i++) vijp_net_free(&s->nets[i]);
-    s->n_nets = 0;
     /* Without --width, every spec that fixes its own input width (a dense
-     * layer first) must agree; specs that do not (a coupling block first)
-     * take that width. */
+     * layer first, a JSON net) must agree; specs that do not (a coupling
+     * block first) take that width.  Probing a text spec reads no file. */
     size_t given = s->width;
     for (size_t i = 0; i < n_specs && !given && !rc; i++) {
-        vijp_net probe;
-        if (vijp_net_shape(&probe, specs[i], s->depth, 0, NULL)) continue; /* shapes only: no parameter blocks */
-        if (s->width && probe.width != s->width)
+        vijp_net probe = {0};
+        size_t w = s->nets[i].layers ? s->nets[i].width : 0;
+        if (!w && vijp_net_shape(&probe, specs[i], s->depth, 0, NULL)) continue; /* shapes only: no parameter blocks */
+        if (!w) w = probe.width, vijp_net_free(&probe);
+        if (s->width && w != s->width)
             rc = vijp_fail(err, VIJP_EINVAL, "networks '%s' and '%s' take different input widths; give --width", specs[0],
                            specs[i]);
-        s->width = probe.width;
-        vijp_net_free(&probe);
+        s->width = w;
     }
     for (size_t i = 0; i < n_specs && !rc; i++) {
-        vijp_net *net = &s->nets[s->n_nets]; /* the spec checked and parsed once, before anything runs */
-        if ((rc = vijp_net_template(net, specs[i], s->depth, s->width, err))) break;
-        s->n_nets++;
+        vijp_net *net = &s->nets[i]; /* the spec checked and parsed once, before anything runs */
+        if (!net->layers && (rc = vijp_net_template(net, specs[i], s->depth, s->width, err))) break;
+        s->n_nets = i + 1;
         if (s->width && net->width != s->width) rc = vijp_fail(err, VIJP_EINVAL, "spec '%s' takes input width %zu, not %zu", specs[i], net->width, s->width);
         for (size_t j = 0; j < n && !rc; j++) {
             study_config *c = &s->configs[s->n_configs++];
             c->spec = specs[i];
-            c->net = s->n_nets - 1;
+            c->net = i;
             snprintf(c->init_name, sizeof c->init_name, "%s", items[j]);
             rc = vijp_init_parse(items[j], &c->init, err);
         }
@@ -391,7 +390,7 @@ void study_free(study *s)
     free(s->curves);
     free(s->done);
     free(s->command);
-    for (size_t i = 0; i < s->n_nets; i++) vijp_net_free(&s->nets[i]);
+    for (size_t i = 0; i < STUDY_MAX; i++) vijp_net_free(&s->nets[i]); /* parsed ones, also past a failure */
     s->n_nets = 0;
     s->curves = NULL;
     s->done = NULL;

@@ -18,8 +18,9 @@ typedef struct {
 typedef struct {
     study_config configs[STUDY_MAX * STUDY_MAX];
     size_t n_configs;
-    /* Each spec's net, parsed once (vijp_net_template) by study_add_configs
-     * and copied by every curve: a JSON net's file is read once a run. */
+    /* Each spec's net (nets[k] for spec k), parsed once (vijp_net_template)
+     * and copied by every curve, read by every check and writer: a JSON
+     * net's file is read once a run. */
     vijp_net nets[STUDY_MAX];
     size_t n_nets;
     vijp_format formats[STUDY_MAX];
@@ -88,7 +89,10 @@ void study_unit_name(const study *s, size_t j, char *buf, size_t size);
 
 /* Parse comma lists into the study. */
 VIJP_MUST_CHECK int study_parse_formats(study *s, const char *list, vijp_error *err);
-/* Configurations: every spec with every initialisation of the comma list. */
+/* Configurations: every spec with every initialisation of the comma list.
+ * Spec k's net is s->nets[k] where the caller parsed it already (a JSON
+ * net, whose depth is the study's: cli_net_parse), else parsed here at
+ * s->depth and s->width (0: the specs', which must agree). */
 VIJP_MUST_CHECK int study_add_configs(study *s, const char *const *specs, size_t n_specs, const char *inits, vijp_error *err);
 VIJP_MUST_CHECK int study_parse_seeds(study *s, const char *list, vijp_error *err);
 VIJP_MUST_CHECK int study_parse_engines(vijp_engine_kind *out, size_t *n, const char *list, int allow_backprop, vijp_error *err);
