@@ -610,6 +610,31 @@ START_TEST(batch_is_sum_of_samples)
 }
 END_TEST
 
+/* Engine lists as every command takes them: names in the order given,
+ * "all" in vijp_engine_kind's order, and each malformed list refused with
+ * what is wrong in it. */
+START_TEST(engine_lists_parse)
+{
+    vijp_engine_kind e[VIJP_ENGINE_COUNT];
+    size_t n = 99;
+    vijp_error err = {0};
+    ck_assert(!vijp_engine_parse_list("reversible,moonwalk", e, &n, &err));
+    ck_assert(n == 2 && e[0] == VIJP_ENGINE_REVERSIBLE && e[1] == VIJP_ENGINE_MOONWALK);
+    ck_assert(!vijp_engine_parse_list("all", e, &n, &err) && n == VIJP_ENGINE_COUNT);
+    for (size_t k = 0; k < n; k++) ck_assert(e[k] == (vijp_engine_kind)k);
+    static const struct {
+        const char *list, *msg;
+    } bad[] = {{"", "empty item"}, {"moonwalk,", "empty item"}, {",moonwalk", "empty item"},
+               {"moonwalk,,checkpoint", "empty item"}, {"moonwalk,moonwalk", "given twice"}, {"forward", "unknown engine"},
+               {"all,moonwalk", "unknown engine"}, {"backprop,moonwalk,pure-forward,reversible,checkpoint,backprop", "given twice"}};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        err.msg[0] = 0;
+        ck_assert_int_eq(vijp_engine_parse_list(bad[k].list, e, &n, &err), VIJP_EINVAL);
+        ck_assert_msg(strstr(err.msg, bad[k].msg), "'%s': %s", bad[k].list, err.msg);
+    }
+}
+END_TEST
+
 Suite *suite_engines(void)
 {
     Suite *s = suite_create("engines");
@@ -623,6 +648,7 @@ Suite *suite_engines(void)
     tcase_add_test(tc, singular_vijp_keeps_earlier_layers);
     tcase_add_loop_test(tc, checkpoint_is_backprop_exactly, 0, (int)NNETS);
     tcase_add_test(tc, checkpoint_segments);
+    tcase_add_test(tc, engine_lists_parse);
     tcase_add_test(tc, reversible_reconstruction);
     tcase_add_test(tc, reversible_hook_is_the_diagnostic);
     tcase_add_loop_test(tc, layer_done_counts_steps, 0, (int)NNETS);

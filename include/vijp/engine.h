@@ -33,6 +33,11 @@ typedef struct {
 } vijp_grads;
 
 VIJP_API VIJP_MUST_CHECK int vijp_engine_parse(const char *s, vijp_engine_kind *e, vijp_error *err);
+/* A comma list of engine names, or "all" (every engine in
+ * vijp_engine_kind's order), into out[0..*n-1], which has room for
+ * VIJP_ENGINE_COUNT.  An empty item, an unknown name or a name given twice
+ * is VIJP_EINVAL with a message. */
+VIJP_API VIJP_MUST_CHECK int vijp_engine_parse_list(const char *list, vijp_engine_kind *out, size_t *n, vijp_error *err);
 VIJP_API const char *vijp_engine_name(vijp_engine_kind e);
 
 /* Run engine e on network net with parameters theta (from vijp_net_params),

@@ -59,7 +59,7 @@ static const char help_drift[] =
     "                    each result rounded to storage; @cuda: on a GPU\n"
     "                    (cuBLAS, tensor cores for the mixed ones)\n"
     "  --engines LIST    engines that rebuild gradients: moonwalk, pure-forward,\n"
-    "                    reversible, checkpoint\n"
+    "                    reversible, checkpoint, or all\n"
     "                    (default moonwalk); backprop is always measured\n"
     "  --seeds LIST      comma list of seeds (default 1,2,3); spreads are over seeds\n"
     "  --segment K       checkpoint engine: layers per segment (default ⌈√depth⌉)\n"

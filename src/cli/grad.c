@@ -200,22 +200,7 @@ static int parse_args(int argc, char **argv, grad_args *a, vijp_error *err)
 /* --engine's comma list ("all" for every engine) into a->list. */
 static int parse_engines(grad_args *a, vijp_error *err)
 {
-    char *copy = vijp_strdup(a->engines), *save = NULL;
-    int rc = 0;
-    a->n_engines = 0;
-    for (char *t = strtok_r(copy, ",", &save); t && !rc; t = strtok_r(NULL, ",", &save)) {
-        if (!strcmp(t, "all")) {
-            for (int k = 0; k < VIJP_ENGINE_COUNT; k++) a->list[k] = (vijp_engine_kind)k;
-            a->n_engines = VIJP_ENGINE_COUNT;
-        } else if (a->n_engines >= VIJP_ENGINE_COUNT) {
-            rc = vijp_fail(err, VIJP_EINVAL, "too many engines in '%s'", a->engines);
-        } else if (!(rc = vijp_engine_parse(t, &a->list[a->n_engines], err))) {
-            a->n_engines++;
-        }
-    }
-    free(copy);
-    if (!rc && a->n_engines == 0) rc = vijp_fail(err, VIJP_EINVAL, "no engine given");
-    return rc;
+    return vijp_engine_parse_list(a->engines, a->list, &a->n_engines, err);
 }
 
 /* Everything checked before anything runs, so that bad input is exit 2 with

@@ -26,8 +26,8 @@ static const char help[] =
     "  --batch B         samples per step (default 1)\n"
     "  --format F        double | binary32 | binary16 | bfloat16 | mpfr:P (default double)\n"
     "                    | bfloat16+binary32 | binary16+binary32 | tf32+binary32\n"
-    "  --engines LIST    backprop,moonwalk,pure-forward,reversible,checkpoint\n"
-    "                    (default: all)\n"
+    "  --engines LIST    a comma list of backprop, moonwalk, pure-forward,\n"
+    "                    reversible, checkpoint, or all (the default)\n"
     "  --seed S          seed of parameters and inputs (default 1)\n"
     "  --segment K       checkpoint: layers per segment (default ⌈√d⌉ for each depth d)\n"
     "  --json            one JSON object instead of the table\n"
@@ -102,22 +102,7 @@ static int parse_args(int argc, char **argv, memory_args *a)
 /* --engines' comma list into a->list: each engine once. */
 static int parse_engines(memory_args *a, vijp_error *err)
 {
-    char *copy = vijp_strdup(a->engines), *save = NULL;
-    int rc = 0;
-    a->n_engines = 0;
-    for (char *t = strtok_r(copy, ",", &save); t && !rc; t = strtok_r(NULL, ",", &save)) {
-        if (a->n_engines == VIJP_ENGINE_COUNT) {
-            rc = vijp_fail(err, VIJP_EINVAL, "too many engines in '%s'", a->engines);
-            break;
-        }
-        if ((rc = vijp_engine_parse(t, &a->list[a->n_engines], err))) break;
-        for (size_t k = 0; k < a->n_engines && !rc; k++)
-            if (a->list[k] == a->list[a->n_engines]) rc = vijp_fail(err, VIJP_EINVAL, "engine '%s' given twice", t);
-        a->n_engines += !rc;
-    }
-    free(copy);
-    if (!rc && !a->n_engines) rc = vijp_fail(err, VIJP_EINVAL, "no engine given");
-    return rc;
+    return vijp_engine_parse_list(a->engines, a->list, &a->n_engines, err);
 }
 
 /* A JSON net's depth, the required options, the format, the engines and the
@@ -178,7 +163,7 @@ static void print_table(const memory_args *a, const size_t *bytes, const size_t 
 
 int cli_memory(int argc, char **argv)
 {
-    memory_args a = {.format = "double", .engines = "backprop,moonwalk,pure-forward,reversible,checkpoint",
+    memory_args a = {.format = "double", .engines = "all",
                      .batch = 1, .seed = 1};
     vijp_error err = {0};
     int rc = parse_args(argc, argv, &a);

@@ -17,6 +17,31 @@ int vijp_engine_parse(const char *s, vijp_engine_kind *e, vijp_error *err)
     return vijp_fail(err, VIJP_EINVAL, "unknown engine '%s' (known: backprop, moonwalk, pure-forward, reversible, checkpoint)", s);
 }
 
+int vijp_engine_parse_list(const char *list, vijp_engine_kind *out, size_t *n, vijp_error *err)
+{
+    *n = 0;
+    if (!strcmp(list, "all")) {
+        for (int i = 0; i < VIJP_ENGINE_COUNT; i++) out[(*n)++] = (vijp_engine_kind)i;
+        return 0;
+    }
+    int rc = 0;
+    for (const char *p = list; !rc;) {
+        size_t len = strcspn(p, ",");
+        char name[32];
+        if (len == 0 || len >= sizeof name)
+            return vijp_fail(err, VIJP_EINVAL, "engine list '%s': %s", list, len ? "unknown engine" : "an empty item");
+        memcpy(name, p, len), name[len] = 0;
+        vijp_engine_kind e = VIJP_ENGINE_BACKPROP;
+        if (!(rc = vijp_engine_parse(name, &e, err)))
+            for (size_t j = 0; j < *n && !rc; j++)
+                if (out[j] == e) rc = vijp_fail(err, VIJP_EINVAL, "engine '%s' given twice", name);
+        if (!rc) out[(*n)++] = e; /* at most VIJP_ENGINE_COUNT: one more would repeat one */
+        if (!p[len]) break;
+        p += len + 1;
+    }
+    return rc;
+}
+
 size_t vijp_engine_layer_steps(vijp_engine_kind e, size_t depth, size_t batch, const vijp_engine_opts *o)
 {
     switch (e) {

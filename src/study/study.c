@@ -102,18 +102,17 @@ int study_parse_seeds(study *s, const char *list, vijp_error *err)
 
 int study_parse_engines(vijp_engine_kind *out, size_t *n, const char *list, int allow_backprop, vijp_error *err)
 {
-    char *items[VIJP_ENGINE_COUNT];
-    char *copy = split(list, items, allow_backprop ? VIJP_ENGINE_COUNT : VIJP_ENGINE_COUNT - 1, n, "engines", err);
-    if (!copy) return VIJP_EINVAL;
-    int rc = 0;
-    for (size_t i = 0; i < *n && !rc; i++) {
-        rc = vijp_engine_parse(items[i], &out[i], err);
-        if (!rc && !allow_backprop && out[i] == VIJP_ENGINE_BACKPROP)
+    vijp_engine_kind all[VIJP_ENGINE_COUNT];
+    size_t m;
+    int rc = vijp_engine_parse_list(list, all, &m, err), every = !strcmp(list, "all");
+    *n = 0;
+    for (size_t i = 0; i < m && !rc; i++) {
+        if (all[i] == VIJP_ENGINE_BACKPROP && !allow_backprop) {
+            if (every) continue; /* "all" that rebuild gradients */
             rc = vijp_fail(err, VIJP_EINVAL, "backprop is always measured; --engines lists the engines that rebuild gradients");
-        for (size_t j = 0; j < i && !rc; j++)
-            if (out[j] == out[i]) rc = vijp_fail(err, VIJP_EINVAL, "engine '%s' given twice", items[i]);
+        }
+        out[(*n)++] = all[i];
     }
-    free(copy);
     return rc;
 }
 
