@@ -610,6 +610,56 @@ START_TEST(batch_is_sum_of_samples)
 }
 END_TEST
 
+/* A smooth activation's input cotangent in a mixed format is g·f′ computed
+ * in binary32 and rounded once to storage, in the engines (which keep f′
+ * from the forward pass, nested forward AD) bit for bit as in the layer's
+ * own vjp, as PyTorch's autocast backward computes it: every activation of
+ * the catalogue, both mixed formats, and bfloat16+binary32 through the
+ * native float route (@ref).  Kept at storage precision, f′ would be
+ * rounded twice (to bfloat16, then the product): most cotangents differ. */
+START_TEST(mixed_cotangents_round_once)
+{
+    static const char *const acts[] = {"sigmoid", "softplus", "tanh", "silu", "gelu", "mish"};
+    static const char *const fmts[] = {"bfloat16+binary32", "binary16+binary32", "bfloat16+binary32@ref"};
+    enum { W = 64, B = 4 };
+    vijp_rng rng;
+    vijp_rng_seed(&rng, test_seed() + 31);
+    for (size_t a = 0; a < sizeof acts / sizeof *acts; a++)
+        for (size_t fi = 0; fi < sizeof fmts / sizeof *fmts; fi++) {
+            vijp_format F;
+            vijp_net net;
+            vijp_error err = {0};
+            ck_assert(!vijp_format_parse(fmts[fi], &F, NULL));
+            ck_assert(!vijp_net_build(&net, acts[a], 1, W, &err));
+            vijp_mat th, X, T, V;
+            ck_assert(!vijp_net_params(&net, &F, &th, &err));
+            vijp_mat_init(&X, W, B, &F), vijp_mat_init(&T, W, B, &F), vijp_mat_init(&V, W, B, &F);
+            for (size_t k = 0; k < W * B; k++)
+                vijp_mat_set_entry_d(&X, k, 3 * vijp_rng_normal(&rng)), vijp_mat_set_entry_d(&T, k, vijp_rng_normal(&rng));
+            vijp_mat_store(&X), vijp_mat_store(&T);
+            vijp_grads ref;
+            ck_assert_msg(!vijp_engine_run(VIJP_ENGINE_BACKPROP, &net, &th, &X, &T, &ref, &err), "%s", err.msg);
+            /* backprop keeps f′ alone, at binary32's 4 bytes a unit (not storage's 2) */
+            ck_assert_msg(ref.stored_bytes == (size_t)W * B * 4, "%s: backprop keeps %zu bytes", fmts[fi], ref.stored_bytes);
+            /* the loss gradient g (the same in every engine: one forward pass), through the layer's vjp */
+            ck_assert(!vijp_layer_vjp(&net.layers[0], &th, &X, &ref.g[0], &V, &err));
+            for (int e = 0; e < 2; e++) {
+                vijp_grads g;
+                if (e) ck_assert_msg(!vijp_engine_run(VIJP_ENGINE_MOONWALK, &net, &th, &X, &T, &g, &err), "%s", err.msg);
+                const vijp_grads *r = e ? &g : &ref;
+                size_t differ = 0;
+                for (size_t k = 0; k < W * B; k++) differ += !mpfr_equal_p(r->grad_x.m[k], V.m[k]);
+                ck_assert_msg(!differ, "%s in %s, %s: %zu of %d input cotangents differ from the layer's vjp", acts[a],
+                              fmts[fi], e ? "moonwalk" : "backprop", differ, W * B);
+                if (e) vijp_grads_clear(&g);
+            }
+            vijp_grads_clear(&ref);
+            vijp_mat_clear(&X), vijp_mat_clear(&T), vijp_mat_clear(&V), vijp_mat_clear(&th);
+            vijp_net_free(&net);
+        }
+}
+END_TEST
+
 /* Engine lists as every command takes them: names in the order given,
  * "all" in vijp_engine_kind's order, and each malformed list refused with
  * what is wrong in it. */
@@ -649,6 +699,7 @@ Suite *suite_engines(void)
     tcase_add_loop_test(tc, checkpoint_is_backprop_exactly, 0, (int)NNETS);
     tcase_add_test(tc, checkpoint_segments);
     tcase_add_test(tc, engine_lists_parse);
+    tcase_add_test(tc, mixed_cotangents_round_once);
     tcase_add_test(tc, reversible_reconstruction);
     tcase_add_test(tc, reversible_hook_is_the_diagnostic);
     tcase_add_loop_test(tc, layer_done_counts_steps, 0, (int)NNETS);

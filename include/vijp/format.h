@@ -78,6 +78,14 @@ VIJP_API VIJP_MUST_CHECK int vijp_format_parse(const char *s, vijp_format *f, vi
 VIJP_API void vijp_format_fixed(vijp_format *f, vijp_format_kind kind);
 /* mpfr:P with P bits, unbounded exponent range. */
 VIJP_API VIJP_MUST_CHECK int vijp_format_mpfr(vijp_format *f, long prec, vijp_error *err);
+/* The format of f's operations before its results are stored: for
+ * bfloat16+binary32 and binary16+binary32 (and their @SET), binary32 (@SET);
+ * f itself for every other format, whose results are values of it.  What
+ * an engine keeps between two operations that hardware fuses keeps this
+ * precision: the f′ of a smooth activation that nested forward AD stores
+ * for its backward product g·f′, rounded to storage once, as the layer's
+ * own vjp (docs/formats.md). */
+VIJP_API void vijp_format_accumulator(const vijp_format *f, vijp_format *acc);
 /* Unit roundoff u = 2^-p of the format's storage (mixed formats: of the
  * narrower of storage and matrix-product operands, the precision a value
  * keeps between operations). */

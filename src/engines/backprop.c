@@ -11,6 +11,8 @@ int engine_backprop(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
 {
     size_t D = net->depth, B = X->cols;
     const vijp_format *f = X->fmt;
+    vijp_format acc; /* f′ kept unrounded to storage: g·f′ rounds once, as the layer's vjp */
+    vijp_format_accumulator(f, &acc);
     vijp_ledger ledger = {0, 0};
     vijp_mat *H = vijp_alloc_array(D + 1, sizeof *H); /* H[i] = h_i; H[D] is a work buffer */
     int rc = 0;
@@ -20,13 +22,14 @@ int engine_backprop(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
         else rc = vijp_layer_forward(&net->layers[i - 1], &theta[i - 1], &H[i - 1], &H[i], err);
         if (!rc && i && net->layers[i - 1].type->residual == VIJP_RESIDUAL_DERIV) { /* H[i−1] := f′(h_(i−1)) */
             vijp_mat d;
-            vijp_mat_init_unset(&d, H[i - 1].rows, B, f);
+            vijp_mat_init_unset(&d, H[i - 1].rows, B, &acc);
             rc = engine_derivative(&net->layers[i - 1], &theta[i - 1], &H[i - 1], &d, err);
             vijp_mat_clear(&H[i - 1]);
             H[i - 1] = d;
         }
-        if (i < D) {
-            ledger_keep(&ledger, mat_bytes(&H[i]));
+        if (i < D) { /* a smooth activation's input is kept as its f′ (below, once h_(i+1) is computed), at f′'s size */
+            int deriv = net->layers[i].type->residual == VIJP_RESIDUAL_DERIV;
+            ledger_keep(&ledger, deriv ? vijp_mat_len(&H[i]) * acc.value_bytes : mat_bytes(&H[i]));
             out->stored_by_depth[i] = ledger.current; /* a depth-(i+1) network keeps h_0 … h_i */
         }
         if (!rc && i) engine_step(steps);

@@ -124,6 +124,8 @@ int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
 {
     size_t D = net->depth, B = X->cols;
     const vijp_format *f = X->fmt;
+    vijp_format acc; /* what a smooth activation's f′ is kept in (vijp_format_accumulator) */
+    vijp_format_accumulator(f, &acc);
     vijp_ledger ledger = {0, 0};
     uint8_t **bits = vijp_alloc_array(D, sizeof *bits);
     vijp_mat *vals = vijp_alloc_array(D, sizeof *vals), *frag = vijp_alloc_array(D, sizeof *frag);
@@ -153,8 +155,8 @@ int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
             vijp_mat_init_unset(&vals[i], h.rows, B, f);
             vijp_mat_copy(&vals[i], &h);
             res_bytes[i] = mat_bytes(&vals[i]);
-        } else if (L->type->residual == VIJP_RESIDUAL_DERIV) { /* nested forward AD: keep f′ */
-            vijp_mat_init_unset(&vals[i], h.rows, B, f);
+        } else if (L->type->residual == VIJP_RESIDUAL_DERIV) { /* nested forward AD: keep f′, unrounded to storage */
+            vijp_mat_init_unset(&vals[i], h.rows, B, &acc);
             rc = engine_derivative(L, &theta[i], &h, &vals[i], err);
             res_bytes[i] = mat_bytes(&vals[i]);
         }

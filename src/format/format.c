@@ -64,6 +64,15 @@ void vijp_format_fixed(vijp_format *f, vijp_format_kind kind)
     }
 }
 
+void vijp_format_accumulator(const vijp_format *f, vijp_format *acc)
+{
+    *acc = *f;
+    if (!f->mixed || f->store_prec >= f->prec) return; /* every result is a value of f already */
+    vijp_format_fixed(acc, VIJP_BINARY32);
+    acc->kernel_set = f->kernel_set; /* bfloat16+binary32@SET: binary32@SET, the same float route */
+    if (f->kernel_set) snprintf(acc->name, sizeof acc->name, "binary32@%s", vijp_kset_names[f->kernel_set - 1]);
+}
+
 /* The formats that run through a kernel set (FORMAT@SET). */
 static const char *const kset_bases[] = {"double", "binary32", "bfloat16+binary32", "binary16+binary32"};
 
