@@ -14,6 +14,8 @@
 #include "vijp/certify.h"
 #include "vijp/plugin.h"
 #include <dlfcn.h>
+#include <jansson.h>
+#include <libgen.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -294,6 +296,40 @@ START_TEST(accessors_check_the_type)
 }
 END_TEST
 
+/* A study of a plugin's type records the --plugin it loaded: the command
+ * drift.json and report.md name can be run again as written, and writes
+ * the same curves. */
+START_TEST(recorded_command_loads_its_plugins)
+{
+    const char *bin = getenv("VIJP_BIN");
+    ck_assert_msg(bin && *bin, "VIJP_BIN is unset: run the suite through make check");
+    char dir[4096], so[4200], base[256], out[300], args[8192];
+    snprintf(dir, sizeof dir, "%s", bin);
+    snprintf(so, sizeof so, "%s/plugins/scaledtanh.so", dirname(dir));
+    make_temp_dir(base, sizeof base, "plugin-cmd");
+    snprintf(out, sizeof out, "%s/out", base);
+    snprintf(args, sizeof args, "drift --net dense:4,scaledtanh --depth 4 --formats double --seeds 1 --no-plots -q "
+             "--plugin '%s' --out '%s'", so, out);
+    run_result r = run_vijp(args);
+    ck_assert_msg(r.rc == CLI_OK, "vijp %s: exit %d: %s", args, r.rc, r.err);
+    run_free(&r);
+    char path[400];
+    snprintf(path, sizeof path, "%s/drift.json", out);
+    json_error_t je;
+    json_t *o = json_load_file(path, 0, &je);
+    ck_assert_msg(o, "%s: %s", path, je.text);
+    const char *cmd = json_string_value(json_object_get(json_object_get(o, "meta"), "command"));
+    ck_assert_msg(cmd && !strncmp(cmd, "vijp drift --plugin ", 20) && strstr(cmd, "scaledtanh.so"), "command: %s",
+                  cmd ? cmd : "(none)");
+    /* run as recorded (vijp is VIJP_BIN; the shell reads its quoting), into the same folder */
+    r = run_bin(bin, cmd + strlen("vijp "));
+    ck_assert_msg(r.rc == CLI_OK, "the recorded command: exit %d: %s", r.rc, r.err);
+    run_free(&r);
+    json_decref(o);
+    remove_tree(base);
+}
+END_TEST
+
 /* --plugin failures: exit 2 with a message naming the file and the problem,
  * whatever the command (the happy path, plugins built against the installed
  * headers, runs in scripts/check-install.sh). */
@@ -340,6 +376,7 @@ Suite *suite_registry(void)
     tcase_add_test(tc, state_copy_and_spec);
     tcase_add_test(tc, accessors_check_the_type);
     tcase_add_test(tc, plugin_errors);
+    tcase_add_test(tc, recorded_command_loads_its_plugins);
     suite_add_tcase(s, tc);
     return s;
 }

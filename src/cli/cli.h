@@ -40,6 +40,9 @@ int cli_memory_fits(const char *command, double need);
  * command line that reruns it: " --plugin A --plugin B" ("" without any). */
 void cli_plugin_loaded(const char *path);
 const char *cli_plugin_args(void);
+/* The plugins loaded, in order (the first 64): what a recorded command must
+ * load again to be rerun. */
+size_t cli_plugin_paths(const char *const **paths);
 
 /* --net SPEC, parsed once into *tmpl (vijp_net_template: a JSON net's file
  * read once) at *depth and width (0: the spec's).  A JSON net's depth is

@@ -37,14 +37,23 @@ void cli_print_layer_syntax(FILE *out, const char *heading)
 }
 
 static char plugin_args[4096];
+static const char *plugin_paths[64];
+static size_t n_plugin_paths;
 
 void cli_plugin_loaded(const char *path)
 {
     size_t used = strlen(plugin_args);
     snprintf(plugin_args + used, sizeof plugin_args - used, " --plugin %s", path);
+    if (n_plugin_paths < sizeof plugin_paths / sizeof *plugin_paths) plugin_paths[n_plugin_paths++] = path;
 }
 
 const char *cli_plugin_args(void) { return plugin_args; }
+
+size_t cli_plugin_paths(const char *const **paths)
+{
+    *paths = plugin_paths;
+    return n_plugin_paths;
+}
 
 /* 1.5 GiB, 300 MiB, 12 KiB: two or three significant digits. */
 static void human_bytes(double b, char *buf, size_t size)

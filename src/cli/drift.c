@@ -419,10 +419,17 @@ static int run_worker(const mpi_world *w, study *s, uint64_t hash, const char *n
  * all or nothing, the verdicts printed.  The exit status. */
 static int run_and_publish(const mpi_world *w, study *s, const drift_args *a, int threads, int argc, char **argv)
 {
-    /* The command the report names leaves --resume out: a resumed report is
-     * the one the command without it writes, byte for byte. */
-    char **kept_args = vijp_alloc_array((size_t)argc, sizeof *kept_args);
+    /* The command the report names loads the run's plugins (main.c took
+     * them out of argv) and leaves --resume out: a resumed report is the one
+     * the command without it writes, byte for byte. */
+    const char *const *plugins;
+    size_t n_plugins = cli_plugin_paths(&plugins);
+    char **kept_args = vijp_alloc_array((size_t)argc + 2 * n_plugins, sizeof *kept_args);
     int n_kept = 0;
+    for (size_t k = 0; k < n_plugins; k++) {
+        kept_args[n_kept++] = "--plugin";
+        kept_args[n_kept++] = (char *)plugins[k];
+    }
     for (int k = 1; k < argc; k++)
         if (strcmp(argv[k], "--resume")) kept_args[n_kept++] = argv[k];
     s->command = quoted_command(n_kept, kept_args, a->name);
