@@ -782,6 +782,79 @@ START_TEST(report_all_or_nothing)
 }
 END_TEST
 
+/* A gnuplot stand-in (first on the PATH) that exits 0 whatever it writes, as
+ * gnuplot does when its own writes fail on a full disk: it writes a minimal
+ * whole PNG or SVG at every `set output`, except the file named by $CUT,
+ * which it leaves empty ($HOW=empty) or cut in the middle. */
+static void fake_gnuplot_cutting(const char *fake)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/gnuplot", fake);
+    FILE *f = fopen(path, "w");
+    ck_assert(f != NULL);
+    fputs("#!/bin/sh\n"
+          "while IFS= read -r line; do\n"
+          "  case \"$line\" in \"set output '\"*) ;; *) continue ;; esac\n"
+          "  p=${line#\"set output '\"}; p=${p%\"'\"}\n"
+          "  case \"$p\" in\n"
+          "  */\"$CUT\") if [ \"$HOW\" = empty ]; then : >\"$p\";\n"
+          "      elif [ \"${p%.png}\" != \"$p\" ]; then printf '\\211PNG\\r\\n\\032\\n\\000\\000\\000\\015IHDR' >\"$p\";\n"
+          "      else printf '<svg>\\n<g>\\n' >\"$p\"; fi ;;\n"
+          "  *.png) printf '\\211PNG\\r\\n\\032\\n\\000\\000\\000\\000IEND\\256B`\\202' >\"$p\" ;;\n"
+          "  *) printf '<svg>\\n</svg>\\n\\n' >\"$p\" ;;\n"
+          "  esac\n"
+          "done\n"
+          "exit 0\n", f);
+    fclose(f);
+    chmod(path, 0755);
+}
+
+/* A plot that gnuplot left empty or cut (a full disk; gnuplot still exits
+ * 0) fails the run naming the file, and the previous report stays byte for
+ * byte: every PNG and SVG is read back before the folder is published.  The
+ * stand-in's whole files pass, so the failures are the cut files'. */
+START_TEST(report_refuses_cut_plots)
+{
+    char dir[512], fake[512], cmd[3000];
+    temp_dir(dir, sizeof dir);
+    temp_dir(fake, sizeof fake);
+    const char *study = "--net dense:8,tanh --depth 4 --formats double --seeds 1";
+    run_result r = drift(getenv("VIJP_BIN"), dir, study);
+    ck_assert_msg(r.rc == CLI_OK, "%s", r.err);
+    run_free(&r);
+    enum { N = sizeof plot_files / sizeof *plot_files };
+    char *before[N];
+    size_t len[N];
+    for (int k = 0; k < N; k++) ck_assert((before[k] = slurp(dir, plot_files[k], &len[k])) != NULL);
+    fake_gnuplot_cutting(fake);
+    static const char *const cuts[][2] = {{"safe-depth.png", "empty"}, {"ratio-c1.svg", "cut"}, {"memory-c1.png", "cut"},
+                                          {"error-c1.svg", "empty"}};
+    for (size_t c = 0; c < sizeof cuts / sizeof *cuts; c++) {
+        snprintf(cmd, sizeof cmd, "CUT=%s HOW=%s PATH='%s':\"$PATH\" '%s' drift %s --out '%s'", cuts[c][0], cuts[c][1], fake,
+                 getenv("VIJP_BIN"), study, dir);
+        r = run_bin("/usr/bin/env", cmd);
+        ck_assert_msg(r.rc == CLI_FAILED && strstr(r.err, cuts[c][0]) && strstr(r.err, "incomplete"),
+                      "%s %s: exit %d: %s", cuts[c][0], cuts[c][1], r.rc, r.err);
+        run_free(&r);
+        for (int k = 0; k < N; k++) {
+            size_t n;
+            char *now = slurp(dir, plot_files[k], &n);
+            ck_assert_msg(now && n == len[k] && !memcmp(now, before[k], n), "%s changed after a run that failed on %s",
+                          plot_files[k], cuts[c][0]);
+            free(now);
+        }
+        ck_assert_msg(!left_beside(dir), "a failed run left its staging folder beside %s", dir);
+    }
+    /* The stand-in's whole files are accepted: what failed above was the cut file. */
+    snprintf(cmd, sizeof cmd, "CUT=none PATH='%s':\"$PATH\" '%s' drift %s --out '%s'", fake, getenv("VIJP_BIN"), study, dir);
+    r = run_bin("/usr/bin/env", cmd);
+    ck_assert_msg(r.rc == CLI_OK, "exit %d: %s", r.rc, r.err);
+    run_free(&r);
+    for (int k = 0; k < N; k++) free(before[k]);
+    remove_tree(dir), remove_tree(fake);
+}
+END_TEST
+
 /* Backprop's own safe depth beside the rebuilt engine's (summary.csv's last
  * column, report.md's table, the printed verdicts): per curve, the median
  * over seeds of what drift.json records for the backprop run.  In bfloat16
@@ -890,6 +963,7 @@ Suite *suite_report(void)
         tcase_add_test(tc, killed_run_leaves_whole_files);
         tcase_add_test(tc, report_quick_study);
         tcase_add_test(tc, report_all_or_nothing);
+        tcase_add_test(tc, report_refuses_cut_plots);
     }
     suite_add_tcase(s, tc);
     return s;

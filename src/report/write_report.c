@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -432,6 +433,47 @@ static int wait_gnuplot(FILE *g, pid_t pid)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* gnuplot exits 0 when its own writes fail (a full disk: 0-byte or cut
+ * PNGs and SVGs), so its exit status cannot say that a plot is whole: each
+ * file is read back and must end as its format ends, a PNG with its IEND
+ * chunk, an SVG with </svg> (trailing white space aside). */
+static int plot_complete(const char *path, char *why, size_t size)
+{
+    static const unsigned char iend[12] = {0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xae, 0x42, 0x60, 0x82};
+    static const unsigned char png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    int png = strlen(path) > 4 && !strcmp(path + strlen(path) - 4, ".png");
+    unsigned char head[8], tail[64];
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st)) {
+        snprintf(why, size, "cannot read it back (%s)", strerror(errno));
+        if (fd >= 0) close(fd);
+        return 0;
+    }
+    size_t n = st.st_size < (off_t)sizeof tail ? (size_t)st.st_size : sizeof tail;
+    int ok = S_ISREG(st.st_mode) && st.st_size >= (off_t)sizeof head && pread(fd, head, sizeof head, 0) == (ssize_t)sizeof head &&
+             pread(fd, tail, n, st.st_size - (off_t)n) == (ssize_t)n;
+    close(fd);
+    if (ok && png) ok = !memcmp(head, png_sig, sizeof png_sig) && n >= sizeof iend && !memcmp(tail + n - sizeof iend, iend, sizeof iend);
+    else if (ok) {
+        while (n && (tail[n - 1] == '\n' || tail[n - 1] == '\r' || tail[n - 1] == ' ' || tail[n - 1] == '\t')) n--;
+        ok = n >= 6 && !memcmp(tail + n - 6, "</svg>", 6);
+    }
+    if (!ok) snprintf(why, size, "%lld bytes, %s", (long long)st.st_size, png ? "no PNG end chunk" : "no closing </svg>");
+    return ok;
+}
+
+/* A plot gnuplot wrote, checked whole (plot_complete) before it joins the
+ * report: a cut one fails the run, and the previous report stays. */
+static int add_plot(report_out *out, const char *name, vijp_error *err)
+{
+    char path[PATH_MAX], why[128];
+    report_out_path(out, name, path, sizeof path);
+    if (!plot_complete(path, why, sizeof why))
+        return vijp_fail(err, VIJP_EIO, "gnuplot wrote an incomplete %s/%s: %s (is the disk full?)", out->shown, name, why);
+    return report_out_add(out, name, err);
+}
+
 /* The j-th plot drawn for every config: error, ratio, bytes, [recon when the
  * reversible engine ran], memory. */
 static int plot_kind(const study *s, int j) { return j < 3 ? j : reversible_run(s) && j == 3 ? 3 : 4; }
@@ -502,7 +544,7 @@ static int finish_plots(const study *s, size_t c, report_out *out, plot_job *j, 
     if (!ok && !rc) rc = vijp_fail(err, VIJP_EINVAL, "gnuplot failed on the plots of config %zu", c + 1);
     for (int k = 0; k < 2 * kinds && !rc; k++) {
         plot_file(s, c, k, name, sizeof name);
-        rc = report_out_add(out, name, err);
+        rc = add_plot(out, name, err);
     }
     unlink(j->csv), unlink(j->mem_csv);
     return rc;
@@ -596,8 +638,8 @@ static int render_overview(const study *s, report_out *out, vijp_error *err)
         }
     }
     if (!(g && wait_gnuplot(g, pid) == 0)) return vijp_fail(err, VIJP_EINVAL, "gnuplot failed on the safe-depth overview");
-    int rc = report_out_add(out, "safe-depth.png", err);
-    return rc ? rc : report_out_add(out, "safe-depth.svg", err);
+    int rc = add_plot(out, "safe-depth.png", err);
+    return rc ? rc : add_plot(out, "safe-depth.svg", err);
 }
 
 /* ---- report.md ---- */
