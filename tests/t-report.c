@@ -855,6 +855,39 @@ START_TEST(report_refuses_cut_plots)
 }
 END_TEST
 
+/* A stdout that fails (here /dev/full: the verdicts are lost when stdio
+ * flushes them at the close) fails the run before its report is published:
+ * exit 1, and the previous report stays, as exit 1 promises; with --quiet
+ * (nothing on stdout) the same run publishes. */
+START_TEST(drift_stdout_failure_keeps_report)
+{
+    ck_assert_msg(access("/dev/full", W_OK) == 0, "/dev/full is missing: this test needs Linux's always-full device");
+    char dir[512], cmd[1024];
+    temp_dir(dir, sizeof dir);
+    run_result r = drift(getenv("VIJP_BIN"), dir, "--net dense:8,tanh --depth 4 --formats double --seeds 1 --no-plots");
+    ck_assert_msg(r.rc == CLI_OK, "%s", r.err);
+    run_free(&r);
+    char *before = slurp(dir, "drift.json", NULL);
+    snprintf(cmd, sizeof cmd, "drift --net dense:8,tanh --depth 4 --formats double --seeds 2 --no-plots --out '%s'", dir);
+    r = run_bin_to(getenv("VIJP_BIN"), cmd, "/dev/full");
+    ck_assert_msg(r.rc == CLI_FAILED && strstr(r.err, "standard output") && strstr(r.err, "left as it was"), "exit %d: %s",
+                  r.rc, r.err);
+    run_free(&r);
+    char *now = slurp(dir, "drift.json", NULL);
+    ck_assert_msg(now && !strcmp(now, before), "a run whose stdout failed replaced the report");
+    free(now);
+    ck_assert_msg(!left_beside(dir), "a failed run left its staging folder beside %s", dir);
+    snprintf(cmd, sizeof cmd, "drift --net dense:8,tanh --depth 4 --formats double --seeds 2 --no-plots -q --out '%s'", dir);
+    r = run_bin_to(getenv("VIJP_BIN"), cmd, "/dev/full");
+    ck_assert_msg(r.rc == CLI_OK, "exit %d: %s", r.rc, r.err);
+    run_free(&r);
+    now = slurp(dir, "drift.json", NULL);
+    ck_assert_msg(now && strcmp(now, before), "the quiet run did not publish its report");
+    free(now), free(before);
+    remove_tree(dir);
+}
+END_TEST
+
 /* Backprop's own safe depth beside the rebuilt engine's (summary.csv's last
  * column, report.md's table, the printed verdicts): per curve, the median
  * over seeds of what drift.json records for the backprop run.  In bfloat16
@@ -964,6 +997,7 @@ Suite *suite_report(void)
         tcase_add_test(tc, report_quick_study);
         tcase_add_test(tc, report_all_or_nothing);
         tcase_add_test(tc, report_refuses_cut_plots);
+        tcase_add_test(tc, drift_stdout_failure_keeps_report);
     }
     suite_add_tcase(s, tc);
     return s;

@@ -22,6 +22,15 @@ int cli_eval(int argc, char **argv);
 /* "COMMAND: message" (command like "vijp grad") on stderr; EXIT_USAGE. */
 int cli_usage_error(const char *command, const vijp_error *err);
 
+/* The command's results are on stdout: a write that failed there (a full
+ * disk, a closed pipe, EIO at the close) is a failed run, not a success with
+ * a lost answer.  Closes stdout and checks it, saying on stderr what failed:
+ * 0, or -1 (the same answer on every later call, which closes nothing).
+ * Nothing may be written to stdout after it.  main.c calls it at the end; a
+ * command calls it before it publishes something that a failure must not
+ * leave behind (drift's report folder), so that nothing can fail after. */
+int cli_finish_stdout(void);
+
 /* Parse an unsigned integer option in [lo, hi]; prints an error and returns -1 if bad. */
 int cli_parse_size(const char *opt, const char *s, unsigned long long lo, unsigned long long hi,
                    unsigned long long *out);

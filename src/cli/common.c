@@ -74,6 +74,21 @@ int cli_memory_fits(const char *command, double need)
     return 0;
 }
 
+/* stdio reports a failed write only at the flush, and some file systems
+ * report a failed write-back only at the close: stdout is closed here and
+ * checked (the GNU close_stdout convention), once. */
+int cli_finish_stdout(void)
+{
+    static int done, failed;
+    if (done) return failed;
+    done = 1;
+    int earlier = ferror(stdout);
+    errno = 0;
+    if (fclose(stdout) == 0 && !earlier) return 0;
+    fprintf(stderr, "vijp: writing the results to standard output failed: %s\n", errno ? strerror(errno) : "write error");
+    return failed = -1;
+}
+
 int cli_usage_error(const char *command, const vijp_error *err)
 {
     fprintf(stderr, "%s: %s\n", command, err->msg);

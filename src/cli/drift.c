@@ -459,6 +459,12 @@ static int run_and_publish(const mpi_world *w, study *s, const drift_args *a, in
     rc = mpi_study_run(w, s, threads, units.hash, &err);
     if (!rc) rc = report_out_begin(&out, &err);
     if (!rc) rc = study_write(s, &out, &err);
+    /* The verdicts go out, and stdout is closed and checked, before the
+     * report is published: a stdout that fails (a full disk, EIO at the
+     * close) is then a failed run that leaves the old report, as exit 1
+     * promises, and nothing can fail once the new one is in place. */
+    if (!rc && !a->quiet) print_verdicts(s);
+    if (!rc && cli_finish_stdout()) rc = vijp_fail(&err, VIJP_EIO, "the verdicts could not be written to standard output");
     if (!rc) rc = report_out_commit(&out, &err);
     if (rc) report_out_abort(&out);
     if (!rc) unit_store_finish(&units);
@@ -469,7 +475,6 @@ static int run_and_publish(const mpi_world *w, study *s, const drift_args *a, in
         fprintf(stderr, "%s: %s (%s left as it was)\n", a->name, err.msg, s->out_dir);
         return EXIT_FAILED;
     }
-    if (!a->quiet) print_verdicts(s);
     return EXIT_OK;
 }
 

@@ -3,7 +3,6 @@
 #include "vijp/vijp.h"
 #include "vijp/plugin.h"
 #include "vijp/kernels.h"
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,20 +37,10 @@ static const char usage[] =
     "names the libvijp-cuda.so that the @cuda formats and VIJP_KERNELS=cuda load\n"
     "(default: beside vijp, or in ../lib from it).\n";
 
-/* The command's results are on stdout: a write that failed there (a full
- * disk, a closed pipe) is a failed run, not a success with a lost answer.
- * stdio reports such errors only at the flush, so stdout is closed here and
- * checked, once every command has printed all it will (the GNU close_stdout
- * convention). */
-static int close_stdout(int rc)
-{
-    int earlier = ferror(stdout);
-    errno = 0;
-    if (fclose(stdout) == 0 && !earlier) return rc;
-    fprintf(stderr, "vijp: writing the results to standard output failed: %s\n",
-            errno ? strerror(errno) : "write error");
-    return rc ? rc : EXIT_FAILED;
-}
+/* stdout checked once every command has printed all it will
+ * (cli_finish_stdout); a command that publishes something (drift's report
+ * folder) has already done so before publishing, and this finds it closed. */
+static int close_stdout(int rc) { return cli_finish_stdout() && !rc ? EXIT_FAILED : rc; }
 
 static int run(int argc, char **argv);
 
