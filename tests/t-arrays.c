@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------------ helpers */
@@ -241,15 +242,17 @@ START_TEST(test_npy_refusals)
 }
 END_TEST
 
-/* Files that cannot be read are VIJP_EIO with the path and strerror. */
+/* Files that cannot be read are VIJP_EIO with the path and strerror; a
+ * folder is not a file at all (VIJP_EINVAL, bad input), said before reading
+ * it (test_device_inputs: devices). */
 START_TEST(test_npy_read_errors)
 {
     vijp_array a;
     vijp_error err = {0};
     ck_assert_int_eq(vijp_npy_read(at("absent.npy"), &a, &err), VIJP_EIO);
     ck_assert_msg(strstr(err.msg, at("absent.npy")) && strstr(err.msg, strerror(ENOENT)), "%s", err.msg);
-    ck_assert_int_eq(vijp_npy_read(dir, &a, &err), VIJP_EIO);
-    ck_assert_msg(strstr(err.msg, dir) && strstr(err.msg, strerror(EISDIR)), "%s", err.msg);
+    ck_assert_int_eq(vijp_npy_read(dir, &a, &err), VIJP_EINVAL);
+    ck_assert_msg(strstr(err.msg, dir) && strstr(err.msg, "is a folder, not a file"), "%s", err.msg);
     vijp_safetensors st;
     ck_assert_int_eq(vijp_safetensors_read(at("absent.safetensors"), &st, &err), VIJP_EIO);
     ck_assert_msg(strstr(err.msg, at("absent.safetensors")) && strstr(err.msg, strerror(ENOENT)), "%s", err.msg);
@@ -830,6 +833,69 @@ START_TEST(test_grad_save)
 }
 END_TEST
 
+/* vijp KIND args, bounded: killed after 20 s, and (outside AddressSanitizer,
+ * which cannot run under it) within 4 GB of address space, so that a reader
+ * that reads a device without end fails the test rather than the machine. */
+static run_result run_bounded(const char *args)
+{
+    char cmd[2400];
+#if defined(__SANITIZE_ADDRESS__)
+    const char *limit = "";
+#else
+    const char *limit = "ulimit -v 4000000; ";
+#endif
+    snprintf(cmd, sizeof cmd, "-c '%sexec timeout -s KILL 20 \"$@\"' sh '%s' %s", limit, getenv("VIJP_BIN"), args);
+    return run_bin("/bin/sh", cmd);
+}
+
+/* A device as an input file, directly or through a link with the right
+ * name (.json, .npy, .safetensors), is refused before a byte is read: exit 2
+ * at once, naming the file, where /dev/zero was read until memory ran out
+ * (exit 1, "out of memory") and a folder was parsed as an empty file.  Every
+ * reader: a net in JSON, --weights in both formats, --input, certify's
+ * --jacobian and --params, eval's --input, drift's --net (nothing written),
+ * regress's files. */
+START_TEST(test_device_inputs)
+{
+    static const char *const links[][2] = {{"z.json", "/dev/zero"}, {"z.npy", "/dev/zero"},
+                                           {"z.safetensors", "/dev/zero"}, {"u.npy", "/dev/urandom"},
+                                           {"u.json", "/dev/urandom"}};
+    for (size_t k = 0; k < sizeof links / sizeof *links; k++)
+        ck_assert_msg(symlink(links[k][1], at(links[k][0])) == 0, "symlink %s: %s", links[k][0], strerror(errno));
+    ck_assert(mkdir(at("folder.json"), 0755) == 0);
+    static const struct {
+        const char *args, *file, *what; /* file: the one the message names ("": the device itself) */
+    } cases[] = {
+        {"grad --net '%s'", "z.json", "character device"},
+        {"grad --net '%s'", "u.json", "character device"},
+        {"grad --net '%s'", "folder.json", "folder"},
+        {"grad --net dense:8,tanh --depth 2 --weights '%s'", "z.npy", "character device"},
+        {"grad --net dense:8,tanh --depth 2 --weights '%s'", "z.safetensors", "character device"},
+        {"grad --net dense:8,tanh --depth 2 --input '%s'", "u.npy", "character device"},
+        {"grad --net dense:8,tanh --depth 2 --input '%s'", "/dev/zero", "character device"},
+        {"certify --jacobian '%s'", "z.npy", "character device"},
+        {"certify --layer dense:2x2 --params '%s'", "z.npy", "character device"},
+        {"eval --layer tanh --width 4 --input '%s' --save '%s'", "z.npy", "character device"},
+        {"drift --net '%s' --depth 2 --no-plots --out '%s'", "z.json", "character device"},
+        {"regress '%s' '%s'", "z.json", "character device"},
+        {"regress '%s' '%s'", "/dev/urandom", "character device"},
+        {"regress '%s' '%s'", "folder.json", "folder"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char args[2000];
+        const char *file = cases[c].file[0] == '/' ? cases[c].file : at(cases[c].file);
+        snprintf(args, sizeof args, cases[c].args, file, strncmp(cases[c].args, "regress", 7) ? at("out") : file);
+        run_result r = run_bounded(args);
+        char want[1200];
+        snprintf(want, sizeof want, "%s: is a %s, not a file", file, cases[c].what);
+        ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, want) && !r.out[0], "vijp %s: exit %d, want 2 and '%s': %s",
+                      args, r.rc, want, r.err);
+        run_free(&r);
+    }
+    ck_assert_msg(access(at("out"), F_OK) != 0, "a refused run created its output folder");
+}
+END_TEST
+
 Suite *suite_arrays(void)
 {
     Suite *s = suite_create("arrays");
@@ -853,6 +919,7 @@ Suite *suite_arrays(void)
         tcase_add_test(cli, test_certify_jacobian);
         tcase_add_test(cli, test_certify_jacobian_bad);
         tcase_add_test(cli, test_grad_save);
+        tcase_add_test(cli, test_device_inputs);
         suite_add_tcase(s, cli);
     }
     return s;

@@ -277,6 +277,14 @@ START_TEST(test_commands)
     r = run_vijp(cmd);
     ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "b0.npy"), "exit %d: %s", r.rc, r.err);
     run_free(&r);
+    /* a net reached through a symbolic link is read as every input is: the
+     * study's description (what --resume compares) once refused it, exit 1 */
+    ck_assert(symlink(at("net.json"), at("link.json")) == 0);
+    snprintf(cmd, sizeof cmd, "drift --net '%s' --formats double --seeds 1 --no-plots -q --out '%s'", at("link.json"),
+             at("report"));
+    r = run_vijp(cmd);
+    ck_assert_msg(r.rc == CLI_OK, "exit %d: %s", r.rc, r.err);
+    run_free(&r);
 }
 END_TEST
 

@@ -151,7 +151,9 @@ static json_int_t summary(json_t *out, const char *key)
 
 /* A file regress cannot read is named with the reason, never with the
  * "(line -1)" of a parse error that did not happen: a missing file, a
- * folder; a file that is not JSON gives the line of its error. */
+ * folder and a device (refused before they are read: read, a folder could
+ * give an empty file, and /dev/zero NULs, parsed as "'[' or '{' expected
+ * near end of file"); a file that is not JSON gives the line of its error. */
 START_TEST(regress_unreadable_files)
 {
     make_study();
@@ -163,10 +165,10 @@ START_TEST(regress_unreadable_files)
     ck_assert_ptr_nonnull(f);
     fputs("{\n \"schema\": ,\n}\n", f);
     fclose(f);
-    static const char *const says[] = {"cannot open: No such file or directory", "cannot read: Is a directory",
-                                       "not JSON: unexpected token near ',' (line 2)"};
-    const char *paths[] = {missing, folder, broken};
-    for (int k = 0; k < 3; k++)
+    static const char *const says[] = {"cannot open: No such file or directory", "is a folder, not a file",
+                                       "not JSON: unexpected token near ',' (line 2)", "is a character device, not a file"};
+    const char *paths[] = {missing, folder, broken, "/dev/zero"};
+    for (int k = 0; k < 4; k++)
         for (int side = 0; side < 2; side++) {
             snprintf(args, sizeof args, "regress '%s' '%s'", side ? good : paths[k], side ? paths[k] : good);
             run_result r = run_vijp(args);

@@ -8,7 +8,9 @@
  * types, shapes whose size disagrees with the data, truncated files,
  * oversized headers, safetensors offsets out of range, overlapping or with
  * holes.  Reading or writing a file that fails is VIJP_EIO, naming the file
- * with strerror.  Out of memory is fatal (include/vijp/error.h).
+ * with strerror; a file that is not a regular file (a device, a folder, a
+ * pipe) is refused before it is read, VIJP_EINVAL (vijp_input_read).  Out of
+ * memory is fatal (include/vijp/error.h).
  *
  * Formats, as cited in the code:
  *   .npy         numpy/lib/format.py, "Format Version 1.0/2.0/3.0" (NEP 1):
@@ -40,6 +42,17 @@ typedef struct {
 VIJP_API void vijp_array_clear(vijp_array *a);
 /* "(2, 3)", "(5,)", "()": a shape as Python writes a tuple (for messages). */
 VIJP_API void vijp_array_shape_str(size_t ndim, const size_t *shape, char *buf, size_t size);
+
+/* ------------------------------------------------------------ input files */
+
+/* The whole of the input file path in *buf (vijp_alloc'd, free it with
+ * vijp_free; *len bytes, then a NUL), as every reader of vijp reads one.
+ * Regular files only: anything else (a device such as /dev/zero or
+ * /dev/urandom, a folder, a pipe, a socket), also through a symbolic link, is
+ * refused before a byte is read, with VIJP_EINVAL, "PATH: is a character
+ * device, not a file".  A file that cannot be opened or read is VIJP_EIO,
+ * "PATH: cannot open: strerror". */
+VIJP_API VIJP_MUST_CHECK int vijp_input_read(const char *path, unsigned char **buf, size_t *len, vijp_error *err);
 
 /* ------------------------------------------------------------------- .npy */
 

@@ -28,16 +28,38 @@ void vijp_array_shape_str(size_t ndim, const size_t *shape, char *buf, size_t si
     if (used < size) snprintf(buf + used, size - used, "%s)", ndim == 1 ? "," : "");
 }
 
-int aio_read_file(const char *path, unsigned char **buf, size_t *len, vijp_error *err)
+/* What a file that vijp does not read is, for the message. */
+static const char *not_a_file(mode_t m)
+{
+    return S_ISDIR(m) ? "is a folder, not a file" : S_ISCHR(m) ? "is a character device, not a file"
+         : S_ISBLK(m) ? "is a block device, not a file" : S_ISFIFO(m) ? "is a pipe, not a file (vijp reads an input more "
+         "than once: write it to a file)" : S_ISSOCK(m) ? "is a socket, not a file" : "is not a regular file";
+}
+
+/* Regular files only: a device reads without end (/dev/zero) or blocks (a
+ * terminal), and a pipe gives its bytes once, to the first of the several
+ * reads of an input (its check, then its use), the next one then waiting
+ * forever for a writer.  The kind is checked before the file is opened
+ * (opening some devices acts on them), and again on what was opened (the
+ * name may have changed in between). */
+int vijp_input_read(const char *path, unsigned char **buf, size_t *len, vijp_error *err)
 {
     *buf = NULL, *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return vijp_fail(err, VIJP_EIO, "cannot open %s: %s", path, strerror(errno));
     struct stat st;
-    /* The size is a hint (a pipe has none, a file may change): read to EOF.
+    if (stat(path, &st)) return vijp_fail(err, VIJP_EIO, "%s: cannot open: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode)) return vijp_fail(err, VIJP_EINVAL, "%s: %s", path, not_a_file(st.st_mode));
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* not blocking on a FIFO put there meanwhile */
+    if (fd < 0) return vijp_fail(err, VIJP_EIO, "%s: cannot open: %s", path, strerror(errno));
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+        int e = errno;
+        close(fd);
+        return e ? vijp_fail(err, VIJP_EIO, "%s: cannot read: %s", path, strerror(e))
+                 : vijp_fail(err, VIJP_EINVAL, "%s: %s", path, not_a_file(st.st_mode));
+    }
+    /* The size is a hint (a file may change; /proc's say 0): read to EOF.
      * Room for one byte more than the size, so the read that finds EOF does
      * not first double the buffer, and one for the NUL. */
-    size_t cap = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size + 2 : 4096, n = 0;
+    size_t cap = st.st_size > 0 ? (size_t)st.st_size + 2 : 4096, n = 0;
     unsigned char *b = vijp_alloc(cap);
     for (;;) {
         if (n + 1 >= cap) b = vijp_realloc(b, cap *= 2);
@@ -46,7 +68,7 @@ int aio_read_file(const char *path, unsigned char **buf, size_t *len, vijp_error
         if (k < 0) {
             int e = errno;
             close(fd), vijp_free(b);
-            return vijp_fail(err, VIJP_EIO, "reading %s: %s", path, strerror(e));
+            return vijp_fail(err, VIJP_EIO, "%s: cannot read: %s", path, strerror(e));
         }
         if (k == 0) break;
         n += (size_t)k;

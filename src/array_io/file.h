@@ -9,10 +9,6 @@
 #include <string.h>
 #include "vijp/error.h"
 
-/* The whole of path in *buf (vijp_alloc'd, *len bytes; a NUL follows them).
- * VIJP_EIO naming path and why. */
-VIJP_MUST_CHECK int aio_read_file(const char *path, unsigned char **buf, size_t *len, vijp_error *err);
-
 /* Where an emitter writes: the first failure's errno sticks in err, and later
  * writes do nothing. */
 typedef struct {

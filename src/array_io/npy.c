@@ -215,7 +215,7 @@ int vijp_npy_read(const char *path, vijp_array *out, vijp_error *err)
     unsigned char *b;
     size_t len;
     memset(out, 0, sizeof *out);
-    int rc = aio_read_file(path, &b, &len, err);
+    int rc = vijp_input_read(path, &b, &len, err);
     if (rc) return rc;
     rc = vijp_npy_parse(b, len, path, out, err);
     vijp_free(b);

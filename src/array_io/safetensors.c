@@ -185,7 +185,7 @@ int vijp_safetensors_read(const char *path, vijp_safetensors *out, vijp_error *e
     unsigned char *b;
     size_t len;
     memset(out, 0, sizeof *out);
-    int rc = aio_read_file(path, &b, &len, err);
+    int rc = vijp_input_read(path, &b, &len, err);
     if (rc) return rc;
     if ((rc = vijp_safetensors_parse(b, len, path, out, err))) {
         vijp_free(b);

@@ -8,7 +8,7 @@
 #include "cli.h"
 #include "report/drift_schema.h"
 #include "regress/regress.h"
-#include <errno.h>
+#include "vijp/array_io.h"
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -80,22 +80,22 @@ static const char help[] =
  * file short of a field used to compare nothing and report 0 regressions. */
 static json_t *load(const char *path)
 {
-    /* Opened here, not by json_load_file, whose error for a file it cannot
-     * open repeats the path and comes with line -1. */
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "vijp regress: %s: cannot open: %s\n", path, strerror(errno));
+    /* Read as every input is (a device or a folder refused before reading,
+     * vijp_input_read), then parsed: jansson reading the stream itself
+     * reported /dev/zero, or a folder where reading one gives no error, as
+     * "'[' or '{' expected near end of file". */
+    unsigned char *text;
+    size_t len;
+    vijp_error err = {0};
+    if (vijp_input_read(path, &text, &len, &err)) {
+        fprintf(stderr, "vijp regress: %s\n", err.msg);
         return NULL;
     }
     json_error_t e;
-    errno = 0;
-    json_t *j = json_loadf(f, 0, &e);
-    int read_failed = !j && ferror(f), read_errno = errno;
-    fclose(f);
+    json_t *j = json_loadb((const char *)text, len, 0, &e);
+    vijp_free(text);
     if (!j) {
-        if (read_failed) /* a folder, an I/O error: not a parse error at some line */
-            fprintf(stderr, "vijp regress: %s: cannot read: %s\n", path, strerror(read_errno ? read_errno : EIO));
-        else if (e.line > 0)
+        if (e.line > 0)
             fprintf(stderr, "vijp regress: %s: not JSON: %s (line %d)\n", path, e.text, e.line);
         else
             fprintf(stderr, "vijp regress: %s: not JSON: %s\n", path, e.text);

@@ -7,7 +7,6 @@
 #include "vijp/array_io.h"
 #include "params.h"
 #include "json.h"
-#include <errno.h>
 #include <stdarg.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -226,22 +225,14 @@ int vijp_net_parse_json(vijp_net *net, const char *text, size_t len, const char 
 int net_json_load(vijp_net *net, const char *path, int with_params, vijp_error *err)
 {
     memset(net, 0, sizeof *net);
-    FILE *f = fopen(path, "rb");
-    if (!f) return vijp_fail(err, VIJP_EIO, "%s: %s", path, strerror(errno));
-    size_t cap = 4096, n = 0, got;
-    char *buf = vijp_alloc(cap);
-    while ((got = fread(buf + n, 1, cap - n, f)) > 0)
-        if ((n += got) == cap) buf = vijp_realloc(buf, cap *= 2);
-    int bad = ferror(f), e = errno;
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return vijp_fail(err, VIJP_EIO, "%s: %s", path, strerror(e));
-    }
+    unsigned char *buf;
+    size_t n;
+    int rc = vijp_input_read(path, &buf, &n, err); /* a device or a folder: refused before reading */
+    if (rc) return rc;
     char *base = vijp_strdup(path), *slash = strrchr(base, '/');
     if (slash) *slash = 0;
-    int rc = net_json_parse(net, buf, n, path, slash ? (*base ? base : "/") : ".", with_params, err);
-    free(base), free(buf);
+    rc = net_json_parse(net, (const char *)buf, n, path, slash ? (*base ? base : "/") : ".", with_params, err);
+    free(base), vijp_free(buf);
     return rc;
 }
 
