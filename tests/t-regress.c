@@ -80,6 +80,12 @@ START_TEST(regress_refuses_incomplete_files)
         {"curves[0].seeds[0].engines[1].engine: \"reversible\", but study.engines[1] is \"moonwalk\"",
          "an engine run named otherwise than the study's"},
         {"curves[1].format: \"binary32\", but study.formats[1] is \"double\"", "a curve out of the study's order"},
+        /* every per-layer array, short or long: regress compared what there was and passed */
+        {"curves[1].seeds[0].kappa: 3 values, but study.depth is 4", "kappa a layer short"},
+        {"curves[0].seeds[1].lyapunov_cumulative: 5 values, but study.depth is 4", "lyapunov_cumulative a layer long"},
+        {"curves[1].seeds[1].predicted: 2 values, but study.depth is 4", "predicted two layers short"},
+        {"curves[0].seeds[0].engines[1].bound: 3 values, but study.depth is 4", "bound a layer short"},
+        {"curves[0].seeds[0].engines[0].stored_bytes: 3 values, but study.depth is 4", "stored_bytes a layer short"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         json_t *j = json_load_file(good, 0, NULL);
@@ -108,6 +114,15 @@ START_TEST(regress_refuses_incomplete_files)
                                 json_string("reversible"));
             break;
         case 10: json_object_set_new(curve(j, 1), "format", json_string("binary32")); break;
+        case 11: json_array_remove(json_object_get(seed(j, 1, 0), "kappa"), 0); break;
+        case 12: json_array_append_new(json_object_get(seed(j, 0, 1), "lyapunov_cumulative"), json_real(1)); break;
+        case 13:
+            for (int k = 0; k < 2; k++) json_array_remove(json_object_get(seed(j, 1, 1), "predicted"), 0);
+            break;
+        case 14: json_array_remove(json_object_get(json_array_get(json_object_get(seed(j, 0, 0), "engines"), 1), "bound"), 0); break;
+        case 15:
+            json_array_remove(json_object_get(json_array_get(json_object_get(seed(j, 0, 0), "engines"), 0), "stored_bytes"), 0);
+            break;
         }
         ck_assert(json_dump_file(j, bad, 0) == 0);
         json_decref(j);

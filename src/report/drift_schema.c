@@ -184,7 +184,9 @@ static json_int_t int_of(json_t *x) { return json_is_integer(x) ? json_integer_v
 
 /* What the comparison relies on beyond the schema: one curve per config and
  * format, one seed entry per study seed, one run per study engine, one value
- * per layer, each named as the study lists it (regress matches curves by
+ * per layer in every per-layer array (a seed's kappa, lyapunov_cumulative and
+ * predicted; a run's metrics, bound, stored_bytes and reconstruction), each
+ * named as the study lists it (regress matches curves by
  * those names).  A file short of any compares less than it claims. */
 static int consistent(json_t *j, char *msg, size_t size)
 {
@@ -221,6 +223,13 @@ static int consistent(json_t *j, char *msg, size_t size)
             if (int_of(json_object_get(sd, "seed")) != want)
                 return snprintf(msg, size, "curves[%zu].seeds[%zu].seed: %lld, but study.seeds[%zu] is %lld", i, k,
                                 (long long)int_of(json_object_get(sd, "seed")), k, (long long)want), -1;
+            static const char *const per_layer[] = {"kappa", "lyapunov_cumulative", "predicted"};
+            for (int p = 0; p < 3; p++) {
+                size_t n = json_array_size(json_object_get(sd, per_layer[p]));
+                if (n != D)
+                    return snprintf(msg, size, "curves[%zu].seeds[%zu].%s: %zu values, but study.depth is %zu", i, k,
+                                    per_layer[p], n, D), -1;
+            }
             if (json_array_size(runs) != ne)
                 return snprintf(msg, size, "curves[%zu].seeds[%zu].engines: %zu, but study.engines lists %zu", i, k,
                                 json_array_size(runs), ne), -1;
@@ -230,6 +239,14 @@ static int consistent(json_t *j, char *msg, size_t size)
                 if (strcmp(name, want_e))
                     return snprintf(msg, size, "curves[%zu].seeds[%zu].engines[%zu].engine: \"%s\", but study.engines[%zu] "
                                     "is \"%s\"", i, k, e, name, e, want_e), -1;
+                /* bound is null for the engines without one, reconstruction absent but for the reversible one */
+                static const char *const arrays[] = {"bound", "stored_bytes", "reconstruction"};
+                for (int p = 0; p < 3; p++) {
+                    json_t *v = json_object_get(run, arrays[p]);
+                    if (json_is_array(v) && json_array_size(v) != D)
+                        return snprintf(msg, size, "curves[%zu].seeds[%zu].engines[%zu].%s: %zu values, but study.depth "
+                                        "is %zu", i, k, e, arrays[p], json_array_size(v), D), -1;
+                }
                 static const char *const parts[] = {"g", "theta"}, *const ms[] = {"rel", "ulps", "angle_deg"};
                 for (int p = 0; p < 2; p++)
                     for (int m = 0; m < 3; m++) {
