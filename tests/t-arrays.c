@@ -833,6 +833,43 @@ START_TEST(test_grad_save)
 }
 END_TEST
 
+/* A sample that is not a number is named by its row and column in the
+ * file, as numpy indexes it (the engines hold samples as columns, and said
+ * "row 2, column 0" for the file's row 0, column 2), and refused with the
+ * other inputs, before anything runs: exit 2 (drift ran its study first and
+ * exited 1).  grad's --target likewise, where a missing file was exit 1. */
+START_TEST(test_rows_not_finite_named)
+{
+    double x[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    x[2] = NAN;
+    npy_matrix(at("nan.npy"), 2, 4, x);
+    x[2] = 3, x[7] = -INFINITY;
+    npy_matrix(at("inf.npy"), 2, 4, x);
+    npy_matrix(at("t33.npy"), 3, 3, x);
+    static const struct {
+        const char *args, *file, *says;
+    } cases[] = {
+        {"grad --net dense:4,tanh --depth 2 --input '%s'", "nan.npy", "--input %s: row 0, column 2 is NaN"},
+        {"grad --net dense:4,tanh --depth 2 --input '%s'", "inf.npy", "--input %s: row 1, column 3 is infinite"},
+        {"drift --net dense:4,tanh --depth 2 --formats double --seeds 1 --no-plots --input '%s' --out '%s'", "nan.npy",
+         "--input %s: row 0, column 2 is NaN"},
+        {"grad --net dense:4,tanh --depth 2 --batch 2 --target '%s'", "inf.npy", "--target %s: row 1, column 3 is infinite"},
+        {"grad --net dense:4,tanh --depth 2 --target '%s'", "t33.npy", "--target %s: shape (3, 3), want [1, 4]"},
+        {"grad --net dense:4,tanh --depth 2 --target '%s'", "absent.npy", "--target %s: cannot open"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char cmd[1400], want[800];
+        snprintf(cmd, sizeof cmd, cases[c].args, at(cases[c].file), at("report"));
+        snprintf(want, sizeof want, cases[c].says, at(cases[c].file));
+        run_result r = run_vijp(cmd);
+        ck_assert_msg(r.rc == CLI_USAGE && !r.out[0] && strstr(r.err, want), "vijp %s: exit %d, want 2 and '%s': %s", cmd,
+                      r.rc, want, r.err);
+        run_free(&r);
+    }
+    ck_assert_msg(access(at("report"), F_OK) != 0, "the refused drift made its report folder");
+}
+END_TEST
+
 /* vijp KIND args, bounded: killed after 20 s, and (outside AddressSanitizer,
  * which cannot run under it) within 4 GB of address space, so that a reader
  * that reads a device without end fails the test rather than the machine. */
@@ -920,6 +957,7 @@ Suite *suite_arrays(void)
         tcase_add_test(cli, test_certify_jacobian_bad);
         tcase_add_test(cli, test_grad_save);
         tcase_add_test(cli, test_device_inputs);
+        tcase_add_test(cli, test_rows_not_finite_named);
         suite_add_tcase(s, cli);
     }
     return s;

@@ -67,6 +67,10 @@ int cli_check_weights(const vijp_net *tmpl, const char *weights, vijp_error *err
 /* --input X.npy: its rows are the batch (with batch_given, --batch must
  * agree), its columns the width (checked when width is not 0). */
 int cli_input_batch(const char *path, size_t width, size_t *batch, int batch_given, vijp_error *err);
+/* Another array of samples (grad's --target): shape [rows, cols], every
+ * entry a number; messages start "OPT PATH".  --input's entries are checked
+ * the same way. */
+int cli_check_rows(const char *opt, const char *path, size_t cols, size_t rows, vijp_error *err);
 
 /* The heading of the layer list in the help of the commands that take a network. */
 #define CLI_SPEC_ITEMS "SPEC items (comma-separated, cycled to the depth)"

@@ -7,6 +7,7 @@
 #include "vijp/memory.h"
 #include "vijp/array_io.h"
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -126,6 +127,20 @@ int cli_net_parse(const char *spec, size_t *depth, int depth_given, int *loss, i
     return rc;
 }
 
+/* The first entry of an array of samples (a row each) that is not a
+ * number, named by its row and column in the file, as numpy indexes it (the
+ * engines hold the samples as columns, and said "row 2, column 0" for the
+ * file's row 0, column 2). */
+static int rows_finite(const char *opt, const char *path, const vijp_array *a, vijp_error *err)
+{
+    size_t cols = a->shape[1] ? a->shape[1] : 1;
+    for (size_t i = 0; i < a->len; i++)
+        if (!isfinite(a->data[i]))
+            return vijp_fail(err, VIJP_EDOMAIN, "%s %s: row %zu, column %zu is %s (every input must be a number)", opt,
+                             path, i / cols, i % cols, isnan(a->data[i]) ? "NaN" : "infinite");
+    return 0;
+}
+
 int cli_input_batch(const char *path, size_t width, size_t *batch, int batch_given, vijp_error *err)
 {
     vijp_array a;
@@ -139,7 +154,21 @@ int cli_input_batch(const char *path, size_t width, size_t *batch, int batch_giv
         rc = vijp_fail(err, VIJP_EDIM, "--input %s: %zu rows, more than the 1000000 samples a batch may have", path, a.shape[0]);
     else if (batch_given && *batch != a.shape[0])
         rc = vijp_fail(err, VIJP_EINVAL, "--batch %zu, but --input %s has %zu rows (one per sample)", *batch, path, a.shape[0]);
-    else *batch = a.shape[0];
+    else if (!(rc = rows_finite("--input", path, &a, err))) *batch = a.shape[0];
+    vijp_array_clear(&a);
+    return rc;
+}
+
+int cli_check_rows(const char *opt, const char *path, size_t cols, size_t rows, vijp_error *err)
+{
+    vijp_array a;
+    int rc = vijp_npy_read_rows(path, cols, rows, &a, err);
+    if (rc) {
+        char inner[sizeof err->msg];
+        snprintf(inner, sizeof inner, "%s", err->msg);
+        return vijp_fail(err, rc, "%s %s", opt, inner);
+    }
+    rc = rows_finite(opt, path, &a, err);
     vijp_array_clear(&a);
     return rc;
 }

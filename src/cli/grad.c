@@ -216,8 +216,10 @@ static int resolve(grad_args *a, vijp_error *err)
         return cli_usage_error("vijp grad", err);
     s->loss = (vijp_loss_kind)loss;
     s->width = a->net.width, s->net = &a->net;
+    size_t out_width = vijp_net_out_width(&a->net);
     if (s->weights && cli_check_weights(&a->net, s->weights, err)) return cli_usage_error("vijp grad", err);
     if (s->input && cli_input_batch(s->input, s->width, &s->batch, a->batch_given, err)) return cli_usage_error("vijp grad", err);
+    if (s->target && cli_check_rows("--target", s->target, out_width, s->batch, err)) return cli_usage_error("vijp grad", err);
     double need; /* the reference's precision: grad/grad.c's */
     long ref_prec = 2 * (long)s->fmt.prec > 256 ? 2 * (long)s->fmt.prec : 256;
     if (vijp_run_bytes_estimate(&a->net, s->batch, &s->fmt, ref_prec, &need, err)) return cli_usage_error("vijp grad", err);
