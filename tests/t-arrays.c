@@ -870,6 +870,30 @@ START_TEST(test_rows_not_finite_named)
 }
 END_TEST
 
+/* --save's folder is made once the run has its results: a run that fails
+ * (grad's forward pass past double's range; eval's vijp at a NaN, where
+ * f' is NaN) exits 1 and leaves no empty folder, nor do its missing
+ * parents; the folder was made with the inputs' checks. */
+START_TEST(test_failed_run_leaves_no_folder)
+{
+    double x[4] = {1, 2, NAN, 4};
+    npy_matrix(at("nan.npy"), 1, 4, x);
+    static const char *const cmds[] = {
+        "grad --net dense:16,leaky:0.5 --depth 4 --init scaled:1e200 --save '%s'",
+        "eval --layer tanh --width 4 --input '%s' --save '%s'",
+    };
+    for (size_t c = 0; c < sizeof cmds / sizeof *cmds; c++) {
+        char cmd[1400];
+        if (c == 0) snprintf(cmd, sizeof cmd, cmds[c], at("out/sub"));
+        else snprintf(cmd, sizeof cmd, cmds[c], at("nan.npy"), at("out/sub"));
+        run_result r = run_vijp(cmd);
+        ck_assert_msg(r.rc == CLI_FAILED && !r.out[0], "vijp %s: exit %d, want 1: %s", cmd, r.rc, r.err);
+        run_free(&r);
+        ck_assert_msg(access(at("out"), F_OK) != 0, "vijp %s failed and left its --save folder", cmd);
+    }
+}
+END_TEST
+
 /* vijp KIND args, bounded: killed after 20 s, and (outside AddressSanitizer,
  * which cannot run under it) within 4 GB of address space, so that a reader
  * that reads a device without end fails the test rather than the machine. */
@@ -958,6 +982,7 @@ Suite *suite_arrays(void)
         tcase_add_test(cli, test_grad_save);
         tcase_add_test(cli, test_device_inputs);
         tcase_add_test(cli, test_rows_not_finite_named);
+        tcase_add_test(cli, test_failed_run_leaves_no_folder);
         suite_add_tcase(s, cli);
     }
     return s;

@@ -39,6 +39,11 @@ int cli_parse_size(const char *opt, const char *s, unsigned long long lo, unsign
  * VIJP_EIO with the path and the reason (for --save; report folders have
  * their own staging, atomic.h). */
 int cli_prepare_dir(const char *dir, vijp_error *err);
+/* The same checks, creating nothing: dir is a folder this process can write
+ * into, or its nearest existing parent is one (cli_prepare_dir would make
+ * it).  Checked with the inputs, so that a refused or failed run leaves no
+ * empty --save folder; the folder is made when the files are written. */
+int cli_check_dir(const char *dir, vijp_error *err);
 
 /* Whether a run needing about `need` bytes fits what this process can still
  * get (vijp_memory_available); if not, says "vijp CMD: needs about X GiB;

@@ -108,6 +108,31 @@ int cli_prepare_dir(const char *dir, vijp_error *err)
     return 0;
 }
 
+int cli_check_dir(const char *dir, vijp_error *err)
+{
+    char path[4096];
+    if (!*dir || (size_t)snprintf(path, sizeof path, "%s", dir) >= sizeof path)
+        return vijp_fail(err, VIJP_EINVAL, "bad folder name '%s'", dir);
+    /* Up to the nearest part that exists: the folder itself, to write into,
+     * or the one its missing parts would be made in. */
+    for (;;) {
+        struct stat st;
+        if (!stat(path, &st)) {
+            if (!S_ISDIR(st.st_mode)) return vijp_fail(err, VIJP_EIO, "%s is not a folder", path);
+            if (access(path, W_OK | X_OK))
+                return vijp_fail(err, VIJP_EIO, "cannot %s %s: %s", strcmp(path, dir) ? "create a folder in" : "write into",
+                                 path, strerror(errno));
+            return 0;
+        }
+        if (errno != ENOENT) return vijp_fail(err, VIJP_EIO, "cannot create folder %s: %s", dir, strerror(errno));
+        char *slash = strrchr(path, '/');
+        while (slash && slash > path && slash[1] == 0) *slash = 0, slash = strrchr(path, '/'); /* "a/b/" is "a/b" */
+        if (!slash) snprintf(path, sizeof path, ".");
+        else if (slash == path) path[1] = 0; /* "/a": in "/" */
+        else *slash = 0;
+    }
+}
+
 int cli_net_parse(const char *spec, size_t *depth, int depth_given, int *loss, int loss_given, size_t width,
                   vijp_net *tmpl, vijp_error *err)
 {

@@ -167,7 +167,7 @@ static int setup(const eval_args *a, eval_run *r, vijp_error *err)
     else seeded(&r->U, L->in, B, &r->F, &rng);
     if (!rc && a->cotangent) rc = read_rows(a->cotangent, L->out, B, &r->G, &r->F, err);
     else if (!rc) seeded(&r->G, L->out, B, &r->F, &rng);
-    if (!rc) rc = cli_prepare_dir(a->dir, err);
+    if (!rc) rc = cli_check_dir(a->dir, err); /* made by save_all: a failed run leaves no empty folder */
     return rc;
 }
 
@@ -196,7 +196,8 @@ static int compute(eval_run *r, vijp_error *err)
 /* Every file, or a failure naming the one that failed. */
 static int save_all(const char *dir, const eval_run *r, vijp_error *err)
 {
-    int rc = save(dir, "forward.npy", &r->Y, 0, err);
+    int rc = cli_prepare_dir(dir, err);
+    if (!rc) rc = save(dir, "forward.npy", &r->Y, 0, err);
     if (!rc) rc = save(dir, "jvp.npy", &r->V, 0, err);
     if (!rc) rc = save(dir, "vjp.npy", &r->Gx, 0, err);
     if (!rc) rc = save(dir, "vijp.npy", &r->Gy, 0, err);

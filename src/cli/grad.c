@@ -102,7 +102,8 @@ static int save_mat(const char *dir, const char *name, const vijp_mat *a, int ve
 static int save_grads(const char *dir, const vijp_grads *g, vijp_error *err)
 {
     char name[64];
-    int rc = save_mat(dir, "grad_x.npy", &g->grad_x, 0, err);
+    int rc = cli_prepare_dir(dir, err); /* made now, by a run that has its results */
+    if (!rc) rc = save_mat(dir, "grad_x.npy", &g->grad_x, 0, err);
     for (size_t i = 0; !rc && i < g->depth; i++) {
         if (g->grad_theta[i].rows) {
             snprintf(name, sizeof name, "grad_theta_%zu.npy", i + 1);
@@ -225,7 +226,7 @@ static int resolve(grad_args *a, vijp_error *err)
     if (vijp_run_bytes_estimate(&a->net, s->batch, &s->fmt, ref_prec, &need, err)) return cli_usage_error("vijp grad", err);
     if (!cli_memory_fits("grad", need)) return EXIT_USAGE;
     if (parse_engines(a, err)) return cli_usage_error("vijp grad", err);
-    if (a->save_dir && cli_prepare_dir(a->save_dir, err)) return cli_usage_error("vijp grad", err);
+    if (a->save_dir && cli_check_dir(a->save_dir, err)) return cli_usage_error("vijp grad", err);
     return -1;
 }
 
