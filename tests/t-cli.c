@@ -512,6 +512,35 @@ START_TEST(test_memory)
 }
 END_TEST
 
+/* Control characters in what the user typed (an escape sequence, a carriage
+ * return, a bell) are quoted back as \xHH, never sent raw to the terminal
+ * that shows the message: a spec, in the library's messages (vijp_fail) and
+ * the command's own (cli_say). */
+START_TEST(test_control_chars_escaped)
+{
+    static const struct {
+        const char *args, *shown;
+    } cases[] = {
+        {"grad --net \"$(printf 'dense:8,ta\\033[31mnh')\"", "'ta\\x1b[31mnh'"},
+        {"drift --net \"$(printf 'dense:8,ta\\rnh')\" --out /nonexistent/x", "'ta\\x0dnh'"},
+        {"grad --net \"$(printf 'dense:8,leaky:0.\\0335')\"", "'leaky:0.\\x1b5'"},
+        {"certify --layer \"$(printf 'tanh,\\007x')\"", "'tanh,\\x07x'"},
+        {"check-layer \"$(printf 'ta\\033nh')\"", "ta\\x1bnh"},
+        {"grad --net dense:8,tanh \"$(printf 'x\\033]0;title\\007')\"", "'x\\x1b]0;title\\x07'"},
+        {"\"$(printf 'gr\\033ad')\"", "'gr\\x1bad'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        run_result r = run_vijp(cases[i].args);
+        ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, cases[i].shown), "vijp %s: exit %d, want 2 and %s in: %s",
+                      cases[i].args, r.rc, cases[i].shown, r.err);
+        for (const char *c = r.err; *c; c++)
+            ck_assert_msg((unsigned char)*c >= 0x20 || *c == '\n', "vijp %s: control character 0x%02x in: %s",
+                          cases[i].args, (unsigned char)*c, r.err);
+        run_free(&r);
+    }
+}
+END_TEST
+
 /* Results that cannot be written are a failure: with stdout on /dev/full
  * (every write fails with ENOSPC, which stdio reports only when it flushes)
  * each command exits 1 with a message naming the failure, instead of
@@ -720,6 +749,7 @@ Suite *suite_cli(void)
         tcase_add_test(tc, test_certify);
         tcase_add_test(tc, test_memory);
         tcase_add_test(tc, test_stdout_full);
+        tcase_add_test(tc, test_control_chars_escaped);
         tcase_add_test(tc, test_progress_meter);
         tcase_add_test(tc, test_readme_examples);
         tcase_add_test(tc, test_default_outputs_ignored);

@@ -50,7 +50,9 @@ typedef struct {
     char msg[256];
 } vijp_error;
 
-/* Record an error (printf-style message) and return code. err may be NULL. */
+/* Record an error (printf-style message) and return code. err may be NULL.
+ * Control characters in the message (from a spec or a file name the user
+ * gave) are written as \xHH, so that a message never acts on a terminal. */
 VIJP_API int vijp_fail(vijp_error *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

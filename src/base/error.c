@@ -10,13 +10,32 @@
 #include <string.h>
 #include <unistd.h>
 
+/* src with its control characters written as \xHH: a message quotes what
+ * the user gave (a spec, a file name, a format), and an escape sequence or a
+ * carriage return in it would act on the terminal that shows the message
+ * instead of being seen.  Messages are one line; bytes from 0x80 (UTF-8)
+ * stay. */
+static void escape_controls(char *dst, size_t size, const char *src)
+{
+    size_t n = 0;
+    for (; *src && n + 1 < size; src++) {
+        unsigned char c = (unsigned char)*src;
+        if (c >= 0x20 && c != 0x7f) dst[n++] = (char)c;
+        else if (n + 5 < size) n += (size_t)snprintf(dst + n, size - n, "\\x%02x", c);
+        else break;
+    }
+    dst[n] = 0;
+}
+
 int vijp_fail(vijp_error *err, int code, const char *fmt, ...)
 {
     if (err) {
+        char raw[sizeof err->msg];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        vsnprintf(raw, sizeof raw, fmt, ap);
         va_end(ap);
+        escape_controls(err->msg, sizeof err->msg, raw);
         err->code = code;
     }
     return code;

@@ -306,7 +306,7 @@ static int parse_positive(const char *opt, const char *s, double *out)
     char *end;
     *out = strtod(s, &end);
     if (!*end && *out > 0 && *out < 1e300) return 0;
-    fprintf(stderr, "vijp certify: %s wants a positive number, got '%s'\n", opt, s);
+    cli_say("vijp certify: %s wants a positive number, got '%s'\n", opt, s);
     return -1;
 }
 
@@ -347,7 +347,7 @@ static int parse_args(int argc, char **argv, certify_args *a)
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "vijp certify: unexpected argument '%s'\n", argv[optind]);
+        cli_say("vijp certify: unexpected argument '%s'\n", argv[optind]);
         return EXIT_USAGE;
     }
     const char *clash = a->jacobian && a->spec ? "--layer and --jacobian exclude each other"
@@ -358,7 +358,7 @@ static int parse_args(int argc, char **argv, certify_args *a)
     if (a->jacobian && a->layer_opt)
         return fprintf(stderr, "vijp certify: --%s applies to --layer, not to --jacobian\n", a->layer_opt), EXIT_USAGE;
     if (a->spec && strchr(a->spec, ','))
-        return fprintf(stderr, "vijp certify: --layer takes one layer, got '%s'\n", a->spec), EXIT_USAGE;
+        return cli_say("vijp certify: --layer takes one layer, got '%s'\n", a->spec), EXIT_USAGE;
     return -1;
 }
 

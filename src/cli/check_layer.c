@@ -136,7 +136,7 @@ static int select_checks(const char *arg, int *selected)
     for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         int k = vijp_check_find(tok);
         if (k < 0) {
-            fprintf(stderr, "vijp check-layer: no check '%s'; the checks:", tok);
+            cli_say("vijp check-layer: no check '%s'; the checks:", tok);
             for (size_t i = 0; i < vijp_check_count(); i++) fprintf(stderr, " %s", vijp_check_name(i));
             fputc('\n', stderr);
             return -1;
@@ -182,9 +182,9 @@ static int parse_args(int argc, char **argv, check_args *a)
     a->spec = optind < argc ? argv[optind] : NULL;
     if (!a->spec) return fputs("vijp check-layer: SPEC is required (run 'vijp check-layer --help')\n", stderr), EXIT_USAGE;
     if (optind + 1 < argc)
-        return fprintf(stderr, "vijp check-layer: one SPEC, got '%s' and '%s'\n", a->spec, argv[optind + 1]), EXIT_USAGE;
+        return cli_say("vijp check-layer: one SPEC, got '%s' and '%s'\n", a->spec, argv[optind + 1]), EXIT_USAGE;
     if (strchr(a->spec, ','))
-        return fprintf(stderr, "vijp check-layer: SPEC is one layer, got '%s'\n", a->spec), EXIT_USAGE;
+        return cli_say("vijp check-layer: SPEC is one layer, got '%s'\n", a->spec), EXIT_USAGE;
     return -1;
 }
 

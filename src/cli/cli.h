@@ -31,6 +31,11 @@ int cli_usage_error(const char *command, const vijp_error *err);
  * leave behind (drift's report folder), so that nothing can fail after. */
 int cli_finish_stdout(void);
 
+/* fprintf(stderr, ...) for a message that quotes what the user typed (a
+ * spec, an argument): control characters but the newline written as \xHH,
+ * as vijp_fail does in the messages of the library. */
+void cli_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Parse an unsigned integer option in [lo, hi]; prints an error and returns -1 if bad. */
 int cli_parse_size(const char *opt, const char *s, unsigned long long lo, unsigned long long hi,
                    unsigned long long *out);

@@ -8,11 +8,31 @@
 #include "vijp/array_io.h"
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <unistd.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
+
+void cli_say(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    char *text = vijp_alloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(text, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    /* What the user typed, quoted back: its control characters as \xHH
+     * (as vijp_fail writes them), so that they are seen, not obeyed. */
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++)
+        if ((*c < 0x20 && *c != '\n') || *c == 0x7f) fprintf(stderr, "\\x%02x", *c);
+        else fputc(*c, stderr);
+    vijp_free(text);
+}
 
 int cli_parse_size(const char *opt, const char *s, unsigned long long lo, unsigned long long hi,
                    unsigned long long *out)
@@ -21,7 +41,7 @@ int cli_parse_size(const char *opt, const char *s, unsigned long long lo, unsign
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
     if (!*s || *s == '-' || *end || errno || v < lo || v > hi) {
-        fprintf(stderr, "vijp: %s wants an integer in [%llu, %llu], got '%s'\n", opt, lo, hi, s);
+        cli_say("vijp: %s wants an integer in [%llu, %llu], got '%s'\n", opt, lo, hi, s);
         return -1;
     }
     *out = v;

@@ -322,7 +322,7 @@ static int parse_args(int argc, char **argv, drift_args *a, study *s)
         default: fprintf(stderr, "run '%s --help' for the options\n", name); return EXIT_USAGE;
         }
     }
-    if (optind < argc) return fprintf(stderr, "%s: unexpected argument '%s'\n", name, argv[optind]), EXIT_USAGE;
+    if (optind < argc) return cli_say("%s: unexpected argument '%s'\n", name, argv[optind]), EXIT_USAGE;
     return -1;
 }
 

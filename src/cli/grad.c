@@ -192,7 +192,7 @@ static int parse_args(int argc, char **argv, grad_args *a, vijp_error *err)
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "vijp grad: unexpected argument '%s'\n", argv[optind]);
+        cli_say("vijp grad: unexpected argument '%s'\n", argv[optind]);
         return EXIT_USAGE;
     }
     return -1;

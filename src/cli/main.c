@@ -124,7 +124,7 @@ static int run(int argc, char **argv)
     size_t k = 0, n = sizeof commands / sizeof *commands;
     while (k < n && strcmp(cmd, commands[k].name)) k++;
     if (k < n) rc = commands[k].run(argc - 1, argv + 1);
-    else rc = EXIT_USAGE, fprintf(stderr, "vijp: unknown command '%s' (run 'vijp --help')\n", cmd);
+    else rc = EXIT_USAGE, cli_say("vijp: unknown command '%s' (run 'vijp --help')\n", cmd);
     /* The allocation-failure walk's range (a test hook, like VIJP_FAIL_ALLOC). */
     if (getenv("VIJP_ALLOC_STATS")) fprintf(stderr, "vijp: %llu allocations\n", vijp_memory_allocations());
     return rc;

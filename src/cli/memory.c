@@ -45,7 +45,7 @@ static int parse_budget(const char *s, size_t *out)
     else if (*end == 'M') shift = 20, end++;
     else if (*end == 'G') shift = 30, end++;
     if (s[0] < '0' || s[0] > '9' || *end || errno || v == 0 || v > (~0ull >> 1) >> shift) {
-        fprintf(stderr, "vijp memory: --budget wants a positive number of bytes (K, M, G allowed), got '%s'\n", s);
+        cli_say("vijp memory: --budget wants a positive number of bytes (K, M, G allowed), got '%s'\n", s);
         return -1;
     }
     *out = (size_t)(v << shift);
@@ -93,7 +93,7 @@ static int parse_args(int argc, char **argv, memory_args *a)
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "vijp memory: unexpected argument '%s'\n", argv[optind]);
+        cli_say("vijp memory: unexpected argument '%s'\n", argv[optind]);
         return EXIT_USAGE;
     }
     return -1;

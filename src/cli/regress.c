@@ -197,7 +197,7 @@ static int parse_number(const char *opt, const char *s, double lo, double hi, co
     char *end;
     *out = strtod(s, &end);
     if (!*end && *out >= lo && *out < hi) return 0;
-    fprintf(stderr, "vijp regress: %s wants %s, got '%s'\n", opt, want, s);
+    cli_say("vijp regress: %s wants %s, got '%s'\n", opt, want, s);
     return -1;
 }
 
