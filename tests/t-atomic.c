@@ -432,6 +432,40 @@ START_TEST(second_run_refused)
 }
 END_TEST
 
+/* A second run names the first run's whole command, as the first one wrote
+ * it into the lock file: a real run, paused while it holds the folder, with
+ * a command of 280-odd characters (the lock file kept 120 of them). */
+START_TEST(second_run_names_whole_command)
+{
+    place p;
+    place_make(&p);
+    static const char study[] = "--net dense:4,tanh,dense:4,leaky:0.5,dense:4,tanh --net dense:4,leaky:0.5,dense:4,tanh,dense:4 "
+                                "--net dense:4,tanh,dense:4,tanh,dense:4,tanh --net dense:4,sigmoid,dense:4,tanh,dense:4 "
+                                "--depth 3 --formats binary32 --seeds 1 --no-plots";
+    pid_t pid = spawn_drift(&p, study, "VIJP_PAUSE_AT_STEP=3", 0);
+    char path[400], *err = NULL;
+    snprintf(path, sizeof path, "%s/stderr", p.base);
+    for (int t = 0; t < 6000; t++) { /* up to a minute (sanitizers) */
+        free(err), err = file_text(path);
+        if (err && strstr(err, "paused")) break;
+        nanosleep(&(struct timespec){0, 10000000}, NULL);
+    }
+    ck_assert_msg(err && strstr(err, "paused"), "the first run did not pause: %s", err ? err : "");
+    free(err);
+    char want[1200];
+    snprintf(want, sizeof want, "the run writing it: pid %ld: vijp drift %s -q --out %s\n", (long)pid, study, p.out);
+    ck_assert(strlen(want) > 256); /* past what a vijp_error message holds */
+    int rc = drift_rc(&p, NEW, NULL);
+    err = stderr_of(&p);
+    ck_assert_msg(rc == CLI_USAGE && strstr(err, "another run is writing") && strstr(err, want), "exit %d: %s\nwant: %s", rc,
+                  err, want);
+    free(err);
+    ck_assert(kill(pid, SIGTERM) == 0);
+    ck_assert_int_eq(finish(pid), 128 + SIGTERM);
+    place_remove(&p);
+}
+END_TEST
+
 /* SIGTERM or SIGINT while the new generation is being staged (held there by
  * VIJP_PAUSE_AT_STEP, after its staging folder exists): the run dies of the
  * signal (143, 130), the staging folder is gone and the old report is as it
@@ -486,6 +520,7 @@ Suite *suite_atomic(void)
     tcase_add_test(tc, full_disk_keeps_old_report);
     tcase_add_test(tc, user_files_survive);
     tcase_add_test(tc, second_run_refused);
+    tcase_add_test(tc, second_run_names_whole_command);
     tcase_add_test(tc, signals_remove_staging);
     suite_add_tcase(s, tc);
     return s;

@@ -440,7 +440,9 @@ static int run_and_publish(const mpi_world *w, study *s, const drift_args *a, in
     report_out out;
     if (report_out_open(&out, s->out_dir, s->command, &err)) {
         mpi_world_share(w, EXIT_USAGE);
-        return cli_usage_error(a->name, &err);
+        int rc = cli_usage_error(a->name, &err);
+        if (report_out_holder()) cli_say("%s: the run writing it: %s\n", a->name, report_out_holder());
+        return rc;
     }
     /* Finished curves are kept beside the folder as they come (resume.h). */
     unit_store units;

@@ -49,6 +49,11 @@ typedef struct report_out_s {
  * another run holds it; nothing is left behind then.  command: what the lock
  * file says holds it. */
 VIJP_MUST_CHECK int report_out_open(report_out *o, const char *dir, const char *command, vijp_error *err);
+/* After report_out_open refused a folder that another run holds: that
+ * run's "pid N: COMMAND" from the lock file, whole (the message in err has
+ * room for a short one only); NULL if none was read.  Valid until the next
+ * report_out_open. */
+const char *report_out_holder(void);
 /* Start the new generation: an empty staging folder. */
 VIJP_MUST_CHECK int report_out_begin(report_out *o, vijp_error *err);
 /* One file of the report: what fill writes (fill returns 0 on success),

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -50,6 +51,44 @@ static int resolve(report_out *o, const char *dir, vijp_error *err)
     return 0;
 }
 
+/* The line of the lock file that names its holder, for a second run's
+ * message (report_out_holder): whole, where it was cut at 120 characters. */
+static char *holder_line;
+
+const char *report_out_holder(void) { return holder_line; }
+
+/* "pid N: COMMAND", its control characters as \xHH so that it stays one
+ * line (an argument may hold a newline). */
+static char *holder_text(const char *command)
+{
+    const char *c = command ? command : "vijp";
+    char *t = vijp_alloc(4 * strlen(c) + 32), *p = t;
+    p += sprintf(p, "pid %ld: ", (long)getpid());
+    for (; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) p += sprintf(p, "\\x%02x", (unsigned char)*c);
+        else *p++ = *c;
+    *p = 0;
+    return t;
+}
+
+/* The first line of the lock file fd (up to 1 MiB: a command line), or
+ * NULL when it is empty. */
+static char *read_holder(int fd)
+{
+    size_t cap = 256, n = 0;
+    char *b = vijp_alloc(cap);
+    for (ssize_t k; n < (1u << 20) && !memchr(b, '\n', n); n += (size_t)k) {
+        if (n + 1 >= cap) b = vijp_realloc(b, cap *= 2);
+        k = pread(fd, b + n, cap - 1 - n, (off_t)n);
+        if (k <= 0) break;
+    }
+    b[n] = 0;
+    b[strcspn(b, "\n")] = 0;
+    if (*b) return b;
+    vijp_free(b);
+    return NULL;
+}
+
 /* flock on PARENT/.NAME.vijp-lock.  The file is removed by each holder as
  * it finishes (while it still holds it); a run that opened the file before
  * that and locks it afterwards holds a file nobody else sees, so it checks
@@ -62,21 +101,20 @@ static int lock(report_out *o, const char *command, vijp_error *err)
         if (fd < 0) return vijp_fail(err, VIJP_EINVAL, "cannot create the lock file %s: %s", o->lock, strerror(errno));
         if (flock(fd, LOCK_EX | LOCK_NB)) {
             int e = errno;
-            char holder[160] = "";
-            ssize_t n = e == EWOULDBLOCK ? pread(fd, holder, sizeof holder - 1, 0) : 0;
+            if (e == EWOULDBLOCK) vijp_free(holder_line), holder_line = read_holder(fd);
             close(fd);
             if (e != EWOULDBLOCK) return vijp_fail(err, VIJP_EIO, "cannot lock %s: %s", o->lock, strerror(e));
-            holder[n > 0 ? n : 0] = 0;
-            holder[strcspn(holder, "\n")] = 0;
-            return vijp_fail(err, VIJP_EINVAL, "another run is writing %s (%s); wait for it to finish or choose another --out",
-                             o->shown, *holder ? holder : "holder unknown");
+            return vijp_fail(err, VIJP_EINVAL, "another run is writing %s%s; wait for it to finish or choose another --out",
+                             o->shown, holder_line ? "" : " (holder unknown)");
         }
         struct stat a, b;
         if (!fstat(fd, &a) && !stat(o->lock, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
             o->lock_fd = fd;
             /* Who holds it, for the message of a second run. */
-            if (ftruncate(fd, 0) || dprintf(fd, "pid %ld: %.120s\n", (long)getpid(), command ? command : "vijp") < 0)
+            char *who = holder_text(command);
+            if (ftruncate(fd, 0) || dprintf(fd, "%s\n", who) < 0)
                 fprintf(stderr, "vijp: warning: cannot write %s: %s\n", o->lock, strerror(errno));
+            vijp_free(who);
             return 0;
         }
         close(fd);
