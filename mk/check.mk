@@ -23,6 +23,15 @@ CUDA_DEPS := $(patsubst %.o,%.d,$(CUDA_OBJ) $(CUDA_TEST_OBJ) $(BUILD)/tests/chec
 $(CUDA_DEPS):
 -include $(CUDA_DEPS)
 
+# A preload library that refuses every malloc LAPACKE makes
+# (tests/preload/nomem-lapacke.c), for the test of what a command shows when
+# LAPACKE runs out of memory (t-arrays.c).  Uninstrumented, like the plugins:
+# AddressSanitizer's allocator cannot be preloaded over (that test skips).
+NOMEM_LAPACKE := $(BUILD)/tests/nomem-lapacke.so
+$(NOMEM_LAPACKE): tests/preload/nomem-lapacke.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Wall -Wextra -fPIC -shared -o $@ $< -ldl
+
 # check-install: `make install` into a fresh temporary prefix, then a program
 # written there is built with nothing but `pkg-config --cflags --libs vijp`,
 # against libvijp.so and statically, and run (scripts/check-install.sh).
@@ -48,7 +57,7 @@ ifeq ($(SANITIZE),1)
 CHECK_ENV := CK_FORK=no
 endif
 check: $(BUILD)/check_vijp $(BUILD)/check_cuda $(CUDA_SO) $(CUDA_MOCK) $(BUILD)/vijp $(BUILD)/vijp-perturbed $(PLUGINS) $(CHECK_INSTALL_DEPS) \
-       $(BUILD)/libvijp.so $(BENCH_PROGS)
+       $(BUILD)/libvijp.so $(BENCH_PROGS) $(NOMEM_LAPACKE)
 	$(CHECK_ENV) VIJP_BIN=$(abspath $(BUILD)/vijp) VIJP_PERTURBED_BIN=$(abspath $(BUILD)/vijp-perturbed) \
 	  ./$(BUILD)/check_vijp
 	$(CHECK_ENV) VIJP_BIN=$(abspath $(BUILD)/vijp) ./$(BUILD)/check_cuda

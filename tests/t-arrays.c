@@ -894,6 +894,60 @@ START_TEST(test_failed_run_leaves_no_folder)
 }
 END_TEST
 
+/* LAPACKE out of memory: with every malloc LAPACKE makes refused (the
+ * preload library build/tests/nomem-lapacke.so, beside VIJP_BIN), certify's
+ * SVDs, which now take their workspace from vijp_alloc, give the very
+ * output of a plain run; before, LAPACKE printed "Not enough memory to
+ * allocate work array in LAPACKE_dgesdd" on stdout and the run exited 2 as
+ * if the SVD had not converged.  And that workspace, refused by
+ * VIJP_FAIL_ALLOC at every allocation of the run, is the memory policy's:
+ * exit 1 "out of memory", stdout empty. */
+START_TEST(test_certify_lapack_memory)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    fputs("# test_certify_lapack_memory: skipped under AddressSanitizer (its allocator cannot be preloaded over)\n", stderr);
+#else
+    char shim[1024], args[2600];
+    snprintf(shim, sizeof shim, "%s", getenv("VIJP_BIN"));
+    char *slash = strrchr(shim, '/');
+    ck_assert(slash != NULL);
+    snprintf(slash + 1, sizeof shim - (size_t)(slash + 1 - shim), "tests/nomem-lapacke.so");
+    ck_assert_msg(access(shim, R_OK) == 0, "%s is missing: make check builds it (make %s)", shim, shim);
+    double J[64];
+    usv(J, (double[]){4, 2, 1, 0});
+    npy_matrix(at("J.npy"), 4, 16, J); /* rank 3: the SVD with vectors too, for the cokernel */
+    static const char *const cmds[] = {"certify --jacobian '%s'", "certify --layer layernorm --width 4 --samples 2%.0s",
+                                       "certify --layer dense:4x8 --samples 2%.0s"};
+    for (size_t c = 0; c < sizeof cmds / sizeof *cmds; c++) {
+        char cmd[1400];
+        snprintf(cmd, sizeof cmd, cmds[c], at("J.npy"));
+        run_result plain = run_vijp(cmd);
+        snprintf(args, sizeof args, "LD_PRELOAD='%s' '%s' %s", shim, getenv("VIJP_BIN"), cmd);
+        run_result r = run_bin("/usr/bin/env", args);
+        ck_assert_msg(r.rc == plain.rc && !strcmp(r.out, plain.out) && !strstr(r.out, "LAPACKE"),
+                      "vijp %s with LAPACKE's allocations refused: exit %d (plain %d)\nstdout: %s\nstderr: %s", cmd, r.rc,
+                      plain.rc, r.out, r.err);
+        run_free(&r), run_free(&plain);
+    }
+    /* the walk: every allocation of the run, counted by VIJP_ALLOC_STATS */
+    char cmd[3000];
+    snprintf(cmd, sizeof cmd, "VIJP_ALLOC_STATS=1 '%s' certify --jacobian '%s'", getenv("VIJP_BIN"), at("J.npy"));
+    run_result r = run_bin("/usr/bin/env", cmd);
+    const char *stats = strstr(r.err, "vijp: ");
+    unsigned long n = 0;
+    ck_assert_msg(stats && sscanf(stats, "vijp: %lu allocations", &n) == 1 && n > 0, "no allocation count: %s", r.err);
+    run_free(&r);
+    for (unsigned long k = 1; k <= n; k++) {
+        snprintf(cmd, sizeof cmd, "VIJP_FAIL_ALLOC=%lu '%s' certify --jacobian '%s'", k, getenv("VIJP_BIN"), at("J.npy"));
+        r = run_bin("/usr/bin/env", cmd);
+        ck_assert_msg(r.rc == CLI_FAILED && !r.out[0] && strstr(r.err, "out of memory"),
+                      "allocation %lu of %lu refused: exit %d, stdout '%s', stderr '%s'", k, n, r.rc, r.out, r.err);
+        run_free(&r);
+    }
+#endif
+}
+END_TEST
+
 /* vijp KIND args, bounded: killed after 20 s, and (outside AddressSanitizer,
  * which cannot run under it) within 4 GB of address space, so that a reader
  * that reads a device without end fails the test rather than the machine. */
@@ -983,6 +1037,7 @@ Suite *suite_arrays(void)
         tcase_add_test(cli, test_device_inputs);
         tcase_add_test(cli, test_rows_not_finite_named);
         tcase_add_test(cli, test_failed_run_leaves_no_folder);
+        tcase_add_test(cli, test_certify_lapack_memory);
         suite_add_tcase(s, cli);
     }
     return s;
