@@ -50,8 +50,8 @@ int vijp_input_read(const char *path, unsigned char **buf, size_t *len, vijp_err
     if (!S_ISREG(st.st_mode)) return vijp_fail(err, VIJP_EINVAL, "%s: %s", path, not_a_file(st.st_mode));
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* not blocking on a FIFO put there meanwhile */
     if (fd < 0) return vijp_fail(err, VIJP_EIO, "%s: cannot open: %s", path, strerror(errno));
-    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-        int e = errno;
+    int e = fstat(fd, &st) ? errno : 0;
+    if (e || !S_ISREG(st.st_mode)) {
         close(fd);
         return e ? vijp_fail(err, VIJP_EIO, "%s: cannot read: %s", path, strerror(e))
                  : vijp_fail(err, VIJP_EINVAL, "%s: %s", path, not_a_file(st.st_mode));
@@ -66,7 +66,7 @@ int vijp_input_read(const char *path, unsigned char **buf, size_t *len, vijp_err
         ssize_t k = read(fd, b + n, cap - 1 - n);
         if (k < 0 && errno == EINTR) continue;
         if (k < 0) {
-            int e = errno;
+            e = errno;
             close(fd), vijp_free(b);
             return vijp_fail(err, VIJP_EIO, "%s: cannot read: %s", path, strerror(e));
         }
