@@ -464,7 +464,7 @@ static int run_and_publish(const mpi_world *w, study *s, const drift_args *a, in
     /* The verdicts go out, and stdout is closed and checked, before the
      * report is published: a stdout that fails (a full disk, EIO at the
      * close) is then a failed run that leaves the old report, as exit 1
-     * promises, and nothing can fail once the new one is in place. */
+     * promises, rather than a failure after the new one is in place. */
     if (!rc && !a->quiet) print_verdicts(s);
     if (!rc && cli_finish_stdout()) rc = vijp_fail(&err, VIJP_EIO, "the verdicts could not be written to standard output");
     if (!rc) rc = report_out_commit(&out, &err);
