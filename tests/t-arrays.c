@@ -895,11 +895,14 @@ START_TEST(test_failed_run_leaves_no_folder)
 END_TEST
 
 /* LAPACKE out of memory: with every malloc LAPACKE makes refused (the
- * preload library build/tests/nomem-lapacke.so, beside VIJP_BIN), certify's
- * SVDs, which now take their workspace from vijp_alloc, give the very
- * output of a plain run; before, LAPACKE printed "Not enough memory to
- * allocate work array in LAPACKE_dgesdd" on stdout and the run exited 2 as
- * if the SVD had not converged.  And that workspace, refused by
+ * preload library build/tests/nomem-lapacke.so, beside VIJP_BIN), every
+ * LAPACK call that needs workspace, which now takes it from vijp_alloc
+ * (src/base/lapack.h), gives the very output of a plain run: certify's
+ * SVDs, dense's QR and least squares in grad, drift's singular values and
+ * Lyapunov QR.  Before, LAPACKE printed "Not enough memory to allocate work
+ * array in LAPACKE_dgesdd" on stdout and certify exited 2 as if the SVD had
+ * not converged, and grad went on with R never formed and exited 0 with
+ * wrong gradients.  And that workspace, refused by
  * VIJP_FAIL_ALLOC at every allocation of the run, is the memory policy's:
  * exit 1 "out of memory", stdout empty. */
 START_TEST(test_certify_lapack_memory)
@@ -916,11 +919,18 @@ START_TEST(test_certify_lapack_memory)
     double J[64];
     usv(J, (double[]){4, 2, 1, 0});
     npy_matrix(at("J.npy"), 4, 16, J); /* rank 3: the SVD with vectors too, for the cokernel */
-    static const char *const cmds[] = {"certify --jacobian '%s'", "certify --layer layernorm --width 4 --samples 2%.0s",
-                                       "certify --layer dense:4x8 --samples 2%.0s"};
+    /* certify's SVDs; grad through dense's QR (tall: fragment, vijp, cokernel)
+     * and least squares (wide), in double and binary32@ref (sgels); drift's
+     * singular values and Lyapunov QR */
+    static const char *const cmds[] = {
+        "certify --jacobian '%s'", "certify --layer layernorm --width 4 --samples 2%.0s",
+        "certify --layer dense:4x8 --samples 2%.0s",
+        "grad --net dense:8x4,tanh,dense:4x8 --depth 3 --engine all%.0s",
+        "grad --net dense:8x4,tanh,dense:4x8 --depth 3 --engine all --format binary32@ref%.0s",
+        "drift --net dense:6,tanh --depth 4 --formats double --seeds 1 --no-plots -q --out '%s'"};
     for (size_t c = 0; c < sizeof cmds / sizeof *cmds; c++) {
         char cmd[1400];
-        snprintf(cmd, sizeof cmd, cmds[c], at("J.npy"));
+        snprintf(cmd, sizeof cmd, cmds[c], strstr(cmds[c], "drift") ? at("lapack-drift") : at("J.npy"));
         run_result plain = run_vijp(cmd);
         snprintf(args, sizeof args, "LD_PRELOAD='%s' '%s' %s", shim, getenv("VIJP_BIN"), cmd);
         run_result r = run_bin("/usr/bin/env", args);

@@ -5,7 +5,7 @@
 #include "vijp/error.h"
 #include "vijp/vijp.h"
 #include "oracles/oracles.h"
-#include "svd.h"
+#include "base/lapack.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,7 +112,7 @@ static int certify_known_cokernel(const vijp_layer *L, const double *theta, cons
     int rc = 0;
     if (!rc) {
         memcpy(A, mid, m * n * sizeof *A);
-        if (vijp_certify_dgesvd('A', 'N', m, n, A, sv, U, m, NULL, 1))
+        if (vijp_lapack_dgesvd('A', 'N', m, n, A, sv, U, m, NULL, 1))
             rc = vijp_fail(err, VIJP_EINVAL, "%s layer: SVD of the Jacobian failed", L->type->name);
     }
     int proven = 0;

@@ -2,7 +2,7 @@
  * "numerical"): singular values, rank, cokernel dimension and basis. */
 #include "vijp/certify.h"
 #include "vijp/error.h"
-#include "svd.h"
+#include "base/lapack.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +46,7 @@ int vijp_numeric_analysis(const double *J, size_t m, size_t n, vijp_numeric *out
     /* The singular values alone first (a third of the work of the vectors):
      * the vectors are needed only for a cokernel basis. */
     memcpy(A, J, m * n * sizeof *A);
-    lapack_int info = vijp_certify_dgesdd('N', m, n, A, out->sv, NULL, 1, NULL, 1);
+    lapack_int info = vijp_lapack_dgesdd('N', m, n, A, out->sv, NULL, 1, NULL, 1);
     int rc = info ? vijp_fail(err, VIJP_EINVAL, "dgesdd failed to converge (info %d)", (int)info) : 0;
     if (!rc) summarize(out, m, n);
     if (!rc && out->cokernel_dim) {
@@ -58,7 +58,7 @@ int vijp_numeric_analysis(const double *J, size_t m, size_t n, vijp_numeric *out
         size_t vtrows = m <= n ? r : n;
         double *U = vijp_alloc_array(m * m, sizeof *U), *VT = vijp_alloc_array(vtrows * n, sizeof *VT);
         memcpy(A, J, m * n * sizeof *A);
-        info = vijp_certify_dgesdd(jobz, m, n, A, out->sv, U, m, VT, vtrows);
+        info = vijp_lapack_dgesdd(jobz, m, n, A, out->sv, U, m, VT, vtrows);
         if (info) rc = vijp_fail(err, VIJP_EINVAL, "dgesdd failed to converge (info %d)", (int)info);
         else summarize(out, m, n);
         out->cokernel = vijp_alloc_array((out->cokernel_dim ? out->cokernel_dim : 1) * m, sizeof *out->cokernel);

@@ -1,5 +1,6 @@
 /* The drift comparator: engines in a format against a validated reference,
  * with per-layer condition numbers and the Lyapunov spread beside them. */
+#include "base/lapack.h"
 #include "vijp/drift.h"
 #include "vijp/error.h"
 #include "vijp/vijp.h"
@@ -122,7 +123,7 @@ static int reference(const vijp_drift_setup *s, const vijp_net *net, const vijp_
 /* Singular values of an m × n double matrix (destroyed), descending. */
 static int singular_values(double *A, size_t m, size_t n, double *s)
 {
-    return LAPACKE_dgesdd(LAPACK_COL_MAJOR, 'N', (int)m, (int)n, A, (int)m, s, NULL, 1, NULL, 1);
+    return vijp_lapack_dgesdd('N', m, n, A, s, NULL, 1, NULL, 1);
 }
 
 static int diagonal(const double *J, size_t m, size_t n)
@@ -175,7 +176,7 @@ static void conditioning(const vijp_net *net, const vijp_problem *pf, vijp_drift
             if (b == 0 && lyap_ok) { /* Benettin: Z = J Q = Q' R */
                 cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0, J.d, (int)n, Q,
                             (int)n, 0.0, Z, (int)n);
-                if (LAPACKE_dgeqrf(LAPACK_COL_MAJOR, (int)n, (int)n, Z, (int)n, tau)) lyap_ok = 0;
+                if (vijp_lapack_dgeqrf(n, n, Z, n, tau)) lyap_ok = 0;
                 /* A direction the layer maps to (numerically) nothing, below
                  * n·u of the largest stretch, makes the product singular: the
                  * spread is infinite from there on and no prediction is made.
@@ -192,7 +193,7 @@ static void conditioning(const vijp_net *net, const vijp_problem *pf, vijp_drift
                     hi = fmax(hi, sums[k]), lo = fmin(lo, sums[k]);
                 }
                 if (lyap_ok) c->lyap_cum[i] = singular ? INFINITY : hi - lo;
-                if (lyap_ok && LAPACKE_dorgqr(LAPACK_COL_MAJOR, (int)n, (int)n, (int)n, Z, (int)n, tau)) lyap_ok = 0;
+                if (lyap_ok && vijp_lapack_dorgqr(n, n, n, Z, n, tau)) lyap_ok = 0;
                 memcpy(Q, Z, n * n * sizeof *Q);
             }
             if (diagonal(J.d, m, n)) { /* elementwise layers: σ = |J_kk|, no SVD */

@@ -12,6 +12,7 @@
 #include "oracles/oracles.h"
 #include "emu/dense.h"
 #include "layer/route.h"
+#include "base/lapack.h"
 #include "lu.h"
 #include <lapacke.h>
 #include <math.h>
@@ -157,7 +158,7 @@ static int tall_qr(const vijp_layer *L, const double *W, double **A, double **ta
     *A = vijp_alloc_array(m * m, sizeof **A); /* zeroed: LAPACKE checks all of A for NaN */
     *tau = vijp_alloc_array(n, sizeof **tau);
     memcpy(*A, W, m * n * sizeof **A);
-    LAPACKE_dgeqrf(LAPACK_COL_MAJOR, (int)m, (int)n, *A, (int)m, *tau);
+    vijp_lapack_dgeqrf(m, n, *A, m, *tau);
     for (size_t k = 0; k < n; k++)
         if ((*A)[k + k * m] == 0)
             return vijp_fail(err, VIJP_ESINGULAR,
@@ -174,7 +175,7 @@ static void fragment(const vijp_layer *L, const vijp_kctx *cx, const double *th,
     double *A = NULL, *tau = NULL, *Z = vijp_alloc_array(m * B, sizeof *Z);
     tall_qr(L, th, &A, &tau, NULL); /* a rank-deficient W is reported by the vijp */
     memcpy(Z, Gy, m * B * sizeof *Z);
-    LAPACKE_dormqr(LAPACK_COL_MAJOR, 'L', 'T', (int)m, (int)B, (int)n, A, (int)m, tau, Z, (int)m);
+    vijp_lapack_dormqr('L', 'T', m, B, n, A, m, tau, Z, m);
     for (size_t j = 0; j < B; j++) memcpy(frag + j * (m - n), Z + j * m + n, (m - n) * sizeof *Z);
     free(A), free(tau), free(Z);
 }
@@ -211,7 +212,7 @@ static int vijp(const vijp_layer *L, const vijp_kctx *cx, const double *th, cons
             for (size_t i = 0; i < m; i++) /* A = Wᵀ, n × m */
                 for (size_t k = 0; k < n; k++) A[k + i * n] = th[i + k * m];
             memcpy(Z, Gx, n * B * sizeof *Z);
-            lapack_int info = LAPACKE_dgels(LAPACK_COL_MAJOR, 'N', (int)n, (int)m, (int)B, A, (int)n, Z, (int)n);
+            lapack_int info = vijp_lapack_dgels('N', n, m, B, A, n, Z, n);
             if (info > 0)
                 rc = vijp_fail(err, VIJP_ESINGULAR, "dense %zux%zu vijp: W has rank < %zu, not submersive", m, n, m);
             for (size_t j = 0; !rc && j < B; j++) memcpy(Gy + j * m, Z + j * n, m * sizeof *Gy);
@@ -227,7 +228,7 @@ static int vijp(const vijp_layer *L, const vijp_kctx *cx, const double *th, cons
             }
             /* top n rows: R⁻ᵀ gx; then apply Q to [R⁻ᵀ gx; c] */
             LAPACKE_dtrtrs(LAPACK_COL_MAJOR, 'U', 'T', 'N', (int)n, (int)B, A, (int)m, Gy, (int)m);
-            LAPACKE_dormqr(LAPACK_COL_MAJOR, 'L', 'N', (int)m, (int)B, (int)n, A, (int)m, tau, Gy, (int)m);
+            vijp_lapack_dormqr('L', 'N', m, B, n, A, m, tau, Gy, m);
         }
         free(A), free(tau);
     }
@@ -249,7 +250,7 @@ static int cokernel(const vijp_layer *L, const vijp_kctx *cx, const double *th, 
     double *A = NULL, *tau = NULL;
     int rc = tall_qr(L, th, &A, &tau, err);
     if (!rc) {
-        LAPACKE_dorgqr(LAPACK_COL_MAJOR, (int)m, (int)m, (int)n, A, (int)m, tau);
+        vijp_lapack_dorgqr(m, m, n, A, m, tau);
         memcpy(Q, A + n * m, m * (m - n) * sizeof *Q);
     }
     free(A), free(tau);

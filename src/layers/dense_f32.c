@@ -12,6 +12,7 @@
 #include "vijp/layer.h"
 #include "vijp/error.h"
 #include "layer/route.h"
+#include "base/lapack.h"
 #include "lu.h"
 #include <lapacke.h>
 #include <stdlib.h>
@@ -73,7 +74,7 @@ static int vijp_f(const vijp_layer *L, const vijp_kctx *cx, const float *th, con
         for (size_t i = 0; i < m; i++) /* A = Wᵀ, n × m */
             for (size_t k = 0; k < n; k++) A[k + i * n] = th[i + k * m];
         memcpy(Z, Gx, n * B * sizeof *Z);
-        lapack_int info = LAPACKE_sgels(LAPACK_COL_MAJOR, 'N', (int)n, (int)m, (int)B, A, (int)n, Z, (int)n);
+        lapack_int info = vijp_lapack_sgels('N', n, m, B, A, n, Z, n);
         if (info > 0)
             rc = vijp_fail(err, VIJP_ESINGULAR, "dense %zux%zu vijp in binary32: W has rank < %zu, not submersive", m,
                            n, m);
