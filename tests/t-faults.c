@@ -229,6 +229,56 @@ START_TEST(size_under_ulimit)
 }
 END_TEST
 
+/* Every command returns under a small address-space limit, with a message
+ * where it cannot run: OpenBLAS retries a failed mmap of its work buffer
+ * forever (src/cli/blas_room.c), which hung even --version at exit.  At
+ * 100 and 200 MB (less than one buffer and its slack once vijp is loaded)
+ * what computes is refused with exit 2 and what does not runs; at 300 MB
+ * vijp runs itself with one OpenBLAS thread and computes.  timeout(1)
+ * turns a hang into exit 124.  Not under AddressSanitizer (above). */
+START_TEST(every_command_returns_under_ulimit)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    fputs("# every_command_returns_under_ulimit: skipped under AddressSanitizer (it cannot run with ulimit -v)\n", stderr);
+#else
+    const char *bin = getenv("VIJP_BIN");
+    ck_assert_msg(bin && *bin, "VIJP_BIN is unset: run the suite through make check");
+    static const struct {
+        const char *args;
+        int computes;
+    } cmds[] = {
+        {"--version", 0},
+        {"--help", 0},
+        {"grad --help", 0},
+        {"regress /nonexistent/a.json /nonexistent/b.json", 0},
+        {"grad --net dense:8,tanh --depth 2", 1},
+        {"drift --net dense:8,tanh --depth 2 --formats double --seeds 1 --no-plots -q --out /nonexistent/d", 1},
+        {"certify --layer tanh --width 4 --samples 2", 1},
+        {"memory --net dense:8 --depth-max 4 --budget 100000", 1},
+        {"check-layer tanh --width 4", 1},
+    };
+    static const long limits[] = {100000, 200000, 300000};
+    for (size_t l = 0; l < sizeof limits / sizeof *limits; l++)
+        for (size_t c = 0; c < sizeof cmds / sizeof *cmds; c++) {
+            if (limits[l] == 300000 && strncmp(cmds[c].args, "grad --net", 10) && strcmp(cmds[c].args, "--version"))
+                continue; /* where it runs: one computing command is enough */
+            char args[1200];
+            snprintf(args, sizeof args, "-c \"ulimit -v %ld; exec timeout 60 '%s' %s\"", limits[l], bin, cmds[c].args);
+            run_result r = run_bin("/bin/sh", args);
+            int want = limits[l] == 300000 ? CLI_OK
+                     : cmds[c].computes ? CLI_USAGE
+                     : strncmp(cmds[c].args, "regress", 7) ? CLI_OK : CLI_USAGE; /* regress: its missing files */
+            ck_assert_msg(r.rc == want, "ulimit -v %ld; vijp %s: exit %d, want %d (124: it hung)\n%s", limits[l],
+                          cmds[c].args, r.rc, want, r.err);
+            if (limits[l] < 300000 && cmds[c].computes)
+                ck_assert_msg(strstr(r.err, "OpenBLAS") && strstr(r.err, "ulimit -v") && !r.out[0],
+                              "ulimit -v %ld; vijp %s: stdout '%s', stderr '%s'", limits[l], cmds[c].args, r.out, r.err);
+            run_free(&r);
+        }
+#endif
+}
+END_TEST
+
 /* vijp_memory_keep_freed (the vijp command's heap policy): a 4 MB block,
  * the size of a reference level's matrices, comes from the heap rather than
  * from a mapping of its own, which the kernel would fault in afresh for
@@ -285,6 +335,7 @@ Suite *suite_faults(void)
     TCase *size = tcase_create("size");
     tcase_add_test(size, size_before_run);
     tcase_add_test(size, size_under_ulimit);
+    tcase_add_test(size, every_command_returns_under_ulimit);
     tcase_add_test(size, keep_freed_serves_from_the_heap);
     tcase_add_test(size, unset_matrix_shape_and_poison);
     tcase_set_timeout(size, 60);

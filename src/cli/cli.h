@@ -63,6 +63,12 @@ const char *cli_plugin_args(void);
  * load again to be rerun. */
 size_t cli_plugin_paths(const char *const **paths);
 
+/* Before anything else (blas_room.c): under an address-space limit too
+ * small for OpenBLAS's work buffers, run vijp again with one OpenBLAS
+ * thread, or refuse a command that computes (exit 2, said on stderr).
+ * -1 to go on, or the exit status. */
+int cli_blas_room(int argc, char **argv);
+
 /* --net SPEC, parsed once into *tmpl (vijp_net_template: a JSON net's file
  * read once) at *depth and width (0: the spec's).  A JSON net's depth is
  * its number of layers (with depth_given, --depth must already say so) and

@@ -44,7 +44,11 @@ static int close_stdout(int rc) { return cli_finish_stdout() && !rc ? EXIT_FAILE
 
 static int run(int argc, char **argv);
 
-int main(int argc, char **argv) { return close_stdout(run(argc, argv)); }
+int main(int argc, char **argv)
+{
+    int rc = cli_blas_room(argc, argv);
+    return rc >= 0 ? rc : close_stdout(run(argc, argv));
+}
 
 /* --plugin FILE (or --plugin=FILE) anywhere after the command: load it and
  * drop it from the arguments the command sees (*argc shrinks).  0, or the
