@@ -116,7 +116,7 @@ PLUGIN_CC   = $(CC) $(VIJP_CPPFLAGS) $(CPPFLAGS) $(VIJP_CFLAGS) $(CFLAGS) -ffp-c
 $(BUILD)/plugins/%.so: examples/layer-template/%.c $(wildcard include/vijp/*.h)
 	@mkdir -p $(dir $@)
 	$(PLUGIN_CC) -o $@ $<
-$(BUILD)/plugins/%.so: examples/broken-layers/%.c examples/broken-layers/linear.h $(wildcard include/vijp/*.h)
+$(BUILD)/plugins/%.so: examples/broken-layers/%.c $(wildcard examples/broken-layers/*.h) $(wildcard include/vijp/*.h)
 	@mkdir -p $(dir $@)
 	$(PLUGIN_CC) -o $@ $<
 plugins: $(PLUGINS)

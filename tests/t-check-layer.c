@@ -8,11 +8,16 @@
  *    operators, the others skipped with a reason;
  *  - the deliberately broken plugins of examples/broken-layers/ each fail
  *    the check that their header names, the crash as a signal and the hang
- *    as a timeout, while the other checks still report;
+ *    as a timeout, while the other checks still report; a PReLU whose ∇θ
+ *    drops terms fails vjp-param-vs-differences with no MPFR twin and with
+ *    a twin that shares the bug, and the same PReLU unbroken passes;
+ *  - --params checks at the parameters given (a wrong length is exit 2), and
+ *    the default parameters are not exact by accident;
  *  - bad usage is exit 2.
  * The plugins are built by `make check` into $(BUILD)/plugins/, beside
  * VIJP_BIN. */
 #include "fixtures/clirun.h"
+#include "vijp/array_io.h"
 #include "vijp/check_layer.h"
 #include <jansson.h>
 #include <libgen.h>
@@ -85,6 +90,10 @@ START_TEST(every_builtin_type_passes)
     ck_assert_str_eq(status_of(o, "format-vs-mpfr"), "passed");
     ck_assert_str_eq(status_of(o, "jvp-vs-differences"), "passed");
     ck_assert(!json_is_true(json_object_get(check_of(o, "jvp-vs-differences"), "weaker")));
+    /* the parameter gradient against differences: wherever there is one */
+    const char *want = json_integer_value(json_object_get(o, "params")) > 0 ? "passed" : "skipped";
+    ck_assert_str_eq(status_of(o, "vjp-param-vs-differences"), want);
+    ck_assert(!json_is_true(json_object_get(check_of(o, "vjp-param-vs-differences"), "weaker")));
     json_decref(o);
 }
 END_TEST
@@ -118,8 +127,8 @@ START_TEST(scaledtanh_template_passes)
     char args[4400];
     snprintf(args, sizeof args, "scaledtanh %s --seed %llu", plugin("scaledtanh"), (unsigned long long)test_seed());
     json_t *o = run_json(args, CLI_OK);
-    static const char *const ran[] = {"adjoint", "jvp-vs-differences", "jacobian-vs-jvp", "vijp-round-trip",
-                                      "format-vs-mpfr", "vjp-param-vs-mpfr", "certification"};
+    static const char *const ran[] = {"adjoint",        "jvp-vs-differences", "jacobian-vs-jvp",          "vijp-round-trip",
+                                      "format-vs-mpfr", "vjp-param-vs-mpfr",  "vjp-param-vs-differences", "certification"};
     for (size_t k = 0; k < sizeof ran / sizeof *ran; k++) ck_assert_str_eq(status_of(o, ran[k]), "passed");
     json_decref(o);
 }
@@ -132,9 +141,11 @@ START_TEST(gated_template_passes_without_mpfr)
     char args[4400];
     snprintf(args, sizeof args, "gated %s --seed %llu", plugin("gated"), (unsigned long long)test_seed());
     json_t *o = run_json(args, CLI_OK);
-    static const char *const ran[] = {"adjoint", "jvp-vs-differences", "jacobian-vs-jvp", "vijp-round-trip"};
+    static const char *const ran[] = {"adjoint", "jvp-vs-differences", "jacobian-vs-jvp", "vijp-round-trip",
+                                      "vjp-param-vs-differences"};
     for (size_t k = 0; k < sizeof ran / sizeof *ran; k++) ck_assert_str_eq(status_of(o, ran[k]), "passed");
     ck_assert(json_is_true(json_object_get(check_of(o, "jvp-vs-differences"), "weaker")));
+    ck_assert(json_is_true(json_object_get(check_of(o, "vjp-param-vs-differences"), "weaker")));
     static const char *const skipped[] = {"format-vs-mpfr", "vjp-param-vs-mpfr", "certification"};
     for (size_t k = 0; k < sizeof skipped / sizeof *skipped; k++) {
         json_t *c = check_of(o, skipped[k]);
@@ -162,6 +173,7 @@ static const struct {
     {"inexact-inverse", "inexact_inverse", "inverse-round-trip", NULL},
     {"false-submersive", "false_submersive", "declarations", "declares itself submersive"},
     {"accumulating-grad", "accumulating_grad", "overwrites-outputs", "vjp_param's output entry"},
+    {"prelu-drops-term", "prelu_drops_term", "vjp-param-vs-differences", NULL},
     {"segfault", "segfault", "adjoint", "SIGSEGV"},
 };
 
@@ -196,9 +208,116 @@ START_TEST(correct_linear_passes)
     snprintf(args, sizeof args, "correct_linear %s --seed %llu", plugin("correct"), (unsigned long long)test_seed());
     json_t *o = run_json(args, CLI_OK);
     static const char *const ran[] = {"adjoint", "jvp-vs-differences", "jacobian-vs-jvp", "vijp-round-trip",
-                                      "inverse-round-trip", "certification"};
+                                      "inverse-round-trip", "certification", "vjp-param-vs-differences"};
     for (size_t k = 0; k < sizeof ran / sizeof *ran; k++) ck_assert_str_eq(status_of(o, ran[k]), "passed");
     json_decref(o);
+}
+END_TEST
+
+/* A PReLU whose ∂ℓ/∂a drops every sample's terms but the first's: with no
+ * MPFR twin (the double differences, weaker) and with a twin that shares
+ * the bug (vjp-param-vs-mpfr passes: the twin agrees; the MPFR
+ * differences do not), vjp-param-vs-differences fails, naming the
+ * gradient's error far above its bound, and it alone fails.  Unbroken, the
+ * same PReLU passes it with its twin. */
+static const struct {
+    const char *file, *type;
+    int twin, verdict;
+} prelus[] = {
+    {"prelu-drops-term", "prelu_drops_term", 0, CLI_FAILED},
+    {"prelu-drops-term-twin", "prelu_drops_term_twin", 1, CLI_FAILED},
+    {"correct-prelu", "correct_prelu", 1, CLI_OK},
+};
+
+START_TEST(prelu_parameter_gradient)
+{
+    char args[4400];
+    snprintf(args, sizeof args, "%s %s --seed %llu", prelus[_i].type, plugin(prelus[_i].file),
+             (unsigned long long)test_seed());
+    json_t *o = run_json(args, prelus[_i].verdict);
+    json_t *c = check_of(o, "vjp-param-vs-differences");
+    const char *want = prelus[_i].verdict == CLI_OK ? "passed" : "failed";
+    ck_assert_msg(!strcmp(json_string_value(json_object_get(c, "status")), want), "%s: %s", prelus[_i].file,
+                  json_string_value(json_object_get(c, "detail")));
+    ck_assert(json_is_true(json_object_get(c, "weaker")) == !prelus[_i].twin);
+    json_t *worst = json_object_get(c, "worst");
+    double ratio = json_real_value(json_object_get(worst, "ratio"));
+    /* a dropped term of a gradient of order 1 against a bound of order
+     * 1e-13: far off, not at the margin */
+    if (prelus[_i].verdict == CLI_FAILED) ck_assert_msg(ratio > 1e6, "%s: ratio %g", prelus[_i].file, ratio);
+    ck_assert_int_eq(json_integer_value(json_object_get(o, "failed")), prelus[_i].verdict == CLI_FAILED);
+    ck_assert_str_eq(status_of(o, "vjp-param-vs-mpfr"), prelus[_i].twin ? "passed" : "skipped");
+    ck_assert_str_eq(status_of(o, "format-vs-mpfr"), prelus[_i].twin ? "passed" : "skipped");
+    json_decref(o);
+}
+END_TEST
+
+/* θ into path as a .npy of the given shape. */
+static void write_params(const char *path, size_t ndim, const size_t *shape, const double *th)
+{
+    vijp_error err = {0};
+    ck_assert_msg(!vijp_npy_write(path, ndim, shape, th, &err), "%s", err.msg);
+}
+
+static double worst_error(json_t *o, const char *check)
+{
+    return json_real_value(json_object_get(json_object_get(check_of(o, check), "worst"), "error"));
+}
+
+/* --params: the checks run at the θ given.  At a = 1, PReLU is the identity
+ * in every format (x·1 and g/1 are exact), so the MPFR comparison sees no
+ * error at all; at the default, 0.25 (PyTorch's, a power of two) moved by a
+ * seeded relative amount, a·x rounds and it sees some: the default θ is not
+ * exact by accident.  A wrong length, a 2-D array or a missing file is bad
+ * input (exit 2), naming the file. */
+START_TEST(params_file)
+{
+    char dir[4096], args[16384], one_npy[4200], bad[3][4200];
+    make_temp_dir(dir, sizeof dir, "check-layer-params");
+    const char *prelu = plugin("correct-prelu");
+    double one = 1, two[2] = {0.5, 0.5};
+    size_t s1[1] = {1}, s2[1] = {2}, s11[2] = {1, 1};
+    snprintf(one_npy, sizeof one_npy, "%s/one.npy", dir), write_params(one_npy, 1, s1, &one);
+    snprintf(bad[0], sizeof bad[0], "%s/two.npy", dir), write_params(bad[0], 1, s2, two);
+    snprintf(bad[1], sizeof bad[1], "%s/square.npy", dir), write_params(bad[1], 2, s11, &one);
+    snprintf(bad[2], sizeof bad[2], "%s/missing.npy", dir);
+    snprintf(args, sizeof args, "correct_prelu %s --params %s --check format-vs-mpfr,vjp-param-vs-differences", prelu,
+             one_npy);
+    json_t *o = run_json(args, CLI_OK);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "params_file")), one_npy);
+    ck_assert_str_eq(status_of(o, "vjp-param-vs-differences"), "passed");
+    ck_assert_msg(worst_error(o, "format-vs-mpfr") == 0, "a = 1: error %g", worst_error(o, "format-vs-mpfr"));
+    json_decref(o);
+    snprintf(args, sizeof args, "correct_prelu %s --check format-vs-mpfr", prelu);
+    o = run_json(args, CLI_OK);
+    ck_assert(json_is_null(json_object_get(o, "params_file")));
+    ck_assert_msg(worst_error(o, "format-vs-mpfr") > 0, "the default a is exact");
+    json_decref(o);
+    for (size_t k = 0; k < 3; k++) {
+        snprintf(args, sizeof args, "check-layer correct_prelu %s --params %s", prelu, bad[k]);
+        run_result r = run_vijp(args);
+        ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, bad[k]) && !r.out[0], "%s: exit %d, err '%s'", bad[k], r.rc,
+                      r.err);
+        run_free(&r);
+    }
+    remove_tree(dir);
+}
+END_TEST
+
+/* The library refuses a θ of the wrong length, and runs at one of the right
+ * length as given. */
+START_TEST(params_in_the_library)
+{
+    const double th[3] = {0.5, -0.25, 0.125};
+    vijp_check_opts o = {.width = 1, .seed = test_seed(), .params = th, .n_params = 3};
+    vijp_check_result r;
+    vijp_error err = {0};
+    size_t k = (size_t)vijp_check_find("vjp-param-vs-differences");
+    ck_assert_int_eq(vijp_check_layer_run(k, "dense:2", &o, &r, &err), VIJP_EDIM); /* dense:2 at width 1: 2 + 2 */
+    ck_assert_msg(strstr(err.msg, "3 parameter values"), "%s", err.msg);
+    o.n_params = 2, o.width = 1;
+    ck_assert(!vijp_check_layer_run(k, "dense:1", &o, &r, &err));
+    ck_assert_msg(r.status == VIJP_CHECK_PASSED, "%s", r.detail);
 }
 END_TEST
 
@@ -279,6 +398,9 @@ Suite *suite_check_layer(void)
     tcase_add_test(tc, gated_template_passes_without_mpfr);
     tcase_add_loop_test(tc, broken_plugin_fails_its_check, 0, (int)(sizeof broken / sizeof *broken));
     tcase_add_test(tc, correct_linear_passes);
+    tcase_add_loop_test(tc, prelu_parameter_gradient, 0, (int)(sizeof prelus / sizeof *prelus));
+    tcase_add_test(tc, params_file);
+    tcase_add_test(tc, params_in_the_library);
     tcase_add_test(tc, table_names_the_crash);
     tcase_add_test(tc, hung_check_times_out);
     tcase_add_test(tc, bad_usage);

@@ -16,7 +16,8 @@
  * 0 past |z| ≈ 19.06, where t rounds to 1.  Rounding z moves sech² by the
  * relative 2|tanh z||z|u <= 2|z|u, so f′ = a·sech²(z) is within (2|z| + 6)u:
  * 16u for |a·x| <= 5, the contract's `ulps` below (vijp check-layer's
- * Gaussian points, a = 1 at initialisation).
+ * Gaussian points, a = 1 at initialisation, which check-layer moves by a
+ * relative 1/16 at most).
  *
  * Build: make (against the installed headers; see vijp/plugin.h). */
 #include <vijp/arith.h>

@@ -6,7 +6,10 @@
  * tests/t-layers.c runs the same checks on every built-in type).
  *
  * A check runs on one fixture: the layer built from a spec at a width, its
- * parameters (Gaussian, from the seed), and B points X, tangents U and
+ * parameters (the type's init from the seed, each then moved by a seeded
+ * relative 2^-5 to 2^-4, zeros kept, so that none is a power of two by
+ * accident; or the caller's),
+ * and B points X, tangents U and
  * cotangents G drawn from seed + 1 (|x| >= 1e-3, so kinks are not crossed;
  * |x| <= 4 and 0.5 away from the zeros of f′ the contract lists), held in the
  * format under test and, when the type has MPFR operators, in a 1024-bit
@@ -56,6 +59,10 @@ typedef struct {
     size_t batch;       /* points (0: 3) */
     int double_only;    /* ignore the type's MPFR operators, as if it had none */
     unsigned timeout_s; /* isolated runs: the longest one check may take (0: 60 s) */
+    const double *params; /* θ in the type's order (n_params values), used as given;
+                           * NULL: the type's init from seed, each value moved by a seeded
+                           * relative amount (vijp_check_layer_run refuses a wrong count) */
+    size_t n_params;
 } vijp_check_opts;
 
 /* The checks, in the order they run: names and one line on what each checks. */

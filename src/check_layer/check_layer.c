@@ -17,6 +17,8 @@ static const struct {
     {"fragment-vs-cokernel", "the fragment is Q^T r in the cokernel basis Q", check_fragment_cokernel},
     {"format-vs-mpfr", "forward, jvp, vjp, fragment, vijp against the type's 1024-bit MPFR operators", check_format_vs_mpfr},
     {"vjp-param-vs-mpfr", "the parameter gradient against the MPFR operator, within vjp_param_bound", check_vjp_param_vs_mpfr},
+    {"vjp-param-vs-differences", "the parameter gradient against central differences of forward in θ",
+     check_vjp_param_differences},
     {"overwrites-outputs", "every operator overwrites its whole output: the same bits into a zeroed and a NaN-filled buffer", check_overwrites},
     {"inverse-round-trip", "inverse(forward(x)) = x within the contract's inverse model", check_inverse_round_trip},
     {"declarations", "submersive / never submersive / invertible against J's singular values", check_declarations},

@@ -32,6 +32,43 @@ static void rand_mat(vijp_mat *F, vijp_mat *R, vijp_rng *rng, double away, const
     vijp_mat_convert(R, F);
 }
 
+/* Parameters that are not exact by accident.  A type's init may give 1 or
+ * 0.25 (a scale, PReLU's slope): products with such a θ are exact, so every
+ * comparison is, and a check holds an operator to nothing.  Each θ_p
+ * becomes θ_p·(1 ± (1 + U)/32), U uniform in [0, 1), the sign at random:
+ * moved by a relative 2^-5 to 2^-4, so that a power of two stays one only
+ * with probability 0, its sign kept (a positive scale stays positive).
+ * Zeros stay zero: the init's zeros may be structure (a mask, a triangle,
+ * a rank the type's declarations rest on; broken-layers/false-submersive.c),
+ * which --params can still move.  Its own stream (seed ^ a constant): the
+ * points, from seed + 1, are those of the same seed at any θ. */
+static void perturb(double *th, size_t P, uint64_t seed)
+{
+    vijp_rng rng;
+    vijp_rng_seed(&rng, seed ^ 0x9e3779b97f4a7c15ull);
+    for (size_t p = 0; p < P; p++) {
+        double a = (1 + vijp_rng_uniform(&rng)) / 32, s = vijp_rng_uniform(&rng) < 0.5 ? -1 : 1;
+        th[p] *= 1 + s * a;
+    }
+}
+
+/* θ: the caller's (o->params), or the type's init from the seed, moved. */
+static int set_params(check_fix *t, const vijp_check_opts *o, vijp_error *err)
+{
+    size_t P = t->L->type->param_count(t->L);
+    if (o->params && o->n_params != P)
+        return vijp_fail(err, VIJP_EDIM, "%zu parameter values given, the %s layer has %zu", o->n_params,
+                         t->L->type->name, P);
+    for (size_t p = 0; o->params && p < P; p++)
+        if (!isfinite(o->params[p]))
+            return vijp_fail(err, VIJP_EINVAL, "parameter %zu given is %g, not a finite number", p, o->params[p]);
+    int rc = vijp_net_init(&t->net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, o->seed, err);
+    if (rc || !P) return rc;
+    if (o->params) memcpy(t->net.theta[0], o->params, P * sizeof *o->params);
+    else perturb(t->net.theta[0], P, o->seed);
+    return 0;
+}
+
 int check_fix_init(check_fix *t, const char *spec, const vijp_check_opts *o, vijp_error *err)
 {
     memset(t, 0, sizeof *t);
@@ -53,7 +90,7 @@ int check_fix_init(check_fix *t, const char *spec, const vijp_check_opts *o, vij
     }
     if (t->have_ref) rc = vijp_format_mpfr(&t->R, CHECK_REF_PREC, err);
     else t->R = t->F;
-    if (!rc) rc = vijp_net_init(&t->net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, o->seed, err);
+    if (!rc) rc = set_params(t, o, err);
     if (rc) {
         vijp_net_free(&t->net);
         return rc;

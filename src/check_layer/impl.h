@@ -37,6 +37,7 @@ void check_vijp_round_trip(check_fix *t, vijp_check_result *r);
 void check_fragment_cokernel(check_fix *t, vijp_check_result *r);
 void check_format_vs_mpfr(check_fix *t, vijp_check_result *r);
 void check_vjp_param_vs_mpfr(check_fix *t, vijp_check_result *r);
+void check_vjp_param_differences(check_fix *t, vijp_check_result *r); /* param.c */
 void check_inverse_round_trip(check_fix *t, vijp_check_result *r);
 void check_overwrites(check_fix *t, vijp_check_result *r); /* check_layer_overwrite.c */
 void check_declarations(check_fix *t, vijp_check_result *r);
@@ -64,6 +65,13 @@ double check_kappa(check_fix *t);
 double check_c_solve(const vijp_layer *L);
 /* Where check_c_solve's constant comes from, for a check's source line. */
 const char *check_c_solve_source(const vijp_layer *L);
+
+/* Central differences in double at h_k = 2^(−2−k), k < CHECK_LEVELS, and
+ * one Richardson step over them: d and rho hold level k's len differences
+ * and their rounding bounds at k·len; D gets the extrapolated values, est
+ * their estimated errors (ops.c derives it). */
+#define CHECK_LEVELS 16
+void check_richardson(const double *d, const double *rho, size_t len, double *D, double *est);
 
 /* Numbers of a matrix as doubles (check_layer_fixture.c). */
 double check_absval(const vijp_mat *a, size_t i);

@@ -97,22 +97,44 @@ static int differences_mpfr(check_fix *t, vijp_mat *D, vijp_error *err)
     return rc;
 }
 
+/* One Richardson step removes the h² term of the truncation error of the
+ * central differences d_k (h_k = 2^(−2−k), k < CHECK_LEVELS; level k's
+ * entries at d[k·len …], their rounding bounds at rho[k·len …]):
+ * R_k = D_k + (D_k − D_(k−1))/3, rounding (4ρ_k + ρ_(k−1))/3; its h⁴ term is
+ * estimated from the next coarser step, T_k = |R_k − R_(k−1)| (R_(k−1)'s is
+ * 16 times R_k's), and since the rounding of both may hide up to
+ * (ρR_(k−1) + ρR_k)/15 of it,
+ *   E_k = T_k + ρR_k + (ρR_(k−1) + ρR_k)/15,
+ * the smallest over k kept (with its R_k) into D and est.  T_k is an
+ * estimate, not a bound (it assumes the asymptotic regime): a check built on
+ * it is the weaker kind. */
+void check_richardson(const double *d, const double *rho, size_t len, double *D, double *est)
+{
+    for (size_t o = 0; o < len; o++) {
+        double best = NAN, besterr = INFINITY, Rprev = NAN, rRprev = NAN;
+        for (int k = 1; k < CHECK_LEVELS; k++) {
+            double dk = d[k * len + o], dp = d[(k - 1) * len + o];
+            double R = dk + (dk - dp) / 3, rR = (4 * rho[k * len + o] + rho[(k - 1) * len + o]) / 3;
+            if (k >= 2) {
+                double E = fabs(R - Rprev) + rR + (rRprev + rR) / 15;
+                if (E < besterr) best = R, besterr = E;
+            }
+            Rprev = R, rRprev = rR;
+        }
+        D[o] = best, est[o] = besterr;
+    }
+}
+
 /* Without MPFR operators, in double: central differences
  *   D_k = (f̂(x + h_k U) − f̂(x − h_k U)) / 2h_k,  h_k = 2^(−2−k), k < LEVELS,
  * whose rounding is bounded through the contract: f̂ at x' = fl(x ± hU) is
  * within ε(x') = 1.01(n + K)u(M|x'| + |b| + |y|) of f(x'), and x' within
  * u|x'| of x ± hU (moving f by u·M|x'|), so with the final subtraction
  *   ρ_k = (ε(x⁺) + ε(x⁻) + u·M(|x⁺| + |x⁻|)) / 2h_k + u|D_k|
- * (M at the centre x stands for M at x±: first order).  One Richardson step
- * removes the h² term of the truncation error: R_k = D_k + (D_k − D_(k−1))/3,
- * rounding (4ρ_k + ρ_(k−1))/3; its h⁴ term is estimated from the next
- * coarser step, T_k = |R_k − R_(k−1)| (R_(k−1)'s is 16 times R_k's), and
- * since the rounding of both may hide up to (ρR_(k−1) + ρR_k)/15 of it,
- *   E_k = T_k + ρR_k + (ρR_(k−1) + ρR_k)/15,
- * the smallest over k kept (with its R_k).  T_k is an estimate, not a bound
- * (it assumes the asymptotic regime): this check is the weaker one.  Steps
- * go below the 1e-3 that keeps points off kinks. */
-#define LEVELS 16
+ * (M at the centre x stands for M at x±: first order), then one Richardson
+ * step (check_richardson: an estimate, so this check is the weaker one).
+ * Steps go below the 1e-3 that keeps points off kinks. */
+#define LEVELS CHECK_LEVELS
 static int differences_double(check_fix *t, vijp_mat *D, double *est, vijp_error *err)
 {
     size_t m = t->L->out, n = t->L->in, B = t->B;
@@ -142,19 +164,7 @@ static int differences_double(check_fix *t, vijp_mat *D, double *est, vijp_error
     }
     if (!rc) {
         vijp_mat_init(D, m, B, &t->F);
-        for (size_t o = 0; o < m * B; o++) {
-            double best = NAN, besterr = INFINITY, Rprev = NAN, rRprev = NAN;
-            for (int k = 1; k < LEVELS; k++) {
-                double dk = d[k * m * B + o], dp = d[(k - 1) * m * B + o];
-                double R = dk + (dk - dp) / 3, rR = (4 * rho[k * m * B + o] + rho[(k - 1) * m * B + o]) / 3;
-                if (k >= 2) {
-                    double E = fabs(R - Rprev) + rR + (rRprev + rR) / 15;
-                    if (E < besterr) best = R, besterr = E;
-                }
-                Rprev = R, rRprev = rR;
-            }
-            D->d[o] = best, est[o] = besterr;
-        }
+        check_richardson(d, rho, m * B, D->d, est);
     }
     for (size_t b = 0; b < B; b++) free(M[b]);
     free(M), free(d), free(rho);

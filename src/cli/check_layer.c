@@ -31,6 +31,13 @@ static const char help[] =
     "                        own MPFR operators at 1024 bits (skipped without them)\n"
     "  vjp-param-vs-mpfr     the parameter gradient likewise, within the contract's\n"
     "                        vjp_param_bound (skipped without one)\n"
+    "  vjp-param-vs-differences\n"
+    "                        the parameter gradient against central differences\n"
+    "                        of forward in θ, entry by entry (128 entries at\n"
+    "                        most) and along random directions: of the MPFR\n"
+    "                        forward, else Richardson-extrapolated in double\n"
+    "                        (weaker, as above); within vjp_param_bound, or γ_n\n"
+    "                        over |G||∂f/∂θ| where the contract gives none\n"
     "  overwrites-outputs    every operator writes all of its output and reads none\n"
     "                        of it: the same bits into a zeroed and a NaN buffer\n"
     "  inverse-round-trip    inverse(forward(x)) = x within the contract's inverse\n"
@@ -43,8 +50,13 @@ static const char help[] =
     "\n"
     "  SPEC              one layer item (no commas), e.g. tanh, dense:4, mylayer:3\n"
     "  --width N         input width (default 8, or N for dense:MxN)\n"
-    "  --seed S          parameters from seed S (Gaussian), points from S + 1,\n"
-    "                    0..2^63-1 (default 1); a failure reruns with the same --seed\n"
+    "  --seed S          parameters from the type's init at seed S, each moved by\n"
+    "                    a seeded relative 2^-5..2^-4 (zeros kept) so that none\n"
+    "                    is a power of two by accident; points from S + 1,\n"
+    "                    0..2^63-1 (default 1); a failure reruns with the same\n"
+    "                    --seed\n"
+    "  --params F.npy    check at these parameters instead: θ in the type's order\n"
+    "                    (1-D, one value per parameter), used as given\n"
     "  --format F        format under test: double | mpfr:P (default double;\n"
     "                    mpfr:P needs the type's MPFR operators)\n"
     "  --points B        points per check, 1..64 (default 3)\n"
@@ -79,16 +91,18 @@ typedef struct {
     const vijp_layer *L;
     const char *format;
     unsigned long long seed, points;
+    const char *params; /* --params' file, or NULL */
 } run_info;
 
 static void print_json(const run_info *in, const vijp_check_result *res, size_t n, size_t counts[3])
 {
     json_t *checks = json_array();
     for (size_t i = 0; i < n; i++) json_array_append_new(checks, result_json(&res[i]));
-    json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:b, s:s, s:I, s:I, s:s, s:I, s:I, s:I, s:o}", "layer", in->spec,
+    json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:I, s:b, s:s, s:I, s:o, s:I, s:s, s:I, s:I, s:I, s:o}", "layer", in->spec,
                           "type", in->L->type->name, "in", (json_int_t)in->L->in, "out", (json_int_t)in->L->out,
                           "params", (json_int_t)in->L->type->param_count(in->L), "mpfr_operators", in->L->type->mp != NULL,
-                          "format", in->format, "seed", (json_int_t)in->seed, "points", (json_int_t)in->points,
+                          "format", in->format, "seed", (json_int_t)in->seed, "params_file",
+                          in->params ? json_string(in->params) : json_null(), "points", (json_int_t)in->points,
                           "verdict", counts[VIJP_CHECK_FAILED] ? "failed" : "passed", "passed",
                           (json_int_t)counts[VIJP_CHECK_PASSED], "failed", (json_int_t)counts[VIJP_CHECK_FAILED],
                           "skipped", (json_int_t)counts[VIJP_CHECK_SKIPPED], "checks", checks);
@@ -102,14 +116,15 @@ static void print_json(const run_info *in, const vijp_check_result *res, size_t 
 static void print_table(const run_info *in, const vijp_check_result *res, size_t n, size_t counts[3])
 {
     size_t P = in->L->type->param_count(in->L);
-    printf("layer %s (%zu → %zu, %zu parameter%s), %s, seed %llu, %llu points%s\n\n", in->spec, in->L->in, in->L->out, P,
-           P == 1 ? "" : "s", in->format, in->seed, in->points, in->L->type->mp ? "" : "; no MPFR operators");
-    printf("%-21s %-8s %11s  %s\n", "check", "result", "worst/bound", "worst element, or why");
+    printf("layer %s (%zu → %zu, %zu parameter%s%s%s), %s, seed %llu, %llu points%s\n\n", in->spec, in->L->in, in->L->out,
+           P, P == 1 ? "" : "s", in->params ? " from " : "", in->params ? in->params : "", in->format, in->seed,
+           in->points, in->L->type->mp ? "" : "; no MPFR operators");
+    printf("%-24s %-8s %11s  %s\n", "check", "result", "worst/bound", "worst element, or why");
     for (size_t i = 0; i < n; i++) {
         const vijp_check_result *r = &res[i];
         char ratio[32] = "";
         if (!isnan(r->ratio)) snprintf(ratio, sizeof ratio, "%.3g", r->ratio);
-        printf("%-21s %-8s %11s  ", r->name, vijp_check_status_name(r->status), ratio);
+        printf("%-24s %-8s %11s  ", r->name, vijp_check_status_name(r->status), ratio);
         if (r->status == VIJP_CHECK_SKIPPED || isnan(r->ratio) || r->signal) printf("%s", r->detail);
         else printf("%s[%zu,%zu]: error %.3g %s bound %.3g", r->worst_what, r->worst_row, r->worst_col, r->error,
                     r->ratio <= 1 ? "<=" : ">", r->bound);
@@ -118,11 +133,12 @@ static void print_table(const run_info *in, const vijp_check_result *res, size_t
         if (r->status != VIJP_CHECK_FAILED) continue;
         /* the detail, unless the line above said it (the worst element) */
         if (!isnan(r->ratio) && !r->signal && strncmp(r->detail, r->worst_what, strlen(r->worst_what)))
-            printf("%-21s %s\n", "", r->detail);
-        if (r->worst_what[0] && r->bound_source[0]) printf("%-21s bound: %s\n", "", r->bound_source);
-        printf("%-21s rerun: vijp check-layer %s%s --width %zu --seed %llu --check %s%s%s\n", "", in->spec,
-               cli_plugin_args(), in->L->in, (unsigned long long)r->seed, r->name,
-               strcmp(in->format, "double") ? " --format " : "", strcmp(in->format, "double") ? in->format : "");
+            printf("%-24s %s\n", "", r->detail);
+        if (r->worst_what[0] && r->bound_source[0]) printf("%-24s bound: %s\n", "", r->bound_source);
+        printf("%-24s rerun: vijp check-layer %s%s --width %zu --seed %llu%s%s --check %s%s%s\n", "", in->spec,
+               cli_plugin_args(), in->L->in, (unsigned long long)r->seed, in->params ? " --params " : "",
+               in->params ? in->params : "", r->name, strcmp(in->format, "double") ? " --format " : "",
+               strcmp(in->format, "double") ? in->format : "");
     }
     printf("\n%zu passed, %zu failed, %zu skipped\n", counts[VIJP_CHECK_PASSED], counts[VIJP_CHECK_FAILED],
            counts[VIJP_CHECK_SKIPPED]);
@@ -149,7 +165,7 @@ static int select_checks(const char *arg, int *selected)
 /* What the command line asked for. */
 typedef struct {
     unsigned long long width, seed, points, timeout;
-    const char *format, *spec;
+    const char *format, *spec, *params;
     int json, any_selected;
     int *selected; /* selected[k]: --check named check k */
 } check_args;
@@ -160,7 +176,7 @@ static int parse_args(int argc, char **argv, check_args *a)
     static const struct option opts[] = {
         {"width", 1, 0, 'w'}, {"seed", 1, 0, 's'},    {"format", 1, 0, 'f'}, {"points", 1, 0, 'p'},
         {"check", 1, 0, 'c'}, {"timeout", 1, 0, 't'}, {"json", 0, 0, 'j'},   {"help", 0, 0, 'h'},
-        {0, 0, 0, 0},
+        {"params", 1, 0, 'P'}, {0, 0, 0, 0},
     };
     int c;
     optind = 1;
@@ -172,6 +188,7 @@ static int parse_args(int argc, char **argv, check_args *a)
         case 'p': bad = cli_parse_size("--points", optarg, 1, 64, &a->points); break;
         case 't': bad = cli_parse_size("--timeout", optarg, 1, 86400, &a->timeout); break;
         case 'f': a->format = optarg; break;
+        case 'P': a->params = optarg; break;
         case 'c': bad = select_checks(optarg, a->selected), a->any_selected = 1; break;
         case 'j': a->json = 1; break;
         case 'h': fputs(help, stdout), cli_print_layer_syntax(stdout, CLI_CHECK_SPEC); return EXIT_OK;
@@ -188,6 +205,23 @@ static int parse_args(int argc, char **argv, check_args *a)
     return -1;
 }
 
+/* --params F.npy: θ for layer L, 1-D with one value per parameter; 0, or a
+ * code with err naming the file. */
+static int read_params(const char *path, const vijp_layer *L, vijp_array *th, vijp_error *err)
+{
+    size_t P = L->type->param_count(L);
+    int rc = vijp_npy_read(path, th, err);
+    if (rc) return rc;
+    if (th->ndim != 1 || th->len != P) {
+        char got[64];
+        vijp_array_shape_str(th->ndim, th->shape, got, sizeof got);
+        vijp_array_clear(th);
+        return vijp_fail(err, VIJP_EDIM, "--params %s: shape %s, want (%zu,) (θ in %s's order)", path, got, P,
+                         L->type->name);
+    }
+    return 0;
+}
+
 /* Every selected check on the layer, each in its own process; prints the
  * report.  The exit status. */
 static int run_checks(check_args *a)
@@ -201,9 +235,14 @@ static int run_checks(check_args *a)
     if (!a->width && !(!strncmp(a->spec, "dense:", 6) && strchr(a->spec, 'x'))) a->width = 8;
     if (vijp_format_parse(a->format, &F, &err) || vijp_net_shape(&net, a->spec, 1, a->width, &err))
         return fprintf(stderr, "vijp check-layer: %s\n", err.msg), EXIT_USAGE;
+    vijp_array th = {0};
+    if (a->params && read_params(a->params, &net.layers[0], &th, &err)) {
+        vijp_net_free(&net);
+        return fprintf(stderr, "vijp check-layer: %s\n", err.msg), EXIT_USAGE;
+    }
     vijp_check_opts o = {.width = a->width, .seed = a->seed, .format = a->format, .batch = a->points,
-                         .timeout_s = (unsigned)a->timeout};
-    run_info in = {a->spec, &net.layers[0], F.name, a->seed, a->points};
+                         .timeout_s = (unsigned)a->timeout, .params = a->params ? th.data : NULL, .n_params = th.len};
+    run_info in = {a->spec, &net.layers[0], F.name, a->seed, a->points, a->params};
     size_t n = 0, counts[3] = {0};
     vijp_check_result *res = vijp_alloc_array(vijp_check_count(), sizeof *res);
     int rc = 0;
@@ -216,6 +255,7 @@ static int run_checks(check_args *a)
     else if (!rc) print_table(&in, res, n, counts);
     else fprintf(stderr, "vijp check-layer: %s\n", err.msg);
     vijp_net_free(&net);
+    vijp_array_clear(&th);
     free(res);
     return rc ? EXIT_USAGE : counts[VIJP_CHECK_FAILED] ? EXIT_FAILED : EXIT_OK;
 }
