@@ -199,6 +199,43 @@ START_TEST(changed_net_parameters_refuse)
 }
 END_TEST
 
+/* The plugins a study loaded are part of what --resume must match: the
+ * same plugin file with one more byte (still loadable, another build) is
+ * refused, naming it; the same file resumes. */
+START_TEST(changed_plugin_refuses)
+{
+    place p;
+    place_make(&p);
+    const char *bin = getenv("VIJP_BIN");
+    ck_assert_msg(bin && *bin, "VIJP_BIN is unset: run the suite through `make check`");
+    char so[400], args[1600];
+    snprintf(so, sizeof so, "%s/p.so", p.base);
+    snprintf(args, sizeof args, "cp \"$(dirname '%s')/plugins/scaledtanh.so\" '%s'", bin, so);
+    ck_assert_int_eq(system(args), 0);
+    for (int round = 0; round < 2; round++) {
+        snprintf(args, sizeof args, "VIJP_KILL_AFTER_UNITS=1 '%s' drift --plugin '%s' --net dense:4,scaledtanh --depth 4 "
+                 "--formats double,binary32 --seeds 1,2 --jobs 1 --no-plots --out '%s'", bin, so, p.out);
+        run_result r = run_bin("/usr/bin/env", args);
+        ck_assert_msg(r.rc == 128 + 9, "not killed: exit %d: %s", r.rc, r.err);
+        run_free(&r);
+        if (!round) {
+            FILE *f = fopen(so, "ab");
+            ck_assert(f && fputc(0, f) == 0 && !fclose(f));
+        }
+        snprintf(args, sizeof args, "'%s' drift --plugin '%s' --net dense:4,scaledtanh --depth 4 --formats double,binary32 "
+                 "--seeds 1,2 --jobs 1 --no-plots --out '%s' --resume", bin, so, p.out);
+        r = run_bin("/usr/bin/env", args);
+        if (!round)
+            ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "of another study") && strstr(r.err, "plugin"),
+                          "changed plugin: exit %d: %s", r.rc, r.err);
+        else
+            ck_assert_msg(r.rc == CLI_OK, "unchanged plugin: exit %d: %s", r.rc, r.err);
+        run_free(&r);
+    }
+    remove_tree(p.base);
+}
+END_TEST
+
 /* A unit damaged on disk (a flipped digit, a truncation, another unit's
  * text under its name) is said on stderr and computed again. */
 START_TEST(damaged_units_recomputed)
@@ -341,6 +378,7 @@ Suite *suite_resume(void)
     tcase_add_test(tc, killed_study_resumes_byte_identical);
     tcase_add_test(tc, changed_study_refuses);
     tcase_add_test(tc, changed_net_parameters_refuse);
+    tcase_add_test(tc, changed_plugin_refuses);
     tcase_add_test(tc, damaged_units_recomputed);
     suite_add_tcase(s, tc);
     return s;

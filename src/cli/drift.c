@@ -367,6 +367,7 @@ static int check_net_inputs(const drift_args *a, study *s, vijp_error *err)
  * name, gnuplot.  -1 to go on, or the exit status. */
 static int resolve(drift_args *a, study *s, vijp_error *err)
 {
+    s->n_plugins = cli_plugin_paths(&s->plugins); /* part of what a resumed run must match */
     if (resolve_nets(a, s, err)) return cli_usage_error(a->name, err);
     s->progress = progress_wanted_here(a->forced_progress, a->quiet);
     if (study_parse_formats(s, a->formats, err) || study_parse_seeds(s, a->seeds, err) ||

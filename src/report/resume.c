@@ -100,6 +100,7 @@ int study_description(const study *s, char **out, vijp_error *err)
             s->loss == VIJP_LOSS_SQUARE ? "square" : "linear");
     fprintf(f, "reference precision: from %ld, at most %ld\ncheckpoint segment: %zu\n", s->ref_prec_start,
             s->ref_prec_max, s->opts.checkpoint_segment);
+    for (size_t k = 0; k < s->n_plugins && !rc; k++) rc = file_line(f, "plugin", s->plugins[k], err);
     if (!rc && s->input) rc = file_line(f, "input", s->input, err);
     if (!rc && s->weights) rc = file_line(f, "weights", s->weights, err);
     if (fclose(f)) vijp_out_of_memory(0);

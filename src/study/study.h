@@ -32,6 +32,8 @@ typedef struct {
     size_t n_engines;
     size_t depth, width, batch;
     const char *input, *weights; /* --input X.npy, --weights FILE.safetensors (NULL: none) */
+    const char *const *plugins;  /* the --plugin files loaded, in order (n_plugins of them) */
+    size_t n_plugins;
     vijp_loss_kind loss;
     long ref_prec_start, ref_prec_max;
     vijp_engine_opts opts;
