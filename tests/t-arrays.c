@@ -840,7 +840,7 @@ END_TEST
  * exited 1).  grad's --target likewise, where a missing file was exit 1. */
 START_TEST(test_rows_not_finite_named)
 {
-    double x[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    double x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}; /* 2 × 4 files, and a 3 × 3 one */
     x[2] = NAN;
     npy_matrix(at("nan.npy"), 2, 4, x);
     x[2] = 3, x[7] = -INFINITY;
