@@ -164,11 +164,38 @@ static void write_weights(const char *dir, double w00)
     ck_assert_msg(!vijp_npy_write(path, 1, bs, b, &err), "%s", err.msg);
 }
 
+/* A study (drift's arguments but --out) killed after one unit, then
+ * resumed, twice: after change(p) --resume exits 2 naming the line `names`;
+ * unchanged, it resumes. */
+static void change_refuses_resume(const place *p, const char *drift_args, void (*change)(const place *p), const char *names)
+{
+    const char *bin = getenv("VIJP_BIN");
+    ck_assert_msg(bin && *bin, "VIJP_BIN is unset: run the suite through `make check`");
+    char args[2400];
+    for (int round = 0; round < 2; round++) {
+        snprintf(args, sizeof args, "VIJP_KILL_AFTER_UNITS=1 '%s' drift %s --out '%s'", bin, drift_args, p->out);
+        run_result r = run_bin("/usr/bin/env", args);
+        ck_assert_msg(r.rc == 128 + 9, "not killed: exit %d: %s", r.rc, r.err);
+        run_free(&r);
+        if (!round) change(p);
+        snprintf(args, sizeof args, "'%s' drift %s --out '%s' --resume", bin, drift_args, p->out);
+        r = run_bin("/usr/bin/env", args);
+        if (!round)
+            ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "of another study") && strstr(r.err, names),
+                          "changed %s: exit %d: %s", names, r.rc, r.err);
+        else
+            ck_assert_msg(r.rc == CLI_OK, "unchanged: exit %d: %s", r.rc, r.err);
+        run_free(&r);
+    }
+}
+
+static void change_one_weight(const place *p) { write_weights(p->base, 1.0 + 0x1p-40); } /* one bit far down */
+
 START_TEST(changed_net_parameters_refuse)
 {
     place p;
     place_make(&p);
-    char net[400], args[1200];
+    char net[400], args[800];
     snprintf(net, sizeof net, "%s/net.json", p.base);
     FILE *f = fopen(net, "w");
     ck_assert(f);
@@ -176,25 +203,8 @@ START_TEST(changed_net_parameters_refuse)
           "{\"weight\": \"w.npy\", \"bias\": \"b.npy\"}}, {\"type\": \"tanh\"}, {\"type\": \"dense\", \"args\": \"6\"}]}\n", f);
     ck_assert(!fclose(f));
     write_weights(p.base, 1.0);
-    const char *bin = getenv("VIJP_BIN");
-    ck_assert_msg(bin && *bin, "VIJP_BIN is unset: run the suite through `make check`");
-    for (int round = 0; round < 2; round++) {
-        snprintf(args, sizeof args, "VIJP_KILL_AFTER_UNITS=1 '%s' drift --net '%s' --formats double,binary32 --seeds 1,2 "
-                 "--jobs 1 --no-plots --out '%s'", bin, net, p.out);
-        run_result r = run_bin("/usr/bin/env", args);
-        ck_assert_msg(r.rc == 128 + 9, "not killed: exit %d: %s", r.rc, r.err);
-        run_free(&r);
-        if (!round) write_weights(p.base, 1.0 + 0x1p-40); /* one value, one bit far down */
-        snprintf(args, sizeof args, "'%s' drift --net '%s' --formats double,binary32 --seeds 1,2 --jobs 1 --no-plots "
-                 "--out '%s' --resume", bin, net, p.out);
-        r = run_bin("/usr/bin/env", args);
-        if (!round)
-            ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "of another study") && strstr(r.err, "config 1"),
-                          "changed weights: exit %d: %s", r.rc, r.err);
-        else
-            ck_assert_msg(r.rc == CLI_OK, "unchanged net: exit %d: %s", r.rc, r.err);
-        run_free(&r);
-    }
+    snprintf(args, sizeof args, "--net '%s' --formats double,binary32 --seeds 1,2 --jobs 1 --no-plots", net);
+    change_refuses_resume(&p, args, change_one_weight, "config 1");
     remove_tree(p.base);
 }
 END_TEST
@@ -202,36 +212,26 @@ END_TEST
 /* The plugins a study loaded are part of what --resume must match: the
  * same plugin file with one more byte (still loadable, another build) is
  * refused, naming it; the same file resumes. */
+static void append_to_plugin(const place *p)
+{
+    char so[400];
+    snprintf(so, sizeof so, "%s/p.so", p->base);
+    FILE *f = fopen(so, "ab");
+    ck_assert(f && fputc(0, f) == 0 && !fclose(f));
+}
+
 START_TEST(changed_plugin_refuses)
 {
     place p;
     place_make(&p);
+    char cmd[1200], args[800];
     const char *bin = getenv("VIJP_BIN");
     ck_assert_msg(bin && *bin, "VIJP_BIN is unset: run the suite through `make check`");
-    char so[400], args[1600];
-    snprintf(so, sizeof so, "%s/p.so", p.base);
-    snprintf(args, sizeof args, "cp \"$(dirname '%s')/plugins/scaledtanh.so\" '%s'", bin, so);
-    ck_assert_int_eq(system(args), 0);
-    for (int round = 0; round < 2; round++) {
-        snprintf(args, sizeof args, "VIJP_KILL_AFTER_UNITS=1 '%s' drift --plugin '%s' --net dense:4,scaledtanh --depth 4 "
-                 "--formats double,binary32 --seeds 1,2 --jobs 1 --no-plots --out '%s'", bin, so, p.out);
-        run_result r = run_bin("/usr/bin/env", args);
-        ck_assert_msg(r.rc == 128 + 9, "not killed: exit %d: %s", r.rc, r.err);
-        run_free(&r);
-        if (!round) {
-            FILE *f = fopen(so, "ab");
-            ck_assert(f && fputc(0, f) == 0 && !fclose(f));
-        }
-        snprintf(args, sizeof args, "'%s' drift --plugin '%s' --net dense:4,scaledtanh --depth 4 --formats double,binary32 "
-                 "--seeds 1,2 --jobs 1 --no-plots --out '%s' --resume", bin, so, p.out);
-        r = run_bin("/usr/bin/env", args);
-        if (!round)
-            ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "of another study") && strstr(r.err, "plugin"),
-                          "changed plugin: exit %d: %s", r.rc, r.err);
-        else
-            ck_assert_msg(r.rc == CLI_OK, "unchanged plugin: exit %d: %s", r.rc, r.err);
-        run_free(&r);
-    }
+    snprintf(cmd, sizeof cmd, "cp \"$(dirname '%s')/plugins/scaledtanh.so\" '%s/p.so'", bin, p.base);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(args, sizeof args, "--plugin '%s/p.so' --net dense:4,scaledtanh --depth 4 --formats double,binary32 "
+             "--seeds 1,2 --jobs 1 --no-plots", p.base);
+    change_refuses_resume(&p, args, append_to_plugin, "plugin");
     remove_tree(p.base);
 }
 END_TEST

@@ -40,6 +40,11 @@ VIJP_API VIJP_MUST_CHECK int vijp_run_bytes_estimate(const vijp_net *net, size_t
  * less the address space in use.  INFINITY when none is known; which bound
  * applied goes to what (may be NULL). */
 VIJP_API double vijp_memory_available(char *what, size_t what_size);
+/* Bytes this process may still map, by its limits alone: the least of
+ * RLIMIT_AS less the address space in use (VmSize) and RLIMIT_DATA less the
+ * data in use (VmData, which private mappings count since Linux 4.7);
+ * INFINITY where neither is set. */
+VIJP_API double vijp_address_space_left(void);
 
 /* For a process that runs one study curve after another (the vijp command,
  * bench-drift): keep freed memory in the heap for the next curve instead of

@@ -16,6 +16,21 @@ static lapack_int work_size_f(float query) { return query >= 1 ? (lapack_int)que
 #define NAN_V(n, x, code) \
     if (LAPACKE_d_nancheck((lapack_int)(n), x, 1)) return code
 
+/* Most routines here share one shape: the call as a workspace query
+ * (lwork = −1, the size comes back in work[0]), then again with that much
+ * workspace. */
+#define WITH_WORK(T, SIZE, call)                                                                             \
+    do {                                                                                                       \
+        T query = 0, *work = &query;                                                                           \
+        lapack_int lwork = -1, info = call;                                                                    \
+        if (info) return info;                                                                                 \
+        lwork = SIZE(query);                                                                                   \
+        work = vijp_alloc_array((size_t)lwork, sizeof *work);                                                  \
+        info = call;                                                                                           \
+        free(work);                                                                                            \
+        return info;                                                                                           \
+    } while (0)
+
 lapack_int vijp_lapack_dgesdd(char jobz, size_t m, size_t n, double *A, double *s, double *U, size_t ldu, double *VT,
                               size_t ldvt)
 {
@@ -44,32 +59,12 @@ lapack_int vijp_lapack_dgesvd(char jobu, char jobvt, size_t m, size_t n, double 
     if (LAPACKE_get_nancheck()) {
         NAN_GE(m, n, A, m, -6);
     }
-    double query = 0;
-    lapack_int info = LAPACKE_dgesvd_work(LAPACK_COL_MAJOR, jobu, jobvt, (lapack_int)m, (lapack_int)n, A, (lapack_int)m, s,
-                                          U, (lapack_int)ldu, VT, (lapack_int)ldvt, &query, -1);
-    if (!info) {
-        lapack_int lwork = work_size(query);
-        double *work = vijp_alloc_array((size_t)lwork, sizeof *work);
-        info = LAPACKE_dgesvd_work(LAPACK_COL_MAJOR, jobu, jobvt, (lapack_int)m, (lapack_int)n, A, (lapack_int)m, s, U,
-                                   (lapack_int)ldu, VT, (lapack_int)ldvt, work, lwork);
-        free(work);
-    }
-    return info;
+#define CALL                                                                                                   \
+    LAPACKE_dgesvd_work(LAPACK_COL_MAJOR, jobu, jobvt, (lapack_int)m, (lapack_int)n, A, (lapack_int)m, s, U,     \
+                        (lapack_int)ldu, VT, (lapack_int)ldvt, work, lwork)
+    WITH_WORK(double, work_size, CALL);
+#undef CALL
 }
-
-/* The routines below share one shape: a workspace query (lwork = −1, the
- * size comes back in work[0]), then the call with that much workspace. */
-#define WITH_WORK(T, SIZE, query_call, call)                                                                 \
-    do {                                                                                                       \
-        T query = 0, *work = &query;                                                                           \
-        lapack_int lwork = -1, info = query_call;                                                              \
-        if (info) return info;                                                                                 \
-        lwork = SIZE(query);                                                                                   \
-        work = vijp_alloc_array((size_t)lwork, sizeof *work);                                                  \
-        info = call;                                                                                           \
-        free(work);                                                                                            \
-        return info;                                                                                           \
-    } while (0)
 
 lapack_int vijp_lapack_dgeqrf(size_t m, size_t n, double *A, size_t lda, double *tau)
 {
@@ -77,7 +72,7 @@ lapack_int vijp_lapack_dgeqrf(size_t m, size_t n, double *A, size_t lda, double 
         NAN_GE(m, n, A, lda, -4);
     }
 #define CALL LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n, A, (lapack_int)lda, tau, work, lwork)
-    WITH_WORK(double, work_size, CALL, CALL);
+    WITH_WORK(double, work_size, CALL);
 #undef CALL
 }
 
@@ -92,7 +87,7 @@ lapack_int vijp_lapack_dormqr(char side, char trans, size_t m, size_t n, size_t 
 #define CALL                                                                                                   \
     LAPACKE_dormqr_work(LAPACK_COL_MAJOR, side, trans, (lapack_int)m, (lapack_int)n, (lapack_int)k, A,           \
                         (lapack_int)lda, tau, C, (lapack_int)ldc, work, lwork)
-    WITH_WORK(double, work_size, CALL, CALL);
+    WITH_WORK(double, work_size, CALL);
 #undef CALL
 }
 
@@ -105,7 +100,7 @@ lapack_int vijp_lapack_dorgqr(size_t m, size_t n, size_t k, double *A, size_t ld
 #define CALL                                                                                                   \
     LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n, (lapack_int)k, A, (lapack_int)lda, tau, \
                         work, lwork)
-    WITH_WORK(double, work_size, CALL, CALL);
+    WITH_WORK(double, work_size, CALL);
 #undef CALL
 }
 
@@ -118,7 +113,7 @@ lapack_int vijp_lapack_dgels(char trans, size_t m, size_t n, size_t nrhs, double
 #define CALL                                                                                                   \
     LAPACKE_dgels_work(LAPACK_COL_MAJOR, trans, (lapack_int)m, (lapack_int)n, (lapack_int)nrhs, A,               \
                        (lapack_int)lda, B, (lapack_int)ldb, work, lwork)
-    WITH_WORK(double, work_size, CALL, CALL);
+    WITH_WORK(double, work_size, CALL);
 #undef CALL
 }
 
@@ -132,6 +127,6 @@ lapack_int vijp_lapack_sgels(char trans, size_t m, size_t n, size_t nrhs, float 
 #define CALL                                                                                                   \
     LAPACKE_sgels_work(LAPACK_COL_MAJOR, trans, (lapack_int)m, (lapack_int)n, (lapack_int)nrhs, A,               \
                        (lapack_int)lda, B, (lapack_int)ldb, work, lwork)
-    WITH_WORK(float, work_size_f, CALL, CALL);
+    WITH_WORK(float, work_size_f, CALL);
 #undef CALL
 }

@@ -55,13 +55,12 @@ int cli_check_dir(const char *dir, vijp_error *err);
  * Y GiB available (which bound)" on stderr. */
 int cli_memory_fits(const char *command, double need);
 
-/* The --plugin files main.c loaded, kept so that a command can print a
- * command line that reruns it: " --plugin A --plugin B" ("" without any). */
+/* The --plugin files main.c loaded, in order (the first 64), kept so that
+ * a command can print or record a command line that reruns it: the paths,
+ * or as arguments " --plugin A --plugin B" ("" without any). */
 void cli_plugin_loaded(const char *path);
-const char *cli_plugin_args(void);
-/* The plugins loaded, in order (the first 64): what a recorded command must
- * load again to be rerun. */
 size_t cli_plugin_paths(const char *const **paths);
+const char *cli_plugin_args(void);
 
 /* Before anything else (blas_room.c): under an address-space limit too
  * small for OpenBLAS's work buffers, run vijp again with one OpenBLAS

@@ -57,18 +57,23 @@ void cli_print_layer_syntax(FILE *out, const char *heading)
     fputs("  (more with --plugin FILE.so, repeatable: layer types defined outside vijp)\n", out);
 }
 
-static char plugin_args[4096];
 static const char *plugin_paths[64];
 static size_t n_plugin_paths;
 
 void cli_plugin_loaded(const char *path)
 {
-    size_t used = strlen(plugin_args);
-    snprintf(plugin_args + used, sizeof plugin_args - used, " --plugin %s", path);
     if (n_plugin_paths < sizeof plugin_paths / sizeof *plugin_paths) plugin_paths[n_plugin_paths++] = path;
 }
 
-const char *cli_plugin_args(void) { return plugin_args; }
+const char *cli_plugin_args(void)
+{
+    static char args[4096];
+    size_t used = 0;
+    args[0] = 0;
+    for (size_t k = 0; k < n_plugin_paths && used < sizeof args; k++)
+        used += (size_t)snprintf(args + used, sizeof args - used, " --plugin %s", plugin_paths[k]);
+    return args;
+}
 
 size_t cli_plugin_paths(const char *const **paths)
 {

@@ -423,13 +423,11 @@ static int run_and_publish(const mpi_world *w, study *s, const drift_args *a, in
     /* The command the report names loads the run's plugins (main.c took
      * them out of argv) and leaves --resume out: a resumed report is the one
      * the command without it writes, byte for byte. */
-    const char *const *plugins;
-    size_t n_plugins = cli_plugin_paths(&plugins);
-    char **kept_args = vijp_alloc_array((size_t)argc + 2 * n_plugins, sizeof *kept_args);
+    char **kept_args = vijp_alloc_array((size_t)argc + 2 * s->n_plugins, sizeof *kept_args);
     int n_kept = 0;
-    for (size_t k = 0; k < n_plugins; k++) {
+    for (size_t k = 0; k < s->n_plugins; k++) {
         kept_args[n_kept++] = "--plugin";
-        kept_args[n_kept++] = (char *)plugins[k];
+        kept_args[n_kept++] = (char *)s->plugins[k];
     }
     for (int k = 1; k < argc; k++)
         if (strcmp(argv[k], "--resume")) kept_args[n_kept++] = argv[k];

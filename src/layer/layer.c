@@ -178,13 +178,18 @@ int vijp_layer_vjp_param(const vijp_layer *L, const vijp_mat *theta, const vijp_
     return rc;
 }
 
+static size_t fragment_count_on(const vijp_layer *L, const vijp_route *r, const vijp_mat *theta, const vijp_mat *X)
+{
+    if (r->kind == VIJP_ROUTE_DOUBLE)
+        return L->type->d->fragment_count ? L->type->d->fragment_count(L, &r->cx, TH(theta, d), X->d, X->cols) : 0;
+    const vijp_ops_mp *o = MP(L, r);
+    return o && o->fragment_count ? o->fragment_count(L, TH(theta, m), X->m, X->cols) : 0;
+}
+
 size_t vijp_layer_fragment_count(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X)
 {
     const vijp_route r = vijp_route_of(X->fmt);
-    if (r.kind == VIJP_ROUTE_DOUBLE)
-        return L->type->d->fragment_count ? L->type->d->fragment_count(L, &r.cx, TH(theta, d), X->d, X->cols) : 0;
-    const vijp_ops_mp *o = MP(L, &r);
-    return o && o->fragment_count ? o->fragment_count(L, TH(theta, m), X->m, X->cols) : 0;
+    return fragment_count_on(L, &r, theta, X);
 }
 
 int vijp_layer_fragment(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X,
@@ -192,7 +197,7 @@ int vijp_layer_fragment(const vijp_layer *L, const vijp_mat *theta, const vijp_m
 {
     const vijp_route r = vijp_route_of(X->fmt);
     int rc;
-    size_t k = vijp_layer_fragment_count(L, theta, X);
+    size_t k = fragment_count_on(L, &r, theta, X);
     if ((rc = check_theta(L, &r, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
         (rc = shape(Gy, L->out, X->cols, "output cotangent", L, err)) ||
         (rc = shape(frag, k, 1, "fragment", L, err)))
@@ -209,7 +214,7 @@ int vijp_layer_vijp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *
 {
     const vijp_route r = vijp_route_of(X->fmt);
     int rc;
-    size_t k = vijp_layer_fragment_count(L, theta, X);
+    size_t k = fragment_count_on(L, &r, theta, X);
     if ((rc = check_theta(L, &r, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
         (rc = shape(Gx, L->in, X->cols, "input cotangent", L, err)) ||
         (rc = shape(Gy, L->out, X->cols, "output cotangent", L, err)))
@@ -257,7 +262,7 @@ int vijp_layer_cokernel(const vijp_layer *L, const vijp_mat *theta, const vijp_m
 {
     const vijp_route r = vijp_route_of(x->fmt);
     int rc;
-    size_t k = vijp_layer_fragment_count(L, theta, x);
+    size_t k = fragment_count_on(L, &r, theta, x);
     if ((rc = check_theta(L, &r, theta, x, err)) || (rc = shape(x, L->in, 1, "point", L, err)) ||
         (rc = shape(Q, L->out, k, "cokernel basis", L, err)))
         return rc;

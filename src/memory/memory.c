@@ -104,6 +104,18 @@ static double cgroup_value(const char *file)
     return v;
 }
 
+/* A limit's bytes left: rlim_cur less what /proc/self/status says is in
+ * use under it (key); INFINITY when the limit is not set. */
+static double limit_left(int resource, const char *key)
+{
+    struct rlimit rl;
+    if (getrlimit(resource, &rl) || rl.rlim_cur == RLIM_INFINITY) return INFINITY;
+    double used = proc_kb("/proc/self/status", key);
+    return (double)rl.rlim_cur - (used > 0 ? used : 0);
+}
+
+double vijp_address_space_left(void) { return fmin(limit_left(RLIMIT_AS, "VmSize"), limit_left(RLIMIT_DATA, "VmData")); }
+
 double vijp_memory_available(char *what, size_t what_size)
 {
     double best = INFINITY;
@@ -112,12 +124,8 @@ double vijp_memory_available(char *what, size_t what_size)
     if (avail >= 0 && avail < best) best = avail, why = "MemAvailable";
     double max = cgroup_value("/sys/fs/cgroup/memory.max"), cur = cgroup_value("/sys/fs/cgroup/memory.current");
     if (max >= 0 && cur >= 0 && max - cur < best) best = fmax(0, max - cur), why = "the cgroup's memory.max";
-    struct rlimit rl;
-    if (!getrlimit(RLIMIT_AS, &rl) && rl.rlim_cur != RLIM_INFINITY) {
-        double used = proc_kb("/proc/self/status", "VmSize");
-        double left = (double)rl.rlim_cur - (used > 0 ? used : 0);
-        if (left < best) best = fmax(0, left), why = "the address-space limit (ulimit -v)";
-    }
+    double left = limit_left(RLIMIT_AS, "VmSize");
+    if (left < best) best = fmax(0, left), why = "the address-space limit (ulimit -v)";
     if (what) snprintf(what, what_size, "%s", why);
     return best;
 }
