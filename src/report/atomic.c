@@ -65,14 +65,25 @@ static void on_signal(int sig)
     errno = e;
 }
 
+/* Once the new report is published: what running out of memory says
+ * (written before, since saying it must not allocate). */
+static char published_note[2 * PATH_MAX + 200];
+
 /* Runs from vijp_out_of_memory, on the thread that ran out: no allocation
  * (tree_remove uses system calls and the stack only).  Out of memory in the
  * main thread, the only one that writes the staging folder, is the case that
- * matters; a published generation's old folder is left for the next run. */
+ * matters.  Once the new report is published the run has done its work: its
+ * exit status stays 0 (exit 1 promises the old report), and the old
+ * generation's folder is left for the next run to clear. */
 static void on_fatal(void)
 {
     if (phase == PHASE_STAGING) tree_remove(armed_parent_fd, armed_staging);
     if (lock_held) unlink(armed_lock);
+    if (*published_note) {
+        ssize_t w = write(STDERR_FILENO, published_note, strlen(published_note));
+        (void)w;
+        _exit(0);
+    }
 }
 
 static unsigned long env_count(const char *name)
@@ -85,6 +96,7 @@ static unsigned long env_count(const char *name)
 
 void atomic_arm(report_out *o)
 {
+    published_note[0] = 0;
     armed_parent_fd = o->parent_fd;
     snprintf(armed_lock, sizeof armed_lock, "%s", o->lock);
     lock_held = 1;
@@ -109,6 +121,7 @@ void atomic_arm(report_out *o)
 void atomic_disarm(void)
 {
     lock_held = 0;
+    published_note[0] = 0;
     vijp_memory_on_fatal(NULL);
 }
 
@@ -307,6 +320,11 @@ int report_out_commit(report_out *o, vijp_error *err)
     if (!rc) rc = publish(o, had_target, old, sizeof old, err);
     if (rc) return report_out_abort(o), rc;
     phase = PHASE_PUBLISHED; /* from here on DIR is the new report: no turning back */
+    if (*old)
+        snprintf(published_note, sizeof published_note,
+                 "vijp: the new report is complete in %s (exit status 0); its previous generation is left at "
+                 "%.*s/%s for the next run to remove\n", o->shown, (int)(o->name - 1 - o->target), o->target, old);
+    else snprintf(published_note, sizeof published_note, "vijp: the new report is complete in %s (exit status 0)\n", o->shown);
     atomic_step();
     close(o->stage_fd), o->stage_fd = -1;
     if (fsync(o->parent_fd) == 0) atomic_step();
