@@ -110,13 +110,19 @@ $(BUILD)/vijp.1: $(BUILD)/vijp scripts/gen-man.sh
 # Never instrumented (no SANFLAGS): a plugin is its user's code, and under
 # UBSan the segfault plugin's null store would end in a report and exit 1
 # rather than the SIGSEGV that check-layer must name.
-PLUGIN_SRC := examples/layer-template/scaledtanh.c examples/layer-template/gated.c $(wildcard examples/broken-layers/*.c)
+# tests/plugins/: plugins that misbehave while loading, or print (the
+# loader's tests, t-plugin-load.c).
+PLUGIN_SRC := examples/layer-template/scaledtanh.c examples/layer-template/gated.c $(wildcard examples/broken-layers/*.c) \
+              $(wildcard tests/plugins/*.c)
 PLUGINS    := $(patsubst %.c,$(BUILD)/plugins/%.so,$(notdir $(PLUGIN_SRC)))
 PLUGIN_CC   = $(CC) $(VIJP_CPPFLAGS) $(CPPFLAGS) $(VIJP_CFLAGS) $(CFLAGS) -ffp-contract=off -fPIC -shared
 $(BUILD)/plugins/%.so: examples/layer-template/%.c $(wildcard include/vijp/*.h)
 	@mkdir -p $(dir $@)
 	$(PLUGIN_CC) -o $@ $<
 $(BUILD)/plugins/%.so: examples/broken-layers/%.c $(wildcard examples/broken-layers/*.h) $(wildcard include/vijp/*.h)
+	@mkdir -p $(dir $@)
+	$(PLUGIN_CC) -o $@ $<
+$(BUILD)/plugins/%.so: tests/plugins/%.c $(wildcard examples/broken-layers/*.h) $(wildcard include/vijp/*.h)
 	@mkdir -p $(dir $@)
 	$(PLUGIN_CC) -o $@ $<
 plugins: $(PLUGINS)

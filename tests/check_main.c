@@ -19,6 +19,7 @@ int main(void)
     srunner_add_suite(sr, suite_certify_layer());
     srunner_add_suite(sr, suite_certify_act());
     srunner_add_suite(sr, suite_registry());
+    srunner_add_suite(sr, suite_plugin_load());
     srunner_add_suite(sr, suite_check_layer());
     srunner_add_suite(sr, suite_faults());
     srunner_add_suite(sr, suite_eval());

@@ -137,15 +137,16 @@ static void print_json(json_t *o, const results *r, const vijp_activation_report
                                     num(cond), "rank", (json_int_t)rank, "cokernel_dim", (json_int_t)cok, "method",
                                     method, "points", points));
     if (act) json_object_set_new(o, "activation", activation_json(act));
-    json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
-    putchar('\n');
+    json_dumpf(o, cli_out(), JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+    fputc('\n', cli_out());
     json_decref(o);
 }
 
 /* A line per certificate (and its reason), then a blank line. */
 static void print_rows(const results *r)
 {
-    printf("%6s  %-21s %-19s %11s %11s %11s %11s %9s %9s\n", "sample", "verdict", "method", "s (proven)", "σ_min",
+    FILE *out = cli_out();
+    fprintf(out, "%6s  %-21s %-19s %11s %11s %11s %11s %9s %9s\n", "sample", "verdict", "method", "s (proven)", "σ_min",
            "σ_max", "κ", "rank", "cokernel");
     for (size_t k = 0; k < r->n; k++) {
         const vijp_certificate *c = &r->c[k];
@@ -154,14 +155,14 @@ static void print_rows(const results *r)
         snprintf(ck, sizeof ck, "%zu%s", c->cokernel_dim, c->cokernel_dim ? (c->cokernel_proven ? " proven" : " numer.") : "");
         char sb[16] = "-"; /* no proven bound (not certified, or analytic without one): not a number */
         if (c->verdict == VIJP_CERTIFIED_SUBMERSIVE && isfinite(c->s)) snprintf(sb, sizeof sb, "%.4g", c->s);
-        printf("%6zu  %-21s %-19s %11s %11.4g %11.4g %11.4g %9s %9s\n", k + 1, vijp_verdict_name(c->verdict),
+        fprintf(out, "%6zu  %-21s %-19s %11s %11.4g %11.4g %11.4g %9s %9s\n", k + 1, vijp_verdict_name(c->verdict),
                c->method, sb, c->num.sigma_min, c->num.sigma_max, c->num.condition, rk, ck);
-        if (c->reason[0]) printf("        %s\n", c->reason);
+        if (c->reason[0]) fprintf(out, "        %s\n", c->reason);
         if (c->verdict == VIJP_CERTIFIED_SUBMERSIVE && c->num.rank < c->num.m)
-            printf("        numerically degenerate in double: LAPACK's rank is %zu < %zu at tolerance %.3g\n",
+            fprintf(out, "        numerically degenerate in double: LAPACK's rank is %zu < %zu at tolerance %.3g\n",
                    c->num.rank, c->num.m, c->num.rank_tol);
     }
-    putchar('\n');
+    fputc('\n', out);
 }
 
 static void print_table(const char *spec, const vijp_layer *L, uint64_t seed, const char *init, double scale,
@@ -169,7 +170,7 @@ static void print_table(const char *spec, const vijp_layer *L, uint64_t seed, co
 {
     size_t certified;
     const char *verdict = overall(r, &certified);
-    printf("layer %s (%zu → %zu), %zu samples, seed %llu, %s parameters, points %g·N(0,1)\n\n", spec, L->in, L->out,
+    fprintf(cli_out(), "layer %s (%zu → %zu), %zu samples, seed %llu, %s parameters, points %g·N(0,1)\n\n", spec, L->in, L->out,
            r->n, (unsigned long long)seed, init, scale);
     if (verbose || r->n <= 20) print_rows(r);
     double *smin = vijp_alloc_array(r->n, sizeof *smin), *s = vijp_alloc_array(r->n, sizeof *s);
@@ -178,26 +179,26 @@ static void print_table(const char *spec, const vijp_layer *L, uint64_t seed, co
         s[k] = r->c[k].verdict == VIJP_CERTIFIED_SUBMERSIVE ? r->c[k].s : NAN;
     }
     spread a = spread_of(smin, r->n), b = spread_of(s, r->n);
-    printf("verdict: %s — %zu of %zu samples certified submersive\n", verdict, certified, r->n);
-    printf("σ_min (LAPACK): min %.4g, median %.4g, max %.4g\n", a.min, a.median, a.max);
-    if (!isnan(b.median)) printf("proven s:       min %.4g, median %.4g, max %.4g\n", b.min, b.median, b.max);
+    fprintf(cli_out(), "verdict: %s — %zu of %zu samples certified submersive\n", verdict, certified, r->n);
+    fprintf(cli_out(), "σ_min (LAPACK): min %.4g, median %.4g, max %.4g\n", a.min, a.median, a.max);
+    if (!isnan(b.median)) fprintf(cli_out(), "proven s:       min %.4g, median %.4g, max %.4g\n", b.min, b.median, b.max);
     free(smin), free(s);
     if (!act) return;
-    printf("\nf′ over [−%g, %g] (interval bisection, %zu boxes%s): ", act->R, act->R, act->boxes,
+    fprintf(cli_out(), "\nf′ over [−%g, %g] (interval bisection, %zu boxes%s): ", act->R, act->R, act->boxes,
            act->complete ? "" : ", budget exhausted");
-    if (act->complete && !act->n_bad) printf("submersive everywhere on [−%g, %g]\n", act->R, act->R);
+    if (act->complete && !act->n_bad) fprintf(cli_out(), "submersive everywhere on [−%g, %g]\n", act->R, act->R);
     else {
-        printf("f′ may vanish on\n");
-        for (size_t i = 0; i < act->n_bad; i++) printf("  [%.17g, %.17g]\n", act->bad[i].lo, act->bad[i].hi);
+        fprintf(cli_out(), "f′ may vanish on\n");
+        for (size_t i = 0; i < act->n_bad; i++) fprintf(cli_out(), "  [%.17g, %.17g]\n", act->bad[i].lo, act->bad[i].hi);
     }
-    printf("%-17s  %-26s  %s\n", "format", "computed f′ = 0 from |x| ≈", "f′ < u·max f′ from |x| ≈");
+    fprintf(cli_out(), "%-17s  %-26s  %s\n", "format", "computed f′ = 0 from |x| ≈", "f′ < u·max f′ from |x| ≈");
     for (int k = 0; k < VIJP_ACT_FORMATS; k++) { /* ∞: f′ never reaches 0 (or negligible) in the format */
         char u[32] = "never", g[32] = "never";
         if (isfinite(act->fmt[k].underflow_at)) snprintf(u, sizeof u, "%.6g", act->fmt[k].underflow_at);
         if (isfinite(act->fmt[k].negligible_at)) snprintf(g, sizeof g, "%.6g", act->fmt[k].negligible_at);
-        printf("%-17s  %-26s  %s\n", act->fmt[k].format, u, g);
+        fprintf(cli_out(), "%-17s  %-26s  %s\n", act->fmt[k].format, u, g);
     }
-    printf("(where f′ is 0 or negligible the layer is numerically non-submersive even if analytically submersive)\n");
+    fprintf(cli_out(), "(where f′ is 0 or negligible the layer is numerically non-submersive even if analytically submersive)\n");
 }
 
 /* Size a certification first.  Per point: the parameters (P), the
@@ -237,16 +238,18 @@ static int read_matrix(const char *path, int radius, vijp_array *a, vijp_error *
 
 static void print_verdict(const vijp_certificate *c)
 {
-    printf("verdict: %s — ", vijp_verdict_name(c->verdict));
-    if (c->verdict == VIJP_CERTIFIED_SUBMERSIVE) printf("proven σ_min(J) > %.4g (%s)\n", c->s, c->method);
+    FILE *out = cli_out();
+    fprintf(out, "verdict: %s — ", vijp_verdict_name(c->verdict));
+    if (c->verdict == VIJP_CERTIFIED_SUBMERSIVE) fprintf(out, "proven σ_min(J) > %.4g (%s)\n", c->s, c->method);
     else if (c->verdict == VIJP_NOT_SUBMERSIVE)
-        printf("cokernel of dimension %zu, %s\n", c->cokernel_dim, c->cokernel_proven ? "proven" : "numerical");
-    else printf("%s\n", c->reason);
-    printf("σ_min (LAPACK): %.4g, σ_max %.4g, κ %.4g\n", c->num.sigma_min, c->num.sigma_max, c->num.condition);
+        fprintf(out, "cokernel of dimension %zu, %s\n", c->cokernel_dim, c->cokernel_proven ? "proven" : "numerical");
+    else fprintf(out, "%s\n", c->reason);
+    fprintf(out, "σ_min (LAPACK): %.4g, σ_max %.4g, κ %.4g\n", c->num.sigma_min, c->num.sigma_max, c->num.condition);
 }
 
 static int certify_jacobian(const char *jpath, const char *rpath, const vijp_certify_opts *co, int json)
 {
+    FILE *text = cli_out();
     vijp_array J = {0}, R = {0};
     vijp_error err = {0};
     int rc = read_matrix(jpath, 0, &J, &err);
@@ -277,9 +280,9 @@ static int certify_jacobian(const char *jpath, const char *rpath, const vijp_cer
                              "in", (json_int_t)n, "out", (json_int_t)m, "samples", (json_int_t)1),
                    &r, NULL);
     else {
-        printf("jacobian %s (%zu × %zu: %zu outputs, %zu inputs), ", jpath, m, n, m, n);
-        if (rpath) printf("radius %s (‖R‖_F <= %.3g)\n\n", rpath, c->enclosure_radius);
-        else printf("exact\n\n");
+        fprintf(text, "jacobian %s (%zu × %zu: %zu outputs, %zu inputs), ", jpath, m, n, m, n);
+        if (rpath) fprintf(text, "radius %s (‖R‖_F <= %.3g)\n\n", rpath, c->enclosure_radius);
+        else fprintf(text, "exact\n\n");
         print_rows(&r);
         print_verdict(c);
     }
@@ -342,7 +345,7 @@ static int parse_args(int argc, char **argv, certify_args *a)
         case 'j': a->json = 1; break;
         case 'v': a->verbose = 1; break;
         case 'q': a->quiet = 1; break;
-        case 'h': fputs(help, stdout), cli_print_layer_syntax(stdout, CLI_CERTIFY_SPEC); return EXIT_OK;
+        case 'h': fputs(help, cli_out()), cli_print_layer_syntax(cli_out(), CLI_CERTIFY_SPEC); return EXIT_OK;
         default: fputs("run 'vijp certify --help' for the options\n", stderr); return EXIT_USAGE;
         }
     }
@@ -464,7 +467,7 @@ static int certify_command(const mpi_world *w, int argc, char **argv)
     size_t samples = 0;
     /* Under mpirun every rank parses; rank 0 alone speaks (mpi/mpi.h). */
     rank_output quiet_rank;
-    rank_output_hide(&quiet_rank, w->rank);
+    rank_output_hide(&quiet_rank, w->rank, cli_out());
     int code = parse_args(argc, argv, &a); /* -1 to go on, else the exit status */
     if (code < 0 && a.jacobian) code = w->rank ? EXIT_OK : certify_jacobian(a.jacobian, a.radius, &a.co, a.json);
     samples = a.samples;

@@ -106,8 +106,8 @@ static void print_json(const run_info *in, const vijp_check_result *res, size_t 
                           "verdict", counts[VIJP_CHECK_FAILED] ? "failed" : "passed", "passed",
                           (json_int_t)counts[VIJP_CHECK_PASSED], "failed", (json_int_t)counts[VIJP_CHECK_FAILED],
                           "skipped", (json_int_t)counts[VIJP_CHECK_SKIPPED], "checks", checks);
-    json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
-    putchar('\n');
+    json_dumpf(o, cli_out(), JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+    fputc('\n', cli_out());
     json_decref(o);
 }
 
@@ -115,32 +115,33 @@ static void print_json(const run_info *in, const vijp_check_result *res, size_t 
  * from, and the command that reruns it. */
 static void print_table(const run_info *in, const vijp_check_result *res, size_t n, size_t counts[3])
 {
+    FILE *text = cli_out();
     size_t P = in->L->type->param_count(in->L);
-    printf("layer %s (%zu → %zu, %zu parameter%s%s%s), %s, seed %llu, %llu points%s\n\n", in->spec, in->L->in, in->L->out,
+    fprintf(text, "layer %s (%zu → %zu, %zu parameter%s%s%s), %s, seed %llu, %llu points%s\n\n", in->spec, in->L->in, in->L->out,
            P, P == 1 ? "" : "s", in->params ? " from " : "", in->params ? in->params : "", in->format, in->seed,
            in->points, in->L->type->mp ? "" : "; no MPFR operators");
-    printf("%-24s %-8s %11s  %s\n", "check", "result", "worst/bound", "worst element, or why");
+    fprintf(text, "%-24s %-8s %11s  %s\n", "check", "result", "worst/bound", "worst element, or why");
     for (size_t i = 0; i < n; i++) {
         const vijp_check_result *r = &res[i];
         char ratio[32] = "";
         if (!isnan(r->ratio)) snprintf(ratio, sizeof ratio, "%.3g", r->ratio);
-        printf("%-24s %-8s %11s  ", r->name, vijp_check_status_name(r->status), ratio);
-        if (r->status == VIJP_CHECK_SKIPPED || isnan(r->ratio) || r->signal) printf("%s", r->detail);
-        else printf("%s[%zu,%zu]: error %.3g %s bound %.3g", r->worst_what, r->worst_row, r->worst_col, r->error,
+        fprintf(text, "%-24s %-8s %11s  ", r->name, vijp_check_status_name(r->status), ratio);
+        if (r->status == VIJP_CHECK_SKIPPED || isnan(r->ratio) || r->signal) fprintf(text, "%s", r->detail);
+        else fprintf(text, "%s[%zu,%zu]: error %.3g %s bound %.3g", r->worst_what, r->worst_row, r->worst_col, r->error,
                     r->ratio <= 1 ? "<=" : ">", r->bound);
-        if (r->weaker && r->status != VIJP_CHECK_SKIPPED) printf(" (weaker: an estimated error, no MPFR operators)");
-        putchar('\n');
+        if (r->weaker && r->status != VIJP_CHECK_SKIPPED) fprintf(text, " (weaker: an estimated error, no MPFR operators)");
+        fputc('\n', text);
         if (r->status != VIJP_CHECK_FAILED) continue;
         /* the detail, unless the line above said it (the worst element) */
         if (!isnan(r->ratio) && !r->signal && strncmp(r->detail, r->worst_what, strlen(r->worst_what)))
-            printf("%-24s %s\n", "", r->detail);
-        if (r->worst_what[0] && r->bound_source[0]) printf("%-24s bound: %s\n", "", r->bound_source);
-        printf("%-24s rerun: vijp check-layer %s%s --width %zu --seed %llu%s%s --check %s%s%s\n", "", in->spec,
+            fprintf(text, "%-24s %s\n", "", r->detail);
+        if (r->worst_what[0] && r->bound_source[0]) fprintf(text, "%-24s bound: %s\n", "", r->bound_source);
+        fprintf(text, "%-24s rerun: vijp check-layer %s%s --width %zu --seed %llu%s%s --check %s%s%s\n", "", in->spec,
                cli_plugin_args(), in->L->in, (unsigned long long)r->seed, in->params ? " --params " : "",
                in->params ? in->params : "", r->name, strcmp(in->format, "double") ? " --format " : "",
                strcmp(in->format, "double") ? in->format : "");
     }
-    printf("\n%zu passed, %zu failed, %zu skipped\n", counts[VIJP_CHECK_PASSED], counts[VIJP_CHECK_FAILED],
+    fprintf(text, "\n%zu passed, %zu failed, %zu skipped\n", counts[VIJP_CHECK_PASSED], counts[VIJP_CHECK_FAILED],
            counts[VIJP_CHECK_SKIPPED]);
 }
 
@@ -191,7 +192,7 @@ static int parse_args(int argc, char **argv, check_args *a)
         case 'P': a->params = optarg; break;
         case 'c': bad = select_checks(optarg, a->selected), a->any_selected = 1; break;
         case 'j': a->json = 1; break;
-        case 'h': fputs(help, stdout), cli_print_layer_syntax(stdout, CLI_CHECK_SPEC); return EXIT_OK;
+        case 'h': fputs(help, cli_out()), cli_print_layer_syntax(cli_out(), CLI_CHECK_SPEC); return EXIT_OK;
         default: fputs("run 'vijp check-layer --help' for the options\n", stderr), bad = 1;
         }
         if (bad) return EXIT_USAGE;

@@ -22,13 +22,24 @@ int cli_eval(int argc, char **argv);
 /* "COMMAND: message" (command like "vijp grad") on stderr; EXIT_USAGE. */
 int cli_usage_error(const char *command, const vijp_error *err);
 
-/* The command's results are on stdout: a write that failed there (a full
- * disk, a closed pipe, EIO at the close) is a failed run, not a success with
- * a lost answer.  Closes stdout and checks it, saying on stderr what failed:
- * 0, or -1 (the same answer on every later call, which closes nothing).
- * Nothing may be written to stdout after it.  main.c calls it at the end; a
- * command calls it before it publishes something that a failure must not
- * leave behind (drift's report folder), so that nothing can fail after. */
+/* The stream every command prints its results on: stdout, until
+ * cli_out_isolate.  Help texts go there too. */
+FILE *cli_out(void);
+/* Once plugins are to be loaded: the results stream becomes a copy of the
+ * original standard output, and descriptor 1, with the C library's stdout
+ * that a plugin's printf shares, is pointed at stderr, so that nothing a
+ * plugin prints (while loading, in its operators, in a child process) can
+ * get into vijp's results: --json stays valid JSON.  0, or -1 with errno. */
+int cli_out_isolate(void);
+
+/* The command's results are on the results stream: a write that failed
+ * there (a full disk, a closed pipe, EIO at the close) is a failed run, not a
+ * success with a lost answer.  Closes the stream and checks it, saying on
+ * stderr what failed: 0, or -1 (the same answer on every later call, which
+ * closes nothing).  Nothing may be written to it after that.  main.c calls
+ * it at the end; a command calls it before it publishes something that a
+ * failure must not leave behind (drift's report folder), so that nothing
+ * can fail after. */
 int cli_finish_stdout(void);
 
 /* fprintf(stderr, ...) for a message that quotes what the user typed (a
@@ -55,10 +66,15 @@ int cli_check_dir(const char *dir, vijp_error *err);
  * Y GiB available (which bound)" on stderr. */
 int cli_memory_fits(const char *command, double need);
 
-/* The --plugin files main.c loaded, in order (the first 64), kept so that
- * a command can print or record a command line that reruns it: the paths,
- * or as arguments " --plugin A --plugin B" ("" without any). */
-void cli_plugin_loaded(const char *path);
+/* --plugin FILE: load it (plugins.c).  It is first loaded in a child
+ * process, so that a plugin that crashes while loading (a truncated file, a
+ * fault in a constructor or in vijp_plugin_init) is reported as that
+ * plugin's failure; then here, its output sent to stderr.  0, or the exit
+ * status, having said why on stderr. */
+int cli_plugin_load(const char *path);
+/* The --plugin files loaded, in order (the first 64), kept so that a
+ * command can print or record a command line that reruns it: the paths, or
+ * as arguments " --plugin A --plugin B" ("" without any). */
 size_t cli_plugin_paths(const char *const **paths);
 const char *cli_plugin_args(void);
 

@@ -7,6 +7,7 @@
 #include "vijp/memory.h"
 #include "vijp/array_io.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -57,30 +58,6 @@ void cli_print_layer_syntax(FILE *out, const char *heading)
     fputs("  (more with --plugin FILE.so, repeatable: layer types defined outside vijp)\n", out);
 }
 
-static const char *plugin_paths[64];
-static size_t n_plugin_paths;
-
-void cli_plugin_loaded(const char *path)
-{
-    if (n_plugin_paths < sizeof plugin_paths / sizeof *plugin_paths) plugin_paths[n_plugin_paths++] = path;
-}
-
-const char *cli_plugin_args(void)
-{
-    static char args[4096];
-    size_t used = 0;
-    args[0] = 0;
-    for (size_t k = 0; k < n_plugin_paths && used < sizeof args; k++)
-        used += (size_t)snprintf(args + used, sizeof args - used, " --plugin %s", plugin_paths[k]);
-    return args;
-}
-
-size_t cli_plugin_paths(const char *const **paths)
-{
-    *paths = plugin_paths;
-    return n_plugin_paths;
-}
-
 /* 1.5 GiB, 300 MiB, 12 KiB: two or three significant digits. */
 static void human_bytes(double b, char *buf, size_t size)
 {
@@ -100,17 +77,45 @@ int cli_memory_fits(const char *command, double need)
     return 0;
 }
 
+/* The results stream (cli.h): NULL while it is stdout itself. */
+static FILE *results;
+
+FILE *cli_out(void) { return results ? results : stdout; }
+
+int cli_out_isolate(void)
+{
+    if (results) return 0;
+    fflush(stdout);
+    int fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+    if (fd < 0) return errno == EBADF ? 0 : -1; /* no stdout: nothing a plugin could spoil */
+    FILE *f = fdopen(fd, "w");
+    if (!f) return close(fd), -1;
+    /* Descriptor 1, and with it the C library's stdout that plugins share,
+     * now writes to stderr (or nowhere, without one). */
+    int sink = fcntl(STDERR_FILENO, F_GETFD) >= 0 ? STDERR_FILENO : open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (sink < 0 || dup2(sink, STDOUT_FILENO) < 0) {
+        if (sink > STDERR_FILENO) close(sink);
+        fclose(f);
+        return -1;
+    }
+    if (sink > STDERR_FILENO) close(sink);
+    results = f;
+    return 0;
+}
+
 /* stdio reports a failed write only at the flush, and some file systems
- * report a failed write-back only at the close: stdout is closed here and
- * checked (the GNU close_stdout convention), once. */
+ * report a failed write-back only at the close: the results stream is closed
+ * here and checked (the GNU close_stdout convention), once. */
 int cli_finish_stdout(void)
 {
     static int done, failed;
     if (done) return failed;
     done = 1;
-    int earlier = ferror(stdout);
+    if (results) fflush(stdout); /* what plugins printed, on stderr: not vijp's results */
+    FILE *out = cli_out();
+    int earlier = ferror(out);
     errno = 0;
-    if (fclose(stdout) == 0 && !earlier) return 0;
+    if (fclose(out) == 0 && !earlier) return 0;
     fprintf(stderr, "vijp: writing the results to standard output failed: %s\n", errno ? strerror(errno) : "write error");
     return failed = -1;
 }

@@ -161,6 +161,7 @@ static const char *cell(char *buf, size_t size, const char *fmt, double v)
  * vijp_drift_run_result.nonfinite): said in words under the table. */
 static void print_overflows(const study *s)
 {
+    FILE *out = cli_out();
     size_t shown = 0, total = 0;
     for (size_t c = 0; c < s->n_configs; c++)
         for (size_t f = 0; f < s->n_formats; f++)
@@ -169,22 +170,23 @@ static void print_overflows(const study *s)
                 for (size_t r = 0; r < cu->n_runs; r++) {
                     if (!cu->runs[r].nonfinite[0]) continue;
                     if (total++ < 8)
-                        printf("c%zu %s seed %llu, %s: %s\n", c + 1, s->formats[f].name, (unsigned long long)s->seeds[k],
+                        fprintf(out, "c%zu %s seed %llu, %s: %s\n", c + 1, s->formats[f].name, (unsigned long long)s->seeds[k],
                                vijp_engine_name(cu->runs[r].engine), cu->runs[r].nonfinite), shown++;
                 }
             }
-    if (total > shown) printf("(and %zu more runs whose gradients left their format's range)\n", total - shown);
-    if (total) printf("(those errors are infinite: above every tolerance, as the safe depths say)\n");
+    if (total > shown) fprintf(out, "(and %zu more runs whose gradients left their format's range)\n", total - shown);
+    if (total) fprintf(out, "(those errors are infinite: above every tolerance, as the safe depths say)\n");
 }
 
 static void print_verdicts(const study *s)
 {
+    FILE *out = cli_out();
     int wn = 24, wf = 9; /* columns as wide as their longest entry */
     for (size_t c = 0; c < s->n_configs; c++)
         if ((int)strlen(s->configs[c].spec) > wn) wn = (int)strlen(s->configs[c].spec);
     for (size_t f = 0; f < s->n_formats; f++)
         if ((int)strlen(s->formats[f].name) > wf) wf = (int)strlen(s->formats[f].name);
-    printf("%-4s %-*s %-11s %-*s %8s %10s %14s %12s %12s %8s %10s\n", "cfg", wn, "net", "init", wf, "format", "tol",
+    fprintf(out, "%-4s %-*s %-11s %-*s %8s %10s %14s %12s %12s %8s %10s\n", "cfg", wn, "net", "init", wf, "format", "tol",
            "safe depth", "backprop depth", "growth/layer", "predicted", "bits", "price");
     for (size_t c = 0; c < s->n_configs; c++) {
         int *hp = config_has_param(s, c);
@@ -201,7 +203,7 @@ static void print_verdicts(const study *s)
             }
             double bits = spread_of(v[3], s->n_seeds).median;
             char g[32], p[32], b[32], pr[32];
-            printf("c%-3zu %-*s %-11s %-*s %8.0e %10.0f %14.0f %12s %12s %7s%s %10s\n", c + 1, wn, s->configs[c].spec,
+            fprintf(out, "c%-3zu %-*s %-11s %-*s %8.0e %10.0f %14.0f %12s %12s %7s%s %10s\n", c + 1, wn, s->configs[c].spec,
                    s->configs[c].init_name, wf, s->formats[f].name, s->tol[f], spread_of(v[0], s->n_seeds).median,
                    spread_of(v[5], s->n_seeds).median,
                    cell(g, sizeof g, "%.3g", spread_of(v[1], s->n_seeds).median),
@@ -210,7 +212,7 @@ static void print_verdicts(const study *s)
         }
         free(hp);
     }
-    printf("(medians over %zu seed%s; † extrapolated along the growth fit; - none: no fit, fewer than 4 layers under "
+    fprintf(out, "(medians over %zu seed%s; † extrapolated along the growth fit; - none: no fit, fewer than 4 layers under "
            "its ceiling, or no finite price; report: %s/report.md)\n", s->n_seeds, s->n_seeds > 1 ? "s" : "", s->out_dir);
     print_overflows(s);
 }
@@ -310,9 +312,9 @@ static int parse_args(int argc, char **argv, drift_args *a, study *s)
         case 'q': a->quiet = 1; break;
         case 'h':
             /* help_drift's one conversion: the largest mpfr:P the default cap validates */
-            if (a->is_report) fputs(help_report, stdout);
-            else printf(help_drift, vijp_drift_largest_mpfr(VIJP_DRIFT_REF_PREC_MAX));
-            cli_print_layer_syntax(stdout, CLI_SPEC_ITEMS);
+            if (a->is_report) fputs(help_report, cli_out());
+            else fprintf(cli_out(), help_drift, vijp_drift_largest_mpfr(VIJP_DRIFT_REF_PREC_MAX));
+            cli_print_layer_syntax(cli_out(), CLI_SPEC_ITEMS);
             return EXIT_OK;
         case O_FORMAT:
             /* getopt_long would take --format (grad's, eval's option) as an abbreviation of --formats */
@@ -486,7 +488,7 @@ static int study_command(const mpi_world *w, int argc, char **argv, int is_repor
     defaults(&a, &s, is_report);
     vijp_error err = {0};
     rank_output quiet_rank; /* under mpirun every rank parses; rank 0 alone speaks */
-    rank_output_hide(&quiet_rank, w->rank);
+    rank_output_hide(&quiet_rank, w->rank, cli_out());
     int code = parse_args(argc, argv, &a, &s); /* -1 to go on, else the exit status */
     if (code < 0) code = resolve(&a, &s, &err);
     uint64_t worker_hash = 0;

@@ -118,7 +118,7 @@ static int parse_args(int argc, char **argv, eval_args *a)
         case 's': if (cli_parse_size("--seed", optarg, 0, (1ull << 63) - 1, &a->seed)) return EXIT_USAGE; break;
         case 'o': a->dir = optarg; break;
         case 'q': a->quiet = 1; break;
-        case 'h': fputs(help, stdout); return EXIT_OK;
+        case 'h': fputs(help, cli_out()); return EXIT_OK;
         default: fputs("run 'vijp eval --help' for the options\n", stderr); return EXIT_USAGE;
         }
     }
@@ -218,7 +218,7 @@ int cli_eval(int argc, char **argv)
     if (!rc) rc = save_all(a.dir, &r, &err);
     if (!rc && !a.quiet) {
         const vijp_layer *L = &r.net.layers[0];
-        printf("%s (%zu → %zu), %zu points, %s: forward, jvp, vjp, vijp%s%s written to %s\n", a.spec, L->in, L->out,
+        fprintf(cli_out(), "%s (%zu → %zu), %zu points, %s: forward, jvp, vjp, vijp%s%s written to %s\n", a.spec, L->in, L->out,
                r.X.cols, r.F.name, r.frag.rows ? ", fragment" : "", r.D.rows ? ", fprime" : "", a.dir);
     }
     eval_run_clear(&r);

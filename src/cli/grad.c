@@ -187,7 +187,7 @@ static int parse_args(int argc, char **argv, grad_args *a, vijp_error *err)
         case 'j': a->json = 1; break;
         case 'q': a->quiet = 1; break;
         case 'S': a->save_dir = optarg; break;
-        case 'h': fputs(help, stdout), cli_print_layer_syntax(stdout, CLI_SPEC_ITEMS); return EXIT_OK;
+        case 'h': fputs(help, cli_out()), cli_print_layer_syntax(cli_out(), CLI_SPEC_ITEMS); return EXIT_OK;
         default: fputs("run 'vijp grad --help' for the options\n", stderr); return EXIT_USAGE;
         }
     }
@@ -271,6 +271,7 @@ static int run_engines(const grad_args *a, vijp_grad_result *res, vijp_grads *ke
 
 static void print_results(const grad_args *a, const vijp_grad_result *res)
 {
+    FILE *text = cli_out();
     const vijp_grad_setup *s = &a->s;
     if (a->json) {
         json_t *out = a->n_engines == 1 ? result_json(s, &res[0]) : json_object();
@@ -279,18 +280,18 @@ static void print_results(const grad_args *a, const vijp_grad_result *res)
             for (size_t k = 0; k < a->n_engines; k++) json_array_append_new(runs, result_json(s, &res[k]));
             json_object_set_new(out, "runs", runs);
         }
-        json_dumpf(out, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
-        putchar('\n');
+        json_dumpf(out, text, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+        fputc('\n', text);
         json_decref(out);
         return;
     }
-    printf("net %s, depth %zu, width %zu, batch %zu, format %s, seed %llu\n", s->spec, s->depth, s->width, s->batch,
+    fprintf(text, "net %s, depth %zu, width %zu, batch %zu, format %s, seed %llu\n", s->spec, s->depth, s->width, s->batch,
            s->fmt.name, (unsigned long long)s->seed);
-    printf("reference: MPFR backprop at %ld bits from the same rounded weights and inputs\n\n", res[0].ref_prec);
-    printf("%-13s %12s %12s %12s %14s %12s %12s %12s\n", "engine", "loss", "|grad x|", "|grad θ|", "stored bytes",
+    fprintf(text, "reference: MPFR backprop at %ld bits from the same rounded weights and inputs\n\n", res[0].ref_prec);
+    fprintf(text, "%-13s %12s %12s %12s %14s %12s %12s %12s\n", "engine", "loss", "|grad x|", "|grad θ|", "stored bytes",
            "rel err x", "rel err θ", "max g_i err");
     for (size_t k = 0; k < a->n_engines; k++)
-        printf("%-13s %12.5g %12.5g %12.5g %14zu %12.3e %12.3e %12.3e\n", vijp_engine_name(a->list[k]), res[k].loss,
+        fprintf(text, "%-13s %12.5g %12.5g %12.5g %14zu %12.3e %12.3e %12.3e\n", vijp_engine_name(a->list[k]), res[k].loss,
                res[k].grad_x_norm, res[k].grad_theta_norm, res[k].stored_bytes, res[k].input_grad_rel_err,
                res[k].param_grad_rel_err_max, max_layer_err(&res[k], s->depth));
 }

@@ -71,12 +71,8 @@ static int load_plugins(int *argc, char **argv)
             argv[kept++] = argv[i];
             continue;
         }
-        vijp_error err = {0};
-        if (vijp_plugin_load(file, &err)) {
-            fprintf(stderr, "vijp: %s\n", err.msg);
-            return EXIT_USAGE;
-        }
-        cli_plugin_loaded(file);
+        int rc = cli_plugin_load(file);
+        if (rc) return rc;
     }
     *argc = kept;
     argv[kept] = NULL;
@@ -118,11 +114,11 @@ static int run(int argc, char **argv)
     snprintf(context, sizeof context, "running vijp %.40s", cmd);
     vijp_memory_context(context);
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
-        fputs(usage, stdout);
+        fputs(usage, cli_out());
         return EXIT_OK;
     }
     if (!strcmp(cmd, "--version")) {
-        printf("vijp %s (MPFR %s, GMP %s)\n", VIJP_VERSION, mpfr_get_version(), gmp_version);
+        fprintf(cli_out(), "vijp %s (MPFR %s, GMP %s)\n", VIJP_VERSION, mpfr_get_version(), gmp_version);
         return EXIT_OK;
     }
     size_t k = 0, n = sizeof commands / sizeof *commands;

@@ -88,7 +88,7 @@ static int parse_args(int argc, char **argv, memory_args *a)
         case 's': if (cli_parse_size("--seed", optarg, 0, INT64_MAX, &a->seed)) return EXIT_USAGE; break;
         case 'K': if (cli_parse_size("--segment", optarg, 1, 100000, &v)) return EXIT_USAGE; a->eo.checkpoint_segment = v; break;
         case 'j': a->json = 1; break;
-        case 'h': fputs(help, stdout), cli_print_layer_syntax(stdout, CLI_SPEC_ITEMS); return EXIT_OK;
+        case 'h': fputs(help, cli_out()), cli_print_layer_syntax(cli_out(), CLI_SPEC_ITEMS); return EXIT_OK;
         default: fputs("run 'vijp memory --help' for the options\n", stderr); return EXIT_USAGE;
         }
     }
@@ -135,29 +135,30 @@ static void print_json(const memory_args *a, const size_t *bytes, const size_t *
     json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:s, s:I, s:o}", "net", a->spec, "width", (json_int_t)a->width, "batch",
                           (json_int_t)a->batch, "depth_max", (json_int_t)a->depth, "format", a->f.name, "budget",
                           (json_int_t)a->budget, "engines", e);
-    json_dumpf(o, stdout, JSON_INDENT(2));
-    putchar('\n');
+    json_dumpf(o, cli_out(), JSON_INDENT(2));
+    fputc('\n', cli_out());
     json_decref(o);
 }
 
 static void print_table(const memory_args *a, const size_t *bytes, const size_t *deepest)
 {
+    FILE *out = cli_out();
     size_t depth = a->depth;
-    printf("net %s, width %zu, batch %zu, format %s, budget %zu bytes\n\n%8s", a->spec, (size_t)a->width,
+    fprintf(out, "net %s, width %zu, batch %zu, format %s, budget %zu bytes\n\n%8s", a->spec, (size_t)a->width,
            (size_t)a->batch, a->f.name, a->budget, "depth");
-    for (size_t k = 0; k < a->n_engines; k++) printf(" %16s", vijp_engine_name(a->list[k]));
-    putchar('\n');
+    for (size_t k = 0; k < a->n_engines; k++) fprintf(out, " %16s", vijp_engine_name(a->list[k]));
+    fputc('\n', out);
     for (size_t d = 1; d <= depth; d = d < depth && 2 * d > depth ? depth : 2 * d) {
-        printf("%8zu", d);
-        for (size_t k = 0; k < a->n_engines; k++) printf(" %16zu", bytes[k * depth + d - 1]);
-        putchar('\n');
+        fprintf(out, "%8zu", d);
+        for (size_t k = 0; k < a->n_engines; k++) fprintf(out, " %16zu", bytes[k * depth + d - 1]);
+        fputc('\n', out);
     }
-    printf("\ndeepest network within %zu bytes:\n", a->budget);
+    fprintf(out, "\ndeepest network within %zu bytes:\n", a->budget);
     for (size_t k = 0; k < a->n_engines; k++) {
-        printf("  %-13s %6zu%s", vijp_engine_name(a->list[k]), deepest[k], deepest[k] == depth ? "+ (all fit)" : "");
+        fprintf(out, "  %-13s %6zu%s", vijp_engine_name(a->list[k]), deepest[k], deepest[k] == depth ? "+ (all fit)" : "");
         if (a->list[0] == VIJP_ENGINE_BACKPROP && k && deepest[0])
-            printf("   %.1f× backprop's%s", (double)deepest[k] / (double)deepest[0], deepest[k] == depth ? " (at least)" : "");
-        putchar('\n');
+            fprintf(out, "   %.1f× backprop's%s", (double)deepest[k] / (double)deepest[0], deepest[k] == depth ? " (at least)" : "");
+        fputc('\n', out);
     }
 }
 

@@ -147,10 +147,10 @@ static void print_text(const regress_result *r)
             const regress_curve *c = &r->v[i];
             if (c->skipped || c->fails != fails || !json_array_size(c->findings)) continue;
             regress_describe(c, text, sizeof text);
-            printf("%-4s %-7s %s: %s\n", fails ? "FAIL" : "ok", c->status, c->name, text);
+            fprintf(cli_out(), "%-4s %-7s %s: %s\n", fails ? "FAIL" : "ok", c->status, c->name, text);
         }
     regress_summary(r, summary, sizeof summary);
-    puts(summary);
+    fprintf(cli_out(), "%s\n", summary);
 }
 
 static void print_json(const regress_result *r, const regress_opts *o)
@@ -178,8 +178,8 @@ static void print_json(const regress_result *r, const regress_opts *o)
                             "skipped", (json_int_t)(r->n - r->compared), "failing", (json_int_t)r->failing, "findings",
                             findings, "curves", curves, "skipped", skipped, "only_in_baseline", r->only_base,
                             "only_in_current", r->only_cur);
-    json_dumpf(out, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
-    putchar('\n');
+    json_dumpf(out, cli_out(), JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+    fputc('\n', cli_out());
     json_decref(out);
 }
 
@@ -221,7 +221,7 @@ static int parse_args(int argc, char **argv, regress_args *a)
             if (!*optarg) return fputs("vijp regress: --junit wants a file name\n", stderr), EXIT_USAGE;
             a->junit = optarg;
             break;
-        case 'h': fputs(help, stdout); return EXIT_OK;
+        case 'h': fputs(help, cli_out()); return EXIT_OK;
         default: fputs("run 'vijp regress --help' for the options\n", stderr); return EXIT_USAGE;
         }
     }

@@ -41,12 +41,13 @@ int mpi_world_all(const mpi_world *w, int ok, int *root_ok);
 
 typedef struct {
     int rank, saved_out, saved_err;
-    FILE *captured;
+    FILE *captured, *results;
 } rank_output;
-/* rank > 0: stdout and stderr into a temporary file until rank_output_show,
- * which puts them back and prints what was captured (each line prefixed
- * "rank R: ") when show. */
-void rank_output_hide(rank_output *o, int rank);
+/* rank > 0: the results stream (stdout, or the command's own stream that
+ * plugins cannot reach) and stderr into a temporary file until
+ * rank_output_show, which puts them back and prints what was captured (each
+ * line prefixed "rank R: ") when show. */
+void rank_output_hide(rank_output *o, int rank, FILE *results);
 void rank_output_show(rank_output *o, int show);
 /* After every rank parsed the same command line (code < 0: this rank's
  * parse succeeded, otherwise its exit status): -1 when all go on;

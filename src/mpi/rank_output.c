@@ -3,20 +3,20 @@
 #include <stdio.h>
 #include <unistd.h>
 
-void rank_output_hide(rank_output *o, int rank)
+void rank_output_hide(rank_output *o, int rank, FILE *results)
 {
-    *o = (rank_output){.rank = rank, .saved_out = -1, .saved_err = -1};
+    *o = (rank_output){.rank = rank, .results = results, .saved_out = -1, .saved_err = -1};
     if (!rank || !(o->captured = tmpfile())) return;
-    fflush(stdout), fflush(stderr);
-    o->saved_out = dup(STDOUT_FILENO), o->saved_err = dup(STDERR_FILENO);
-    dup2(fileno(o->captured), STDOUT_FILENO), dup2(fileno(o->captured), STDERR_FILENO);
+    fflush(results), fflush(stdout), fflush(stderr);
+    o->saved_out = dup(fileno(results)), o->saved_err = dup(STDERR_FILENO);
+    dup2(fileno(o->captured), fileno(results)), dup2(fileno(o->captured), STDERR_FILENO);
 }
 
 void rank_output_show(rank_output *o, int show)
 {
     if (!o->captured) return;
-    fflush(stdout), fflush(stderr);
-    dup2(o->saved_out, STDOUT_FILENO), dup2(o->saved_err, STDERR_FILENO);
+    fflush(o->results), fflush(stdout), fflush(stderr);
+    dup2(o->saved_out, fileno(o->results)), dup2(o->saved_err, STDERR_FILENO);
     close(o->saved_out), close(o->saved_err);
     char line[1024];
     rewind(o->captured);
