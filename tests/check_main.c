@@ -1,48 +1,141 @@
-/* Runs every Check suite; exits non-zero if any test failed. */
+/* Runs every Check suite; exits non-zero if any test failed.
+ *
+ * The suites run in VIJP_TEST_JOBS processes at once (default: the
+ * machine's cores), each worker taking the next suite from a shared queue,
+ * heaviest first (so that the last to finish is a light one); a suite's
+ * output is held in a file and printed whole when the suite ends.  With
+ * CK_RUN_SUITE, CK_RUN_CASE or a Check log file set, or VIJP_TEST_JOBS=1,
+ * everything runs in this one process, as Check alone does. */
 #include "fixtures/testutil.h"
 #include "vijp/error.h"
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
-int main(void)
+/* Heaviest first: seconds each took in the plain build, largest first. */
+static Suite *(*const suites[])(void) = {
+    suite_kernels, suite_cli,      suite_regress,     suite_report,   suite_gemm,         suite_atomic,
+    suite_layers,  suite_activations, suite_resume,   suite_emu_act,  suite_arrays,       suite_faults,
+    suite_check_layer, suite_emu,  suite_certify,     suite_netjson,  suite_lu,           suite_b32set,
+    suite_emu_dense, suite_engines, suite_mixedset,   suite_drift,    suite_prerender,    suite_dot,
+    suite_registry, suite_plugin_load, suite_compare_fast, suite_eval, suite_coupling,    suite_grad,
+    suite_certify_act, suite_format, suite_certify_layer, suite_mixed, suite_progress,
+};
+enum { N_SUITES = sizeof suites / sizeof *suites };
+
+static int run_here(void)
 {
-    vijp_memory_policy_install();
-    SRunner *sr = srunner_create(suite_format());
-    srunner_add_suite(sr, suite_layers());
-    srunner_add_suite(sr, suite_activations());
-    srunner_add_suite(sr, suite_coupling());
-    srunner_add_suite(sr, suite_engines());
-    srunner_add_suite(sr, suite_grad());
-    srunner_add_suite(sr, suite_cli());
-    srunner_add_suite(sr, suite_drift());
-    srunner_add_suite(sr, suite_report());
-    srunner_add_suite(sr, suite_certify());
-    srunner_add_suite(sr, suite_certify_layer());
-    srunner_add_suite(sr, suite_certify_act());
-    srunner_add_suite(sr, suite_registry());
-    srunner_add_suite(sr, suite_plugin_load());
-    srunner_add_suite(sr, suite_check_layer());
-    srunner_add_suite(sr, suite_faults());
-    srunner_add_suite(sr, suite_eval());
-    srunner_add_suite(sr, suite_atomic());
-    srunner_add_suite(sr, suite_progress());
-    srunner_add_suite(sr, suite_regress());
-    srunner_add_suite(sr, suite_arrays());
-    srunner_add_suite(sr, suite_netjson());
-    srunner_add_suite(sr, suite_mixed());
-    srunner_add_suite(sr, suite_resume());
-    srunner_add_suite(sr, suite_kernels());
-    srunner_add_suite(sr, suite_dot());
-    srunner_add_suite(sr, suite_emu());
-    srunner_add_suite(sr, suite_emu_act());
-    srunner_add_suite(sr, suite_emu_dense());
-    srunner_add_suite(sr, suite_prerender());
-    srunner_add_suite(sr, suite_compare_fast());
-    srunner_add_suite(sr, suite_b32set());
-    srunner_add_suite(sr, suite_mixedset());
-    srunner_add_suite(sr, suite_lu());
-    srunner_add_suite(sr, suite_gemm());
+    SRunner *sr = srunner_create(suites[0]());
+    for (size_t k = 1; k < N_SUITES; k++) srunner_add_suite(sr, suites[k]());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+/* What a worker tells the parent: suite k started (run < 0) or ended, its
+ * output in the file at path.  Smaller than PIPE_BUF: written whole. */
+typedef struct {
+    int worker, suite, run, failed;
+    char path[96];
+} note;
+
+static void tell(int fd, const note *n)
+{
+    if (write(fd, n, sizeof *n) != (ssize_t)sizeof *n) _exit(3);
+}
+
+/* A worker: suites from the queue, each with stdout and stderr in a file of
+ * its own, until the queue is empty.  exit(), not _exit(): under
+ * CK_FORK=no LeakSanitizer checks the worker at its exit. */
+static void worker(int self, int queue, int notes)
+{
+    const char *tmp = getenv("TMPDIR");
+    int k;
+    while (read(queue, &k, sizeof k) == (ssize_t)sizeof k) {
+        note n = {.worker = self, .suite = k, .run = -1};
+        snprintf(n.path, sizeof n.path, "%s/vijp-suite-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        int fd = mkstemp(n.path);
+        if (fd < 0) _exit(3);
+        tell(notes, &n);
+        fflush(stdout), fflush(stderr);
+        dup2(fd, STDOUT_FILENO), dup2(fd, STDERR_FILENO), close(fd);
+        SRunner *sr = srunner_create(suites[k]());
+        srunner_run_all(sr, CK_NORMAL);
+        n.run = srunner_ntests_run(sr), n.failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        fflush(stdout), fflush(stderr);
+        tell(notes, &n);
+    }
+    exit(0);
+}
+
+static void show(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    char buf[65536];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, got, stdout);
+    fclose(f);
+    fflush(stdout);
+    unlink(path);
+}
+
+static int run_in_workers(long jobs)
+{
+    int queue[2], notes[2];
+    if (pipe(queue) || pipe(notes)) return perror("check_vijp: pipe"), EXIT_FAILURE;
+    for (int k = 0; k < N_SUITES; k++)
+        if (write(queue[1], &k, sizeof k) != (ssize_t)sizeof k) return perror("check_vijp: queue"), EXIT_FAILURE;
+    close(queue[1]);
+    fflush(stdout), fflush(stderr);
+    pid_t pids[64];
+    char current[64][96] = {{0}}; /* each worker's suite in progress: its output so far */
+    for (long w = 0; w < jobs; w++) {
+        if ((pids[w] = fork()) < 0) return perror("check_vijp: fork"), EXIT_FAILURE;
+        if (!pids[w]) close(notes[0]), worker((int)w, queue[0], notes[1]);
+    }
+    close(queue[0]), close(notes[1]);
+    int run = 0, failed = 0, done = 0;
+    note n;
+    while (read(notes[0], &n, sizeof n) == (ssize_t)sizeof n) {
+        if (n.worker < 0 || n.worker >= jobs) continue;
+        if (n.run < 0) {
+            snprintf(current[n.worker], sizeof current[n.worker], "%s", n.path);
+            continue;
+        }
+        current[n.worker][0] = 0;
+        show(n.path), run += n.run, failed += n.failed, done++;
+    }
+    int died = 0;
+    for (long w = 0; w < jobs; w++) {
+        int status;
+        while (waitpid(pids[w], &status, 0) < 0 && errno == EINTR) {}
+        if (WIFEXITED(status) && !WEXITSTATUS(status)) continue;
+        died++;
+        if (current[w][0]) printf("check_vijp: a worker process died during a suite (status %#x); its output:\n", status);
+        if (current[w][0]) show(current[w]);
+    }
+    if (done < N_SUITES || died)
+        printf("check_vijp: %d of %d suites finished; %d worker process%s died\n", done,
+               N_SUITES, died, died == 1 ? "" : "es");
+    printf("check_vijp: %d suites in %ld processes: %d checks, %d failed\n", N_SUITES, jobs, run, failed);
+    return failed || died || done < N_SUITES ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+int main(void)
+{
+    vijp_memory_policy_install();
+    const char *j = getenv("VIJP_TEST_JOBS");
+    long jobs = j && *j ? strtol(j, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    if (jobs > 64) jobs = 64;
+    if (jobs <= 1 || getenv("CK_RUN_SUITE") || getenv("CK_RUN_CASE") || getenv("CK_XML_LOG_FILE_NAME") ||
+        getenv("CK_LOG_FILE_NAME") || getenv("CK_TAP_LOG_FILE_NAME") || getenv("CK_SUBUNIT_LOG_FILE_NAME"))
+        return run_here();
+    return run_in_workers(jobs);
 }
