@@ -272,6 +272,23 @@ START_TEST(test_commands)
     r = run_vijp(cmd);
     ck_assert_msg(r.rc != CLI_USAGE && strstr(r.out, "\"samples\": 2") && !strstr(r.out, "certified-submersive"),
                   "exit %d: %s%s", r.rc, r.out, r.err);
+    /* and it says where θ and the points came from, not "gaussian" */
+    char said[1200];
+    snprintf(said, sizeof said, "\"parameters\": \"%s\"", at("p.npy"));
+    ck_assert_msg(strstr(r.out, said) && strstr(r.out, "\"input\": \""), "%s", r.out);
+    run_free(&r);
+    snprintf(cmd, sizeof cmd, "certify --layer dense:2x2 --params '%s' --input '%s'", at("p.npy"), at("pts.npy"));
+    r = run_vijp(cmd);
+    snprintf(said, sizeof said, "2 samples, seed 1, parameters from %s, points from %s\n", at("p.npy"), at("pts.npy"));
+    ck_assert_msg(strstr(r.out, said), "%s", r.out);
+    run_free(&r);
+    /* a one-layer JSON net with its weights in files */
+    put_text("one.json", "{\"schema\": \"vijp-net/1\", \"width\": 2, \"layers\": ["
+             "{\"type\": \"dense\", \"args\": \"2x2\", \"params\": {\"theta\": \"p.npy\"}}]}");
+    snprintf(cmd, sizeof cmd, "certify --layer '%s' --samples 1", at("one.json"));
+    r = run_vijp(cmd);
+    snprintf(said, sizeof said, "1 samples, seed 1, parameters from %s, points 1·N(0,1)\n", at("one.json"));
+    ck_assert_msg(strstr(r.out, said) && strstr(r.out, "not-submersive"), "exit %d: %s%s", r.rc, r.out, r.err);
     run_free(&r);
     snprintf(cmd, sizeof cmd, "certify --layer dense:2x2 --params '%s'", at("b0.npy"));
     r = run_vijp(cmd);

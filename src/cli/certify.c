@@ -165,13 +165,13 @@ static void print_rows(const results *r)
     fputc('\n', out);
 }
 
-static void print_table(const char *spec, const vijp_layer *L, uint64_t seed, const char *init, double scale,
+static void print_table(const char *spec, const vijp_layer *L, uint64_t seed, const char *params, const char *points,
                         const results *r, const vijp_activation_report *act, int verbose)
 {
     size_t certified;
     const char *verdict = overall(r, &certified);
-    fprintf(cli_out(), "layer %s (%zu → %zu), %zu samples, seed %llu, %s parameters, points %g·N(0,1)\n\n", spec, L->in, L->out,
-           r->n, (unsigned long long)seed, init, scale);
+    fprintf(cli_out(), "layer %s (%zu → %zu), %zu samples, seed %llu, %s, points %s\n\n", spec, L->in, L->out, r->n,
+            (unsigned long long)seed, params, points);
     if (verbose || r->n <= 20) print_rows(r);
     double *smin = vijp_alloc_array(r->n, sizeof *smin), *s = vijp_alloc_array(r->n, sizeof *s);
     for (size_t k = 0; smin && s && k < r->n; k++) {
@@ -439,11 +439,20 @@ static int run_samples(const mpi_world *w, const certify_args *a, vijp_net *net,
         have_act = !(rc = vijp_activation_analyze(L, net->theta[0], a->range, tol, &act, &err));
     }
     if (!w->rank && !rc && a->json)
-        print_json(json_pack("{s:s, s:I, s:I, s:I, s:I}", "layer", a->spec, "in", (json_int_t)L->in, "out",
-                             (json_int_t)L->out, "samples", (json_int_t)r.n, "seed", (json_int_t)a->seed),
+        print_json(json_pack("{s:s, s:I, s:I, s:I, s:I, s:s, s:s?}", "layer", a->spec, "in", (json_int_t)L->in, "out",
+                             (json_int_t)L->out, "samples", (json_int_t)r.n, "seed", (json_int_t)a->seed, "parameters",
+                             a->params ? a->params : net->given && net->given[0] ? a->spec : a->init_name, "input", a->input),
                    &r, have_act ? &act : NULL);
-    else if (!w->rank && !rc)
-        print_table(a->spec, L, a->seed, a->init_name, a->scale, &r, have_act ? &act : NULL, a->verbose);
+    else if (!w->rank && !rc) {
+        /* Where θ and the points came from, as the command line says. */
+        char params[4200], points[4200];
+        if (a->params) snprintf(params, sizeof params, "parameters from %s", a->params);
+        else if (net->given && net->given[0]) snprintf(params, sizeof params, "parameters from %s", a->spec);
+        else snprintf(params, sizeof params, "%s parameters", a->init_name);
+        if (a->input) snprintf(points, sizeof points, "from %s", a->input);
+        else snprintf(points, sizeof points, "%g·N(0,1)", a->scale);
+        print_table(a->spec, L, a->seed, params, points, &r, have_act ? &act : NULL, a->verbose);
+    }
     size_t certified = 0;
     if (!w->rank && !rc) overall(&r, &certified);
     for (size_t k = 0; k < r.n; k++) vijp_certificate_clear(&r.c[k]);
