@@ -3,6 +3,7 @@
  * PyTorch's layout as written out by hand here, and refuses every malformed
  * file with exit 2 naming the layer index and the field. */
 #include "fixtures/clirun.h"
+#include <jansson.h>
 #include "vijp/array_io.h"
 #include "vijp/vijp.h"
 #include <errno.h>
@@ -305,6 +306,71 @@ START_TEST(test_commands)
 }
 END_TEST
 
+/* certify --net: each layer at its own weights and at the inputs that
+ * reach it.  Layer 1, dense:2x2 with W = [[2, 0], [0, 0]], b = 0, is
+ * singular: not submersive, proven; layer 2, tanh, sees h = (2·x1, 0),
+ * computed here by hand, and must give the certificates that certify
+ * --layer tanh gives at those points. */
+START_TEST(test_certify_net)
+{
+    static const double th[6] = {2, 0, 0, 0, 0, 0}, pts[6] = {0.25, -1, 1, 3, -0.5, 2}, h1[6] = {0.5, 0, 2, 0, -1, 0};
+    size_t ps = 6, xs[2] = {3, 2};
+    npy("sing.npy", 1, &ps, th), npy("x.npy", 2, xs, pts), npy("h1.npy", 2, xs, h1);
+    put_text("n.json", "{\"schema\": \"vijp-net/1\", \"width\": 2, \"layers\": ["
+             "{\"type\": \"dense\", \"args\": \"2x2\", \"params\": {\"theta\": \"sing.npy\"}}, {\"type\": \"tanh\"}]}");
+    char cmd[4096], said[1200];
+    snprintf(cmd, sizeof cmd, "certify --net '%s' --input '%s' --json", at("n.json"), at("x.npy"));
+    run_result r = run_vijp(cmd);
+    json_error_t je;
+    json_t *o = json_loads(r.out, 0, &je);
+    ck_assert_msg(r.rc == CLI_FAILED && o, "exit %d: %s%s", r.rc, r.out, r.err);
+    json_t *layers = json_object_get(o, "layers");
+    ck_assert_int_eq(json_array_size(layers), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "verdict")), "not-submersive");
+    ck_assert_int_eq(json_integer_value(json_object_get(o, "layers_certified")), 1);
+    json_t *l1 = json_array_get(layers, 0), *l2 = json_array_get(layers, 1);
+    ck_assert_str_eq(json_string_value(json_object_get(l1, "verdict")), "not-submersive");
+    ck_assert_str_eq(json_string_value(json_object_get(l1, "parameters")), at("n.json"));
+    ck_assert_int_eq(json_integer_value(json_object_get(l1, "cokernel_dim")), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(l2, "verdict")), "certified-submersive");
+    run_result alone = run_vijp((snprintf(said, sizeof said, "certify --layer tanh --width 2 --input '%s' --json", at("h1.npy")), said));
+    json_t *t = json_loads(alone.out, 0, &je);
+    ck_assert_msg(alone.rc == CLI_OK && t, "exit %d: %s", alone.rc, alone.err);
+    json_t *pa = json_object_get(l2, "points"), *pb = json_object_get(t, "points");
+    ck_assert_int_eq(json_array_size(pa), 3);
+    for (size_t k = 0; k < 3; k++) /* the same points, the same arithmetic: equal to the last bit */
+        ck_assert_msg(json_real_value(json_object_get(json_array_get(pa, k), "sigma_min")) ==
+                          json_real_value(json_object_get(json_array_get(pb, k), "sigma_min")),
+                      "sample %zu: layer 2's points are not h = (2·x1, 0)", k + 1);
+    json_decref(t), json_decref(o);
+    run_free(&alone), run_free(&r);
+    /* one layer of it, as a table */
+    snprintf(cmd, sizeof cmd, "certify --net '%s' --input '%s' --layer-index 2", at("n.json"), at("x.npy"));
+    r = run_vijp(cmd);
+    snprintf(said, sizeof said, "layer 2 of %s: tanh (2 → 2), 3 samples, seed 1, gaussian parameters, points from %s "
+             "through layer 1\n", at("n.json"), at("x.npy"));
+    ck_assert_msg(r.rc == CLI_OK && strstr(r.out, said) && strstr(r.out, ": 1 of 1 layer certified"), "exit %d: %s%s",
+                  r.rc, r.out, r.err);
+    run_free(&r);
+    static const struct {
+        const char *args, *says;
+    } bad[] = {
+        {"--layer-index 3", "has 2 layers"},
+        {"--params x.npy", "--params applies to --layer"},
+        {"--layer tanh", "exclude each other"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        snprintf(cmd, sizeof cmd, "certify --net '%s' %s", at("n.json"), bad[k].args);
+        r = run_vijp(cmd);
+        ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, bad[k].says) && !r.out[0], "%s: exit %d: %s", cmd, r.rc, r.err);
+        run_free(&r);
+    }
+    r = run_vijp("certify --layer tanh --layer-index 1");
+    ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "--layer-index applies to --net"), "exit %d: %s", r.rc, r.err);
+    run_free(&r);
+}
+END_TEST
+
 Suite *suite_netjson(void)
 {
     Suite *s = suite_create("netjson");
@@ -320,6 +386,7 @@ Suite *suite_netjson(void)
         tcase_set_timeout(cli, 120);
         tcase_add_test(cli, test_malformed);
         tcase_add_test(cli, test_commands);
+        tcase_add_test(cli, test_certify_net);
         suite_add_tcase(s, cli);
     }
     return s;

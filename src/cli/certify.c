@@ -1,5 +1,6 @@
 /* vijp certify: is a layer submersive at sampled points, and how surely? */
 #include "cli.h"
+#include "certify_cli.h"
 #include "vijp/interval.h"
 #include "vijp/error.h"
 #include "study/certify_job.h"
@@ -19,6 +20,7 @@
 
 static const char help[] =
     "usage: vijp certify --layer SPEC [options]\n"
+    "       vijp certify --net NET [--layer-index I] [options]\n"
     "       vijp certify --jacobian J.npy [--radius R.npy] [--prec-max P] [--json]\n"
     "\n"
     "Certify whether one layer is submersive (its input Jacobian J has full row\n"
@@ -54,6 +56,12 @@ static const char help[] =
     "                    m × n ('<f8', '<f4' or '<f2', C order; numpy.save writes one)\n"
     "  --radius FILE     with --jacobian: a .npy array of the same shape, entries >= 0;\n"
     "                    the verdict then holds for every matrix in J ± R\n"
+    "  --net NET         certify every layer of a net (a spec such as dense:8,tanh\n"
+    "                    with --depth, or a JSON net with its own weights) at the\n"
+    "                    inputs that reach it: each sample point (--input's rows,\n"
+    "                    or drawn) sent through the layers before it in double\n"
+    "  --depth D         with a spec --net: its number of layers (default: the spec's)\n"
+    "  --layer-index I   with --net: only layer I (1 is the first)\n"
     "  --json            print one JSON object instead of tables\n"
     "  -v, --verbose     a line per sample even when there are many\n"
     "  -q, --quiet       no progress meter (shown on stderr, when it is a terminal,\n"
@@ -102,8 +110,8 @@ static json_t *activation_json(const vijp_activation_report *a)
                      "derivative_may_vanish", bad, "formats", fm);
 }
 
-/* head: the keys that say what was certified; the verdict's are added. */
-static void print_json(json_t *o, const results *r, const vijp_activation_report *act)
+/* o: the keys that say what was certified; the verdict's are added. */
+static void add_verdicts(json_t *o, const results *r, const vijp_activation_report *act)
 {
     size_t certified;
     const char *verdict = overall(r, &certified);
@@ -137,6 +145,10 @@ static void print_json(json_t *o, const results *r, const vijp_activation_report
                                     num(cond), "rank", (json_int_t)rank, "cokernel_dim", (json_int_t)cok, "method",
                                     method, "points", points));
     if (act) json_object_set_new(o, "activation", activation_json(act));
+}
+
+void print_json(json_t *o)
+{
     json_dumpf(o, cli_out(), JSON_INDENT(2) | JSON_REAL_PRECISION(17));
     fputc('\n', cli_out());
     json_decref(o);
@@ -205,7 +217,7 @@ static void print_table(const char *spec, const vijp_layer *L, uint64_t seed, co
  * Jacobian's enclosure (midpoint, radius), LAPACK's copy, U, Vᵀ and the Gram
  * matrix JJᵀ in double, and JJᵀ again in MPFR at 256 bits for the first step
  * of the proof's climb (higher steps are not counted). */
-static int certify_fits(double m, double n, double P)
+int certify_fits(double m, double n, double P)
 {
     vijp_format p256;
     vijp_error e;
@@ -275,11 +287,12 @@ static int certify_jacobian(const char *jpath, const char *rpath, const vijp_cer
         return rc == VIJP_EINVAL || rc == VIJP_EDIM || rc == VIJP_EDOMAIN ? EXIT_USAGE : EXIT_FAILED;
     }
     const vijp_certificate *c = &r.c[0];
-    if (json)
-        print_json(json_pack("{s:s, s:o, s:I, s:I, s:I}", "jacobian", jpath, "radius", rpath ? json_string(rpath) : json_null(),
-                             "in", (json_int_t)n, "out", (json_int_t)m, "samples", (json_int_t)1),
-                   &r, NULL);
-    else {
+    if (json) {
+        json_t *o = json_pack("{s:s, s:o, s:I, s:I, s:I}", "jacobian", jpath, "radius", rpath ? json_string(rpath) : json_null(),
+                              "in", (json_int_t)n, "out", (json_int_t)m, "samples", (json_int_t)1);
+        add_verdicts(o, &r, NULL);
+        print_json(o);
+    } else {
         fprintf(text, "jacobian %s (%zu × %zu: %zu outputs, %zu inputs), ", jpath, m, n, m, n);
         if (rpath) fprintf(text, "radius %s (‖R‖_F <= %.3g)\n\n", rpath, c->enclosure_radius);
         else fprintf(text, "exact\n\n");
@@ -291,17 +304,6 @@ static int certify_jacobian(const char *jpath, const char *rpath, const vijp_cer
     free(r.c);
     return ok ? EXIT_OK : EXIT_FAILED;
 }
-
-/* What the command line asked for. */
-typedef struct {
-    const char *spec, *init_name, *jacobian, *radius, *input, *params;
-    const char *layer_opt; /* an option that only --layer takes, given */
-    unsigned long long width, samples, seed;
-    double scale, range;
-    vijp_certify_opts co;
-    int json, verbose, quiet;
-    vijp_init init;
-} certify_args;
 
 /* A positive number below 1e300 for --scale and --range. */
 static int parse_positive(const char *opt, const char *s, double *out)
@@ -316,12 +318,13 @@ static int parse_positive(const char *opt, const char *s, double *out)
 /* Options into a; -1 to go on, or the exit status (--help, bad usage). */
 static int parse_args(int argc, char **argv, certify_args *a)
 {
-    enum { O_PREC = 256, O_RANGE, O_JACOBIAN, O_RADIUS, O_INPUT, O_PARAMS };
+    enum { O_PREC = 256, O_RANGE, O_JACOBIAN, O_RADIUS, O_INPUT, O_PARAMS, O_NET, O_DEPTH, O_INDEX };
     static const struct option opts[] = {
         {"layer", 1, 0, 'l'}, {"width", 1, 0, 'w'},      {"samples", 1, 0, 'n'}, {"seed", 1, 0, 's'},
         {"init", 1, 0, 'i'},  {"scale", 1, 0, 'x'},      {"prec-max", 1, 0, O_PREC}, {"range", 1, 0, O_RANGE},
         {"json", 0, 0, 'j'},  {"verbose", 0, 0, 'v'},    {"help", 0, 0, 'h'},   {"quiet", 0, 0, 'q'},
-        {"jacobian", 1, 0, O_JACOBIAN}, {"radius", 1, 0, O_RADIUS}, {"input", 1, 0, O_INPUT}, {"params", 1, 0, O_PARAMS}, {0, 0, 0, 0},
+        {"jacobian", 1, 0, O_JACOBIAN}, {"radius", 1, 0, O_RADIUS}, {"input", 1, 0, O_INPUT}, {"params", 1, 0, O_PARAMS},
+        {"net", 1, 0, O_NET}, {"depth", 1, 0, O_DEPTH}, {"layer-index", 1, 0, O_INDEX}, {0, 0, 0, 0},
     };
     vijp_error err = {0};
     unsigned long long v;
@@ -334,6 +337,9 @@ static int parse_args(int argc, char **argv, certify_args *a)
         case O_RADIUS: a->radius = optarg; break;
         case O_INPUT: a->input = optarg; break;
         case O_PARAMS: a->params = optarg; break;
+        case O_NET: a->net = optarg; break;
+        case O_DEPTH: if (cli_parse_size("--depth", optarg, 1, 100000, &a->depth)) return EXIT_USAGE; a->net_opt = "depth"; break;
+        case O_INDEX: if (cli_parse_size("--layer-index", optarg, 1, 100000, &a->layer_index)) return EXIT_USAGE; a->net_opt = "layer-index"; break;
         case 'l': a->spec = optarg; break;
         case 'w': if (cli_parse_size("--width", optarg, 1, 4096, &a->width)) return EXIT_USAGE; break;
         case 'n': if (cli_parse_size("--samples", optarg, 1, 100000, &a->samples)) return EXIT_USAGE; break;
@@ -353,11 +359,13 @@ static int parse_args(int argc, char **argv, certify_args *a)
         cli_say("vijp certify: unexpected argument '%s'\n", argv[optind]);
         return EXIT_USAGE;
     }
-    const char *clash = a->jacobian && a->spec ? "--layer and --jacobian exclude each other"
+    const char *clash = !!a->jacobian + !!a->spec + !!a->net > 1 ? "--layer, --net and --jacobian exclude each other"
                         : a->radius && !a->jacobian ? "--radius needs --jacobian"
-                        : !a->jacobian && !a->spec ? "--layer SPEC or --jacobian FILE is required (run 'vijp certify --help')"
+                        : !a->jacobian && !a->spec && !a->net ? "--layer SPEC, --net NET or --jacobian FILE is required (run 'vijp certify --help')"
+                        : a->net && a->params ? "--params applies to --layer: a net's parameters come from it, or --init and --seed"
                         : NULL;
     if (clash) return fprintf(stderr, "vijp certify: %s\n", clash), EXIT_USAGE;
+    if (!a->net && a->net_opt) return fprintf(stderr, "vijp certify: --%s applies to --net\n", a->net_opt), EXIT_USAGE;
     if (a->jacobian && a->layer_opt)
         return fprintf(stderr, "vijp certify: --%s applies to --layer, not to --jacobian\n", a->layer_opt), EXIT_USAGE;
     if (a->spec && strchr(a->spec, ','))
@@ -417,9 +425,20 @@ static int setup_layer(const certify_args *a, vijp_net *net, vijp_array *xin, si
     return -1;
 }
 
-/* The samples (shared out under mpirun), then, on rank 0, the activation's
- * f′ analysis and the report: the exit status. */
-static int run_samples(const mpi_world *w, const certify_args *a, vijp_net *net, const vijp_array *xin, size_t samples)
+/* Where --layer's θ and points came from, as the command line says. */
+static void layer_sources(const certify_args *a, const vijp_net *net, certify_sources *src)
+{
+    src->label = a->spec;
+    if (a->params) snprintf(src->params, sizeof src->params, "parameters from %s", a->params);
+    else if (net->given && net->given[0]) snprintf(src->params, sizeof src->params, "parameters from %s", a->spec);
+    else snprintf(src->params, sizeof src->params, "%s parameters", a->init_name);
+    src->params_json = a->params ? a->params : net->given && net->given[0] ? a->spec : a->init_name;
+    if (a->input) snprintf(src->points, sizeof src->points, "from %s", a->input);
+    else snprintf(src->points, sizeof src->points, "%g·N(0,1)", a->scale);
+}
+
+int certify_samples(const mpi_world *w, const certify_args *a, const certify_sources *src, vijp_net *net,
+                    const vijp_array *xin, size_t samples, json_t *collect)
 {
     const vijp_layer *L = &net->layers[0];
     vijp_error err = {0};
@@ -438,20 +457,15 @@ static int run_samples(const mpi_world *w, const certify_args *a, vijp_net *net,
         double tol = a->range * 1e-12 > 1e-9 ? a->range * 1e-12 : 1e-9;
         have_act = !(rc = vijp_activation_analyze(L, net->theta[0], a->range, tol, &act, &err));
     }
-    if (!w->rank && !rc && a->json)
-        print_json(json_pack("{s:s, s:I, s:I, s:I, s:I, s:s, s:s?}", "layer", a->spec, "in", (json_int_t)L->in, "out",
-                             (json_int_t)L->out, "samples", (json_int_t)r.n, "seed", (json_int_t)a->seed, "parameters",
-                             a->params ? a->params : net->given && net->given[0] ? a->spec : a->init_name, "input", a->input),
-                   &r, have_act ? &act : NULL);
-    else if (!w->rank && !rc) {
-        /* Where θ and the points came from, as the command line says. */
-        char params[4200], points[4200];
-        if (a->params) snprintf(params, sizeof params, "parameters from %s", a->params);
-        else if (net->given && net->given[0]) snprintf(params, sizeof params, "parameters from %s", a->spec);
-        else snprintf(params, sizeof params, "%s parameters", a->init_name);
-        if (a->input) snprintf(points, sizeof points, "from %s", a->input);
-        else snprintf(points, sizeof points, "%g·N(0,1)", a->scale);
-        print_table(a->spec, L, a->seed, params, points, &r, have_act ? &act : NULL, a->verbose);
+    if (!w->rank && !rc && a->json) {
+        json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:s, s:s?}", "layer", src->label, "in", (json_int_t)L->in,
+                              "out", (json_int_t)L->out, "samples", (json_int_t)r.n, "seed", (json_int_t)a->seed,
+                              "parameters", src->params_json, "input", a->input);
+        add_verdicts(o, &r, have_act ? &act : NULL);
+        if (collect) json_array_append_new(collect, o);
+        else print_json(o);
+    } else if (!w->rank && !rc) {
+        print_table(src->label, L, a->seed, src->params, src->points, &r, have_act ? &act : NULL, a->verbose);
     }
     size_t certified = 0;
     if (!w->rank && !rc) overall(&r, &certified);
@@ -480,9 +494,14 @@ static int certify_command(const mpi_world *w, int argc, char **argv)
     int code = parse_args(argc, argv, &a); /* -1 to go on, else the exit status */
     if (code < 0 && a.jacobian) code = w->rank ? EXIT_OK : certify_jacobian(a.jacobian, a.radius, &a.co, a.json);
     samples = a.samples;
-    if (code < 0) code = setup_layer(&a, &net, &xin, &samples, &err);
+    if (code < 0 && !a.net) code = setup_layer(&a, &net, &xin, &samples, &err);
     int stop = rank_parse_agree(w, &quiet_rank, code, "vijp certify", "the certification");
-    if (stop < 0) stop = run_samples(w, &a, &net, &xin, samples);
+    if (stop < 0 && a.net) stop = certify_net(w, &a);
+    else if (stop < 0) {
+        certify_sources src;
+        layer_sources(&a, &net, &src);
+        stop = certify_samples(w, &a, &src, &net, &xin, samples, NULL);
+    }
     if (code < 0) vijp_array_clear(&xin), vijp_net_free(&net);
     return stop;
 }

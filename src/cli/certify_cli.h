@@ -1,0 +1,47 @@
+/* vijp certify's parts (certify.c: the command, --layer, --jacobian;
+ * certify_net.c: --net, every layer of a net at its own inputs). */
+#ifndef VIJP_CLI_CERTIFY_H
+#define VIJP_CLI_CERTIFY_H
+
+#include "mpi/mpi.h"
+#include "vijp/array_io.h"
+#include "vijp/certify.h"
+#include "vijp/vijp.h"
+#include <jansson.h>
+
+/* What the command line asked for. */
+typedef struct {
+    const char *spec, *init_name, *jacobian, *radius, *input, *params, *net;
+    const char *layer_opt; /* an option that only --layer takes, given */
+    const char *net_opt;   /* an option that only --net takes, given */
+    unsigned long long width, samples, seed, depth, layer_index;
+    double scale, range;
+    vijp_certify_opts co;
+    int json, verbose, quiet;
+    vijp_init init;
+} certify_args;
+
+/* What the report says was certified, and where θ and the points came from. */
+typedef struct {
+    const char *label;       /* the layer: its spec, or "NET layer I: SPEC" */
+    char params[4200];       /* "parameters from F", "gaussian parameters" */
+    const char *params_json; /* the file, or the init's name */
+    char points[4300];       /* "from X.npy", "1·N(0,1)", ... */
+} certify_sources;
+
+/* Whether certifying an m × n Jacobian of a layer with P parameters fits in
+ * memory (says why not on stderr). */
+int certify_fits(double m, double n, double P);
+/* net's one layer at the samples (xin's rows, or drawn; shared out under
+ * mpirun), then, on rank 0, the activation's f′ analysis and the report:
+ * printed, or with --json appended to collect when it is not NULL.  The
+ * exit status: 0 every sample certified, 1 not, 2 bad input, 3 a
+ * declaration contradicted. */
+int certify_samples(const mpi_world *w, const certify_args *a, const certify_sources *src, vijp_net *net,
+                    const vijp_array *xin, size_t samples, json_t *collect);
+/* Print o as the command's JSON and free it. */
+void print_json(json_t *o);
+/* --net: every layer (or --layer-index's) at the inputs that reach it. */
+int certify_net(const mpi_world *w, const certify_args *a);
+
+#endif
