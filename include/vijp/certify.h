@@ -29,6 +29,10 @@
 #include "vijp/layer.h"
 #include "vijp/error.h"
 
+typedef struct {
+    double lo, hi;
+} vijp_span;
+
 typedef enum {
     VIJP_CERTIFIED_SUBMERSIVE,
     VIJP_NOT_SUBMERSIVE,
@@ -99,6 +103,50 @@ VIJP_API VIJP_MUST_CHECK int vijp_layer_jacobian_enclosure(const vijp_layer *L, 
 VIJP_API VIJP_MUST_CHECK int vijp_certify_layer(const vijp_layer *L, const double *theta, const double *x, const vijp_certify_opts *o,
                        vijp_certificate *out, vijp_error *err);
 
+/* Certification over a box: every input x with lo_i <= x_i <= hi_i (one
+ * sample).  The verdict holds for every x in the box:
+ *   certified-submersive  σ_min(J(x)) >= s for every x in it, by
+ *       "interval-bisection"  elementwise activations: J = diag(f′(x_i)),
+ *                             f′ enclosed (MPFI, the type's deriv_enclose)
+ *                             over pieces of each [lo_i, hi_i] that exclude
+ *                             0; s is the least |f′| those enclosures allow;
+ *       "constant-jacobian"   layers that declare J independent of x
+ *                             (VIJP_DECL_LINEAR): the point certificate at the
+ *                             box's centre holds at every x;
+ *       "analytic"            the type declares it submersive everywhere;
+ *   not-submersive        a proven point of the box where J is singular:
+ *                         f′(p) = 0 exactly (coordinate i at p), or a zero
+ *                         of f′ inside [a, b] by the intermediate value
+ *                         theorem (f′ continuous, enclosed strictly positive
+ *                         at one end and strictly negative at the other), or
+ *                         anywhere (declared never submersive; a constant J
+ *                         proven rank deficient);
+ *   inconclusive          ("undecided" in the report) the pieces left when
+ *                         the budget of intervals ran out, or of width
+ *                         below (hi − lo)·2^-40 whose enclosure holds 0 with
+ *                         no proof of a zero; certified_fraction says how
+ *                         much of the box's volume was proven.
+ * Other layer types have no enclosure of J over a box: VIJP_EUNSUPPORTED. */
+typedef struct {
+    vijp_verdict verdict;
+    char method[32];
+    double s;                  /* σ_min(J(x)) >= s on the whole box (rounded down); NaN unless certified */
+    int exact;                 /* not-submersive at the point lo == hi below, exactly */
+    size_t coordinate;         /* elementwise: the input coordinate of the counterexample or open piece */
+    double lo, hi;             /* where J is singular (a point, or an interval holding one) */
+    double certified_fraction; /* of the box's volume (1 when certified) */
+    size_t boxes, n_open;      /* intervals examined; pieces left undecided */
+    vijp_span open[8];         /* the first of them (coordinate open_at[k]) */
+    size_t open_at[8];
+    char reason[256];
+} vijp_box_certificate;
+
+VIJP_API VIJP_MUST_CHECK int vijp_certify_box(const vijp_layer *L, const double *theta, const double *lo, const double *hi,
+                                              size_t budget, const vijp_certify_opts *o, vijp_box_certificate *out,
+                                              vijp_error *err);
+/* "certified-submersive", "not-submersive", "undecided". */
+VIJP_API const char *vijp_box_verdict_name(vijp_verdict v);
+
 /* Elementwise activations over the real line (y_k = f(x_k)).  Interval
  * bisection of f′ (the type's deriv_enclose, vijp/interval.h) over [−R, R]: pieces where the
  * enclosure excludes 0 are proven submersive; pieces narrower than tol whose
@@ -109,9 +157,6 @@ VIJP_API VIJP_MUST_CHECK int vijp_certify_layer(const vijp_layer *L, const doubl
  * underflows to 0, and where it first falls below u times its largest value
  * (numerically zero next to a unit with f′ ~ 1). */
 #define VIJP_ACT_FORMATS 6
-typedef struct {
-    double lo, hi;
-} vijp_span;
 
 typedef struct {
     double R, tol;

@@ -45,7 +45,8 @@ typedef struct vijp_layer {
 enum {
     VIJP_DECL_SUBMERSIVE = 1u << 0,       /* J has full row rank at every point */
     VIJP_DECL_NEVER_SUBMERSIVE = 1u << 1, /* J never has full row rank (e.g. m > n) */
-    VIJP_DECL_INVERTIBLE = 1u << 2        /* forward is a bijection with an inverse operator */
+    VIJP_DECL_INVERTIBLE = 1u << 2,       /* forward is a bijection with an inverse operator */
+    VIJP_DECL_LINEAR = 1u << 3            /* J does not depend on x (dense, conv: affine maps) */
 };
 
 /* What Moonwalk mixed mode keeps from the forward pass so that the reverse pass

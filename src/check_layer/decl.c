@@ -25,6 +25,44 @@ static double *jacobian_d(check_fix *t, size_t b, vijp_error *err)
     return a;
 }
 
+/* ε_J of the double operator's Jacobian at sample b (below), 0 with the
+ * MPFR reference. */
+static double jacobian_eps(check_fix *t, size_t b, vijp_error *err)
+{
+    if (t->have_ref) return 0;
+    size_t m = t->L->out, n = t->L->in;
+    double *M = check_abs_jacobian(t, b, err), fro = 0;
+    for (size_t i = 0; M && i < m * n; i++) fro += M[i] * M[i];
+    free(M);
+    return 1.01 * (n + check_term_ulps(t->L)) * t->u * sqrt(fro);
+}
+
+/* A type that declares J independent of x (VIJP_DECL_LINEAR, which lets
+ * certify prove a whole box from one point): J at every point equals J at
+ * the first, ‖J_b − J_0‖_F <= ε_b + ε_0 (exactly equal with the MPFR
+ * reference, rounded once from the same exact J).  0, or the check failed. */
+static int linear_holds(check_fix *t, vijp_check_result *r)
+{
+    size_t mn = t->L->out * t->L->in;
+    vijp_error err = {0};
+    double *J0 = jacobian_d(t, 0, &err), eps0 = J0 ? jacobian_eps(t, 0, &err) : 0;
+    for (size_t b = 1; J0 && b < t->B; b++) {
+        double *J = jacobian_d(t, b, &err), diff = 0;
+        for (size_t i = 0; J && i < mn; i++) diff += (J[i] - J0[i]) * (J[i] - J0[i]);
+        double tol = eps0 + (J ? jacobian_eps(t, b, &err) : 0);
+        free(J);
+        if (!J) break;
+        if (sqrt(diff) > tol) {
+            check_fail(r, "declares J independent of x, but ‖J(x_%zu) − J(x_0)‖_F = %.3g > %.3g", b, sqrt(diff), tol);
+            free(J0);
+            return -1;
+        }
+    }
+    free(J0);
+    if (err.code) return check_refused(r, "jacobian", VIJP_EINVAL, &err), -1;
+    return 0;
+}
+
 /* Numerically, J has full row rank when σ_m(J) stands above the noise floor
  *   τ = max(m,n)·u·σ_max  (LAPACK's rank tolerance, u = 2^-53)  + ε_J,
  * where ε_J bounds ‖Ĵ − J‖₂ for the Ĵ we hold: 0 for the MPFR reference
@@ -37,13 +75,15 @@ void check_declarations(check_fix *t, vijp_check_result *r)
     const vijp_layer *L = t->L;
     unsigned d = L->type->declare(L);
     size_t m = L->out, n = L->in;
-    if (!(d & (VIJP_DECL_SUBMERSIVE | VIJP_DECL_NEVER_SUBMERSIVE | VIJP_DECL_INVERTIBLE))) {
-        check_skip(r, "the type declares nothing (neither submersive, never submersive nor invertible)");
+    if (!(d & (VIJP_DECL_SUBMERSIVE | VIJP_DECL_NEVER_SUBMERSIVE | VIJP_DECL_INVERTIBLE | VIJP_DECL_LINEAR))) {
+        check_skip(r, "the type declares nothing (neither submersive, never submersive, invertible nor linear)");
         return;
     }
-    check_method(r, "declared%s%s%s against LAPACK's singular values of J (%s) at %zu points",
+    if ((d & VIJP_DECL_LINEAR) && linear_holds(t, r)) return;
+    check_method(r, "declared%s%s%s%s against LAPACK's singular values of J (%s) at %zu points",
                  d & VIJP_DECL_SUBMERSIVE ? " submersive" : "", d & VIJP_DECL_NEVER_SUBMERSIVE ? " never-submersive" : "",
-                 d & VIJP_DECL_INVERTIBLE ? " invertible" : "", t->have_ref ? "MPFR reference" : "double operator", t->B);
+                 d & VIJP_DECL_INVERTIBLE ? " invertible" : "", d & VIJP_DECL_LINEAR ? " linear (J alike at every point)" : "",
+                 t->have_ref ? "MPFR reference" : "double operator", t->B);
     check_source(r, "σ_m(J) against the noise floor τ = max(m,n)·u·σ_max%s (LAPACK's rank tolerance, DESIGN §4; Weyl)",
                  t->have_ref ? "" : " + 1.01·(n+K)·u·‖J‖_F");
     if ((d & VIJP_DECL_SUBMERSIVE) && (d & VIJP_DECL_NEVER_SUBMERSIVE)) {

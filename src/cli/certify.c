@@ -20,6 +20,7 @@
 
 static const char help[] =
     "usage: vijp certify --layer SPEC [options]\n"
+    "       vijp certify --layer SPEC --box LO,HI | --box-file L.npy,H.npy [options]\n"
     "       vijp certify --net NET [--layer-index I] [options]\n"
     "       vijp certify --jacobian J.npy [--radius R.npy] [--prec-max P] [--json]\n"
     "\n"
@@ -62,6 +63,13 @@ static const char help[] =
     "                    or drawn) sent through the layers before it in double\n"
     "  --depth D         with a spec --net: its number of layers (default: the spec's)\n"
     "  --layer-index I   with --net: only layer I (1 is the first)\n"
+    "  --box LO,HI       with --layer: certify every input in the box (each coordinate\n"
+    "                    in [LO, HI]) instead of sampled points: certified-submersive\n"
+    "                    (σ_min(J(x)) >= s for all of it), not-submersive (a proven\n"
+    "                    point, or interval holding one, where J is singular), or\n"
+    "                    undecided (the share of the box proven, the pieces left)\n"
+    "  --box-file L.npy,H.npy  the same, coordinate i in [L[i], H[i]] (1-D arrays)\n"
+    "  --budget N        intervals a box's bisection may examine (default 200000)\n"
     "  --json            print one JSON object instead of tables\n"
     "  -v, --verbose     a line per sample even when there are many\n"
     "  -q, --quiet       no progress meter (shown on stderr, when it is a terminal,\n"
@@ -318,13 +326,14 @@ static int parse_positive(const char *opt, const char *s, double *out)
 /* Options into a; -1 to go on, or the exit status (--help, bad usage). */
 static int parse_args(int argc, char **argv, certify_args *a)
 {
-    enum { O_PREC = 256, O_RANGE, O_JACOBIAN, O_RADIUS, O_INPUT, O_PARAMS, O_NET, O_DEPTH, O_INDEX };
+    enum { O_PREC = 256, O_RANGE, O_JACOBIAN, O_RADIUS, O_INPUT, O_PARAMS, O_NET, O_DEPTH, O_INDEX, O_BOX, O_BOXFILE, O_BUDGET };
     static const struct option opts[] = {
         {"layer", 1, 0, 'l'}, {"width", 1, 0, 'w'},      {"samples", 1, 0, 'n'}, {"seed", 1, 0, 's'},
         {"init", 1, 0, 'i'},  {"scale", 1, 0, 'x'},      {"prec-max", 1, 0, O_PREC}, {"range", 1, 0, O_RANGE},
         {"json", 0, 0, 'j'},  {"verbose", 0, 0, 'v'},    {"help", 0, 0, 'h'},   {"quiet", 0, 0, 'q'},
         {"jacobian", 1, 0, O_JACOBIAN}, {"radius", 1, 0, O_RADIUS}, {"input", 1, 0, O_INPUT}, {"params", 1, 0, O_PARAMS},
-        {"net", 1, 0, O_NET}, {"depth", 1, 0, O_DEPTH}, {"layer-index", 1, 0, O_INDEX}, {0, 0, 0, 0},
+        {"net", 1, 0, O_NET}, {"depth", 1, 0, O_DEPTH}, {"layer-index", 1, 0, O_INDEX}, {"box", 1, 0, O_BOX},
+        {"box-file", 1, 0, O_BOXFILE}, {"budget", 1, 0, O_BUDGET}, {0, 0, 0, 0},
     };
     vijp_error err = {0};
     unsigned long long v;
@@ -332,12 +341,17 @@ static int parse_args(int argc, char **argv, certify_args *a)
     optind = 1;
     while ((c = getopt_long(argc, argv, "hvq", opts, &opt_index)) != -1) {
         if ((c > 0 && c < 128 && strchr("wnsix", c)) || c == O_RANGE || c == O_INPUT || c == O_PARAMS) a->layer_opt = opts[opt_index].name;
+        if (c == 'n') a->point_opt = "--samples counts points; a box certificate covers every point of it";
+        if (c == 'x') a->point_opt = "--scale draws points; a box certificate covers every point of it";
         switch (c) {
         case O_JACOBIAN: a->jacobian = optarg; break;
         case O_RADIUS: a->radius = optarg; break;
         case O_INPUT: a->input = optarg; break;
         case O_PARAMS: a->params = optarg; break;
         case O_NET: a->net = optarg; break;
+        case O_BOX: a->box = optarg; break;
+        case O_BOXFILE: a->box_file = optarg; break;
+        case O_BUDGET: if (cli_parse_size("--budget", optarg, 1, 100000000, &a->budget)) return EXIT_USAGE; break;
         case O_DEPTH: if (cli_parse_size("--depth", optarg, 1, 100000, &a->depth)) return EXIT_USAGE; a->net_opt = "depth"; break;
         case O_INDEX: if (cli_parse_size("--layer-index", optarg, 1, 100000, &a->layer_index)) return EXIT_USAGE; a->net_opt = "layer-index"; break;
         case 'l': a->spec = optarg; break;
@@ -366,6 +380,15 @@ static int parse_args(int argc, char **argv, certify_args *a)
                         : NULL;
     if (clash) return fprintf(stderr, "vijp certify: %s\n", clash), EXIT_USAGE;
     if (!a->net && a->net_opt) return fprintf(stderr, "vijp certify: --%s applies to --net\n", a->net_opt), EXIT_USAGE;
+    if (a->box || a->box_file || a->budget) {
+        const char *why = !a->spec ? "--box, --box-file and --budget apply to --layer"
+                          : a->box && a->box_file ? "--box and --box-file exclude each other"
+                          : !a->box && !a->box_file ? "--budget applies to --box or --box-file"
+                          : a->input ? "--input gives points; --box a region: one or the other"
+                          : a->point_opt ? a->point_opt
+                          : NULL;
+        if (why) return fprintf(stderr, "vijp certify: %s\n", why), EXIT_USAGE;
+    }
     if (a->jacobian && a->layer_opt)
         return fprintf(stderr, "vijp certify: --%s applies to --layer, not to --jacobian\n", a->layer_opt), EXIT_USAGE;
     if (a->spec && strchr(a->spec, ','))
@@ -403,7 +426,7 @@ static int read_user_point(const certify_args *a, vijp_net *net, vijp_array *xin
 /* The layer of --layer, sized before it is built, its parameters drawn or
  * given, and the user's points: -1 to go on (net and xin then hold them),
  * or the exit status with nothing held. */
-static int setup_layer(const certify_args *a, vijp_net *net, vijp_array *xin, size_t *samples, vijp_error *err)
+int certify_setup_layer(const certify_args *a, vijp_net *net, vijp_array *xin, size_t *samples, vijp_error *err)
 {
     /* One BLAS thread: LAPACK's numbers (and the targets s is tried at) are
      * then the same on every run on this machine. */
@@ -494,9 +517,10 @@ static int certify_command(const mpi_world *w, int argc, char **argv)
     int code = parse_args(argc, argv, &a); /* -1 to go on, else the exit status */
     if (code < 0 && a.jacobian) code = w->rank ? EXIT_OK : certify_jacobian(a.jacobian, a.radius, &a.co, a.json);
     samples = a.samples;
-    if (code < 0 && !a.net) code = setup_layer(&a, &net, &xin, &samples, &err);
+    if (code < 0 && !a.net) code = certify_setup_layer(&a, &net, &xin, &samples, &err);
     int stop = rank_parse_agree(w, &quiet_rank, code, "vijp certify", "the certification");
     if (stop < 0 && a.net) stop = certify_net(w, &a);
+    else if (stop < 0 && (a.box || a.box_file)) stop = w->rank ? EXIT_OK : certify_box(&a, &net);
     else if (stop < 0) {
         certify_sources src;
         layer_sources(&a, &net, &src);

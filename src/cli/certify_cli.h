@@ -11,10 +11,11 @@
 
 /* What the command line asked for. */
 typedef struct {
-    const char *spec, *init_name, *jacobian, *radius, *input, *params, *net;
+    const char *spec, *init_name, *jacobian, *radius, *input, *params, *net, *box, *box_file;
+    const char *point_opt; /* why an option about sampled points does not go with a box */
     const char *layer_opt; /* an option that only --layer takes, given */
     const char *net_opt;   /* an option that only --net takes, given */
-    unsigned long long width, samples, seed, depth, layer_index;
+    unsigned long long width, samples, seed, depth, layer_index, budget;
     double scale, range;
     vijp_certify_opts co;
     int json, verbose, quiet;
@@ -41,6 +42,11 @@ int certify_samples(const mpi_world *w, const certify_args *a, const certify_sou
                     const vijp_array *xin, size_t samples, json_t *collect);
 /* Print o as the command's JSON and free it. */
 void print_json(json_t *o);
+/* --layer's net of one layer, sized, its parameters drawn or given, and
+ * --input's points: -1 to go on, or the exit status with nothing held. */
+int certify_setup_layer(const certify_args *a, vijp_net *net, vijp_array *xin, size_t *samples, vijp_error *err);
+/* --box, --box-file: the layer over a box of inputs (certify_box.c). */
+int certify_box(const certify_args *a, const vijp_net *net);
 /* --net: every layer (or --layer-index's) at the inputs that reach it. */
 int certify_net(const mpi_world *w, const certify_args *a);
 

@@ -32,7 +32,7 @@ static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *er
 
 static int print(const vijp_layer *L, char *buf, size_t size) { return snprintf(buf, size, "avgpool:%zu", vijp_avgpool_window(L)); }
 
-static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE; }
+static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE | VIJP_DECL_LINEAR; }
 
 static void forward(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B, double *Y)
 {

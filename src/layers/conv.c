@@ -120,7 +120,7 @@ static int parse2(vijp_layer *L, const char *arg, size_t in_width, vijp_error *e
 
 static size_t param_count(const vijp_layer *L) { return CH(L) * CH(L) * KH(L) * KS(L) + CH(L); }
 #define NW(L) (CH(L) * CH(L) * KH(L) * KS(L)) /* weights before the biases */
-static unsigned declare(const vijp_layer *L) { (void)L; return 0; } /* submersive iff J is nonsingular */
+static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_LINEAR; } /* submersive iff J is nonsingular */
 
 /* Gaussian: N(0, 1/(C·K)) every tap.  Orthogonal (and scaled): delta-
  * orthogonal (Xiao et al. 2018), an orthogonal C × C centre tap and zero

@@ -43,7 +43,7 @@ static size_t param_count(const vijp_layer *L) { return L->out * L->in + L->out;
 
 static unsigned declare(const vijp_layer *L)
 {
-    return L->out > L->in ? VIJP_DECL_NEVER_SUBMERSIVE : 0;
+    return VIJP_DECL_LINEAR | (L->out > L->in ? VIJP_DECL_NEVER_SUBMERSIVE : 0u); /* J = W at every x */
 }
 
 /* Orthonormal columns (or rows, when wide): Q of the QR of a Gaussian matrix

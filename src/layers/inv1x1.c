@@ -45,7 +45,7 @@ static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *er
 }
 
 static size_t param_count(const vijp_layer *L) { return CH(L) * CH(L); }
-static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE | VIJP_DECL_INVERTIBLE; }
+static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE | VIJP_DECL_INVERTIBLE | VIJP_DECL_LINEAR; }
 
 /* orthogonal: L = I, U = 0, log_s = 0, so W = P; scaled:G: log_s = log G;
  * Gaussian: L and U entries N(0, 1/C), log_s N(0, 0.1²). */

@@ -36,7 +36,7 @@ static int print(const vijp_layer *L, char *buf, size_t size)
     return snprintf(buf, size, "squeeze:%zux%zu", vijp_squeeze_get(L)->channels, vijp_squeeze_get(L)->factor);
 }
 
-static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE | VIJP_DECL_INVERTIBLE; }
+static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE | VIJP_DECL_INVERTIBLE | VIJP_DECL_LINEAR; }
 
 /* The input index that output index j reads (within one sample). */
 static size_t source(const vijp_layer *L, size_t j)

@@ -1,0 +1,126 @@
+/* vijp certify --layer SPEC --box LO,HI | --box-file L.npy,H.npy: the layer
+ * over a box of inputs (vijp_certify_box), reported as a table or JSON. */
+#include "cli.h"
+#include "certify_cli.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* "LO,HI": two finite numbers, LO <= HI. */
+static int parse_box(const char *text, double *lo, double *hi, vijp_error *err)
+{
+    char *end;
+    *lo = strtod(text, &end);
+    if (end == text || *end != ',') return vijp_fail(err, VIJP_EINVAL, "--box wants LO,HI (two numbers), got '%s'", text);
+    const char *second = end + 1;
+    *hi = strtod(second, &end);
+    if (end == second || *end || !isfinite(*lo) || !isfinite(*hi) || *lo > *hi)
+        return vijp_fail(err, VIJP_EINVAL, "--box wants LO,HI with finite LO <= HI, got '%s'", text);
+    return 0;
+}
+
+/* One of --box-file's arrays: n finite numbers (1-D, or one row). */
+static int read_bound(const char *path, size_t n, double *v, vijp_error *err)
+{
+    vijp_array a = {0};
+    if (vijp_npy_read(path, &a, err)) return err->code;
+    int rc = 0;
+    if (a.len != n || (a.ndim != 1 && !(a.ndim == 2 && a.shape[0] == 1))) {
+        char got[64];
+        vijp_array_shape_str(a.ndim, a.shape, got, sizeof got);
+        rc = vijp_fail(err, VIJP_EDIM, "--box-file %s: shape %s, want (%zu,): a bound for each input coordinate", path, got, n);
+    }
+    for (size_t i = 0; !rc && i < n; i++)
+        if (!isfinite(a.data[i])) rc = vijp_fail(err, VIJP_EDOMAIN, "--box-file %s: entry %zu is not a finite number", path, i);
+    if (!rc) memcpy(v, a.data, n * sizeof *v);
+    vijp_array_clear(&a);
+    return rc;
+}
+
+/* The box's bounds, a pair per input coordinate. */
+static int read_box(const certify_args *a, size_t n, double *lo, double *hi, vijp_error *err)
+{
+    if (a->box) {
+        double l = 0, h = 0;
+        if (parse_box(a->box, &l, &h, err)) return err->code;
+        for (size_t i = 0; i < n; i++) lo[i] = l, hi[i] = h;
+        return 0;
+    }
+    const char *comma = strchr(a->box_file, ',');
+    if (!comma || strchr(comma + 1, ','))
+        return vijp_fail(err, VIJP_EINVAL, "--box-file wants L.npy,H.npy (two files), got '%s'", a->box_file);
+    char first[4096];
+    if ((size_t)(comma - a->box_file) >= sizeof first) return vijp_fail(err, VIJP_EINVAL, "--box-file: path too long");
+    memcpy(first, a->box_file, (size_t)(comma - a->box_file)), first[comma - a->box_file] = 0;
+    if (read_bound(first, n, lo, err) || read_bound(comma + 1, n, hi, err)) return err->code;
+    for (size_t i = 0; i < n; i++)
+        if (lo[i] > hi[i])
+            return vijp_fail(err, VIJP_EDOMAIN, "--box-file: coordinate %zu has L = %.17g > H = %.17g", i, lo[i], hi[i]);
+    return 0;
+}
+
+static json_t *num(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+
+static void print_box_json(const certify_args *a, const vijp_layer *L, const char *params, const vijp_box_certificate *c)
+{
+    json_t *open = json_array(), *counter = json_null();
+    for (size_t k = 0; k < c->n_open && k < sizeof c->open / sizeof *c->open; k++)
+        json_array_append_new(open, json_pack("{s:I, s:o, s:o}", "coordinate", (json_int_t)c->open_at[k] + 1, "lo",
+                                              num(c->open[k].lo), "hi", num(c->open[k].hi)));
+    if (c->verdict == VIJP_NOT_SUBMERSIVE && !strcmp(c->method, "interval-bisection"))
+        counter = json_pack("{s:I, s:o, s:o, s:b}", "coordinate", (json_int_t)c->coordinate + 1, "lo", num(c->lo), "hi",
+                            num(c->hi), "exact", c->exact);
+    print_json(json_pack("{s:s, s:I, s:I, s:s?, s:s?, s:s, s:s, s:s, s:o, s:o, s:I, s:I, s:o, s:o, s:s}", "layer", a->spec,
+                         "in", (json_int_t)L->in, "out", (json_int_t)L->out, "box", a->box, "box_file", a->box_file,
+                         "parameters", params, "verdict", vijp_box_verdict_name(c->verdict), "method", c->method,
+                         "sigma_min_lower_bound", num(c->s), "certified_fraction", num(c->certified_fraction),
+                         "intervals", (json_int_t)c->boxes, "undecided_pieces", (json_int_t)c->n_open, "undecided", open,
+                         "counterexample", counter, "reason", c->reason));
+}
+
+static void print_box_table(const certify_args *a, const vijp_layer *L, const char *params, const vijp_box_certificate *c)
+{
+    FILE *out = cli_out();
+    if (a->box) fprintf(out, "layer %s (%zu → %zu) over the box [%s] in every input coordinate, %s\n\n", a->spec, L->in,
+                        L->out, a->box, params);
+    else fprintf(out, "layer %s (%zu → %zu) over the box of %s, %s\n\n", a->spec, L->in, L->out, a->box_file, params);
+    if (c->verdict == VIJP_CERTIFIED_SUBMERSIVE && isnan(c->s))
+        fprintf(out, "verdict: certified-submersive over the whole box (%s)\n", c->method);
+    else if (c->verdict == VIJP_CERTIFIED_SUBMERSIVE)
+        fprintf(out, "verdict: certified-submersive over the whole box: σ_min(J(x)) >= %.4g for every x in it (%s%s)\n",
+                c->s, c->method, "");
+    else if (c->verdict == VIJP_NOT_SUBMERSIVE)
+        fprintf(out, "verdict: not-submersive in the box: %s (%s)\n", c->reason, c->method);
+    else {
+        fprintf(out, "verdict: undecided: %.4g%% of the box's volume proven submersive (%s); %s\n",
+                100 * c->certified_fraction, c->method, c->reason);
+        for (size_t k = 0; k < c->n_open && k < sizeof c->open / sizeof *c->open; k++)
+            fprintf(out, "  x_%zu in [%.17g, %.17g]\n", c->open_at[k] + 1, c->open[k].lo, c->open[k].hi);
+        if (c->n_open > sizeof c->open / sizeof *c->open)
+            fprintf(out, "  (and %zu more)\n", c->n_open - sizeof c->open / sizeof *c->open);
+    }
+    if (c->boxes) fprintf(out, "%zu intervals examined (--budget %llu)\n", c->boxes, a->budget ? a->budget : 200000ull);
+}
+
+int certify_box(const certify_args *a, const vijp_net *net)
+{
+    const vijp_layer *L = &net->layers[0];
+    vijp_error err = {0};
+    double *lo = vijp_alloc_array(L->in ? L->in : 1, sizeof *lo), *hi = vijp_alloc_array(L->in ? L->in : 1, sizeof *hi);
+    vijp_box_certificate c;
+    int rc = read_box(a, L->in, lo, hi, &err);
+    if (!rc) rc = vijp_certify_box(L, net->theta[0], lo, hi, a->budget, &a->co, &c, &err);
+    free(lo), free(hi);
+    if (rc) {
+        fprintf(stderr, "vijp certify: %s\n", err.msg);
+        return rc == VIJP_EDECLARATION ? 3 : rc == VIJP_ENOMEM || rc == VIJP_EIO ? EXIT_FAILED : EXIT_USAGE;
+    }
+    const char *params = a->params ? a->params : net->given && net->given[0] ? a->spec : a->init_name;
+    char said[4200];
+    snprintf(said, sizeof said, "%s%s", a->params || (net->given && net->given[0]) ? "parameters from " : "", params);
+    if (!a->params && !(net->given && net->given[0])) snprintf(said, sizeof said, "%s parameters", a->init_name);
+    if (a->json) print_box_json(a, L, params, &c);
+    else print_box_table(a, L, said, &c);
+    return c.verdict == VIJP_CERTIFIED_SUBMERSIVE ? EXIT_OK : EXIT_FAILED;
+}

@@ -1,0 +1,198 @@
+/* Certification over a box of inputs (vijp_certify_box, certify --box):
+ * verdicts checked against what is known independently of the code: the
+ * zero of SiLU's f′ (x0 = −1.278464542761074, mpmath), ReLU's f′ = 0 for
+ * x < 0, tanh′(30) = sech²(30), f′ of SiLU on a grid for the lower bound s,
+ * a dense layer's point certificate (its J is the same at every x), and a
+ * singular W. */
+#include "fixtures/certfix.h"
+#include "fixtures/clirun.h"
+#include <jansson.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const double silu_zero = -1.278464542761074; /* mpmath: f′(x0) = 0, SiLU's declared zero */
+
+static vijp_box_certificate box_of(const one_layer *o, double lo, double hi, size_t budget)
+{
+    size_t n = o->L->in;
+    double *l = malloc(n * sizeof *l), *h = malloc(n * sizeof *h);
+    for (size_t i = 0; i < n; i++) l[i] = lo, h[i] = hi;
+    vijp_box_certificate c;
+    vijp_error err = {0};
+    vijp_certify_opts co = {0};
+    ck_assert_msg(!vijp_certify_box(o->L, o->theta, l, h, budget, &co, &c, &err), "%s", err.msg);
+    free(l), free(h);
+    return c;
+}
+
+static double silu_deriv(double x) /* σ(x)(1 + x·σ(−x)) in double, relative error a few ulps */
+{
+    double s = 1 / (1 + exp(-x));
+    return s * (1 + x * (1 - s));
+}
+
+/* SiLU: the zero x0 of f′ is inside the box, found in an interval of width
+ * at most 6·2^-40 that holds it, proven by f′'s signs at its ends; a box
+ * that leaves x0 out is certified with s at most the least f′ on a grid
+ * (s is a lower bound: s <= f′(x) at every x, up to the grid's rounding of
+ * f′, a few ulps, so within a factor 1 + 1e-12). */
+START_TEST(silu_zero_found_and_bound)
+{
+    one_layer o;
+    one_layer_init(&o, "silu", 3, 1);
+    vijp_box_certificate c = box_of(&o, -3, 3, 0);
+    ck_assert_str_eq(vijp_box_verdict_name(c.verdict), "not-submersive");
+    ck_assert_msg(!c.exact && c.lo <= silu_zero && silu_zero <= c.hi && c.hi - c.lo <= 6 * 0x1p-40,
+                  "the zero %.17g not in [%.17g, %.17g]", silu_zero, c.lo, c.hi);
+    c = box_of(&o, -1, 2, 0);
+    ck_assert_int_eq(c.verdict, VIJP_CERTIFIED_SUBMERSIVE);
+    double least = INFINITY;
+    for (int k = 0; k <= 30000; k++) least = fmin(least, fabs(silu_deriv(-1 + 3.0 * k / 30000)));
+    ck_assert_msg(c.s > 0 && c.s <= least * (1 + 1e-12), "s = %.17g, least f′ on the grid %.17g", c.s, least);
+    ck_assert_double_eq(c.certified_fraction, 1);
+    /* too small a budget: undecided, with the share of the box proven */
+    c = box_of(&o, -3, 3, 10);
+    ck_assert_int_eq(c.verdict, VIJP_INCONCLUSIVE);
+    ck_assert_uint_eq(c.boxes, 10);
+    ck_assert_msg(c.n_open > 0 && c.certified_fraction > 0 && c.certified_fraction < 1, "%zu open, fraction %g", c.n_open,
+                  c.certified_fraction);
+    vijp_net_free(&o.net);
+}
+END_TEST
+
+/* ReLU: f′(−1) = 0 exactly, a proven point; on [0.5, 1] f′ = 1: s = 1.
+ * tanh on [−30, 30]: certified, s <= sech²(30) (~3.5e-26), s > 0. */
+START_TEST(relu_and_tanh)
+{
+    one_layer o;
+    one_layer_init(&o, "relu", 2, 1);
+    vijp_box_certificate c = box_of(&o, -1, 1, 0);
+    ck_assert_int_eq(c.verdict, VIJP_NOT_SUBMERSIVE);
+    ck_assert(c.exact && c.lo == -1 && c.hi == -1);
+    c = box_of(&o, 0.5, 1, 0);
+    ck_assert_int_eq(c.verdict, VIJP_CERTIFIED_SUBMERSIVE);
+    ck_assert_double_eq(c.s, 1);
+    vijp_net_free(&o.net);
+    one_layer_init(&o, "tanh", 2, 1);
+    c = box_of(&o, -30, 30, 0);
+    double sech2 = 1 / (cosh(30.0) * cosh(30.0));
+    ck_assert_int_eq(c.verdict, VIJP_CERTIFIED_SUBMERSIVE);
+    ck_assert_msg(c.s > 0 && c.s <= sech2 * (1 + 1e-12), "s = %g, sech²(30) = %g", c.s, sech2);
+    vijp_net_free(&o.net);
+}
+END_TEST
+
+/* dense: J = W at every x, so the box's certificate is the point
+ * certificate, whatever the point; with W = [[1, 0], [0, 0]] a proven
+ * cokernel makes the whole box not submersive; m > n never is. */
+START_TEST(dense_boxes)
+{
+    one_layer o;
+    one_layer_init(&o, "dense:4", 4, 1);
+    vijp_box_certificate c = box_of(&o, -5, 7, 0);
+    double x[4] = {3, -2, 0.5, 1e10};
+    vijp_certificate p;
+    certify_at(&o, x, &p);
+    ck_assert_int_eq(c.verdict, VIJP_CERTIFIED_SUBMERSIVE);
+    ck_assert_str_eq(c.method, "constant-jacobian");
+    ck_assert_double_eq(c.s, p.s);
+    vijp_certificate_clear(&p);
+    vijp_net_free(&o.net);
+    one_layer_init(&o, "dense:2", 2, 1);
+    double *th = o.net.theta[0];
+    th[0] = 1, th[1] = 0, th[2] = 0, th[3] = 0; /* W column-major: [[1, 0], [0, 0]] */
+    c = box_of(&o, -1, 1, 0);
+    ck_assert_int_eq(c.verdict, VIJP_NOT_SUBMERSIVE);
+    vijp_net_free(&o.net);
+    one_layer_init(&o, "dense:3x2", 2, 1);
+    c = box_of(&o, -1, 1, 0);
+    ck_assert_int_eq(c.verdict, VIJP_NOT_SUBMERSIVE);
+    ck_assert_str_eq(c.method, "analytic");
+    vijp_net_free(&o.net);
+}
+END_TEST
+
+START_TEST(bad_boxes)
+{
+    one_layer o;
+    one_layer_init(&o, "tanh", 2, 1);
+    double lo[2] = {0, 1}, hi[2] = {1, 0.5}, nan_hi[2] = {1, NAN};
+    vijp_box_certificate c;
+    vijp_error err = {0};
+    vijp_certify_opts co = {0};
+    ck_assert_int_eq(vijp_certify_box(o.L, o.theta, lo, hi, 0, &co, &c, &err), VIJP_EDOMAIN);
+    ck_assert_msg(strstr(err.msg, "coordinate 2"), "%s", err.msg);
+    ck_assert_int_eq(vijp_certify_box(o.L, o.theta, lo, nan_hi, 0, &co, &c, &err), VIJP_EDOMAIN);
+    vijp_net_free(&o.net);
+}
+END_TEST
+
+/* The command: --json, --box-file's per-coordinate bounds (the zero in
+ * coordinate 2 only), and every misuse refused with exit 2. */
+START_TEST(certify_box_command)
+{
+    char dir[256], lo[300], hi[300], cmd[2048];
+    make_temp_dir(dir, sizeof dir, "box");
+    snprintf(lo, sizeof lo, "%s/lo.npy", dir), snprintf(hi, sizeof hi, "%s/hi.npy", dir);
+    static const double l[2] = {1, -3}, h[2] = {2, 3}, wrong[3] = {1, 2, 3};
+    size_t two = 2, three = 3;
+    vijp_error err = {0};
+    ck_assert(!vijp_npy_write(lo, 1, &two, l, &err) && !vijp_npy_write(hi, 1, &two, h, &err));
+    snprintf(cmd, sizeof cmd, "certify --layer silu --width 2 --box-file '%s,%s' --json", lo, hi);
+    run_result r = run_vijp(cmd);
+    json_error_t je;
+    json_t *o = json_loads(r.out, 0, &je), *ce = json_object_get(o, "counterexample");
+    ck_assert_msg(r.rc == CLI_FAILED && o, "exit %d: %s%s", r.rc, r.out, r.err);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "verdict")), "not-submersive");
+    ck_assert_int_eq(json_integer_value(json_object_get(ce, "coordinate")), 2);
+    ck_assert(json_real_value(json_object_get(ce, "lo")) <= silu_zero && silu_zero <= json_real_value(json_object_get(ce, "hi")));
+    json_decref(o);
+    run_free(&r);
+    r = run_vijp("certify --layer tanh --width 3 --box -2,2");
+    ck_assert_msg(r.rc == CLI_OK && strstr(r.out, "verdict: certified-submersive over the whole box"), "exit %d: %s", r.rc, r.out);
+    run_free(&r);
+    ck_assert(!vijp_npy_write(hi, 1, &three, wrong, &err));
+    snprintf(cmd, sizeof cmd, "certify --layer silu --width 2 --box-file '%s,%s'", lo, hi);
+    static const char *const bad[][2] = {
+        {"certify --layer tanh --box 3,1", "finite LO <= HI"},
+        {"certify --layer tanh --box 1", "LO,HI"},
+        {"certify --layer tanh --box -1,1 --samples 4", "--samples"},
+        {"certify --layer tanh --box -1,1 --box-file a.npy,b.npy", "exclude each other"},
+        {"certify --net dense:4,tanh --box -1,1", "apply to --layer"},
+        {"certify --layer tanh --budget 5", "--budget applies to --box"},
+        {NULL, "want (2,)"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        r = run_vijp(bad[k][0] ? bad[k][0] : cmd);
+        ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, bad[k][1]) && !r.out[0], "%s: exit %d: %s", bad[k][0] ? bad[k][0] : cmd,
+                      r.rc, r.err);
+        run_free(&r);
+    }
+    /* a plugin's type with neither an f′ enclosure nor a declaration */
+    char bin[4096];
+    snprintf(bin, sizeof bin, "%s", getenv("VIJP_BIN"));
+    snprintf(cmd, sizeof cmd, "certify --layer correct_linear --width 3 --box -1,1 --plugin '%s/plugins/correct.so'",
+             dirname(bin));
+    r = run_vijp(cmd);
+    ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "no enclosure of its Jacobian over a box"), "exit %d: %s", r.rc, r.err);
+    run_free(&r);
+    remove_tree(dir);
+}
+END_TEST
+
+Suite *suite_certify_box(void)
+{
+    Suite *s = suite_create("certify_box");
+    TCase *tc = tcase_create("certify_box");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, silu_zero_found_and_bound);
+    tcase_add_test(tc, relu_and_tanh);
+    tcase_add_test(tc, dense_boxes);
+    tcase_add_test(tc, bad_boxes);
+    if (getenv("VIJP_BIN")) tcase_add_test(tc, certify_box_command);
+    suite_add_tcase(s, tc);
+    return s;
+}
