@@ -439,6 +439,33 @@ START_TEST(exact_rank_deficient)
 }
 END_TEST
 
+/* Exactly full rank but too ill-conditioned for a proof at the precision
+ * allowed (κ ≈ 1e16, --prec-max 106): [[1, 1], [1, 1 + 2^-52]] has
+ * determinant 2^-52, and its 3 × 3 kin 2^-104; LAPACK sees rank 1 and 1.
+ * Full row rank over the rationals is a certificate without a bound s;
+ * rank_rational (the test's own elimination) agrees. */
+START_TEST(exactly_full_without_bound)
+{
+    double e = 0x1p-52, M2[4] = {1, 1, 1, 1 + e}, M3[9] = {1, 1, 1, 1, 1 + e, 1, 1, 1, 1 + e};
+    const double *M[2] = {M2, M3};
+    vijp_certify_opts o = {106};
+    for (size_t k = 0; k < 2; k++) {
+        size_t m = k + 2;
+        vijp_certificate c;
+        vijp_error err = {0};
+        ck_assert_msg(!vijp_certify_matrix(M[k], NULL, m, m, &o, &c, &err), "%s", err.msg);
+        ck_assert_uint_eq(rank_rational(M[k], m, m), m);
+        ck_assert_uint_lt(c.num.rank, m); /* LAPACK alone would call it rank deficient */
+        ck_assert_msg(c.verdict == VIJP_CERTIFIED_SUBMERSIVE && !strcmp(c.method, "exact-rank") && isnan(c.s) &&
+                          c.cokernel_dim == 0 && c.cokernel_proven,
+                      "%zu × %zu: %s (%s), cokernel %zu: %s", m, m, vijp_verdict_name(c.verdict), c.method, c.cokernel_dim,
+                      c.reason);
+        ck_assert_msg(strlen(c.reason) < sizeof c.reason - 1, "the reason is cut: %s", c.reason);
+        vijp_certificate_clear(&c);
+    }
+}
+END_TEST
+
 /* The same with one entry of the row where y is nonzero moved by 2^-60
  * times its row and column scale (or, where that is absorbed in rounding,
  * by one ulp): the truth is unknown, but ‖J'ᵀy‖/‖y‖ with the old exact null
@@ -811,6 +838,7 @@ Suite *suite_certify(void)
     tcase_add_test(tc, bad_input);
     tcase_add_test(tc, proven_cokernel_dim);
     tcase_add_test(tc, exact_rank_and_scales);
+    tcase_add_test(tc, exactly_full_without_bound);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -260,7 +260,9 @@ static void print_verdict(const vijp_certificate *c)
 {
     FILE *out = cli_out();
     fprintf(out, "verdict: %s — ", vijp_verdict_name(c->verdict));
-    if (c->verdict == VIJP_CERTIFIED_SUBMERSIVE) fprintf(out, "proven σ_min(J) > %.4g (%s)\n", c->s, c->method);
+    if (c->verdict == VIJP_CERTIFIED_SUBMERSIVE && isnan(c->s))
+        fprintf(out, "proven full row rank %zu (%s), with no bound on σ_min\n", c->num.m, c->method);
+    else if (c->verdict == VIJP_CERTIFIED_SUBMERSIVE) fprintf(out, "proven σ_min(J) > %.4g (%s)\n", c->s, c->method);
     else if (c->verdict == VIJP_NOT_SUBMERSIVE)
         fprintf(out, "cokernel of dimension %zu, %s\n", c->cokernel_dim, c->cokernel_proven ? "proven" : "numerical");
     else fprintf(out, "%s\n", c->reason);
