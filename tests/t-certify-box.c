@@ -115,6 +115,40 @@ START_TEST(dense_boxes)
 }
 END_TEST
 
+/* vijp_layer_image_box encloses the layer's values: 200 random points of
+ * the box, sent through the layer's double forward, land inside it, up to
+ * the forward's own rounding (a few ulps of |y|, well inside 1e-12·max(1, |y|)). */
+START_TEST(image_box_encloses)
+{
+    static const char *const specs[] = {"tanh", "silu", "dense:3x4", "gelu", "leaky:0.2"};
+    vijp_format dbl;
+    vijp_format_fixed(&dbl, VIJP_DOUBLE);
+    for (size_t k = 0; k < sizeof specs / sizeof *specs; k++) {
+        one_layer o;
+        one_layer_init(&o, specs[k], 4, 3);
+        size_t n = o.L->in, m = o.L->out, P = o.L->type->param_count(o.L);
+        double lo[4] = {-2, -0.5, 0.25, -1}, hi[4] = {1.5, 0.5, 0.75, -1}, ylo[4], yhi[4];
+        vijp_error err = {0};
+        ck_assert_msg(!vijp_layer_image_box(o.L, o.theta, lo, hi, ylo, yhi, &err), "%s: %s", specs[k], err.msg);
+        vijp_rng r;
+        vijp_rng_seed(&r, 7);
+        for (int t = 0; t < 200; t++) {
+            double x[4], y[4];
+            for (size_t i = 0; i < n; i++) x[i] = lo[i] + (hi[i] - lo[i]) * vijp_rng_uniform(&r);
+            vijp_mat th = {.rows = P, .cols = 1, .fmt = &dbl, .d = (double *)o.theta},
+                     xm = {.rows = n, .cols = 1, .fmt = &dbl, .d = x}, ym = {.rows = m, .cols = 1, .fmt = &dbl, .d = y};
+            ck_assert(!vijp_layer_forward(o.L, P ? &th : NULL, &xm, &ym, &err));
+            for (size_t i = 0; i < m; i++) {
+                double tol = 1e-12 * fmax(1, fabs(y[i]));
+                ck_assert_msg(ylo[i] - tol <= y[i] && y[i] <= yhi[i] + tol, "%s: f(x)_%zu = %.17g outside [%.17g, %.17g]",
+                              specs[k], i, y[i], ylo[i], yhi[i]);
+            }
+        }
+        vijp_net_free(&o.net);
+    }
+}
+END_TEST
+
 START_TEST(bad_boxes)
 {
     one_layer o;
@@ -161,7 +195,6 @@ START_TEST(certify_box_command)
         {"certify --layer tanh --box 1", "LO,HI"},
         {"certify --layer tanh --box -1,1 --samples 4", "--samples"},
         {"certify --layer tanh --box -1,1 --box-file a.npy,b.npy", "exclude each other"},
-        {"certify --net dense:4,tanh --box -1,1", "apply to --layer"},
         {"certify --layer tanh --budget 5", "--budget applies to --box"},
         {NULL, "want (2,)"},
     };
@@ -171,6 +204,26 @@ START_TEST(certify_box_command)
                       r.rc, r.err);
         run_free(&r);
     }
+    /* a net over a box: ReLU first, its exact zero at −1 proves the net
+     * not submersive; SiLU second, a zero in the enclosure of its inputs
+     * proves nothing (the enclosure holds more than reaches it) */
+    r = run_vijp("certify --net relu,dense:4,tanh --width 4 --box -1,1 --json");
+    o = json_loads(r.out, 0, &je);
+    ck_assert_msg(r.rc == CLI_FAILED && o, "exit %d: %s", r.rc, r.err);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "verdict")), "not-submersive");
+    ck_assert_int_eq(json_integer_value(json_object_get(o, "layers_certified")), 2);
+    json_decref(o), run_free(&r);
+    r = run_vijp("certify --net dense:4,silu --box -3,3 --json");
+    o = json_loads(r.out, 0, &je);
+    ck_assert_msg(r.rc == CLI_FAILED && o, "exit %d: %s", r.rc, r.err);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "verdict")), "undecided");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(o, "layers"), 1), "verdict")),
+                     "undecided");
+    json_decref(o), run_free(&r);
+    r = run_vijp("certify --net dense:4,tanh,dense:3 --box -1,1");
+    ck_assert_msg(r.rc == CLI_OK && strstr(r.out, "verdict: certified-submersive: 3 of 3 layers"), "exit %d: %s", r.rc,
+                  r.out);
+    run_free(&r);
     /* a plugin's type with neither an f′ enclosure nor a declaration */
     char bin[4096];
     snprintf(bin, sizeof bin, "%s", getenv("VIJP_BIN"));
@@ -191,6 +244,7 @@ Suite *suite_certify_box(void)
     tcase_add_test(tc, silu_zero_found_and_bound);
     tcase_add_test(tc, relu_and_tanh);
     tcase_add_test(tc, dense_boxes);
+    tcase_add_test(tc, image_box_encloses);
     tcase_add_test(tc, bad_boxes);
     if (getenv("VIJP_BIN")) tcase_add_test(tc, certify_box_command);
     suite_add_tcase(s, tc);

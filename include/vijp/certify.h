@@ -146,6 +146,16 @@ VIJP_API VIJP_MUST_CHECK int vijp_certify_box(const vijp_layer *L, const double 
                                               vijp_error *err);
 /* "certified-submersive", "not-submersive", "undecided". */
 VIJP_API const char *vijp_box_verdict_name(vijp_verdict v);
+/* An enclosure [out_lo, out_hi] (L->out entries) of L's forward over the
+ * box [lo, hi]: f(x) lies in it for every x in the box (one sample); what a
+ * net's next layer is certified over.  Elementwise activations by the mean
+ * value form f(m) + f′([lo, hi])·[lo − m, hi − m], layers declared linear
+ * by f(0) + J·[lo, hi] with J enclosed, in MPFI with outward rounding and
+ * f(m), f(0) from the type's MPFR operators at 256 bits (widened by
+ * 2^-200|f| + 2^-1074).  VIJP_EUNSUPPORTED for other types, VIJP_EDOMAIN
+ * when the values leave double's range. */
+VIJP_API VIJP_MUST_CHECK int vijp_layer_image_box(const vijp_layer *L, const double *theta, const double *lo,
+                                                  const double *hi, double *out_lo, double *out_hi, vijp_error *err);
 
 /* Elementwise activations over the real line (y_k = f(x_k)).  Interval
  * bisection of f′ (the type's deriv_enclose, vijp/interval.h) over [−R, R]: pieces where the

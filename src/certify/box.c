@@ -191,3 +191,107 @@ int vijp_certify_box(const vijp_layer *L, const double *theta, const double *lo,
     return vijp_fail(err, VIJP_EUNSUPPORTED, "%s layer: no enclosure of its Jacobian over a box (an elementwise "
                      "activation's f′ enclosure, or a Jacobian declared independent of x)", L->type->name);
 }
+
+/* f(x) at 256 bits (the type's MPFR operators) into an enclosure [v ±
+ * 2^-200·|v| + 2^-1074] per output: the operators' error, a few dozen
+ * correctly rounded operations each within 2^-256 relative, is far inside
+ * that widening. */
+static int value_at(const vijp_layer *L, const double *theta, const double *x, mpfi_t *y, vijp_error *err)
+{
+    vijp_format p256;
+    if (vijp_format_mpfr(&p256, 256, err)) return err->code;
+    size_t P = L->type->param_count(L);
+    vijp_mat th, X, Y;
+    vijp_mat_init(&th, P, 1, &p256), vijp_mat_init(&X, L->in, 1, &p256), vijp_mat_init(&Y, L->out, 1, &p256);
+    if (P) vijp_mat_set_d(&th, theta);
+    vijp_mat_set_d(&X, x);
+    int rc = vijp_layer_forward(L, &th, &X, &Y, err);
+    mpfr_t w, a, b;
+    mpfr_inits2(256, w, a, b, (mpfr_ptr)0);
+    for (size_t i = 0; !rc && i < L->out; i++) {
+        mpfr_abs(w, Y.m[i], MPFR_RNDU);
+        mpfr_mul_2si(w, w, -200, MPFR_RNDU);
+        mpfr_add_d(w, w, 0x1p-1074, MPFR_RNDU);
+        mpfr_sub(a, Y.m[i], w, MPFR_RNDD), mpfr_add(b, Y.m[i], w, MPFR_RNDU);
+        mpfi_interv_fr(y[i], a, b);
+    }
+    mpfr_clears(w, a, b, (mpfr_ptr)0);
+    vijp_mat_clear(&th), vijp_mat_clear(&X), vijp_mat_clear(&Y);
+    return rc;
+}
+
+/* Elementwise: f([a, b]) ⊆ f(m) + f′([a, b])·[a − m, b − m] (mean value). */
+static int image_elementwise(const vijp_layer *L, const double *theta, const double *lo, const double *hi, mpfi_t *y,
+                             vijp_error *err)
+{
+    size_t n = L->in;
+    double *mid = vijp_alloc_array(n, sizeof *mid);
+    for (size_t i = 0; i < n; i++) mid[i] = lo[i] + 0.5 * (hi[i] - lo[i]);
+    int rc = value_at(L, theta, mid, y, err);
+    mpfi_t x, d;
+    mpfi_init2(x, BOX_PREC), mpfi_init2(d, BOX_PREC);
+    for (size_t i = 0; !rc && i < n; i++) {
+        mpfi_interv_d(x, lo[i], hi[i]);
+        vijp_deriv_enclose_of(L->type)(L, theta, d, x);
+        mpfi_sub_d(x, x, mid[i]); /* [a − m, b − m], outward */
+        mpfi_mul(d, d, x);
+        mpfi_add(y[i], y[i], d);
+        if (mpfi_nan_p(y[i])) rc = vijp_fail(err, VIJP_EDOMAIN, "%s: no enclosure of f over [%g, %g]", L->type->name, lo[i], hi[i]);
+    }
+    mpfi_clear(x), mpfi_clear(d);
+    free(mid);
+    return rc;
+}
+
+/* J the same at every x: f(x) = f(0) + J x, with J enclosed at 0. */
+static int image_linear(const vijp_layer *L, const double *theta, const double *lo, const double *hi, mpfi_t *y,
+                        vijp_error *err)
+{
+    size_t m = L->out, n = L->in;
+    double *zero = vijp_alloc_array(n, sizeof *zero), *mid = vijp_alloc_array(m * n, sizeof *mid),
+           *rad = vijp_alloc_array(m * n, sizeof *rad);
+    int rc = value_at(L, theta, zero, y, err);
+    if (!rc) rc = vijp_layer_jacobian_enclosure(L, theta, zero, mid, rad, err);
+    mpfi_t j, x;
+    mpfr_t a, b;
+    mpfi_init2(j, BOX_PREC), mpfi_init2(x, BOX_PREC), mpfr_inits2(BOX_PREC, a, b, (mpfr_ptr)0);
+    for (size_t i = 0; !rc && i < m; i++)
+        for (size_t k = 0; k < n; k++) { /* [mid ∓ rad], exact at 128 bits, times [lo, hi], outward */
+            mpfr_set_d(a, mid[i + k * m], MPFR_RNDN), mpfr_sub_d(a, a, rad[i + k * m], MPFR_RNDD);
+            mpfr_set_d(b, mid[i + k * m], MPFR_RNDN), mpfr_add_d(b, b, rad[i + k * m], MPFR_RNDU);
+            mpfi_interv_fr(j, a, b);
+            mpfi_interv_d(x, lo[k], hi[k]);
+            mpfi_mul(j, j, x);
+            mpfi_add(y[i], y[i], j);
+        }
+    mpfi_clear(j), mpfi_clear(x), mpfr_clears(a, b, (mpfr_ptr)0);
+    free(zero), free(mid), free(rad);
+    return rc;
+}
+
+int vijp_layer_image_box(const vijp_layer *L, const double *theta, const double *lo, const double *hi, double *out_lo,
+                         double *out_hi, vijp_error *err)
+{
+    if (!L->type->mp)
+        return vijp_fail(err, VIJP_EUNSUPPORTED, "%s layer: no MPFR operators to enclose its values over a box",
+                         L->type->name);
+    int elementwise_type = vijp_deriv_enclose_of(L->type) != NULL;
+    if (!elementwise_type && !(L->type->declare(L) & VIJP_DECL_LINEAR))
+        return vijp_fail(err, VIJP_EUNSUPPORTED, "%s layer: no enclosure of its values over a box (an elementwise "
+                         "activation, or a Jacobian independent of x)", L->type->name);
+    mpfi_t *y = vijp_alloc_array(L->out, sizeof *y);
+    for (size_t i = 0; i < L->out; i++) mpfi_init2(y[i], BOX_PREC);
+    int rc = elementwise_type ? image_elementwise(L, theta, lo, hi, y, err) : image_linear(L, theta, lo, hi, y, err);
+    mpfr_t e;
+    mpfr_init2(e, BOX_PREC);
+    for (size_t i = 0; !rc && i < L->out; i++) {
+        mpfi_get_left(e, y[i]), out_lo[i] = mpfr_get_d(e, MPFR_RNDD);
+        mpfi_get_right(e, y[i]), out_hi[i] = mpfr_get_d(e, MPFR_RNDU);
+        if (!isfinite(out_lo[i]) || !isfinite(out_hi[i]))
+            rc = vijp_fail(err, VIJP_EDOMAIN, "%s layer: its values over the box leave double's range", L->type->name);
+    }
+    mpfr_clear(e);
+    for (size_t i = 0; i < L->out; i++) mpfi_clear(y[i]);
+    free(y);
+    return rc;
+}

@@ -63,7 +63,8 @@ static const char help[] =
     "                    or drawn) sent through the layers before it in double\n"
     "  --depth D         with a spec --net: its number of layers (default: the spec's)\n"
     "  --layer-index I   with --net: only layer I (1 is the first)\n"
-    "  --box LO,HI       with --layer: certify every input in the box (each coordinate\n"
+    "  --box LO,HI       with --layer (or --net: each layer over an enclosure of the\n"
+    "                    inputs the box sends it): certify every input in the box (each coordinate\n"
     "                    in [LO, HI]) instead of sampled points: certified-submersive\n"
     "                    (σ_min(J(x)) >= s for all of it), not-submersive (a proven\n"
     "                    point, or interval holding one, where J is singular), or\n"
@@ -383,7 +384,7 @@ static int parse_args(int argc, char **argv, certify_args *a)
     if (clash) return fprintf(stderr, "vijp certify: %s\n", clash), EXIT_USAGE;
     if (!a->net && a->net_opt) return fprintf(stderr, "vijp certify: --%s applies to --net\n", a->net_opt), EXIT_USAGE;
     if (a->box || a->box_file || a->budget) {
-        const char *why = !a->spec ? "--box, --box-file and --budget apply to --layer"
+        const char *why = !a->spec && !a->net ? "--box, --box-file and --budget apply to --layer or --net"
                           : a->box && a->box_file ? "--box and --box-file exclude each other"
                           : !a->box && !a->box_file ? "--budget applies to --box or --box-file"
                           : a->input ? "--input gives points; --box a region: one or the other"
@@ -521,7 +522,8 @@ static int certify_command(const mpi_world *w, int argc, char **argv)
     samples = a.samples;
     if (code < 0 && !a.net) code = certify_setup_layer(&a, &net, &xin, &samples, &err);
     int stop = rank_parse_agree(w, &quiet_rank, code, "vijp certify", "the certification");
-    if (stop < 0 && a.net) stop = certify_net(w, &a);
+    if (stop < 0 && a.net && (a.box || a.box_file)) stop = w->rank ? EXIT_OK : certify_net_box(&a);
+    else if (stop < 0 && a.net) stop = certify_net(w, &a);
     else if (stop < 0 && (a.box || a.box_file)) stop = w->rank ? EXIT_OK : certify_box(&a, &net);
     else if (stop < 0) {
         certify_sources src;

@@ -124,3 +124,98 @@ int certify_box(const certify_args *a, const vijp_net *net)
     else print_box_table(a, L, said, &c);
     return c.verdict == VIJP_CERTIFIED_SUBMERSIVE ? EXIT_OK : EXIT_FAILED;
 }
+
+/* Layer i's certificate over the enclosure of its inputs: beyond the first
+ * layer the enclosure holds more than the inputs that reach it, so a point
+ * where J is singular found in it proves nothing about the net (unless J
+ * is singular everywhere). */
+static void over_approximated(vijp_box_certificate *c)
+{
+    if (c->verdict != VIJP_NOT_SUBMERSIVE || strcmp(c->method, "interval-bisection")) return;
+    c->verdict = VIJP_INCONCLUSIVE;
+    char was[sizeof c->reason];
+    snprintf(was, sizeof was, "%s", c->reason);
+    snprintf(c->reason, sizeof c->reason, "J may be singular in the enclosure of the inputs that reach this layer, "
+             "which holds more than they: %.120s", was);
+}
+
+static void layer_line(FILE *out, size_t i, const char *item, const double *lo, const double *hi, size_t n,
+                       const vijp_box_certificate *c)
+{
+    double l = INFINITY, h = -INFINITY;
+    for (size_t k = 0; k < n; k++) l = fmin(l, lo[k]), h = fmax(h, hi[k]);
+    char within[64];
+    snprintf(within, sizeof within, "[%.4g, %.4g]", l, h);
+    fprintf(out, "%5zu  %-18s %-20s  %-21s %-19s", i + 1, item, within, vijp_box_verdict_name(c->verdict), c->method);
+    if (c->verdict == VIJP_CERTIFIED_SUBMERSIVE && !isnan(c->s)) fprintf(out, " σ_min >= %.4g", c->s);
+    fputc('\n', out);
+    if (c->verdict != VIJP_CERTIFIED_SUBMERSIVE) fprintf(out, "       %s\n", c->reason);
+}
+
+int certify_net_box(const certify_args *a)
+{
+    vijp_net net;
+    int rc = certify_build_net(a, &net);
+    if (rc) return rc;
+    size_t cap = net.width;
+    for (size_t i = 0; i < net.depth; i++) cap = net.layers[i].out > cap ? net.layers[i].out : cap;
+    double *lo = vijp_alloc_array(cap, sizeof *lo), *hi = vijp_alloc_array(cap, sizeof *hi),
+           *nlo = vijp_alloc_array(cap, sizeof *nlo), *nhi = vijp_alloc_array(cap, sizeof *nhi);
+    vijp_error err = {0};
+    if (read_box(a, net.width, lo, hi, &err)) {
+        free(lo), free(hi), free(nlo), free(nhi), vijp_net_free(&net);
+        return cli_usage_error("vijp certify", &err);
+    }
+    size_t last = a->layer_index ? a->layer_index : net.depth, certified = 0, refuted = 0;
+    json_t *layers = json_array();
+    FILE *out = cli_out();
+    if (!a->json)
+        fprintf(out, "net %s over the box %s%s%s, %s parameters%s\n\n%5s  %-18s %-20s  %-21s %s\n", a->net,
+                a->box ? "[" : "", a->box ? a->box : a->box_file, a->box ? "] in every input coordinate" : "",
+                a->init_name, net.given ? " where the net gives none" : "", "layer", "type", "its inputs within",
+                "verdict", "method");
+    int stopped = 0;
+    for (size_t i = 0; i < last; i++) {
+        const vijp_layer *L = &net.layers[i];
+        char item[256];
+        vijp_layer_spec(L, item, sizeof item);
+        vijp_box_certificate c;
+        memset(&c, 0, sizeof c);
+        c.s = c.certified_fraction = NAN, c.verdict = VIJP_INCONCLUSIVE;
+        if (stopped) snprintf(c.reason, sizeof c.reason, "no enclosure of the inputs that reach it (above)");
+        else if ((rc = vijp_certify_box(L, net.theta[i], lo, hi, a->budget, &a->co, &c, &err))) {
+            snprintf(c.reason, sizeof c.reason, "%s", err.msg), c.verdict = VIJP_INCONCLUSIVE, rc = 0;
+            snprintf(c.method, sizeof c.method, "none");
+        }
+        if (i) over_approximated(&c);
+        certified += c.verdict == VIJP_CERTIFIED_SUBMERSIVE, refuted += c.verdict == VIJP_NOT_SUBMERSIVE;
+        if (i + 1 >= (a->layer_index ? a->layer_index : 1)) {
+            if (!a->json) layer_line(out, i, item, lo, hi, L->in, &c);
+            json_array_append_new(layers, json_pack("{s:I, s:s, s:s, s:s, s:o, s:s}", "layer", (json_int_t)i + 1, "type",
+                                                    item, "verdict", vijp_box_verdict_name(c.verdict), "method", c.method,
+                                                    "sigma_min_lower_bound", num(c.s), "reason", c.reason));
+        }
+        if (!stopped && i + 1 < last && vijp_layer_image_box(L, net.theta[i], lo, hi, nlo, nhi, &err)) {
+            stopped = 1;
+            if (!a->json) fprintf(out, "       its values over the box: %s\n", err.msg);
+        }
+        double *t = lo;
+        lo = nlo, nlo = t, t = hi, hi = nhi, nhi = t;
+    }
+    size_t n = a->layer_index ? 1 : last;
+    if (a->layer_index) certified = json_array_size(layers) &&
+                                    !strcmp(json_string_value(json_object_get(json_array_get(layers, 0), "verdict")),
+                                            "certified-submersive");
+    const char *verdict = certified == n ? "certified-submersive" : refuted ? "not-submersive" : "undecided";
+    if (a->json)
+        print_json(json_pack("{s:s, s:s?, s:s?, s:s, s:I, s:o}", "net", a->net, "box", a->box, "box_file", a->box_file,
+                             "verdict", verdict, "layers_certified", (json_int_t)certified, "layers", layers));
+    else {
+        fprintf(out, "\nverdict: %s: %zu of %zu layer%s certified submersive over every input the box sends them\n",
+                verdict, certified, n, n == 1 ? "" : "s");
+        json_decref(layers);
+    }
+    free(lo), free(hi), free(nlo), free(nhi);
+    vijp_net_free(&net);
+    return certified == n ? EXIT_OK : EXIT_FAILED;
+}

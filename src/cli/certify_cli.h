@@ -47,6 +47,12 @@ void print_json(json_t *o);
 int certify_setup_layer(const certify_args *a, vijp_net *net, vijp_array *xin, size_t *samples, vijp_error *err);
 /* --box, --box-file: the layer over a box of inputs (certify_box.c). */
 int certify_box(const certify_args *a, const vijp_net *net);
+/* --net's net, built with every parameter (a JSON net's own, the others
+ * from --init and --seed): 0, or the exit status having said why. */
+int certify_build_net(const certify_args *a, vijp_net *net);
+/* --net with --box or --box-file: each layer over an enclosure of the
+ * inputs that reach it from the box (certify_box.c). */
+int certify_net_box(const certify_args *a);
 /* --net: every layer (or --layer-index's) at the inputs that reach it. */
 int certify_net(const mpi_world *w, const certify_args *a);
 

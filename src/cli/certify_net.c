@@ -62,8 +62,7 @@ static int one_layer(const vijp_net *net, size_t i, vijp_net *one, char *item, s
     return 0;
 }
 
-/* The net, built with every parameter: 0, or the exit status having said why. */
-static int build_net(const certify_args *a, vijp_net *net)
+int certify_build_net(const certify_args *a, vijp_net *net)
 {
     vijp_error err = {0};
     vijp_net tmpl;
@@ -127,7 +126,7 @@ int certify_net(const mpi_world *w, const certify_args *a)
     /* One BLAS thread, as for --layer: the same numbers on every run. */
     openblas_set_num_threads(1);
     vijp_net net;
-    int rc = build_net(a, &net);
+    int rc = certify_build_net(a, &net);
     if (rc) return rc;
     vijp_error err = {0};
     vijp_array H = {0};
