@@ -2,8 +2,11 @@
  * runs of `vijp drift --out DIR` see it: a kill after any step of the commit
  * sequence leaves the whole old report or the whole new one; a full disk, a
  * lock held by another run and SIGTERM/SIGINT leave the old one; files vijp
- * did not write survive.  Each test works in a private folder B: the report
- * is B/p/out, so B/p shows everything a run leaves beside it. */
+ * did not write survive.  Case "owners": what a run replaces keeps its owner,
+ * group and mode, and a folder holding a mount point or the working
+ * directory is refused (the parts that need root skip without it).  Each
+ * test works in a private folder B: the report is B/p/out, so B/p shows
+ * everything a run leaves beside it. */
 #include "fixtures/clirun.h"
 #include <dirent.h>
 #include <errno.h>
@@ -13,10 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -53,14 +59,21 @@ static void sh(const char *fmt, ...)
 
 static void place_remove(place *p) { sh("rm -rf '%s'", p->base); }
 
+/* How spawn_in runs vijp, beyond spawn_drift: --out (NULL: B/p/out), the
+ * working directory (NULL: the test's) and the user (0: the test's). */
+typedef struct {
+    const char *out, *cwd;
+    uid_t uid;
+} as_user;
+
 /* vijp drift STUDY --out OUT in a child: env ("NAME=VALUE …" or NULL) added
  * to its environment, a file-size limit of fsize bytes (0: none), stderr
  * into B/stderr.  Returns the child's PID. */
-static pid_t spawn_drift(const place *p, const char *study, const char *env, long fsize)
+static pid_t spawn_in(const place *p, const char *study, const char *env, long fsize, const as_user *how)
 {
-    char errpath[400], args[512], *argv[40];
+    char errpath[400], args[768], *argv[40];
     snprintf(errpath, sizeof errpath, "%s/stderr", p->base);
-    snprintf(args, sizeof args, "drift %s -q --out %s", study, p->out);
+    snprintf(args, sizeof args, "drift %s -q --out %s", study, how && how->out ? how->out : p->out);
     int n = 0;
     argv[n++] = "vijp";
     for (char *t = strtok(args, " "); t && n < 38; t = strtok(NULL, " ")) argv[n++] = t;
@@ -78,10 +91,17 @@ static pid_t spawn_drift(const place *p, const char *study, const char *env, lon
         for (char *t = vars ? strtok(vars, " ") : NULL; t; t = strtok(NULL, " ")) putenv(t);
         struct rlimit rl = {(rlim_t)fsize, (rlim_t)fsize};
         if (fsize) setrlimit(RLIMIT_FSIZE, &rl);
+        if (how && how->uid && (setgroups(0, NULL) || setgid(how->uid) || setuid(how->uid))) _exit(126);
+        if (how && how->cwd && chdir(how->cwd)) _exit(126);
         execv(bin, argv);
         _exit(127);
     }
     return pid;
+}
+
+static pid_t spawn_drift(const place *p, const char *study, const char *env, long fsize)
+{
+    return spawn_in(p, study, env, fsize, NULL);
 }
 
 /* Exit status, 128 + N for a run that died of signal N (as a shell shows it). */
@@ -213,11 +233,11 @@ static void write_file(const char *dir, const char *name, const char *text)
     ck_assert(fclose(f) == 0);
 }
 
-/* An earlier report (OLD, with plots) and files of the user's beside its
- * own: a note, a PNG named like a plot of config 3, a folder, a link. */
-static char *old_report_with_user_files(const place *p)
+/* An earlier report (study) and files of the user's beside its own: a
+ * note, a PNG named like a plot of config 3, a folder, a link. */
+static char *report_with_user_files(const place *p, const char *study)
 {
-    ck_assert_int_eq(drift_rc(p, OLD, NULL), CLI_OK);
+    ck_assert_int_eq(drift_rc(p, study, NULL), CLI_OK);
     write_file(p->out, "notes.txt", "my notes\n");
     write_file(p->out, "error-c3.png", "not a plot of vijp's\n");
     char mine[400];
@@ -228,6 +248,9 @@ static char *old_report_with_user_files(const place *p)
     ck_assert(symlink("notes.txt", mine) == 0);
     return snapshot(p->out);
 }
+
+/* The same over OLD, with plots. */
+static char *old_report_with_user_files(const place *p) { return report_with_user_files(p, OLD); }
 
 /* ---------------------------------------------------------------- kill walk */
 
@@ -510,6 +533,309 @@ START_TEST(signals_remove_staging)
 }
 END_TEST
 
+/* ------------------------------------------------- owners, mounts, the cwd */
+
+/* A user and group the machine need not know (the tests run as root). */
+#define OTHER 12345
+/* An old report without plots (gnuplot is most of a tiny run's time), other
+ * than NEW. */
+#define PLAIN "--net dense:4,tanh --depth 3 --formats binary32 --seeds 3 --no-plots"
+
+static struct stat stat_of(const char *path)
+{
+    struct stat st;
+    ck_assert_msg(lstat(path, &st) == 0, "%s: %s", path, strerror(errno));
+    return st;
+}
+
+/* DIR/rel ("": DIR) has owner uid, group gid and mode (permission bits). */
+static void ck_owner(const place *p, const char *rel, uid_t uid, gid_t gid, mode_t mode)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s%s%s", p->out, *rel ? "/" : "", rel);
+    struct stat st = stat_of(path);
+    ck_assert_msg(st.st_uid == uid && st.st_gid == gid && (st.st_mode & 07777) == mode,
+                  "%s: owner %u, group %u, mode %04o; was %u, %u, %04o before the run", path, (unsigned)st.st_uid,
+                  (unsigned)st.st_gid, (unsigned)(st.st_mode & 07777), (unsigned)uid, (unsigned)gid, (unsigned)mode);
+}
+
+/* What user uid (group uid, no other) reads of path; NULL if it cannot. */
+static char *read_as(uid_t uid, const char *path)
+{
+    int pfd[2];
+    ck_assert(pipe(pfd) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert(pid >= 0);
+    if (pid == 0) {
+        close(pfd[0]);
+        if (setgroups(0, NULL) || setgid(uid) || setuid(uid)) _exit(2);
+        int fd = open(path, O_RDONLY);
+        if (fd < 0) _exit(1);
+        char b[4096];
+        ssize_t n;
+        while ((n = read(fd, b, sizeof b)) > 0)
+            if (write(pfd[1], b, (size_t)n) != n) _exit(2);
+        _exit(n < 0);
+    }
+    close(pfd[1]);
+    char *s = slurp_fd(pfd[0]);
+    close(pfd[0]);
+    if (finish(pid)) free(s), s = NULL;
+    return s;
+}
+
+/* Run as root, the report folder and every folder carried over keep their
+ * owner, group and mode (a 0700 folder of another user's stays readable by
+ * that user, and the setgid bit stays); a run as that user, which cannot
+ * give a new folder to a group it is not in, refuses before computing
+ * (exit 2, naming the folder) and changes nothing; once everything is the
+ * user's, the user's own run keeps it all too. */
+START_TEST(owner_mode_kept)
+{
+    if (geteuid() != 0) {
+        fputs("# owner_mode_kept: skipped: not root (it gives folders to another user)\n", stderr);
+        return;
+    }
+    place p;
+    place_make(&p);
+    sh("chmod 0755 '%s'", p.base); /* the other user reaches B/p/out */
+    free(report_with_user_files(&p, PLAIN));
+    char priv[400], deeper[500], path[600];
+    snprintf(priv, sizeof priv, "%s/private", p.out);
+    snprintf(deeper, sizeof deeper, "%s/deeper", priv);
+    ck_assert(mkdir(priv, 0700) == 0 && mkdir(deeper, 0700) == 0);
+    write_file(priv, "secret.txt", "only mine\n");
+    write_file(deeper, "more.txt", "mine too\n");
+    sh("chown -R %d:%d '%s' && chmod 0600 '%s/secret.txt' && chown %d:%d '%s' && chmod 02750 '%s' && "
+       "chown %d:%d '%s' && chmod 0750 '%s'",
+       OTHER, OTHER, priv, priv, OTHER, OTHER + 1, deeper, deeper, OTHER, OTHER, p.out, p.out);
+    char *old = snapshot(p.out);
+    ck_assert_int_eq(drift_rc(&p, NEW, NULL), CLI_OK);
+    ck_owner(&p, "", OTHER, OTHER, 0750);
+    ck_owner(&p, "private", OTHER, OTHER, 0700);
+    ck_owner(&p, "private/secret.txt", OTHER, OTHER, 0600);
+    ck_owner(&p, "private/deeper", OTHER, OTHER + 1, 02750);
+    ck_owner(&p, "mine", 0, 0, 0755);
+    char *now = snapshot(p.out);
+    static const char *const kept[] = {"file private/secret.txt 10\nonly mine\n", "file private/deeper/more.txt 9\nmine too\n",
+                                       "file notes.txt 9\nmy notes\n"};
+    for (size_t k = 0; k < sizeof kept / sizeof *kept; k++)
+        ck_assert_msg(strstr(old, kept[k]) && strstr(now, kept[k]), "lost or changed: %s", kept[k]);
+    snprintf(path, sizeof path, "%s/secret.txt", priv);
+    char *s = read_as(OTHER, path);
+    ck_assert_msg(s && !strcmp(s, "only mine\n"), "after the run, uid %d cannot read its own %s", OTHER, path);
+    free(s);
+    snprintf(path, sizeof path, "%s/more.txt", deeper);
+    s = read_as(OTHER, path);
+    ck_assert_msg(s && !strcmp(s, "mine too\n"), "after the run, uid %d cannot read its own %s", OTHER, path);
+    free(s), free(old), free(now);
+
+    /* The user's run: private/deeper's group is not one of its groups. */
+    sh("chown -R %d:%d '%s' && chown %d:%d '%s' && chmod 02750 '%s' && chown %d:%d '%s'", OTHER, OTHER, p.out, OTHER,
+       OTHER + 1, deeper, deeper, OTHER, OTHER, p.parent);
+    old = snapshot(p.out);
+    as_user user = {.uid = OTHER};
+    int rc = finish(spawn_in(&p, NEW, NULL, 0, &user));
+    char *err = stderr_of(&p), *left = beside(&p);
+    now = snapshot(p.out);
+    ck_assert_msg(rc == CLI_USAGE && strstr(err, "/out/private/deeper") && strstr(err, "owner"), "exit %d: %s", rc, err);
+    ck_assert_msg(same(now, old) && !*left, "a refused run changed the folder or left '%s'", left);
+    ck_owner(&p, "private/deeper", OTHER, OTHER + 1, 02750);
+    free(err), free(left), free(now);
+    sh("chgrp %d '%s' && chmod 02750 '%s'", OTHER, deeper, deeper);
+    rc = finish(spawn_in(&p, NEW, NULL, 0, &user));
+    err = stderr_of(&p);
+    ck_assert_msg(rc == CLI_OK, "exit %d: %s", rc, err);
+    ck_owner(&p, "", OTHER, OTHER, 0750);
+    ck_owner(&p, "private", OTHER, OTHER, 0700);
+    ck_owner(&p, "private/deeper", OTHER, OTHER, 02750);
+    now = snapshot(p.out);
+    for (size_t k = 0; k < sizeof kept / sizeof *kept; k++)
+        ck_assert_msg(strstr(now, kept[k]), "lost or changed: %s", kept[k]);
+    free(err), free(now), free(old);
+    place_remove(&p);
+}
+END_TEST
+
+/* Whether this test may mount: root, in a mount namespace of its own where
+ * the kernel allows one (Check runs each test in a child of its own, so
+ * what it mounts goes with it even when it fails half way; a run that does
+ * not fork, or a process with threads, mounts where it is, and
+ * unmount_all, the test case's teardown, undoes what a failed test left).
+ * Says why it skips when not. */
+static int may_mount(const char *test)
+{
+    if (geteuid() != 0) {
+        fprintf(stderr, "# %s: skipped: not root (it mounts file systems)\n", test);
+        return 0;
+    }
+    if (!unshare(CLONE_NEWNS)) mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
+    return 1;
+}
+
+static void unmount_at(const char *path)
+{
+    ck_assert_msg(umount2(path, MNT_DETACH) == 0, "umount %s: %s", path, strerror(errno));
+}
+
+/* Every mount under a folder of these tests (.../vijp-atomic-XXXXXX/...),
+ * the latest first: /proc/self/mountinfo's fifth field, in mount order. */
+static void unmount_all(void)
+{
+    FILE *f = fopen("/proc/self/mountinfo", "r");
+    if (!f) return;
+    char line[4096], *points[64];
+    int n = 0;
+    while (n < 64 && fgets(line, sizeof line, f)) {
+        char *field = line;
+        for (int k = 0; k < 4 && field; k++) field = strchr(field, ' '), field = field ? field + 1 : NULL;
+        if (!field) continue;
+        field[strcspn(field, " ")] = 0;
+        if (strstr(field, "/vijp-atomic-")) points[n++] = strdup(field);
+    }
+    fclose(f);
+    while (n > 0) umount2(points[--n], MNT_DETACH), free(points[n]);
+}
+
+static int mount_tmpfs(const char *test, const char *path)
+{
+    if (!mount("vijp-test", path, "tmpfs", 0, "size=1m")) return 1;
+    fprintf(stderr, "# %s: skipped: mount -t tmpfs %s refused: %s\n", test, path, strerror(errno));
+    return 0;
+}
+
+/* A run refused (exit 2) with a message holding want, the folder and its
+ * surroundings as they were. */
+static void ck_refused(const place *p, const char *args_note, const char *want)
+{
+    char *old = snapshot(p->out);
+    int rc = drift_rc(p, NEW, NULL);
+    char *err = stderr_of(p), *now = snapshot(p->out), *left = beside(p);
+    ck_assert_msg(rc == CLI_USAGE && strstr(err, want), "%s: exit %d: %s\nwant: %s", args_note, rc, err, want);
+    ck_assert_msg(same(now, old) && !*left, "%s: the refused run changed the folder or left '%s'", args_note, left);
+    free(old), free(now), free(err), free(left);
+}
+
+/* A file system mounted inside the report folder (a tmpfs in a subfolder, a
+ * bind mount of a folder and of a file of the same file system, whose st_dev
+ * is the folder's own) or on the folder itself: refused before computing
+ * (exit 2, naming it), nothing changes, the mount and its files stay.  A
+ * mount that appears after that check is refused when the report is
+ * published (exit 1, the old report kept). */
+START_TEST(mount_inside_refused)
+{
+    if (!may_mount("mount_inside_refused")) return;
+    place p;
+    place_make(&p);
+    free(report_with_user_files(&p, PLAIN));
+    char mnt[400], other[400], bound[400], want[600];
+    snprintf(mnt, sizeof mnt, "%s/mine/mnt", p.out);
+    ck_assert(mkdir(mnt, 0755) == 0);
+    if (!mount_tmpfs("mount_inside_refused", mnt)) {
+        place_remove(&p);
+        return;
+    }
+    write_file(mnt, "x.txt", "on the mount\n");
+    snprintf(want, sizeof want, "%s is a mount point", mnt);
+    ck_refused(&p, "tmpfs in mine/", want);
+    ck_assert_msg(stat_of(mnt).st_dev != stat_of(p.out).st_dev, "the tmpfs is no longer mounted at %s", mnt);
+    unmount_at(mnt);
+
+    snprintf(other, sizeof other, "%s/elsewhere", p.base);
+    ck_assert(mkdir(other, 0755) == 0);
+    write_file(other, "y.txt", "bound\n");
+    snprintf(bound, sizeof bound, "%s/bound", p.out);
+    ck_assert(mkdir(bound, 0755) == 0);
+    ck_assert(mount(other, bound, NULL, MS_BIND, NULL) == 0);
+    ck_assert(stat_of(bound).st_dev == stat_of(p.out).st_dev);
+    snprintf(want, sizeof want, "%s is a mount point", bound);
+    ck_refused(&p, "a bind mount of a folder", want);
+    unmount_at(bound);
+
+    snprintf(bound, sizeof bound, "%s/notes.txt", p.out);
+    snprintf(other, sizeof other, "%s/elsewhere/y.txt", p.base);
+    ck_assert(mount(other, bound, NULL, MS_BIND, NULL) == 0);
+    snprintf(want, sizeof want, "%s is a mount point", bound);
+    ck_refused(&p, "a bind mount of a file", want);
+    unmount_at(bound);
+
+    /* The folder itself. */
+    ck_assert(mount("vijp-test", p.out, "tmpfs", 0, "size=1m") == 0);
+    write_file(p.out, "z.txt", "the mount's own\n");
+    snprintf(want, sizeof want, "%s is a mount point", p.out);
+    ck_refused(&p, "--out on a mount point", want);
+    unmount_at(p.out);
+
+    /* During the run: a gnuplot that waits (the new report is being
+     * staged, long after the check of report_out_open) while the test
+     * mounts, then runs the real one. */
+    char bin[400], gp[500], env[4200];
+    const char *path = getenv("PATH");
+    snprintf(bin, sizeof bin, "%s/bin", p.base);
+    snprintf(gp, sizeof gp, "%s/gnuplot", bin);
+    ck_assert(mkdir(bin, 0755) == 0 && path && strlen(path) < 4000);
+    FILE *f = fopen(gp, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "#!/bin/sh\n: > '%s/started'\nn=0\n"
+               "while [ ! -e '%s/go' ] && [ $n -lt 6000 ]; do sleep 0.01; n=$((n + 1)); done\n"
+               "PATH='%s'; export PATH; exec gnuplot \"$@\"\n", bin, bin, path);
+    ck_assert(fclose(f) == 0 && chmod(gp, 0755) == 0);
+    snprintf(env, sizeof env, "PATH=%s:%s", bin, path);
+    pid_t pid = spawn_drift(&p, OLD, env, 0);
+    snprintf(gp, sizeof gp, "%s/started", bin);
+    for (int t = 0; t < 6000 && access(gp, F_OK); t++) nanosleep(&(struct timespec){0, 10000000}, NULL);
+    ck_assert_msg(!access(gp, F_OK), "the run did not start gnuplot");
+    snprintf(mnt, sizeof mnt, "%s/late", p.out);
+    ck_assert(mkdir(mnt, 0755) == 0 && mount("vijp-test", mnt, "tmpfs", 0, "size=1m") == 0);
+    write_file(mnt, "x.txt", "on the mount\n");
+    char *old = snapshot(p.out);
+    write_file(bin, "go", "");
+    int rc = finish(pid);
+    char *err = stderr_of(&p), *now = snapshot(p.out), *left = beside(&p);
+    snprintf(want, sizeof want, "%s is a mount point", mnt);
+    ck_assert_msg(rc == CLI_FAILED && strstr(err, want), "a mount made during the run: exit %d: %s", rc, err);
+    ck_assert_msg(same(now, old) && !*left, "the failed run changed the folder or left '%s'", left);
+    ck_assert(stat_of(mnt).st_dev != stat_of(p.out).st_dev);
+    unmount_at(mnt);
+    free(err), free(now), free(left), free(old);
+    place_remove(&p);
+}
+END_TEST
+
+/* --out . (or .., or any folder holding the working directory): refused
+ * before computing (exit 2), the folder the same one (same inode) with the
+ * same contents, so the shell is not left in a deleted folder.  From DIR's
+ * parent, a relative --out is fine. */
+START_TEST(cwd_inside_refused)
+{
+    place p;
+    place_make(&p);
+    char *old = report_with_user_files(&p, PLAIN), sub[400];
+    snprintf(sub, sizeof sub, "%s/mine", p.out);
+    ino_t ino = stat_of(p.out).st_ino;
+    const struct {
+        const char *cwd, *out;
+    } runs[] = {{p.out, "."}, {p.out, "../out"}, {sub, ".."}, {sub, p.out}};
+    for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
+        as_user how = {.out = runs[k].out, .cwd = runs[k].cwd};
+        int rc = finish(spawn_in(&p, NEW, NULL, 0, &how));
+        char *err = stderr_of(&p), *now = snapshot(p.out), *left = beside(&p);
+        ck_assert_msg(rc == CLI_USAGE && strstr(err, "holds the current working directory"), "--out %s in %s: exit %d: %s",
+                      runs[k].out, runs[k].cwd, rc, err);
+        ck_assert_msg(same(now, old) && !*left && stat_of(p.out).st_ino == ino,
+                      "--out %s in %s: the folder was replaced, or '%s' left beside it", runs[k].out, runs[k].cwd, left);
+        free(err), free(now), free(left);
+    }
+    as_user from_parent = {.out = "out", .cwd = p.parent};
+    ck_assert_int_eq(finish(spawn_in(&p, NEW, NULL, 0, &from_parent)), CLI_OK);
+    char *now = snapshot(p.out);
+    ck_assert(!same(now, old) && strstr(now, "file notes.txt 9\nmy notes\n"));
+    free(now), free(old);
+    place_remove(&p);
+}
+END_TEST
+
 Suite *suite_atomic(void)
 {
     Suite *s = suite_create("atomic");
@@ -522,6 +848,14 @@ Suite *suite_atomic(void)
     tcase_add_test(tc, second_run_refused);
     tcase_add_test(tc, second_run_names_whole_command);
     tcase_add_test(tc, signals_remove_staging);
+    suite_add_tcase(s, tc);
+    /* What a run may replace: owners, mounts, the working directory. */
+    tc = tcase_create("owners");
+    tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, NULL, unmount_all);
+    tcase_add_test(tc, owner_mode_kept);
+    tcase_add_test(tc, mount_inside_refused);
+    tcase_add_test(tc, cwd_inside_refused);
     suite_add_tcase(s, tc);
     return s;
 }

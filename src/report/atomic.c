@@ -255,14 +255,25 @@ static int legacy_report(int dirfd)
 /* The old generation's files that vijp did not write, into the new one. */
 static int carry_over(report_out *o, int tfd, vijp_error *err)
 {
+    struct stat st, up;
+    if (fstat(tfd, &st) || fstat(o->parent_fd, &up))
+        return vijp_fail(err, VIJP_EIO, "cannot read the folder %s: %s", o->shown, strerror(errno));
+    if (tree_mount_point(o->parent_fd, o->name, &st, up.st_dev)) /* mounted since report_out_open */
+        return vijp_fail(err, VIJP_EINVAL, "%s is a mount point, which a report cannot replace: choose a folder inside "
+                         "it as --out", o->shown);
+    /* The folder keeps its owner, group and mode: the owner at once (what
+     * is carried may inherit its group), the mode once it is full. */
+    if (tree_give(o->stage_fd, -1, NULL, &st, S_IRWXU))
+        return vijp_fail(err, VIJP_EIO, "cannot give the new %s the owner (uid %u, group %u) of the old: %s", o->shown,
+                         (unsigned)st.st_uid, (unsigned)st.st_gid, strerror(errno));
     name_list old;
     manifest_read(tfd, &old);
     int legacy = faccessat(tfd, MANIFEST_NAME, F_OK, AT_SYMLINK_NOFOLLOW) && legacy_report(tfd);
     int rc = tree_carry(tfd, o->stage_fd, &old, &o->written, legacy, o->shown, atomic_step, err);
     name_list_free(&old);
-    struct stat st;
-    if (!rc && (fstat(tfd, &st) || fchmod(o->stage_fd, st.st_mode & 07777))) /* the folder keeps its mode */
-        rc = vijp_fail(err, VIJP_EIO, "cannot set the mode of %s: %s", o->staging, strerror(errno));
+    if (!rc && tree_give(o->stage_fd, -1, NULL, &st, 0))
+        rc = vijp_fail(err, VIJP_EIO, "cannot give the new %s the owner (uid %u, group %u) and mode %04o of the old: %s",
+                       o->shown, (unsigned)st.st_uid, (unsigned)st.st_gid, (unsigned)(st.st_mode & 07777), strerror(errno));
     return rc;
 }
 

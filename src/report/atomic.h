@@ -11,6 +11,37 @@
  * the whole old report or the whole new one; what it leaves beside DIR is
  * cleared by the next run.
  *
+ * Replaced, not written in place (a choice: writing into the existing folder
+ * would give up the all-or-nothing swap): DIR and every folder carried over
+ * are new folders, with new inode numbers, so each new folder is given the
+ * owner, group and mode of the old one (fchown, then fchmod, read back:
+ * atomic_tree.h's tree_give), as are recreated links and the copies of
+ * files the file system refuses to link; where this run cannot (not root,
+ * and not the owner in that group), the run fails rather than hand a user's
+ * folder to whoever ran vijp.  The files carried over are hard links, the
+ * same inodes, owners and modes; the report's own files belong to whoever
+ * ran it.
+ *
+ * report_out_open refuses (VIJP_EINVAL: exit 2, before the computation,
+ * nothing written; atomic_open.c's check_target, atomic_tree.h's
+ * tree_check) a DIR that
+ *   - is or holds the working directory (--out ., .., ../DIR from inside):
+ *     the swap would leave the process, and the shell that started it, in
+ *     the old folder, deleted (the (st_dev, st_ino) chain from "." up to /);
+ *     another process's working directory inside DIR is not seen, and ends
+ *     in the deleted folder too;
+ *   - is or holds a mount point (an st_dev other than its folder's, or
+ *     statx's STATX_ATTR_MOUNT_ROOT for a bind mount of the same file
+ *     system, Linux 5.8 on): a mount point cannot be renamed (DIR itself),
+ *     and one inside DIR would be carried over as copies of its files, which
+ *     the removal of the old generation then deletes from the mount;
+ *   - holds what cannot be carried over with its owner (above), a FIFO, a
+ *     socket or a device, or a folder this run cannot read.
+ * A mount made inside DIR during the computation is refused when the new
+ * generation is published (VIJP_EINVAL from report_out_commit: DIR is kept,
+ * the run fails), and the removal of a generation never enters nor removes a
+ * mount point.
+ *
  * One run at a time per folder: the run holds flock(LOCK_EX) on
  * PARENT/.NAME.vijp-lock (beside DIR, since DIR itself is swapped) from
  * report_out_open to report_out_close; the file holds the holder's PID and
@@ -44,10 +75,11 @@ typedef struct report_out_s {
 } report_out;
 
 /* Before the computation: resolve DIR (mkdir -p its parent), take the lock,
- * and clear what killed runs left beside DIR.  Fails (VIJP_EINVAL or
- * VIJP_EIO, a message naming the path) when DIR cannot be a report folder or
- * another run holds it; nothing is left behind then.  command: what the lock
- * file says holds it. */
+ * clear what killed runs left beside DIR, and check what the run will
+ * replace (above).  Fails (VIJP_EINVAL or VIJP_EIO, a message naming the
+ * path) when DIR cannot be a report folder, is refused, or another run holds
+ * it; nothing is left behind then.  command: what the lock file says holds
+ * it. */
 VIJP_MUST_CHECK int report_out_open(report_out *o, const char *dir, const char *command, vijp_error *err);
 /* After report_out_open refused a folder that another run holds: that
  * run's "pid N: COMMAND" from the lock file, whole (the message in err has

@@ -171,6 +171,61 @@ static void clear_leftovers(report_out *o)
     closedir(d);
 }
 
+/* Whether the folder t (its fstat) is the working directory or holds it:
+ * the working directory's chain of (st_dev, st_ino) up to /, through "..",
+ * which also crosses mounts and needs no permission to read (O_PATH). */
+static int holds_cwd(const struct stat *t)
+{
+    int fd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    for (int depth = 0; fd >= 0 && depth < PATH_MAX; depth++) {
+        struct stat st, up;
+        if (fstat(fd, &st)) break;
+        if (st.st_dev == t->st_dev && st.st_ino == t->st_ino) {
+            close(fd);
+            return 1;
+        }
+        int p = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        close(fd);
+        fd = p;
+        if (fd >= 0 && (fstat(fd, &up) || (up.st_dev == st.st_dev && up.st_ino == st.st_ino))) break; /* / */
+    }
+    if (fd >= 0) close(fd);
+    return 0;
+}
+
+/* What the run will replace, checked before the computation so that a long
+ * study is not wasted (VIJP_EINVAL, naming the path; atomic.h says why):
+ * DIR must not hold the working directory, nor be or hold a mount point,
+ * and this run must be able to recreate DIR and what is carried over with
+ * their owners (tree_check). */
+static int check_target(report_out *o, vijp_error *err)
+{
+    int fd = openat(o->parent_fd, o->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT) return 0; /* a new folder */
+        return vijp_fail(err, VIJP_EINVAL, "cannot read the output folder %s: %s", o->shown, strerror(errno));
+    }
+    struct stat st, up;
+    int rc = 0;
+    if (fstat(fd, &st) || fstat(o->parent_fd, &up))
+        rc = vijp_fail(err, VIJP_EINVAL, "cannot read the output folder %s: %s", o->shown, strerror(errno));
+    else if (holds_cwd(&st))
+        rc = vijp_fail(err, VIJP_EINVAL, "--out %s%s%s holds the current working directory, which replacing it would "
+                       "leave deleted; run vijp from outside it, or choose another --out", o->shown,
+                       strcmp(o->shown, o->target) ? ", " : "", strcmp(o->shown, o->target) ? o->target : "");
+    else if (tree_mount_point(o->parent_fd, o->name, &st, up.st_dev))
+        rc = vijp_fail(err, VIJP_EINVAL, "%s is a mount point, which a report cannot replace: choose a folder inside it "
+                       "as --out", o->shown);
+    else {
+        name_list vijps;
+        manifest_read(fd, &vijps);
+        rc = tree_check(fd, &st, &up, &vijps, o->shown, err);
+        name_list_free(&vijps);
+    }
+    close(fd);
+    return rc;
+}
+
 int report_out_open(report_out *o, const char *dir, const char *command, vijp_error *err)
 {
     *o = (report_out){.shown = dir, .parent_fd = -1, .stage_fd = -1, .lock_fd = -1};
@@ -181,8 +236,9 @@ int report_out_open(report_out *o, const char *dir, const char *command, vijp_er
         return rc;
     }
     atomic_arm(o);
-    clear_leftovers(o);
-    return 0;
+    clear_leftovers(o); /* first: it may put DIR back */
+    if ((rc = check_target(o, err))) report_out_close(o);
+    return rc;
 }
 
 void report_out_close(report_out *o)

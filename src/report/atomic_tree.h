@@ -4,6 +4,7 @@
 #define VIJP_CLI_ATOMIC_TREE_H
 
 #include "atomic.h"
+#include <sys/stat.h>
 
 /* In each generation: the files vijp wrote there, one name a line. */
 #define MANIFEST_NAME ".vijp-manifest"
@@ -25,7 +26,8 @@ void name_list_free(name_list *l);
 void manifest_read(int dirfd, name_list *out);
 
 /* Remove name under dirfd, a folder with everything in it, never following
- * a symbolic link.  System calls and the stack only (no allocation, no
+ * a symbolic link nor entering a mount point (which stays, and so does the
+ * folder above it).  System calls and the stack only (no allocation, no
  * stdio), so that the out-of-memory cleanup may call it.  0: gone. */
 int tree_remove(int dirfd, const char *name);
 
@@ -35,10 +37,37 @@ int tree_remove(int dirfd, const char *name);
  * operations call nothing of the generation above them. */
 typedef int (*tree_step)(void);
 
+/* Whether name under dirfd (st: its lstat) is a mount point: on another file
+ * system than its folder (dev: the folder's st_dev), or the root of a mount
+ * of the same one (a bind mount: statx's STATX_ATTR_MOUNT_ROOT, Linux 5.8).
+ * System calls only (tree_remove calls it). */
+int tree_mount_point(int dirfd, const char *name, const struct stat *st, dev_t dev);
+
+/* The old generation's tree (folder fd, st its fstat, in a folder whose
+ * fstat is in; shown names it), checked before the computation, so that a
+ * long study is not wasted on a folder that cannot be carried over: refused
+ * (VIJP_EINVAL, naming the entry) a mount point, a FIFO, socket or device, a
+ * folder that cannot be read, and a folder, link or file that would be
+ * recreated (a file when fs.protected_hardlinks refuses this run a link to
+ * it) with an owner or group this run cannot give it (tree_carry keeps
+ * them).  vijps: the manifest, whose files are not carried (top level only;
+ * NULL below). */
+VIJP_MUST_CHECK int tree_check(int fd, const struct stat *st, const struct stat *in, name_list *vijps, const char *shown,
+                               vijp_error *err);
+
+/* The new copy (folder or file fd, or the link name under dirfd when fd < 0)
+ * := owner and group of old, and its permission bits (a folder's ORed with
+ * extra, so that it can be filled first); read back after.  0, or -1 with
+ * errno (EPERM where it did not take). */
+int tree_give(int fd, int dirfd, const char *name, const struct stat *old, mode_t extra);
+
 /* Give the new generation (folder to) what the old one (folder from) holds
  * that vijp did not write: regular files as hard links (copies where the
  * file system refuses a link), symbolic links recreated, folders recreated
- * with their contents carried the same way.  Not carried: the old manifest
+ * with their contents carried the same way; every folder, link and copy
+ * recreated keeps the owner, group and mode of the old one (tree_give), and
+ * a mount point met on the way is refused (VIJP_EINVAL), as the check
+ * before the computation refuses it.  Not carried: the old manifest
  * and the regular files it lists (vijps), and names the new generation
  * writes itself (ours); such a name in the old folder is replaced when it is
  * vijp's (listed, or legacy: a report from before manifests) and refused
@@ -52,8 +81,9 @@ VIJP_MUST_CHECK int tree_carry(int from, int to, name_list *vijps, name_list *ou
  * and every entry the target folder (target_fd, -1 if none) holds too,
  * carried over before the exchange.  An entry the target lacks (created in
  * the old folder after the carry) is moved into the target instead, so that
- * nothing the user wrote is lost.  The manifest goes last, so a retirement cut
- * short can be resumed.  0: the folder is gone; 1: something had to stay. */
+ * nothing the user wrote is lost.  A mount point is never entered nor
+ * removed.  The manifest goes last, so a retirement cut short can be
+ * resumed.  0: the folder is gone; 1: something had to stay. */
 int tree_retire(int parent_fd, const char *name, int target_fd, tree_step step);
 
 /* One step of a generation's commit sequence is done (a file written, a
