@@ -28,8 +28,15 @@ static const char help_drift[] =
     "The folder is replaced all or nothing: the new report is written beside it\n"
     "and swapped in at once, so a failed or killed run leaves the previous report\n"
     "whole.  Files vijp did not write (those not listed in the folder's\n"
-    ".vijp-manifest) and subfolders are kept.  One run per folder at a time (a\n"
-    "lock file beside it); the folder's parent must be writable.\n"
+    ".vijp-manifest) and subfolders are kept, and the folder and every subfolder\n"
+    "keep their owner, group and mode (they are new folders: new inode numbers).\n"
+    "One run per folder at a time (a lock file beside it); the folder's parent\n"
+    "must be writable.  Refused before computing (exit 2, nothing written): a\n"
+    "folder that is or holds a mount point; --out . or any folder holding the\n"
+    "working directory (replacing it would leave the shell in a deleted folder);\n"
+    "a folder holding a FIFO, socket or device; a folder, link or file (one it\n"
+    "may not hard-link) whose copy would need an owner or group this run cannot\n"
+    "give (not root, and not its owner in that group).\n"
     "\n"
     "  --net SPEC        layers, cycled to the depth; repeat for several networks;\n"
     "                    or FILE.json, a net in JSON (docs/nets.md),\n"
@@ -72,7 +79,8 @@ static const char help_drift[] =
     "  --ref-prec-max P  give up past P bits (default 8192, at most 65536); the\n"
     "                    first reference precision must double at least once\n"
     "                    within it\n"
-    "  --out DIR         report folder (default reports/drift)\n"
+    "  --out DIR         report folder (default reports/drift); not ., nor a\n"
+    "                    folder holding the working directory or a mount point\n"
     "  --resume          continue a study that was killed or failed: curves it\n"
     "                    finished are kept beside DIR (.DIR.vijp-units/, removed\n"
     "                    once the report is written) and only the others are\n"
@@ -96,9 +104,11 @@ static const char help_drift[] =
     "them all): rank 0 names the curves the ranks had, and --resume continues.\n"
     "\n"
     "Exit status: 0 success, 1 the computation or the writing failed (e.g. the\n"
-    "reference did not settle, the disk is full; the previous report is left as\n"
-    "it was), 2 bad usage or input, or another run is writing the same folder\n"
-    "(nothing is written), or --resume found the curves of another study.\n"
+    "reference did not settle, the disk is full, something was mounted in the\n"
+    "folder during the run; the previous report is left as it was), 2 bad usage\n"
+    "or input, or another run is writing the same folder, or the folder is\n"
+    "refused as above (nothing is written), or --resume found the curves of\n"
+    "another study.\n"
     "Stopped by SIGINT or SIGTERM, the run leaves the previous report as it was\n"
     "and dies of the signal (a shell shows 130, 143); the curves it finished\n"
     "are kept for --resume.\n";
@@ -123,7 +133,9 @@ static const char help_report[] =
     "\n"
     "Exit status: 0 success, 1 the computation or the writing failed (the previous\n"
     "report is left as it was), 2 bad usage or input, or another run is writing\n"
-    "the same folder.  Stopped by SIGINT or SIGTERM: as 'vijp drift'.\n";
+    "the same folder, or the folder is refused as 'vijp drift' refuses its --out\n"
+    "(a mount point in it, the working directory in it, an owner this run cannot\n"
+    "keep).  Stopped by SIGINT or SIGTERM: as 'vijp drift'.\n";
 
 static char *quoted_command(int argc, char **argv, const char *prefix)
 {
