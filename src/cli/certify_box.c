@@ -100,7 +100,9 @@ static void print_box_table(const certify_args *a, const vijp_layer *L, const ch
         if (c->n_open > sizeof c->open / sizeof *c->open)
             fprintf(out, "  (and %zu more)\n", c->n_open - sizeof c->open / sizeof *c->open);
     }
-    if (c->boxes) fprintf(out, "%zu intervals examined (--budget %llu)\n", c->boxes, a->budget ? a->budget : 200000ull);
+    if (c->boxes)
+        fprintf(out, "%zu interval%s examined (--budget %llu)\n", c->boxes, c->boxes == 1 ? "" : "s",
+                a->budget ? a->budget : 200000ull);
 }
 
 int certify_box(const certify_args *a, const vijp_net *net)
