@@ -15,7 +15,7 @@
 
 static const double silu_zero = -1.278464542761074; /* mpmath: f′(x0) = 0, SiLU's declared zero */
 
-static vijp_box_certificate box_of(const one_layer *o, double lo, double hi, size_t budget)
+static vijp_box_certificate box_of(const one_layer *o, double lo, double hi, size_t intervals)
 {
     size_t n = o->L->in;
     double *l = malloc(n * sizeof *l), *h = malloc(n * sizeof *h);
@@ -23,7 +23,8 @@ static vijp_box_certificate box_of(const one_layer *o, double lo, double hi, siz
     vijp_box_certificate c;
     vijp_error err = {0};
     vijp_certify_opts co = {0};
-    ck_assert_msg(!vijp_certify_box(o->L, o->theta, l, h, budget, &co, &c, &err), "%s", err.msg);
+    vijp_box_budget budget = {intervals, 0};
+    ck_assert_msg(!vijp_certify_box(o->L, o->theta, l, h, &budget, &co, &c, &err), "%s", err.msg);
     free(l), free(h);
     return c;
 }
@@ -59,6 +60,13 @@ START_TEST(silu_zero_found_and_bound)
     ck_assert_uint_eq(c.boxes, 10);
     ck_assert_msg(c.n_open > 0 && c.certified_fraction > 0 && c.certified_fraction < 1, "%zu open, fraction %g", c.n_open,
                   c.certified_fraction);
+    /* and a time budget already spent: undecided, saying so */
+    double l[3] = {-3, -3, -3}, h[3] = {3, 3, 3};
+    vijp_box_budget late = {0, 1e-9};
+    vijp_certify_opts co = {0};
+    vijp_error err = {0};
+    ck_assert(!vijp_certify_box(o.L, o.theta, l, h, &late, &co, &c, &err));
+    ck_assert_msg(c.verdict == VIJP_INCONCLUSIVE && strstr(c.reason, "time budget"), "%s", c.reason);
     vijp_net_free(&o.net);
 }
 END_TEST
@@ -157,9 +165,9 @@ START_TEST(bad_boxes)
     vijp_box_certificate c;
     vijp_error err = {0};
     vijp_certify_opts co = {0};
-    ck_assert_int_eq(vijp_certify_box(o.L, o.theta, lo, hi, 0, &co, &c, &err), VIJP_EDOMAIN);
+    ck_assert_int_eq(vijp_certify_box(o.L, o.theta, lo, hi, NULL, &co, &c, &err), VIJP_EDOMAIN);
     ck_assert_msg(strstr(err.msg, "coordinate 2"), "%s", err.msg);
-    ck_assert_int_eq(vijp_certify_box(o.L, o.theta, lo, nan_hi, 0, &co, &c, &err), VIJP_EDOMAIN);
+    ck_assert_int_eq(vijp_certify_box(o.L, o.theta, lo, nan_hi, NULL, &co, &c, &err), VIJP_EDOMAIN);
     vijp_net_free(&o.net);
 }
 END_TEST
@@ -196,6 +204,7 @@ START_TEST(certify_box_command)
         {"certify --layer tanh --box -1,1 --samples 4", "--samples"},
         {"certify --layer tanh --box -1,1 --box-file a.npy,b.npy", "exclude each other"},
         {"certify --layer tanh --budget 5", "--budget applies to --box"},
+        {"certify --layer tanh --box -1,1 --budget 0s", "Ts seconds"},
         {NULL, "want (2,)"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {

@@ -141,9 +141,17 @@ typedef struct {
     char reason[256];
 } vijp_box_certificate;
 
+/* How far the bisection may go: intervals (0: 200000) and wall-clock
+ * seconds (0: no limit; a verdict that ran out of time may differ between
+ * machines, one bounded by intervals does not).  NULL: the defaults. */
+typedef struct {
+    size_t intervals;
+    double seconds;
+} vijp_box_budget;
+
 VIJP_API VIJP_MUST_CHECK int vijp_certify_box(const vijp_layer *L, const double *theta, const double *lo, const double *hi,
-                                              size_t budget, const vijp_certify_opts *o, vijp_box_certificate *out,
-                                              vijp_error *err);
+                                              const vijp_box_budget *budget, const vijp_certify_opts *o,
+                                              vijp_box_certificate *out, vijp_error *err);
 /* "certified-submersive", "not-submersive", "undecided". */
 VIJP_API const char *vijp_box_verdict_name(vijp_verdict v);
 /* An enclosure [out_lo, out_hi] (L->out entries) of L's forward over the

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define BOX_PREC 128 /* bits of the enclosures of f′ (its operators' working precision) */
 
@@ -26,8 +27,25 @@ typedef struct {
     const double *theta;
     mpfi_t x, d;
     mpfr_t mig;
-    size_t budget;
+    size_t budget;   /* intervals */
+    double deadline; /* CLOCK_MONOTONIC seconds (0: none) */
+    int out_of_time;
 } bisection;
+
+static double now_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Whether the budget is spent: the intervals, or (looked at every 64) the time. */
+static int spent(bisection *bi, size_t boxes)
+{
+    if (boxes >= bi->budget) return 1;
+    if (bi->deadline > 0 && !bi->out_of_time && boxes % 64 == 0 && now_seconds() > bi->deadline) bi->out_of_time = 1;
+    return bi->out_of_time;
+}
 
 /* f′ enclosed over [a, b] into bi->d. */
 static void enclose(bisection *bi, double a, double b)
@@ -82,7 +100,7 @@ static int bisect(bisection *bi, size_t i, double a, double b, double *proven, d
     int found = 0;
     while (top && !found) {
         vijp_span p = stack[--top];
-        if (c->boxes >= bi->budget) {
+        if (spent(bi, c->boxes)) {
             keep_open(c, i, p.lo, p.hi);
             continue;
         }
@@ -110,10 +128,11 @@ static int bisect(bisection *bi, size_t i, double a, double b, double *proven, d
 
 /* Elementwise: each coordinate's interval bisected (a run of equal
  * intervals once), the box's verdict from theirs. */
-static int elementwise(const vijp_layer *L, const double *theta, const double *lo, const double *hi, size_t budget,
-                       vijp_box_certificate *c)
+static int elementwise(const vijp_layer *L, const double *theta, const double *lo, const double *hi,
+                       const vijp_box_budget *budget, vijp_box_certificate *c)
 {
-    bisection bi = {.L = L, .theta = theta, .budget = budget};
+    bisection bi = {.L = L, .theta = theta, .budget = budget && budget->intervals ? budget->intervals : 200000,
+                    .deadline = budget && budget->seconds > 0 ? now_seconds() + budget->seconds : 0};
     mpfi_init2(bi.x, BOX_PREC), mpfi_init2(bi.d, BOX_PREC), mpfr_init2(bi.mig, 53);
     double s = INFINITY, fraction = 1, proven = 0, frac_i = 1;
     int found = 0;
@@ -131,8 +150,8 @@ static int elementwise(const vijp_layer *L, const double *theta, const double *l
     if (found) c->verdict = VIJP_NOT_SUBMERSIVE, c->certified_fraction = NAN;
     else if (c->n_open) {
         c->verdict = VIJP_INCONCLUSIVE, c->certified_fraction = fraction;
-        snprintf(c->reason, sizeof c->reason, "%zu piece%s where f′ may vanish left undecided after %zu intervals",
-                 c->n_open, c->n_open == 1 ? "" : "s", c->boxes);
+        snprintf(c->reason, sizeof c->reason, "%zu piece%s where f′ may vanish left undecided after %zu intervals%s",
+                 c->n_open, c->n_open == 1 ? "" : "s", c->boxes, bi.out_of_time ? " (the time budget ran out)" : "");
     } else c->verdict = VIJP_CERTIFIED_SUBMERSIVE, c->s = s, c->certified_fraction = 1;
     return 0;
 }
@@ -164,8 +183,8 @@ static int constant_jacobian(const vijp_layer *L, const double *theta, const dou
     return 0;
 }
 
-int vijp_certify_box(const vijp_layer *L, const double *theta, const double *lo, const double *hi, size_t budget,
-                     const vijp_certify_opts *o, vijp_box_certificate *out, vijp_error *err)
+int vijp_certify_box(const vijp_layer *L, const double *theta, const double *lo, const double *hi,
+                     const vijp_box_budget *budget, const vijp_certify_opts *o, vijp_box_certificate *out, vijp_error *err)
 {
     memset(out, 0, sizeof *out);
     out->s = NAN, out->lo = out->hi = NAN;
@@ -174,7 +193,7 @@ int vijp_certify_box(const vijp_layer *L, const double *theta, const double *lo,
             return vijp_fail(err, VIJP_EDOMAIN, "the box's coordinate %zu is [%g, %g]: want finite lo <= hi", i + 1,
                              lo[i], hi[i]);
     unsigned d = L->type->declare(L);
-    if (vijp_deriv_enclose_of(L->type)) return elementwise(L, theta, lo, hi, budget ? budget : 200000, out);
+    if (vijp_deriv_enclose_of(L->type)) return elementwise(L, theta, lo, hi, budget, out);
     if (d & VIJP_DECL_NEVER_SUBMERSIVE) {
         out->verdict = VIJP_NOT_SUBMERSIVE, out->certified_fraction = NAN;
         snprintf(out->method, sizeof out->method, "analytic");

@@ -70,7 +70,9 @@ static const char help[] =
     "                    point, or interval holding one, where J is singular), or\n"
     "                    undecided (the share of the box proven, the pieces left)\n"
     "  --box-file L.npy,H.npy  the same, coordinate i in [L[i], H[i]] (1-D arrays)\n"
-    "  --budget N        intervals a box's bisection may examine (default 200000)\n"
+    "  --budget N|Ts     what a box's bisection may spend: N intervals (default\n"
+    "                    200000), or T seconds of wall-clock time (then the verdict\n"
+    "                    may differ between machines; an interval count does not)\n"
     "  --json            print one JSON object instead of tables\n"
     "  -v, --verbose     a line per sample even when there are many\n"
     "  -q, --quiet       no progress meter (shown on stderr, when it is a terminal,\n"
@@ -326,6 +328,23 @@ static int parse_positive(const char *opt, const char *s, double *out)
     return -1;
 }
 
+/* --budget N (intervals, 1..10^8) or Ts (seconds, up to 10^6). */
+static int parse_budget(const char *s, vijp_box_budget *b)
+{
+    size_t len = strlen(s);
+    if (len > 1 && s[len - 1] == 's') {
+        char *end;
+        double t = strtod(s, &end);
+        if (end == s + len - 1 && t > 0 && t <= 1e6) return b->seconds = t, 0;
+        cli_say("vijp certify: --budget wants N intervals or Ts seconds (0 < T <= 1e6), got '%s'\n", s);
+        return -1;
+    }
+    unsigned long long v;
+    if (cli_parse_size("--budget", s, 1, 100000000, &v)) return -1;
+    b->intervals = (size_t)v;
+    return 0;
+}
+
 /* Options into a; -1 to go on, or the exit status (--help, bad usage). */
 static int parse_args(int argc, char **argv, certify_args *a)
 {
@@ -354,7 +373,7 @@ static int parse_args(int argc, char **argv, certify_args *a)
         case O_NET: a->net = optarg; break;
         case O_BOX: a->box = optarg; break;
         case O_BOXFILE: a->box_file = optarg; break;
-        case O_BUDGET: if (cli_parse_size("--budget", optarg, 1, 100000000, &a->budget)) return EXIT_USAGE; break;
+        case O_BUDGET: if (parse_budget(optarg, &a->budget)) return EXIT_USAGE; a->budget_given = 1; break;
         case O_DEPTH: if (cli_parse_size("--depth", optarg, 1, 100000, &a->depth)) return EXIT_USAGE; a->net_opt = "depth"; break;
         case O_INDEX: if (cli_parse_size("--layer-index", optarg, 1, 100000, &a->layer_index)) return EXIT_USAGE; a->net_opt = "layer-index"; break;
         case 'l': a->spec = optarg; break;
@@ -383,7 +402,7 @@ static int parse_args(int argc, char **argv, certify_args *a)
                         : NULL;
     if (clash) return fprintf(stderr, "vijp certify: %s\n", clash), EXIT_USAGE;
     if (!a->net && a->net_opt) return fprintf(stderr, "vijp certify: --%s applies to --net\n", a->net_opt), EXIT_USAGE;
-    if (a->box || a->box_file || a->budget) {
+    if (a->box || a->box_file || a->budget_given) {
         const char *why = !a->spec && !a->net ? "--box, --box-file and --budget apply to --layer or --net"
                           : a->box && a->box_file ? "--box and --box-file exclude each other"
                           : !a->box && !a->box_file ? "--budget applies to --box or --box-file"

@@ -100,9 +100,12 @@ static void print_box_table(const certify_args *a, const vijp_layer *L, const ch
         if (c->n_open > sizeof c->open / sizeof *c->open)
             fprintf(out, "  (and %zu more)\n", c->n_open - sizeof c->open / sizeof *c->open);
     }
-    if (c->boxes)
-        fprintf(out, "%zu interval%s examined (--budget %llu)\n", c->boxes, c->boxes == 1 ? "" : "s",
-                a->budget ? a->budget : 200000ull);
+    if (c->boxes && a->budget.seconds > 0)
+        fprintf(out, "%zu interval%s examined (--budget %gs, %zu intervals)\n", c->boxes, c->boxes == 1 ? "" : "s",
+                a->budget.seconds, a->budget.intervals ? a->budget.intervals : 200000);
+    else if (c->boxes)
+        fprintf(out, "%zu interval%s examined (--budget %zu)\n", c->boxes, c->boxes == 1 ? "" : "s",
+                a->budget.intervals ? a->budget.intervals : 200000);
 }
 
 int certify_box(const certify_args *a, const vijp_net *net)
@@ -112,7 +115,7 @@ int certify_box(const certify_args *a, const vijp_net *net)
     double *lo = vijp_alloc_array(L->in ? L->in : 1, sizeof *lo), *hi = vijp_alloc_array(L->in ? L->in : 1, sizeof *hi);
     vijp_box_certificate c;
     int rc = read_box(a, L->in, lo, hi, &err);
-    if (!rc) rc = vijp_certify_box(L, net->theta[0], lo, hi, a->budget, &a->co, &c, &err);
+    if (!rc) rc = vijp_certify_box(L, net->theta[0], lo, hi, &a->budget, &a->co, &c, &err);
     free(lo), free(hi);
     if (rc) {
         fprintf(stderr, "vijp certify: %s\n", err.msg);
@@ -185,7 +188,7 @@ int certify_net_box(const certify_args *a)
         memset(&c, 0, sizeof c);
         c.s = c.certified_fraction = NAN, c.verdict = VIJP_INCONCLUSIVE;
         if (stopped) snprintf(c.reason, sizeof c.reason, "no enclosure of the inputs that reach it (above)");
-        else if ((rc = vijp_certify_box(L, net.theta[i], lo, hi, a->budget, &a->co, &c, &err))) {
+        else if ((rc = vijp_certify_box(L, net.theta[i], lo, hi, &a->budget, &a->co, &c, &err))) {
             snprintf(c.reason, sizeof c.reason, "%s", err.msg), c.verdict = VIJP_INCONCLUSIVE, rc = 0;
             snprintf(c.method, sizeof c.method, "none");
         }

@@ -15,7 +15,9 @@ typedef struct {
     const char *point_opt; /* why an option about sampled points does not go with a box */
     const char *layer_opt; /* an option that only --layer takes, given */
     const char *net_opt;   /* an option that only --net takes, given */
-    unsigned long long width, samples, seed, depth, layer_index, budget;
+    unsigned long long width, samples, seed, depth, layer_index;
+    vijp_box_budget budget; /* --budget N (intervals) or Ts (seconds) */
+    int budget_given;
     double scale, range;
     vijp_certify_opts co;
     int json, verbose, quiet;
