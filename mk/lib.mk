@@ -124,7 +124,7 @@ $(BUILD)/plugins/%.so: examples/broken-layers/%.c $(wildcard examples/broken-lay
 	$(PLUGIN_CC) -o $@ $<
 $(BUILD)/plugins/%.so: tests/plugins/%.c $(wildcard examples/broken-layers/*.h) $(wildcard include/vijp/*.h)
 	@mkdir -p $(dir $@)
-	$(PLUGIN_CC) -o $@ $<
+	$(PLUGIN_CC) -Iexamples/broken-layers -o $@ $<
 plugins: $(PLUGINS)
 
 # vijp-perturbed: the same command with one ulp added to every vijp output,

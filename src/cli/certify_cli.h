@@ -32,6 +32,18 @@ typedef struct {
     char points[4300];       /* "from X.npy", "1·N(0,1)", ... */
 } certify_sources;
 
+/* The certificates of a run's samples. */
+typedef struct {
+    vijp_certificate *c;
+    size_t n;
+} certify_results;
+
+/* o: the keys that say what was certified; the verdicts' are added. */
+void certify_add_verdicts(json_t *o, const certify_results *r, const vijp_activation_report *act);
+/* A line per certificate (and its reason), then a blank line. */
+void certify_print_rows(const certify_results *r);
+/* Where --layer's θ and points came from, as the command line says. */
+void certify_layer_sources(const certify_args *a, const vijp_net *net, certify_sources *src);
 /* Whether certifying an m × n Jacobian of a layer with P parameters fits in
  * memory (says why not on stderr). */
 int certify_fits(double m, double n, double P);

@@ -2,7 +2,7 @@
  * loaded (a constructor, vijp_plugin_init) and from its operators, through
  * printf and through write(1): vijp's results, --json above all, must not
  * receive a byte of it (tests/t-plugin-load.c). */
-#include "../../examples/broken-layers/linear.h"
+#include "linear.h" /* examples/broken-layers/, on the include path of these plugins */
 #include <stdio.h>
 #include <unistd.h>
 
