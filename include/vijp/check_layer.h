@@ -45,7 +45,13 @@ typedef struct {
      * error / bound, the largest; NaN fields when it compared no numbers). */
     char worst_what[48];     /* the quantity ("vjp", "inverse(forward(x))", "σ_min") */
     size_t worst_row, worst_col; /* its entry: row, and column (the sample) */
+    /* As doubles; past double's range (mpfr:P formats beyond P ≈ 1000,
+     * whose errors and bounds are 2^-P) these read 0, a subnormal or inf,
+     * and only the _text fields hold the number. */
     double error, bound, ratio;
+    /* The same three in decimal, "%.3g" at any size ("1.2e-400"); empty
+     * when it compared no numbers. */
+    char error_text[24], bound_text[24], ratio_text[24];
     char bound_source[200];  /* where the bound it was held to comes from */
     uint64_t seed;           /* `--seed` that reruns it */
     int signal;              /* isolated runs: the signal that ended the check (0: none) */

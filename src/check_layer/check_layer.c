@@ -15,7 +15,8 @@ static const struct {
     {"jacobian-vs-jvp", "the dense Jacobian's columns against jvp(e_j)", check_jacobian_columns},
     {"vijp-round-trip", "vjp(vijp(g)) = g, and vijp(vjp(r)) + fragment = r", check_vijp_round_trip},
     {"fragment-vs-cokernel", "the fragment is Q^T r in the cokernel basis Q", check_fragment_cokernel},
-    {"format-vs-mpfr", "forward, jvp, vjp, fragment, vijp against the type's 1024-bit MPFR operators", check_format_vs_mpfr},
+    {"format-vs-mpfr", "forward, jvp, vjp, fragment, vijp against the type's MPFR operators at 1024 bits (P + 512 past mpfr:512)",
+     check_format_vs_mpfr},
     {"vjp-param-vs-mpfr", "the parameter gradient against the MPFR operator, within vjp_param_bound", check_vjp_param_vs_mpfr},
     {"vjp-param-vs-differences", "the parameter gradient against central differences of forward in θ",
      check_vjp_param_differences},
@@ -65,10 +66,10 @@ int vijp_check_layer_run(size_t k, const char *spec, const vijp_check_opts *o, v
     check_fix_clear(&t);
     /* The worst element decides a check that compared numbers. */
     if (r->ratio > 1 && r->status != VIJP_CHECK_FAILED)
-        check_fail(r, "%s[%zu,%zu] is off by %.3g: %.3g times its bound %.3g", r->worst_what, r->worst_row,
-                   r->worst_col, r->error, r->ratio, r->bound);
+        check_fail(r, "%s[%zu,%zu] is off by %s: %s times its bound %s", r->worst_what, r->worst_row, r->worst_col,
+                   r->error_text, r->ratio_text, r->bound_text);
     else if (!isnan(r->ratio) && !r->detail[0])
-        check_note(r, "worst %s[%zu,%zu] at %.3g of its bound", r->worst_what, r->worst_row, r->worst_col, r->ratio);
+        check_note(r, "worst %s[%zu,%zu] at %s of its bound", r->worst_what, r->worst_row, r->worst_col, r->ratio_text);
     r->seconds = now() - t0;
     return 0;
 }

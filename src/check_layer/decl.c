@@ -130,6 +130,8 @@ void check_declarations(check_fix *t, vijp_check_result *r)
              * τ): the element and both numbers, for the report */
             snprintf(r->worst_what, sizeof r->worst_what, "σ_m(J)");
             r->worst_row = 0, r->worst_col = b, r->error = s, r->bound = tau;
+            check_num_text(r->error_text, sizeof r->error_text, (check_num){s, 0});
+            check_num_text(r->bound_text, sizeof r->bound_text, (check_num){tau, 0});
         }
         if (full_rank_wanted && !full)
             check_fail(r, "declares itself %s, but at point %zu J is numerically rank-deficient: σ_m = %.3g <= τ = %.3g "

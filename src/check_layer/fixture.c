@@ -88,7 +88,7 @@ int check_fix_init(check_fix *t, const char *spec, const vijp_check_opts *o, vij
         vijp_net_free(&t->net);
         return rc;
     }
-    if (t->have_ref) rc = vijp_format_mpfr(&t->R, CHECK_REF_PREC, err);
+    if (t->have_ref) rc = vijp_format_mpfr(&t->R, check_ref_prec(t->F.kind == VIJP_MPFR ? (long)t->F.prec : 53), err);
     else t->R = t->F;
     if (!rc) rc = set_params(t, o, err);
     if (rc) {
@@ -97,7 +97,10 @@ int check_fix_init(check_fix *t, const char *spec, const vijp_check_opts *o, vij
     }
     t->B = o->batch ? o->batch : 3;
     t->seed = o->seed;
-    t->u = ldexp(1.0, -(int)t->F.prec);
+    /* bounds in units of 2^ex: u = 2^-P itself up to CHECK_UNIT_PREC bits,
+     * 2^-CHECK_UNIT_PREC above (impl.h) */
+    t->ex = (long)t->F.prec > CHECK_UNIT_PREC ? CHECK_UNIT_PREC - (long)t->F.prec : 0;
+    t->u = ldexp(1.0, -(int)((long)t->F.prec + t->ex));
     size_t P = t->L->type->param_count(t->L), n = t->L->in, m = t->L->out, B = t->B;
     vijp_mat_init(&t->thF, P, 1, &t->F), vijp_mat_init(&t->thR, P, 1, &t->R);
     if (P) vijp_mat_set_d(&t->thF, t->net.theta[0]);
@@ -210,16 +213,65 @@ void check_entry(mpfr_t r, const vijp_mat *a, size_t i)
     else mpfr_set(r, a->m[i], MPFR_RNDN);
 }
 
-double check_absdiff(const vijp_mat *a, size_t i, const vijp_mat *b, size_t j)
+/* Numbers as check_num (impl.h). */
+check_num check_num_mpfr(mpfr_srcptr x)
 {
-    mpfr_t x, y;
-    mpfr_inits2(4 * CHECK_REF_PREC, x, y, (mpfr_ptr)0); /* wide enough that the difference is exact */
-    check_entry(x, a, i), check_entry(y, b, j);
-    mpfr_sub(x, x, y, MPFR_RNDN);
-    double d = mpfr_get_d(x, MPFR_RNDU);
-    mpfr_clears(x, y, (mpfr_ptr)0);
-    return fabs(d);
+    if (mpfr_nan_p(x)) return (check_num){NAN, 0};
+    if (mpfr_inf_p(x)) return (check_num){INFINITY, 0};
+    if (mpfr_zero_p(x)) return (check_num){0, 0};
+    /* within double's normal range: the double, read toward +inf as the
+     * checks always have; beyond it a mantissa and an exponent, rounded
+     * away from zero */
+    if (mpfr_get_exp(x) > -1000 && mpfr_get_exp(x) < 1000) return (check_num){fabs(mpfr_get_d(x, MPFR_RNDU)), 0};
+    long e;
+    double m = mpfr_get_d_2exp(&e, x, mpfr_sgn(x) < 0 ? MPFR_RNDD : MPFR_RNDU);
+    return (check_num){fabs(m), e};
 }
+
+check_num check_absdiff(const vijp_mat *a, size_t i, const vijp_mat *b, size_t j)
+{
+    /* exact: as many bits as lie between the larger top bit and the lower
+     * bottom one (a few million at most: beyond, rounded away from zero) */
+    mpfr_prec_t pa = a->d ? 53 : mpfr_get_prec(a->m[i]), pb = b->d ? 53 : mpfr_get_prec(b->m[j]);
+    mpfr_t x, y, d;
+    mpfr_init2(x, pa), mpfr_init2(y, pb);
+    check_entry(x, a, i), check_entry(y, b, j);
+    long p = pa > pb ? (long)pa : (long)pb;
+    if (mpfr_regular_p(x) && mpfr_regular_p(y)) {
+        long ea = (long)mpfr_get_exp(x), eb = (long)mpfr_get_exp(y), la = ea - (long)pa, lb = eb - (long)pb;
+        p = (ea > eb ? ea : eb) + 1 - (la < lb ? la : lb);
+    }
+    if (p < CHECK_REF_PREC) p = CHECK_REF_PREC;
+    if (p > (1L << 22)) p = 1L << 22;
+    mpfr_init2(d, (mpfr_prec_t)p);
+    mpfr_sub(d, x, y, MPFR_RNDA);
+    check_num r = check_num_mpfr(d);
+    mpfr_clears(x, y, d, (mpfr_ptr)0);
+    return r;
+}
+
+long check_ref_prec(long P)
+{
+    long R = P <= CHECK_UNIT_PREC ? CHECK_REF_PREC : P + CHECK_UNIT_PREC;
+    return R < VIJP_PREC_MAX ? R : VIJP_PREC_MAX;
+}
+
+long check_diff_hexp(long P) { return P / 2 + 128 > 300 ? P / 2 + 128 : 300; }
+
+long check_diff_prec(long P)
+{
+    long W = check_diff_hexp(P) + P + 256;
+    return W > 2048 ? W : 2048;
+}
+
+long check_diff_limit(void)
+{
+    long P = VIJP_PREC_MAX;
+    while (P > VIJP_PREC_MIN && check_diff_prec(P) > VIJP_PREC_MAX) P--;
+    return P;
+}
+
+long check_ref_limit(void) { return VIJP_PREC_MAX - CHECK_REF_MARGIN; }
 
 double check_col_norm(const vijp_mat *a, size_t col)
 {

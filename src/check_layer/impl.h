@@ -8,10 +8,47 @@
 #include "vijp/net.h"
 
 /* One layer, its parameters and points in the format under test F and in a
- * reference R holding the same (F-rounded) values: MPFR at CHECK_REF_PREC
- * bits when the type's MPFR operators are used, else F itself (double), so
- * that every check reads R the same way. */
+ * reference R holding the same (F-rounded) values: MPFR at
+ * check_ref_prec(P) bits when the type's MPFR operators are used, else F
+ * itself (double), so that every check reads R the same way. */
 #define CHECK_REF_PREC 1024
+
+/* High precision.  check-layer takes mpfr:P up to VIJP_PREC_MAX (65536).
+ * Its bounds are u = 2^-P times sizes of order 1, which double cannot hold
+ * past P ≈ 1000 (they underflowed to 0, and errors to 0 or 2^-1074), so the
+ * checks hold every bound in units of 2^ex (check_fix.ex): ex = 0 up to
+ * CHECK_UNIT_PREC bits, where nothing changes, and ex = CHECK_UNIT_PREC − P
+ * above, where u reads 2^-CHECK_UNIT_PREC.  A contract's bound taken at that
+ * u and scaled back is its bound at 2^-P where it is linear in u, and above
+ * it where it has higher terms (γ_n = nu/(1 − nu), u² terms: b(u)/u grows
+ * with u).  Errors are measured in MPFR and kept as check_num (mantissa and
+ * binary exponent), so that neither side underflows; the report prints
+ * them as decimals at any size (vijp_check_result's *_text).
+ *
+ * The reference: 1024 bits up to mpfr:512, P + 512 above (its own error
+ * 2^-512 of the bound), at most VIJP_PREC_MAX: where that leaves it fewer
+ * than CHECK_REF_MARGIN bits above P, the comparisons with it are skipped,
+ * saying so.  Differences step at h = 2^-hexp, hexp = max(300, P/2 + 128),
+ * in W = max(2048, hexp + P + 256) bits (truncation h² and rounding 2^-W/h
+ * both 2^-256 below u); past VIJP_PREC_MAX bits they are skipped likewise. */
+#define CHECK_UNIT_PREC 512
+#define CHECK_REF_MARGIN 64
+long check_ref_prec(long P);
+long check_diff_hexp(long P); /* hexp above */
+long check_diff_prec(long P); /* W above */
+long check_diff_limit(void);  /* the largest P whose differences fit in VIJP_PREC_MAX bits */
+long check_ref_limit(void);   /* the largest P with CHECK_REF_MARGIN bits of reference above it */
+
+/* A nonnegative number m·2^e, that no bound or error underflows in. */
+typedef struct {
+    double m;
+    long e;
+} check_num;
+/* |x| rounded up (as a double where it is one: exactly as before at
+ * ordinary precisions). */
+check_num check_num_mpfr(mpfr_srcptr x);
+/* "%.3g" of a at any size (printf's own where it is a double). */
+void check_num_text(char *buf, size_t size, check_num a);
 
 typedef struct {
     vijp_net net;
@@ -24,7 +61,8 @@ typedef struct {
     vijp_mat XF, XR;     /* points (n × B) */
     vijp_mat UF, UR;     /* tangents (n × B) */
     vijp_mat GF, GR;     /* output cotangents (m × B) */
-    double u;            /* unit roundoff of F */
+    long ex;             /* bounds are held in units of 2^ex (0 up to CHECK_UNIT_PREC bits, above) */
+    double u;            /* unit roundoff of F, 2^-P, in those units */
 } check_fix;
 
 typedef void (*check_fn)(check_fix *t, vijp_check_result *r);
@@ -75,16 +113,20 @@ void check_richardson(const double *d, const double *rho, size_t len, double *D,
 
 /* Numbers of a matrix as doubles (check_layer_fixture.c). */
 double check_absval(const vijp_mat *a, size_t i);
-double check_absdiff(const vijp_mat *a, size_t i, const vijp_mat *b, size_t j); /* exact difference, rounded up */
+check_num check_absdiff(const vijp_mat *a, size_t i, const vijp_mat *b, size_t j); /* exact difference, rounded up */
 double check_col_norm(const vijp_mat *a, size_t col);
 void check_entry(mpfr_t r, const vijp_mat *a, size_t i); /* r := a[i], exact when r is wide enough */
 
-/* Compare a with b entrywise against bound (bound[i] = 0 demands equality):
- * records the worst ratio |a_i − b_i| / bound_i in r (and its entry) and
- * fails r when it exceeds 1.  `what` names the quantity. */
-void check_compare(vijp_check_result *r, const char *what, const vijp_mat *a, const vijp_mat *b, const double *bound);
+/* Compare a with b entrywise against bound, in units of 2^ex (bound[i] = 0
+ * demands equality): records the worst ratio |a_i − b_i| / bound_i in r
+ * (and its entry) and fails r when it exceeds 1.  `what` names the
+ * quantity. */
+void check_compare(vijp_check_result *r, const char *what, const vijp_mat *a, const vijp_mat *b, const double *bound,
+                   long ex);
 /* Record one compared number (error against bound) at (row, col). */
-void check_record(vijp_check_result *r, const char *what, size_t row, size_t col, double error, double bound);
+void check_record(vijp_check_result *r, const char *what, size_t row, size_t col, check_num error, check_num bound);
+/* The worst element's numbers as they stand in r (doubles and text). */
+void check_set_worst(vijp_check_result *r, check_num error, check_num bound, check_num ratio);
 
 /* Outcomes in words (printf-style detail). */
 void check_fail(vijp_check_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 
 /* ⟨G, J U⟩ = ⟨G J, U⟩ with jvp and vjp in the format under test, both sides
- * summed exactly (4096-bit MPFR, products of a few hundred bits).  Each side
- * is within γ_max(m,n) + K·u of Σ|G|ᵀM|U|, so their difference within twice
- * that. */
+ * summed exactly (MPFR at 4·max(1024, P) bits, products of P + 53).  Each
+ * side is within γ_max(m,n) + K·u of Σ|G|ᵀM|U|, so their difference within
+ * twice that. */
 void check_adjoint(check_fix *t, vijp_check_result *r)
 {
     size_t m = t->L->out, n = t->L->in, B = t->B;
@@ -19,7 +19,8 @@ void check_adjoint(check_fix *t, vijp_check_result *r)
     vijp_mat V, W;
     vijp_mat_init(&V, m, B, &t->F), vijp_mat_init(&W, n, B, &t->F);
     mpfr_t lhs, rhs, p, q;
-    mpfr_inits2(4 * CHECK_REF_PREC, lhs, rhs, p, q, (mpfr_ptr)0);
+    long P = (long)t->F.prec;
+    mpfr_inits2(4 * (P > CHECK_REF_PREC ? P : CHECK_REF_PREC), lhs, rhs, p, q, (mpfr_ptr)0);
     check_method(r, "jvp and vjp in %s at %zu points, inner products summed exactly", t->F.name, B);
     check_source(r, "2·1.01·(max(m,n) + K)·u·Σ|G|ᵀ|J||U| (Higham eq. 3.5; K = %g, the contract's ulps)",
                  check_term_ulps(t->L));
@@ -34,7 +35,7 @@ void check_adjoint(check_fix *t, vijp_check_result *r)
         FAIL_IF(A ? 0 : VIJP_EINVAL, "jacobian (for the bound)");
         for (size_t i = 0; i < m; i++) {
             check_entry(p, &V, i + b * m), check_entry(q, &t->GF, i + b * m);
-            mpfr_fma(lhs, p, q, lhs, MPFR_RNDN); /* exact: a few products of at most 2·256 bits */
+            mpfr_fma(lhs, p, q, lhs, MPFR_RNDN); /* exact: a few products of P + 53 bits */
             for (size_t k = 0; k < n; k++)
                 bound += check_absval(&t->GF, i + b * m) * A[i + k * m] * check_absval(&t->UF, k + b * n);
         }
@@ -46,7 +47,7 @@ void check_adjoint(check_fix *t, vijp_check_result *r)
     }
     bound *= 2 * 1.01 * (double)(m > n ? m : n) * t->u + 2 * 1.01 * check_term_ulps(t->L) * t->u;
     mpfr_sub(lhs, lhs, rhs, MPFR_RNDN);
-    check_record(r, "<G,jvp(U)> - <vjp(G),U>", 0, 0, fabs(mpfr_get_d(lhs, MPFR_RNDU)), bound);
+    check_record(r, "<G,jvp(U)> - <vjp(G),U>", 0, 0, check_num_mpfr(lhs), (check_num){bound, t->ex});
 out:
     mpfr_clears(lhs, rhs, p, q, (mpfr_ptr)0);
     vijp_mat_clear(&V), vijp_mat_clear(&W);
@@ -67,20 +68,24 @@ static int jvp_bound(check_fix *t, double *bound, vijp_error *err)
     return 0;
 }
 
-/* D = (f(x + hU) − f(x − hU)) / 2h with the MPFR operators at 2048 bits and
- * h = 2^-300: truncation h²/6·|f‴||U|³ ~ 2^-600 and rounding 2^-2048/h are
- * far below the jvp's own bound, which therefore stands as it is. */
+/* D = (f(x + hU) − f(x − hU)) / 2h with the MPFR operators at W bits and
+ * h = 2^-hexp (check_diff_prec, check_diff_hexp: 2048 and 300 up to
+ * mpfr:344, then growing with P): truncation h²/6·|f‴||U|³ ~ 2^-2hexp and
+ * rounding 2^-W/h, both 2^-256 or more below u, are far below the jvp's own
+ * bound, which therefore stands as it is.  x ± hU is exact (x and U are
+ * doubles, hexp + 60 bits < W). */
 static int differences_mpfr(check_fix *t, vijp_mat *D, vijp_error *err)
 {
     size_t m = t->L->out, n = t->L->in, B = t->B;
+    long hexp = check_diff_hexp((long)t->F.prec);
     vijp_format H;
-    int rc = vijp_format_mpfr(&H, 2048, err);
+    int rc = vijp_format_mpfr(&H, check_diff_prec((long)t->F.prec), err);
     if (rc) return rc;
     vijp_mat th, Xp, Xm, Ym;
     vijp_mat_init(&th, t->thR.rows, 1, &H), vijp_mat_convert(&th, &t->thR);
     vijp_mat_init(&Xp, n, B, &H), vijp_mat_init(&Xm, n, B, &H), vijp_mat_init(&Ym, m, B, &H);
     for (size_t i = 0; i < n * B; i++) {
-        mpfr_mul_2si(Xp.m[i], t->UR.m[i], -300, MPFR_RNDN);
+        mpfr_mul_2si(Xp.m[i], t->UR.m[i], -hexp, MPFR_RNDN);
         mpfr_sub(Xm.m[i], t->XR.m[i], Xp.m[i], MPFR_RNDN);
         mpfr_add(Xp.m[i], t->XR.m[i], Xp.m[i], MPFR_RNDN);
     }
@@ -89,7 +94,7 @@ static int differences_mpfr(check_fix *t, vijp_mat *D, vijp_error *err)
     if (!(rc = vijp_layer_forward(t->L, &th, &Xp, &Yp, err)) && !(rc = vijp_layer_forward(t->L, &th, &Xm, &Ym, err)))
         for (size_t i = 0; i < m * B; i++) {
             mpfr_sub(Yp.m[i], Yp.m[i], Ym.m[i], MPFR_RNDN);
-            mpfr_mul_2si(Yp.m[i], Yp.m[i], 299, MPFR_RNDN);
+            mpfr_mul_2si(Yp.m[i], Yp.m[i], hexp - 1, MPFR_RNDN);
         }
     if (!rc) vijp_mat_init(D, m, B, &H), vijp_mat_copy(D, &Yp);
     vijp_mat *all[] = {&th, &Xp, &Xm, &Yp, &Ym};
@@ -184,11 +189,19 @@ void check_jvp_differences(check_fix *t, vijp_check_result *r)
     rc = jvp_bound(t, bound, &err);
     FAIL_IF(rc, "jacobian (for the bound)");
     if (t->have_ref) {
-        check_method(r, "central differences of the MPFR forward at 2048 bits, h = 2^-300, at %zu points", B);
+        long P = (long)t->F.prec, hexp = check_diff_hexp(P), W = check_diff_prec(P);
+        if (W > VIJP_PREC_MAX) {
+            check_skip(r, "at %s the differences need %ld bits (h = 2^-%ld, truncation and rounding 2^-256 below u), "
+                       "past MPFR formats' %d: differences are checked up to mpfr:%ld", t->F.name, W, hexp,
+                       VIJP_PREC_MAX, check_diff_limit());
+            goto out;
+        }
+        check_method(r, "central differences of the MPFR forward at %ld bits, h = 2^-%ld, at %zu points", W, hexp, B);
         check_source(r, "1.01·(n + K)·u·(|J||U|)_i (Higham eq. 3.5; K = %g, the contract's ulps); truncation "
-                     "~2^-600 and rounding 2^-1748 of the differences are below it", check_term_ulps(t->L));
+                     "~2^-%ld and rounding 2^-%ld of the differences are below it", check_term_ulps(t->L), 2 * hexp,
+                     W - hexp);
         rc = differences_mpfr(t, &D, &err);
-        FAIL_IF(rc, "forward (MPFR, 2048 bits)");
+        FAIL_IF(rc, "forward (MPFR, differences)");
     } else {
         r->weaker = 1;
         check_method(r, "Richardson-extrapolated central differences in double (no MPFR operators), "
@@ -199,7 +212,7 @@ void check_jvp_differences(check_fix *t, vijp_check_result *r)
         FAIL_IF(rc, "forward");
         for (size_t i = 0; i < m * B; i++) bound[i] += est[i];
     }
-    check_compare(r, "jvp", &V, &D, bound);
+    check_compare(r, "jvp", &V, &D, bound, t->ex);
 out:
     free(bound), free(est);
     vijp_mat_clear(&V);
@@ -227,7 +240,7 @@ void check_jacobian_columns(check_fix *t, vijp_check_result *r)
     A = check_abs_jacobian(t, 0, &err);
     FAIL_IF(A ? 0 : VIJP_EINVAL, "jacobian (for the bound)");
     for (size_t i = 0; i < m * n; i++) bound[i] = 1.01 * (n + check_term_ulps(t->L)) * t->u * A[i];
-    check_compare(r, "jacobian", &J, &V, bound);
+    check_compare(r, "jacobian", &J, &V, bound, t->ex);
 out:
     free(A), free(bound);
     vijp_mat *all[] = {&x, &J, &E, &V, &Xr};

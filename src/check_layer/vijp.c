@@ -40,8 +40,8 @@ void check_vijp_round_trip(check_fix *t, vijp_check_result *r)
         for (size_t i = 0; i < m; i++) b2[i + b * m] = 2.02 * kap * C * t->u * check_col_norm(&t->GF, b);
         free(A);
     }
-    check_compare(r, "vjp(vijp(g)) vs g", &g2, &g, b1);
-    check_compare(r, "vijp(vjp(r))+fragment vs r", &y, &t->GF, b2);
+    check_compare(r, "vjp(vijp(g)) vs g", &g2, &g, b1, t->ex);
+    check_compare(r, "vijp(vjp(r))+fragment vs r", &y, &t->GF, b2, t->ex);
     if (r->status == VIJP_CHECK_PASSED) check_note(r, "κ(J) <= %.3g at these points", kap);
 out:
     free(b1), free(b2);
@@ -79,7 +79,8 @@ void check_fragment_cokernel(check_fix *t, vijp_check_result *r)
         FAIL_IF(rc, "cokernel");
         vijp_mat_tdot(&cb, &Q, &g);
         double bound = 1.01 * check_c_solve(L) * t->u * check_col_norm(&g, 0);
-        for (size_t j = 0; j < kb; j++) check_record(r, "fragment vs Q^T r", j, b, check_absdiff(&cb, j, &c, off + j), bound);
+        for (size_t j = 0; j < kb; j++)
+            check_record(r, "fragment vs Q^T r", j, b, check_absdiff(&cb, j, &c, off + j), (check_num){bound, t->ex});
         off += kb;
         vijp_mat_clear(&Q), vijp_mat_clear(&cb);
     }
@@ -150,7 +151,7 @@ void check_inverse_round_trip(check_fix *t, vijp_check_result *r)
         }
         free(A);
     }
-    check_compare(r, "inverse(forward(x)) vs x", &X2, &t->XF, bound);
+    check_compare(r, "inverse(forward(x)) vs x", &X2, &t->XF, bound, t->ex);
 out:
     free(bound);
     vijp_mat_clear(&Y), vijp_mat_clear(&X2);

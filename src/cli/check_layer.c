@@ -21,14 +21,16 @@ static const char help[] =
     "fails that check with the signal's name; one running past --timeout fails):\n"
     "  adjoint               <G, jvp(U)> = <vjp(G), U>\n"
     "  jvp-vs-differences    jvp against central differences: of the MPFR forward\n"
-    "                        at 2048 bits when the type has MPFR operators, else\n"
+    "                        at 2048 bits (about 1.5·P at mpfr:P past 1100) when\n"
+    "                        the type has MPFR operators, else\n"
     "                        Richardson-extrapolated in double (weaker: the\n"
     "                        extrapolation's error is estimated, not bounded)\n"
     "  jacobian-vs-jvp       the dense Jacobian's columns against jvp(e_j)\n"
     "  vijp-round-trip       vjp(vijp(g)) = g, and vijp(vjp(r)) + fragment = r\n"
     "  fragment-vs-cokernel  the fragment is Q^T r in the cokernel basis Q\n"
     "  format-vs-mpfr        forward, jvp, vjp, fragment and vijp against the type's\n"
-    "                        own MPFR operators at 1024 bits (skipped without them)\n"
+    "                        own MPFR operators at 1024 bits (P + 512 at mpfr:P\n"
+    "                        past 512; skipped without them)\n"
     "  vjp-param-vs-mpfr     the parameter gradient likewise, within the contract's\n"
     "                        vjp_param_bound (skipped without one)\n"
     "  vjp-param-vs-differences\n"
@@ -47,6 +49,16 @@ static const char help[] =
     "  certification         vijp certify's proofs at the points, declarations included\n"
     "Bounds: γ_n (Higham eq. 3.5) plus the contract's ulps; backward-stable solves\n"
     "(Higham Thm 9.4, 19.4) for the vijp; the contract's inverse model.\n"
+    "Precision: mpfr:P up to mpfr:65536 (MPFR formats' limit; past it, exit 2).\n"
+    "Past mpfr:512 the bounds are formed in units of 2^(512-P) and errors kept\n"
+    "as mantissa and binary exponent, so u = 2^-P never underflows and the\n"
+    "report prints every number at its size (1.2e-400; in --json, error_text,\n"
+    "bound_text and ratio_text, the numbers null where a double cannot hold\n"
+    "them).  The differences need about 1.5·P bits, which MPFR formats hold up\n"
+    "to mpfr:43435, the MPFR comparisons P + 64, up to mpfr:65472: past those\n"
+    "these checks are skipped, saying why.  Time grows with P (a check takes\n"
+    "about a minute at mpfr:43435 on a slow layer), and the default --timeout\n"
+    "with it.\n"
     "\n"
     "  SPEC              one layer item (no commas), e.g. tanh, dense:4, mylayer:3\n"
     "  --width N         input width (default 8, or N for dense:MxN)\n"
@@ -57,11 +69,13 @@ static const char help[] =
     "                    --seed\n"
     "  --params F.npy    check at these parameters instead: θ in the type's order\n"
     "                    (1-D, one value per parameter), used as given\n"
-    "  --format F        format under test: double | mpfr:P (default double;\n"
-    "                    mpfr:P needs the type's MPFR operators)\n"
+    "  --format F        format under test: double | mpfr:P, P <= 65536 (default\n"
+    "                    double; mpfr:P needs the type's MPFR operators; see\n"
+    "                    Precision above)\n"
     "  --points B        points per check, 1..64 (default 3)\n"
     "  --check NAME      run only this check (repeatable, or a comma list)\n"
-    "  --timeout S       the longest one check may run, 1..86400 s (default 60)\n"
+    "  --timeout S       the longest one check may run, 1..86400 s (default 60,\n"
+    "                    and 60·(P/8192)^2 at mpfr:P past 8192)\n"
     "  --json            print one JSON object instead of the table\n"
     "  -h, --help        this help\n"
     "  --plugin FILE.so  load a layer type first (repeatable; see vijp --help)\n"
@@ -71,14 +85,24 @@ static const char help[] =
 
 #define CLI_CHECK_SPEC "SPEC (one layer: every registered type)"
 
-static json_t *num(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+
+/* A worst element's number: the double where it holds it (0, or a normal
+ * double), else null (past double's range: its _text says it). */
+static json_t *num_of(double x, const char *text)
+{
+    if (x == 0) return !text[0] || !strcmp(text, "0") ? json_real(0) : json_null();
+    return isnormal(x) ? json_real(x) : json_null();
+}
 
 static json_t *result_json(const vijp_check_result *r)
 {
-    json_t *worst = !r->worst_what[0] ? json_null()
-                                    : json_pack("{s:s, s:I, s:I, s:o, s:o, s:o}", "what", r->worst_what, "row",
-                                                (json_int_t)r->worst_row, "col", (json_int_t)r->worst_col, "error",
-                                                num(r->error), "bound", num(r->bound), "ratio", num(r->ratio));
+    json_t *worst = !r->worst_what[0]
+                        ? json_null()
+                        : json_pack("{s:s, s:I, s:I, s:o, s:o, s:o, s:s, s:s, s:s}", "what", r->worst_what, "row",
+                                    (json_int_t)r->worst_row, "col", (json_int_t)r->worst_col, "error",
+                                    num_of(r->error, r->error_text), "bound", num_of(r->bound, r->bound_text), "ratio",
+                                    isnan(r->ratio) ? json_null() : num_of(r->ratio, r->ratio_text), "error_text",
+                                    r->error_text, "bound_text", r->bound_text, "ratio_text", r->ratio_text);
     return json_pack("{s:s, s:s, s:s, s:b, s:s, s:o, s:s, s:I, s:o, s:f}", "name", r->name, "status",
                      r->status == VIJP_CHECK_PASSED ? "passed" : r->status == VIJP_CHECK_FAILED ? "failed" : "skipped",
                      "method", r->method, "weaker", r->weaker, "detail", r->detail, "worst", worst, "bound_source",
@@ -124,11 +148,11 @@ static void print_table(const run_info *in, const vijp_check_result *res, size_t
     for (size_t i = 0; i < n; i++) {
         const vijp_check_result *r = &res[i];
         char ratio[32] = "";
-        if (!isnan(r->ratio)) snprintf(ratio, sizeof ratio, "%.3g", r->ratio);
+        if (!isnan(r->ratio)) snprintf(ratio, sizeof ratio, "%s", r->ratio_text);
         fprintf(text, "%-24s %-8s %11s  ", r->name, vijp_check_status_name(r->status), ratio);
         if (r->status == VIJP_CHECK_SKIPPED || isnan(r->ratio) || r->signal) fprintf(text, "%s", r->detail);
-        else fprintf(text, "%s[%zu,%zu]: error %.3g %s bound %.3g", r->worst_what, r->worst_row, r->worst_col, r->error,
-                    r->ratio <= 1 ? "<=" : ">", r->bound);
+        else fprintf(text, "%s[%zu,%zu]: error %s %s bound %s", r->worst_what, r->worst_row, r->worst_col, r->error_text,
+                    r->ratio <= 1 ? "<=" : ">", r->bound_text);
         if (r->weaker && r->status != VIJP_CHECK_SKIPPED) fprintf(text, " (weaker: an estimated error, no MPFR operators)");
         fputc('\n', text);
         if (r->status != VIJP_CHECK_FAILED) continue;
@@ -165,7 +189,7 @@ static int select_checks(const char *arg, int *selected)
 
 /* What the command line asked for. */
 typedef struct {
-    unsigned long long width, seed, points, timeout;
+    unsigned long long width, seed, points, timeout; /* timeout 0: the default for the format */
     const char *format, *spec, *params;
     int json, any_selected;
     int *selected; /* selected[k]: --check named check k */
@@ -236,6 +260,11 @@ static int run_checks(check_args *a)
     if (!a->width && !(!strncmp(a->spec, "dense:", 6) && strchr(a->spec, 'x'))) a->width = 8;
     if (vijp_format_parse(a->format, &F, &err) || vijp_net_shape(&net, a->spec, 1, a->width, &err))
         return fprintf(stderr, "vijp check-layer: %s\n", err.msg), EXIT_USAGE;
+    /* MPFR's operations cost about P^2 at mpfr:P: 60 s, scaled so past 8192 bits */
+    if (!a->timeout) {
+        double P = F.kind == VIJP_MPFR ? (double)F.prec : 0, s = P > 8192 ? 60 * (P / 8192) * (P / 8192) : 60;
+        a->timeout = (unsigned long long)ceil(s < 86400 ? s : 86400);
+    }
     vijp_array th = {0};
     if (a->params && read_params(a->params, &net.layers[0], &th, &err)) {
         vijp_net_free(&net);
@@ -263,7 +292,7 @@ static int run_checks(check_args *a)
 
 int cli_check_layer(int argc, char **argv)
 {
-    check_args a = {.seed = 1, .points = 3, .timeout = 60, .format = "double",
+    check_args a = {.seed = 1, .points = 3, .format = "double",
                     .selected = vijp_alloc_array(vijp_check_count(), sizeof *a.selected)};
     int rc = parse_args(argc, argv, &a);
     if (rc < 0) rc = run_checks(&a);
