@@ -8,7 +8,8 @@
 #                    and resumed (run by make check in a build with MPI: make MPI=1/0 chooses)
 #   make check-long  the certification suite on 10^5 adversarial matrices (with MPI: also
 #                    spread over the cores by mpirun, same verdict counts); the
-#                    allocation-failure walk over every allocation (tests/t-faults.c)
+#                    allocation-failure walk over every allocation (tests/t-faults.c); the
+#                    layer battery and check-layer on every type at mpfr:700 … 4032
 #   make report      the main job on its embedded default (reports/latest/)
 #   make regress     a small drift study against reports/baselines/ci-small
 #   make bench       engine, drift, certification, memory and activation benchmarks (ratios measured in one run)

@@ -126,10 +126,14 @@ baseline: $(BUILD)/vijp
 # The certification suite at 100× its adversarial cases (10^5 matrices).
 # With MPI, the 10^5 matrices run once alone and once over the machine's
 # cores under mpirun, and the ranks' summed verdicts must equal one process's.
-check-long: $(BUILD)/check_vijp $(BUILD)/vijp
+# Then the fault walk, and the layer battery (in the library and through
+# check-layer, with the plugins) on every type at mpfr:700, 1100, 2000, 4032.
+check-long: $(BUILD)/check_vijp $(BUILD)/vijp $(PLUGINS)
 ifeq ($(MPI),1)
 	scripts/check-certify-shards.sh ./$(BUILD)/check_vijp 100 $(shell nproc)
 else
 	CK_RUN_SUITE=certify VIJP_TEST_SCALE=100 ./$(BUILD)/check_vijp
 endif
 	VIJP_BIN=$(abspath $(BUILD)/vijp) CK_RUN_SUITE=faults VIJP_TEST_SCALE=2 ./$(BUILD)/check_vijp
+	CK_RUN_SUITE=layers VIJP_TEST_SCALE=2 ./$(BUILD)/check_vijp
+	VIJP_BIN=$(abspath $(BUILD)/vijp) CK_RUN_SUITE=checklayer VIJP_TEST_SCALE=2 ./$(BUILD)/check_vijp

@@ -13,6 +13,11 @@
  *    a twin that shares the bug, and the same PReLU unbroken passes;
  *  - --params checks at the parameters given (a wrong length is exit 2), and
  *    the default parameters are not exact by accident;
+ *  - at high precision (mpfr:700, 1100, 2000, 4032: bounds of 2^-P, far
+ *    below double's range) every built-in type still passes, its bounds
+ *    printed at their true size; the twin-sharing PReLU still fails there;
+ *    past the sizes MPFR formats allow, a check says why it is skipped, and
+ *    past mpfr:65536 the format is refused (exit 2);
  *  - bad usage is exit 2.
  * The plugins are built by `make check` into $(BUILD)/plugins/, beside
  * VIJP_BIN. */
@@ -95,6 +100,150 @@ START_TEST(every_builtin_type_passes)
     ck_assert_str_eq(status_of(o, "vjp-param-vs-differences"), want);
     ck_assert(!json_is_true(json_object_get(check_of(o, "vjp-param-vs-differences"), "weaker")));
     json_decref(o);
+}
+END_TEST
+
+/* High precision through the command: every built-in type passes at
+ * mpfr:P, its bounds at their true size (u = 2^-P, far below double's
+ * 2^-1074 from P ≈ 1100, where they once underflowed to 0 and every
+ * comparison failed), the JSON's doubles null where they cannot hold them.
+ * The library's battery runs the types at these precisions in make check
+ * (t-layers.c); here make check runs tanh at mpfr:4032 (about 0.2 s), and
+ * VIJP_TEST_SCALE > 1 (make check-long) every type at all four. */
+static const long hiprec[] = {700, 1100, 2000, 4032};
+#define NHIPREC (sizeof hiprec / sizeof *hiprec)
+#define NBUILTINS (sizeof builtins / sizeof *builtins)
+static size_t hiprec_case[NBUILTINS * NHIPREC][2]; /* (builtin, precision) */
+static size_t n_hiprec_cases;
+
+static void hiprec_cases(void)
+{
+    int full = test_iters(1) > 1;
+    n_hiprec_cases = 0;
+    for (size_t p = 0; p < NHIPREC; p++)
+        for (size_t k = 0; k < NBUILTINS; k++)
+            if (full || (hiprec[p] == 4032 && !strcmp(builtins[k].spec, "tanh")))
+                hiprec_case[n_hiprec_cases][0] = k, hiprec_case[n_hiprec_cases++][1] = p;
+}
+
+/* A worst element's number as text (error_text, bound_text, ratio_text). */
+static const char *text_of(json_t *worst, const char *key)
+{
+    const char *t = json_string_value(json_object_get(worst, key));
+    ck_assert_msg(t != NULL, "the worst element has no %s", key);
+    return t;
+}
+
+/* The decimal exponent of a number as the report prints it ("1.2e-400"). */
+static long decimal_exponent(const char *text)
+{
+    const char *e = strchr(text, 'e');
+    return e ? strtol(e + 1, NULL, 10) : 0;
+}
+
+START_TEST(every_builtin_type_passes_at_high_precision)
+{
+    const char *spec = builtins[hiprec_case[_i][0]].spec;
+    long P = hiprec[hiprec_case[_i][1]];
+    char args[256];
+    snprintf(args, sizeof args, "%s --width %zu --seed %llu --format mpfr:%ld", spec, builtins[hiprec_case[_i][0]].width,
+             (unsigned long long)test_seed(), P);
+    json_t *o = run_json(args, CLI_OK);
+    ck_assert_int_eq(json_integer_value(json_object_get(o, "failed")), 0);
+    /* nothing skipped that runs at double: the oracle and both differences */
+    ck_assert_str_eq(status_of(o, "format-vs-mpfr"), "passed");
+    ck_assert_str_eq(status_of(o, "jvp-vs-differences"), "passed");
+    const char *want = json_integer_value(json_object_get(o, "params")) > 0 ? "passed" : "skipped";
+    ck_assert_str_eq(status_of(o, "vjp-param-vs-differences"), want);
+    /* each bound at the scale of u = 2^-P (10^-0.301P), neither 0 where
+     * the element has an error nor loosened to double's; every error
+     * within it */
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(o, "checks"), i, c) {
+        json_t *w = json_object_get(c, "worst");
+        if (!json_is_object(w) || !strcmp(json_string_value(json_object_get(c, "name")), "declarations")) continue;
+        const char *et = text_of(w, "error_text"), *bt = text_of(w, "bound_text"), *rt = text_of(w, "ratio_text");
+        ck_assert_msg(strtod(rt, NULL) <= 1, "%s mpfr:%ld %s: ratio %s", spec, P,
+                      json_string_value(json_object_get(c, "name")), rt);
+        if (strcmp(et, "0")) ck_assert_msg(strcmp(bt, "0"), "%s mpfr:%ld: an error %s against a bound 0", spec, P, et);
+        if (!strcmp(bt, "0")) continue;
+        long d = decimal_exponent(bt), want_d = (long)(-0.30103 * (double)P);
+        ck_assert_msg(d > want_d - 40 && d < want_d + 40, "%s mpfr:%ld %s: bound %s, not near 1e%ld", spec, P,
+                      json_string_value(json_object_get(c, "name")), bt, want_d);
+        /* the double beside the text: null where it cannot hold it */
+        if (P >= 1100) ck_assert(json_is_null(json_object_get(w, "bound")));
+    }
+    json_decref(o);
+}
+END_TEST
+
+/* The twin-sharing PReLU at high precision: vjp-param-vs-mpfr still
+ * passes (the twin agrees) and the MPFR differences still fail the
+ * gradient, far off (a dropped term of order 1 against a bound of order
+ * 2^-1100); the same PReLU unbroken passes.  The table prints the numbers
+ * at their size. */
+START_TEST(broken_prelu_fails_at_high_precision)
+{
+    char args[4400];
+    snprintf(args, sizeof args, "prelu_drops_term_twin %s --seed %llu --format mpfr:1100 --check vjp-param-vs-mpfr,"
+             "vjp-param-vs-differences", plugin("prelu-drops-term-twin"), (unsigned long long)test_seed());
+    json_t *o = run_json(args, CLI_FAILED);
+    json_t *c = check_of(o, "vjp-param-vs-differences");
+    ck_assert_str_eq(json_string_value(json_object_get(c, "status")), "failed");
+    json_t *w = json_object_get(c, "worst");
+    const char *rt = text_of(w, "ratio_text"), *bt = text_of(w, "bound_text");
+    ck_assert_msg(decimal_exponent(rt) > 300, "ratio %s: not far off", rt); /* beyond double's range, and said so */
+    ck_assert_msg(decimal_exponent(bt) < -300, "bound %s", bt);
+    ck_assert_str_eq(status_of(o, "vjp-param-vs-mpfr"), "passed");
+    ck_assert_int_eq(json_integer_value(json_object_get(o, "failed")), 1);
+    json_decref(o);
+    snprintf(args, sizeof args, "correct_prelu %s --seed %llu --format mpfr:1100 --check vjp-param-vs-differences",
+             plugin("correct-prelu"), (unsigned long long)test_seed());
+    o = run_json(args, CLI_OK);
+    ck_assert_str_eq(status_of(o, "vjp-param-vs-differences"), "passed");
+    json_decref(o);
+    /* the table: "error 1.2e-333 <= bound 3.4e-332", never 0 or 4.94e-324 */
+    run_result r = run_vijp("check-layer tanh --format mpfr:1100 --check format-vs-mpfr");
+    ck_assert_int_eq(r.rc, CLI_OK);
+    const char *line = strstr(r.out, "\nformat-vs-mpfr ");
+    ck_assert_msg(line && strstr(line, "e-33") && !strstr(line, "bound 0") && !strstr(line, "e-324"), "%s", r.out);
+    run_free(&r);
+}
+END_TEST
+
+/* Past what MPFR formats hold (VIJP_PREC_MAX bits): differences need
+ * about 1.5·P bits, the reference P + 64, so past mpfr:43435 and
+ * mpfr:65472 those checks are skipped, each saying why, never failed;
+ * mpfr:65537 is refused. */
+START_TEST(precision_limits)
+{
+    json_t *o = run_json("dense:2 --width 2 --format mpfr:43436 --check jvp-vs-differences,vjp-param-vs-differences,"
+                         "format-vs-mpfr",
+                         CLI_OK);
+    static const char *const diff[] = {"jvp-vs-differences", "vjp-param-vs-differences"};
+    for (size_t k = 0; k < 2; k++) {
+        json_t *c = check_of(o, diff[k]);
+        const char *why = json_string_value(json_object_get(c, "detail"));
+        ck_assert_msg(!strcmp(status_of(o, diff[k]), "skipped") && strstr(why, "65536") && strstr(why, "mpfr:43435"),
+                      "%s: %s", diff[k], why);
+    }
+    ck_assert_str_eq(status_of(o, "format-vs-mpfr"), "passed");
+    json_decref(o);
+    o = run_json("dense:2 --width 2 --format mpfr:65500 --check format-vs-mpfr,vjp-param-vs-mpfr,adjoint", CLI_OK);
+    static const char *const ref[] = {"format-vs-mpfr", "vjp-param-vs-mpfr"};
+    for (size_t k = 0; k < 2; k++) {
+        const char *why = json_string_value(json_object_get(check_of(o, ref[k]), "detail"));
+        ck_assert_msg(!strcmp(status_of(o, ref[k]), "skipped") && strstr(why, "mpfr:65472"), "%s: %s", ref[k], why);
+    }
+    ck_assert_str_eq(status_of(o, "adjoint"), "passed");
+    json_decref(o);
+    run_result r = run_vijp("check-layer tanh --format mpfr:65537");
+    ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "65536") && !r.out[0], "exit %d: %s", r.rc, r.err);
+    run_free(&r);
+    r = run_vijp("check-layer --help");
+    ck_assert_msg(strstr(r.out, "mpfr:65536") && strstr(r.out, "mpfr:43435"), "--help states no precision limit");
+    run_free(&r);
 }
 END_TEST
 
@@ -394,6 +543,10 @@ Suite *suite_check_layer(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, every_builtin_type_passes, 0, (int)(sizeof builtins / sizeof *builtins));
     tcase_add_test(tc, builtin_list_is_complete);
+    hiprec_cases();
+    tcase_add_loop_test(tc, every_builtin_type_passes_at_high_precision, 0, (int)n_hiprec_cases);
+    tcase_add_test(tc, broken_prelu_fails_at_high_precision);
+    tcase_add_test(tc, precision_limits);
     tcase_add_test(tc, scaledtanh_template_passes);
     tcase_add_test(tc, gated_template_passes_without_mpfr);
     tcase_add_loop_test(tc, broken_plugin_fails_its_check, 0, (int)(sizeof broken / sizeof *broken));

@@ -43,52 +43,127 @@ static const char *const formats[] = {"double", "mpfr:256"};
 /* What a built-in type may skip, from its own descriptor: a fragment check
  * without a cokernel, a parameter-gradient check without parameters, an
  * inverse check when it declares no inverse, a declarations check when it
- * declares nothing.  Nothing else: every built-in type states its whole
- * contract and has MPFR operators. */
+ * declares nothing; for the coupling layers, which state less, the
+ * parameter gradient against MPFR without a vjp_param_bound and the inverse
+ * without an inverse model.  Nothing else: every built-in type has MPFR
+ * operators. */
 static int may_skip(const char *check, const vijp_layer *L)
 {
     unsigned d = L->type->declare(L);
     if (!strcmp(check, "fragment-vs-cokernel")) return 1;
+    if (!strcmp(check, "vjp-param-vs-mpfr") && !L->type->vjp_param_bound) return 1; /* additive, affine */
     if (!strcmp(check, "vjp-param-vs-mpfr") || !strcmp(check, "vjp-param-vs-differences"))
         return L->type->param_count(L) == 0;
-    if (!strcmp(check, "inverse-round-trip")) return !(d & VIJP_DECL_INVERTIBLE);
+    if (!strcmp(check, "inverse-round-trip"))
+        return !(d & VIJP_DECL_INVERTIBLE) || L->type->bounds.inverse == VIJP_INVBOUND_NONE; /* affine: no model */
     if (!strcmp(check, "declarations")) return d == 0;
     return 0;
 }
 
-/* Every check on case _i / 2 in format _i % 2, seed test_seed() + _i. */
-static void run_battery(int i, int double_only)
+/* The decimal exponent of a number as a result prints it ("1.2e-400"). */
+static long decimal_exponent(const char *text)
 {
-    vijp_check_opts o = {.width = cases[i / 2].width, .seed = test_seed() + (uint64_t)i,
-                         .format = double_only ? "double" : formats[i % 2], .batch = NB, .double_only = double_only};
+    const char *e = strchr(text, 'e');
+    return e ? strtol(e + 1, NULL, 10) : 0;
+}
+
+/* At mpfr:P past 1000 bits a bound is 2^-P times sizes of order 1: it
+ * must read so (10^-0.301P, give or take 40 decades for the sizes), not 0
+ * against an error, nor a double's. */
+static void assert_bound_at_scale(const char *spec, const char *format, const vijp_check_result *r)
+{
+    long P = strncmp(format, "mpfr:", 5) ? 0 : strtol(format + 5, NULL, 10);
+    if (P < 1000 || !r->worst_what[0] || isnan(r->ratio) || !strcmp(r->name, "declarations")) return;
+    if (strcmp(r->error_text, "0"))
+        ck_assert_msg(strcmp(r->bound_text, "0"), "%s %s %s: error %s against a bound 0", spec, format, r->name,
+                      r->error_text);
+    if (!strcmp(r->bound_text, "0")) return;
+    long d = decimal_exponent(r->bound_text), want = (long)(-0.30103 * (double)P);
+    ck_assert_msg(d > want - 40 && d < want + 40, "%s %s %s: bound %s, not near 1e%ld", spec, format, r->name,
+                  r->bound_text, want);
+}
+
+/* Every check on spec at width in format, at seed. */
+static void battery_on(const char *spec, size_t width, const char *format, uint64_t seed, int double_only)
+{
+    vijp_check_opts o = {.width = width, .seed = seed, .format = format, .batch = NB, .double_only = double_only};
     vijp_layer L;
-    ck_assert(!vijp_layer_parse(&L, cases[i / 2].spec, o.width, NULL));
+    ck_assert(!vijp_layer_parse(&L, spec, o.width, NULL));
     for (size_t k = 0; k < vijp_check_count(); k++) {
         vijp_check_result r;
         vijp_error err = {0};
         const char *name = vijp_check_name(k);
-        ck_assert_msg(!vijp_check_layer_run(k, cases[i / 2].spec, &o, &r, &err), "%s: %s", cases[i / 2].spec, err.msg);
+        ck_assert_msg(!vijp_check_layer_run(k, spec, &o, &r, &err), "%s: %s", spec, err.msg);
         ck_assert_msg(r.status != VIJP_CHECK_FAILED, "%s %s, check %s: %s (worst %s[%zu,%zu] at %g of its bound: %s; "
-                      "seed %llu)", cases[i / 2].spec, o.format, name, r.detail, r.worst_what, r.worst_row, r.worst_col,
+                      "seed %llu)", spec, o.format, name, r.detail, r.worst_what, r.worst_row, r.worst_col,
                       r.ratio, r.bound_source, (unsigned long long)r.seed);
         if (double_only) {
             /* without MPFR operators: the oracle is skipped and the
              * differences are the weaker, estimated kind */
             if (!strcmp(name, "format-vs-mpfr") || !strcmp(name, "vjp-param-vs-mpfr"))
-                ck_assert_msg(r.status == VIJP_CHECK_SKIPPED, "%s: %s ran without MPFR operators", cases[i / 2].spec, name);
+                ck_assert_msg(r.status == VIJP_CHECK_SKIPPED, "%s: %s ran without MPFR operators", spec, name);
             if (!strcmp(name, "jvp-vs-differences")) ck_assert(r.weaker && r.status == VIJP_CHECK_PASSED);
             if (!strcmp(name, "vjp-param-vs-differences") && L.type->param_count(&L))
-                ck_assert_msg(r.weaker && r.status == VIJP_CHECK_PASSED, "%s: %s", cases[i / 2].spec, r.detail);
+                ck_assert_msg(r.weaker && r.status == VIJP_CHECK_PASSED, "%s: %s", spec, r.detail);
             continue;
         }
         ck_assert_msg(r.status != VIJP_CHECK_SKIPPED || may_skip(name, &L), "%s %s: check %s skipped: %s",
-                      cases[i / 2].spec, o.format, name, r.detail);
+                      spec, o.format, name, r.detail);
         ck_assert(!r.weaker);
+        assert_bound_at_scale(spec, format, &r);
     }
     vijp_layer_clear(&L);
 }
 
+/* Every check on case _i / 2 in format _i % 2, seed test_seed() + _i. */
+static void run_battery(int i, int double_only)
+{
+    battery_on(cases[i / 2].spec, cases[i / 2].width, double_only ? "double" : formats[i % 2], test_seed() + (uint64_t)i,
+               double_only);
+}
+
 START_TEST(battery) { run_battery(_i, 0); }
+END_TEST
+
+/* High precision: the battery at mpfr:700, 1100, 2000 and 4032, where u =
+ * 2^-P lies below double's range from P ≈ 1100 (its bounds once underflowed
+ * to 0 there and every comparison failed; at mpfr:700 the differences' own
+ * truncation, 2^-600, failed them).  make check: every case of at most 16
+ * inputs and the coupling layers at mpfr:1100, and tanh at all four (about
+ * 1.2 s); VIJP_TEST_SCALE > 1 (make check-long): every case at all four
+ * (about 2 minutes), but for the 260-input conv1d only at mpfr:700 (its
+ * MPFR Jacobians take 20 s there, 30 s at 1100, minutes past). */
+static const long hiprec[] = {700, 1100, 2000, 4032};
+#define NHIPREC (sizeof hiprec / sizeof *hiprec)
+static const struct {
+    const char *spec;
+    size_t width;
+} coupling[] = {{"additive", 4}, {"affine", 4}}; /* width 4: 2 × 2 residual functions, cheap differences in θ */
+#define NALL (NCASES + sizeof coupling / sizeof *coupling)
+static size_t hiprec_case[NALL * NHIPREC][2]; /* (case, precision): coupling[] after cases[] */
+static size_t n_hiprec;
+
+static void hiprec_cases(void)
+{
+    int full = test_iters(1) > 1;
+    n_hiprec = 0;
+    for (size_t p = 0; p < NHIPREC; p++)
+        for (size_t k = 0; k < NALL; k++) {
+            const char *spec = k < NCASES ? cases[k].spec : coupling[k - NCASES].spec;
+            size_t width = k < NCASES ? cases[k].width : coupling[k - NCASES].width;
+            if ((full && (width <= 48 || hiprec[p] == 700)) || (hiprec[p] == 1100 && width <= 16) || !strcmp(spec, "tanh"))
+                hiprec_case[n_hiprec][0] = k, hiprec_case[n_hiprec++][1] = p;
+        }
+}
+
+START_TEST(battery_high_precision)
+{
+    size_t k = hiprec_case[_i][0];
+    char format[32];
+    snprintf(format, sizeof format, "mpfr:%ld", hiprec[hiprec_case[_i][1]]);
+    battery_on(k < NCASES ? cases[k].spec : coupling[k - NCASES].spec,
+               k < NCASES ? cases[k].width : coupling[k - NCASES].width, format, test_seed() + (uint64_t)_i, 0);
+}
 END_TEST
 
 /* The same checks with the MPFR operators set aside, as for a plugin that
@@ -126,6 +201,56 @@ START_TEST(battery_sees_a_broken_vijp)
     ck_assert_msg(r.status == VIJP_CHECK_FAILED && r.ratio > 1, "%s", r.detail);
     ck_assert(!vijp_check_layer_run((size_t)vijp_check_find("adjoint"), "dense_scaled_vijp:6", &o, &r, NULL));
     ck_assert_msg(r.status == VIJP_CHECK_PASSED, "%s", r.detail);
+}
+END_TEST
+
+/* At high precision the bounds stand at the scale of u = 2^-P, far below
+ * double's range: tanh's MPFR jvp scaled by 1 + 2^-(P − 20) fails
+ * jvp-vs-differences (2^20 u against (n + K)u), by 1 + 2^-(P + 8) it
+ * passes (u/256, within the rounding the bound allows).  Once every bound
+ * here underflowed to 0 and both failed (and at mpfr:700 the differences'
+ * own truncation, 2^-600, failed them).  mpfr:1100 and 4032; with
+ * VIJP_TEST_SCALE > 1 also 700 and 2000. */
+static const vijp_ops_mp *tanh_mp;
+static long jvp_off_bits; /* the jvp is scaled by 1 + 2^-jvp_off_bits */
+static void jvp_off(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V, const vijp_format *f)
+{
+    tanh_mp->jvp(L, th, X, B, U, V, f);
+    mpfr_t d;
+    mpfr_init2(d, (mpfr_prec_t)f->prec);
+    for (size_t i = 0; i < L->out * B; i++) mpfr_mul_2si(d, V[i], -jvp_off_bits, MPFR_RNDN), mpfr_add(V[i], V[i], d, MPFR_RNDN);
+    mpfr_clear(d);
+}
+
+START_TEST(battery_sees_a_slightly_wrong_jvp_at_high_precision)
+{
+    static vijp_layer_type T;
+    static vijp_ops_mp mp;
+    if (!vijp_layer_type_find("tanh_jvp_off")) {
+        T = *vijp_layer_type_find("tanh"), tanh_mp = T.mp, mp = *T.mp, mp.jvp = jvp_off;
+        T.mp = &mp, T.name = "tanh_jvp_off", T.print = NULL;
+        vijp_error err = {0};
+        ck_assert_msg(!vijp_layer_register(&T, &err), "%s", err.msg);
+    }
+    static const long precs[] = {1100, 4032, 700, 2000};
+    size_t np = test_iters(1) > 1 ? 4 : 2;
+    for (size_t k = 0; k < np; k++)
+        for (int off = 0; off < 2; off++) {
+            long P = precs[k];
+            char fmt[32];
+            snprintf(fmt, sizeof fmt, "mpfr:%ld", P);
+            vijp_check_opts o = {.width = 6, .seed = test_seed(), .format = fmt};
+            vijp_check_result r;
+            vijp_error err = {0};
+            jvp_off_bits = off ? P - 20 : P + 8;
+            ck_assert_msg(!vijp_check_layer_run((size_t)vijp_check_find("jvp-vs-differences"), "tanh_jvp_off", &o, &r, &err),
+                          "%s", err.msg);
+            if (off)
+                ck_assert_msg(r.status == VIJP_CHECK_FAILED && strtod(r.ratio_text, NULL) > 1000, "%s, 2^-%ld: %s (ratio %s)",
+                              fmt, jvp_off_bits, vijp_check_status_name(r.status), r.ratio_text);
+            else
+                ck_assert_msg(r.status == VIJP_CHECK_PASSED, "%s, 2^-%ld: %s", fmt, jvp_off_bits, r.detail);
+        }
 }
 END_TEST
 
@@ -401,7 +526,10 @@ Suite *suite_layers(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, battery, 0, (int)(2 * NCASES));
     tcase_add_loop_test(tc, battery_double_only, 0, (int)NCASES);
+    hiprec_cases();
+    tcase_add_loop_test(tc, battery_high_precision, 0, (int)n_hiprec);
     tcase_add_test(tc, battery_sees_a_broken_vijp);
+    tcase_add_test(tc, battery_sees_a_slightly_wrong_jvp_at_high_precision);
     tcase_add_loop_test(tc, bad_inputs, 0, 2);
     tcase_add_test(tc, tanh_underflow_binary16);
     tcase_add_test(tc, initialisers);
