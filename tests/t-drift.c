@@ -360,7 +360,9 @@ START_TEST(default_tol)
         const char *fmt;
         double tol;
     } cases[] = {{"double", 1e-10}, {"binary32", 1e-4}, {"binary16", 1e-2}, {"bfloat16", 1e-2},
-                 {"mpfr:256", 0x1p-128}, {"mpfr:100", 0x1p-50}, {"mpfr:2", 0x1p-1}};
+                 {"mpfr:256", 0x1p-128}, {"mpfr:100", 0x1p-50}, {"mpfr:2", 0x1p-1},
+                 {"e4m3", 2e-1},         {"e5m2:sat", 3e-1},    {"e4m3+binary32", 2e-1}, {"e5m2+binary32", 3e-1},
+                 {"bfloat16+binary32", 1e-2}, {"tf32+binary32", 1e-2}};
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         vijp_format F;
         ck_assert(!vijp_format_parse(cases[k].fmt, &F, NULL));

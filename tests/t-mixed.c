@@ -150,6 +150,31 @@ START_TEST(stored_once)
 }
 END_TEST
 
+/* FP8 storage (format.h), binary32 accumulation.  e4m3: ulp(1) = 2^-3, so
+ * 1 + 2^-5 (a quarter ulp) rounds back to 1 at every e4m3 sum, while
+ * binary32 adds four of them to the 1.125 e4m3 stores exactly; 448 + 32 =
+ * 480, e4m3's NaN pattern, lives in binary32 until the bias −32 brings it
+ * back to 448, where e4m3 itself has made it NaN for good.  e5m2: 57344 +
+ * 8192 = 2^16, past its range (±Inf), held the same way.  Without the bias
+ * the stored output overflows: NaN or ±Inf, or the largest finite value
+ * with :sat. */
+START_TEST(fp8_storage)
+{
+    const double four[5] = {1, 0x1p-5, 0x1p-5, 0x1p-5, 0x1p-5};
+    ck_assert(dense_sum("e4m3", four, 5, 0) == 1.0);
+    ck_assert(dense_sum("e4m3+binary32", four, 5, 0) == 1.125);
+    const double b4[2] = {448, 32}, b5[2] = {57344, 8192};
+    ck_assert(dense_sum("e4m3+binary32", b4, 2, -32) == 448);
+    ck_assert(isnan(dense_sum("e4m3", b4, 2, -32)));
+    ck_assert(isnan(dense_sum("e4m3+binary32", b4, 2, 0)));
+    ck_assert(dense_sum("e4m3:sat+binary32", b4, 2, 0) == 448);
+    ck_assert(dense_sum("e5m2+binary32", b5, 2, -8192) == 57344);
+    ck_assert(isinf(dense_sum("e5m2", b5, 2, -8192)));
+    ck_assert(isinf(dense_sum("e5m2+binary32", b5, 2, 0)));
+    ck_assert(dense_sum("e5m2:sat+binary32", b5, 2, 0) == 57344);
+}
+END_TEST
+
 /* An elementwise layer computes in binary32 and stores bf16: the result is
  * RN_bf16(RN_32(tanh x)), checked here against MPFR directly at 24 then 8
  * bits, on a grid of bf16 inputs. */
@@ -188,6 +213,7 @@ Suite *suite_mixed(void)
     tcase_add_test(tc, parse_mixed);
     tcase_add_test(tc, accumulation_differs);
     tcase_add_test(tc, stored_once);
+    tcase_add_test(tc, fp8_storage);
     tcase_add_test(tc, elementwise_two_roundings);
     suite_add_tcase(s, tc);
     return s;

@@ -131,8 +131,9 @@ VIJP_API size_t vijp_safe_depth(const double *g, const double *theta, const int 
  * max e is extrapolated from the growth fit and *extrapolated is set; NaN when
  * there is no fit.  An exact curve (all zeros) needs 2 bits. */
 VIJP_API double vijp_bits_needed(const double *e, size_t n, long prec, double tol, int *extrapolated);
-/* Default tolerance of a format: 1e-2 for bfloat16 and binary16, 1e-4 for
- * binary32, 1e-10 for double, 2^(-P/2) for mpfr:P. */
+/* Default tolerance of a format: 2e-1 for e4m3, 3e-1 for e5m2, 1e-2 for
+ * bfloat16 and binary16, 1e-4 for binary32, 1e-10 for double, 2^(-P/2) for
+ * mpfr:P; a mixed format its storage's (tf32+binary32: 1e-2). */
 VIJP_API double vijp_drift_default_tol(const vijp_format *f);
 
 #endif

@@ -12,8 +12,21 @@ typedef enum {
     VIJP_BINARY32, /* the three below are MPFR emulations: precision, exponent  */
     VIJP_BINARY16, /* range and subnormals of the IEEE format, round to nearest */
     VIJP_BFLOAT16, /* even (mpfr_subnormalize after every operation)            */
-    VIJP_MIXED     /* storage+accumulation, e.g. bfloat16+binary32: see below     */
+    VIJP_MIXED,    /* storage+accumulation, e.g. bfloat16+binary32: see below     */
+    VIJP_E4M3,     /* OCP 8-bit floating point (OFP8): emulated as the three IEEE */
+    VIJP_E5M2      /* formats above, with their own overflow rule (below)         */
 } vijp_format_kind;
+
+/* What rounding to a format gives past its largest finite value, and for
+ * ±Inf (OCP OFP8 1.0's two conversions; IEEE's for every other format).
+ * A value rounds past the largest finite one M when its rounding to the
+ * format's precision with an unbounded exponent exceeds M: e4m3's 464 (the
+ * midpoint of 448 and 480) rounds to the even 448, 465 past it. */
+typedef enum {
+    VIJP_OVERFLOW_INF = 0,  /* IEEE 754: ±Inf, and ±Inf stays (e5m2 too) */
+    VIJP_OVERFLOW_NAN,      /* e4m3, which has no infinities: NaN, and ±Inf becomes NaN */
+    VIJP_OVERFLOW_SATURATE  /* e4m3:sat, e5m2:sat: ±M, and ±Inf becomes ±M (CUDA's __NV_SATFINITE) */
+} vijp_overflow;
 
 /* Mixed formats model what matrix hardware computes (tensor cores, oneDNN,
  * PyTorch's bf16 matmuls): values are *stored* in a narrow format, every
@@ -29,7 +42,19 @@ typedef enum {
  *   binary16+binary32  storage binary16, accumulation binary32
  *   tf32+binary32      storage binary32, accumulation binary32, and the
  *                      operands of matrix products rounded to TF32's
- *                      11-bit significand (operand_prec) first */
+ *                      11-bit significand (operand_prec) first
+ *   e4m3+binary32, e5m2+binary32 (and e4m3:sat+binary32, e5m2:sat+binary32)
+ *                      storage FP8, accumulation binary32 (TransformerEngine's
+ *                      FP8 GEMMs: E4M3 activations and weights, E5M2 gradients)
+ *
+ * FP8 (OCP OFP8 1.0), stored in one byte:
+ *   e4m3  bias 7, 4 significand bits, subnormals down to 2^-9, largest
+ *         finite 448 (S.1111.110); no infinities, NaN S.1111.111 only
+ *   e5m2  bias 15, 3 significand bits, subnormals down to 2^-16, largest
+ *         finite 57344; ±Inf and NaNs as IEEE 754
+ * Both round to nearest even; a value past the largest finite one gives
+ * what store_overflow says: e4m3 NaN, e5m2 ±Inf (OFP8's non-saturating
+ * conversion), and with ":sat" (e4m3:sat, e5m2:sat) ±448 or ±57344. */
 
 typedef struct {
     vijp_format_kind kind;
@@ -43,6 +68,8 @@ typedef struct {
     mpfr_prec_t store_prec;         /* the storage format; equal to prec, emin, */
     mpfr_exp_t store_emin, store_emax; /* emax unless mixed */
     mpfr_prec_t operand_prec;       /* tf32+binary32: 11; otherwise 0 (no operand rounding) */
+    vijp_overflow store_overflow;   /* the storage format's rule past store_max (above); unless mixed, */
+    double store_max;               /* every operation's.  store_max: its largest finite value (emulated only) */
     int kernel_set;       /* FORMAT@SET: 1 + the kernel set (0 ref, 1 avx2, 2 avx512, 3 cuda) that engine
                            * runs in this format use; 0: the process's (VIJP_KERNELS or the CPU's best) */
     int exact_dots;       /* nonzero (mpfr:P only): dot products rounded once, not per operation (oracles/dot.h);
@@ -56,8 +83,10 @@ typedef struct {
 
 #include "vijp/error.h"
 
-/* Parse "double", "mpfr:P", "binary32", "binary16", "bfloat16",
- * "bfloat16+binary32", "binary16+binary32", "tf32+binary32", and
+/* Parse "double", "mpfr:P", "binary32", "binary16", "bfloat16", "e4m3",
+ * "e4m3:sat", "e5m2", "e5m2:sat", "bfloat16+binary32", "binary16+binary32",
+ * "tf32+binary32", "e4m3+binary32", "e5m2+binary32" (and their ":sat"
+ * storage, "e4m3:sat+binary32"), and
  * "double@ref", "double@avx2", "double@avx512", "double@cuda": double through
  * that kernel set (an error where the set is not available), and likewise
  * "binary32@SET": binary32 values, each layer operator that has native float
@@ -79,7 +108,8 @@ VIJP_API void vijp_format_fixed(vijp_format *f, vijp_format_kind kind);
 /* mpfr:P with P bits, unbounded exponent range. */
 VIJP_API VIJP_MUST_CHECK int vijp_format_mpfr(vijp_format *f, long prec, vijp_error *err);
 /* The format of f's operations before its results are stored: for
- * bfloat16+binary32 and binary16+binary32 (and their @SET), binary32 (@SET);
+ * bfloat16+binary32 and binary16+binary32 (and their @SET), and the FP8
+ * mixed formats (e4m3+binary32, …), binary32 (@SET);
  * f itself for every other format, whose results are values of it.  What
  * an engine keeps between two operations that hardware fuses keeps this
  * precision: the f′ of a smooth activation that nested forward AD stores
@@ -92,5 +122,15 @@ VIJP_API void vijp_format_accumulator(const vijp_format *f, vijp_format *acc);
 VIJP_API double vijp_format_unit_roundoff(const vijp_format *f);
 /* The precision in bits that unit roundoff is of (see above). */
 VIJP_API mpfr_prec_t vijp_format_value_prec(const vijp_format *f);
+
+/* FP8 bit patterns (f: a format whose storage is e4m3 or e5m2, sat or not,
+ * mixed or not; VIJP_EINVAL otherwise).  Encode rounds x once to f's
+ * storage (vo_store, with its overflow rule) and packs the result: sign,
+ * biased exponent, trailing significand; every NaN packs as 0x7F.  Decode
+ * sets r to the value of the pattern, exactly when r has at least 4 bits
+ * (the sign of zero kept; e4m3's 0x7F and 0xFF and e5m2's exponent 31 with a
+ * nonzero significand are NaN, e5m2's 0x7C and 0xFC ±Inf). */
+VIJP_API VIJP_MUST_CHECK int vijp_fp8_encode(const vijp_format *f, mpfr_srcptr x, unsigned char *bits, vijp_error *err);
+VIJP_API VIJP_MUST_CHECK int vijp_fp8_decode(const vijp_format *f, unsigned bits, mpfr_ptr r, vijp_error *err);
 
 #endif

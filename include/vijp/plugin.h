@@ -46,8 +46,9 @@
 #include "vijp/layer.h"
 #include "vijp/error.h"
 
-/* Bumped whenever vijp_layer_type or the operator contracts change shape. */
-#define VIJP_PLUGIN_ABI 5
+/* Bumped whenever vijp_layer_type or the operator contracts change shape
+ * (6: vijp_format grew the storage format's overflow rule). */
+#define VIJP_PLUGIN_ABI 6
 
 #if defined(__GNUC__)
 #define VIJP_PLUGIN_EXPORT __attribute__((visibility("default")))

@@ -1,6 +1,24 @@
 #include "vijp/arith.h"
 #include "vijp/error.h"
+#include <math.h>
 #include <stdlib.h>
+
+/* A result already rounded to a grid whose largest finite value is max,
+ * past which it becomes what rule says (format.h, vijp_overflow).  Only
+ * FP8 grids have a rule of their own, and a finite value of theirs (4 bits
+ * at most, exponents within binary32's) is a double: the comparison is
+ * exact.  IEEE's rule is what mpfr_check_range has done already. */
+static void overflow_rule(mpfr_t r, vijp_overflow rule, double max)
+{
+    if (rule == VIJP_OVERFLOW_INF || mpfr_nan_p(r) || mpfr_zero_p(r)) return;
+    if (!mpfr_inf_p(r) && fabs(mpfr_get_d(r, MPFR_RNDN)) <= max) return;
+    if (rule == VIJP_OVERFLOW_NAN) mpfr_set_nan(r);
+    else mpfr_set_d(r, mpfr_signbit(r) ? -max : max, MPFR_RNDN); /* exact: max is a value of the grid */
+}
+
+/* Whether a non-mixed format's every result obeys a rule of its own (FP8's:
+ * a mixed format's results are binary32's, its storage's rule is vo_store's). */
+#define VO_OWN_RULE(f) ((f)->store_overflow != VIJP_OVERFLOW_INF && !(f)->mixed)
 
 /* Run one MPFR operation, then bring it into the format's exponent range and
  * subnormalize.  The operation runs in the caller's (wide) range: an MPFR
@@ -11,11 +29,13 @@
  * to avoid double rounding.  A regular result with emin + P − 1 < EXP <= emax
  * is normal and in range: both calls would leave it as it is, so they (and
  * the four thread-local exponent-range switches, a quarter of a study's
- * time) are skipped. */
+ * time) are skipped.  A format with its own overflow rule (FP8) skips them
+ * only below its top binade, EXP < emax, where no value exceeds its largest
+ * finite one (e4m3's top binade holds 480, which is NaN). */
 #define VO_ROUND(f, r, op)                                                         \
     do {                                                                           \
         int t_ = (op);                                                             \
-        if (!(f)->emulated || (mpfr_regular_p(r) && mpfr_get_exp(r) <= (f)->emax &&    \
+        if (!(f)->emulated || (mpfr_regular_p(r) && mpfr_get_exp(r) <= (f)->emax - VO_OWN_RULE(f) && \
                                mpfr_get_exp(r) > (f)->emin + (mpfr_exp_t)(f)->prec - 1)) \
             break;                                                                 \
         mpfr_exp_t emin_ = mpfr_get_emin(), emax_ = mpfr_get_emax();               \
@@ -25,6 +45,7 @@
         mpfr_subnormalize((r), t_, MPFR_RNDN);                                     \
         mpfr_set_emin(emin_);                                                      \
         mpfr_set_emax(emax_);                                                      \
+        if (VO_OWN_RULE(f)) overflow_rule((r), (f)->store_overflow, (f)->store_max); \
     } while (0)
 
 void vo_set(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mpfr_set(r, a, MPFR_RNDN)); }
@@ -48,11 +69,13 @@ void vo_erfc(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mp
 void vo_const_pi(mpfr_t r, const vijp_format *f) { VO_ROUND(f, r, mpfr_const_pi(r, MPFR_RNDN)); }
 
 /* Round r in place to precision p under the exponent range [emin, emax],
- * with subnormals, keeping r's own precision (the value is then exactly
- * representable at p bits; widening back is exact). */
-static void round_in_place(mpfr_t r, mpfr_prec_t p, mpfr_exp_t emin, mpfr_exp_t emax)
+ * with subnormals, then apply the overflow rule (VIJP_OVERFLOW_INF: IEEE's),
+ * keeping r's own precision (the value is then exactly representable at p
+ * bits; widening back is exact). */
+static void round_in_place(mpfr_t r, mpfr_prec_t p, mpfr_exp_t emin, mpfr_exp_t emax, vijp_overflow rule, double max)
 {
-    if (!mpfr_regular_p(r)) return; /* 0, ±Inf, NaN: already in every format */
+    if (mpfr_inf_p(r)) overflow_rule(r, rule, max); /* e4m3 has no ±Inf; :sat turns it into ±max */
+    if (!mpfr_regular_p(r)) return; /* 0, NaN, and ±Inf where the rule keeps it: already in every format */
     mpfr_prec_t own = mpfr_get_prec(r);
     int t = mpfr_prec_round(r, p, MPFR_RNDN); /* in the wide range r lives in */
     mpfr_exp_t emin_ = mpfr_get_emin(), emax_ = mpfr_get_emax();
@@ -62,9 +85,10 @@ static void round_in_place(mpfr_t r, mpfr_prec_t p, mpfr_exp_t emin, mpfr_exp_t 
     mpfr_subnormalize(r, t, MPFR_RNDN);    /* t: no double rounding */
     mpfr_set_emin(emin_);
     mpfr_set_emax(emax_);
+    overflow_rule(r, rule, max);
     /* exact: own >= p.  Also safe on the custom-interface values of src/format/mat.c
      * (which mpfr_prec_round must never grow beyond their allocation): mixed
-     * formats round between 8, 11 and 24 bits, all within r's one limb. */
+     * formats round between 3, 4, 8, 11 and 24 bits, all within r's one limb. */
     (void)mpfr_prec_round(r, own, MPFR_RNDN);
 }
 
@@ -76,13 +100,13 @@ void vo_store(mpfr_t r, const mpfr_t a, const vijp_format *f)
     }
     if (mpfr_get_prec(a) <= mpfr_get_prec(r)) { /* one rounding, in place */
         if (r != a) mpfr_set(r, a, MPFR_RNDN);   /* exact */
-        round_in_place(r, f->store_prec, f->store_emin, f->store_emax);
+        round_in_place(r, f->store_prec, f->store_emin, f->store_emax, f->store_overflow, f->store_max);
         return;
     }
     mpfr_t t; /* a wider than r: round a itself, not r's rounding of it */
     mpfr_init2(t, mpfr_get_prec(a));
     mpfr_set(t, a, MPFR_RNDN);
-    round_in_place(t, f->store_prec, f->store_emin, f->store_emax);
+    round_in_place(t, f->store_prec, f->store_emin, f->store_emax, f->store_overflow, f->store_max);
     mpfr_set(r, t, MPFR_RNDN); /* exact: store_prec <= prec */
     mpfr_clear(t);
 }
@@ -112,8 +136,8 @@ void vo_madd(mpfr_t acc, const mpfr_t a, const mpfr_t b, mpfr_t p, const vijp_fo
     mpfr_custom_init_set(ra, MPFR_ZERO_KIND, 0, f->prec, la);
     mpfr_custom_init_set(rb, MPFR_ZERO_KIND, 0, f->prec, lb);
     mpfr_set(ra, a, MPFR_RNDN), mpfr_set(rb, b, MPFR_RNDN); /* exact: a, b are in f */
-    round_in_place(ra, f->operand_prec, f->emin, f->emax);
-    round_in_place(rb, f->operand_prec, f->emin, f->emax);
+    round_in_place(ra, f->operand_prec, f->emin, f->emax, VIJP_OVERFLOW_INF, 0); /* binary32's range */
+    round_in_place(rb, f->operand_prec, f->emin, f->emax, VIJP_OVERFLOW_INF, 0);
     VO_ROUND(f, acc, mpfr_fma(acc, ra, rb, acc, MPFR_RNDN));
 }
 

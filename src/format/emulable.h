@@ -8,11 +8,14 @@
 
 /* Nonzero when f's arithmetic can run natively, in binary64: an emulated
  * format of at most 24 bits inside binary32's exponent range (every narrow
- * and mixed format vijp has).  Mixed formats add store (their storage
- * grid); others have store == arith. */
+ * and mixed format vijp has but FP8).  Mixed formats add store (their
+ * storage grid); others have store == arith.  FP8 storage (e4m3, e5m2 and
+ * their mixed formats: 4 or 3 bits) takes the MPFR route: the native grids
+ * know IEEE's overflow only, not e4m3's NaN nor saturation, and are tested
+ * on the formats of 8 bits and more. */
 static inline int vijp_emu_applies(const vijp_format *f)
 {
-    return f->emulated && f->prec <= 24 && f->emin >= -148 && f->emax <= 128;
+    return f->emulated && f->prec <= 24 && f->emin >= -148 && f->emax <= 128 && f->store_prec >= 8;
 }
 
 #endif

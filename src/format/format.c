@@ -19,6 +19,36 @@ static void emulated(vijp_format *f, vijp_format_kind k, const char *name, mpfr_
     f->value_bytes = bytes;
     snprintf(f->name, sizeof f->name, "%s", name);
     f->store_prec = p, f->store_emin = emin, f->store_emax = emax;
+    f->store_max = ldexp(1 - ldexp(1.0, -(int)p), (int)emax); /* IEEE's: every p-bit value below 2^emax */
+}
+
+/* OCP OFP8 1.0 in MPFR's convention (parse's comment below): e4m3's
+ * smallest subnormal 2^-9 (bias 7, 3 trailing bits: 2^(1-7-3)) gives
+ * emin -8; its top binade [2^8, 2^9) gives emax 9, but its all-ones
+ * significand there is the NaN, so its largest finite value is 448 = 1.75·2^8,
+ * not 480.  e5m2's 2^-16 (2^(1-15-2)) gives emin -15, 57344 = 1.75·2^15
+ * emax 16, IEEE's layout.  Both one byte.  ":sat" chooses OFP8's saturating
+ * conversion. */
+static int fp8(vijp_format *f, const char *s)
+{
+    static const struct {
+        const char *name;
+        vijp_format_kind kind;
+        mpfr_prec_t p;
+        mpfr_exp_t emin, emax;
+        double max;
+        vijp_overflow overflow; /* the non-saturating conversion's */
+    } fp8s[] = {{"e4m3", VIJP_E4M3, 4, -8, 9, 448, VIJP_OVERFLOW_NAN},
+                {"e5m2", VIJP_E5M2, 3, -15, 16, 57344, VIJP_OVERFLOW_INF}};
+    for (size_t i = 0; i < sizeof fp8s / sizeof *fp8s; i++) {
+        size_t n = strlen(fp8s[i].name);
+        if (strncmp(s, fp8s[i].name, n) || (s[n] && strcmp(s + n, ":sat"))) continue;
+        emulated(f, fp8s[i].kind, s, fp8s[i].p, fp8s[i].emin, fp8s[i].emax, 1);
+        f->store_max = fp8s[i].max;
+        f->store_overflow = s[n] ? VIJP_OVERFLOW_SATURATE : fp8s[i].overflow;
+        return 1;
+    }
+    return 0;
 }
 
 /* STORE+binary32: storage as the emulated format `store`, every operation
@@ -33,6 +63,7 @@ static int mixed(vijp_format *f, const char *name, const char *store)
     f->kind = VIJP_MIXED;
     f->mixed = 1;
     f->store_prec = s.prec, f->store_emin = s.emin, f->store_emax = s.emax;
+    f->store_overflow = s.store_overflow, f->store_max = s.store_max;
     f->value_bytes = s.value_bytes;
     snprintf(f->name, sizeof f->name, "%s", name);
     return 0;
@@ -56,8 +87,9 @@ int vijp_format_mpfr(vijp_format *f, long prec, vijp_error *err)
 
 void vijp_format_fixed(vijp_format *f, vijp_format_kind kind)
 {
-    static const char *const names[] = {[VIJP_DOUBLE] = "double", [VIJP_BINARY32] = "binary32",
-                                        [VIJP_BINARY16] = "binary16", [VIJP_BFLOAT16] = "bfloat16"};
+    static const char *const names[] = {[VIJP_DOUBLE] = "double",     [VIJP_BINARY32] = "binary32",
+                                        [VIJP_BINARY16] = "binary16", [VIJP_BFLOAT16] = "bfloat16",
+                                        [VIJP_E4M3] = "e4m3",         [VIJP_E5M2] = "e5m2"};
     if ((unsigned)kind >= sizeof names / sizeof *names || !names[kind] || vijp_format_parse(names[kind], f, NULL)) {
         fprintf(stderr, "vijp_format_fixed: kind %d is not a fixed format (mpfr:P needs vijp_format_mpfr)\n", (int)kind);
         abort(); /* a programming error, reported */
@@ -92,6 +124,9 @@ static int format_part_alias(const char *part, size_t len, char *out, size_t siz
         {"fp64", "double"},       {"f64", "double"},        {"float64", "double"},    {"binary64", "double"},
         {"tf32", "tf32"},         {"fp128", "mpfr:113"},    {"f128", "mpfr:113"},     {"float128", "mpfr:113"},
         {"binary128", "mpfr:113"}, {"quad", "mpfr:113"},
+        {"e4m3", "e4m3"},         {"e5m2", "e5m2"},         {"float8_e4m3fn", "e4m3"}, {"float8_e5m2", "e5m2"},
+        {"fp8_e4m3", "e4m3"},     {"fp8_e5m2", "e5m2"},     {"e4m3:sat", "e4m3:sat"}, {"e5m2:sat", "e5m2:sat"},
+        {"e4m3sat", "e4m3:sat"},  {"e5m2sat", "e5m2:sat"},
     };
     for (size_t i = 0; i < sizeof aliases / sizeof *aliases; i++)
         if (strlen(aliases[i].alias) == len && !strncasecmp(part, aliases[i].alias, len))
@@ -179,8 +214,12 @@ int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err)
     if (!strcmp(s, "binary32")) return emulated(f, VIJP_BINARY32, s, 24, -148, 128, 4), 0;
     if (!strcmp(s, "binary16")) return emulated(f, VIJP_BINARY16, s, 11, -23, 16, 2), 0;
     if (!strcmp(s, "bfloat16")) return emulated(f, VIJP_BFLOAT16, s, 8, -132, 128, 2), 0;
-    if (!strcmp(s, "bfloat16+binary32")) return mixed(f, s, "bfloat16");
-    if (!strcmp(s, "binary16+binary32")) return mixed(f, s, "binary16");
+    if (fp8(f, s)) return 0;
+    static const char *const stores[] = {"bfloat16", "binary16", "e4m3", "e4m3:sat", "e5m2", "e5m2:sat"};
+    for (size_t i = 0; i < sizeof stores / sizeof *stores; i++) { /* STORE+binary32 */
+        size_t n = strlen(stores[i]);
+        if (!strncmp(s, stores[i], n) && !strcmp(s + n, "+binary32")) return mixed(f, s, stores[i]);
+    }
     if (!strcmp(s, "tf32+binary32")) {
         int rc = mixed(f, s, "binary32");
         f->operand_prec = 11;
@@ -197,11 +236,12 @@ int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err)
     char hint[96];
     if (format_suggestion(s, hint, sizeof hint)) /* shorter: the message holds 255 characters */
         return vijp_fail(err, VIJP_EINVAL, "unknown format '%s': did you mean %s? (known: double, mpfr:P, binary32, "
-                         "binary16, bfloat16, bfloat16+binary32, binary16+binary32, tf32+binary32, FORMAT@SET)", s, hint);
+                         "binary16, bfloat16, e4m3[:sat], e5m2[:sat], bfloat16+binary32, binary16+binary32, "
+                         "tf32+binary32, FP8+binary32, FORMAT@SET)", s, hint);
     return vijp_fail(err, VIJP_EINVAL,
-                     "unknown format '%s' (known: double, mpfr:P, binary32, binary16, bfloat16, "
-                     "bfloat16+binary32, binary16+binary32, tf32+binary32; double, binary32, bfloat16+binary32 and "
-                     "binary16+binary32 also as FORMAT@SET, SET ref, avx2, avx512 or cuda)", s);
+                     "unknown format '%s' (known: double, mpfr:P, binary32, binary16, bfloat16, e4m3, e5m2, e4m3:sat, "
+                     "e5m2:sat, tf32+binary32, S+binary32 for S bfloat16, binary16 or an FP8; FORMAT@SET for double, "
+                     "binary32, bfloat16+binary32, binary16+binary32)", s);
 }
 
 mpfr_prec_t vijp_format_value_prec(const vijp_format *f)
