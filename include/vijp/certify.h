@@ -171,10 +171,12 @@ VIJP_API VIJP_MUST_CHECK int vijp_layer_image_box(const vijp_layer *L, const dou
  * enclosure holds 0, or where f′ is enclosed as exactly 0, are reported,
  * adjacent ones merged.  Then, per format, where the layer's own computed
  * f′ (its double operator, or its MPFR operator in binary32, binary16,
- * bfloat16, bfloat16+binary32 or binary16+binary32, in that order) first
+ * bfloat16, bfloat16+binary32 or binary16+binary32, in that order: the
+ * default table; vijp_activation_analyze_in takes the formats) first
  * underflows to 0, and where it first falls below u times its largest value
  * (numerically zero next to a unit with f′ ~ 1). */
-#define VIJP_ACT_FORMATS 6
+#define VIJP_ACT_FORMATS 6      /* the default table's formats */
+#define VIJP_ACT_FORMATS_MAX 16 /* the most a table holds */
 
 typedef struct {
     double R, tol;
@@ -182,15 +184,21 @@ typedef struct {
     vijp_span *bad;      /* where f′ may be 0 (enclosed, merged) */
     int complete;        /* the bisection finished within its budget */
     size_t boxes;        /* intervals examined */
+    size_t n_fmt;        /* the table's formats, fmt[0 .. n_fmt) */
     struct {
-        char format[24];
+        char format[32]; /* its name, as vijp_format's */
         double underflow_at;  /* smallest |x| found with computed f′ == 0 (Inf: none up to the scan's end) */
         double negligible_at; /* smallest |x| found with computed f′ < u · max f′ */
-    } fmt[VIJP_ACT_FORMATS];
+    } fmt[VIJP_ACT_FORMATS_MAX];
 } vijp_activation_report;
 
 /* theta: the layer's parameters (NULL for types without). */
 VIJP_API VIJP_MUST_CHECK int vijp_activation_analyze(const vijp_layer *L, const double *theta, double R, double tol, vijp_activation_report *out, vijp_error *err);
+/* The same with the table's formats given: n from 1 to VIJP_ACT_FORMATS_MAX,
+ * in that order (e4m3's f′, for one, vanishes long before bfloat16's). */
+VIJP_API VIJP_MUST_CHECK int vijp_activation_analyze_in(const vijp_layer *L, const double *theta, double R, double tol,
+                                                        const vijp_format *formats, size_t n, vijp_activation_report *out,
+                                                        vijp_error *err);
 VIJP_API void vijp_activation_report_clear(vijp_activation_report *r);
 
 #endif

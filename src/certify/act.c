@@ -87,14 +87,9 @@ static double first_where(const vijp_layer *L1, const double *theta, const vijp_
     return best;
 }
 
-int vijp_activation_analyze(const vijp_layer *L, const double *theta, double R, double tol, vijp_activation_report *out, vijp_error *err)
+/* Interval bisection of f′ over [−R, R] into out's bad pieces (certify.h). */
+static int search_zeros(const vijp_layer *L, const double *theta, double R, double tol, vijp_activation_report *out)
 {
-    memset(out, 0, sizeof *out);
-    if (!vijp_deriv_enclose_of(L->type))
-        return vijp_fail(err, VIJP_EUNSUPPORTED, "%s is not an elementwise activation", L->type->name);
-    if (!(R > 0 && isfinite(R)) || !(tol > 0 && tol < R))
-        return vijp_fail(err, VIJP_EINVAL, "want 0 < tol < R < Inf, got R = %g, tol = %g", R, tol);
-    out->R = R, out->tol = tol, out->complete = 1;
     /* Depth-first, left half first, so bad pieces arrive in order. */
     size_t cap = 0, top = 0, stack_cap = 256;
     vijp_span *stack = vijp_alloc_array(stack_cap, sizeof *stack);
@@ -125,26 +120,57 @@ int vijp_activation_analyze(const vijp_layer *L, const double *theta, double R, 
     }
     mpfi_clear(x), mpfi_clear(d);
     free(stack);
+    return rc;
+}
+
+/* The table: where each format's computed f′ underflows or becomes negligible. */
+static void format_table(const vijp_layer *L, const double *theta, const vijp_format *formats, size_t n,
+                         vijp_activation_report *out)
+{
+    vijp_layer L1 = *L; /* a one-unit view (parameters, if any, are per layer, not per unit) */
+    L1.in = L1.out = 1;
+    out->n_fmt = n;
+    for (size_t k = 0; k < n; k++) {
+        const vijp_format *f = &formats[k];
+        snprintf(out->fmt[k].format, sizeof out->fmt[k].format, "%s", f->name);
+        double big = 0; /* the largest computed f′ on the scan */
+        for (int j = -64; j <= 128; j++)
+            for (int sign = -1; sign <= 1; sign += 2) {
+                double v = fabs(computed_deriv(&L1, theta, f, sign * ldexp(1.0 + (j & 7) / 8.0, j >> 3)));
+                if (v > big) big = v;
+            }
+        out->fmt[k].underflow_at = first_where(&L1, theta, f, big, 1);
+        out->fmt[k].negligible_at = first_where(&L1, theta, f, big, 0);
+    }
+}
+
+int vijp_activation_analyze_in(const vijp_layer *L, const double *theta, double R, double tol, const vijp_format *formats,
+                               size_t n, vijp_activation_report *out, vijp_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!vijp_deriv_enclose_of(L->type))
+        return vijp_fail(err, VIJP_EUNSUPPORTED, "%s is not an elementwise activation", L->type->name);
+    if (!(R > 0 && isfinite(R)) || !(tol > 0 && tol < R))
+        return vijp_fail(err, VIJP_EINVAL, "want 0 < tol < R < Inf, got R = %g, tol = %g", R, tol);
+    if (n < 1 || n > VIJP_ACT_FORMATS_MAX)
+        return vijp_fail(err, VIJP_EINVAL, "%zu formats for the f′ table: want 1 to %d", n, VIJP_ACT_FORMATS_MAX);
+    out->R = R, out->tol = tol, out->complete = 1;
+    int rc = search_zeros(L, theta, R, tol, out);
     if (rc) {
         vijp_activation_report_clear(out);
         return vijp_fail(err, rc, "out of memory");
     }
+    format_table(L, theta, formats, n, out);
+    return 0;
+}
+
+int vijp_activation_analyze(const vijp_layer *L, const double *theta, double R, double tol, vijp_activation_report *out,
+                            vijp_error *err)
+{
     static const char *const names[VIJP_ACT_FORMATS] = {"double",   "binary32",          "binary16",
                                                         "bfloat16", "bfloat16+binary32", "binary16+binary32"};
-    vijp_layer L1 = *L; /* a one-unit view (parameters, if any, are per layer, not per unit) */
-    L1.in = L1.out = 1;
-    for (int k = 0; k < VIJP_ACT_FORMATS; k++) {
-        vijp_format f;
-        if (vijp_format_parse(names[k], &f, NULL)) abort(); /* names[] are formats: a programming error otherwise */
-        snprintf(out->fmt[k].format, sizeof out->fmt[k].format, "%s", names[k]);
-        double big = 0; /* the largest computed f′ on the scan */
-        for (int j = -64; j <= 128; j++)
-            for (int sign = -1; sign <= 1; sign += 2) {
-                double v = fabs(computed_deriv(&L1, theta, &f, sign * ldexp(1.0 + (j & 7) / 8.0, j >> 3)));
-                if (v > big) big = v;
-            }
-        out->fmt[k].underflow_at = first_where(&L1, theta, &f, big, 1);
-        out->fmt[k].negligible_at = first_where(&L1, theta, &f, big, 0);
-    }
-    return 0;
+    vijp_format f[VIJP_ACT_FORMATS];
+    for (int k = 0; k < VIJP_ACT_FORMATS; k++)
+        if (vijp_format_parse(names[k], &f[k], NULL)) abort(); /* names[] are formats: a programming error otherwise */
+    return vijp_activation_analyze_in(L, theta, R, tol, f, VIJP_ACT_FORMATS, out, err);
 }

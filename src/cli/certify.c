@@ -50,6 +50,14 @@ static const char help[] =
     "  --scale X         points are X·N(0, 1) entrywise (default 1)\n"
     "  --prec-max P      highest MPFR precision a certificate may use (default 4096)\n"
     "  --range R         activations: search f′ for zeros over [−R, R] (default 1000)\n"
+    "  --formats LIST    activations: the formats of the f′ table, a comma list of\n"
+    "                    up to 16 (default double,binary32,binary16,bfloat16,\n"
+    "                    bfloat16+binary32,binary16+binary32); any --format of\n"
+    "                    grad, e4m3 and e5m2 (OCP FP8) among them\n"
+    "  --formats LIST    activations: the formats of the f′ table, a comma list of\n"
+    "                    up to 16 (default double,binary32,binary16,bfloat16,\n"
+    "                    bfloat16+binary32,binary16+binary32); any --format of\n"
+    "                    grad, e4m3 and e5m2 (OCP FP8) among them\n"
     "  --jacobian FILE   certify this matrix instead of a layer: a 2-D .npy array\n"
     "                    m × n ('<f8', '<f4' or '<f2', C order; numpy.save writes one)\n"
     "  --radius FILE     with --jacobian: a .npy array of the same shape, entries >= 0;\n"
@@ -198,24 +206,44 @@ static int parse_budget(const char *s, vijp_box_budget *b)
     return 0;
 }
 
+/* --formats: a comma list of format names into a->fmts; 0, or -1 with the
+ * message said. */
+static int parse_table_formats(const char *list, certify_args *a)
+{
+    vijp_error err = {0};
+    a->n_fmts = 0;
+    for (const char *p = list;; p++) {
+        size_t len = strcspn(p, ",");
+        char name[64];
+        if (a->n_fmts == VIJP_ACT_FORMATS_MAX)
+            return cli_say("vijp certify: --formats takes at most %d formats\n", VIJP_ACT_FORMATS_MAX), -1;
+        snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), p);
+        if (len >= sizeof name || vijp_format_parse(name, &a->fmts[a->n_fmts++], &err))
+            return cli_say("vijp certify: --formats: %s\n", err.code ? err.msg : "format name too long"), -1;
+        p += len;
+        if (!*p) return 0;
+    }
+}
+
 /* Options into a; -1 to go on, or the exit status (--help, bad usage). */
 static int parse_args(int argc, char **argv, certify_args *a)
 {
-    enum { O_PREC = 256, O_RANGE, O_JACOBIAN, O_RADIUS, O_INPUT, O_PARAMS, O_NET, O_DEPTH, O_INDEX, O_BOX, O_BOXFILE, O_BUDGET };
+    enum { O_PREC = 256, O_RANGE, O_JACOBIAN, O_RADIUS, O_INPUT, O_PARAMS, O_NET, O_DEPTH, O_INDEX, O_BOX, O_BOXFILE, O_BUDGET, O_FORMATS };
     static const struct option opts[] = {
         {"layer", 1, 0, 'l'}, {"width", 1, 0, 'w'},      {"samples", 1, 0, 'n'}, {"seed", 1, 0, 's'},
         {"init", 1, 0, 'i'},  {"scale", 1, 0, 'x'},      {"prec-max", 1, 0, O_PREC}, {"range", 1, 0, O_RANGE},
         {"json", 0, 0, 'j'},  {"verbose", 0, 0, 'v'},    {"help", 0, 0, 'h'},   {"quiet", 0, 0, 'q'},
         {"jacobian", 1, 0, O_JACOBIAN}, {"radius", 1, 0, O_RADIUS}, {"input", 1, 0, O_INPUT}, {"params", 1, 0, O_PARAMS},
         {"net", 1, 0, O_NET}, {"depth", 1, 0, O_DEPTH}, {"layer-index", 1, 0, O_INDEX}, {"box", 1, 0, O_BOX},
-        {"box-file", 1, 0, O_BOXFILE}, {"budget", 1, 0, O_BUDGET}, {0, 0, 0, 0},
+        {"box-file", 1, 0, O_BOXFILE}, {"budget", 1, 0, O_BUDGET}, {"formats", 1, 0, O_FORMATS}, {0, 0, 0, 0},
     };
     vijp_error err = {0};
     unsigned long long v;
     int c, opt_index = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "hvq", opts, &opt_index)) != -1) {
-        if ((c > 0 && c < 128 && strchr("wnsix", c)) || c == O_RANGE || c == O_INPUT || c == O_PARAMS) a->layer_opt = opts[opt_index].name;
+        if ((c > 0 && c < 128 && strchr("wnsix", c)) || c == O_RANGE || c == O_INPUT || c == O_PARAMS || c == O_FORMATS)
+            a->layer_opt = opts[opt_index].name;
         if (c == 'n') a->point_opt = "--samples counts points; a box certificate covers every point of it";
         if (c == 'x') a->point_opt = "--scale draws points; a box certificate covers every point of it";
         switch (c) {
@@ -223,6 +251,7 @@ static int parse_args(int argc, char **argv, certify_args *a)
         case O_RADIUS: a->radius = optarg; break;
         case O_INPUT: a->input = optarg; break;
         case O_PARAMS: a->params = optarg; break;
+        case O_FORMATS: if (parse_table_formats(optarg, a)) return EXIT_USAGE; break;
         case O_NET: a->net = optarg; break;
         case O_BOX: a->box = optarg; break;
         case O_BOXFILE: a->box_file = optarg; break;

@@ -19,6 +19,8 @@ typedef struct {
     vijp_box_budget budget; /* --budget N (intervals) or Ts (seconds) */
     int budget_given;
     double scale, range;
+    vijp_format fmts[VIJP_ACT_FORMATS_MAX]; /* --formats; n_fmts 0: the default table */
+    size_t n_fmts;
     vijp_certify_opts co;
     int json, verbose, quiet;
     vijp_init init;

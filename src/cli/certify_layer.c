@@ -35,7 +35,7 @@ static json_t *activation_json(const vijp_activation_report *a)
 {
     json_t *bad = json_array(), *fm = json_array();
     for (size_t i = 0; i < a->n_bad; i++) json_array_append_new(bad, json_pack("[o, o]", num(a->bad[i].lo), num(a->bad[i].hi)));
-    for (int k = 0; k < VIJP_ACT_FORMATS; k++)
+    for (size_t k = 0; k < a->n_fmt; k++)
         json_array_append_new(fm, json_pack("{s:s, s:o, s:o}", "format", a->fmt[k].format, "underflow_at",
                                             num(a->fmt[k].underflow_at), "negligible_at", num(a->fmt[k].negligible_at)));
     return json_pack("{s:f, s:f, s:b, s:b, s:I, s:o, s:o}", "range", a->R, "tol", a->tol, "complete", a->complete,
@@ -136,12 +136,15 @@ static void print_table(const char *spec, const vijp_layer *L, uint64_t seed, co
         fprintf(cli_out(), "f′ may vanish on\n");
         for (size_t i = 0; i < act->n_bad; i++) fprintf(cli_out(), "  [%.17g, %.17g]\n", act->bad[i].lo, act->bad[i].hi);
     }
-    fprintf(cli_out(), "%-17s  %-26s  %s\n", "format", "computed f′ = 0 from |x| ≈", "f′ < u·max f′ from |x| ≈");
-    for (int k = 0; k < VIJP_ACT_FORMATS; k++) { /* ∞: f′ never reaches 0 (or negligible) in the format */
+    int w = 17; /* the longest default name, bfloat16+binary32; longer ones given with --formats widen it */
+    for (size_t k = 0; k < act->n_fmt; k++)
+        if ((int)strlen(act->fmt[k].format) > w) w = (int)strlen(act->fmt[k].format);
+    fprintf(cli_out(), "%-*s  %-26s  %s\n", w, "format", "computed f′ = 0 from |x| ≈", "f′ < u·max f′ from |x| ≈");
+    for (size_t k = 0; k < act->n_fmt; k++) { /* ∞: f′ never reaches 0 (or negligible) in the format */
         char u[32] = "never", g[32] = "never";
         if (isfinite(act->fmt[k].underflow_at)) snprintf(u, sizeof u, "%.6g", act->fmt[k].underflow_at);
         if (isfinite(act->fmt[k].negligible_at)) snprintf(g, sizeof g, "%.6g", act->fmt[k].negligible_at);
-        fprintf(cli_out(), "%-17s  %-26s  %s\n", act->fmt[k].format, u, g);
+        fprintf(cli_out(), "%-*s  %-26s  %s\n", w, act->fmt[k].format, u, g);
     }
     fprintf(cli_out(), "(where f′ is 0 or negligible the layer is numerically non-submersive even if analytically submersive)\n");
 }
@@ -240,7 +243,8 @@ int certify_samples(const mpi_world *w, const certify_args *a, const certify_sou
     int have_act = 0;
     if (!w->rank && !rc && vijp_deriv_enclose_of(L->type)) {
         double tol = a->range * 1e-12 > 1e-9 ? a->range * 1e-12 : 1e-9;
-        have_act = !(rc = vijp_activation_analyze(L, net->theta[0], a->range, tol, &act, &err));
+        have_act = !(rc = a->n_fmts ? vijp_activation_analyze_in(L, net->theta[0], a->range, tol, a->fmts, a->n_fmts, &act, &err)
+                                    : vijp_activation_analyze(L, net->theta[0], a->range, tol, &act, &err));
     }
     if (!w->rank && !rc && a->json) {
         json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:s, s:s?}", "layer", src->label, "in", (json_int_t)L->in,

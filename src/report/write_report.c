@@ -708,7 +708,7 @@ static void md_certify(FILE *o, const study *s, size_t c, size_t layer)
         if (act.complete && !act.n_bad) fputs(" f′ ≠ 0 on [−1000, 1000];", o);
         else fprintf(o, " f′ may vanish on %zu piece(s) of [−1000, 1000], first [%.3g, %.3g];", act.n_bad,
                      act.n_bad ? act.bad[0].lo : NAN, act.n_bad ? act.bad[0].hi : NAN);
-        for (int k = 0; k < VIJP_ACT_FORMATS; k++)
+        for (size_t k = 0; k < act.n_fmt; k++)
             if (isfinite(act.fmt[k].negligible_at) || isfinite(act.fmt[k].underflow_at))
                 fprintf(o, " %s: f′ negligible beyond ±%.3g, 0 beyond ±%.3g;", act.fmt[k].format,
                         act.fmt[k].negligible_at, act.fmt[k].underflow_at);
