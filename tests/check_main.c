@@ -1,11 +1,13 @@
 /* Runs every Check suite; exits non-zero if any test failed.
  *
- * The suites run in VIJP_TEST_JOBS processes at once (default: the
- * machine's cores), each worker taking the next suite from a shared queue,
- * heaviest first (so that the last to finish is a light one); a suite's
- * output is held in a file and printed whole when the suite ends.  With
- * CK_RUN_SUITE, CK_RUN_CASE or a Check log file set, or VIJP_TEST_JOBS=1,
- * everything runs in this one process, as Check alone does. */
+ * The suites run in VIJP_TEST_JOBS worker processes at once (default: the
+ * machine's cores; 1 is one worker), each taking the next suite from a
+ * shared queue, heaviest first (so that the last to finish is a light one),
+ * and running it in a process of its own (no suite sees another's
+ * registered types or environment); a suite's output is held in a file and
+ * printed whole when the suite ends.  With CK_RUN_SUITE, CK_RUN_CASE or a
+ * Check log file set, everything runs in this one process, as Check alone
+ * does. */
 #include "fixtures/testutil.h"
 #include "vijp/error.h"
 #include <errno.h>
@@ -50,9 +52,43 @@ static void tell(int fd, const note *n)
     if (write(fd, n, sizeof *n) != (ssize_t)sizeof *n) _exit(3);
 }
 
-/* A worker: suites from the queue, each with stdout and stderr in a file of
- * its own, until the queue is empty.  exit(), not _exit(): under
- * CK_FORK=no LeakSanitizer checks the worker at its exit. */
+/* One suite in a process of its own, its stdout and stderr in the file fd:
+ * the suites share no state (the layer registry, the environment), whatever
+ * worker runs them in whatever order.  exit(), not _exit(): under
+ * CK_FORK=no LeakSanitizer checks the process at its exit.  Its counts come
+ * back through the pipe; a process that ends otherwise than with status 0
+ * (a crash, LeakSanitizer's report) is one failure more, said in its file. */
+static void run_suite(int k, int fd, int *run, int *failed)
+{
+    int counts[2] = {0, 0}, pipefd[2];
+    *run = 0, *failed = 1;
+    if (pipe(pipefd)) return;
+    fflush(stdout), fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(pipefd[0]);
+        dup2(fd, STDOUT_FILENO), dup2(fd, STDERR_FILENO), close(fd);
+        SRunner *sr = srunner_create(suites[k]());
+        srunner_run_all(sr, CK_NORMAL);
+        counts[0] = srunner_ntests_run(sr), counts[1] = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        fflush(stdout), fflush(stderr);
+        if (write(pipefd[1], counts, sizeof counts) != (ssize_t)sizeof counts) _exit(3);
+        exit(0);
+    }
+    close(pipefd[1]);
+    int got = pid > 0 && read(pipefd[0], counts, sizeof counts) == (ssize_t)sizeof counts, status = 0;
+    close(pipefd[0]);
+    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    *run = counts[0], *failed = counts[1];
+    if (pid > 0 && got && WIFEXITED(status) && !WEXITSTATUS(status)) return;
+    (*failed)++;
+    dprintf(fd, "check_vijp: the suite's process ended with status %#x%s\n", status,
+            got ? " after its tests" : " before its tests finished");
+}
+
+/* A worker: suites from the queue, each in a process of its own with its
+ * output in a file, until the queue is empty. */
 static void worker(int self, int queue, int notes)
 {
     const char *tmp = getenv("TMPDIR");
@@ -63,13 +99,8 @@ static void worker(int self, int queue, int notes)
         int fd = mkstemp(n.path);
         if (fd < 0) _exit(3);
         tell(notes, &n);
-        fflush(stdout), fflush(stderr);
-        dup2(fd, STDOUT_FILENO), dup2(fd, STDERR_FILENO), close(fd);
-        SRunner *sr = srunner_create(suites[k]());
-        srunner_run_all(sr, CK_NORMAL);
-        n.run = srunner_ntests_run(sr), n.failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        fflush(stdout), fflush(stderr);
+        run_suite(k, fd, &n.run, &n.failed);
+        close(fd);
         tell(notes, &n);
     }
     exit(0);
@@ -125,7 +156,8 @@ static int run_in_workers(long jobs)
     if (done < N_SUITES || died)
         printf("check_vijp: %d of %d suites finished; %d worker process%s died\n", done,
                N_SUITES, died, died == 1 ? "" : "es");
-    printf("check_vijp: %d suites in %ld processes: %d checks, %d failed\n", N_SUITES, jobs, run, failed);
+    printf("check_vijp: %d suites in %ld worker%s: %d checks, %d failed\n", N_SUITES, jobs, jobs == 1 ? "" : "s", run,
+           failed);
     return failed || died || done < N_SUITES ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
@@ -135,7 +167,8 @@ int main(void)
     const char *j = getenv("VIJP_TEST_JOBS");
     long jobs = j && *j ? strtol(j, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
     if (jobs > 64) jobs = 64;
-    if (jobs <= 1 || getenv("CK_RUN_SUITE") || getenv("CK_RUN_CASE") || getenv("CK_XML_LOG_FILE_NAME") ||
+    if (jobs < 1) jobs = 1;
+    if (getenv("CK_RUN_SUITE") || getenv("CK_RUN_CASE") || getenv("CK_XML_LOG_FILE_NAME") ||
         getenv("CK_LOG_FILE_NAME") || getenv("CK_TAP_LOG_FILE_NAME") || getenv("CK_SUBUNIT_LOG_FILE_NAME"))
         return run_here();
     return run_in_workers(jobs);
