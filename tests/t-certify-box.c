@@ -7,7 +7,6 @@
 #include "fixtures/certfix.h"
 #include "fixtures/clirun.h"
 #include <jansson.h>
-#include <libgen.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +14,7 @@
 
 static const double silu_zero = -1.278464542761074; /* mpmath: f′(x0) = 0, SiLU's declared zero */
 
-static vijp_box_certificate box_of(const one_layer *o, double lo, double hi, size_t intervals)
+static vijp_box_certificate box_of(const one_layer *o, double lo, double hi, vijp_box_budget budget)
 {
     size_t n = o->L->in;
     double *l = malloc(n * sizeof *l), *h = malloc(n * sizeof *h);
@@ -23,7 +22,6 @@ static vijp_box_certificate box_of(const one_layer *o, double lo, double hi, siz
     vijp_box_certificate c;
     vijp_error err = {0};
     vijp_certify_opts co = {0};
-    vijp_box_budget budget = {intervals, 0};
     ck_assert_msg(!vijp_certify_box(o->L, o->theta, l, h, &budget, &co, &c, &err), "%s", err.msg);
     free(l), free(h);
     return c;
@@ -44,28 +42,24 @@ START_TEST(silu_zero_found_and_bound)
 {
     one_layer o;
     one_layer_init(&o, "silu", 3, 1);
-    vijp_box_certificate c = box_of(&o, -3, 3, 0);
+    vijp_box_certificate c = box_of(&o, -3, 3, (vijp_box_budget){0, 0});
     ck_assert_str_eq(vijp_box_verdict_name(c.verdict), "not-submersive");
     ck_assert_msg(!c.exact && c.lo <= silu_zero && silu_zero <= c.hi && c.hi - c.lo <= 6 * 0x1p-40,
                   "the zero %.17g not in [%.17g, %.17g]", silu_zero, c.lo, c.hi);
-    c = box_of(&o, -1, 2, 0);
+    c = box_of(&o, -1, 2, (vijp_box_budget){0, 0});
     ck_assert_int_eq(c.verdict, VIJP_CERTIFIED_SUBMERSIVE);
     double least = INFINITY;
     for (int k = 0; k <= 30000; k++) least = fmin(least, fabs(silu_deriv(-1 + 3.0 * k / 30000)));
     ck_assert_msg(c.s > 0 && c.s <= least * (1 + 1e-12), "s = %.17g, least f′ on the grid %.17g", c.s, least);
     ck_assert_double_eq(c.certified_fraction, 1);
     /* too small a budget: undecided, with the share of the box proven */
-    c = box_of(&o, -3, 3, 10);
+    c = box_of(&o, -3, 3, (vijp_box_budget){10, 0});
     ck_assert_int_eq(c.verdict, VIJP_INCONCLUSIVE);
     ck_assert_uint_eq(c.boxes, 10);
     ck_assert_msg(c.n_open > 0 && c.certified_fraction > 0 && c.certified_fraction < 1, "%zu open, fraction %g", c.n_open,
                   c.certified_fraction);
     /* and a time budget already spent: undecided, saying so */
-    double l[3] = {-3, -3, -3}, h[3] = {3, 3, 3};
-    vijp_box_budget late = {0, 1e-9};
-    vijp_certify_opts co = {0};
-    vijp_error err = {0};
-    ck_assert(!vijp_certify_box(o.L, o.theta, l, h, &late, &co, &c, &err));
+    c = box_of(&o, -3, 3, (vijp_box_budget){0, 1e-9});
     ck_assert_msg(c.verdict == VIJP_INCONCLUSIVE && strstr(c.reason, "time budget"), "%s", c.reason);
     vijp_net_free(&o.net);
 }
@@ -77,15 +71,15 @@ START_TEST(relu_and_tanh)
 {
     one_layer o;
     one_layer_init(&o, "relu", 2, 1);
-    vijp_box_certificate c = box_of(&o, -1, 1, 0);
+    vijp_box_certificate c = box_of(&o, -1, 1, (vijp_box_budget){0, 0});
     ck_assert_int_eq(c.verdict, VIJP_NOT_SUBMERSIVE);
     ck_assert(c.exact && c.lo == -1 && c.hi == -1);
-    c = box_of(&o, 0.5, 1, 0);
+    c = box_of(&o, 0.5, 1, (vijp_box_budget){0, 0});
     ck_assert_int_eq(c.verdict, VIJP_CERTIFIED_SUBMERSIVE);
     ck_assert_double_eq(c.s, 1);
     vijp_net_free(&o.net);
     one_layer_init(&o, "tanh", 2, 1);
-    c = box_of(&o, -30, 30, 0);
+    c = box_of(&o, -30, 30, (vijp_box_budget){0, 0});
     double sech2 = 1 / (cosh(30.0) * cosh(30.0));
     ck_assert_int_eq(c.verdict, VIJP_CERTIFIED_SUBMERSIVE);
     ck_assert_msg(c.s > 0 && c.s <= sech2 * (1 + 1e-12), "s = %g, sech²(30) = %g", c.s, sech2);
@@ -100,7 +94,7 @@ START_TEST(dense_boxes)
 {
     one_layer o;
     one_layer_init(&o, "dense:4", 4, 1);
-    vijp_box_certificate c = box_of(&o, -5, 7, 0);
+    vijp_box_certificate c = box_of(&o, -5, 7, (vijp_box_budget){0, 0});
     double x[4] = {3, -2, 0.5, 1e10};
     vijp_certificate p;
     certify_at(&o, x, &p);
@@ -112,11 +106,11 @@ START_TEST(dense_boxes)
     one_layer_init(&o, "dense:2", 2, 1);
     double *th = o.net.theta[0];
     th[0] = 1, th[1] = 0, th[2] = 0, th[3] = 0; /* W column-major: [[1, 0], [0, 0]] */
-    c = box_of(&o, -1, 1, 0);
+    c = box_of(&o, -1, 1, (vijp_box_budget){0, 0});
     ck_assert_int_eq(c.verdict, VIJP_NOT_SUBMERSIVE);
     vijp_net_free(&o.net);
     one_layer_init(&o, "dense:3x2", 2, 1);
-    c = box_of(&o, -1, 1, 0);
+    c = box_of(&o, -1, 1, (vijp_box_budget){0, 0});
     ck_assert_int_eq(c.verdict, VIJP_NOT_SUBMERSIVE);
     ck_assert_str_eq(c.method, "analytic");
     vijp_net_free(&o.net);
@@ -234,10 +228,9 @@ START_TEST(certify_box_command)
                   r.out);
     run_free(&r);
     /* a plugin's type with neither an f′ enclosure nor a declaration */
-    char bin[4096];
-    snprintf(bin, sizeof bin, "%s", getenv("VIJP_BIN"));
-    snprintf(cmd, sizeof cmd, "certify --layer correct_linear --width 3 --box -1,1 --plugin '%s/plugins/correct.so'",
-             dirname(bin));
+    char so[1024];
+    test_plugin_path("correct", so, sizeof so);
+    snprintf(cmd, sizeof cmd, "certify --layer correct_linear --width 3 --box -1,1 --plugin '%s'", so);
     r = run_vijp(cmd);
     ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "no enclosure of its Jacobian over a box"), "exit %d: %s", r.rc, r.err);
     run_free(&r);

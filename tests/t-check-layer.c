@@ -25,7 +25,6 @@
 #include "vijp/array_io.h"
 #include "vijp/check_layer.h"
 #include <jansson.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,12 +32,10 @@
 /* "--plugin DIR/plugins/FILE.so" beside VIJP_BIN. */
 static const char *plugin(const char *file)
 {
-    static char buf[4200];
-    const char *bin = getenv("VIJP_BIN");
-    ck_assert_msg(bin && *bin, "VIJP_BIN is unset: run the suite through make check");
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", bin);
-    snprintf(buf, sizeof buf, "--plugin '%s/plugins/%s.so'", dirname(dir), file);
+    static char buf[2100];
+    char so[2048];
+    test_plugin_path(file, so, sizeof so);
+    snprintf(buf, sizeof buf, "--plugin '%s'", so);
     return buf;
 }
 

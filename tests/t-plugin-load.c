@@ -6,20 +6,9 @@
 #include "fixtures/clirun.h"
 #include <elf.h>
 #include <jansson.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* $(BUILD)/plugins/NAME.so, beside VIJP_BIN. */
-static void plugin_path(const char *name, char *path, size_t size)
-{
-    const char *bin = getenv("VIJP_BIN");
-    ck_assert_msg(bin && *bin, "VIJP_BIN is unset: run the suite through make check");
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", bin);
-    snprintf(path, size, "%s/plugins/%s.so", dirname(dir), name);
-}
 
 /* Every command that takes --plugin, on a plugin that crashes: exit 2 (not
  * death by the plugin's signal), the plugin and the signal named, nothing
@@ -33,7 +22,7 @@ START_TEST(crash_while_loading_is_the_plugins_failure)
                                            "eval tanh --width 2"};
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         char so[4200], want[4400], args[8800];
-        plugin_path(cases[c].plugin, so, sizeof so);
+        test_plugin_path(cases[c].plugin, so, sizeof so);
         snprintf(want, sizeof want, "vijp: plugin '%s' crashed while loading (killed by SIGSEGV", so);
         for (size_t k = 0; k < sizeof commands / sizeof *commands; k++) {
             snprintf(args, sizeof args, "%s --plugin '%s'", commands[k], so);
@@ -72,7 +61,7 @@ static size_t loaded_extent(const char *image, size_t size)
 START_TEST(truncated_plugin_is_refused)
 {
     char so[4200], dir[256], cut[512], args[1024], named[600];
-    plugin_path("scaledtanh", so, sizeof so);
+    test_plugin_path("scaledtanh", so, sizeof so);
     FILE *f = fopen(so, "rb");
     ck_assert_msg(f, "%s: run make plugins", so);
     ck_assert(!fseek(f, 0, SEEK_END));
@@ -111,7 +100,7 @@ END_TEST
 START_TEST(plugin_output_stays_off_stdout)
 {
     char so[4200], args[8800];
-    plugin_path("chatty", so, sizeof so);
+    test_plugin_path("chatty", so, sizeof so);
     static const char *const commands[] = {
         "check-layer chatty_linear --width 4 --json",
         "memory --net chatty_linear --width 4 --depth-max 3 --budget 1M --engines backprop,moonwalk --json",

@@ -15,7 +15,6 @@
 #include "vijp/plugin.h"
 #include <dlfcn.h>
 #include <jansson.h>
-#include <libgen.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -303,9 +302,8 @@ START_TEST(recorded_command_loads_its_plugins)
 {
     const char *bin = getenv("VIJP_BIN");
     ck_assert_msg(bin && *bin, "VIJP_BIN is unset: run the suite through make check");
-    char dir[4096], so[4200], base[256], out[300], args[8192];
-    snprintf(dir, sizeof dir, "%s", bin);
-    snprintf(so, sizeof so, "%s/plugins/scaledtanh.so", dirname(dir));
+    char so[4200], base[256], out[300], args[8192];
+    test_plugin_path("scaledtanh", so, sizeof so);
     make_temp_dir(base, sizeof base, "plugin-cmd");
     snprintf(out, sizeof out, "%s/out", base);
     snprintf(args, sizeof args, "drift --net dense:4,scaledtanh --depth 4 --formats double --seeds 1 --no-plots -q "

@@ -323,7 +323,7 @@ static int certify_command(const mpi_world *w, int argc, char **argv)
     else if (stop < 0) {
         certify_sources src;
         certify_layer_sources(&a, &net, &src);
-        stop = certify_samples(w, &a, &src, &net, &xin, samples, NULL);
+        stop = certify_samples(w, &a, &src, &net, &xin, samples, NULL, NULL);
     }
     if (code < 0) vijp_array_clear(&xin), vijp_net_free(&net);
     return stop;

@@ -60,21 +60,19 @@ static int read_box(const certify_args *a, size_t n, double *lo, double *hi, vij
     return 0;
 }
 
-static json_t *num(double x) { return isfinite(x) ? json_real(x) : json_null(); }
-
 static void print_box_json(const certify_args *a, const vijp_layer *L, const char *params, const vijp_box_certificate *c)
 {
     json_t *open = json_array(), *counter = json_null();
     for (size_t k = 0; k < c->n_open && k < sizeof c->open / sizeof *c->open; k++)
         json_array_append_new(open, json_pack("{s:I, s:o, s:o}", "coordinate", (json_int_t)c->open_at[k] + 1, "lo",
-                                              num(c->open[k].lo), "hi", num(c->open[k].hi)));
+                                              certify_json_num(c->open[k].lo), "hi", certify_json_num(c->open[k].hi)));
     if (c->verdict == VIJP_NOT_SUBMERSIVE && !strcmp(c->method, "interval-bisection"))
-        counter = json_pack("{s:I, s:o, s:o, s:b}", "coordinate", (json_int_t)c->coordinate + 1, "lo", num(c->lo), "hi",
-                            num(c->hi), "exact", c->exact);
+        counter = json_pack("{s:I, s:o, s:o, s:b}", "coordinate", (json_int_t)c->coordinate + 1, "lo", certify_json_num(c->lo), "hi",
+                            certify_json_num(c->hi), "exact", c->exact);
     print_json(json_pack("{s:s, s:I, s:I, s:s?, s:s?, s:s, s:s, s:s, s:o, s:o, s:I, s:I, s:o, s:o, s:s}", "layer", a->spec,
                          "in", (json_int_t)L->in, "out", (json_int_t)L->out, "box", a->box, "box_file", a->box_file,
                          "parameters", params, "verdict", vijp_box_verdict_name(c->verdict), "method", c->method,
-                         "sigma_min_lower_bound", num(c->s), "certified_fraction", num(c->certified_fraction),
+                         "sigma_min_lower_bound", certify_json_num(c->s), "certified_fraction", certify_json_num(c->certified_fraction),
                          "intervals", (json_int_t)c->boxes, "undecided_pieces", (json_int_t)c->n_open, "undecided", open,
                          "counterexample", counter, "reason", c->reason));
 }
@@ -121,12 +119,10 @@ int certify_box(const certify_args *a, const vijp_net *net)
         fprintf(stderr, "vijp certify: %s\n", err.msg);
         return rc == VIJP_EDECLARATION ? 3 : rc == VIJP_ENOMEM || rc == VIJP_EIO ? EXIT_FAILED : EXIT_USAGE;
     }
-    const char *params = a->params ? a->params : net->given && net->given[0] ? a->spec : a->init_name;
-    char said[4200];
-    snprintf(said, sizeof said, "%s%s", a->params || (net->given && net->given[0]) ? "parameters from " : "", params);
-    if (!a->params && !(net->given && net->given[0])) snprintf(said, sizeof said, "%s parameters", a->init_name);
-    if (a->json) print_box_json(a, L, params, &c);
-    else print_box_table(a, L, said, &c);
+    certify_sources src;
+    certify_layer_sources(a, net, &src);
+    if (a->json) print_box_json(a, L, src.params_json, &c);
+    else print_box_table(a, L, src.params, &c);
     return c.verdict == VIJP_CERTIFIED_SUBMERSIVE ? EXIT_OK : EXIT_FAILED;
 }
 
@@ -193,12 +189,12 @@ int certify_net_box(const certify_args *a)
             snprintf(c.method, sizeof c.method, "none");
         }
         if (i) over_approximated(&c);
-        certified += c.verdict == VIJP_CERTIFIED_SUBMERSIVE, refuted += c.verdict == VIJP_NOT_SUBMERSIVE;
-        if (i + 1 >= (a->layer_index ? a->layer_index : 1)) {
+        if (i + 1 >= (a->layer_index ? a->layer_index : 1)) { /* a layer reported: the net's verdict counts it */
+            certified += c.verdict == VIJP_CERTIFIED_SUBMERSIVE, refuted += c.verdict == VIJP_NOT_SUBMERSIVE;
             if (!a->json) layer_line(out, i, item, lo, hi, L->in, &c);
             json_array_append_new(layers, json_pack("{s:I, s:s, s:s, s:s, s:o, s:s}", "layer", (json_int_t)i + 1, "type",
                                                     item, "verdict", vijp_box_verdict_name(c.verdict), "method", c.method,
-                                                    "sigma_min_lower_bound", num(c.s), "reason", c.reason));
+                                                    "sigma_min_lower_bound", certify_json_num(c.s), "reason", c.reason));
         }
         if (!stopped && i + 1 < last && vijp_layer_image_box(L, net.theta[i], lo, hi, nlo, nhi, &err)) {
             stopped = 1;
@@ -208,9 +204,6 @@ int certify_net_box(const certify_args *a)
         lo = nlo, nlo = t, t = hi, hi = nhi, nhi = t;
     }
     size_t n = a->layer_index ? 1 : last;
-    if (a->layer_index) certified = json_array_size(layers) &&
-                                    !strcmp(json_string_value(json_object_get(json_array_get(layers, 0), "verdict")),
-                                            "certified-submersive");
     const char *verdict = certified == n ? "certified-submersive" : refuted ? "not-submersive" : "undecided";
     if (a->json)
         print_json(json_pack("{s:s, s:s?, s:s?, s:s, s:I, s:o}", "net", a->net, "box", a->box, "box_file", a->box_file,

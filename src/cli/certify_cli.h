@@ -8,6 +8,13 @@
 #include "vijp/certify.h"
 #include "vijp/vijp.h"
 #include <jansson.h>
+#include <math.h>
+
+/* A number for the JSON reports: null where it is not finite. */
+static inline json_t *certify_json_num(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+/* The generator of the points certify draws (--layer's samples, --net's
+ * inputs): scale·N(0,1) entries from it, in order. */
+static inline void certify_seed_points(vijp_rng *rng, uint64_t seed) { vijp_rng_seed(rng, seed ^ 0x5eed5eed5eedull); }
 
 /* What the command line asked for. */
 typedef struct {
@@ -51,11 +58,12 @@ void certify_layer_sources(const certify_args *a, const vijp_net *net, certify_s
 int certify_fits(double m, double n, double P);
 /* net's one layer at the samples (xin's rows, or drawn; shared out under
  * mpirun), then, on rank 0, the activation's f′ analysis and the report:
- * printed, or with --json appended to collect when it is not NULL.  The
- * exit status: 0 every sample certified, 1 not, 2 bad input, 3 a
- * declaration contradicted. */
+ * printed, or with --json appended to collect when it is not NULL; *verdict
+ * (when not NULL) receives the samples' overall verdict.  The exit status:
+ * 0 every sample certified, 1 not, 2 bad input, 3 a declaration
+ * contradicted. */
 int certify_samples(const mpi_world *w, const certify_args *a, const certify_sources *src, vijp_net *net,
-                    const vijp_array *xin, size_t samples, json_t *collect);
+                    const vijp_array *xin, size_t samples, json_t *collect, vijp_verdict *verdict);
 /* Print o as the command's JSON and free it. */
 void print_json(json_t *o);
 /* --layer's net of one layer, sized, its parameters drawn or given, and

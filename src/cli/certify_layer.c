@@ -18,9 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static json_t *num(double x) { return isfinite(x) ? json_real(x) : json_null(); }
-
-static const char *overall(const certify_results *r, size_t *certified)
+static vijp_verdict overall_verdict(const certify_results *r, size_t *certified)
 {
     size_t not_sub = 0;
     *certified = 0;
@@ -28,16 +26,21 @@ static const char *overall(const certify_results *r, size_t *certified)
         *certified += r->c[k].verdict == VIJP_CERTIFIED_SUBMERSIVE;
         not_sub += r->c[k].verdict == VIJP_NOT_SUBMERSIVE;
     }
-    return *certified == r->n ? "certified-submersive" : not_sub ? "not-submersive" : "inconclusive";
+    return *certified == r->n ? VIJP_CERTIFIED_SUBMERSIVE : not_sub ? VIJP_NOT_SUBMERSIVE : VIJP_INCONCLUSIVE;
+}
+
+static const char *overall(const certify_results *r, size_t *certified)
+{
+    return vijp_verdict_name(overall_verdict(r, certified));
 }
 
 static json_t *activation_json(const vijp_activation_report *a)
 {
     json_t *bad = json_array(), *fm = json_array();
-    for (size_t i = 0; i < a->n_bad; i++) json_array_append_new(bad, json_pack("[o, o]", num(a->bad[i].lo), num(a->bad[i].hi)));
+    for (size_t i = 0; i < a->n_bad; i++) json_array_append_new(bad, json_pack("[o, o]", certify_json_num(a->bad[i].lo), certify_json_num(a->bad[i].hi)));
     for (size_t k = 0; k < a->n_fmt; k++)
         json_array_append_new(fm, json_pack("{s:s, s:o, s:o}", "format", a->fmt[k].format, "underflow_at",
-                                            num(a->fmt[k].underflow_at), "negligible_at", num(a->fmt[k].negligible_at)));
+                                            certify_json_num(a->fmt[k].underflow_at), "negligible_at", certify_json_num(a->fmt[k].negligible_at)));
     return json_pack("{s:f, s:f, s:b, s:b, s:I, s:o, s:o}", "range", a->R, "tol", a->tol, "complete", a->complete,
                      "submersive_everywhere", a->complete && a->n_bad == 0, "boxes", (json_int_t)a->boxes,
                      "derivative_may_vanish", bad, "formats", fm);
@@ -64,18 +67,18 @@ void certify_add_verdicts(json_t *o, const certify_results *r, const vijp_activa
         json_array_append_new(
             points, json_pack("{s:I, s:s, s:s, s:o, s:I, s:o, s:o, s:o, s:I, s:o, s:I, s:b, s:b, s:o, s:s}", "sample",
                               (json_int_t)k + 1, "verdict", vijp_verdict_name(c->verdict), "method", c->method,
-                              "sigma_min_lower_bound", num(c->verdict == VIJP_CERTIFIED_SUBMERSIVE ? c->s : NAN),
-                              "prec", (json_int_t)c->prec, "sigma_min", num(c->num.sigma_min), "sigma_max",
-                              num(c->num.sigma_max), "condition", num(c->num.condition), "rank",
-                              (json_int_t)c->num.rank, "rank_tol", num(c->num.rank_tol), "cokernel_dim",
+                              "sigma_min_lower_bound", certify_json_num(c->verdict == VIJP_CERTIFIED_SUBMERSIVE ? c->s : NAN),
+                              "prec", (json_int_t)c->prec, "sigma_min", certify_json_num(c->num.sigma_min), "sigma_max",
+                              certify_json_num(c->num.sigma_max), "condition", certify_json_num(c->num.condition), "rank",
+                              (json_int_t)c->num.rank, "rank_tol", certify_json_num(c->num.rank_tol), "cokernel_dim",
                               (json_int_t)c->cokernel_dim, "cokernel_proven", c->cokernel_proven,
                               "numerically_degenerate", c->num.rank < c->num.m, "enclosure_radius",
-                              num(c->enclosure_radius), "reason", c->reason));
+                              certify_json_num(c->enclosure_radius), "reason", c->reason));
     }
     json_object_update_new(o, json_pack("{s:s, s:I, s:o, s:o, s:o, s:o, s:I, s:I, s:s, s:o}", "verdict", verdict,
                                     "samples_certified", (json_int_t)certified, "sigma_min_lower_bound",
-                                    num(all ? lo_s : NAN), "sigma_min", num(smin), "sigma_max", num(smax), "condition",
-                                    num(cond), "rank", (json_int_t)rank, "cokernel_dim", (json_int_t)cok, "method",
+                                    certify_json_num(all ? lo_s : NAN), "sigma_min", certify_json_num(smin), "sigma_max", certify_json_num(smax), "condition",
+                                    certify_json_num(cond), "rank", (json_int_t)rank, "cokernel_dim", (json_int_t)cok, "method",
                                     method, "points", points));
     if (act) json_object_set_new(o, "activation", activation_json(act));
 }
@@ -226,7 +229,7 @@ void certify_layer_sources(const certify_args *a, const vijp_net *net, certify_s
 }
 
 int certify_samples(const mpi_world *w, const certify_args *a, const certify_sources *src, vijp_net *net,
-                    const vijp_array *xin, size_t samples, json_t *collect)
+                    const vijp_array *xin, size_t samples, json_t *collect, vijp_verdict *verdict)
 {
     const vijp_layer *L = &net->layers[0];
     vijp_error err = {0};
@@ -236,7 +239,7 @@ int certify_samples(const mpi_world *w, const certify_args *a, const certify_sou
     progress_start(&meter, !w->rank && progress_wanted_here(0, a->quiet) ? stderr : NULL, samples, "samples", NULL);
     certify_job job = {.net = net, .init = a->init, .seed = a->seed, .co = &a->co, .input = xin->data, .scale = a->scale,
                        .x = x, .samples = samples, .meter = &meter};
-    vijp_rng_seed(&job.rng, a->seed ^ 0x5eed5eed5eedull);
+    certify_seed_points(&job.rng, a->seed);
     int rc = mpi_certify_run(w, &job, r.c, &r.n, &err);
     progress_end(&meter);
     vijp_activation_report act;
@@ -257,7 +260,10 @@ int certify_samples(const mpi_world *w, const certify_args *a, const certify_sou
         print_table(src->label, L, a->seed, src->params, src->points, &r, have_act ? &act : NULL, a->verbose);
     }
     size_t certified = 0;
-    if (!w->rank && !rc) overall(&r, &certified);
+    if (!w->rank && !rc) {
+        vijp_verdict v = overall_verdict(&r, &certified);
+        if (verdict) *verdict = v;
+    }
     for (size_t k = 0; k < r.n; k++) vijp_certificate_clear(&r.c[k]);
     free(r.c), free(x);
     if (have_act) vijp_activation_report_clear(&act);

@@ -23,7 +23,7 @@ static int net_points(const certify_args *a, size_t n0, vijp_array *X, vijp_erro
     *X = (vijp_array){.ndim = 2, .shape = {a->samples, n0}, .len = a->samples * n0};
     X->data = vijp_alloc_array(X->len, sizeof *X->data);
     vijp_rng rng;
-    vijp_rng_seed(&rng, a->seed ^ 0x5eed5eed5eedull);
+    certify_seed_points(&rng, a->seed);
     for (size_t i = 0; i < X->len; i++) X->data[i] = a->scale * vijp_rng_normal(&rng);
     return 0;
 }
@@ -90,7 +90,7 @@ int certify_build_net(const certify_args *a, vijp_net *net)
 
 /* Layer i's certification at H's rows: its exit status. */
 static int certify_layer_i(const mpi_world *w, const certify_args *a, const vijp_net *net, size_t i, const vijp_array *H,
-                           json_t *collect)
+                           json_t *collect, vijp_verdict *verdict)
 {
     const vijp_layer *L = &net->layers[i];
     if (!certify_fits((double)L->out, (double)L->in, (double)L->type->param_count(L))) return EXIT_USAGE;
@@ -108,7 +108,7 @@ static int certify_layer_i(const mpi_world *w, const certify_args *a, const vijp
     if (i) snprintf(through, sizeof through, i == 1 ? " through layer 1" : " through layers 1-%zu", i);
     if (a->input) snprintf(src.points, sizeof src.points, "from %s%s", a->input, through);
     else snprintf(src.points, sizeof src.points, "%g·N(0,1)%s", a->scale, through);
-    int rc = certify_samples(w, a, &src, &one, H, H->shape[0], collect);
+    int rc = certify_samples(w, a, &src, &one, H, H->shape[0], collect, verdict);
     if (!w->rank && !a->json) fputc('\n', cli_out());
     vijp_net_free(&one);
     return rc;
@@ -139,13 +139,10 @@ int certify_net(const mpi_world *w, const certify_args *a)
     size_t certified = 0, refuted = 0;
     for (size_t i = 0; i < last && rc != EXIT_USAGE && rc != 3; i++) {
         if (i >= first) {
-            int r = certify_layer_i(w, a, &net, i, &H, layers);
-            certified += r == EXIT_OK, rc = r > rc ? r : rc;
-            if (layers && json_array_size(layers)) { /* the JSON's verdict for the net (the tables say each layer's) */
-                json_t *last_layer = json_array_get(layers, json_array_size(layers) - 1);
-                const char *v = json_string_value(json_object_get(last_layer, "verdict"));
-                refuted += v && !strcmp(v, "not-submersive");
-            }
+            vijp_verdict v = VIJP_INCONCLUSIVE;
+            int r = certify_layer_i(w, a, &net, i, &H, layers, &v);
+            certified += r == EXIT_OK, refuted += !r || r == EXIT_FAILED ? v == VIJP_NOT_SUBMERSIVE : 0;
+            rc = r > rc ? r : rc;
         }
         if (i + 1 < last && forward_rows(&net.layers[i], net.theta[i], &H, &err)) {
             fprintf(stderr, "vijp certify: %s layer %zu: %s\n", a->net, i + 1, err.msg);
