@@ -12,6 +12,7 @@
 #include "vijp/net.h"
 #include "vijp/engine.h"
 #include "vijp/metrics.h"
+#include "vijp/xnum.h"
 #include "vijp/arith.h"
 #include "vijp/memory.h"
 #include "vijp/array_io.h"
