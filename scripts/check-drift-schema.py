@@ -61,8 +61,8 @@ def wrong_value(s):
         return "no-such-value"
     types = s.get("type", [])
     types = [types] if isinstance(types, str) else types
-    if "string" not in types:
-        return "wrong"
+    if "string" not in types or "pattern" in s:
+        return "wrong"  # a string where none is allowed, or one the pattern refuses
     return 12345
 
 
@@ -131,7 +131,7 @@ def main():
             get_parent(wrong, path)[path[-1]] = wrong_value(sub)
             cases.append((path, "of the wrong type", wrong, path_text(path) + ":"))
         version = copy.deepcopy(good)
-        version["schema"] = "vijp-drift/2"
+        version["schema"] = "vijp-drift/999"
         cases.append((["schema"], "an unknown version", version, "schema:"))
 
         bad_path = os.path.join(tmp, "bad.json")

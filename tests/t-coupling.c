@@ -331,9 +331,11 @@ START_TEST(revnet_reconstruction_depth_64)
     double x[N * NB], t[N * NB];
     vijp_net_sample(&net, NB, test_seed() + 1, x, t);
     vijp_mat_init(&X, N, NB, &F), vijp_mat_set_d(&X, x);
+    vijp_xnum reconx[D];
     double recon[D];
     vijp_error err = {0};
-    ck_assert_msg(!vijp_reversible_reconstruction(&net, th, &X, recon, &err), "%s", err.msg);
+    ck_assert_msg(!vijp_reversible_reconstruction(&net, th, &X, reconx, &err), "%s", err.msg);
+    for (size_t i = 0; i < D; i++) recon[i] = vijp_xnum_double(reconx[i]); /* double and binary32 errors: doubles */
     /* the forward activations, every block's values and bounds */
     double (*h)[N * NB] = malloc((D + 1) * sizeof *h), u = ldexp(1, -53);
     block *k = malloc((size_t)D * NB * sizeof *k);

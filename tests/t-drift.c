@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* a measured error as a double: these tests run where errors are doubles (mpfr:P for small P) */
+#define XD(x) vijp_xnum_double(x)
+
 /* ---- vijp_compare ------------------------------------------------------ */
 
 static void vec(vijp_mat *a, const vijp_format *F, size_t n, const double *x)
@@ -57,16 +60,16 @@ START_TEST(compare_rel)
     vijp_format F;
     vijp_format_fixed(&F, VIJP_DOUBLE);
     vijp_metric m = cmp(&F, 2, (double[]){1, 0}, (double[]){1, 1});
-    ck_assert_msg(fabs(m.rel / M_SQRT1_2 - 1) <= 0x1p-52, "rel %.17g", m.rel);
+    ck_assert_msg(fabs(XD(m.rel) / M_SQRT1_2 - 1) <= 0x1p-52, "rel %.17g", XD(m.rel));
     /* the angle is 45°: at p >= 128 bits within ~2^-124 relative, far under
      * half an ulp of 45, so it rounds to exactly 45 */
-    ck_assert_double_eq(m.angle_deg, 45);
+    ck_assert_double_eq(XD(m.angle_deg), 45);
     /* identical vectors: every metric exactly zero */
     m = cmp(&F, 2, (double[]){0.3, -7}, (double[]){0.3, -7});
-    ck_assert(m.rel == 0 && m.ulps == 0 && m.angle_deg == 0);
+    ck_assert(XD(m.rel) == 0 && XD(m.ulps) == 0 && XD(m.angle_deg) == 0);
     /* ref zero, a not: rel is +Inf (vijp_rel_err's contract) */
     m = cmp(&F, 2, (double[]){1, 0}, (double[]){0, 0});
-    ck_assert(isinf(m.rel) && m.rel > 0);
+    ck_assert(isinf(XD(m.rel)) && XD(m.rel) > 0);
 }
 END_TEST
 
@@ -80,24 +83,24 @@ START_TEST(compare_ulps)
     vijp_format_fixed(&S, VIJP_BINARY32);
     ck_assert(!vijp_format_parse("mpfr:64", &M, NULL));
     /* double: ulp(1) = 2^-52, so 1 + 3·2^-52 is 3 ulps from 1 */
-    ck_assert_double_eq(cmp(&D, 1, (double[]){1 + 3 * 0x1p-52}, (double[]){1}).ulps, 3);
+    ck_assert_double_eq(XD(cmp(&D, 1, (double[]){1 + 3 * 0x1p-52}, (double[]){1}).ulps), 3);
     /* the ulp is taken at the reference: 1 − 2^-53 is half an ulp of 1 below it */
-    ck_assert_double_eq(cmp(&D, 1, (double[]){1 - 0x1p-53}, (double[]){1}).ulps, 0.5);
+    ck_assert_double_eq(XD(cmp(&D, 1, (double[]){1 - 0x1p-53}, (double[]){1}).ulps), 0.5);
     /* the worst entry counts, each in its own ulp: 2^-52·2^10 is 1 ulp of 2^10 */
-    ck_assert_double_eq(cmp(&D, 2, (double[]){1 + 0x1p-52, 1024 + 0x1p-42}, (double[]){1, 1024}).ulps, 1);
+    ck_assert_double_eq(XD(cmp(&D, 2, (double[]){1 + 0x1p-52, 1024 + 0x1p-42}, (double[]){1, 1024}).ulps), 1);
     /* subnormals: the spacing is 2^-1074 all the way down, so 7·2^-1074 is two
      * ulps from 5·2^-1074 (2^(E−p) = 2^-1124 there would count 2^51) */
-    ck_assert_double_eq(cmp(&D, 1, (double[]){7 * 0x1p-1074}, (double[]){5 * 0x1p-1074}).ulps, 2);
+    ck_assert_double_eq(XD(cmp(&D, 1, (double[]){7 * 0x1p-1074}, (double[]){5 * 0x1p-1074}).ulps), 2);
     /* binary32 (24 bits): ulp(1) = 2^-23 */
-    ck_assert_double_eq(cmp(&S, 1, (double[]){1 + 0x1p-23}, (double[]){1}).ulps, 1);
+    ck_assert_double_eq(XD(cmp(&S, 1, (double[]){1 + 0x1p-23}, (double[]){1}).ulps), 1);
     /* binary32 zero against zero: 0 ulps; a nonzero against zero counts in the
      * smallest subnormal 2^-149 */
-    ck_assert_double_eq(cmp(&S, 2, (double[]){0, 1}, (double[]){0, 1}).ulps, 0);
-    ck_assert_double_eq(cmp(&S, 1, (double[]){3 * 0x1p-149}, (double[]){0}).ulps, 3);
+    ck_assert_double_eq(XD(cmp(&S, 2, (double[]){0, 1}, (double[]){0, 1}).ulps), 0);
+    ck_assert_double_eq(XD(cmp(&S, 1, (double[]){3 * 0x1p-149}, (double[]){0}).ulps), 3);
     /* binary32 subnormal reference: 2^-140 = 2^9 subnormal steps */
-    ck_assert_double_eq(cmp(&S, 1, (double[]){0x1p-140 + 0x1p-148}, (double[]){0x1p-140}).ulps, 2);
+    ck_assert_double_eq(XD(cmp(&S, 1, (double[]){0x1p-140 + 0x1p-148}, (double[]){0x1p-140}).ulps), 2);
     /* mpfr:P has no subnormals: a nonzero error against a zero reference is infinite */
-    ck_assert(isinf(cmp(&M, 1, (double[]){0x1p-300}, (double[]){0}).ulps));
+    ck_assert(isinf(XD(cmp(&M, 1, (double[]){0x1p-300}, (double[]){0}).ulps)));
 }
 END_TEST
 
@@ -141,14 +144,14 @@ START_TEST(compare_ulps_rounded_up)
         vijp_metric m;
         vijp_compare(&a, &r, &D, &m);
         double want = simple_ulps(x, r.m[0], vijp_compare_prec(&D), mpfr_get_exp(r.m[0]) - 53);
-        ck_assert_msg(m.ulps == want, "x = %a: %a ulps, want %a", x, m.ulps, want);
+        ck_assert_msg(XD(m.ulps) == want, "x = %a: %a ulps, want %a", x, XD(m.ulps), want);
         vijp_mat_clear(&a);
     }
     vijp_mat_clear(&r);
     /* mpfr:64 has no subnormals: 1 against 2^-1000 is 2^1063 ulps, past double's range */
-    ck_assert(isinf(cmp(&M, 1, (double[]){1}, (double[]){0x1p-1000}).ulps));
+    ck_assert(isinf(XD(cmp(&M, 1, (double[]){1}, (double[]){0x1p-1000}).ulps)));
     /* 2^-1074 against 2^-1000 in mpfr:64: 2^-1000·2^1063 = 2^63 ulps (d = 2^-1000 − 2^-1074, exact) */
-    ck_assert_double_eq(cmp(&M, 1, (double[]){0x1p-1074}, (double[]){0x1p-1000}).ulps, 0x1p63);
+    ck_assert_double_eq(XD(cmp(&M, 1, (double[]){0x1p-1074}, (double[]){0x1p-1000}).ulps), 0x1p63);
 }
 END_TEST
 
@@ -159,15 +162,15 @@ START_TEST(compare_angle)
 {
     vijp_format F;
     vijp_format_fixed(&F, VIJP_DOUBLE);
-    ck_assert_double_eq(cmp(&F, 2, (double[]){1, 0}, (double[]){0, 1}).angle_deg, 90);
-    ck_assert_double_eq(cmp(&F, 2, (double[]){3, 0}, (double[]){0, 0.5}).angle_deg, 90); /* norms differ */
-    ck_assert_double_eq(cmp(&F, 2, (double[]){1, 0}, (double[]){-1, 0}).angle_deg, 180);
-    ck_assert_double_eq(cmp(&F, 3, (double[]){1, 2, 3}, (double[]){2, 4, 6}).angle_deg, 0);
+    ck_assert_double_eq(XD(cmp(&F, 2, (double[]){1, 0}, (double[]){0, 1}).angle_deg), 90);
+    ck_assert_double_eq(XD(cmp(&F, 2, (double[]){3, 0}, (double[]){0, 0.5}).angle_deg), 90); /* norms differ */
+    ck_assert_double_eq(XD(cmp(&F, 2, (double[]){1, 0}, (double[]){-1, 0}).angle_deg), 180);
+    ck_assert_double_eq(XD(cmp(&F, 3, (double[]){1, 2, 3}, (double[]){2, 4, 6}).angle_deg), 0);
     /* 60°: (1, fl(√3)) against (1, 0).  The exact angle of these doubles is
      * atan(fl(√3)) (256 bits, rounded once); vijp_compare's (p >= 128 bits) is
      * within 2^-120 relative of it, so the two doubles differ by at most one
      * rounding each: 2u = 2^-52 relative. */
-    double y = sqrt(3.0), want = exact_angle_deg(y), got = cmp(&F, 2, (double[]){1, y}, (double[]){1, 0}).angle_deg;
+    double y = sqrt(3.0), want = exact_angle_deg(y), got = XD(cmp(&F, 2, (double[]){1, y}, (double[]){1, 0}).angle_deg);
     ck_assert_msg(fabs(got - want) <= 0x1p-52 * want, "60°: %.17g, exact %.17g", got, want);
     /* and it is 60° up to the rounding of √3: Δθ = Δy/(1 + y²) <= √3·2^-53/4 rad ≈ 2.8e-15° */
     ck_assert(fabs(got - 60) <= 3e-15);
@@ -187,7 +190,7 @@ START_TEST(compare_tiny_angle)
     vijp_format F;
     vijp_format_fixed(&F, VIJP_DOUBLE);
     double t = 1e-12 * M_PI / 180, y = tan(t);
-    double want = exact_angle_deg(y), got = cmp(&F, 2, (double[]){1, y}, (double[]){1, 0}).angle_deg;
+    double want = exact_angle_deg(y), got = XD(cmp(&F, 2, (double[]){1, y}, (double[]){1, 0}).angle_deg);
     ck_assert(want > 0.99e-12 && want < 1.01e-12); /* fl(tan t) ≈ t to 1e-15 */
     ck_assert_msg(fabs(got - want) <= 0x1p-52 * want, "tiny angle: %.17g, exact %.17g", got, want);
     /* Why the atan2 form: the naive acos(⟨a, b⟩/(‖a‖‖b‖)) in double sees
@@ -203,12 +206,12 @@ START_TEST(compare_zero_vectors)
     vijp_format F;
     vijp_format_fixed(&F, VIJP_DOUBLE);
     vijp_metric m = cmp(&F, 2, (double[]){0, 0}, (double[]){1, 2});
-    ck_assert(isnan(m.angle_deg));
-    ck_assert_double_eq(m.rel, 1); /* ‖0 − r‖/‖r‖ */
+    ck_assert(isnan(XD(m.angle_deg)));
+    ck_assert_double_eq(XD(m.rel), 1); /* ‖0 − r‖/‖r‖ */
     m = cmp(&F, 2, (double[]){1, 2}, (double[]){0, 0});
-    ck_assert(isnan(m.angle_deg));
+    ck_assert(isnan(XD(m.angle_deg)));
     m = cmp(&F, 2, (double[]){0, 0}, (double[]){0, 0});
-    ck_assert(m.angle_deg == 0 && m.rel == 0 && m.ulps == 0);
+    ck_assert(XD(m.angle_deg) == 0 && XD(m.rel) == 0 && XD(m.ulps) == 0);
 }
 END_TEST
 
@@ -219,10 +222,10 @@ START_TEST(compare_nan_propagates)
     vijp_format F;
     vijp_format_fixed(&F, VIJP_DOUBLE);
     vijp_metric m = cmp(&F, 2, (double[]){NAN, 1}, (double[]){1, 1});
-    ck_assert(isnan(m.rel) && isnan(m.angle_deg));
-    ck_assert_msg(isnan(m.ulps), "ulps %g", m.ulps);
+    ck_assert(isnan(XD(m.rel)) && isnan(XD(m.angle_deg)));
+    ck_assert_msg(isnan(XD(m.ulps)), "ulps %g", XD(m.ulps));
     m = cmp(&F, 2, (double[]){1, NAN}, (double[]){1, 1});
-    ck_assert(isnan(m.ulps));
+    ck_assert(isnan(XD(m.ulps)));
 }
 END_TEST
 
@@ -232,9 +235,9 @@ END_TEST
  * would exceed it).  pow(10, 0.1 i) is within a few u relative of 10^(0.1 i)
  * (0.1·i is off by at most 10u absolute), so log10 e_i is within ~1e-14 of
  * the line. */
-static void line_curve(double *e, size_t n, double sat)
+static void line_curve(vijp_xnum *e, size_t n, double sat)
 {
-    for (size_t i = 1; i <= n; i++) e[i - 1] = fmin(sat, 1e-16 * pow(10, 0.1 * (double)i));
+    for (size_t i = 1; i <= n; i++) e[i - 1] = vijp_xnum_of(fmin(sat, 1e-16 * pow(10, 0.1 * (double)i)));
 }
 
 /* Slope of the exact line is 0.1, intercept −16.  Perturbations δ_i <= 1e-14
@@ -244,14 +247,15 @@ static void line_curve(double *e, size_t n, double sat)
  * (relative on the slope, absolute on the intercept) bounds both with margin. */
 START_TEST(growth_fit_line)
 {
-    double e[100], b;
+    vijp_xnum e[100];
+    double b;
     line_curve(e, 100, INFINITY);
     double r = vijp_growth_fit(e, 100, VIJP_FIT_CEILING, &b);
     ck_assert_msg(fabs(r / 0.1 - 1) <= 1e-12, "slope %.17g", r);
     ck_assert_msg(fabs(b + 16) <= 1e-12, "intercept %.17g", b);
     ck_assert(fabs(vijp_growth_fit(e, 100, VIJP_FIT_CEILING, NULL) - r) == 0); /* intercept optional */
     /* zeros and NaN are not on the log scale, Inf is above the ceiling: ignored */
-    e[4] = 0, e[20] = NAN, e[50] = INFINITY;
+    e[4] = vijp_xnum_of(0), e[20] = vijp_xnum_of(NAN), e[50] = vijp_xnum_of(INFINITY);
     r = vijp_growth_fit(e, 100, VIJP_FIT_CEILING, &b);
     ck_assert_msg(fabs(r / 0.1 - 1) <= 1e-12 && fabs(b + 16) <= 1e-12, "slope %.17g intercept %.17g", r, b);
 }
@@ -264,19 +268,20 @@ END_TEST
  * drag the slope far below 0.1. */
 START_TEST(growth_fit_ceiling)
 {
-    double e[200], b;
+    vijp_xnum e[200];
+    double b;
     line_curve(e, 200, 1);
     double r = vijp_growth_fit(e, 200, VIJP_FIT_CEILING, &b);
     ck_assert_msg(fabs(r / 0.1 - 1) <= 1e-12, "slope %.17g", r);
     ck_assert_msg(fabs(b + 16) <= 1e-12, "intercept %.17g", b);
     ck_assert(vijp_growth_fit(e, 200, INFINITY, NULL) < 0.09);
     /* fewer than 4 points under the ceiling: NaN (and a NaN intercept) */
-    double f[6] = {1e-12, 1e-11, 0.5, 1e-10, 1, NAN};
+    vijp_xnum f[6] = {{1e-12, 0}, {1e-11, 0}, {0.5, 0}, {1e-10, 0}, {1, 0}, {NAN, 0}};
     b = 0;
     ck_assert(isnan(vijp_growth_fit(f, 6, VIJP_FIT_CEILING, &b)) && isnan(b));
     /* four points are enough: 1e-12, 1e-11, 1e-10, 1e-9 at i = 1, 2, 4, 6 is
      * not a line, but the fit exists */
-    f[5] = 1e-9;
+    f[5] = vijp_xnum_of(1e-9);
     ck_assert(isfinite(vijp_growth_fit(f, 6, VIJP_FIT_CEILING, NULL)));
 }
 END_TEST
@@ -286,29 +291,29 @@ END_TEST
  * 1.1e-10 < e_61 ≈ 1.26e-10. */
 START_TEST(safe_depth)
 {
-    double g[100], th[100];
+    vijp_xnum g[100], th[100];
     int has[100];
     line_curve(g, 100, INFINITY);
     memcpy(th, g, sizeof th);
     for (size_t i = 0; i < 100; i++) has[i] = 1;
-    ck_assert_uint_eq(vijp_safe_depth(g, NULL, NULL, 100, 1.1e-10), 60);
-    ck_assert_uint_eq(vijp_safe_depth(g, NULL, NULL, 100, 0.9e-10), 59);
-    ck_assert_uint_eq(vijp_safe_depth(g, th, has, 100, 1.1e-10), 60);
-    ck_assert_uint_eq(vijp_safe_depth(g, NULL, NULL, 100, 1), 100);
-    ck_assert_uint_eq(vijp_safe_depth(g, NULL, NULL, 100, 1e-17), 0);
+    ck_assert_uint_eq(vijp_safe_depth(g, NULL, NULL, 100, vijp_xnum_of(1.1e-10)), 60);
+    ck_assert_uint_eq(vijp_safe_depth(g, NULL, NULL, 100, vijp_xnum_of(0.9e-10)), 59);
+    ck_assert_uint_eq(vijp_safe_depth(g, th, has, 100, vijp_xnum_of(1.1e-10)), 60);
+    ck_assert_uint_eq(vijp_safe_depth(g, NULL, NULL, 100, vijp_xnum_of(1)), 100);
+    ck_assert_uint_eq(vijp_safe_depth(g, NULL, NULL, 100, vijp_xnum_of(1e-17)), 0);
     /* a θ error above tol stops it where the layer has parameters */
-    th[29] = 1;
-    ck_assert_uint_eq(vijp_safe_depth(g, th, has, 100, 1.1e-10), 29);
-    ck_assert_uint_eq(vijp_safe_depth(g, th, NULL, 100, 1.1e-10), 29); /* NULL: all have */
+    th[29] = vijp_xnum_of(1);
+    ck_assert_uint_eq(vijp_safe_depth(g, th, has, 100, vijp_xnum_of(1.1e-10)), 29);
+    ck_assert_uint_eq(vijp_safe_depth(g, th, NULL, 100, vijp_xnum_of(1.1e-10)), 29); /* NULL: all have */
     /* NaN θ: "no parameters" only where has_param is 0; elsewhere it counts as above tol */
-    th[29] = NAN;
-    ck_assert_uint_eq(vijp_safe_depth(g, th, NULL, 100, 1.1e-10), 29);
-    ck_assert_uint_eq(vijp_safe_depth(g, th, has, 100, 1.1e-10), 29);
+    th[29] = vijp_xnum_of(NAN);
+    ck_assert_uint_eq(vijp_safe_depth(g, th, NULL, 100, vijp_xnum_of(1.1e-10)), 29);
+    ck_assert_uint_eq(vijp_safe_depth(g, th, has, 100, vijp_xnum_of(1.1e-10)), 29);
     has[29] = 0;
-    ck_assert_uint_eq(vijp_safe_depth(g, th, has, 100, 1.1e-10), 60);
+    ck_assert_uint_eq(vijp_safe_depth(g, th, has, 100, vijp_xnum_of(1.1e-10)), 60);
     /* NaN in g stops it */
-    g[9] = NAN;
-    ck_assert_uint_eq(vijp_safe_depth(g, th, has, 100, 1.1e-10), 9);
+    g[9] = vijp_xnum_of(NAN);
+    ck_assert_uint_eq(vijp_safe_depth(g, th, has, 100, vijp_xnum_of(1.1e-10)), 9);
 }
 END_TEST
 
@@ -316,41 +321,41 @@ END_TEST
  * logarithm exact, so the counts are exact integers. */
 START_TEST(bits_needed)
 {
-    double e[100];
+    vijp_xnum e[100];
     int ext = -1;
     /* first order: max e = 2^-40 at 53 bits.  The error scales with 2^-prec,
      * so 2^-30 is met with 10 bits fewer, 2^-50 needs 10 more. */
-    for (size_t i = 0; i < 100; i++) e[i] = 0x1p-40 * (double)(i + 1) / 100;
-    ck_assert_double_eq(vijp_bits_needed(e, 100, 53, 0x1p-30, &ext), 43);
+    for (size_t i = 0; i < 100; i++) e[i] = vijp_xnum_of(0x1p-40 * (double)(i + 1) / 100);
+    ck_assert_double_eq(vijp_bits_needed(e, 100, 53, vijp_xnum_of(0x1p-30), &ext), 43);
     ck_assert_int_eq(ext, 0);
-    ck_assert_double_eq(vijp_bits_needed(e, 100, 53, 0x1p-50, &ext), 63);
+    ck_assert_double_eq(vijp_bits_needed(e, 100, 53, vijp_xnum_of(0x1p-50), &ext), 63);
     ck_assert_int_eq(ext, 0);
     /* never under 2 bits */
-    ck_assert_double_eq(vijp_bits_needed(e, 100, 10, 0x1p-2, &ext), 2);
+    ck_assert_double_eq(vijp_bits_needed(e, 100, 10, vijp_xnum_of(0x1p-2), &ext), 2);
     /* an exact curve needs 2 bits */
     memset(e, 0, sizeof e);
     ext = -1;
-    ck_assert_double_eq(vijp_bits_needed(e, 100, 53, 1e-10, &ext), 2);
+    ck_assert_double_eq(vijp_bits_needed(e, 100, 53, vijp_xnum_of(1e-10), &ext), 2);
     ck_assert_int_eq(ext, 0);
     /* saturated: the line 10^(0.1 i − 16) capped at 1 from i = 160, n = 200.
      * The fitted line's largest value is at i = 200: log10 = −16 + 20 = 4
      * (fit within ~1e-12, see growth_fit_ceiling), so bits = 53 + (4 + 10)
      * log2 10 = 99.507 rounded up: 100 (0.49 from either integer). */
-    double s[200];
+    vijp_xnum s[200];
     line_curve(s, 200, 1);
-    ck_assert_double_eq(vijp_bits_needed(s, 200, 53, 1e-10, &ext), ceil(53 + 14 * log2(10.0)));
+    ck_assert_double_eq(vijp_bits_needed(s, 200, 53, vijp_xnum_of(1e-10), &ext), ceil(53 + 14 * log2(10.0)));
     ck_assert_double_eq(ceil(53 + 14 * log2(10.0)), 100);
     ck_assert_int_eq(ext, 1);
     /* non-finite anywhere also leaves first order: a NaN in the middle must
      * not be forgotten by the finite values after it */
     line_curve(s, 100, INFINITY);
-    s[10] = NAN;
+    s[10] = vijp_xnum_of(NAN);
     ext = 0;
-    ck_assert_double_eq(vijp_bits_needed(s, 100, 53, 1e-10, &ext), ceil(53 + 4 * log2(10.0)));
+    ck_assert_double_eq(vijp_bits_needed(s, 100, 53, vijp_xnum_of(1e-10), &ext), ceil(53 + 4 * log2(10.0)));
     ck_assert_int_eq(ext, 1);
     /* no fit: NaN */
-    double z[3] = {NAN, 1, 2};
-    ck_assert(isnan(vijp_bits_needed(z, 3, 53, 1e-10, &ext)));
+    vijp_xnum z[3] = {{NAN, 0}, {1, 0}, {2, 0}};
+    ck_assert(isnan(vijp_bits_needed(z, 3, 53, vijp_xnum_of(1e-10), &ext)));
 }
 END_TEST
 
@@ -366,7 +371,9 @@ START_TEST(default_tol)
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         vijp_format F;
         ck_assert(!vijp_format_parse(cases[k].fmt, &F, NULL));
-        ck_assert_msg(vijp_drift_default_tol(&F) == cases[k].tol, "%s: %g", cases[k].fmt, vijp_drift_default_tol(&F));
+        vijp_xnum t = vijp_drift_default_tol(&F);
+        ck_assert_msg(vijp_xnum_cmp(t, vijp_xnum_of(cases[k].tol)) == 0 && vijp_xnum_is_double(t), "%s: %g", cases[k].fmt,
+                      vijp_xnum_double(t));
     }
 }
 END_TEST
@@ -413,14 +420,14 @@ START_TEST(reference_validation)
     s.ref_prec_start = 0;
     drift(&s, &def);
     ck_assert_int_eq(lo.ref_prec_start, 16);
-    ck_assert_msg(lo.ref_prec > 32 && lo.ref_agreement <= lo.ref_target, "settled at %ld bits, agreement %g",
-                  lo.ref_prec, lo.ref_agreement);
-    ck_assert(lo.ref_target == ldexp(0x1p-53, -10) && def.ref_target == lo.ref_target);
+    ck_assert_msg(lo.ref_prec > 32 && XD(lo.ref_agreement) <= XD(lo.ref_target), "settled at %ld bits, agreement %g",
+                  lo.ref_prec, XD(lo.ref_agreement));
+    ck_assert(XD(lo.ref_target) == ldexp(0x1p-53, -10) && XD(def.ref_target) == XD(lo.ref_target));
     ck_assert_int_eq(def.ref_prec_start, 106); /* max(64, min(2·53, 53 + 64)) */
-    ck_assert(def.ref_prec >= 212 && def.ref_agreement <= def.ref_target);
-    double tau = lo.ref_target;
+    ck_assert(def.ref_prec >= 212 && XD(def.ref_agreement) <= XD(def.ref_target));
+    double tau = XD(lo.ref_target);
     for (size_t i = 0; i < s.problem.depth; i++) {
-        double a = lo.runs[1].g[i].rel, b = def.runs[1].g[i].rel;
+        double a = XD(lo.runs[1].g[i].rel), b = XD(def.runs[1].g[i].rel);
         ck_assert(a >= 0x1p-53); /* the regime the argument covers */
         ck_assert_msg(fabs(a - b) <= 1.01 * 2 * tau * (1 + b), "g_%zu: %.17g vs %.17g", i + 1, a, b);
     }
@@ -431,20 +438,21 @@ END_TEST
 /* Bit for bit (doubles by their bytes, so NaN equals NaN): every field of
  * two curves, metrics, bounds, conditioning and reference figures. */
 static int same_doubles(const double *a, const double *b, size_t n) { return !n || (a && b && !memcmp(a, b, n * sizeof *a)) || (!a && !b); }
+static int same_xnums(const vijp_xnum *a, const vijp_xnum *b, size_t n) { return !n || (a && b && !memcmp(a, b, n * sizeof *a)) || (!a && !b); }
 
 static int same_curve(const vijp_drift_curve *a, const vijp_drift_curve *b)
 {
     size_t D = a->depth;
     if (D != b->depth || a->n_runs != b->n_runs || a->ref_prec != b->ref_prec || a->ref_prec_start != b->ref_prec_start ||
-        memcmp(&a->ref_agreement, &b->ref_agreement, sizeof(double)) || memcmp(&a->lyap_rate, &b->lyap_rate, sizeof(double)) ||
+        memcmp(&a->ref_agreement, &b->ref_agreement, sizeof a->ref_agreement) || memcmp(&a->lyap_rate, &b->lyap_rate, sizeof(double)) ||
         memcmp(&a->predicted_rate, &b->predicted_rate, sizeof(double)) || !same_doubles(a->kappa, b->kappa, D) ||
-        !same_doubles(a->lyap_cum, b->lyap_cum, D) || !same_doubles(a->predicted, b->predicted, D))
+        !same_doubles(a->lyap_cum, b->lyap_cum, D) || !same_xnums(a->predicted, b->predicted, D))
         return 0;
     for (size_t k = 0; k < a->n_runs; k++) {
         const vijp_drift_run_result *x = &a->runs[k], *y = &b->runs[k];
         if (x->engine != y->engine || x->rebuilt != y->rebuilt || memcmp(&x->x, &y->x, sizeof x->x) ||
             memcmp(x->g, y->g, D * sizeof *x->g) || memcmp(x->theta, y->theta, D * sizeof *x->theta) ||
-            !same_doubles(x->bound, y->bound, D) || strcmp(x->failure, y->failure) || strcmp(x->nonfinite, y->nonfinite))
+            !same_xnums(x->bound, y->bound, D) || strcmp(x->failure, y->failure) || strcmp(x->nonfinite, y->nonfinite))
             return 0;
     }
     return 1;
@@ -585,7 +593,7 @@ START_TEST(growth_vs_lyapunov)
         vijp_drift_setup s = setup(spec, 64, 16, VIJP_INIT_ORTHOGONAL, "double", test_seed() + k);
         vijp_drift_curve c;
         drift(&s, &c);
-        double e[64];
+        vijp_xnum e[64];
         for (size_t i = 0; i < 64; i++) e[i] = c.runs[1].g[i].rel;
         double fit = vijp_growth_fit(e, 64, VIJP_FIT_CEILING, NULL), r = fit / c.predicted_rate;
         ck_assert_msg(r >= 0.5 && r <= 2, "A = %g, seed %llu: fit %.4f, predicted %.4f (ratio %.2f)", A,
@@ -624,7 +632,8 @@ START_TEST(growth_vs_lyapunov_over_seeds)
         double A;
         size_t depth;
     } cases[] = {{0.7, 64}, {0.9, 256}};
-    double A = cases[_i].A, e[256], fit_sum = 0, predicted_sum = 0;
+    double A = cases[_i].A, fit_sum = 0, predicted_sum = 0;
+    vijp_xnum e[256];
     size_t D = cases[_i].depth;
     char spec[64];
     snprintf(spec, sizeof spec, "dense:16,leaky:%g", A);
@@ -662,16 +671,18 @@ START_TEST(predicted_formula)
         vijp_drift_setup s = setup(spec, 64, 16, VIJP_INIT_ORTHOGONAL, "double", test_seed());
         vijp_drift_curve c;
         drift(&s, &c);
-        ck_assert(c.u == 0x1p-53);
+        ck_assert(XD(c.u) == 0x1p-53);
         double want[64];
         for (size_t i = 0; i < 64; i++) {
             double sum = 0;
             for (size_t j = 0; j <= i; j++) sum += pow(10, 2 * (c.lyap_cum[i] - (j ? c.lyap_cum[j - 1] : 0)));
-            want[i] = c.u * sqrt(sum);
-            ck_assert_msg(fabs(c.predicted[i] / want[i] - 1) <= 1e-12, "%s: predicted_%zu %.17g, formula %.17g", spec,
-                          i + 1, c.predicted[i], want[i]);
+            want[i] = XD(c.u) * sqrt(sum);
+            ck_assert_msg(fabs(XD(c.predicted[i]) / want[i] - 1) <= 1e-12, "%s: predicted_%zu %.17g, formula %.17g", spec,
+                          i + 1, XD(c.predicted[i]), want[i]);
         }
-        double rate = vijp_growth_fit(want, 64, INFINITY, NULL);
+        vijp_xnum wx[64];
+        for (size_t i = 0; i < 64; i++) wx[i] = vijp_xnum_of(want[i]);
+        double rate = vijp_growth_fit(wx, 64, INFINITY, NULL);
         ck_assert_msg(fabs(c.predicted_rate - rate) <= 1e-13, "%s: predicted_rate %.17g, fit of the formula %.17g",
                       spec, c.predicted_rate, rate);
         ck_assert(fabs(c.lyap_rate - c.lyap_cum[63] / 64) == 0);
@@ -719,8 +730,8 @@ START_TEST(first_order_bound)
             drift(&s, &c);
             ck_assert(c.runs[0].bound == NULL && c.runs[1].bound != NULL);
             for (size_t i = 0; i < 64; i++)
-                ck_assert_msg(c.runs[1].g[i].rel <= 1.1 * c.runs[1].bound[i], "%s seed %llu: g_%zu error %g > bound %g",
-                              spec, (unsigned long long)s.problem.seed, i + 1, c.runs[1].g[i].rel, c.runs[1].bound[i]);
+                ck_assert_msg(XD(c.runs[1].g[i].rel) <= 1.1 * XD(c.runs[1].bound[i]), "%s seed %llu: g_%zu error %g > bound %g",
+                              spec, (unsigned long long)s.problem.seed, i + 1, XD(c.runs[1].g[i].rel), XD(c.runs[1].bound[i]));
             vijp_drift_curve_clear(&c);
         }
     static const char *gauss[] = {"dense:16,tanh", "dense:16,leaky:0.5"};
@@ -729,8 +740,8 @@ START_TEST(first_order_bound)
         vijp_drift_curve c;
         drift(&s, &c);
         for (size_t i = 0; i < s.problem.depth; i++)
-            ck_assert_msg(c.runs[1].g[i].rel <= 1.1 * c.runs[1].bound[i], "%s: g_%zu error %g > bound %g", gauss[k],
-                          i + 1, c.runs[1].g[i].rel, c.runs[1].bound[i]);
+            ck_assert_msg(XD(c.runs[1].g[i].rel) <= 1.1 * XD(c.runs[1].bound[i]), "%s: g_%zu error %g > bound %g", gauss[k],
+                          i + 1, XD(c.runs[1].g[i].rel), XD(c.runs[1].bound[i]));
         vijp_drift_curve_clear(&c);
     }
 }
@@ -755,9 +766,9 @@ START_TEST(singular_vijp_measured)
     for (size_t i = 0; i < 256; i++) {
         const vijp_metric *g = &r->g[i], *t = &r->theta[i];
         if (i < r->rebuilt)
-            ck_assert_msg(isfinite(g->rel) && isfinite(g->ulps) && isfinite(g->angle_deg), "g_%zu", i + 1);
+            ck_assert_msg(isfinite(XD(g->rel)) && isfinite(XD(g->ulps)) && isfinite(XD(g->angle_deg)), "g_%zu", i + 1);
         else
-            ck_assert_msg(isnan(g->rel) && isnan(g->ulps) && isnan(g->angle_deg) && isnan(t->rel), "g_%zu", i + 1);
+            ck_assert_msg(isnan(XD(g->rel)) && isnan(XD(g->ulps)) && isnan(XD(g->angle_deg)) && isnan(XD(t->rel)), "g_%zu", i + 1);
     }
     vijp_drift_curve_clear(&c);
 }
@@ -822,7 +833,7 @@ START_TEST(compare_cached_is_compare)
             ck_assert_msg(same_metric(plain, cached) && same_metric(plain, rounded), "%s, matrix %d", fmts[fi], k);
             vijp_metric ru, ru_cached, after;
             vijp_compare_rel_ulps(&got[k], &ref, &f, &ru, NULL);
-            ck_assert_msg(!memcmp(&ru, &plain, 2 * sizeof(double)) && isnan(ru.angle_deg), "%s, matrix %d: rel/ulps",
+            ck_assert_msg(!memcmp(&ru, &plain, 2 * sizeof(double)) && isnan(XD(ru.angle_deg)), "%s, matrix %d: rel/ulps",
                           fmts[fi], k);
             /* the validation's cache (filled against the wide reference)
              * serves the comparison with it rounded: drift.c's disagreement */

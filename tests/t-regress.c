@@ -1,4 +1,4 @@
-/* vijp regress reads only whole drift.json files of schema vijp-drift/1
+/* vijp regress reads only whole drift.json files of schema vijp-drift/2 (or 1)
  * (docs/drift.schema.json): a file short of a field, with one of the wrong
  * type, of another version, or whose arrays do not match its study, is
  * refused with exit 2 naming the file and the field, instead of comparing
@@ -69,9 +69,9 @@ START_TEST(regress_refuses_incomplete_files)
         const char *says, *what;
     } cases[] = {
         {"curves[0].format: missing", "curves without 'format' (a reported reproducer)"},
-        {"curves[1].seeds[0].engines[1].x.rel: a string, want number or null", "a metric of the wrong type"},
+        {"curves[1].seeds[0].engines[1].x.rel: '0.5' does not match", "a metric as a string that is not an exponent form"},
         {"study.depth: missing", "no depth"},
-        {"schema: \"vijp-drift/2\" is not vijp-drift/1", "an unknown version"},
+        {"schema: \"vijp-drift/3\" is not vijp-drift/2 or vijp-drift/1", "an unknown version"},
         {"curves[1].seeds: 1, but study.seeds lists 2", "a seed entry short"},
         {"curves[0].seeds[1].engines: 1, but study.engines lists 2", "an engine run short"},
         {"curves[1].seeds[0].engines[0].g.rel: 3 values, but study.depth is 4", "a layer short"},
@@ -99,7 +99,7 @@ START_TEST(regress_refuses_incomplete_files)
                                 json_string("0.5"));
             break;
         case 2: json_object_del(json_object_get(j, "study"), "depth"); break;
-        case 3: json_object_set_new(j, "schema", json_string("vijp-drift/2")); break;
+        case 3: json_object_set_new(j, "schema", json_string("vijp-drift/3")); break;
         case 4: json_array_remove(json_object_get(curve(j, 1), "seeds"), 1); break;
         case 5: json_array_remove(json_object_get(seed(j, 0, 1), "engines"), 1); break;
         case 6:

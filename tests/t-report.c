@@ -3,6 +3,7 @@
  * bit-reproducible formats, with tolerances for double), and whole reports
  * under SIGKILL (more in t-atomic.c). */
 #include "fixtures/clirun.h"
+#include "base/xnum_json.h"
 #include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
@@ -125,7 +126,7 @@ START_TEST(drift_writes_every_file)
     json_error_t e;
     json_t *j = json_load_file(path, 0, &e);
     ck_assert_msg(j != NULL, "drift.json: %s", e.text);
-    ck_assert_str_eq(json_string_value(json_object_get(j, "schema")), "vijp-drift/1");
+    ck_assert_str_eq(json_string_value(json_object_get(j, "schema")), "vijp-drift/2");
     json_t *meta = json_object_get(j, "meta"), *study = json_object_get(j, "study");
     static const char *const meta_keys[] = {"vijp_version", "git_commit", "command", "machine", "blas", "mpfr"};
     for (size_t k = 0; k < sizeof meta_keys / sizeof *meta_keys; k++)
@@ -608,6 +609,119 @@ START_TEST(regress_flags_a_one_ulp_vijp)
 }
 END_TEST
 
+/* Errors at every precision, against a hand-derived known error.  The
+ * perturbed build adds one ulp to every vijp output; on leaky ReLU(0.5)
+ * layers with a linear loss every other operation is exact in mpfr:P (×1 and
+ * ×0.5, and their inverses ×1 and ×2, scale a value and its ulp alike), so
+ * Moonwalk's g_i is off by i ulps of each entry, one per vijp it went
+ * through, and backprop by nothing.  An ulp of y is 2^(E−P) with
+ * 2^(E−1) <= |y| < 2^E, between 2^-P|y| and 2^(1−P)|y|, so
+ *   ulps(g_i) = i,   i·2^-P < rel(g_i) <= i·2^(1−P),
+ *   bits needed = ⌈P + log2(max_i rel / tol)⌉ in [⌈P/2 + log2 D⌉, ⌈P/2 + log2 D⌉ + 1]
+ * for the default tol = 2^(-P/2).  (No entry crosses a binade on these seeds:
+ * a crossing would count one step double or half, and the test say so.)
+ * Past P ≈ 1070 these errors are below double's range: vijp kept them as 0
+ * before ("bits needed 2"); at mpfr:2000 and 4032 they are read from
+ * drift.json's decimal strings, at double (P = 53) from its numbers. */
+static vijp_xnum json_error(json_t *v)
+{
+    vijp_xnum x;
+    ck_assert_msg(!vijp_xnum_from_json(v, &x), "not an error value");
+    return x;
+}
+
+START_TEST(errors_at_every_precision)
+{
+    const char *perturbed = getenv("VIJP_PERTURBED_BIN");
+    ck_assert_msg(perturbed && *perturbed, "VIJP_PERTURBED_BIN not set (run with make check)");
+    enum { D = 6 };
+    static const long precs[] = {2000, 4032, 53};
+    char base[512], pert[512];
+    temp_dir(base, sizeof base), temp_dir(pert, sizeof pert);
+    const char *study = "--net leaky:0.5 --width 8 --depth 6 --formats mpfr:2000,mpfr:4032,double --engines moonwalk "
+                        "--loss linear --seeds 1 --no-plots -q";
+    run_result r = drift(perturbed, pert, study);
+    ck_assert_msg(r.rc == CLI_OK, "%s", r.err), run_free(&r);
+    r = drift(getenv("VIJP_BIN"), base, study);
+    ck_assert_msg(r.rc == CLI_OK, "%s", r.err), run_free(&r);
+    json_t *j = load_drift(pert);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "schema")), "vijp-drift/2");
+    for (size_t f = 0; f < 3; f++) {
+        long P = precs[f];
+        json_t *curve = json_array_get(json_object_get(j, "curves"), f);
+        json_t *eng = json_object_get(json_array_get(json_object_get(curve, "seeds"), 0), "engines");
+        json_t *bp = json_array_get(eng, 0), *mw = json_array_get(eng, 1);
+        vijp_xnum tol = json_error(json_object_get(curve, "tol")), worst = vijp_xnum_of(0);
+        if (P > 53) ck_assert(vijp_xnum_cmp(tol, vijp_xnum_2exp(1, -P / 2)) == 0);
+        for (size_t i = 0; i < D; i++) {
+            double k = (double)(i + 1);
+            vijp_xnum rel = json_error(json_array_get(json_object_get(json_object_get(mw, "g"), "rel"), i));
+            vijp_xnum ulps = json_error(json_array_get(json_object_get(json_object_get(mw, "g"), "ulps"), i));
+            ck_assert_msg(vijp_xnum_cmp(ulps, vijp_xnum_of(k)) == 0, "P %ld layer %zu: %.17g ulps, want %g", P, i + 1,
+                          vijp_xnum_double(ulps), k);
+            ck_assert_msg(vijp_xnum_cmp(vijp_xnum_2exp(k, -P), rel) < 0 && vijp_xnum_le(rel, vijp_xnum_2exp(k, 1 - P)),
+                          "P %ld layer %zu: rel 2^%.4f, want in (2^%.4f, 2^%.4f]", P, i + 1, vijp_xnum_log2(rel),
+                          log2(k) - (double)P, log2(k) + 1 - (double)P);
+            vijp_xnum zero = json_error(json_array_get(json_object_get(json_object_get(bp, "g"), "rel"), i));
+            ck_assert(zero.m == 0); /* backprop is exact here */
+            worst = vijp_xnum_max_nan(worst, rel);
+        }
+        /* bits needed: the formula on the measured worst (the hand bounds for mpfr:P) */
+        double bits = json_number_value(json_object_get(mw, "bits_needed"));
+        double want = ceil((double)P + vijp_xnum_log2(vijp_xnum_div(worst, tol)));
+        ck_assert_msg(bits == want, "P %ld: bits %g, want %g", P, bits, want);
+        if (P > 53) {
+            double lo = ceil((double)P / 2 + log2((double)D));
+            ck_assert_msg(bits >= lo && bits <= lo + 1, "P %ld: bits %g, want %g or %g", P, bits, lo, lo + 1);
+        }
+    }
+    json_decref(j);
+    /* regress compares them at their exponent: both mpfr:P Moonwalk curves
+     * are worse, named with their e-602 and e-1213 values (double's 6 u
+     * stay under its noise floor of 16 u: compared with tolerances) */
+    r = regress(base, pert, "");
+    ck_assert_msg(r.rc == CLI_FAILED && strstr(r.out, "2 curves worse") && strstr(r.out, "/ mpfr:4032 / moonwalk") &&
+                  strstr(r.out, "e-1213") && strstr(r.out, "e-602"), "%s%s", r.out, r.err);
+    run_free(&r);
+    r = regress(pert, pert, "--strict");
+    ck_assert_msg(r.rc == CLI_OK && strstr(r.out, "0 regressions"), "%s%s", r.out, r.err);
+    run_free(&r);
+    /* and a file of the old schema, whose errors are numbers, is read */
+    char old[600];
+    snprintf(old, sizeof old, "%s/v1", base);
+    ck_assert(mkdir(old, 0700) == 0);
+    json_t *b = load_drift(base);
+    json_object_set_new(b, "schema", json_string("vijp-drift/1"));
+    snprintf(old + strlen(old), sizeof old - strlen(old), "/drift.json");
+    ck_assert(json_dump_file(b, old, 0) == 0);
+    json_decref(b);
+    *strrchr(old, '/') = 0;
+    r = regress(old, base, "--strict");
+    ck_assert_msg(r.rc == CLI_OK && strstr(r.out, "0 regressions"), "%s%s", r.out, r.err);
+    run_free(&r);
+    /* grad: the same known error, printed and in --json */
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "grad --net leaky:0.5 --width 8 --depth %d --format mpfr:4032 --engine moonwalk --loss linear "
+                              "-q --json", D);
+    r = run_bin(perturbed, cmd);
+    ck_assert_msg(r.rc == CLI_OK, "%s", r.err);
+    j = json_loads(r.out, 0, NULL);
+    ck_assert(j);
+    for (size_t i = 0; i < D; i++) {
+        vijp_xnum rel = json_error(json_array_get(json_object_get(j, "rel_err_per_layer"), i));
+        double k = (double)(i + 1);
+        ck_assert(vijp_xnum_cmp(vijp_xnum_2exp(k, -4032), rel) < 0 && vijp_xnum_le(rel, vijp_xnum_2exp(k, 1 - 4032)));
+    }
+    json_decref(j), run_free(&r);
+    cmd[strlen(cmd) - strlen(" --json")] = 0;
+    r = run_bin(perturbed, cmd);
+    ck_assert_msg(r.rc == CLI_OK && strstr(r.out, "e-1213") && !strstr(r.out, "0.000e+00   0.000e+00   0.000e+00"),
+                  "%s", r.out);
+    run_free(&r);
+    remove_tree(base), remove_tree(pert);
+}
+END_TEST
+
 /* ------------------------------------------------------------ atomic writes */
 
 /* Every report file present is whole: JSON parses, CSVs have all their lines,
@@ -993,6 +1107,7 @@ Suite *suite_report(void)
         tcase_add_test(tc, report_catalogue_sections);
         tcase_add_test(tc, drift_bad_input_writes_nothing);
         tcase_add_test(tc, regress_flags_a_one_ulp_vijp);
+        tcase_add_test(tc, errors_at_every_precision);
         tcase_add_test(tc, killed_run_leaves_whole_files);
         tcase_add_test(tc, report_quick_study);
         tcase_add_test(tc, report_all_or_nothing);

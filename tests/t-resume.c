@@ -278,35 +278,39 @@ static uint64_t bits(double x)
 
 /* A curve holding the doubles a text format could lose: the smallest
  * subnormal, the largest double, −0, ±∞, 1/3 (every mantissa bit set in its
- * expansion), NaN; and messages with a newline and a colon. */
+ * expansion), NaN; errors past double's range both ways (an mpfr:P error near
+ * 2^-P, ulps of a total loss near 2^P); and messages with a newline and a
+ * colon. */
 START_TEST(unit_text_round_trips)
 {
     static study s; /* the fields unit_decode checks: depth, engines */
     memset(&s, 0, sizeof s);
     s.depth = 3, s.n_engines = 1, s.engines[0] = VIJP_ENGINE_REVERSIBLE;
     const double odd[] = {0x1p-1074, 0x1.fffffffffffffp+1023, -0.0, INFINITY, -INFINITY, 1.0 / 3, NAN, 0.1, 1e-300};
-    size_t n_odd = sizeof odd / sizeof *odd, t = 0;
+    const vijp_xnum wide[] = {{0x1.5555555555555p-1, -3000}, {0.5, 40000}, {-0.75, -1100}};
+    size_t n_odd = sizeof odd / sizeof *odd, n_x = n_odd + sizeof wide / sizeof *wide, t = 0, tx = 0;
 #define NEXT() odd[t++ % n_odd]
+#define NEXTX() (tx % n_x < n_odd ? vijp_xnum_of(odd[tx++ % n_x]) : wide[tx++ % n_x - n_odd])
     vijp_drift_curve c = {.depth = 3, .n_runs = 2};
     c.runs = calloc(2, sizeof *c.runs);
-    c.kappa = calloc(3, sizeof(double)), c.lyap_cum = calloc(3, sizeof(double)), c.predicted = calloc(3, sizeof(double));
-    c.u = 0x1p-24, c.ref_prec_start = 256, c.ref_prec = 512, c.ref_agreement = NEXT(), c.ref_target = NEXT();
+    c.kappa = calloc(3, sizeof(double)), c.lyap_cum = calloc(3, sizeof(double)), c.predicted = calloc(3, sizeof(vijp_xnum));
+    c.u = vijp_xnum_2exp(1, -4000), c.ref_prec_start = 256, c.ref_prec = 512, c.ref_agreement = NEXTX(), c.ref_target = NEXTX();
     c.lyap_rate = NEXT(), c.predicted_rate = NEXT();
-    for (size_t i = 0; i < 3; i++) c.kappa[i] = NEXT(), c.lyap_cum[i] = NEXT(), c.predicted[i] = NEXT();
+    for (size_t i = 0; i < 3; i++) c.kappa[i] = NEXT(), c.lyap_cum[i] = NEXT(), c.predicted[i] = NEXTX();
     for (size_t r = 0; r < 2; r++) {
         vijp_drift_run_result *run = &c.runs[r];
         run->engine = r ? VIJP_ENGINE_REVERSIBLE : VIJP_ENGINE_BACKPROP;
         run->rebuilt = 2 + r;
-        run->x = (vijp_metric){NEXT(), NEXT(), NEXT()};
+        run->x = (vijp_metric){NEXTX(), NEXTX(), NEXTX()};
         run->g = calloc(3, sizeof *run->g), run->theta = calloc(3, sizeof *run->theta);
         run->stored_by_depth = calloc(3, sizeof(size_t));
-        if (r) run->reconstruction = calloc(3, sizeof(double));
-        else run->bound = calloc(3, sizeof(double));
+        if (r) run->reconstruction = calloc(3, sizeof(vijp_xnum));
+        else run->bound = calloc(3, sizeof(vijp_xnum));
         for (size_t i = 0; i < 3; i++) {
-            run->g[i] = (vijp_metric){NEXT(), NEXT(), NEXT()};
-            run->theta[i] = (vijp_metric){NEXT(), NEXT(), NEXT()};
+            run->g[i] = (vijp_metric){NEXTX(), NEXTX(), NEXTX()};
+            run->theta[i] = (vijp_metric){NEXTX(), NEXTX(), NEXTX()};
             run->stored_by_depth[i] = (size_t)-1 - i;
-            (r ? run->reconstruction : run->bound)[i] = NEXT();
+            (r ? run->reconstruction : run->bound)[i] = NEXTX();
         }
         snprintf(run->failure, sizeof run->failure, "%s", r ? "layer 2: singular\nsecond line: x" : "");
         snprintf(run->nonfinite, sizeof run->nonfinite, "%s", r ? "" : "g_1[0] = inf:");
@@ -317,23 +321,25 @@ START_TEST(unit_text_round_trips)
     ck_assert_msg(unit_decode(&s, 0x0123456789abcdefull, 7, text, n, &d, why, sizeof why) == 0, "decode: %s", why);
     /* Every double compared as bits (NaN compared as NaN: its payload is not kept by %a). */
 #define SAME(a, b) ck_assert_msg(isnan(a) ? isnan(b) : bits(a) == bits(b), "%s: %a became %a", #a, a, b)
-    SAME(c.u, d.u), SAME(c.ref_agreement, d.ref_agreement), SAME(c.ref_target, d.ref_target);
+    /* and an error's exponent with it */
+#define SAMEX(a, b) SAME((a).m, (b).m), ck_assert_msg((a).e == (b).e, "%s: exponent %ld became %ld", #a, (a).e, (b).e)
+    SAMEX(c.u, d.u), SAMEX(c.ref_agreement, d.ref_agreement), SAMEX(c.ref_target, d.ref_target);
     SAME(c.lyap_rate, d.lyap_rate), SAME(c.predicted_rate, d.predicted_rate);
     ck_assert(d.ref_prec_start == 256 && d.ref_prec == 512 && d.depth == 3 && d.n_runs == 2);
-    for (size_t i = 0; i < 3; i++) SAME(c.kappa[i], d.kappa[i]), SAME(c.lyap_cum[i], d.lyap_cum[i]), SAME(c.predicted[i], d.predicted[i]);
+    for (size_t i = 0; i < 3; i++) SAME(c.kappa[i], d.kappa[i]), SAME(c.lyap_cum[i], d.lyap_cum[i]), SAMEX(c.predicted[i], d.predicted[i]);
     for (size_t r = 0; r < 2; r++) {
         const vijp_drift_run_result *a = &c.runs[r], *b = &d.runs[r];
         ck_assert(a->engine == b->engine && a->rebuilt == b->rebuilt);
         ck_assert_str_eq(a->failure, b->failure);
         ck_assert_str_eq(a->nonfinite, b->nonfinite);
-        SAME(a->x.rel, b->x.rel), SAME(a->x.ulps, b->x.ulps), SAME(a->x.angle_deg, b->x.angle_deg);
+        SAMEX(a->x.rel, b->x.rel), SAMEX(a->x.ulps, b->x.ulps), SAMEX(a->x.angle_deg, b->x.angle_deg);
         ck_assert(!a->bound == !b->bound && !a->reconstruction == !b->reconstruction);
         for (size_t i = 0; i < 3; i++) {
-            SAME(a->g[i].rel, b->g[i].rel), SAME(a->g[i].ulps, b->g[i].ulps), SAME(a->g[i].angle_deg, b->g[i].angle_deg);
-            SAME(a->theta[i].rel, b->theta[i].rel), SAME(a->theta[i].angle_deg, b->theta[i].angle_deg);
+            SAMEX(a->g[i].rel, b->g[i].rel), SAMEX(a->g[i].ulps, b->g[i].ulps), SAMEX(a->g[i].angle_deg, b->g[i].angle_deg);
+            SAMEX(a->theta[i].rel, b->theta[i].rel), SAMEX(a->theta[i].angle_deg, b->theta[i].angle_deg);
             ck_assert(a->stored_by_depth[i] == b->stored_by_depth[i]);
-            if (a->bound) SAME(a->bound[i], b->bound[i]);
-            if (a->reconstruction) SAME(a->reconstruction[i], b->reconstruction[i]);
+            if (a->bound) SAMEX(a->bound[i], b->bound[i]);
+            if (a->reconstruction) SAMEX(a->reconstruction[i], b->reconstruction[i]);
         }
     }
     vijp_drift_curve_clear(&d);

@@ -41,9 +41,9 @@ typedef struct {
     vijp_engine_kind engine;
     vijp_metric x;            /* g_0 = ∇_x ℓ */
     vijp_metric *g, *theta;   /* per layer i = 1..D; theta is NaN for layers without parameters */
-    double *bound;            /* first-order bound on g_i (Moonwalk engines only; NULL otherwise), see vijp_drift_run */
+    vijp_xnum *bound;         /* first-order bound on g_i (Moonwalk engines only; NULL otherwise), see vijp_drift_run */
     size_t *stored_by_depth;  /* bytes the engine stores for the first d layers */
-    double *reconstruction;   /* reversible only: ‖h_i − ĥ_i‖/‖h_i‖ per layer input (vijp_reversible_reconstruction) */
+    vijp_xnum *reconstruction; /* reversible only: ‖h_i − ĥ_i‖/‖h_i‖ per layer input (vijp_reversible_reconstruction) */
     size_t rebuilt;           /* valid layers: D unless a vijp lost rank */
     char failure[256];        /* the engine's message when rebuilt < D */
     /* Where the run's gradients left the format's range (vijp_grads_check_finite's
@@ -72,11 +72,14 @@ typedef struct {
      * and predicted_rate = vijp_growth_fit(predicted, D, INFINITY): the growth rate a
      * measured curve should show.  It includes the √i accumulation of the
      * local errors, which dominates where the spread is small. */
-    double *predicted, predicted_rate;
+    vijp_xnum *predicted;
+    double predicted_rate;
     long ref_prec_start, ref_prec; /* where validation started, and the precision used */
-    double ref_agreement;          /* the last two reference precisions differ by this (relative) */
-    double ref_target;             /* ... and had to agree to this */
-    double u;                      /* unit roundoff 2^-P of the format */
+    /* Errors and the sizes they are held against keep their exponent at
+     * every precision (vijp/xnum.h): mpfr:P's are near 2^-P. */
+    vijp_xnum ref_agreement;       /* the last two reference precisions differ by this (relative) */
+    vijp_xnum ref_target;          /* ... and had to agree to this */
+    vijp_xnum u;                   /* unit roundoff 2^-P of the format */
 } vijp_drift_curve;
 
 /* One network, seed and format: run backprop and each engine in the format and
@@ -114,26 +117,29 @@ VIJP_API VIJP_MUST_CHECK int vijp_drift_check_ref_prec(const vijp_format *f, lon
 VIJP_API long vijp_drift_largest_mpfr(long cap);
 VIJP_API void vijp_drift_curve_clear(vijp_drift_curve *c);
 
-/* Statistics of one error curve e_1..e_n (DESIGN §5). */
+/* Statistics of one error curve e_1..e_n (DESIGN §5), its errors and the
+ * tolerance with their exponents at any precision (vijp/xnum.h). */
 
 /* Least-squares slope of log10 e_i against i, in decades per layer, over the
  * layers with 0 < e_i <= ceiling (VIJP_FIT_CEILING for measured curves,
  * INFINITY for models that do not saturate); NaN with fewer than 4 such
  * layers.  *intercept (may be NULL) receives log10 e at i = 0 of the line. */
-VIJP_API double vijp_growth_fit(const double *e, size_t n, double ceiling, double *intercept);
+VIJP_API double vijp_growth_fit(const vijp_xnum *e, size_t n, double ceiling, double *intercept);
 /* Deepest layer d such that every g_i and ∇θ_i error for i <= d is at most tol
  * (NaN counts as above tol); theta may be NULL; NaN in theta means "no
  * parameters" only where has_param[i] is 0 (has_param may be NULL: all have). */
-VIJP_API size_t vijp_safe_depth(const double *g, const double *theta, const int *has_param, size_t n, double tol);
+VIJP_API size_t vijp_safe_depth(const vijp_xnum *g, const vijp_xnum *theta, const int *has_param, size_t n,
+                                vijp_xnum tol);
 /* Significand bits that keep max_{i<=n} e_i under tol, first-order: the error
  * scales with u = 2^-prec, so bits = prec + log2(max e / tol), rounded up.
  * When the curve leaves first order (max e > VIJP_FIT_CEILING, or non-finite),
  * max e is extrapolated from the growth fit and *extrapolated is set; NaN when
  * there is no fit.  An exact curve (all zeros) needs 2 bits. */
-VIJP_API double vijp_bits_needed(const double *e, size_t n, long prec, double tol, int *extrapolated);
+VIJP_API double vijp_bits_needed(const vijp_xnum *e, size_t n, long prec, vijp_xnum tol, int *extrapolated);
 /* Default tolerance of a format: 2e-1 for e4m3, 3e-1 for e5m2, 1e-2 for
  * bfloat16 and binary16, 1e-4 for binary32, 1e-10 for double, 2^(-P/2) for
- * mpfr:P; a mixed format its storage's (tf32+binary32: 1e-2). */
-VIJP_API double vijp_drift_default_tol(const vijp_format *f);
+ * mpfr:P (below double's range past mpfr:2044); a mixed format its
+ * storage's (tf32+binary32: 1e-2). */
+VIJP_API vijp_xnum vijp_drift_default_tol(const vijp_format *f);
 
 #endif

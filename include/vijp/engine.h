@@ -6,6 +6,7 @@
 #include "vijp/api.h"
 #include "vijp/net.h"
 #include "vijp/error.h"
+#include "vijp/xnum.h"
 
 typedef enum {
     VIJP_ENGINE_BACKPROP,
@@ -87,9 +88,9 @@ VIJP_API VIJP_MUST_CHECK int vijp_grads_check_finite(const vijp_grads *g, vijp_e
 /* The reversible engine's reconstruction error, as a diagnostic: recon[i] =
  * ‖h_i − ĥ_i‖/‖h_i‖ for the input of layer i+1, h_i from the forward pass
  * and ĥ_i what the engine rebuilds from h_D by inverting layers i+1 … D
- * (0 for inputs it keeps).  Keeps every h_i to compare, which the engine
+ * (0 for inputs it keeps; at any exponent, vijp/xnum.h).  Keeps every h_i to compare, which the engine
  * itself never does. */
-VIJP_API VIJP_MUST_CHECK int vijp_reversible_reconstruction(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, double *recon,
+VIJP_API VIJP_MUST_CHECK int vijp_reversible_reconstruction(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, vijp_xnum *recon,
                                    vijp_error *err);
 
 #endif

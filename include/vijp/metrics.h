@@ -4,11 +4,13 @@
 
 #include "vijp/api.h"
 #include "vijp/mat.h"
+#include "vijp/xnum.h"
 
 /* ‖a − ref‖_F / ‖ref‖_F, evaluated in MPFR at max(ref precision, 2·a's precision,
  * 128) bits so that the metric itself adds no visible error; a's entries are
- * converted exactly.  0 when both are zero, +Inf when only ref is. */
-VIJP_API double vijp_rel_err(const vijp_mat *a, const vijp_mat *ref);
+ * converted exactly.  0 when both are zero, +Inf when only ref is.  Its
+ * exponent is kept at any precision (vijp/xnum.h). */
+VIJP_API vijp_xnum vijp_rel_err(const vijp_mat *a, const vijp_mat *ref);
 /* max(m, x) where a NaN on either side sticks: a worst case over values
  * that include a failed (NaN) measurement is NaN, wherever it came. */
 static inline double vijp_max_nan(double m, double x) { return m != m || x != x ? m + x : (x > m ? x : m); }
@@ -16,11 +18,14 @@ static inline double vijp_max_nan(double m, double x) { return m != m || x != x 
 /* ‖a‖_F (rounded to double). */
 VIJP_API double vijp_norm(const vijp_mat *a);
 
-/* The three drift metrics of DESIGN §5 for a computed a against ref. */
+/* The three drift metrics of DESIGN §5 for a computed a against ref, each
+ * with its exponent at any precision: mpfr:P errors near 2^-P underflow a
+ * double past P ≈ 1070, their ulps of a total loss overflow one past 1024
+ * (vijp/xnum.h; at ordinary precisions .m is the double they always were). */
 typedef struct {
-    double rel;       /* ‖a − ref‖₂ / ‖ref‖₂ (vijp_rel_err) */
-    double ulps;      /* max_j |a_j − ref_j| / ulp_f(ref_j) */
-    double angle_deg; /* angle between a and ref in degrees; NaN if exactly one is zero */
+    vijp_xnum rel;       /* ‖a − ref‖₂ / ‖ref‖₂ (vijp_rel_err) */
+    vijp_xnum ulps;      /* max_j |a_j − ref_j| / ulp_f(ref_j) */
+    vijp_xnum angle_deg; /* angle between a and ref in degrees; NaN if exactly one is zero */
 } vijp_metric;
 
 /* ulp_f(x) = 2^max(E(x) − p, emin − 1) with x = m·2^E, 1/2 <= |m| < 1: the

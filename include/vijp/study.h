@@ -6,6 +6,7 @@
 #include "vijp/api.h"
 #include "vijp/engine.h"
 #include "vijp/error.h"
+#include "vijp/xnum.h"
 
 typedef struct {
     const char *spec;     /* a spec, or a JSON net file (vijp_net_spec_is_json) */
@@ -28,9 +29,10 @@ typedef struct {
     double loss;
     double grad_x_norm, grad_theta_norm;
     size_t stored_bytes;
-    double input_grad_rel_err;      /* ‖g_0 − ref‖/‖ref‖ */
-    double param_grad_rel_err_max;  /* max over layers with parameters */
-    double *rel_err_per_layer;      /* g_i for i = 1..D (depth entries) */
+    /* errors at any exponent (vijp/xnum.h): mpfr:P's are near 2^-P */
+    vijp_xnum input_grad_rel_err;     /* ‖g_0 − ref‖/‖ref‖ */
+    vijp_xnum param_grad_rel_err_max; /* max over layers with parameters */
+    vijp_xnum *rel_err_per_layer;     /* g_i for i = 1..D (depth entries) */
     long ref_prec;                  /* bits of the reference */
 } vijp_grad_result;
 

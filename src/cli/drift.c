@@ -219,8 +219,10 @@ static void print_verdicts(const study *s)
             }
             double bits = spread_of(v[3], s->n_seeds).median;
             char g[32], p[32], b[32], pr[32];
-            fprintf(out, "c%-3zu %-*s %-11s %-*s %8.0e %10.0f %14.0f %12s %12s %7s%s %10s\n", c + 1, wn, s->configs[c].spec,
-                   s->configs[c].init_name, wf, s->formats[f].name, s->tol[f], spread_of(v[0], s->n_seeds).median,
+            char tol[40];
+            vijp_xnum_snprintf(tol, sizeof tol, "%8.0e", s->tol[f]);
+            fprintf(out, "c%-3zu %-*s %-11s %-*s %s %10.0f %14.0f %12s %12s %7s%s %10s\n", c + 1, wn, s->configs[c].spec,
+                   s->configs[c].init_name, wf, s->formats[f].name, tol, spread_of(v[0], s->n_seeds).median,
                    spread_of(v[5], s->n_seeds).median,
                    cell(g, sizeof g, "%.3g", spread_of(v[1], s->n_seeds).median),
                    cell(p, sizeof p, "%.3g", spread_of(v[2], s->n_seeds).median), cell(b, sizeof b, "%.0f", fabs(bits)),

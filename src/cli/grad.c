@@ -7,6 +7,7 @@
 #include "vijp/memory.h"
 #include "vijp/array_io.h"
 #include "report/atomic.h"
+#include "base/xnum_json.h"
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
@@ -73,15 +74,15 @@ static json_t *num(double x) { return isfinite(x) ? json_real(x) : json_null(); 
 static json_t *result_json(const vijp_grad_setup *s, const vijp_grad_result *r)
 {
     json_t *per = json_array();
-    for (size_t i = 0; i < s->depth; i++) json_array_append_new(per, num(r->rel_err_per_layer[i]));
+    for (size_t i = 0; i < s->depth; i++) json_array_append_new(per, vijp_xnum_to_json(r->rel_err_per_layer[i]));
     return json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o, s:I, s:o, s:o, s:o}",
                      "engine", vijp_engine_name(r->engine), "format", s->fmt.name, "net", s->spec,
                      "depth", (json_int_t)s->depth, "width", (json_int_t)s->width, "batch",
                      (json_int_t)s->batch, "seed", (json_int_t)s->seed, "stored_bytes",
                      (json_int_t)r->stored_bytes, "loss", num(r->loss), "grad_x_norm",
                      num(r->grad_x_norm), "grad_theta_norm", num(r->grad_theta_norm), "reference_prec",
-                     (json_int_t)r->ref_prec, "input_grad_rel_err", num(r->input_grad_rel_err),
-                     "param_grad_rel_err_max", num(r->param_grad_rel_err_max), "rel_err_per_layer", per);
+                     (json_int_t)r->ref_prec, "input_grad_rel_err", vijp_xnum_to_json(r->input_grad_rel_err),
+                     "param_grad_rel_err_max", vijp_xnum_to_json(r->param_grad_rel_err_max), "rel_err_per_layer", per);
 }
 
 /* One matrix as DIR/NAME: a vijp_mat is column-major with a column per
@@ -118,11 +119,11 @@ static int save_grads(const char *dir, const vijp_grads *g, vijp_error *err)
     return rc;
 }
 
-static double max_layer_err(const vijp_grad_result *r, size_t D)
+static vijp_xnum max_layer_err(const vijp_grad_result *r, size_t D)
 {
-    double m = 0;
+    vijp_xnum m = vijp_xnum_of(0);
     for (size_t i = 0; i < D; i++)
-        m = vijp_max_nan(m, r->rel_err_per_layer[i]);
+        m = vijp_xnum_max_nan(m, r->rel_err_per_layer[i]);
     return m;
 }
 
@@ -133,19 +134,19 @@ static int check_printed(const vijp_grad_result *r, size_t D, vijp_error *err)
 {
     const struct {
         const char *name;
-        double v;
-    } v[] = {{"loss", r->loss},
-             {"|grad x|", r->grad_x_norm},
-             {"|grad θ|", r->grad_theta_norm},
+        vijp_xnum v;
+    } v[] = {{"loss", vijp_xnum_of(r->loss)},
+             {"|grad x|", vijp_xnum_of(r->grad_x_norm)},
+             {"|grad θ|", vijp_xnum_of(r->grad_theta_norm)},
              {"rel err x", r->input_grad_rel_err},
              {"rel err θ", r->param_grad_rel_err_max},
              {"max g_i err", max_layer_err(r, D)}};
     for (size_t k = 0; k < sizeof v / sizeof *v; k++)
-        if (!isfinite(v[k].v))
+        if (!vijp_xnum_isfinite(v[k].v))
             return vijp_fail(err, VIJP_ERANGE, "%s is %s, not a finite number, although every input is finite%s", v[k].name,
-                             isnan(v[k].v) ? "NaN" : "infinite",
-                             isinf(v[k].v) && strstr(v[k].name, "err") ? " (the reference is exactly 0 where this "
-                                                                         "engine's result is not)" : "");
+                             isnan(v[k].v.m) ? "NaN" : "infinite",
+                             isinf(v[k].v.m) && strstr(v[k].name, "err") ? " (the reference is exactly 0 where this "
+                                                                           "engine's result is not)" : "");
     return 0;
 }
 
@@ -293,10 +294,14 @@ static void print_results(const grad_args *a, const vijp_grad_result *res)
     fprintf(text, "reference: MPFR backprop at %ld bits from the same rounded weights and inputs\n\n", res[0].ref_prec);
     fprintf(text, "%-13s %12s %12s %12s %14s %12s %12s %12s\n", "engine", "loss", "|grad x|", "|grad θ|", "stored bytes",
            "rel err x", "rel err θ", "max g_i err");
-    for (size_t k = 0; k < a->n_engines; k++)
-        fprintf(text, "%-13s %12.5g %12.5g %12.5g %14zu %12.3e %12.3e %12.3e\n", vijp_engine_name(a->list[k]), res[k].loss,
-               res[k].grad_x_norm, res[k].grad_theta_norm, res[k].stored_bytes, res[k].input_grad_rel_err,
-               res[k].param_grad_rel_err_max, max_layer_err(&res[k], s->depth));
+    for (size_t k = 0; k < a->n_engines; k++) { /* errors at any exponent: mpfr:P's are near 2^-P */
+        char ex[48], et[48], eg[48];
+        vijp_xnum_snprintf(ex, sizeof ex, "%12.3e", res[k].input_grad_rel_err);
+        vijp_xnum_snprintf(et, sizeof et, "%12.3e", res[k].param_grad_rel_err_max);
+        vijp_xnum_snprintf(eg, sizeof eg, "%12.3e", max_layer_err(&res[k], s->depth));
+        fprintf(text, "%-13s %12.5g %12.5g %12.5g %14zu %s %s %s\n", vijp_engine_name(a->list[k]), res[k].loss,
+                res[k].grad_x_norm, res[k].grad_theta_norm, res[k].stored_bytes, ex, et, eg);
+    }
 }
 
 static int grad_command(grad_args *a, int argc, char **argv)

@@ -67,16 +67,18 @@ static const char help[] =
     "'N curves worse, M better, J changed, K unchanged; compared X of Y curves:\n"
     "F regressions'.\n"
     "\n"
-    "Both files must be drift.json of schema vijp-drift/1 as docs/drift.schema.json\n"
-    "describes it: a missing field or one of the wrong type is refused, naming the\n"
-    "file and the field (for example 'baseline.json: curves[3].format: missing').\n"
+    "Both files must be drift.json of schema vijp-drift/2 (or the older vijp-drift/1)\n"
+    "as docs/drift.schema.json describes it: a missing field or one of the wrong\n"
+    "type is refused, naming the file and the field (for example\n"
+    "'baseline.json: curves[3].format: missing').  Errors past double's range\n"
+    "(mpfr:P past about 1070) are compared at their full exponent.\n"
     "\n"
     "Exit status: 0 no curve fails; 1 some curve fails (listed), or the --junit\n"
     "file could not be written; 2 bad usage or input (unreadable file, not a\n"
     "valid drift.json of that schema, a baseline of another study, or no curve\n"
     "in common).\n";
 
-/* A drift.json of schema vijp-drift/1 (docs/drift.schema.json), whole: a
+/* A drift.json of schema vijp-drift/2 or 1 (docs/drift.schema.json), whole: a
  * file short of a field used to compare nothing and report 0 regressions. */
 static json_t *load(const char *path)
 {

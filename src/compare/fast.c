@@ -340,6 +340,8 @@ static double settle(mpfr_srcptr lo, mpfr_srcptr hi, int *ok)
 {
     double a = mpfr_get_d(lo, MPFR_RNDN), b = mpfr_get_d(hi, MPFR_RNDN);
     if (a != b) *ok = 0;
+    /* below double's normal range the exact evaluation keeps the exponent */
+    if (!isnormal(a) && !(mpfr_zero_p(lo) && mpfr_zero_p(hi))) *ok = 0;
     return a;
 }
 
@@ -457,6 +459,7 @@ int vijp_compare_fast(const vijp_mat *a, const vijp_mat *ref, const vijp_format 
     mpfr_init2(dm, p), mpfr_init2(t, p);
     sum sdd = {{0, 0}, 0, 0, 0}, syy = sdd, syd = sdd;
     double abs_yd = 0, ulps = 0;
+    vijp_xnum wide_ulps = vijp_xnum_of(0); /* the largest ulps count past double's range */
     size_t skip_dd = 0, skip_yy = 0, skip_yd = 0, nz_x = 0, nz_y = 0, nz_d = 0;
     /* Scales: |y|·2^-Ky < 1 and |δ|·2^-Kd < 1 (+ 1 for RN_p's carry in y,
      * + 1 for δ = x − y); apart, so that a huge x leaves y's sums intact.
@@ -523,8 +526,12 @@ int vijp_compare_fast(const vijp_mat *a, const vijp_mat *ref, const vijp_format 
                     view(dv, &d);
                     if (!y.zero) view(yv, &y);
                     else mpfr_init2(yv, 2), mpfr_set_zero(yv, 1);
-                    u = vijp_ulps_of(dv, yv, f, t);
+                    vijp_xnum ux = vijp_ulps_of(dv, yv, f, t);
                     if (y.zero) mpfr_clear(yv);
+                    /* past double's range (a nonzero error against a zero
+                     * or tiny reference): kept apart, at its exponent */
+                    if (vijp_xnum_is_double(ux)) u = ux.m;
+                    else wide_ulps = vijp_xnum_max_nan(wide_ulps, ux), u = 0;
                 }
                 if (u > ulps) ulps = u;
             }
@@ -545,24 +552,28 @@ int vijp_compare_fast(const vijp_mat *a, const vijp_mat *ref, const vijp_format 
         cache->yy_h = byy.s.h, cache->yy_l = byy.s.l, cache->yy_E = byy.E, cache->yy_scale = byy.scale;
         cache->fast_ready = 1;
     }
-    m->ulps = ulps;
-    m->angle_deg = NAN;
+    m->ulps = vijp_xnum_max_nan(vijp_xnum_of(ulps), wide_ulps);
+    m->angle_deg = vijp_xnum_of(NAN);
     if (!nz_d) { /* x = y entry for entry: compare_exact's exact zeros */
-        m->rel = 0, m->ulps = 0;
-        if (angle) m->angle_deg = 0;
+        m->rel = m->ulps = vijp_xnum_of(0);
+        if (angle) m->angle_deg = vijp_xnum_of(0);
         return 1;
     }
     if (!nz_y) { /* Σy² = 0 < Σd² */
-        m->rel = INFINITY;
+        m->rel = vijp_xnum_of(INFINITY);
         return 1; /* the angle: NaN, as compare_exact's (one of the norms zero, not both) */
     }
     bounded bdd = {sdd.total, E_of(sdd.total.h, n, skip_dd) + sdd.lost, 2 * Kd};
-    if (!settle_rel(&m->rel, &bdd, &byy, p)) return 0;
+    double rel, deg;
+    if (!settle_rel(&rel, &bdd, &byy, p)) return 0;
+    m->rel = vijp_xnum_of(rel);
     if (!angle || !nz_x) return 1; /* x = 0, y ≠ 0: NaN */
     /* Entries whose d is RN_p(δ) rather than δ move Σδ² by 2^-(p−2) and Σyδ
      * by 2^-(p−1) of Σ|yδ| at most: into the bounds. */
     bdd.E += ldexp(sdd.total.h, -(int)p + 3);
     bounded byd = {syd.total, E_of(abs_yd, n, skip_yd) + ldexp(abs_yd, -(int)p + 2) + syd.lost, Ky + Kd};
-    return settle_angle(&m->angle_deg, &bdd, &byy, &byd, p);
+    if (!settle_angle(&deg, &bdd, &byy, &byd, p)) return 0;
+    m->angle_deg = vijp_xnum_of(deg);
+    return 1;
 }
 #endif

@@ -26,9 +26,9 @@
 int vijp_compare_fast(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m, int angle,
                       vijp_compare_cache *cache, size_t *slow);
 
-/* |d| / ulp_f(r) rounded up to a double: vijp_compare's per-entry ulp
+/* |d| / ulp_f(r) rounded up to 53 bits: vijp_compare's per-entry ulp
  * error (t: scratch of d's precision or more). */
-double vijp_ulps_of(mpfr_srcptr d, mpfr_srcptr r, const vijp_format *f, mpfr_ptr t);
+vijp_xnum vijp_ulps_of(mpfr_srcptr d, mpfr_srcptr r, const vijp_format *f, mpfr_ptr t);
 
 /* vijp_compare's exact evaluation alone (the reference the fast path is
  * tested against): angle = 0 as vijp_compare_rel_ulps. */

@@ -21,7 +21,7 @@ static void entry(mpfr_t r, const vijp_mat *a, size_t i)
     else mpfr_set(r, a->m[i], MPFR_RNDN);
 }
 
-double vijp_rel_err(const vijp_mat *a, const vijp_mat *ref)
+vijp_xnum vijp_rel_err(const vijp_mat *a, const vijp_mat *ref)
 {
     mpfr_t x, y, num, den;
     mpfr_inits2(metric_prec(a, ref), x, y, num, den, (mpfr_ptr)0);
@@ -34,14 +34,14 @@ double vijp_rel_err(const vijp_mat *a, const vijp_mat *ref)
         mpfr_sub(x, x, y, MPFR_RNDN);
         mpfr_fma(num, x, x, num, MPFR_RNDN);
     }
-    double r;
-    if (mpfr_nan_p(num)) r = NAN;
-    else if (mpfr_zero_p(num)) r = 0;
-    else if (mpfr_zero_p(den)) r = INFINITY;
+    vijp_xnum r;
+    if (mpfr_nan_p(num)) r = vijp_xnum_of(NAN);
+    else if (mpfr_zero_p(num)) r = vijp_xnum_of(0);
+    else if (mpfr_zero_p(den)) r = vijp_xnum_of(INFINITY);
     else {
         mpfr_div(num, num, den, MPFR_RNDN);
         mpfr_sqrt(num, num, MPFR_RNDN);
-        r = mpfr_get_d(num, MPFR_RNDN);
+        r = vijp_xnum_of_mpfr(num, MPFR_RNDN);
     }
     mpfr_clears(x, y, num, den, (mpfr_ptr)0);
     return r;
@@ -122,7 +122,7 @@ static void compare_exact(const vijp_mat *a, const vijp_mat *ref, const vijp_for
     mpfr_init2(t, p);
     mpfr_inits2(wide + 16, na, nr, num, sxy, s, q, (mpfr_ptr)0);
     mpfr_set_zero(na, 1), mpfr_set_zero(nr, 1), mpfr_set_zero(num, 1), mpfr_set_zero(sxy, 1);
-    m->ulps = 0;
+    m->ulps = vijp_xnum_of(0);
     /* A reference already at p bits is read in place (its entries are what
      * rounding them to p bits would give), and Σy², which depends on it
      * alone, comes from the cache when an earlier comparison with the same
@@ -138,7 +138,7 @@ static void compare_exact(const vijp_mat *a, const vijp_mat *ref, const vijp_for
             else entry(Y.m[j], ref, i0 + j), py[j] = Y.m[j];
             mpfr_sub(D.m[j], X.m[j], py[j], MPFR_RNDN);
             px[j] = X.m[j], pd[j] = D.m[j];
-            m->ulps = vijp_max_nan(m->ulps, vijp_ulps_of(D.m[j], py[j], f, t));
+            m->ulps = vijp_xnum_max_nan(m->ulps, vijp_ulps_of(D.m[j], py[j], f, t));
         }
         if (angle) vo_dot(na, na, px, px, cnt);
         if (!have_nr) vo_dot(nr, nr, py, py, cnt);
@@ -151,16 +151,17 @@ static void compare_exact(const vijp_mat *a, const vijp_mat *ref, const vijp_for
         mpfr_set(cache->ref_sumsq, nr, MPFR_RNDN);
         cache->ready = 1;
     }
-    if (mpfr_nan_p(num)) m->rel = NAN;
-    else if (mpfr_zero_p(num)) m->rel = 0;
-    else if (mpfr_zero_p(nr)) m->rel = INFINITY;
+    if (mpfr_nan_p(num)) m->rel = vijp_xnum_of(NAN);
+    else if (mpfr_zero_p(num)) m->rel = vijp_xnum_of(0);
+    else if (mpfr_zero_p(nr)) m->rel = vijp_xnum_of(INFINITY);
     else {
         mpfr_div(t, num, nr, MPFR_RNDN);
         mpfr_sqrt(t, t, MPFR_RNDN);
-        m->rel = mpfr_get_d(t, MPFR_RNDN);
+        m->rel = vijp_xnum_of_mpfr(t, MPFR_RNDN);
     }
-    if (!angle || mpfr_nan_p(na) || mpfr_inf_p(na) || mpfr_nan_p(sxy)) m->angle_deg = NAN;
-    else if (mpfr_zero_p(na) || mpfr_zero_p(nr)) m->angle_deg = mpfr_zero_p(na) && mpfr_zero_p(nr) ? 0 : NAN;
+    if (!angle || mpfr_nan_p(na) || mpfr_inf_p(na) || mpfr_nan_p(sxy)) m->angle_deg = vijp_xnum_of(NAN);
+    else if (mpfr_zero_p(na) || mpfr_zero_p(nr))
+        m->angle_deg = vijp_xnum_of(mpfr_zero_p(na) && mpfr_zero_p(nr) ? 0 : NAN);
     else {
         /* â = αx, r̂ = βy with α = 1/‖x‖, β = 1/‖y‖ (p bits, as before):
          * ‖â ∓ r̂‖² = α²Σx² + β²Σy² ∓ 2αβΣxy.  The difference cancels down to
@@ -187,7 +188,7 @@ static void compare_exact(const vijp_mat *a, const vijp_mat *ref, const vijp_for
         mpfr_mul_ui(t, t, 360, MPFR_RNDN); /* 2·θ rad · 180/π */
         mpfr_const_pi(q, MPFR_RNDN);
         mpfr_div(t, t, q, MPFR_RNDN);
-        m->angle_deg = mpfr_get_d(t, MPFR_RNDN);
+        m->angle_deg = vijp_xnum_of_mpfr(t, MPFR_RNDN);
         mpfr_clears(al, be, t1, t2, t3, (mpfr_ptr)0);
     }
     mpfr_clears(t, na, nr, num, sxy, s, q, (mpfr_ptr)0);

@@ -5,15 +5,16 @@
 #include "vijp/metrics.h"
 #include <math.h>
 
-/* |d| / ulp_f(r) for one entry (d = a − r already formed exactly enough). */
-double vijp_ulps_of(mpfr_srcptr d, mpfr_srcptr r, const vijp_format *f, mpfr_ptr t)
+/* |d| / ulp_f(r) for one entry (d = a − r already formed exactly enough),
+ * at any size (vijp/xnum.h). */
+vijp_xnum vijp_ulps_of(mpfr_srcptr d, mpfr_srcptr r, const vijp_format *f, mpfr_ptr t)
 {
-    if (mpfr_zero_p(d)) return 0;
-    if (mpfr_nan_p(d)) return NAN;
-    if (mpfr_inf_p(d)) return INFINITY;
+    if (mpfr_zero_p(d)) return vijp_xnum_of(0);
+    if (mpfr_nan_p(d)) return vijp_xnum_of(NAN);
+    if (mpfr_inf_p(d)) return vijp_xnum_of(INFINITY);
     mpfr_exp_t e;
     if (f->kind == VIJP_MPFR) {
-        if (mpfr_zero_p(r)) return INFINITY;
+        if (mpfr_zero_p(r)) return vijp_xnum_of(INFINITY);
         e = mpfr_get_exp(r) - f->prec;
     } else { /* ulps of the stored values (mixed formats: the storage format's) */
         e = mpfr_zero_p(r) ? f->store_emin - 1 : mpfr_get_exp(r) - f->store_prec;
@@ -26,10 +27,10 @@ double vijp_ulps_of(mpfr_srcptr d, mpfr_srcptr r, const vijp_format *f, mpfr_ptr
     long ex;
     double mant = fabs(mpfr_get_d_2exp(&ex, d, MPFR_RNDA)); /* in [1/2, 1] */
     long E = ex - (long)e;
-    if (E > -1021 && E < 1024) return ldexp(mant, (int)E);
+    if (E > -1021 && E < 1024) return vijp_xnum_of(ldexp(mant, (int)E));
     mpfr_abs(t, d, MPFR_RNDN);
     mpfr_mul_2si(t, t, -e, MPFR_RNDN); /* exact: a power-of-two scaling */
-    return mpfr_get_d(t, MPFR_RNDU);
+    return vijp_xnum_of_mpfr(t, MPFR_RNDU);
 }
 
 /* 2P + 64 bits resolve any difference that matters in format f (P bits),

@@ -27,15 +27,15 @@ void vijp_drift_curve_clear(vijp_drift_curve *c)
     memset(c, 0, sizeof *c);
 }
 
-static const vijp_metric no_metric = {NAN, NAN, NAN};
+static const vijp_metric no_metric = {{NAN, 0}, {NAN, 0}, {NAN, 0}};
 
 /* Largest disagreement between two backprop results (g_0, g_i, ∇θ_i).
  * cache (1 + 2D, as measure's) is emptied, then filled with hi's Σ ref²:
  * the sums the engines' comparisons need when hi becomes the reference
  * (rounded to the comparisons' precision, the same values in the same
  * chunks), one of their four per entry. */
-static void disagreement(const vijp_grads *lo, const vijp_grads *hi, const vijp_format *f, double *rel, double *ulps,
-                         vijp_compare_cache *cache)
+static void disagreement(const vijp_grads *lo, const vijp_grads *hi, const vijp_format *f, vijp_xnum *rel,
+                         vijp_xnum *ulps, vijp_compare_cache *cache)
 {
     vijp_metric m;
     for (size_t i = 0; i < 1 + 2 * lo->depth; i++) vijp_compare_cache_clear(&cache[i]);
@@ -46,8 +46,8 @@ static void disagreement(const vijp_grads *lo, const vijp_grads *hi, const vijp_
             const vijp_mat *a = t ? &lo->grad_theta[i] : &lo->g[i], *b = t ? &hi->grad_theta[i] : &hi->g[i];
             if (!a->rows) continue;
             vijp_compare_rel_ulps(a, b, f, &m, &cache[t ? 1 + lo->depth + i : 1 + i]);
-            *rel = vijp_max_nan(*rel, m.rel);
-            *ulps = vijp_max_nan(*ulps, m.ulps);
+            *rel = vijp_xnum_max_nan(*rel, m.rel);
+            *ulps = vijp_xnum_max_nan(*ulps, m.ulps);
         }
 }
 
@@ -92,23 +92,26 @@ static int reference(const vijp_drift_setup *s, const vijp_net *net, const vijp_
     long p = vijp_drift_ref_prec_first(&s->problem.fmt, s->ref_prec_start);
     long cap = s->ref_prec_max ? s->ref_prec_max : VIJP_DRIFT_REF_PREC_MAX;
     c->ref_prec_start = p;
-    c->ref_target = ldexp(c->u, -10);
+    c->ref_target = vijp_xnum_mul(c->u, vijp_xnum_of(0x1p-10));
     const vijp_grads *lo, *hi;
     int rc = vijp_drift_memo_backprop(memo, net, pf, p, &lo, err);
     while (!rc) {
         if (2 * p > cap) {
+            char got[32], need[32];
+            vijp_xnum_snprintf(got, sizeof got, "%.3g", c->ref_agreement);
+            vijp_xnum_snprintf(need, sizeof need, "%.3g", c->ref_target);
             rc = vijp_fail(err, VIJP_EDOMAIN,
-                           "the reference did not settle below %ld bits (mpfr:%ld and mpfr:%ld differ by %.3g, "
-                           "need %.3g); raise --ref-prec-max",
-                           cap, p / 2, p, c->ref_agreement, c->ref_target);
+                           "the reference did not settle below %ld bits (mpfr:%ld and mpfr:%ld differ by %s, "
+                           "need %s); raise --ref-prec-max",
+                           cap, p / 2, p, got, need);
             break;
         }
         if ((rc = vijp_drift_memo_backprop(memo, net, pf, 2 * p, &hi, err))) break;
-        double rel, ulps;
+        vijp_xnum rel, ulps;
         disagreement(lo, hi, &s->problem.fmt, &rel, &ulps, cache);
         c->ref_agreement = rel;
         p *= 2;
-        if (rel <= c->ref_target && ulps <= 0x1p-10) break;
+        if (vijp_xnum_le(rel, c->ref_target) && vijp_xnum_le(ulps, vijp_xnum_of(0x1p-10))) break;
         lo = hi;
     }
     if (rc) return rc;
@@ -226,6 +229,14 @@ static void conditioning(const vijp_net *net, const vijp_problem *pf, vijp_drift
     vijp_problem_clear(&pd, net);
 }
 
+/* 10^l at any exponent: pow's own value where it is a normal double. */
+static vijp_xnum power_of_ten(double l)
+{
+    if (!isfinite(l) || (l > -307 && l < 308)) return vijp_xnum_of(pow(10, l));
+    double b = l * 3.32192809488736234787, k = floor(b); /* log2(10) */
+    return vijp_xnum_2exp(exp2(b - k), (long)k);
+}
+
 /* The spread's rate and the error it predicts, from c->lyap_cum and c->u. */
 static void predict(vijp_drift_curve *c, size_t D)
 {
@@ -235,23 +246,25 @@ static void predict(vijp_drift_curve *c, size_t D)
      * spread neither overflow nor underflow.  The fit sees 10^(log − top)
      * for one common shift, which leaves its slope unchanged. */
     double *lp = vijp_alloc_array(D, sizeof *lp), top = -INFINITY, ls = -INFINITY; /* log10 S_0 = log10 0 */
+    vijp_xnum *fit = vijp_alloc_array(D, sizeof *fit);
     for (size_t i = 0; lp && i < D; i++) {
         double grow = 2 * (c->lyap_cum[i] - (i ? c->lyap_cum[i - 1] : 0)); /* log10 S_{−1} = log10 0 */
         ls = grow + (ls > 0 ? ls + log10(1 + pow(10, -ls)) : log10(1 + pow(10, ls)));
-        lp[i] = log10(c->u) + 0.5 * ls;
-        c->predicted[i] = pow(10, lp[i]);
+        lp[i] = vijp_xnum_log10(c->u) + 0.5 * ls;
+        c->predicted[i] = power_of_ten(lp[i]);
         if (lp[i] > top) top = lp[i];
     }
-    for (size_t i = 0; lp && i < D; i++) lp[i] = pow(10, lp[i] - top); /* in (0, 1] */
-    c->predicted_rate = lp ? vijp_growth_fit(lp, D, INFINITY, NULL) : NAN;
-    free(lp);
+    for (size_t i = 0; lp && fit && i < D; i++) fit[i] = vijp_xnum_of(pow(10, lp[i] - top)); /* in (0, 1] */
+    c->predicted_rate = lp && fit ? vijp_growth_fit(fit, D, INFINITY, NULL) : NAN;
+    free(lp), free(fit);
 }
 
 static void first_order_bound(const vijp_net *net, const vijp_drift_curve *c, vijp_drift_run_result *r)
 {
-    double e = r->x.rel;
+    /* in log2: e_{i−1} + n_i u at any exponent, then times κ_i */
+    vijp_xnum e = r->x.rel;
     for (size_t i = 0; i < net->depth; i++) {
-        e = c->kappa[i] * (e + (double)net->layers[i].in * c->u);
+        e = vijp_xnum_mul(vijp_xnum_of(c->kappa[i]), vijp_xnum_add(e, vijp_xnum_mul(vijp_xnum_of((double)net->layers[i].in), c->u)));
         r->bound[i] = e;
     }
 }
@@ -264,7 +277,7 @@ static void first_order_bound(const vijp_net *net, const vijp_drift_curve *c, vi
 typedef struct {
     vijp_mat *H; /* H[i]: the input of layer i + 1, i = 0..D */
     size_t n;
-    double *recon;
+    vijp_xnum *recon;
 } recon_watch;
 
 static void on_rebuilt(void *ctx, size_t i, const vijp_mat *x)
@@ -275,7 +288,7 @@ static void on_rebuilt(void *ctx, size_t i, const vijp_mat *x)
 
 /* The forward pass's layer inputs; 0 or an error code (recon_watch_clear
  * frees w->H either way). */
-static int recon_watch_init(recon_watch *w, const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, double *recon)
+static int recon_watch_init(recon_watch *w, const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, vijp_xnum *recon)
 {
     size_t D = net->depth, B = X->cols;
     int rc = 0;
@@ -328,7 +341,7 @@ int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *e
     if (rc) return rc;
     size_t D = net.depth;
     c->depth = D;
-    c->u = ldexp(1.0, -(int)s->problem.fmt.prec);
+    c->u = vijp_xnum_2exp(1, -(long)s->problem.fmt.prec);
     c->n_runs = 1 + s->n_engines;
     c->runs = vijp_alloc_array(c->n_runs, sizeof *c->runs);
     c->kappa = vijp_alloc_array(D, sizeof *c->kappa);
@@ -349,7 +362,7 @@ int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *e
         vijp_engine_opts o = s->problem.opts;
         recon_watch watch = {0};
         if (r->engine == VIJP_ENGINE_REVERSIBLE) { /* layers the engine keeps rather than rebuilds: 0 */
-            r->reconstruction = vijp_alloc_array(D, sizeof(double));
+            r->reconstruction = vijp_alloc_array(D, sizeof(vijp_xnum));
             if (!recon_watch_init(&watch, &net, pf.theta, &pf.X, r->reconstruction))
                 o.rebuilt_input = on_rebuilt, o.rebuilt_ctx = &watch;
         }
@@ -377,7 +390,7 @@ int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *e
          * watched) the diagnostic itself says what it would give. */
         if (r->engine == VIJP_ENGINE_REVERSIBLE && (engine_rc || !o.rebuilt_input) &&
             vijp_reversible_reconstruction(&net, pf.theta, &pf.X, r->reconstruction, NULL))
-            for (size_t i = 0; i < D; i++) r->reconstruction[i] = NAN; /* an inverse failed: a measurement */
+            for (size_t i = 0; i < D; i++) r->reconstruction[i] = vijp_xnum_of(NAN); /* an inverse failed: a measurement */
     }
     if (rc) goto out;
     if (!vijp_drift_memo_get_conditioning(memo, c->kappa, c->lyap_cum, D)) {
@@ -387,7 +400,7 @@ int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *e
     predict(c, D);
     for (size_t k = 1; k < c->n_runs; k++) /* the vijp sweep's bound: Moonwalk's engines only */
         if (c->runs[k].engine == VIJP_ENGINE_MOONWALK || c->runs[k].engine == VIJP_ENGINE_PURE_FORWARD) {
-            c->runs[k].bound = vijp_alloc_array(D, sizeof(double));
+            c->runs[k].bound = vijp_alloc_array(D, sizeof(vijp_xnum));
             first_order_bound(&net, c, &c->runs[k]);
         }
 out:

@@ -2,15 +2,15 @@
 #include "vijp/drift.h"
 #include <math.h>
 
-double vijp_growth_fit(const double *e, size_t n, double ceiling, double *intercept)
+double vijp_growth_fit(const vijp_xnum *e, size_t n, double ceiling, double *intercept)
 {
     /* Ordinary least squares on (i, log10 e_i), i = 1..n, accumulated around
      * running means (Welford) so that long curves lose nothing to cancellation. */
     double mx = 0, my = 0, sxx = 0, sxy = 0;
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!(e[i] > 0 && e[i] <= ceiling && isfinite(e[i]))) continue;
-        double x = (double)(i + 1), y = log10(e[i]), dx = x - mx;
+        if (!(e[i].m > 0 && vijp_xnum_isfinite(e[i]) && vijp_xnum_le(e[i], vijp_xnum_of(ceiling)))) continue;
+        double x = (double)(i + 1), y = vijp_xnum_log10(e[i]), dx = x - mx;
         k++;
         mx += dx / (double)k;
         my += (y - my) / (double)k;
@@ -26,31 +26,31 @@ double vijp_growth_fit(const double *e, size_t n, double ceiling, double *interc
     return slope;
 }
 
-size_t vijp_safe_depth(const double *g, const double *theta, const int *has_param, size_t n, double tol)
+size_t vijp_safe_depth(const vijp_xnum *g, const vijp_xnum *theta, const int *has_param, size_t n, vijp_xnum tol)
 {
     size_t d = 0;
     for (; d < n; d++) {
-        if (!(g[d] <= tol)) break;
-        if (theta && (!has_param || has_param[d]) && !(theta[d] <= tol)) break;
+        if (!vijp_xnum_le(g[d], tol)) break;
+        if (theta && (!has_param || has_param[d]) && !vijp_xnum_le(theta[d], tol)) break;
     }
     return d;
 }
 
-double vijp_bits_needed(const double *e, size_t n, long prec, double tol, int *extrapolated)
+double vijp_bits_needed(const vijp_xnum *e, size_t n, long prec, vijp_xnum tol, int *extrapolated)
 {
-    double worst = 0;
+    vijp_xnum worst = vijp_xnum_of(0);
     *extrapolated = 0;
     for (size_t i = 0; i < n; i++)
-        worst = vijp_max_nan(worst, e[i]); /* NaN and Inf stick */
-    if (!(worst <= VIJP_FIT_CEILING)) {
+        worst = vijp_xnum_max_nan(worst, e[i]); /* NaN and Inf stick */
+    if (!vijp_xnum_le(worst, vijp_xnum_of(VIJP_FIT_CEILING))) {
         double a, r = vijp_growth_fit(e, n, VIJP_FIT_CEILING, &a);
         if (isnan(r)) return NAN;
         *extrapolated = 1;
         double at_n = a + r * (double)n, fitted_max = fmax(at_n, a + r); /* the fitted line's largest value */
-        return fmax(2, ceil((double)prec + (fitted_max - log10(tol)) * log2(10.0)));
+        return fmax(2, ceil((double)prec + (fitted_max - vijp_xnum_log10(tol)) * log2(10.0)));
     }
-    if (worst == 0) return 2;
-    return fmax(2, ceil((double)prec + log2(worst / tol)));
+    if (worst.m == 0) return 2;
+    return fmax(2, ceil((double)prec + vijp_xnum_log2(vijp_xnum_div(worst, tol))));
 }
 
 /* FP8 storage: about 2.5 u, rounded up to one digit, as bfloat16's 1e-2 is
@@ -60,7 +60,7 @@ double vijp_bits_needed(const double *e, size_t n, long prec, double tol, int *e
  * layer, e5m2+binary32 0.13 to 0.31). */
 static double fp8_tol(const vijp_format *f) { return vijp_format_value_prec(f) == 4 ? 2e-1 : 3e-1; }
 
-double vijp_drift_default_tol(const vijp_format *f)
+static double fixed_tol(const vijp_format *f)
 {
     switch (f->kind) {
     case VIJP_BFLOAT16:
@@ -71,6 +71,12 @@ double vijp_drift_default_tol(const vijp_format *f)
     case VIJP_E5M2: return fp8_tol(f);
     case VIJP_MIXED: /* as its storage (tf32: operands) */
         return vijp_format_value_prec(f) <= 4 ? fp8_tol(f) : vijp_format_value_prec(f) <= 11 ? 1e-2 : 1e-4;
-    default: return ldexp(1.0, -(int)(f->prec / 2));
+    default: return 0;
     }
+}
+
+vijp_xnum vijp_drift_default_tol(const vijp_format *f)
+{
+    double t = fixed_tol(f);
+    return t ? vijp_xnum_of(t) : vijp_xnum_2exp(1, -(long)(f->prec / 2));
 }

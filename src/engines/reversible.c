@@ -68,7 +68,7 @@ int engine_reversible(const vijp_net *net, const vijp_mat *theta, const vijp_mat
     return rc;
 }
 
-int vijp_reversible_reconstruction(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, double *recon,
+int vijp_reversible_reconstruction(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, vijp_xnum *recon,
                                    vijp_error *err)
 {
     size_t D = net->depth, B = X->cols;
@@ -89,10 +89,10 @@ int vijp_reversible_reconstruction(const vijp_net *net, const vijp_mat *theta, c
         vijp_mat_init(&x, L->in, B, f);
         if (invertible(L)) {
             rc = vijp_layer_inverse(L, &theta[i], &cur, &x, err);
-            recon[i] = rc ? NAN : vijp_rel_err(&x, &H[i]);
+            recon[i] = rc ? vijp_xnum_of(NAN) : vijp_rel_err(&x, &H[i]);
         } else {
             vijp_mat_copy(&x, &H[i]);
-            recon[i] = 0;
+            recon[i] = vijp_xnum_of(0);
         }
         vijp_mat_clear(&cur);
         cur = x;

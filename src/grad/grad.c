@@ -56,9 +56,9 @@ static void measure(const vijp_net *net, const vijp_grads *gf, const vijp_grads 
     for (size_t i = 0; i < net->depth; i++) {
         r->rel_err_per_layer[i] = vijp_rel_err(&gf->g[i], &gr->g[i]);
         if (gf->grad_theta[i].rows == 0) continue;
-        double ei = vijp_rel_err(&gf->grad_theta[i], &gr->grad_theta[i]);
+        vijp_xnum ei = vijp_rel_err(&gf->grad_theta[i], &gr->grad_theta[i]);
         norm = hypot(norm, vijp_norm(&gf->grad_theta[i]));
-        r->param_grad_rel_err_max = vijp_max_nan(r->param_grad_rel_err_max, ei);
+        r->param_grad_rel_err_max = vijp_xnum_max_nan(r->param_grad_rel_err_max, ei);
     }
     r->grad_theta_norm = norm;
 }

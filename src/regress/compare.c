@@ -19,6 +19,7 @@
  * of the 48 changed curves of `make regress`'s study), which is why that
  * target runs with --strict. */
 #include "regress.h"
+#include "base/xnum_json.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,9 +27,14 @@
 
 static int higher_is_better(const char *metric) { return !strcmp(metric, "rebuilt") || !strcmp(metric, "safe_depth"); }
 
-/* A measurement; null (non-finite, docs/drift.schema.json) counts as the worst value. */
-static double num(json_t *x, int higher) { return json_is_number(x) ? json_number_value(x) : higher ? -INFINITY : INFINITY; }
+/* A measurement (regress_value): at any exponent, or as a double where
+ * the tolerant comparison averages logarithms of double results. */
+static double num(json_t *x, int higher) { return vijp_xnum_double(regress_value(x, higher)); }
 static json_t *jnum(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+/* c / b as a double (a factor: ±Inf or NaN where it has none). */
+static double factor_of(vijp_xnum c, vijp_xnum b) { return vijp_xnum_double(vijp_xnum_div(c, b)); }
+/* sign · a > sign · b, sign ±1, on non-NaN values */
+static int beyond(double sign, vijp_xnum a, vijp_xnum b) { return sign > 0 ? vijp_xnum_cmp(a, b) > 0 : vijp_xnum_cmp(a, b) < 0; }
 
 static int fails_as(const char *direction, const regress_opts *o)
 {
@@ -36,25 +42,29 @@ static int fails_as(const char *direction, const regress_opts *o)
 }
 
 /* A finding: seed -1 for one over the curve's seeds, layer 0 for none. */
-static void add(regress_curve *u, const regress_opts *o, const char *metric, long layer, json_int_t seed, double b,
-                double c, const char *direction, const char *why)
+static void add(regress_curve *u, const regress_opts *o, const char *metric, long layer, json_int_t seed, vijp_xnum b,
+                vijp_xnum c, const char *direction, const char *why)
 {
     json_t *f = json_pack("{s:s, s:I, s:s, s:s, s:s, s:s, s:o, s:o, s:s, s:o, s:o, s:o, s:o, s:s, s:b, s:b, s:s}", "curve",
                           u->name, "config", u->config, "spec", u->spec, "init", u->init, "format", u->format, "engine",
                           u->engine, "seed", seed >= 0 ? json_integer(seed) : json_null(), "seeds",
                           seed >= 0 ? json_pack("[I]", seed) : json_deep_copy(u->seeds), "metric", metric, "layer",
-                          layer ? json_integer(layer) : json_null(), "baseline", jnum(b), "current", jnum(c), "factor",
-                          jnum(c / b), "direction", direction, "exact", u->exact, "fails", fails_as(direction, o), "why", why);
+                          layer ? json_integer(layer) : json_null(), "baseline", vijp_xnum_to_json(b), "current",
+                          vijp_xnum_to_json(c), "factor", jnum(factor_of(c, b)), "direction", direction, "exact", u->exact, "fails", fails_as(direction, o), "why", why);
     json_array_append_new(u->findings, f);
 }
 
 /* Two values as text, with as many digits as it takes to tell them apart. */
-static void pair_text(double b, double c, char *bb, char *cb, size_t size)
+static void pair_text(vijp_xnum b, vijp_xnum c, char *bb, char *cb, size_t size)
 {
     for (int p = 4; p <= 17; p++) {
-        snprintf(bb, size, isfinite(b) ? "%.*g" : "non-finite", p, b);
-        snprintf(cb, size, isfinite(c) ? "%.*g" : "non-finite", p, c);
-        if (b == c || strcmp(bb, cb)) return;
+        char fmt[16];
+        snprintf(fmt, sizeof fmt, "%%.%dg", p);
+        if (vijp_xnum_isfinite(b)) vijp_xnum_snprintf(bb, size, fmt, b);
+        else snprintf(bb, size, "non-finite");
+        if (vijp_xnum_isfinite(c)) vijp_xnum_snprintf(cb, size, fmt, c);
+        else snprintf(cb, size, "non-finite");
+        if (vijp_xnum_cmp(b, c) == 0 || strcmp(bb, cb)) return;
     }
 }
 
@@ -77,20 +87,23 @@ static void exact_metric(regress_curve *u, const regress_opts *o, const char *me
     int higher = higher_is_better(metric), per_layer = json_is_array(b) || json_is_array(c);
     size_t nb = per_layer ? json_array_size(b) : 1, nc = per_layer ? json_array_size(c) : 1, n = nb > nc ? nb : nc;
     size_t first = n, ib = n, ic = n; /* the first layer that moved; where each file's worst value is */
-    double sign = higher ? -1 : 1, wb = 0, wc = 0;
+    double sign = higher ? -1 : 1;
+    vijp_xnum wb = vijp_xnum_of(0), wc = wb;
     for (size_t i = 0; i < n; i++) {
         json_t *xb = per_layer ? json_array_get(b, i) : b, *xc = per_layer ? json_array_get(c, i) : c;
-        if (!json_is_number(xb) && !json_is_number(xc)) continue; /* non-finite in both, or theta of a layer without parameters */
-        double vb = num(xb, higher), vc = num(xc, higher);
-        if (vb != vc && first == n) first = i;
-        if (ib == n || sign * vb > sign * wb) ib = i, wb = vb;
-        if (ic == n || sign * vc > sign * wc) ic = i, wc = vc;
+        if ((!xb || json_is_null(xb)) && (!xc || json_is_null(xc)))
+            continue; /* non-finite in both, or theta of a layer without parameters */
+        vijp_xnum vb = regress_value(xb, higher), vc = regress_value(xc, higher);
+        if (vijp_xnum_cmp(vb, vc) && first == n) first = i;
+        if (ib == n || beyond(sign, vb, wb)) ib = i, wb = vb;
+        if (ic == n || beyond(sign, vc, wc)) ic = i, wc = vc;
     }
     if (first == n) return;
-    const char *direction = sign * wc > sign * wb ? "worse" : sign * wc < sign * wb ? "better" : "changed";
+    const char *direction = beyond(sign, wc, wb) ? "worse" : beyond(sign, wb, wc) ? "better" : "changed";
     /* the layer of the new worst value (worse), of the old one (better), or the first that moved */
     size_t at = direction[0] == 'w' ? ic : direction[0] == 'b' ? ib : first;
-    double vb = num(per_layer ? json_array_get(b, at) : b, higher), vc = num(per_layer ? json_array_get(c, at) : c, higher);
+    vijp_xnum vb = regress_value(per_layer ? json_array_get(b, at) : b, higher),
+              vc = regress_value(per_layer ? json_array_get(c, at) : c, higher);
     char why[256], tb[32], tc[32];
     pair_text(wb, wc, tb, tc, sizeof tb);
     if (!per_layer)
@@ -166,18 +179,18 @@ static void tolerant_curve(regress_curve *u, const regress_opts *o)
     if (gc > o->factor * gb || gb > o->factor * gc) {
         snprintf(why, sizeof why, "worst error, geometric mean over %s (from %d u up): allowed ×%g either way", seeds,
                  NOISE_ULPS, o->factor);
-        add(u, o, "err_max", 0, -1, gb, gc, gc > gb ? "worse" : "better", why);
+        add(u, o, "err_max", 0, -1, vijp_xnum_of(gb), vijp_xnum_of(gc), gc > gb ? "worse" : "better", why);
     }
     gather(u, "safe_depth", b, c);
     double mb = median(b, n), mc = median(c, n);
     if (mc < floor((1 - o->drop) * mb) || mb < floor((1 - o->drop) * mc)) {
         snprintf(why, sizeof why, "median safe depth over %s: allowed %.0f%% less either way", seeds, 100 * o->drop);
-        add(u, o, "safe_depth", 0, -1, mb, mc, mc < mb ? "worse" : "better", why);
+        add(u, o, "safe_depth", 0, -1, vijp_xnum_of(mb), vijp_xnum_of(mc), mc < mb ? "worse" : "better", why);
     }
     gather(u, "rebuilt", b, c);
     for (size_t k = 0; k < n; k++)
         if (b[k] != c[k])
-            add(u, o, "rebuilt", 0, regress_int(json_array_get(u->seeds, k)), b[k], c[k],
+            add(u, o, "rebuilt", 0, regress_int(json_array_get(u->seeds, k)), vijp_xnum_of(b[k]), vijp_xnum_of(c[k]),
                 c[k] < b[k] ? "worse" : "better", c[k] < b[k] ? "the vijp now fails earlier" : "the vijp now fails later");
     free(b), free(c);
 }
@@ -214,8 +227,8 @@ void regress_compare(regress_result *r, const regress_opts *o)
 static double badness(json_t *f)
 {
     int higher = higher_is_better(json_string_value(json_object_get(f, "metric")));
-    double b = num(json_object_get(f, "baseline"), higher), c = num(json_object_get(f, "current"), higher);
-    double x = higher ? b / c : c / b;
+    vijp_xnum b = regress_value(json_object_get(f, "baseline"), higher), c = regress_value(json_object_get(f, "current"), higher);
+    double x = higher ? factor_of(b, c) : factor_of(c, b);
     return isnan(x) ? INFINITY : x;
 }
 
@@ -223,10 +236,10 @@ static void finding_text(json_t *f, int with_direction, char *buf, size_t size)
 {
     const char *metric = json_string_value(json_object_get(f, "metric"));
     int higher = higher_is_better(metric);
-    double b = num(json_object_get(f, "baseline"), higher), c = num(json_object_get(f, "current"), higher);
+    vijp_xnum b = regress_value(json_object_get(f, "baseline"), higher), c = regress_value(json_object_get(f, "current"), higher);
     char tb[32], tc[32], tf[32], where[64] = "";
     pair_text(b, c, tb, tc, sizeof tb);
-    factor_text(c / b, tf, sizeof tf);
+    factor_text(factor_of(c, b), tf, sizeof tf);
     json_t *layer = json_object_get(f, "layer"), *seed = json_object_get(f, "seed");
     if (json_is_integer(layer)) snprintf(where, sizeof where, " at layer %lld", (long long)json_integer_value(layer));
     else if (!json_is_true(json_object_get(f, "exact")) && json_is_integer(seed))
@@ -264,8 +277,9 @@ void regress_describe(const regress_curve *c, char *buf, size_t size)
         char tf[32];
         const char *d = json_string_value(json_object_get(f, "direction"));
         int higher = higher_is_better(json_string_value(json_object_get(f, "metric")));
-        double b = num(json_object_get(f, "baseline"), higher), cv = num(json_object_get(f, "current"), higher);
-        factor_text(cv / b, tf, sizeof tf);
+        vijp_xnum b = regress_value(json_object_get(f, "baseline"), higher),
+                  cv = regress_value(json_object_get(f, "current"), higher);
+        factor_text(factor_of(cv, b), tf, sizeof tf);
         at += (size_t)snprintf(buf + at, size - at, "%s%s %s%s%s", shown ? ", " : "; also ",
                                json_string_value(json_object_get(f, "metric")), tf, strcmp(d, c->status) ? " " : "",
                                strcmp(d, c->status) ? d : "");

@@ -7,6 +7,7 @@
  * cannot be compared at all (another depth, width, batch, loss, or another
  * tolerance for the same format) makes it another study. */
 #include "regress.h"
+#include "base/xnum_json.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,6 +28,12 @@ char *regress_printf(const char *fmt, ...)
 }
 
 json_int_t regress_int(json_t *x) { return json_is_integer(x) ? json_integer_value(x) : (json_int_t)json_number_value(x); }
+
+vijp_xnum regress_value(json_t *x, int higher)
+{
+    vijp_xnum v;
+    return vijp_xnum_from_json(x, &v) ? vijp_xnum_of(higher ? -INFINITY : INFINITY) : v;
+}
 
 static const char *str(json_t *o, const char *key) { return json_string_value(json_object_get(o, key)); }
 static json_t *study_of(json_t *doc) { return json_object_get(doc, "study"); }
@@ -177,9 +184,13 @@ static int same_study(json_t *base, json_t *cur, char *msg, size_t size)
         if (!has_string(json_object_get(bs, "formats"), name)) continue;
         json_t *tb = json_object_get(json_object_get(bs, "tolerances"), name),
                *tc = json_object_get(json_object_get(cs, "tolerances"), name);
-        if (!json_is_number(tb) || !json_is_number(tc) || json_number_value(tb) != json_number_value(tc)) {
-            snprintf(msg, size, "the baseline is from another study: the tolerance of %s is %g there and %g here", name,
-                     json_is_number(tb) ? json_number_value(tb) : NAN, json_is_number(tc) ? json_number_value(tc) : NAN);
+        vijp_xnum xb, xc;
+        if (vijp_xnum_from_json(tb, &xb) || vijp_xnum_from_json(tc, &xc) || vijp_xnum_cmp(xb, xc)) {
+            char gb[40] = "?", gc[40] = "?";
+            if (!vijp_xnum_from_json(tb, &xb)) vijp_xnum_snprintf(gb, sizeof gb, "%g", xb);
+            if (!vijp_xnum_from_json(tc, &xc)) vijp_xnum_snprintf(gc, sizeof gc, "%g", xc);
+            snprintf(msg, size, "the baseline is from another study: the tolerance of %s is %s there and %s here", name,
+                     gb, gc);
             return -1;
         }
         size_t k;

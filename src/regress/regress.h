@@ -15,6 +15,7 @@
 #include <jansson.h>
 #include <stddef.h>
 #include "vijp/error.h"
+#include "vijp/xnum.h"
 
 typedef struct {
     double factor, drop; /* double's tolerances: --error-factor, --depth-drop */
@@ -64,6 +65,10 @@ json_t *regress_seed_entry(json_t *curve, json_int_t seed);
 json_t *regress_engine_run(json_t *seed_entry, const char *engine);
 /* An integer of the file (the schema lets one be written as 3.0). */
 json_int_t regress_int(json_t *x);
+/* A measurement at any exponent: a number, or schema 2's decimal string
+ * past double's range; null (non-finite, docs/drift.schema.json) counts as
+ * the worst value: −Inf where higher is better, +Inf elsewhere. */
+vijp_xnum regress_value(json_t *x, int higher);
 /* printf into a string from vijp_alloc (never NULL; free with free). */
 char *regress_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void regress_free(regress_result *r);

@@ -8,6 +8,7 @@
  * scripts/check-drift-schema.py checks that it and python's jsonschema agree
  * on every required field. */
 #include "drift_schema.h"
+#include <regex.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -115,7 +116,8 @@ static int check_object(ctx *c, json_t *s, json_t *v, const char *path)
 static int check(ctx *c, json_t *s, json_t *v, const char *path)
 {
     static const char *const known[] = {"$schema", "$defs", "title", "description", "$ref", "type", "const", "enum",
-                                        "minimum", "minItems", "required", "properties", "additionalProperties", "items"};
+                                        "minimum", "minItems", "required", "properties", "additionalProperties", "items",
+                                        "pattern"};
     const char *key;
     json_t *k;
     json_object_foreach(s, key, k) {
@@ -148,6 +150,14 @@ static int check(ctx *c, json_t *s, json_t *v, const char *path)
             free(got), free(want);
             return rc;
         }
+    }
+    if ((k = json_object_get(s, "pattern")) && json_is_string(v)) { /* POSIX ERE: the schema's patterns use its common part */
+        regex_t re;
+        if (regcomp(&re, json_string_value(k), REG_EXTENDED | REG_NOSUB))
+            return fail(c, path, "the schema's pattern '%s' does not compile", json_string_value(k));
+        int miss = regexec(&re, json_string_value(v), 0, NULL, 0);
+        regfree(&re);
+        if (miss) return fail(c, path, "'%.60s' does not match %s", json_string_value(v), json_string_value(k));
     }
     if ((k = json_object_get(s, "minimum")) && json_is_number(v) && json_number_value(v) < json_number_value(k))
         return fail(c, path, "%g, want at least %g", json_number_value(v), json_number_value(k));
@@ -264,10 +274,11 @@ static int consistent(json_t *j, char *msg, size_t size)
 int drift_json_check(json_t *doc, char *msg, size_t size)
 {
     json_t *schema = json_object_get(doc, "schema");
-    if (!json_is_string(schema) || strcmp(json_string_value(schema), DRIFT_SCHEMA_VERSION)) {
+    if (!json_is_string(schema) || (strcmp(json_string_value(schema), DRIFT_SCHEMA_VERSION) &&
+                                    strcmp(json_string_value(schema), DRIFT_SCHEMA_VERSION_1))) {
         char *got = schema ? json_dumps(schema, JSON_ENCODE_ANY) : NULL;
-        snprintf(msg, size, "schema: %s is not %s, the version this vijp reads (not a drift.json it knows)",
-                 got ? got : "missing", DRIFT_SCHEMA_VERSION);
+        snprintf(msg, size, "schema: %s is not %s or %s, the versions this vijp reads (not a drift.json it knows)",
+                 got ? got : "missing", DRIFT_SCHEMA_VERSION, DRIFT_SCHEMA_VERSION_1);
         free(got);
         return -1;
     }

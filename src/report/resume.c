@@ -91,7 +91,10 @@ int study_description(const study *s, char **out, vijp_error *err)
         if (vijp_net_spec_is_json(s->configs[c].spec)) net_line(f, key, s->configs[c].spec, &s->nets[s->configs[c].net]);
     }
     fputs("formats:", f);
-    for (size_t k = 0; k < s->n_formats; k++) fprintf(f, " %s (tolerance %a)", s->formats[k].name, s->tol[k]);
+    for (size_t k = 0; k < s->n_formats; k++) { /* a tolerance past double's range: "%a*2^E" (a double reads as before) */
+        fprintf(f, " %s (tolerance %a", s->formats[k].name, s->tol[k].m);
+        fprintf(f, s->tol[k].e ? "*2^%ld)" : ")", s->tol[k].e);
+    }
     fputs("\nseeds:", f);
     for (size_t k = 0; k < s->n_seeds; k++) fprintf(f, " %" PRIu64, s->seeds[k]);
     fputs("\nengines: backprop", f);

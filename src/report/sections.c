@@ -66,14 +66,17 @@ void md_reconstruction(FILE *o, const study *s)
     for (size_t c = 0; c < s->n_configs; c++) {
         fprintf(o, "| c%zu `%s` %s |", c + 1, s->configs[c].spec, s->configs[c].init_name);
         for (size_t f = 0; f < s->n_formats; f++) {
-            double h0[STUDY_MAX], worst[STUDY_MAX];
+            vijp_xnum h0[STUDY_MAX], worst[STUDY_MAX], nan = vijp_xnum_of(NAN);
             for (size_t k = 0; k < s->n_seeds; k++) {
-                const double *rec = study_curve(s, c, f, k)->runs[rr].reconstruction;
-                h0[k] = rec ? rec[0] : NAN, worst[k] = rec ? 0 : NAN;
-                for (size_t i = 0; rec && i < s->depth; i++) worst[k] = vijp_max_nan(worst[k], rec[i]);
+                const vijp_xnum *rec = study_curve(s, c, f, k)->runs[rr].reconstruction;
+                h0[k] = rec ? rec[0] : nan, worst[k] = rec ? vijp_xnum_of(0) : nan;
+                for (size_t i = 0; rec && i < s->depth; i++) worst[k] = vijp_xnum_max_nan(worst[k], rec[i]);
             }
-            double a = spread_of(h0, s->n_seeds).median, b = spread_of(worst, s->n_seeds).median;
-            fprintf(o, isnan(a) ? " failed | |" : " %.3g | %.3g |", a, b);
+            vijp_xnum a = xspread_of(h0, s->n_seeds).median, b = xspread_of(worst, s->n_seeds).median;
+            char ta[40], tb[40];
+            vijp_xnum_snprintf(ta, sizeof ta, "%.3g", a), vijp_xnum_snprintf(tb, sizeof tb, "%.3g", b);
+            if (vijp_xnum_isnan(a)) fputs(" failed | |", o);
+            else fprintf(o, " %s | %s |", ta, tb);
         }
         fputc('\n', o);
     }

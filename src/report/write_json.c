@@ -1,9 +1,13 @@
 /* drift.json: the whole study, every layer of every curve, with metadata.
- * Schema "vijp-drift/1", written out in docs/drift.schema.json: vijp regress
+ * Schema "vijp-drift/2", written out in docs/drift.schema.json: vijp regress
  * validates what it reads against that document, so a field added or changed
- * here must be added or changed there (make check's schema test says where). */
+ * here must be added or changed there (make check's schema test says where).
+ * Version 2 keeps every error at any precision: a number where it is a
+ * double, a decimal string of 17 digits past double's range ("1.61e-1214",
+ * an mpfr:P error past P ≈ 1070); vijp regress reads versions 1 and 2. */
 #include "study/stats.h"
 #include "write.h"
+#include "base/xnum_json.h"
 #include "vijp/vijp.h"
 #include <cblas.h>
 #include <jansson.h>
@@ -64,9 +68,9 @@ static json_t *metric_arrays(const vijp_metric *m, size_t D)
 {
     json_t *rel = json_array(), *ulps = json_array(), *ang = json_array();
     for (size_t i = 0; i < D; i++) {
-        json_array_append_new(rel, num(m[i].rel));
-        json_array_append_new(ulps, num(m[i].ulps));
-        json_array_append_new(ang, num(m[i].angle_deg));
+        json_array_append_new(rel, vijp_xnum_to_json(m[i].rel));
+        json_array_append_new(ulps, vijp_xnum_to_json(m[i].ulps));
+        json_array_append_new(ang, vijp_xnum_to_json(m[i].angle_deg));
     }
     return json_pack("{s:o, s:o, s:o}", "rel", rel, "ulps", ulps, "angle_deg", ang);
 }
@@ -78,7 +82,14 @@ static json_t *doubles(const double *v, size_t n)
     return a;
 }
 
-static json_t *run_json(const study *s, const vijp_drift_curve *c, size_t r, const int *has_param, double tol,
+static json_t *xnums(const vijp_xnum *v, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++) json_array_append_new(a, vijp_xnum_to_json(v[i]));
+    return a;
+}
+
+static json_t *run_json(const study *s, const vijp_drift_curve *c, size_t r, const int *has_param, vijp_xnum tol,
                         long prec)
 {
     const vijp_drift_run_result *run = &c->runs[r];
@@ -91,12 +102,12 @@ static json_t *run_json(const study *s, const vijp_drift_curve *c, size_t r, con
                      "engine", vijp_engine_name(run->engine), "rebuilt", (json_int_t)run->rebuilt, "failure",
                      run->rebuilt < c->depth ? json_string(run->failure) : json_null(), "safe_depth",
                      num(st.safe_depth), "growth_rate", num(st.growth_rate), "bits_needed", num(st.bits_needed),
-                     "bits_extrapolated", st.bits_extrapolated, "err_max", num(st.err_max), "price",
-                     num(st.price), "x", "rel", num(run->x.rel), "ulps", num(run->x.ulps), "angle_deg",
-                     num(run->x.angle_deg), "g", metric_arrays(run->g, c->depth), "theta",
+                     "bits_extrapolated", st.bits_extrapolated, "err_max", vijp_xnum_to_json(st.err_max), "price",
+                     num(st.price), "x", "rel", vijp_xnum_to_json(run->x.rel), "ulps", vijp_xnum_to_json(run->x.ulps), "angle_deg",
+                     vijp_xnum_to_json(run->x.angle_deg), "g", metric_arrays(run->g, c->depth), "theta",
                      metric_arrays(run->theta, c->depth), "bound",
-                     run->bound ? doubles(run->bound, c->depth) : json_null(), "stored_bytes", bytes);
-    if (run->reconstruction) json_object_set_new(o, "reconstruction", doubles(run->reconstruction, c->depth));
+                     run->bound ? xnums(run->bound, c->depth) : json_null(), "stored_bytes", bytes);
+    if (run->reconstruction) json_object_set_new(o, "reconstruction", xnums(run->reconstruction, c->depth));
     return o;
 }
 
@@ -118,10 +129,10 @@ static json_t *curve_json(const study *s, size_t ci, size_t fi)
         json_array_append_new(
             seeds, json_pack("{s:I, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "seed",
                              (json_int_t)s->seeds[k], "ref_prec_start", (json_int_t)c->ref_prec_start, "ref_prec",
-                             (json_int_t)c->ref_prec, "ref_agreement", num(c->ref_agreement), "kappa",
+                             (json_int_t)c->ref_prec, "ref_agreement", vijp_xnum_to_json(c->ref_agreement), "kappa",
                              doubles(c->kappa, c->depth), "lyapunov_cumulative", doubles(c->lyap_cum, c->depth),
-                             "lyapunov_rate", num(c->lyap_rate), "predicted", doubles(c->predicted, c->depth),
-                             "predicted_rate", num(c->predicted_rate), "ref_target", num(c->ref_target),
+                             "lyapunov_rate", num(c->lyap_rate), "predicted", xnums(c->predicted, c->depth),
+                             "predicted_rate", num(c->predicted_rate), "ref_target", vijp_xnum_to_json(c->ref_target),
                              "engines", engines));
     }
     free(has_param);
@@ -132,10 +143,10 @@ static json_t *curve_json(const study *s, size_t ci, size_t fi)
                                 "predicted_rate", spread_json(spread_of(v[2], n)), "lyapunov_rate",
                                 spread_json(spread_of(v[3], n)), "bits_needed", spread_json(spread_of(v[4], n)),
                                 "price", spread_json(spread_of(v[5], n)));
-    return json_pack("{s:I, s:s, s:s, s:s, s:b, s:f, s:f, s:o, s:o}", "config", (json_int_t)ci + 1, "spec",
+    return json_pack("{s:I, s:s, s:s, s:s, s:b, s:o, s:o, s:o, s:o}", "config", (json_int_t)ci + 1, "spec",
                      s->configs[ci].spec, "init", s->configs[ci].init_name, "format", f->name, "reproducible",
-                     format_reproducible(f), "tol", s->tol[fi], "unit_roundoff", vijp_format_unit_roundoff(f),
-                     "summary", summary, "seeds", seeds);
+                     format_reproducible(f), "tol", vijp_xnum_to_json(s->tol[fi]), "unit_roundoff",
+                     vijp_xnum_to_json(vijp_xnum_2exp(1, -(long)vijp_format_value_prec(f))), "summary", summary, "seeds", seeds);
 }
 
 json_t *study_json(const study *s)
@@ -148,7 +159,7 @@ json_t *study_json(const study *s)
     for (size_t k = 0; k < s->n_seeds; k++) json_array_append_new(seeds, json_integer((json_int_t)s->seeds[k]));
     for (size_t f = 0; f < s->n_formats; f++) {
         json_array_append_new(formats, json_string(s->formats[f].name));
-        json_object_set_new(tols, s->formats[f].name, json_real(s->tol[f]));
+        json_object_set_new(tols, s->formats[f].name, vijp_xnum_to_json(s->tol[f]));
     }
     json_array_append_new(engines, json_string("backprop"));
     for (size_t e = 0; e < s->n_engines; e++) json_array_append_new(engines, json_string(vijp_engine_name(s->engines[e])));
@@ -168,5 +179,5 @@ json_t *study_json(const study *s)
                            "engines", engines, "seeds", seeds, "tolerances", tols, "ref_prec_start",
                            (json_int_t)s->ref_prec_start, "ref_prec_max",
                            (json_int_t)(s->ref_prec_max ? s->ref_prec_max : VIJP_DRIFT_REF_PREC_MAX));
-    return json_pack("{s:s, s:o, s:o, s:o}", "schema", "vijp-drift/1", "meta", meta, "study", st, "curves", curves);
+    return json_pack("{s:s, s:o, s:o, s:o}", "schema", "vijp-drift/2", "meta", meta, "study", st, "curves", curves);
 }

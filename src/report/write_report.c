@@ -27,6 +27,15 @@
 
 static void csv_num(FILE *o, double x) { fprintf(o, isfinite(x) ? ",%.17g" : ",NaN", x); }
 
+/* An error at any exponent: the same 17 digits, which read back exactly
+ * (1.61…e-1214 past double's range, where a spreadsheet reads 0). */
+static void csv_xnum(FILE *o, vijp_xnum x)
+{
+    char buf[64];
+    if (!vijp_xnum_isfinite(x)) fputs(",NaN", o);
+    else vijp_xnum_snprintf(buf, sizeof buf, "," VIJP_XNUM_ROUND_TRIP, x), fputs(buf, o);
+}
+
 static int fill_drift_csv(FILE *o, const void *ctx)
 {
     const study *s = ctx;
@@ -42,12 +51,12 @@ static int fill_drift_csv(FILE *o, const void *ctx)
                         fprintf(o, "%zu,\"%s\",%s,%s,%llu,%s,%zu", c + 1, s->configs[c].spec, s->configs[c].init_name,
                                 s->formats[f].name, (unsigned long long)s->seeds[k], vijp_engine_name(run->engine), i + 1);
                         const vijp_metric *m[2] = {&run->g[i], &run->theta[i]};
-                        for (int t = 0; t < 2; t++) csv_num(o, m[t]->rel), csv_num(o, m[t]->ulps), csv_num(o, m[t]->angle_deg);
-                        csv_num(o, run->bound ? run->bound[i] : NAN);
+                        for (int t = 0; t < 2; t++) csv_xnum(o, m[t]->rel), csv_xnum(o, m[t]->ulps), csv_xnum(o, m[t]->angle_deg);
+                        csv_xnum(o, run->bound ? run->bound[i] : vijp_xnum_of(NAN));
                         csv_num(o, cu->kappa[i]);
-                        csv_num(o, cu->predicted[i]);
+                        csv_xnum(o, cu->predicted[i]);
                         fprintf(o, ",%zu", run->stored_by_depth[i]);
-                        csv_num(o, run->reconstruction ? run->reconstruction[i] : NAN);
+                        csv_xnum(o, run->reconstruction ? run->reconstruction[i] : vijp_xnum_of(NAN));
                         fputc('\n', o);
                     }
                 }
@@ -71,27 +80,29 @@ typedef struct {
 /* One row of curves.csv: config c, format f, layer i (0-based), medians
  * over the seeds; what the plots draw (plot_span reads the same values). */
 typedef struct {
-    spread err;
-    double backprop, ratio, bound, predicted, recon;
+    xspread err;
+    vijp_xnum backprop, bound, predicted, recon;
+    double ratio;
 } curves_row;
 
 static curves_row curves_row_of(const study *s, size_t c, size_t f, size_t i)
 {
     size_t n = s->n_seeds, vr = verdict_run(s), rr = reversible_run(s);
-    double v[5][STUDY_MAX], w[STUDY_MAX];
+    vijp_xnum v[5][STUDY_MAX], nan = vijp_xnum_of(NAN);
+    double ratio[STUDY_MAX];
     for (size_t k = 0; k < n; k++) {
         const vijp_drift_curve *cu = study_curve(s, c, f, k);
-        double e = cu->runs[vr].g[i].rel, b = cu->runs[0].g[i].rel;
-        v[0][k] = e, v[1][k] = b, v[2][k] = b > 0 ? e / b : NAN;
-        v[3][k] = cu->runs[vr].bound ? cu->runs[vr].bound[i] : NAN;
-        v[4][k] = cu->predicted[i];
-        const double *rec = rr ? cu->runs[rr].reconstruction : NULL;
-        w[k] = rec ? rec[i] : NAN;
+        vijp_xnum e = cu->runs[vr].g[i].rel, b = cu->runs[0].g[i].rel;
+        v[0][k] = e, v[1][k] = b, ratio[k] = b.m > 0 ? vijp_xnum_double(vijp_xnum_div(e, b)) : NAN;
+        v[2][k] = cu->runs[vr].bound ? cu->runs[vr].bound[i] : nan;
+        v[3][k] = cu->predicted[i];
+        const vijp_xnum *rec = rr ? cu->runs[rr].reconstruction : NULL;
+        v[4][k] = rec ? rec[i] : nan;
     }
-    curves_row row = {.err = spread_of(v[0], n)};
-    row.backprop = spread_of(v[1], n).median, row.ratio = spread_of(v[2], n).median;
-    row.bound = spread_of(v[3], n).median, row.predicted = spread_of(v[4], n).median;
-    row.recon = spread_of(w, n).median;
+    curves_row row = {.err = xspread_of(v[0], n)};
+    row.backprop = xspread_of(v[1], n).median, row.ratio = spread_of(ratio, n).median;
+    row.bound = xspread_of(v[2], n).median, row.predicted = xspread_of(v[3], n).median;
+    row.recon = xspread_of(v[4], n).median;
     return row;
 }
 
@@ -108,10 +119,10 @@ static int fill_curves_rows(FILE *o, const study *s, size_t only)
                 if (only && f && !i) fputs("\n\n", o);
                 curves_row row = curves_row_of(s, c, f, i);
                 fprintf(o, "%zu,%zu,%s,%zu", c + 1, f, s->formats[f].name, i + 1);
-                csv_num(o, row.err.median), csv_num(o, row.err.min), csv_num(o, row.err.max);
-                csv_num(o, row.backprop), csv_num(o, row.ratio), csv_num(o, row.bound), csv_num(o, row.predicted);
+                csv_xnum(o, row.err.median), csv_xnum(o, row.err.min), csv_xnum(o, row.err.max);
+                csv_xnum(o, row.backprop), csv_num(o, row.ratio), csv_xnum(o, row.bound), csv_xnum(o, row.predicted);
                 for (size_t r = 0; r < nr; r++) fprintf(o, ",%zu", study_curve(s, c, f, 0)->runs[r].stored_by_depth[i]);
-                csv_num(o, row.recon);
+                csv_xnum(o, row.recon);
                 fputc('\n', o);
             }
     return ferror(o);
@@ -161,7 +172,9 @@ static int fill_summary_csv(FILE *o, const void *ctx)
     for (size_t c = 0; c < s->n_configs; c++)
         for (size_t f = 0; f < s->n_formats; f++) {
             verdict v = verdict_of(s, c, f);
-            fprintf(o, "%zu,\"%s\",%s,%s,%g", c + 1, s->configs[c].spec, s->configs[c].init_name, s->formats[f].name, s->tol[f]);
+            char tol[40];
+            vijp_xnum_snprintf(tol, sizeof tol, "%g", s->tol[f]);
+            fprintf(o, "%zu,\"%s\",%s,%s,%s", c + 1, s->configs[c].spec, s->configs[c].init_name, s->formats[f].name, tol);
             double x[] = {v.safe.min, v.safe.median, v.safe.max, v.growth.median, v.predicted.median, v.lyap.median, v.bits.median};
             for (size_t j = 0; j < sizeof x / sizeof *x; j++) csv_num(o, x[j]);
             fprintf(o, ",%d", v.extrapolated);
@@ -208,7 +221,10 @@ static const char *const plot_kinds[PLOT_KINDS] = {"error", "ratio", "bytes", "r
 /* Errors past 1 carry no correct digit: the error plot stops at 1e4. */
 #define ERROR_PLOT_TOP 1e4
 
-/* What a log-scale plot can draw: finite, positive, and (error plot) under its top. */
+/* What a log-scale plot can draw: finite, positive, and (error plot) under
+ * its top.  gnuplot reads doubles: an error past double's range (mpfr:P
+ * past about 1070) is not drawn, as gnuplot reads it as 0 (the CSVs and
+ * tables hold it). */
 static void span_add(double *lo, double *hi, double v, double top)
 {
     if (!(isfinite(v) && v > 0 && v <= top)) return;
@@ -229,7 +245,7 @@ static void plot_span(const study *s, size_t c, int kind, const memory_table *me
         return;
     }
     for (size_t f = 0; f < s->n_formats; f++) {
-        if (kind == 0) span_add(lo, hi, s->tol[f], top);
+        if (kind == 0) span_add(lo, hi, vijp_xnum_double(s->tol[f]), top);
         for (size_t i = 0; i < s->depth; i++) {
             if (kind == 2) {
                 for (size_t r = 0; r <= s->n_engines; r++)
@@ -238,10 +254,10 @@ static void plot_span(const study *s, size_t c, int kind, const memory_table *me
             }
             curves_row row = curves_row_of(s, c, f, i);
             if (kind == 0) {
-                span_add(lo, hi, row.err.median, top), span_add(lo, hi, row.bound, top);
-                span_add(lo, hi, row.predicted, top);
+                span_add(lo, hi, vijp_xnum_double(row.err.median), top), span_add(lo, hi, vijp_xnum_double(row.bound), top);
+                span_add(lo, hi, vijp_xnum_double(row.predicted), top);
             }
-            else span_add(lo, hi, kind == 1 ? row.ratio : row.recon, top);
+            else span_add(lo, hi, kind == 1 ? row.ratio : vijp_xnum_double(row.recon), top);
         }
     }
 }
@@ -372,7 +388,7 @@ static void plot_commands(FILE *g, const study *s, size_t c, int kind, const cha
             if (kind == 0 && j == 0) {
                 /* the format's tolerance, a curve of its own so the key names it:
                  * the safe depth is where the measured curve crosses it */
-                fprintf(g, "%.17g with lines dt 4 lw 1 lc %d title ", s->tol[f], lc);
+                fprintf(g, "%.17g with lines dt 4 lw 1 lc %d title ", vijp_xnum_double(s->tol[f]), lc);
             } else {
                 gq(g, csv);
                 if (kind == 0) {
@@ -811,8 +827,10 @@ static int fill_report_md(FILE *o, const void *ctx)
     for (size_t c = 0; c < s->n_configs; c++)
         for (size_t f = 0; f < s->n_formats; f++) {
             verdict v = verdict_of(s, c, f);
-            fprintf(o, "| c%zu `%s` %s | %s | %.3g |", c + 1, s->configs[c].spec, s->configs[c].init_name,
-                    s->formats[f].name, s->tol[f]);
+            char tol[40];
+            vijp_xnum_snprintf(tol, sizeof tol, "%.3g", s->tol[f]);
+            fprintf(o, "| c%zu `%s` %s | %s | %s |", c + 1, s->configs[c].spec, s->configs[c].init_name,
+                    s->formats[f].name, tol);
             md_spread(o, v.safe, "%.0f");
             md_spread(o, v.backprop_safe, "%.0f");
             md_spread(o, v.growth, "%.3g");
@@ -843,7 +861,7 @@ static int fill_report_md(FILE *o, const void *ctx)
           "on any machine; `vijp regress` compares them exactly. double, and the FORMAT@SET formats (through a kernel "
           "set and sgemm or cuBLAS), go through BLAS/LAPACK, whose results can depend on the machine and the BLAS build, so they are "
           "compared with tolerances. The files: drift.json "
-          "(everything, schema vijp-drift/1), drift.csv (every layer, seed and engine), curves.csv (medians, what "
+          "(everything, schema vijp-drift/2), drift.csv (every layer, seed and engine), curves.csv (medians, what "
           "the plots read), summary.csv (this table), memory.csv (every engine's stored bytes against depth, double).\n", o);
     return ferror(o);
 }

@@ -5,6 +5,7 @@
 #include "vijp/error.h"
 #include "vijp/vijp.h"
 #include <cblas.h>
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -65,9 +66,9 @@ int study_parse_tols(study *s, const char *list, vijp_error *err)
             break;
         }
         *eq = 0;
-        errno = 0;
-        double t = strtod(eq + 1, &end);
-        if (!eq[1] || *end || errno || !(t > 0 && t < 1)) {
+        vijp_xnum t; /* any exponent: mpfr:P studies hold errors near 2^-P */
+        if (!eq[1] || isspace((unsigned char)eq[1]) || vijp_xnum_parse(eq + 1, &t, &end) || *end ||
+            !(t.m > 0 && vijp_xnum_cmp(t, vijp_xnum_of(1)) < 0)) {
             rc = vijp_fail(err, VIJP_EINVAL, "tolerance for %s must be a number in (0, 1), got '%s'", items[i], eq + 1);
             break;
         }

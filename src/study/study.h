@@ -24,7 +24,7 @@ typedef struct {
     vijp_net nets[STUDY_MAX];
     size_t n_nets;
     vijp_format formats[STUDY_MAX];
-    double tol[STUDY_MAX]; /* per format */
+    vijp_xnum tol[STUDY_MAX]; /* per format, at any exponent (mpfr:P's default 2^(-P/2)) */
     size_t n_formats;
     uint64_t seeds[STUDY_MAX];
     size_t n_seeds;

@@ -13,7 +13,8 @@
  * silently lack it.  These sums of the fields' sizes break the build when
  * the structs grow (on LP64, where no padding sits between these fields). */
 #if defined(__LP64__)
-_Static_assert(sizeof(vijp_drift_curve) == 2 * sizeof(size_t) + 4 * sizeof(void *) + 5 * sizeof(double) + 2 * sizeof(long),
+_Static_assert(sizeof(vijp_drift_curve) ==
+                   2 * sizeof(size_t) + 4 * sizeof(void *) + 2 * sizeof(double) + 3 * sizeof(vijp_xnum) + 2 * sizeof(long),
                "vijp_drift_curve changed: serialise the new field in src/study/unit_io.c");
 _Static_assert(sizeof(vijp_drift_run_result) ==
                    sizeof(double) /* engine, padded */ + sizeof(vijp_metric) + 5 * sizeof(void *) + sizeof(size_t) + 2 * 256,
@@ -38,10 +39,25 @@ static void put_doubles(FILE *f, const char *key, const double *v, size_t n)
     fputc('\n', f);
 }
 
+/* " M" (hex, exact) where x is a double, " M*2^E" past its range: the
+ * files of earlier versions, all doubles, read the same. */
+static void put_xnum(FILE *f, vijp_xnum x)
+{
+    fprintf(f, " %a", x.m);
+    if (x.e) fprintf(f, "*2^%ld", x.e);
+}
+
+static void put_xnums(FILE *f, const char *key, const vijp_xnum *v, size_t n)
+{
+    fputs(key, f);
+    for (size_t i = 0; i < n; i++) put_xnum(f, v[i]);
+    fputc('\n', f);
+}
+
 static void put_metrics(FILE *f, const char *key, const vijp_metric *m, size_t n)
 {
     fputs(key, f);
-    for (size_t i = 0; i < n; i++) fprintf(f, " %a %a %a", m[i].rel, m[i].ulps, m[i].angle_deg);
+    for (size_t i = 0; i < n; i++) put_xnum(f, m[i].rel), put_xnum(f, m[i].ulps), put_xnum(f, m[i].angle_deg);
     fputc('\n', f);
 }
 
@@ -61,23 +77,25 @@ char *unit_encode(uint64_t study_hash, size_t j, const vijp_drift_curve *c, size
     if (!f) vijp_out_of_memory(0);
     size_t D = c->depth;
     fprintf(f, UNIT_MAGIC "\nstudy %016" PRIx64 "\nunit %zu\ndepth %zu\nruns %zu\n", study_hash, j, D, c->n_runs);
-    fprintf(f, "u %a\nref %ld %ld %a %a\nrates %a %a\n", c->u, c->ref_prec_start, c->ref_prec, c->ref_agreement,
-            c->ref_target, c->lyap_rate, c->predicted_rate);
+    fputs("u", f), put_xnum(f, c->u);
+    fprintf(f, "\nref %ld %ld", c->ref_prec_start, c->ref_prec);
+    put_xnum(f, c->ref_agreement), put_xnum(f, c->ref_target);
+    fprintf(f, "\nrates %a %a\n", c->lyap_rate, c->predicted_rate);
     put_doubles(f, "kappa", c->kappa, D);
     put_doubles(f, "lyap_cum", c->lyap_cum, D);
-    put_doubles(f, "predicted", c->predicted, D);
+    put_xnums(f, "predicted", c->predicted, D);
     for (size_t r = 0; r < c->n_runs; r++) {
         const vijp_drift_run_result *run = &c->runs[r];
         fprintf(f, "run %s %zu\n", vijp_engine_name(run->engine), run->rebuilt);
         put_metrics(f, "x", &run->x, 1);
         put_metrics(f, "g", run->g, D);
         put_metrics(f, "theta", run->theta, D);
-        if (run->bound) put_doubles(f, "bound", run->bound, D);
+        if (run->bound) put_xnums(f, "bound", run->bound, D);
         else fputs("bound -\n", f);
         fputs("stored", f);
         for (size_t i = 0; i < D; i++) fprintf(f, " %zu", run->stored_by_depth[i]);
         fputc('\n', f);
-        if (run->reconstruction) put_doubles(f, "reconstruction", run->reconstruction, D);
+        if (run->reconstruction) put_xnums(f, "reconstruction", run->reconstruction, D);
         else fputs("reconstruction -\n", f);
         put_text(f, "failure", run->failure);
         put_text(f, "nonfinite", run->nonfinite);
@@ -152,6 +170,26 @@ static double get_double(cursor *k)
     return v;
 }
 
+/* put_xnum's " M" or " M*2^E". */
+static vijp_xnum get_xnum(cursor *k)
+{
+    const char *q = field(k);
+    if (!q) return vijp_xnum_of(NAN);
+    char *e;
+    errno = 0;
+    double m = strtod(q, &e);
+    long ex = 0;
+    if (e != q && e + 3 < k->end && !memcmp(e, "*2^", 3)) {
+        char *f;
+        ex = strtol(e + 3, &f, 10);
+        if (f == e + 3 || errno || ex == 0) return fail(k, "a malformed exponent"), vijp_xnum_of(NAN);
+        e = f;
+    }
+    if (e == q || e > k->end || (*e != ' ' && *e != '\n')) return fail(k, "a malformed number"), vijp_xnum_of(NAN);
+    k->p = e;
+    return vijp_xnum_2exp(m, ex);
+}
+
 static unsigned long long get_uint(cursor *k)
 {
     const char *q = field(k);
@@ -183,23 +221,30 @@ static void get_doubles(cursor *k, const char *name, double *v, size_t n)
     eol(k);
 }
 
+static void get_xnums(cursor *k, const char *name, vijp_xnum *v, size_t n)
+{
+    key(k, name);
+    for (size_t i = 0; i < n; i++) v[i] = get_xnum(k);
+    eol(k);
+}
+
 static void get_metrics(cursor *k, const char *name, vijp_metric *m, size_t n)
 {
     key(k, name);
-    for (size_t i = 0; i < n; i++) m[i].rel = get_double(k), m[i].ulps = get_double(k), m[i].angle_deg = get_double(k);
+    for (size_t i = 0; i < n; i++) m[i].rel = get_xnum(k), m[i].ulps = get_xnum(k), m[i].angle_deg = get_xnum(k);
     eol(k);
 }
 
 /* An optional array: "name -" or D numbers (allocated). */
-static double *get_optional(cursor *k, const char *name, size_t n)
+static vijp_xnum *get_optional(cursor *k, const char *name, size_t n)
 {
     if (key(k, name)) return NULL;
     if ((size_t)(k->end - k->p) >= 3 && !memcmp(k->p, " -\n", 3)) {
         k->p += 3;
         return NULL;
     }
-    double *v = vijp_alloc_array(n, sizeof *v);
-    for (size_t i = 0; i < n; i++) v[i] = get_double(k);
+    vijp_xnum *v = vijp_alloc_array(n, sizeof *v);
+    for (size_t i = 0; i < n; i++) v[i] = get_xnum(k);
     eol(k);
     return v;
 }
@@ -257,13 +302,13 @@ int unit_decode(const study *s, uint64_t study_hash, size_t j, const char *text,
     c->kappa = vijp_alloc_array(D, sizeof *c->kappa);
     c->lyap_cum = vijp_alloc_array(D, sizeof *c->lyap_cum);
     c->predicted = vijp_alloc_array(D, sizeof *c->predicted);
-    key(&k, "u"), c->u = get_double(&k), eol(&k);
+    key(&k, "u"), c->u = get_xnum(&k), eol(&k);
     key(&k, "ref"), c->ref_prec_start = get_long(&k), c->ref_prec = get_long(&k);
-    c->ref_agreement = get_double(&k), c->ref_target = get_double(&k), eol(&k);
+    c->ref_agreement = get_xnum(&k), c->ref_target = get_xnum(&k), eol(&k);
     key(&k, "rates"), c->lyap_rate = get_double(&k), c->predicted_rate = get_double(&k), eol(&k);
     get_doubles(&k, "kappa", c->kappa, D);
     get_doubles(&k, "lyap_cum", c->lyap_cum, D);
-    get_doubles(&k, "predicted", c->predicted, D);
+    get_xnums(&k, "predicted", c->predicted, D);
     for (size_t r = 0; r < R && !k.bad; r++) {
         vijp_drift_run_result *run = &c->runs[r];
         vijp_engine_kind want = r ? s->engines[r - 1] : VIJP_ENGINE_BACKPROP;
