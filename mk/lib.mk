@@ -3,14 +3,16 @@
 # plugins.
 
 # The library's modules, each a folder of src/ (src/README.md: what each owns).
-LIB_MODULES := base format kernels layer layers net grad memory compare certify check_layer drift engines array_io emu
+LIB_MODULES := base format kernels layer layers net grad memory compare certify check_layer drift engines array_io emu \
+               ddot
 LIB_SRC := $(wildcard $(LIB_MODULES:%=src/%/*.c)) $(wildcard oracles/*.c)
 # The kernel table (src/kernels/kernels.h): ref always; the SIMD sets unless
 # GENERIC=1, each directory compiled for its instruction set (VIJP_ISAFLAGS,
-# per object) and chosen at run time by CPU feature detection.
+# per object) and chosen at run time by CPU feature detection.  The
+# double-double products' SIMD sets (src/ddot/simd.h) likewise.
 LIB_SRC += $(wildcard src/kernels/ref/*.c)
 ifneq ($(GENERIC),1)
-LIB_SRC += $(wildcard src/kernels/avx2/*.c src/kernels/avx512/*.c)
+LIB_SRC += $(wildcard src/kernels/avx2/*.c src/kernels/avx512/*.c src/ddot/avx2/*.c src/ddot/avx512/*.c)
 endif
 # The command's modules: the study scheduler, the report folder and its
 # writers, the regression comparison, the command line itself.
@@ -44,6 +46,8 @@ AVX2_FLAGS   := -mavx2 -mfma
 AVX512_FLAGS := -mavx512f -mavx512dq -mavx2 -mfma
 $(BUILD)/src/kernels/avx2/%.o $(BUILD)/pic/src/kernels/avx2/%.o build-fuzz/src/kernels/avx2/%.o: VIJP_ISAFLAGS := $(AVX2_FLAGS)
 $(BUILD)/src/kernels/avx512/%.o $(BUILD)/pic/src/kernels/avx512/%.o build-fuzz/src/kernels/avx512/%.o: VIJP_ISAFLAGS := $(AVX512_FLAGS)
+$(BUILD)/src/ddot/avx2/%.o $(BUILD)/pic/src/ddot/avx2/%.o build-fuzz/src/ddot/avx2/%.o: VIJP_ISAFLAGS := $(AVX2_FLAGS)
+$(BUILD)/src/ddot/avx512/%.o $(BUILD)/pic/src/ddot/avx512/%.o build-fuzz/src/ddot/avx512/%.o: VIJP_ISAFLAGS := $(AVX512_FLAGS)
 
 # Every object depends on the flags it is compiled with (their global
 # values, taken as the files are read: target-specific ones are inherited by

@@ -1,0 +1,84 @@
+/* The error bound of the double-double products (ddot.h) and its proof:
+ * vijp_dd_bound, and vijp_dd_finish, every kernel set's last step.  Apart
+ * from ddot.c so that the SIMD sets, which ddot.c lists, call down to it. */
+#include "ddot/ddot.h"
+#include "ddot/eft.h"
+#include <math.h>
+
+/* ---- The bound ----
+ *
+ * Notation: u = 2^-53, η = 2^-1074 (the least subnormal), γ_k = ku/(1 − ku),
+ * terms t_j = a_j·x_j (j = 1..n), and, with a bias c, one more term c with
+ * no low part, which the loop holds in p from the start: N = n + [c].
+ * fl(z) is z rounded to nearest; for an addition fl(a + b) = (a + b)(1 + δ),
+ * |δ| <= u, even under gradual underflow (a sum in the subnormal range is
+ * exact).  No overflow is assumed; its absence is checked (below).
+ *
+ * 1. TwoProd.  h = fl(a·x) and r̃ = fl(a·x − h) (one fma).  When ulp(a)·ulp(x)
+ *    >= η, a·x − h is a multiple of ulp(a)·ulp(x) (so is h, or h = a·x) no
+ *    larger than ulp(h)/2, so representable: r̃ = a·x − h exactly.
+ *    Otherwise e_a + e_x < −970 and |a·x − h| <= 2^(e_a + e_x − 52) <
+ *    2^-1022 lies in the subnormal range: r̃ errs by at most η/2.  Either
+ *    way t = a·x = h + r̃ + ε, |ε| <= η/2, |r̃| <= u|t| + η/2, and
+ *    |t| <= (|h| + η/2)/(1 − u).
+ * 2. The high parts.  p_j = fl(p_{j−1} + h_j), q_j its exact error (TwoSum),
+ *    so p_n + Σq_j = c + Σh_j.  |q_j| <= u|p_j| and |p_j| <= (1 + u)^(j−1)·
+ *    (|c| + Σ_{i<=j}|h_i|), hence Σ|q_j| <= (N − 1)u(1 + u)^(N−1)·H <=
+ *    γ_{N−1}·H, H = |c| + Σ|h_j| (recursive summation of N terms).
+ * 3. The low parts.  σ = Σr̃_j + Σq_j (+ Σ a_j·xl_j with x in double-double)
+ *    is summed into s by roundings along each term's path: fl(q + r), then
+ *    fl(s + ·) at its step and one (two with xl: the fma) at every later
+ *    step.  A term through k roundings is off by at most γ_k of itself
+ *    (Higham, Accuracy and Stability, Lemma 3.1), so |s − σ| <= γ_k·Σ|terms|
+ *    with k the longest path: N for doubles (the first step's fl(0 + ·) is
+ *    exact), 2N − 1 with xl.  Each fma may also lose η/2 to underflow (its
+ *    a·xl + s need not be representable), at most Nη in all once carried
+ *    through the later roundings.
+ * 4. Doubles.  The exact value is c + Σt_j = p + σ + Σε_j.  With T = |c| +
+ *    Σ|t_j| and H <= (1 + u)T + Nη/2: Σ|q| + Σ|r̃| <= γ_{N−1}H + uT + Nη/2
+ *    <= γ_N·T + Nη (since (N − 1)u(1 + u)/(1 − (N − 1)u) + u <= γ_N), so
+ *        |p + s − (c + Σt_j)| <= Nη/2 + γ_N(γ_N·T + Nη) <= γ_N²·T + Nη.
+ *    This is Ogita, Rump and Oishi's Theorem 5.3 before their final rounding
+ *    res = fl(p + s); (hi, lo) = TwoSum(p, s) keeps p + s exactly, and hi is
+ *    their res: |hi − exact| <= u|exact| + γ_N²·T (+ the η terms).
+ * 5. Double-double x, |xl_j| <= u|xh_j| (checked), T over the xh parts, so
+ *    Σ|a_j·xl_j| <= u·T: |s − σ| <= γ_{2N}(γ_N·T + Nη + u·T) + Nη, and
+ *        |p + s − exact| <= γ_{2N}·γ_{N+1}·T + 3Nη      (γ_N + u <= γ_{N+1}).
+ * 6. Computable.  T is not known; absum = fl-sum of |c|, |h_1|, ..., |h_n|
+ *    is (N − 1 additions of non-negative terms: H <= (1 + γ_{N−1})·absum),
+ *    and T <= (H + Nη/2)/(1 − u) (1).  With N <= 2^25 (N·u <= 2^-28):
+ *        γ_N²·(1 + γ_{N−1})/(1 − u)          <= N²·u²·(1 + 2^-24),
+ *        γ_{2N}·γ_{N+1}·(1 + γ_{N−1})/(1 − u) <= 2N(N + 1)·u²·(1 + 2^-24)
+ *    (γ_k <= ku(1 + 2ku) for ku <= 1/2), and the η terms stay below
+ *    (4N + 2)η.  So the error is at most C·absum + (4N + 2)η with C =
+ *    K·u²(1 + 2^-24), K = N² or 2N(N + 1).
+ * 7. Evaluating it rigorously in round to nearest.  K·u² is exact (K < 2^53,
+ *    a power of two), Ĉ = fl(K·u²·(1 + 2^-20)) >= K·u²(1 + 2^-20)(1 − u) >=
+ *    C.  With k = (4N + 4)η (exact: a multiple of η below 2^-1000),
+ *        B = fl(fl(fl(Ĉ·absum) + k)·(1 + 2^-51)),
+ *    each product rounded down by at most u relative plus η/2, the sum by u
+ *    relative: B >= (Ĉ·absum + k)(1 − u)³(1 + 4u) − 2η >= Ĉ·absum +
+ *    (4N + 2)η, since (1 − u)³(1 + 4u) > 1.
+ * 8. Overflow and NaN.  Every intermediate feeds p or s by additions only,
+ *    so an Inf or NaN anywhere (an overflowing product or TwoSum, an Inf or
+ *    NaN input) leaves p or s non-finite, and hi = fl(p + s) non-finite: a
+ *    finite (hi, lo) with a finite absum had no overflow.  The bound is then
+ *    +inf, as is a non-finite B. */
+double vijp_dd_bound(double absum, size_t nterms, int dd_input)
+{
+    if (nterms > VIJP_DD_MAX_TERMS) return INFINITY;
+    double N = (double)nterms, K = dd_input ? 2 * N * (N + 1) : N * N; /* exact: N <= 2^25 */
+    double C = K * 0x1p-106 * (1 + 0x1p-20), k = (4 * N + 4) * 0x1p-1074;
+    double B = (C * absum + k) * (1 + 0x1p-51);
+    return isfinite(B) ? B : INFINITY; /* a NaN absum too */
+}
+
+size_t vijp_dd_finish(double p, double s, double absum, size_t nterms, int dd_input, double *hi, double *lo,
+                      double *bound)
+{
+    dd_two_sum(p, s, hi, lo);
+    double B = vijp_dd_bound(absum, nterms, dd_input);
+    if (!isfinite(*hi) || !isfinite(*lo)) B = INFINITY;
+    *bound = B;
+    return B == INFINITY;
+}

@@ -1,0 +1,106 @@
+/* Double-double dot products of doubles with a rigorous error bound: the
+ * building block of a fast validated reference (accept a result when its
+ * bound meets the target, else fall back to MPFR).
+ *
+ * The algorithm is Ogita, Rump and Oishi's Dot2 ("Accurate sum and dot
+ * product", SIAM J. Sci. Comput. 26(6), 2005, Algorithm 5.3): each product
+ * split exactly by TwoProd (h = fl(a·x), r = fma(a, x, −h)), the high parts
+ * summed by TwoSum into p with their errors q, and s = fl(s + fl(q + r))
+ * collecting every low part; the result is the pair (hi, lo) = TwoSum(p, s),
+ * whose unrounded value hi + lo = p + s.  With an initial term c (a bias) the
+ * loop starts at p = c, which is a product c·1 with no low part.
+ *
+ * Error (derived in bound.c above vijp_dd_bound; docs/internals.md, "Double-
+ * double dot products"), u = 2^-53, η = 2^-1074, γ_k = ku/(1 − ku), N the
+ * number of terms (n, plus one with c), T = |c| + Σ|a_j·x_j| (over xh_j):
+ *   doubles:        |hi + lo − (c + Σ a_j x_j)| <= γ_N²·T + Nη,
+ *   double-double x (|xl_j| <= u|xh_j|, checked):
+ *                   |hi + lo − (c + Σ a_j (xh_j + xl_j))| <= γ_2N·γ_(N+1)·T + 3Nη,
+ * and hi alone is Dot2's res: |hi − exact| <= u|exact| + γ_N²·T + Nη, so
+ * within |lo| more than hi + lo.  Relative to the result that is about
+ * N²u²·cond: about 2^-90 at N = 256 and condition 1.
+ *
+ * Each result comes with `bound`, an upper bound on |hi + lo − exact| that
+ * is itself rigorous: computed in round-to-nearest from Σ|h_j| (accumulated
+ * in the same loop) with the γ factors and the roundings of the bound's own
+ * evaluation inflated (vijp_dd_bound).  bound is +inf, never NaN, where no
+ * bound holds: a result that is not finite (overflow, an Inf or NaN input),
+ * an x that is not a normalised double-double, more than 2^25 terms.  A
+ * caller validates with `bound <= target` and falls back otherwise.
+ *
+ * Every kernel set computes each output with the same IEEE operations in the
+ * same order (one lane per output row), so the sets agree bit for bit: ref
+ * (portable C, fma() from libm) always, avx2 and avx512 (src/ddot/simd.h)
+ * unless GENERIC=1, chosen with the kernel table's set (vijp_kernels_active:
+ * VIJP_KERNELS=ref forces the portable loops). */
+#ifndef VIJP_DDOT_DDOT_H
+#define VIJP_DDOT_DDOT_H
+
+#include <stddef.h>
+
+/* A double-double: the unevaluated sum hi + lo, |lo| <= ulp(hi)/2. */
+typedef struct {
+    double hi, lo;
+} vijp_dd;
+
+/* Above this many terms the bound is +inf (its constants need N <= 2^25). */
+#define VIJP_DD_MAX_TERMS ((size_t)1 << 25)
+
+/* Σ_{j<n} x[j·incx]·y[j·incy] of doubles; *bound as above. */
+vijp_dd vijp_dd_dot(size_t n, const double *x, size_t incx, const double *y, size_t incy, double *bound);
+
+/* Σ_{j<n} a[j·inca]·(xh[j·incx] + xl[j·incx]): x in double-double, as the
+ * layers after the first hold their activations. */
+vijp_dd vijp_dd_dot_ddx(size_t n, const double *a, size_t inca, const double *xh, const double *xl, size_t incx,
+                        double *bound);
+
+/* y = A·x + c: A m × n column-major (vijp_mat's layout, leading dimension
+ * lda), x n doubles (xl NULL) or double-doubles (xh + xl), c m doubles or
+ * NULL; y = yh + yl and each output's bound.  Returns how many outputs have
+ * bound = +inf. */
+size_t vijp_dd_gemv(size_t m, size_t n, const double *A, size_t lda, const double *xh, const double *xl,
+                    const double *c, double *yh, double *yl, double *bound);
+
+/* C = A·B + c·1ᵀ: A m × k, B k × n (Bh + Bl, Bl NULL for doubles, leading
+ * dimension ldb), c m doubles or NULL (a bias on every column), Ch, Cl and
+ * bound m × n with leading dimension ldc.  Returns how many outputs have
+ * bound = +inf. */
+size_t vijp_dd_gemm(size_t m, size_t n, size_t k, const double *A, size_t lda, const double *Bh, const double *Bl,
+                    size_t ldb, const double *c, double *Ch, double *Cl, double *bound, size_t ldc);
+
+/* ---- the kernel sets, for the tests and the benchmark ---- */
+
+/* One set: a strided row (one output) and y = A·x + c for rows [0, m), as
+ * vijp_dd_gemv but trusting x to be normalised (the callers above check). */
+typedef struct {
+    const char *name;
+    size_t (*row)(size_t n, const double *a, size_t inca, const double *xh, const double *xl, size_t incx,
+                  const double *c, double *hi, double *lo, double *bound);
+    size_t (*gemv)(size_t m, size_t n, const double *A, size_t lda, const double *xh, const double *xl,
+                   const double *c, double *yh, double *yl, double *bound);
+} vijp_dd_kernels;
+
+/* Set i: 0 ref, 1 avx2, 2 avx512; NULL where this build or CPU lacks it. */
+#define VIJP_DD_SET_COUNT 3
+const vijp_dd_kernels *vijp_dd_set(int i);
+/* The set the functions above run on. */
+const vijp_dd_kernels *vijp_dd_active(void);
+
+/* vijp_dd_gemv and vijp_dd_gemm on the set k. */
+size_t vijp_dd_gemv_in(const vijp_dd_kernels *k, size_t m, size_t n, const double *A, size_t lda, const double *xh,
+                       const double *xl, const double *c, double *yh, double *yl, double *bound);
+size_t vijp_dd_gemm_in(const vijp_dd_kernels *k, size_t m, size_t n, size_t kk, const double *A, size_t lda,
+                       const double *Bh, const double *Bl, size_t ldb, const double *c, double *Ch, double *Cl,
+                       double *bound, size_t ldc);
+
+/* The rigorous bound of an output from Σ|h_j| (absum, accumulated in round
+ * to nearest), the number of terms and whether x was double-double; +inf
+ * where none holds.  Used by every set's finish. */
+double vijp_dd_bound(double absum, size_t nterms, int dd_input);
+
+/* Every set's last step for one output: (hi, lo) = TwoSum(p, s), the bound;
+ * returns 1 where the bound is +inf. */
+size_t vijp_dd_finish(double p, double s, double absum, size_t nterms, int dd_input, double *hi, double *lo,
+                      double *bound);
+
+#endif

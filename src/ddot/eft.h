@@ -1,0 +1,42 @@
+/* The error-free transformations and one output's Dot2 loop, shared by the
+ * portable set (ddot.c, where fma() is libm's) and the SIMD files' scalar
+ * tails (simd.h, compiled with FMA), so that every set does, per output,
+ * the same IEEE operations in the same order.  -ffp-contract=off (the
+ * build's flags) keeps every a·b + c below unfused: TwoSum and the low-part
+ * sums are exact only as written. */
+#ifndef VIJP_DDOT_EFT_H
+#define VIJP_DDOT_EFT_H
+
+#include "ddot/ddot.h"
+#include <math.h>
+#include <stddef.h>
+
+/* Knuth's TwoSum: x + e = a + b exactly, x = fl(a + b), for any finite a, b
+ * whose sum does not overflow (exact also under gradual underflow). */
+static inline void dd_two_sum(double a, double b, double *x, double *e)
+{
+    double s = a + b, z = s - a;
+    *e = (a - (s - z)) + (b - z);
+    *x = s;
+}
+
+/* One output: Σ_j a[j·inca]·(xh[j·incx] (+ xl[j·incx])) (+ *c), Dot2's loop
+ * (ddot.h).  Per term: h = fl(a·x), r = fma(a, x, −h) (TwoProd: h + r = a·x
+ * exactly unless ulp(a)·ulp(x) < η, bound.c 1); (p, q) = TwoSum(p, h);
+ * s = fl(s + fl(q + r)); with x in double-double, s = fma(a, xl, s); and
+ * absum = fl(absum + |h|) for the bound.  Returns 1 where the bound is +inf. */
+static inline size_t dd_row(size_t n, const double *a, size_t inca, const double *xh, const double *xl, size_t incx,
+                            const double *c, double *hi, double *lo, double *bound)
+{
+    double p = c ? *c : 0, s = 0, absum = c ? fabs(*c) : 0;
+    for (size_t j = 0; j < n; j++) {
+        double aj = a[j * inca], xj = xh[j * incx], h = aj * xj, r = fma(aj, xj, -h), q;
+        dd_two_sum(p, h, &p, &q);
+        s = s + (q + r);
+        if (xl) s = fma(aj, xl[j * incx], s);
+        absum = absum + fabs(h);
+    }
+    return vijp_dd_finish(p, s, absum, n + (c != NULL), xl != NULL, hi, lo, bound);
+}
+
+#endif

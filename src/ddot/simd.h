@@ -1,0 +1,114 @@
+/* The SIMD sets of the double-double products, written once over VW doubles
+ * with GCC/Clang vector extensions and compiled per instruction set by
+ * avx2/ddot.c (VW = 4) and avx512/ddot.c (VW = 8), each with its directory's
+ * target flags (mk/lib.mk).  y = A·x + c runs one lane per output row:
+ * column j of A is a contiguous load (column-major), x_j a broadcast, and
+ * every lane does dd_row's operations (eft.h) in dd_row's order, so the
+ * outputs are ref's bit for bit (tests/t-ddot.c checks it).  Two vectors of
+ * rows at a time keep both FP ports busy past the adds' latency; leftover
+ * rows take one vector, then dd_row itself (compiled here with FMA). */
+#ifndef VIJP_DDOT_SIMD_H
+#define VIJP_DDOT_SIMD_H
+
+#include "ddot/ddot.h"
+#include "ddot/eft.h"
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef double vd __attribute__((vector_size(VW * 8)));
+typedef int64_t vm __attribute__((vector_size(VW * 8)));
+#if VW == 4
+static inline vd vfma(vd a, vd b, vd c) { return (vd)_mm256_fmadd_pd((__m256d)a, (__m256d)b, (__m256d)c); }
+#elif VW == 8
+static inline vd vfma(vd a, vd b, vd c) { return (vd)_mm512_fmadd_pd((__m512d)a, (__m512d)b, (__m512d)c); }
+#else
+#error "VW must be 4 or 8"
+#endif
+static inline vd vload(const double *p)
+{
+    vd v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline vd vabs(vd x) { return (vd)((vm)x & INT64_MAX); }
+
+/* One term a·x_j into a lane's (p, s, absum): dd_row's body, lane by lane. */
+#define DD_STEP(P, S, AB, a, x)                                                                                       \
+    do {                                                                                                              \
+        vd h_ = (a) * (x), r_ = vfma((a), (x), -h_), t_ = (P) + h_, z_ = t_ - (P);                                    \
+        vd q_ = ((P) - (t_ - z_)) + (h_ - z_);                                                                        \
+        (P) = t_;                                                                                                     \
+        (S) = (S) + (q_ + r_);                                                                                        \
+        (AB) = (AB) + vabs(h_);                                                                                       \
+    } while (0)
+
+/* Lanes' (p, s, absum) to outputs yh, yl, bound. */
+static size_t finish_lanes(vd p, vd s, vd ab, size_t nterms, int dd_input, double *yh, double *yl, double *bound)
+{
+    double pp[VW], ss[VW], aa[VW];
+    size_t unbounded = 0;
+    memcpy(pp, &p, sizeof pp), memcpy(ss, &s, sizeof ss), memcpy(aa, &ab, sizeof aa);
+    for (int l = 0; l < VW; l++)
+        unbounded += vijp_dd_finish(pp[l], ss[l], aa[l], nterms, dd_input, yh + l, yl + l, bound + l);
+    return unbounded;
+}
+
+/* Rows [0, 2VW) of A (already offset) times x. */
+static size_t block2(size_t n, const double *A, size_t lda, const double *xh, const double *xl, const double *c,
+                     double *yh, double *yl, double *bound)
+{
+    vd zero = {0}, p0 = c ? vload(c) : zero, p1 = c ? vload(c + VW) : zero, s0 = zero, s1 = zero;
+    vd b0 = vabs(p0), b1 = vabs(p1);
+    if (xl)
+        for (size_t j = 0; j < n; j++) {
+            const double *col = A + j * lda;
+            vd a0 = vload(col), a1 = vload(col + VW), x = zero + xh[j], lo = zero + xl[j];
+            DD_STEP(p0, s0, b0, a0, x);
+            DD_STEP(p1, s1, b1, a1, x);
+            s0 = vfma(a0, lo, s0), s1 = vfma(a1, lo, s1);
+        }
+    else
+        for (size_t j = 0; j < n; j++) {
+            const double *col = A + j * lda;
+            vd a0 = vload(col), a1 = vload(col + VW), x = zero + xh[j];
+            DD_STEP(p0, s0, b0, a0, x);
+            DD_STEP(p1, s1, b1, a1, x);
+        }
+    size_t N = n + (c != NULL);
+    return finish_lanes(p0, s0, b0, N, xl != NULL, yh, yl, bound) +
+           finish_lanes(p1, s1, b1, N, xl != NULL, yh + VW, yl + VW, bound + VW);
+}
+
+/* Rows [0, VW). */
+static size_t block1(size_t n, const double *A, size_t lda, const double *xh, const double *xl, const double *c,
+                     double *yh, double *yl, double *bound)
+{
+    vd zero = {0}, p = c ? vload(c) : zero, s = zero, b = vabs(p);
+    for (size_t j = 0; j < n; j++) {
+        vd a = vload(A + j * lda), x = zero + xh[j];
+        DD_STEP(p, s, b, a, x);
+        if (xl) s = vfma(a, zero + xl[j], s);
+    }
+    return finish_lanes(p, s, b, n + (c != NULL), xl != NULL, yh, yl, bound);
+}
+
+static size_t simd_row(size_t n, const double *a, size_t inca, const double *xh, const double *xl, size_t incx,
+                       const double *c, double *hi, double *lo, double *bound)
+{
+    return dd_row(n, a, inca, xh, xl, incx, c, hi, lo, bound);
+}
+
+static size_t simd_gemv(size_t m, size_t n, const double *A, size_t lda, const double *xh, const double *xl,
+                        const double *c, double *yh, double *yl, double *bound)
+{
+    size_t i = 0, unbounded = 0;
+#define AT(i) n, A + (i), lda, xh, xl, c ? c + (i) : NULL, yh + (i), yl + (i), bound + (i)
+    for (; i + 2 * VW <= m; i += 2 * VW) unbounded += block2(AT(i));
+    for (; i + VW <= m; i += VW) unbounded += block1(AT(i));
+#undef AT
+    for (; i < m; i++) unbounded += dd_row(n, A + i, lda, xh, xl, 1, c ? c + i : NULL, yh + i, yl + i, bound + i);
+    return unbounded;
+}
+
+#endif

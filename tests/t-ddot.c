@@ -1,0 +1,412 @@
+/* The double-double products (src/ddot/ddot.h) against the exact dot
+ * product in MPFR.  Products of doubles are exact in 106 bits; the oracle
+ * adds them (and the double-double x's low parts, and c) with mpfr_sum into
+ * EXACT_PREC bits, which hold every bit of any such sum (every product lies
+ * in [2^-2148, 2^2048), and fewer than 2^20 terms carry 20 bits more), so the
+ * oracle is the exact value (asserted: mpfr_sum's ternary is 0), and so is
+ * the error hi + lo − exact formed from it.  For every output:
+ *   - the error is within the returned bound (the rigorous a-posteriori one);
+ *   - the error is within the a-priori bound derived in src/ddot/bound.c:
+ *       doubles  γ_N²·T + Nη,   double-double x  γ_2N·γ_(N+1)·T + 3Nη,
+ *     T = |c| + Σ|a_j·xh_j| (computed here in MPFR, rounded up), and hi alone
+ *     within Ogita-Rump-Oishi's u|exact| + γ_N²·T (+ Nη);
+ *   - the returned bound is not vacuous: at most (1 + 2^-10) times the
+ *     a-priori one plus (4N + 8)η (it is Ĉ·Σ|h_j|, Ĉ within 2^-19 of the
+ *     γ factors and Σ|h_j| within γ_N of T: bound.c, 6–7);
+ *   - overflow, Inf and NaN give bound = +inf and are counted.
+ * Inputs: random, Ogita-Rump-Oishi's GenDot with condition 1e10 … 1e40,
+ * exponents spread over ±500, products in the subnormal range, overflow.
+ * Every kernel set must give ref's bits (simd.h: one lane per row, the same
+ * operations in the same order). */
+#include "fixtures/testutil.h"
+#include "ddot/ddot.h"
+#include "vijp/rng.h"
+#include <stdio.h> /* before mpfr.h: mpfr_fprintf */
+#include <float.h>
+#include <math.h>
+#include <mpfr.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { EXACT_PREC = 4400 };
+static const double eta = 0x1p-1074;
+
+/* Σ_j a[j·inca]·(xh[j·incx] + xl[j·incx]) + *c exactly into S (EXACT_PREC
+ * bits), and T = |c| + Σ|a_j·xh_j| rounded up.  xl and c may be NULL. */
+static void exact_dot(mpfr_t S, mpfr_t T, size_t n, const double *a, size_t inca, const double *xh, const double *xl,
+                      size_t incx, const double *c)
+{
+    size_t nt = 2 * n + 1, k = 0;
+    mpfr_t *t = malloc(nt * sizeof *t);
+    mpfr_ptr *pt = malloc(nt * sizeof *pt);
+    ck_assert(t && pt);
+    mpfr_set_zero(T, 1);
+    for (size_t j = 0; j < n; j++)
+        for (int part = 0; part < (xl ? 2 : 1); part++) {
+            mpfr_init2(t[k], 106);
+            mpfr_set_d(t[k], a[j * inca], MPFR_RNDN);
+            ck_assert_int_eq(mpfr_mul_d(t[k], t[k], part ? xl[j * incx] : xh[j * incx], MPFR_RNDN), 0);
+            if (!part) {
+                mpfr_t m;
+                mpfr_init2(m, 106);
+                mpfr_abs(m, t[k], MPFR_RNDN);
+                mpfr_add(T, T, m, MPFR_RNDU);
+                mpfr_clear(m);
+            }
+            pt[k] = t[k], k++;
+        }
+    if (c) {
+        mpfr_init2(t[k], 53);
+        mpfr_set_d(t[k], *c, MPFR_RNDN);
+        mpfr_add_d(T, T, fabs(*c), MPFR_RNDU);
+        pt[k] = t[k], k++;
+    }
+    mpfr_set_prec(S, EXACT_PREC);
+    ck_assert_int_eq(mpfr_sum(S, pt, k, MPFR_RNDN), 0); /* exact: see the top */
+    for (size_t i = 0; i < k; i++) mpfr_clear(t[i]);
+    free(t), free(pt);
+}
+
+/* γ_k rounded up. */
+static void gamma_up(mpfr_t g, double k)
+{
+    mpfr_t d;
+    mpfr_init2(d, mpfr_get_prec(g));
+    mpfr_set_d(g, k * 0x1p-53, MPFR_RNDU);
+    mpfr_ui_sub(d, 1, g, MPFR_RNDD);
+    mpfr_div(g, g, d, MPFR_RNDU);
+    mpfr_clear(d);
+}
+
+/* The checks of the top on one output (hi, lo, bound) of N terms against
+ * its exact value S and T; what names the case in a failure. */
+static void check_output(double hi, double lo, double bound, mpfr_t S, mpfr_t T, size_t N, int dd_input,
+                         const char *what)
+{
+    mpfr_t err, apr, g, ho;
+    mpfr_inits2(256, apr, g, ho, (mpfr_ptr)0);
+    mpfr_init2(err, EXACT_PREC + 64);
+    ck_assert_msg(isfinite(hi) && isfinite(lo) && isfinite(bound), "%s: not finite (hi %g lo %g bound %g)", what, hi, lo,
+                  bound);
+    mpfr_set_d(err, hi, MPFR_RNDN);
+    ck_assert_int_eq(mpfr_add_d(err, err, lo, MPFR_RNDN), 0);
+    ck_assert_int_eq(mpfr_sub(err, err, S, MPFR_RNDN), 0);
+    mpfr_abs(err, err, MPFR_RNDN);
+    /* a-priori: γ_N²·T + Nη, or γ_2N·γ_(N+1)·T + 3Nη */
+    gamma_up(apr, dd_input ? 2.0 * N : (double)N);
+    gamma_up(g, dd_input ? N + 1.0 : (double)N);
+    mpfr_mul(apr, apr, g, MPFR_RNDU);
+    mpfr_mul(apr, apr, T, MPFR_RNDU);
+    mpfr_add_d(apr, apr, (dd_input ? 3.0 : 1.0) * N * eta, MPFR_RNDU);
+    ck_assert_msg(mpfr_cmp_d(err, bound) <= 0, "%s: error %.3e above the returned bound %.3e", what,
+                  mpfr_get_d(err, MPFR_RNDN), bound);
+    ck_assert_msg(mpfr_cmp(err, apr) <= 0, "%s: error %.3e above the a-priori bound %.3e", what,
+                  mpfr_get_d(err, MPFR_RNDN), mpfr_get_d(apr, MPFR_RNDN));
+    /* not vacuous: bound <= (1 + 2^-10)·a-priori + (4N + 8)η */
+    mpfr_mul_d(g, apr, 1 + 0x1p-10, MPFR_RNDU);
+    mpfr_add_d(g, g, (4.0 * N + 8) * eta, MPFR_RNDU);
+    ck_assert_msg(mpfr_cmp_d(g, bound) >= 0, "%s: returned bound %.3e far above the a-priori %.3e", what, bound,
+                  mpfr_get_d(apr, MPFR_RNDN));
+    if (!dd_input) { /* Ogita-Rump-Oishi, Theorem 5.3, on hi alone: u|S| + γ_N²T (+ Nη) */
+        mpfr_set_d(ho, hi, MPFR_RNDN);
+        mpfr_sub(ho, ho, S, MPFR_RNDU);
+        mpfr_abs(ho, ho, MPFR_RNDU);
+        mpfr_abs(g, S, MPFR_RNDU);
+        mpfr_mul_2si(g, g, -53, MPFR_RNDU);
+        mpfr_add(g, g, apr, MPFR_RNDU);
+        ck_assert_msg(mpfr_cmp(ho, g) <= 0, "%s: hi's error %.3e above Dot2's bound %.3e", what,
+                      mpfr_get_d(ho, MPFR_RNDN), mpfr_get_d(g, MPFR_RNDN));
+    }
+    mpfr_clears(err, apr, g, ho, (mpfr_ptr)0);
+}
+
+/* One dot product through vijp_dd_dot (xl NULL) or vijp_dd_dot_ddx, and
+ * through every set's row with c, checked against the oracle. */
+static void check_dot(size_t n, const double *a, size_t inca, const double *xh, const double *xl, size_t incx,
+                      const double *c, const char *what)
+{
+    mpfr_t S, T;
+    mpfr_init2(S, EXACT_PREC), mpfr_init2(T, 256);
+    double bound;
+    char msg[160];
+    if (!c) {
+        vijp_dd r = xl ? vijp_dd_dot_ddx(n, a, inca, xh, xl, incx, &bound) : vijp_dd_dot(n, a, inca, xh, incx, &bound);
+        exact_dot(S, T, n, a, inca, xh, xl, incx, NULL);
+        snprintf(msg, sizeof msg, "%s (n %zu, %s, seed %llu)", what, n, xl ? "dd x" : "double x",
+                 (unsigned long long)test_seed());
+        check_output(r.hi, r.lo, bound, S, T, n, xl != NULL, msg);
+    } else {
+        exact_dot(S, T, n, a, inca, xh, xl, incx, c);
+        for (int s = 0; s < VIJP_DD_SET_COUNT; s++) {
+            const vijp_dd_kernels *k = vijp_dd_set(s);
+            if (!k) continue;
+            double hi, lo;
+            ck_assert_int_eq(k->row(n, a, inca, xh, xl, incx, c, &hi, &lo, &bound), 0);
+            snprintf(msg, sizeof msg, "%s (n %zu + c, %s, set %s, seed %llu)", what, n, xl ? "dd x" : "double x",
+                     k->name, (unsigned long long)test_seed());
+            check_output(hi, lo, bound, S, T, n + 1, xl != NULL, msg);
+        }
+    }
+    mpfr_clears(S, T, (mpfr_ptr)0);
+}
+
+/* A normalised double-double low part of x: |xl| <= u|x|. */
+static double low_part(vijp_rng *g, double x) { return x * 0x1p-53 * (2 * vijp_rng_uniform(g) - 1); }
+
+START_TEST(random_inputs)
+{
+    vijp_rng g;
+    vijp_rng_seed(&g, test_seed());
+    static const size_t sizes[] = {0, 1, 2, 3, 5, 17, 64, 256, 1000};
+    double *a = malloc(3 * 1000 * sizeof *a), *x = malloc(2 * 1000 * sizeof *x), *xl = malloc(2 * 1000 * sizeof *xl);
+    ck_assert(a && x && xl);
+    for (long it = 0; it < test_iters(2); it++)
+        for (size_t is = 0; is < sizeof sizes / sizeof *sizes; is++) {
+            size_t n = sizes[is], inca = 1 + it % 3, incx = 1 + (it + 1) % 2;
+            for (size_t j = 0; j < 3 * n; j++) a[j] = vijp_rng_normal(&g);
+            for (size_t j = 0; j < 2 * n; j++) x[j] = vijp_rng_normal(&g) / 3, xl[j] = low_part(&g, x[j]);
+            double c = vijp_rng_normal(&g);
+            check_dot(n, a, inca, x, NULL, incx, NULL, "random");
+            check_dot(n, a, inca, x, xl, incx, NULL, "random");
+            check_dot(n, a, inca, x, NULL, incx, &c, "random");
+            check_dot(n, a, inca, x, xl, incx, &c, "random");
+        }
+    free(a), free(x), free(xl);
+}
+END_TEST
+
+/* Ogita, Rump and Oishi's GenDot (Algorithm 6.1 of their paper): x, y of
+ * length n with xᵀy's condition 2|x|ᵀ|y|/|xᵀy| near cond; the second half's
+ * y_i cancels the exact partial dot product so far. */
+static void gen_dot(vijp_rng *g, size_t n, double cond, double *x, double *y)
+{
+    size_t n2 = n / 2;
+    double b = log2(cond);
+    for (size_t i = 0; i < n2; i++) {
+        double e = i == 0 ? round(b / 2) + 1 : i == n2 - 1 ? 0 : round(vijp_rng_uniform(g) * b / 2);
+        x[i] = ldexp(2 * vijp_rng_uniform(g) - 1, (int)e);
+        y[i] = ldexp(2 * vijp_rng_uniform(g) - 1, (int)e);
+    }
+    mpfr_t S, T;
+    mpfr_init2(S, EXACT_PREC), mpfr_init2(T, 256);
+    for (size_t i = n2; i < n; i++) {
+        double e = n - n2 > 1 ? round(b / 2 - (b / 2) * (double)(i - n2) / (double)(n - n2 - 1)) : 0;
+        x[i] = ldexp(2 * vijp_rng_uniform(g) - 1, (int)e);
+        exact_dot(S, T, i, x, 1, y, NULL, 1, NULL);
+        y[i] = (ldexp(2 * vijp_rng_uniform(g) - 1, (int)e) - mpfr_get_d(S, MPFR_RNDN)) / x[i];
+    }
+    mpfr_clears(S, T, (mpfr_ptr)0);
+    for (size_t i = n - 1; i > 0; i--) { /* shuffle the pairs */
+        size_t k = (size_t)(vijp_rng_u64(g) % (i + 1));
+        double t = x[i];
+        x[i] = x[k], x[k] = t, t = y[i], y[i] = y[k], y[k] = t;
+    }
+}
+
+START_TEST(ill_conditioned)
+{
+    vijp_rng g;
+    vijp_rng_seed(&g, test_seed() + 1);
+    enum { n = 100 };
+    double x[n], y[n], yl[n];
+    static const double conds[] = {1e10, 1e20, 1e30, 1e40};
+    for (long it = 0; it < test_iters(3); it++)
+        for (size_t ic = 0; ic < sizeof conds / sizeof *conds; ic++) {
+            gen_dot(&g, n, conds[ic], x, y);
+            for (size_t j = 0; j < n; j++) yl[j] = low_part(&g, y[j]);
+            char what[64];
+            snprintf(what, sizeof what, "GenDot cond %.0e", conds[ic]);
+            check_dot(n, x, 1, y, NULL, 1, NULL, what);
+            check_dot(n, x, 1, y, yl, 1, NULL, what);
+        }
+}
+END_TEST
+
+START_TEST(dynamic_range)
+{
+    vijp_rng g;
+    vijp_rng_seed(&g, test_seed() + 2);
+    enum { n = 256 };
+    double x[n], y[n], yl[n];
+    for (long it = 0; it < test_iters(4); it++) {
+        /* |x|, |y| < 2^501: products up to 2^1002, no overflow */
+        for (size_t j = 0; j < n; j++) {
+            x[j] = ldexp(vijp_rng_normal(&g), (int)(vijp_rng_u64(&g) % 1001) - 500);
+            y[j] = ldexp(vijp_rng_normal(&g), (int)(vijp_rng_u64(&g) % 1001) - 500);
+            yl[j] = low_part(&g, y[j]);
+        }
+        check_dot(n, x, 1, y, NULL, 1, NULL, "dynamic range");
+        check_dot(n, x, 1, y, yl, 1, NULL, "dynamic range");
+        double c = ldexp(1, 900);
+        check_dot(n, x, 1, y, yl, 1, &c, "dynamic range");
+    }
+}
+END_TEST
+
+/* Products in and below the subnormal range, where TwoProd's low part is
+ * rounded (bound.c, 1) and the η terms of the bound carry it; subnormal
+ * inputs; a mix with normal terms. */
+START_TEST(subnormal)
+{
+    vijp_rng g;
+    vijp_rng_seed(&g, test_seed() + 3);
+    enum { n = 64 };
+    double x[n], y[n], yl[n];
+    for (long it = 0; it < test_iters(4); it++)
+        for (int kind = 0; kind < 3; kind++) {
+            for (size_t j = 0; j < n; j++) {
+                double u1 = 1 + vijp_rng_uniform(&g), u2 = 1 + vijp_rng_uniform(&g);
+                if (kind == 0) /* products near 2^-1080: partly subnormal, partly below η */
+                    x[j] = ldexp(u1, -540 + (int)(vijp_rng_u64(&g) % 20)), y[j] = ldexp(u2, -540 - (int)(vijp_rng_u64(&g) % 20));
+                else if (kind == 1) /* subnormal x */
+                    x[j] = ldexp(u1, -1030 - (int)(vijp_rng_u64(&g) % 40)), y[j] = ldexp(u2, (int)(vijp_rng_u64(&g) % 60));
+                else /* tiny products among ordinary ones */
+                    x[j] = ldexp(u1, j % 2 ? -1000 : 0), y[j] = ldexp(u2, j % 2 ? -60 : -30);
+                if (vijp_rng_u64(&g) & 1) x[j] = -x[j];
+                yl[j] = low_part(&g, y[j]);
+            }
+            check_dot(n, x, 1, y, NULL, 1, NULL, "subnormal");
+            check_dot(n, x, 1, y, yl, 1, NULL, "subnormal");
+        }
+}
+END_TEST
+
+/* Overflow, Inf and NaN are reported (bound +inf, counted), never silently
+ * wrong; large terms that cancel without overflow are bounded as usual. */
+START_TEST(overflow_and_nan)
+{
+    double big = ldexp(1, 600), hm = 0.75 * DBL_MAX, one = 1, bound;
+    double x2[2] = {big, 1}, y2[2] = {big, 1};
+    vijp_dd r = vijp_dd_dot(2, x2, 1, y2, 1, &bound); /* a product overflows */
+    ck_assert(bound == INFINITY && !isfinite(r.hi));
+    double x3[3] = {hm, hm, -hm}, y3[3] = {1, 1, 1};
+    r = vijp_dd_dot(3, x3, 1, y3, 1, &bound); /* the running sum overflows (the exact one does not) */
+    ck_assert(bound == INFINITY);
+    double xn[3] = {1, NAN, 2};
+    r = vijp_dd_dot(3, xn, 1, y3, 1, &bound);
+    ck_assert(bound == INFINITY && isnan(r.hi));
+    double xz[2] = {0, 1}, yi[2] = {INFINITY, 1};
+    r = vijp_dd_dot(2, xz, 1, yi, 1, &bound); /* 0·Inf */
+    ck_assert(bound == INFINITY);
+    double xc[4] = {ldexp(1, 1000), -ldexp(1, 1000), ldexp(1, 1000), 3}, yc[4] = {ldexp(1, 20), ldexp(1, 20), -ldexp(1, 20), 1};
+    check_dot(4, xc, 1, yc, NULL, 1, NULL, "cancelling large terms");
+    check_dot(4, xc, 1, yc, NULL, 1, &one, "cancelling large terms");
+    /* gemv: exactly the overflowing row is unbounded, in every set */
+    enum { m = 21, n = 5 };
+    double A[m * n], xv[n] = {1, 2, 3, 4, 5}, xl[n] = {0}, yh[m], yl[m], yb[m];
+    for (size_t i = 0; i < m * n; i++) A[i] = (double)(i % 7) - 3;
+    A[13 + 2 * m] = DBL_MAX; /* row 13: DBL_MAX·3 overflows */
+    for (int s = 0; s < VIJP_DD_SET_COUNT; s++) {
+        const vijp_dd_kernels *k = vijp_dd_set(s);
+        if (!k) continue;
+        ck_assert_uint_eq(vijp_dd_gemv_in(k, m, n, A, m, xv, NULL, NULL, yh, yl, yb), 1);
+        for (size_t i = 0; i < m; i++) ck_assert(i == 13 ? yb[i] == INFINITY : isfinite(yb[i]));
+        ck_assert_uint_eq(vijp_dd_gemv_in(k, m, n, A, m, xv, xl, NULL, yh, yl, yb), 1);
+        xl[3] = ldexp(xv[3], -52); /* not normalised: no bound at all */
+        ck_assert_uint_eq(vijp_dd_gemv_in(k, m, n, A, m, xv, xl, NULL, yh, yl, yb), m);
+        for (size_t i = 0; i < m; i++) ck_assert(yb[i] == INFINITY);
+        xl[3] = 0;
+    }
+    double lo3[3] = {0, ldexp(1, -50), 0};
+    r = vijp_dd_dot_ddx(3, y3, 1, y3, lo3, 1, &bound);
+    ck_assert(bound == INFINITY);
+}
+END_TEST
+
+static int same_bits(const double *a, const double *b, size_t n) { return !memcmp(a, b, n * sizeof *a); }
+
+/* Every set gives ref's bits at every row count (full blocks, one-vector
+ * blocks, scalar tails), with and without c, double and double-double x;
+ * gemm is gemv column by column; ref's rows are its strided row. */
+START_TEST(sets_agree)
+{
+    vijp_rng g;
+    vijp_rng_seed(&g, test_seed() + 4);
+    enum { M = 37, N = 33, LDA = M + 3, COLS = 3 };
+    static double A[LDA * N], B[N * COLS], Bl[N * COLS], c[M];
+    static double want[3][M * COLS], got[3][M * COLS];
+    for (size_t i = 0; i < LDA * N; i++) A[i] = vijp_rng_normal(&g);
+    for (size_t i = 0; i < N * COLS; i++) B[i] = vijp_rng_normal(&g), Bl[i] = low_part(&g, B[i]);
+    for (size_t i = 0; i < M; i++) c[i] = vijp_rng_normal(&g);
+    const vijp_dd_kernels *ref = vijp_dd_set(0);
+    ck_assert_ptr_nonnull(ref);
+    ck_assert_ptr_nonnull(vijp_dd_active());
+    static const size_t ns[] = {0, 1, 7, N};
+    for (size_t m = 1; m <= M; m++)
+        for (size_t in = 0; in < 4; in++)
+            for (int variant = 0; variant < 4; variant++) {
+                size_t n = ns[in];
+                const double *cc = variant & 1 ? c : NULL, *bl = variant & 2 ? Bl : NULL;
+                vijp_dd_gemm_in(ref, m, COLS, n, A, LDA, B, bl, N, cc, want[0], want[1], want[2], M);
+                for (size_t j = 0; j < COLS; j++)
+                    for (size_t i = 0; i < m; i++) {
+                        double hi, lo, b;
+                        ref->row(n, A + i, LDA, B + j * N, bl ? bl + j * N : NULL, 1, cc ? cc + i : NULL, &hi, &lo, &b);
+                        ck_assert(hi == want[0][i + j * M] && lo == want[1][i + j * M] && b == want[2][i + j * M]);
+                    }
+                for (int s = 1; s < VIJP_DD_SET_COUNT; s++) {
+                    const vijp_dd_kernels *k = vijp_dd_set(s);
+                    if (!k) continue;
+                    vijp_dd_gemm_in(k, m, COLS, n, A, LDA, B, bl, N, cc, got[0], got[1], got[2], M);
+                    for (size_t j = 0; j < COLS; j++)
+                        for (int o = 0; o < 3; o++)
+                            ck_assert_msg(same_bits(got[o] + j * M, want[o] + j * M, m),
+                                          "set %s differs from ref: m %zu n %zu variant %d column %zu", k->name, m, n,
+                                          variant, j);
+                }
+            }
+}
+END_TEST
+
+/* A 256 × 256 matrix-vector product on the active set, as the benchmark's,
+ * with some rows ill-conditioned: every output against the oracle. */
+START_TEST(gemv_against_oracle)
+{
+    vijp_rng g;
+    vijp_rng_seed(&g, test_seed() + 5);
+    enum { m = 256, n = 256 };
+    double *A = malloc(m * n * sizeof *A), x[n], xl[n], c[m], yh[m], yl[m], yb[m], row[n];
+    ck_assert_ptr_nonnull(A);
+    for (size_t i = 0; i < m * n; i++) A[i] = vijp_rng_normal(&g) / 16;
+    for (size_t j = 0; j < n; j++) x[j] = vijp_rng_normal(&g) / 3, xl[j] = low_part(&g, x[j]);
+    for (size_t i = 0; i < m; i++) c[i] = vijp_rng_normal(&g);
+    for (size_t i = 0; i < m; i += 16) { /* row i cancels: its last entry makes Σ a_ij x_j + c_i tiny */
+        mpfr_t S, T;
+        mpfr_init2(S, EXACT_PREC), mpfr_init2(T, 256);
+        exact_dot(S, T, n - 1, A + i, m, x, NULL, 1, c + i);
+        A[i + (n - 1) * m] = -mpfr_get_d(S, MPFR_RNDN) / x[n - 1];
+        mpfr_clears(S, T, (mpfr_ptr)0);
+    }
+    mpfr_t S, T;
+    mpfr_init2(S, EXACT_PREC), mpfr_init2(T, 256);
+    for (int dd = 0; dd < 2; dd++) {
+        ck_assert_uint_eq(vijp_dd_gemv(m, n, A, m, x, dd ? xl : NULL, c, yh, yl, yb), 0);
+        for (size_t i = 0; i < m; i++) {
+            for (size_t j = 0; j < n; j++) row[j] = A[i + j * m];
+            exact_dot(S, T, n, row, 1, x, dd ? xl : NULL, 1, c + i);
+            char what[80];
+            snprintf(what, sizeof what, "gemv row %zu, set %s, seed %llu", i, vijp_dd_active()->name,
+                     (unsigned long long)test_seed());
+            check_output(yh[i], yl[i], yb[i], S, T, n + 1, dd, what);
+        }
+    }
+    mpfr_clears(S, T, (mpfr_ptr)0);
+    free(A);
+}
+END_TEST
+
+Suite *suite_ddot(void)
+{
+    Suite *s = suite_create("ddot");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, random_inputs);
+    tcase_add_test(tc, ill_conditioned);
+    tcase_add_test(tc, dynamic_range);
+    tcase_add_test(tc, subnormal);
+    tcase_add_test(tc, overflow_and_nan);
+    tcase_add_test(tc, sets_agree);
+    tcase_add_test(tc, gemv_against_oracle);
+    suite_add_tcase(s, tc);
+    return s;
+}
