@@ -11,7 +11,7 @@
  * error bound per output: the building block of a reference without MPFR
  * in its inner loop) on the same matrix-vector product, with x in double
  * and in double-double, on the active SIMD set and on the portable loops,
- * and the matrix-matrix product at batch 16, beside arb_dot at 106 and 128
+ * the matrix-matrix product at batch 16 and the triple-double product, beside arb_dot at 106 and 128
  * bits measured in the same run (target: >= 20x arb_dot at 106 bits).
  * Times are CPU seconds of this thread (the machine is shared: wall time
  * swings with the load, CPU time much less), best of several interleaved
@@ -105,13 +105,14 @@ static void per_madd(mpfr_prec_t P, int reps, double best[METHODS])
  * bias as c, x at 106 bits as xh + xl, or xh alone for a first layer's
  * double input), and C = W·X + b·1ᵀ at batch DD_BATCH; arb_dot on the
  * same values at 106 and 128 bits.  Best CPU seconds per multiply-add. */
-enum { DD_BATCH = 16, DD_METHODS = 7, DD_ARB106 = 5, DD_ARB128 = 6 };
+enum { DD_BATCH = 16, DD_METHODS = 9, DD_ARB106 = 7, DD_ARB128 = 8 };
 static const char *const dd_names[DD_METHODS] = {
     "dd gemv, double x (active set)", "dd gemv, double-double x", "dd gemv, double x (portable ref)",
-    "dd gemm 256x256x16, double X", "dd gemm 256x256x16, dd X", "arb_dot at 106 bits", "arb_dot at 128 bits"};
+    "dd gemm 256x256x16, double X", "dd gemm 256x256x16, dd X", "triple-double gemv, double x",
+    "triple-double gemv, double-double x", "arb_dot at 106 bits", "arb_dot at 128 bits"};
 
 typedef struct {
-    double *W, *xh, *xl, *Xh, *Xl, *yh, *yl, *yb, *Ch, *Cl, *Cb;
+    double *W, *xh, *xl, *Xh, *Xl, *yh, *ym, *yl, *yb, *Ch, *Cl, *Cb;
     void *arb;
 } dd_problem;
 
@@ -121,7 +122,7 @@ static double dd_run(int k, dd_problem *p)
     const double *b = p->W + N * N;
     /* the dd kernels take tens of microseconds: repeat them so that one
      * timing spans about a millisecond, like arb_dot's */
-    int rep = k == 2 ? 2 : k < 3 ? 32 : k < 5 ? 2 : 1;
+    int rep = k == 2 ? 2 : k < 3 || k == 5 || k == 6 ? 32 : k < 5 ? 2 : 1;
     double t0 = thread_cpu();
     for (int r = 0; r < rep; r++) {
         size_t bad = 0;
@@ -130,6 +131,8 @@ static double dd_run(int k, dd_problem *p)
         else if (k == 2) bad = vijp_dd_gemv_in(ref, N, N, p->W, N, p->xh, NULL, b, p->yh, p->yl, p->yb);
         else if (k == 3) bad = vijp_dd_gemm(N, DD_BATCH, N, p->W, N, p->Xh, NULL, N, b, p->Ch, p->Cl, p->Cb, N);
         else if (k == 4) bad = vijp_dd_gemm(N, DD_BATCH, N, p->W, N, p->Xh, p->Xl, N, b, p->Ch, p->Cl, p->Cb, N);
+        else if (k == 5) bad = vijp_td_gemv(N, N, p->W, N, p->xh, NULL, b, p->yh, p->ym, p->yl, p->yb);
+        else if (k == 6) bad = vijp_td_gemv(N, N, p->W, N, p->xh, p->xl, b, p->yh, p->ym, p->yl, p->yb);
 #ifdef VIJP_HAVE_ARB
         else {
             arb_ptr A = p->arb, ax = A + N * N, ab = ax + N, out = ab + N;
@@ -145,12 +148,12 @@ static double dd_run(int k, dd_problem *p)
     return k == 3 || k == 4 ? per / DD_BATCH : per;
 }
 
-static void dd_per_madd(int reps, double best[DD_METHODS], double *worst_rel_bound)
+static void dd_per_madd(int reps, double best[DD_METHODS], double worst_rel_bound[2])
 {
     dd_problem p;
     p.W = malloc((N * N + N) * sizeof *p.W), p.xh = malloc(N * sizeof *p.xh), p.xl = malloc(N * sizeof *p.xl);
     p.Xh = malloc(N * DD_BATCH * sizeof *p.Xh), p.Xl = malloc(N * DD_BATCH * sizeof *p.Xl);
-    p.yh = malloc(3 * N * sizeof *p.yh), p.yl = p.yh + N, p.yb = p.yl + N;
+    p.yh = malloc(4 * N * sizeof *p.yh), p.ym = p.yh + N, p.yl = p.ym + N, p.yb = p.yl + N;
     p.Ch = malloc(3 * N * DD_BATCH * sizeof *p.Ch), p.Cl = p.Ch + N * DD_BATCH, p.Cb = p.Cl + N * DD_BATCH;
     if (!p.W || !p.xh || !p.xl || !p.Xh || !p.Xl || !p.yh || !p.Ch) exit(1);
     vijp_rng g;
@@ -191,10 +194,13 @@ static void dd_per_madd(int reps, double best[DD_METHODS], double *worst_rel_bou
             if (t < best[k]) best[k] = t;
         }
     /* what the bounds certify: the largest bound relative to its output */
-    BENCH_MUST(vijp_dd_gemv(N, N, p.W, N, p.xh, p.xl, p.W + N * N, p.yh, p.yl, p.yb) != 0);
-    *worst_rel_bound = 0;
-    for (size_t i = 0; i < N; i++)
-        if (p.yb[i] / fabs(p.yh[i]) > *worst_rel_bound) *worst_rel_bound = p.yb[i] / fabs(p.yh[i]);
+    for (int td = 0; td < 2; td++) {
+        if (td) BENCH_MUST(vijp_td_gemv(N, N, p.W, N, p.xh, p.xl, p.W + N * N, p.yh, p.ym, p.yl, p.yb) != 0);
+        else BENCH_MUST(vijp_dd_gemv(N, N, p.W, N, p.xh, p.xl, p.W + N * N, p.yh, p.yl, p.yb) != 0);
+        worst_rel_bound[td] = 0;
+        for (size_t i = 0; i < N; i++)
+            if (p.yb[i] / fabs(p.yh[i]) > worst_rel_bound[td]) worst_rel_bound[td] = p.yb[i] / fabs(p.yh[i]);
+    }
 #ifdef VIJP_HAVE_ARB
     _arb_vec_clear(A, N * N + 3 * N);
 #endif
@@ -204,8 +210,8 @@ static void dd_per_madd(int reps, double best[DD_METHODS], double *worst_rel_bou
 static void dd_report(double vo_dot_256)
 {
     int reps = 7;
-    double best[DD_METHODS], worst;
-    dd_per_madd(reps, best, &worst);
+    double best[DD_METHODS], worst[2];
+    dd_per_madd(reps, best, worst);
     double madds = (double)N * N;
     printf("double-double products (src/ddot, set %s), ns per multiply-add, same %d x %d product, best of %d:\n",
            vijp_dd_active()->name, N, N, reps);
@@ -223,8 +229,8 @@ static void dd_report(double vo_dot_256)
 #endif
         printf("\n");
     }
-    printf("  worst bound / |output| (dd x): %.2e; vo_dot at 256 bits is %.0fx the dd gemv's time (double x), %.0fx "
-           "(dd x)\n", worst, vo_dot_256 / best[0], vo_dot_256 / best[1]);
+    printf("  worst bound / |output| (dd x): %.2e double-double, %.2e triple-double; vo_dot at 256 bits is %.0fx the "
+           "dd gemv's time (double x), %.0fx (dd x)\n", worst[0], worst[1], vo_dot_256 / best[0], vo_dot_256 / best[1]);
 #ifdef VIJP_HAVE_ARB
     double r = best[DD_ARB106] / best[1];
     printf("  dd gemv (double-double x) vs arb_dot at 106 bits: %.1fx faster (target >= 20: %s)\n", r,

@@ -1,5 +1,5 @@
-/* The double-double products (src/ddot/ddot.h) against the exact dot
- * product in MPFR.  Products of doubles are exact in 106 bits; the oracle
+/* The double-double and triple-double products (src/ddot/ddot.h) against
+ * the exact dot product in MPFR.  Products of doubles are exact in 106 bits; the oracle
  * adds them (and the double-double x's low parts, and c) with mpfr_sum into
  * EXACT_PREC bits, which hold every bit of any such sum (every product lies
  * in [2^-2148, 2^2048), and fewer than 2^20 terms carry 20 bits more), so the
@@ -8,6 +8,7 @@
  *   - the error is within the returned bound (the rigorous a-posteriori one);
  *   - the error is within the a-priori bound derived in src/ddot/bound.c:
  *       doubles  γ_N²·T + Nη,   double-double x  γ_2N·γ_(N+1)·T + 3Nη,
+ *       (triple-double: γ_(N+1)·γ_2N·γ_N·T + Nη and γ_(N+2)²·γ_3N·T + 3Nη),
  *     T = |c| + Σ|a_j·xh_j| (computed here in MPFR, rounded up), and hi alone
  *     within Ogita-Rump-Oishi's u|exact| + γ_N²·T (+ Nη);
  *   - the returned bound is not vacuous: at most (1 + 2^-10) times the
@@ -80,22 +81,34 @@ static void gamma_up(mpfr_t g, double k)
 
 /* The checks of the top on one output (hi, lo, bound) of N terms against
  * its exact value S and T; what names the case in a failure. */
-static void check_output(double hi, double lo, double bound, mpfr_t S, mpfr_t T, size_t N, int dd_input,
+static void check_output(const double *y, int parts, double bound, mpfr_t S, mpfr_t T, size_t N, int dd_input,
                          const char *what)
 {
+    double hi = y[0], lo = y[parts - 1];
     mpfr_t err, apr, g, ho;
     mpfr_inits2(256, apr, g, ho, (mpfr_ptr)0);
     mpfr_init2(err, EXACT_PREC + 64);
     ck_assert_msg(isfinite(hi) && isfinite(lo) && isfinite(bound), "%s: not finite (hi %g lo %g bound %g)", what, hi, lo,
                   bound);
     mpfr_set_d(err, hi, MPFR_RNDN);
-    ck_assert_int_eq(mpfr_add_d(err, err, lo, MPFR_RNDN), 0);
+    for (int k = 1; k < parts; k++) ck_assert_int_eq(mpfr_add_d(err, err, y[k], MPFR_RNDN), 0);
     ck_assert_int_eq(mpfr_sub(err, err, S, MPFR_RNDN), 0);
     mpfr_abs(err, err, MPFR_RNDN);
-    /* a-priori: γ_N²·T + Nη, or γ_2N·γ_(N+1)·T + 3Nη */
-    gamma_up(apr, dd_input ? 2.0 * N : (double)N);
-    gamma_up(g, dd_input ? N + 1.0 : (double)N);
-    mpfr_mul(apr, apr, g, MPFR_RNDU);
+    /* a-priori (bound.c 4, 5, 9): double-double γ_N²·T + Nη, or
+     * γ_2N·γ_(N+1)·T + 3Nη; triple-double γ_(N+1)·γ_2N·γ_N·T + Nη, or
+     * γ_(N+2)²·γ_3N·T + 3Nη */
+    double Nd = (double)N;
+    if (parts == 2) {
+        gamma_up(apr, dd_input ? 2 * Nd : Nd);
+        gamma_up(g, dd_input ? Nd + 1 : Nd);
+        mpfr_mul(apr, apr, g, MPFR_RNDU);
+    } else {
+        gamma_up(apr, dd_input ? Nd + 2 : Nd + 1);
+        gamma_up(g, dd_input ? 3 * Nd : 2 * Nd);
+        mpfr_mul(apr, apr, g, MPFR_RNDU);
+        gamma_up(g, dd_input ? Nd + 2 : Nd);
+        mpfr_mul(apr, apr, g, MPFR_RNDU);
+    }
     mpfr_mul(apr, apr, T, MPFR_RNDU);
     mpfr_add_d(apr, apr, (dd_input ? 3.0 : 1.0) * N * eta, MPFR_RNDU);
     ck_assert_msg(mpfr_cmp_d(err, bound) <= 0, "%s: error %.3e above the returned bound %.3e", what,
@@ -107,7 +120,7 @@ static void check_output(double hi, double lo, double bound, mpfr_t S, mpfr_t T,
     mpfr_add_d(g, g, (4.0 * N + 8) * eta, MPFR_RNDU);
     ck_assert_msg(mpfr_cmp_d(g, bound) >= 0, "%s: returned bound %.3e far above the a-priori %.3e", what, bound,
                   mpfr_get_d(apr, MPFR_RNDN));
-    if (!dd_input) { /* Ogita-Rump-Oishi, Theorem 5.3, on hi alone: u|S| + γ_N²T (+ Nη) */
+    if (parts == 2 && !dd_input) { /* Ogita-Rump-Oishi, Theorem 5.3, on hi alone: u|S| + γ_N²T (+ Nη) */
         mpfr_set_d(ho, hi, MPFR_RNDN);
         mpfr_sub(ho, ho, S, MPFR_RNDU);
         mpfr_abs(ho, ho, MPFR_RNDU);
@@ -134,17 +147,25 @@ static void check_dot(size_t n, const double *a, size_t inca, const double *xh, 
         exact_dot(S, T, n, a, inca, xh, xl, incx, NULL);
         snprintf(msg, sizeof msg, "%s (n %zu, %s, seed %llu)", what, n, xl ? "dd x" : "double x",
                  (unsigned long long)test_seed());
-        check_output(r.hi, r.lo, bound, S, T, n, xl != NULL, msg);
+        check_output((double[]){r.hi, r.lo}, 2, bound, S, T, n, xl != NULL, msg);
+        vijp_td t = xl ? vijp_td_dot_ddx(n, a, inca, xh, xl, incx, &bound) : vijp_td_dot(n, a, inca, xh, incx, &bound);
+        snprintf(msg, sizeof msg, "%s (n %zu, %s, triple-double, seed %llu)", what, n, xl ? "dd x" : "double x",
+                 (unsigned long long)test_seed());
+        check_output((double[]){t.hi, t.mid, t.lo}, 3, bound, S, T, n, xl != NULL, msg);
     } else {
         exact_dot(S, T, n, a, inca, xh, xl, incx, c);
         for (int s = 0; s < VIJP_DD_SET_COUNT; s++) {
             const vijp_dd_kernels *k = vijp_dd_set(s);
             if (!k) continue;
-            double hi, lo;
-            ck_assert_int_eq(k->row(n, a, inca, xh, xl, incx, c, &hi, &lo, &bound), 0);
+            double y[3];
+            ck_assert_int_eq(k->row(n, a, inca, xh, xl, incx, c, &y[0], &y[1], &bound), 0);
             snprintf(msg, sizeof msg, "%s (n %zu + c, %s, set %s, seed %llu)", what, n, xl ? "dd x" : "double x",
                      k->name, (unsigned long long)test_seed());
-            check_output(hi, lo, bound, S, T, n + 1, xl != NULL, msg);
+            check_output(y, 2, bound, S, T, n + 1, xl != NULL, msg);
+            ck_assert_int_eq(k->td_row(n, a, inca, xh, xl, incx, c, &y[0], &y[1], &y[2], &bound), 0);
+            snprintf(msg, sizeof msg, "%s (n %zu + c, %s, triple-double, set %s, seed %llu)", what, n,
+                     xl ? "dd x" : "double x", k->name, (unsigned long long)test_seed());
+            check_output(y, 3, bound, S, T, n + 1, xl != NULL, msg);
         }
     }
     mpfr_clears(S, T, (mpfr_ptr)0);
@@ -282,9 +303,15 @@ START_TEST(overflow_and_nan)
     double x3[3] = {hm, hm, -hm}, y3[3] = {1, 1, 1};
     r = vijp_dd_dot(3, x3, 1, y3, 1, &bound); /* the running sum overflows (the exact one does not) */
     ck_assert(bound == INFINITY);
+    vijp_td t = vijp_td_dot(2, x2, 1, y2, 1, &bound);
+    ck_assert(bound == INFINITY && !isfinite(t.hi));
+    t = vijp_td_dot(3, x3, 1, y3, 1, &bound);
+    ck_assert(bound == INFINITY);
     double xn[3] = {1, NAN, 2};
     r = vijp_dd_dot(3, xn, 1, y3, 1, &bound);
     ck_assert(bound == INFINITY && isnan(r.hi));
+    t = vijp_td_dot(3, xn, 1, y3, 1, &bound);
+    ck_assert(bound == INFINITY && isnan(t.hi));
     double xz[2] = {0, 1}, yi[2] = {INFINITY, 1};
     r = vijp_dd_dot(2, xz, 1, yi, 1, &bound); /* 0·Inf */
     ck_assert(bound == INFINITY);
@@ -293,7 +320,7 @@ START_TEST(overflow_and_nan)
     check_dot(4, xc, 1, yc, NULL, 1, &one, "cancelling large terms");
     /* gemv: exactly the overflowing row is unbounded, in every set */
     enum { m = 21, n = 5 };
-    double A[m * n], xv[n] = {1, 2, 3, 4, 5}, xl[n] = {0}, yh[m], yl[m], yb[m];
+    double A[m * n], xv[n] = {1, 2, 3, 4, 5}, xl[n] = {0}, yh[m], ym[m], yl[m], yb[m];
     for (size_t i = 0; i < m * n; i++) A[i] = (double)(i % 7) - 3;
     A[13 + 2 * m] = DBL_MAX; /* row 13: DBL_MAX·3 overflows */
     for (int s = 0; s < VIJP_DD_SET_COUNT; s++) {
@@ -302,13 +329,19 @@ START_TEST(overflow_and_nan)
         ck_assert_uint_eq(vijp_dd_gemv_in(k, m, n, A, m, xv, NULL, NULL, yh, yl, yb), 1);
         for (size_t i = 0; i < m; i++) ck_assert(i == 13 ? yb[i] == INFINITY : isfinite(yb[i]));
         ck_assert_uint_eq(vijp_dd_gemv_in(k, m, n, A, m, xv, xl, NULL, yh, yl, yb), 1);
+        ck_assert_uint_eq(vijp_td_gemv_in(k, m, n, A, m, xv, xl, NULL, yh, ym, yl, yb), 1);
+        for (size_t i = 0; i < m; i++) ck_assert(i == 13 ? yb[i] == INFINITY : isfinite(yb[i]));
         xl[3] = ldexp(xv[3], -52); /* not normalised: no bound at all */
         ck_assert_uint_eq(vijp_dd_gemv_in(k, m, n, A, m, xv, xl, NULL, yh, yl, yb), m);
+        for (size_t i = 0; i < m; i++) ck_assert(yb[i] == INFINITY);
+        ck_assert_uint_eq(vijp_td_gemv_in(k, m, n, A, m, xv, xl, NULL, yh, ym, yl, yb), m);
         for (size_t i = 0; i < m; i++) ck_assert(yb[i] == INFINITY);
         xl[3] = 0;
     }
     double lo3[3] = {0, ldexp(1, -50), 0};
     r = vijp_dd_dot_ddx(3, y3, 1, y3, lo3, 1, &bound);
+    ck_assert(bound == INFINITY);
+    t = vijp_td_dot_ddx(3, y3, 1, y3, lo3, 1, &bound);
     ck_assert(bound == INFINITY);
 }
 END_TEST
@@ -324,7 +357,7 @@ START_TEST(sets_agree)
     vijp_rng_seed(&g, test_seed() + 4);
     enum { M = 37, N = 33, LDA = M + 3, COLS = 3 };
     static double A[LDA * N], B[N * COLS], Bl[N * COLS], c[M];
-    static double want[3][M * COLS], got[3][M * COLS];
+    static double want[3][M * COLS], got[3][M * COLS], twant[4][M], tgot[4][M];
     for (size_t i = 0; i < LDA * N; i++) A[i] = vijp_rng_normal(&g);
     for (size_t i = 0; i < N * COLS; i++) B[i] = vijp_rng_normal(&g), Bl[i] = low_part(&g, B[i]);
     for (size_t i = 0; i < M; i++) c[i] = vijp_rng_normal(&g);
@@ -344,6 +377,12 @@ START_TEST(sets_agree)
                         ref->row(n, A + i, LDA, B + j * N, bl ? bl + j * N : NULL, 1, cc ? cc + i : NULL, &hi, &lo, &b);
                         ck_assert(hi == want[0][i + j * M] && lo == want[1][i + j * M] && b == want[2][i + j * M]);
                     }
+                vijp_td_gemv_in(ref, m, n, A, LDA, B, bl, cc, twant[0], twant[1], twant[2], twant[3]);
+                for (size_t i = 0; i < m; i++) {
+                    double y[4];
+                    ref->td_row(n, A + i, LDA, B, bl, 1, cc ? cc + i : NULL, &y[0], &y[1], &y[2], &y[3]);
+                    for (int o = 0; o < 4; o++) ck_assert(y[o] == twant[o][i]);
+                }
                 for (int s = 1; s < VIJP_DD_SET_COUNT; s++) {
                     const vijp_dd_kernels *k = vijp_dd_set(s);
                     if (!k) continue;
@@ -353,6 +392,11 @@ START_TEST(sets_agree)
                             ck_assert_msg(same_bits(got[o] + j * M, want[o] + j * M, m),
                                           "set %s differs from ref: m %zu n %zu variant %d column %zu", k->name, m, n,
                                           variant, j);
+                    vijp_td_gemv_in(k, m, n, A, LDA, B, bl, cc, tgot[0], tgot[1], tgot[2], tgot[3]);
+                    for (int o = 0; o < 4; o++)
+                        ck_assert_msg(same_bits(tgot[o], twant[o], m),
+                                      "set %s's triple-double differs from ref: m %zu n %zu variant %d", k->name, m, n,
+                                      variant);
                 }
             }
 }
@@ -365,7 +409,7 @@ START_TEST(gemv_against_oracle)
     vijp_rng g;
     vijp_rng_seed(&g, test_seed() + 5);
     enum { m = 256, n = 256 };
-    double *A = malloc(m * n * sizeof *A), x[n], xl[n], c[m], yh[m], yl[m], yb[m], row[n];
+    double *A = malloc(m * n * sizeof *A), x[n], xl[n], c[m], yh[m], yl[m], yb[m], th[m], tm[m], tl[m], tb[m], row[n];
     ck_assert_ptr_nonnull(A);
     for (size_t i = 0; i < m * n; i++) A[i] = vijp_rng_normal(&g) / 16;
     for (size_t j = 0; j < n; j++) x[j] = vijp_rng_normal(&g) / 3, xl[j] = low_part(&g, x[j]);
@@ -381,13 +425,17 @@ START_TEST(gemv_against_oracle)
     mpfr_init2(S, EXACT_PREC), mpfr_init2(T, 256);
     for (int dd = 0; dd < 2; dd++) {
         ck_assert_uint_eq(vijp_dd_gemv(m, n, A, m, x, dd ? xl : NULL, c, yh, yl, yb), 0);
+        ck_assert_uint_eq(vijp_td_gemv(m, n, A, m, x, dd ? xl : NULL, c, th, tm, tl, tb), 0);
         for (size_t i = 0; i < m; i++) {
             for (size_t j = 0; j < n; j++) row[j] = A[i + j * m];
             exact_dot(S, T, n, row, 1, x, dd ? xl : NULL, 1, c + i);
             char what[80];
             snprintf(what, sizeof what, "gemv row %zu, set %s, seed %llu", i, vijp_dd_active()->name,
                      (unsigned long long)test_seed());
-            check_output(yh[i], yl[i], yb[i], S, T, n + 1, dd, what);
+            check_output((double[]){yh[i], yl[i]}, 2, yb[i], S, T, n + 1, dd, what);
+            snprintf(what, sizeof what, "triple-double gemv row %zu, set %s, seed %llu", i, vijp_dd_active()->name,
+                     (unsigned long long)test_seed());
+            check_output((double[]){th[i], tm[i], tl[i]}, 3, tb[i], S, T, n + 1, dd, what);
         }
     }
     mpfr_clears(S, T, (mpfr_ptr)0);

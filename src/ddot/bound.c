@@ -63,14 +63,44 @@
  *    so an Inf or NaN anywhere (an overflowing product or TwoSum, an Inf or
  *    NaN input) leaves p or s non-finite, and hi = fl(p + s) non-finite: a
  *    finite (hi, lo) with a finite absum had no overflow.  The bound is then
- *    +inf, as is a non-finite B. */
+ *    +inf, as is a non-finite B.
+ * 9. Triple-double (td_row).  The low parts are summed into s by TwoSum,
+ *    exactly: s + Σe = Σ of the level-2 terms, whose errors e (and, with xl,
+ *    a·xl's TwoProd low part r2) t sums with roundings; the value is
+ *    p + s + t, kept exactly by the final TwoSums.
+ *    Doubles: level 2 is q_j, r_j (M = 2N terms, Σ <= γ_N·T + Nη as in 4),
+ *    so Σ|e| <= γ_{2N}(γ_N·T + Nη) (the lemma of 2 over M terms); t adds
+ *    fl(e1 + e2) once per step, paths of at most N + 1 roundings:
+ *        |p + s + t − exact| <= γ_{N+1}·γ_{2N}·γ_N·T + Nη.
+ *    Double-double x: level 2 adds h2_j = fl(a_j·xl_j) (Σ|h2| <= (1 + u)u·T
+ *    + Nη/2, so Σ level 2 <= γ_{N+1}·T + 3Nη/2 with γ_N + u + u² <= γ_{N+1}),
+ *    M = 3N; t adds fl(fl(e1 + e2) + fl(e3 + r2)), paths <= N + 2, Σ|r2| <=
+ *    u²·T + Nη/2, and γ_{3N}γ_{N+1} + u² <= γ_{3N}γ_{N+2}:
+ *        |p + s + t − exact| <= γ_{N+2}²·γ_{3N}·T + 3Nη.
+ *    As in 6–7 with N <= 2^16 (K < 2^53, N·u <= 2^-35): K = (N + 1)·2N·N or
+ *    (N + 2)²·3N, C = K·u³(1 + 2^-20), the same evaluation. */
+
+/* fl(fl(fl(Ĉ·absum) + (4N + 4)η)·(1 + 2^-51)), Ĉ = fl(K·ulevel·(1 + 2^-20))
+ * (7); +inf where it is not finite. */
+static double evaluate(double K, double ulevel, double absum, double N)
+{
+    double C = K * ulevel * (1 + 0x1p-20), k = (4 * N + 4) * 0x1p-1074;
+    double B = (C * absum + k) * (1 + 0x1p-51);
+    return isfinite(B) ? B : INFINITY; /* a NaN absum too */
+}
+
 double vijp_dd_bound(double absum, size_t nterms, int dd_input)
 {
     if (nterms > VIJP_DD_MAX_TERMS) return INFINITY;
     double N = (double)nterms, K = dd_input ? 2 * N * (N + 1) : N * N; /* exact: N <= 2^25 */
-    double C = K * 0x1p-106 * (1 + 0x1p-20), k = (4 * N + 4) * 0x1p-1074;
-    double B = (C * absum + k) * (1 + 0x1p-51);
-    return isfinite(B) ? B : INFINITY; /* a NaN absum too */
+    return evaluate(K, 0x1p-106, absum, N);
+}
+
+double vijp_td_bound(double absum, size_t nterms, int dd_input)
+{
+    if (nterms > VIJP_TD_MAX_TERMS) return INFINITY;
+    double N = (double)nterms, K = dd_input ? (N + 2) * (N + 2) * 3 * N : (N + 1) * 2 * N * N; /* exact: N <= 2^16 */
+    return evaluate(K, 0x1p-159, absum, N);
 }
 
 size_t vijp_dd_finish(double p, double s, double absum, size_t nterms, int dd_input, double *hi, double *lo,
@@ -79,6 +109,19 @@ size_t vijp_dd_finish(double p, double s, double absum, size_t nterms, int dd_in
     dd_two_sum(p, s, hi, lo);
     double B = vijp_dd_bound(absum, nterms, dd_input);
     if (!isfinite(*hi) || !isfinite(*lo)) B = INFINITY;
+    *bound = B;
+    return B == INFINITY;
+}
+
+size_t vijp_td_finish(double p, double s, double t, double absum, size_t nterms, int dd_input, double *hi,
+                      double *mid, double *lo, double *bound)
+{
+    double a, b, c;
+    dd_two_sum(s, t, &a, &b); /* p + s + t = p + a + b = hi + c + b = hi + mid + lo */
+    dd_two_sum(p, a, hi, &c);
+    dd_two_sum(c, b, mid, lo);
+    double B = vijp_td_bound(absum, nterms, dd_input);
+    if (!isfinite(*hi) || !isfinite(*mid) || !isfinite(*lo)) B = INFINITY;
     *bound = B;
     return B == INFINITY;
 }

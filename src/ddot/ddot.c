@@ -26,7 +26,22 @@ static size_t ref_gemv(size_t m, size_t n, const double *A, size_t lda, const do
     return unbounded;
 }
 
-static const vijp_dd_kernels ref_set = {"ref", ref_row, ref_gemv};
+static size_t ref_td_row(size_t n, const double *a, size_t inca, const double *xh, const double *xl, size_t incx,
+                         const double *c, double *hi, double *mid, double *lo, double *bound)
+{
+    return td_row(n, a, inca, xh, xl, incx, c, hi, mid, lo, bound);
+}
+
+static size_t ref_td_gemv(size_t m, size_t n, const double *A, size_t lda, const double *xh, const double *xl,
+                          const double *c, double *yh, double *ym, double *yl, double *bound)
+{
+    size_t unbounded = 0;
+    for (size_t i = 0; i < m; i++)
+        unbounded += td_row(n, A + i, lda, xh, xl, 1, c ? c + i : NULL, yh + i, ym + i, yl + i, bound + i);
+    return unbounded;
+}
+
+static const vijp_dd_kernels ref_set = {"ref", ref_row, ref_gemv, ref_td_row, ref_td_gemv};
 #ifndef VIJP_GENERIC
 extern const vijp_dd_kernels vijp_dd_avx2, vijp_dd_avx512;
 #endif
@@ -95,6 +110,39 @@ vijp_dd vijp_dd_dot_ddx(size_t n, const double *a, size_t inca, const double *xh
     vijp_dd_active()->row(n, a, inca, xh, xl, incx, NULL, &r.hi, &r.lo, bound);
     if (!normalised(n, xh, xl, incx)) *bound = INFINITY;
     return r;
+}
+
+vijp_td vijp_td_dot(size_t n, const double *x, size_t incx, const double *y, size_t incy, double *bound)
+{
+    vijp_td r;
+    vijp_dd_active()->td_row(n, x, incx, y, NULL, incy, NULL, &r.hi, &r.mid, &r.lo, bound);
+    return r;
+}
+
+vijp_td vijp_td_dot_ddx(size_t n, const double *a, size_t inca, const double *xh, const double *xl, size_t incx,
+                        double *bound)
+{
+    vijp_td r;
+    vijp_dd_active()->td_row(n, a, inca, xh, xl, incx, NULL, &r.hi, &r.mid, &r.lo, bound);
+    if (!normalised(n, xh, xl, incx)) *bound = INFINITY;
+    return r;
+}
+
+size_t vijp_td_gemv_in(const vijp_dd_kernels *k, size_t m, size_t n, const double *A, size_t lda, const double *xh,
+                       const double *xl, const double *c, double *yh, double *ym, double *yl, double *bound)
+{
+    size_t unbounded = k->td_gemv(m, n, A, lda, xh, xl, c, yh, ym, yl, bound);
+    if (xl && !normalised(n, xh, xl, 1)) {
+        for (size_t i = 0; i < m; i++) bound[i] = INFINITY;
+        unbounded = m;
+    }
+    return unbounded;
+}
+
+size_t vijp_td_gemv(size_t m, size_t n, const double *A, size_t lda, const double *xh, const double *xl,
+                    const double *c, double *yh, double *ym, double *yl, double *bound)
+{
+    return vijp_td_gemv_in(vijp_dd_active(), m, n, A, lda, xh, xl, c, yh, ym, yl, bound);
 }
 
 size_t vijp_dd_gemv_in(const vijp_dd_kernels *k, size_t m, size_t n, const double *A, size_t lda, const double *xh,

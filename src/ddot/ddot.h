@@ -68,6 +68,26 @@ size_t vijp_dd_gemv(size_t m, size_t n, const double *A, size_t lda, const doubl
 size_t vijp_dd_gemm(size_t m, size_t n, size_t k, const double *A, size_t lda, const double *Bh, const double *Bl,
                     size_t ldb, const double *c, double *Ch, double *Cl, double *bound, size_t ldc);
 
+/* ---- triple-double ----
+ * The same products with the low parts themselves summed by TwoSum and
+ * their errors collected in a third double (bound.c, 9): y = hi + mid + lo,
+ *   doubles:          |y − exact| <= γ_(N+1)·γ_2N·γ_N·T + Nη,
+ *   double-double x:  |y − exact| <= γ_(N+2)²·γ_3N·T + 3Nη,
+ * about 2N³u³·T: 2^-134·T at N = 256, so a result stays validated to
+ * 2^-53 up to a condition T/|exact| near 1e24.  About twice Dot2's work.
+ * bound as above (+inf also for N > VIJP_TD_MAX_TERMS). */
+typedef struct {
+    double hi, mid, lo;
+} vijp_td;
+
+#define VIJP_TD_MAX_TERMS ((size_t)1 << 16)
+
+vijp_td vijp_td_dot(size_t n, const double *x, size_t incx, const double *y, size_t incy, double *bound);
+vijp_td vijp_td_dot_ddx(size_t n, const double *a, size_t inca, const double *xh, const double *xl, size_t incx,
+                        double *bound);
+size_t vijp_td_gemv(size_t m, size_t n, const double *A, size_t lda, const double *xh, const double *xl,
+                    const double *c, double *yh, double *ym, double *yl, double *bound);
+
 /* ---- the kernel sets, for the tests and the benchmark ---- */
 
 /* One set: a strided row (one output) and y = A·x + c for rows [0, m), as
@@ -78,6 +98,11 @@ typedef struct {
                   const double *c, double *hi, double *lo, double *bound);
     size_t (*gemv)(size_t m, size_t n, const double *A, size_t lda, const double *xh, const double *xl,
                    const double *c, double *yh, double *yl, double *bound);
+    /* the same in triple-double */
+    size_t (*td_row)(size_t n, const double *a, size_t inca, const double *xh, const double *xl, size_t incx,
+                     const double *c, double *hi, double *mid, double *lo, double *bound);
+    size_t (*td_gemv)(size_t m, size_t n, const double *A, size_t lda, const double *xh, const double *xl,
+                      const double *c, double *yh, double *ym, double *yl, double *bound);
 } vijp_dd_kernels;
 
 /* Set i: 0 ref, 1 avx2, 2 avx512; NULL where this build or CPU lacks it. */
@@ -93,6 +118,9 @@ size_t vijp_dd_gemm_in(const vijp_dd_kernels *k, size_t m, size_t n, size_t kk, 
                        const double *Bh, const double *Bl, size_t ldb, const double *c, double *Ch, double *Cl,
                        double *bound, size_t ldc);
 
+size_t vijp_td_gemv_in(const vijp_dd_kernels *k, size_t m, size_t n, const double *A, size_t lda, const double *xh,
+                       const double *xl, const double *c, double *yh, double *ym, double *yl, double *bound);
+
 /* The rigorous bound of an output from Σ|h_j| (absum, accumulated in round
  * to nearest), the number of terms and whether x was double-double; +inf
  * where none holds.  Used by every set's finish. */
@@ -102,5 +130,9 @@ double vijp_dd_bound(double absum, size_t nterms, int dd_input);
  * returns 1 where the bound is +inf. */
 size_t vijp_dd_finish(double p, double s, double absum, size_t nterms, int dd_input, double *hi, double *lo,
                       double *bound);
+/* The same for triple-double: (hi, mid, lo) = p + s + t exactly. */
+double vijp_td_bound(double absum, size_t nterms, int dd_input);
+size_t vijp_td_finish(double p, double s, double t, double absum, size_t nterms, int dd_input, double *hi,
+                      double *mid, double *lo, double *bound);
 
 #endif

@@ -39,4 +39,28 @@ static inline size_t dd_row(size_t n, const double *a, size_t inca, const double
     return vijp_dd_finish(p, s, absum, n + (c != NULL), xl != NULL, hi, lo, bound);
 }
 
+/* One output in triple-double (bound.c, 9): Dot2's high parts into p as
+ * above; the low parts r and q (and, with x in double-double, the high part
+ * h2 of a·xl) summed into s by TwoSum, whose errors e (and a·xl's low part
+ * r2) go to t.  The value is p + s + t. */
+static inline size_t td_row(size_t n, const double *a, size_t inca, const double *xh, const double *xl, size_t incx,
+                            const double *c, double *hi, double *mid, double *lo, double *bound)
+{
+    double p = c ? *c : 0, s = 0, t = 0, absum = c ? fabs(*c) : 0;
+    for (size_t j = 0; j < n; j++) {
+        double aj = a[j * inca], xj = xh[j * incx], h = aj * xj, r = fma(aj, xj, -h), q, e1, e2;
+        dd_two_sum(p, h, &p, &q);
+        dd_two_sum(s, q, &s, &e1);
+        dd_two_sum(s, r, &s, &e2);
+        if (xl) {
+            double x2 = xl[j * incx], h2 = aj * x2, r2 = fma(aj, x2, -h2), e3;
+            dd_two_sum(s, h2, &s, &e3);
+            t = t + ((e1 + e2) + (e3 + r2));
+        } else
+            t = t + (e1 + e2);
+        absum = absum + fabs(h);
+    }
+    return vijp_td_finish(p, s, t, absum, n + (c != NULL), xl != NULL, hi, mid, lo, bound);
+}
+
 #endif

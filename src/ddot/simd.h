@@ -111,4 +111,88 @@ static size_t simd_gemv(size_t m, size_t n, const double *A, size_t lda, const d
     return unbounded;
 }
 
+/* ---- triple-double: td_row's body lane by lane ---- */
+
+#define TWO_SUM(X, E, a, b)                                                                                           \
+    do {                                                                                                              \
+        vd a_ = (a), b_ = (b), s_ = a_ + b_, z_ = s_ - a_;                                                            \
+        (E) = (a_ - (s_ - z_)) + (b_ - z_);                                                                           \
+        (X) = s_;                                                                                                     \
+    } while (0)
+
+/* One term a·x (and a·xl when XL) into a lane's (p, s, t, absum). */
+#define TD_STEP(P, S, T, AB, a, x, XL, xl)                                                                            \
+    do {                                                                                                              \
+        vd h_ = (a) * (x), r_ = vfma((a), (x), -h_), q_, e1_, e2_;                                                    \
+        TWO_SUM(P, q_, P, h_);                                                                                        \
+        TWO_SUM(S, e1_, S, q_);                                                                                       \
+        TWO_SUM(S, e2_, S, r_);                                                                                       \
+        if (XL) {                                                                                                     \
+            vd h2_ = (a) * (xl), r2_ = vfma((a), (xl), -h2_), e3_;                                                    \
+            TWO_SUM(S, e3_, S, h2_);                                                                                  \
+            (T) = (T) + ((e1_ + e2_) + (e3_ + r2_));                                                                  \
+        } else                                                                                                        \
+            (T) = (T) + (e1_ + e2_);                                                                                  \
+        (AB) = (AB) + vabs(h_);                                                                                       \
+    } while (0)
+
+static size_t td_finish_lanes(vd p, vd s, vd t, vd ab, size_t nterms, int dd_input, double *yh, double *ym, double *yl,
+                              double *bound)
+{
+    double pp[VW], ss[VW], tt[VW], aa[VW];
+    size_t unbounded = 0;
+    memcpy(pp, &p, sizeof pp), memcpy(ss, &s, sizeof ss), memcpy(tt, &t, sizeof tt), memcpy(aa, &ab, sizeof aa);
+    for (int l = 0; l < VW; l++)
+        unbounded += vijp_td_finish(pp[l], ss[l], tt[l], aa[l], nterms, dd_input, yh + l, ym + l, yl + l, bound + l);
+    return unbounded;
+}
+
+/* Rows [0, 2VW), XL a constant so that each loop is compiled apart. */
+static inline size_t td_block2(size_t n, const double *A, size_t lda, const double *xh, const double *xl, int XL,
+                               const double *c, double *yh, double *ym, double *yl, double *bound)
+{
+    vd zero = {0}, p0 = c ? vload(c) : zero, p1 = c ? vload(c + VW) : zero, s0 = zero, s1 = zero, t0 = zero,
+       t1 = zero, b0 = vabs(p0), b1 = vabs(p1);
+    for (size_t j = 0; j < n; j++) {
+        const double *col = A + j * lda;
+        vd a0 = vload(col), a1 = vload(col + VW), x = zero + xh[j], lo = XL ? zero + xl[j] : zero;
+        TD_STEP(p0, s0, t0, b0, a0, x, XL, lo);
+        TD_STEP(p1, s1, t1, b1, a1, x, XL, lo);
+    }
+    size_t N = n + (c != NULL);
+    return td_finish_lanes(p0, s0, t0, b0, N, XL, yh, ym, yl, bound) +
+           td_finish_lanes(p1, s1, t1, b1, N, XL, yh + VW, ym + VW, yl + VW, bound + VW);
+}
+
+static size_t td_block1(size_t n, const double *A, size_t lda, const double *xh, const double *xl, const double *c,
+                        double *yh, double *ym, double *yl, double *bound)
+{
+    vd zero = {0}, p = c ? vload(c) : zero, s = zero, t = zero, b = vabs(p);
+    for (size_t j = 0; j < n; j++) {
+        vd a = vload(A + j * lda), x = zero + xh[j], lo = xl ? zero + xl[j] : zero;
+        TD_STEP(p, s, t, b, a, x, xl != NULL, lo);
+    }
+    return td_finish_lanes(p, s, t, b, n + (c != NULL), xl != NULL, yh, ym, yl, bound);
+}
+
+static size_t simd_td_row(size_t n, const double *a, size_t inca, const double *xh, const double *xl, size_t incx,
+                          const double *c, double *hi, double *mid, double *lo, double *bound)
+{
+    return td_row(n, a, inca, xh, xl, incx, c, hi, mid, lo, bound);
+}
+
+static size_t simd_td_gemv(size_t m, size_t n, const double *A, size_t lda, const double *xh, const double *xl,
+                           const double *c, double *yh, double *ym, double *yl, double *bound)
+{
+    size_t i = 0, unbounded = 0;
+#define AT(i) c ? c + (i) : NULL, yh + (i), ym + (i), yl + (i), bound + (i)
+    for (; i + 2 * VW <= m; i += 2 * VW)
+        unbounded += xl ? td_block2(n, A + i, lda, xh, xl, 1, AT(i)) : td_block2(n, A + i, lda, xh, NULL, 0, AT(i));
+    for (; i + VW <= m; i += VW) unbounded += td_block1(n, A + i, lda, xh, xl, AT(i));
+#undef AT
+    for (; i < m; i++)
+        unbounded += td_row(n, A + i, lda, xh, xl, 1, c ? c + i : NULL, yh + i, ym + i, yl + i, bound + i);
+    return unbounded;
+}
+
 #endif

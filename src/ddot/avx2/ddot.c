@@ -3,4 +3,4 @@
 #define VW 4
 #include "ddot/simd.h"
 
-const vijp_dd_kernels vijp_dd_avx2 = {"avx2", simd_row, simd_gemv};
+const vijp_dd_kernels vijp_dd_avx2 = {"avx2", simd_row, simd_gemv, simd_td_row, simd_td_gemv};
