@@ -156,12 +156,24 @@ VIJP_API VIJP_MUST_CHECK int vijp_certify_box(const vijp_layer *L, const double 
 VIJP_API const char *vijp_box_verdict_name(vijp_verdict v);
 /* An enclosure [out_lo, out_hi] (L->out entries) of L's forward over the
  * box [lo, hi]: f(x) lies in it for every x in the box (one sample); what a
- * net's next layer is certified over.  Elementwise activations by the mean
- * value form f(m) + f′([lo, hi])·[lo − m, hi − m], layers declared linear
- * by f(0) + J·[lo, hi] with J enclosed, in MPFI with outward rounding and
- * f(m), f(0) from the type's MPFR operators at 256 bits (widened by
- * 2^-200|f| + 2^-1074).  VIJP_EUNSUPPORTED for other types, VIJP_EDOMAIN
- * when the values leave double's range. */
+ * net's next layer is certified over.  In MPFI at 128 bits with outward
+ * rounding (src/certify/image.c derives each form):
+ *   elementwise activations  the mean value form f(m) + f′([lo, hi])·[lo − m, hi − m];
+ *   layers declared linear   f(0) + J·[lo, hi], J enclosed;
+ *   layernorm                a-priori |y_i| <= sqrt(n − 1) ∩ the natural
+ *                            extension (x_i − μ)/σ ∩ (where σ > 0 on the
+ *                            box) the mean value form y(m) + J(box)·(box − m);
+ *   softmax                  its exact range, y_k in [1/(1 + Σ_{j≠k}
+ *                            exp(hi_j − lo_k)), 1/(1 + Σ_{j≠k} exp(lo_j − hi_k))];
+ *   additive, affine         the natural extension through their sub-layers'
+ *                            enclosures (intervals between them, no rounding
+ *                            to double).
+ * f(m) and f(0) of activations and linear layers from the type's MPFR
+ * operators at 256 bits (widened by 2^-200|f| + 2^-1074).  At lo = hi it
+ * is the value enclosed to about 120 bits, rounded outward: 2 ulps wide at
+ * most, unless the value cancels to below 2^-60 of its terms.  VIJP_EUNSUPPORTED for
+ * other types (a coupling's too, when one of its sub-layers is one),
+ * VIJP_EDOMAIN when the values leave double's range. */
 VIJP_API VIJP_MUST_CHECK int vijp_layer_image_box(const vijp_layer *L, const double *theta, const double *lo,
                                                   const double *hi, double *out_lo, double *out_hi, vijp_error *err);
 
