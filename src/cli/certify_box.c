@@ -140,14 +140,14 @@ static void over_approximated(vijp_box_certificate *c)
              "which holds more than they: %.120s", was);
 }
 
-static void layer_line(FILE *out, size_t i, const char *item, const double *lo, const double *hi, size_t n,
-                       const vijp_box_certificate *c)
+static void layer_line(FILE *out, size_t i, const char *item, int item_width, const double *lo, const double *hi,
+                       size_t n, const vijp_box_certificate *c)
 {
     double l = INFINITY, h = -INFINITY;
     for (size_t k = 0; k < n; k++) l = fmin(l, lo[k]), h = fmax(h, hi[k]);
     char within[64];
     snprintf(within, sizeof within, "[%.4g, %.4g]", l, h);
-    fprintf(out, "%5zu  %-18s %-20s  %-21s %-19s", i + 1, item, within, vijp_box_verdict_name(c->verdict), c->method);
+    fprintf(out, "%5zu  %-*s %-20s  %-21s %-19s", i + 1, item_width, item, within, vijp_box_verdict_name(c->verdict), c->method);
     if (c->verdict == VIJP_CERTIFIED_SUBMERSIVE && !isnan(c->s)) fprintf(out, " σ_min >= %.4g", c->s);
     fputc('\n', out);
     if (c->verdict != VIJP_CERTIFIED_SUBMERSIVE) fprintf(out, "       %s\n", c->reason);
@@ -170,10 +170,16 @@ int certify_net_box(const certify_args *a)
     size_t last = a->layer_index ? a->layer_index : net.depth, certified = 0, refuted = 0;
     json_t *layers = json_array();
     FILE *out = cli_out();
+    int item_width = 18; /* the type column: as wide as the longest item (coupling blocks spell out theirs) */
+    for (size_t i = 0; i < last; i++) {
+        char item[256];
+        vijp_layer_spec(&net.layers[i], item, sizeof item);
+        item_width = (int)strlen(item) > item_width ? (int)strlen(item) : item_width;
+    }
     if (!a->json)
-        fprintf(out, "net %s over the box %s%s%s, %s parameters%s\n\n%5s  %-18s %-20s  %-21s %s\n", a->net,
+        fprintf(out, "net %s over the box %s%s%s, %s parameters%s\n\n%5s  %-*s %-20s  %-21s %s\n", a->net,
                 a->box ? "[" : "", a->box ? a->box : a->box_file, a->box ? "] in every input coordinate" : "",
-                a->init_name, net.given ? " where the net gives none" : "", "layer", "type", "its inputs within",
+                a->init_name, net.given ? " where the net gives none" : "", "layer", item_width, "type", "its inputs within",
                 "verdict", "method");
     int stopped = 0;
     for (size_t i = 0; i < last; i++) {
@@ -191,7 +197,7 @@ int certify_net_box(const certify_args *a)
         if (i) over_approximated(&c);
         if (i + 1 >= (a->layer_index ? a->layer_index : 1)) { /* a layer reported: the net's verdict counts it */
             certified += c.verdict == VIJP_CERTIFIED_SUBMERSIVE, refuted += c.verdict == VIJP_NOT_SUBMERSIVE;
-            if (!a->json) layer_line(out, i, item, lo, hi, L->in, &c);
+            if (!a->json) layer_line(out, i, item, item_width, lo, hi, L->in, &c);
             json_array_append_new(layers, json_pack("{s:I, s:s, s:s, s:s, s:o, s:s}", "layer", (json_int_t)i + 1, "type",
                                                     item, "verdict", vijp_box_verdict_name(c.verdict), "method", c.method,
                                                     "sigma_min_lower_bound", certify_json_num(c.s), "reason", c.reason));
