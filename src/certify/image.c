@@ -296,6 +296,11 @@ static int chain_image(const vijp_layer *L, const double *theta, mpfi_t *a, mpfi
     for (size_t j = 0; j < k && !rc; j++) {
         const vijp_layer *s = vijp_coupling_sub(L, j);
         rc = enclose(s, theta + P, cur, next, err);
+        if (rc) { /* say which block the sub-layer belongs to */
+            char was[sizeof err->msg];
+            snprintf(was, sizeof was, "%s", err->msg);
+            rc = vijp_fail(err, rc, "%s block, its sub-layer %zu: %.200s", L->type->name, j + 1, was);
+        }
         P += s->type->param_count(s);
         mpfi_t *swap = cur;
         cur = next, next = swap;
