@@ -3,6 +3,7 @@
 #include "memo.h"
 #include "vijp/vijp.h"
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,18 +127,12 @@ void vijp_drift_memo_bind(vijp_drift_memo *m, const vijp_grad_setup *s, const vi
     m->keyed = 1;
 }
 
-int vijp_drift_memo_backprop(vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf, long prec,
-                             const vijp_grads **out, vijp_error *err)
+/* Backprop of the problem (X, T from pf; θ the memo's copy) in mpfr:prec
+ * into a new level *out (NULL on failure, its code returned).  Reads the
+ * memo and pf only: two levels may be computed at once on two threads. */
+static int compute_level(const vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf, long prec,
+                         memo_level **out, vijp_error *err)
 {
-    for (size_t k = 0; k < m->n_levels; k++)
-        if (m->level[k]->prec == prec) {
-            *out = &m->level[k]->g;
-            return 0;
-        }
-    /* One run's memo keeps the validation's last two levels only. */
-    if (!m->keyed) drop_below(m, prec / 2);
-    if (m->n_levels == MEMO_LEVELS) drop_level(m, 0); /* unreachable within VIJP_PREC_MAX; bounded anyway */
-    if (!m->have_copy) make_copy(m, net, pf);
     memo_level *L = vijp_alloc(sizeof *L);
     memset(L, 0, sizeof *L);
     L->prec = prec;
@@ -150,14 +145,88 @@ int vijp_drift_memo_backprop(vijp_drift_memo *m, const vijp_net *net, const vijp
         rc = vijp_engine_run(VIJP_ENGINE_BACKPROP, net, m->copy.theta, &X, &T, &L->g, err);
     }
     vijp_mat_clear(&X), vijp_mat_clear(&T);
-    if (rc) {
-        free(L);
-        return rc;
-    }
+    if (rc) free(L), L = NULL;
+    *out = L;
+    return rc;
+}
+
+static const memo_level *find_level(const vijp_drift_memo *m, long prec)
+{
+    for (size_t k = 0; k < m->n_levels; k++)
+        if (m->level[k]->prec == prec) return m->level[k];
+    return NULL;
+}
+
+/* Room for a level of precision prec: a run's memo keeps the validation's
+ * last two levels only; the copy of the problem is made. */
+static void make_room(vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf, long prec)
+{
+    if (!m->keyed) drop_below(m, prec / 2);
+    if (m->n_levels == MEMO_LEVELS) drop_level(m, 0); /* unreachable within VIJP_PREC_MAX; bounded anyway */
+    if (!m->have_copy) make_copy(m, net, pf);
+}
+
+static void add_level(vijp_drift_memo *m, memo_level *L)
+{
     m->level[m->n_levels++] = L;
     m->computed++;
+}
+
+int vijp_drift_memo_backprop(vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf, long prec,
+                             const vijp_grads **out, vijp_error *err)
+{
+    const memo_level *have = find_level(m, prec);
+    if (have) {
+        *out = &have->g;
+        return 0;
+    }
+    make_room(m, net, pf, prec);
+    memo_level *L;
+    int rc = compute_level(m, net, pf, prec, &L, err);
+    if (rc) return rc;
+    add_level(m, L);
     *out = &L->g;
     return 0;
+}
+
+typedef struct {
+    const vijp_drift_memo *m;
+    const vijp_net *net;
+    const vijp_problem *pf;
+    long prec;
+    memo_level *level;
+    int rc;
+    vijp_error err;
+} level_job;
+
+static void *level_thread(void *arg)
+{
+    level_job *j = arg;
+    j->rc = compute_level(j->m, j->net, j->pf, j->prec, &j->level, &j->err);
+    mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE); /* this thread's constants */
+    return NULL;
+}
+
+int vijp_drift_memo_backprop_pair(vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf, long prec,
+                                  vijp_error *err)
+{
+    int need_lo = !find_level(m, prec), need_hi = !find_level(m, 2 * prec);
+    if (!need_lo || !need_hi) return 0; /* one at a time: vijp_drift_memo_backprop as asked */
+    make_room(m, net, pf, prec); /* levels below prec/2 go; prec and 2·prec both fit the two kept */
+    level_job hi = {m, net, pf, 2 * prec, NULL, 0, {0}};
+    pthread_t t;
+    int threaded = !pthread_create(&t, NULL, level_thread, &hi);
+    memo_level *lo;
+    int rc = compute_level(m, net, pf, prec, &lo, err);
+    if (threaded) pthread_join(t, NULL);
+    else level_thread(&hi); /* no thread to be had: one after the other */
+    if (!rc && hi.rc) {
+        rc = hi.rc;
+        if (err) *err = hi.err;
+    }
+    if (lo) add_level(m, lo);
+    if (hi.level) add_level(m, hi.level);
+    return rc;
 }
 
 size_t vijp_drift_memo_computed(const vijp_drift_memo *m) { return m->computed; }

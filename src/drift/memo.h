@@ -24,6 +24,14 @@ void vijp_drift_memo_bind(vijp_drift_memo *m, const vijp_grad_setup *s, const vi
 VIJP_MUST_CHECK int vijp_drift_memo_backprop(vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf, long prec,
                                              const vijp_grads **out, vijp_error *err);
 
+/* Levels prec and 2·prec at once, the higher on a second thread (each as
+ * vijp_drift_memo_backprop computes it, so the same bits as one after the
+ * other), when neither is in the memo: a curve with a core to spare spends
+ * the validation's first step in the time of its dearer level.  Then
+ * vijp_drift_memo_backprop finds them.  0, or the first failure's code. */
+VIJP_MUST_CHECK int vijp_drift_memo_backprop_pair(vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf,
+                                                  long prec, vijp_error *err);
+
 /* Reference backprops computed over m's life, for the tests: shared runs add none. */
 size_t vijp_drift_memo_computed(const vijp_drift_memo *m);
 
