@@ -15,6 +15,12 @@
 /* Errors above this are past first order (the error is as large as the value,
  * or on its way there): growth fits ignore them, bits-needed extrapolates. */
 #define VIJP_FIT_CEILING 1e-1
+/* Widest layer whose κ and Lyapunov step are computed exactly (full SVD,
+ * Householder QR: O(W³) per layer and sample); wider ones are estimated from
+ * an LU factorization (docs/drift.md).  512: every study the report and the
+ * tests run stays exact, and there an exact κ costs at most tens of
+ * milliseconds per layer, no more than the engines' own vijp. */
+#define VIJP_DRIFT_COND_EXACT_MAX_WIDTH 512
 
 /* Results a run computes from its rounded problem alone (the reference at
  * each precision the validation visits, the conditioning), kept for the
@@ -39,6 +45,7 @@ typedef struct {
      * reference's first two validation levels are computed side by side,
      * the same bits as one after the other (MPFR built thread-safe only). */
     int threads;
+    size_t cond_exact_max_width; /* 0: VIJP_DRIFT_COND_EXACT_MAX_WIDTH */
 } vijp_drift_setup;
 
 typedef struct {
@@ -68,6 +75,9 @@ typedef struct {
      * layer i, in decades: max_k − min_k of Σ log10 |R_kk|.  NaN when a layer
      * is not square.  lyap_rate = lyap_cum[D−1] / D, decades per layer. */
     double *lyap_cum, lyap_rate;
+    /* How kappa and lyap_cum were computed: "exact" where every layer is at
+     * most cond_exact_max_width wide, else what was estimated, and how. */
+    char cond_method[192];
     /* The error the spread predicts: an independent rounding error of size u
      * injected at every layer j and amplified by the spread from j to i,
      * adding in root-sum-square (rounding errors as independent random

@@ -7,6 +7,7 @@
 #include "grad/problem.h"
 #include "compare/cache.h"
 #include "memo.h"
+#include "cond.h"
 #include <cblas.h>
 #include <lapacke.h>
 #include <math.h>
@@ -125,30 +126,87 @@ static int reference(const vijp_drift_setup *s, const vijp_net *net, const vijp_
     return 0;
 }
 
-/* Singular values of an m × n double matrix (destroyed), descending. */
-static int singular_values(double *A, size_t m, size_t n, double *s)
+/* The Lyapunov spread along sample 0 (vijp_drift_curve.lyap_cum): Benettin's
+ * full QR iteration at widths up to the exact limit, its first and last
+ * directions (cond.h) above it. */
+typedef struct {
+    size_t n;
+    int ok;        /* every layer square, every step taken */
+    int singular;  /* the Jacobian product has lost rank */
+    int estimated; /* wider than the exact limit: sp, not Q */
+    double *Q, *Z, *sums, *tau;
+    cond_spread sp;
+} spread;
+
+static void spread_init(spread *ly, const vijp_net *net, size_t exact_max)
 {
-    return vijp_lapack_dgesdd('N', m, n, A, s, NULL, 1, NULL, 1);
+    size_t n = net->width;
+    memset(ly, 0, sizeof *ly);
+    ly->n = n, ly->ok = 1;
+    for (size_t i = 0; i < net->depth; i++) ly->ok &= net->layers[i].in == n && net->layers[i].out == n;
+    if (!ly->ok) return;
+    ly->estimated = n > exact_max;
+    if (ly->estimated) {
+        cond_spread_init(&ly->sp, n);
+        return;
+    }
+    ly->Q = vijp_alloc_array(n * n, sizeof *ly->Q), ly->Z = vijp_alloc_array(n * n, sizeof *ly->Z);
+    ly->sums = vijp_alloc_array(n, sizeof *ly->sums), ly->tau = vijp_alloc_array(n, sizeof *ly->tau);
+    for (size_t k = 0; k < n; k++) ly->Q[k + k * n] = 1;
 }
 
-static int diagonal(const double *J, size_t m, size_t n)
+static void spread_clear(spread *ly)
 {
-    for (size_t j = 0; j < n; j++)
-        for (size_t i = 0; i < m; i++)
-            if (i != j && J[i + j * m] != 0) return 0;
-    return m == n;
+    free(ly->Q), free(ly->Z), free(ly->sums), free(ly->tau);
+    if (ly->estimated) cond_spread_clear(&ly->sp);
 }
 
-static int descending(const void *a, const void *b)
+/* Benettin's step through J (n × n): Z = J Q = Q' R; the spread after it. */
+static double spread_exact_step(spread *ly, const double *J)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x < y) - (x > y);
+    size_t n = ly->n;
+    double *Z = ly->Z;
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0, J, (int)n, ly->Q, (int)n, 0.0,
+                Z, (int)n);
+    if (vijp_lapack_dgeqrf(n, n, Z, n, ly->tau)) ly->ok = 0;
+    /* A direction the layer maps to (numerically) nothing, below n·u of the
+     * largest stretch, makes the product singular: the spread is infinite
+     * from there on and no prediction is made.  (Softmax's exact kernel
+     * shows up as ~1e-17, not 0, and would otherwise give a finite,
+     * meaningless spread.)  Moonwalk's error there is governed by the
+     * product of pseudo-inverses, with the fragments resetting the cokernel
+     * part: not modelled here. */
+    double hi = -INFINITY, lo = INFINITY, rmax = 0, value = NAN;
+    for (size_t k = 0; ly->ok && k < n; k++) rmax = fmax(rmax, fabs(Z[k + k * n]));
+    for (size_t k = 0; ly->ok && k < n; k++) {
+        if (!(fabs(Z[k + k * n]) > (double)n * 0x1p-53 * rmax)) ly->singular = 1;
+        ly->sums[k] += log10(fabs(Z[k + k * n]));
+        hi = fmax(hi, ly->sums[k]), lo = fmin(lo, ly->sums[k]);
+    }
+    if (ly->ok) value = ly->singular ? INFINITY : hi - lo;
+    if (ly->ok && vijp_lapack_dorgqr(n, n, n, Z, n, ly->tau)) ly->ok = 0;
+    memcpy(ly->Q, Z, n * n * sizeof *ly->Q);
+    return value;
+}
+
+/* One layer's κ at one sample, J destroyed: estimated where the layer is
+ * wider than the exact limit, square and not elementwise (w factored from
+ * J), exact otherwise or where the estimate hands over (cond.h). */
+static double layer_kappa(double *J, size_t m, size_t n, int estimate, cond_work *w, uint64_t seed, double *s,
+                          int *deficient)
+{
+    double kappa;
+    *deficient = 0;
+    if (estimate && !cond_kappa_estimate(J, w, seed, &kappa)) return kappa;
+    return cond_kappa_exact(J, m, n, s, deficient);
 }
 
 /* κ_i at the points the network visits (double forward from the rounded
  * problem, whose values are exact doubles) and the Lyapunov spread along
- * sample 0.  Estimates beside the measurement, so double is enough. */
-static void conditioning(const vijp_net *net, const vijp_problem *pf, vijp_drift_curve *c)
+ * sample 0.  Estimates beside the measurement, so double is enough.  A layer
+ * whose Jacobian does not depend on x (VIJP_DECL_LINEAR) has the same J, so
+ * the same κ, at every sample: it is computed at sample 0 only. */
+static void conditioning(const vijp_net *net, const vijp_problem *pf, size_t exact_max, vijp_drift_curve *c)
 {
     size_t D = net->depth, B = pf->X.cols, n0 = net->width;
     vijp_format fd;
@@ -158,63 +216,38 @@ static void conditioning(const vijp_net *net, const vijp_problem *pf, vijp_drift
     vijp_mat h, hn, J, x;
     vijp_mat_init(&h, n0, B, &fd);
     vijp_mat_copy(&h, &pd.X);
-    int square = 1;
-    for (size_t i = 0; i < D; i++) square &= net->layers[i].in == net->layers[i].out;
-    double *Q = square ? vijp_alloc_array(n0 * n0, sizeof *Q) : NULL, *Z = square ? vijp_alloc_array(n0 * n0, sizeof *Z) : NULL;
-    double *sums = square ? vijp_alloc_array(n0, sizeof *sums) : NULL, *tau = square ? vijp_alloc_array(n0, sizeof *tau) : NULL;
-    int singular = 0; /* the Jacobian product has lost rank */
-    for (size_t k = 0; Q && k < n0; k++) Q[k + k * n0] = 1;
-    int lyap_ok = Q && Z && sums && tau;
+    spread ly;
+    spread_init(&ly, net, exact_max);
+    cond_work w = {0};
     for (size_t i = 0; i < D; i++) {
         const vijp_layer *L = &net->layers[i];
         size_t m = L->out, n = L->in, r = m < n ? m : n;
+        size_t samples = L->type->declare(L) & VIJP_DECL_LINEAR ? 1 : B;
+        int wide = m == n && n > exact_max;
+        if (wide && w.n != n) cond_work_clear(&w), cond_work_init(&w, n);
         double *s = vijp_alloc_array(r, sizeof *s);
         vijp_mat_init(&J, m, n, &fd);
         c->kappa[i] = 1;
-        for (size_t b = 0; b < B; b++) {
+        for (size_t b = 0; b < samples; b++) {
             x = h, x.cols = 1, x.d = h.d + b * n; /* a view of sample b */
             if (vijp_layer_jacobian(L, &pd.theta[i], &x, &J, NULL) || vijp_mat_check_finite(&J, "J", NULL)) {
                 c->kappa[i] = NAN;
-                lyap_ok = 0;
+                ly.ok = 0;
                 continue;
             }
-            if (b == 0 && lyap_ok) { /* Benettin: Z = J Q = Q' R */
-                cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0, J.d, (int)n, Q,
-                            (int)n, 0.0, Z, (int)n);
-                if (vijp_lapack_dgeqrf(n, n, Z, n, tau)) lyap_ok = 0;
-                /* A direction the layer maps to (numerically) nothing, below
-                 * n·u of the largest stretch, makes the product singular: the
-                 * spread is infinite from there on and no prediction is made.
-                 * (Softmax's exact kernel shows up as ~1e-17, not 0, and would
-                 * otherwise give a finite, meaningless spread.)  Moonwalk's
-                 * error there is governed by the product of pseudo-inverses,
-                 * with the fragments resetting the cokernel part: not
-                 * modelled here. */
-                double hi = -INFINITY, lo = INFINITY, rmax = 0;
-                for (size_t k = 0; lyap_ok && k < n; k++) rmax = fmax(rmax, fabs(Z[k + k * n]));
-                for (size_t k = 0; lyap_ok && k < n; k++) {
-                    if (!(fabs(Z[k + k * n]) > (double)n * 0x1p-53 * rmax)) singular = 1;
-                    sums[k] += log10(fabs(Z[k + k * n]));
-                    hi = fmax(hi, sums[k]), lo = fmin(lo, sums[k]);
-                }
-                if (lyap_ok) c->lyap_cum[i] = singular ? INFINITY : hi - lo;
-                if (lyap_ok && vijp_lapack_dorgqr(n, n, n, Z, n, tau)) lyap_ok = 0;
-                memcpy(Q, Z, n * n * sizeof *Q);
+            int diag = cond_is_diagonal(J.d, m, n), estimate = wide && !diag;
+            if (estimate) (void)cond_factor(&w, J.d); /* a zero pivot: w.factored 0, the exact κ, a singular product */
+            if (b == 0 && ly.ok && !ly.estimated) c->lyap_cum[i] = spread_exact_step(&ly, J.d);
+            else if (b == 0 && ly.ok && !ly.singular) ly.singular = cond_spread_step(&ly.sp, J.d, diag, &w);
+            int deficient;
+            double kb = layer_kappa(J.d, m, n, estimate, &w, ((uint64_t)i << 32 | b) ^ 0x9e3779b97f4a7c15u, s, &deficient);
+            if (b == 0 && ly.ok && ly.estimated) {
+                ly.singular |= deficient; /* J_i itself has lost rank: the product has */
+                c->lyap_cum[i] = ly.singular ? INFINITY : cond_spread_value(&ly.sp);
             }
-            if (diagonal(J.d, m, n)) { /* elementwise layers: σ = |J_kk|, no SVD */
-                for (size_t k = 0; k < r; k++) s[k] = fabs(J.d[k + k * m]);
-                qsort(s, r, sizeof *s, descending);
-            } else if (singular_values(J.d, m, n, s)) {
-                c->kappa[i] = NAN;
-                continue;
-            }
-            double tol = (double)(m > n ? m : n) * 0x1p-53 * s[0], smin = s[0];
-            for (size_t k = 0; k < r; k++)
-                if (s[k] > tol) smin = s[k];
-            double kb = s[0] > 0 ? s[0] / smin : 1;
             c->kappa[i] = vijp_max_nan(c->kappa[i], kb);
         }
-        if (!lyap_ok) c->lyap_cum[i] = NAN;
+        if (!ly.ok) c->lyap_cum[i] = NAN;
         free(s);
         vijp_mat_clear(&J);
         vijp_mat_init(&hn, m, B, &fd);
@@ -227,7 +260,8 @@ static void conditioning(const vijp_net *net, const vijp_problem *pf, vijp_drift
         }
     }
     vijp_mat_clear(&h);
-    free(Q), free(Z), free(sums), free(tau);
+    spread_clear(&ly);
+    cond_work_clear(&w);
     vijp_problem_clear(&pd, net);
 }
 
@@ -237,6 +271,23 @@ static vijp_xnum power_of_ten(double l)
     if (!isfinite(l) || (l > -307 && l < 308)) return vijp_xnum_of(pow(10, l));
     double b = l * 3.32192809488736234787, k = floor(b); /* log2(10) */
     return vijp_xnum_2exp(exp2(b - k), (long)k);
+}
+
+/* vijp_drift_curve.cond_method for a net and the exact limit. */
+static void cond_method_of(const vijp_net *net, size_t exact_max, char *out, size_t size)
+{
+    size_t widest = net->width;
+    int square = 1;
+    for (size_t i = 0; i < net->depth; i++) {
+        const vijp_layer *L = &net->layers[i];
+        widest = L->in > widest ? L->in : widest, widest = L->out > widest ? L->out : widest;
+        square &= L->in == net->width && L->out == net->width;
+    }
+    if (widest <= exact_max) snprintf(out, size, "exact");
+    else
+        snprintf(out, size, "estimated above width %zu: kappa by power and inverse iteration (kappa/%g <= it <= kappa, "
+                 "p >= %g)%s", exact_max, COND_THETA, 1 - COND_DELTA,
+                 square ? "; spread of Benettin's first and last directions (a lower bound)" : "");
 }
 
 /* The spread's rate and the error it predicts, from c->lyap_cum and c->u. */
@@ -349,6 +400,8 @@ int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *e
     c->kappa = vijp_alloc_array(D, sizeof *c->kappa);
     c->lyap_cum = vijp_alloc_array(D, sizeof *c->lyap_cum);
     c->predicted = vijp_alloc_array(D, sizeof *c->predicted);
+    size_t exact_max = s->cond_exact_max_width ? s->cond_exact_max_width : VIJP_DRIFT_COND_EXACT_MAX_WIDTH;
+    cond_method_of(&net, exact_max, c->cond_method, sizeof c->cond_method);
     vijp_grads ref = {0};
     vijp_format ref_fmt;
     vijp_compare_cache *cache = vijp_alloc_array(1 + 2 * D, sizeof *cache); /* zeroed: not ready */
@@ -396,7 +449,7 @@ int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *e
     }
     if (rc) goto out;
     if (!vijp_drift_memo_get_conditioning(memo, c->kappa, c->lyap_cum, D)) {
-        conditioning(&net, &pf, c);
+        conditioning(&net, &pf, exact_max, c);
         if (s->memo) vijp_drift_memo_put_conditioning(memo, c->kappa, c->lyap_cum, D);
     }
     predict(c, D);

@@ -134,6 +134,8 @@ static json_t *curve_json(const study *s, size_t ci, size_t fi)
                              "lyapunov_rate", num(c->lyap_rate), "predicted", xnums(c->predicted, c->depth),
                              "predicted_rate", num(c->predicted_rate), "ref_target", vijp_xnum_to_json(c->ref_target),
                              "engines", engines));
+        if (c->cond_method[0] && strcmp(c->cond_method, "exact")) /* absent: exact, as before the field */
+            json_object_set_new(json_array_get(seeds, k), "cond_method", json_string(c->cond_method));
     }
     free(has_param);
     size_t n = s->n_seeds;

@@ -141,6 +141,19 @@ typedef struct {
     int extrapolated;
 } verdict;
 
+/* How the first curve with wide layers had its κ and spread estimated; NULL
+ * where every curve's are exact (vijp_drift_curve.cond_method). */
+static const char *cond_estimated(const study *s)
+{
+    for (size_t c = 0; c < s->n_configs; c++)
+        for (size_t f = 0; f < s->n_formats; f++)
+            for (size_t k = 0; k < s->n_seeds; k++) {
+                const char *m = study_curve(s, c, f, k)->cond_method;
+                if (m[0] && strcmp(m, "exact")) return m;
+            }
+    return NULL;
+}
+
 static verdict verdict_of(const study *s, size_t c, size_t f)
 {
     int *has_param = config_has_param(s, c);
@@ -840,6 +853,7 @@ static int fill_report_md(FILE *o, const void *ctx)
             md_spread(o, v.price, "%.3g");
             fputc('\n', o);
         }
+    if (cond_estimated(s)) fprintf(o, "\nκ and the spread: %s (docs/drift.md).\n", cond_estimated(s));
     fputs("\n## Plots\n\nSolid: measured (median over seeds); dashed: first-order bound from per-layer condition "
           "numbers, starting from the measured g_0 error; dotted: the Lyapunov prediction; thin horizontal lines: "
           "each format's tolerance.  Errors are drawn up to 1e4 (past 1 no digit is correct).\n", o);

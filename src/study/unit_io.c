@@ -13,8 +13,8 @@
  * silently lack it.  These sums of the fields' sizes break the build when
  * the structs grow (on LP64, where no padding sits between these fields). */
 #if defined(__LP64__)
-_Static_assert(sizeof(vijp_drift_curve) ==
-                   2 * sizeof(size_t) + 4 * sizeof(void *) + 2 * sizeof(double) + 3 * sizeof(vijp_xnum) + 2 * sizeof(long),
+_Static_assert(sizeof(vijp_drift_curve) == 2 * sizeof(size_t) + 4 * sizeof(void *) + 2 * sizeof(double) +
+                   3 * sizeof(vijp_xnum) + 2 * sizeof(long) + sizeof(((vijp_drift_curve *)0)->cond_method),
                "vijp_drift_curve changed: serialise the new field in src/study/unit_io.c");
 _Static_assert(sizeof(vijp_drift_run_result) ==
                    sizeof(double) /* engine, padded */ + sizeof(vijp_metric) + 5 * sizeof(void *) + sizeof(size_t) + 2 * 256,
@@ -84,6 +84,7 @@ char *unit_encode(uint64_t study_hash, size_t j, const vijp_drift_curve *c, size
     put_doubles(f, "kappa", c->kappa, D);
     put_doubles(f, "lyap_cum", c->lyap_cum, D);
     put_xnums(f, "predicted", c->predicted, D);
+    put_text(f, "cond", c->cond_method);
     for (size_t r = 0; r < c->n_runs; r++) {
         const vijp_drift_run_result *run = &c->runs[r];
         fprintf(f, "run %s %zu\n", vijp_engine_name(run->engine), run->rebuilt);
@@ -309,6 +310,9 @@ int unit_decode(const study *s, uint64_t study_hash, size_t j, const char *text,
     get_doubles(&k, "kappa", c->kappa, D);
     get_doubles(&k, "lyap_cum", c->lyap_cum, D);
     get_xnums(&k, "predicted", c->predicted, D);
+    /* units written before the conditioning could be estimated computed it exactly */
+    if (!k.bad && (size_t)(k.end - k.p) > 5 && !memcmp(k.p, "cond ", 5)) get_text(&k, "cond", c->cond_method, sizeof c->cond_method);
+    else snprintf(c->cond_method, sizeof c->cond_method, "exact");
     for (size_t r = 0; r < R && !k.bad; r++) {
         vijp_drift_run_result *run = &c->runs[r];
         vijp_engine_kind want = r ? s->engines[r - 1] : VIJP_ENGINE_BACKPROP;

@@ -1,0 +1,76 @@
+/* The drift study's per-layer conditioning, internal to drift/: κ of one
+ * layer Jacobian and one step of the Lyapunov spread, exact (full SVD,
+ * Householder QR of J·Q) up to a width, estimated above it from an LU
+ * factorization at O(n²) per iteration (cond.c says how, and how well). */
+#ifndef VIJP_DRIFT_COND_H
+#define VIJP_DRIFT_COND_H
+
+#include <lapacke.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The estimate's accuracy: κ/COND_THETA <= κ_est <= κ (up to rounding) with
+ * probability at least 1 − COND_DELTA over its seeded random start, from
+ * COND_BLOCK independent start vectors (Dixon's bound, cond.c). */
+#define COND_THETA 1.25
+#define COND_DELTA 1e-3
+#define COND_BLOCK 4
+
+/* κ = σ_max/σ_min over the σ > max(m,n)·u·σ_max of an m × n Jacobian
+ * (destroyed), u = 2^-53; 1 for J = 0.  A square diagonal J (elementwise
+ * layers) by |J_kk| in O(n), any other by LAPACK's dgesdd; NaN where dgesdd
+ * fails.  s: min(m, n) doubles of scratch.  *deficient (may be NULL): some σ
+ * was left out (J is numerically rank deficient). */
+double cond_kappa_exact(double *J, size_t m, size_t n, double *s, int *deficient);
+/* Whether an m × n J is square and diagonal. */
+int cond_is_diagonal(const double *J, size_t m, size_t n);
+
+/* What the estimates of one n × n Jacobian share: its LU factors. */
+typedef struct {
+    size_t n;
+    double *lu;
+    lapack_int *piv;
+    double *block; /* n × COND_BLOCK */
+    int factored;  /* lu holds the J last given to cond_factor, every pivot nonzero */
+} cond_work;
+
+void cond_work_init(cond_work *w, size_t n);
+void cond_work_clear(cond_work *w);
+/* LU with partial pivoting of J (n × n, kept), 2n³/3 flops; 0, or 1 where a
+ * pivot is exactly zero (J singular: w->factored is 0). */
+int cond_factor(cond_work *w, const double *J);
+/* Power iterations per estimate at width n (cond.c). */
+size_t cond_power_steps(size_t n);
+/* κ_est of J (n × n, factored in w) by power iteration on JᵀJ and inverse
+ * iteration through the LU, 2·COND_BLOCK·(cond_power_steps(n) + 1)
+ * products with J, Jᵀ, J⁻¹ or J⁻ᵀ at 2n² flops each.  0 with *kappa set, or
+ * 1 where the caller must take cond_kappa_exact: J was not factored, an
+ * iterate vanished, or θ·κ_est >= 1/(n·u), where J may be numerically
+ * singular and the exact κ leaves singular values out. */
+int cond_kappa_estimate(const double *J, cond_work *w, uint64_t seed, double *kappa);
+
+/* The Lyapunov spread from Benettin's first and last directions only.
+ * Benettin's iteration J_i Q_{i−1} = Q_i R_i from Q_0 = I gives
+ * J_i ⋯ J_1 = Q_i R_i ⋯ R_1, so its sums Σ log10|R_kk| are log10 of the
+ * diagonal of that product's R factor.  The first is log10 ‖P_i e_1‖, P_i the
+ * product: q_1 ← J q_1.  The last is −log10 ‖P_i⁻ᵀ e_n‖ (the last row of
+ * R⁻¹ is e_nᵀ/R_nn): q_n ← J⁻ᵀ q_n through the LU.  The same two directions as
+ * the full iteration's, at O(n²) per layer; |first − last| is a lower bound on
+ * its max_k − min_k, equal once the first direction is the most stretched
+ * and the last the least (the order the iteration converges to). */
+typedef struct {
+    size_t n;
+    double *first, *last;
+    double sum_first, sum_last; /* log10 |R_11|, log10 |R_nn| of the product */
+} cond_spread;
+
+void cond_spread_init(cond_spread *sp, size_t n);
+void cond_spread_clear(cond_spread *sp);
+/* One layer: J (n × n) diagonal, or factored in w.  0, or 1 where the step
+ * cannot be taken (a zero pivot or diagonal entry, a vanished iterate): the
+ * product is singular from here on. */
+int cond_spread_step(cond_spread *sp, const double *J, int diagonal, const cond_work *w);
+/* |sum_first − sum_last|, decades. */
+double cond_spread_value(const cond_spread *sp);
+
+#endif

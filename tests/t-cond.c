@@ -1,0 +1,293 @@
+/* The drift study's conditioning above the exact width (src/drift/cond.c):
+ * κ estimates against matrices with known singular values, the spread's two
+ * tracked directions against the QR of the explicit Jacobian product, and
+ * vijp_drift_run with a lowered exact limit against the exact run (κ once
+ * per linear layer, bit for bit the per-sample value; the method string). */
+#include "fixtures/testutil.h"
+#include "vijp/drift.h"
+#include "drift/cond.h"
+#include "grad/problem.h"
+#include <cblas.h>
+#include <lapacke.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const double u = 0x1p-53;
+
+/* A Haar-distributed orthogonal n × n matrix: the Q of a Gaussian's QR. */
+static void orthogonal(double *Q, size_t n, vijp_rng *rng)
+{
+    double *tau = malloc(n * sizeof *tau);
+    for (size_t k = 0; k < n * n; k++) Q[k] = vijp_rng_normal(rng);
+    ck_assert(!LAPACKE_dgeqrf(LAPACK_COL_MAJOR, (int)n, (int)n, Q, (int)n, tau));
+    ck_assert(!LAPACKE_dorgqr(LAPACK_COL_MAJOR, (int)n, (int)n, (int)n, Q, (int)n, tau));
+    free(tau);
+}
+
+/* J = Q1 diag(s) Q2ᵀ: singular values s, up to the rounding of the two
+ * products and of Q1, Q2's orthogonality, each O(n u) relative to σ_max. */
+static void with_singular_values(double *J, const double *s, size_t n, vijp_rng *rng)
+{
+    double *Q1 = malloc(n * n * sizeof *Q1), *Q2 = malloc(n * n * sizeof *Q2);
+    orthogonal(Q1, n, rng), orthogonal(Q2, n, rng);
+    for (size_t j = 0; j < n; j++) cblas_dscal((int)n, s[j], Q1 + j * n, 1);
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)n, (int)n, (int)n, 1.0, Q1, (int)n, Q2, (int)n, 0.0, J,
+                (int)n);
+    free(Q1), free(Q2);
+}
+
+/* Profiles of singular values, largest first: geometric (κ = 1e4), one
+ * outlier at each end (large gaps, fast convergence), and a linear ramp
+ * from 1 to 1/2 (κ = 2, the top two and bottom two nearly equal: the
+ * power method's slow case, the one Dixon's bound is for). */
+static void profile(double *s, size_t n, int kind)
+{
+    for (size_t k = 0; k < n; k++) {
+        double t = (double)k / (double)(n - 1);
+        s[k] = kind == 0 ? pow(10, -4 * t) : kind == 1 ? (k == 0 ? 30 : k == n - 1 ? 1e-3 : 1 - 0.5 * t) : 1 - 0.5 * t;
+    }
+}
+
+/* The estimate lies in [κ/θ, κ] (cond.c: with probability >= 1 − COND_DELTA
+ * per matrix over its seeded start; these seeds are fixed).  κ is the
+ * designed s_1/s_n, which the rounded J carries to within a relative
+ * perturbation of its σ_n by ‖E‖/σ_n, ‖E‖ <= 4 n^2 u σ_1 for the two
+ * products and the Householder factors (Higham, Accuracy and Stability,
+ * §3.5 and §19.3, with generous constants): so 4 n^2 u κ relative on κ,
+ * and the estimate's own rounding (cond.c) is inside that.  The exact
+ * κ (dgesdd) must meet the designed one to the same tolerance. */
+START_TEST(estimate_within_bound_of_known_kappa)
+{
+    enum { N = 48 };
+    double J[N * N], A[N * N], s[N], scratch[N];
+    cond_work w;
+    cond_work_init(&w, N);
+    vijp_rng rng;
+    vijp_rng_seed(&rng, test_seed());
+    for (int kind = 0; kind < 3; kind++)
+        for (int rep = 0; rep < 3; rep++) {
+            profile(s, N, kind);
+            with_singular_values(J, s, N, &rng);
+            double kappa = s[0] / s[N - 1], tol = 4.0 * N * N * u * kappa, est;
+            memcpy(A, J, sizeof A);
+            double exact = cond_kappa_exact(A, N, N, scratch, NULL);
+            ck_assert_msg(fabs(exact / kappa - 1) <= tol, "profile %d: exact κ %.17g, designed %.17g", kind, exact, kappa);
+            ck_assert(!cond_factor(&w, J));
+            ck_assert_msg(!cond_kappa_estimate(J, &w, 1000 + (uint64_t)rep, &est), "profile %d: handed over", kind);
+            ck_assert_msg(est >= kappa / COND_THETA * (1 - tol) && est <= kappa * (1 + tol),
+                          "profile %d rep %d: estimate %.17g, κ %.17g (ratio %.6f, allowed [%.3f, 1])", kind, rep, est,
+                          kappa, est / kappa, 1 / COND_THETA);
+        }
+    cond_work_clear(&w);
+}
+END_TEST
+
+/* Where J is (numerically) singular the exact κ leaves σ out and the
+ * estimate cannot see which: it hands over.  An exact zero column stops the
+ * LU; a designed σ_n = 0, rounded to ~n u σ_1, leaves θ κ_est >= 1/(n u). */
+START_TEST(estimate_hands_over_where_singular)
+{
+    enum { N = 40 };
+    double J[N * N], s[N], est;
+    cond_work w;
+    cond_work_init(&w, N);
+    vijp_rng rng;
+    vijp_rng_seed(&rng, test_seed());
+    profile(s, N, 0);
+    s[N - 1] = 0;
+    with_singular_values(J, s, N, &rng);
+    int zero_pivot = cond_factor(&w, J);
+    ck_assert(zero_pivot || cond_kappa_estimate(J, &w, 1, &est));
+    for (size_t i = 0; i < N; i++) J[i + 3 * N] = 0;
+    ck_assert(cond_factor(&w, J) == 1 && !w.factored);
+    ck_assert(cond_kappa_estimate(J, &w, 1, &est) == 1);
+    cond_work_clear(&w);
+}
+END_TEST
+
+/* Benettin from Q_0 = I gives J_i ⋯ J_1 = Q_i R_i ⋯ R_1, so its first and
+ * last sums are log10 |R_11| and log10 |R_nn| of the QR of the explicit
+ * product P_i: the oracle here (dgeqrf of P_i formed by dgemm).  Each layer
+ * (κ <= 4, a diagonal one among them) moves the tracked norms by a relative
+ * O(n u κ_i) and P_i's R_nn carries O(n u κ(P_i)) with κ(P_i) <= 4^i: 
+ * 8 n u 4^D / ln 10 decades bounds both with margin. */
+START_TEST(spread_tracks_benettin_first_and_last)
+{
+    enum { N = 24, D = 6 };
+    double J[N * N], P[N * N], T[N * N], R[N * N], tau[N], s[N];
+    cond_work w;
+    cond_work_init(&w, N);
+    cond_spread sp;
+    cond_spread_init(&sp, N);
+    vijp_rng rng;
+    vijp_rng_seed(&rng, test_seed());
+    for (size_t k = 0; k < N * N; k++) P[k] = k % (N + 1) == 0;
+    double tol = 8.0 * N * u * pow(4, D) / log(10);
+    for (int i = 0; i < D; i++) {
+        int diagonal = i == 2;
+        for (size_t k = 0; k < N; k++) s[k] = 0.5 + 1.5 * vijp_rng_uniform(&rng);
+        if (diagonal) {
+            memset(J, 0, sizeof J);
+            for (size_t k = 0; k < N; k++) J[k + k * N] = k % 2 ? s[k] : -s[k];
+        } else {
+            with_singular_values(J, s, N, &rng);
+            ck_assert(!cond_factor(&w, J));
+        }
+        ck_assert(!cond_spread_step(&sp, J, diagonal, &w));
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0, J, N, P, N, 0.0, T, N);
+        memcpy(P, T, sizeof P);
+        memcpy(R, P, sizeof R);
+        ck_assert(!LAPACKE_dgeqrf(LAPACK_COL_MAJOR, N, N, R, N, tau));
+        double first = log10(fabs(R[0])), last = log10(fabs(R[N * N - 1]));
+        ck_assert_msg(fabs(sp.sum_first - first) <= tol && fabs(sp.sum_last - last) <= tol,
+                      "layer %d: tracked %.17g %.17g, QR of the product %.17g %.17g", i + 1, sp.sum_first,
+                      sp.sum_last, first, last);
+        ck_assert(cond_spread_value(&sp) == fabs(sp.sum_first - sp.sum_last));
+    }
+    memset(J, 0, sizeof J);
+    for (size_t k = 0; k < N; k++) J[k + k * N] = k == 5 ? 0 : 1; /* a zero stretch: the product is singular */
+    ck_assert(cond_spread_step(&sp, J, 1, &w) == 1);
+    cond_spread_clear(&sp);
+    cond_work_clear(&w);
+}
+END_TEST
+
+static vijp_drift_setup cond_setup(const char *spec, size_t width, size_t batch, size_t exact_max)
+{
+    vijp_drift_setup s = {0};
+    s.problem = (vijp_grad_setup){.spec = spec, .depth = 6, .width = width, .batch = batch, .seed = test_seed(),
+                                  .init = {VIJP_INIT_GAUSSIAN, 1}, .loss = VIJP_LOSS_SQUARE};
+    ck_assert(!vijp_format_parse("double", &s.problem.fmt, NULL));
+    s.skip_reference = 1, s.cond_exact_max_width = exact_max;
+    return s;
+}
+
+static void run(const vijp_drift_setup *s, vijp_drift_curve *c)
+{
+    vijp_error err = {0};
+    ck_assert_msg(!vijp_drift_run(s, c, &err), "%s: %s", s->problem.spec, err.msg);
+}
+
+/* Width 24 over a lowered exact limit of 16: the dense layers' κ (estimated
+ * once) and the coupling blocks' (estimated at every sample) lie within
+ * [κ/θ, κ] of the exact run's, tanh's (diagonal) are the exact run's bit for
+ * bit; the spread is a lower bound on the exact one (cond.h), up to the
+ * tracked norms' rounding, O(n u κ_i) relative per layer (as above):
+ * Σ_i 8 n u κ_i / ln 10 decades.  The method says which. */
+START_TEST(drift_estimates_wide_layers)
+{
+    static const char *const specs[] = {"dense:24,tanh", "additive"};
+    for (size_t k = 0; k < 2; k++) {
+        vijp_drift_curve exact, est;
+        vijp_drift_setup s = cond_setup(specs[k], 24, 3, 0);
+        run(&s, &exact);
+        s.cond_exact_max_width = 16;
+        run(&s, &est);
+        ck_assert_str_eq(exact.cond_method, "exact");
+        ck_assert_msg(!strncmp(est.cond_method, "estimated above width 16: ", 26), "%s", est.cond_method);
+        double slack = 0;
+        for (size_t i = 0; i < exact.depth; i++) {
+            double kappa = exact.kappa[i], tol = 4.0 * 24 * 24 * u * kappa;
+            slack += 8.0 * 24 * u * kappa / log(10);
+            if (!strncmp(specs[k], "dense", 5) && i % 2)
+                ck_assert_msg(est.kappa[i] == kappa, "%s layer %zu: %.17g vs %.17g", specs[k], i + 1, est.kappa[i], kappa);
+            ck_assert_msg(est.kappa[i] >= kappa / COND_THETA * (1 - tol) && est.kappa[i] <= kappa * (1 + tol),
+                          "%s layer %zu: κ %.17g estimated %.17g", specs[k], i + 1, kappa, est.kappa[i]);
+            ck_assert_msg(isfinite(est.lyap_cum[i]) && est.lyap_cum[i] <= exact.lyap_cum[i] + slack,
+                          "%s layer %zu: spread %.17g, exact %.17g", specs[k], i + 1, est.lyap_cum[i], exact.lyap_cum[i]);
+        }
+        vijp_drift_curve_clear(&exact), vijp_drift_curve_clear(&est);
+    }
+}
+END_TEST
+
+/* Softmax's J is singular (J·1 = 0, a stretch ~1e-17): above the exact limit
+ * the estimate hands its κ to the exact SVD, bit for bit the exact run's
+ * (the same J, the same dgesdd), and the spread is infinite from that layer
+ * on, as the exact run's (t-drift's singular_product_has_no_prediction). */
+START_TEST(drift_estimate_keeps_singular_semantics)
+{
+    vijp_drift_curve exact, est;
+    vijp_drift_setup s = cond_setup("dense:24,softmax", 24, 2, 0);
+    run(&s, &exact);
+    s.cond_exact_max_width = 16;
+    run(&s, &est);
+    for (size_t i = 0; i < exact.depth; i++) {
+        if (i % 2) ck_assert_msg(est.kappa[i] == exact.kappa[i], "layer %zu: %.17g vs %.17g", i + 1, est.kappa[i], exact.kappa[i]);
+        ck_assert_msg(i == 0 ? isfinite(est.lyap_cum[i]) && isfinite(exact.lyap_cum[i])
+                             : isinf(est.lyap_cum[i]) && isinf(exact.lyap_cum[i]),
+                      "layer %zu: spread %g, exact %g", i + 1, est.lyap_cum[i], exact.lyap_cum[i]);
+    }
+    vijp_drift_curve_clear(&exact), vijp_drift_curve_clear(&est);
+}
+END_TEST
+
+/* κ of one sample's Jacobian, as the exact path computes it. */
+static double kappa_at(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *h, size_t b)
+{
+    vijp_mat x = *h, J;
+    x.cols = 1, x.d = h->d + b * L->in;
+    vijp_mat_init(&J, L->out, L->in, h->fmt);
+    ck_assert(!vijp_layer_jacobian(L, theta, &x, &J, NULL));
+    double *s = malloc(L->in * sizeof *s), kappa = cond_kappa_exact(J.d, L->out, L->in, s, NULL);
+    free(s);
+    vijp_mat_clear(&J);
+    return kappa;
+}
+
+/* A dense layer's κ, now taken at sample 0 only, is bit for bit what every
+ * sample gives (the same J = W, the same dgesdd), so the curve keeps the
+ * maximum over samples it had; tanh's is still that maximum, sample by
+ * sample.  Recomputed here from the double forward of the rounded problem,
+ * as drift.c's conditioning does. */
+START_TEST(linear_layer_kappa_is_every_samples)
+{
+    enum { B = 5 };
+    vijp_drift_setup s = cond_setup("dense:12,tanh", 12, B, 0);
+    vijp_drift_curve c;
+    run(&s, &c);
+    vijp_net net;
+    vijp_problem pf, pd = {0};
+    vijp_format fd;
+    vijp_format_fixed(&fd, VIJP_DOUBLE);
+    ck_assert(!vijp_problem_setup(&s.problem, &net, &pf, NULL));
+    vijp_problem_convert(&pd, &net, &pf, &fd);
+    vijp_mat h, hn;
+    vijp_mat_init(&h, 12, B, &fd);
+    vijp_mat_copy(&h, &pd.X);
+    for (size_t i = 0; i < net.depth; i++) {
+        const vijp_layer *L = &net.layers[i];
+        double top = 1;
+        for (size_t b = 0; b < B; b++) {
+            double kb = kappa_at(L, &pd.theta[i], &h, b);
+            if (L->type->declare(L) & VIJP_DECL_LINEAR) ck_assert(kb == c.kappa[i]);
+            top = vijp_max_nan(top, kb);
+        }
+        ck_assert_msg(top == c.kappa[i], "layer %zu: %.17g vs %.17g", i + 1, top, c.kappa[i]);
+        vijp_mat_init(&hn, L->out, B, &fd);
+        ck_assert(!vijp_layer_forward(L, &pd.theta[i], &h, &hn, NULL));
+        vijp_mat_clear(&h);
+        h = hn;
+    }
+    vijp_mat_clear(&h);
+    vijp_problem_clear(&pd, &net), vijp_problem_clear(&pf, &net);
+    vijp_net_free(&net);
+    vijp_drift_curve_clear(&c);
+}
+END_TEST
+
+Suite *suite_cond(void)
+{
+    Suite *s = suite_create("cond");
+    TCase *tc = tcase_create("cond");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, estimate_within_bound_of_known_kappa);
+    tcase_add_test(tc, estimate_hands_over_where_singular);
+    tcase_add_test(tc, spread_tracks_benettin_first_and_last);
+    tcase_add_test(tc, drift_estimates_wide_layers);
+    tcase_add_test(tc, drift_estimate_keeps_singular_semantics);
+    tcase_add_test(tc, linear_layer_kappa_is_every_samples);
+    suite_add_tcase(s, tc);
+    return s;
+}
