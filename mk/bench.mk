@@ -7,7 +7,7 @@ BENCH_OBJ := $(patsubst bench/%.c,$(BUILD)/bench/%.o,$(wildcard bench/*.c))
 # The GPU benchmark is part of make bench only in a CUDA build (it prints
 # SKIPPED and exits 0 where the build has CUDA but the machine no GPU).
 BENCH_GPU := $(if $(VIJP_CUDA),$(BUILD)/bench-gpu)
-BENCH_PROGS := $(addprefix $(BUILD)/bench-,engines drift certify memory activations conv kernels mpi reference emu-dense) \
+BENCH_PROGS := $(addprefix $(BUILD)/bench-,engines drift cond certify memory activations conv kernels mpi reference emu-dense) \
                $(BENCH_GPU)
 
 $(BUILD)/bench-%: $(BUILD)/bench/%.o $(BUILD)/libvijp.a
@@ -30,6 +30,7 @@ bench: $(BENCH_PROGS) $(BUILD)/vijp
 	./$(BUILD)/bench-engines
 	./$(BUILD)/bench-conv
 	./$(BUILD)/bench-drift
+	./$(BUILD)/bench-cond
 	./$(BUILD)/bench-certify
 	./$(BUILD)/bench-memory
 	./$(BUILD)/bench-activations
