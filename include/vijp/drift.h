@@ -76,7 +76,10 @@ typedef struct {
      * is not square.  lyap_rate = lyap_cum[D−1] / D, decades per layer. */
     double *lyap_cum, lyap_rate;
     /* How kappa and lyap_cum were computed: "exact" where every layer is at
-     * most cond_exact_max_width wide, else what was estimated, and how. */
+     * most cond_exact_max_width wide, else what was estimated, and how:
+     * above that width κ_i is within [κ_i/1.25, κ_i] with probability
+     * >= 0.999, and lyap_cum a lower bound on the full iteration's
+     * (docs/drift.md). */
     char cond_method[192];
     /* The error the spread predicts: an independent rounding error of size u
      * injected at every layer j and amplified by the spread from j to i,
