@@ -54,7 +54,23 @@ typedef enum {
  *         finite 57344; ±Inf and NaNs as IEEE 754
  * Both round to nearest even; a value past the largest finite one gives
  * what store_overflow says: e4m3 NaN, e5m2 ±Inf (OFP8's non-saturating
- * conversion), and with ":sat" (e4m3:sat, e5m2:sat) ±448 or ±57344. */
+ * conversion), and with ":sat" (e4m3:sat, e5m2:sat) ±448 or ±57344.
+ *
+ * MX (OCP Microscaling Formats v1.0), mixed formats whose storage is a
+ * block format: blocks of 32 values share one power-of-two scale X (an
+ * E8M0, 2^-127 … 2^127, code 0xFF NaN), each value stored as an element
+ * of a narrow format times X.  store_* describe the element format, whose
+ * overflow rule is saturation (the specification's conversion clamps to
+ * the largest normal element); accumulation is binary32 as for FP8.
+ *   mxfp8+binary32      E4M3 elements (as e4m3; emax_elem 8, largest 448)
+ *   mxfp8e5m2+binary32  E5M2 elements (as e5m2; emax_elem 15, largest 57344)
+ *   mxfp6+binary32      E2M3 elements (bias 1, 3 trailing bits; 7.5, subnormals from 2^-3)
+ *   mxfp6e3m2+binary32  E3M2 elements (bias 3, 2 trailing bits; 28, from 2^-4)
+ *   mxfp4+binary32      E2M1 elements (bias 1, 1 trailing bit; 6, from 2^-1)
+ * and each with ":ceil" before "+binary32" (mxfp4:ceil+binary32): the scale
+ * rounded up (src/format/mx.c says which stacks use which).  Where blocks lie
+ * is vijp_mat_store's and vijp_mat_store_line's business (mat.h); vo_store
+ * on one value, which cannot know its block, quantises it as a block of one. */
 
 typedef struct {
     vijp_format_kind kind;
@@ -74,6 +90,9 @@ typedef struct {
                            * runs in this format use; 0: the process's (VIJP_KERNELS or the CPU's best) */
     int exact_dots;       /* nonzero (mpfr:P only): dot products rounded once, not per operation (oracles/dot.h);
                            * set for the drift study's reference, never by parsing a name */
+    int mx_block;         /* MX formats (below): 32, the values that share one scale; 0 for every other format */
+    int mx_elem_emax;     /* MX: the exponent of the element format's largest normal value (OCP MX's emax_elem) */
+    int mx_scale_ceil;    /* MX ":ceil": the scale 2^ceil(log2(amax/store_max)) instead of the specification's */
 } vijp_format;
 
 /* Precision limits of mpfr:P.  The lower limit is MPFR's; the upper one keeps
@@ -86,7 +105,9 @@ typedef struct {
 /* Parse "double", "mpfr:P", "binary32", "binary16", "bfloat16", "e4m3",
  * "e4m3:sat", "e5m2", "e5m2:sat", "bfloat16+binary32", "binary16+binary32",
  * "tf32+binary32", "e4m3+binary32", "e5m2+binary32" (and their ":sat"
- * storage, "e4m3:sat+binary32"), and
+ * storage, "e4m3:sat+binary32"), the MX formats "mxfp8+binary32",
+ * "mxfp8e5m2+binary32", "mxfp6+binary32", "mxfp6e3m2+binary32",
+ * "mxfp4+binary32" (and ":ceil" scales, "mxfp4:ceil+binary32"), and
  * "double@ref", "double@avx2", "double@avx512", "double@cuda": double through
  * that kernel set (an error where the set is not available), and likewise
  * "binary32@SET": binary32 values, each layer operator that has native float
@@ -132,5 +153,15 @@ VIJP_API mpfr_prec_t vijp_format_value_prec(const vijp_format *f);
  * nonzero significand are NaN, e5m2's 0x7C and 0xFC ±Inf). */
 VIJP_API VIJP_MUST_CHECK int vijp_fp8_encode(const vijp_format *f, mpfr_srcptr x, unsigned char *bits, vijp_error *err);
 VIJP_API VIJP_MUST_CHECK int vijp_fp8_decode(const vijp_format *f, unsigned bits, mpfr_ptr r, vijp_error *err);
+
+/* MX element and scale codes (OCP MX v1.0 §5.3, §5.4).  vijp_mx_decode sets
+ * r to the value of element code `bits` of f's element format (f an MX
+ * format; VIJP_EINVAL otherwise, or for a code wider than the element):
+ * E4M3 and E5M2 as vijp_fp8_decode, the 6-bit E2M3 and E3M2 and the 4-bit
+ * E2M1 sign, biased exponent, trailing significand with subnormals and no
+ * Inf or NaN.  vijp_e8m0_decode sets r to 2^(bits−127), NaN for 0xFF.
+ * Both exact when r has at least 4 bits. */
+VIJP_API VIJP_MUST_CHECK int vijp_mx_decode(const vijp_format *f, unsigned bits, mpfr_ptr r, vijp_error *err);
+VIJP_API VIJP_MUST_CHECK int vijp_e8m0_decode(unsigned bits, mpfr_ptr r, vijp_error *err);
 
 #endif

@@ -48,6 +48,20 @@ VIJP_API VIJP_MUST_CHECK int vijp_mat_check_finite(const vijp_mat *a, const char
  * no-op for the others).  The layer operators' results get this in
  * vijp_layer_*; so do the helpers below. */
 VIJP_API void vijp_mat_store(vijp_mat *a);
+/* MX formats (format.h) store a matrix in blocks of 32 values along the
+ * reduction dimension of the product that consumes it.  vijp_mat_store,
+ * vijp_mat_set_d and vijp_mat_convert take that to be down each column
+ * (a column per sample: activations, cotangents, inputs; the last block of
+ * a column shorter when rows is no multiple of 32).  A matrix reduced along
+ * its rows instead (dense's W, out × in, in W·x) says so line by line:
+ * vijp_mat_store_line rounds entries first + k·stride (k < len) to storage
+ * as one line (MX: blocks of 32 from its start; other mixed formats entry
+ * by entry, as vijp_mat_store), and vijp_mat_set_d_line sets those entries
+ * from src at the same indices (as vijp_mat_set_d: one rounding of each
+ * double).  vijp_mat_set_entry_d and vo_store, given one value, quantise it
+ * as a block of its own. */
+VIJP_API void vijp_mat_store_line(vijp_mat *a, size_t first, size_t len, size_t stride);
+VIJP_API void vijp_mat_set_d_line(vijp_mat *a, const double *src, size_t first, size_t len, size_t stride);
 
 /* Helpers the engines share; arithmetic is rounded in the matrices' format. */
 /* a := b − c (same shape). */

@@ -1,5 +1,6 @@
 #include "vijp/arith.h"
 #include "vijp/error.h"
+#include "mx.h"
 #include <math.h>
 #include <stdlib.h>
 
@@ -96,6 +97,10 @@ void vo_store(mpfr_t r, const mpfr_t a, const vijp_format *f)
 {
     if (!f->mixed) {
         vo_set(r, a, f);
+        return;
+    }
+    if (f->mx_block) { /* one value, whose block nobody told us: a block of its own (format.h) */
+        vijp_mx_one(f, r, a);
         return;
     }
     if (mpfr_get_prec(a) <= mpfr_get_prec(r)) { /* one rounding, in place */

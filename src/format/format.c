@@ -69,6 +69,41 @@ static int mixed(vijp_format *f, const char *name, const char *store)
     return 0;
 }
 
+/* OCP MX v1.0's element formats in MPFR's convention (as fp8's above): the
+ * smallest subnormal 2^(emin-1), the top binade [2^(emax-1), 2^emax).
+ * E2M3: bias 1, 3 trailing bits, subnormals 2^(1-1-3) = 2^-3, largest
+ * 1.875·2^2 = 7.5; E3M2: bias 3, 2 bits, 2^(1-3-2) = 2^-4, 1.75·2^4 = 28;
+ * E2M1: bias 1, 1 bit, 2^(1-1-1) = 2^-1, 1.5·2^2 = 6; E4M3 and E5M2 as
+ * e4m3 and e5m2.  elem_emax: the exponent of the largest normal (the
+ * specification's emax_elem, Table 1 of §5.3).  A value's storage takes a
+ * byte in the accounting (value_bytes): 8, 6 or 4 bits and a 32nd of the
+ * scale's byte, rounded up. */
+static int mx_format(vijp_format *f, const char *s)
+{
+    static const struct {
+        const char *name;
+        mpfr_prec_t p;
+        mpfr_exp_t emin, emax;
+        double max;
+        int elem_emax;
+    } mxs[] = {{"mxfp8", 4, -8, 9, 448, 8}, {"mxfp8e5m2", 3, -15, 16, 57344, 15}, {"mxfp6", 4, -2, 3, 7.5, 2},
+               {"mxfp6e3m2", 3, -3, 5, 28, 4}, {"mxfp4", 2, 0, 3, 6, 2}};
+    for (size_t i = 0; i < sizeof mxs / sizeof *mxs; i++) {
+        size_t n = strlen(mxs[i].name), ceil_ = !strncmp(s + n, ":ceil", 5) ? 5 : 0;
+        if (strncmp(s, mxs[i].name, n) || strcmp(s + n + ceil_, "+binary32")) continue;
+        vijp_format_fixed(f, VIJP_BINARY32);
+        f->kind = VIJP_MIXED;
+        f->mixed = 1;
+        f->store_prec = mxs[i].p, f->store_emin = mxs[i].emin, f->store_emax = mxs[i].emax;
+        f->store_overflow = VIJP_OVERFLOW_SATURATE, f->store_max = mxs[i].max;
+        f->value_bytes = 1;
+        f->mx_block = 32, f->mx_elem_emax = mxs[i].elem_emax, f->mx_scale_ceil = ceil_ != 0;
+        snprintf(f->name, sizeof f->name, "%s", s);
+        return 1;
+    }
+    return 0;
+}
+
 int vijp_format_mpfr(vijp_format *f, long prec, vijp_error *err)
 {
     if (prec < VIJP_PREC_MIN || prec > VIJP_PREC_MAX)
@@ -214,7 +249,7 @@ int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err)
     if (!strcmp(s, "binary32")) return emulated(f, VIJP_BINARY32, s, 24, -148, 128, 4), 0;
     if (!strcmp(s, "binary16")) return emulated(f, VIJP_BINARY16, s, 11, -23, 16, 2), 0;
     if (!strcmp(s, "bfloat16")) return emulated(f, VIJP_BFLOAT16, s, 8, -132, 128, 2), 0;
-    if (fp8(f, s)) return 0;
+    if (fp8(f, s) || mx_format(f, s)) return 0;
     static const char *const stores[] = {"bfloat16", "binary16", "e4m3", "e4m3:sat", "e5m2", "e5m2:sat"};
     for (size_t i = 0; i < sizeof stores / sizeof *stores; i++) { /* STORE+binary32 */
         size_t n = strlen(stores[i]);
@@ -237,11 +272,11 @@ int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err)
     if (format_suggestion(s, hint, sizeof hint)) /* shorter: the message holds 255 characters */
         return vijp_fail(err, VIJP_EINVAL, "unknown format '%s': did you mean %s? (known: double, mpfr:P, binary32, "
                          "binary16, bfloat16, e4m3[:sat], e5m2[:sat], bfloat16+binary32, binary16+binary32, "
-                         "tf32+binary32, FP8+binary32, FORMAT@SET)", s, hint);
+                         "tf32+binary32, FP8+binary32, MX+binary32, FORMAT@SET)", s, hint);
     return vijp_fail(err, VIJP_EINVAL,
-                     "unknown format '%s' (known: double, mpfr:P, binary32, binary16, bfloat16, e4m3, e5m2, e4m3:sat, "
-                     "e5m2:sat, tf32+binary32, S+binary32 for S bfloat16, binary16 or an FP8; FORMAT@SET for double, "
-                     "binary32, bfloat16+binary32, binary16+binary32)", s);
+                     "unknown format '%s' (known: double, mpfr:P, binary32, binary16, bfloat16, e4m3[:sat], e5m2[:sat], "
+                     "bfloat16+binary32, binary16+binary32, tf32+binary32, FP8+binary32, "
+                     "mxfp8|mxfp8e5m2|mxfp6|mxfp6e3m2|mxfp4[:ceil]+binary32, FORMAT@SET)", s);
 }
 
 mpfr_prec_t vijp_format_value_prec(const vijp_format *f)

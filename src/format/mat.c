@@ -3,6 +3,7 @@
 #include "vijp/arith.h"
 #include "vijp/memory.h"
 #include "mpfr_io.h"
+#include "mx.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -93,14 +94,57 @@ void vijp_mat_set_entry_d(vijp_mat *a, size_t i, double x)
     }
 }
 
+/* MX formats: a column is the reduction dimension of the product that
+ * consumes it (a column per sample, its entries the features the next
+ * dense layer sums over), so its blocks run down each column (mat.h). */
 void vijp_mat_store(vijp_mat *a)
 {
     if (!a->m || !a->fmt->mixed) return;
+    if (a->fmt->mx_block) {
+        for (size_t j = 0; j < a->cols; j++) vijp_mx_line(a->fmt, a->m + j * a->rows, a->rows, 1);
+        return;
+    }
     for (size_t i = 0, n = vijp_mat_len(a); i < n; i++) vo_store(a->m[i], a->m[i], a->fmt);
+}
+
+void vijp_mat_store_line(vijp_mat *a, size_t first, size_t len, size_t stride)
+{
+    if (!a->m || !a->fmt->mixed) return;
+    if (a->fmt->mx_block) vijp_mx_line(a->fmt, a->m + first, len, stride);
+    else
+        for (size_t k = 0; k < len; k++) vo_store(a->m[first + k * stride], a->m[first + k * stride], a->fmt);
+}
+
+/* MX: the values of one block of the line, exact at 53 bits, then quantised
+ * straight into a (no rounding to binary32 first: one rounding). */
+static void set_d_line_mx(vijp_mat *a, const double *src, size_t first, size_t len, size_t stride)
+{
+    enum { MAXB = 64 };
+    size_t b = (size_t)a->fmt->mx_block;
+    if (b > MAXB) abort(); /* every MX format has 32: a programming error */
+    mpfr_t t[MAXB];
+    for (size_t i = 0; i < b; i++) mpfr_init2(t[i], 53);
+    for (size_t k = 0; k < len; k += b) {
+        size_t nb = len - k < b ? len - k : b;
+        for (size_t i = 0; i < nb; i++) mpfr_set_d(t[i], src[first + (k + i) * stride], MPFR_RNDN); /* exact */
+        vijp_mx_block(a->fmt, a->m + first + k * stride, stride, t, 1, nb);
+    }
+    for (size_t i = 0; i < b; i++) mpfr_clear(t[i]);
+}
+
+void vijp_mat_set_d_line(vijp_mat *a, const double *src, size_t first, size_t len, size_t stride)
+{
+    if (a->m && a->fmt->mx_block) set_d_line_mx(a, src, first, len, stride);
+    else
+        for (size_t k = 0; k < len; k++) vijp_mat_set_entry_d(a, first + k * stride, src[first + k * stride]);
 }
 
 void vijp_mat_set_d(vijp_mat *a, const double *src)
 {
+    if (a->m && a->fmt->mx_block) { /* blocks down each column, as vijp_mat_store */
+        for (size_t j = 0; j < a->cols; j++) set_d_line_mx(a, src, j * a->rows, a->rows, 1);
+        return;
+    }
     for (size_t i = 0, n = vijp_mat_len(a); i < n; i++) vijp_mat_set_entry_d(a, i, src[i]);
 }
 
@@ -129,10 +173,11 @@ int vijp_mat_check_finite(const vijp_mat *a, const char *what, vijp_error *err)
     return 0;
 }
 
-/* A helper's result, rounded to the storage of a mixed format. */
+/* A helper's result, rounded to the storage of a mixed format (MX: by
+ * blocks once the whole result is there, vijp_mat_store). */
 static void stored(mpfr_t r, const vijp_format *f)
 {
-    if (f->mixed) vo_store(r, r, f);
+    if (f->mixed && !f->mx_block) vo_store(r, r, f);
 }
 
 void vijp_mat_sub(vijp_mat *a, const vijp_mat *b, const vijp_mat *c)
@@ -141,6 +186,7 @@ void vijp_mat_sub(vijp_mat *a, const vijp_mat *b, const vijp_mat *c)
         if (a->d) a->d[i] = b->d[i] - c->d[i];
         else vo_sub(a->m[i], b->m[i], c->m[i], a->fmt), stored(a->m[i], a->fmt);
     }
+    if (a->fmt->mx_block) vijp_mat_store(a);
 }
 
 void vijp_mat_mul_elem(vijp_mat *a, const vijp_mat *b, const vijp_mat *c)
@@ -149,6 +195,7 @@ void vijp_mat_mul_elem(vijp_mat *a, const vijp_mat *b, const vijp_mat *c)
         if (a->d) a->d[i] = b->d[i] * c->d[i];
         else vo_mul(a->m[i], b->m[i], c->m[i], a->fmt), stored(a->m[i], a->fmt);
     }
+    if (a->fmt->mx_block) vijp_mat_store(a);
 }
 
 void vijp_mat_copy_range(vijp_mat *dst, size_t doff, const vijp_mat *src, size_t soff, size_t count)
@@ -179,6 +226,26 @@ void vijp_mat_tdot(vijp_mat *r, const vijp_mat *A, const vijp_mat *g)
     mpfr_clear(p);
 }
 
+/* Into an MX format: each column's values exact at the source's precision
+ * (53 bits for doubles), then quantised by blocks down it. */
+static void convert_mx(vijp_mat *dst, const vijp_mat *src)
+{
+    size_t rows = dst->rows, b = (size_t)dst->fmt->mx_block;
+    mpfr_prec_t p = src->m && src->fmt->prec > 53 ? src->fmt->prec : 53;
+    mpfr_t *t = vijp_alloc_array(rows ? rows : 1, sizeof *t);
+    for (size_t i = 0; i < rows; i++) mpfr_init2(t[i], p);
+    for (size_t j = 0; j < dst->cols; j++) {
+        for (size_t i = 0; i < rows; i++) {
+            if (src->d) mpfr_set_d(t[i], src->d[i + j * rows], MPFR_RNDN); /* exact */
+            else mpfr_set(t[i], src->m[i + j * rows], MPFR_RNDN);          /* exact */
+        }
+        for (size_t k = 0; k < rows; k += b)
+            vijp_mx_block(dst->fmt, dst->m + j * rows + k, 1, t + k, 1, rows - k < b ? rows - k : b);
+    }
+    for (size_t i = 0; i < rows; i++) mpfr_clear(t[i]);
+    free(t);
+}
+
 void vijp_mat_convert(vijp_mat *dst, const vijp_mat *src)
 {
     /* Into plain MPFR (mpfr:P, the drift reference): vo_store is mpfr_set
@@ -190,6 +257,10 @@ void vijp_mat_convert(vijp_mat *dst, const vijp_mat *src)
             if (src->d) vijp_emu_set1(dst->m[i], src->d[i]); /* rounds through mpfr_set_d below 53 bits; 16.8M per dense:256 reference */
             else mpfr_set(dst->m[i], src->m[i], MPFR_RNDN);
         }
+        return;
+    }
+    if (dst->m && dst->fmt->mx_block) { /* blocks down each column, from the source's values */
+        convert_mx(dst, src);
         return;
     }
     mpfr_t t;

@@ -88,13 +88,31 @@ void vijp_net_params_clear(const vijp_net *net, vijp_mat *theta)
     for (size_t i = 0; i < net->depth; i++) vijp_mat_clear(&theta[i]);
 }
 
+/* theta := src rounded to theta's format.  MX formats (format.h) block
+ * values along the reduction dimension of the product that consumes them:
+ * dense's W (out × in, W(o, c) at o + c·out) is summed over c in W·x, so
+ * each row o is a line of `in` values at stride out; its bias (the out
+ * values after W), added rather than summed, in blocks down the vector.
+ * Every other layer's θ is one line in its own order (conv's kernels
+ * included): a choice, documented in docs/formats.md. */
+static void set_params(const vijp_layer *L, vijp_mat *theta, const double *src)
+{
+    size_t m = L->out, n = L->in;
+    if (!theta->fmt->mx_block || strcmp(L->type->name, "dense") || theta->rows != m * n + m) {
+        vijp_mat_set_d(theta, src);
+        return;
+    }
+    for (size_t o = 0; o < m; o++) vijp_mat_set_d_line(theta, src, o, n, m);
+    vijp_mat_set_d_line(theta, src, m * n, m, 1);
+}
+
 int vijp_net_params(const vijp_net *net, const vijp_format *f, vijp_mat *theta, vijp_error *err)
 {
     for (size_t i = 0; i < net->depth; i++) {
         size_t P = net->layers[i].type->param_count(&net->layers[i]);
         vijp_mat_init(&theta[i], P, 1, f);
         int rc = 0;
-        if (P) vijp_mat_set_d(&theta[i], net->theta[i]);
+        if (P) set_params(&net->layers[i], &theta[i], net->theta[i]);
         if (!rc && P) {
             char what[96];
             snprintf(what, sizeof what, "parameters of layer %zu in %s", i + 1, f->name);
