@@ -56,6 +56,8 @@ static const char help_drift[] =
     "                    OCP FP8: e4m3, e5m2 (overflowing to NaN and ±Inf),\n"
     "                    e4m3:sat, e5m2:sat (saturating to ±448, ±57344),\n"
     "                    e4m3+binary32, e5m2+binary32 (FP8 storage)\n"
+    "                    OCP MX: mxfp8, mxfp8e5m2, mxfp6, mxfp6e3m2, mxfp4, each\n"
+    "                    [:ceil], +binary32 (mxfp4:ceil+binary32)\n"
     "                    (default bfloat16,binary32,double); mpfr:P up to\n"
     "                    P = R/2 - 64 for --ref-prec-max R (R/4 under 256):\n"
     "                    mpfr:%ld by default;\n"

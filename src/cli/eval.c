@@ -36,6 +36,7 @@ static const char help[] =
     "                     | e4m3 | e5m2 (OCP FP8, overflowing to NaN and ±Inf)\n"
     "                     | e4m3:sat | e5m2:sat (saturating to ±448, ±57344)\n"
     "                     | e4m3+binary32 | e5m2+binary32 (FP8 storage)\n"
+    "                     | mxfp8|mxfp8e5m2|mxfp6|mxfp6e3m2|mxfp4[:ceil]+binary32\n"
     "  --seed S           seed of θ and of the default u, g (default 1)\n"
     "  --save DIR         the folder (required)\n"
     "  -q, --quiet        print nothing on success\n"
@@ -60,7 +61,11 @@ static int read_rows(const char *path, size_t cols, size_t rows, vijp_mat *M, co
 static void seeded(vijp_mat *M, size_t rows, size_t cols, const vijp_format *f, vijp_rng *rng)
 {
     vijp_mat_init(M, rows, cols, f);
-    for (size_t i = 0; i < rows * cols; i++) vijp_mat_set_entry_d(M, i, vijp_rng_normal(rng));
+    size_t n = rows * cols;
+    double *v = vijp_alloc_array(n ? n : 1, sizeof *v);
+    for (size_t i = 0; i < n; i++) v[i] = vijp_rng_normal(rng);
+    vijp_mat_set_d(M, v); /* whole columns: MX formats' blocks run down them (mat.h) */
+    free(v);
 }
 
 /* M (rows × batch, column-major: a column per sample) as [batch, rows]. */
