@@ -89,8 +89,10 @@ static int mx_format(vijp_format *f, const char *s)
     } mxs[] = {{"mxfp8", 4, -8, 9, 448, 8}, {"mxfp8e5m2", 3, -15, 16, 57344, 15}, {"mxfp6", 4, -2, 3, 7.5, 2},
                {"mxfp6e3m2", 3, -3, 5, 28, 4}, {"mxfp4", 2, 0, 3, 6, 2}};
     for (size_t i = 0; i < sizeof mxs / sizeof *mxs; i++) {
-        size_t n = strlen(mxs[i].name), ceil_ = !strncmp(s + n, ":ceil", 5) ? 5 : 0;
-        if (strncmp(s, mxs[i].name, n) || strcmp(s + n + ceil_, "+binary32")) continue;
+        size_t n = strlen(mxs[i].name);
+        if (strncmp(s, mxs[i].name, n)) continue; /* s is at least n long past here */
+        size_t ceil_ = !strncmp(s + n, ":ceil", 5) ? 5 : 0;
+        if (strcmp(s + n + ceil_, "+binary32")) continue;
         vijp_format_fixed(f, VIJP_BINARY32);
         f->kind = VIJP_MIXED;
         f->mixed = 1;
