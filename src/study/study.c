@@ -188,6 +188,7 @@ static int share_reference(const study *s, const vijp_format *a, const vijp_form
     return a->kind != VIJP_DOUBLE && b->kind != VIJP_DOUBLE && a->store_prec == b->store_prec &&
            a->store_emin == b->store_emin && a->store_emax == b->store_emax &&
            a->store_overflow == b->store_overflow && a->store_max == b->store_max &&
+           a->mx_block == b->mx_block && a->mx_scale_ceil == b->mx_scale_ceil && /* MX: blocks round otherwise */
            vijp_drift_ref_prec_first(a, s->ref_prec_start) == vijp_drift_ref_prec_first(b, s->ref_prec_start);
 }
 
