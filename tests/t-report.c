@@ -196,6 +196,10 @@ START_TEST(drift_degenerate_studies_plot)
             /* gnuplot's SVG draws a point symbol with <use xlink:href='#gpPt...'> */
             if (strstr(studies[t], "--depth 1") && k % 2 && k / 2 < 4)
                 ck_assert_msg(strstr(s, "#gpPt") != NULL, "drift %s: %s draws no point", studies[t], name);
+            /* mpfr:4032's errors (near 2^-4032) are not zero: its error plot says why it draws nothing */
+            if (strstr(studies[t], "mpfr:4032") && k == 1)
+                ck_assert_msg(strstr(s, "below double's range") != NULL, "drift %s: %s does not say why it is empty",
+                              studies[t], name);
             free(s);
         }
         remove_tree(dir);

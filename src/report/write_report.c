@@ -245,20 +245,30 @@ static void span_add(double *lo, double *hi, double v, double top)
     if (v > *hi) *hi = v;
 }
 
+/* An error: drawn where it is a double; counted in *below where it lies
+ * under double's range, so that the plot can say why it is empty. */
+static void span_add_x(double *lo, double *hi, size_t *below, vijp_xnum v, double top)
+{
+    if (!vijp_xnum_is_double(v) && v.m > 0 && v.e < 0) (*below)++;
+    else span_add(lo, hi, vijp_xnum_double(v), top);
+}
+
 /* The smallest and largest value that plot `kind` of config c draws, as
  * gnuplot reads them from the scratch CSVs (the same numbers, the same
- * filters); lo > hi when there is none. */
-static void plot_span(const study *s, size_t c, int kind, const memory_table *mem, double *lo, double *hi)
+ * filters); lo > hi when there is none.  *below: how many lie under
+ * double's range (not drawn). */
+static void plot_span(const study *s, size_t c, int kind, const memory_table *mem, double *lo, double *hi,
+                      size_t *below)
 {
     double top = kind == 0 ? ERROR_PLOT_TOP : INFINITY;
-    *lo = INFINITY, *hi = -INFINITY;
+    *lo = INFINITY, *hi = -INFINITY, *below = 0;
     if (kind == 4) {
         for (int e = 0; e < VIJP_ENGINE_COUNT; e++)
             for (size_t d = 0; d < s->depth; d++) span_add(lo, hi, (double)mem_at(mem, c, (size_t)e)[d], top);
         return;
     }
     for (size_t f = 0; f < s->n_formats; f++) {
-        if (kind == 0) span_add(lo, hi, vijp_xnum_double(s->tol[f]), top);
+        if (kind == 0) span_add_x(lo, hi, below, s->tol[f], top);
         for (size_t i = 0; i < s->depth; i++) {
             if (kind == 2) {
                 for (size_t r = 0; r <= s->n_engines; r++)
@@ -267,10 +277,11 @@ static void plot_span(const study *s, size_t c, int kind, const memory_table *me
             }
             curves_row row = curves_row_of(s, c, f, i);
             if (kind == 0) {
-                span_add(lo, hi, vijp_xnum_double(row.err.median), top), span_add(lo, hi, vijp_xnum_double(row.bound), top);
-                span_add(lo, hi, vijp_xnum_double(row.predicted), top);
+                span_add_x(lo, hi, below, row.err.median, top), span_add_x(lo, hi, below, row.bound, top);
+                span_add_x(lo, hi, below, row.predicted, top);
             }
-            else span_add(lo, hi, kind == 1 ? row.ratio : vijp_xnum_double(row.recon), top);
+            else if (kind == 1) span_add(lo, hi, row.ratio, top);
+            else span_add_x(lo, hi, below, row.recon, top);
         }
     }
 }
@@ -279,10 +290,10 @@ static void plot_span(const study *s, size_t c, int kind, const memory_table *me
  * plot's layer inputs 0 to depth − 1), not gnuplot's rounding of them (300
  * for 256); y autoscaled on the log scale.  gnuplot refuses a range of one
  * value (one layer; a series that is constant everywhere) and a plot with no
- * point to draw (errors all zero in double, as mpfr:P's are for large P; a
- * ratio over a backprop error of zero): those get a range of their own, a
- * decade around the value, and a note and no y tics where nothing can be
- * drawn. */
+ * point to draw (errors all zero, or below double's range, as mpfr:P's are
+ * past P ≈ 1070; a ratio over a backprop error of zero): those get a range
+ * of their own, a decade around the value, and a note saying which and no y
+ * tics where nothing can be drawn. */
 static void plot_axes(FILE *g, const study *s, size_t c, int kind, const memory_table *mem)
 {
     size_t x0 = kind == 3 ? 0 : 1, x1 = kind == 3 ? s->depth - 1 : s->depth;
@@ -290,9 +301,14 @@ static void plot_axes(FILE *g, const study *s, size_t c, int kind, const memory_
     else fprintf(g, "set xrange [%zu:%zu]\n", x0, x1);
     fputs("unset label\n", g);
     double lo, hi;
-    plot_span(s, c, kind, mem, &lo, &hi);
+    size_t below;
+    plot_span(s, c, kind, mem, &lo, &hi, &below);
     fputs(lo > hi ? "unset ytics\n" : "set ytics\n", g);
-    if (lo > hi)
+    if (lo > hi && below)
+        fputs("set yrange [0.1:10]\nset label \"nothing to draw on a log scale:\\nthe values lie below double's range "
+              "(errors of mpfr:P past P = 1070),\\nwhich a plot cannot hold (curves.csv and drift.csv do)\" at graph 0.5, "
+              "0.5 center noenhanced\n", g);
+    else if (lo > hi)
         fputs("set yrange [0.1:10]\nset label \"nothing to draw on a log scale:\\nevery value is zero or undefined\\n"
               "(curves.csv holds them)\" at graph 0.5, 0.5 center noenhanced\n", g);
     else if (lo == hi)
