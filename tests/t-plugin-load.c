@@ -126,6 +126,28 @@ START_TEST(plugin_output_stays_off_stdout)
 }
 END_TEST
 
+/* A plugin built for plugin ABI 6 (tests/plugins/abi6.c), whose
+ * vijp_interval_ops ended at deriv_enclose and is followed in memory by
+ * non-NULL junk: it loads, its f′ enclosure certifies a box (f′ = 3x² + 1
+ * >= 1, equal to 1 at x = 0: s in (0, 1]), and nothing reads the junk as
+ * ABI 7's interval Jacobian or Lipschitz constant (registration would
+ * refuse the latter without MPFR operators). */
+START_TEST(abi6_plugin_still_loads)
+{
+    char so[4200], args[8800];
+    test_plugin_path("abi6", so, sizeof so);
+    snprintf(args, sizeof args, "certify --layer abisix --width 3 --box -1,1 --json --plugin '%s'", so);
+    run_result r = run_vijp(args);
+    json_error_t je;
+    json_t *o = json_loads(r.out, 0, &je);
+    ck_assert_msg(r.rc == CLI_OK && o, "vijp %s: exit %d: %.400s%.400s", args, r.rc, r.out, r.err);
+    double s = json_number_value(json_object_get(o, "sigma_min_lower_bound"));
+    ck_assert_msg(!strcmp(json_string_value(json_object_get(o, "method")), "interval-bisection") && s > 0 && s <= 1,
+                  "%s, s = %g", json_string_value(json_object_get(o, "method")), s);
+    json_decref(o), run_free(&r);
+}
+END_TEST
+
 Suite *suite_plugin_load(void)
 {
     Suite *s = suite_create("plugin_load");
@@ -134,6 +156,7 @@ Suite *suite_plugin_load(void)
     tcase_add_test(tc, crash_while_loading_is_the_plugins_failure);
     tcase_add_test(tc, truncated_plugin_is_refused);
     tcase_add_test(tc, plugin_output_stays_off_stdout);
+    tcase_add_test(tc, abi6_plugin_still_loads);
     suite_add_tcase(s, tc);
     return s;
 }

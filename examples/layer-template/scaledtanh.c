@@ -212,7 +212,7 @@ static const vijp_layer_type scaledtanh = {
     .parse = parse, .param_count = param_count, .init = init, .declare = declare,
     /* its parameter gradient needs x, so Moonwalk keeps the input (not f′ alone) */
     .residual = VIJP_RESIDUAL_INPUT, .d = &ops_d, .mp = &ops_mp,
-    .interval = &(const vijp_interval_ops){deriv_enclose}, .dual_eval = dual_eval,
+    .interval = &(const vijp_interval_ops){.deriv_enclose = deriv_enclose}, .dual_eval = dual_eval,
     /* f′ within 16u at |a·x| <= 5 (above); no bias; the parameter gradient's bound */
     .bounds = {.ulps = 16}, .vjp_param_bound = vjp_param_bound,
 };

@@ -224,7 +224,9 @@ struct vijp_layer_type {
      * jacobian operator returns the exact Jacobian at double inputs (dense:
      * its entries are the weights).  interval: the type's interval
      * operators (vijp/interval.h, MPFI), NULL for none; elementwise types
-     * give deriv_enclose there, an enclosure of f′ over an interval. */
+     * give deriv_enclose there, an enclosure of f′ over an interval, and
+     * others may give jacobian_box (J enclosed over a box) or
+     * jacobian_lipschitz (a Lipschitz constant of J) for certify --box. */
     int jacobian_exact;
     const vijp_interval_ops *interval;
     /* Smooth elementwise activations: f(x) and f′(x) together at the
@@ -276,8 +278,8 @@ VIJP_API VIJP_MUST_CHECK int vijp_layer_register(const vijp_layer_type *T, vijp_
 /* The checks vijp_layer_register makes, on any descriptor: a parameter
  * gradient operator with a residual kind that drops it (DERIV keeps f′ only),
  * an elementwise layer (dual_eval, or residual SIGN or DERIV) without an f′
- * enclosure, a residual INVERSE without an inverse, a fragment without its
- * count or cokernel. */
+ * enclosure, a Lipschitz constant of J without MPFR operators, a residual
+ * INVERSE without an inverse, a fragment without its count or cokernel. */
 VIJP_API VIJP_MUST_CHECK int vijp_layer_type_check(const vijp_layer_type *T, vijp_error *err);
 
 /* Parse one spec item such as "dense:64x32" or "leaky:0.1" given the incoming

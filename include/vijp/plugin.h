@@ -23,7 +23,11 @@
  *     refuse it with a message;
  *   - optionally, for elementwise types, dual_eval (f and f′ at θ) and
  *     interval->deriv_enclose (an MPFI enclosure of f′ at θ, vijp/interval.h),
- *     which vijp certify needs.
+ *     which vijp certify needs;
+ *   - optionally, for other types, interval->jacobian_box (an MPFI
+ *     enclosure of J over a box) or interval->jacobian_lipschitz (a
+ *     Lipschitz constant of J, with the MPFR operators), which vijp certify
+ *     --box needs (vijp/interval.h).
  * Registration checks the descriptor and refuses contradictions with a
  * message (vijp_layer_type_check).
  *
@@ -47,8 +51,14 @@
 #include "vijp/error.h"
 
 /* Bumped whenever vijp_layer_type or the operator contracts change shape
- * (6: vijp_format grew the storage format's overflow rule). */
-#define VIJP_PLUGIN_ABI 6
+ * (6: vijp_format grew the storage format's overflow rule; 7:
+ * vijp_interval_ops grew jacobian_box and jacobian_lipschitz).  Plugins
+ * built for VIJP_PLUGIN_ABI_OLDEST still load: 7 only added members at the
+ * end of vijp_interval_ops, and the registry keeps a copy of an ABI 6
+ * type's descriptor with those members NULL (so such a type's descriptor
+ * in the registry is not the plugin's own object). */
+#define VIJP_PLUGIN_ABI 7
+#define VIJP_PLUGIN_ABI_OLDEST 6
 
 #if defined(__GNUC__)
 #define VIJP_PLUGIN_EXPORT __attribute__((visibility("default")))

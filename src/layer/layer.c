@@ -44,6 +44,9 @@ int vijp_layer_type_check(const vijp_layer_type *T, vijp_error *err)
         return vijp_fail(err, VIJP_EINVAL, "layer type '%s' is elementwise (%s) but has no f' enclosure "
                          "(deriv_enclose), which certification needs", nm,
                          T->dual_eval ? "it has dual_eval" : "its residual kind keeps one value per unit");
+    if (vijp_jacobian_lipschitz_of(T) && !T->mp)
+        return vijp_fail(err, VIJP_EINVAL, "layer type '%s' gives a Lipschitz constant of its Jacobian but no MPFR "
+                         "operators: certify --box needs the MPFR Jacobian at each box's centre", nm);
     if (T->residual == VIJP_RESIDUAL_INVERSE && (!T->d->inverse || (T->mp && !T->mp->inverse)))
         return vijp_fail(err, VIJP_EINVAL, "layer type '%s' declares residual kind INVERSE but has no inverse "
                          "operator%s", nm, T->d->inverse ? " in MPFR" : "");

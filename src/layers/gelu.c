@@ -28,5 +28,5 @@ const vijp_layer_type vijp_layer_gelu = {
     /* the bound of f′ above over |x| <= 4, 0.5 away from x0, relative to |f′|: max 33.2 at
      * x = −1.252 (f itself 16; step 5e-4) */
     .bounds = {.ulps = 34, .n_deriv_zeros = 1, .deriv_zeros = {-0.751791524693564}},
-    .interval = &(const vijp_interval_ops){vo_gelu_deriv_enclose}, .dual_eval = eval,
+    .interval = &(const vijp_interval_ops){.deriv_enclose = vo_gelu_deriv_enclose}, .dual_eval = eval,
 };

@@ -159,5 +159,5 @@ const vijp_layer_type vijp_layer_leaky_relu = {
     .residual = VIJP_RESIDUAL_SIGN, .d = &ops_d, .mp = &ops_mp, .f = &ops_f,
     /* inverse: y/α rounded once (u|x|), plus the forward's rounding of αx (u|y|) divided by α = f′ */
     .bounds = {.inverse = VIJP_INVBOUND_ELEMENTWISE, .inv_a = 4, .inv_b = 4},
-    .interval = &(const vijp_interval_ops){vo_leaky_deriv_enclose},
+    .interval = &(const vijp_interval_ops){.deriv_enclose = vo_leaky_deriv_enclose},
 };

@@ -28,5 +28,5 @@ const vijp_layer_type vijp_layer_mish = {
     /* the bound of f′ above over |x| <= 4, 0.5 away from x0, relative to |f′|: max 80.8 at x = −1.69
      * (mpmath, step 5e-4) */
     .bounds = {.ulps = 81, .n_deriv_zeros = 1, .deriv_zeros = {-1.192431214515495}},
-    .interval = &(const vijp_interval_ops){vo_mish_deriv_enclose}, .dual_eval = eval,
+    .interval = &(const vijp_interval_ops){.deriv_enclose = vo_mish_deriv_enclose}, .dual_eval = eval,
 };

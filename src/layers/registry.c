@@ -9,7 +9,10 @@
  * so no other type can take one: the accessors of vijp/catalogue.h
  * (src/layer/catalogue.c) rely on that to know a built-in type by name. */
 #include "vijp/layer.h"
+#include "vijp/interval.h"
 #include "vijp/error.h"
+#include "legacy.h"
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -41,8 +44,31 @@ const vijp_layer_type *vijp_layer_type_find(const char *name)
     return NULL;
 }
 
+int vijp_registering_abi = 0;
+
+/* A type from a plugin built for ABI 6: its vijp_interval_ops ends after
+ * deriv_enclose, so vijp must not read the members ABI 7 added.  The
+ * registry checks and keeps a copy of the descriptor (the same shape in
+ * both ABIs) whose table holds deriv_enclose alone; both live as long as
+ * the process, as the plugin's own descriptor does (one refused by the
+ * checks is a few dozen bytes, not freed: the loader keeps the plugin
+ * mapped too). */
+static const vijp_layer_type *abi6_copy(const vijp_layer_type *T)
+{
+    vijp_layer_type *copy = vijp_alloc(sizeof *copy);
+    *copy = *T;
+    if (T->interval) {
+        vijp_interval_ops *ops = vijp_alloc(sizeof *ops);
+        memset(ops, 0, sizeof *ops);
+        ops->deriv_enclose = T->interval->deriv_enclose; /* the one member ABI 6 had */
+        copy->interval = ops;
+    }
+    return copy;
+}
+
 int vijp_layer_register(const vijp_layer_type *T, vijp_error *err)
 {
+    if (vijp_registering_abi && vijp_registering_abi < 7) T = abi6_copy(T); /* checked and kept as ABI 7 sees it */
     int rc = vijp_layer_type_check(T, err);
     if (rc) return rc;
     if (vijp_layer_type_find(T->name))

@@ -113,5 +113,5 @@ const vijp_layer_type vijp_layer_relu = {
     .name = "relu", .syntax = "relu (keeps its width; fragment = cotangent on inactive units)",
     .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
     .residual = VIJP_RESIDUAL_SIGN, .d = &ops_d, .mp = &ops_mp, .f = &ops_f,
-    .interval = &(const vijp_interval_ops){vo_relu_deriv_enclose},
+    .interval = &(const vijp_interval_ops){.deriv_enclose = vo_relu_deriv_enclose},
 };

@@ -45,5 +45,5 @@ const vijp_layer_type vijp_layer_sigmoid = {
     .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp, .emu = &ops_emu, .f = &vijp_act_ops_f,
     /* f′ within 12u; inverse 3u|x| + 2.8u (log1p/exp chain above), forward 7u amplified by 1/f′ */
     .bounds = {.ulps = 12, .inverse = VIJP_INVBOUND_ELEMENTWISE, .inv_a = 4, .inv_c = 3, .inv_b = 8},
-    .interval = &(const vijp_interval_ops){vo_sigmoid_deriv_enclose}, .dual_eval = eval,
+    .interval = &(const vijp_interval_ops){.deriv_enclose = vo_sigmoid_deriv_enclose}, .dual_eval = eval,
 };

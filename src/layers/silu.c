@@ -29,5 +29,5 @@ const vijp_layer_type vijp_layer_silu = {
     /* the bound of f′ above over |x| <= 4, 0.5 away from x0, relative to |f′|: max 56.2 at x = −1.78
      * (mpmath, step 5e-4) */
     .bounds = {.ulps = 57, .n_deriv_zeros = 1, .deriv_zeros = {-1.278464542761074}},
-    .interval = &(const vijp_interval_ops){vo_silu_deriv_enclose}, .dual_eval = eval,
+    .interval = &(const vijp_interval_ops){.deriv_enclose = vo_silu_deriv_enclose}, .dual_eval = eval,
 };

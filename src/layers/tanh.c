@@ -46,5 +46,5 @@ const vijp_layer_type vijp_layer_tanh = {
     /* f′ within 6u (dual.c); inverse: glibc's atanh and tanh within 2 ulps (4u) each, the
      * forward's error amplified by 1/f′ */
     .bounds = {.inverse = VIJP_INVBOUND_ELEMENTWISE, .inv_a = 4, .inv_b = 4},
-    .interval = &(const vijp_interval_ops){vo_tanh_deriv_enclose}, .dual_eval = eval,
+    .interval = &(const vijp_interval_ops){.deriv_enclose = vo_tanh_deriv_enclose}, .dual_eval = eval,
 };
