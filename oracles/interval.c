@@ -4,6 +4,7 @@
 #include "vijp/error.h"
 #include "vijp/catalogue.h"
 #include <stdlib.h>
+#include <string.h>
 
 /* A piecewise-constant derivative: lo_val for x < 0 (and at 0, where the
  * operators take the left branch), hi_val for x > 0; both over an interval
@@ -239,4 +240,53 @@ int vo_softmax_jacobian_enclose(const vijp_layer *L, const double *th, const dou
     mpfi_clear(s), mpfi_clear(t);
     free(y);
     return 0;
+}
+
+/* avgpool:P: J = (1/P)·[one row of P ones per output], the same at every x;
+ * 1/P is enclosed (exact when P is a power of two: then rad = 0). */
+int vo_avgpool_jacobian_enclose(const vijp_layer *L, const double *th, const double *x, double *mid, double *rad)
+{
+    (void)th, (void)x;
+    size_t P = vijp_avgpool_window(L), m = L->out, n = L->in;
+    mpfi_t w;
+    mpfi_init2(w, 128);
+    mpfi_set_ui(w, 1), mpfi_div_ui(w, w, (unsigned long)P);
+    double wm, wr;
+    vo_interval_mid_rad(w, &wm, &wr);
+    memset(mid, 0, m * n * sizeof *mid), memset(rad, 0, m * n * sizeof *rad);
+    for (size_t j = 0; j < m; j++)
+        for (size_t k = 0; k < P; k++) mid[j + (j * P + k) * m] = wm, rad[j + (j * P + k) * m] = wr;
+    mpfi_clear(w);
+    return 0;
+}
+
+/* inv1x1:C: J = W ⊗ I over the positions, W = P·L·(U + diag(exp(log_s)))
+ * (src/layers/inv1x1.c), the same at every x: W enclosed from the exact
+ * parameters, every product and sum (and exp) outward rounded. */
+int vo_inv1x1_jacobian_enclose(const vijp_layer *L, const double *th, const double *x, double *mid, double *rad)
+{
+    (void)x;
+    size_t C = vijp_inv1x1_channels(L), n = L->in / C, N = L->in;
+    mpfi_t s, l, u;
+    mpfi_init2(s, 128), mpfi_init2(l, 128), mpfi_init2(u, 128);
+    memset(mid, 0, N * N * sizeof *mid), memset(rad, 0, N * N * sizeof *rad);
+    int rc = 0;
+    for (size_t j = 0; j < C && !rc; j++)
+        for (size_t i = 0; i < C && !rc; i++) {
+            mpfi_set_ui(s, 0); /* (L U′)_ij = Σ_k L_ik U′_kj, k <= min(i, j) */
+            for (size_t k = 0; k <= (i < j ? i : j); k++) {
+                if (k == i) mpfi_set_ui(l, 1);
+                else mpfi_set_d(l, th[i + k * C]);
+                if (k == j) mpfi_set_d(u, th[j + j * C]), mpfi_exp(u, u);
+                else mpfi_set_d(u, th[k + j * C]);
+                mpfi_mul(l, l, u), mpfi_add(s, s, l);
+            }
+            if (mpfi_nan_p(s) || mpfi_inf_p(s)) rc = VIJP_EDOMAIN;
+            double wm, wr;
+            vo_interval_mid_rad(s, &wm, &wr);
+            size_t row = C - 1 - i; /* P reverses the rows */
+            for (size_t p = 0; p < n; p++) mid[(row * n + p) + (j * n + p) * N] = wm, rad[(row * n + p) + (j * n + p) * N] = wr;
+        }
+    mpfi_clear(s), mpfi_clear(l), mpfi_clear(u);
+    return rc;
 }

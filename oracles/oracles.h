@@ -116,5 +116,9 @@ void vo_interval_mid_rad(mpfi_srcptr v, double *mid, double *rad);
 /* Enclosures of whole Jacobians at one sample (MPFI, 128 bits): mid ± rad. */
 int vo_layernorm_jacobian_enclose(const vijp_layer *L, const double *th, const double *x, double *mid, double *rad);
 int vo_softmax_jacobian_enclose(const vijp_layer *L, const double *th, const double *x, double *mid, double *rad);
+/* The same for the layers whose J does not depend on x but is not exact in
+ * double (1/P, exp(log_s)): x is not read. */
+int vo_avgpool_jacobian_enclose(const vijp_layer *L, const double *th, const double *x, double *mid, double *rad);
+int vo_inv1x1_jacobian_enclose(const vijp_layer *L, const double *th, const double *x, double *mid, double *rad);
 
 #endif

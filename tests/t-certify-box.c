@@ -8,6 +8,7 @@
  * vertices of the box, and LayerNorm's a-priori bound sqrt(n − 1). */
 #include "fixtures/certfix.h"
 #include "fixtures/clirun.h"
+#include "vijp/arith.h"
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -417,6 +418,74 @@ START_TEST(certify_box_command)
 }
 END_TEST
 
+static vijp_box_certificate box_of_vec(const one_layer *o, const double *lo, const double *hi, size_t intervals)
+{
+    vijp_box_certificate c;
+    vijp_error err = {0};
+    vijp_box_budget b = {intervals, 0};
+    ck_assert_msg(!vijp_certify_box(o->L, o->theta, lo, hi, &b, NULL, &c, &err), "%s", err.msg);
+    return c;
+}
+
+/* inv1x1 and avgpool: J the same at every x but not exact in double (exp,
+ * 1/P), now enclosed.  The enclosure holds the 256-bit MPFR Jacobian (the
+ * oracle, oracles/), and the box certificate's s is at most σ_min: for
+ * avgpool:P, J Jᵀ = I/P, σ_min = 1/√P (avgpool.c); for inv1x1, σ_min(W ⊗ I)
+ * = σ_min(W), LAPACK's on the oracle's J, within n·u·σ_max of the truth
+ * (Higham, backward stable SVD; 1e-12 relative covers n = 6). */
+static void check_constant_enclosure(const char *spec, size_t width, double sigma_min_bound)
+{
+    one_layer o;
+    one_layer_init(&o, spec, width, 3);
+    size_t m = o.L->out, n = o.L->in, P0 = o.L->type->param_count(o.L);
+    vijp_rng rng; /* inv1x1's orthogonal init is W = P, a permutation: seeded N(0, 1/4) parameters instead */
+    vijp_rng_seed(&rng, 3);
+    for (size_t p = 0; p < P0; p++) o.net.theta[0][p] = 0.5 * vijp_rng_normal(&rng);
+    double *x = calloc(n, sizeof *x), *mid = malloc(m * n * sizeof *mid), *rad = malloc(m * n * sizeof *rad);
+    vijp_error err = {0};
+    ck_assert_msg(!vijp_layer_jacobian_enclosure(o.L, o.theta, x, mid, rad, &err), "%s: %s", spec, err.msg);
+    vijp_format f;
+    ck_assert(!vijp_format_mpfr(&f, 256, &err));
+    size_t P = o.L->type->param_count(o.L);
+    mpfr_t *th = vo_vec_new(P + 1, &f), *xm = vo_vec_new(n, &f), *J = vo_vec_new(m * n, &f), t;
+    mpfr_init2(t, 256);
+    for (size_t p = 0; p < P; p++) mpfr_set_d(th[p], o.theta[p], MPFR_RNDN);
+    for (size_t j = 0; j < n; j++) mpfr_set_zero(xm[j], 1);
+    o.L->type->mp->jacobian(o.L, th, xm, J, &f);
+    double *Jd = malloc(m * n * sizeof *Jd);
+    for (size_t k = 0; k < m * n; k++) {
+        mpfr_sub_d(t, J[k], mid[k], MPFR_RNDN), mpfr_abs(t, t, MPFR_RNDN);
+        ck_assert_msg(mpfr_cmp_d(t, rad[k]) <= 0, "%s: entry %zu: the oracle's %.17g is outside %.17g ± %.3g", spec, k,
+                      mpfr_get_d(J[k], MPFR_RNDN), mid[k], rad[k]);
+        ck_assert_msg(rad[k] <= 0x1p-100 + 0x1p-50 * fabs(mid[k]), "%s: entry %zu: radius %g", spec, k, rad[k]);
+        Jd[k] = mpfr_get_d(J[k], MPFR_RNDN);
+    }
+    if (!(sigma_min_bound > 0)) { /* from LAPACK on the oracle's J */
+        vijp_numeric a;
+        ck_assert(!vijp_numeric_analysis(Jd, m, n, &a, &err));
+        sigma_min_bound = a.sigma_min + 1e-12 * a.sigma_max;
+        vijp_numeric_clear(&a);
+    }
+    double lo[64], hi[64];
+    for (size_t j = 0; j < n; j++) lo[j] = -1, hi[j] = 1;
+    vijp_box_certificate c = box_of_vec(&o, lo, hi, 0);
+    ck_assert_msg(c.verdict == VIJP_CERTIFIED_SUBMERSIVE && !strcmp(c.method, "constant-jacobian") && c.s > 0 &&
+                  c.s <= sigma_min_bound, "%s: %s (%s), s = %.17g, σ_min <= %.17g: %s", spec,
+                  vijp_box_verdict_name(c.verdict), c.method, c.s, sigma_min_bound, c.reason);
+    mpfr_clear(t);
+    vo_vec_free(th, P + 1), vo_vec_free(xm, n), vo_vec_free(J, m * n);
+    free(x), free(mid), free(rad), free(Jd);
+    vijp_net_free(&o.net);
+}
+
+START_TEST(inv1x1_avgpool_boxes)
+{
+    check_constant_enclosure("avgpool:3", 6, 1 / sqrt(3) * (1 + 0x1p-51)); /* sqrt and division: 1 ulp each */
+    check_constant_enclosure("avgpool:2", 4, 1 / sqrt(2) * (1 + 0x1p-51));
+    check_constant_enclosure("inv1x1:3", 6, 0);
+}
+END_TEST
+
 Suite *suite_certify_box(void)
 {
     Suite *s = suite_create("certify_box");
@@ -429,6 +498,7 @@ Suite *suite_certify_box(void)
     tcase_add_test(tc, image_box_new_types);
     tcase_add_test(tc, image_box_layernorm_degenerate);
     tcase_add_test(tc, bad_boxes);
+    tcase_add_test(tc, inv1x1_avgpool_boxes);
     if (getenv("VIJP_BIN")) tcase_add_test(tc, certify_box_command);
     suite_add_tcase(s, tc);
     return s;

@@ -96,4 +96,5 @@ const vijp_layer_type vijp_layer_avgpool = {
     .name = "avgpool", .syntax = "avgpool:P (mean of each run of P units; width n -> n/P)",
     .parse = parse, .state_size = sizeof(size_t), .print = print, .param_count = vijp_act_no_params, .declare = declare,
     .residual = VIJP_RESIDUAL_NONE, .d = &ops_d, .mp = &ops_mp,
+    .jacobian_enclose = vo_avgpool_jacobian_enclose, /* 1/P is exact in double only for P a power of two */
 };

@@ -282,4 +282,5 @@ const vijp_layer_type vijp_layer_inv1x1 = {
     .parse = parse, .state_size = sizeof(size_t), .print = print, .param_count = param_count, .init = init, .declare = declare,
     .residual = VIJP_RESIDUAL_INVERSE, .d = &ops_d, .mp = &ops_mp, .emu = &ops_emu,
     .bounds = {.inverse = VIJP_INVBOUND_LINEAR}, .vjp_param_bound = vjp_param_bound,
+    .jacobian_enclose = vo_inv1x1_jacobian_enclose, /* W rounds (exp, products): enclosed, not exact */
 };
