@@ -418,6 +418,117 @@ START_TEST(certify_box_command)
 }
 END_TEST
 
+/* ---- types certified by bisection of the box: the test plugin csquare
+ * (tests/plugins/csquare.c), y = a·z² on each pair of units, a = 3/4.  Its
+ * J is block diagonal with scaled rotations 2a·[[x, −y], [y, x]], so
+ * σ_min(J) = 2|a|·min_k |z_k| (derived there): over a box, 2|a| times the
+ * least distance from the origin of a pair's rectangle; singular exactly
+ * where some pair is 0; ‖J(x) − J(w)‖₂ <= 2|a|·‖x − w‖₂. ---- */
+
+/* The command's verdict on a type of the csquare plugin over [lo, hi]
+ * (per coordinate, through --box-file), from its JSON.  The plugin is
+ * loaded by the command: the test binary does not export the library to
+ * plugins. */
+typedef struct {
+    int rc;
+    char verdict[32], method[32], reason[256];
+    double s, fraction;
+    long boxes;
+} box_run;
+
+static box_run csquare_box(const char *type, size_t n, const double *lo, const double *hi, size_t budget)
+{
+    char dir[256], lf[300], hf[300], so[1024], cmd[3000];
+    make_temp_dir(dir, sizeof dir, "csq");
+    snprintf(lf, sizeof lf, "%s/lo.npy", dir), snprintf(hf, sizeof hf, "%s/hi.npy", dir);
+    vijp_error err = {0};
+    ck_assert(!vijp_npy_write(lf, 1, &n, lo, &err) && !vijp_npy_write(hf, 1, &n, hi, &err));
+    test_plugin_path("csquare", so, sizeof so);
+    int at = snprintf(cmd, sizeof cmd, "certify --plugin '%s' --layer %s --width %zu --box-file '%s,%s' --json", so, type,
+                      n, lf, hf);
+    if (budget) snprintf(cmd + at, sizeof cmd - at, " --budget %zu", budget);
+    run_result r = run_vijp(cmd);
+    json_error_t je;
+    json_t *o = json_loads(r.out, 0, &je);
+    ck_assert_msg(o, "%s: exit %d: %s%s", cmd, r.rc, r.out, r.err);
+    box_run b = {.rc = r.rc, .s = json_number_value(json_object_get(o, "sigma_min_lower_bound")),
+                 .fraction = json_number_value(json_object_get(o, "certified_fraction")),
+                 .boxes = (long)json_integer_value(json_object_get(o, "intervals"))};
+    if (json_is_null(json_object_get(o, "sigma_min_lower_bound"))) b.s = NAN;
+    snprintf(b.verdict, sizeof b.verdict, "%s", json_string_value(json_object_get(o, "verdict")));
+    snprintf(b.method, sizeof b.method, "%s", json_string_value(json_object_get(o, "method")));
+    snprintf(b.reason, sizeof b.reason, "%s", json_string_value(json_object_get(o, "reason")));
+    json_decref(o), run_free(&r);
+    remove_tree(dir);
+    return b;
+}
+
+/* The least |z| over the rectangle [lo0, hi0] × [lo1, hi1]: each coordinate's
+ * distance from 0 to its interval, hand-derived (0 when it holds 0). */
+static double least_modulus(double lo0, double hi0, double lo1, double hi1)
+{
+    double a = lo0 > 0 ? lo0 : hi0 < 0 ? -hi0 : 0, b = lo1 > 0 ? lo1 : hi1 < 0 ? -hi1 : 0;
+    return hypot(a, b);
+}
+
+/* The true least σ_min over the box, 1.5·min_k |z_k|, rounded up past its
+ * rounding (hypot within 1 ulp, the product by 1.5 within 1/2: 2^-51
+ * relative covers both): s may not exceed it. */
+static double csquare_sigma_min(const double *lo, const double *hi, size_t n)
+{
+    double least = INFINITY;
+    for (size_t k = 0; k < n; k += 2) least = fmin(least, least_modulus(lo[k], hi[k], lo[k + 1], hi[k + 1]));
+    return 1.5 * least * (1 + 0x1p-51);
+}
+
+START_TEST(plugin_interval_jacobian)
+{
+    /* pairs [0.5, 1] × [0.25, 1] and [−1, −0.5] × [0.5, 1]: least |z| = |(0.5, 0.25)| */
+    double lo[4] = {0.5, 0.25, -1, 0.5}, hi[4] = {1, 1, -0.5, 1};
+    box_run c = csquare_box("csquare", 4, lo, hi, 0);
+    double truth = csquare_sigma_min(lo, hi, 4);
+    ck_assert_msg(c.rc == CLI_OK && !strcmp(c.verdict, "certified-submersive") && !strcmp(c.method, "interval-jacobian") &&
+                  c.s > 0 && c.s <= truth, "%s (%s): s = %.17g, true least σ_min %.17g: %s", c.verdict, c.method, c.s,
+                  truth, c.reason);
+    /* the second pair's rectangle holds 0 at the box's centre: J is exactly singular there */
+    double lo2[4] = {0.5, 0.5, -1, -1}, hi2[4] = {1, 1, 1, 1};
+    c = csquare_box("csquare", 4, lo2, hi2, 0);
+    ck_assert_msg(!strcmp(c.verdict, "not-submersive") && strstr(c.reason, "(0.75, 0.75, 0, 0)"), "%s: %s", c.verdict,
+                  c.reason);
+    /* 0 inside but never a centre of the bisection (−0.5 + 1.5·k/2^j = 0 has no solution): undecided
+     * within the budget, never certified, most of the volume proven */
+    double lo3[4] = {-0.5, -0.5, 0.5, 0.5}, hi3[4] = {1, 1, 1, 1};
+    c = csquare_box("csquare", 4, lo3, hi3, 400);
+    ck_assert_msg(!strcmp(c.verdict, "undecided") && c.fraction > 0.5 && c.fraction < 1 && c.boxes == 400,
+                  "%s: fraction %g after %ld boxes: %s", c.verdict, c.fraction, c.boxes, c.reason);
+}
+END_TEST
+
+/* The Lipschitz fallback: J(c) ± 2|a|·r.  Over [0.5, 1]² the bound
+ * σ_min(J(c)) − 2|a|·r = 1.5·(0.75 − 0.25)·√2 is the true least σ_min (the
+ * ball reaches the corner nearest 0), so one box certifies with s at most
+ * the truth; a box whose ball about its centre reaches past 0 needs
+ * bisection; one holding 0 never
+ * certifies and proves nothing (an MPFR Jacobian proves no singular point). */
+START_TEST(plugin_lipschitz)
+{
+    double lo[2] = {0.5, 0.5}, hi[2] = {1, 1};
+    box_run c = csquare_box("csquarelip", 2, lo, hi, 0);
+    double truth = csquare_sigma_min(lo, hi, 2);
+    ck_assert_msg(!strcmp(c.verdict, "certified-submersive") && !strcmp(c.method, "lipschitz") && c.s > 0 &&
+                  c.s <= truth && c.boxes == 1, "%s (%s): s = %.17g, true %.17g, %ld boxes: %s", c.verdict, c.method,
+                  c.s, truth, c.boxes, c.reason);
+    double lo2[2] = {0.1, -1}; /* |c| = 0.55 < r = |(0.45, 1)|: the whole box's ball holds J = 0 */
+    c = csquare_box("csquarelip", 2, lo2, hi, 0);
+    truth = csquare_sigma_min(lo2, hi, 2);
+    ck_assert_msg(!strcmp(c.verdict, "certified-submersive") && c.s > 0 && c.s <= truth && c.boxes > 1,
+                  "%s: s = %.17g, true %.17g, %ld boxes: %s", c.verdict, c.s, truth, c.boxes, c.reason);
+    double lo3[2] = {-1, -1};
+    c = csquare_box("csquarelip", 2, lo3, hi, 300);
+    ck_assert_msg(!strcmp(c.verdict, "undecided") && !strcmp(c.method, "lipschitz"), "%s: %s", c.verdict, c.reason);
+}
+END_TEST
+
 static vijp_box_certificate box_of_vec(const one_layer *o, const double *lo, const double *hi, size_t intervals)
 {
     vijp_box_certificate c;
@@ -499,7 +610,11 @@ Suite *suite_certify_box(void)
     tcase_add_test(tc, image_box_layernorm_degenerate);
     tcase_add_test(tc, bad_boxes);
     tcase_add_test(tc, inv1x1_avgpool_boxes);
-    if (getenv("VIJP_BIN")) tcase_add_test(tc, certify_box_command);
+    if (getenv("VIJP_BIN")) {
+        tcase_add_test(tc, certify_box_command);
+        tcase_add_test(tc, plugin_interval_jacobian);
+        tcase_add_test(tc, plugin_lipschitz);
+    }
     suite_add_tcase(s, tc);
     return s;
 }

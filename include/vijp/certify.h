@@ -114,19 +114,35 @@ VIJP_API VIJP_MUST_CHECK int vijp_certify_layer(const vijp_layer *L, const doubl
  *                             (VIJP_DECL_LINEAR): the point certificate at the
  *                             box's centre holds at every x;
  *       "analytic"            the type declares it submersive everywhere;
+ *       "interval-jacobian"   any other type with an interval Jacobian over
+ *                             a box (vijp/interval.h): the box bisected,
+ *                             widest coordinate first, each piece's
+ *                             enclosure mid ± rad through the radius test
+ *                             (vijp_certify_matrix); s the least over them;
+ *       "lipschitz"           a type with only a Lipschitz constant L_J of J
+ *                             (and MPFR operators): each piece of Euclidean
+ *                             radius r about its centre c by σ_min(J(c)) −
+ *                             L_J·r, J(c) the MPFR Jacobian at 256 bits;
  *   not-submersive        a proven point of the box where J is singular:
  *                         f′(p) = 0 exactly (coordinate i at p), or a zero
  *                         of f′ inside [a, b] by the intermediate value
  *                         theorem (f′ continuous, enclosed strictly positive
  *                         at one end and strictly negative at the other), or
  *                         anywhere (declared never submersive; a constant J
- *                         proven rank deficient);
+ *                         proven rank deficient); "interval-jacobian": a
+ *                         piece's centre where J is enclosed exactly and
+ *                         proven rank deficient;
  *   inconclusive          ("undecided" in the report) the pieces left when
  *                         the budget of intervals ran out, or of width
  *                         below (hi − lo)·2^-40 whose enclosure holds 0 with
- *                         no proof of a zero; certified_fraction says how
- *                         much of the box's volume was proven.
- * Other layer types have no enclosure of J over a box: VIJP_EUNSUPPORTED. */
+ *                         no proof of a zero (the box routes: pieces
+ *                         below 2^-24 of the box in every coordinate, or
+ *                         past the budget, counted in n_open but not listed
+ *                         in open[]); certified_fraction says how much of
+ *                         the box's volume was proven.
+ * The order: f′ enclosure, declarations (never submersive, linear,
+ * submersive), interval Jacobian, Lipschitz constant.  Types with none of
+ * these have no enclosure of J over a box: VIJP_EUNSUPPORTED. */
 typedef struct {
     vijp_verdict verdict;
     char method[32];

@@ -63,7 +63,8 @@ static int read_box(const certify_args *a, size_t n, double *lo, double *hi, vij
 static void print_box_json(const certify_args *a, const vijp_layer *L, const char *params, const vijp_box_certificate *c)
 {
     json_t *open = json_array(), *counter = json_null();
-    for (size_t k = 0; k < c->n_open && k < sizeof c->open / sizeof *c->open; k++)
+    size_t listed = strcmp(c->method, "interval-bisection") ? 0 : c->n_open; /* boxes of several coordinates are not listed */
+    for (size_t k = 0; k < listed && k < sizeof c->open / sizeof *c->open; k++)
         json_array_append_new(open, json_pack("{s:I, s:o, s:o}", "coordinate", (json_int_t)c->open_at[k] + 1, "lo",
                                               certify_json_num(c->open[k].lo), "hi", certify_json_num(c->open[k].hi)));
     if (c->verdict == VIJP_NOT_SUBMERSIVE && !strcmp(c->method, "interval-bisection"))
@@ -93,9 +94,10 @@ static void print_box_table(const certify_args *a, const vijp_layer *L, const ch
     else {
         fprintf(out, "verdict: undecided: %.4g%% of the box's volume proven submersive (%s); %s\n",
                 100 * c->certified_fraction, c->method, c->reason);
-        for (size_t k = 0; k < c->n_open && k < sizeof c->open / sizeof *c->open; k++)
+        size_t listed = strcmp(c->method, "interval-bisection") ? 0 : c->n_open; /* boxes of several coordinates are not listed */
+        for (size_t k = 0; k < listed && k < sizeof c->open / sizeof *c->open; k++)
             fprintf(out, "  x_%zu in [%.17g, %.17g]\n", c->open_at[k] + 1, c->open[k].lo, c->open[k].hi);
-        if (c->n_open > sizeof c->open / sizeof *c->open)
+        if (listed > sizeof c->open / sizeof *c->open)
             fprintf(out, "  (and %zu more)\n", c->n_open - sizeof c->open / sizeof *c->open);
     }
     if (c->boxes && a->budget.seconds > 0)
@@ -132,7 +134,8 @@ int certify_box(const certify_args *a, const vijp_net *net)
  * is singular everywhere). */
 static void over_approximated(vijp_box_certificate *c)
 {
-    if (c->verdict != VIJP_NOT_SUBMERSIVE || strcmp(c->method, "interval-bisection")) return;
+    if (c->verdict != VIJP_NOT_SUBMERSIVE || (strcmp(c->method, "interval-bisection") && strcmp(c->method, "interval-jacobian")))
+        return;
     c->verdict = VIJP_INCONCLUSIVE;
     char was[sizeof c->reason];
     snprintf(was, sizeof was, "%s", c->reason);
