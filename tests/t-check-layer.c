@@ -533,6 +533,34 @@ START_TEST(bad_usage)
 }
 END_TEST
 
+/* The operators for certification over a box (tests/plugins/csquare.c):
+ * a correct interval Jacobian and a correct (attained) Lipschitz constant
+ * pass jacobian-box; an enclosure of J at the box's centre only, and a
+ * Lipschitz constant an eighth of the true one, fail it and nothing else. */
+START_TEST(jacobian_box_operators)
+{
+    static const struct {
+        const char *type, *status;
+    } cases[] = {{"csquare", "passed"}, {"csquarelip", "passed"}, {"csquarebad", "failed"}, {"csquarelipbad", "failed"}};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        char args[4400];
+        int failing = !strcmp(cases[k].status, "failed");
+        snprintf(args, sizeof args, "%s %s --width 4 --seed %llu", cases[k].type, plugin("csquare"),
+                 (unsigned long long)test_seed());
+        json_t *o = run_json(args, failing ? CLI_FAILED : CLI_OK);
+        json_t *c = check_of(o, "jacobian-box");
+        ck_assert_msg(!strcmp(status_of(o, "jacobian-box"), cases[k].status), "%s: jacobian-box %s: %s", cases[k].type,
+                      status_of(o, "jacobian-box"), json_string_value(json_object_get(c, "detail")));
+        size_t i;
+        json_t *other;
+        json_array_foreach(json_object_get(o, "checks"), i, other)
+            ck_assert_msg(c == other || strcmp(json_string_value(json_object_get(other, "status")), "failed"),
+                          "%s: %s failed", cases[k].type, json_string_value(json_object_get(other, "name")));
+        json_decref(o);
+    }
+}
+END_TEST
+
 Suite *suite_check_layer(void)
 {
     Suite *s = suite_create("checklayer");
@@ -548,6 +576,7 @@ Suite *suite_check_layer(void)
     tcase_add_test(tc, gated_template_passes_without_mpfr);
     tcase_add_loop_test(tc, broken_plugin_fails_its_check, 0, (int)(sizeof broken / sizeof *broken));
     tcase_add_test(tc, correct_linear_passes);
+    tcase_add_test(tc, jacobian_box_operators);
     tcase_add_loop_test(tc, prelu_parameter_gradient, 0, (int)(sizeof prelus / sizeof *prelus));
     tcase_add_test(tc, params_file);
     tcase_add_test(tc, params_in_the_library);

@@ -131,7 +131,8 @@ END_TEST
  * non-NULL junk: it loads, its f′ enclosure certifies a box (f′ = 3x² + 1
  * >= 1, equal to 1 at x = 0: s in (0, 1]), and nothing reads the junk as
  * ABI 7's interval Jacobian or Lipschitz constant (registration would
- * refuse the latter without MPFR operators). */
+ * refuse the latter without MPFR operators; check-layer's jacobian-box
+ * would call them). */
 START_TEST(abi6_plugin_still_loads)
 {
     char so[4200], args[8800];
@@ -145,6 +146,11 @@ START_TEST(abi6_plugin_still_loads)
     ck_assert_msg(!strcmp(json_string_value(json_object_get(o, "method")), "interval-bisection") && s > 0 && s <= 1,
                   "%s, s = %g", json_string_value(json_object_get(o, "method")), s);
     json_decref(o), run_free(&r);
+    snprintf(args, sizeof args, "check-layer abisix --width 3 --check jacobian-box --plugin '%s'", so);
+    r = run_vijp(args);
+    ck_assert_msg(r.rc == CLI_OK && strstr(r.out, "jacobian-box") && strstr(r.out, "skipped"), "exit %d: %.400s%.400s",
+                  r.rc, r.out, r.err);
+    run_free(&r);
 }
 END_TEST
 

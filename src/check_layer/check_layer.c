@@ -24,6 +24,8 @@ static const struct {
     {"inverse-round-trip", "inverse(forward(x)) = x within the contract's inverse model", check_inverse_round_trip},
     {"declarations", "submersive / never submersive / invertible against J's singular values", check_declarations},
     {"certification", "vijp_certify_layer at the points (DESIGN §4), declarations included", check_certification},
+    {"jacobian-box", "the interval Jacobian over a box holds the MPFR Jacobian at sampled points of it; the Lipschitz "
+     "constant of J holds at sampled pairs", check_jacobian_box},
 };
 #define NCHECKS (sizeof checks / sizeof *checks)
 

@@ -80,6 +80,7 @@ void check_inverse_round_trip(check_fix *t, vijp_check_result *r);
 void check_overwrites(check_fix *t, vijp_check_result *r); /* check_layer_overwrite.c */
 void check_declarations(check_fix *t, vijp_check_result *r);
 void check_certification(check_fix *t, vijp_check_result *r);
+void check_jacobian_box(check_fix *t, vijp_check_result *r); /* jacobian_box.c */
 
 /* The fixture (check_layer_fixture.c). */
 VIJP_MUST_CHECK int check_fix_init(check_fix *t, const char *spec, const vijp_check_opts *o, vijp_error *err);
