@@ -89,7 +89,9 @@ int main(int argc, char **argv)
             if (t < wall[k]) wall[k] = t;
             vijp_drift_curve_clear(&c);
         }
-    printf("  one curve, wall:   %8.3f s on one core, %8.3f s on two (reference levels side by side): x%.2f\n", wall[0],
-           wall[1], wall[0] / wall[1]);
+    /* target: the second core takes the dearer level's time off; x1.25 at
+     * least where that core is idle (a loaded machine shows less) */
+    printf("  one curve, wall:   %8.3f s on one core, %8.3f s on two (reference levels side by side): x%.2f "
+           "(target >= x1.25: %s)\n", wall[0], wall[1], wall[0] / wall[1], wall[0] >= 1.25 * wall[1] ? "met" : "NOT met");
     return 0;
 }

@@ -202,6 +202,35 @@ START_TEST(drift_estimates_wide_layers)
 }
 END_TEST
 
+/* Where κ is estimated the first-order bound takes θ·κ_est, which is at
+ * least κ (with probability 1 − δ per layer): so it stays at least the
+ * exact run's bound, from the same measured g_0 error.  And a net whose
+ * wide layers are all rectangular estimates nothing: its method is
+ * "exact" (the rectangular κ and the spread of a non-square net are never
+ * estimated). */
+START_TEST(estimated_bound_stays_a_bound)
+{
+    static const vijp_engine_kind mw = VIJP_ENGINE_MOONWALK;
+    vijp_drift_curve exact, est;
+    vijp_drift_setup s = cond_setup("dense:24,tanh", 24, 2, 0);
+    s.skip_reference = 0, s.engines = &mw, s.n_engines = 1;
+    run(&s, &exact);
+    s.cond_exact_max_width = 16;
+    run(&s, &est);
+    ck_assert(exact.runs[1].bound && est.runs[1].bound);
+    for (size_t i = 0; i < exact.depth; i++) {
+        double b = vijp_xnum_double(exact.runs[1].bound[i]), be = vijp_xnum_double(est.runs[1].bound[i]);
+        /* 4n²uκ per estimate, as above, over at most 6 layers: 1e-9 relative */
+        ck_assert_msg(be >= b * (1 - 1e-9), "layer %zu: bound %.17g from estimates, %.17g exact", i + 1, be, b);
+    }
+    vijp_drift_curve_clear(&exact), vijp_drift_curve_clear(&est);
+    vijp_drift_setup r = cond_setup("dense:32,dense:24", 24, 2, 16);
+    run(&r, &est);
+    ck_assert_str_eq(est.cond_method, "exact");
+    vijp_drift_curve_clear(&est);
+}
+END_TEST
+
 /* Softmax's J is singular (J·1 = 0, a stretch ~1e-17): above the exact limit
  * the estimate hands its κ to the exact SVD, bit for bit the exact run's
  * (the same J, the same dgesdd), and the spread is infinite from that layer
@@ -287,6 +316,7 @@ Suite *suite_cond(void)
     tcase_add_test(tc, spread_tracks_benettin_first_and_last);
     tcase_add_test(tc, drift_estimates_wide_layers);
     tcase_add_test(tc, drift_estimate_keeps_singular_semantics);
+    tcase_add_test(tc, estimated_bound_stays_a_bound);
     tcase_add_test(tc, linear_layer_kappa_is_every_samples);
     suite_add_tcase(s, tc);
     return s;

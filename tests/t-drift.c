@@ -478,6 +478,8 @@ START_TEST(reference_levels_side_by_side)
         drift(&s, &two);
         ck_assert_msg(same_curve(&one, &two), "climb %d: the curves differ", climb);
         ck_assert_uint_eq(vijp_drift_memo_computed(m1), vijp_drift_memo_computed(m2));
+        ck_assert_uint_eq(vijp_drift_memo_side_by_side(m1), 0); /* and the pair did run on two */
+        ck_assert_uint_eq(vijp_drift_memo_side_by_side(m2), mpfr_buildopt_tls_p() ? 1 : 0);
         ck_assert(two.ref_prec == one.ref_prec && (!climb || one.ref_prec > 32));
         vijp_drift_curve_clear(&one), vijp_drift_curve_clear(&two);
         vijp_drift_memo_free(m1), vijp_drift_memo_free(m2);

@@ -124,6 +124,13 @@ START_TEST(arithmetic_rounds_once)
         ck_assert_msg(fabs(l - lw) <= 2 * 0x1p-52 * fabs(lw) + 0x1p-60, "log2: %.17g, MPFR %.17g", l, lw);
     }
     mpfr_clears(a, b, r, (mpfr_ptr)0);
+    /* just under DBL_MIN: (1 − 2^-53)·2^-1022 is a 53-bit number, which a
+     * double product rounds on the subnormal grid, a tie to even, up to
+     * DBL_MIN; rounded once it is itself */
+    vijp_xnum under = vijp_xnum_mul(vijp_xnum_of(0x1.fffffffffffffp-1), vijp_xnum_of(0x1p-1022));
+    ck_assert_msg(under.m == 0x1.fffffffffffffp-1 && under.e == -1022, "%a·2^%ld", under.m, under.e);
+    under = vijp_xnum_div(vijp_xnum_of(0x1.fffffffffffffp-1), vijp_xnum_of(0x1p+1022));
+    ck_assert_msg(under.m == 0x1.fffffffffffffp-1 && under.e == -1022, "%a·2^%ld", under.m, under.e);
     /* the special values as double's */
     vijp_xnum nan = vijp_xnum_of(NAN), inf = vijp_xnum_of(INFINITY), zero = vijp_xnum_of(0), tiny = vijp_xnum_2exp(1, -3000);
     ck_assert_int_eq(vijp_xnum_cmp(nan, zero), 2);

@@ -105,8 +105,10 @@ vijp_xnum vijp_xnum_add(vijp_xnum a, vijp_xnum b)
 vijp_xnum vijp_xnum_mul(vijp_xnum a, vijp_xnum b)
 {
     if (a.e == 0 && b.e == 0) {
+        /* above DBL_MIN: a product that lands on DBL_MIN itself may have been
+         * rounded on the subnormal grid (twice, in effect) */
         double p = a.m * b.m;
-        if (isnormal(p) || exact_special(a, b)) return vijp_xnum_of(p); /* double's own product */
+        if ((isfinite(p) && fabs(p) > DBL_MIN) || exact_special(a, b)) return vijp_xnum_of(p); /* double's own product */
     }
     long ka, kb;
     double fa = split(a, &ka), fb = split(b, &kb);
@@ -117,7 +119,7 @@ vijp_xnum vijp_xnum_div(vijp_xnum a, vijp_xnum b)
 {
     if (a.e == 0 && b.e == 0) {
         double q = a.m / b.m;
-        if (isnormal(q) || exact_special(a, b) || b.m == 0) return vijp_xnum_of(q); /* a/0 as double's */
+        if ((isfinite(q) && fabs(q) > DBL_MIN) || exact_special(a, b)) return vijp_xnum_of(q); /* a/0 as double's */
     }
     long ka, kb;
     double fa = split(a, &ka), fb = split(b, &kb);

@@ -63,7 +63,7 @@ static size_t block2(size_t n, const double *A, size_t lda, const double *xh, co
     if (xl)
         for (size_t j = 0; j < n; j++) {
             const double *col = A + j * lda;
-            vd a0 = vload(col), a1 = vload(col + VW), x = zero + xh[j], lo = zero + xl[j];
+            vd a0 = vload(col), a1 = vload(col + VW), x = xh[j] - zero, lo = xl[j] - zero;
             DD_STEP(p0, s0, b0, a0, x);
             DD_STEP(p1, s1, b1, a1, x);
             s0 = vfma(a0, lo, s0), s1 = vfma(a1, lo, s1);
@@ -71,7 +71,7 @@ static size_t block2(size_t n, const double *A, size_t lda, const double *xh, co
     else
         for (size_t j = 0; j < n; j++) {
             const double *col = A + j * lda;
-            vd a0 = vload(col), a1 = vload(col + VW), x = zero + xh[j];
+            vd a0 = vload(col), a1 = vload(col + VW), x = xh[j] - zero;
             DD_STEP(p0, s0, b0, a0, x);
             DD_STEP(p1, s1, b1, a1, x);
         }
@@ -86,9 +86,9 @@ static size_t block1(size_t n, const double *A, size_t lda, const double *xh, co
 {
     vd zero = {0}, p = c ? vload(c) : zero, s = zero, b = vabs(p);
     for (size_t j = 0; j < n; j++) {
-        vd a = vload(A + j * lda), x = zero + xh[j];
+        vd a = vload(A + j * lda), x = xh[j] - zero;
         DD_STEP(p, s, b, a, x);
-        if (xl) s = vfma(a, zero + xl[j], s);
+        if (xl) s = vfma(a, xl[j] - zero, s);
     }
     return finish_lanes(p, s, b, n + (c != NULL), xl != NULL, yh, yl, bound);
 }
@@ -155,7 +155,7 @@ static inline size_t td_block2(size_t n, const double *A, size_t lda, const doub
        t1 = zero, b0 = vabs(p0), b1 = vabs(p1);
     for (size_t j = 0; j < n; j++) {
         const double *col = A + j * lda;
-        vd a0 = vload(col), a1 = vload(col + VW), x = zero + xh[j], lo = XL ? zero + xl[j] : zero;
+        vd a0 = vload(col), a1 = vload(col + VW), x = xh[j] - zero, lo = XL ? xl[j] - zero : zero;
         TD_STEP(p0, s0, t0, b0, a0, x, XL, lo);
         TD_STEP(p1, s1, t1, b1, a1, x, XL, lo);
     }
@@ -169,7 +169,7 @@ static size_t td_block1(size_t n, const double *A, size_t lda, const double *xh,
 {
     vd zero = {0}, p = c ? vload(c) : zero, s = zero, t = zero, b = vabs(p);
     for (size_t j = 0; j < n; j++) {
-        vd a = vload(A + j * lda), x = zero + xh[j], lo = xl ? zero + xl[j] : zero;
+        vd a = vload(A + j * lda), x = xh[j] - zero, lo = xl ? xl[j] - zero : zero;
         TD_STEP(p, s, t, b, a, x, xl != NULL, lo);
     }
     return td_finish_lanes(p, s, t, b, n + (c != NULL), xl != NULL, yh, ym, yl, bound);

@@ -276,14 +276,16 @@ static vijp_xnum power_of_ten(double l)
 /* vijp_drift_curve.cond_method for a net and the exact limit. */
 static void cond_method_of(const vijp_net *net, size_t exact_max, char *out, size_t size)
 {
-    size_t widest = net->width;
-    int square = 1;
+    /* conditioning() estimates κ only of square layers past the limit, and
+     * the spread only of all-square nets past it: a wide rectangular layer
+     * is still exact */
+    int square = 1, wide_square = 0;
     for (size_t i = 0; i < net->depth; i++) {
         const vijp_layer *L = &net->layers[i];
-        widest = L->in > widest ? L->in : widest, widest = L->out > widest ? L->out : widest;
         square &= L->in == net->width && L->out == net->width;
+        wide_square |= L->in == L->out && L->in > exact_max;
     }
-    if (widest <= exact_max) snprintf(out, size, "exact");
+    if (!wide_square) snprintf(out, size, "exact");
     else
         snprintf(out, size, "estimated above width %zu: kappa by power and inverse iteration (kappa/%g <= it <= kappa, "
                  "p >= %g)%s", exact_max, COND_THETA, 1 - COND_DELTA,
@@ -314,10 +316,13 @@ static void predict(vijp_drift_curve *c, size_t D)
 
 static void first_order_bound(const vijp_net *net, const vijp_drift_curve *c, vijp_drift_run_result *r)
 {
-    /* in log2: e_{i−1} + n_i u at any exponent, then times κ_i */
-    vijp_xnum e = r->x.rel;
+    /* e_{i−1} + n_i u at any exponent, then times κ_i; where κ was
+     * estimated (κ/θ <= κ_est <= κ, cond.h), times θ·κ_est, a bound on κ
+     * with probability at least 1 − COND_DELTA per layer */
+    vijp_xnum e = r->x.rel, theta = vijp_xnum_of(strcmp(c->cond_method, "exact") ? COND_THETA : 1);
     for (size_t i = 0; i < net->depth; i++) {
-        e = vijp_xnum_mul(vijp_xnum_of(c->kappa[i]), vijp_xnum_add(e, vijp_xnum_mul(vijp_xnum_of((double)net->layers[i].in), c->u)));
+        vijp_xnum kappa = vijp_xnum_mul(theta, vijp_xnum_of(c->kappa[i]));
+        e = vijp_xnum_mul(kappa, vijp_xnum_add(e, vijp_xnum_mul(vijp_xnum_of((double)net->layers[i].in), c->u)));
         r->bound[i] = e;
     }
 }

@@ -34,6 +34,7 @@ struct vijp_drift_memo {
     size_t n_levels;
     double *kappa, *lyap_cum; /* NULL until put */
     size_t computed;          /* backprops run over the memo's life (vijp_drift_memo_computed) */
+    size_t side_by_side;      /* ... of which on a second thread (vijp_drift_memo_side_by_side) */
 };
 
 vijp_drift_memo *vijp_drift_memo_new(void)
@@ -211,8 +212,11 @@ int vijp_drift_memo_backprop_pair(vijp_drift_memo *m, const vijp_net *net, const
                                   vijp_error *err)
 {
     int need_lo = !find_level(m, prec), need_hi = !find_level(m, 2 * prec);
-    if (!need_lo || !need_hi) return 0; /* one at a time: vijp_drift_memo_backprop as asked */
-    make_room(m, net, pf, prec); /* levels below prec/2 go; prec and 2·prec both fit the two kept */
+    /* one at a time where a level is there already, or where MPFR keeps its
+     * exponent range, flags and constants per process, not per thread */
+    if (!need_lo || !need_hi || !mpfr_buildopt_tls_p()) return 0;
+    make_room(m, net, pf, prec);
+    while (m->n_levels > MEMO_LEVELS - 2) drop_level(m, 0); /* room for two */
     level_job hi = {m, net, pf, 2 * prec, NULL, 0, {0}};
     pthread_t t;
     int threaded = !pthread_create(&t, NULL, level_thread, &hi);
@@ -225,11 +229,12 @@ int vijp_drift_memo_backprop_pair(vijp_drift_memo *m, const vijp_net *net, const
         if (err) *err = hi.err;
     }
     if (lo) add_level(m, lo);
-    if (hi.level) add_level(m, hi.level);
+    if (hi.level) add_level(m, hi.level), m->side_by_side++;
     return rc;
 }
 
 size_t vijp_drift_memo_computed(const vijp_drift_memo *m) { return m->computed; }
+size_t vijp_drift_memo_side_by_side(const vijp_drift_memo *m) { return m->side_by_side; }
 
 static void point_to(vijp_grads *g, const vijp_format *fmt)
 {
