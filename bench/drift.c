@@ -3,8 +3,7 @@
  * this run, in CPU seconds of the process (the machine is shared: its wall
  * time swings with the load, and page faults are counted either way).  Prints the time per layer of each and the share of the time the
  * reference takes (the price of measuring against an oracle: computing it,
- * validating it at twice the precision and comparing every gradient with it),
- * and the wall time of that curve on one core and on two. */
+ * validating it at twice the precision and comparing every gradient with it). */
 #include "vijp/drift.h"
 #include "vijp/vijp.h"
 #include "vijp/memory.h"
@@ -71,27 +70,5 @@ int main(int argc, char **argv)
     printf("  reference share:   %8.1f %%  of the sweep's time, median of %d back-to-back pairs (%.1f-%.1f %%; "
            "target <= 50 %%: %s)\n", median, reps, shares[0], shares[reps - 1], median <= 50 ? "met" : "NOT met");
     free(shares);
-    /* One curve on two cores: its reference's first two validation levels
-     * side by side (vijp_drift_setup.threads), the same bits.  Wall time,
-     * both ways in turns, best of each: the second core is idle only on a
-     * quiet machine, which the figure then shows. */
-    double wall[2] = {1e300, 1e300};
-    for (int r = 0; r < reps; r++)
-        for (int k = 0; k < 2; k++) {
-            vijp_drift_curve c;
-            s.skip_reference = 0, s.threads = k ? 2 : 1;
-            double t0 = bench_now();
-            if (vijp_drift_run(&s, &c, &err)) {
-                fprintf(stderr, "bench-drift: %s\n", err.msg);
-                return 1;
-            }
-            double t = bench_now() - t0;
-            if (t < wall[k]) wall[k] = t;
-            vijp_drift_curve_clear(&c);
-        }
-    /* target: the second core takes the dearer level's time off; x1.25 at
-     * least where that core is idle (a loaded machine shows less) */
-    printf("  one curve, wall:   %8.3f s on one core, %8.3f s on two (reference levels side by side): x%.2f "
-           "(target >= x1.25: %s)\n", wall[0], wall[1], wall[0] / wall[1], wall[0] >= 1.25 * wall[1] ? "met" : "NOT met");
     return 0;
 }

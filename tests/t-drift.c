@@ -458,35 +458,6 @@ static int same_curve(const vijp_drift_curve *a, const vijp_drift_curve *b)
     return 1;
 }
 
-/* A curve on two cores computes its reference's first two validation
- * levels side by side: the same curve, bit for bit, as on one, with as
- * many backprops.  Started at 16 bits, the validation climbs past the pair
- * (16 and 32) one level at a time, which must give the same too.  With the
- * second thread computing the wrong level (2·prec + 1: broken on purpose)
- * the validation does not find 2·prec and computes it again: 3 backprops
- * where one core needs 2. */
-START_TEST(reference_levels_side_by_side)
-{
-    for (int climb = 0; climb < 2; climb++) {
-        vijp_drift_curve one, two;
-        vijp_drift_setup s = setup("dense:8,tanh", 6, 8, VIJP_INIT_ORTHOGONAL, "binary32", test_seed());
-        s.ref_prec_start = climb ? 16 : 0;
-        vijp_drift_memo *m1 = vijp_drift_memo_new(), *m2 = vijp_drift_memo_new();
-        s.memo = m1, s.threads = 1;
-        drift(&s, &one);
-        s.memo = m2, s.threads = 2;
-        drift(&s, &two);
-        ck_assert_msg(same_curve(&one, &two), "climb %d: the curves differ", climb);
-        ck_assert_uint_eq(vijp_drift_memo_computed(m1), vijp_drift_memo_computed(m2));
-        ck_assert_uint_eq(vijp_drift_memo_side_by_side(m1), 0); /* and the pair did run on two */
-        ck_assert_uint_eq(vijp_drift_memo_side_by_side(m2), mpfr_buildopt_tls_p() ? 1 : 0);
-        ck_assert(two.ref_prec == one.ref_prec && (!climb || one.ref_prec > 32));
-        vijp_drift_curve_clear(&one), vijp_drift_curve_clear(&two);
-        vijp_drift_memo_free(m1), vijp_drift_memo_free(m2);
-    }
-}
-END_TEST
-
 /* vijp_drift_memo: curves run with one memo in turn are those run alone, bit
  * for bit, and the memo computes a reference only where the rounded problem
  * changes.  bfloat16 and bfloat16+binary32 store in bfloat16 (one problem:
@@ -911,7 +882,6 @@ Suite *suite_drift(void)
     tcase_add_test(tc, reference_cap);
     tcase_add_test(tc, reference_prec_limits);
     tcase_add_test(tc, memo_shares_only_equal_problems);
-    tcase_add_test(tc, reference_levels_side_by_side);
     /* Per seed: A = 0.1, 0.3, 0.5 (0.7 and 0.9 miss the factor 2 for some
      * seeds, see growth_vs_lyapunov); over seeds: A = 0.7 and 0.9. */
     tcase_add_loop_test(tc, growth_vs_lyapunov, 0, 3);

@@ -41,10 +41,6 @@ typedef struct {
     long ref_prec_max;   /* 0: VIJP_DRIFT_REF_PREC_MAX */
     int skip_reference;  /* benchmarks only: no reference, every metric NaN */
     vijp_drift_memo *memo; /* NULL, or shared with the runs before and after this one (above) */
-    /* Cores this curve may use (0 or 1: this thread alone): with two, the
-     * reference's first two validation levels are computed side by side,
-     * the same bits as one after the other (MPFR built thread-safe only). */
-    int threads;
     size_t cond_exact_max_width; /* 0: VIJP_DRIFT_COND_EXACT_MAX_WIDTH */
 } vijp_drift_setup;
 

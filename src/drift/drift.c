@@ -95,9 +95,7 @@ static int reference(const vijp_drift_setup *s, const vijp_net *net, const vijp_
     c->ref_prec_start = p;
     c->ref_target = vijp_xnum_mul(c->u, vijp_xnum_of(0x1p-10));
     const vijp_grads *lo, *hi;
-    /* a core to spare: the validation's first two levels side by side */
-    int rc = s->threads > 1 && 2 * p <= cap ? vijp_drift_memo_backprop_pair(memo, net, pf, p, err) : 0;
-    if (!rc) rc = vijp_drift_memo_backprop(memo, net, pf, p, &lo, err);
+    int rc = vijp_drift_memo_backprop(memo, net, pf, p, &lo, err);
     while (!rc) {
         if (2 * p > cap) {
             char got[32], need[32];

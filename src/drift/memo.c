@@ -3,7 +3,6 @@
 #include "memo.h"
 #include "vijp/vijp.h"
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,7 +33,6 @@ struct vijp_drift_memo {
     size_t n_levels;
     double *kappa, *lyap_cum; /* NULL until put */
     size_t computed;          /* backprops run over the memo's life (vijp_drift_memo_computed) */
-    size_t side_by_side;      /* ... of which on a second thread (vijp_drift_memo_side_by_side) */
 };
 
 vijp_drift_memo *vijp_drift_memo_new(void)
@@ -129,8 +127,7 @@ void vijp_drift_memo_bind(vijp_drift_memo *m, const vijp_grad_setup *s, const vi
 }
 
 /* Backprop of the problem (X, T from pf; θ the memo's copy) in mpfr:prec
- * into a new level *out (NULL on failure, its code returned).  Reads the
- * memo and pf only: two levels may be computed at once on two threads. */
+ * into a new level *out (NULL on failure, its code returned). */
 static int compute_level(const vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf, long prec,
                          memo_level **out, vijp_error *err)
 {
@@ -190,51 +187,7 @@ int vijp_drift_memo_backprop(vijp_drift_memo *m, const vijp_net *net, const vijp
     return 0;
 }
 
-typedef struct {
-    const vijp_drift_memo *m;
-    const vijp_net *net;
-    const vijp_problem *pf;
-    long prec;
-    memo_level *level;
-    int rc;
-    vijp_error err;
-} level_job;
-
-static void *level_thread(void *arg)
-{
-    level_job *j = arg;
-    j->rc = compute_level(j->m, j->net, j->pf, j->prec, &j->level, &j->err);
-    mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE); /* this thread's constants */
-    return NULL;
-}
-
-int vijp_drift_memo_backprop_pair(vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf, long prec,
-                                  vijp_error *err)
-{
-    int need_lo = !find_level(m, prec), need_hi = !find_level(m, 2 * prec);
-    /* one at a time where a level is there already, or where MPFR keeps its
-     * exponent range, flags and constants per process, not per thread */
-    if (!need_lo || !need_hi || !mpfr_buildopt_tls_p()) return 0;
-    make_room(m, net, pf, prec);
-    while (m->n_levels > MEMO_LEVELS - 2) drop_level(m, 0); /* room for two */
-    level_job hi = {m, net, pf, 2 * prec, NULL, 0, {0}};
-    pthread_t t;
-    int threaded = !pthread_create(&t, NULL, level_thread, &hi);
-    memo_level *lo;
-    int rc = compute_level(m, net, pf, prec, &lo, err);
-    if (threaded) pthread_join(t, NULL);
-    else level_thread(&hi); /* no thread to be had: one after the other */
-    if (!rc && hi.rc) {
-        rc = hi.rc;
-        if (err) *err = hi.err;
-    }
-    if (lo) add_level(m, lo);
-    if (hi.level) add_level(m, hi.level), m->side_by_side++;
-    return rc;
-}
-
 size_t vijp_drift_memo_computed(const vijp_drift_memo *m) { return m->computed; }
-size_t vijp_drift_memo_side_by_side(const vijp_drift_memo *m) { return m->side_by_side; }
 
 static void point_to(vijp_grads *g, const vijp_format *fmt)
 {

@@ -211,7 +211,6 @@ struct study_pool {
     progress meter; /* drawn under the lock, by whoever finished a curve */
     pthread_t *threads;
     int started;
-    int inner; /* cores each curve may use beside its worker's (vijp_drift_setup.threads) */
 };
 
 typedef struct {
@@ -233,11 +232,10 @@ static int by_cost(const void *a, const void *b)
 
 int study_run_unit(const study *s, size_t j, vijp_drift_curve *c, vijp_error *err)
 {
-    return study_run_unit_memo(s, j, NULL, 1, c, err);
+    return study_run_unit_memo(s, j, NULL, c, err);
 }
 
-int study_run_unit_memo(const study *s, size_t j, vijp_drift_memo *memo, int threads, vijp_drift_curve *c,
-                        vijp_error *err)
+int study_run_unit_memo(const study *s, size_t j, vijp_drift_memo *memo, vijp_drift_curve *c, vijp_error *err)
 {
     size_t k = j % s->n_seeds, f = j / s->n_seeds % s->n_formats, ci = j / s->n_seeds / s->n_formats;
     vijp_drift_setup ds = {
@@ -245,7 +243,7 @@ int study_run_unit_memo(const study *s, size_t j, vijp_drift_memo *memo, int thr
                     .input = s->input, .weights = s->weights, .seed = s->seeds[k], .init = s->configs[ci].init, .loss = s->loss, .fmt = s->formats[f],
                     .opts = s->opts},
         .engines = s->engines, .n_engines = s->n_engines, .ref_prec_start = s->ref_prec_start,
-        .ref_prec_max = s->ref_prec_max, .memo = memo, .threads = threads,
+        .ref_prec_max = s->ref_prec_max, .memo = memo,
     };
     vijp_error e = {0};
     int rc = vijp_drift_run(&ds, c, &e);
@@ -302,7 +300,7 @@ static void *worker(void *arg)
         vijp_drift_memo *memo = n > 1 ? vijp_drift_memo_new() : NULL;
         for (size_t k = 0; k < n; k++) {
             vijp_error e = {0};
-            int rc = study_run_unit_memo(p->s, js[k], memo, p->inner, &p->s->curves[js[k]], &e);
+            int rc = study_run_unit_memo(p->s, js[k], memo, &p->s->curves[js[k]], &e);
             study_pool_done(p, js[k], rc, "", e.msg);
             if (rc) break; /* the pool stops: the rest of the group is not computed */
         }
@@ -356,12 +354,8 @@ study_pool *study_pool_start(study *s, int threads)
     progress_start(&p->meter, s->progress && p->todo ? stderr : NULL, p->todo, "curves", NULL); /* none left: no "0/0" */
     progress_set_work(&p->meter, work);
     /* MPFR keeps its exponent range per thread only when built thread-safe. */
-    int cores = mpfr_buildopt_tls_p() ? threads : 1;
-    if (cores == 1) threads = 1;
+    if (!mpfr_buildopt_tls_p() && threads > 1) threads = 1;
     if ((size_t)threads > p->todo) threads = (int)p->todo;
-    /* Fewer curves than cores: the idle ones work inside the curves (their
-     * reference's validation levels side by side), same bits either way. */
-    p->inner = threads > 0 && cores / threads > 1 ? cores / threads : 1;
     /* Curves run in parallel; OpenBLAS threads on top of them only spin
      * (sched_yield) on these small matrices.  One BLAS thread always, so
      * that double results do not depend on --jobs either. */

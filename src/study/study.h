@@ -82,10 +82,9 @@ VIJP_MUST_CHECK int study_pool_finish(study_pool *p, vijp_error *err);
 int study_pool_take_group(study_pool *p, size_t *js, size_t max, size_t *n);
 /* Curve j into *c (what every worker runs); err: the engine's message. */
 VIJP_MUST_CHECK int study_run_unit(const study *s, size_t j, vijp_drift_curve *c, vijp_error *err);
-/* The same, with results of the rounded problem shared through memo (drift.h; NULL: none),
- * on threads cores (vijp_drift_setup.threads). */
-VIJP_MUST_CHECK int study_run_unit_memo(const study *s, size_t j, vijp_drift_memo *memo, int threads,
-                                        vijp_drift_curve *c, vijp_error *err);
+/* The same, with results of the rounded problem shared through memo (drift.h; NULL: none). */
+VIJP_MUST_CHECK int study_run_unit_memo(const study *s, size_t j, vijp_drift_memo *memo, vijp_drift_curve *c,
+                                        vijp_error *err);
 /* "SPEC (INIT), FORMAT, seed K": curve j in messages. */
 void study_unit_name(const study *s, size_t j, char *buf, size_t size);
 
