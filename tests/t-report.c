@@ -703,6 +703,16 @@ START_TEST(errors_at_every_precision)
     r = regress(old, base, "--strict");
     ck_assert_msg(r.rc == CLI_OK && strstr(r.out, "0 regressions"), "%s%s", r.out, r.err);
     run_free(&r);
+    /* --tol at any exponent: 1e-700 was refused as out of double's range */
+    char tolled[600];
+    snprintf(tolled, sizeof tolled, "%s/tol", base);
+    r = drift(getenv("VIJP_BIN"), tolled, "--net dense:8 --depth 2 --formats mpfr:3000 --tol mpfr:3000=1e-700 --seeds 1 "
+                                          "--no-plots -q");
+    ck_assert_msg(r.rc == CLI_OK, "%s", r.err), run_free(&r);
+    j = load_drift(tolled);
+    vijp_xnum tol = json_error(json_object_get(json_array_get(json_object_get(j, "curves"), 0), "tol"));
+    ck_assert_msg(fabs(vijp_xnum_log10(tol) + 700) < 1e-12, "tol 10^%.17g", vijp_xnum_log10(tol));
+    json_decref(j);
     /* grad: the same known error, printed and in --json */
     char cmd[300];
     snprintf(cmd, sizeof cmd, "grad --net leaky:0.5 --width 8 --depth %d --format mpfr:4032 --engine moonwalk --loss linear "

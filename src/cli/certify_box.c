@@ -92,20 +92,27 @@ static void print_box_table(const certify_args *a, const vijp_layer *L, const ch
     else if (c->verdict == VIJP_NOT_SUBMERSIVE)
         fprintf(out, "verdict: not-submersive in the box: %s (%s)\n", c->reason, c->method);
     else {
-        fprintf(out, "verdict: undecided: %.4g%% of the box's volume proven submersive (%s); %s\n",
-                100 * c->certified_fraction, c->method, c->reason);
+        /* a fraction just under 1 must not print as 100% */
+        double pct = 100 * c->certified_fraction;
+        char share[32];
+        if (c->certified_fraction < 1 && pct >= 99.995) snprintf(share, sizeof share, "more than 99.99%%");
+        else snprintf(share, sizeof share, "%.4g%%", pct);
+        fprintf(out, "verdict: undecided: %s of the box's volume proven submersive (%s); %s\n", share, c->method,
+                c->reason);
         size_t listed = strcmp(c->method, "interval-bisection") ? 0 : c->n_open; /* boxes of several coordinates are not listed */
         for (size_t k = 0; k < listed && k < sizeof c->open / sizeof *c->open; k++)
             fprintf(out, "  x_%zu in [%.17g, %.17g]\n", c->open_at[k] + 1, c->open[k].lo, c->open[k].hi);
         if (listed > sizeof c->open / sizeof *c->open)
             fprintf(out, "  (and %zu more)\n", c->n_open - sizeof c->open / sizeof *c->open);
     }
+    /* f′'s bisection cuts intervals of one coordinate; the others, boxes */
+    int one_d = !strcmp(c->method, "interval-bisection");
+    const char *unit = c->boxes == 1 ? (one_d ? "interval" : "box") : (one_d ? "intervals" : "boxes");
     if (c->boxes && a->budget.seconds > 0)
-        fprintf(out, "%zu interval%s examined (--budget %gs, %zu intervals)\n", c->boxes, c->boxes == 1 ? "" : "s",
-                a->budget.seconds, a->budget.intervals ? a->budget.intervals : 200000);
-    else if (c->boxes)
-        fprintf(out, "%zu interval%s examined (--budget %zu)\n", c->boxes, c->boxes == 1 ? "" : "s",
+        fprintf(out, "%zu %s examined (--budget %gs, %zu)\n", c->boxes, unit, a->budget.seconds,
                 a->budget.intervals ? a->budget.intervals : 200000);
+    else if (c->boxes)
+        fprintf(out, "%zu %s examined (--budget %zu)\n", c->boxes, unit, a->budget.intervals ? a->budget.intervals : 200000);
 }
 
 int certify_box(const certify_args *a, const vijp_net *net)
