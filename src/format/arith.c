@@ -93,6 +93,48 @@ static void round_in_place(mpfr_t r, mpfr_prec_t p, mpfr_exp_t emin, mpfr_exp_t 
     (void)mpfr_prec_round(r, own, MPFR_RNDN);
 }
 
+/* ---- MX: one value under a block's scale (mx.c quantises the blocks) ---- */
+
+/* The block's scale exponent from its largest magnitude amax (finite, not
+ * zero); 0 when past E8M0's range above (a NaN scale). */
+int vijp_mx_scale_exponent(const vijp_format *f, mpfr_srcptr amax, long *s)
+{
+    if (!f->mx_scale_ceil) *s = (long)mpfr_get_exp(amax) - 1 - f->mx_elem_emax; /* floor(log2 amax): MPFR's 1/2 <= m < 1 */
+    else {
+        /* ceil(log2 q), q = amax/max rounded up: rounding up cannot cross a
+         * power of two from above, and at or below one it gives the same ceil. */
+        mpfr_t q;
+        mpfr_init2(q, 64);
+        mpfr_div_d(q, amax, f->store_max, MPFR_RNDU);
+        long e = (long)mpfr_get_exp(q);
+        *s = mpfr_cmp_ui_2exp(q, 1, e - 1) == 0 ? e - 1 : e;
+        mpfr_clear(q);
+    }
+    if (*s < -E8M0_EMAX) *s = -E8M0_EMAX;
+    return *s <= E8M0_EMAX;
+}
+
+/* r := the element nearest v/2^s (ties to even, saturating) times 2^s. */
+void vijp_mx_element(const vijp_format *f, mpfr_ptr r, mpfr_srcptr v, long s)
+{
+    vijp_format elem = *f;
+    elem.mx_block = 0; /* vo_store below: the element grid's rounding, saturating */
+    mpfr_t q;
+    mpfr_init2(q, mpfr_get_prec(v));
+    mpfr_div_2si(q, v, s, MPFR_RNDN); /* exact: MPFR's exponent range is far wider than E8M0's and the data's */
+    vo_store(q, q, &elem);
+    mpfr_mul_2si(r, q, s, MPFR_RNDN); /* exact: store_prec bits, r has more */
+    mpfr_clear(q);
+}
+
+void vijp_mx_one(const vijp_format *f, mpfr_ptr r, mpfr_srcptr a)
+{
+    long s;
+    if (!mpfr_number_p(a) || (!mpfr_zero_p(a) && !vijp_mx_scale_exponent(f, a, &s))) mpfr_set_nan(r);
+    else if (mpfr_zero_p(a)) mpfr_set(r, a, MPFR_RNDN);
+    else vijp_mx_element(f, r, a, s);
+}
+
 void vo_store(mpfr_t r, const mpfr_t a, const vijp_format *f)
 {
     if (!f->mixed) {

@@ -19,45 +19,13 @@
  * about 37% of FP4 groups on their max element); ml_dtypes' float8_e8m0fnu
  * cast rounds to nearest instead (its issue "Rounding behavior of
  * float8_e8m0fnu" tabulates the stacks).  A zero block keeps its zeros
- * (any scale gives them; the reference's is 2^-127). */
+ * (any scale gives them; the reference's is 2^-127).  The scale and one
+ * element's rounding are arith.c's (one value's rounding, which vo_store
+ * also needs); the blocks are this file's. */
 #include "vijp/arith.h"
 #include "vijp/error.h"
 #include "mx.h"
 #include <math.h>
-
-#define E8M0_EMAX 127 /* scale exponents −127 … 127; code 0xFF NaN */
-
-/* The block's scale exponent from its largest magnitude amax (finite, not
- * zero); 0 when past E8M0's range above (a NaN scale). */
-static int scale_exponent(const vijp_format *f, mpfr_srcptr amax, long *s)
-{
-    if (!f->mx_scale_ceil) *s = (long)mpfr_get_exp(amax) - 1 - f->mx_elem_emax; /* floor(log2 amax): MPFR's 1/2 <= m < 1 */
-    else {
-        /* ceil(log2 q), q = amax/max rounded up: rounding up cannot cross a
-         * power of two from above, and at or below one it gives the same ceil. */
-        mpfr_t q;
-        mpfr_init2(q, 64);
-        mpfr_div_d(q, amax, f->store_max, MPFR_RNDU);
-        long e = (long)mpfr_get_exp(q);
-        *s = mpfr_cmp_ui_2exp(q, 1, e - 1) == 0 ? e - 1 : e;
-        mpfr_clear(q);
-    }
-    if (*s < -E8M0_EMAX) *s = -E8M0_EMAX;
-    return *s <= E8M0_EMAX;
-}
-
-/* r := the element nearest v/2^s (ties to even, saturating) times 2^s. */
-static void element(const vijp_format *f, mpfr_ptr r, mpfr_srcptr v, long s)
-{
-    vijp_format elem = *f;
-    elem.mx_block = 0; /* vo_store below: the element grid's rounding, saturating */
-    mpfr_t q;
-    mpfr_init2(q, mpfr_get_prec(v));
-    mpfr_div_2si(q, v, s, MPFR_RNDN); /* exact: MPFR's exponent range is far wider than E8M0's and the data's */
-    vo_store(q, q, &elem);
-    mpfr_mul_2si(r, q, s, MPFR_RNDN); /* exact: store_prec bits, r has more */
-    mpfr_clear(q);
-}
 
 void vijp_mx_block(const vijp_format *f, mpfr_t *dst, size_t dstride, mpfr_t *src, size_t sstride, size_t n)
 {
@@ -69,7 +37,7 @@ void vijp_mx_block(const vijp_format *f, mpfr_t *dst, size_t dstride, mpfr_t *sr
         else if (!amax || mpfr_cmpabs(v, amax) > 0) amax = v;
     }
     long s = 0;
-    if (special || (amax && !mpfr_zero_p(amax) && !scale_exponent(f, amax, &s))) {
+    if (special || (amax && !mpfr_zero_p(amax) && !vijp_mx_scale_exponent(f, amax, &s))) {
         for (size_t k = 0; k < n; k++) mpfr_set_nan(dst[k * dstride]); /* a NaN scale: every value NaN */
         return;
     }
@@ -77,15 +45,7 @@ void vijp_mx_block(const vijp_format *f, mpfr_t *dst, size_t dstride, mpfr_t *sr
         for (size_t k = 0; k < n; k++) mpfr_set(dst[k * dstride], src[k * sstride], MPFR_RNDN);
         return;
     }
-    for (size_t k = 0; k < n; k++) element(f, dst[k * dstride], src[k * sstride], s);
-}
-
-void vijp_mx_one(const vijp_format *f, mpfr_ptr r, mpfr_srcptr a)
-{
-    long s;
-    if (!mpfr_number_p(a) || (!mpfr_zero_p(a) && !scale_exponent(f, a, &s))) mpfr_set_nan(r);
-    else if (mpfr_zero_p(a)) mpfr_set(r, a, MPFR_RNDN);
-    else element(f, r, a, s);
+    for (size_t k = 0; k < n; k++) vijp_mx_element(f, dst[k * dstride], src[k * sstride], s);
 }
 
 void vijp_mx_line(const vijp_format *f, mpfr_t *v, size_t n, size_t stride)
