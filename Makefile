@@ -2,6 +2,8 @@
 #   make             libvijp.a, libvijp.so, the vijp command and its man page (build/)
 #   make check       Check test suites (check_vijp, check_cuda), then check-install (SANITIZE=1: the suite under
 #                    ASan + UBSan; check-install is skipped, see mk/check.mk)
+#   make check-build  build everything make check runs (make -j2 check-build: on both cores, as CI
+#                    does before make check; add SANITIZE=1 for the sanitized tree)
 #   make check-install  install into a temporary prefix and build a program against it
 #                    with pkg-config, shared and static
 #   make check-mpi   a small study under mpirun at P = 1, 2, 4 against one process, killed

@@ -56,8 +56,13 @@ endif
 ifeq ($(SANITIZE),1)
 CHECK_ENV := CK_FORK=no
 endif
-check: $(BUILD)/check_vijp $(BUILD)/check_cuda $(CUDA_SO) $(CUDA_MOCK) $(BUILD)/vijp $(BUILD)/vijp-perturbed $(PLUGINS) $(CHECK_INSTALL_DEPS) \
-       $(BUILD)/libvijp.so $(BENCH_PROGS) $(NOMEM_LAPACKE)
+# Everything check runs, built first: `make -j2 check-build` builds it on
+# both cores (CI does), then `make check` only runs.
+CHECK_BUILD := $(BUILD)/check_vijp $(BUILD)/check_cuda $(CUDA_SO) $(CUDA_MOCK) $(BUILD)/vijp $(BUILD)/vijp-perturbed \
+               $(PLUGINS) $(CHECK_INSTALL_DEPS) $(BUILD)/libvijp.so $(BENCH_PROGS) $(NOMEM_LAPACKE)
+check-build: $(CHECK_BUILD) $(if $(HAVE_FUZZ_CC),$(FUZZ_BINS))
+.PHONY: check-build
+check: $(CHECK_BUILD)
 	$(CHECK_ENV) VIJP_BIN=$(abspath $(BUILD)/vijp) VIJP_PERTURBED_BIN=$(abspath $(BUILD)/vijp-perturbed) \
 	  ./$(BUILD)/check_vijp
 	$(CHECK_ENV) VIJP_BIN=$(abspath $(BUILD)/vijp) ./$(BUILD)/check_cuda
