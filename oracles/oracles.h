@@ -101,6 +101,22 @@ int vo_dense_cokernel(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *Q, con
  * overwritten: Gaussian elimination with partial pivoting (oracles/dense.c). */
 int vo_ge_solve(size_t n, mpfr_t *A0, int trans, mpfr_t *r, size_t B, const vijp_format *f);
 
+/* linear:OUTxIN (oracles/linear.c): the dense oracle on L·B token columns. */
+VO_LAYER_OPS(linear)
+void vo_linear_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f);
+void vo_linear_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt,
+                         const vijp_format *f);
+size_t vo_linear_fragment_count(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B);
+void vo_linear_fragment(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *frag,
+                        const vijp_format *f);
+int vo_linear_cokernel(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *Q, const vijp_format *f);
+int vo_linear_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
+/* theta in the dense layer's layout (W column-major, then b; a new vector of
+ * OUT·(IN + 1) exact copies), and back; Q = I_L ⊗ Q₁ (Q₁ OUT × (OUT − IN)). */
+mpfr_t *vo_linear_dense_theta(const vijp_layer *L, mpfr_t *th, const vijp_format *f);
+void vo_linear_theta_from_dense(const vijp_layer *L, mpfr_t *d, mpfr_t *th);
+void vo_linear_block_cokernel(const vijp_layer *L, mpfr_t *Q1, mpfr_t *Q);
+
 /* Interval enclosures of f′ (MPFI) for the elementwise layers. */
 void vo_leaky_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
 void vo_relu_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);

@@ -34,6 +34,12 @@ VIJP_API const vijp_squeeze_args *vijp_squeeze_get(const vijp_layer *L);
 /* inv1x1:C */
 VIJP_API size_t vijp_inv1x1_channels(const vijp_layer *L);
 
+/* linear:OUTxIN (one token of IN units to OUT units) */
+typedef struct {
+    size_t out, in;
+} vijp_linear_args;
+VIJP_API const vijp_linear_args *vijp_linear_get(const vijp_layer *L);
+
 /* Coupling blocks (additive, affine): the residual function, a chain of at
  * most VIJP_SUB_MAX layers of any type that keep the half width (a coupling
  * block inside another is refused: its own '+' list would be ambiguous in a

@@ -65,3 +65,5 @@ int vijp_affine_exp_scale(const vijp_layer *L)
     const vijp_chain_state *s = coupling_state(L, "vijp_affine_exp_scale");
     return s->exp_scale;
 }
+
+const vijp_linear_args *vijp_linear_get(const vijp_layer *L) { return state_of(L, "linear", NULL, "vijp_linear_get"); }
