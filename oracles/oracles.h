@@ -117,6 +117,16 @@ mpfr_t *vo_linear_dense_theta(const vijp_layer *L, mpfr_t *th, const vijp_format
 void vo_linear_theta_from_dense(const vijp_layer *L, mpfr_t *d, mpfr_t *th);
 void vo_linear_block_cokernel(const vijp_layer *L, mpfr_t *Q1, mpfr_t *Q);
 
+/* attention:DxH[:causal] (oracles/attention.c). */
+VO_LAYER_OPS(attention)
+void vo_attention_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f);
+void vo_attention_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt,
+                            const vijp_format *f);
+size_t vo_attention_fragment_count(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B);
+void vo_attention_fragment(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *frag,
+                           const vijp_format *f);
+int vo_attention_cokernel(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *Q, const vijp_format *f);
+
 /* Interval enclosures of f′ (MPFI) for the elementwise layers. */
 void vo_leaky_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
 void vo_relu_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);

@@ -40,6 +40,13 @@ typedef struct {
 } vijp_linear_args;
 VIJP_API const vijp_linear_args *vijp_linear_get(const vijp_layer *L);
 
+/* attention:DxH[:causal] (embed dim D, H heads) */
+typedef struct {
+    size_t dim, heads;
+    int causal; /* 1: token l attends to tokens <= l */
+} vijp_attention_args;
+VIJP_API const vijp_attention_args *vijp_attention_get(const vijp_layer *L);
+
 /* Coupling blocks (additive, affine): the residual function, a chain of at
  * most VIJP_SUB_MAX layers of any type that keep the half width (a coupling
  * block inside another is refused: its own '+' list would be ambiguous in a

@@ -67,3 +67,8 @@ int vijp_affine_exp_scale(const vijp_layer *L)
 }
 
 const vijp_linear_args *vijp_linear_get(const vijp_layer *L) { return state_of(L, "linear", NULL, "vijp_linear_get"); }
+
+const vijp_attention_args *vijp_attention_get(const vijp_layer *L)
+{
+    return state_of(L, "attention", NULL, "vijp_attention_get");
+}

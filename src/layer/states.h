@@ -5,6 +5,7 @@
  *   avgpool          one size_t, the window
  *   inv1x1           one size_t, the channel count
  *   linear           vijp_linear_args (catalogue.h)
+ *   attention        vijp_attention_args (catalogue.h)
  *   squeeze          vijp_squeeze_args (catalogue.h)
  *   conv1d, conv2d   vijp_conv_args (catalogue.h)
  *   additive, affine vijp_chain_state (below; src/layers/chain.h) */
