@@ -36,6 +36,9 @@ static const struct {
     {"avgpool:2", 8},           /* wide, structured vijp */
     {"squeeze:1x4", 8},         /* a permutation with a 3-cycle (2x2 on 8 is an involution) */
     {"inv1x1:2", 8},            /* LU form: triangular substitutions */
+    {"linear:6x4", 12},         /* 3 tokens, tall W: fragment in I_3 ⊗ null(Wᵀ) */
+    {"linear:4x4", 8},          /* square: the dense LU over 2 tokens, and the inverse */
+    {"attention:4x2:causal", 12}, /* 3 tokens, 2 heads: the dense-Jacobian LU (t-check-layer.c: not causal) */
 };
 #define NCASES (sizeof cases / sizeof *cases)
 static const char *const formats[] = {"double", "mpfr:256"};
@@ -307,6 +310,13 @@ START_TEST(bad_inputs)
         {"affine:foo", 8, VIJP_EINVAL},         /* unknown layer in the residual function */
         {"layernorm", 1, VIJP_EDIM},            /* nothing to normalize */
         {"inv1x1:1", 8, VIJP_EINVAL},           /* one channel */
+        {"linear:4x5", 12, VIJP_EDIM},          /* 12 is not a multiple of IN = 5 */
+        {"linear:4", 12, VIJP_EINVAL},          /* IN missing */
+        {"linear:4x0", 12, VIJP_EINVAL},
+        {"attention:4x3", 12, VIJP_EINVAL},     /* D not divisible by H */
+        {"attention:4x2", 10, VIJP_EDIM},       /* 10 is not a multiple of D = 4 */
+        {"attention:4x2:caus", 12, VIJP_EINVAL}, /* unknown modifier */
+        {"attention:4", 12, VIJP_EINVAL},       /* H missing */
         {"gelu:2", 8, VIJP_EINVAL},             /* takes no argument */
         /* strict arguments: each of these ran (or crashed) before */
         {"leaky:1e300", 8, VIJP_EINVAL},        /* α·x overflows: ran, printed nan, exit 0 */
