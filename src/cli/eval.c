@@ -24,6 +24,7 @@ static const char help[] =
     "               fragment where J has a cokernel)    [batch, out]\n"
     "  fragment.npy that fragment (1-D), when the layer stores one\n"
     "  fprime.npy   f′(x), elementwise layers only     [batch, in]\n"
+    "  vjp_param.npy  Σ_b g_bᵀ ∂f(x_b)/∂θ, layers with parameters (θ's order)  [params]\n"
     "\n"
     "  --layer SPEC       one layer (see vijp certify --help), or a one-layer FILE.json\n"
     "  --width N          input width (elementwise layers need it; dense: from SPEC)\n"
@@ -94,12 +95,12 @@ typedef struct {
 typedef struct {
     vijp_format F;
     vijp_net net;
-    vijp_mat th, X, U, G, Y, V, Gx, Gy, frag, D, ones;
+    vijp_mat th, X, U, G, Y, V, Gx, Gy, frag, D, ones, Gt;
 } eval_run;
 
 static void eval_run_clear(eval_run *r)
 {
-    vijp_mat *all[] = {&r->th, &r->X, &r->U, &r->G, &r->Y, &r->V, &r->Gx, &r->Gy, &r->frag, &r->D, &r->ones};
+    vijp_mat *all[] = {&r->th, &r->X, &r->U, &r->G, &r->Y, &r->V, &r->Gx, &r->Gy, &r->frag, &r->D, &r->ones, &r->Gt};
     for (size_t k = 0; k < sizeof all / sizeof *all; k++) vijp_mat_clear(all[k]); /* empty ones too: a no-op */
     vijp_net_free(&r->net);
 }
@@ -197,6 +198,10 @@ static int compute(eval_run *r, vijp_error *err)
         for (size_t i = 0; i < vijp_mat_len(&r->ones); i++) vijp_mat_set_entry_d(&r->ones, i, 1.0);
         rc = vijp_layer_jvp(L, &r->th, &r->X, &r->ones, &r->D, err);
     }
+    if (!rc && r->th.rows) {
+        vijp_mat_init(&r->Gt, r->th.rows, 1, F);
+        rc = vijp_layer_vjp_param(L, &r->th, &r->X, &r->G, &r->Gt, err);
+    }
     if (!rc) rc = vijp_mat_check_finite(&r->Y, "forward", err);
     return rc;
 }
@@ -211,6 +216,7 @@ static int save_all(const char *dir, const eval_run *r, vijp_error *err)
     if (!rc) rc = save(dir, "vijp.npy", &r->Gy, 0, err);
     if (!rc && r->frag.rows) rc = save(dir, "fragment.npy", &r->frag, 1, err);
     if (!rc && r->D.rows) rc = save(dir, "fprime.npy", &r->D, 0, err);
+    if (!rc && r->Gt.rows) rc = save(dir, "vjp_param.npy", &r->Gt, 1, err);
     return rc;
 }
 
@@ -226,8 +232,9 @@ int cli_eval(int argc, char **argv)
     if (!rc) rc = save_all(a.dir, &r, &err);
     if (!rc && !a.quiet) {
         const vijp_layer *L = &r.net.layers[0];
-        fprintf(cli_out(), "%s (%zu → %zu), %zu points, %s: forward, jvp, vjp, vijp%s%s written to %s\n", a.spec, L->in, L->out,
-               r.X.cols, r.F.name, r.frag.rows ? ", fragment" : "", r.D.rows ? ", fprime" : "", a.dir);
+        fprintf(cli_out(), "%s (%zu → %zu), %zu points, %s: forward, jvp, vjp, vijp%s%s%s written to %s\n", a.spec, L->in,
+               L->out, r.X.cols, r.F.name, r.frag.rows ? ", fragment" : "", r.D.rows ? ", fprime" : "",
+               r.Gt.rows ? ", vjp_param" : "", a.dir);
     }
     eval_run_clear(&r);
     if (!rc) return EXIT_OK;
