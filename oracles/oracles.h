@@ -34,6 +34,15 @@ VO_LAYER_OPS(additive)
 VO_LAYER_OPS(conv1d)
 VO_LAYER_OPS(affine)
 VO_LAYER_OPS(inv1x1)
+VO_LAYER_OPS(residual)
+void vo_residual_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f);
+void vo_residual_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt,
+                           const vijp_format *f);
+size_t vo_residual_fragment_count(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B);
+void vo_residual_fragment(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *frag,
+                          const vijp_format *f);
+int vo_residual_cokernel(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *Q, const vijp_format *f);
+int vo_residual_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
 void vo_inv1x1_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f);
 void vo_inv1x1_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt, const vijp_format *f);
 VIJP_MUST_CHECK int vo_inv1x1_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);

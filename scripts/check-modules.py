@@ -32,9 +32,11 @@ KNOWN_FILE_CIRCLES = {
         'the activation types and their shared descriptor code',
     # chain.c holds the coupling blocks' shared code, which additive.c and
     # affine.c call, and recognises their descriptors; it parses the
-    # sub-layers through the registry, which lists the coupling types.
-    frozenset('src/layers/' + n for n in ('additive', 'affine', 'chain', 'registry')):
-        'coupling blocks and the registry that parses their sub-layers',
+    # sub-layers through the registry, which lists the coupling types.  The
+    # residual block (residual.c) parses its sub-layers the same way and forms
+    # its Jacobian through chain.c's vijp_jacobian_by_jvp.
+    frozenset('src/layers/' + n for n in ('additive', 'affine', 'chain', 'registry', 'residual')):
+        'composite blocks (coupling, residual) and the registry that parses their sub-layers',
 }
 
 def strongly_connected(graph):

@@ -37,6 +37,12 @@ static const struct {
     {"conv2d:1x3x4:circular,tanh,conv2d:1x3x4,leaky:0.5", 16, VIJP_INIT_ORTHOGONAL}, /* 4 x 4 grid */
     /* affine coupling (Glow): scales sigmoid(S + 2) and exp(S) */
     {"affine", 6, VIJP_INIT_ORTHOGONAL},
+    /* residual blocks: f contracting (orthogonal W, tanh, avgpool's 1/√2: Lip(f) <= 0.71), so the
+     * reversible engine rebuilds inputs by fixed-point iteration; projections on the skip path, square,
+     * wide (6 → 4) and tall (6 → 8, a fragment), whose inputs it keeps */
+    {"residual:dense:6+tanh+avgpool:2+dense:6,leaky:0.5", 6, VIJP_INIT_ORTHOGONAL},
+    {"residual:dense:8+tanh+dense:6:skip=dense:6,tanh", 6, VIJP_INIT_GAUSSIAN},
+    {"residual:dense:4+tanh:skip=dense:4,dense:6,residual:dense:8+tanh+dense:8:skip=dense:8", 6, VIJP_INIT_ORTHOGONAL},
     {"affine:exp+dense:3+tanh,leaky:0.5,affine", 6, VIJP_INIT_GAUSSIAN},
     /* a Glow step: invertible 1x1 convolution, affine coupling, squeeze */
     {"inv1x1:2,affine,squeeze:2x2", 8, VIJP_INIT_GAUSSIAN},

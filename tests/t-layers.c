@@ -39,6 +39,9 @@ static const struct {
     {"linear:6x4", 12},         /* 3 tokens, tall W: fragment in I_3 ⊗ null(Wᵀ) */
     {"linear:4x4", 8},          /* square: the dense LU over 2 tokens, and the inverse */
     {"attention:4x2:causal", 12}, /* 3 tokens, 2 heads: the dense-Jacobian LU (t-check-layer.c: not causal) */
+    {"residual:dense:8+tanh+dense:4", 4},          /* I + J_f: LU of J formed from jvps; fixed-point inverse */
+    {"residual:dense:6+tanh:skip=dense:6", 4},     /* tall projection: a fragment in J's cokernel */
+    {"residual:dense:3+softplus:skip=dense:3", 5}, /* wide projection: least squares */
 };
 #define NCASES (sizeof cases / sizeof *cases)
 static const char *const formats[] = {"double", "mpfr:256"};

@@ -58,4 +58,18 @@ VIJP_API const vijp_layer *vijp_coupling_sub(const vijp_layer *L, size_t k);
 /* affine: 1 when the scale is exp(S), 0 for sigmoid(S + 2). */
 VIJP_API int vijp_affine_exp_scale(const vijp_layer *L);
 
+/* Residual blocks: y = f(x) + x, or f(x) + P(x) with a projection P on the
+ * skip path; f and P are chains of layers of any type (residual blocks
+ * included) whose widths may change inside, f's output width that of P's
+ * (of x without P).  θ: f's layers' in order, then P's. */
+#define VIJP_RESIDUAL_SUB_MAX 16 /* f's and P's layers together */
+/* The number of layers of f (skip 0) or of P (skip 1; 0: the identity). */
+VIJP_API size_t vijp_residual_count(const vijp_layer *L, int skip);
+VIJP_API const vijp_layer *vijp_residual_sub(const vijp_layer *L, int skip, size_t k);
+
+/* Whether this instance's inverse operator answers (the reversible engine
+ * rebuilds its input through it): square, an inverse in double and MPFR,
+ * and for a residual block no projection P. */
+VIJP_API int vijp_layer_has_inverse(const vijp_layer *L);
+
 #endif

@@ -165,7 +165,12 @@ typedef enum {
     VIJP_INVBOUND_NONE,        /* no inverse (the default) */
     VIJP_INVBOUND_LINEAR,      /* affine y = Wx + b, W square: ‖W⁻¹‖·(n+2)u‖|W||x| + 2|b|‖ + κ·C_solve·u‖x‖ */
     VIJP_INVBOUND_ELEMENTWISE, /* |x̂ − x| <= u(inv_a|x| + inv_c + inv_b|y|/|f′(x)|) */
-    VIJP_INVBOUND_EXACT        /* a permutation: inverse(forward(x)) == x exactly */
+    VIJP_INVBOUND_EXACT,       /* a permutation: inverse(forward(x)) == x exactly */
+    VIJP_INVBOUND_FIXED_POINT  /* y = x + f(x) solved by x ← y − f(x), stopped once a step is within
+                                * inv_a·u·(‖y‖∞ + ‖x‖∞): ‖x̂ − x‖ <= ‖J⁻¹‖·(√n·2·inv_a·u·(‖y‖∞ + ‖x‖∞)
+                                * + 2·(n+K)u·‖M|x| + |y|‖), the stop plus the forward's error at x
+                                * and x̂ pulled back; instances that refuse (VIJP_EUNSUPPORTED) or
+                                * report no convergence are skipped, saying so */
 } vijp_invbound_kind;
 
 typedef struct {
@@ -288,6 +293,13 @@ VIJP_API VIJP_MUST_CHECK int vijp_layer_type_check(const vijp_layer_type *T, vij
  * residual kind that would drop their gradient (VIJP_RESIDUAL_DERIV), a
  * declared inverse without the operator. */
 VIJP_API VIJP_MUST_CHECK int vijp_layer_parse(vijp_layer *L, const char *item, size_t in_width, vijp_error *err);
+/* A residual block y = f(x) + x (nskip = 0) or f(x) + P(x) from parsed
+ * layers: f = f_layers[0 … nf), P = skip_layers[0 … nskip), each consuming the
+ * previous one's output (vijp/catalogue.h).  The block takes the layers
+ * over, and clears them on failure too.  For nets whose blocks nest, which a
+ * spec item cannot spell (JSON nets, vijp_net_parse_json). */
+VIJP_API VIJP_MUST_CHECK int vijp_layer_residual_new(vijp_layer *L, vijp_layer *f_layers, size_t nf,
+                                                     vijp_layer *skip_layers, size_t nskip, vijp_error *err);
 /* dst = a deep copy of src. */
 VIJP_API void vijp_layer_copy(vijp_layer *dst, const vijp_layer *src);
 /* Release the state; L is then empty (type NULL). */

@@ -103,7 +103,9 @@ void check_overwrites(check_fix *t, vijp_check_result *r)
         fill_nan(&b);
         int rc = run_op(t, op, &y, &g, &c, &a, &err);
         if (!rc) rc = run_op(t, op, &y, &g, &c, &b, &err);
-        if (rc == VIJP_EUNSUPPORTED && op == OP_INVERSE) { /* an inverse that refuses this layer writes nothing */
+        /* an inverse that refuses this layer writes nothing, nor does a fixed-point one that reports no convergence */
+        if (op == OP_INVERSE && (rc == VIJP_EUNSUPPORTED ||
+                                 (rc == VIJP_ESINGULAR && L->type->bounds.inverse == VIJP_INVBOUND_FIXED_POINT))) {
             vijp_mat_clear(&a), vijp_mat_clear(&b);
             continue;
         }

@@ -3,6 +3,7 @@
  * relative backward error below C_solve·u (check_c_solve), so a residual is
  * within C_solve·u·‖J‖·‖y‖ and a forward error within κ(J)·C_solve·u. */
 #include "impl.h"
+#include "vijp/certify.h"
 #include <math.h>
 #include <stdlib.h>
 
@@ -88,6 +89,41 @@ out:
     vijp_mat_clear(&c), vijp_mat_clear(&x), vijp_mat_clear(&g), vijp_mat_clear(&Q), vijp_mat_clear(&cb);
 }
 
+/* The fixed-point model at sample b (M: the majorant there, e: 1.01·u).
+ * The last iterate x̂ = y − f(x_k) with ‖x̂ − x_k‖∞ within the stop
+ * inv_a·u·(‖y‖∞ + ‖x̂‖∞), so x̂ + f(x̂) − y is the step moved by f (Lip(f) <= 1
+ * where the iteration converged), the subtraction's rounding and f's own
+ * (the forward's (n+K)u(M|x| + |y|)): within √n·2·inv_a·u·(‖y‖∞ + ‖x‖∞) +
+ * 2(n+K)u‖M|x| + |y|‖ in 2-norm, and x̂ − x is J⁻¹ of it (the mean-value J;
+ * ‖J⁻¹‖ at x, first order).  Norm-wise, so a bound on every entry. */
+static double fixed_point_bound(check_fix *t, size_t b, const double *M, const vijp_mat *Y, double e)
+{
+    const vijp_layer *L = t->L;
+    size_t n = L->in;
+    vijp_mat x, J;
+    vijp_numeric a;
+    double inv = NAN, xmax = 0, ymax = 0, s2 = 0;
+    vijp_mat_init(&x, n, 1, t->XR.fmt), vijp_mat_init(&J, n, n, t->XR.fmt);
+    vijp_mat_copy_range(&x, 0, &t->XR, b * n, n);
+    double *Jd = vijp_alloc_array(n * n, sizeof *Jd);
+    if (!vijp_layer_jacobian(L, &t->thR, &x, &J, NULL)) {
+        for (size_t i = 0; i < n * n; i++) Jd[i] = vijp_mat_get_d(&J, i);
+        if (!vijp_numeric_analysis(Jd, n, n, &a, NULL)) {
+            inv = a.sv[n - 1] > 0 ? 1 / a.sv[n - 1] : INFINITY;
+            vijp_numeric_clear(&a);
+        }
+    }
+    free(Jd), vijp_mat_clear(&x), vijp_mat_clear(&J);
+    for (size_t i = 0; i < n; i++) {
+        double s = check_absval(Y, i + b * n);
+        xmax = fmax(xmax, check_absval(&t->XF, i + b * n)), ymax = fmax(ymax, s);
+        for (size_t j = 0; j < n; j++) s += M[i + j * n] * check_absval(&t->XF, j + b * n);
+        s2 += s * s;
+    }
+    double K = check_term_ulps(L);
+    return inv * (sqrt((double)n) * 2 * L->type->bounds.inv_a * e * (xmax + ymax) + 2 * (n + K) * e * sqrt(s2));
+}
+
 /* inverse(forward(x)) = x by the contract's error model (vijp_layer_bounds):
  *   linear (y = Wx + b, W square): ‖x̂ − x‖ <= ‖W⁻¹‖·(n+2)u‖|W||x| + 2|b|‖ + κ·C_solve·u‖x‖
  *     (the forward's error pulled back by W⁻¹, plus the solve's);
@@ -114,6 +150,11 @@ void check_inverse_round_trip(check_fix *t, vijp_check_result *r)
     int rc = vijp_layer_forward(L, &t->thF, &t->XF, &Y, &err);
     FAIL_IF(rc, "forward");
     rc = vijp_layer_inverse(L, &t->thF, &Y, &X2, &err);
+    if (bd->inverse == VIJP_INVBOUND_FIXED_POINT && (rc == VIJP_EUNSUPPORTED || rc == VIJP_ESINGULAR)) {
+        check_skip(r, "the fixed-point inverse %s: %s", rc == VIJP_EUNSUPPORTED ? "refuses" : "reports no convergence",
+                   err.msg);
+        goto out;
+    }
     if (bd->inverse == VIJP_INVBOUND_NONE || m != n) {
         if (rc != VIJP_EUNSUPPORTED)
             check_fail(r, "the inverse answered (code %d) where the contract gives no inverse model or the layer is not "
@@ -124,7 +165,8 @@ void check_inverse_round_trip(check_fix *t, vijp_check_result *r)
     }
     FAIL_IF(rc, "inverse");
     static const char *const model[] = {"", "linear: ‖W^-1‖·(n+2)u·‖|W||x| + 2|b|‖ + κ·C_solve·u·‖x‖",
-                                        "elementwise: u·(%g|x| + %g + %g|y|/f')", "exact: a permutation"};
+                                        "elementwise: u·(%g|x| + %g + %g|y|/f')", "exact: a permutation",
+                                        "fixed point: ‖J^-1‖·(√n·2·inv_a·u·(‖y‖∞ + ‖x‖∞) + 2(n+K)u·‖M|x| + |y|‖)"};
     check_method(r, "inverse(forward(x)) in %s at %zu points", t->F.name, B);
     if (bd->inverse == VIJP_INVBOUND_ELEMENTWISE) check_source(r, model[2], bd->inv_a, bd->inv_c, bd->inv_b);
     else check_source(r, "%s", model[bd->inverse]);
@@ -138,8 +180,11 @@ void check_inverse_round_trip(check_fix *t, vijp_check_result *r)
             s2 += s * s;
         }
         for (size_t i = 0; i < m * n; i++) fro += A[i] * A[i];
+        double fixed = bd->inverse == VIJP_INVBOUND_FIXED_POINT ? fixed_point_bound(t, b, A, &Y, e) : 0;
         for (size_t i = 0; i < n; i++) {
-            if (bd->inverse == VIJP_INVBOUND_LINEAR) {
+            if (bd->inverse == VIJP_INVBOUND_FIXED_POINT) {
+                bound[i + b * n] = fixed;
+            } else if (bd->inverse == VIJP_INVBOUND_LINEAR) {
                 double winv = kap * sqrt((double)n) / sqrt(fro); /* ‖W⁻¹‖ = κ/σ_max, σ_max >= ‖W‖_F/√n */
                 bound[i + b * n] = winv * (n + 2) * e * sqrt(s2) + kap * C * e * nx;
             } else if (bd->inverse == VIJP_INVBOUND_EXACT) {

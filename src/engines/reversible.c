@@ -7,15 +7,14 @@
 #include "engine_internal.h"
 #include "vijp/error.h"
 #include "vijp/metrics.h"
+#include "vijp/catalogue.h"
 #include <math.h>
 #include <stdlib.h>
 
 /* A layer the engine inverts: square, with an inverse operator in both
- * arithmetics (dense square, leaky ReLU, tanh; not ReLU or rectangular dense). */
-static int invertible(const vijp_layer *L)
-{
-    return L->in == L->out && L->type->d->inverse && L->type->mp && L->type->mp->inverse;
-}
+ * arithmetics (dense square, leaky ReLU, tanh, a residual block without a
+ * projection; not ReLU or rectangular dense: vijp_layer_has_inverse). */
+static int invertible(const vijp_layer *L) { return vijp_layer_has_inverse(L); }
 
 int engine_reversible(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
                       const vijp_engine_opts *o, engine_steps *steps, vijp_grads *out, vijp_error *err)

@@ -72,3 +72,31 @@ const vijp_attention_args *vijp_attention_get(const vijp_layer *L)
 {
     return state_of(L, "attention", NULL, "vijp_attention_get");
 }
+
+static const vijp_residual_state *residual_state(const vijp_layer *L, const char *accessor)
+{
+    return state_of(L, "residual", NULL, accessor);
+}
+
+size_t vijp_residual_count(const vijp_layer *L, int skip)
+{
+    const vijp_residual_state *s = residual_state(L, "vijp_residual_count");
+    return skip ? s->np : s->nf;
+}
+
+const vijp_layer *vijp_residual_sub(const vijp_layer *L, int skip, size_t k)
+{
+    const vijp_residual_state *s = residual_state(L, "vijp_residual_sub");
+    if (k >= (skip ? s->np : s->nf)) {
+        fprintf(stderr, "vijp: vijp_residual_sub(%d, %zu) of a block with %zu + %zu layers\n", skip, k, s->nf, s->np);
+        abort();
+    }
+    return &s->sub[(skip ? s->nf : 0) + k];
+}
+
+int vijp_layer_has_inverse(const vijp_layer *L)
+{
+    const vijp_layer_type *T = L->type;
+    if (L->in != L->out || !T->d->inverse || !T->mp || !T->mp->inverse) return 0;
+    return strcmp(T->name, "residual") || !vijp_residual_count(L, 1); /* P's blocks refuse (residual.c) */
+}

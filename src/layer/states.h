@@ -8,7 +8,8 @@
  *   attention        vijp_attention_args (catalogue.h)
  *   squeeze          vijp_squeeze_args (catalogue.h)
  *   conv1d, conv2d   vijp_conv_args (catalogue.h)
- *   additive, affine vijp_chain_state (below; src/layers/chain.h) */
+ *   additive, affine vijp_chain_state (below; src/layers/chain.h)
+ *   residual         vijp_residual_state (below; src/layers/residual.c) */
 #ifndef VIJP_LAYER_STATES_H
 #define VIJP_LAYER_STATES_H
 
@@ -21,5 +22,12 @@ typedef struct {
     vijp_layer sub[VIJP_SUB_MAX];
     int exp_scale;
 } vijp_chain_state;
+
+/* A residual block's state: f's layers sub[0 … nf), then P's sub[nf … nf + np),
+ * each owning its own state. */
+typedef struct {
+    size_t nf, np;
+    vijp_layer sub[VIJP_RESIDUAL_SUB_MAX];
+} vijp_residual_state;
 
 #endif
