@@ -300,6 +300,12 @@ VIJP_API VIJP_MUST_CHECK int vijp_layer_parse(vijp_layer *L, const char *item, s
  * spec item cannot spell (JSON nets, vijp_net_parse_json). */
 VIJP_API VIJP_MUST_CHECK int vijp_layer_residual_new(vijp_layer *L, vijp_layer *f_layers, size_t nf,
                                                      vijp_layer *skip_layers, size_t nskip, vijp_error *err);
+/* A coupling block ("additive" or "affine", sigmoid scale) whose residual
+ * function is sub[0 … n), each layer h → h (h = sub[0].in), residual blocks
+ * included: both chains (F and G; S and T) are these layers with parameters
+ * of their own.  Takes the layers over, clearing them on failure too. */
+VIJP_API VIJP_MUST_CHECK int vijp_layer_coupling_new(vijp_layer *L, const char *type, vijp_layer *sub, size_t n,
+                                                     vijp_error *err);
 /* dst = a deep copy of src. */
 VIJP_API void vijp_layer_copy(vijp_layer *dst, const vijp_layer *src);
 /* Release the state; L is then empty (type NULL). */

@@ -76,6 +76,40 @@ int vijp_chain_parse(vijp_layer *L, const char *items, size_t h, const char *who
     return 0;
 }
 
+int vijp_layer_coupling_new(vijp_layer *L, const char *type, vijp_layer *sub, size_t n, vijp_error *err)
+{
+    const vijp_layer_type *T = !strcmp(type, "additive") ? &vijp_layer_additive
+                             : !strcmp(type, "affine")   ? &vijp_layer_affine
+                                                         : NULL;
+    size_t h = n ? sub[0].in : 0;
+    int rc = 0;
+    memset(L, 0, sizeof *L);
+    if (!T) rc = vijp_fail(err, VIJP_EINVAL, "'%s' is not a coupling block (additive, affine)", type);
+    else if (n == 0 || n > VIJP_SUB_MAX)
+        rc = vijp_fail(err, VIJP_EINVAL, "%s: %zu layers in the residual function, want 1 to %d", type, n, VIJP_SUB_MAX);
+    for (size_t k = 0; !rc && k < n; k++) {
+        char item[160];
+        vijp_layer_spec(&sub[k], item, sizeof item);
+        if (sub[k].type == &vijp_layer_additive || sub[k].type == &vijp_layer_affine)
+            rc = vijp_fail(err, VIJP_EINVAL, "%s: '%s' cannot be nested in a residual function", type, sub[k].type->name);
+        else if (sub[k].in != h || sub[k].out != h)
+            rc = vijp_fail(err, VIJP_EDIM, "%s: residual function layer %zu (%s) must keep the half width %zu (it maps "
+                           "%zu -> %zu)", type, k, item, h, sub[k].in, sub[k].out);
+        else if (!sub[k].type->mp)
+            rc = vijp_fail(err, VIJP_EINVAL, "%s: residual function layer %zu (%s) has no MPFR operators, which the "
+                           "block's oracle needs", type, k, item);
+    }
+    if (rc) {
+        for (size_t k = 0; k < n; k++) vijp_layer_clear(&sub[k]);
+        return rc;
+    }
+    vijp_chain_state *st = vijp_alloc_array(1, sizeof *st);
+    st->n = n;
+    memcpy(st->sub, sub, n * sizeof *sub);
+    *L = (vijp_layer){T, 2 * h, 2 * h, st};
+    return 0;
+}
+
 int vijp_chain_init(const vijp_layer *L, size_t chains, vijp_init in, vijp_rng *rng, double *theta)
 {
     for (size_t c = 0, off = 0; c < chains; c++)

@@ -5,6 +5,7 @@
  * net on seeded weights the user believes are theirs. */
 #include "vijp/net.h"
 #include "vijp/array_io.h"
+#include "vijp/catalogue.h"
 #include "params.h"
 #include "json.h"
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 #define NET_JSON_SCHEMA "vijp-net/1"
 #define NET_JSON_DEPTH_MAX 100000 /* vijp_net_build's own limit */
 #define NET_JSON_WIDTH_MAX (1u << 24)
+#define FIELD_MAX 200 /* a field's path in messages: layers[2].layers[0].skip[1].params */
 
 typedef struct {
     const char *name, *base; /* the file for messages; parameter files' folder (NULL: none read) */
@@ -98,15 +100,15 @@ static int read_ref(const ctx *c, json_t *ref, const char *field, vijp_array *ou
     return rc;
 }
 
-static int layer_params(const ctx *c, vijp_net *net, size_t i, json_t *p, const char *field)
+/* θ of layer L from its "params" object p (field: its path), into *out. */
+static int layer_params(const ctx *c, const vijp_layer *L, json_t *p, const char *field, double **out)
 {
     static const char *const keys[] = {"theta", "weight", "bias", NULL};
-    const vijp_layer *L = &net->layers[i];
     if (!json_is_object(p)) return FAIL(c, field, "not an object: want {\"theta\": REF} or {\"weight\": REF, \"bias\": REF}");
     if (!L->type->param_count(L)) return FAIL(c, field, "layer type %s has no parameters", L->type->name);
     if (only_keys(c, p, keys, field)) return VIJP_EINVAL;
     json_t *t = json_object_get(p, "theta"), *w = json_object_get(p, "weight"), *b = json_object_get(p, "bias");
-    char f1[96], f2[96], where[300];
+    char f1[FIELD_MAX + 48], f2[FIELD_MAX + 48], where[FIELD_MAX + 300];
     vijp_array a = {0}, bb = {0};
     int rc = 0;
     if (t && (w || b)) return FAIL(c, field, "give theta, or weight and bias, not both");
@@ -130,23 +132,148 @@ static int layer_params(const ctx *c, vijp_net *net, size_t i, json_t *p, const 
     }
     vijp_array_clear(&a), vijp_array_clear(&bb);
     if (rc) free(theta);
-    else net->theta[i] = theta, net->given[i] = 1;
+    else *out = theta;
     return rc;
 }
 
-static int one_layer(const ctx *c, vijp_net *net, size_t i, json_t *l, size_t in_width)
+static int layer_at(const ctx *c, json_t *l, const char *field, size_t in_width, vijp_layer *L, double **theta);
+
+/* The layers of a block's list (field: its path) from width `in`: their
+ * parameters, where given, into th[k] (NULL where not). */
+static int layer_list(const ctx *c, json_t *list, const char *field, size_t in, vijp_layer *out, double **th, size_t max,
+                      size_t *n)
+{
+    *n = 0;
+    if (!json_is_array(list)) return FAIL(c, field, "not an array of layers");
+    if (json_array_size(list) == 0 || json_array_size(list) > max)
+        return FAIL(c, field, "%zu layers, want 1 to %zu", json_array_size(list), max);
+    for (size_t k = 0; k < json_array_size(list); k++) {
+        char sub[FIELD_MAX];
+        snprintf(sub, sizeof sub, "%s[%zu]", field, k);
+        th[k] = NULL;
+        int rc = layer_at(c, json_array_get(list, k), sub, in, &out[k], &th[k]);
+        if (rc) return rc;
+        in = out[(*n)++].out;
+    }
+    return 0;
+}
+
+/* A block's θ: its layers' in order, when every layer with parameters gives
+ * them (*theta stays NULL when none does: the seeded init fills it). */
+static int block_theta(const ctx *c, const char *field, vijp_layer *sub, double **th, size_t n, size_t P, double **theta)
+{
+    size_t given = 0, with = 0;
+    for (size_t k = 0; k < n; k++) with += sub[k].type->param_count(&sub[k]) > 0, given += th[k] != NULL;
+    if (!given) return 0;
+    if (given != with)
+        return FAIL(c, field, "params given for %zu of the block's %zu layers with parameters: give them for every "
+                    "one or for none", given, with);
+    double *t = vijp_alloc_array(P ? P : 1, sizeof *t);
+    for (size_t k = 0, off = 0; k < n; k++) {
+        size_t Pk = sub[k].type->param_count(&sub[k]);
+        if (Pk) memcpy(t + off, th[k], Pk * sizeof *t);
+        off += Pk;
+    }
+    *theta = t;
+    return 0;
+}
+
+/* {"type": "residual", "layers": [...], "skip": [...]}. */
+static int residual_at(const ctx *c, json_t *l, const char *field, size_t in_width, vijp_layer *L, double **theta)
+{
+    static const char *const keys[] = {"type", "layers", "skip", NULL};
+    if (only_keys(c, l, keys, field)) return VIJP_EINVAL;
+    vijp_layer sub[VIJP_RESIDUAL_SUB_MAX] = {{0}};
+    double *th[VIJP_RESIDUAL_SUB_MAX] = {0};
+    size_t nf = 0, np = 0;
+    char f1[FIELD_MAX], f2[FIELD_MAX];
+    snprintf(f1, sizeof f1, "%s.layers", field), snprintf(f2, sizeof f2, "%s.skip", field);
+    json_t *lf = json_object_get(l, "layers"), *ls = json_object_get(l, "skip");
+    int rc = lf ? layer_list(c, lf, f1, in_width, sub, th, VIJP_RESIDUAL_SUB_MAX, &nf) : FAIL(c, f1, "missing");
+    if (!rc && ls) rc = layer_list(c, ls, f2, in_width, sub + nf, th + nf, VIJP_RESIDUAL_SUB_MAX - nf, &np);
+    if (!rc) {
+        vijp_error e = {0};
+        if ((rc = vijp_layer_residual_new(L, sub, nf, sub + nf, np, &e)))
+            vijp_fail(c->err, rc == VIJP_EDIM ? VIJP_EDIM : VIJP_EINVAL, "%s: %s: %s", c->name, field, e.msg);
+        else if ((rc = block_theta(c, field, L->state ? (vijp_layer *)vijp_residual_sub(L, 0, 0) : NULL, th, nf + np,
+                                   L->type->param_count(L), theta)))
+            vijp_layer_clear(L);
+    } else
+        for (size_t k = 0; k < nf + np; k++) vijp_layer_clear(&sub[k]);
+    for (size_t k = 0; k < VIJP_RESIDUAL_SUB_MAX; k++) free(th[k]);
+    return rc;
+}
+
+/* {"type": "additive" or "affine", "F": [...], "G": [...]} ("S", "T" for
+ * affine): the coupling block of those residual functions, which must be
+ * the same layers (the block's spec names them once), each h → h. */
+static int coupling_at(const ctx *c, json_t *l, const char *field, size_t in_width, vijp_layer *L, double **theta)
+{
+    int add = !strcmp(json_string_value(json_object_get(l, "type")), "additive");
+    const char *k1 = add ? "F" : "S", *k2 = add ? "G" : "T";
+    const char *const keys[] = {"type", k1, k2, NULL};
+    if (only_keys(c, l, keys, field)) return VIJP_EINVAL;
+    if (in_width < 2 || in_width % 2) return FAIL(c, field, "a coupling block needs an even width >= 2, not %zu", in_width);
+    vijp_layer sub[2][VIJP_SUB_MAX] = {{{0}}};
+    double *th[2 * VIJP_SUB_MAX] = {0};
+    size_t n[2] = {0, 0};
+    int rc = 0;
+    for (int j = 0; j < 2 && !rc; j++) {
+        char fj[FIELD_MAX];
+        snprintf(fj, sizeof fj, "%s.%s", field, j ? k2 : k1);
+        json_t *list = json_object_get(l, j ? k2 : k1);
+        rc = list ? layer_list(c, list, fj, in_width / 2, sub[j], th + j * VIJP_SUB_MAX, VIJP_SUB_MAX, &n[j])
+                  : FAIL(c, fj, "missing");
+    }
+    char a[160], b[160];
+    for (size_t k = 0; !rc && k < (n[0] > n[1] ? n[0] : n[1]); k++) {
+        if (k < n[0] && k < n[1]) vijp_layer_spec(&sub[0][k], a, sizeof a), vijp_layer_spec(&sub[1][k], b, sizeof b);
+        if (k >= n[0] || k >= n[1] || strcmp(a, b)) {
+            char fj[FIELD_MAX];
+            snprintf(fj, sizeof fj, "%s.%s[%zu]", field, k2, k);
+            rc = FAIL(c, fj, "%s and %s must hold the same layers (one chain of layers, parameters of their own): %s",
+                      k1, k2, k >= n[1] ? "missing" : k >= n[0] ? "one layer too many" : b);
+        }
+    }
+    if (!rc) {
+        vijp_error e = {0};
+        vijp_layer f[VIJP_SUB_MAX];
+        for (size_t k = 0; k < n[0]; k++) vijp_layer_copy(&f[k], &sub[0][k]);
+        if ((rc = vijp_layer_coupling_new(L, add ? "additive" : "affine", f, n[0], &e)))
+            vijp_fail(c->err, rc == VIJP_EDIM ? VIJP_EDIM : VIJP_EINVAL, "%s: %s: %s", c->name, field, e.msg);
+    }
+    if (!rc) {
+        vijp_layer all[2 * VIJP_SUB_MAX];
+        double *tall[2 * VIJP_SUB_MAX];
+        for (int j = 0; j < 2; j++)
+            for (size_t k = 0; k < n[0]; k++) all[j * n[0] + k] = sub[j][k], tall[j * n[0] + k] = th[j * VIJP_SUB_MAX + k];
+        if ((rc = block_theta(c, field, all, tall, 2 * n[0], L->type->param_count(L), theta))) vijp_layer_clear(L);
+    }
+    for (int j = 0; j < 2; j++)
+        for (size_t k = 0; k < n[j]; k++) vijp_layer_clear(&sub[j][k]);
+    for (size_t k = 0; k < 2 * VIJP_SUB_MAX; k++) free(th[k]);
+    return rc;
+}
+
+/* One layer object at `field` (layers[2], layers[2].layers[0], …) from width
+ * in_width into L, its given parameters (or NULL) into *theta. */
+static int layer_at(const ctx *c, json_t *l, const char *field, size_t in_width, vijp_layer *L, double **theta)
 {
     static const char *const keys[] = {"type", "args", "params", NULL};
-    char field[48], sub[64];
-    snprintf(field, sizeof field, "layers[%zu]", i);
+    char sub[FIELD_MAX + 16];
+    memset(L, 0, sizeof *L);
+    *theta = NULL;
     if (!json_is_object(l)) return FAIL(c, field, "not an object");
-    if (only_keys(c, l, keys, field)) return VIJP_EINVAL;
     json_t *t = json_object_get(l, "type"), *a = json_object_get(l, "args"), *p = json_object_get(l, "params");
     snprintf(sub, sizeof sub, "%s.type", field);
     if (!t) return FAIL(c, sub, "missing");
     if (!json_is_string(t)) return FAIL(c, sub, "not a string");
     const char *type = json_string_value(t);
     if (!vijp_layer_type_find(type)) return FAIL(c, sub, "unknown layer type '%.60s'", type);
+    if (!strcmp(type, "residual") && !a) return residual_at(c, l, field, in_width, L, theta);
+    if ((!strcmp(type, "additive") || !strcmp(type, "affine")) && !a && !p && json_object_size(l) > 1)
+        return coupling_at(c, l, field, in_width, L, theta);
+    if (only_keys(c, l, keys, field)) return VIJP_EINVAL;
     snprintf(sub, sizeof sub, "%s.args", field);
     if (a && !json_is_string(a)) return FAIL(c, sub, "not a string");
     const char *args = a ? json_string_value(a) : NULL;
@@ -155,12 +282,24 @@ static int one_layer(const ctx *c, vijp_net *net, size_t i, json_t *l, size_t in
     char *item = vijp_alloc(n);
     snprintf(item, n, "%s%s%s", type, args ? ":" : "", args ? args : "");
     vijp_error e = {0};
-    int rc = vijp_layer_parse(&net->layers[i], item, in_width, &e);
+    int rc = vijp_layer_parse(L, item, in_width, &e);
     free(item);
     if (rc) return vijp_fail(c->err, rc == VIJP_EDIM ? VIJP_EDIM : VIJP_EINVAL, "%s: %s: %s", c->name, a ? sub : field, e.msg);
-    net->depth = i + 1; /* the layers so far, for vijp_net_free */
     snprintf(sub, sizeof sub, "%s.params", field);
-    return p ? layer_params(c, net, i, p, sub) : 0;
+    if (p && (rc = layer_params(c, L, p, sub, theta))) vijp_layer_clear(L);
+    return rc;
+}
+
+static int one_layer(const ctx *c, vijp_net *net, size_t i, json_t *l, size_t in_width)
+{
+    char field[FIELD_MAX];
+    snprintf(field, sizeof field, "layers[%zu]", i);
+    double *theta = NULL;
+    int rc = layer_at(c, l, field, in_width, &net->layers[i], &theta);
+    if (rc) return rc;
+    net->depth = i + 1; /* the layers so far, for vijp_net_free */
+    if (theta) net->theta[i] = theta, net->given[i] = 1;
+    return 0;
 }
 
 static int parse_root(const ctx *c, vijp_net *net, json_t *root)
