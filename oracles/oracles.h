@@ -43,6 +43,10 @@ void vo_residual_fragment(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, 
                           const vijp_format *f);
 int vo_residual_cokernel(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *Q, const vijp_format *f);
 int vo_residual_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
+/* A lower bound on ‖A‖₂ for A n × n column-major, by power iteration in
+ * double: the residual block's inverse and its oracle refuse a fixed point
+ * where ‖J_f‖₂ >= 1 by it. */
+double vo_norm2_below(size_t n, const double *A);
 void vo_inv1x1_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f);
 void vo_inv1x1_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt, const vijp_format *f);
 VIJP_MUST_CHECK int vo_inv1x1_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);

@@ -9,6 +9,7 @@
 #include "vijp/arith.h"
 #include "vijp/catalogue.h"
 #include "vijp/error.h"
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -234,6 +235,35 @@ static void vec_max(mpfr_t r, mpfr_t *v, size_t n)
         if (mpfr_cmpabs(v[i], r) > 0) mpfr_abs(r, v[i], MPFR_RNDN);
 }
 
+/* A lower bound on ‖A‖₂ (A n × n, in double; residual.c's inverse uses it
+ * too): the Rayleigh quotient of 30 power
+ * steps on AᵀA from a fixed start, so a value >= 1 proves ‖A‖₂ >= 1. */
+double vo_norm2_below(size_t n, const double *A)
+{
+    double *v = vijp_alloc_array(2 * n, sizeof(double)), *w = v + n, est = 0;
+    for (size_t i = 0; i < n; i++) v[i] = 1 + 0.5 * (double)(i % 3); /* not orthogonal to a generic top vector */
+    for (int it = 0; it < 30; it++) {
+        double nv = 0, nw = 0;
+        for (size_t i = 0; i < n; i++) nv += v[i] * v[i];
+        for (size_t i = 0; i < n; i++) {
+            w[i] = 0;
+            for (size_t j = 0; j < n; j++) w[i] += A[i + j * n] * v[j];
+            nw += w[i] * w[i];
+        }
+        est = nv > 0 ? sqrt(nw / nv) : 0; /* ‖Av‖/‖v‖ <= ‖A‖₂ */
+        for (size_t j = 0; j < n; j++) {  /* v = Aᵀ w */
+            v[j] = 0;
+            for (size_t i = 0; i < n; i++) v[j] += A[i + j * n] * w[i];
+        }
+        double s = 0;
+        for (size_t j = 0; j < n; j++) s = fmax(s, fabs(v[j]));
+        if (!(s > 0)) break;
+        for (size_t j = 0; j < n; j++) v[j] /= s;
+    }
+    free(v);
+    return est;
+}
+
 /* residual.c's iteration: the stop, and a refusal once two steps' 2-norms
  * grow (Lip(f) >= 1) while above RATIO_FLOOR times the stop. */
 #define RATIO_FLOOR 16
@@ -282,6 +312,14 @@ int vo_residual_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mp
             }
             mpfr_set(prev, s2, MPFR_RNDN);
             if (mpfr_cmp(step, tol) <= 0) break;
+        }
+        if (!rc) { /* ‖J_f(x̂)‖₂ >= 1 refuses, as in residual.c (the estimate in double) */
+            mpfr_t *J = vo_vec_new(n * n, f);
+            double *Jd = vijp_alloc_array(n * n, sizeof *Jd);
+            vo_residual_jacobian(L, th, x, J, f);
+            for (size_t i = 0; i < n * n; i++) Jd[i] = mpfr_get_d(J[i], MPFR_RNDN) - (i % (n + 1) == 0);
+            if (vo_norm2_below(n, Jd) >= 1) rc = VIJP_ESINGULAR;
+            free(Jd), vo_vec_free(J, n * n);
         }
     }
     vo_vec_free(next, n);

@@ -151,7 +151,7 @@ void check_inverse_round_trip(check_fix *t, vijp_check_result *r)
     FAIL_IF(rc, "forward");
     rc = vijp_layer_inverse(L, &t->thF, &Y, &X2, &err);
     if (bd->inverse == VIJP_INVBOUND_FIXED_POINT && (rc == VIJP_EUNSUPPORTED || rc == VIJP_ESINGULAR)) {
-        check_skip(r, "the fixed-point inverse %s: %s", rc == VIJP_EUNSUPPORTED ? "refuses" : "reports no convergence",
+        check_skip(r, "the fixed-point inverse %s: %s", rc == VIJP_EUNSUPPORTED ? "refuses" : "refuses these points",
                    err.msg);
         goto out;
     }

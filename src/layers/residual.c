@@ -6,7 +6,8 @@
  *   jvp   u + J_f u (J_P u),       vjp  g + g J_f (g J_P), the sub-layers' own;
  *   vijp  g_y J = g_x, J formed densely from the sub-layers' jvps (one per
  *         input unit) and solved per sample as the dense layer solves W:
- *         LU (square), least squares (wide), QR with the fragment Q₂ᵀ g_y
+ *         LU (square; refused where LAPACK's rcond is below u), least
+ *         squares (wide), QR with the fragment Q₂ᵀ g_y
  *         (tall, J has an m − n cokernel); a singular J is VIJP_ESINGULAR.
  *         C_solve is the generic one (LU, Higham Thm 9.4; QR, Thm 19.4): it
  *         also covers forming J, whose error (Σ over the layers of
@@ -18,7 +19,8 @@
  *         Lip(f)), so ‖x̂ − x‖ <= ‖J⁻¹‖ times it plus the forward's rounding
  *         (layer.h, VIJP_INVBOUND_FIXED_POINT).  A sample that does not get
  *         there within ITER_MAX steps (Lip(f) >= 1, or f's rounding above the
- *         stop) is an error naming the last step, never a wrong x.
+ *         stop), or where ‖J_f‖₂ >= 1 at the fixed point, is an error naming
+ *         why (see inverse() for what no finite test can exclude).
  * Spec: residual:ITEM+ITEM...[:skip=ITEM+ITEM...] (default f = dense:N+tanh);
  * nested blocks only through vijp_layer_residual_new (JSON nets), since a
  * '+' list inside a '+' list would be ambiguous.
@@ -30,6 +32,8 @@
 #include "chain.h"
 #include "scratch.h"
 #include "oracles/oracles.h"
+#include "lu.h"
+#include <lapacke.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -218,6 +222,28 @@ static void fragment(const vijp_layer *L, const vijp_kctx *cx, const double *th,
     }
 }
 
+/* The square case: LU of J (lu.h), refused where J is singular or
+ * numerically so (LAPACK's 1-norm estimate rcond below u: then no digit of
+ * g_y would be right, and structural zeros such as ReLU's inactive units
+ * leave exactly such J, which a plain LU sees as tiny pivots). */
+static int square_solve(const vijp_layer *L, double *W, const double *gx, double *gy, double *rcond)
+{
+    size_t n = L->in;
+    lapack_int *piv = vijp_alloc_array(n, sizeof *piv);
+    double anorm = LAPACKE_dlange(LAPACK_COL_MAJOR, '1', (int)n, (int)n, W, (int)n);
+    int rc = 0;
+    *rcond = 0;
+    if (vijp_lu_factor_d(VIJP_LU_AUTO, n, W, piv) > 0 ||
+        LAPACKE_dgecon(LAPACK_COL_MAJOR, '1', (int)n, W, (int)n, anorm, rcond) != 0 || !(*rcond >= DBL_EPSILON / 2))
+        rc = VIJP_ESINGULAR;
+    else {
+        memcpy(gy, gx, n * sizeof *gy);
+        vijp_lu_solve_d(VIJP_LU_AUTO, 'T', n, 1, W, piv, gy);
+    }
+    free(piv);
+    return rc;
+}
+
 static int vijp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
                 const double *Gx, const double *frag, double *Gy, vijp_error *err)
 {
@@ -226,12 +252,16 @@ static int vijp(const vijp_layer *L, const vijp_kctx *cx, const double *th, cons
     for (size_t b = 0; b < B && !rc; b++) {
         vijp_layer D;
         vijp_error e = {0};
-        double *W = as_dense(L, cx, th, X + b * n, &D);
-        rc = vijp_layer_dense.d->vijp(&D, cx, W, X + b * n, 1, Gx + b * n, k ? frag + b * k : NULL, Gy + b * m, &e);
+        double *W = as_dense(L, cx, th, X + b * n, &D), rcond = 0;
+        if (m == n) {
+            if ((rc = square_solve(L, W, Gx + b * n, Gy + b * m, &rcond)))
+                snprintf(e.msg, sizeof e.msg, "LU: reciprocal condition number %.3g, below u", rcond);
+        } else
+            rc = vijp_layer_dense.d->vijp(&D, cx, W, X + b * n, 1, Gx + b * n, k ? frag + b * k : NULL, Gy + b * m, &e);
         if (rc)
-            vijp_fail(err, rc, "residual %zu -> %zu: at sample %zu the block's Jacobian %s has %s, so g_y J = g_x has "
-                      "no solution (%s)", n, m, b, st(L)->np ? "J_f + J_P" : "I + J_f",
-                      m == n ? "no inverse" : "lost rank", e.msg);
+            vijp_fail(err, rc, "residual %zu -> %zu: at sample %zu the block's Jacobian %s is singular%s, so g_y J = "
+                      "g_x has no solution to trust (%s)", n, m, b, st(L)->np ? "J_f + J_P" : "I + J_f",
+                      m == n ? " or numerically so" : " beyond what the fragment covers", e.msg);
         free(W);
     }
     return rc;
@@ -261,7 +291,12 @@ static double col_max(const double *v, size_t n)
  * 2-norms >= 1 proves Lip(f) >= 1: then the iteration may find another
  * preimage than the true x (or none), and the sample is refused.  Ratios
  * are read only while the step is above RATIO_FLOOR times the stop, where
- * rounding moves them by under 1 %. */
+ * rounding moves them by under 1 %.  At the fixed point, ‖J_f‖₂ >= 1
+ * (a power-iteration lower bound) refuses it too: a contraction has
+ * ‖J_f‖₂ < 1 everywhere.  Uniqueness needs Lip(f) < 1 everywhere, which
+ * no finite test proves: a block that passes these but is not a
+ * contraction can still yield another preimage of y (check-layer's
+ * inverse-round-trip reports it). */
 #define RATIO_FLOOR 16
 
 static int inverse(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *Y, size_t B, double *X,
@@ -298,10 +333,17 @@ static int inverse(const vijp_layer *L, const vijp_kctx *cx, const double *th, c
         }
     }
     free(next), free(prev), free(done);
+    for (size_t b = 0; !left && ratio < 1 && b < B; b++) {
+        double *J = vijp_scratch(n * n);
+        jacobian(L, cx, th, X + b * n, J);
+        for (size_t i = 0; i < n; i++) J[i + i * n] -= 1; /* J_f = J − I */
+        ratio = fmax(ratio, vo_norm2_below(n, J));
+        free(J);
+    }
     if (ratio >= 1)
-        return vijp_fail(err, VIJP_ESINGULAR, "residual inverse: two steps of x <- y - f(x) grew by %.3g, so Lip(f) "
-                         ">= 1 and the fixed point need not be x: refused (the iteration inverts contractions only)",
-                         ratio);
+        return vijp_fail(err, VIJP_ESINGULAR, "residual inverse: two steps of x <- y - f(x) grew by %.3g, or J_f at "
+                         "the fixed point has that 2-norm, so Lip(f) >= 1 and the fixed point need not be x: refused "
+                         "(the iteration inverts contractions only)", ratio);
     if (left)
         return vijp_fail(err, VIJP_ESINGULAR, "residual inverse: the fixed-point iteration x <- y - f(x) did not "
                          "converge for %zu of %zu samples after %zu steps (last step %.3g at scale %.3g, stop at "
