@@ -11,6 +11,7 @@
 #include "vijp/array_io.h"
 #include "vijp/catalogue.h"
 #include "vijp/vijp.h"
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -321,6 +322,48 @@ START_TEST(json_blocks)
 }
 END_TEST
 
+/* Nested blocks through every engine against the MPFR reference (vijp grad
+ * --engine all, at 256 bits, reference at 512): residual in residual (f =
+ * W₂(z + tanh(W₃z)), z = W₁x, ‖W‖ = 1/2 by scaled:0.5, so Lip(f) <= 3/4
+ * and the reversible engine rebuilds by fixed-point iteration) and a
+ * residual block as an additive block's F and G.  As in t-engines.c's
+ * agree_at_256_bits: every engine is exact to 2^-256 times the conditioning
+ * of this depth-2 net (far below 1e10), so 60 digits is a bound with margin. */
+START_TEST(json_nested_engines)
+{
+    make_temp_dir(dir, sizeof dir, "residual");
+    FILE *f = fopen(at("nest.json"), "w");
+    ck_assert(f != NULL);
+    fputs("{\"schema\": \"vijp-net/1\", \"width\": 4, \"layers\": ["
+          "{\"type\": \"additive\", \"F\": [{\"type\": \"residual\", \"layers\": [" DENSE("4") "," TANH "," DENSE("2") "]}],"
+          " \"G\": [{\"type\": \"residual\", \"layers\": [" DENSE("4") "," TANH "," DENSE("2") "]}]},"
+          "{\"type\": \"residual\", \"layers\": [" DENSE("4") ", {\"type\": \"residual\", \"layers\": [" DENSE("4") ","
+          TANH "]}, " DENSE("4") "]}]}", f);
+    ck_assert_int_eq(fclose(f), 0);
+    char args[800];
+    snprintf(args, sizeof args, "grad --net '%s' --engine all --init scaled:0.5 --batch 2 --format mpfr:256 --json",
+             at("nest.json"));
+    run_result r = run_vijp(args);
+    ck_assert_msg(r.rc == CLI_OK, "exit %d: %s", r.rc, r.err);
+    json_error_t je;
+    json_t *o = json_loads(r.out, 0, &je), *run;
+    ck_assert_msg(o != NULL, "%s", je.text);
+    size_t i, engines = 0;
+    json_array_foreach(json_object_get(o, "runs"), i, run) {
+        const char *e = json_string_value(json_object_get(run, "engine"));
+        double gx = json_real_value(json_object_get(run, "input_grad_rel_err"));
+        double gt = json_real_value(json_object_get(run, "param_grad_rel_err_max"));
+        ck_assert_msg(gx <= 1e-60 && gt <= 1e-60, "%s: %g, %g", e, gx, gt);
+        if (!strcmp(e, "reversible")) ck_assert_int_eq(json_integer_value(json_object_get(run, "stored_bytes")), 0);
+        engines++;
+    }
+    ck_assert_uint_eq(engines, 5);
+    json_decref(o);
+    run_free(&r);
+    remove_tree(dir);
+}
+END_TEST
+
 START_TEST(json_errors)
 {
     make_temp_dir(dir, sizeof dir, "residual");
@@ -367,6 +410,7 @@ Suite *suite_residual(void)
     tcase_add_test(tc, lipschitz_above_one_is_refused);
     tcase_add_test(tc, reconstruction_vs_oracle);
     tcase_add_test(tc, json_blocks);
+    tcase_add_test(tc, json_nested_engines);
     tcase_add_test(tc, json_errors);
     suite_add_tcase(s, tc);
     return s;
