@@ -1,180 +1,439 @@
 #!/usr/bin/env python3
-"""The PyTorch round trip (make check): a small nn.Sequential in float64 is
-exported (scripts/export_torch.py), run by `vijp grad --net model.json
---input X.npy --target T.npy --save DIR`, and vijp's ∇ₓℓ, every layer's
-output cotangent g_i and every parametric layer's ∇θ_i are compared with
-torch.autograd's on the same inputs, targets and loss ½‖h_D − t‖² (summed
-over the batch).
+"""The PyTorch round trip (make check): every module scripts/export_torch.py
+maps, and graphs of them (residuals, projections on the skip, nested blocks,
+a ResNet BasicBlock with BatchNorm and a downsampling skip, an
+nn.TransformerEncoderLayer in both norm orders, a RevViT-style additive
+block, a --map'ed plugin type), is exported from an example input in float64,
+run by `vijp grad --format double --engine backprop --save`, and vijp's
+forward output, ∇ₓℓ and every layer's ∇θ are compared with torch.autograd in
+float64 on the same inputs, targets and loss ½‖h − t‖² (summed over the
+batch).  Then every unsupported construct is refused, naming the node, with
+nothing written.
 
-The bound, per tensor: both sides compute the same real-number function in
-double.  Each layer's operator (a dot product of <= n terms, an activation
-within a few ulps, the coupling block's two sub-layers) commits a relative
-error of at most (n + 8)·u in its output or cotangent (Higham, ASNA §3.1:
-γ_n for the dot products; the activations' own bounds are <= 8u here); to
-first order, an error made at layer j reaches any later quantity amplified
-by at most K = Π_j max(1, ‖J_j‖₂), measured by torch at these points.  So
-each side is within D·(n + 8)·u·K·max|value| of the exact gradient, and the
-two within twice that.  u = 2^-53.  A layout or sign slip gives errors of
-the size of the values themselves, far above this.  Skipped, with the reason, where
-torch does not import."""
-import json
+The bound, per tensor, derived as for this script's first model (an
+11-layer chain, kept below as "roundtrip"): both sides compute the same real
+function in double.  Each rounding stage (a dot product
+of <= n terms, n the widest per-sample width of the net, an activation within
+8 ulps; attention counts 5 stages: projections, scores, softmax, weighted sum,
+output projection; the norms 3: mean, variance, scaling; a residual block's
+add 1) commits a relative error of at most (n + 8)·u in its output or
+cotangent (Higham, ASNA §3.1: γ_n), and to first order an error made at one
+stage reaches any later quantity amplified by at most K = Π max(1, ‖J‖₂) over
+the net's layers, nested ones included (a nested layer's error passes its
+block's later layers, then the blocks after it), measured by torch at these
+points, the largest over the samples.  So each side is within S·(n + 8)·u·K·
+max|value| of the exact value, S the number of stages, and the two within
+twice that.  u = 2^-53.  A layout, order or sign slip gives errors of the
+size of the values themselves.  A case whose layer type this vijp does not
+register is reported as skipped, naming the type; the run fails on any
+disagreement.  Skipped, with the reason, where torch does not import."""
+import contextlib
+import io
 import os
 import subprocess
 import sys
 import tempfile
+import time
 
 try:
     import torch
     import torch.nn as nn
+    import torch.nn.functional as F
 except ImportError as e:
-    print(f"check-torch-roundtrip: SKIPPED: python3 cannot import torch ({e}); "
+    print(f"check-torch-roundtrip: SKIPPED: this python3 cannot import torch ({e}); "
           "scripts/install-deps.sh installs python3-torch")
     sys.exit(0)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import export_torch  # noqa: E402
+import export_torch as ex  # noqa: E402
 
 U = 2.0 ** -53
-torch.manual_seed(7)
+STAGES = {"attention": 5, "layernorm": 3, "groupnorm": 3, "batchnorm": 2, "logsoftmax": 2, "softmax": 2}
 torch.set_default_dtype(torch.float64)
+try:
+    import json
+    import jsonschema
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs",
+                           "net.schema.json")) as f:
+        SCHEMA = json.load(f)
+except ImportError:
+    SCHEMA = None
 
+
+def bn_reference(self, x):
+    """Eval BatchNorm by its defining formula, so that torch gives ∇ of the
+    running statistics too (native_batch_norm refuses them)."""
+    shape = (1, -1) + (1,) * (x.dim() - 2)
+    y = (x - self.running_mean.reshape(shape)) / torch.sqrt(self.running_var.reshape(shape) + self.eps)
+    return y * self.weight.reshape(shape) + self.bias.reshape(shape) if self.affine else y
+
+
+nn.modules.batchnorm._BatchNorm.forward = bn_reference
+
+
+# ------------------------------------------------------------------ models --
 
 class Additive(nn.Module):
-    """The exporter's coupling convention: y1 = x1 + F(x2), y2 = x2 + G(y1)."""
+    """The exporter's coupling convention on the flattened halves."""
     vijp_coupling = "additive"
 
-    def __init__(self, h):
+    def __init__(self, f, g, half_shape):
         super().__init__()
-        self.F = nn.Sequential(nn.Linear(h, h), nn.Tanh())
-        self.G = nn.Sequential(nn.Linear(h, h), nn.Tanh())
+        self.F, self.G, self.half_shape = f, g, half_shape
 
     def forward(self, x):
-        h = x.shape[1] // 2
-        x1, x2 = x[:, :h], x[:, h:]
-        y1 = x1 + self.F(x2)
-        return torch.cat([y1, x2 + self.G(y1)], dim=1)
+        rows = x.flatten(1)
+        h = rows.shape[1] // 2
+        x1, x2 = rows[:, :h], rows[:, h:]
+        y1 = x1 + self.F(x2.reshape((-1,) + self.half_shape)).flatten(1)
+        y2 = x2 + self.G(y1.reshape((-1,) + self.half_shape)).flatten(1)
+        return torch.cat([y1, y2], 1).reshape(x.shape)
 
 
-def model():
-    n = 8
-    return nn.Sequential(nn.Linear(n, n), nn.LeakyReLU(0.1), nn.Linear(n, n), nn.Tanh(), nn.Linear(n, n), nn.GELU(),
-                         nn.Conv1d(2, 2, 3, padding=1, padding_mode="circular"), nn.SiLU(), Additive(n // 2),
-                         nn.Linear(n, n), nn.Softplus())
+class SelfAttention(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
+
+    def forward(self, x):
+        return self.attn(x, x, x, need_weights=False)[0]
 
 
-def npy_write(path, a):
-    """A '<f8' C-order .npy, version 1.0, written here (no numpy needed)."""
-    a = a.detach().to(torch.float64).contiguous()
-    header = "{'descr': '<f8', 'fortran_order': False, 'shape': (%s), }" % (
-        ", ".join(str(s) for s in a.shape) + ("," if a.dim() == 1 else ""))
-    header += " " * (-(10 + len(header) + 1) % 64) + "\n"
-    import struct
-    vals = a.reshape(-1).tolist()
-    with open(path, "wb") as f:
-        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
-        f.write(struct.pack("<%dd" % len(vals), *vals))
+class Residual(nn.Module):
+    def __init__(self, f, skip=None):
+        super().__init__()
+        self.f, self.skip = f, skip
+
+    def forward(self, x):
+        return self.f(x) + (self.skip(x) if self.skip is not None else x)
 
 
-def npy_read(path):
-    import ast
-    import struct
-    with open(path, "rb") as f:
-        raw = f.read()
-    major = raw[6]
-    hlen = struct.unpack("<H", raw[8:10])[0] if major == 1 else struct.unpack("<I", raw[8:12])[0]
-    start = 10 if major == 1 else 12
-    hdr = ast.literal_eval(raw[start:start + hlen].decode())
-    shape = hdr["shape"]
-    count = 1
-    for s in shape:
-        count *= s
-    vals = struct.unpack("<%dd" % count, raw[start + hlen:start + hlen + 8 * count])
-    return torch.tensor(vals).reshape(shape)
+class BasicBlock(nn.Module):
+    """torchvision's ResNet BasicBlock with a downsampling skip."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        identity = self.downsample(x)
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        out += identity
+        return F.relu(out)
 
 
-def run_conv(m, h):  # torch's Conv1d wants [B, C, L]; vijp's flat layout is channel-major
-    return m(h.reshape(h.shape[0], m.in_channels, -1)).reshape(h.shape[0], -1)
+class Functional(nn.Module):
+    def forward(self, x):
+        y = torch.tanh(F.gelu(x, approximate="tanh"))
+        y = F.softplus(F.leaky_relu(y, 0.2), beta=2, threshold=10)
+        return torch.flatten(F.relu(y.transpose(1, 2)).reshape(x.shape[0], 4, 3), 1)
 
 
-def forward(net, x, keep):
-    h = x
-    for m in net:
-        h = run_conv(m, h) if isinstance(m, nn.Conv1d) else m(h)
-        if keep is not None:
-            h.retain_grad()
-            keep.append(h)
-    return h
+class ScaledTanh(nn.Module):
+    """Mapped by --map to examples/layer-template/scaledtanh.c: tanh(a·x)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Parameter(torch.tensor([0.8]))
+
+    def forward(self, x):
+        return torch.tanh(self.a * x)
 
 
-def chain_gain(net, x):
-    """K = Π_j max(1, ‖J_j‖₂) over the layers, the largest over the samples:
-    how much a perturbation of any layer's output or cotangent can grow
-    through the rest of the chain, to first order."""
-    K = 1.0
-    for b in range(x.shape[0]):
-        h, k = x[b:b + 1], 1.0
-        for m in net:
-            f = (lambda z, m=m: run_conv(m, z) if isinstance(m, nn.Conv1d) else m(z))
-            J = torch.autograd.functional.jacobian(f, h).reshape(h.shape[1], -1)
-            k *= max(1.0, torch.linalg.matrix_norm(J, ord=2).item())
-            h = f(h).detach()
-        K = max(K, k)
-    return K
+def bn(c, cls=nn.BatchNorm1d, affine=True):
+    m = cls(c, eps=1e-3, affine=affine)
+    m.running_mean.uniform_(-0.5, 0.5)
+    m.running_var.uniform_(0.5, 2)
+    return m
+
+
+def cases():
+    """(name, model, example input shape)."""
+    act = [("relu", nn.ReLU()), ("leaky", nn.LeakyReLU(0.1)), ("tanh", nn.Tanh()), ("sigmoid", nn.Sigmoid()),
+           ("gelu", nn.GELU()), ("gelu-tanh", nn.GELU("tanh")), ("silu", nn.SiLU()), ("mish", nn.Mish()),
+           ("softplus", nn.Softplus(2, 3)), ("elu", nn.ELU(0.7)), ("selu", nn.SELU()), ("softsign", nn.Softsign()),
+           ("prelu", nn.PReLU(3, 0.3)), ("hardtanh", nn.Hardtanh(-0.5, 0.75)), ("relu6", nn.ReLU6()),
+           ("hardswish", nn.Hardswish()), ("logsoftmax", nn.LogSoftmax(-1)), ("softmax", nn.Softmax(-1))]
+    out = []
+    for name, m in act:  # scaled so that hardtanh, relu6, hardswish, softplus's threshold see both sides
+        shape = (3, 4) if name in ("prelu", "logsoftmax") else (12,)
+        out.append((name, nn.Sequential(nn.Linear(shape[-1], shape[-1]), m) if name != "softmax"
+                    else nn.Sequential(nn.Linear(12, 12), m), (2,) + shape))
+    out += [
+        ("dense", nn.Sequential(nn.Linear(6, 5), nn.Tanh(), nn.Linear(5, 4)), (2, 6)),
+        ("linear-seq", nn.Sequential(nn.Linear(4, 5), nn.Tanh(), nn.Linear(5, 4)), (2, 3, 4)),
+        ("layernorm", nn.Sequential(nn.Linear(4, 4), nn.LayerNorm(4, eps=1e-3)), (2, 3, 4)),
+        ("layernorm-noaffine", nn.Sequential(nn.Linear(4, 4), nn.LayerNorm(4, elementwise_affine=False)), (2, 3, 4)),
+        ("batchnorm1d", nn.Sequential(nn.Linear(5, 5), bn(5)), (2, 5)),
+        ("batchnorm2d", nn.Sequential(nn.Conv2d(2, 2, 3, padding=1), bn(2, nn.BatchNorm2d)), (2, 2, 3, 3)),
+        ("groupnorm", nn.Sequential(nn.Conv1d(4, 4, 3, padding=1), nn.GroupNorm(2, 4, eps=1e-3)), (2, 4, 3)),
+        ("dropout-identity", nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.3), nn.Identity(), nn.Tanh()), (2, 4)),
+        ("flatten", nn.Sequential(nn.Conv1d(2, 2, 3, padding=1), nn.Flatten(), nn.Linear(8, 3)), (2, 2, 4)),
+        ("conv1d-circular", nn.Sequential(nn.Conv1d(2, 2, 3, padding=1, padding_mode="circular")), (2, 2, 5)),
+        ("conv1d-channels", nn.Sequential(nn.Conv1d(2, 3, 3, padding=1)), (2, 2, 5)),
+        ("conv1d-valid-even", nn.Sequential(nn.Conv1d(2, 3, 4, padding=0)), (2, 2, 7)),
+        ("conv1d-reflect-stride", nn.Sequential(nn.Conv1d(2, 2, 3, stride=2, padding=1, padding_mode="reflect")),
+         (2, 2, 6)),
+        ("conv2d-channels-stride", nn.Sequential(nn.Conv2d(2, 3, 3, stride=2, padding=1)), (2, 2, 4, 4)),
+        ("conv2d-even", nn.Sequential(nn.Conv2d(2, 2, 2, padding=1)), (2, 2, 3, 3)),
+        ("avgpool1d", nn.Sequential(nn.Linear(6, 6), nn.Unflatten(1, (2, 3)), nn.AvgPool1d(3)),
+         (2, 6)),
+        ("avgpool2d", nn.Sequential(nn.Conv2d(2, 2, 3, padding=1), nn.AvgPool2d(2)), (2, 2, 4, 4)),
+        ("maxpool1d", nn.Sequential(nn.Conv1d(2, 2, 3, padding=1), nn.MaxPool1d(2)), (2, 2, 6)),
+        ("maxpool2d", nn.Sequential(nn.Conv2d(2, 2, 3, padding=1), nn.MaxPool2d(2, 1)), (2, 2, 3, 3)),
+        ("attention", nn.Sequential(nn.Linear(4, 4), SelfAttention(4, 2)), (2, 3, 4)),
+        ("transpose", nn.Sequential(nn.Linear(4, 4), Functional()), (2, 3, 4)),
+        ("residual", nn.Sequential(nn.Linear(5, 5), Residual(nn.Sequential(nn.Linear(5, 5), nn.Tanh()))), (2, 5)),
+        ("projection", nn.Sequential(Residual(nn.Sequential(nn.Linear(4, 6), nn.Tanh()), nn.Linear(4, 6)),
+                                     nn.Linear(6, 3)), (2, 4)),
+        ("nested", nn.Sequential(Residual(nn.Sequential(nn.Linear(4, 4), Residual(nn.Sequential(
+            nn.Tanh(), nn.Linear(4, 4))), nn.SiLU())), nn.Linear(4, 4)), (2, 4)),
+        ("basicblock", nn.Sequential(BasicBlock(2, 3, 2), nn.Flatten(), nn.Linear(12, 3)), (2, 2, 4, 4)),
+        ("encoder", nn.TransformerEncoderLayer(4, 2, 6, batch_first=True), (2, 3, 4)),
+        ("encoder-normfirst", nn.TransformerEncoderLayer(4, 2, 6, activation="gelu", batch_first=True,
+                                                         norm_first=True), (2, 3, 4)),
+        ("revvit", Additive(nn.Sequential(nn.LayerNorm(4), SelfAttention(4, 2)),
+                            nn.Sequential(nn.LayerNorm(4), nn.Linear(4, 6), nn.GELU(), nn.Linear(6, 4)), (3, 4)),
+         (2, 2, 3, 4)),
+        ("roundtrip", nn.Sequential(  # this script's first model, 11 layers
+            nn.Linear(8, 8), nn.LeakyReLU(0.1), nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 8), nn.GELU(),
+            nn.Unflatten(1, (2, 4)), nn.Conv1d(2, 2, 3, padding=1, padding_mode="circular"), nn.Flatten(), nn.SiLU(),
+            Additive(nn.Sequential(nn.Linear(4, 4), nn.Tanh()), nn.Sequential(nn.Linear(4, 4), nn.Tanh()), (4,)),
+            nn.Linear(8, 8), nn.Softplus()), (3, 8)),
+        ("additive-dense", Additive(nn.Sequential(nn.Linear(3, 3), nn.Tanh()),
+                                    nn.Sequential(nn.Linear(3, 3), nn.Tanh()), (3,)), (2, 6)),
+    ]
+    return out
+
+
+# ------------------------------------------------------------------- torch --
+
+def gain_and_stages(layers, h):
+    """(Π max(1, ‖J‖₂) over the layers and their nested layers, the stages,
+    the output rows) from rows h, the largest product over the samples."""
+    k_all, stages, out = 1.0, 0, []
+    for b in range(h.shape[0]):
+        k, s, z = walk(layers, h[b:b + 1])
+        k_all, stages = max(k_all, k), s
+        out.append(z)
+    return k_all, stages, torch.cat(out)
+
+
+def walk(layers, z):
+    k, s = 1.0, 0
+    for layer in layers:
+        for subs in ([layer.layers, layer.skip or []] if layer.kind == "residual" else
+                     [layer.F, layer.G] if layer.kind == "additive" else []):
+            k_sub, s_sub, _ = walk(subs, z if layer.kind == "residual" else z[:, :z.shape[1] // 2])
+            k, s = k * k_sub, s + s_sub
+        J = torch.autograd.functional.jacobian(layer.fn, z).reshape(-1, z.shape[1])
+        k *= max(1.0, torch.linalg.matrix_norm(J, ord=2).item())
+        s += STAGES.get(layer.kind, 1)
+        z = layer.fn(z).detach()
+    return k, s, z
+
+
+def theta_grad(layer):
+    """∇θ of a layer (a block: its layers' in order) from torch, in vijp's θ order."""
+    parts = []
+    for leaf in layer.leaves():
+        for t, order in leaf.theta:
+            g = t.grad if t.grad is not None else torch.zeros_like(t)
+            parts.append((g.t() if order == "T" else g).reshape(-1))
+    return torch.cat(parts) if parts else None
+
+
+def run_case(name, model, shape, vijp, tmp, plugin=None, mapping=None):
+    torch.manual_seed(sum(map(ord, name)))
+    model = model.double().eval()
+    for p in model.parameters():  # non-trivial weights everywhere, biases included
+        if p.dim() == 1 and p.requires_grad:
+            p.data.uniform_(-0.5, 0.5)
+    x = torch.randn(shape)
+    out = os.path.join(tmp, name)
+    res = ex.export(model, out, x, mapping=mapping)
+    if SCHEMA:  # the exporter writes what docs/net.schema.json describes
+        try:
+            jsonschema.validate(res.net, SCHEMA)
+        except jsonschema.ValidationError as e:
+            return "fail", f"model.json does not follow docs/net.schema.json: {e.message}"
+    rows = x.reshape(x.shape[0], -1)
+    y = model(x).reshape(x.shape[0], -1).detach()
+    t = torch.randn(y.shape)
+    ex.npy_write(os.path.join(tmp, name + "-X.npy"), rows)
+    ex.npy_write(os.path.join(tmp, name + "-T.npy"), t)
+    cmd = [vijp, "grad", "--net", os.path.join(out, "model.json"), "--input", os.path.join(tmp, name + "-X.npy"),
+           "--target", os.path.join(tmp, name + "-T.npy"), "--format", "double", "--engine", "backprop",
+           "--save", os.path.join(out, "grads"), "-q"] + (["--plugin", plugin] if plugin else [])
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode == 2 and "unknown layer type" in r.stderr:
+        return "skip", r.stderr.strip().split(": ")[-1]
+    if r.returncode != 0:
+        return "fail", f"{' '.join(cmd)}\n{r.stdout}{r.stderr}"
+    for layer in [leaf for top in res.layers for leaf in top.leaves()]:
+        for tt, _ in layer.theta:
+            if tt.is_floating_point() and not tt.requires_grad:
+                tt.requires_grad_(True)  # BatchNorm's running statistics
+    model.zero_grad()
+    xg = x.clone().requires_grad_(True)
+    yg = model(xg).reshape(x.shape[0], -1)
+    (0.5 * ((yg - t) ** 2).sum()).backward()
+    theta_want = [theta_grad(layer) for layer in res.layers]  # before the cotangent pass adds to .grad
+    K, stages, y_chain = gain_and_stages(res.layers, rows)
+    n = max(widths(res.layers, rows[:1]))  # no dot product is longer than its layer's input
+    bound = 2 * stages * (n + 8) * U * K
+    D = len(res.layers)
+    gdir = os.path.join(out, "grads")
+    checks = [("forward (the exporter's own layers)", y, y_chain),
+              ("forward", y, ex.npy_read(os.path.join(gdir, f"cotangent_{D}.npy")) + t),
+              ("grad_x", xg.grad.reshape(x.shape[0], -1), ex.npy_read(os.path.join(gdir, "grad_x.npy")))]
+    zs, z = [], rows.clone()
+    for layer in res.layers:  # the cotangent of each layer's output, by torch through the exported layers
+        z = layer.fn(z)
+        z.retain_grad()
+        zs.append(z)
+    (0.5 * ((z - t) ** 2).sum()).backward()
+    for i, zi in enumerate(zs, 1):
+        checks.append((f"cotangent_{i}", zi.grad, ex.npy_read(os.path.join(gdir, f"cotangent_{i}.npy"))))
+    for i, (layer, g) in enumerate(zip(res.layers, theta_want), 1):
+        if g is not None:
+            checks.append((f"grad_theta_{i} ({layer.kind})", g, ex.npy_read(os.path.join(gdir, f"grad_theta_{i}.npy"))))
+    worst = 0.0
+    for what, want, got in checks:
+        scale = want.abs().max().item() + (t.abs().max().item() if what == "forward" else 0.0)
+        tol = bound * scale + (2 * U * scale if what == "forward" else 0.0)  # h = g + t: one more rounding
+        err = (want.reshape(-1) - got.reshape(-1)).abs().max().item() if want.numel() == got.numel() else float("inf")
+        worst = max(worst, err / tol if tol else (0.0 if err == 0 else float("inf")))
+        if not err <= tol:
+            return "fail", f"{what}: vijp and torch differ by {err:.3g} > {tol:.3g} (K = {K:.3g}, n = {n})"
+    return "ok", worst
+
+
+def widths(layers, z):
+    """Every per-sample width along the net, nested layers included."""
+    out = [z.shape[1]]
+    for layer in layers:
+        if layer.kind == "residual":
+            out += widths(layer.layers, z) + widths(layer.skip or [], z)
+        elif layer.kind == "additive":
+            out += widths(layer.F, z[:, :z.shape[1] // 2])
+        z = layer.fn(z).detach()
+        out.append(z.shape[1])
+    return out
+
+
+# ------------------------------------------------------------ refusals --
+
+class Doubling(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+class Slicing(nn.Module):
+    def forward(self, x):
+        return torch.cat([x[:, :2], x[:, 2:]], 1)
+
+
+class Branching(nn.Module):
+    def forward(self, x):
+        return x if x.sum() > 0 else -x
+
+
+class TwoInputs(nn.Module):
+    def forward(self, x, y):
+        return x + y
+
+
+class Masked(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(4, 2, batch_first=True)
+        self.register_buffer("mask", torch.zeros(3, 3))
+
+    def forward(self, x):
+        return self.attn(x, x, x, attn_mask=self.mask)[0]
+
+
+def refusals():
+    """(model, example shape, words the message must hold)."""
+    return [
+        (nn.Sequential(nn.Linear(4, 4), Doubling()), (2, 4), ["node 'mul'", "module path '1'", "mul"]),
+        (nn.Sequential(nn.Linear(4, 4), Slicing()), (2, 4), ["getitem", "module path '1'"]),
+        (nn.Sequential(nn.Linear(4, 4), Branching()), (2, 4), ["torch.fx cannot trace", "module path '1'"]),
+        (TwoInputs(), (2, 4), ["node 'y'", "second input"]),
+        (nn.Sequential(nn.Conv1d(2, 2, 3, groups=2, padding=1)), (2, 2, 4), ["module path '0'", "Conv1d", "groups"]),
+        (nn.Sequential(nn.Linear(4, 4), nn.AdaptiveAvgPool1d(2)), (2, 2, 4), ["AdaptiveAvgPool1d", "module path '1'"]),
+        (nn.Sequential(nn.Linear(4, 4), nn.Softmax(dim=1)), (2, 3, 4), ["Softmax", "last axis"]),
+        (nn.Sequential(Masked()), (2, 3, 4), ["module path '0.attn'", "attn_mask"]),
+        (nn.Sequential(nn.Linear(4, 4), nn.Softmax(-1)), (2, 3, 4), ["whole sample"]),
+        (nn.TransformerEncoderLayer(4, 2, 6), (3, 2, 4), ["batch_first"]),
+    ]
+
+
+def check_refusals(tmp):
+    for i, (model, shape, words) in enumerate(refusals()):
+        out = os.path.join(tmp, f"refused-{i}")
+        try:
+            ex.export(model.double().eval(), out, torch.randn(shape))
+            return f"{type(model).__name__} {i} was exported, not refused"
+        except ex.Refused as e:
+            msg = str(e)
+        if any(w not in msg for w in words) or os.path.exists(out):
+            return f"refusal {i}: {msg!r} lacks one of {words}, or {out} was written"
+    # the command line: exit 2, the message, nothing written
+    torch.save(nn.Sequential(nn.Linear(4, 4), Doubling()), os.path.join(tmp, "bad.pt"))
+    ex.npy_write(os.path.join(tmp, "bad-X.npy"), torch.randn(2, 4))
+    out = os.path.join(tmp, "bad-out")
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        rc = ex.main(["export_torch.py", os.path.join(tmp, "bad.pt"), out, "--example-input",
+                      os.path.join(tmp, "bad-X.npy")])
+    if rc != 2 or os.path.exists(out) or "node 'mul'" not in err.getvalue():
+        return f"the command line said {err.getvalue()!r} with exit {rc} (want 2, naming node 'mul'), or wrote {out}"
+    return None
 
 
 def main():
+    start = time.time()
     vijp = os.environ.get("VIJP_BIN", "build/vijp")
-    net = model()
-    B, n = 3, 8
-    x = torch.randn(B, n)
-    t = torch.randn(B, n)
-    with tempfile.TemporaryDirectory() as d:
-        exported = export_torch.export(net, os.path.join(d, "m"))
-        try:  # the exporter writes what docs/net.schema.json describes
-            import jsonschema
-            root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-            with open(os.path.join(root, "docs", "net.schema.json")) as f:
-                jsonschema.validate(exported, json.load(f))
-        except ImportError:
-            print("check-torch-roundtrip: note: jsonschema not importable, model.json not validated against "
-                  "docs/net.schema.json")
-        npy_write(os.path.join(d, "X.npy"), x)
-        npy_write(os.path.join(d, "T.npy"), t)
-        cmd = [vijp, "grad", "--net", os.path.join(d, "m", "model.json"), "--input", os.path.join(d, "X.npy"),
-               "--target", os.path.join(d, "T.npy"), "--engine", "backprop", "--save", os.path.join(d, "out"), "-q"]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            print("check-torch-roundtrip: FAILED: " + " ".join(cmd) + "\n" + r.stdout + r.stderr)
-            return 1
-        xg = x.clone().requires_grad_(True)
-        outs = []
-        y = forward(net, xg, outs)
-        loss = 0.5 * ((y - t) ** 2).sum()
-        loss.backward()
-        D = len(net)
-        K = chain_gain(net, x)
-        worst = 0.0
-        checks = [("grad_x", xg.grad, npy_read(os.path.join(d, "out", "grad_x.npy")))]
-        for i, h in enumerate(outs, 1):
-            checks.append((f"cotangent_{i}", h.grad, npy_read(os.path.join(d, "out", f"cotangent_{i}.npy"))))
-        for i, m in enumerate(net, 1):
-            path = os.path.join(d, "out", f"grad_theta_{i}.npy")
-            if isinstance(m, (nn.Linear, nn.Conv1d)):
-                checks.append((f"grad_theta_{i}", export_torch.vijp_theta_grad(m), npy_read(path)))
-            elif isinstance(m, Additive):  # θ_F's layers, then θ_G's, each in vijp's order
-                subs = [s for seq in (m.F, m.G) for s in seq if isinstance(s, nn.Linear)]
-                checks.append((f"grad_theta_{i}", torch.cat([export_torch.vijp_theta_grad(s) for s in subs]),
-                               npy_read(path)))
-        for name, want, got in checks:
-            tol = 2 * D * (n + 8) * U * K * want.abs().max().item()
-            err = (want.reshape(-1) - got.reshape(-1)).abs().max().item()
-            worst = max(worst, err / tol)
-            if not err <= tol:
-                print(f"check-torch-roundtrip: FAILED: {name}: vijp and torch differ by {err:.3g} > {tol:.3g}")
-                return 1
-        print(f"check-torch-roundtrip: {len(checks)} gradients of a {D}-layer model agree with torch.float64 "
-              f"(worst {worst:.3g} of the bound; chain gain K = {K:.3g})")
-    return 0
+    plugin = os.path.join(os.path.dirname(vijp), "plugins", "scaledtanh.so")
+    ok, skipped, failed, worst = 0, [], [], 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        todo = [(name, m, s, None, None) for name, m, s in cases()]
+        if os.path.exists(plugin):
+            todo.append(("map-plugin", nn.Sequential(nn.Linear(4, 4), ScaledTanh()), (2, 4), plugin,
+                         {ex.qualname(ScaledTanh): {"type": "scaledtanh", "theta": ["a"]}}))
+        else:
+            skipped.append(("map-plugin", f"{plugin} not built"))
+        for name, model, shape, plug, mapping in todo:
+            try:
+                verdict, detail = run_case(name, model, shape, vijp, tmp, plug, mapping)
+            except ex.Refused as e:
+                verdict, detail = "fail", f"refused: {e}"
+            if verdict == "ok":
+                ok, worst = ok + 1, max(worst, detail)
+            elif verdict == "skip":
+                skipped.append((name, detail))
+            else:
+                failed.append((name, detail))
+        problem = check_refusals(tmp)
+    for name, why in skipped:
+        print(f"check-torch-roundtrip: skipped {name}: {why}")
+    for name, why in failed:
+        print(f"check-torch-roundtrip: FAILED {name}: {why}")
+    if problem:
+        print(f"check-torch-roundtrip: FAILED refusals: {problem}")
+    if SCHEMA is None:
+        print("check-torch-roundtrip: note: jsonschema not importable, model.json not validated against "
+              "docs/net.schema.json")
+    print(f"check-torch-roundtrip: {ok} models agree with torch.float64 (worst {worst:.3g} of the bound), "
+          f"{len(skipped)} skipped, {len(refusals()) + 1} refusals named, {time.time() - start:.1f} s")
+    return 1 if failed or problem else 0
 
 
 if __name__ == "__main__":

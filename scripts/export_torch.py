@@ -1,162 +1,816 @@
 #!/usr/bin/env python3
-"""Export a PyTorch nn.Sequential to a vijp net: OUT/model.json (format
-vijp-net/1, docs/net.schema.json) and OUT/weights.safetensors (float64).
+"""Export a PyTorch model to a vijp net: OUT/model.json (format vijp-net/1,
+docs/net.schema.json) and OUT/weights.safetensors (float64).
 
-usage: scripts/export_torch.py MODEL.pt|module:factory OUT [--grid H] [--width N]
+usage: scripts/export_torch.py MODEL.pt|module:factory OUT
+                               [--example-input X.npy] [--width N] [--map FILE.json]
 
 MODEL.pt is a whole pickled module (torch.save(model, path)); module:factory
-imports `module` and calls `factory()` for the module.  --width is the
-input width (the first Linear's in_features when omitted); --grid H gives
-Conv2d's input grid rows (vijp's conv2d:CxKxH needs them; the columns follow
-from the width).
+imports `module` and calls `factory()` for the module.  The model is traced
+by torch.fx (symbolic_trace with the leaves below), put in eval mode and in
+float64, and run once on the example input by torch.fx's ShapeProp, which
+gives every node's shape.
 
-Covered (anything else is refused, naming the module):
-  Linear                  dense:OUTxIN (no bias: a zero bias)
-  LeakyReLU(a)            leaky:a
-  ReLU Tanh Sigmoid GELU('none') SiLU Mish   relu tanh sigmoid gelu silu mish
-  Softplus(beta=1)        softplus (PyTorch returns x past `threshold`, 20 by
-                          default; vijp computes log(1 + e^x) exactly there:
-                          they differ by at most e^-20 relative)
-  LayerNorm(n, elementwise_affine=False, eps=0)   layernorm (vijp has no eps:
-                          an eps changes the function, so it is refused)
-  Softmax(dim=-1)         softmax
-  Conv1d/Conv2d(C, C, k, stride, padding=k//2, padding_mode='circular' or
-                          'zeros')   conv1d:CxK[sS][:circular], conv2d:CxKxH...
-  an additive coupling block: a module with attribute vijp_coupling =
-                          "additive" and two nn.Sequential attributes F and G
-                          of the same layers (y1 = x1 + F(x2), y2 = x2 +
-                          G(y1)), exported as additive:ITEM+ITEM... with its
-                          θ (F's layers, then G's) in vijp's order.
+--example-input X.npy is a batch in the model's own input shape (N x F,
+N x C x L, N x C x H x W, N x L x D, ...).  vijp's rows are those samples
+flattened in C order: a row of N x C x H x W holds channel c at units
+[c*H*W, (c+1)*H*W) ("channel-major"); a row of N x L x D holds token l at
+units [l*D, (l+1)*D) ("token-major").  Without it, --width N (default: the
+first Linear's in_features) makes a 2 x N example.
 
-Parameters are written in PyTorch's layout (weight [out, in] for Linear,
-[out, in, k(, k)] for convolutions, bias [out]) and named as nn.Sequential's
-state_dict names them ("0.weight"); coupling blocks get one flat "<i>.theta"
-in vijp's own order.  Needs only torch (for the model) and the standard
-library (the safetensors file is written here, little-endian F64)."""
+Mapped (anything else is refused, exit 2, naming the node, its module path
+and its op, and nothing is written):
+  Linear                  dense:OUTxIN on an N x F input ({weight, bias});
+                          linear:OUTxIN on N x L x F ({theta}); no bias: zeros
+  ReLU LeakyReLU(a) Tanh Sigmoid SiLU Mish SELU Softsign ReLU6 Hardswish
+                          relu leaky:a tanh sigmoid silu mish selu softsign
+                          relu6 hardswish
+  GELU                    gelu (erf form), gelu:tanh (approximate='tanh')
+  Softplus(b, t)          softplus:b/t (torch's default is softplus:1/20)
+  ELU(a) Hardtanh(lo, hi) PReLU(C)   elu[:a] hardtanh[:lo/hi] prelu:C
+  Softmax(dim=-1)         softmax (over the whole sample only)
+  LogSoftmax(dim=-1)      logsoftmax:N (N the last axis)
+  LayerNorm(shape, eps, affine)   layernorm:N[:eps=E][:affine], N the product
+                          of normalized_shape (plain layernorm when N is the
+                          whole sample, eps = 0 and no affine)
+  BatchNorm1d/2d (eval)   batchnorm:C[:eps=E][:affine] (running stats in θ)
+  GroupNorm(G, C)         groupnorm:GxC[:eps=E][:affine]
+  Dropout(p) Identity     dropout:p identity (eval mode)
+  Flatten, torch.flatten  flatten; view, reshape, contiguous, Unflatten,
+                          (un)squeeze keeping the batch axis: nothing (C order
+                          is kept, so the rows do not change)
+  transpose/permute swapping two trailing runs of axes   transpose:AxB
+  Conv1d/Conv2d           conv1d:CxK[sS], conv2d:CxKxH[sS] (C in channels, H
+                          grid rows) with :out=D, :pad=P, :circular/:reflect
+  AvgPool1d(K) (stride K) avgpool:K;  AvgPool2d, MaxPool1d, MaxPool2d
+                          avgpool2d:CxKxH[sS], maxpool1d:CxK[sS],
+                          maxpool2d:CxKxH[sS]
+  MultiheadAttention      attention:DxH (self-attention, batch_first, no mask;
+                          the output's item 0)
+  TransformerEncoderLayer (batch_first, eval) expanded into residual blocks:
+                          post-norm x = LN1(x + SA(x)); x = LN2(x + FF(x)),
+                          norm_first x = x + SA(LN1(x)); x = x + FF(LN2(x)),
+                          FF = linear, activation, dropout, linear
+  functional: F.relu, F.gelu, torch.tanh, torch.sigmoid, F.silu, F.elu,
+              F.leaky_relu, F.softplus, F.layer_norm, F.log_softmax, ...
+  x + f(x), f(x) + P(x)   {"type": "residual", "layers": f, "skip": P}
+  additive coupling       a module with vijp_coupling = "additive" and
+                          submodules F and G: y1 = x1 + F(x2), y2 = x2 +
+                          G(y1), x1 and x2 the first and second half of the
+                          flattened sample (F and G see them reshaped as the
+                          module reshapes them; checked by running it);
+                          {"type": "additive", "F": [...], "G": [...]}
+
+--map FILE.json maps your own module classes (traced as leaves) to your
+plugin's layer types:
+  {"mypkg.blocks.Scale": {"type": "scale", "args": "{features}x{gain}",
+                          "theta": ["weight", "inner.bias"]}}
+The key is the class's qualified name (cls.__module__ + "." +
+cls.__qualname__); "args" (optional) is a template of the module's
+attributes ({name} or {name.sub}; {width} is the input's units per sample;
+numbers print as the shortest decimal that reads back); "theta" (optional)
+lists named tensors (parameters or buffers, dotted paths), flattened in C
+order and concatenated into one {"theta": ...}.  A map entry wins over the
+built-in mapping.  Run vijp with --plugin YOURS.so.
+
+Parameters: dense and conv as {weight, bias} in PyTorch's layout, every
+other type as one flat "<path>.theta" in the type's θ order; tensors are
+named by their module's qualified name.  Needs only torch (the safetensors
+and .npy files are read and written here)."""
+import ast
+import copy
 import importlib
 import json
+import math
+import operator
 import os
+import string
 import struct
 import sys
 
 import torch
+import torch.fx as fx
 import torch.nn as nn
+import torch.nn.functional as F
+from torch.fx.passes.shape_prop import ShapeProp
 
 
 class Refused(Exception):
     pass
 
 
-def slope_text(a):
-    return repr(float(a))
+def num(v):
+    """The shortest decimal that reads back, without '+' (a spec separator)."""
+    if isinstance(v, bool):
+        raise Refused(f"{v!r} is not a number")
+    if isinstance(v, int):
+        return str(v)
+    s = repr(float(v)).replace("e+", "e")
+    return s[:-2] if s.endswith(".0") else s
 
 
-def conv_item(m, two_d, grid):
-    c_out, c_in = m.out_channels, m.in_channels
-    k = m.kernel_size[0]
-    if c_out != c_in:
-        raise Refused(f"{m}: vijp's convolutions keep their channels (in {c_in}, out {c_out})")
-    if any(x != k for x in m.kernel_size) or k % 2 == 0:
-        raise Refused(f"{m}: vijp takes an odd, square kernel")
-    pad = m.padding if isinstance(m.padding, tuple) else (m.padding,)
-    if any(p != k // 2 for p in pad) or m.dilation != (1,) * len(m.kernel_size) or m.groups != 1:
-        raise Refused(f"{m}: vijp takes 'same' padding k//2, no dilation, no groups")
-    s = m.stride[0]
-    if any(x != s for x in m.stride):
-        raise Refused(f"{m}: vijp takes one stride for both axes")
-    if m.padding_mode not in ("circular", "zeros"):
-        raise Refused(f"{m}: padding_mode {m.padding_mode!r} (vijp has circular and zeros)")
-    if two_d and not grid:
-        raise Refused(f"{m}: Conv2d needs --grid H, the input grid's rows")
-    arg = f"{c_in}x{k}" + (f"x{grid}" if two_d else "") + (f"s{s}" if s > 1 else "")
-    arg += ":circular" if m.padding_mode == "circular" else ""
-    return ("conv2d" if two_d else "conv1d"), arg, None
+def one(v, what):
+    """A kernel size, stride or padding given per axis: the one value of all axes."""
+    vals = tuple(v) if isinstance(v, (tuple, list)) else (v,)
+    if any(x != vals[0] for x in vals):
+        raise Refused(f"{what} {v} differs between axes (vijp takes one value for all)")
+    return vals[0]
 
 
-def item(m, grid):
-    """(type, args or None, torch parameter tensors in vijp's θ order or None)."""
-    if isinstance(m, nn.Linear):
-        return "dense", f"{m.out_features}x{m.in_features}", None
-    if isinstance(m, nn.LeakyReLU):
-        return "leaky", slope_text(m.negative_slope), None
-    simple = {nn.ReLU: "relu", nn.Tanh: "tanh", nn.Sigmoid: "sigmoid", nn.SiLU: "silu", nn.Mish: "mish"}
-    for cls, name in simple.items():
-        if type(m) is cls:
-            return name, None, None
-    if isinstance(m, nn.GELU):
-        if m.approximate != "none":
-            raise Refused(f"{m}: vijp's gelu is the erf form (approximate='none')")
-        return "gelu", None, None
-    if isinstance(m, nn.Softplus):
-        if m.beta != 1:
-            raise Refused(f"{m}: vijp's softplus has beta = 1")
-        return "softplus", None, None
-    if isinstance(m, nn.LayerNorm):
-        if m.elementwise_affine or m.eps != 0 or len(m.normalized_shape) != 1:
-            raise Refused(f"{m}: vijp's layernorm is over the last axis, without affine and without eps "
-                          "(construct it with elementwise_affine=False, eps=0)")
-        return "layernorm", None, None
-    if isinstance(m, nn.Softmax):
-        if m.dim not in (-1, 1):
-            raise Refused(f"{m}: vijp's softmax is over the features (dim=-1)")
-        return "softmax", None, None
-    if isinstance(m, nn.Conv1d):
-        return conv_item(m, False, grid)
-    if isinstance(m, nn.Conv2d):
-        return conv_item(m, True, grid)
-    raise Refused(f"{type(m).__name__} ({m}) has no vijp layer type here")
+def qualname(cls):
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def vijp_theta(m):
-    """A parametric module's θ in vijp's order (dense: W column-major, then b;
-    conv: W[o][c][ky][kx] row-major, then b), float64."""
-    w = m.weight.detach().to(torch.float64)
-    b = m.bias.detach().to(torch.float64) if m.bias is not None else torch.zeros(w.shape[0], dtype=torch.float64)
-    if isinstance(m, nn.Linear):
-        return torch.cat([w.t().reshape(-1), b])  # W[i, k] at i + k·m: column-major
-    return torch.cat([w.reshape(-1), b])
+class Layer:
+    """One vijp layer: its JSON entry and, for tests, its torch side: `fn`
+    maps rows (B x units) to rows, `theta` lists the torch tensors whose
+    values (and .grad) give vijp's θ in order, each with "C" (flattened in C
+    order) or "T" (dense's column-major W)."""
+
+    def __init__(self, kind, args=None, fn=None, theta=(), style="theta", name=""):
+        self.kind, self.args, self.fn, self.theta, self.style, self.name = kind, args, fn, list(theta), style, name
+        self.layers, self.skip, self.F, self.G = None, None, None, None
+
+    def leaves(self):
+        if self.kind in ("residual", "additive"):
+            subs = (self.layers + (self.skip or [])) if self.kind == "residual" else self.F + self.G
+            return [leaf for s in subs for leaf in s.leaves()]
+        return [self]
+
+    def entry(self, tensors):
+        e = {"type": self.kind}
+        if self.kind == "residual":
+            e["layers"] = [s.entry(tensors) for s in self.layers]
+            if self.skip:
+                e["skip"] = [s.entry(tensors) for s in self.skip]
+            return e
+        if self.kind == "additive":
+            e["F"] = [s.entry(tensors) for s in self.F]
+            e["G"] = [s.entry(tensors) for s in self.G]
+            return e
+        if self.args:
+            e["args"] = self.args
+        if self.theta:
+            if self.style == "weight_bias":
+                e["params"] = {"weight": ref(tensors, self.name + ".weight", self.theta[0][0]),
+                               "bias": ref(tensors, self.name + ".bias", self.theta[1][0])}
+            else:
+                flat = torch.cat([t.detach().to(torch.float64).reshape(-1) for t, _ in self.theta])
+                e["params"] = {"theta": ref(tensors, self.name + ".theta", flat)}
+        return e
 
 
-def vijp_theta_grad(m):
-    """The gradient of a parametric module's θ, in vijp's order (as vijp_theta)."""
-    w = m.weight.grad.to(torch.float64)
-    b = m.bias.grad.to(torch.float64) if m.bias is not None else torch.zeros(w.shape[0], dtype=torch.float64)
-    if isinstance(m, nn.Linear):
-        return torch.cat([w.t().reshape(-1), b])
-    return torch.cat([w.reshape(-1), b])
+def ref(tensors, name, t):
+    """A safetensors reference; a name used for another tensor gets a suffix."""
+    base, i = name, 1
+    while name in tensors and not (tensors[name] is t or torch.equal(tensors[name], t.detach().to(torch.float64))):
+        i += 1
+        name = f"{base}#{i}"
+    tensors[name] = t
+    return {"file": "weights.safetensors", "tensor": name}
 
 
-def coupling(m, grid):
-    if getattr(m, "vijp_coupling", None) != "additive":
-        return None
-    F, G = getattr(m, "F", None), getattr(m, "G", None)
-    if not isinstance(F, nn.Sequential) or not isinstance(G, nn.Sequential) or len(F) != len(G):
-        raise Refused(f"{m}: an additive coupling block needs nn.Sequential F and G of the same layers")
-    items, thetas = [], []
-    for f_sub, g_sub in zip(F, G):
-        kind, args, _ = item(f_sub, grid)
-        if item(g_sub, grid)[:2] != (kind, args):
-            raise Refused(f"{m}: F and G differ ({f_sub} against {g_sub})")
-        items.append(kind + (":" + args if args else ""))
-    for seq in (F, G):
-        for sub in seq:
-            if isinstance(sub, (nn.Linear, nn.Conv1d, nn.Conv2d)):
-                thetas.append(vijp_theta(sub))
-    theta = torch.cat(thetas) if thetas else torch.zeros(0, dtype=torch.float64)
-    return "+".join(items), theta
+def rows_fn(f, shape):
+    """f on rows: each row reshaped to the per-sample shape, f's output flattened."""
+    return lambda h: f(h.reshape((h.shape[0],) + tuple(shape))).reshape(h.shape[0], -1)
 
 
-def load_model(what):
-    if what.endswith(".pt"):
+def chain_fn(layers):
+    def run(h):
+        for layer in layers:
+            h = layer.fn(h)
+        return h
+    return run
+
+
+def zeros_like_bias(n, like):
+    return torch.zeros(n, dtype=torch.float64, device=like.device)
+
+
+# ---------------------------------------------------------------- modules --
+
+SIMPLE = {nn.ReLU: "relu", nn.Tanh: "tanh", nn.Sigmoid: "sigmoid", nn.SiLU: "silu", nn.Mish: "mish",
+          nn.SELU: "selu", nn.Softsign: "softsign", nn.ReLU6: "relu6", nn.Hardswish: "hardswish",
+          nn.Identity: "identity"}
+
+
+def linear_layer(m, shape, name):
+    b = m.bias if m.bias is not None else zeros_like_bias(m.out_features, m.weight)
+    fn = rows_fn(m, shape)
+    if len(shape) == 1:
+        return Layer("dense", f"{m.out_features}x{m.in_features}", fn, [(m.weight, "T"), (b, "C")], "weight_bias", name)
+    return Layer("linear", f"{m.out_features}x{m.in_features}", fn, [(m.weight, "C"), (b, "C")], name=name)
+
+
+def conv_layer(m, shape, name):
+    two_d = isinstance(m, nn.Conv2d)
+    k = one(m.kernel_size, "kernel size")
+    s = one(m.stride, "stride")
+    if one(m.dilation, "dilation") != 1 or m.groups != 1:
+        raise Refused("vijp's convolutions take no dilation and no groups")
+    if m.padding == "valid":
+        p = 0
+    elif m.padding == "same":
+        if k % 2 == 0:
+            raise Refused("padding='same' with an even kernel pads asymmetrically (vijp pads symmetrically)")
+        p = k // 2
+    else:
+        p = one(m.padding, "padding")
+    modes = {"zeros": "", "circular": ":circular", "reflect": ":reflect"}
+    if m.padding_mode not in modes:
+        raise Refused(f"padding_mode {m.padding_mode!r} (vijp has zeros, circular and reflect)")
+    arg = f"{m.in_channels}x{k}" + (f"x{shape[1]}" if two_d else "") + (f"s{s}" if s > 1 else "")
+    arg += (f":out={m.out_channels}" if m.out_channels != m.in_channels else "")
+    arg += (f":pad={p}" if p != k // 2 else "") + modes[m.padding_mode]
+    b = m.bias if m.bias is not None else zeros_like_bias(m.out_channels, m.weight)
+    return Layer("conv2d" if two_d else "conv1d", arg, rows_fn(m, shape), [(m.weight, "C"), (b, "C")],
+                 "weight_bias", name)
+
+
+def pool_layer(m, shape, name):
+    k, s = one(m.kernel_size, "kernel size"), one(m.stride if m.stride is not None else m.kernel_size, "stride")
+    if one(m.padding, "padding") != 0 or m.ceil_mode:
+        raise Refused("vijp's pools take no padding and no ceil_mode")
+    if isinstance(m, (nn.MaxPool1d, nn.MaxPool2d)) and (one(m.dilation, "dilation") != 1 or m.return_indices):
+        raise Refused("vijp's max pools take no dilation and no return_indices")
+    if isinstance(m, nn.AvgPool2d) and m.divisor_override is not None:
+        raise Refused("vijp's avgpool2d takes no divisor_override")
+    fn = rows_fn(m, shape)
+    if isinstance(m, nn.AvgPool1d):
+        if len(shape) != 2 or s != k or shape[1] % k:
+            raise Refused("AvgPool1d maps to avgpool:K only with stride K dividing the length")
+        return Layer("avgpool", f"{k}", fn, name=name)
+    two_d = isinstance(m, (nn.AvgPool2d, nn.MaxPool2d))
+    if len(shape) != (3 if two_d else 2):
+        raise Refused(f"the input {list(shape)} per sample is not C x {'H x W' if two_d else 'L'}")
+    kind = ("avgpool2d" if isinstance(m, nn.AvgPool2d) else "maxpool2d") if two_d else "maxpool1d"
+    arg = f"{shape[0]}x{k}" + (f"x{shape[1]}" if two_d else "") + (f"s{s}" if s != k else "")
+    return Layer(kind, arg, fn, name=name)
+
+
+def norm_args(n, eps, affine):
+    return f"{n}" + (f":eps={num(eps)}" if eps else "") + (":affine" if affine else "")
+
+
+def mha_layer(m, shape, name):
+    if not m.batch_first:
+        raise Refused("MultiheadAttention needs batch_first=True (vijp's rows are samples)")
+    if not m._qkv_same_embed_dim or m.bias_k is not None or m.add_zero_attn:
+        raise Refused("MultiheadAttention with kdim/vdim, add_bias_kv or add_zero_attn has no vijp type")
+    if len(shape) != 2 or shape[1] != m.embed_dim:
+        raise Refused(f"MultiheadAttention wants L x {m.embed_dim} per sample, gets {list(shape)}")
+    d = m.embed_dim
+    ib = m.in_proj_bias if m.in_proj_bias is not None else zeros_like_bias(3 * d, m.in_proj_weight)
+    ob = m.out_proj.bias if m.out_proj.bias is not None else zeros_like_bias(d, m.in_proj_weight)
+    fn = rows_fn(lambda t: m(t, t, t, need_weights=False)[0], shape)
+    return Layer("attention", f"{d}x{m.num_heads}", fn,
+                 [(m.in_proj_weight, "C"), (ib, "C"), (m.out_proj.weight, "C"), (ob, "C")], name=name)
+
+
+def activation_layer(act, shape, name):
+    """TransformerEncoderLayer's activation: F.relu, F.gelu or a module."""
+    if act is F.relu:
+        return Layer("relu", None, rows_fn(F.relu, shape), name=name)
+    if act is F.gelu:
+        return Layer("gelu", None, rows_fn(F.gelu, shape), name=name)
+    if isinstance(act, nn.Module):
+        return module_layers(act, shape, shape, name, {})[0]
+    raise Refused(f"activation {act!r} has no vijp type")
+
+
+def encoder_layers(m, shape, name):
+    """nn.TransformerEncoderLayer (eval, batch_first) as vijp residual blocks."""
+    if not m.self_attn.batch_first:
+        raise Refused("TransformerEncoderLayer needs batch_first=True")
+    ff = m.linear1.out_features
+    sa = mha_layer(m.self_attn, shape, name + ".self_attn")
+    lin1 = linear_layer(m.linear1, shape, name + ".linear1")
+    act = activation_layer(m.activation, (shape[0], ff), name + ".activation")
+    drop = Layer("dropout", num(m.dropout.p), lambda h: h, name=name + ".dropout")
+    lin2 = linear_layer(m.linear2, (shape[0], ff), name + ".linear2")
+    ln1, ln2 = (module_layers(ln, shape, shape, f"{name}.{nm}", {})[0]
+                for nm, ln in (("norm1", m.norm1), ("norm2", m.norm2)))
+    if m.norm_first:
+        return [residual([ln1, sa]), residual([ln2, lin1, act, drop, lin2])]
+    return [residual([sa]), ln1, residual([lin1, act, drop, lin2]), ln2]
+
+
+def residual(layers, skip=None):
+    block = Layer("residual")
+    block.layers, block.skip = list(layers), list(skip) if skip else None
+    f, p = chain_fn(block.layers), chain_fn(block.skip or [])
+    block.fn = lambda h: f(h) + p(h)
+    return block
+
+
+def mapped_layer(m, entry, shape, name):
+    class Attrs(string.Formatter):
+        def get_value(self, key, args, kwargs):
+            if key == "width":
+                return math.prod(shape)
+            if not hasattr(m, key):
+                raise Refused(f"--map args template: the module has no attribute {key!r}")
+            return getattr(m, key)
+
+        def format_field(self, value, spec):
+            return num(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and not spec \
+                else format(value, spec)
+
+    args = None
+    if entry.get("args"):
         try:
-            return torch.load(what, weights_only=False)  # a whole module, not a state_dict
-        except TypeError:  # a torch without weights_only
-            return torch.load(what)
-    module, _, factory = what.partition(":")
-    if not factory:
-        raise Refused(f"{what}: give MODEL.pt or module:factory")
-    sys.path.insert(0, os.getcwd())
-    return getattr(importlib.import_module(module), factory)()
+            args = Attrs().format(entry["args"])
+        except (AttributeError, IndexError, KeyError, ValueError) as e:
+            raise Refused(f"--map args template {entry['args']!r}: {e}")
+        if "," in args or "+" in args:
+            raise Refused(f"--map args {args!r} contain ',' or '+' (spec separators)")
+    theta = []
+    for path in entry.get("theta", []):
+        t = m
+        for part in path.split("."):
+            t = getattr(t, part, None)
+        if not isinstance(t, torch.Tensor):
+            raise Refused(f"--map theta {path!r} is not a tensor of the module")
+        theta.append((t, "C"))
+    return Layer(entry["type"], args, rows_fn(m, shape), theta, name=name)
+
+
+def module_layers(m, shape, out_shape, name, mapping):
+    """The vijp layers of one leaf module applied to per-sample shape `shape`."""
+    fn = rows_fn(m, shape)
+    cls = type(m)
+    if qualname(cls) in mapping:
+        return [mapped_layer(m, mapping[qualname(cls)], shape, name)]
+    if cls in SIMPLE:
+        return [Layer(SIMPLE[cls], None, fn, name=name)]
+    if cls is nn.Linear:
+        return [linear_layer(m, shape, name)]
+    if cls is nn.LeakyReLU:
+        return [Layer("leaky", num(m.negative_slope), fn, name=name)]
+    if cls is nn.GELU:
+        return [Layer("gelu", None if m.approximate == "none" else m.approximate, fn, name=name)]
+    if cls is nn.Softplus:
+        return [Layer("softplus", f"{num(m.beta)}/{num(m.threshold)}", fn, name=name)]
+    if cls is nn.ELU:
+        return [Layer("elu", None if m.alpha == 1 else num(m.alpha), fn, name=name)]
+    if cls is nn.Hardtanh:
+        lohi = None if (m.min_val, m.max_val) == (-1, 1) else f"{num(m.min_val)}/{num(m.max_val)}"
+        return [Layer("hardtanh", lohi, fn, name=name)]
+    if cls is nn.PReLU:
+        c = m.num_parameters
+        if c > 1 and (len(shape) < 1 or shape[0] != c):
+            raise Refused(f"PReLU({c}) on {list(shape)} per sample: its channels are not the first axis")
+        return [Layer("prelu", f"{c}", fn, [(m.weight, "C")], name=name)]
+    if cls in (nn.Softmax, nn.LogSoftmax):
+        if m.dim not in (-1, len(shape)):
+            raise Refused(f"{cls.__name__}(dim={m.dim}): vijp's is over the last axis")
+        if cls is nn.LogSoftmax:
+            return [Layer("logsoftmax", f"{shape[-1]}", fn, name=name)]
+        if math.prod(shape) != shape[-1]:
+            raise Refused(f"Softmax over the last axis of {list(shape)}: vijp's softmax is over the whole sample")
+        return [Layer("softmax", None, fn, name=name)]
+    if cls is nn.LayerNorm:
+        n, affine = math.prod(m.normalized_shape), m.elementwise_affine
+        if not affine and m.eps == 0 and n == math.prod(shape):
+            return [Layer("layernorm", None, fn, name=name)]
+        return [Layer("layernorm", norm_args(n, m.eps, affine), fn,
+                      [(m.weight, "C"), (m.bias, "C")] if affine else [], name=name)]
+    if cls in (nn.BatchNorm1d, nn.BatchNorm2d):
+        if m.running_mean is None:
+            raise Refused("BatchNorm without running statistics (track_running_stats=False) has no eval form")
+        theta = ([(m.weight, "C"), (m.bias, "C")] if m.affine else []) + [(m.running_mean, "C"),
+                                                                           (m.running_var, "C")]
+        return [Layer("batchnorm", norm_args(m.num_features, m.eps, m.affine), fn, theta, name=name)]
+    if cls is nn.GroupNorm:
+        return [Layer("groupnorm", norm_args(f"{m.num_groups}x{m.num_channels}", m.eps, m.affine), fn,
+                      [(m.weight, "C"), (m.bias, "C")] if m.affine else [], name=name)]
+    if cls in (nn.Dropout, nn.Dropout1d, nn.Dropout2d):
+        return [Layer("dropout", num(m.p), fn, name=name)]
+    if cls is nn.Flatten:
+        if m.start_dim == 0 or m.start_dim == -len(shape) - 1:
+            raise Refused("Flatten(start_dim=0) merges the batch axis")
+        return [Layer("flatten", None, fn, name=name)]
+    if cls is nn.Unflatten:
+        return []
+    if cls in (nn.Conv1d, nn.Conv2d):
+        return [conv_layer(m, shape, name)]
+    if cls in (nn.AvgPool1d, nn.AvgPool2d, nn.MaxPool1d, nn.MaxPool2d):
+        return [pool_layer(m, shape, name)]
+    if cls is nn.TransformerEncoderLayer:
+        return encoder_layers(m, shape, name)
+    raise Refused(f"{cls.__name__} has no vijp layer type here (--map FILE.json maps your own types)")
+
+
+# --------------------------------------------------------------- functions --
+
+def fn_activation(node, x, rest, kwargs):
+    """(type, args) of a functional activation call, or None."""
+    t = node.target
+    arg = (lambda i, key, default: rest[i - 1] if len(rest) >= i else kwargs.get(key, default))
+    table = {F.relu: "relu", torch.relu: "relu", "relu": "relu", torch.tanh: "tanh", "tanh": "tanh",
+             F.tanh: "tanh", torch.sigmoid: "sigmoid", "sigmoid": "sigmoid", F.sigmoid: "sigmoid",
+             F.silu: "silu", F.mish: "mish", F.selu: "selu", torch.selu: "selu", F.softsign: "softsign",
+             F.relu6: "relu6", F.hardswish: "hardswish"}
+    if t in table:
+        return table[t], None
+    if t is F.gelu:
+        return ("gelu", None) if arg(1, "approximate", "none") == "none" else ("gelu", "tanh")
+    if t is F.leaky_relu:
+        return "leaky", num(arg(1, "negative_slope", 0.01))
+    if t is F.elu:
+        a = arg(1, "alpha", 1.0)
+        return "elu", (None if a == 1 else num(a))
+    if t is F.softplus:
+        return "softplus", f"{num(arg(1, 'beta', 1))}/{num(arg(2, 'threshold', 20))}"
+    if t is F.hardtanh:
+        lo, hi = arg(1, "min_val", -1.0), arg(2, "max_val", 1.0)
+        return "hardtanh", (None if (lo, hi) == (-1, 1) else f"{num(lo)}/{num(hi)}")
+    return None
+
+
+def permutation(node, ndim):
+    """The axis permutation of a transpose/permute node (axes per sample + 1)."""
+    rest = list(node.args[1:])
+    if node.target in ("transpose", torch.transpose):
+        a, b = (d % ndim for d in rest[:2])
+        p = list(range(ndim))
+        p[a], p[b] = p[b], p[a]
+        return p
+    dims = rest[0] if len(rest) == 1 and isinstance(rest[0], (tuple, list)) else rest
+    return [d % ndim for d in dims]
+
+
+def transpose_args(p, shape):
+    """`transpose:AxB` for a permutation that swaps two trailing runs of axes."""
+    k = 0
+    while k < len(p) and p[k] == k:
+        k += 1
+    if k == len(p):
+        return None  # the identity
+    if k == 0:
+        raise Refused("the permutation moves the batch axis")
+    tail = p[k:]
+    m = tail[0]
+    want = list(range(m, len(p))) + list(range(k, m))
+    if tail != want:
+        raise Refused(f"the permutation {p} is not a swap of two trailing runs of axes")
+    return f"{math.prod(shape[k:m])}x{math.prod(shape[m:])}"
+
+
+RESHAPES = {"view", "reshape", "contiguous", "unsqueeze", "squeeze", torch.reshape, torch.unsqueeze,
+            torch.squeeze}
+FLATTENS = {"flatten", torch.flatten}
+ADDS = {operator.add, operator.iadd, torch.add, "add", "add_", "__add__"}
+SIZES = {"size", "dim"}
+
+
+class Chain:
+    """A tensor value: the layers from the graph's input to it."""
+
+    def __init__(self, layers):
+        self.layers = tuple(layers)
+
+
+class Pending:
+    """MultiheadAttention's output tuple: item 0 appends the layer."""
+
+    def __init__(self, chain, layer):
+        self.chain, self.layer = chain, layer
+
+
+class Meta:
+    """A non-tensor value (a size, a shape) that only reshapes may use."""
+
+
+def add_values(a, b):
+    k = 0
+    while k < min(len(a.layers), len(b.layers)) and a.layers[k] is b.layers[k]:
+        k += 1
+    fa, fb = list(a.layers[k:]), list(b.layers[k:])
+    if not fa and not fb:
+        raise Refused("adds a value to itself (2x has no vijp type)")
+    if not fb or not fa:
+        return Chain(a.layers[:k] + (residual(fa or fb),))
+    f, p = (fa, fb) if len(fa) >= len(fb) else (fb, fa)
+    return Chain(a.layers[:k] + (residual(f, p),))
+
+
+class PathTracer(fx.Tracer):
+    """symbolic_trace's tracer that keeps each node's calling module path and
+    treats mapped classes, coupling blocks and TransformerEncoderLayer as leaves."""
+
+    def __init__(self, mapping):
+        super().__init__()
+        self.mapping, self.path, self.failed_in = mapping, [""], None
+
+    def is_leaf_module(self, m, qualified_name):
+        return (qualname(type(m)) in self.mapping or getattr(m, "vijp_coupling", None) is not None
+                or super().is_leaf_module(m, qualified_name))
+
+    def call_module(self, m, forward, args, kwargs):
+        self.path.append(self.path_of_module(m))
+        try:
+            return super().call_module(m, forward, args, kwargs)
+        except Exception:
+            self.failed_in = self.failed_in or self.path[-1]  # the innermost module
+            raise
+        finally:
+            self.path.pop()
+
+    def create_node(self, *args, **kwargs):
+        node = super().create_node(*args, **kwargs)
+        node.meta["vijp_path"] = node.target if node.op == "call_module" else self.path[-1]
+        return node
+
+
+class Recorder(ShapeProp):
+    """ShapeProp that also keeps every node's value (the coupling check needs them)."""
+
+    def run_node(self, n):
+        out = super().run_node(n)
+        self.values[n.name] = out
+        return out
+
+
+class Whole(nn.Module):
+    """A model that is itself a leaf (a Linear, an encoder layer, a coupling
+    block), wrapped so that the tracer sees one call of it."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)
+
+
+def trace(model, example, mapping):
+    tracer = PathTracer(mapping)
+    if tracer.is_leaf_module(model, ""):
+        model = Whole(model)
+    try:
+        graph = tracer.trace(model)
+    except Exception as e:  # fx raises many kinds (TraceError, TypeError on control flow, ...)
+        where = tracer.failed_in or "(the model)"
+        raise Refused(f"torch.fx cannot trace {type(model).__name__} (in module path '{where}'): "
+                      f"{type(e).__name__}: {e}")
+    gm = fx.GraphModule(tracer.root, graph)
+    inputs = [n for n in graph.nodes if n.op == "placeholder"]
+    if len(inputs) != 1:
+        raise Refused(f"{describe(inputs[1], gm)}: a second input (vijp nets take one)" if inputs else "no input")
+    rec = Recorder(gm)
+    rec.values = {}
+    try:
+        with torch.no_grad():
+            rec.propagate(example)
+    except RuntimeError as e:
+        raise Refused(f"the model does not run on the example input {list(example.shape)}: {e}".split("\n")[0])
+    return gm, rec.values
+
+
+def describe(node, gm):
+    target = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", repr(node.target))
+    if node.op == "call_module":
+        target = type(gm.get_submodule(node.target)).__name__
+    path = node.meta.get("vijp_path", "") or "(the model)"
+    return f"node '{node.name}' (module path '{path}', op {node.op} {target})"
+
+
+def shape_of(node):
+    meta = node.meta.get("tensor_meta")
+    return tuple(meta.shape) if hasattr(meta, "shape") else None
+
+
+def convert(model, example, mapping, name=""):
+    """The vijp layers of `model` on `example`: a chain of layers."""
+    gm, values = trace(model, example, mapping)
+    val = {}
+    for node in gm.graph.nodes:
+        try:
+            val[node.name] = convert_node(gm, node, val, values, mapping, name)
+        except Refused as e:
+            raise Refused(f"{describe(node, gm)}: {e}") from None
+        if node.op == "output":
+            return val[node.name].layers, shape_of(node)
+    raise Refused("the traced graph has no output")
+
+
+def convert_node(gm, node, val, values, mapping, prefix):
+    op, t = node.op, node.target
+    if op == "placeholder":  # the one input (trace() refuses others)
+        return Chain(())
+    if op == "get_attr":
+        return Meta()
+    if op == "output":
+        out = val[node.args[0].name] if isinstance(node.args[0], fx.Node) else None
+        if not isinstance(out, Chain):
+            raise Refused("the output is not one tensor")
+        return out
+    ins = [a for a in node.args if isinstance(a, fx.Node)]
+    x = val.get(ins[0].name) if ins else None
+    in_shape = shape_of(ins[0]) if ins else None
+    out_shape = shape_of(node)
+    qual = ((prefix + ".") if prefix else "") + str(node.meta.get("vijp_path") or node.name)
+    if op == "call_module":
+        m = gm.get_submodule(t)
+        if not isinstance(x, Chain) or len(ins) != len(node.args):
+            raise Refused("a module applied to something other than one traced tensor")
+        if isinstance(m, nn.MultiheadAttention) and qualname(type(m)) not in mapping:
+            if any(a is not ins[0] for a in node.args) or len(node.args) != 3:
+                raise Refused("not self-attention m(x, x, x)")
+            for k, v in node.kwargs.items():
+                if k not in ("need_weights", "average_attn_weights") and v is not None:
+                    raise Refused(f"MultiheadAttention's {k} (vijp's attention takes no mask)")
+            return Pending(x, mha_layer(m, in_shape[1:], qual))
+        if node.kwargs and any(v is not None for v in node.kwargs.values()):
+            raise Refused(f"called with {sorted(node.kwargs)} (vijp maps the plain call)")
+        if getattr(m, "vijp_coupling", None) is not None and qualname(type(m)) not in mapping:
+            return Chain(x.layers + (coupling(m, values[ins[0].name], mapping, qual),))
+        return Chain(x.layers + tuple(module_layers(m, in_shape[1:], out_shape[1:], qual, mapping)))
+    if t is operator.getitem:
+        src = val[ins[0].name]
+        if isinstance(src, Pending):
+            if node.args[1] != 0:
+                raise Refused("uses MultiheadAttention's attention weights (vijp gives the output only)")
+            return Chain(src.chain.layers + (src.layer,))
+        if isinstance(src, Meta):
+            return Meta()
+        raise Refused("indexes or slices a tensor (vijp has no such layer)")
+    if t in SIZES or (t is getattr and node.args[1] in ("shape", "ndim")):
+        return Meta()
+    if t in ADDS:
+        if len(ins) != 2 or len(node.args) != 2 or node.kwargs:
+            raise Refused("an add that is not tensor + tensor")
+        a, b = val[ins[0].name], val[ins[1].name]
+        if not isinstance(a, Chain) or not isinstance(b, Chain) or shape_of(ins[0]) != shape_of(ins[1]):
+            raise Refused("adds tensors of different shapes or a non-traced tensor (vijp adds residuals only)")
+        return add_values(a, b)
+    if not isinstance(x, Chain):
+        raise Refused("its input is not a traced tensor")
+    rest = list(node.args[1:])
+    if any(isinstance(a, fx.Node) and not isinstance(val[a.name], Meta) for a in rest + list(node.kwargs.values())):
+        raise Refused("takes a second traced tensor (vijp maps one-input functions and x + f(x) only)")
+    fn = rows_fn(lambda h: evaluate(gm, node, ins[0], h), in_shape[1:])
+    if t in RESHAPES or t in FLATTENS:
+        if out_shape[0] != in_shape[0]:
+            raise Refused(f"reshapes {list(in_shape)} to {list(out_shape)}: the batch axis changes")
+        return Chain(x.layers + ((Layer("flatten", None, fn, name=qual),) if t in FLATTENS else ()))
+    if t in ("transpose", "permute", torch.transpose, torch.permute):
+        args = transpose_args(permutation(node, len(in_shape)), in_shape)
+        return Chain(x.layers + ((Layer("transpose", args, fn, name=qual),) if args else ()))
+    act = fn_activation(node, x, rest, node.kwargs)
+    if act:
+        return Chain(x.layers + (Layer(act[0], act[1], fn, name=qual),))
+    if t in (F.softmax, F.log_softmax, "softmax", "log_softmax"):
+        dim = rest[0] if rest else node.kwargs.get("dim")
+        if dim not in (-1, len(in_shape) - 1):
+            raise Refused(f"dim={dim}: vijp's is over the last axis")
+        if t in (F.log_softmax, "log_softmax"):
+            return Chain(x.layers + (Layer("logsoftmax", f"{in_shape[-1]}", fn, name=qual),))
+        if math.prod(in_shape[1:]) != in_shape[-1]:
+            raise Refused("softmax over the last axis of a sequence: vijp's softmax is over the whole sample")
+        return Chain(x.layers + (Layer("softmax", None, fn, name=qual),))
+    if t is F.layer_norm:
+        return Chain(x.layers + (functional_layer_norm(gm, node, in_shape, fn, qual),))
+    raise Refused("has no vijp layer type")
+
+
+def fetch(gm, a):
+    if isinstance(a, fx.Node):
+        if a.op != "get_attr":
+            raise Refused(f"argument '{a.name}' is computed (vijp takes parameters only)")
+        t = gm
+        for part in a.target.split("."):
+            t = getattr(t, part)
+        return t
+    return a
+
+
+def functional_layer_norm(gm, node, in_shape, fn, qual):
+    names = ("input", "normalized_shape", "weight", "bias", "eps")
+    given = dict(zip(names, node.args))
+    given.update(node.kwargs)
+    shape = given["normalized_shape"]
+    shape = [shape] if isinstance(shape, int) else list(shape)
+    w, b, eps = fetch(gm, given.get("weight")), fetch(gm, given.get("bias")), given.get("eps", 1e-5)
+    if (w is None) != (b is None):
+        raise Refused("F.layer_norm with a weight and no bias (or the reverse)")
+    n = math.prod(shape)
+    return Layer("layernorm", norm_args(n, eps, w is not None), fn, [(w, "C"), (b, "C")] if w is not None else [],
+                 name=qual)
+
+
+def evaluate(gm, node, input_node, h):
+    """The node's own call with `h` in place of its traced input (for tests)."""
+    def sub(a):
+        if a is input_node:
+            return h
+        if isinstance(a, fx.Node):
+            return fetch(gm, a) if a.op == "get_attr" else None
+        if isinstance(a, (list, tuple)):
+            return type(a)(sub(v) for v in a)
+        return a
+    args, kwargs = [sub(a) for a in node.args], {k: sub(v) for k, v in node.kwargs.items()}
+    if node.op == "call_method":
+        return getattr(args[0], node.target)(*args[1:], **kwargs)
+    return node.target(*args, **kwargs)
+
+
+def coupling(m, x, mapping, qual):
+    """An additive coupling block: F and G traced on the halves they see."""
+    if m.vijp_coupling != "additive":
+        raise Refused(f"vijp_coupling = {m.vijp_coupling!r} (the exporter knows \"additive\")")
+    subs = [getattr(m, "F", None), getattr(m, "G", None)]
+    if not all(isinstance(s, nn.Module) for s in subs):
+        raise Refused("an additive coupling block needs submodules F and G")
+    seen = {}
+    def keep_shape(key):
+        def hook(mod, inp):
+            seen.setdefault(key, inp[0].shape)  # returns None: the input is left as it is
+        return hook
+    hooks = [s.register_forward_pre_hook(keep_shape(key)) for key, s in zip("FG", subs)]
+    try:
+        with torch.no_grad():
+            y = m(x).reshape(x.shape[0], -1)
+    finally:
+        for hk in hooks:
+            hk.remove()
+    if set(seen) != {"F", "G"}:
+        raise Refused("F or G is not called by the block's forward")
+    rows = x.reshape(x.shape[0], -1)
+    h = rows.shape[1] // 2
+    with torch.no_grad():  # the convention, checked: y1 = x1 + F(x2), y2 = x2 + G(y1) on the flat halves
+        y1 = rows[:, :h] + subs[0](rows[:, h:].reshape(seen["F"])).reshape(x.shape[0], -1)
+        y2 = rows[:, h:] + subs[1](y1.reshape(seen["G"])).reshape(x.shape[0], -1)
+    if rows.shape[1] % 2 or y1.shape != rows[:, :h].shape or y2.shape != rows[:, h:].shape or \
+            not torch.allclose(torch.cat([y1, y2], 1), y, rtol=1e-9, atol=1e-9 * float(y.abs().max())):
+        raise Refused("the block is not y1 = x1 + F(x2), y2 = x2 + G(y1) on the flattened halves "
+                      "(F and G mapping h units to h units)")
+    block = Layer("additive", fn=rows_fn(m, tuple(x.shape[1:])), name=qual)
+    block.F, _ = convert(subs[0], rows[:, h:].reshape(seen["F"]), mapping, qual + ".F")
+    block.G, _ = convert(subs[1], y1.reshape(seen["G"]), mapping, qual + ".G")
+    block.F, block.G = list(block.F), list(block.G)
+    return block
+
+
+# ------------------------------------------------------------- the export --
+
+class Export:
+    """What export() writes, and the torch side the tests compare with."""
+
+    def __init__(self, net, tensors, layers, example):
+        self.net, self.tensors, self.layers, self.example = net, tensors, layers, example
+
+
+def plan(model, example, mapping=None):
+    """Trace, map and validate everything; writes nothing."""
+    mapping = check_mapping(mapping or {})
+    if not all(p.dtype == torch.float64 for p in list(model.parameters()) + list(model.buffers())
+               if p.is_floating_point()):
+        model = copy.deepcopy(model).double()
+    model.eval()
+    example = example.to(torch.float64)
+    if example.dim() < 2:
+        raise Refused(f"the example input has shape {list(example.shape)}: give a batch, N x ...")
+    layers, _ = convert(model, example, mapping)
+    tensors = {}
+    entries = [layer.entry(tensors) for layer in layers]
+    net = {"schema": "vijp-net/1", "width": int(math.prod(example.shape[1:])), "layers": entries}
+    if not entries:
+        raise Refused("the model maps to no layer (vijp nets have at least one)")
+    return Export(net, tensors, layers, example)
+
+
+def check_mapping(mapping):
+    if not isinstance(mapping, dict):
+        raise Refused("--map: the file holds an object {class qualified name: {type, args, theta}}")
+    for key, e in mapping.items():
+        if not isinstance(e, dict) or not isinstance(e.get("type"), str) or set(e) - {"type", "args", "theta"} or \
+                not isinstance(e.get("args", ""), str) or \
+                not (isinstance(e.get("theta", []), list) and all(isinstance(s, str) for s in e.get("theta", []))):
+            raise Refused(f"--map {key!r}: want {{\"type\": TYPE, \"args\": TEMPLATE, \"theta\": [NAMES]}}")
+    return mapping
+
+
+def export(model, out, example=None, width=None, mapping=None):
+    """Write OUT/model.json and OUT/weights.safetensors; returns the Export.
+    Everything is validated before anything is written."""
+    if example is None:
+        if width is None:
+            first = next((m for m in model.modules() if isinstance(m, nn.Linear)), None)
+            if first is None:
+                raise Refused("give --example-input (or --width): no Linear says the input width")
+            width = first.in_features
+        example = torch.randn(2, width, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    result = plan(model, example, mapping)
+    os.makedirs(out, exist_ok=True)
+    write_safetensors(os.path.join(out, "weights.safetensors"), result.tensors)
+    tmp = os.path.join(out, "model.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(result.net, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, os.path.join(out, "model.json"))
+    return result
 
 
 def write_safetensors(path, tensors):
@@ -177,68 +831,86 @@ def write_safetensors(path, tensors):
     os.replace(tmp, path)
 
 
-def export(model, out, width=None, grid=None):
-    if not isinstance(model, nn.Sequential):
-        raise Refused(f"the model is a {type(model).__name__}: export an nn.Sequential")
-    layers, tensors = [], {}
-    for i, m in enumerate(model):
-        block = coupling(m, grid)
-        if block:
-            args, theta = block
-            layers.append({"type": "additive", "args": args, "params": {"theta": {"file": "weights.safetensors",
-                                                                                  "tensor": f"{i}.theta"}}})
-            tensors[f"{i}.theta"] = theta
-            continue
-        kind, args, _ = item(m, grid)
-        entry = {"type": kind}
-        if args:
-            entry["args"] = args
-        if isinstance(m, (nn.Linear, nn.Conv1d, nn.Conv2d)):
-            w = m.weight.detach().to(torch.float64)
-            b = m.bias.detach().to(torch.float64) if m.bias is not None else torch.zeros(w.shape[0], dtype=torch.float64)
-            tensors[f"{i}.weight"], tensors[f"{i}.bias"] = w, b
-            entry["params"] = {"weight": {"file": "weights.safetensors", "tensor": f"{i}.weight"},
-                               "bias": {"file": "weights.safetensors", "tensor": f"{i}.bias"}}
-        layers.append(entry)
-    if width is None:
-        first = next((m for m in model if isinstance(m, nn.Linear)), None)
-        if first is None:
-            raise Refused("give --width: the model does not start from a Linear whose in_features would say it")
-        width = first.in_features
-    os.makedirs(out, exist_ok=True)
-    write_safetensors(os.path.join(out, "weights.safetensors"), tensors)
-    net = {"schema": "vijp-net/1", "width": int(width), "layers": layers}
-    tmp = os.path.join(out, "model.json.tmp")
-    with open(tmp, "w") as f:
-        json.dump(net, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, os.path.join(out, "model.json"))
-    return net
+def npy_write(path, a):
+    """A '<f8' C-order .npy, version 1.0 (no numpy needed)."""
+    a = a.detach().to(torch.float64).contiguous()
+    header = "{'descr': '<f8', 'fortran_order': False, 'shape': (%s), }" % (
+        ", ".join(str(s) for s in a.shape) + ("," if a.dim() == 1 else ""))
+    header += " " * (-(10 + len(header) + 1) % 64) + "\n"
+    vals = a.reshape(-1).tolist()
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+        f.write(struct.pack("<%dd" % len(vals), *vals))
+
+
+def npy_read(path):
+    """A little-endian '<f8' or '<f4' C-order .npy."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    if raw[:6] != b"\x93NUMPY":
+        raise Refused(f"{path}: not a .npy file")
+    major = raw[6]
+    hlen = struct.unpack("<H", raw[8:10])[0] if major == 1 else struct.unpack("<I", raw[8:12])[0]
+    start = 10 if major == 1 else 12
+    hdr = ast.literal_eval(raw[start:start + hlen].decode("latin1"))
+    codes = {"<f8": "d", "<f4": "f"}
+    if hdr.get("descr") not in codes or hdr.get("fortran_order"):
+        raise Refused(f"{path}: want '<f8' or '<f4' in C order, not {hdr.get('descr')!r}"
+                      f"{' in Fortran order' if hdr.get('fortran_order') else ''}")
+    shape, size = tuple(hdr["shape"]), struct.calcsize(codes[hdr["descr"]])
+    count = math.prod(shape)
+    body = raw[start + hlen:start + hlen + size * count]
+    if len(body) != size * count:
+        raise Refused(f"{path}: truncated")
+    vals = struct.unpack("<%d%s" % (count, codes[hdr["descr"]]), body)
+    return torch.tensor(vals, dtype=torch.float64).reshape(shape)
+
+
+def load_model(what):
+    if what.endswith(".pt"):
+        try:
+            return torch.load(what, weights_only=False)  # a whole module, not a state_dict
+        except TypeError:  # a torch without weights_only
+            return torch.load(what)
+    module, _, factory = what.partition(":")
+    if not factory:
+        raise Refused(f"{what}: give MODEL.pt or module:factory")
+    sys.path.insert(0, os.getcwd())
+    return getattr(importlib.import_module(module), factory)()
 
 
 def main(argv):
-    args, width, grid = [], None, None
+    args, width, example, mapping = [], None, None, None
     it = iter(argv[1:])
-    for a in it:
-        if a == "--width":
-            width = int(next(it))
-        elif a == "--grid":
-            grid = int(next(it))
-        elif a in ("-h", "--help"):
-            print(__doc__)
-            return 0
-        else:
-            args.append(a)
-    if len(args) != 2:
-        print(__doc__, file=sys.stderr)
-        return 2
     try:
-        net = export(load_model(args[0]), args[1], width, grid)
-    except Refused as e:
+        for a in it:
+            if a in ("--width", "--example-input", "--map"):
+                v = next(it, None)
+                if v is None:
+                    raise Refused(f"{a} needs a value")
+                if a == "--width":
+                    width = int(v)
+                elif a == "--example-input":
+                    example = npy_read(v)
+                else:
+                    with open(v) as f:
+                        mapping = json.load(f)
+            elif a in ("-h", "--help"):
+                print(__doc__)
+                return 0
+            elif a.startswith("-"):
+                raise Refused(f"unknown option {a}")
+            else:
+                args.append(a)
+        if len(args) != 2:
+            print(__doc__, file=sys.stderr)
+            return 2
+        result = export(load_model(args[0]), args[1], example, width, mapping)
+    except (Refused, OSError, ValueError) as e:
         print(f"export_torch: {e}", file=sys.stderr)
         return 2
-    print(f"export_torch: {len(net['layers'])} layers, width {net['width']} -> {args[1]}/model.json, "
-          f"{args[1]}/weights.safetensors")
+    print(f"export_torch: {len(result.net['layers'])} layers, width {result.net['width']} -> "
+          f"{args[1]}/model.json, {args[1]}/weights.safetensors")
     return 0
 
 
