@@ -152,6 +152,12 @@ def bn(c, cls=nn.BatchNorm1d, affine=True):
     return m
 
 
+def mixing(shape):
+    """A parametric first layer of a type vijp has had for long (dense on
+    N x F, a 1x1 conv1d on N x C x L), so that each case tests one new type."""
+    return nn.Linear(shape[0], shape[0]) if len(shape) == 1 else nn.Conv1d(shape[0], shape[0], 1)
+
+
 def cases():
     """(name, model, example input shape)."""
     act = [("relu", nn.ReLU()), ("leaky", nn.LeakyReLU(0.1)), ("tanh", nn.Tanh()), ("sigmoid", nn.Sigmoid()),
@@ -162,13 +168,12 @@ def cases():
     out = []
     for name, m in act:  # scaled so that hardtanh, relu6, hardswish, softplus's threshold see both sides
         shape = (3, 4) if name in ("prelu", "logsoftmax") else (12,)
-        out.append((name, nn.Sequential(nn.Linear(shape[-1], shape[-1]), m) if name != "softmax"
-                    else nn.Sequential(nn.Linear(12, 12), m), (2,) + shape))
+        out.append((name, nn.Sequential(mixing(shape), m), (2,) + shape))
     out += [
         ("dense", nn.Sequential(nn.Linear(6, 5), nn.Tanh(), nn.Linear(5, 4)), (2, 6)),
         ("linear-seq", nn.Sequential(nn.Linear(4, 5), nn.Tanh(), nn.Linear(5, 4)), (2, 3, 4)),
-        ("layernorm", nn.Sequential(nn.Linear(4, 4), nn.LayerNorm(4, eps=1e-3)), (2, 3, 4)),
-        ("layernorm-noaffine", nn.Sequential(nn.Linear(4, 4), nn.LayerNorm(4, elementwise_affine=False)), (2, 3, 4)),
+        ("layernorm", nn.Sequential(mixing((3, 4)), nn.LayerNorm(4, eps=1e-3)), (2, 3, 4)),
+        ("layernorm-noaffine", nn.Sequential(mixing((3, 4)), nn.LayerNorm(4, elementwise_affine=False)), (2, 3, 4)),
         ("batchnorm1d", nn.Sequential(nn.Linear(5, 5), bn(5)), (2, 5)),
         ("batchnorm2d", nn.Sequential(nn.Conv2d(2, 2, 3, padding=1), bn(2, nn.BatchNorm2d)), (2, 2, 3, 3)),
         ("groupnorm", nn.Sequential(nn.Conv1d(4, 4, 3, padding=1), nn.GroupNorm(2, 4, eps=1e-3)), (2, 4, 3)),
@@ -187,7 +192,7 @@ def cases():
         ("maxpool1d", nn.Sequential(nn.Conv1d(2, 2, 3, padding=1), nn.MaxPool1d(2)), (2, 2, 6)),
         ("maxpool2d", nn.Sequential(nn.Conv2d(2, 2, 3, padding=1), nn.MaxPool2d(2, 1)), (2, 2, 3, 3)),
         ("attention", nn.Sequential(nn.Linear(4, 4), SelfAttention(4, 2)), (2, 3, 4)),
-        ("transpose", nn.Sequential(nn.Linear(4, 4), Functional()), (2, 3, 4)),
+        ("transpose", nn.Sequential(mixing((3, 4)), Functional()), (2, 3, 4)),
         ("residual", nn.Sequential(nn.Linear(5, 5), Residual(nn.Sequential(nn.Linear(5, 5), nn.Tanh()))), (2, 5)),
         ("projection", nn.Sequential(Residual(nn.Sequential(nn.Linear(4, 6), nn.Tanh()), nn.Linear(4, 6)),
                                      nn.Linear(6, 3)), (2, 4)),
