@@ -50,8 +50,9 @@ import export_torch as ex  # noqa: E402
 U = 2.0 ** -53
 STAGES = {"attention": 5, "layernorm": 3, "groupnorm": 3, "batchnorm": 2, "logsoftmax": 2, "softmax": 2}
 torch.set_default_dtype(torch.float64)
+import json  # noqa: E402
+
 try:
-    import json
     import jsonschema
     with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs",
                            "net.schema.json")) as f:
@@ -400,6 +401,18 @@ def check_refusals(tmp):
                       os.path.join(tmp, "bad-X.npy")])
     if rc != 2 or os.path.exists(out) or "node 'mul'" not in err.getvalue():
         return f"the command line said {err.getvalue()!r} with exit {rc} (want 2, naming node 'mul'), or wrote {out}"
+    # and a good one, with --map in a file
+    torch.save(nn.Sequential(nn.Linear(4, 4), ScaledTanh()), os.path.join(tmp, "good.pt"))
+    with open(os.path.join(tmp, "map.json"), "w") as f:
+        json.dump({ex.qualname(ScaledTanh): {"type": "scaledtanh", "theta": ["a"]}}, f)
+    out = os.path.join(tmp, "good-out")
+    with contextlib.redirect_stdout(io.StringIO()):
+        rc = ex.main(["export_torch.py", os.path.join(tmp, "good.pt"), out, "--example-input",
+                      os.path.join(tmp, "bad-X.npy"), "--map", os.path.join(tmp, "map.json")])
+    with open(os.path.join(out, "model.json")) as f:
+        types = [layer["type"] for layer in json.load(f)["layers"]]
+    if rc != 0 or types != ["dense", "scaledtanh"]:
+        return f"the command line with --map gave exit {rc} and layers {types}"
     return None
 
 
@@ -438,7 +451,7 @@ def main():
         print("check-torch-roundtrip: note: jsonschema not importable, model.json not validated against "
               "docs/net.schema.json")
     print(f"check-torch-roundtrip: {ok} models agree with torch.float64 (worst {worst:.3g} of the bound), "
-          f"{len(skipped)} skipped, {len(refusals()) + 1} refusals named, {time.time() - start:.1f} s")
+          f"{len(skipped)} skipped, {len(refusals()) + 1} refusals named, the command line, {time.time() - start:.1f} s")
     return 1 if failed or problem else 0
 
 
