@@ -135,6 +135,15 @@ class Functional(nn.Module):
         return torch.flatten(F.relu(y.transpose(1, 2)).reshape(x.shape[0], 4, 3), 1)
 
 
+class FunctionalLinear(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.w, self.b = nn.Parameter(torch.randn(n, n) / n), nn.Parameter(torch.randn(n))
+
+    def forward(self, x):
+        return F.relu(F.linear(x, self.w, self.b))
+
+
 class ScaledTanh(nn.Module):
     """Mapped by --map to examples/layer-template/scaledtanh.c: tanh(a·x)."""
 
@@ -193,6 +202,7 @@ def cases():
         ("maxpool1d", nn.Sequential(nn.Conv1d(2, 2, 3, padding=1), nn.MaxPool1d(2)), (2, 2, 6)),
         ("maxpool2d", nn.Sequential(nn.Conv2d(2, 2, 3, padding=1), nn.MaxPool2d(2, 1)), (2, 2, 3, 3)),
         ("attention", nn.Sequential(nn.Linear(4, 4), SelfAttention(4, 2)), (2, 3, 4)),
+        ("functional-linear", nn.Sequential(FunctionalLinear(5), nn.Tanh()), (2, 5)),
         ("transpose", nn.Sequential(mixing((3, 4)), Functional()), (2, 3, 4)),
         ("residual", nn.Sequential(nn.Linear(5, 5), Residual(nn.Sequential(nn.Linear(5, 5), nn.Tanh()))), (2, 5)),
         ("projection", nn.Sequential(Residual(nn.Sequential(nn.Linear(4, 6), nn.Tanh()), nn.Linear(4, 6)),
@@ -203,6 +213,8 @@ def cases():
         ("encoder", nn.TransformerEncoderLayer(4, 2, 6, batch_first=True), (2, 3, 4)),
         ("encoder-normfirst", nn.TransformerEncoderLayer(4, 2, 6, activation="gelu", batch_first=True,
                                                          norm_first=True), (2, 3, 4)),
+        ("encoder-stack", nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 2, 6, batch_first=True), 2,
+                                                nn.LayerNorm(4)), (2, 3, 4)),
         ("revvit", Additive(nn.Sequential(nn.LayerNorm(4), SelfAttention(4, 2)),
                             nn.Sequential(nn.LayerNorm(4), nn.Linear(4, 6), nn.GELU(), nn.Linear(6, 4)), (3, 4)),
          (2, 2, 3, 4)),

@@ -47,12 +47,14 @@ and its op, and nothing is written):
                           maxpool2d:CxKxH[sS]
   MultiheadAttention      attention:DxH (self-attention, batch_first, no mask;
                           the output's item 0)
+  TransformerEncoder      its layers expanded as below, then its norm
   TransformerEncoderLayer (batch_first, eval) expanded into residual blocks:
                           post-norm x = LN1(x + SA(x)); x = LN2(x + FF(x)),
                           norm_first x = x + SA(LN1(x)); x = x + FF(LN2(x)),
                           FF = linear, activation, dropout, linear
   functional: F.relu, F.gelu, torch.tanh, torch.sigmoid, F.silu, F.elu,
-              F.leaky_relu, F.softplus, F.layer_norm, F.log_softmax, ...
+              F.leaky_relu, F.softplus, F.layer_norm, F.log_softmax, F.linear
+              (its weight and bias module parameters), ...
   x + f(x), f(x) + P(x)   {"type": "residual", "layers": f, "skip": P}
   additive coupling       a module with vijp_coupling = "additive" and
                           submodules F and G: y1 = x1 + F(x2), y2 = x2 +
@@ -94,8 +96,8 @@ import torch.nn.functional as F
 from torch.fx.passes.shape_prop import ShapeProp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_layers import (Layer, Refused, fn_activation, mha_layer, module_layers, norm_args,  # noqa: E402
-                          num, permutation, qualname, residual, rows_fn, transpose_args)
+from torch_layers import (Layer, Refused, fn_activation, linear_layer, mha_layer, module_layers,  # noqa: E402
+                          norm_args, num, permutation, qualname, residual, rows_fn, transpose_args)
 
 __all__ = ["Refused", "qualname", "plan", "export", "npy_read", "npy_write", "main"]
 
@@ -315,6 +317,10 @@ def convert_node(gm, node, val, values, mapping, prefix):
         return Chain(x.layers + (Layer("softmax", None, fn, name=qual),))
     if t is F.layer_norm:
         return Chain(x.layers + (functional_layer_norm(gm, node, in_shape, fn, qual),))
+    if t is F.linear:
+        given = dict(zip(("input", "weight", "bias"), node.args), **node.kwargs)
+        w, b = fetch(gm, given["weight"]), fetch(gm, given.get("bias"))
+        return Chain(x.layers + (linear_layer(w, b, in_shape[1:], qual, fn),))
     raise Refused("has no vijp layer type")
 
 

@@ -113,12 +113,17 @@ SIMPLE = {nn.ReLU: "relu", nn.Tanh: "tanh", nn.Sigmoid: "sigmoid", nn.SiLU: "sil
           nn.Identity: "identity"}
 
 
-def linear_layer(m, shape, name):
-    b = m.bias if m.bias is not None else zeros_like_bias(m.out_features, m.weight)
-    fn = rows_fn(m, shape)
+def linear_layer(weight, bias, shape, name, fn):
+    """nn.Linear or F.linear: dense on N x F, linear on N x L x F."""
+    out, inp = weight.shape
+    b = bias if bias is not None else zeros_like_bias(out, weight)
     if len(shape) == 1:
-        return Layer("dense", f"{m.out_features}x{m.in_features}", fn, [(m.weight, "T"), (b, "C")], "weight_bias", name)
-    return Layer("linear", f"{m.out_features}x{m.in_features}", fn, [(m.weight, "C"), (b, "C")], name=name)
+        return Layer("dense", f"{out}x{inp}", fn, [(weight, "T"), (b, "C")], "weight_bias", name)
+    return Layer("linear", f"{out}x{inp}", fn, [(weight, "C"), (b, "C")], name=name)
+
+
+def module_linear(m, shape, name):
+    return linear_layer(m.weight, m.bias, shape, name, rows_fn(m, shape))
 
 
 def conv_layer(m, shape, name):
@@ -203,10 +208,10 @@ def encoder_layers(m, shape, name):
         raise Refused("TransformerEncoderLayer needs batch_first=True")
     ff = m.linear1.out_features
     sa = mha_layer(m.self_attn, shape, name + ".self_attn")
-    lin1 = linear_layer(m.linear1, shape, name + ".linear1")
+    lin1 = module_linear(m.linear1, shape, name + ".linear1")
     act = activation_layer(m.activation, (shape[0], ff), name + ".activation")
     drop = Layer("dropout", num(m.dropout.p), lambda h: h, name=name + ".dropout")
-    lin2 = linear_layer(m.linear2, (shape[0], ff), name + ".linear2")
+    lin2 = module_linear(m.linear2, (shape[0], ff), name + ".linear2")
     ln1, ln2 = (module_layers(ln, shape, shape, f"{name}.{nm}", {})[0]
                 for nm, ln in (("norm1", m.norm1), ("norm2", m.norm2)))
     if m.norm_first:
@@ -263,7 +268,7 @@ def module_layers(m, shape, out_shape, name, mapping):
     if cls in SIMPLE:
         return [Layer(SIMPLE[cls], None, fn, name=name)]
     if cls is nn.Linear:
-        return [linear_layer(m, shape, name)]
+        return [module_linear(m, shape, name)]
     if cls is nn.LeakyReLU:
         return [Layer("leaky", num(m.negative_slope), fn, name=name)]
     if cls is nn.GELU:
@@ -317,6 +322,9 @@ def module_layers(m, shape, out_shape, name, mapping):
         return [pool_layer(m, shape, name)]
     if cls is nn.TransformerEncoderLayer:
         return encoder_layers(m, shape, name)
+    if cls is nn.TransformerEncoder:  # its layers, then its final norm
+        layers = [sub for i, layer in enumerate(m.layers) for sub in encoder_layers(layer, shape, f"{name}.layers.{i}")]
+        return layers + (module_layers(m.norm, shape, shape, name + ".norm", mapping) if m.norm is not None else [])
     raise Refused(f"{cls.__name__} has no vijp layer type here (--map FILE.json maps your own types)")
 
 
