@@ -44,7 +44,7 @@ class Layer:
     """One vijp layer: its JSON entry and, for tests, its torch side: `fn`
     maps rows (B x units) to rows, `theta` lists the torch tensors whose
     values (and .grad) give vijp's θ in order, each with "C" (flattened in C
-    order) or "T" (dense's column-major W)."""
+    order), "T" (dense's column-major W) or "Z" (a zero bias made here)."""
 
     def __init__(self, kind, args=None, fn=None, theta=(), style="theta", name=""):
         self.kind, self.args, self.fn, self.theta, self.style, self.name = kind, args, fn, list(theta), style, name
@@ -102,8 +102,12 @@ def chain_fn(layers):
     return run
 
 
-def zeros_like_bias(n, like):
-    return torch.zeros(n, dtype=torch.float64, device=like.device)
+def bias_part(bias, n, like):
+    """A θ part for a bias: the module's, or zeros for a module without one
+    ("Z": made here, so torch has no gradient of it)."""
+    if bias is not None:
+        return bias, "C"
+    return torch.zeros(n, dtype=torch.float64, device=like.device), "Z"
 
 
 # ---------------------------------------------------------------- modules --
@@ -116,10 +120,10 @@ SIMPLE = {nn.ReLU: "relu", nn.Tanh: "tanh", nn.Sigmoid: "sigmoid", nn.SiLU: "sil
 def linear_layer(weight, bias, shape, name, fn):
     """nn.Linear or F.linear: dense on N x F, linear on N x L x F."""
     out, inp = weight.shape
-    b = bias if bias is not None else zeros_like_bias(out, weight)
+    b = bias_part(bias, out, weight)
     if len(shape) == 1:
-        return Layer("dense", f"{out}x{inp}", fn, [(weight, "T"), (b, "C")], "weight_bias", name)
-    return Layer("linear", f"{out}x{inp}", fn, [(weight, "C"), (b, "C")], name=name)
+        return Layer("dense", f"{out}x{inp}", fn, [(weight, "T"), b], "weight_bias", name)
+    return Layer("linear", f"{out}x{inp}", fn, [(weight, "C"), b], name=name)
 
 
 def module_linear(m, shape, name):
@@ -146,8 +150,8 @@ def conv_layer(m, shape, name):
     arg = f"{m.in_channels}x{k}" + (f"x{shape[1]}" if two_d else "") + (f"s{s}" if s > 1 else "")
     arg += (f":out={m.out_channels}" if m.out_channels != m.in_channels else "")
     arg += (f":pad={p}" if p != k // 2 else "") + modes[m.padding_mode]
-    b = m.bias if m.bias is not None else zeros_like_bias(m.out_channels, m.weight)
-    return Layer("conv2d" if two_d else "conv1d", arg, rows_fn(m, shape), [(m.weight, "C"), (b, "C")],
+    b = bias_part(m.bias, m.out_channels, m.weight)
+    return Layer("conv2d" if two_d else "conv1d", arg, rows_fn(m, shape), [(m.weight, "C"), b],
                  "weight_bias", name)
 
 
@@ -184,11 +188,11 @@ def mha_layer(m, shape, name):
     if len(shape) != 2 or shape[1] != m.embed_dim:
         raise Refused(f"MultiheadAttention wants L x {m.embed_dim} per sample, gets {list(shape)}")
     d = m.embed_dim
-    ib = m.in_proj_bias if m.in_proj_bias is not None else zeros_like_bias(3 * d, m.in_proj_weight)
-    ob = m.out_proj.bias if m.out_proj.bias is not None else zeros_like_bias(d, m.in_proj_weight)
+    ib = bias_part(m.in_proj_bias, 3 * d, m.in_proj_weight)
+    ob = bias_part(m.out_proj.bias, d, m.in_proj_weight)
     fn = rows_fn(lambda t: m(t, t, t, need_weights=False)[0], shape)
     return Layer("attention", f"{d}x{m.num_heads}", fn,
-                 [(m.in_proj_weight, "C"), (ib, "C"), (m.out_proj.weight, "C"), (ob, "C")], name=name)
+                 [(m.in_proj_weight, "C"), ib, (m.out_proj.weight, "C"), ob], name=name)
 
 
 def activation_layer(act, shape, name):
