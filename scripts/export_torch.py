@@ -207,8 +207,9 @@ def trace(model, example, mapping):
     rec.values = {}
     try:
         with torch.no_grad():
+            model(example)  # first on its own: ShapeProp would print a traceback of a failure
             rec.propagate(example)
-    except RuntimeError as e:
+    except (RuntimeError, ValueError, TypeError, IndexError) as e:
         raise Refused(f"the model does not run on the example input {list(example.shape)}: {e}".split("\n")[0])
     return gm, rec.values
 
@@ -271,7 +272,7 @@ def convert_node(gm, node, val, values, mapping, prefix):
             raise Refused(f"called with {sorted(node.kwargs)} (vijp maps the plain call)")
         if getattr(m, "vijp_coupling", None) is not None and qualname(type(m)) not in mapping:
             return Chain(x.layers + (coupling(m, values[ins[0].name], mapping, qual),))
-        return Chain(x.layers + tuple(module_layers(m, in_shape[1:], out_shape[1:], qual, mapping)))
+        return Chain(x.layers + tuple(module_layers(m, in_shape[1:], qual, mapping)))
     if t is operator.getitem:
         src = val[ins[0].name]
         if isinstance(src, Pending):
@@ -303,7 +304,7 @@ def convert_node(gm, node, val, values, mapping, prefix):
     if t in ("transpose", "permute", torch.transpose, torch.permute):
         args = transpose_args(permutation(node, len(in_shape)), in_shape)
         return Chain(x.layers + ((Layer("transpose", args, fn, name=qual),) if args else ()))
-    act = fn_activation(node, x, rest, node.kwargs)
+    act = fn_activation(node, rest, node.kwargs)
     if act:
         return Chain(x.layers + (Layer(act[0], act[1], fn, name=qual),))
     if t in (F.softmax, F.log_softmax, "softmax", "log_softmax"):

@@ -202,7 +202,7 @@ def activation_layer(act, shape, name):
     if act is F.gelu:
         return Layer("gelu", None, rows_fn(F.gelu, shape), name=name)
     if isinstance(act, nn.Module):
-        return module_layers(act, shape, shape, name, {})[0]
+        return module_layers(act, shape, name, {})[0]
     raise Refused(f"activation {act!r} has no vijp type")
 
 
@@ -216,7 +216,7 @@ def encoder_layers(m, shape, name):
     act = activation_layer(m.activation, (shape[0], ff), name + ".activation")
     drop = Layer("dropout", num(m.dropout.p), lambda h: h, name=name + ".dropout")
     lin2 = module_linear(m.linear2, (shape[0], ff), name + ".linear2")
-    ln1, ln2 = (module_layers(ln, shape, shape, f"{name}.{nm}", {})[0]
+    ln1, ln2 = (module_layers(ln, shape, f"{name}.{nm}", {})[0]
                 for nm, ln in (("norm1", m.norm1), ("norm2", m.norm2)))
     if m.norm_first:
         return [residual([ln1, sa]), residual([ln2, lin1, act, drop, lin2])]
@@ -263,7 +263,7 @@ def mapped_layer(m, entry, shape, name):
     return Layer(entry["type"], args, rows_fn(m, shape), theta, name=name)
 
 
-def module_layers(m, shape, out_shape, name, mapping):
+def module_layers(m, shape, name, mapping):
     """The vijp layers of one leaf module applied to per-sample shape `shape`."""
     fn = rows_fn(m, shape)
     cls = type(m)
@@ -328,13 +328,13 @@ def module_layers(m, shape, out_shape, name, mapping):
         return encoder_layers(m, shape, name)
     if cls is nn.TransformerEncoder:  # its layers, then its final norm
         layers = [sub for i, layer in enumerate(m.layers) for sub in encoder_layers(layer, shape, f"{name}.layers.{i}")]
-        return layers + (module_layers(m.norm, shape, shape, name + ".norm", mapping) if m.norm is not None else [])
+        return layers + (module_layers(m.norm, shape, name + ".norm", mapping) if m.norm is not None else [])
     raise Refused(f"{cls.__name__} has no vijp layer type here (--map FILE.json maps your own types)")
 
 
 # --------------------------------------------------------------- functions --
 
-def fn_activation(node, x, rest, kwargs):
+def fn_activation(node, rest, kwargs):
     """(type, args) of a functional activation call, or None."""
     t = node.target
     arg = (lambda i, key, default: rest[i - 1] if len(rest) >= i else kwargs.get(key, default))
