@@ -89,11 +89,16 @@ import os
 import struct
 import sys
 
-import torch
-import torch.fx as fx
-import torch.nn as nn
-import torch.nn.functional as F
-from torch.fx.passes.shape_prop import ShapeProp
+try:
+    import torch
+    import torch.fx as fx
+    import torch.nn as nn
+    import torch.nn.functional as F
+    from torch.fx.passes.shape_prop import ShapeProp
+except ImportError as e:
+    print(f"export_torch: this python3 cannot import torch with torch.fx ({e}); "
+          "scripts/install-deps.sh installs python3-torch", file=sys.stderr)
+    sys.exit(2)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_layers import (Layer, Refused, fn_activation, linear_layer, mha_layer, module_layers,  # noqa: E402
