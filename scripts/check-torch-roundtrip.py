@@ -26,7 +26,8 @@ max|value| of the exact value, S the number of stages, and the two within
 twice that.  u = 2^-53.  A layout, order or sign slip gives errors of the
 size of the values themselves.  A case whose layer type this vijp does not
 register is reported as skipped, naming the type; the run fails on any
-disagreement.  Skipped, with the reason, where torch does not import."""
+disagreement.  Skipped, with the reason, where torch does not import.
+-v prints each case's worst ratio to its bound."""
 import contextlib
 import io
 import os
@@ -456,6 +457,8 @@ def main():
                 verdict, detail = "fail", f"refused: {e}"
             if verdict == "ok":
                 ok, worst = ok + 1, max(worst, detail)
+                if "-v" in sys.argv[1:]:
+                    print(f"check-torch-roundtrip: {name}: worst {detail:.3g} of the bound")
             elif verdict == "skip":
                 skipped.append((name, detail))
             else:
