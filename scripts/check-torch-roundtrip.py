@@ -23,7 +23,8 @@ the net's layers, nested ones included (a nested layer's error passes its
 block's later layers, then the blocks after it), measured by torch at these
 points, the largest over the samples.  So each side is within S·(n + 8)·u·K·
 max|value| of the exact value, S the number of stages, and the two within
-twice that.  u = 2^-53.  A layout, order or sign slip gives errors of the
+twice that; a ∇θ also sums over the B samples of the batch, so its dot
+products have up to B·n terms and its bound uses B·n for n.  u = 2^-53.  A layout, order or sign slip gives errors of the
 size of the values themselves.  A case whose layer type this vijp does not
 register is reported as skipped, naming the type; the run fails on any
 disagreement.  Skipped, with the reason, where torch does not import.
@@ -184,6 +185,7 @@ def cases():
         ("dense", nn.Sequential(nn.Linear(6, 5), nn.Tanh(), nn.Linear(5, 4)), (2, 6)),
         ("linear-seq", nn.Sequential(nn.Linear(4, 5), nn.Tanh(), nn.Linear(5, 4)), (2, 3, 4)),
         ("layernorm", nn.Sequential(mixing((3, 4)), nn.LayerNorm(4, eps=1e-3)), (2, 3, 4)),
+        ("layernorm-two-axes", nn.Sequential(mixing((3, 4)), nn.LayerNorm([3, 4])), (2, 3, 4)),
         ("layernorm-noaffine", nn.Sequential(mixing((3, 4)), nn.LayerNorm(4, elementwise_affine=False)), (2, 3, 4)),
         ("batchnorm1d", nn.Sequential(nn.Linear(5, 5), bn(5)), (2, 5)),
         ("batchnorm2d", nn.Sequential(nn.Conv2d(2, 2, 3, padding=1), bn(2, nn.BatchNorm2d)), (2, 2, 3, 3)),
@@ -310,6 +312,7 @@ def run_case(name, model, shape, vijp, tmp, plugin=None, mapping=None):
     K, stages, y_chain = gain_and_stages(res.layers, rows)
     n = max(widths(res.layers, rows[:1]))  # no dot product is longer than its layer's input
     bound = 2 * stages * (n + 8) * U * K
+    bound_theta = 2 * stages * (x.shape[0] * n + 8) * U * K  # ∇θ sums over the batch too
     D = len(res.layers)
     gdir = os.path.join(out, "grads")
     checks = [("forward (the exporter's own layers)", y, y_chain),
@@ -333,7 +336,8 @@ def run_case(name, model, shape, vijp, tmp, plugin=None, mapping=None):
         known = ~torch.isnan(want.reshape(-1))
         want, got = want.reshape(-1)[known], got.reshape(-1)[known]
         scale = want.abs().max().item() + (t.abs().max().item() if what == "forward" else 0.0)
-        tol = bound * scale + (2 * U * scale if what == "forward" else 0.0)  # h = g + t: one more rounding
+        tol = (bound_theta if what.startswith("grad_theta") else bound) * scale + \
+            (2 * U * scale if what == "forward" else 0.0)  # h = g + t: one more rounding
         err = (want - got).abs().max().item()
         worst = max(worst, err / tol if tol else (0.0 if err == 0 else float("inf")))
         if not err <= tol:
