@@ -10,24 +10,25 @@ float64 on the same inputs, targets and loss ½‖h − t‖² (summed over the
 batch).  Then every unsupported construct is refused, naming the node, with
 nothing written.
 
-The bound, per tensor, derived as for this script's first model (an
-11-layer chain, kept below as "roundtrip"): both sides compute the same real
-function in double.  Each rounding stage (a dot product
-of <= n terms, n the widest per-sample width of the net, an activation within
-8 ulps; attention counts 5 stages: projections, scores, softmax, weighted sum,
-output projection; the norms 3: mean, variance, scaling; a residual block's
-add 1) commits a relative error of at most (n + 8)·u in its output or
-cotangent (Higham, ASNA §3.1: γ_n), and to first order an error made at one
-stage reaches any later quantity amplified by at most K = Π max(1, ‖J‖₂) over
-the net's layers, nested ones included (a nested layer's error passes its
-block's later layers, then the blocks after it), measured by torch at these
-points, the largest over the samples.  So each side is within S·(n + 8)·u·K·
-max|value| of the exact value, S the number of stages, and the two within
-twice that; a ∇θ also sums over the B samples of the batch, so its dot
-products have up to B·n terms and its bound uses B·n for n.  u = 2^-53.  A layout, order or sign slip gives errors of the
-size of the values themselves.  A case whose layer type this vijp does not
-register is reported as skipped, naming the type; the run fails on any
-disagreement.  Skipped, with the reason, where torch does not import.
+The bound, per tensor, derived as for this script's first model (an 11-layer
+chain, kept below as "roundtrip"): both sides compute the same real function
+in double.  Each rounding stage (a dot product of <= n terms, n the widest
+per-sample width of the net, an activation within 8 ulps; attention counts 5
+stages: projections, scores, softmax, weighted sum, output projection; the
+norms 3: mean, variance, scaling; a residual block's add 1) commits a
+relative error of at most (n + 8)·u in its output or cotangent (Higham, ASNA
+§3.1: γ_n), and to first order an error made at one stage reaches any later
+quantity amplified by at most K = Π max(1, ‖J‖₂) over the net's layers,
+nested ones included (a nested layer's error passes its block's later layers,
+then the blocks after it), measured by torch at these points, the largest
+over the samples.  So each side is within S·(n + 8)·u·K·max|value| of the
+exact value, S the number of stages, and the two within twice that; a ∇θ also
+sums over the B samples of the batch, so its dot products have up to B·n
+terms and its bound uses B·n for n.  u = 2^-53.  A layout, order or sign slip
+gives errors of the size of the values themselves.  A case whose layer type
+this vijp does not register is reported as skipped, naming the type; the run
+fails on any disagreement.  Skipped, with the reason, where torch does not
+import.
 -v prints each case's worst ratio to its bound."""
 import contextlib
 import io
@@ -480,7 +481,8 @@ def main():
         print("check-torch-roundtrip: note: jsonschema not importable, model.json not validated against "
               "docs/net.schema.json")
     print(f"check-torch-roundtrip: {ok} models agree with torch.float64 (worst {worst:.3g} of the bound), "
-          f"{len(skipped)} skipped, {len(refusals()) + 1} refusals named, the command line, {time.time() - start:.1f} s")
+          f"{len(skipped)} skipped, {len(refusals()) + 1} refusals named, the command line, "
+          f"{time.time() - start:.1f} s")
     return 1 if failed or problem else 0
 
 
