@@ -28,6 +28,10 @@ VO_LAYER_OPS(softplus)
 VO_LAYER_OPS(silu)
 VO_LAYER_OPS(gelu)
 VO_LAYER_OPS(mish)
+VO_LAYER_OPS(elu)
+VO_LAYER_OPS(selu)
+VO_LAYER_OPS(gelu_tanh)
+VO_LAYER_OPS(softplus_beta)
 VO_LAYER_OPS(layernorm)
 VO_LAYER_OPS(softmax)
 VO_LAYER_OPS(additive)
@@ -91,6 +95,11 @@ int vo_softplus_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mp
 /* f(x) and f′(x) of an activation, each operation rounded in format fm (the
  * oracles of the dual-number evaluations in src/layers/). */
 void vo_activation_pair(const char *name, mpfr_t fx, mpfr_t dfx, mpfr_t x, const vijp_format *fm);
+/* The same for the activations with arguments (oracles/activations_elu.c:
+ * elu, selu, gelu_tanh, softplus_beta), at L's. */
+void vo_activation2_pair(const vijp_layer *L, mpfr_t fx, mpfr_t dfx, mpfr_t x, const vijp_format *fm);
+int vo_elu_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
+int vo_selu_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
 
 int vo_leaky_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
 int vo_tanh_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
@@ -149,6 +158,10 @@ void vo_softplus_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d
 void vo_silu_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
 void vo_gelu_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
 void vo_mish_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
+void vo_elu_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
+void vo_selu_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
+void vo_gelu_tanh_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
+void vo_softplus_beta_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
 /* The double nearest an interval's centre, and its distance to either end,
  * rounded up: v ⊆ [mid − rad, mid + rad]. */
 void vo_interval_mid_rad(mpfi_srcptr v, double *mid, double *rad);

@@ -76,14 +76,21 @@ static const struct {
     {"dense:6", 6},       {"leaky:0.3", 8}, {"relu", 8},      {"tanh", 8},          {"sigmoid", 8},
     {"softplus", 8},      {"silu", 8},      {"gelu", 8},      {"mish", 8},          {"layernorm", 8},
     {"softmax", 8},       {"additive", 8},  {"affine", 8},    {"inv1x1:2", 8},      {"conv1d:2x3", 8},
-    {"conv2d:1x3x4", 16}, {"avgpool:2", 8}, {"squeeze:1x4", 8}, {"linear:6x4", 12}, {"attention:4x2", 12}, {"residual", 6},
+    {"conv2d:1x3x4", 16}, {"avgpool:2", 8}, {"squeeze:1x4", 8}, {"linear:6x4", 12}, {"attention:4x2", 12},
+    {"residual", 6}, {"elu", 8}, {"selu", 8},
 };
 
-START_TEST(every_builtin_type_passes)
+/* Built-in layers whose descriptor the registry does not list, reached
+ * through another type's arguments (gelu's, softplus's parse). */
+static const struct {
+    const char *spec;
+    size_t width;
+} variants[] = {{"gelu:tanh", 8}, {"softplus:1/20", 8}};
+
+static void passes_every_check(const char *spec, size_t width)
 {
-    const char *spec = builtins[_i].spec;
     char args[256];
-    snprintf(args, sizeof args, "%s --width %zu --seed %llu", spec, builtins[_i].width, (unsigned long long)test_seed());
+    snprintf(args, sizeof args, "%s --width %zu --seed %llu", spec, width, (unsigned long long)test_seed());
     json_t *o = run_json(args, CLI_OK);
     ck_assert_str_eq(json_string_value(json_object_get(o, "verdict")), "passed");
     ck_assert_int_eq(json_integer_value(json_object_get(o, "failed")), 0);
@@ -98,6 +105,11 @@ START_TEST(every_builtin_type_passes)
     ck_assert(!json_is_true(json_object_get(check_of(o, "vjp-param-vs-differences"), "weaker")));
     json_decref(o);
 }
+
+START_TEST(every_builtin_type_passes) { passes_every_check(builtins[_i].spec, builtins[_i].width); }
+END_TEST
+
+START_TEST(every_variant_passes) { passes_every_check(variants[_i].spec, variants[_i].width); }
 END_TEST
 
 /* High precision through the command: every built-in type passes at
@@ -567,6 +579,7 @@ Suite *suite_check_layer(void)
     TCase *tc = tcase_create("checklayer");
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, every_builtin_type_passes, 0, (int)(sizeof builtins / sizeof *builtins));
+    tcase_add_loop_test(tc, every_variant_passes, 0, (int)(sizeof variants / sizeof *variants));
     tcase_add_test(tc, builtin_list_is_complete);
     hiprec_cases();
     tcase_add_loop_test(tc, every_builtin_type_passes_at_high_precision, 0, (int)n_hiprec_cases);

@@ -46,6 +46,15 @@ typedef struct {
     int causal; /* 1: token l attends to tokens <= l */
 } vijp_attention_args;
 VIJP_API const vijp_attention_args *vijp_attention_get(const vijp_layer *L);
+/* elu[:ALPHA] (α = 1 when not given) */
+VIJP_API double vijp_elu_alpha(const vijp_layer *L);
+
+/* softplus[:BETA[/THRESHOLD]]: y = log(1 + e^{βx})/β, and y = x where βx
+ * (rounded) > threshold.  Plain softplus: β = 1, threshold +∞. */
+typedef struct {
+    double beta, threshold;
+} vijp_softplus_args;
+VIJP_API vijp_softplus_args vijp_softplus_get(const vijp_layer *L);
 
 /* Coupling blocks (additive, affine): the residual function, a chain of at
  * most VIJP_SUB_MAX layers of any type that keep the half width (a coupling

@@ -10,6 +10,7 @@
  * type's state (states.h). */
 #include "vijp/catalogue.h"
 #include "states.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,17 @@ const vijp_squeeze_args *vijp_squeeze_get(const vijp_layer *L) { return state_of
 size_t vijp_inv1x1_channels(const vijp_layer *L)
 {
     return *(const size_t *)state_of(L, "inv1x1", NULL, "vijp_inv1x1_channels");
+}
+
+double vijp_elu_alpha(const vijp_layer *L) { return *(const double *)state_of(L, "elu", NULL, "vijp_elu_alpha"); }
+
+/* Plain softplus has no state (its type is the registry's); with arguments
+ * the instance's type is softplus_beta, reached only through softplus's
+ * parse (src/layers/softplus_beta.c), and holds them. */
+vijp_softplus_args vijp_softplus_get(const vijp_layer *L)
+{
+    if (L && L->type && !strcmp(L->type->name, "softplus") && !L->state) return (vijp_softplus_args){1.0, INFINITY};
+    return *(const vijp_softplus_args *)state_of(L, "softplus_beta", NULL, "vijp_softplus_get");
 }
 
 static const vijp_chain_state *coupling_state(const vijp_layer *L, const char *accessor)

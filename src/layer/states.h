@@ -2,6 +2,8 @@
  * accessors read (catalogue.c) and the types' parse in src/layers/ writes,
  * in vijp_layer.state:
  *   leaky            one double, the slope
+ *   elu              one double, α
+ *   softplus         vijp_softplus_args (catalogue.h) with arguments, none without
  *   avgpool          one size_t, the window
  *   inv1x1           one size_t, the channel count
  *   linear           vijp_linear_args (catalogue.h)

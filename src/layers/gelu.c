@@ -6,12 +6,27 @@
  * |f̂ − f| <= 16u|f| and |f̂′ − f′| <= 17u·Φ(x) + 10u·|x|φ(x). */
 #include "activation.h"
 #include "oracles/oracles.h"
+#include <string.h>
 
 /* The built-in activations have no parameters: L and th are unused. */
 static void eval(const vijp_layer *L, const double *th, double x, double *f, double *df)
 {
     (void)L, (void)th;
     vijp_kact_eval_gelu(x, f, df);
+}
+
+/* `gelu:tanh` is the tanh approximation, its own descriptor (gelu_tanh.c). */
+extern const vijp_layer_type vijp_layer_gelu_tanh;
+static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err)
+{
+    if (arg && !strcmp(arg, "tanh")) {
+        L->type = &vijp_layer_gelu_tanh;
+        return vijp_act_parse(L, NULL, in_width, err);
+    }
+    if (arg && *arg)
+        return vijp_fail(err, VIJP_EINVAL, "gelu takes no argument but 'tanh' (gelu:tanh, the tanh approximation), "
+                         "got 'gelu:%s'", arg);
+    return vijp_act_parse(L, arg, in_width, err);
 }
 
 static unsigned declare(const vijp_layer *L) { (void)L; return 0; }
@@ -22,8 +37,8 @@ static const vijp_ops_mp ops_mp = VIJP_ACT_OPS_MP(gelu, NULL);
 static const vijp_ops_mp ops_emu = VIJP_ACT_OPS_EMU(NULL);
 
 const vijp_layer_type vijp_layer_gelu = {
-    .name = "gelu", .syntax = "gelu (x·Phi(x), erf form; keeps its width)",
-    .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
+    .name = "gelu", .syntax = "gelu[:tanh] (x·Phi(x), erf form; :tanh the tanh approximation; keeps its width)",
+    .parse = parse, .param_count = vijp_act_no_params, .declare = declare,
     .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp, .emu = &ops_emu, .f = &vijp_act_ops_f,
     /* the bound of f′ above over |x| <= 4, 0.5 away from x0, relative to |f′|: max 33.2 at
      * x = −1.252 (f itself 16; step 5e-4) */
