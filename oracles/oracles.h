@@ -32,6 +32,16 @@ VO_LAYER_OPS(elu)
 VO_LAYER_OPS(selu)
 VO_LAYER_OPS(gelu_tanh)
 VO_LAYER_OPS(softplus_beta)
+VO_LAYER_OPS(hardtanh)
+VO_LAYER_OPS(hardswish)
+size_t vo_hardtanh_fragment_count(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B);
+void vo_hardtanh_fragment(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *frag,
+                          const vijp_format *f);
+int vo_hardtanh_cokernel(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *Q, const vijp_format *f);
+size_t vo_hardswish_fragment_count(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B);
+void vo_hardswish_fragment(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *frag,
+                           const vijp_format *f);
+int vo_hardswish_cokernel(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *Q, const vijp_format *f);
 VO_LAYER_OPS(layernorm)
 VO_LAYER_OPS(softmax)
 VO_LAYER_OPS(additive)
@@ -162,6 +172,8 @@ void vo_elu_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpf
 void vo_selu_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
 void vo_gelu_tanh_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
 void vo_softplus_beta_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
+void vo_hardtanh_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
+void vo_hardswish_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
 /* The double nearest an interval's centre, and its distance to either end,
  * rounded up: v ⊆ [mid − rad, mid + rad]. */
 void vo_interval_mid_rad(mpfi_srcptr v, double *mid, double *rad);

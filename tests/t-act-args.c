@@ -1,10 +1,12 @@
 /* The activations after the catalogue's first six, with their PyTorch
- * definitions: elu[:ALPHA], selu, gelu:tanh, softplus[:BETA[/THRESHOLD]].
+ * definitions: elu[:ALPHA], selu, gelu:tanh, softplus[:BETA[/THRESHOLD]],
+ * hardtanh[:LO/HI], relu6, hardswish.
  *
- * f and f′ of the double layers (their dual_eval, what their operators
- * run) and of their MPFR twins (oracles/activations_elu.c) against a third
+ * f and f′ of the double layers (their forward and Jacobian) and of their
+ * MPFR twins (oracles/activations_elu.c, piecewise_act.c) against a third
  * evaluation here: torch's formulas as written (α(e^x − 1),
- * 0.5x(1 + tanh(k(x + c·x³))), log1p(e^{βx})/β, their derivatives by hand)
+ * 0.5x(1 + tanh(k(x + c·x³))), log1p(e^{βx})/β, x·relu6(x + 3)/6, their
+ * derivatives by hand as torch's backward takes them at the kinks)
  * at 4096 bits, enough that even 1 + tanh(v) at x = −30 (1 − 10^-857) keeps
  * 370 digits.  Points: 0, the kinks and thresholds and their neighbours,
  * the far tails where e^x and σ underflow.  Bounds: each layer file's
@@ -28,7 +30,7 @@
 #define SELU_ALPHA_TEXT "1.6732632423543772848170429916717" /* torch: aten/src/ATen/native/Activation.cpp */
 #define SELU_SCALE_TEXT "1.0507009873554804934193349852946"
 
-enum kind { ELU, SELU, GELU_TANH, SOFTPLUS };
+enum kind { ELU, SELU, GELU_TANH, SOFTPLUS, HARDTANH, HARDSWISH };
 static const struct {
     const char *spec;
     enum kind kind;
@@ -37,6 +39,8 @@ static const struct {
     {"elu", ELU, 1, 0},           {"elu:0.5", ELU, 0.5, 0},          {"elu:3", ELU, 3, 0},
     {"selu", SELU, 0, 0},         {"gelu:tanh", GELU_TANH, 0, 0},    {"softplus:1/20", SOFTPLUS, 1, 20},
     {"softplus:2", SOFTPLUS, 2, INFINITY}, {"softplus:0.5/3", SOFTPLUS, 0.5, 3}, {"softplus:10/-2", SOFTPLUS, 10, -2},
+    {"hardtanh", HARDTANH, -1, 1}, {"hardtanh:-2/0.5", HARDTANH, -2, 0.5}, {"relu6", HARDTANH, 0, 6},
+    {"hardswish", HARDSWISH, 0, 0},
 };
 #define NSPECS (sizeof specs / sizeof *specs)
 
@@ -45,7 +49,7 @@ static void reference(size_t s, double x, mpfr_t f, mpfr_t d)
 {
     mpfr_t a, t, u, k;
     mpfr_inits2(TORCH_REF_PREC, a, t, u, k, (mpfr_ptr)0);
-    mpfr_set_d(u, x, MPFR_RNDN);
+    mpfr_set_d(u, x, MPFR_RNDN), mpfr_set_zero(k, 1);
     switch (specs[s].kind) {
     case ELU:
     case SELU:
@@ -70,6 +74,19 @@ static void reference(size_t s, double x, mpfr_t f, mpfr_t d)
         mpfr_div(t, f, u, MPFR_RNDN); /* 0.5(1 + tanh w), from f (x != 0 here) */
         if (x == 0) mpfr_set_d(t, 0.5, MPFR_RNDN);
         mpfr_div_2ui(d, d, 1, MPFR_RNDN), mpfr_add(d, d, t, MPFR_RNDN);
+        break;
+    case HARDTANH: /* torch: min(max(x, lo), hi); backward passes the gradient where lo < x < hi */
+        mpfr_set_d(f, x <= specs[s].alpha_or_beta ? specs[s].alpha_or_beta : x >= specs[s].threshold ? specs[s].threshold : x,
+                   MPFR_RNDN);
+        mpfr_set_ui(d, x > specs[s].alpha_or_beta && x < specs[s].threshold, MPFR_RNDN);
+        break;
+    case HARDSWISH: /* torch: x·min(max(x + 3, 0), 6)/6; backward 0 (x < −3), x/3 + 1/2 (x <= 3), 1 */
+        mpfr_add_ui(t, u, 3, MPFR_RNDN), mpfr_max(t, t, k, MPFR_RNDN); /* k is 0 here */
+        if (mpfr_cmp_ui(t, 6) > 0) mpfr_set_ui(t, 6, MPFR_RNDN);
+        mpfr_mul(f, u, t, MPFR_RNDN), mpfr_div_ui(f, f, 6, MPFR_RNDN);
+        if (x < -3) mpfr_set_ui(d, 0, MPFR_RNDN);
+        else if (x <= 3) mpfr_div_ui(d, u, 3, MPFR_RNDN), mpfr_add_d(d, d, 0.5, MPFR_RNDN);
+        else mpfr_set_ui(d, 1, MPFR_RNDN);
         break;
     case SOFTPLUS: /* torch: (x*beta) > threshold ? x : log1p(exp(x*beta))/beta, the test in double; for
                     * βx > 0 as x + log1p(exp(−βx))/β, the same number without MPFR's overflow at x = 1e300 */
@@ -106,7 +123,8 @@ static void bounds_at(size_t s, const vijp_layer *L, double x, double *bf, doubl
 
 static const double points[] = {0, 0x1p-1074, -0x1p-1074, 1e-300, -1e-300, 1e-8, -1e-8, 0.5, -0.5, 1, -1, 2, -2,
                                 2.5, 3, 5.99, 6, 6.01, -3, 4, -4, -10, -20, -30, 19.999999999, 20, 20.000000001,
-                                30, -700, -745.5, -800, 700, 1e6, -1e6, 1e300, -1e300};
+                                30, -700, -745.5, -800, 700, 1e6, -1e6, 1e300, -1e300, -1.5, -1.4999999999, -2.99,
+                                -3.01, 2.99, 3.01, 0.49, 0.51, -1.99, -2.01};
 #define NPOINTS (sizeof points / sizeof *points)
 
 /* got against want within bound·u relative (1.01 for want's own rounding),
@@ -119,10 +137,28 @@ static void expect_close(const char *spec, const char *what, double x, double go
     mpfr_sub_d(e, want, got, MPFR_RNDN);
     double err = fabs(mpfr_get_d(e, MPFR_RNDU));
     mpfr_clear(e);
-    if (fabs(w) < tiny && u >= 0x1p-53) ck_assert_msg(err <= tiny, "%s %s(%.17g) = %a, torch's formula %a (underflow range)",
+    if (fabs(w) < tiny && u >= 0x1p-53) ck_assert_msg(err <= tiny, "%s %s(%.17g) = %a, torch's formula %a (0 or below the normal range: want it within 2^-1022)",
                                                      spec, what, x, got, w);
     else ck_assert_msg(err <= 1.01 * bound * u * fabs(w), "%s %s(%.17g) = %.17g, torch's formula %.17g: error %g, bound %g",
                        spec, what, x, got, w, err, 1.01 * bound * u * fabs(w));
+}
+
+/* f(x) and f′(x) through the layer's own operators at one unit: the double
+ * ones (forward, jacobian) and the MPFR twin's at TWIN_PREC bits. */
+#define TWIN_PREC 200
+static void layer_at(const vijp_layer *L, double x, double *f, double *d, mpfr_t tf, mpfr_t td)
+{
+    vijp_format fd, twin;
+    vijp_format_fixed(&fd, VIJP_DOUBLE);
+    ck_assert(!vijp_format_mpfr(&twin, TWIN_PREC, NULL));
+    vijp_mat xm = {.rows = 1, .cols = 1, .fmt = &fd, .d = &x}, fm = {.rows = 1, .cols = 1, .fmt = &fd, .d = f},
+             dm = {.rows = 1, .cols = 1, .fmt = &fd, .d = d};
+    ck_assert(!vijp_layer_forward(L, NULL, &xm, &fm, NULL) && !vijp_layer_jacobian(L, NULL, &xm, &dm, NULL));
+    mpfr_t *X = vo_vec_new(1, &twin);
+    mpfr_set_d(X[0], x, MPFR_RNDN);
+    L->type->mp->forward(L, NULL, X, 1, (mpfr_t *)tf, &twin);
+    L->type->mp->jacobian(L, NULL, X, (mpfr_t *)td, &twin);
+    vo_vec_free(X, 1);
 }
 
 START_TEST(values_vs_torch_formulas)
@@ -130,39 +166,75 @@ START_TEST(values_vs_torch_formulas)
     vijp_layer L;
     vijp_error err = {0};
     ck_assert_msg(!vijp_layer_parse(&L, specs[_i].spec, 1, &err), "%s: %s", specs[_i].spec, err.msg);
-    vijp_format twin;
-    ck_assert(!vijp_format_mpfr(&twin, 200, NULL));
-    mpfr_t f, d, tf, td, xm;
+    mpfr_t f, d, tf, td;
     mpfr_inits2(TORCH_REF_PREC, f, d, (mpfr_ptr)0);
-    mpfr_inits2(200, tf, td, xm, (mpfr_ptr)0);
+    mpfr_inits2(TWIN_PREC, tf, td, (mpfr_ptr)0);
     for (size_t p = 0; p < NPOINTS; p++) {
         double x = points[p], fx, dfx, bf, bd;
         if (specs[_i].kind == GELU_TANH && fabs(x) > 30) continue; /* beyond 4096 bits' reach in the tanh form */
         reference(_i, x, f, d);
         bounds_at(_i, &L, x, &bf, &bd);
-        L.type->dual_eval(&L, NULL, x, &fx, &dfx);
+        layer_at(&L, x, &fx, &dfx, tf, td);
         expect_close(specs[_i].spec, "f", x, fx, f, bf, 0x1p-53);
         if (isfinite(bd)) expect_close(specs[_i].spec, "f'", x, dfx, d, bd, 0x1p-53);
-        /* the MPFR twin at 200 bits, the same bounds at u = 2^-200 */
-        mpfr_set_d(xm, x, MPFR_RNDN);
-        vo_activation2_pair(&L, tf, td, xm, &twin);
-        /* SELU's twin takes torch's constants as doubles (as torch float64 does), the reference as
-         * written: two roundings to double, 2·2^-53 relative, besides the twin's own */
-        double consts = specs[_i].kind == SELU ? 2 * 0x1p-53 : 0;
+        /* the twin, the same bounds at u = 2^-TWIN_PREC; SELU's twin takes torch's constants as doubles
+         * (as torch float64 does), the reference as written: two roundings to double, 2·2^-53 relative */
+        double consts = specs[_i].kind == SELU ? 2 * 0x1p-53 : 0, ut = ldexp(1, -TWIN_PREC);
         mpfr_sub(tf, tf, f, MPFR_RNDN), mpfr_sub(td, td, d, MPFR_RNDN);
         if (!mpfr_zero_p(f)) {
             mpfr_div(tf, tf, f, MPFR_RNDN);
-            ck_assert_msg(fabs(mpfr_get_d(tf, MPFR_RNDN)) <= 1.01 * bf * 0x1p-200 + consts,
-                          "%s twin f(%.17g): relative error %g over %g·2^-200", specs[_i].spec, x, mpfr_get_d(tf, MPFR_RNDN), bf);
+            ck_assert_msg(fabs(mpfr_get_d(tf, MPFR_RNDN)) <= 1.01 * bf * ut + consts,
+                          "%s twin f(%.17g): relative error %g over %g·u", specs[_i].spec, x, mpfr_get_d(tf, MPFR_RNDN), bf);
         } else ck_assert_msg(mpfr_zero_p(tf), "%s twin f(%.17g) is not 0", specs[_i].spec, x);
         if (!mpfr_zero_p(d) && isfinite(bd)) {
             mpfr_div(td, td, d, MPFR_RNDN);
-            ck_assert_msg(fabs(mpfr_get_d(td, MPFR_RNDN)) <= 1.01 * bd * 0x1p-200 + consts,
-                          "%s twin f'(%.17g): relative error %g over %g·2^-200", specs[_i].spec, x, mpfr_get_d(td, MPFR_RNDN), bd);
-        }
+            ck_assert_msg(fabs(mpfr_get_d(td, MPFR_RNDN)) <= 1.01 * bd * ut + consts,
+                          "%s twin f'(%.17g): relative error %g over %g·u", specs[_i].spec, x, mpfr_get_d(td, MPFR_RNDN), bd);
+        } else if (mpfr_zero_p(d)) ck_assert_msg(mpfr_zero_p(td), "%s twin f'(%.17g) is not 0", specs[_i].spec, x);
     }
-    mpfr_clears(f, d, tf, td, xm, (mpfr_ptr)0);
+    mpfr_clears(f, d, tf, td, (mpfr_ptr)0);
     vijp_layer_clear(&L);
+}
+END_TEST
+
+/* The flat units are the fragment, where torch's backward gives 0: relu6 at
+ * 0 and 6 themselves (it passes the gradient strictly inside), hardswish
+ * below −3 and at −1.5 (f′ = 0 there) but not at −3 (torch: −3/3 + 1/2);
+ * the vijp puts the fragment back on them and divides by f′ elsewhere. */
+START_TEST(fragments_on_flat_units)
+{
+    static const struct {
+        const char *spec;
+        double x[6];
+        size_t flat[6], n_flat;
+    } cases[] = {{"relu6", {-1, 0, 3, 6, 7, 5.5}, {0, 1, 3, 4}, 4}, {"hardswish", {-4, -3, -1.5, 0, 3, 2}, {0, 2}, 2}};
+    for (size_t c = 0; c < 2; c++) {
+        vijp_layer L;
+        ck_assert(!vijp_layer_parse(&L, cases[c].spec, 6, NULL));
+        vijp_format fd;
+        vijp_format_fixed(&fd, VIJP_DOUBLE);
+        double X[6], G[6] = {1, 2, 3, 4, 5, 6}, frag[6], back[6], J[36];
+        memcpy(X, cases[c].x, sizeof X);
+        vijp_mat Xm = {.rows = 6, .cols = 1, .fmt = &fd, .d = X}, Gm = {.rows = 6, .cols = 1, .fmt = &fd, .d = G},
+                 Bm = {.rows = 6, .cols = 1, .fmt = &fd, .d = back}, Jm = {.rows = 6, .cols = 6, .fmt = &fd, .d = J};
+        ck_assert_uint_eq(vijp_layer_fragment_count(&L, NULL, &Xm), cases[c].n_flat);
+        vijp_mat Fm = {.rows = cases[c].n_flat, .cols = 1, .fmt = &fd, .d = frag};
+        ck_assert(!vijp_layer_fragment(&L, NULL, &Xm, &Gm, &Fm, NULL) && !vijp_layer_jacobian(&L, NULL, &Xm, &Jm, NULL));
+        for (size_t k = 0; k < cases[c].n_flat; k++) {
+            ck_assert_msg(frag[k] == G[cases[c].flat[k]], "%s fragment %zu: %g", cases[c].spec, k, frag[k]);
+            ck_assert(J[cases[c].flat[k] * 7] == 0);
+        }
+        /* Gx = G·J on the others; vijp(Gx, fragment) gives G back (exact for relu6's 0/1 slopes; hardswish's
+         * divides by what the vjp multiplied by: 2u relative) */
+        double Gx[6];
+        for (size_t i = 0; i < 6; i++) Gx[i] = G[i] * J[i * 7];
+        vijp_mat GXm = {.rows = 6, .cols = 1, .fmt = &fd, .d = Gx};
+        ck_assert(!vijp_layer_vijp(&L, NULL, &Xm, &GXm, &Fm, &Bm, NULL));
+        for (size_t i = 0; i < 6; i++)
+            ck_assert_msg(fabs(back[i] - G[i]) <= 2 * 0x1p-53 * G[i], "%s vijp unit %zu: %.17g, want %g", cases[c].spec, i,
+                          back[i], G[i]);
+        vijp_layer_clear(&L);
+    }
 }
 END_TEST
 
@@ -236,6 +308,11 @@ START_TEST(enclosures_across_kinks)
     G.type->dual_eval(&G, NULL, 1.5, &f, &d1);
     enclosure("gelu:tanh", 1, 2, &d1, 1, 0);
     vijp_layer_clear(&G);
+    double ht_kink[] = {0, 1}, ht_in[] = {1}, hs_all[] = {0, -0.5, 0.5, 1.5, 1}, hs_mid[] = {-0.5, 0, 0.5};
+    enclosure("hardtanh", 0.9, 1.1, ht_kink, 2, NAN);
+    enclosure("relu6", 1, 5, ht_in, 1, 0);
+    enclosure("hardswish", -4, 4, hs_all, 5, 2);
+    enclosure("hardswish", -3, 0, hs_mid, 3, 1);
 }
 END_TEST
 
@@ -249,6 +326,8 @@ START_TEST(print_parses_back)
         {"selu", "selu"}, {"gelu", "gelu"}, {"gelu:tanh", "gelu:tanh"}, {"softplus", "softplus"},
         {"softplus:1", "softplus"}, {"softplus:1/20", "softplus:1/20"}, {"softplus:2", "softplus:2"},
         {"softplus:0.1/1e30", "softplus:0.1/1e30"}, {"softplus:3/-2.5", "softplus:3/-2.5"},
+        {"hardtanh", "hardtanh"}, {"hardtanh:-1/1", "hardtanh"}, {"hardtanh:-2/0.5", "hardtanh:-2/0.5"},
+        {"hardtanh:1e-20/1e20", "hardtanh:1e-20/1e20"}, {"relu6", "relu6"}, {"hardswish", "hardswish"},
     };
     for (size_t i = 0; i < sizeof items / sizeof *items; i++) {
         vijp_layer L, M;
@@ -280,7 +359,9 @@ START_TEST(bad_arguments_refused)
         {"elu:1/2", "elu:ALPHA"}, {"selu:1", "no argument"}, {"gelu:erf", "tanh"},     {"gelu:tanh:1", "tanh"},
         {"softplus:0", "beta"},  {"softplus:-1", "beta"}, {"softplus:1e5", "beta"}, {"softplus:1/", "THRESHOLD"},
         {"softplus:/20", "THRESHOLD"}, {"softplus:1/x", "THRESHOLD"}, {"softplus:1/20/3", "THRESHOLD"},
-        {"softplus:1/inf", "THRESHOLD"}, {"softplus:1x", "THRESHOLD"},
+        {"softplus:1/inf", "THRESHOLD"}, {"softplus:1x", "THRESHOLD"}, {"hardtanh:1/1", "LO < HI"},
+        {"hardtanh:2/1", "LO < HI"}, {"hardtanh:1", "LO/HI"}, {"hardtanh:a/b", "LO/HI"}, {"hardtanh:-1/", "LO/HI"},
+        {"hardtanh:-1/1/2", "LO/HI"}, {"relu6:1", "no argument"}, {"hardswish:2", "no argument"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         vijp_layer L;
@@ -305,6 +386,7 @@ Suite *suite_act_args(void)
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, values_vs_torch_formulas, 0, NSPECS);
     tcase_add_test(tc, softplus_threshold_returns_x);
+    tcase_add_test(tc, fragments_on_flat_units);
     tcase_add_test(tc, enclosures_across_kinks);
     tcase_add_test(tc, print_parses_back);
     tcase_add_test(tc, bad_arguments_refused);

@@ -56,6 +56,12 @@ typedef struct {
 } vijp_softplus_args;
 VIJP_API vijp_softplus_args vijp_softplus_get(const vijp_layer *L);
 
+/* hardtanh[:LO/HI] (default -1/1) and relu6 (0/6): y = min(max(x, lo), hi). */
+typedef struct {
+    double lo, hi;
+} vijp_hardtanh_args;
+VIJP_API vijp_hardtanh_args vijp_hardtanh_get(const vijp_layer *L);
+
 /* Coupling blocks (additive, affine): the residual function, a chain of at
  * most VIJP_SUB_MAX layers of any type that keep the half width (a coupling
  * block inside another is refused: its own '+' list would be ambiguous in a

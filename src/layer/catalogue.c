@@ -55,6 +55,13 @@ vijp_softplus_args vijp_softplus_get(const vijp_layer *L)
     return *(const vijp_softplus_args *)state_of(L, "softplus_beta", NULL, "vijp_softplus_get");
 }
 
+/* relu6 is hardtanh:0/6 without a state. */
+vijp_hardtanh_args vijp_hardtanh_get(const vijp_layer *L)
+{
+    if (L && L->type && !strcmp(L->type->name, "relu6")) return (vijp_hardtanh_args){0.0, 6.0};
+    return *(const vijp_hardtanh_args *)state_of(L, "hardtanh", NULL, "vijp_hardtanh_get");
+}
+
 static const vijp_chain_state *coupling_state(const vijp_layer *L, const char *accessor)
 {
     return state_of(L, "additive", "affine", accessor);
