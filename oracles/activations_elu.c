@@ -1,5 +1,5 @@
 /* Oracles of the activations after the catalogue's first six: ELU, SELU,
- * GELU's tanh form, softplus with β and a threshold.  Textbook formulas with
+ * GELU's tanh form, softplus with β and a threshold, softsign.  Textbook formulas with
  * f′ written out by hand, each operation correctly rounded in the format
  * (arith.h), independent of src/layers/ (no dual numbers, MPFR's own exp,
  * expm1, log1p).  These types have no native emulation, so in the narrow
@@ -129,6 +129,18 @@ static void softplus_beta_pair(const vijp_layer *L, mpfr_ptr fx, mpfr_ptr dfx, m
     mpfr_clears(beta, thr, z, e, one, bx, neg_abs, (mpfr_ptr)0);
 }
 
+/* x/(1 + |x|); f′ = r·r, r = 1/(1 + |x|). */
+static void softsign_pair(const vijp_layer *L, mpfr_ptr fx, mpfr_ptr dfx, mpfr_t x, const vijp_format *fm)
+{
+    (void)L;
+    mpfr_t a, one;
+    mpfr_inits2(fm->prec, a, one, (mpfr_ptr)0);
+    vo_set_si(one, 1, fm), mpfr_abs(a, x, MPFR_RNDN), vo_add(a, one, a, fm);
+    if (fx) vo_div(fx, x, a, fm);
+    if (dfx) vo_div(a, one, a, fm), vo_mul(dfx, a, a, fm);
+    mpfr_clears(a, one, (mpfr_ptr)0);
+}
+
 /* ---- the layer operators, generic over the pair ---- */
 
 static void act_forward(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *Y, const vijp_format *fm, pair_fn p)
@@ -195,6 +207,23 @@ VO_ACT2_DEFINE(elu)
 VO_ACT2_DEFINE(selu)
 VO_ACT2_DEFINE(gelu_tanh)
 VO_ACT2_DEFINE(softplus_beta)
+VO_ACT2_DEFINE(softsign)
+
+/* y/(1 − |y|) on (−1, 1). */
+int vo_softsign_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f)
+{
+    (void)th;
+    mpfr_t t, one;
+    mpfr_inits2(f->prec, t, one, (mpfr_ptr)0);
+    vo_set_si(one, 1, f);
+    int rc = 0;
+    for (size_t i = 0; i < L->in * B && !rc; i++) {
+        if (!mpfr_number_p(Y[i]) || mpfr_cmpabs(Y[i], one) >= 0) rc = VIJP_ESINGULAR;
+        else mpfr_abs(t, Y[i], MPFR_RNDN), vo_sub(t, one, t, f), vo_div(X[i], Y[i], t, f);
+    }
+    mpfr_clears(t, one, (mpfr_ptr)0);
+    return rc;
+}
 
 /* y > 0: y/scale; y <= 0: log1p(y/(scale·α)), on (−scale·α, ∞). */
 static int elu_like_inverse(const vijp_layer *L, mpfr_t *Y, size_t B, mpfr_t *X, double scale_d, double alpha_d,
@@ -227,13 +256,13 @@ int vo_selu_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t
     return elu_like_inverse(L, Y, B, X, SELU_SCALE, SELU_ALPHA, f);
 }
 
-/* f and f′ by name ("elu", "selu", "gelu_tanh", "softplus_beta") for the
+/* f and f′ by name ("elu", "selu", "gelu_tanh", "softplus_beta", "softsign") for the
  * tests' point-by-point comparisons. */
 void vo_activation2_pair(const vijp_layer *L, mpfr_t fx, mpfr_t dfx, mpfr_t x, const vijp_format *fm)
 {
     const char *n = L->type->name;
     pair_fn p = !strcmp(n, "elu") ? elu_pair : !strcmp(n, "selu") ? selu_pair : !strcmp(n, "gelu_tanh") ? gelu_tanh_pair
-              : !strcmp(n, "softplus_beta") ? softplus_beta_pair : NULL;
+              : !strcmp(n, "softplus_beta") ? softplus_beta_pair : !strcmp(n, "softsign") ? softsign_pair : NULL;
     if (p) p(L, fx, dfx, x, fm);
     else {
         if (fx) mpfr_set_nan(fx);

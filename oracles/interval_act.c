@@ -97,3 +97,13 @@ void vo_softplus_beta_deriv_enclose(const vijp_layer *L, const double *th, mpfi_
     if (!isinf(a.threshold) && mpfr_cmp_d(&bx->right, a.threshold) > 0) mpfr_set_ui(&d->right, 1, MPFR_RNDU);
     mpfi_clear(bx);
 }
+
+/* softsign′ = 1/(1 + |x|)²: MPFI's abs, then monotone steps. */
+void vo_softsign_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x)
+{
+    (void)L, (void)th;
+    mpfi_abs(d, x);
+    mpfi_add_ui(d, d, 1);
+    mpfi_sqr(d, d);
+    mpfi_ui_div(d, 1, d);
+}

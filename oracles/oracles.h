@@ -32,6 +32,7 @@ VO_LAYER_OPS(elu)
 VO_LAYER_OPS(selu)
 VO_LAYER_OPS(gelu_tanh)
 VO_LAYER_OPS(softplus_beta)
+VO_LAYER_OPS(softsign)
 VO_LAYER_OPS(hardtanh)
 VO_LAYER_OPS(hardswish)
 size_t vo_hardtanh_fragment_count(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B);
@@ -110,6 +111,7 @@ void vo_activation_pair(const char *name, mpfr_t fx, mpfr_t dfx, mpfr_t x, const
 void vo_activation2_pair(const vijp_layer *L, mpfr_t fx, mpfr_t dfx, mpfr_t x, const vijp_format *fm);
 int vo_elu_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
 int vo_selu_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
+int vo_softsign_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
 
 int vo_leaky_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
 int vo_tanh_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
@@ -172,6 +174,7 @@ void vo_elu_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpf
 void vo_selu_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
 void vo_gelu_tanh_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
 void vo_softplus_beta_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
+void vo_softsign_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
 void vo_hardtanh_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
 void vo_hardswish_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
 /* The double nearest an interval's centre, and its distance to either end,

@@ -1,11 +1,12 @@
 /* The activations after the catalogue's first six, with their PyTorch
  * definitions: elu[:ALPHA], selu, gelu:tanh, softplus[:BETA[/THRESHOLD]],
- * hardtanh[:LO/HI], relu6, hardswish.
+ * hardtanh[:LO/HI], relu6, hardswish, softsign.
  *
  * f and f′ of the double layers (their forward and Jacobian) and of their
  * MPFR twins (oracles/activations_elu.c, piecewise_act.c) against a third
  * evaluation here: torch's formulas as written (α(e^x − 1),
- * 0.5x(1 + tanh(k(x + c·x³))), log1p(e^{βx})/β, x·relu6(x + 3)/6, their
+ * 0.5x(1 + tanh(k(x + c·x³))), log1p(e^{βx})/β, x·relu6(x + 3)/6,
+ * x/(1 + |x|), their
  * derivatives by hand as torch's backward takes them at the kinks)
  * at 4096 bits, enough that even 1 + tanh(v) at x = −30 (1 − 10^-857) keeps
  * 370 digits.  Points: 0, the kinks and thresholds and their neighbours,
@@ -30,7 +31,7 @@
 #define SELU_ALPHA_TEXT "1.6732632423543772848170429916717" /* torch: aten/src/ATen/native/Activation.cpp */
 #define SELU_SCALE_TEXT "1.0507009873554804934193349852946"
 
-enum kind { ELU, SELU, GELU_TANH, SOFTPLUS, HARDTANH, HARDSWISH };
+enum kind { ELU, SELU, GELU_TANH, SOFTPLUS, HARDTANH, HARDSWISH, SOFTSIGN };
 static const struct {
     const char *spec;
     enum kind kind;
@@ -40,7 +41,7 @@ static const struct {
     {"selu", SELU, 0, 0},         {"gelu:tanh", GELU_TANH, 0, 0},    {"softplus:1/20", SOFTPLUS, 1, 20},
     {"softplus:2", SOFTPLUS, 2, INFINITY}, {"softplus:0.5/3", SOFTPLUS, 0.5, 3}, {"softplus:10/-2", SOFTPLUS, 10, -2},
     {"hardtanh", HARDTANH, -1, 1}, {"hardtanh:-2/0.5", HARDTANH, -2, 0.5}, {"relu6", HARDTANH, 0, 6},
-    {"hardswish", HARDSWISH, 0, 0},
+    {"hardswish", HARDSWISH, 0, 0}, {"softsign", SOFTSIGN, 0, 0},
 };
 #define NSPECS (sizeof specs / sizeof *specs)
 
@@ -79,6 +80,10 @@ static void reference(size_t s, double x, mpfr_t f, mpfr_t d)
         mpfr_set_d(f, x <= specs[s].alpha_or_beta ? specs[s].alpha_or_beta : x >= specs[s].threshold ? specs[s].threshold : x,
                    MPFR_RNDN);
         mpfr_set_ui(d, x > specs[s].alpha_or_beta && x < specs[s].threshold, MPFR_RNDN);
+        break;
+    case SOFTSIGN: /* torch: x/(1 + |x|); backward grad/(1 + |x|)^2 */
+        mpfr_abs(t, u, MPFR_RNDN), mpfr_add_ui(t, t, 1, MPFR_RNDN), mpfr_div(f, u, t, MPFR_RNDN);
+        mpfr_sqr(t, t, MPFR_RNDN), mpfr_ui_div(d, 1, t, MPFR_RNDN);
         break;
     case HARDSWISH: /* torch: x·min(max(x + 3, 0), 6)/6; backward 0 (x < −3), x/3 + 1/2 (x <= 3), 1 */
         mpfr_add_ui(t, u, 3, MPFR_RNDN), mpfr_max(t, t, k, MPFR_RNDN); /* k is 0 here */
@@ -327,7 +332,7 @@ START_TEST(print_parses_back)
         {"softplus:1", "softplus"}, {"softplus:1/20", "softplus:1/20"}, {"softplus:2", "softplus:2"},
         {"softplus:0.1/1e30", "softplus:0.1/1e30"}, {"softplus:3/-2.5", "softplus:3/-2.5"},
         {"hardtanh", "hardtanh"}, {"hardtanh:-1/1", "hardtanh"}, {"hardtanh:-2/0.5", "hardtanh:-2/0.5"},
-        {"hardtanh:1e-20/1e20", "hardtanh:1e-20/1e20"}, {"relu6", "relu6"}, {"hardswish", "hardswish"},
+        {"hardtanh:1e-20/1e20", "hardtanh:1e-20/1e20"}, {"relu6", "relu6"}, {"hardswish", "hardswish"}, {"softsign", "softsign"},
     };
     for (size_t i = 0; i < sizeof items / sizeof *items; i++) {
         vijp_layer L, M;
@@ -361,7 +366,7 @@ START_TEST(bad_arguments_refused)
         {"softplus:/20", "THRESHOLD"}, {"softplus:1/x", "THRESHOLD"}, {"softplus:1/20/3", "THRESHOLD"},
         {"softplus:1/inf", "THRESHOLD"}, {"softplus:1x", "THRESHOLD"}, {"hardtanh:1/1", "LO < HI"},
         {"hardtanh:2/1", "LO < HI"}, {"hardtanh:1", "LO/HI"}, {"hardtanh:a/b", "LO/HI"}, {"hardtanh:-1/", "LO/HI"},
-        {"hardtanh:-1/1/2", "LO/HI"}, {"relu6:1", "no argument"}, {"hardswish:2", "no argument"},
+        {"hardtanh:-1/1/2", "LO/HI"}, {"relu6:1", "no argument"}, {"hardswish:2", "no argument"}, {"softsign:1", "no argument"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         vijp_layer L;
