@@ -35,6 +35,10 @@ VO_LAYER_OPS(softplus_beta)
 VO_LAYER_OPS(softsign)
 VO_LAYER_OPS(hardtanh)
 VO_LAYER_OPS(hardswish)
+VO_LAYER_OPS(prelu)
+void vo_prelu_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt,
+                        const vijp_format *f);
+int vo_prelu_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
 size_t vo_hardtanh_fragment_count(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B);
 void vo_hardtanh_fragment(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *frag,
                           const vijp_format *f);
@@ -177,6 +181,7 @@ void vo_softplus_beta_deriv_enclose(const vijp_layer *L, const double *th, mpfi_
 void vo_softsign_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
 void vo_hardtanh_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
 void vo_hardswish_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
+void vo_prelu_deriv_enclose(const vijp_layer *L, const double *th, mpfi_ptr d, mpfi_srcptr x);
 /* The double nearest an interval's centre, and its distance to either end,
  * rounded up: v ⊆ [mid − rad, mid + rad]. */
 void vo_interval_mid_rad(mpfi_srcptr v, double *mid, double *rad);

@@ -333,6 +333,7 @@ START_TEST(print_parses_back)
         {"softplus:0.1/1e30", "softplus:0.1/1e30"}, {"softplus:3/-2.5", "softplus:3/-2.5"},
         {"hardtanh", "hardtanh"}, {"hardtanh:-1/1", "hardtanh"}, {"hardtanh:-2/0.5", "hardtanh:-2/0.5"},
         {"hardtanh:1e-20/1e20", "hardtanh:1e-20/1e20"}, {"relu6", "relu6"}, {"hardswish", "hardswish"}, {"softsign", "softsign"},
+        {"prelu", "prelu"}, {"prelu:1", "prelu"}, {"prelu:2", "prelu:2"},
     };
     for (size_t i = 0; i < sizeof items / sizeof *items; i++) {
         vijp_layer L, M;
@@ -367,6 +368,8 @@ START_TEST(bad_arguments_refused)
         {"softplus:1/inf", "THRESHOLD"}, {"softplus:1x", "THRESHOLD"}, {"hardtanh:1/1", "LO < HI"},
         {"hardtanh:2/1", "LO < HI"}, {"hardtanh:1", "LO/HI"}, {"hardtanh:a/b", "LO/HI"}, {"hardtanh:-1/", "LO/HI"},
         {"hardtanh:-1/1/2", "LO/HI"}, {"relu6:1", "no argument"}, {"hardswish:2", "no argument"}, {"softsign:1", "no argument"},
+        {"prelu:0", "prelu:C"}, {"prelu:x", "prelu:C"}, {"prelu:-1", "prelu:C"}, {"prelu:2x", "prelu:C"},
+        {"prelu:", "prelu:C"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         vijp_layer L;
@@ -374,13 +377,57 @@ START_TEST(bad_arguments_refused)
         ck_assert_msg(vijp_layer_parse(&L, bad[i][0], 4, &err) == VIJP_EINVAL, "%s was accepted", bad[i][0]);
         ck_assert_msg(strstr(err.msg, bad[i][1]), "%s: message '%s' does not say '%s'", bad[i][0], err.msg, bad[i][1]);
     }
-    static const char *const cli[] = {"check-layer elu:0", "check-layer softplus:1/20/3", "grad --net gelu:erf --width 4"};
+    vijp_layer P;
+    vijp_error perr = {0};
+    ck_assert(vijp_layer_parse(&P, "prelu:3", 8, &perr) == VIJP_EDIM && strstr(perr.msg, "multiple of 3"));
+    static const char *const cli[] = {"check-layer prelu:3 --width 8", "check-layer elu:0", "check-layer softplus:1/20/3", "grad --net gelu:erf --width 4"};
     for (size_t i = 0; i < sizeof cli / sizeof *cli; i++) {
         run_result r = run_vijp(cli[i]);
         ck_assert_msg(r.rc == CLI_USAGE && r.out[0] == 0 && r.err[0], "vijp %s: exit %d, out '%s', err '%s'", cli[i], r.rc,
                       r.out, r.err);
         run_free(&r);
     }
+}
+END_TEST
+
+/* PReLU's θ = weight[C] over a channel-major row (channel c: units
+ * [c·S, (c+1)·S)), torch's init 0.25; y = a_c·x below 0 (one rounding),
+ * ∇θ_c = Σ x·g over the channel's inactive units (a few exact products
+ * here: a sum of products of small dyadic numbers, exact in double), the
+ * inverse refusing a non-positive slope, the vijp a zero one. */
+START_TEST(prelu_channels_and_gradient)
+{
+    vijp_layer L;
+    ck_assert(!vijp_layer_parse(&L, "prelu:2", 6, NULL));
+    ck_assert_uint_eq(L.type->param_count(&L), 2);
+    double th[2] = {0, 0};
+    vijp_rng rng;
+    vijp_rng_seed(&rng, 1);
+    ck_assert(!L.type->init(&L, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, &rng, th));
+    ck_assert(th[0] == 0.25 && th[1] == 0.25);
+    th[0] = 0.3, th[1] = -0.7;
+    double X[12] = {1, -2, -0.5, 3, -1.5, -4, /* sample 2 */ -1, 2, 0, -3, 0.25, -0.75}, Y[12], G[12], Gt[2], Xi[12];
+    for (int i = 0; i < 12; i++) G[i] = 0.5 * (i + 1);
+    vijp_format fd;
+    vijp_format_fixed(&fd, VIJP_DOUBLE);
+    vijp_mat Tm = {.rows = 2, .cols = 1, .fmt = &fd, .d = th}, Xm = {.rows = 6, .cols = 2, .fmt = &fd, .d = X},
+             Ym = {.rows = 6, .cols = 2, .fmt = &fd, .d = Y}, Gm = {.rows = 6, .cols = 2, .fmt = &fd, .d = G},
+             GTm = {.rows = 2, .cols = 1, .fmt = &fd, .d = Gt}, XIm = {.rows = 6, .cols = 2, .fmt = &fd, .d = Xi};
+    ck_assert(!vijp_layer_forward(&L, &Tm, &Xm, &Ym, NULL) && !vijp_layer_vjp_param(&L, &Tm, &Xm, &Gm, &GTm, NULL));
+    double want_gt[2] = {0, 0};
+    for (int i = 0; i < 12; i++) {
+        double a = th[(i % 6) / 3];
+        ck_assert_msg(Y[i] == (X[i] > 0 ? X[i] : a * X[i]), "unit %d: %g", i, Y[i]);
+        if (!(X[i] > 0)) want_gt[(i % 6) / 3] += X[i] * G[i];
+    }
+    ck_assert_msg(Gt[0] == want_gt[0] && Gt[1] == want_gt[1], "grad theta %g %g, want %g %g", Gt[0], Gt[1], want_gt[0],
+                  want_gt[1]);
+    vijp_error err = {0};
+    ck_assert(vijp_layer_inverse(&L, &Tm, &Ym, &XIm, &err) == VIJP_ESINGULAR && strstr(err.msg, "not positive"));
+    th[1] = 0;
+    vijp_mat Fm = {.rows = 0, .cols = 1, .fmt = &fd, .d = NULL};
+    ck_assert(vijp_layer_vijp(&L, &Tm, &Xm, &Gm, &Fm, &Ym, &err) == VIJP_ESINGULAR && strstr(err.msg, "slope 0"));
+    vijp_layer_clear(&L);
 }
 END_TEST
 
@@ -392,6 +439,7 @@ Suite *suite_act_args(void)
     tcase_add_loop_test(tc, values_vs_torch_formulas, 0, NSPECS);
     tcase_add_test(tc, softplus_threshold_returns_x);
     tcase_add_test(tc, fragments_on_flat_units);
+    tcase_add_test(tc, prelu_channels_and_gradient);
     tcase_add_test(tc, enclosures_across_kinks);
     tcase_add_test(tc, print_parses_back);
     tcase_add_test(tc, bad_arguments_refused);

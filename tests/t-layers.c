@@ -27,6 +27,7 @@ static const struct {
     {"silu", 6}, {"gelu", 6}, {"mish", 6}, {"layernorm", 6}, {"softmax", 6},
     {"elu:0.5", 6},          /* the PyTorch activations: selu, relu6, gelu:tanh, softplus:B/T in t-check-layer.c */
     {"hardtanh:-0.5/1", 8}, {"hardswish", 8}, /* flat units: fragments */
+    {"prelu:2", 8},         /* a slope per channel: parameters */
     {"conv1d:2x3", 8}, /* zero padding: dense LU */
     {"conv1d:2x3:circular", 8}, /* per-frequency solves */
     {"conv1d:2x3s2", 8},        /* strided: wide, the dense layer's QR solve */

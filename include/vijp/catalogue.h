@@ -62,6 +62,9 @@ typedef struct {
 } vijp_hardtanh_args;
 VIJP_API vijp_hardtanh_args vijp_hardtanh_get(const vijp_layer *L);
 
+/* prelu[:C] (C channels, channel-major; default 1) */
+VIJP_API size_t vijp_prelu_channels(const vijp_layer *L);
+
 /* Coupling blocks (additive, affine): the residual function, a chain of at
  * most VIJP_SUB_MAX layers of any type that keep the half width (a coupling
  * block inside another is refused: its own '+' list would be ambiguous in a

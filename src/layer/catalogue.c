@@ -62,6 +62,11 @@ vijp_hardtanh_args vijp_hardtanh_get(const vijp_layer *L)
     return *(const vijp_hardtanh_args *)state_of(L, "hardtanh", NULL, "vijp_hardtanh_get");
 }
 
+size_t vijp_prelu_channels(const vijp_layer *L)
+{
+    return *(const size_t *)state_of(L, "prelu", NULL, "vijp_prelu_channels");
+}
+
 static const vijp_chain_state *coupling_state(const vijp_layer *L, const char *accessor)
 {
     return state_of(L, "additive", "affine", accessor);

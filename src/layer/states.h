@@ -5,6 +5,7 @@
  *   elu              one double, α
  *   softplus         vijp_softplus_args (catalogue.h) with arguments, none without
  *   hardtanh         vijp_hardtanh_args (catalogue.h); relu6 none
+ *   prelu            one size_t, the channel count
  *   avgpool          one size_t, the window
  *   inv1x1           one size_t, the channel count
  *   linear           vijp_linear_args (catalogue.h)
