@@ -7,70 +7,84 @@
 #include "vijp/catalogue.h"
 #include <string.h>
 
-/* Sub-layer k of the residual function, a view (width L->in/2). */
-static vijp_layer sub(const vijp_layer *L, size_t k) { return *vijp_coupling_sub(L, k); }
+/* Sub-layer k of residual function c (0: F or S, 1: G or T), a view. */
+static vijp_layer sub(const vijp_layer *L, int c, size_t k) { return *vijp_coupling_sub(L, c, k); }
 
-/* Offset of sub-layer k's parameters within F's (G's start after all of F's). */
-static size_t offset(const vijp_layer *L, size_t k)
+/* Offset of function c's sub-layer k's parameters within the block's θ (F's
+ * first, then G's). */
+static size_t offset(const vijp_layer *L, int c, size_t k)
 {
     size_t P = 0;
-    for (size_t j = 0; j < k; j++) {
-        vijp_layer s = sub(L, j);
-        P += s.type->param_count(&s);
-    }
+    for (int d = 0; d <= c; d++)
+        for (size_t j = 0; j < (d < c ? vijp_coupling_count(L, d) : k); j++) {
+            vijp_layer s = sub(L, d, j);
+            P += s.type->param_count(&s);
+        }
     return P;
+}
+
+/* acts[j + 1] = function c's layer j of acts[j], each a new vector of its width. */
+static void chain_forward(const vijp_layer *L, int c, mpfr_t *th, mpfr_t **acts, const vijp_format *f)
+{
+    for (size_t j = 0; j < vijp_coupling_count(L, c); j++) {
+        vijp_layer l = sub(L, c, j);
+        acts[j + 1] = vo_vec_new(l.out, f);
+        l.type->mp->forward(&l, th + offset(L, c, j), acts[j], 1, acts[j + 1], f);
+    }
+}
+
+static void chain_free(const vijp_layer *L, int c, mpfr_t **acts)
+{
+    for (size_t j = 0; j < vijp_coupling_count(L, c); j++) vo_vec_free(acts[j + 1], sub(L, c, j).out);
 }
 
 /* One sample: its halves, the activations of F (from x2) and G (from y1). */
 typedef struct {
-    size_t h, k;
+    size_t h;
     mpfr_t *x1, *x2, *y1, *y2;
     mpfr_t *aF[VIJP_SUB_MAX + 1], *aG[VIJP_SUB_MAX + 1];
 } sample;
 
 static void sample_eval(const vijp_layer *L, mpfr_t *th, mpfr_t *x, sample *s, const vijp_format *f)
 {
-    size_t h = L->in / 2, k = vijp_coupling_count(L), PF = offset(L, k);
-    s->h = h, s->k = k;
+    size_t h = L->in / 2;
+    s->h = h;
     s->x1 = vo_vec_new(h, f), s->x2 = vo_vec_new(h, f), s->y1 = vo_vec_new(h, f), s->y2 = vo_vec_new(h, f);
     for (size_t i = 0; i < h; i++) vo_set(s->x1[i], x[i], f), vo_set(s->x2[i], x[h + i], f);
     s->aF[0] = s->x2;
-    for (size_t j = 0; j < k; j++) {
-        vijp_layer l = sub(L, j);
-        s->aF[j + 1] = vo_vec_new(h, f);
-        l.type->mp->forward(&l, th + offset(L, j), s->aF[j], 1, s->aF[j + 1], f);
-    }
-    for (size_t i = 0; i < h; i++) vo_add(s->y1[i], s->x1[i], s->aF[k][i], f);
+    chain_forward(L, 0, th, s->aF, f);
+    for (size_t i = 0; i < h; i++) vo_add(s->y1[i], s->x1[i], s->aF[vijp_coupling_count(L, 0)][i], f);
     s->aG[0] = s->y1;
-    for (size_t j = 0; j < k; j++) {
-        vijp_layer l = sub(L, j);
-        s->aG[j + 1] = vo_vec_new(h, f);
-        l.type->mp->forward(&l, th + PF + offset(L, j), s->aG[j], 1, s->aG[j + 1], f);
-    }
-    for (size_t i = 0; i < h; i++) vo_add(s->y2[i], s->x2[i], s->aG[k][i], f);
+    chain_forward(L, 1, th, s->aG, f);
+    for (size_t i = 0; i < h; i++) vo_add(s->y2[i], s->x2[i], s->aG[vijp_coupling_count(L, 1)][i], f);
 }
 
-static void sample_clear(sample *s)
+static void sample_clear(const vijp_layer *L, sample *s)
 {
-    for (size_t j = 1; j <= s->k; j++) vo_vec_free(s->aF[j], s->h), vo_vec_free(s->aG[j], s->h);
+    chain_free(L, 0, s->aF), chain_free(L, 1, s->aG);
     vo_vec_free(s->x1, s->h), vo_vec_free(s->x2, s->h), vo_vec_free(s->y1, s->h), vo_vec_free(s->y2, s->h);
 }
 
-/* out = J_chain·u (transpose 0) or u·J_chain (transpose 1), chain from acts with parameters th. */
-static void chain(const vijp_layer *L, mpfr_t *th, mpfr_t **acts, mpfr_t *u, mpfr_t *out, int transpose,
+/* out = J_c·u (transpose 0) or u·J_c (transpose 1) through function c from
+ * acts; th: the block's parameters; u and out of width h. */
+static void chain(const vijp_layer *L, int c, mpfr_t *th, mpfr_t **acts, mpfr_t *u, mpfr_t *out, int transpose,
                   const vijp_format *f)
 {
-    size_t h = L->in / 2, k = vijp_coupling_count(L);
-    mpfr_t *t = vo_vec_new(h, f);
-    for (size_t i = 0; i < h; i++) vo_set(out[i], u[i], f);
+    size_t h = L->in / 2, k = vijp_coupling_count(L, c), w = h;
+    mpfr_t *cur = vo_vec_new(h, f);
+    for (size_t i = 0; i < h; i++) vo_set(cur[i], u[i], f);
     for (size_t j = 0; j < k; j++) {
         size_t l = transpose ? k - 1 - j : j;
-        vijp_layer sl = sub(L, l);
-        if (transpose) sl.type->mp->vjp(&sl, th + offset(L, l), acts[l], 1, out, t, f);
-        else sl.type->mp->jvp(&sl, th + offset(L, l), acts[l], 1, out, t, f);
-        for (size_t i = 0; i < h; i++) vo_set(out[i], t[i], f);
+        vijp_layer sl = sub(L, c, l);
+        size_t nw = transpose ? sl.in : sl.out;
+        mpfr_t *t = vo_vec_new(nw, f);
+        if (transpose) sl.type->mp->vjp(&sl, th + offset(L, c, l), acts[l], 1, cur, t, f);
+        else sl.type->mp->jvp(&sl, th + offset(L, c, l), acts[l], 1, cur, t, f);
+        vo_vec_free(cur, w);
+        cur = t, w = nw;
     }
-    vo_vec_free(t, h);
+    for (size_t i = 0; i < h; i++) vo_set(out[i], cur[i], f);
+    vo_vec_free(cur, w);
 }
 
 void vo_additive_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, const vijp_format *f)
@@ -80,23 +94,23 @@ void vo_additive_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, m
         sample s;
         sample_eval(L, th, X + b * n, &s, f);
         for (size_t i = 0; i < h; i++) vo_set(Y[b * n + i], s.y1[i], f), vo_set(Y[b * n + h + i], s.y2[i], f);
-        sample_clear(&s);
+        sample_clear(L, &s);
     }
 }
 
 void vo_additive_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V, const vijp_format *f)
 {
-    size_t n = L->in, h = n / 2, PF = offset(L, vijp_coupling_count(L));
+    size_t n = L->in, h = n / 2;
     mpfr_t *v1 = vo_vec_new(h, f), *v2 = vo_vec_new(h, f);
     for (size_t b = 0; b < B; b++) {
         sample s;
         sample_eval(L, th, X + b * n, &s, f);
-        chain(L, th, s.aF, U + b * n + h, v1, 0, f);
+        chain(L, 0, th, s.aF, U + b * n + h, v1, 0, f);
         for (size_t i = 0; i < h; i++) vo_add(v1[i], v1[i], U[b * n + i], f);    /* v1 = u1 + J_F u2 */
-        chain(L, th + PF, s.aG, v1, v2, 0, f);
+        chain(L, 1, th, s.aG, v1, v2, 0, f);
         for (size_t i = 0; i < h; i++) vo_add(v2[i], v2[i], U[b * n + h + i], f); /* v2 = u2 + J_G v1 */
         for (size_t i = 0; i < h; i++) vo_set(V[b * n + i], v1[i], f), vo_set(V[b * n + h + i], v2[i], f);
-        sample_clear(&s);
+        sample_clear(L, &s);
     }
     vo_vec_free(v1, h), vo_vec_free(v2, h);
 }
@@ -105,7 +119,7 @@ void vo_additive_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_
 static void total_y1(const vijp_layer *L, mpfr_t *th, sample *s, mpfr_t *Gy, mpfr_t *gb, const vijp_format *f)
 {
     size_t h = L->in / 2;
-    chain(L, th + offset(L, vijp_coupling_count(L)), s->aG, Gy + h, gb, 1, f);
+    chain(L, 1, th, s->aG, Gy + h, gb, 1, f);
     for (size_t i = 0; i < h; i++) vo_add(gb[i], gb[i], Gy[i], f);
 }
 
@@ -117,48 +131,56 @@ void vo_additive_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_
         sample s;
         sample_eval(L, th, X + b * n, &s, f);
         total_y1(L, th, &s, Gy + b * n, gb, f);
-        chain(L, th, s.aF, gb, t, 1, f);
+        chain(L, 0, th, s.aF, gb, t, 1, f);
         for (size_t i = 0; i < h; i++)
             vo_set(Gx[b * n + i], gb[i], f), vo_add(Gx[b * n + h + i], Gy[b * n + h + i], t[i], f);
-        sample_clear(&s);
+        sample_clear(L, &s);
     }
     vo_vec_free(gb, h), vo_vec_free(t, h);
 }
 
-/* Σ_b over samples of each chain layer's parameter gradient, for output cotangent g. */
-static void chain_param(const vijp_layer *L, mpfr_t *th, mpfr_t **acts, mpfr_t *g, mpfr_t *Gt, const vijp_format *f)
+/* Each layer of function c's parameter gradient for output cotangent g,
+ * added into the block's Gt (samples summed in order, as the dense oracle
+ * does); th: the block's parameters. */
+static void chain_param(const vijp_layer *L, int c, mpfr_t *th, mpfr_t **acts, mpfr_t *g, mpfr_t *Gt,
+                        const vijp_format *f)
 {
-    size_t h = L->in / 2;
-    mpfr_t *c = vo_vec_new(h, f), *t = vo_vec_new(h, f);
-    for (size_t i = 0; i < h; i++) vo_set(c[i], g[i], f);
-    for (size_t l = vijp_coupling_count(L); l-- > 0;) {
-        vijp_layer sl = sub(L, l);
-        size_t P = sl.type->param_count(&sl), off = offset(L, l);
+    size_t h = L->in / 2, w = h;
+    mpfr_t *cur = vo_vec_new(h, f);
+    for (size_t i = 0; i < h; i++) vo_set(cur[i], g[i], f);
+    for (size_t l = vijp_coupling_count(L, c); l-- > 0;) {
+        vijp_layer sl = sub(L, c, l);
+        size_t P = sl.type->param_count(&sl), off = offset(L, c, l);
         if (P) {
             mpfr_t *p = vo_vec_new(P, f);
-            sl.type->mp->vjp_param(&sl, th + off, acts[l], 1, c, p, f);
+            sl.type->mp->vjp_param(&sl, th + off, acts[l], 1, cur, p, f);
             for (size_t i = 0; i < P; i++) vo_add(Gt[off + i], Gt[off + i], p[i], f);
             vo_vec_free(p, P);
         }
-        sl.type->mp->vjp(&sl, th + off, acts[l], 1, c, t, f);
-        for (size_t i = 0; i < h; i++) vo_set(c[i], t[i], f);
+        mpfr_t *t = vo_vec_new(sl.in, f);
+        sl.type->mp->vjp(&sl, th + off, acts[l], 1, cur, t, f);
+        vo_vec_free(cur, w);
+        cur = t, w = sl.in;
     }
-    vo_vec_free(c, h), vo_vec_free(t, h);
+    vo_vec_free(cur, w);
 }
+
+/* The block's parameter count: F's (S's) and G's (T's). */
+static size_t block_params(const vijp_layer *L) { return offset(L, 1, vijp_coupling_count(L, 1)); }
 
 void vo_additive_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt,
                            const vijp_format *f)
 {
-    size_t n = L->in, h = n / 2, PF = offset(L, vijp_coupling_count(L));
-    for (size_t i = 0; i < 2 * PF; i++) mpfr_set_zero(Gt[i], 1);
+    size_t n = L->in, h = n / 2;
+    for (size_t i = 0; i < block_params(L); i++) mpfr_set_zero(Gt[i], 1);
     mpfr_t *gb = vo_vec_new(h, f);
     for (size_t b = 0; b < B; b++) { /* samples summed in order, as the dense oracle does */
         sample s;
         sample_eval(L, th, X + b * n, &s, f);
         total_y1(L, th, &s, Gy + b * n, gb, f);
-        chain_param(L, th, s.aF, gb, Gt, f);
-        chain_param(L, th + PF, s.aG, Gy + b * n + h, Gt + PF, f);
-        sample_clear(&s);
+        chain_param(L, 0, th, s.aF, gb, Gt, f);
+        chain_param(L, 1, th, s.aG, Gy + b * n + h, Gt, f);
+        sample_clear(L, &s);
     }
     vo_vec_free(gb, h);
 }
@@ -167,17 +189,17 @@ int vo_additive_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_
                      const vijp_format *f)
 {
     (void)frag;
-    size_t n = L->in, h = n / 2, PF = offset(L, vijp_coupling_count(L));
+    size_t n = L->in, h = n / 2;
     mpfr_t *t = vo_vec_new(h, f), *gy2 = vo_vec_new(h, f);
     for (size_t b = 0; b < B; b++) {
         sample s;
         sample_eval(L, th, X + b * n, &s, f);
-        chain(L, th, s.aF, Gx + b * n, t, 1, f);
+        chain(L, 0, th, s.aF, Gx + b * n, t, 1, f);
         for (size_t i = 0; i < h; i++) vo_sub(gy2[i], Gx[b * n + h + i], t[i], f); /* g_y2 = g_x2 − g_x1 J_F */
-        chain(L, th + PF, s.aG, gy2, t, 1, f);
+        chain(L, 1, th, s.aG, gy2, t, 1, f);
         for (size_t i = 0; i < h; i++)
             vo_sub(Gy[b * n + i], Gx[b * n + i], t[i], f), vo_set(Gy[b * n + h + i], gy2[i], f); /* g_y1 = g_x1 − g_y2 J_G */
-        sample_clear(&s);
+        sample_clear(L, &s);
     }
     vo_vec_free(t, h), vo_vec_free(gy2, h);
     return 0;
@@ -203,31 +225,28 @@ void vo_additive_jacobian(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *J,
 
 int vo_additive_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f)
 {
-    size_t n = L->in, h = n / 2, k = vijp_coupling_count(L), PF = offset(L, k);
+    size_t n = L->in, h = n / 2;
     mpfr_t *a[VIJP_SUB_MAX + 1];
-    for (size_t j = 0; j <= k; j++) a[j] = vo_vec_new(h, f);
+    a[0] = vo_vec_new(h, f);
     for (size_t b = 0; b < B; b++) {
         for (size_t i = 0; i < h; i++) vo_set(a[0][i], Y[b * n + i], f); /* y1 */
-        for (size_t j = 0; j < k; j++) {
-            vijp_layer sl = sub(L, j);
-            sl.type->mp->forward(&sl, th + PF + offset(L, j), a[j], 1, a[j + 1], f);
-        }
-        for (size_t i = 0; i < h; i++) vo_sub(X[b * n + h + i], Y[b * n + h + i], a[k][i], f); /* x2 = y2 − G(y1) */
+        chain_forward(L, 1, th, a, f);
+        for (size_t i = 0; i < h; i++)
+            vo_sub(X[b * n + h + i], Y[b * n + h + i], a[vijp_coupling_count(L, 1)][i], f); /* x2 = y2 − G(y1) */
+        chain_free(L, 1, a);
         for (size_t i = 0; i < h; i++) vo_set(a[0][i], X[b * n + h + i], f);
-        for (size_t j = 0; j < k; j++) {
-            vijp_layer sl = sub(L, j);
-            sl.type->mp->forward(&sl, th + offset(L, j), a[j], 1, a[j + 1], f);
-        }
-        for (size_t i = 0; i < h; i++) vo_sub(X[b * n + i], Y[b * n + i], a[k][i], f); /* x1 = y1 − F(x2) */
+        chain_forward(L, 0, th, a, f);
+        for (size_t i = 0; i < h; i++) vo_sub(X[b * n + i], Y[b * n + i], a[vijp_coupling_count(L, 0)][i], f); /* x1 = y1 − F(x2) */
+        chain_free(L, 0, a);
     }
-    for (size_t j = 0; j <= k; j++) vo_vec_free(a[j], h);
+    vo_vec_free(a[0], h);
     return 0;
 }
 
 /* ---- affine coupling: y1 = x1, y2 = x2 ⊙ s + t, s = scale(S(x1)), t = T(x1) ---- */
 
 typedef struct {
-    size_t h, k;
+    size_t h;
     mpfr_t *x1, *x2, *s, *ds;
     mpfr_t *aS[VIJP_SUB_MAX + 1], *aT[VIJP_SUB_MAX + 1];
 } affine_sample;
@@ -252,23 +271,19 @@ static void affine_scale(const vijp_layer *L, mpfr_t s, mpfr_t ds, mpfr_t a, con
 
 static void affine_eval(const vijp_layer *L, mpfr_t *th, mpfr_t *x, affine_sample *s, const vijp_format *f)
 {
-    size_t h = L->in / 2, k = vijp_coupling_count(L), PS = offset(L, k);
-    s->h = h, s->k = k;
+    size_t h = L->in / 2;
+    s->h = h;
     s->x1 = vo_vec_new(h, f), s->x2 = vo_vec_new(h, f), s->s = vo_vec_new(h, f), s->ds = vo_vec_new(h, f);
     for (size_t i = 0; i < h; i++) vo_set(s->x1[i], x[i], f), vo_set(s->x2[i], x[h + i], f);
     s->aS[0] = s->aT[0] = s->x1;
-    for (size_t j = 0; j < k; j++) {
-        vijp_layer l = sub(L, j);
-        s->aS[j + 1] = vo_vec_new(h, f), s->aT[j + 1] = vo_vec_new(h, f);
-        l.type->mp->forward(&l, th + offset(L, j), s->aS[j], 1, s->aS[j + 1], f);
-        l.type->mp->forward(&l, th + PS + offset(L, j), s->aT[j], 1, s->aT[j + 1], f);
-    }
-    for (size_t i = 0; i < h; i++) affine_scale(L, s->s[i], s->ds[i], s->aS[k][i], f);
+    chain_forward(L, 0, th, s->aS, f);
+    chain_forward(L, 1, th, s->aT, f);
+    for (size_t i = 0; i < h; i++) affine_scale(L, s->s[i], s->ds[i], s->aS[vijp_coupling_count(L, 0)][i], f);
 }
 
-static void affine_clear(affine_sample *s)
+static void affine_clear(const vijp_layer *L, affine_sample *s)
 {
-    for (size_t j = 1; j <= s->k; j++) vo_vec_free(s->aS[j], s->h), vo_vec_free(s->aT[j], s->h);
+    chain_free(L, 0, s->aS), chain_free(L, 1, s->aT);
     vo_vec_free(s->x1, s->h), vo_vec_free(s->x2, s->h), vo_vec_free(s->s, s->h), vo_vec_free(s->ds, s->h);
 }
 
@@ -278,8 +293,8 @@ static void affine_cross(const vijp_layer *L, mpfr_t *th, affine_sample *s, mpfr
     size_t h = s->h;
     mpfr_t *a = vo_vec_new(h, f), *b = vo_vec_new(h, f);
     for (size_t i = 0; i < h; i++) vo_mul(a[i], g[i], s->x2[i], f), vo_mul(a[i], a[i], s->ds[i], f);
-    chain(L, th, s->aS, a, b, 1, f);
-    chain(L, th + offset(L, vijp_coupling_count(L)), s->aT, g, out, 1, f);
+    chain(L, 0, th, s->aS, a, b, 1, f);
+    chain(L, 1, th, s->aT, g, out, 1, f);
     for (size_t i = 0; i < h; i++) vo_add(out[i], out[i], b[i], f);
     vo_vec_free(a, h), vo_vec_free(b, h);
 }
@@ -291,8 +306,8 @@ void vo_affine_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpf
         affine_sample s;
         affine_eval(L, th, X + b * n, &s, f);
         for (size_t i = 0; i < h; i++)
-            vo_set(Y[b * n + i], s.x1[i], f), vo_fma(Y[b * n + h + i], s.x2[i], s.s[i], s.aT[s.k][i], f);
-        affine_clear(&s);
+            vo_set(Y[b * n + i], s.x1[i], f), vo_fma(Y[b * n + h + i], s.x2[i], s.s[i], s.aT[vijp_coupling_count(L, 1)][i], f);
+        affine_clear(L, &s);
     }
 }
 
@@ -304,14 +319,14 @@ void vo_affine_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t 
     for (size_t b = 0; b < B; b++) {
         affine_sample s;
         affine_eval(L, th, X + b * n, &s, f);
-        chain(L, th, s.aS, U + b * n, a, 0, f);
-        chain(L, th + offset(L, vijp_coupling_count(L)), s.aT, U + b * n, c, 0, f);
+        chain(L, 0, th, s.aS, U + b * n, a, 0, f);
+        chain(L, 1, th, s.aT, U + b * n, c, 0, f);
         for (size_t i = 0; i < h; i++) {
             vo_set(V[b * n + i], U[b * n + i], f);
             vo_mul(t, s.x2[i], s.ds[i], f), vo_mul(t, t, a[i], f), vo_add(t, t, c[i], f);
             vo_fma(V[b * n + h + i], U[b * n + h + i], s.s[i], t, f);
         }
-        affine_clear(&s);
+        affine_clear(L, &s);
     }
     mpfr_clear(t);
     vo_vec_free(a, h), vo_vec_free(c, h);
@@ -327,23 +342,23 @@ void vo_affine_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t 
         affine_cross(L, th, &s, Gy + b * n + h, c, f);
         for (size_t i = 0; i < h; i++)
             vo_add(Gx[b * n + i], Gy[b * n + i], c[i], f), vo_mul(Gx[b * n + h + i], Gy[b * n + h + i], s.s[i], f);
-        affine_clear(&s);
+        affine_clear(L, &s);
     }
     vo_vec_free(c, h);
 }
 
 void vo_affine_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt, const vijp_format *f)
 {
-    size_t n = L->in, h = n / 2, PS = offset(L, vijp_coupling_count(L));
-    for (size_t i = 0; i < 2 * PS; i++) mpfr_set_zero(Gt[i], 1);
+    size_t n = L->in, h = n / 2;
+    for (size_t i = 0; i < block_params(L); i++) mpfr_set_zero(Gt[i], 1);
     mpfr_t *a = vo_vec_new(h, f);
     for (size_t b = 0; b < B; b++) {
         affine_sample s;
         affine_eval(L, th, X + b * n, &s, f);
         for (size_t i = 0; i < h; i++) vo_mul(a[i], Gy[b * n + h + i], s.x2[i], f), vo_mul(a[i], a[i], s.ds[i], f);
-        chain_param(L, th, s.aS, a, Gt, f);
-        chain_param(L, th + PS, s.aT, Gy + b * n + h, Gt + PS, f);
-        affine_clear(&s);
+        chain_param(L, 0, th, s.aS, a, Gt, f);
+        chain_param(L, 1, th, s.aT, Gy + b * n + h, Gt, f);
+        affine_clear(L, &s);
     }
     vo_vec_free(a, h);
 }
@@ -366,7 +381,7 @@ int vo_affine_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t 
             affine_cross(L, th, &s, g2, c, f);
             for (size_t i = 0; i < h; i++) vo_sub(Gy[b * n + i], Gx[b * n + i], c[i], f), vo_set(Gy[b * n + h + i], g2[i], f);
         }
-        affine_clear(&s);
+        affine_clear(L, &s);
     }
     vo_vec_free(c, h), vo_vec_free(g2, h);
     return rc;
@@ -390,9 +405,9 @@ int vo_affine_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr
                 break;
             }
             vo_set(X[b * n + i], s.x1[i], f);
-            vo_sub(X[b * n + h + i], s.x2[i], s.aT[s.k][i], f), vo_div(X[b * n + h + i], X[b * n + h + i], s.s[i], f);
+            vo_sub(X[b * n + h + i], s.x2[i], s.aT[vijp_coupling_count(L, 1)][i], f), vo_div(X[b * n + h + i], X[b * n + h + i], s.s[i], f);
         }
-        affine_clear(&s);
+        affine_clear(L, &s);
     }
     return rc;
 }

@@ -45,6 +45,8 @@ static const struct {
     {"residual:dense:8+tanh+dense:4", 4},          /* I + J_f: LU of J formed from jvps; fixed-point inverse */
     {"residual:dense:6+tanh:skip=dense:6", 4},     /* tall projection: a fragment in J's cokernel */
     {"residual:dense:3+softplus:skip=dense:3", 5}, /* wide projection: least squares */
+    {"additive:dense:8+tanh+dense:2;tanh", 4},        /* F widens inside (2 -> 8 -> 2), G another chain */
+    {"affine:exp+dense:6+tanh+dense:2;dense:2", 4},   /* S and T different chains, S widening inside */
 };
 #define NCASES (sizeof cases / sizeof *cases)
 static const char *const formats[] = {"double", "mpfr:256"};
@@ -311,7 +313,7 @@ START_TEST(bad_inputs)
         {"avgpool:1", 8, VIJP_EINVAL},          /* no pooling */
         {"squeeze:2x3", 8, VIJP_EDIM},          /* 8 is not a multiple of 6 */
         {"additive", 7, VIJP_EDIM},             /* odd width */
-        {"additive:dense:3+avgpool:3", 6, VIJP_EDIM}, /* a residual layer must keep the half width */
+        {"additive:dense:3+avgpool:3", 6, VIJP_EDIM}, /* a residual function must map h back to h */
         {"additive:additive", 8, VIJP_EINVAL},  /* no nesting */
         {"affine:foo", 8, VIJP_EINVAL},         /* unknown layer in the residual function */
         {"layernorm", 1, VIJP_EDIM},            /* nothing to normalize */

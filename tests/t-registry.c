@@ -249,8 +249,8 @@ START_TEST(state_copy_and_spec)
     ck_assert(a->channels == 2 && a->kernel == 3 && a->rows == 4 && a->stride == 2 && a->circular);
     vijp_layer_clear(&L);
     ck_assert(!vijp_layer_parse(&L, "additive:conv1d:1x3+tanh", 8, NULL));
-    ck_assert_uint_eq(vijp_coupling_count(&L), 2);
-    ck_assert_str_eq(vijp_coupling_sub(&L, 0)->type->name, "conv1d");
+    ck_assert_uint_eq(vijp_coupling_count(&L, 0), 2);
+    ck_assert_str_eq(vijp_coupling_sub(&L, 0, 0)->type->name, "conv1d");
     vijp_layer_clear(&L);
 }
 END_TEST

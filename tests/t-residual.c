@@ -291,7 +291,7 @@ START_TEST(json_blocks)
     const vijp_layer *outer = &net.layers[0];
     ck_assert_uint_eq(vijp_residual_count(outer, 0), 3);
     ck_assert_str_eq(vijp_residual_sub(outer, 0, 1)->type->name, "residual");
-    ck_assert_str_eq(vijp_coupling_sub(&net.layers[1], 0)->type->name, "residual");
+    ck_assert_str_eq(vijp_coupling_sub(&net.layers[1], 0, 0)->type->name, "residual");
     vijp_format D;
     ck_assert(!vijp_format_parse("double", &D, NULL));
     vijp_mat th2[2], X, Y, H1, H2, H3;
@@ -325,8 +325,9 @@ END_TEST
 /* Nested blocks through every engine against the MPFR reference (vijp grad
  * --engine all, at 256 bits, reference at 512): residual in residual (f =
  * W₂(z + tanh(W₃z)), z = W₁x, ‖W‖ = 1/2 by scaled:0.5, so Lip(f) <= 3/4
- * and the reversible engine rebuilds by fixed-point iteration) and a
- * residual block as an additive block's F and G.  As in t-engines.c's
+ * and the reversible engine rebuilds by fixed-point iteration), a
+ * residual block as an additive block's F and G, and an additive block
+ * whose F and G differ, F widening inside (2 -> 6 -> 2).  As in t-engines.c's
  * agree_at_256_bits: every engine is exact to 2^-256 times the conditioning
  * of this depth-2 net (far below 1e10), so 60 digits is a bound with margin. */
 START_TEST(json_nested_engines)
@@ -335,6 +336,7 @@ START_TEST(json_nested_engines)
     FILE *f = fopen(at("nest.json"), "w");
     ck_assert(f != NULL);
     fputs("{\"schema\": \"vijp-net/1\", \"width\": 4, \"layers\": ["
+          "{\"type\": \"additive\", \"F\": [" DENSE("6") "," TANH "," DENSE("2") "], \"G\": [" TANH "]},"
           "{\"type\": \"additive\", \"F\": [{\"type\": \"residual\", \"layers\": [" DENSE("4") "," TANH "," DENSE("2") "]}],"
           " \"G\": [{\"type\": \"residual\", \"layers\": [" DENSE("4") "," TANH "," DENSE("2") "]}]},"
           "{\"type\": \"residual\", \"layers\": [" DENSE("4") ", {\"type\": \"residual\", \"layers\": [" DENSE("4") ","
@@ -384,8 +386,8 @@ START_TEST(json_errors)
         {"{\"type\": \"residual\", \"layers\": [" DENSE("4") ", {\"type\": \"dense\", \"args\": \"4\", \"params\": "
          "{\"theta\": \"t4.npy\"}}]}", "layers[0].layers[1].params.theta"},
         {"{\"type\": \"additive\", \"F\": [" DENSE("2") "]}", "layers[0].G: missing"},
-        {"{\"type\": \"additive\", \"F\": [" DENSE("2") "], \"G\": [" TANH "]}", "layers[0].G[0]: F and G must hold"},
-        {"{\"type\": \"additive\", \"F\": [" DENSE("3") "], \"G\": [" DENSE("3") "]}", "must keep the half width 2"},
+        {"{\"type\": \"additive\", \"F\": [" DENSE("2") "], \"G\": [" DENSE("3") "]}", "must map the half width 2 back"},
+        {"{\"type\": \"additive\", \"F\": [" DENSE("3") "], \"G\": [" DENSE("3") "]}", "must map the half width 2 back"},
         {"{\"type\": \"affine\", \"F\": [" TANH "], \"G\": [" TANH "]}", "layers[0]: unknown field 'F'"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {

@@ -65,14 +65,15 @@ VIJP_API vijp_hardtanh_args vijp_hardtanh_get(const vijp_layer *L);
 /* prelu[:C] (C channels, channel-major; default 1) */
 VIJP_API size_t vijp_prelu_channels(const vijp_layer *L);
 
-/* Coupling blocks (additive, affine): the residual function, a chain of at
- * most VIJP_SUB_MAX layers of any type that keep the half width (a coupling
- * block inside another is refused: its own '+' list would be ambiguous in a
- * spec).  Each chain (F and G; S and T) has its own parameters, the
- * sub-layers' in order. */
-#define VIJP_SUB_MAX 4
-VIJP_API size_t vijp_coupling_count(const vijp_layer *L);
-VIJP_API const vijp_layer *vijp_coupling_sub(const vijp_layer *L, size_t k);
+/* Coupling blocks (additive, affine): two residual functions, F and G (S
+ * and T), each a chain of at most VIJP_SUB_MAX layers of any type but a
+ * coupling block, mapping the half width h to h (widths may change inside:
+ * h -> 4h -> h).  A spec names one chain for both; a JSON net may give two
+ * different ones.  θ: F's layers' parameters in order, then G's.  `which`
+ * is 0 for F (S), 1 for G (T). */
+#define VIJP_SUB_MAX 8
+VIJP_API size_t vijp_coupling_count(const vijp_layer *L, int which);
+VIJP_API const vijp_layer *vijp_coupling_sub(const vijp_layer *L, int which, size_t k);
 /* affine: 1 when the scale is exp(S), 0 for sigmoid(S + 2). */
 VIJP_API int vijp_affine_exp_scale(const vijp_layer *L);
 

@@ -301,11 +301,13 @@ VIJP_API VIJP_MUST_CHECK int vijp_layer_parse(vijp_layer *L, const char *item, s
 VIJP_API VIJP_MUST_CHECK int vijp_layer_residual_new(vijp_layer *L, vijp_layer *f_layers, size_t nf,
                                                      vijp_layer *skip_layers, size_t nskip, vijp_error *err);
 /* A coupling block ("additive" or "affine", sigmoid scale) whose residual
- * function is sub[0 … n), each layer h → h (h = sub[0].in), residual blocks
- * included: both chains (F and G; S and T) are these layers with parameters
- * of their own.  Takes the layers over, clearing them on failure too. */
-VIJP_API VIJP_MUST_CHECK int vijp_layer_coupling_new(vijp_layer *L, const char *type, vijp_layer *sub, size_t n,
-                                                     vijp_error *err);
+ * functions are F = f[0 … nf) and G = g[0 … ng) (S and T for affine), each
+ * consuming the previous one's output and mapping h = f[0].in back to h
+ * (widths free inside), residual blocks included; ng = 0 (g NULL): G is a
+ * copy of F's layers, with parameters of its own.  Takes the layers over,
+ * clearing them on failure too. */
+VIJP_API VIJP_MUST_CHECK int vijp_layer_coupling_new(vijp_layer *L, const char *type, vijp_layer *f, size_t nf,
+                                                     vijp_layer *g, size_t ng, vijp_error *err);
 /* dst = a deep copy of src. */
 VIJP_API void vijp_layer_copy(vijp_layer *dst, const vijp_layer *src);
 /* Release the state; L is then empty (type NULL). */

@@ -286,15 +286,19 @@ static int softmax_image(const vijp_layer *L, mpfi_t *x, mpfi_t *y, vijp_error *
 
 /* ---- coupling blocks: the natural extension through the sub-layers ---- */
 
-/* The chain's image of a (h intervals) into out, parameters from theta. */
-static int chain_image(const vijp_layer *L, const double *theta, mpfi_t *a, mpfi_t *out, vijp_error *err)
+/* Function c's image of a (h intervals) into out (h intervals), the block's
+ * parameters from theta (F's, then G's). */
+static int chain_image(const vijp_layer *L, int c, const double *theta, mpfi_t *a, mpfi_t *out, vijp_error *err)
 {
-    size_t h = L->in / 2, k = vijp_coupling_count(L), P = 0;
-    mpfi_t *cur = box_new(h), *next = box_new(h);
+    size_t h = L->in / 2, k = vijp_coupling_count(L, c), P = 0, w = h;
+    for (size_t j = 0; c && j < vijp_coupling_count(L, 0); j++)
+        P += vijp_coupling_sub(L, 0, j)->type->param_count(vijp_coupling_sub(L, 0, j));
+    mpfi_t *cur = box_new(h);
     for (size_t i = 0; i < h; i++) mpfi_set(cur[i], a[i]);
     int rc = 0;
     for (size_t j = 0; j < k && !rc; j++) {
-        const vijp_layer *s = vijp_coupling_sub(L, j);
+        const vijp_layer *s = vijp_coupling_sub(L, c, j);
+        mpfi_t *next = box_new(s->out);
         rc = enclose(s, theta + P, cur, next, err);
         if (rc) { /* say which block the sub-layer belongs to */
             char was[sizeof err->msg];
@@ -302,11 +306,11 @@ static int chain_image(const vijp_layer *L, const double *theta, mpfi_t *a, mpfi
             rc = vijp_fail(err, rc, "%s block, its sub-layer %zu: %.200s", L->type->name, j + 1, was);
         }
         P += s->type->param_count(s);
-        mpfi_t *swap = cur;
-        cur = next, next = swap;
+        box_free(cur, w);
+        cur = next, w = s->out;
     }
     for (size_t i = 0; !rc && i < h; i++) mpfi_set(out[i], cur[i]);
-    box_free(cur, h), box_free(next, h);
+    box_free(cur, w);
     return rc;
 }
 
@@ -321,19 +325,18 @@ static int chain_image(const vijp_layer *L, const double *theta, mpfi_t *a, mpfi
  * mean value form: nothing encloses a coupling's Jacobian over a box. */
 static int coupling_image(const vijp_layer *L, const double *theta, mpfi_t *x, mpfi_t *y, vijp_error *err)
 {
-    size_t h = L->in / 2, k = vijp_coupling_count(L), PF = 0;
-    for (size_t j = 0; j < k; j++) PF += vijp_coupling_sub(L, j)->type->param_count(vijp_coupling_sub(L, j));
+    size_t h = L->in / 2;
     mpfi_t *x1 = x, *x2 = x + h, *y1 = y, *y2 = y + h;
     mpfi_t *a = box_new(h), *b = box_new(h);
     int rc;
     if (!strcmp(L->type->name, "additive")) {
-        rc = chain_image(L, theta, x2, a, err);
+        rc = chain_image(L, 0, theta, x2, a, err);
         for (size_t i = 0; !rc && i < h; i++) mpfi_add(y1[i], x1[i], a[i]);
-        if (!rc) rc = chain_image(L, theta + PF, y1, b, err);
+        if (!rc) rc = chain_image(L, 1, theta, y1, b, err);
         for (size_t i = 0; !rc && i < h; i++) mpfi_add(y2[i], x2[i], b[i]);
     } else {
-        rc = chain_image(L, theta, x1, a, err);
-        if (!rc) rc = chain_image(L, theta + PF, x1, b, err);
+        rc = chain_image(L, 0, theta, x1, a, err);
+        if (!rc) rc = chain_image(L, 1, theta, x1, b, err);
         int exp_scale = vijp_affine_exp_scale(L);
         for (size_t i = 0; !rc && i < h; i++) {
             if (!exp_scale) mpfi_add_ui(a[i], a[i], 2), mpfi_neg(a[i], a[i]);

@@ -72,16 +72,19 @@ static const vijp_chain_state *coupling_state(const vijp_layer *L, const char *a
     return state_of(L, "additive", "affine", accessor);
 }
 
-size_t vijp_coupling_count(const vijp_layer *L) { return coupling_state(L, "vijp_coupling_count")->n; }
+size_t vijp_coupling_count(const vijp_layer *L, int which)
+{
+    return coupling_state(L, "vijp_coupling_count")->n[which != 0];
+}
 
-const vijp_layer *vijp_coupling_sub(const vijp_layer *L, size_t k)
+const vijp_layer *vijp_coupling_sub(const vijp_layer *L, int which, size_t k)
 {
     const vijp_chain_state *s = coupling_state(L, "vijp_coupling_sub");
-    if (k >= s->n) {
-        fprintf(stderr, "vijp: vijp_coupling_sub(%zu) of a %zu-layer chain\n", k, s->n);
+    if (k >= s->n[which != 0]) {
+        fprintf(stderr, "vijp: vijp_coupling_sub(%d, %zu) of a %zu-layer chain\n", which, k, s->n[which != 0]);
         abort();
     }
-    return &s->sub[k];
+    return &s->sub[which != 0][k];
 }
 
 int vijp_affine_exp_scale(const vijp_layer *L)

@@ -19,11 +19,13 @@
 
 #include "vijp/catalogue.h"
 
-/* A coupling block's state: its residual function's layers (each owning its
- * own state) and, for affine, the scale. */
+/* A coupling block's state: its two residual functions' layers, F's and
+ * G's (S's and T's), each layer owning its own state, and for affine the
+ * scale.  A spec names one chain for both (parsed once, then copied); a
+ * JSON net may give two different ones. */
 typedef struct {
-    size_t n;
-    vijp_layer sub[VIJP_SUB_MAX];
+    size_t n[2];
+    vijp_layer sub[2][VIJP_SUB_MAX];
     int exp_scale;
 } vijp_chain_state;
 

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static size_t param_count(const vijp_layer *L) { return 2 * vijp_chain_params(L, vijp_chain_n(L)); }
+static size_t param_count(const vijp_layer *L) { return vijp_chain_param_count(L); }
 static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE | VIJP_DECL_INVERTIBLE; }
 
 static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err)
@@ -39,7 +39,7 @@ static int print(const vijp_layer *L, char *buf, size_t size)
     return k + vijp_chain_print(L, buf + ((size_t)k < size ? (size_t)k : size), (size_t)k < size ? size - (size_t)k : 0);
 }
 
-static int init(const vijp_layer *L, vijp_init in, vijp_rng *rng, double *theta) { return vijp_chain_init(L, 2, in, rng, theta); }
+static int init(const vijp_layer *L, vijp_init in, vijp_rng *rng, double *theta) { return vijp_chain_init(L, in, rng, theta); }
 
 /* ---- the state of one evaluation: halves and both chains' activations ---- */
 
@@ -47,20 +47,25 @@ typedef struct {
     size_t h, B;
     double *x1, *x2, *y1, *y2;
     double *aF[VIJP_SUB_MAX + 1], *aG[VIJP_SUB_MAX + 1]; /* aF[0] = x2 … aF[n] = F(x2); aG from y1 */
-    double *t1, *t2;                                     /* scratch, h × B each */
     double *block;
 } state;
 
+/* Chain c's activations after its layers, each its layer's output width × B, from p on. */
+static double *acts_at(const vijp_layer *L, int c, double **acts, double *p, size_t B)
+{
+    for (size_t j = 1; j <= vijp_chain_n(L, c); j++) acts[j] = p, p += vijp_chain_sub(L, c, j - 1)->out * B;
+    return p;
+}
+
 static void state_init(state *s, const vijp_layer *L, size_t B)
 {
-    size_t h = L->in / 2, len = h * B, k = vijp_chain_n(L);
+    size_t h = L->in / 2, len = h * B;
     s->h = h, s->B = B;
-    s->block = vijp_scratch((2 * k + 6) * len);
+    s->block = vijp_scratch(4 * len + (vijp_chain_units(L, 0) + vijp_chain_units(L, 1)) * B);
     double *p = s->block;
-    s->x1 = p, s->x2 = p + len, s->y1 = p + 2 * len, s->y2 = p + 3 * len, s->t1 = p + 4 * len, s->t2 = p + 5 * len;
-    p += 6 * len;
+    s->x1 = p, s->x2 = p + len, s->y1 = p + 2 * len, s->y2 = p + 3 * len;
     s->aF[0] = s->x2, s->aG[0] = s->y1;
-    for (size_t j = 1; j <= k; j++) s->aF[j] = p, s->aG[j] = p + len, p += 2 * len;
+    acts_at(L, 1, s->aG, acts_at(L, 0, s->aF, p + 4 * len, B), B);
 }
 
 static void split(const state *s, const double *X, double *a, double *b) { vijp_halves_split(s->h, s->B, X, a, b); }
@@ -69,13 +74,13 @@ static void join(const state *s, const double *a, const double *b, double *Y) { 
 /* Forward from X: x1, x2, the F chain, y1, the G chain, y2. */
 static void evaluate(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, state *s)
 {
-    size_t len = s->h * s->B, k = vijp_chain_n(L), PF = vijp_chain_params(L, k);
+    size_t len = s->h * s->B;
     split(s, X, s->x1, s->x2);
-    vijp_chain_forward(L, cx, th, s->aF, s->B);
+    vijp_chain_forward(L, 0, cx, th, s->aF, s->B);
     const vijp_kernels *K = cx->k;
-    K->add_d(len, s->x1, s->aF[k], s->y1);
-    vijp_chain_forward(L, cx, th + PF, s->aG, s->B);
-    K->add_d(len, s->x2, s->aG[k], s->y2);
+    K->add_d(len, s->x1, s->aF[vijp_chain_n(L, 0)], s->y1);
+    vijp_chain_forward(L, 1, cx, th, s->aG, s->B);
+    K->add_d(len, s->x2, s->aG[vijp_chain_n(L, 1)], s->y2);
 }
 
 static void forward(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B, double *Y)
@@ -94,13 +99,13 @@ static void jvp(const vijp_layer *L, const vijp_kctx *cx, const double *th, cons
     state s;
     state_init(&s, L, B);
     evaluate(L, cx, th, X, &s);
-    size_t len = s.h * B, PF = vijp_chain_params(L, vijp_chain_n(L));
+    size_t len = s.h * B;
     double *u1 = s.x1, *u2 = s.y2, *v1 = vijp_scratch(2 * len), *v2 = v1 + len;
     split(&s, U, u1, u2); /* x1 and y2 are no longer needed */
-    vijp_chain_apply(L, cx, th, s.aF, B, u2, v1, s.t1, 0);
+    vijp_chain_apply(L, 0, cx, th, s.aF, B, u2, v1, 0);
     const vijp_kernels *K = cx->k;
     K->add_d(len, v1, u1, v1);
-    vijp_chain_apply(L, cx, th + PF, s.aG, B, v1, v2, s.t1, 0);
+    vijp_chain_apply(L, 1, cx, th, s.aG, B, v1, v2, 0);
     K->add_d(len, v2, u2, v2);
     join(&s, v1, v2, V);
     free(v1), free(s.block);
@@ -113,16 +118,16 @@ static void reverse(const vijp_layer *L, const vijp_kctx *cx, const double *th, 
     state s;
     state_init(&s, L, B);
     evaluate(L, cx, th, X, &s);
-    size_t len = s.h * B, PF = vijp_chain_params(L, vijp_chain_n(L));
+    size_t len = s.h * B;
     double *gy1 = s.x1, *gy2 = s.y2, *gb = vijp_scratch(2 * len), *gx2 = gb + len;
     split(&s, Gy, gy1, gy2);
-    vijp_chain_apply(L, cx, th + PF, s.aG, B, gy2, gb, s.t1, 1);
+    vijp_chain_apply(L, 1, cx, th, s.aG, B, gy2, gb, 1);
     cx->k->add_d(len, gb, gy1, gb);
     if (Gth) {
-        vijp_chain_vjp_param(L, cx, th, s.aF, B, gb, Gth, s.t1, s.t2);
-        vijp_chain_vjp_param(L, cx, th + PF, s.aG, B, gy2, Gth + PF, s.t1, s.t2);
+        vijp_chain_vjp_param(L, 0, cx, th, s.aF, B, gb, Gth);
+        vijp_chain_vjp_param(L, 1, cx, th, s.aG, B, gy2, Gth);
     } else {
-        vijp_chain_apply(L, cx, th, s.aF, B, gb, gx2, s.t1, 1);
+        vijp_chain_apply(L, 0, cx, th, s.aF, B, gb, gx2, 1);
         cx->k->add_d(len, gx2, gy2, gx2);
         join(&s, gb, gx2, Gx);
     }
@@ -149,13 +154,13 @@ static int vijp(const vijp_layer *L, const vijp_kctx *cx, const double *th, cons
     state s;
     state_init(&s, L, B);
     evaluate(L, cx, th, X, &s);
-    size_t len = s.h * B, PF = vijp_chain_params(L, vijp_chain_n(L));
+    size_t len = s.h * B;
     double *gx1 = s.x1, *gx2 = s.y2, *gy1 = vijp_scratch(2 * len), *gy2 = gy1 + len;
     split(&s, Gx, gx1, gx2);
-    vijp_chain_apply(L, cx, th, s.aF, B, gx1, gy2, s.t1, 1);
+    vijp_chain_apply(L, 0, cx, th, s.aF, B, gx1, gy2, 1);
     const vijp_kernels *K = cx->k;
     K->sub_d(len, gx2, gy2, gy2);
-    vijp_chain_apply(L, cx, th + PF, s.aG, B, gy2, gy1, s.t1, 1);
+    vijp_chain_apply(L, 1, cx, th, s.aG, B, gy2, gy1, 1);
     K->sub_d(len, gx1, gy1, gy1);
     join(&s, gy1, gy2, Gy);
     free(gy1), free(s.block);
@@ -172,13 +177,13 @@ static int inverse(const vijp_layer *L, const vijp_kctx *cx, const double *th, c
     (void)err;
     state s;
     state_init(&s, L, B);
-    size_t len = s.h * B, k = vijp_chain_n(L), PF = vijp_chain_params(L, k);
+    size_t len = s.h * B;
     split(&s, Y, s.y1, s.y2);
-    vijp_chain_forward(L, cx, th + PF, s.aG, B);
+    vijp_chain_forward(L, 1, cx, th, s.aG, B);
     const vijp_kernels *K = cx->k;
-    K->sub_d(len, s.y2, s.aG[k], s.x2);
-    vijp_chain_forward(L, cx, th, s.aF, B);
-    K->sub_d(len, s.y1, s.aF[k], s.x1);
+    K->sub_d(len, s.y2, s.aG[vijp_chain_n(L, 1)], s.x2);
+    vijp_chain_forward(L, 0, cx, th, s.aF, B);
+    K->sub_d(len, s.y1, s.aF[vijp_chain_n(L, 0)], s.x1);
     join(&s, s.x1, s.x2, X);
     free(s.block);
     return 0;
@@ -197,8 +202,8 @@ static const vijp_ops_mp ops_mp = {
 
 const vijp_layer_type vijp_layer_additive = {
     .name = "additive",
-    .syntax = "additive[:ITEM+ITEM...] (RevNet coupling y1 = x1 + F(x2), y2 = x2 + G(y1); F, G: the items at "
-              "half width, default dense:N/2+tanh)",
+    .syntax = "additive[:ITEM+ITEM...[;ITEM+ITEM...]] (RevNet coupling y1 = x1 + F(x2), y2 = x2 + G(y1); F, G: "
+              "the items, or F's;G's, each mapping the half width back to itself, default dense:N/2+tanh)",
     .parse = parse, .state_copy = vijp_chain_state_copy, .state_free = vijp_chain_state_free,
     .print = print, .param_count = param_count, .init = init, .declare = declare,
     .residual = VIJP_RESIDUAL_INVERSE, .d = &ops_d, .mp = &ops_mp,

@@ -27,7 +27,7 @@
 
 #define EXP_SCALE(L) (((const vijp_chain_state *)(L)->state)->exp_scale) /* its own state, read per unit */
 
-static size_t param_count(const vijp_layer *L) { return 2 * vijp_chain_params(L, vijp_chain_n(L)); }
+static size_t param_count(const vijp_layer *L) { return vijp_chain_param_count(L); }
 static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_SUBMERSIVE | VIJP_DECL_INVERTIBLE; }
 
 static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err)
@@ -56,7 +56,7 @@ static int print(const vijp_layer *L, char *buf, size_t size)
     return k + vijp_chain_print(L, buf + ((size_t)k < size ? (size_t)k : size), (size_t)k < size ? size - (size_t)k : 0);
 }
 
-static int init(const vijp_layer *L, vijp_init in, vijp_rng *rng, double *theta) { return vijp_chain_init(L, 2, in, rng, theta); }
+static int init(const vijp_layer *L, vijp_init in, vijp_rng *rng, double *theta) { return vijp_chain_init(L, in, rng, theta); }
 
 /* s = scale(a) and s′, as in a dual evaluation. */
 static void scale(const vijp_layer *L, double a, double *s, double *ds)
@@ -71,26 +71,31 @@ static void scale(const vijp_layer *L, double a, double *s, double *ds)
 
 typedef struct {
     size_t h, B;
-    double *x1, *x2, *s, *ds, *t1, *t2, *t3;
+    double *x1, *x2, *s, *ds, *t2, *t3; /* t2, t3: scratch, h × B each */
     double *aS[VIJP_SUB_MAX + 1], *aT[VIJP_SUB_MAX + 1]; /* both from x1 */
     double *block;
 } state;
 
+/* Chain c's activations after its layers, each its layer's output width × B, from p on. */
+static double *acts_at(const vijp_layer *L, int c, double **acts, double *p, size_t B)
+{
+    for (size_t j = 1; j <= vijp_chain_n(L, c); j++) acts[j] = p, p += vijp_chain_sub(L, c, j - 1)->out * B;
+    return p;
+}
+
 static void evaluate(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B, state *st)
 {
-    size_t h = L->in / 2, len = h * B, k = vijp_chain_n(L);
+    size_t h = L->in / 2, len = h * B;
     st->h = h, st->B = B;
-    st->block = vijp_scratch((2 * k + 7) * len);
+    st->block = vijp_scratch(6 * len + (vijp_chain_units(L, 0) + vijp_chain_units(L, 1)) * B);
     double *p = st->block;
-    st->x1 = p, st->x2 = p + len, st->s = p + 2 * len, st->ds = p + 3 * len, st->t1 = p + 4 * len, st->t2 = p + 5 * len,
-    st->t3 = p + 6 * len;
-    p += 7 * len;
+    st->x1 = p, st->x2 = p + len, st->s = p + 2 * len, st->ds = p + 3 * len, st->t2 = p + 4 * len, st->t3 = p + 5 * len;
     st->aS[0] = st->aT[0] = st->x1;
-    for (size_t j = 1; j <= k; j++) st->aS[j] = p, st->aT[j] = p + len, p += 2 * len;
+    acts_at(L, 1, st->aT, acts_at(L, 0, st->aS, p + 6 * len, B), B);
     vijp_halves_split(h, B, X, st->x1, st->x2);
-    vijp_chain_forward(L, cx, th, st->aS, B);
-    vijp_chain_forward(L, cx, th + vijp_chain_params(L, k), st->aT, B);
-    for (size_t i = 0; i < len; i++) scale(L, st->aS[k][i], &st->s[i], &st->ds[i]);
+    vijp_chain_forward(L, 0, cx, th, st->aS, B);
+    vijp_chain_forward(L, 1, cx, th, st->aT, B);
+    for (size_t i = 0; i < len; i++) scale(L, st->aS[vijp_chain_n(L, 0)][i], &st->s[i], &st->ds[i]);
 }
 
 /* out = c(g) = J_Sᵀ(g ⊙ x2 ⊙ s′) + J_Tᵀ g. */
@@ -98,8 +103,8 @@ static void cross(const vijp_layer *L, const vijp_kctx *cx, const double *th, st
 {
     size_t len = st->h * st->B;
     for (size_t i = 0; i < len; i++) st->t2[i] = g[i] * st->x2[i] * st->ds[i];
-    vijp_chain_apply(L, cx, th, st->aS, st->B, st->t2, st->t3, st->t1, 1);
-    vijp_chain_apply(L, cx, th + vijp_chain_params(L, vijp_chain_n(L)), st->aT, st->B, g, out, st->t1, 1);
+    vijp_chain_apply(L, 0, cx, th, st->aS, st->B, st->t2, st->t3, 1);
+    vijp_chain_apply(L, 1, cx, th, st->aT, st->B, g, out, 1);
     for (size_t i = 0; i < len; i++) out[i] += st->t3[i];
 }
 
@@ -108,7 +113,7 @@ static void forward(const vijp_layer *L, const vijp_kctx *cx, const double *th, 
     state st;
     evaluate(L, cx, th, X, B, &st);
     size_t len = st.h * B;
-    const double *t = st.aT[vijp_chain_n(L)];
+    const double *t = st.aT[vijp_chain_n(L, 1)];
     double *y2 = vijp_scratch(len);
     cx->k->affine_d(len, st.x2, st.s, t, y2);
     vijp_halves_join(st.h, B, st.x1, y2, Y);
@@ -124,8 +129,8 @@ static void jvp(const vijp_layer *L, const vijp_kctx *cx, const double *th, cons
     size_t len = st.h * B;
     double *u1 = vijp_scratch(3 * len), *u2 = u1 + len, *v2 = u1 + 2 * len;
     vijp_halves_split(st.h, B, U, u1, u2);
-    vijp_chain_apply(L, cx, th, st.aS, B, u1, st.t2, st.t1, 0);
-    vijp_chain_apply(L, cx, th + vijp_chain_params(L, vijp_chain_n(L)), st.aT, B, u1, st.t3, st.t1, 0);
+    vijp_chain_apply(L, 0, cx, th, st.aS, B, u1, st.t2, 0);
+    vijp_chain_apply(L, 1, cx, th, st.aT, B, u1, st.t3, 0);
     for (size_t i = 0; i < len; i++) v2[i] = u2[i] * st.s[i] + st.x2[i] * st.ds[i] * st.t2[i] + st.t3[i];
     vijp_halves_join(st.h, B, u1, v2, V);
     free(u1), free(st.block);
@@ -151,12 +156,12 @@ static void vjp_param(const vijp_layer *L, const vijp_kctx *cx, const double *th
 {
     state st;
     evaluate(L, cx, th, X, B, &st);
-    size_t len = st.h * B, PS = vijp_chain_params(L, vijp_chain_n(L));
+    size_t len = st.h * B;
     double *g1 = vijp_scratch(3 * len), *g2 = g1 + len, *gs = g1 + 2 * len;
     vijp_halves_split(st.h, B, Gy, g1, g2);
     for (size_t i = 0; i < len; i++) gs[i] = g2[i] * st.x2[i] * st.ds[i];
-    vijp_chain_vjp_param(L, cx, th, st.aS, B, gs, Gt, st.t1, st.t2);
-    vijp_chain_vjp_param(L, cx, th + PS, st.aT, B, g2, Gt + PS, st.t1, st.t2);
+    vijp_chain_vjp_param(L, 0, cx, th, st.aS, B, gs, Gt);
+    vijp_chain_vjp_param(L, 1, cx, th, st.aT, B, g2, Gt);
     free(g1), free(st.block);
 }
 
@@ -193,7 +198,7 @@ static int inverse(const vijp_layer *L, const vijp_kctx *cx, const double *th, c
     state st;
     evaluate(L, cx, th, Y, B, &st); /* x1 = y1: S and T evaluate at the right point; st.x2 holds y2 */
     size_t len = st.h * B;
-    const double *t = st.aT[vijp_chain_n(L)];
+    const double *t = st.aT[vijp_chain_n(L, 1)];
     int rc = 0;
     for (size_t i = 0; i < len && !rc; i++)
         if (st.s[i] == 0 || !isfinite(st.s[i]))
@@ -218,8 +223,9 @@ static const vijp_ops_mp ops_mp = {
 
 const vijp_layer_type vijp_layer_affine = {
     .name = "affine",
-    .syntax = "affine[:sigmoid|:exp][+ITEM+ITEM...] (Glow/RealNVP coupling y1 = x1, y2 = x2*s(x1) + t(x1); "
-              "s = sigmoid(S + 2) or exp(S); S, T: the items at half width, default dense:N/2+tanh)",
+    .syntax = "affine[:sigmoid|:exp][+ITEM+ITEM...[;ITEM+ITEM...]] (Glow/RealNVP coupling y1 = x1, y2 = x2*s(x1) "
+              "+ t(x1); s = sigmoid(S + 2) or exp(S); S, T: the items, or S's;T's, half width to half width, default "
+              "dense:N/2+tanh)",
     .parse = parse, .state_copy = vijp_chain_state_copy, .state_free = vijp_chain_state_free,
     .print = print, .param_count = param_count, .init = init, .declare = declare,
     .residual = VIJP_RESIDUAL_INVERSE, .d = &ops_d, .mp = &ops_mp,

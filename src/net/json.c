@@ -205,8 +205,8 @@ static int residual_at(const ctx *c, json_t *l, const char *field, size_t in_wid
 }
 
 /* {"type": "additive" or "affine", "F": [...], "G": [...]} ("S", "T" for
- * affine): the coupling block of those residual functions, which must be
- * the same layers (the block's spec names them once), each h → h. */
+ * affine): the coupling block of those residual functions, each mapping h
+ * back to h (widths free inside), different or the same layers. */
 static int coupling_at(const ctx *c, json_t *l, const char *field, size_t in_width, vijp_layer *L, double **theta)
 {
     int add = !strcmp(json_string_value(json_object_get(l, "type")), "additive");
@@ -225,30 +225,20 @@ static int coupling_at(const ctx *c, json_t *l, const char *field, size_t in_wid
         rc = list ? layer_list(c, list, fj, in_width / 2, sub[j], th + j * VIJP_SUB_MAX, VIJP_SUB_MAX, &n[j])
                   : FAIL(c, fj, "missing");
     }
-    char a[160], b[160];
-    for (size_t k = 0; !rc && k < (n[0] > n[1] ? n[0] : n[1]); k++) {
-        if (k < n[0] && k < n[1]) vijp_layer_spec(&sub[0][k], a, sizeof a), vijp_layer_spec(&sub[1][k], b, sizeof b);
-        if (k >= n[0] || k >= n[1] || strcmp(a, b)) {
-            char fj[FIELD_MAX];
-            snprintf(fj, sizeof fj, "%s.%s[%zu]", field, k2, k);
-            rc = FAIL(c, fj, "%s and %s must hold the same layers (one chain of layers, parameters of their own): %s",
-                      k1, k2, k >= n[1] ? "missing" : k >= n[0] ? "one layer too many" : b);
-        }
-    }
+    vijp_layer all[2 * VIJP_SUB_MAX]; /* copies for block_theta, in the block's θ order: F's layers, then G's */
+    double *tall[2 * VIJP_SUB_MAX];
+    size_t n_all = 0;
+    for (int j = 0; j < 2; j++)
+        for (size_t k = 0; k < n[j]; k++, n_all++)
+            vijp_layer_copy(&all[n_all], &sub[j][k]), tall[n_all] = th[j * VIJP_SUB_MAX + k];
     if (!rc) {
         vijp_error e = {0};
-        vijp_layer f[VIJP_SUB_MAX];
-        for (size_t k = 0; k < n[0]; k++) vijp_layer_copy(&f[k], &sub[0][k]);
-        if ((rc = vijp_layer_coupling_new(L, add ? "additive" : "affine", f, n[0], &e)))
+        if ((rc = vijp_layer_coupling_new(L, add ? "additive" : "affine", sub[0], n[0], sub[1], n[1], &e)))
             vijp_fail(c->err, rc == VIJP_EDIM ? VIJP_EDIM : VIJP_EINVAL, "%s: %s: %s", c->name, field, e.msg);
+        n[0] = n[1] = 0; /* taken over (and cleared on failure) by the block */
     }
-    if (!rc) {
-        vijp_layer all[2 * VIJP_SUB_MAX];
-        double *tall[2 * VIJP_SUB_MAX];
-        for (int j = 0; j < 2; j++)
-            for (size_t k = 0; k < n[0]; k++) all[j * n[0] + k] = sub[j][k], tall[j * n[0] + k] = th[j * VIJP_SUB_MAX + k];
-        if ((rc = block_theta(c, field, all, tall, 2 * n[0], L->type->param_count(L), theta))) vijp_layer_clear(L);
-    }
+    if (!rc && (rc = block_theta(c, field, all, tall, n_all, L->type->param_count(L), theta))) vijp_layer_clear(L);
+    for (size_t k = 0; k < n_all; k++) vijp_layer_clear(&all[k]);
     for (int j = 0; j < 2; j++)
         for (size_t k = 0; k < n[j]; k++) vijp_layer_clear(&sub[j][k]);
     for (size_t k = 0; k < 2 * VIJP_SUB_MAX; k++) free(th[k]);
