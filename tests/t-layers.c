@@ -47,6 +47,8 @@ static const struct {
     {"residual:dense:3+softplus:skip=dense:3", 5}, /* wide projection: least squares */
     {"additive:dense:8+tanh+dense:2;tanh", 4},        /* F widens inside (2 -> 8 -> 2), G another chain */
     {"affine:exp+dense:6+tanh+dense:2;dense:2", 4},   /* S and T different chains, S widening inside */
+    {"identity", 5}, {"dropout:0.1", 6}, {"flatten", 4},
+    {"transpose:2x3", 12},      /* two runs, each a 2 x 3 matrix: a permutation with 3-cycles */
 };
 #define NCASES (sizeof cases / sizeof *cases)
 static const char *const formats[] = {"double", "mpfr:256"};
