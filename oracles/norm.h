@@ -1,7 +1,7 @@
-/* The normalisation and shape types (src/layers/reshape.c):
+/* The normalisation and shape types (src/layers/reshape.c, layernorm_runs.c):
  * their parsed arguments, which the double operators there and their MPFR
  * twins here both read (plain structs: no calls between the two), and the
- * MPFR operators themselves (oracles/reshape.c). */
+ * MPFR operators themselves (oracles/reshape.c, normlayers.c). */
 #ifndef VIJP_ORACLES_NORM_H
 #define VIJP_ORACLES_NORM_H
 
@@ -17,6 +17,16 @@ typedef struct {
 typedef struct {
     size_t rows, cols;
 } vo_transpose_args;
+
+/* layernorm with arguments, layernorm[:N][:eps=E][:affine] (plain layernorm
+ * has no state): each run of `run` units normalised by its biased variance
+ * plus eps, then, with affine, scaled by weight[run] and shifted by
+ * bias[run] (θ = weight, bias: PyTorch's LayerNorm(run) state_dict). */
+typedef struct {
+    size_t run;
+    double eps;
+    int run_given, eps_given, affine; /* what the item said, to print it back */
+} vo_layernorm_args;
 
 /* The identity (identity, dropout, flatten) and transpose: permutations,
  * every operator exact. */
@@ -35,5 +45,18 @@ int vo_transpose_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr
                       const vijp_format *f);
 void vo_transpose_jacobian(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *J, const vijp_format *f);
 int vo_transpose_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
+
+void vo_lnr_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, const vijp_format *f);
+void vo_lnr_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V, const vijp_format *f);
+void vo_lnr_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f);
+void vo_lnr_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt, const vijp_format *f);
+size_t vo_lnr_fragment_count(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B);
+void vo_lnr_fragment(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *frag,
+                     const vijp_format *f);
+int vo_lnr_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *frag, mpfr_t *Gy,
+                const vijp_format *f);
+void vo_lnr_jacobian(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *J, const vijp_format *f);
+int vo_lnr_cokernel(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *Q, const vijp_format *f);
+int vo_lnr_jacobian_enclose(const vijp_layer *L, const double *th, const double *x, double *mid, double *rad);
 
 #endif

@@ -49,6 +49,8 @@ static const struct {
     {"affine:exp+dense:6+tanh+dense:2;dense:2", 4},   /* S and T different chains, S widening inside */
     {"identity", 5}, {"dropout:0.1", 6}, {"flatten", 4},
     {"transpose:2x3", 12},      /* two runs, each a 2 x 3 matrix: a permutation with 3-cycles */
+    {"layernorm:3:eps=0.01:affine", 6}, /* two runs, ε > 0: fragment 1 per run; cokernel D⁻¹·span{1} */
+    {"layernorm:eps=0.1", 5},   /* ε > 0 over the whole width: J0⁺ by Sherman–Morrison */
 };
 #define NCASES (sizeof cases / sizeof *cases)
 static const char *const formats[] = {"double", "mpfr:256"};

@@ -1,15 +1,19 @@
-/* The normalisation and shape types (src/layers/reshape.c): their argument
- * checking, their specs printed back, and their values against computations
- * made here by other means (a transpose worked by hand, the algebraic
- * identity transpose:BxA ∘ transpose:AxB = identity).  The layer battery on
+/* The normalisation and shape types (src/layers/reshape.c,
+ * layernorm_runs.c): their argument checking, their specs printed back, and
+ * their values against computations made by other means: a transpose worked
+ * by hand, the algebraic identity transpose:BxA ∘ transpose:AxB = identity,
+ * PyTorch's LayerNorm in float64, the cokernel's dimension from the
+ * Jacobian's singular values.  The layer battery on
  * each of them runs in t-layers.c and t-check-layer.c with every other
  * built-in type. */
 #include "fixtures/clirun.h"
 #include "fixtures/testutil.h"
+#include "vijp/certify.h"
 #include "vijp/layer.h"
 #include "vijp/net.h"
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Bad arguments: a code and a message, never an instance. */
@@ -38,6 +42,21 @@ START_TEST(bad_arguments_refused)
         {"transpose:1x4", 8, VIJP_EINVAL},  /* the identity: a permutation type must not be diagonal */
         {"transpose:4x1", 8, VIJP_EINVAL},
         {"transpose:4294967296x4294967296", 8, VIJP_EINVAL}, /* past VIJP_WIDTH_MAX: a·b would wrap */
+        {"layernorm:1", 8, VIJP_EINVAL},    /* nothing to normalise */
+        {"layernorm:3", 8, VIJP_EDIM},      /* 8 is not a multiple of 3 */
+        {"layernorm:16", 8, VIJP_EDIM},
+        {"layernorm:eps=-1", 8, VIJP_EINVAL},
+        {"layernorm:eps=nan", 8, VIJP_EINVAL},
+        {"layernorm:eps=inf", 8, VIJP_EINVAL},
+        {"layernorm:eps=", 8, VIJP_EINVAL},
+        {"layernorm:eps=1e-5x", 8, VIJP_EINVAL},
+        {"layernorm:affine:eps=0.1", 8, VIJP_EINVAL}, /* the order is N, eps=, affine */
+        {"layernorm:affine:4", 8, VIJP_EINVAL},
+        {"layernorm:affine:affine", 8, VIJP_EINVAL},
+        {"layernorm:4:", 8, VIJP_EINVAL},   /* an empty argument */
+        {"layernorm::affine", 8, VIJP_EINVAL},
+        {"layernorm:bias", 8, VIJP_EINVAL},
+        {"layernorm:-4", 8, VIJP_EINVAL},
     };
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
         vijp_layer L;
@@ -65,6 +84,10 @@ START_TEST(specs_print_back)
         {"dropout:0.1", "dropout:0.1", 5},   {"dropout:0", "dropout:0", 5},
         {"dropout:1", "dropout:1", 5},       {"dropout:1e-7", "dropout:1e-07", 5},
         {"transpose:2x3", "transpose:2x3", 12}, {"transpose:4x2", "transpose:4x2", 8},
+        {"layernorm", "layernorm", 6},       {"layernorm:", "layernorm", 6}, /* plain, as before */
+        {"layernorm:3", "layernorm:3", 6},   {"layernorm:affine", "layernorm:affine", 6},
+        {"layernorm:eps=0.00001", "layernorm:eps=1e-05", 6},
+        {"layernorm:2:eps=0:affine", "layernorm:2:eps=0:affine", 6},
     };
     for (size_t k = 0; k < sizeof items / sizeof *items; k++) {
         vijp_layer L, R;
@@ -114,6 +137,146 @@ START_TEST(transpose_values)
 }
 END_TEST
 
+/* PyTorch 1.13's LayerNorm(N, eps, elementwise_affine) in float64 on a
+ * batch of token-major sequences, printed by
+ * scripts/torch-layernorm-reference.py (PyTorch needed only to rerun it):
+ * weight, bias, x and g from torch.randn, y = ln(x), (y·g).sum().backward(),
+ * gx = x.grad, gtheta = (weight.grad, bias.grad).  torch normalises by the
+ * biased variance, as the layer does. */
+static const struct {
+    const char *spec;
+    size_t width, B;
+    double theta[16], x[16], g[16], y[16], gx[16], gtheta[16];
+} torch_cases[] = {
+    {"layernorm:3:eps=0.5:affine", 6, 2,
+     {0.3255015423575558, -0.47914491621978522, 1.3790082614212824, 2.5285573053756747, 0.41074166368137599, -0.9880071189627424},
+     {0.66135217157045223, 0.26692409829251879, 0.061677258237348306, 0.62131732868542155, -0.45190596470388295, -0.16613023453557194, -1.5227684840130555, 0.38168390241818895, -1.0276085758313882, -0.56305279865378843, -0.89229050878103411, -0.058250179083696361},
+     {-0.19550957739962468, -0.96563593116834268, 0.42241532118215536, 0.26731699794736563, -0.42119515675461361, -0.51069999928319654, -1.5726652135630592, -0.12324775762032961, 3.586989310317374, -1.8312901364228844, 1.5987003148762056, -1.27700703480527},
+     {2.6724453303122497, 0.45104909835459245, -1.4815907568190438, 2.7688355173196419, 0.66907343068357761, -1.2624666841583785, 2.2858675710734189, -0.082594814690764448, -1.379688861180622, 2.5043192133745373, 0.64714743585501056, -0.20493066450394659},
+     {-0.46720119497974416, 0.17044436102100258, 0.29675683395874142, 0.24038029892231183, 0.42545456426189393, -0.66583486318420571, -2.0963604153376716, -1.0332655529951562, 3.129625968332828, 0.5479112703479756, 0.22905936265267024, -0.77697063300064584},
+     {1.4198262829321751, -0.60736155380570145, -1.7935230874786898, -3.3321479294382028, 0.088621469332919478, 2.2216975974110627}},
+    {"layernorm:4:eps=1e-05:affine", 8, 2,
+     {-0.84113242523102738, -0.29079723404402846, -0.14798073595196234, -0.92664780277793057, -1.3256446023402191, 1.4205227748095219, -0.41900747195651883, 0.357686571123635},
+     {-0.7860438449599233, -0.43889457693124367, 1.3663715670342029, -0.50944220548069152, -1.6145725463338843, 0.43522737374460985, -0.054511818355231272, -0.52628326243658574, -2.0912963129162514, 0.10606233730461478, 0.77471502464030684, -1.1378328071601045, -1.5108884588019207, -1.1412530802719292, -0.50360731700796246, 0.58660154029707889},
+     {-2.1129341111627009, 0.44002604178405413, 1.1727995060788767, 0.48589960208970973, 0.63545520547246814, -1.4711947512059713, 1.750044398740185, 0.74165454679361331, 1.0997339570526952, 0.49527880378893802, -1.2089799475582681, 0.076215896797360488, 1.5235730700890506, 0.53769042536041889, 0.31983834739269679, 1.3516594875327341},
+     {-0.64040413303615606, 1.5389299676336663, -0.67232613365621519, 0.81173464641715676, -0.023275439809844433, 1.0849927334961362, -0.49421452996409754, 0.46304458721444974, -0.18260449937986281, 1.2384241093525969, -0.60106496101394169, 0.81874317778709016, -0.4075061970535257, 1.6028638799002053, -0.44479683562716921, -1.0733484862862812},
+     {1.4332541991187362, -0.62703958807599247, 0.23491475497061376, -1.0411293660133576, 0.28930152210292126, 0.42890384731792897, -0.2067311083047943, -0.51147426111605609, -0.18221821360340018, -0.1142504058080004, -0.01652836313505579, 0.31299698254645636, -0.90317355276351341, 0.57582981404950018, 0.82502937025388556, -0.49768563153987211},
+     {-2.4200948687524084, -1.9036829666108845, 1.4654087535268714, 1.7270544796001193, 1.1458281214515131, 0.0018005197274395535, 2.0337023046534903, 2.6554295332134177}},
+    {"layernorm:5:eps=0", 5, 2,
+     {0},
+     {0.8032760780963506, 0.17483339327910355, 0.088978095025878931, -0.61371800772935781, 0.04618245168476013, -1.3682591776659838, 0.33749509853046344, 1.0111158511791591, -1.4351793230898824, 0.97743180007706032},
+     {0.52204993827484758, 1.2379166964530786, -0.86463556291160415, 0.29896084440536186, 0.41921865516194434, -0.079854320808396495, 0.92641082541519204, 0.81567751692199564, 0.49518900821919865, -0.16431697802558881},
+     {1.5629511376999825, 0.16648662045869572, -0.024292714752535999, -1.5857559915297768, -0.11938905187636599, -1.1640274127473911, 0.39597878946118337, 1.0120420564468611, -1.2252295702743048, 0.98123613711365165},
+     {0.082532263302680597, 1.9953070484019411, -2.6327846307194314, 0.31294275685096851, 0.24200256216384053, -0.32744408629313415, 0.44522247640892892, 0.28565470409774546, 0.20425606051633299, -0.6076891547298735},
+     {0}},
+};
+
+/* max |v_k| over count values */
+static double max_abs(const double *v, size_t count)
+{
+    double m = 0;
+    for (size_t k = 0; k < count; k++) m = fmax(m, fabs(v[k]));
+    return m;
+}
+
+/* Both sides approximate the same exact values.  Each output of a run of N
+ * is a chain of at most 2N + 8 roundings (two sums of N terms, Higham eq.
+ * 3.5, and a few single operations) of terms bounded by
+ *   S = max(1, |w|)·max(1, |g|)·(1 + max|ŷ|)²·(1 + max|x|/s_min) + |b|,
+ * the cancellation x − μ amplifying by max|x|/s; vjp_param adds a sum over
+ * the B·width/N runs.  Each side errs by at most (2N + 8 + runs)·u·N·S, the
+ * tolerance twice that.  A variance off by a factor N/(N − 1) (unbiased),
+ * an ε added outside the root, or a weight applied to the wrong unit is off
+ * by 1e-2 or more. */
+START_TEST(layernorm_matches_torch)
+{
+    for (size_t c = 0; c < sizeof torch_cases / sizeof *torch_cases; c++) {
+        const char *spec = torch_cases[c].spec;
+        size_t n = torch_cases[c].width, B = torch_cases[c].B;
+        vijp_layer L;
+        vijp_format F;
+        vijp_format_fixed(&F, VIJP_DOUBLE);
+        ck_assert(!vijp_layer_parse(&L, spec, n, NULL));
+        size_t P = L.type->param_count(&L), N = 0, runs;
+        sscanf(spec, "layernorm:%zu", &N);
+        runs = B * n / N;
+        double y[16], gx[16], gt[16], *x = (double *)torch_cases[c].x, *g = (double *)torch_cases[c].g;
+        vijp_mat th = {.rows = P, .cols = 1, .fmt = &F, .d = (double *)torch_cases[c].theta},
+                 X = {.rows = n, .cols = B, .fmt = &F, .d = x}, G = {.rows = n, .cols = B, .fmt = &F, .d = g},
+                 Y = {.rows = n, .cols = B, .fmt = &F, .d = y}, GX = {.rows = n, .cols = B, .fmt = &F, .d = gx},
+                 GT = {.rows = P, .cols = 1, .fmt = &F, .d = gt};
+        ck_assert(!vijp_layer_forward(&L, &th, &X, &Y, NULL));
+        ck_assert(!vijp_layer_vjp(&L, &th, &X, &G, &GX, NULL));
+        if (P) ck_assert(!vijp_layer_vjp_param(&L, &th, &X, &G, &GT, NULL));
+        double smin = INFINITY, eps = 0;
+        const char *e = strstr(spec, "eps=");
+        if (e) eps = strtod(e + 4, NULL);
+        for (size_t r = 0; r < runs; r++) { /* s of each run, computed here */
+            double mu = 0, v = 0;
+            for (size_t i = 0; i < N; i++) mu += x[r * N + i] / (double)N;
+            for (size_t i = 0; i < N; i++) v += (x[r * N + i] - mu) * (x[r * N + i] - mu) / (double)N;
+            smin = fmin(smin, sqrt(v + eps));
+        }
+        double w = P ? max_abs(torch_cases[c].theta, N) : 1, b = P ? max_abs(torch_cases[c].theta + N, N) : 0;
+        double xs = max_abs(x, n * B); /* |ŷ| <= max|x − μ|/s <= 2 max|x|/s */
+        double S = fmax(1, w) * fmax(1, max_abs(g, n * B)) * (1 + 2 * xs / smin) * (1 + 2 * xs / smin) *
+                   (1 + xs / smin) + b;
+        double tol = 2 * (double)(2 * N + 8 + runs) * 0x1p-53 * (double)N * S;
+        for (size_t k = 0; k < n * B; k++) {
+            ck_assert_msg(fabs(y[k] - torch_cases[c].y[k]) <= tol, "%s: y[%zu] = %.17g, torch %.17g (tolerance %g)",
+                          spec, k, y[k], torch_cases[c].y[k], tol);
+            ck_assert_msg(fabs(gx[k] - torch_cases[c].gx[k]) <= tol, "%s: gx[%zu] = %.17g, torch %.17g (tolerance %g)",
+                          spec, k, gx[k], torch_cases[c].gx[k], tol);
+        }
+        for (size_t k = 0; k < P; k++)
+            ck_assert_msg(fabs(gt[k] - torch_cases[c].gtheta[k]) <= tol, "%s: gtheta[%zu] = %.17g, torch %.17g "
+                          "(tolerance %g)", spec, k, gt[k], torch_cases[c].gtheta[k], tol);
+        vijp_layer_clear(&L);
+    }
+}
+END_TEST
+
+/* The cokernel's dimension per run, 2 at ε = 0 (span{1, ŷ}) and 1 at ε > 0
+ * (span{1}: J·ŷ = ŷ·ε/s³ ≠ 0), affine weights or not: the fragment's length
+ * against the number of singular values of the double Jacobian below
+ * max(m, n)·u·σ_max (LAPACK, vijp_numeric_analysis), on points whose
+ * smallest nonzero singular value is far above that (ε = 0.5, weights in
+ * ±[0.5, 1.5]). */
+START_TEST(layernorm_cokernel_dimension)
+{
+    static const struct {
+        const char *spec;
+        size_t width, per_run;
+    } cases[] = {
+        {"layernorm:3", 9, 2}, {"layernorm:3:eps=0.5", 9, 1}, {"layernorm:4:affine", 8, 2},
+        {"layernorm:4:eps=0.5:affine", 8, 1}, {"layernorm:eps=0.5", 5, 1},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        vijp_net net;
+        ck_assert(!vijp_net_build(&net, cases[c].spec, 1, cases[c].width, NULL));
+        ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 11 + c, NULL));
+        const vijp_layer *L = &net.layers[0];
+        size_t n = L->in, P = L->type->param_count(L), N = 0;
+        if (sscanf(cases[c].spec, "layernorm:%zu", &N) != 1) N = n;
+        vijp_format F;
+        vijp_format_fixed(&F, VIJP_DOUBLE);
+        double x[9], J[81];
+        for (size_t i = 0; i < n; i++) x[i] = sin(1.7 * (double)i + (double)c);
+        vijp_mat th = {.rows = P, .cols = 1, .fmt = &F, .d = net.theta[0]}, X = {.rows = n, .cols = 1, .fmt = &F, .d = x},
+                 Jm = {.rows = n, .cols = n, .fmt = &F, .d = J};
+        ck_assert(!vijp_layer_jacobian(L, &th, &X, &Jm, NULL));
+        vijp_numeric a;
+        ck_assert(!vijp_numeric_analysis(J, n, n, &a, NULL));
+        size_t want = cases[c].per_run * (n / N);
+        ck_assert_msg(a.cokernel_dim == want, "%s: %zu singular values near 0, want %zu", cases[c].spec,
+                      a.cokernel_dim, want);
+        ck_assert_uint_eq(vijp_layer_fragment_count(L, &th, &X), want);
+        vijp_numeric_clear(&a);
+        vijp_net_free(&net);
+    }
+}
+END_TEST
+
 Suite *suite_normlayers(void)
 {
     Suite *s = suite_create("normlayers");
@@ -122,6 +285,8 @@ Suite *suite_normlayers(void)
     tcase_add_test(tc, bad_arguments_refused);
     tcase_add_test(tc, specs_print_back);
     tcase_add_test(tc, transpose_values);
+    tcase_add_test(tc, layernorm_matches_torch);
+    tcase_add_test(tc, layernorm_cokernel_dimension);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -360,7 +360,9 @@ static int enclose(const vijp_layer *L, const double *theta, mpfi_t *x, mpfi_t *
                          L->type->name);
     const char *name = L->type->name;
     if (vijp_deriv_enclose_of(L->type)) return image_elementwise(L, theta, x, y, err);
-    if (!strcmp(name, "layernorm")) return layernorm_image(L, x, y, err);
+    /* plain layernorm only: with arguments (runs, ε, affine; an instance
+     * with state) its values are not layernorm_image's */
+    if (!strcmp(name, "layernorm") && !L->state) return layernorm_image(L, x, y, err);
     if (!strcmp(name, "softmax")) return softmax_image(L, x, y, err);
     if (!strcmp(name, "additive") || !strcmp(name, "affine")) return coupling_image(L, theta, x, y, err);
     if (L->type->declare(L) & VIJP_DECL_LINEAR) return image_linear(L, theta, x, y, err);

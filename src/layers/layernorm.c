@@ -7,18 +7,26 @@
  * two numbers per sample, and the vijp is closed-form, O(n):
  *   g_y = σ·P g_x + Q c,  P = I − QQᵀ (the projection makes it J⁺g_x + Qc).
  * A constant sample (σ = 0) is outside the layer's domain: forward gives 0,
- * the vijp refuses. */
+ * the vijp refuses.
+ *
+ * That is plain `layernorm`, an instance without state.  With arguments,
+ * layernorm[:N][:eps=E][:affine] (runs, ε, PyTorch's affine weights), the
+ * instance has a state and every hook below hands it to layernorm_runs.c,
+ * so that plain layernorm's code and results stay exactly as they were. */
 #include "vijp/layer.h"
 #include "activation.h"
+#include "layernorm_runs.h"
+#include "oracles/norm.h"
 #include "scratch.h"
 #include "oracles/oracles.h"
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err)
 {
-    if (arg && *arg) return vijp_fail(err, VIJP_EINVAL, "layernorm takes no argument, got 'layernorm:%s'", arg);
+    if (arg && *arg) return vijp_lnr_parse(L, arg, in_width, err);
     if (in_width < 2)
         return vijp_fail(err, VIJP_EDIM, "layernorm normalizes over its input width, which must be >= 2 (got %zu%s)",
                          in_width, in_width ? "" : ": give --width");
@@ -29,8 +37,8 @@ static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *er
 /* J·1 = 0 (and J·ŷ = 0 for LayerNorm) exactly, J symmetric. */
 static size_t analytic_cokernel(const vijp_layer *L, const double *th, const double *x)
 {
-    (void)L, (void)th, (void)x;
-    return 2;
+    (void)th, (void)x;
+    return L->state ? vijp_lnr_cokernel_per_run(L) * (L->in / ((const vo_layernorm_args *)L->state)->run) : 2;
 }
 
 static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_NEVER_SUBMERSIVE; }
@@ -41,7 +49,10 @@ static unsigned declare(const vijp_layer *L) { (void)L; return VIJP_DECL_NEVER_S
  * covers its own rounding. */
 static void jacobian_majorant(const vijp_layer *L, const double *th, const double *x, double *M)
 {
-    (void)th;
+    if (L->state) {
+        vijp_lnr_jacobian_majorant(L, th, x, M);
+        return;
+    }
     size_t n = L->in;
     double mu = 0, s2 = 0;
     for (size_t i = 0; i < n; i++) mu += x[i] / (double)n;
@@ -68,7 +79,11 @@ static double normalize(const double *x, size_t n, double *yh)
 
 static void forward(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B, double *Y)
 {
-    (void)cx, (void)th;
+    (void)cx;
+    if (L->state) {
+        vijp_lnr_forward(L, th, X, B, Y);
+        return;
+    }
     for (size_t b = 0; b < B; b++) normalize(X + b * L->in, L->in, Y + b * L->in);
 }
 
@@ -98,14 +113,18 @@ static void apply(const vijp_layer *L, const vijp_kctx *cx, const double *th, co
 
 static size_t fragment_count(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B)
 {
-    (void)cx, (void)L, (void)th, (void)X;
-    return 2 * B;
+    (void)cx, (void)th, (void)X;
+    return L->state ? vijp_lnr_cokernel_per_run(L) * (L->in * B / ((const vo_layernorm_args *)L->state)->run) : 2 * B;
 }
 
 static void fragment(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
                      const double *Gy, double *frag)
 {
-    (void)cx, (void)th;
+    (void)cx;
+    if (L->state) {
+        vijp_lnr_fragment(L, th, X, B, Gy, frag);
+        return;
+    }
     size_t n = L->in;
     double r = 1 / sqrt((double)n);
     double *yh = vijp_scratch(n);
@@ -121,7 +140,8 @@ static void fragment(const vijp_layer *L, const vijp_kctx *cx, const double *th,
 static int vijp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B, const double *Gx,
                 const double *frag, double *Gy, vijp_error *err)
 {
-    (void)cx, (void)th;
+    (void)cx;
+    if (L->state) return vijp_lnr_vijp(L, th, X, B, Gx, frag, Gy, err);
     size_t n = L->in;
     double r = 1 / sqrt((double)n);
     double *yh = vijp_scratch(n);
@@ -142,7 +162,11 @@ static int vijp(const vijp_layer *L, const vijp_kctx *cx, const double *th, cons
 
 static void jacobian(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *x, double *J)
 {
-    (void)cx, (void)th;
+    (void)cx;
+    if (L->state) {
+        vijp_lnr_jacobian(L, th, x, J);
+        return;
+    }
     size_t n = L->in;
     double *yh = vijp_scratch(n), sigma = normalize(x, n, yh);
     for (size_t j = 0; j < n; j++)
@@ -154,7 +178,8 @@ static void jacobian(const vijp_layer *L, const vijp_kctx *cx, const double *th,
 static int cokernel(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *x, double *Q,
                     vijp_error *err)
 {
-    (void)cx, (void)th, (void)err;
+    (void)cx;
+    if (L->state) return vijp_lnr_cokernel(L, th, x, Q, err);
     size_t n = L->in;
     double *yh = vijp_scratch(n), r = 1 / sqrt((double)n);
     normalize(x, n, yh);
@@ -163,22 +188,104 @@ static int cokernel(const vijp_layer *L, const vijp_kctx *cx, const double *th, 
     return 0;
 }
 
+static void jvp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                const double *U, double *V)
+{
+    if (L->state) vijp_lnr_jvp(L, th, X, B, U, V);
+    else apply(L, cx, th, X, B, U, V);
+}
+
+static void vjp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                const double *Gy, double *Gx)
+{
+    if (L->state) vijp_lnr_vjp(L, th, X, B, Gy, Gx);
+    else apply(L, cx, th, X, B, Gy, Gx);
+}
+
+static void vjp_param(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B,
+                      const double *Gy, double *Gt)
+{
+    (void)cx;
+    vijp_lnr_vjp_param(L, th, X, B, Gy, Gt); /* only instances with parameters (affine) are asked */
+}
+
+static size_t param_count(const vijp_layer *L) { return L->state ? vijp_lnr_param_count(L) : 0; }
+
+static int init(const vijp_layer *L, vijp_init in, vijp_rng *rng, double *th)
+{
+    return L->state ? vijp_lnr_init(L, in, rng, th) : 0;
+}
+
+static size_t bias_index(const vijp_layer *L, size_t i) { return L->state ? vijp_lnr_bias_index(L, i) : SIZE_MAX; }
+
+static int print(const vijp_layer *L, char *buf, size_t size)
+{
+    return L->state ? vijp_lnr_print(L, buf, size) : snprintf(buf, size, "layernorm");
+}
+
 static const vijp_ops_d ops_d = {
-    .forward = forward, .jvp = apply, .vjp = apply,
+    .forward = forward, .jvp = jvp, .vjp = vjp, .vjp_param = vjp_param,
     .fragment_count = fragment_count, .fragment = fragment, .vijp = vijp,
     .jacobian = jacobian, .cokernel = cokernel,
 };
 
+/* The MPFR operators: plain layernorm's oracles (oracles/normalize.c), or
+ * those of the instances with arguments (oracles/normlayers.c). */
+#define MP_FORWARD(NAME, PARAMS, ARGS)                                                                             \
+    static void mp_##NAME PARAMS                                                                                   \
+    {                                                                                                              \
+        if (L->state) vo_lnr_##NAME ARGS;                                                                          \
+        else vo_layernorm_##NAME ARGS;                                                                             \
+    }
+MP_FORWARD(forward, (const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, const vijp_format *f),
+           (L, th, X, B, Y, f))
+MP_FORWARD(fragment, (const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *c, const vijp_format *f),
+           (L, th, X, B, Gy, c, f))
+MP_FORWARD(jacobian, (const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *J, const vijp_format *f), (L, th, x, J, f))
+MP_FORWARD(jvp, (const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V, const vijp_format *f),
+           (L, th, X, B, U, V, f))
+#undef MP_FORWARD
+
+static void mp_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f)
+{
+    if (L->state) vo_lnr_vjp(L, th, X, B, Gy, Gx, f);
+    else vo_layernorm_jvp(L, th, X, B, Gy, Gx, f); /* symmetric J */
+}
+
+static size_t mp_fragment_count(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B)
+{
+    return L->state ? vo_lnr_fragment_count(L, th, X, B) : vo_layernorm_fragment_count(L, th, X, B);
+}
+
+static int mp_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *c, mpfr_t *Gy,
+                   const vijp_format *f)
+{
+    return L->state ? vo_lnr_vijp(L, th, X, B, Gx, c, Gy, f) : vo_layernorm_vijp(L, th, X, B, Gx, c, Gy, f);
+}
+
+static int mp_cokernel(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *Q, const vijp_format *f)
+{
+    return L->state ? vo_lnr_cokernel(L, th, x, Q, f) : vo_layernorm_cokernel(L, th, x, Q, f);
+}
+
+static int jacobian_enclose(const vijp_layer *L, const double *th, const double *x, double *mid, double *rad)
+{
+    return L->state ? vo_lnr_jacobian_enclose(L, th, x, mid, rad) : vo_layernorm_jacobian_enclose(L, th, x, mid, rad);
+}
+
 static const vijp_ops_mp ops_mp = {
-    .forward = vo_layernorm_forward, .jvp = vo_layernorm_jvp, .vjp = vo_layernorm_jvp,
-    .fragment_count = vo_layernorm_fragment_count, .fragment = vo_layernorm_fragment, .vijp = vo_layernorm_vijp,
-    .jacobian = vo_layernorm_jacobian, .cokernel = vo_layernorm_cokernel,
+    .forward = mp_forward, .jvp = mp_jvp, .vjp = mp_vjp, .vjp_param = vo_lnr_vjp_param,
+    .fragment_count = mp_fragment_count, .fragment = mp_fragment, .vijp = mp_vijp,
+    .jacobian = mp_jacobian, .cokernel = mp_cokernel,
 };
 
 const vijp_layer_type vijp_layer_layernorm = {
-    .name = "layernorm", .syntax = "layernorm (no affine, no epsilon; keeps its width >= 2; fragment 2 per sample)",
-    .parse = parse, .param_count = vijp_act_no_params, .declare = declare,
+    .name = "layernorm",
+    .syntax = "layernorm[:N][:eps=E][:affine] (each run of N units, default the width, normalised; plain: no "
+              "affine, no epsilon, fragment 2 per sample; eps > 0: fragment 1 per run)",
+    .parse = parse, .state_size = sizeof(vo_layernorm_args), .print = print, .param_count = param_count,
+    .init = init, .declare = declare,
     .residual = VIJP_RESIDUAL_INPUT, .d = &ops_d, .mp = &ops_mp,
-    .jacobian_enclose = vo_layernorm_jacobian_enclose, .analytic_cokernel = analytic_cokernel,
-    .jacobian_majorant = jacobian_majorant,
+    .jacobian_enclose = jacobian_enclose, .analytic_cokernel = analytic_cokernel,
+    .jacobian_majorant = jacobian_majorant, .bias_index = bias_index,
 };
