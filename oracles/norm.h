@@ -1,7 +1,7 @@
 /* The normalisation and shape types (src/layers/reshape.c, layernorm_runs.c):
  * their parsed arguments, which the double operators there and their MPFR
  * twins here both read (plain structs: no calls between the two), and the
- * MPFR operators themselves (oracles/reshape.c, normlayers.c). */
+ * MPFR operators themselves (oracles/reshape.c, normlayers.c, channelnorm.c). */
 #ifndef VIJP_ORACLES_NORM_H
 #define VIJP_ORACLES_NORM_H
 
@@ -27,6 +27,16 @@ typedef struct {
     double eps;
     int run_given, eps_given, affine; /* what the item said, to print it back */
 } vo_layernorm_args;
+
+/* actnorm:C and batchnorm:C[:eps=E][:affine] (eval mode): per-channel
+ * affine maps of a channel-major sample, C channels of width/C positions.
+ * θ: actnorm s[C], b[C]; batchnorm weight[C], bias[C] (affine only),
+ * running_mean[C], running_var[C] (PyTorch's state_dict order). */
+typedef struct {
+    size_t channels;
+    double eps;
+    int batchnorm, eps_given, affine;
+} vo_channel_args;
 
 /* The identity (identity, dropout, flatten) and transpose: permutations,
  * every operator exact. */
@@ -58,5 +68,14 @@ int vo_lnr_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx
 void vo_lnr_jacobian(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *J, const vijp_format *f);
 int vo_lnr_cokernel(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *Q, const vijp_format *f);
 int vo_lnr_jacobian_enclose(const vijp_layer *L, const double *th, const double *x, double *mid, double *rad);
+
+void vo_chan_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, const vijp_format *f);
+void vo_chan_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V, const vijp_format *f);
+void vo_chan_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt, const vijp_format *f);
+int vo_chan_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *frag, mpfr_t *Gy,
+                 const vijp_format *f);
+void vo_chan_jacobian(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *J, const vijp_format *f);
+int vo_chan_jacobian_enclose(const vijp_layer *L, const double *th, const double *x, double *mid, double *rad);
+int vo_chan_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
 
 #endif

@@ -51,6 +51,9 @@ static const struct {
     {"transpose:2x3", 12},      /* two runs, each a 2 x 3 matrix: a permutation with 3-cycles */
     {"layernorm:3:eps=0.01:affine", 6}, /* two runs, ε > 0: fragment 1 per run; cokernel D⁻¹·span{1} */
     {"layernorm:eps=0.1", 5},   /* ε > 0 over the whole width: J0⁺ by Sherman–Morrison */
+    {"actnorm:2", 6},           /* per-channel scale and shift */
+    {"batchnorm:2:eps=0.1:affine", 6}, /* eval mode: the running statistics' gradients too */
+    {"batchnorm:3", 6},
 };
 #define NCASES (sizeof cases / sizeof *cases)
 static const char *const formats[] = {"double", "mpfr:256"};

@@ -57,6 +57,19 @@ START_TEST(bad_arguments_refused)
         {"layernorm::affine", 8, VIJP_EINVAL},
         {"layernorm:bias", 8, VIJP_EINVAL},
         {"layernorm:-4", 8, VIJP_EINVAL},
+        {"actnorm", 8, VIJP_EINVAL},        /* the channel count is required */
+        {"actnorm:0", 8, VIJP_EINVAL},
+        {"actnorm:3", 8, VIJP_EDIM},        /* 8 is not a multiple of 3 */
+        {"actnorm:2:affine", 8, VIJP_EINVAL}, /* takes nothing else */
+        {"batchnorm", 8, VIJP_EINVAL},
+        {"batchnorm:3", 8, VIJP_EDIM},
+        {"batchnorm:2:eps=-1", 8, VIJP_EINVAL},
+        {"batchnorm:2:eps=inf", 8, VIJP_EINVAL},
+        {"batchnorm:2:eps=", 8, VIJP_EINVAL},
+        {"batchnorm:2:affine:eps=0.1", 8, VIJP_EINVAL}, /* the order is C, eps=, affine */
+        {"batchnorm:2:bias", 8, VIJP_EINVAL},
+        {"batchnorm:2:affine:", 8, VIJP_EINVAL},
+        {"batchnorm:2x2", 8, VIJP_EINVAL},
     };
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
         vijp_layer L;
@@ -88,6 +101,9 @@ START_TEST(specs_print_back)
         {"layernorm:3", "layernorm:3", 6},   {"layernorm:affine", "layernorm:affine", 6},
         {"layernorm:eps=0.00001", "layernorm:eps=1e-05", 6},
         {"layernorm:2:eps=0:affine", "layernorm:2:eps=0:affine", 6},
+        {"actnorm:3", "actnorm:3", 6},       {"batchnorm:3", "batchnorm:3", 6},
+        {"batchnorm:2:eps=1e-3:affine", "batchnorm:2:eps=0.001:affine", 6},
+        {"batchnorm:6:affine", "batchnorm:6:affine", 6}, {"batchnorm:1:eps=0", "batchnorm:1:eps=0", 6},
     };
     for (size_t k = 0; k < sizeof items / sizeof *items; k++) {
         vijp_layer L, R;
@@ -137,37 +153,52 @@ START_TEST(transpose_values)
 }
 END_TEST
 
-/* PyTorch 1.13's LayerNorm(N, eps, elementwise_affine) in float64 on a
- * batch of token-major sequences, printed by
- * scripts/torch-layernorm-reference.py (PyTorch needed only to rerun it):
- * weight, bias, x and g from torch.randn, y = ln(x), (y·g).sum().backward(),
- * gx = x.grad, gtheta = (weight.grad, bias.grad).  torch normalises by the
- * biased variance, as the layer does. */
+/* PyTorch 1.13's LayerNorm(N, eps, elementwise_affine) on a batch of
+ * token-major sequences and BatchNorm1d(C, eps, affine) in eval mode, in
+ * float64, printed by scripts/torch-norm-reference.py (PyTorch needed
+ * only to rerun it): weight, bias, running statistics, x and g drawn by
+ * torch, y = layer(x), (y·g).sum().backward(), gx = x.grad, gtheta =
+ * (weight.grad, bias.grad).  torch's LayerNorm normalises by the biased
+ * variance and eval BatchNorm by running_var, as the layers do. */
 static const struct {
     const char *spec;
-    size_t width, B;
+    size_t width, B, gtheta_count; /* torch has no gradient for running statistics (buffers) */
     double theta[16], x[16], g[16], y[16], gx[16], gtheta[16];
 } torch_cases[] = {
-    {"layernorm:3:eps=0.5:affine", 6, 2,
+    {"layernorm:3:eps=0.5:affine", 6, 2, 6,
      {0.3255015423575558, -0.47914491621978522, 1.3790082614212824, 2.5285573053756747, 0.41074166368137599, -0.9880071189627424},
      {0.66135217157045223, 0.26692409829251879, 0.061677258237348306, 0.62131732868542155, -0.45190596470388295, -0.16613023453557194, -1.5227684840130555, 0.38168390241818895, -1.0276085758313882, -0.56305279865378843, -0.89229050878103411, -0.058250179083696361},
      {-0.19550957739962468, -0.96563593116834268, 0.42241532118215536, 0.26731699794736563, -0.42119515675461361, -0.51069999928319654, -1.5726652135630592, -0.12324775762032961, 3.586989310317374, -1.8312901364228844, 1.5987003148762056, -1.27700703480527},
      {2.6724453303122497, 0.45104909835459245, -1.4815907568190438, 2.7688355173196419, 0.66907343068357761, -1.2624666841583785, 2.2858675710734189, -0.082594814690764448, -1.379688861180622, 2.5043192133745373, 0.64714743585501056, -0.20493066450394659},
      {-0.46720119497974416, 0.17044436102100258, 0.29675683395874142, 0.24038029892231183, 0.42545456426189393, -0.66583486318420571, -2.0963604153376716, -1.0332655529951562, 3.129625968332828, 0.5479112703479756, 0.22905936265267024, -0.77697063300064584},
      {1.4198262829321751, -0.60736155380570145, -1.7935230874786898, -3.3321479294382028, 0.088621469332919478, 2.2216975974110627}},
-    {"layernorm:4:eps=1e-05:affine", 8, 2,
+    {"layernorm:4:eps=1e-05:affine", 8, 2, 8,
      {-0.84113242523102738, -0.29079723404402846, -0.14798073595196234, -0.92664780277793057, -1.3256446023402191, 1.4205227748095219, -0.41900747195651883, 0.357686571123635},
      {-0.7860438449599233, -0.43889457693124367, 1.3663715670342029, -0.50944220548069152, -1.6145725463338843, 0.43522737374460985, -0.054511818355231272, -0.52628326243658574, -2.0912963129162514, 0.10606233730461478, 0.77471502464030684, -1.1378328071601045, -1.5108884588019207, -1.1412530802719292, -0.50360731700796246, 0.58660154029707889},
      {-2.1129341111627009, 0.44002604178405413, 1.1727995060788767, 0.48589960208970973, 0.63545520547246814, -1.4711947512059713, 1.750044398740185, 0.74165454679361331, 1.0997339570526952, 0.49527880378893802, -1.2089799475582681, 0.076215896797360488, 1.5235730700890506, 0.53769042536041889, 0.31983834739269679, 1.3516594875327341},
      {-0.64040413303615606, 1.5389299676336663, -0.67232613365621519, 0.81173464641715676, -0.023275439809844433, 1.0849927334961362, -0.49421452996409754, 0.46304458721444974, -0.18260449937986281, 1.2384241093525969, -0.60106496101394169, 0.81874317778709016, -0.4075061970535257, 1.6028638799002053, -0.44479683562716921, -1.0733484862862812},
      {1.4332541991187362, -0.62703958807599247, 0.23491475497061376, -1.0411293660133576, 0.28930152210292126, 0.42890384731792897, -0.2067311083047943, -0.51147426111605609, -0.18221821360340018, -0.1142504058080004, -0.01652836313505579, 0.31299698254645636, -0.90317355276351341, 0.57582981404950018, 0.82502937025388556, -0.49768563153987211},
      {-2.4200948687524084, -1.9036829666108845, 1.4654087535268714, 1.7270544796001193, 1.1458281214515131, 0.0018005197274395535, 2.0337023046534903, 2.6554295332134177}},
-    {"layernorm:5:eps=0", 5, 2,
+    {"layernorm:5:eps=0", 5, 2, 0,
      {0},
      {0.8032760780963506, 0.17483339327910355, 0.088978095025878931, -0.61371800772935781, 0.04618245168476013, -1.3682591776659838, 0.33749509853046344, 1.0111158511791591, -1.4351793230898824, 0.97743180007706032},
      {0.52204993827484758, 1.2379166964530786, -0.86463556291160415, 0.29896084440536186, 0.41921865516194434, -0.079854320808396495, 0.92641082541519204, 0.81567751692199564, 0.49518900821919865, -0.16431697802558881},
      {1.5629511376999825, 0.16648662045869572, -0.024292714752535999, -1.5857559915297768, -0.11938905187636599, -1.1640274127473911, 0.39597878946118337, 1.0120420564468611, -1.2252295702743048, 0.98123613711365165},
      {0.082532263302680597, 1.9953070484019411, -2.6327846307194314, 0.31294275685096851, 0.24200256216384053, -0.32744408629313415, 0.44522247640892892, 0.28565470409774546, 0.20425606051633299, -0.6076891547298735},
+     {0}},
+    {"batchnorm:2:eps=1e-05:affine", 6, 2, 4,
+     {-0.72893842717113444, -0.9131688216613062, -0.051331128665746212, 0.10714673734558125, 1.1335047461482648, -0.2715340914691674, 0.65727227702449575, 0.64660636675677652},
+     {-1.6052762948770103, 0.23248570595798024, 2.23987006611963, 0.84729382161912192, 1.2006442576704193, -0.40155032608088304, -1.4260196629326141, 0.90393172099769836, 0.85571557369755502, 0.68888094394122157, 0.88498569894699042, 1.7706430143923884},
+     {-0.080942931174530594, 0.051263897969363606, -0.86875655982792799, -0.27574613646950302, -1.2717220168249534, 0.8816379301214663, -0.66396894441442678, 0.26389747114876122, 0.16104624644020532, 1.1758316541158109, -0.36151340850032876, 0.46814496688152207},
+     {2.4111459527443095, 0.75878793640272924, -1.0460799615540077, -1.1634010999370261, -1.564668021396479, 0.25479397045899727, 2.2499737592605298, 0.15508125132196343, 0.19843307678810101, -0.9835064648668268, -1.2062042269075146, -2.2119621040117772},
+     {0.07277694344080049, -0.046092101545308017, 0.78111140900116016, 0.31313900308698767, 1.4441753188312838, -1.0011934384888275, 0.59698394427926982, -0.23727397875612025, -0.14479897624735369, -1.3352816350653411, 0.4105368430171713, -0.53162829443916337},
+     {0.99719720502178122, -0.78111951616619513, -1.1374608198585552, 0.61663298932401411}},
+    {"batchnorm:3:eps=0.1", 6, 2, 0,
+     {0.44792784964186655, -0.60882355244264585, 0.23894620161912536, 1.0443263485663865, 1.3732018451637813, 1.2798354517944923},
+     {-0.48678075071242677, -0.60382158788400386, -0.55809623082367688, 0.66752430153448961, -0.19741509323400558, 1.9427835329161933, -1.4017020125953694, -0.76255713602849418, 0.63121340712964702, -0.89913516288647544, -0.55779344357826066, 0.69071878842584022},
+     {0.22245857875011651, -0.66622526805816706, 0.68464220450535296, 0.57400158906499565, -0.58288269346516774, 0.76794150669844885, 0.057092657777795354, -1.1893745840814036, -0.56588487770445028, -0.83265376882251685, 0.90144867062674183, 0.21157113304359276},
+     {-0.87377837006533154, -0.98318974372349488, 0.041793698490892137, 1.0515693649134121, -0.37147754976278191, 1.4504891347836524, -1.7290592657831774, -1.1315779028530319, 1.021653206830208, -0.23918463518400415, -0.67827026523149836, 0.3845972948939882},
+     {0.20795731875543791, -0.62279648288199252, 0.56406940000034633, 0.47291377863136969, -0.49621228399839962, 0.65375420009580598, 0.053370996518990847, -1.1118436110268608, -0.46622650683160288, -0.68601454701011189, 0.76740982151968329, 0.18011204712833725},
      {0}},
 };
 
@@ -179,16 +210,53 @@ static double max_abs(const double *v, size_t count)
     return m;
 }
 
-/* Both sides approximate the same exact values.  Each output of a run of N
- * is a chain of at most 2N + 8 roundings (two sums of N terms, Higham eq.
- * 3.5, and a few single operations) of terms bounded by
- *   S = max(1, |w|)·max(1, |g|)·(1 + max|ŷ|)²·(1 + max|x|/s_min) + |b|,
- * the cancellation x − μ amplifying by max|x|/s; vjp_param adds a sum over
- * the B·width/N runs.  Each side errs by at most (2N + 8 + runs)·u·N·S, the
- * tolerance twice that.  A variance off by a factor N/(N − 1) (unbiased),
- * an ε added outside the root, or a weight applied to the wrong unit is off
- * by 1e-2 or more. */
-START_TEST(layernorm_matches_torch)
+/* The ε of a spec item (0 where it gives none), read here. */
+static double eps_of(const char *spec, double none)
+{
+    const char *e = strstr(spec, "eps=");
+    return e ? strtod(e + 4, NULL) : none;
+}
+
+/* Both sides approximate the same exact values.  Each value is a chain of
+ * at most 2T + 16 roundings (sums of T terms, Higham eq. 3.5, and a few
+ * single operations) of terms bounded by S:
+ *   layernorm  T = N + runs,  S = max(1, |w|)·max(1, |g|)·(1 + 2 max|x|/s)³ + |b|,
+ *              the cancellation x − μ amplifying by max|x|/s, |ŷ| <= 2 max|x|/s;
+ *   batchnorm  T = B·S_pos,   S = max(1, |w|)·max(1, |g|)·(1 + (max|x| + max|rm|)/sd) + |b|,
+ * s and sd the smallest over the runs or channels, computed here from x and
+ * θ.  Each side errs by at most (2T + 16)·u·T·S, the tolerance twice that.
+ * A variance off by N/(N − 1) (unbiased), the batch's statistics instead
+ * of the running ones, an ε outside the root, a weight on the wrong unit:
+ * each is off by 1e-2 or more. */
+static double torch_tolerance(const char *spec, size_t n, size_t B, const double *th, const double *x, const double *g)
+{
+    size_t N = 0, C = 0, T;
+    double xs = max_abs(x, n * B), gs = fmax(1, max_abs(g, n * B)), S;
+    int affine = strstr(spec, ":affine") != NULL;
+    if (sscanf(spec, "layernorm:%zu", &N) == 1) {
+        double smin = INFINITY, eps = eps_of(spec, 0);
+        for (size_t r = 0; r < B * n / N; r++) { /* s of each run */
+            double mu = 0, v = 0;
+            for (size_t i = 0; i < N; i++) mu += x[r * N + i] / (double)N;
+            for (size_t i = 0; i < N; i++) v += (x[r * N + i] - mu) * (x[r * N + i] - mu) / (double)N;
+            smin = fmin(smin, sqrt(v + eps));
+        }
+        double amp = 1 + 2 * xs / smin;
+        S = (affine ? fmax(1, max_abs(th, N)) : 1) * gs * amp * amp * amp + (affine ? max_abs(th + N, N) : 0);
+        T = N + B * n / N;
+    } else {
+        ck_assert(sscanf(spec, "batchnorm:%zu", &C) == 1);
+        const double *rm = th + (affine ? 2 * C : 0), *rv = rm + C;
+        double sdmin = INFINITY, eps = eps_of(spec, 1e-5);
+        for (size_t c = 0; c < C; c++) sdmin = fmin(sdmin, sqrt(rv[c] + eps));
+        S = (affine ? fmax(1, max_abs(th, C)) : 1) * gs * (1 + (xs + max_abs(rm, C)) / sdmin) +
+            (affine ? max_abs(th + C, C) : 0);
+        T = B * n / C;
+    }
+    return 2 * (double)(2 * T + 16) * 0x1p-53 * (double)T * S;
+}
+
+START_TEST(norms_match_torch)
 {
     for (size_t c = 0; c < sizeof torch_cases / sizeof *torch_cases; c++) {
         const char *spec = torch_cases[c].spec;
@@ -197,9 +265,7 @@ START_TEST(layernorm_matches_torch)
         vijp_format F;
         vijp_format_fixed(&F, VIJP_DOUBLE);
         ck_assert(!vijp_layer_parse(&L, spec, n, NULL));
-        size_t P = L.type->param_count(&L), N = 0, runs;
-        sscanf(spec, "layernorm:%zu", &N);
-        runs = B * n / N;
+        size_t P = L.type->param_count(&L);
         double y[16], gx[16], gt[16], *x = (double *)torch_cases[c].x, *g = (double *)torch_cases[c].g;
         vijp_mat th = {.rows = P, .cols = 1, .fmt = &F, .d = (double *)torch_cases[c].theta},
                  X = {.rows = n, .cols = B, .fmt = &F, .d = x}, G = {.rows = n, .cols = B, .fmt = &F, .d = g},
@@ -208,27 +274,14 @@ START_TEST(layernorm_matches_torch)
         ck_assert(!vijp_layer_forward(&L, &th, &X, &Y, NULL));
         ck_assert(!vijp_layer_vjp(&L, &th, &X, &G, &GX, NULL));
         if (P) ck_assert(!vijp_layer_vjp_param(&L, &th, &X, &G, &GT, NULL));
-        double smin = INFINITY, eps = 0;
-        const char *e = strstr(spec, "eps=");
-        if (e) eps = strtod(e + 4, NULL);
-        for (size_t r = 0; r < runs; r++) { /* s of each run, computed here */
-            double mu = 0, v = 0;
-            for (size_t i = 0; i < N; i++) mu += x[r * N + i] / (double)N;
-            for (size_t i = 0; i < N; i++) v += (x[r * N + i] - mu) * (x[r * N + i] - mu) / (double)N;
-            smin = fmin(smin, sqrt(v + eps));
-        }
-        double w = P ? max_abs(torch_cases[c].theta, N) : 1, b = P ? max_abs(torch_cases[c].theta + N, N) : 0;
-        double xs = max_abs(x, n * B); /* |ŷ| <= max|x − μ|/s <= 2 max|x|/s */
-        double S = fmax(1, w) * fmax(1, max_abs(g, n * B)) * (1 + 2 * xs / smin) * (1 + 2 * xs / smin) *
-                   (1 + xs / smin) + b;
-        double tol = 2 * (double)(2 * N + 8 + runs) * 0x1p-53 * (double)N * S;
+        double tol = torch_tolerance(spec, n, B, torch_cases[c].theta, x, g);
         for (size_t k = 0; k < n * B; k++) {
             ck_assert_msg(fabs(y[k] - torch_cases[c].y[k]) <= tol, "%s: y[%zu] = %.17g, torch %.17g (tolerance %g)",
                           spec, k, y[k], torch_cases[c].y[k], tol);
             ck_assert_msg(fabs(gx[k] - torch_cases[c].gx[k]) <= tol, "%s: gx[%zu] = %.17g, torch %.17g (tolerance %g)",
                           spec, k, gx[k], torch_cases[c].gx[k], tol);
         }
-        for (size_t k = 0; k < P; k++)
+        for (size_t k = 0; k < torch_cases[c].gtheta_count; k++)
             ck_assert_msg(fabs(gt[k] - torch_cases[c].gtheta[k]) <= tol, "%s: gtheta[%zu] = %.17g, torch %.17g "
                           "(tolerance %g)", spec, k, gt[k], torch_cases[c].gtheta[k], tol);
         vijp_layer_clear(&L);
@@ -285,7 +338,7 @@ Suite *suite_normlayers(void)
     tcase_add_test(tc, bad_arguments_refused);
     tcase_add_test(tc, specs_print_back);
     tcase_add_test(tc, transpose_values);
-    tcase_add_test(tc, layernorm_matches_torch);
+    tcase_add_test(tc, norms_match_torch);
     tcase_add_test(tc, layernorm_cokernel_dimension);
     suite_add_tcase(s, tc);
     return s;
