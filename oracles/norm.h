@@ -26,6 +26,8 @@ typedef struct {
     size_t run;
     double eps;
     int run_given, eps_given, affine; /* what the item said, to print it back */
+    size_t channels, groups;          /* groupnorm:GxC (0 for layernorm): a run is a group of C/G channels,
+                                       * θ = weight[C], bias[C] */
 } vo_layernorm_args;
 
 /* actnorm:C and batchnorm:C[:eps=E][:affine] (eval mode): per-channel

@@ -13,10 +13,20 @@
 
 static size_t per_run(const vijp_layer *L) { return A_(L)->eps > 0 ? 1 : 2; }
 
-/* w_k in the format (1 without affine). */
-static void weight_of(const vijp_layer *L, mpfr_t *th, size_t k, mpfr_t w, const vijp_format *f)
+/* θ's weights: one per unit of a run (layernorm), one per channel (groupnorm). */
+static size_t n_weights(const vijp_layer *L) { return A_(L)->channels ? A_(L)->channels : A_(L)->run; }
+
+/* Unit i of run r (runs counted over the batch) is scaled by weight q. */
+static size_t weight_at(const vijp_layer *L, size_t r, size_t i)
 {
-    if (A_(L)->affine) vo_set(w, th[k], f);
+    size_t unit = (r * A_(L)->run + i) % L->in; /* within its sample */
+    return A_(L)->channels ? unit / (L->in / A_(L)->channels) : i;
+}
+
+/* The weight of unit i of run r in the format (1 without affine). */
+static void weight_of(const vijp_layer *L, mpfr_t *th, size_t r, size_t i, mpfr_t w, const vijp_format *f)
+{
+    if (A_(L)->affine) vo_set(w, th[weight_at(L, r, i)], f);
     else vo_set_si(w, 1, f);
 }
 
@@ -47,7 +57,10 @@ void vo_lnr_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t
     for (size_t r = 0; r < L->in * B / N; r++) {
         run_normalize(L, X + r * N, Y + r * N, s, f);
         if (A_(L)->affine)
-            for (size_t i = 0; i < N; i++) vo_fma(Y[r * N + i], th[i], Y[r * N + i], th[N + i], f);
+            for (size_t i = 0; i < N; i++) {
+                size_t q = weight_at(L, r, i);
+                vo_fma(Y[r * N + i], th[q], Y[r * N + i], th[n_weights(L) + q], f);
+            }
     }
     mpfr_clear(s);
 }
@@ -78,7 +91,7 @@ void vo_lnr_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *U,
     for (size_t r = 0; r < L->in * B / N; r++) {
         run_normalize(L, X + r * N, yh, s, f);
         j0_apply(N, yh, s, U + r * N, V + r * N, f);
-        for (size_t i = 0; i < N; i++) weight_of(L, th, i, w, f), vo_mul(V[r * N + i], w, V[r * N + i], f);
+        for (size_t i = 0; i < N; i++) weight_of(L, th, r, i, w, f), vo_mul(V[r * N + i], w, V[r * N + i], f);
     }
     mpfr_clears(s, w, (mpfr_ptr)0);
     vo_vec_free(yh, N);
@@ -92,7 +105,7 @@ void vo_lnr_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy
     mpfr_inits2(f->prec, s, w, (mpfr_ptr)0);
     for (size_t r = 0; r < L->in * B / N; r++) {
         run_normalize(L, X + r * N, yh, s, f);
-        for (size_t i = 0; i < N; i++) weight_of(L, th, i, w, f), vo_mul(h[i], w, Gy[r * N + i], f);
+        for (size_t i = 0; i < N; i++) weight_of(L, th, r, i, w, f), vo_mul(h[i], w, Gy[r * N + i], f);
         j0_apply(N, yh, s, h, Gx + r * N, f);
     }
     mpfr_clears(s, w, (mpfr_ptr)0);
@@ -105,11 +118,13 @@ void vo_lnr_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr
     size_t N = A_(L)->run;
     mpfr_t *yh = vo_vec_new(N, f), s;
     mpfr_init2(s, f->prec);
-    for (size_t k = 0; k < 2 * N; k++) mpfr_set_zero(Gt[k], 1);
+    size_t W = n_weights(L);
+    for (size_t k = 0; k < 2 * W; k++) mpfr_set_zero(Gt[k], 1);
     for (size_t r = 0; r < L->in * B / N; r++) {
         run_normalize(L, X + r * N, yh, s, f);
         for (size_t i = 0; i < N; i++)
-            vo_fma(Gt[i], Gy[r * N + i], yh[i], Gt[i], f), vo_add(Gt[N + i], Gt[N + i], Gy[r * N + i], f);
+            vo_fma(Gt[weight_at(L, r, i)], Gy[r * N + i], yh[i], Gt[weight_at(L, r, i)], f),
+                vo_add(Gt[W + weight_at(L, r, i)], Gt[W + weight_at(L, r, i)], Gy[r * N + i], f);
     }
     mpfr_clear(s);
     vo_vec_free(yh, N);
@@ -122,7 +137,7 @@ size_t vo_lnr_fragment_count(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t 
 }
 
 /* Q (N × k) of one run: Gram–Schmidt on 1/w, then on ŷ/w (ε = 0).  Nonzero: a zero weight or a zero vector. */
-static int run_basis(const vijp_layer *L, mpfr_t *th, mpfr_t *yh, mpfr_t *Q, const vijp_format *f)
+static int run_basis(const vijp_layer *L, mpfr_t *th, size_t r, mpfr_t *yh, mpfr_t *Q, const vijp_format *f)
 {
     size_t N = A_(L)->run, k = per_run(L);
     mpfr_t w, t, nrm;
@@ -130,7 +145,7 @@ static int run_basis(const vijp_layer *L, mpfr_t *th, mpfr_t *yh, mpfr_t *Q, con
     int rc = 0;
     for (size_t j = 0; j < k && !rc; j++) {
         for (size_t i = 0; i < N && !rc; i++) {
-            weight_of(L, th, i, w, f);
+            weight_of(L, th, r, i, w, f);
             if (mpfr_zero_p(w)) rc = VIJP_ESINGULAR;
             else if (j == 0) vo_set_si(Q[i], 1, f), vo_div(Q[i], Q[i], w, f);
             else vo_div(Q[N + i], yh[i], w, f);
@@ -158,7 +173,7 @@ void vo_lnr_fragment(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_
     mpfr_init2(s, f->prec);
     for (size_t r = 0; r < L->in * B / N; r++) {
         run_normalize(L, X + r * N, yh, s, f);
-        int bad = run_basis(L, th, yh, Q, f);
+        int bad = run_basis(L, th, r, yh, Q, f);
         for (size_t j = 0; j < k; j++) {
             mpfr_set_zero(frag[r * k + j], 1);
             for (size_t i = 0; i < N && !bad; i++) vo_fma(frag[r * k + j], Q[j * N + i], Gy[r * N + i], frag[r * k + j], f);
@@ -203,12 +218,12 @@ int vo_lnr_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx
     for (size_t r = 0; r < L->in * B / N && !rc; r++) {
         mpfr_t *z = Gy + r * N;
         run_normalize(L, X + r * N, yh, s, f);
-        if (mpfr_zero_p(s) || run_basis(L, th, yh, Q, f)) {
+        if (mpfr_zero_p(s) || run_basis(L, th, r, yh, Q, f)) {
             rc = VIJP_ESINGULAR;
             break;
         }
         j0_pinv(L, yh, s, Gx + r * N, z, f);
-        for (size_t i = 0; i < N; i++) weight_of(L, th, i, w, f), vo_div(z[i], z[i], w, f);
+        for (size_t i = 0; i < N; i++) weight_of(L, th, r, i, w, f), vo_div(z[i], z[i], w, f);
         for (size_t j = 0; j < k; j++) { /* z += Q(c − Qᵀz) */
             mpfr_set_zero(d, 1);
             for (size_t i = 0; i < N; i++) vo_fma(d, Q[j * N + i], z[i], d, f);
@@ -237,7 +252,7 @@ void vo_lnr_jacobian(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *J, cons
                 if (mpfr_zero_p(s)) continue;
                 vo_set_si(t, 1, f), vo_fma(t, yh[i], yh[j], t, f), vo_div(t, t, nn, f);
                 vo_set_si(*e, i == j, f), vo_sub(*e, *e, t, f), vo_div(*e, *e, s, f);
-                weight_of(L, th, i, w, f), vo_mul(*e, w, *e, f);
+                weight_of(L, th, r, i, w, f), vo_mul(*e, w, *e, f);
             }
     }
     mpfr_clears(s, t, nn, w, (mpfr_ptr)0);
@@ -253,7 +268,7 @@ int vo_lnr_cokernel(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *Q, const
     for (size_t i = 0; i < n * K; i++) mpfr_set_zero(Q[i], 1);
     for (size_t r = 0; r < n / N && !rc; r++) {
         run_normalize(L, x + r * N, yh, s, f);
-        rc = run_basis(L, th, yh, q, f);
+        rc = run_basis(L, th, r, yh, q, f);
         for (size_t j = 0; j < k && !rc; j++)
             for (size_t i = 0; i < N; i++) vo_set(Q[(r * N + i) + (r * k + j) * n], q[j * N + i], f);
     }
@@ -286,7 +301,7 @@ int vo_lnr_jacobian_enclose(const vijp_layer *L, const double *th, const double 
             for (size_t i = 0; i < N; i++) {
                 mpfi_mul(t, yh[i], yh[j]), mpfi_add_ui(t, t, 1), mpfi_div_ui(t, t, (unsigned long)N);
                 mpfi_ui_sub(t, i == j, t), mpfi_div(t, t, s);
-                if (A_(L)->affine) mpfi_mul_d(t, t, th[i]);
+                if (A_(L)->affine) mpfi_mul_d(t, t, th[weight_at(L, r, i)]);
                 size_t at = (r * N + i) + (r * N + j) * n;
                 vo_interval_mid_rad(t, &mid[at], &rad[at]);
             }

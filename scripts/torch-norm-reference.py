@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch's LayerNorm and eval BatchNorm1d in float64: the reference values of
+"""PyTorch's LayerNorm, eval BatchNorm1d and GroupNorm in float64: the reference values of
 tests/t-normlayers.c (norms_match_torch), printed case by case.
 
 Usage: scripts/torch-norm-reference.py   (needs PyTorch)
@@ -51,3 +51,23 @@ def batchnorm_case(C, eps, affine, S, B, seed):
     if affine: print("gtheta", fmt(torch.cat([bn.weight.grad, bn.bias.grad])))
 batchnorm_case(2, 1e-5, True, 3, 2, 4)
 batchnorm_case(3, 0.1, False, 2, 2, 5)
+
+def groupnorm_case(G, C, eps, affine, S, B, seed):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(B, C, S, generator=g)
+    gy = torch.randn(B, C, S, generator=g)
+    gn = torch.nn.GroupNorm(G, C, eps=eps, affine=affine)
+    if affine:
+        with torch.no_grad():
+            gn.weight.copy_(torch.randn(C, generator=g))
+            gn.bias.copy_(torch.randn(C, generator=g))
+    x.requires_grad_(True)
+    y = gn(x)
+    (y * gy).sum().backward()
+    fmt = lambda t: ", ".join("%.17g" % v for v in t.detach().reshape(-1).tolist())
+    print("spec groupnorm:%dx%d:eps=%r%s width %d B %d" % (G, C, eps, ":affine" if affine else "", C * S, B))
+    print("theta", fmt(torch.cat([gn.weight, gn.bias])) if affine else "")
+    print("x", fmt(x)); print("g", fmt(gy)); print("y", fmt(y)); print("gx", fmt(x.grad))
+    if affine: print("gtheta", fmt(torch.cat([gn.weight.grad, gn.bias.grad])))
+groupnorm_case(2, 4, 1e-5, True, 2, 2, 6)
+groupnorm_case(1, 3, 0.1, False, 2, 2, 7)

@@ -54,6 +54,7 @@ static const struct {
     {"actnorm:2", 6},           /* per-channel scale and shift */
     {"batchnorm:2:eps=0.1:affine", 6}, /* eval mode: the running statistics' gradients too */
     {"batchnorm:3", 6},
+    {"groupnorm:2x4:eps=0.01:affine", 8}, /* two groups of two channels, weights per channel */
 };
 #define NCASES (sizeof cases / sizeof *cases)
 static const char *const formats[] = {"double", "mpfr:256"};

@@ -70,6 +70,15 @@ START_TEST(bad_arguments_refused)
         {"batchnorm:2:bias", 8, VIJP_EINVAL},
         {"batchnorm:2:affine:", 8, VIJP_EINVAL},
         {"batchnorm:2x2", 8, VIJP_EINVAL},
+        {"groupnorm", 8, VIJP_EINVAL},
+        {"groupnorm:2", 8, VIJP_EINVAL},
+        {"groupnorm:3x4", 8, VIJP_EINVAL},  /* 3 groups do not divide 4 channels */
+        {"groupnorm:0x4", 8, VIJP_EINVAL},
+        {"groupnorm:1x3", 8, VIJP_EDIM},    /* 8 is not a multiple of 3 channels */
+        {"groupnorm:4x4", 4, VIJP_EDIM},    /* a group of one unit */
+        {"groupnorm:2x4:eps=-1", 8, VIJP_EINVAL},
+        {"groupnorm:2x4:affine:eps=1", 8, VIJP_EINVAL},
+        {"groupnorm:2x4:bias", 8, VIJP_EINVAL},
     };
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
         vijp_layer L;
@@ -104,6 +113,7 @@ START_TEST(specs_print_back)
         {"actnorm:3", "actnorm:3", 6},       {"batchnorm:3", "batchnorm:3", 6},
         {"batchnorm:2:eps=1e-3:affine", "batchnorm:2:eps=0.001:affine", 6},
         {"batchnorm:6:affine", "batchnorm:6:affine", 6}, {"batchnorm:1:eps=0", "batchnorm:1:eps=0", 6},
+        {"groupnorm:2x4", "groupnorm:2x4", 8}, {"groupnorm:1x2:eps=0.5:affine", "groupnorm:1x2:eps=0.5:affine", 8},
     };
     for (size_t k = 0; k < sizeof items / sizeof *items; k++) {
         vijp_layer L, R;
@@ -154,7 +164,8 @@ START_TEST(transpose_values)
 END_TEST
 
 /* PyTorch 1.13's LayerNorm(N, eps, elementwise_affine) on a batch of
- * token-major sequences and BatchNorm1d(C, eps, affine) in eval mode, in
+ * token-major sequences, GroupNorm(G, C, eps, affine) and BatchNorm1d(C,
+ * eps, affine) in eval mode on channel-major ones, in
  * float64, printed by scripts/torch-norm-reference.py (PyTorch needed
  * only to rerun it): weight, bias, running statistics, x and g drawn by
  * torch, y = layer(x), (y·g).sum().backward(), gx = x.grad, gtheta =
@@ -200,6 +211,20 @@ static const struct {
      {-0.87377837006533154, -0.98318974372349488, 0.041793698490892137, 1.0515693649134121, -0.37147754976278191, 1.4504891347836524, -1.7290592657831774, -1.1315779028530319, 1.021653206830208, -0.23918463518400415, -0.67827026523149836, 0.3845972948939882},
      {0.20795731875543791, -0.62279648288199252, 0.56406940000034633, 0.47291377863136969, -0.49621228399839962, 0.65375420009580598, 0.053370996518990847, -1.1118436110268608, -0.46622650683160288, -0.68601454701011189, 0.76740982151968329, 0.18011204712833725},
      {0}},
+    {"groupnorm:2x4:eps=1e-05:affine", 8, 2, 8,
+     {-1.9198360473137068, 0.029085238718443956, 0.039814441841576974, -0.44808205199680623, -0.42461393812227871, -1.1098602434191416, -0.73217043183849484, 0.27593603871754285},
+     {1.1311597480135762, 1.8577334370676899, -0.79724940101409614, 0.85746158706011788, 1.0608518118958832, -1.4820737902901031, -0.14195071635913678, 1.5768577842735347, -0.66632747345521159, -1.0244819046242157, 1.8866820718824076, 0.51845211286952519, -0.43105580533098176, -0.022572869442787906, -0.34104138078484519, -0.20617199352312962},
+     {-0.12150851580640523, 0.38755805098425428, -0.85894464599612474, -0.025597306551116986, 0.87531657778675609, -0.68957305239720101, 1.9181486495170577, 0.38644289546560806, 0.35984728995877324, -0.62201640877178499, -1.0371325066194135, 0.34876283292633314, -0.94501652260855018, 1.5670969465379847, -0.23095027511492516, 0.44863174208639384},
+     {-1.1533852233706348, -2.5888145045196174, -1.1565372689619191, -1.1070113234214125, -0.70493208459110968, -0.79071666566249366, 0.42604215704340992, -0.22651715298316261, 0.99881743163334291, 1.6022060197177539, -1.0662640301834814, -1.1011856475707855, -0.7789525716229958, -0.6732837677359792, 0.54037366877426418, 0.14772586392549145},
+     {0.44742985936842444, -0.42168478759247802, -0.1808963466265775, 0.15515127485063104, 0.22380870320561744, 0.24311515083240043, -0.49985811242466144, 0.032934258386643461, -0.84087981693113478, 0.75876387107185028, 0.12750726319526365, -0.045391317335979231, -0.092094824669661887, 0.48058710436356383, 0.80773296617086676, -1.1962252458647689},
+     {0.78063894511717058, -0.074595117068909519, 5.0410122393862098, 0.055424481872400344, 0.0038804163648372691, -1.5729116262403222, 0.8078239493189896, 2.5222730119541343}},
+    {"groupnorm:1x3:eps=0.1", 6, 2, 0,
+     {0},
+     {-0.1467950974849952, 0.78614129872353578, 0.9468216090039564, -1.1143440212610307, 1.6907901257942333, -0.89482787917263862, -0.35562502700621362, 1.2323857451651945, 0.13817266368739245, -1.6821984860536687, 0.31767831539796804, 0.13280696453151092},
+     {0.13732409647332361, 0.24054612860502139, 1.3954507962006726, 1.3470226203485132, 2.4382081623118323, 0.202758282866977, 2.4505412457460647, 2.0256017922932585, 1.7791550193449599, -0.91793073464733577, -0.45781890986397766, -0.72447329475094702},
+     {-0.33712876689982069, 0.54119026974156026, 0.6924637926808368, -1.2480339926880324, 1.3928777904778473, -1.0413690933123914, -0.34303273675517304, 1.3619691731168586, 0.18714377116093356, -1.7673368541439443, 0.37987387372872622, 0.18138277289259858},
+     {-0.63961410810326047, -0.89442318641744945, 0.13224615217468449, 0.86431154620194617, 0.83326452777579552, -0.29578493163171637, 2.1065711938229361, 0.56168482845662226, 1.0472060863244006, -0.60064528034318343, -1.4776269319916782, -1.6371898962690972},
+     {0}},
 };
 
 /* max |v_k| over count values */
@@ -220,7 +245,7 @@ static double eps_of(const char *spec, double none)
 /* Both sides approximate the same exact values.  Each value is a chain of
  * at most 2T + 16 roundings (sums of T terms, Higham eq. 3.5, and a few
  * single operations) of terms bounded by S:
- *   layernorm  T = N + runs,  S = max(1, |w|)·max(1, |g|)·(1 + 2 max|x|/s)³ + |b|,
+ *   layernorm  T = N + runs (groupnorm: N = width/G, w and b per channel),  S = max(1, |w|)·max(1, |g|)·(1 + 2 max|x|/s)³ + |b|,
  *              the cancellation x − μ amplifying by max|x|/s, |ŷ| <= 2 max|x|/s;
  *   batchnorm  T = B·S_pos,   S = max(1, |w|)·max(1, |g|)·(1 + (max|x| + max|rm|)/sd) + |b|,
  * s and sd the smallest over the runs or channels, computed here from x and
@@ -230,11 +255,13 @@ static double eps_of(const char *spec, double none)
  * each is off by 1e-2 or more. */
 static double torch_tolerance(const char *spec, size_t n, size_t B, const double *th, const double *x, const double *g)
 {
-    size_t N = 0, C = 0, T;
+    size_t N = 0, C = 0, G = 0, T, W;
     double xs = max_abs(x, n * B), gs = fmax(1, max_abs(g, n * B)), S;
     int affine = strstr(spec, ":affine") != NULL;
-    if (sscanf(spec, "layernorm:%zu", &N) == 1) {
-        double smin = INFINITY, eps = eps_of(spec, 0);
+    if (sscanf(spec, "layernorm:%zu", &N) == 1 || sscanf(spec, "groupnorm:%zux%zu", &G, &C) == 2) {
+        double smin = INFINITY, eps = eps_of(spec, G ? 1e-5 : 0);
+        W = G ? C : N; /* weights: one per channel (groupnorm), per unit of a run (layernorm) */
+        N = G ? n / G : N;
         for (size_t r = 0; r < B * n / N; r++) { /* s of each run */
             double mu = 0, v = 0;
             for (size_t i = 0; i < N; i++) mu += x[r * N + i] / (double)N;
@@ -242,7 +269,7 @@ static double torch_tolerance(const char *spec, size_t n, size_t B, const double
             smin = fmin(smin, sqrt(v + eps));
         }
         double amp = 1 + 2 * xs / smin;
-        S = (affine ? fmax(1, max_abs(th, N)) : 1) * gs * amp * amp * amp + (affine ? max_abs(th + N, N) : 0);
+        S = (affine ? fmax(1, max_abs(th, W)) : 1) * gs * amp * amp * amp + (affine ? max_abs(th + W, W) : 0);
         T = N + B * n / N;
     } else {
         ck_assert(sscanf(spec, "batchnorm:%zu", &C) == 1);
@@ -289,13 +316,13 @@ START_TEST(norms_match_torch)
 }
 END_TEST
 
-/* The cokernel's dimension per run, 2 at ε = 0 (span{1, ŷ}) and 1 at ε > 0
+/* The cokernel's dimension per run (groupnorm: per group), 2 at ε = 0 (span{1, ŷ}) and 1 at ε > 0
  * (span{1}: J·ŷ = ŷ·ε/s³ ≠ 0), affine weights or not: the fragment's length
  * against the number of singular values of the double Jacobian below
  * max(m, n)·u·σ_max (LAPACK, vijp_numeric_analysis), on points whose
  * smallest nonzero singular value is far above that (ε = 0.5, weights in
  * ±[0.5, 1.5]). */
-START_TEST(layernorm_cokernel_dimension)
+START_TEST(norm_cokernel_dimension)
 {
     static const struct {
         const char *spec;
@@ -303,14 +330,16 @@ START_TEST(layernorm_cokernel_dimension)
     } cases[] = {
         {"layernorm:3", 9, 2}, {"layernorm:3:eps=0.5", 9, 1}, {"layernorm:4:affine", 8, 2},
         {"layernorm:4:eps=0.5:affine", 8, 1}, {"layernorm:eps=0.5", 5, 1},
+        {"groupnorm:2x4:eps=0:affine", 8, 2}, {"groupnorm:3x3:eps=0.5:affine", 9, 1},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         vijp_net net;
         ck_assert(!vijp_net_build(&net, cases[c].spec, 1, cases[c].width, NULL));
         ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 11 + c, NULL));
         const vijp_layer *L = &net.layers[0];
-        size_t n = L->in, P = L->type->param_count(L), N = 0;
-        if (sscanf(cases[c].spec, "layernorm:%zu", &N) != 1) N = n;
+        size_t n = L->in, P = L->type->param_count(L), N = 0, G = 0, C = 0;
+        if (sscanf(cases[c].spec, "groupnorm:%zux%zu", &G, &C) == 2) N = n / G;
+        else if (sscanf(cases[c].spec, "layernorm:%zu", &N) != 1) N = n;
         vijp_format F;
         vijp_format_fixed(&F, VIJP_DOUBLE);
         double x[9], J[81];
@@ -339,7 +368,7 @@ Suite *suite_normlayers(void)
     tcase_add_test(tc, specs_print_back);
     tcase_add_test(tc, transpose_values);
     tcase_add_test(tc, norms_match_torch);
-    tcase_add_test(tc, layernorm_cokernel_dimension);
+    tcase_add_test(tc, norm_cokernel_dimension);
     suite_add_tcase(s, tc);
     return s;
 }

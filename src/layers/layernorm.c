@@ -289,3 +289,17 @@ const vijp_layer_type vijp_layer_layernorm = {
     .jacobian_enclose = jacobian_enclose, .analytic_cokernel = analytic_cokernel,
     .jacobian_majorant = jacobian_majorant, .bias_index = bias_index,
 };
+
+/* groupnorm:GxC[:eps=E][:affine]: a group of C/G channels is a run of
+ * layernorm_runs.c, each unit's weight its channel's: every instance has a
+ * state, and the hooks above hand it there. */
+const vijp_layer_type vijp_layer_groupnorm = {
+    .name = "groupnorm",
+    .syntax = "groupnorm:GxC[:eps=E][:affine] (G groups of C channels, channel-major; eps default 1e-5; "
+              "fragment 1 per group, 2 at eps=0)",
+    .parse = vijp_gn_parse, .state_size = sizeof(vo_layernorm_args), .print = print, .param_count = param_count,
+    .init = init, .declare = declare,
+    .residual = VIJP_RESIDUAL_INPUT, .d = &ops_d, .mp = &ops_mp,
+    .jacobian_enclose = jacobian_enclose, .analytic_cokernel = analytic_cokernel,
+    .jacobian_majorant = jacobian_majorant, .bias_index = bias_index,
+};

@@ -38,6 +38,18 @@
 
 #define ARGS(L) ((const vo_layernorm_args *)(L)->state)
 
+/* How many weights (and biases) θ holds: one per unit of a run (layernorm),
+ * one per channel (groupnorm). */
+static size_t n_weights(const vijp_layer *L) { return ARGS(L)->channels ? ARGS(L)->channels : ARGS(L)->run; }
+
+/* The θ index of the weight of unit i of run r (r counts runs over the batch). */
+static size_t param_index(const vijp_layer *L, size_t r, size_t i)
+{
+    if (!ARGS(L)->channels) return i;
+    return ((r * ARGS(L)->run + i) % L->in) / (L->in / ARGS(L)->channels);
+}
+
+
 /* ---- the item ---- */
 
 static int bad_item(vijp_error *err, const char *arg, const char *why)
@@ -85,15 +97,52 @@ int vijp_lnr_parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *
     return 0;
 }
 
+/* groupnorm:GxC[:eps=E][:affine]: PyTorch's GroupNorm(G, C, eps,
+ * affine) on a channel-major sample; a group of C/G channels is a run of
+ * (C/G)·width/C units, θ = weight[C], bias[C], ε defaulting to PyTorch's 1e-5. */
+int vijp_gn_parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err)
+{
+    vo_layernorm_args a = {.eps = 1e-5};
+    const char *p = arg;
+    int bad = !p || vijp_arg_count(&p, &a.groups) || *p != 'x';
+    if (!bad) p++, bad = vijp_arg_count(&p, &a.channels);
+    if (bad || a.groups == 0 || a.channels == 0 || a.channels % a.groups)
+        return vijp_fail(err, VIJP_EINVAL, "groupnorm needs groupnorm:GxC[:eps=E][:affine] (G groups dividing C "
+                         "channels, e.g. groupnorm:2x4), got 'groupnorm%s%s'", arg ? ":" : "", arg ? arg : "");
+    if (!strncmp(p, ":eps=", 5)) {
+        char *end = NULL;
+        a.eps = strtod(p + 5, &end);
+        if (end == p + 5 || (*end && *end != ':') || !isfinite(a.eps) || a.eps < 0)
+            return vijp_fail(err, VIJP_EINVAL, "groupnorm: eps must be a finite number >= 0, got 'groupnorm:%s'", arg);
+        a.eps_given = 1, p = end;
+    }
+    if (!strcmp(p, ":affine")) a.affine = 1, p += 7;
+    if (*p) return vijp_fail(err, VIJP_EINVAL, "groupnorm:GxC[:eps=E][:affine] (in this order): cannot read 'groupnorm:%s'", arg);
+    if (in_width == 0 || in_width % a.channels)
+        return vijp_fail(err, VIJP_EDIM, "groupnorm:%s: the input width %zu is not a multiple of %zu channels%s", arg,
+                         in_width, a.channels, in_width ? "" : " (give --width)");
+    a.run = in_width / a.groups;
+    if (a.run < 2)
+        return vijp_fail(err, VIJP_EDIM, "groupnorm:%s: a group of %zu unit at width %zu has nothing to normalise", arg,
+                         a.run, in_width);
+    vijp_state_new(L, sizeof a);
+    *(vo_layernorm_args *)L->state = a;
+    L->in = L->out = in_width;
+    return 0;
+}
+
 int vijp_lnr_print(const vijp_layer *L, char *buf, size_t size)
 {
-    char run[32] = "", eps[48] = "", num[32];
-    if (ARGS(L)->run_given) snprintf(run, sizeof run, ":%zu", ARGS(L)->run);
+    char run[48] = "", eps[48] = "", num[32];
     if (ARGS(L)->eps_given) vijp_shortest_decimal(ARGS(L)->eps, num, sizeof num), snprintf(eps, sizeof eps, ":eps=%s", num);
+    if (ARGS(L)->channels)
+        return snprintf(buf, size, "groupnorm:%zux%zu%s%s", ARGS(L)->groups, ARGS(L)->channels, eps,
+                        ARGS(L)->affine ? ":affine" : "");
+    if (ARGS(L)->run_given) snprintf(run, sizeof run, ":%zu", ARGS(L)->run);
     return snprintf(buf, size, "layernorm%s%s%s", run, eps, ARGS(L)->affine ? ":affine" : "");
 }
 
-size_t vijp_lnr_param_count(const vijp_layer *L) { return ARGS(L)->affine ? 2 * ARGS(L)->run : 0; }
+size_t vijp_lnr_param_count(const vijp_layer *L) { return ARGS(L)->affine ? 2 * n_weights(L) : 0; }
 
 /* kaiming-uniform (PyTorch's default for every layer) gives PyTorch's own
  * initial state, w = 1, b = 0.  The others draw w = ±U(0.5, 1.5) and
@@ -102,7 +151,7 @@ size_t vijp_lnr_param_count(const vijp_layer *L) { return ARGS(L)->affine ? 2 * 
  * near 0 (where the layer loses rank). */
 int vijp_lnr_init(const vijp_layer *L, vijp_init init, vijp_rng *rng, double *th)
 {
-    size_t N = ARGS(L)->run;
+    size_t N = n_weights(L);
     for (size_t k = 0; k < N && ARGS(L)->affine; k++) {
         if (init.kind == VIJP_INIT_KAIMING_UNIFORM) {
             th[k] = 1, th[N + k] = 0;
@@ -117,14 +166,17 @@ int vijp_lnr_init(const vijp_layer *L, vijp_init init, vijp_rng *rng, double *th
 
 size_t vijp_lnr_bias_index(const vijp_layer *L, size_t i)
 {
-    return ARGS(L)->affine ? ARGS(L)->run + i % ARGS(L)->run : SIZE_MAX;
+    return ARGS(L)->affine ? n_weights(L) + param_index(L, i / ARGS(L)->run, i % ARGS(L)->run) : SIZE_MAX;
 }
 
 size_t vijp_lnr_cokernel_per_run(const vijp_layer *L) { return ARGS(L)->eps > 0 ? 1 : 2; }
 
 /* ---- one run ---- */
 
-static double weight(const vijp_layer *L, const double *th, size_t k) { return ARGS(L)->affine ? th[k] : 1.0; }
+static double weight(const vijp_layer *L, const double *th, size_t r, size_t i)
+{
+    return ARGS(L)->affine ? th[param_index(L, r, i)] : 1.0;
+}
 
 /* ŷ of one run into yh; returns s = √(σ² + ε) (0 for a constant run at ε = 0, ŷ = 0 then). */
 static double normalize_run(const double *x, size_t N, double eps, double *yh)
@@ -149,18 +201,18 @@ static void project(const double *yh, size_t N, const double *u, double *v)
 
 /* Q (N × k, column-major) of one run: Gram–Schmidt on 1/w, then ŷ/w at ε = 0.
  * Returns 0, or VIJP_ESINGULAR where a weight is 0 (or ŷ is: a constant run at ε = 0). */
-static int basis_run(const vijp_layer *L, const double *th, const double *yh, size_t k, double *Q)
+static int basis_run(const vijp_layer *L, const double *th, size_t r, const double *yh, size_t k, double *Q)
 {
     size_t N = ARGS(L)->run;
     double n1 = 0, dot = 0, n2 = 0;
     for (size_t i = 0; i < N; i++) {
-        double w = weight(L, th, i);
+        double w = weight(L, th, r, i);
         if (w == 0) return VIJP_ESINGULAR;
         Q[i] = 1 / w, n1 += Q[i] * Q[i];
     }
     for (size_t i = 0; i < N; i++) Q[i] /= sqrt(n1);
     if (k == 1) return 0;
-    for (size_t i = 0; i < N; i++) Q[N + i] = yh[i] / weight(L, th, i), dot += Q[i] * Q[N + i];
+    for (size_t i = 0; i < N; i++) Q[N + i] = yh[i] / weight(L, th, r, i), dot += Q[i] * Q[N + i];
     for (size_t i = 0; i < N; i++) Q[N + i] -= dot * Q[i], n2 += Q[N + i] * Q[N + i];
     if (!(n2 > 0)) return VIJP_ESINGULAR;
     for (size_t i = 0; i < N; i++) Q[N + i] /= sqrt(n2);
@@ -175,7 +227,10 @@ void vijp_lnr_forward(const vijp_layer *L, const double *th, const double *X, si
     for (size_t r = 0; r < L->in * B / N; r++) {
         normalize_run(X + r * N, N, ARGS(L)->eps, Y + r * N);
         if (ARGS(L)->affine)
-            for (size_t i = 0; i < N; i++) Y[r * N + i] = th[i] * Y[r * N + i] + th[N + i];
+            for (size_t i = 0; i < N; i++) {
+                size_t q = param_index(L, r, i);
+                Y[r * N + i] = th[q] * Y[r * N + i] + th[n_weights(L) + q];
+            }
     }
 }
 
@@ -186,7 +241,7 @@ void vijp_lnr_jvp(const vijp_layer *L, const double *th, const double *X, size_t
     for (size_t r = 0; r < L->in * B / N; r++) {
         double s = normalize_run(X + r * N, N, ARGS(L)->eps, yh);
         project(yh, N, U + r * N, V + r * N);
-        for (size_t i = 0; i < N; i++) V[r * N + i] = s > 0 ? weight(L, th, i) * (V[r * N + i] / s) : 0.0;
+        for (size_t i = 0; i < N; i++) V[r * N + i] = s > 0 ? weight(L, th, r, i) * (V[r * N + i] / s) : 0.0;
     }
     free(yh);
 }
@@ -198,7 +253,7 @@ void vijp_lnr_vjp(const vijp_layer *L, const double *th, const double *X, size_t
     double *yh = vijp_scratch(2 * N), *h = yh + N;
     for (size_t r = 0; r < L->in * B / N; r++) {
         double s = normalize_run(X + r * N, N, ARGS(L)->eps, yh);
-        for (size_t i = 0; i < N; i++) h[i] = weight(L, th, i) * Gy[r * N + i];
+        for (size_t i = 0; i < N; i++) h[i] = weight(L, th, r, i) * Gy[r * N + i];
         project(yh, N, h, Gx + r * N);
         for (size_t i = 0; i < N; i++) Gx[r * N + i] = s > 0 ? Gx[r * N + i] / s : 0.0;
     }
@@ -209,12 +264,15 @@ void vijp_lnr_vjp(const vijp_layer *L, const double *th, const double *X, size_t
 void vijp_lnr_vjp_param(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy, double *Gt)
 {
     (void)th;
-    size_t N = ARGS(L)->run;
+    size_t N = ARGS(L)->run, W = n_weights(L);
     double *yh = vijp_scratch(N);
-    memset(Gt, 0, 2 * N * sizeof *Gt);
+    memset(Gt, 0, 2 * W * sizeof *Gt);
     for (size_t r = 0; r < L->in * B / N; r++) {
         normalize_run(X + r * N, N, ARGS(L)->eps, yh);
-        for (size_t i = 0; i < N; i++) Gt[i] += Gy[r * N + i] * yh[i], Gt[N + i] += Gy[r * N + i];
+        for (size_t i = 0; i < N; i++) {
+            size_t q = param_index(L, r, i);
+            Gt[q] += Gy[r * N + i] * yh[i], Gt[W + q] += Gy[r * N + i];
+        }
     }
     free(yh);
 }
@@ -225,7 +283,7 @@ void vijp_lnr_fragment(const vijp_layer *L, const double *th, const double *X, s
     double *yh = vijp_scratch(3 * N), *Q = yh + N;
     for (size_t r = 0; r < L->in * B / N; r++) {
         normalize_run(X + r * N, N, ARGS(L)->eps, yh);
-        int bad = basis_run(L, th, yh, k, Q);
+        int bad = basis_run(L, th, r, yh, k, Q);
         for (size_t j = 0; j < k; j++) {
             double c = 0;
             for (size_t i = 0; i < N; i++) c += Q[j * N + i] * Gy[r * N + i];
@@ -243,7 +301,7 @@ int vijp_lnr_vijp(const vijp_layer *L, const double *th, const double *X, size_t
     int rc = 0;
     for (size_t r = 0; r < runs && !rc; r++) {
         double s = normalize_run(X + r * N, N, eps, yh);
-        if (!(s > 0) || basis_run(L, th, yh, k, Q)) {
+        if (!(s > 0) || basis_run(L, th, r, yh, k, Q)) {
             rc = vijp_fail(err, VIJP_ESINGULAR, "layernorm vijp: run %zu of sample %zu %s: the cokernel is larger than "
                            "the stored fragment", r % (L->in / N), r / (L->in / N),
                            s > 0 ? "meets a zero weight" : "is constant (sigma = 0, eps = 0)");
@@ -260,7 +318,7 @@ int vijp_lnr_vijp(const vijp_layer *L, const double *th, const double *X, size_t
             project(yh, N, Gx + r * N, z);
             for (size_t i = 0; i < N; i++) z[i] *= s;
         }
-        for (size_t i = 0; i < N; i++) z[i] /= weight(L, th, i);
+        for (size_t i = 0; i < N; i++) z[i] /= weight(L, th, r, i);
         for (size_t j = 0; j < k; j++) { /* z −= Q(Qᵀz − c) */
             double d = 0;
             for (size_t i = 0; i < N; i++) d += Q[j * N + i] * z[i];
@@ -284,7 +342,7 @@ static void run_blocks(const vijp_layer *L, const double *th, const double *x, i
         double s = normalize_run(x + r * N, N, ARGS(L)->eps, yh);
         for (size_t j = 0; j < N; j++)
             for (size_t i = 0; i < N; i++) {
-                double *e = &J[(r * N + i) + (r * N + j) * n], w = weight(L, th, i);
+                double *e = &J[(r * N + i) + (r * N + j) * n], w = weight(L, th, r, i);
                 if (majorant) *e = 1.01 * fabs(w) * ((i == j) + (1 + fabs(yh[i] * yh[j])) / (double)N) / s;
                 else *e = s > 0 ? w * (((i == j) - (1 + yh[i] * yh[j]) / (double)N) / s) : 0.0;
             }
@@ -310,7 +368,7 @@ int vijp_lnr_cokernel(const vijp_layer *L, const double *th, const double *x, do
     int rc = 0;
     for (size_t r = 0; r < n / N && !rc; r++) {
         normalize_run(x + r * N, N, ARGS(L)->eps, yh);
-        if (basis_run(L, th, yh, k, q))
+        if (basis_run(L, th, r, yh, k, q))
             rc = vijp_fail(err, VIJP_ESINGULAR, "layernorm cokernel: run %zu meets a zero weight or is constant", r);
         for (size_t j = 0; j < k && !rc; j++)
             for (size_t i = 0; i < N; i++) Q[(r * N + i) + (r * k + j) * n] = q[j * N + i];

@@ -1,12 +1,13 @@
-/* layernorm with arguments (layernorm_runs.c), which layernorm.c's
- * descriptor hands every instance with a state to; plain layernorm keeps
- * its own code. */
+/* layernorm with arguments and groupnorm (layernorm_runs.c), which
+ * layernorm.c's descriptors hand every instance with a state to; plain
+ * layernorm keeps its own code. */
 #ifndef VIJP_LAYERS_LAYERNORM_RUNS_H
 #define VIJP_LAYERS_LAYERNORM_RUNS_H
 
 #include "vijp/layer.h"
 
 int vijp_lnr_parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err);
+int vijp_gn_parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err);
 int vijp_lnr_print(const vijp_layer *L, char *buf, size_t size);
 size_t vijp_lnr_param_count(const vijp_layer *L);
 int vijp_lnr_init(const vijp_layer *L, vijp_init init, vijp_rng *rng, double *theta);
