@@ -1,7 +1,9 @@
-/* The normalisation and shape types (src/layers/reshape.c, layernorm_runs.c):
+/* The normalisation and shape types (src/layers/reshape.c, layernorm_runs.c,
+ * channelnorm.c, logsoftmax.c):
  * their parsed arguments, which the double operators there and their MPFR
  * twins here both read (plain structs: no calls between the two), and the
- * MPFR operators themselves (oracles/reshape.c, normlayers.c, channelnorm.c). */
+ * MPFR operators themselves (oracles/reshape.c, normlayers.c, channelnorm.c,
+ * logsoftmax.c). */
 #ifndef VIJP_ORACLES_NORM_H
 #define VIJP_ORACLES_NORM_H
 
@@ -39,6 +41,12 @@ typedef struct {
     double eps;
     int batchnorm, eps_given, affine;
 } vo_channel_args;
+
+/* logsoftmax[:N]: y = x − log Σ exp(x) over each run of `run` units. */
+typedef struct {
+    size_t run;
+    int run_given;
+} vo_logsoftmax_args;
 
 /* The identity (identity, dropout, flatten) and transpose: permutations,
  * every operator exact. */
@@ -79,5 +87,13 @@ int vo_chan_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *G
 void vo_chan_jacobian(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *J, const vijp_format *f);
 int vo_chan_jacobian_enclose(const vijp_layer *L, const double *th, const double *x, double *mid, double *rad);
 int vo_chan_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
+
+VO_LAYER_OPS(logsoftmax)
+void vo_logsoftmax_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f);
+size_t vo_logsoftmax_fragment_count(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B);
+void vo_logsoftmax_fragment(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *frag,
+                            const vijp_format *f);
+int vo_logsoftmax_cokernel(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *Q, const vijp_format *f);
+int vo_logsoftmax_jacobian_enclose(const vijp_layer *L, const double *th, const double *x, double *mid, double *rad);
 
 #endif

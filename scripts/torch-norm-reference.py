@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""PyTorch's LayerNorm, eval BatchNorm1d and GroupNorm in float64: the reference values of
-tests/t-normlayers.c (norms_match_torch), printed case by case.
+"""PyTorch's LayerNorm, eval BatchNorm1d, GroupNorm and LogSoftmax in
+float64: the reference values of tests/t-normlayers.c (norms_match_torch),
+printed case by case.
 
 Usage: scripts/torch-norm-reference.py   (needs PyTorch)
 """
@@ -71,3 +72,16 @@ def groupnorm_case(G, C, eps, affine, S, B, seed):
     if affine: print("gtheta", fmt(torch.cat([gn.weight.grad, gn.bias.grad])))
 groupnorm_case(2, 4, 1e-5, True, 2, 2, 6)
 groupnorm_case(1, 3, 0.1, False, 2, 2, 7)
+
+def logsoftmax_case(N, width, B, seed):
+    g = torch.Generator().manual_seed(seed)
+    x = 3 * torch.randn(B, width // N, N, generator=g)
+    gy = torch.randn(B, width // N, N, generator=g)
+    x.requires_grad_(True)
+    y = torch.nn.LogSoftmax(dim=-1)(x)
+    (y * gy).sum().backward()
+    fmt = lambda t: ", ".join("%.17g" % v for v in t.detach().reshape(-1).tolist())
+    print("spec logsoftmax:%d width %d B %d" % (N, width, B))
+    print("theta", "")
+    print("x", fmt(x)); print("g", fmt(gy)); print("y", fmt(y)); print("gx", fmt(x.grad))
+logsoftmax_case(4, 8, 2, 8)

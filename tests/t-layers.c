@@ -55,6 +55,7 @@ static const struct {
     {"batchnorm:2:eps=0.1:affine", 6}, /* eval mode: the running statistics' gradients too */
     {"batchnorm:3", 6},
     {"groupnorm:2x4:eps=0.01:affine", 8}, /* two groups of two channels, weights per channel */
+    {"logsoftmax:3", 6},        /* cokernel span{softmax} per run */
 };
 #define NCASES (sizeof cases / sizeof *cases)
 static const char *const formats[] = {"double", "mpfr:256"};

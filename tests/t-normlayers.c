@@ -79,6 +79,11 @@ START_TEST(bad_arguments_refused)
         {"groupnorm:2x4:eps=-1", 8, VIJP_EINVAL},
         {"groupnorm:2x4:affine:eps=1", 8, VIJP_EINVAL},
         {"groupnorm:2x4:bias", 8, VIJP_EINVAL},
+        {"logsoftmax:1", 8, VIJP_EINVAL},   /* y = 0: nothing left */
+        {"logsoftmax:3", 8, VIJP_EDIM},
+        {"logsoftmax:x", 8, VIJP_EINVAL},
+        {"logsoftmax:", 8, VIJP_EINVAL},
+        {"logsoftmax", 1, VIJP_EDIM},
     };
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
         vijp_layer L;
@@ -114,6 +119,7 @@ START_TEST(specs_print_back)
         {"batchnorm:2:eps=1e-3:affine", "batchnorm:2:eps=0.001:affine", 6},
         {"batchnorm:6:affine", "batchnorm:6:affine", 6}, {"batchnorm:1:eps=0", "batchnorm:1:eps=0", 6},
         {"groupnorm:2x4", "groupnorm:2x4", 8}, {"groupnorm:1x2:eps=0.5:affine", "groupnorm:1x2:eps=0.5:affine", 8},
+        {"logsoftmax", "logsoftmax", 8},     {"logsoftmax:4", "logsoftmax:4", 8},
     };
     for (size_t k = 0; k < sizeof items / sizeof *items; k++) {
         vijp_layer L, R;
@@ -165,7 +171,7 @@ END_TEST
 
 /* PyTorch 1.13's LayerNorm(N, eps, elementwise_affine) on a batch of
  * token-major sequences, GroupNorm(G, C, eps, affine) and BatchNorm1d(C,
- * eps, affine) in eval mode on channel-major ones, in
+ * eps, affine) in eval mode on channel-major ones, LogSoftmax(dim=-1), in
  * float64, printed by scripts/torch-norm-reference.py (PyTorch needed
  * only to rerun it): weight, bias, running statistics, x and g drawn by
  * torch, y = layer(x), (y·g).sum().backward(), gx = x.grad, gtheta =
@@ -225,6 +231,13 @@ static const struct {
      {-0.33712876689982069, 0.54119026974156026, 0.6924637926808368, -1.2480339926880324, 1.3928777904778473, -1.0413690933123914, -0.34303273675517304, 1.3619691731168586, 0.18714377116093356, -1.7673368541439443, 0.37987387372872622, 0.18138277289259858},
      {-0.63961410810326047, -0.89442318641744945, 0.13224615217468449, 0.86431154620194617, 0.83326452777579552, -0.29578493163171637, 2.1065711938229361, 0.56168482845662226, 1.0472060863244006, -0.60064528034318343, -1.4776269319916782, -1.6371898962690972},
      {0}},
+    {"logsoftmax:4", 8, 2, 0,
+     {0},
+     {-4.8508059475059166, -0.088559845872032222, -0.99382298838523031, 1.1979315584291668, -1.6535791339299619, 2.5842203404611128, 3.1470389085663228, -0.34927671590246623, 2.0014609280457356, -3.9035067190468205, 1.0575079438366932, -1.553197369045386, 3.8789790697271238, -0.96493006015057814, 2.5681929898440199, -0.40098739802499311},
+     {-0.058013752602566721, -0.5241633190399102, 0.6655926511748026, -0.1591351069977307, -1.7277479522760137, 0.23692879597545549, 1.0742052783534235, -0.003534131938536471, 0.2205060483790568, 0.97012451777899633, 1.1141951243020656, 0.44225108177674488, -0.058436590589598374, -2.2287494203935538, -1.6187637473845764, 1.6042890495945079},
+     {-6.3782712205633825, -1.6160251189294987, -2.5212882614426966, -0.32953371462829967, -5.2756930706985905, -1.0378935963075162, -0.47507502820230607, -3.9713906526710954, -0.35094116257969821, -6.2559088096722544, -1.2948941467887405, -3.9055994596708197, -0.25567065877752287, -5.0995797886552241, -1.5664567386606267, -4.5356371265296396},
+     {-0.057885176605781637, -0.50911884174290323, 0.67167717107438873, -0.10467315272570389, -1.7255991427434823, 0.38574521472635148, 1.3354694442887662, 0.0043844837283643079, -1.7135051587525405, 0.9648526547095222, 0.36169701310601599, 0.38695549093700221, 1.723962482827728, -2.2147108804578854, -1.1382146274009095, 1.6289630250310669},
+     {0}},
 };
 
 /* max |v_k| over count values */
@@ -247,6 +260,7 @@ static double eps_of(const char *spec, double none)
  * single operations) of terms bounded by S:
  *   layernorm  T = N + runs (groupnorm: N = width/G, w and b per channel),  S = max(1, |w|)·max(1, |g|)·(1 + 2 max|x|/s)³ + |b|,
  *              the cancellation x − μ amplifying by max|x|/s, |ŷ| <= 2 max|x|/s;
+ *   logsoftmax T = N,         S = max(1, |g|)·(1 + max|x|) (y = (x − max) − log Σ, Σ in [1, N]);
  *   batchnorm  T = B·S_pos,   S = max(1, |w|)·max(1, |g|)·(1 + (max|x| + max|rm|)/sd) + |b|,
  * s and sd the smallest over the runs or channels, computed here from x and
  * θ.  Each side errs by at most (2T + 16)·u·T·S, the tolerance twice that.
@@ -271,6 +285,9 @@ static double torch_tolerance(const char *spec, size_t n, size_t B, const double
         double amp = 1 + 2 * xs / smin;
         S = (affine ? fmax(1, max_abs(th, W)) : 1) * gs * amp * amp * amp + (affine ? max_abs(th + W, W) : 0);
         T = N + B * n / N;
+    } else if (sscanf(spec, "logsoftmax:%zu", &N) == 1) {
+        S = gs * (1 + xs); /* y = (x − max) − log Σ with Σ in [1, N]; g_x = g − p·Σg */
+        T = N;
     } else {
         ck_assert(sscanf(spec, "batchnorm:%zu", &C) == 1);
         const double *rm = th + (affine ? 2 * C : 0), *rv = rm + C;
@@ -331,6 +348,7 @@ START_TEST(norm_cokernel_dimension)
         {"layernorm:3", 9, 2}, {"layernorm:3:eps=0.5", 9, 1}, {"layernorm:4:affine", 8, 2},
         {"layernorm:4:eps=0.5:affine", 8, 1}, {"layernorm:eps=0.5", 5, 1},
         {"groupnorm:2x4:eps=0:affine", 8, 2}, {"groupnorm:3x3:eps=0.5:affine", 9, 1},
+        {"logsoftmax:3", 9, 1}, {"logsoftmax", 6, 1}, /* span{p}: pᵀJ = pᵀ − (pᵀ1)pᵀ = 0 */
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         vijp_net net;
@@ -339,7 +357,7 @@ START_TEST(norm_cokernel_dimension)
         const vijp_layer *L = &net.layers[0];
         size_t n = L->in, P = L->type->param_count(L), N = 0, G = 0, C = 0;
         if (sscanf(cases[c].spec, "groupnorm:%zux%zu", &G, &C) == 2) N = n / G;
-        else if (sscanf(cases[c].spec, "layernorm:%zu", &N) != 1) N = n;
+        else if (sscanf(cases[c].spec, "layernorm:%zu", &N) != 1 && sscanf(cases[c].spec, "logsoftmax:%zu", &N) != 1) N = n;
         vijp_format F;
         vijp_format_fixed(&F, VIJP_DOUBLE);
         double x[9], J[81];
