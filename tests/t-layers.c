@@ -48,13 +48,13 @@ static const struct {
     {"additive:dense:8+tanh+dense:2;tanh", 4},        /* F widens inside (2 -> 8 -> 2), G another chain */
     {"affine:exp+dense:6+tanh+dense:2;dense:2", 4},   /* S and T different chains, S widening inside */
     {"identity", 5}, {"dropout:0.1", 6}, {"flatten", 4},
+    /* the new types, one case per shared set of operators (identity and
+     * flatten share dropout's, actnorm batchnorm's, groupnorm layernorm's
+     * runs; t-check-layer.c runs each type once through the command) */
+    {"dropout:0.1", 6},
     {"transpose:2x3", 12},      /* two runs, each a 2 x 3 matrix: a permutation with 3-cycles */
-    {"layernorm:3:eps=0.01:affine", 6}, /* two runs, ε > 0: fragment 1 per run; cokernel D⁻¹·span{1} */
-    {"layernorm:eps=0.1", 5},   /* ε > 0 over the whole width: J0⁺ by Sherman–Morrison */
-    {"actnorm:2", 6},           /* per-channel scale and shift */
+    {"layernorm:3:eps=0.01:affine", 6}, /* two runs, ε > 0: fragment 1 per run, cokernel D⁻¹·span{1} */
     {"batchnorm:2:eps=0.1:affine", 6}, /* eval mode: the running statistics' gradients too */
-    {"batchnorm:3", 6},
-    {"groupnorm:2x4:eps=0.01:affine", 8}, /* two groups of two channels, weights per channel */
     {"logsoftmax:3", 6},        /* cokernel span{softmax} per run */
 };
 #define NCASES (sizeof cases / sizeof *cases)
