@@ -48,6 +48,10 @@ static const struct {
     {"inv1x1:2,affine,squeeze:2x2", 8, VIJP_INIT_GAUSSIAN},
     /* coupling blocks whose residual functions hold convolutions (any layer type may) */
     {"additive:conv1d:2x3:circular+tanh,affine:exp+conv1d:1x3,leaky:0.5", 16, VIJP_INIT_GAUSSIAN},
+    /* normalisation and shape types: fragments 1 per run (ε > 0, logsoftmax),
+     * and an invertible stack whose inputs Moonwalk rebuilds by inversion */
+    {"dense:8,dropout:0.1,layernorm:4:eps=0.1:affine,dense:8,logsoftmax:4", 8, VIJP_INIT_GAUSSIAN},
+    {"actnorm:2,batchnorm:4:eps=0.1:affine,transpose:2x4,dense:8,groupnorm:2x4:affine", 8, VIJP_INIT_GAUSSIAN},
 };
 #define NNETS (sizeof nets / sizeof *nets)
 #define DEPTH 8
