@@ -21,29 +21,38 @@ static void term(mpfr_t acc, const mpfr_t w, const mpfr_t x, const vijp_format *
 }
 
 static size_t chans(const vijp_layer *L) { return vijp_conv_get(L)->channels; }
+static size_t outchans(const vijp_layer *L) { return vijp_conv_get(L)->out_channels; }
 static size_t kern(const vijp_layer *L) { return vijp_conv_get(L)->kernel; }
 static int two_d(const vijp_layer *L) { return vijp_conv_get(L)->rows > 0; }
 static size_t len(const vijp_layer *L) { return L->in / chans(L); }
-static size_t outlen(const vijp_layer *L) { return L->out / chans(L); }
+static size_t outlen(const vijp_layer *L) { return L->out / outchans(L); }
 static size_t stride(const vijp_layer *L) { return vijp_conv_get(L)->stride; }
 static size_t rows(const vijp_layer *L) { return two_d(L) ? vijp_conv_get(L)->rows : 1; }
 static size_t kh(const vijp_layer *L) { return two_d(L) ? kern(L) : 1; }
 static size_t taps(const vijp_layer *L) { return kh(L) * kern(L); }
-static size_t nweights(const vijp_layer *L) { return chans(L) * chans(L) * taps(L); }
+static size_t nweights(const vijp_layer *L) { return outchans(L) * chans(L) * taps(L); }
+
+/* Where position i of the padded axis (N positions, i from −P) reads the
+ * grid: itself inside, and outside by torch's padding modes: 0 (−1 here),
+ * wrapped, or mirrored about the edge without repeating it. */
+static long padded(const vijp_conv_args *a, long i, long N)
+{
+    if (0 <= i && i < N) return i;
+    if (a->circular) return i < 0 ? i + N : i - N;
+    if (a->reflect) return i < 0 ? -i : (N - 1) - (i - (N - 1));
+    return -1;
+}
 
 /* Input position feeding output position p (row-major over the output grid)
  * through tap k = ky·K + kx, or −1. */
 static long source(const vijp_layer *L, size_t p, size_t k)
 {
-    long R = (long)rows(L), Q = (long)(len(L) / rows(L)), S = (long)stride(L), K = (long)kern(L);
-    long oq = (long)(outlen(L) / (two_d(L) ? rows(L) / stride(L) : 1));
-    long r = two_d(L) ? S * ((long)p / oq) + (long)k / K - (long)(kh(L) / 2) : 0;
-    long q = S * ((long)p % oq) + (long)k % K - K / 2;
-    if (vijp_conv_get(L)->circular) {
-        r = ((r % R) + R) % R, q = ((q % Q) + Q) % Q;
-        return r * Q + q;
-    }
-    return r >= 0 && r < R && q >= 0 && q < Q ? r * Q + q : -1;
+    const vijp_conv_args *a = vijp_conv_get(L);
+    long R = (long)rows(L), Q = (long)(len(L) / rows(L)), S = (long)stride(L), K = (long)kern(L), P = (long)a->pad;
+    long oq = (Q + 2 * P - K) / S + 1; /* output columns */
+    long r = two_d(L) ? padded(a, S * ((long)p / oq) + (long)k / K - P, R) : 0;
+    long q = padded(a, S * ((long)p % oq) + (long)k % K - P, Q);
+    return r >= 0 && q >= 0 ? r * Q + q : -1;
 }
 
 long vo_conv_source(const vijp_layer *L, size_t p, size_t k) { return source(L, p, k); }
@@ -53,10 +62,10 @@ long vo_conv_source(const vijp_layer *L, size_t p, size_t k) { return source(L, 
  * list of pointers (ptrs: room for 2·terms + 1). */
 static void conv_fused(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, int bias)
 {
-    size_t C = chans(L), K = taps(L), n = len(L), no = outlen(L), t;
+    size_t C = chans(L), D = outchans(L), K = taps(L), n = len(L), no = outlen(L), t;
     mpfr_srcptr *ptrs = vijp_alloc_array(2 * C * K + 1, sizeof *ptrs);
     for (size_t b = 0; b < B; b++)
-        for (size_t o = 0; o < C; o++)
+        for (size_t o = 0; o < D; o++)
             for (size_t p = 0; p < no; p++) {
                 t = 0;
                 for (size_t c = 0; c < C; c++)
@@ -86,9 +95,9 @@ static void conv_vjp_fused(const vijp_layer *L, mpfr_t *J, size_t B, mpfr_t *Gy,
 
 static void conv_vjp_param_fused(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt)
 {
-    size_t C = chans(L), K = taps(L), n = len(L), no = outlen(L), NW = nweights(L), T = B * no, t;
+    size_t C = chans(L), D = outchans(L), K = taps(L), n = len(L), no = outlen(L), NW = nweights(L), T = B * no, t;
     mpfr_srcptr *ptrs = vijp_alloc_array(2 * T + 1, sizeof *ptrs);
-    for (size_t o = 0; o < C; o++) {
+    for (size_t o = 0; o < D; o++) {
         for (size_t c = 0; c < C; c++)
             for (size_t k = 0; k < K; k++) {
                 t = 0;
@@ -110,11 +119,11 @@ static void conv_vjp_param_fused(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_
 static void conv(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, int bias, const vijp_format *f)
 {
     if (vo_dot_fused(f)) { conv_fused(L, th, X, B, Y, bias); return; }
-    size_t C = chans(L), K = taps(L), n = len(L), no = outlen(L);
+    size_t C = chans(L), D = outchans(L), K = taps(L), n = len(L), no = outlen(L);
     mpfr_t t;
     mpfr_init2(t, f->prec);
     for (size_t b = 0; b < B; b++)
-        for (size_t o = 0; o < C; o++)
+        for (size_t o = 0; o < D; o++)
             for (size_t p = 0; p < no; p++) {
                 mpfr_t *y = &Y[b * L->out + o * no + p];
                 if (bias) vo_set(*y, th[nweights(L) + o], f);
@@ -139,17 +148,22 @@ void vo_conv1d_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t 
     conv(L, th, U, B, V, 0, f);
 }
 
+/* J's entry sums the taps that padding folds onto one input, in tap order
+ * (the first one set, each later one added: one rounding each). */
 void vo_conv1d_jacobian(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *J, const vijp_format *f)
 {
     (void)x;
-    size_t C = chans(L), K = taps(L), n = len(L), no = outlen(L), M = L->out;
+    size_t C = chans(L), D = outchans(L), K = taps(L), n = len(L), no = outlen(L), M = L->out;
     for (size_t i = 0; i < M * L->in; i++) mpfr_set_zero(J[i], 1);
-    for (size_t o = 0; o < C; o++)
+    for (size_t o = 0; o < D; o++)
         for (size_t p = 0; p < no; p++)
             for (size_t c = 0; c < C; c++)
                 for (size_t k = 0; k < K; k++) {
                     long q = source(L, p, k);
-                    if (q >= 0) vo_set(J[(o * no + p) + (c * n + (size_t)q) * M], th[(o * C + c) * K + k], f);
+                    if (q < 0) continue;
+                    mpfr_t *e = &J[(o * no + p) + (c * n + (size_t)q) * M];
+                    if (mpfr_zero_p(*e)) vo_set(*e, th[(o * C + c) * K + k], f);
+                    else vo_add(*e, *e, th[(o * C + c) * K + k], f);
                 }
 }
 
@@ -174,9 +188,9 @@ void vo_conv1d_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, m
 {
     (void)th;
     if (vo_dot_fused(f)) { conv_vjp_param_fused(L, X, B, Gy, Gt); return; }
-    size_t C = chans(L), K = taps(L), n = len(L), no = outlen(L), NW = nweights(L);
-    for (size_t i = 0; i < NW + C; i++) mpfr_set_zero(Gt[i], 1);
-    for (size_t o = 0; o < C; o++) {
+    size_t C = chans(L), D = outchans(L), K = taps(L), n = len(L), no = outlen(L), NW = nweights(L);
+    for (size_t i = 0; i < NW + D; i++) mpfr_set_zero(Gt[i], 1);
+    for (size_t o = 0; o < D; o++) {
         for (size_t c = 0; c < C; c++)
             for (size_t k = 0; k < K; k++)
                 for (size_t b = 0; b < B; b++)
@@ -190,19 +204,27 @@ void vo_conv1d_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, m
     }
 }
 
+/* The dense layer dense:MxN with W = J, b = 0 (its θ: J, then M zeros), for
+ * the oracle's solves on the explicit Jacobian. */
+static mpfr_t *as_dense(const vijp_layer *L, mpfr_t *th, vijp_layer *dl, const vijp_format *f)
+{
+    size_t N = L->in, M = L->out;
+    mpfr_t *J = vo_vec_new(M * N + M, f);
+    vo_conv1d_jacobian(L, th, NULL, J, f);
+    memset(dl, 0, sizeof *dl);
+    dl->in = N, dl->out = M;
+    return J;
+}
+
 int vo_conv1d_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *frag, mpfr_t *Gy,
                    const vijp_format *f)
 {
-    (void)frag;
     size_t N = L->in, M = L->out;
-    mpfr_t *J = vo_vec_new(M * N + M, f); /* [J; b = 0]: a dense layer's parameters */
-    vo_conv1d_jacobian(L, th, NULL, J, f);
+    vijp_layer dl;
+    mpfr_t *J = as_dense(L, th, &dl, f);
     int rc;
-    if (M < N) { /* strided: the dense oracle's minimum-norm solve */
-        vijp_layer dl;
-        memset(&dl, 0, sizeof dl);
-        dl.in = N, dl.out = M;
-        rc = vo_dense_vijp(&dl, J, X, B, Gx, NULL, Gy, f);
+    if (M != N) { /* the dense oracle's solve: minimum-norm when wide, with the fragment when tall */
+        rc = vo_dense_vijp(&dl, J, X, B, Gx, frag, Gy, f);
     } else {
         for (size_t i = 0; i < N * B; i++) vo_set(Gy[i], Gx[i], f);
         rc = vo_ge_solve(N, J, 1, Gy, B, f); /* Jᵀ g_y = g_x */
@@ -211,15 +233,73 @@ int vo_conv1d_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t 
     return rc;
 }
 
+size_t vo_conv1d_fragment_count(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B)
+{
+    (void)th, (void)X;
+    return L->out > L->in ? (L->out - L->in) * B : 0;
+}
+
+void vo_conv1d_fragment(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *frag, const vijp_format *f)
+{
+    if (L->out <= L->in) return;
+    vijp_layer dl;
+    mpfr_t *J = as_dense(L, th, &dl, f);
+    vo_dense_fragment(&dl, J, X, B, Gy, frag, f);
+    vo_vec_free(J, L->out * L->in + L->out);
+}
+
+int vo_conv1d_cokernel(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *Q, const vijp_format *f)
+{
+    if (L->out <= L->in) return 0;
+    vijp_layer dl;
+    mpfr_t *J = as_dense(L, th, &dl, f);
+    int rc = vo_dense_cokernel(&dl, J, x, Q, f);
+    vo_vec_free(J, L->out * L->in + L->out);
+    return rc;
+}
+
 int vo_conv1d_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f)
 {
     if (L->out != L->in) return VIJP_EUNSUPPORTED;
-    size_t n = len(L), N = L->in;
+    size_t no = outlen(L), N = L->in;
     mpfr_t *J = vo_vec_new(N * N, f);
     vo_conv1d_jacobian(L, th, NULL, J, f);
     for (size_t b = 0; b < B; b++)
-        for (size_t i = 0; i < N; i++) vo_sub(X[b * N + i], Y[b * N + i], th[nweights(L) + i / n], f);
+        for (size_t i = 0; i < N; i++) vo_sub(X[b * N + i], Y[b * N + i], th[nweights(L) + i / no], f);
     int rc = vo_ge_solve(N, J, 0, X, B, f);
     vo_vec_free(J, N * N);
     return rc;
+}
+
+/* J enclosed at double weights: each entry the exact sum of the taps that
+ * padding folds onto it (one weight, rad = 0, unless reflect or a wide
+ * circular kernel folds several), enclosed in MPFI at 128 bits.  The
+ * entries of one (output, input channel) pair are apart from every other
+ * pair's, so each group of K taps is summed on its own. */
+int vo_conv_jacobian_enclose(const vijp_layer *L, const double *th, const double *x, double *mid, double *rad)
+{
+    (void)x;
+    size_t C = chans(L), D = outchans(L), K = taps(L), n = len(L), no = outlen(L), M = L->out;
+    long *src = vijp_alloc_array(K, sizeof *src);
+    mpfi_t s;
+    mpfi_init2(s, 128);
+    memset(mid, 0, M * L->in * sizeof *mid), memset(rad, 0, M * L->in * sizeof *rad);
+    for (size_t o = 0; o < D; o++)
+        for (size_t p = 0; p < no; p++)
+            for (size_t c = 0; c < C; c++) {
+                for (size_t k = 0; k < K; k++) src[k] = source(L, p, k);
+                for (size_t k = 0; k < K; k++) {
+                    int seen = src[k] < 0;
+                    for (size_t j = 0; j < k && !seen; j++) seen = src[j] == src[k];
+                    if (seen) continue;
+                    mpfi_set_d(s, th[(o * C + c) * K + k]);
+                    for (size_t j = k + 1; j < K; j++)
+                        if (src[j] == src[k]) mpfi_add_d(s, s, th[(o * C + c) * K + j]);
+                    size_t e = (o * no + p) + (c * n + (size_t)src[k]) * M;
+                    vo_interval_mid_rad(s, &mid[e], &rad[e]);
+                }
+            }
+    mpfi_clear(s);
+    free(src);
+    return 0;
 }

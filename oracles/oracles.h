@@ -83,6 +83,10 @@ int vo_squeeze_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpf
 void vo_conv1d_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f);
 void vo_conv1d_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt, const vijp_format *f);
 int vo_conv1d_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
+/* More outputs than inputs: the dense oracle's fragment and cokernel on J. */
+size_t vo_conv1d_fragment_count(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B);
+void vo_conv1d_fragment(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *frag, const vijp_format *f);
+int vo_conv1d_cokernel(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *Q, const vijp_format *f);
 /* The input position (row-major over the grid) that output position p
  * reads through tap k (ky·K + kx), or −1 (zero padding). */
 long vo_conv_source(const vijp_layer *L, size_t p, size_t k);
@@ -192,5 +196,6 @@ int vo_softmax_jacobian_enclose(const vijp_layer *L, const double *th, const dou
  * double (1/P, exp(log_s)): x is not read. */
 int vo_avgpool_jacobian_enclose(const vijp_layer *L, const double *th, const double *x, double *mid, double *rad);
 int vo_inv1x1_jacobian_enclose(const vijp_layer *L, const double *th, const double *x, double *mid, double *rad);
+int vo_conv_jacobian_enclose(const vijp_layer *L, const double *th, const double *x, double *mid, double *rad);
 
 #endif

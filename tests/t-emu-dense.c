@@ -262,13 +262,17 @@ END_TEST
 
 /* conv1d's and conv2d's operators (src/emu/conv.c: fused terms in the
  * oracle's order; the oracle's explicit Jacobian and the native solves)
- * against the oracle's: zero and circular padding (square J: elimination),
- * strided (wide J: QR), in one and two dimensions. */
+ * against the oracle's: zero, circular and reflect padding (square J:
+ * elimination), strided or fewer output channels (wide J: QR), more output
+ * channels (tall J: QR and its fragment), in one and two dimensions. */
 START_TEST(conv_matches_oracle)
 {
     static const struct { const char *spec; size_t width; } convs[] = {
         {"conv1d:2x3", 8}, {"conv1d:2x3:circular", 8}, {"conv1d:2x3s2", 8}, {"conv1d:3x3", 12},
         {"conv2d:1x3x4", 16}, {"conv2d:1x3x4:circular", 16}, {"conv1d:2x5:circular", 10}, {"conv2d:1x3x4s2", 16},
+        /* output channels, even kernels, reflect (taps folded into J's sums), valid */
+        {"conv1d:2x4:out=3", 8}, {"conv1d:2x3:out=1:reflect", 8}, {"conv2d:1x3x4:reflect", 16},
+        {"conv2d:2x2x3s2:out=3:pad=0", 24},
     };
     vijp_rng r;
     vijp_rng_seed(&r, test_seed() + 14);
@@ -293,7 +297,18 @@ START_TEST(conv_matches_oracle)
             expect_same(o, e, N * B, "conv vjp", formats[fi], &L, B, cs);
             vo_conv1d_vjp_param(&L, th, Gx, B, Y, o, &f), vijp_emu_conv_vjp_param(&L, th, Gx, B, Y, e, &f);
             expect_same(o, e, P, "conv vjp_param", formats[fi], &L, B, cs);
-            int rc_o = vo_conv1d_vijp(&L, th, NULL, B, Gx, NULL, o, &f), rc_e = vijp_emu_conv_vijp(&L, th, NULL, B, Gx, NULL, e, &f);
+            /* tall J (more outputs): the fragments, then the vijp with one */
+            size_t nf = vo_conv1d_fragment_count(&L, th, NULL, B);
+            double *df = vijp_alloc_array(nf + 1, sizeof *df);
+            mpfr_t *fr = draw_vec(&r, &f, nf + 1, kind, df), *fo = out_vec(nf + 1, &f, 1), *fe = out_vec(nf + 1, &f, 3);
+            if (nf) {
+                vo_conv1d_fragment(&L, th, NULL, B, Y, fo, &f), vijp_emu_conv_fragment(&L, th, NULL, B, Y, fe, &f);
+                expect_same(fo, fe, nf, "conv fragment", formats[fi], &L, B, cs);
+            }
+            int rc_o = vo_conv1d_vijp(&L, th, NULL, B, Gx, nf ? fr : NULL, o, &f),
+                rc_e = vijp_emu_conv_vijp(&L, th, NULL, B, Gx, nf ? fr : NULL, e, &f);
+            vo_vec_free(fr, nf + 1), vo_vec_free(fo, nf + 1), vo_vec_free(fe, nf + 1);
+            free(df);
             ck_assert_msg(rc_o == rc_e, "%s vijp in %s, case %ld: oracle %d, emu %d", convs[ci].spec, formats[fi], cs, rc_o, rc_e);
             if (!rc_o || M == N) expect_same(o, e, M * B, convs[ci].spec, formats[fi], &L, B, cs);
             rc_o = vo_conv1d_inverse(&L, th, Y, B, o, &f), rc_e = vijp_emu_conv_inverse(&L, th, Y, B, e, &f);

@@ -36,6 +36,9 @@ static const struct {
     {"conv2d:1x3x4s2:circular", 16}, /* strided 4 x 4 -> 2 x 2: wide */
     {"conv2d:3x3x4:circular", 48}, /* 3 channels on a 4 x 4 grid: FFTW's 2-D half spectrum, 3 x 3 solves */
     {"conv1d:65x3:circular", 260}, /* 65 channels: the per-frequency solve goes to LAPACK's zgesv */
+    {"conv1d:2x4:out=3", 8},    /* even kernel, more outputs (15) than inputs: the dense fragment on J */
+    {"conv1d:2x3:out=1:reflect", 8}, /* fewer outputs: wide, minimum-norm QR */
+    {"conv2d:2x2x3s2:out=3:pad=0", 24}, /* valid, even kernel, strided 3 x 4 -> 1 x 2: wide */
     {"avgpool:2", 8},           /* wide, structured vijp */
     {"squeeze:1x4", 8},         /* a permutation with a 3-cycle (2x2 on 8 is an involution) */
     {"inv1x1:2", 8},            /* LU form: triangular substitutions */
@@ -311,12 +314,12 @@ START_TEST(bad_inputs)
         size_t width;
         int rc;
     } bad[] = {
-        {"conv1d:2x4", 8, VIJP_EINVAL},         /* even kernel */
+        {"conv1d:2x0", 8, VIJP_EINVAL},         /* no kernel */
         {"conv1d:3x3", 8, VIJP_EDIM},           /* 8 is not 3 channels */
-        {"conv1d:2x3s3", 8, VIJP_EDIM},         /* stride does not divide 4 positions */
+        {"conv1d:2x3s0", 8, VIJP_EINVAL},       /* no stride */
         {"conv1d:2x3:mirror", 8, VIJP_EINVAL},  /* unknown padding */
-        {"conv1d:2x9", 8, VIJP_EDIM},           /* kernel longer than the channel */
-        {"conv2d:2x5x4", 32, VIJP_EDIM},        /* kernel larger than the 4 x 4 grid */
+        {"conv1d:2x9:pad=2", 8, VIJP_EDIM},     /* kernel longer than the channel padded by 2 */
+        {"conv2d:2x5x4:pad=0", 32, VIJP_EDIM},  /* kernel larger than the 4 x 4 grid */
         {"conv2d:2x3", 32, VIJP_EINVAL},        /* rows missing */
         {"avgpool:3", 8, VIJP_EDIM},            /* window does not divide */
         {"avgpool:1", 8, VIJP_EINVAL},          /* no pooling */

@@ -163,6 +163,29 @@ START_TEST(test_torch_layout)
 }
 END_TEST
 
+/* conv1d:2x2:out=3 on 2 channels of 4: torch's weight [3, 2, 2] and bias
+ * [3] land in θ in C order (nn.Conv1d's state_dict); [2, 2, 2] (in = out,
+ * the layout before output channels) is refused with the shape wanted. */
+START_TEST(test_torch_layout_out_channels)
+{
+    double w[12], b[3] = {13, 14, 15};
+    for (int k = 0; k < 12; k++) w[k] = k + 1;
+    size_t ws[3] = {3, 2, 2}, bad[3] = {2, 2, 2}, bs = 3;
+    npy("w3.npy", 3, ws, w), npy("b3.npy", 1, &bs, b), npy("w2.npy", 3, bad, w);
+    put_text("o.json", "{\"schema\": \"vijp-net/1\", \"width\": 8, \"layers\": [{\"type\": \"conv1d\", \"args\": "
+             "\"2x2:out=3\", \"params\": {\"weight\": \"w3.npy\", \"bias\": \"b3.npy\"}}]}");
+    vijp_net n;
+    vijp_error err = {0};
+    ck_assert_msg(!vijp_net_load_json(&n, at("o.json"), &err), "%s", err.msg);
+    for (int k = 0; k < 15; k++) ck_assert_msg(n.theta[0][k] == k + 1, "conv θ[%d] = %g", k, n.theta[0][k]);
+    vijp_net_free(&n);
+    put_text("o.json", "{\"schema\": \"vijp-net/1\", \"width\": 8, \"layers\": [{\"type\": \"conv1d\", \"args\": "
+             "\"2x2:out=3\", \"params\": {\"weight\": \"w2.npy\", \"bias\": \"b3.npy\"}}]}");
+    ck_assert_int_eq(vijp_net_load_json(&n, at("o.json"), &err), VIJP_EINVAL);
+    ck_assert_msg(strstr(err.msg, "(3, 2, 2)") || strstr(err.msg, "[3, 2, 2]") || strstr(err.msg, "3x2x2"), "%s", err.msg);
+}
+END_TEST
+
 /* Each malformed file: exit 2, and stderr names the layer and the field. */
 START_TEST(test_malformed)
 {
@@ -378,6 +401,7 @@ Suite *suite_netjson(void)
     tcase_add_checked_fixture(tc, dir_make, dir_remove);
     tcase_add_test(tc, test_same_as_spec);
     tcase_add_test(tc, test_torch_layout);
+    tcase_add_test(tc, test_torch_layout_out_channels);
     suite_add_tcase(s, tc);
     const char *bin = getenv("VIJP_BIN");
     if (bin && *bin) {

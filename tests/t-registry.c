@@ -223,7 +223,7 @@ START_TEST(state_copy_and_spec)
     } items[] = {
         {"leaky:0.1", 8}, {"conv1d:2x3s2:circular", 8}, {"conv2d:1x3x4", 16}, {"avgpool:2", 8}, {"squeeze:2x2", 8},
         {"inv1x1:4", 8}, {"additive:conv1d:1x3:circular+tanh", 8}, {"affine:exp+dense:4+leaky:0.5", 8},
-        {"dense:4", 6}, {"gelu", 4},
+        {"dense:4", 6}, {"gelu", 4}, {"conv2d:2x2x4s2:out=3:pad=0:reflect", 32}, {"conv1d:2x4:out=1:pad=1:circular", 8},
         {"affine:leaky:170", 8}, /* printed as leaky:1.7e+02 once, whose '+' split the block (fuzzer) */
     };
     for (size_t k = 0; k < sizeof items / sizeof *items; k++) {

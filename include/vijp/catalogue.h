@@ -13,12 +13,16 @@
 /* leaky:ALPHA */
 VIJP_API double vijp_leaky_slope(const vijp_layer *L);
 
-/* conv1d:CxK[sS][:circular] and conv2d:CxKxH[sS][:circular]. */
+/* conv1d:CxK[sS][:out=D][:pad=P][:circular|:reflect] and
+ * conv2d:CxKxH[sS][...]: torch's Conv1d/Conv2d(C, D, K, S, P, padding_mode). */
 typedef struct {
-    size_t channels, kernel; /* C, odd K (K × K in 2-D) */
+    size_t channels, kernel; /* C input channels, K >= 1 (K × K in 2-D) */
     size_t stride;           /* S >= 1 (2-D: both directions) */
     size_t rows;             /* grid rows H in 2-D, 0 in 1-D */
-    int circular;            /* padding: 1 circular, 0 zero */
+    int circular;            /* padding: 1 circular, 0 zero or reflect */
+    size_t out_channels;     /* D (default C) */
+    size_t pad;              /* P on each side (default K/2, rounded down; 2-D: both directions) */
+    int reflect;             /* padding: 1 reflect (torch's 'reflect') */
 } vijp_conv_args;
 VIJP_API const vijp_conv_args *vijp_conv_get(const vijp_layer *L);
 

@@ -22,20 +22,20 @@
 
 /* The layer's sizes, the taps' sources and the weights as doubles. */
 typedef struct {
-    size_t C, K, n, no, NW; /* channels, taps per kernel, positions in and out, weights */
+    size_t C, D, K, n, no, NW; /* channels in and out, taps per kernel, positions in and out, weights */
     long *src;              /* src[p·K + k]: vo_conv_source(L, p, k) */
-    double *w;              /* the NW weights, then the C biases */
+    double *w;              /* the NW weights, then the D biases */
 } geom;
 
 static geom geom_new(const vijp_layer *L, mpfr_t *th)
 {
     geom G;
-    G.C = vijp_conv_get(L)->channels, G.n = L->in / G.C, G.no = L->out / G.C;
-    G.NW = L->type->param_count(L) - G.C, G.K = G.NW / (G.C * G.C);
+    G.C = vijp_conv_get(L)->channels, G.D = vijp_conv_get(L)->out_channels, G.n = L->in / G.C, G.no = L->out / G.D;
+    G.NW = L->type->param_count(L) - G.D, G.K = G.NW / (G.D * G.C);
     G.src = vijp_alloc_array(G.no * G.K, sizeof *G.src);
     for (size_t p = 0; p < G.no; p++)
         for (size_t k = 0; k < G.K; k++) G.src[p * G.K + k] = vo_conv_source(L, p, k);
-    G.w = vijp_emu_get(th, G.NW + G.C);
+    G.w = vijp_emu_get(th, G.NW + G.D);
     return G;
 }
 
@@ -53,7 +53,7 @@ static void conv(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y
     geom G = geom_new(L, th);
     double *x = vijp_emu_get(X, L->in * B), *y = vijp_alloc_array(L->out * B, sizeof *y);
     for (size_t b = 0; b < B; b++)
-        for (size_t o = 0; o < G.C; o++)
+        for (size_t o = 0; o < G.D; o++)
             for (size_t p = 0; p < G.no; p++) {
                 double acc = bias ? G.w[G.NW + o] : 0;
                 for (size_t c = 0; c < G.C; c++)
@@ -79,9 +79,9 @@ void vijp_emu_conv_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpf
     conv(L, th, U, B, V, 0, f);
 }
 
-/* G_x = Jᵀ G_y with vo_conv1d_jacobian's J (later taps overwrite earlier
- * ones that share a source, as there), sums over J's nonzero entries in
- * row order (mpfr_zero_p: NaN is not zero). */
+/* G_x = Jᵀ G_y with vo_conv1d_jacobian's J (taps that share a source: the
+ * first set, each later one added in the format, as there), sums over J's
+ * nonzero entries in row order (mpfr_zero_p: NaN is not zero). */
 void vijp_emu_conv_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f)
 {
     (void)X;
@@ -89,12 +89,14 @@ void vijp_emu_conv_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpf
     size_t M = L->out, N = L->in;
     double *J = vijp_alloc_array(M * N, sizeof *J), *gy = vijp_emu_get(Gy, M * B), *gx = vijp_alloc_array(N * B, sizeof *gx);
     for (size_t i = 0; i < M * N; i++) J[i] = 0;
-    for (size_t o = 0; o < G.C; o++)
+    for (size_t o = 0; o < G.D; o++)
         for (size_t p = 0; p < G.no; p++)
             for (size_t c = 0; c < G.C; c++)
                 for (size_t k = 0; k < G.K; k++) {
                     long q = G.src[p * G.K + k];
-                    if (q >= 0) J[(o * G.no + p) + (c * G.n + (size_t)q) * M] = G.w[(o * G.C + c) * G.K + k];
+                    if (q < 0) continue;
+                    double *e = &J[(o * G.no + p) + (c * G.n + (size_t)q) * M], w = G.w[(o * G.C + c) * G.K + k];
+                    *e = *e == 0 ? w : vijp_emu_add(*e, w, vijp_emu_arith(f));
                 }
     for (size_t b = 0; b < B; b++)
         for (size_t j = 0; j < N; j++) {
@@ -112,9 +114,9 @@ void vijp_emu_conv_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t 
                              const vijp_format *f)
 {
     geom G = geom_new(L, th);
-    double *x = vijp_emu_get(X, L->in * B), *gy = vijp_emu_get(Gy, L->out * B), *gt = vijp_alloc_array(G.NW + G.C, sizeof *gt);
+    double *x = vijp_emu_get(X, L->in * B), *gy = vijp_emu_get(Gy, L->out * B), *gt = vijp_alloc_array(G.NW + G.D, sizeof *gt);
     vijp_emu_grid g = vijp_emu_arith(f);
-    for (size_t o = 0; o < G.C; o++) {
+    for (size_t o = 0; o < G.D; o++) {
         for (size_t c = 0; c < G.C; c++)
             for (size_t k = 0; k < G.K; k++) {
                 double acc = 0;
@@ -130,36 +132,62 @@ void vijp_emu_conv_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t 
             for (size_t p = 0; p < G.no; p++) s = vijp_emu_add(s, gy[b * L->out + o * G.no + p], g);
         gt[G.NW + o] = s;
     }
-    vijp_emu_put(Gt, gt, G.NW + G.C);
+    vijp_emu_put(Gt, gt, G.NW + G.D);
     free(x), free(gy), free(gt);
     geom_free(&G);
+}
+
+/* [J; b = 0]: the oracle's J as a dense layer's parameters. */
+static mpfr_t *as_dense(const vijp_layer *L, mpfr_t *th, vijp_layer *dl, const vijp_format *f)
+{
+    mpfr_t *J = vo_vec_new(L->out * L->in + L->out, f);
+    vo_conv1d_jacobian(L, th, NULL, J, f);
+    memset(dl, 0, sizeof *dl);
+    dl->in = L->in, dl->out = L->out;
+    return J;
 }
 
 int vijp_emu_conv_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *frag, mpfr_t *Gy,
                        const vijp_format *f)
 {
-    (void)frag;
     size_t N = L->in, M = L->out;
-    mpfr_t *J = vo_vec_new(M * N + M, f); /* [J; b = 0]: a dense layer's parameters */
-    vo_conv1d_jacobian(L, th, NULL, J, f);
-    /* the dense layer's vijp with W = J: Jᵀ g_y = g_x by elimination, or
-     * strided (M < N) the minimum-norm solve */
     vijp_layer dl;
-    memset(&dl, 0, sizeof dl);
-    dl.in = N, dl.out = M;
-    int rc = vijp_emu_dense_vijp(&dl, J, X, B, Gx, NULL, Gy, f);
+    mpfr_t *J = as_dense(L, th, &dl, f);
+    /* the dense layer's vijp with W = J: Jᵀ g_y = g_x by elimination, or
+     * (M ≠ N) the QR solves, with the fragment when tall */
+    int rc = vijp_emu_dense_vijp(&dl, J, X, B, Gx, frag, Gy, f);
     vo_vec_free(J, M * N + M);
+    return rc;
+}
+
+void vijp_emu_conv_fragment(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *frag,
+                            const vijp_format *f)
+{
+    if (L->out <= L->in) return;
+    vijp_layer dl;
+    mpfr_t *J = as_dense(L, th, &dl, f);
+    vijp_emu_dense_fragment(&dl, J, X, B, Gy, frag, f);
+    vo_vec_free(J, L->out * L->in + L->out);
+}
+
+int vijp_emu_conv_cokernel(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *Q, const vijp_format *f)
+{
+    if (L->out <= L->in) return 0;
+    vijp_layer dl;
+    mpfr_t *J = as_dense(L, th, &dl, f);
+    int rc = vijp_emu_dense_cokernel(&dl, J, x, Q, f);
+    vo_vec_free(J, L->out * L->in + L->out);
     return rc;
 }
 
 int vijp_emu_conv_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f)
 {
     if (L->out != L->in) return VIJP_EUNSUPPORTED; /* the oracle's case: mp runs it (src/layer/route.h) */
-    size_t N = L->in, C = vijp_conv_get(L)->channels, n = N / C, bias = L->type->param_count(L) - C;
+    size_t N = L->in, D = vijp_conv_get(L)->out_channels, no = N / D, bias = L->type->param_count(L) - D;
     mpfr_t *J = vo_vec_new(N * N, f);
     vo_conv1d_jacobian(L, th, NULL, J, f);
     for (size_t b = 0; b < B; b++)
-        for (size_t i = 0; i < N; i++) vo_sub(X[b * N + i], Y[b * N + i], th[bias + i / n], f);
+        for (size_t i = 0; i < N; i++) vo_sub(X[b * N + i], Y[b * N + i], th[bias + i / no], f);
     int rc = vijp_emu_ge_solve(N, J, 0, X, B, f);
     vo_vec_free(J, N * N);
     return rc;

@@ -14,6 +14,9 @@ void vijp_emu_conv_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t 
                              const vijp_format *f);
 int vijp_emu_conv_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *frag, mpfr_t *Gy,
                        const vijp_format *f);
+void vijp_emu_conv_fragment(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *frag,
+                            const vijp_format *f);
+int vijp_emu_conv_cokernel(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *Q, const vijp_format *f);
 int vijp_emu_conv_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
 
 #endif

@@ -1,6 +1,7 @@
 /* Parameters from files: shapes checked, PyTorch's layout mapped to θ. */
 #include "params.h"
 #include "vijp/net.h"
+#include "vijp/catalogue.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,18 +38,6 @@ int net_params_theta(const vijp_layer *L, const vijp_array *t, double **theta, c
     return 0;
 }
 
-/* The conv spec's first two counts: C channels (in = out) and the kernel K;
- * vijp_layer_parse has checked the text, so they are there. */
-static void conv_dims(const vijp_layer *L, size_t *C, size_t *K)
-{
-    char spec[256];
-    vijp_layer_spec(L, spec, sizeof spec);
-    const char *p = strchr(spec, ':') + 1;
-    char *end;
-    *C = strtoul(p, &end, 10);
-    *K = strtoul(end + 1, NULL, 10);
-}
-
 int net_params_torch(const vijp_layer *L, const vijp_array *w, const vijp_array *b, double **theta, const char *where,
                      vijp_error *err)
 {
@@ -62,9 +51,9 @@ int net_params_torch(const vijp_layer *L, const vijp_array *w, const vijp_array 
         out = L->out, ws[0] = L->out, ws[1] = L->in, nd = 2;
         snprintf(what, sizeof what, "[out, in] as nn.Linear's, for dense %zu → %zu", L->in, L->out);
     } else {
-        size_t C, K;
-        conv_dims(L, &C, &K);
-        out = C, ws[0] = ws[1] = C, ws[2] = ws[3] = K, nd = strcmp(name, "conv2d") ? 3 : 4;
+        const vijp_conv_args *a = vijp_conv_get(L);
+        out = a->out_channels, ws[0] = a->out_channels, ws[1] = a->channels, ws[2] = ws[3] = a->kernel;
+        nd = strcmp(name, "conv2d") ? 3 : 4;
         snprintf(what, sizeof what, "[out, in, %s] as nn.%s's", nd == 3 ? "k" : "kh, kw", nd == 3 ? "Conv1d" : "Conv2d");
     }
     if (!shape_is(w, nd, ws)) return shape_fail(w, nd, ws, what, where, ".weight", err);
