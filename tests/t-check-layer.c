@@ -79,7 +79,8 @@ static const struct {
     {"avgpool:2", 8}, {"squeeze:1x4", 8}, {"linear:6x4", 12}, {"attention:4x2", 12}, {"residual", 6}, {"elu", 8},
     {"selu", 8}, {"hardtanh", 8}, {"relu6", 8}, {"hardswish", 8}, {"softsign", 8}, {"prelu:2", 8}, {"identity", 8},
     {"dropout:0.5", 8}, {"flatten", 8}, {"transpose:2x4", 8}, {"batchnorm:2:affine", 8}, {"actnorm:4", 8},
-    {"groupnorm:2x4:affine", 8}, {"logsoftmax:4", 8}, {"conv1d:2x4:out=3:reflect", 8},
+    {"groupnorm:2x4:affine", 8}, {"logsoftmax:4", 8}, {"conv1d:2x4:out=3:reflect", 8}, {"avgpool2d:1x2x4s1", 16},
+    {"maxpool1d:2x3s1", 12}, {"maxpool2d:1x2x4", 16},
 };
 
 /* Built-in layers whose descriptor the registry does not list, reached

@@ -1,4 +1,5 @@
-/* conv1d and conv2d as PyTorch's Conv1d/Conv2d (src/layers/conv.c): the
+/* conv1d and conv2d as PyTorch's Conv1d/Conv2d (src/layers/conv.c), and
+ * the pooling layers (src/layers/pool_window.c).  Convolutions: the
  * forward against a direct sum written here from torch's definition (pad
  * the input as F.pad does, then correlate "valid"), independent of the
  * layer's tap geometry and of the MPFR oracle's; the spec's modifiers
@@ -12,6 +13,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 typedef struct {
@@ -173,6 +175,126 @@ START_TEST(bad_arguments_are_refused)
 }
 END_TEST
 
+/* ---- pooling: avgpool2d, maxpool1d, maxpool2d ---- */
+
+/* forward and vjp of one sample against the definition written here:
+ * windows at corners (S·r, S·q), torch's first maximum (a later equal value
+ * does not replace it), the mean as the window's sum over K² (within
+ * γ_(K²) of the sum's magnitude, Higham eq. 3.5, and one rounding of the
+ * division). */
+static void pool_check(const char *spec, size_t width, size_t C, size_t K, size_t S, size_t R, int is_max, const double *x)
+{
+    vijp_layer L;
+    vijp_error err = {0};
+    ck_assert_msg(!vijp_layer_parse(&L, spec, width, &err), "%s: %s", spec, err.msg);
+    size_t Q = width / (C * R), KH = R > 1 ? K : 1, oR = R > 1 ? (R - K) / S + 1 : 1, oQ = (Q - K) / S + 1;
+    ck_assert_uint_eq(L.out, C * oR * oQ);
+    double *y = malloc(L.out * sizeof *y), *gy = malloc(L.out * sizeof *gy), *gx = malloc(width * sizeof *gx);
+    double *want_gx = calloc(width, sizeof *want_gx);
+    for (size_t j = 0; j < L.out; j++) gy[j] = (double)(j + 1);
+    vijp_format fd;
+    vijp_format_fixed(&fd, VIJP_DOUBLE);
+    vijp_mat xm = {.rows = width, .cols = 1, .fmt = &fd, .d = (double *)x}, ym = {.rows = L.out, .cols = 1, .fmt = &fd, .d = y};
+    vijp_mat gym = {.rows = L.out, .cols = 1, .fmt = &fd, .d = gy}, gxm = {.rows = width, .cols = 1, .fmt = &fd, .d = gx};
+    ck_assert(!vijp_layer_forward(&L, NULL, &xm, &ym, &err));
+    ck_assert(!vijp_layer_vjp(&L, NULL, &xm, &gym, &gxm, &err));
+    for (size_t c = 0, j = 0; c < C; c++)
+        for (size_t r = 0; r < oR; r++)
+            for (size_t q = 0; q < oQ; q++, j++) {
+                size_t best = SIZE_MAX;
+                double sum = 0, mag = 0;
+                for (size_t ky = 0; ky < KH; ky++)
+                    for (size_t kx = 0; kx < K; kx++) {
+                        size_t i = c * R * Q + (S * r + ky) * Q + S * q + kx;
+                        if (best == SIZE_MAX || x[i] > x[best]) best = i;
+                        sum += x[i], mag += fabs(x[i]);
+                    }
+                if (is_max) {
+                    ck_assert_msg(y[j] == x[best], "%s: y[%zu] = %g, want x[%zu] = %g", spec, j, y[j], best, x[best]);
+                    want_gx[best] += gy[j];
+                } else {
+                    double T = (double)(KH * K), g = T * 0x1p-53 / (1 - T * 0x1p-53);
+                    ck_assert_msg(fabs(y[j] - sum / T) <= 2 * g * mag / T + 0x1p-53 * fabs(sum / T), "%s: y[%zu]", spec, j);
+                }
+            }
+    if (is_max) /* integer sums: exact */
+        for (size_t i = 0; i < width; i++) ck_assert_msg(gx[i] == want_gx[i], "%s: gx[%zu] = %g, want %g", spec, i, gx[i], want_gx[i]);
+    unsigned d = L.type->declare(&L);
+    ck_assert_int_eq(!!(d & VIJP_DECL_SUBMERSIVE), !is_max || S >= K); /* maxpool: only without overlap */
+    free(y), free(gy), free(gx), free(want_gx);
+    vijp_layer_clear(&L);
+}
+
+START_TEST(pooling_matches_definition)
+{
+    /* small integers: ties in most windows, which the first maximum breaks */
+    double x[60];
+    vijp_rng rng;
+    vijp_rng_seed(&rng, test_seed());
+    for (size_t i = 0; i < 60; i++) x[i] = (double)(vijp_rng_u64(&rng) % 4);
+    pool_check("maxpool1d:2x3s1", 12, 2, 3, 1, 1, 1, x);
+    pool_check("maxpool1d:3x2", 18, 3, 2, 2, 1, 1, x);
+    pool_check("maxpool1d:1x2s3", 10, 1, 2, 3, 1, 1, x);   /* windows apart, inputs left out */
+    pool_check("maxpool2d:1x3x5s2", 30, 1, 3, 2, 5, 1, x);
+    pool_check("maxpool2d:2x2x4", 32, 2, 2, 2, 4, 1, x);
+    pool_check("maxpool2d:1x2x3s1", 12, 1, 2, 1, 3, 1, x);
+    for (size_t i = 0; i < 60; i++) x[i] = vijp_rng_normal(&rng);
+    pool_check("avgpool2d:2x2x4", 32, 2, 2, 2, 4, 0, x);
+    pool_check("avgpool2d:1x3x5s1", 30, 1, 3, 1, 5, 0, x);
+    pool_check("avgpool2d:1x3x6s2", 36, 1, 3, 2, 6, 0, x);
+}
+END_TEST
+
+/* maxpool's overlapping windows: two outputs selecting one input make
+ * equal rows of J, and the fragment is exactly their cokernel.  On
+ * x = (0, 5, 1, 2) with windows of 2 at stride 1, outputs 0 and 1 both
+ * select x1: the cokernel is spanned by (e0 − e1)/√2, so the fragment of
+ * g_y is (g0 − g1)/√2 and vijp(g_x, c) puts g_x[1]/2 on each of them plus
+ * c/√2, −c/√2. */
+START_TEST(maxpool_equal_rows_fragment)
+{
+    vijp_layer L;
+    ck_assert(!vijp_layer_parse(&L, "maxpool1d:1x2s1", 4, NULL));
+    double x[4] = {0, 5, 1, 2}, gy[3] = {3, 1, 4}, frag[1], gyb[3], gx[4] = {0, 6, 0, 8};
+    vijp_format fd;
+    vijp_format_fixed(&fd, VIJP_DOUBLE);
+    vijp_mat xm = {.rows = 4, .cols = 1, .fmt = &fd, .d = x}, gym = {.rows = 3, .cols = 1, .fmt = &fd, .d = gy};
+    vijp_mat fm = {.rows = 1, .cols = 1, .fmt = &fd, .d = frag}, gxm = {.rows = 4, .cols = 1, .fmt = &fd, .d = gx};
+    vijp_mat gybm = {.rows = 3, .cols = 1, .fmt = &fd, .d = gyb};
+    ck_assert_uint_eq(vijp_layer_fragment_count(&L, NULL, &xm), 1);
+    vijp_error err = {0};
+    ck_assert(!vijp_layer_fragment(&L, NULL, &xm, &gym, &fm, &err));
+    ck_assert_double_eq(frag[0], 2 / sqrt(2)); /* (3 − 1)/√2, each step one rounding */
+    ck_assert(!vijp_layer_vijp(&L, NULL, &xm, &gxm, &fm, &gybm, &err));
+    double c = frag[0] / sqrt(2);
+    ck_assert_double_eq_tol(gyb[0], 3 + c, 1e-15 * 4);
+    ck_assert_double_eq_tol(gyb[1], 3 - c, 1e-15 * 4);
+    ck_assert_double_eq(gyb[2], 8);
+    vijp_layer_clear(&L);
+}
+END_TEST
+
+START_TEST(pooling_bad_arguments)
+{
+    static const struct {
+        const char *spec;
+        size_t width;
+        int rc;
+    } bad[] = {
+        {"maxpool1d", 8, VIJP_EINVAL},         {"maxpool1d:2", 8, VIJP_EINVAL},      {"maxpool1d:2x0", 8, VIJP_EINVAL},
+        {"maxpool1d:2x2s0", 8, VIJP_EINVAL},   {"maxpool1d:2x2s", 8, VIJP_EINVAL},   {"maxpool1d:2x2:x", 8, VIJP_EINVAL},
+        {"maxpool2d:2x2", 8, VIJP_EINVAL},     {"avgpool2d:1x2x0", 8, VIJP_EINVAL},  {"maxpool1d:3x2", 8, VIJP_EDIM},
+        {"maxpool1d:2x5", 8, VIJP_EDIM},       {"maxpool2d:1x3x2", 8, VIJP_EDIM},    {"avgpool2d:1x2x3", 8, VIJP_EDIM},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        vijp_layer L;
+        vijp_error err = {0};
+        ck_assert_msg(vijp_layer_parse(&L, bad[k].spec, bad[k].width, &err) == bad[k].rc, "%s", bad[k].spec);
+        ck_assert_msg(err.msg[0], "%s: no message", bad[k].spec);
+    }
+}
+END_TEST
+
 Suite *suite_conv(void)
 {
     Suite *s = suite_create("conv");
@@ -180,6 +302,9 @@ Suite *suite_conv(void)
     tcase_add_loop_test(tc, forward_matches_torch_definition, 0, (int)(sizeof cases / sizeof *cases));
     tcase_add_test(tc, modifiers_print_canonically);
     tcase_add_test(tc, bad_arguments_are_refused);
+    tcase_add_test(tc, pooling_matches_definition);
+    tcase_add_test(tc, maxpool_equal_rows_fragment);
+    tcase_add_test(tc, pooling_bad_arguments);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -39,6 +39,10 @@ static const struct {
     {"conv1d:2x4:out=3", 8},    /* even kernel, more outputs (15) than inputs: the dense fragment on J */
     {"conv1d:2x3:out=1:reflect", 8}, /* fewer outputs: wide, minimum-norm QR */
     {"conv2d:2x2x3s2:out=3:pad=0", 24}, /* valid, even kernel, strided 3 x 4 -> 1 x 2: wide */
+    {"avgpool2d:1x2x4", 16},    /* 2 x 2 windows apart: structured vijp */
+    {"avgpool2d:1x3x4s1", 16},  /* overlapping windows: full row rank, dense minimum-norm solve */
+    {"maxpool1d:2x3s1", 12},    /* overlapping windows: equal rows, Helmert fragments */
+    {"maxpool2d:1x2x4", 16},    /* windows apart: orthonormal rows */
     {"avgpool:2", 8},           /* wide, structured vijp */
     {"squeeze:1x4", 8},         /* a permutation with a 3-cycle (2x2 on 8 is an involution) */
     {"inv1x1:2", 8},            /* LU form: triangular substitutions */

@@ -224,6 +224,7 @@ START_TEST(state_copy_and_spec)
         {"leaky:0.1", 8}, {"conv1d:2x3s2:circular", 8}, {"conv2d:1x3x4", 16}, {"avgpool:2", 8}, {"squeeze:2x2", 8},
         {"inv1x1:4", 8}, {"additive:conv1d:1x3:circular+tanh", 8}, {"affine:exp+dense:4+leaky:0.5", 8},
         {"dense:4", 6}, {"gelu", 4}, {"conv2d:2x2x4s2:out=3:pad=0:reflect", 32}, {"conv1d:2x4:out=1:pad=1:circular", 8},
+        {"avgpool2d:2x2x4", 32}, {"maxpool1d:2x3s1", 8}, {"maxpool2d:1x3x4s2", 16},
         {"affine:leaky:170", 8}, /* printed as leaky:1.7e+02 once, whose '+' split the block (fuzzer) */
     };
     for (size_t k = 0; k < sizeof items / sizeof *items; k++) {
@@ -260,7 +261,8 @@ END_TEST
  * built-in name; on another type an accessor reports the call and aborts. */
 START_TEST(accessors_check_the_type)
 {
-    static const char *const builtin[] = {"leaky", "conv1d", "conv2d", "avgpool", "squeeze", "inv1x1", "additive", "affine"};
+    static const char *const builtin[] = {"leaky", "conv1d", "conv2d", "avgpool", "squeeze", "inv1x1", "additive", "affine",
+                                          "avgpool2d", "maxpool1d", "maxpool2d"};
     for (size_t k = 0; k < sizeof builtin / sizeof *builtin; k++) {
         vijp_layer_type T = *scaledtanh();
         T.name = builtin[k];

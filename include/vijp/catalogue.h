@@ -26,6 +26,14 @@ typedef struct {
 } vijp_conv_args;
 VIJP_API const vijp_conv_args *vijp_conv_get(const vijp_layer *L);
 
+/* avgpool2d:CxKxH[sS], maxpool1d:CxK[sS], maxpool2d:CxKxH[sS]. */
+typedef struct {
+    size_t channels, kernel; /* C, window K (K × K in 2-D) */
+    size_t stride;           /* S >= 1, default K (2-D: both directions) */
+    size_t rows;             /* grid rows H in 2-D, 0 in 1-D */
+} vijp_pool_args;
+VIJP_API const vijp_pool_args *vijp_pool_get(const vijp_layer *L);
+
 /* avgpool:P */
 VIJP_API size_t vijp_avgpool_window(const vijp_layer *L);
 

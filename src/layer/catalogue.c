@@ -32,6 +32,12 @@ double vijp_leaky_slope(const vijp_layer *L) { return *(const double *)state_of(
 
 const vijp_conv_args *vijp_conv_get(const vijp_layer *L) { return state_of(L, "conv1d", "conv2d", "vijp_conv_get"); }
 
+const vijp_pool_args *vijp_pool_get(const vijp_layer *L)
+{
+    const char *is = L && L->type ? L->type->name : "";
+    return state_of(L, !strcmp(is, "avgpool2d") ? "avgpool2d" : "maxpool1d", "maxpool2d", "vijp_pool_get");
+}
+
 size_t vijp_avgpool_window(const vijp_layer *L)
 {
     return *(const size_t *)state_of(L, "avgpool", NULL, "vijp_avgpool_window");

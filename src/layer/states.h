@@ -12,6 +12,7 @@
  *   attention        vijp_attention_args (catalogue.h)
  *   squeeze          vijp_squeeze_args (catalogue.h)
  *   conv1d, conv2d   vijp_conv_args (catalogue.h)
+ *   avgpool2d, maxpool1d, maxpool2d   vijp_pool_args (catalogue.h)
  *   additive, affine vijp_chain_state (below; src/layers/chain.h)
  *   residual         vijp_residual_state (below; src/layers/residual.c) */
 #ifndef VIJP_LAYER_STATES_H

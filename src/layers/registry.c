@@ -23,7 +23,7 @@ extern const vijp_layer_type vijp_layer_dense, vijp_layer_leaky_relu, vijp_layer
     vijp_layer_attention, vijp_layer_residual, vijp_layer_elu, vijp_layer_selu, vijp_layer_hardtanh,
     vijp_layer_relu6, vijp_layer_hardswish, vijp_layer_softsign, vijp_layer_prelu, vijp_layer_identity,
     vijp_layer_dropout, vijp_layer_flatten, vijp_layer_transpose, vijp_layer_batchnorm, vijp_layer_actnorm,
-    vijp_layer_groupnorm, vijp_layer_logsoftmax;
+    vijp_layer_groupnorm, vijp_layer_logsoftmax, vijp_layer_avgpool2d, vijp_layer_maxpool1d, vijp_layer_maxpool2d;
 
 /* The built-in catalogue first, then registered types; VIJP_LAYER_TYPES_MAX
  * slots so that registration never allocates. */
@@ -31,16 +31,14 @@ static const vijp_layer_type *registry[VIJP_LAYER_TYPES_MAX] = {
     &vijp_layer_dense, &vijp_layer_leaky_relu, &vijp_layer_relu, &vijp_layer_tanh,
     &vijp_layer_sigmoid, &vijp_layer_softplus, &vijp_layer_silu, &vijp_layer_gelu, &vijp_layer_mish,
     &vijp_layer_layernorm, &vijp_layer_softmax, &vijp_layer_additive, &vijp_layer_conv1d, &vijp_layer_conv2d,
-    &vijp_layer_avgpool, &vijp_layer_squeeze, &vijp_layer_affine, &vijp_layer_inv1x1,
-    &vijp_layer_linear, &vijp_layer_attention, &vijp_layer_residual, &vijp_layer_elu, &vijp_layer_selu,
-    &vijp_layer_hardtanh, &vijp_layer_relu6, &vijp_layer_hardswish, &vijp_layer_softsign, &vijp_layer_prelu,
-    &vijp_layer_identity, &vijp_layer_dropout, &vijp_layer_flatten, &vijp_layer_transpose,
-    &vijp_layer_batchnorm, &vijp_layer_actnorm, &vijp_layer_groupnorm, &vijp_layer_logsoftmax,
+    &vijp_layer_avgpool, &vijp_layer_squeeze, &vijp_layer_affine, &vijp_layer_inv1x1, &vijp_layer_linear,
+    &vijp_layer_attention, &vijp_layer_residual, &vijp_layer_elu, &vijp_layer_selu, &vijp_layer_hardtanh,
+    &vijp_layer_relu6, &vijp_layer_hardswish, &vijp_layer_softsign, &vijp_layer_prelu, &vijp_layer_identity,
+    &vijp_layer_dropout, &vijp_layer_flatten, &vijp_layer_transpose, &vijp_layer_batchnorm, &vijp_layer_actnorm,
+    &vijp_layer_groupnorm, &vijp_layer_logsoftmax, &vijp_layer_avgpool2d, &vijp_layer_maxpool1d,
+    &vijp_layer_maxpool2d,
 };
-static size_t n_registered = 32, static size_t n_registered = 34, static size_t n_registered = 35,
-static size_t n_registered = 36;
-};
-static size_t n_registered = 36;
+static size_t n_registered = 39;
 
 const vijp_layer_type *const *vijp_layer_types(size_t *count)
 {
