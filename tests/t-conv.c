@@ -165,6 +165,10 @@ START_TEST(bad_arguments_are_refused)
         {"conv1d:1x1s2:pad=1:reflect", 4, VIJP_EDIM},  /* outputs 0 and 1 read input 1 */
         {"conv1d:1x2:pad=2", 4, VIJP_EDIM},            /* output 0 reads only padding: a zero row */
         {"conv2d:1x3x4:pad=3", 16, VIJP_EDIM},
+        {"conv1d:1x1s2:out=3", 4, VIJP_EDIM},         /* tall, inputs 1 and 3 unread: zero columns */
+        {"conv1d:1x2s2:out=3:pad=0", 5, VIJP_EDIM},    /* tall, input 4 left over by the last window */
+        {"conv2d:2x1x4s2:out=4", 32, VIJP_EDIM},       /* 1 x 1 strided widening: 4 rows on 2 inputs per position */
+        {"conv2d:1x3x4s2:out=3:pad=2:reflect", 24, VIJP_EDIM}, /* rank 23 of 24 at any weights (torch's J too) */
     };
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
         vijp_layer L;

@@ -42,6 +42,7 @@
 #include "vijp/catalogue.h"
 #include "oracles/oracles.h"
 #include "emu/conv.h"
+#include "base/lapack.h"
 #include <complex.h>
 #include <lapacke.h>
 #include <math.h>
@@ -230,6 +231,24 @@ static int check_axis(const char *name, const vijp_conv_args *a, size_t N, const
     return 0;
 }
 
+/* The first position of an axis of N that no output reads, or N. */
+static size_t unread_position(const vijp_conv_args *a, size_t N)
+{
+    size_t no = out_extent(a, N), first = N;
+    unsigned char *read = vijp_alloc_array(N, 1);
+    for (size_t q = 0; q < no; q++)
+        for (size_t k = 0; k < a->kernel; k++) {
+            long i = pad_at(a, (long)(a->stride * q + k) - (long)a->pad, (long)N);
+            if (i >= 0) read[i] = 1;
+        }
+    for (size_t i = N; i-- > 0;)
+        if (!read[i]) first = i;
+    free(read);
+    return first;
+}
+
+static int generic_rank(const vijp_layer *L, size_t *rank);
+
 static int parse_conv(vijp_layer *L, const char *arg, size_t in_width, int two_d, vijp_error *err)
 {
     const char *name = two_d ? "conv2d" : "conv1d";
@@ -254,9 +273,29 @@ static int parse_conv(vijp_layer *L, const char *arg, size_t in_width, int two_d
     if ((double)a.out_channels * (double)orows * (double)ocols > VIJP_WIDTH_MAX)
         return vijp_fail(err, VIJP_EDIM, "%s: %zu output channels of %zu x %zu positions exceed the widest layer, %u", name,
                          a.out_channels, orows, ocols, VIJP_WIDTH_MAX);
+    /* More outputs than inputs: J's cokernel is out − in wide, which the
+     * fragment covers, only while J keeps full column rank; an input no
+     * output reads (a stride past the kernel, or what the last window leaves
+     * over) is a zero column, and more cokernel than the fragment holds. */
+    size_t skipped = unread_position(&a, cols), skipped_row = two_d ? unread_position(&a, rows) : 0;
+    if (a.out_channels * orows * ocols > in_width && (skipped < cols || (two_d && skipped_row < rows)))
+        return vijp_fail(err, VIJP_EDIM, "%s: more outputs (%zu) than inputs (%zu), and no output reads %s %zu: J loses "
+                         "column rank, and the fragment covers only out - in of its cokernel", name,
+                         a.out_channels * orows * ocols, in_width, skipped < cols ? "column" : "row",
+                         skipped < cols ? skipped : skipped_row);
     vijp_state_new(L, sizeof(vijp_conv_args));
     L->in = in_width, L->out = a.out_channels * orows * ocols;
     *(vijp_conv_args *)L->state = a;
+    size_t rank = 0, full = L->in < L->out ? L->in : L->out;
+    if ((rc = generic_rank(L, &rank)) || rank < full) {
+        size_t m = L->out;
+        free(L->state), L->state = NULL;
+        if (rc) return vijp_fail(err, rc, "%s: the SVD of J at random weights failed", name);
+        return vijp_fail(err, VIJP_EDIM, "%s: J (%zu x %zu) has rank %zu < %zu at random weights, so at any: this "
+                         "geometry (more output channels than one position's window reads, or padding folding taps) "
+                         "costs J rank whatever the weights, and no fragment here covers that cokernel", name, m,
+                         in_width, rank, full);
+    }
     return 0;
 }
 
@@ -430,6 +469,53 @@ static void jacobian(const vijp_layer *L, const vijp_kctx *cx, const double *th,
     scatter_taps(L, th, 0, J);
 }
 
+/* J's rank at seeded Gaussian weights: its rank for almost every weight
+ * (the geometry's structural rank), counting singular values above
+ * max(m, n)·2^-40·σ_max, far above a generic J's rounding (2^-52) and far
+ * below the smallest singular value of the random J.  Checked at parse
+ * time for J of at most 2^16 entries (a few ms); a larger layer is taken as
+ * full rank, which the per-position rule below still checks for the common
+ * case: one output position of a wide J whose D rows read fewer than D
+ * inputs (a 1 x 1 strided convolution widening channels). */
+static int generic_rank(const vijp_layer *L, size_t *rank)
+{
+    size_t m = L->out, n = L->in, full = m < n ? m : n;
+    if (m <= n) { /* the per-position rule: D rows in the span of the window's C·(distinct positions) inputs */
+        size_t K = TAPS(L), no = OUTLEN(L);
+        long *t = tap_table(L);
+        for (size_t p = 0; p < no; p++) {
+            size_t distinct = 0;
+            for (size_t k = 0; k < K; k++) {
+                int seen = t[p * K + k] < 0;
+                for (size_t j = 0; j < k && !seen; j++) seen = t[p * K + j] == t[p * K + k];
+                distinct += !seen;
+            }
+            if (DOUT(L) > CH(L) * distinct) {
+                free(t);
+                *rank = full - 1; /* at most: enough to refuse */
+                return 0;
+            }
+        }
+        free(t);
+    }
+    *rank = full;
+    if (m * n > (1u << 16)) return 0;
+    vijp_rng rng;
+    vijp_rng_seed(&rng, 0x636f6e76); /* any fixed seed: the rank is the same for almost every θ */
+    size_t P = param_count(L);
+    double *th = vijp_alloc_array(P, sizeof *th), *J = vijp_alloc_array(m * n, sizeof *J), *sv = vijp_alloc_array(full, sizeof *sv);
+    for (size_t i = 0; i < P; i++) th[i] = vijp_rng_normal(&rng);
+    jacobian(L, NULL, th, NULL, J);
+    int rc = vijp_lapack_dgesdd('N', m, n, J, sv, NULL, 1, NULL, 1) ? VIJP_EINVAL : 0;
+    if (!rc) {
+        double tol = (double)(m > n ? m : n) * 0x1p-40 * sv[0];
+        *rank = 0;
+        for (size_t i = 0; i < full; i++) *rank += sv[i] > tol;
+    }
+    free(th), free(J), free(sv);
+    return rc;
+}
+
 /* ---- no structure: the dense layer's operators on J ---- */
 
 /* Square J: a dense LU (LAPACK dgesv), on J or Jᵀ. */
@@ -515,7 +601,6 @@ static int vijp(const vijp_layer *L, const vijp_kctx *cx, const double *th, cons
 static int inverse(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *Y, size_t B, double *X,
                    vijp_error *err)
 {
-    if (STRIDE(L) > 1) return vijp_fail(err, VIJP_EUNSUPPORTED, "conv1d with stride %zu is not invertible", STRIDE(L));
     if (L->out != L->in)
         return vijp_fail(err, VIJP_EUNSUPPORTED, "%s is not invertible: %zu inputs, %zu outputs", L->type->name, L->in, L->out);
     size_t no = OUTLEN(L), w = 0;
