@@ -74,7 +74,7 @@ START_TEST(activation_registry)
 {
     size_t nt;
     const vijp_layer_type *const *all = vijp_layer_types(&nt);
-    static const char *const args[] = {NULL, "0.5", "4", "4x4", "2x1", "2", "2x2", "1x1x2"};
+    static const char *const args[] = {NULL, "0.5", "4", "4x4", "2x1", "2", "2x2", "1x1x2", "1x2x2"};
     for (size_t i = 0; i < nt; i++) {
         vijp_layer L;
         int parsed = 0;

@@ -75,7 +75,7 @@ static const struct {
 } builtins[] = {
     {"dense:6", 6},       {"leaky:0.3", 8}, {"relu", 8},      {"tanh", 8},          {"sigmoid", 8},
     {"softplus", 8},      {"silu", 8},      {"gelu", 8},      {"mish", 8},          {"layernorm", 8},
-    {"softmax", 8}, {"additive", 8}, {"affine", 8}, {"inv1x1:2", 8}, {"conv1d:2x3", 8}, {"conv2d:1x3x4", 16},
+    {"softmax", 8}, {"additive", 8}, {"affine", 8}, {"inv1x1:2", 8}, {"conv2d:1x3x4", 16},
     {"avgpool:2", 8}, {"squeeze:1x4", 8}, {"linear:6x4", 12}, {"attention:4x2", 12}, {"residual", 6}, {"elu", 8},
     {"selu", 8}, {"hardtanh", 8}, {"relu6", 8}, {"hardswish", 8}, {"softsign", 8}, {"prelu:2", 8}, {"identity", 8},
     {"dropout:0.5", 8}, {"flatten", 8}, {"transpose:2x4", 8}, {"batchnorm:2:affine", 8}, {"actnorm:4", 8},

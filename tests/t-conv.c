@@ -289,6 +289,7 @@ START_TEST(pooling_bad_arguments)
         {"maxpool1d:2x2s0", 8, VIJP_EINVAL},   {"maxpool1d:2x2s", 8, VIJP_EINVAL},   {"maxpool1d:2x2:x", 8, VIJP_EINVAL},
         {"maxpool2d:2x2", 8, VIJP_EINVAL},     {"avgpool2d:1x2x0", 8, VIJP_EINVAL},  {"maxpool1d:3x2", 8, VIJP_EDIM},
         {"maxpool1d:2x5", 8, VIJP_EDIM},       {"maxpool2d:1x3x2", 8, VIJP_EDIM},    {"avgpool2d:1x2x3", 8, VIJP_EDIM},
+        {"maxpool1d:2x1", 8, VIJP_EINVAL},     {"avgpool2d:1x1x2", 8, VIJP_EINVAL}, /* the identity */
     };
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
         vijp_layer L;

@@ -82,6 +82,11 @@ static int parse_pool(vijp_layer *L, const char *arg, size_t in_width, const cha
     size_t cols = in_width / (a.channels * rows);
     if (a.kernel > cols || (two_d && a.kernel > rows))
         return vijp_fail(err, VIJP_EDIM, "%s: window %zu is larger than the %zu x %zu grid", name, a.kernel, rows, cols);
+    /* A 1-unit window at stride 1 is the identity: one type for it (an
+     * elementwise type must enclose its f′ for certify, which no pooling
+     * type does). */
+    if (a.kernel == 1 && a.stride == 1)
+        return vijp_fail(err, VIJP_EINVAL, "%s: a window of 1 at stride 1 is the identity: use 'identity'", name);
     vijp_state_new(L, sizeof a);
     *(vijp_pool_args *)L->state = a;
     L->in = in_width;

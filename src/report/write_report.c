@@ -716,6 +716,16 @@ static void md_spread(FILE *o, spread v, const char *fmt)
 static void md_certify(FILE *o, const study *s, size_t c, size_t layer)
 {
     enum { POINTS = 8 };
+    /* A Jacobian not known exactly is formed in MPFR from n jvps, each a
+     * whole evaluation of the layer: for a 2048-wide RevViT block (attention
+     * and MLP inside) that is hours, not the seconds a report may take. */
+    enum { CERTIFY_MPFR_WIDTH_MAX = 256 };
+    const vijp_layer *top = &s->nets[s->configs[c].net].layers[layer];
+    if (!top->type->jacobian_exact && top->in > CERTIFY_MPFR_WIDTH_MAX) {
+        fprintf(o, " not run: width %zu > %d, where certifying needs %zu MPFR evaluations of the layer per point "
+                "(`vijp certify --net NET --layer-index %zu`) | — |", top->in, CERTIFY_MPFR_WIDTH_MAX, top->in, layer);
+        return;
+    }
     vijp_net net, upto = s->nets[s->configs[c].net];
     /* The net up to this layer only: vijp_net_init draws layer by layer from
      * one generator, so its parameters are the full net's, and each of the
