@@ -33,6 +33,7 @@ typedef struct {
 /* Run argv (stdout and stderr to /dev/null); exit 1 if it fails. */
 static run_cost run(char *const argv[])
 {
+    fflush(stdout); /* else the child's freopen would print what is buffered again */
     double t0 = bench_now();
     pid_t pid = fork();
     if (pid < 0) exit(1);

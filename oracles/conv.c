@@ -219,6 +219,7 @@ static mpfr_t *as_dense(const vijp_layer *L, mpfr_t *th, vijp_layer *dl, const v
 int vo_conv1d_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *frag, mpfr_t *Gy,
                    const vijp_format *f)
 {
+    if (vijp_conv_get(L)->deficient) return VIJP_ESINGULAR; /* rank lost at every weight: no solve (conv.c) */
     size_t N = L->in, M = L->out;
     vijp_layer dl;
     mpfr_t *J = as_dense(L, th, &dl, f);
@@ -250,6 +251,7 @@ void vo_conv1d_fragment(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mp
 
 int vo_conv1d_cokernel(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *Q, const vijp_format *f)
 {
+    if (vijp_conv_get(L)->deficient) return VIJP_ESINGULAR; /* rank lost at every weight: no solve (conv.c) */
     if (L->out <= L->in) return 0;
     vijp_layer dl;
     mpfr_t *J = as_dense(L, th, &dl, f);
@@ -260,6 +262,7 @@ int vo_conv1d_cokernel(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *Q, co
 
 int vo_conv1d_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f)
 {
+    if (vijp_conv_get(L)->deficient) return VIJP_ESINGULAR; /* rank lost at every weight: no solve (conv.c) */
     if (L->out != L->in) return VIJP_EUNSUPPORTED;
     size_t no = outlen(L), N = L->in;
     mpfr_t *J = vo_vec_new(N * N, f);

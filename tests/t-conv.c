@@ -160,15 +160,13 @@ START_TEST(bad_arguments_are_refused)
         {"conv1d:2x3:pad=5:circular", 8, VIJP_EDIM},  /* torch: circular padding <= the channel */
         {"conv2d:1x3x2:reflect:pad=2", 8, VIJP_EDIM}, /* 2 rows: reflect by at most 1 */
         {"conv1d:1x1:out=16777216", 16, VIJP_EDIM},   /* the output past the widest layer */
-        /* J rank-deficient whatever the weights: refused, not left to a failing solve */
+        /* a zero row or column, or two equal rows: refused, not left to a failing solve */
         {"conv1d:3x2s2:out=2:pad=1:circular", 12, VIJP_EDIM}, /* outputs 0 and 2 read inputs 3, 0 */
         {"conv1d:1x1s2:pad=1:reflect", 4, VIJP_EDIM},  /* outputs 0 and 1 read input 1 */
         {"conv1d:1x2:pad=2", 4, VIJP_EDIM},            /* output 0 reads only padding: a zero row */
         {"conv2d:1x3x4:pad=3", 16, VIJP_EDIM},
         {"conv1d:1x1s2:out=3", 4, VIJP_EDIM},         /* tall, inputs 1 and 3 unread: zero columns */
         {"conv1d:1x2s2:out=3:pad=0", 5, VIJP_EDIM},    /* tall, input 4 left over by the last window */
-        {"conv2d:2x1x4s2:out=4", 32, VIJP_EDIM},       /* 1 x 1 strided widening: 4 rows on 2 inputs per position */
-        {"conv2d:1x3x4s2:out=3:pad=2:reflect", 24, VIJP_EDIM}, /* rank 23 of 24 at any weights (torch's J too) */
     };
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
         vijp_layer L;
@@ -176,6 +174,28 @@ START_TEST(bad_arguments_are_refused)
         ck_assert_msg(vijp_layer_parse(&L, bad[k].spec, bad[k].width, &err) == bad[k].rc, "%s", bad[k].spec);
         ck_assert_msg(err.msg[0], "%s: no message", bad[k].spec);
     }
+    /* Rank lost at every weight, found by the SVD at parse or by the
+     * per-position rule: kept (ResNet's downsampling skip is one), declared
+     * never submersive and marked so that its solves refuse (t-residual.c
+     * runs such a block). */
+    static const struct {
+        const char *spec;
+        size_t width;
+    } deficient[] = {
+        {"conv2d:1x3x4s2:out=3:pad=2:reflect", 24}, /* rank 23 of 24 at any weights (torch's J too) */
+        {"conv2d:2x1x4s2:out=4", 32},               /* 1 x 1 strided widening: 4 rows on 2 inputs per position */
+    };
+    for (size_t k = 0; k < sizeof deficient / sizeof *deficient; k++) {
+        vijp_layer L;
+        ck_assert_msg(!vijp_layer_parse(&L, deficient[k].spec, deficient[k].width, NULL), "%s", deficient[k].spec);
+        ck_assert_msg(vijp_conv_get(&L)->deficient, "%s", deficient[k].spec);
+        ck_assert(L.type->declare(&L) & VIJP_DECL_NEVER_SUBMERSIVE);
+        vijp_layer_clear(&L);
+    }
+    vijp_layer L;
+    ck_assert(!vijp_layer_parse(&L, "conv2d:2x3x4s2:out=4", 32, NULL)); /* the block's f: full rank */
+    ck_assert(!vijp_conv_get(&L)->deficient);
+    vijp_layer_clear(&L);
 }
 END_TEST
 

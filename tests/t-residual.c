@@ -322,6 +322,31 @@ START_TEST(json_blocks)
 }
 END_TEST
 
+/* `vijp ARGS` (grad --engine all --json) must give every engine's ∇x and
+ * ∇θ within bound of the reference; the reversible engine keeps nothing
+ * where every block inverts (invertible_all). */
+static void all_engines_within(const char *args, double bound, int invertible_all)
+{
+    run_result r = run_vijp(args);
+    ck_assert_msg(r.rc == CLI_OK, "exit %d: %s", r.rc, r.err);
+    json_error_t je;
+    json_t *o = json_loads(r.out, 0, &je), *run;
+    ck_assert_msg(o != NULL, "%s", je.text);
+    size_t i, engines = 0;
+    json_array_foreach(json_object_get(o, "runs"), i, run) {
+        const char *e = json_string_value(json_object_get(run, "engine"));
+        double gx = json_real_value(json_object_get(run, "input_grad_rel_err"));
+        double gt = json_real_value(json_object_get(run, "param_grad_rel_err_max"));
+        ck_assert_msg(gx <= bound && gt <= bound, "%s: %g, %g", e, gx, gt);
+        if (invertible_all && !strcmp(e, "reversible"))
+            ck_assert_int_eq(json_integer_value(json_object_get(run, "stored_bytes")), 0);
+        engines++;
+    }
+    ck_assert_uint_eq(engines, 5);
+    json_decref(o);
+    run_free(&r);
+}
+
 /* Nested blocks through every engine against the MPFR reference (vijp grad
  * --engine all, at 256 bits, reference at 512): residual in residual (f =
  * W₂(z + tanh(W₃z)), z = W₁x, ‖W‖ = 1/2 by scaled:0.5, so Lip(f) <= 3/4
@@ -345,24 +370,38 @@ START_TEST(json_nested_engines)
     char args[800];
     snprintf(args, sizeof args, "grad --net '%s' --engine all --init scaled:0.5 --batch 2 --format mpfr:256 --json",
              at("nest.json"));
-    run_result r = run_vijp(args);
-    ck_assert_msg(r.rc == CLI_OK, "exit %d: %s", r.rc, r.err);
-    json_error_t je;
-    json_t *o = json_loads(r.out, 0, &je), *run;
-    ck_assert_msg(o != NULL, "%s", je.text);
-    size_t i, engines = 0;
-    json_array_foreach(json_object_get(o, "runs"), i, run) {
-        const char *e = json_string_value(json_object_get(run, "engine"));
-        double gx = json_real_value(json_object_get(run, "input_grad_rel_err"));
-        double gt = json_real_value(json_object_get(run, "param_grad_rel_err_max"));
-        ck_assert_msg(gx <= 1e-60 && gt <= 1e-60, "%s: %g, %g", e, gx, gt);
-        if (!strcmp(e, "reversible")) ck_assert_int_eq(json_integer_value(json_object_get(run, "stored_bytes")), 0);
-        engines++;
-    }
-    ck_assert_uint_eq(engines, 5);
-    json_decref(o);
-    run_free(&r);
+    all_engines_within(args, 1e-60, 1);
     remove_tree(dir);
+}
+END_TEST
+
+/* ResNet's downsampling block: f = conv 3 × 3 stride 2 widening 2 -> 4
+ * channels, BatchNorm, ReLU, conv 3 × 3; P = conv 1 × 1 stride 2 widening
+ * 2 -> 4, BatchNorm.  P alone loses rank at every weight (4 rows on 2
+ * inputs per position): declared never submersive, its own vijp refuses,
+ * and the block (J = J_f + J_P, 16 × 32, full row rank at PyTorch's
+ * initialisation) goes through every engine as the nets above do (bound as
+ * there: 2^-200 times a depth-1 conditioning far below 1e5). */
+START_TEST(downsampling_skip)
+{
+    vijp_layer P;
+    vijp_error err = {0};
+    ck_assert(!vijp_layer_parse(&P, "conv2d:2x1x4s2:out=4:pad=0", 32, &err));
+    ck_assert(P.type->declare(&P) & VIJP_DECL_NEVER_SUBMERSIVE);
+    vijp_format D;
+    vijp_format_fixed(&D, VIJP_DOUBLE);
+    vijp_mat th, X, Gx, Gy;
+    vijp_mat_init(&th, P.type->param_count(&P), 1, &D), vijp_mat_init(&X, 32, 1, &D), vijp_mat_init(&Gx, 32, 1, &D);
+    vijp_mat_init(&Gy, 16, 1, &D);
+    for (size_t i = 0; i < th.rows; i++) vijp_mat_set_entry_d(&th, i, 0.25 + 0.125 * (double)i);
+    for (size_t i = 0; i < 32; i++) vijp_mat_set_entry_d(&X, i, 1), vijp_mat_set_entry_d(&Gx, i, 1);
+    ck_assert_int_eq(vijp_layer_vijp(&P, &th, &X, &Gx, NULL, &Gy, &err), VIJP_ESINGULAR);
+    ck_assert_msg(strstr(err.msg, "loses rank whatever the weights"), "%s", err.msg);
+    vijp_mat_clear(&th), vijp_mat_clear(&X), vijp_mat_clear(&Gx), vijp_mat_clear(&Gy);
+    vijp_layer_clear(&P);
+    all_engines_within("grad --net 'residual:conv2d:2x3x4s2:out=4+batchnorm:4:affine+relu+conv2d:4x3x2"
+                       ":skip=conv2d:2x1x4s2:out=4:pad=0+batchnorm:4:affine' --width 32 --depth 1 --engine all "
+                       "--init kaiming-uniform --format mpfr:200 --json", 1e-55, 0);
 }
 END_TEST
 
@@ -413,6 +452,7 @@ Suite *suite_residual(void)
     tcase_add_test(tc, reconstruction_vs_oracle);
     tcase_add_test(tc, json_blocks);
     tcase_add_test(tc, json_nested_engines);
+    tcase_add_test(tc, downsampling_skip);
     tcase_add_test(tc, json_errors);
     suite_add_tcase(s, tc);
     return s;

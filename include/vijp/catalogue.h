@@ -23,6 +23,9 @@ typedef struct {
     size_t out_channels;     /* D (default C) */
     size_t pad;              /* P on each side (default K/2, rounded down; 2-D: both directions) */
     int reflect;             /* padding: 1 reflect (torch's 'reflect') */
+    int deficient;           /* 1: J loses rank at every weight (a 1 x 1 strided convolution widening channels,
+                              * ResNet's downsampling skip): no vijp of its own; inside a residual block the
+                              * block's J is what must have full rank */
 } vijp_conv_args;
 VIJP_API const vijp_conv_args *vijp_conv_get(const vijp_layer *L);
 

@@ -150,6 +150,7 @@ static mpfr_t *as_dense(const vijp_layer *L, mpfr_t *th, vijp_layer *dl, const v
 int vijp_emu_conv_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *frag, mpfr_t *Gy,
                        const vijp_format *f)
 {
+    if (vijp_conv_get(L)->deficient) return VIJP_ESINGULAR; /* rank lost at every weight: no solve (conv.c) */
     size_t N = L->in, M = L->out;
     vijp_layer dl;
     mpfr_t *J = as_dense(L, th, &dl, f);

@@ -287,15 +287,16 @@ static int parse_conv(vijp_layer *L, const char *arg, size_t in_width, int two_d
     L->in = in_width, L->out = a.out_channels * orows * ocols;
     *(vijp_conv_args *)L->state = a;
     size_t rank = 0, full = L->in < L->out ? L->in : L->out;
-    if ((rc = generic_rank(L, &rank)) || rank < full) {
-        size_t m = L->out;
+    if ((rc = generic_rank(L, &rank))) {
         free(L->state), L->state = NULL;
-        if (rc) return vijp_fail(err, rc, "%s: the SVD of J at random weights failed", name);
-        return vijp_fail(err, VIJP_EDIM, "%s: J (%zu x %zu) has rank %zu < %zu at random weights, so at any: this "
-                         "geometry (more output channels than one position's window reads, or padding folding taps) "
-                         "costs J rank whatever the weights, and no fragment here covers that cokernel", name, m,
-                         in_width, rank, full);
+        return vijp_fail(err, rc, "%s: the SVD of J at random weights failed", name);
     }
+    /* A geometry that costs J rank whatever the weights (more output
+     * channels than one position's window reads, or padding folding taps)
+     * has no vijp of its own (no fragment here covers that cokernel), but it
+     * is what ResNet's downsampling skip is: kept, declared, and its vijp
+     * refuses; a residual block around it solves with its own J. */
+    ((vijp_conv_args *)L->state)->deficient = rank < full;
     return 0;
 }
 
@@ -310,7 +311,15 @@ static size_t param_count(const vijp_layer *L) { return NW(L) + DOUT(L); }
  * tall. */
 static unsigned declare(const vijp_layer *L)
 {
-    return VIJP_DECL_LINEAR | (L->out > L->in ? VIJP_DECL_NEVER_SUBMERSIVE : 0u);
+    return VIJP_DECL_LINEAR | (L->out > L->in || ARGS(L)->deficient ? VIJP_DECL_NEVER_SUBMERSIVE : 0u);
+}
+
+/* The refusal of every solve of a geometry that loses rank at any weight. */
+static int deficient(const vijp_layer *L, const char *what, vijp_error *err)
+{
+    return vijp_fail(err, VIJP_ESINGULAR, "%s %s: this geometry's J (%zu x %zu) loses rank whatever the weights, so it "
+                     "has no %s (inside a residual block, the block's vijp solves with the block's J)", L->type->name,
+                     what, L->out, L->in, what);
 }
 
 /* Gaussian: N(0, 1/(C·K)) every tap.  Orthogonal (and scaled): delta-
@@ -566,6 +575,7 @@ static void fragment(const vijp_layer *L, const vijp_kctx *cx, const double *th,
 
 static int cokernel(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *x, double *Q, vijp_error *err)
 {
+    if (ARGS(L)->deficient) return deficient(L, "cokernel", err);
     if (L->out <= L->in) return 0;
     vijp_layer dl;
     double *th_d = as_dense(L, cx, th, &dl);
@@ -577,6 +587,7 @@ static int cokernel(const vijp_layer *L, const vijp_kctx *cx, const double *th, 
 static int vijp(const vijp_layer *L, const vijp_kctx *cx, const double *th, const double *X, size_t B, const double *Gx,
                 const double *frag, double *Gy, vijp_error *err)
 {
+    if (ARGS(L)->deficient) return deficient(L, "vijp", err);
     int rc = 0;
     size_t w = 0;
     if (!circulant(L) && L->out != L->in) { /* the dense layer's solve on J: minimum-norm when wide, QR when tall */
@@ -603,6 +614,7 @@ static int inverse(const vijp_layer *L, const vijp_kctx *cx, const double *th, c
 {
     if (L->out != L->in)
         return vijp_fail(err, VIJP_EUNSUPPORTED, "%s is not invertible: %zu inputs, %zu outputs", L->type->name, L->in, L->out);
+    if (ARGS(L)->deficient) return deficient(L, "inverse", err);
     size_t no = OUTLEN(L), w = 0;
     double *R = vijp_alloc_array(L->in * B, sizeof *R);
     for (size_t b = 0; b < B; b++)
