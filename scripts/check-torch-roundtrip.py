@@ -213,9 +213,9 @@ def cases():
                                      nn.Linear(6, 3)), (2, 4)),
         ("nested", nn.Sequential(Residual(nn.Sequential(nn.Linear(4, 4), Residual(nn.Sequential(
             nn.Tanh(), nn.Linear(4, 4))), nn.SiLU())), nn.Linear(4, 4)), (2, 4)),
-        # 3 -> 3 channels: a 1x1 stride-2 skip widening the channels (3 -> 6) has a rank-deficient J, which
-        # vijp's conv2d refuses (a vijp needs full row rank), though the block's J_f + J_P may have it
-        ("basicblock", nn.Sequential(BasicBlock(3, 3, 2), nn.Flatten(), nn.Linear(12, 3)), (2, 3, 4, 4)),
+        # 3 -> 6 channels: the 1x1 stride-2 skip widening the channels loses rank at every weight (vijp keeps it,
+        # declared never submersive; the block's J_f + J_P is what a vijp needs)
+        ("basicblock", nn.Sequential(BasicBlock(3, 6, 2), nn.Flatten(), nn.Linear(24, 3)), (2, 3, 4, 4)),
         ("encoder", nn.TransformerEncoderLayer(4, 2, 6, batch_first=True), (2, 3, 4)),
         ("encoder-normfirst", nn.TransformerEncoderLayer(4, 2, 6, activation="gelu", batch_first=True,
                                                          norm_first=True), (2, 3, 4)),
