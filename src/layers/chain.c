@@ -177,11 +177,14 @@ int vijp_layer_coupling_new(vijp_layer *L, const char *type, vijp_layer *f, size
 
 int vijp_chain_init(const vijp_layer *L, vijp_init in, vijp_rng *rng, double *theta)
 {
-    for (int c = 0, off = 0; c < 2; c++)
+    size_t off = 0;
+    for (int c = 0; c < 2; c++)
         for (size_t k = 0; k < vijp_chain_n(L, c); k++) {
             const vijp_layer *s = vijp_chain_sub(L, c, k);
-            if (s->type->init && s->type->init(s, in, rng, theta + off)) return VIJP_EINVAL;
-            off += (int)s->type->param_count(s);
+            size_t P = s->type->param_count(s);
+            /* a block without parameters may have theta NULL: no pointer arithmetic on it */
+            if (P && s->type->init && s->type->init(s, in, rng, theta + off)) return VIJP_EINVAL;
+            off += P;
         }
     return 0;
 }

@@ -503,8 +503,10 @@ static int init(const vijp_layer *L, vijp_init in, vijp_rng *rng, double *theta)
 {
     for (size_t k = 0, off = 0; k < st(L)->nf + st(L)->np; k++) {
         const vijp_layer *s = &st(L)->sub[k];
-        if (s->type->init && s->type->init(s, in, rng, theta + off)) return VIJP_EINVAL;
-        off += s->type->param_count(s);
+        size_t P = s->type->param_count(s);
+        /* a block without parameters may have theta NULL: no pointer arithmetic on it */
+        if (P && s->type->init && s->type->init(s, in, rng, theta + off)) return VIJP_EINVAL;
+        off += P;
     }
     return 0;
 }
