@@ -6,6 +6,7 @@
  * overflow, because in the emulated formats these oracles are the layers'
  * operators: exp only of −|x|, σ(x) and σ(−x) separately. */
 #include "oracles.h"
+#include "act_loops.h"
 #include "vijp/arith.h"
 #include <string.h>
 
@@ -13,7 +14,6 @@
  * operations that only it needs are skipped (the other's are the same ones,
  * in the same order, so its value does not change): a forward needs f alone,
  * jvp, vijp and the Jacobian f′ alone. */
-typedef void (*pair_fn)(mpfr_ptr fx, mpfr_ptr dfx, mpfr_t x, const vijp_format *fm);
 
 /* σ(x): 1/(1 + e^−x) for x >= 0, e^x/(1 + e^x) below. */
 static void sigma(mpfr_t s, mpfr_t x, const vijp_format *fm)
@@ -39,8 +39,9 @@ static void softplus(mpfr_t r, mpfr_t x, const vijp_format *fm)
     mpfr_clear(e);
 }
 
-static void sigmoid_pair(mpfr_ptr fx, mpfr_ptr dfx, mpfr_t x, const vijp_format *fm)
+static void sigmoid_pair(const vijp_layer *L, mpfr_ptr fx, mpfr_ptr dfx, mpfr_t x, const vijp_format *fm)
 {
+    (void)L;
     mpfr_t nx, c, t;
     mpfr_inits2(fm->prec, nx, c, t, (mpfr_ptr)0);
     mpfr_ptr s = fx ? fx : t;
@@ -49,14 +50,16 @@ static void sigmoid_pair(mpfr_ptr fx, mpfr_ptr dfx, mpfr_t x, const vijp_format 
     mpfr_clears(nx, c, t, (mpfr_ptr)0);
 }
 
-static void softplus_pair(mpfr_ptr fx, mpfr_ptr dfx, mpfr_t x, const vijp_format *fm)
+static void softplus_pair(const vijp_layer *L, mpfr_ptr fx, mpfr_ptr dfx, mpfr_t x, const vijp_format *fm)
 {
+    (void)L;
     if (fx) softplus(fx, x, fm);
     if (dfx) sigma(dfx, x, fm);
 }
 
-static void silu_pair(mpfr_ptr fx, mpfr_ptr dfx, mpfr_t x, const vijp_format *fm)
+static void silu_pair(const vijp_layer *L, mpfr_ptr fx, mpfr_ptr dfx, mpfr_t x, const vijp_format *fm)
 {
+    (void)L;
     mpfr_t s, c, one;
     mpfr_inits2(fm->prec, s, c, one, (mpfr_ptr)0);
     sigma(s, x, fm);
@@ -69,8 +72,9 @@ static void silu_pair(mpfr_ptr fx, mpfr_ptr dfx, mpfr_t x, const vijp_format *fm
     mpfr_clears(s, c, one, (mpfr_ptr)0);
 }
 
-static void gelu_pair(mpfr_ptr fx, mpfr_ptr dfx, mpfr_t x, const vijp_format *fm)
+static void gelu_pair(const vijp_layer *L, mpfr_ptr fx, mpfr_ptr dfx, mpfr_t x, const vijp_format *fm)
 {
+    (void)L;
     mpfr_t t, cdf, pdf, r;
     mpfr_inits2(fm->prec, t, cdf, pdf, r, (mpfr_ptr)0);
     vo_set_si(r, 2, fm), vo_sqrt(r, r, fm);
@@ -85,8 +89,9 @@ static void gelu_pair(mpfr_ptr fx, mpfr_ptr dfx, mpfr_t x, const vijp_format *fm
     mpfr_clears(t, cdf, pdf, r, (mpfr_ptr)0);
 }
 
-static void mish_pair(mpfr_ptr fx, mpfr_ptr dfx, mpfr_t x, const vijp_format *fm)
+static void mish_pair(const vijp_layer *L, mpfr_ptr fx, mpfr_ptr dfx, mpfr_t x, const vijp_format *fm)
 {
+    (void)L;
     mpfr_t sp, th, se, s;
     mpfr_inits2(fm->prec, sp, th, se, s, (mpfr_ptr)0);
     softplus(sp, x, fm);
@@ -100,15 +105,16 @@ static void mish_pair(mpfr_ptr fx, mpfr_ptr dfx, mpfr_t x, const vijp_format *fm
     mpfr_clears(sp, th, se, s, (mpfr_ptr)0);
 }
 
-static void tanh_pair(mpfr_ptr fx, mpfr_ptr dfx, mpfr_t x, const vijp_format *fm)
+static void tanh_pair(const vijp_layer *L, mpfr_ptr fx, mpfr_ptr dfx, mpfr_t x, const vijp_format *fm)
 {
+    (void)L;
     if (fx) vo_tanh(fx, x, fm);
     if (dfx) vo_sech(dfx, x, fm), vo_mul(dfx, dfx, dfx, fm);
 }
 
 static const struct {
     const char *name;
-    pair_fn pair;
+    vo_pair_fn pair;
 } pairs[] = {
     {"sigmoid", sigmoid_pair}, {"softplus", softplus_pair}, {"silu", silu_pair},
     {"gelu", gelu_pair},       {"mish", mish_pair},         {"tanh", tanh_pair},
@@ -118,7 +124,7 @@ void vo_activation_pair(const char *name, mpfr_t fx, mpfr_t dfx, mpfr_t x, const
 {
     for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++)
         if (!strcmp(name, pairs[i].name)) {
-            pairs[i].pair(fx, dfx, x, fm);
+            pairs[i].pair(NULL, fx, dfx, x, fm); /* these pairs take no arguments */
             return;
         }
     if (fx) mpfr_set_nan(fx);
@@ -127,26 +133,26 @@ void vo_activation_pair(const char *name, mpfr_t fx, mpfr_t dfx, mpfr_t x, const
 
 /* ---- the layer operators, generic over the pair ---- */
 
-static void act_forward(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *Y, const vijp_format *fm, pair_fn p)
+void vo_act_forward(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *Y, const vijp_format *fm, vo_pair_fn p)
 {
-    for (size_t i = 0; i < L->in * B; i++) p(Y[i], NULL, X[i], fm);
+    for (size_t i = 0; i < L->in * B; i++) p(L, Y[i], NULL, X[i], fm);
 }
 
-static void act_jvp(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V, const vijp_format *fm, pair_fn p)
+void vo_act_jvp(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V, const vijp_format *fm, vo_pair_fn p)
 {
     mpfr_t d;
     mpfr_init2(d, fm->prec);
-    for (size_t i = 0; i < L->in * B; i++) p(NULL, d, X[i], fm), vo_mul(V[i], U[i], d, fm);
+    for (size_t i = 0; i < L->in * B; i++) p(L, NULL, d, X[i], fm), vo_mul(V[i], U[i], d, fm);
     mpfr_clear(d);
 }
 
-static int act_vijp(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *Gy, const vijp_format *fm, pair_fn p)
+int vo_act_vijp(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *Gy, const vijp_format *fm, vo_pair_fn p)
 {
     mpfr_t d;
     mpfr_init2(d, fm->prec);
     int rc = 0;
     for (size_t i = 0; i < L->in * B && !rc; i++) {
-        p(NULL, d, X[i], fm);
+        p(L, NULL, d, X[i], fm);
         if (mpfr_zero_p(d) || !mpfr_number_p(d)) rc = VIJP_ESINGULAR; /* f′ is 0 or underflowed here */
         else vo_div(Gy[i], Gx[i], d, fm);
     }
@@ -154,38 +160,13 @@ static int act_vijp(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t
     return rc;
 }
 
-static void act_jacobian(const vijp_layer *L, mpfr_t *x, mpfr_t *J, const vijp_format *fm, pair_fn p)
+void vo_act_jacobian(const vijp_layer *L, mpfr_t *x, mpfr_t *J, const vijp_format *fm, vo_pair_fn p)
 {
     for (size_t i = 0; i < L->in; i++)
         for (size_t j = 0; j < L->in; j++)
-            if (i == j) p(NULL, J[i + j * L->in], x[i], fm);
+            if (i == j) p(L, NULL, J[i + j * L->in], x[i], fm);
             else mpfr_set_zero(J[i + j * L->in], 1);
 }
-
-#define VO_ACT_DEFINE(name)                                                                                   \
-    void vo_##name##_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y,                \
-                             const vijp_format *f)                                                            \
-    {                                                                                                         \
-        (void)th;                                                                                             \
-        act_forward(L, X, B, Y, f, name##_pair);                                                             \
-    }                                                                                                         \
-    void vo_##name##_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V,         \
-                         const vijp_format *f)                                                                \
-    {                                                                                                         \
-        (void)th;                                                                                             \
-        act_jvp(L, X, B, U, V, f, name##_pair);                                                              \
-    }                                                                                                         \
-    int vo_##name##_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *frag,     \
-                         mpfr_t *Gy, const vijp_format *f)                                                    \
-    {                                                                                                         \
-        (void)th, (void)frag;                                                                                 \
-        return act_vijp(L, X, B, Gx, Gy, f, name##_pair);                                                    \
-    }                                                                                                         \
-    void vo_##name##_jacobian(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *J, const vijp_format *f)   \
-    {                                                                                                         \
-        (void)th;                                                                                             \
-        act_jacobian(L, x, J, f, name##_pair);                                                               \
-    }
 
 VO_ACT_DEFINE(sigmoid)
 VO_ACT_DEFINE(softplus)

@@ -7,6 +7,7 @@
  * (σ from exp(−|v|), GELU's 0.5(1 + tanh(v/2)) as σ(v)).  Constants are
  * those of PyTorch (said in each layer's file), rounded to the format here. */
 #include "oracles.h"
+#include "act_loops.h"
 #include "vijp/arith.h"
 #include "vijp/catalogue.h"
 #include <math.h>
@@ -16,7 +17,6 @@
 #define SELU_SCALE 1.0507009873554804934193349852946
 
 /* fx = f(x), dfx = f′(x) at layer L's arguments; either may be NULL. */
-typedef void (*pair_fn)(const vijp_layer *L, mpfr_ptr fx, mpfr_ptr dfx, mpfr_t x, const vijp_format *fm);
 
 /* σ(v) = 1/(1 + e^−v) for v >= 0, e^v/(1 + e^v) below. */
 static void sigma(mpfr_t s, mpfr_t v, const vijp_format *fm)
@@ -141,73 +141,13 @@ static void softsign_pair(const vijp_layer *L, mpfr_ptr fx, mpfr_ptr dfx, mpfr_t
     mpfr_clears(a, one, (mpfr_ptr)0);
 }
 
-/* ---- the layer operators, generic over the pair ---- */
+/* ---- the layer operators: act_loops.h ---- */
 
-static void act_forward(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *Y, const vijp_format *fm, pair_fn p)
-{
-    for (size_t i = 0; i < L->in * B; i++) p(L, Y[i], NULL, X[i], fm);
-}
-
-static void act_jvp(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V, const vijp_format *fm, pair_fn p)
-{
-    mpfr_t d;
-    mpfr_init2(d, fm->prec);
-    for (size_t i = 0; i < L->in * B; i++) p(L, NULL, d, X[i], fm), vo_mul(V[i], U[i], d, fm);
-    mpfr_clear(d);
-}
-
-static int act_vijp(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *Gy, const vijp_format *fm, pair_fn p)
-{
-    mpfr_t d;
-    mpfr_init2(d, fm->prec);
-    int rc = 0;
-    for (size_t i = 0; i < L->in * B && !rc; i++) {
-        p(L, NULL, d, X[i], fm);
-        if (mpfr_zero_p(d) || !mpfr_number_p(d)) rc = VIJP_ESINGULAR; /* f′ is 0 or underflowed here */
-        else vo_div(Gy[i], Gx[i], d, fm);
-    }
-    mpfr_clear(d);
-    return rc;
-}
-
-static void act_jacobian(const vijp_layer *L, mpfr_t *x, mpfr_t *J, const vijp_format *fm, pair_fn p)
-{
-    for (size_t i = 0; i < L->in; i++)
-        for (size_t j = 0; j < L->in; j++)
-            if (i == j) p(L, NULL, J[i + j * L->in], x[i], fm);
-            else mpfr_set_zero(J[i + j * L->in], 1);
-}
-
-#define VO_ACT2_DEFINE(name)                                                                                  \
-    void vo_##name##_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y,                \
-                             const vijp_format *f)                                                            \
-    {                                                                                                         \
-        (void)th;                                                                                             \
-        act_forward(L, X, B, Y, f, name##_pair);                                                             \
-    }                                                                                                         \
-    void vo_##name##_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V,         \
-                         const vijp_format *f)                                                                \
-    {                                                                                                         \
-        (void)th;                                                                                             \
-        act_jvp(L, X, B, U, V, f, name##_pair);                                                              \
-    }                                                                                                         \
-    int vo_##name##_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *frag,     \
-                         mpfr_t *Gy, const vijp_format *f)                                                    \
-    {                                                                                                         \
-        (void)th, (void)frag;                                                                                 \
-        return act_vijp(L, X, B, Gx, Gy, f, name##_pair);                                                    \
-    }                                                                                                         \
-    void vo_##name##_jacobian(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *J, const vijp_format *f)   \
-    {                                                                                                         \
-        (void)th;                                                                                             \
-        act_jacobian(L, x, J, f, name##_pair);                                                               \
-    }
-
-VO_ACT2_DEFINE(elu)
-VO_ACT2_DEFINE(selu)
-VO_ACT2_DEFINE(gelu_tanh)
-VO_ACT2_DEFINE(softplus_beta)
-VO_ACT2_DEFINE(softsign)
+VO_ACT_DEFINE(elu)
+VO_ACT_DEFINE(selu)
+VO_ACT_DEFINE(gelu_tanh)
+VO_ACT_DEFINE(softplus_beta)
+VO_ACT_DEFINE(softsign)
 
 /* y/(1 − |y|) on (−1, 1). */
 int vo_softsign_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f)
@@ -261,7 +201,7 @@ int vo_selu_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t
 void vo_activation2_pair(const vijp_layer *L, mpfr_t fx, mpfr_t dfx, mpfr_t x, const vijp_format *fm)
 {
     const char *n = L->type->name;
-    pair_fn p = !strcmp(n, "elu") ? elu_pair : !strcmp(n, "selu") ? selu_pair : !strcmp(n, "gelu_tanh") ? gelu_tanh_pair
+    vo_pair_fn p = !strcmp(n, "elu") ? elu_pair : !strcmp(n, "selu") ? selu_pair : !strcmp(n, "gelu_tanh") ? gelu_tanh_pair
               : !strcmp(n, "softplus_beta") ? softplus_beta_pair : !strcmp(n, "softsign") ? softsign_pair : NULL;
     if (p) p(L, fx, dfx, x, fm);
     else {
