@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Heaviest first: seconds each took in the plain build, largest first. */
@@ -53,6 +55,29 @@ static void tell(int fd, const note *n)
     if (write(fd, n, sizeof *n) != (ssize_t)sizeof *n) _exit(3);
 }
 
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* CPU seconds of this process and of the processes it has waited for (the
+ * tests Check forks, the commands they run): what a suite costs CI, which
+ * wall time on a loaded machine does not show. */
+static double cpu_seconds(void)
+{
+    double total = 0;
+    int who[2] = {RUSAGE_SELF, RUSAGE_CHILDREN};
+    for (int i = 0; i < 2; i++) {
+        struct rusage u;
+        if (getrusage(who[i], &u)) continue;
+        total += (double)u.ru_utime.tv_sec + 1e-6 * (double)u.ru_utime.tv_usec + (double)u.ru_stime.tv_sec +
+                 1e-6 * (double)u.ru_stime.tv_usec;
+    }
+    return total;
+}
+
 /* One suite in a process of its own, its stdout and stderr in the file fd:
  * the suites share no state (the layer registry, the environment), whatever
  * worker runs them in whatever order.  exit(), not _exit(): under
@@ -69,10 +94,12 @@ static void run_suite(int k, int fd, int *run, int *failed)
     if (pid == 0) {
         close(pipefd[0]);
         dup2(fd, STDOUT_FILENO), dup2(fd, STDERR_FILENO), close(fd);
+        double start = seconds_now();
         SRunner *sr = srunner_create(suites[k]());
         srunner_run_all(sr, CK_NORMAL);
         counts[0] = srunner_ntests_run(sr), counts[1] = srunner_ntests_failed(sr);
         srunner_free(sr);
+        printf("check_vijp: the suite took %.1f s, %.1f s of CPU\n", seconds_now() - start, cpu_seconds());
         fflush(stdout), fflush(stderr);
         if (write(pipefd[1], counts, sizeof counts) != (ssize_t)sizeof counts) _exit(3);
         exit(0);
