@@ -13,10 +13,11 @@
 
 /* acc += w·x, one term of a convolution: an FMA in the format (exact
  * product, one rounding), after rounding the operands to TF32 for
- * tf32+binary32 (vo_madd; format.h). */
+ * tf32+binary32 (vo_madd; format.h); a tensor-core format's block of one
+ * product (vo_madd). */
 static void term(mpfr_t acc, const mpfr_t w, const mpfr_t x, const vijp_format *f)
 {
-    if (f->operand_prec) vo_madd(acc, w, x, NULL, f);
+    if (f->operand_prec || f->tc_group) vo_madd(acc, w, x, NULL, f);
     else vo_fma(acc, w, x, acc, f);
 }
 

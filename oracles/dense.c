@@ -1,7 +1,8 @@
 /* Oracle of the dense layer y = W x + b (theta = [W column-major, b]).
- * Products W x, W u, Wᵀ g and g xᵀ: one vo_madd per term in index order,
- * the bias added last (mixed formats: exact products, binary32 sums, one
- * rounding to storage afterwards in vijp_layer_*; format.h).
+ * Products W x, W u, Wᵀ g and g xᵀ: each output one vo_dot_acc, its terms
+ * in index order, the bias added last (mixed formats: exact products,
+ * binary32 sums, or a tensor core's blocks, one rounding to storage
+ * afterwards in vijp_layer_*; format.h).
  * Solves by Gaussian elimination with partial pivoting (square) and
  * Householder QR with LAPACK's reflector convention (dlarfg: β = −sign(α)‖x‖),
  * so that the cokernel basis Q₂ is the one the double path builds. */
@@ -22,7 +23,7 @@ void vo_dense_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr
         for (size_t i = 0; i < m; i++) {
             mpfr_t *y = &Y[i + j * m];
             mpfr_set_zero(*y, 1);
-            for (size_t k = 0; k < n; k++) vo_madd(*y, W(i, k), X[k + j * n], p, f);
+            vo_dot_acc(*y, &W(i, 0), m, &X[j * n], 1, n, p, f); /* Σ_k W(i, k) x_k: row i has stride m */
             vo_add(*y, *y, th[m * n + i], f);
         }
     mpfr_clear(p);
@@ -38,8 +39,7 @@ void vo_dense_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *
     for (size_t j = 0; j < B; j++)
         for (size_t i = 0; i < m; i++) {
             mpfr_set_zero(V[i + j * m], 1);
-            for (size_t k = 0; k < n; k++)
-                vo_madd(V[i + j * m], W(i, k), U[k + j * n], p, f);
+            vo_dot_acc(V[i + j * m], &W(i, 0), m, &U[j * n], 1, n, p, f);
         }
     mpfr_clear(p);
 }
@@ -54,8 +54,7 @@ void vo_dense_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *
     for (size_t j = 0; j < B; j++)
         for (size_t k = 0; k < n; k++) {
             mpfr_set_zero(Gx[k + j * n], 1);
-            for (size_t i = 0; i < m; i++)
-                vo_madd(Gx[k + j * n], W(i, k), Gy[i + j * m], p, f);
+            vo_dot_acc(Gx[k + j * n], &W(0, k), 1, &Gy[j * m], 1, m, p, f); /* column k of W */
         }
     mpfr_clear(p);
 }
@@ -71,8 +70,7 @@ void vo_dense_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mp
     for (size_t i = 0; i < m; i++) {
         for (size_t k = 0; k < n; k++) {
             mpfr_set_zero(Gt[i + k * m], 1);
-            for (size_t j = 0; j < B; j++)
-                vo_madd(Gt[i + k * m], Gy[i + j * m], X[k + j * n], p, f);
+            vo_dot_acc(Gt[i + k * m], &Gy[i], m, &X[k], n, B, p, f); /* Σ_j g(i, j) x(k, j) */
         }
         mpfr_set_zero(Gt[m * n + i], 1);
         for (size_t j = 0; j < B; j++) vo_add(Gt[m * n + i], Gt[m * n + i], Gy[i + j * m], f);

@@ -40,9 +40,17 @@ VIJP_API void vo_const_pi(mpfr_t r, const vijp_format *f);
 VIJP_API void vo_store(mpfr_t r, const mpfr_t a, const vijp_format *f);
 /* acc += a·b as a matrix product's inner loop computes it in format f:
  * mixed formats one FMA in the accumulation format (operands first rounded
- * to operand_prec, if any); others vo_mul then vo_add.  p: scratch at f's
- * precision (unused, and may be NULL, for mixed formats). */
+ * to operand_prec, if any); others vo_mul then vo_add; tensor-core formats
+ * (STORE+tc:ARCH) one block of a single product, as vo_dot_acc with n = 1.
+ * p: scratch at f's precision (unused, and may be NULL, for mixed formats). */
 VIJP_API void vo_madd(mpfr_t acc, const mpfr_t a, const mpfr_t b, mpfr_t p, const vijp_format *f);
+/* acc += Σ_k a[k·sa]·b[k·sb], k = 0 … n−1, as a matrix product computes
+ * one output in format f: n vo_madd in index order, except for the
+ * tensor-core formats, which add the products in blocks of f->tc_group
+ * (k = 0 … g−1, g … 2g−1, …), each block with the accumulator in one step
+ * (format.h; src/format/tc.c).  p as vo_madd's. */
+VIJP_API void vo_dot_acc(mpfr_t acc, const mpfr_t *a, size_t sa, const mpfr_t *b, size_t sb, size_t n, mpfr_t p,
+                         const vijp_format *f);
 
 /* n values at the format's precision, set to zero / cleared. */
 VIJP_API mpfr_t *vo_vec_new(size_t n, const vijp_format *f);

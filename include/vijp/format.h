@@ -70,7 +70,16 @@ typedef enum {
  * and each with ":ceil" before "+binary32" (mxfp4:ceil+binary32): the scale
  * rounded up (src/format/mx.c says which stacks use which).  Where blocks lie
  * is vijp_mat_store's and vijp_mat_store_line's business (mat.h); vo_store
- * on one value, which cannot know its block, quantises it as a block of one. */
+ * on one value, which cannot know its block, quantises it as a block of one..
+ *
+ * Tensor-core accumulation, STORE+tc:ARCH (ARCH v100, a100, h100, b200):
+ * mixed formats as STORE+binary32 (tf32+tc:ARCH as tf32+binary32), whose
+ * matrix products add blocks of tc_group exact products at once as the
+ * measured models of that GPU's tensor cores do: every product and the
+ * accumulator aligned to the largest, truncated to tc_acc_prec +
+ * tc_align_bits bits, summed exactly, then rounded to the accumulator
+ * (vo_dot_acc, arith.h).  binary16 on every ARCH; bfloat16 and tf32 from
+ * a100; e4m3 and e5m2 (and ":sat") on h100 and b200. */
 
 typedef struct {
     vijp_format_kind kind;
@@ -93,6 +102,14 @@ typedef struct {
     int mx_block;         /* MX formats (below): 32, the values that share one scale; 0 for every other format */
     int mx_elem_emax;     /* MX: the exponent of the element format's largest normal value (OCP MX's emax_elem) */
     int mx_scale_ceil;    /* MX ":ceil": the scale 2^ceil(log2(amax/store_max)) instead of the specification's */
+    /* STORE+tc:ARCH (below): matrix products accumulate as that GPU's tensor cores do
+     * (src/format/tc.c, docs/formats.md#tensor-core-accumulation); tc_group 0 for every other format */
+    int tc_group;         /* products added at once, with the accumulator, by one block FMA */
+    int tc_align_bits;    /* bits kept below the accumulator's precision when the terms are aligned */
+    int tc_acc_prec;      /* significand bits of the tensor core's accumulator: 24, or 14 (Hopper FP8) */
+    int tc_round_nearest; /* its rounding after each block: 0 toward zero (every NVIDIA model), 1 to nearest even */
+    int tc_promote;       /* products after which it is added into a binary32 register, to nearest, and
+                           * restarted from zero (Hopper FP8's software promotion); 0: never */
 } vijp_format;
 
 /* Precision limits of mpfr:P.  The lower limit is MPFR's; the upper one keeps
@@ -105,7 +122,8 @@ typedef struct {
 /* Parse "double", "mpfr:P", "binary32", "binary16", "bfloat16", "e4m3",
  * "e4m3:sat", "e5m2", "e5m2:sat", "bfloat16+binary32", "binary16+binary32",
  * "tf32+binary32", "e4m3+binary32", "e5m2+binary32" (and their ":sat"
- * storage, "e4m3:sat+binary32"), the MX formats "mxfp8+binary32",
+ * storage, "e4m3:sat+binary32"), the tensor-core formats "STORE+tc:ARCH"
+ * (above: "bfloat16+tc:a100", "e4m3+tc:h100"), the MX formats "mxfp8+binary32",
  * "mxfp8e5m2+binary32", "mxfp6+binary32", "mxfp6e3m2+binary32",
  * "mxfp4+binary32" (and ":ceil" scales, "mxfp4:ceil+binary32"), and
  * "double@ref", "double@avx2", "double@avx512", "double@cuda": double through

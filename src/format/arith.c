@@ -1,6 +1,7 @@
 #include "vijp/arith.h"
 #include "vijp/error.h"
 #include "mx.h"
+#include "tc.h"
 #include <math.h>
 #include <stdlib.h>
 
@@ -163,8 +164,69 @@ void vo_store(mpfr_t r, const mpfr_t a, const vijp_format *f)
  * rounding the operands to operand_prec where the format has one (tf32).
  * Other formats: the product rounded, then the sum (two roundings), as the
  * IEEE operations without contraction. */
+/* acc += Σ a[k]·b[k] in a tensor-core format whose operands are ready:
+ * the model's blocks (tc.c) into acc, or, with promotion, into the tensor
+ * core's own accumulator, which starts from zero and is added into acc
+ * (binary32, to nearest: a CUDA core's addition) every tc_promote
+ * products and at the end. */
+static void tc_promoted(mpfr_t acc, const mpfr_srcptr *a, const mpfr_srcptr *b, size_t n, const vijp_format *f)
+{
+    size_t window = (size_t)f->tc_promote;
+    if (!window) {
+        vijp_tc_blocks(acc, a, b, n, f);
+        return;
+    }
+    mpfr_t tc;
+    mpfr_init2(tc, f->prec);
+    for (size_t k0 = 0; k0 < n; k0 += window) {
+        mpfr_set_zero(tc, 1);
+        vijp_tc_blocks(tc, a + k0, b + k0, n - k0 < window ? n - k0 : window, f);
+        vo_add(acc, acc, tc, f);
+    }
+    mpfr_clear(tc);
+}
+
+/* The same with the operands rounded to operand_prec first where f has
+ * one (tf32, as vo_madd below). */
+static void tc_dot_ptrs(mpfr_t acc, const mpfr_srcptr *a, const mpfr_srcptr *b, size_t n, const vijp_format *f)
+{
+    if (!f->operand_prec) {
+        tc_promoted(acc, a, b, n, f);
+        return;
+    }
+    mpfr_t *r = vijp_alloc_array(n ? 2 * n : 1, sizeof *r);
+    mpfr_srcptr *ptrs = vijp_alloc_array(n ? 2 * n : 1, sizeof *ptrs);
+    for (size_t k = 0; k < 2 * n; k++) {
+        mpfr_init2(r[k], f->prec);
+        mpfr_set(r[k], k < n ? a[k] : b[k - n], MPFR_RNDN); /* exact: values of f */
+        round_in_place(r[k], f->operand_prec, f->emin, f->emax, VIJP_OVERFLOW_INF, 0);
+        ptrs[k] = r[k];
+    }
+    tc_promoted(acc, ptrs, ptrs + n, n, f);
+    for (size_t k = 0; k < 2 * n; k++) mpfr_clear(r[k]);
+    free(r), free(ptrs);
+}
+
+void vo_dot_acc(mpfr_t acc, const mpfr_t *a, size_t sa, const mpfr_t *b, size_t sb, size_t n, mpfr_t p,
+                const vijp_format *f)
+{
+    if (!f->tc_group) {
+        for (size_t k = 0; k < n; k++) vo_madd(acc, a[k * sa], b[k * sb], p, f);
+        return;
+    }
+    mpfr_srcptr *ptrs = vijp_alloc_array(n ? 2 * n : 1, sizeof *ptrs);
+    for (size_t k = 0; k < n; k++) ptrs[k] = a[k * sa], ptrs[n + k] = b[k * sb];
+    tc_dot_ptrs(acc, ptrs, ptrs + n, n, f);
+    free(ptrs);
+}
+
 void vo_madd(mpfr_t acc, const mpfr_t a, const mpfr_t b, mpfr_t p, const vijp_format *f)
 {
+    if (f->tc_group) { /* one block of one product */
+        mpfr_srcptr pa = a, pb = b;
+        tc_dot_ptrs(acc, &pa, &pb, 1, f);
+        return;
+    }
     if (!f->mixed) {
         vo_mul(p, a, b, f);
         vo_add(acc, acc, p, f);

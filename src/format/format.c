@@ -1,5 +1,6 @@
 #include "vijp/vijp.h"
 #include "kernels/kernels.h"
+#include "tc.h"
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -252,6 +253,14 @@ int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err)
     if (!strcmp(s, "binary16")) return emulated(f, VIJP_BINARY16, s, 11, -23, 16, 2), 0;
     if (!strcmp(s, "bfloat16")) return emulated(f, VIJP_BFLOAT16, s, 8, -132, 128, 2), 0;
     if (fp8(f, s) || mx_format(f, s)) return 0;
+    if (vijp_tc_named(s)) { /* STORE+tc:ARCH: STORE+binary32 with a tensor core's accumulation */
+        vijp_tc_params p;
+        char base[32];
+        if (vijp_tc_lookup(s, &p, base, sizeof base, err) || vijp_format_parse(base, f, err)) return VIJP_EINVAL;
+        f->tc_group = p.group, f->tc_align_bits = p.align_bits, f->tc_acc_prec = p.acc_prec, f->tc_promote = p.promote;
+        snprintf(f->name, sizeof f->name, "%s", s);
+        return 0;
+    }
     static const char *const stores[] = {"bfloat16", "binary16", "e4m3", "e4m3:sat", "e5m2", "e5m2:sat"};
     for (size_t i = 0; i < sizeof stores / sizeof *stores; i++) { /* STORE+binary32 */
         size_t n = strlen(stores[i]);

@@ -220,7 +220,7 @@ void vijp_mat_tdot(vijp_mat *r, const vijp_mat *A, const vijp_mat *g)
     mpfr_init2(p, r->fmt->prec);
     for (size_t j = 0; j < A->cols; j++) {
         mpfr_set_zero(r->m[j], 1);
-        for (size_t i = 0; i < m; i++) vo_madd(r->m[j], A->m[i + j * m], g->m[i], p, r->fmt);
+        vo_dot_acc(r->m[j], &A->m[j * m], 1, g->m, 1, m, p, r->fmt);
     }
     vijp_mat_store(r);
     mpfr_clear(p);
