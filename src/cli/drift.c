@@ -58,6 +58,8 @@ static const char help_drift[] =
     "                    e4m3+binary32, e5m2+binary32 (FP8 storage)\n"
     "                    OCP MX: mxfp8, mxfp8e5m2, mxfp6, mxfp6e3m2, mxfp4, each\n"
     "                    [:ceil], +binary32 (mxfp4:ceil+binary32)\n"
+    "                    STORE+tc:ARCH: a tensor core's accumulation, ARCH v100,\n"
+    "                    a100, h100, b200 (bfloat16+tc:h100, e4m3+tc:h100)\n"
     "                    (default bfloat16,binary32,double); mpfr:P up to\n"
     "                    P = R/2 - 64 for --ref-prec-max R (R/4 under 256):\n"
     "                    mpfr:%ld by default;\n"

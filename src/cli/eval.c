@@ -38,6 +38,7 @@ static const char help[] =
     "                     | e4m3:sat | e5m2:sat (saturating to ±448, ±57344)\n"
     "                     | e4m3+binary32 | e5m2+binary32 (FP8 storage)\n"
     "                     | mxfp8|mxfp8e5m2|mxfp6|mxfp6e3m2|mxfp4[:ceil]+binary32\n"
+    "                     | STORE+tc:ARCH (tensor cores: bfloat16+tc:h100, …)\n"
     "  --seed S           seed of θ and of the default u, g (default 1)\n"
     "  --save DIR         the folder (required)\n"
     "  -q, --quiet        print nothing on success\n"
