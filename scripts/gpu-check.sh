@@ -9,6 +9,8 @@
 #       that scripts/gpu-bundle.sh packed into archive A on another machine
 #       (for a GPU machine with CUDA but no network to install MPFR & co.)
 #   GPU_CHECK_KEEP_GOING=1          run every step even after one fails
+#   GPU_CHECK_TC=0                  skip the tensor-core models' check
+#       (cuBLAS GEMMs against STORE+tc:ARCH, step 6b)
 #   GPU_CHECK_SANITIZE=1            also run the CUDA suite under
 #       compute-sanitizer's memcheck (out-of-bounds and misaligned accesses)
 # Exit status: 0 all passed; 1 a step failed (its log's tail is printed);
@@ -102,7 +104,8 @@ else
   fi
 
   # 3. Build what the check needs (all cores: this is a machine of its own).
-  step build 360 make -j"$jobs" NVCC="$NVCC" build/check_cuda build/bench-gpu build/vijp build/libvijp-cuda.so build/check_vijp
+  step build 360 make -j"$jobs" NVCC="$NVCC" build/check_cuda build/bench-gpu build/vijp build/libvijp-cuda.so build/check_vijp \
+    build/tc-gemm
   grep -q '^CUDA=1' build/cuda.cfg || { say "FAILED: the build did not enable CUDA: $(cat build/cuda.cfg)"; exit 1; }
 fi
 
@@ -131,6 +134,34 @@ step bench 120 "$bin/bench-gpu"
 head -n 1 "$logs/bench.log" | sed 's/^/gpu-check:   /' | tee -a "$summary"
 grep -E ' (8388608|16777216) ' "$logs/bench.log" | sed 's/^/gpu-check:   /' | tee -a "$summary"
 grep -E 'GFLOP/s|^dense ' "$logs/bench.log" | sed 's/^/gpu-check:   /' | tee -a "$summary"
+# 6b. The tensor-core models (docs/formats.md, STORE+tc:ARCH): cuBLAS GEMMs
+# (scripts/tc-gemm.cu) recomputed in the model of this GPU's architecture,
+# bit for bit (tests/t-tc.c, case gpu).  GPU_CHECK_TC=0 skips it, as does
+# a GPU without a model (V100, A100, H100 and H200, B200 have one).
+if [ "${GPU_CHECK_TC:-1}" = 0 ]; then
+  say "tc: skipped (GPU_CHECK_TC=0)"
+else
+  cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2> /dev/null | head -n 1)
+  case "$cap" in
+    7.0) arch=v100 ;; 8.0) arch=a100 ;; 9.0) arch=h100 ;; 10.0) arch=b200 ;; *) arch= ;;
+  esac
+  tcbin=$bin/tc-gemm
+  if [ -z "$arch" ]; then
+    say "tc: skipped (no model for compute capability '$cap')"
+  elif [ ! -x "$tcbin" ] && [ -z "$NVCC" ]; then
+    say "tc: skipped (no nvcc to build scripts/tc-gemm.cu)"
+  else
+    if [ ! -x "$tcbin" ]; then
+      tcbin=$logs/tc-gemm
+      step tc-build 180 "$NVCC" -O2 -o "$tcbin" scripts/tc-gemm.cu -lcublas
+    fi
+    mkdir -p "$logs/tc"
+    step tc-gemm 60 "$tcbin" "$logs/tc"
+    step tc-compare 180 env VIJP_TC_GEMM_DIR="$logs/tc" VIJP_TC_ARCH="$arch" CK_RUN_SUITE=tc CK_RUN_CASE=gpu \
+      VIJP_BIN="$bin/vijp" "$bin/check_vijp"
+    grep '^# t-tc gpu_gemm' "$logs/tc-compare.log" | sed 's/^# t-tc /gpu-check:   /' | tee -a "$summary"
+  fi
+fi
 # 7. Optional: the CUDA suite under compute-sanitizer (unforked, so that the
 # tool sees every kernel; it finds out-of-bounds and misaligned accesses).
 if [ "${GPU_CHECK_SANITIZE:-0}" = 1 ]; then

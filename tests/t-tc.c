@@ -21,7 +21,9 @@
 #include "vijp/drift.h"
 #include <gmp.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static vijp_format parse(const char *name)
@@ -457,6 +459,57 @@ START_TEST(cli_deterministic)
 }
 END_TEST
 
+/* scripts/tc-gemm.cu's cuBLAS GEMMs against the model: with
+ * VIJP_TC_GEMM_DIR (its output folder) and VIJP_TC_ARCH (v100, a100, h100,
+ * b200: the GPU it ran on) set, as scripts/gpu-check.sh sets them, every
+ * output of DIR/TYPE.bin recomputed in TYPE+tc:ARCH must equal the GPU's
+ * bit for bit (a type ARCH has no tensor cores for is left out); unset,
+ * there is nothing to compare and the case says so. */
+START_TEST(gpu_gemm)
+{
+    const char *dir = getenv("VIJP_TC_GEMM_DIR"), *arch = getenv("VIJP_TC_ARCH");
+    if (!dir || !arch) {
+        printf("# t-tc gpu_gemm: skipped: VIJP_TC_GEMM_DIR and VIJP_TC_ARCH unset (scripts/gpu-check.sh sets them)\n");
+        return;
+    }
+    static const char *const types[] = {"bfloat16", "binary16", "tf32"};
+    int compared = 0;
+    for (size_t t = 0; t < sizeof types / sizeof *types; t++) {
+        char path[4096], name[32];
+        snprintf(name, sizeof name, "%s+tc:%s", types[t], arch);
+        vijp_format f;
+        if (vijp_format_parse(name, &f, NULL)) continue; /* no such tensor cores on ARCH */
+        snprintf(path, sizeof path, "%s/%s.bin", dir, types[t]);
+        FILE *in = fopen(path, "rb");
+        ck_assert_msg(in, "%s: cannot open", path);
+        int32_t dims[3];
+        ck_assert_msg(fread(dims, sizeof dims, 1, in) == 1 && dims[0] > 0 && dims[1] > 0 && dims[2] > 0 &&
+                          dims[0] <= 4096 && dims[1] <= 4096 && dims[2] <= 4096, "%s: bad header", path);
+        size_t m = (size_t)dims[0], k = (size_t)dims[1], n = (size_t)dims[2];
+        float *A = malloc(sizeof *A * m * k), *B = malloc(sizeof *B * k * n), *D = malloc(sizeof *D * m * n);
+        ck_assert(A && B && D);
+        ck_assert_msg(fread(A, sizeof *A, m * k, in) == m * k && fread(B, sizeof *B, k * n, in) == k * n &&
+                          fread(D, sizeof *D, m * n, in) == m * n, "%s: short file", path);
+        fclose(in);
+        double a[4096], b[4096];
+        size_t wrong = 0;
+        for (size_t i = 0; i < m; i++)
+            for (size_t j = 0; j < n; j++) {
+                for (size_t q = 0; q < k; q++) a[q] = A[i + q * m], b[q] = B[q + j * k];
+                double got = dot_in(&f, 0, a, b, k);
+                if (got != (double)D[i + j * m] && wrong++ < 5)
+                    printf("# t-tc gpu_gemm: %s D[%zu,%zu]: GPU %a, model %a\n", name, i, j, (double)D[i + j * m], got);
+            }
+        printf("# t-tc gpu_gemm: %s: %zu of %zu outputs differ from the GPU's\n", name, wrong, m * n);
+        fflush(stdout); /* before a failure ends the forked test */
+        ck_assert_msg(!wrong, "%s: %zu outputs differ", name, wrong);
+        free(A), free(B), free(D);
+        compared++;
+    }
+    ck_assert_msg(compared, "no type to compare for ARCH %s", arch);
+}
+END_TEST
+
 Suite *suite_tc(void)
 {
     Suite *s = suite_create("tc");
@@ -474,5 +527,9 @@ Suite *suite_tc(void)
     tcase_set_timeout(cli, 60);
     tcase_add_test(cli, cli_deterministic);
     suite_add_tcase(s, cli);
+    TCase *gpu = tcase_create("gpu");
+    tcase_set_timeout(gpu, 120);
+    tcase_add_test(gpu, gpu_gemm);
+    suite_add_tcase(s, gpu);
     return s;
 }
