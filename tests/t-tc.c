@@ -221,6 +221,51 @@ START_TEST(probe_hopper_fp8)
 }
 END_TEST
 
+/* Fasi et al.'s test suite (github.com/north-numerical-computing/
+ * tensor-cores-numerical-behavior, tc_test_numerics-V100.cu and
+ * -A100-bf16.cu): the values the hardware gave, which their checks assert,
+ * each derived here from the model.
+ *   V100 D.4, carries: c = 1 + 2^-22 + 2^-23, products 1, 1, 1, 2^-23:
+ *     E = 0, Q = −23: c = 2^23 + 3 units, the products 3·2^23 + 1: sum
+ *     2^25 + 4, 4 + 2^-21, a binary32 number.
+ *   V100 D.4, rounding in the normalisation: c = 1 + 2^-22 + 2^-23 and four
+ *     products 1: 5·2^23 + 3 units, 5 + 0.75 ulp (ulp 2^-21 at 4): 5, and
+ *     −5 for the negated terms (toward zero).
+ *   V100 D.3, subtraction: products 1·1 and 1·(−2^-24), c = −1 + 2^-24;
+ *     Q = −23: 2^23, −1/2 → 0, −(2^23 − 1/2) → −(2^23 − 1): 2^-23.
+ *   V100 D.5, not monotonic: four products 1·2^-24 (2^-24 a binary16
+ *     subnormal: alignment exponent −14, so the products' is −14).  With
+ *     c = 1 − 2^-24 (e = −1): E = −1, Q = −24, c = 2^24 − 1 units, each
+ *     product 1: 2^24 + 3, 1 + 1.5 ulp, toward zero 1 + 2^-23.  With the
+ *     larger c = 1: Q = −23, each product 1/2 → 0: 1, the smaller result.
+ *   A100 (bfloat16) D.3: the same subtraction with one extra bit, Q = −24:
+ *     2^24 − 1 − (2^24 − 1) = 0.
+ *   A100 D.5: products 0.5·2^-24 (three, alignment exponent −25) and
+ *     0.5·(2^-23 + 2^-24) (−24); c = 1 − 2^-24: E = −1, Q = −25, c =
+ *     2^25 − 2, products 1, 1, 1, 3: 2^25 + 4, 1 + 2^-23.  c = 1: Q = −24,
+ *     the products 1/2, 1/2, 1/2, 3/2 → 0, 0, 0, 1: 1 + 2^-24 → 1. */
+START_TEST(probe_published)
+{
+    const double one4[4] = {1, 1, 1, 1}, m1[4] = {-1, -1, -1, -1}, c = 1 + 0x1p-22 + 0x1p-23;
+    for (int i = 0; i < 4; i++) { /* the small product in each position */
+        double b[4] = {1, 1, 1, 1};
+        b[i] = 0x1p-23;
+        ck_assert(dot("binary16+tc:v100", c, one4, b, 4) == 4 + 0x1p-21);
+    }
+    ck_assert(dot("binary16+tc:v100", c, one4, one4, 4) == 5);
+    ck_assert(dot("binary16+tc:v100", -c, one4, m1, 4) == -5);
+    const double sa[2] = {1, 1}, sb[2] = {1, -0x1p-24};
+    ck_assert(dot("binary16+tc:v100", -1 + 0x1p-24, sa, sb, 2) == 0x1p-23);
+    ck_assert(dot("bfloat16+tc:a100", -1 + 0x1p-24, sa, sb, 2) == 0);
+    const double tiny[4] = {0x1p-24, 0x1p-24, 0x1p-24, 0x1p-24};
+    ck_assert(dot("binary16+tc:v100", 1 - 0x1p-24, one4, tiny, 4) == 1 + 0x1p-23);
+    ck_assert(dot("binary16+tc:v100", 1, one4, tiny, 4) == 1);
+    const double half[4] = {0.5, 0.5, 0.5, 0.5}, mb[4] = {0x1p-24, 0x1p-24, 0x1p-24, 0x1p-23 + 0x1p-24};
+    ck_assert(dot("bfloat16+tc:a100", 1 - 0x1p-24, half, mb, 4) == 1 + 0x1p-23);
+    ck_assert(dot("bfloat16+tc:a100", 1, half, mb, 4) == 1);
+}
+END_TEST
+
 /* Special values, as GEMM.m: NaN wins, Inf·0 and +Inf − Inf are NaN, an Inf
  * alone stays; a sum from 2^128 on is Inf (2^127·2 is bfloat16's 2^127
  * times 2); a sum that cancels exactly is +0. */
@@ -519,6 +564,7 @@ Suite *suite_tc(void)
     tcase_add_test(tc, probe_rounding);
     tcase_add_test(tc, probe_block_size);
     tcase_add_test(tc, probe_hopper_fp8);
+    tcase_add_test(tc, probe_published);
     tcase_add_test(tc, probe_specials);
     tcase_add_test(tc, random_vs_oracle);
     tcase_add_test(tc, dense_through_model);
