@@ -154,6 +154,28 @@ START_TEST(abi6_plugin_still_loads)
 }
 END_TEST
 
+/* A plugin built for plugin ABI 7 (tests/plugins/abi7.c), before
+ * vijp_format grew: it loads and runs in double (memory's engines), and
+ * an MPFR format refuses it with a message instead of
+ * handing its operators (which would write NaN) a vijp_format of the new
+ * size. */
+START_TEST(abi7_plugin_runs_in_double_only)
+{
+    char so[4200], args[8800];
+    test_plugin_path("abi7", so, sizeof so);
+    snprintf(args, sizeof args, "memory --net abiseven --width 4 --depth-max 3 --budget 1M --engines backprop,moonwalk "
+             "--plugin '%s'", so);
+    run_result r = run_vijp(args);
+    ck_assert_msg(r.rc == CLI_OK, "vijp %s: exit %d: %.400s%.400s", args, r.rc, r.out, r.err);
+    run_free(&r);
+    snprintf(args, sizeof args, "grad --net abiseven --width 4 --depth 2 --format binary32 --plugin '%s'", so);
+    r = run_vijp(args);
+    ck_assert_msg(r.rc != CLI_OK && strstr(r.err, "abiseven layer has no MPFR operators"), "vijp %s: exit %d: %.400s",
+                  args, r.rc, r.err);
+    run_free(&r);
+}
+END_TEST
+
 Suite *suite_plugin_load(void)
 {
     Suite *s = suite_create("plugin_load");
@@ -163,6 +185,7 @@ Suite *suite_plugin_load(void)
     tcase_add_test(tc, truncated_plugin_is_refused);
     tcase_add_test(tc, plugin_output_stays_off_stdout);
     tcase_add_test(tc, abi6_plugin_still_loads);
+    tcase_add_test(tc, abi7_plugin_runs_in_double_only);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -52,12 +52,17 @@
 
 /* Bumped whenever vijp_layer_type or the operator contracts change shape
  * (6: vijp_format grew the storage format's overflow rule; 7:
- * vijp_interval_ops grew jacobian_box and jacobian_lipschitz).  Plugins
- * built for VIJP_PLUGIN_ABI_OLDEST still load: 7 only added members at the
- * end of vijp_interval_ops, and the registry keeps a copy of an ABI 6
- * type's descriptor with those members NULL (so such a type's descriptor
- * in the registry is not the plugin's own object). */
-#define VIJP_PLUGIN_ABI 7
+ * vijp_interval_ops grew jacobian_box and jacobian_lipschitz; 8:
+ * vijp_format grew flush-to-zero and stochastic rounding).  Plugins built
+ * for ABI 6 and 7 still load, as a copy of each type's descriptor that the
+ * registry keeps (so such a type's descriptor in the registry is not the
+ * plugin's own object): without the interval members an ABI 6 table lacks,
+ * and without MPFR operators, since those receive a vijp_format, whose
+ * size the plugin's code may have compiled in (a copy of *f, or an object
+ * vijp_format_accumulator fills) and no loader can see whether it did.
+ * Such a type runs in double only, with its interval enclosures; rebuild
+ * it to run it in the MPFR and emulated formats. */
+#define VIJP_PLUGIN_ABI 8
 #define VIJP_PLUGIN_ABI_OLDEST 6
 
 #if defined(__GNUC__)

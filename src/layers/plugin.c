@@ -20,9 +20,9 @@ int vijp_plugin_load(const char *path, vijp_error *err)
     if (!abi || !init)
         rc = vijp_fail(err, VIJP_EINVAL, "plugin '%s' defines no %s (see vijp/plugin.h)", path,
                        !abi ? "vijp_plugin_abi" : "vijp_plugin_init");
-    else if (version != VIJP_PLUGIN_ABI && version != VIJP_PLUGIN_ABI_OLDEST)
-        rc = vijp_fail(err, VIJP_EINVAL, "plugin '%s' was built for plugin ABI %d; this vijp has ABI %d (and loads %d): "
-                       "rebuild it", path, version, VIJP_PLUGIN_ABI, VIJP_PLUGIN_ABI_OLDEST);
+    else if (version < VIJP_PLUGIN_ABI_OLDEST || version > VIJP_PLUGIN_ABI)
+        rc = vijp_fail(err, VIJP_EINVAL, "plugin '%s' was built for plugin ABI %d; this vijp has ABI %d (and loads %d "
+                       "to %d): rebuild it", path, version, VIJP_PLUGIN_ABI, VIJP_PLUGIN_ABI_OLDEST, VIJP_PLUGIN_ABI);
     if (rc) {
         dlclose(h); /* nothing of it was run or registered */
         return rc;
@@ -30,7 +30,7 @@ int vijp_plugin_load(const char *path, vijp_error *err)
     /* A failed init may have registered some of its types: the object then
      * stays loaded, so the registry never points into unmapped code. */
     vijp_error inner = {0};
-    vijp_registering_abi = version; /* an ABI 6 type is registered as a copy without ABI 7's members */
+    vijp_registering_abi = version; /* an older ABI's type is registered as a copy (registry.c) */
     rc = init(&inner);
     vijp_registering_abi = 0;
     if (rc)

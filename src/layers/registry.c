@@ -55,21 +55,32 @@ const vijp_layer_type *vijp_layer_type_find(const char *name)
 
 int vijp_registering_abi = 0;
 
-/* A type from a plugin built for ABI 6: its vijp_interval_ops ends after
- * deriv_enclose, so vijp must not read the members ABI 7 added.  The
- * registry checks and keeps a copy of the descriptor (the same shape in
- * both ABIs) whose table holds deriv_enclose alone; both live as long as
- * the process, as the plugin's own descriptor does (one refused by the
- * checks is a few dozen bytes, not freed: the loader keeps the plugin
- * mapped too). */
-static const vijp_layer_type *abi6_copy(const vijp_layer_type *T)
+/* A type from a plugin built for an older ABI (6 or 7), registered as a
+ * copy of its descriptor that shows vijp only what that plugin can be
+ * trusted with; both live as long as the process, as the plugin's own
+ * descriptor does (one refused by the checks is a few dozen bytes, not
+ * freed: the loader keeps the plugin mapped too).
+ *   - ABI 6: its vijp_interval_ops ends after deriv_enclose, so the copy's
+ *     table holds deriv_enclose alone (ABI 7's members NULL).
+ *   - ABI 6 and 7: vijp_format grew in ABI 8 (ftz and stochastic rounding,
+ *     format.h), and the type's MPFR operators receive a vijp_format that
+ *     the plugin's code may copy into an object of the old, shorter size
+ *     (vo_* would then read the new members past its end) or fill through
+ *     vijp_format_accumulator (which would write past it).  Nothing at load
+ *     tells whether it does, so the copy has no MPFR operators (the type
+ *     runs in double; MPFR formats refuse it with a message) and no
+ *     Lipschitz constant, which needs them.  Its double operators and
+ *     interval enclosures never see a vijp_format. */
+static const vijp_layer_type *legacy_copy(const vijp_layer_type *T, int abi)
 {
     vijp_layer_type *copy = vijp_alloc(sizeof *copy);
     *copy = *T;
+    copy->mp = copy->emu = NULL;
     if (T->interval) {
         vijp_interval_ops *ops = vijp_alloc(sizeof *ops);
         memset(ops, 0, sizeof *ops);
         ops->deriv_enclose = T->interval->deriv_enclose; /* the one member ABI 6 had */
+        if (abi >= 7) ops->jacobian_box = T->interval->jacobian_box; /* MPFI only, no vijp_format */
         copy->interval = ops;
     }
     return copy;
@@ -77,7 +88,7 @@ static const vijp_layer_type *abi6_copy(const vijp_layer_type *T)
 
 int vijp_layer_register(const vijp_layer_type *T, vijp_error *err)
 {
-    if (vijp_registering_abi && vijp_registering_abi < 7) T = abi6_copy(T); /* checked and kept as ABI 7 sees it */
+    if (vijp_registering_abi && vijp_registering_abi < 8) T = legacy_copy(T, vijp_registering_abi); /* as ABI 8 sees it */
     int rc = vijp_layer_type_check(T, err);
     if (rc) return rc;
     if (vijp_layer_type_find(T->name))
