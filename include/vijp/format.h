@@ -110,6 +110,22 @@ typedef struct {
     int tc_round_nearest; /* its rounding after each block: 0 toward zero (every NVIDIA model), 1 to nearest even */
     int tc_promote;       /* products after which it is added into a binary32 register, to nearest, and
                            * restarted from zero (Hopper FP8's software promotion); 0: never */
+    /* Flush to zero (":ftz", docs/formats.md): a value whose rounding to p
+     * bits with an unbounded exponent lies below the smallest normal
+     * 2^(emin+p-2) (tininess after rounding, as x86 detects it) becomes a
+     * zero of its own sign.  store_ftz: every value rounded to the storage
+     * format (S:ftz+binary32; plain formats: both set).  ftz: every
+     * operation's result in the arithmetic format (prec, emin), and a
+     * product's operands subnormal there count as zero of their sign
+     * (S+binary32:ftz, binary32:ftz).  Emulated formats only; MPFR route. */
+    int store_ftz;
+    int ftz;
+    /* Stochastic rounding (":sr" on the storage, S:sr+binary32): a value an
+     * operator stores (vijp_mat_store, in a matrix that names its stream,
+     * mat.h's vijp_sr_key) goes to one of its two storage neighbours, away
+     * from zero with probability (|x| − |down|)/(|up| − |down|), from 32
+     * random bits; one value alone (vo_store) rounds to nearest. */
+    int store_sr;
 } vijp_format;
 
 /* Precision limits of mpfr:P.  The lower limit is MPFR's; the upper one keeps
@@ -139,7 +155,11 @@ typedef struct {
  * inputs, the tensor cores' accumulation), each result rounded once to the
  * storage format, the other operators by the mixed format's emulation.
  * (tf32+binary32 has no @SET: its operand rounding has no float route.)
- * Cuda: the set runs where a GPU is and libvijp-cuda.so loads. */
+ * Cuda: the set runs where a GPU is and libvijp-cuda.so loads.
+ * Modifiers (no @SET): ":ftz" after a part of an emulated format's name
+ * ("binary32:ftz", "bfloat16:ftz+binary32", "bfloat16+binary32:ftz"),
+ * ":sr" after a narrow storage part ("bfloat16:sr+binary32",
+ * "e4m3:sat:sr+binary32"): store_ftz, ftz and store_sr below. */
 VIJP_API VIJP_MUST_CHECK int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err);
 /* One of the fixed formats (every kind but VIJP_MPFR, which needs a
  * precision: vijp_format_mpfr); cannot fail. */

@@ -5,15 +5,43 @@
 
 #include "vijp/api.h"
 #include <stddef.h>
+#include <stdint.h>
 #include <mpfr.h>
 #include "vijp/format.h"
 #include "vijp/error.h"
+
+/* Stochastic rounding's stream (formats with ":sr", format.h's store_sr;
+ * docs/formats.md): the run's seed and the tensor a matrix holds, which
+ * with an element's index (column-major, row + column·rows) name the
+ * random bits its stored value is rounded with.  keyed 0: no stream, and a
+ * stored value is rounded to nearest.  The caller that allocates a
+ * matrix an operator writes names it (the engines: vijp_sr_key_of), so the
+ * bits depend on the run and the tensor only, never on threads or ranks. */
+typedef enum {
+    VIJP_SR_OUTPUT = 1, /* a layer's output h_i (layer i), forward */
+    VIJP_SR_COTANGENT,  /* g_i, the cotangent of h_i (i = 0: ∇x) */
+    VIJP_SR_PARAM_GRAD, /* ∇θ_i */
+    VIJP_SR_FRAGMENT,   /* layer i's fragment (Moonwalk) */
+    VIJP_SR_TANGENT,    /* a jvp's output at layer i (pure forward) */
+    VIJP_SR_REBUILT,    /* a layer input rebuilt by the inverse (reversible, Moonwalk) */
+    VIJP_SR_BASIS       /* layer i's cokernel basis (pure forward) */
+} vijp_sr_role;
+
+typedef struct {
+    uint64_t seed, tensor;
+    int keyed;
+} vijp_sr_key;
+
+/* The stream of tensor (role, layer, sample) in a run of seed (sample: 0
+ * for a whole batch, 1 + j for sample j alone). */
+VIJP_API vijp_sr_key vijp_sr_key_of(uint64_t seed, vijp_sr_role role, size_t layer, size_t sample);
 
 typedef struct {
     size_t rows, cols;
     const vijp_format *fmt;
     double *d;
     mpfr_t *m;
+    vijp_sr_key sr; /* zero (unkeyed) from vijp_mat_init; see above */
 } vijp_mat;
 
 VIJP_API void vijp_mat_init(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt);

@@ -22,6 +22,17 @@ static void overflow_rule(mpfr_t r, vijp_overflow rule, double max)
  * a mixed format's results are binary32's, its storage's rule is vo_store's). */
 #define VO_OWN_RULE(f) ((f)->store_overflow != VIJP_OVERFLOW_INF && !(f)->mixed)
 
+/* Flush to zero (format.h's ftz): whether r, a result rounded to p bits with
+ * an unbounded exponent (MPFR's range is far wider than any format's), lies
+ * below the smallest normal value 2^(emin+p-2) of the format with p bits and
+ * MPFR's emin: tininess after rounding, x86's rule (SSE/AVX MXCSR.FTZ;
+ * Berkeley SoftFloat's 8086 specialisation detects tininess after rounding).
+ * Its normal binades have MPFR exponents emin + p − 1 and up. */
+static int vo_tiny(mpfr_srcptr r, mpfr_prec_t p, mpfr_exp_t emin)
+{
+    return mpfr_regular_p(r) && mpfr_get_exp(r) < emin + (mpfr_exp_t)p - 1;
+}
+
 /* Run one MPFR operation, then bring it into the format's exponent range and
  * subnormalize.  The operation runs in the caller's (wide) range: an MPFR
  * result is rounded as if the range were unbounded and only then checked, so
@@ -33,13 +44,19 @@ static void overflow_rule(mpfr_t r, vijp_overflow rule, double max)
  * the four thread-local exponent-range switches, a quarter of a study's
  * time) are skipped.  A format with its own overflow rule (FP8) skips them
  * only below its top binade, EXP < emax, where no value exceeds its largest
- * finite one (e4m3's top binade holds 480, which is NaN). */
+ * finite one (e4m3's top binade holds 480, which is NaN).  A flushing format
+ * (ftz) turns a tiny result into a zero of its sign first (vo_tiny); only
+ * results below its normal range reach that test. */
 #define VO_ROUND(f, r, op)                                                         \
     do {                                                                           \
         int t_ = (op);                                                             \
         if (!(f)->emulated || (mpfr_regular_p(r) && mpfr_get_exp(r) <= (f)->emax - VO_OWN_RULE(f) && \
                                mpfr_get_exp(r) > (f)->emin + (mpfr_exp_t)(f)->prec - 1)) \
             break;                                                                 \
+        if ((f)->ftz && vo_tiny(r, (f)->prec, (f)->emin)) {                        \
+            mpfr_set_zero((r), mpfr_signbit(r) ? -1 : 1);                          \
+            break;                                                                 \
+        }                                                                          \
         mpfr_exp_t emin_ = mpfr_get_emin(), emax_ = mpfr_get_emax();               \
         mpfr_set_emin((f)->emin);                                                  \
         mpfr_set_emax((f)->emax);                                                  \
@@ -71,15 +88,22 @@ void vo_erfc(mpfr_t r, const mpfr_t a, const vijp_format *f) { VO_ROUND(f, r, mp
 void vo_const_pi(mpfr_t r, const vijp_format *f) { VO_ROUND(f, r, mpfr_const_pi(r, MPFR_RNDN)); }
 
 /* Round r in place to precision p under the exponent range [emin, emax],
- * with subnormals, then apply the overflow rule (VIJP_OVERFLOW_INF: IEEE's),
+ * with subnormals (ftz: a tiny result flushed to zero, vo_tiny), then apply
+ * the overflow rule (VIJP_OVERFLOW_INF: IEEE's),
  * keeping r's own precision (the value is then exactly representable at p
  * bits; widening back is exact). */
-static void round_in_place(mpfr_t r, mpfr_prec_t p, mpfr_exp_t emin, mpfr_exp_t emax, vijp_overflow rule, double max)
+static void round_in_place(mpfr_t r, mpfr_prec_t p, mpfr_exp_t emin, mpfr_exp_t emax, vijp_overflow rule, double max,
+                           int ftz)
 {
     if (mpfr_inf_p(r)) overflow_rule(r, rule, max); /* e4m3 has no ±Inf; :sat turns it into ±max */
     if (!mpfr_regular_p(r)) return; /* 0, NaN, and ±Inf where the rule keeps it: already in every format */
     mpfr_prec_t own = mpfr_get_prec(r);
     int t = mpfr_prec_round(r, p, MPFR_RNDN); /* in the wide range r lives in */
+    if (ftz && vo_tiny(r, p, emin)) { /* flushed: a zero of r's sign, in every precision */
+        mpfr_set_zero(r, mpfr_signbit(r) ? -1 : 1);
+        (void)mpfr_prec_round(r, own, MPFR_RNDN);
+        return;
+    }
     mpfr_exp_t emin_ = mpfr_get_emin(), emax_ = mpfr_get_emax();
     mpfr_set_emin(emin);
     mpfr_set_emax(emax);
@@ -148,20 +172,22 @@ void vo_store(mpfr_t r, const mpfr_t a, const vijp_format *f)
     }
     if (mpfr_get_prec(a) <= mpfr_get_prec(r)) { /* one rounding, in place */
         if (r != a) mpfr_set(r, a, MPFR_RNDN);   /* exact */
-        round_in_place(r, f->store_prec, f->store_emin, f->store_emax, f->store_overflow, f->store_max);
+        round_in_place(r, f->store_prec, f->store_emin, f->store_emax, f->store_overflow, f->store_max, f->store_ftz);
         return;
     }
     mpfr_t t; /* a wider than r: round a itself, not r's rounding of it */
     mpfr_init2(t, mpfr_get_prec(a));
     mpfr_set(t, a, MPFR_RNDN);
-    round_in_place(t, f->store_prec, f->store_emin, f->store_emax, f->store_overflow, f->store_max);
+    round_in_place(t, f->store_prec, f->store_emin, f->store_emax, f->store_overflow, f->store_max, f->store_ftz);
     mpfr_set(r, t, MPFR_RNDN); /* exact: store_prec <= prec */
     mpfr_clear(t);
 }
 
 /* acc += a·b.  Mixed formats: the product exact and one rounding of the sum
  * to the accumulation format (an FMA in it, as matrix hardware does), after
- * rounding the operands to operand_prec where the format has one (tf32).
+ * rounding the operands to operand_prec where the format has one (tf32);
+ * a flushing accumulation (ftz) takes a subnormal operand as a zero of its
+ * sign.
  * Other formats: the product rounded, then the sum (two roundings), as the
  * IEEE operations without contraction. */
 /* acc += Σ a[k]·b[k] in a tensor-core format whose operands are ready:
@@ -199,7 +225,7 @@ static void tc_dot_ptrs(mpfr_t acc, const mpfr_srcptr *a, const mpfr_srcptr *b, 
     for (size_t k = 0; k < 2 * n; k++) {
         mpfr_init2(r[k], f->prec);
         mpfr_set(r[k], k < n ? a[k] : b[k - n], MPFR_RNDN); /* exact: values of f */
-        round_in_place(r[k], f->operand_prec, f->emin, f->emax, VIJP_OVERFLOW_INF, 0);
+        round_in_place(r[k], f->operand_prec, f->emin, f->emax, VIJP_OVERFLOW_INF, 0, 0);
         ptrs[k] = r[k];
     }
     tc_promoted(acc, ptrs, ptrs + n, n, f);
@@ -232,6 +258,19 @@ void vo_madd(mpfr_t acc, const mpfr_t a, const mpfr_t b, mpfr_t p, const vijp_fo
         vo_add(acc, acc, p, f);
         return;
     }
+    if (f->ftz && (vo_tiny(a, f->prec, f->emin) || vo_tiny(b, f->prec, f->emin))) {
+        /* DAZ: a subnormal operand (a bfloat16 one, in binary32) counts as a
+         * zero of its sign, so the product is a zero of the product's sign;
+         * a tiny product of normal operands is fused with acc as without
+         * ftz, and only the sum is flushed (vo_tiny) */
+        mpfr_t zero;
+        mp_limb_t lz[1];
+        mpfr_custom_init(lz, 2);
+        mpfr_custom_init_set(zero, MPFR_ZERO_KIND, 0, 2, lz);
+        mpfr_set_zero(zero, mpfr_signbit(a) == mpfr_signbit(b) ? 1 : -1);
+        VO_ROUND(f, acc, mpfr_add(acc, acc, zero, MPFR_RNDN));
+        return;
+    }
     if (!f->operand_prec) {
         VO_ROUND(f, acc, mpfr_fma(acc, a, b, acc, MPFR_RNDN));
         return;
@@ -245,8 +284,8 @@ void vo_madd(mpfr_t acc, const mpfr_t a, const mpfr_t b, mpfr_t p, const vijp_fo
     mpfr_custom_init_set(ra, MPFR_ZERO_KIND, 0, f->prec, la);
     mpfr_custom_init_set(rb, MPFR_ZERO_KIND, 0, f->prec, lb);
     mpfr_set(ra, a, MPFR_RNDN), mpfr_set(rb, b, MPFR_RNDN); /* exact: a, b are in f */
-    round_in_place(ra, f->operand_prec, f->emin, f->emax, VIJP_OVERFLOW_INF, 0); /* binary32's range */
-    round_in_place(rb, f->operand_prec, f->emin, f->emax, VIJP_OVERFLOW_INF, 0);
+    round_in_place(ra, f->operand_prec, f->emin, f->emax, VIJP_OVERFLOW_INF, 0, 0); /* binary32's range */
+    round_in_place(rb, f->operand_prec, f->emin, f->emax, VIJP_OVERFLOW_INF, 0, 0);
     VO_ROUND(f, acc, mpfr_fma(acc, ra, rb, acc, MPFR_RNDN));
 }
 

@@ -1,6 +1,7 @@
 #include "vijp/vijp.h"
 #include "kernels/kernels.h"
 #include "tc.h"
+#include "modifiers.h"
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -139,6 +140,7 @@ void vijp_format_accumulator(const vijp_format *f, vijp_format *acc)
     *acc = *f;
     if (!f->mixed || f->store_prec >= f->prec) return; /* every result is a value of f already */
     vijp_format_fixed(acc, VIJP_BINARY32);
+    acc->ftz = acc->store_ftz = f->ftz; /* binary32:ftz where f's accumulation flushes */
     acc->kernel_set = f->kernel_set; /* bfloat16+binary32@SET: binary32@SET, the same float route */
     if (f->kernel_set) snprintf(acc->name, sizeof acc->name, "binary32@%s", vijp_kset_names[f->kernel_set - 1]);
 }
@@ -210,6 +212,10 @@ static int format_suggestion(const char *s, char *out, size_t size)
 int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err)
 {
     if (!s) return vijp_fail(err, VIJP_EINVAL, "missing format name");
+    vijp_format_mods mods; /* :ftz, :sr: the name without them, then them */
+    int modified = vijp_format_mods_split(s, &mods, err), rc_base;
+    if (modified < 0) return modified;
+    if (modified) return (rc_base = vijp_format_parse(mods.base, f, err)) ? rc_base : vijp_format_mods_apply(s, &mods, f, err);
     /* MPFR exponent convention: x = m·2^e, 1/2 <= |m| < 1.  emin is chosen so
      * that the smallest subnormal 2^(emin-1) is the format's: binary32 2^-149,
      * binary16 2^-24, bfloat16 2^-133; emax so that 2^emax is the first overflow. */

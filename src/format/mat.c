@@ -4,6 +4,7 @@
 #include "vijp/memory.h"
 #include "mpfr_io.h"
 #include "mx.h"
+#include "sr.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -94,6 +95,14 @@ void vijp_mat_set_entry_d(vijp_mat *a, size_t i, double x)
     }
 }
 
+/* Entry i of a, a result, stored: stochastically where a's format rounds
+ * so and a names its stream (mat.h), to nearest otherwise. */
+static void store_entry(vijp_mat *a, size_t i)
+{
+    if (a->fmt->store_sr && a->sr.keyed) vijp_sr_store(a->m[i], a->m[i], a->fmt, vijp_sr_bits(&a->sr, i));
+    else vo_store(a->m[i], a->m[i], a->fmt);
+}
+
 /* MX formats: a column is the reduction dimension of the product that
  * consumes it (a column per sample, its entries the features the next
  * dense layer sums over), so its blocks run down each column (mat.h). */
@@ -104,7 +113,7 @@ void vijp_mat_store(vijp_mat *a)
         for (size_t j = 0; j < a->cols; j++) vijp_mx_line(a->fmt, a->m + j * a->rows, a->rows, 1);
         return;
     }
-    for (size_t i = 0, n = vijp_mat_len(a); i < n; i++) vo_store(a->m[i], a->m[i], a->fmt);
+    for (size_t i = 0, n = vijp_mat_len(a); i < n; i++) store_entry(a, i);
 }
 
 void vijp_mat_store_line(vijp_mat *a, size_t first, size_t len, size_t stride)
@@ -175,16 +184,16 @@ int vijp_mat_check_finite(const vijp_mat *a, const char *what, vijp_error *err)
 
 /* A helper's result, rounded to the storage of a mixed format (MX: by
  * blocks once the whole result is there, vijp_mat_store). */
-static void stored(mpfr_t r, const vijp_format *f)
+static void stored(vijp_mat *a, size_t i)
 {
-    if (f->mixed && !f->mx_block) vo_store(r, r, f);
+    if (a->fmt->mixed && !a->fmt->mx_block) store_entry(a, i);
 }
 
 void vijp_mat_sub(vijp_mat *a, const vijp_mat *b, const vijp_mat *c)
 {
     for (size_t i = 0, n = vijp_mat_len(a); i < n; i++) {
         if (a->d) a->d[i] = b->d[i] - c->d[i];
-        else vo_sub(a->m[i], b->m[i], c->m[i], a->fmt), stored(a->m[i], a->fmt);
+        else vo_sub(a->m[i], b->m[i], c->m[i], a->fmt), stored(a, i);
     }
     if (a->fmt->mx_block) vijp_mat_store(a);
 }
@@ -193,7 +202,7 @@ void vijp_mat_mul_elem(vijp_mat *a, const vijp_mat *b, const vijp_mat *c)
 {
     for (size_t i = 0, n = vijp_mat_len(a); i < n; i++) {
         if (a->d) a->d[i] = b->d[i] * c->d[i];
-        else vo_mul(a->m[i], b->m[i], c->m[i], a->fmt), stored(a->m[i], a->fmt);
+        else vo_mul(a->m[i], b->m[i], c->m[i], a->fmt), stored(a, i);
     }
     if (a->fmt->mx_block) vijp_mat_store(a);
 }
