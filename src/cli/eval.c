@@ -97,6 +97,7 @@ typedef struct {
     vijp_format F;
     vijp_net net;
     vijp_mat th, X, U, G, Y, V, Gx, Gy, frag, D, ones, Gt;
+    uint64_t seed; /* --seed: also the results' stochastic-rounding streams */
 } eval_run;
 
 static void eval_run_clear(eval_run *r)
@@ -189,6 +190,10 @@ static int compute(eval_run *r, vijp_error *err)
     size_t B = r->X.cols;
     vijp_mat_init(&r->Y, L->out, B, F), vijp_mat_init(&r->V, L->out, B, F), vijp_mat_init(&r->Gx, L->in, B, F);
     vijp_mat_init(&r->Gy, L->out, B, F), vijp_mat_init(&r->frag, vijp_layer_fragment_count(L, &r->th, &r->X), 1, F);
+    /* stochastic rounding (":sr"): the streams of the one layer's results, from --seed */
+    r->Y.sr = vijp_sr_key_of(r->seed, VIJP_SR_OUTPUT, 1, 0), r->V.sr = vijp_sr_key_of(r->seed, VIJP_SR_TANGENT, 1, 0);
+    r->Gx.sr = vijp_sr_key_of(r->seed, VIJP_SR_COTANGENT, 0, 0), r->Gy.sr = vijp_sr_key_of(r->seed, VIJP_SR_COTANGENT, 1, 0);
+    r->frag.sr = vijp_sr_key_of(r->seed, VIJP_SR_FRAGMENT, 1, 0);
     int rc = vijp_layer_forward(L, &r->th, &r->X, &r->Y, err);
     if (!rc) rc = vijp_layer_jvp(L, &r->th, &r->X, &r->U, &r->V, err);
     if (!rc) rc = vijp_layer_vjp(L, &r->th, &r->X, &r->G, &r->Gx, err);
@@ -201,6 +206,7 @@ static int compute(eval_run *r, vijp_error *err)
     }
     if (!rc && r->th.rows) {
         vijp_mat_init(&r->Gt, r->th.rows, 1, F);
+        r->Gt.sr = vijp_sr_key_of(r->seed, VIJP_SR_PARAM_GRAD, 1, 0);
         rc = vijp_layer_vjp_param(L, &r->th, &r->X, &r->G, &r->Gt, err);
     }
     if (!rc) rc = vijp_mat_check_finite(&r->Y, "forward", err);
@@ -229,6 +235,7 @@ int cli_eval(int argc, char **argv)
     eval_run r = {0};
     vijp_error err = {0};
     int usage = (rc = setup(&a, &r, &err)) != 0; /* past setup a failure is the computation's */
+    r.seed = a.seed;
     if (!rc) rc = compute(&r, &err);
     if (!rc) rc = save_all(a.dir, &r, &err);
     if (!rc && !a.quiet) {

@@ -18,6 +18,7 @@ int engine_backprop(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
     int rc = 0;
     for (size_t i = 0; i <= D && !rc; i++) {
         vijp_mat_init_unset(&H[i], i ? net->layers[i - 1].out : net->width, B, f); /* copied or computed whole */
+        engine_key(&H[i], X, VIJP_SR_OUTPUT, i, 0);
         if (i == 0) vijp_mat_copy(&H[0], X);
         else rc = vijp_layer_forward(&net->layers[i - 1], &theta[i - 1], &H[i - 1], &H[i], err);
         if (!rc && i && net->layers[i - 1].type->residual == VIJP_RESIDUAL_DERIV) { /* H[i−1] := f′(h_(i−1)) */

@@ -52,6 +52,7 @@ int engine_checkpoint(const vijp_net *net, const vijp_mat *theta, const vijp_mat
             ledger_keep(&ledger, mat_bytes(&H[i]));
         }
         vijp_mat_init(&hn, L->out, B, f);
+        engine_key(&hn, X, VIJP_SR_OUTPUT, i + 1, 0);
         rc = vijp_layer_forward(L, &theta[i], &h, &hn, err);
         vijp_mat_clear(&h);
         h = hn;
@@ -63,6 +64,7 @@ int engine_checkpoint(const vijp_net *net, const vijp_mat *theta, const vijp_mat
         size_t end = start + k < D ? start + k : D;
         for (size_t i = start + 1; i < end && !rc; i++) { /* recompute h_{start+1} … h_{end−1} */
             vijp_mat_init(&H[i], net->layers[i - 1].out, B, f);
+            engine_key(&H[i], X, VIJP_SR_OUTPUT, i, 0);
             rc = vijp_layer_forward(&net->layers[i - 1], &theta[i - 1], &H[i - 1], &H[i], err);
             ledger_keep(&ledger, mat_bytes(&H[i]));
             if (!rc) engine_step(steps);

@@ -81,7 +81,7 @@ int vijp_engine_run_opts(vijp_engine_kind e, const vijp_net *net, const vijp_mat
         if (theta[i].rows && theta[i].fmt->kind != X->fmt->kind)
             return vijp_fail(err, VIJP_EINVAL, "engine: parameters of layer %zu are in another format", i + 1);
     }
-    if ((rc = engine_grads_init(out, net, X->cols, X->fmt))) return vijp_fail(err, rc, "out of memory");
+    if ((rc = engine_grads_init(out, net, X))) return vijp_fail(err, rc, "out of memory");
     engine_steps steps = {o ? o->layer_done : NULL, o ? o->layer_ctx : NULL, 0,
                           vijp_engine_layer_steps(e, net->depth, X->cols, o)};
     switch (e) {

@@ -37,6 +37,16 @@ static inline void engine_step(engine_steps *s)
     if (s->layer_done) s->layer_done(s->ctx, s->done, s->total);
 }
 
+/* Stochastic rounding (mat.h): m holds tensor (role, layer, sample) of the
+ * run whose input X names the run's stream (vijp_problem_round keys it with
+ * the run's seed); nothing when X names none.  The same tensor in two
+ * engines (h_i, g_i) gets the same bits, so their results differ by what
+ * the engines compute, not by their draws. */
+static inline void engine_key(vijp_mat *m, const vijp_mat *X, vijp_sr_role role, size_t layer, size_t sample)
+{
+    if (X->sr.keyed) m->sr = vijp_sr_key_of(X->sr.seed, role, layer, sample);
+}
+
 /* ---- common.c ---- */
 
 /* Nested forward AD for a VIJP_RESIDUAL_DERIV layer: D := f′(X), the layer's
@@ -45,8 +55,9 @@ static inline void engine_step(engine_steps *s)
  * vjp bit for bit). */
 VIJP_MUST_CHECK int engine_derivative(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, vijp_mat *D, vijp_error *err);
 
-/* Allocate out's matrices for net and batch B in format f (zeroed). */
-VIJP_MUST_CHECK int engine_grads_init(vijp_grads *out, const vijp_net *net, size_t B, const vijp_format *f);
+/* Allocate out's matrices for net and the batch of X in X's format (zeroed),
+ * keyed as g_0 … g_D and ∇θ_1 … ∇θ_D (engine_key). */
+VIJP_MUST_CHECK int engine_grads_init(vijp_grads *out, const vijp_net *net, const vijp_mat *X);
 /* g := ∇L(h) (overwrites g, same shape as h); returns the loss summed over the batch. */
 double engine_loss(const vijp_net *net, const vijp_mat *h, const vijp_mat *T, vijp_mat *g);
 

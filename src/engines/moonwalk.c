@@ -39,6 +39,7 @@ int engine_moonwalk_sweep(const vijp_net *net, const vijp_mat *theta, const vijp
         vijp_mat_clear(&frag[i]);
         if (!rc) rc = vijp_layer_vjp_param(L, &theta[i], &h, &out->g[i], &out->grad_theta[i], err);
         vijp_mat_init_unset(&hn, L->out, B, X->fmt);
+        engine_key(&hn, X, VIJP_SR_OUTPUT, i + 1, 0);
         if (!rc) rc = vijp_layer_forward(L, &theta[i], &h, &hn, err);
         vijp_mat_clear(&h);
         h = hn;
@@ -162,6 +163,7 @@ int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
         }
         ledger_keep(&ledger, res_bytes[i]);
         vijp_mat_init_unset(&hn, L->out, B, f);
+        engine_key(&hn, X, VIJP_SR_OUTPUT, i + 1, 0);
         if (!rc) rc = vijp_layer_forward(L, &theta[i], &h, &hn, err); /* not over engine_derivative's failure */
         vijp_mat_clear(&h);
         h = hn;
@@ -169,6 +171,7 @@ int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
     }
     if (!rc) {
         vijp_mat_init(&g, h.rows, B, f);
+        engine_key(&g, X, VIJP_SR_COTANGENT, D, 0);
         out->loss = engine_loss(net, &h, T, &g);
     }
     /* h now holds h_D: going back it is the output of the layer at hand
@@ -177,14 +180,17 @@ int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
     for (size_t i = D; i-- > 0 && !rc;) { /* reverse: input cotangents and fragments */
         const vijp_layer *L = &net->layers[i];
         vijp_mat_init(&Xt, L->in, B, f);
+        engine_key(&Xt, X, VIJP_SR_REBUILT, i, 0);
         int deriv = L->type->residual == VIJP_RESIDUAL_DERIV;
         if (rebuild[i]) rc = vijp_layer_inverse(L, &theta[i], &h, &Xt, err);
         else if (!deriv) surrogate(&Xt, L->type->residual, bits[i], &vals[i]);
         size_t k = deriv ? 0 : vijp_layer_fragment_count(L, &theta[i], &Xt); /* smooth: no cokernel to store */
         vijp_mat_init(&frag[i], k, 1, f);
+        engine_key(&frag[i], X, VIJP_SR_FRAGMENT, i + 1, 0);
         ledger_keep(&ledger, mat_bytes(&frag[i]));
         if (!rc && !deriv) rc = vijp_layer_fragment(L, &theta[i], &Xt, &g, &frag[i], err);
         vijp_mat_init_unset(&gn, L->in, B, f);
+        engine_key(&gn, X, VIJP_SR_COTANGENT, i, 0);
         if (!rc && deriv) vijp_mat_mul_elem(&gn, &g, &vals[i]); /* g ⊙ f′ */
         else if (!rc) rc = vijp_layer_vjp(L, &theta[i], &Xt, &g, &gn, err);
         vijp_mat_clear(&g);
@@ -218,7 +224,7 @@ done:
 /* One sample: forward with a block of tangents (identity for g_0, then each
  * layer's cokernel basis appended as it is met); r = Tᵀ g_D gives g_0 followed
  * by the fragments in layer order.  k[i] receives each layer's fragment size. */
-static int pure_forward_sample(const vijp_net *net, const vijp_mat *theta, const vijp_mat *x,
+static int pure_forward_sample(const vijp_net *net, const vijp_mat *theta, const vijp_mat *x, size_t b,
                                const vijp_mat *t, vijp_mat *r, size_t *k, double *loss, engine_steps *steps,
                                vijp_error *err)
 {
@@ -236,16 +242,19 @@ static int pure_forward_sample(const vijp_net *net, const vijp_mat *theta, const
         for (size_t j = 0; j < c; j++) vijp_mat_copy_range(&Hrep, j * L->in, &h, 0, L->in);
         k[i] = vijp_layer_fragment_count(L, &theta[i], &h);
         vijp_mat_init(&Tn, L->out, c + k[i], f);
+        engine_key(&Tn, x, VIJP_SR_TANGENT, i + 1, b + 1); /* sample b's tensors: the run's stream, x carries it */
         vijp_mat Tv = Tn; /* view of the first c columns */
         Tv.cols = c;
         rc = vijp_layer_jvp(L, &theta[i], &Hrep, &Tg, &Tv, err);
         if (!rc && k[i]) {
             vijp_mat_init(&Q, L->out, k[i], f);
+            engine_key(&Q, x, VIJP_SR_BASIS, i + 1, b + 1);
             rc = vijp_layer_cokernel(L, &theta[i], &h, &Q, err);
             vijp_mat_copy_range(&Tn, c * L->out, &Q, 0, L->out * k[i]);
             vijp_mat_clear(&Q);
         }
         vijp_mat_init(&hn, L->out, 1, f);
+        engine_key(&hn, x, VIJP_SR_OUTPUT, i + 1, b + 1);
         if (!rc) rc = vijp_layer_forward(L, &theta[i], &h, &hn, err);
         vijp_mat_clear(&h), vijp_mat_clear(&Hrep), vijp_mat_clear(&Tg);
         h = hn;
@@ -255,8 +264,10 @@ static int pure_forward_sample(const vijp_net *net, const vijp_mat *theta, const
     }
     if (!rc) {
         vijp_mat_init(&gD, h.rows, 1, f);
+        engine_key(&gD, x, VIJP_SR_COTANGENT, net->depth, b + 1);
         *loss += engine_loss(net, &h, t, &gD);
         vijp_mat_init(r, c, 1, f);
+        engine_key(r, x, VIJP_SR_FRAGMENT, 0, b + 1); /* g_0 and every fragment of sample b */
         vijp_mat_tdot(r, &Tg, &gD);
         vijp_mat_clear(&gD);
     }
@@ -275,11 +286,12 @@ int engine_pure_forward(const vijp_net *net, const vijp_mat *theta, const vijp_m
     int rc = 0;
     ledger_keep(&ledger, mat_bytes(X)); /* h_0, read again by the sweep */
     vijp_mat_init(&x, n0, 1, f);
+    x.sr = X->sr; /* the run's stream, for pure_forward_sample's keys */
     vijp_mat_init(&t, mD, 1, f);
     for (size_t b = 0; b < B && !rc; b++) {
         vijp_mat_copy_range(&x, 0, X, b * n0, n0);
         vijp_mat_copy_range(&t, 0, T, b * mD, mD);
-        rc = pure_forward_sample(net, theta, &x, &t, &r[b], k + b * D, &out->loss, steps, err);
+        rc = pure_forward_sample(net, theta, &x, b, &t, &r[b], k + b * D, &out->loss, steps, err);
         if (!rc) ledger_keep(&ledger, (vijp_mat_len(&r[b]) - n0) * f->value_bytes); /* its fragments */
     }
     vijp_mat_clear(&x), vijp_mat_clear(&t);

@@ -35,6 +35,7 @@ int engine_reversible(const vijp_net *net, const vijp_mat *theta, const vijp_mat
         }
         out->stored_by_depth[i] = ledger.current; /* the cut network keeps the same inputs */
         vijp_mat_init(&hn, L->out, B, f);
+        engine_key(&hn, X, VIJP_SR_OUTPUT, i + 1, 0);
         rc = vijp_layer_forward(L, &theta[i], &h, &hn, err);
         vijp_mat_clear(&h);
         h = hn;
@@ -50,6 +51,7 @@ int engine_reversible(const vijp_net *net, const vijp_mat *theta, const vijp_mat
             ledger_release(&ledger, mat_bytes(&x));
         } else {
             vijp_mat_init(&x, L->in, B, f);
+            engine_key(&x, X, VIJP_SR_REBUILT, i, 0);
             rc = vijp_layer_inverse(L, &theta[i], &h, &x, err);
             if (!rc && o && o->rebuilt_input) o->rebuilt_input(o->rebuilt_ctx, i, &x);
         }
@@ -76,6 +78,7 @@ int vijp_reversible_reconstruction(const vijp_net *net, const vijp_mat *theta, c
     int rc = 0;
     for (size_t i = 0; i <= D && !rc; i++) { /* forward, keeping every h_i (the diagnostic's own copy) */
         vijp_mat_init(&H[i], i ? net->layers[i - 1].out : net->width, B, f);
+        engine_key(&H[i], X, VIJP_SR_OUTPUT, i, 0);
         if (i == 0) vijp_mat_copy(&H[0], X);
         else rc = vijp_layer_forward(&net->layers[i - 1], &theta[i - 1], &H[i - 1], &H[i], err);
     }
@@ -86,6 +89,7 @@ int vijp_reversible_reconstruction(const vijp_net *net, const vijp_mat *theta, c
     for (size_t i = D; i-- > 0 && !rc;) { /* what the engine would rebuild */
         const vijp_layer *L = &net->layers[i];
         vijp_mat_init(&x, L->in, B, f);
+        engine_key(&x, X, VIJP_SR_REBUILT, i, 0);
         if (invertible(L)) {
             rc = vijp_layer_inverse(L, &theta[i], &cur, &x, err);
             recon[i] = rc ? vijp_xnum_of(NAN) : vijp_rel_err(&x, &H[i]);

@@ -22,6 +22,11 @@ int vijp_problem_round(vijp_problem *p, const vijp_net *net, size_t B, uint64_t 
     double *X = vijp_alloc_array(n0 * B, sizeof *X), *T = vijp_alloc_array(mD * B, sizeof *T);
     vijp_mat_init(&p->X, n0, B, f);
     vijp_mat_init(&p->T, mD, B, f);
+    /* h_0 names the run's stochastic-rounding stream (mat.h), which the
+     * engines key every tensor they store from; its own values, the loss
+     * data and the parameters are rounded to nearest, the same in every run
+     * and in the reference */
+    p->X.sr = vijp_sr_key_of(seed, VIJP_SR_OUTPUT, 0, 0);
     vijp_net_sample(net, B, seed, X, T);
     vijp_mat_set_d(&p->X, X);
     vijp_mat_set_d(&p->T, T);
