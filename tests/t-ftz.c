@@ -81,7 +81,6 @@ START_TEST(stored_values_flush_below_the_smallest_normal)
     for (size_t k = 0; k < sizeof xs / sizeof *xs; k++)
         for (int s = 1; s >= -1; s -= 2) {
             double x = s * xs[k], want = ftz_rule(x, c->p, c->nmin);
-            if (fabs(want) > 448 && c->p == 4) continue; /* e4m3's top binade: not this test's business */
             expect_same(stored(&ftz, x), want, c->flushed, x);
             /* without :ftz the subnormals stay: the smallest and largest one */
             if (k < 2) expect_same(stored(&plain, x), x, c->plain, x);
@@ -198,6 +197,7 @@ Suite *suite_ftz(void)
 {
     Suite *s = suite_create("ftz");
     TCase *tc = tcase_create("ftz");
+    tcase_set_timeout(tc, 60); /* one grad run: a loaded machine */
     tcase_add_loop_test(tc, stored_values_flush_below_the_smallest_normal, 0, sizeof FORMATS / sizeof *FORMATS);
     tcase_add_test(tc, results_whose_rounding_is_subnormal_flush);
     tcase_add_test(tc, product_operands_subnormal_in_the_accumulation_count_as_zero);
