@@ -76,6 +76,16 @@ lapack_int vijp_lapack_dgeqrf(size_t m, size_t n, double *A, size_t lda, double 
 #undef CALL
 }
 
+lapack_int vijp_lapack_dgelqf(size_t m, size_t n, double *A, size_t lda, double *tau)
+{
+    if (LAPACKE_get_nancheck()) {
+        NAN_GE(m, n, A, lda, -4);
+    }
+#define CALL LAPACKE_dgelqf_work(LAPACK_COL_MAJOR, (lapack_int)m, (lapack_int)n, A, (lapack_int)lda, tau, work, lwork)
+    WITH_WORK(double, work_size, CALL);
+#undef CALL
+}
+
 lapack_int vijp_lapack_dormqr(char side, char trans, size_t m, size_t n, size_t k, const double *A, size_t lda,
                               const double *tau, double *C, size_t ldc)
 {

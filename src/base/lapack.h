@@ -23,6 +23,8 @@ lapack_int vijp_lapack_dgesvd(char jobu, char jobvt, size_t m, size_t n, double 
                               double *VT, size_t ldvt);
 /* LAPACKE_dgeqrf(LAPACK_COL_MAJOR, m, n, A, lda, tau). */
 lapack_int vijp_lapack_dgeqrf(size_t m, size_t n, double *A, size_t lda, double *tau);
+/* LAPACKE_dgelqf(LAPACK_COL_MAJOR, m, n, A, lda, tau). */
+lapack_int vijp_lapack_dgelqf(size_t m, size_t n, double *A, size_t lda, double *tau);
 /* LAPACKE_dormqr(LAPACK_COL_MAJOR, side, trans, m, n, k, A, lda, tau, C, ldc). */
 lapack_int vijp_lapack_dormqr(char side, char trans, size_t m, size_t n, size_t k, const double *A, size_t lda,
                               const double *tau, double *C, size_t ldc);

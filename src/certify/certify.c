@@ -11,7 +11,7 @@
  *  3. c = ((N+1)u / (1 − 2(N+1)u)) (tr A + 2N²η) + 4ηN(2(N+1)+max A_ii),
  *     at least the constant of Rump (2006) / Rump & Jeannerod (2014) as
  *     machine-checked in ValidSDP and the one DESIGN §4 writes (see
- *     rump_constant): if floating-point Cholesky of B runs to completion,
+ *     vijp_cert_rump_constant in proof_double.c): if floating-point Cholesky of B runs to completion,
  *     then B + c_B I ⪰ 0.  We take B = A with its diagonal lowered again by c
  *     (computed from A, which dominates B, rounded up and enlarged by
  *     2^-20), so A = B + D with D ⪰ c I > c_B I, hence A ≻ 0, hence
@@ -21,10 +21,14 @@
  * Scalars (e_G, shifts, c) are computed in MPFR with directed rounding; the
  * Cholesky is the plain dot-product algorithm of Rump's paper, in C with
  * -ffp-contract=off.  An enclosure radius R of the exact J = M + Δ,
- * |Δ| <= R, costs σ_min(J) >= σ_min(M) − ‖R‖_F (Weyl). */
+ * |Δ| <= R, costs σ_min(J) >= σ_min(M) − ‖R‖_F (Weyl).
+ * The double routes (direct, and preconditioned past κ ≈ 1e5) are in
+ * proof_double.c; this file holds the MPFR retry, the structure checks, the
+ * scalings and the verdict. */
 #include "vijp/certify.h"
 #include "vijp/error.h"
 #include "exact.h"
+#include "proof.h"
 #include <cblas.h>
 #include <lapacke.h>
 #include <limits.h>
@@ -41,227 +45,6 @@
 /* The exact rank (certify_exact.c) is tried up to this many rows: 0.5 s at
  * 512 × 512 (FLINT's multimodular nullspace), the size the proofs target. */
 #define CERT_EXACT_ROWS_MAX 512
-
-/* ---- scalars with directed rounding ---- */
-
-static double sum_squares_up(const double *A, size_t len)
-{
-    mpfr_t acc, t;
-    mpfr_inits2(128, acc, t, (mpfr_ptr)0);
-    mpfr_set_zero(acc, 1);
-    for (size_t i = 0; i < len; i++) {
-        mpfr_set_d(t, A[i], MPFR_RNDN); /* exact */
-        mpfr_sqr(t, t, MPFR_RNDU);      /* exact at 128 bits */
-        mpfr_add(acc, acc, t, MPFR_RNDU);
-    }
-    double r = mpfr_get_d(acc, MPFR_RNDU);
-    mpfr_clears(acc, t, (mpfr_ptr)0);
-    return r;
-}
-
-/* γ_k = k u / (1 − k u), rounded up, in an MPFR value (u = 2^-p). */
-static void gamma_up(mpfr_t g, unsigned long k, long p)
-{
-    mpfr_t num, den;
-    mpfr_inits2(mpfr_get_prec(g), num, den, (mpfr_ptr)0);
-    mpfr_set_ui_2exp(num, k, -p, MPFR_RNDU);
-    mpfr_ui_sub(den, 1, num, MPFR_RNDD);
-    mpfr_div(g, num, den, MPFR_RNDU);
-    mpfr_clears(num, den, (mpfr_ptr)0);
-}
-
-/* c of step 3 for an N × N matrix with trace tr and largest diagonal dmax
- * (both upper bounds), unit roundoff u = 2^-p and underflow unit eta (0 in
- * MPFR).  ValidSDP's corollary (theories/cholesky_infnan.v,
- * corollary_2_4_with_c_upper_bound_infnan) asks for
- *   c >= ½γ_{2(N+1)} tr A + 4η'N(2(N+1) + max A_ii),  η' = 2^-1075,
- * and DESIGN §4 writes ((N+1)u/(1−(N+1)u))(tr A + 2N²η) + 4ηN(N+1+max A_ii);
- * we take a constant above both:
- *   c = ((N+1)u/(1 − 2(N+1)u)) (tr A + 2N²η) + 4ηN(2(N+1) + max A_ii),  η = 2^-1074,
- * (½γ_{2(N+1)} = (N+1)u/(1 − 2(N+1)u)), then enlarge it by 2^-20 so that the
- * inequality with the constant of the matrix actually factored is strict.
- * Requires 2(N+1)u < 1: 0 (no certificate) otherwise. */
-static int rump_constant(mpfr_t c, const mpfr_t tr, const mpfr_t dmax, size_t N, long p, const mpfr_t eta)
-{
-    mpfr_t a, b, den;
-    mpfr_inits2(mpfr_get_prec(c), a, b, den, (mpfr_ptr)0);
-    mpfr_set_ui_2exp(a, N + 1, -p, MPFR_RNDU);    /* (N+1)u */
-    mpfr_mul_2ui(den, a, 1, MPFR_RNDU);           /* 2(N+1)u */
-    int ok = mpfr_cmp_d(den, 0.5) < 0;
-    mpfr_ui_sub(den, 1, den, MPFR_RNDD);
-    mpfr_div(a, a, den, MPFR_RNDU);               /* (N+1)u / (1 − 2(N+1)u) */
-    mpfr_mul_ui(b, eta, 2 * N, MPFR_RNDU);
-    mpfr_mul_ui(b, b, N, MPFR_RNDU);              /* 2N²η, without forming N² in size_t */
-    mpfr_add(b, b, tr, MPFR_RNDU);
-    mpfr_mul(c, a, b, MPFR_RNDU);
-    mpfr_add_ui(a, dmax, 2 * (N + 1), MPFR_RNDU);
-    mpfr_mul(a, a, eta, MPFR_RNDU);
-    mpfr_mul_ui(a, a, 4 * N, MPFR_RNDU);
-    mpfr_add(c, c, a, MPFR_RNDU);
-    mpfr_mul_d(c, c, 1 + 0x1p-20, MPFR_RNDU);
-    mpfr_clears(a, b, den, (mpfr_ptr)0);
-    return ok;
-}
-
-/* ---- the double certificate ---- */
-
-/* Cholesky in the dot-product form of Rump (2006), eq. (2.1), on the upper
- * triangle of the column-major N × N A (overwritten by R).  1 if it runs to
- * completion with every pivot positive and finite. */
-static int cholesky_d(double *A, size_t N)
-{
-    for (size_t j = 0; j < N; j++) {
-        double *cj = A + j * N;
-        for (size_t i = 0; i <= j; i++) {
-            const double *ci = A + i * N;
-            double acc[4] = {0, 0, 0, 0};
-            size_t k = 0;
-            for (; k + 4 <= i; k += 4)
-                for (int l = 0; l < 4; l++) acc[l] += ci[k + l] * cj[k + l];
-            for (; k < i; k++) acc[0] += ci[k] * cj[k];
-            double t = cj[i] - ((acc[0] + acc[1]) + (acc[2] + acc[3]));
-            if (i < j) cj[i] = t / ci[i];
-            else if (!(t > 0) || !isfinite(t)) return 0;
-            else cj[j] = sqrt(t);
-        }
-    }
-    return 1;
-}
-
-/* Steps 2–3 on G (N × N, upper triangle, kept) for s² and e_G: 1 if proven. */
-static int shifted_cholesky_d(const double *G, size_t N, double s2, double eG, double *work)
-{
-    mpfr_t t, shift, tr, dmax, c, eta;
-    mpfr_inits2(64, t, shift, tr, dmax, c, eta, (mpfr_ptr)0);
-    mpfr_set_d(shift, s2, MPFR_RNDU);
-    mpfr_add_d(shift, shift, eG, MPFR_RNDU);
-    mpfr_set_zero(tr, 1), mpfr_set_zero(dmax, 1);
-    mpfr_set_ui_2exp(eta, 1, -1074, MPFR_RNDN);
-    memcpy(work, G, N * N * sizeof *work);
-    int ok = 1;
-    for (size_t i = 0; i < N && ok; i++) {
-        mpfr_set_d(t, G[i + i * N], MPFR_RNDN);
-        mpfr_sub(t, t, shift, MPFR_RNDD);
-        work[i + i * N] = mpfr_get_d(t, MPFR_RNDD);
-        ok = work[i + i * N] > 0; /* a non-positive diagonal is not positive definite */
-        mpfr_add_d(tr, tr, work[i + i * N], MPFR_RNDU);
-        if (mpfr_cmp_d(dmax, work[i + i * N]) < 0) mpfr_set_d(dmax, work[i + i * N], MPFR_RNDU);
-    }
-    if (ok && (ok = rump_constant(c, tr, dmax, N, 53, eta))) {
-        for (size_t i = 0; i < N && ok; i++) {
-            mpfr_set_d(t, work[i + i * N], MPFR_RNDN);
-            mpfr_sub(t, t, c, MPFR_RNDD);
-            work[i + i * N] = mpfr_get_d(t, MPFR_RNDD);
-            ok = work[i + i * N] > 0;
-        }
-    }
-    mpfr_clears(t, shift, tr, dmax, c, eta, (mpfr_ptr)0);
-    return ok && cholesky_d(work, N);
-}
-
-/* ---- the preconditioned double certificate ----
- * The direct route needs σ_min² above ~2 n u ‖M‖_F²: κ up to ~1e5 at
- * n = 512.  Past that, precondition: Z ≈ R^-T from a numerical Cholesky
- * M Mᵀ ≈ RᵀR makes Y = Z M nearly orthonormal in its rows, and
- *   σ_min(M) >= σ_min(Z M) / ‖Z‖₂           (M = Z^-1 (Z M); Z is
- *                                            invertible once σ_min(Z M) > 0)
- *   σ_min(Z M) >= σ_min(Ŷ) − ‖Ŷ − Z M‖₂,   Ŷ = fl(Z M), ‖Ŷ − Z M‖₂ <= γ_m ‖Z‖_F ‖M‖_F + m² n η,
- * with σ_min(Ŷ) proven by the direct route (Ŷ is well conditioned) and
- * ‖Z‖₂² < t proven by the same shifted Cholesky on t I − fl(ZᵀZ), whose
- * condition is ~ t / (t − λ_max) = 20.  No step trusts an unproven number. */
-
-static double norm_upper_d(const mpfr_t x) { return mpfr_get_d(x, MPFR_RNDU); }
-
-static int prove_preconditioned_d(const double *M, size_t m, size_t n, double frob2, double *s_out)
-{
-    double *G = vijp_alloc_array(m * m, sizeof *G), *Z = vijp_alloc_array(m * m, sizeof *Z), *Y = vijp_alloc_array(m * n, sizeof *Y),
-           *H = vijp_alloc_array(m * m, sizeof *H), *work = vijp_alloc_array(m * m, sizeof *work), *v = vijp_alloc_array(2 * m, sizeof *v);
-    int ok = G && Z && Y && H && work && v;
-    mpfr_t a, b, eta;
-    mpfr_inits2(64, a, b, eta, (mpfr_ptr)0);
-    mpfr_set_ui_2exp(eta, 1, -1074, MPFR_RNDN);
-    /* Z = R^-T from a numerical Cholesky of fl(M Mᵀ): nothing here needs to be exact. */
-    if (ok) {
-        cblas_dsyrk(CblasColMajor, CblasUpper, CblasNoTrans, (int)m, (int)n, 1.0, M, (int)m, 0.0, G, (int)m);
-        ok = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'U', (int)m, G, (int)m) == 0 &&
-             LAPACKE_dtrtri(LAPACK_COL_MAJOR, 'U', 'N', (int)m, G, (int)m) == 0;
-    }
-    for (size_t j = 0; ok && j < m; j++)
-        for (size_t i = 0; i <= j; i++) Z[j + i * m] = G[i + j * m]; /* Z = (R^-1)ᵀ, lower */
-    double frobZ2 = ok ? sum_squares_up(Z, m * m) : NAN, sY = 0, t = 0;
-    ok = ok && isfinite(frobZ2);
-    /* σ_min(Ŷ) >= sY by the direct route. */
-    if (ok) {
-        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)m, 1.0, Z, (int)m, M, (int)m, 0.0,
-                    Y, (int)m);
-        double frobY2 = sum_squares_up(Y, m * n);
-        gamma_up(a, n, 53);
-        mpfr_mul_d(a, a, frobY2, MPFR_RNDU);
-        mpfr_mul_ui(b, eta, m * n, MPFR_RNDU);
-        mpfr_add(a, a, b, MPFR_RNDU);
-        double eGY = norm_upper_d(a);
-        memset(G, 0, m * m * sizeof *G);
-        cblas_dsyrk(CblasColMajor, CblasUpper, CblasNoTrans, (int)m, (int)n, 1.0, Y, (int)m, 0.0, G, (int)m);
-        static const double f[] = {0.81, 0.49, 0.25};
-        ok = 0;
-        for (int k = 0; k < 3 && !ok && isfinite(frobY2); k++)
-            if ((ok = shifted_cholesky_d(G, m, f[k], eGY, work))) sY = sqrt(f[k]) * (1 - 0x1p-50); /* RD(√f) */
-    }
-    /* ‖Z‖₂² < t: power iteration for an estimate, then the proof on t I − fl(ZᵀZ). */
-    if (ok) {
-        cblas_dsyrk(CblasColMajor, CblasUpper, CblasTrans, (int)m, (int)m, 1.0, Z, (int)m, 0.0, H, (int)m);
-        for (size_t i = 0; i < m; i++) v[i] = 1;
-        double lam = 0;
-        for (int it = 0; it < 30; it++) {
-            cblas_dsymv(CblasColMajor, CblasUpper, (int)m, 1.0, H, (int)m, v, 1, 0.0, v + m, 1);
-            lam = cblas_dnrm2((int)m, v + m, 1);
-            if (!(lam > 0) || !isfinite(lam)) break;
-            for (size_t i = 0; i < m; i++) v[i] = v[m + i] / lam;
-        }
-        gamma_up(a, m, 53);
-        mpfr_mul_d(a, a, frobZ2, MPFR_RNDU);
-        mpfr_mul_ui(b, eta, m * m, MPFR_RNDU);
-        mpfr_add(a, a, b, MPFR_RNDU);
-        double eH = norm_upper_d(a);
-        ok = 0;
-        for (int k = 0; k < 4 && !ok && lam > 0 && isfinite(lam); k++) {
-            t = lam * (1.05 + 0.5 * k) + 2 * eH;
-            memset(work, 0, m * m * sizeof *work);
-            for (size_t j = 0; j < m; j++) /* t I − H: off-diagonal negated exactly, diagonal rounded down */
-                for (size_t i = 0; i < j; i++) work[i + j * m] = -H[i + j * m];
-            double *Hs = vijp_alloc_array(m * m, sizeof *Hs), *w2 = vijp_alloc_array(m * m, sizeof *w2);
-            if (!Hs || !w2) {
-                free(Hs), free(w2);
-                break;
-            }
-            memcpy(Hs, work, m * m * sizeof *Hs);
-            for (size_t i = 0; i < m; i++) {
-                mpfr_set_d(a, t, MPFR_RNDN);
-                mpfr_sub_d(a, a, H[i + i * m], MPFR_RNDD);
-                Hs[i + i * m] = mpfr_get_d(a, MPFR_RNDD);
-            }
-            ok = shifted_cholesky_d(Hs, m, 0, eH, w2);
-            free(Hs), free(w2);
-        }
-    }
-    /* s = (sY − e_Y) / √t, rounded down. */
-    if (ok) {
-        gamma_up(a, m, 53);
-        mpfr_mul_d(a, a, sqrt(frobZ2) * (1 + 0x1p-50), MPFR_RNDU);
-        mpfr_mul_d(a, a, sqrt(frob2) * (1 + 0x1p-50), MPFR_RNDU);
-        mpfr_mul_ui(b, eta, m * m * n, MPFR_RNDU);
-        mpfr_add(a, a, b, MPFR_RNDU); /* e_Y */
-        mpfr_d_sub(a, sY, a, MPFR_RNDD);
-        mpfr_set_d(b, t, MPFR_RNDU);
-        mpfr_sqrt(b, b, MPFR_RNDU);
-        mpfr_div(a, a, b, MPFR_RNDD);
-        *s_out = mpfr_get_d(a, MPFR_RNDD);
-        ok = *s_out > 0;
-    }
-    mpfr_clears(a, b, eta, (mpfr_ptr)0);
-    free(G), free(Z), free(Y), free(H), free(work), free(v);
-    return ok;
-}
 
 /* ---- the MPFR certificate ---- */
 
@@ -299,7 +82,7 @@ static int gram_mp_init(gram_mp *g, const double *M, size_t m, size_t n, long p,
                 mpfr_fma(g->G[i + j * m], a, b, g->G[i + j * m], MPFR_RNDN);
             }
         }
-    gamma_up(g->eG, n, p);
+    vijp_cert_gamma_up(g->eG, n, p);
     mpfr_mul_d(g->eG, g->eG, frob2, MPFR_RNDU);
     mpfr_clears(a, b, (mpfr_ptr)0);
     return !mpfr_underflow_p();
@@ -342,7 +125,7 @@ static int shifted_cholesky_mp(const gram_mp *g, long p, const mpfr_t s2)
         mpfr_add(tr, tr, R[i + i * N], MPFR_RNDU);
         if (mpfr_cmp(dmax, R[i + i * N]) < 0) mpfr_set(dmax, R[i + i * N], MPFR_RNDU);
     }
-    if (ok && (ok = rump_constant(c, tr, dmax, N, p, eta))) {
+    if (ok && (ok = vijp_cert_rump_constant(c, tr, dmax, N, p, eta))) {
         for (size_t i = 0; i < N && ok; i++) {
             mpfr_sub(R[i + i * N], R[i + i * N], c, MPFR_RNDD);
             ok = mpfr_sgn(R[i + i * N]) > 0;
@@ -449,61 +232,33 @@ void vijp_certificate_clear(vijp_certificate *c)
     memset(c, 0, sizeof *c);
 }
 
-/* Try to prove σ_min(M) > s: double first, then MPFR at doubling precision.
- * Returns 1 and sets *s (rounded down) and *prec on success. */
-static int prove(const double *M, size_t m, size_t n, const vijp_numeric *num, long prec_max, double *s, long *prec,
-                 char *why, size_t whysz)
+/* 2^k with max |M_ij|·2^k in [1/2, 1): SM = 2^k·M, exactly, so that the
+ * proof sees the same matrix at every power-of-two scale (σ_min(2^k M) =
+ * 2^k σ_min(M)): at 1e300 ‖M‖_F² no longer overflows, at 1e-300 fl(M Mᵀ)
+ * no longer underflows into the η terms of e_G and c, which swamped
+ * σ_min² there.  k = 0 (SM = M) where scaling down would round an entry
+ * below 2^-1022 (a range of more than ~2^1000 within M). */
+static int power_of_two_scale(const double *M, size_t len, double *SM)
 {
-    double frob2 = sum_squares_up(M, m * n);
-    if (!isfinite(frob2)) {
-        snprintf(why, whysz, "‖J‖_F² overflows double");
-        return 0;
+    int hi = INT_MIN;
+    for (size_t i = 0; i < len; i++)
+        if (M[i] != 0 && ilogb(M[i]) > hi) hi = ilogb(M[i]);
+    int k = hi == INT_MIN ? 0 : -1 - hi, exact = 1;
+    for (size_t i = 0; i < len; i++) {
+        SM[i] = ldexp(M[i], k);
+        exact &= ldexp(SM[i], -k) == M[i]; /* scaling up is exact (max below 1); down, checked */
     }
-    /* Double: only worth it when LAPACK sees the smallest singular value clearly. */
-    if (num->sigma_min > num->rank_tol) {
-        double *G = vijp_alloc_array(m * m, sizeof *G), *work = vijp_alloc_array(m * m, sizeof *work);
-        mpfr_t g, e;
-        mpfr_inits2(64, g, e, (mpfr_ptr)0);
-        gamma_up(g, n, 53);
-        mpfr_mul_d(e, g, frob2, MPFR_RNDU);
-        mpfr_t eta_term;
-        mpfr_init2(eta_term, 64);
-        mpfr_set_ui_2exp(eta_term, m * n, -1074, MPFR_RNDU);
-        mpfr_add(e, e, eta_term, MPFR_RNDU);
-        double eG = mpfr_get_d(e, MPFR_RNDU);
-        mpfr_clears(g, e, eta_term, (mpfr_ptr)0);
-        int ok = 0;
-        if (G && work) {
-            cblas_dsyrk(CblasColMajor, CblasUpper, CblasNoTrans, (int)m, (int)n, 1.0, M, (int)m, 0.0, G, (int)m);
-            /* s = 0.99σ first (margins for e_G, c and LAPACK's error), then
-             * 0.9σ; then the preconditioned route, which keeps ~0.9σ far past
-             * where the direct one must drop to 0.5σ or 0.1σ; then those. */
-            static const double f[] = {0.98, 0.81, 0.25, 0.01};
-            for (int k = 0; k < 4 && !ok; k++) {
-                if (k == 2 && prove_preconditioned_d(M, m, n, frob2, s)) {
-                    ok = 1;
-                    *prec = 53;
-                    break;
-                }
-                double s2 = f[k] * num->sigma_min * num->sigma_min;
-                if (s2 > 0 && (ok = shifted_cholesky_d(G, m, s2, eG, work))) {
-                    mpfr_t r;
-                    mpfr_init2(r, 64);
-                    mpfr_set_d(r, s2, MPFR_RNDD);
-                    mpfr_sqrt(r, r, MPFR_RNDD);
-                    *s = mpfr_get_d(r, MPFR_RNDD);
-                    mpfr_clear(r);
-                    *prec = 53;
-                }
-            }
-        }
-        free(G), free(work);
-        if (ok) return 1;
-    }
+    if (!exact) memcpy(SM, M, len * sizeof *SM), k = 0;
+    return k;
+}
+
+/* The MPFR retry on M (m × n, ‖M‖_F² <= frob2) at doubling precision. */
+static int prove_mpfr(const double *M, size_t m, size_t n, const vijp_numeric *num, double frob2, long prec_max,
+                      double *s, long *prec, char *why, size_t whysz)
+{
     unsigned long long work = (unsigned long long)m * m * n / 2 + (unsigned long long)m * m * m / 6;
     if (work > CERT_MPFR_WORK_MAX) {
-        snprintf(why, whysz, "double could not prove it (κ ≈ %.3g) and the MPFR retry is refused for a %zu × %zu Jacobian",
-                 num->condition, m, n);
+        snprintf(why, whysz, "no proof in double (κ ≈ %.3g); MPFR refused at %zu × %zu", num->condition, m, n);
         return 0;
     }
     for (long p = 106; p <= prec_max; p *= 2) {
@@ -528,6 +283,35 @@ static int prove(const double *M, size_t m, size_t n, const vijp_numeric *num, l
     }
     snprintf(why, whysz, "no certificate up to mpfr:%ld (κ ≈ %.3g)", prec_max, num->condition);
     return 0;
+}
+
+enum { PROVE_DOUBLE = 1, PROVE_MPFR = 2 };
+
+/* Try to prove σ_min(M) > s on 2^k·M (power_of_two_scale): in double
+ * (stages & PROVE_DOUBLE), then in MPFR at doubling precision (& PROVE_MPFR).
+ * Returns 1 and sets *s (rounded down) and *prec on success. */
+static int prove(const double *M0, size_t m, size_t n, const vijp_numeric *num, long prec_max, int stages, double *s,
+                 long *prec, char *why, size_t whysz)
+{
+    double *M = vijp_alloc_unset(m * n * sizeof *M);
+    int k = power_of_two_scale(M0, m * n, M), ok = 0;
+    double frob2 = vijp_cert_sum_squares_up(M, m * n, 1);
+    if (!isfinite(frob2)) snprintf(why, whysz, "‖J‖_F² overflows double");
+    else {
+        /* LAPACK's σ̂_min of M0 scales with M0 (it only steers) */
+        if (stages & PROVE_DOUBLE)
+            ok = vijp_cert_prove_double(M, m, n, ldexp(num->sigma_min, k), num->condition, frob2, s) && (*prec = 53);
+        if (!ok && (stages & PROVE_MPFR)) ok = prove_mpfr(M, m, n, num, frob2, prec_max, s, prec, why, whysz);
+    }
+    free(M);
+    if (!ok) return 0;
+    mpfr_t t;
+    mpfr_init2(t, 64);
+    mpfr_set_d(t, *s, MPFR_RNDD);
+    mpfr_mul_2si(t, t, -k, MPFR_RNDD); /* exact unless it leaves double's range: then down */
+    *s = mpfr_get_d(t, MPFR_RNDD);
+    mpfr_clear(t);
+    return *s > 0 || (snprintf(why, whysz, "the proven bound is below double's range"), 0);
 }
 
 /* DM = D·M, D = diag(2^k_i) putting each row's largest |entry| in [1/2, 1)
@@ -564,7 +348,7 @@ static int prove_equilibrated(const double *M, size_t m, size_t n, long prec_max
     int K = equilibrate_rows(M, m, n, DM), ok = 0;
     vijp_numeric num;
     if (!vijp_numeric_analysis(DM, m, n, &num, NULL)) {
-        ok = prove(DM, m, n, &num, prec_max, s, prec, why, whysz);
+        ok = prove(DM, m, n, &num, prec_max, PROVE_DOUBLE | PROVE_MPFR, s, prec, why, whysz);
         vijp_numeric_clear(&num);
     }
     free(DM);
@@ -610,19 +394,31 @@ static int certify_matrix(const double *mid, const double *rad, size_t m, size_t
     int rc = vijp_numeric_analysis(mid, m, n, &out->num, err);
     out->seconds_numeric = seconds_now() - t0;
     if (rc) return rc;
-    out->enclosure_radius = rad ? sqrt(sum_squares_up(rad, m * n)) : 0;
+    out->enclosure_radius = rad ? sqrt(vijp_cert_sum_squares_up(rad, m * n, 1)) : 0;
     if (out->enclosure_radius > 0) out->enclosure_radius = nextafter(out->enclosure_radius, INFINITY); /* sqrt rounded up */
     out->cokernel_dim = out->num.cokernel_dim;
     long prec_max = o && o->prec_max ? o->prec_max : CERT_PREC_MAX_DEFAULT;
 
     size_t proven = out->enclosure_radius == 0 ? proven_cokernel(mid, m, n, &out->num, out->reason, sizeof out->reason) : 0;
     if (m > n && proven < m - n) proven = m - n;
+    double s;
+    long prec;
+    /* Reasons are never cut: why holds one of prove()'s messages (at most
+     * 100 bytes, with 20-digit sizes) and " (and with rows equilibrated)"
+     * (29), and the longest reason around it adds at most 117 (exact rank's
+     * and the numerical verdict's, with 20-digit sizes): 246 < sizeof
+     * out->reason. */
+    char why[256] = "";
+    /* The double routes first, whatever LAPACK's rank: a few m²n operations,
+     * and a bound on σ_min says more than an exact rank (they reach κ ≈
+     * 1e15 at n = 512, past LAPACK's rank tolerance n·u·σ_max). */
+    int proved = !proven && prove(mid, m, n, &out->num, prec_max, PROVE_DOUBLE, &s, &prec, why, sizeof why);
     /* An exact matrix that LAPACK sees as rank-deficient beyond what its
      * structure proves: its exact rank settles it, before any climb. */
     int exactly_full = 0;
     size_t exact_dim;
-    if (out->enclosure_radius == 0 && out->num.rank < m && proven < out->num.cokernel_dim && m <= CERT_EXACT_ROWS_MAX &&
-        vijp_exact_cokernel(mid, m, n, &exact_dim)) {
+    if (!proved && out->enclosure_radius == 0 && out->num.rank < m && proven < out->num.cokernel_dim &&
+        m <= CERT_EXACT_ROWS_MAX && vijp_exact_cokernel(mid, m, n, &exact_dim)) {
         if (exact_dim > 0) {
             out->verdict = VIJP_NOT_SUBMERSIVE;
             snprintf(out->method, sizeof out->method, "exact-rank");
@@ -647,15 +443,12 @@ static int certify_matrix(const double *mid, const double *rad, size_t m, size_t
         if (!out->reason[0]) snprintf(out->reason, sizeof out->reason, "structure: %zu outputs from %zu inputs", m, n);
         return 0;
     }
-    double s;
-    long prec;
-    char why[256] = "";
-    int proved = prove(mid, m, n, &out->num, prec_max, &s, &prec, why, sizeof why);
-    if (!proved && (exactly_full || !isfinite(sum_squares_up(mid, m * n)))) {
+    if (!proved) proved = prove(mid, m, n, &out->num, prec_max, PROVE_MPFR, &s, &prec, why, sizeof why);
+    if (!proved && (exactly_full || !isfinite(vijp_cert_sum_squares_up(mid, m * n, 1)))) {
         char why2[256] = "";
         if ((proved = prove_equilibrated(mid, m, n, prec_max, &s, &prec, why2, sizeof why2)))
             why[0] = 0;
-        else if (why2[0]) snprintf(why + strlen(why), sizeof why - strlen(why), "; rows equilibrated: %s", why2);
+        else snprintf(why + strlen(why), sizeof why - strlen(why), " (and with rows equilibrated)");
     }
     if (exactly_full && !proved) {
         /* Full row rank over the rationals is submersivity itself: a
@@ -664,8 +457,8 @@ static int certify_matrix(const double *mid, const double *rad, size_t m, size_t
         snprintf(out->method, sizeof out->method, "exact-rank");
         out->cokernel_dim = 0, out->cokernel_proven = 1;
         snprintf(out->reason, sizeof out->reason,
-                 "exact rank %zu over the rationals (integer elimination and a modular rank, both checked); "
-                 "no bound on σ_min up to mpfr:%ld (κ ≈ %.3g)", m, prec_max, out->num.condition);
+                 "exact rank %zu over the rationals (integer elimination, modular rank, both checked); "
+                 "no bound on σ_min: %s", m, why);
         return 0;
     }
     if (proved) {

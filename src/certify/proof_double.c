@@ -1,0 +1,449 @@
+/* The double certificate (DESIGN §4, "certified"; steps 1–3 and Rump's
+ * constant at the top of certify.c): σ_min(M) > s proven in double
+ * arithmetic, for an m × n M (m <= n), by
+ *   the direct route: a shifted Cholesky of fl(M Mᵀ), which reaches as far
+ *     as σ_min² clears e_G + c ≈ (n + m + 1)·u·‖M‖_F² (κ ≈ 1e5 at n = 512);
+ *   the preconditioned route, past that: Z ≈ L⁻¹ from M = LQ (Householder
+ *     QR of Mᵀ, which does not square κ as a Cholesky of M Mᵀ would), so
+ *     that ZM ≈ Q has nearly orthonormal rows, and
+ *       σ_min(M) >= σ_min(ZM) / ‖Z‖₂        (M = Z⁻¹(ZM): Z is invertible
+ *                                             once σ_min(ZM) > 0)
+ *       σ_min(ZM) >= σ_min(Ŷ) − ‖Ŷ − ZM‖₂   (Weyl),
+ *     σ_min(Ŷ) proven by the direct route (Ŷ is well conditioned) and
+ *     ‖Z‖₂² < t by the same shifted Cholesky on tI − fl(ZᵀZ), whose
+ *     condition is ~ t/(t − λ_max) ≈ 20.  Ŷ's rows come from a double
+ *     product (dtrmm, error γ_m‖z_i‖‖M‖_F per row in 2-norm, Higham ASNA
+ *     §3.1, any order, with or without FMA), except the rows of largest
+ *     ‖z_i‖: those come from double-double products (src/ddot: Ogita–Rump–
+ *     Oishi's Dot2 with a rigorous bound per entry), as many as it takes to
+ *     bring the double rows' error below 1/32.  That reaches κ ≈ 1e15 at
+ *     n = 512, where the QR's own backward error (~u·κ relative) stops
+ *     ZM being near-orthonormal.
+ * No step trusts an unproven number: Z, the QR, LAPACK's estimates and the
+ * power iteration only steer. */
+#include "proof.h"
+#include "base/lapack.h"
+#include "ddot/ddot.h"
+#include "vijp/error.h"
+#include <cblas.h>
+#include <lapacke.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- scalars with directed rounding ---- */
+
+/* Σ x_i² in double, any order: each square is x_i²(1 + δ) + ε with |δ| <= u,
+ * and ε = 0 unless |x_i| < 2^-511, where the square may fall below the
+ * normal range: then |ε| <= η/2 (η = 2^-1074).  The len − 1 additions of
+ * non-negative terms lose at most γ_(len−1) relative (Higham, ASNA §3.1;
+ * additions are exact in the subnormal range), so with ŝ the computed sum
+ * and t the number of such tiny nonzero x_i
+ *   Σ x_i² <= ŝ / ((1 − γ_len)(1 − u)) + t·η,
+ * evaluated in MPFR rounding up: 0 for a zero vector (a radius of zeros
+ * must stay an exact matrix).  A fast stand-in for summing in MPFR, which
+ * took half of the proof's time at n = 512. */
+double vijp_cert_sum_squares_up(const double *x, size_t len, size_t inc)
+{
+    double acc[4] = {0, 0, 0, 0};
+    size_t tiny = 0, i = 0;
+    for (; i + 4 <= len; i += 4)
+        for (size_t l = 0; l < 4; l++) {
+            double v = x[(i + l) * inc];
+            acc[l] += v * v;
+            tiny += v != 0 && fabs(v) < 0x1p-511;
+        }
+    for (; i < len; i++) acc[0] += x[i * inc] * x[i * inc], tiny += x[i * inc] != 0 && fabs(x[i * inc]) < 0x1p-511;
+    double s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    if (!isfinite(s)) return INFINITY;
+    mpfr_t g, den, r;
+    mpfr_inits2(64, g, den, r, (mpfr_ptr)0);
+    vijp_cert_gamma_up(g, len ? len : 1, 53);
+    mpfr_ui_sub(den, 1, g, MPFR_RNDD);
+    mpfr_mul_d(den, den, 1 - 0x1p-53, MPFR_RNDD);
+    mpfr_set_d(r, s, MPFR_RNDN); /* exact */
+    mpfr_div(r, r, den, MPFR_RNDU);
+    mpfr_set_ui_2exp(g, tiny, -1074, MPFR_RNDU);
+    mpfr_add(r, r, g, MPFR_RNDU);
+    double b = mpfr_get_d(r, MPFR_RNDU);
+    mpfr_clears(g, den, r, (mpfr_ptr)0);
+    return b;
+}
+
+void vijp_cert_gamma_up(mpfr_t g, unsigned long k, long p)
+{
+    mpfr_t num, den;
+    mpfr_inits2(mpfr_get_prec(g), num, den, (mpfr_ptr)0);
+    mpfr_set_ui_2exp(num, k, -p, MPFR_RNDU);
+    mpfr_ui_sub(den, 1, num, MPFR_RNDD);
+    mpfr_div(g, num, den, MPFR_RNDU);
+    mpfr_clears(num, den, (mpfr_ptr)0);
+}
+
+/* c of step 3 for an N × N matrix with trace tr and largest diagonal dmax
+ * (both upper bounds), unit roundoff u = 2^-p and underflow unit eta (0 in
+ * MPFR).  ValidSDP's corollary (theories/cholesky_infnan.v,
+ * corollary_2_4_with_c_upper_bound_infnan) asks for
+ *   c >= ½γ_{2(N+1)} tr A + 4η'N(2(N+1) + max A_ii),  η' = 2^-1075,
+ * and DESIGN §4 writes ((N+1)u/(1−(N+1)u))(tr A + 2N²η) + 4ηN(N+1+max A_ii);
+ * we take a constant above both:
+ *   c = ((N+1)u/(1 − 2(N+1)u)) (tr A + 2N²η) + 4ηN(2(N+1) + max A_ii),  η = 2^-1074,
+ * (½γ_{2(N+1)} = (N+1)u/(1 − 2(N+1)u)), then enlarge it by 2^-20 so that the
+ * inequality with the constant of the matrix actually factored is strict.
+ * Requires 2(N+1)u < 1: 0 (no certificate) otherwise. */
+int vijp_cert_rump_constant(mpfr_t c, const mpfr_t tr, const mpfr_t dmax, size_t N, long p, const mpfr_t eta)
+{
+    mpfr_t a, b, den;
+    mpfr_inits2(mpfr_get_prec(c), a, b, den, (mpfr_ptr)0);
+    mpfr_set_ui_2exp(a, N + 1, -p, MPFR_RNDU);    /* (N+1)u */
+    mpfr_mul_2ui(den, a, 1, MPFR_RNDU);           /* 2(N+1)u */
+    int ok = mpfr_cmp_d(den, 0.5) < 0;
+    mpfr_ui_sub(den, 1, den, MPFR_RNDD);
+    mpfr_div(a, a, den, MPFR_RNDU);               /* (N+1)u / (1 − 2(N+1)u) */
+    mpfr_mul_ui(b, eta, 2 * N, MPFR_RNDU);
+    mpfr_mul_ui(b, b, N, MPFR_RNDU);              /* 2N²η, without forming N² in size_t */
+    mpfr_add(b, b, tr, MPFR_RNDU);
+    mpfr_mul(c, a, b, MPFR_RNDU);
+    mpfr_add_ui(a, dmax, 2 * (N + 1), MPFR_RNDU);
+    mpfr_mul(a, a, eta, MPFR_RNDU);
+    mpfr_mul_ui(a, a, 4 * N, MPFR_RNDU);
+    mpfr_add(c, c, a, MPFR_RNDU);
+    mpfr_mul_d(c, c, 1 + 0x1p-20, MPFR_RNDU);
+    mpfr_clears(a, b, den, (mpfr_ptr)0);
+    return ok;
+}
+
+/* ---- the shifted Cholesky ---- */
+
+/* Cholesky in the dot-product form of Rump (2006), eq. (2.1), on the upper
+ * triangle of the column-major N × N A (overwritten by R).  1 if it runs to
+ * completion with every pivot positive and finite. */
+static int cholesky_d(double *A, size_t N)
+{
+    for (size_t j = 0; j < N; j++) {
+        double *cj = A + j * N;
+        for (size_t i = 0; i <= j; i++) {
+            const double *ci = A + i * N;
+            double acc[4] = {0, 0, 0, 0};
+            size_t k = 0;
+            for (; k + 4 <= i; k += 4)
+                for (int l = 0; l < 4; l++) acc[l] += ci[k + l] * cj[k + l];
+            for (; k < i; k++) acc[0] += ci[k] * cj[k];
+            double t = cj[i] - ((acc[0] + acc[1]) + (acc[2] + acc[3]));
+            if (i < j) cj[i] = t / ci[i];
+            else if (!(t > 0) || !isfinite(t)) return 0;
+            else cj[j] = sqrt(t);
+        }
+    }
+    return 1;
+}
+
+/* Steps 2–3 on G (N × N, upper triangle, kept) for s² and e_G: 1 if proven. */
+static int shifted_cholesky_d(const double *G, size_t N, double s2, double eG, double *work)
+{
+    mpfr_t t, shift, tr, dmax, c, eta;
+    mpfr_inits2(64, t, shift, tr, dmax, c, eta, (mpfr_ptr)0);
+    mpfr_set_d(shift, s2, MPFR_RNDU);
+    mpfr_add_d(shift, shift, eG, MPFR_RNDU);
+    mpfr_set_zero(tr, 1), mpfr_set_zero(dmax, 1);
+    mpfr_set_ui_2exp(eta, 1, -1074, MPFR_RNDN);
+    memcpy(work, G, N * N * sizeof *work);
+    int ok = 1;
+    for (size_t i = 0; i < N && ok; i++) {
+        mpfr_set_d(t, G[i + i * N], MPFR_RNDN);
+        mpfr_sub(t, t, shift, MPFR_RNDD);
+        work[i + i * N] = mpfr_get_d(t, MPFR_RNDD);
+        ok = work[i + i * N] > 0; /* a non-positive diagonal is not positive definite */
+        mpfr_add_d(tr, tr, work[i + i * N], MPFR_RNDU);
+        if (mpfr_cmp_d(dmax, work[i + i * N]) < 0) mpfr_set_d(dmax, work[i + i * N], MPFR_RNDU);
+    }
+    if (ok && (ok = vijp_cert_rump_constant(c, tr, dmax, N, 53, eta))) {
+        for (size_t i = 0; i < N && ok; i++) {
+            mpfr_set_d(t, work[i + i * N], MPFR_RNDN);
+            mpfr_sub(t, t, c, MPFR_RNDD);
+            work[i + i * N] = mpfr_get_d(t, MPFR_RNDD);
+            ok = work[i + i * N] > 0;
+        }
+    }
+    mpfr_clears(t, shift, tr, dmax, c, eta, (mpfr_ptr)0);
+    return ok && cholesky_d(work, N);
+}
+
+/* e_G = γ_n·frob2 + m·n·η, rounded up: fl(A Aᵀ)'s error in 2-norm (step 1)
+ * for an m × n A with ‖A‖_F² <= frob2. */
+static double gram_error_up(size_t m, size_t n, double frob2)
+{
+    mpfr_t g, e;
+    mpfr_inits2(64, g, e, (mpfr_ptr)0);
+    vijp_cert_gamma_up(g, n, 53);
+    mpfr_mul_d(g, g, frob2, MPFR_RNDU);
+    mpfr_set_ui_2exp(e, m, -1074, MPFR_RNDU);
+    mpfr_mul_ui(e, e, n, MPFR_RNDU);
+    mpfr_add(g, g, e, MPFR_RNDU);
+    double r = mpfr_get_d(g, MPFR_RNDU);
+    mpfr_clears(g, e, (mpfr_ptr)0);
+    return r;
+}
+
+static double sqrt_down(double x)
+{
+    mpfr_t r;
+    mpfr_init2(r, 64);
+    mpfr_set_d(r, x, MPFR_RNDD);
+    mpfr_sqrt(r, r, MPFR_RNDD);
+    double s = mpfr_get_d(r, MPFR_RNDD);
+    mpfr_clear(r);
+    return s;
+}
+
+/* The buffers of both routes, allocated once (fresh 2 MB blocks, zeroed and
+ * faulted in, were a third of the proof's time at n = 512): never read
+ * before written. */
+typedef struct {
+    size_t m, n;
+    double *G, *W;        /* m × m: a Gram matrix, the Cholesky's copy */
+    int have_G;           /* G holds fl(M Mᵀ) */
+    double *Z, *Y;        /* the preconditioned route's: m × m, m × n (Ŷ, then fl(ZᵀZ)) */
+} route_ws;
+
+/* The direct route at s² = f·σ̂², for each f in turn, skipping those whose
+ * margin (1 − f)σ̂² does not clear e_G + c ≈ e_G + (m + 1)·u·‖M‖_F² (the
+ * Cholesky would run to its end and fail). */
+static int direct_route(const double *M, route_ws *w, double sigma_hat, double frob2, const double *f, int nf,
+                        double *s)
+{
+    size_t m = w->m, n = w->n;
+    double eG = gram_error_up(m, n, frob2), need = eG + (double)(m + 2) * 0x1p-53 * frob2;
+    for (int k = 0; k < nf; k++) {
+        double s2 = f[k] * sigma_hat * sigma_hat;
+        if (!(s2 > 0) || (1 - f[k]) * sigma_hat * sigma_hat <= need) continue;
+        if (!w->have_G) {
+            cblas_dsyrk(CblasColMajor, CblasUpper, CblasNoTrans, (int)m, (int)n, 1.0, M, (int)m, 0.0, w->G, (int)m);
+            w->have_G = 1;
+        }
+        if (shifted_cholesky_d(w->G, m, s2, eG, w->W)) return *s = sqrt_down(s2), 1;
+    }
+    return 0;
+}
+
+/* Z = L⁻¹, lower triangular, from M = LQ (LAPACK's Householder dgelqf). */
+static int preconditioner(const double *M, route_ws *w)
+{
+    size_t m = w->m, n = w->n;
+    double *tau = vijp_alloc_unset(m * sizeof *tau);
+    memcpy(w->Y, M, m * n * sizeof *w->Y); /* scratch: L is its lower triangle */
+    int ok = vijp_lapack_dgelqf(m, n, w->Y, m, tau) == 0;
+    free(tau);
+    for (size_t j = 0; ok && j < m; j++) {
+        memset(w->Z + j * m, 0, j * sizeof *w->Z);
+        memcpy(w->Z + j * m + j, w->Y + j * m + j, (m - j) * sizeof *w->Z);
+    }
+    return ok && LAPACKE_dtrtri(LAPACK_COL_MAJOR, 'L', 'N', (int)m, w->Z, (int)m) == 0;
+}
+
+/* T = Aᵀ for the m × n column-major A (T n × m), in tiles that fit the cache. */
+static void transpose(const double *A, size_t m, size_t n, double *T)
+{
+    for (size_t j0 = 0; j0 < n; j0 += 32)
+        for (size_t i0 = 0; i0 < m; i0 += 32)
+            for (size_t j = j0; j < n && j < j0 + 32; j++)
+                for (size_t i = i0; i < m && i < i0 + 32; i++) T[j + i * n] = A[i + j * m];
+}
+
+typedef struct {
+    double norm2;
+    size_t row;
+} row_norm;
+
+static int larger_first(const void *a, const void *b)
+{
+    double x = ((const row_norm *)a)->norm2, y = ((const row_norm *)b)->norm2;
+    return (x < y) - (x > y);
+}
+
+/* Ŷ = fl(ZM) and e_Y >= ‖Ŷ − ZM‖_F (rounded up): a double product for every
+ * row, then the rows of largest ‖z_i‖ again in double-double until the rest
+ * have γ_m·‖M‖_F·(Σ ‖z_i‖²)^½ <= 1/32.  0 when Z is not finite or a
+ * double-double bound is not. */
+static int precondition_product(const double *M, route_ws *w, double frob2, double *frobZ2, double *eY)
+{
+    size_t m = w->m, n = w->n;
+    row_norm *rows = vijp_alloc_unset(m * sizeof *rows);
+    mpfr_t a, b, sumZ, sumD;
+    mpfr_inits2(64, a, b, sumZ, sumD, (mpfr_ptr)0);
+    mpfr_set_zero(sumZ, 1);
+    int ok = 1;
+    for (size_t i = 0; i < m; i++) {
+        rows[i] = (row_norm){vijp_cert_sum_squares_up(w->Z + i, i + 1, m), i};
+        ok &= isfinite(rows[i].norm2) != 0;
+        mpfr_add_d(sumZ, sumZ, rows[i].norm2, MPFR_RNDU);
+    }
+    *frobZ2 = mpfr_get_d(sumZ, MPFR_RNDU);
+    ok = ok && isfinite(*frobZ2);
+    vijp_cert_gamma_up(a, m, 53);
+    mpfr_set_d(b, frob2, MPFR_RNDU);
+    mpfr_sqrt(b, b, MPFR_RNDU);
+    mpfr_mul(a, a, b, MPFR_RNDU); /* γ_m‖M‖_F */
+    double gM = mpfr_get_d(a, MPFR_RNDU), cap = 1 / (32 * gM), rest = *frobZ2;
+    size_t ndd = 0;
+    if (ok) {
+        qsort(rows, m, sizeof *rows, larger_first);
+        while (ndd < m && rest > cap * cap) rest -= rows[ndd++].norm2; /* steering only */
+        memcpy(w->Y, M, m * n * sizeof *w->Y);
+        cblas_dtrmm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, (int)m, (int)n, 1.0, w->Z,
+                    (int)m, w->Y, (int)m);
+    }
+    /* the double-double rows: y_i = Σ_{k<=i} z_ik M_k· = Mᵀ z_i, a gemv on Mᵀ */
+    double *Mt = ndd ? vijp_alloc_unset(m * n * sizeof *Mt) : NULL;
+    if (ndd) transpose(M, m, n, Mt);
+    double *z = vijp_alloc_unset((m + 3 * n) * sizeof *z), *yh = z + m, *yl = yh + n, *bd = yl + n,
+           *E = vijp_alloc_unset((ndd ? ndd : 1) * n * sizeof *E);
+    for (size_t r = 0; ok && r < ndd; r++) {
+        size_t i = rows[r].row;
+        for (size_t k = 0; k <= i; k++) z[k] = w->Z[i + k * m];
+        ok = vijp_dd_gemv(n, i + 1, Mt, n, z, NULL, NULL, yh, yl, bd) == 0;
+        for (size_t j = 0; ok && j < n; j++) {
+            w->Y[i + j * m] = yh[j];
+            E[r * n + j] = (fabs(yl[j]) + bd[j]) * (1 + 0x1p-50); /* >= |yl| + bd despite two roundings */
+        }
+    }
+    /* e_Y = γ_m‖M‖_F(Σ_double rows ‖z_i‖²)^½ + m²nη + ‖E‖_F */
+    mpfr_set_zero(sumD, 1);
+    for (size_t r = ndd; r < m; r++) mpfr_add_d(sumD, sumD, rows[r].norm2, MPFR_RNDU);
+    mpfr_sqrt(sumD, sumD, MPFR_RNDU);
+    mpfr_mul(a, a, sumD, MPFR_RNDU);
+    mpfr_set_ui_2exp(b, m, -1074, MPFR_RNDU);
+    mpfr_mul_ui(b, b, m * n, MPFR_RNDU);
+    mpfr_add(a, a, b, MPFR_RNDU);
+    double eE = ok ? vijp_cert_sum_squares_up(E, ndd * n, 1) : INFINITY;
+    mpfr_set_d(b, eE, MPFR_RNDU);
+    mpfr_sqrt(b, b, MPFR_RNDU);
+    mpfr_add(a, a, b, MPFR_RNDU);
+    *eY = mpfr_get_d(a, MPFR_RNDU);
+    mpfr_clears(a, b, sumZ, sumD, (mpfr_ptr)0);
+    free(rows), free(z), free(E), free(Mt);
+    return ok && isfinite(*eY);
+}
+
+/* ‖Z‖₂² < t, proven: an estimate λ of λ_max(H), H = fl(ZᵀZ) (in Y's
+ * buffer, Ŷ being done with), from 1/σ̂² (Z ≈ L⁻¹ and ‖L⁻¹‖₂ = 1/σ_min(M))
+ * and ten steps of power iteration, the larger; then the shifted Cholesky
+ * on tI − H with e_H = γ_m‖Z‖_F² + m²η, for t a little above λ.  0 if no
+ * try succeeds. */
+static int norm_bound(route_ws *w, double sigma_hat, double frobZ2, double *t)
+{
+    size_t m = w->m;
+    double *H = w->Y, *v = vijp_alloc_unset(2 * m * sizeof *v);
+    cblas_dsyrk(CblasColMajor, CblasUpper, CblasTrans, (int)m, (int)m, 1.0, w->Z, (int)m, 0.0, H, (int)m);
+    for (size_t i = 0; i < m; i++) v[i] = 1;
+    double lam = 0;
+    for (int it = 0; it < 10; it++) {
+        cblas_dsymv(CblasColMajor, CblasUpper, (int)m, 1.0, H, (int)m, v, 1, 0.0, v + m, 1);
+        lam = cblas_dnrm2((int)m, v + m, 1);
+        if (!(lam > 0) || !isfinite(lam)) break;
+        for (size_t i = 0; i < m; i++) v[i] = v[m + i] / lam;
+    }
+    free(v);
+    double hint = 1 / (sigma_hat * sigma_hat);
+    if (isfinite(hint) && hint > lam) lam = hint;
+    mpfr_t a, b;
+    mpfr_inits2(64, a, b, (mpfr_ptr)0);
+    vijp_cert_gamma_up(a, m, 53);
+    mpfr_mul_d(a, a, frobZ2, MPFR_RNDU);
+    mpfr_set_ui_2exp(b, m, -1074, MPFR_RNDU);
+    mpfr_mul_ui(b, b, m, MPFR_RNDU);
+    mpfr_add(a, a, b, MPFR_RNDU);
+    double eH = mpfr_get_d(a, MPFR_RNDU);
+    int ok = 0;
+    for (int k = 0; k < 4 && !ok && lam > 0 && isfinite(lam); k++) {
+        *t = lam * (1.05 + 0.5 * k) + 2 * eH;
+        for (size_t j = 0; j < m; j++) { /* G = tI − H: off-diagonal negated exactly, diagonal rounded down */
+            for (size_t i = 0; i < j; i++) w->G[i + j * m] = -H[i + j * m];
+            mpfr_set_d(a, *t, MPFR_RNDN);
+            mpfr_sub_d(a, a, H[j + j * m], MPFR_RNDD);
+            w->G[j + j * m] = mpfr_get_d(a, MPFR_RNDD);
+        }
+        w->have_G = 0;
+        ok = shifted_cholesky_d(w->G, m, 0, eH, w->W);
+    }
+    mpfr_clears(a, b, (mpfr_ptr)0);
+    return ok;
+}
+
+/* σ_min(Ŷ)² > s2 for the nearly row-orthonormal Ŷ (m × n), G = fl(ŶŶᵀ):
+ * first σ_min(Ŷ)² >= 1 − ‖G − I‖_F − e_GY (Weyl), O(m²) once G is formed
+ * (the diagonal's G_ii − 1 is exact by Sterbenz for G_ii in [1/2, 2], else
+ * enlarged by 2^-51); where that is below 0.81, the shifted Cholesky at
+ * 0.81, 0.49, 0.25.  0 if neither proves anything. */
+static int near_orthonormal(route_ws *w, double *s2)
+{
+    size_t m = w->m, n = w->n;
+    double frobY2 = vijp_cert_sum_squares_up(w->Y, m * n, 1);
+    if (!isfinite(frobY2)) return 0;
+    double eGY = gram_error_up(m, n, frobY2);
+    cblas_dsyrk(CblasColMajor, CblasUpper, CblasNoTrans, (int)m, (int)n, 1.0, w->Y, (int)m, 0.0, w->G, (int)m);
+    w->have_G = 0;
+    double *off = w->W, *diag = w->W + m * (m - 1) / 2;
+    size_t k = 0;
+    for (size_t j = 0; j < m; j++) {
+        for (size_t i = 0; i < j; i++) off[k++] = w->G[i + j * m];
+        double g = w->G[j + j * m], d = fabs(g - 1);
+        diag[j] = g >= 0.5 && g <= 2 ? d : d * (1 + 0x1p-51);
+    }
+    mpfr_t a, b;
+    mpfr_inits2(64, a, b, (mpfr_ptr)0);
+    mpfr_set_d(a, vijp_cert_sum_squares_up(off, k, 1), MPFR_RNDU);
+    mpfr_mul_2ui(a, a, 1, MPFR_RNDU); /* both triangles */
+    mpfr_add_d(a, a, vijp_cert_sum_squares_up(diag, m, 1), MPFR_RNDU);
+    mpfr_sqrt(a, a, MPFR_RNDU);
+    mpfr_add_d(a, a, eGY, MPFR_RNDU);
+    mpfr_ui_sub(b, 1, a, MPFR_RNDD);
+    *s2 = mpfr_get_d(b, MPFR_RNDD);
+    mpfr_clears(a, b, (mpfr_ptr)0);
+    static const double f[] = {0.81, 0.49, 0.25};
+    for (int t = 0; t < 3; t++)
+        if (f[t] > *s2 && shifted_cholesky_d(w->G, m, f[t], eGY, w->W)) *s2 = f[t];
+    return *s2 > 0;
+}
+
+static int preconditioned_route(const double *M, route_ws *w, double sigma_hat, double frob2, double *s)
+{
+    double frobZ2, eY, s2Y = 0, t = 0;
+    if (!preconditioner(M, w) || !precondition_product(M, w, frob2, &frobZ2, &eY) || !near_orthonormal(w, &s2Y))
+        return 0;
+    double sY = sqrt_down(s2Y);
+    if (!(sY > eY) || !norm_bound(w, sigma_hat, frobZ2, &t)) return 0;
+    /* s = (sY − e_Y) / √t, rounded down */
+    mpfr_t a, b;
+    mpfr_inits2(64, a, b, (mpfr_ptr)0);
+    mpfr_set_d(a, sY, MPFR_RNDD);
+    mpfr_sub_d(a, a, eY, MPFR_RNDD);
+    mpfr_set_d(b, t, MPFR_RNDU);
+    mpfr_sqrt(b, b, MPFR_RNDU);
+    mpfr_div(a, a, b, MPFR_RNDD);
+    *s = mpfr_get_d(a, MPFR_RNDD);
+    mpfr_clears(a, b, (mpfr_ptr)0);
+    return *s > 0;
+}
+
+int vijp_cert_prove_double(const double *M, size_t m, size_t n, double sigma_hat, double kappa_hat, double frob2,
+                           double *s)
+{
+    route_ws w = {.m = m, .n = n};
+    w.G = vijp_alloc_unset(m * m * sizeof *w.G);
+    w.W = vijp_alloc_unset(m * m * sizeof *w.W);
+    /* s = 0.98σ̂ first (margins for e_G, c and LAPACK's error), then 0.9σ̂;
+     * then the preconditioned route, which keeps ~0.88σ far past where the
+     * direct one must drop to 0.5σ̂ or 0.1σ̂; then those. */
+    static const double first[] = {0.98, 0.81}, last[] = {0.25, 0.01};
+    int ok = direct_route(M, &w, sigma_hat, frob2, first, 2, s);
+    /* Past κ ≈ 2^50 the QR's backward error swamps σ_min: not tried. */
+    if (!ok && kappa_hat < 0x1p50) {
+        w.Z = vijp_alloc_unset(m * m * sizeof *w.Z);
+        w.Y = vijp_alloc_unset(m * n * sizeof *w.Y);
+        ok = preconditioned_route(M, &w, sigma_hat, frob2, s);
+    }
+    if (!ok) ok = direct_route(M, &w, sigma_hat, frob2, last, 2, s);
+    free(w.G), free(w.W), free(w.Z), free(w.Y);
+    return ok;
+}
