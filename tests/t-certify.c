@@ -461,6 +461,11 @@ START_TEST(exactly_full_without_bound)
                       "%zu × %zu: %s (%s), cokernel %zu: %s", m, m, vijp_verdict_name(c.verdict), c.method, c.cokernel_dim,
                       c.reason);
         ck_assert_msg(strlen(c.reason) < sizeof c.reason - 1, "the reason is cut: %s", c.reason);
+        /* the longest composition: exact rank, MPFR's reason, the equilibrated retry's */
+        const char *tail = "(and with rows equilibrated)";
+        ck_assert_msg(strlen(c.reason) > strlen(tail) && !strcmp(c.reason + strlen(c.reason) - strlen(tail), tail) &&
+                          strstr(c.reason, "no certificate up to mpfr:106"),
+                      "the reason: %s", c.reason);
         vijp_certificate_clear(&c);
     }
 }

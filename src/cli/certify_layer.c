@@ -65,13 +65,14 @@ void certify_add_verdicts(json_t *o, const certify_results *r, const vijp_activa
         if (c->cokernel_dim > cok) cok = c->cokernel_dim;
         if (strcmp(method, c->method)) method = "mixed";
         json_array_append_new(
-            points, json_pack("{s:I, s:s, s:s, s:o, s:I, s:o, s:o, s:o, s:I, s:o, s:I, s:b, s:b, s:o, s:s}", "sample",
+            points, json_pack("{s:I, s:s, s:s, s:o, s:I, s:o, s:o, s:o, s:I, s:o, s:I, s:b, s:I, s:b, s:o, s:s}", "sample",
                               (json_int_t)k + 1, "verdict", vijp_verdict_name(c->verdict), "method", c->method,
                               "sigma_min_lower_bound", certify_json_num(c->verdict == VIJP_CERTIFIED_SUBMERSIVE ? c->s : NAN),
                               "prec", (json_int_t)c->prec, "sigma_min", certify_json_num(c->num.sigma_min), "sigma_max",
                               certify_json_num(c->num.sigma_max), "condition", certify_json_num(c->num.condition), "rank",
                               (json_int_t)c->num.rank, "rank_tol", certify_json_num(c->num.rank_tol), "cokernel_dim",
                               (json_int_t)c->cokernel_dim, "cokernel_proven", c->cokernel_proven,
+                              "numerical_cokernel_dim", (json_int_t)c->num.cokernel_dim,
                               "numerically_degenerate", c->num.rank < c->num.m, "enclosure_radius",
                               certify_json_num(c->enclosure_radius), "reason", c->reason));
     }
