@@ -232,23 +232,34 @@ void vijp_certificate_clear(vijp_certificate *c)
     memset(c, 0, sizeof *c);
 }
 
-/* 2^k with max |M_ij|·2^k in [1/2, 1): SM = 2^k·M, exactly, so that the
+/* 2^k with max |M_ij|·2^k in [1/2, 1): *SM = 2^k·M, exactly, so that the
  * proof sees the same matrix at every power-of-two scale (σ_min(2^k M) =
  * 2^k σ_min(M)): at 1e300 ‖M‖_F² no longer overflows, at 1e-300 fl(M Mᵀ)
  * no longer underflows into the η terms of e_G and c, which swamped
- * σ_min² there.  k = 0 (SM = M) where scaling down would round an entry
- * below 2^-1022 (a range of more than ~2^1000 within M). */
-static int power_of_two_scale(const double *M, size_t len, double *SM)
+ * σ_min² there.  Within [2^-128, 2^128] nothing overflows or underflows
+ * that matters (the η terms are below e_G's last bit): *SM = M, k = 0, no
+ * copy.  Also k = 0 where scaling down would round an entry below 2^-1022
+ * (a range of more than ~2^1000 within M).  *SM is to be freed when it is
+ * not M. */
+static int power_of_two_scale(const double *M, size_t len, const double **SM)
 {
     int hi = INT_MIN;
-    for (size_t i = 0; i < len; i++)
-        if (M[i] != 0 && ilogb(M[i]) > hi) hi = ilogb(M[i]);
-    int k = hi == INT_MIN ? 0 : -1 - hi, exact = 1;
+    double big = 0;
+    for (size_t i = 0; i < len; i++) big = fmax(big, fabs(M[i]));
+    if (big != 0) hi = ilogb(big);
+    *SM = M;
+    if (hi == INT_MIN || (hi >= -128 && hi < 128)) return 0;
+    int k = -1 - hi, exact = 1; /* |k| <= 1075 */
+    double *S = vijp_alloc_unset(len * sizeof *S), up = ldexp(1, k / 2), up2 = ldexp(1, k - k / 2);
     for (size_t i = 0; i < len; i++) {
-        SM[i] = ldexp(M[i], k);
-        exact &= ldexp(SM[i], -k) == M[i]; /* scaling up is exact (max below 1); down, checked */
+        S[i] = M[i] * up * up2; /* two exact powers of two: 2^k may not be a double */
+        exact &= S[i] / up2 / up == M[i]; /* scaling up is exact (max below 1); down, checked */
     }
-    if (!exact) memcpy(SM, M, len * sizeof *SM), k = 0;
+    if (!exact) {
+        free(S);
+        return 0;
+    }
+    *SM = S;
     return k;
 }
 
@@ -293,8 +304,8 @@ enum { PROVE_DOUBLE = 1, PROVE_MPFR = 2 };
 static int prove(const double *M0, size_t m, size_t n, const vijp_numeric *num, long prec_max, int stages, double *s,
                  long *prec, char *why, size_t whysz)
 {
-    double *M = vijp_alloc_unset(m * n * sizeof *M);
-    int k = power_of_two_scale(M0, m * n, M), ok = 0;
+    const double *M;
+    int k = power_of_two_scale(M0, m * n, &M), ok = 0;
     double frob2 = vijp_cert_sum_squares_up(M, m * n, 1);
     if (!isfinite(frob2)) snprintf(why, whysz, "‖J‖_F² overflows double");
     else {
@@ -303,7 +314,7 @@ static int prove(const double *M0, size_t m, size_t n, const vijp_numeric *num, 
             ok = vijp_cert_prove_double(M, m, n, ldexp(num->sigma_min, k), num->condition, frob2, s) && (*prec = 53);
         if (!ok && (stages & PROVE_MPFR)) ok = prove_mpfr(M, m, n, num, frob2, prec_max, s, prec, why, whysz);
     }
-    free(M);
+    if (M != M0) free((double *)M);
     if (!ok) return 0;
     mpfr_t t;
     mpfr_init2(t, 64);

@@ -139,7 +139,11 @@ static int cholesky_d(double *A, size_t N)
 }
 
 /* Steps 2–3 on G (N × N, upper triangle, kept) for s² and e_G: 1 if proven. */
-static int shifted_cholesky_d(const double *G, size_t N, double s2, double eG, double *work)
+/* Steps 2–3 on A (N × N, upper triangle; overwritten by the factor) for s²
+ * and e_G: 1 if proven.  In place: a fresh 2 MB buffer costs ~25 ms in page
+ * faults on the machines measured (more than the Cholesky of 512 × 512), so
+ * a retry forms A again rather than keeping a copy. */
+static int shifted_cholesky_d(double *A, size_t N, double s2, double eG)
 {
     mpfr_t t, shift, tr, dmax, c, eta;
     mpfr_inits2(64, t, shift, tr, dmax, c, eta, (mpfr_ptr)0);
@@ -147,26 +151,25 @@ static int shifted_cholesky_d(const double *G, size_t N, double s2, double eG, d
     mpfr_add_d(shift, shift, eG, MPFR_RNDU);
     mpfr_set_zero(tr, 1), mpfr_set_zero(dmax, 1);
     mpfr_set_ui_2exp(eta, 1, -1074, MPFR_RNDN);
-    memcpy(work, G, N * N * sizeof *work);
     int ok = 1;
     for (size_t i = 0; i < N && ok; i++) {
-        mpfr_set_d(t, G[i + i * N], MPFR_RNDN);
+        mpfr_set_d(t, A[i + i * N], MPFR_RNDN);
         mpfr_sub(t, t, shift, MPFR_RNDD);
-        work[i + i * N] = mpfr_get_d(t, MPFR_RNDD);
-        ok = work[i + i * N] > 0; /* a non-positive diagonal is not positive definite */
-        mpfr_add_d(tr, tr, work[i + i * N], MPFR_RNDU);
-        if (mpfr_cmp_d(dmax, work[i + i * N]) < 0) mpfr_set_d(dmax, work[i + i * N], MPFR_RNDU);
+        A[i + i * N] = mpfr_get_d(t, MPFR_RNDD);
+        ok = A[i + i * N] > 0; /* a non-positive diagonal is not positive definite */
+        mpfr_add_d(tr, tr, A[i + i * N], MPFR_RNDU);
+        if (mpfr_cmp_d(dmax, A[i + i * N]) < 0) mpfr_set_d(dmax, A[i + i * N], MPFR_RNDU);
     }
     if (ok && (ok = vijp_cert_rump_constant(c, tr, dmax, N, 53, eta))) {
         for (size_t i = 0; i < N && ok; i++) {
-            mpfr_set_d(t, work[i + i * N], MPFR_RNDN);
+            mpfr_set_d(t, A[i + i * N], MPFR_RNDN);
             mpfr_sub(t, t, c, MPFR_RNDD);
-            work[i + i * N] = mpfr_get_d(t, MPFR_RNDD);
-            ok = work[i + i * N] > 0;
+            A[i + i * N] = mpfr_get_d(t, MPFR_RNDD);
+            ok = A[i + i * N] > 0;
         }
     }
     mpfr_clears(t, shift, tr, dmax, c, eta, (mpfr_ptr)0);
-    return ok && cholesky_d(work, N);
+    return ok && cholesky_d(A, N);
 }
 
 /* e_G = γ_n·frob2 + m·n·η, rounded up: fl(A Aᵀ)'s error in 2-norm (step 1)
@@ -196,14 +199,12 @@ static double sqrt_down(double x)
     return s;
 }
 
-/* The buffers of both routes, allocated once (fresh 2 MB blocks, zeroed and
- * faulted in, were a third of the proof's time at n = 512): never read
- * before written. */
+/* The routes' two large buffers, allocated once and never read before
+ * written (fresh pages are what costs: see shifted_cholesky_d). */
 typedef struct {
     size_t m, n;
-    double *G, *W;        /* m × m: a Gram matrix, the Cholesky's copy */
-    int have_G;           /* G holds fl(M Mᵀ) */
-    double *Z, *Y;        /* the preconditioned route's: m × m, m × n (Ŷ, then fl(ZᵀZ)) */
+    double *B; /* m × n: fl(MMᵀ); the LQ's scratch; fl(ZᵀZ); Ŷ = fl(ZM) */
+    double *Z; /* m × m: Z; then fl(ŶŶᵀ) */
 } route_ws;
 
 /* The direct route at s² = f·σ̂², for each f in turn, skipping those whose
@@ -217,11 +218,8 @@ static int direct_route(const double *M, route_ws *w, double sigma_hat, double f
     for (int k = 0; k < nf; k++) {
         double s2 = f[k] * sigma_hat * sigma_hat;
         if (!(s2 > 0) || (1 - f[k]) * sigma_hat * sigma_hat <= need) continue;
-        if (!w->have_G) {
-            cblas_dsyrk(CblasColMajor, CblasUpper, CblasNoTrans, (int)m, (int)n, 1.0, M, (int)m, 0.0, w->G, (int)m);
-            w->have_G = 1;
-        }
-        if (shifted_cholesky_d(w->G, m, s2, eG, w->W)) return *s = sqrt_down(s2), 1;
+        cblas_dsyrk(CblasColMajor, CblasUpper, CblasNoTrans, (int)m, (int)n, 1.0, M, (int)m, 0.0, w->B, (int)m);
+        if (shifted_cholesky_d(w->B, m, s2, eG)) return *s = sqrt_down(s2), 1;
     }
     return 0;
 }
@@ -231,23 +229,14 @@ static int preconditioner(const double *M, route_ws *w)
 {
     size_t m = w->m, n = w->n;
     double *tau = vijp_alloc_unset(m * sizeof *tau);
-    memcpy(w->Y, M, m * n * sizeof *w->Y); /* scratch: L is its lower triangle */
-    int ok = vijp_lapack_dgelqf(m, n, w->Y, m, tau) == 0;
+    memcpy(w->B, M, m * n * sizeof *w->B); /* scratch: L is its lower triangle */
+    int ok = vijp_lapack_dgelqf(m, n, w->B, m, tau) == 0;
     free(tau);
     for (size_t j = 0; ok && j < m; j++) {
         memset(w->Z + j * m, 0, j * sizeof *w->Z);
-        memcpy(w->Z + j * m + j, w->Y + j * m + j, (m - j) * sizeof *w->Z);
+        memcpy(w->Z + j * m + j, w->B + j * m + j, (m - j) * sizeof *w->Z);
     }
     return ok && LAPACKE_dtrtri(LAPACK_COL_MAJOR, 'L', 'N', (int)m, w->Z, (int)m) == 0;
-}
-
-/* T = Aᵀ for the m × n column-major A (T n × m), in tiles that fit the cache. */
-static void transpose(const double *A, size_t m, size_t n, double *T)
-{
-    for (size_t j0 = 0; j0 < n; j0 += 32)
-        for (size_t i0 = 0; i0 < m; i0 += 32)
-            for (size_t j = j0; j < n && j < j0 + 32; j++)
-                for (size_t i = i0; i < m && i < i0 + 32; i++) T[j + i * n] = A[i + j * m];
 }
 
 typedef struct {
@@ -261,79 +250,113 @@ static int larger_first(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-/* Ŷ = fl(ZM) and e_Y >= ‖Ŷ − ZM‖_F (rounded up): a double product for every
- * row, then the rows of largest ‖z_i‖ again in double-double until the rest
- * have γ_m·‖M‖_F·(Σ ‖z_i‖²)^½ <= 1/32.  0 when Z is not finite or a
- * double-double bound is not. */
-static int precondition_product(const double *M, route_ws *w, double frob2, double *frobZ2, double *eY)
+/* rows[i] = (an upper bound on ‖z_i‖², i) for the rows of the lower
+ * triangular m × m Z, summed column by column (Z's own order in memory):
+ * vijp_cert_sum_squares_up's bound with γ_m for every row, and its
+ * rounding taken up by enlarging F = 1/((1 − γ_m)(1 − u)) to F(1 + 2^-49)
+ * before the product and adding 2mη after it:
+ *   fl(fl(ŝF(1 + 2^-49)) + 2mη) >= (ŝF(1 + 3u) + 2mη)(1 − u) >= ŝF + mη,
+ * which covers the squares that fell below the normal range (m of them
+ * at most, η/2 each) and a product that did. */
+static void row_norms_up(const double *Z, size_t m, row_norm *rows)
 {
-    size_t m = w->m, n = w->n;
-    row_norm *rows = vijp_alloc_unset(m * sizeof *rows);
-    mpfr_t a, b, sumZ, sumD;
-    mpfr_inits2(64, a, b, sumZ, sumD, (mpfr_ptr)0);
-    mpfr_set_zero(sumZ, 1);
+    for (size_t i = 0; i < m; i++) rows[i] = (row_norm){0, i};
+    for (size_t j = 0; j < m; j++)
+        for (size_t i = j; i < m; i++) rows[i].norm2 += Z[i + j * m] * Z[i + j * m];
+    mpfr_t g, f;
+    mpfr_inits2(64, g, f, (mpfr_ptr)0);
+    vijp_cert_gamma_up(g, m, 53);
+    mpfr_ui_sub(f, 1, g, MPFR_RNDD);
+    mpfr_mul_d(f, f, 1 - 0x1p-53, MPFR_RNDD);
+    mpfr_ui_div(f, 1, f, MPFR_RNDU);
+    mpfr_mul_d(f, f, 1 + 0x1p-49, MPFR_RNDU);
+    double F = mpfr_get_d(f, MPFR_RNDU), slack = 2 * (double)m * 0x1p-1074;
+    mpfr_clears(g, f, (mpfr_ptr)0);
+    for (size_t i = 0; i < m; i++) rows[i].norm2 = rows[i].norm2 * F + slack; /* Inf stays Inf */
+}
+
+/* Which rows of ŶZM go to double-double: rows sorted by ‖z_i‖², largest
+ * first, and *ndd of them taken until the rest have γ_m‖M‖_F(Σ ‖z_i‖²)^½
+ * <= 1/32 (steering only; e_Y is computed from the split afterwards).
+ * *frobZ2 >= ‖Z‖_F², *gM >= γ_m‖M‖_F.  0 when Z is not finite. */
+static int split_rows(const route_ws *w, double frob2, row_norm *rows, size_t *ndd, double *frobZ2, double *gM)
+{
+    size_t m = w->m;
+    mpfr_t a, b;
+    mpfr_inits2(64, a, b, (mpfr_ptr)0);
+    row_norms_up(w->Z, m, rows);
+    mpfr_set_zero(a, 1);
     int ok = 1;
-    for (size_t i = 0; i < m; i++) {
-        rows[i] = (row_norm){vijp_cert_sum_squares_up(w->Z + i, i + 1, m), i};
-        ok &= isfinite(rows[i].norm2) != 0;
-        mpfr_add_d(sumZ, sumZ, rows[i].norm2, MPFR_RNDU);
-    }
-    *frobZ2 = mpfr_get_d(sumZ, MPFR_RNDU);
-    ok = ok && isfinite(*frobZ2);
+    for (size_t i = 0; i < m; i++) ok &= isfinite(rows[i].norm2) != 0, mpfr_add_d(a, a, rows[i].norm2, MPFR_RNDU);
+    *frobZ2 = mpfr_get_d(a, MPFR_RNDU);
     vijp_cert_gamma_up(a, m, 53);
     mpfr_set_d(b, frob2, MPFR_RNDU);
     mpfr_sqrt(b, b, MPFR_RNDU);
-    mpfr_mul(a, a, b, MPFR_RNDU); /* γ_m‖M‖_F */
-    double gM = mpfr_get_d(a, MPFR_RNDU), cap = 1 / (32 * gM), rest = *frobZ2;
-    size_t ndd = 0;
-    if (ok) {
-        qsort(rows, m, sizeof *rows, larger_first);
-        while (ndd < m && rest > cap * cap) rest -= rows[ndd++].norm2; /* steering only */
-        memcpy(w->Y, M, m * n * sizeof *w->Y);
-        cblas_dtrmm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, (int)m, (int)n, 1.0, w->Z,
-                    (int)m, w->Y, (int)m);
-    }
-    /* the double-double rows: y_i = Σ_{k<=i} z_ik M_k· = Mᵀ z_i, a gemv on Mᵀ */
-    double *Mt = ndd ? vijp_alloc_unset(m * n * sizeof *Mt) : NULL;
-    if (ndd) transpose(M, m, n, Mt);
-    double *z = vijp_alloc_unset((m + 3 * n) * sizeof *z), *yh = z + m, *yl = yh + n, *bd = yl + n,
-           *E = vijp_alloc_unset((ndd ? ndd : 1) * n * sizeof *E);
-    for (size_t r = 0; ok && r < ndd; r++) {
-        size_t i = rows[r].row;
-        for (size_t k = 0; k <= i; k++) z[k] = w->Z[i + k * m];
-        ok = vijp_dd_gemv(n, i + 1, Mt, n, z, NULL, NULL, yh, yl, bd) == 0;
-        for (size_t j = 0; ok && j < n; j++) {
-            w->Y[i + j * m] = yh[j];
-            E[r * n + j] = (fabs(yl[j]) + bd[j]) * (1 + 0x1p-50); /* >= |yl| + bd despite two roundings */
+    mpfr_mul(a, a, b, MPFR_RNDU);
+    *gM = mpfr_get_d(a, MPFR_RNDU);
+    mpfr_clears(a, b, (mpfr_ptr)0);
+    double cap = 1 / (32 * *gM), rest = *frobZ2;
+    *ndd = 0;
+    if (!ok || !isfinite(*frobZ2)) return 0;
+    qsort(rows, m, sizeof *rows, larger_first);
+    while (*ndd < m && rest > cap * cap) rest -= rows[(*ndd)++].norm2;
+    return 1;
+}
+
+/* Ŷ = fl(ZM) in B and e_Y >= ‖Ŷ − ZM‖_F (rounded up): a double product
+ * (dtrmm) for every row, then the first ndd rows of rows[] again in
+ * double-double: their rows of Z gathered (ZD, ndd × m), one gemv per
+ * column of M.  0 when a double-double bound is not finite. */
+static int precondition_product(const double *M, route_ws *w, const row_norm *rows, size_t ndd, double gM,
+                                double *eY)
+{
+    size_t m = w->m, n = w->n;
+    memcpy(w->B, M, m * n * sizeof *w->B);
+    cblas_dtrmm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, (int)m, (int)n, 1.0, w->Z, (int)m,
+                w->B, (int)m);
+    size_t nd = ndd ? ndd : 1;
+    double *ZD = vijp_alloc_unset(nd * m * sizeof *ZD), *E = vijp_alloc_unset(nd * n * sizeof *E),
+           *yh = vijp_alloc_unset(3 * nd * sizeof *yh), *yl = yh + nd, *bd = yl + nd;
+    for (size_t k = 0; k < m; k++)
+        for (size_t r = 0; r < ndd; r++) ZD[r + k * ndd] = w->Z[rows[r].row + k * m];
+    int ok = 1;
+    for (size_t j = 0; ok && ndd && j < n; j++) {
+        ok = vijp_dd_gemv(ndd, m, ZD, ndd, M + j * m, NULL, NULL, yh, yl, bd) == 0;
+        for (size_t r = 0; ok && r < ndd; r++) {
+            w->B[rows[r].row + j * m] = yh[r];
+            E[r + j * ndd] = (fabs(yl[r]) + bd[r]) * (1 + 0x1p-50); /* >= |yl| + bd despite two roundings */
         }
     }
-    /* e_Y = γ_m‖M‖_F(Σ_double rows ‖z_i‖²)^½ + m²nη + ‖E‖_F */
-    mpfr_set_zero(sumD, 1);
-    for (size_t r = ndd; r < m; r++) mpfr_add_d(sumD, sumD, rows[r].norm2, MPFR_RNDU);
-    mpfr_sqrt(sumD, sumD, MPFR_RNDU);
-    mpfr_mul(a, a, sumD, MPFR_RNDU);
+    /* e_Y = γ_m‖M‖_F(Σ_double rows ‖z_i‖²)^½ + m²nη + ‖E‖_F: the double
+     * rows' error, row by row γ_m‖z_i‖₂‖m_j‖₂ per entry (Cauchy–Schwarz)
+     * and mη of underflow; the double-double rows' bounds */
+    mpfr_t a, b;
+    mpfr_inits2(64, a, b, (mpfr_ptr)0);
+    mpfr_set_zero(b, 1);
+    for (size_t r = ndd; r < m; r++) mpfr_add_d(b, b, rows[r].norm2, MPFR_RNDU);
+    mpfr_sqrt(b, b, MPFR_RNDU);
+    mpfr_mul_d(a, b, gM, MPFR_RNDU);
     mpfr_set_ui_2exp(b, m, -1074, MPFR_RNDU);
     mpfr_mul_ui(b, b, m * n, MPFR_RNDU);
     mpfr_add(a, a, b, MPFR_RNDU);
-    double eE = ok ? vijp_cert_sum_squares_up(E, ndd * n, 1) : INFINITY;
-    mpfr_set_d(b, eE, MPFR_RNDU);
+    mpfr_set_d(b, ok ? vijp_cert_sum_squares_up(E, ndd * n, 1) : INFINITY, MPFR_RNDU);
     mpfr_sqrt(b, b, MPFR_RNDU);
     mpfr_add(a, a, b, MPFR_RNDU);
     *eY = mpfr_get_d(a, MPFR_RNDU);
-    mpfr_clears(a, b, sumZ, sumD, (mpfr_ptr)0);
-    free(rows), free(z), free(E), free(Mt);
+    mpfr_clears(a, b, (mpfr_ptr)0);
+    free(ZD), free(E), free(yh);
     return ok && isfinite(*eY);
 }
 
-/* ‖Z‖₂² < t, proven: an estimate λ of λ_max(H), H = fl(ZᵀZ) (in Y's
- * buffer, Ŷ being done with), from 1/σ̂² (Z ≈ L⁻¹ and ‖L⁻¹‖₂ = 1/σ_min(M))
- * and ten steps of power iteration, the larger; then the shifted Cholesky
- * on tI − H with e_H = γ_m‖Z‖_F² + m²η, for t a little above λ.  0 if no
- * try succeeds. */
+/* ‖Z‖₂² < t, proven: an estimate λ of λ_max(H), H = fl(ZᵀZ) (in B), from
+ * 1/σ̂² (Z ≈ L⁻¹ and ‖L⁻¹‖₂ = 1/σ_min(M)) and ten steps of power
+ * iteration, the larger; then the shifted Cholesky on tI − H (formed in
+ * place, H formed again for a retry) with e_H = γ_m‖Z‖_F² + m²η, for t a
+ * little above λ.  0 if no try succeeds. */
 static int norm_bound(route_ws *w, double sigma_hat, double frobZ2, double *t)
 {
     size_t m = w->m;
-    double *H = w->Y, *v = vijp_alloc_unset(2 * m * sizeof *v);
+    double *H = w->B, *v = vijp_alloc_unset(2 * m * sizeof *v);
     cblas_dsyrk(CblasColMajor, CblasUpper, CblasTrans, (int)m, (int)m, 1.0, w->Z, (int)m, 0.0, H, (int)m);
     for (size_t i = 0; i < m; i++) v[i] = 1;
     double lam = 0;
@@ -356,43 +379,54 @@ static int norm_bound(route_ws *w, double sigma_hat, double frobZ2, double *t)
     double eH = mpfr_get_d(a, MPFR_RNDU);
     int ok = 0;
     for (int k = 0; k < 4 && !ok && lam > 0 && isfinite(lam); k++) {
+        if (k) cblas_dsyrk(CblasColMajor, CblasUpper, CblasTrans, (int)m, (int)m, 1.0, w->Z, (int)m, 0.0, H, (int)m);
         *t = lam * (1.05 + 0.5 * k) + 2 * eH;
-        for (size_t j = 0; j < m; j++) { /* G = tI − H: off-diagonal negated exactly, diagonal rounded down */
-            for (size_t i = 0; i < j; i++) w->G[i + j * m] = -H[i + j * m];
+        for (size_t j = 0; j < m; j++) { /* tI − H: off-diagonal negated exactly, diagonal rounded down */
+            for (size_t i = 0; i < j; i++) H[i + j * m] = -H[i + j * m];
             mpfr_set_d(a, *t, MPFR_RNDN);
             mpfr_sub_d(a, a, H[j + j * m], MPFR_RNDD);
-            w->G[j + j * m] = mpfr_get_d(a, MPFR_RNDD);
+            H[j + j * m] = mpfr_get_d(a, MPFR_RNDD);
         }
-        w->have_G = 0;
-        ok = shifted_cholesky_d(w->G, m, 0, eH, w->W);
+        ok = shifted_cholesky_d(H, m, 0, eH);
     }
     mpfr_clears(a, b, (mpfr_ptr)0);
     return ok;
 }
 
-/* σ_min(Ŷ)² > s2 for the nearly row-orthonormal Ŷ (m × n), G = fl(ŶŶᵀ):
- * first σ_min(Ŷ)² >= 1 − ‖G − I‖_F − e_GY (Weyl), O(m²) once G is formed
- * (the diagonal's G_ii − 1 is exact by Sterbenz for G_ii in [1/2, 2], else
- * enlarged by 2^-51); where that is below 0.81, the shifted Cholesky at
- * 0.81, 0.49, 0.25.  0 if neither proves anything. */
+/* An upper bound on Σ_{i<j} G_ij² over the strict upper triangle of the
+ * m × m G, summed column by column: vijp_cert_sum_squares_up's bound for
+ * m(m − 1)/2 terms, taken from each column's own. */
+static double upper_squares_up(const double *G, size_t m)
+{
+    mpfr_t a;
+    mpfr_init2(a, 64);
+    mpfr_set_zero(a, 1);
+    for (size_t j = 1; j < m; j++) mpfr_add_d(a, a, vijp_cert_sum_squares_up(G + j * m, j, 1), MPFR_RNDU);
+    double r = mpfr_get_d(a, MPFR_RNDU);
+    mpfr_clear(a);
+    return r;
+}
+
+/* σ_min(Ŷ)² > s2 for the nearly row-orthonormal Ŷ (in B), G = fl(ŶŶᵀ)
+ * (in Z's buffer, Z being done with): first σ_min(Ŷ)² >= 1 − ‖G − I‖_F −
+ * e_GY (Weyl), O(m²) once G is formed (the diagonal's G_ii − 1 is exact by
+ * Sterbenz for G_ii in [1/2, 2], else enlarged by 2^-51); where that is
+ * below 0.81, the shifted Cholesky at 0.81, 0.49, 0.25.  0 if neither
+ * proves anything. */
 static int near_orthonormal(route_ws *w, double *s2)
 {
     size_t m = w->m, n = w->n;
-    double frobY2 = vijp_cert_sum_squares_up(w->Y, m * n, 1);
+    double *G = w->Z, frobY2 = vijp_cert_sum_squares_up(w->B, m * n, 1);
     if (!isfinite(frobY2)) return 0;
-    double eGY = gram_error_up(m, n, frobY2);
-    cblas_dsyrk(CblasColMajor, CblasUpper, CblasNoTrans, (int)m, (int)n, 1.0, w->Y, (int)m, 0.0, w->G, (int)m);
-    w->have_G = 0;
-    double *off = w->W, *diag = w->W + m * (m - 1) / 2;
-    size_t k = 0;
+    double eGY = gram_error_up(m, n, frobY2), *diag = vijp_alloc_unset(m * sizeof *diag);
+    cblas_dsyrk(CblasColMajor, CblasUpper, CblasNoTrans, (int)m, (int)n, 1.0, w->B, (int)m, 0.0, G, (int)m);
     for (size_t j = 0; j < m; j++) {
-        for (size_t i = 0; i < j; i++) off[k++] = w->G[i + j * m];
-        double g = w->G[j + j * m], d = fabs(g - 1);
+        double g = G[j + j * m], d = fabs(g - 1);
         diag[j] = g >= 0.5 && g <= 2 ? d : d * (1 + 0x1p-51);
     }
     mpfr_t a, b;
     mpfr_inits2(64, a, b, (mpfr_ptr)0);
-    mpfr_set_d(a, vijp_cert_sum_squares_up(off, k, 1), MPFR_RNDU);
+    mpfr_set_d(a, upper_squares_up(G, m), MPFR_RNDU);
     mpfr_mul_2ui(a, a, 1, MPFR_RNDU); /* both triangles */
     mpfr_add_d(a, a, vijp_cert_sum_squares_up(diag, m, 1), MPFR_RNDU);
     mpfr_sqrt(a, a, MPFR_RNDU);
@@ -400,20 +434,31 @@ static int near_orthonormal(route_ws *w, double *s2)
     mpfr_ui_sub(b, 1, a, MPFR_RNDD);
     *s2 = mpfr_get_d(b, MPFR_RNDD);
     mpfr_clears(a, b, (mpfr_ptr)0);
+    free(diag);
     static const double f[] = {0.81, 0.49, 0.25};
-    for (int t = 0; t < 3; t++)
-        if (f[t] > *s2 && shifted_cholesky_d(w->G, m, f[t], eGY, w->W)) *s2 = f[t];
+    int formed = 1;
+    for (int t = 0; t < 3; t++) {
+        if (!(f[t] > *s2)) continue;
+        if (!formed) cblas_dsyrk(CblasColMajor, CblasUpper, CblasNoTrans, (int)m, (int)n, 1.0, w->B, (int)m, 0.0, G, (int)m);
+        formed = 0;
+        if (shifted_cholesky_d(G, m, f[t], eGY)) *s2 = f[t];
+    }
     return *s2 > 0;
 }
 
+/* Z, the split of its rows, ‖Z‖₂ (while Z is whole), Ŷ = ZM and its error,
+ * then σ_min(Ŷ) (over Z's buffer): s = (sY − e_Y)/√t, rounded down. */
 static int preconditioned_route(const double *M, route_ws *w, double sigma_hat, double frob2, double *s)
 {
-    double frobZ2, eY, s2Y = 0, t = 0;
-    if (!preconditioner(M, w) || !precondition_product(M, w, frob2, &frobZ2, &eY) || !near_orthonormal(w, &s2Y))
-        return 0;
-    double sY = sqrt_down(s2Y);
-    if (!(sY > eY) || !norm_bound(w, sigma_hat, frobZ2, &t)) return 0;
-    /* s = (sY − e_Y) / √t, rounded down */
+    double frobZ2, gM, eY, s2Y = 0, t = 0;
+    size_t ndd;
+    row_norm *rows = vijp_alloc_unset(w->m * sizeof *rows);
+    int ok = preconditioner(M, w) && split_rows(w, frob2, rows, &ndd, &frobZ2, &gM) &&
+             norm_bound(w, sigma_hat, frobZ2, &t) && precondition_product(M, w, rows, ndd, gM, &eY) &&
+             near_orthonormal(w, &s2Y);
+    free(rows);
+    double sY = ok ? sqrt_down(s2Y) : 0;
+    if (!ok || !(sY > eY)) return 0;
     mpfr_t a, b;
     mpfr_inits2(64, a, b, (mpfr_ptr)0);
     mpfr_set_d(a, sY, MPFR_RNDD);
@@ -430,20 +475,18 @@ int vijp_cert_prove_double(const double *M, size_t m, size_t n, double sigma_hat
                            double *s)
 {
     route_ws w = {.m = m, .n = n};
-    w.G = vijp_alloc_unset(m * m * sizeof *w.G);
-    w.W = vijp_alloc_unset(m * m * sizeof *w.W);
+    w.B = vijp_alloc_unset(m * n * sizeof *w.B);
     /* s = 0.98σ̂ first (margins for e_G, c and LAPACK's error), then 0.9σ̂;
-     * then the preconditioned route, which keeps ~0.88σ far past where the
+     * then the preconditioned route, which keeps ~0.9σ far past where the
      * direct one must drop to 0.5σ̂ or 0.1σ̂; then those. */
     static const double first[] = {0.98, 0.81}, last[] = {0.25, 0.01};
     int ok = direct_route(M, &w, sigma_hat, frob2, first, 2, s);
-    /* Past κ ≈ 2^50 the QR's backward error swamps σ_min: not tried. */
+    /* Past κ ≈ 2^50 the LQ's backward error swamps σ_min: not tried. */
     if (!ok && kappa_hat < 0x1p50) {
         w.Z = vijp_alloc_unset(m * m * sizeof *w.Z);
-        w.Y = vijp_alloc_unset(m * n * sizeof *w.Y);
         ok = preconditioned_route(M, &w, sigma_hat, frob2, s);
     }
     if (!ok) ok = direct_route(M, &w, sigma_hat, frob2, last, 2, s);
-    free(w.G), free(w.W), free(w.Z), free(w.Y);
+    free(w.B), free(w.Z);
     return ok;
 }
