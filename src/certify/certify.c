@@ -301,8 +301,8 @@ enum { PROVE_DOUBLE = 1, PROVE_MPFR = 2 };
 /* Try to prove σ_min(M) > s on 2^k·M (power_of_two_scale): in double
  * (stages & PROVE_DOUBLE), then in MPFR at doubling precision (& PROVE_MPFR).
  * Returns 1 and sets *s (rounded down) and *prec on success. */
-static int prove(const double *M0, size_t m, size_t n, const vijp_numeric *num, long prec_max, int stages, double *s,
-                 long *prec, char *why, size_t whysz)
+static int prove(const double *M0, size_t m, size_t n, const vijp_numeric *num, long prec_max, int stages,
+                 double *work, double *s, long *prec, char *why, size_t whysz)
 {
     const double *M;
     int k = power_of_two_scale(M0, m * n, &M), ok = 0;
@@ -311,7 +311,8 @@ static int prove(const double *M0, size_t m, size_t n, const vijp_numeric *num, 
     else {
         /* LAPACK's σ̂_min of M0 scales with M0 (it only steers) */
         if (stages & PROVE_DOUBLE)
-            ok = vijp_cert_prove_double(M, m, n, ldexp(num->sigma_min, k), num->condition, frob2, s) && (*prec = 53);
+            ok = vijp_cert_prove_double(M, m, n, ldexp(num->sigma_min, k), num->condition, frob2, s, work) &&
+                 (*prec = 53);
         if (!ok && (stages & PROVE_MPFR)) ok = prove_mpfr(M, m, n, num, frob2, prec_max, s, prec, why, whysz);
     }
     if (M != M0) free((double *)M);
@@ -359,7 +360,7 @@ static int prove_equilibrated(const double *M, size_t m, size_t n, long prec_max
     int K = equilibrate_rows(M, m, n, DM), ok = 0;
     vijp_numeric num;
     if (!vijp_numeric_analysis(DM, m, n, &num, NULL)) {
-        ok = prove(DM, m, n, &num, prec_max, PROVE_DOUBLE | PROVE_MPFR, s, prec, why, whysz);
+        ok = prove(DM, m, n, &num, prec_max, PROVE_DOUBLE | PROVE_MPFR, NULL, s, prec, why, whysz);
         vijp_numeric_clear(&num);
     }
     free(DM);
@@ -402,9 +403,11 @@ static int certify_matrix(const double *mid, const double *rad, size_t m, size_t
     for (size_t i = 0; i < m * n; i++)
         if (!isfinite(mid[i]) || (rad && !(rad[i] >= 0 && isfinite(rad[i]))))
             return vijp_fail(err, VIJP_EDOMAIN, "Jacobian entry %zu is not finite (%g ± %g)", i, mid[i], rad ? rad[i] : 0.0);
-    int rc = vijp_numeric_analysis(mid, m, n, &out->num, err);
+    /* LAPACK's copy of mid, then the double routes' scratch: pages touched once */
+    double *work = vijp_alloc_unset(m * n * sizeof *work);
+    int rc = vijp_numeric_analysis_in(mid, m, n, &out->num, work, err);
     out->seconds_numeric = seconds_now() - t0;
-    if (rc) return rc;
+    if (rc) return free(work), rc;
     out->enclosure_radius = rad ? sqrt(vijp_cert_sum_squares_up(rad, m * n, 1)) : 0;
     if (out->enclosure_radius > 0) out->enclosure_radius = nextafter(out->enclosure_radius, INFINITY); /* sqrt rounded up */
     out->cokernel_dim = out->num.cokernel_dim;
@@ -423,7 +426,8 @@ static int certify_matrix(const double *mid, const double *rad, size_t m, size_t
     /* The double routes first, whatever LAPACK's rank: a few m²n operations,
      * and a bound on σ_min says more than an exact rank (they reach κ ≈
      * 1e15 at n = 512, past LAPACK's rank tolerance n·u·σ_max). */
-    int proved = !proven && prove(mid, m, n, &out->num, prec_max, PROVE_DOUBLE, &s, &prec, why, sizeof why);
+    int proved = !proven && prove(mid, m, n, &out->num, prec_max, PROVE_DOUBLE, work, &s, &prec, why, sizeof why);
+    free(work);
     /* An exact matrix that LAPACK sees as rank-deficient beyond what its
      * structure proves: its exact rank settles it, before any climb. */
     int exactly_full = 0;
@@ -454,7 +458,7 @@ static int certify_matrix(const double *mid, const double *rad, size_t m, size_t
         if (!out->reason[0]) snprintf(out->reason, sizeof out->reason, "structure: %zu outputs from %zu inputs", m, n);
         return 0;
     }
-    if (!proved) proved = prove(mid, m, n, &out->num, prec_max, PROVE_MPFR, &s, &prec, why, sizeof why);
+    if (!proved) proved = prove(mid, m, n, &out->num, prec_max, PROVE_MPFR, NULL, &s, &prec, why, sizeof why);
     if (!proved && (exactly_full || !isfinite(vijp_cert_sum_squares_up(mid, m * n, 1)))) {
         char why2[256] = "";
         if ((proved = prove_equilibrated(mid, m, n, prec_max, &s, &prec, why2, sizeof why2)))

@@ -3,6 +3,7 @@
 #include "vijp/certify.h"
 #include "vijp/error.h"
 #include "base/lapack.h"
+#include "proof.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,12 +37,19 @@ static void summarize(vijp_numeric *out, size_t m, size_t n)
 
 int vijp_numeric_analysis(const double *J, size_t m, size_t n, vijp_numeric *out, vijp_error *err)
 {
+    double *A = m && n ? vijp_alloc_unset(m * n * sizeof *A) : NULL;
+    int rc = vijp_numeric_analysis_in(J, m, n, out, A, err);
+    free(A);
+    return rc;
+}
+
+int vijp_numeric_analysis_in(const double *J, size_t m, size_t n, vijp_numeric *out, double *A, vijp_error *err)
+{
     memset(out, 0, sizeof *out);
     if (m == 0 || n == 0) return vijp_fail(err, VIJP_EDIM, "a %zu × %zu Jacobian has nothing to certify", m, n);
     for (size_t i = 0; i < m * n; i++)
         if (!isfinite(J[i])) return vijp_fail(err, VIJP_EDOMAIN, "Jacobian entry %zu is %g", i, J[i]);
     size_t r = m < n ? m : n;
-    double *A = vijp_alloc_array(m * n, sizeof *A);
     out->sv = vijp_alloc_array(r, sizeof *out->sv);
     /* The singular values alone first (a third of the work of the vectors):
      * the vectors are needed only for a cokernel basis. */
@@ -66,7 +74,6 @@ int vijp_numeric_analysis(const double *J, size_t m, size_t n, vijp_numeric *out
         free(U), free(VT);
     }
     if (!rc && !out->cokernel) out->cokernel = vijp_alloc_array(m, sizeof *out->cokernel); /* never NULL */
-    free(A);
     if (rc) vijp_numeric_clear(out);
     return rc;
 }

@@ -138,7 +138,6 @@ static int cholesky_d(double *A, size_t N)
     return 1;
 }
 
-/* Steps 2–3 on G (N × N, upper triangle, kept) for s² and e_G: 1 if proven. */
 /* Steps 2–3 on A (N × N, upper triangle; overwritten by the factor) for s²
  * and e_G: 1 if proven.  In place: a fresh 2 MB buffer costs ~25 ms in page
  * faults on the machines measured (more than the Cholesky of 512 × 512), so
@@ -472,10 +471,10 @@ static int preconditioned_route(const double *M, route_ws *w, double sigma_hat, 
 }
 
 int vijp_cert_prove_double(const double *M, size_t m, size_t n, double sigma_hat, double kappa_hat, double frob2,
-                           double *s)
+                           double *s, double *work)
 {
     route_ws w = {.m = m, .n = n};
-    w.B = vijp_alloc_unset(m * n * sizeof *w.B);
+    w.B = work ? work : vijp_alloc_unset(m * n * sizeof *w.B);
     /* s = 0.98σ̂ first (margins for e_G, c and LAPACK's error), then 0.9σ̂;
      * then the preconditioned route, which keeps ~0.9σ far past where the
      * direct one must drop to 0.5σ̂ or 0.1σ̂; then those. */
@@ -487,6 +486,7 @@ int vijp_cert_prove_double(const double *M, size_t m, size_t n, double sigma_hat
         ok = preconditioned_route(M, &w, sigma_hat, frob2, s);
     }
     if (!ok) ok = direct_route(M, &w, sigma_hat, frob2, last, 2, s);
-    free(w.B), free(w.Z);
+    if (w.B != work) free(w.B);
+    free(w.Z);
     return ok;
 }
