@@ -11,11 +11,11 @@
  *  3. c = ((N+1)u / (1 − 2(N+1)u)) (tr A + 2N²η) + 4ηN(2(N+1)+max A_ii),
  *     at least the constant of Rump (2006) / Rump & Jeannerod (2014) as
  *     machine-checked in ValidSDP and the one DESIGN §4 writes (see
- *     vijp_cert_rump_constant in proof_double.c): if floating-point Cholesky of B runs to completion,
- *     then B + c_B I ⪰ 0.  We take B = A with its diagonal lowered again by c
- *     (computed from A, which dominates B, rounded up and enlarged by
- *     2^-20), so A = B + D with D ⪰ c I > c_B I, hence A ≻ 0, hence
- *     σ_min(M)² > s².
+ *     vijp_cert_rump_constant in proof_double.c): if floating-point
+ *     Cholesky of B runs to completion, then B + c_B I ⪰ 0.  We take B = A
+ *     with its diagonal lowered again by c (computed from A, which
+ *     dominates B, rounded up and enlarged by 2^-20), so A = B + D with
+ *     D ⪰ c I > c_B I, hence A ≻ 0, hence σ_min(M)² > s².
  *  4. In MPFR at precision p the same holds with u = 2^-p and η = 0, provided
  *     no operation underflowed (MPFR's underflow flag is checked).
  * Scalars (e_G, shifts, c) are computed in MPFR with directed rounding; the
@@ -29,8 +29,6 @@
 #include "vijp/error.h"
 #include "exact.h"
 #include "proof.h"
-#include <cblas.h>
-#include <lapacke.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -232,6 +230,18 @@ void vijp_certificate_clear(vijp_certificate *c)
     memset(c, 0, sizeof *c);
 }
 
+/* s·2^k rounded down: exact unless it leaves double's range. */
+static double times_pow2_down(double s, int k)
+{
+    mpfr_t t;
+    mpfr_init2(t, 64);
+    mpfr_set_d(t, s, MPFR_RNDD);
+    mpfr_mul_2si(t, t, k, MPFR_RNDD);
+    s = mpfr_get_d(t, MPFR_RNDD);
+    mpfr_clear(t);
+    return s;
+}
+
 /* 2^k with max |M_ij|·2^k in [1/2, 1): *SM = 2^k·M, exactly, so that the
  * proof sees the same matrix at every power-of-two scale (σ_min(2^k M) =
  * 2^k σ_min(M)): at 1e300 ‖M‖_F² no longer overflows, at 1e-300 fl(M Mᵀ)
@@ -317,12 +327,7 @@ static int prove(const double *M0, size_t m, size_t n, const vijp_numeric *num, 
     }
     if (M != M0) free((double *)M);
     if (!ok) return 0;
-    mpfr_t t;
-    mpfr_init2(t, 64);
-    mpfr_set_d(t, *s, MPFR_RNDD);
-    mpfr_mul_2si(t, t, -k, MPFR_RNDD); /* exact unless it leaves double's range: then down */
-    *s = mpfr_get_d(t, MPFR_RNDD);
-    mpfr_clear(t);
+    *s = times_pow2_down(*s, -k);
     return *s > 0 || (snprintf(why, whysz, "the proven bound is below double's range"), 0);
 }
 
@@ -365,12 +370,7 @@ static int prove_equilibrated(const double *M, size_t m, size_t n, long prec_max
     }
     free(DM);
     if (!ok) return 0;
-    mpfr_t t;
-    mpfr_init2(t, 64);
-    mpfr_set_d(t, *s, MPFR_RNDD);
-    mpfr_mul_2si(t, t, -K, MPFR_RNDD); /* exact unless it leaves double's range: then down */
-    *s = mpfr_get_d(t, MPFR_RNDD);
-    mpfr_clear(t);
+    *s = times_pow2_down(*s, -K);
     return *s > 0;
 }
 

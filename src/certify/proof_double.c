@@ -368,14 +368,9 @@ static int norm_bound(route_ws *w, double sigma_hat, double frobZ2, double *t)
     free(v);
     double hint = 1 / (sigma_hat * sigma_hat);
     if (isfinite(hint) && hint > lam) lam = hint;
-    mpfr_t a, b;
-    mpfr_inits2(64, a, b, (mpfr_ptr)0);
-    vijp_cert_gamma_up(a, m, 53);
-    mpfr_mul_d(a, a, frobZ2, MPFR_RNDU);
-    mpfr_set_ui_2exp(b, m, -1074, MPFR_RNDU);
-    mpfr_mul_ui(b, b, m, MPFR_RNDU);
-    mpfr_add(a, a, b, MPFR_RNDU);
-    double eH = mpfr_get_d(a, MPFR_RNDU);
+    double eH = gram_error_up(m, m, frobZ2); /* fl(ZᵀZ): dot products of m terms, as fl(ZZᵀ)'s */
+    mpfr_t a;
+    mpfr_init2(a, 64);
     int ok = 0;
     for (int k = 0; k < 4 && !ok && lam > 0 && isfinite(lam); k++) {
         if (k) cblas_dsyrk(CblasColMajor, CblasUpper, CblasTrans, (int)m, (int)m, 1.0, w->Z, (int)m, 0.0, H, (int)m);
@@ -388,7 +383,7 @@ static int norm_bound(route_ws *w, double sigma_hat, double frobZ2, double *t)
         }
         ok = shifted_cholesky_d(H, m, 0, eH);
     }
-    mpfr_clears(a, b, (mpfr_ptr)0);
+    mpfr_clear(a);
     return ok;
 }
 
