@@ -207,16 +207,16 @@ typedef struct {
 } route_ws;
 
 /* The direct route at s² = f·σ̂², for each f in turn, skipping those whose
- * margin (1 − f)σ̂² does not clear e_G + c ≈ e_G + (m + 1)·u·‖M‖_F² (the
- * Cholesky would run to its end and fail). */
+ * margin (1 − f)σ̂² does not even clear e_G, which the shift subtracts
+ * whatever c is (the Cholesky would run to its end and fail). */
 static int direct_route(const double *M, route_ws *w, double sigma_hat, double frob2, const double *f, int nf,
                         double *s)
 {
     size_t m = w->m, n = w->n;
-    double eG = gram_error_up(m, n, frob2), need = eG + (double)(m + 2) * 0x1p-53 * frob2;
+    double eG = gram_error_up(m, n, frob2);
     for (int k = 0; k < nf; k++) {
         double s2 = f[k] * sigma_hat * sigma_hat;
-        if (!(s2 > 0) || (1 - f[k]) * sigma_hat * sigma_hat <= need) continue;
+        if (!(s2 > 0) || (1 - f[k]) * sigma_hat * sigma_hat <= eG) continue;
         cblas_dsyrk(CblasColMajor, CblasUpper, CblasNoTrans, (int)m, (int)n, 1.0, M, (int)m, 0.0, w->B, (int)m);
         if (shifted_cholesky_d(w->B, m, s2, eG)) return *s = sqrt_down(s2), 1;
     }
