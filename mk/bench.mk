@@ -8,7 +8,7 @@ BENCH_OBJ := $(patsubst bench/%.c,$(BUILD)/bench/%.o,$(wildcard bench/*.c))
 # SKIPPED and exits 0 where the build has CUDA but the machine no GPU).
 BENCH_GPU := $(if $(VIJP_CUDA),$(BUILD)/bench-gpu)
 BENCH_PROGS := $(addprefix $(BUILD)/bench-,engines drift cond certify memory activations conv kernels mpi reference emu-dense \
-                models) \
+                models orthogonal) \
                $(BENCH_GPU)
 
 $(BUILD)/bench-%: $(BUILD)/bench/%.o $(BUILD)/libvijp.a
@@ -32,6 +32,7 @@ bench: $(BENCH_PROGS) $(BUILD)/vijp
 	./$(BUILD)/bench-conv
 	./$(BUILD)/bench-drift
 	./$(BUILD)/bench-cond
+	./$(BUILD)/bench-orthogonal
 	./$(BUILD)/bench-certify
 	./$(BUILD)/bench-memory
 	./$(BUILD)/bench-activations

@@ -46,48 +46,6 @@ static unsigned declare(const vijp_layer *L)
     return VIJP_DECL_LINEAR | (L->out > L->in ? VIJP_DECL_NEVER_SUBMERSIVE : 0u); /* J = W at every x */
 }
 
-/* Orthonormal columns (or rows, when wide): Q of the QR of a Gaussian matrix
- * with diag(R) > 0, which makes Q Haar-distributed.  Modified Gram–Schmidt
- * applied twice ("twice is enough": orthogonal to O(u) for any numerically
- * full-rank matrix, Giraud, Langou & Rozložník 2005), in plain C with only
- * + − × ÷ √: the same bits on every machine and BLAS, which keeps studies in
- * the emulated formats bit-reproducible (LAPACK's dgeqrf is not). */
-int vijp_orthogonal_init(size_t m, size_t n, vijp_rng *rng, double *W)
-{
-    size_t r = m > n ? m : n, c = m > n ? n : m;
-    double *A = vijp_alloc_array(r * c, sizeof *A);
-    for (size_t i = 0; i < r * c; i++) A[i] = vijp_rng_normal(rng);
-    for (size_t j = 0; j < c; j++) {
-        double *q = A + j * r;
-        for (int pass = 0; pass < 2; pass++)
-            for (size_t k = 0; k < j; k++) {
-                const double *p = A + k * r;
-                double acc[4] = {0, 0, 0, 0}; /* four sums in a fixed order: fast, and the same bits everywhere */
-                size_t i = 0;
-                for (; i + 4 <= r; i += 4)
-                    for (int l = 0; l < 4; l++) acc[l] += p[i + l] * q[i + l];
-                for (; i < r; i++) acc[0] += p[i] * q[i];
-                double d = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-                for (i = 0; i < r; i++) q[i] -= d * p[i];
-            }
-        double nrm = 0;
-        for (size_t i = 0; i < r; i++) nrm += q[i] * q[i];
-        nrm = sqrt(nrm);
-        if (!(nrm > 0)) {
-            free(A);
-            return VIJP_EINVAL; /* probability zero for Gaussian draws */
-        }
-        for (size_t i = 0; i < r; i++) q[i] /= nrm;
-    }
-    for (size_t i = 0; i < r; i++)
-        for (size_t j = 0; j < c; j++) {
-            if (m >= n) W[i + j * m] = A[i + j * r]; /* W = Q (m × n) */
-            else W[j + i * m] = A[i + j * r];        /* W = Qᵀ (m × n) */
-        }
-    free(A);
-    return 0;
-}
-
 static int init(const vijp_layer *L, vijp_init in, vijp_rng *rng, double *theta)
 {
     size_t m = L->out, n = L->in;

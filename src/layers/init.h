@@ -7,10 +7,19 @@
 #include <math.h>
 #include <stddef.h>
 
-/* W (m × n, column-major) with orthonormal columns (m >= n) or rows, from
- * seeded Gaussian draws by modified Gram–Schmidt twice: the same bits on
- * every machine (src/layers/dense.c).  0 or VIJP_EINVAL. */
+/* W (m × n, column-major) with orthonormal columns (m >= n) or rows,
+ * Haar-distributed, from seeded Gaussian draws: the same bits on every
+ * machine, BLAS and thread count (src/layers/orthogonal.c).  Up to
+ * VIJP_ORTHO_MGS_MAX_WIDTH on the longer side by modified Gram–Schmidt
+ * twice (the bits vijp has always drawn), wider by Stewart's Householder
+ * product, blocked.  0 or VIJP_EINVAL. */
+#define VIJP_ORTHO_MGS_MAX_WIDTH 512
 VIJP_MUST_CHECK int vijp_orthogonal_init(size_t m, size_t n, vijp_rng *rng, double *W);
+/* Each algorithm at any size (the tests and bench-orthogonal).  The wider one:
+ * portable 1 keeps to the portable loops where the CPU has AVX2, which
+ * give the same bits.  0. */
+VIJP_MUST_CHECK int vijp_orthogonal_mgs2(size_t m, size_t n, vijp_rng *rng, double *W);
+VIJP_MUST_CHECK int vijp_orthogonal_householder(size_t m, size_t n, vijp_rng *rng, int portable, double *W);
 
 /* n draws U(−1/√fan_in, 1/√fan_in): PyTorch's default for weights and biases. */
 static inline void vijp_kaiming_uniform(size_t n, size_t fan_in, vijp_rng *rng, double *w)

@@ -1,0 +1,149 @@
+/* Orthogonal initialisation above VIJP_ORTHO_MGS_MAX_WIDTH (Stewart's
+ * blocked Householder product, src/layers/orthogonal.c), at small sizes
+ * through its own entry point: orthogonality against QᵀQ computed in MPFR,
+ * the distribution's first moments, the same bits from the portable and
+ * the AVX2 loops and from run to run, and the switch between the two
+ * algorithms at the threshold. */
+#include "fixtures/testutil.h"
+#include "layers/init.h"
+#include <math.h>
+#include <mpfr.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const double u = 0x1p-53;
+
+/* max_ij |(WᵀW − I)_ij| (or WWᵀ when wide: the orthonormal side, c × c)
+ * from sums of exact products in MPFR at 256 bits: each of the c² sums of
+ * r products within 2^-250 relative of its exact value, nothing beside the
+ * bound below. */
+static double orthogonality_error(const double *W, size_t m, size_t n)
+{
+    size_t r = m > n ? m : n, c = m > n ? n : m;
+    mpfr_t s, p;
+    mpfr_inits2(256, s, p, (mpfr_ptr)0);
+    double worst = 0;
+    for (size_t i = 0; i < c; i++)
+        for (size_t j = 0; j <= i; j++) {
+            mpfr_set_si(s, i == j ? -1 : 0, MPFR_RNDN);
+            for (size_t k = 0; k < r; k++) {
+                double a = m >= n ? W[k + i * m] : W[i + k * m], b = m >= n ? W[k + j * m] : W[j + k * m];
+                mpfr_set_d(p, a, MPFR_RNDN);
+                mpfr_mul_d(p, p, b, MPFR_RNDN); /* exact: 106 bits of 256 */
+                mpfr_add(s, s, p, MPFR_RNDN);
+            }
+            worst = fmax(worst, fabs(mpfr_get_d(s, MPFR_RNDN)));
+        }
+    mpfr_clears(s, p, (mpfr_ptr)0);
+    return worst;
+}
+
+/* Shapes that exercise every edge of the blocked loops: c not a multiple of
+ * the 16 reflectors per block, r − i0 not a multiple of the 8-row groups,
+ * more than one 128-row tile; tall, wide and square. */
+static const size_t shapes[][2] = {{150, 150}, {203, 77}, {77, 203}, {129, 17}, {1, 1}, {5, 1}};
+
+/* Higham, Accuracy and Stability of Numerical Algorithms (2nd ed., 2002),
+ * Lemma 19.3 and the explicitly formed Q after Theorem 19.4: the computed
+ * Q̂ = Q (I_{r,c} + ΔI) for an exactly orthogonal Q, ‖ΔI(:, j)‖₂ <= c·γ̃_r,
+ * with γ̃_k = κ k u / (1 − κ k u), κ the small constant Higham leaves
+ * unspecified; the blocked (WY) form has the same bound with another
+ * constant (his §19.5, after Bischof and Van Loan 1987).  Then
+ * |(Q̂ᵀQ̂ − I)_ij| <= ‖ΔI(:, i)‖ + ‖ΔI(:, j)‖ + ‖ΔI(:, i)‖‖ΔI(:, j)‖
+ * <= 2cγ̃_r + (cγ̃_r)², which is c₁·c·u with c₁ = 2κr(1 + O(u)).  κ = 16
+ * here, generous for the reflector's one norm and the products' sums. */
+static double orthogonality_bound(size_t r, size_t c)
+{
+    double g = 16.0 * (double)r * u / (1 - 16.0 * (double)r * u), e = (double)c * g;
+    return 2 * e + e * e;
+}
+
+START_TEST(householder_is_orthogonal_to_working_precision)
+{
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        size_t m = shapes[s][0], n = shapes[s][1];
+        vijp_rng rng;
+        vijp_rng_seed(&rng, 11 + s);
+        double *W = malloc(m * n * sizeof *W);
+        ck_assert(!vijp_orthogonal_householder(m, n, &rng, 0, W));
+        double e = orthogonality_error(W, m, n), bound = orthogonality_bound(m > n ? m : n, m > n ? n : m);
+        ck_assert_msg(e <= bound, "%zux%zu: max |QᵀQ − I| = %g > %g", m, n, e, bound);
+        free(W);
+    }
+}
+END_TEST
+
+/* Bit for bit: the AVX2 loops against the portable ones (the same sums in
+ * the same order, vectors across independent sums only), and a second run
+ * of the same seed against the first. */
+START_TEST(householder_same_bits_portable_and_vector)
+{
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        size_t m = shapes[s][0], n = shapes[s][1];
+        double *a = malloc(m * n * sizeof *a), *b = malloc(m * n * sizeof *b), *c = malloc(m * n * sizeof *c);
+        vijp_rng r1, r2, r3;
+        vijp_rng_seed(&r1, 5), vijp_rng_seed(&r2, 5), vijp_rng_seed(&r3, 5);
+        ck_assert(!vijp_orthogonal_householder(m, n, &r1, 0, a));
+        ck_assert(!vijp_orthogonal_householder(m, n, &r2, 1, b));
+        ck_assert(!vijp_orthogonal_householder(m, n, &r3, 0, c));
+        ck_assert_msg(!memcmp(a, b, m * n * sizeof *a), "%zux%zu: portable and vector loops differ", m, n);
+        ck_assert_msg(!memcmp(a, c, m * n * sizeof *a), "%zux%zu: two runs differ", m, n);
+        free(a), free(b), free(c);
+    }
+}
+END_TEST
+
+/* Haar's first moments over seeds: Q_11 is symmetric about 0 (a Q built
+ * without the sign correction diag(sign R_kk) has Q_11 = x_0/β < 0 always)
+ * and Q_11² ~ Beta(1/2, (n − 1)/2): mean 1/n, variance 2(n − 1)/(n²(n + 2)).
+ * Each sample mean within 5 standard errors (a false alarm with probability
+ * below 1e-6 each, by the CLT; the seeds are fixed, so never flaky). */
+START_TEST(householder_first_moments_are_haar)
+{
+    enum { N = 20, SEEDS = 2000 };
+    double sum = 0, sum2 = 0, W[N * N];
+    for (int k = 0; k < SEEDS; k++) {
+        vijp_rng rng;
+        vijp_rng_seed(&rng, 1000 + (uint64_t)k);
+        ck_assert(!vijp_orthogonal_householder(N, N, &rng, 0, W));
+        sum += W[0], sum2 += W[0] * W[0];
+    }
+    double n = N, mean = sum / SEEDS, mean2 = sum2 / SEEDS;
+    double se1 = sqrt(1 / n / SEEDS), se2 = sqrt(2 * (n - 1) / (n * n * (n + 2)) / SEEDS);
+    ck_assert_msg(fabs(mean) <= 5 * se1, "mean Q_11 = %g, 5 SE = %g", mean, 5 * se1);
+    ck_assert_msg(fabs(mean2 - 1 / n) <= 5 * se2, "mean Q_11² = %g, want %g ± %g", mean2, 1 / n, 5 * se2);
+}
+END_TEST
+
+/* vijp_orthogonal_init takes MGS twice up to the threshold (bit for bit:
+ * the bits every study of that size has always had) and the blocked
+ * product past it, on the longer side. */
+START_TEST(init_switches_at_threshold)
+{
+    static const size_t sizes[][2] = {{VIJP_ORTHO_MGS_MAX_WIDTH, 3}, {3, VIJP_ORTHO_MGS_MAX_WIDTH},
+                                      {VIJP_ORTHO_MGS_MAX_WIDTH + 1, 3}, {3, VIJP_ORTHO_MGS_MAX_WIDTH + 1}};
+    for (size_t s = 0; s < 4; s++) {
+        size_t m = sizes[s][0], n = sizes[s][1];
+        int mgs = (m > n ? m : n) <= VIJP_ORTHO_MGS_MAX_WIDTH;
+        double *a = malloc(m * n * sizeof *a), *b = malloc(m * n * sizeof *b);
+        vijp_rng r1, r2;
+        vijp_rng_seed(&r1, 3), vijp_rng_seed(&r2, 3);
+        ck_assert(!vijp_orthogonal_init(m, n, &r1, a));
+        ck_assert(!(mgs ? vijp_orthogonal_mgs2(m, n, &r2, b) : vijp_orthogonal_householder(m, n, &r2, 0, b)));
+        ck_assert_msg(!memcmp(a, b, m * n * sizeof *a), "%zux%zu: not the %s algorithm", m, n, mgs ? "MGS" : "blocked");
+        free(a), free(b);
+    }
+}
+END_TEST
+
+Suite *suite_orthogonal(void)
+{
+    Suite *s = suite_create("orthogonal");
+    TCase *tc = tcase_create("householder");
+    tcase_add_test(tc, householder_is_orthogonal_to_working_precision);
+    tcase_add_test(tc, householder_same_bits_portable_and_vector);
+    tcase_add_test(tc, householder_first_moments_are_haar);
+    tcase_add_test(tc, init_switches_at_threshold);
+    suite_add_tcase(s, tc);
+    return s;
+}
