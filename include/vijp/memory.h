@@ -23,8 +23,8 @@ VIJP_API size_t vijp_memory_deepest(const size_t *bytes, size_t depth, size_t bu
 
 /* Sizing a run before making it (the commands refuse one that cannot fit).
  * Bytes one value takes in this process (not as stored: an emulated binary32
- * value lives in an MPFR number): 8 for double, the mpfr_t, its limbs, MPFR's
- * size limb and the allocator's header otherwise. */
+ * value lives in an MPFR number): 8 for double, the mpfr_t and its limbs
+ * otherwise (a matrix's values are one allocation). */
 VIJP_API size_t vijp_resident_value_bytes(const vijp_format *f);
 /* The peak bytes of one gradient comparison (vijp grad, one drift unit):
  * net's shapes (any parsed net), batch samples, engines in format f (run one after

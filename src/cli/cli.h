@@ -65,6 +65,10 @@ int cli_check_dir(const char *dir, vijp_error *err);
  * get (vijp_memory_available); if not, says "vijp CMD: needs about X GiB;
  * Y GiB available (which bound)" on stderr. */
 int cli_memory_fits(const char *command, double need);
+/* 1.5 GiB, 300 MiB, 12 KiB: two or three significant digits. */
+void cli_human_bytes(double b, char *buf, size_t size);
+/* This process's resident set now (VmRSS), in bytes; 0 where unknown. */
+double cli_resident_bytes(void);
 
 /* --plugin FILE: load it (plugins.c).  It is first loaded in a child
  * process, so that a plugin that crashes while loading (a truncated file, a

@@ -59,7 +59,7 @@ void cli_print_layer_syntax(FILE *out, const char *heading)
 }
 
 /* 1.5 GiB, 300 MiB, 12 KiB: two or three significant digits. */
-static void human_bytes(double b, char *buf, size_t size)
+void cli_human_bytes(double b, char *buf, size_t size)
 {
     static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
     int u = 0;
@@ -67,12 +67,23 @@ static void human_bytes(double b, char *buf, size_t size)
     snprintf(buf, size, "%.3g %s", b, units[u]);
 }
 
+double cli_resident_bytes(void)
+{
+    FILE *in = fopen("/proc/self/status", "r");
+    double kb = 0;
+    char line[256];
+    while (in && fgets(line, sizeof line, in))
+        if (!strncmp(line, "VmRSS:", 6)) kb = strtod(line + 6, NULL);
+    if (in) fclose(in);
+    return 1024 * kb;
+}
+
 int cli_memory_fits(const char *command, double need)
 {
     char why[64], a[32], b[32];
     double avail = vijp_memory_available(why, sizeof why);
     if (need <= avail) return 1;
-    human_bytes(need, a, sizeof a), human_bytes(avail, b, sizeof b);
+    cli_human_bytes(need, a, sizeof a), cli_human_bytes(avail, b, sizeof b);
     fprintf(stderr, "vijp %s: needs about %s; %s available (%s)\n", command, a, b, why);
     return 0;
 }

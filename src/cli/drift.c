@@ -9,6 +9,7 @@
 #include "study/stats.h"
 #include "report/write.h"
 #include "vijp/vijp.h"
+#include "drift/peak.h"
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -102,6 +103,8 @@ static const char help_drift[] =
     "                    left (default: only when stderr is a terminal, without -q,\n"
     "                    and not in CI)\n"
     "  --no-plots        skip gnuplot (the CSVs still hold every curve)\n"
+    "  --estimate-memory print the study's peak memory (resident set) as it is\n"
+    "                    sized before running, and stop (docs/memory.md)\n"
     "  -q, --quiet       print nothing on success, and no progress meter\n"
     "  -h, --help        this help\n"
     "\n"
@@ -239,23 +242,48 @@ static void print_verdicts(const study *s)
     print_overflows(s);
 }
 
-/* Size the study before running it: its largest unit (one curve: a config in
- * a format, the reference at the start of its climb and the next precision
- * held together: an estimate at 3p bytes-wise), as many at once as there are workers.  0 if it cannot fit
- * (said on stderr), or if an estimate failed (err set). */
-static int study_fits_memory(const study *s, const char *name, vijp_error *err)
+/* Size the study before running it (drift/peak.h, docs/memory.md): the peak
+ * RSS is this process's RSS now, plus, for each worker running at once, the
+ * largest curve's peak; or, later, what those workers' heaps keep of it
+ * after the curves plus the report's memory table (engines run in double
+ * on the main thread), whichever is larger.  Into *need; 0 if an estimate
+ * failed (err set). */
+static int study_peak_bytes(const study *s, double *need, vijp_error *err)
 {
-    double unit = 0;
-    for (size_t c = 0; c < s->n_configs; c++)
+    drift_peak unit = {0, 0};
+    double profile = 0;
+    for (size_t c = 0; c < s->n_configs; c++) {
+        const vijp_net *net = &s->nets[s->configs[c].net];
         for (size_t f = 0; f < s->n_formats; f++) {
             const vijp_format *F = &s->formats[f];
-            long p = vijp_drift_ref_prec_first(F, s->ref_prec_start);
-            double b;
-            if (vijp_run_bytes_estimate(&s->nets[s->configs[c].net], s->batch, F, 3 * p, &b, err)) return 0;
-            if (b > unit) unit = b;
+            drift_peak b = drift_peak_bytes(net, s->batch, F, vijp_drift_ref_prec_first(F, s->ref_prec_start));
+            if (b.peak > unit.peak) unit.peak = b.peak;
+            if (b.retained > unit.retained) unit.retained = b.retained;
         }
+        double p = drift_peak_profile_bytes(net, s->batch);
+        if (p > profile) profile = p;
+    }
+    (void)err;
     size_t units = s->n_configs * s->n_formats * s->n_seeds, jobs = s->jobs > 0 ? (size_t)s->jobs : 1;
-    return cli_memory_fits(name + 5 /* past "vijp " */, unit * (double)(jobs < units ? jobs : units));
+    double at_once = (double)(jobs < units ? jobs : units);
+    double curves = at_once * unit.peak, report = at_once * unit.retained + profile;
+    *need = cli_resident_bytes() + (curves > report ? curves : report);
+    return 1;
+}
+
+/* 1 if the study fits the memory available (said on stderr if not); with
+ * estimate_only, says the estimate on stdout instead. */
+static int study_fits_memory(const study *s, const char *name, int estimate_only, vijp_error *err)
+{
+    double need;
+    if (!study_peak_bytes(s, &need, err)) return 0;
+    if (estimate_only) {
+        char h[32];
+        cli_human_bytes(need, h, sizeof h);
+        fprintf(cli_out(), "%s: peak memory about %s (%.0f bytes of resident set)\n", name, h, need);
+        return 1;
+    }
+    return cli_memory_fits(name + 5 /* past "vijp " */, need);
 }
 
 static void keep_unit(void *units, size_t j, const vijp_drift_curve *c) { unit_store_save(units, j, c); }
@@ -269,6 +297,7 @@ typedef struct {
     const char *inits, *formats, *seeds, *engines, *tols;
     int forced_progress; /* --progress 1, --no-progress -1 */
     int quiet, depth_given, batch_given, loss_given, resume, jobs_given;
+    int estimate_memory; /* --estimate-memory: say the study's peak memory and stop */
 } drift_args;
 
 /* The defaults of drift, or of report (its embedded default study). */
@@ -289,7 +318,7 @@ static void defaults(drift_args *a, study *s, int is_report)
 /* Options into a and s; -1 to go on, or the exit status (--help, bad usage). */
 static int parse_args(int argc, char **argv, drift_args *a, study *s)
 {
-    enum { O_INPUT = 300, O_WEIGHTS, O_RESUME, O_FORMAT, O_TOL = 256, O_REFP, O_REFMAX, O_PROG, O_NOPROG, O_NOPLOTS, O_SEGMENT };
+    enum { O_INPUT = 300, O_WEIGHTS, O_RESUME, O_FORMAT, O_TOL = 256, O_REFP, O_REFMAX, O_PROG, O_NOPROG, O_NOPLOTS, O_SEGMENT, O_ESTMEM };
     static const struct option opts[] = {
         {"net", 1, 0, 'n'},      {"init", 1, 0, 'i'},       {"depth", 1, 0, 'd'},    {"width", 1, 0, 'w'},
         {"batch", 1, 0, 'b'},    {"formats", 1, 0, 'f'},    {"engines", 1, 0, 'e'},  {"seeds", 1, 0, 's'},
@@ -297,6 +326,7 @@ static int parse_args(int argc, char **argv, drift_args *a, study *s)
         {"out", 1, 0, 'o'},      {"jobs", 1, 0, 'j'},       {"progress", 0, 0, O_PROG}, {"no-progress", 0, 0, O_NOPROG},
         {"no-plots", 0, 0, O_NOPLOTS}, {"quiet", 0, 0, 'q'}, {"help", 0, 0, 'h'},   {"segment", 1, 0, O_SEGMENT},
         {"input", 1, 0, O_INPUT}, {"weights", 1, 0, O_WEIGHTS}, {"resume", 0, 0, O_RESUME},
+        {"estimate-memory", 0, 0, O_ESTMEM},
         {"format", 2, 0, O_FORMAT}, /* refused: not an abbreviation of --formats */
         {0, 0, 0, 0},
     };
@@ -331,6 +361,7 @@ static int parse_args(int argc, char **argv, drift_args *a, study *s)
         case O_NOPROG: a->forced_progress = -1; break;
         case O_NOPLOTS: s->plots = 0; break;
         case O_SEGMENT: if (cli_parse_size("--segment", optarg, 1, 100000, &v)) return EXIT_USAGE; s->opts.checkpoint_segment = v; break;
+        case O_ESTMEM: a->estimate_memory = 1; break;
         case 'q': a->quiet = 1; break;
         case 'h':
             /* help_drift's one conversion: the largest mpfr:P the default cap validates */
@@ -403,7 +434,8 @@ static int resolve(drift_args *a, study *s, vijp_error *err)
      * cap, or the run would fail after its first curve and leave an empty folder. */
     for (size_t f = 0; f < s->n_formats; f++)
         if (vijp_drift_check_ref_prec(&s->formats[f], s->ref_prec_start, s->ref_prec_max, err)) return cli_usage_error(a->name, err);
-    if (!study_fits_memory(s, a->name, err)) return err->msg[0] ? cli_usage_error(a->name, err) : EXIT_USAGE;
+    if (!study_fits_memory(s, a->name, a->estimate_memory, err)) return err->msg[0] ? cli_usage_error(a->name, err) : EXIT_USAGE;
+    if (a->estimate_memory) return EXIT_OK;
     for (const char *q = s->out_dir; *q; q++)
         if ((unsigned char)*q < 0x20 || *q == 0x7f) { /* gnuplot (and most readers) cannot take them */
             vijp_fail(err, VIJP_EINVAL, "--out: control characters in the folder name");

@@ -49,8 +49,9 @@ size_t vijp_memory_deepest(const size_t *bytes, size_t depth, size_t budget)
 size_t vijp_resident_value_bytes(const vijp_format *f)
 {
     if (f->kind == VIJP_DOUBLE) return sizeof(double);
-    size_t limbs = (size_t)((f->prec + mp_bits_per_limb - 1) / mp_bits_per_limb);
-    return sizeof(__mpfr_struct) + (limbs + 1) * sizeof(mp_limb_t) + 16; /* + MPFR's size limb, malloc's header */
+    /* a matrix's values are one block: the mpfr_t structs, then their
+     * significands (format/mat.c), no size limb, no malloc header each */
+    return sizeof(__mpfr_struct) + mpfr_custom_get_size((mpfr_prec_t)f->prec);
 }
 
 int vijp_run_bytes_estimate(const vijp_net *net, size_t batch, const vijp_format *f, long ref_prec, double *bytes,

@@ -1,0 +1,106 @@
+/* The peak bytes of one drift curve (peak.h), counted as vijp_drift_run
+ * allocates them: every matrix is one block (format/mat.c: the mpfr_t
+ * structs, then the significands), one per layer, so the count is per
+ * block, which also says whether the heap keeps it after the free. */
+#include "peak.h"
+#include "vijp/layer.h"
+#include <mpfr.h>
+
+/* Bytes per value of a matrix in format f: a double, or an mpfr_t and its
+ * significand in one block (mat.c's mp_block_new: no size limb, no
+ * per-value malloc header). */
+static double value_bytes(const vijp_format *f)
+{
+    if (f->kind == VIJP_DOUBLE) return sizeof(double);
+    return (double)(sizeof(mpfr_t) + mpfr_custom_get_size((mpfr_prec_t)f->prec));
+}
+
+static double mpfr_bytes(long prec)
+{
+    return (double)(sizeof(mpfr_t) + mpfr_custom_get_size((mpfr_prec_t)prec));
+}
+
+/* A sum of blocks, and of those the heap keeps. */
+typedef struct {
+    double all, heap;
+} blocks;
+
+static void add(blocks *b, double bytes)
+{
+    b->all += bytes;
+    if (bytes < DRIFT_PEAK_MMAP_BYTES) b->heap += bytes;
+}
+
+/* Per layer and value size v: parameters (θ_i or ∇θ_i), the layer's
+ * outputs over the batch (g_i or h_i), the inputs' (h_0, grad_x). */
+static void params(blocks *b, const vijp_net *net, double v)
+{
+    for (size_t i = 0; i < net->depth; i++) add(b, v * (double)net->layers[i].type->param_count(&net->layers[i]));
+}
+
+static void outputs(blocks *b, const vijp_net *net, size_t batch, double v)
+{
+    add(b, v * (double)(net->width * batch));
+    for (size_t i = 0; i < net->depth; i++) add(b, v * (double)(net->layers[i].out * batch));
+}
+
+/* A problem (X, T, θ) at v bytes a value. */
+static void problem(blocks *b, const vijp_net *net, size_t batch, double v)
+{
+    add(b, v * (double)(net->width * batch));
+    add(b, v * (double)(vijp_net_out_width(net) * batch));
+    params(b, net, v);
+}
+
+/* A gradient set (vijp_grads: grad_x, g_i, ∇θ_i) at v bytes a value. */
+static void grads(blocks *b, const vijp_net *net, size_t batch, double v)
+{
+    params(b, net, v);
+    outputs(b, net, batch, v);
+}
+
+drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format *f, long ref_first)
+{
+    double vf = value_bytes(f), vcopy = mpfr_bytes(f->prec > 53 ? (long)f->prec : 53);
+    double vlo = mpfr_bytes(ref_first), vhi = mpfr_bytes(2 * ref_first);
+    /* Throughout: the net's double master θ and the problem rounded to f
+     * (vijp_problem_setup), the memo's exact copy of it (memo.c), and the
+     * reference at its second level (kept, rounded in place, as the
+     * engines' reference). */
+    blocks base = {0};
+    params(&base, net, sizeof(double));
+    problem(&base, net, batch, vf);
+    problem(&base, net, batch, vcopy);
+    grads(&base, net, batch, vhi);
+    /* The reference's second level being computed: the first level's
+     * gradients beside it, and its own activations h_0..h_D. */
+    blocks ref = base;
+    grads(&ref, net, batch, vlo);
+    outputs(&ref, net, batch, vhi);
+    /* An engine's run: its gradients in f and the most any engine stores
+     * (backprop's activations), beside a layer's double copy for a
+     * solve (the largest layer's parameters). */
+    blocks eng = base;
+    grads(&eng, net, batch, vf);
+    outputs(&eng, net, batch, vf);
+    double widest = 0;
+    for (size_t i = 0; i < net->depth; i++) {
+        double p = (double)net->layers[i].type->param_count(&net->layers[i]);
+        if (p > widest) widest = p;
+    }
+    add(&eng, sizeof(double) * widest);
+    const blocks *top = ref.all >= eng.all ? &ref : &eng;
+    return (drift_peak){top->all, top->heap};
+}
+
+double drift_peak_profile_bytes(const vijp_net *net, size_t batch)
+{
+    /* vijp_memory_profile: the net's double θ, the problem in double, an
+     * engine's double gradients and backprop's double activations. */
+    blocks b = {0};
+    params(&b, net, sizeof(double));
+    problem(&b, net, batch, sizeof(double));
+    grads(&b, net, batch, sizeof(double));
+    outputs(&b, net, batch, sizeof(double));
+    return b.all;
+}

@@ -1,0 +1,115 @@
+/* A drift study's sizing (src/drift/peak.c, cli/drift.c): the peak memory
+ * `vijp drift --estimate-memory` predicts against the peak RSS the same
+ * study reaches when it runs (getrusage's ru_maxrss of the child), and a
+ * study past the limit refused before it starts. */
+#include "fixtures/clirun.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* The estimate in bytes, from --estimate-memory's line. */
+static double estimate(const char *study)
+{
+    char args[1024];
+    snprintf(args, sizeof args, "drift %s --seeds 1 --no-plots -q --out /nonexistent/never --estimate-memory", study);
+    run_result r = run_vijp(args);
+    const char *p = strstr(r.out, " bytes of resident set)");
+    const char *open = p ? p : r.out;
+    while (open > r.out && open[-1] != '(') open--;
+    ck_assert_msg(r.rc == CLI_OK && p && open > r.out, "exit %d: %s%s", r.rc, r.out, r.err);
+    double b = strtod(open, NULL);
+    run_free(&r);
+    return b;
+}
+
+/* The study's peak RSS in bytes: run in a child of its own, whose
+ * RUSAGE_CHILDREN then holds the vijp process's ru_maxrss alone (KiB). */
+static double measured(const char *study, const char *dir)
+{
+    int fd[2];
+    ck_assert_int_eq(pipe(fd), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        char args[1024];
+        snprintf(args, sizeof args, "drift %s --seeds 1 --no-plots -q --out '%s/r'", study, dir);
+        run_result r = run_vijp(args);
+        struct rusage ru;
+        long kb = r.rc == CLI_OK && !getrusage(RUSAGE_CHILDREN, &ru) ? ru.ru_maxrss : -1;
+        if (write(fd[1], &kb, sizeof kb) != (ssize_t)sizeof kb) _exit(1);
+        _exit(0);
+    }
+    close(fd[1]);
+    long kb = -1;
+    ck_assert_int_eq(read(fd[0], &kb, sizeof kb), (ssize_t)sizeof kb);
+    close(fd[0]);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(kb > 0, "the study failed: %s", study);
+    return 1024.0 * (double)kb;
+}
+
+/* Within 20% either way: the sizing counts every block a curve allocates
+ * (peak.c) but not the allocator's fragmentation nor the report's own
+ * tables exactly, a few MB here (docs/memory.md has the measured table). */
+static void check_study(const char *study)
+{
+    char dir[512];
+    make_temp_dir(dir, sizeof dir, "mem");
+    double want = estimate(study), got = measured(study, dir);
+    ck_assert_msg(got >= 0.8 * want && got <= 1.2 * want, "%s: predicted %.1f MB, measured %.1f MB (%+.0f%%)", study,
+                  want / 1e6, got / 1e6, 100 * (want / got - 1));
+    remove_tree(dir);
+}
+
+/* Two small studies (0.6 and 0.9 s), one curve and two at once; the
+ * longer runs (VIJP_TEST_SCALE > 1, make check-long) add two more nets. */
+START_TEST(estimate_meets_peak_rss)
+{
+    check_study("--net dense:96,tanh --depth 48 --batch 1 --formats binary32 --jobs 1");
+    check_study("--net dense:96,leaky:0.5 --depth 48 --batch 1 --formats bfloat16+binary32,binary32 --jobs 2");
+    if (test_iters(1) > 1) {
+        check_study("--net dense:128,gelu --depth 64 --batch 1 --formats binary32 --jobs 1");
+        check_study("--net dense:128,relu,dense:128,layernorm --depth 32 --batch 1 --formats binary32 --jobs 1");
+    }
+}
+END_TEST
+
+/* A study whose estimate is past the address-space limit is refused with
+ * exit 2, the estimate and the limit, before its folder exists. */
+START_TEST(refused_past_the_limit)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    fputs("# refused_past_the_limit: skipped under AddressSanitizer (it cannot run with ulimit -v)\n", stderr);
+    return;
+#endif
+    char dir[512], args[1024], out[600];
+    make_temp_dir(dir, sizeof dir, "memlimit");
+    /* about 2.9 GB predicted (--estimate-memory), 2 GB of address space */
+    snprintf(args, sizeof args, "-c 'ulimit -v 2000000; exec \"$VIJP_BIN\" drift --net dense:1024,gelu --depth 16 "
+             "--batch 16 --formats bfloat16+binary32,binary32 --seeds 1 --no-plots -q --out \"%s/r\"'", dir);
+    run_result r = run_bin("sh", args);
+    ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "vijp drift: needs about ") &&
+                  strstr(r.err, "the address-space limit (ulimit -v)"), "exit %d: %s", r.rc, r.err);
+    run_free(&r);
+    snprintf(out, sizeof out, "%s/r", dir);
+    struct stat st;
+    ck_assert_msg(stat(out, &st) != 0, "a refused study created its folder");
+    remove_tree(dir);
+}
+END_TEST
+
+Suite *suite_drift_memory(void)
+{
+    Suite *s = suite_create("drift_memory");
+    TCase *tc = tcase_create("sizing");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, estimate_meets_peak_rss);
+    tcase_add_test(tc, refused_past_the_limit);
+    suite_add_tcase(s, tc);
+    return s;
+}
