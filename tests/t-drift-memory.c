@@ -66,12 +66,12 @@ static void check_study(const char *study)
     remove_tree(dir);
 }
 
-/* Two small studies (0.6 and 0.9 s), one curve and two at once; the
+/* Two small studies (0.5 and 0.8 s CPU), one curve and two at once; the
  * longer runs (VIJP_TEST_SCALE > 1, make check-long) add two more nets. */
 START_TEST(estimate_meets_peak_rss)
 {
-    check_study("--net dense:96,tanh --depth 48 --batch 1 --formats binary32 --jobs 1");
-    check_study("--net dense:96,leaky:0.5 --depth 48 --batch 1 --formats bfloat16+binary32,binary32 --jobs 2");
+    check_study("--net dense:96,tanh --depth 32 --batch 1 --formats binary32 --jobs 1");
+    check_study("--net dense:96,leaky:0.5 --depth 32 --batch 1 --formats bfloat16+binary32,binary32 --jobs 2");
     if (test_iters(1) > 1) {
         check_study("--net dense:128,gelu --depth 64 --batch 1 --formats binary32 --jobs 1");
         check_study("--net dense:128,relu,dense:128,layernorm --depth 32 --batch 1 --formats binary32 --jobs 1");
