@@ -246,9 +246,8 @@ static void print_verdicts(const study *s)
  * RSS is this process's RSS now, plus, for each worker running at once, the
  * largest curve's peak; or, later, what those workers' heaps keep of it
  * after the curves plus the report's memory table (engines run in double
- * on the main thread), whichever is larger.  Into *need; 0 if an estimate
- * failed (err set). */
-static int study_peak_bytes(const study *s, double *need, vijp_error *err)
+ * on the main thread), whichever is larger. */
+static double study_peak_bytes(const study *s)
 {
     drift_peak unit = {0, 0};
     double profile = 0;
@@ -263,20 +262,17 @@ static int study_peak_bytes(const study *s, double *need, vijp_error *err)
         double p = drift_peak_profile_bytes(net, s->batch);
         if (p > profile) profile = p;
     }
-    (void)err;
     size_t units = s->n_configs * s->n_formats * s->n_seeds, jobs = s->jobs > 0 ? (size_t)s->jobs : 1;
     double at_once = (double)(jobs < units ? jobs : units);
     double curves = at_once * unit.peak, report = at_once * unit.retained + profile;
-    *need = cli_resident_bytes() + (curves > report ? curves : report);
-    return 1;
+    return cli_resident_bytes() + (curves > report ? curves : report);
 }
 
 /* 1 if the study fits the memory available (said on stderr if not); with
  * estimate_only, says the estimate on stdout instead. */
-static int study_fits_memory(const study *s, const char *name, int estimate_only, vijp_error *err)
+static int study_fits_memory(const study *s, const char *name, int estimate_only)
 {
-    double need;
-    if (!study_peak_bytes(s, &need, err)) return 0;
+    double need = study_peak_bytes(s);
     if (estimate_only) {
         char h[32];
         cli_human_bytes(need, h, sizeof h);
@@ -434,7 +430,7 @@ static int resolve(drift_args *a, study *s, vijp_error *err)
      * cap, or the run would fail after its first curve and leave an empty folder. */
     for (size_t f = 0; f < s->n_formats; f++)
         if (vijp_drift_check_ref_prec(&s->formats[f], s->ref_prec_start, s->ref_prec_max, err)) return cli_usage_error(a->name, err);
-    if (!study_fits_memory(s, a->name, a->estimate_memory, err)) return err->msg[0] ? cli_usage_error(a->name, err) : EXIT_USAGE;
+    if (!study_fits_memory(s, a->name, a->estimate_memory)) return EXIT_USAGE;
     if (a->estimate_memory) return EXIT_OK;
     for (const char *q = s->out_dir; *q; q++)
         if ((unsigned char)*q < 0x20 || *q == 0x7f) { /* gnuplot (and most readers) cannot take them */
