@@ -71,8 +71,9 @@ static void check_study(const char *study)
 START_TEST(estimate_meets_peak_rss)
 {
 #if defined(__SANITIZE_ADDRESS__)
-    fputs("# estimate_meets_peak_rss: skipped under AddressSanitizer (its shadow memory and redzones are not the "
-          "study's)\n", stderr);
+    /* its shadow memory and redzones are not the study's: the estimate alone */
+    fputs("# estimate_meets_peak_rss: the RSS comparison skipped under AddressSanitizer\n", stderr);
+    ck_assert(estimate("--net dense:96,tanh --depth 32 --batch 1 --formats binary32 --jobs 1") > 1e6);
     return;
 #endif
     check_study("--net dense:96,tanh --depth 32 --batch 1 --formats binary32 --jobs 1");
