@@ -70,7 +70,7 @@ typedef enum {
  * and each with ":ceil" before "+binary32" (mxfp4:ceil+binary32): the scale
  * rounded up (src/format/mx.c says which stacks use which).  Where blocks lie
  * is vijp_mat_store's and vijp_mat_store_line's business (mat.h); vo_store
- * on one value, which cannot know its block, quantises it as a block of one..
+ * on one value, which cannot know its block, quantises it as a block of one.
  *
  * Tensor-core accumulation, STORE+tc:ARCH (ARCH v100, a100, h100, b200):
  * mixed formats as STORE+binary32 (tf32+tc:ARCH as tf32+binary32), whose
@@ -79,7 +79,21 @@ typedef enum {
  * accumulator aligned to the largest, truncated to tc_acc_prec +
  * tc_align_bits bits, summed exactly, then rounded to the accumulator
  * (vo_dot_acc, arith.h).  binary16 on every ARCH; bfloat16 and tf32 from
- * a100; e4m3 and e5m2 (and ":sat") on h100 and b200. */
+ * a100; e4m3 and e5m2 (and ":sat") on h100 and b200.
+ *
+ * Tensor-scaled formats (src/format/scaled.c gives the recipes and their
+ * sources), mixed formats whose stored tensor (what one vijp_mat_store,
+ * vijp_mat_set_d or vijp_mat_convert call stores: a whole matrix) has one
+ * binary32 scale from its largest magnitude; accumulation binary32:
+ *   nvfp4+binary32      NVIDIA's NVFP4: E2M1 elements (as mxfp4's) in blocks
+ *                       of 16 (scale_block), each block with an E4M3 scale,
+ *                       times the tensor's scale amax/(6·448)
+ *   fp8+binary32        TransformerEngine's hybrid FP8 with current scaling:
+ *                       forward values E4M3 (store_*), gradients E5M2
+ *                       (grad_*), each tensor scaled by fp8_max/amax
+ *   fp8:pow2+binary32   the same with the scale rounded down to a power of two
+ * Which tensors are gradients is the storing call's to say (mat.h,
+ * vijp_mat_store_as).  vo_store on one value quantises it as a tensor of one. */
 
 typedef struct {
     vijp_format_kind kind;
@@ -126,6 +140,12 @@ typedef struct {
      * from zero with probability (|x| − |down|)/(|up| − |down|), from 32
      * random bits; one value alone (vo_store) rounds to nearest. */
     int store_sr;
+    int tensor_scaled;    /* nvfp4+binary32, fp8[:pow2]+binary32 (below): one binary32 scale per stored tensor */
+    int scale_block;      /* nvfp4+binary32: 16, the values that share one E4M3 scale; 0 for every other format */
+    int scale_pow2;       /* fp8:pow2+binary32: the tensor scale rounded down to a power of two */
+    mpfr_prec_t grad_prec;           /* fp8+binary32: the storage of gradients (E5M2: 3, -15, 16, 57344) where */
+    mpfr_exp_t grad_emin, grad_emax; /* store_* (E4M3) is that of forward values; grad_prec 0 for every */
+    double grad_max;                 /* other format, whose gradients are stored as any value */
 } vijp_format;
 
 /* Precision limits of mpfr:P.  The lower limit is MPFR's; the upper one keeps
@@ -141,7 +161,8 @@ typedef struct {
  * storage, "e4m3:sat+binary32"), the tensor-core formats "STORE+tc:ARCH"
  * (above: "bfloat16+tc:a100", "e4m3+tc:h100"), the MX formats "mxfp8+binary32",
  * "mxfp8e5m2+binary32", "mxfp6+binary32", "mxfp6e3m2+binary32",
- * "mxfp4+binary32" (and ":ceil" scales, "mxfp4:ceil+binary32"), and
+ * "mxfp4+binary32" (and ":ceil" scales, "mxfp4:ceil+binary32"), the
+ * tensor-scaled "nvfp4+binary32", "fp8+binary32", "fp8:pow2+binary32", and
  * "double@ref", "double@avx2", "double@avx512", "double@cuda": double through
  * that kernel set (an error where the set is not available), and likewise
  * "binary32@SET": binary32 values, each layer operator that has native float
@@ -177,7 +198,8 @@ VIJP_API VIJP_MUST_CHECK int vijp_format_mpfr(vijp_format *f, long prec, vijp_er
 VIJP_API void vijp_format_accumulator(const vijp_format *f, vijp_format *acc);
 /* Unit roundoff u = 2^-p of the format's storage (mixed formats: of the
  * narrower of storage and matrix-product operands, the precision a value
- * keeps between operations). */
+ * keeps between operations; fp8+binary32: of the narrower of its forward
+ * and gradient storage, E5M2's). */
 VIJP_API double vijp_format_unit_roundoff(const vijp_format *f);
 /* The precision in bits that unit roundoff is of (see above). */
 VIJP_API mpfr_prec_t vijp_format_value_prec(const vijp_format *f);

@@ -76,6 +76,20 @@ VIJP_API VIJP_MUST_CHECK int vijp_mat_check_finite(const vijp_mat *a, const char
  * no-op for the others).  The layer operators' results get this in
  * vijp_layer_*; so do the helpers below. */
 VIJP_API void vijp_mat_store(vijp_mat *a);
+/* What a stored tensor is, for the one format that stores the two apart
+ * (fp8+binary32, format.h: forward values E4M3, gradients E5M2); every
+ * other format stores both alike.  Forward: layer outputs, tangents,
+ * inverses, Jacobians, inputs, parameters.  Gradient: cotangents, parameter
+ * gradients, fragments, vijp outputs (vijp_layer_vjp, _vjp_param,
+ * _fragment, _vijp), the results of vijp_mat_sub, vijp_mat_mul_elem and
+ * vijp_mat_tdot below, whose every use is one (the loss gradient, g ⊙ f′,
+ * Tᵀg), and a cotangent given as data (vijp eval's, vijp_mat_set_d_as). */
+typedef enum { VIJP_STORE_FORWARD = 0, VIJP_STORE_GRADIENT } vijp_store_role;
+/* vijp_mat_store(a) is vijp_mat_store_as(a, VIJP_STORE_FORWARD). */
+VIJP_API void vijp_mat_store_as(vijp_mat *a, vijp_store_role role);
+/* vijp_mat_set_d for a tensor of that role (a cotangent given as input);
+ * vijp_mat_set_d(a, src) is vijp_mat_set_d_as(a, src, VIJP_STORE_FORWARD). */
+VIJP_API void vijp_mat_set_d_as(vijp_mat *a, const double *src, vijp_store_role role);
 /* MX formats (format.h) store a matrix in blocks of 32 values along the
  * reduction dimension of the product that consumes it.  vijp_mat_store,
  * vijp_mat_set_d and vijp_mat_convert take that to be down each column
@@ -87,7 +101,10 @@ VIJP_API void vijp_mat_store(vijp_mat *a);
  * by entry, as vijp_mat_store), and vijp_mat_set_d_line sets those entries
  * from src at the same indices (as vijp_mat_set_d: one rounding of each
  * double).  vijp_mat_set_entry_d and vo_store, given one value, quantise it
- * as a block of its own. */
+ * as a block of its own.  nvfp4+binary32 lays its blocks of 16 the same
+ * way; the tensor of a tensor-scaled format (format.h) is the whole matrix
+ * in every call, vijp_mat_store_line and vijp_mat_set_d_line included (the
+ * scale from every entry of a, or of src, as they are at the call). */
 VIJP_API void vijp_mat_store_line(vijp_mat *a, size_t first, size_t len, size_t stride);
 VIJP_API void vijp_mat_set_d_line(vijp_mat *a, const double *src, size_t first, size_t len, size_t stride);
 

@@ -61,6 +61,7 @@ static const char help_drift[] =
     "                    [:ceil], +binary32 (mxfp4:ceil+binary32)\n"
     "                    STORE+tc:ARCH: a tensor core's accumulation, ARCH v100,\n"
     "                    a100, h100, b200 (bfloat16+tc:h100, e4m3+tc:h100)\n"
+    "                    nvfp4+binary32, fp8[:pow2]+binary32 (tensor-scaled)\n"
     "                    (default bfloat16,binary32,double); mpfr:P up to\n"
     "                    P = R/2 - 64 for --ref-prec-max R (R/4 under 256):\n"
     "                    mpfr:%ld by default;\n"

@@ -39,6 +39,7 @@ static const char help[] =
     "                     | e4m3+binary32 | e5m2+binary32 (FP8 storage)\n"
     "                     | mxfp8|mxfp8e5m2|mxfp6|mxfp6e3m2|mxfp4[:ceil]+binary32\n"
     "                     | STORE+tc:ARCH (tensor cores: bfloat16+tc:h100, …)\n"
+    "                     | nvfp4+binary32 | fp8[:pow2]+binary32\n"
     "  --seed S           seed of θ and of the default u, g (default 1)\n"
     "  --save DIR         the folder (required)\n"
     "  -q, --quiet        print nothing on success\n"
@@ -48,25 +49,27 @@ static const char help[] =
     "is written) or writing failed (the message names the file), 2 bad usage or input.\n";
 
 /* A [rows, cols] .npy (rows 0: any) as a cols × rows column-major matrix of format f. */
-static int read_rows(const char *path, size_t cols, size_t rows, vijp_mat *M, const vijp_format *f, vijp_error *err)
+/* role: the cotangent is a gradient (fp8+binary32 stores it in E5M2, mat.h). */
+static int read_rows(const char *path, size_t cols, size_t rows, vijp_mat *M, const vijp_format *f,
+                     vijp_store_role role, vijp_error *err)
 {
     vijp_array a;
     int rc = vijp_npy_read_rows(path, cols, rows, &a, err);
     if (!rc) {
         vijp_mat_init(M, cols, a.shape[0], f);
-        vijp_mat_set_d(M, a.data);
+        vijp_mat_set_d_as(M, a.data, role);
     }
     vijp_array_clear(&a);
     return rc;
 }
 
-static void seeded(vijp_mat *M, size_t rows, size_t cols, const vijp_format *f, vijp_rng *rng)
+static void seeded(vijp_mat *M, size_t rows, size_t cols, const vijp_format *f, vijp_store_role role, vijp_rng *rng)
 {
     vijp_mat_init(M, rows, cols, f);
     size_t n = rows * cols;
     double *v = vijp_alloc_array(n ? n : 1, sizeof *v);
     for (size_t i = 0; i < n; i++) v[i] = vijp_rng_normal(rng);
-    vijp_mat_set_d(M, v); /* whole columns: MX formats' blocks run down them (mat.h) */
+    vijp_mat_set_d_as(M, v, role); /* whole columns: MX formats' blocks run down them (mat.h) */
     free(v);
 }
 
@@ -170,14 +173,14 @@ static int setup(const eval_args *a, eval_run *r, vijp_error *err)
     if (!rc) rc = vijp_net_params(&r->net, &r->F, &r->th, err);
     if (rc) return rc;
     const vijp_layer *L = &r->net.layers[0];
-    if ((rc = read_rows(a->input, L->in, 0, &r->X, &r->F, err))) return rc;
+    if ((rc = read_rows(a->input, L->in, 0, &r->X, &r->F, VIJP_STORE_FORWARD, err))) return rc;
     size_t B = r->X.cols;
     vijp_rng rng;
     vijp_rng_seed(&rng, a->seed ^ 0xe7a1e7a1ull);
-    if (a->tangent) rc = read_rows(a->tangent, L->in, B, &r->U, &r->F, err);
-    else seeded(&r->U, L->in, B, &r->F, &rng);
-    if (!rc && a->cotangent) rc = read_rows(a->cotangent, L->out, B, &r->G, &r->F, err);
-    else if (!rc) seeded(&r->G, L->out, B, &r->F, &rng);
+    if (a->tangent) rc = read_rows(a->tangent, L->in, B, &r->U, &r->F, VIJP_STORE_FORWARD, err);
+    else seeded(&r->U, L->in, B, &r->F, VIJP_STORE_FORWARD, &rng);
+    if (!rc && a->cotangent) rc = read_rows(a->cotangent, L->out, B, &r->G, &r->F, VIJP_STORE_GRADIENT, err);
+    else if (!rc) seeded(&r->G, L->out, B, &r->F, VIJP_STORE_GRADIENT, &rng);
     if (!rc) rc = cli_check_dir(a->dir, err); /* made by save_all: a failed run leaves no empty folder */
     return rc;
 }

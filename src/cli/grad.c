@@ -49,6 +49,7 @@ static const char help[] =
     "                   | e4m3+binary32 | e5m2+binary32 (FP8 storage)\n"
     "                   | mxfp8|mxfp8e5m2|mxfp6|mxfp6e3m2|mxfp4[:ceil]+binary32\n"
     "                   | STORE+tc:ARCH (tensor cores: bfloat16+tc:h100, …)\n"
+    "                   | nvfp4+binary32 | fp8[:pow2]+binary32\n"
     "                   (the reference runs at 2P bits, at most 65536; default double)\n"
     "  --init I         orthogonal | gaussian | kaiming-uniform | scaled:G (default\n"
     "                   orthogonal; kaiming-uniform: PyTorch's nn.Linear default)\n"

@@ -30,6 +30,7 @@ static const char help[] =
     "                    | e4m3+binary32 | e5m2+binary32\n"
     "                    | mxfp8|mxfp8e5m2|mxfp6|mxfp6e3m2|mxfp4[:ceil]+binary32\n"
     "                    | STORE+tc:ARCH (tensor cores: bfloat16+tc:h100, …)\n"
+    "                    | nvfp4+binary32 | fp8[:pow2]+binary32\n"
     "  --engines LIST    a comma list of backprop, moonwalk, pure-forward,\n"
     "                    reversible, checkpoint, or all (the default)\n"
     "  --seed S          seed of parameters and inputs (default 1)\n"

@@ -2,6 +2,7 @@
 #include "vijp/error.h"
 #include "mx.h"
 #include "tc.h"
+#include "scaled.h"
 #include <math.h>
 #include <stdlib.h>
 
@@ -168,6 +169,10 @@ void vo_store(mpfr_t r, const mpfr_t a, const vijp_format *f)
     }
     if (f->mx_block) { /* one value, whose block nobody told us: a block of its own (format.h) */
         vijp_mx_one(f, r, a);
+        return;
+    }
+    if (f->tensor_scaled) { /* one value: a tensor of its own (format.h) */
+        vijp_scaled_one(f, r, a);
         return;
     }
     if (mpfr_get_prec(a) <= mpfr_get_prec(r)) { /* one rounding, in place */

@@ -108,6 +108,34 @@ static int mx_format(vijp_format *f, const char *s)
     return 0;
 }
 
+/* The tensor-scaled formats (format.h; their recipes: scaled.c), binary32
+ * accumulation.  nvfp4: E2M1 elements as mxfp4's (2 bits from 2^-1, 6),
+ * blocks of 16; fp8: forward values E4M3, gradients E5M2, both saturating
+ * (TransformerEngine's casts), ":pow2" power-of-two scales.  A value takes
+ * a byte in the accounting (value_bytes), as MX's: 4 or 8 bits and a 16th
+ * of a block scale's byte or a tensor's share of 4 bytes, rounded up. */
+static int scaled_format(vijp_format *f, const char *s)
+{
+    int nvfp4 = !strcmp(s, "nvfp4+binary32"), pow2 = !strcmp(s, "fp8:pow2+binary32");
+    if (!nvfp4 && !pow2 && strcmp(s, "fp8+binary32")) return 0;
+    vijp_format_fixed(f, VIJP_BINARY32);
+    f->kind = VIJP_MIXED;
+    f->mixed = 1;
+    f->tensor_scaled = 1;
+    f->store_overflow = VIJP_OVERFLOW_SATURATE;
+    f->value_bytes = 1;
+    if (nvfp4) {
+        f->store_prec = 2, f->store_emin = 0, f->store_emax = 3, f->store_max = 6;
+        f->scale_block = 16;
+    } else {
+        f->store_prec = 4, f->store_emin = -8, f->store_emax = 9, f->store_max = 448;
+        f->grad_prec = 3, f->grad_emin = -15, f->grad_emax = 16, f->grad_max = 57344;
+        f->scale_pow2 = pow2;
+    }
+    snprintf(f->name, sizeof f->name, "%s", s);
+    return 1;
+}
+
 int vijp_format_mpfr(vijp_format *f, long prec, vijp_error *err)
 {
     if (prec < VIJP_PREC_MIN || prec > VIJP_PREC_MAX)
@@ -258,7 +286,7 @@ int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err)
     if (!strcmp(s, "binary32")) return emulated(f, VIJP_BINARY32, s, 24, -148, 128, 4), 0;
     if (!strcmp(s, "binary16")) return emulated(f, VIJP_BINARY16, s, 11, -23, 16, 2), 0;
     if (!strcmp(s, "bfloat16")) return emulated(f, VIJP_BFLOAT16, s, 8, -132, 128, 2), 0;
-    if (fp8(f, s) || mx_format(f, s)) return 0;
+    if (fp8(f, s) || mx_format(f, s) || scaled_format(f, s)) return 0;
     if (vijp_tc_named(s)) { /* STORE+tc:ARCH: STORE+binary32 with a tensor core's accumulation */
         vijp_tc_params p;
         char base[32];
@@ -292,13 +320,14 @@ int vijp_format_parse(const char *s, vijp_format *f, vijp_error *err)
                          "tf32+binary32, FP8+binary32, MX+binary32, FORMAT@SET)", s, hint);
     return vijp_fail(err, VIJP_EINVAL,
                      "unknown format '%s' (known: double, mpfr:P, binary32, binary16, bfloat16, e4m3[:sat], e5m2[:sat], "
-                     "bfloat16+binary32, binary16+binary32, tf32+binary32, FP8+binary32, "
-                     "mxfp8|mxfp8e5m2|mxfp6|mxfp6e3m2|mxfp4[:ceil]+binary32, FORMAT@SET)", s);
+                     "bfloat16+binary32, binary16+binary32, tf32+binary32, FP8+binary32, MX[:ceil]+binary32, "
+                     "nvfp4+binary32, fp8[:pow2]+binary32, FORMAT@SET)", s);
 }
 
 mpfr_prec_t vijp_format_value_prec(const vijp_format *f)
 {
-    return f->operand_prec && f->operand_prec < f->store_prec ? f->operand_prec : f->store_prec;
+    mpfr_prec_t p = f->operand_prec && f->operand_prec < f->store_prec ? f->operand_prec : f->store_prec;
+    return f->grad_prec && f->grad_prec < p ? f->grad_prec : p; /* fp8+binary32: its E5M2 gradients */
 }
 
 double vijp_format_unit_roundoff(const vijp_format *f) { return ldexp(1.0, -(int)vijp_format_value_prec(f)); }

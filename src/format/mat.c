@@ -5,6 +5,7 @@
 #include "mpfr_io.h"
 #include "mx.h"
 #include "sr.h"
+#include "scaled.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -103,12 +104,54 @@ static void store_entry(vijp_mat *a, size_t i)
     else vo_store(a->m[i], a->m[i], a->fmt);
 }
 
+/* Tensor-scaled formats (format.h, scaled.c): the tensor is the whole
+ * matrix a; its scale from src's values (src: a's own, a matrix of a's
+ * shape, or doubles at a's indices), then each line of a.  first, len,
+ * stride: one line (vijp_mat_*_line); len 0: every column (blocks down
+ * the columns, as MX's). */
+static void scaled_store(vijp_mat *a, const vijp_mat *src, const double *src_d, vijp_store_role role, size_t first,
+                         size_t len, size_t stride)
+{
+    size_t n = vijp_mat_len(a), lines = len ? 1 : a->cols;
+    if (!len) len = a->rows, stride = 1;
+    vijp_tensor_scale t;
+    vijp_scaled_init(&t, a->fmt, role);
+    for (size_t i = 0; i < n; i++) {
+        if (src_d) vijp_scaled_see_d(&t, src_d[i]);
+        else if (src->d) vijp_scaled_see_d(&t, src->d[i]);
+        else vijp_scaled_see(&t, src->m[i]);
+    }
+    vijp_scaled_ready(&t);
+    mpfr_prec_t p = src && src->m && src->fmt->prec > 53 ? src->fmt->prec : 53;
+    mpfr_t *v = vijp_alloc_array(len ? len : 1, sizeof *v); /* the line's values, exact */
+    for (size_t k = 0; k < len; k++) mpfr_init2(v[k], p);
+    for (size_t j = 0; j < lines; j++) {
+        size_t at = lines > 1 ? j * a->rows : first;
+        for (size_t k = 0; k < len; k++) {
+            size_t i = at + k * stride;
+            if (src_d) mpfr_set_d(v[k], src_d[i], MPFR_RNDN);
+            else if (src->d) mpfr_set_d(v[k], src->d[i], MPFR_RNDN);
+            else mpfr_set(v[k], src->m[i], MPFR_RNDN);
+        }
+        vijp_scaled_line(&t, a->m + at, stride, v, 1, len);
+    }
+    for (size_t k = 0; k < len; k++) mpfr_clear(v[k]);
+    free(v);
+    vijp_scaled_clear(&t);
+}
+
+void vijp_mat_store(vijp_mat *a) { vijp_mat_store_as(a, VIJP_STORE_FORWARD); }
+
 /* MX formats: a column is the reduction dimension of the product that
  * consumes it (a column per sample, its entries the features the next
  * dense layer sums over), so its blocks run down each column (mat.h). */
-void vijp_mat_store(vijp_mat *a)
+void vijp_mat_store_as(vijp_mat *a, vijp_store_role role)
 {
     if (!a->m || !a->fmt->mixed) return;
+    if (a->fmt->tensor_scaled) {
+        scaled_store(a, a, NULL, role, 0, 0, 1);
+        return;
+    }
     if (a->fmt->mx_block) {
         for (size_t j = 0; j < a->cols; j++) vijp_mx_line(a->fmt, a->m + j * a->rows, a->rows, 1);
         return;
@@ -119,6 +162,10 @@ void vijp_mat_store(vijp_mat *a)
 void vijp_mat_store_line(vijp_mat *a, size_t first, size_t len, size_t stride)
 {
     if (!a->m || !a->fmt->mixed) return;
+    if (a->fmt->tensor_scaled) {
+        if (len) scaled_store(a, a, NULL, VIJP_STORE_FORWARD, first, len, stride);
+        return;
+    }
     if (a->fmt->mx_block) vijp_mx_line(a->fmt, a->m + first, len, stride);
     else
         for (size_t k = 0; k < len; k++) vo_store(a->m[first + k * stride], a->m[first + k * stride], a->fmt);
@@ -143,13 +190,21 @@ static void set_d_line_mx(vijp_mat *a, const double *src, size_t first, size_t l
 
 void vijp_mat_set_d_line(vijp_mat *a, const double *src, size_t first, size_t len, size_t stride)
 {
-    if (a->m && a->fmt->mx_block) set_d_line_mx(a, src, first, len, stride);
+    if (a->m && a->fmt->tensor_scaled) {
+        if (len) scaled_store(a, NULL, src, VIJP_STORE_FORWARD, first, len, stride);
+    } else if (a->m && a->fmt->mx_block) set_d_line_mx(a, src, first, len, stride);
     else
         for (size_t k = 0; k < len; k++) vijp_mat_set_entry_d(a, first + k * stride, src[first + k * stride]);
 }
 
-void vijp_mat_set_d(vijp_mat *a, const double *src)
+void vijp_mat_set_d(vijp_mat *a, const double *src) { vijp_mat_set_d_as(a, src, VIJP_STORE_FORWARD); }
+
+void vijp_mat_set_d_as(vijp_mat *a, const double *src, vijp_store_role role)
 {
+    if (a->m && a->fmt->tensor_scaled) { /* one tensor, blocks down each column */
+        scaled_store(a, NULL, src, role, 0, 0, 1);
+        return;
+    }
     if (a->m && a->fmt->mx_block) { /* blocks down each column, as vijp_mat_store */
         for (size_t j = 0; j < a->cols; j++) set_d_line_mx(a, src, j * a->rows, a->rows, 1);
         return;
@@ -186,7 +241,7 @@ int vijp_mat_check_finite(const vijp_mat *a, const char *what, vijp_error *err)
  * blocks once the whole result is there, vijp_mat_store). */
 static void stored(vijp_mat *a, size_t i)
 {
-    if (a->fmt->mixed && !a->fmt->mx_block) store_entry(a, i);
+    if (a->fmt->mixed && !a->fmt->mx_block && !a->fmt->tensor_scaled) store_entry(a, i);
 }
 
 void vijp_mat_sub(vijp_mat *a, const vijp_mat *b, const vijp_mat *c)
@@ -195,7 +250,7 @@ void vijp_mat_sub(vijp_mat *a, const vijp_mat *b, const vijp_mat *c)
         if (a->d) a->d[i] = b->d[i] - c->d[i];
         else vo_sub(a->m[i], b->m[i], c->m[i], a->fmt), stored(a, i);
     }
-    if (a->fmt->mx_block) vijp_mat_store(a);
+    if (a->fmt->mx_block || a->fmt->tensor_scaled) vijp_mat_store_as(a, VIJP_STORE_GRADIENT); /* mat.h */
 }
 
 void vijp_mat_mul_elem(vijp_mat *a, const vijp_mat *b, const vijp_mat *c)
@@ -204,7 +259,7 @@ void vijp_mat_mul_elem(vijp_mat *a, const vijp_mat *b, const vijp_mat *c)
         if (a->d) a->d[i] = b->d[i] * c->d[i];
         else vo_mul(a->m[i], b->m[i], c->m[i], a->fmt), stored(a, i);
     }
-    if (a->fmt->mx_block) vijp_mat_store(a);
+    if (a->fmt->mx_block || a->fmt->tensor_scaled) vijp_mat_store_as(a, VIJP_STORE_GRADIENT); /* mat.h */
 }
 
 void vijp_mat_copy_range(vijp_mat *dst, size_t doff, const vijp_mat *src, size_t soff, size_t count)
@@ -231,7 +286,7 @@ void vijp_mat_tdot(vijp_mat *r, const vijp_mat *A, const vijp_mat *g)
         mpfr_set_zero(r->m[j], 1);
         vo_dot_acc(r->m[j], &A->m[j * m], 1, g->m, 1, m, p, r->fmt);
     }
-    vijp_mat_store(r);
+    vijp_mat_store_as(r, VIJP_STORE_GRADIENT); /* Tᵀg (mat.h) */
     mpfr_clear(p);
 }
 
@@ -266,6 +321,10 @@ void vijp_mat_convert(vijp_mat *dst, const vijp_mat *src)
             if (src->d) vijp_emu_set1(dst->m[i], src->d[i]); /* rounds through mpfr_set_d below 53 bits; 16.8M per dense:256 reference */
             else mpfr_set(dst->m[i], src->m[i], MPFR_RNDN);
         }
+        return;
+    }
+    if (dst->m && dst->fmt->tensor_scaled) { /* one tensor, from the source's values */
+        scaled_store(dst, src, NULL, VIJP_STORE_FORWARD, 0, 0, 1);
         return;
     }
     if (dst->m && dst->fmt->mx_block) { /* blocks down each column, from the source's values */

@@ -91,7 +91,8 @@ void vijp_layer_spec(const vijp_layer *L, char *buf, size_t size)
  * (vijp_route_of, route.h): double, the native binary32 route, the narrow
  * formats' emulation, or MPFR.  MPFR-array results are then stored: for a
  * mixed format rounded once to the storage format (vijp_mat_store;
- * format.h). */
+ * format.h), cotangents, parameter gradients, fragments and vijp outputs
+ * as gradients (vijp_mat_store_as: fp8+binary32 stores them in E5M2). */
 
 static int shape(const vijp_mat *a, size_t rows, size_t cols, const char *what, const vijp_layer *L,
                  vijp_error *err)
@@ -161,7 +162,7 @@ int vijp_layer_vjp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X
         return rc;
     if (r.kind == VIJP_ROUTE_DOUBLE) L->type->d->vjp(L, &r.cx, TH(theta, d), X->d, X->cols, Gy->d, Gx->d);
     else if (!vijp_layer_f32(&r, VIJP_F32_VJP, L, theta, X, Gy, NULL, Gx, &rc, err))
-        MP(L, &r)->vjp(L, TH(theta, m), X->m, X->cols, Gy->m, Gx->m, X->fmt), vijp_mat_store(Gx);
+        MP(L, &r)->vjp(L, TH(theta, m), X->m, X->cols, Gy->m, Gx->m, X->fmt), vijp_mat_store_as(Gx, VIJP_STORE_GRADIENT);
     return rc;
 }
 
@@ -177,7 +178,7 @@ int vijp_layer_vjp_param(const vijp_layer *L, const vijp_mat *theta, const vijp_
         return rc;
     if (r.kind == VIJP_ROUTE_DOUBLE) L->type->d->vjp_param(L, &r.cx, theta->d, X->d, X->cols, Gy->d, Gt->d);
     else if (!vijp_layer_f32(&r, VIJP_F32_VJP_PARAM, L, theta, X, Gy, NULL, Gt, &rc, err))
-        MP(L, &r)->vjp_param(L, theta->m, X->m, X->cols, Gy->m, Gt->m, X->fmt), vijp_mat_store(Gt);
+        MP(L, &r)->vjp_param(L, theta->m, X->m, X->cols, Gy->m, Gt->m, X->fmt), vijp_mat_store_as(Gt, VIJP_STORE_GRADIENT);
     return rc;
 }
 
@@ -208,7 +209,7 @@ int vijp_layer_fragment(const vijp_layer *L, const vijp_mat *theta, const vijp_m
     if (k == 0) return 0;
     if (r.kind == VIJP_ROUTE_DOUBLE) L->type->d->fragment(L, &r.cx, TH(theta, d), X->d, X->cols, Gy->d, frag->d);
     else if (!vijp_layer_f32(&r, VIJP_F32_FRAGMENT, L, theta, X, Gy, NULL, frag, &rc, err))
-        MP(L, &r)->fragment(L, TH(theta, m), X->m, X->cols, Gy->m, frag->m, X->fmt), vijp_mat_store(frag);
+        MP(L, &r)->fragment(L, TH(theta, m), X->m, X->cols, Gy->m, frag->m, X->fmt), vijp_mat_store_as(frag, VIJP_STORE_GRADIENT);
     return rc;
 }
 
@@ -234,7 +235,7 @@ int vijp_layer_vijp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *
         rc = MP_RETRY(L, &r, rc, vijp(L, TH(theta, m), X->m, X->cols, Gx->m, fm, Gy->m, X->fmt));
         if (rc) return vijp_fail(err, rc, "%s layer (%zu -> %zu) vijp in %s: the Jacobian is singular "
                                  "in this format (rank lost beyond the fragment)", L->type->name, L->in, L->out, X->fmt->name);
-        vijp_mat_store(Gy);
+        vijp_mat_store_as(Gy, VIJP_STORE_GRADIENT);
     }
 #ifdef VIJP_PERTURB_VIJP
     /* Regression-test build only (vijp-perturbed, see the Makefile): one ulp

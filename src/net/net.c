@@ -88,17 +88,19 @@ void vijp_net_params_clear(const vijp_net *net, vijp_mat *theta)
     for (size_t i = 0; i < net->depth; i++) vijp_mat_clear(&theta[i]);
 }
 
-/* theta := src rounded to theta's format.  MX formats (format.h) block
+/* theta := src rounded to theta's format.  MX formats and NVFP4 (format.h) block
  * values along the reduction dimension of the product that consumes them:
  * dense's W (out × in, W(o, c) at o + c·out) is summed over c in W·x, so
  * each row o is a line of `in` values at stride out; its bias (the out
  * values after W), added rather than summed, in blocks down the vector.
  * Every other layer's θ is one line in its own order (conv's kernels
- * included): a choice, documented in docs/formats.md. */
+ * included): a choice, documented in docs/formats.md.  NVFP4's tensor
+ * scale is the whole θ's, W and bias (mat.h). */
 static void set_params(const vijp_layer *L, vijp_mat *theta, const double *src)
 {
     size_t m = L->out, n = L->in;
-    if (!theta->fmt->mx_block || strcmp(L->type->name, "dense") || theta->rows != m * n + m) {
+    int blocked = theta->fmt->mx_block || theta->fmt->scale_block;
+    if (!blocked || strcmp(L->type->name, "dense") || theta->rows != m * n + m) {
         vijp_mat_set_d(theta, src);
         return;
     }

@@ -189,6 +189,7 @@ static int share_reference(const study *s, const vijp_format *a, const vijp_form
            a->store_emin == b->store_emin && a->store_emax == b->store_emax &&
            a->store_overflow == b->store_overflow && a->store_max == b->store_max &&
            a->mx_block == b->mx_block && a->mx_scale_ceil == b->mx_scale_ceil && /* MX: blocks round otherwise */
+           a->tensor_scaled == b->tensor_scaled && a->scale_block == b->scale_block && a->scale_pow2 == b->scale_pow2 &&
            vijp_drift_ref_prec_first(a, s->ref_prec_start) == vijp_drift_ref_prec_first(b, s->ref_prec_start);
 }
 
