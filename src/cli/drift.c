@@ -133,8 +133,9 @@ static const char help_report[] =
     "tanh); dense:32 + GELU and + Mish (nested forward-mode AD); and a mixed\n"
     "ReLU/LayerNorm network whose vijps need fragments.  Orthogonal and Gaussian\n"
     "initialisation, in bfloat16, bfloat16+binary32 (bf16 storage, binary32\n"
-    "accumulation: how much of bf16's loss is the accumulation), binary32, double\n"
-    "and mpfr:113, to depth 256,\n"
+    "accumulation: how much of bf16's loss is the accumulation), fp8+binary32\n"
+    "(TransformerEngine's FP8 with per-tensor scales), mxfp8+binary32 (OCP MX\n"
+    "blocks), binary32, double and mpfr:113, to depth 256,\n"
     "seeds 1,2,3; Moonwalk and the reversible engine against backprop, and every\n"
     "engine's stored bytes against depth.\n"
     "Writes reports/latest/, replaced all or nothing as 'vijp drift' replaces its\n"
@@ -302,7 +303,8 @@ static void defaults(drift_args *a, study *s, int is_report)
 {
     *a = (drift_args){.name = is_report ? "vijp report" : "vijp drift", .is_report = is_report,
                       .inits = is_report ? "orthogonal,gaussian" : "orthogonal",
-                      .formats = is_report ? "bfloat16,bfloat16+binary32,binary32,double,mpfr:113" : "bfloat16,binary32,double",
+                      .formats = is_report ? "bfloat16,bfloat16+binary32,fp8+binary32,mxfp8+binary32,binary32,double,mpfr:113"
+                                           : "bfloat16,binary32,double",
                       .seeds = "1,2,3", .engines = is_report ? "moonwalk,reversible" : "moonwalk"};
     memset(s, 0, sizeof *s);
     s->depth = is_report ? 256 : 64;
