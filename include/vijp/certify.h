@@ -176,22 +176,44 @@ VIJP_API const char *vijp_box_verdict_name(vijp_verdict v);
  * rounding (src/certify/image.c derives each form):
  *   elementwise activations  the mean value form f(m) + f′([lo, hi])·[lo − m, hi − m];
  *   layers declared linear   f(0) + J·[lo, hi], J enclosed;
- *   layernorm                a-priori |y_i| <= sqrt(n − 1) ∩ the natural
- *                            extension (x_i − μ)/σ ∩ (where σ > 0 on the
- *                            box) the mean value form y(m) + J(box)·(box − m);
- *   softmax                  its exact range, y_k in [1/(1 + Σ_{j≠k}
- *                            exp(hi_j − lo_k)), 1/(1 + Σ_{j≠k} exp(lo_j − hi_k))];
- *   additive, affine         the natural extension through their sub-layers'
- *                            enclosures (intervals between them, no rounding
- *                            to double).
+ *   layernorm, groupnorm     per run: a-priori |y_i| <= sqrt(n − 1) ∩ the
+ *                            natural extension (x_i − μ)/s ∩ (where s > 0
+ *                            on the box) the mean value form y(m) +
+ *                            J(box)·(box − m); then w ⊙ y + b;
+ *   softmax, logsoftmax      their exact ranges, y_k in [1/(1 + Σ_{j≠k}
+ *                            exp(hi_j − lo_k)), 1/(1 + Σ_{j≠k} exp(lo_j − hi_k))]
+ *                            (the log of it, per run);
+ *   maxpool                  [f(lo), f(hi)] (monotone);
+ *   additive, affine,        the natural extension through their sub-layers'
+ *   residual                 enclosures (intervals between them, no rounding
+ *                            to double);
+ *   an interval Jacobian     (a plugin's jacobian_box) the mean value form
+ *   over a box               f(m) + J(box)·(box − m), intersected with any
+ *                            of the above.
  * f(m) and f(0) of activations and linear layers from the type's MPFR
  * operators at 256 bits (widened by 2^-200|f| + 2^-1074).  At lo = hi it
  * is the value enclosed to about 120 bits, rounded outward: 2 ulps wide at
  * most, unless the value cancels to below 2^-60 of its terms.  VIJP_EUNSUPPORTED for
- * other types (a coupling's too, when one of its sub-layers is one),
+ * other types (attention; a plugin without jacobian_box; a block's too,
+ * when one of its sub-layers is one),
  * VIJP_EDOMAIN when the values leave double's range. */
 VIJP_API VIJP_MUST_CHECK int vijp_layer_image_box(const vijp_layer *L, const double *theta, const double *lo,
                                                   const double *hi, double *out_lo, double *out_hi, vijp_error *err);
+
+/* A proven counterexample for layer i > 0 of a chain of layers (a net's
+ * layers[0..i], parameters theta[l]) over the chain's input box [lo, hi]
+ * (layers[0].in entries): a point of the box whose image through layers
+ * 0..i−1 is a point where layer i's J is singular.  For an elementwise
+ * layer i: seeded points of the box (its centre, vertices, random ones),
+ * each sent through rigorously (vijp_layer_image_box of the point), where
+ * f′ is enclosed as exactly 0 (x_a), or a unit whose f′ is proven > 0 at
+ * x_a's image and < 0 at x_b's (every layer continuous: the intermediate
+ * value theorem on the segment).  1 with c's verdict not-submersive and
+ * its reason, x_a (and x_b, unless c->exact) set; 0 when no proof was found
+ * (nothing in c changed): the layer stays undecided. */
+VIJP_API int vijp_net_box_counterexample(const vijp_layer *layers, double *const *theta, size_t i, const double *lo,
+                                         const double *hi, uint64_t seed, vijp_box_certificate *c, double *x_a,
+                                         double *x_b);
 
 /* Elementwise activations over the real line (y_k = f(x_k)).  Interval
  * bisection of f′ (the type's deriv_enclose, vijp/interval.h) over [−R, R]: pieces where the

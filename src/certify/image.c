@@ -1,90 +1,94 @@
 /* Enclosures of a layer's values over a box of inputs (vijp_layer_image_box,
  * certify.h): what `vijp certify --net NET --box` certifies each next layer
  * over.  In MPFI at IMAGE_PREC bits, every operation outward rounded, the
- * box travelling between the sub-layers of a coupling block as intervals:
+ * box travelling between the sub-layers of a block as intervals:
  *   elementwise activations  mean value form f(m) + f′(X)·(X − m);
  *   layers declared linear   f(0) + J·X, J enclosed;
- *   layernorm                a-priori range ∩ natural extension ∩ mean value
- *                            form (layernorm_image below);
+ *   layernorm, groupnorm     per run: a-priori range ∩ natural extension ∩
+ *                            mean value form (layernorm_image below), then
+ *                            the affine part w ⊙ ŷ + b;
  *   softmax                  its exact range, 1/(1 + Σ_{j≠k} exp(X_j − X_k));
- *   additive, affine         the natural extension through the enclosures of
- *                            their sub-layers (coupling_image below).
- * The built-in types without an interval hook of their own (layernorm,
- * softmax, the couplings) are known by name, as the catalogue's accessors
- * know them (src/layer/catalogue.c: no plugin can take a built-in name). */
+ *   additive, affine,        the natural extension through the enclosures of
+ *   residual                 their sub-layers (coupling_image, residual_image);
+ *   the rest (image_more.c)  logsoftmax's exact range, maxpool's (monotone),
+ *                            and any type with an interval Jacobian over a
+ *                            box (plugins): the mean value form f(m) +
+ *                            J(X)·(X − m), intersected with any enclosure
+ *                            above.
+ * The built-in types without an interval hook of their own are known by
+ * name, as the catalogue's accessors know them (src/layer/catalogue.c: no
+ * plugin can take a built-in name). */
+#include "image.h"
 #include "vijp/catalogue.h"
 #include "vijp/certify.h"
 #include "vijp/interval.h"
 #include "vijp/vijp.h"
+#include "oracles/norm.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define IMAGE_PREC 128 /* bits of every interval below */
-
-static mpfi_t *box_new(size_t n)
-{
-    mpfi_t *v = vijp_alloc_array(n ? n : 1, sizeof *v);
-    for (size_t i = 0; i < n; i++) mpfi_init2(v[i], IMAGE_PREC);
-    return v;
-}
-
-static void box_free(mpfi_t *v, size_t n)
-{
-    for (size_t i = 0; i < n; i++) mpfi_clear(v[i]);
-    free(v);
-}
+#define box_new vijp_image_vec_new
+#define box_free vijp_image_vec_free
 
 static int enclose(const vijp_layer *L, const double *theta, mpfi_t *x, mpfi_t *y, vijp_error *err);
 
-/* f(x) at 256 bits (the type's MPFR operators) into an enclosure [v ±
- * 2^-200·|v| + 2^-1074] per output: the operators' error, a few dozen
- * correctly rounded operations each within 2^-256 relative, is far inside
- * that widening (for the activations, which do not cancel, and at x = 0 for
- * a linear layer, where f(0) is its bias). */
-static int value_at(const vijp_layer *L, const double *theta, mpfr_t *x, mpfi_t *y, vijp_error *err)
+
+/* softplus:β/T jumps down where βx passes T: f = x there, below the smooth
+ * log(1 + e^(βx))/β by log1p(e^(−βx))/β <= e^(−T)/β.  0 when X keeps to one
+ * side (the margin 2^-40·max(1, |T|) covers βx rounded by the forward),
+ * else that jump enclosed, [−e^(−T)/β, e^(−T)/β], which the mean value form
+ * (f′ enclosed over both pieces) must add to stay sound across it. */
+static int softplus_jump(const vijp_layer *L, mpfi_srcptr x, mpfi_t jump)
 {
-    vijp_format p256;
-    if (vijp_format_mpfr(&p256, 256, err)) return err->code;
-    size_t P = L->type->param_count(L);
-    vijp_mat th, X, Y;
-    vijp_mat_init(&th, P, 1, &p256), vijp_mat_init(&X, L->in, 1, &p256), vijp_mat_init(&Y, L->out, 1, &p256);
-    if (P) vijp_mat_set_d(&th, theta);
-    for (size_t i = 0; i < L->in; i++) mpfr_set(X.m[i], x[i], MPFR_RNDN); /* exact: IMAGE_PREC < 256 */
-    int rc = vijp_layer_forward(L, &th, &X, &Y, err);
-    mpfr_t w, a, b;
-    mpfr_inits2(256, w, a, b, (mpfr_ptr)0);
-    for (size_t i = 0; !rc && i < L->out; i++) {
-        mpfr_abs(w, Y.m[i], MPFR_RNDU);
-        mpfr_mul_2si(w, w, -200, MPFR_RNDU);
-        mpfr_add_d(w, w, 0x1p-1074, MPFR_RNDU);
-        mpfr_sub(a, Y.m[i], w, MPFR_RNDD), mpfr_add(b, Y.m[i], w, MPFR_RNDU);
-        mpfi_interv_fr(y[i], a, b);
-    }
-    mpfr_clears(w, a, b, (mpfr_ptr)0);
-    vijp_mat_clear(&th), vijp_mat_clear(&X), vijp_mat_clear(&Y);
-    return rc;
+    if (strcmp(L->type->name, "softplus") && strcmp(L->type->name, "softplus_beta")) return 0;
+    vijp_softplus_args a = vijp_softplus_get(L);
+    if (isinf(a.threshold)) return 0;
+    double margin = 0x1p-40 * fmax(1, fabs(a.threshold));
+    mpfi_mul_d(jump, x, a.beta);
+    if (mpfr_cmp_d(&jump->right, a.threshold - margin) < 0 || mpfr_cmp_d(&jump->left, a.threshold + margin) > 0) return 0;
+    mpfr_t e;
+    mpfr_init2(e, IMAGE_PREC);
+    mpfi_set_d(jump, -a.threshold), mpfi_exp(jump, jump), mpfi_div_d(jump, jump, a.beta), mpfi_get_right(e, jump);
+    mpfi_interv_fr(jump, e, e), mpfi_neg(jump, jump), mpfi_put_fr(jump, e); /* [−e, e] */
+    mpfr_clear(e);
+    return 1;
 }
 
-/* Elementwise: f(X) ⊆ f(m) + f′(X)·(X − m), m the midpoint (in X). */
+/* Elementwise: f(X) ⊆ f(m) + f′(X)·(X − m), m the midpoint (in X); where
+ * f′(X) keeps one sign f is monotone on X (continuous: no jump in it), and
+ * its range is exactly the hull of f(lo) and f(hi), which is intersected
+ * (relu's image is then >= 0, tanh's its exact range). */
 static int image_elementwise(const vijp_layer *L, const double *theta, mpfi_t *x, mpfi_t *y, vijp_error *err)
 {
     size_t n = L->in;
     mpfr_t *mid = vijp_alloc_array(n, sizeof *mid);
-    for (size_t i = 0; i < n; i++) mpfr_init2(mid[i], IMAGE_PREC), mpfi_mid(mid[i], x[i]);
-    int rc = value_at(L, theta, mid, y, err);
+    mpfi_t *at_lo = box_new(n), *at_hi = box_new(n);
+    for (size_t i = 0; i < n; i++) mpfr_init2(mid[i], IMAGE_PREC), mpfi_get_left(mid[i], x[i]);
+    int rc = vijp_image_value_at(L, theta, mid, NULL, at_lo, err);
+    for (size_t i = 0; i < n; i++) mpfi_get_right(mid[i], x[i]);
+    if (!rc) rc = vijp_image_value_at(L, theta, mid, NULL, at_hi, err);
+    for (size_t i = 0; i < n; i++) mpfi_mid(mid[i], x[i]);
+    if (!rc) rc = vijp_image_value_at(L, theta, mid, NULL, y, err);
     mpfi_t d, t;
     mpfi_init2(d, IMAGE_PREC), mpfi_init2(t, IMAGE_PREC);
     for (size_t i = 0; !rc && i < n; i++) {
         vijp_deriv_enclose_of(L->type)(L, theta, d, x[i]);
+        int monotone = !mpfi_nan_p(d) && (mpfr_sgn(&d->left) >= 0 || mpfr_sgn(&d->right) <= 0);
+        if (softplus_jump(L, x[i], t)) mpfi_add(y[i], y[i], t), monotone = 0;
         mpfi_sub_fr(t, x[i], mid[i]); /* X − m, outward */
         mpfi_mul(d, d, t);
         mpfi_add(y[i], y[i], d);
+        if (monotone) {
+            mpfi_put(at_lo[i], at_hi[i]); /* the hull of f(lo) and f(hi), either order */
+            mpfi_intersect(y[i], y[i], at_lo[i]);
+        }
         if (mpfi_nan_p(y[i])) rc = vijp_fail(err, VIJP_EDOMAIN, "%s: no enclosure of f over input %zu's interval", L->type->name, i + 1);
     }
     mpfi_clear(d), mpfi_clear(t);
     for (size_t i = 0; i < n; i++) mpfr_clear(mid[i]);
+    box_free(at_lo, n), box_free(at_hi, n);
     free(mid);
     return rc;
 }
@@ -97,7 +101,7 @@ static int image_linear(const vijp_layer *L, const double *theta, mpfi_t *x, mpf
            *rad = vijp_alloc_array(m * n, sizeof *rad);
     mpfr_t *zero_mp = vijp_alloc_array(n, sizeof *zero_mp);
     for (size_t k = 0; k < n; k++) mpfr_init2(zero_mp[k], IMAGE_PREC), mpfr_set_zero(zero_mp[k], 1);
-    int rc = value_at(L, theta, zero_mp, y, err);
+    int rc = vijp_image_value_at(L, theta, zero_mp, NULL, y, err);
     if (!rc) rc = vijp_layer_jacobian_enclosure(L, theta, zero, mid, rad, err);
     mpfi_t j;
     mpfr_t a, b;
@@ -116,8 +120,9 @@ static int image_linear(const vijp_layer *L, const double *theta, mpfi_t *x, mpf
     return rc;
 }
 
-/* ---- LayerNorm: y = (x − μ)/σ, σ² = mean((x − μ)²), no affine part, no ε
- * (src/layers/layernorm.c; y = 0 where σ = 0) ---- */
+/* ---- LayerNorm on one run of n units: ŷ = (x − μ)/s, s = √(σ² + ε), σ² =
+ * mean((x − μ)²) (src/layers/layernorm.c, layernorm_runs.c; ŷ = 0 where
+ * s = 0); the affine part and the runs after (norm_image) ---- */
 
 /* c_i = x_i − mean(x) over the box X: ((n − 1)X_i − Σ_{j≠i} X_j)/n, each
  * X_j used once, so the interval is the exact range (outward rounded),
@@ -176,25 +181,26 @@ static void over_sigma(mpfi_t out, mpfi_t v, mpfi_t S)
  *  a-priori  |y_i| <= sqrt(n − 1).  Proof: c = x − μ1 sums to 0, so
  *            c_i = −Σ_{j≠i} c_j and, by Cauchy–Schwarz, c_i² <= (n − 1)
  *            Σ_{j≠i} c_j² = (n − 1)(‖c‖² − c_i²), i.e. n c_i² <= (n − 1)‖c‖²;
- *            with σ² = ‖c‖²/n + ε >= ‖c‖²/n (here ε = 0), y_i² = c_i²/σ²
- *            <= n c_i²/‖c‖² <= n − 1 (equality at c ∝ (n − 1, −1, …, −1)).
- *            At σ = 0 the layer gives 0, inside.
+ *            with s² = ‖c‖²/n + ε >= ‖c‖²/n (ε >= 0), y_i² = c_i²/s²
+ *            <= n c_i²/‖c‖² <= n − 1 (equality at c ∝ (n − 1, −1, …, −1),
+ *            ε = 0).  At s = 0 the layer gives 0, inside.
  *  natural   C_i/S: C_i = x_i − μ's exact range (centred), S ⊇ σ(box)
  *            from the intersection of sqrt(Σ C_i²/n) and the triangle
  *            inequality √n·σ(x) = ‖P x‖ ∈ ‖P m‖ ± ‖x − m‖ (P = I − 11ᵀ/n,
  *            an orthogonal projection: ‖P(x − m)‖ <= ‖x − m‖).
- *  mean value, where S > 0 (σ is then smooth and positive on the convex
+ *            With ε > 0, S is √(S² + ε), s increasing in σ.
+ *  mean value, where S > 0 (s is then smooth and positive on the convex
  *            box): y_i(x) = y_i(m) + [J(ξ)(x − m)]_i for some ξ in the box,
- *            J = (I − 11ᵀ/n − ŷŷᵀ/n)/σ: y_i(m) + Σ_j (δ_ij − 1/n −
+ *            J = (I − 11ᵀ/n − ŷŷᵀ/n)/s (∂s/∂x_j = c_j/(n s) at any ε):
+ *            y_i(m) + Σ_j (δ_ij − 1/n −
  *            Ŷ_iŶ_j/n)Δ_j / S, Δ = X − m, Ŷ the natural enclosure ∩
  *            a-priori.  O(n²), entry by entry: its excess over the range
  *            is second order in the box's width.  (The O(n) form
  *            (Δ_i − mean(Δ) − Ŷ_i·Σ_j Ŷ_jΔ_j/n)/S loses the signs of the
  *            entries: 1.55 times the sampled range where this one is 1.03,
  *            and never narrower in tests/t-certify-box.c's boxes.) */
-static int layernorm_image(const vijp_layer *L, mpfi_t *x, mpfi_t *y, vijp_error *err)
+static int layernorm_image(size_t n, double eps, mpfi_t *x, mpfi_t *y, vijp_error *err)
 {
-    size_t n = L->in;
     mpfi_t *c = box_new(n), *mpt = box_new(n), *cm = box_new(n), *delta = box_new(n);
     mpfi_t bound, S, Sm, R, t, u, sum;
     mpfi_init2(bound, IMAGE_PREC), mpfi_init2(S, IMAGE_PREC), mpfi_init2(Sm, IMAGE_PREC), mpfi_init2(R, IMAGE_PREC);
@@ -228,6 +234,8 @@ static int layernorm_image(const vijp_layer *L, mpfi_t *x, mpfi_t *y, vijp_error
         for (size_t i = 0; i < n; i++) mpfi_set_ui(y[i], 0);
         goto done;
     }
+    if (eps > 0) /* s = √(σ² + ε), increasing in σ >= 0: each interval used once */
+        mpfi_sqr(S, S), mpfi_add_d(S, S, eps), mpfi_sqrt(S, S), mpfi_sqr(Sm, Sm), mpfi_add_d(Sm, Sm, eps), mpfi_sqrt(Sm, Sm);
     for (size_t i = 0; i < n; i++) over_sigma(y[i], c[i], S), mpfi_intersect(y[i], y[i], bound);
     if (mpfi_is_strictly_pos(S) && mpfi_is_strictly_pos(Sm)) { /* the mean value form, with Ŷ = y[] so far */
         mpfi_t *yh = box_new(n), row, entry;
@@ -253,6 +261,26 @@ done:
     mpfr_clears(e, m, (mpfr_ptr)0);
     mpfi_clear(bound), mpfi_clear(S), mpfi_clear(Sm), mpfi_clear(R), mpfi_clear(t), mpfi_clear(u), mpfi_clear(sum);
     box_free(c, n), box_free(mpt, n), box_free(cm, n), box_free(delta, n);
+    return rc;
+}
+
+/* layernorm[:N][:eps=E][:affine] and groupnorm:GxC[...]: each run of N
+ * units (a group of C/G channels) by layernorm_image, then w ⊙ ŷ + b, the
+ * weight of a unit its position in the run (layernorm) or its channel
+ * (groupnorm), as oracles/normlayers.c reads them: each interval used once,
+ * so the affine part adds only its outward rounding.  Plain layernorm (no
+ * state) is one run, ε = 0, no affine part. */
+static int norm_image(const vijp_layer *L, const double *theta, mpfi_t *x, mpfi_t *y, vijp_error *err)
+{
+    if (!L->state) return layernorm_image(L->in, 0, x, y, err);
+    const vo_layernorm_args *a = L->state;
+    size_t N = a->run, weights = a->channels ? a->channels : N;
+    int rc = 0;
+    for (size_t r = 0; r < L->in / N && !rc; r++) rc = layernorm_image(N, a->eps, x + r * N, y + r * N, err);
+    for (size_t u = 0; a->affine && !rc && u < L->in; u++) {
+        size_t q = a->channels ? u / (L->in / a->channels) : u % N;
+        mpfi_mul_d(y[u], y[u], theta[q]), mpfi_add_d(y[u], y[u], theta[weights + q]);
+    }
     return rc;
 }
 
@@ -353,21 +381,87 @@ static int coupling_image(const vijp_layer *L, const double *theta, mpfi_t *x, m
 }
 
 /* L's values over the box x (L->in intervals) into y (L->out). */
+/* One path of a residual block (f, or P on the skip path; P absent: the
+ * identity) over the box x into out (the block's output width), through
+ * its layers' enclosures; *P_at the path's first parameter in theta. */
+static int path_image(const vijp_layer *L, int skip, const double *theta, mpfi_t *x, mpfi_t *out, vijp_error *err)
+{
+    size_t k = vijp_residual_count(L, skip), w = L->in, at = 0;
+    for (size_t j = 0; skip && j < vijp_residual_count(L, 0); j++)
+        at += vijp_residual_sub(L, 0, j)->type->param_count(vijp_residual_sub(L, 0, j));
+    mpfi_t *cur = box_new(w);
+    for (size_t i = 0; i < w; i++) mpfi_set(cur[i], x[i]);
+    int rc = 0;
+    for (size_t j = 0; j < k && !rc; j++) {
+        const vijp_layer *s = vijp_residual_sub(L, skip, j);
+        mpfi_t *next = box_new(s->out);
+        rc = enclose(s, theta ? theta + at : NULL, cur, next, err);
+        at += s->type->param_count(s);
+        box_free(cur, w);
+        cur = next, w = s->out;
+    }
+    for (size_t i = 0; !rc && i < L->out; i++) mpfi_set(out[i], cur[i]);
+    box_free(cur, w);
+    return rc;
+}
+
+/* residual: Y = f(X) + P(X) (P = I without a projection), the natural
+ * extension through each path's enclosures: sound (every step encloses),
+ * blind to f and P sharing x. */
+static int residual_image(const vijp_layer *L, const double *theta, mpfi_t *x, mpfi_t *y, vijp_error *err)
+{
+    mpfi_t *skip = box_new(L->out);
+    int rc = path_image(L, 0, theta, x, y, err);
+    if (!rc) rc = path_image(L, 1, theta, x, skip, err);
+    for (size_t i = 0; !rc && i < L->out; i++) mpfi_add(y[i], y[i], skip[i]);
+    box_free(skip, L->out);
+    return rc;
+}
+
+/* The type's own enclosure into y: 0, a VIJP_E* code, or NO_OWN_IMAGE
+ * (err untouched) when it has none. */
+#define NO_OWN_IMAGE (-1)
+static int own_image(const vijp_layer *L, const double *theta, mpfi_t *x, mpfi_t *y, vijp_error *err)
+{
+    const char *name = L->type->name;
+    if (vijp_deriv_enclose_of(L->type)) return image_elementwise(L, theta, x, y, err);
+    if (!strcmp(name, "layernorm") || !strcmp(name, "groupnorm")) return norm_image(L, theta, x, y, err);
+    if (!strcmp(name, "softmax")) return softmax_image(L, x, y, err);
+    if (!strcmp(name, "logsoftmax")) return vijp_image_logsoftmax(L, x, y, err);
+    if (!strcmp(name, "maxpool1d") || !strcmp(name, "maxpool2d")) return vijp_image_monotone(L, theta, x, y, err);
+    if (!strcmp(name, "additive") || !strcmp(name, "affine")) return coupling_image(L, theta, x, y, err);
+    if (!strcmp(name, "residual")) return residual_image(L, theta, x, y, err);
+    if (L->type->declare(L) & VIJP_DECL_LINEAR) return image_linear(L, theta, x, y, err);
+    return NO_OWN_IMAGE;
+}
+
+/* The type's own enclosure, intersected with the mean value form where the
+ * type encloses its Jacobian over a box (a plugin's jacobian_box), or that
+ * form alone. */
 static int enclose(const vijp_layer *L, const double *theta, mpfi_t *x, mpfi_t *y, vijp_error *err)
 {
     if (!L->type->mp)
         return vijp_fail(err, VIJP_EUNSUPPORTED, "%s layer: no MPFR operators to enclose its values over a box",
                          L->type->name);
-    const char *name = L->type->name;
-    if (vijp_deriv_enclose_of(L->type)) return image_elementwise(L, theta, x, y, err);
-    /* plain layernorm only: with arguments (runs, ε, affine; an instance
-     * with state) its values are not layernorm_image's */
-    if (!strcmp(name, "layernorm") && !L->state) return layernorm_image(L, x, y, err);
-    if (!strcmp(name, "softmax")) return softmax_image(L, x, y, err);
-    if (!strcmp(name, "additive") || !strcmp(name, "affine")) return coupling_image(L, theta, x, y, err);
-    if (L->type->declare(L) & VIJP_DECL_LINEAR) return image_linear(L, theta, x, y, err);
-    return vijp_fail(err, VIJP_EUNSUPPORTED, "%s layer: no enclosure of its values over a box (an elementwise "
-                     "activation, a Jacobian independent of x, layernorm, softmax or a coupling block)", name);
+    int rc = own_image(L, theta, x, y, err);
+    if (!vijp_jacobian_box_of(L->type)) {
+        if (rc == NO_OWN_IMAGE)
+            rc = vijp_fail(err, VIJP_EUNSUPPORTED, "%s layer: no enclosure of its values over a box (an elementwise "
+                           "activation, a Jacobian independent of x or enclosed over a box, a normalisation, softmax, "
+                           "maxpool or a block)", L->type->name);
+        return rc;
+    }
+    if (rc == NO_OWN_IMAGE) return vijp_image_mean_value(L, theta, x, y, err);
+    if (rc) return rc;
+    mpfi_t *mv = box_new(L->out);
+    rc = vijp_image_mean_value(L, theta, x, mv, err);
+    for (size_t i = 0; !rc && i < L->out; i++) {
+        mpfi_intersect(y[i], y[i], mv[i]);
+        if (mpfi_is_empty(y[i])) rc = vijp_fail(err, VIJP_EDOMAIN, "%s: its enclosures of output %zu over the box "
+                                                "do not meet: one of them is wrong", L->type->name, i + 1);
+    }
+    box_free(mv, L->out);
+    return rc;
 }
 
 int vijp_layer_image_box(const vijp_layer *L, const double *theta, const double *lo, const double *hi, double *out_lo,

@@ -138,7 +138,8 @@ int certify_box(const certify_args *a, const vijp_net *net)
 /* Layer i's certificate over the enclosure of its inputs: beyond the first
  * layer the enclosure holds more than the inputs that reach it, so a point
  * where J is singular found in it proves nothing about the net (unless J
- * is singular everywhere). */
+ * is singular everywhere, or vijp_net_box_counterexample found a point of
+ * the net's box sent to one). */
 static void over_approximated(vijp_box_certificate *c)
 {
     if (c->verdict != VIJP_NOT_SUBMERSIVE || (strcmp(c->method, "interval-bisection") && strcmp(c->method, "interval-jacobian")))
@@ -148,6 +149,22 @@ static void over_approximated(vijp_box_certificate *c)
     snprintf(was, sizeof was, "%s", c->reason);
     snprintf(c->reason, sizeof c->reason, "J may be singular in the enclosure of the inputs that reach this layer, "
              "which holds more than they: %.120s", was);
+}
+
+/* The enclosure of a layer's inputs as a JSON array (null when none). */
+static json_t *bounds_json(const double *v, size_t n)
+{
+    if (!v) return json_null();
+    json_t *a = json_array();
+    for (size_t k = 0; k < n; k++) json_array_append_new(a, json_real(v[k]));
+    return a;
+}
+
+static void point_line(FILE *out, const char *name, const double *x, size_t n)
+{
+    fprintf(out, "       %s = (", name);
+    for (size_t k = 0; k < n; k++) fprintf(out, "%s%.17g", k ? ", " : "", x[k]);
+    fprintf(out, ")\n");
 }
 
 static void layer_line(FILE *out, size_t i, const char *item, int item_width, const double *lo, const double *hi,
@@ -177,6 +194,9 @@ int certify_net_box(const certify_args *a)
         free(lo), free(hi), free(nlo), free(nhi), vijp_net_free(&net);
         return cli_usage_error("vijp certify", &err);
     }
+    double *box_lo = vijp_alloc_array(net.width, sizeof *box_lo), *box_hi = vijp_alloc_array(net.width, sizeof *box_hi),
+           *x_a = vijp_alloc_array(net.width, sizeof *x_a), *x_b = vijp_alloc_array(net.width, sizeof *x_b);
+    memcpy(box_lo, lo, net.width * sizeof *lo), memcpy(box_hi, hi, net.width * sizeof *hi);
     size_t last = a->layer_index ? a->layer_index : net.depth, certified = 0, refuted = 0;
     json_t *layers = json_array();
     FILE *out = cli_out();
@@ -204,13 +224,23 @@ int certify_net_box(const certify_args *a)
             snprintf(c.reason, sizeof c.reason, "%s", err.msg), c.verdict = VIJP_INCONCLUSIVE, rc = 0;
             snprintf(c.method, sizeof c.method, "none");
         }
-        if (i) over_approximated(&c);
+        int pulled = 0; /* a proven counterexample in the net's input box (layers past the first) */
+        if (i && !stopped && (c.verdict != VIJP_CERTIFIED_SUBMERSIVE) && !strcmp(c.method, "interval-bisection"))
+            pulled = vijp_net_box_counterexample(net.layers, net.theta, i, box_lo, box_hi, a->seed, &c, x_a, x_b);
+        if (i && !pulled) over_approximated(&c);
         if (i + 1 >= (a->layer_index ? a->layer_index : 1)) { /* a layer reported: the net's verdict counts it */
             certified += c.verdict == VIJP_CERTIFIED_SUBMERSIVE, refuted += c.verdict == VIJP_NOT_SUBMERSIVE;
             if (!a->json) layer_line(out, i, item, item_width, lo, hi, L->in, &c);
-            json_array_append_new(layers, json_pack("{s:I, s:s, s:s, s:s, s:o, s:s}", "layer", (json_int_t)i + 1, "type",
-                                                    item, "verdict", vijp_box_verdict_name(c.verdict), "method", c.method,
-                                                    "sigma_min_lower_bound", certify_json_num(c.s), "reason", c.reason));
+            if (!a->json && pulled) point_line(out, "counterexample_x", x_a, net.width);
+            if (!a->json && pulled && !c.exact) point_line(out, "counterexample_x_b", x_b, net.width);
+            json_array_append_new(layers, json_pack("{s:I, s:s, s:s, s:s, s:o, s:s, s:o, s:o, s:o, s:o}", "layer", (json_int_t)i + 1,
+                                                    "type", item, "verdict", vijp_box_verdict_name(c.verdict), "method",
+                                                    c.method, "sigma_min_lower_bound", certify_json_num(c.s), "reason",
+                                                    c.reason, "inputs_lo", bounds_json(stopped ? NULL : lo, L->in),
+                                                    "inputs_hi", bounds_json(stopped ? NULL : hi, L->in),
+                                                    "counterexample_x", bounds_json(pulled ? x_a : NULL, net.width),
+                                                    "counterexample_x_b",
+                                                    bounds_json(pulled && !c.exact ? x_b : NULL, net.width)));
         }
         if (!stopped && i + 1 < last && vijp_layer_image_box(L, net.theta[i], lo, hi, nlo, nhi, &err)) {
             stopped = 1;
@@ -229,7 +259,7 @@ int certify_net_box(const certify_args *a)
                 verdict, certified, n, n == 1 ? "" : "s");
         json_decref(layers);
     }
-    free(lo), free(hi), free(nlo), free(nhi);
+    free(lo), free(hi), free(nlo), free(nhi), free(box_lo), free(box_hi), free(x_a), free(x_b);
     vijp_net_free(&net);
     return certified == n ? EXIT_OK : EXIT_FAILED;
 }
