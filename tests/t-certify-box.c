@@ -8,7 +8,9 @@
  * vertices of the box, and LayerNorm's a-priori bound sqrt(n − 1). */
 #include "fixtures/certfix.h"
 #include "fixtures/clirun.h"
+#include "certify/radius.h"
 #include "vijp/arith.h"
+#include <lapacke.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -448,6 +450,46 @@ START_TEST(plugin_image_mean_value)
 }
 END_TEST
 
+/* vijp_radius_norm2_up against σ_max known independently: a diagonal R
+ * (σ_max = max r_ii; Collatz–Wielandt gives it exactly, then rounded up:
+ * within 2 ulps), R of equal entries r, m × n (rank one, σ_max = r·√(mn)
+ * = ‖R‖_F), and seeded random non-negative R with zero rows and columns,
+ * against LAPACK's σ_max (its error below 10·max(m, n)·u·σ_max, Demmel–
+ * Kahan; the bound must not be below σ̂(1 − 10·max(m,n)·2^-52)) — and
+ * never above ‖R‖_F (its own rounding up, 2^-52, and this test's sum of
+ * mn squares in double, (mn + 1)·2^-53: (mn + 4)·2^-52 covers both). */
+START_TEST(radius_spectral_bound)
+{
+    double D[36] = {0};
+    for (size_t i = 0; i < 6; i++) D[i + 6 * i] = 0.5 + 0.125 * (double)i; /* max 1.125 */
+    double b = vijp_radius_norm2_up(D, 6, 6);
+    ck_assert_msg(b >= 1.125 && b <= 1.125 * (1 + 0x1p-51), "diagonal: %.17g", b);
+    double C[64];
+    for (size_t i = 0; i < 64; i++) C[i] = 0x1p-10;
+    b = vijp_radius_norm2_up(C, 4, 16);
+    ck_assert_msg(b >= 0x1p-7 && b <= 0x1p-7 * (1 + 0x1p-50), "constant: %.17g", b);
+    vijp_rng g;
+    vijp_rng_seed(&g, 23);
+    double worst = 0;
+    for (int t = 0; t < 40; t++) {
+        size_t m = 1 + (size_t)(7 * vijp_rng_uniform(&g)), n = 1 + (size_t)(9 * vijp_rng_uniform(&g));
+        double R[64], A[64], sv[8], sup[8], frob = 0;
+        for (size_t k = 0; k < m * n; k++)
+            A[k] = R[k] = vijp_rng_uniform(&g) < 0.2 ? 0 : ldexp(vijp_rng_uniform(&g), -(int)(20 * vijp_rng_uniform(&g)));
+        if (t % 5 == 0)
+            for (size_t j = 0; j < n; j++) R[j * m] = A[j * m] = 0; /* a zero row */
+        for (size_t k = 0; k < m * n; k++) frob += R[k] * R[k]; /* within (mn + 1)·2^-53 relative */
+        b = vijp_radius_norm2_up(R, m, n);
+        ck_assert(LAPACKE_dgesvd(LAPACK_COL_MAJOR, 'N', 'N', (int)m, (int)n, A, (int)m, sv, NULL, 1, NULL, 1, sup) == 0);
+        double tol = 10 * (double)(m > n ? m : n) * 0x1p-52;
+        ck_assert_msg(b >= sv[0] * (1 - tol), "%zu x %zu: bound %.17g below σ_max %.17g", m, n, b, sv[0]);
+        ck_assert_msg(b <= sqrt(frob) * (1 + (double)(m * n + 4) * 0x1p-52), "%zu x %zu: bound %.17g above ‖R‖_F %.17g", m, n, b, sqrt(frob));
+        if (sv[0] > 0) worst = fmax(worst, b / sv[0]);
+    }
+    printf("radius bound / σ_max(R) on 40 random non-negative R: worst %.6g\n", worst);
+}
+END_TEST
+
 /* h = layers 0..i−1 of o's net at x, in MPFR at 256 bits (the oracles),
  * unit k of it into v. */
 static void net_value_256(const vijp_net *net, size_t i, const double *x, size_t k, mpfr_t v)
@@ -844,6 +886,7 @@ Suite *suite_certify_box(void)
     tcase_add_test(tc, inv1x1_avgpool_boxes);
     tcase_add_test(tc, image_box_every_type);
     tcase_add_test(tc, image_box_softplus_jump);
+    tcase_add_test(tc, radius_spectral_bound);
     tcase_add_test(tc, net_counterexample_deeper);
     if (getenv("VIJP_BIN")) {
         tcase_add_test(tc, certify_box_command);

@@ -226,7 +226,7 @@ START_TEST(double_routes)
 END_TEST
 
 /* Enclosures: the certificate covers every J in [mid − rad, mid + rad]
- * (Weyl: σ_min(J) >= σ_min(mid) − ‖rad‖_F).  The worst member is near
+ * (Weyl: σ_min(J) >= σ_min(mid) − ‖rad‖₂).  The worst member is near
  * J_adv = mid − rad ∘ sign(u vᵀ) (u, v: LAPACK's singular vectors of mid for
  * σ_min), which lowers σ_min by up to ~(2/π)‖rad‖_F: the oracle bounds
  * σ_min(J_adv) with y = u, J_adv's entries enclosed in MPFI, so s <
@@ -291,26 +291,34 @@ START_TEST(enclosure_radius)
         vijp_error err;
         ck_assert_msg(!vijp_certify_matrix(J, rad, m, n, NULL, &c, &err), "%s", err.msg);
         t.cases++;
-        /* ‖rad‖_F rounded down, and s + ‖rad‖_F rounded down, in MPFR */
+        /* the reported radius between σ_max(rad) (LAPACK's, within 10·max(m, n)·u
+         * of it, Demmel–Kahan) and ‖rad‖_F (rounded up, MPFR); fr ← the radius
+         * for the Weyl check below */
         mpfr_t fr, sum;
         mpfr_inits2(MP_PREC, fr, sum, (mpfr_ptr)0);
         mpfr_set_zero(fr, 1);
         for (size_t i = 0; i < m * n; i++) {
             mpfr_set_d(sum, rad[i], MPFR_RNDN);
-            mpfr_fma(fr, sum, sum, fr, MPFR_RNDD);
+            mpfr_fma(fr, sum, sum, fr, MPFR_RNDU);
         }
-        mpfr_sqrt(fr, fr, MPFR_RNDD);
-        ck_assert_msg(mpfr_cmp_d(fr, c.enclosure_radius) <= 0, "reported radius %.17g < ‖rad‖_F %.17g",
-                      c.enclosure_radius, mpfr_get_d(fr, MPFR_RNDN));
+        mpfr_sqrt(fr, fr, MPFR_RNDU);
+        double R[8 * 12], smax[8];
+        memcpy(R, rad, m * n * sizeof *R);
+        ck_assert(LAPACKE_dgesvd(LAPACK_COL_MAJOR, 'N', 'N', (int)m, (int)n, R, (int)m, smax, NULL, 1, NULL, 1, sup) == 0);
+        ck_assert_msg(c.enclosure_radius >= smax[0] * (1 - 10 * 12 * 0x1p-52) &&
+                          c.enclosure_radius <= mpfr_get_d(fr, MPFR_RNDU) * (1 + 0x1p-51), /* its two roundings up */
+                      "reported radius %.17g outside [σ_max(rad) %.17g, ‖rad‖_F %.17g]", c.enclosure_radius, smax[0],
+                      mpfr_get_d(fr, MPFR_RNDN));
+        mpfr_set_d(fr, c.enclosure_radius, MPFR_RNDN);
         if (c.verdict == VIJP_CERTIFIED_SUBMERSIVE) {
             ck_assert_msg(c.s < b, "FALSE CERTIFICATE: enclosure case %ld (seed %llu, %zu × %zu): s = %.17g, a member has "
                                    "σ_min <= %.17g",
                           cs, (unsigned long long)seed, m, n, c.s, b);
             /* Weyl applied in full: the proof on mid gives s_mid < σ_min(mid)
-             * <= bound(mid, y = u), and s <= s_mid − ‖rad‖_F */
+             * <= bound(mid, y = u), and s <= s_mid − radius */
             double bmid = oracle_bound_d(J, m, n, U + (m - 1) * m);
             mpfr_add_d(sum, fr, c.s, MPFR_RNDD);
-            ck_assert_msg(mpfr_cmp_d(sum, bmid) < 0, "s %.17g + ‖rad‖_F %.17g is not below σ_min(mid) <= %.17g", c.s,
+            ck_assert_msg(mpfr_cmp_d(sum, bmid) < 0, "s %.17g + radius %.17g is not below σ_min(mid) <= %.17g", c.s,
                           mpfr_get_d(fr, MPFR_RNDN), bmid);
             if (!strcmp(c.method, "certified-double")) t.cert_double++;
             else t.cert_mpfr++;
@@ -756,7 +764,7 @@ START_TEST(bad_input)
     ck_assert_int_eq(vijp_certify_matrix(J, rad, 2, 3, NULL, &c, &err), 0);
     ck_assert_int_ne(c.verdict, VIJP_CERTIFIED_SUBMERSIVE);
     vijp_certificate_clear(&c);
-    /* a small radius costs exactly ‖rad‖_F (rounded down) */
+    /* a small radius costs exactly ‖rad‖₂ = ‖rad‖_F (one entry; rounded down) */
     vijp_certificate c0;
     rad[2] = 0x1p-30;
     ck_assert_int_eq(vijp_certify_matrix(J, NULL, 2, 3, NULL, &c0, &err), 0);

@@ -9,7 +9,7 @@
  *                bound, and a floating-point Cholesky of G − (s² + e_G + c)·I
  *                that succeeds, with Rump's / ValidSDP's constant c; in double,
  *                then in MPFR at doubling precisions up to a cap.  Weyl's
- *                inequality σ_min(J) >= σ_min(mid) − ‖rad‖_F takes the radius.
+ *                inequality σ_min(J) >= σ_min(mid) − ‖rad‖₂ takes the radius.
  *                Far-apart row scales are equilibrated by powers of two
  *                (exact) when ‖J‖_F² leaves double's range or the rank is
  *                short: σ_min(J) >= σ_min(DJ)/max D.
@@ -66,7 +66,7 @@ typedef struct {
     long prec;              /* bits of the arithmetic that proved it (53: double) */
     size_t cokernel_dim;    /* the proven one when cokernel_proven, else numerical */
     int cokernel_proven;
-    double enclosure_radius; /* ‖rad‖_F, rounded up (0: J exact) */
+    double enclosure_radius; /* >= ‖rad‖₂ (σ_max), at most ‖rad‖_F, rounded up (0: J exact) */
     char reason[256];       /* why, for not-submersive and inconclusive */
     vijp_numeric num;
     double seconds_numeric, seconds_proof; /* wall time of LAPACK's analysis and of the rest (make bench) */

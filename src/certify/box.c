@@ -264,7 +264,7 @@ static int enclose_centre(box_work *w, const double *lo, const double *hi, doubl
 
 /* Whether J has full row rank at every x in [lo, hi]: 1 with σ_min >= *s,
  * 0 when not proven.  Interval route: the radius test on the enclosure
- * (vijp_certify_matrix: Weyl with ‖rad‖_F).  Lipschitz route: σ_min(J(x))
+ * (vijp_certify_matrix: Weyl with a bound on ‖rad‖₂).  Lipschitz route: σ_min(J(x))
  * >= σ_min(J(c)) − ‖J(x) − J(c)‖₂ >= s_c − LJ·r (Weyl in the 2-norm, s_c
  * the certificate of J(c) ± its rounding). */
 static int box_proven(box_work *w, const double *lo, const double *hi, double *s)

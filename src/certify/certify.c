@@ -21,7 +21,9 @@
  * Scalars (e_G, shifts, c) are computed in MPFR with directed rounding; the
  * Cholesky is the plain dot-product algorithm of Rump's paper, in C with
  * -ffp-contract=off.  An enclosure radius R of the exact J = M + Δ,
- * |Δ| <= R, costs σ_min(J) >= σ_min(M) − ‖R‖_F (Weyl).
+ * |Δ| <= R, costs σ_min(J) >= σ_min(M) − ‖R‖₂ (Weyl), ‖R‖₂ bounded above
+ * by the least of ‖R‖_F, √(‖R‖_1‖R‖_∞) and a Collatz–Wielandt bound
+ * (radius.c).
  * The double routes (direct, and preconditioned past κ ≈ 1e5) are in
  * proof_double.c; this file holds the MPFR retry, the structure checks, the
  * scalings and the verdict. */
@@ -29,6 +31,7 @@
 #include "vijp/error.h"
 #include "exact.h"
 #include "proof.h"
+#include "radius.h"
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -408,8 +411,7 @@ static int certify_matrix(const double *mid, const double *rad, size_t m, size_t
     int rc = vijp_numeric_analysis_in(mid, m, n, &out->num, work, err);
     out->seconds_numeric = seconds_now() - t0;
     if (rc) return free(work), rc;
-    out->enclosure_radius = rad ? sqrt(vijp_cert_sum_squares_up(rad, m * n, 1)) : 0;
-    if (out->enclosure_radius > 0) out->enclosure_radius = nextafter(out->enclosure_radius, INFINITY); /* sqrt rounded up */
+    out->enclosure_radius = rad ? vijp_radius_norm2_up(rad, m, n) : 0; /* radius.c: >= ‖rad‖₂, <= ‖rad‖_F */
     out->cokernel_dim = out->num.cokernel_dim;
     long prec_max = o && o->prec_max ? o->prec_max : CERT_PREC_MAX_DEFAULT;
 

@@ -168,7 +168,7 @@ static int certify_jacobian(const char *jpath, const char *rpath, const vijp_cer
         print_json(o);
     } else {
         fprintf(text, "jacobian %s (%zu × %zu: %zu outputs, %zu inputs), ", jpath, m, n, m, n);
-        if (rpath) fprintf(text, "radius %s (‖R‖_F <= %.3g)\n\n", rpath, c->enclosure_radius);
+        if (rpath) fprintf(text, "radius %s (‖R‖₂ <= %.3g)\n\n", rpath, c->enclosure_radius);
         else fprintf(text, "exact\n\n");
         certify_print_rows(&r);
         print_verdict(c);
