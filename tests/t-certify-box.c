@@ -214,8 +214,9 @@ static void image_check(const one_layer *o, const double *lo, const double *hi, 
             int above = mpfr_cmp(a, tol) > 0;
             mpfr_sub_d(a, y, ylo[i], MPFR_RNDN), mpfr_neg(a, a, MPFR_RNDN);
             int below = mpfr_cmp(a, tol) > 0;
-            ck_assert_msg(!above && !below, "%s over [%g, %g]…: output %zu at point %zu is %.17g, outside its "
-                          "enclosure [%.17g, %.17g]", spec, lo[0], hi[0], i + 1, b, mpfr_get_d(y, MPFR_RNDN), ylo[i], yhi[i]);
+            if (above || below) /* not ck_assert: each of those writes to check's pipe, 10^5 times here */
+                ck_abort_msg("%s over [%g, %g]…: output %zu at point %zu is %.17g, outside its enclosure [%.17g, %.17g]",
+                             spec, lo[0], hi[0], i + 1, b, mpfr_get_d(y, MPFR_RNDN), ylo[i], yhi[i]);
             double v = mpfr_get_d(y, MPFR_RNDN);
             hull_lo = fmin(hull_lo, v), hull_hi = fmax(hull_hi, v);
         }
@@ -310,7 +311,7 @@ END_TEST
 /* Every built-in type at width 8 (all the registry lists, one item each
  * where arguments change the maths): its enclosure over a box of radius
  * 0.5 about a random centre in [−2, 2] and over a thin box must hold the
- * 256-bit oracle at 300 random points and all 256 vertices (image_check,
+ * 256-bit oracle at 100 random points and all 256 vertices (image_check,
  * whose tolerance is derived there); attention alone has none and is
  * refused (VIJP_EUNSUPPORTED).  The normalisations' affine parameters are
  * drawn in [−2, 2] so that w ⊙ ŷ + b is exercised.  The width ratios are
@@ -340,7 +341,7 @@ START_TEST(image_box_every_type)
                 lo[i] = thin ? c : c - 0.5, hi[i] = thin ? c : c + 0.5;
             }
             image_stats st = {0};
-            image_check(&o, lo, hi, 300, 200 + k, &st);
+            image_check(&o, lo, hi, 100, 200 + k, &st);
             if (thin) ck_assert_msg(st.worst_thin_ulps <= 2, "%s thin: %g ulps wide", specs[k], st.worst_thin_ulps);
             else {
                 ck_assert_msg(st.worst_ratio <= 50, "%s: ratio %g", specs[k], st.worst_ratio);
