@@ -189,7 +189,10 @@ VIJP_API const char *vijp_box_verdict_name(vijp_verdict v);
  *                            to double);
  *   an interval Jacobian     (a plugin's jacobian_box) the mean value form
  *   over a box               f(m) + J(box)·(box − m), intersected with any
- *                            of the above.
+ *                            of the above;
+ *   a Lipschitz constant     (jacobian_lipschitz) Taylor's form f(m) +
+ *   L_J of J                 J(m)·(box − m) ± L_J·r²/2, r the box's radius
+ *                            about m.
  * f(m) and f(0) of activations and linear layers from the type's MPFR
  * operators at 256 bits (widened by 2^-200|f| + 2^-1074).  At lo = hi it
  * is the value enclosed to about 120 bits, rounded outward: 2 ulps wide at

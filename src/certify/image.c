@@ -13,8 +13,10 @@
  *   the rest (image_more.c)  logsoftmax's exact range, maxpool's (monotone),
  *                            and any type with an interval Jacobian over a
  *                            box (plugins): the mean value form f(m) +
- *                            J(X)·(X − m), intersected with any enclosure
- *                            above.
+ *                            J(X)·(X − m), or with only a Lipschitz
+ *                            constant L_J of J Taylor's form f(m) +
+ *                            J(m)·(X − m) ± L_J·r²/2, intersected with any
+ *                            enclosure above.
  * The built-in types without an interval hook of their own are known by
  * name, as the catalogue's accessors know them (src/layer/catalogue.c: no
  * plugin can take a built-in name). */
@@ -436,7 +438,8 @@ static int own_image(const vijp_layer *L, const double *theta, mpfi_t *x, mpfi_t
 }
 
 /* The type's own enclosure, intersected with the mean value form where the
- * type encloses its Jacobian over a box (a plugin's jacobian_box), or that
+ * type encloses its Jacobian over a box (a plugin's jacobian_box), or with
+ * Taylor's form where it gives only a Lipschitz constant of J, or either
  * form alone. */
 static int enclose(const vijp_layer *L, const double *theta, mpfi_t *x, mpfi_t *y, vijp_error *err)
 {
@@ -444,17 +447,21 @@ static int enclose(const vijp_layer *L, const double *theta, mpfi_t *x, mpfi_t *
         return vijp_fail(err, VIJP_EUNSUPPORTED, "%s layer: no MPFR operators to enclose its values over a box",
                          L->type->name);
     int rc = own_image(L, theta, x, y, err);
-    if (!vijp_jacobian_box_of(L->type)) {
+    int (*form)(const vijp_layer *, const double *, mpfi_t *, mpfi_t *, vijp_error *) =
+        vijp_jacobian_box_of(L->type)          ? vijp_image_mean_value
+        : vijp_jacobian_lipschitz_of(L->type) ? vijp_image_taylor
+                                               : NULL;
+    if (!form) {
         if (rc == NO_OWN_IMAGE)
             rc = vijp_fail(err, VIJP_EUNSUPPORTED, "%s layer: no enclosure of its values over a box (an elementwise "
-                           "activation, a Jacobian independent of x or enclosed over a box, a normalisation, softmax, "
-                           "maxpool or a block)", L->type->name);
+                           "activation, a Jacobian independent of x, enclosed over a box or with a Lipschitz constant, "
+                           "a normalisation, softmax, maxpool or a block)", L->type->name);
         return rc;
     }
-    if (rc == NO_OWN_IMAGE) return vijp_image_mean_value(L, theta, x, y, err);
+    if (rc == NO_OWN_IMAGE) return form(L, theta, x, y, err);
     if (rc) return rc;
     mpfi_t *mv = box_new(L->out);
-    rc = vijp_image_mean_value(L, theta, x, mv, err);
+    rc = form(L, theta, x, mv, err);
     for (size_t i = 0; !rc && i < L->out; i++) {
         mpfi_intersect(y[i], y[i], mv[i]);
         if (mpfi_is_empty(y[i])) rc = vijp_fail(err, VIJP_EDOMAIN, "%s: its enclosures of output %zu over the box "

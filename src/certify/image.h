@@ -22,6 +22,7 @@ int vijp_image_value_at(const vijp_layer *L, const double *theta, mpfr_t *x, con
 /* The enclosures of image_more.c, each into y (L->out intervals) from the
  * box x (L->in intervals): 0, or a VIJP_E* code with err set. */
 int vijp_image_mean_value(const vijp_layer *L, const double *theta, mpfi_t *x, mpfi_t *y, vijp_error *err);
+int vijp_image_taylor(const vijp_layer *L, const double *theta, mpfi_t *x, mpfi_t *y, vijp_error *err);
 int vijp_image_logsoftmax(const vijp_layer *L, mpfi_t *x, mpfi_t *y, vijp_error *err);
 int vijp_image_monotone(const vijp_layer *L, const double *theta, mpfi_t *x, mpfi_t *y, vijp_error *err);
 

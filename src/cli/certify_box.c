@@ -171,9 +171,9 @@ static void layer_line(FILE *out, size_t i, const char *item, int item_width, co
                        size_t n, const vijp_box_certificate *c)
 {
     double l = INFINITY, h = -INFINITY;
-    for (size_t k = 0; k < n; k++) l = fmin(l, lo[k]), h = fmax(h, hi[k]);
-    char within[64];
-    snprintf(within, sizeof within, "[%.4g, %.4g]", l, h);
+    for (size_t k = 0; lo && k < n; k++) l = fmin(l, lo[k]), h = fmax(h, hi[k]);
+    char within[64] = "unknown"; /* lo NULL: no enclosure reached this layer */
+    if (lo) snprintf(within, sizeof within, "[%.4g, %.4g]", l, h);
     fprintf(out, "%5zu  %-*s %-20s  %-21s %-19s", i + 1, item_width, item, within, vijp_box_verdict_name(c->verdict), c->method);
     if (c->verdict == VIJP_CERTIFIED_SUBMERSIVE && !isnan(c->s)) fprintf(out, " σ_min >= %.4g", c->s);
     fputc('\n', out);
@@ -230,7 +230,7 @@ int certify_net_box(const certify_args *a)
         if (i && !pulled) over_approximated(&c);
         if (i + 1 >= (a->layer_index ? a->layer_index : 1)) { /* a layer reported: the net's verdict counts it */
             certified += c.verdict == VIJP_CERTIFIED_SUBMERSIVE, refuted += c.verdict == VIJP_NOT_SUBMERSIVE;
-            if (!a->json) layer_line(out, i, item, item_width, lo, hi, L->in, &c);
+            if (!a->json) layer_line(out, i, item, item_width, stopped ? NULL : lo, hi, L->in, &c);
             if (!a->json && pulled) point_line(out, "counterexample_x", x_a, net.width);
             if (!a->json && pulled && !c.exact) point_line(out, "counterexample_x_b", x_b, net.width);
             json_array_append_new(layers, json_pack("{s:I, s:s, s:s, s:s, s:o, s:s, s:o, s:o, s:o, s:o}", "layer", (json_int_t)i + 1,
