@@ -122,6 +122,99 @@ START_TEST(dense_boxes)
 }
 END_TEST
 
+/* Soundness against brute force: on boxes that keep clear of f′'s zeros
+ * (and one whose end lies 6e-5 from SiLU's), each certificate's s must be
+ * at most σ_min(J(x)) = min_k |f′(x_k)| at every one of 10^5 points of the
+ * boxes (VIJP_TEST_SCALE times more in make check-long): the corners, points
+ * within 2^-40 of each end, and uniform ones.  f′ here is written from
+ * its formula in MPFR at 128 bits, apart from the layers' code: a few
+ * roundings, relative error below 2^-120 (no cancellation on these boxes),
+ * far below a double's spacing, so s <= σ_min is checked as doubles. */
+static void deriv_mp(const char *type, mpfr_t d, const mpfr_t x)
+{
+    mpfr_t s, t;
+    mpfr_inits2(128, s, t, (mpfr_ptr)0);
+    mpfr_neg(s, x, MPFR_RNDN), mpfr_exp(s, s, MPFR_RNDN), mpfr_add_ui(s, s, 1, MPFR_RNDN);
+    mpfr_ui_div(s, 1, s, MPFR_RNDN); /* σ(x) */
+    if (!strcmp(type, "sigmoid")) {
+        mpfr_ui_sub(t, 1, s, MPFR_RNDN), mpfr_mul(d, s, t, MPFR_RNDN);
+    } else if (!strcmp(type, "softplus")) {
+        mpfr_set(d, s, MPFR_RNDN);
+    } else if (!strcmp(type, "silu")) { /* σ(x)(1 + x(1 − σ(x))) */
+        mpfr_ui_sub(t, 1, s, MPFR_RNDN), mpfr_mul(t, t, x, MPFR_RNDN), mpfr_add_ui(t, t, 1, MPFR_RNDN);
+        mpfr_mul(d, s, t, MPFR_RNDN);
+    } else if (!strcmp(type, "tanh")) { /* 1 − tanh² */
+        mpfr_tanh(t, x, MPFR_RNDN), mpfr_sqr(t, t, MPFR_RNDN), mpfr_ui_sub(d, 1, t, MPFR_RNDN);
+    } else if (!strcmp(type, "gelu")) { /* Φ(x) + x·φ(x), Φ(x) = erfc(−x/√2)/2 */
+        mpfr_sqr(t, x, MPFR_RNDN), mpfr_div_2ui(t, t, 1, MPFR_RNDN), mpfr_neg(t, t, MPFR_RNDN);
+        mpfr_exp(t, t, MPFR_RNDN), mpfr_mul(t, t, x, MPFR_RNDN);
+        mpfr_const_pi(s, MPFR_RNDN), mpfr_mul_2ui(s, s, 1, MPFR_RNDN), mpfr_sqrt(s, s, MPFR_RNDN);
+        mpfr_div(t, t, s, MPFR_RNDN); /* x·φ(x) */
+        mpfr_sqrt_ui(s, 2, MPFR_RNDN), mpfr_div(s, x, s, MPFR_RNDN), mpfr_neg(s, s, MPFR_RNDN);
+        mpfr_erfc(s, s, MPFR_RNDN), mpfr_div_2ui(s, s, 1, MPFR_RNDN);
+        mpfr_add(d, s, t, MPFR_RNDN);
+    } else { /* mish: tanh(sp) + x·sech²(sp)·σ(x), sp = log(1 + e^x) */
+        mpfr_t sp;
+        mpfr_init2(sp, 128);
+        mpfr_exp(sp, x, MPFR_RNDN), mpfr_log1p(sp, sp, MPFR_RNDN);
+        mpfr_sech(t, sp, MPFR_RNDN), mpfr_sqr(t, t, MPFR_RNDN), mpfr_mul(t, t, s, MPFR_RNDN), mpfr_mul(t, t, x, MPFR_RNDN);
+        mpfr_tanh(sp, sp, MPFR_RNDN), mpfr_add(d, sp, t, MPFR_RNDN);
+        mpfr_clear(sp);
+    }
+    mpfr_abs(d, d, MPFR_RNDN);
+    mpfr_clears(s, t, (mpfr_ptr)0);
+}
+
+START_TEST(sound_against_brute_force)
+{
+    static const struct {
+        const char *type;
+        double lo, hi;
+    } boxes[] = {{"silu", -1, 2},   {"silu", -4, -1.5}, {"silu", -1.2784, 1}, {"gelu", -0.5, 1},
+                 {"gelu", -3, -1},  {"tanh", -3, 3},    {"sigmoid", -4, 4},   {"mish", -1, 1}};
+    enum { NBOX = sizeof boxes / sizeof *boxes, WIDTH = 2 };
+    long per_box = test_iters(100000) / NBOX;
+    vijp_rng rng;
+    vijp_rng_seed(&rng, test_seed());
+    mpfr_t x, d, least;
+    mpfr_inits2(128, x, d, least, (mpfr_ptr)0);
+    for (size_t b = 0; b < NBOX; b++) {
+        one_layer o;
+        one_layer_init(&o, boxes[b].type, WIDTH, 1);
+        vijp_box_certificate c = box_of(&o, boxes[b].lo, boxes[b].hi, (vijp_box_budget){0, 0});
+        ck_assert_msg(c.verdict == VIJP_CERTIFIED_SUBMERSIVE && c.s > 0, "%s on [%g, %g]: %s (%s)", boxes[b].type,
+                      boxes[b].lo, boxes[b].hi, vijp_box_verdict_name(c.verdict), c.reason);
+        double lo = boxes[b].lo, hi = boxes[b].hi, worst = INFINITY;
+        for (long k = 0; k < per_box; k++) {
+            mpfr_set_inf(least, 1);
+            for (int i = 0; i < WIDTH; i++) {
+                double u = vijp_rng_uniform(&rng), at;
+                if (k < 4) at = (k >> i) & 1 ? hi : lo; /* the corners */
+                else if (k % 10 == 1) at = lo + (hi - lo) * 0x1p-40 * u; /* hugging each end */
+                else if (k % 10 == 2) at = hi - (hi - lo) * 0x1p-40 * u;
+                else at = lo + (hi - lo) * u;
+                if (at < lo) at = lo;
+                if (at > hi) at = hi;
+                mpfr_set_d(x, at, MPFR_RNDN);
+                deriv_mp(boxes[b].type, d, x);
+                mpfr_min(least, least, d, MPFR_RNDN);
+            }
+            double sigma_min = mpfr_get_d(least, MPFR_RNDD);
+            if (sigma_min < worst) worst = sigma_min;
+            /* c.s, a double <= the true σ_min, is <= its rounding down, which the
+             * 128-bit value's rounding up cannot fall below (2^-120 apart) */
+            ck_assert_msg(c.s <= mpfr_get_d(least, MPFR_RNDU),
+                          "%s on [%g, %g]: certified s = %.17g above σ_min = %.17g at a sampled point", boxes[b].type, lo,
+                          hi, c.s, sigma_min);
+        }
+        printf("# certify_box: %s on [%g, %g]^2: s = %.6g, least sampled σ_min %.6g (ratio %.4f), %ld points\n",
+               boxes[b].type, lo, hi, c.s, worst, c.s / worst, per_box);
+        vijp_net_free(&o.net);
+    }
+    mpfr_clears(x, d, least, (mpfr_ptr)0);
+}
+END_TEST
+
 /* vijp_layer_image_box encloses the layer's values: 200 random points of
  * the box, sent through the layer's double forward, land inside it, up to
  * the forward's own rounding (a few ulps of |y|, well inside 1e-12·max(1, |y|)). */
@@ -889,6 +982,7 @@ Suite *suite_certify_box(void)
     TCase *tc = tcase_create("certify_box");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, silu_zero_found_and_bound);
+    tcase_add_test(tc, sound_against_brute_force);
     tcase_add_test(tc, relu_and_tanh);
     tcase_add_test(tc, dense_boxes);
     tcase_add_test(tc, image_box_encloses);
