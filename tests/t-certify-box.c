@@ -683,6 +683,110 @@ START_TEST(net_counterexample_deeper)
 }
 END_TEST
 
+/* A net's box widened until its verdict changes: dense:4 (W1) → tanh →
+ * dense:4 (W2) → silu, zero biases, W2's first row (½, ½, ½, ½) and its
+ * others 0.3·e_k.  The silu layer's input h = W2·tanh(W1·x) reaches SiLU′'s
+ * zero x0 first in h_0; the centre is submersive (h = 0), so by the
+ * intermediate value theorem a box holds a singular point once a point of
+ * it has h_0 <= x0: sampling the box (its 16 corners and 2000 other
+ * points, along rays through the centre, in double) gives a radius r_samp
+ * at which a singular point is found, an upper bound on the true first one.
+ * W1 = 2I: h_0 = ½ Σ tanh(2x_j) is least at the corner −r, so the exact
+ * first radius is atanh(−x0/2)/2 = 0.378437…, and every enclosure along the
+ * chain is exact (intervals through diagonal and monotone maps): the
+ * certified radius must reach it within the bisection's 1e-3.  W1 = 2H, H
+ * the 4 × 4 Hadamard matrix over 2 (orthogonal): interval arithmetic widens
+ * tanh's inputs to [−4r, 4r] each, a cube about the true rotated one, and
+ * the certified radius falls short of r_samp by that wrapping: measured and
+ * printed, and never above r_samp (soundness). */
+static double first_singular_radius_sampled(const double W1[4][4], const double W2[4][4])
+{
+    vijp_rng g;
+    vijp_rng_seed(&g, 5);
+    double u[2016][4];
+    for (size_t p = 0; p < 2016; p++)
+        for (size_t i = 0; i < 4; i++) u[p][i] = p < 16 ? (p >> i & 1 ? 1 : -1) : 2 * vijp_rng_uniform(&g) - 1;
+    double a = 0, b = 2; /* the centre is submersive; b: a singular point found */
+    for (int step = 0; step < 40; step++) {
+        double r = (a + b) / 2;
+        int found = 0;
+        for (size_t p = 0; p < 2016 && !found; p++) {
+            double t[4], h;
+            for (size_t j = 0; j < 4; j++) {
+                double z = 0;
+                for (size_t i = 0; i < 4; i++) z += W1[j][i] * r * u[p][i];
+                t[j] = tanh(z);
+            }
+            for (size_t k = 0; k < 4 && !found; k++) {
+                h = 0;
+                for (size_t j = 0; j < 4; j++) h += W2[k][j] * t[j];
+                found = h <= silu_zero;
+            }
+        }
+        if (found) b = r;
+        else a = r;
+    }
+    return b;
+}
+
+static int net_certified_over(const char *net, double r)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "certify --net '%s' --box %.17g,%.17g --json", net, -r, r);
+    run_result res = run_vijp(cmd);
+    json_error_t je;
+    json_t *o = json_loads(res.out, 0, &je);
+    ck_assert_msg(o && (res.rc == CLI_OK || res.rc == CLI_FAILED), "%s: exit %d: %s", cmd, res.rc, res.err);
+    const char *v = json_string_value(json_object_get(o, "verdict"));
+    int certified = v && !strcmp(v, "certified-submersive");
+    json_decref(o), run_free(&res);
+    return certified;
+}
+
+START_TEST(net_box_widened_until_it_fails)
+{
+    static const double W2[4][4] = {{0.5, 0.5, 0.5, 0.5}, {0.3, 0, 0, 0}, {0, 0.3, 0, 0}, {0, 0, 0.3, 0}};
+    static const double W1s[2][4][4] = {{{2, 0, 0, 0}, {0, 2, 0, 0}, {0, 0, 2, 0}, {0, 0, 0, 2}},
+                                        {{1, 1, 1, 1}, {1, -1, 1, -1}, {1, 1, -1, -1}, {1, -1, -1, 1}}};
+    char dir[256], net[300], w1[300], w2[300], b0[300];
+    make_temp_dir(dir, sizeof dir, "widen");
+    snprintf(net, sizeof net, "%s/net.json", dir), snprintf(w1, sizeof w1, "%s/w1.npy", dir);
+    snprintf(w2, sizeof w2, "%s/w2.npy", dir), snprintf(b0, sizeof b0, "%s/b0.npy", dir);
+    size_t shape[2] = {4, 4}, four = 4;
+    static const double zeros[4] = {0};
+    vijp_error err = {0};
+    ck_assert(!vijp_npy_write(w2, 2, shape, &W2[0][0], &err) && !vijp_npy_write(b0, 1, &four, zeros, &err));
+    FILE *f = fopen(net, "w");
+    ck_assert(f);
+    fprintf(f, "{\"schema\": \"vijp-net/1\", \"width\": 4, \"layers\": ["
+               "{\"type\": \"dense\", \"args\": \"4\", \"params\": {\"weight\": \"%s\", \"bias\": \"%s\"}}, {\"type\": \"tanh\"}, "
+               "{\"type\": \"dense\", \"args\": \"4\", \"params\": {\"weight\": \"%s\", \"bias\": \"%s\"}}, {\"type\": \"silu\"}]}\n",
+            w1, b0, w2, b0);
+    ck_assert(!fclose(f));
+    for (int rotated = 0; rotated < 2; rotated++) {
+        ck_assert(!vijp_npy_write(w1, 2, shape, &W1s[rotated][0][0], &err));
+        double r_samp = first_singular_radius_sampled(W1s[rotated], W2), lo = 0, hi = 1;
+        ck_assert_msg(net_certified_over(net, 0.05), "not certified over the small box [-0.05, 0.05]^4");
+        ck_assert_msg(!net_certified_over(net, r_samp * (1 + 1e-9)), "certified over radius %.17g, past the singular "
+                      "point sampling found", r_samp * (1 + 1e-9));
+        while (hi - lo > 1e-3 * r_samp) { /* the largest certified radius, within 1e-3 */
+            double r = (lo + hi) / 2;
+            if (net_certified_over(net, r)) lo = r;
+            else hi = r;
+        }
+        printf("# certify_box: net box widened (%s W1): certified up to radius %.4f, sampling finds a singular point "
+               "at %.4f: ratio %.3f\n", rotated ? "rotated" : "diagonal", lo, r_samp, lo / r_samp);
+        ck_assert_msg(lo <= r_samp, "certified radius %.17g past the sampled singular point %.17g", lo, r_samp);
+        if (!rotated) {
+            double exact = atanh(-silu_zero / 2) / 2;
+            ck_assert_msg(fabs(r_samp - exact) <= 1e-9 && lo >= exact * (1 - 2e-3), "diagonal net: certified %.17g, "
+                          "sampled %.17g, exact first singular radius %.17g", lo, r_samp, exact);
+        }
+    }
+    remove_tree(dir);
+}
+END_TEST
+
 START_TEST(bad_boxes)
 {
     one_layer o;
@@ -996,6 +1100,7 @@ Suite *suite_certify_box(void)
     tcase_add_test(tc, net_counterexample_deeper);
     if (getenv("VIJP_BIN")) {
         tcase_add_test(tc, certify_box_command);
+        tcase_add_test(tc, net_box_widened_until_it_fails);
         tcase_add_test(tc, plugin_interval_jacobian);
         tcase_add_test(tc, plugin_lipschitz);
         tcase_add_test(tc, plugin_image_mean_value);
