@@ -1,6 +1,7 @@
 /* Zeros of f′ over [−R, R] by interval bisection, and where each format's
  * computed f′ underflows (see certify.h). */
 #include "vijp/certify.h"
+#include "fprime_bisect.h"
 #include "vijp/interval.h"
 #include "vijp/error.h"
 #include "vijp/vijp.h"
@@ -17,17 +18,16 @@ void vijp_activation_report_clear(vijp_activation_report *r)
     memset(r, 0, sizeof *r);
 }
 
-static int push_bad(vijp_activation_report *r, double lo, double hi, size_t *cap)
+static void push_bad(vijp_activation_report *r, double lo, double hi, size_t *cap)
 {
     if (r->n_bad && lo <= r->bad[r->n_bad - 1].hi) { /* merge with the previous (boxes come left to right) */
         if (hi > r->bad[r->n_bad - 1].hi) r->bad[r->n_bad - 1].hi = hi;
-        return 0;
+        return;
     }
     if (r->n_bad == *cap) {
         r->bad = vijp_realloc(r->bad, (*cap = *cap ? 2 * *cap : 16) * sizeof *r->bad);
     }
     r->bad[r->n_bad++] = (vijp_span){lo, hi};
-    return 0;
 }
 
 /* The layer's computed f′ at x in format f, through its own Jacobian operator
@@ -87,40 +87,35 @@ static double first_where(const vijp_layer *L1, const double *theta, const vijp_
     return best;
 }
 
-/* Interval bisection of f′ over [−R, R] into out's bad pieces (certify.h). */
-static int search_zeros(const vijp_layer *L, const double *theta, double R, double tol, vijp_activation_report *out)
+/* Interval bisection of f′ over [−R, R] into out's bad pieces (certify.h):
+ * every piece where f′ may vanish is kept, and so is every piece the budget
+ * left unvisited (possibly bad; the search then is not complete). */
+typedef struct {
+    vijp_activation_report *out;
+    size_t cap;
+} zero_search;
+
+static int search_spent(void *ctx)
 {
-    /* Depth-first, left half first, so bad pieces arrive in order. */
-    size_t cap = 0, top = 0, stack_cap = 256;
-    vijp_span *stack = vijp_alloc_array(stack_cap, sizeof *stack);
-    mpfi_t x, d;
-    mpfi_init2(x, 128), mpfi_init2(d, 128);
-    int rc = 0;
-    stack[top++] = (vijp_span){-R, R};
-    while (top && !rc) {
-        vijp_span b = stack[--top];
-        if (++out->boxes > ACT_BOX_BUDGET) {
-            out->complete = 0;
-            rc = push_bad(out, b.lo, b.hi, &cap); /* unresolved: reported as possibly bad */
-            continue;
-        }
-        mpfi_interv_d(x, b.lo, b.hi);
-        vijp_deriv_enclose_of(L->type)(L, theta, d, x);
-        if (!mpfi_nan_p(d) && !mpfi_has_zero(d)) continue; /* f′ ≠ 0 on all of b: proven */
-        if (mpfi_is_zero(d) || b.hi - b.lo <= tol) {     /* f′ ≡ 0 here, or small enough to report */
-            rc = push_bad(out, b.lo, b.hi, &cap);
-            continue;
-        }
-        if (top + 2 > stack_cap) {
-            stack = vijp_realloc(stack, (stack_cap *= 2) * sizeof *stack);
-        }
-        double midp = 0.5 * (b.lo + b.hi);
-        stack[top++] = (vijp_span){midp, b.hi};
-        stack[top++] = (vijp_span){b.lo, midp};
-    }
-    mpfi_clear(x), mpfi_clear(d);
-    free(stack);
-    return rc;
+    zero_search *z = ctx;
+    return ++z->out->boxes > ACT_BOX_BUDGET;
+}
+
+static int search_visit(void *ctx, fprime_piece kind, double lo, double hi)
+{
+    zero_search *z = ctx;
+    if (kind == FPRIME_UNVISITED) z->out->complete = 0;
+    if (kind != FPRIME_NONZERO) push_bad(z->out, lo, hi, &z->cap);
+    return 0; /* every piece of [−R, R] */
+}
+
+static void search_zeros(const vijp_layer *L, const double *theta, double R, double tol, vijp_activation_report *out)
+{
+    zero_search z = {out, 0};
+    fprime_enclosure e;
+    fprime_enclosure_init(&e, L, theta);
+    fprime_bisect(&e, -R, R, tol, &(fprime_visitor){search_spent, search_visit, &z});
+    fprime_enclosure_clear(&e);
 }
 
 /* The table: where each format's computed f′ underflows or becomes negligible. */
@@ -155,11 +150,7 @@ int vijp_activation_analyze_in(const vijp_layer *L, const double *theta, double 
     if (n < 1 || n > VIJP_ACT_FORMATS_MAX)
         return vijp_fail(err, VIJP_EINVAL, "%zu formats for the f′ table: want 1 to %d", n, VIJP_ACT_FORMATS_MAX);
     out->R = R, out->tol = tol, out->complete = 1;
-    int rc = search_zeros(L, theta, R, tol, out);
-    if (rc) {
-        vijp_activation_report_clear(out);
-        return vijp_fail(err, rc, "out of memory");
-    }
+    search_zeros(L, theta, R, tol, out);
     format_table(L, theta, formats, n, out);
     return 0;
 }

@@ -10,6 +10,7 @@
 #include "vijp/interval.h"
 #include "vijp/vijp.h"
 #include "oracles/oracles.h"
+#include "fprime_bisect.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,9 +27,7 @@ const char *vijp_box_verdict_name(vijp_verdict v)
 
 /* The bisection of one coordinate's interval, and what it proved. */
 typedef struct {
-    const vijp_layer *L;
-    const double *theta;
-    mpfi_t x, d;
+    fprime_enclosure e; /* the layer and f′'s enclosures (fprime_bisect.h) */
     mpfr_t mig;
     size_t budget;   /* intervals */
     double deadline; /* CLOCK_MONOTONIC seconds (0: none) */
@@ -50,13 +49,6 @@ static int spent(bisection *bi, size_t boxes)
     return bi->out_of_time;
 }
 
-/* f′ enclosed over [a, b] into bi->d. */
-static void enclose(bisection *bi, double a, double b)
-{
-    mpfi_interv_d(bi->x, a, b);
-    vijp_deriv_enclose_of(bi->L->type)(bi->L, bi->theta, bi->d, bi->x);
-}
-
 /* A proof that f′ vanishes in [a, b]: at a point exactly (the enclosure
  * there is {0}), or between the ends, for a continuous f′ (a smooth
  * activation: one with dual numbers), by the intermediate value theorem
@@ -67,16 +59,16 @@ static int zero_proven(bisection *bi, size_t coordinate, double a, double b, vij
     int sign[2];
     double end[2] = {a, b};
     for (int k = 0; k < 2; k++) {
-        enclose(bi, end[k], end[k]);
-        if (mpfi_is_zero(bi->d)) {
+        fprime_enclose(&bi->e, end[k], end[k]);
+        if (mpfi_is_zero(bi->e.d)) {
             c->exact = 1, c->coordinate = coordinate, c->lo = c->hi = end[k];
             snprintf(c->reason, sizeof c->reason, "f′(%.17g) = 0 exactly: J is singular where x_%zu = %.17g",
                      end[k], coordinate + 1, end[k]);
             return 1;
         }
-        sign[k] = mpfi_nan_p(bi->d) ? 0 : mpfi_is_strictly_pos(bi->d) ? 1 : mpfi_is_strictly_neg(bi->d) ? -1 : 0;
+        sign[k] = mpfi_nan_p(bi->e.d) ? 0 : mpfi_is_strictly_pos(bi->e.d) ? 1 : mpfi_is_strictly_neg(bi->e.d) ? -1 : 0;
     }
-    if (!bi->L->type->dual_eval || !sign[0] || sign[0] != -sign[1]) return 0;
+    if (!bi->e.L->type->dual_eval || !sign[0] || sign[0] != -sign[1]) return 0;
     c->exact = 0, c->coordinate = coordinate, c->lo = a, c->hi = b;
     snprintf(c->reason, sizeof c->reason, "f′ is %s at %.17g and %s at %.17g, and continuous: it vanishes in between, "
              "where J is singular (coordinate %zu)", sign[0] > 0 ? "> 0" : "< 0", a, sign[1] > 0 ? "> 0" : "< 0", b,
@@ -91,42 +83,43 @@ static void keep_open(vijp_box_certificate *c, size_t i, double a, double b)
     c->n_open++;
 }
 
+/* One coordinate's bisection as the visitor sees it (fprime_bisect.h). */
+typedef struct {
+    bisection *bi;
+    size_t i;
+    double *proven, *s;
+    vijp_box_certificate *c;
+} coordinate_walk;
+
+static int walk_spent(void *ctx)
+{
+    coordinate_walk *w = ctx;
+    if (spent(w->bi, w->c->boxes)) return 1;
+    w->c->boxes++;
+    return 0;
+}
+
+static int walk_visit(void *ctx, fprime_piece kind, double lo, double hi)
+{
+    coordinate_walk *w = ctx;
+    if (kind == FPRIME_NONZERO) { /* f′ ≠ 0 on all of [lo, hi] */
+        mpfi_mig(w->bi->mig, w->bi->e.d);
+        *w->s = fmin(*w->s, mpfr_get_d(w->bi->mig, MPFR_RNDD));
+        *w->proven += hi - lo;
+        return 0;
+    }
+    if (kind == FPRIME_SUSPECT && zero_proven(w->bi, w->i, lo, hi, w->c)) return 1;
+    keep_open(w->c, w->i, lo, hi);
+    return 0;
+}
+
 /* Coordinate i over [a, b]: the length proven (f′ ≠ 0 on it) into *proven,
  * the least |f′| there into *s; 1 when a zero of f′ was proven (c says
- * where), 0 otherwise (undecided pieces kept in c), or VIJP_ENOMEM. */
+ * where), 0 otherwise (undecided pieces kept in c). */
 static int bisect(bisection *bi, size_t i, double a, double b, double *proven, double *s, vijp_box_certificate *c)
 {
-    double tol = (b - a) * 0x1p-40;
-    size_t top = 0, cap = 64;
-    vijp_span *stack = vijp_alloc_array(cap, sizeof *stack);
-    stack[top++] = (vijp_span){a, b};
-    int found = 0;
-    while (top && !found) {
-        vijp_span p = stack[--top];
-        if (spent(bi, c->boxes)) {
-            keep_open(c, i, p.lo, p.hi);
-            continue;
-        }
-        c->boxes++;
-        enclose(bi, p.lo, p.hi);
-        if (!mpfi_nan_p(bi->d) && !mpfi_has_zero(bi->d)) { /* f′ ≠ 0 on all of p */
-            mpfi_mig(bi->mig, bi->d);
-            *s = fmin(*s, mpfr_get_d(bi->mig, MPFR_RNDD));
-            *proven += p.hi - p.lo;
-            continue;
-        }
-        if (mpfi_is_zero(bi->d) || p.hi - p.lo <= tol) {
-            found = zero_proven(bi, i, p.lo, p.hi, c);
-            if (!found) keep_open(c, i, p.lo, p.hi);
-            continue;
-        }
-        double mid = 0.5 * (p.lo + p.hi);
-        if (top + 2 > cap) stack = vijp_realloc(stack, (cap *= 2) * sizeof *stack);
-        stack[top++] = (vijp_span){mid, p.hi};
-        stack[top++] = (vijp_span){p.lo, mid};
-    }
-    free(stack);
-    return found;
+    coordinate_walk w = {bi, i, proven, s, c};
+    return fprime_bisect(&bi->e, a, b, (b - a) * 0x1p-40, &(fprime_visitor){walk_spent, walk_visit, &w});
 }
 
 /* Elementwise: each coordinate's interval bisected (a run of equal
@@ -134,9 +127,9 @@ static int bisect(bisection *bi, size_t i, double a, double b, double *proven, d
 static int elementwise(const vijp_layer *L, const double *theta, const double *lo, const double *hi,
                        const vijp_box_budget *budget, vijp_box_certificate *c)
 {
-    bisection bi = {.L = L, .theta = theta, .budget = budget && budget->intervals ? budget->intervals : 200000,
+    bisection bi = {.budget = budget && budget->intervals ? budget->intervals : 200000,
                     .deadline = budget && budget->seconds > 0 ? now_seconds() + budget->seconds : 0};
-    mpfi_init2(bi.x, BOX_PREC), mpfi_init2(bi.d, BOX_PREC), mpfr_init2(bi.mig, 53);
+    fprime_enclosure_init(&bi.e, L, theta), mpfr_init2(bi.mig, 53);
     double s = INFINITY, fraction = 1, proven = 0, frac_i = 1;
     int found = 0;
     snprintf(c->method, sizeof c->method, "interval-bisection");
@@ -149,7 +142,7 @@ static int elementwise(const vijp_layer *L, const double *theta, const double *l
         }
         fraction *= frac_i;
     }
-    mpfi_clear(bi.x), mpfi_clear(bi.d), mpfr_clear(bi.mig);
+    fprime_enclosure_clear(&bi.e), mpfr_clear(bi.mig);
     if (found) c->verdict = VIJP_NOT_SUBMERSIVE, c->certified_fraction = NAN;
     else if (c->n_open) {
         c->verdict = VIJP_INCONCLUSIVE, c->certified_fraction = fraction;
