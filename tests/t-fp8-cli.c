@@ -94,22 +94,16 @@ END_TEST
  * names back from drift.json. */
 START_TEST(drift_and_regress)
 {
-    static const char *const fmts[] = {"e4m3", "e4m3:sat", "e5m2", "e5m2:sat", "e4m3+binary32", "e5m2+binary32"};
+    /* E4M3 storage at 2e-1, E5M2 at 3e-1 */
+    static const char *const want[][2] = {{"e4m3", "2e-01"}, {"e4m3:sat", "2e-01"}, {"e5m2", "3e-01"},
+                                          {"e5m2:sat", "3e-01"}, {"e4m3+binary32", "2e-01"}, {"e5m2+binary32", "3e-01"}};
     char dir[256], args[640], json[300];
     make_temp_dir(dir, sizeof dir, "fp8");
     snprintf(args, sizeof args, "drift --net dense:16,leaky:0.5 --depth 8 --seeds 1 --no-plots --out %s --formats "
              "e4m3,e4m3:sat,e5m2,e5m2:sat,e4m3+binary32,e5m2+binary32", dir);
     run_result r = run_vijp(args);
     ck_assert_msg(r.rc == CLI_OK, "exit %d: %s", r.rc, r.err);
-    size_t n = 0; /* the rows: cfg, net, init, format, tol, … */
-    for (const char *line = strstr(r.out, "\nc1 "); line; line = strstr(line + 1, "\nc1 ")) {
-        char fmt[64], tol[16];
-        ck_assert(sscanf(line, " %*s %*s %*s %63s %15s", fmt, tol) == 2 && n < sizeof fmts / sizeof *fmts);
-        ck_assert_msg(!strcmp(fmt, fmts[n]) && !strcmp(tol, fmts[n][1] == '4' ? "2e-01" : "3e-01"), "row %zu: %s at %s",
-                      n + 1, fmt, tol);
-        n++;
-    }
-    ck_assert_msg(n == sizeof fmts / sizeof *fmts, "%zu rows in\n%s", n, r.out);
+    expect_drift_rows(r.out, want, sizeof want / sizeof *want);
     run_free(&r);
     snprintf(json, sizeof json, "%s/drift.json", dir);
     snprintf(args, sizeof args, "regress --strict %s %s", json, json);

@@ -76,14 +76,7 @@ START_TEST(drift_and_regress)
         run_result r = run_vijp(args);
         ck_assert_msg(r.rc == CLI_OK, "exit %d: %s", r.rc, r.err);
         static const char *const want[][2] = {{"mxfp8+binary32", "2e-01"}, {"mxfp4+binary32", "7e-01"}};
-        size_t n = 0;
-        for (const char *line = strstr(r.out, "\nc1 "); line; line = strstr(line + 1, "\nc1 ")) {
-            char fmt[64], tol[16];
-            ck_assert(sscanf(line, " %*s %*s %*s %63s %15s", fmt, tol) == 2 && n < 2);
-            ck_assert_msg(!strcmp(fmt, want[n][0]) && !strcmp(tol, want[n][1]), "row %zu: %s at %s", n + 1, fmt, tol);
-            n++;
-        }
-        ck_assert_msg(n == 2, "%zu rows in\n%s", n, r.out);
+        expect_drift_rows(r.out, want, 2);
         run_free(&r);
         snprintf(json[k], sizeof json[k], "%.300s/drift.json", sub[k]);
     }

@@ -411,14 +411,7 @@ START_TEST(cli_grad_drift_regress)
     run_result r = run_vijp(args);
     ck_assert_msg(r.rc == CLI_OK, "exit %d: %s", r.rc, r.err);
     static const char *const want[][2] = {{"fp8+binary32", "4e-01"}, {"nvfp4+binary32", "7e-01"}};
-    size_t n = 0;
-    for (const char *line = strstr(r.out, "\nc1 "); line; line = strstr(line + 1, "\nc1 ")) {
-        char fmt[64], tol[16];
-        ck_assert(sscanf(line, " %*s %*s %*s %63s %15s", fmt, tol) == 2 && n < 2);
-        ck_assert_msg(!strcmp(fmt, want[n][0]) && !strcmp(tol, want[n][1]), "row %zu: %s at %s", n + 1, fmt, tol);
-        n++;
-    }
-    ck_assert_msg(n == 2, "%zu rows in\n%s", n, r.out);
+    expect_drift_rows(r.out, want, 2);
     run_free(&r);
     snprintf(args, sizeof args, "regress --strict %s/a/drift.json %s/a/drift.json", dir, dir);
     r = run_vijp(args);
