@@ -20,7 +20,6 @@ plain `bfloat16` format misses torch there by more than the bound, so the
 bound does tell the two accumulation models apart.
 Skipped, with the reason, where torch does not import."""
 import os
-import subprocess
 import sys
 import tempfile
 from fractions import Fraction
@@ -33,6 +32,8 @@ except ImportError as e:
           "scripts/install-deps.sh installs python3-torch")
     sys.exit(0)
 
+from vijp_dense_eval import dense_forward  # noqa: E402 (after the SKIPPED guard)
+
 VIJP = os.environ.get("VIJP_BIN", "build/vijp")
 N_IN, N_OUT, BATCH = 48, 16, 8
 U32 = Fraction(1, 2 ** 24)
@@ -43,16 +44,7 @@ def gamma(k):
 
 
 def vijp_forward(fmt, d, W, b, X):
-    theta = np.concatenate([W.T.reshape(-1), b])  # dense θ: W column-major (out × in), then b
-    np.save(f"{d}/theta.npy", theta.astype("<f8"))
-    np.save(f"{d}/x.npy", X.astype("<f8"))
-    out = f"{d}/out-{fmt.replace('+', '_')}"
-    cmd = [VIJP, "eval", "--layer", f"dense:{N_OUT}", "--width", str(N_IN), "--input", f"{d}/x.npy",
-           "--params", f"{d}/theta.npy", "--format", fmt, "--save", out, "-q"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode:
-        sys.exit(f"check-torch-bf16: FAILED: {' '.join(cmd)}: exit {r.returncode}: {r.stderr}")
-    return np.load(f"{out}/forward.npy")
+    return dense_forward(VIJP, "check-torch-bf16", fmt, d, W, b, X)
 
 
 def main():

@@ -36,7 +36,6 @@ subnormals here (another CPU, another kernel), the check says SKIPPED.
 Random data: the normal outputs agree bit for bit as in check-torch-bf16.py
 (binary32 sums of exact products in torch's and vijp's orders agree here)."""
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -47,21 +46,14 @@ except ImportError as e:
     print(f"check-torch-ftz: SKIPPED: python3 cannot import torch/numpy ({e})")
     sys.exit(0)
 
+from vijp_dense_eval import dense_forward  # noqa: E402 (after the SKIPPED guard)
+
 VIJP = os.environ.get("VIJP_BIN", "build/vijp")
 N_IN, N_OUT, BATCH = 48, 16, 8
 
 
 def vijp_forward(fmt, d, W, b, X):
-    theta = np.concatenate([W.T.reshape(-1), b])  # dense θ: W column-major (out × in), then b
-    np.save(f"{d}/theta.npy", theta.astype("<f8"))
-    np.save(f"{d}/x.npy", X.astype("<f8"))
-    out = f"{d}/out-{fmt.replace('+', '_').replace(':', '_')}"
-    cmd = [VIJP, "eval", "--layer", f"dense:{N_OUT}", "--width", str(N_IN), "--input", f"{d}/x.npy",
-           "--params", f"{d}/theta.npy", "--format", fmt, "--save", out, "-q"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode:
-        sys.exit(f"check-torch-ftz: FAILED: {' '.join(cmd)}: exit {r.returncode}: {r.stderr}")
-    return np.load(f"{out}/forward.npy")
+    return dense_forward(VIJP, "check-torch-ftz", fmt, d, W, b, X)
 
 
 def bits(a):
