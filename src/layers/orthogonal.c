@@ -84,6 +84,17 @@ typedef double ortho_vec __attribute__((vector_size(OV * sizeof(double))));
 #undef ORTHO_NAME
 #endif
 
+/* The two loops of a block's update, in one of the two sets, chosen once
+ * per matrix (the same bits either way). */
+typedef struct {
+    void (*vt_c)(const double *Vt, const double *C, size_t ldc, size_t t0, size_t t1, size_t nc, double *W);
+    void (*c_minus_vy)(const double *Vp, const double *Y, double *C, size_t ldc, size_t t0, size_t t1, size_t nc);
+} wy_kernels;
+static const wy_kernels portable_kernels = {vt_c_portable, c_minus_vy_portable};
+#ifdef ORTHO_HAVE_AVX2
+static const wy_kernels avx2_kernels = {vt_c_avx2, c_minus_vy_avx2};
+#endif
+
 /* Reflector k from ℓ Gaussian draws x in A (ℓ = r − k, rows k..r−1 of its
  * column): H = I − τ v vᵀ with v_0 = 1, v_t = x_t / (x_0 − β) below,
  * β = −sign(x_0)·‖x‖ (LAPACK's dlarfg, unscaled: Gaussian draws neither
@@ -146,43 +157,27 @@ static void wy_pack(double *A, size_t r, size_t i0, size_t ib, const double *tau
 
 /* C := (I − V T Vᵀ) C for C the ℓ × nc block of Q at rows and columns i0:
  * W = Vᵀ C by tiles of OT rows in ascending order, Y = T W, C −= V Y. */
-static void wy_apply(const wy_block *blk, double *C, size_t ldc, size_t nc, double *W, double *Y, int avx2)
+static void wy_apply(const wy_block *blk, double *C, size_t ldc, size_t nc, double *W, double *Y, const wy_kernels *k)
 {
     size_t len = blk->len;
     memset(W, 0, nc * OB * sizeof *W);
-    for (size_t t0 = 0; t0 < len; t0 += OT) {
-        size_t t1 = t0 + OT < len ? t0 + OT : len;
-#ifdef ORTHO_HAVE_AVX2
-        if (avx2) vt_c_avx2(blk->Vt, C, ldc, t0, t1, nc, W);
-        else
-#endif
-            vt_c_portable(blk->Vt, C, ldc, t0, t1, nc, W);
-    }
+    for (size_t t0 = 0; t0 < len; t0 += OT) k->vt_c(blk->Vt, C, ldc, t0, t0 + OT < len ? t0 + OT : len, nc, W);
     for (size_t j = 0; j < nc; j++)
         for (size_t p = 0; p < OB; p++) {
             double s = 0;
             for (size_t q = p; q < OB; q++) s += blk->T[p + q * OB] * W[j * OB + q];
             Y[j * OB + p] = s;
         }
-    for (size_t t0 = 0; t0 < len; t0 += OT) {
-        size_t t1 = t0 + OT < len ? t0 + OT : len;
-#ifdef ORTHO_HAVE_AVX2
-        if (avx2) c_minus_vy_avx2(blk->Vp, Y, C, ldc, t0, t1, nc);
-        else
-#endif
-            c_minus_vy_portable(blk->Vp, Y, C, ldc, t0, t1, nc);
-    }
-    (void)avx2;
+    for (size_t t0 = 0; t0 < len; t0 += OT) k->c_minus_vy(blk->Vp, Y, C, ldc, t0, t0 + OT < len ? t0 + OT : len, nc);
 }
 
 int vijp_orthogonal_householder(size_t m, size_t n, vijp_rng *rng, int portable, double *W)
 {
     size_t r = m > n ? m : n, c = m > n ? n : m;
-    int avx2 = 0;
+    const wy_kernels *kernels = &portable_kernels;
 #ifdef ORTHO_HAVE_AVX2
-    avx2 = !portable && __builtin_cpu_supports("avx2");
+    if (!portable && __builtin_cpu_supports("avx2")) kernels = &avx2_kernels;
 #endif
-    (void)portable;
     double *A = vijp_alloc_array(r * c, sizeof *A), *tau = vijp_alloc_array(c, sizeof *tau),
            *sign = vijp_alloc_array(c, sizeof *sign);
     /* Stewart: reflector k's Gaussian vector stands for column k of a
@@ -204,7 +199,7 @@ int vijp_orthogonal_householder(size_t m, size_t n, vijp_rng *rng, int portable,
     for (size_t i0 = (c - 1) / OB * OB;; i0 -= OB) {
         size_t ib = c - i0 < OB ? c - i0 : OB;
         wy_pack(A, r, i0, ib, tau, &blk);
-        wy_apply(&blk, A + i0 + i0 * r, r, c - i0, Wk, Y, avx2);
+        wy_apply(&blk, A + i0 + i0 * r, r, c - i0, Wk, Y, kernels);
         if (i0 == 0) break;
     }
     /* diag(R) > 0: Haar, as the Gaussian's QR; W = Q, or Qᵀ when wide */
