@@ -53,7 +53,8 @@ void certify_add_verdicts(json_t *o, const certify_results *r, const vijp_activa
     const char *verdict = overall(r, &certified);
     double smin = INFINITY, lo_s = INFINITY, smax = 0, cond = 0;
     int all = 1;
-    size_t rank = SIZE_MAX, cok = 0;
+    size_t rank = SIZE_MAX, cok = 0, num_cok = 0;
+    int cok_proven = 1; /* the largest cokernel_dim is proven when every point's is */
     const char *method = r->c[0].method;
     json_t *points = json_array();
     for (size_t k = 0; k < r->n; k++) {
@@ -63,6 +64,8 @@ void certify_add_verdicts(json_t *o, const certify_results *r, const vijp_activa
         if (all) lo_s = fmin(lo_s, c->s);
         if (c->num.rank < rank) rank = c->num.rank;
         if (c->cokernel_dim > cok) cok = c->cokernel_dim;
+        if (c->num.cokernel_dim > num_cok) num_cok = c->num.cokernel_dim;
+        cok_proven &= c->cokernel_proven;
         if (strcmp(method, c->method)) method = "mixed";
         json_array_append_new(
             points, json_pack("{s:I, s:s, s:s, s:o, s:I, s:o, s:o, s:o, s:I, s:o, s:I, s:b, s:I, s:b, s:o, s:s}", "sample",
@@ -76,11 +79,12 @@ void certify_add_verdicts(json_t *o, const certify_results *r, const vijp_activa
                               "numerically_degenerate", c->num.rank < c->num.m, "enclosure_radius",
                               certify_json_num(c->enclosure_radius), "reason", c->reason));
     }
-    json_object_update_new(o, json_pack("{s:s, s:I, s:o, s:o, s:o, s:o, s:I, s:I, s:s, s:o}", "verdict", verdict,
+    json_object_update_new(o, json_pack("{s:s, s:I, s:o, s:o, s:o, s:o, s:I, s:I, s:b, s:I, s:s, s:o}", "verdict", verdict,
                                     "samples_certified", (json_int_t)certified, "sigma_min_lower_bound",
                                     certify_json_num(all ? lo_s : NAN), "sigma_min", certify_json_num(smin), "sigma_max", certify_json_num(smax), "condition",
-                                    certify_json_num(cond), "rank", (json_int_t)rank, "cokernel_dim", (json_int_t)cok, "method",
-                                    method, "points", points));
+                                    certify_json_num(cond), "rank", (json_int_t)rank, "cokernel_dim", (json_int_t)cok, "cokernel_proven",
+                                    cok_proven, "numerical_cokernel_dim", (json_int_t)num_cok, "method", method, "points",
+                                    points));
     if (act) json_object_set_new(o, "activation", activation_json(act));
 }
 
