@@ -76,6 +76,7 @@ check: $(CHECK_BUILD)
 	VIJP_BIN=$(abspath $(BUILD)/vijp) $(or $(PYTHON_TORCH),python3) scripts/check-torch-bf16.py
 	VIJP_BIN=$(abspath $(BUILD)/vijp) $(or $(PYTHON_TORCH),python3) scripts/check-torch-ftz.py
 	VIJP_BIN=$(abspath $(BUILD)/vijp) $(or $(PYTHON_TORCH),python3) scripts/check-torch-act.py
+	VIJP_BIN=$(abspath $(BUILD)/vijp) $(or $(PYTHON_TORCH),python3) scripts/check-torch-stack.py
 	VIJP_BIN=$(abspath $(BUILD)/vijp) $(or $(PYTHON_TORCH),python3) scripts/check-torch-attention.py
 	$(FUZZ_REPLAY)
 	$(CHECK_MPI)
@@ -135,7 +136,8 @@ baseline: $(BUILD)/vijp
 # With MPI, the 10^5 matrices run once alone and once over the machine's
 # cores under mpirun, and the ranks' summed verdicts must equal one process's.
 # Then the fault walk, and the layer battery (in the library and through
-# check-layer, with the plugins) on every type at mpfr:700, 1100, 2000, 4032.
+# check-layer, with the plugins) on every type at mpfr:700, 1100, 2000, 4032;
+# the bf16 stacks against torch at depth 64 (scripts/check-torch-stack.py).
 check-long: $(BUILD)/check_vijp $(BUILD)/vijp $(PLUGINS)
 ifeq ($(MPI),1)
 	scripts/check-certify-shards.sh ./$(BUILD)/check_vijp 100 $(shell nproc)
@@ -145,3 +147,4 @@ endif
 	VIJP_BIN=$(abspath $(BUILD)/vijp) CK_RUN_SUITE=faults VIJP_TEST_SCALE=2 ./$(BUILD)/check_vijp
 	CK_RUN_SUITE=layers VIJP_TEST_SCALE=2 ./$(BUILD)/check_vijp
 	VIJP_BIN=$(abspath $(BUILD)/vijp) CK_RUN_SUITE=checklayer VIJP_TEST_SCALE=2 ./$(BUILD)/check_vijp
+	VIJP_BIN=$(abspath $(BUILD)/vijp) VIJP_TEST_SCALE=2 $(or $(PYTHON_TORCH),python3) scripts/check-torch-stack.py
