@@ -218,6 +218,36 @@ VIJP_API int vijp_net_box_counterexample(const vijp_layer *layers, double *const
                                          const double *hi, uint64_t seed, vijp_box_certificate *c, double *x_a,
                                          double *x_b);
 
+/* A chain of layers (layers[0..depth), parameters theta[l]) over the
+ * chain's input box [lo, hi] (layers[0].in entries): each layer certified
+ * (vijp_certify_box) over an enclosure of the inputs the box sends it, the
+ * enclosure of one layer's values (vijp_layer_image_box) the next one's
+ * box.  Past the first layer that enclosure holds more than the inputs that
+ * reach it, so a singular point found in it refutes nothing by itself: the
+ * verdict is undecided unless J is singular everywhere or
+ * vijp_net_box_counterexample (seed) pulls a point of [lo, hi] back to one.
+ * A layer without an enclosure of its values ends the chain: the layers
+ * after it are undecided with no enclosure. */
+typedef struct {
+    vijp_box_certificate c;
+    double *in_lo, *in_hi;  /* the enclosure it was certified over (its L->in inputs); NULL: none reached it */
+    double *x_a, *x_b;      /* a proven counterexample in [lo, hi] (layers[0].in entries); NULL: none; x_b NULL when c.exact */
+    char image_error[256];  /* why its values have no enclosure over the box ("" when they have one) */
+} vijp_net_box_layer;
+
+typedef struct {
+    const vijp_box_budget *budget; /* each layer's bisection (NULL: the defaults) */
+    const vijp_certify_opts *co;
+    uint64_t seed;                 /* of vijp_net_box_counterexample's points */
+} vijp_net_box_opts;
+
+/* out: depth entries, freed by vijp_net_box_clear.  0, or VIJP_EDOMAIN for
+ * a box that is not finite with lo <= hi (nothing held). */
+VIJP_API VIJP_MUST_CHECK int vijp_certify_net_box(const vijp_layer *layers, double *const *theta, size_t depth,
+                                                  const double *lo, const double *hi, const vijp_net_box_opts *o,
+                                                  vijp_net_box_layer *out, vijp_error *err);
+VIJP_API void vijp_net_box_clear(vijp_net_box_layer *out, size_t depth);
+
 /* Elementwise activations over the real line (y_k = f(x_k)).  Interval
  * bisection of f′ (the type's deriv_enclose, vijp/interval.h) over [−R, R]: pieces where the
  * enclosure excludes 0 are proven submersive; pieces narrower than tol whose

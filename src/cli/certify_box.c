@@ -1,5 +1,6 @@
-/* vijp certify --layer SPEC --box LO,HI | --box-file L.npy,H.npy: the layer
- * over a box of inputs (vijp_certify_box), reported as a table or JSON. */
+/* vijp certify --layer SPEC | --net NET with --box LO,HI | --box-file L.npy,H.npy:
+ * the layer (vijp_certify_box) or the net's layers (vijp_certify_net_box) over
+ * a box of inputs, reported as a table or JSON. */
 #include "cli.h"
 #include "certify_cli.h"
 #include <math.h>
@@ -135,22 +136,6 @@ int certify_box(const certify_args *a, const vijp_net *net)
     return c.verdict == VIJP_CERTIFIED_SUBMERSIVE ? EXIT_OK : EXIT_FAILED;
 }
 
-/* Layer i's certificate over the enclosure of its inputs: beyond the first
- * layer the enclosure holds more than the inputs that reach it, so a point
- * where J is singular found in it proves nothing about the net (unless J
- * is singular everywhere, or vijp_net_box_counterexample found a point of
- * the net's box sent to one). */
-static void over_approximated(vijp_box_certificate *c)
-{
-    if (c->verdict != VIJP_NOT_SUBMERSIVE || (strcmp(c->method, "interval-bisection") && strcmp(c->method, "interval-jacobian")))
-        return;
-    c->verdict = VIJP_INCONCLUSIVE;
-    char was[sizeof c->reason];
-    snprintf(was, sizeof was, "%s", c->reason);
-    snprintf(c->reason, sizeof c->reason, "J may be singular in the enclosure of the inputs that reach this layer, "
-             "which holds more than they: %.120s", was);
-}
-
 /* The enclosure of a layer's inputs as a JSON array (null when none). */
 static json_t *bounds_json(const double *v, size_t n)
 {
@@ -185,19 +170,19 @@ int certify_net_box(const certify_args *a)
     vijp_net net;
     int rc = certify_build_net(a, &net);
     if (rc) return rc;
-    size_t cap = net.width;
-    for (size_t i = 0; i < net.depth; i++) cap = net.layers[i].out > cap ? net.layers[i].out : cap;
-    double *lo = vijp_alloc_array(cap, sizeof *lo), *hi = vijp_alloc_array(cap, sizeof *hi),
-           *nlo = vijp_alloc_array(cap, sizeof *nlo), *nhi = vijp_alloc_array(cap, sizeof *nhi);
+    double *lo = vijp_alloc_array(net.width, sizeof *lo), *hi = vijp_alloc_array(net.width, sizeof *hi);
     vijp_error err = {0};
     if (read_box(a, net.width, lo, hi, &err)) {
-        free(lo), free(hi), free(nlo), free(nhi), vijp_net_free(&net);
+        free(lo), free(hi), vijp_net_free(&net);
         return cli_usage_error("vijp certify", &err);
     }
-    double *box_lo = vijp_alloc_array(net.width, sizeof *box_lo), *box_hi = vijp_alloc_array(net.width, sizeof *box_hi),
-           *x_a = vijp_alloc_array(net.width, sizeof *x_a), *x_b = vijp_alloc_array(net.width, sizeof *x_b);
-    memcpy(box_lo, lo, net.width * sizeof *lo), memcpy(box_hi, hi, net.width * sizeof *hi);
     size_t last = a->layer_index ? a->layer_index : net.depth, certified = 0, refuted = 0;
+    vijp_net_box_layer *res = vijp_alloc_array(last, sizeof *res);
+    vijp_net_box_opts o = {.budget = &a->budget, .co = &a->co, .seed = a->seed};
+    if (vijp_certify_net_box(net.layers, net.theta, last, lo, hi, &o, res, &err)) {
+        free(lo), free(hi), free(res), vijp_net_free(&net);
+        return cli_usage_error("vijp certify", &err);
+    }
     json_t *layers = json_array();
     FILE *out = cli_out();
     int item_width = 18; /* the type column: as wide as the longest item (coupling blocks spell out theirs) */
@@ -211,43 +196,26 @@ int certify_net_box(const certify_args *a)
                 a->box ? "[" : "", a->box ? a->box : a->box_file, a->box ? "] in every input coordinate" : "",
                 a->init_name, net.given ? " where the net gives none" : "", "layer", item_width, "type", "its inputs within",
                 "verdict", "method");
-    int stopped = 0;
     for (size_t i = 0; i < last; i++) {
         const vijp_layer *L = &net.layers[i];
+        const vijp_net_box_layer *r = &res[i];
+        const vijp_box_certificate *c = &r->c;
         char item[256];
         vijp_layer_spec(L, item, sizeof item);
-        vijp_box_certificate c;
-        memset(&c, 0, sizeof c);
-        c.s = c.certified_fraction = NAN, c.verdict = VIJP_INCONCLUSIVE;
-        if (stopped) snprintf(c.reason, sizeof c.reason, "no enclosure of the inputs that reach it (above)");
-        else if ((rc = vijp_certify_box(L, net.theta[i], lo, hi, &a->budget, &a->co, &c, &err))) {
-            snprintf(c.reason, sizeof c.reason, "%s", err.msg), c.verdict = VIJP_INCONCLUSIVE, rc = 0;
-            snprintf(c.method, sizeof c.method, "none");
-        }
-        int pulled = 0; /* a proven counterexample in the net's input box (layers past the first) */
-        if (i && !stopped && (c.verdict != VIJP_CERTIFIED_SUBMERSIVE) && !strcmp(c.method, "interval-bisection"))
-            pulled = vijp_net_box_counterexample(net.layers, net.theta, i, box_lo, box_hi, a->seed, &c, x_a, x_b);
-        if (i && !pulled) over_approximated(&c);
         if (i + 1 >= (a->layer_index ? a->layer_index : 1)) { /* a layer reported: the net's verdict counts it */
-            certified += c.verdict == VIJP_CERTIFIED_SUBMERSIVE, refuted += c.verdict == VIJP_NOT_SUBMERSIVE;
-            if (!a->json) layer_line(out, i, item, item_width, stopped ? NULL : lo, hi, L->in, &c);
-            if (!a->json && pulled) point_line(out, "counterexample_x", x_a, net.width);
-            if (!a->json && pulled && !c.exact) point_line(out, "counterexample_x_b", x_b, net.width);
+            certified += c->verdict == VIJP_CERTIFIED_SUBMERSIVE, refuted += c->verdict == VIJP_NOT_SUBMERSIVE;
+            if (!a->json) layer_line(out, i, item, item_width, r->in_lo, r->in_hi, L->in, c);
+            if (!a->json && r->x_a) point_line(out, "counterexample_x", r->x_a, net.width);
+            if (!a->json && r->x_b) point_line(out, "counterexample_x_b", r->x_b, net.width);
             json_array_append_new(layers, json_pack("{s:I, s:s, s:s, s:s, s:o, s:s, s:o, s:o, s:o, s:o}", "layer", (json_int_t)i + 1,
-                                                    "type", item, "verdict", vijp_box_verdict_name(c.verdict), "method",
-                                                    c.method, "sigma_min_lower_bound", certify_json_num(c.s), "reason",
-                                                    c.reason, "inputs_lo", bounds_json(stopped ? NULL : lo, L->in),
-                                                    "inputs_hi", bounds_json(stopped ? NULL : hi, L->in),
-                                                    "counterexample_x", bounds_json(pulled ? x_a : NULL, net.width),
-                                                    "counterexample_x_b",
-                                                    bounds_json(pulled && !c.exact ? x_b : NULL, net.width)));
+                                                    "type", item, "verdict", vijp_box_verdict_name(c->verdict), "method",
+                                                    c->method, "sigma_min_lower_bound", certify_json_num(c->s), "reason",
+                                                    c->reason, "inputs_lo", bounds_json(r->in_lo, L->in),
+                                                    "inputs_hi", bounds_json(r->in_hi, L->in),
+                                                    "counterexample_x", bounds_json(r->x_a, net.width),
+                                                    "counterexample_x_b", bounds_json(r->x_b, net.width)));
         }
-        if (!stopped && i + 1 < last && vijp_layer_image_box(L, net.theta[i], lo, hi, nlo, nhi, &err)) {
-            stopped = 1;
-            if (!a->json) fprintf(out, "       its values over the box: %s\n", err.msg);
-        }
-        double *t = lo;
-        lo = nlo, nlo = t, t = hi, hi = nhi, nhi = t;
+        if (r->image_error[0] && !a->json) fprintf(out, "       its values over the box: %s\n", r->image_error);
     }
     size_t n = a->layer_index ? 1 : last;
     const char *verdict = certified == n ? "certified-submersive" : refuted ? "not-submersive" : "undecided";
@@ -259,7 +227,8 @@ int certify_net_box(const certify_args *a)
                 verdict, certified, n, n == 1 ? "" : "s");
         json_decref(layers);
     }
-    free(lo), free(hi), free(nlo), free(nhi), free(box_lo), free(box_hi), free(x_a), free(x_b);
+    vijp_net_box_clear(res, last);
+    free(lo), free(hi), free(res);
     vijp_net_free(&net);
     return certified == n ? EXIT_OK : EXIT_FAILED;
 }
