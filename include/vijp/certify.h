@@ -227,7 +227,13 @@ VIJP_API int vijp_net_box_counterexample(const vijp_layer *layers, double *const
  * verdict is undecided unless J is singular everywhere or
  * vijp_net_box_counterexample (seed) pulls a point of [lo, hi] back to one.
  * A layer without an enclosure of its values ends the chain: the layers
- * after it are undecided with no enclosure. */
+ * after it are undecided with no enclosure.  Beside the interval boxes the
+ * inputs travel as an affine form c + G·ε + r (ε ∈ [−1, 1]^k, r an
+ * interval; src/certify/affine.c) through dense and other linear layers
+ * and elementwise activations (linearised over the box), restarted from
+ * the box after any other layer; each next box is the interval image
+ * intersected with the form's hull, which keeps the correlation a rotation
+ * makes where intervals wrap it into a wider cube. */
 typedef struct {
     vijp_box_certificate c;
     double *in_lo, *in_hi;  /* the enclosure it was certified over (its L->in inputs); NULL: none reached it */
@@ -239,6 +245,7 @@ typedef struct {
     const vijp_box_budget *budget; /* each layer's bisection (NULL: the defaults) */
     const vijp_certify_opts *co;
     uint64_t seed;                 /* of vijp_net_box_counterexample's points */
+    int intervals_only;            /* 1: interval boxes alone, as before affine forms (to compare) */
 } vijp_net_box_opts;
 
 /* out: depth entries, freed by vijp_net_box_clear.  0, or VIJP_EDOMAIN for

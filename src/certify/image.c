@@ -42,7 +42,7 @@ static int enclose(const vijp_layer *L, const double *theta, mpfi_t *x, mpfi_t *
  * side (the margin 2^-40·max(1, |T|) covers βx rounded by the forward),
  * else that jump enclosed, [−e^(−T)/β, e^(−T)/β], which the mean value form
  * (f′ enclosed over both pieces) must add to stay sound across it. */
-static int softplus_jump(const vijp_layer *L, mpfi_srcptr x, mpfi_t jump)
+int vijp_image_softplus_jump(const vijp_layer *L, mpfi_srcptr x, mpfi_t jump)
 {
     if (strcmp(L->type->name, "softplus") && strcmp(L->type->name, "softplus_beta")) return 0;
     vijp_softplus_args a = vijp_softplus_get(L);
@@ -78,7 +78,7 @@ static int image_elementwise(const vijp_layer *L, const double *theta, mpfi_t *x
     for (size_t i = 0; !rc && i < n; i++) {
         vijp_deriv_enclose_of(L->type)(L, theta, d, x[i]);
         int monotone = !mpfi_nan_p(d) && (mpfr_sgn(&d->left) >= 0 || mpfr_sgn(&d->right) <= 0);
-        if (softplus_jump(L, x[i], t)) mpfi_add(y[i], y[i], t), monotone = 0;
+        if (vijp_image_softplus_jump(L, x[i], t)) mpfi_add(y[i], y[i], t), monotone = 0;
         mpfi_sub_fr(t, x[i], mid[i]); /* X − m, outward */
         mpfi_mul(d, d, t);
         mpfi_add(y[i], y[i], d);

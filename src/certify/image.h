@@ -19,6 +19,10 @@ void vijp_image_vec_free(mpfi_t *v, size_t n);
 int vijp_image_value_at(const vijp_layer *L, const double *theta, mpfr_t *x, const double *scale, mpfi_t *y,
                         vijp_error *err);
 
+/* softplus:β/T's jump where βx passes T, enclosed into jump: 1 when X
+ * straddles it (image.c), else 0 (jump untouched). */
+int vijp_image_softplus_jump(const vijp_layer *L, mpfi_srcptr x, mpfi_t jump);
+
 /* The enclosures of image_more.c, each into y (L->out intervals) from the
  * box x (L->in intervals): 0, or a VIJP_E* code with err set. */
 int vijp_image_mean_value(const vijp_layer *L, const double *theta, mpfi_t *x, mpfi_t *y, vijp_error *err);

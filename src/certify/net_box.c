@@ -1,7 +1,10 @@
 /* A chain of layers over its input box (vijp_certify_net_box): the box
  * carried from layer to layer as the enclosure of each layer's values, every
  * layer certified over the enclosure of its inputs, counterexamples past the
- * first layer pulled back to the chain's own box. */
+ * first layer pulled back to the chain's own box.  The box goes on as the
+ * interval image of the last one intersected with the hull of an affine
+ * form (affine.h) that travels beside it. */
+#include "affine.h"
 #include "vijp/certify.h"
 #include <math.h>
 #include <stdio.h>
@@ -55,11 +58,49 @@ static void certify_one(const vijp_layer *layers, double *const *theta, size_t i
     if (i && !pulled) over_approximated(c);
 }
 
+/* Most generators a form keeps (the smallest past it merge into its
+ * remainder): 4 per unit of the widest layer, at least 16, at most 256, so
+ * a dense layer's map costs at most out·in·256 double-double products. */
+static size_t generator_cap(const vijp_layer *layers, size_t depth)
+{
+    size_t w = depth ? layers[0].in : 0;
+    for (size_t i = 0; i < depth; i++) w = layers[i].out > w ? layers[i].out : w;
+    w *= 4;
+    return w < 16 ? 16 : w > 256 ? 256 : w;
+}
+
+/* The next box: [nl, nh] (layer i's interval image of [l, h]) intersected
+ * with the hull of the form carried through the layer, or the form
+ * restarted from [nl, nh] where the layer has none.  Both hold every value
+ * the layer gives, so their intersection does; an empty one means one of
+ * them is wrong: an error. */
+static int next_box(const vijp_layer *L, const double *theta, const double *l, const double *h, double *nl, double *nh,
+                    vijp_affine *form, size_t cap, vijp_error *err)
+{
+    vijp_error ferr = {0};
+    if (vijp_affine_layer(L, theta, l, h, form, &ferr)) {
+        vijp_affine_free(form);
+        vijp_affine_from_box(form, L->out, cap, nl, nh);
+        return 0;
+    }
+    double *al = vijp_alloc_array(L->out + 1, sizeof *al), *ah = vijp_alloc_array(L->out + 1, sizeof *ah);
+    vijp_affine_hull(form, al, ah);
+    int rc = 0;
+    for (size_t j = 0; j < L->out && !rc; j++) {
+        nl[j] = fmax(nl[j], al[j]), nh[j] = fmin(nh[j], ah[j]);
+        if (!(nl[j] <= nh[j]))
+            rc = vijp_fail(err, VIJP_EDOMAIN, "%s layer: its interval image and affine form of output %zu do not "
+                           "meet: one of them is wrong", L->type->name, j + 1);
+    }
+    free(al), free(ah);
+    return rc;
+}
+
 int vijp_certify_net_box(const vijp_layer *layers, double *const *theta, size_t depth, const double *lo,
                          const double *hi, const vijp_net_box_opts *o, vijp_net_box_layer *out, vijp_error *err)
 {
     memset(out, 0, depth * sizeof *out);
-    size_t n0 = depth ? layers[0].in : 0, cap = n0;
+    size_t n0 = depth ? layers[0].in : 0, cap = n0, gens = generator_cap(layers, depth);
     for (size_t i = 0; i < n0; i++)
         if (!isfinite(lo[i]) || !isfinite(hi[i]) || lo[i] > hi[i])
             return vijp_fail(err, VIJP_EDOMAIN, "the box's coordinate %zu is [%g, %g]: want finite lo <= hi", i + 1,
@@ -68,6 +109,8 @@ int vijp_certify_net_box(const vijp_layer *layers, double *const *theta, size_t 
     double *l = vijp_alloc_array(cap + 1, sizeof *l), *h = vijp_alloc_array(cap + 1, sizeof *h),
            *nl = vijp_alloc_array(cap + 1, sizeof *nl), *nh = vijp_alloc_array(cap + 1, sizeof *nh);
     memcpy(l, lo, n0 * sizeof *lo), memcpy(h, hi, n0 * sizeof *hi);
+    vijp_affine form = {0};
+    if (!o->intervals_only) vijp_affine_from_box(&form, n0, gens, lo, hi);
     int stopped = 0;
     for (size_t i = 0; i < depth; i++) {
         vijp_net_box_layer *r = &out[i];
@@ -78,13 +121,15 @@ int vijp_certify_net_box(const vijp_layer *layers, double *const *theta, size_t 
         }
         certify_one(layers, theta, i, l, h, lo, hi, o, r);
         vijp_error ierr = {0};
-        if (i + 1 < depth && vijp_layer_image_box(&layers[i], theta[i], l, h, nl, nh, &ierr)) {
+        if (i + 1 < depth && (vijp_layer_image_box(&layers[i], theta[i], l, h, nl, nh, &ierr) ||
+                              (!o->intervals_only && next_box(&layers[i], theta[i], l, h, nl, nh, &form, gens, &ierr)))) {
             stopped = 1;
             snprintf(r->image_error, sizeof r->image_error, "%s", ierr.msg);
         }
         double *t = l;
         l = nl, nl = t, t = h, h = nh, nh = t;
     }
+    vijp_affine_free(&form);
     free(l), free(h), free(nl), free(nh);
     return 0;
 }

@@ -75,6 +75,9 @@ static const char help[] =
     "                    point, or interval holding one, where J is singular), or\n"
     "                    undecided (the share of the box proven, the pieces left)\n"
     "  --box-file L.npy,H.npy  the same, coordinate i in [L[i], H[i]] (1-D arrays)\n"
+    "  --box-form affine|interval  with --net and a box: carry the inputs from layer\n"
+    "                    to layer as affine forms beside the interval boxes (default\n"
+    "                    affine: tighter after rotations), or as intervals alone\n"
     "  --budget N|Ts     what a box's bisection may spend: N intervals (default\n"
     "                    200000), or T seconds of wall-clock time (then the verdict\n"
     "                    may differ between machines; an interval count does not)\n"
@@ -228,14 +231,15 @@ static int parse_table_formats(const char *list, certify_args *a)
 /* Options into a; -1 to go on, or the exit status (--help, bad usage). */
 static int parse_args(int argc, char **argv, certify_args *a)
 {
-    enum { O_PREC = 256, O_RANGE, O_JACOBIAN, O_RADIUS, O_INPUT, O_PARAMS, O_NET, O_DEPTH, O_INDEX, O_BOX, O_BOXFILE, O_BUDGET, O_FORMATS };
+    enum { O_PREC = 256, O_RANGE, O_JACOBIAN, O_RADIUS, O_INPUT, O_PARAMS, O_NET, O_DEPTH, O_INDEX, O_BOX, O_BOXFILE, O_BUDGET, O_FORMATS, O_BOXFORM };
     static const struct option opts[] = {
         {"layer", 1, 0, 'l'}, {"width", 1, 0, 'w'},      {"samples", 1, 0, 'n'}, {"seed", 1, 0, 's'},
         {"init", 1, 0, 'i'},  {"scale", 1, 0, 'x'},      {"prec-max", 1, 0, O_PREC}, {"range", 1, 0, O_RANGE},
         {"json", 0, 0, 'j'},  {"verbose", 0, 0, 'v'},    {"help", 0, 0, 'h'},   {"quiet", 0, 0, 'q'},
         {"jacobian", 1, 0, O_JACOBIAN}, {"radius", 1, 0, O_RADIUS}, {"input", 1, 0, O_INPUT}, {"params", 1, 0, O_PARAMS},
         {"net", 1, 0, O_NET}, {"depth", 1, 0, O_DEPTH}, {"layer-index", 1, 0, O_INDEX}, {"box", 1, 0, O_BOX},
-        {"box-file", 1, 0, O_BOXFILE}, {"budget", 1, 0, O_BUDGET}, {"formats", 1, 0, O_FORMATS}, {0, 0, 0, 0},
+        {"box-file", 1, 0, O_BOXFILE}, {"budget", 1, 0, O_BUDGET}, {"formats", 1, 0, O_FORMATS},
+        {"box-form", 1, 0, O_BOXFORM}, {0, 0, 0, 0},
     };
     vijp_error err = {0};
     unsigned long long v;
@@ -255,6 +259,11 @@ static int parse_args(int argc, char **argv, certify_args *a)
         case O_NET: a->net = optarg; break;
         case O_BOX: a->box = optarg; break;
         case O_BOXFILE: a->box_file = optarg; break;
+        case O_BOXFORM:
+            if (strcmp(optarg, "affine") && strcmp(optarg, "interval"))
+                return cli_say("vijp certify: --box-form wants affine or interval, got '%s'\n", optarg), EXIT_USAGE;
+            a->box_form = optarg;
+            break;
         case O_BUDGET: if (parse_budget(optarg, &a->budget)) return EXIT_USAGE; a->budget_given = 1; break;
         case O_DEPTH: if (cli_parse_size("--depth", optarg, 1, 100000, &a->depth)) return EXIT_USAGE; a->net_opt = "depth"; break;
         case O_INDEX: if (cli_parse_size("--layer-index", optarg, 1, 100000, &a->layer_index)) return EXIT_USAGE; a->net_opt = "layer-index"; break;
@@ -293,6 +302,8 @@ static int parse_args(int argc, char **argv, certify_args *a)
                           : NULL;
         if (why) return fprintf(stderr, "vijp certify: %s\n", why), EXIT_USAGE;
     }
+    if (a->box_form && (!a->net || (!a->box && !a->box_file)))
+        return fprintf(stderr, "vijp certify: --box-form applies to --net with --box or --box-file\n"), EXIT_USAGE;
     if (a->jacobian && a->layer_opt)
         return fprintf(stderr, "vijp certify: --%s applies to --layer, not to --jacobian\n", a->layer_opt), EXIT_USAGE;
     if (a->spec && strchr(a->spec, ','))

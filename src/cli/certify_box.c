@@ -178,7 +178,8 @@ int certify_net_box(const certify_args *a)
     }
     size_t last = a->layer_index ? a->layer_index : net.depth, certified = 0, refuted = 0;
     vijp_net_box_layer *res = vijp_alloc_array(last, sizeof *res);
-    vijp_net_box_opts o = {.budget = &a->budget, .co = &a->co, .seed = a->seed};
+    vijp_net_box_opts o = {.budget = &a->budget, .co = &a->co, .seed = a->seed,
+                           .intervals_only = a->box_form && !strcmp(a->box_form, "interval")};
     if (vijp_certify_net_box(net.layers, net.theta, last, lo, hi, &o, res, &err)) {
         free(lo), free(hi), free(res), vijp_net_free(&net);
         return cli_usage_error("vijp certify", &err);

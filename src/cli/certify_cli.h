@@ -25,6 +25,7 @@ typedef struct {
     unsigned long long width, samples, seed, depth, layer_index;
     vijp_box_budget budget; /* --budget N (intervals) or Ts (seconds) */
     int budget_given;
+    const char *box_form; /* --box-form: "affine", "interval" or NULL (affine) */
     double scale, range;
     vijp_format fmts[VIJP_ACT_FORMATS_MAX]; /* --formats; n_fmts 0: the default table */
     size_t n_fmts;
