@@ -696,9 +696,10 @@ END_TEST
  * chain is exact (intervals through diagonal and monotone maps): the
  * certified radius must reach it within the bisection's 1e-3.  W1 = 2H, H
  * the 4 × 4 Hadamard matrix over 2 (orthogonal): interval arithmetic widens
- * tanh's inputs to [−4r, 4r] each, a cube about the true rotated one, and
- * the certified radius falls short of r_samp by that wrapping: measured and
- * printed, and never above r_samp (soundness). */
+ * tanh's inputs to [−4r, 4r] each, a cube about the true rotated one; the
+ * affine forms beside the boxes keep the rotation, and the certified
+ * radius must clear what intervals alone reach by far: measured, printed,
+ * and never above r_samp (soundness). */
 static double first_singular_radius_sampled(const double W1[4][4], const double W2[4][4])
 {
     vijp_rng g;
@@ -777,6 +778,12 @@ START_TEST(net_box_widened_until_it_fails)
         printf("# certify_box: net box widened (%s W1): certified up to radius %.4f, sampling finds a singular point "
                "at %.4f: ratio %.3f\n", rotated ? "rotated" : "diagonal", lo, r_samp, lo / r_samp);
         ck_assert_msg(lo <= r_samp, "certified radius %.17g past the sampled singular point %.17g", lo, r_samp);
+        if (rotated) { /* intervals wrap tanh's inputs to [−4r, 4r] and h_0 to [−2·tanh(4r), …]: they certify up
+                        * to r_int = atanh(−x0/2)/4 = 0.189 and no further; the affine forms keep the rotation, so the
+                        * radius must clear r_int by far (twice it; measured 3.4 times) */
+            double r_int = atanh(-silu_zero / 2) / 4;
+            ck_assert_msg(lo >= 2 * r_int, "rotated net: certified %.17g, intervals alone reach %.17g", lo, r_int);
+        }
         if (!rotated) { /* r_samp: 40 halvings of [0, 2] (2^-39) and h_0 in double a few ulps off, so within
                          * 1e-9 of the exact radius; lo: the search stops within 1e-3·r_samp below the true one */
             double exact = atanh(-silu_zero / 2) / 2;
