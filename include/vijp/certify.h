@@ -233,7 +233,8 @@ VIJP_API int vijp_net_box_counterexample(const vijp_layer *layers, double *const
  * and elementwise activations (linearised over the box), restarted from
  * the box after any other layer; each next box is the interval image
  * intersected with the form's hull, which keeps the correlation a rotation
- * makes where intervals wrap it into a wider cube. */
+ * makes where intervals wrap it into a wider cube (nets wider than 256
+ * units: intervals alone). */
 typedef struct {
     vijp_box_certificate c;
     double *in_lo, *in_hi;  /* the enclosure it was certified over (its L->in inputs); NULL: none reached it */

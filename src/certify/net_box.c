@@ -60,11 +60,15 @@ static void certify_one(const vijp_layer *layers, double *const *theta, size_t i
 
 /* Most generators a form keeps (the smallest past it merge into its
  * remainder): 4 per unit of the widest layer, at least 16, at most 256, so
- * a dense layer's map costs at most out·in·256 double-double products. */
+ * a dense layer's map costs at most out·in·256 double-double products.  0
+ * (no forms: intervals alone) past AFFINE_MAX_WIDTH units, where the box
+ * alone takes more generators than that. */
+#define AFFINE_MAX_WIDTH 256
 static size_t generator_cap(const vijp_layer *layers, size_t depth)
 {
     size_t w = depth ? layers[0].in : 0;
     for (size_t i = 0; i < depth; i++) w = layers[i].out > w ? layers[i].out : w;
+    if (w > AFFINE_MAX_WIDTH) return 0;
     w *= 4;
     return w < 16 ? 16 : w > 256 ? 256 : w;
 }
@@ -110,7 +114,8 @@ int vijp_certify_net_box(const vijp_layer *layers, double *const *theta, size_t 
            *nl = vijp_alloc_array(cap + 1, sizeof *nl), *nh = vijp_alloc_array(cap + 1, sizeof *nh);
     memcpy(l, lo, n0 * sizeof *lo), memcpy(h, hi, n0 * sizeof *hi);
     vijp_affine form = {0};
-    if (!o->intervals_only) vijp_affine_from_box(&form, n0, gens, lo, hi);
+    int forms = !o->intervals_only && gens;
+    if (forms) vijp_affine_from_box(&form, n0, gens, lo, hi);
     int stopped = 0;
     for (size_t i = 0; i < depth; i++) {
         vijp_net_box_layer *r = &out[i];
@@ -122,7 +127,7 @@ int vijp_certify_net_box(const vijp_layer *layers, double *const *theta, size_t 
         certify_one(layers, theta, i, l, h, lo, hi, o, r);
         vijp_error ierr = {0};
         if (i + 1 < depth && (vijp_layer_image_box(&layers[i], theta[i], l, h, nl, nh, &ierr) ||
-                              (!o->intervals_only && next_box(&layers[i], theta[i], l, h, nl, nh, &form, gens, &ierr)))) {
+                              (forms && next_box(&layers[i], theta[i], l, h, nl, nh, &form, gens, &ierr)))) {
             stopped = 1;
             snprintf(r->image_error, sizeof r->image_error, "%s", ierr.msg);
         }
