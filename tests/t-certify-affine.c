@@ -17,19 +17,21 @@
 #define PREC 256 /* the oracle's bits: its own rounding, ~2^-250 relative, is far below any enclosure's width */
 
 /* y = f(x) for one layer, from the definitions: dense y = Wx + b (theta =
- * [W column-major, b]); tanh; silu x·σ(x); sigmoid σ(x); gelu x·(1 +
- * erf(x/√2))/2. */
+ * [W column-major, b]); tanh; relu max(x, 0); silu x·σ(x); sigmoid σ(x);
+ * gelu x·(1 + erf(x/√2))/2. */
 static void layer_256(const vijp_layer *L, const double *theta, mpfr_t *x, mpfr_t *y)
 {
     const char *name = L->type->name;
     mpfr_t t;
     mpfr_init2(t, PREC);
     for (size_t j = 0; j < L->out; j++) {
+        mpfr_set_zero(t, 1);
         if (!strcmp(name, "dense")) {
             mpfr_set_d(y[j], theta[L->out * L->in + j], MPFR_RNDN);
             for (size_t k = 0; k < L->in; k++)
                 mpfr_set_d(t, theta[j + k * L->out], MPFR_RNDN), mpfr_mul(t, t, x[k], MPFR_RNDN), mpfr_add(y[j], y[j], t, MPFR_RNDN);
         } else if (!strcmp(name, "tanh")) mpfr_tanh(y[j], x[j], MPFR_RNDN);
+        else if (!strcmp(name, "relu")) mpfr_max(y[j], x[j], t, MPFR_RNDN);
         else if (!strcmp(name, "sigmoid") || !strcmp(name, "silu")) {
             mpfr_neg(t, x[j], MPFR_RNDN), mpfr_exp(t, t, MPFR_RNDN), mpfr_add_ui(t, t, 1, MPFR_RNDN);
             mpfr_ui_div(y[j], 1, t, MPFR_RNDN);
@@ -55,19 +57,19 @@ static int inside(mpfr_t v, double lo, double hi)
 }
 
 #define W 6
-#define DEPTH 8
+#define DEPTH 10
 #define POINTS 264 /* 64 corners, 200 inside */
 
-/* dense:6 → tanh → dense:6 → silu → dense:6 → sigmoid → dense:6 → gelu,
- * gaussian weights (rotations and mixing: the form's generators are
- * shared across units), over a point, a small and a wide box about a random centre:
- * the form alone (no interval image intersected), each layer linearised
- * over its own hull. */
+/* dense:6 → tanh → dense:6 → silu → dense:6 → sigmoid → dense:6 → gelu →
+ * dense:6 → relu (its kink inside the pieces), gaussian weights (mixing:
+ * the form's generators are shared across units), over a point, a small
+ * and a wide box about a random centre: the form alone (no interval image
+ * intersected), each layer linearised over its own hull. */
 START_TEST(affine_form_encloses_mpfr)
 {
     vijp_net net;
     vijp_error err = {0};
-    ck_assert_msg(!vijp_net_build(&net, "dense:6,tanh,dense:6,silu,dense:6,sigmoid,dense:6,gelu", DEPTH, W, &err), "%s", err.msg);
+    ck_assert_msg(!vijp_net_build(&net, "dense:6,tanh,dense:6,silu,dense:6,sigmoid,dense:6,gelu,dense:6,relu", DEPTH, W, &err), "%s", err.msg);
     ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 3, &err));
     static const double radii[] = {0, 0.05, 1}; /* 0: a point, where the rounding errors are all the width */
     vijp_rng g;
