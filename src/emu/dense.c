@@ -19,92 +19,157 @@
  * itself.  tests/t-emu-dense.c checks both paths against each other. */
 #include "dense.h"
 #include "emu.h"
+#include "emu/lanes.h"
 #include "format/mpfr_io.h"
 #include "vijp/error.h"
 #include "oracles/oracles.h"
 #include <stdlib.h>
+#include <string.h>
 
-/* Σ_k a[k·sa]·b[k·sb] formed into +0 by vo_madd, k ascending: the
- * oracle's dot product in f. */
-static double dot(const double *a, size_t sa, const double *b, size_t sb, size_t n, const vijp_format *f)
+/* ---- The products: forward, jvp, vjp, the parameters' gradient ----
+ *
+ * Each is C = A·B with every entry the oracle's dot product (vo_madd from
+ * +0, terms in ascending order), run by a set of lanes.h (one SIMD lane per
+ * output row, each doing its own scalar sequence).  A and B are views of the
+ * caller's MPFR arrays, read once into the lanes' layout. */
+
+/* Entry (r, c) of a matrix held in an MPFR array: v[r·rs + c·cs]. */
+typedef struct {
+    mpfr_t *v;
+    size_t rs, cs;
+} view;
+
+/* The value an operand enters the products with: f's operand rounding
+ * (tf32's, which vo_madd applies to each factor; a function of the element
+ * alone, so applying it once here gives vo_madd's operands). */
+static inline double operand(mpfr_srcptr v, const vijp_format *f)
 {
-    double acc = 0;
-    for (size_t k = 0; k < n; k++) acc = vijp_emu_madd(acc, a[k * sa], b[k * sb], f);
-    return acc;
+    double d = vijp_emu_get1(v);
+    if (f->mixed && f->operand_prec) d = vijp_emu_round(d, (vijp_emu_grid){(int)f->operand_prec, (int)f->emin, (int)f->emax});
+    return d;
 }
 
-/* out[l] = Σ_k a[k + l·lda]·x[k] for l < rows, each by dot's sequence.  Four
- * rows at a time: each sum is a chain of dependent roundings, so four
- * independent chains keep the core busy; every sum still sees its own terms
- * in its own order, so the bits are dot's. */
-static void dot_rows(const double *a, size_t lda, const double *x, size_t n, size_t rows, double *out,
-                     const vijp_format *f)
+/* rows × cols of M into out (entry (r, c) at r + c·ld, rows r >= rows up to
+ * ld zero: the lanes' padding), as floats or doubles.  The MPFR array is
+ * read in its own order (a transposed read strides over MPFR's structs and
+ * their limbs, which cost more than the products at batch 1), the copy
+ * written in the lanes'; one loop per type. */
+static void read_view(view M, size_t rows, size_t cols, size_t ld, int as_float, void *out, const vijp_format *f)
 {
-    size_t l = 0;
-    for (; l + 4 <= rows; l += 4) {
-        double acc[4] = {0, 0, 0, 0};
-        for (size_t k = 0; k < n; k++)
-            for (size_t q = 0; q < 4; q++) acc[q] = vijp_emu_madd(acc[q], a[k + (l + q) * lda], x[k], f);
-        for (size_t q = 0; q < 4; q++) out[l + q] = acc[q];
+    float *of = out;
+    double *od = out;
+    for (size_t c = 0; c < cols; c++) {
+        if (as_float) memset(of + rows + c * ld, 0, (ld - rows) * sizeof *of);
+        else memset(od + rows + c * ld, 0, (ld - rows) * sizeof *od);
     }
-    for (; l < rows; l++) out[l] = dot(&a[l * lda], 1, x, 1, n, f);
+    /* rows strided: then columns are M's contiguous direction; floats are
+     * exact: f's values are binary32 values */
+#define READ_LOOPS(O, OUTER, NOUTER, INNER, NINNER)                                                               \
+    for (size_t OUTER = 0; OUTER < NOUTER; OUTER++)                                                                \
+        for (size_t INNER = 0; INNER < NINNER; INNER++) O[r + c * ld] = operand(M.v[r * M.rs + c * M.cs], f)
+    if (M.rs != 1 && as_float) READ_LOOPS(of, r, rows, c, cols);
+    else if (M.rs != 1) READ_LOOPS(od, r, rows, c, cols);
+    else if (as_float) READ_LOOPS(of, c, cols, r, rows);
+    else READ_LOOPS(od, c, cols, r, rows);
+#undef READ_LOOPS
 }
 
-/* y_i = (Σ_k W(i, k) x_k) + b_i (vo_dense_forward) or, bias 0, V = W U. */
-static void products(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, int bias,
-                     const vijp_format *f)
+/* The kinds no set covers (lanes.h: none of vijp's formats today): the
+ * scalar dot products, vo_madd itself. */
+static void scalar_products(size_t m, size_t ncols, size_t K, const double *A, size_t lda, const double *B, double *C,
+                            const vijp_format *f)
+{
+    for (size_t c = 0; c < ncols; c++)
+        for (size_t i = 0; i < m; i++) {
+            double acc = 0;
+            for (size_t t = 0; t < K; t++) acc = vijp_emu_madd(acc, A[i + t * lda], B[t + c * K], f);
+            C[i + c * lda] = acc;
+        }
+}
+
+/* out(i, c) = Σ_t A(i, t)·B(t, c) (+ bias_i, rounded to f, when bias), for
+ * i < m, c < ncols, t < K ascending; out's entry (i, c) at out[i + c·m]. */
+static void products(const vijp_emu_lanes *set, size_t m, size_t ncols, size_t K, view A, view B, mpfr_t *out,
+                     mpfr_t *bias, const vijp_format *f)
+{
+    vijp_emu_lanes_kind kind = vijp_emu_lanes_kind_of(f);
+    int fl = kind == VIJP_EMU_FUSED_F || kind == VIJP_EMU_SPLIT_F;
+    size_t pad = fl ? VIJP_EMU_PAD_F : VIJP_EMU_PAD_D, size = fl ? sizeof(float) : sizeof(double);
+    size_t lda = (m + pad - 1) / pad * pad;
+    void *a = vijp_alloc_array(lda * K + 1, size), *b = vijp_alloc_array(K * ncols + 1, size),
+         *c = vijp_alloc_array(lda * ncols + 1, size);
+    read_view(A, m, K, lda, fl, a, f), read_view(B, K, ncols, K, fl, b, f);
+    if (kind == VIJP_EMU_FUSED_F) set->fused_f(lda, ncols, K, a, lda, b, 1, K, c, lda);
+    else if (kind == VIJP_EMU_SPLIT_F) set->split_f(lda, ncols, K, a, lda, b, 1, K, c, lda);
+    else if (kind == VIJP_EMU_SPLIT_D) set->split_d(lda, ncols, K, a, lda, b, 1, K, c, lda, vijp_emu_arith(f));
+    else scalar_products(m, ncols, K, a, lda, b, c, f);
+    vijp_emu_grid g = vijp_emu_arith(f);
+    mpfr_exp_t emin = mpfr_get_emin(), emax = mpfr_get_emax();
+    double *bd = bias ? vijp_emu_get(bias, m) : NULL;
+    for (size_t j = 0; j < ncols; j++)
+        for (size_t i = 0; i < m; i++) {
+            double y = fl ? ((float *)c)[i + j * lda] : ((double *)c)[i + j * lda];
+            if (bd) y = vijp_emu_add(y, bd[i], g);
+            vijp_emu_set1_range(out[i + j * m], y, emin, emax); /* exact: on the format's grid */
+        }
+    free(bd);
+    free(a), free(b), free(c);
+}
+
+/* y = W x + b (vo_dense_forward) or, bias 0, V = W U: W(i, k) = th[i + k·m]. */
+void vijp_emu_dense_forward_on(const vijp_emu_lanes *set, const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B,
+                               mpfr_t *Y, int bias, const vijp_format *f)
 {
     size_t m = L->out, n = L->in;
-    double *w = vijp_emu_get_rows(th, m, n), *x = vijp_emu_get(X, n * B), *y = vijp_alloc_array(m * B, sizeof *y);
-    double *b = bias ? vijp_emu_get(&th[m * n], m) : NULL;
-    vijp_emu_grid g = vijp_emu_arith(f);
-    for (size_t j = 0; j < B; j++) {
-        dot_rows(w, n, &x[j * n], n, m, &y[j * m], f);
-        for (size_t i = 0; b && i < m; i++) y[i + j * m] = vijp_emu_add(y[i + j * m], b[i], g);
-    }
-    vijp_emu_put(Y, y, m * B);
-    free(w), free(x), free(y), free(b);
+    products(set, m, B, n, (view){th, 1, m}, (view){X, 1, n}, Y, bias ? &th[m * n] : NULL, f);
 }
 
 void vijp_emu_dense_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, const vijp_format *f)
 {
-    products(L, th, X, B, Y, 1, f);
+    vijp_emu_dense_forward_on(vijp_emu_lanes_active(), L, th, X, B, Y, 1, f);
 }
 
 void vijp_emu_dense_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V,
                         const vijp_format *f)
 {
     (void)X;
-    products(L, th, U, B, V, 0, f);
+    vijp_emu_dense_forward_on(vijp_emu_lanes_active(), L, th, U, B, V, 0, f);
+}
+
+/* (Wᵀ g)_k = Σ_i W(i, k) g_i, i ascending: the rows of A are W's columns. */
+void vijp_emu_dense_vjp_on(const vijp_emu_lanes *set, const vijp_layer *L, mpfr_t *th, size_t B, mpfr_t *Gy,
+                           mpfr_t *Gx, const vijp_format *f)
+{
+    size_t m = L->out, n = L->in;
+    products(set, n, B, m, (view){th, m, 1}, (view){Gy, 1, m}, Gx, NULL, f);
 }
 
 void vijp_emu_dense_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx,
                         const vijp_format *f)
 {
     (void)X;
+    vijp_emu_dense_vjp_on(vijp_emu_lanes_active(), L, th, B, Gy, Gx, f);
+}
+
+/* ∂W(i, k) = Σ_j g(i, j) x(k, j), j ascending; ∂b_i = Σ_j g(i, j). */
+void vijp_emu_dense_vjp_param_on(const vijp_emu_lanes *set, const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *Gy,
+                                 mpfr_t *Gt, const vijp_format *f)
+{
     size_t m = L->out, n = L->in;
-    double *w = vijp_emu_get(th, m * n), *gy = vijp_emu_get(Gy, m * B), *gx = vijp_alloc_array(n * B, sizeof *gx);
-    for (size_t j = 0; j < B; j++) /* (Wᵀ g)_k = Σ_i W(i, k) g_i, i ascending: column k of W is contiguous */
-        dot_rows(w, m, &gy[j * m], m, n, &gx[j * n], f);
-    vijp_emu_put(Gx, gx, n * B);
-    free(w), free(gy), free(gx);
+    products(set, m, n, B, (view){Gy, 1, m}, (view){X, n, 1}, Gt, NULL, f);
+    vijp_emu_grid g = vijp_emu_arith(f);
+    for (size_t i = 0; i < m; i++) {
+        double s = 0;
+        for (size_t j = 0; j < B; j++) s = vijp_emu_add(s, vijp_emu_get1(Gy[i + j * m]), g);
+        vijp_emu_set1(Gt[m * n + i], s);
+    }
 }
 
 void vijp_emu_dense_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt,
                               const vijp_format *f)
 {
     (void)th;
-    size_t m = L->out, n = L->in;
-    double *x = vijp_emu_get(X, n * B), *gy = vijp_emu_get(Gy, m * B), *gt = vijp_alloc_array(m * n + m, sizeof *gt);
-    vijp_emu_grid g = vijp_emu_arith(f);
-    for (size_t i = 0; i < m; i++) { /* ∂W(i, k) = Σ_j g(i, j) x(k, j), j ascending; ∂b_i = Σ_j g(i, j) */
-        for (size_t k = 0; k < n; k++) gt[i + k * m] = dot(&gy[i], m, &x[k], n, B, f);
-        double s = 0;
-        for (size_t j = 0; j < B; j++) s = vijp_emu_add(s, gy[i + j * m], g);
-        gt[m * n + i] = s;
-    }
-    vijp_emu_put(Gt, gt, m * n + m);
-    free(x), free(gy), free(gt);
+    vijp_emu_dense_vjp_param_on(vijp_emu_lanes_active(), L, X, B, Gy, Gt, f);
 }
 
 /* vo_ge_solve on doubles: A (n × n, row-major, already transposed where

@@ -8,6 +8,7 @@
 
 #include "vijp/layer.h"
 #include "emu.h"
+#include "emu/lanes.h"
 #include <mpfr.h>
 
 void vijp_emu_dense_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, const vijp_format *f);
@@ -17,6 +18,14 @@ void vijp_emu_dense_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mp
                         const vijp_format *f);
 void vijp_emu_dense_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt,
                               const vijp_format *f);
+/* The products on a given set of lanes.h (the functions above run the
+ * active one): forward with bias nonzero, the jvp with bias 0. */
+void vijp_emu_dense_forward_on(const vijp_emu_lanes *set, const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B,
+                               mpfr_t *Y, int bias, const vijp_format *f);
+void vijp_emu_dense_vjp_on(const vijp_emu_lanes *set, const vijp_layer *L, mpfr_t *th, size_t B, mpfr_t *Gy,
+                           mpfr_t *Gx, const vijp_format *f);
+void vijp_emu_dense_vjp_param_on(const vijp_emu_lanes *set, const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *Gy,
+                                 mpfr_t *Gt, const vijp_format *f);
 int vijp_emu_dense_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *frag,
                         mpfr_t *Gy, const vijp_format *f);
 /* The QR cases (dense_qr.c): the vijp when m ≠ n (vijp_emu_dense_vijp

@@ -57,8 +57,11 @@ static inline int vijp_double_split(double d, uint64_t *sig, long *e)
  * into MPFR's layout through its custom interface, when d fits v exactly
  * (at most prec(v) significant bits: any double at 53 bits or more, a value
  * on the format's grid below) and its exponent lies in MPFR's current
- * range; otherwise, and for NaN and Inf, mpfr_set_d. */
-static inline void vijp_emu_set1(mpfr_ptr v, double d)
+ * range [emin, emax] (mpfr_get_emin and mpfr_get_emax, which the caller of
+ * this form reads once: they are calls into thread-local data that cost
+ * more than the rest of the store, in bulk); otherwise, and for NaN and
+ * Inf, mpfr_set_d. */
+static inline void vijp_emu_set1_range(mpfr_ptr v, double d, mpfr_exp_t emin, mpfr_exp_t emax)
 {
 #if GMP_NUMB_BITS == 64
     if (isfinite(d)) {
@@ -71,16 +74,23 @@ static inline void vijp_emu_set1(mpfr_ptr v, double d)
         uint64_t sig;
         long e;
         int neg = vijp_double_split(d, &sig, &e);
-        if ((prec >= 64 || !(sig << prec)) && e >= mpfr_get_emin() && e <= mpfr_get_emax()) {
+        if ((prec >= 64 || !(sig << prec)) && e >= emin && e <= emax) {
             size_t n = (size_t)(prec + 63) / 64;
-            memset(s, 0, (n - 1) * sizeof *s);
+            if (n > 1) memset(s, 0, (n - 1) * sizeof *s);
             s[n - 1] = (mp_limb_t)sig;
             mpfr_custom_init_set(v, neg ? -MPFR_REGULAR_KIND : MPFR_REGULAR_KIND, e, prec, s);
             return;
         }
     }
+#else
+    (void)emin, (void)emax;
 #endif
     mpfr_set_d(v, d, MPFR_RNDN);
+}
+
+static inline void vijp_emu_set1(mpfr_ptr v, double d)
+{
+    vijp_emu_set1_range(v, d, mpfr_get_emin(), mpfr_get_emax());
 }
 
 static inline double *vijp_emu_get(mpfr_t *v, size_t n)
@@ -101,7 +111,8 @@ static inline double *vijp_emu_get_rows(mpfr_t *v, size_t m, size_t n)
 
 static inline void vijp_emu_put(mpfr_t *v, const double *d, size_t n)
 {
-    for (size_t i = 0; i < n; i++) vijp_emu_set1(v[i], d[i]); /* exact: on the format's grid */
+    mpfr_exp_t emin = mpfr_get_emin(), emax = mpfr_get_emax();
+    for (size_t i = 0; i < n; i++) vijp_emu_set1_range(v[i], d[i], emin, emax); /* exact: on the format's grid */
 }
 
 #endif
