@@ -40,7 +40,7 @@ bench: $(BENCH_PROGS) $(BUILD)/vijp
 	./$(BUILD)/bench-mpi $(BUILD)/vijp
 	./$(BUILD)/bench-reference $(BUILD)/vijp
 	$(if $(BENCH_GPU),./$(BENCH_GPU))
-	./$(BUILD)/bench-emu-dense
+	PYTHON_TORCH=$(or $(PYTHON_TORCH),python3) ./$(BUILD)/bench-emu-dense
 	./$(BUILD)/bench-models $(BUILD)/vijp
 # Kept: as prerequisites of a pattern rule only, make would delete them as
 # intermediates after every link and compile them again on the next make.
