@@ -17,6 +17,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const char *const formats[] = {"binary32", "binary16", "bfloat16", "bfloat16+binary32",
                                       "binary16+binary32", "tf32+binary32"};
@@ -166,6 +167,44 @@ START_TEST(sets_agree_at_width)
 }
 END_TEST
 
+/* The solves' elimination step (axpy_d) on every set: lengths below, at
+ * and past each vector length, every format's grid, edge entries and
+ * multipliers; each entry against emu.h's scalar operations (which
+ * tests/t-emu.c holds to the oracle; t-emu-dense's solves_match_oracle runs
+ * the whole elimination against vo_ge_solve on the active set). */
+START_TEST(elimination_step_every_set)
+{
+    static const size_t lengths[] = {0, 1, 3, 4, 5, 8, 9, 17, 33};
+    vijp_rng r;
+    vijp_rng_seed(&r, test_seed() + 42);
+    double x[40], y[40], want[40];
+    for (size_t fi = 0; fi < N_FORMATS; fi++) {
+        vijp_format f;
+        ck_assert_int_eq(vijp_format_parse(formats[fi], &f, NULL), 0);
+        vijp_emu_grid g = vijp_emu_arith(&f);
+        for (size_t li = 0; li < sizeof lengths / sizeof *lengths; li++)
+            for (int rep = 0; rep < 4; rep++) {
+                size_t n = lengths[li];
+                double t = draw(&r, g, rep & 1);
+                for (size_t k = 0; k < n; k++) x[k] = draw(&r, g, rep & 1), y[k] = draw(&r, g, rep & 1);
+                for (size_t k = 0; k < n; k++) want[k] = vijp_emu_sub(y[k], vijp_emu_mul(t, x[k], g), g);
+                for (int s = 0; s < VIJP_EMU_LANES_COUNT; s++) {
+                    const vijp_emu_lanes *set = vijp_emu_lanes_set(s);
+                    if (!set) continue;
+                    double got[40];
+                    memcpy(got, y, sizeof got);
+                    set->axpy_d(n, t, x, got, g);
+                    for (size_t k = 0; k < n; k++) {
+                        int ok = (isnan(want[k]) && isnan(got[k])) || (want[k] == got[k] && signbit(want[k]) == signbit(got[k]));
+                        ck_assert_msg(ok, "axpy_d on set %s in %s, n %zu, entry %zu: y %a, t %a, x %a: want %a, got %a",
+                                      set->name, formats[fi], n, k, y[k], t, x[k], want[k], got[k]);
+                    }
+                }
+            }
+    }
+}
+END_TEST
+
 Suite *suite_emu_lanes(void)
 {
     Suite *s = suite_create("emu_lanes");
@@ -173,6 +212,7 @@ Suite *suite_emu_lanes(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, every_set_matches_oracle);
     tcase_add_test(tc, sets_agree_at_width);
+    tcase_add_test(tc, elimination_step_every_set);
     suite_add_tcase(s, tc);
     return s;
 }

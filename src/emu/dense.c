@@ -180,6 +180,7 @@ void vijp_emu_dense_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t
 int vijp_emu_ge_solve_d(size_t n, double *A, double *r, size_t B, vijp_emu_grid g)
 {
 #define A_(i, k) A[(i) * n + (k)] /* row-major here: the updates run along rows */
+    const vijp_emu_lanes *lanes = vijp_emu_lanes_active();
     for (size_t c = 0; c < n; c++) {
         size_t p = c;
         for (size_t i = c + 1; i < n; i++)
@@ -197,7 +198,7 @@ int vijp_emu_ge_solve_d(size_t n, double *A, double *r, size_t B, vijp_emu_grid 
         }
         for (size_t i = c + 1; i < n; i++) {
             double t = vijp_emu_div(A_(i, c), A_(c, c), g); /* multiplier l_ic */
-            for (size_t k = c + 1; k < n; k++) A_(i, k) = vijp_emu_sub(A_(i, k), vijp_emu_mul(t, A_(c, k), g), g);
+            lanes->axpy_d(n - c - 1, t, &A_(c, c + 1), &A_(i, c + 1), g); /* A(i, k) −= t·A(c, k), k > c */
             for (size_t j = 0; j < B; j++) r[i + j * n] = vijp_emu_sub(r[i + j * n], vijp_emu_mul(t, r[c + j * n], g), g);
         }
     }

@@ -26,7 +26,8 @@
  * ldc are multiples of VIJP_EMU_PAD_F floats (VIJP_EMU_PAD_D doubles), so
  * the SIMD sets need no remainder rows: the caller pads A with zeros and
  * drops C's extra rows (a padded lane computes its own, unused, value).
- * Only src/emu/ uses this file. */
+ * The elimination step of the solves (axpy_d) runs the same way, one lane
+ * per entry of the row it updates.  Only src/emu/ uses this file. */
 #ifndef VIJP_EMU_LANES_H
 #define VIJP_EMU_LANES_H
 
@@ -44,6 +45,10 @@ typedef struct {
                     size_t bsc, float *C, size_t ldc);
     void (*split_d)(size_t m, size_t ncols, size_t K, const double *A, size_t lda, const double *B, size_t bst,
                     size_t bsc, double *C, size_t ldc, vijp_emu_grid g);
+    /* y[k] := y[k] − t·x[k] for k < n, the product and the difference each
+     * rounded to g: the elimination step of vo_ge_solve (dense.c), one
+     * lane per k (no alignment or padding asked). */
+    void (*axpy_d)(size_t n, double t, const double *x, double *y, vijp_emu_grid g);
 } vijp_emu_lanes;
 
 /* Set i: 0 ref (portable), 1 avx2, 2 avx512; NULL where this build or CPU

@@ -123,4 +123,17 @@ EMU_LANES_KERNEL(simd_fused_f, float, vf, load_f, splat_f, STEP_FUSED, NO_GRID)
 EMU_LANES_KERNEL(simd_split_f, float, vf, load_f, splat_f, STEP_SPLIT_F, NO_GRID)
 EMU_LANES_KERNEL(simd_split_d, double, vd, load_d, splat_d, STEP_SPLIT_D, WITH_GRID)
 
+/* lanes.h's axpy_d: whole vectors, then the last entries by emu.h's scalar
+ * operations (the same sequence). */
+static void simd_axpy_d(size_t n, double t, const double *x, double *y, vijp_emu_grid g)
+{
+    size_t k = 0;
+    vd tv = splat_d(t);
+    for (; k + VW <= n; k += VW) {
+        vd r = round_v(load_d(y + k) - round_v(tv * load_d(x + k), g), g);
+        memcpy(y + k, &r, sizeof r);
+    }
+    for (; k < n; k++) y[k] = vijp_emu_sub(y[k], vijp_emu_mul(t, x[k], g), g);
+}
+
 #endif
