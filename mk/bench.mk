@@ -8,7 +8,7 @@ BENCH_OBJ := $(patsubst bench/%.c,$(BUILD)/bench/%.o,$(wildcard bench/*.c))
 # SKIPPED and exits 0 where the build has CUDA but the machine no GPU).
 BENCH_GPU := $(if $(VIJP_CUDA),$(BUILD)/bench-gpu)
 BENCH_PROGS := $(addprefix $(BUILD)/bench-,engines drift cond certify memory activations conv kernels mpi reference emu-dense \
-                models orthogonal) \
+                models orthogonal ddref) \
                $(BENCH_GPU)
 
 $(BUILD)/bench-%: $(BUILD)/bench/%.o $(BUILD)/libvijp.a
@@ -39,6 +39,7 @@ bench: $(BENCH_PROGS) $(BUILD)/vijp
 	./$(BUILD)/bench-kernels
 	./$(BUILD)/bench-mpi $(BUILD)/vijp
 	./$(BUILD)/bench-reference $(BUILD)/vijp
+	./$(BUILD)/bench-ddref
 	$(if $(BENCH_GPU),./$(BENCH_GPU))
 	PYTHON_TORCH=$(or $(PYTHON_TORCH),python3) ./$(BUILD)/bench-emu-dense
 	./$(BUILD)/bench-models $(BUILD)/vijp

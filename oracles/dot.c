@@ -35,6 +35,12 @@ static pthread_once_t hook_once = PTHREAD_ONCE_INIT;
 static int hook_broken;
 static void hook_read(void) { hook_broken = getenv("VIJP_BREAK_REFDOT") != NULL; }
 
+int vo_dot_hook_broken(void)
+{
+    pthread_once(&hook_once, hook_read);
+    return hook_broken;
+}
+
 int vo_dot_fused(const vijp_format *f) { return f->exact_dots && !f->emulated && f->kind == VIJP_MPFR; }
 
 static size_t limbs_of(mpfr_srcptr x) { return (size_t)((mpfr_get_prec(x) + LB - 1) / LB); }

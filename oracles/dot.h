@@ -34,6 +34,11 @@
  * (vijp_format.exact_dots, set by the drift study). */
 int vo_dot_fused(const vijp_format *f);
 
+/* Nonzero when the test hook VIJP_BREAK_REFDOT is set (dot.c): a faster
+ * path to vo_dot's results (src/emu/dense_ref.c) then leaves every sum to
+ * vo_dot, so that the broken reference is what runs. */
+int vo_dot_hook_broken(void);
+
 /* r := Σ_{k<n} a[k]·b[k] + c (c may be NULL), rounded once (see above).
  * r may be one of the inputs.  b may be NULL: then the terms are a[k] alone
  * (a plain sum, rounded once). */

@@ -11,6 +11,7 @@
 #include "init.h"
 #include "oracles/oracles.h"
 #include "emu/dense.h"
+#include "emu/dense_ref.h"
 #include "layer/route.h"
 #include "base/lapack.h"
 #include "lu.h"
@@ -245,9 +246,13 @@ static const vijp_ops_d ops_d = {
 };
 
 /* The oracle's operators (mp), and in the narrow formats the same run
- * natively, bit for bit (emu: src/emu/dense.c); the route chooses. */
+ * natively, bit for bit (emu: src/emu/dense.c); the route chooses.  The
+ * products of mp are the oracle's but for the drift study's reference at
+ * most 106 bits, which runs them in double-double, bit for bit vo_dot's
+ * (src/emu/dense_ref.h). */
 static const vijp_ops_mp ops_mp = {
-    .forward = vo_dense_forward, .jvp = vo_dense_jvp, .vjp = vo_dense_vjp, .vjp_param = vo_dense_vjp_param,
+    .forward = vijp_ref_dense_forward, .jvp = vijp_ref_dense_jvp, .vjp = vijp_ref_dense_vjp,
+    .vjp_param = vijp_ref_dense_vjp_param,
     .fragment_count = vo_dense_fragment_count, .fragment = vo_dense_fragment, .vijp = vo_dense_vijp,
     .jacobian = vo_dense_jacobian, .cokernel = vo_dense_cokernel, .inverse = vo_dense_inverse,
 };

@@ -1,0 +1,51 @@
+/* The drift study's reference products of the dense layer, fast and bit for
+ * bit vo_dot's (src/emu/dense_ref.c): for an exact-dots MPFR format
+ * (vo_dot_fused) of at most VIJP_DDREF_MAX_PREC bits, each output of W x + b,
+ * W u, Wᵀ g and (batch >= 2) Σ_j g xᵀ is computed in double-double with
+ * Dot2's rigorous bound (src/ddot/ddot.h) and accepted when every number
+ * within the bound rounds to the same P-bit number (Ziv's test); otherwise,
+ * and for every format or input the doubles cannot hold exactly, the
+ * oracle's vo_dot computes it.  docs/internals.md, "The reference's fast
+ * products", says where it applies and why its results are vo_dot's. */
+#ifndef VIJP_EMU_DENSE_REF_H
+#define VIJP_EMU_DENSE_REF_H
+
+#include "vijp/layer.h"
+#include <mpfr.h>
+
+/* Above this precision a p-bit number is not in general a double-double
+ * (53 + 53 bits) and the fast path never runs. */
+#define VIJP_DDREF_MAX_PREC 106
+
+/* What the fast path did in one call (the tests' view of it). */
+typedef struct {
+    size_t outputs;   /* outputs accepted by the rounding test */
+    size_t fallbacks; /* outputs computed by vo_dot instead: bound too wide, a rounding boundary within it */
+    int whole_oracle; /* 1: the whole call ran the oracle (format, an input not exactly in doubles, the hook) */
+    double bound_scale; /* 0 or 1: the bound as derived; tests only: < 1 breaks it, +inf forces every fallback */
+} vijp_ddref_stats;
+
+/* The dense type's mp operators (layers/dense.c's ops_mp): the fast path
+ * where it applies, else vo_dense_* (oracles/oracles.h), with the same
+ * contracts. */
+void vijp_ref_dense_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, const vijp_format *f);
+void vijp_ref_dense_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V,
+                        const vijp_format *f);
+void vijp_ref_dense_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx,
+                        const vijp_format *f);
+void vijp_ref_dense_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt,
+                              const vijp_format *f);
+
+/* The same with what happened in st (bound_scale read from it first): the
+ * tests.  op: 0 forward, 1 jvp (X unused, U the input), 2 vjp (Gy → Gx in
+ * out), 3 vjp_param (X, Gy → ∂W in out; the bias gradient by vo_dot). */
+void vijp_ref_dense_op(int op, const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *in, mpfr_t *out,
+                       const vijp_format *f, vijp_ddref_stats *st);
+
+/* r := the P-bit (P = r's precision) rounding to nearest, ties to even, of
+ * a number known to lie within bound of hi + mid + lo, when every number there
+ * rounds to the same nonzero P-bit number; returns 1 then, else 0 (r
+ * unspecified).  The fast path's test, alone: the tests. */
+int vijp_ddref_round(mpfr_ptr r, double hi, double mid, double lo, double bound);
+
+#endif

@@ -1,0 +1,351 @@
+/* src/emu/dense_ref.c, the drift reference's dense products in double- and
+ * triple-double with a rounding test, against an oracle written apart from
+ * it and from vo_dot: every product exact (mpfr_mul at p + q bits), the sum
+ * exact (added one by one at a precision spanning every bit), then one
+ * mpfr_set to P bits, an exact zero +0 (vo_dot's contract, oracles/dot.h).
+ * The claim is equality, so no tolerance: the same number and sign.  The
+ * inputs are what could make a wrong acceptance show: ordinary sums, a huge
+ * dynamic range, subnormal products and inputs whose low part falls below
+ * double's range, products that overflow double, sums cancelled by the
+ * bias, and sums that are exactly (or within 2^-40 ulp of) a tie at P bits.
+ * Fallbacks are counted: none on ordinary sums, every output when forced. */
+#include <stdio.h> /* before mpfr.h: mpfr_fprintf */
+#include "fixtures/testutil.h"
+#include "emu/dense_ref.h"
+#include "oracles/dot.h"
+#include "vijp/arith.h"
+#include "vijp/rng.h"
+#include <gmp.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+
+enum { OP_FORWARD, OP_JVP, OP_VJP, OP_VJP_PARAM, N_OPS };
+enum { ORDINARY, RANGE, SUBNORMAL, TINY_LOW, OVERFLOW, CANCEL, N_KINDS };
+static const char *const kind_names[N_KINDS] = {"ordinary", "range", "subnormal", "tiny-low", "overflow", "cancel"};
+
+/* The oracle: r := RN(Σ a[k·sa]·b[k·sb] + c) at r's precision (b NULL: Σ a). */
+static void exact_sum(mpfr_ptr r, mpfr_srcptr c, mpfr_t *a, size_t sa, mpfr_t *b, size_t sb, size_t n)
+{
+    long emax = LONG_MIN / 4, emin = LONG_MAX / 4;
+    mpfr_t *t = calloc(n + 1, sizeof *t);
+    ck_assert_ptr_nonnull(t);
+    size_t count = n + (c != NULL);
+    for (size_t k = 0; k < count; k++) {
+        mpfr_prec_t p = k < n ? mpfr_get_prec(a[k * sa]) + (b ? mpfr_get_prec(b[k * sb]) : 0) : mpfr_get_prec(c);
+        mpfr_init2(t[k], p);
+        if (k == n) mpfr_set(t[k], c, MPFR_RNDN);
+        else if (b) ck_assert_int_eq(mpfr_mul(t[k], a[k * sa], b[k * sb], MPFR_RNDN), 0); /* exact */
+        else mpfr_set(t[k], a[k * sa], MPFR_RNDN);
+        if (!mpfr_regular_p(t[k])) continue;
+        if (mpfr_get_exp(t[k]) > emax) emax = mpfr_get_exp(t[k]);
+        if (mpfr_get_exp(t[k]) - p < emin) emin = mpfr_get_exp(t[k]) - p;
+    }
+    /* every bit lies in [2^emin, 2^(emax + log2(n + 1))): 64 more bits than the span hold the sum exactly */
+    mpfr_t s;
+    mpfr_init2(s, emax > emin ? emax - emin + 64 : 64);
+    mpfr_set_zero(s, 1);
+    for (size_t k = 0; k < count; k++) ck_assert_int_eq(mpfr_add(s, s, t[k], MPFR_RNDN), 0);
+    mpfr_set(r, s, MPFR_RNDN);
+    if (mpfr_zero_p(r)) mpfr_set_zero(r, 1);
+    mpfr_clear(s);
+    for (size_t k = 0; k < count; k++) mpfr_clear(t[k]);
+    free(t);
+}
+
+/* ±(random full-width significand) · 2^e at x's precision, e in [lo, hi]. */
+static void random_at(mpfr_t x, vijp_rng *g, long lo, long hi)
+{
+    mpfr_prec_t p = mpfr_get_prec(x);
+    size_t nl = (size_t)(p + 63) / 64;
+    mp_limb_t limbs[4];
+    for (size_t i = 0; i < nl; i++) limbs[i] = (mp_limb_t)vijp_rng_u64(g);
+    mpz_t z;
+    mpz_init(z);
+    mpz_import(z, nl, -1, sizeof(mp_limb_t), 0, 0, limbs);
+    mpz_setbit(z, (mp_bitcnt_t)(64 * nl - 1));
+    long e = lo + (long)(vijp_rng_u64(g) % (uint64_t)(hi - lo + 1));
+    mpfr_set_z_2exp(x, z, e - (long)(64 * nl), MPFR_RNDN);
+    if (vijp_rng_u64(g) & 1) mpfr_neg(x, x, MPFR_RNDN);
+    mpz_clear(z);
+}
+
+/* One problem: a dense:m×n layer's θ (53-bit values: doubles, as the drift
+ * memo holds them), X (n × B) and Gy (m × B) at P bits. */
+typedef struct {
+    vijp_layer L;
+    vijp_format f;
+    size_t m, n, B;
+    mpfr_t *th, *X, *Gy;
+} problem;
+
+static void exps_of(int kind, int weights, long *lo, long *hi)
+{
+    static const long span[N_KINDS][2][2] = {
+        {{-3, 1}, {-3, 3}},         /* ORDINARY: weights, then data */
+        {{-400, 400}, {-300, 300}}, /* RANGE */
+        {{-545, -535}, {-545, -535}}, /* SUBNORMAL: products near 2^-1080 */
+        {{-3, 1}, {-1030, -1015}},  /* TINY_LOW: the data's low parts below 2^-1074 */
+        {{1010, 1015}, {20, 30}},   /* OVERFLOW: W·x beyond double (>= 2^1028) */
+        {{-3, 1}, {-3, 3}},         /* CANCEL: the bias is set below */
+    };
+    *lo = span[kind][!weights][0], *hi = span[kind][!weights][1];
+}
+
+static void problem_make(problem *pb, vijp_rng *g, long P, size_t m, size_t n, size_t B, int kind)
+{
+    char spec[64];
+    snprintf(spec, sizeof spec, "dense:%zux%zu", m, n);
+    ck_assert_int_eq(vijp_layer_parse(&pb->L, spec, n, NULL), 0);
+    ck_assert_int_eq(vijp_format_mpfr(&pb->f, P, NULL), 0);
+    pb->f.exact_dots = 1;
+    pb->m = m, pb->n = n, pb->B = B;
+    pb->th = calloc(m * n + m, sizeof *pb->th), pb->X = calloc(n * B, sizeof *pb->X), pb->Gy = calloc(m * B, sizeof *pb->Gy);
+    ck_assert(pb->th && pb->X && pb->Gy);
+    long lo, hi;
+    exps_of(kind, 1, &lo, &hi);
+    for (size_t k = 0; k < m * n + m; k++) mpfr_init2(pb->th[k], 53), random_at(pb->th[k], g, lo, hi);
+    exps_of(kind, 0, &lo, &hi);
+    for (size_t k = 0; k < n * B; k++) mpfr_init2(pb->X[k], P), random_at(pb->X[k], g, lo, hi);
+    for (size_t k = 0; k < m * B; k++) mpfr_init2(pb->Gy[k], P), random_at(pb->Gy[k], g, lo, hi);
+    if (kind == CANCEL) { /* b_i := −RN53(Σ_k W(i, k) x_k of sample 0): the forward sum cancels to ~2^-53 of itself */
+        mpfr_t s;
+        mpfr_init2(s, 53);
+        for (size_t i = 0; i < m; i++) {
+            exact_sum(s, NULL, &pb->th[i], m, pb->X, 1, n);
+            mpfr_neg(pb->th[m * n + i], s, MPFR_RNDN);
+        }
+        mpfr_clear(s);
+    }
+}
+
+static void problem_free(problem *pb)
+{
+    size_t m = pb->m, n = pb->n, B = pb->B;
+    for (size_t k = 0; k < m * n + m; k++) mpfr_clear(pb->th[k]);
+    for (size_t k = 0; k < n * B; k++) mpfr_clear(pb->X[k]);
+    for (size_t k = 0; k < m * B; k++) mpfr_clear(pb->Gy[k]);
+    free(pb->th), free(pb->X), free(pb->Gy);
+}
+
+/* How many outputs op writes (vjp_param: the bias gradient too). */
+static size_t outputs_of(const problem *pb, int op)
+{
+    return op == OP_VJP ? pb->n * pb->B : op == OP_VJP_PARAM ? pb->m * pb->n + pb->m : pb->m * pb->B;
+}
+
+/* The oracle's value of output e of op. */
+static void expected(const problem *pb, int op, size_t e, mpfr_ptr r)
+{
+    size_t m = pb->m, n = pb->n, B = pb->B;
+    if (op == OP_FORWARD || op == OP_JVP) {
+        size_t i = e % m, j = e / m;
+        exact_sum(r, op == OP_FORWARD ? pb->th[m * n + i] : NULL, &pb->th[i], m, &pb->X[j * n], 1, n);
+    } else if (op == OP_VJP) {
+        size_t k = e % n, j = e / n;
+        exact_sum(r, NULL, &pb->th[k * m], 1, &pb->Gy[j * m], 1, m);
+    } else if (e < m * n) {
+        size_t i = e % m, k = e / m;
+        exact_sum(r, NULL, &pb->Gy[i], m, &pb->X[k], n, B);
+    } else {
+        exact_sum(r, NULL, &pb->Gy[e - m * n], m, NULL, 0, B);
+    }
+}
+
+/* Run op through the fast path (bound scaled by scale) and compare every
+ * output with the oracle; returns the call's stats. */
+static vijp_ddref_stats check_op(const problem *pb, int op, double scale, const char *what)
+{
+    size_t count = outputs_of(pb, op);
+    mpfr_t *out = vo_vec_new(count, &pb->f), want;
+    mpfr_init2(want, pb->f.prec);
+    vijp_ddref_stats st = {.bound_scale = scale};
+    mpfr_t *in = op == OP_FORWARD || op == OP_JVP ? pb->X : pb->Gy;
+    vijp_ref_dense_op(op, &pb->L, pb->th, pb->X, pb->B, in, out, &pb->f, &st);
+    for (size_t e = 0; e < count; e++) {
+        expected(pb, op, e, want);
+        if (!mpfr_equal_p(out[e], want) || mpfr_signbit(out[e]) != mpfr_signbit(want))
+            mpfr_fprintf(stderr, "t-ddref %s op %d P=%ld output %zu (seed %llu): got %.40Re want %.40Re\n", what,
+                         op, (long)pb->f.prec, e, (unsigned long long)test_seed(), out[e], want);
+        ck_assert(mpfr_equal_p(out[e], want) && mpfr_signbit(out[e]) == mpfr_signbit(want));
+    }
+    mpfr_clear(want);
+    vo_vec_free(out, count);
+    return st;
+}
+
+static const long precs[] = {24, 53, 64, 80, 106};
+#define N_PRECS (sizeof precs / sizeof *precs)
+
+/* Every op, kind and precision against the oracle; ordinary sums take the
+ * fast path with no fallback, overflow takes none of it and data with
+ * subnormal low parts run the whole call in the oracle. */
+START_TEST(matches_exact_sums)
+{
+    vijp_rng g;
+    vijp_rng_seed(&g, test_seed());
+    size_t fast = 0, fallbacks = 0;
+    for (size_t pi = 0; pi < N_PRECS; pi++)
+        for (int kind = 0; kind < N_KINDS; kind++) {
+            problem pb;
+            problem_make(&pb, &g, precs[pi], 12, 9, 3, kind);
+            for (int op = 0; op < N_OPS; op++) {
+                vijp_ddref_stats st = check_op(&pb, op, 1, kind_names[kind]);
+                fast += st.outputs, fallbacks += st.fallbacks;
+                if (kind == ORDINARY || kind == RANGE) ck_assert(!st.whole_oracle && st.fallbacks == 0);
+                if (kind == OVERFLOW && op != OP_VJP_PARAM) ck_assert(st.outputs == 0); /* products beyond double: bound +inf */
+                /* from 64 bits, data below 2^-1015 have bits below 2^-1074 */
+                if (kind == TINY_LOW && precs[pi] >= 64) ck_assert(st.whole_oracle);
+                /* cancelled to ~2^-53 of Σ|terms|: beyond the bound's reach at 64 bits (2^-100 of it, need
+                 * 2^-117) and at 106 (triple-double's 2^-148, need 2^-159); 24, 53 and 80 bits may decide */
+                if (kind == CANCEL && op == OP_FORWARD && (precs[pi] == 64 || precs[pi] == 106))
+                    ck_assert(!st.whole_oracle && st.fallbacks > 0);
+            }
+            problem_free(&pb);
+        }
+    ck_assert(fast > 0 && fallbacks > 0);
+}
+END_TEST
+
+/* Batch 1: the parameter gradient is vo_dot1's one product (whole call in
+ * the oracle); the other ops take the fast path. */
+START_TEST(batch_one)
+{
+    vijp_rng g;
+    vijp_rng_seed(&g, test_seed() + 1);
+    for (size_t pi = 0; pi < N_PRECS; pi++) {
+        problem pb;
+        problem_make(&pb, &g, precs[pi], 7, 10, 1, ORDINARY);
+        for (int op = 0; op < N_OPS; op++) {
+            vijp_ddref_stats st = check_op(&pb, op, 1, "batch 1");
+            ck_assert_int_eq(st.whole_oracle, op == OP_VJP_PARAM);
+        }
+        problem_free(&pb);
+    }
+}
+END_TEST
+
+/* Forced: with the bound +inf every output falls back, and still matches. */
+START_TEST(forced_fallback)
+{
+    vijp_rng g;
+    vijp_rng_seed(&g, test_seed() + 2);
+    problem pb;
+    problem_make(&pb, &g, 64, 6, 5, 2, ORDINARY);
+    for (int op = 0; op < N_OPS; op++) {
+        vijp_ddref_stats st = check_op(&pb, op, INFINITY, "forced");
+        size_t products = op == OP_VJP_PARAM ? pb.m * pb.n : outputs_of(&pb, op);
+        ck_assert(!st.whole_oracle && st.outputs == 0 && st.fallbacks == products);
+    }
+    problem_free(&pb);
+}
+END_TEST
+
+/* y = w0·x0 + x1 on a dense:1x2 layer at P bits (b = 0), x1 = step·2^shift:
+ * compared with the oracle; returns how many outputs fell back (0 or 1). */
+static size_t two_terms(vijp_rng *g, long P, long w0, mpfr_srcptr x0, double step, long shift, const char *what)
+{
+    problem pb;
+    problem_make(&pb, g, P, 1, 2, 1, ORDINARY);
+    mpfr_set_si(pb.th[0], w0, MPFR_RNDN), mpfr_set_ui(pb.th[1], 1, MPFR_RNDN);
+    mpfr_set_zero(pb.th[2], 1);
+    mpfr_set(pb.X[0], x0, MPFR_RNDN);
+    mpfr_set_d(pb.X[1], step, MPFR_RNDN);
+    mpfr_mul_2si(pb.X[1], pb.X[1], shift, MPFR_RNDN);
+    vijp_ddref_stats st = check_op(&pb, OP_FORWARD, 1, what);
+    problem_free(&pb);
+    return st.fallbacks;
+}
+
+/* Ties at P bits: y = x0 + 2^-P·s with W = [1, 1], x0 in [1, 2) (ulp
+ * 2^(1−P)), b = 0: s = 1 is exactly the midpoint (ties to even), s = 1 ±
+ * 2^-40 just off it.  Both must match the oracle; the exact tie must fall
+ * back (the interval holds it, so its ends round apart), at every P. */
+START_TEST(ties_at_p_bits)
+{
+    vijp_rng g;
+    vijp_rng_seed(&g, test_seed() + 3);
+    static const double offsets[] = {0, 0x1p-40, -0x1p-40};
+    for (size_t pi = 0; pi < N_PRECS; pi++) {
+        long P = precs[pi];
+        mpfr_t x0;
+        mpfr_init2(x0, P);
+        for (size_t oi = 0; oi < sizeof offsets / sizeof *offsets; oi++)
+            for (int odd = 0; odd < 2; odd++) {
+                /* x0 = 1 + (odd ? 1 : 2)·2^(1−P) (P >= 24: distinct); x1 = 2^-P (1 + offset) */
+                mpfr_set_ui_2exp(x0, odd ? 1 : 2, 1 - P, MPFR_RNDN);
+                mpfr_add_ui(x0, x0, 1, MPFR_RNDN);
+                size_t fallbacks = two_terms(&g, P, 1, x0, 1 + offsets[oi], -P, "tie");
+                if (offsets[oi] == 0) ck_assert_uint_eq(fallbacks, 1);
+            }
+        mpfr_clear(x0);
+    }
+}
+END_TEST
+
+/* Sums next to a power of two, where the P-bit spacing halves below it
+ * (the doubles' test declines there; MPFR's decides): y = 1 + s·2^-(P+1)
+ * with s = −1 (the tie below 1: to even, 1), −1 ± 2^-40, +1 ± 2^-40 (above
+ * 1: the spacing is 2^(1−P), so well inside), and the same for −y. */
+START_TEST(binade_edges)
+{
+    vijp_rng g;
+    vijp_rng_seed(&g, test_seed() + 4);
+    static const double steps[] = {-1, -1 - 0x1p-40, -1 + 0x1p-40, 1 - 0x1p-40, 1 + 0x1p-40};
+    for (size_t pi = 0; pi < N_PRECS; pi++) {
+        long P = precs[pi];
+        mpfr_t one;
+        mpfr_init2(one, P);
+        mpfr_set_ui(one, 1, MPFR_RNDN);
+        for (size_t si = 0; si < sizeof steps / sizeof *steps; si++)
+            for (int neg = 0; neg < 2; neg++) {
+                size_t fallbacks = two_terms(&g, P, neg ? -1 : 1, one, neg ? -steps[si] : steps[si], -(P + 1), "binade");
+                if (steps[si] == -1 && P >= 53) ck_assert_uint_eq(fallbacks, 1); /* the exact tie */
+            }
+        mpfr_clear(one);
+    }
+}
+END_TEST
+
+/* The rounding test alone: a tie with bound 0 is decided (RN's ties to
+ * even), with any bound refused; an interval reaching zero is refused;
+ * +inf and NaN bounds are refused. */
+START_TEST(rounding_test_alone)
+{
+    mpfr_t r;
+    mpfr_init2(r, 64);
+    ck_assert(vijp_ddref_round(r, 1, 0, 0x1p-64, 0));           /* the tie 1 + 2^-64 itself */
+    ck_assert(mpfr_cmp_ui(r, 1) == 0);                         /* to even: 1 */
+    ck_assert(!vijp_ddref_round(r, 1, 0, 0x1p-64, 0x1p-120));  /* around the tie */
+    ck_assert(vijp_ddref_round(r, 1, 0, 0x1p-63, 0x1p-120));   /* 1 + 2^-63 itself, within 2^-120 */
+    ck_assert(!vijp_ddref_round(r, 0x1p-100, 0, 0, 0x1p-99));  /* zero inside */
+    ck_assert(!vijp_ddref_round(r, 1, 0, 0, INFINITY));
+    ck_assert(!vijp_ddref_round(r, 1, 0, 0, NAN));
+    /* hi = 1 + 2^-52 (not a power of two: the doubles' test), y = hi + 3·2^-65: rounds to hi + 2^-63 */
+    ck_assert(vijp_ddref_round(r, 1 + 0x1p-52, 0, 3 * 0x1p-65, 0x1p-100));
+    mpfr_t want;
+    mpfr_init2(want, 64);
+    mpfr_set_d(want, 1 + 0x1p-52, MPFR_RNDN), mpfr_add_d(want, want, 0x1p-63, MPFR_RNDN);
+    ck_assert(mpfr_equal_p(r, want));
+    /* the same with the remainder split over mid and lo (triple-double) */
+    ck_assert(vijp_ddref_round(r, 1 + 0x1p-52, 3 * 0x1p-65, 0x1p-120, 0x1p-118));
+    ck_assert(mpfr_equal_p(r, want));
+    mpfr_clear(want);
+    mpfr_clear(r);
+}
+END_TEST
+
+Suite *suite_ddref(void)
+{
+    Suite *s = suite_create("ddref");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, matches_exact_sums);
+    tcase_add_test(tc, batch_one);
+    tcase_add_test(tc, forced_fallback);
+    tcase_add_test(tc, ties_at_p_bits);
+    tcase_add_test(tc, binade_edges);
+    tcase_add_test(tc, rounding_test_alone);
+    suite_add_tcase(s, tc);
+    return s;
+}
