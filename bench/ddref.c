@@ -3,8 +3,8 @@
  * WIDTH × WIDTH layer (default 256), through vo_dot (oracles/dense_fused.c:
  * the reference before src/emu/dense_ref.c) and through the double-/triple-
  * double path with its rounding test (src/emu/dense_ref.h), bit for bit the
- * same: ns per multiply-add of W x + b, Wᵀ g and the batch-4 parameter
- * gradient, and how many outputs fell back to vo_dot.  Then whole reference
+ * same: ns per multiply-add of W x + b, Wᵀ g and the batch-4 and -8
+ * parameter gradient, and how many outputs fell back to vo_dot.  Then whole reference
  * levels: backprop of dense:WIDTH,leaky:0.5 at depth 16, batch 1, in
  * mpfr:P with exact dots (θ at 53 bits, as the drift memo holds it) at the
  * levels the study uses (64 and 128 for the binary32 family, 106 and 212
@@ -73,7 +73,7 @@ static void products(size_t width, long P, int op, size_t B, vijp_rng *g)
     mpfr_t *a = random_vec(outs, P, g), *b = random_vec(outs, P, g);
     mpfr_t *in = op == OP_VJP || op == OP_VJP_PARAM ? Gy : X;
     double best[2] = {1e300, 1e300};
-    vijp_ddref_stats st = {0};
+    vijp_ddref_stats st = {.any_size = 1}; /* both ways, whatever the size */
     for (int r = -1; r < 3; r++) { /* r = -1: untimed, the first touch of the scratch memory */
         double t0 = thread_cpu();
         if (op == OP_FORWARD) vo_dense_forward_fused(&L, th, X, B, a);
@@ -174,6 +174,7 @@ int main(int argc, char **argv)
         products(width, precs[p], OP_FORWARD, 1, &g);
         products(width, precs[p], OP_VJP, 1, &g);
         products(width, precs[p], OP_VJP_PARAM, 4, &g);
+        products(width, precs[p], OP_VJP_PARAM, 8, &g);
     }
     printf("reference levels, dense:%zu,leaky:0.5, depth 16, batch 1:\n", width);
     levels(width);

@@ -159,7 +159,7 @@ static vijp_ddref_stats check_op(const problem *pb, int op, double scale, const 
     size_t count = outputs_of(pb, op);
     mpfr_t *out = vo_vec_new(count, &pb->f), want;
     mpfr_init2(want, pb->f.prec);
-    vijp_ddref_stats st = {.bound_scale = scale};
+    vijp_ddref_stats st = {.bound_scale = scale, .any_size = 1}; /* the sizes here are small */
     mpfr_t *in = op == OP_FORWARD || op == OP_JVP ? pb->X : pb->Gy;
     vijp_ref_dense_op(op, &pb->L, pb->th, pb->X, pb->B, in, out, &pb->f, &st);
     for (size_t e = 0; e < count; e++) {

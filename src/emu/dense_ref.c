@@ -275,7 +275,9 @@ void vijp_ref_dense_op(int op, const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_
     if (st) st->outputs = st->fallbacks = 0, st->whole_oracle = 1;
     size_t m = L->out, n = L->in;
     /* the batch-1 parameter gradient is one product per output: vo_dot1's mpfr_mul already */
-    if (!applies(f) || (op == OP_VJP_PARAM && B < 2) || !B || !m || !n ||
+    size_t terms = op == OP_VJP_PARAM ? 2 * B : op == OP_VJP ? m : n;
+    int pays = op == OP_VJP_PARAM ? B >= VIJP_DDREF_MIN_BATCH : terms >= VIJP_DDREF_MIN_TERMS;
+    if (!applies(f) || (op == OP_VJP_PARAM && B < 2) || !B || !m || !n || !(pays || (st && st->any_size)) ||
         mpfr_get_prec(out[0]) > VIJP_DDREF_MAX_PREC) {
         oracle(op, L, th, X, B, in, out, f);
         return;

@@ -23,7 +23,15 @@ typedef struct {
     size_t fallbacks; /* outputs computed by vo_dot instead: bound too wide, a rounding boundary within it */
     int whole_oracle; /* 1: the whole call ran the oracle (format, an input not exactly in doubles, the hook) */
     double bound_scale; /* 0 or 1: the bound as derived; tests only: < 1 breaks it, +inf forces every fallback */
+    int any_size;       /* tests only: the fast path also below the sizes where it pays (VIJP_DDREF_MIN_*) */
 } vijp_ddref_stats;
+
+/* Below these the fast path's per-call and per-output costs outweigh what
+ * it saves (bench-ddref: at 16 terms it is no faster than vo_dot, at 64
+ * 2.5x; the parameter gradient's 2B terms per output pay for its rounding
+ * test from batch 8), and vo_dot runs: the same bits either way. */
+#define VIJP_DDREF_MIN_TERMS 32
+#define VIJP_DDREF_MIN_BATCH 8
 
 /* The dense type's mp operators (layers/dense.c's ops_mp): the fast path
  * where it applies, else vo_dense_* (oracles/oracles.h), with the same
