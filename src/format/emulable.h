@@ -7,17 +7,21 @@
 #include "vijp/format.h"
 
 /* Nonzero when f's arithmetic can run natively, in binary64: an emulated
- * format of at most 24 bits inside binary32's exponent range (every narrow
- * and mixed format vijp has but FP8).  Mixed formats add store (their
- * storage grid); others have store == arith.  FP8 storage (e4m3, e5m2 and
- * their mixed formats: 4 or 3 bits) takes the MPFR route: the native grids
- * know IEEE's overflow only, not e4m3's NaN nor saturation, and are tested
- * on the formats of 8 bits and more.  The tensor-core formats (STORE+tc:ARCH)
- * take it too: their products' block model exists once, in MPFR (tc.c).  So
- * do the ":ftz" and ":sr" formats. */
+ * format of at most 24 bits inside binary32's exponent range.  Mixed
+ * formats add store (their storage grid); others have store == arith.
+ * The native operators round to the arithmetic grid only, with IEEE's
+ * overflow: the layer interface rounds their results to storage
+ * afterwards (vijp_mat_store, the same code on both routes).  So every
+ * mixed format qualifies whatever its storage, the FP8 ones (e4m3+binary32,
+ * e5m2+binary32 and ":sat"), MX and the tensor-scaled ones included: their
+ * arithmetic is binary32's, products of stored values exact and each sum
+ * one rounding.  Plain e4m3 and e5m2 (4 and 3 bits, every result under
+ * their own overflow rule: NaN or saturation) take the MPFR route, as do
+ * the tensor-core formats (STORE+tc:ARCH: their products' block model exists
+ * once, in MPFR, tc.c) and the ":ftz" and ":sr" formats. */
 static inline int vijp_emu_applies(const vijp_format *f)
 {
-    return f->emulated && f->prec <= 24 && f->emin >= -148 && f->emax <= 128 && f->store_prec >= 8 &&
+    return f->emulated && f->prec <= 24 && f->emin >= -148 && f->emax <= 128 && (f->store_prec >= 8 || f->mixed) &&
            !f->tc_group && /* tensor-core formats: their block model is the oracles' (vo_dot_acc), MPFR only */
            !f->ftz && !f->store_ftz && !f->store_sr; /* ftz, sr: the MPFR route only */
 }
