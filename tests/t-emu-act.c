@@ -232,7 +232,7 @@ END_TEST
  * that includes the inverses' and vijp's refusals. */
 START_TEST(layer_operators_match_oracle)
 {
-    static const char *const fmts[] = {"bfloat16", "binary32", "bfloat16+binary32"};
+    static const char *const fmts[] = {"bfloat16", "binary32", "bfloat16+binary32", "e4m3+binary32", "mxfp8+binary32"};
     static const vijp_ops_mp oracle_ops[VIJP_KACT_COUNT] = { /* the VIJP_KACT_* order */
         VO_ACT_OPS_MP(sigmoid, vo_sigmoid_inverse), VO_ACT_OPS_MP(softplus, vo_softplus_inverse),
         {.forward = vo_tanh_forward, .jvp = vo_tanh_jvp, .vjp = vo_tanh_jvp, .vijp = vo_tanh_vijp,

@@ -19,8 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static const char *const formats[] = {"binary32", "binary16", "bfloat16", "bfloat16+binary32",
-                                      "binary16+binary32", "tf32+binary32"};
+static const char *const formats[] = {"binary32",          "binary16",      "bfloat16",      "bfloat16+binary32",
+                                      "binary16+binary32", "tf32+binary32", "e4m3+binary32", "mxfp8+binary32"};
 #define N_FORMATS (sizeof formats / sizeof *formats)
 
 enum { CLEAN, WILD, TIES, N_KINDS };
