@@ -7,7 +7,7 @@ BENCH_OBJ := $(patsubst bench/%.c,$(BUILD)/bench/%.o,$(wildcard bench/*.c))
 # The GPU benchmark is part of make bench only in a CUDA build (it prints
 # SKIPPED and exits 0 where the build has CUDA but the machine no GPU).
 BENCH_GPU := $(if $(VIJP_CUDA),$(BUILD)/bench-gpu)
-BENCH_PROGS := $(addprefix $(BUILD)/bench-,engines drift cond certify memory activations conv kernels mpi reference emu-dense \
+BENCH_PROGS := $(addprefix $(BUILD)/bench-,engines drift cond certify memory activations conv kernels mpi reference emu-dense narrow \
                 models orthogonal ddref) \
                $(BENCH_GPU)
 
@@ -42,6 +42,7 @@ bench: $(BENCH_PROGS) $(BUILD)/vijp
 	./$(BUILD)/bench-ddref
 	$(if $(BENCH_GPU),./$(BENCH_GPU))
 	PYTHON_TORCH=$(or $(PYTHON_TORCH),python3) ./$(BUILD)/bench-emu-dense
+	./$(BUILD)/bench-narrow
 	./$(BUILD)/bench-models $(BUILD)/vijp
 # Kept: as prerequisites of a pattern rule only, make would delete them as
 # intermediates after every link and compile them again on the next make.
