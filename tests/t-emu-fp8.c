@@ -7,7 +7,11 @@
  * backward pass (vjp, vjp_param, fragment, vijp).  No tolerance: the
  * claim is equality, by the theorem src/emu/emu.h cites (binary32
  * accumulation of exact products).  Which formats take which route is
- * checked too. */
+ * checked too.  The results compared here are rounded to FP8 or MX, which
+ * hides most last-bit errors of a sum: the arithmetic itself is checked
+ * before any storage rounding by t-emu-dense and t-emu-act, which run
+ * e4m3+binary32 and mxfp8+binary32 against the oracles; this file checks
+ * the route's plumbing (operators, stores and their roles, fragments). */
 #include "fixtures/testutil.h"
 #include "vijp/arith.h"
 #include "vijp/mat.h"
