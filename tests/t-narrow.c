@@ -6,9 +6,9 @@
  * must give the very same bits as the scalar function.  The points: every
  * one of the 256 codes, the midpoints between neighbouring codes and the
  * doubles on either side of them, the overflow thresholds, ±0, ±Inf, NaN,
- * doubles far below the subnormals, and random doubles.  One MX case
- * where the MPFR route departs from the specification is checked against
- * the specification instead (ceil_scale_of_a_negative_amax). */
+ * doubles far below the subnormals, and random doubles.  One MX case is
+ * also checked against the specification itself, on both routes
+ * (ceil_scale_of_a_negative_amax). */
 #include "fixtures/testutil.h"
 #include "vijp/arith.h"
 #include "format/mx.h"
@@ -203,11 +203,11 @@ END_TEST
 /* The ":ceil" scale of a block whose largest magnitude is negative and
  * exactly max·2^k: the specification's X = 2^ceil(log2(|amax|/max)) is
  * 2^k; here the block {-6·2^-7, -2^-8} of mxfp4:ceil: X = 2^-7, and
- * -2^-8/X = -1/2 (E2M1's smallest subnormal) is kept.  Expected values by that definition, not
- * by the MPFR route, whose vijp_mx_scale_exponent rounds amax/max upwards
- * with amax's sign (a negative quotient rounded toward zero, compared with
- * a positive power of two) and takes 2^-6, flushing -2^-8 to -0: mat.c
- * stores MX through the MPFR route, so its results keep that. */
+ * -2^-8/X = -1/2 (E2M1's smallest subnormal) is kept.  Expected values by
+ * that definition, on both routes: the MPFR route once rounded amax/max
+ * upwards with amax's sign (a negative quotient rounded toward zero,
+ * compared with a positive power of two), took 2^-6 and flushed -2^-8 to
+ * -0. */
 START_TEST(ceil_scale_of_a_negative_amax)
 {
     vijp_format f = parse("mxfp4:ceil+binary32");
@@ -218,6 +218,12 @@ START_TEST(ceil_scale_of_a_negative_amax)
         vijp_narrow_mx_line(&f, d, 2, 1, ISAS[k]);
         ck_assert_msg(d[0] == -6 * x && d[1] == -0.5 * x, "isa %d: %a %a", (int)ISAS[k], d[0], d[1]);
     }
+    mpfr_t m[2];
+    for (int i = 0; i < 2; i++) mpfr_init2(m[i], 64), mpfr_set_d(m[i], v[i], MPFR_RNDN);
+    vijp_mx_line(&f, m, 2, 1);
+    ck_assert_msg(mpfr_cmp_d(m[0], -6 * x) == 0 && mpfr_cmp_d(m[1], -0.5 * x) == 0, "MPFR route: %a %a",
+                  mpfr_get_d(m[0], MPFR_RNDN), mpfr_get_d(m[1], MPFR_RNDN));
+    for (int i = 0; i < 2; i++) mpfr_clear(m[i]);
 }
 END_TEST
 

@@ -127,11 +127,14 @@ int vijp_mx_scale_exponent(const vijp_format *f, mpfr_srcptr amax, long *s)
 {
     if (!f->mx_scale_ceil) *s = (long)mpfr_get_exp(amax) - 1 - f->mx_elem_emax; /* floor(log2 amax): MPFR's 1/2 <= m < 1 */
     else {
-        /* ceil(log2 q), q = amax/max rounded up: rounding up cannot cross a
-         * power of two from above, and at or below one it gives the same ceil. */
+        /* ceil(log2 q), q = |amax|/max rounded up: rounding up cannot cross
+         * a power of two from above, and at or below one it gives the same
+         * ceil.  amax may carry its element's sign: dividing by −max then
+         * keeps q positive, so that it rounds away from zero and is compared
+         * with a positive power of two. */
         mpfr_t q;
         mpfr_init2(q, 64);
-        mpfr_div_d(q, amax, f->store_max, MPFR_RNDU);
+        mpfr_div_d(q, amax, mpfr_signbit(amax) ? -f->store_max : f->store_max, MPFR_RNDU);
         long e = (long)mpfr_get_exp(q);
         *s = mpfr_cmp_ui_2exp(q, 1, e - 1) == 0 ? e - 1 : e;
         mpfr_clear(q);

@@ -242,10 +242,9 @@ void vijp_narrow_round_array(double *dst, const double *src, size_t n, const vij
  * when ma > mm and in (2^(A−E−1), 2^(A−E)] otherwise; for normal doubles
  * A is the exponent field less the bias and ma > mm compares the trailing
  * significand fields.  Clamped to −127 below; 0 past 127 above (the NaN
- * scale).  amax is a magnitude, as the specification's: arith.c's MPFR
- * version rounds amax/max upwards with amax's sign, which for a negative
- * amax of exactly max·2^k gives 2^(k+1) (tests/t-narrow.c's
- * ceil_scale_of_a_negative_amax); this one gives 2^k. */
+ * scale).  amax is a magnitude, as the specification's (for a negative
+ * amax of exactly max·2^k the scale is 2^k: tests/t-narrow.c's
+ * ceil_scale_of_a_negative_amax). */
 static int scale_exponent(const vijp_format *f, double amax, int *s)
 {
     uint64_t a = to_bits(amax), m = to_bits(f->store_max);
