@@ -1,11 +1,10 @@
 /* Native rounding of doubles onto the narrow storage grids (FP8 e4m3 and
  * e5m2 with their overflow rules, the MX elements) and the MX blocks, bit
- * for bit what the MPFR route (arith.c's vo_store, mx.c's blocks) gives,
- * but for the ":ceil" scale of a block whose largest magnitude is negative
- * and exactly max·2^k, where this follows the specification and the MPFR
- * route does not (narrow.c's scale_exponent): tests/t-narrow.c checks
- * every function here against the MPFR route and that case against the
- * specification.  The layers' stores (mat.c) still round through MPFR.
+ * for bit what the MPFR route (arith.c's vo_store, mx.c's blocks) gives:
+ * tests/t-narrow.c checks every function here against the MPFR route, and
+ * the ":ceil" scale of a block whose largest magnitude is negative and
+ * exactly max·2^k on both against the specification.  The layers' stores
+ * (mat.c) still round through MPFR.
  *
  * One rounding is the classic shift constant: |x| + C − C with
  * C = 1.5·2^(k+52), 2^k the grid's quantum at x, rounds |x| to a multiple
