@@ -2,10 +2,12 @@
  * (src/format/narrow.c, bit for bit the MPFR route: tests/t-narrow.c) and
  * the dense layer in the FP8 and MX mixed formats on the native route.
  *
- * 1. Rounding 16M doubles to e4m3, e5m2 and MXFP8 (blocks of 32 along the
- *    array), each instruction set, against a memcpy of the same array
- *    timed just before it: GB/s counting the bytes read and written (16 a
- *    value) and the fraction of the copy.  Target: >= 50% of the copy.
+ * 1. Rounding 16M doubles to e4m3, e5m2 and each MX element format
+ *    (blocks of 32 along the array), each instruction set, against a
+ *    memcpy of the same array timed just before it: GB/s counting the
+ *    bytes read and written (16 a value) and the fraction of the copy.
+ *    Target: >= 50% of the copy.  The tensor-scaled formats (nvfp4, fp8)
+ *    have no native rounding: their scales are not powers of two.
  * 2. A dense layer (width 256) through vijp_layer_forward and backward
  *    (vijp_layer_vjp then vijp_layer_vjp_param), batch 1 and 64, in
  *    e4m3+binary32 and mxfp8+binary32 against bfloat16+binary32 (the
@@ -61,11 +63,13 @@ static void rounding_table(void)
     vijp_rng rng;
     vijp_rng_seed(&rng, 1);
     for (size_t i = 0; i < N; i++) src[i] = 30 * vijp_rng_normal(&rng);
-    static const char *const formats[] = {"e4m3+binary32", "e5m2+binary32", "mxfp8+binary32"};
+    static const char *const formats[] = {"e4m3+binary32", "e5m2+binary32",      "mxfp8+binary32",
+                                          "mxfp8e5m2+binary32", "mxfp6+binary32", "mxfp6e3m2+binary32",
+                                          "mxfp4+binary32"};
     static const vijp_narrow_isa isas[] = {VIJP_NARROW_PORTABLE, VIJP_NARROW_AVX2, VIJP_NARROW_AVX512};
     static const char *const isa_names[] = {"portable", "avx2", "avx512"};
     printf("rounding %zu doubles (16 bytes a value read and written), best of %d:\n", N, REPS);
-    printf("%-16s %-9s %9s %9s %8s\n", "storage", "isa", "GB/s", "copy GB/s", "% copy");
+    printf("%-19s %-9s %9s %9s %8s\n", "storage", "isa", "GB/s", "copy GB/s", "% copy");
     double worst_best = INFINITY;
     for (size_t fi = 0; fi < sizeof formats / sizeof *formats; fi++) {
         vijp_format f;
@@ -73,13 +77,13 @@ static void rounding_table(void)
         double best_pct = 0;
         for (size_t k = 0; k < sizeof isas / sizeof *isas; k++) {
             if (!vijp_narrow_isa_ok(isas[k])) {
-                printf("%-16s %-9s not on this CPU\n", formats[fi], isa_names[k]);
+                printf("%-19s %-9s not on this CPU\n", formats[fi], isa_names[k]);
                 continue;
             }
             rounding copy = {src, dst, NULL, isas[k]}, r = {src, dst, &f, isas[k]};
             double t_copy = best_of(run_rounding, &copy, 1), t = best_of(run_rounding, &r, 1);
             double bw = 16.0 * (double)N / t * 1e-9, cbw = 16.0 * (double)N / t_copy * 1e-9;
-            printf("%-16s %-9s %9.2f %9.2f %7.0f%%\n", formats[fi], isa_names[k], bw, cbw, 100 * t_copy / t);
+            printf("%-19s %-9s %9.2f %9.2f %7.0f%%\n", formats[fi], isa_names[k], bw, cbw, 100 * t_copy / t);
             best_pct = fmax(best_pct, 100 * t_copy / t);
         }
         worst_best = fmin(worst_best, best_pct);
