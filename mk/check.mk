@@ -9,7 +9,7 @@ TEST_SRC := $(wildcard tests/t-*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/check_main.o \
             $(patsubst %.c,$(BUILD)/%.o,$(filter-out tests/fixtures/cuda-mock.c,$(wildcard tests/fixtures/*.c))) \
             $(BUILD)/examples/layer-template/scaledtanh.o \
-            $(BUILD)/src/study/progress.o $(BUILD)/src/study/unit_io.o $(BUILD)/src/report/prerender.o
+            $(BUILD)/src/study/progress.o $(BUILD)/src/study/unit_io.o $(BUILD)/src/study/draws.o $(BUILD)/src/report/prerender.o
 # The CUDA suite's own test program (tests/check_cuda.c says why not
 # check_vijp), linked with the CUDA kernels' archive, then libvijp.a (the
 # kernels call vijp_fail and the allocator), then CUDA.

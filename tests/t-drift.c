@@ -6,6 +6,10 @@
 #include "vijp/drift.h"
 #include "compare/cache.h"
 #include "drift/memo.h"
+#include "drift/drawn.h"
+#include "grad/problem.h"
+#include "study/draws.h"
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -860,6 +864,109 @@ START_TEST(compare_cached_is_compare)
 }
 END_TEST
 
+/* ---- a net drawn once (drift/drawn.h, study/draws.h) ------------------- */
+
+/* The parameters of spec at depth and width from the public calls alone
+ * (vijp_net_build, vijp_net_init): the oracle a shared draw must equal. */
+static vijp_net fresh_draw(const char *spec, size_t depth, size_t width, vijp_init init, uint64_t seed)
+{
+    vijp_net net;
+    vijp_error err = {0};
+    ck_assert_msg(!vijp_net_build(&net, spec, depth, width, &err) && !vijp_net_init(&net, init, seed, &err), "%s", err.msg);
+    return net;
+}
+
+static int same_params(const vijp_net *a, const vijp_net *b)
+{
+    if (a->depth != b->depth) return 0;
+    for (size_t i = 0; i < a->depth; i++) {
+        size_t P = a->layers[i].type->param_count(&a->layers[i]);
+        if (P && memcmp(a->theta[i], b->theta[i], P * sizeof(double))) return 0;
+    }
+    return 1;
+}
+
+/* One net drawn for two formats (whose reference is not shared: bfloat16
+ * and binary32 round θ differently) gives each curve bit for bit what a
+ * curve drawing its own net gives, equals a fresh draw, and is left as it
+ * was (only read). */
+START_TEST(drawn_net_same_curves)
+{
+    static const char *const formats[] = {"bfloat16+binary32", "binary32"};
+    vijp_drift_setup s = setup("dense:8,gelu", 12, 8, VIJP_INIT_ORTHOGONAL, formats[0], test_seed());
+    vijp_net drawn, before = fresh_draw("dense:8,gelu", 12, 8, s.problem.init, test_seed());
+    vijp_error err = {0};
+    ck_assert(!vijp_problem_draw(&s.problem, &drawn, &err));
+    ck_assert_msg(same_params(&drawn, &before), "the draw differs from a fresh vijp_net_init");
+    for (size_t k = 0; k < 2; k++) {
+        s = setup("dense:8,gelu", 12, 8, VIJP_INIT_ORTHOGONAL, formats[k], test_seed());
+        vijp_drift_curve own, shared;
+        drift(&s, &own);
+        ck_assert_msg(!vijp_drift_run_drawn(&s, &drawn, &shared, &err), "%s", err.msg);
+        ck_assert_msg(same_curve(&own, &shared), "%s: the curve on the shared net differs", formats[k]);
+        vijp_drift_curve_clear(&own), vijp_drift_curve_clear(&shared);
+    }
+    ck_assert_msg(same_params(&drawn, &before), "running curves changed the shared net");
+    vijp_net_free(&drawn), vijp_net_free(&before);
+}
+END_TEST
+
+typedef struct {
+    study_draws *d;
+    study_draw_key key;
+    const vijp_net *net;
+    int rc;
+} draw_request;
+
+static void *request(void *arg)
+{
+    draw_request *r = arg;
+    vijp_error err = {0};
+    r->rc = study_draws_get(r->d, r->key, &r->net, &err);
+    return NULL;
+}
+
+/* The study's table: two threads asking at once get one net, drawn once,
+ * the fresh draw's; another seed gets its own; a net is freed after its
+ * last expected use and drawn again (the same values) if asked for after;
+ * a failed draw fails every request with the same message, drawn once. */
+START_TEST(draws_table)
+{
+    vijp_net tmpl;
+    vijp_error err = {0}, again = {0};
+    ck_assert(!vijp_net_template(&tmpl, "dense:8,gelu", 6, 8, &err));
+    study_draws_source src = {&tmpl, 6, 8, 1, "/nonexistent/w.safetensors"};
+    study_draws *d = study_draws_new(&src);
+    vijp_init orth = {VIJP_INIT_ORTHOGONAL, 1};
+    study_draw_key k = {0, orth, test_seed(), 0}, other = {0, orth, test_seed() + 1, 0};
+    study_draws_expect(d, k, 2);
+    draw_request r[2] = {{d, k, NULL, -1}, {d, k, NULL, -1}};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) ck_assert(!pthread_create(&t[i], NULL, request, &r[i]));
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    ck_assert(!r[0].rc && !r[1].rc && r[0].net == r[1].net && study_draws_made(d) == 1);
+    vijp_net want = fresh_draw("dense:8,gelu", 6, 8, orth, test_seed()), want2 = fresh_draw("dense:8,gelu", 6, 8, orth, test_seed() + 1);
+    ck_assert_msg(same_params(r[0].net, &want), "the shared draw differs from a fresh one");
+    const vijp_net *n2;
+    ck_assert(!study_draws_get(d, other, &n2, &err) && n2 != r[0].net && study_draws_made(d) == 2);
+    ck_assert_msg(same_params(n2, &want2) && !same_params(n2, &want), "seed %llu's draw is not its own",
+                  (unsigned long long)test_seed() + 1);
+    study_draws_put(d, other, 0);
+    study_draws_put(d, k, 1), study_draws_put(d, k, 1); /* the last expected use: freed */
+    const vijp_net *n3;
+    ck_assert(!study_draws_get(d, k, &n3, &err) && study_draws_made(d) == 3 && same_params(n3, &want));
+    study_draws_put(d, k, 0);
+    study_draw_key bad = {0, orth, test_seed(), 1}; /* with the missing weights file */
+    const vijp_net *n4 = NULL;
+    int rc = study_draws_get(d, bad, &n4, &err), rc2 = study_draws_get(d, bad, &n4, &again);
+    ck_assert_msg(rc && rc == rc2 && !n4 && !strcmp(err.msg, again.msg) && strstr(err.msg, "/nonexistent/w.safetensors"),
+                  "%d %d: %s / %s", rc, rc2, err.msg, again.msg);
+    ck_assert_uint_eq(study_draws_made(d), 4);
+    study_draws_free(d);
+    vijp_net_free(&want), vijp_net_free(&want2), vijp_net_free(&tmpl);
+}
+END_TEST
+
 Suite *suite_drift(void)
 {
     Suite *s = suite_create("drift");
@@ -892,5 +999,9 @@ Suite *suite_drift(void)
     tcase_add_test(tc, singular_vijp_measured);
     tcase_add_test(tc, stored_by_depth);
     suite_add_tcase(s, tc);
+    TCase *drawn = tcase_create("drawn");
+    tcase_add_test(drawn, drawn_net_same_curves);
+    tcase_add_test(drawn, draws_table);
+    suite_add_tcase(s, drawn);
     return s;
 }

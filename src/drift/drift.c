@@ -7,6 +7,7 @@
 #include "grad/problem.h"
 #include "compare/cache.h"
 #include "memo.h"
+#include "drawn.h"
 #include "cond.h"
 #include <cblas.h>
 #include <lapacke.h>
@@ -388,13 +389,25 @@ static void measure(const vijp_net *net, const vijp_drift_setup *s, const vijp_g
 
 int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *err)
 {
+    return vijp_drift_run_drawn(s, NULL, c, err);
+}
+
+int vijp_drift_run_drawn(const vijp_drift_setup *s, const vijp_net *drawn, vijp_drift_curve *c, vijp_error *err)
+{
     memset(c, 0, sizeof *c);
-    vijp_net net;
+    vijp_net own = {0}, net;
     vijp_problem pf;
     int rc = s->skip_reference ? 0 : vijp_drift_check_ref_prec(&s->problem.fmt, s->ref_prec_start, s->ref_prec_max, err);
     if (rc) return rc;
-    rc = vijp_problem_setup(&s->problem, &net, &pf, err);
-    if (rc) return rc;
+    if (!drawn && (rc = vijp_problem_draw(&s->problem, &own, err))) return rc;
+    /* The drawn net, read only: a view whose loss is this run's (a shared
+     * one may have been drawn for a run with another loss) */
+    net = drawn ? *drawn : own;
+    net.loss = s->problem.loss;
+    if ((rc = vijp_problem_setup_drawn(&s->problem, &net, &pf, err))) {
+        vijp_net_free(&own);
+        return rc;
+    }
     size_t D = net.depth;
     c->depth = D;
     c->u = vijp_xnum_2exp(1, -(long)s->problem.fmt.prec);
@@ -467,7 +480,7 @@ out:
     free(cache);
     vijp_grads_clear(&ref);
     vijp_problem_clear(&pf, &net);
-    vijp_net_free(&net);
+    vijp_net_free(&own);
     if (rc) vijp_drift_curve_clear(c);
     return rc;
 }

@@ -57,9 +57,8 @@ void vijp_problem_clear(vijp_problem *p, const vijp_net *net)
     p->theta = NULL;
 }
 
-int vijp_problem_setup(const vijp_grad_setup *s, vijp_net *net, vijp_problem *p, vijp_error *err)
+int vijp_problem_draw(const vijp_grad_setup *s, vijp_net *net, vijp_error *err)
 {
-    *p = (vijp_problem){0};
     if (s->batch == 0 || s->batch > 1000000)
         return vijp_fail(err, VIJP_EINVAL, "batch %zu out of range [1, 1000000]", s->batch);
     int rc = 0;
@@ -67,12 +66,28 @@ int vijp_problem_setup(const vijp_grad_setup *s, vijp_net *net, vijp_problem *p,
     else if ((rc = vijp_net_build(net, s->spec, s->depth, s->width, err))) return rc;
     net->loss = s->loss;
     if ((s->weights && (rc = vijp_net_load_weights(net, s->weights, err))) ||
-        (rc = vijp_net_init(net, s->init, s->seed, err)) ||
-        (rc = vijp_problem_round(p, net, s->batch, s->seed, &s->fmt, err)) ||
-        (s->input && (rc = read_rows(s->input, net->width, s->batch, &p->X, err))) ||
-        (s->target && (rc = read_rows(s->target, vijp_net_out_width(net), s->batch, &p->T, err)))) {
-        vijp_problem_clear(p, net);
+        (rc = vijp_net_init(net, s->init, s->seed, err)))
         vijp_net_free(net);
-    }
+    return rc;
+}
+
+int vijp_problem_setup_drawn(const vijp_grad_setup *s, const vijp_net *net, vijp_problem *p, vijp_error *err)
+{
+    *p = (vijp_problem){0};
+    if (s->batch == 0 || s->batch > 1000000)
+        return vijp_fail(err, VIJP_EINVAL, "batch %zu out of range [1, 1000000]", s->batch);
+    int rc = 0;
+    if ((rc = vijp_problem_round(p, net, s->batch, s->seed, &s->fmt, err)) ||
+        (s->input && (rc = read_rows(s->input, net->width, s->batch, &p->X, err))) ||
+        (s->target && (rc = read_rows(s->target, vijp_net_out_width(net), s->batch, &p->T, err))))
+        vijp_problem_clear(p, net);
+    return rc;
+}
+
+int vijp_problem_setup(const vijp_grad_setup *s, vijp_net *net, vijp_problem *p, vijp_error *err)
+{
+    *p = (vijp_problem){0};
+    int rc = vijp_problem_draw(s, net, err);
+    if (!rc && (rc = vijp_problem_setup_drawn(s, net, p, err))) vijp_net_free(net);
     return rc;
 }

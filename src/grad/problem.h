@@ -22,5 +22,15 @@ void vijp_problem_clear(vijp_problem *p, const vijp_net *net);
  * every study starts from.  On failure
  * both are released. */
 VIJP_MUST_CHECK int vijp_problem_setup(const vijp_grad_setup *s, vijp_net *net, vijp_problem *p, vijp_error *err);
+/* vijp_problem_setup's two halves.  vijp_problem_draw: the net of s,
+ * built, its loss set, its parameters loaded (s->weights) and drawn
+ * (s->init, s->seed); released on failure.  vijp_problem_setup_drawn: the
+ * problem of s (inputs and loss data from s->seed, s->input, s->target;
+ * parameters rounded to s->fmt) on a net so drawn, which it only reads:
+ * one drawn net serves every format and engine of a seed (the study's
+ * draws, study/draws.h) with the same bits as a net drawn for each. */
+VIJP_MUST_CHECK int vijp_problem_draw(const vijp_grad_setup *s, vijp_net *net, vijp_error *err);
+VIJP_MUST_CHECK int vijp_problem_setup_drawn(const vijp_grad_setup *s, const vijp_net *net, vijp_problem *p,
+                                             vijp_error *err);
 
 #endif

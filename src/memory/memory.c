@@ -1,5 +1,6 @@
 #include "vijp/memory.h"
 #include "grad/problem.h"
+#include "profile.h"
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -9,16 +10,31 @@
 #include <malloc.h>
 #endif
 
-int vijp_memory_profile(const vijp_net *tmpl, size_t batch, uint64_t seed, const vijp_format *f, vijp_engine_kind e,
-                        const vijp_engine_opts *o, size_t *bytes, vijp_error *err)
+/* The setup of a profile: orthogonal parameters from seed, square loss. */
+static vijp_grad_setup profile_setup(const vijp_net *tmpl, size_t batch, uint64_t seed, const vijp_format *f)
 {
-    size_t depth = tmpl->depth;
-    vijp_grad_setup s = {.net = tmpl, .depth = depth, .width = tmpl->width, .batch = batch, .seed = seed,
-                         .init = {VIJP_INIT_ORTHOGONAL, 1}, .loss = VIJP_LOSS_SQUARE, .fmt = *f};
-    vijp_net net;
+    return (vijp_grad_setup){.net = tmpl, .depth = tmpl->depth, .width = tmpl->width, .batch = batch, .seed = seed,
+                             .init = {VIJP_INIT_ORTHOGONAL, 1}, .loss = VIJP_LOSS_SQUARE, .fmt = *f};
+}
+
+int vijp_memory_profile_draw(const vijp_net *tmpl, size_t batch, uint64_t seed, vijp_net *net, vijp_error *err)
+{
+    vijp_format fd;
+    vijp_format_fixed(&fd, VIJP_DOUBLE);
+    vijp_grad_setup s = profile_setup(tmpl, batch, seed, &fd);
+    return vijp_problem_draw(&s, net, err);
+}
+
+int vijp_memory_profile_drawn(const vijp_net *drawn, size_t batch, uint64_t seed, const vijp_format *f,
+                              vijp_engine_kind e, const vijp_engine_opts *o, size_t *bytes, vijp_error *err)
+{
+    size_t depth = drawn->depth;
+    vijp_grad_setup s = profile_setup(drawn, batch, seed, f);
+    vijp_net net = *drawn; /* a view, only read */
+    net.loss = s.loss;
     vijp_problem p;
     vijp_grads g = {0};
-    int rc = vijp_problem_setup(&s, &net, &p, err);
+    int rc = vijp_problem_setup_drawn(&s, &net, &p, err);
     if (rc) return rc;
     rc = vijp_engine_run_opts(e, &net, p.theta, &p.X, &p.T, o, &g, err);
     /* Some residuals depend on the values (a relu fragment holds the
@@ -33,6 +49,16 @@ int vijp_memory_profile(const vijp_net *tmpl, size_t batch, uint64_t seed, const
     if (!rc) memcpy(bytes, g.stored_by_depth, depth * sizeof *bytes);
     vijp_grads_clear(&g);
     vijp_problem_clear(&p, &net);
+    return rc;
+}
+
+int vijp_memory_profile(const vijp_net *tmpl, size_t batch, uint64_t seed, const vijp_format *f, vijp_engine_kind e,
+                        const vijp_engine_opts *o, size_t *bytes, vijp_error *err)
+{
+    vijp_net net;
+    int rc = vijp_memory_profile_draw(tmpl, batch, seed, &net, err);
+    if (rc) return rc;
+    rc = vijp_memory_profile_drawn(&net, batch, seed, f, e, o, bytes, err);
     vijp_net_free(&net);
     return rc;
 }

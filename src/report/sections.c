@@ -5,6 +5,7 @@
 #include "vijp/vijp.h"
 #include "vijp/composite.h"
 #include "vijp/memory.h"
+#include "memory/profile.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,18 +20,35 @@ size_t reversible_run(const study *s)
 
 size_t *mem_at(const memory_table *m, size_t c, size_t e) { return m->bytes + (c * VIJP_ENGINE_COUNT + e) * m->s->depth; }
 
+/* Config c's profiles of every engine, on one net: the study's draw (kept
+ * for this table by study_pool_start) or, without a table, its own. */
+static int memory_config(memory_table *m, const study *s, size_t c, const vijp_format *fd, vijp_error *err)
+{
+    const vijp_net *tmpl = &s->nets[s->configs[c].net], *net;
+    vijp_net own = {0};
+    study_draw_key key = study_profile_draw(s, c);
+    int rc = s->draws ? study_draws_get(s->draws, key, &net, err)
+                      : vijp_memory_profile_draw(tmpl, s->batch, s->seeds[0], &own, err);
+    if (rc) return rc;
+    if (!s->draws) net = &own;
+    for (int e = 0; e < VIJP_ENGINE_COUNT && !rc; e++)
+        rc = vijp_memory_profile_drawn(net, s->batch, s->seeds[0], fd, (vijp_engine_kind)e, &s->opts,
+                                       mem_at(m, c, (size_t)e), err);
+    if (s->draws) study_draws_put(s->draws, key, 1);
+    vijp_net_free(&own);
+    return rc;
+}
+
 int memory_compute(memory_table *m, const study *s, vijp_error *err)
 {
     m->s = s;
     m->bytes = vijp_alloc_array(s->n_configs * VIJP_ENGINE_COUNT * s->depth, sizeof *m->bytes);
     vijp_format fd;
     vijp_format_fixed(&fd, VIJP_DOUBLE);
-    for (size_t c = 0; c < s->n_configs; c++)
-        for (int e = 0; e < VIJP_ENGINE_COUNT; e++) {
-            int rc = vijp_memory_profile(&s->nets[s->configs[c].net], s->batch, s->seeds[0], &fd, (vijp_engine_kind)e,
-                                         &s->opts, mem_at(m, c, (size_t)e), err);
-            if (rc) return rc;
-        }
+    for (size_t c = 0; c < s->n_configs; c++) {
+        int rc = memory_config(m, s, c, &fd, err);
+        if (rc) return rc;
+    }
     return 0;
 }
 

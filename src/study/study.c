@@ -1,7 +1,9 @@
 /* Running a drift study: parsing its lists, a pool of worker threads, a
  * progress meter on terminals (progress.h). */
+#include "draws.h"
 #include "progress.h"
 #include "study.h"
+#include "drift/drawn.h"
 #include "vijp/error.h"
 #include "vijp/vijp.h"
 #include <cblas.h>
@@ -247,9 +249,26 @@ int study_run_unit_memo(const study *s, size_t j, vijp_drift_memo *memo, vijp_dr
         .ref_prec_max = s->ref_prec_max, .memo = memo,
     };
     vijp_error e = {0};
-    int rc = vijp_drift_run(&ds, c, &e);
+    const vijp_net *drawn = NULL;
+    study_draw_key key = study_unit_draw(s, j);
+    /* The net drawn once for every format and engine of this config and
+     * seed (draws.h), where the pool keeps a table; else this curve's own */
+    int rc = s->draws ? study_draws_get(s->draws, key, &drawn, &e) : 0;
+    if (!rc) rc = vijp_drift_run_drawn(&ds, drawn, c, &e);
+    if (drawn) study_draws_put(s->draws, key, 1);
     if (rc) vijp_fail(err, rc, "%s", e.msg);
     return rc;
+}
+
+study_draw_key study_unit_draw(const study *s, size_t j)
+{
+    size_t k = j % s->n_seeds, ci = j / s->n_seeds / s->n_formats;
+    return (study_draw_key){s->configs[ci].net, s->configs[ci].init, s->seeds[k], s->weights != NULL};
+}
+
+study_draw_key study_profile_draw(const study *s, size_t c)
+{
+    return (study_draw_key){s->configs[c].net, {VIJP_INIT_ORTHOGONAL, 1}, s->seeds[0], 0};
 }
 
 void study_unit_name(const study *s, size_t j, char *buf, size_t size)
@@ -262,7 +281,10 @@ void study_unit_name(const study *s, size_t j, char *buf, size_t size)
 int study_pool_take(study_pool *p, size_t *j)
 {
     size_t n;
-    return study_pool_take_group(p, j, 1, &n);
+    int got = study_pool_take_group(p, j, 1, &n);
+    /* computed by another process, from its own draw */
+    if (got && p->s->draws) study_draws_expect(p->s->draws, study_unit_draw(p->s, *j), -1);
+    return got;
 }
 
 int study_pool_take_group(study_pool *p, size_t *js, size_t max, size_t *n)
@@ -346,6 +368,14 @@ study_pool *study_pool_start(study *s, int threads)
         work += p->cost[j];
     }
     free(reference), free(members);
+    /* Each curve's net, and each config's for the report's memory table
+     * (sections.c), drawn once and kept until its last use */
+    if (!s->draws) {
+        study_draws_source src = {s->nets, s->depth, s->width, s->batch, s->weights};
+        s->draws = study_draws_new(&src);
+    }
+    for (size_t k = 0; k < p->n_order; k++) study_draws_expect(s->draws, study_unit_draw(s, c[k].j), 1);
+    for (size_t k = 0; k < s->n_configs; k++) study_draws_expect(s->draws, study_profile_draw(s, k), 1);
     qsort(c, p->n_order, sizeof *c, by_cost);
     for (size_t k = 0; k < p->n_order; k++) p->order[k] = c[k].j, p->leader[k] = c[k].leader;
     free(c), free(group);
@@ -393,6 +423,8 @@ void study_free(study *s)
     free(s->curves);
     free(s->done);
     free(s->command);
+    study_draws_free(s->draws);
+    s->draws = NULL;
     for (size_t i = 0; i < STUDY_MAX; i++) vijp_net_free(&s->nets[i]); /* parsed ones, also past a failure */
     s->n_nets = 0;
     s->curves = NULL;

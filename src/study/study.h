@@ -5,6 +5,7 @@
 
 #include "vijp/drift.h"
 #include "vijp/error.h"
+#include "draws.h"
 
 #define STUDY_MAX 32 /* of each list: specs, inits, formats, engines, seeds */
 
@@ -45,6 +46,9 @@ typedef struct {
     /* Called (on a worker thread) with each curve as it is finished, when set. */
     void (*on_unit)(void *ctx, size_t j, const vijp_drift_curve *c);
     void *on_unit_ctx;
+    /* NULL, or the nets drawn once for the curves and the memory table
+     * (draws.h): made by study_pool_start, freed by study_free */
+    study_draws *draws;
 } study;
 
 static inline size_t study_units(const study *s) { return s->n_configs * s->n_formats * s->n_seeds; }
@@ -85,6 +89,10 @@ VIJP_MUST_CHECK int study_run_unit(const study *s, size_t j, vijp_drift_curve *c
 /* The same, with results of the rounded problem shared through memo (drift.h; NULL: none). */
 VIJP_MUST_CHECK int study_run_unit_memo(const study *s, size_t j, vijp_drift_memo *memo, vijp_drift_curve *c,
                                         vijp_error *err);
+/* The draw curve j runs on, and the one the memory table profiles config
+ * c on (orthogonal, the first seed, no --weights: vijp_memory_profile's). */
+study_draw_key study_unit_draw(const study *s, size_t j);
+study_draw_key study_profile_draw(const study *s, size_t c);
 /* "SPEC (INIT), FORMAT, seed K": curve j in messages. */
 void study_unit_name(const study *s, size_t j, char *buf, size_t size);
 
