@@ -247,11 +247,33 @@ static void print_verdicts(const study *s)
     print_overflows(s);
 }
 
+/* The bytes of the nets the study draws (study/draws.h): one per config
+ * and seed, and one per net for the memory table where no config draws
+ * it (orthogonal, the first seed, no --weights).  All may be held at once:
+ * a draw is kept until its last curve, and the curves run format by
+ * format. */
+static double study_draw_bytes(const study *s)
+{
+    double bytes = 0;
+    for (size_t c = 0; c < s->n_configs; c++) {
+        const vijp_net *net = &s->nets[s->configs[c].net];
+        bytes += (double)s->n_seeds * drift_peak_draw_bytes(net);
+        int drawn = 0, first = 1;
+        for (size_t d = 0; d < s->n_configs; d++) {
+            study_draw_key a = study_unit_draw(s, d * s->n_formats * s->n_seeds), p = study_profile_draw(s, c);
+            drawn |= a.net == p.net && a.init.kind == p.init.kind && a.init.gain == p.init.gain && !a.weights;
+            first &= !(d < c && s->configs[d].net == s->configs[c].net); /* counted once per net */
+        }
+        if (!drawn && first) bytes += drift_peak_draw_bytes(net);
+    }
+    return bytes;
+}
+
 /* Size the study before running it (drift/peak.h, docs/memory.md): the peak
- * RSS is this process's RSS now, plus, for each worker running at once, the
- * largest curve's peak; or, later, what those workers' heaps keep of it
- * after the curves plus the report's memory table (engines run in double
- * on the main thread), whichever is larger. */
+ * RSS is this process's RSS now and the nets drawn, plus, for each worker
+ * running at once, the largest curve's peak; or, later, what those
+ * workers' heaps keep of it after the curves plus the report's memory
+ * table (engines run in double on the main thread), whichever is larger. */
 static double study_peak_bytes(const study *s)
 {
     drift_peak unit = {0, 0};
@@ -260,17 +282,19 @@ static double study_peak_bytes(const study *s)
         const vijp_net *net = &s->nets[s->configs[c].net];
         for (size_t f = 0; f < s->n_formats; f++) {
             const vijp_format *F = &s->formats[f];
-            drift_peak b = drift_peak_bytes(net, s->batch, F, vijp_drift_ref_prec_first(F, s->ref_prec_start));
+            drift_peak b = drift_peak_bytes(net, s->batch, F, vijp_drift_ref_prec_first(F, s->ref_prec_start),
+                                            study_format_shares_reference(s, f));
             if (b.peak > unit.peak) unit.peak = b.peak;
             if (b.retained > unit.retained) unit.retained = b.retained;
         }
         double p = drift_peak_profile_bytes(net, s->batch);
         if (p > profile) profile = p;
     }
-    size_t units = s->n_configs * s->n_formats * s->n_seeds, jobs = s->jobs > 0 ? (size_t)s->jobs : 1;
+    /* a worker runs a group of curves sharing a reference in turn */
+    size_t units = study_reference_groups(s), jobs = s->jobs > 0 ? (size_t)s->jobs : 1;
     double at_once = (double)(jobs < units ? jobs : units);
     double curves = at_once * unit.peak, report = at_once * unit.retained + profile;
-    return cli_resident_bytes() + (curves > report ? curves : report);
+    return cli_resident_bytes() + DRIFT_PEAK_PROCESS_BYTES + study_draw_bytes(s) + (curves > report ? curves : report);
 }
 
 /* 1 if the study fits the memory available (said on stderr if not); with

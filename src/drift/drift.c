@@ -424,7 +424,13 @@ int vijp_drift_run_drawn(const vijp_drift_setup *s, const vijp_net *drawn, vijp_
     /* The caller's memo, shared with other runs, or one for this run alone. */
     vijp_drift_memo *memo = s->memo ? s->memo : vijp_drift_memo_new();
     vijp_drift_memo_bind(memo, &s->problem, &net, &pf, s->memo != NULL);
+    /* A run's own memo reads its exact copy of θ, and drops it once the
+     * reference is taken: θ in the format is not held beside the reference
+     * levels, and is rounded again, to the same values, for the engines */
+    int own_memo = memo != s->memo && !s->skip_reference;
+    if (own_memo) vijp_drift_memo_copy_now(memo, &net, &pf), vijp_net_params_clear(&net, pf.theta);
     if (!s->skip_reference && (rc = reference(s, &net, &pf, c, memo, &ref, &ref_fmt, cache, err))) goto out;
+    if (own_memo && (rc = vijp_net_params(&net, &s->problem.fmt, pf.theta, err))) goto out;
     for (size_t k = 0; k < c->n_runs && !rc; k++) {
         vijp_drift_run_result *r = &c->runs[k];
         r->engine = k ? s->engines[k - 1] : VIJP_ENGINE_BACKPROP;

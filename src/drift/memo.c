@@ -63,17 +63,29 @@ static void make_copy(vijp_drift_memo *m, const vijp_net *net, const vijp_proble
     m->have_copy = 1;
 }
 
-static void memo_empty(vijp_drift_memo *m)
+static void drop_copy(vijp_drift_memo *m)
 {
-    while (m->n_levels) drop_level(m, 0);
     if (m->have_copy) {
         vijp_mat_clear(&m->copy.X), vijp_mat_clear(&m->copy.T);
         for (size_t i = 0; i < m->depth; i++) vijp_mat_clear(&m->copy.theta[i]);
         free(m->copy.theta);
     }
+    m->copy.theta = NULL;
+    m->have_copy = 0;
+}
+
+static void memo_empty(vijp_drift_memo *m)
+{
+    while (m->n_levels) drop_level(m, 0);
+    drop_copy(m);
     free(m->spec), free(m->kappa), free(m->lyap_cum);
-    m->spec = NULL, m->kappa = m->lyap_cum = NULL, m->copy.theta = NULL;
-    m->keyed = m->have_copy = 0;
+    m->spec = NULL, m->kappa = m->lyap_cum = NULL;
+    m->keyed = 0;
+}
+
+void vijp_drift_memo_copy_now(vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf)
+{
+    if (!m->have_copy) make_copy(m, net, pf);
 }
 
 void vijp_drift_memo_free(vijp_drift_memo *m)
@@ -234,6 +246,7 @@ void vijp_drift_memo_reference(vijp_drift_memo *m, long prec, mpfr_prec_t q, vij
     point_to(ref, fmt);
     memset(&L->g, 0, sizeof L->g);
     while (m->n_levels) drop_level(m, 0);
+    drop_copy(m); /* no level will read it again: the engines' peak does not hold it */
     if (!narrower) return;
     round_entries(&ref->grad_x, q);
     for (size_t i = 0; i < ref->depth; i++) round_entries(&ref->g[i], q), round_entries(&ref->grad_theta[i], q);

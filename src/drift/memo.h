@@ -30,8 +30,13 @@ size_t vijp_drift_memo_computed(const vijp_drift_memo *m);
 /* The reference at prec, rounded to the comparisons' precision q (when
  * narrower), into *ref whose matrices point to *fmt (the caller's).  A keyed
  * memo gives a copy and keeps its levels; one run's moves the level out and
- * drops the rest. */
+ * drops the rest, and the copy of the problem. */
 void vijp_drift_memo_reference(vijp_drift_memo *m, long prec, mpfr_prec_t q, vijp_grads *ref, vijp_format *fmt);
+
+/* The exact copy of the bound problem that the levels read, made now
+ * rather than at the first level: the caller may then release pf's θ until
+ * the reference is taken (one run's memo drops the copy then). */
+void vijp_drift_memo_copy_now(vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf);
 
 /* Conditioning (κ_i and the Lyapunov spread, D values each) of the bound
  * problem: 1 and copied out when the memo has it; 0 when not. */

@@ -4,6 +4,7 @@
  * block, which also says whether the heap keeps it after the free. */
 #include "peak.h"
 #include "vijp/layer.h"
+#include "compare/cache.h"
 #include <mpfr.h>
 
 /* Bytes per value of a matrix in format f: a double, or an mpfr_t and its
@@ -59,28 +60,39 @@ static void grads(blocks *b, const vijp_net *net, size_t batch, double v)
     outputs(b, net, batch, v);
 }
 
-drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format *f, long ref_first)
+drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format *f, long ref_first, int shared)
 {
     double vf = value_bytes(f), vcopy = mpfr_bytes(f->prec > 53 ? (long)f->prec : 53);
     double vlo = mpfr_bytes(ref_first), vhi = mpfr_bytes(2 * ref_first);
-    /* Throughout: the net's double master θ and the problem rounded to f
-     * (vijp_problem_setup), the memo's exact copy of it (memo.c), and the
-     * reference at its second level (kept, rounded in place, as the
-     * engines' reference). */
-    blocks base = {0};
-    params(&base, net, sizeof(double));
-    problem(&base, net, batch, vf);
-    problem(&base, net, batch, vcopy);
-    grads(&base, net, batch, vhi);
-    /* The reference's second level being computed: the first level's
-     * gradients beside it, and its own activations h_0..h_D. */
-    blocks ref = base;
+    /* The net's double θ is the study's draw (study/draws.h), shared by
+     * the curves of a seed: drift_peak_draw_bytes counts it.  The
+     * reference's second level being computed: the memo's exact copy of
+     * the problem (memo.c), the first level's gradients beside the
+     * second's, and its activations h_0..h_D; θ in f is released meanwhile
+     * where the curve has a memo of its own (drift.c), held where the
+     * memo is shared. */
+    blocks ref = {0};
+    if (shared) problem(&ref, net, batch, vf);
+    else add(&ref, vf * (double)(net->width * batch)), add(&ref, vf * (double)(vijp_net_out_width(net) * batch));
+    problem(&ref, net, batch, vcopy);
+    grads(&ref, net, batch, vhi);
     grads(&ref, net, batch, vlo);
     outputs(&ref, net, batch, vhi);
-    /* An engine's run: its gradients in f and the most any engine stores
-     * (backprop's activations), beside a layer's double copy for a
-     * solve (the largest layer's parameters). */
-    blocks eng = base;
+    /* An engine's run: the problem in f, the reference (a curve's own
+     * level, rounded in place; a shared memo's two levels, kept with the
+     * copy, and a copy of the second at the comparisons' precision), its
+     * gradients in f and the most any engine stores (backprop's
+     * activations), beside a layer's double copy for a solve (the largest
+     * layer's parameters). */
+    blocks eng = {0};
+    problem(&eng, net, batch, vf);
+    grads(&eng, net, batch, vhi);
+    if (shared) { /* a shared memo keeps every level it computed */
+        long q = vijp_compare_prec(f);
+        problem(&eng, net, batch, vcopy);
+        grads(&eng, net, batch, vlo);
+        grads(&eng, net, batch, q < 2 * ref_first ? mpfr_bytes(q) : vhi);
+    }
     grads(&eng, net, batch, vf);
     outputs(&eng, net, batch, vf);
     double widest = 0;
@@ -93,12 +105,19 @@ drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format
     return (drift_peak){top->all, top->heap};
 }
 
-double drift_peak_profile_bytes(const vijp_net *net, size_t batch)
+double drift_peak_draw_bytes(const vijp_net *net)
 {
-    /* vijp_memory_profile: the net's double θ, the problem in double, an
-     * engine's double gradients and backprop's double activations. */
     blocks b = {0};
     params(&b, net, sizeof(double));
+    return b.all;
+}
+
+double drift_peak_profile_bytes(const vijp_net *net, size_t batch)
+{
+    /* vijp_memory_profile on the study's draw (drift_peak_draw_bytes): the
+     * problem in double, an engine's double gradients and backprop's
+     * double activations. */
+    blocks b = {0};
     problem(&b, net, batch, sizeof(double));
     grads(&b, net, batch, sizeof(double));
     outputs(&b, net, batch, sizeof(double));

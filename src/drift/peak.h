@@ -12,6 +12,13 @@
  * the heap of the thread that freed them, and so in the process's RSS. */
 #define DRIFT_PEAK_MMAP_BYTES (32.0 * 1024 * 1024)
 
+/* What a study's process touches beside its curves' blocks and its
+ * resident set when sized: the worker threads' stacks and heap arenas,
+ * OpenBLAS's work buffer, the report's tables.  Measured, not derived: a
+ * depth-2 dense:8 study (blocks of a few KB) peaks 3.9 MB above the rest of
+ * the estimate on the 2-core development machine (2026-12-05). */
+#define DRIFT_PEAK_PROCESS_BYTES (4.0 * 1024 * 1024)
+
 typedef struct {
     double peak;     /* bytes allocated at the curve's peak (the reference's second level, or an engine's run) */
     double retained; /* of them, in heap blocks (under DRIFT_PEAK_MMAP_BYTES): kept mapped after the curve */
@@ -19,13 +26,21 @@ typedef struct {
 
 /* A curve of net (batch samples) in format f whose reference starts at
  * ref_first bits (vijp_drift_ref_prec_first) and validates at twice that:
- * the net's double master copy, the problem rounded to f, the memo's exact
- * copy, the two reference levels with the activations of the second, then
- * one engine's gradients and activations beside the rounded reference. */
-drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format *f, long ref_first);
+ * the two reference levels with the activations of the second beside the
+ * memo's exact copy of the problem, then one engine's gradients and
+ * activations beside the problem in f and the reference.  shared: the
+ * curve's reference memo is shared with another format's curve (the same
+ * storage format), and keeps the problem in f, the copy and its level
+ * throughout.  The net's double θ is not counted: the study draws it once
+ * per seed (drift_peak_draw_bytes). */
+drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format *f, long ref_first, int shared);
 
-/* The bytes of vijp_memory_profile's runs in double (the report's memory
- * table, on the main thread after every curve): the most of any engine's. */
+/* The bytes of one drawn net: its double θ (study/draws.h). */
+double drift_peak_draw_bytes(const vijp_net *net);
+
+/* The bytes of vijp_memory_profile's runs in double on a drawn net (the
+ * report's memory table, on the main thread after every curve): the most
+ * of any engine's. */
 double drift_peak_profile_bytes(const vijp_net *net, size_t batch);
 
 #endif

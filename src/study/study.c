@@ -195,6 +195,24 @@ static int share_reference(const study *s, const vijp_format *a, const vijp_form
            vijp_drift_ref_prec_first(a, s->ref_prec_start) == vijp_drift_ref_prec_first(b, s->ref_prec_start);
 }
 
+int study_format_shares_reference(const study *s, size_t f)
+{
+    for (size_t g = 0; g < s->n_formats; g++)
+        if (g != f && share_reference(s, &s->formats[g], &s->formats[f])) return 1;
+    return 0;
+}
+
+size_t study_reference_groups(const study *s)
+{
+    size_t leaders = 0;
+    for (size_t f = 0; f < s->n_formats; f++) {
+        size_t g = 0;
+        while (g < f && !share_reference(s, &s->formats[g], &s->formats[f])) g++;
+        leaders += g == f;
+    }
+    return s->n_configs * s->n_seeds * leaders;
+}
+
 /* The first curve of j's group: the same config and seed, in the first
  * format that shares j's reference (j itself when none before it does). */
 static size_t group_leader(const study *s, size_t j)

@@ -93,6 +93,12 @@ VIJP_MUST_CHECK int study_run_unit_memo(const study *s, size_t j, vijp_drift_mem
  * c on (orthogonal, the first seed, no --weights: vijp_memory_profile's). */
 study_draw_key study_unit_draw(const study *s, size_t j);
 study_draw_key study_profile_draw(const study *s, size_t c);
+/* Whether format f's curves share their reference with another format's
+ * (the same storage format): each group of a config and seed then runs
+ * with one vijp_drift_memo. */
+int study_format_shares_reference(const study *s, size_t f);
+/* How many such groups the study has: one thread runs each, in turn. */
+size_t study_reference_groups(const study *s);
 /* "SPEC (INIT), FORMAT, seed K": curve j in messages. */
 void study_unit_name(const study *s, size_t j, char *buf, size_t size);
 
