@@ -8,7 +8,7 @@ BENCH_OBJ := $(patsubst bench/%.c,$(BUILD)/bench/%.o,$(wildcard bench/*.c))
 # SKIPPED and exits 0 where the build has CUDA but the machine no GPU).
 BENCH_GPU := $(if $(VIJP_CUDA),$(BUILD)/bench-gpu)
 BENCH_PROGS := $(addprefix $(BUILD)/bench-,engines drift cond certify memory activations conv kernels mpi reference emu-dense narrow \
-                models orthogonal ddref) \
+                models orthogonal ddref drift-width) \
                $(BENCH_GPU)
 
 $(BUILD)/bench-%: $(BUILD)/bench/%.o $(BUILD)/libvijp.a
@@ -44,6 +44,7 @@ bench: $(BENCH_PROGS) $(BUILD)/vijp
 	PYTHON_TORCH=$(or $(PYTHON_TORCH),python3) ./$(BUILD)/bench-emu-dense
 	./$(BUILD)/bench-narrow
 	./$(BUILD)/bench-models $(BUILD)/vijp
+	./$(BUILD)/bench-drift-width $(BUILD)/vijp
 # Kept: as prerequisites of a pattern rule only, make would delete them as
 # intermediates after every link and compile them again on the next make.
 .SECONDARY: $(BENCH_OBJ)
