@@ -5,7 +5,7 @@
  * silu, sigmoid and gelu is written here from their definitions (not the
  * layers' or the oracles' code); for the net with a LayerNorm it is the
  * oracles (oracles/, apart from certify/). */
-#include "fixtures/testutil.h"
+#include "fixtures/certfix.h"
 #include "certify/affine.h"
 #include "vijp/certify.h"
 #include "vijp/vijp.h"
@@ -111,30 +111,6 @@ START_TEST(affine_form_encloses_mpfr)
 }
 END_TEST
 
-/* x through layers [0, i) of the net by its oracles at 256 bits (the
- * type's MPFR operators, oracles/), into v (layers[i].in entries). */
-static void oracle_256(const vijp_net *net, size_t i, const double *x, mpfr_t *v)
-{
-    vijp_format p256;
-    vijp_error err = {0};
-    ck_assert(!vijp_format_mpfr(&p256, PREC, &err));
-    vijp_mat h;
-    vijp_mat_init(&h, net->width, 1, &p256);
-    for (size_t j = 0; j < net->width; j++) mpfr_set_d(h.m[j], x[j], MPFR_RNDN);
-    for (size_t l = 0; l < i; l++) {
-        const vijp_layer *L = &net->layers[l];
-        size_t P = L->type->param_count(L);
-        vijp_mat th, y;
-        vijp_mat_init(&th, P, 1, &p256), vijp_mat_init(&y, L->out, 1, &p256);
-        if (P) vijp_mat_set_d(&th, net->theta[l]);
-        ck_assert(!vijp_layer_forward(L, P ? &th : NULL, &h, &y, &err));
-        vijp_mat_clear(&h), vijp_mat_clear(&th);
-        h = y;
-    }
-    for (size_t j = 0; j < h.rows; j++) mpfr_set(v[j], h.m[j], MPFR_RNDN);
-    vijp_mat_clear(&h);
-}
-
 /* The chain's boxes: each layer's is the interval image ∩ the form's hull
  * (the form restarted after the LayerNorm, which has none): every oracle
  * image of a box point lies in the box its layer was certified over. */
@@ -159,7 +135,7 @@ START_TEST(net_box_encloses_oracle)
         box_point(p, W, lo, hi, &g, x);
         for (size_t l = 0; l < 8; l++) {
             ck_assert_msg(res[l].in_lo && !res[l].image_error[0], "layer %zu: no box: %s", l + 1, res[l].image_error);
-            oracle_256(&net, l, x, v);
+            net_oracle_image(&net, l, x, PREC, v);
             for (size_t j = 0; j < W; j++)
                 ck_assert_msg(inside(v[j], res[l].in_lo[j], res[l].in_hi[j]), "point %zu, layer %zu's input %zu: %.17g "
                               "outside [%.17g, %.17g]", p, l + 1, j + 1, mpfr_get_d(v[j], MPFR_RNDN), res[l].in_lo[j],

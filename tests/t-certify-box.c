@@ -599,24 +599,11 @@ END_TEST
  * unit k of it into v. */
 static void net_value_256(const vijp_net *net, size_t i, const double *x, size_t k, mpfr_t v)
 {
-    vijp_format p256;
-    vijp_error err = {0};
-    ck_assert(!vijp_format_mpfr(&p256, 256, &err));
-    vijp_mat h;
-    vijp_mat_init(&h, net->width, 1, &p256);
-    for (size_t j = 0; j < net->width; j++) mpfr_set_d(h.m[j], x[j], MPFR_RNDN);
-    for (size_t l = 0; l < i; l++) {
-        const vijp_layer *L = &net->layers[l];
-        size_t P = L->type->param_count(L);
-        vijp_mat th, y;
-        vijp_mat_init(&th, P, 1, &p256), vijp_mat_init(&y, L->out, 1, &p256);
-        if (P) vijp_mat_set_d(&th, net->theta[l]);
-        ck_assert(!vijp_layer_forward(L, P ? &th : NULL, &h, &y, &err));
-        vijp_mat_clear(&h), vijp_mat_clear(&th);
-        h = y;
-    }
-    mpfr_set(v, h.m[k], MPFR_RNDN);
-    vijp_mat_clear(&h);
+    size_t n = net->layers[i].in;
+    mpfr_t *h = mp_vec(n);
+    net_oracle_image(net, i, x, 256, h);
+    mpfr_set(v, h[k], MPFR_RNDN);
+    mp_vec_free(h, n);
 }
 
 /* SiLU′(h) = σ(h)(1 + h(1 − σ(h))) at 256 bits, written here from the
