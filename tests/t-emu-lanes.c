@@ -13,6 +13,8 @@
 #include "emu/dense.h"
 #include "emu/emu.h"
 #include "emu/lanes.h"
+#include "ddot/ddot.h"
+#include "kernels/kernels.h"
 #include "format/emulable.h"
 #include <math.h>
 #include <stdio.h>
@@ -205,6 +207,29 @@ START_TEST(elimination_step_every_set)
 }
 END_TEST
 
+/* The lanes and src/ddot run on the set the kernel table runs on
+ * (VIJP_KERNELS=ref: ref; avx2: avx2, or ref where a family lacks it;
+ * otherwise the widest the family has), so that VIJP_KERNELS steers every
+ * family at once.  make check runs this under the machine's default;
+ * VIJP_KERNELS=ref and =avx2 runs of this suite check the other two. */
+static const char *expected_set(const char *table, const char *const names[3], const int have[3])
+{
+    if (!strcmp(table, "ref")) return names[0];
+    if (!strcmp(table, "avx2")) return have[1] ? names[1] : names[0];
+    return have[2] ? names[2] : have[1] ? names[1] : names[0];
+}
+
+START_TEST(families_follow_the_table)
+{
+    static const char *const names[3] = {"ref", "avx2", "avx512"};
+    const char *table = vijp_kernels_active()->name;
+    int lanes[3], dd[3];
+    for (int i = 0; i < 3; i++) lanes[i] = vijp_emu_lanes_set(i) != NULL, dd[i] = vijp_dd_set(i) != NULL;
+    ck_assert_str_eq(vijp_emu_lanes_active()->name, expected_set(table, names, lanes));
+    ck_assert_str_eq(vijp_dd_active()->name, expected_set(table, names, dd));
+}
+END_TEST
+
 Suite *suite_emu_lanes(void)
 {
     Suite *s = suite_create("emu_lanes");
@@ -213,6 +238,7 @@ Suite *suite_emu_lanes(void)
     tcase_add_test(tc, every_set_matches_oracle);
     tcase_add_test(tc, sets_agree_at_width);
     tcase_add_test(tc, elimination_step_every_set);
+    tcase_add_test(tc, families_follow_the_table);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -52,8 +52,7 @@ static const vijp_dd_kernels *sets[VIJP_DD_SET_COUNT], *active;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 /* The sets the kernel table found on this CPU; the active one follows the
- * table's choice (VIJP_KERNELS=ref: the portable loops; avx2: avx2;
- * otherwise the widest). */
+ * table's choice (vijp_kernels_follow). */
 static void choose(void)
 {
     sets[0] = &ref_set;
@@ -61,14 +60,8 @@ static void choose(void)
     if (vijp_kernels_set(1, NULL)) sets[1] = &vijp_dd_avx2;
     if (vijp_kernels_set(2, NULL)) sets[2] = &vijp_dd_avx512;
 #endif
-    const char *name = vijp_kernels_active()->name;
-    active = sets[0];
-    if (!strcmp(name, "ref")) return;
-    for (int i = VIJP_DD_SET_COUNT - 1; i >= 1; i--)
-        if (sets[i] && (strcmp(name, "avx2") || i == 1)) {
-            active = sets[i];
-            return;
-        }
+    int have[3] = {1, sets[1] != NULL, sets[2] != NULL};
+    active = sets[vijp_kernels_follow(have)];
 }
 
 const vijp_dd_kernels *vijp_dd_set(int i)

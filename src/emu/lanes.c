@@ -58,7 +58,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 /* The sets the kernel table found on this CPU (the same instruction sets:
  * avx2 is AVX2 + FMA, avx512 AVX-512F + DQ); the active one follows the
- * table's choice, as src/ddot/ddot.c's does. */
+ * table's choice (vijp_kernels_follow). */
 static void choose(void)
 {
     sets[0] = &ref_set;
@@ -66,14 +66,8 @@ static void choose(void)
     if (vijp_kernels_set(1, NULL)) sets[1] = &vijp_emu_lanes_avx2;
     if (vijp_kernels_set(2, NULL)) sets[2] = &vijp_emu_lanes_avx512;
 #endif
-    const char *name = vijp_kernels_active()->name;
-    active = sets[0];
-    if (!strcmp(name, "ref")) return;
-    for (int i = VIJP_EMU_LANES_COUNT - 1; i >= 1; i--)
-        if (sets[i] && (strcmp(name, "avx2") || i == 1)) {
-            active = sets[i];
-            return;
-        }
+    int have[3] = {1, sets[1] != NULL, sets[2] != NULL};
+    active = sets[vijp_kernels_follow(have)];
 }
 
 const vijp_emu_lanes *vijp_emu_lanes_set(int i)

@@ -178,6 +178,14 @@ const vijp_kernels *vijp_kernels_active(void)
     return &active;
 }
 
+int vijp_kernels_follow(const int have[3])
+{
+    const char *name = vijp_kernels_active()->name;
+    if (!strcmp(name, "ref")) return 0;
+    if (!strcmp(name, "avx2")) return have[1] ? 1 : 0;
+    return have[2] ? 2 : have[1] ? 1 : 0;
+}
+
 const vijp_kernels *vijp_kernels_set(int i, const char **why)
 {
     pthread_once(&once, choose);

@@ -190,6 +190,13 @@ void vijp_kdrift_metric(const vijp_kdrift *p, double *rel, double *ulps, double 
 const vijp_kernels *vijp_kernels_set(int i, const char **why);
 extern const char *const vijp_kset_names[VIJP_KSET_COUNT];
 
+/* Which of its CPU sets (0 ref, 1 avx2, 2 avx512; have[i]: the family has
+ * set i on this CPU, have[0] always) a family of kernels outside this
+ * table (src/ddot, src/emu's lanes) runs on, following the table's
+ * choice: ref for VIJP_KERNELS=ref, avx2 for avx2 (ref where the family
+ * lacks it), otherwise the widest the family has. */
+int vijp_kernels_follow(const int have[3]);
+
 /* The sets as their files define them (NULL entries are completed from ref
  * by kernels.c): ref in two parts, exact (ref/elementwise.c) and bounded
  * (ref/activations.c, ref/drift.c). */
