@@ -69,10 +69,11 @@ $(CUDA_OBJ): $(BUILD)/cuda.cfg
 $(BUILD)/src/kernels/cuda/%.o: src/kernels/cuda/%.cu
 	@mkdir -p $(dir $@)
 	$(NVCC_COMPILE) -c $< -o $@
-# scripts/tc-gemm.cu: cuBLAS GEMMs that scripts/gpu-check.sh compares with the
-# tensor-core models (STORE+tc:ARCH); built on demand only, by that script.
+# scripts/tc-gemm.cu: cuBLAS GEMMs (cuBLASLt for e4m3) that
+# scripts/gpu-check.sh compares with the tensor-core models (STORE+tc:ARCH);
+# built on demand only, by that script.
 ifeq ($(VIJP_CUDA),1)
 $(BUILD)/tc-gemm: scripts/tc-gemm.cu $(BUILD)/cuda.cfg
 	@mkdir -p $(dir $@)
-	$(NVCC) -std=c++17 $(NVCC_ARCH) $(NVCCFLAGS) -o $@ $< -L$(CUDA_LIBDIR) -Xlinker -rpath,$(CUDA_LIBDIR) -lcublas
+	$(NVCC) -std=c++17 $(NVCC_ARCH) $(NVCCFLAGS) -o $@ $< -L$(CUDA_LIBDIR) -Xlinker -rpath,$(CUDA_LIBDIR) -lcublasLt -lcublas
 endif

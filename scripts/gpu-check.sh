@@ -135,9 +135,10 @@ head -n 1 "$logs/bench.log" | sed 's/^/gpu-check:   /' | tee -a "$summary"
 grep -E ' (8388608|16777216) ' "$logs/bench.log" | sed 's/^/gpu-check:   /' | tee -a "$summary"
 grep -E 'GFLOP/s|^dense ' "$logs/bench.log" | sed 's/^/gpu-check:   /' | tee -a "$summary"
 # 6b. The tensor-core models (docs/formats.md, STORE+tc:ARCH): cuBLAS GEMMs
-# (scripts/tc-gemm.cu) recomputed in the model of this GPU's architecture,
-# bit for bit (tests/t-tc.c, case gpu).  GPU_CHECK_TC=0 skips it, as does
-# a GPU without a model (V100, A100, H100 and H200, B200 have one).
+# (scripts/tc-gemm.cu; its e4m3 GEMM through cuBLASLt, sm_89+) recomputed
+# in the model of this GPU's architecture, bit for bit (tests/t-tc.c, case
+# gpu).  GPU_CHECK_TC=0 skips it, as does a GPU without a model (V100,
+# A100, H100 and H200, B200 have one).
 if [ "${GPU_CHECK_TC:-1}" = 0 ]; then
   say "tc: skipped (GPU_CHECK_TC=0)"
 else
@@ -153,7 +154,7 @@ else
   else
     if [ ! -x "$tcbin" ]; then
       tcbin=$logs/tc-gemm
-      step tc-build 180 "$NVCC" -O2 -o "$tcbin" scripts/tc-gemm.cu -lcublas
+      step tc-build 180 "$NVCC" -O2 -o "$tcbin" scripts/tc-gemm.cu -lcublasLt -lcublas
     fi
     mkdir -p "$logs/tc"
     step tc-gemm 60 "$tcbin" "$logs/tc"
