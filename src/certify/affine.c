@@ -107,7 +107,7 @@ static int affine_linear(const vijp_layer *L, const double *theta, const double 
         for (size_t q = 0; q < n; q++) {
             double w = mid[j + q * m], p1 = w * a->rlo[q], p2 = w * a->rhi[q];
             sl = down(sl + down(fmin(p1, p2))), sh = up(sh + up(fmax(p1, p2)));
-            if (rad[j + q * m] > 0) E = up(E + up(rad[j + q * m] * fmax(fabs(lo[q]), fabs(hi[q]))));
+            if (rad[j + q * m] != 0) E = up(E + up(rad[j + q * m] * fmax(fabs(lo[q]), fabs(hi[q])))); /* NaN reaches E */
         }
         mpfi_get_left(e, b[j]);
         rlo[j] = down(down(sl - E) + mpfr_get_d(e, MPFR_RNDD));

@@ -93,7 +93,10 @@ static void piece_range(const pieces *P, size_t p, size_t i, double alpha, mpfi_
 {
     size_t n = P->n, k = p * n + i;
     mpfi_sub_d(t, P->d[k], alpha);
-    if (!P->jumps[k] && (mpfr_sgn(&t->left) >= 0 || mpfr_sgn(&t->right) <= 0)) {
+    /* f − α·x monotone on the piece: its range is the hull of its ends.  A
+     * NaN enclosure of f′ (a plugin's) says nothing: mpfr_sgn(NaN) is 0,
+     * which must not read as a sign, so it takes the mean value form. */
+    if (!P->jumps[k] && !mpfi_nan_p(t) && (mpfr_sgn(&t->left) >= 0 || mpfr_sgn(&t->right) <= 0)) {
         mpfi_set_fr(s, P->cut[k]), mpfi_mul_d(s, s, alpha), mpfi_sub(out, P->f_cut[k], s);
         mpfi_set_fr(s, P->cut[k + n]), mpfi_mul_d(s, s, alpha), mpfi_sub(s, P->f_cut[k + n], s);
         mpfi_put(out, s);
