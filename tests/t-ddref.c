@@ -174,7 +174,7 @@ static vijp_ddref_stats check_op(const problem *pb, int op, double scale, const 
     return st;
 }
 
-static const long precs[] = {24, 53, 64, 80, 106};
+static const long precs[] = {8, 16, 24, 53, 64, 80, 106};
 #define N_PRECS (sizeof precs / sizeof *precs)
 
 /* Every op, kind and precision against the oracle; ordinary sums take the
@@ -331,6 +331,12 @@ START_TEST(rounding_test_alone)
     ck_assert(vijp_ddref_round(r, 1 + 0x1p-52, 3 * 0x1p-65, 0x1p-120, 0x1p-118));
     ck_assert(mpfr_equal_p(r, want));
     mpfr_clear(want);
+    /* P = 8, hi = M − 2^-40 − 2^-52 with M = 1 + 2^-8 a midpoint of the 8-bit
+     * grid, bound 2^-39: M lies strictly inside [hi − bound, hi + bound],
+     * so nothing is decided (hi rounded to P + 32 = 40 bits would have put
+     * the upper end on M itself, a tie to 1, and accepted 1). */
+    mpfr_set_prec(r, 8);
+    ck_assert(!vijp_ddref_round(r, 1 + 0x1p-8 - 0x1p-40 - 0x1p-52, 0, 0, 0x1p-39));
     mpfr_clear(r);
 }
 END_TEST

@@ -37,7 +37,7 @@
 
 enum { OP_FORWARD, OP_JVP, OP_VJP, OP_VJP_PARAM };
 
-/* The MPFR scratch of one call: the interval's ends (P + TEST_GUARD bits)
+/* The MPFR scratch of one call: the interval's ends (max(P + TEST_GUARD, 53) bits)
  * and the upper end rounded to P bits. */
 typedef struct {
     mpfr_t lower, upper, upper_p;
@@ -45,7 +45,10 @@ typedef struct {
 
 static void scratch_init(round_scratch *s, mpfr_prec_t P)
 {
-    mpfr_inits2(P + TEST_GUARD, s->lower, s->upper, (mpfr_ptr)0);
+    /* At least 53 bits: the ends start from hi, which must be exact there
+     * (below P = 21, P + TEST_GUARD bits would round it inward). */
+    mpfr_prec_t q = P + TEST_GUARD > 53 ? P + TEST_GUARD : 53;
+    mpfr_inits2(q, s->lower, s->upper, (mpfr_ptr)0);
     mpfr_init2(s->upper_p, P);
 }
 
@@ -99,7 +102,7 @@ static int round_in(mpfr_ptr r, double hi, double mid, double lo, double bound, 
     if (round_fast(r, hi, mid, lo, bound, mpfr_get_prec(r))) return 1;
     if (!isfinite(hi) || !isfinite(mid) || !isfinite(lo) || !(bound >= 0 && bound < INFINITY)) return 0;
     /* lower <= y − bound and upper >= y + bound: each step rounded outward */
-    mpfr_set_d(s->lower, hi, MPFR_RNDN); /* exact: P + TEST_GUARD >= 53 bits */
+    mpfr_set_d(s->lower, hi, MPFR_RNDN); /* exact: the scratch has 53 bits or more */
     mpfr_set(s->upper, s->lower, MPFR_RNDN);
     mpfr_add_d(s->lower, s->lower, mid, MPFR_RNDD), mpfr_add_d(s->upper, s->upper, mid, MPFR_RNDU);
     mpfr_add_d(s->lower, s->lower, lo, MPFR_RNDD), mpfr_add_d(s->upper, s->upper, lo, MPFR_RNDU);
