@@ -111,6 +111,90 @@ START_TEST(affine_form_encloses_mpfr)
 }
 END_TEST
 
+/* The piecewise and thresholded activations the chain above leaves out:
+ * leaky's and hardtanh's kinks, softplus:2/0.5's jump at βx = T, hardswish,
+ * relu6, with the images from the project's MPFR operators at 256 bits
+ * (certfix's net_oracle_image).  The point box sits at the origin with the
+ * first bias zeroed, so that every leaky input is exactly its kink. */
+START_TEST(affine_form_encloses_piecewise)
+{
+    vijp_net net;
+    vijp_error err = {0};
+    ck_assert_msg(!vijp_net_build(&net, "dense:6,leaky:0.1,dense:6,softplus:2/0.5,dense:6,hardtanh,dense:6,hardswish,"
+                                  "dense:6,relu6", DEPTH, W, &err), "%s", err.msg);
+    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 5, &err));
+    for (size_t j = 0; j < W; j++) net.theta[0][W * W + j] = 0;
+    static const double radii[] = {0, 0.05, 1};
+    vijp_rng g;
+    vijp_rng_seed(&g, 17);
+    mpfr_t v[W];
+    for (size_t j = 0; j < W; j++) mpfr_init2(v[j], PREC);
+    for (size_t b = 0; b < 3; b++) {
+        double lo[W], hi[W], hl[DEPTH + 1][W], hh[DEPTH + 1][W], x[W];
+        for (size_t j = 0; j < W; j++) {
+            double c = b ? 2 * vijp_rng_uniform(&g) - 1 : 0;
+            lo[j] = c - radii[b], hi[j] = c + radii[b];
+        }
+        vijp_affine form;
+        vijp_affine_from_box(&form, W, 4 * W, lo, hi);
+        vijp_affine_hull(&form, hl[0], hh[0]);
+        for (size_t l = 0; l < DEPTH; l++) {
+            ck_assert_msg(!vijp_affine_layer(&net.layers[l], net.theta[l], hl[l], hh[l], &form, &err), "layer %zu: %s", l + 1, err.msg);
+            vijp_affine_hull(&form, hl[l + 1], hh[l + 1]);
+        }
+        vijp_affine_free(&form);
+        for (size_t p = 0; p < (b ? POINTS : 1); p++) {
+            box_point(p, W, lo, hi, &g, x);
+            for (size_t l = 1; l <= DEPTH; l++) {
+                net_oracle_image(&net, l, x, PREC, v);
+                for (size_t j = 0; j < W; j++)
+                    ck_assert_msg(inside(v[j], hl[l][j], hh[l][j]), "radius %g, point %zu, after layer %zu (%s), unit %zu: "
+                                  "%.17g outside the form's hull [%.17g, %.17g]", radii[b], p, l, net.layers[l - 1].type->name,
+                                  j + 1, mpfr_get_d(v[j], MPFR_RNDN), hl[l][j], hh[l][j]);
+            }
+        }
+    }
+    for (size_t j = 0; j < W; j++) mpfr_clear(v[j]);
+    vijp_net_free(&net);
+}
+END_TEST
+
+/* The linearisation alone, one unit, over narrow intervals about a jump or
+ * a kink, where the chains above are too wide to notice a piece's range
+ * going wrong: softplus:2/0.5's drop of log1p(e^-0.5)/2 ≈ 0.237 at x =
+ * 0.25, leaky's, hardtanh's, relu6's and hardswish's kinks.  1001 points
+ * of each interval (both ends and the kink among them) through the type's
+ * MPFR operator at 256 bits: f(x) − α·x in [glo, ghi] at every one. */
+START_TEST(linearisation_across_jumps_and_kinks)
+{
+    static const struct {
+        const char *spec;
+        double lo, hi;
+    } cases[] = {{"softplus:2/0.5", 0.24, 0.26}, {"softplus:2/0.5", 0.2, 0.25},  {"softplus:2/0.5", 0.25, 0.3},
+                 {"leaky:0.1", -0.01, 0.01},     {"hardtanh", 0.99, 1.01},       {"relu6", 5.99, 6.01},
+                 {"hardswish", -3.01, -2.99},    {"hardswish", 2.99, 3.01}};
+    mpfr_t v, t;
+    mpfr_inits2(PREC, v, t, (mpfr_ptr)0);
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        vijp_net net;
+        vijp_error err = {0};
+        ck_assert_msg(!vijp_net_build(&net, cases[c].spec, 1, 1, &err), "%s", err.msg);
+        double alpha, glo, ghi;
+        ck_assert_msg(!vijp_affine_linearise(&net.layers[0], net.theta[0], &cases[c].lo, &cases[c].hi, &alpha, &glo, &ghi, &err),
+                      "%s: %s", cases[c].spec, err.msg);
+        for (int p = 0; p <= 1000; p++) {
+            double x = cases[c].lo + (cases[c].hi - cases[c].lo) * p / 1000;
+            net_oracle_image(&net, 1, &x, PREC, &v);
+            mpfr_set_d(t, x, MPFR_RNDN), mpfr_mul_d(t, t, alpha, MPFR_RNDN), mpfr_sub(t, v, t, MPFR_RNDN); /* exact at 256 bits */
+            ck_assert_msg(inside(t, glo, ghi), "%s over [%g, %g], x = %.17g: f − %.17g·x = %.17g outside [%.17g, %.17g]",
+                          cases[c].spec, cases[c].lo, cases[c].hi, x, alpha, mpfr_get_d(t, MPFR_RNDN), glo, ghi);
+        }
+        vijp_net_free(&net);
+    }
+    mpfr_clears(v, t, (mpfr_ptr)0);
+}
+END_TEST
+
 /* The chain's boxes: each layer's is the interval image ∩ the form's hull
  * (the form restarted after the LayerNorm, which has none): every oracle
  * image of a box point lies in the box its layer was certified over. */
@@ -154,6 +238,8 @@ Suite *suite_certify_affine(void)
     TCase *tc = tcase_create("certify_affine");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, affine_form_encloses_mpfr);
+    tcase_add_test(tc, affine_form_encloses_piecewise);
+    tcase_add_test(tc, linearisation_across_jumps_and_kinks);
     tcase_add_test(tc, net_box_encloses_oracle);
     suite_add_tcase(s, tc);
     return s;
