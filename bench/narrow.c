@@ -11,8 +11,9 @@
  * 2. A dense layer (width 256) through vijp_layer_forward and backward
  *    (vijp_layer_vjp then vijp_layer_vjp_param), batch 1 and 64, in
  *    e4m3+binary32 and mxfp8+binary32 against bfloat16+binary32 (the
- *    same native route, its storage rounding MPFR's), and at batch 1 the
- *    MPFR route (the type's oracle operators, then the same stores).
+ *    same native route; FP8 and MX stores round natively, bfloat16's
+ *    through MPFR), and at batch 1 the MPFR operators (the type's oracle
+ *    operators, then the same stores).
  *    Target: FP8 and MX <= 3x bfloat16+binary32.
  * Best of REPS, in CPU time of this thread (bench.h: on a shared machine
  * wall time swings with the load, CPU time much less). */

@@ -227,6 +227,57 @@ START_TEST(ceil_scale_of_a_negative_amax)
 }
 END_TEST
 
+/* vijp_mat_store_as and vijp_mat_store_line, which round FP8 grids and MX
+ * blocks natively, against the MPFR route on a copy: vo_store entry by
+ * entry, vijp_mx_line down each column (a row, for the strided line).
+ * 37 × 5 binary32 values of all magnitudes, ±0, ±Inf and NaN among them. */
+START_TEST(matrix_stores_match_the_mpfr_route)
+{
+    static const char *const formats[] = {"e4m3+binary32",  "e5m2+binary32",     "e4m3:sat+binary32", "e4m3+tc:h100",
+                                          "mxfp8+binary32", "mxfp4:ceil+binary32", "mxfp6e3m2+binary32"};
+    enum { R = 37, C = 5 };
+    vijp_rng r;
+    for (size_t fi = 0; fi < sizeof formats / sizeof *formats; fi++) {
+        vijp_format f = parse(formats[fi]);
+        test_case_rng(&r, 0x6d6174, (long)fi);
+        for (int line = 0; line < 2; line++) {
+            vijp_mat a;
+            vijp_mat_init(&a, R, C, &f);
+            mpfr_t *m = malloc(R * C * sizeof *m);
+            for (size_t i = 0; i < R * C; i++) {
+                double x = ldexp(vijp_rng_normal(&r), (int)(vijp_rng_u64(&r) % 40) - 20);
+                if (i % 29 == 3) x = (i % 2 ? -1 : 1) * INFINITY;
+                if (i % 31 == 7) x = NAN;
+                if (i % 23 == 5) x = i % 2 ? -0.0 : 0.0;
+                mpfr_set_d(a.m[i], x, MPFR_RNDN); /* to the format's 24 bits */
+                mpfr_init2(m[i], mpfr_get_prec(a.m[i])), mpfr_set(m[i], a.m[i], MPFR_RNDN);
+            }
+            if (!line) {
+                vijp_mat_store_as(&a, VIJP_STORE_FORWARD);
+                for (size_t j = 0; j < C; j++) {
+                    if (f.mx_block) vijp_mx_line(&f, m + j * R, R, 1);
+                    else
+                        for (size_t i = 0; i < R; i++) vo_store(m[j * R + i], m[j * R + i], &f);
+                }
+            } else { /* row 3 as a strided line */
+                vijp_mat_store_line(&a, 3, C, R);
+                if (f.mx_block) vijp_mx_line(&f, m + 3, C, R);
+                else
+                    for (size_t j = 0; j < C; j++) vo_store(m[3 + j * R], m[3 + j * R], &f);
+            }
+            for (size_t i = 0; i < R * C; i++) {
+                double got = mpfr_get_d(a.m[i], MPFR_RNDN), want = mpfr_get_d(m[i], MPFR_RNDN);
+                ck_assert_msg(same(got, want), "%s, %s, entry %zu: %a, the MPFR route %a", formats[fi],
+                              line ? "row line" : "whole matrix", i, got, want);
+                mpfr_clear(m[i]);
+            }
+            free(m);
+            vijp_mat_clear(&a);
+        }
+    }
+}
+END_TEST
+
 Suite *suite_narrow(void)
 {
     Suite *s = suite_create("narrow");
@@ -235,6 +286,7 @@ Suite *suite_narrow(void)
     tcase_add_test(tc, random_doubles);
     tcase_add_test(tc, adversarial_blocks);
     tcase_add_test(tc, ceil_scale_of_a_negative_amax);
+    tcase_add_test(tc, matrix_stores_match_the_mpfr_route);
     suite_add_tcase(s, tc);
     return s;
 }

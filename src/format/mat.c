@@ -4,6 +4,7 @@
 #include "vijp/memory.h"
 #include "mpfr_io.h"
 #include "mx.h"
+#include "narrow.h"
 #include "sr.h"
 #include "scaled.h"
 #include <math.h>
@@ -142,6 +143,32 @@ static void scaled_store(vijp_mat *a, const vijp_mat *src, const double *src_d, 
 
 void vijp_mat_store(vijp_mat *a) { vijp_mat_store_as(a, VIJP_STORE_FORWARD); }
 
+/* FP8 storage grids and MX blocks round natively (narrow.h: bit for bit
+ * vo_store's and vijp_mx_line's, tests/t-narrow.c), through doubles: a's
+ * values have the format's precision, at most 53 bits, so each is a double
+ * exactly (signed zeros, infinities and NaN included: MPFR's NaN has no
+ * payload to lose), and so is each rounded one.  Stochastic rounding and
+ * flushing keep the MPFR route. */
+static int stores_natively(const vijp_mat *a)
+{
+    const vijp_format *f = a->fmt;
+    return vijp_mat_len(a) && f->prec <= 53 && mpfr_get_prec(a->m[0]) <= 53 && !f->store_sr && !f->store_ftz && !f->ftz && !f->tensor_scaled &&
+           (f->mx_block || f->store_prec <= 4);
+}
+
+/* a's line of len values stride apart from first, rounded natively. */
+static void store_line_natively(vijp_mat *a, size_t first, size_t len, size_t stride, double *buf)
+{
+    mpfr_t *v = a->m + first;
+    for (size_t k = 0; k < len; k++) buf[k] = mpfr_get_d(v[k * stride], MPFR_RNDN); /* exact */
+    if (a->fmt->mx_block) vijp_narrow_mx_line(a->fmt, buf, len, 1, VIJP_NARROW_BEST);
+    else {
+        vijp_narrow g = vijp_narrow_of(a->fmt);
+        vijp_narrow_round_array(buf, buf, len, &g, 1, 1, VIJP_NARROW_BEST);
+    }
+    for (size_t k = 0; k < len; k++) mpfr_set_d(v[k * stride], buf[k], MPFR_RNDN); /* exact: 4 bits or fewer */
+}
+
 /* MX formats: a column is the reduction dimension of the product that
  * consumes it (a column per sample, its entries the features the next
  * dense layer sums over), so its blocks run down each column (mat.h). */
@@ -150,6 +177,12 @@ void vijp_mat_store_as(vijp_mat *a, vijp_store_role role)
     if (!a->m || !a->fmt->mixed) return;
     if (a->fmt->tensor_scaled) {
         scaled_store(a, a, NULL, role, 0, 0, 1);
+        return;
+    }
+    if (stores_natively(a)) {
+        double *buf = vijp_alloc_array(a->rows ? a->rows : 1, sizeof *buf);
+        for (size_t j = 0; j < a->cols; j++) store_line_natively(a, j * a->rows, a->rows, 1, buf); /* MX: down each column */
+        free(buf);
         return;
     }
     if (a->fmt->mx_block) {
@@ -166,7 +199,11 @@ void vijp_mat_store_line(vijp_mat *a, size_t first, size_t len, size_t stride)
         if (len) scaled_store(a, a, NULL, VIJP_STORE_FORWARD, first, len, stride);
         return;
     }
-    if (a->fmt->mx_block) vijp_mx_line(a->fmt, a->m + first, len, stride);
+    if (len && stores_natively(a)) {
+        double *buf = vijp_alloc_array(len, sizeof *buf);
+        store_line_natively(a, first, len, stride, buf);
+        free(buf);
+    } else if (a->fmt->mx_block) vijp_mx_line(a->fmt, a->m + first, len, stride);
     else
         for (size_t k = 0; k < len; k++) vo_store(a->m[first + k * stride], a->m[first + k * stride], a->fmt);
 }

@@ -3,8 +3,9 @@
  * for bit what the MPFR route (arith.c's vo_store, mx.c's blocks) gives:
  * tests/t-narrow.c checks every function here against the MPFR route, and
  * the ":ceil" scale of a block whose largest magnitude is negative and
- * exactly max·2^k on both against the specification.  The layers' stores
- * (mat.c) still round through MPFR.
+ * exactly max·2^k on both against the specification.  mat.c's stores
+ * use them for FP8 grids and MX blocks (not under :sr, :ftz or a tensor
+ * scale); its test is there too.
  *
  * One rounding is the classic shift constant: |x| + C − C with
  * C = 1.5·2^(k+52), 2^k the grid's quantum at x, rounds |x| to a multiple
