@@ -14,6 +14,7 @@
 #include "format/mx.h"
 #include "format/narrow.h"
 #include <float.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +109,51 @@ START_TEST(every_code_and_midpoint)
         vijp_format f = parse(FP8_FORMATS[k]);
         check_points(FP8_FORMATS[k], xs, code_points(&f, xs));
     }
+}
+END_TEST
+
+/* The 16-bit storage grids the stores also round natively: every positive
+ * finite code of bfloat16 (binary32's top half) and binary16 (sign, 5
+ * exponent bits biased by 15, 10 trailing bits), decoded here by their
+ * definitions, with the points code_points takes around FP8's. */
+static size_t code_points16(int bf16, double *xs)
+{
+    size_t n = 0;
+    double prev = 0;
+    for (unsigned c = 1; c < 0x7c00u + (bf16 ? 0x380u : 0); c++) { /* up to +Inf's code */
+        double v;
+        if (bf16) {
+            uint32_t u = (uint32_t)c << 16;
+            float fl;
+            memcpy(&fl, &u, sizeof fl);
+            v = fl;
+        } else {
+            unsigned e = c >> 10, m = c & 0x3ffu;
+            v = e ? ldexp(1024 + m, (int)e - 25) : ldexp(m, -24);
+        }
+        if (c > 1) {
+            double mid = (prev + v) / 2; /* exact: few bits */
+            double pts[] = {v, mid, nextafter(mid, 0), nextafter(mid, INFINITY), nextafter(v, INFINITY)};
+            for (size_t k = 0; k < sizeof pts / sizeof *pts; k++) xs[n++] = pts[k], xs[n++] = -pts[k];
+        }
+        prev = v;
+    }
+    double top = bf16 ? 0x1.fep127 : 65504, ulp = bf16 ? 0x1p120 : 32; /* the largest finite, its spacing */
+    double extra[] = {INFINITY, NAN, top + ulp / 2, nextafter(top + ulp / 2, 0), 2 * top, DBL_MAX, 1e-300, 4.9e-324, 0.0};
+    for (size_t k = 0; k < sizeof extra / sizeof *extra; k++) xs[n++] = extra[k], xs[n++] = -extra[k];
+    return n;
+}
+
+START_TEST(every_16_bit_code_and_midpoint)
+{
+    static const char *const formats[] = {"bfloat16+binary32", "binary16+binary32"};
+    double *xs = malloc((0x7f80u * 10 + 32) * sizeof *xs);
+    for (int k = 0; k < 2; k++) {
+        size_t n = code_points16(k == 0, xs);
+        ck_assert_uint_gt(n, 300000); /* some 31,000 codes, ten points each */
+        check_points(formats[k], xs, n);
+    }
+    free(xs);
 }
 END_TEST
 
@@ -230,11 +276,13 @@ END_TEST
 /* vijp_mat_store_as and vijp_mat_store_line, which round FP8 grids and MX
  * blocks natively, against the MPFR route on a copy: vo_store entry by
  * entry, vijp_mx_line down each column (a row, for the strided line).
- * 37 × 5 binary32 values of all magnitudes, ±0, ±Inf and NaN among them. */
+ * 37 × 5 binary32 values of all magnitudes, ±0, ±Inf and NaN among them;
+ * the 16-bit storage grids too. */
 START_TEST(matrix_stores_match_the_mpfr_route)
 {
     static const char *const formats[] = {"e4m3+binary32",  "e5m2+binary32",     "e4m3:sat+binary32", "e4m3+tc:h100",
-                                          "mxfp8+binary32", "mxfp4:ceil+binary32", "mxfp6e3m2+binary32"};
+                                          "mxfp8+binary32", "mxfp4:ceil+binary32", "mxfp6e3m2+binary32",
+                                          "bfloat16+binary32", "binary16+binary32"};
     enum { R = 37, C = 5 };
     vijp_rng r;
     for (size_t fi = 0; fi < sizeof formats / sizeof *formats; fi++) {
@@ -283,6 +331,7 @@ Suite *suite_narrow(void)
     Suite *s = suite_create("narrow");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, every_code_and_midpoint);
+    tcase_add_test(tc, every_16_bit_code_and_midpoint);
     tcase_add_test(tc, random_doubles);
     tcase_add_test(tc, adversarial_blocks);
     tcase_add_test(tc, ceil_scale_of_a_negative_amax);

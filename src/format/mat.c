@@ -143,7 +143,8 @@ static void scaled_store(vijp_mat *a, const vijp_mat *src, const double *src_d, 
 
 void vijp_mat_store(vijp_mat *a) { vijp_mat_store_as(a, VIJP_STORE_FORWARD); }
 
-/* FP8 storage grids and MX blocks round natively (narrow.h: bit for bit
+/* FP8, bfloat16 and binary16 storage grids and MX blocks round natively
+ * (narrow.h: bit for bit
  * vo_store's and vijp_mx_line's, tests/t-narrow.c), through doubles: a's
  * values have the format's precision, at most 53 bits, so each is a double
  * exactly (signed zeros, infinities and NaN included: MPFR's NaN has no
@@ -152,8 +153,9 @@ void vijp_mat_store(vijp_mat *a) { vijp_mat_store_as(a, VIJP_STORE_FORWARD); }
 static int stores_natively(const vijp_mat *a)
 {
     const vijp_format *f = a->fmt;
-    return vijp_mat_len(a) && f->prec <= 53 && mpfr_get_prec(a->m[0]) <= 53 && !f->store_sr && !f->store_ftz && !f->ftz && !f->tensor_scaled &&
-           (f->mx_block || f->store_prec <= 4);
+    int grid = f->mx_block || f->store_prec <= 11; /* FP8, bfloat16 and binary16 grids: narrow.c's, t-narrow's */
+    return grid && vijp_mat_len(a) && f->prec <= 53 && mpfr_get_prec(a->m[0]) <= 53 && !f->store_sr && !f->store_ftz &&
+           !f->ftz && !f->tensor_scaled;
 }
 
 /* a's line of len values stride apart from first, rounded natively. */
