@@ -83,7 +83,9 @@ typedef struct vijp_kctx vijp_kctx;
  * Every operator (here and in MPFR) overwrites all of its output and reads
  * none of it: the engines pass buffers left over from earlier work
  * (vijp_mat_init_unset), and `vijp check-layer`'s overwrites-outputs check
- * runs each operator into a zeroed and a NaN-filled output. */
+ * runs each operator into a zeroed and a NaN-filled output.  Outputs never
+ * alias inputs: an operator may write part of its output before it has
+ * read all of its inputs. */
 typedef struct {
     void (*forward)(const vijp_layer *L, const vijp_kctx *cx, const double *theta, const double *X, size_t B,
                     double *Y);
