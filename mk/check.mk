@@ -56,10 +56,28 @@ endif
 ifeq ($(SANITIZE),1)
 CHECK_ENV := CK_FORK=no
 endif
+
+# In the plain build only: the benchmarks' argument handling
+# (scripts/check-bench-args.sh: --help, refusals), whose sixteen sanitized
+# programs cost CI half a minute to build, and the torch parity scripts that
+# compare numbers alone (the sanitizers change no number; the commands they
+# run are the sanitized suites' too).  check-torch-roundtrip, which reads
+# users' models, runs in both.
+TORCH_NUMBERS := bf16 ftz act stack attention
+ifeq ($(SANITIZE),1)
+CHECKED_BENCH :=
+CHECK_BENCH_ARGS = @echo "check-bench-args: SKIPPED under SANITIZE=1 (the plain make check runs it)"
+CHECK_TORCH_NUMBERS = @echo "check-torch ($(TORCH_NUMBERS)): SKIPPED under SANITIZE=1 (numbers only: the plain make check runs them)"
+else
+CHECKED_BENCH := $(BENCH_PROGS)
+CHECK_BENCH_ARGS = scripts/check-bench-args.sh $(BENCH_PROGS)
+CHECK_TORCH_NUMBERS = for s in $(TORCH_NUMBERS); do VIJP_BIN=$(abspath $(BUILD)/vijp) \
+	  $(or $(PYTHON_TORCH),python3) scripts/check-torch-$$s.py || exit 1; done
+endif
 # Everything check runs, built first: `make -j2 check-build` builds it on
 # both cores (CI does), then `make check` only runs.
 CHECK_BUILD := $(BUILD)/check_vijp $(BUILD)/check_cuda $(CUDA_SO) $(CUDA_MOCK) $(BUILD)/vijp $(BUILD)/vijp-perturbed \
-               $(PLUGINS) $(CHECK_INSTALL_DEPS) $(BUILD)/libvijp.so $(BENCH_PROGS) $(NOMEM_LAPACKE)
+               $(PLUGINS) $(CHECK_INSTALL_DEPS) $(BUILD)/libvijp.so $(CHECKED_BENCH) $(NOMEM_LAPACKE)
 check-build: $(CHECK_BUILD) $(if $(HAVE_FUZZ_CC),$(FUZZ_BINS))
 .PHONY: check-build
 check: $(CHECK_BUILD)
@@ -73,14 +91,10 @@ check: $(CHECK_BUILD)
 	  ./$(BUILD)/check_cuda
 	$(CHECK_INSTALL)
 	VIJP_BIN=$(abspath $(BUILD)/vijp) $(or $(PYTHON_TORCH),python3) scripts/check-torch-roundtrip.py
-	VIJP_BIN=$(abspath $(BUILD)/vijp) $(or $(PYTHON_TORCH),python3) scripts/check-torch-bf16.py
-	VIJP_BIN=$(abspath $(BUILD)/vijp) $(or $(PYTHON_TORCH),python3) scripts/check-torch-ftz.py
-	VIJP_BIN=$(abspath $(BUILD)/vijp) $(or $(PYTHON_TORCH),python3) scripts/check-torch-act.py
-	VIJP_BIN=$(abspath $(BUILD)/vijp) $(or $(PYTHON_TORCH),python3) scripts/check-torch-stack.py
-	VIJP_BIN=$(abspath $(BUILD)/vijp) $(or $(PYTHON_TORCH),python3) scripts/check-torch-attention.py
+	$(CHECK_TORCH_NUMBERS)
 	$(FUZZ_REPLAY)
 	$(CHECK_MPI)
-	scripts/check-bench-args.sh $(BENCH_PROGS)
+	$(CHECK_BENCH_ARGS)
 	scripts/check-modules.py $(BUILD)
 	scripts/check-exports.py $(BUILD)/libvijp.so
 	$(CHECK_GPU_CHECK)
