@@ -60,6 +60,25 @@ static int inside(mpfr_t v, double lo, double hi)
 #define DEPTH 10
 #define POINTS 264 /* 64 corners, 200 inside */
 
+/* The box [lo, hi] carried through net's DEPTH layers as one affine form
+ * alone (no interval image intersected), each layer linearised over its
+ * own hull: hl[l], hh[l] the hull of layer l's input, hl[DEPTH], hh[DEPTH]
+ * the output's. */
+static void form_hulls(const vijp_net *net, const double *lo, const double *hi, double hl[][W], double hh[][W])
+{
+    vijp_error err = {0};
+    vijp_affine form;
+    vijp_affine_from_box(&form, W, 4 * W, lo, hi);
+    vijp_affine_hull(&form, hl[0], hh[0]);
+    for (size_t l = 0; l < DEPTH; l++) {
+        ck_assert_msg(!vijp_affine_layer(&net->layers[l], net->theta[l], hl[l], hh[l], &form, &err), "layer %zu: %s", l + 1,
+                      err.msg);
+        ck_assert(form.k <= form.cap && form.n == W);
+        vijp_affine_hull(&form, hl[l + 1], hh[l + 1]);
+    }
+    vijp_affine_free(&form);
+}
+
 /* dense:6 → tanh → dense:6 → silu → dense:6 → sigmoid → dense:6 → gelu →
  * dense:6 → relu (its kink inside the pieces), gaussian weights (mixing:
  * the form's generators are shared across units), over a point, a small
@@ -80,15 +99,7 @@ START_TEST(affine_form_encloses_mpfr)
             double c = 2 * vijp_rng_uniform(&g) - 1;
             lo[j] = c - radii[b], hi[j] = c + radii[b];
         }
-        vijp_affine form;
-        vijp_affine_from_box(&form, W, 4 * W, lo, hi);
-        vijp_affine_hull(&form, hl[0], hh[0]);
-        for (size_t l = 0; l < DEPTH; l++) {
-            ck_assert_msg(!vijp_affine_layer(&net.layers[l], net.theta[l], hl[l], hh[l], &form, &err), "layer %zu: %s", l + 1, err.msg);
-            ck_assert(form.k <= form.cap && form.n == W);
-            vijp_affine_hull(&form, hl[l + 1], hh[l + 1]);
-        }
-        vijp_affine_free(&form);
+        form_hulls(&net, lo, hi, hl, hh);
         mpfr_t *v = vijp_alloc_array(2 * W, sizeof *v), *y = v + W;
         for (size_t j = 0; j < 2 * W; j++) mpfr_init2(v[j], PREC);
         for (size_t p = 0; p < POINTS; p++) {
@@ -135,14 +146,7 @@ START_TEST(affine_form_encloses_piecewise)
             double c = b ? 2 * vijp_rng_uniform(&g) - 1 : 0;
             lo[j] = c - radii[b], hi[j] = c + radii[b];
         }
-        vijp_affine form;
-        vijp_affine_from_box(&form, W, 4 * W, lo, hi);
-        vijp_affine_hull(&form, hl[0], hh[0]);
-        for (size_t l = 0; l < DEPTH; l++) {
-            ck_assert_msg(!vijp_affine_layer(&net.layers[l], net.theta[l], hl[l], hh[l], &form, &err), "layer %zu: %s", l + 1, err.msg);
-            vijp_affine_hull(&form, hl[l + 1], hh[l + 1]);
-        }
-        vijp_affine_free(&form);
+        form_hulls(&net, lo, hi, hl, hh);
         for (size_t p = 0; p < (b ? POINTS : 1); p++) {
             box_point(p, W, lo, hi, &g, x);
             for (size_t l = 1; l <= DEPTH; l++) {
