@@ -97,6 +97,7 @@ check: $(CHECK_BUILD)
 	$(CHECK_BENCH_ARGS)
 	scripts/check-modules.py $(BUILD)
 	scripts/check-exports.py $(BUILD)/libvijp.so
+	MAKE="$(MAKE)" scripts/check-configure.sh
 	$(CHECK_GPU_CHECK)
 
 # scripts/gpu-check.sh and gpu-bundle.sh on their no-GPU paths (exit 77, bad

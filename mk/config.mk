@@ -58,7 +58,7 @@ $(CONFIG): mk/configure.sh mk/config.mk include/vijp/vijp.h
 	@mkdir -p $(dir $@)
 	@echo "configure: $(BUILD)/config.mk ($(CONFIG_INPUTS))"
 	@CC='$(CC)' PKGS='$(PKGS)' CHECKPK='$(CHECKPK)' MPI='$(MPI_INPUT)' MPICC='$(MPICC)' NVCC='$(NVCC_INPUT)' \
-	  FUZZ_CC='$(FUZZ_CC)' CONFIG_KEY='$(CONFIG_INPUTS)' sh mk/configure.sh > $@.tmp && mv $@.tmp $@
+	  FUZZ_CC='$(FUZZ_CC)' CONFIG_KEY='$(CONFIG_INPUTS)' sh mk/configure.sh > $@.tmp && mv $@.tmp $@ || { rm -f $@.tmp; exit 1; }
 
 # ---- flags ----
 CFLAGS  ?= -O2 -g
