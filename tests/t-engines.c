@@ -2,7 +2,9 @@
  * at 256 bits (>= 60 digits) and in double (within a derived bound), and
  * stored-bytes accounting against hand counts. */
 #include "fixtures/layerfix.h"
+#include "engines/watch.h"
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -329,6 +331,69 @@ START_TEST(checkpoint_is_backprop_exactly)
         }
         ck_assert(ck.stored_bytes < bp.stored_bytes); /* 3 checkpoints + 2 recomputed < 8 inputs */
         vijp_grads_clear(&bp), vijp_grads_clear(&ck);
+        problem_clear(&p);
+    }
+}
+END_TEST
+
+/* Entry for entry the same values, zeros' signs included. */
+static int same_values(const vijp_mat *a, const vijp_mat *b)
+{
+    if (a->rows != b->rows || a->cols != b->cols || !!a->d != !!b->d) return 0;
+    for (size_t k = 0, n = vijp_mat_len(a); k < n; k++)
+        if (a->d ? memcmp(&a->d[k], &b->d[k], sizeof *a->d)
+                 : !mpfr_equal_p(a->m[k], b->m[k]) || mpfr_signbit(a->m[k]) != mpfr_signbit(b->m[k]))
+            return 0;
+    return 1;
+}
+
+/* What a watched backprop shows its watcher (engines/watch.h, for the drift
+ * reference's level-by-level comparison): layers D−1 down to 0, each once;
+ * at layer i, g_i and ∇θ_i already equal to the unwatched run's final
+ * values (∇x too at i = 0), and no ∇θ_j of j < i allocated yet (the
+ * reference frees the level below before the next is made).  Broken on
+ * purpose (the watcher called before the layer's vjp_param, or every ∇θ
+ * allocated up front), it fails. */
+typedef struct {
+    const vijp_grads *want;
+    size_t next, calls;
+    int ok;
+    char why[160];
+} watch_log;
+
+static void watcher(void *ctx, size_t i, const vijp_grads *got)
+{
+    watch_log *w = ctx;
+    if (!w->ok) return;
+    w->calls++;
+    if (i != w->next) snprintf(w->why, sizeof w->why, "layer %zu reported, expected %zu", i, w->next), w->ok = 0;
+    else if (!same_values(&got->g[i], &w->want->g[i]) || !same_values(&got->grad_theta[i], &w->want->grad_theta[i]))
+        snprintf(w->why, sizeof w->why, "layer %zu: g or ∇θ not final when reported", i), w->ok = 0;
+    else if (i == 0 && !same_values(&got->grad_x, &w->want->grad_x))
+        snprintf(w->why, sizeof w->why, "∇x not final at layer 0"), w->ok = 0;
+    for (size_t j = 0; w->ok && j < i; j++)
+        if (got->grad_theta[j].m || got->grad_theta[j].d)
+            snprintf(w->why, sizeof w->why, "at layer %zu, ∇θ of layer %zu already allocated", i, j), w->ok = 0;
+    w->next = i - 1;
+}
+
+START_TEST(backprop_watch_sees_final_layers)
+{
+    static const char *const fmts[] = {"double", "mpfr:96"};
+    for (int k = 0; k < 2; k++) {
+        problem p;
+        problem_init(&p, (size_t)_i, fmts[k]);
+        vijp_grads bp, watched;
+        run(&p, VIJP_ENGINE_BACKPROP, &bp);
+        watch_log w = {&bp, DEPTH - 1, 0, 1, ""};
+        vijp_error err = {0};
+        ck_assert_msg(!vijp_engine_backprop_watched(&p.net, p.theta, &p.X, &p.T, watcher, &w, &watched, &err), "%s",
+                      err.msg);
+        ck_assert_msg(w.ok && w.calls == DEPTH, "%s %s: %s (%zu calls)", nets[_i].spec, fmts[k], w.why, w.calls);
+        ck_assert(same_values(&watched.grad_x, &bp.grad_x) && watched.loss == bp.loss);
+        for (size_t i = 0; i < DEPTH; i++)
+            ck_assert(same_values(&watched.g[i], &bp.g[i]) && same_values(&watched.grad_theta[i], &bp.grad_theta[i]));
+        vijp_grads_clear(&bp), vijp_grads_clear(&watched);
         problem_clear(&p);
     }
 }
@@ -709,6 +774,7 @@ Suite *suite_engines(void)
     tcase_add_loop_test(tc, stored_by_depth_matches_cut_networks, 0, (int)NNETS);
     tcase_add_test(tc, singular_vijp_keeps_earlier_layers);
     tcase_add_loop_test(tc, checkpoint_is_backprop_exactly, 0, (int)NNETS);
+    tcase_add_loop_test(tc, backprop_watch_sees_final_layers, 0, (int)NNETS);
     tcase_add_test(tc, checkpoint_segments);
     tcase_add_test(tc, engine_lists_parse);
     tcase_add_test(tc, mixed_cotangents_round_once);

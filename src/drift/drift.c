@@ -31,28 +31,6 @@ void vijp_drift_curve_clear(vijp_drift_curve *c)
 
 static const vijp_metric no_metric = {{NAN, 0}, {NAN, 0}, {NAN, 0}};
 
-/* Largest disagreement between two backprop results (g_0, g_i, ∇θ_i).
- * cache (1 + 2D, as measure's) is emptied, then filled with hi's Σ ref²:
- * the sums the engines' comparisons need when hi becomes the reference
- * (rounded to the comparisons' precision, the same values in the same
- * chunks), one of their four per entry. */
-static void disagreement(const vijp_grads *lo, const vijp_grads *hi, const vijp_format *f, vijp_xnum *rel,
-                         vijp_xnum *ulps, vijp_compare_cache *cache)
-{
-    vijp_metric m;
-    for (size_t i = 0; i < 1 + 2 * lo->depth; i++) vijp_compare_cache_clear(&cache[i]);
-    vijp_compare_rel_ulps(&lo->grad_x, &hi->grad_x, f, &m, &cache[0]);
-    *rel = m.rel, *ulps = m.ulps;
-    for (size_t i = 0; i < lo->depth; i++)
-        for (int t = 0; t < 2; t++) {
-            const vijp_mat *a = t ? &lo->grad_theta[i] : &lo->g[i], *b = t ? &hi->grad_theta[i] : &hi->g[i];
-            if (!a->rows) continue;
-            vijp_compare_rel_ulps(a, b, f, &m, &cache[t ? 1 + lo->depth + i : 1 + i]);
-            *rel = vijp_xnum_max_nan(*rel, m.rel);
-            *ulps = vijp_xnum_max_nan(*ulps, m.ulps);
-        }
-}
-
 long vijp_drift_ref_prec_first(const vijp_format *f, long start)
 {
     long p = (long)f->prec, first = 2 * p < p + 64 ? 2 * p : p + 64;
@@ -95,8 +73,8 @@ static int reference(const vijp_drift_setup *s, const vijp_net *net, const vijp_
     long cap = s->ref_prec_max ? s->ref_prec_max : VIJP_DRIFT_REF_PREC_MAX;
     c->ref_prec_start = p;
     c->ref_target = vijp_xnum_mul(c->u, vijp_xnum_of(0x1p-10));
-    const vijp_grads *lo, *hi;
-    int rc = vijp_drift_memo_backprop(memo, net, pf, p, &lo, err);
+    const vijp_grads *first;
+    int rc = vijp_drift_memo_backprop(memo, net, pf, p, &first, err);
     while (!rc) {
         if (2 * p > cap) {
             char got[32], need[32];
@@ -108,13 +86,11 @@ static int reference(const vijp_drift_setup *s, const vijp_net *net, const vijp_
                            cap, p / 2, p, got, need);
             break;
         }
-        if ((rc = vijp_drift_memo_backprop(memo, net, pf, 2 * p, &hi, err))) break;
-        vijp_xnum rel, ulps;
-        disagreement(lo, hi, &s->problem.fmt, &rel, &ulps, cache);
+        vijp_xnum rel, ulps; /* the level at p against the one at 2p, which fills cache for the engines */
+        if ((rc = vijp_drift_memo_next_level(memo, net, pf, p, &s->problem.fmt, cache, &rel, &ulps, err))) break;
         c->ref_agreement = rel;
         p *= 2;
         if (vijp_xnum_le(rel, c->ref_target) && vijp_xnum_le(ulps, vijp_xnum_of(0x1p-10))) break;
-        lo = hi;
     }
     if (rc) return rc;
     c->ref_prec = p;

@@ -2,6 +2,8 @@
  * conditioning of one rounded problem, keyed by the problem's values. */
 #include "memo.h"
 #include "vijp/vijp.h"
+#include "compare/cache.h"
+#include "engines/watch.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,9 +141,10 @@ void vijp_drift_memo_bind(vijp_drift_memo *m, const vijp_grad_setup *s, const vi
 }
 
 /* Backprop of the problem (X, T from pf; θ the memo's copy) in mpfr:prec
- * into a new level *out (NULL on failure, its code returned). */
+ * into a new level *out (NULL on failure, its code returned); watch (NULL:
+ * none) sees each layer's results as they are final (engines/watch.h). */
 static int compute_level(const vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf, long prec,
-                         memo_level **out, vijp_error *err)
+                         vijp_backprop_watch watch, void *ctx, memo_level **out, vijp_error *err)
 {
     memo_level *L = vijp_alloc(sizeof *L);
     memset(L, 0, sizeof *L);
@@ -152,7 +155,7 @@ static int compute_level(const vijp_drift_memo *m, const vijp_net *net, const vi
     if (!rc) {
         vijp_mat_init(&X, pf->X.rows, pf->X.cols, &L->fmt), vijp_mat_convert(&X, &pf->X);
         vijp_mat_init(&T, pf->T.rows, pf->T.cols, &L->fmt), vijp_mat_convert(&T, &pf->T);
-        rc = vijp_engine_run(VIJP_ENGINE_BACKPROP, net, m->copy.theta, &X, &T, &L->g, err);
+        rc = vijp_engine_backprop_watched(net, m->copy.theta, &X, &T, watch, ctx, &L->g, err);
     }
     vijp_mat_clear(&X), vijp_mat_clear(&T);
     if (rc) free(L), L = NULL;
@@ -192,11 +195,72 @@ int vijp_drift_memo_backprop(vijp_drift_memo *m, const vijp_net *net, const vijp
     }
     make_room(m, net, pf, prec);
     memo_level *L;
-    int rc = compute_level(m, net, pf, prec, &L, err);
+    int rc = compute_level(m, net, pf, prec, NULL, NULL, &L, err);
     if (rc) return rc;
     add_level(m, L);
     *out = &L->g;
     return 0;
+}
+
+/* The validation's comparison of two levels, one layer at a time: lo's
+ * matrices against hi's (rel and ulps at most, NaN kept), and the cache of
+ * each hi matrix filled as the engines' comparisons need it when hi becomes
+ * the reference (drift.c).  lo's ∇θ_i freed once compared where the memo
+ * is a run's own: the levels' peak is then one level and a layer, not two
+ * levels. */
+typedef struct {
+    memo_level *lo;
+    int free_lo;
+    const vijp_format *f;
+    vijp_compare_cache *cache;
+    vijp_xnum rel, ulps;
+    int compared;
+} level_watch;
+
+static void compare_one(level_watch *w, const vijp_mat *a, const vijp_mat *b, vijp_compare_cache *cache)
+{
+    if (!a->rows) return; /* a layer without parameters */
+    vijp_metric m;
+    vijp_compare_cache_clear(cache);
+    vijp_compare_rel_ulps(a, b, w->f, &m, cache);
+    w->rel = w->compared ? vijp_xnum_max_nan(w->rel, m.rel) : m.rel;
+    w->ulps = w->compared ? vijp_xnum_max_nan(w->ulps, m.ulps) : m.ulps;
+    w->compared = 1;
+}
+
+static void watch_layer(void *ctx, size_t i, const vijp_grads *hi)
+{
+    level_watch *w = ctx;
+    vijp_grads *lo = &w->lo->g;
+    size_t D = lo->depth;
+    compare_one(w, &lo->g[i], &hi->g[i], &w->cache[1 + i]);
+    compare_one(w, &lo->grad_theta[i], &hi->grad_theta[i], &w->cache[1 + D + i]);
+    if (i == 0) compare_one(w, &lo->grad_x, &hi->grad_x, &w->cache[0]);
+    if (w->free_lo) vijp_mat_clear(&lo->grad_theta[i]);
+}
+
+int vijp_drift_memo_next_level(vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf, long lo_prec,
+                               const vijp_format *f, vijp_compare_cache *cache, vijp_xnum *rel, vijp_xnum *ulps,
+                               vijp_error *err)
+{
+    memo_level *lo = (memo_level *)find_level(m, lo_prec); /* the caller computed it */
+    level_watch w = {lo, !m->keyed, f, cache, {0, 0}, {0, 0}, 0};
+    const memo_level *have = find_level(m, 2 * lo_prec);
+    int rc = 0;
+    if (have) /* a shared memo's: compared whole, as the reverse pass would have */
+        for (size_t i = lo->g.depth; i-- > 0;) watch_layer(&w, i, &have->g);
+    else {
+        make_room(m, net, pf, 2 * lo_prec);
+        memo_level *L;
+        if (!(rc = compute_level(m, net, pf, 2 * lo_prec, watch_layer, &w, &L, err))) add_level(m, L);
+    }
+    /* A run's own memo has freed lo's parameter gradients: the level goes,
+     * whatever the outcome (the next comparison starts from this one). */
+    if (!m->keyed)
+        for (size_t k = 0; k < m->n_levels; k++)
+            if (m->level[k] == lo) drop_level(m, k);
+    *rel = w.rel, *ulps = w.ulps;
+    return rc;
 }
 
 size_t vijp_drift_memo_computed(const vijp_drift_memo *m) { return m->computed; }
@@ -215,10 +279,16 @@ static void round_copy(vijp_mat *a, const vijp_mat *b, const vijp_format *fmt)
     vijp_mat_convert(a, b);
 }
 
-static void round_entries(vijp_mat *a, mpfr_prec_t p)
+/* a rounded to fmt (an mpfr:q one, narrower), into a block of q-bit values
+ * that replaces a's: the engines' runs then hold the reference at q bits'
+ * size, not at its level's.  Each entry rounded once, to nearest. */
+static void round_entries(vijp_mat *a, const vijp_format *fmt)
 {
-    for (size_t k = 0, n = vijp_mat_len(a); k < n; k++)
-        (void)mpfr_prec_round(a->m[k], p, MPFR_RNDN); /* narrower: never reallocates (mat.c's one block) */
+    vijp_mat r;
+    round_copy(&r, a, fmt);
+    r.sr = a->sr;
+    vijp_mat_clear(a);
+    *a = r;
 }
 
 void vijp_drift_memo_reference(vijp_drift_memo *m, long prec, mpfr_prec_t q, vijp_grads *ref, vijp_format *fmt)
@@ -248,8 +318,8 @@ void vijp_drift_memo_reference(vijp_drift_memo *m, long prec, mpfr_prec_t q, vij
     while (m->n_levels) drop_level(m, 0);
     drop_copy(m); /* no level will read it again: the engines' peak does not hold it */
     if (!narrower) return;
-    round_entries(&ref->grad_x, q);
-    for (size_t i = 0; i < ref->depth; i++) round_entries(&ref->g[i], q), round_entries(&ref->grad_theta[i], q);
+    round_entries(&ref->grad_x, fmt);
+    for (size_t i = 0; i < ref->depth; i++) round_entries(&ref->g[i], fmt), round_entries(&ref->grad_theta[i], fmt);
 }
 
 int vijp_drift_memo_get_conditioning(const vijp_drift_memo *m, double *kappa, double *lyap_cum, size_t D)

@@ -9,6 +9,7 @@
 
 #include "vijp/drift.h"
 #include "grad/problem.h"
+#include "compare/cache.h"
 
 /* Ties memo to this run's problem: kept when the problem is the one it holds
  * (same spec, depth, width and loss, and the same rounded X, T and θ, value
@@ -23,6 +24,17 @@ void vijp_drift_memo_bind(vijp_drift_memo *m, const vijp_grad_setup *s, const vi
  * points into the memo, valid until it is bound to another problem or freed. */
 VIJP_MUST_CHECK int vijp_drift_memo_backprop(vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf, long prec,
                                              const vijp_grads **out, vijp_error *err);
+
+/* The level at 2·lo_prec (computed, or a shared memo's), compared with
+ * the level at lo_prec (which the caller has) layer by layer as its reverse
+ * pass finishes each: *rel and *ulps the largest disagreement of lo's
+ * matrices against it in f (vijp_compare_rel_ulps), and cache (1 + 2D:
+ * ∇x, then g_i, then ∇θ_i) filled with its Σ ref², as the engines'
+ * comparisons need them when it becomes the reference.  A run's own memo
+ * frees lo's ∇θ_i as soon as it is compared, and drops the level. */
+VIJP_MUST_CHECK int vijp_drift_memo_next_level(vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf,
+                                               long lo_prec, const vijp_format *f, vijp_compare_cache *cache,
+                                               vijp_xnum *rel, vijp_xnum *ulps, vijp_error *err);
 
 /* Reference backprops computed over m's life, for the tests: shared runs add none. */
 size_t vijp_drift_memo_computed(const vijp_drift_memo *m);

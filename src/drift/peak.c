@@ -60,6 +60,27 @@ static void grads(blocks *b, const vijp_net *net, size_t batch, double v)
     outputs(b, net, batch, v);
 }
 
+/* The two levels' parameter gradients while the second level's reverse
+ * pass runs (memo.c's vijp_drift_memo_next_level): at layer i the first
+ * level holds ∇θ_j for j <= i, and for j > i too where its memo is shared
+ * (kept) or the freed block is one the heap keeps; the second holds ∇θ_j
+ * for j >= i (backprop allocates each as it computes it).  The largest
+ * over i (at i = D − 1 the first level whole, as during the forward pass). */
+static void levels_sweep(blocks *b, const vijp_net *net, double vlo, double vhi, int shared)
+{
+    blocks top = {0};
+    for (size_t i = 0; i < net->depth; i++) {
+        blocks at = {0};
+        for (size_t j = 0; j < net->depth; j++) {
+            double P = (double)net->layers[j].type->param_count(&net->layers[j]);
+            if (j <= i || shared || vlo * P < DRIFT_PEAK_MMAP_BYTES) add(&at, vlo * P);
+            if (j >= i) add(&at, vhi * P);
+        }
+        if (at.all > top.all) top = at;
+    }
+    b->all += top.all, b->heap += top.heap;
+}
+
 drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format *f, long ref_first, int shared)
 {
     double vf = value_bytes(f), vcopy = mpfr_bytes(f->prec > 53 ? (long)f->prec : 53);
@@ -67,28 +88,30 @@ drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format
     /* The net's double θ is the study's draw (study/draws.h), shared by
      * the curves of a seed: drift_peak_draw_bytes counts it.  The
      * reference's second level being computed: the memo's exact copy of
-     * the problem (memo.c), the first level's gradients beside the
-     * second's, and its activations h_0..h_D; θ in f is released meanwhile
-     * where the curve has a memo of its own (drift.c), held where the
-     * memo is shared. */
+     * the problem (memo.c), both levels' cotangents, the second's
+     * activations h_0..h_D, and the levels' parameter gradients as the
+     * second's reverse pass frees the first's (levels_sweep); θ in f is
+     * released meanwhile where the curve has a memo of its own (drift.c),
+     * held where the memo is shared. */
     blocks ref = {0};
     if (shared) problem(&ref, net, batch, vf);
     else add(&ref, vf * (double)(net->width * batch)), add(&ref, vf * (double)(vijp_net_out_width(net) * batch));
     problem(&ref, net, batch, vcopy);
-    grads(&ref, net, batch, vhi);
-    grads(&ref, net, batch, vlo);
     outputs(&ref, net, batch, vhi);
+    outputs(&ref, net, batch, vlo);
+    outputs(&ref, net, batch, vhi);
+    levels_sweep(&ref, net, vlo, vhi, shared);
     /* An engine's run: the problem in f, the reference (a curve's own
-     * level, rounded in place; a shared memo's two levels, kept with the
-     * copy, and a copy of the second at the comparisons' precision), its
-     * gradients in f and the most any engine stores (backprop's
-     * activations), beside a layer's double copy for a solve (the largest
-     * layer's parameters). */
+     * level, rounded into blocks at the comparisons' precision q where
+     * that is narrower; a shared memo's two levels, kept with the copy,
+     * and a copy of the second at q), its gradients in f and the most any
+     * engine stores (backprop's activations), beside a layer's double copy
+     * for a solve (the largest layer's parameters). */
     blocks eng = {0};
+    long q = vijp_compare_prec(f);
     problem(&eng, net, batch, vf);
-    grads(&eng, net, batch, vhi);
+    grads(&eng, net, batch, !shared && q < 2 * ref_first ? mpfr_bytes(q) : vhi);
     if (shared) { /* a shared memo keeps every level it computed */
-        long q = vijp_compare_prec(f);
         problem(&eng, net, batch, vcopy);
         grads(&eng, net, batch, vlo);
         grads(&eng, net, batch, q < 2 * ref_first ? mpfr_bytes(q) : vhi);

@@ -26,8 +26,9 @@ typedef struct {
 
 /* A curve of net (batch samples) in format f whose reference starts at
  * ref_first bits (vijp_drift_ref_prec_first) and validates at twice that:
- * the two reference levels with the activations of the second beside the
- * memo's exact copy of the problem, then one engine's gradients and
+ * the two reference levels (the first freed layer by layer as the second's
+ * reverse pass compares with it) with the activations of the second beside
+ * the memo's exact copy of the problem, then one engine's gradients and
  * activations beside the problem in f and the reference.  shared: the
  * curve's reference memo is shared with another format's curve (the same
  * storage format), and keeps the problem in f, the copy and its level

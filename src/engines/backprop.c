@@ -39,6 +39,7 @@ int engine_backprop(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
     for (size_t i = D; i-- > 0 && !rc;) { /* layer i+1: g_i = g_{i+1} J_{i+1} */
         const vijp_layer *L = &net->layers[i];
         vijp_mat *gin = i ? &out->g[i - 1] : &out->grad_x;
+        engine_param_grad_init(out, net, X, i); /* now, not before: a watched run has freed what it compared */
         if (L->type->residual == VIJP_RESIDUAL_DERIV) { /* no parameters; H[i] holds f′ */
             vijp_mat_mul_elem(gin, &out->g[i], &H[i]);
         } else {
@@ -47,6 +48,7 @@ int engine_backprop(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
         }
         ledger_release(&ledger, mat_bytes(&H[i]));
         if (!rc) engine_step(steps);
+        if (!rc && steps->grads_ready) steps->grads_ready(steps->ready_ctx, i, out);
     }
     for (size_t i = 0; H && i <= D; i++) vijp_mat_clear(&H[i]);
     free(H);

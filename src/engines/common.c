@@ -42,7 +42,16 @@ int vijp_grads_check_finite(const vijp_grads *g, vijp_error *err)
                      "range of %s", e.msg, fmt);
 }
 
-int engine_grads_init(vijp_grads *out, const vijp_net *net, const vijp_mat *X)
+void engine_param_grad_init(vijp_grads *out, const vijp_net *net, const vijp_mat *X, size_t i)
+{
+    const vijp_layer *L = &net->layers[i];
+    /* written whole by the engine; what an ESINGULAR run leaves unwritten
+     * is zeroed by vijp_engine_run_opts */
+    vijp_mat_init_unset(&out->grad_theta[i], L->type->param_count(L), 1, X->fmt);
+    engine_key(&out->grad_theta[i], X, VIJP_SR_PARAM_GRAD, i + 1, 0);
+}
+
+int engine_grads_init(vijp_grads *out, const vijp_net *net, const vijp_mat *X, int params)
 {
     size_t B = X->cols;
     const vijp_format *f = X->fmt;
@@ -54,12 +63,8 @@ int engine_grads_init(vijp_grads *out, const vijp_net *net, const vijp_mat *X)
     vijp_mat_init(&out->grad_x, net->width, B, f);
     engine_key(&out->grad_x, X, VIJP_SR_COTANGENT, 0, 0);
     for (size_t i = 0; i < net->depth; i++) {
-        const vijp_layer *L = &net->layers[i];
-        /* written whole by the engine; what an ESINGULAR run leaves unwritten
-         * is zeroed by vijp_engine_run_opts */
-        vijp_mat_init_unset(&out->grad_theta[i], L->type->param_count(L), 1, f);
-        vijp_mat_init_unset(&out->g[i], L->out, B, f);
-        engine_key(&out->grad_theta[i], X, VIJP_SR_PARAM_GRAD, i + 1, 0);
+        if (params) engine_param_grad_init(out, net, X, i);
+        vijp_mat_init_unset(&out->g[i], net->layers[i].out, B, f); /* written whole, as ∇θ_i */
         engine_key(&out->g[i], X, VIJP_SR_COTANGENT, i + 1, 0);
     }
     return 0;

@@ -61,8 +61,9 @@ int vijp_engine_run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *the
     return vijp_engine_run_opts(e, net, theta, X, T, NULL, out, err);
 }
 
-int vijp_engine_run_opts(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
-                         const vijp_mat *T, const vijp_engine_opts *o, vijp_grads *out, vijp_error *err)
+/* vijp_engine_run_opts, and with watch (backprop only) vijp_engine_backprop_watched. */
+static int run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
+               const vijp_engine_opts *o, vijp_backprop_watch watch, void *ctx, vijp_grads *out, vijp_error *err)
 {
     memset(out, 0, sizeof *out);
     if (X->rows != net->width || T->rows != vijp_net_out_width(net) || T->cols != X->cols || X->cols == 0)
@@ -81,9 +82,10 @@ int vijp_engine_run_opts(vijp_engine_kind e, const vijp_net *net, const vijp_mat
         if (theta[i].rows && theta[i].fmt->kind != X->fmt->kind)
             return vijp_fail(err, VIJP_EINVAL, "engine: parameters of layer %zu are in another format", i + 1);
     }
-    if ((rc = engine_grads_init(out, net, X))) return vijp_fail(err, rc, "out of memory");
+    /* backprop allocates each ∇θ_i as it computes it (engine_grads_init) */
+    if ((rc = engine_grads_init(out, net, X, e != VIJP_ENGINE_BACKPROP))) return vijp_fail(err, rc, "out of memory");
     engine_steps steps = {o ? o->layer_done : NULL, o ? o->layer_ctx : NULL, 0,
-                          vijp_engine_layer_steps(e, net->depth, X->cols, o)};
+                          vijp_engine_layer_steps(e, net->depth, X->cols, o), watch, ctx};
     switch (e) {
     case VIJP_ENGINE_BACKPROP: rc = engine_backprop(net, theta, X, T, &steps, out, err); break;
     case VIJP_ENGINE_MOONWALK: rc = engine_moonwalk(net, theta, X, T, &steps, out, err); break;
@@ -102,4 +104,16 @@ int vijp_engine_run_opts(vijp_engine_kind e, const vijp_net *net, const vijp_mat
         for (size_t i = out->rebuilt; i < net->depth; i++)
             vijp_mat_zero(&out->g[i]), vijp_mat_zero(&out->grad_theta[i]);
     return rc;
+}
+
+int vijp_engine_run_opts(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
+                         const vijp_mat *T, const vijp_engine_opts *o, vijp_grads *out, vijp_error *err)
+{
+    return run(e, net, theta, X, T, o, NULL, NULL, out, err);
+}
+
+int vijp_engine_backprop_watched(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
+                                 vijp_backprop_watch watch, void *ctx, vijp_grads *out, vijp_error *err)
+{
+    return run(VIJP_ENGINE_BACKPROP, net, theta, X, T, NULL, watch, ctx, out, err);
 }

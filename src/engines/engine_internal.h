@@ -7,6 +7,7 @@
 
 #include "vijp/engine.h"
 #include "vijp/error.h"
+#include "watch.h"
 
 /* Bytes kept alive between passes, counted where the engine allocates and
  * releases them (DESIGN §2); the peak is what the engine reports. */
@@ -29,6 +30,10 @@ typedef struct {
     void (*layer_done)(void *ctx, size_t done, size_t total);
     void *ctx;
     size_t done, total;
+    /* Backprop only (watch.h): layer i's results are final (g_i, ∇θ_i;
+     * ∇x too at i = 0); NULL for every other run. */
+    vijp_backprop_watch grads_ready;
+    void *ready_ctx;
 } engine_steps;
 
 static inline void engine_step(engine_steps *s)
@@ -55,9 +60,13 @@ static inline void engine_key(vijp_mat *m, const vijp_mat *X, vijp_sr_role role,
  * vjp bit for bit). */
 VIJP_MUST_CHECK int engine_derivative(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, vijp_mat *D, vijp_error *err);
 
-/* Allocate out's matrices for net and the batch of X in X's format (zeroed),
- * keyed as g_0 … g_D and ∇θ_1 … ∇θ_D (engine_key). */
-VIJP_MUST_CHECK int engine_grads_init(vijp_grads *out, const vijp_net *net, const vijp_mat *X);
+/* Allocate out's matrices for net and the batch of X in X's format,
+ * keyed as g_0 … g_D and ∇θ_1 … ∇θ_D (engine_key).  params 0: every ∇θ_i
+ * left empty (0 × 0) for the engine to allocate, with engine_param_grad_init,
+ * when it computes it (backprop: a watched run frees what it has compared
+ * while later layers' are not yet allocated, watch.h). */
+VIJP_MUST_CHECK int engine_grads_init(vijp_grads *out, const vijp_net *net, const vijp_mat *X, int params);
+void engine_param_grad_init(vijp_grads *out, const vijp_net *net, const vijp_mat *X, size_t i);
 /* g := ∇L(h) (overwrites g, same shape as h); returns the loss summed over the batch. */
 double engine_loss(const vijp_net *net, const vijp_mat *h, const vijp_mat *T, vijp_mat *g);
 

@@ -1,0 +1,23 @@
+/* Backprop that hands each layer's finished gradients to its caller as the
+ * reverse pass goes, for the drift study's validated reference
+ * (src/drift/memo.c): a level compares layer i of its gradients with the
+ * level below and frees that level's ∇θ_i before ∇θ_(i−1) is allocated, so
+ * two full levels are never held at once.  Internal to src/ (the library
+ * does not export it). */
+#ifndef VIJP_ENGINES_WATCH_H
+#define VIJP_ENGINES_WATCH_H
+
+#include "vijp/engine.h"
+
+/* Called once per layer, i = D−1 down to 0, when g_i and ∇θ_i of out are
+ * final (at i = 0 also ∇x); ∇θ_j for j < i are not yet allocated.  It may
+ * read out, not change it. */
+typedef void (*vijp_backprop_watch)(void *ctx, size_t layer, const vijp_grads *out);
+
+/* vijp_engine_run(VIJP_ENGINE_BACKPROP, …) with watch called as above: the
+ * same checks, the same results bit for bit. */
+VIJP_MUST_CHECK int vijp_engine_backprop_watched(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
+                                                 const vijp_mat *T, vijp_backprop_watch watch, void *ctx,
+                                                 vijp_grads *out, vijp_error *err);
+
+#endif
