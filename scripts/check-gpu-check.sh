@@ -30,11 +30,11 @@ has() { grep -q -- "$2" "$tmp/$1/summary.txt" || fail "$1: no '$2' in its summar
 # 1. The bundle and its libraries.
 scripts/gpu-bundle.sh "$tmp/b.tar.gz" > "$tmp/bundle.out" 2>&1 || fail "gpu-bundle.sh: $(cat "$tmp/bundle.out")"
 mkdir "$tmp/x" && tar -C "$tmp/x" -xf "$tmp/b.tar.gz" || fail "cannot unpack the bundle"
-for p in check_cuda check_vijp vijp bench-gpu libvijp-cuda.so commit; do
+for p in check_cuda check_vijp vijp bench-gpu libvijp-cuda.so tc-gemm commit; do
   [ -s "$tmp/x/build/$p" ] || fail "the bundle has no build/$p"
 done
 n=0
-for p in check_cuda check_vijp vijp bench-gpu libvijp-cuda.so; do
+for p in check_cuda check_vijp vijp bench-gpu libvijp-cuda.so tc-gemm; do
   LD_LIBRARY_PATH="$tmp/x/lib" ldd "$tmp/x/build/$p" > "$tmp/ldd" || fail "ldd $p"
   while read -r name arrow path rest; do
     [ "$arrow" = "=>" ] || continue

@@ -7,7 +7,8 @@
 # Then, on the GPU machine, from a checkout of the same commit:
 #   GPU_CHECK_BUNDLE=ARCHIVE scripts/gpu-check.sh
 # The archive holds build/{check_cuda,check_vijp,vijp,bench-gpu,
-# libvijp-cuda.so} and lib/ with every library they load except glibc's and
+# libvijp-cuda.so,tc-gemm} (tc-gemm: step 6b's cuBLAS GEMMs, which
+# gpu-check.sh would otherwise have to compile there) and lib/ with every library they load except glibc's and
 # CUDA's own (the GPU machine's CUDA libraries are used: the driver must
 # match them).  Binaries built against glibc 2.36 run on any newer glibc.
 set -eu
@@ -15,7 +16,7 @@ set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 archive=${1:-.gpu-bundle/vijp-gpu.tar.gz}
-progs="build/check_cuda build/check_vijp build/vijp build/bench-gpu build/libvijp-cuda.so"
+progs="build/check_cuda build/check_vijp build/vijp build/bench-gpu build/libvijp-cuda.so build/tc-gemm"
 
 # shellcheck disable=SC2086 # $progs is a list
 make -j"$(nproc)" $progs
