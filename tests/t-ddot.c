@@ -8,7 +8,8 @@
  *   - the error is within the returned bound (the rigorous a-posteriori one);
  *   - the error is within the a-priori bound derived in src/ddot/bound.c:
  *       doubles  γ_N²·T + Nη,   double-double x  γ_2N·γ_(N+1)·T + 3Nη,
- *       (triple-double: γ_(N+1)·γ_2N·γ_N·T + Nη and γ_(N+2)²·γ_3N·T + 3Nη),
+ *       (triple-double: γ_(N+1)·γ_2N·γ_N·T + Nη and γ_(N+2)²·γ_3N·T + 3Nη;
+ *        triple-double x in four levels: γ_(N+3)²·γ_5N·γ_3N·T + 2Nη),
  *     T = |c| + Σ|a_j·xh_j| (computed here in MPFR, rounded up), and hi alone
  *     within Ogita-Rump-Oishi's u|exact| + γ_N²·T (+ Nη);
  *   - the returned bound is not vacuous: at most (1 + 2^-10) times the
@@ -32,21 +33,22 @@
 enum { EXACT_PREC = 4400 };
 static const double eta = 0x1p-1074;
 
-/* Σ_j a[j·inca]·(xh[j·incx] + xl[j·incx]) + *c exactly into S (EXACT_PREC
- * bits), and T = |c| + Σ|a_j·xh_j| rounded up.  xl and c may be NULL. */
-static void exact_dot(mpfr_t S, mpfr_t T, size_t n, const double *a, size_t inca, const double *xh, const double *xl,
-                      size_t incx, const double *c)
+/* Σ_j a[j·inca]·(x[0][j·incx] + ... + x[parts − 1][j·incx]) + *c exactly
+ * into S (EXACT_PREC bits), and T = |c| + Σ|a_j·x[0]_j| rounded up.  c may
+ * be NULL. */
+static void exact_dot_parts(mpfr_t S, mpfr_t T, size_t n, const double *a, size_t inca, const double *const *x,
+                            int parts, size_t incx, const double *c)
 {
-    size_t nt = 2 * n + 1, k = 0;
+    size_t nt = 3 * n + 1, k = 0;
     mpfr_t *t = malloc(nt * sizeof *t);
     mpfr_ptr *pt = malloc(nt * sizeof *pt);
     ck_assert(t && pt);
     mpfr_set_zero(T, 1);
     for (size_t j = 0; j < n; j++)
-        for (int part = 0; part < (xl ? 2 : 1); part++) {
+        for (int part = 0; part < parts; part++) {
             mpfr_init2(t[k], 106);
             mpfr_set_d(t[k], a[j * inca], MPFR_RNDN);
-            ck_assert_int_eq(mpfr_mul_d(t[k], t[k], part ? xl[j * incx] : xh[j * incx], MPFR_RNDN), 0);
+            ck_assert_int_eq(mpfr_mul_d(t[k], t[k], x[part][j * incx], MPFR_RNDN), 0);
             if (!part) {
                 mpfr_t m;
                 mpfr_init2(m, 106);
@@ -66,6 +68,13 @@ static void exact_dot(mpfr_t S, mpfr_t T, size_t n, const double *a, size_t inca
     ck_assert_int_eq(mpfr_sum(S, pt, k, MPFR_RNDN), 0); /* exact: see the top */
     for (size_t i = 0; i < k; i++) mpfr_clear(t[i]);
     free(t), free(pt);
+}
+
+/* The same with x = xh (+ xl, when not NULL). */
+static void exact_dot(mpfr_t S, mpfr_t T, size_t n, const double *a, size_t inca, const double *xh, const double *xl,
+                      size_t incx, const double *c)
+{
+    exact_dot_parts(S, T, n, a, inca, (const double *const[]){xh, xl}, xl ? 2 : 1, incx, c);
 }
 
 /* γ_k rounded up. */
@@ -98,7 +107,14 @@ static void check_output(const double *y, int parts, double bound, mpfr_t S, mpf
      * γ_2N·γ_(N+1)·T + 3Nη; triple-double γ_(N+1)·γ_2N·γ_N·T + Nη, or
      * γ_(N+2)²·γ_3N·T + 3Nη */
     double Nd = (double)N;
-    if (parts == 2) {
+    if (parts == 4) { /* bound.c 10: γ_(N+3)²·γ_5N·γ_3N·T + 2Nη */
+        gamma_up(apr, Nd + 3);
+        mpfr_sqr(apr, apr, MPFR_RNDU);
+        gamma_up(g, 5 * Nd);
+        mpfr_mul(apr, apr, g, MPFR_RNDU);
+        gamma_up(g, 3 * Nd);
+        mpfr_mul(apr, apr, g, MPFR_RNDU);
+    } else if (parts == 2) {
         gamma_up(apr, dd_input ? 2 * Nd : Nd);
         gamma_up(g, dd_input ? Nd + 1 : Nd);
         mpfr_mul(apr, apr, g, MPFR_RNDU);
@@ -110,11 +126,20 @@ static void check_output(const double *y, int parts, double bound, mpfr_t S, mpf
         mpfr_mul(apr, apr, g, MPFR_RNDU);
     }
     mpfr_mul(apr, apr, T, MPFR_RNDU);
-    mpfr_add_d(apr, apr, (dd_input ? 3.0 : 1.0) * N * eta, MPFR_RNDU);
+    mpfr_add_d(apr, apr, (parts == 4 ? 2.0 : dd_input ? 3.0 : 1.0) * N * eta, MPFR_RNDU);
     ck_assert_msg(mpfr_cmp_d(err, bound) <= 0, "%s: error %.3e above the returned bound %.3e", what,
                   mpfr_get_d(err, MPFR_RNDN), bound);
     ck_assert_msg(mpfr_cmp(err, apr) <= 0, "%s: error %.3e above the a-priori bound %.3e", what,
                   mpfr_get_d(err, MPFR_RNDN), mpfr_get_d(apr, MPFR_RNDN));
+    /* and not below the a-priori bound, which it is derived to cover (bound.c
+     * 6–7, 10: bound >= C·absum + (4N + 2)η >= a-priori): apr is rounded up
+     * from T (itself rounded up, at 256 bits), so apr·(1 − 2^-200) is below
+     * the true a-priori bound.  A bound shrunk by 2^-20, or without the
+     * factor 1 + 2^-20 in Ĉ, fails here. */
+    mpfr_div_2ui(g, apr, 200, MPFR_RNDD);
+    mpfr_sub(g, apr, g, MPFR_RNDD);
+    ck_assert_msg(mpfr_cmp_d(g, bound) <= 0, "%s: returned bound %.6e below the a-priori %.6e", what, bound,
+                  mpfr_get_d(apr, MPFR_RNDN));
     /* not vacuous: bound <= (1 + 2^-10)·a-priori + (4N + 8)η */
     mpfr_mul_d(g, apr, 1 + 0x1p-10, MPFR_RNDU);
     mpfr_add_d(g, g, (4.0 * N + 8) * eta, MPFR_RNDU);
@@ -171,16 +196,50 @@ static void check_dot(size_t n, const double *a, size_t inca, const double *xh, 
     mpfr_clears(S, T, (mpfr_ptr)0);
 }
 
+/* One dot product with x in triple-double through vijp_qd_dot, and through
+ * every set's qd_row with c, checked against the oracle (4 parts). */
+static void check_qd(size_t n, const double *a, size_t inca, const double *const x[3], size_t incx, const double *c,
+                     const char *what)
+{
+    mpfr_t S, T;
+    mpfr_init2(S, EXACT_PREC), mpfr_init2(T, 256);
+    double bound, y[4];
+    char msg[160];
+    exact_dot_parts(S, T, n, a, inca, x, 3, incx, c);
+    if (!c) {
+        vijp_qd_dot(n, a, inca, x, incx, y, &bound);
+        snprintf(msg, sizeof msg, "%s (n %zu, td x, seed %llu)", what, n, (unsigned long long)test_seed());
+        check_output(y, 4, bound, S, T, n, 1, msg);
+    } else
+        for (int s = 0; s < VIJP_DD_SET_COUNT; s++) {
+            const vijp_dd_kernels *k = vijp_dd_set(s);
+            if (!k) continue;
+            ck_assert_int_eq(k->qd_row(n, a, inca, x, incx, c, y, &bound), 0);
+            snprintf(msg, sizeof msg, "%s (n %zu + c, td x, set %s, seed %llu)", what, n, k->name,
+                     (unsigned long long)test_seed());
+            check_output(y, 4, bound, S, T, n + 1, 1, msg);
+        }
+    mpfr_clears(S, T, (mpfr_ptr)0);
+}
+
 /* A normalised double-double low part of x: |xl| <= u|x|. */
 static double low_part(vijp_rng *g, double x) { return x * 0x1p-53 * (2 * vijp_rng_uniform(g) - 1); }
+
+/* x[1], x[2] := normalised low parts below x[0] (a triple-double), n of them. */
+static void low_parts(vijp_rng *g, size_t n, double *const x[3])
+{
+    for (size_t j = 0; j < n; j++) x[1][j] = low_part(g, x[0][j]), x[2][j] = low_part(g, x[1][j]);
+}
 
 START_TEST(random_inputs)
 {
     vijp_rng g;
     vijp_rng_seed(&g, test_seed());
     static const size_t sizes[] = {0, 1, 2, 3, 5, 17, 64, 256, 1000};
-    double *a = malloc(3 * 1000 * sizeof *a), *x = malloc(2 * 1000 * sizeof *x), *xl = malloc(2 * 1000 * sizeof *xl);
-    ck_assert(a && x && xl);
+    double *a = malloc(3 * 1000 * sizeof *a), *x = malloc(2 * 1000 * sizeof *x), *xl = malloc(2 * 1000 * sizeof *xl),
+           *xm = malloc(2 * 1000 * sizeof *xm), *xll = malloc(2 * 1000 * sizeof *xll);
+    ck_assert(a && x && xl && xm && xll);
+    double *const x3[3] = {x, xm, xll};
     for (long it = 0; it < test_iters(2); it++)
         for (size_t is = 0; is < sizeof sizes / sizeof *sizes; is++) {
             size_t n = sizes[is], inca = 1 + it % 3, incx = 1 + (it + 1) % 2;
@@ -191,8 +250,11 @@ START_TEST(random_inputs)
             check_dot(n, a, inca, x, xl, incx, NULL, "random");
             check_dot(n, a, inca, x, NULL, incx, &c, "random");
             check_dot(n, a, inca, x, xl, incx, &c, "random");
+            low_parts(&g, 2 * n, x3);
+            check_qd(n, a, inca, (const double *const *)x3, incx, NULL, "random");
+            check_qd(n, a, inca, (const double *const *)x3, incx, &c, "random");
         }
-    free(a), free(x), free(xl);
+    free(a), free(x), free(xl), free(xm), free(xll);
 }
 END_TEST
 
@@ -229,7 +291,8 @@ START_TEST(ill_conditioned)
     vijp_rng g;
     vijp_rng_seed(&g, test_seed() + 1);
     enum { n = 100 };
-    double x[n], y[n], yl[n];
+    double x[n], y[n], yl[n], ym[n], yll[n];
+    double *const y3[3] = {y, ym, yll};
     static const double conds[] = {1e10, 1e20, 1e30, 1e40};
     for (long it = 0; it < test_iters(3); it++)
         for (size_t ic = 0; ic < sizeof conds / sizeof *conds; ic++) {
@@ -239,6 +302,8 @@ START_TEST(ill_conditioned)
             snprintf(what, sizeof what, "GenDot cond %.0e", conds[ic]);
             check_dot(n, x, 1, y, NULL, 1, NULL, what);
             check_dot(n, x, 1, y, yl, 1, NULL, what);
+            low_parts(&g, n, y3);
+            check_qd(n, x, 1, (const double *const *)y3, 1, NULL, what);
         }
 }
 END_TEST
@@ -248,7 +313,8 @@ START_TEST(dynamic_range)
     vijp_rng g;
     vijp_rng_seed(&g, test_seed() + 2);
     enum { n = 256 };
-    double x[n], y[n], yl[n];
+    double x[n], y[n], yl[n], ym[n], yll[n];
+    double *const y3[3] = {y, ym, yll};
     for (long it = 0; it < test_iters(4); it++) {
         /* |x|, |y| < 2^501: products up to 2^1002, no overflow */
         for (size_t j = 0; j < n; j++) {
@@ -260,6 +326,9 @@ START_TEST(dynamic_range)
         check_dot(n, x, 1, y, yl, 1, NULL, "dynamic range");
         double c = ldexp(1, 900);
         check_dot(n, x, 1, y, yl, 1, &c, "dynamic range");
+        low_parts(&g, n, y3);
+        check_qd(n, x, 1, (const double *const *)y3, 1, NULL, "dynamic range");
+        check_qd(n, x, 1, (const double *const *)y3, 1, &c, "dynamic range");
     }
 }
 END_TEST
@@ -272,7 +341,8 @@ START_TEST(subnormal)
     vijp_rng g;
     vijp_rng_seed(&g, test_seed() + 3);
     enum { n = 64 };
-    double x[n], y[n], yl[n];
+    double x[n], y[n], yl[n], ym[n], yll[n];
+    double *const y3[3] = {y, ym, yll};
     for (long it = 0; it < test_iters(4); it++)
         for (int kind = 0; kind < 3; kind++) {
             for (size_t j = 0; j < n; j++) {
@@ -288,6 +358,8 @@ START_TEST(subnormal)
             }
             check_dot(n, x, 1, y, NULL, 1, NULL, "subnormal");
             check_dot(n, x, 1, y, yl, 1, NULL, "subnormal");
+            low_parts(&g, n, y3); /* their products with x down to 2^-1190: below η, rounded (bound.c 1) */
+            check_qd(n, x, 1, (const double *const *)y3, 1, NULL, "subnormal");
         }
 }
 END_TEST
@@ -343,6 +415,31 @@ START_TEST(overflow_and_nan)
     ck_assert(bound == INFINITY);
     t = vijp_td_dot_ddx(3, y3, 1, y3, lo3, 1, &bound);
     ck_assert(bound == INFINITY);
+    /* triple-double x: overflow, NaN, a middle or a low part not normalised */
+    double zero3[3] = {0}, q[4], mid_big[3] = {0, ldexp(1, -50), 0}, low_alone[3] = {0, 0, ldexp(1, -110)};
+    vijp_qd_dot(2, x2, 1, (const double *const[]){y2, zero3, zero3}, 1, q, &bound);
+    ck_assert(bound == INFINITY && !isfinite(q[0]));
+    vijp_qd_dot(3, x3, 1, (const double *const[]){y3, zero3, zero3}, 1, q, &bound);
+    ck_assert(bound == INFINITY);
+    vijp_qd_dot(3, xn, 1, (const double *const[]){y3, zero3, zero3}, 1, q, &bound);
+    ck_assert(bound == INFINITY && isnan(q[0]));
+    vijp_qd_dot(3, y3, 1, (const double *const[]){y3, mid_big, zero3}, 1, q, &bound); /* |xm| = 2^-50 > u|xh| */
+    ck_assert(bound == INFINITY);
+    vijp_qd_dot(3, y3, 1, (const double *const[]){y3, zero3, low_alone}, 1, q, &bound); /* xl under xm = 0 */
+    ck_assert(bound == INFINITY);
+    double mid_edge[3] = {0, ldexp(1, -53), 0}, low_edge[3] = {0, ldexp(1, -106), 0};
+    vijp_qd_dot(3, y3, 1, (const double *const[]){y3, mid_edge, low_edge}, 1, q, &bound);
+    ck_assert(isfinite(bound)); /* the edge: |xm| = u|xh|, |xl| = u|xm| */
+    double qy[4][m], *const yq[4] = {qy[0], qy[1], qy[2], qy[3]}, x0[n] = {0}, xw[n] = {0};
+    xw[3] = ldexp(1, -60); /* an xl of 2^-60 under xm = 0 */
+    for (int s = 0; s < VIJP_DD_SET_COUNT; s++) { /* gemv: exactly the overflowing row, or every row */
+        const vijp_dd_kernels *k = vijp_dd_set(s);
+        if (!k) continue;
+        ck_assert_uint_eq(vijp_qd_gemv_in(k, m, n, A, m, (const double *const[]){xv, x0, x0}, NULL, yq, yb), 1);
+        for (size_t i = 0; i < m; i++) ck_assert(i == 13 ? yb[i] == INFINITY : isfinite(yb[i]));
+        ck_assert_uint_eq(vijp_qd_gemv_in(k, m, n, A, m, (const double *const[]){xv, x0, xw}, NULL, yq, yb), m);
+        for (size_t i = 0; i < m; i++) ck_assert(yb[i] == INFINITY);
+    }
 }
 END_TEST
 
@@ -357,9 +454,12 @@ START_TEST(sets_agree)
     vijp_rng_seed(&g, test_seed() + 4);
     enum { M = 37, N = 33, LDA = M + 3, COLS = 3 };
     static double A[LDA * N], B[N * COLS], Bl[N * COLS], c[M];
-    static double want[3][M * COLS], got[3][M * COLS], twant[4][M], tgot[4][M];
+    static double want[3][M * COLS], got[3][M * COLS], twant[4][M], tgot[4][M], qwant[5][M], qgot[5][M], Bm[N], Bll[N];
+    double *const qw[4] = {qwant[0], qwant[1], qwant[2], qwant[3]}, *const qg[4] = {qgot[0], qgot[1], qgot[2], qgot[3]};
+    const double *const x3[3] = {B, Bm, Bll};
     for (size_t i = 0; i < LDA * N; i++) A[i] = vijp_rng_normal(&g);
     for (size_t i = 0; i < N * COLS; i++) B[i] = vijp_rng_normal(&g), Bl[i] = low_part(&g, B[i]);
+    low_parts(&g, N, (double *const[]){B, Bm, Bll});
     for (size_t i = 0; i < M; i++) c[i] = vijp_rng_normal(&g);
     const vijp_dd_kernels *ref = vijp_dd_set(0);
     ck_assert_ptr_nonnull(ref);
@@ -383,6 +483,13 @@ START_TEST(sets_agree)
                     ref->td_row(n, A + i, LDA, B, bl, 1, cc ? cc + i : NULL, &y[0], &y[1], &y[2], &y[3]);
                     for (int o = 0; o < 4; o++) ck_assert(y[o] == twant[o][i]);
                 }
+                vijp_qd_gemv_in(ref, m, n, A, LDA, x3, cc, qw, qwant[4]);
+                for (size_t i = 0; i < m; i++) {
+                    double y[4], b;
+                    ref->qd_row(n, A + i, LDA, x3, 1, cc ? cc + i : NULL, y, &b);
+                    for (int o = 0; o < 4; o++) ck_assert(y[o] == qwant[o][i]);
+                    ck_assert(b == qwant[4][i]);
+                }
                 for (int s = 1; s < VIJP_DD_SET_COUNT; s++) {
                     const vijp_dd_kernels *k = vijp_dd_set(s);
                     if (!k) continue;
@@ -397,6 +504,11 @@ START_TEST(sets_agree)
                         ck_assert_msg(same_bits(tgot[o], twant[o], m),
                                       "set %s's triple-double differs from ref: m %zu n %zu variant %d", k->name, m, n,
                                       variant);
+                    vijp_qd_gemv_in(k, m, n, A, LDA, x3, cc, qg, qgot[4]);
+                    for (int o = 0; o < 5; o++)
+                        ck_assert_msg(same_bits(qgot[o], qwant[o], m),
+                                      "set %s's triple-double x differs from ref: m %zu n %zu variant %d", k->name, m,
+                                      n, variant);
                 }
             }
 }
@@ -410,9 +522,12 @@ START_TEST(gemv_against_oracle)
     vijp_rng_seed(&g, test_seed() + 5);
     enum { m = 256, n = 256 };
     double *A = malloc(m * n * sizeof *A), x[n], xl[n], c[m], yh[m], yl[m], yb[m], th[m], tm[m], tl[m], tb[m], row[n];
+    double xm[n], xll[n], qy[4][m], qb[m], *const qp[4] = {qy[0], qy[1], qy[2], qy[3]};
+    const double *const x3[3] = {x, xm, xll};
     ck_assert_ptr_nonnull(A);
     for (size_t i = 0; i < m * n; i++) A[i] = vijp_rng_normal(&g) / 16;
     for (size_t j = 0; j < n; j++) x[j] = vijp_rng_normal(&g) / 3, xl[j] = low_part(&g, x[j]);
+    low_parts(&g, n, (double *const[]){x, xm, xll});
     for (size_t i = 0; i < m; i++) c[i] = vijp_rng_normal(&g);
     for (size_t i = 0; i < m; i += 16) { /* row i cancels: its last entry makes Σ a_ij x_j + c_i tiny */
         mpfr_t S, T;
@@ -437,6 +552,15 @@ START_TEST(gemv_against_oracle)
                      (unsigned long long)test_seed());
             check_output((double[]){th[i], tm[i], tl[i]}, 3, tb[i], S, T, n + 1, dd, what);
         }
+    }
+    ck_assert_uint_eq(vijp_qd_gemv(m, n, A, m, x3, c, qp, qb), 0);
+    for (size_t i = 0; i < m; i++) {
+        for (size_t j = 0; j < n; j++) row[j] = A[i + j * m];
+        exact_dot_parts(S, T, n, row, 1, x3, 3, 1, c + i);
+        char what[80];
+        snprintf(what, sizeof what, "triple-double x gemv row %zu, set %s, seed %llu", i, vijp_dd_active()->name,
+                 (unsigned long long)test_seed());
+        check_output((double[]){qy[0][i], qy[1][i], qy[2][i], qy[3][i]}, 4, qb[i], S, T, n + 1, 1, what);
     }
     mpfr_clears(S, T, (mpfr_ptr)0);
     free(A);

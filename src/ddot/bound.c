@@ -78,7 +78,37 @@
  *    u²·T + Nη/2, and γ_{3N}γ_{N+1} + u² <= γ_{3N}γ_{N+2}:
  *        |p + s + t − exact| <= γ_{N+2}²·γ_{3N}·T + 3Nη.
  *    As in 6–7 with N <= 2^16 (K < 2^53, N·u <= 2^-35): K = (N + 1)·2N·N or
- *    (N + 2)²·3N, C = K·u³(1 + 2^-20), the same evaluation. */
+ *    (N + 2)²·3N, C = K·u³(1 + 2^-20), the same evaluation.
+ * 10. Triple-double x (qd_row), |x1_j| <= u|x0_j|, |x2_j| <= u|x1_j|
+ *    (checked), T = |c| + Σ|a_j·x0_j|.  Every product is split by TwoProd
+ *    (1: a·x_k = h_k + r_k + ε_k, |ε_k| <= η/2); |a·x1| <= uT_j and |a·x2|
+ *    <= u²T_j per term, so Σ|h1| <= (1 + u)uT + Nη/2, Σ|r1| <= u²T + Nη/2,
+ *    Σ|h2| <= (1 + u)u²T + Nη/2, Σ|r2| <= u³T + Nη/2.  The cascade of
+ *    Ogita, Rump and Oishi's DotK (SIAM J. Sci. Comput. 26(6), 2005,
+ *    Algorithms 4.8 and 5.10, K = 4) in one pass: level 1 sums c and the
+ *    h0 by TwoSum into p; each further level sums by TwoSum the errors of
+ *    the level above with the parts of that size, its own errors going one
+ *    level down; the last, w, is rounded.  A level summing M terms of total
+ *    B by TwoSum (from 0, so its first step is exact) leaves errors of total
+ *    at most γ_M·B (2: |e_k| <= u|s_k|, |s_k| <= (1 + u)^(k−1)·B).
+ *      level 2 (s): q, r0, h1; M = 3n, total B2 <= γ_(N−1)(1 + u)T + uT +
+ *        (1 + u)uT + 2Nη <= γ_(N+1)·T + 2Nη;
+ *      level 3 (t): s's errors, r1, h2; M = 5n, total B3 <= γ_3N·B2 + 3u²T
+ *        + Nη <= γ_3N·γ_(N+2)·T + 2Nη  (γ_3N(γ_(N+2) − γ_(N+1)) >= 3u²);
+ *      level 4 (w): t's errors, r2; total B4 <= γ_5N·B3 + u³T + Nη/2 <=
+ *        γ_5N·γ_3N·γ_(N+3)·T + Nη  (γ_5Nγ_3N(γ_(N+3) − γ_(N+2)) >= u³,
+ *        γ_5N·2N <= 1/2), summed by w = w + (((f0 + f1) + (f2 + f3)) +
+ *        (f4 + r2)): three roundings in the step, one per later step (the
+ *        first w = 0 + · exact), paths of at most N + 2 roundings.
+ *    Levels 1–3 are exact, so p + s + t + w − exact = (w − Σ level 4) −
+ *    Σε, and
+ *        |p + s + t + w − exact| <= γ_(N+3)²·γ_5N·γ_3N·T + 2Nη.
+ *    Computable as in 6–7 with N <= 2^16 (5N·u <= 2^-34, so the γ factors
+ *    and (1 + γ_(N−1))/(1 − u) exceed K·u⁴ by less than 2^-30 of it): K =
+ *    15N²(N + 3)², C = K·u⁴(1 + 2^-20), the same evaluation, except that K
+ *    may exceed 2^53: fl((N + 3)²·15·N²) is rounded at most twice, u
+ *    relative each, which the factor 1 + 2^-20 covers with room (Ĉ >=
+ *    K(1 − u)³u⁴(1 + 2^-20) >= K·u⁴(1 + 2^-21); u⁴ = 2^-212 is normal). */
 
 /* fl(fl(fl(Ĉ·absum) + (4N + 4)η)·(1 + 2^-51)), Ĉ = fl(K·ulevel·(1 + 2^-20))
  * (7); +inf where it is not finite. */
@@ -103,6 +133,13 @@ double vijp_td_bound(double absum, size_t nterms, int dd_input)
     return evaluate(K, 0x1p-159, absum, N);
 }
 
+double vijp_qd_bound(double absum, size_t nterms)
+{
+    if (nterms > VIJP_QD_MAX_TERMS) return INFINITY;
+    double N = (double)nterms, K = (N + 3) * (N + 3) * 15 * N * N; /* rounded at most twice: 10 */
+    return evaluate(K, 0x1p-212, absum, N);
+}
+
 size_t vijp_dd_finish(double p, double s, double absum, size_t nterms, int dd_input, double *hi, double *lo,
                       double *bound)
 {
@@ -122,6 +159,22 @@ size_t vijp_td_finish(double p, double s, double t, double absum, size_t nterms,
     dd_two_sum(c, b, mid, lo);
     double B = vijp_td_bound(absum, nterms, dd_input);
     if (!isfinite(*hi) || !isfinite(*mid) || !isfinite(*lo)) B = INFINITY;
+    *bound = B;
+    return B == INFINITY;
+}
+
+size_t vijp_qd_finish(double p, double s, double t, double w, double absum, size_t nterms, double y[4],
+                      double *bound)
+{
+    double a, b, c, d, e, f;
+    dd_two_sum(t, w, &a, &b); /* p + s + t + w = p + s + a + b */
+    dd_two_sum(s, a, &c, &d); /*   = p + c + d + b */
+    dd_two_sum(p, c, &y[0], &e); /* = y0 + e + d + b */
+    dd_two_sum(e, d, &y[1], &f); /* = y0 + y1 + f + b */
+    dd_two_sum(f, b, &y[2], &y[3]);
+    double B = vijp_qd_bound(absum, nterms);
+    for (int k = 0; k < 4; k++)
+        if (!isfinite(y[k])) B = INFINITY;
     *bound = B;
     return B == INFINITY;
 }

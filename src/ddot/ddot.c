@@ -41,7 +41,25 @@ static size_t ref_td_gemv(size_t m, size_t n, const double *A, size_t lda, const
     return unbounded;
 }
 
-static const vijp_dd_kernels ref_set = {"ref", ref_row, ref_gemv, ref_td_row, ref_td_gemv};
+static size_t ref_qd_row(size_t n, const double *a, size_t inca, const double *const x[3], size_t incx,
+                         const double *c, double y[4], double *bound)
+{
+    return qd_row(n, a, inca, x, incx, c, y, bound);
+}
+
+static size_t ref_qd_gemv(size_t m, size_t n, const double *A, size_t lda, const double *const x[3], const double *c,
+                          double *const y[4], double *bound)
+{
+    size_t unbounded = 0;
+    for (size_t i = 0; i < m; i++) {
+        double yi[4];
+        unbounded += qd_row(n, A + i, lda, x, 1, c ? c + i : NULL, yi, bound + i);
+        for (int k = 0; k < 4; k++) y[k][i] = yi[k];
+    }
+    return unbounded;
+}
+
+static const vijp_dd_kernels ref_set = {"ref", ref_row, ref_gemv, ref_td_row, ref_td_gemv, ref_qd_row, ref_qd_gemv};
 #ifndef VIJP_GENERIC
 extern const vijp_dd_kernels vijp_dd_avx2, vijp_dd_avx512;
 #endif
@@ -89,6 +107,12 @@ static int normalised(size_t n, const double *xh, const double *xl, size_t incx)
     return 1;
 }
 
+/* The same for a triple-double x: |x1| <= u|x0| and |x2| <= u|x1| (bound.c, 10). */
+static int normalised3(size_t n, const double *const x[3], size_t incx)
+{
+    return normalised(n, x[0], x[1], incx) && normalised(n, x[1], x[2], incx);
+}
+
 vijp_dd vijp_dd_dot(size_t n, const double *x, size_t incx, const double *y, size_t incy, double *bound)
 {
     vijp_dd r;
@@ -119,6 +143,30 @@ vijp_td vijp_td_dot_ddx(size_t n, const double *a, size_t inca, const double *xh
     vijp_dd_active()->td_row(n, a, inca, xh, xl, incx, NULL, &r.hi, &r.mid, &r.lo, bound);
     if (!normalised(n, xh, xl, incx)) *bound = INFINITY;
     return r;
+}
+
+void vijp_qd_dot(size_t n, const double *a, size_t inca, const double *const x[3], size_t incx, double y[4],
+                 double *bound)
+{
+    vijp_dd_active()->qd_row(n, a, inca, x, incx, NULL, y, bound);
+    if (!normalised3(n, x, incx)) *bound = INFINITY;
+}
+
+size_t vijp_qd_gemv_in(const vijp_dd_kernels *k, size_t m, size_t n, const double *A, size_t lda,
+                       const double *const x[3], const double *c, double *const y[4], double *bound)
+{
+    size_t unbounded = k->qd_gemv(m, n, A, lda, x, c, y, bound);
+    if (!normalised3(n, x, 1)) {
+        for (size_t i = 0; i < m; i++) bound[i] = INFINITY;
+        unbounded = m;
+    }
+    return unbounded;
+}
+
+size_t vijp_qd_gemv(size_t m, size_t n, const double *A, size_t lda, const double *const x[3], const double *c,
+                    double *const y[4], double *bound)
+{
+    return vijp_qd_gemv_in(vijp_dd_active(), m, n, A, lda, x, c, y, bound);
 }
 
 size_t vijp_td_gemv_in(const vijp_dd_kernels *k, size_t m, size_t n, const double *A, size_t lda, const double *xh,

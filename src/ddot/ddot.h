@@ -88,6 +88,29 @@ vijp_td vijp_td_dot_ddx(size_t n, const double *a, size_t inca, const double *xh
 size_t vijp_td_gemv(size_t m, size_t n, const double *A, size_t lda, const double *xh, const double *xl,
                     const double *c, double *yh, double *ym, double *yl, double *bound);
 
+/* ---- triple-double x, four levels ----
+ * x_j = xh_j + xm_j + xl_j, a triple-double (|xm| <= u|xh|, |xl| <= u|xm|,
+ * checked), as a reference level of up to 159 bits holds its activations.
+ * Each term's three products are split by TwoProd; the high parts go to p,
+ * and every level's TwoSum errors, with the products' parts of that size,
+ * to the next level: s (by TwoSum), t (by TwoSum), w (rounded sums), the
+ * K = 4 cascade of Ogita, Rump and Oishi's DotK run in one pass (bound.c,
+ * 10).  y = y[0] + y[1] + y[2] + y[3] = p + s + t + w exactly (y[0] =
+ * fl(p + fl(s + fl(t + w))) carries the leading bits), and
+ *   |y − exact| <= γ_(N+3)²·γ_5N·γ_3N·T + 2Nη,
+ * about 15N⁴u⁴·T: 2^-176·T at N = 257, 2^-168·T at N = 1025, where a
+ * 128-bit rounding has 2^-128 of the result to spare: Ziv's test fails
+ * about once in 2^39/cond outputs (cond = T/|exact|).  About four times
+ * Dot2's work.  bound as above (+inf also for N > VIJP_QD_MAX_TERMS). */
+#define VIJP_QD_MAX_TERMS ((size_t)1 << 16)
+
+/* Σ_{j<n} a[j·inca]·(x[0][j·incx] + x[1][j·incx] + x[2][j·incx]) into y. */
+void vijp_qd_dot(size_t n, const double *a, size_t inca, const double *const x[3], size_t incx, double y[4],
+                 double *bound);
+/* y = A·x + c (as vijp_dd_gemv): y[k] the k-th parts of the m outputs. */
+size_t vijp_qd_gemv(size_t m, size_t n, const double *A, size_t lda, const double *const x[3], const double *c,
+                    double *const y[4], double *bound);
+
 /* ---- the kernel sets, for the tests and the benchmark ---- */
 
 /* One set: a strided row (one output) and y = A·x + c for rows [0, m), as
@@ -103,6 +126,11 @@ typedef struct {
                      const double *c, double *hi, double *mid, double *lo, double *bound);
     size_t (*td_gemv)(size_t m, size_t n, const double *A, size_t lda, const double *xh, const double *xl,
                       const double *c, double *yh, double *ym, double *yl, double *bound);
+    /* the same with x in triple-double, four levels */
+    size_t (*qd_row)(size_t n, const double *a, size_t inca, const double *const x[3], size_t incx, const double *c,
+                     double y[4], double *bound);
+    size_t (*qd_gemv)(size_t m, size_t n, const double *A, size_t lda, const double *const x[3], const double *c,
+                      double *const y[4], double *bound);
 } vijp_dd_kernels;
 
 /* Set i: 0 ref, 1 avx2, 2 avx512; NULL where this build or CPU lacks it. */
@@ -121,6 +149,9 @@ size_t vijp_dd_gemm_in(const vijp_dd_kernels *k, size_t m, size_t n, size_t kk, 
 size_t vijp_td_gemv_in(const vijp_dd_kernels *k, size_t m, size_t n, const double *A, size_t lda, const double *xh,
                        const double *xl, const double *c, double *yh, double *ym, double *yl, double *bound);
 
+size_t vijp_qd_gemv_in(const vijp_dd_kernels *k, size_t m, size_t n, const double *A, size_t lda,
+                       const double *const x[3], const double *c, double *const y[4], double *bound);
+
 /* The rigorous bound of an output from Σ|h_j| (absum, accumulated in round
  * to nearest), the number of terms and whether x was double-double; +inf
  * where none holds.  Used by every set's finish. */
@@ -134,5 +165,9 @@ size_t vijp_dd_finish(double p, double s, double absum, size_t nterms, int dd_in
 double vijp_td_bound(double absum, size_t nterms, int dd_input);
 size_t vijp_td_finish(double p, double s, double t, double absum, size_t nterms, int dd_input, double *hi,
                       double *mid, double *lo, double *bound);
+/* The same for four levels: y[0..3] = p + s + t + w exactly. */
+double vijp_qd_bound(double absum, size_t nterms);
+size_t vijp_qd_finish(double p, double s, double t, double w, double absum, size_t nterms, double y[4],
+                      double *bound);
 
 #endif

@@ -63,4 +63,31 @@ static inline size_t td_row(size_t n, const double *a, size_t inca, const double
     return vijp_td_finish(p, s, t, absum, n + (c != NULL), xl != NULL, hi, mid, lo, bound);
 }
 
+/* One output with x in triple-double (bound.c, 10): per term the three
+ * products a·x_k = h_k + r_k (TwoProd); h0 into p by TwoSum; its error q,
+ * r0 and h1 into s by TwoSum; those errors e, r1 and h2 into t by TwoSum;
+ * those errors f and r2 into w, rounded.  The value is p + s + t + w. */
+static inline size_t qd_row(size_t n, const double *a, size_t inca, const double *const x[3], size_t incx,
+                            const double *c, double y[4], double *bound)
+{
+    double p = c ? *c : 0, s = 0, t = 0, w = 0, absum = c ? fabs(*c) : 0;
+    for (size_t j = 0; j < n; j++) {
+        double aj = a[j * inca], x0 = x[0][j * incx], x1 = x[1][j * incx], x2 = x[2][j * incx];
+        double h0 = aj * x0, r0 = fma(aj, x0, -h0), h1 = aj * x1, r1 = fma(aj, x1, -h1), h2 = aj * x2,
+               r2 = fma(aj, x2, -h2), q, e0, e1, e2, f0, f1, f2, f3, f4;
+        dd_two_sum(p, h0, &p, &q);
+        dd_two_sum(s, q, &s, &e0);
+        dd_two_sum(s, r0, &s, &e1);
+        dd_two_sum(s, h1, &s, &e2);
+        dd_two_sum(t, e0, &t, &f0);
+        dd_two_sum(t, e1, &t, &f1);
+        dd_two_sum(t, e2, &t, &f2);
+        dd_two_sum(t, r1, &t, &f3);
+        dd_two_sum(t, h2, &t, &f4);
+        w = w + (((f0 + f1) + (f2 + f3)) + (f4 + r2));
+        absum = absum + fabs(h0);
+    }
+    return vijp_qd_finish(p, s, t, w, absum, n + (c != NULL), y, bound);
+}
+
 #endif

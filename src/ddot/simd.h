@@ -195,4 +195,88 @@ static size_t simd_td_gemv(size_t m, size_t n, const double *A, size_t lda, cons
     return unbounded;
 }
 
+/* ---- triple-double x: qd_row's body lane by lane ---- */
+
+/* One term a·(x0 + x1 + x2) into a lane's (p, s, t, w, absum). */
+#define QD_STEP(P, S, T, W, AB, a, x0, x1, x2)                                                                        \
+    do {                                                                                                              \
+        vd h0_ = (a) * (x0), r0_ = vfma((a), (x0), -h0_), h1_ = (a) * (x1), r1_ = vfma((a), (x1), -h1_);              \
+        vd h2_ = (a) * (x2), r2_ = vfma((a), (x2), -h2_), q_, e0_, e1_, e2_, f0_, f1_, f2_, f3_, f4_;                 \
+        TWO_SUM(P, q_, P, h0_);                                                                                       \
+        TWO_SUM(S, e0_, S, q_);                                                                                       \
+        TWO_SUM(S, e1_, S, r0_);                                                                                      \
+        TWO_SUM(S, e2_, S, h1_);                                                                                      \
+        TWO_SUM(T, f0_, T, e0_);                                                                                      \
+        TWO_SUM(T, f1_, T, e1_);                                                                                      \
+        TWO_SUM(T, f2_, T, e2_);                                                                                      \
+        TWO_SUM(T, f3_, T, r1_);                                                                                      \
+        TWO_SUM(T, f4_, T, h2_);                                                                                      \
+        (W) = (W) + (((f0_ + f1_) + (f2_ + f3_)) + (f4_ + r2_));                                                      \
+        (AB) = (AB) + vabs(h0_);                                                                                      \
+    } while (0)
+
+/* Lanes' (p, s, t, w, absum) to outputs [at, at + VW) of y and bound. */
+static size_t qd_finish_lanes(vd p, vd s, vd t, vd w, vd ab, size_t nterms, double *const y[4], size_t at,
+                              double *bound)
+{
+    double pp[VW], ss[VW], tt[VW], ww[VW], aa[VW], yl[4];
+    size_t unbounded = 0;
+    memcpy(pp, &p, sizeof pp), memcpy(ss, &s, sizeof ss), memcpy(tt, &t, sizeof tt), memcpy(ww, &w, sizeof ww);
+    memcpy(aa, &ab, sizeof aa);
+    for (int l = 0; l < VW; l++) {
+        unbounded += vijp_qd_finish(pp[l], ss[l], tt[l], ww[l], aa[l], nterms, yl, bound + at + l);
+        for (int k = 0; k < 4; k++) y[k][at + l] = yl[k];
+    }
+    return unbounded;
+}
+
+/* Rows [at, at + 2VW) of A·x + c. */
+static size_t qd_block2(size_t n, const double *A, size_t lda, const double *const x[3], const double *c,
+                        double *const y[4], size_t at, double *bound)
+{
+    vd zero = {0}, p0 = c ? vload(c + at) : zero, p1 = c ? vload(c + at + VW) : zero, s0 = zero, s1 = zero,
+       t0 = zero, t1 = zero, w0 = zero, w1 = zero, b0 = vabs(p0), b1 = vabs(p1);
+    for (size_t j = 0; j < n; j++) {
+        const double *col = A + at + j * lda;
+        vd a0 = vload(col), a1 = vload(col + VW), x0 = x[0][j] - zero, x1 = x[1][j] - zero, x2 = x[2][j] - zero;
+        QD_STEP(p0, s0, t0, w0, b0, a0, x0, x1, x2);
+        QD_STEP(p1, s1, t1, w1, b1, a1, x0, x1, x2);
+    }
+    size_t N = n + (c != NULL);
+    return qd_finish_lanes(p0, s0, t0, w0, b0, N, y, at, bound) +
+           qd_finish_lanes(p1, s1, t1, w1, b1, N, y, at + VW, bound);
+}
+
+/* Rows [at, at + VW). */
+static size_t qd_block1(size_t n, const double *A, size_t lda, const double *const x[3], const double *c,
+                        double *const y[4], size_t at, double *bound)
+{
+    vd zero = {0}, p = c ? vload(c + at) : zero, s = zero, t = zero, w = zero, b = vabs(p);
+    for (size_t j = 0; j < n; j++) {
+        vd a = vload(A + at + j * lda), x0 = x[0][j] - zero, x1 = x[1][j] - zero, x2 = x[2][j] - zero;
+        QD_STEP(p, s, t, w, b, a, x0, x1, x2);
+    }
+    return qd_finish_lanes(p, s, t, w, b, n + (c != NULL), y, at, bound);
+}
+
+static size_t simd_qd_row(size_t n, const double *a, size_t inca, const double *const x[3], size_t incx,
+                          const double *c, double y[4], double *bound)
+{
+    return qd_row(n, a, inca, x, incx, c, y, bound);
+}
+
+static size_t simd_qd_gemv(size_t m, size_t n, const double *A, size_t lda, const double *const x[3],
+                           const double *c, double *const y[4], double *bound)
+{
+    size_t i = 0, unbounded = 0;
+    for (; i + 2 * VW <= m; i += 2 * VW) unbounded += qd_block2(n, A, lda, x, c, y, i, bound);
+    for (; i + VW <= m; i += VW) unbounded += qd_block1(n, A, lda, x, c, y, i, bound);
+    for (; i < m; i++) {
+        double yi[4];
+        unbounded += qd_row(n, A + i, lda, x, 1, c ? c + i : NULL, yi, bound + i);
+        for (int k = 0; k < 4; k++) y[k][i] = yi[k];
+    }
+    return unbounded;
+}
+
 #endif
