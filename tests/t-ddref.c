@@ -1,13 +1,15 @@
 /* src/emu/dense_ref.c, the drift reference's dense products in double- and
- * triple-double with a rounding test, against an oracle written apart from
+ * triple-double (and, for triple-double inputs above 106 bits, four
+ * levels) with a rounding test, against an oracle written apart from
  * it and from vo_dot: every product exact (mpfr_mul at p + q bits), the sum
  * exact (added one by one at a precision spanning every bit), then one
  * mpfr_set to P bits, an exact zero +0 (vo_dot's contract, oracles/dot.h).
  * The claim is equality, so no tolerance: the same number and sign.  The
  * inputs are what could make a wrong acceptance show: ordinary sums, a huge
  * dynamic range, subnormal products and inputs whose low part falls below
- * double's range, products that overflow double, sums cancelled by the
- * bias, and sums that are exactly (or within 2^-40 ulp of) a tie at P bits.
+ * double's range (the second part, or only the third at 128 and 159 bits),
+ * products that overflow double, sums cancelled by the bias, and sums that
+ * are exactly (or within 2^-40 ulp of) a tie at P bits, at 8 to 159 bits.
  * Fallbacks are counted: none on ordinary sums, every output when forced. */
 #include <stdio.h> /* before mpfr.h: mpfr_fprintf */
 #include "fixtures/testutil.h"
@@ -21,8 +23,9 @@
 #include <stdlib.h>
 
 enum { OP_FORWARD, OP_JVP, OP_VJP, OP_VJP_PARAM, N_OPS };
-enum { ORDINARY, RANGE, SUBNORMAL, TINY_LOW, OVERFLOW, CANCEL, N_KINDS };
-static const char *const kind_names[N_KINDS] = {"ordinary", "range", "subnormal", "tiny-low", "overflow", "cancel"};
+enum { ORDINARY, RANGE, SUBNORMAL, TINY_LOW, TINY_THIRD, OVERFLOW, CANCEL, N_KINDS };
+static const char *const kind_names[N_KINDS] = {"ordinary", "range",    "subnormal", "tiny-low",
+                                                "tiny-third", "overflow", "cancel"};
 
 /* The oracle: r := RN(Σ a[k·sa]·b[k·sb] + c) at r's precision (b NULL: Σ a). */
 static void exact_sum(mpfr_ptr r, mpfr_srcptr c, mpfr_t *a, size_t sa, mpfr_t *b, size_t sb, size_t n)
@@ -86,6 +89,8 @@ static void exps_of(int kind, int weights, long *lo, long *hi)
         {{-400, 400}, {-300, 300}}, /* RANGE */
         {{-545, -535}, {-545, -535}}, /* SUBNORMAL: products near 2^-1080 */
         {{-3, 1}, {-1030, -1015}},  /* TINY_LOW: the data's low parts below 2^-1074 */
+        {{-3, 1}, {-965, -950}},    /* TINY_THIRD: bits down to 2^(e−P), e <= -950: at 107 bits >= 2^-1072,
+                                     * at 128 the third part below 2^-1074 (the second above 2^-1070) */
         {{1010, 1015}, {20, 30}},   /* OVERFLOW: W·x beyond double (>= 2^1028) */
         {{-3, 1}, {-3, 3}},         /* CANCEL: the bias is set below */
     };
@@ -174,7 +179,7 @@ static vijp_ddref_stats check_op(const problem *pb, int op, double scale, const 
     return st;
 }
 
-static const long precs[] = {8, 16, 24, 53, 64, 80, 106};
+static const long precs[] = {8, 16, 24, 53, 64, 80, 106, 107, 128, 159};
 #define N_PRECS (sizeof precs / sizeof *precs)
 
 /* Every op, kind and precision against the oracle; ordinary sums take the
@@ -196,14 +201,43 @@ START_TEST(matches_exact_sums)
                 if (kind == OVERFLOW && op != OP_VJP_PARAM) ck_assert(st.outputs == 0); /* products beyond double: bound +inf */
                 /* from 64 bits, data below 2^-1015 have bits below 2^-1074 */
                 if (kind == TINY_LOW && precs[pi] >= 64) ck_assert(st.whole_oracle);
+                if (kind == TINY_THIRD) ck_assert_int_eq(st.whole_oracle, precs[pi] >= 128);
                 /* cancelled to ~2^-53 of Σ|terms|: beyond the bound's reach at 64 bits (2^-100 of it, need
-                 * 2^-117) and at 106 (triple-double's 2^-148, need 2^-159); 24, 53 and 80 bits may decide */
-                if (kind == CANCEL && op == OP_FORWARD && (precs[pi] == 64 || precs[pi] == 106))
+                 * 2^-117), at 106 (triple-double's 2^-148, need 2^-159) and at 159 (four levels' 15N⁴u⁴ =
+                 * 2^-195 at N = 10, need 2^-212); 24, 53, 80, 107 and 128 bits may decide */
+                if (kind == CANCEL && op == OP_FORWARD && (precs[pi] == 64 || precs[pi] == 106 || precs[pi] == 159))
                     ck_assert(!st.whole_oracle && st.fallbacks > 0);
             }
             problem_free(&pb);
         }
     ck_assert(fast > 0 && fallbacks > 0);
+}
+END_TEST
+
+/* At 128 bits, sums cancelled to ~2^-78 of Σ|terms|: sample j's last input
+ * is −RN_77 of row j's other terms (its weight 1), so output (j, j) needs
+ * a bound below ~2^-206 of Σ|terms| to round at 128 bits, and the four
+ * levels' 15N²(N + 3)²u⁴ is 2^-194 at N = 10: exactly those B outputs fall
+ * back (a bound shrunk by 2^-20 would accept them), and all match. */
+START_TEST(cancelled_at_128)
+{
+    vijp_rng g;
+    vijp_rng_seed(&g, test_seed() + 5);
+    problem pb;
+    problem_make(&pb, &g, 128, 12, 9, 3, ORDINARY);
+    size_t m = pb.m, n = pb.n;
+    mpfr_t s;
+    mpfr_init2(s, 77);
+    for (size_t j = 0; j < pb.B; j++) {
+        mpfr_set_ui(pb.th[j + (n - 1) * m], 1, MPFR_RNDN);
+        exact_sum(s, pb.th[m * n + j], &pb.th[j], m, &pb.X[j * n], 1, n - 1);
+        mpfr_neg(pb.X[n - 1 + j * n], s, MPFR_RNDN);
+    }
+    mpfr_clear(s);
+    vijp_ddref_stats st = check_op(&pb, OP_FORWARD, 1, "cancelled at 128 bits");
+    ck_assert(!st.whole_oracle);
+    ck_assert_uint_eq(st.fallbacks, pb.B);
+    problem_free(&pb);
 }
 END_TEST
 
@@ -230,14 +264,16 @@ START_TEST(forced_fallback)
 {
     vijp_rng g;
     vijp_rng_seed(&g, test_seed() + 2);
-    problem pb;
-    problem_make(&pb, &g, 64, 6, 5, 2, ORDINARY);
-    for (int op = 0; op < N_OPS; op++) {
-        vijp_ddref_stats st = check_op(&pb, op, INFINITY, "forced");
-        size_t products = op == OP_VJP_PARAM ? pb.m * pb.n : outputs_of(&pb, op);
-        ck_assert(!st.whole_oracle && st.outputs == 0 && st.fallbacks == products);
+    for (int P = 64; P <= 128; P += 64) {
+        problem pb;
+        problem_make(&pb, &g, P, 6, 5, 2, ORDINARY);
+        for (int op = 0; op < N_OPS; op++) {
+            vijp_ddref_stats st = check_op(&pb, op, INFINITY, "forced");
+            size_t products = op == OP_VJP_PARAM ? pb.m * pb.n : outputs_of(&pb, op);
+            ck_assert(!st.whole_oracle && st.outputs == 0 && st.fallbacks == products);
+        }
+        problem_free(&pb);
     }
-    problem_free(&pb);
 }
 END_TEST
 
@@ -314,29 +350,51 @@ START_TEST(rounding_test_alone)
 {
     mpfr_t r;
     mpfr_init2(r, 64);
-    ck_assert(vijp_ddref_round(r, 1, 0, 0x1p-64, 0));           /* the tie 1 + 2^-64 itself */
+    ck_assert(vijp_ddref_round(r, (double[]){1, 0, 0x1p-64, 0}, 0)); /* the tie 1 + 2^-64 itself */
     ck_assert(mpfr_cmp_ui(r, 1) == 0);                         /* to even: 1 */
-    ck_assert(!vijp_ddref_round(r, 1, 0, 0x1p-64, 0x1p-120));  /* around the tie */
-    ck_assert(vijp_ddref_round(r, 1, 0, 0x1p-63, 0x1p-120));   /* 1 + 2^-63 itself, within 2^-120 */
-    ck_assert(!vijp_ddref_round(r, 0x1p-100, 0, 0, 0x1p-99));  /* zero inside */
-    ck_assert(!vijp_ddref_round(r, 1, 0, 0, INFINITY));
-    ck_assert(!vijp_ddref_round(r, 1, 0, 0, NAN));
+    ck_assert(!vijp_ddref_round(r, (double[]){1, 0, 0x1p-64, 0}, 0x1p-120)); /* around the tie */
+    ck_assert(vijp_ddref_round(r, (double[]){1, 0, 0x1p-63, 0}, 0x1p-120));  /* 1 + 2^-63 itself, within 2^-120 */
+    ck_assert(!vijp_ddref_round(r, (double[]){0x1p-100, 0, 0, 0}, 0x1p-99)); /* zero inside */
+    ck_assert(!vijp_ddref_round(r, (double[]){1, 0, 0, 0}, INFINITY));
+    ck_assert(!vijp_ddref_round(r, (double[]){1, 0, 0, 0}, NAN));
+    ck_assert(!vijp_ddref_round(r, (double[]){1, 0, 0, NAN}, 0));
     /* hi = 1 + 2^-52 (not a power of two: the doubles' test), y = hi + 3·2^-65: rounds to hi + 2^-63 */
-    ck_assert(vijp_ddref_round(r, 1 + 0x1p-52, 0, 3 * 0x1p-65, 0x1p-100));
+    ck_assert(vijp_ddref_round(r, (double[]){1 + 0x1p-52, 0, 3 * 0x1p-65, 0}, 0x1p-100));
     mpfr_t want;
     mpfr_init2(want, 64);
     mpfr_set_d(want, 1 + 0x1p-52, MPFR_RNDN), mpfr_add_d(want, want, 0x1p-63, MPFR_RNDN);
     ck_assert(mpfr_equal_p(r, want));
     /* the same with the remainder split over mid and lo (triple-double) */
-    ck_assert(vijp_ddref_round(r, 1 + 0x1p-52, 3 * 0x1p-65, 0x1p-120, 0x1p-118));
+    ck_assert(vijp_ddref_round(r, (double[]){1 + 0x1p-52, 3 * 0x1p-65, 0x1p-120, 0}, 0x1p-118));
     ck_assert(mpfr_equal_p(r, want));
+    /* 128 bits, four parts: hi = 1 + 2^-52, q = 2^-127.  mid = 2^-60 (2^67 q,
+     * beyond 2^53 units: the scratch's sum), lo = 0.75q rounds to one more
+     * q; lo = q/2 is a tie, decided only with bound 0 (to even: hi + mid, an
+     * even multiple of q); the fourth part ∓2^-150 puts it just below or
+     * above the tie. */
+    mpfr_set_prec(r, 128), mpfr_set_prec(want, 128);
+    mpfr_set_d(want, 1 + 0x1p-52, MPFR_RNDN), mpfr_add_d(want, want, 0x1p-60, MPFR_RNDN);
+    ck_assert(vijp_ddref_round(r, (double[]){1 + 0x1p-52, 0x1p-60, 0x1p-127 * 0.75, 0}, 0x1p-140));
+    mpfr_add_d(want, want, 0x1p-127, MPFR_RNDN);
+    ck_assert(mpfr_equal_p(r, want));
+    mpfr_sub_d(want, want, 0x1p-127, MPFR_RNDN); /* hi + mid */
+    ck_assert(vijp_ddref_round(r, (double[]){1 + 0x1p-52, 0x1p-60, 0x1p-128, 0}, 0));
+    ck_assert(mpfr_equal_p(r, want));
+    ck_assert(!vijp_ddref_round(r, (double[]){1 + 0x1p-52, 0x1p-60, 0x1p-128, 0}, 0x1p-200));
+    ck_assert(vijp_ddref_round(r, (double[]){1 + 0x1p-52, 0x1p-60, 0x1p-128, -0x1p-150}, 0x1p-200));
+    ck_assert(mpfr_equal_p(r, want));
+    ck_assert(vijp_ddref_round(r, (double[]){1 + 0x1p-52, 0x1p-60, 0x1p-128, 0x1p-150}, 0x1p-200));
+    mpfr_add_d(want, want, 0x1p-127, MPFR_RNDN);
+    ck_assert(mpfr_equal_p(r, want));
+    /* the bound reaching the tie from below: refused */
+    ck_assert(!vijp_ddref_round(r, (double[]){1 + 0x1p-52, 0x1p-60, 0x1p-128, -0x1p-150}, 0x1p-149));
     mpfr_clear(want);
     /* P = 8, hi = M − 2^-40 − 2^-52 with M = 1 + 2^-8 a midpoint of the 8-bit
      * grid, bound 2^-39: M lies strictly inside [hi − bound, hi + bound],
      * so nothing is decided (hi rounded to P + 32 = 40 bits would have put
      * the upper end on M itself, a tie to 1, and accepted 1). */
     mpfr_set_prec(r, 8);
-    ck_assert(!vijp_ddref_round(r, 1 + 0x1p-8 - 0x1p-40 - 0x1p-52, 0, 0, 0x1p-39));
+    ck_assert(!vijp_ddref_round(r, (double[]){1 + 0x1p-8 - 0x1p-40 - 0x1p-52, 0, 0, 0}, 0x1p-39));
     mpfr_clear(r);
 }
 END_TEST
@@ -347,6 +405,7 @@ Suite *suite_ddref(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, matches_exact_sums);
+    tcase_add_test(tc, cancelled_at_128);
     tcase_add_test(tc, batch_one);
     tcase_add_test(tc, forced_fallback);
     tcase_add_test(tc, ties_at_p_bits);

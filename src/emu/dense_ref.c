@@ -1,13 +1,14 @@
-/* The dense layer's reference products in double-double, bit for bit
- * vo_dot's (dense_ref.h; docs/internals.md, "The reference's fast
+/* The dense layer's reference products in double-double (and more), bit
+ * for bit vo_dot's (dense_ref.h; docs/internals.md, "The reference's fast
  * products").
  *
  * Why the results are vo_dot's: vo_dot returns RN_P(S), S the exact sum.
  * The operands here are exactly the MPFR values (W, b: doubles; a p-bit
- * activation or cotangent with p <= 106: hi + lo, each conversion checked
- * exact), so Dot2 (vijp_dd_gemm; its triple-double twin above 64 bits)
- * computes y = hi + lo (+ mid) with |y − S| <= bound, bound rigorous
- * (src/ddot/bound.c, +inf where none holds).  The interval is widened
+ * activation or cotangent: hi + lo for p <= 106, hi + mid + lo for p <=
+ * 159, each conversion checked exact), so Dot2 (vijp_dd_gemm; its
+ * triple-double twin above 64 bits; the four-level vijp_qd_gemv for
+ * triple-double x) computes y = y[0] + ... + y[3] with |y − S| <= bound,
+ * bound rigorous (src/ddot/bound.c, +inf where none holds).  The interval is widened
  * outward to [lower, upper] in MPFR with directed rounding, and RN_P is
  * monotone: RN_P(lower) = RN_P(upper) forces RN_P(S) to that number, ties included (a tie inside the interval makes the two
  * ends round apart).  MPFR's exponent range is the reference's (the
@@ -63,49 +64,67 @@ static double pow2(int k)
     return d;
 }
 
-/* The test in doubles, for P >= 53 and hi normal, not a power of two, with
- * exponent e (|hi| in (2^e, 2^(e+1))): the P-bit numbers there are the
- * multiples of q = 2^(e−P+1), hi among them (a multiple of ulp(hi) =
- * 2^(e−52)).  In units of q (exact scalings by s = 1/q): y − hi = mid_s +
- * lo_s, k = rint(mid_s), d = mid_s − k exact (|d| <= 1/2, a multiple of
- * mid_s's unit).  When |d + lo_s| + b/q < 1/2, the interval lies strictly
- * between the midpoints (k ∓ 1/2)q, so every point of it rounds to hi + kq;
- * when |mid_s| + |lo_s| + b/q < 2^(P−54) (ulp(hi)/2 in units of q) it
- * lies in hi's binade, where the multiples of q are the P-bit numbers.  Each
- * sum is evaluated in round to nearest, at most two roundings (relative u
- * each), and compared with a margin 2^-40 that covers them.  0: undecided
- * here (the MPFR test then decides). */
-static int round_fast(mpfr_ptr r, double hi, double mid, double lo, double bound, mpfr_prec_t P)
+/* The test in doubles, for P >= 53 and hi = y[0] normal, not a power of
+ * two, with exponent e (|hi| in (2^e, 2^(e+1))): the P-bit numbers there
+ * are the multiples of q = 2^(e−P+1), hi among them (a multiple of ulp(hi)
+ * = 2^(e−52)).  In units of q (exact scalings by s = 1/q, but for parts
+ * so small that they underflow: η/2 of a unit, nothing beside the margin)
+ * each further part is y_i·s = k_i + d_i, k_i = rint(y_i·s), d_i exact
+ * (|d_i| <= 1/2); D = fl(fl(d_1 + d_2) + d_3) is within 2^-51 of Σd_i,
+ * K = rint(D) and d = D − K exact.  So y − hi = (k + d')q with k = Σk_i + K
+ * and |d' − d| <= 2^-51.  When |d| + b/q < 1/2 (with a margin 2^-40 that
+ * covers 2^-51 and the sum's rounding) the interval lies strictly between
+ * the midpoints (k ∓ 1/2)q, so every point of it rounds to hi + kq; when
+ * Σ|y_i·s| + b/q < 2^(P−54) (ulp(hi)/2 in units of q: three roundings,
+ * within the margin) it lies in hi's binade, where the multiples of q are
+ * the P-bit numbers.  hi + kq is formed in r exactly, in two steps: hi +
+ * k_1·q (|k_1·q| <= |y_1| + q/2 < ulp(hi), so a multiple of q within hi's
+ * binade, a P-bit number, for P >= 54; k_1 = 0 at P = 53), then + k'·q, k'
+ * = (k_2 + k_3) + K exact in doubles when |k_2| + |k_3| + |K| < 2^53 (so it
+ * is computed; else undecided).  0: undecided here (the MPFR test then
+ * decides). */
+static int round_fast(mpfr_ptr r, const double y[4], double bound, mpfr_prec_t P)
 {
+    double hi = y[0];
     uint64_t bits;
     memcpy(&bits, &hi, sizeof bits);
     int field = (int)(bits >> 52 & 0x7ff);
     if (P < 53 || P > VIJP_DDREF_MAX_PREC || field == 0 || field == 0x7ff || !(bits & (((uint64_t)1 << 52) - 1)))
         return 0;
-    if (mid == 0) mid = lo, lo = 0; /* a double-double: its low part is the remainder to round */
     int e = field - 1023;
-    if (e < -900 || e > 1000) return 0; /* s = 2^(P−1−e) and q = 2^(e−P+1) both normal */
-    double s = pow2((int)P - 1 - e), mid_s = mid * s, lo_s = lo * s, bq = bound * s;
-    if (!(bq < 0.25) || !isfinite(mid_s) || !isfinite(lo_s)) return 0;
-    if (!(fabs(mid_s) + fabs(lo_s) + bq < pow2((int)P - 54) * (1 - 0x1p-40))) return 0;
-    double k = rint(mid_s), d = mid_s - k;
-    if (!(fabs(d + lo_s) + bq < 0.5 - 0x1p-40)) return 0;
-    mpfr_set_d(r, hi, MPFR_RNDN);                         /* exact: P >= 53 */
-    mpfr_add_d(r, r, k * pow2(e - (int)P + 1), MPFR_RNDN); /* exact: hi + kq is a P-bit number, kq a double */
+    if (e < (int)P - 1000 || e > 1000) return 0; /* s = 2^(P−1−e) and q = 2^(e−P+1) both normal */
+    double s = pow2((int)P - 1 - e), q = pow2(e - (int)P + 1), bq = bound * s, k[4], D = 0, size = bq;
+    for (int i = 1; i < 4; i++) {
+        double ys = y[i] * s;
+        if (!isfinite(ys)) return 0;
+        k[i] = rint(ys);
+        D = D + (ys - k[i]);
+        size = size + fabs(ys);
+    }
+    if (!(bq < 0.25) || !(size < pow2((int)P - 54) * (1 - 0x1p-40))) return 0;
+    k[0] = rint(D);
+    if (!(fabs(D - k[0]) + bq < 0.5 - 0x1p-40)) return 0;
+    if (!(fabs(k[2]) + fabs(k[3]) + fabs(k[0]) < 0x1p53)) return 0; /* integers: exact below 2^53, >= once above */
+    mpfr_set_d(r, hi, MPFR_RNDN); /* exact: P >= 53 */
+    if (k[1] != 0) mpfr_add_d(r, r, k[1] * q, MPFR_RNDN);
+    double rest = (k[2] + k[3]) + k[0];
+    if (rest != 0) mpfr_add_d(r, r, rest * q, MPFR_RNDN);
     return 1;
 }
 
-/* The test on y = hi + mid + lo (mid = 0 for a double-double): in doubles
- * where it decides (round_fast), else in MPFR. */
-static int round_in(mpfr_ptr r, double hi, double mid, double lo, double bound, round_scratch *s)
+/* The test on y = y[0] + y[1] + y[2] + y[3] (zeros where the kernel has
+ * fewer parts): in doubles where it decides (round_fast), else in MPFR. */
+static int round_in(mpfr_ptr r, const double y[4], double bound, round_scratch *s)
 {
-    if (round_fast(r, hi, mid, lo, bound, mpfr_get_prec(r))) return 1;
-    if (!isfinite(hi) || !isfinite(mid) || !isfinite(lo) || !(bound >= 0 && bound < INFINITY)) return 0;
+    if (round_fast(r, y, bound, mpfr_get_prec(r))) return 1;
+    for (int i = 0; i < 4; i++)
+        if (!isfinite(y[i])) return 0;
+    if (!(bound >= 0 && bound < INFINITY)) return 0;
     /* lower <= y − bound and upper >= y + bound: each step rounded outward */
-    mpfr_set_d(s->lower, hi, MPFR_RNDN); /* exact: the scratch has 53 bits or more */
+    mpfr_set_d(s->lower, y[0], MPFR_RNDN); /* exact: the scratch has 53 bits or more */
     mpfr_set(s->upper, s->lower, MPFR_RNDN);
-    mpfr_add_d(s->lower, s->lower, mid, MPFR_RNDD), mpfr_add_d(s->upper, s->upper, mid, MPFR_RNDU);
-    mpfr_add_d(s->lower, s->lower, lo, MPFR_RNDD), mpfr_add_d(s->upper, s->upper, lo, MPFR_RNDU);
+    for (int i = 1; i < 4; i++)
+        mpfr_add_d(s->lower, s->lower, y[i], MPFR_RNDD), mpfr_add_d(s->upper, s->upper, y[i], MPFR_RNDU);
     mpfr_sub_d(s->lower, s->lower, bound, MPFR_RNDD), mpfr_add_d(s->upper, s->upper, bound, MPFR_RNDU);
     if (!(mpfr_sgn(s->lower) > 0 || mpfr_sgn(s->upper) < 0)) return 0; /* zero possible: its sign is vo_dot's */
     mpfr_set(r, s->lower, MPFR_RNDN);
@@ -113,11 +132,11 @@ static int round_in(mpfr_ptr r, double hi, double mid, double lo, double bound, 
     return mpfr_equal_p(r, s->upper_p);
 }
 
-int vijp_ddref_round(mpfr_ptr r, double hi, double mid, double lo, double bound)
+int vijp_ddref_round(mpfr_ptr r, const double y[4], double bound)
 {
     round_scratch s;
     scratch_init(&s, mpfr_get_prec(r));
-    int ok = round_in(r, hi, mid, lo, bound, &s);
+    int ok = round_in(r, y, bound, &s);
     scratch_clear(&s);
     return ok;
 }
@@ -146,20 +165,28 @@ static int double_of(mpfr_srcptr x, double *d)
     return isfinite(*d) && mpfr_cmp_d(x, *d) == 0;
 }
 
-/* x = hi + lo exactly with hi = RN(x) (so |lo| <= ulp(hi)/2), or 0.  tmp:
- * at least x's precision (x − hi is then exact: a multiple of x's last
- * unit no larger than x). */
-static int dd_of(mpfr_srcptr x, double *hi, double *lo, mpfr_ptr tmp)
+/* x = d[0] + ... + d[parts − 1] exactly, each part the remainder so far
+ * rounded to nearest (so |d[i + 1]| <= ulp(d[i])/2 <= u|d[i]|), or 0.  A
+ * p-bit x needs two parts for p <= 106 and three for p <= 159 (each
+ * remainder has at most 53 fewer bits), unless a part falls outside
+ * double's range.  tmp: at least x's precision (each remainder is then
+ * exact: a multiple of x's last unit no larger than x). */
+static int parts_of(mpfr_srcptr x, double *d, int parts, mpfr_ptr tmp)
 {
     if (mpfr_zero_p(x)) {
-        *hi = mpfr_signbit(x) ? -0.0 : 0.0, *lo = 0.0;
+        d[0] = mpfr_signbit(x) ? -0.0 : 0.0;
+        for (int i = 1; i < parts; i++) d[i] = 0.0;
         return 1;
     }
     if (!mpfr_regular_p(x)) return 0;
-    *hi = mpfr_get_d(x, MPFR_RNDN);
-    if (!isfinite(*hi) || mpfr_sub_d(tmp, x, *hi, MPFR_RNDN)) return 0;
-    *lo = mpfr_get_d(tmp, MPFR_RNDN);
-    return mpfr_cmp_d(tmp, *lo) == 0; /* the low part representable (not below double's range) */
+    d[0] = mpfr_get_d(x, MPFR_RNDN);
+    if (!isfinite(d[0]) || mpfr_sub_d(tmp, x, d[0], MPFR_RNDN)) return 0;
+    for (int i = 1; i < parts - 1; i++) {
+        d[i] = mpfr_get_d(tmp, MPFR_RNDN);
+        if (mpfr_sub_d(tmp, tmp, d[i], MPFR_RNDN)) return 0;
+    }
+    d[parts - 1] = mpfr_get_d(tmp, MPFR_RNDN);
+    return mpfr_cmp_d(tmp, d[parts - 1]) == 0; /* the last part representable (not below double's range) */
 }
 
 static int applies(const vijp_format *f)
@@ -178,11 +205,13 @@ static void oracle(int op, const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B,
 }
 
 /* One call's doubles: the matrix A (rows × k, column-major), the right
- * side Bh + Bl (k × cols), the bias c, and the results Ch + Cm + Cl (Cm 0
- * in double-double) with their bounds. */
+ * side x[0] + ... + x[parts − 1] (k × cols each), the bias c, and the
+ * results y[0] + y[1] + y[2] + y[3] (zeros beyond the kernel's parts) with
+ * their bounds. */
 typedef struct {
     size_t rows, cols, k;
-    double *A, *Bh, *Bl, *c, *Ch, *Cm, *Cl, *bound;
+    int parts;
+    double *A, *x[3], *c, *y[4], *bound;
 } dd_problem;
 
 /* count doubles, left unset: every one is written before it is read (load,
@@ -194,35 +223,39 @@ static double *doubles(size_t count, size_t times)
     return vijp_alloc_unset(count * times * sizeof(double));
 }
 
-static void problem_alloc(dd_problem *p, size_t rows, size_t cols, size_t k, int bias)
+static void problem_alloc(dd_problem *p, size_t rows, size_t cols, size_t k, int bias, int parts)
 {
     /* every size is positive: the caller runs the oracle on an empty shape */
-    p->rows = rows, p->cols = cols, p->k = k;
+    p->rows = rows, p->cols = cols, p->k = k, p->parts = parts;
     p->A = doubles(rows, k);
-    p->Bh = doubles(2 * k, cols);
-    p->Bl = p->Bh + k * cols;
+    p->x[0] = doubles((size_t)parts * k, cols);
+    for (int i = 1; i < 3; i++) p->x[i] = i < parts ? p->x[i - 1] + k * cols : NULL;
     p->c = bias ? doubles(rows, 1) : NULL;
-    p->Ch = doubles(4 * rows, cols);
-    p->Cm = p->Ch + rows * cols, p->Cl = p->Cm + rows * cols, p->bound = p->Cl + rows * cols;
+    p->y[0] = doubles(5 * rows, cols);
+    for (int i = 1; i < 4; i++) p->y[i] = p->y[i - 1] + rows * cols;
+    p->bound = p->y[3] + rows * cols;
 }
 
-static void problem_free(dd_problem *p) { free(p->A), free(p->Bh), free(p->c), free(p->Ch); }
+static void problem_free(dd_problem *p) { free(p->A), free(p->x[0]), free(p->c), free(p->y[0]); }
 
 /* The doubles of op's operands; 0 when one of them is not exactly there. */
 static int load(int op, const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *in, dd_problem *p,
                 mpfr_ptr tmp)
 {
     size_t m = L->out, n = L->in;
-    int ok = 1;
-    if (op == OP_VJP_PARAM) { /* ∂W = [Gh Gl] · [Xhᵀ; Xhᵀ] + [Gh Gl] · [Xlᵀ; Xlᵀ]: 2B terms of a·(xh + xl) */
+    int ok = 1, np = p->parts;
+    double d[3];
+    if (op == OP_VJP_PARAM) { /* ∂W = Σ_a G_a · Σ_r X_rᵀ over the parts: np·B terms of g_a·(x_0 + ... ) */
         for (size_t j = 0; j < B && ok; j++)
-            for (size_t i = 0; i < m && ok; i++)
-                ok = dd_of(in[i + j * m], &p->A[i + j * m], &p->A[i + (B + j) * m], tmp);
+            for (size_t i = 0; i < m && ok; i++) {
+                ok = parts_of(in[i + j * m], d, np, tmp);
+                for (int a = 0; a < np; a++) p->A[i + (a * B + j) * m] = d[a];
+            }
         for (size_t k = 0; k < n && ok; k++)
             for (size_t j = 0; j < B && ok; j++) {
-                double *h = &p->Bh[k * 2 * B], *l = &p->Bl[k * 2 * B];
-                ok = dd_of(X[k + j * n], &h[j], &l[j], tmp);
-                h[B + j] = h[j], l[B + j] = l[j];
+                ok = parts_of(X[k + j * n], d, np, tmp);
+                for (int r = 0; r < np; r++)
+                    for (int a = 0; a < np; a++) p->x[r][k * np * B + a * B + j] = d[r];
             }
         return ok;
     }
@@ -236,27 +269,42 @@ static int load(int op, const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mp
         for (size_t e = 0; e < m * n && ok; e++) ok = double_of(th[e], &p->A[e]);
     }
     for (size_t i = 0; p->c && i < m && ok; i++) ok = double_of(th[m * n + i], &p->c[i]);
-    for (size_t e = 0; e < p->k * B && ok; e++) ok = dd_of(in[e], &p->Bh[e], &p->Bl[e], tmp);
+    for (size_t e = 0; e < p->k * B && ok; e++) {
+        ok = parts_of(in[e], d, np, tmp);
+        for (int r = 0; r < np; r++) p->x[r][e] = d[r];
+    }
     return ok;
 }
 
-/* C = A·(Bh + Bl) + c: in double-double for P <= 64 bits (Dot2's bound,
- * about N²u²·Σ|terms| = 2^-90 of it at N = 256, leaves ~26 bits to the
- * rounding test), in triple-double above (double-double's 2^-90 could not
- * decide a 106-bit rounding; triple-double's about 2N³u³ = 2^-134 leaves
- * ~28 bits, for twice the work). */
+/* y = A·x + c: with x in double-double, in double-double for P <= 64 bits
+ * (Dot2's bound, about N²u²·Σ|terms| = 2^-90 of it at N = 256, leaves ~26
+ * bits to the rounding test) and in triple-double above (double-double's
+ * 2^-90 could not decide a 106-bit rounding; triple-double's about 2N³u³ =
+ * 2^-134 leaves ~28 bits, for twice the work); with x in triple-double
+ * (P > 106), in four levels (about 15N⁴u⁴ = 2^-176 at N = 257: ~48 bits
+ * left at 128 bits).  Column by column, each a loop over the output rows. */
 static void products(dd_problem *p, mpfr_prec_t P)
 {
+    size_t rows = p->rows, k = p->k, all = rows * p->cols;
+    if (p->parts == 3) {
+        for (size_t j = 0; j < p->cols; j++) {
+            size_t o = j * rows;
+            const double *const x[3] = {p->x[0] + j * k, p->x[1] + j * k, p->x[2] + j * k};
+            double *const y[4] = {p->y[0] + o, p->y[1] + o, p->y[2] + o, p->y[3] + o};
+            vijp_qd_gemv(rows, k, p->A, rows, x, p->c, y, p->bound + o);
+        }
+        return;
+    }
+    memset(p->y[3], 0, all * sizeof *p->y[3]);
     if (P <= 64) {
-        vijp_dd_gemm(p->rows, p->cols, p->k, p->A, p->rows, p->Bh, p->Bl, p->k, p->c, p->Ch, p->Cl, p->bound,
-                     p->rows);
-        memset(p->Cm, 0, p->rows * p->cols * sizeof *p->Cm);
+        vijp_dd_gemm(rows, p->cols, k, p->A, rows, p->x[0], p->x[1], k, p->c, p->y[0], p->y[1], p->bound, rows);
+        memset(p->y[2], 0, all * sizeof *p->y[2]);
         return;
     }
     for (size_t j = 0; j < p->cols; j++) {
-        size_t o = j * p->rows;
-        vijp_td_gemv(p->rows, p->k, p->A, p->rows, p->Bh + j * p->k, p->Bl + j * p->k, p->c, p->Ch + o, p->Cm + o,
-                     p->Cl + o, p->bound + o);
+        size_t o = j * rows;
+        vijp_td_gemv(rows, k, p->A, rows, p->x[0] + j * k, p->x[1] + j * k, p->c, p->y[0] + o, p->y[1] + o,
+                     p->y[2] + o, p->bound + o);
     }
 }
 
@@ -277,21 +325,23 @@ void vijp_ref_dense_op(int op, const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_
     double scale = st && st->bound_scale > 0 ? st->bound_scale : 1;
     if (st) st->outputs = st->fallbacks = 0, st->whole_oracle = 1;
     size_t m = L->out, n = L->in;
+    mpfr_prec_t P = B && m && n ? mpfr_get_prec(out[0]) : 0; /* the results' precision, which vo_dot rounds to */
+    /* two parts (double-double) hold the inputs and results up to 106 bits, three up to 159 */
+    int parts = P > VIJP_DD_PREC || f->prec > VIJP_DD_PREC ? 3 : 2;
     /* the batch-1 parameter gradient is one product per output: vo_dot1's mpfr_mul already */
-    size_t terms = op == OP_VJP_PARAM ? 2 * B : op == OP_VJP ? m : n;
+    size_t terms = op == OP_VJP_PARAM ? (size_t)parts * B : op == OP_VJP ? m : n;
     int pays = op == OP_VJP_PARAM ? B >= VIJP_DDREF_MIN_BATCH : terms >= VIJP_DDREF_MIN_TERMS;
     if (!applies(f) || (op == OP_VJP_PARAM && B < 2) || !B || !m || !n || !(pays || (st && st->any_size)) ||
-        mpfr_get_prec(out[0]) > VIJP_DDREF_MAX_PREC) {
+        P > VIJP_DDREF_MAX_PREC) {
         oracle(op, L, th, X, B, in, out, f);
         return;
     }
     dd_problem p;
-    if (op == OP_VJP_PARAM) problem_alloc(&p, m, n, 2 * B, 0);
-    else if (op == OP_VJP) problem_alloc(&p, n, B, m, 0);
-    else problem_alloc(&p, m, B, n, op == OP_FORWARD);
-    mpfr_prec_t P = mpfr_get_prec(out[0]); /* the results' precision, which vo_dot rounds to */
+    if (op == OP_VJP_PARAM) problem_alloc(&p, m, n, terms, 0, parts);
+    else if (op == OP_VJP) problem_alloc(&p, n, B, m, 0, parts);
+    else problem_alloc(&p, m, B, n, op == OP_FORWARD, parts);
     mpfr_t tmp;
-    mpfr_init2(tmp, f->prec > P ? f->prec : P); /* dd_of checks its subtraction exact all the same */
+    mpfr_init2(tmp, f->prec > P ? f->prec : P); /* parts_of checks its subtractions exact all the same */
     int ok = load(op, L, th, X, B, in, &p, tmp);
     mpfr_clear(tmp);
     if (!ok) {
@@ -307,7 +357,8 @@ void vijp_ref_dense_op(int op, const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_
     for (size_t j = 0; j < p.cols; j++)
         for (size_t i = 0; i < p.rows; i++) {
             size_t e = i + j * p.rows; /* out's layout: rows × cols, column-major, for every op */
-            if (round_in(out[e], p.Ch[e], p.Cm[e], p.Cl[e], p.bound[e] * scale, &s)) continue;
+            double y[4] = {p.y[0][e], p.y[1][e], p.y[2][e], p.y[3][e]};
+            if (round_in(out[e], y, p.bound[e] * scale, &s)) continue;
             by_vo_dot(op, L, th, X, B, in, out, i, j, ptrs);
             fallbacks++;
         }

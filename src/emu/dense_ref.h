@@ -1,9 +1,10 @@
 /* The drift study's reference products of the dense layer, fast and bit for
  * bit vo_dot's (src/emu/dense_ref.c): for an exact-dots MPFR format
  * (vo_dot_fused) of at most VIJP_DDREF_MAX_PREC bits, each output of W x + b,
- * W u, Wᵀ g and (batch >= 2) Σ_j g xᵀ is computed in double-double with
- * Dot2's rigorous bound (src/ddot/ddot.h) and accepted when every number
- * within the bound rounds to the same P-bit number (Ziv's test); otherwise,
+ * W u, Wᵀ g and (batch >= 2) Σ_j g xᵀ is computed in double-, triple-double
+ * or four levels (src/ddot/ddot.h) with a rigorous bound and accepted when
+ * every number within the bound rounds to the same P-bit number (Ziv's
+ * test); otherwise,
  * and for every format or input the doubles cannot hold exactly, the
  * oracle's vo_dot computes it.  docs/internals.md, "The reference's fast
  * products", says where it applies and why its results are vo_dot's. */
@@ -13,9 +14,11 @@
 #include "vijp/layer.h"
 #include <mpfr.h>
 
-/* Above this precision a p-bit number is not in general a double-double
- * (53 + 53 bits) and the fast path never runs. */
-#define VIJP_DDREF_MAX_PREC 106
+/* Up to VIJP_DD_PREC bits a p-bit number is a double-double (53 + 53
+ * bits), up to VIJP_DDREF_MAX_PREC a triple-double (3·53); above, the fast
+ * path never runs. */
+#define VIJP_DD_PREC 106
+#define VIJP_DDREF_MAX_PREC 159
 
 /* What the fast path did in one call (the tests' view of it). */
 typedef struct {
@@ -51,9 +54,9 @@ void vijp_ref_dense_op(int op, const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_
                        const vijp_format *f, vijp_ddref_stats *st);
 
 /* r := the P-bit (P = r's precision) rounding to nearest, ties to even, of
- * a number known to lie within bound of hi + mid + lo, when every number there
- * rounds to the same nonzero P-bit number; returns 1 then, else 0 (r
- * unspecified).  The fast path's test, alone: the tests. */
-int vijp_ddref_round(mpfr_ptr r, double hi, double mid, double lo, double bound);
+ * a number known to lie within bound of y[0] + y[1] + y[2] + y[3], when
+ * every number there rounds to the same nonzero P-bit number; returns 1
+ * then, else 0 (r unspecified).  The fast path's test, alone: the tests. */
+int vijp_ddref_round(mpfr_ptr r, const double y[4], double bound);
 
 #endif
