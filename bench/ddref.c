@@ -1,20 +1,27 @@
 /* make bench (the reference's fast products): what the drift reference's
- * dense products cost at 64 and 106 bits, measured in this run on one
- * WIDTH × WIDTH layer (default 256), through vo_dot (oracles/dense_fused.c:
- * the reference before src/emu/dense_ref.c) and through the double-/triple-
- * double path with its rounding test (src/emu/dense_ref.h), bit for bit the
- * same: ns per multiply-add of W x + b, Wᵀ g and the batch-4 and -8
- * parameter gradient, and how many outputs fell back to vo_dot.  Then whole reference
- * levels: backprop of dense:WIDTH,leaky:0.5 at depth 16, batch 1, in
- * mpfr:P with exact dots (θ at 53 bits, as the drift memo holds it) at the
- * levels the study uses (64 and 128 for the binary32 family, 106 and 212
- * for double), each over the double backprop of the same net.  CPU seconds
- * of this thread, best of three. */
+ * dense products cost at 64, 106 and 128 bits, measured in this run on one
+ * WIDTH × WIDTH layer (default 256; at 128 bits also 4·WIDTH), through
+ * vo_dot (oracles/dense_fused.c: the reference before src/emu/dense_ref.c)
+ * and through the double-/triple-double or four-level path with its
+ * rounding test (src/emu/dense_ref.h), bit for bit the same: ns per
+ * multiply-add of W x + b, Wᵀ g (batch 1, and 16 at 128 bits) and the
+ * parameter gradient (batch 4 and 8; 8 and 16 at 128 bits), and how many
+ * outputs fell back to vo_dot.  Then the kernels alone (src/ddot, each
+ * set), and whole reference levels: backprop of
+ * dense:WIDTH,leaky:0.5 at depth 64, batch 1, in mpfr:P with exact dots (θ
+ * at 53 bits, as the drift memo holds it) at the levels the study uses (64
+ * and 128 for the binary32 family, 106 and 212 for double), each over the
+ * double backprop of the same net; the 128-bit level also with the dense
+ * layers' oracle operators (what it ran before the four-level path), and a
+ * binary32 curve's whole reference (levels 64 + 128) both ways.  CPU
+ * seconds of this thread, best of three. */
 #include "vijp/vijp.h"
 #include "vijp/memory.h"
 #include "vijp/arith.h"
 #include "oracles/dot.h"
+#include "oracles/oracles.h"
 #include "emu/dense_ref.h"
+#include "ddot/ddot.h"
 #include "bench.h"
 #include <cblas.h>
 #include <stdio.h>
@@ -25,20 +32,24 @@ static double thread_cpu(void) { return bench_cpu(CLOCK_THREAD_CPUTIME_ID); }
 
 enum { OP_FORWARD, OP_JVP, OP_VJP, OP_VJP_PARAM };
 
-/* n values x of precision P: a normal double plus a random low part, so
- * that every P bits are used (the reference's activations are). */
+/* n values x of precision P: a normal double plus random low parts 53
+ * bits apart, so that every P bits are used (the reference's activations
+ * are). */
 static mpfr_t *random_vec(size_t n, long P, vijp_rng *g)
 {
     mpfr_t *v = calloc(n, sizeof *v);
     for (size_t i = 0; i < n; i++) {
         mpfr_init2(v[i], P);
         mpfr_set_d(v[i], vijp_rng_normal(g), MPFR_RNDN);
-        mpfr_t lo;
-        mpfr_init2(lo, 53);
-        mpfr_set_d(lo, vijp_rng_uniform(g), MPFR_RNDN);
-        mpfr_mul_2si(lo, lo, mpfr_get_exp(v[i]) - 53, MPFR_RNDN);
-        mpfr_add(v[i], v[i], lo, MPFR_RNDN);
-        mpfr_clear(lo);
+        mpfr_exp_t E = mpfr_get_exp(v[i]);
+        for (long k = 1; 53 * k < P; k++) {
+            mpfr_t lo;
+            mpfr_init2(lo, 53);
+            mpfr_set_d(lo, vijp_rng_uniform(g), MPFR_RNDN);
+            mpfr_mul_2si(lo, lo, E - 53 * k, MPFR_RNDN);
+            mpfr_add(v[i], v[i], lo, MPFR_RNDN);
+            mpfr_clear(lo);
+        }
     }
     return v;
 }
@@ -88,27 +99,101 @@ static void products(size_t width, long P, int op, size_t B, vijp_rng *g)
     size_t same = 0;
     for (size_t k = 0; k < outs; k++) same += mpfr_equal_p(a[k], b[k]) != 0;
     double macs = (double)(m * n * B);
-    printf("  %3ld bits  %-13s batch %zu: vo_dot %6.2f ns  fast %6.2f ns per multiply-add (%5.1fx); %zu of %zu "
-           "fell back; %s\n", P, names[op], B, 1e9 * best[0] / macs, 1e9 * best[1] / macs, best[0] / best[1],
+    printf("  %3ld bits %4zu %-13s batch %2zu: vo_dot %6.2f ns  fast %6.2f ns per multiply-add (%5.1fx); %zu of %zu "
+           "fell back; %s\n", P, width, names[op], B, 1e9 * best[0] / macs, 1e9 * best[1] / macs, best[0] / best[1],
            st.fallbacks, st.fallbacks + st.outputs, same == outs ? "same bits" : "BITS DIFFER");
     free_vec(th, P_count), free_vec(X, n * B), free_vec(Gy, m * B), free_vec(a, outs), free_vec(b, outs);
     if (same != outs) exit(1);
 }
 
-/* Whole levels: backprop in mpfr:P with exact dots over double's. */
+/* The kernels alone on one width × width product of doubles, per set: ns
+ * per term of Dot2 (double-double x), the triple-double and the four-level
+ * kernel (triple-double x), best of five. */
+static void kernels(size_t width, vijp_rng *g)
+{
+    size_t n = width;
+    double *A = malloc(n * n * sizeof *A), *x = malloc(3 * n * sizeof *x), *y = malloc(5 * n * sizeof *y);
+    for (size_t i = 0; i < n * n; i++) A[i] = vijp_rng_normal(g) / 16;
+    for (size_t j = 0; j < n; j++) x[j] = vijp_rng_normal(g), x[n + j] = x[j] * 0x1p-54, x[2 * n + j] = x[j] * 0x1p-108;
+    const double *const x3[3] = {x, x + n, x + 2 * n};
+    double *const y4[4] = {y, y + n, y + 2 * n, y + 3 * n};
+    for (int k = 0; k < VIJP_DD_SET_COUNT; k++) {
+        const vijp_dd_kernels *K = vijp_dd_set(k);
+        if (!K) continue;
+        double best[3] = {1e300, 1e300, 1e300};
+        for (int r = 0; r < 5; r++) {
+            double t0 = thread_cpu();
+            BENCH_MUST(vijp_dd_gemv_in(K, n, n, A, n, x, x + n, NULL, y, y + n, y + 4 * n) != 0);
+            double t1 = thread_cpu();
+            BENCH_MUST(vijp_td_gemv_in(K, n, n, A, n, x, x + n, NULL, y, y + n, y + 2 * n, y + 4 * n) != 0);
+            double t2 = thread_cpu();
+            BENCH_MUST(vijp_qd_gemv_in(K, n, n, A, n, x3, NULL, y4, y + 4 * n) != 0);
+            double t3 = thread_cpu(), dt[3] = {t1 - t0, t2 - t1, t3 - t2};
+            for (int i = 0; i < 3; i++)
+                if (dt[i] < best[i]) best[i] = dt[i];
+        }
+        double terms = (double)(n * n);
+        printf("  %-6s double-double %5.2f ns, triple-double %5.2f ns, four levels (triple-double x) %5.2f ns per "
+               "term\n", K->name, 1e9 * best[0] / terms, 1e9 * best[1] / terms, 1e9 * best[2] / terms);
+    }
+    free(A), free(x), free(y);
+}
+
+/* CPU seconds of one backprop of net at format f (best of three). */
+static double backprop_time(const vijp_net *net, vijp_mat *th, const vijp_mat *Xd, const vijp_mat *Td,
+                            const vijp_format *f)
+{
+    vijp_error err = {0};
+    vijp_mat X = *Xd, T = *Td;
+    if (f->kind == VIJP_MPFR) {
+        vijp_mat_init(&X, Xd->rows, Xd->cols, f), vijp_mat_convert(&X, Xd);
+        vijp_mat_init(&T, Td->rows, Td->cols, f), vijp_mat_convert(&T, Td);
+    }
+    double best = 1e300;
+    for (int r = 0; r < 3; r++) {
+        vijp_grads gr;
+        double t0 = thread_cpu();
+        if (vijp_engine_run(VIJP_ENGINE_BACKPROP, net, th, &X, &T, &gr, &err)) {
+            fprintf(stderr, "bench-ddref: %s\n", err.msg);
+            exit(1);
+        }
+        double dt = thread_cpu() - t0;
+        if (dt < best) best = dt;
+        vijp_grads_clear(&gr);
+    }
+    if (f->kind == VIJP_MPFR) vijp_mat_clear(&X), vijp_mat_clear(&T);
+    return best;
+}
+
+/* Whole levels: backprop in mpfr:P with exact dots over double's; the
+ * 128-bit level also with the dense layers' mp operators replaced by the
+ * oracle's (vo_dense_*: what dense_ref.c ran above 106 bits before its
+ * four-level path), and the binary32 family's reference (64 + 128) both
+ * ways. */
 static void levels(size_t width)
 {
-    enum { D = 16 };
+    enum { D = 64 };
     vijp_error err = {0};
     vijp_format F, F53;
     vijp_format_fixed(&F, VIJP_DOUBLE);
     BENCH_MUST(vijp_format_mpfr(&F53, 53, NULL));
     char spec[64];
     snprintf(spec, sizeof spec, "dense:%zu,leaky:0.5", width);
-    vijp_net net;
+    vijp_net net, before;
     if (vijp_net_build(&net, spec, D, width, &err) || vijp_net_init(&net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, 1, &err)) {
         fprintf(stderr, "bench-ddref: %s\n", err.msg);
         exit(1);
+    }
+    /* before: the same layers, the dense type's mp operators the oracle's */
+    before = net;
+    before.layers = calloc(D, sizeof *before.layers);
+    vijp_layer_type dense_oracle = *vijp_layer_type_find("dense");
+    vijp_ops_mp ops = *dense_oracle.mp;
+    ops.forward = vo_dense_forward, ops.jvp = vo_dense_jvp, ops.vjp = vo_dense_vjp, ops.vjp_param = vo_dense_vjp_param;
+    dense_oracle.mp = &ops;
+    for (size_t i = 0; i < D; i++) {
+        before.layers[i] = net.layers[i];
+        if (net.layers[i].type == vijp_layer_type_find("dense")) before.layers[i].type = &dense_oracle;
     }
     vijp_mat *th = calloc(D, sizeof *th), *th53 = calloc(D, sizeof *th53);
     BENCH_MUST(vijp_net_params(&net, &F, th, NULL));
@@ -120,40 +205,26 @@ static void levels(size_t width)
     vijp_mat Xd, Td;
     vijp_mat_init(&Xd, n, 1, &F), vijp_mat_set_d(&Xd, x);
     vijp_mat_init(&Td, m, 1, &F), vijp_mat_set_d(&Td, t);
-    static const long precs[] = {0, 64, 106, 128, 212};
-    double base = 0;
-    for (size_t k = 0; k < sizeof precs / sizeof *precs; k++) {
-        vijp_format f = F;
-        vijp_mat X = Xd, T = Td;
-        if (precs[k]) {
-            BENCH_MUST(vijp_format_mpfr(&f, precs[k], NULL));
-            f.exact_dots = 1;
-            vijp_mat_init(&X, n, 1, &f), vijp_mat_convert(&X, &Xd);
-            vijp_mat_init(&T, m, 1, &f), vijp_mat_convert(&T, &Td);
-        }
-        double best = 1e300;
-        for (int r = 0; r < 3; r++) {
-            vijp_grads gr;
-            double t0 = thread_cpu();
-            if (vijp_engine_run(VIJP_ENGINE_BACKPROP, &net, precs[k] ? th53 : th, &X, &T, &gr, &err)) {
-                fprintf(stderr, "bench-ddref: %s\n", err.msg);
-                exit(1);
-            }
-            double dt = thread_cpu() - t0;
-            if (dt < best) best = dt;
-            vijp_grads_clear(&gr);
-        }
-        if (!precs[k]) {
-            base = best;
-            printf("  double backprop: %.4f s\n", best);
-        } else {
-            printf("  mpfr:%-3ld exact dots: %.4f s = %5.1fx double%s\n", precs[k], best, best / base,
-                   precs[k] <= VIJP_DDREF_MAX_PREC ? " (dense products on the fast path)" : " (vo_dot)");
-            vijp_mat_clear(&X), vijp_mat_clear(&T);
+    double base = backprop_time(&net, th, &Xd, &Td, &F), at[4] = {0};
+    printf("  double backprop: %.4f s\n", base);
+    static const long precs[] = {64, 106, 128, 212};
+    for (size_t k = 0; k < 4; k++) {
+        vijp_format f;
+        BENCH_MUST(vijp_format_mpfr(&f, precs[k], NULL));
+        f.exact_dots = 1;
+        at[k] = backprop_time(&net, th53, &Xd, &Td, &f);
+        printf("  mpfr:%-3ld exact dots: %.4f s = %5.1fx double%s\n", precs[k], at[k], at[k] / base,
+               precs[k] <= VIJP_DDREF_MAX_PREC ? " (dense products on the fast path)" : " (vo_dot)");
+        if (precs[k] == 128) {
+            double old = backprop_time(&before, th53, &Xd, &Td, &f);
+            printf("  mpfr:128 exact dots, dense by vo_dot (before): %.4f s = %5.1fx double; fast path %.2fx faster\n",
+                   old, old / base, old / at[k]);
+            printf("  binary32's reference (levels 64 + 128): %5.1fx double, before %5.1fx (%.2fx faster)\n",
+                   (at[0] + at[k]) / base, (at[0] + old) / base, (at[0] + old) / (at[0] + at[k]));
         }
     }
     for (size_t i = 0; i < D; i++) vijp_mat_clear(&th[i]), vijp_mat_clear(&th53[i]);
-    free(th), free(th53), free(x), free(t);
+    free(th), free(th53), free(x), free(t), free(before.layers);
     vijp_mat_clear(&Xd), vijp_mat_clear(&Td);
     vijp_net_free(&net);
 }
@@ -161,9 +232,9 @@ static void levels(size_t width)
 int main(int argc, char **argv)
 {
     size_t width = (size_t)bench_count(argc, argv, 256, 16, 1024,
-                                       "Usage: bench-ddref [WIDTH]\n  the drift reference's dense products at 64 and "
-                                       "106 bits through vo_dot and the double-double path, then whole reference "
-                                       "levels, on WIDTH x WIDTH layers (default 256).\n");
+                                       "Usage: bench-ddref [WIDTH]\n  the drift reference's dense products at 64, "
+                                       "106 and 128 bits through vo_dot and the fast path, then whole reference "
+                                       "levels, on WIDTH x WIDTH layers (default 256; at 128 bits also 4 WIDTH).\n");
     openblas_set_num_threads(1);
     vijp_memory_keep_freed(); /* as the study keeps freed memory for its next curve */
     vijp_rng g;
@@ -176,7 +247,16 @@ int main(int argc, char **argv)
         products(width, precs[p], OP_VJP_PARAM, 4, &g);
         products(width, precs[p], OP_VJP_PARAM, 8, &g);
     }
-    printf("reference levels, dense:%zu,leaky:0.5, depth 16, batch 1:\n", width);
+    for (size_t w = width; w <= 4 * width; w *= 4) /* 128 bits: triple-double inputs, four levels */
+        for (size_t B = 1; B <= 16; B += 15) {
+            products(w, 128, OP_FORWARD, B, &g);
+            products(w, 128, OP_VJP, B, &g);
+        }
+    products(width, 128, OP_VJP_PARAM, 8, &g);
+    products(width, 128, OP_VJP_PARAM, 16, &g);
+    printf("the kernels alone, %zu x %zu doubles, x in double-double or triple-double:\n", width, width);
+    kernels(width, &g);
+    printf("reference levels, dense:%zu,leaky:0.5, depth 64, batch 1:\n", width);
     levels(width);
     return 0;
 }
