@@ -10,7 +10,8 @@
  * double's range (the second part, or only the third at 128 and 159 bits),
  * products that overflow double, sums cancelled by the bias, and sums that
  * are exactly (or within 2^-40 ulp of) a tie at P bits, at 8 to 159 bits.
- * Fallbacks are counted: none on ordinary sums, every output when forced. */
+ * Fallbacks are counted: none on ordinary sums (from 16 bits), every output
+ * when forced. */
 #include <stdio.h> /* before mpfr.h: mpfr_fprintf */
 #include "fixtures/testutil.h"
 #include "emu/dense_ref.h"
@@ -197,7 +198,12 @@ START_TEST(matches_exact_sums)
             for (int op = 0; op < N_OPS; op++) {
                 vijp_ddref_stats st = check_op(&pb, op, 1, kind_names[kind]);
                 fast += st.outputs, fallbacks += st.fallbacks;
-                if (kind == ORDINARY || kind == RANGE) ck_assert(!st.whole_oracle && st.fallbacks == 0);
+                /* not at 8 bits: there the batch-3 parameter gradient, three 16-bit products, lands on (or
+                 * within the bound of) an 8-bit tie about once in 2^8 outputs, which the test must refuse
+                 * (VIJP_TEST_SEED 1-100: a fallback in half of them) */
+                if ((kind == ORDINARY || kind == RANGE) && precs[pi] > 8)
+                    ck_assert_msg(!st.whole_oracle && st.fallbacks == 0, "%s P=%ld op %d: whole %d, %zu fallbacks",
+                                  kind_names[kind], precs[pi], op, st.whole_oracle, st.fallbacks);
                 if (kind == OVERFLOW && op != OP_VJP_PARAM) ck_assert(st.outputs == 0); /* products beyond double: bound +inf */
                 /* from 64 bits, data below 2^-1015 have bits below 2^-1074 */
                 if (kind == TINY_LOW && precs[pi] >= 64) ck_assert(st.whole_oracle);
