@@ -1,20 +1,21 @@
 /* make bench (the reference's fast products): what the drift reference's
  * dense products cost at 64, 106 and 128 bits, measured in this run on one
- * WIDTH × WIDTH layer (default 256; at 128 bits also 4·WIDTH), through
- * vo_dot (oracles/dense_fused.c: the reference before src/emu/dense_ref.c)
- * and through the double-/triple-double or four-level path with its
- * rounding test (src/emu/dense_ref.h), bit for bit the same: ns per
- * multiply-add of W x + b, Wᵀ g (batch 1, and 16 at 128 bits) and the
- * parameter gradient (batch 4 and 8; 8 and 16 at 128 bits), and how many
- * outputs fell back to vo_dot.  Then the kernels alone (src/ddot, each
- * set), and whole reference levels: backprop of
- * dense:WIDTH,leaky:0.5 at depth 64, batch 1, in mpfr:P with exact dots (θ
- * at 53 bits, as the drift memo holds it) at the levels the study uses (64
- * and 128 for the binary32 family, 106 and 212 for double), each over the
- * double backprop of the same net; the 128-bit level also with the dense
- * layers' oracle operators (what it ran before the four-level path), and a
- * binary32 curve's whole reference (levels 64 + 128) both ways.  CPU
- * seconds of this thread, best of three. */
+ * WIDTH × WIDTH layer (default 256; at 128 bits also 4·WIDTH up to 1024),
+ * through vo_dot (oracles/dense_fused.c: the reference before
+ * src/emu/dense_ref.c) and through the double-/triple-double or four-level
+ * path with its rounding test (src/emu/dense_ref.h), bit for bit the same:
+ * ns per multiply-add of W x + b, Wᵀ g (batch 1, and 16 at 128 bits) and
+ * the parameter gradient (batch 4 and 8; 8 and 16 at 128 bits), and how
+ * many outputs fell back to vo_dot.  Then the kernels alone (src/ddot, each
+ * set), and whole reference levels: backprop of dense:WIDTH,leaky:0.5 at
+ * depth 64, batch 1, in mpfr:P with exact dots (θ at 53 bits, as the drift
+ * memo holds it) at the levels the study uses (64 and 128 for the binary32
+ * family, 106 and 212 for double), each over the double backprop of the
+ * same net; the levels up to 159 bits also with the dense layers' oracle
+ * operators (what the 128-bit level ran before the four-level path), every
+ * gradient entry compared bit for bit, and a binary32 curve's whole
+ * reference (levels 64 + 128) both ways.  CPU seconds of this thread, best
+ * of three. */
 #include "vijp/vijp.h"
 #include "vijp/memory.h"
 #include "vijp/arith.h"
@@ -139,9 +140,27 @@ static void kernels(size_t width, vijp_rng *g)
     free(A), free(x), free(y);
 }
 
-/* CPU seconds of one backprop of net at format f (best of three). */
+/* Whether two gradients agree entry by entry, sign included. */
+static int same_mat(const vijp_mat *a, const vijp_mat *b)
+{
+    size_t n = vijp_mat_len(a);
+    if (n != vijp_mat_len(b)) return 0;
+    for (size_t k = 0; k < n; k++)
+        if (!mpfr_equal_p(a->m[k], b->m[k]) || mpfr_signbit(a->m[k]) != mpfr_signbit(b->m[k])) return 0;
+    return 1;
+}
+
+static int same_grads(const vijp_grads *a, const vijp_grads *b)
+{
+    int same = a->depth == b->depth && same_mat(&a->grad_x, &b->grad_x);
+    for (size_t i = 0; same && i < a->depth; i++) same = same_mat(&a->g[i], &b->g[i]) && same_mat(&a->grad_theta[i], &b->grad_theta[i]);
+    return same;
+}
+
+/* CPU seconds of one backprop of net at format f (best of three), or with
+ * keep, one untimed run whose gradients are left there. */
 static double backprop_time(const vijp_net *net, vijp_mat *th, const vijp_mat *Xd, const vijp_mat *Td,
-                            const vijp_format *f)
+                            const vijp_format *f, vijp_grads *keep)
 {
     vijp_error err = {0};
     vijp_mat X = *Xd, T = *Td;
@@ -150,7 +169,7 @@ static double backprop_time(const vijp_net *net, vijp_mat *th, const vijp_mat *X
         vijp_mat_init(&T, Td->rows, Td->cols, f), vijp_mat_convert(&T, Td);
     }
     double best = 1e300;
-    for (int r = 0; r < 3; r++) {
+    for (int r = 0; r < (keep ? 1 : 3); r++) {
         vijp_grads gr;
         double t0 = thread_cpu();
         if (vijp_engine_run(VIJP_ENGINE_BACKPROP, net, th, &X, &T, &gr, &err)) {
@@ -159,17 +178,18 @@ static double backprop_time(const vijp_net *net, vijp_mat *th, const vijp_mat *X
         }
         double dt = thread_cpu() - t0;
         if (dt < best) best = dt;
-        vijp_grads_clear(&gr);
+        if (keep) *keep = gr;
+        else vijp_grads_clear(&gr);
     }
     if (f->kind == VIJP_MPFR) vijp_mat_clear(&X), vijp_mat_clear(&T);
     return best;
 }
 
 /* Whole levels: backprop in mpfr:P with exact dots over double's; the
- * 128-bit level also with the dense layers' mp operators replaced by the
- * oracle's (vo_dense_*: what dense_ref.c ran above 106 bits before its
- * four-level path), and the binary32 family's reference (64 + 128) both
- * ways. */
+ * levels the fast path takes also with the dense layers' mp operators
+ * replaced by the oracle's (vo_dense_*: what dense_ref.c ran above 106 bits
+ * before its four-level path), the gradients compared bit for bit, and the
+ * binary32 family's reference (64 + 128) both ways. */
 static void levels(size_t width)
 {
     enum { D = 64 };
@@ -205,24 +225,29 @@ static void levels(size_t width)
     vijp_mat Xd, Td;
     vijp_mat_init(&Xd, n, 1, &F), vijp_mat_set_d(&Xd, x);
     vijp_mat_init(&Td, m, 1, &F), vijp_mat_set_d(&Td, t);
-    double base = backprop_time(&net, th, &Xd, &Td, &F), at[4] = {0};
+    double base = backprop_time(&net, th, &Xd, &Td, &F, NULL), at[4] = {0}, old[4] = {0};
     printf("  double backprop: %.4f s\n", base);
     static const long precs[] = {64, 106, 128, 212};
     for (size_t k = 0; k < 4; k++) {
         vijp_format f;
         BENCH_MUST(vijp_format_mpfr(&f, precs[k], NULL));
         f.exact_dots = 1;
-        at[k] = backprop_time(&net, th53, &Xd, &Td, &f);
+        at[k] = backprop_time(&net, th53, &Xd, &Td, &f, NULL);
         printf("  mpfr:%-3ld exact dots: %.4f s = %5.1fx double%s\n", precs[k], at[k], at[k] / base,
                precs[k] <= VIJP_DDREF_MAX_PREC ? " (dense products on the fast path)" : " (vo_dot)");
-        if (precs[k] == 128) {
-            double old = backprop_time(&before, th53, &Xd, &Td, &f);
-            printf("  mpfr:128 exact dots, dense by vo_dot (before): %.4f s = %5.1fx double; fast path %.2fx faster\n",
-                   old, old / base, old / at[k]);
-            printf("  binary32's reference (levels 64 + 128): %5.1fx double, before %5.1fx (%.2fx faster)\n",
-                   (at[0] + at[k]) / base, (at[0] + old) / base, (at[0] + old) / (at[0] + at[k]));
+        if (precs[k] <= VIJP_DDREF_MAX_PREC) {
+            old[k] = backprop_time(&before, th53, &Xd, &Td, &f, NULL);
+            vijp_grads fast, slow; /* then one more run each, untimed, compared */
+            backprop_time(&net, th53, &Xd, &Td, &f, &fast), backprop_time(&before, th53, &Xd, &Td, &f, &slow);
+            int same = same_grads(&fast, &slow);
+            printf("  mpfr:%-3ld exact dots, dense by vo_dot: %.4f s = %5.1fx double; fast path %.2fx faster; %s\n",
+                   precs[k], old[k], old[k] / base, old[k] / at[k], same ? "same bits" : "BITS DIFFER");
+            vijp_grads_clear(&fast), vijp_grads_clear(&slow);
+            if (!same) exit(1);
         }
     }
+    printf("  binary32's reference (levels 64 + 128): %5.1fx double, with the 128-bit level by vo_dot (before) "
+           "%5.1fx: %.2fx faster\n", (at[0] + at[2]) / base, (at[0] + old[2]) / base, (at[0] + old[2]) / (at[0] + at[2]));
     for (size_t i = 0; i < D; i++) vijp_mat_clear(&th[i]), vijp_mat_clear(&th53[i]);
     free(th), free(th53), free(x), free(t), free(before.layers);
     vijp_mat_clear(&Xd), vijp_mat_clear(&Td);
@@ -234,7 +259,7 @@ int main(int argc, char **argv)
     size_t width = (size_t)bench_count(argc, argv, 256, 16, 1024,
                                        "Usage: bench-ddref [WIDTH]\n  the drift reference's dense products at 64, "
                                        "106 and 128 bits through vo_dot and the fast path, then whole reference "
-                                       "levels, on WIDTH x WIDTH layers (default 256; at 128 bits also 4 WIDTH).\n");
+                                       "levels, on WIDTH x WIDTH layers (default 256; at 128 bits also 4 WIDTH, up to 1024).\n");
     openblas_set_num_threads(1);
     vijp_memory_keep_freed(); /* as the study keeps freed memory for its next curve */
     vijp_rng g;
@@ -247,7 +272,7 @@ int main(int argc, char **argv)
         products(width, precs[p], OP_VJP_PARAM, 4, &g);
         products(width, precs[p], OP_VJP_PARAM, 8, &g);
     }
-    for (size_t w = width; w <= 4 * width; w *= 4) /* 128 bits: triple-double inputs, four levels */
+    for (size_t w = width; w <= 4 * width && w <= 1024; w *= 4) /* 128 bits: triple-double inputs, four levels */
         for (size_t B = 1; B <= 16; B += 15) {
             products(w, 128, OP_FORWARD, B, &g);
             products(w, 128, OP_VJP, B, &g);

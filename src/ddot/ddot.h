@@ -100,8 +100,9 @@ size_t vijp_td_gemv(size_t m, size_t n, const double *A, size_t lda, const doubl
  *   |y − exact| <= γ_(N+3)²·γ_5N·γ_3N·T + 2Nη,
  * about 15N⁴u⁴·T: 2^-176·T at N = 257, 2^-168·T at N = 1025, where a
  * 128-bit rounding has 2^-128 of the result to spare: Ziv's test fails
- * about once in 2^39/cond outputs (cond = T/|exact|).  About four times
- * Dot2's work.  bound as above (+inf also for N > VIJP_QD_MAX_TERMS). */
+ * about once in 2^39/cond outputs (cond = T/|exact|).  69 operations a
+ * term against Dot2's 12: 4.5 times its time (bench-ddref).  bound as
+ * above (+inf also for N > VIJP_QD_MAX_TERMS). */
 #define VIJP_QD_MAX_TERMS ((size_t)1 << 16)
 
 /* Σ_{j<n} a[j·inca]·(x[0][j·incx] + x[1][j·incx] + x[2][j·incx]) into y. */
