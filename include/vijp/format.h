@@ -99,6 +99,11 @@ typedef struct {
     vijp_format_kind kind;
     mpfr_prec_t prec;     /* significand bits, hidden bit included */
     int emulated;         /* nonzero: clamp to [emin, emax] and subnormalize */
+    int threads;          /* threads a run in this format may compute on (the dense products, the LU
+                           * elimination: src/base/fork.h); 0 or 1: the calling thread alone.  Changes
+                           * time only, never a bit.  Set by the drift study for its curves (spare
+                           * --jobs), never by parsing a name; in what was padding, so the struct keeps
+                           * plugin ABI 8's size and offsets (format.c checks) */
     mpfr_exp_t emin;      /* MPFR convention: x = m·2^e with 1/2 <= |m| < 1 */
     mpfr_exp_t emax;
     size_t value_bytes;   /* bytes one value takes when stored (for memory accounting) */

@@ -23,6 +23,7 @@
 #include "format/mpfr_io.h"
 #include "vijp/error.h"
 #include "oracles/oracles.h"
+#include "base/fork.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,28 +50,30 @@ static inline double operand(mpfr_srcptr v, const vijp_format *f)
     return d;
 }
 
-/* rows × cols of M into out (entry (r, c) at r + c·ld, rows r >= rows up to
- * ld zero: the lanes' padding), as floats or doubles.  The MPFR array is
+/* Rows [r0, r1) of a rows × cols M into out (entry (r, c) at r + c·ld; rows
+ * r >= rows zero: the lanes' padding), as floats or doubles.  The MPFR array is
  * read in its own order (a transposed read strides over MPFR's structs and
  * their limbs, which cost more than the products at batch 1), the copy
  * written in the lanes'; one loop per type. */
-static void read_view(view M, size_t rows, size_t cols, size_t ld, int as_float, void *out, const vijp_format *f)
+static void read_view(view M, size_t r0, size_t r1, size_t rows, size_t cols, size_t ld, int as_float, void *out,
+                      const vijp_format *f)
 {
     float *of = out;
     double *od = out;
-    for (size_t c = 0; c < cols; c++) {
-        if (as_float) memset(of + rows + c * ld, 0, (ld - rows) * sizeof *of);
-        else memset(od + rows + c * ld, 0, (ld - rows) * sizeof *od);
+    size_t top = r1 < rows ? r1 : rows; /* the range's rows that M has */
+    for (size_t c = 0; c < cols && top < r1; c++) {
+        if (as_float) memset(of + top + c * ld, 0, (r1 - top) * sizeof *of);
+        else memset(od + top + c * ld, 0, (r1 - top) * sizeof *od);
     }
     /* rows strided: then columns are M's contiguous direction; floats are
      * exact: f's values are binary32 values */
-#define READ_LOOPS(O, OUTER, NOUTER, INNER, NINNER)                                                               \
-    for (size_t OUTER = 0; OUTER < NOUTER; OUTER++)                                                                \
-        for (size_t INNER = 0; INNER < NINNER; INNER++) O[r + c * ld] = operand(M.v[r * M.rs + c * M.cs], f)
-    if (M.rs != 1 && as_float) READ_LOOPS(of, r, rows, c, cols);
-    else if (M.rs != 1) READ_LOOPS(od, r, rows, c, cols);
-    else if (as_float) READ_LOOPS(of, c, cols, r, rows);
-    else READ_LOOPS(od, c, cols, r, rows);
+#define READ_LOOPS(O, OUTER, FROM_OUTER, NOUTER, INNER, FROM_INNER, NINNER)                                      \
+    for (size_t OUTER = FROM_OUTER; OUTER < NOUTER; OUTER++)                                                        \
+        for (size_t INNER = FROM_INNER; INNER < NINNER; INNER++) O[r + c * ld] = operand(M.v[r * M.rs + c * M.cs], f)
+    if (M.rs != 1 && as_float) READ_LOOPS(of, r, r0, top, c, 0, cols);
+    else if (M.rs != 1) READ_LOOPS(od, r, r0, top, c, 0, cols);
+    else if (as_float) READ_LOOPS(of, c, 0, cols, r, r0, top);
+    else READ_LOOPS(od, c, 0, cols, r, r0, top);
 #undef READ_LOOPS
 }
 
@@ -87,8 +90,49 @@ static void scalar_products(size_t m, size_t ncols, size_t K, const double *A, s
         }
 }
 
+/* One call of products (below), shared by the threads that run ranges of
+ * its blocks of pad rows (src/base/fork.h). */
+typedef struct {
+    const vijp_emu_lanes *set;
+    vijp_emu_lanes_kind kind;
+    int fl;
+    size_t m, ncols, K, pad, lda, size;
+    view A;
+    void *a, *b, *c; /* the lanes' copies of A and B, and C */
+    mpfr_t *out;
+    const double *bias; /* or NULL */
+    const vijp_format *f;
+    mpfr_exp_t emin, emax; /* the caller's MPFR exponent range, the outputs' */
+} products_job;
+
+/* Rows [begin·pad, end·pad) of C, with their rows of A read here: each output
+ * is its own lane's dot product, the same operations wherever its row falls
+ * (lanes.h), so any split of the rows gives the same bits. */
+static void products_rows(void *ctx, size_t part, size_t begin, size_t end)
+{
+    (void)part;
+    const products_job *j = ctx;
+    size_t r0 = begin * j->pad, r1 = end * j->pad, top = r1 < j->m ? r1 : j->m;
+    read_view(j->A, r0, r1, j->m, j->K, j->lda, j->fl, j->a, j->f);
+    void *a = (char *)j->a + r0 * j->size, *c = (char *)j->c + r0 * j->size;
+    if (j->kind == VIJP_EMU_FUSED_F) j->set->fused_f(r1 - r0, j->ncols, j->K, a, j->lda, j->b, 1, j->K, c, j->lda);
+    else if (j->kind == VIJP_EMU_SPLIT_F) j->set->split_f(r1 - r0, j->ncols, j->K, a, j->lda, j->b, 1, j->K, c, j->lda);
+    else if (j->kind == VIJP_EMU_SPLIT_D)
+        j->set->split_d(r1 - r0, j->ncols, j->K, a, j->lda, j->b, 1, j->K, c, j->lda, vijp_emu_arith(j->f));
+    else scalar_products(top - r0, j->ncols, j->K, a, j->lda, j->b, c, j->f);
+    vijp_emu_grid g = vijp_emu_arith(j->f);
+    for (size_t col = 0; col < j->ncols; col++)
+        for (size_t i = r0; i < top; i++) {
+            size_t e = i + col * j->lda;
+            double y = j->fl ? ((float *)j->c)[e] : ((double *)j->c)[e];
+            if (j->bias) y = vijp_emu_add(y, j->bias[i], g);
+            vijp_emu_set1_range(j->out[i + col * j->m], y, j->emin, j->emax); /* exact: on the format's grid */
+        }
+}
+
 /* out(i, c) = Σ_t A(i, t)·B(t, c) (+ bias_i, rounded to f, when bias), for
- * i < m, c < ncols, t < K ascending; out's entry (i, c) at out[i + c·m]. */
+ * i < m, c < ncols, t < K ascending; out's entry (i, c) at out[i + c·m].
+ * Split over f's threads by blocks of rows where the work pays for it. */
 static void products(const vijp_emu_lanes *set, size_t m, size_t ncols, size_t K, view A, view B, mpfr_t *out,
                      mpfr_t *bias, const vijp_format *f)
 {
@@ -96,24 +140,18 @@ static void products(const vijp_emu_lanes *set, size_t m, size_t ncols, size_t K
     int fl = kind == VIJP_EMU_FUSED_F || kind == VIJP_EMU_SPLIT_F;
     size_t pad = fl ? VIJP_EMU_PAD_F : VIJP_EMU_PAD_D, size = fl ? sizeof(float) : sizeof(double);
     size_t lda = (m + pad - 1) / pad * pad;
-    void *a = vijp_alloc_array(lda * K + 1, size), *b = vijp_alloc_array(K * ncols + 1, size),
-         *c = vijp_alloc_array(lda * ncols + 1, size);
-    read_view(A, m, K, lda, fl, a, f), read_view(B, K, ncols, K, fl, b, f);
-    if (kind == VIJP_EMU_FUSED_F) set->fused_f(lda, ncols, K, a, lda, b, 1, K, c, lda);
-    else if (kind == VIJP_EMU_SPLIT_F) set->split_f(lda, ncols, K, a, lda, b, 1, K, c, lda);
-    else if (kind == VIJP_EMU_SPLIT_D) set->split_d(lda, ncols, K, a, lda, b, 1, K, c, lda, vijp_emu_arith(f));
-    else scalar_products(m, ncols, K, a, lda, b, c, f);
-    vijp_emu_grid g = vijp_emu_arith(f);
-    mpfr_exp_t emin = mpfr_get_emin(), emax = mpfr_get_emax();
+    products_job j = {set, kind, fl, m, ncols, K, pad, lda, size, A, vijp_alloc_array(lda * K + 1, size),
+                      vijp_alloc_array(K * ncols + 1, size), vijp_alloc_array(lda * ncols + 1, size), out, NULL, f,
+                      mpfr_get_emin(), mpfr_get_emax()};
+    read_view(B, 0, K, K, ncols, K, fl, j.b, f);
     double *bd = bias ? vijp_emu_get(bias, m) : NULL;
-    for (size_t j = 0; j < ncols; j++)
-        for (size_t i = 0; i < m; i++) {
-            double y = fl ? ((float *)c)[i + j * lda] : ((double *)c)[i + j * lda];
-            if (bd) y = vijp_emu_add(y, bd[i], g);
-            vijp_emu_set1_range(out[i + j * m], y, emin, emax); /* exact: on the format's grid */
-        }
+    j.bias = bd;
+    /* work in lane multiply-adds (fork.h); an MPFR value read or written
+     * costs about 64 of them */
+    vijp_fork(f->threads, lda / pad, (double)lda * (double)ncols * (double)K + 64.0 * (double)m * (double)(K + ncols),
+              products_rows, &j);
     free(bd);
-    free(a), free(b), free(c);
+    free(j.a), free(j.b), free(j.c);
 }
 
 /* y = W x + b (vo_dense_forward) or, bias 0, V = W U: W(i, k) = th[i + k·m]. */
@@ -172,20 +210,55 @@ void vijp_emu_dense_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t
     vijp_emu_dense_vjp_param_on(vijp_emu_lanes_active(), L, X, B, Gy, Gt, f);
 }
 
+/* One column's elimination (vijp_emu_ge_solve_d), shared by the threads
+ * that run ranges of the rows below the pivot. */
+typedef struct {
+    size_t n, c, B;
+    double *A, *r;
+    vijp_emu_grid g;
+    const vijp_emu_lanes *lanes;
+} elimination;
+
+/* Rows c + 1 + [begin, end): each row's update reads the pivot row and
+ * writes only itself, by the same operations whatever the range, so any
+ * split of the rows gives the same bits. */
+static void eliminate_rows(void *ctx, size_t part, size_t begin, size_t end)
+{
+    (void)part;
+    const elimination *e = ctx;
+    size_t n = e->n, c = e->c;
+    double *A = e->A, *r = e->r;
+    vijp_emu_grid g = e->g;
+#define A_(i, k) A[(i) * n + (k)] /* row-major here: the updates run along rows */
+    for (size_t i = c + 1 + begin; i < c + 1 + end; i++) {
+        double t = vijp_emu_div(A_(i, c), A_(c, c), g); /* multiplier l_ic */
+        e->lanes->axpy_d(n - c - 1, t, &A_(c, c + 1), &A_(i, c + 1), g); /* A(i, k) −= t·A(c, k), k > c */
+        for (size_t j = 0; j < e->B; j++) r[i + j * n] = vijp_emu_sub(r[i + j * n], vijp_emu_mul(t, r[c + j * n], g), g);
+    }
+#undef A_
+}
+
 /* vo_ge_solve on doubles: A (n × n, row-major, already transposed where
  * asked) is overwritten by its LU factors, r (n × B) by the solution.  The
  * pivot is the first entry of largest magnitude at or below the diagonal:
  * mpfr_cmpabs(a, b) > 0 is fabs(a) > fabs(b), false for NaN on either side
- * as mpfr_cmpabs's 0 is, so ties and NaNs keep the earlier row. */
-int vijp_emu_ge_solve_d(size_t n, double *A, double *r, size_t B, vijp_emu_grid g)
+ * as mpfr_cmpabs's 0 is, so ties and NaNs keep the earlier row.  Each
+ * column's elimination runs over up to threads threads (a team kept for
+ * the whole solve) while the rows left pay for it. */
+int vijp_emu_ge_solve_d(size_t n, double *A, double *r, size_t B, vijp_emu_grid g, int threads)
 {
-#define A_(i, k) A[(i) * n + (k)] /* row-major here: the updates run along rows */
-    const vijp_emu_lanes *lanes = vijp_emu_lanes_active();
-    for (size_t c = 0; c < n; c++) {
+#define A_(i, k) A[(i) * n + (k)]
+    elimination e = {n, 0, B, A, r, g, vijp_emu_lanes_active()};
+    vijp_team *team = NULL;
+    int rc = 0;
+    for (size_t c = 0; c < n && !rc; c++) {
         size_t p = c;
         for (size_t i = c + 1; i < n; i++)
             if (fabs(A_(i, c)) > fabs(A_(p, c))) p = i;
-        if (A_(p, c) == 0) return VIJP_ESINGULAR; /* r left as far as it got, as the oracle leaves it */
+        if (A_(p, c) == 0) {
+            rc = VIJP_ESINGULAR; /* r left as far as it got, as the oracle leaves it */
+            break;
+        }
         if (p != c) {
             for (size_t k = 0; k < n; k++) {
                 double t = A_(c, k);
@@ -196,19 +269,21 @@ int vijp_emu_ge_solve_d(size_t n, double *A, double *r, size_t B, vijp_emu_grid 
                 r[c + j * n] = r[p + j * n], r[p + j * n] = t;
             }
         }
-        for (size_t i = c + 1; i < n; i++) {
-            double t = vijp_emu_div(A_(i, c), A_(c, c), g); /* multiplier l_ic */
-            lanes->axpy_d(n - c - 1, t, &A_(c, c + 1), &A_(i, c + 1), g); /* A(i, k) −= t·A(c, k), k > c */
-            for (size_t j = 0; j < B; j++) r[i + j * n] = vijp_emu_sub(r[i + j * n], vijp_emu_mul(t, r[c + j * n], g), g);
-        }
+        size_t below = n - c - 1; /* the rows this column eliminates, work below·(below + B) lane operations */
+        size_t parts = vijp_fork_parts(threads, below, (double)below * (double)(below + B), VIJP_TEAM_MIN_WORK);
+        if (parts > 1 && !team) team = vijp_team_new(threads);
+        e.c = c;
+        if (team) vijp_team_run(team, below, parts, eliminate_rows, &e);
+        else eliminate_rows(&e, 0, 0, below);
     }
-    for (size_t j = 0; j < B; j++) /* back substitution with U */
+    vijp_team_free(team);
+    for (size_t j = 0; j < B && !rc; j++) /* back substitution with U */
         for (size_t i = n; i-- > 0;) {
             double *ri = &r[i + j * n];
             for (size_t k = i + 1; k < n; k++) *ri = vijp_emu_sub(*ri, vijp_emu_mul(A_(i, k), r[k + j * n], g), g);
             *ri = vijp_emu_div(*ri, A_(i, i), g);
         }
-    return 0;
+    return rc;
 #undef A_
 }
 
@@ -218,7 +293,7 @@ int vijp_emu_ge_solve_d(size_t n, double *A, double *r, size_t B, vijp_emu_grid 
 static int solve_mp(size_t n, mpfr_t *A0, int trans, mpfr_t *rhs, mpfr_t *r, size_t B, const vijp_format *f)
 {
     double *A = trans ? vijp_emu_get(A0, n * n) : vijp_emu_get_rows(A0, n, n), *x = vijp_emu_get(rhs, n * B);
-    int rc = vijp_emu_ge_solve_d(n, A, x, B, vijp_emu_arith(f));
+    int rc = vijp_emu_ge_solve_d(n, A, x, B, vijp_emu_arith(f), f->threads);
     vijp_emu_put(r, x, n * B);
     free(A), free(x);
     return rc;
@@ -247,7 +322,7 @@ int vijp_emu_dense_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B,
     vijp_emu_grid g = vijp_emu_arith(f);
     for (size_t j = 0; j < B; j++)
         for (size_t i = 0; i < n; i++) x[i + j * n] = vijp_emu_sub(x[i + j * n], b[i], g);
-    int rc = vijp_emu_ge_solve_d(n, A, x, B, g);
+    int rc = vijp_emu_ge_solve_d(n, A, x, B, g, f->threads);
     vijp_emu_put(X, x, n * B);
     free(A), free(x), free(b);
     return rc;

@@ -41,7 +41,7 @@ int vijp_emu_dense_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B,
 int vijp_emu_ge_solve(size_t n, mpfr_t *A0, int trans, mpfr_t *r, size_t B, const vijp_format *f);
 /* The same on doubles, for f's arithmetic grid g: A (n × n, row-major: the
  * matrix to solve with, already transposed where asked) is overwritten by
- * its LU factors. */
-int vijp_emu_ge_solve_d(size_t n, double *A, double *r, size_t B, vijp_emu_grid g);
+ * its LU factors; on up to threads threads (f's), the same bits. */
+int vijp_emu_ge_solve_d(size_t n, double *A, double *r, size_t B, vijp_emu_grid g, int threads);
 
 #endif

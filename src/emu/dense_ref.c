@@ -26,6 +26,7 @@
 #include "oracles/dot.h"
 #include "vijp/memory.h"
 #include "vijp/error.h"
+#include "base/fork.h"
 #include <gmp.h>
 #include <math.h>
 #include <stdint.h>
@@ -319,6 +320,60 @@ static void by_vo_dot(int op, const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t
     else vo_dot_strided(out[i + j * m], NULL, &in[i], m, &X[j], n, B, ptrs); /* ∂W(i, j): j is W's column */
 }
 
+/* Columns [j0, j1) of a problem (dd_problem's arrays are column-major,
+ * column j of each part of x at j·k, of the results at j·rows): the same
+ * outputs, each computed by the same operations as in the whole
+ * (vijp_dd_gemm and the triple-double and four-level loops run column by
+ * column), so any split of the columns
+ * gives the same bits. */
+static dd_problem columns(const dd_problem *p, size_t j0, size_t j1)
+{
+    dd_problem q = *p;
+    q.cols = j1 - j0;
+    for (int r = 0; r < 3; r++)
+        if (q.x[r]) q.x[r] += j0 * p->k; /* x[2]: three parts only */
+    for (int r = 0; r < 4; r++) q.y[r] += j0 * p->rows;
+    q.bound += j0 * p->rows;
+    return q;
+}
+
+/* A call's products and rounding tests, shared by the threads that run
+ * ranges of its columns (src/base/fork.h); fallbacks[part]: each range's. */
+typedef struct {
+    int op;
+    const vijp_layer *L;
+    mpfr_t *th, *X;
+    size_t B;
+    mpfr_t *in, *out;
+    const dd_problem *p;
+    mpfr_prec_t P;
+    double scale;
+    size_t ptrs_len;
+    size_t *fallbacks;
+} ref_job;
+
+static void ref_columns(void *ctx, size_t part, size_t j0, size_t j1)
+{
+    ref_job *J = ctx;
+    dd_problem q = columns(J->p, j0, j1);
+    products(&q, J->P);
+    round_scratch s;
+    scratch_init(&s, J->P);
+    size_t fallbacks = 0;
+    mpfr_srcptr *ptrs = vijp_alloc_array(J->ptrs_len, sizeof *ptrs);
+    for (size_t j = j0; j < j1; j++)
+        for (size_t i = 0; i < J->p->rows; i++) {
+            size_t e = i + j * J->p->rows; /* out's layout: rows × cols, column-major, for every op */
+            double y[4] = {J->p->y[0][e], J->p->y[1][e], J->p->y[2][e], J->p->y[3][e]};
+            if (round_in(J->out[e], y, J->p->bound[e] * J->scale, &s)) continue;
+            by_vo_dot(J->op, J->L, J->th, J->X, J->B, J->in, J->out, i, j, ptrs);
+            fallbacks++;
+        }
+    free(ptrs);
+    scratch_clear(&s);
+    J->fallbacks[part] = fallbacks;
+}
+
 void vijp_ref_dense_op(int op, const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *in, mpfr_t *out,
                        const vijp_format *f, vijp_ddref_stats *st)
 {
@@ -349,25 +404,18 @@ void vijp_ref_dense_op(int op, const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_
         oracle(op, L, th, X, B, in, out, f);
         return;
     }
-    products(&p, P);
-    round_scratch s;
-    scratch_init(&s, P);
-    size_t longest = m > n ? m : n, fallbacks = 0;
-    mpfr_srcptr *ptrs = vijp_alloc_array(2 * (longest > B ? longest : B) + 1, sizeof *ptrs);
-    for (size_t j = 0; j < p.cols; j++)
-        for (size_t i = 0; i < p.rows; i++) {
-            size_t e = i + j * p.rows; /* out's layout: rows × cols, column-major, for every op */
-            double y[4] = {p.y[0][e], p.y[1][e], p.y[2][e], p.y[3][e]};
-            if (round_in(out[e], y, p.bound[e] * scale, &s)) continue;
-            by_vo_dot(op, L, th, X, B, in, out, i, j, ptrs);
-            fallbacks++;
-        }
+    size_t fallbacks[VIJP_FORK_MAX_THREADS] = {0}, longest = m > n ? m : n;
+    ref_job job = {op, L, th, X, B, in, out, &p, P, scale, 2 * (longest > B ? longest : B) + 1, fallbacks};
+    /* work in lane multiply-adds (fork.h): a double-double one costs about
+     * 8 (TwoProd, TwoSum), an output's rounding test about 256 */
+    vijp_fork(f->threads, p.cols, (double)p.rows * (double)p.cols * (8 * (double)p.k + 256), ref_columns, &job);
+    mpfr_srcptr *ptrs = vijp_alloc_array(job.ptrs_len, sizeof *ptrs);
     if (op == OP_VJP_PARAM) /* ∂b_i = Σ_j g(i, j): B terms, by vo_dot as the oracle */
         for (size_t i = 0; i < m; i++) vo_dot_strided(out[m * n + i], NULL, &in[i], m, NULL, 0, B, ptrs);
     free(ptrs);
-    scratch_clear(&s);
+    for (size_t k = 1; k < VIJP_FORK_MAX_THREADS; k++) fallbacks[0] += fallbacks[k];
     problem_free(&p);
-    if (st) st->outputs = p.rows * p.cols - fallbacks, st->fallbacks = fallbacks, st->whole_oracle = 0;
+    if (st) st->outputs = p.rows * p.cols - fallbacks[0], st->fallbacks = fallbacks[0], st->whole_oracle = 0;
 }
 
 void vijp_ref_dense_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, const vijp_format *f)

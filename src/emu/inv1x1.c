@@ -120,7 +120,7 @@ static int solve(const vijp_layer *L, mpfr_t *th, mpfr_t *R, size_t B, mpfr_t *Z
     for (size_t b = 0; b < B; b++)
         for (size_t p = 0; p < n; p++)
             for (size_t c = 0; c < C; c++) r[c + (b * n + p) * C] = vijp_emu_get1(R[b * L->in + c * n + p]);
-    int rc = vijp_emu_ge_solve_d(C, A, r, cols, vijp_emu_arith(f));
+    int rc = vijp_emu_ge_solve_d(C, A, r, cols, vijp_emu_arith(f), f->threads);
     for (size_t b = 0; b < B && !rc; b++)
         for (size_t p = 0; p < n; p++)
             for (size_t c = 0; c < C; c++) mpfr_set_d(Z[b * L->in + c * n + p], r[c + (b * n + p) * C], MPFR_RNDN); /* exact */

@@ -8,6 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <stddef.h>
+
+#if defined(__LP64__)
+/* threads sits in what was padding after emulated (format.h): the struct's
+ * size and every other member's offset are plugin ABI 8's. */
+_Static_assert(offsetof(vijp_format, threads) + sizeof(int) <= offsetof(vijp_format, emin) && sizeof(vijp_format) == 232,
+               "vijp_format changed shape: bump VIJP_PLUGIN_ABI (include/vijp/plugin.h)");
+#endif
 
 static void emulated(vijp_format *f, vijp_format_kind k, const char *name, mpfr_prec_t p,
                      mpfr_exp_t emin, mpfr_exp_t emax, size_t bytes)
@@ -170,6 +178,7 @@ void vijp_format_accumulator(const vijp_format *f, vijp_format *acc)
     vijp_format_fixed(acc, VIJP_BINARY32);
     acc->ftz = acc->store_ftz = f->ftz; /* binary32:ftz where f's accumulation flushes */
     acc->kernel_set = f->kernel_set; /* bfloat16+binary32@SET: binary32@SET, the same float route */
+    acc->threads = f->threads;
     if (f->kernel_set) snprintf(acc->name, sizeof acc->name, "binary32@%s", vijp_kset_names[f->kernel_set - 1]);
 }
 

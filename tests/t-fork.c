@@ -1,0 +1,343 @@
+/* Threads inside a curve (a format's threads, src/base/fork.h): the claim is
+ * that the number of threads changes time only, so every result on 2, 3 and
+ * 5 threads must equal, bit for bit and sign of zero, the one on the calling
+ * thread alone, which the other suites hold to the independent oracles
+ * (t-emu-lanes, t-emu-dense: the emulated products and solve against
+ * oracles/; t-ddref: the reference's products against exact sums).  No
+ * tolerance.  Checked here:
+ *   - the helper itself: every index in exactly one range, ranges in order;
+ *   - the emulated dense products (forward, jvp, vjp, parameter gradient) in
+ *     bfloat16+binary32, binary32 and e4m3+binary32, and the LU solve;
+ *   - the reference's products in mpfr:64 and mpfr:106 with exact dots.
+ * Splitting only happens above a work threshold (VIJP_FORK_MIN_WORK,
+ * VIJP_TEAM_MIN_WORK), so the shapes are chosen above it (each case asserts
+ * so with the call site's work formula) and around the split's edges: one
+ * row, fewer row blocks or columns than threads, odd sizes.  Outputs start as
+ * NaN, so a range that skips an output shows. */
+#include "fixtures/testutil.h"
+#include "vijp/arith.h"
+#include "base/fork.h"
+#include "emu/dense.h"
+#include "emu/dense_ref.h"
+#include "emu/lanes.h"
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const int thread_counts[] = {2, 3, 5};
+#define N_COUNTS (sizeof thread_counts / sizeof *thread_counts)
+
+/* ---- the helper ---- */
+
+typedef struct {
+    size_t n, parts;
+    int *seen;          /* how many ranges held each index */
+    size_t *first_of;   /* begin of each part */
+    int bad;            /* a range out of bounds (asserted on the test's thread) */
+    pthread_mutex_t lock;
+} coverage;
+
+static void mark(void *ctx, size_t part, size_t begin, size_t end)
+{
+    coverage *c = ctx;
+    pthread_mutex_lock(&c->lock);
+    if (part >= c->parts || begin > end || end > c->n) c->bad = 1;
+    else c->first_of[part] = begin;
+    for (size_t i = begin; i < end && i < c->n; i++) c->seen[i]++;
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* vijp_team_run over [0, n) in parts parts (t NULL: vijp_fork on parts
+ * threads, far above the work threshold): each index once, part k starting
+ * at vijp_fork_begin. */
+static void check_cover(vijp_team *t, size_t n, size_t parts)
+{
+    coverage c = {n, parts, calloc(n + 1, sizeof(int)), calloc(parts, sizeof(size_t)), 0, PTHREAD_MUTEX_INITIALIZER};
+    ck_assert(c.seen && c.first_of);
+    if (t) vijp_team_run(t, n, parts, mark, &c);
+    else vijp_fork((int)parts, n, 1e15, mark, &c);
+    ck_assert_msg(!c.bad, "n %zu, %zu parts: a range out of bounds", n, parts);
+    for (size_t i = 0; i < n; i++) ck_assert_msg(c.seen[i] == 1, "n %zu, %zu parts: index %zu in %d ranges", n, parts, i, c.seen[i]);
+    size_t used = parts < n ? parts : n;
+    for (size_t k = 1; k < used; k++) ck_assert_int_eq(c.first_of[k], vijp_fork_begin(n, used, k));
+    free(c.seen), free(c.first_of);
+}
+
+START_TEST(every_index_once)
+{
+    static const size_t sizes[] = {0, 1, 2, 3, 4, 5, 7, 31, 1000, 1001};
+    for (size_t t = 1; t <= 6; t++) {
+        vijp_team *team = vijp_team_new((int)t);
+        for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+            for (size_t parts = 1; parts <= t + 2; parts++) check_cover(team, sizes[s], parts); /* more parts than threads too */
+            check_cover(NULL, sizes[s], t);
+        }
+        vijp_team_free(team);
+    }
+    /* the work threshold: one part below it, as many as threads far above, none past n */
+    ck_assert_uint_eq(vijp_fork_parts(4, 100, VIJP_FORK_MIN_WORK / 2, VIJP_FORK_MIN_WORK), 1);
+    ck_assert_uint_eq(vijp_fork_parts(4, 100, 2.5 * VIJP_FORK_MIN_WORK, VIJP_FORK_MIN_WORK), 2);
+    ck_assert_uint_eq(vijp_fork_parts(4, 100, 1e12, VIJP_FORK_MIN_WORK), 4);
+    ck_assert_uint_eq(vijp_fork_parts(4, 3, 1e12, VIJP_FORK_MIN_WORK), 3);
+    ck_assert_uint_eq(vijp_fork_parts(0, 100, 1e12, VIJP_FORK_MIN_WORK), 1);
+    ck_assert_uint_eq(vijp_fork_parts(100000, 1000, 1e12, VIJP_FORK_MIN_WORK), VIJP_FORK_MAX_THREADS);
+}
+END_TEST
+
+/* ---- comparing results ---- */
+
+static int same_bits(mpfr_srcptr a, mpfr_srcptr b)
+{
+    if (mpfr_nan_p(a) || mpfr_nan_p(b)) return mpfr_nan_p(a) && mpfr_nan_p(b);
+    return mpfr_equal_p(a, b) && mpfr_signbit(a) == mpfr_signbit(b);
+}
+
+static void expect_same(mpfr_t *one, mpfr_t *many, size_t count, const char *what, const char *fmt, int threads)
+{
+    for (size_t i = 0; i < count; i++)
+        ck_assert_msg(same_bits(one[i], many[i]), "%s in %s: entry %zu differs on %d threads from 1 (%a vs %a)", what,
+                      fmt, i, threads, mpfr_get_d(one[i], MPFR_RNDN), mpfr_get_d(many[i], MPFR_RNDN));
+}
+
+/* count values of f: a normal draw, stored (on f's storage grid) */
+static mpfr_t *draw(vijp_rng *r, const vijp_format *f, size_t count, double scale)
+{
+    mpfr_t *v = vo_vec_new(count, f);
+    for (size_t i = 0; i < count; i++) {
+        mpfr_set_d(v[i], scale * vijp_rng_normal(r), MPFR_RNDN);
+        vo_store(v[i], v[i], f);
+    }
+    return v;
+}
+
+/* count values of f, NaN: an output no range writes shows */
+static mpfr_t *unwritten(size_t count, const vijp_format *f)
+{
+    mpfr_t *v = vo_vec_new(count, f);
+    for (size_t i = 0; i < count; i++) mpfr_set_nan(v[i]);
+    return v;
+}
+
+/* ---- the emulated products ---- */
+
+enum { FORWARD, JVP, VJP, PARAM, N_PRODUCTS };
+static const char *const product_names[] = {"forward", "jvp", "vjp", "vjp_param"};
+
+/* products()'s work and row blocks in src/emu/dense.c, for rows × ncols
+ * outputs of K terms: the test asserts its shapes split. */
+static size_t product_parts(const vijp_format *f, int threads, size_t rows, size_t ncols, size_t K)
+{
+    vijp_emu_lanes_kind kind = vijp_emu_lanes_kind_of(f);
+    size_t pad = kind == VIJP_EMU_FUSED_F || kind == VIJP_EMU_SPLIT_F ? VIJP_EMU_PAD_F : VIJP_EMU_PAD_D;
+    size_t lda = (rows + pad - 1) / pad * pad;
+    double work = (double)lda * (double)ncols * (double)K + 64.0 * (double)rows * (double)(K + ncols);
+    return vijp_fork_parts(threads, lda / pad, work, VIJP_FORK_MIN_WORK);
+}
+
+static void run_product(int p, const vijp_layer *L, mpfr_t *th, mpfr_t *X, mpfr_t *Gy, size_t B, mpfr_t *out,
+                        const vijp_format *f)
+{
+    if (p == FORWARD) vijp_emu_dense_forward(L, th, X, B, out, f);
+    else if (p == JVP) vijp_emu_dense_jvp(L, th, NULL, B, X, out, f);
+    else if (p == VJP) vijp_emu_dense_vjp(L, th, NULL, B, Gy, out, f);
+    else vijp_emu_dense_vjp_param(L, th, X, B, Gy, out, f);
+}
+
+/* Every product of a dense:m×n layer at batch B, on 1 thread and on each
+ * count; *split counts the products that ran in more than one part. */
+static void emu_shape(vijp_rng *r, const char *fmt, size_t m, size_t n, size_t B, int *split)
+{
+    vijp_format f;
+    ck_assert_int_eq(vijp_format_parse(fmt, &f, NULL), 0);
+    ck_assert(vijp_emu_lanes_kind_of(&f) != VIJP_EMU_LANES_NONE);
+    char spec[64];
+    snprintf(spec, sizeof spec, "dense:%zux%zu", m, n);
+    vijp_layer L;
+    ck_assert_int_eq(vijp_layer_parse(&L, spec, 0, NULL), 0);
+    size_t P = m * n + m;
+    mpfr_t *th = draw(r, &f, P, 1 / sqrt((double)n)), *X = draw(r, &f, n * B, 1), *Gy = draw(r, &f, m * B, 1);
+    for (int p = 0; p < N_PRODUCTS; p++) {
+        size_t count = p == VJP ? n * B : p == PARAM ? P : m * B; /* vjp_param: the bias gradient too */
+        size_t rows = p == VJP ? n : m, ncols = p == PARAM ? n : B, K = p == VJP ? m : p == PARAM ? B : n;
+        f.threads = 1;
+        mpfr_t *one = unwritten(count, &f);
+        run_product(p, &L, th, X, Gy, B, one, &f);
+        for (size_t c = 0; c < N_COUNTS; c++) {
+            f.threads = thread_counts[c];
+            *split += product_parts(&f, f.threads, rows, ncols, K) > 1;
+            mpfr_t *many = unwritten(count, &f);
+            run_product(p, &L, th, X, Gy, B, many, &f);
+            char what[96];
+            snprintf(what, sizeof what, "%s, dense %zux%zu, batch %zu", product_names[p], m, n, B);
+            expect_same(one, many, count, what, fmt, f.threads);
+            vo_vec_free(many, count);
+        }
+        vo_vec_free(one, count);
+    }
+    vo_vec_free(th, P), vo_vec_free(X, n * B), vo_vec_free(Gy, m * B);
+    vijp_layer_clear(&L);
+}
+
+/* (m, n, B): one output row (forward and the parameter gradient of m = 1:
+ * one row block, nothing to split); 33 rows, two float blocks and three
+ * double ones, fewer than the threads; 161 × 97 × 65 and 1 × 1031 × 50:
+ * odd sizes, enough blocks for every count. */
+START_TEST(emu_products_same_bits)
+{
+    static const char *const formats[] = {"bfloat16+binary32", "binary32", "e4m3+binary32"};
+    static const size_t shapes[][3] = {{33, 1201, 40}, {161, 97, 65}, {1, 1031, 50}};
+    vijp_rng r;
+    vijp_rng_seed(&r, test_seed() + 7);
+    for (size_t fi = 0; fi < sizeof formats / sizeof *formats; fi++) {
+        int split = 0;
+        for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+            emu_shape(&r, formats[fi], shapes[s][0], shapes[s][1], shapes[s][2], &split);
+        /* 3 shapes × 4 products × 3 counts; unsplit: forward, jvp, vjp_param of m = 1 */
+        ck_assert_msg(split >= 24, "%s: only %d products split: the shapes fell below the threshold", formats[fi], split);
+    }
+}
+END_TEST
+
+/* The elimination (vijp_emu_ge_solve_d) on doubles: a random system with a
+ * dominant diagonal, n × n with B right-hand sides (many: the work per
+ * column that clears VIJP_TEAM_MIN_WORK at a small cost): n = 3 (two rows
+ * below the first pivot, fewer than the threads), n = 7 (5 parts, then 4,
+ * then fewer as the rows below run out), on bfloat16's and binary32's
+ * grids. */
+START_TEST(lu_solve_same_bits)
+{
+    static const size_t shapes[][2] = {{3, 70001}, {7, 55001}};
+    static const vijp_emu_grid grids[] = {{8, -132, 128}, {24, -148, 128}};
+    vijp_rng r;
+    vijp_rng_seed(&r, test_seed() + 8);
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        size_t n = shapes[s][0], B = shapes[s][1], below = n - 1;
+        vijp_emu_grid g = grids[s];
+        ck_assert(vijp_fork_parts(5, below, (double)below * (double)(below + B), VIJP_TEAM_MIN_WORK) >= 2);
+        double *A = malloc(n * n * sizeof *A), *rhs = malloc(n * B * sizeof *rhs);
+        double *A1 = malloc(n * n * sizeof *A1), *x1 = malloc(n * B * sizeof *x1);
+        double *Ak = malloc(n * n * sizeof *Ak), *xk = malloc(n * B * sizeof *xk);
+        ck_assert(A && rhs && A1 && x1 && Ak && xk);
+        for (size_t i = 0; i < n * n; i++) A[i] = vijp_emu_round(vijp_rng_normal(&r) + (i % (n + 1) == 0 ? 4.0 : 0), g);
+        for (size_t i = 0; i < n * B; i++) rhs[i] = vijp_emu_round(vijp_rng_normal(&r), g);
+        memcpy(A1, A, n * n * sizeof *A), memcpy(x1, rhs, n * B * sizeof *rhs);
+        ck_assert_int_eq(vijp_emu_ge_solve_d(n, A1, x1, B, g, 1), 0);
+        for (size_t c = 0; c < N_COUNTS; c++) {
+            memcpy(Ak, A, n * n * sizeof *A), memcpy(xk, rhs, n * B * sizeof *rhs);
+            ck_assert_int_eq(vijp_emu_ge_solve_d(n, Ak, xk, B, g, thread_counts[c]), 0);
+            ck_assert_msg(!memcmp(A1, Ak, n * n * sizeof *A) && !memcmp(x1, xk, n * B * sizeof *xk),
+                          "LU n %zu, B %zu, grid p %d: %d threads differ from 1", n, B, g.p, thread_counts[c]);
+        }
+        free(A), free(rhs), free(A1), free(x1), free(Ak), free(xk);
+    }
+}
+END_TEST
+
+/* ---- the reference's products ---- */
+
+/* count P-bit values: a double and lower parts down to P bits, so that the
+ * reference's double-double (P = 64) and triple-double (106) inputs are full. */
+static mpfr_t *draw_wide(vijp_rng *r, long P, size_t count)
+{
+    mpfr_t *v = malloc(count * sizeof *v);
+    ck_assert_ptr_nonnull(v);
+    for (size_t i = 0; i < count; i++) {
+        mpfr_init2(v[i], P);
+        mpfr_set_d(v[i], vijp_rng_normal(r), MPFR_RNDN);
+        for (long e = 53; e < P; e += 53) mpfr_add_d(v[i], v[i], ldexp(vijp_rng_uniform(r), (int)-e), MPFR_RNDN);
+    }
+    return v;
+}
+
+static void free_wide(mpfr_t *v, size_t count)
+{
+    for (size_t i = 0; i < count; i++) mpfr_clear(v[i]);
+    free(v);
+}
+
+/* dense_ref.c's columns and work for op: the test asserts its shapes split. */
+static size_t ref_parts(int op, int threads, size_t m, size_t n, size_t B)
+{
+    size_t rows = op == 2 ? n : m, cols = op == 3 ? n : B, k = op == 3 ? 2 * B : op == 2 ? m : n;
+    return vijp_fork_parts(threads, cols, (double)rows * (double)cols * (8 * (double)k + 256), VIJP_FORK_MIN_WORK);
+}
+
+/* Each op of a dense:m×n layer (θ 53-bit, as the drift memo holds it) at
+ * P bits, batch B, on 1 thread and on each count; *split as above. */
+static void ref_shape(vijp_rng *r, long P, size_t m, size_t n, size_t B, int *split)
+{
+    vijp_format f;
+    ck_assert_int_eq(vijp_format_mpfr(&f, P, NULL), 0);
+    f.exact_dots = 1;
+    char spec[64];
+    snprintf(spec, sizeof spec, "dense:%zux%zu", m, n);
+    vijp_layer L;
+    ck_assert_int_eq(vijp_layer_parse(&L, spec, 0, NULL), 0);
+    size_t Pn = m * n + m;
+    mpfr_t *th = draw_wide(r, 53, Pn), *X = draw_wide(r, P, n * B), *Gy = draw_wide(r, P, m * B);
+    for (int op = 0; op < 4; op++) {
+        size_t count = op == 2 ? n * B : op == 3 ? Pn : m * B;
+        mpfr_t *in = op <= 1 ? X : Gy;
+        vijp_ddref_stats st1 = {.any_size = 1}; /* the fast path at every size */
+        f.threads = 1;
+        mpfr_t *one = unwritten(count, &f);
+        vijp_ref_dense_op(op, &L, th, X, B, in, one, &f, &st1);
+        ck_assert(!st1.whole_oracle);
+        for (size_t c = 0; c < N_COUNTS; c++) {
+            f.threads = thread_counts[c];
+            *split += ref_parts(op, f.threads, m, n, B) > 1;
+            vijp_ddref_stats st = {.any_size = 1};
+            mpfr_t *many = unwritten(count, &f);
+            vijp_ref_dense_op(op, &L, th, X, B, in, many, &f, &st);
+            char what[96];
+            snprintf(what, sizeof what, "reference op %d, dense %zux%zu, batch %zu", op, m, n, B);
+            expect_same(one, many, count, what, f.name, f.threads);
+            ck_assert_uint_eq(st.outputs, st1.outputs);
+            ck_assert_uint_eq(st.fallbacks, st1.fallbacks);
+            vo_vec_free(many, count);
+        }
+        vo_vec_free(one, count);
+    }
+    free_wide(th, Pn), free_wide(X, n * B), free_wide(Gy, m * B);
+    vijp_layer_clear(&L);
+}
+
+/* (m, n, B), the columns being what splits (the batch, or W's columns for
+ * the parameter gradient): 17, 3 (fewer than the threads) and 9 (too little
+ * work for any but the gradient); odd sizes, the inputs few (their loading,
+ * not split, would cost the most). */
+START_TEST(reference_products_same_bits)
+{
+    static const size_t shapes[][3] = {{203, 67, 17}, {137, 301, 3}, {61, 103, 9}};
+    static const long precs[] = {64, 106};
+    vijp_rng r;
+    vijp_rng_seed(&r, test_seed() + 9);
+    for (size_t pi = 0; pi < 2; pi++) {
+        int split = 0;
+        for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+            ref_shape(&r, precs[pi], shapes[s][0], shapes[s][1], shapes[s][2], &split);
+        ck_assert_msg(split >= 18, "mpfr:%ld: only %d products split: the shapes fell below the threshold", precs[pi],
+                      split);
+    }
+}
+END_TEST
+
+static void add_case(Suite *s, const char *name, const TTest *test)
+{
+    TCase *t = tcase_create(name);
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, test);
+    suite_add_tcase(s, t);
+}
+
+Suite *suite_fork(void)
+{
+    Suite *s = suite_create("fork");
+    add_case(s, "helper", every_index_once);
+    add_case(s, "emu", emu_products_same_bits);
+    add_case(s, "lu", lu_solve_same_bits);
+    add_case(s, "reference", reference_products_same_bits);
+    return s;
+}
