@@ -7,8 +7,12 @@
  * what --estimate-memory predicts, then the exponents k of time ∝ W^k and
  * memory ∝ W^k (least squares over the widths, and per doubling), and the
  * estimate at 4096, the width the study is meant to reach (8 GB, 10
- * minutes).  About four minutes on one core of the 2-core development
- * machine. */
+ * minutes).  Then one curve on two cores: `vijp drift --net dense:512,gelu
+ * --depth 16 --batch 16 --formats bfloat16+binary32 --seeds 1` with --jobs
+ * 1 and --jobs 2 (its spare job inside the curve: docs/scale-out.md), wall
+ * seconds and their ratio, measured in this run (wall time: the point is
+ * the second core; on a loaded machine it may have none to give).  About
+ * five minutes on the 2-core development machine. */
 #include "bench.h"
 #include <math.h>
 #include <sys/resource.h>
@@ -19,7 +23,7 @@ enum { N_WIDTHS = 3 };
 static const int widths[N_WIDTHS] = {256, 512, 1024};
 
 typedef struct {
-    double cpu_s, peak_mb;
+    double cpu_s, peak_mb, wall_s;
 } run_cost;
 
 /* Run argv; stdout into buf (size bytes, NUL-terminated) when buf is not
@@ -29,6 +33,7 @@ static run_cost run(char *const argv[], char *buf, size_t size)
     int fd[2];
     if (pipe(fd)) exit(1);
     fflush(stdout); /* else the child would print what is buffered again */
+    double t0 = bench_now();
     pid_t pid = fork();
     if (pid < 0) exit(1);
     if (pid == 0) {
@@ -52,7 +57,7 @@ static run_cost run(char *const argv[], char *buf, size_t size)
     }
     double cpu = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
                  1e-6 * (double)ru.ru_stime.tv_usec;
-    return (run_cost){cpu, (double)ru.ru_maxrss / 1024};
+    return (run_cost){cpu, (double)ru.ru_maxrss / 1024, bench_now() - t0};
 }
 
 /* --estimate-memory's bytes at width w, in MB. */
@@ -85,7 +90,8 @@ int main(int argc, char **argv)
     bench_args(argc, argv, 1,
                "Usage: bench-drift-width [VIJP]\n  a depth-16 dense:W,gelu drift study (2 formats, every engine, 1 job) "
                "at W = 256, 512, 1024: CPU time, peak memory and its estimate, growth exponents, the estimate at "
-               "4096; VIJP is the command (default build/vijp).\n");
+               "4096; then one dense:512 curve with --jobs 1 and 2 (wall time, ratio); VIJP is the command (default "
+               "build/vijp).\n");
     char *vijp = argc > 1 ? argv[1] : "build/vijp";
     char out[64], rm[128];
     snprintf(out, sizeof out, "/tmp/vijp-bench-width-%d", (int)getpid());
@@ -113,5 +119,17 @@ int main(int argc, char **argv)
     double t4096 = cpu[N_WIDTHS - 1] * pow(4096.0 / widths[N_WIDTHS - 1], exponent(w + 1, cpu + 1, N_WIDTHS - 1));
     printf("at 4096: estimate %.0f MB (target 8000), time about %.0f s extrapolated from the last two widths (target 600)\n",
            estimate_mb(vijp, 4096, out), t4096);
+    /* one curve, --jobs 1 against --jobs 2 */
+    double wall[2], cpu2[2];
+    for (int j = 0; j < 2; j++) {
+        char *one[] = {vijp, "drift", "--net", "dense:512,gelu", "--depth", "16", "--batch", "16", "--formats",
+                       "bfloat16+binary32", "--seeds", "1", "--jobs", j ? "2" : "1", "--no-plots", "-q", "--out", out,
+                       NULL};
+        run_cost c = run(one, NULL, 0);
+        if (system(rm)) return 1;
+        wall[j] = c.wall_s, cpu2[j] = c.cpu_s;
+    }
+    printf("one curve (dense:512,gelu, bfloat16+binary32): --jobs 1 %.1f s wall (%.1f s CPU), --jobs 2 %.1f s wall "
+           "(%.1f s CPU): x%.2f\n", wall[0], cpu2[0], wall[1], cpu2[1], wall[0] / wall[1]);
     return 0;
 }

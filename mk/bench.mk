@@ -45,6 +45,7 @@ bench: $(BENCH_PROGS) $(BUILD)/vijp
 	./$(BUILD)/bench-narrow
 	./$(BUILD)/bench-models $(BUILD)/vijp
 	./$(BUILD)/bench-drift-width $(BUILD)/vijp
+	./$(BUILD)/bench-fork
 # Kept: as prerequisites of a pattern rule only, make would delete them as
 # intermediates after every link and compile them again on the next make.
 .SECONDARY: $(BENCH_OBJ)

@@ -8,13 +8,15 @@
  *   - the helper itself: every index in exactly one range, ranges in order;
  *   - the emulated dense products (forward, jvp, vjp, parameter gradient) in
  *     bfloat16+binary32, binary32 and e4m3+binary32, and the LU solve;
- *   - the reference's products in mpfr:64 and mpfr:106 with exact dots.
+ *   - the reference's products in mpfr:64 and mpfr:106 with exact dots;
+ *   - a one-curve drift study: --jobs 1 and --jobs 2 write the same curves.
  * Splitting only happens above a work threshold (VIJP_FORK_MIN_WORK,
  * VIJP_TEAM_MIN_WORK), so the shapes are chosen above it (each case asserts
  * so with the call site's work formula) and around the split's edges: one
  * row, fewer row blocks or columns than threads, odd sizes.  Outputs start as
  * NaN, so a range that skips an output shows. */
 #include "fixtures/testutil.h"
+#include "fixtures/clirun.h"
 #include "vijp/arith.h"
 #include "base/fork.h"
 #include "emu/dense.h"
@@ -324,6 +326,56 @@ START_TEST(reference_products_same_bits)
 }
 END_TEST
 
+/* ---- a study ---- */
+
+/* A file of the report folder dir, with drift.json's "command" line (which
+ * names --jobs) taken out. */
+static char *report_file(const char *dir, const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *fp = fopen(path, "r");
+    ck_assert_msg(fp != NULL, "%s missing", path);
+    char *text = slurp_fd(fileno(fp));
+    fclose(fp);
+    char *cmd = strstr(text, "\"command\":");
+    if (cmd) {
+        char *eol = strchr(cmd, '\n');
+        memmove(cmd, eol ? eol + 1 : cmd + strlen(cmd), strlen(eol ? eol + 1 : cmd + strlen(cmd)) + 1);
+    }
+    return text;
+}
+
+/* One curve wide enough that its products split (dense:128 at batch 16:
+ * the emulated forward and gradient products and the 64-bit reference's
+ * clear the threshold), run with --jobs 1 and --jobs 2 (its second job
+ * inside the curve): the same report files. */
+START_TEST(one_curve_study_same_files)
+{
+    const char *bin = getenv("VIJP_BIN");
+    ck_assert_msg(bin != NULL, "VIJP_BIN unset");
+    char dir[2][512];
+    for (int j = 0; j < 2; j++) {
+        make_temp_dir(dir[j], sizeof dir[j], "fork");
+        char args[1024];
+        snprintf(args, sizeof args,
+                 "drift --net dense:128,leaky:0.5 --depth 3 --batch 16 --formats bfloat16+binary32 --seeds 1 "
+                 "--jobs %d --no-plots -q --out '%s/r'",
+                 j + 1, dir[j]);
+        run_result res = run_bin(bin, args);
+        ck_assert_msg(res.rc == CLI_OK, "drift --jobs %d exited %d: %s", j + 1, res.rc, res.err);
+        run_free(&res);
+    }
+    static const char *const files[] = {"r/drift.csv", "r/curves.csv", "r/summary.csv", "r/memory.csv", "r/drift.json"};
+    for (size_t k = 0; k < sizeof files / sizeof *files; k++) {
+        char *a = report_file(dir[0], files[k]), *b = report_file(dir[1], files[k]);
+        ck_assert_msg(!strcmp(a, b), "%s differs between --jobs 1 and --jobs 2", files[k]);
+        free(a), free(b);
+    }
+    remove_tree(dir[0]), remove_tree(dir[1]);
+}
+END_TEST
+
 static void add_case(Suite *s, const char *name, const TTest *test)
 {
     TCase *t = tcase_create(name);
@@ -339,5 +391,6 @@ Suite *suite_fork(void)
     add_case(s, "emu", emu_products_same_bits);
     add_case(s, "lu", lu_solve_same_bits);
     add_case(s, "reference", reference_products_same_bits);
+    add_case(s, "study", one_curve_study_same_files);
     return s;
 }

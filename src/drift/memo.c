@@ -151,6 +151,7 @@ static int compute_level(const vijp_drift_memo *m, const vijp_net *net, const vi
     L->prec = prec;
     int rc = vijp_format_mpfr(&L->fmt, prec, err);
     L->fmt.exact_dots = 1; /* dot products rounded once: exact sums, faster (oracles/dot.h) */
+    L->fmt.threads = pf->X.fmt->threads; /* the curve's: time only, the same bits */
     vijp_mat X = {0}, T = {0};
     if (!rc) {
         vijp_mat_init(&X, pf->X.rows, pf->X.cols, &L->fmt), vijp_mat_convert(&X, &pf->X);

@@ -226,6 +226,11 @@ struct study_pool {
     study *s;
     pthread_mutex_t lock;
     size_t *order, *leader, next, n_order, done, todo; /* leader[k]: group_leader of order[k] */
+    /* The threads a group's curves compute on (curve_threads): groups_from[k]
+     * groups begin at order[k] or after it; running, the groups this
+     * process's workers are running; jobs, the threads asked for. */
+    size_t *groups_from, running;
+    int jobs;
     double *cost; /* cost[j]: curve j's estimated share of the work (the meter's weights) */
     int failed;
     vijp_error err;
@@ -253,10 +258,11 @@ static int by_cost(const void *a, const void *b)
 
 int study_run_unit(const study *s, size_t j, vijp_drift_curve *c, vijp_error *err)
 {
-    return study_run_unit_memo(s, j, NULL, c, err);
+    return study_run_unit_memo(s, j, NULL, 1, c, err);
 }
 
-int study_run_unit_memo(const study *s, size_t j, vijp_drift_memo *memo, vijp_drift_curve *c, vijp_error *err)
+int study_run_unit_memo(const study *s, size_t j, vijp_drift_memo *memo, int threads, vijp_drift_curve *c,
+                        vijp_error *err)
 {
     size_t k = j % s->n_seeds, f = j / s->n_seeds % s->n_formats, ci = j / s->n_seeds / s->n_formats;
     vijp_drift_setup ds = {
@@ -266,6 +272,7 @@ int study_run_unit_memo(const study *s, size_t j, vijp_drift_memo *memo, vijp_dr
         .engines = s->engines, .n_engines = s->n_engines, .ref_prec_start = s->ref_prec_start,
         .ref_prec_max = s->ref_prec_max, .memo = memo,
     };
+    ds.problem.fmt.threads = threads; /* the format carries it down: the products, the solves, the reference */
     vijp_error e = {0};
     const vijp_net *drawn = NULL;
     study_draw_key key = study_unit_draw(s, j);
@@ -305,13 +312,19 @@ int study_pool_take(study_pool *p, size_t *j)
     return got;
 }
 
-int study_pool_take_group(study_pool *p, size_t *js, size_t max, size_t *n)
+/* study_pool_take_group's work, under the lock. */
+static void take_locked(study_pool *p, size_t *js, size_t max, size_t *n)
 {
-    pthread_mutex_lock(&p->lock);
     *n = 0;
     while (!p->failed && p->next < p->n_order && *n < max &&
            (*n == 0 || p->leader[p->next] == p->leader[p->next - 1]))
         js[(*n)++] = p->order[p->next++];
+}
+
+int study_pool_take_group(study_pool *p, size_t *js, size_t max, size_t *n)
+{
+    pthread_mutex_lock(&p->lock);
+    take_locked(p, js, max, n);
     pthread_mutex_unlock(&p->lock);
     return *n > 0;
 }
@@ -331,21 +344,56 @@ void study_pool_done(study_pool *p, size_t j, int rc, const char *where, const c
     pthread_mutex_unlock(&p->lock);
 }
 
-/* A group's curves one after another on one thread, sharing a memo: the
- * reference and conditioning of its rounded problem are computed once. */
+/* The threads for a group taken now (under the lock, after the take): the
+ * pool's jobs spread over the groups that can still run at once (those
+ * running, this one among them, and those not started), so that a study
+ * with fewer groups than jobs gives the spare cores to its curves.  No two
+ * groups running together hold more than jobs threads: each got at most
+ * jobs over a count that included every group that can run beside it.
+ * Only time depends on it: a curve's numbers are the same on any threads. */
+static int curve_threads(const study_pool *p)
+{
+    size_t at_once = p->running + p->groups_from[p->next], jobs = (size_t)p->jobs;
+    if (at_once > jobs) at_once = jobs;
+    return at_once > 1 ? (int)(jobs / at_once) : p->jobs;
+}
+
+/* study_pool_take_group for this process's workers: also how many threads
+ * the group gets, and the group counted as running until group_end. */
+static int take_running(study_pool *p, size_t *js, size_t *n, int *threads)
+{
+    pthread_mutex_lock(&p->lock);
+    take_locked(p, js, STUDY_MAX, n);
+    if (*n) p->running++, *threads = curve_threads(p);
+    pthread_mutex_unlock(&p->lock);
+    return *n > 0;
+}
+
+static void group_end(study_pool *p)
+{
+    pthread_mutex_lock(&p->lock);
+    p->running--;
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* A group's curves one after another on one thread (and the threads inside
+ * each curve: curve_threads), sharing a memo: the reference and
+ * conditioning of its rounded problem are computed once. */
 static void *worker(void *arg)
 {
     study_pool *p = arg;
     size_t js[STUDY_MAX], n;
-    while (study_pool_take_group(p, js, STUDY_MAX, &n)) {
+    int threads;
+    while (take_running(p, js, &n, &threads)) {
         vijp_drift_memo *memo = n > 1 ? vijp_drift_memo_new() : NULL;
         for (size_t k = 0; k < n; k++) {
             vijp_error e = {0};
-            int rc = study_run_unit_memo(p->s, js[k], memo, &p->s->curves[js[k]], &e);
+            int rc = study_run_unit_memo(p->s, js[k], memo, threads, &p->s->curves[js[k]], &e);
             study_pool_done(p, js[k], rc, "", e.msg);
             if (rc) break; /* the pool stops: the rest of the group is not computed */
         }
         vijp_drift_memo_free(memo);
+        group_end(p);
     }
     mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE); /* this thread's constants (π, log 2) */
     return NULL;
@@ -397,6 +445,9 @@ study_pool *study_pool_start(study *s, int threads)
     qsort(c, p->n_order, sizeof *c, by_cost);
     for (size_t k = 0; k < p->n_order; k++) p->order[k] = c[k].j, p->leader[k] = c[k].leader;
     free(c), free(group);
+    p->groups_from = vijp_alloc_array(p->n_order + 1, sizeof *p->groups_from);
+    for (size_t k = p->n_order; k-- > 0;) /* a group's curves are together in the order */
+        p->groups_from[k] = p->groups_from[k + 1] + (k == 0 || p->leader[k] != p->leader[k - 1]);
     p->todo = p->n_order;
     pthread_mutex_init(&p->lock, NULL);
     /* The meter counts the curves this run computes (kept ones aside), so that its estimate of the time left holds. */
@@ -404,6 +455,7 @@ study_pool *study_pool_start(study *s, int threads)
     progress_set_work(&p->meter, work);
     /* MPFR keeps its exponent range per thread only when built thread-safe. */
     if (!mpfr_buildopt_tls_p() && threads > 1) threads = 1;
+    p->jobs = threads > 1 ? threads : 1; /* threads inside a curve run MPFR too: the same condition */
     if ((size_t)threads > p->todo) threads = (int)p->todo;
     /* Curves run in parallel; OpenBLAS threads on top of them only spin
      * (sched_yield) on these small matrices.  One BLAS thread always, so
@@ -422,7 +474,7 @@ int study_pool_finish(study_pool *p, vijp_error *err)
     pthread_mutex_destroy(&p->lock);
     int rc = p->failed;
     if (rc && err) *err = p->err;
-    free(p->threads), free(p->order), free(p->leader), free(p->cost), free(p);
+    free(p->threads), free(p->order), free(p->leader), free(p->groups_from), free(p->cost), free(p);
     return rc;
 }
 

@@ -68,8 +68,9 @@ void study_free(study *s);
  * largest first, a group of curves that share a reference (the same config,
  * seed and storage format) together and costed as one reference and its
  * curves' runs; starts `threads` worker threads (0: none), each taking a
- * group at a time and running it with one vijp_drift_memo; and starts the
- * progress meter.
+ * group at a time and running it with one vijp_drift_memo, on more threads
+ * inside its curves where fewer groups than `threads` can run at once
+ * (docs/scale-out.md); and starts the progress meter.
  * study_pool_take hands the next curve to another computer (0: none left,
  * or a curve failed); study_pool_done records it, computed into
  * s->curves[j] (or failed with rc and msg; where, such as "rank 3: ",
@@ -86,9 +87,10 @@ VIJP_MUST_CHECK int study_pool_finish(study_pool *p, vijp_error *err);
 int study_pool_take_group(study_pool *p, size_t *js, size_t max, size_t *n);
 /* Curve j into *c (what every worker runs); err: the engine's message. */
 VIJP_MUST_CHECK int study_run_unit(const study *s, size_t j, vijp_drift_curve *c, vijp_error *err);
-/* The same, with results of the rounded problem shared through memo (drift.h; NULL: none). */
-VIJP_MUST_CHECK int study_run_unit_memo(const study *s, size_t j, vijp_drift_memo *memo, vijp_drift_curve *c,
-                                        vijp_error *err);
+/* The same, with results of the rounded problem shared through memo (drift.h; NULL: none), on up to
+ * threads threads inside the curve (the format's threads: the same numbers on any). */
+VIJP_MUST_CHECK int study_run_unit_memo(const study *s, size_t j, vijp_drift_memo *memo, int threads,
+                                        vijp_drift_curve *c, vijp_error *err);
 /* The draw curve j runs on, and the one the memory table profiles config
  * c on (orthogonal, the first seed, no --weights: vijp_memory_profile's). */
 study_draw_key study_unit_draw(const study *s, size_t j);
