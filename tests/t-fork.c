@@ -8,7 +8,7 @@
  *   - the helper itself: every index in exactly one range, ranges in order;
  *   - the emulated dense products (forward, jvp, vjp, parameter gradient) in
  *     bfloat16+binary32, binary32 and e4m3+binary32, and the LU solve;
- *   - the reference's products in mpfr:64 and mpfr:106 with exact dots;
+ *   - the reference's products in mpfr:64, mpfr:106 and mpfr:128 with exact dots;
  *   - a one-curve drift study: --jobs 1 and --jobs 2 write the same curves.
  * Splitting only happens above a work threshold (VIJP_FORK_MIN_WORK,
  * VIJP_TEAM_MIN_WORK), so the shapes are chosen above it (each case asserts
@@ -240,7 +240,8 @@ END_TEST
 /* ---- the reference's products ---- */
 
 /* count P-bit values: a double and lower parts down to P bits, so that the
- * reference's double-double (P = 64) and triple-double (106) inputs are full. */
+ * reference's double-double (P = 64), triple-double (106) and three-part
+ * (128: the four-level products) inputs are full. */
 static mpfr_t *draw_wide(vijp_rng *r, long P, size_t count)
 {
     mpfr_t *v = malloc(count * sizeof *v);
@@ -260,9 +261,10 @@ static void free_wide(mpfr_t *v, size_t count)
 }
 
 /* dense_ref.c's columns and work for op: the test asserts its shapes split. */
-static size_t ref_parts(int op, int threads, size_t m, size_t n, size_t B)
+static size_t ref_parts(int op, int threads, size_t m, size_t n, size_t B, long P)
 {
-    size_t rows = op == 2 ? n : m, cols = op == 3 ? n : B, k = op == 3 ? 2 * B : op == 2 ? m : n;
+    size_t parts = P > 106 ? 3 : 2; /* the parameter gradient's terms: each part of g times x */
+    size_t rows = op == 2 ? n : m, cols = op == 3 ? n : B, k = op == 3 ? parts * B : op == 2 ? m : n;
     return vijp_fork_parts(threads, cols, (double)rows * (double)cols * (8 * (double)k + 256), VIJP_FORK_MIN_WORK);
 }
 
@@ -289,7 +291,7 @@ static void ref_shape(vijp_rng *r, long P, size_t m, size_t n, size_t B, int *sp
         ck_assert(!st1.whole_oracle);
         for (size_t c = 0; c < N_COUNTS; c++) {
             f.threads = thread_counts[c];
-            *split += ref_parts(op, f.threads, m, n, B) > 1;
+            *split += ref_parts(op, f.threads, m, n, B, P) > 1;
             vijp_ddref_stats st = {.any_size = 1};
             mpfr_t *many = unwritten(count, &f);
             vijp_ref_dense_op(op, &L, th, X, B, in, many, &f, &st);
@@ -313,10 +315,10 @@ static void ref_shape(vijp_rng *r, long P, size_t m, size_t n, size_t B, int *sp
 START_TEST(reference_products_same_bits)
 {
     static const size_t shapes[][3] = {{203, 67, 17}, {137, 301, 3}, {61, 103, 9}};
-    static const long precs[] = {64, 106};
+    static const long precs[] = {64, 106, 128};
     vijp_rng r;
     vijp_rng_seed(&r, test_seed() + 9);
-    for (size_t pi = 0; pi < 2; pi++) {
+    for (size_t pi = 0; pi < sizeof precs / sizeof *precs; pi++) {
         int split = 0;
         for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
             ref_shape(&r, precs[pi], shapes[s][0], shapes[s][1], shapes[s][2], &split);
