@@ -44,10 +44,23 @@ END_TEST
 static void expect_equal(const vijp_mat *got, const vijp_mat *want, const char *fmt, size_t layer, const char *op)
 {
     for (size_t i = 0; i < vijp_mat_len(want); i++) {
-        double a = mpfr_get_d(got->m[i], MPFR_RNDN), b = mpfr_get_d(want->m[i], MPFR_RNDN);
+        double a = vijp_mat_get_d(got, i), b = vijp_mat_get_d(want, i); /* exact: values of the format */
         int ok = (isnan(a) && isnan(b)) || (a == b && signbit(a) == signbit(b));
         ck_assert_msg(ok, "%s, layer %zu, %s, entry %zu: native route %a, MPFR route %a", fmt, layer, op, i, a, b);
     }
+}
+
+/* The MPFR route's operands: a's values in an MPFR twin (exact), kept in
+ * the k-th of the caller's slots (freed by twins_clear). */
+static mpfr_t *twin(vijp_mat *slots, int k, const vijp_mat *a)
+{
+    vijp_mat_init_mp(&slots[k], a, 1);
+    return slots[k].m;
+}
+
+static void twins_clear(vijp_mat *slots, int n)
+{
+    for (int k = 0; k < n; k++) vijp_mat_clear(&slots[k]);
 }
 
 /* One format along the net: forward through every layer, then back. */
@@ -70,9 +83,11 @@ static void along_net(const char *fmt)
     for (size_t l = 0; l < net.depth; l++) {
         const vijp_layer *L = &net.layers[l];
         vijp_mat ref;
-        vijp_mat_init(&X[l + 1], L->out, B, &f), vijp_mat_init(&ref, L->out, B, &f);
+        vijp_mat_init(&X[l + 1], L->out, B, &f), test_mat_init_mp(&ref, L->out, B, &f);
         ck_assert_msg(!vijp_layer_forward(L, &th[l], &X[l], &X[l + 1], &err), "%s", err.msg);
-        L->type->mp->forward(L, th[l].m, X[l].m, B, ref.m, &f), vijp_mat_store(&ref);
+        vijp_mat tw[4];
+        L->type->mp->forward(L, twin(tw, 0, &th[l]), twin(tw, 1, &X[l]), B, ref.m, &f), vijp_mat_store(&ref);
+        twins_clear(tw, 2);
         expect_equal(&X[l + 1], &ref, fmt, l, "forward");
         vijp_mat_clear(&ref);
     }
@@ -84,30 +99,36 @@ static void along_net(const char *fmt)
     for (size_t l = net.depth; l-- > 0;) {
         const vijp_layer *L = &net.layers[l];
         vijp_mat Gx, ref, Gy, Gyref;
-        vijp_mat_init(&Gx, L->in, B, &f), vijp_mat_init(&ref, L->in, B, &f);
+        vijp_mat_init(&Gx, L->in, B, &f), test_mat_init_mp(&ref, L->in, B, &f);
         ck_assert_msg(!vijp_layer_vjp(L, &th[l], &X[l], &G, &Gx, &err), "%s", err.msg);
-        L->type->mp->vjp(L, th[l].m, X[l].m, B, G.m, ref.m, &f), vijp_mat_store_as(&ref, VIJP_STORE_GRADIENT);
+        vijp_mat tw[4];
+        mpfr_t *tth = twin(tw, 0, &th[l]), *tx = twin(tw, 1, &X[l]), *tg = twin(tw, 2, &G);
+        L->type->mp->vjp(L, tth, tx, B, tg, ref.m, &f), vijp_mat_store_as(&ref, VIJP_STORE_GRADIENT);
         expect_equal(&Gx, &ref, fmt, l, "vjp");
         if (th[l].rows) {
             vijp_mat Gt, Gtref;
-            vijp_mat_init(&Gt, th[l].rows, 1, &f), vijp_mat_init(&Gtref, th[l].rows, 1, &f);
+            vijp_mat_init(&Gt, th[l].rows, 1, &f), test_mat_init_mp(&Gtref, th[l].rows, 1, &f);
             ck_assert_msg(!vijp_layer_vjp_param(L, &th[l], &X[l], &G, &Gt, &err), "%s", err.msg);
-            L->type->mp->vjp_param(L, th[l].m, X[l].m, B, G.m, Gtref.m, &f), vijp_mat_store_as(&Gtref, VIJP_STORE_GRADIENT);
+            L->type->mp->vjp_param(L, tth, tx, B, tg, Gtref.m, &f), vijp_mat_store_as(&Gtref, VIJP_STORE_GRADIENT);
             expect_equal(&Gt, &Gtref, fmt, l, "vjp_param");
             vijp_mat_clear(&Gt), vijp_mat_clear(&Gtref);
         }
         /* The inversion: the fragment of G, then G rebuilt from Gx (and it). */
         size_t k = vijp_layer_fragment_count(L, &th[l], &X[l]);
         vijp_mat frag, fragref;
-        vijp_mat_init(&frag, k, 1, &f), vijp_mat_init(&fragref, k, 1, &f);
+        vijp_mat_init(&frag, k, 1, &f), test_mat_init_mp(&fragref, k, 1, &f);
         if (k) {
             ck_assert_msg(!vijp_layer_fragment(L, &th[l], &X[l], &G, &frag, &err), "%s", err.msg);
-            L->type->mp->fragment(L, th[l].m, X[l].m, B, G.m, fragref.m, &f), vijp_mat_store_as(&fragref, VIJP_STORE_GRADIENT);
+            L->type->mp->fragment(L, tth, tx, B, tg, fragref.m, &f), vijp_mat_store_as(&fragref, VIJP_STORE_GRADIENT);
             expect_equal(&frag, &fragref, fmt, l, "fragment");
         }
-        vijp_mat_init(&Gy, L->out, B, &f), vijp_mat_init(&Gyref, L->out, B, &f);
+        vijp_mat_init(&Gy, L->out, B, &f), test_mat_init_mp(&Gyref, L->out, B, &f);
         int rc = vijp_layer_vijp(L, &th[l], &X[l], &Gx, k ? &frag : NULL, &Gy, &err);
-        int rcref = L->type->mp->vijp(L, th[l].m, X[l].m, B, Gx.m, k ? frag.m : NULL, Gyref.m, &f);
+        vijp_mat_clear(&tw[2]); /* G's twin: slot 2 takes Gx's */
+        mpfr_t *tgx = twin(tw, 2, &Gx), *tfr = k ? twin(tw, 3, &frag) : NULL;
+        int rcref = L->type->mp->vijp(L, tth, tx, B, tgx, tfr, Gyref.m, &f);
+        twins_clear(tw, 3);
+        if (k) twins_clear(tw + 3, 1);
         ck_assert_msg((rc != 0) == (rcref != 0), "%s, layer %zu: vijp returns %d, the MPFR route %d", fmt, l, rc, rcref);
         if (!rc) vijp_mat_store_as(&Gyref, VIJP_STORE_GRADIENT), expect_equal(&Gy, &Gyref, fmt, l, "vijp");
         vijp_mat_clear(&frag), vijp_mat_clear(&fragref), vijp_mat_clear(&Gy), vijp_mat_clear(&Gyref), vijp_mat_clear(&ref);

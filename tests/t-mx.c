@@ -277,13 +277,13 @@ START_TEST(blocks_down_columns)
                 double *v = malloc(rows * 8 * sizeof *v);
                 case_columns(&ELEMS[k], rows, v, test_seed() + 17 * (uint64_t)k + h);
                 vijp_mat a, d, b;
-                vijp_mat_init(&a, rows, 8, &f);
+                test_mat_init_mp(&a, rows, 8, &f);
                 for (size_t i = 0; i < rows * 8; i++) mpfr_set_d(a.m[i], v[i], MPFR_RNDN); /* exact: binary32 values */
                 vijp_mat_store(&a);
                 check_matrix(&ELEMS[k], c, &a, v, "vijp_mat_store");
-                vijp_mat_init(&d, rows, 8, &fd);
+                test_mat_init_mp(&d, rows, 8, &fd);
                 memcpy(d.d, v, rows * 8 * sizeof *v);
-                vijp_mat_init(&b, rows, 8, &f);
+                test_mat_init_mp(&b, rows, 8, &f);
                 vijp_mat_convert(&b, &d);
                 check_matrix(&ELEMS[k], c, &b, v, "vijp_mat_convert");
                 vijp_mat_clear(&a), vijp_mat_clear(&b), vijp_mat_clear(&d);
@@ -315,7 +315,7 @@ START_TEST(set_from_doubles)
                 v[i + 2 * rows] = i == 0 ? ldexp(1, 127 + e->emax_elem) : ldexp(mid, 120);
             }
             vijp_mat a;
-            vijp_mat_init(&a, rows, cols, &f);
+            test_mat_init_mp(&a, rows, cols, &f);
             vijp_mat_set_d(&a, v);
             check_matrix(e, c, &a, v, "vijp_mat_set_d");
             vijp_mat_clear(&a);
@@ -344,11 +344,14 @@ START_TEST(weights_along_rows)
     double want[1640];
     for (size_t o = 0; o < 40; o++) oracle_line(e, 0, th + o, 40, 40, want + o);
     oracle_line(e, 0, th + 1600, 40, 1, want + 1600);
-    for (size_t i = 0; i < 1640; i++) expect_entry(theta.m[i], want[i], "dense:40 θ in mxfp4", i, th[i]);
+    vijp_mat tm; /* θ's values in MPFR, exactly (held as doubles: vijp/mat.h) */
+    vijp_mat_init_mp(&tm, &theta, 1);
+    for (size_t i = 0; i < 1640; i++) expect_entry(tm.m[i], want[i], "dense:40 θ in mxfp4", i, th[i]);
+    vijp_mat_clear(&tm);
     vijp_net_params_clear(&net, &theta);
 
     vijp_mat a; /* one row of a 40 × 40 matrix of θ's values, stored as a line */
-    vijp_mat_init(&a, 40, 40, &f);
+    test_mat_init_mp(&a, 40, 40, &f);
     for (size_t i = 0; i < 1600; i++) mpfr_set_d(a.m[i], (double)(float)th[i], MPFR_RNDN);
     double row[1600];
     for (size_t i = 0; i < 1600; i++) row[i] = (double)(float)th[i];
@@ -374,7 +377,7 @@ START_TEST(one_value_is_a_block)
             vijp_format f;
             fmt_of(&ELEMS[k], c, &f);
             vijp_mat a;
-            vijp_mat_init(&a, 1, 1, &f);
+            test_mat_init_mp(&a, 1, 1, &f);
             for (size_t i = 0; i < sizeof xs / sizeof *xs; i++) {
                 double want;
                 oracle_block(&ELEMS[k], c, &xs[i], 1, &want);

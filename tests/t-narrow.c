@@ -290,7 +290,7 @@ START_TEST(matrix_stores_match_the_mpfr_route)
         test_case_rng(&r, 0x6d6174, (long)fi);
         for (int line = 0; line < 2; line++) {
             vijp_mat a;
-            vijp_mat_init(&a, R, C, &f);
+            test_mat_init_mp(&a, R, C, &f);
             mpfr_t *m = malloc(R * C * sizeof *m);
             for (size_t i = 0; i < R * C; i++) {
                 double x = ldexp(vijp_rng_normal(&r), (int)(vijp_rng_u64(&r) % 40) - 20);

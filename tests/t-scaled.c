@@ -151,14 +151,14 @@ static void check_paths(const vijp_format *f, const float *v, size_t rows, size_
     vijp_format fd;
     vijp_format_fixed(&fd, VIJP_DOUBLE);
     vijp_mat a, b, d;
-    vijp_mat_init(&a, rows, cols, f);
+    test_mat_init_mp(&a, rows, cols, f);
     for (size_t i = 0; i < n; i++) mpfr_set_flt(a.m[i], v[i], MPFR_RNDN);
     vijp_mat_store_as(&a, role);
     for (size_t i = 0; i < n; i++) expect(a.m[i], want[i], what, i, v[i]);
     if (role == VIJP_STORE_FORWARD) {
-        vijp_mat_init(&d, rows, cols, &fd);
+        test_mat_init_mp(&d, rows, cols, &fd);
         for (size_t i = 0; i < n; i++) d.d[i] = v[i];
-        vijp_mat_init(&b, rows, cols, f);
+        test_mat_init_mp(&b, rows, cols, f);
         vijp_mat_set_d(&b, d.d);
         for (size_t i = 0; i < n; i++) expect(b.m[i], want[i], "vijp_mat_set_d", i, v[i]);
         vijp_mat_zero(&b);
@@ -199,7 +199,7 @@ START_TEST(nvfp4_blocks)
      * |x|/T <= 0.25 (the tie to 0.5 goes to the even 0): |x| ~ 10, some of
      * each. */
     vijp_mat a;
-    vijp_mat_init(&a, R, C, &f);
+    test_mat_init_mp(&a, R, C, &f);
     for (size_t i = 0; i < R * C; i++) mpfr_set_flt(a.m[i], v[i], MPFR_RNDN);
     vijp_mat_store(&a);
     for (size_t i = 32; i < R; i++) ck_assert(mpfr_zero_p(a.m[2 * R + i]) && !mpfr_signbit(a.m[2 * R + i]));
@@ -260,7 +260,7 @@ START_TEST(specials_and_lone_values)
         mpfr_t r, x;
         mpfr_inits2(24, r, x, (mpfr_ptr)0);
         vijp_mat a;
-        vijp_mat_init(&a, 1, 1, &f);
+        test_mat_init_mp(&a, 1, 1, &f);
         for (size_t i = 0; i < sizeof xs / sizeof *xs; i++) {
             float w;
             if (k == 0) oracle_nvfp4(&xs[i], 1, 1, &w);
@@ -337,8 +337,8 @@ START_TEST(fp8_roles_of_operators)
     vijp_error err = {0};
     ck_assert(!vijp_net_build(&net, "relu", 1, N, &err));
     vijp_mat X, Y, G, Gx, D;
-    vijp_mat_init(&X, N, B, &f), vijp_mat_init(&Y, N, B, &f), vijp_mat_init(&G, N, B, &f);
-    vijp_mat_init(&Gx, N, B, &f), vijp_mat_init(&D, N, B, &f);
+    test_mat_init_mp(&X, N, B, &f), test_mat_init_mp(&Y, N, B, &f), test_mat_init_mp(&G, N, B, &f);
+    test_mat_init_mp(&Gx, N, B, &f), test_mat_init_mp(&D, N, B, &f);
     float x[N * B], g[N * B], y[N * B], gx[N * B], d[N * B], want[N * B];
     vijp_rng rng;
     vijp_rng_seed(&rng, test_seed());
@@ -384,7 +384,10 @@ START_TEST(nvfp4_dense_parameters)
     }
     vijp_mat theta;
     ck_assert(!vijp_net_params(&net, &f, &theta, &err));
-    for (size_t i = 0; i < P; i++) expect(theta.m[i], want[i], "dense:20 θ in nvfp4", i, th[i]);
+    vijp_mat tm; /* θ's values in MPFR, exactly (held as doubles: vijp/mat.h) */
+    vijp_mat_init_mp(&tm, &theta, 1);
+    for (size_t i = 0; i < P; i++) expect(tm.m[i], want[i], "dense:20 θ in nvfp4", i, th[i]);
+    vijp_mat_clear(&tm);
     vijp_net_params_clear(&net, &theta);
     vijp_net_free(&net);
 }

@@ -51,7 +51,7 @@ static vijp_format parsed(const char *name)
 /* n copies of x stored as elements 0 … n−1 of tensor `key` (vijp_mat_store). */
 static void store_copies(vijp_mat *a, const vijp_format *f, double x, size_t n, vijp_sr_key key)
 {
-    vijp_mat_init(a, n, 1, f);
+    test_mat_init_mp(a, n, 1, f);
     for (size_t i = 0; i < n; i++) mpfr_set_d(a->m[i], x, MPFR_RNDN); /* exact: x is a binary32 value */
     a->sr = key;
     vijp_mat_store(a);

@@ -206,6 +206,16 @@ VIJP_API void vijp_format_accumulator(const vijp_format *f, vijp_format *acc);
  * keeps between operations; fp8+binary32: of the narrower of its forward
  * and gradient storage, E5M2's). */
 VIJP_API double vijp_format_unit_roundoff(const vijp_format *f);
+/* Nonzero when every value of f is exactly a double: every value stored
+ * and every result of an operation (a mixed format's accumulation too).
+ * True of double, and of every emulated format (binary32, binary16,
+ * bfloat16, e4m3, e5m2, the mixed, MX, tensor-core, tensor-scaled, ":sr"
+ * and ":ftz" ones): at most 53 bits, on a grid whose smallest quantum
+ * 2^(emin−1) is no finer than binary64's 2^-1074, inside binary64's range
+ * (emax <= 1024; the largest stored values, MX's 448·2^127, are far
+ * below 2^1024).  mpfr:P (unbounded exponents) is not.  A vijp_mat of
+ * such a format holds d, of any other m (vijp/mat.h). */
+VIJP_API int vijp_format_values_double(const vijp_format *f);
 /* The precision in bits that unit roundoff is of (see above). */
 VIJP_API mpfr_prec_t vijp_format_value_prec(const vijp_format *f);
 

@@ -1,5 +1,14 @@
 /* A batch of vectors in one format: rows × cols, column-major, column j is sample j.
- * Exactly one of d (double) or m (MPFR at the format's precision) is set. */
+ * Exactly one of d (double) or m (MPFR at the format's precision) is set.
+ * vijp_mat_init sets d for every format whose values are all doubles
+ * (vijp_format_values_double, vijp/format.h: double, and binary32, binary16,
+ * bfloat16, e4m3, e5m2 and every mixed format, MX, tensor-core, tensor-scaled,
+ * ":sr" and ":ftz" included): 8 bytes a value, each the format's value
+ * exactly.  m only for mpfr:P.  (Before, d meant the format double and m
+ * every other: code that told the format by which one is set must ask
+ * fmt->kind instead.)  Every helper below takes either holding in any
+ * format and rounds in the format, not in double; a matrix built by hand
+ * with m in an emulated format still works. */
 #ifndef VIJP_MAT_H
 #define VIJP_MAT_H
 
@@ -45,8 +54,8 @@ typedef struct {
 } vijp_mat;
 
 VIJP_API void vijp_mat_init(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt);
-/* As vijp_mat_init, but in double the entries are unspecified until written
- * (MPFR values are zero, as there): for a result that an operator
+/* As vijp_mat_init, but in the format double the entries are unspecified
+ * until written (every other format's values are zero, as there): for a result that an operator
  * overwrites whole, where zeroing it first would be a pass over memory for
  * nothing (every layer operator overwrites its output, vijp/layer.h; `vijp
  * check-layer`'s overwrites-outputs check holds a layer to it).  Builds

@@ -45,7 +45,7 @@ static int out_shape(check_fix *t, int op, size_t k, size_t *rows, size_t *cols)
     case OP_FRAGMENT: *rows = k, *cols = 1; return k > 0;
     case OP_INVERSE: /* wherever the operator exists; a refusal (not square) is skipped */
         *rows = n, *cols = B;
-        return m == n && (t->XF.m ? L->type->mp && L->type->mp->inverse : L->type->d->inverse != NULL);
+        return m == n && (t->XF.fmt->kind != VIJP_DOUBLE ? L->type->mp && L->type->mp->inverse : L->type->d->inverse != NULL);
     case OP_JACOBIAN: *rows = m, *cols = n; return 1;
     case OP_COKERNEL: {
         vijp_mat x = sample0(&t->XF);

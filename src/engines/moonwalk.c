@@ -57,7 +57,7 @@ static void surrogate(vijp_mat *Xt, vijp_residual_kind kind, const uint8_t *bits
     size_t n = vijp_mat_len(Xt);
     static const double sign[2] = {-1.0, 1.0};
     if (kind == VIJP_RESIDUAL_INPUT || kind == VIJP_RESIDUAL_INVERSE) vijp_mat_copy(Xt, vals);
-    else if (kind == VIJP_RESIDUAL_SIGN && Xt->d)
+    else if (kind == VIJP_RESIDUAL_SIGN && Xt->fmt->kind == VIJP_DOUBLE) /* d also holds the emulated formats' values */
         vijp_kctx_of(Xt->fmt).k->sign_unpack_d(n, bits, Xt->d);
     else if (kind == VIJP_RESIDUAL_SIGN)
         for (size_t k = 0; k < n; k++) vijp_mat_set_entry_d(Xt, k, sign[(bits[k / 8] >> (k % 8)) & 1]);
@@ -147,10 +147,10 @@ int engine_moonwalk(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
         if (L->type->residual == VIJP_RESIDUAL_SIGN) {
             res_bytes[i] = (n + 7) / 8;
             bits[i] = vijp_alloc_array(res_bytes[i], 1);
-            if (h.d) vijp_kctx_of(h.fmt).k->sign_pack_d(n, h.d, bits[i]);
-            else
+            if (h.fmt->kind == VIJP_DOUBLE) vijp_kctx_of(h.fmt).k->sign_pack_d(n, h.d, bits[i]);
+            else /* an emulated format's values, held as doubles or in MPFR (vijp/mat.h): positive, as mpfr_sgn > 0 */
                 for (size_t k = 0; k < n; k++)
-                    if (mpfr_sgn(h.m[k]) > 0) bits[i][k / 8] |= (uint8_t)(1u << (k % 8));
+                    if (h.d ? h.d[k] > 0 : mpfr_sgn(h.m[k]) > 0) bits[i][k / 8] |= (uint8_t)(1u << (k % 8));
         } else if (L->type->residual == VIJP_RESIDUAL_INPUT ||
                    (L->type->residual == VIJP_RESIDUAL_INVERSE && !rebuild[i])) {
             vijp_mat_init_unset(&vals[i], h.rows, B, f);

@@ -171,6 +171,14 @@ void vijp_format_fixed(vijp_format *f, vijp_format_kind kind)
     }
 }
 
+int vijp_format_values_double(const vijp_format *f)
+{
+    if (f->kind == VIJP_DOUBLE) return 1;
+    /* MPFR's convention x = m·2^e, 1/2 <= |m| < 1: the smallest subnormal
+     * is 2^(emin−1), binary64's 2^-1074, and binary64 is finite below 2^1024 */
+    return f->emulated && f->prec <= 53 && f->emin - 1 >= -1074 && f->emax <= 1024 && f->store_prec <= f->prec;
+}
+
 void vijp_format_accumulator(const vijp_format *f, vijp_format *acc)
 {
     *acc = *f;

@@ -2,6 +2,7 @@
 #include "vijp/error.h"
 #include "vijp/arith.h"
 #include "vijp/memory.h"
+#include "mat_mp.h"
 #include "mpfr_io.h"
 #include "mx.h"
 #include "narrow.h"
@@ -36,27 +37,87 @@ static mpfr_t *mp_block_new(size_t n, mpfr_prec_t prec)
 }
 
 /* vijp_mat_init and vijp_mat_init_unset: MPFR values are always zero (they
- * must be initialised anyway); doubles zeroed or not. */
-static void mat_init(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt, int zeroed)
+ * must be initialised anyway); doubles zeroed or not, but those of a format
+ * other than double always zeroed, as its MPFR values were before they were
+ * held as doubles (a pass over memory, nothing next to that format's
+ * arithmetic).  mp: MPFR values whatever the format (mat_mp.h's twins). */
+static void mat_init(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt, int zeroed, int mp)
 {
     memset(a, 0, sizeof *a);
     a->rows = rows;
     a->cols = cols;
     a->fmt = fmt;
     size_t n = rows * cols;
-    if (fmt->kind != VIJP_DOUBLE) {
+    if (mp || !vijp_format_values_double(fmt)) {
         a->m = mp_block_new(n, fmt->prec);
         return;
     }
     if (n > SIZE_MAX / sizeof *a->d) vijp_out_of_memory(SIZE_MAX);
+    zeroed = zeroed || fmt->kind != VIJP_DOUBLE;
     a->d = zeroed ? vijp_alloc_array(n ? n : 1, sizeof *a->d) : vijp_alloc_unset((n ? n : 1) * sizeof *a->d);
 }
 
-void vijp_mat_init(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt) { mat_init(a, rows, cols, fmt, 1); }
+void vijp_mat_init(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt)
+{
+    mat_init(a, rows, cols, fmt, 1, 0);
+}
 
 void vijp_mat_init_unset(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt)
 {
-    mat_init(a, rows, cols, fmt, 0);
+    mat_init(a, rows, cols, fmt, 0, 0);
+}
+
+/* ---- MPFR twins of double-held matrices (mat_mp.h) ---- */
+
+void vijp_mat_init_mp(vijp_mat *t, const vijp_mat *a, int copy)
+{
+    mat_init(t, a->rows, a->cols, a->fmt, 1, 1);
+    t->sr = a->sr;
+    if (copy && a->d) vijp_emu_put(t->m, a->d, vijp_mat_len(a)); /* exact: a's values fit the format's precision */
+    else if (copy) vijp_mat_copy(t, a);
+}
+
+void vijp_mat_put_mp(vijp_mat *a, const vijp_mat *t)
+{
+    if (!a->d) {
+        vijp_mat_copy(a, t);
+        return;
+    }
+    for (size_t i = 0, n = vijp_mat_len(a); i < n; i++) a->d[i] = vijp_emu_get1(t->m[i]); /* exact: values are doubles */
+}
+
+/* A double-held matrix of a format other than double (vijp_format_values_double):
+ * its values are the format's, which every helper below rounds to as the
+ * MPFR-held one does, natively where narrow.c's grids give the same bits
+ * (t-mat-held checks both routes against each other) and through an MPFR
+ * twin elsewhere (":sr", ":ftz", MX and tensor-scaled stores, vo_dot_acc). */
+static int held_d(const vijp_mat *a) { return a->d && a->fmt->kind != VIJP_DOUBLE; }
+
+/* Whether f's rounding of one double to its storage (vo_store; unless mixed
+ * vo_set, the same grid: format.h) is narrow.c's vijp_narrow_round on
+ * vijp_narrow_of(f): an emulated grid of at most 24 bits (FP8, bfloat16,
+ * binary16, binary32 and the mixed formats' storage), not flushed, not a
+ * block or tensor scale. */
+static int rounds_natively(const vijp_format *f)
+{
+    return f->emulated && f->store_prec <= 24 && f->store_emax <= 128 && !f->mx_block && !f->tensor_scaled &&
+           !f->store_ftz && !f->ftz;
+}
+
+/* f's arithmetic grid (vo_sub, vo_mul: prec, emin, emax; mixed formats
+ * binary32 with IEEE's overflow, the others their own rule) as a narrow.c
+ * grid: an operation on two of f's values, done in binary64 and rounded
+ * there, is the correctly rounded one when 53 >= 2p + 2 (Figueroa, "When is
+ * double rounding innocuous?", 1995; src/emu/emu.h), p <= 24 here; a
+ * product of such values is exact in binary64, and so is a difference
+ * landing on the subnormal grid. */
+static int arith_natively(const vijp_format *f, vijp_narrow *g)
+{
+    if (!f->emulated || f->prec > 24 || f->emax > 128 || f->emin < -148 || f->ftz || f->store_ftz) return 0;
+    if (!f->mixed) *g = vijp_narrow_of(f); /* store_* are prec, emin, emax and every operation's rule */
+    else *g = (vijp_narrow){(int)f->prec, (int)f->emin, (int)f->emax, VIJP_OVERFLOW_INF,
+                            ldexp(1 - ldexp(1, -(int)f->prec), (int)f->emax)};
+    return 1;
 }
 
 void vijp_mat_clear(vijp_mat *a)
@@ -76,17 +137,30 @@ void vijp_mat_zero(vijp_mat *a)
         for (size_t i = 0; i < n; i++) mpfr_set_zero(a->m[i], 1);
 }
 
-void vijp_mat_copy(vijp_mat *a, const vijp_mat *b)
+void vijp_mat_copy(vijp_mat *a, const vijp_mat *b) { vijp_mat_copy_range(a, 0, b, 0, vijp_mat_len(a)); }
+
+/* x rounded once to a's storage (vijp_mat_set_entry_d) for a double-held a. */
+static double entry_rounded(const vijp_mat *a, double x)
 {
-    size_t n = vijp_mat_len(a);
-    if (a->d) memcpy(a->d, b->d, n * sizeof *a->d);
-    else
-        for (size_t i = 0; i < n; i++) mpfr_set(a->m[i], b->m[i], MPFR_RNDN); /* same format: exact */
+    const vijp_format *f = a->fmt;
+    if (rounds_natively(f)) {
+        vijp_narrow g = vijp_narrow_of(f);
+        return vijp_narrow_round(x, &g);
+    }
+    mpfr_t t, r;
+    mpfr_init2(t, 53), mpfr_init2(r, f->prec);
+    mpfr_set_d(t, x, MPFR_RNDN); /* exact */
+    if (f->mixed) vo_store(r, t, f);
+    else vo_set(r, t, f);
+    double v = mpfr_get_d(r, MPFR_RNDN); /* exact: a value of the format */
+    mpfr_clear(t), mpfr_clear(r);
+    return v;
 }
 
 void vijp_mat_set_entry_d(vijp_mat *a, size_t i, double x)
 {
-    if (a->d) a->d[i] = x;
+    if (held_d(a)) a->d[i] = entry_rounded(a, x);
+    else if (a->d) a->d[i] = x;
     else if (!a->fmt->mixed) vo_set_d(a->m[i], x, a->fmt);
     else { /* one rounding of x to the storage format (not via the accumulation format) */
         mpfr_t t;
@@ -171,12 +245,45 @@ static void store_line_natively(vijp_mat *a, size_t first, size_t len, size_t st
     for (size_t k = 0; k < len; k++) mpfr_set_d(v[k * stride], buf[k], MPFR_RNDN); /* exact: 4 bits or fewer */
 }
 
+/* A double-held a's storage grid or MX blocks, natively: stores_natively's
+ * formats (the MPFR values it reads there are these doubles), with binary32
+ * storage (tf32+binary32, the tensor-core formats') added, narrow.c's grid
+ * of 24 bits.  Returns 0 where the twin must do it. */
+static int store_held_natively(vijp_mat *a, size_t first, size_t len, size_t stride)
+{
+    const vijp_format *f = a->fmt;
+    if (f->store_sr || f->store_ftz || f->ftz || f->tensor_scaled || (!f->mx_block && !rounds_natively(f))) return 0;
+    if (f->mx_block) vijp_narrow_mx_line(f, a->d + first, len, stride, VIJP_NARROW_BEST);
+    else if (stride == 1) {
+        vijp_narrow g = vijp_narrow_of(f);
+        vijp_narrow_round_array(a->d + first, a->d + first, len, &g, 1, 1, VIJP_NARROW_BEST);
+    } else {
+        vijp_narrow g = vijp_narrow_of(f);
+        for (size_t k = 0; k < len; k++) a->d[first + k * stride] = vijp_narrow_round(a->d[first + k * stride], &g);
+    }
+    return 1;
+}
+
 /* MX formats: a column is the reduction dimension of the product that
  * consumes it (a column per sample, its entries the features the next
  * dense layer sums over), so its blocks run down each column (mat.h). */
 void vijp_mat_store_as(vijp_mat *a, vijp_store_role role)
 {
-    if (!a->m || !a->fmt->mixed) return;
+    if (!a->fmt->mixed || (!a->m && !held_d(a))) return;
+    if (a->d) {
+        int done = 1;
+        if (a->fmt->mx_block) /* blocks down each column */
+            for (size_t j = 0; done && j < a->cols; j++) done = store_held_natively(a, j * a->rows, a->rows, 1);
+        else done = store_held_natively(a, 0, vijp_mat_len(a), 1);
+        if (!done) { /* nothing written: the first call refuses for the format */
+            vijp_mat t;
+            vijp_mat_init_mp(&t, a, 1);
+            vijp_mat_store_as(&t, role);
+            vijp_mat_put_mp(a, &t);
+            vijp_mat_clear(&t);
+        }
+        return;
+    }
     if (a->fmt->tensor_scaled) {
         scaled_store(a, a, NULL, role, 0, 0, 1);
         return;
@@ -196,7 +303,17 @@ void vijp_mat_store_as(vijp_mat *a, vijp_store_role role)
 
 void vijp_mat_store_line(vijp_mat *a, size_t first, size_t len, size_t stride)
 {
-    if (!a->m || !a->fmt->mixed) return;
+    if (!a->fmt->mixed || (!a->m && !held_d(a))) return;
+    if (a->d) {
+        if (!store_held_natively(a, first, len, stride)) {
+            vijp_mat t;
+            vijp_mat_init_mp(&t, a, 1);
+            vijp_mat_store_line(&t, first, len, stride);
+            vijp_mat_put_mp(a, &t);
+            vijp_mat_clear(&t);
+        }
+        return;
+    }
     if (a->fmt->tensor_scaled) {
         if (len) scaled_store(a, a, NULL, VIJP_STORE_FORWARD, first, len, stride);
         return;
@@ -227,9 +344,24 @@ static void set_d_line_mx(vijp_mat *a, const double *src, size_t first, size_t l
     for (size_t i = 0; i < b; i++) mpfr_clear(t[i]);
 }
 
+/* A double-held a whose blocks or tensor share a scale (MX, tensor-scaled):
+ * set through an MPFR twin, by the code below (set: vijp_mat_set_d_line's
+ * line, or len 0: every column, vijp_mat_set_d_as). */
+static void set_d_twin(vijp_mat *a, const double *src, vijp_store_role role, size_t first, size_t len, size_t stride)
+{
+    vijp_mat t;
+    vijp_mat_init_mp(&t, a, 1); /* a's other entries, which a line leaves as they are */
+    if (len) vijp_mat_set_d_line(&t, src, first, len, stride);
+    else vijp_mat_set_d_as(&t, src, role);
+    vijp_mat_put_mp(a, &t);
+    vijp_mat_clear(&t);
+}
+
 void vijp_mat_set_d_line(vijp_mat *a, const double *src, size_t first, size_t len, size_t stride)
 {
-    if (a->m && a->fmt->tensor_scaled) {
+    if (held_d(a) && (a->fmt->tensor_scaled || a->fmt->mx_block)) {
+        if (len) set_d_twin(a, src, VIJP_STORE_FORWARD, first, len, stride);
+    } else if (a->m && a->fmt->tensor_scaled) {
         if (len) scaled_store(a, NULL, src, VIJP_STORE_FORWARD, first, len, stride);
     } else if (a->m && a->fmt->mx_block) set_d_line_mx(a, src, first, len, stride);
     else
@@ -240,6 +372,10 @@ void vijp_mat_set_d(vijp_mat *a, const double *src) { vijp_mat_set_d_as(a, src, 
 
 void vijp_mat_set_d_as(vijp_mat *a, const double *src, vijp_store_role role)
 {
+    if (held_d(a) && (a->fmt->tensor_scaled || a->fmt->mx_block)) {
+        if (vijp_mat_len(a)) set_d_twin(a, src, role, 0, 0, 1);
+        return;
+    }
     if (a->m && a->fmt->tensor_scaled) { /* one tensor, blocks down each column */
         scaled_store(a, NULL, src, role, 0, 0, 1);
         return;
@@ -283,27 +419,52 @@ static void stored(vijp_mat *a, size_t i)
     if (a->fmt->mixed && !a->fmt->mx_block && !a->fmt->tensor_scaled) store_entry(a, i);
 }
 
-void vijp_mat_sub(vijp_mat *a, const vijp_mat *b, const vijp_mat *c)
+/* a := b − c (op '-') or b ⊙ c ('*') entrywise, each entry rounded in a's
+ * format, then stored as a gradient (mat.h).  Matrices of one holding:
+ * doubles for double and the formats of vijp_format_values_double (of the
+ * arithmetic grids arith_natively takes, natively; of the others through
+ * MPFR twins), MPFR otherwise. */
+static void entrywise(vijp_mat *a, const vijp_mat *b, const vijp_mat *c, char op)
 {
-    for (size_t i = 0, n = vijp_mat_len(a); i < n; i++) {
-        if (a->d) a->d[i] = b->d[i] - c->d[i];
-        else vo_sub(a->m[i], b->m[i], c->m[i], a->fmt), stored(a, i);
+    size_t n = vijp_mat_len(a);
+    vijp_narrow g;
+    if (a->d && !held_d(a)) { /* double */
+        for (size_t i = 0; i < n; i++) a->d[i] = op == '-' ? b->d[i] - c->d[i] : b->d[i] * c->d[i];
+        return;
+    }
+    if (a->d && b->d && c->d && arith_natively(a->fmt, &g)) {
+        for (size_t i = 0; i < n; i++) a->d[i] = vijp_narrow_round(op == '-' ? b->d[i] - c->d[i] : b->d[i] * c->d[i], &g);
+        vijp_mat_store_as(a, VIJP_STORE_GRADIENT); /* mixed: to storage, MX and tensor scales included */
+        return;
+    }
+    if (a->d || b->d || c->d) { /* a format arith_natively leaves (":ftz", wider ones): MPFR twins */
+        vijp_mat ta, tb, tc;
+        vijp_mat_init_mp(&ta, a, 0), vijp_mat_init_mp(&tb, b, 1), vijp_mat_init_mp(&tc, c, 1);
+        entrywise(&ta, &tb, &tc, op);
+        vijp_mat_put_mp(a, &ta);
+        vijp_mat_clear(&ta), vijp_mat_clear(&tb), vijp_mat_clear(&tc);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (op == '-') vo_sub(a->m[i], b->m[i], c->m[i], a->fmt);
+        else vo_mul(a->m[i], b->m[i], c->m[i], a->fmt);
+        stored(a, i);
     }
     if (a->fmt->mx_block || a->fmt->tensor_scaled) vijp_mat_store_as(a, VIJP_STORE_GRADIENT); /* mat.h */
 }
 
-void vijp_mat_mul_elem(vijp_mat *a, const vijp_mat *b, const vijp_mat *c)
-{
-    for (size_t i = 0, n = vijp_mat_len(a); i < n; i++) {
-        if (a->d) a->d[i] = b->d[i] * c->d[i];
-        else vo_mul(a->m[i], b->m[i], c->m[i], a->fmt), stored(a, i);
-    }
-    if (a->fmt->mx_block || a->fmt->tensor_scaled) vijp_mat_store_as(a, VIJP_STORE_GRADIENT); /* mat.h */
-}
+void vijp_mat_sub(vijp_mat *a, const vijp_mat *b, const vijp_mat *c) { entrywise(a, b, c, '-'); }
 
+void vijp_mat_mul_elem(vijp_mat *a, const vijp_mat *b, const vijp_mat *c) { entrywise(a, b, c, '*'); }
+
+/* Same format, so exact whichever way each holds its values. */
 void vijp_mat_copy_range(vijp_mat *dst, size_t doff, const vijp_mat *src, size_t soff, size_t count)
 {
-    if (dst->d) memcpy(dst->d + doff, src->d + soff, count * sizeof(double));
+    if (dst->d && src->d) memcpy(dst->d + doff, src->d + soff, count * sizeof(double));
+    else if (dst->d)
+        for (size_t i = 0; i < count; i++) dst->d[doff + i] = vijp_emu_get1(src->m[soff + i]);
+    else if (src->d)
+        for (size_t i = 0; i < count; i++) vijp_emu_set1(dst->m[doff + i], src->d[soff + i]);
     else
         for (size_t i = 0; i < count; i++) mpfr_set(dst->m[doff + i], src->m[soff + i], MPFR_RNDN);
 }
@@ -311,6 +472,14 @@ void vijp_mat_copy_range(vijp_mat *dst, size_t doff, const vijp_mat *src, size_t
 void vijp_mat_tdot(vijp_mat *r, const vijp_mat *A, const vijp_mat *g)
 {
     size_t m = A->rows;
+    if (held_d(r) || (!r->d && (A->d || g->d))) { /* vo_dot_acc's MPFR model (tc formats' blocks included): twins */
+        vijp_mat tr, tA, tg;
+        vijp_mat_init_mp(&tr, r, 0), vijp_mat_init_mp(&tA, A, 1), vijp_mat_init_mp(&tg, g, 1);
+        vijp_mat_tdot(&tr, &tA, &tg);
+        vijp_mat_put_mp(r, &tr);
+        vijp_mat_clear(&tr), vijp_mat_clear(&tA), vijp_mat_clear(&tg);
+        return;
+    }
     if (r->d) {
         for (size_t j = 0; j < A->cols; j++) {
             double s = 0;
@@ -362,6 +531,19 @@ void vijp_mat_convert(vijp_mat *dst, const vijp_mat *src)
         }
         return;
     }
+    if (held_d(dst) && (dst->fmt->tensor_scaled || dst->fmt->mx_block)) { /* the MPFR code below, in a twin */
+        vijp_mat t;
+        vijp_mat_init_mp(&t, dst, 0);
+        vijp_mat_convert(&t, src);
+        vijp_mat_put_mp(dst, &t);
+        vijp_mat_clear(&t);
+        return;
+    }
+    if (held_d(dst) && src->d && rounds_natively(dst->fmt)) { /* vo_store of a double: one rounding, natively */
+        vijp_narrow g = vijp_narrow_of(dst->fmt);
+        for (size_t i = 0, n = vijp_mat_len(dst); i < n; i++) dst->d[i] = vijp_narrow_round(src->d[i], &g);
+        return;
+    }
     if (dst->m && dst->fmt->tensor_scaled) { /* one tensor, from the source's values */
         scaled_store(dst, src, NULL, VIJP_STORE_FORWARD, 0, 0, 1);
         return;
@@ -370,13 +552,14 @@ void vijp_mat_convert(vijp_mat *dst, const vijp_mat *src)
         convert_mx(dst, src);
         return;
     }
-    mpfr_t t;
-    mpfr_init2(t, src->fmt->prec > 53 ? src->fmt->prec : 53);
+    mpfr_t t, v; /* v: a double-held dst's value, at its format's precision as an MPFR-held one's */
+    mpfr_init2(t, src->fmt->prec > 53 ? src->fmt->prec : 53), mpfr_init2(v, dst->fmt->prec);
     for (size_t i = 0, n = vijp_mat_len(dst); i < n; i++) {
         if (src->d) mpfr_set_d(t, src->d[i], MPFR_RNDN);
         else mpfr_set(t, src->m[i], MPFR_RNDN); /* exact: same precision */
-        if (dst->d) dst->d[i] = mpfr_get_d(t, MPFR_RNDN);
+        if (held_d(dst)) vo_store(v, t, dst->fmt), dst->d[i] = mpfr_get_d(v, MPFR_RNDN); /* exact: a value of it */
+        else if (dst->d) dst->d[i] = mpfr_get_d(t, MPFR_RNDN);
         else vo_store(dst->m[i], t, dst->fmt); /* vo_set unless mixed */
     }
-    mpfr_clear(t);
+    mpfr_clear(t), mpfr_clear(v);
 }

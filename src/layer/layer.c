@@ -4,6 +4,7 @@
 #include "vijp/layer.h"
 #include "vijp/interval.h"
 #include "vijp/error.h"
+#include "format/mat_mp.h"
 #include "native_f32.h"
 #include "route.h"
 #include <ctype.h>
@@ -118,6 +119,45 @@ static int check_theta(const vijp_layer *L, const vijp_route *r, const vijp_mat 
 
 #define TH(t, f) ((t) ? (t)->f : NULL)
 #define MP(L, r) vijp_route_mp_ops((L)->type, r)
+
+/* The MPFR arrays a type's mp (or emu) operators take, for matrices that
+ * hold doubles in a format other than double (vijp/mat.h: every format
+ * whose values are doubles): each input expanded exactly into an MPFR twin
+ * at the format's precision (format/mat_mp.h), each output computed in a
+ * twin of its own values and read back exactly (the operators' results lie
+ * on the format's arithmetic grid, doubles: vijp_format_values_double),
+ * then stored as before.  An MPFR-held matrix passes its own array.  The
+ * public vijp_ops_mp signature stays as it is (oracles, plugins). */
+enum { MP_ARGS_MAX = 6 };
+typedef struct {
+    vijp_mat twin[MP_ARGS_MAX];
+    vijp_mat *back[MP_ARGS_MAX]; /* the output a twin is read back into; NULL for an input */
+    int n;
+} mp_args;
+
+static mpfr_t *mp_arg(mp_args *g, const vijp_mat *a, vijp_mat *out)
+{
+    if (!a || a->m || !a->d) return a ? a->m : NULL;
+    if (g->n == MP_ARGS_MAX) abort(); /* a programming error: no operator takes more */
+    vijp_mat *t = &g->twin[g->n];
+    g->back[g->n++] = out;
+    vijp_mat_init_mp(t, a, 1); /* an output's own values too: what an operator leaves unwritten stays */
+    return t->m;
+}
+
+static mpfr_t *mp_in(mp_args *g, const vijp_mat *a) { return mp_arg(g, a, NULL); }
+static mpfr_t *mp_out(mp_args *g, vijp_mat *a) { return mp_arg(g, a, a); }
+
+/* Outputs read back (also where the operator failed: what it left there,
+ * as in an MPFR-held output), every twin freed. */
+static void mp_done(mp_args *g)
+{
+    for (int i = 0; i < g->n; i++) {
+        if (g->back[i]) vijp_mat_put_mp(g->back[i], &g->twin[i]);
+        vijp_mat_clear(&g->twin[i]);
+    }
+    g->n = 0;
+}
 /* An int operator of the emulation that leaves its case to mp (route.h). */
 #define MP_RETRY(L, r, rc, call) \
     ((rc) == VIJP_EUNSUPPORTED && MP(L, r) != (L)->type->mp ? (L)->type->mp->call : (rc))
@@ -132,7 +172,12 @@ int vijp_layer_forward(const vijp_layer *L, const vijp_mat *theta, const vijp_ma
         return rc;
     if (r.kind == VIJP_ROUTE_DOUBLE) L->type->d->forward(L, &r.cx, TH(theta, d), X->d, X->cols, Y->d);
     else if (!vijp_layer_f32(&r, VIJP_F32_FORWARD, L, theta, X, NULL, NULL, Y, &rc, err))
-        MP(L, &r)->forward(L, TH(theta, m), X->m, X->cols, Y->m, X->fmt), vijp_mat_store(Y);
+    {
+        mp_args g = {0};
+        mpfr_t *th = mp_in(&g, theta), *x = mp_in(&g, X), *y = mp_out(&g, Y);
+        MP(L, &r)->forward(L, th, x, X->cols, y, X->fmt);
+        mp_done(&g), vijp_mat_store(Y);
+    }
     return rc;
 }
 
@@ -147,7 +192,12 @@ int vijp_layer_jvp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X
         return rc;
     if (r.kind == VIJP_ROUTE_DOUBLE) L->type->d->jvp(L, &r.cx, TH(theta, d), X->d, X->cols, U->d, V->d);
     else if (!vijp_layer_f32(&r, VIJP_F32_JVP, L, theta, X, U, NULL, V, &rc, err))
-        MP(L, &r)->jvp(L, TH(theta, m), X->m, X->cols, U->m, V->m, X->fmt), vijp_mat_store(V);
+    {
+        mp_args g = {0};
+        mpfr_t *th = mp_in(&g, theta), *x = mp_in(&g, X), *u = mp_in(&g, U), *v = mp_out(&g, V);
+        MP(L, &r)->jvp(L, th, x, X->cols, u, v, X->fmt);
+        mp_done(&g), vijp_mat_store(V);
+    }
     return rc;
 }
 
@@ -162,7 +212,12 @@ int vijp_layer_vjp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X
         return rc;
     if (r.kind == VIJP_ROUTE_DOUBLE) L->type->d->vjp(L, &r.cx, TH(theta, d), X->d, X->cols, Gy->d, Gx->d);
     else if (!vijp_layer_f32(&r, VIJP_F32_VJP, L, theta, X, Gy, NULL, Gx, &rc, err))
-        MP(L, &r)->vjp(L, TH(theta, m), X->m, X->cols, Gy->m, Gx->m, X->fmt), vijp_mat_store_as(Gx, VIJP_STORE_GRADIENT);
+    {
+        mp_args g = {0};
+        mpfr_t *th = mp_in(&g, theta), *x = mp_in(&g, X), *gy = mp_in(&g, Gy), *gx = mp_out(&g, Gx);
+        MP(L, &r)->vjp(L, th, x, X->cols, gy, gx, X->fmt);
+        mp_done(&g), vijp_mat_store_as(Gx, VIJP_STORE_GRADIENT);
+    }
     return rc;
 }
 
@@ -178,7 +233,12 @@ int vijp_layer_vjp_param(const vijp_layer *L, const vijp_mat *theta, const vijp_
         return rc;
     if (r.kind == VIJP_ROUTE_DOUBLE) L->type->d->vjp_param(L, &r.cx, theta->d, X->d, X->cols, Gy->d, Gt->d);
     else if (!vijp_layer_f32(&r, VIJP_F32_VJP_PARAM, L, theta, X, Gy, NULL, Gt, &rc, err))
-        MP(L, &r)->vjp_param(L, theta->m, X->m, X->cols, Gy->m, Gt->m, X->fmt), vijp_mat_store_as(Gt, VIJP_STORE_GRADIENT);
+    {
+        mp_args g = {0};
+        mpfr_t *th = mp_in(&g, theta), *x = mp_in(&g, X), *gy = mp_in(&g, Gy), *gt = mp_out(&g, Gt);
+        MP(L, &r)->vjp_param(L, th, x, X->cols, gy, gt, X->fmt);
+        mp_done(&g), vijp_mat_store_as(Gt, VIJP_STORE_GRADIENT);
+    }
     return rc;
 }
 
@@ -187,7 +247,12 @@ static size_t fragment_count_on(const vijp_layer *L, const vijp_route *r, const 
     if (r->kind == VIJP_ROUTE_DOUBLE)
         return L->type->d->fragment_count ? L->type->d->fragment_count(L, &r->cx, TH(theta, d), X->d, X->cols) : 0;
     const vijp_ops_mp *o = MP(L, r);
-    return o && o->fragment_count ? o->fragment_count(L, TH(theta, m), X->m, X->cols) : 0;
+    if (!o || !o->fragment_count) return 0;
+    mp_args g = {0};
+    mpfr_t *th = mp_in(&g, theta), *x = mp_in(&g, X);
+    size_t k = o->fragment_count(L, th, x, X->cols);
+    mp_done(&g);
+    return k;
 }
 
 size_t vijp_layer_fragment_count(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X)
@@ -209,7 +274,12 @@ int vijp_layer_fragment(const vijp_layer *L, const vijp_mat *theta, const vijp_m
     if (k == 0) return 0;
     if (r.kind == VIJP_ROUTE_DOUBLE) L->type->d->fragment(L, &r.cx, TH(theta, d), X->d, X->cols, Gy->d, frag->d);
     else if (!vijp_layer_f32(&r, VIJP_F32_FRAGMENT, L, theta, X, Gy, NULL, frag, &rc, err))
-        MP(L, &r)->fragment(L, TH(theta, m), X->m, X->cols, Gy->m, frag->m, X->fmt), vijp_mat_store_as(frag, VIJP_STORE_GRADIENT);
+    {
+        mp_args g = {0};
+        mpfr_t *th = mp_in(&g, theta), *x = mp_in(&g, X), *gy = mp_in(&g, Gy), *fr = mp_out(&g, frag);
+        MP(L, &r)->fragment(L, th, x, X->cols, gy, fr, X->fmt);
+        mp_done(&g), vijp_mat_store_as(frag, VIJP_STORE_GRADIENT);
+    }
     return rc;
 }
 
@@ -225,14 +295,17 @@ int vijp_layer_vijp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *
         return rc;
     if (k && (!frag || (rc = shape(frag, k, 1, "fragment", L, err))))
         return rc ? rc : vijp_fail(err, VIJP_EINVAL, "%s layer vijp needs its %zu-entry fragment", L->type->name, k);
-    mpfr_t *fm = k ? frag->m : NULL;
     if (r.kind == VIJP_ROUTE_DOUBLE) {
         rc = L->type->d->vijp(L, &r.cx, TH(theta, d), X->d, X->cols, Gx->d, k ? frag->d : NULL, Gy->d, err);
     } else if (vijp_layer_f32(&r, VIJP_F32_VIJP, L, theta, X, Gx, k ? frag : NULL, Gy, &rc, err)) {
         /* rc and err as the native operator left them */
     } else {
-        rc = MP(L, &r)->vijp(L, TH(theta, m), X->m, X->cols, Gx->m, fm, Gy->m, X->fmt);
-        rc = MP_RETRY(L, &r, rc, vijp(L, TH(theta, m), X->m, X->cols, Gx->m, fm, Gy->m, X->fmt));
+        mp_args g = {0};
+        mpfr_t *th = mp_in(&g, theta), *x = mp_in(&g, X), *gx = mp_in(&g, Gx), *fm = k ? mp_in(&g, frag) : NULL;
+        mpfr_t *gy = mp_out(&g, Gy);
+        rc = MP(L, &r)->vijp(L, th, x, X->cols, gx, fm, gy, X->fmt);
+        rc = MP_RETRY(L, &r, rc, vijp(L, th, x, X->cols, gx, fm, gy, X->fmt));
+        mp_done(&g);
         if (rc) return vijp_fail(err, rc, "%s layer (%zu -> %zu) vijp in %s: the Jacobian is singular "
                                  "in this format (rank lost beyond the fragment)", L->type->name, L->in, L->out, X->fmt->name);
         vijp_mat_store_as(Gy, VIJP_STORE_GRADIENT);
@@ -241,8 +314,13 @@ int vijp_layer_vijp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *
     /* Regression-test build only (vijp-perturbed, see the Makefile): one ulp
      * up on every vijp output, the smallest change vijp regress must catch. */
     for (size_t i = 0; !rc && i < vijp_mat_len(Gy); i++) {
-        if (Gy->d) Gy->d[i] = nextafter(Gy->d[i], INFINITY);
-        else mpfr_nextabove(Gy->m[i]);
+        if (Gy->d && Gy->fmt->kind == VIJP_DOUBLE) Gy->d[i] = nextafter(Gy->d[i], INFINITY);
+        else if (Gy->d) { /* one ulp of the format's precision, as on an MPFR-held Gy */
+            mpfr_t t;
+            mpfr_init2(t, Gy->fmt->prec);
+            mpfr_set_d(t, Gy->d[i], MPFR_RNDN), mpfr_nextabove(t), Gy->d[i] = mpfr_get_d(t, MPFR_RNDN); /* exact */
+            mpfr_clear(t);
+        } else mpfr_nextabove(Gy->m[i]);
     }
 #endif
     return rc;
@@ -257,7 +335,12 @@ int vijp_layer_jacobian(const vijp_layer *L, const vijp_mat *theta, const vijp_m
         (rc = shape(J, L->out, L->in, "Jacobian", L, err)))
         return rc;
     if (r.kind == VIJP_ROUTE_DOUBLE) L->type->d->jacobian(L, &r.cx, TH(theta, d), x->d, J->d);
-    else MP(L, &r)->jacobian(L, TH(theta, m), x->m, J->m, x->fmt), vijp_mat_store(J);
+    else {
+        mp_args g = {0};
+        mpfr_t *th = mp_in(&g, theta), *xm = mp_in(&g, x), *j = mp_out(&g, J);
+        MP(L, &r)->jacobian(L, th, xm, j, x->fmt);
+        mp_done(&g), vijp_mat_store(J);
+    }
     return 0;
 }
 
@@ -272,8 +355,12 @@ int vijp_layer_cokernel(const vijp_layer *L, const vijp_mat *theta, const vijp_m
         return rc;
     if (k == 0) return 0;
     if (r.kind == VIJP_ROUTE_DOUBLE) return L->type->d->cokernel(L, &r.cx, TH(theta, d), x->d, Q->d, err);
-    rc = MP(L, &r)->cokernel(L, TH(theta, m), x->m, Q->m, x->fmt);
-    if ((rc = MP_RETRY(L, &r, rc, cokernel(L, TH(theta, m), x->m, Q->m, x->fmt))))
+    mp_args g = {0};
+    mpfr_t *th = mp_in(&g, theta), *xm = mp_in(&g, x), *q = mp_out(&g, Q);
+    rc = MP(L, &r)->cokernel(L, th, xm, q, x->fmt);
+    rc = MP_RETRY(L, &r, rc, cokernel(L, th, xm, q, x->fmt));
+    mp_done(&g);
+    if (rc)
         return vijp_fail(err, rc, "%s layer cokernel in %s: rank lost beyond the fragment", L->type->name, x->fmt->name);
     vijp_mat_store(Q);
     return 0;
@@ -290,8 +377,12 @@ int vijp_layer_inverse(const vijp_layer *L, const vijp_mat *theta, const vijp_ma
         (rc = shape(X, L->in, Y->cols, "input", L, err)))
         return rc;
     if (dbl) return L->type->d->inverse(L, &r.cx, TH(theta, d), Y->d, Y->cols, X->d, err);
-    rc = MP(L, &r)->inverse(L, TH(theta, m), Y->m, Y->cols, X->m, Y->fmt);
-    if ((rc = MP_RETRY(L, &r, rc, inverse(L, TH(theta, m), Y->m, Y->cols, X->m, Y->fmt))))
+    mp_args g = {0};
+    mpfr_t *th = mp_in(&g, theta), *y = mp_in(&g, Y), *xm = mp_out(&g, X);
+    rc = MP(L, &r)->inverse(L, th, y, Y->cols, xm, Y->fmt);
+    rc = MP_RETRY(L, &r, rc, inverse(L, th, y, Y->cols, xm, Y->fmt));
+    mp_done(&g);
+    if (rc)
         return vijp_fail(err, rc, "%s layer inverse in %s failed (%s)", L->type->name, Y->fmt->name,
                          rc == VIJP_EUNSUPPORTED ? "not square" : "singular or outside the range");
     vijp_mat_store(X);

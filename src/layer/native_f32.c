@@ -1,7 +1,7 @@
 /* binary32@SET and the mixed formats' @SET: a layer operator on native
  * floats through the format's kernel set (vijp_ops_f, vijp/layer.h), for the
- * format-generic operators of layer.c.  The matrices hold binary32 values in
- * MPFR (24 bits, binary32's exponent range; a mixed format's values are of
+ * format-generic operators of layer.c.  The matrices hold binary32 values
+ * (as doubles, vijp/mat.h, or in MPFR at 24 bits; a mixed format's values are of
  * its narrower storage format, which float holds exactly), so the conversion
  * to float is exact, and so is the one back: the roundings are the float
  * operations themselves, and for a mixed format the one rounding of each
@@ -16,7 +16,10 @@ static float *to_float(const vijp_mat *a)
 {
     size_t n = a ? vijp_mat_len(a) : 0;
     float *p = vijp_alloc_unset((n ? n : 1) * sizeof *p);
-    for (size_t i = 0; i < n; i++) p[i] = mpfr_get_flt(a->m[i], MPFR_RNDN); /* exact */
+    if (a && a->d)
+        for (size_t i = 0; i < n; i++) p[i] = (float)a->d[i]; /* exact: binary32 values held as doubles */
+    else
+        for (size_t i = 0; i < n; i++) p[i] = mpfr_get_flt(a->m[i], MPFR_RNDN); /* exact */
     return p;
 }
 
@@ -43,7 +46,10 @@ int vijp_layer_f32(const vijp_route *route, vijp_f32_op op, const vijp_layer *L,
     case VIJP_F32_VIJP: r = o->vijp(L, cx, th ? t : NULL, x, B, a, frag && frag->rows ? c : NULL, y, err); break;
     }
     if (!r) {
-        for (size_t i = 0; i < n; i++) mpfr_set_flt(out->m[i], y[i], MPFR_RNDN); /* exact at 24 bits */
+        if (out->d)
+            for (size_t i = 0; i < n; i++) out->d[i] = y[i];
+        else
+            for (size_t i = 0; i < n; i++) mpfr_set_flt(out->m[i], y[i], MPFR_RNDN); /* exact at 24 bits */
         if (cx->storage) vijp_mat_store(out); /* the mixed format's one rounding to storage */
     }
     free(t), free(x), free(a), free(c), free(y);
