@@ -176,6 +176,23 @@ START_TEST(abi7_plugin_runs_in_double_only)
 }
 END_TEST
 
+/* A plugin built for plugin ABI 8 (tests/plugins/abi8.c), before
+ * vijp_layer_type grew emu_native at its end: it registers as a copy of its
+ * shorter descriptor (the plugin fills the member's bytes with a pointer to
+ * nothing, which a read would follow and crash on) and keeps its MPFR
+ * operators: it runs in binary32, its values held as doubles and expanded
+ * into MPFR for them. */
+START_TEST(abi8_plugin_keeps_its_mpfr_operators)
+{
+    char so[4200], args[8800];
+    test_plugin_path("abi8", so, sizeof so);
+    snprintf(args, sizeof args, "grad --net abieight --width 4 --depth 2 --format binary32 --plugin '%s'", so);
+    run_result r = run_vijp(args);
+    ck_assert_msg(r.rc == CLI_OK, "vijp %s: exit %d: %.400s%.400s", args, r.rc, r.out, r.err);
+    run_free(&r);
+}
+END_TEST
+
 Suite *suite_plugin_load(void)
 {
     Suite *s = suite_create("plugin_load");
@@ -186,6 +203,7 @@ Suite *suite_plugin_load(void)
     tcase_add_test(tc, plugin_output_stays_off_stdout);
     tcase_add_test(tc, abi6_plugin_still_loads);
     tcase_add_test(tc, abi7_plugin_runs_in_double_only);
+    tcase_add_test(tc, abi8_plugin_keeps_its_mpfr_operators);
     suite_add_tcase(s, tc);
     return s;
 }

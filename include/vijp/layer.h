@@ -266,6 +266,11 @@ struct vijp_layer_type {
     /* binary32@SET's native operators (vijp_ops_f above); NULL: binary32@SET
      * runs this type in the emulation, as binary32. */
     const vijp_ops_f *f;
+    /* The library's own: emu's operators on the doubles that matrices of
+     * the emulated formats hold (vijp/mat.h), without MPFR in between
+     * (src/layer/emu_native.h; plugin ABI 9).  Leave it NULL: a type from
+     * outside the library runs its mp operators there. */
+    const struct vijp_emu_native *emu_native;
 };
 
 /* The registry: every layer type, found by name.  It holds the built-in

@@ -53,7 +53,10 @@
 /* Bumped whenever vijp_layer_type or the operator contracts change shape
  * (6: vijp_format grew the storage format's overflow rule; 7:
  * vijp_interval_ops grew jacobian_box and jacobian_lipschitz; 8:
- * vijp_format grew flush-to-zero and stochastic rounding).  Plugins built
+ * vijp_format grew flush-to-zero and stochastic rounding; 9:
+ * vijp_layer_type grew emu_native, the library's own, at its end: an ABI
+ * 8 type registers as a copy of its shorter descriptor, nothing else
+ * changed).  Plugins built
  * for ABI 6 and 7 still load, as a copy of each type's descriptor that the
  * registry keeps (so such a type's descriptor in the registry is not the
  * plugin's own object): without the interval members an ABI 6 table lacks,
@@ -62,7 +65,7 @@
  * vijp_format_accumulator fills) and no loader can see whether it did.
  * Such a type runs in double only, with its interval enclosures; rebuild
  * it to run it in the MPFR and emulated formats. */
-#define VIJP_PLUGIN_ABI 8
+#define VIJP_PLUGIN_ABI 9
 #define VIJP_PLUGIN_ABI_OLDEST 6
 
 #if defined(__GNUC__)

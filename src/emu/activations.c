@@ -152,6 +152,39 @@ void vijp_emu_act_jacobian(int kind, const vijp_layer *L, mpfr_t *x, mpfr_t *J, 
             else mpfr_set_zero(J[i + j * L->in], 1);
 }
 
+/* ---- The same on double-held operands (layer/emu_native.h, vijp/mat.h):
+ * the loops above, reading and writing the doubles the matrices hold ---- */
+
+void vijp_emu_act_forward_d(int kind, const vijp_layer *L, const double *X, size_t B, double *Y, const vijp_format *f)
+{
+    ctx c = {f, vijp_emu_arith(f)};
+    for (size_t i = 0; i < L->in * B; i++) pairs[kind](X[i], &c, &Y[i], NULL);
+}
+
+void vijp_emu_act_jvp_d(int kind, const vijp_layer *L, const double *X, size_t B, const double *U, double *V,
+                        const vijp_format *f)
+{
+    ctx c = {f, vijp_emu_arith(f)};
+    for (size_t i = 0; i < L->in * B; i++) {
+        double d;
+        pairs[kind](X[i], &c, NULL, &d);
+        V[i] = vijp_emu_mul(U[i], d, c.g);
+    }
+}
+
+int vijp_emu_act_vijp_d(int kind, const vijp_layer *L, const double *X, size_t B, const double *Gx, double *Gy,
+                        const vijp_format *f)
+{
+    ctx c = {f, vijp_emu_arith(f)};
+    for (size_t i = 0; i < L->in * B; i++) {
+        double d;
+        pairs[kind](X[i], &c, NULL, &d);
+        if (d == 0 || (kind != VIJP_KACT_TANH && !isfinite(d))) return VIJP_ESINGULAR; /* as vijp_emu_act_vijp */
+        Gy[i] = vijp_emu_div(Gx[i], d, c.g);
+    }
+    return 0;
+}
+
 /* The oracles' inverses: logit log y − log1p(−y) on (0, 1); softplus⁻¹
  * log(expm1(y)) for y <= 1, y + log(−expm1(−y)) above; atanh on (−1, 1). */
 static int inverse_one(int kind, double y, const ctx *c, double *x)

@@ -24,4 +24,12 @@ void vijp_emu_act_jacobian(int kind, const vijp_layer *L, mpfr_t *x, mpfr_t *J, 
 /* sigmoid, softplus and tanh only (the oracles' vo_*_inverse). */
 int vijp_emu_act_inverse(int kind, const vijp_layer *L, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
 
+/* The same three on double-held operands (vijp/mat.h; layer/emu_native.h),
+ * bit for bit the MPFR-array ones. */
+void vijp_emu_act_forward_d(int kind, const vijp_layer *L, const double *X, size_t B, double *Y, const vijp_format *f);
+void vijp_emu_act_jvp_d(int kind, const vijp_layer *L, const double *X, size_t B, const double *U, double *V,
+                        const vijp_format *f);
+int vijp_emu_act_vijp_d(int kind, const vijp_layer *L, const double *X, size_t B, const double *Gx, double *Gy,
+                        const vijp_format *f);
+
 #endif

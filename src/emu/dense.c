@@ -20,6 +20,7 @@
 #include "dense.h"
 #include "emu.h"
 #include "emu/lanes.h"
+#include "layer/emu_native.h"
 #include "format/mpfr_io.h"
 #include "vijp/error.h"
 #include "oracles/oracles.h"
@@ -34,21 +35,30 @@
  * output row, each doing its own scalar sequence).  A and B are views of the
  * caller's MPFR arrays, read once into the lanes' layout. */
 
-/* Entry (r, c) of a matrix held in an MPFR array: v[r·rs + c·cs]. */
+/* Entry (r, c) of a matrix held in an MPFR array, v[r·rs + c·cs], or in
+ * doubles (vijp/mat.h: the formats here hold their values so), d[…]. */
 typedef struct {
     mpfr_t *v;
+    const double *d;
     size_t rs, cs;
 } view;
+
+/* Where a product's results go: an MPFR array, or doubles (exactly: on f's grid). */
+typedef struct {
+    mpfr_t *m;
+    double *d;
+} sink;
 
 /* The value an operand enters the products with: f's operand rounding
  * (tf32's, which vo_madd applies to each factor; a function of the element
  * alone, so applying it once here gives vo_madd's operands). */
-static inline double operand(mpfr_srcptr v, const vijp_format *f)
+static inline double operand_d(double d, const vijp_format *f)
 {
-    double d = vijp_emu_get1(v);
     if (f->mixed && f->operand_prec) d = vijp_emu_round(d, (vijp_emu_grid){(int)f->operand_prec, (int)f->emin, (int)f->emax});
     return d;
 }
+
+static inline double operand(mpfr_srcptr v, const vijp_format *f) { return operand_d(vijp_emu_get1(v), f); }
 
 /* Rows [r0, r1) of a rows × cols M into out (entry (r, c) at r + c·ld; rows
  * r >= rows zero: the lanes' padding), as floats or doubles.  The MPFR array is
@@ -67,13 +77,32 @@ static void read_view(view M, size_t r0, size_t r1, size_t rows, size_t cols, si
     }
     /* rows strided: then columns are M's contiguous direction; floats are
      * exact: f's values are binary32 values */
-#define READ_LOOPS(O, OUTER, FROM_OUTER, NOUTER, INNER, FROM_INNER, NINNER)                                      \
+#define READ_LOOPS(O, OUTER, FROM_OUTER, NOUTER, INNER, FROM_INNER, NINNER, GET)                                 \
     for (size_t OUTER = FROM_OUTER; OUTER < NOUTER; OUTER++)                                                        \
-        for (size_t INNER = FROM_INNER; INNER < NINNER; INNER++) O[r + c * ld] = operand(M.v[r * M.rs + c * M.cs], f)
-    if (M.rs != 1 && as_float) READ_LOOPS(of, r, r0, top, c, 0, cols);
-    else if (M.rs != 1) READ_LOOPS(od, r, r0, top, c, 0, cols);
-    else if (as_float) READ_LOOPS(of, c, 0, cols, r, r0, top);
-    else READ_LOOPS(od, c, 0, cols, r, r0, top);
+        for (size_t INNER = FROM_INNER; INNER < NINNER; INNER++) O[r + c * ld] = GET
+#define READ_ALL(GET)                                                                                              \
+    do {                                                                                                           \
+        if (M.rs != 1 && as_float) READ_LOOPS(of, r, r0, top, c, 0, cols, GET);                                    \
+        else if (M.rs != 1) READ_LOOPS(od, r, r0, top, c, 0, cols, GET);                                           \
+        else if (as_float) READ_LOOPS(of, c, 0, cols, r, r0, top, GET);                                            \
+        else READ_LOOPS(od, c, 0, cols, r, r0, top, GET);                                                          \
+    } while (0)
+    if (M.d && M.rs != 1) { /* a transposed read of doubles, in tiles: a row of the copy's writes a cache line
+                              * per entry (and 4K-aliases the reads); the tile keeps both lines in cache */
+        enum { T = 16 };
+        for (size_t t0 = r0; t0 < top; t0 += T)
+            for (size_t c0 = 0; c0 < cols; c0 += T) {
+                size_t t1 = t0 + T < top ? t0 + T : top, c1 = c0 + T < cols ? c0 + T : cols;
+                for (size_t r = t0; r < t1; r++)
+                    for (size_t c = c0; c < c1; c++) {
+                        double v = operand_d(M.d[r * M.rs + c * M.cs], f);
+                        if (as_float) of[r + c * ld] = (float)v;
+                        else od[r + c * ld] = v;
+                    }
+            }
+    } else if (M.d) READ_ALL(operand_d(M.d[r * M.rs + c * M.cs], f));
+    else READ_ALL(operand(M.v[r * M.rs + c * M.cs], f));
+#undef READ_ALL
 #undef READ_LOOPS
 }
 
@@ -99,7 +128,7 @@ typedef struct {
     size_t m, ncols, K, pad, lda, size;
     view A;
     void *a, *b, *c; /* the lanes' copies of A and B, and C */
-    mpfr_t *out;
+    sink out;
     const double *bias; /* or NULL */
     const vijp_format *f;
     mpfr_exp_t emin, emax; /* the caller's MPFR exponent range, the outputs' */
@@ -126,15 +155,16 @@ static void products_rows(void *ctx, size_t part, size_t begin, size_t end)
             size_t e = i + col * j->lda;
             double y = j->fl ? ((float *)j->c)[e] : ((double *)j->c)[e];
             if (j->bias) y = vijp_emu_add(y, j->bias[i], g);
-            vijp_emu_set1_range(j->out[i + col * j->m], y, j->emin, j->emax); /* exact: on the format's grid */
+            if (j->out.d) j->out.d[i + col * j->m] = y;
+            else vijp_emu_set1_range(j->out.m[i + col * j->m], y, j->emin, j->emax); /* exact: on the format's grid */
         }
 }
 
 /* out(i, c) = Σ_t A(i, t)·B(t, c) (+ bias_i, rounded to f, when bias), for
  * i < m, c < ncols, t < K ascending; out's entry (i, c) at out[i + c·m].
  * Split over f's threads by blocks of rows where the work pays for it. */
-static void products(const vijp_emu_lanes *set, size_t m, size_t ncols, size_t K, view A, view B, mpfr_t *out,
-                     mpfr_t *bias, const vijp_format *f)
+static void products(const vijp_emu_lanes *set, size_t m, size_t ncols, size_t K, view A, view B, sink out,
+                     view bias, const vijp_format *f)
 {
     vijp_emu_lanes_kind kind = vijp_emu_lanes_kind_of(f);
     int fl = kind == VIJP_EMU_FUSED_F || kind == VIJP_EMU_SPLIT_F;
@@ -144,22 +174,30 @@ static void products(const vijp_emu_lanes *set, size_t m, size_t ncols, size_t K
                       vijp_alloc_array(K * ncols + 1, size), vijp_alloc_array(lda * ncols + 1, size), out, NULL, f,
                       mpfr_get_emin(), mpfr_get_emax()};
     read_view(B, 0, K, K, ncols, K, fl, j.b, f);
-    double *bd = bias ? vijp_emu_get(bias, m) : NULL;
-    j.bias = bd;
+    double *bm = bias.v && !bias.d ? vijp_emu_get(bias.v, m) : NULL;
+    j.bias = bias.d ? bias.d : bm;
     /* work in lane multiply-adds (fork.h); an MPFR value read or written
      * costs about 64 of them */
     vijp_fork(f->threads, lda / pad, (double)lda * (double)ncols * (double)K + 64.0 * (double)m * (double)(K + ncols),
               products_rows, &j);
-    free(bd);
+    free(bm);
     free(j.a), free(j.b), free(j.c);
 }
 
-/* y = W x + b (vo_dense_forward) or, bias 0, V = W U: W(i, k) = th[i + k·m]. */
+/* y = W x + b (vo_dense_forward) or, bias 0, V = W U: W(i, k) = th[i + k·m];
+ * operands and result in MPFR (th, X, Y) or doubles (thd, Xd, Yd). */
+static void forward_on(const vijp_emu_lanes *set, const vijp_layer *L, mpfr_t *th, const double *thd, mpfr_t *X,
+                       const double *Xd, size_t B, sink Y, int bias, const vijp_format *f)
+{
+    size_t m = L->out, n = L->in;
+    view b = {bias && !thd ? &th[m * n] : NULL, bias && thd ? &thd[m * n] : NULL, 1, 0};
+    products(set, m, B, n, (view){th, thd, 1, m}, (view){X, Xd, 1, n}, Y, b, f);
+}
+
 void vijp_emu_dense_forward_on(const vijp_emu_lanes *set, const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B,
                                mpfr_t *Y, int bias, const vijp_format *f)
 {
-    size_t m = L->out, n = L->in;
-    products(set, m, B, n, (view){th, 1, m}, (view){X, 1, n}, Y, bias ? &th[m * n] : NULL, f);
+    forward_on(set, L, th, NULL, X, NULL, B, (sink){Y, NULL}, bias, f);
 }
 
 void vijp_emu_dense_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, const vijp_format *f)
@@ -179,7 +217,7 @@ void vijp_emu_dense_vjp_on(const vijp_emu_lanes *set, const vijp_layer *L, mpfr_
                            mpfr_t *Gx, const vijp_format *f)
 {
     size_t m = L->out, n = L->in;
-    products(set, n, B, m, (view){th, m, 1}, (view){Gy, 1, m}, Gx, NULL, f);
+    products(set, n, B, m, (view){th, NULL, m, 1}, (view){Gy, NULL, 1, m}, (sink){Gx, NULL}, (view){0}, f);
 }
 
 void vijp_emu_dense_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx,
@@ -194,7 +232,7 @@ void vijp_emu_dense_vjp_param_on(const vijp_emu_lanes *set, const vijp_layer *L,
                                  mpfr_t *Gt, const vijp_format *f)
 {
     size_t m = L->out, n = L->in;
-    products(set, m, n, B, (view){Gy, 1, m}, (view){X, n, 1}, Gt, NULL, f);
+    products(set, m, n, B, (view){Gy, NULL, 1, m}, (view){X, NULL, n, 1}, (sink){Gt, NULL}, (view){0}, f);
     vijp_emu_grid g = vijp_emu_arith(f);
     for (size_t i = 0; i < m; i++) {
         double s = 0;
@@ -237,6 +275,77 @@ static void eliminate_rows(void *ctx, size_t part, size_t begin, size_t end)
     }
 #undef A_
 }
+
+/* ---- The same products on double-held operands (layer/emu_native.h) ----
+ *
+ * The matrices of these formats hold their values as doubles (vijp/mat.h):
+ * the products read and write them there, the same operations as above
+ * (the views differ in where an entry is read, not in its value). */
+
+static void native_forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y,
+                           const vijp_format *f)
+{
+    forward_on(vijp_emu_lanes_active(), L, NULL, th, NULL, X, B, (sink){NULL, Y}, 1, f);
+}
+
+static void native_jvp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *U, double *V,
+                       const vijp_format *f)
+{
+    (void)X;
+    forward_on(vijp_emu_lanes_active(), L, NULL, th, NULL, U, B, (sink){NULL, V}, 0, f);
+}
+
+static void native_vjp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy, double *Gx,
+                       const vijp_format *f)
+{
+    (void)X;
+    size_t m = L->out, n = L->in;
+    products(vijp_emu_lanes_active(), n, B, m, (view){NULL, th, m, 1}, (view){NULL, Gy, 1, m}, (sink){NULL, Gx},
+             (view){0}, f);
+}
+
+static void native_vjp_param(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy,
+                             double *Gt, const vijp_format *f)
+{
+    (void)th;
+    size_t m = L->out, n = L->in;
+    products(vijp_emu_lanes_active(), m, n, B, (view){NULL, Gy, 1, m}, (view){NULL, X, n, 1}, (sink){NULL, Gt},
+             (view){0}, f);
+    vijp_emu_grid g = vijp_emu_arith(f);
+    for (size_t i = 0; i < m; i++) { /* ∂b_i = Σ_j g(i, j), j ascending, as vijp_emu_dense_vjp_param */
+        double s = 0;
+        for (size_t j = 0; j < B; j++) s = vijp_emu_add(s, Gy[i + j * m], g);
+        Gt[m * n + i] = s;
+    }
+}
+
+/* Square W: Wᵀ gy = gx by the solve on doubles (vijp_emu_dense_vijp's);
+ * m ≠ n is the QR's, through MPFR (VIJP_EUNSUPPORTED). */
+static int native_vijp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gx,
+                       const double *frag, double *Gy, const vijp_format *f)
+{
+    (void)X, (void)frag;
+    size_t n = L->in;
+    if (L->out != n) return VIJP_EUNSUPPORTED;
+    double *A = vijp_alloc_array(n ? n * n : 1, sizeof *A); /* Wᵀ row-major: W column-major as it is */
+    memcpy(A, th, n * n * sizeof *A);
+    memcpy(Gy, Gx, n * B * sizeof *Gy); /* the oracle copies gx to gy, then solves in gy */
+    int rc = vijp_emu_ge_solve_d(n, A, Gy, B, vijp_emu_arith(f), f->threads);
+    free(A);
+    return rc;
+}
+
+/* vo_dense_fragment_count's: the shape alone. */
+static size_t native_fragment_count(const vijp_layer *L, const double *th, const double *X, size_t B)
+{
+    (void)th, (void)X;
+    return L->out > L->in ? (L->out - L->in) * B : 0;
+}
+
+const struct vijp_emu_native vijp_emu_dense_native = {
+    .forward = native_forward, .jvp = native_jvp, .vjp = native_vjp, .vjp_param = native_vjp_param,
+    .vijp = native_vijp, .fragment_count = native_fragment_count,
+};
 
 /* vo_ge_solve on doubles: A (n × n, row-major, already transposed where
  * asked) is overwritten by its LU factors, r (n × B) by the solution.  The

@@ -44,4 +44,8 @@ int vijp_emu_ge_solve(size_t n, mpfr_t *A0, int trans, mpfr_t *r, size_t B, cons
  * its LU factors; on up to threads threads (f's), the same bits. */
 int vijp_emu_ge_solve_d(size_t n, double *A, double *r, size_t B, vijp_emu_grid g, int threads);
 
+/* The products and the square vijp on double-held operands (layer/emu_native.h),
+ * bit for bit the functions above: dense's emu_native. */
+extern const struct vijp_emu_native vijp_emu_dense_native;
+
 #endif

@@ -5,6 +5,7 @@
 #include "vijp/interval.h"
 #include "vijp/error.h"
 #include "format/mat_mp.h"
+#include "emu_native.h"
 #include "native_f32.h"
 #include "route.h"
 #include <ctype.h>
@@ -148,6 +149,21 @@ static mpfr_t *mp_arg(mp_args *g, const vijp_mat *a, vijp_mat *out)
 static mpfr_t *mp_in(mp_args *g, const vijp_mat *a) { return mp_arg(g, a, NULL); }
 static mpfr_t *mp_out(mp_args *g, vijp_mat *a) { return mp_arg(g, a, a); }
 
+/* The type's emulation on doubles (emu_native.h) where the route emulates
+ * (the narrow formats; FLOAT where the float operator declined) and every
+ * matrix given holds doubles (NULL: none given); NULL otherwise, and the
+ * operator runs on MPFR arrays as below. */
+static const struct vijp_emu_native *native_of(const vijp_layer *L, const vijp_route *r, const vijp_mat *a,
+                                               const vijp_mat *b, const vijp_mat *c, const vijp_mat *d)
+{
+    if ((r->kind != VIJP_ROUTE_EMULATED && r->kind != VIJP_ROUTE_FLOAT) || !L->type->emu || !L->type->emu_native)
+        return NULL;
+    const vijp_mat *all[] = {a, b, c, d};
+    for (int i = 0; i < 4; i++)
+        if (all[i] && !all[i]->d) return NULL;
+    return L->type->emu_native;
+}
+
 /* Outputs read back (also where the operator failed: what it left there,
  * as in an MPFR-held output), every twin freed. */
 static void mp_done(mp_args *g)
@@ -167,12 +183,16 @@ int vijp_layer_forward(const vijp_layer *L, const vijp_mat *theta, const vijp_ma
 {
     const vijp_route r = vijp_route_of(X->fmt);
     int rc;
+    const struct vijp_emu_native *nat;
     if ((rc = check_theta(L, &r, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
         (rc = shape(Y, L->out, X->cols, "output", L, err)))
         return rc;
     if (r.kind == VIJP_ROUTE_DOUBLE) L->type->d->forward(L, &r.cx, TH(theta, d), X->d, X->cols, Y->d);
-    else if (!vijp_layer_f32(&r, VIJP_F32_FORWARD, L, theta, X, NULL, NULL, Y, &rc, err))
-    {
+    else if (vijp_layer_f32(&r, VIJP_F32_FORWARD, L, theta, X, NULL, NULL, Y, &rc, err)) {
+        /* rc and err as the native float operator left them */
+    } else if ((nat = native_of(L, &r, theta, X, Y, NULL)) && nat->forward) {
+        nat->forward(L, TH(theta, d), X->d, X->cols, Y->d, X->fmt), vijp_mat_store(Y);
+    } else {
         mp_args g = {0};
         mpfr_t *th = mp_in(&g, theta), *x = mp_in(&g, X), *y = mp_out(&g, Y);
         MP(L, &r)->forward(L, th, x, X->cols, y, X->fmt);
@@ -186,13 +206,17 @@ int vijp_layer_jvp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X
 {
     const vijp_route r = vijp_route_of(X->fmt);
     int rc;
+    const struct vijp_emu_native *nat;
     if ((rc = check_theta(L, &r, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
         (rc = shape(U, L->in, X->cols, "tangent", L, err)) ||
         (rc = shape(V, L->out, X->cols, "output tangent", L, err)))
         return rc;
     if (r.kind == VIJP_ROUTE_DOUBLE) L->type->d->jvp(L, &r.cx, TH(theta, d), X->d, X->cols, U->d, V->d);
-    else if (!vijp_layer_f32(&r, VIJP_F32_JVP, L, theta, X, U, NULL, V, &rc, err))
-    {
+    else if (vijp_layer_f32(&r, VIJP_F32_JVP, L, theta, X, U, NULL, V, &rc, err)) {
+        /* rc and err as the native float operator left them */
+    } else if ((nat = native_of(L, &r, theta, X, U, V)) && nat->jvp) {
+        nat->jvp(L, TH(theta, d), X->d, X->cols, U->d, V->d, X->fmt), vijp_mat_store(V);
+    } else {
         mp_args g = {0};
         mpfr_t *th = mp_in(&g, theta), *x = mp_in(&g, X), *u = mp_in(&g, U), *v = mp_out(&g, V);
         MP(L, &r)->jvp(L, th, x, X->cols, u, v, X->fmt);
@@ -206,13 +230,17 @@ int vijp_layer_vjp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X
 {
     const vijp_route r = vijp_route_of(X->fmt);
     int rc;
+    const struct vijp_emu_native *nat;
     if ((rc = check_theta(L, &r, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
         (rc = shape(Gy, L->out, X->cols, "output cotangent", L, err)) ||
         (rc = shape(Gx, L->in, X->cols, "input cotangent", L, err)))
         return rc;
     if (r.kind == VIJP_ROUTE_DOUBLE) L->type->d->vjp(L, &r.cx, TH(theta, d), X->d, X->cols, Gy->d, Gx->d);
-    else if (!vijp_layer_f32(&r, VIJP_F32_VJP, L, theta, X, Gy, NULL, Gx, &rc, err))
-    {
+    else if (vijp_layer_f32(&r, VIJP_F32_VJP, L, theta, X, Gy, NULL, Gx, &rc, err)) {
+        /* rc and err as the native float operator left them */
+    } else if ((nat = native_of(L, &r, theta, X, Gy, Gx)) && nat->vjp) {
+        nat->vjp(L, TH(theta, d), X->d, X->cols, Gy->d, Gx->d, X->fmt), vijp_mat_store_as(Gx, VIJP_STORE_GRADIENT);
+    } else {
         mp_args g = {0};
         mpfr_t *th = mp_in(&g, theta), *x = mp_in(&g, X), *gy = mp_in(&g, Gy), *gx = mp_out(&g, Gx);
         MP(L, &r)->vjp(L, th, x, X->cols, gy, gx, X->fmt);
@@ -227,13 +255,17 @@ int vijp_layer_vjp_param(const vijp_layer *L, const vijp_mat *theta, const vijp_
     if (L->type->param_count(L) == 0) return 0;
     const vijp_route r = vijp_route_of(X->fmt);
     int rc;
+    const struct vijp_emu_native *nat;
     if ((rc = check_theta(L, &r, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
         (rc = shape(Gy, L->out, X->cols, "output cotangent", L, err)) ||
         (rc = shape(Gt, theta->rows, 1, "parameter gradient", L, err)))
         return rc;
     if (r.kind == VIJP_ROUTE_DOUBLE) L->type->d->vjp_param(L, &r.cx, theta->d, X->d, X->cols, Gy->d, Gt->d);
-    else if (!vijp_layer_f32(&r, VIJP_F32_VJP_PARAM, L, theta, X, Gy, NULL, Gt, &rc, err))
-    {
+    else if (vijp_layer_f32(&r, VIJP_F32_VJP_PARAM, L, theta, X, Gy, NULL, Gt, &rc, err)) {
+        /* rc and err as the native float operator left them */
+    } else if ((nat = native_of(L, &r, theta, X, Gy, Gt)) && nat->vjp_param) {
+        nat->vjp_param(L, theta->d, X->d, X->cols, Gy->d, Gt->d, X->fmt), vijp_mat_store_as(Gt, VIJP_STORE_GRADIENT);
+    } else {
         mp_args g = {0};
         mpfr_t *th = mp_in(&g, theta), *x = mp_in(&g, X), *gy = mp_in(&g, Gy), *gt = mp_out(&g, Gt);
         MP(L, &r)->vjp_param(L, th, x, X->cols, gy, gt, X->fmt);
@@ -248,6 +280,8 @@ static size_t fragment_count_on(const vijp_layer *L, const vijp_route *r, const 
         return L->type->d->fragment_count ? L->type->d->fragment_count(L, &r->cx, TH(theta, d), X->d, X->cols) : 0;
     const vijp_ops_mp *o = MP(L, r);
     if (!o || !o->fragment_count) return 0;
+    const struct vijp_emu_native *nat = native_of(L, r, theta, X, NULL, NULL);
+    if (nat && nat->fragment_count) return nat->fragment_count(L, TH(theta, d), X->d, X->cols);
     mp_args g = {0};
     mpfr_t *th = mp_in(&g, theta), *x = mp_in(&g, X);
     size_t k = o->fragment_count(L, th, x, X->cols);
@@ -288,6 +322,7 @@ int vijp_layer_vijp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *
 {
     const vijp_route r = vijp_route_of(X->fmt);
     int rc;
+    const struct vijp_emu_native *nat;
     size_t k = fragment_count_on(L, &r, theta, X);
     if ((rc = check_theta(L, &r, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
         (rc = shape(Gx, L->in, X->cols, "input cotangent", L, err)) ||
@@ -299,6 +334,12 @@ int vijp_layer_vijp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *
         rc = L->type->d->vijp(L, &r.cx, TH(theta, d), X->d, X->cols, Gx->d, k ? frag->d : NULL, Gy->d, err);
     } else if (vijp_layer_f32(&r, VIJP_F32_VIJP, L, theta, X, Gx, k ? frag : NULL, Gy, &rc, err)) {
         /* rc and err as the native operator left them */
+    } else if ((nat = native_of(L, &r, theta, X, Gx, k ? frag : NULL)) && nat->vijp && Gy->d &&
+               (rc = nat->vijp(L, TH(theta, d), X->d, X->cols, Gx->d, k ? frag->d : NULL, Gy->d, X->fmt)) !=
+                   VIJP_EUNSUPPORTED) {
+        if (rc) return vijp_fail(err, rc, "%s layer (%zu -> %zu) vijp in %s: the Jacobian is singular "
+                                 "in this format (rank lost beyond the fragment)", L->type->name, L->in, L->out, X->fmt->name);
+        vijp_mat_store_as(Gy, VIJP_STORE_GRADIENT);
     } else {
         mp_args g = {0};
         mpfr_t *th = mp_in(&g, theta), *x = mp_in(&g, X), *gx = mp_in(&g, Gx), *fm = k ? mp_in(&g, frag) : NULL;

@@ -9,6 +9,7 @@
 #include "vijp/error.h"
 #include "kernels/dual.h"
 #include "emu/activations.h"
+#include "layer/emu_native.h"
 #include "kernels/kernels.h"
 
 VIJP_MUST_CHECK int vijp_act_parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *err);
@@ -61,7 +62,28 @@ extern const vijp_ops_f vijp_act_ops_f;
     {                                                                                                         \
         (void)th;                                                                                             \
         vijp_emu_act_jacobian(kind, L, x, J, f);                                                              \
-    }
+    }                                                                                                         \
+    static void native_forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y,   \
+                               const vijp_format *f)                                                          \
+    {                                                                                                         \
+        (void)th;                                                                                             \
+        vijp_emu_act_forward_d(kind, L, X, B, Y, f);                                                          \
+    }                                                                                                         \
+    static void native_jvp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *U, \
+                           double *V, const vijp_format *f)                                                   \
+    {                                                                                                         \
+        (void)th;                                                                                             \
+        vijp_emu_act_jvp_d(kind, L, X, B, U, V, f);                                                           \
+    }                                                                                                         \
+    static int native_vijp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gx, \
+                           const double *frag, double *Gy, const vijp_format *f)                              \
+    {                                                                                                         \
+        (void)th, (void)frag;                                                                                 \
+        return vijp_emu_act_vijp_d(kind, L, X, B, Gx, Gy, f);                                                 \
+    }                                                                                                         \
+    static const struct vijp_emu_native ops_native = {                                                        \
+        .forward = native_forward, .jvp = native_jvp, .vjp = native_jvp, .vijp = native_vijp,                 \
+    };
 
 #define VIJP_ACT_EMU_INVERSE_DEFINE(kind)                                                                     \
     static int emu_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X,                   \

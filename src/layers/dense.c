@@ -288,6 +288,6 @@ extern const vijp_ops_f vijp_dense_ops_f; /* binary32@SET: dense_f32.c */
 const vijp_layer_type vijp_layer_dense = {
     .name = "dense", .syntax = "dense:M (M outputs) or dense:MxN (N inputs)",
     .parse = parse, .print = print, .param_count = param_count, .init = init, .declare = declare, .jacobian_exact = 1,
-    .residual = VIJP_RESIDUAL_NONE, .d = &ops_d, .mp = &ops_mp, .emu = &ops_emu, .f = &vijp_dense_ops_f,
+    .residual = VIJP_RESIDUAL_NONE, .d = &ops_d, .mp = &ops_mp, .emu = &ops_emu, .emu_native = &vijp_emu_dense_native, .f = &vijp_dense_ops_f,
     .bounds = {.inverse = VIJP_INVBOUND_LINEAR}, .bias_index = bias_index, .vjp_param_bound = vjp_param_bound,
 };

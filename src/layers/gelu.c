@@ -39,7 +39,7 @@ static const vijp_ops_mp ops_emu = VIJP_ACT_OPS_EMU(NULL);
 const vijp_layer_type vijp_layer_gelu = {
     .name = "gelu", .syntax = "gelu[:tanh] (x·Phi(x), erf form; :tanh the tanh approximation; keeps its width)",
     .parse = parse, .param_count = vijp_act_no_params, .declare = declare,
-    .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp, .emu = &ops_emu, .f = &vijp_act_ops_f,
+    .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp, .emu = &ops_emu, .emu_native = &ops_native, .f = &vijp_act_ops_f,
     /* the bound of f′ above over |x| <= 4, 0.5 away from x0, relative to |f′|: max 33.2 at
      * x = −1.252 (f itself 16; step 5e-4) */
     .bounds = {.ulps = 34, .n_deriv_zeros = 1, .deriv_zeros = {-0.751791524693564}},

@@ -14,6 +14,7 @@
 #include "legacy.h"
 #include <stdlib.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <string.h>
 
 extern const vijp_layer_type vijp_layer_dense, vijp_layer_leaky_relu, vijp_layer_relu, vijp_layer_tanh,
@@ -55,11 +56,13 @@ const vijp_layer_type *vijp_layer_type_find(const char *name)
 
 int vijp_registering_abi = 0;
 
-/* A type from a plugin built for an older ABI (6 or 7), registered as a
+/* A type from a plugin built for an older ABI (6, 7 or 8), registered as a
  * copy of its descriptor that shows vijp only what that plugin can be
  * trusted with; both live as long as the process, as the plugin's own
  * descriptor does (one refused by the checks is a few dozen bytes, not
  * freed: the loader keeps the plugin mapped too).
+ *   - ABI 6 to 8: its descriptor ends before emu_native (plugin.h), which
+ *     the copy has NULL.
  *   - ABI 6: its vijp_interval_ops ends after deriv_enclose, so the copy's
  *     table holds deriv_enclose alone (ABI 7's members NULL).
  *   - ABI 6 and 7: vijp_format grew in ABI 8 (ftz and stochastic rounding,
@@ -74,7 +77,9 @@ int vijp_registering_abi = 0;
 static const vijp_layer_type *legacy_copy(const vijp_layer_type *T, int abi)
 {
     vijp_layer_type *copy = vijp_alloc(sizeof *copy);
-    *copy = *T;
+    memset(copy, 0, sizeof *copy);
+    memcpy(copy, T, offsetof(vijp_layer_type, emu_native)); /* before ABI 9 the descriptor ended there */
+    if (abi >= 8) return copy; /* ABI 8: vijp_layer_type's new last member alone */
     copy->mp = copy->emu = NULL;
     if (T->interval) {
         vijp_interval_ops *ops = vijp_alloc(sizeof *ops);
@@ -88,7 +93,7 @@ static const vijp_layer_type *legacy_copy(const vijp_layer_type *T, int abi)
 
 int vijp_layer_register(const vijp_layer_type *T, vijp_error *err)
 {
-    if (vijp_registering_abi && vijp_registering_abi < 8) T = legacy_copy(T, vijp_registering_abi); /* as ABI 8 sees it */
+    if (vijp_registering_abi && vijp_registering_abi < 9) T = legacy_copy(T, vijp_registering_abi); /* as ABI 9 sees it */
     int rc = vijp_layer_type_check(T, err);
     if (rc) return rc;
     if (vijp_layer_type_find(T->name))

@@ -42,7 +42,7 @@ static const vijp_ops_mp ops_emu = VIJP_ACT_OPS_EMU(emu_inverse);
 const vijp_layer_type vijp_layer_sigmoid = {
     .name = "sigmoid", .syntax = "sigmoid (keeps its width)",
     .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
-    .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp, .emu = &ops_emu, .f = &vijp_act_ops_f,
+    .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp, .emu = &ops_emu, .emu_native = &ops_native, .f = &vijp_act_ops_f,
     /* f′ within 12u; inverse 3u|x| + 2.8u (log1p/exp chain above), forward 7u amplified by 1/f′ */
     .bounds = {.ulps = 12, .inverse = VIJP_INVBOUND_ELEMENTWISE, .inv_a = 4, .inv_c = 3, .inv_b = 8},
     .interval = &(const vijp_interval_ops){.deriv_enclose = vo_sigmoid_deriv_enclose}, .dual_eval = eval,

@@ -69,7 +69,7 @@ const vijp_layer_type vijp_layer_softplus = {
     .name = "softplus", .syntax = "softplus[:BETA[/THRESHOLD]] (log(1 + e^(BETA x))/BETA, x where BETA x > THRESHOLD; default 1, none; "
     "keeps its width)",
     .parse = parse, .param_count = vijp_act_no_params, .declare = declare,
-    .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp, .emu = &ops_emu, .f = &vijp_act_ops_f,
+    .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp, .emu = &ops_emu, .emu_native = &ops_native, .f = &vijp_act_ops_f,
     /* f′ within 7u; inverse 2u|x| + 4u, forward 5u amplified by 1/f′ */
     .bounds = {.ulps = 8, .inverse = VIJP_INVBOUND_ELEMENTWISE, .inv_a = 3, .inv_c = 5, .inv_b = 6},
     .interval = &(const vijp_interval_ops){.deriv_enclose = vo_softplus_deriv_enclose}, .dual_eval = eval,

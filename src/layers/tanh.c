@@ -42,7 +42,7 @@ static const vijp_ops_mp ops_emu = VIJP_ACT_OPS_EMU(emu_inverse);
 const vijp_layer_type vijp_layer_tanh = {
     .name = "tanh", .syntax = "tanh (keeps its width)",
     .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
-    .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp, .emu = &ops_emu, .f = &vijp_act_ops_f,
+    .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp, .emu = &ops_emu, .emu_native = &ops_native, .f = &vijp_act_ops_f,
     /* f′ within 6u (dual.c); inverse: glibc's atanh and tanh within 2 ulps (4u) each, the
      * forward's error amplified by 1/f′ */
     .bounds = {.inverse = VIJP_INVBOUND_ELEMENTWISE, .inv_a = 4, .inv_b = 4},

@@ -1,0 +1,28 @@
+/* A type's native emulation on doubles (vijp_layer_type's emu_native, the
+ * library's own types only): its emu operators (the narrow formats' native
+ * path, src/emu/) on the double arrays that matrices of those formats hold
+ * (vijp/mat.h), so that layer.c calls them without expanding the operands
+ * into MPFR and back.  Same contracts as vijp_ops_mp's operators, and bit
+ * for bit emu's results (on the format's arithmetic grid; layer.c stores
+ * them as it stores emu's).  A NULL member, or an int one returning
+ * VIJP_EUNSUPPORTED, leaves the case to emu (then mp) through MPFR twins. */
+#ifndef VIJP_LAYER_EMU_NATIVE_H
+#define VIJP_LAYER_EMU_NATIVE_H
+
+#include "vijp/layer.h"
+
+struct vijp_emu_native {
+    void (*forward)(const vijp_layer *L, const double *theta, const double *X, size_t B, double *Y,
+                    const vijp_format *f);
+    void (*jvp)(const vijp_layer *L, const double *theta, const double *X, size_t B, const double *U, double *V,
+                const vijp_format *f);
+    void (*vjp)(const vijp_layer *L, const double *theta, const double *X, size_t B, const double *Gy, double *Gx,
+                const vijp_format *f);
+    void (*vjp_param)(const vijp_layer *L, const double *theta, const double *X, size_t B, const double *Gy,
+                      double *Gtheta, const vijp_format *f);
+    int (*vijp)(const vijp_layer *L, const double *theta, const double *X, size_t B, const double *Gx,
+                const double *frag, double *Gy, const vijp_format *f);
+    size_t (*fragment_count)(const vijp_layer *L, const double *theta, const double *X, size_t B);
+};
+
+#endif
