@@ -7,12 +7,13 @@
 #include "compare/cache.h"
 #include <mpfr.h>
 
-/* Bytes per value of a matrix in format f: a double, or an mpfr_t and its
- * significand in one block (mat.c's mp_block_new: no size limb, no
- * per-value malloc header). */
+/* Bytes per value of a matrix in format f: a double for double and every
+ * format whose values are doubles (vijp/mat.h: the emulated and mixed
+ * ones), else an mpfr_t and its significand in one block (mat.c's
+ * mp_block_new: no size limb, no per-value malloc header). */
 static double value_bytes(const vijp_format *f)
 {
-    if (f->kind == VIJP_DOUBLE) return sizeof(double);
+    if (vijp_format_values_double(f)) return sizeof(double);
     return (double)(sizeof(mpfr_t) + mpfr_custom_get_size((mpfr_prec_t)f->prec));
 }
 
