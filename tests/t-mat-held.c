@@ -192,8 +192,8 @@ END_TEST
 
 /* A layer operator on double-held matrices, through the adapter (MPFR and
  * emulated routes) or the emulation's native operators, against the same
- * call on MPFR-held ones: forward, jvp, vjp, the parameters' gradient and
- * the vijp of dense:12 and gelu. */
+ * call on MPFR-held ones: forward, vjp, the parameters' gradient, the vijp
+ * and (dense) the inverse of dense:12 and gelu. */
 START_TEST(layer_operators_match_on_mpfr_held_matrices)
 {
     static const char *const fmts[] = {"binary32", "bfloat16+binary32", "e4m3", "bfloat16:sr+binary32",
@@ -229,8 +229,14 @@ START_TEST(layer_operators_match_on_mpfr_held_matrices)
                 int rc = vijp_layer_vijp(&L, T, &h[k][1], &h[k][2], NULL, &h[k][6], NULL);
                 ck_assert_msg(rc == 0 || rc == VIJP_ESINGULAR, "%s %s vijp: %d", fmts[fi], specs[si], rc);
                 if (rc) vijp_mat_zero(&h[k][6]);
+                if (L.type->mp->inverse) { /* back from the forward's output, into G's place */
+                    rc = vijp_layer_inverse(&L, T, &h[k][3], &h[k][2], NULL);
+                    ck_assert_msg(rc == 0 || rc == VIJP_ESINGULAR, "%s %s inverse: %d", fmts[fi], specs[si], rc);
+                    if (rc) vijp_mat_zero(&h[k][2]);
+                }
             }
-            static const char *const what[] = {"theta", "X", "G", "forward", "vjp", "vjp_param", "vijp"};
+            static const char *const what[] = {"theta", "X", "G (inverse where the type has one)", "forward", "vjp",
+                                       "vjp_param", "vijp"};
             char label[96];
             for (int j = 0; j < 7; j++) {
                 snprintf(label, sizeof label, "%s %s", specs[si], what[j]);

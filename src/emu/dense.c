@@ -342,9 +342,26 @@ static size_t native_fragment_count(const vijp_layer *L, const double *th, const
     return L->out > L->in ? (L->out - L->in) * B : 0;
 }
 
+/* vijp_emu_dense_inverse on doubles: W (row-major copy) x = y − b. */
+static int native_inverse(const vijp_layer *L, const double *th, const double *Y, size_t B, double *X,
+                          const vijp_format *f)
+{
+    size_t n = L->in;
+    if (L->out != n) return VIJP_EUNSUPPORTED; /* the oracle's case: mp runs it */
+    double *A = vijp_alloc_array(n ? n * n : 1, sizeof *A);
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < n; k++) A[k + i * n] = th[i + k * n];
+    vijp_emu_grid g = vijp_emu_arith(f);
+    for (size_t j = 0; j < B; j++)
+        for (size_t i = 0; i < n; i++) X[i + j * n] = vijp_emu_sub(Y[i + j * n], th[n * n + i], g);
+    int rc = vijp_emu_ge_solve_d(n, A, X, B, g, f->threads);
+    free(A);
+    return rc;
+}
+
 const struct vijp_emu_native vijp_emu_dense_native = {
     .forward = native_forward, .jvp = native_jvp, .vjp = native_vjp, .vjp_param = native_vjp_param,
-    .vijp = native_vijp, .fragment_count = native_fragment_count,
+    .vijp = native_vijp, .fragment_count = native_fragment_count, .inverse = native_inverse,
 };
 
 /* vo_ge_solve on doubles: A (n × n, row-major, already transposed where

@@ -88,9 +88,11 @@ void vijp_mat_put_mp(vijp_mat *a, const vijp_mat *t)
 
 /* A double-held matrix of a format other than double (vijp_format_values_double):
  * its values are the format's, which every helper below rounds to as the
- * MPFR-held one does, natively where narrow.c's grids give the same bits
- * (t-mat-held checks both routes against each other) and through an MPFR
- * twin elsewhere (":sr", ":ftz", MX and tensor-scaled stores, vo_dot_acc). */
+ * MPFR-held one does: natively where narrow.c's grids give the same bits,
+ * a line at a time through MPFR scratch for tensor scales and MX sets
+ * (line_put), and through an MPFR twin of the whole matrix for the rest
+ * (":sr" and ":ftz" stores, vo_dot_acc); t-mat-held checks every route
+ * against the MPFR-held one. */
 static int held_d(const vijp_mat *a) { return a->d && a->fmt->kind != VIJP_DOUBLE; }
 
 /* Whether f's rounding of one double to its storage (vo_store; unless mixed
@@ -179,6 +181,15 @@ static void store_entry(vijp_mat *a, size_t i)
     else vo_store(a->m[i], a->m[i], a->fmt);
 }
 
+/* A double-held a's line of len values from first, stride apart, written
+ * through w (an MPFR scratch line at a's precision, mp_block_new's: what
+ * the MPFR-only quantisers, vijp_scaled_line and vijp_mx_block, write an
+ * MPFR-held a's entries as), exactly: the values are the format's. */
+static void line_put(vijp_mat *a, size_t first, size_t stride, mpfr_t *w, size_t len)
+{
+    for (size_t k = 0; k < len; k++) a->d[first + k * stride] = vijp_emu_get1(w[k]);
+}
+
 /* Tensor-scaled formats (format.h, scaled.c): the tensor is the whole
  * matrix a; its scale from src's values (src: a's own, a matrix of a's
  * shape, or doubles at a's indices), then each line of a.  first, len,
@@ -200,6 +211,7 @@ static void scaled_store(vijp_mat *a, const vijp_mat *src, const double *src_d, 
     mpfr_prec_t p = src && src->m && src->fmt->prec > 53 ? src->fmt->prec : 53;
     mpfr_t *v = vijp_alloc_array(len ? len : 1, sizeof *v); /* the line's values, exact */
     for (size_t k = 0; k < len; k++) mpfr_init2(v[k], p);
+    mpfr_t *w = a->d ? mp_block_new(len, a->fmt->prec) : NULL; /* a double-held a's line (line_put) */
     for (size_t j = 0; j < lines; j++) {
         size_t at = lines > 1 ? j * a->rows : first;
         for (size_t k = 0; k < len; k++) {
@@ -208,10 +220,11 @@ static void scaled_store(vijp_mat *a, const vijp_mat *src, const double *src_d, 
             else if (src->d) mpfr_set_d(v[k], src->d[i], MPFR_RNDN);
             else mpfr_set(v[k], src->m[i], MPFR_RNDN);
         }
-        vijp_scaled_line(&t, a->m + at, stride, v, 1, len);
+        if (w) vijp_scaled_line(&t, w, 1, v, 1, len), line_put(a, at, stride, w, len);
+        else vijp_scaled_line(&t, a->m + at, stride, v, 1, len);
     }
     for (size_t k = 0; k < len; k++) mpfr_clear(v[k]);
-    free(v);
+    free(v), free(w);
     vijp_scaled_clear(&t);
 }
 
@@ -270,6 +283,10 @@ static int store_held_natively(vijp_mat *a, size_t first, size_t len, size_t str
 void vijp_mat_store_as(vijp_mat *a, vijp_store_role role)
 {
     if (!a->fmt->mixed || (!a->m && !held_d(a))) return;
+    if (a->fmt->tensor_scaled) {
+        scaled_store(a, a, NULL, role, 0, 0, 1);
+        return;
+    }
     if (a->d) {
         int done = 1;
         if (a->fmt->mx_block) /* blocks down each column */
@@ -282,10 +299,6 @@ void vijp_mat_store_as(vijp_mat *a, vijp_store_role role)
             vijp_mat_put_mp(a, &t);
             vijp_mat_clear(&t);
         }
-        return;
-    }
-    if (a->fmt->tensor_scaled) {
-        scaled_store(a, a, NULL, role, 0, 0, 1);
         return;
     }
     if (stores_natively(a)) {
@@ -304,6 +317,10 @@ void vijp_mat_store_as(vijp_mat *a, vijp_store_role role)
 void vijp_mat_store_line(vijp_mat *a, size_t first, size_t len, size_t stride)
 {
     if (!a->fmt->mixed || (!a->m && !held_d(a))) return;
+    if (a->fmt->tensor_scaled) {
+        if (len) scaled_store(a, a, NULL, VIJP_STORE_FORWARD, first, len, stride);
+        return;
+    }
     if (a->d) {
         if (!store_held_natively(a, first, len, stride)) {
             vijp_mat t;
@@ -312,10 +329,6 @@ void vijp_mat_store_line(vijp_mat *a, size_t first, size_t len, size_t stride)
             vijp_mat_put_mp(a, &t);
             vijp_mat_clear(&t);
         }
-        return;
-    }
-    if (a->fmt->tensor_scaled) {
-        if (len) scaled_store(a, a, NULL, VIJP_STORE_FORWARD, first, len, stride);
         return;
     }
     if (len && stores_natively(a)) {
@@ -336,34 +349,22 @@ static void set_d_line_mx(vijp_mat *a, const double *src, size_t first, size_t l
     if (b > MAXB) abort(); /* every MX format has 32: a programming error */
     mpfr_t t[MAXB];
     for (size_t i = 0; i < b; i++) mpfr_init2(t[i], 53);
+    mpfr_t *w = a->d ? mp_block_new(b, a->fmt->prec) : NULL; /* a double-held a's block (line_put) */
     for (size_t k = 0; k < len; k += b) {
         size_t nb = len - k < b ? len - k : b;
         for (size_t i = 0; i < nb; i++) mpfr_set_d(t[i], src[first + (k + i) * stride], MPFR_RNDN); /* exact */
-        vijp_mx_block(a->fmt, a->m + first + k * stride, stride, t, 1, nb);
+        if (w) vijp_mx_block(a->fmt, w, 1, t, 1, nb), line_put(a, first + k * stride, stride, w, nb);
+        else vijp_mx_block(a->fmt, a->m + first + k * stride, stride, t, 1, nb);
     }
     for (size_t i = 0; i < b; i++) mpfr_clear(t[i]);
-}
-
-/* A double-held a whose blocks or tensor share a scale (MX, tensor-scaled):
- * set through an MPFR twin, by the code below (set: vijp_mat_set_d_line's
- * line, or len 0: every column, vijp_mat_set_d_as). */
-static void set_d_twin(vijp_mat *a, const double *src, vijp_store_role role, size_t first, size_t len, size_t stride)
-{
-    vijp_mat t;
-    vijp_mat_init_mp(&t, a, 1); /* a's other entries, which a line leaves as they are */
-    if (len) vijp_mat_set_d_line(&t, src, first, len, stride);
-    else vijp_mat_set_d_as(&t, src, role);
-    vijp_mat_put_mp(a, &t);
-    vijp_mat_clear(&t);
+    free(w);
 }
 
 void vijp_mat_set_d_line(vijp_mat *a, const double *src, size_t first, size_t len, size_t stride)
 {
-    if (held_d(a) && (a->fmt->tensor_scaled || a->fmt->mx_block)) {
-        if (len) set_d_twin(a, src, VIJP_STORE_FORWARD, first, len, stride);
-    } else if (a->m && a->fmt->tensor_scaled) {
+    if ((a->m || held_d(a)) && a->fmt->tensor_scaled) {
         if (len) scaled_store(a, NULL, src, VIJP_STORE_FORWARD, first, len, stride);
-    } else if (a->m && a->fmt->mx_block) set_d_line_mx(a, src, first, len, stride);
+    } else if ((a->m || held_d(a)) && a->fmt->mx_block) set_d_line_mx(a, src, first, len, stride);
     else
         for (size_t k = 0; k < len; k++) vijp_mat_set_entry_d(a, first + k * stride, src[first + k * stride]);
 }
@@ -372,15 +373,11 @@ void vijp_mat_set_d(vijp_mat *a, const double *src) { vijp_mat_set_d_as(a, src, 
 
 void vijp_mat_set_d_as(vijp_mat *a, const double *src, vijp_store_role role)
 {
-    if (held_d(a) && (a->fmt->tensor_scaled || a->fmt->mx_block)) {
-        if (vijp_mat_len(a)) set_d_twin(a, src, role, 0, 0, 1);
-        return;
-    }
-    if (a->m && a->fmt->tensor_scaled) { /* one tensor, blocks down each column */
+    if ((a->m || held_d(a)) && a->fmt->tensor_scaled) { /* one tensor, blocks down each column */
         scaled_store(a, NULL, src, role, 0, 0, 1);
         return;
     }
-    if (a->m && a->fmt->mx_block) { /* blocks down each column, as vijp_mat_store */
+    if ((a->m || held_d(a)) && a->fmt->mx_block) { /* blocks down each column, as vijp_mat_store */
         for (size_t j = 0; j < a->cols; j++) set_d_line_mx(a, src, j * a->rows, a->rows, 1);
         return;
     }
@@ -506,16 +503,19 @@ static void convert_mx(vijp_mat *dst, const vijp_mat *src)
     mpfr_prec_t p = src->m && src->fmt->prec > 53 ? src->fmt->prec : 53;
     mpfr_t *t = vijp_alloc_array(rows ? rows : 1, sizeof *t);
     for (size_t i = 0; i < rows; i++) mpfr_init2(t[i], p);
+    mpfr_t *w = dst->d ? mp_block_new(rows, dst->fmt->prec) : NULL; /* a double-held dst's column (line_put) */
     for (size_t j = 0; j < dst->cols; j++) {
         for (size_t i = 0; i < rows; i++) {
             if (src->d) mpfr_set_d(t[i], src->d[i + j * rows], MPFR_RNDN); /* exact */
             else mpfr_set(t[i], src->m[i + j * rows], MPFR_RNDN);          /* exact */
         }
+        mpfr_t *col = w ? w : dst->m + j * rows;
         for (size_t k = 0; k < rows; k += b)
-            vijp_mx_block(dst->fmt, dst->m + j * rows + k, 1, t + k, 1, rows - k < b ? rows - k : b);
+            vijp_mx_block(dst->fmt, col + k, 1, t + k, 1, rows - k < b ? rows - k : b);
+        if (w) line_put(dst, j * rows, 1, w, rows);
     }
     for (size_t i = 0; i < rows; i++) mpfr_clear(t[i]);
-    free(t);
+    free(t), free(w);
 }
 
 void vijp_mat_convert(vijp_mat *dst, const vijp_mat *src)
@@ -531,24 +531,16 @@ void vijp_mat_convert(vijp_mat *dst, const vijp_mat *src)
         }
         return;
     }
-    if (held_d(dst) && (dst->fmt->tensor_scaled || dst->fmt->mx_block)) { /* the MPFR code below, in a twin */
-        vijp_mat t;
-        vijp_mat_init_mp(&t, dst, 0);
-        vijp_mat_convert(&t, src);
-        vijp_mat_put_mp(dst, &t);
-        vijp_mat_clear(&t);
-        return;
-    }
     if (held_d(dst) && src->d && rounds_natively(dst->fmt)) { /* vo_store of a double: one rounding, natively */
         vijp_narrow g = vijp_narrow_of(dst->fmt);
         for (size_t i = 0, n = vijp_mat_len(dst); i < n; i++) dst->d[i] = vijp_narrow_round(src->d[i], &g);
         return;
     }
-    if (dst->m && dst->fmt->tensor_scaled) { /* one tensor, from the source's values */
+    if ((dst->m || held_d(dst)) && dst->fmt->tensor_scaled) { /* one tensor, from the source's values */
         scaled_store(dst, src, NULL, VIJP_STORE_FORWARD, 0, 0, 1);
         return;
     }
-    if (dst->m && dst->fmt->mx_block) { /* blocks down each column, from the source's values */
+    if ((dst->m || held_d(dst)) && dst->fmt->mx_block) { /* blocks down each column, from the source's values */
         convert_mx(dst, src);
         return;
     }

@@ -23,6 +23,8 @@ struct vijp_emu_native {
     int (*vijp)(const vijp_layer *L, const double *theta, const double *X, size_t B, const double *Gx,
                 const double *frag, double *Gy, const vijp_format *f);
     size_t (*fragment_count)(const vijp_layer *L, const double *theta, const double *X, size_t B);
+    int (*inverse)(const vijp_layer *L, const double *theta, const double *Y, size_t B, double *X,
+                   const vijp_format *f);
 };
 
 #endif

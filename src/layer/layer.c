@@ -418,6 +418,13 @@ int vijp_layer_inverse(const vijp_layer *L, const vijp_mat *theta, const vijp_ma
         (rc = shape(X, L->in, Y->cols, "input", L, err)))
         return rc;
     if (dbl) return L->type->d->inverse(L, &r.cx, TH(theta, d), Y->d, Y->cols, X->d, err);
+    const struct vijp_emu_native *nat = native_of(L, &r, theta, Y, X, NULL);
+    if (nat && nat->inverse && (rc = nat->inverse(L, TH(theta, d), Y->d, Y->cols, X->d, Y->fmt)) != VIJP_EUNSUPPORTED) {
+        if (rc) return vijp_fail(err, rc, "%s layer inverse in %s failed (%s)", L->type->name, Y->fmt->name,
+                                 "singular or outside the range");
+        vijp_mat_store(X);
+        return 0;
+    }
     mp_args g = {0};
     mpfr_t *th = mp_in(&g, theta), *y = mp_in(&g, Y), *xm = mp_out(&g, X);
     rc = MP(L, &r)->inverse(L, th, y, Y->cols, xm, Y->fmt);
