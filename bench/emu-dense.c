@@ -12,7 +12,9 @@
  * forward + backward in bfloat16+binary32 against PyTorch's bfloat16 dense
  * layer, forward and backward, timed in the same run by
  * scripts/bench-torch-dense.py under $PYTHON_TORCH (make bench's python3
- * that imports torch; /usr/bin/python3 when unset), where torch imports. */
+ * that imports torch; /usr/bin/python3 when unset), where torch imports.
+ * Last, the products through the layer interface (vijp_layer_*) on
+ * matrices that hold doubles, bfloat16+binary32, width 256, batch 1 and 64. */
 #include "bench.h"
 #include "vijp/vijp.h"
 #include "vijp/arith.h"
@@ -128,6 +130,47 @@ static void products_per_set(vijp_rng *rng)
         printf("PyTorch: not timed (%s)\n", why);
 }
 
+/* The same three products through the layer interface, on matrices that
+ * hold doubles (vijp/mat.h): what an engine's step costs, the operands'
+ * reading and the results' storing included (before the emulated formats'
+ * values were held as doubles, an MPFR round trip each way). */
+static void through_layers(vijp_rng *rng)
+{
+    const size_t n = 256, batches[] = {1, 64};
+    vijp_format f;
+    BENCH_MUST(vijp_format_parse("bfloat16+binary32", &f, NULL));
+    vijp_layer L;
+    BENCH_MUST(vijp_layer_parse(&L, "dense:256", n, NULL));
+    printf("\ndense:%zu in bfloat16+binary32 through vijp_layer_*, best of %d: µs per call\n", n, REPS);
+    printf("%5s %10s %10s %10s\n", "batch", "forward", "vjp", "vjp_param");
+    for (size_t bi = 0; bi < 2; bi++) {
+        size_t B = batches[bi], P = n * n + n;
+        double *v = vijp_alloc_array(P + 2 * n * B, sizeof *v);
+        for (size_t i = 0; i < P + 2 * n * B; i++) v[i] = vijp_rng_normal(rng) / (i < P ? sqrt((double)n) : 1);
+        vijp_mat th, x, g, y, gx, gt;
+        vijp_mat_init(&th, P, 1, &f), vijp_mat_init(&x, n, B, &f), vijp_mat_init(&g, n, B, &f);
+        vijp_mat_init(&y, n, B, &f), vijp_mat_init(&gx, n, B, &f), vijp_mat_init(&gt, P, 1, &f);
+        vijp_mat_set_d(&th, v), vijp_mat_set_d(&x, v + P), vijp_mat_set_d_as(&g, v + P + n * B, VIJP_STORE_GRADIENT);
+        double best[3] = {INFINITY, INFINITY, INFINITY};
+        int calls = B > 1 ? 5 : 50;
+        for (int r = 0; r < REPS; r++)
+            for (int o = 0; o < 3; o++) {
+                double t0 = bench_now();
+                for (int c = 0; c < calls; c++) {
+                    if (o == 0) BENCH_MUST(vijp_layer_forward(&L, &th, &x, &y, NULL));
+                    else if (o == 1) BENCH_MUST(vijp_layer_vjp(&L, &th, &x, &g, &gx, NULL));
+                    else BENCH_MUST(vijp_layer_vjp_param(&L, &th, &x, &g, &gt, NULL));
+                }
+                best[o] = fmin(best[o], (bench_now() - t0) / calls);
+            }
+        printf("%5zu %10.1f %10.1f %10.1f\n", B, 1e6 * best[0], 1e6 * best[1], 1e6 * best[2]);
+        vijp_mat *all[] = {&th, &x, &g, &y, &gx, &gt};
+        for (size_t k = 0; k < 6; k++) vijp_mat_clear(all[k]);
+        free(v);
+    }
+    vijp_layer_clear(&L);
+}
+
 int main(int argc, char **argv)
 {
     bench_args(argc, argv, 0, "Usage: bench-emu-dense\n  the dense layer's narrow formats: MPFR oracle against the native path (make bench; takes no arguments).\n");
@@ -160,5 +203,6 @@ int main(int argc, char **argv)
         }
     }
     products_per_set(&rng);
+    through_layers(&rng);
     return 0;
 }
