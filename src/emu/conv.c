@@ -13,6 +13,7 @@
 #include "conv.h"
 #include "dense.h"
 #include "emu.h"
+#include "layer/emu_native.h"
 #include "format/mpfr_io.h"
 #include "vijp/arith.h"
 #include "vijp/catalogue.h"
@@ -27,7 +28,8 @@ typedef struct {
     double *w;              /* the NW weights, then the D biases */
 } geom;
 
-static geom geom_new(const vijp_layer *L, mpfr_t *th)
+/* w: the weights and biases as doubles (th's, or the caller's: vijp_emu_conv_native). */
+static geom geom_new_w(const vijp_layer *L, double *w)
 {
     geom G;
     G.C = vijp_conv_get(L)->channels, G.D = vijp_conv_get(L)->out_channels, G.n = L->in / G.C, G.no = L->out / G.D;
@@ -35,11 +37,26 @@ static geom geom_new(const vijp_layer *L, mpfr_t *th)
     G.src = vijp_alloc_array(G.no * G.K, sizeof *G.src);
     for (size_t p = 0; p < G.no; p++)
         for (size_t k = 0; k < G.K; k++) G.src[p * G.K + k] = vo_conv_source(L, p, k);
-    G.w = vijp_emu_get(th, G.NW + G.D);
+    G.w = w;
     return G;
 }
 
+static geom geom_new(const vijp_layer *L, mpfr_t *th)
+{
+    size_t P = L->type->param_count(L);
+    return geom_new_w(L, vijp_emu_get(th, P));
+}
+
 static void geom_free(geom *G) { free(G->src), free(G->w); }
+
+/* The weights of a double-held theta, copied (geom_free frees them). */
+static geom geom_new_d(const vijp_layer *L, const double *th)
+{
+    size_t P = L->type->param_count(L);
+    double *w = vijp_alloc_array(P ? P : 1, sizeof *w);
+    memcpy(w, th, P * sizeof *w);
+    return geom_new_w(L, w);
+}
 
 /* acc + w·x, one term of the oracle's (term in oracles/conv.c). */
 static inline double term(double acc, double w, double x, const vijp_format *f)
@@ -47,11 +64,10 @@ static inline double term(double acc, double w, double x, const vijp_format *f)
     return f->operand_prec ? vijp_emu_madd(acc, w, x, f) : vijp_emu_fma(w, x, acc, vijp_emu_arith(f));
 }
 
-/* Y = conv(X) (+ bias): vo_conv1d_forward, or vo_conv1d_jvp without bias. */
-static void conv(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, int bias, const vijp_format *f)
+/* y = conv(x) (+ bias): vo_conv1d_forward, or vo_conv1d_jvp without bias, on doubles. */
+static void conv_d(const vijp_layer *L, const geom G, const double *x, size_t B, double *y, int bias,
+                   const vijp_format *f)
 {
-    geom G = geom_new(L, th);
-    double *x = vijp_emu_get(X, L->in * B), *y = vijp_alloc_array(L->out * B, sizeof *y);
     for (size_t b = 0; b < B; b++)
         for (size_t o = 0; o < G.D; o++)
             for (size_t p = 0; p < G.no; p++) {
@@ -63,6 +79,13 @@ static void conv(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y
                     }
                 y[b * L->out + o * G.no + p] = acc;
             }
+}
+
+static void conv(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, int bias, const vijp_format *f)
+{
+    geom G = geom_new(L, th);
+    double *x = vijp_emu_get(X, L->in * B), *y = vijp_alloc_array(L->out * B, sizeof *y);
+    conv_d(L, G, x, B, y, bias, f);
     vijp_emu_put(Y, y, L->out * B);
     free(x), free(y);
     geom_free(&G);
@@ -82,12 +105,10 @@ void vijp_emu_conv_jvp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpf
 /* G_x = Jᵀ G_y with vo_conv1d_jacobian's J (taps that share a source: the
  * first set, each later one added in the format, as there), sums over J's
  * nonzero entries in row order (mpfr_zero_p: NaN is not zero). */
-void vijp_emu_conv_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f)
+static void vjp_d(const vijp_layer *L, const geom G, size_t B, const double *gy, double *gx, const vijp_format *f)
 {
-    (void)X;
-    geom G = geom_new(L, th);
     size_t M = L->out, N = L->in;
-    double *J = vijp_alloc_array(M * N, sizeof *J), *gy = vijp_emu_get(Gy, M * B), *gx = vijp_alloc_array(N * B, sizeof *gx);
+    double *J = vijp_alloc_array(M * N, sizeof *J);
     for (size_t i = 0; i < M * N; i++) J[i] = 0;
     for (size_t o = 0; o < G.D; o++)
         for (size_t p = 0; p < G.no; p++)
@@ -105,16 +126,23 @@ void vijp_emu_conv_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpf
                 if (J[i + j * M] != 0) acc = term(acc, J[i + j * M], gy[b * M + i], f);
             gx[b * N + j] = acc;
         }
-    vijp_emu_put(Gx, gx, N * B);
-    free(J), free(gy), free(gx);
+    free(J);
+}
+
+void vijp_emu_conv_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx, const vijp_format *f)
+{
+    (void)X;
+    geom G = geom_new(L, th);
+    double *gy = vijp_emu_get(Gy, L->out * B), *gx = vijp_alloc_array(L->in * B, sizeof *gx);
+    vjp_d(L, G, B, gy, gx, f);
+    vijp_emu_put(Gx, gx, L->in * B);
+    free(gy), free(gx);
     geom_free(&G);
 }
 
-void vijp_emu_conv_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt,
-                             const vijp_format *f)
+static void vjp_param_d(const vijp_layer *L, const geom G, const double *x, size_t B, const double *gy, double *gt,
+                        const vijp_format *f)
 {
-    geom G = geom_new(L, th);
-    double *x = vijp_emu_get(X, L->in * B), *gy = vijp_emu_get(Gy, L->out * B), *gt = vijp_alloc_array(G.NW + G.D, sizeof *gt);
     vijp_emu_grid g = vijp_emu_arith(f);
     for (size_t o = 0; o < G.D; o++) {
         for (size_t c = 0; c < G.C; c++)
@@ -132,10 +160,58 @@ void vijp_emu_conv_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t 
             for (size_t p = 0; p < G.no; p++) s = vijp_emu_add(s, gy[b * L->out + o * G.no + p], g);
         gt[G.NW + o] = s;
     }
+}
+
+void vijp_emu_conv_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt,
+                             const vijp_format *f)
+{
+    geom G = geom_new(L, th);
+    double *x = vijp_emu_get(X, L->in * B), *gy = vijp_emu_get(Gy, L->out * B), *gt = vijp_alloc_array(G.NW + G.D, sizeof *gt);
+    vjp_param_d(L, G, x, B, gy, gt, f);
     vijp_emu_put(Gt, gt, G.NW + G.D);
     free(x), free(gy), free(gt);
     geom_free(&G);
 }
+
+/* ---- The same four on double-held operands (emu_native, layer/emu_native.h) ---- */
+
+static void native_forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y,
+                           const vijp_format *f)
+{
+    geom G = geom_new_d(L, th);
+    conv_d(L, G, X, B, Y, 1, f);
+    geom_free(&G);
+}
+
+static void native_jvp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *U, double *V,
+                       const vijp_format *f)
+{
+    (void)X;
+    geom G = geom_new_d(L, th);
+    conv_d(L, G, U, B, V, 0, f);
+    geom_free(&G);
+}
+
+static void native_vjp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy, double *Gx,
+                       const vijp_format *f)
+{
+    (void)X;
+    geom G = geom_new_d(L, th);
+    vjp_d(L, G, B, Gy, Gx, f);
+    geom_free(&G);
+}
+
+static void native_vjp_param(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy,
+                             double *Gt, const vijp_format *f)
+{
+    geom G = geom_new_d(L, th);
+    vjp_param_d(L, G, X, B, Gy, Gt, f);
+    geom_free(&G);
+}
+
+const struct vijp_emu_native vijp_emu_conv_native = {
+    .forward = native_forward, .jvp = native_jvp, .vjp = native_vjp, .vjp_param = native_vjp_param,
+};
 
 /* [J; b = 0]: the oracle's J as a dense layer's parameters. */
 static mpfr_t *as_dense(const vijp_layer *L, mpfr_t *th, vijp_layer *dl, const vijp_format *f)

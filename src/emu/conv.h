@@ -19,4 +19,8 @@ void vijp_emu_conv_fragment(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B
 int vijp_emu_conv_cokernel(const vijp_layer *L, mpfr_t *th, mpfr_t *x, mpfr_t *Q, const vijp_format *f);
 int vijp_emu_conv_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
 
+/* The products (forward, jvp, vjp, the parameters' gradient) on double-held
+ * operands (layer/emu_native.h), bit for bit the functions above: conv's emu_native. */
+extern const struct vijp_emu_native vijp_emu_conv_native;
+
 #endif

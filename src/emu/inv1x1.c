@@ -13,6 +13,7 @@
 #include "emu.h"
 #include "format/mpfr_io.h"
 #include "vijp/arith.h"
+#include "layer/emu_native.h"
 #include "vijp/catalogue.h"
 #include "oracles/oracles.h"
 #include <stdlib.h>
@@ -36,13 +37,24 @@ static mats mats_new(const vijp_layer *L, mpfr_t *th, const vijp_format *f)
 
 static void mats_free(mats *m) { free(m->Lm), free(m->Um), free(m->W); }
 
-/* V = W U (or Wᵀ U) at every position: the oracle's mix. */
-static void mix(const vijp_layer *L, mpfr_t *th, mpfr_t *U, size_t B, mpfr_t *V, int transpose, const vijp_format *f)
+/* The same from a double-held theta (its C·C + … values into MPFR, exactly:
+ * the factors are the oracle's, vo_inv1x1_factors, on them). */
+static mats mats_new_d(const vijp_layer *L, const double *th, const vijp_format *f)
 {
-    mats m = mats_new(L, th, f);
+    size_t P = L->type->param_count(L);
+    mpfr_t *t = vo_vec_new(P, f);
+    vijp_emu_put(t, th, P);
+    mats m = mats_new(L, t, f);
+    vo_vec_free(t, P);
+    return m;
+}
+
+/* v = W u (or Wᵀ u) at every position: the oracle's mix, on doubles. */
+static void mix_d(const vijp_layer *L, const mats m, const double *u, size_t B, double *v, int transpose,
+                  const vijp_format *f)
+{
     size_t C = m.C, n = L->in / C;
     vijp_emu_grid g = vijp_emu_arith(f);
-    double *u = vijp_emu_get(U, L->in * B), *v = vijp_alloc_array(L->in * B, sizeof *v);
     for (size_t b = 0; b < B; b++)
         for (size_t p = 0; p < n; p++)
             for (size_t i = 0; i < C; i++) {
@@ -51,6 +63,13 @@ static void mix(const vijp_layer *L, mpfr_t *th, mpfr_t *U, size_t B, mpfr_t *V,
                     acc = vijp_emu_fma(transpose ? m.W[k + i * C] : m.W[i + k * C], u[b * L->in + k * n + p], acc, g);
                 v[b * L->in + i * n + p] = acc;
             }
+}
+
+static void mix(const vijp_layer *L, mpfr_t *th, mpfr_t *U, size_t B, mpfr_t *V, int transpose, const vijp_format *f)
+{
+    mats m = mats_new(L, th, f);
+    double *u = vijp_emu_get(U, L->in * B), *v = vijp_alloc_array(L->in * B, sizeof *v);
+    mix_d(L, m, u, B, v, transpose, f);
     vijp_emu_put(V, v, L->in * B);
     free(u), free(v);
     mats_free(&m);
@@ -75,14 +94,12 @@ void vijp_emu_inv1x1_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, m
 
 /* dM = Pᵀ Σ g xᵀ, then dL = dM Umᵀ below the diagonal, dU′ = Lmᵀ dM on and
  * above it, d log_s = dU′_ii · Um_ii: the oracle's order throughout. */
-void vijp_emu_inv1x1_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt,
-                               const vijp_format *f)
+static void vjp_param_d(const vijp_layer *L, const mats m, const double *x, size_t B, const double *gy, double *gt,
+                        const vijp_format *f)
 {
-    mats m = mats_new(L, th, f);
     size_t C = m.C, n = L->in / C;
     vijp_emu_grid g = vijp_emu_arith(f);
-    double *x = vijp_emu_get(X, L->in * B), *gy = vijp_emu_get(Gy, L->in * B);
-    double *dM = vijp_alloc_array(C * C, sizeof *dM), *gt = vijp_alloc_array(C * C, sizeof *gt);
+    double *dM = vijp_alloc_array(C * C, sizeof *dM);
     for (size_t j = 0; j < C; j++)
         for (size_t i = 0; i < C; i++) {
             double acc = 0;
@@ -100,10 +117,63 @@ void vijp_emu_inv1x1_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_
             if (i == j) s = vijp_emu_mul(s, m.Um[i + i * C], g);
             gt[i + j * C] = s;
         }
+    free(dM);
+}
+
+void vijp_emu_inv1x1_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt,
+                               const vijp_format *f)
+{
+    mats m = mats_new(L, th, f);
+    size_t C = m.C;
+    double *x = vijp_emu_get(X, L->in * B), *gy = vijp_emu_get(Gy, L->in * B), *gt = vijp_alloc_array(C * C, sizeof *gt);
+    vjp_param_d(L, m, x, B, gy, gt, f);
     vijp_emu_put(Gt, gt, C * C);
-    free(x), free(gy), free(dM), free(gt);
+    free(x), free(gy), free(gt);
     mats_free(&m);
 }
+
+/* ---- forward, jvp, vjp and the parameters' gradient on double-held
+ * operands (emu_native, layer/emu_native.h) ---- */
+
+static void native_mix(const vijp_layer *L, const double *th, const double *U, size_t B, double *V, int transpose,
+                       const vijp_format *f)
+{
+    mats m = mats_new_d(L, th, f);
+    mix_d(L, m, U, B, V, transpose, f);
+    mats_free(&m);
+}
+
+static void native_forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y,
+                           const vijp_format *f)
+{
+    native_mix(L, th, X, B, Y, 0, f);
+}
+
+static void native_jvp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *U, double *V,
+                       const vijp_format *f)
+{
+    (void)X;
+    native_mix(L, th, U, B, V, 0, f);
+}
+
+static void native_vjp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy, double *Gx,
+                       const vijp_format *f)
+{
+    (void)X;
+    native_mix(L, th, Gy, B, Gx, 1, f);
+}
+
+static void native_vjp_param(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy,
+                             double *Gt, const vijp_format *f)
+{
+    mats m = mats_new_d(L, th, f);
+    vjp_param_d(L, m, X, B, Gy, Gt, f);
+    mats_free(&m);
+}
+
+const struct vijp_emu_native vijp_emu_inv1x1_native = {
+    .forward = native_forward, .jvp = native_jvp, .vjp = native_vjp, .vjp_param = native_vjp_param,
+};
 
 /* Wᵀ z = r (trans) or W z = r at every position of every sample, as one
  * elimination with every position a right-hand side: each sees the

@@ -16,4 +16,8 @@ int vijp_emu_inv1x1_vijp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, m
                          const vijp_format *f);
 int vijp_emu_inv1x1_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
 
+/* Forward, jvp, vjp and the parameters' gradient on double-held operands
+ * (layer/emu_native.h), bit for bit the functions above: inv1x1's emu_native. */
+extern const struct vijp_emu_native vijp_emu_inv1x1_native;
+
 #endif

@@ -712,7 +712,7 @@ const vijp_layer_type vijp_layer_conv1d = {
     .syntax = "conv1d:CxK[sS][:out=D][:pad=P][:zero|:circular|:reflect] (C channels of width/C positions to D, kernel K, "
               "stride S, padding P (default K/2))",
     .parse = parse1, .state_size = sizeof(vijp_conv_args), .print = print, .param_count = param_count, .init = init, .declare = declare,
-    .residual = VIJP_RESIDUAL_NONE, .d = &ops_d, .mp = &ops_mp, .emu = &ops_emu, .jacobian_enclose = vo_conv_jacobian_enclose,
+    .residual = VIJP_RESIDUAL_NONE, .d = &ops_d, .mp = &ops_mp, .emu = &ops_emu, .emu_native = &vijp_emu_conv_native, .jacobian_enclose = vo_conv_jacobian_enclose,
     .bounds = {.inverse = VIJP_INVBOUND_LINEAR, .solve_ulps = solve_ulps}, .bias_index = bias_index, .vjp_param_bound = vjp_param_bound,
     .jacobian_majorant = jacobian_majorant,
 };
@@ -722,7 +722,7 @@ const vijp_layer_type vijp_layer_conv2d = {
     .syntax = "conv2d:CxKxH[sS][:out=D][:pad=P][:zero|:circular|:reflect] (C channels of an H x width/(C*H) grid to D, "
               "K x K kernel, stride S, padding P (default K/2))",
     .parse = parse2, .state_size = sizeof(vijp_conv_args), .print = print, .param_count = param_count, .init = init, .declare = declare,
-    .residual = VIJP_RESIDUAL_NONE, .d = &ops_d, .mp = &ops_mp, .emu = &ops_emu, .jacobian_enclose = vo_conv_jacobian_enclose,
+    .residual = VIJP_RESIDUAL_NONE, .d = &ops_d, .mp = &ops_mp, .emu = &ops_emu, .emu_native = &vijp_emu_conv_native, .jacobian_enclose = vo_conv_jacobian_enclose,
     .bounds = {.inverse = VIJP_INVBOUND_LINEAR, .solve_ulps = solve_ulps}, .bias_index = bias_index, .vjp_param_bound = vjp_param_bound,
     .jacobian_majorant = jacobian_majorant,
 };

@@ -280,7 +280,7 @@ static const vijp_ops_mp ops_emu = {
 const vijp_layer_type vijp_layer_inv1x1 = {
     .name = "inv1x1", .syntax = "inv1x1:C (Glow's invertible 1x1 convolution over C channels, LU form)",
     .parse = parse, .state_size = sizeof(size_t), .print = print, .param_count = param_count, .init = init, .declare = declare,
-    .residual = VIJP_RESIDUAL_INVERSE, .d = &ops_d, .mp = &ops_mp, .emu = &ops_emu,
+    .residual = VIJP_RESIDUAL_INVERSE, .d = &ops_d, .mp = &ops_mp, .emu = &ops_emu, .emu_native = &vijp_emu_inv1x1_native,
     .bounds = {.inverse = VIJP_INVBOUND_LINEAR}, .vjp_param_bound = vjp_param_bound,
     .jacobian_enclose = vo_inv1x1_jacobian_enclose, /* W rounds (exp, products): enclosed, not exact */
 };

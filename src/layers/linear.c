@@ -27,6 +27,7 @@
 #include "emu/dense.h"
 #include "vijp/arith.h"
 #include "layer/route.h"
+#include "layer/emu_native.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,6 +302,64 @@ static const vijp_ops_mp ops_mp = {
     .fragment_count = vo_linear_fragment_count, .fragment = vo_linear_fragment, .vijp = vo_linear_vijp,
     .jacobian = vo_linear_jacobian, .cokernel = vo_linear_cokernel, .inverse = vo_linear_inverse,
 };
+/* The same on the doubles the narrow formats' matrices hold (emu_native,
+ * layer/emu_native.h): dense's, on the dense layout's theta (a copy). */
+static double *dense_theta_d(const vijp_layer *L, const double *th)
+{
+    size_t m = ARGS(L)->out, n = ARGS(L)->in;
+    double *d = vijp_alloc_array(m * n + m, sizeof *d);
+    for (size_t i = 0; i < m; i++) {
+        for (size_t k = 0; k < n; k++) d[i + k * m] = th[i * n + k]; /* vo_linear_dense_theta's layout */
+        d[m * n + i] = th[m * n + i];
+    }
+    return d;
+}
+
+static void native_forward(const vijp_layer *L, const double *th, const double *X, size_t B, double *Y,
+                           const vijp_format *f)
+{
+    vijp_layer D = token_layer(L);
+    double *d = dense_theta_d(L, th);
+    vijp_emu_dense_native.forward(&D, d, X, TOKENS(L) * B, Y, f);
+    free(d);
+}
+
+static void native_jvp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *U, double *V,
+                       const vijp_format *f)
+{
+    vijp_layer D = token_layer(L);
+    double *d = dense_theta_d(L, th);
+    vijp_emu_dense_native.jvp(&D, d, X, TOKENS(L) * B, U, V, f);
+    free(d);
+}
+
+static void native_vjp(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy, double *Gx,
+                       const vijp_format *f)
+{
+    vijp_layer D = token_layer(L);
+    double *d = dense_theta_d(L, th);
+    vijp_emu_dense_native.vjp(&D, d, X, TOKENS(L) * B, Gy, Gx, f);
+    free(d);
+}
+
+static void native_vjp_param(const vijp_layer *L, const double *th, const double *X, size_t B, const double *Gy,
+                             double *Gt, const vijp_format *f)
+{
+    vijp_layer D = token_layer(L);
+    size_t m = ARGS(L)->out, n = ARGS(L)->in;
+    double *d = dense_theta_d(L, th), *g = vijp_alloc_array(m * n + m, sizeof *g);
+    vijp_emu_dense_native.vjp_param(&D, d, X, TOKENS(L) * B, Gy, g, f);
+    for (size_t i = 0; i < m; i++) { /* vo_linear_theta_from_dense's layout */
+        for (size_t k = 0; k < n; k++) Gt[i * n + k] = g[i + k * m];
+        Gt[m * n + i] = g[m * n + i];
+    }
+    free(d), free(g);
+}
+
+static const struct vijp_emu_native ops_native = {
+    .forward = native_forward, .jvp = native_jvp, .vjp = native_vjp, .vjp_param = native_vjp_param,
+};
+
 static const vijp_ops_mp ops_emu = {
     .forward = emu_forward, .jvp = emu_jvp, .vjp = emu_vjp, .vjp_param = emu_vjp_param,
     .fragment_count = vo_linear_fragment_count, .fragment = emu_fragment, .vijp = emu_vijp,
@@ -331,6 +390,6 @@ const vijp_layer_type vijp_layer_linear = {
     .name = "linear", .syntax = "linear:OUTxIN (torch nn.Linear on each token of IN units; width a multiple of IN)",
     .parse = parse, .state_size = sizeof(vijp_linear_args), .print = print, .param_count = param_count, .init = init,
     .declare = declare, .jacobian_exact = 1, .residual = VIJP_RESIDUAL_NONE, .d = &ops_d, .mp = &ops_mp,
-    .emu = &ops_emu, .bounds = {.inverse = VIJP_INVBOUND_LINEAR}, .bias_index = bias_index,
+    .emu = &ops_emu, .emu_native = &ops_native, .bounds = {.inverse = VIJP_INVBOUND_LINEAR}, .bias_index = bias_index,
     .vjp_param_bound = vjp_param_bound,
 };
