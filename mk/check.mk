@@ -64,15 +64,25 @@ endif
 # run are the sanitized suites' too).  check-torch-roundtrip, which reads
 # users' models, runs in both.
 TORCH_NUMBERS := bf16 ftz act stack attention
+# fuzz-replay and check-configure run the same programs on the same inputs
+# whatever SANITIZE says (build-fuzz is its own sanitized build; the
+# configuration step is make's own), so only the plain make check runs them.
+ifeq ($(SANITIZE),1)
+CHECK_FUZZ_REPLAY = @echo "fuzz-replay: SKIPPED under SANITIZE=1 (the same run as the plain make check's)"
+CHECK_CONFIGURE = @echo "check-configure: SKIPPED under SANITIZE=1 (the same run as the plain make check's)"
+else
+CHECK_FUZZ_REPLAY = $(FUZZ_REPLAY)
+CHECK_CONFIGURE = MAKE="$(MAKE)" scripts/check-configure.sh
+endif
 ifeq ($(SANITIZE),1)
 CHECKED_BENCH :=
 CHECK_BENCH_ARGS = @echo "check-bench-args: SKIPPED under SANITIZE=1 (the plain make check runs it)"
 CHECK_TORCH_NUMBERS = @echo "check-torch ($(TORCH_NUMBERS)): SKIPPED under SANITIZE=1 (numbers only: the plain make check runs them)"
+CHECK_TORCH_RUN := skipped
 else
 CHECKED_BENCH := $(BENCH_PROGS)
 CHECK_BENCH_ARGS = scripts/check-bench-args.sh $(BENCH_PROGS)
-CHECK_TORCH_NUMBERS = for s in $(TORCH_NUMBERS); do VIJP_BIN=$(abspath $(BUILD)/vijp) \
-	  $(or $(PYTHON_TORCH),python3) scripts/check-torch-$$s.py || exit 1; done
+CHECK_TORCH_RUN := $(TORCH_NUMBERS)
 endif
 # Everything check runs, built first: `make -j2 check-build` builds it on
 # both cores (CI does), then `make check` only runs.
@@ -80,24 +90,55 @@ CHECK_BUILD := $(BUILD)/check_vijp $(BUILD)/check_cuda $(CUDA_SO) $(CUDA_MOCK) $
                $(PLUGINS) $(CHECK_INSTALL_DEPS) $(BUILD)/libvijp.so $(CHECKED_BENCH) $(NOMEM_LAPACKE)
 check-build: $(CHECK_BUILD) $(if $(HAVE_FUZZ_CC),$(FUZZ_BINS))
 .PHONY: check-build
+# `make check` runs its steps CHECK_JOBS at a time (default: the machine's
+# cores), each step's output shown whole when it ends (-Otarget): the steps
+# after the suites are one process each (a script, a python, one suite: CPU
+# time = wall time), so run one after another they left a core idle for two
+# to three minutes of CI.  The suites go first, then the longest steps (make
+# starts them in this order).  The steps that run make in $(BUILD)
+# themselves (make install, fuzz-replay's sub-make, gpu-check's build) go
+# one after another: two makes in one build folder would race on its FORCE'd
+# files (compile-flags, commit.h).  make check CHECK_JOBS=1 runs all in turn.
+CHECK_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+CHECK_STEPS := check-run-suites check-run-install check-run-fuzz check-run-gpu check-run-mpi check-run-modules \
+               check-run-mock check-run-cuda check-run-roundtrip $(addprefix check-run-torch-,$(CHECK_TORCH_RUN)) \
+               check-run-bench check-run-exports check-run-configure
+.PHONY: check-steps $(CHECK_STEPS)
 check: $(CHECK_BUILD)
+	+@$(MAKE) --no-print-directory -j$(CHECK_JOBS) -Otarget check-steps
+check-steps: $(CHECK_STEPS)
+check-run-suites:
 	$(CHECK_ENV) VIJP_BIN=$(abspath $(BUILD)/vijp) VIJP_PERTURBED_BIN=$(abspath $(BUILD)/vijp-perturbed) \
 	  ./$(BUILD)/check_vijp
+check-run-cuda:
 	$(CHECK_ENV) VIJP_BIN=$(abspath $(BUILD)/vijp) ./$(BUILD)/check_cuda
+check-run-mock:
 	@echo "check: the cuda kernel set's wrappers over the host mock (tests/fixtures/cuda-mock.c)"
 	for s in kernels b32set mixedset; do $(CHECK_ENV) CK_RUN_SUITE=$$s VIJP_BIN=$(abspath $(BUILD)/vijp) \
 	  VIJP_CUDA_LIBRARY=$(abspath $(CUDA_MOCK)) ./$(BUILD)/check_vijp || exit 1; done
 	$(CHECK_ENV) CK_RUN_CASE=set VIJP_BIN=$(abspath $(BUILD)/vijp) VIJP_CUDA_LIBRARY=$(abspath $(CUDA_MOCK)) \
 	  ./$(BUILD)/check_cuda
+check-run-install:
 	$(CHECK_INSTALL)
+check-run-roundtrip:
 	VIJP_BIN=$(abspath $(BUILD)/vijp) $(or $(PYTHON_TORCH),python3) scripts/check-torch-roundtrip.py
+$(addprefix check-run-torch-,$(TORCH_NUMBERS)): check-run-torch-%:
+	VIJP_BIN=$(abspath $(BUILD)/vijp) $(or $(PYTHON_TORCH),python3) scripts/check-torch-$*.py
+check-run-torch-skipped:
 	$(CHECK_TORCH_NUMBERS)
-	$(FUZZ_REPLAY)
+check-run-fuzz: | check-run-install
+	$(CHECK_FUZZ_REPLAY)
+check-run-mpi:
 	$(CHECK_MPI)
+check-run-bench:
 	$(CHECK_BENCH_ARGS)
+check-run-modules:
 	scripts/check-modules.py $(BUILD)
+check-run-exports:
 	scripts/check-exports.py $(BUILD)/libvijp.so
-	MAKE="$(MAKE)" scripts/check-configure.sh
+check-run-configure:
+	$(CHECK_CONFIGURE)
+check-run-gpu: | check-run-fuzz
 	$(CHECK_GPU_CHECK)
 
 # scripts/gpu-check.sh and gpu-bundle.sh on their no-GPU paths (exit 77, bad
