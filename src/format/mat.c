@@ -230,38 +230,12 @@ static void scaled_store(vijp_mat *a, const vijp_mat *src, const double *src_d, 
 
 void vijp_mat_store(vijp_mat *a) { vijp_mat_store_as(a, VIJP_STORE_FORWARD); }
 
-/* FP8, bfloat16 and binary16 storage grids and MX blocks round natively
- * (narrow.h: bit for bit
- * vo_store's and vijp_mx_line's, tests/t-narrow.c), through doubles: a's
- * values have the format's precision, at most 53 bits, so each is a double
- * exactly (signed zeros, infinities and NaN included: MPFR's NaN has no
- * payload to lose), and so is each rounded one.  Stochastic rounding and
- * flushing keep the MPFR route. */
-static int stores_natively(const vijp_mat *a)
-{
-    const vijp_format *f = a->fmt;
-    int grid = f->mx_block || f->store_prec <= 11; /* FP8, bfloat16 and binary16 grids: narrow.c's, t-narrow's */
-    return grid && vijp_mat_len(a) && f->prec <= 53 && mpfr_get_prec(a->m[0]) <= 53 && !f->store_sr && !f->store_ftz &&
-           !f->ftz && !f->tensor_scaled;
-}
-
-/* a's line of len values stride apart from first, rounded natively. */
-static void store_line_natively(vijp_mat *a, size_t first, size_t len, size_t stride, double *buf)
-{
-    mpfr_t *v = a->m + first;
-    for (size_t k = 0; k < len; k++) buf[k] = mpfr_get_d(v[k * stride], MPFR_RNDN); /* exact */
-    if (a->fmt->mx_block) vijp_narrow_mx_line(a->fmt, buf, len, 1, VIJP_NARROW_BEST);
-    else {
-        vijp_narrow g = vijp_narrow_of(a->fmt);
-        vijp_narrow_round_array(buf, buf, len, &g, 1, 1, VIJP_NARROW_BEST);
-    }
-    for (size_t k = 0; k < len; k++) mpfr_set_d(v[k * stride], buf[k], MPFR_RNDN); /* exact: 4 bits or fewer */
-}
-
-/* A double-held a's storage grid or MX blocks, natively: stores_natively's
- * formats (the MPFR values it reads there are these doubles), with binary32
- * storage (tf32+binary32, the tensor-core formats') added, narrow.c's grid
- * of 24 bits.  Returns 0 where the twin must do it. */
+/* A double-held a's storage grid or MX blocks, natively: FP8, bfloat16,
+ * binary16 and binary32 storage grids and MX blocks round through narrow.c
+ * (narrow.h: bit for bit vo_store's and vijp_mx_line's, tests/t-narrow.c).
+ * Stochastic rounding, flushing and tensor scales keep the MPFR route
+ * (returns 0: the twin does it).  An MPFR-held matrix (a twin, or a test's)
+ * is stored by that route, the definition. */
 static int store_held_natively(vijp_mat *a, size_t first, size_t len, size_t stride)
 {
     const vijp_format *f = a->fmt;
@@ -301,12 +275,6 @@ void vijp_mat_store_as(vijp_mat *a, vijp_store_role role)
         }
         return;
     }
-    if (stores_natively(a)) {
-        double *buf = vijp_alloc_array(a->rows ? a->rows : 1, sizeof *buf);
-        for (size_t j = 0; j < a->cols; j++) store_line_natively(a, j * a->rows, a->rows, 1, buf); /* MX: down each column */
-        free(buf);
-        return;
-    }
     if (a->fmt->mx_block) {
         for (size_t j = 0; j < a->cols; j++) vijp_mx_line(a->fmt, a->m + j * a->rows, a->rows, 1);
         return;
@@ -331,11 +299,7 @@ void vijp_mat_store_line(vijp_mat *a, size_t first, size_t len, size_t stride)
         }
         return;
     }
-    if (len && stores_natively(a)) {
-        double *buf = vijp_alloc_array(len, sizeof *buf);
-        store_line_natively(a, first, len, stride, buf);
-        free(buf);
-    } else if (a->fmt->mx_block) vijp_mx_line(a->fmt, a->m + first, len, stride);
+    if (a->fmt->mx_block) vijp_mx_line(a->fmt, a->m + first, len, stride);
     else
         for (size_t k = 0; k < len; k++) vo_store(a->m[first + k * stride], a->m[first + k * stride], a->fmt);
 }
