@@ -18,6 +18,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const char *const formats[] = {"binary32",          "binary16",      "bfloat16",      "bfloat16+binary32",
                                       "binary16+binary32", "tf32+binary32", "e4m3+binary32", "mxfp8+binary32"};
@@ -151,6 +152,26 @@ static void shape_matrix(vijp_rng *r, double *W, size_t n, vijp_emu_grid g)
     }
 }
 
+/* The solve on doubles by panels of pw columns (vijp_emu_ge_solve_panel),
+ * W loaded as vijp_emu_ge_solve loads it: the oracle's code and solution
+ * ro, for every width (1 to 9 against n up to 24: one panel, several, a
+ * last one shorter). */
+static void panel_solve(mpfr_t *th, int trans, const double *dy, size_t n, size_t B, size_t pw, const vijp_format *f,
+                        int rc_o, mpfr_t *ro, const char *fmt, const vijp_layer *L, long cs)
+{
+    double *A = trans ? vijp_emu_get(th, n * n) : vijp_emu_get_rows(th, n, n);
+    double *x = vijp_alloc_array(n * B, sizeof *x);
+    memcpy(x, dy, n * B * sizeof *x);
+    int rc = vijp_emu_ge_solve_panel(n, A, x, B, vijp_emu_arith(f), 1, pw);
+    ck_assert_msg(rc == rc_o, "solve (trans %d) by panels of %zu in %s, n %zu, case %ld: oracle %d, panels %d", trans,
+                  pw, fmt, n, cs, rc_o, rc);
+    mpfr_t *xe = copy_vec(x, n * B, f);
+    char what[64];
+    snprintf(what, sizeof what, "solve %s by panels of %zu", trans ? "Wᵀ" : "W", pw);
+    expect_same(ro, xe, n * B, what, fmt, L, B, cs);
+    vo_vec_free(xe, n * B), free(A), free(x);
+}
+
 /* vijp (square: the solve; m ≠ n: the QR), inverse and the solve itself,
  * both orientations, or (m > n) the fragment and cokernel, on one random case.
  * Counts the singular outcomes in *singular. */
@@ -187,6 +208,7 @@ static void solves_case(vijp_rng *r, const vijp_format *f, const char *fmt, long
             ck_assert_msg(rc_o == rc_e, "solve (trans %d) in %s, n %zu, case %ld: oracle %d, emu %d", trans, fmt, n, cs,
                           rc_o, rc_e);
             expect_same(ro, re, n * B, trans ? "solve Wᵀ" : "solve W", fmt, &L, B, cs);
+            panel_solve(th, trans, dy, n, B, 1 + (size_t)cs % 9, f, rc_o, ro, fmt, &L, cs);
             *singular += rc_o == VIJP_ESINGULAR;
             vo_vec_free(ro, n * B), vo_vec_free(re, n * B);
         }

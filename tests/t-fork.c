@@ -207,17 +207,23 @@ END_TEST
  * column that clears VIJP_TEAM_MIN_WORK at a small cost): n = 3 (two rows
  * below the first pivot, fewer than the threads), n = 7 (5 parts, then 4,
  * then fewer as the rows below run out), on bfloat16's and binary32's
- * grids. */
+ * grids; n = 300 (panels of VIJP_EMU_GE_PANEL columns whose steps on the
+ * columns past them split by rows too). */
 START_TEST(lu_solve_same_bits)
 {
-    static const size_t shapes[][2] = {{3, 70001}, {7, 55001}};
-    static const vijp_emu_grid grids[] = {{8, -132, 128}, {24, -148, 128}};
+    static const size_t shapes[][2] = {{3, 70001}, {7, 55001}, {300, 1}};
+    static const vijp_emu_grid grids[] = {{8, -132, 128}, {24, -148, 128}, {24, -148, 128}};
     vijp_rng r;
     vijp_rng_seed(&r, test_seed() + 8);
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
         size_t n = shapes[s][0], B = shapes[s][1], below = n - 1;
         vijp_emu_grid g = grids[s];
-        ck_assert(vijp_fork_parts(5, below, (double)below * (double)(below + B), VIJP_TEAM_MIN_WORK) >= 2);
+        if (n <= VIJP_EMU_GE_PANEL) /* one panel: its first step splits */
+            ck_assert(vijp_fork_parts(5, below, (double)below * (double)(below + B), VIJP_TEAM_MIN_WORK) >= 2);
+        else { /* the first panel's steps on the columns past it split */
+            double rest = (double)(n - VIJP_EMU_GE_PANEL);
+            ck_assert(vijp_fork_parts(5, n - VIJP_EMU_GE_PANEL, rest * VIJP_EMU_GE_PANEL * rest, VIJP_TEAM_MIN_WORK) >= 2);
+        }
         double *A = malloc(n * n * sizeof *A), *rhs = malloc(n * B * sizeof *rhs);
         double *A1 = malloc(n * n * sizeof *A1), *x1 = malloc(n * B * sizeof *x1);
         double *Ak = malloc(n * n * sizeof *Ak), *xk = malloc(n * B * sizeof *xk);

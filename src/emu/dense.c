@@ -248,10 +248,12 @@ void vijp_emu_dense_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t
     vijp_emu_dense_vjp_param_on(vijp_emu_lanes_active(), L, X, B, Gy, Gt, f);
 }
 
-/* One column's elimination (vijp_emu_ge_solve_d), shared by the threads
- * that run ranges of the rows below the pivot. */
+/* One panel step of the elimination (vijp_emu_ge_solve_d): column c's
+ * multipliers for the rows below it, the panel's later columns and the
+ * right-hand sides updated now, shared by the threads that run ranges of
+ * those rows. */
 typedef struct {
-    size_t n, c, B;
+    size_t n, c, c1, B;
     double *A, *r;
     vijp_emu_grid g;
     const vijp_emu_lanes *lanes;
@@ -259,7 +261,9 @@ typedef struct {
 
 /* Rows c + 1 + [begin, end): each row's update reads the pivot row and
  * writes only itself, by the same operations whatever the range, so any
- * split of the rows gives the same bits. */
+ * split of the rows gives the same bits.  The multiplier is kept where the
+ * row's entry of column c was (L's entry, which no later step reads as A);
+ * the columns past the panel take it later (update_trailing). */
 static void eliminate_rows(void *ctx, size_t part, size_t begin, size_t end)
 {
     (void)part;
@@ -270,9 +274,36 @@ static void eliminate_rows(void *ctx, size_t part, size_t begin, size_t end)
 #define A_(i, k) A[(i) * n + (k)] /* row-major here: the updates run along rows */
     for (size_t i = c + 1 + begin; i < c + 1 + end; i++) {
         double t = vijp_emu_div(A_(i, c), A_(c, c), g); /* multiplier l_ic */
-        e->lanes->axpy_d(n - c - 1, t, &A_(c, c + 1), &A_(i, c + 1), g); /* A(i, k) −= t·A(c, k), k > c */
+        A_(i, c) = t;
+        e->lanes->axpy_d(e->c1 - c - 1, t, &A_(c, c + 1), &A_(i, c + 1), g); /* A(i, k) −= t·A(c, k), c < k < c1 */
         for (size_t j = 0; j < e->B; j++) r[i + j * n] = vijp_emu_sub(r[i + j * n], vijp_emu_mul(t, r[c + j * n], g), g);
     }
+#undef A_
+}
+
+/* The panel [c0, c1)'s steps on the columns past it, c1 <= k < n, rows
+ * first + [begin, end): row i takes steps c0, c0 + 1, … below min(i, c1),
+ * in that order, with the multipliers its panel columns hold, each an
+ * A(i, k) −= l_ic·A(c, k) of the unblocked elimination.  Row c is a pivot
+ * row only for rows below it, and the rows run in ascending order within a
+ * range (the pivot rows, first = c0, in a range of their own before the
+ * others), so it has taken its own steps before it is read. */
+typedef struct {
+    size_t n, c0, c1, first;
+    double *A;
+    vijp_emu_grid g;
+    const vijp_emu_lanes *lanes;
+} trailing;
+
+static void update_trailing(void *ctx, size_t part, size_t begin, size_t end)
+{
+    (void)part;
+    const trailing *t = ctx;
+    size_t n = t->n, c1 = t->c1;
+    double *A = t->A;
+#define A_(i, k) A[(i) * n + (k)]
+    for (size_t i = t->first + begin; i < t->first + end; i++)
+        for (size_t c = t->c0; c < (i < c1 ? i : c1); c++) t->lanes->axpy_d(n - c1, A_(i, c), &A_(c, c1), &A_(i, c1), t->g);
 #undef A_
 }
 
@@ -368,39 +399,64 @@ const struct vijp_emu_native vijp_emu_dense_native = {
  * asked) is overwritten by its LU factors, r (n × B) by the solution.  The
  * pivot is the first entry of largest magnitude at or below the diagonal:
  * mpfr_cmpabs(a, b) > 0 is fabs(a) > fabs(b), false for NaN on either side
- * as mpfr_cmpabs's 0 is, so ties and NaNs keep the earlier row.  Each
- * column's elimination runs over up to threads threads (a team kept for
- * the whole solve) while the rows left pay for it. */
-int vijp_emu_ge_solve_d(size_t n, double *A, double *r, size_t B, vijp_emu_grid g, int threads)
+ * as mpfr_cmpabs's 0 is, so ties and NaNs keep the earlier row.
+ *
+ * By panels of columns (right-looking, as LAPACK's dgetrf, but every
+ * operation the unblocked elimination's): within a panel each column's
+ * step updates the panel and r at once; the columns past the panel take
+ * the panel's steps afterwards, row by row, in the same order, on the same
+ * operands, so every entry sees the same sequence of rounded operations
+ * and the bits are the unblocked elimination's for any panel width (the
+ * tests run widths 1 to 9 against the MPFR oracle).  A row swap moves a
+ * row's pending steps with it: their multipliers sit in its panel
+ * columns.  Each pass over the matrix then serves a panel rather than a
+ * column.  Steps run over up to threads threads (a team kept for the
+ * whole solve) while the rows left pay for it. */
+int vijp_emu_ge_solve_panel(size_t n, double *A, double *r, size_t B, vijp_emu_grid g, int threads, size_t panel)
 {
 #define A_(i, k) A[(i) * n + (k)]
-    elimination e = {n, 0, B, A, r, g, vijp_emu_lanes_active()};
+    const vijp_emu_lanes *lanes = vijp_emu_lanes_active();
     vijp_team *team = NULL;
     int rc = 0;
-    for (size_t c = 0; c < n && !rc; c++) {
-        size_t p = c;
-        for (size_t i = c + 1; i < n; i++)
-            if (fabs(A_(i, c)) > fabs(A_(p, c))) p = i;
-        if (A_(p, c) == 0) {
-            rc = VIJP_ESINGULAR; /* r left as far as it got, as the oracle leaves it */
-            break;
-        }
-        if (p != c) {
-            for (size_t k = 0; k < n; k++) {
-                double t = A_(c, k);
-                A_(c, k) = A_(p, k), A_(p, k) = t;
+    if (!panel) panel = 1;
+    for (size_t c0 = 0; c0 < n && !rc; c0 += panel) {
+        size_t c1 = n - c0 < panel ? n : c0 + panel;
+        elimination e = {n, 0, c1, B, A, r, g, lanes};
+        for (size_t c = c0; c < c1; c++) {
+            size_t p = c;
+            for (size_t i = c + 1; i < n; i++)
+                if (fabs(A_(i, c)) > fabs(A_(p, c))) p = i;
+            if (A_(p, c) == 0) {
+                rc = VIJP_ESINGULAR; /* r left as far as it got, as the oracle leaves it */
+                break;
             }
-            for (size_t j = 0; j < B; j++) {
-                double t = r[c + j * n];
-                r[c + j * n] = r[p + j * n], r[p + j * n] = t;
+            if (p != c) {
+                for (size_t k = 0; k < n; k++) {
+                    double t = A_(c, k);
+                    A_(c, k) = A_(p, k), A_(p, k) = t;
+                }
+                for (size_t j = 0; j < B; j++) {
+                    double t = r[c + j * n];
+                    r[c + j * n] = r[p + j * n], r[p + j * n] = t;
+                }
             }
+            size_t below = n - c - 1; /* the rows this column eliminates, work below·(c1 − c + B) lane operations */
+            size_t parts = vijp_fork_parts(threads, below, (double)below * (double)(c1 - c + B), VIJP_TEAM_MIN_WORK);
+            if (parts > 1 && !team) team = vijp_team_new(threads);
+            e.c = c;
+            if (parts > 1) vijp_team_run(team, below, parts, eliminate_rows, &e);
+            else eliminate_rows(&e, 0, 0, below);
         }
-        size_t below = n - c - 1; /* the rows this column eliminates, work below·(below + B) lane operations */
-        size_t parts = vijp_fork_parts(threads, below, (double)below * (double)(below + B), VIJP_TEAM_MIN_WORK);
+        if (rc || c1 == n) continue;
+        trailing t = {n, c0, c1, c0, A, g, lanes};
+        update_trailing(&t, 0, 0, c1 - c0); /* the pivot rows, in order, before the rows that read them */
+        size_t below = n - c1;
+        size_t parts = vijp_fork_parts(threads, below, (double)below * (double)(c1 - c0) * (double)(n - c1),
+                                       VIJP_TEAM_MIN_WORK);
         if (parts > 1 && !team) team = vijp_team_new(threads);
-        e.c = c;
-        if (team) vijp_team_run(team, below, parts, eliminate_rows, &e);
-        else eliminate_rows(&e, 0, 0, below);
+        t.first = c1;
+        if (parts > 1) vijp_team_run(team, below, parts, update_trailing, &t);
+        else update_trailing(&t, 0, 0, below);
     }
     vijp_team_free(team);
     for (size_t j = 0; j < B && !rc; j++) /* back substitution with U */
@@ -411,6 +467,11 @@ int vijp_emu_ge_solve_d(size_t n, double *A, double *r, size_t B, vijp_emu_grid 
         }
     return rc;
 #undef A_
+}
+
+int vijp_emu_ge_solve_d(size_t n, double *A, double *r, size_t B, vijp_emu_grid g, int threads)
+{
+    return vijp_emu_ge_solve_panel(n, A, r, B, g, threads, VIJP_EMU_GE_PANEL);
 }
 
 /* Loads A0 (column-major; transposed when trans) row-major and the

@@ -41,8 +41,16 @@ int vijp_emu_dense_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B,
 int vijp_emu_ge_solve(size_t n, mpfr_t *A0, int trans, mpfr_t *r, size_t B, const vijp_format *f);
 /* The same on doubles, for f's arithmetic grid g: A (n × n, row-major: the
  * matrix to solve with, already transposed where asked) is overwritten by
- * its LU factors; on up to threads threads (f's), the same bits. */
+ * its LU factors (on success: U on and above the diagonal, the multipliers
+ * below, rows as pivoted); on up to threads threads (f's), the same bits. */
 int vijp_emu_ge_solve_d(size_t n, double *A, double *r, size_t B, vijp_emu_grid g, int threads);
+/* Columns per panel of vijp_emu_ge_solve_d: the panel's pivot rows past it,
+ * 32 × n doubles (1 MiB at n = 4096), stay in the second-level cache while
+ * every row below takes the panel's steps. */
+#define VIJP_EMU_GE_PANEL 32
+/* The same elimination by panels of panel columns (0: 1): the same bits
+ * for every width (the tests). */
+int vijp_emu_ge_solve_panel(size_t n, double *A, double *r, size_t B, vijp_emu_grid g, int threads, size_t panel);
 
 /* The products and the square vijp on double-held operands (layer/emu_native.h),
  * bit for bit the functions above: dense's emu_native. */
