@@ -123,11 +123,34 @@ EMU_LANES_KERNEL(simd_fused_f, float, vf, load_f, splat_f, STEP_FUSED, NO_GRID)
 EMU_LANES_KERNEL(simd_split_f, float, vf, load_f, splat_f, STEP_SPLIT_F, NO_GRID)
 EMU_LANES_KERNEL(simd_split_d, double, vd, load_d, splat_d, STEP_SPLIT_D, WITH_GRID)
 
+/* VW floats: a vector of doubles converted. */
+typedef float vh __attribute__((vector_size(VW * 4)));
+
+/* binary32's grid in MPFR's convention (emu.h): p 24, smallest subnormal
+ * 2^-149, largest finite below 2^128. */
+static inline int grid_is_binary32(vijp_emu_grid g) { return g.p == 24 && g.emin == -148 && g.emax == 128; }
+
 /* lanes.h's axpy_d: whole vectors, then the last entries by emu.h's scalar
- * operations (the same sequence). */
+ * operations (the same sequence).  On binary32's grid, whose values t, x
+ * and y are (the solve's operands: the format's values and the results of
+ * its operations), the rounded product and difference are float's × and −
+ * lane by lane: each correctly rounded to nearest even, with binary32's
+ * subnormals and overflow to ±Inf, which is what round_v gives for the
+ * exact double product (at most 48 bits) and for the double difference
+ * (double rounding through binary64 is innocuous for + − × ÷ of binary32
+ * values: 53 >= 2·24 + 2, Figueroa 1995).  The conversions are exact both
+ * ways, and half-width vectors skip round_v's two passes. */
 static void simd_axpy_d(size_t n, double t, const double *x, double *y, vijp_emu_grid g)
 {
     size_t k = 0;
+    if (grid_is_binary32(g)) {
+        vh tf = (float)t - (vh){0}; /* splat; −0 kept, as splat_d */
+        for (; k + VW <= n; k += VW) {
+            vh xf = __builtin_convertvector(load_d(x + k), vh), yf = __builtin_convertvector(load_d(y + k), vh);
+            vd r = __builtin_convertvector(yf - tf * xf, vd);
+            memcpy(y + k, &r, sizeof r);
+        }
+    }
     vd tv = splat_d(t);
     for (; k + VW <= n; k += VW) {
         vd r = round_v(load_d(y + k) - round_v(tv * load_d(x + k), g), g);
