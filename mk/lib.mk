@@ -36,7 +36,7 @@ $(LIB_OBJ) $(PIC_OBJ) $(BUILD)/perturbed/layer.o: VIJP_VISFLAGS := $(LIB_VISFLAG
 
 # The version is the library's (include/vijp/vijp.h, read by
 # mk/configure.sh); the soname changes with the ABI, by hand.
-SOVERSION    := 0
+SOVERSION    := 1
 SONAME       := libvijp.so.$(SOVERSION)
 SHLIB        := libvijp.so.$(VIJP_VERSION)
 
@@ -93,7 +93,7 @@ $(BUILD)/src/report/drift_schema.o: $(BUILD)/drift_schema.inc
 $(BUILD)/libvijp.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-# libvijp.so.VERSION with soname libvijp.so.0, linked with its dependencies
+# libvijp.so.VERSION with soname libvijp.so.$(SOVERSION), linked with its dependencies
 # (no undefined symbols left), and the two links a build and a link step use.
 $(BUILD)/$(SHLIB): $(PIC_OBJ)
 	$(LINK) -shared -Wl,-soname,$(SONAME) -Wl,--no-undefined -o $@ $^ $(LDLIBS) $(VIJP_LIBS)

@@ -29,14 +29,14 @@ step() { : > "$log"; echo "check-install: $*"; }
 # 1. make install into the prefix; then the same install staged in DESTDIR.
 step "make install PREFIX=$prefix"
 $MAKE --no-print-directory install PREFIX="$prefix" DESTDIR= > "$log" 2>&1 || fail "make install"
-for f in bin/vijp lib/libvijp.a lib/libvijp.so.$version lib/libvijp.so.0 lib/libvijp.so \
+for f in bin/vijp lib/libvijp.a lib/libvijp.so.$version lib/libvijp.so.1 lib/libvijp.so \
          include/vijp/vijp.h include/vijp/net.h lib/pkgconfig/vijp.pc share/man/man1/vijp.1; do
   [ -e "$prefix/$f" ] || fail "make install did not install $f"
 done
-[ "$(readlink "$prefix/lib/libvijp.so")" = libvijp.so.0 ] || fail "lib/libvijp.so does not point to libvijp.so.0"
-[ "$(readlink "$prefix/lib/libvijp.so.0")" = "libvijp.so.$version" ] || fail "lib/libvijp.so.0 does not point to libvijp.so.$version"
+[ "$(readlink "$prefix/lib/libvijp.so")" = libvijp.so.1 ] || fail "lib/libvijp.so does not point to libvijp.so.1"
+[ "$(readlink "$prefix/lib/libvijp.so.1")" = "libvijp.so.$version" ] || fail "lib/libvijp.so.1 does not point to libvijp.so.$version"
 soname=$(readelf -d "$prefix/lib/libvijp.so.$version" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
-[ "$soname" = libvijp.so.0 ] || fail "soname of libvijp.so is '$soname', not libvijp.so.0"
+[ "$soname" = libvijp.so.1 ] || fail "soname of libvijp.so is '$soname', not libvijp.so.1"
 "$prefix/bin/vijp" --version > "$log" 2>&1 || fail "installed vijp --version"
 grep -q "^vijp $version " "$log" || fail "installed vijp --version does not say $version"
 # A CUDA build installs libvijp-cuda.so beside libvijp, and the installed
@@ -51,7 +51,7 @@ fi
 
 step "make install DESTDIR=$tmp/stage PREFIX=/opt/vijp"
 $MAKE --no-print-directory install DESTDIR="$tmp/stage" PREFIX=/opt/vijp > "$log" 2>&1 || fail "make install DESTDIR"
-[ -e "$tmp/stage/opt/vijp/lib/libvijp.so.0" ] && [ -e "$tmp/stage/opt/vijp/bin/vijp" ] ||
+[ -e "$tmp/stage/opt/vijp/lib/libvijp.so.1" ] && [ -e "$tmp/stage/opt/vijp/bin/vijp" ] ||
   fail "DESTDIR install is not under DESTDIR/PREFIX"
 grep -qx 'prefix=/opt/vijp' "$tmp/stage/opt/vijp/lib/pkgconfig/vijp.pc" || fail "DESTDIR install: vijp.pc does not name /opt/vijp"
 # The real install is regenerated with its own prefix afterwards.
@@ -112,11 +112,11 @@ step "build and run against libvijp.so"
 # shellcheck disable=SC2086 # the pkg-config output is a list of flags
 $CC -Wall -Wextra -Werror $cflags consumer.c -o consumer-shared $libs > "$log" 2>&1 ||
   fail "$CC \$(pkg-config --cflags vijp) consumer.c \$(pkg-config --libs vijp)"
-readelf -d consumer-shared | grep -q 'NEEDED.*\[libvijp\.so\.0\]' || fail "consumer-shared does not load libvijp.so.0"
+readelf -d consumer-shared | grep -q 'NEEDED.*\[libvijp\.so\.1\]' || fail "consumer-shared does not load libvijp.so.1"
 LD_LIBRARY_PATH=$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ./consumer-shared > out-shared 2> "$log" ||
   fail "consumer-shared exited with status $?"
-LD_LIBRARY_PATH=$prefix/lib ldd ./consumer-shared | grep -q "libvijp\.so\.0 => $prefix/lib/" ||
-  fail "consumer-shared does not resolve libvijp.so.0 to $prefix/lib"
+LD_LIBRARY_PATH=$prefix/lib ldd ./consumer-shared | grep -q "libvijp\.so\.1 => $prefix/lib/" ||
+  fail "consumer-shared does not resolve libvijp.so.1 to $prefix/lib"
 [ "$(cat out-shared)" = "$expected" ] || { cp out-shared "$log"; fail "consumer-shared printed something else than:
 $expected"; }
 sed 's/^/check-install:   | /' out-shared

@@ -31,7 +31,7 @@ static Suite *(*const suites[])(void) = {
     suite_fp8, suite_fp8_cli, suite_xnum, suite_ddot, suite_cond, suite_mx, suite_mx_cli, suite_attention,
     suite_residual, suite_act_args, suite_normlayers, suite_conv, suite_tc, suite_ftz, suite_sr,
     suite_certify_reach, suite_orthogonal, suite_drift_memory, suite_scaled, suite_certify_affine, suite_emu_lanes,
-    suite_ddref, suite_narrow, suite_emu_fp8, suite_fork, suite_mat_held,
+    suite_ddref, suite_narrow, suite_emu_fp8, suite_fork, suite_mat_held, suite_packed,
 };
 enum { N_SUITES = sizeof suites / sizeof *suites };
 

@@ -1,5 +1,6 @@
 /* A batch of vectors in one format: rows × cols, column-major, column j is sample j.
- * Exactly one of d (double) or m (MPFR at the format's precision) is set.
+ * Exactly one of d (double), m (MPFR at the format's precision) or packed
+ * (below) is set.
  * vijp_mat_init sets d for every format whose values are all doubles
  * (vijp_format_values_double, vijp/format.h: double, and binary32, binary16,
  * bfloat16, e4m3, e5m2 and every mixed format, MX, tensor-core, tensor-scaled,
@@ -45,12 +46,21 @@ typedef struct {
  * for a whole batch, 1 + j for sample j alone). */
 VIJP_API vijp_sr_key vijp_sr_key_of(uint64_t seed, vijp_sr_role role, size_t layer, size_t sample);
 
+/* A packed block: an mpfr:P matrix's values without their mpfr_t headers
+ * (each value its significand's limbs, its exponent in 32 bits and its
+ * kind and sign: 21 bytes at 128 bits against an MPFR-held value's 48),
+ * read only.  Opaque; made by vijp_mat_pack and vijp_mat_pack_copy below. */
+typedef struct vijp_packed vijp_packed;
+
 typedef struct {
     size_t rows, cols;
     const vijp_format *fmt;
     double *d;
     mpfr_t *m;
     vijp_sr_key sr; /* zero (unkeyed) from vijp_mat_init; see above */
+    /* Last, so that the fields above keep their offsets (a plugin built
+     * before it reads a library-made matrix as it did). */
+    vijp_packed *packed;
 } vijp_mat;
 
 VIJP_API void vijp_mat_init(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt);
@@ -63,6 +73,31 @@ VIJP_API void vijp_mat_init(vijp_mat *a, size_t rows, size_t cols, const vijp_fo
  * that a read before the write shows in every result it reaches. */
 VIJP_API void vijp_mat_init_unset(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt);
 VIJP_API void vijp_mat_clear(vijp_mat *a);
+/* Packed matrices: the drift study's reference (src/drift/memo.c) holds
+ * millions of mpfr:P values that are only read once computed; packed, each
+ * costs its significand's limbs and 5 bytes (32-bit exponent; kind: zero,
+ * NaN, Inf or regular, and sign) instead of an mpfr_t and its limbs.  The
+ * values are exactly the MPFR ones, signed zeros and NaN's sign included.
+ * Only the library makes them:
+ *   vijp_mat_pack(a)          a (mpfr:P, MPFR-held) packed in place, exactly;
+ *                             a no-op on a packed a;
+ *   vijp_mat_pack_rounded(a, fmt)  a (MPFR-held or packed) rounded to fmt
+ *                             (mpfr:q), to nearest as mpfr_set rounds, then
+ *                             packed in place; a->fmt := fmt;
+ *   vijp_mat_pack_copy(dst, src, fmt)  dst := src rounded so, packed (dst
+ *                             uninitialised; src unchanged).
+ * Exponents beyond 32 bits (MPFR's range widened past its default) abort.
+ * Read-only: vijp_mat_clear frees it, vijp_mat_len, vijp_mat_get_d,
+ * vijp_mat_get_mpfr, vijp_mat_check_finite read it, as do a source of
+ * vijp_mat_convert, vijp_mat_copy and vijp_mat_copy_range, and every metric
+ * (vijp/metrics.h); every other helper here (those that write, and the
+ * arithmetic ones: vijp_mat_sub, _mul_elem, _tdot) refuse a packed
+ * matrix: writing one, or passing one where it is not read, is a
+ * programming error, reported and stopped (abort).  The layer operators
+ * and the engines take MPFR- and double-held matrices only. */
+VIJP_API void vijp_mat_pack(vijp_mat *a);
+VIJP_API void vijp_mat_pack_rounded(vijp_mat *a, const vijp_format *fmt);
+VIJP_API void vijp_mat_pack_copy(vijp_mat *dst, const vijp_mat *src, const vijp_format *fmt);
 VIJP_API size_t vijp_mat_len(const vijp_mat *a);
 VIJP_API void vijp_mat_zero(vijp_mat *a);
 /* a := b (same shape and format). */

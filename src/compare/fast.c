@@ -2,6 +2,7 @@
  * those of its exact evaluation (see compare_fast.h for the argument). */
 #include "fast.h"
 #include "format/mpfr_io.h"
+#include "format/packed.h"
 #include <gmp.h>
 #include <limits.h>
 #include <math.h>
@@ -420,6 +421,23 @@ static int settle_angle(double *deg, const bounded *dd2, const bounded *yy, cons
     return ok;
 }
 
+/* Entry i of a packed matrix (packed.h), as load_entry reads it: its limbs
+ * and exponent straight into v where they need no rounding, through an
+ * MPFR view of them into load_rounded where they do. */
+static inline int load_packed(val *v, const vijp_packed *pk, size_t i, long p, int round)
+{
+    int kind = vijp_packed_kind(pk, i), neg = vijp_packed_neg(pk, i);
+    if (kind == MPFR_ZERO_KIND) v->zero = 1, v->neg = neg;
+    else if (kind == MPFR_REGULAR_KIND && pk->prec <= p)
+        load_limbs(v, vijp_packed_sig(pk, i), (int)pk->limbs, pk->exp[i], neg);
+    else if (kind == MPFR_REGULAR_KIND && round) {
+        mpfr_t x;
+        vijp_packed_view(pk, i, x);
+        load_rounded(v, x, p);
+    } else return -1; /* NaN, Inf, or an x wider than p */
+    return 0;
+}
+
 /* Entry i of m rounded to p bits, into v: x = a's (round 0: only values that
  * need no rounding are taken) or y = RN_p(ref)'s (round 1); -1 for NaN, Inf
  * or an x wider than p. */
@@ -430,6 +448,7 @@ static inline int load_entry(val *v, const vijp_mat *m, size_t i, long p, int ro
         load_double(v, m->d[i]);
         return 0;
     }
+    if (m->packed) return load_packed(v, m->packed, i, p, round);
     mpfr_srcptr x = m->m[i];
     if (mpfr_zero_p(x) || (mpfr_regular_p(x) && mpfr_get_prec(x) <= p)) load_mpfr(v, x);
     else if (mpfr_regular_p(x) && round) load_rounded(v, x, p);
@@ -446,6 +465,7 @@ static inline long exp_of(const vijp_mat *a, size_t i)
         (void)vijp_double_split(a->d[i], &sig, &e); /* Inf, NaN: any exponent, refused later */
         return e;
     }
+    if (a->packed) return vijp_packed_kind(a->packed, i) == MPFR_REGULAR_KIND ? a->packed->exp[i] : LONG_MIN;
     return mpfr_regular_p(a->m[i]) ? mpfr_get_exp(a->m[i]) : LONG_MIN;
 }
 

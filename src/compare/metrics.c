@@ -4,6 +4,7 @@
 #include "vijp/metrics.h"
 #include "vijp/memory.h"
 #include "oracles/dot.h"
+#include "format/packed.h"
 #include "cache.h"
 #include "fast.h"
 #include <math.h>
@@ -15,10 +16,16 @@ static mpfr_prec_t metric_prec(const vijp_mat *a, const vijp_mat *ref)
     return p < 128 ? 128 : p;
 }
 
+/* r := entry i of a, rounded to r's precision (a packed entry read
+ * through its MPFR view, packed.h: the same value, the same rounding). */
 static void entry(mpfr_t r, const vijp_mat *a, size_t i)
 {
     if (a->d) mpfr_set_d(r, a->d[i], MPFR_RNDN);
-    else mpfr_set(r, a->m[i], MPFR_RNDN);
+    else if (a->packed) {
+        mpfr_t v;
+        vijp_packed_view(a->packed, i, v);
+        mpfr_set(r, v, MPFR_RNDN);
+    } else mpfr_set(r, a->m[i], MPFR_RNDN);
 }
 
 vijp_xnum vijp_rel_err(const vijp_mat *a, const vijp_mat *ref)
@@ -127,14 +134,17 @@ static void compare_exact(const vijp_mat *a, const vijp_mat *ref, const vijp_for
      * rounding them to p bits would give), and Σy², which depends on it
      * alone, comes from the cache when an earlier comparison with the same
      * reference filled it: the same sums, in the same chunks. */
-    int direct = ref->m && n && mpfr_get_prec(ref->m[0]) == p, have_nr = cache && cache->ready;
+    int direct = (ref->m && n && mpfr_get_prec(ref->m[0]) == p) || (ref->packed && ref->packed->prec == p);
+    int have_nr = cache && cache->ready;
     vijp_mat Y = {0}; /* the reference's entries rounded to p: only when not read in place */
     if (!direct) vijp_mat_init(&Y, CHUNK, 1, &fp);
+    mpfr_t *views = direct && ref->packed ? vijp_alloc_array(CHUNK, sizeof *views) : NULL; /* a packed one's, in place */
     for (size_t i0 = 0; i0 < n; i0 += CHUNK) {
         size_t cnt = n - i0 < CHUNK ? n - i0 : CHUNK;
         for (size_t j = 0; j < cnt; j++) {
             entry(X.m[j], a, i0 + j);
-            if (direct) py[j] = ref->m[i0 + j];
+            if (views) vijp_packed_view(ref->packed, i0 + j, views[j]), py[j] = views[j];
+            else if (direct) py[j] = ref->m[i0 + j];
             else entry(Y.m[j], ref, i0 + j), py[j] = Y.m[j];
             mpfr_sub(D.m[j], X.m[j], py[j], MPFR_RNDN);
             px[j] = X.m[j], pd[j] = D.m[j];
@@ -193,4 +203,5 @@ static void compare_exact(const vijp_mat *a, const vijp_mat *ref, const vijp_for
     }
     mpfr_clears(t, na, nr, num, sxy, s, q, (mpfr_ptr)0);
     vijp_mat_clear(&X), vijp_mat_clear(&Y), vijp_mat_clear(&D);
+    free(views);
 }

@@ -6,14 +6,35 @@
 #include "mpfr_io.h"
 #include "mx.h"
 #include "narrow.h"
+#include "packed.h"
 #include "sr.h"
 #include "scaled.h"
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 size_t vijp_mat_len(const vijp_mat *a) { return a->rows * a->cols; }
+
+/* A packed matrix (packed.h) is read only, and read by the helpers mat.h
+ * names; handing one to another is a programming error, stopped here. */
+static void refuse_packed(const vijp_mat *a, const char *who)
+{
+    if (!a->packed) return;
+    fprintf(stderr, "vijp: %s: the matrix is packed (vijp_mat_pack), read only, and this helper does not read one\n",
+            who);
+    abort();
+}
+
+/* Entry i of an MPFR-held or packed a, to read (v: room for a packed
+ * entry's view, packed.h: no copy either way). */
+static inline mpfr_srcptr mp_at(const vijp_mat *a, size_t i, mpfr_ptr v)
+{
+    if (!a->packed) return a->m[i];
+    vijp_packed_view(a->packed, i, v);
+    return v;
+}
 
 /* n MPFR values at precision prec, +0, in one allocation: the mpfr_t
  * structs, then every significand (MPFR's custom interface), instead of one
@@ -125,15 +146,18 @@ static int arith_natively(const vijp_format *f, vijp_narrow *g)
 void vijp_mat_clear(vijp_mat *a)
 {
     free(a->d);
-    free(a->m); /* the block of mp_block_new: values and limbs */
+    free(a->m);      /* the block of mp_block_new: values and limbs */
+    free(a->packed); /* packed.c's one block */
     a->d = NULL;
     a->m = NULL;
+    a->packed = NULL;
     a->rows = a->cols = 0;
 }
 
 void vijp_mat_zero(vijp_mat *a)
 {
     size_t n = vijp_mat_len(a);
+    refuse_packed(a, "vijp_mat_zero");
     if (a->d) memset(a->d, 0, n * sizeof *a->d);
     else
         for (size_t i = 0; i < n; i++) mpfr_set_zero(a->m[i], 1);
@@ -161,6 +185,7 @@ static double entry_rounded(const vijp_mat *a, double x)
 
 void vijp_mat_set_entry_d(vijp_mat *a, size_t i, double x)
 {
+    refuse_packed(a, "vijp_mat_set_entry_d");
     if (held_d(a)) a->d[i] = entry_rounded(a, x);
     else if (a->d) a->d[i] = x;
     else if (!a->fmt->mixed) vo_set_d(a->m[i], x, a->fmt);
@@ -202,13 +227,14 @@ static void scaled_store(vijp_mat *a, const vijp_mat *src, const double *src_d, 
     if (!len) len = a->rows, stride = 1;
     vijp_tensor_scale t;
     vijp_scaled_init(&t, a->fmt, role);
+    mpfr_t view; /* a packed source's entry (mp_at) */
     for (size_t i = 0; i < n; i++) {
         if (src_d) vijp_scaled_see_d(&t, src_d[i]);
         else if (src->d) vijp_scaled_see_d(&t, src->d[i]);
-        else vijp_scaled_see(&t, src->m[i]);
+        else vijp_scaled_see(&t, mp_at(src, i, view));
     }
     vijp_scaled_ready(&t);
-    mpfr_prec_t p = src && src->m && src->fmt->prec > 53 ? src->fmt->prec : 53;
+    mpfr_prec_t p = src && !src->d && src->fmt->prec > 53 ? src->fmt->prec : 53;
     mpfr_t *v = vijp_alloc_array(len ? len : 1, sizeof *v); /* the line's values, exact */
     for (size_t k = 0; k < len; k++) mpfr_init2(v[k], p);
     mpfr_t *w = a->d ? mp_block_new(len, a->fmt->prec) : NULL; /* a double-held a's line (line_put) */
@@ -218,7 +244,7 @@ static void scaled_store(vijp_mat *a, const vijp_mat *src, const double *src_d, 
             size_t i = at + k * stride;
             if (src_d) mpfr_set_d(v[k], src_d[i], MPFR_RNDN);
             else if (src->d) mpfr_set_d(v[k], src->d[i], MPFR_RNDN);
-            else mpfr_set(v[k], src->m[i], MPFR_RNDN);
+            else mpfr_set(v[k], mp_at(src, i, view), MPFR_RNDN);
         }
         if (w) vijp_scaled_line(&t, w, 1, v, 1, len), line_put(a, at, stride, w, len);
         else vijp_scaled_line(&t, a->m + at, stride, v, 1, len);
@@ -256,6 +282,7 @@ static int store_held_natively(vijp_mat *a, size_t first, size_t len, size_t str
  * dense layer sums over), so its blocks run down each column (mat.h). */
 void vijp_mat_store_as(vijp_mat *a, vijp_store_role role)
 {
+    refuse_packed(a, "vijp_mat_store");
     if (!a->fmt->mixed || (!a->m && !held_d(a))) return;
     if (a->fmt->tensor_scaled) {
         scaled_store(a, a, NULL, role, 0, 0, 1);
@@ -284,6 +311,7 @@ void vijp_mat_store_as(vijp_mat *a, vijp_store_role role)
 
 void vijp_mat_store_line(vijp_mat *a, size_t first, size_t len, size_t stride)
 {
+    refuse_packed(a, "vijp_mat_store_line");
     if (!a->fmt->mixed || (!a->m && !held_d(a))) return;
     if (a->fmt->tensor_scaled) {
         if (len) scaled_store(a, a, NULL, VIJP_STORE_FORWARD, first, len, stride);
@@ -326,6 +354,7 @@ static void set_d_line_mx(vijp_mat *a, const double *src, size_t first, size_t l
 
 void vijp_mat_set_d_line(vijp_mat *a, const double *src, size_t first, size_t len, size_t stride)
 {
+    refuse_packed(a, "vijp_mat_set_d_line");
     if ((a->m || held_d(a)) && a->fmt->tensor_scaled) {
         if (len) scaled_store(a, NULL, src, VIJP_STORE_FORWARD, first, len, stride);
     } else if ((a->m || held_d(a)) && a->fmt->mx_block) set_d_line_mx(a, src, first, len, stride);
@@ -337,6 +366,7 @@ void vijp_mat_set_d(vijp_mat *a, const double *src) { vijp_mat_set_d_as(a, src, 
 
 void vijp_mat_set_d_as(vijp_mat *a, const double *src, vijp_store_role role)
 {
+    refuse_packed(a, "vijp_mat_set_d");
     if ((a->m || held_d(a)) && a->fmt->tensor_scaled) { /* one tensor, blocks down each column */
         scaled_store(a, NULL, src, role, 0, 0, 1);
         return;
@@ -350,25 +380,28 @@ void vijp_mat_set_d_as(vijp_mat *a, const double *src, vijp_store_role role)
 
 double vijp_mat_get_d(const vijp_mat *a, size_t i)
 {
-    return a->d ? a->d[i] : mpfr_get_d(a->m[i], MPFR_RNDN);
+    mpfr_t v;
+    return a->d ? a->d[i] : mpfr_get_d(mp_at(a, i, v), MPFR_RNDN);
 }
 
 void vijp_mat_get_mpfr(const vijp_mat *a, mpfr_t *out)
 {
+    mpfr_t v;
     for (size_t i = 0, n = vijp_mat_len(a); i < n; i++) {
         if (a->d) mpfr_set_d(out[i], a->d[i], MPFR_RNDN);
-        else mpfr_set(out[i], a->m[i], MPFR_RNDN);
+        else mpfr_set(out[i], mp_at(a, i, v), MPFR_RNDN);
     }
 }
 
 int vijp_mat_check_finite(const vijp_mat *a, const char *what, vijp_error *err)
 {
+    mpfr_t v;
     for (size_t i = 0, n = vijp_mat_len(a); i < n; i++) {
-        int finite = a->d ? isfinite(a->d[i]) : mpfr_number_p(a->m[i]);
+        int finite = a->d ? isfinite(a->d[i]) : mpfr_number_p(mp_at(a, i, v));
         if (!finite)
             return vijp_fail(err, VIJP_EDOMAIN, "%s: entry %zu (row %zu, column %zu) is %s", what, i,
                              i % (a->rows ? a->rows : 1), i / (a->rows ? a->rows : 1),
-                             (a->d ? isnan(a->d[i]) : mpfr_nan_p(a->m[i])) ? "NaN" : "infinite");
+                             (a->d ? isnan(a->d[i]) : mpfr_nan_p(mp_at(a, i, v))) ? "NaN" : "infinite");
     }
     return 0;
 }
@@ -388,6 +421,8 @@ static void stored(vijp_mat *a, size_t i)
 static void entrywise(vijp_mat *a, const vijp_mat *b, const vijp_mat *c, char op)
 {
     size_t n = vijp_mat_len(a);
+    refuse_packed(a, "vijp_mat_sub or vijp_mat_mul_elem"), refuse_packed(b, "vijp_mat_sub or vijp_mat_mul_elem");
+    refuse_packed(c, "vijp_mat_sub or vijp_mat_mul_elem");
     vijp_narrow g;
     if (a->d && !held_d(a)) { /* double */
         for (size_t i = 0; i < n; i++) a->d[i] = op == '-' ? b->d[i] - c->d[i] : b->d[i] * c->d[i];
@@ -421,18 +456,21 @@ void vijp_mat_mul_elem(vijp_mat *a, const vijp_mat *b, const vijp_mat *c) { entr
 /* Same format, so exact whichever way each holds its values. */
 void vijp_mat_copy_range(vijp_mat *dst, size_t doff, const vijp_mat *src, size_t soff, size_t count)
 {
+    mpfr_t v;
+    refuse_packed(dst, "vijp_mat_copy_range (into)");
     if (dst->d && src->d) memcpy(dst->d + doff, src->d + soff, count * sizeof(double));
     else if (dst->d)
-        for (size_t i = 0; i < count; i++) dst->d[doff + i] = vijp_emu_get1(src->m[soff + i]);
+        for (size_t i = 0; i < count; i++) dst->d[doff + i] = vijp_emu_get1(mp_at(src, soff + i, v));
     else if (src->d)
         for (size_t i = 0; i < count; i++) vijp_emu_set1(dst->m[doff + i], src->d[soff + i]);
     else
-        for (size_t i = 0; i < count; i++) mpfr_set(dst->m[doff + i], src->m[soff + i], MPFR_RNDN);
+        for (size_t i = 0; i < count; i++) mpfr_set(dst->m[doff + i], mp_at(src, soff + i, v), MPFR_RNDN);
 }
 
 void vijp_mat_tdot(vijp_mat *r, const vijp_mat *A, const vijp_mat *g)
 {
     size_t m = A->rows;
+    refuse_packed(r, "vijp_mat_tdot"), refuse_packed(A, "vijp_mat_tdot"), refuse_packed(g, "vijp_mat_tdot");
     if (held_d(r) || (!r->d && (A->d || g->d))) { /* vo_dot_acc's MPFR model (tc formats' blocks included): twins */
         vijp_mat tr, tA, tg;
         vijp_mat_init_mp(&tr, r, 0), vijp_mat_init_mp(&tA, A, 1), vijp_mat_init_mp(&tg, g, 1);
@@ -464,14 +502,14 @@ void vijp_mat_tdot(vijp_mat *r, const vijp_mat *A, const vijp_mat *g)
 static void convert_mx(vijp_mat *dst, const vijp_mat *src)
 {
     size_t rows = dst->rows, b = (size_t)dst->fmt->mx_block;
-    mpfr_prec_t p = src->m && src->fmt->prec > 53 ? src->fmt->prec : 53;
-    mpfr_t *t = vijp_alloc_array(rows ? rows : 1, sizeof *t);
+    mpfr_prec_t p = !src->d && src->fmt->prec > 53 ? src->fmt->prec : 53;
+    mpfr_t *t = vijp_alloc_array(rows ? rows : 1, sizeof *t), view;
     for (size_t i = 0; i < rows; i++) mpfr_init2(t[i], p);
     mpfr_t *w = dst->d ? mp_block_new(rows, dst->fmt->prec) : NULL; /* a double-held dst's column (line_put) */
     for (size_t j = 0; j < dst->cols; j++) {
         for (size_t i = 0; i < rows; i++) {
             if (src->d) mpfr_set_d(t[i], src->d[i + j * rows], MPFR_RNDN); /* exact */
-            else mpfr_set(t[i], src->m[i + j * rows], MPFR_RNDN);          /* exact */
+            else mpfr_set(t[i], mp_at(src, i + j * rows, view), MPFR_RNDN); /* exact */
         }
         mpfr_t *col = w ? w : dst->m + j * rows;
         for (size_t k = 0; k < rows; k += b)
@@ -484,6 +522,8 @@ static void convert_mx(vijp_mat *dst, const vijp_mat *src)
 
 void vijp_mat_convert(vijp_mat *dst, const vijp_mat *src)
 {
+    mpfr_t view; /* a packed source's entry (mp_at) */
+    refuse_packed(dst, "vijp_mat_convert (into)");
     /* Into plain MPFR (mpfr:P, the drift reference): vo_store is mpfr_set
      * there, and rounding the value once, straight from the source, is what
      * the two steps below give (the first is exact).  One call per entry:
@@ -491,7 +531,7 @@ void vijp_mat_convert(vijp_mat *dst, const vijp_mat *src)
     if (dst->m && !dst->fmt->emulated && !dst->fmt->mixed) {
         for (size_t i = 0, n = vijp_mat_len(dst); i < n; i++) {
             if (src->d) vijp_emu_set1(dst->m[i], src->d[i]); /* rounds through mpfr_set_d below 53 bits; 16.8M per dense:256 reference */
-            else mpfr_set(dst->m[i], src->m[i], MPFR_RNDN);
+            else mpfr_set(dst->m[i], mp_at(src, i, view), MPFR_RNDN);
         }
         return;
     }
@@ -512,7 +552,7 @@ void vijp_mat_convert(vijp_mat *dst, const vijp_mat *src)
     mpfr_init2(t, src->fmt->prec > 53 ? src->fmt->prec : 53), mpfr_init2(v, dst->fmt->prec);
     for (size_t i = 0, n = vijp_mat_len(dst); i < n; i++) {
         if (src->d) mpfr_set_d(t, src->d[i], MPFR_RNDN);
-        else mpfr_set(t, src->m[i], MPFR_RNDN); /* exact: same precision */
+        else mpfr_set(t, mp_at(src, i, view), MPFR_RNDN); /* exact: same precision */
         if (held_d(dst)) vo_store(v, t, dst->fmt), dst->d[i] = mpfr_get_d(v, MPFR_RNDN); /* exact: a value of it */
         else if (dst->d) dst->d[i] = mpfr_get_d(t, MPFR_RNDN);
         else vo_store(dst->m[i], t, dst->fmt); /* vo_set unless mixed */

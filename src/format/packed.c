@@ -1,0 +1,86 @@
+/* vijp_mat_pack and its two forms (vijp/mat.h): an mpfr:P matrix's values
+ * moved into the packed holding (packed.h), exactly or rounded to nearest. */
+#include "vijp/mat.h"
+#include "vijp/error.h"
+#include "packed.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A misuse of a packed matrix, or a packing MPFR's ranges cannot hold:
+ * programming errors, reported and stopped (vijp/mat.h). */
+static void refuse(const char *who, const char *why)
+{
+    fprintf(stderr, "vijp: %s: %s\n", who, why);
+    abort();
+}
+
+/* A block for n values of prec bits: the header, then the limbs, the
+ * exponents and the kinds (in that order each array stays aligned: the
+ * header and the limbs are whole limbs, the exponents whole int32s). */
+static vijp_packed *block_new(size_t n, mpfr_prec_t prec)
+{
+    size_t limbs = mpfr_custom_get_size(prec) / sizeof(mp_limb_t);
+    size_t head = (sizeof(vijp_packed) + sizeof(mp_limb_t) - 1) / sizeof(mp_limb_t) * sizeof(mp_limb_t);
+    if (n && vijp_packed_value_bytes(prec) > (SIZE_MAX - head) / n) vijp_out_of_memory(SIZE_MAX);
+    char *b = vijp_alloc_unset(head + n * vijp_packed_value_bytes(prec));
+    vijp_packed *p = (vijp_packed *)(void *)b;
+    p->prec = prec, p->limbs = limbs, p->n = n;
+    p->sig = (mp_limb_t *)(void *)(b + head);
+    p->exp = (int32_t *)(void *)(b + head + n * limbs * sizeof(mp_limb_t));
+    p->kind = (uint8_t *)(b + head + n * limbs * sizeof(mp_limb_t) + n * sizeof(int32_t));
+    return p;
+}
+
+/* Value i of p := x rounded to p's precision, to nearest: mpfr_set into an
+ * MPFR view of the slot (MPFR's custom interface), so that the rounding,
+ * its ties to even and an overflow past emax are mpfr_set's own (at x's
+ * own precision a copy of the limbs); then the view's kind, sign and
+ * exponent go into their arrays. */
+static void put(vijp_packed *p, size_t i, mpfr_srcptr x)
+{
+    mp_limb_t *s = p->sig + i * p->limbs;
+    mpfr_t v;
+    mpfr_custom_init_set(v, MPFR_ZERO_KIND, 0, p->prec, s);
+    mpfr_set(v, x, MPFR_RNDN);
+    int k = mpfr_custom_get_kind(v), kind = k < 0 ? -k : k;
+    if (kind != MPFR_REGULAR_KIND) memset(s, 0, p->limbs * sizeof *s), p->exp[i] = 0;
+    else {
+        mpfr_exp_t e = mpfr_custom_get_exp(v);
+        if (e < INT32_MIN || e > INT32_MAX)
+            refuse("vijp_mat_pack", "an exponent beyond 32 bits (MPFR's exponent range widened past its default)");
+        p->exp[i] = (int32_t)e;
+    }
+    p->kind[i] = (uint8_t)(kind | (mpfr_signbit(v) ? VIJP_PACKED_NEG : 0)); /* NaN's sign too: mpfr_set copies it */
+}
+
+static int plain_mpfr(const vijp_format *f) { return f->kind == VIJP_MPFR && !f->emulated && !f->mixed; }
+
+void vijp_mat_pack_copy(vijp_mat *dst, const vijp_mat *src, const vijp_format *fmt)
+{
+    if (!plain_mpfr(fmt) || (!src->m && !src->packed))
+        refuse("vijp_mat_pack", "packs MPFR-held or packed values into an mpfr:P format only");
+    size_t n = vijp_mat_len(src);
+    vijp_packed *p = block_new(n, fmt->prec);
+    mpfr_t view;
+    for (size_t i = 0; i < n; i++) {
+        if (src->packed) vijp_packed_view(src->packed, i, view);
+        put(p, i, src->packed ? view : src->m[i]);
+    }
+    memset(dst, 0, sizeof *dst);
+    dst->rows = src->rows, dst->cols = src->cols, dst->fmt = fmt, dst->sr = src->sr;
+    dst->packed = p;
+}
+
+void vijp_mat_pack_rounded(vijp_mat *a, const vijp_format *fmt)
+{
+    vijp_mat r;
+    vijp_mat_pack_copy(&r, a, fmt);
+    vijp_mat_clear(a);
+    *a = r;
+}
+
+void vijp_mat_pack(vijp_mat *a)
+{
+    if (!a->packed) vijp_mat_pack_rounded(a, a->fmt); /* exact: the values' own precision */
+}

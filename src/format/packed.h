@@ -1,0 +1,53 @@
+/* The packed holding of an mpfr:P matrix (vijp/mat.h: vijp_mat.packed):
+ * its values as three arrays in one block, the significands' limbs (value
+ * i at sig + i·limbs, MPFR's own layout, so that a value is read in place
+ * as an MPFR view), the exponents in 32 bits and a byte of kind and sign.
+ * At 128 bits 21 bytes a value instead of an MPFR-held one's 48 (32 for
+ * the mpfr_t, 16 for the limbs): the drift study's reference levels and
+ * the reference it keeps are millions of values written once and read by
+ * the comparisons (src/drift/memo.c, src/compare/).  Internal to src/:
+ * format/ makes and frees it, compare/ reads it through the functions
+ * below. */
+#ifndef VIJP_FORMAT_PACKED_H
+#define VIJP_FORMAT_PACKED_H
+
+#include "vijp/mat.h"
+#include <gmp.h>
+#include <mpfr.h>
+#include <stdint.h>
+
+/* kind: MPFR's kind (MPFR_NAN_KIND … MPFR_REGULAR_KIND, all below 4) in the
+ * low bits, the sign bit above them; NaN keeps its sign too, which
+ * mpfr_custom_get_kind alone would drop. */
+enum { VIJP_PACKED_NEG = 4, VIJP_PACKED_KIND = 3 };
+
+struct vijp_packed {
+    mpfr_prec_t prec; /* every value's */
+    size_t limbs;     /* per value: ⌈prec / GMP_NUMB_BITS⌉ */
+    size_t n;
+    mp_limb_t *sig;   /* n·limbs; zero limbs for zeros, NaN and Inf */
+    int32_t *exp;     /* regular values' exponents (0 for the others) */
+    uint8_t *kind;
+};
+
+/* Bytes a value of prec bits takes packed (the block's header aside). */
+static inline size_t vijp_packed_value_bytes(mpfr_prec_t prec)
+{
+    return mpfr_custom_get_size(prec) + sizeof(int32_t) + sizeof(uint8_t);
+}
+
+static inline int vijp_packed_kind(const vijp_packed *p, size_t i) { return p->kind[i] & VIJP_PACKED_KIND; }
+static inline int vijp_packed_neg(const vijp_packed *p, size_t i) { return (p->kind[i] & VIJP_PACKED_NEG) != 0; }
+static inline const mp_limb_t *vijp_packed_sig(const vijp_packed *p, size_t i) { return p->sig + i * p->limbs; }
+
+/* v := a read-only MPFR view of value i (no copy: v's significand is the
+ * block's).  Only read v (as an operand, mpfr_set's source, …); never
+ * write it, nor mpfr_clear it. */
+static inline void vijp_packed_view(const vijp_packed *p, size_t i, mpfr_ptr v)
+{
+    int k = vijp_packed_kind(p, i), neg = vijp_packed_neg(p, i);
+    mpfr_custom_init_set(v, neg ? -k : k, p->exp[i], p->prec, (void *)(p->sig + i * p->limbs));
+    if (neg && k == MPFR_NAN_KIND) mpfr_setsign(v, v, 1, MPFR_RNDN); /* the sign field alone (a NaN, same object) */
+}
+
+#endif

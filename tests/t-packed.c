@@ -1,0 +1,436 @@
+/* Packed matrices (vijp/mat.h, src/format/packed.[ch]): an mpfr:P matrix's
+ * values without their mpfr_t headers.  The oracle is MPFR itself: packed
+ * values read back (through the library's readers and the internal MPFR
+ * views) are the MPFR-held ones bit for bit (kind, sign, exponent, limbs),
+ * at 64, 128, 192 and 256 bits, for random values, signed zeros, NaN of
+ * either sign, ±Inf and exponents at MPFR's emin and emax; packed while
+ * rounded to a narrower q they are mpfr_set's rounding into q bits (and
+ * what vijp_mat_convert into mpfr:q gave the drift reference before),
+ * ties to even, carries into the next binade and overflow included.  The
+ * comparisons (src/compare/) give the same metrics, bit for bit, on a
+ * packed reference and a packed a as on MPFR-held ones; and a write into
+ * a packed matrix stops with a message. */
+#include "fixtures/testutil.h"
+#include "vijp/rng.h"
+#include "compare/cache.h"
+#include "compare/fast.h"
+#include "format/packed.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static vijp_format mpfr_fmt(long prec)
+{
+    vijp_format f;
+    ck_assert(vijp_format_mpfr(&f, prec, NULL) == 0);
+    return f;
+}
+
+/* a and b are the same MPFR datum: both NaN, or the same kind, sign and,
+ * for regular values, exponent, precision and every limb. */
+static int same_value(mpfr_srcptr a, mpfr_srcptr b)
+{
+    if (!mpfr_signbit(a) != !mpfr_signbit(b)) return 0;
+    if (mpfr_nan_p(a) || mpfr_nan_p(b)) return mpfr_nan_p(a) && mpfr_nan_p(b);
+    if (mpfr_inf_p(a) || mpfr_inf_p(b)) return mpfr_inf_p(a) && mpfr_inf_p(b);
+    if (mpfr_zero_p(a) || mpfr_zero_p(b)) return mpfr_zero_p(a) && mpfr_zero_p(b);
+    size_t limbs = mpfr_custom_get_size(mpfr_get_prec(a)) / sizeof(mp_limb_t);
+    return mpfr_get_prec(a) == mpfr_get_prec(b) && mpfr_get_exp(a) == mpfr_get_exp(b) &&
+           !memcmp(mpfr_custom_get_significand(a), mpfr_custom_get_significand(b), limbs * sizeof(mp_limb_t));
+}
+
+/* A random value with 6 doubles' worth of significant bits, times
+ * 2^[−spread, spread], either sign. */
+static void random_wide(mpfr_t y, vijp_rng *g, long spread)
+{
+    mpfr_t t;
+    mpfr_init2(t, 64);
+    mpfr_set_d(y, vijp_rng_normal(g), MPFR_RNDN);
+    for (int k = 1; k <= 6; k++) {
+        mpfr_set_d(t, vijp_rng_normal(g), MPFR_RNDN);
+        mpfr_mul_2si(t, t, -53 * k, MPFR_RNDN);
+        mpfr_add(y, y, t, MPFR_RNDN);
+    }
+    if (spread) mpfr_mul_2si(y, y, (long)(vijp_rng_u64(g) % (uint64_t)(2 * spread + 1)) - spread, MPFR_RNDN);
+    mpfr_clear(t);
+}
+
+/* Entry i of an MPFR-held R := the special or extreme value k (k < N_SPECIAL),
+ * else a random one: ±0, NaN of either sign, ±Inf, exponents at MPFR's
+ * emin and emax and within 2 of them, far beyond double's range. */
+enum { N_SPECIAL = 12 };
+static void special_or_random(mpfr_ptr r, size_t k, vijp_rng *g)
+{
+    mpfr_exp_t emin = mpfr_get_emin(), emax = mpfr_get_emax();
+    mpfr_t y;
+    mpfr_init2(y, 600);
+    random_wide(y, g, 40);
+    switch (k) {
+    case 0: mpfr_set_zero(r, 1); break;
+    case 1: mpfr_set_zero(r, -1); break;
+    case 2: mpfr_set_nan(r); break;
+    case 3: mpfr_set_nan(r), mpfr_neg(r, r, MPFR_RNDN); break; /* a NaN with its sign bit set */
+    case 4: mpfr_set_inf(r, 1); break;
+    case 5: mpfr_set_inf(r, -1); break;
+    case 6: case 7: case 8: case 9: case 10: case 11: {
+        mpfr_exp_t e = k < 9 ? emax - (mpfr_exp_t)(k - 6) : emin + (mpfr_exp_t)(k - 9);
+        mpfr_set(r, y, MPFR_RNDN);
+        ck_assert(mpfr_set_exp(r, e) == 0);
+        break;
+    }
+    default: mpfr_set(r, y, MPFR_RNDN);
+    }
+    mpfr_clear(y);
+}
+
+/* n values of P bits: the specials first, then random ones. */
+static void fill_values(vijp_mat *R, vijp_rng *g)
+{
+    for (size_t i = 0, n = vijp_mat_len(R); i < n; i++) special_or_random(R->m[i], i < N_SPECIAL ? i : N_SPECIAL, g);
+}
+
+/* Every reader of a packed P against the MPFR-held R it was packed from. */
+static void expect_packed_is(const vijp_mat *P, const vijp_mat *R, const char *what)
+{
+    size_t n = vijp_mat_len(R);
+    ck_assert_msg(P->packed && !P->m && !P->d && P->rows == R->rows && P->cols == R->cols && vijp_mat_len(P) == n,
+                  "%s: holding and shape", what);
+    vijp_format wide = mpfr_fmt(P->packed->prec);
+    vijp_mat back;
+    vijp_mat_init(&back, R->rows, R->cols, &wide);
+    vijp_mat_convert(&back, P);
+    mpfr_t *out = vijp_alloc_array(n, sizeof *out);
+    for (size_t i = 0; i < n; i++) mpfr_init2(out[i], P->packed->prec);
+    vijp_mat_get_mpfr(P, out);
+    for (size_t i = 0; i < n; i++) {
+        mpfr_t v;
+        vijp_packed_view(P->packed, i, v);
+        ck_assert_msg(same_value(v, R->m[i]), "%s: entry %zu, its view", what, i);
+        ck_assert_msg(same_value(back.m[i], R->m[i]), "%s: entry %zu, vijp_mat_convert from it", what, i);
+        ck_assert_msg(same_value(out[i], R->m[i]), "%s: entry %zu, vijp_mat_get_mpfr", what, i);
+        double x = vijp_mat_get_d(P, i), y = mpfr_get_d(R->m[i], MPFR_RNDN);
+        ck_assert_msg(isnan(y) ? isnan(x) : !memcmp(&x, &y, sizeof x), "%s: entry %zu, vijp_mat_get_d %a, want %a", what,
+                      i, x, y);
+    }
+    for (size_t i = 0; i < n; i++) mpfr_clear(out[i]);
+    free(out);
+    vijp_mat_clear(&back);
+    vijp_error e1 = {0}, e2 = {0};
+    int r1 = vijp_mat_check_finite(P, "m", &e1), r2 = vijp_mat_check_finite(R, "m", &e2);
+    ck_assert_msg(r1 == r2 && !strcmp(e1.msg, e2.msg), "%s: check_finite '%s', want '%s'", what, e1.msg, e2.msg);
+}
+
+/* Packed exactly, by copy and in place, at 64, 128, 192 and 256 bits
+ * (one limb to four): every value read back as it was.  A packing that
+ * drops the lowest limb, or the sign of a zero or a NaN, fails here. */
+START_TEST(pack_round_trip)
+{
+    static const long precs[] = {64, 128, 192, 256, 113};
+    vijp_rng g;
+    vijp_rng_seed(&g, test_seed());
+    for (size_t pi = 0; pi < sizeof precs / sizeof *precs; pi++) {
+        vijp_format f = mpfr_fmt(precs[pi]);
+        vijp_mat R, P, Q;
+        vijp_mat_init(&R, 50, 3, &f);
+        fill_values(&R, &g);
+        R.sr = vijp_sr_key_of(7, VIJP_SR_PARAM_GRAD, 3, 0);
+        char what[64];
+        snprintf(what, sizeof what, "mpfr:%ld, by copy", precs[pi]);
+        vijp_mat_pack_copy(&P, &R, &f);
+        expect_packed_is(&P, &R, what);
+        ck_assert(P.fmt == &f && !memcmp(&P.sr, &R.sr, sizeof P.sr));
+        vijp_mat_init(&Q, 50, 3, &f);
+        vijp_mat_copy(&Q, &R);
+        vijp_mat_pack(&Q);
+        vijp_mat_pack(&Q); /* packed already: nothing to do */
+        snprintf(what, sizeof what, "mpfr:%ld, in place", precs[pi]);
+        expect_packed_is(&Q, &R, what);
+        vijp_mat S; /* a packed source packed again at its precision: the same */
+        vijp_mat_pack_copy(&S, &Q, &f);
+        snprintf(what, sizeof what, "mpfr:%ld, packed from packed", precs[pi]);
+        expect_packed_is(&S, &R, what);
+        vijp_mat_clear(&R), vijp_mat_clear(&P), vijp_mat_clear(&Q), vijp_mat_clear(&S);
+        ck_assert(!Q.packed && !Q.rows);
+    }
+    /* the sizes peak.c counts: limbs, a 32-bit exponent, a byte */
+    ck_assert_uint_eq(vijp_packed_value_bytes(64), 13);
+    ck_assert_uint_eq(vijp_packed_value_bytes(128), 21);
+    ck_assert_uint_eq(vijp_packed_value_bytes(256), 37);
+}
+END_TEST
+
+/* Values of P bits placed around the rounding boundaries of q bits: a q-bit
+ * x (either last bit, either sign) plus half a unit of q (a tie), one unit
+ * of P above or below it, the all-ones q-bit value below 2^E plus half a
+ * unit (a carry into the next binade), the largest P-bit value at emax
+ * (rounds up past emax: overflow to Inf), and the specials. */
+static void tie_values(vijp_mat *R, long q, vijp_rng *g)
+{
+    long P = (long)R->fmt->prec;
+    mpfr_t x, h;
+    mpfr_inits2(700, x, h, (mpfr_ptr)0);
+    for (size_t i = 0, n = vijp_mat_len(R); i < n; i++) {
+        if (i < N_SPECIAL) {
+            special_or_random(R->m[i], i, g);
+            continue;
+        }
+        long k = (long)(i % 6);
+        random_wide(x, g, 30);
+        mpfr_prec_round(x, q, MPFR_RNDN); /* on the q-bit grid */
+        long E = mpfr_get_exp(x);
+        if (k == 4) { /* 2^E − 2^(E−q), x's sign */
+            int neg = mpfr_signbit(x);
+            mpfr_set_prec(x, 700);
+            mpfr_set_ui_2exp(x, 1, E, MPFR_RNDN);
+            mpfr_set_ui_2exp(h, 1, E - q, MPFR_RNDN);
+            mpfr_sub(x, x, h, MPFR_RNDN);
+            if (neg) mpfr_neg(x, x, MPFR_RNDN);
+        } else mpfr_prec_round(x, 700, MPFR_RNDN);
+        if (k == 5) { /* the largest P-bit value at emax */
+            mpfr_set_ui_2exp(x, 1, 0, MPFR_RNDN);
+            mpfr_set_ui_2exp(h, 1, -P, MPFR_RNDN);
+            mpfr_sub(x, x, h, MPFR_RNDN);
+            ck_assert(mpfr_set(R->m[i], x, MPFR_RNDN) == 0);
+            ck_assert(mpfr_set_exp(R->m[i], mpfr_get_emax()) == 0);
+            continue;
+        }
+        mpfr_set_ui_2exp(h, 1, E - q - 1, MPFR_RNDN); /* half a unit of q */
+        if (mpfr_signbit(x)) mpfr_neg(h, h, MPFR_RNDN);
+        mpfr_add(x, x, h, MPFR_RNDN);
+        if (k == 1 || k == 2) { /* one unit of P above or below the tie */
+            mpfr_set_ui_2exp(h, 1, E - P, MPFR_RNDN);
+            if ((k == 2) != !mpfr_signbit(x)) mpfr_neg(h, h, MPFR_RNDN);
+            mpfr_add(x, x, h, MPFR_RNDN);
+        }
+        ck_assert_msg(mpfr_set(R->m[i], x, MPFR_RNDN) == 0, "entry %zu: not exact at %ld bits", i, P); /* P >= q + 2 */
+    }
+    mpfr_clears(x, h, (mpfr_ptr)0);
+}
+
+/* Packed while rounded to q (vijp_mat_pack_copy from an MPFR-held matrix,
+ * vijp_mat_pack_rounded of a packed one): each value is mpfr_set's
+ * rounding into q bits, and vijp_mat_convert's into an mpfr:q matrix (the
+ * drift reference's rounding before it was packed).  Rounding towards
+ * zero, or away, fails the ties; dropping the overflow fails the last. */
+START_TEST(pack_rounded_to_nearest)
+{
+    static const long pairs[][2] = {{256, 128}, {192, 128}, {256, 113}, {192, 64}, {128, 64}, {130, 128}};
+    vijp_rng g;
+    vijp_rng_seed(&g, test_seed() + 1);
+    for (size_t k = 0; k < sizeof pairs / sizeof *pairs; k++) {
+        long P = pairs[k][0], q = pairs[k][1];
+        vijp_format fP = mpfr_fmt(P), fq = mpfr_fmt(q);
+        vijp_mat R, conv, A, B;
+        vijp_mat_init(&R, 120, 2, &fP);
+        tie_values(&R, q, &g);
+        vijp_mat_init(&conv, 120, 2, &fq);
+        vijp_mat_convert(&conv, &R);
+        vijp_mat_pack_copy(&A, &R, &fq);
+        vijp_mat_pack_copy(&B, &R, &fP);
+        vijp_mat_pack_rounded(&B, &fq);
+        ck_assert(A.fmt == &fq && B.fmt == &fq && A.packed->prec == q && B.packed->prec == q);
+        size_t ties = 0, overflows = 0;
+        for (size_t i = 0, n = vijp_mat_len(&R); i < n; i++) {
+            mpfr_t want, va, vb;
+            mpfr_init2(want, q);
+            int inex = mpfr_set(want, R.m[i], MPFR_RNDN);
+            ties += inex != 0 && i % 6 == 0, overflows += mpfr_inf_p(want) && !mpfr_inf_p(R.m[i]);
+            vijp_packed_view(A.packed, i, va), vijp_packed_view(B.packed, i, vb);
+            ck_assert_msg(same_value(va, want), "%ld -> %ld bits, entry %zu: packed from MPFR", P, q, i);
+            ck_assert_msg(same_value(vb, want), "%ld -> %ld bits, entry %zu: packed from packed", P, q, i);
+            ck_assert_msg(same_value(conv.m[i], want), "%ld -> %ld bits, entry %zu: vijp_mat_convert", P, q, i);
+            mpfr_clear(want);
+        }
+        ck_assert_msg(ties > 10 && overflows > 5, "%ld -> %ld: %zu ties, %zu overflows reached", P, q, ties, overflows);
+        vijp_mat_clear(&R), vijp_mat_clear(&conv), vijp_mat_clear(&A), vijp_mat_clear(&B);
+    }
+}
+END_TEST
+
+/* ---- the metrics on packed matrices ---------------------------------- */
+
+typedef enum { CLOSE, CANCEL, ZEROS, NANS, INFS, HUGE_RANGE, N_FAMILIES } family;
+static const char *const family_name[] = {"close", "cancellation", "zeros", "NaN", "Inf", "huge range"};
+
+/* Bit for bit, exponent included (NaN matches NaN). */
+static int same_x(vijp_xnum a, vijp_xnum b)
+{
+    return (a.m != a.m && b.m != b.m) || (!memcmp(&a.m, &b.m, sizeof a.m) && a.e == b.e);
+}
+static int same_metric(const vijp_metric *a, const vijp_metric *b)
+{
+    return same_x(a->rel, b->rel) && same_x(a->ulps, b->ulps) && same_x(a->angle_deg, b->angle_deg);
+}
+
+/* A reference R (MPFR-held, its own precision) and, beside it, x values
+ * for a: in the family's shape.  x goes into a double-held A in format f
+ * (vijp_mat_set_d: rounded to it) or into an MPFR-held A (mpfr:P, the
+ * validation's lower level). */
+static void fill_pair(family fam, vijp_rng *g, vijp_mat *A, vijp_mat *R)
+{
+    size_t n = vijp_mat_len(R);
+    double *xd = A->d ? vijp_alloc_array(n, sizeof *xd) : NULL;
+    mpfr_t y, x;
+    mpfr_inits2(700, y, x, (mpfr_ptr)0);
+    double eps = ldexp(1, -(int)(8 + vijp_rng_u64(g) % 40));
+    for (size_t i = 0; i < n; i++) {
+        random_wide(y, g, fam == HUGE_RANGE ? 3000 : 12);
+        mpfr_mul_d(x, y, 1 + eps * vijp_rng_normal(g), MPFR_RNDN);
+        if (fam == CANCEL && vijp_rng_u64(g) % 4) mpfr_set(x, y, MPFR_RNDN); /* a = R, up to a's rounding */
+        if (fam == ZEROS) switch (vijp_rng_u64(g) % 4) {
+            case 0: mpfr_set_zero(x, vijp_rng_u64(g) % 2 ? 1 : -1); break;
+            case 1: mpfr_set_zero(y, -1); break;
+            case 2: mpfr_set_zero(x, -1), mpfr_set_zero(y, 1); break;
+            default: break;
+            }
+        if (fam == NANS && i == n / 2) mpfr_set_nan(vijp_rng_u64(g) % 2 ? x : y);
+        if (fam == INFS && i == n / 3) mpfr_set_inf(vijp_rng_u64(g) % 2 ? x : y, -1);
+        mpfr_set(R->m[i], y, MPFR_RNDN);
+        if (xd) xd[i] = mpfr_get_d(x, MPFR_RNDN);
+        else mpfr_set(A->m[i], x, MPFR_RNDN);
+    }
+    if (xd) vijp_mat_set_d(A, xd);
+    free(xd);
+    mpfr_clears(y, x, (mpfr_ptr)0);
+}
+
+/* One case: every comparison of a with the packed reference (and with a
+ * packed, where a is MPFR-held) against the same on MPFR-held ones:
+ * vijp_compare_cached with a fresh cache and with the cache the MPFR-held
+ * reference filled (the drift study fills it during the validation, then
+ * packs), vijp_compare_rel_ulps, the exact evaluation, vijp_rel_err and
+ * vijp_norm.  Counts the fast path's answers on packed operands. */
+static void check_pair(const vijp_mat *A, const vijp_mat *R, const vijp_format *f, const char *what, size_t *fast)
+{
+    vijp_mat Rp, Ap = {0};
+    vijp_mat_pack_copy(&Rp, R, R->fmt);
+    if (A->m) vijp_mat_pack_copy(&Ap, A, A->fmt);
+    const vijp_mat *as[2] = {A, A->m ? &Ap : A};
+    for (int k = 0; k < (A->m ? 2 : 1); k++) {
+        const vijp_mat *a = as[k];
+        const char *which = k ? "packed" : "held";
+        vijp_compare_cache c_mp = {0}, c_pk = {0};
+        vijp_metric want, got;
+        vijp_compare_cached(A, R, f, &want, &c_mp);
+        vijp_compare_cached(a, &Rp, f, &got, &c_pk);
+        ck_assert_msg(same_metric(&got, &want), "%s, a %s: cached, fresh cache: rel %a ulps %a angle %a, want %a %a %a",
+                      what, which, got.rel.m, got.ulps.m, got.angle_deg.m, want.rel.m, want.ulps.m,
+                      want.angle_deg.m);
+        vijp_compare_cached(a, &Rp, f, &got, &c_mp); /* Σ ref² from the MPFR-held reference's comparison */
+        ck_assert_msg(same_metric(&got, &want), "%s, a %s: cached, the MPFR-held reference's cache", what, which);
+        vijp_compare_cached(a, &Rp, f, &got, &c_pk);
+        ck_assert_msg(same_metric(&got, &want), "%s, a %s: cached, its own cache", what, which);
+        vijp_compare_cache_clear(&c_mp), vijp_compare_cache_clear(&c_pk);
+        vijp_compare_rel_ulps(A, R, f, &want, NULL);
+        vijp_compare_rel_ulps(a, &Rp, f, &got, NULL);
+        ck_assert_msg(same_metric(&got, &want), "%s, a %s: rel_ulps", what, which);
+        for (int angle = 0; angle < 2; angle++) {
+            vijp_compare_exact(A, R, f, &want, angle);
+            vijp_compare_exact(a, &Rp, f, &got, angle);
+            ck_assert_msg(same_metric(&got, &want), "%s, a %s: exact evaluation, angle %d", what, which, angle);
+            if (vijp_compare_fast(a, &Rp, f, &got, angle, NULL, NULL)) {
+                (*fast)++;
+                ck_assert_msg(same_metric(&got, &want), "%s, a %s: fast path, angle %d", what, which, angle);
+            }
+        }
+        ck_assert_msg(same_x(vijp_rel_err(a, &Rp), vijp_rel_err(A, R)), "%s: vijp_rel_err", what);
+        double n1 = vijp_norm(&Rp), n2 = vijp_norm(R);
+        ck_assert_msg(!memcmp(&n1, &n2, sizeof n1) || (isnan(n1) && isnan(n2)), "%s: vijp_norm", what);
+    }
+    vijp_mat_clear(&Rp), vijp_mat_clear(&Ap);
+}
+
+/* In binary32 and bfloat16+binary32 (q = 128: the drift study's two
+ * formats), and double (q = 170): a in the format against a reference at
+ * q bits (the kept one, read in place) and at 2q (rounded to q by the
+ * comparison); an MPFR-held a at 64 bits (the validation's lower level)
+ * against one at 128.  Families: close, cancelling, signed zeros on either
+ * side, a NaN, an Inf, exponents far past double's range. */
+START_TEST(metrics_on_packed)
+{
+    static const char *const formats[] = {"binary32", "bfloat16+binary32", "double"};
+    vijp_rng g;
+    vijp_rng_seed(&g, test_seed() + 2);
+    size_t fast = 0;
+    for (size_t fi = 0; fi < sizeof formats / sizeof *formats; fi++) {
+        vijp_format f;
+        ck_assert(vijp_format_parse(formats[fi], &f, NULL) == 0);
+        long q = (long)vijp_compare_prec(&f);
+        vijp_format ref_q = mpfr_fmt(q), ref_2q = mpfr_fmt(2 * q), lo = mpfr_fmt(64), hi = mpfr_fmt(128);
+        for (int fam = 0; fam < N_FAMILIES; fam++)
+            for (int shape = 0; shape < 3; shape++) {
+                const vijp_format *fa = shape == 2 ? &lo : &f, *fr = shape == 0 ? &ref_q : shape == 1 ? &ref_2q : &hi;
+                size_t n = fam == CLOSE && shape == 0 ? 5000 : 97; /* past one of fast.c's chunks once */
+                vijp_mat A, R;
+                vijp_mat_init(&A, n, 1, fa); /* doubles in the format, or MPFR at 64 bits */
+                vijp_mat_init(&R, n, 1, fr);
+                fill_pair((family)fam, &g, &A, &R);
+                char what[128];
+                snprintf(what, sizeof what, "%s, %s, a %s, reference mpfr:%ld", formats[fi], family_name[fam], fa->name,
+                         (long)fr->prec);
+                check_pair(&A, &R, &f, what, &fast);
+                vijp_mat_clear(&A), vijp_mat_clear(&R);
+            }
+    }
+    ck_assert_msg(fast > 50, "the fast path answered %zu times on packed operands", fast);
+}
+END_TEST
+
+/* ---- a packed matrix is read only ---------------------------------------- */
+
+/* In a child: write into a packed matrix through helper k; the child must
+ * stop with SIGABRT and say the matrix is packed. */
+static void expect_refused(int k)
+{
+    int fd[2];
+    ck_assert_int_eq(pipe(fd), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        dup2(fd[1], 2);
+        vijp_format f = mpfr_fmt(128);
+        vijp_mat a, p;
+        vijp_mat_init(&a, 4, 1, &f);
+        vijp_mat_pack_copy(&p, &a, &f);
+        double d[4] = {1, 2, 3, 4};
+        switch (k) {
+        case 0: vijp_mat_zero(&p); break;
+        case 1: vijp_mat_set_d(&p, d); break;
+        case 2: vijp_mat_copy(&p, &a); break;
+        case 3: vijp_mat_sub(&a, &p, &a); break;
+        case 4: vijp_mat_convert(&p, &a); break;
+        default: vijp_mat_store(&p); break;
+        }
+        _exit(0); /* not refused */
+    }
+    close(fd[1]);
+    char msg[512] = {0};
+    ssize_t got = read(fd[0], msg, sizeof msg - 1);
+    close(fd[0]);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT, "helper %d: not stopped", k);
+    ck_assert_msg(got > 0 && strstr(msg, "packed"), "helper %d: said '%s'", k, msg);
+}
+
+START_TEST(packed_is_read_only)
+{
+    for (int k = 0; k < 6; k++) expect_refused(k);
+}
+END_TEST
+
+Suite *suite_packed(void)
+{
+    Suite *s = suite_create("packed");
+    TCase *tc = tcase_create("packed");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, pack_round_trip);
+    tcase_add_test(tc, pack_rounded_to_nearest);
+    tcase_add_test(tc, metrics_on_packed);
+    tcase_add_test(tc, packed_is_read_only);
+    suite_add_tcase(s, tc);
+    return s;
+}
