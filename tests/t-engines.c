@@ -336,9 +336,27 @@ START_TEST(checkpoint_is_backprop_exactly)
 }
 END_TEST
 
-/* Entry for entry the same values, zeros' signs included. */
+static int same_values(const vijp_mat *a, const vijp_mat *b);
+
+/* A packed a (vijp/mat.h) as an MPFR-held copy t (exact: its precision). */
+static const vijp_mat *held(const vijp_mat *a, vijp_mat *t)
+{
+    if (!a->packed) return a;
+    vijp_mat_init(t, a->rows, a->cols, a->fmt);
+    vijp_mat_convert(t, a);
+    return t;
+}
+
+/* Entry for entry the same values, zeros' signs included (packed ones read
+ * through an MPFR-held copy). */
 static int same_values(const vijp_mat *a, const vijp_mat *b)
 {
+    if (a->packed || b->packed) {
+        vijp_mat ta = {0}, tb = {0};
+        int same = same_values(held(a, &ta), held(b, &tb));
+        vijp_mat_clear(&ta), vijp_mat_clear(&tb);
+        return same;
+    }
     if (a->rows != b->rows || a->cols != b->cols || !!a->d != !!b->d) return 0;
     for (size_t k = 0, n = vijp_mat_len(a); k < n; k++)
         if (a->d ? memcmp(&a->d[k], &b->d[k], sizeof *a->d)
@@ -351,17 +369,22 @@ static int same_values(const vijp_mat *a, const vijp_mat *b)
  * reference's level-by-level comparison): layers D−1 down to 0, each once;
  * at layer i, g_i and ∇θ_i already equal to the unwatched run's final
  * values (∇x too at i = 0), and no ∇θ_j of j < i allocated yet (the
- * reference frees the level below before the next is made).  Broken on
- * purpose (the watcher called before the layer's vjp_param, or every ∇θ
+ * reference frees the level below before the next is made).  A watcher
+ * that packs what it is shown (watch.h allows it; the drift reference's
+ * levels are packed so, drift/memo.c) leaves the run's results unchanged:
+ * backprop reads none of it again (were it to, the packed matrix would
+ * stop it, vijp/mat.h).  Broken on purpose (the watcher called before the
+ * layer's vjp_param, or every ∇θ
  * allocated up front), it fails. */
 typedef struct {
     const vijp_grads *want;
     size_t next, calls;
     int ok;
     char why[160];
+    int pack; /* pack g_i, ∇θ_i (and ∇x) once checked */
 } watch_log;
 
-static void watcher(void *ctx, size_t i, const vijp_grads *got)
+static void watcher(void *ctx, size_t i, vijp_grads *got)
 {
     watch_log *w = ctx;
     if (!w->ok) return;
@@ -375,17 +398,21 @@ static void watcher(void *ctx, size_t i, const vijp_grads *got)
         if (got->grad_theta[j].m || got->grad_theta[j].d)
             snprintf(w->why, sizeof w->why, "at layer %zu, ∇θ of layer %zu already allocated", i, j), w->ok = 0;
     w->next = i - 1;
+    if (w->pack) {
+        vijp_mat_pack(&got->g[i]), vijp_mat_pack(&got->grad_theta[i]);
+        if (i == 0) vijp_mat_pack(&got->grad_x);
+    }
 }
 
 START_TEST(backprop_watch_sees_final_layers)
 {
-    static const char *const fmts[] = {"double", "mpfr:96"};
-    for (int k = 0; k < 2; k++) {
+    static const char *const fmts[] = {"double", "mpfr:96", "mpfr:96"};
+    for (int k = 0; k < 3; k++) {
         problem p;
         problem_init(&p, (size_t)_i, fmts[k]);
         vijp_grads bp, watched;
         run(&p, VIJP_ENGINE_BACKPROP, &bp);
-        watch_log w = {&bp, DEPTH - 1, 0, 1, ""};
+        watch_log w = {&bp, DEPTH - 1, 0, 1, "", k == 2};
         vijp_error err = {0};
         ck_assert_msg(!vijp_engine_backprop_watched(&p.net, p.theta, &p.X, &p.T, watcher, &w, &watched, &err), "%s",
                       err.msg);

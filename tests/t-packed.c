@@ -8,13 +8,17 @@
  * what vijp_mat_convert into mpfr:q gave the drift reference before),
  * ties to even, carries into the next binade and overflow included.  The
  * comparisons (src/compare/) give the same metrics, bit for bit, on a
- * packed reference and a packed a as on MPFR-held ones; and a write into
- * a packed matrix stops with a message. */
+ * packed reference and a packed a as on MPFR-held ones; a drift curve,
+ * whose reference levels are packed as they are computed, gives the
+ * metrics of engines against an unpacked reference computed apart; and a
+ * write into a packed matrix stops with a message. */
 #include "fixtures/testutil.h"
 #include "vijp/rng.h"
+#include "vijp/drift.h"
 #include "compare/cache.h"
 #include "compare/fast.h"
 #include "format/packed.h"
+#include "grad/problem.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -379,6 +383,115 @@ START_TEST(metrics_on_packed)
 }
 END_TEST
 
+/* ---- a drift curve against an unpacked reference ----------------------- */
+
+/* Backprop of pf in mpfr:prec as the memo runs it (memo.c's compute_level:
+ * X and T converted, θ the exact copy in MPFR at max(53, P) bits, dot
+ * products rounded once), without the memo and without packing. */
+static void level(const vijp_net *net, const vijp_problem *pf, const vijp_problem *copy, long prec, vijp_format *fmt,
+                  vijp_grads *g)
+{
+    ck_assert(vijp_format_mpfr(fmt, prec, NULL) == 0);
+    fmt->exact_dots = 1;
+    vijp_mat X, T;
+    vijp_mat_init(&X, pf->X.rows, pf->X.cols, fmt), vijp_mat_convert(&X, &pf->X);
+    vijp_mat_init(&T, pf->T.rows, pf->T.cols, fmt), vijp_mat_convert(&T, &pf->T);
+    ck_assert(vijp_engine_run(VIJP_ENGINE_BACKPROP, net, copy->theta, &X, &T, g, NULL) == 0);
+    vijp_mat_clear(&X), vijp_mat_clear(&T);
+}
+
+/* Every matrix of g rounded to fmt, MPFR-held (how the reference was kept
+ * before it was packed). */
+static vijp_mat *grads_mat(vijp_grads *g, size_t k)
+{
+    return k == 0 ? &g->grad_x : k <= g->depth ? &g->g[k - 1] : &g->grad_theta[k - 1 - g->depth];
+}
+
+static void rounded(vijp_grads *g, const vijp_format *fmt)
+{
+    for (size_t k = 0; k < 1 + 2 * g->depth; k++) {
+        vijp_mat *a = grads_mat(g, k), r;
+        vijp_mat_init(&r, a->rows, a->cols, fmt);
+        vijp_mat_convert(&r, a);
+        vijp_mat_clear(a);
+        *a = r;
+    }
+}
+
+/* The curve's metrics and its validation's agreement are those of the
+ * engines against the reference computed apart, MPFR-held (levels at
+ * ref_prec/2 and ref_prec, the second rounded to q): bit for bit.  A
+ * reference packed wrong (a limb dropped: 2^-64 of it) moves them (the
+ * binary32 errors near 2^-24 see the reference's bits down to 2^-77 in a
+ * double's 53); one rounded the wrong way at q = 128 bits (2^-128) does
+ * not, and pack_rounded_to_nearest is the test for that.  The curve's own memo and a shared one (the
+ * reference a packed copy), at the default first precision (64 and 128
+ * bits: the reference is the 128-bit level, q = 128) and from 128 (levels
+ * at 128 and 256 bits, the second rounded to q as it is packed). */
+START_TEST(drift_curve_matches_unpacked_reference)
+{
+    static const char *const formats[] = {"binary32", "bfloat16+binary32", "binary32", "binary32"};
+    static const long starts[] = {0, 0, 128, 128};
+    static const int shared[] = {0, 1, 0, 1};
+    static const vijp_engine_kind moonwalk[] = {VIJP_ENGINE_MOONWALK};
+    for (size_t fi = 0; fi < 4; fi++) {
+        vijp_drift_setup s = {0};
+        s.problem = (vijp_grad_setup){.spec = "dense:8,gelu", .depth = 10, .width = 8, .batch = 3, .seed = test_seed(),
+                                      .init = {VIJP_INIT_ORTHOGONAL, 1}, .loss = VIJP_LOSS_SQUARE};
+        ck_assert(!vijp_format_parse(formats[fi], &s.problem.fmt, NULL));
+        s.engines = moonwalk, s.n_engines = 1, s.ref_prec_start = starts[fi];
+        s.memo = shared[fi] ? vijp_drift_memo_new() : NULL;
+        vijp_drift_curve c;
+        vijp_error err = {0};
+        ck_assert_msg(!vijp_drift_run(&s, &c, &err), "%s", err.msg);
+        ck_assert(c.ref_prec == (starts[fi] ? 256 : 128));
+        vijp_net net;
+        vijp_problem pf, copy = {0};
+        ck_assert(!vijp_problem_setup(&s.problem, &net, &pf, NULL));
+        vijp_format copy_fmt = mpfr_fmt(pf.X.fmt->prec > 53 ? (long)pf.X.fmt->prec : 53), flo, fhi;
+        vijp_problem_convert(&copy, &net, &pf, &copy_fmt);
+        vijp_grads lo, hi;
+        level(&net, &pf, &copy, c.ref_prec / 2, &flo, &lo);
+        level(&net, &pf, &copy, c.ref_prec, &fhi, &hi);
+        const vijp_format *f = &s.problem.fmt;
+        /* the validation's last comparison: the largest rel over the matrices */
+        vijp_xnum agree = vijp_xnum_of(0);
+        for (size_t k = 0; k < 1 + 2 * lo.depth; k++) {
+            const vijp_mat *a = grads_mat(&lo, k), *b = grads_mat(&hi, k);
+            if (!a->rows) continue;
+            vijp_metric m;
+            vijp_compare_rel_ulps(a, b, f, &m, NULL);
+            agree = vijp_xnum_max_nan(agree, m.rel);
+        }
+        ck_assert_msg(same_x(agree, c.ref_agreement), "%s: agreement %a, the curve's %a", formats[fi], agree.m,
+                      c.ref_agreement.m);
+        vijp_format fq = mpfr_fmt((long)vijp_compare_prec(f));
+        if (fq.prec < fhi.prec) rounded(&hi, &fq);
+        for (size_t k = 0; k < c.n_runs; k++) {
+            vijp_grads got;
+            ck_assert(vijp_engine_run(c.runs[k].engine, &net, pf.theta, &pf.X, &pf.T, &got, NULL) == 0);
+            vijp_metric m;
+            vijp_compare(&got.grad_x, &hi.grad_x, f, &m);
+            ck_assert_msg(same_metric(&m, &c.runs[k].x), "%s from %ld, run %zu: ∇x", formats[fi], starts[fi], k);
+            for (size_t i = 0; i < net.depth; i++) {
+                vijp_compare(&got.g[i], &hi.g[i], f, &m);
+                ck_assert_msg(same_metric(&m, &c.runs[k].g[i]), "%s from %ld, run %zu: g_%zu rel %a, the curve's %a",
+                              formats[fi], starts[fi], k, i + 1, m.rel.m, c.runs[k].g[i].rel.m);
+                if (!got.grad_theta[i].rows) continue;
+                vijp_compare(&got.grad_theta[i], &hi.grad_theta[i], f, &m);
+                ck_assert_msg(same_metric(&m, &c.runs[k].theta[i]), "%s, run %zu: ∇θ_%zu", formats[fi], k, i + 1);
+            }
+            vijp_grads_clear(&got);
+        }
+        vijp_grads_clear(&lo), vijp_grads_clear(&hi);
+        vijp_problem_clear(&copy, &net), vijp_problem_clear(&pf, &net);
+        vijp_net_free(&net);
+        vijp_drift_curve_clear(&c);
+        vijp_drift_memo_free(s.memo);
+    }
+}
+END_TEST
+
 /* ---- a packed matrix is read only ---------------------------------------- */
 
 /* In a child: write into a packed matrix through helper k; the child must
@@ -430,6 +543,7 @@ Suite *suite_packed(void)
     tcase_add_test(tc, pack_round_trip);
     tcase_add_test(tc, pack_rounded_to_nearest);
     tcase_add_test(tc, metrics_on_packed);
+    tcase_add_test(tc, drift_curve_matches_unpacked_reference);
     tcase_add_test(tc, packed_is_read_only);
     suite_add_tcase(s, tc);
     return s;

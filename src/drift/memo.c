@@ -140,12 +140,34 @@ void vijp_drift_memo_bind(vijp_drift_memo *m, const vijp_grad_setup *s, const vi
     m->keyed = 1;
 }
 
+/* A level's matrices are packed (vijp/mat.h: their values without the
+ * mpfr_t headers, 21 bytes a value at 128 bits instead of 48) layer by
+ * layer as the reverse pass finishes them: g_i, ∇θ_i (and ∇x at i = 0)
+ * once the caller's watch (NULL: none) has seen them in MPFR, which
+ * backprop reads no more (engines/watch.h).  The cotangents g_j (j < i)
+ * it allocated whole at the start stay MPFR-held until their turn. */
+typedef struct {
+    vijp_backprop_watch watch;
+    void *ctx;
+} pack_watch;
+
+static void pack_layer(void *ctx, size_t i, vijp_grads *g)
+{
+    const pack_watch *w = ctx;
+    if (w->watch) w->watch(w->ctx, i, g);
+    vijp_mat_pack(&g->g[i]);
+    vijp_mat_pack(&g->grad_theta[i]);
+    if (i == 0) vijp_mat_pack(&g->grad_x);
+}
+
 /* Backprop of the problem (X, T from pf; θ the memo's copy) in mpfr:prec
- * into a new level *out (NULL on failure, its code returned); watch (NULL:
- * none) sees each layer's results as they are final (engines/watch.h). */
+ * into a new level *out (NULL on failure, its code returned), packed as it
+ * goes (pack_layer); watch (NULL: none) sees each layer's results as they
+ * are final (engines/watch.h), before they are packed. */
 static int compute_level(const vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf, long prec,
                          vijp_backprop_watch watch, void *ctx, memo_level **out, vijp_error *err)
 {
+    pack_watch pw = {watch, ctx};
     memo_level *L = vijp_alloc(sizeof *L);
     memset(L, 0, sizeof *L);
     L->prec = prec;
@@ -156,7 +178,7 @@ static int compute_level(const vijp_drift_memo *m, const vijp_net *net, const vi
     if (!rc) {
         vijp_mat_init(&X, pf->X.rows, pf->X.cols, &L->fmt), vijp_mat_convert(&X, &pf->X);
         vijp_mat_init(&T, pf->T.rows, pf->T.cols, &L->fmt), vijp_mat_convert(&T, &pf->T);
-        rc = vijp_engine_backprop_watched(net, m->copy.theta, &X, &T, watch, ctx, &L->g, err);
+        rc = vijp_engine_backprop_watched(net, m->copy.theta, &X, &T, pack_layer, &pw, &L->g, err);
     }
     vijp_mat_clear(&X), vijp_mat_clear(&T);
     if (rc) free(L), L = NULL;
@@ -229,9 +251,8 @@ static void compare_one(level_watch *w, const vijp_mat *a, const vijp_mat *b, vi
     w->compared = 1;
 }
 
-static void watch_layer(void *ctx, size_t i, const vijp_grads *hi)
+static void compare_layer(level_watch *w, size_t i, const vijp_grads *hi)
 {
-    level_watch *w = ctx;
     vijp_grads *lo = &w->lo->g;
     size_t D = lo->depth;
     compare_one(w, &lo->g[i], &hi->g[i], &w->cache[1 + i]);
@@ -239,6 +260,9 @@ static void watch_layer(void *ctx, size_t i, const vijp_grads *hi)
     if (i == 0) compare_one(w, &lo->grad_x, &hi->grad_x, &w->cache[0]);
     if (w->free_lo) vijp_mat_clear(&lo->grad_theta[i]);
 }
+
+/* A new level's reverse pass at layer i (compute_level then packs it). */
+static void watch_layer(void *ctx, size_t i, vijp_grads *hi) { compare_layer(ctx, i, hi); }
 
 int vijp_drift_memo_next_level(vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf, long lo_prec,
                                const vijp_format *f, vijp_compare_cache *cache, vijp_xnum *rel, vijp_xnum *ulps,
@@ -249,7 +273,7 @@ int vijp_drift_memo_next_level(vijp_drift_memo *m, const vijp_net *net, const vi
     const memo_level *have = find_level(m, 2 * lo_prec);
     int rc = 0;
     if (have) /* a shared memo's: compared whole, as the reverse pass would have */
-        for (size_t i = lo->g.depth; i-- > 0;) watch_layer(&w, i, &have->g);
+        for (size_t i = lo->g.depth; i-- > 0;) compare_layer(&w, i, &have->g);
     else {
         make_room(m, net, pf, 2 * lo_prec);
         memo_level *L;
@@ -272,26 +296,6 @@ static void point_to(vijp_grads *g, const vijp_format *fmt)
     for (size_t i = 0; i < g->depth; i++) g->g[i].fmt = g->grad_theta[i].fmt = fmt;
 }
 
-/* a := b in fmt (an mpfr:q one): each entry rounded once, to nearest, as
- * mpfr_prec_round in place rounds it (vijp_mat_convert into plain MPFR). */
-static void round_copy(vijp_mat *a, const vijp_mat *b, const vijp_format *fmt)
-{
-    vijp_mat_init(a, b->rows, b->cols, fmt);
-    vijp_mat_convert(a, b);
-}
-
-/* a rounded to fmt (an mpfr:q one, narrower), into a block of q-bit values
- * that replaces a's: the engines' runs then hold the reference at q bits'
- * size, not at its level's.  Each entry rounded once, to nearest. */
-static void round_entries(vijp_mat *a, const vijp_format *fmt)
-{
-    vijp_mat r;
-    round_copy(&r, a, fmt);
-    r.sr = a->sr;
-    vijp_mat_clear(a);
-    *a = r;
-}
-
 void vijp_drift_memo_reference(vijp_drift_memo *m, long prec, mpfr_prec_t q, vijp_grads *ref, vijp_format *fmt)
 {
     size_t k = 0;
@@ -299,28 +303,34 @@ void vijp_drift_memo_reference(vijp_drift_memo *m, long prec, mpfr_prec_t q, vij
     memo_level *L = m->level[k];
     *fmt = L->fmt;
     int narrower = q < prec && !vijp_format_mpfr(fmt, q, NULL);
+    /* Packed at q bits (vijp_mat_pack_copy, _rounded: each entry rounded
+     * once, to nearest, as mpfr_set rounds it), or at the level's where q
+     * is not narrower: the engines' runs hold it at q bits' packed size. */
     if (m->keyed) { /* a copy: the level stays for the runs that share it */
         const vijp_grads *g = &L->g;
         *ref = *g;
-        round_copy(&ref->grad_x, &g->grad_x, fmt);
+        vijp_mat_pack_copy(&ref->grad_x, &g->grad_x, fmt);
         ref->g = vijp_alloc_array(g->depth, sizeof *ref->g);
         ref->grad_theta = vijp_alloc_array(g->depth, sizeof *ref->grad_theta);
-        for (size_t i = 0; i < g->depth; i++)
-            round_copy(&ref->g[i], &g->g[i], fmt), round_copy(&ref->grad_theta[i], &g->grad_theta[i], fmt);
+        for (size_t i = 0; i < g->depth; i++) {
+            vijp_mat_pack_copy(&ref->g[i], &g->g[i], fmt);
+            vijp_mat_pack_copy(&ref->grad_theta[i], &g->grad_theta[i], fmt);
+        }
         if (g->stored_by_depth) {
             ref->stored_by_depth = vijp_alloc_array(g->depth, sizeof *ref->stored_by_depth);
             memcpy(ref->stored_by_depth, g->stored_by_depth, g->depth * sizeof *ref->stored_by_depth);
         }
         return;
     }
-    *ref = L->g; /* moved out, and rounded in place; the other levels go */
+    *ref = L->g; /* moved out (packed already), and rounded in place; the other levels go */
     point_to(ref, fmt);
     memset(&L->g, 0, sizeof L->g);
     while (m->n_levels) drop_level(m, 0);
     drop_copy(m); /* no level will read it again: the engines' peak does not hold it */
     if (!narrower) return;
-    round_entries(&ref->grad_x, fmt);
-    for (size_t i = 0; i < ref->depth; i++) round_entries(&ref->g[i], fmt), round_entries(&ref->grad_theta[i], fmt);
+    vijp_mat_pack_rounded(&ref->grad_x, fmt);
+    for (size_t i = 0; i < ref->depth; i++)
+        vijp_mat_pack_rounded(&ref->g[i], fmt), vijp_mat_pack_rounded(&ref->grad_theta[i], fmt);
 }
 
 int vijp_drift_memo_get_conditioning(const vijp_drift_memo *m, double *kappa, double *lyap_cum, size_t D)

@@ -5,6 +5,7 @@
 #include "peak.h"
 #include "vijp/layer.h"
 #include "compare/cache.h"
+#include "format/packed.h"
 #include <mpfr.h>
 
 /* Bytes per value of a matrix in format f: a double for double and every
@@ -21,6 +22,12 @@ static double mpfr_bytes(long prec)
 {
     return (double)(sizeof(mpfr_t) + mpfr_custom_get_size((mpfr_prec_t)prec));
 }
+
+/* A packed value of prec bits (format/packed.h: its limbs, a 32-bit
+ * exponent and a byte of kind and sign): how the reference's levels and
+ * the reference the engines are measured against hold their values
+ * (memo.c), 21 bytes at 128 bits against mpfr_bytes' 48. */
+static double packed_bytes(long prec) { return (double)vijp_packed_value_bytes((mpfr_prec_t)prec); }
 
 /* A sum of blocks, and of those the heap keeps. */
 typedef struct {
@@ -62,60 +69,77 @@ static void grads(blocks *b, const vijp_net *net, size_t batch, double v)
 }
 
 /* The two levels' parameter gradients while the second level's reverse
- * pass runs (memo.c's vijp_drift_memo_next_level): at layer i the first
- * level holds ∇θ_j for j <= i, and for j > i too where its memo is shared
- * (kept) or the freed block is one the heap keeps; the second holds ∇θ_j
- * for j >= i (backprop allocates each as it computes it).  The largest
- * over i (at i = D − 1 the first level whole, as during the forward pass). */
-static void levels_sweep(blocks *b, const vijp_net *net, double vlo, double vhi, int shared)
+ * pass runs (memo.c's vijp_drift_memo_next_level), both packed as they go
+ * (memo.c's pack_layer): at layer i, while ∇θ_i of the second is packed
+ * (its MPFR block, vhi a value, beside its packed one, phi), the first
+ * level holds ∇θ_j packed (plo) for j < i, and for j >= i too where its
+ * memo is shared (kept) or the freed block is one the heap keeps (it has
+ * freed ∇θ_i once compared, just before); the second holds ∇θ_j packed for
+ * j > i (backprop allocates each as it computes it).  The largest over i
+ * (at i = D − 1 the first level whole, as during the forward pass). */
+static void levels_sweep(blocks *b, const vijp_net *net, double plo, double vhi, double phi, int shared)
 {
     blocks top = {0};
     for (size_t i = 0; i < net->depth; i++) {
         blocks at = {0};
         for (size_t j = 0; j < net->depth; j++) {
             double P = (double)net->layers[j].type->param_count(&net->layers[j]);
-            if (j <= i || shared || vlo * P < DRIFT_PEAK_MMAP_BYTES) add(&at, vlo * P);
-            if (j >= i) add(&at, vhi * P);
+            if (j < i || shared || plo * P < DRIFT_PEAK_MMAP_BYTES) add(&at, plo * P);
+            if (j == i) add(&at, vhi * P);
+            if (j >= i) add(&at, phi * P);
         }
         if (at.all > top.all) top = at;
     }
     b->all += top.all, b->heap += top.heap;
 }
 
+/* The widest layer output over the batch at v bytes a value: a second
+ * level's cotangent g_i packed beside its MPFR block (pack_layer). */
+static double widest_output(const vijp_net *net, size_t batch, double v)
+{
+    double w = v * (double)(net->width * batch);
+    for (size_t i = 0; i < net->depth; i++)
+        if (v * (double)(net->layers[i].out * batch) > w) w = v * (double)(net->layers[i].out * batch);
+    return w;
+}
+
 drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format *f, long ref_first, int shared)
 {
     double vf = value_bytes(f), vcopy = mpfr_bytes(f->prec > 53 ? (long)f->prec : 53);
-    double vlo = mpfr_bytes(ref_first), vhi = mpfr_bytes(2 * ref_first);
+    double vhi = mpfr_bytes(2 * ref_first), plo = packed_bytes(ref_first), phi = packed_bytes(2 * ref_first);
     /* The net's double θ is the study's draw (study/draws.h), shared by
      * the curves of a seed: drift_peak_draw_bytes counts it.  The
      * reference's second level being computed: the memo's exact copy of
-     * the problem (memo.c), both levels' cotangents, the second's
-     * activations h_0..h_D, and the levels' parameter gradients as the
-     * second's reverse pass frees the first's (levels_sweep); θ in f is
-     * released meanwhile where the curve has a memo of its own (drift.c),
-     * held where the memo is shared. */
+     * the problem (memo.c), the first level's cotangents (packed), the
+     * second's activations h_0..h_D and its cotangents (allocated in MPFR
+     * at the start, each packed as its layer is done: at most all of them
+     * in MPFR and one beside its packed copy), and the levels' parameter
+     * gradients as the second's reverse pass frees the first's
+     * (levels_sweep); θ in f is released meanwhile where the curve has a
+     * memo of its own (drift.c), held where the memo is shared. */
     blocks ref = {0};
     if (shared) problem(&ref, net, batch, vf);
     else add(&ref, vf * (double)(net->width * batch)), add(&ref, vf * (double)(vijp_net_out_width(net) * batch));
     problem(&ref, net, batch, vcopy);
     outputs(&ref, net, batch, vhi);
-    outputs(&ref, net, batch, vlo);
+    outputs(&ref, net, batch, plo);
     outputs(&ref, net, batch, vhi);
-    levels_sweep(&ref, net, vlo, vhi, shared);
-    /* An engine's run: the problem in f, the reference (a curve's own
-     * level, rounded into blocks at the comparisons' precision q where
-     * that is narrower; a shared memo's two levels, kept with the copy,
-     * and a copy of the second at q), its gradients in f and the most any
-     * engine stores (backprop's activations), beside a layer's double copy
-     * for a solve (the largest layer's parameters). */
+    add(&ref, widest_output(net, batch, phi));
+    levels_sweep(&ref, net, plo, vhi, phi, shared);
+    /* An engine's run: the problem in f, the reference (packed, at the
+     * comparisons' precision q where that is narrower: a curve's own level
+     * rounded in place, or a shared memo's copy of it, the memo keeping
+     * its two levels, packed, with the copy of the problem), its gradients
+     * in f and the most any engine stores (backprop's activations), beside
+     * a layer's double copy for a solve (the largest layer's parameters). */
     blocks eng = {0};
     long q = vijp_compare_prec(f);
     problem(&eng, net, batch, vf);
-    grads(&eng, net, batch, !shared && q < 2 * ref_first ? mpfr_bytes(q) : vhi);
+    grads(&eng, net, batch, packed_bytes(q < 2 * ref_first ? q : 2 * ref_first));
     if (shared) { /* a shared memo keeps every level it computed */
         problem(&eng, net, batch, vcopy);
-        grads(&eng, net, batch, vlo);
-        grads(&eng, net, batch, q < 2 * ref_first ? mpfr_bytes(q) : vhi);
+        grads(&eng, net, batch, plo);
+        grads(&eng, net, batch, phi);
     }
     grads(&eng, net, batch, vf);
     outputs(&eng, net, batch, vf);

@@ -11,8 +11,10 @@
 
 /* Called once per layer, i = D−1 down to 0, when g_i and ∇θ_i of out are
  * final (at i = 0 also ∇x); ∇θ_j for j < i are not yet allocated.  It may
- * read out, not change it. */
-typedef void (*vijp_backprop_watch)(void *ctx, size_t layer, const vijp_grads *out);
+ * read out, and replace those final matrices, and nothing else, by packed
+ * ones of the same values (vijp_mat_pack): the reverse pass reads none of
+ * them again (layer i's step has formed g_(i−1) and ∇θ_i from g_i). */
+typedef void (*vijp_backprop_watch)(void *ctx, size_t layer, vijp_grads *out);
 
 /* vijp_engine_run(VIJP_ENGINE_BACKPROP, …) with watch called as above: the
  * same checks, the same results bit for bit. */
