@@ -3,6 +3,7 @@
  * stored-bytes accounting against hand counts. */
 #include "fixtures/layerfix.h"
 #include "engines/watch.h"
+#include "engines/stored.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -310,6 +311,31 @@ START_TEST(stored_by_depth_matches_cut_networks)
         vijp_grads_clear(&full);
     }
     problem_clear(&p);
+}
+END_TEST
+
+/* The memory profile's pure-forward counts (engines/stored.h), from the
+ * forward passes alone, are a pure-forward run's stored_by_depth entry for
+ * entry: on every net (relu's and layernorm's fragments depend on the
+ * values, tall layers take a cokernel), in double, binary32, a stochastic
+ * rounding format (the forward values' keys) and mpfr:80. */
+START_TEST(pure_forward_counts_without_tangents)
+{
+    static const char *const fmts[] = {"double", "binary32", "bfloat16:sr+binary32", "mpfr:80"};
+    for (size_t fi = 0; fi < sizeof fmts / sizeof *fmts; fi++) {
+        problem p;
+        problem_init(&p, (size_t)_i, fmts[fi]);
+        vijp_grads g;
+        run(&p, VIJP_ENGINE_PURE_FORWARD, &g);
+        size_t counted[DEPTH];
+        vijp_error err = {0};
+        ck_assert_msg(!vijp_engine_pure_forward_stored(&p.net, p.theta, &p.X, counted, &err), "%s", err.msg);
+        for (size_t d = 0; d < DEPTH; d++)
+            ck_assert_msg(counted[d] == g.stored_by_depth[d], "%s in %s at depth %zu: counted %zu, the run %zu",
+                          nets[_i].spec, fmts[fi], d + 1, counted[d], g.stored_by_depth[d]);
+        vijp_grads_clear(&g);
+        problem_clear(&p);
+    }
 }
 END_TEST
 
@@ -800,6 +826,7 @@ Suite *suite_engines(void)
     tcase_add_test(tc, stored_bytes_hand_counts);
     tcase_add_test(tc, batch_is_sum_of_samples);
     tcase_add_loop_test(tc, stored_by_depth_matches_cut_networks, 0, (int)NNETS);
+    tcase_add_loop_test(tc, pure_forward_counts_without_tangents, 0, (int)NNETS);
     tcase_add_test(tc, singular_vijp_keeps_earlier_layers);
     tcase_add_loop_test(tc, checkpoint_is_backprop_exactly, 0, (int)NNETS);
     tcase_add_loop_test(tc, backprop_watch_sees_final_layers, 0, (int)NNETS);

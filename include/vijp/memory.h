@@ -14,7 +14,10 @@
  * vijp_net_template: only read), seeded orthogonal parameters where the net
  * gives none, seeded inputs, batch samples, in format f.  A vijp that loses
  * rank still leaves its stored bytes measured (they are counted before the
- * sweep).  o (may be NULL): engine options, e.g. the checkpoint segment. */
+ * sweep).  Pure forward's are counted from its forward passes alone: what
+ * it stores (h_0, each sample's fragments) does not depend on its tangents,
+ * n × n a layer and sample, which it does not form here.  o (may be NULL):
+ * engine options, e.g. the checkpoint segment. */
 VIJP_API VIJP_MUST_CHECK int vijp_memory_profile(const vijp_net *net, size_t batch, uint64_t seed, const vijp_format *f,
                                                  vijp_engine_kind e, const vijp_engine_opts *o, size_t *bytes,
                                                  vijp_error *err);

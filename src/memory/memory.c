@@ -1,6 +1,7 @@
 #include "vijp/memory.h"
 #include "grad/problem.h"
 #include "profile.h"
+#include "engines/stored.h"
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -36,6 +37,11 @@ int vijp_memory_profile_drawn(const vijp_net *drawn, size_t batch, uint64_t seed
     vijp_grads g = {0};
     int rc = vijp_problem_setup_drawn(&s, &net, &p, err);
     if (rc) return rc;
+    if (e == VIJP_ENGINE_PURE_FORWARD) { /* its counts without its O(n³) tangents (engines/stored.h) */
+        rc = vijp_engine_pure_forward_stored(&net, p.theta, &p.X, bytes, err);
+        vijp_problem_clear(&p, &net);
+        return rc;
+    }
     rc = vijp_engine_run_opts(e, &net, p.theta, &p.X, &p.T, o, &g, err);
     /* Some residuals depend on the values (a relu fragment holds the
      * inactive units): counted from NaN or ∞ they mean nothing. */
