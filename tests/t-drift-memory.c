@@ -3,6 +3,7 @@
  * study reaches when it runs (getrusage's ru_maxrss of the child), and a
  * study past the limit refused before it starts. */
 #include "fixtures/clirun.h"
+#include "vijp/memory.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,26 @@ static void check_study(const char *study)
 
 /* Two small studies (0.5 and 0.8 s CPU), one curve and two at once; the
  * longer runs (VIJP_TEST_SCALE > 1, make check-long) add two more nets. */
+/* The sizing's bytes a value (vijp_resident_value_bytes) are what a
+ * matrix of the format holds: a double where vijp_mat_init sets d (double
+ * and the emulated formats), an mpfr_t and its limbs where it sets m. */
+START_TEST(value_bytes_follow_the_holding)
+{
+    static const char *const fmts[] = {"double", "binary32", "bfloat16+binary32", "mxfp8+binary32", "e4m3",
+                                       "bfloat16:sr+binary32", "mpfr:64", "mpfr:128", "mpfr:300"};
+    for (size_t i = 0; i < sizeof fmts / sizeof *fmts; i++) {
+        vijp_format f;
+        ck_assert(!vijp_format_parse(fmts[i], &f, NULL));
+        vijp_mat a;
+        vijp_mat_init(&a, 2, 1, &f);
+        size_t held = a.d ? sizeof(double) : sizeof(mpfr_t) + mpfr_custom_get_size((mpfr_prec_t)f.prec);
+        ck_assert_msg(vijp_resident_value_bytes(&f) == held, "%s: sized at %zu bytes a value, held in %zu", fmts[i],
+                      vijp_resident_value_bytes(&f), held);
+        vijp_mat_clear(&a);
+    }
+}
+END_TEST
+
 START_TEST(estimate_meets_peak_rss)
 {
 #if defined(__SANITIZE_ADDRESS__)
@@ -114,6 +135,7 @@ Suite *suite_drift_memory(void)
     Suite *s = suite_create("drift_memory");
     TCase *tc = tcase_create("sizing");
     tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, value_bytes_follow_the_holding);
     tcase_add_test(tc, estimate_meets_peak_rss);
     tcase_add_test(tc, refused_past_the_limit);
     suite_add_tcase(s, tc);

@@ -25,9 +25,10 @@ VIJP_API VIJP_MUST_CHECK int vijp_memory_profile(const vijp_net *net, size_t bat
 VIJP_API size_t vijp_memory_deepest(const size_t *bytes, size_t depth, size_t budget);
 
 /* Sizing a run before making it (the commands refuse one that cannot fit).
- * Bytes one value takes in this process (not as stored: an emulated binary32
- * value lives in an MPFR number): 8 for double, the mpfr_t and its limbs
- * otherwise (a matrix's values are one allocation). */
+ * Bytes one value takes in this process (not as stored: an emulated bfloat16
+ * value is held as a double): 8 for double and every format whose values
+ * are doubles (vijp_format_values_double), the mpfr_t and its limbs for
+ * mpfr:P (a matrix's values are one allocation). */
 VIJP_API size_t vijp_resident_value_bytes(const vijp_format *f);
 /* The peak bytes of one gradient comparison (vijp grad, one drift unit):
  * net's shapes (any parsed net), batch samples, engines in format f (run one after

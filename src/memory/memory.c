@@ -80,7 +80,7 @@ size_t vijp_memory_deepest(const size_t *bytes, size_t depth, size_t budget)
 
 size_t vijp_resident_value_bytes(const vijp_format *f)
 {
-    if (f->kind == VIJP_DOUBLE) return sizeof(double);
+    if (vijp_format_values_double(f)) return sizeof(double); /* double and the emulated formats (vijp/mat.h) */
     /* a matrix's values are one block: the mpfr_t structs, then their
      * significands (format/mat.c), no size limb, no malloc header each */
     return sizeof(__mpfr_struct) + mpfr_custom_get_size((mpfr_prec_t)f->prec);
