@@ -1071,6 +1071,26 @@ START_TEST(backprop_safe_depth_beside)
 }
 END_TEST
 
+/* A layer wider than 1024 is certified at one point, and the report says
+ * so (each point is an O(n³) SVD); narrower ones at eight (the other
+ * reports here).  dense:1025 at depth 1: about 2 s. */
+START_TEST(wide_layer_certified_at_one_point)
+{
+    char dir[512], cmd[1024];
+    temp_dir(dir, sizeof dir);
+    snprintf(cmd, sizeof cmd, "drift --net dense:1025 --depth 1 --formats binary32 --seeds 1 --no-plots -q --out '%s'",
+             dir);
+    run_result r = run_vijp(cmd);
+    ck_assert_msg(r.rc == CLI_OK, "%s", r.err);
+    run_free(&r);
+    char *md = slurp(dir, "report.md", NULL);
+    ck_assert_msg(strstr(md, "| 1/1 certified (") && strstr(md, "one point only: wider than 1024"), "%s", md);
+    ck_assert(!strstr(md, "/8 certified"));
+    free(md);
+    remove_tree(dir);
+}
+END_TEST
+
 START_TEST(report_quick_study)
 {
     char dir[512], cmd[1024];
@@ -1124,6 +1144,7 @@ Suite *suite_report(void)
         tcase_add_test(tc, errors_at_every_precision);
         tcase_add_test(tc, killed_run_leaves_whole_files);
         tcase_add_test(tc, report_quick_study);
+        tcase_add_test(tc, wide_layer_certified_at_one_point);
         tcase_add_test(tc, report_all_or_nothing);
         tcase_add_test(tc, report_refuses_cut_plots);
         tcase_add_test(tc, drift_stdout_failure_keeps_report);

@@ -712,15 +712,20 @@ static void md_spread(FILE *o, spread v, const char *fmt)
 }
 
 /* Certification of one layer of config c at 8 points (inputs N(0,1), the
- * config's initialisation, seeds 1..8), as `vijp certify` would. */
+ * config's initialisation, seeds 1..8), as `vijp certify` would; a layer
+ * wider than CERTIFY_ALL_POINTS_WIDTH_MAX at the first point only, said in
+ * the cell: each point draws the layer and takes the SVD of its n × n
+ * Jacobian, O(n³), about 4 s at 2048 and 35 s at 4096 on one core, which
+ * eight times over would outweigh the study's curves. */
 static void md_certify(FILE *o, const study *s, size_t c, size_t layer)
 {
-    enum { POINTS = 8 };
+    enum { CERTIFY_ALL_POINTS_WIDTH_MAX = 1024 };
     /* A Jacobian not known exactly is formed in MPFR from n jvps, each a
      * whole evaluation of the layer: for a 2048-wide RevViT block (attention
      * and MLP inside) that is hours, not the seconds a report may take. */
     enum { CERTIFY_MPFR_WIDTH_MAX = 256 };
     const vijp_layer *top = &s->nets[s->configs[c].net].layers[layer];
+    const int POINTS = top->in > CERTIFY_ALL_POINTS_WIDTH_MAX || top->out > CERTIFY_ALL_POINTS_WIDTH_MAX ? 1 : 8;
     if (!top->type->jacobian_exact && top->in > CERTIFY_MPFR_WIDTH_MAX) {
         fprintf(o, " not run: width %zu > %d, where certifying needs %zu MPFR evaluations of the layer per point "
                 "(`vijp certify --net NET --layer-index %zu`) | — |", top->in, CERTIFY_MPFR_WIDTH_MAX, top->in, layer);
@@ -739,7 +744,7 @@ static void md_certify(FILE *o, const study *s, size_t c, size_t layer)
     char method[32] = "";
     vijp_rng rng;
     vijp_rng_seed(&rng, 0xce47);
-    for (uint64_t k = 1; x && k <= POINTS; k++) {
+    for (uint64_t k = 1; x && k <= (uint64_t)POINTS; k++) {
         vijp_certificate cert;
         vijp_error err = {0};
         for (size_t i = 0; i < L->in; i++) x[i] = vijp_rng_normal(&rng);
@@ -757,6 +762,8 @@ static void md_certify(FILE *o, const study *s, size_t c, size_t layer)
         vijp_certificate_clear(&cert);
     }
     fprintf(o, " %zu/%d certified (%s), %zu not submersive;", certified, POINTS, method, not_sub);
+    if (POINTS == 1)
+        fprintf(o, " one point only: wider than %d, where each point is an O(n³) SVD;", CERTIFY_ALL_POINTS_WIDTH_MAX);
     fprintf(o, isfinite(smin) ? " proven σ_min > %.3g |" : " no numerical bound on σ_min |", smin);
     vijp_activation_report act;
     if (vijp_deriv_enclose_of(L->type) && !vijp_activation_analyze(L, net.theta[layer], 1000, 1e-9, &act, NULL)) {
