@@ -349,6 +349,116 @@ START_TEST(binade_edges)
 }
 END_TEST
 
+/* θ as doubles (vijp_ref_dense_op_d: the drift memo's copy in double)
+ * against θ in MPFR (vijp_ref_dense_op) on the same values: every output
+ * the same number and sign, the same outputs accepted and fallen back,
+ * and both the exact sums' (the oracle above).  At 64, 106, 128 and 159
+ * bits (double-double, triple-double, four levels) and 200 (past
+ * VIJP_DDREF_MAX_PREC: every call by vo_dot, line by line from the
+ * doubles), batch 1 and 16; ordinary data, data whose low parts fall below
+ * double's range (the whole call by vo_dot from 64 bits: parts_of fails),
+ * a bound forced to +inf (every output by vo_dot) and sums cancelled by
+ * the bias (some outputs by vo_dot). */
+/* θ's doubles (W, then b), exactly: its 53-bit values, in double's range here. */
+static double *theta_doubles(const problem *pb)
+{
+    size_t count = pb->m * pb->n + pb->m;
+    double *th = malloc(count * sizeof *th);
+    ck_assert_ptr_nonnull(th);
+    for (size_t k = 0; k < count; k++) th[k] = mpfr_get_d(pb->th[k], MPFR_RNDN);
+    return th;
+}
+
+static void same_both_ways(const problem *pb, int op, double scale, const char *what)
+{
+    size_t count = outputs_of(pb, op);
+    mpfr_t *a = vo_vec_new(count, &pb->f), *b = vo_vec_new(count, &pb->f), want;
+    mpfr_init2(want, pb->f.prec);
+    double *th = theta_doubles(pb);
+    mpfr_t *in = op == OP_FORWARD || op == OP_JVP ? pb->X : pb->Gy;
+    vijp_ddref_stats sa = {.bound_scale = scale, .any_size = 1}, sb = sa;
+    vijp_ref_dense_op(op, &pb->L, pb->th, pb->X, pb->B, in, a, &pb->f, &sa);
+    ck_assert_int_eq(vijp_ref_dense_op_d(op, &pb->L, th, pb->X, pb->B, in, b, &pb->f, &sb), 0);
+    for (size_t e = 0; e < count; e++) {
+        expected(pb, op, e, want);
+        int same = mpfr_equal_p(a[e], b[e]) && mpfr_signbit(a[e]) == mpfr_signbit(b[e]);
+        if (!same || !mpfr_equal_p(b[e], want) || mpfr_signbit(b[e]) != mpfr_signbit(want))
+            mpfr_fprintf(stderr, "t-ddref θ as doubles, %s op %d P=%ld B=%zu output %zu (seed %llu): MPFR θ %.40Re, "
+                         "double θ %.40Re, want %.40Re\n", what, op, (long)pb->f.prec, pb->B, e,
+                         (unsigned long long)test_seed(), a[e], b[e], want);
+        ck_assert(same && mpfr_equal_p(b[e], want) && mpfr_signbit(b[e]) == mpfr_signbit(want));
+    }
+    ck_assert(sa.outputs == sb.outputs && sa.fallbacks == sb.fallbacks && sa.whole_oracle == sb.whole_oracle);
+    free(th);
+    mpfr_clear(want);
+    vo_vec_free(a, count), vo_vec_free(b, count);
+}
+
+START_TEST(theta_as_doubles)
+{
+    vijp_rng g;
+    vijp_rng_seed(&g, test_seed() + 6);
+    static const long P[] = {64, 106, 128, 159, 200};
+    static const size_t batches[] = {1, 16};
+    size_t forced = 0, cancelled = 0, mixed = 0, whole = 0;
+    for (size_t pi = 0; pi < sizeof P / sizeof *P; pi++)
+        for (size_t bi = 0; bi < 2; bi++) {
+            static const int kinds[] = {ORDINARY, TINY_LOW, CANCEL};
+            for (size_t ki = 0; ki < 3; ki++) {
+                problem pb;
+                problem_make(&pb, &g, P[pi], 12, 9, batches[bi], kinds[ki]);
+                for (int op = 0; op < N_OPS; op++) {
+                    same_both_ways(&pb, op, 1, kind_names[kinds[ki]]);
+                    if (kinds[ki] == ORDINARY) same_both_ways(&pb, op, INFINITY, "forced");
+                }
+                /* what each case is there for, on the forward product */
+                vijp_ddref_stats st = {.any_size = 1};
+                size_t count = outputs_of(&pb, OP_FORWARD);
+                mpfr_t *out = vo_vec_new(count, &pb.f);
+                double *th = theta_doubles(&pb);
+                st.bound_scale = kinds[ki] == ORDINARY ? INFINITY : 1;
+                ck_assert(!vijp_ref_dense_op_d(OP_FORWARD, &pb.L, th, pb.X, pb.B, pb.X, out, &pb.f, &st));
+                if (P[pi] > VIJP_DDREF_MAX_PREC) ck_assert(st.whole_oracle);
+                else if (kinds[ki] == ORDINARY) forced += !st.whole_oracle && st.fallbacks == count;
+                else if (kinds[ki] == TINY_LOW) whole += st.whole_oracle;
+                else cancelled += !st.whole_oracle && st.fallbacks > 0, mixed += st.fallbacks > 0 && st.outputs > 0;
+                free(th);
+                vo_vec_free(out, count);
+                problem_free(&pb);
+            }
+        }
+    /* every precision on the fast path, both batches: forced and tiny-low always; the bias
+     * cancels sample 0's sums beyond the bound at 64, 106 and 159 bits (matches_exact_sums): at
+     * batch 1 every output falls back, at 16 those of sample 0 and not the others */
+    ck_assert_uint_eq(forced, 8);
+    ck_assert_uint_eq(whole, 8);
+    ck_assert_uint_ge(cancelled, 6);
+    ck_assert_uint_ge(mixed, 3);
+}
+END_TEST
+
+/* A format whose dot products round per operation (mpfr:P without exact
+ * dots) is not the double path's: it declines, writing nothing, and the
+ * layer interface gives θ an MPFR twin instead. */
+START_TEST(theta_as_doubles_declines)
+{
+    vijp_rng g;
+    vijp_rng_seed(&g, test_seed() + 7);
+    problem pb;
+    problem_make(&pb, &g, 64, 12, 9, 2, ORDINARY);
+    pb.f.exact_dots = 0;
+    double *th = theta_doubles(&pb);
+    mpfr_t *out = vo_vec_new(12 * 2, &pb.f);
+    for (size_t e = 0; e < 12 * 2; e++) mpfr_set_ui(out[e], 7, MPFR_RNDN);
+    for (int op = 0; op < OP_VJP; op++)
+        ck_assert_int_eq(vijp_ref_dense_op_d(op, &pb.L, th, pb.X, pb.B, pb.X, out, &pb.f, NULL), VIJP_EUNSUPPORTED);
+    for (size_t e = 0; e < 12 * 2; e++) ck_assert(mpfr_cmp_ui(out[e], 7) == 0);
+    free(th);
+    vo_vec_free(out, 12 * 2);
+    problem_free(&pb);
+}
+END_TEST
+
 /* The rounding test alone: a tie with bound 0 is decided (RN's ties to
  * even), with any bound refused; an interval reaching zero is refused;
  * +inf and NaN bounds are refused. */
@@ -417,6 +527,8 @@ Suite *suite_ddref(void)
     tcase_add_test(tc, ties_at_p_bits);
     tcase_add_test(tc, binade_edges);
     tcase_add_test(tc, rounding_test_alone);
+    tcase_add_test(tc, theta_as_doubles);
+    tcase_add_test(tc, theta_as_doubles_declines);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -17,11 +17,24 @@
  * interval that reaches zero is refused (vo_dot's exact zero is +0).  Every
  * refused output, and every call the doubles cannot hold, runs vo_dot.
  *
+ * θ as doubles: every path below starts from W and b as doubles
+ * (vijp_ref_dense_op_d: the drift memo's copy holds them so, 8 bytes a
+ * weight); the MPFR entry (vijp_ref_dense_op) reads its weights into
+ * doubles once and calls it.  Where vo_dot must run (an output the test
+ * refused, or a whole call), it gets the one line of W it reads (a row for
+ * W x + b and W u, a column for Wᵀ g), made in MPFR from the doubles at 53
+ * bits, exactly; vo_dot's result is a function of its operands' values
+ * alone (the exact sum, rounded once: oracles/dot.h), so the bits are
+ * those of the same call on an MPFR θ of any precision holding the same
+ * values.
+ *
  * Cost: the weights are read into doubles once per call (one-limb values
- * by their bits, double_of), the inputs split once, then m·n·B double-
- * (or triple-) double multiply-adds and one MPFR rounding test per output. */
+ * by their bits, double_of) or taken as they are, the inputs split once,
+ * then m·n·B double- (or triple-) double multiply-adds and one MPFR
+ * rounding test per output. */
 #include "dense_ref.h"
 #include "ddot/ddot.h"
+#include "format/mpfr_io.h"
 #include "oracles/oracles.h"
 #include "oracles/dot.h"
 #include "vijp/memory.h"
@@ -205,6 +218,87 @@ static void oracle(int op, const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B,
     else vo_dense_vjp_param(L, th, X, B, in, out, f);
 }
 
+/* One line of W in MPFR, for vo_dot where it runs from θ's doubles th (W
+ * m × n column-major, then b): row i (stride m) for W x + b and W u, with
+ * b_i; column i (contiguous) for Wᵀ g.  53 bits: each double exactly.
+ * Made on the first use, so that a call without a fallback makes none. */
+typedef struct {
+    const vijp_layer *L;
+    const double *th;
+    mpfr_t *line, bias;
+    size_t which; /* the line held: 1 + its index, 0 none */
+    mpfr_exp_t emin, emax; /* MPFR's exponent range, read once (vijp_emu_set1_range) */
+} theta_line;
+
+static theta_line line_new(const vijp_layer *L, const double *th)
+{
+    theta_line t;
+    memset(&t, 0, sizeof t);
+    t.L = L, t.th = th, t.emin = mpfr_get_emin(), t.emax = mpfr_get_emax();
+    return t;
+}
+
+static void line_load(theta_line *t, int op, size_t i)
+{
+    size_t m = t->L->out, n = t->L->in, len = op == OP_VJP ? m : n;
+    if (!t->line) {
+        t->line = vijp_alloc_array(m > n ? m : n, sizeof *t->line);
+        for (size_t k = 0; k < (m > n ? m : n); k++) mpfr_init2(t->line[k], 53);
+        mpfr_init2(t->bias, 53);
+    }
+    if (t->which == 1 + i) return;
+    /* exact: 53 bits hold a double (mpfr_set_d's value, by its bits where it can) */
+    if (op == OP_VJP)
+        for (size_t k = 0; k < len; k++) vijp_emu_set1_range(t->line[k], t->th[k + i * m], t->emin, t->emax);
+    else
+        for (size_t k = 0; k < len; k++) vijp_emu_set1_range(t->line[k], t->th[i + k * m], t->emin, t->emax);
+    if (op == OP_FORWARD) vijp_emu_set1_range(t->bias, t->th[m * n + i], t->emin, t->emax);
+    t->which = 1 + i;
+}
+
+static void line_free(theta_line *t)
+{
+    if (!t->line) return;
+    size_t m = t->L->out, n = t->L->in;
+    for (size_t k = 0; k < (m > n ? m : n); k++) mpfr_clear(t->line[k]);
+    mpfr_clear(t->bias);
+    free(t->line);
+}
+
+/* Output (i, j) of op by vo_dot, as the oracle (oracles/dense_fused.c)
+ * computes it: the same terms in the same order, W's line from t. */
+static void by_vo_dot(int op, theta_line *t, mpfr_t *X, size_t B, mpfr_t *in, mpfr_t *out, size_t i, size_t j,
+                      mpfr_srcptr *ptrs)
+{
+    size_t m = t->L->out, n = t->L->in;
+    if (op == OP_VJP_PARAM) { /* ∂W(i, j): j is W's column; θ unread */
+        vo_dot_strided(out[i + j * m], NULL, &in[i], m, &X[j], n, B, ptrs);
+        return;
+    }
+    line_load(t, op, i);
+    if (op == OP_FORWARD) vo_dot_strided(out[i + j * m], t->bias, t->line, 1, &in[j * n], 1, n, ptrs);
+    else if (op == OP_JVP) vo_dot_strided(out[i + j * m], NULL, t->line, 1, &in[j * n], 1, n, ptrs);
+    else vo_dot_strided(out[i + j * n], NULL, t->line, 1, &in[j * m], 1, m, ptrs);
+}
+
+/* The whole call by vo_dot from θ's doubles, line by line: the oracle's
+ * fused operators' outputs (vo_dense_*_fused, for the vo_dot_fused formats
+ * this file takes), with one line of W in MPFR at a time. */
+static void oracle_d(int op, const vijp_layer *L, const double *th, mpfr_t *X, size_t B, mpfr_t *in, mpfr_t *out)
+{
+    size_t m = L->out, n = L->in, longest = m > n ? m : n;
+    if (op == OP_VJP_PARAM) {
+        vo_dense_vjp_param_fused(L, X, B, in, out);
+        return;
+    }
+    theta_line t = line_new(L, th);
+    mpfr_srcptr *ptrs = vijp_alloc_array(2 * (longest > B ? longest : B) + 1, sizeof *ptrs);
+    for (size_t i = 0; i < (op == OP_VJP ? n : m); i++)
+        for (size_t j = 0; j < B; j++) by_vo_dot(op, &t, X, B, in, out, i, j, ptrs);
+    free(ptrs);
+    line_free(&t);
+}
+
 /* One call's doubles: the matrix A (rows × k, column-major), the right
  * side x[0] + ... + x[parts − 1] (k × cols each), the bias c, and the
  * results y[0] + y[1] + y[2] + y[3] (zeros beyond the kernel's parts) with
@@ -212,7 +306,8 @@ static void oracle(int op, const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B,
 typedef struct {
     size_t rows, cols, k;
     int parts;
-    double *A, *x[3], *c, *y[4], *bound;
+    const double *A, *c; /* W itself (W x + b, W u) and b, or own_A */
+    double *own_A, *x[3], *y[4], *bound;
 } dd_problem;
 
 /* count doubles, left unset: every one is written before it is read (load,
@@ -224,24 +319,39 @@ static double *doubles(size_t count, size_t times)
     return vijp_alloc_unset(count * times * sizeof(double));
 }
 
-static void problem_alloc(dd_problem *p, size_t rows, size_t cols, size_t k, int bias, int parts)
+/* op's problem on θ's doubles th: A is W itself for W x + b (c = b) and
+ * W u, a transposed copy for Wᵀ g, and for the parameter gradient the
+ * cotangents' parts (load writes them). */
+static void problem_alloc(dd_problem *p, int op, const vijp_layer *L, const double *th, size_t B, int parts)
 {
     /* every size is positive: the caller runs the oracle on an empty shape */
-    p->rows = rows, p->cols = cols, p->k = k, p->parts = parts;
-    p->A = doubles(rows, k);
-    p->x[0] = doubles((size_t)parts * k, cols);
-    for (int i = 1; i < 3; i++) p->x[i] = i < parts ? p->x[i - 1] + k * cols : NULL;
-    p->c = bias ? doubles(rows, 1) : NULL;
-    p->y[0] = doubles(5 * rows, cols);
-    for (int i = 1; i < 4; i++) p->y[i] = p->y[i - 1] + rows * cols;
-    p->bound = p->y[3] + rows * cols;
+    size_t m = L->out, n = L->in;
+    p->parts = parts, p->own_A = NULL, p->c = NULL;
+    if (op == OP_VJP_PARAM) p->rows = m, p->cols = n, p->k = (size_t)parts * B;
+    else if (op == OP_VJP) p->rows = n, p->cols = B, p->k = m;
+    else p->rows = m, p->cols = B, p->k = n;
+    if (op == OP_FORWARD || op == OP_JVP) p->A = th;
+    else p->A = p->own_A = doubles(p->rows, p->k);
+    if (op == OP_FORWARD) p->c = th + m * n;
+    if (op == OP_VJP) { /* Wᵀ (n × m), by tiles: one of them in cache read and written */
+        enum { TILE = 32 };
+        for (size_t k0 = 0; k0 < n; k0 += TILE)
+            for (size_t i0 = 0; i0 < m; i0 += TILE)
+                for (size_t k = k0; k < k0 + TILE && k < n; k++)
+                    for (size_t i = i0; i < i0 + TILE && i < m; i++) p->own_A[k + i * n] = th[i + k * m];
+    }
+    p->x[0] = doubles((size_t)parts * p->k, p->cols);
+    for (int i = 1; i < 3; i++) p->x[i] = i < parts ? p->x[i - 1] + p->k * p->cols : NULL;
+    p->y[0] = doubles(5 * p->rows, p->cols);
+    for (int i = 1; i < 4; i++) p->y[i] = p->y[i - 1] + p->rows * p->cols;
+    p->bound = p->y[3] + p->rows * p->cols;
 }
 
-static void problem_free(dd_problem *p) { free(p->A), free(p->x[0]), free(p->c), free(p->y[0]); }
+static void problem_free(dd_problem *p) { free(p->own_A), free(p->x[0]), free(p->y[0]); }
 
-/* The doubles of op's operands; 0 when one of them is not exactly there. */
-static int load(int op, const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *in, dd_problem *p,
-                mpfr_ptr tmp)
+/* The doubles of op's inputs (θ's are there already); 0 when one of them
+ * is not exactly there. */
+static int load(int op, const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *in, dd_problem *p, mpfr_ptr tmp)
 {
     size_t m = L->out, n = L->in;
     int ok = 1, np = p->parts;
@@ -250,7 +360,7 @@ static int load(int op, const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mp
         for (size_t j = 0; j < B && ok; j++)
             for (size_t i = 0; i < m && ok; i++) {
                 ok = parts_of(in[i + j * m], d, np, tmp);
-                for (int a = 0; a < np; a++) p->A[i + (a * B + j) * m] = d[a];
+                for (int a = 0; a < np; a++) p->own_A[i + (a * B + j) * m] = d[a];
             }
         for (size_t k = 0; k < n && ok; k++)
             for (size_t j = 0; j < B && ok; j++) {
@@ -260,16 +370,6 @@ static int load(int op, const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mp
             }
         return ok;
     }
-    if (op == OP_VJP) { /* Wᵀ (n × m), by tiles: one of them in cache read and written */
-        enum { TILE = 32 };
-        for (size_t k0 = 0; k0 < n && ok; k0 += TILE)
-            for (size_t i0 = 0; i0 < m && ok; i0 += TILE)
-                for (size_t k = k0; k < k0 + TILE && k < n && ok; k++)
-                    for (size_t i = i0; i < i0 + TILE && i < m && ok; i++) ok = double_of(th[i + k * m], &p->A[k + i * n]);
-    } else { /* W (m × n) as it is */
-        for (size_t e = 0; e < m * n && ok; e++) ok = double_of(th[e], &p->A[e]);
-    }
-    for (size_t i = 0; p->c && i < m && ok; i++) ok = double_of(th[m * n + i], &p->c[i]);
     for (size_t e = 0; e < p->k * B && ok; e++) {
         ok = parts_of(in[e], d, np, tmp);
         for (int r = 0; r < np; r++) p->x[r][e] = d[r];
@@ -309,17 +409,6 @@ static void products(dd_problem *p, mpfr_prec_t P)
     }
 }
 
-/* Output (i, j) of op by vo_dot, as the oracle computes it. */
-static void by_vo_dot(int op, const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *in, mpfr_t *out,
-                      size_t i, size_t j, mpfr_srcptr *ptrs)
-{
-    size_t m = L->out, n = L->in;
-    if (op == OP_FORWARD) vo_dot_strided(out[i + j * m], th[m * n + i], &th[i], m, &in[j * n], 1, n, ptrs);
-    else if (op == OP_JVP) vo_dot_strided(out[i + j * m], NULL, &th[i], m, &in[j * n], 1, n, ptrs);
-    else if (op == OP_VJP) vo_dot_strided(out[i + j * n], NULL, &th[i * m], 1, &in[j * m], 1, m, ptrs);
-    else vo_dot_strided(out[i + j * m], NULL, &in[i], m, &X[j], n, B, ptrs); /* ∂W(i, j): j is W's column */
-}
-
 /* Columns [j0, j1) of a problem (dd_problem's arrays are column-major,
  * column j of each part of x at j·k, of the results at j·rows): the same
  * outputs, each computed by the same operations as in the whole
@@ -342,7 +431,8 @@ static dd_problem columns(const dd_problem *p, size_t j0, size_t j1)
 typedef struct {
     int op;
     const vijp_layer *L;
-    mpfr_t *th, *X;
+    const double *th;
+    mpfr_t *X;
     size_t B;
     mpfr_t *in, *out;
     const dd_problem *p;
@@ -361,48 +451,67 @@ static void ref_columns(void *ctx, size_t part, size_t j0, size_t j1)
     scratch_init(&s, J->P);
     size_t fallbacks = 0;
     mpfr_srcptr *ptrs = vijp_alloc_array(J->ptrs_len, sizeof *ptrs);
+    theta_line t = line_new(J->L, J->th); /* this range's own: the threads share nothing they write */
     for (size_t j = j0; j < j1; j++)
         for (size_t i = 0; i < J->p->rows; i++) {
             size_t e = i + j * J->p->rows; /* out's layout: rows × cols, column-major, for every op */
             double y[4] = {J->p->y[0][e], J->p->y[1][e], J->p->y[2][e], J->p->y[3][e]};
             if (round_in(J->out[e], y, J->p->bound[e] * J->scale, &s)) continue;
-            by_vo_dot(J->op, J->L, J->th, J->X, J->B, J->in, J->out, i, j, ptrs);
+            by_vo_dot(J->op, &t, J->X, J->B, J->in, J->out, i, j, ptrs);
             fallbacks++;
         }
+    line_free(&t);
     free(ptrs);
     scratch_clear(&s);
     J->fallbacks[part] = fallbacks;
 }
 
-void vijp_ref_dense_op(int op, const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *in, mpfr_t *out,
-                       const vijp_format *f, vijp_ddref_stats *st)
+/* Whether op's call runs the fast path at all (else the whole call runs
+ * vo_dot); P: the results' precision, parts: of each input. */
+static int fast_path_runs(int op, const vijp_layer *L, size_t B, mpfr_prec_t P, int parts, const vijp_format *f,
+                          const vijp_ddref_stats *st)
 {
-    double scale = st && st->bound_scale > 0 ? st->bound_scale : 1;
-    if (st) st->outputs = st->fallbacks = 0, st->whole_oracle = 1;
     size_t m = L->out, n = L->in;
-    mpfr_prec_t P = B && m && n ? mpfr_get_prec(out[0]) : 0; /* the results' precision, which vo_dot rounds to */
-    /* two parts (double-double) hold the inputs and results up to 106 bits, three up to 159 */
-    int parts = P > VIJP_DD_PREC || f->prec > VIJP_DD_PREC ? 3 : 2;
     /* the batch-1 parameter gradient is one product per output: vo_dot1's mpfr_mul already */
     size_t terms = op == OP_VJP_PARAM ? (size_t)parts * B : op == OP_VJP ? m : n;
     int pays = op == OP_VJP_PARAM ? B >= VIJP_DDREF_MIN_BATCH : terms >= VIJP_DDREF_MIN_TERMS;
-    if (!applies(f) || (op == OP_VJP_PARAM && B < 2) || !B || !m || !n || !(pays || (st && st->any_size)) ||
-        P > VIJP_DDREF_MAX_PREC) {
-        oracle(op, L, th, X, B, in, out, f);
-        return;
+    return applies(f) && !(op == OP_VJP_PARAM && B < 2) && B && m && n && (pays || (st && st->any_size)) &&
+           P <= VIJP_DDREF_MAX_PREC;
+}
+
+/* The results' precision, which vo_dot rounds to (0: no outputs). */
+static mpfr_prec_t prec_of(const vijp_layer *L, size_t B, mpfr_t *out)
+{
+    return B && L->out && L->in ? mpfr_get_prec(out[0]) : 0;
+}
+
+/* The parts of each input: two (double-double) hold the inputs and results
+ * up to 106 bits, three up to 159. */
+static int parts_for(mpfr_prec_t P, const vijp_format *f) { return P > VIJP_DD_PREC || f->prec > VIJP_DD_PREC ? 3 : 2; }
+
+int vijp_ref_dense_op_d(int op, const vijp_layer *L, const double *th, mpfr_t *X, size_t B, mpfr_t *in, mpfr_t *out,
+                        const vijp_format *f, vijp_ddref_stats *st)
+{
+    if (!vo_dot_fused(f)) return VIJP_EUNSUPPORTED; /* rounded per operation: vo_dense_* on an MPFR θ */
+    double scale = st && st->bound_scale > 0 ? st->bound_scale : 1;
+    if (st) st->outputs = st->fallbacks = 0, st->whole_oracle = 1;
+    size_t m = L->out, n = L->in;
+    mpfr_prec_t P = prec_of(L, B, out);
+    int parts = parts_for(P, f);
+    if (!fast_path_runs(op, L, B, P, parts, f, st)) {
+        oracle_d(op, L, th, X, B, in, out);
+        return 0;
     }
     dd_problem p;
-    if (op == OP_VJP_PARAM) problem_alloc(&p, m, n, terms, 0, parts);
-    else if (op == OP_VJP) problem_alloc(&p, n, B, m, 0, parts);
-    else problem_alloc(&p, m, B, n, op == OP_FORWARD, parts);
+    problem_alloc(&p, op, L, th, B, parts);
     mpfr_t tmp;
     mpfr_init2(tmp, f->prec > P ? f->prec : P); /* parts_of checks its subtractions exact all the same */
-    int ok = load(op, L, th, X, B, in, &p, tmp);
+    int ok = load(op, L, X, B, in, &p, tmp);
     mpfr_clear(tmp);
     if (!ok) {
         problem_free(&p);
-        oracle(op, L, th, X, B, in, out, f);
-        return;
+        oracle_d(op, L, th, X, B, in, out);
+        return 0;
     }
     size_t fallbacks[VIJP_FORK_MAX_THREADS] = {0}, longest = m > n ? m : n;
     ref_job job = {op, L, th, X, B, in, out, &p, P, scale, 2 * (longest > B ? longest : B) + 1, fallbacks};
@@ -416,6 +525,40 @@ void vijp_ref_dense_op(int op, const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_
     for (size_t k = 1; k < VIJP_FORK_MAX_THREADS; k++) fallbacks[0] += fallbacks[k];
     problem_free(&p);
     if (st) st->outputs = p.rows * p.cols - fallbacks[0], st->fallbacks = fallbacks[0], st->whole_oracle = 0;
+    return 0;
+}
+
+/* θ's doubles (W, and b where op reads it; b := 0 where not) from an MPFR
+ * θ; 0 when one is not exactly a double. */
+static int theta_doubles(int op, const vijp_layer *L, mpfr_t *th, double *w)
+{
+    size_t m = L->out, n = L->in;
+    int ok = 1;
+    for (size_t e = 0; e < m * n && ok; e++) ok = double_of(th[e], &w[e]);
+    for (size_t i = 0; i < m && ok; i++)
+        if (op == OP_FORWARD) ok = double_of(th[m * n + i], &w[m * n + i]);
+        else w[m * n + i] = 0;
+    return ok;
+}
+
+void vijp_ref_dense_op(int op, const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *in, mpfr_t *out,
+                       const vijp_format *f, vijp_ddref_stats *st)
+{
+    if (st) st->outputs = st->fallbacks = 0, st->whole_oracle = 1;
+    size_t m = L->out, n = L->in;
+    mpfr_prec_t P = prec_of(L, B, out);
+    if (!fast_path_runs(op, L, B, P, parts_for(P, f), f, st)) {
+        oracle(op, L, th, X, B, in, out, f);
+        return;
+    }
+    double *w = NULL; /* the parameter gradient reads no θ */
+    if (op != OP_VJP_PARAM && !theta_doubles(op, L, th, w = doubles(m * n + m, 1))) {
+        free(w);
+        oracle(op, L, th, X, B, in, out, f);
+        return;
+    }
+    if (vijp_ref_dense_op_d(op, L, w, X, B, in, out, f, st)) abort(); /* unreachable: fast_path_runs: vo_dot_fused */
+    free(w);
 }
 
 void vijp_ref_dense_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y, const vijp_format *f)
@@ -439,4 +582,30 @@ void vijp_ref_dense_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t
                               const vijp_format *f)
 {
     vijp_ref_dense_op(OP_VJP_PARAM, L, th, X, B, Gy, Gt, f, NULL);
+}
+
+/* The same with θ's doubles: the layer interface's MPFR route where θ is
+ * held as doubles (layer/emu_native.h's mp_* members). */
+int vijp_ref_dense_forward_d(const vijp_layer *L, const double *th, mpfr_t *X, size_t B, mpfr_t *Y,
+                             const vijp_format *f)
+{
+    return vijp_ref_dense_op_d(OP_FORWARD, L, th, NULL, B, X, Y, f, NULL);
+}
+
+int vijp_ref_dense_jvp_d(const vijp_layer *L, const double *th, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V,
+                         const vijp_format *f)
+{
+    return vijp_ref_dense_op_d(OP_JVP, L, th, X, B, U, V, f, NULL);
+}
+
+int vijp_ref_dense_vjp_d(const vijp_layer *L, const double *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx,
+                         const vijp_format *f)
+{
+    return vijp_ref_dense_op_d(OP_VJP, L, th, X, B, Gy, Gx, f, NULL);
+}
+
+int vijp_ref_dense_vjp_param_d(const vijp_layer *L, const double *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt,
+                               const vijp_format *f)
+{
+    return vijp_ref_dense_op_d(OP_VJP_PARAM, L, th, X, B, Gy, Gt, f, NULL);
 }

@@ -47,11 +47,31 @@ void vijp_ref_dense_vjp(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mp
 void vijp_ref_dense_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt,
                               const vijp_format *f);
 
+/* The same with θ held as doubles (th: W column-major, then b, as the
+ * drift memo's copy holds them: src/drift/memo.c), the other operands
+ * MPFR: the layer interface's MPFR route for such a θ (layer/emu_native.h's
+ * mp_* members), without an MPFR twin of W.  The results are bit for bit
+ * those of the operators above on an MPFR θ holding the same values (the
+ * one path both run: dense_ref.c).  VIJP_EUNSUPPORTED, nothing written,
+ * for a format whose dot products are not rounded once (vo_dot_fused):
+ * then the caller gives the operators above an MPFR θ. */
+int vijp_ref_dense_forward_d(const vijp_layer *L, const double *th, mpfr_t *X, size_t B, mpfr_t *Y,
+                             const vijp_format *f);
+int vijp_ref_dense_jvp_d(const vijp_layer *L, const double *th, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V,
+                         const vijp_format *f);
+int vijp_ref_dense_vjp_d(const vijp_layer *L, const double *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx,
+                         const vijp_format *f);
+int vijp_ref_dense_vjp_param_d(const vijp_layer *L, const double *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt,
+                               const vijp_format *f);
+
 /* The same with what happened in st (bound_scale read from it first): the
  * tests.  op: 0 forward, 1 jvp (X unused, U the input), 2 vjp (Gy → Gx in
- * out), 3 vjp_param (X, Gy → ∂W in out; the bias gradient by vo_dot). */
+ * out), 3 vjp_param (X, Gy → ∂W in out; the bias gradient by vo_dot);
+ * _op_d with θ's doubles (th unread for vjp_param). */
 void vijp_ref_dense_op(int op, const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *in, mpfr_t *out,
                        const vijp_format *f, vijp_ddref_stats *st);
+int vijp_ref_dense_op_d(int op, const vijp_layer *L, const double *th, mpfr_t *X, size_t B, mpfr_t *in, mpfr_t *out,
+                        const vijp_format *f, vijp_ddref_stats *st);
 
 /* r := the P-bit (P = r's precision) rounding to nearest, ties to even, of
  * a number known to lie within bound of y[0] + y[1] + y[2] + y[3], when
