@@ -816,6 +816,76 @@ START_TEST(engine_lists_parse)
 }
 END_TEST
 
+/* θ in double, X and T in mpfr:P (the drift memo's copy of a problem
+ * whose values are doubles, src/drift/memo.c): admitted at any P
+ * (engine.c), and every engine's gradients equal, bit for bit, those with
+ * θ in MPFR at 53 bits holding the same values, whatever the run fails
+ * with (a vijp that lost rank, an engine the net does not suit) the same.
+ * At 64 bits with exact dots (dense's products on θ's doubles: layer/
+ * emu_native.h's mp_*) and at 16 without (θ through the MPFR twin). */
+START_TEST(double_theta_in_mpfr)
+{
+    problem p;
+    problem_init(&p, (size_t)_i, "double");
+    vijp_format F53, F[2];
+    ck_assert(!vijp_format_mpfr(&F53, 53, NULL) && !vijp_format_mpfr(&F[0], 64, NULL) &&
+              !vijp_format_mpfr(&F[1], 16, NULL));
+    F[0].exact_dots = 1;
+    vijp_mat th53[DEPTH];
+    for (size_t i = 0; i < DEPTH; i++)
+        vijp_mat_init(&th53[i], p.theta[i].rows, 1, &F53), vijp_mat_convert(&th53[i], &p.theta[i]); /* exact */
+    for (int k = 0; k < 2; k++) {
+        vijp_mat X, T;
+        vijp_mat_init(&X, p.X.rows, BATCH, &F[k]), vijp_mat_convert(&X, &p.X);
+        vijp_mat_init(&T, p.T.rows, BATCH, &F[k]), vijp_mat_convert(&T, &p.T);
+        for (int e = 0; e < VIJP_ENGINE_COUNT; e++) {
+            vijp_grads a, b;
+            vijp_error ea = {0}, eb = {0};
+            int ra = vijp_engine_run((vijp_engine_kind)e, &p.net, p.theta, &X, &T, &a, &ea);
+            int rb = vijp_engine_run((vijp_engine_kind)e, &p.net, th53, &X, &T, &b, &eb);
+            ck_assert_msg(ra == rb && !strcmp(ea.msg, eb.msg), "%s %s %s: %d '%s' vs %d '%s'", nets[_i].spec,
+                          F[k].name, vijp_engine_name((vijp_engine_kind)e), ra, ea.msg, rb, eb.msg);
+            if (ra && ra != VIJP_ESINGULAR) continue; /* failed alike, out left empty */
+            int same = a.rebuilt == b.rebuilt && same_values(&a.grad_x, &b.grad_x);
+            for (size_t i = 0; same && i < DEPTH; i++)
+                same = same_values(&a.g[i], &b.g[i]) && same_values(&a.grad_theta[i], &b.grad_theta[i]);
+            ck_assert_msg(same, "%s %s %s: θ in double gives other gradients", nets[_i].spec, F[k].name,
+                          vijp_engine_name((vijp_engine_kind)e));
+            vijp_grads_clear(&a), vijp_grads_clear(&b);
+        }
+        vijp_mat_clear(&X), vijp_mat_clear(&T);
+    }
+    for (size_t i = 0; i < DEPTH; i++) vijp_mat_clear(&th53[i]);
+    problem_clear(&p);
+}
+END_TEST
+
+/* The mixes still refused: θ in double for an emulated run (its operators
+ * take θ on its own grid), θ in MPFR for a double run. */
+START_TEST(theta_format_refused)
+{
+    static const char *const fmts[] = {"binary32", "bfloat16+binary32"};
+    problem d;
+    problem_init(&d, 0, "double");
+    for (int k = 0; k < 2; k++) {
+        problem p;
+        problem_init(&p, 0, fmts[k]);
+        vijp_grads g;
+        vijp_error err = {0};
+        ck_assert_int_eq(vijp_engine_run(VIJP_ENGINE_BACKPROP, &p.net, d.theta, &p.X, &p.T, &g, &err), VIJP_EINVAL);
+        ck_assert_msg(strstr(err.msg, "parameters of layer 1 are in another format"), "%s", err.msg);
+        problem_clear(&p);
+    }
+    problem m;
+    problem_init(&m, 0, "mpfr:53");
+    vijp_grads g;
+    vijp_error err = {0};
+    ck_assert_int_eq(vijp_engine_run(VIJP_ENGINE_BACKPROP, &d.net, m.theta, &d.X, &d.T, &g, &err), VIJP_EINVAL);
+    ck_assert(strstr(err.msg, "another format"));
+    problem_clear(&m), problem_clear(&d);
+}
+END_TEST
+
 Suite *suite_engines(void)
 {
     Suite *s = suite_create("engines");
@@ -836,6 +906,8 @@ Suite *suite_engines(void)
     tcase_add_test(tc, reversible_reconstruction);
     tcase_add_test(tc, reversible_hook_is_the_diagnostic);
     tcase_add_loop_test(tc, layer_done_counts_steps, 0, (int)NNETS);
+    tcase_add_loop_test(tc, double_theta_in_mpfr, 0, (int)NNETS);
+    tcase_add_test(tc, theta_format_refused);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -42,7 +42,12 @@ VIJP_API VIJP_MUST_CHECK int vijp_engine_parse_list(const char *list, vijp_engin
 VIJP_API const char *vijp_engine_name(vijp_engine_kind e);
 
 /* Run engine e on network net with parameters theta (from vijp_net_params),
- * inputs X (n_0 × B) and loss data T (m_D × B), all in one format.
+ * inputs X (n_0 × B) and loss data T (m_D × B), all in one format, but
+ * that an mpfr:P run (any P) also takes theta in double (format double:
+ * every value exact in MPFR at 53 bits), which the layers read as it is
+ * (the drift reference's copy of the problem; theta of another mpfr:Q
+ * precision is read the same way).  theta of another kind of format
+ * (vijp_format_kind) is VIJP_EINVAL otherwise.
  * On success out owns its matrices: release with vijp_grads_clear.  When a
  * vijp fails for lost rank (VIJP_ESINGULAR) out is kept, with out->rebuilt
  * saying how many layers are valid (a drift measurement, not a usage error),

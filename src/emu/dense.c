@@ -20,6 +20,7 @@
 #include "dense.h"
 #include "emu.h"
 #include "emu/lanes.h"
+#include "emu/dense_ref.h"
 #include "layer/emu_native.h"
 #include "format/mpfr_io.h"
 #include "vijp/error.h"
@@ -393,6 +394,9 @@ static int native_inverse(const vijp_layer *L, const double *th, const double *Y
 const struct vijp_emu_native vijp_emu_dense_native = {
     .forward = native_forward, .jvp = native_jvp, .vjp = native_vjp, .vjp_param = native_vjp_param,
     .vijp = native_vijp, .fragment_count = native_fragment_count, .inverse = native_inverse,
+    /* the drift reference's products (dense_ref.h) on the memo's double θ */
+    .mp_forward = vijp_ref_dense_forward_d, .mp_jvp = vijp_ref_dense_jvp_d, .mp_vjp = vijp_ref_dense_vjp_d,
+    .mp_vjp_param = vijp_ref_dense_vjp_param_d,
 };
 
 /* vo_ge_solve on doubles: A (n × n, row-major, already transposed where

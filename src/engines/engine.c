@@ -74,12 +74,20 @@ static int run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta, c
     int rc;
     if ((rc = vijp_mat_check_finite(X, "input", err)) || (rc = vijp_mat_check_finite(T, "loss data", err)))
         return rc;
+    /* θ in X's format kind, or in double for an mpfr:P run (vijp/engine.h):
+     * the drift memo's exact copy of a problem whose values are doubles
+     * (src/drift/memo.c).  The layers read θ's values as they are, as they
+     * read an MPFR θ of another precision than the run's (the memo's
+     * 53-bit copy has always run levels of 16 and 32 bits: --ref-prec 16),
+     * so any P is admitted; an emulated run's operators take θ on its own
+     * grid, so a double θ stays refused there. */
     for (size_t i = 0; i < net->depth; i++) {
         const vijp_layer *L = &net->layers[i];
         if (theta[i].rows != L->type->param_count(L))
             return vijp_fail(err, VIJP_EDIM, "engine: layer %zu has %zu parameters, theta gives %zu", i + 1,
                              L->type->param_count(L), theta[i].rows);
-        if (theta[i].rows && theta[i].fmt->kind != X->fmt->kind)
+        int double_in_mpfr = theta[i].fmt->kind == VIJP_DOUBLE && X->fmt->kind == VIJP_MPFR;
+        if (theta[i].rows && theta[i].fmt->kind != X->fmt->kind && !double_in_mpfr)
             return vijp_fail(err, VIJP_EINVAL, "engine: parameters of layer %zu are in another format", i + 1);
     }
     /* backprop allocates each ∇θ_i as it computes it (engine_grads_init) */

@@ -25,6 +25,21 @@ struct vijp_emu_native {
     size_t (*fragment_count)(const vijp_layer *L, const double *theta, const double *X, size_t B);
     int (*inverse)(const vijp_layer *L, const double *theta, const double *Y, size_t B, double *X,
                    const vijp_format *f);
+    /* The MPFR route (mpfr:P) with θ alone held as doubles (the drift
+     * memo's copy, format double: src/drift/memo.c) and every other matrix
+     * MPFR: the type's mp operators of the same name reading θ's doubles
+     * as they are, instead of an MPFR twin of them (for a dense layer of
+     * 4096² weights, 670 MB a call).  Bit for bit the mp operator's results
+     * on the twin.  VIJP_EUNSUPPORTED, nothing written: the twin then, as
+     * for a NULL member. */
+    int (*mp_forward)(const vijp_layer *L, const double *theta, mpfr_t *X, size_t B, mpfr_t *Y,
+                      const vijp_format *f);
+    int (*mp_jvp)(const vijp_layer *L, const double *theta, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V,
+                  const vijp_format *f);
+    int (*mp_vjp)(const vijp_layer *L, const double *theta, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gx,
+                  const vijp_format *f);
+    int (*mp_vjp_param)(const vijp_layer *L, const double *theta, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gtheta,
+                        const vijp_format *f);
 };
 
 #endif

@@ -164,6 +164,20 @@ static const struct vijp_emu_native *native_of(const vijp_layer *L, const vijp_r
     return L->type->emu_native;
 }
 
+/* The type's mp operators on θ's doubles (emu_native.h's mp_*) where the
+ * route is MPFR, θ alone holds doubles (the drift memo's copy: format
+ * double, src/drift/memo.c) and every other matrix given is MPFR-held
+ * (NULL: none given); NULL otherwise, and θ gets an MPFR twin as below. */
+static const struct vijp_emu_native *theta_d_of(const vijp_layer *L, const vijp_route *r, const vijp_mat *theta,
+                                                const vijp_mat *a, const vijp_mat *b, const vijp_mat *c)
+{
+    if (r->kind != VIJP_ROUTE_MPFR || !theta || !theta->d || theta->m || !L->type->emu_native) return NULL;
+    const vijp_mat *all[] = {a, b, c};
+    for (int i = 0; i < 3; i++)
+        if (all[i] && !all[i]->m) return NULL;
+    return L->type->emu_native;
+}
+
 /* Outputs read back (also where the operator failed: what it left there,
  * as in an MPFR-held output), every twin freed. */
 static void mp_done(mp_args *g)
@@ -192,6 +206,9 @@ int vijp_layer_forward(const vijp_layer *L, const vijp_mat *theta, const vijp_ma
         /* rc and err as the native float operator left them */
     } else if ((nat = native_of(L, &r, theta, X, Y, NULL)) && nat->forward) {
         nat->forward(L, TH(theta, d), X->d, X->cols, Y->d, X->fmt), vijp_mat_store(Y);
+    } else if ((nat = theta_d_of(L, &r, theta, X, Y, NULL)) && nat->mp_forward &&
+               !nat->mp_forward(L, theta->d, X->m, X->cols, Y->m, X->fmt)) {
+        vijp_mat_store(Y);
     } else {
         mp_args g = {0};
         mpfr_t *th = mp_in(&g, theta), *x = mp_in(&g, X), *y = mp_out(&g, Y);
@@ -216,6 +233,9 @@ int vijp_layer_jvp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X
         /* rc and err as the native float operator left them */
     } else if ((nat = native_of(L, &r, theta, X, U, V)) && nat->jvp) {
         nat->jvp(L, TH(theta, d), X->d, X->cols, U->d, V->d, X->fmt), vijp_mat_store(V);
+    } else if ((nat = theta_d_of(L, &r, theta, X, U, V)) && nat->mp_jvp &&
+               !nat->mp_jvp(L, theta->d, X->m, X->cols, U->m, V->m, X->fmt)) {
+        vijp_mat_store(V);
     } else {
         mp_args g = {0};
         mpfr_t *th = mp_in(&g, theta), *x = mp_in(&g, X), *u = mp_in(&g, U), *v = mp_out(&g, V);
@@ -240,6 +260,9 @@ int vijp_layer_vjp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X
         /* rc and err as the native float operator left them */
     } else if ((nat = native_of(L, &r, theta, X, Gy, Gx)) && nat->vjp) {
         nat->vjp(L, TH(theta, d), X->d, X->cols, Gy->d, Gx->d, X->fmt), vijp_mat_store_as(Gx, VIJP_STORE_GRADIENT);
+    } else if ((nat = theta_d_of(L, &r, theta, X, Gy, Gx)) && nat->mp_vjp &&
+               !nat->mp_vjp(L, theta->d, X->m, X->cols, Gy->m, Gx->m, X->fmt)) {
+        vijp_mat_store_as(Gx, VIJP_STORE_GRADIENT);
     } else {
         mp_args g = {0};
         mpfr_t *th = mp_in(&g, theta), *x = mp_in(&g, X), *gy = mp_in(&g, Gy), *gx = mp_out(&g, Gx);
@@ -265,6 +288,9 @@ int vijp_layer_vjp_param(const vijp_layer *L, const vijp_mat *theta, const vijp_
         /* rc and err as the native float operator left them */
     } else if ((nat = native_of(L, &r, theta, X, Gy, Gt)) && nat->vjp_param) {
         nat->vjp_param(L, theta->d, X->d, X->cols, Gy->d, Gt->d, X->fmt), vijp_mat_store_as(Gt, VIJP_STORE_GRADIENT);
+    } else if ((nat = theta_d_of(L, &r, theta, X, Gy, Gt)) && nat->mp_vjp_param &&
+               !nat->mp_vjp_param(L, theta->d, X->m, X->cols, Gy->m, Gt->m, X->fmt)) {
+        vijp_mat_store_as(Gt, VIJP_STORE_GRADIENT);
     } else {
         mp_args g = {0};
         mpfr_t *th = mp_in(&g, theta), *x = mp_in(&g, X), *gy = mp_in(&g, Gy), *gt = mp_out(&g, Gt);
