@@ -8,8 +8,8 @@
  * the parameter gradient (batch 4 and 8; 8 and 16 at 128 bits), and how
  * many outputs fell back to vo_dot.  Then the kernels alone (src/ddot, each
  * set), and whole reference levels: backprop of dense:WIDTH,leaky:0.5 at
- * depth 64, batch 1, in mpfr:P with exact dots (θ at 53 bits, as the drift
- * memo holds it) at the levels the study uses (64 and 128 for the binary32
+ * depth 64, batch 1, in mpfr:P with exact dots (θ at 53 bits, and θ in
+ * double as the drift memo holds it, the same bits) at the levels the study uses (64 and 128 for the binary32
  * family, 106 and 212 for double), each over the double backprop of the
  * same net; the levels up to 159 bits also with the dense layers' oracle
  * operators (what the 128-bit level ran before the four-level path), every
@@ -235,6 +235,16 @@ static void levels(size_t width)
         at[k] = backprop_time(&net, th53, &Xd, &Td, &f, NULL);
         printf("  mpfr:%-3ld exact dots: %.4f s = %5.1fx double%s\n", precs[k], at[k], at[k] / base,
                precs[k] <= VIJP_DDREF_MAX_PREC ? " (dense products on the fast path)" : " (vo_dot)");
+        { /* θ as the drift memo now holds it, in double: dense's products read it without an MPFR twin */
+            double atd = backprop_time(&net, th, &Xd, &Td, &f, NULL);
+            vijp_grads a53, ad;
+            backprop_time(&net, th53, &Xd, &Td, &f, &a53), backprop_time(&net, th, &Xd, &Td, &f, &ad);
+            int same = same_grads(&a53, &ad);
+            printf("  mpfr:%-3ld exact dots, θ in double: %.4f s = %5.1fx double; %.2fx the 53-bit θ's time; %s\n",
+                   precs[k], atd, atd / base, atd / at[k], same ? "same bits" : "BITS DIFFER");
+            vijp_grads_clear(&a53), vijp_grads_clear(&ad);
+            if (!same) exit(1);
+        }
         if (precs[k] <= VIJP_DDREF_MAX_PREC) {
             old[k] = backprop_time(&before, th53, &Xd, &Td, &f, NULL);
             vijp_grads fast, slow; /* then one more run each, untimed, compared */

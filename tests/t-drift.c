@@ -4,6 +4,7 @@
  * Lyapunov prediction, the first-order bound, engine failure, stored bytes). */
 #include "fixtures/testutil.h"
 #include "vijp/drift.h"
+#include "vijp/arith.h"
 #include "compare/cache.h"
 #include "drift/memo.h"
 #include "drift/drawn.h"
@@ -494,6 +495,99 @@ START_TEST(memo_shares_only_equal_problems)
     ck_assert(same_curve(&alone, &shared) && vijp_drift_memo_computed(memo) == 8);
     vijp_drift_curve_clear(&alone), vijp_drift_curve_clear(&shared);
     vijp_drift_memo_free(memo);
+}
+END_TEST
+
+/* Whether two gradient sets agree entry by entry, number and sign: mpfr:P
+ * matrices, MPFR-held or packed (the memo packs its levels), read exactly
+ * at P bits. */
+static int same_values(const vijp_mat *a, const vijp_mat *b)
+{
+    size_t n = vijp_mat_len(a);
+    if (n != vijp_mat_len(b) || a->fmt->prec != b->fmt->prec || (!a->m && !a->packed) || (!b->m && !b->packed))
+        return 0;
+    mpfr_t *x = vo_vec_new(n, a->fmt), *y = vo_vec_new(n, a->fmt);
+    vijp_mat_get_mpfr(a, x), vijp_mat_get_mpfr(b, y);
+    int same = 1;
+    for (size_t k = 0; k < n && same; k++)
+        same = (mpfr_equal_p(x[k], y[k]) || (mpfr_nan_p(x[k]) && mpfr_nan_p(y[k]))) && mpfr_signbit(x[k]) == mpfr_signbit(y[k]);
+    vo_vec_free(x, n), vo_vec_free(y, n);
+    return same;
+}
+
+static int same_grads(const vijp_grads *a, const vijp_grads *b)
+{
+    int same = a->depth == b->depth && same_values(&a->grad_x, &b->grad_x);
+    for (size_t i = 0; same && i < a->depth; i++)
+        same = same_values(&a->g[i], &b->g[i]) && same_values(&a->grad_theta[i], &b->grad_theta[i]);
+    return same;
+}
+
+/* The memo's copy of a problem whose values are doubles is held in double
+ * (memo.c): each reference level it computes equals, bit for bit, backprop
+ * on the copy it held before, θ in MPFR at 53 bits (every layer then reads
+ * an MPFR θ: dense's products through vijp_ref_dense_op, the others
+ * directly), X and T in the level's format.  Dense layers of 32 (the
+ * double path of their products: 32 terms, batch 8), a linear layer and
+ * a layernorm (θ through the layer interface's MPFR twin) and gelu; in
+ * binary32 and bfloat16+binary32 (levels 64, 128) and double (106, and
+ * 212 past the double path: vo_dot line by line).  A keyed memo still
+ * knows the problem again from a fresh draw, and not with one weight
+ * moved by 1/16 of itself.  Broken on purpose (the copy's θ rounded to binary32,
+ * or dense's double path reading W transposed), the levels differ. */
+START_TEST(memo_copy_in_double)
+{
+    static const char *const fmts[] = {"binary32", "bfloat16+binary32", "double"};
+    for (size_t k = 0; k < 3; k++) {
+        vijp_grad_setup gs = {.spec = "dense:32,gelu,linear:16x16,layernorm", .depth = 8, .width = 32, .batch = 8,
+                              .seed = test_seed(), .init = {VIJP_INIT_ORTHOGONAL, 1}, .loss = VIJP_LOSS_SQUARE};
+        ck_assert(!vijp_format_parse(fmts[k], &gs.fmt, NULL));
+        ck_assert(vijp_drift_memo_copy_double(&gs.fmt));
+        vijp_error err = {0};
+        vijp_net net;
+        vijp_problem pf, again;
+        ck_assert_msg(!vijp_problem_draw(&gs, &net, &err) && !vijp_problem_setup_drawn(&gs, &net, &pf, &err), "%s", err.msg);
+        vijp_drift_memo *memo = vijp_drift_memo_new();
+        vijp_drift_memo_bind(memo, &gs, &net, &pf, 1);
+        vijp_format F53, lf;
+        ck_assert(!vijp_format_mpfr(&F53, 53, NULL));
+        vijp_mat *th53 = calloc(net.depth, sizeof *th53);
+        ck_assert_ptr_nonnull(th53);
+        for (size_t i = 0; i < net.depth; i++)
+            vijp_mat_init(&th53[i], pf.theta[i].rows, 1, &F53), vijp_mat_convert(&th53[i], &pf.theta[i]); /* exact */
+        long first = vijp_drift_ref_prec_first(&gs.fmt, 0);
+        for (long prec = first; prec <= 2 * first; prec *= 2) {
+            const vijp_grads *level;
+            ck_assert_msg(!vijp_drift_memo_backprop(memo, &net, &pf, prec, &level, &err), "%s", err.msg);
+            ck_assert(!vijp_format_mpfr(&lf, prec, NULL));
+            lf.exact_dots = 1;
+            vijp_mat X, T;
+            vijp_mat_init(&X, pf.X.rows, pf.X.cols, &lf), vijp_mat_convert(&X, &pf.X);
+            vijp_mat_init(&T, pf.T.rows, pf.T.cols, &lf), vijp_mat_convert(&T, &pf.T);
+            vijp_grads want;
+            ck_assert_msg(!vijp_engine_run(VIJP_ENGINE_BACKPROP, &net, th53, &X, &T, &want, &err), "%s", err.msg);
+            ck_assert_msg(same_grads(level, &want), "%s, level %ld: the double copy's level differs", fmts[k], prec);
+            vijp_grads_clear(&want), vijp_mat_clear(&X), vijp_mat_clear(&T);
+        }
+        size_t computed = vijp_drift_memo_computed(memo);
+        ck_assert_uint_eq(computed, 2);
+        const vijp_grads *level;
+        ck_assert(!vijp_problem_setup_drawn(&gs, &net, &again, &err));
+        vijp_drift_memo_bind(memo, &gs, &net, &again, 1); /* the same values: kept */
+        ck_assert(!vijp_drift_memo_backprop(memo, &net, &again, first, &level, &err));
+        ck_assert_uint_eq(vijp_drift_memo_computed(memo), computed);
+        double w = vijp_mat_get_d(&again.theta[0], 0);
+        vijp_mat_set_entry_d(&again.theta[0], 0, w * 1.0625); /* 17/16: a value of every format here (5 bits) */
+        ck_assert(vijp_mat_get_d(&again.theta[0], 0) != w);
+        vijp_drift_memo_bind(memo, &gs, &net, &again, 1);
+        ck_assert(!vijp_drift_memo_backprop(memo, &net, &again, first, &level, &err));
+        ck_assert_uint_eq(vijp_drift_memo_computed(memo), computed + 1);
+        vijp_drift_memo_free(memo);
+        for (size_t i = 0; i < net.depth; i++) vijp_mat_clear(&th53[i]);
+        free(th53);
+        vijp_problem_clear(&pf, &net), vijp_problem_clear(&again, &net);
+        vijp_net_free(&net);
+    }
 }
 END_TEST
 
@@ -989,6 +1083,7 @@ Suite *suite_drift(void)
     tcase_add_test(tc, reference_cap);
     tcase_add_test(tc, reference_prec_limits);
     tcase_add_test(tc, memo_shares_only_equal_problems);
+    tcase_add_test(tc, memo_copy_in_double);
     /* Per seed: A = 0.1, 0.3, 0.5 (0.7 and 0.9 miss the factor 2 for some
      * seeds, see growth_vs_lyapunov); over seeds: A = 0.7 and 0.9. */
     tcase_add_loop_test(tc, growth_vs_lyapunov, 0, 3);

@@ -24,10 +24,12 @@ struct vijp_drift_memo {
     char *spec;
     size_t depth, width;
     vijp_loss_kind loss;
-    /* The rounded problem, exactly, in MPFR at its own precision (53 bits for
-     * double): the key, and the θ every level reads (the operators round
-     * each result to the level's precision and read θ as values, vo_dot by
-     * its own limbs).  Made at bind when keyed, else at the first level. */
+    /* The rounded problem, exactly: the key, and the θ every level reads
+     * (the operators round each result to the level's precision and read θ
+     * as values, vo_dot by its own limbs).  In double (8 bytes a value)
+     * where the format's values are doubles (vijp_drift_memo_copy_double),
+     * else in MPFR at its own precision.  Made at bind when keyed, else at
+     * the first level. */
     vijp_format copy_fmt;
     vijp_problem copy;
     int have_copy;
@@ -57,12 +59,45 @@ static void drop_below(vijp_drift_memo *m, long prec)
         if (m->level[k]->prec < prec) drop_level(m, k);
 }
 
+int vijp_drift_memo_copy_double(const vijp_format *f)
+{
+    return f->kind != VIJP_MPFR && vijp_format_values_double(f) && f->prec <= 53;
+}
+
+/* a := b in double (fd), exactly: b's values are doubles (the copy's
+ * format holds them), copied as they are where b holds them so (every
+ * vijp_mat of such a format does, vijp/mat.h), else by vijp_mat_convert
+ * (mpfr_set of a value of at most 53 bits into 53, then mpfr_get_d: exact). */
+static void mat_in_double(vijp_mat *a, const vijp_mat *b, const vijp_format *fd)
+{
+    vijp_mat_init_unset(a, b->rows, b->cols, fd);
+    size_t n = vijp_mat_len(b);
+    if (!n) return; /* a layer without parameters */
+    if (b->d) memcpy(a->d, b->d, n * sizeof *a->d);
+    else vijp_mat_convert(a, b);
+}
+
+/* The copy in double where the format's values are doubles: every value,
+ * subnormals and signed zeros included, is one exactly (vijp/format.h).
+ * The levels then read θ as doubles, the dense layer's products without
+ * an MPFR twin (layer/emu_native.h's mp_*), the other layers' through a
+ * twin at 53 bits holding the values the MPFR copy held: the same bits
+ * (tests/t-drift.c checks the two copies' levels).  Else in MPFR at
+ * max(53, P) bits. */
 static void make_copy(vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf)
 {
-    long P = pf->X.fmt->prec > 53 ? (long)pf->X.fmt->prec : 53;
-    if (vijp_format_mpfr(&m->copy_fmt, P, NULL)) abort(); /* P is a format's precision: in range */
-    vijp_problem_convert(&m->copy, net, pf, &m->copy_fmt); /* exact: the format holds its values */
+    const vijp_format *f = pf->X.fmt;
+    long P = f->prec > 53 ? (long)f->prec : 53;
     m->have_copy = 1;
+    if (!vijp_drift_memo_copy_double(f)) {
+        if (vijp_format_mpfr(&m->copy_fmt, P, NULL)) abort(); /* P is a format's precision: in range */
+        vijp_problem_convert(&m->copy, net, pf, &m->copy_fmt); /* exact: the format holds its values */
+        return;
+    }
+    vijp_format_fixed(&m->copy_fmt, VIJP_DOUBLE);
+    m->copy.theta = vijp_alloc_array(net->depth, sizeof *m->copy.theta);
+    mat_in_double(&m->copy.X, &pf->X, &m->copy_fmt), mat_in_double(&m->copy.T, &pf->T, &m->copy_fmt);
+    for (size_t i = 0; i < net->depth; i++) mat_in_double(&m->copy.theta[i], &pf->theta[i], &m->copy_fmt);
 }
 
 static void drop_copy(vijp_drift_memo *m)

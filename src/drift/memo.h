@@ -49,6 +49,10 @@ void vijp_drift_memo_reference(vijp_drift_memo *m, long prec, mpfr_prec_t q, vij
  * rather than at the first level: the caller may then release pf's θ until
  * the reference is taken (one run's memo drops the copy then). */
 void vijp_drift_memo_copy_now(vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf);
+/* Whether that copy of a problem in format f is held in double (8 bytes a
+ * value: f's values are doubles), else in MPFR at max(53, P) bits: for
+ * the peak count (peak.c) and the tests. */
+int vijp_drift_memo_copy_double(const vijp_format *f);
 
 /* Conditioning (κ_i and the Lyapunov spread, D values each) of the bound
  * problem: 1 and copied out when the memo has it; 0 when not. */

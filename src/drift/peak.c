@@ -4,8 +4,10 @@
  * block, which also says whether the heap keeps it after the free. */
 #include "peak.h"
 #include "vijp/layer.h"
+#include "memo.h"
 #include "compare/cache.h"
 #include "format/packed.h"
+#include "layer/emu_native.h"
 #include <mpfr.h>
 
 /* Bytes per value of a matrix in format f: a double for double and every
@@ -103,21 +105,42 @@ static double widest_output(const vijp_net *net, size_t batch, double v)
     return w;
 }
 
+/* The most parameters of a layer whose type reads a double θ through an
+ * MPFR twin at 53 bits, made for each operator call and freed after it
+ * (src/layer/layer.c): every type but those whose MPFR operators read θ's
+ * doubles themselves (dense: layer/emu_native.h's mp_*).  The reference
+ * holds one where the memo's copy is in double. */
+static double widest_twin(const vijp_net *net)
+{
+    double widest = 0;
+    for (size_t i = 0; i < net->depth; i++) {
+        const vijp_layer_type *T = net->layers[i].type;
+        double p = (double)T->param_count(&net->layers[i]);
+        if (!(T->emu_native && T->emu_native->mp_forward) && p > widest) widest = p;
+    }
+    return widest;
+}
+
 drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format *f, long ref_first, int shared)
 {
-    double vf = value_bytes(f), vcopy = mpfr_bytes(f->prec > 53 ? (long)f->prec : 53);
+    /* the memo's exact copy: doubles where f's values are (memo.c) */
+    int copy_double = vijp_drift_memo_copy_double(f);
+    double vf = value_bytes(f), vcopy = copy_double ? sizeof(double) : mpfr_bytes(f->prec > 53 ? (long)f->prec : 53);
     double vhi = mpfr_bytes(2 * ref_first), plo = packed_bytes(ref_first), phi = packed_bytes(2 * ref_first);
     /* The net's double θ is the study's draw (study/draws.h), shared by
      * the curves of a seed: drift_peak_draw_bytes counts it.  The
      * reference's second level being computed: the memo's exact copy of
-     * the problem (memo.c), the first level's cotangents (packed), the
-     * second's activations h_0..h_D and its cotangents (allocated in MPFR
-     * at the start, each packed as its layer is done: at most all of them
-     * in MPFR and one beside its packed copy), and the levels' parameter
-     * gradients as the second's reverse pass frees the first's
-     * (levels_sweep); θ in f is released meanwhile where the curve has a
-     * memo of its own (drift.c), held where the memo is shared. */
+     * the problem (memo.c; in double, with the MPFR twin of one layer's θ
+     * while that layer's operators run: widest_twin), the first level's
+     * cotangents (packed), the second's activations h_0..h_D and its
+     * cotangents (allocated in MPFR at the start, each packed as its layer
+     * is done: at most all of them in MPFR and one beside its packed copy),
+     * and the levels' parameter gradients as the second's reverse pass
+     * frees the first's (levels_sweep); θ in f is released meanwhile where
+     * the curve has a memo of its own (drift.c), held where the memo is
+     * shared. */
     blocks ref = {0};
+    if (copy_double) add(&ref, mpfr_bytes(53) * widest_twin(net));
     if (shared) problem(&ref, net, batch, vf);
     else add(&ref, vf * (double)(net->width * batch)), add(&ref, vf * (double)(vijp_net_out_width(net) * batch));
     problem(&ref, net, batch, vcopy);
