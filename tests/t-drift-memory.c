@@ -116,7 +116,7 @@ START_TEST(refused_past_the_limit)
 #endif
     char dir[512], args[1024], out[600];
     make_temp_dir(dir, sizeof dir, "memlimit");
-    /* about 6.2 GiB predicted (--estimate-memory), 2 GB of address space */
+    /* about 2.7 GiB predicted (--estimate-memory, two jobs), 2 GB of address space */
     snprintf(args, sizeof args, "-c 'ulimit -v 2000000; exec \"$VIJP_BIN\" drift --net dense:2048,gelu --depth 16 "
              "--batch 16 --formats bfloat16+binary32,binary32 --seeds 1 --no-plots -q --out \"%s/r\"'", dir);
     run_result r = run_bin("sh", args);
