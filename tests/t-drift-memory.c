@@ -4,6 +4,7 @@
  * study past the limit refused before it starts. */
 #include "fixtures/clirun.h"
 #include "vijp/memory.h"
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,20 +13,24 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* The estimate in bytes, from --estimate-memory's line. */
-static double estimate(const char *study)
+/* The estimate in bytes and the curves at once it was made for (NULL: not
+ * wanted), from --estimate-memory's line. */
+static double estimate_at_once(const char *study, int *at_once)
 {
     char args[1024];
     snprintf(args, sizeof args, "drift %s --seeds 1 --no-plots -q --out /nonexistent/never --estimate-memory", study);
     run_result r = run_vijp(args);
-    const char *p = strstr(r.out, " bytes of resident set)");
+    const char *p = strstr(r.out, " bytes of resident set), ");
     const char *open = p ? p : r.out;
     while (open > r.out && open[-1] != '(') open--;
     ck_assert_msg(r.rc == CLI_OK && p && open > r.out, "exit %d: %s%s", r.rc, r.out, r.err);
     double b = strtod(open, NULL);
+    if (at_once) *at_once = atoi(p + strlen(" bytes of resident set), "));
     run_free(&r);
     return b;
 }
+
+static double estimate(const char *study) { return estimate_at_once(study, NULL); }
 
 /* The study's peak RSS in bytes: run in a child of its own, whose
  * RUSAGE_CHILDREN then holds the vijp process's ru_maxrss alone (KiB). */
@@ -106,6 +111,66 @@ START_TEST(estimate_meets_peak_rss)
 }
 END_TEST
 
+/* A whole file, or NULL. */
+static char *slurp_path(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return NULL;
+    char *text = slurp_fd(fd);
+    close(fd);
+    return text;
+}
+
+/* --max-memory between what one curve and two at once need: the study
+ * plans one at a time (its two jobs inside the curve), runs, and writes
+ * the numbers it writes without the limit; below one curve it is refused
+ * before its folder exists, naming the limit. */
+START_TEST(max_memory_runs_fewer_curves_at_once)
+{
+    static const char study[] = "--net dense:96,leaky:0.5 --depth 32 --batch 1 --formats bfloat16+binary32,binary32 "
+                                "--jobs 2";
+    char args[2048], limited[1024], dir[512], out[600];
+    int k2, k1;
+    double two = estimate_at_once(study, &k2);
+    ck_assert_int_eq(k2, 2);
+    snprintf(limited, sizeof limited, "%s --max-memory %.0fK", study, (two - 1e6) / 1024);
+    double one = estimate_at_once(limited, &k1);
+    ck_assert_msg(k1 == 1 && one < two - 1e6, "one at a time: %d curves, %.0f bytes (two: %.0f)", k1, one, two);
+    make_temp_dir(dir, sizeof dir, "maxmem");
+    snprintf(args, sizeof args, "drift %s --seeds 1 --no-plots -q --out '%s/free'", study, dir);
+    run_result r = run_vijp(args);
+    ck_assert_msg(r.rc == CLI_OK, "%s", r.err);
+    run_free(&r);
+    snprintf(args, sizeof args, "drift %s --seeds 1 --no-plots -q --out '%s/limited'", limited, dir);
+    r = run_vijp(args);
+    ck_assert_msg(r.rc == CLI_OK, "%s", r.err);
+    run_free(&r);
+    for (int f = 0; f < 2; f++) {
+        const char *name = f ? "curves.csv" : "drift.csv";
+        char a[600], b[600];
+        snprintf(a, sizeof a, "%s/free/%s", dir, name), snprintf(b, sizeof b, "%s/limited/%s", dir, name);
+        char *x = slurp_path(a), *y = slurp_path(b);
+        ck_assert_msg(x && y && !strcmp(x, y), "%s differs with one curve at a time", name);
+        free(x), free(y);
+    }
+    snprintf(args, sizeof args, "drift %s --seeds 1 --no-plots -q --max-memory %.0fK --out '%s/none'", study,
+             (one - 4e6) / 1024, dir);
+    r = run_vijp(args);
+    ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "vijp drift: needs about ") && strstr(r.err, "(--max-memory)"),
+                  "exit %d: %s", r.rc, r.err);
+    run_free(&r);
+    snprintf(args, sizeof args, "drift %s --seeds 1 --estimate-memory --max-memory %.0fK", study, (one - 4e6) / 1024);
+    r = run_vijp(args);
+    ck_assert_msg(r.rc == CLI_OK && strstr(r.out, "1 curve at once on 2 jobs; more than the ") &&
+                  strstr(r.out, "available (--max-memory): it would be refused"), "exit %d: %s", r.rc, r.out);
+    run_free(&r);
+    snprintf(out, sizeof out, "%s/none", dir);
+    struct stat st;
+    ck_assert_msg(stat(out, &st) != 0, "a refused study created its folder");
+    remove_tree(dir);
+}
+END_TEST
+
 /* A study whose estimate is past the address-space limit is refused with
  * exit 2, the estimate and the limit, before its folder exists. */
 START_TEST(refused_past_the_limit)
@@ -116,8 +181,9 @@ START_TEST(refused_past_the_limit)
 #endif
     char dir[512], args[1024], out[600];
     make_temp_dir(dir, sizeof dir, "memlimit");
-    /* about 2.7 GiB predicted (--estimate-memory, two jobs), 2 GB of address space */
-    snprintf(args, sizeof args, "-c 'ulimit -v 2000000; exec \"$VIJP_BIN\" drift --net dense:2048,gelu --depth 16 "
+    /* about 5.8 GiB predicted for one curve at a time (--estimate-memory),
+     * 2 GB of address space: not even one fits */
+    snprintf(args, sizeof args, "-c 'ulimit -v 2000000; exec \"$VIJP_BIN\" drift --net dense:4096,gelu --depth 16 "
              "--batch 16 --formats bfloat16+binary32,binary32 --seeds 1 --no-plots -q --out \"%s/r\"'", dir);
     run_result r = run_bin("sh", args);
     ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "vijp drift: needs about ") &&
@@ -138,6 +204,7 @@ Suite *suite_drift_memory(void)
     tcase_add_test(tc, value_bytes_follow_the_holding);
     tcase_add_test(tc, estimate_meets_peak_rss);
     tcase_add_test(tc, refused_past_the_limit);
+    tcase_add_test(tc, max_memory_runs_fewer_curves_at_once);
     suite_add_tcase(s, tc);
     return s;
 }

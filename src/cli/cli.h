@@ -65,6 +65,9 @@ int cli_check_dir(const char *dir, vijp_error *err);
  * get (vijp_memory_available); if not, says "vijp CMD: needs about X GiB;
  * Y GiB available (which bound)" on stderr. */
 int cli_memory_fits(const char *command, double need);
+/* A positive number of bytes, optionally with K, M or G (powers of 1024),
+ * into *out; -1 with "COMMAND: OPTION wants ..." on stderr otherwise. */
+int cli_parse_bytes(const char *command, const char *option, const char *s, size_t *out);
 /* 1.5 GiB, 300 MiB, 12 KiB: two or three significant digits. */
 void cli_human_bytes(double b, char *buf, size_t size);
 /* This process's resident set now (VmRSS), in bytes; 0 where unknown. */

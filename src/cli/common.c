@@ -78,6 +78,23 @@ double cli_resident_bytes(void)
     return 1024 * kb;
 }
 
+int cli_parse_bytes(const char *command, const char *option, const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    int shift = 0;
+    if (*end == 'K') shift = 10, end++;
+    else if (*end == 'M') shift = 20, end++;
+    else if (*end == 'G') shift = 30, end++;
+    if (s[0] < '0' || s[0] > '9' || *end || errno || v == 0 || v > (~0ull >> 1) >> shift) {
+        cli_say("%s: %s wants a positive number of bytes (K, M, G allowed), got '%s'\n", command, option, s);
+        return -1;
+    }
+    *out = (size_t)(v << shift);
+    return 0;
+}
+
 int cli_memory_fits(const char *command, double need)
 {
     char why[64], a[32], b[32];

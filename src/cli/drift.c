@@ -107,8 +107,14 @@ static const char help_drift[] =
     "                    left (default: only when stderr is a terminal, without -q,\n"
     "                    and not in CI)\n"
     "  --no-plots        skip gnuplot (the CSVs still hold every curve)\n"
+    "  --max-memory BYTES\n"
+    "                    the most resident memory the study may take (K, M, G\n"
+    "                    allowed; default: what is available): curves run at\n"
+    "                    once only as far as they fit, the jobs left over inside\n"
+    "                    them; refused (exit 2) if one curve alone does not fit\n"
     "  --estimate-memory print the study's peak memory (resident set) as it is\n"
-    "                    sized before running, and stop (docs/memory.md)\n"
+    "                    sized before running, and how many curves at once, and\n"
+    "                    stop (docs/memory.md)\n"
     "  -q, --quiet       print nothing on success, and no progress meter\n"
     "  -h, --help        this help\n"
     "\n"
@@ -274,7 +280,7 @@ static double study_draw_bytes(const study *s)
  * running at once, the largest curve's peak; or, later, what those
  * workers' heaps keep of it after the curves plus the report's memory
  * table (engines run in double on the main thread), whichever is larger. */
-static double study_peak_bytes(const study *s)
+static double study_peak_bytes(const study *s, size_t at_once)
 {
     drift_peak unit = {0, 0};
     double profile = 0;
@@ -291,24 +297,46 @@ static double study_peak_bytes(const study *s)
         if (p > profile) profile = p;
     }
     /* a worker runs a group of curves sharing a reference in turn */
-    size_t units = study_reference_groups(s), jobs = s->jobs > 0 ? (size_t)s->jobs : 1;
-    double at_once = (double)(jobs < units ? jobs : units);
-    double curves = at_once * unit.peak, report = at_once * unit.retained + profile;
+    double curves = (double)at_once * unit.peak, report = (double)at_once * unit.retained + profile;
     return cli_resident_bytes() + DRIFT_PEAK_PROCESS_BYTES + study_draw_bytes(s) + (curves > report ? curves : report);
 }
 
-/* 1 if the study fits the memory available (said on stderr if not); with
- * estimate_only, says the estimate on stdout instead. */
-static int study_fits_memory(const study *s, const char *name, int estimate_only)
+/* The curves computed at once (s->at_once): one per job, as many as there
+ * are groups of curves to run (a group shares a reference), or fewer
+ * where that many would not fit the memory, the least of what is
+ * available and max_memory (0: no such limit); the jobs left over then
+ * run inside the curves (study.c's curve_threads, docs/scale-out.md), the
+ * same numbers on any threads.  0 if even one curve at a time does not
+ * fit, said on stderr; with estimate_only, the estimate is said on stdout
+ * instead and the study is not refused. */
+static int plan_memory(study *s, const char *name, size_t max_memory, int estimate_only)
 {
-    double need = study_peak_bytes(s);
+    size_t units = study_reference_groups(s), jobs = s->jobs > 0 ? (size_t)s->jobs : 1;
+    size_t most = jobs < units ? jobs : units, k = most > 0 ? most : 1;
+    char why[64];
+    double avail = vijp_memory_available(why, sizeof why);
+    if (max_memory && (double)max_memory < avail) avail = (double)max_memory, snprintf(why, sizeof why, "--max-memory");
+    while (k > 1 && study_peak_bytes(s, k) > avail) k--;
+    double need = study_peak_bytes(s, k);
+    s->at_once = (int)k;
     if (estimate_only) {
         char h[32];
         cli_human_bytes(need, h, sizeof h);
-        fprintf(cli_out(), "%s: peak memory about %s (%.0f bytes of resident set)\n", name, h, need);
+        fprintf(cli_out(), "%s: peak memory about %s (%.0f bytes of resident set), %zu curve%s at once on %zu job%s",
+                name, h, need, k, k == 1 ? "" : "s", jobs, jobs == 1 ? "" : "s");
+        if (need > avail) {
+            char b[32];
+            cli_human_bytes(avail, b, sizeof b);
+            fprintf(cli_out(), "; more than the %s available (%s): it would be refused", b, why);
+        }
+        fputc('\n', cli_out());
         return 1;
     }
-    return cli_memory_fits(name + 5 /* past "vijp " */, need);
+    if (need <= avail) return 1;
+    char a[32], b[32];
+    cli_human_bytes(need, a, sizeof a), cli_human_bytes(avail, b, sizeof b);
+    fprintf(stderr, "%s: needs about %s; %s available (%s)\n", name, a, b, why);
+    return 0;
 }
 
 static void keep_unit(void *units, size_t j, const vijp_drift_curve *c) { unit_store_save(units, j, c); }
@@ -323,6 +351,7 @@ typedef struct {
     int forced_progress; /* --progress 1, --no-progress -1 */
     int quiet, depth_given, batch_given, loss_given, resume, jobs_given;
     int estimate_memory; /* --estimate-memory: say the study's peak memory and stop */
+    size_t max_memory;   /* --max-memory BYTES (0: what is available) */
 } drift_args;
 
 /* The defaults of drift, or of report (its embedded default study). */
@@ -344,7 +373,7 @@ static void defaults(drift_args *a, study *s, int is_report)
 /* Options into a and s; -1 to go on, or the exit status (--help, bad usage). */
 static int parse_args(int argc, char **argv, drift_args *a, study *s)
 {
-    enum { O_INPUT = 300, O_WEIGHTS, O_RESUME, O_FORMAT, O_TOL = 256, O_REFP, O_REFMAX, O_PROG, O_NOPROG, O_NOPLOTS, O_SEGMENT, O_ESTMEM };
+    enum { O_INPUT = 300, O_WEIGHTS, O_RESUME, O_FORMAT, O_TOL = 256, O_REFP, O_REFMAX, O_PROG, O_NOPROG, O_NOPLOTS, O_SEGMENT, O_ESTMEM, O_MAXMEM };
     static const struct option opts[] = {
         {"net", 1, 0, 'n'},      {"init", 1, 0, 'i'},       {"depth", 1, 0, 'd'},    {"width", 1, 0, 'w'},
         {"batch", 1, 0, 'b'},    {"formats", 1, 0, 'f'},    {"engines", 1, 0, 'e'},  {"seeds", 1, 0, 's'},
@@ -352,7 +381,7 @@ static int parse_args(int argc, char **argv, drift_args *a, study *s)
         {"out", 1, 0, 'o'},      {"jobs", 1, 0, 'j'},       {"progress", 0, 0, O_PROG}, {"no-progress", 0, 0, O_NOPROG},
         {"no-plots", 0, 0, O_NOPLOTS}, {"quiet", 0, 0, 'q'}, {"help", 0, 0, 'h'},   {"segment", 1, 0, O_SEGMENT},
         {"input", 1, 0, O_INPUT}, {"weights", 1, 0, O_WEIGHTS}, {"resume", 0, 0, O_RESUME},
-        {"estimate-memory", 0, 0, O_ESTMEM},
+        {"estimate-memory", 0, 0, O_ESTMEM}, {"max-memory", 1, 0, O_MAXMEM},
         {"format", 2, 0, O_FORMAT}, /* refused: not an abbreviation of --formats */
         {0, 0, 0, 0},
     };
@@ -388,6 +417,7 @@ static int parse_args(int argc, char **argv, drift_args *a, study *s)
         case O_NOPLOTS: s->plots = 0; break;
         case O_SEGMENT: if (cli_parse_size("--segment", optarg, 1, 100000, &v)) return EXIT_USAGE; s->opts.checkpoint_segment = v; break;
         case O_ESTMEM: a->estimate_memory = 1; break;
+        case O_MAXMEM: if (cli_parse_bytes(name, "--max-memory", optarg, &a->max_memory)) return EXIT_USAGE; break;
         case 'q': a->quiet = 1; break;
         case 'h':
             /* help_drift's one conversion: the largest mpfr:P the default cap validates */
@@ -460,7 +490,7 @@ static int resolve(drift_args *a, study *s, vijp_error *err)
      * cap, or the run would fail after its first curve and leave an empty folder. */
     for (size_t f = 0; f < s->n_formats; f++)
         if (vijp_drift_check_ref_prec(&s->formats[f], s->ref_prec_start, s->ref_prec_max, err)) return cli_usage_error(a->name, err);
-    if (!study_fits_memory(s, a->name, a->estimate_memory)) return EXIT_USAGE;
+    if (!plan_memory(s, a->name, a->max_memory, a->estimate_memory)) return EXIT_USAGE;
     if (a->estimate_memory) return EXIT_OK;
     for (const char *q = s->out_dir; *q; q++)
         if ((unsigned char)*q < 0x20 || *q == 0x7f) { /* gnuplot (and most readers) cannot take them */

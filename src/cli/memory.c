@@ -43,23 +43,6 @@ static const char help[] =
     "\n"
     "Exit status: 0 success, 1 an engine failed, 2 bad usage or input.\n";
 
-static int parse_budget(const char *s, size_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    int shift = 0;
-    if (*end == 'K') shift = 10, end++;
-    else if (*end == 'M') shift = 20, end++;
-    else if (*end == 'G') shift = 30, end++;
-    if (s[0] < '0' || s[0] > '9' || *end || errno || v == 0 || v > (~0ull >> 1) >> shift) {
-        cli_say("vijp memory: --budget wants a positive number of bytes (K, M, G allowed), got '%s'\n", s);
-        return -1;
-    }
-    *out = (size_t)(v << shift);
-    return 0;
-}
-
 /* What the command line asked for; resolve() fills the rest. */
 typedef struct {
     const char *spec, *format, *engines;
@@ -88,7 +71,7 @@ static int parse_args(int argc, char **argv, memory_args *a)
         switch (c) {
         case 'n': a->spec = optarg; break;
         case 'd': if (cli_parse_size("--depth-max", optarg, 1, 100000, &a->depth)) return EXIT_USAGE; break;
-        case 'b': if (parse_budget(optarg, &a->budget)) return EXIT_USAGE; break;
+        case 'b': if (cli_parse_bytes("vijp memory", "--budget", optarg, &a->budget)) return EXIT_USAGE; break;
         case 'w': if (cli_parse_size("--width", optarg, 1, 1u << 16, &a->width)) return EXIT_USAGE; break;
         case 'B': if (cli_parse_size("--batch", optarg, 1, 1000000, &a->batch)) return EXIT_USAGE; break;
         case 'f': a->format = optarg; break;

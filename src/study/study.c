@@ -231,6 +231,7 @@ struct study_pool {
      * process's workers are running; jobs, the threads asked for. */
     size_t *groups_from, running;
     int jobs;
+    int workers; /* the worker threads planned: jobs, or fewer (study.at_once, the curves) */
     double *cost; /* cost[j]: curve j's estimated share of the work (the meter's weights) */
     int failed;
     vijp_error err;
@@ -354,7 +355,8 @@ void study_pool_done(study_pool *p, size_t j, int rc, const char *where, const c
 static int curve_threads(const study_pool *p)
 {
     size_t at_once = p->running + p->groups_from[p->next], jobs = (size_t)p->jobs;
-    if (at_once > jobs) at_once = jobs;
+    size_t cap = (size_t)p->workers < jobs ? (size_t)p->workers : jobs; /* no more groups run at once than workers */
+    if (at_once > cap) at_once = cap;
     return at_once > 1 ? (int)(jobs / at_once) : p->jobs;
 }
 
@@ -456,7 +458,9 @@ study_pool *study_pool_start(study *s, int threads)
     /* MPFR keeps its exponent range per thread only when built thread-safe. */
     if (!mpfr_buildopt_tls_p() && threads > 1) threads = 1;
     p->jobs = threads > 1 ? threads : 1; /* threads inside a curve run MPFR too: the same condition */
+    if (s->at_once > 0 && threads > s->at_once) threads = s->at_once; /* the memory's limit: the rest inside the curves */
     if ((size_t)threads > p->todo) threads = (int)p->todo;
+    p->workers = threads > 1 ? threads : 1;
     /* Curves run in parallel; OpenBLAS threads on top of them only spin
      * (sched_yield) on these small matrices.  One BLAS thread always, so
      * that double results do not depend on --jobs either. */

@@ -41,6 +41,10 @@ typedef struct {
     const char *out_dir;
     char *command;         /* the command line, shell-quoted */
     int jobs, progress, plots;
+    /* Curves computed at once (0: as many as jobs and the curves allow): the
+     * sizing's choice where that many would not fit the memory, the spare
+     * jobs then threads inside each curve. */
+    int at_once;
     vijp_drift_curve *curves; /* [(config · n_formats + format) · n_seeds + seed] */
     unsigned char *done;      /* NULL, or done[j]: curves[j] is already there (--resume, resume.h) */
     /* Called (on a worker thread) with each curve as it is finished, when set. */
