@@ -1,26 +1,28 @@
 /* make bench (drift width part): how a wide drift study's cost grows with
  * the width.  `vijp drift --net dense:W,gelu --depth 16 --batch 16
  * --formats bfloat16+binary32,binary32 --seeds 1 --jobs 1` (every engine
- * against backprop and the MPFR reference) at W = 256, 512, 1024, each as
- * a child: its CPU seconds (wait4's user + system, steadier than the wall
- * clock on a shared machine) and peak resident memory (ru_maxrss) beside
- * what --estimate-memory predicts, then the exponents k of time ∝ W^k and
- * memory ∝ W^k (least squares over the widths, and per doubling), and the
- * estimate at 4096, the width the study is meant to reach (8 GB, 10
- * minutes).  Then one curve on two cores: `vijp drift --net dense:512,gelu
- * --depth 16 --batch 16 --formats bfloat16+binary32 --seeds 1` with --jobs
- * 1 and --jobs 2 (its spare job inside the curve: docs/scale-out.md), wall
- * seconds and their ratio, measured in this run (wall time: the point is
- * the second core; on a loaded machine it may have none to give).  About
- * five minutes on the 2-core development machine. */
+ * against backprop and the validated reference; one curve at a time, its
+ * spare core inside the curve) at W = 512, 1024, 2048, 4096, each as a
+ * child: wall seconds, CPU seconds (wait4's user + system) and peak
+ * resident memory (ru_maxrss) beside what --estimate-memory predicts, then
+ * the exponents k of time ∝ W^k and memory ∝ W^k (least squares over the
+ * widths, and per doubling), and width 4096 against its targets (8 GB, 10
+ * minutes).  A width whose estimate is past the memory available is
+ * skipped and said so.  Then one curve on two cores: `vijp drift --net
+ * dense:512,gelu --depth 16 --batch 16 --formats bfloat16+binary32 --seeds
+ * 1` with --jobs 1 and --jobs 2 (docs/scale-out.md), wall seconds and
+ * their ratio, measured in this run (wall time: the point is the second
+ * core; on a loaded machine it may have none to give).  About 15 minutes
+ * on the 2-core development machine, most of it at 4096; a second argument
+ * stops the sweep at a narrower width. */
 #include "bench.h"
 #include <math.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-enum { N_WIDTHS = 3 };
-static const int widths[N_WIDTHS] = {256, 512, 1024};
+enum { N_WIDTHS = 4 };
+static const int widths[N_WIDTHS] = {512, 1024, 2048, 4096};
 
 typedef struct {
     double cpu_s, peak_mb, wall_s;
@@ -85,51 +87,81 @@ static double exponent(const double *x, const double *y, int n)
     return (n * sxy - sx * sy) / (n * sxx - sx * sx);
 }
 
+/* MemAvailable from /proc/meminfo, in MB; INFINITY when unknown. */
+static double available_mb(void)
+{
+    FILE *in = fopen("/proc/meminfo", "r");
+    char line[256];
+    double kb = INFINITY;
+    while (in && fgets(line, sizeof line, in))
+        if (!strncmp(line, "MemAvailable:", 13)) kb = strtod(line + 13, NULL);
+    if (in) fclose(in);
+    return kb / 1024;
+}
+
 int main(int argc, char **argv)
 {
-    bench_args(argc, argv, 1,
-               "Usage: bench-drift-width [VIJP]\n  a depth-16 dense:W,gelu drift study (2 formats, every engine, 1 job) "
-               "at W = 256, 512, 1024: CPU time, peak memory and its estimate, growth exponents, the estimate at "
-               "4096; then one dense:512 curve with --jobs 1 and 2 (wall time, ratio); VIJP is the command (default "
-               "build/vijp).\n");
+    const char *usage =
+        "Usage: bench-drift-width [VIJP [MAXWIDTH]]\n  a depth-16 dense:W,gelu drift study (2 formats, every engine, "
+        "1 job) at W = 512, 1024, 2048, 4096 (up to MAXWIDTH, default 4096): wall and CPU time, peak memory and its "
+        "estimate, growth exponents, 4096 against its targets; then one dense:512 curve with --jobs 1 and 2 (wall "
+        "time, ratio); VIJP is the command (default build/vijp).\n";
+    bench_args(argc, argv, 2, usage);
     char *vijp = argc > 1 ? argv[1] : "build/vijp";
+    int maxw = argc > 2 ? atoi(argv[2]) : 4096;
+    if (maxw < widths[1]) {
+        fprintf(stderr, "bench-drift-width: MAXWIDTH '%s' must be at least %d (two widths)\n%s", argv[2], widths[1], usage);
+        return 2;
+    }
     char out[64], rm[128];
     snprintf(out, sizeof out, "/tmp/vijp-bench-width-%d", (int)getpid());
     snprintf(rm, sizeof rm, "rm -rf '%s'", out);
-    double w[N_WIDTHS], cpu[N_WIDTHS], mb[N_WIDTHS];
+    double w[N_WIDTHS], cpu[N_WIDTHS], wall[N_WIDTHS], mb[N_WIDTHS], est[N_WIDTHS];
+    int n = 0;
     printf("drift width sweep: dense:W,gelu, depth 16, batch 16, bfloat16+binary32 and binary32, every engine, 1 job\n");
-    printf("%6s %10s %12s %14s\n", "W", "CPU s", "peak MB", "estimate MB");
-    for (int i = 0; i < N_WIDTHS; i++) {
+    printf("%6s %10s %10s %12s %14s %8s\n", "W", "wall s", "CPU s", "peak MB", "estimate MB", "est/peak");
+    for (int i = 0; i < N_WIDTHS && widths[i] <= maxw; i++) {
         char net[32];
         snprintf(net, sizeof net, "dense:%d,gelu", widths[i]);
         char *study[] = {vijp, "drift", "--net", net, "--depth", "16", "--batch", "16", "--formats",
                          "bfloat16+binary32,binary32", "--seeds", "1", "--jobs", "1", "--no-plots", "-q", "--out", out,
                          NULL};
-        double est = estimate_mb(vijp, widths[i], out);
+        double e = estimate_mb(vijp, widths[i], out), avail = available_mb();
+        if (e > avail) {
+            printf("%6d skipped: estimated %.0f MB, %.0f MB available\n", widths[i], e, avail);
+            break;
+        }
         run_cost c = run(study, NULL, 0);
         if (system(rm)) return 1;
-        w[i] = widths[i], cpu[i] = c.cpu_s, mb[i] = c.peak_mb;
-        printf("%6d %10.1f %12.0f %14.0f\n", widths[i], c.cpu_s, c.peak_mb, est);
+        w[n] = widths[i], cpu[n] = c.cpu_s, wall[n] = c.wall_s, mb[n] = c.peak_mb, est[n] = e;
+        printf("%6d %10.1f %10.1f %12.0f %14.0f %8.2f\n", widths[i], c.wall_s, c.cpu_s, c.peak_mb, e, e / c.peak_mb);
+        fflush(stdout);
+        n++;
     }
-    printf("exponents (least squares over the widths): time W^%.2f, peak memory W^%.2f\n", exponent(w, cpu, N_WIDTHS),
-           exponent(w, mb, N_WIDTHS));
-    for (int i = 1; i < N_WIDTHS; i++)
-        printf("  %d -> %d: time x%.2f (W^%.2f), memory x%.2f (W^%.2f)\n", widths[i - 1], widths[i], cpu[i] / cpu[i - 1],
-               log2(cpu[i] / cpu[i - 1]), mb[i] / mb[i - 1], log2(mb[i] / mb[i - 1]));
-    double t4096 = cpu[N_WIDTHS - 1] * pow(4096.0 / widths[N_WIDTHS - 1], exponent(w + 1, cpu + 1, N_WIDTHS - 1));
-    printf("at 4096: estimate %.0f MB (target 8000), time about %.0f s extrapolated from the last two widths (target 600)\n",
-           estimate_mb(vijp, 4096, out), t4096);
+    if (n < 2) return 1;
+    printf("exponents (least squares over the widths): wall W^%.2f, CPU W^%.2f, peak memory W^%.2f\n",
+           exponent(w, wall, n), exponent(w, cpu, n), exponent(w, mb, n));
+    for (int i = 1; i < n; i++)
+        printf("  %.0f -> %.0f: wall x%.2f (W^%.2f), memory x%.2f (W^%.2f)\n", w[i - 1], w[i], wall[i] / wall[i - 1],
+               log2(wall[i] / wall[i - 1]), mb[i] / mb[i - 1], log2(mb[i] / mb[i - 1]));
+    if (w[n - 1] == 4096)
+        printf("at 4096: %.0f s wall (target 600), peak %.0f MB (target 8000), estimate %.0f MB\n", wall[n - 1],
+               mb[n - 1], est[n - 1]);
+    else
+        printf("at 4096: estimate %.0f MB (target 8000), about %.0f s wall extrapolated from the last two widths "
+               "(target 600)\n", estimate_mb(vijp, 4096, out),
+               wall[n - 1] * pow(4096.0 / w[n - 1], exponent(w + n - 2, wall + n - 2, 2)));
     /* one curve, --jobs 1 against --jobs 2 */
-    double wall[2], cpu2[2];
+    double wall2[2], cpu2[2];
     for (int j = 0; j < 2; j++) {
         char *one[] = {vijp, "drift", "--net", "dense:512,gelu", "--depth", "16", "--batch", "16", "--formats",
                        "bfloat16+binary32", "--seeds", "1", "--jobs", j ? "2" : "1", "--no-plots", "-q", "--out", out,
                        NULL};
         run_cost c = run(one, NULL, 0);
         if (system(rm)) return 1;
-        wall[j] = c.wall_s, cpu2[j] = c.cpu_s;
+        wall2[j] = c.wall_s, cpu2[j] = c.cpu_s;
     }
     printf("one curve (dense:512,gelu, bfloat16+binary32): --jobs 1 %.1f s wall (%.1f s CPU), --jobs 2 %.1f s wall "
-           "(%.1f s CPU): x%.2f\n", wall[0], cpu2[0], wall[1], cpu2[1], wall[0] / wall[1]);
+           "(%.1f s CPU): x%.2f\n", wall2[0], cpu2[0], wall2[1], cpu2[1], wall2[0] / wall2[1]);
     return 0;
 }
