@@ -121,6 +121,15 @@ static char *slurp_path(const char *path)
     return text;
 }
 
+/* A refused study left no folder at dir/name. */
+static void no_folder(const char *dir, const char *name)
+{
+    char out[600];
+    struct stat st;
+    snprintf(out, sizeof out, "%s/%s", dir, name);
+    ck_assert_msg(stat(out, &st) != 0, "a refused study created its folder %s", out);
+}
+
 /* --max-memory between what one curve and two at once need: the study
  * plans one at a time (its two jobs inside the curve), runs, and writes
  * the numbers it writes without the limit; below one curve it is refused
@@ -129,7 +138,7 @@ START_TEST(max_memory_runs_fewer_curves_at_once)
 {
     static const char study[] = "--net dense:96,leaky:0.5 --depth 32 --batch 1 --formats bfloat16+binary32,binary32 "
                                 "--jobs 2";
-    char args[2048], limited[1024], dir[512], out[600];
+    char args[2048], limited[1024], dir[512];
     int k2, k1;
     double two = estimate_at_once(study, &k2);
     ck_assert_int_eq(k2, 2);
@@ -164,9 +173,7 @@ START_TEST(max_memory_runs_fewer_curves_at_once)
     ck_assert_msg(r.rc == CLI_OK && strstr(r.out, "1 curve at once on 2 jobs; more than the ") &&
                   strstr(r.out, "available (--max-memory): it would be refused"), "exit %d: %s", r.rc, r.out);
     run_free(&r);
-    snprintf(out, sizeof out, "%s/none", dir);
-    struct stat st;
-    ck_assert_msg(stat(out, &st) != 0, "a refused study created its folder");
+    no_folder(dir, "none");
     remove_tree(dir);
 }
 END_TEST
@@ -179,7 +186,7 @@ START_TEST(refused_past_the_limit)
     fputs("# refused_past_the_limit: skipped under AddressSanitizer (it cannot run with ulimit -v)\n", stderr);
     return;
 #endif
-    char dir[512], args[1024], out[600];
+    char dir[512], args[1024];
     make_temp_dir(dir, sizeof dir, "memlimit");
     /* about 5.8 GiB predicted for one curve at a time (--estimate-memory),
      * 2 GB of address space: not even one fits */
@@ -189,9 +196,7 @@ START_TEST(refused_past_the_limit)
     ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "vijp drift: needs about ") &&
                   strstr(r.err, "the address-space limit (ulimit -v)"), "exit %d: %s", r.rc, r.err);
     run_free(&r);
-    snprintf(out, sizeof out, "%s/r", dir);
-    struct stat st;
-    ck_assert_msg(stat(out, &st) != 0, "a refused study created its folder");
+    no_folder(dir, "r");
     remove_tree(dir);
 }
 END_TEST

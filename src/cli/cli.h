@@ -65,6 +65,12 @@ int cli_check_dir(const char *dir, vijp_error *err);
  * get (vijp_memory_available); if not, says "vijp CMD: needs about X GiB;
  * Y GiB available (which bound)" on stderr. */
 int cli_memory_fits(const char *command, double need);
+/* What this process can still get, capped at cap bytes (0: no cap);
+ * why (size bytes) names the bound that holds: vijp_memory_available's,
+ * or cap_name where the cap is lower. */
+double cli_memory_limit(double cap, const char *cap_name, char *why, size_t size);
+/* cli_memory_fits against avail bytes, whose bound is why. */
+int cli_memory_fits_in(const char *command, double need, double avail, const char *why);
 /* A positive number of bytes, optionally with K, M or G (powers of 1024),
  * into *out; -1 with "COMMAND: OPTION wants ..." on stderr otherwise. */
 int cli_parse_bytes(const char *command, const char *option, const char *s, size_t *out);

@@ -95,14 +95,27 @@ int cli_parse_bytes(const char *command, const char *option, const char *s, size
     return 0;
 }
 
-int cli_memory_fits(const char *command, double need)
+double cli_memory_limit(double cap, const char *cap_name, char *why, size_t size)
 {
-    char why[64], a[32], b[32];
-    double avail = vijp_memory_available(why, sizeof why);
+    double avail = vijp_memory_available(why, size);
+    if (cap > 0 && cap < avail) avail = cap, snprintf(why, size, "%s", cap_name);
+    return avail;
+}
+
+int cli_memory_fits_in(const char *command, double need, double avail, const char *why)
+{
     if (need <= avail) return 1;
+    char a[32], b[32];
     cli_human_bytes(need, a, sizeof a), cli_human_bytes(avail, b, sizeof b);
     fprintf(stderr, "vijp %s: needs about %s; %s available (%s)\n", command, a, b, why);
     return 0;
+}
+
+int cli_memory_fits(const char *command, double need)
+{
+    char why[64];
+    double avail = cli_memory_limit(0, NULL, why, sizeof why);
+    return cli_memory_fits_in(command, need, avail, why);
 }
 
 /* The results stream (cli.h): NULL while it is stdout itself. */

@@ -279,26 +279,38 @@ static double study_draw_bytes(const study *s)
  * RSS is this process's RSS now and the nets drawn, plus, for each worker
  * running at once, the largest curve's peak; or, later, what those
  * workers' heaps keep of it after the curves plus the report's memory
- * table (engines run in double on the main thread), whichever is larger. */
-static double study_peak_bytes(const study *s, size_t at_once)
+ * table (engines run in double on the main thread), whichever is larger.
+ * The parts that do not depend on the curves at once, found once. */
+typedef struct {
+    double fixed;     /* the process now, its arenas and the nets drawn */
+    drift_peak unit;  /* the largest curve's peak, and what its heap keeps */
+    double profile;   /* the report's memory table */
+} study_sizes;
+
+static study_sizes study_sizes_of(const study *s)
 {
-    drift_peak unit = {0, 0};
-    double profile = 0;
+    study_sizes z = {cli_resident_bytes() + DRIFT_PEAK_PROCESS_BYTES + study_draw_bytes(s), {0, 0}, 0};
     for (size_t c = 0; c < s->n_configs; c++) {
         const vijp_net *net = &s->nets[s->configs[c].net];
         for (size_t f = 0; f < s->n_formats; f++) {
             const vijp_format *F = &s->formats[f];
             drift_peak b = drift_peak_bytes(net, s->batch, F, vijp_drift_ref_prec_first(F, s->ref_prec_start),
                                             study_format_shares_reference(s, f));
-            if (b.peak > unit.peak) unit.peak = b.peak;
-            if (b.retained > unit.retained) unit.retained = b.retained;
+            if (b.peak > z.unit.peak) z.unit.peak = b.peak;
+            if (b.retained > z.unit.retained) z.unit.retained = b.retained;
         }
         double p = drift_peak_profile_bytes(net, s->batch);
-        if (p > profile) profile = p;
+        if (p > z.profile) z.profile = p;
     }
-    /* a worker runs a group of curves sharing a reference in turn */
-    double curves = (double)at_once * unit.peak, report = (double)at_once * unit.retained + profile;
-    return cli_resident_bytes() + DRIFT_PEAK_PROCESS_BYTES + study_draw_bytes(s) + (curves > report ? curves : report);
+    return z;
+}
+
+/* The peak with at_once workers each running a group of curves (those
+ * sharing a reference) in turn. */
+static double study_peak_bytes(const study_sizes *z, size_t at_once)
+{
+    double curves = (double)at_once * z->unit.peak, report = (double)at_once * z->unit.retained + z->profile;
+    return z->fixed + (curves > report ? curves : report);
 }
 
 /* The curves computed at once (s->at_once): one per job, as many as there
@@ -314,29 +326,23 @@ static int plan_memory(study *s, const char *name, size_t max_memory, int estima
     size_t units = study_reference_groups(s), jobs = s->jobs > 0 ? (size_t)s->jobs : 1;
     size_t most = jobs < units ? jobs : units, k = most > 0 ? most : 1;
     char why[64];
-    double avail = vijp_memory_available(why, sizeof why);
-    if (max_memory && (double)max_memory < avail) avail = (double)max_memory, snprintf(why, sizeof why, "--max-memory");
-    while (k > 1 && study_peak_bytes(s, k) > avail) k--;
-    double need = study_peak_bytes(s, k);
+    double avail = cli_memory_limit((double)max_memory, "--max-memory", why, sizeof why);
+    study_sizes z = study_sizes_of(s);
+    while (k > 1 && study_peak_bytes(&z, k) > avail) k--;
+    double need = study_peak_bytes(&z, k);
     s->at_once = (int)k;
-    if (estimate_only) {
-        char h[32];
-        cli_human_bytes(need, h, sizeof h);
-        fprintf(cli_out(), "%s: peak memory about %s (%.0f bytes of resident set), %zu curve%s at once on %zu job%s",
-                name, h, need, k, k == 1 ? "" : "s", jobs, jobs == 1 ? "" : "s");
-        if (need > avail) {
-            char b[32];
-            cli_human_bytes(avail, b, sizeof b);
-            fprintf(cli_out(), "; more than the %s available (%s): it would be refused", b, why);
-        }
-        fputc('\n', cli_out());
-        return 1;
+    if (!estimate_only) return cli_memory_fits_in(name + 5 /* past "vijp " */, need, avail, why);
+    char h[32];
+    cli_human_bytes(need, h, sizeof h);
+    fprintf(cli_out(), "%s: peak memory about %s (%.0f bytes of resident set), %zu curve%s at once on %zu job%s", name,
+            h, need, k, k == 1 ? "" : "s", jobs, jobs == 1 ? "" : "s");
+    if (need > avail) {
+        char b[32];
+        cli_human_bytes(avail, b, sizeof b);
+        fprintf(cli_out(), "; more than the %s available (%s): it would be refused", b, why);
     }
-    if (need <= avail) return 1;
-    char a[32], b[32];
-    cli_human_bytes(need, a, sizeof a), cli_human_bytes(avail, b, sizeof b);
-    fprintf(stderr, "%s: needs about %s; %s available (%s)\n", name, a, b, why);
-    return 0;
+    fputc('\n', cli_out());
+    return 1;
 }
 
 static void keep_unit(void *units, size_t j, const vijp_drift_curve *c) { unit_store_save(units, j, c); }

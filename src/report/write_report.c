@@ -725,7 +725,7 @@ static void md_certify(FILE *o, const study *s, size_t c, size_t layer)
      * and MLP inside) that is hours, not the seconds a report may take. */
     enum { CERTIFY_MPFR_WIDTH_MAX = 256 };
     const vijp_layer *top = &s->nets[s->configs[c].net].layers[layer];
-    const int POINTS = top->in > CERTIFY_ALL_POINTS_WIDTH_MAX || top->out > CERTIFY_ALL_POINTS_WIDTH_MAX ? 1 : 8;
+    const unsigned points = top->in > CERTIFY_ALL_POINTS_WIDTH_MAX || top->out > CERTIFY_ALL_POINTS_WIDTH_MAX ? 1 : 8;
     if (!top->type->jacobian_exact && top->in > CERTIFY_MPFR_WIDTH_MAX) {
         fprintf(o, " not run: width %zu > %d, where certifying needs %zu MPFR evaluations of the layer per point "
                 "(`vijp certify --net NET --layer-index %zu`) | — |", top->in, CERTIFY_MPFR_WIDTH_MAX, top->in, layer);
@@ -744,7 +744,7 @@ static void md_certify(FILE *o, const study *s, size_t c, size_t layer)
     char method[32] = "";
     vijp_rng rng;
     vijp_rng_seed(&rng, 0xce47);
-    for (uint64_t k = 1; x && k <= (uint64_t)POINTS; k++) {
+    for (uint64_t k = 1; x && k <= points; k++) {
         vijp_certificate cert;
         vijp_error err = {0};
         for (size_t i = 0; i < L->in; i++) x[i] = vijp_rng_normal(&rng);
@@ -761,8 +761,8 @@ static void md_certify(FILE *o, const study *s, size_t c, size_t layer)
         else if (strcmp(method, cert.method)) snprintf(method, sizeof method, "mixed");
         vijp_certificate_clear(&cert);
     }
-    fprintf(o, " %zu/%d certified (%s), %zu not submersive;", certified, POINTS, method, not_sub);
-    if (POINTS == 1)
+    fprintf(o, " %zu/%u certified (%s), %zu not submersive;", certified, points, method, not_sub);
+    if (points == 1)
         fprintf(o, " one point only: wider than %d, where each point is an O(n³) SVD;", CERTIFY_ALL_POINTS_WIDTH_MAX);
     fprintf(o, isfinite(smin) ? " proven σ_min > %.3g |" : " no numerical bound on σ_min |", smin);
     vijp_activation_report act;
