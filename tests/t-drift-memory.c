@@ -174,6 +174,15 @@ START_TEST(max_memory_runs_fewer_curves_at_once)
                   strstr(r.out, "available (--max-memory): it would be refused"), "exit %d: %s", r.rc, r.out);
     run_free(&r);
     no_folder(dir, "none");
+    static const char *const bad[] = {"0", "12Q", "-5G", "G", "99999999999G"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) { /* refused as it is parsed */
+        snprintf(args, sizeof args, "drift %s --seeds 1 --max-memory '%s' --out '%s/bad'", study, bad[i], dir);
+        r = run_vijp(args);
+        ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "--max-memory wants a positive number of bytes"),
+                      "--max-memory %s: exit %d: %s", bad[i], r.rc, r.err);
+        run_free(&r);
+    }
+    no_folder(dir, "bad");
     remove_tree(dir);
 }
 END_TEST
