@@ -227,6 +227,62 @@ START_TEST(allocations_are_aligned)
 }
 END_TEST
 
+/* The kernel's transparent-huge-page mode: 'a' always, 'm' madvise, 'n'
+ * never or unknown (the bracketed word of the sysfs file). */
+static char thp_mode(void)
+{
+    char line[128] = "";
+    FILE *in = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (in && !fgets(line, sizeof line, in)) line[0] = 0;
+    if (in) fclose(in);
+    const char *b = strchr(line, '[');
+    return b && (b[1] == 'a' || b[1] == 'm') ? b[1] : 'n';
+}
+
+/* THPeligible of the mapping holding address a in /proc/self/smaps: 1, 0,
+ * or -1 when not found. */
+static int thp_eligible(uintptr_t a)
+{
+    FILE *in = fopen("/proc/self/smaps", "r");
+    char line[512];
+    int inside = 0, eligible = -1;
+    while (in && eligible < 0 && fgets(line, sizeof line, in)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+            inside = a >= lo && a < hi;
+        else if (inside && !strncmp(line, "THPeligible:", 12)) eligible = atoi(line + 12);
+    }
+    if (in) fclose(in);
+    return eligible;
+}
+
+/* A block of 4 MiB or more starts on a huge page and is advised as one
+ * (src/base/error.c: a wide study's blocks faulted in 4 KiB at a time cost
+ * a fifth of its CPU time).  Only the madvise mode can tell: "always" makes
+ * every block eligible, "never" none. */
+START_TEST(large_blocks_are_huge_page_memory)
+{
+    char mode = thp_mode();
+    if (mode != 'm') {
+        printf("large_blocks_are_huge_page_memory: SKIPPED: transparent huge pages are '%s' here, not 'madvise'\n",
+               mode == 'a' ? "always" : "never or absent");
+        return;
+    }
+    size_t sizes[] = {(size_t)4 << 20, ((size_t)48 << 20) + 24}; /* from the heap, and mapped on its own */
+    for (int k = 0; k < 2; k++) {
+        unsigned char *u = vijp_alloc_unset(sizes[k]), *z = vijp_alloc(sizes[k]);
+        ck_assert_msg((uintptr_t)u % (2 << 20) == 0 && (uintptr_t)z % (2 << 20) == 0, "%p %p", (void *)u, (void *)z);
+        memset(u, 1, sizes[k]);
+        ck_assert_int_eq(thp_eligible((uintptr_t)u), 1);
+        ck_assert_int_eq(thp_eligible((uintptr_t)z + sizes[k] / 2), 1);
+        vijp_free(u), vijp_free(z);
+    }
+    unsigned char *small = vijp_alloc(1 << 20); /* below the threshold: no advice asked */
+    ck_assert_int_ge(thp_eligible((uintptr_t)small), 0);
+    vijp_free(small);
+}
+END_TEST
+
 Suite *suite_gemm(void)
 {
     Suite *s = suite_create("gemm");
@@ -236,6 +292,7 @@ Suite *suite_gemm(void)
     tcase_add_test(tc, gemm_avx512_is_an_fma_chain);
     tcase_add_loop_test(tc, gemm_nonfinite, 0, 3);
     tcase_add_test(tc, allocations_are_aligned);
+    tcase_add_test(tc, large_blocks_are_huge_page_memory);
     suite_add_tcase(s, tc);
     return s;
 }
