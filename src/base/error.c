@@ -79,14 +79,18 @@ static int refuse_this_one(void)
 }
 
 /* Blocks of at least this many bytes start on a 2 MiB boundary and are
- * advised to the kernel as transparent-huge-page memory: a wide study's
- * matrices (an MPFR parameter block of width 2048 is 200 MB) are mapped
- * fresh for every layer, and faulting them in 4 KiB at a time was a fifth of
- * the run's CPU time (dense:2048,gelu depth 16 batch 16, two formats, one
- * job: 147 s user + 43 s system without, 113 + 16 with; the user time falls
- * too, with the TLB misses).  Below it, the alignment would waste more than
- * the advice saves. */
-enum { HUGE_BLOCK = 4 << 20, HUGE_PAGE = 2 << 20 };
+ * advised to the kernel as transparent-huge-page memory.  They are the ones
+ * glibc maps on their own (32 MiB: the largest mmap threshold, which the
+ * vijp command sets, vijp/memory.h) and unmaps when they are freed, so a
+ * wide study's matrices (an MPFR parameter block of width 2048 is 200 MB)
+ * are mapped afresh for every layer, and faulting them in 4 KiB at a time
+ * was a fifth of the run's CPU time (dense:2048,gelu depth 16 batch 16, two
+ * formats, one job: 147 s user + 43 s system without, 100 + 12 with; the
+ * user time falls too, with the TLB misses).  Smaller blocks come from the
+ * heap and are reused without faults; advising them as well saved another
+ * 7% there but made the heap's small allocations fault in whole huge pages
+ * (at width 1024, a 701 MB peak became 800). */
+enum { HUGE_BLOCK = 32 << 20, HUGE_PAGE = 2 << 20 };
 
 /* Advise the whole huge pages inside [p, p + n); where the kernel has no
  * transparent huge pages (or refuses), the block is an ordinary one. */
