@@ -60,7 +60,8 @@ static run_cost run(char *const argv[], char *buf, size_t size)
     }
     double cpu = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
                  1e-6 * (double)ru.ru_stime.tv_usec;
-    return (run_cost){cpu, (double)ru.ru_maxrss / 1024, bench_now() - t0};
+    /* ru_maxrss counts KiB; the figures here are MB of 10^6 bytes, as the estimate's */
+    return (run_cost){cpu, (double)ru.ru_maxrss * 1024 / 1e6, bench_now() - t0};
 }
 
 /* --estimate-memory's bytes at width w, in MB. */
@@ -88,7 +89,8 @@ static double exponent(const double *x, const double *y, int n)
     return (n * sxy - sx * sy) / (n * sxx - sx * sx);
 }
 
-/* MemAvailable from /proc/meminfo, in MB; INFINITY when unknown. */
+/* MemAvailable from /proc/meminfo, in MB (10^6 bytes, as every figure
+ * here); INFINITY when unknown. */
 static double available_mb(void)
 {
     FILE *in = fopen("/proc/meminfo", "r");
@@ -97,7 +99,7 @@ static double available_mb(void)
     while (in && fgets(line, sizeof line, in))
         if (!strncmp(line, "MemAvailable:", 13)) kb = strtod(line + 13, NULL);
     if (in) fclose(in);
-    return kb / 1024;
+    return kb * 1024 / 1e6;
 }
 
 int main(int argc, char **argv)
