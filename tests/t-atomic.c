@@ -114,20 +114,11 @@ static int finish(pid_t pid)
 
 static int drift_rc(const place *p, const char *study, const char *env) { return finish(spawn_drift(p, study, env, 0)); }
 
-static char *file_text(const char *path)
-{
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return NULL;
-    char *s = slurp_fd(fd);
-    close(fd);
-    return s;
-}
-
 static char *stderr_of(const place *p)
 {
     char path[400];
     snprintf(path, sizeof path, "%s/stderr", p->base);
-    char *s = file_text(path);
+    char *s = slurp_path(path);
     ck_assert_ptr_nonnull(s);
     return s;
 }
@@ -170,7 +161,7 @@ static void snap_into(buf *b, const char *dir, const char *rel)
                 to[m > 0 ? m : 0] = 0;
                 put(b, head, (size_t)snprintf(head, sizeof head, "link %s -> %s\n", sub, to));
             } else {
-                char *s = file_text(path);
+                char *s = slurp_path(path);
                 ck_assert_ptr_nonnull(s);
                 put(b, head, (size_t)snprintf(head, sizeof head, "file %s %lld\n", sub, (long long)st.st_size));
                 for (off_t i = 0; i < st.st_size; i++) /* a NUL byte as "\\0", so the snapshot is one C string */
@@ -469,7 +460,7 @@ START_TEST(second_run_names_whole_command)
     char path[400], *err = NULL;
     snprintf(path, sizeof path, "%s/stderr", p.base);
     for (int t = 0; t < 6000; t++) { /* up to a minute (sanitizers) */
-        free(err), err = file_text(path);
+        free(err), err = slurp_path(path);
         if (err && strstr(err, "paused")) break;
         nanosleep(&(struct timespec){0, 10000000}, NULL);
     }
@@ -505,7 +496,7 @@ START_TEST(signals_remove_staging)
         for (int t = 0; t < 6000; t++) { /* up to a minute (sanitizers) */
             char path[400];
             snprintf(path, sizeof path, "%s/stderr", p.base);
-            free(err), err = file_text(path);
+            free(err), err = slurp_path(path);
             if (!err) err = vijp_strdup("");
             if (strstr(err, "paused")) break;
             nanosleep(&(struct timespec){0, 10000000}, NULL);

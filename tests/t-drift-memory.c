@@ -4,7 +4,6 @@
  * study past the limit refused before it starts. */
 #include "fixtures/clirun.h"
 #include "vijp/memory.h"
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,16 +109,6 @@ START_TEST(estimate_meets_peak_rss)
     }
 }
 END_TEST
-
-/* A whole file, or NULL. */
-static char *slurp_path(const char *path)
-{
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return NULL;
-    char *text = slurp_fd(fd);
-    close(fd);
-    return text;
-}
 
 /* A refused study left no folder at dir/name. */
 static void no_folder(const char *dir, const char *name)
