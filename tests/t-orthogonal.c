@@ -3,7 +3,8 @@
  * through its own entry point: orthogonality against QᵀQ computed in MPFR,
  * the distribution's first moments, the same bits from the portable and
  * the AVX2 loops and from run to run, and the switch between the two
- * algorithms at the threshold. */
+ * algorithms at the threshold.  Below it, modified Gram–Schmidt twice:
+ * the bits of the plain loops it was first written as, kept here. */
 #include "fixtures/testutil.h"
 #include "layers/init.h"
 #include <math.h>
@@ -115,6 +116,65 @@ START_TEST(householder_first_moments_are_haar)
 }
 END_TEST
 
+/* MGS twice as first written: one column at a time, each dot product in
+ * four sums (lane l the rows i ≡ l mod 4, the tail added to lane 0), then
+ * the update.  The bits every study up to the threshold has drawn. */
+static void plain_mgs2(size_t m, size_t n, vijp_rng *rng, double *W)
+{
+    size_t r = m > n ? m : n, c = m > n ? n : m;
+    double *A = malloc(r * c * sizeof *A);
+    for (size_t i = 0; i < r * c; i++) A[i] = vijp_rng_normal(rng);
+    for (size_t j = 0; j < c; j++) {
+        double *q = A + j * r;
+        for (int pass = 0; pass < 2; pass++)
+            for (size_t k = 0; k < j; k++) {
+                const double *p = A + k * r;
+                double acc[4] = {0, 0, 0, 0};
+                size_t i = 0;
+                for (; i + 4 <= r; i += 4)
+                    for (int l = 0; l < 4; l++) acc[l] += p[i + l] * q[i + l];
+                for (; i < r; i++) acc[0] += p[i] * q[i];
+                double d = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+                for (i = 0; i < r; i++) q[i] -= d * p[i];
+            }
+        double nrm = 0;
+        for (size_t i = 0; i < r; i++) nrm += q[i] * q[i];
+        nrm = sqrt(nrm);
+        ck_assert(nrm > 0);
+        for (size_t i = 0; i < r; i++) q[i] /= nrm;
+    }
+    for (size_t i = 0; i < r; i++)
+        for (size_t j = 0; j < c; j++) {
+            if (m >= n) W[i + j * m] = A[i + j * r];
+            else W[j + i * m] = A[i + j * r];
+        }
+    free(A);
+}
+
+/* vijp_orthogonal_mgs2, two columns side by side and each update fused
+ * with the next dot product, in the portable and the AVX2 loops: the plain
+ * loops' bits, at sizes with and without a tail of rows (r mod 4), tall,
+ * wide, one column, and the widest it is used at. */
+START_TEST(mgs2_same_bits_as_plain_loops)
+{
+    static const size_t sizes[][2] = {{1, 1}, {2, 1}, {1, 3}, {5, 3},   {3, 5},   {7, 7},
+                                      {8, 8}, {67, 30}, {30, 67}, {130, 129}, {256, 256}, {VIJP_ORTHO_MGS_MAX_WIDTH, 9}};
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++)
+        for (int portable = 0; portable < 2; portable++) {
+            size_t m = sizes[s][0], n = sizes[s][1];
+            double *a = malloc(m * n * sizeof *a), *b = malloc(m * n * sizeof *b);
+            vijp_rng r1, r2;
+            vijp_rng_seed(&r1, 11 + s), vijp_rng_seed(&r2, 11 + s);
+            plain_mgs2(m, n, &r1, a);
+            ck_assert(!vijp_orthogonal_mgs2(m, n, &r2, portable, b));
+            for (size_t i = 0; i < m * n; i++)
+                ck_assert_msg(!memcmp(a + i, b + i, sizeof *a), "%zux%zu, %s loops: entry %zu is %a, the plain loops' %a",
+                              m, n, portable ? "portable" : "vector", i, b[i], a[i]);
+            free(a), free(b);
+        }
+}
+END_TEST
+
 /* vijp_orthogonal_init takes MGS twice up to the threshold (bit for bit:
  * the bits every study of that size has always had) and the blocked
  * product past it, on the longer side. */
@@ -129,7 +189,7 @@ START_TEST(init_switches_at_threshold)
         vijp_rng r1, r2;
         vijp_rng_seed(&r1, 3), vijp_rng_seed(&r2, 3);
         ck_assert(!vijp_orthogonal_init(m, n, &r1, a));
-        ck_assert(!(mgs ? vijp_orthogonal_mgs2(m, n, &r2, b) : vijp_orthogonal_householder(m, n, &r2, 0, b)));
+        ck_assert(!(mgs ? vijp_orthogonal_mgs2(m, n, &r2, 0, b) : vijp_orthogonal_householder(m, n, &r2, 0, b)));
         ck_assert_msg(!memcmp(a, b, m * n * sizeof *a), "%zux%zu: not the %s algorithm", m, n, mgs ? "MGS" : "blocked");
         free(a), free(b);
     }
@@ -144,6 +204,7 @@ Suite *suite_orthogonal(void)
     tcase_add_test(tc, householder_same_bits_portable_and_vector);
     tcase_add_test(tc, householder_first_moments_are_haar);
     tcase_add_test(tc, init_switches_at_threshold);
+    tcase_add_test(tc, mgs2_same_bits_as_plain_loops);
     suite_add_tcase(s, tc);
     return s;
 }

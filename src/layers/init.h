@@ -15,10 +15,10 @@
  * product, blocked.  0 or VIJP_EINVAL. */
 #define VIJP_ORTHO_MGS_MAX_WIDTH 512
 VIJP_MUST_CHECK int vijp_orthogonal_init(size_t m, size_t n, vijp_rng *rng, double *W);
-/* Each algorithm at any size (the tests and bench-orthogonal).  The wider one:
- * portable 1 keeps to the portable loops where the CPU has AVX2, which
- * give the same bits.  0. */
-VIJP_MUST_CHECK int vijp_orthogonal_mgs2(size_t m, size_t n, vijp_rng *rng, double *W);
+/* Each algorithm at any size (the tests and bench-orthogonal): portable 1
+ * keeps to the portable loops where the CPU has AVX2, which give the same
+ * bits.  0, or (MGS, probability zero) VIJP_EINVAL with W unwritten. */
+VIJP_MUST_CHECK int vijp_orthogonal_mgs2(size_t m, size_t n, vijp_rng *rng, int portable, double *W);
 VIJP_MUST_CHECK int vijp_orthogonal_householder(size_t m, size_t n, vijp_rng *rng, int portable, double *W);
 
 /* n draws U(−1/√fan_in, 1/√fan_in): PyTorch's default for weights and biases. */

@@ -7,7 +7,7 @@
  *  - r <= VIJP_ORTHO_MGS_MAX_WIDTH: the Q of the QR of a Gaussian matrix by
  *    modified Gram–Schmidt applied twice, as vijp has always drawn it: every
  *    study of that size keeps its bits.  4 r c² flops, each column streamed
- *    past every earlier one: 0.11 s at 512, 60 s at 4096.
+ *    past every earlier one, two columns at a time: 0.056 s at 512.
  *  - wider: Stewart's product of Householder reflectors of Gaussian vectors
  *    (G. W. Stewart, The efficient generation of random orthogonal matrices
  *    with an application to condition estimators, SIAM J. Numer. Anal. 17
@@ -20,45 +20,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* MGS twice ("twice is enough": orthogonal to O(u) for any numerically
- * full-rank matrix, Giraud, Langou & Rozložník 2005), in plain C with only
- * + − × ÷ √. */
-int vijp_orthogonal_mgs2(size_t m, size_t n, vijp_rng *rng, double *W)
-{
-    size_t r = m > n ? m : n, c = m > n ? n : m;
-    double *A = vijp_alloc_array(r * c, sizeof *A);
-    for (size_t i = 0; i < r * c; i++) A[i] = vijp_rng_normal(rng);
-    for (size_t j = 0; j < c; j++) {
-        double *q = A + j * r;
-        for (int pass = 0; pass < 2; pass++)
-            for (size_t k = 0; k < j; k++) {
-                const double *p = A + k * r;
-                double acc[4] = {0, 0, 0, 0}; /* four sums in a fixed order: fast, and the same bits everywhere */
-                size_t i = 0;
-                for (; i + 4 <= r; i += 4)
-                    for (int l = 0; l < 4; l++) acc[l] += p[i + l] * q[i + l];
-                for (; i < r; i++) acc[0] += p[i] * q[i];
-                double d = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-                for (i = 0; i < r; i++) q[i] -= d * p[i];
-            }
-        double nrm = 0;
-        for (size_t i = 0; i < r; i++) nrm += q[i] * q[i];
-        nrm = sqrt(nrm);
-        if (!(nrm > 0)) {
-            free(A);
-            return VIJP_EINVAL; /* probability zero for Gaussian draws */
-        }
-        for (size_t i = 0; i < r; i++) q[i] /= nrm;
-    }
-    for (size_t i = 0; i < r; i++)
-        for (size_t j = 0; j < c; j++) {
-            if (m >= n) W[i + j * m] = A[i + j * r]; /* W = Q (m × n) */
-            else W[j + i * m] = A[i + j * r];        /* W = Qᵀ (m × n) */
-        }
-    free(A);
-    return 0;
-}
 
 /* ---- Stewart's method, blocked ---- */
 
@@ -73,6 +34,7 @@ typedef double ortho_vec __attribute__((vector_size(OV * sizeof(double))));
 #define ORTHO_ATTR
 #define ORTHO_NAME(f) f##_portable
 #include "orthogonal_block.h"
+#include "orthogonal_mgs.h"
 #undef ORTHO_ATTR
 #undef ORTHO_NAME
 #if defined(__x86_64__) && !defined(VIJP_GENERIC)
@@ -80,6 +42,7 @@ typedef double ortho_vec __attribute__((vector_size(OV * sizeof(double))));
 #define ORTHO_ATTR __attribute__((target("avx2")))
 #define ORTHO_NAME(f) f##_avx2
 #include "orthogonal_block.h"
+#include "orthogonal_mgs.h"
 #undef ORTHO_ATTR
 #undef ORTHO_NAME
 #endif
@@ -214,9 +177,57 @@ int vijp_orthogonal_householder(size_t m, size_t n, vijp_rng *rng, int portable,
     return 0;
 }
 
+/* ---- modified Gram–Schmidt twice ---- */
+
+/* MGS twice ("twice is enough": orthogonal to O(u) for any numerically
+ * full-rank matrix, Giraud, Langou & Rozložník 2005), with only + − × ÷ √:
+ * column j is swept past columns 0 … j−1 twice, then normalised.  The
+ * sweeps run two columns at a time (orthogonal_mgs.h): column j's second
+ * beside column j+1's first over the columns before j, which are final by
+ * then; column j+1 then takes column j alone.  Every column sees the same
+ * operations in the same order as swept one at a time. */
+typedef void (*mgs_sweep_fn)(const double *A, size_t r, size_t k0, size_t k1, double *a, double *b);
+
+static int mgs2_columns(double *A, size_t r, size_t c, mgs_sweep_fn sweep)
+{
+    for (size_t j = 0; j < c; j++) {
+        double *q = A + j * r, *next = j + 1 < c ? q + r : NULL;
+        sweep(A, r, 0, j, q, next);
+        double nrm = 0;
+        for (size_t i = 0; i < r; i++) nrm += q[i] * q[i];
+        nrm = sqrt(nrm);
+        if (!(nrm > 0)) return VIJP_EINVAL; /* probability zero for Gaussian draws */
+        for (size_t i = 0; i < r; i++) q[i] /= nrm;
+        if (next) sweep(A, r, j, j + 1, next, NULL);
+    }
+    return 0;
+}
+
+int vijp_orthogonal_mgs2(size_t m, size_t n, vijp_rng *rng, int portable, double *W)
+{
+    size_t r = m > n ? m : n, c = m > n ? n : m;
+    double *A = vijp_alloc_array(r * c, sizeof *A);
+    for (size_t i = 0; i < r * c; i++) A[i] = vijp_rng_normal(rng);
+    mgs_sweep_fn sweep = mgs_sweep_portable;
+#ifdef ORTHO_HAVE_AVX2
+    if (!portable && __builtin_cpu_supports("avx2")) sweep = mgs_sweep_avx2;
+#else
+    (void)portable;
+#endif
+    int rc = mgs2_columns(A, r, c, sweep);
+    if (!rc)
+        for (size_t i = 0; i < r; i++)
+            for (size_t j = 0; j < c; j++) {
+                if (m >= n) W[i + j * m] = A[i + j * r]; /* W = Q (m × n) */
+                else W[j + i * m] = A[i + j * r];        /* W = Qᵀ (m × n) */
+            }
+    free(A);
+    return rc;
+}
+
 int vijp_orthogonal_init(size_t m, size_t n, vijp_rng *rng, double *W)
 {
     size_t r = m > n ? m : n;
-    if (r <= VIJP_ORTHO_MGS_MAX_WIDTH) return vijp_orthogonal_mgs2(m, n, rng, W);
+    if (r <= VIJP_ORTHO_MGS_MAX_WIDTH) return vijp_orthogonal_mgs2(m, n, rng, 0, W);
     return vijp_orthogonal_householder(m, n, rng, 0, W);
 }
