@@ -6,7 +6,8 @@
  * takes (the price of measuring against an oracle: computing it, validating
  * it at twice the precision and comparing every gradient with it), then both
  * over the double backprop of the same net: the reference's cost and the
- * whole curve's, as multiples of the computation they check. */
+ * whole curve's, as multiples of the computation they check; the ratios
+ * again at batch 16. */
 #include "vijp/drift.h"
 #include "vijp/vijp.h"
 #include "vijp/memory.h"
@@ -61,10 +62,59 @@ static int by_value(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* A curve's CPU seconds without and with the reference (best of reps
+ * after one uncounted curve) at batch B; shares[r] the reference's share
+ * in pair r (reps of them); *ref_prec where it was validated. */
+typedef struct {
+    double best[2];
+    long ref_prec;
+} curve_times;
+
+static curve_times curve_seconds(vijp_drift_setup *s, size_t B, int reps, double *shares)
+{
+    /* One curve with its reference first, not counted: the process's first
+     * touch of the memory every later curve reuses.  Then pairs, without and
+     * with the reference back to back: this shared machine's speed drifts by
+     * a third over minutes, so each pair's share is taken within the pair
+     * and the target judged on their median; the best times are printed too. */
+    curve_times ct = {{1e300, 1e300}, 0};
+    vijp_error err = {0};
+    s->problem.batch = B;
+    for (int r = -1; r < reps; r++) {
+        double t[2] = {0, 0};
+        for (int with_ref = r < 0; with_ref < 2; with_ref++) {
+            vijp_drift_curve c;
+            s->skip_reference = !with_ref;
+            double t0 = bench_cpu(CLOCK_PROCESS_CPUTIME_ID);
+            if (vijp_drift_run(s, &c, &err)) {
+                fprintf(stderr, "bench-drift: %s\n", err.msg);
+                exit(1);
+            }
+            t[with_ref] = bench_cpu(CLOCK_PROCESS_CPUTIME_ID) - t0;
+            if (r >= 0 && t[with_ref] < ct.best[with_ref]) ct.best[with_ref] = t[with_ref];
+            if (with_ref) ct.ref_prec = c.ref_prec;
+            vijp_drift_curve_clear(&c);
+        }
+        if (r >= 0 && shares) shares[r] = 100 * (t[1] - t[0]) / t[1];
+    }
+    return ct;
+}
+
+/* The reference and the whole curve as multiples of the double backprop
+ * they check (bp), against the targets. */
+static void print_ratios(const curve_times *ct, double bp, double init)
+{
+    double ref = (ct->best[1] - ct->best[0]) / bp, whole = ct->best[1] / bp;
+    printf("  reference / backprop: %7.1f x (target <= 10: %s); whole curve / backprop: %7.1f x (target <= 30: %s), "
+           "%.1f x without the initialisation\n", ref, ref <= 10 ? "met" : "NOT met", whole,
+           whole <= 30 ? "met" : "NOT met", (ct->best[1] - init) / bp);
+}
+
 int main(int argc, char **argv)
 {
     int reps = (int)bench_count(argc, argv, 3, 1, 1000,
-                                "Usage: bench-drift [REPS]\n  one drift curve with and without the MPFR reference, best of REPS (default 3).\n");
+                                "Usage: bench-drift [REPS]\n  one drift curve with and without the MPFR reference, best of REPS (default 3),\n"
+                                "  at batch 1 and at batch 16.\n");
     /* One BLAS thread, as the study runs its curves (study_pool_start): more
      * only spin (sched_yield) on these matrices, a tenth of this run's time. */
     openblas_set_num_threads(1);
@@ -76,40 +126,17 @@ int main(int argc, char **argv)
     vijp_drift_setup s = {.problem = {.spec = "dense:256,leaky:0.5", .depth = 256, .batch = 1, .seed = 1,
                                       .init = {VIJP_INIT_ORTHOGONAL, 1}, .loss = VIJP_LOSS_SQUARE},
                           .engines = &mw, .n_engines = 1};
-    vijp_error err = {0};
     vijp_format_fixed(&s.problem.fmt, VIJP_DOUBLE);
-    /* One curve with its reference first, not counted: the process's first
-     * touch of the memory every later curve reuses.  Then pairs, without and
-     * with the reference back to back: this shared machine's speed drifts by
-     * a third over minutes, so each pair's share is taken within the pair
-     * and the target judged on their median; the best times are printed too. */
-    double best[2] = {1e300, 1e300}, *shares = calloc((size_t)(reps > 0 ? reps : 1), sizeof *shares);
-    long ref_prec = 0;
-    for (int r = -1; r < reps; r++) {
-        double t[2] = {0, 0};
-        for (int with_ref = r < 0; with_ref < 2; with_ref++) {
-            vijp_drift_curve c;
-            s.skip_reference = !with_ref;
-            double t0 = bench_cpu(CLOCK_PROCESS_CPUTIME_ID);
-            if (vijp_drift_run(&s, &c, &err)) {
-                fprintf(stderr, "bench-drift: %s\n", err.msg);
-                return 1;
-            }
-            t[with_ref] = bench_cpu(CLOCK_PROCESS_CPUTIME_ID) - t0;
-            if (r >= 0 && t[with_ref] < best[with_ref]) best[with_ref] = t[with_ref];
-            if (with_ref) ref_prec = c.ref_prec;
-            vijp_drift_curve_clear(&c);
-        }
-        if (r >= 0) shares[r] = 100 * (t[1] - t[0]) / t[1];
-    }
+    double *shares = calloc((size_t)(reps > 0 ? reps : 1), sizeof *shares);
+    curve_times ct = curve_seconds(&s, 1, reps, shares);
     qsort(shares, (size_t)reps, sizeof *shares, by_value);
     double median = reps % 2 ? shares[reps / 2] : (shares[reps / 2 - 1] + shares[reps / 2]) / 2;
     printf("drift sweep, double, %s, depth %zu, batch 1 (best of %d after one uncounted curve, CPU seconds)\n",
            s.problem.spec, s.problem.depth, reps);
-    printf("  without reference: %8.3f s  %8.3f ms/layer  (backprop + moonwalk + kappa + Lyapunov)\n", best[0],
-           1e3 * best[0] / (double)s.problem.depth);
-    printf("  with reference:    %8.3f s  %8.3f ms/layer  (validated at %ld bits)\n", best[1],
-           1e3 * best[1] / (double)s.problem.depth, ref_prec);
+    printf("  without reference: %8.3f s  %8.3f ms/layer  (backprop + moonwalk + kappa + Lyapunov)\n", ct.best[0],
+           1e3 * ct.best[0] / (double)s.problem.depth);
+    printf("  with reference:    %8.3f s  %8.3f ms/layer  (validated at %ld bits)\n", ct.best[1],
+           1e3 * ct.best[1] / (double)s.problem.depth, ct.ref_prec);
     printf("  reference share:   %8.1f %%  of the sweep's time, median of %d back-to-back pairs (%.1f-%.1f %%; "
            "target <= 50 %%: %s)\n", median, reps, shares[0], shares[reps - 1], median <= 50 ? "met" : "NOT met");
     /* What the curve costs against the computation it measures: the
@@ -117,10 +144,15 @@ int main(int argc, char **argv)
     double init, bp = backprop_seconds(&s.problem, reps, &init);
     printf("  double backprop:   %8.3f s  (the same net, batch and depth, best of %d; its orthogonal "
            "initialisation %.3f s, in every curve above)\n", bp, reps, init);
-    printf("  reference / backprop: %7.1f x (target <= 10: %s); whole curve / backprop: %7.1f x (target <= 30: %s), "
-           "%.1f x without the initialisation\n", (best[1] - best[0]) / bp,
-           (best[1] - best[0]) / bp <= 10 ? "met" : "NOT met", best[1] / bp, best[1] / bp <= 30 ? "met" : "NOT met",
-           (best[1] - init) / bp);
+    print_ratios(&ct, bp, init);
+    /* The same at batch 16, the batch of the wide studies (bench-drift-width):
+     * the backprop's products become matrix products, and the reference's
+     * parameter gradients sums of 16 products each. */
+    ct = curve_seconds(&s, 16, reps, NULL);
+    bp = backprop_seconds(&s.problem, reps, &init);
+    printf("  at batch 16: without reference %.3f s, with %.3f s, double backprop %.3f s\n", ct.best[0], ct.best[1],
+           bp);
+    print_ratios(&ct, bp, init);
     free(shares);
     return 0;
 }
