@@ -15,8 +15,14 @@ void vo_act_jvp(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V, 
 /* Gy = Gx / f′, VIJP_ESINGULAR where f′ is 0 or underflowed. */
 int vo_act_vijp(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *Gx, mpfr_t *Gy, const vijp_format *fm, vo_pair_fn p);
 void vo_act_jacobian(const vijp_layer *L, mpfr_t *x, mpfr_t *J, const vijp_format *fm, vo_pair_fn p);
+/* Y = f(X) and D = f′(X) from one call of the pair per unit: Y is
+ * vo_act_forward's, D vo_act_jvp's with every tangent 1 (the pair's
+ * outputs do not depend on which of them it is asked for). */
+void vo_act_forward_deriv(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *Y, mpfr_t *D, const vijp_format *fm,
+                          vo_pair_fn p);
 
-/* The four vo_NAME_* operators of an activation whose pair is NAME_pair. */
+/* The vo_NAME_* operators of an activation whose pair is NAME_pair: the
+ * four of vijp_ops_mp, and forward_deriv (oracles.h). */
 #define VO_ACT_DEFINE(name)                                                                                   \
     void vo_##name##_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y,                \
                              const vijp_format *f)                                                            \
@@ -40,6 +46,11 @@ void vo_act_jacobian(const vijp_layer *L, mpfr_t *x, mpfr_t *J, const vijp_forma
     {                                                                                                         \
         (void)th;                                                                                             \
         vo_act_jacobian(L, x, J, f, name##_pair);                                                            \
+    }                                                                                                         \
+    void vo_##name##_forward_deriv(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *Y, mpfr_t *D,           \
+                                   const vijp_format *f)                                                      \
+    {                                                                                                         \
+        vo_act_forward_deriv(L, X, B, Y, D, f, name##_pair);                                                 \
     }
 
 #endif

@@ -138,6 +138,16 @@ void vo_act_forward(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *Y, const v
     for (size_t i = 0; i < L->in * B; i++) p(L, Y[i], NULL, X[i], fm);
 }
 
+void vo_act_forward_deriv(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *Y, mpfr_t *D, const vijp_format *fm,
+                          vo_pair_fn p)
+{
+    mpfr_t d, one;
+    mpfr_inits2(fm->prec, d, one, (mpfr_ptr)0);
+    vo_set_si(one, 1, fm);
+    for (size_t i = 0; i < L->in * B; i++) p(L, Y[i], d, X[i], fm), vo_mul(D[i], one, d, fm); /* as vo_act_jvp's */
+    mpfr_clears(d, one, (mpfr_ptr)0);
+}
+
 void vo_act_jvp(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *U, mpfr_t *V, const vijp_format *fm, vo_pair_fn p)
 {
     mpfr_t d;

@@ -36,6 +36,23 @@ VO_LAYER_OPS(softsign)
 VO_LAYER_OPS(hardtanh)
 VO_LAYER_OPS(hardswish)
 VO_LAYER_OPS(prelu)
+/* The activations whose oracle is one pair of f and f′ (act_loops.h): Y =
+ * f(X) and D = f′(X) at once, bit for bit vo_NAME_forward's Y and
+ * vo_NAME_jvp's V for a tangent of ones, with the work they share done
+ * once (GELU's Φ, SiLU's σ, …). */
+#define VO_ACT_FORWARD_DERIV(name)                                                                   \
+    void vo_##name##_forward_deriv(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *Y, mpfr_t *D, \
+                                   const vijp_format *f);
+VO_ACT_FORWARD_DERIV(sigmoid)
+VO_ACT_FORWARD_DERIV(softplus)
+VO_ACT_FORWARD_DERIV(silu)
+VO_ACT_FORWARD_DERIV(gelu)
+VO_ACT_FORWARD_DERIV(mish)
+VO_ACT_FORWARD_DERIV(elu)
+VO_ACT_FORWARD_DERIV(selu)
+VO_ACT_FORWARD_DERIV(gelu_tanh)
+VO_ACT_FORWARD_DERIV(softplus_beta)
+VO_ACT_FORWARD_DERIV(softsign)
 void vo_prelu_vjp_param(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt,
                         const vijp_format *f);
 int vo_prelu_inverse(const vijp_layer *L, mpfr_t *th, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);

@@ -20,6 +20,7 @@
 #include "oracles/oracles.h"
 #include "vijp/certify.h"
 #include "vijp/composite.h"
+#include "layer/route.h"
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -96,6 +97,73 @@ END_TEST
  * none.  In double, sigmoid′ ≈ e^{−|x|} underflows (rounds to 0) where
  * e^{−|x|} < 2^-1075, |x| > 745.13, and falls below u·max f′ = 2^-53/4 where
  * 4e^{−|x|} < 2^-53, |x| > 38.12 (independent estimates, not the code's). */
+/* a and b hold the same MPFR data entry for entry: both NaN, or equal
+ * with the same sign (zeros included). */
+static void expect_same_entries(const vijp_mat *a, const vijp_mat *b, const char *what)
+{
+    for (size_t i = 0, n = vijp_mat_len(a); i < n; i++) {
+        mpfr_srcptr x = a->m[i], y = b->m[i];
+        int same = mpfr_nan_p(x) ? mpfr_nan_p(y) : !mpfr_nan_p(y) && mpfr_equal_p(x, y) && !mpfr_signbit(x) == !mpfr_signbit(y);
+        ck_assert_msg(same, "%s: entry %zu differs", what, i);
+    }
+}
+
+/* vijp_layer_forward_deriv (layer/route.h: f and f′ in one evaluation, as
+ * the engines' forward pass keeps f′) gives, on the MPFR route, the bits of
+ * vijp_layer_forward and of vijp_layer_jvp with a tangent of ones, for
+ * every activation whose oracle is one pair of f and f′, at 53, 106 and 212
+ * bits (the last two with the reference's exact dot products), on random
+ * points and on ±0, tiny, large and NaN inputs; it declines (nothing
+ * written) for tanh, whose oracle has no such pair, and off the MPFR
+ * route.  A pair that let f depend on whether f′ was asked for, or a
+ * combined operator that mixed up its two outputs, fails here. */
+START_TEST(forward_deriv_is_forward_and_jvp)
+{
+    static const char *specs[] = {"gelu", "gelu:tanh", "silu", "sigmoid", "softplus", "softplus:2", "mish",
+                                  "elu:0.5", "selu", "softsign", "tanh"};
+    static const char *fmts[] = {"mpfr:53", "mpfr:106", "mpfr:212"};
+    static const double specials[] = {0.0, -0.0, 1e-300, -1e-300, 40.0, -40.0, 700.0, -700.0, NAN};
+    for (size_t si = 0; si < sizeof specs / sizeof *specs; si++)
+        for (size_t fi = 0; fi < 3; fi++) {
+            layerfix t;
+            layerfix_init(&t, specs[si], 16, fmts[fi], 3, 5 + si);
+            t.F.exact_dots = fi > 0; /* the drift reference's levels */
+            for (size_t k = 0; k < sizeof specials / sizeof *specials; k++) mpfr_set_d(t.XF.m[k], specials[k], MPFR_RNDN);
+            vijp_mat Y1, D1, Y2, D2, ones;
+            size_t n = t.L->in, B = t.B;
+            vijp_mat_init(&Y1, n, B, &t.F), vijp_mat_init(&D1, n, B, &t.F), vijp_mat_init(&ones, n, B, &t.F);
+            vijp_mat_init(&Y2, n, B, &t.F), vijp_mat_init(&D2, n, B, &t.F);
+            for (size_t i = 0; i < n * B; i++) vijp_mat_set_entry_d(&ones, i, 1.0);
+            vijp_error err = {0};
+            ck_assert(!vijp_layer_forward(t.L, &t.thF, &t.XF, &Y1, &err));
+            ck_assert(!vijp_layer_jvp(t.L, &t.thF, &t.XF, &ones, &D1, &err));
+            int rc = vijp_layer_forward_deriv(t.L, &t.thF, &t.XF, &Y2, &D2, &err);
+            char what[64];
+            snprintf(what, sizeof what, "%s in %s", specs[si], fmts[fi]);
+            if (!strcmp(specs[si], "tanh")) {
+                ck_assert_msg(rc == VIJP_EUNSUPPORTED && !err.msg[0], "%s: not declined", what);
+            } else {
+                ck_assert_msg(rc == 0, "%s: declined (%d)", what, rc);
+                snprintf(what, sizeof what, "%s in %s, f", specs[si], fmts[fi]);
+                expect_same_entries(&Y2, &Y1, what);
+                snprintf(what, sizeof what, "%s in %s, f'", specs[si], fmts[fi]);
+                expect_same_entries(&D2, &D1, what);
+            }
+            vijp_mat *all[] = {&Y1, &D1, &Y2, &D2, &ones};
+            for (size_t k = 0; k < 5; k++) vijp_mat_clear(all[k]);
+            layerfix_clear(&t);
+        }
+    layerfix t; /* off the MPFR route: declined */
+    layerfix_init(&t, "gelu", 8, "double", 2, 3);
+    vijp_mat Y, D;
+    vijp_mat_init(&Y, 8, 2, &t.F), vijp_mat_init(&D, 8, 2, &t.F);
+    vijp_error err = {0};
+    ck_assert(vijp_layer_forward_deriv(t.L, &t.thF, &t.XF, &Y, &D, &err) == VIJP_EUNSUPPORTED && !err.msg[0]);
+    vijp_mat_clear(&Y), vijp_mat_clear(&D);
+    layerfix_clear(&t);
+}
+END_TEST
+
 START_TEST(certification)
 {
     for (size_t a = 0; a < NACTS; a++) {
@@ -176,6 +244,7 @@ Suite *suite_activations(void)
     tcase_add_test(tc, zeros_of_derivative);
     tcase_add_loop_test(tc, dual_derivative_vs_oracle, 0, (int)NACTS);
     tcase_add_test(tc, certification);
+    tcase_add_test(tc, forward_deriv_is_forward_and_jvp);
     tcase_add_test(tc, composite_baseline);
     suite_add_tcase(s, tc);
     return s;

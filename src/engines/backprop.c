@@ -3,8 +3,27 @@
  * computed, by f′ (nested forward AD: the same bytes, no f′ evaluation going
  * back). */
 #include "engine_internal.h"
+#include "layer/route.h"
 #include "vijp/error.h"
 #include <stdlib.h>
+
+/* Y = f(X) of an elementwise layer, and X replaced by f′(X) in the
+ * accumulator's format acc: in one evaluation where the layer offers it
+ * (layer/route.h: the MPFR route, the reference), else forward, then f′. */
+static int forward_keeping_derivative(const vijp_layer *L, const vijp_mat *theta, vijp_mat *X, vijp_mat *Y,
+                                      const vijp_format *acc, vijp_error *err)
+{
+    vijp_mat d;
+    vijp_mat_init_unset(&d, X->rows, X->cols, acc);
+    int rc = vijp_layer_forward_deriv(L, theta, X, Y, &d, err);
+    if (rc == VIJP_EUNSUPPORTED) {
+        rc = vijp_layer_forward(L, theta, X, Y, err);
+        if (!rc) rc = engine_derivative(L, theta, X, &d, err);
+    }
+    vijp_mat_clear(X);
+    *X = d;
+    return rc;
+}
 
 int engine_backprop(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
                     engine_steps *steps, vijp_grads *out, vijp_error *err)
@@ -20,14 +39,9 @@ int engine_backprop(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
         vijp_mat_init_unset(&H[i], i ? net->layers[i - 1].out : net->width, B, f); /* copied or computed whole */
         engine_key(&H[i], X, VIJP_SR_OUTPUT, i, 0);
         if (i == 0) vijp_mat_copy(&H[0], X);
+        else if (net->layers[i - 1].type->residual == VIJP_RESIDUAL_DERIV) /* H[i−1] := f′(h_(i−1)) */
+            rc = forward_keeping_derivative(&net->layers[i - 1], &theta[i - 1], &H[i - 1], &H[i], &acc, err);
         else rc = vijp_layer_forward(&net->layers[i - 1], &theta[i - 1], &H[i - 1], &H[i], err);
-        if (!rc && i && net->layers[i - 1].type->residual == VIJP_RESIDUAL_DERIV) { /* H[i−1] := f′(h_(i−1)) */
-            vijp_mat d;
-            vijp_mat_init_unset(&d, H[i - 1].rows, B, &acc);
-            rc = engine_derivative(&net->layers[i - 1], &theta[i - 1], &H[i - 1], &d, err);
-            vijp_mat_clear(&H[i - 1]);
-            H[i - 1] = d;
-        }
         if (i < D) { /* a smooth activation's input is kept as its f′ (below, once h_(i+1) is computed), at f′'s size */
             int deriv = net->layers[i].type->residual == VIJP_RESIDUAL_DERIV;
             ledger_keep(&ledger, deriv ? vijp_mat_len(&H[i]) * acc.value_bytes : mat_bytes(&H[i]));

@@ -5,7 +5,8 @@
  * into MPFR and back.  Same contracts as vijp_ops_mp's operators, and bit
  * for bit emu's results (on the format's arithmetic grid; layer.c stores
  * them as it stores emu's).  A NULL member, or an int one returning
- * VIJP_EUNSUPPORTED, leaves the case to emu (then mp) through MPFR twins. */
+ * VIJP_EUNSUPPORTED, leaves the case to emu (then mp) through MPFR twins.
+ * The mp_* members below serve the MPFR route itself. */
 #ifndef VIJP_LAYER_EMU_NATIVE_H
 #define VIJP_LAYER_EMU_NATIVE_H
 
@@ -40,6 +41,10 @@ struct vijp_emu_native {
                   const vijp_format *f);
     int (*mp_vjp_param)(const vijp_layer *L, const double *theta, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gtheta,
                         const vijp_format *f);
+    /* The MPFR route, an elementwise activation: Y = f(X) and D = f′(X) in
+     * one evaluation (vijp_layer_forward_deriv, route.h), bit for bit the mp
+     * forward's Y and the mp jvp's V with every tangent 1. */
+    void (*mp_forward_deriv)(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *Y, mpfr_t *D, const vijp_format *f);
 };
 
 #endif

@@ -245,6 +245,23 @@ int vijp_layer_jvp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X
     return rc;
 }
 
+int vijp_layer_forward_deriv(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, vijp_mat *Y, vijp_mat *D,
+                             vijp_error *err)
+{
+    const vijp_route r = vijp_route_of(X->fmt);
+    const struct vijp_emu_native *nat = L->type->emu_native;
+    if (r.kind != VIJP_ROUTE_MPFR || !nat || !nat->mp_forward_deriv || !X->m || !Y->m || !D->m ||
+        D->fmt->kind != VIJP_MPFR || D->fmt->prec != X->fmt->prec || L->type->residual != VIJP_RESIDUAL_DERIV)
+        return VIJP_EUNSUPPORTED;
+    int rc;
+    if ((rc = check_theta(L, &r, theta, X, err)) || (rc = shape(X, L->in, 0, "input", L, err)) ||
+        (rc = shape(Y, L->out, X->cols, "output", L, err)) || (rc = shape(D, L->in, X->cols, "derivative", L, err)))
+        return rc;
+    nat->mp_forward_deriv(L, X->m, X->cols, Y->m, D->m, X->fmt);
+    vijp_mat_store(Y), vijp_mat_store(D);
+    return 0;
+}
+
 int vijp_layer_vjp(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *Gy,
                    vijp_mat *Gx, vijp_error *err)
 {

@@ -39,4 +39,14 @@ vijp_kctx vijp_kctx_of(const vijp_format *f);
  * emulates and the type has it, else mp (NULL when the type has neither). */
 const vijp_ops_mp *vijp_route_mp_ops(const vijp_layer_type *T, const vijp_route *r);
 
+/* An elementwise activation's f and f′ at once (the engines' forward pass
+ * keeps f′, engines/backprop.c): Y = f(X), D = f′(X), bit for bit
+ * vijp_layer_forward's Y and vijp_layer_jvp's V with every tangent 1, the
+ * work they share done once.  Where the type offers it (emu_native.h's
+ * mp_forward_deriv) on the MPFR route, X, Y and D MPFR-held at X's
+ * precision; else VIJP_EUNSUPPORTED, nothing written or reported, and the
+ * caller makes the two calls. */
+VIJP_MUST_CHECK int vijp_layer_forward_deriv(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X,
+                                             vijp_mat *Y, vijp_mat *D, vijp_error *err);
+
 #endif

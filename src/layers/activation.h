@@ -36,10 +36,12 @@ extern const vijp_ops_f vijp_act_ops_f;
  * themselves (mp: mpfr:P, the drift reference) and, for the narrow
  * emulated formats, their native twins (emu: src/emu/activations.h, equal
  * bit for bit); the route (src/layer/route.h) chooses.
- * VIJP_ACT_EMU_DEFINE(kind) defines static emu_forward, emu_jvp, emu_vijp
- * and emu_jacobian, VIJP_ACT_EMU_INVERSE_DEFINE(kind) emu_inverse;
+ * VIJP_ACT_EMU_DEFINE(kind, deriv) defines static emu_forward, emu_jvp,
+ * emu_vijp and emu_jacobian, and ops_native with deriv (vo_NAME_forward_deriv
+ * where the oracle is one pair of f and f′, else NULL) as its
+ * mp_forward_deriv; VIJP_ACT_EMU_INVERSE_DEFINE(kind) emu_inverse;
  * VIJP_ACT_OPS_MP(name, inv) and VIJP_ACT_OPS_EMU(inv) list the tables. */
-#define VIJP_ACT_EMU_DEFINE(kind)                                                                             \
+#define VIJP_ACT_EMU_DEFINE(kind, deriv)                                                                             \
     static void emu_forward(const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *Y,                  \
                             const vijp_format *f)                                                             \
     {                                                                                                         \
@@ -83,6 +85,7 @@ extern const vijp_ops_f vijp_act_ops_f;
     }                                                                                                         \
     static const struct vijp_emu_native ops_native = {                                                        \
         .forward = native_forward, .jvp = native_jvp, .vjp = native_jvp, .vijp = native_vijp,                 \
+        .mp_forward_deriv = (deriv),                                                                          \
     };
 
 #define VIJP_ACT_EMU_INVERSE_DEFINE(kind)                                                                     \

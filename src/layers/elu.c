@@ -124,6 +124,7 @@ const vijp_layer_type vijp_layer_elu = {
     .name = "elu", .syntax = "elu[:ALPHA] (alpha(e^x - 1) below 0, default 1, 2^-12 <= ALPHA <= 2^12; keeps its width)",
     .parse = parse_elu, .state_size = sizeof(double), .print = print_elu, .param_count = vijp_act_no_params,
     .declare = declare, .residual = VIJP_RESIDUAL_DERIV, .d = &ops_elu_d, .mp = &ops_elu_mp,
+    .emu_native = &(const struct vijp_emu_native){.mp_forward_deriv = vo_elu_forward_deriv},
     .bounds = {.ulps = 4, .inverse = VIJP_INVBOUND_ELEMENTWISE, .inv_a = 3, .inv_b = 5},
     .interval = &(const vijp_interval_ops){.deriv_enclose = vo_elu_deriv_enclose}, .dual_eval = eval_elu,
 };
@@ -132,6 +133,7 @@ const vijp_layer_type vijp_layer_selu = {
     .name = "selu", .syntax = "selu (torch's SELU constants; keeps its width)",
     .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
     .residual = VIJP_RESIDUAL_DERIV, .d = &ops_selu_d, .mp = &ops_selu_mp,
+    .emu_native = &(const struct vijp_emu_native){.mp_forward_deriv = vo_selu_forward_deriv},
     .bounds = {.ulps = 6, .inverse = VIJP_INVBOUND_ELEMENTWISE, .inv_a = 3, .inv_b = 8},
     .interval = &(const vijp_interval_ops){.deriv_enclose = vo_selu_deriv_enclose}, .dual_eval = eval_selu,
 };

@@ -32,7 +32,7 @@ static int parse(vijp_layer *L, const char *arg, size_t in_width, vijp_error *er
 static unsigned declare(const vijp_layer *L) { (void)L; return 0; }
 
 static const vijp_ops_d ops_d = VIJP_ACT_OPS_D(NULL);
-VIJP_ACT_EMU_DEFINE(VIJP_KACT_GELU)
+VIJP_ACT_EMU_DEFINE(VIJP_KACT_GELU, vo_gelu_forward_deriv)
 static const vijp_ops_mp ops_mp = VIJP_ACT_OPS_MP(gelu, NULL);
 static const vijp_ops_mp ops_emu = VIJP_ACT_OPS_EMU(NULL);
 

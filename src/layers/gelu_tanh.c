@@ -56,6 +56,7 @@ const vijp_layer_type vijp_layer_gelu_tanh = {
     .name = "gelu_tanh", .syntax = "gelu:tanh (0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))); keeps its width)",
     .parse = vijp_act_parse, .print = print, .param_count = vijp_act_no_params, .declare = declare,
     .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp,
+    .emu_native = &(const struct vijp_emu_native){.mp_forward_deriv = vo_gelu_tanh_forward_deriv},
     .bounds = {.ulps = 122, .n_deriv_zeros = 1, .deriv_zeros = {-0.752461422071016}},
     .interval = &(const vijp_interval_ops){.deriv_enclose = vo_gelu_tanh_deriv_enclose}, .dual_eval = eval,
 };

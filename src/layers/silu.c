@@ -18,7 +18,7 @@ static void eval(const vijp_layer *L, const double *th, double x, double *f, dou
 static unsigned declare(const vijp_layer *L) { (void)L; return 0; }
 
 static const vijp_ops_d ops_d = VIJP_ACT_OPS_D(NULL);
-VIJP_ACT_EMU_DEFINE(VIJP_KACT_SILU)
+VIJP_ACT_EMU_DEFINE(VIJP_KACT_SILU, vo_silu_forward_deriv)
 static const vijp_ops_mp ops_mp = VIJP_ACT_OPS_MP(silu, NULL);
 static const vijp_ops_mp ops_emu = VIJP_ACT_OPS_EMU(NULL);
 

@@ -60,7 +60,7 @@ static int inverse(const vijp_layer *L, const vijp_kctx *cx, const double *th, c
 }
 
 static const vijp_ops_d ops_d = VIJP_ACT_OPS_D(inverse);
-VIJP_ACT_EMU_DEFINE(VIJP_KACT_SOFTPLUS)
+VIJP_ACT_EMU_DEFINE(VIJP_KACT_SOFTPLUS, vo_softplus_forward_deriv)
 VIJP_ACT_EMU_INVERSE_DEFINE(VIJP_KACT_SOFTPLUS)
 static const vijp_ops_mp ops_mp = VIJP_ACT_OPS_MP(softplus, vo_softplus_inverse);
 static const vijp_ops_mp ops_emu = VIJP_ACT_OPS_EMU(emu_inverse);

@@ -73,6 +73,7 @@ const vijp_layer_type vijp_layer_softplus_beta = {
     .parse = vijp_act_parse, .state_size = sizeof(vijp_softplus_args), .print = print,
     .param_count = vijp_act_no_params, .declare = declare,
     .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp,
+    .emu_native = &(const struct vijp_emu_native){.mp_forward_deriv = vo_softplus_beta_forward_deriv},
     .bounds = {.ulps = 9},
     .interval = &(const vijp_interval_ops){.deriv_enclose = vo_softplus_beta_deriv_enclose}, .dual_eval = eval,
 };

@@ -44,6 +44,7 @@ const vijp_layer_type vijp_layer_softsign = {
     .name = "softsign", .syntax = "softsign (x/(1 + |x|); keeps its width)",
     .parse = vijp_act_parse, .param_count = vijp_act_no_params, .declare = declare,
     .residual = VIJP_RESIDUAL_DERIV, .d = &ops_d, .mp = &ops_mp,
+    .emu_native = &(const struct vijp_emu_native){.mp_forward_deriv = vo_softsign_forward_deriv},
     .bounds = {.ulps = 5, .inverse = VIJP_INVBOUND_ELEMENTWISE, .inv_a = 3, .inv_b = 3},
     .interval = &(const vijp_interval_ops){.deriv_enclose = vo_softsign_deriv_enclose}, .dual_eval = eval,
 };
