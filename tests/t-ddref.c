@@ -515,6 +515,58 @@ START_TEST(rounding_test_alone)
 }
 END_TEST
 
+/* The decided roundings against MPFR: y = y[0] + ... + y[3] a normalised
+ * expansion (each part at most half an ulp of the one above, any signs,
+ * hi anywhere in the exponent range the products reach), P from 53 to
+ * 159 (the doubles' test and its assembly of hi + kq in limbs), bound 0
+ * or a few units of 2^-(P+8) of |y|: wherever the test decides, r is
+ * RN_P(y) as mpfr_set of the exact sum gives it, sign and exponent
+ * included.  An assembly that drops a carry between limbs, or adds the
+ * remainder to |hi| with the wrong sign for a negative hi, fails here. */
+START_TEST(decided_roundings_are_mpfr_s)
+{
+    vijp_rng g;
+    vijp_rng_seed(&g, test_seed());
+    mpfr_t r, sum, want;
+    mpfr_inits2(1200, sum, (mpfr_ptr)0);
+    mpfr_inits2(53, r, want, (mpfr_ptr)0);
+    size_t limbs[3] = {0, 0, 0};
+    for (int k = 0; k < 20000; k++) {
+        mpfr_prec_t P = 53 + (mpfr_prec_t)(vijp_rng_u64(&g) % 107);
+        double y[4];
+        y[0] = ldexp(1 + vijp_rng_uniform(&g), (int)(vijp_rng_u64(&g) % 400) - 200);
+        if (vijp_rng_u64(&g) & 1) y[0] = -y[0];
+        for (int i = 1; i < 4; i++) {
+            if (y[i - 1] == 0) { /* a part snapped to zero: nothing below it */
+                y[i] = 0;
+                continue;
+            }
+            double ulp = ldexp(1, ilogb(y[i - 1]) - 52);
+            y[i] = ulp * (vijp_rng_uniform(&g) - 0.5); /* |y_i| <= ulp(y_(i−1))/2 */
+            if (y[i] == 0) y[i] = ulp / 4;
+            if (vijp_rng_u64(&g) % 5 == 0) y[i] = rint(y[i] * ldexp(1, (int)P - ilogb(y[0]) - 1)) *
+                                                  ldexp(1, ilogb(y[0]) - (int)P + 1); /* on the P-bit grid */
+        }
+        double bound = vijp_rng_u64(&g) & 1 ? 0 : fabs(y[0]) * ldexp(1 + vijp_rng_uniform(&g), -(int)P - 8);
+        mpfr_set_prec(r, P), mpfr_set_prec(want, P);
+        if (!vijp_ddref_round(r, y, bound)) continue;
+        limbs[(P - 1) / 64]++;
+        mpfr_set_d(sum, y[0], MPFR_RNDN);
+        for (int i = 1; i < 4; i++) ck_assert(mpfr_add_d(sum, sum, y[i], MPFR_RNDN) == 0); /* exact at 1200 bits */
+        mpfr_set(want, sum, MPFR_RNDN);
+        if (!mpfr_equal_p(r, want) || !mpfr_signbit(r) != !mpfr_signbit(want)) {
+            char got[128], rn[128];
+            mpfr_snprintf(got, sizeof got, "%Ra", r), mpfr_snprintf(rn, sizeof rn, "%Ra", want);
+            ck_abort_msg("P = %ld, y = %a %a %a %a, bound %a: decided %s, RN_P is %s", (long)P, y[0], y[1], y[2], y[3],
+                         bound, got, rn);
+        }
+    }
+    ck_assert_msg(limbs[0] > 1000 && limbs[1] > 5000 && limbs[2] > 1000, "decided %zu, %zu, %zu in 1, 2, 3 limbs",
+                  limbs[0], limbs[1], limbs[2]);
+    mpfr_clears(r, sum, want, (mpfr_ptr)0);
+}
+END_TEST
+
 Suite *suite_ddref(void)
 {
     Suite *s = suite_create("ddref");
@@ -527,6 +579,7 @@ Suite *suite_ddref(void)
     tcase_add_test(tc, ties_at_p_bits);
     tcase_add_test(tc, binade_edges);
     tcase_add_test(tc, rounding_test_alone);
+    tcase_add_test(tc, decided_roundings_are_mpfr_s);
     tcase_add_test(tc, theta_as_doubles);
     tcase_add_test(tc, theta_as_doubles_declines);
     suite_add_tcase(s, tc);
