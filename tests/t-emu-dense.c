@@ -232,6 +232,84 @@ static void solves_case(vijp_rng *r, const vijp_format *f, const char *fmt, long
     vijp_layer_clear(&L);
 }
 
+/* Gaussian elimination with partial pivoting as vo_ge_solve performs it,
+ * unblocked, in emu.h's scalar operations on A row-major and r (n × B,
+ * column-major): step c takes the first row of largest |A(i, c)| at or
+ * below c, then every row below it, its multiplier, its entries past c
+ * and its right-hand sides; then back substitution, k ascending, then the
+ * division.  VIJP_ESINGULAR at a zero pivot. */
+static int plain_ge_solve(size_t n, double *A, double *r, size_t B, vijp_emu_grid g)
+{
+#define A_(i, k) A[(i) * n + (k)]
+    for (size_t c = 0; c < n; c++) {
+        size_t p = c;
+        for (size_t i = c + 1; i < n; i++)
+            if (fabs(A_(i, c)) > fabs(A_(p, c))) p = i;
+        if (A_(p, c) == 0) return VIJP_ESINGULAR;
+        for (size_t k = 0; k < n; k++) {
+            double t = A_(c, k);
+            A_(c, k) = A_(p, k), A_(p, k) = t;
+        }
+        for (size_t j = 0; j < B; j++) {
+            double t = r[c + j * n];
+            r[c + j * n] = r[p + j * n], r[p + j * n] = t;
+        }
+        for (size_t i = c + 1; i < n; i++) {
+            double l = vijp_emu_div(A_(i, c), A_(c, c), g);
+            for (size_t k = c + 1; k < n; k++) A_(i, k) = vijp_emu_sub(A_(i, k), vijp_emu_mul(l, A_(c, k), g), g);
+            for (size_t j = 0; j < B; j++) r[i + j * n] = vijp_emu_sub(r[i + j * n], vijp_emu_mul(l, r[c + j * n], g), g);
+        }
+    }
+    for (size_t j = 0; j < B; j++)
+        for (size_t i = n; i-- > 0;) {
+            double *ri = &r[i + j * n];
+            for (size_t k = i + 1; k < n; k++) *ri = vijp_emu_sub(*ri, vijp_emu_mul(A_(i, k), r[k + j * n], g), g);
+            *ri = vijp_emu_div(*ri, A_(i, i), g);
+        }
+    return 0;
+#undef A_
+}
+
+/* The solve at widths past the trailing update's tiles and several panels
+ * (n = 200, 300; panels of 32 and 7; one thread and two), against the
+ * plain elimination above, bit for bit, in a format of each arithmetic
+ * kind (binary32's float lanes, bfloat16's and binary16's rounding on
+ * doubles, a mixed format's binary32 grid).  solves_match_oracle holds the
+ * same code to vo_ge_solve up to n = 24, inside one tile. */
+START_TEST(wide_solves_match_plain_elimination)
+{
+    static const char *const fmts[] = {"binary32", "bfloat16", "binary16", "bfloat16+binary32"};
+    static const size_t widths[] = {200, 300};
+    vijp_rng r;
+    vijp_rng_seed(&r, test_seed() + 7);
+    for (size_t fi = 0; fi < 4; fi++)
+        for (size_t wi = 0; wi < 2; wi++) {
+            vijp_format f;
+            ck_assert_int_eq(vijp_format_parse(fmts[fi], &f, NULL), 0);
+            vijp_emu_grid g = vijp_emu_arith(&f);
+            size_t n = widths[wi], B = 3;
+            double *A0 = malloc(n * n * sizeof *A0), *r0 = malloc(n * B * sizeof *r0);
+            for (size_t i = 0; i < n * n; i++) A0[i] = draw(&r, g, 0);
+            for (size_t i = 0; i < n * B; i++) r0[i] = draw(&r, g, 0);
+            double *A = malloc(n * n * sizeof *A), *want = malloc(n * B * sizeof *want);
+            memcpy(A, A0, n * n * sizeof *A), memcpy(want, r0, n * B * sizeof *want);
+            ck_assert_int_eq(plain_ge_solve(n, A, want, B, g), 0);
+            for (int threads = 1; threads <= 2; threads++)
+                for (size_t panel = 7; panel <= 32; panel += 25) {
+                    double *got = malloc(n * B * sizeof *got);
+                    memcpy(A, A0, n * n * sizeof *A), memcpy(got, r0, n * B * sizeof *got);
+                    ck_assert_int_eq(vijp_emu_ge_solve_panel(n, A, got, B, g, threads, panel), 0);
+                    for (size_t i = 0; i < n * B; i++)
+                        ck_assert_msg(!memcmp(&got[i], &want[i], sizeof *got),
+                                      "%s, n %zu, panels of %zu, %d threads: entry %zu is %a, the plain elimination's %a",
+                                      fmts[fi], n, panel, threads, i, got[i], want[i]);
+                    free(got);
+                }
+            free(A0), free(r0), free(A), free(want);
+        }
+}
+END_TEST
+
 START_TEST(products_match_oracle)
 {
     vijp_rng r;
@@ -485,6 +563,7 @@ Suite *suite_emu_dense(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, products_match_oracle);
     tcase_add_test(tc, solves_match_oracle);
+    tcase_add_test(tc, wide_solves_match_plain_elimination);
     tcase_add_test(tc, pivot_tie_hand_case);
     tcase_add_test(tc, each_format_takes_its_route);
     tcase_add_test(tc, reader_matches_mpfr_get_d);

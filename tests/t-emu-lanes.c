@@ -207,6 +207,48 @@ START_TEST(elimination_step_every_set)
 }
 END_TEST
 
+/* axpy_many_d (the trailing update's panel of steps on one row) on every
+ * set: k = 0 to 5 steps with rows of x 40 apart, lengths around each
+ * vector length, every format's grid, edge entries; each entry against the
+ * k steps by emu.h's scalar operations in order.  A set that applied the
+ * steps out of order, or rounded y only after the last, fails here. */
+START_TEST(elimination_steps_in_a_row_every_set)
+{
+    static const size_t lengths[] = {0, 1, 3, 4, 5, 8, 9, 17, 33};
+    vijp_rng r;
+    vijp_rng_seed(&r, test_seed() + 43);
+    double x[5 * 40], y[40], t[5], want[40];
+    for (size_t fi = 0; fi < N_FORMATS; fi++) {
+        vijp_format f;
+        ck_assert_int_eq(vijp_format_parse(formats[fi], &f, NULL), 0);
+        vijp_emu_grid g = vijp_emu_arith(&f);
+        for (size_t li = 0; li < sizeof lengths / sizeof *lengths; li++)
+            for (size_t steps = 0; steps <= 5; steps++)
+                for (int rep = 0; rep < 2; rep++) {
+                    size_t n = lengths[li];
+                    for (size_t c = 0; c < steps; c++) t[c] = draw(&r, g, rep & 1);
+                    for (size_t k = 0; k < 5 * 40; k++) x[k] = draw(&r, g, rep & 1);
+                    for (size_t k = 0; k < n; k++) y[k] = want[k] = draw(&r, g, rep & 1);
+                    for (size_t c = 0; c < steps; c++)
+                        for (size_t k = 0; k < n; k++) want[k] = vijp_emu_sub(want[k], vijp_emu_mul(t[c], x[c * 40 + k], g), g);
+                    for (int s = 0; s < VIJP_EMU_LANES_COUNT; s++) {
+                        const vijp_emu_lanes *set = vijp_emu_lanes_set(s);
+                        if (!set) continue;
+                        double got[40];
+                        memcpy(got, y, sizeof got);
+                        set->axpy_many_d(n, steps, t, x, 40, got, g);
+                        for (size_t k = 0; k < n; k++) {
+                            int ok = (isnan(want[k]) && isnan(got[k])) ||
+                                     (want[k] == got[k] && signbit(want[k]) == signbit(got[k]));
+                            ck_assert_msg(ok, "axpy_many_d on set %s in %s, n %zu, %zu steps, entry %zu: want %a, got %a",
+                                          set->name, formats[fi], n, steps, k, want[k], got[k]);
+                        }
+                    }
+                }
+    }
+}
+END_TEST
+
 /* The lanes and src/ddot run on the set the kernel table runs on
  * (VIJP_KERNELS=ref: ref; avx2: avx2, or ref where a family lacks it;
  * otherwise the widest the family has), so that VIJP_KERNELS steers every
@@ -238,6 +280,7 @@ Suite *suite_emu_lanes(void)
     tcase_add_test(tc, every_set_matches_oracle);
     tcase_add_test(tc, sets_agree_at_width);
     tcase_add_test(tc, elimination_step_every_set);
+    tcase_add_test(tc, elimination_steps_in_a_row_every_set);
     tcase_add_test(tc, families_follow_the_table);
     suite_add_tcase(s, tc);
     return s;

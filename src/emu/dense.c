@@ -289,6 +289,8 @@ static void eliminate_rows(void *ctx, size_t part, size_t begin, size_t end)
  * row only for rows below it, and the rows run in ascending order within a
  * range (the pivot rows, first = c0, in a range of their own before the
  * others), so it has taken its own steps before it is read. */
+enum { TRAILING_TILE = 128 };
+
 typedef struct {
     size_t n, c0, c1, first;
     double *A;
@@ -303,8 +305,18 @@ static void update_trailing(void *ctx, size_t part, size_t begin, size_t end)
     size_t n = t->n, c1 = t->c1;
     double *A = t->A;
 #define A_(i, k) A[(i) * n + (k)]
-    for (size_t i = t->first + begin; i < t->first + end; i++)
-        for (size_t c = t->c0; c < (i < c1 ? i : c1); c++) t->lanes->axpy_d(n - c1, A_(i, c), &A_(c, c1), &A_(i, c1), t->g);
+    /* By tiles of TRAILING_TILE columns, every row of the range in each: the
+     * panel's pivot rows over a tile stay in L1 for all the rows that read
+     * them (streaming them whole for every row was L2-bound).  Entry (i, k)
+     * takes its steps in order either way, and a pivot row's tile is done
+     * before the rows after it read it. */
+    for (size_t k0 = c1; k0 < n; k0 += TRAILING_TILE) {
+        size_t len = n - k0 < TRAILING_TILE ? n - k0 : TRAILING_TILE;
+        for (size_t i = t->first + begin; i < t->first + end; i++) { /* the steps c0 … min(i, c1) − 1, in order */
+            size_t steps = (i < c1 ? i : c1) - t->c0;
+            if (steps) t->lanes->axpy_many_d(len, steps, &A_(i, t->c0), &A_(t->c0, k0), n, &A_(i, k0), t->g);
+        }
+    }
 #undef A_
 }
 

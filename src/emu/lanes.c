@@ -48,7 +48,13 @@ static void ref_axpy_d(size_t n, double t, const double *x, double *y, vijp_emu_
     for (size_t k = 0; k < n; k++) y[k] = vijp_emu_sub(y[k], vijp_emu_mul(t, x[k], g), g);
 }
 
-static const vijp_emu_lanes ref_set = {"ref", ref_fused_f, ref_split_f, ref_split_d, ref_axpy_d};
+static void ref_axpy_many_d(size_t n, size_t k, const double *t, const double *x, size_t ldx, double *y,
+                            vijp_emu_grid g)
+{
+    for (size_t c = 0; c < k; c++) ref_axpy_d(n, t[c], x + c * ldx, y, g);
+}
+
+static const vijp_emu_lanes ref_set = {"ref", ref_fused_f, ref_split_f, ref_split_d, ref_axpy_d, ref_axpy_many_d};
 #ifndef VIJP_GENERIC
 extern const vijp_emu_lanes vijp_emu_lanes_avx2, vijp_emu_lanes_avx512;
 #endif

@@ -49,6 +49,12 @@ typedef struct {
      * rounded to g: the elimination step of vo_ge_solve (dense.c), one
      * lane per k (no alignment or padding asked). */
     void (*axpy_d)(size_t n, double t, const double *x, double *y, vijp_emu_grid g);
+    /* axpy_d for c = 0, 1, …, k − 1 in turn, with t[c] and the row x +
+     * c·ldx: each y[j] takes the k steps in that order, as k calls would
+     * give it, its value kept in a register between them (the solve's
+     * trailing update: a panel's steps on one row, dense.c). */
+    void (*axpy_many_d)(size_t n, size_t k, const double *t, const double *x, size_t ldx, double *y,
+                        vijp_emu_grid g);
 } vijp_emu_lanes;
 
 /* Set i: 0 ref (portable), 1 avx2, 2 avx512; NULL where this build or CPU

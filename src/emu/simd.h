@@ -159,4 +159,50 @@ static void simd_axpy_d(size_t n, double t, const double *x, double *y, vijp_emu
     for (; k < n; k++) y[k] = vijp_emu_sub(y[k], vijp_emu_mul(t, x[k], g), g);
 }
 
+/* lanes.h's axpy_many_d: simd_axpy_d's lanes, each vector of y loaded once
+ * and taking the k steps in order before it is stored (on binary32's grid
+ * kept as floats between them: the conversions are exact). */
+static void simd_axpy_many_d(size_t n, size_t k, const double *t, const double *x, size_t ldx, double *y,
+                             vijp_emu_grid g)
+{
+    size_t j = 0;
+    if (grid_is_binary32(g)) {
+        /* four vectors of y at a time: four independent chains of k steps,
+         * so that a step's latency does not serialise the loop */
+        for (; j + 4 * VW <= n; j += 4 * VW) {
+            vh y0 = __builtin_convertvector(load_d(y + j), vh), y1 = __builtin_convertvector(load_d(y + j + VW), vh);
+            vh y2 = __builtin_convertvector(load_d(y + j + 2 * VW), vh);
+            vh y3 = __builtin_convertvector(load_d(y + j + 3 * VW), vh);
+            for (size_t c = 0; c < k; c++) {
+                const double *xc = x + c * ldx + j;
+                vh tf = (float)t[c] - (vh){0};
+                y0 = y0 - tf * __builtin_convertvector(load_d(xc), vh);
+                y1 = y1 - tf * __builtin_convertvector(load_d(xc + VW), vh);
+                y2 = y2 - tf * __builtin_convertvector(load_d(xc + 2 * VW), vh);
+                y3 = y3 - tf * __builtin_convertvector(load_d(xc + 3 * VW), vh);
+            }
+            vd r0 = __builtin_convertvector(y0, vd), r1 = __builtin_convertvector(y1, vd);
+            vd r2 = __builtin_convertvector(y2, vd), r3 = __builtin_convertvector(y3, vd);
+            memcpy(y + j, &r0, sizeof r0), memcpy(y + j + VW, &r1, sizeof r1);
+            memcpy(y + j + 2 * VW, &r2, sizeof r2), memcpy(y + j + 3 * VW, &r3, sizeof r3);
+        }
+        for (; j + VW <= n; j += VW) {
+            vh yf = __builtin_convertvector(load_d(y + j), vh);
+            for (size_t c = 0; c < k; c++) {
+                vh tf = (float)t[c] - (vh){0}, xf = __builtin_convertvector(load_d(x + c * ldx + j), vh);
+                yf = yf - tf * xf;
+            }
+            vd r = __builtin_convertvector(yf, vd);
+            memcpy(y + j, &r, sizeof r);
+        }
+    }
+    for (; j + VW <= n; j += VW) {
+        vd yv = load_d(y + j);
+        for (size_t c = 0; c < k; c++) yv = round_v(yv - round_v(splat_d(t[c]) * load_d(x + c * ldx + j), g), g);
+        memcpy(y + j, &yv, sizeof yv);
+    }
+    for (; j < n; j++)
+        for (size_t c = 0; c < k; c++) y[j] = vijp_emu_sub(y[j], vijp_emu_mul(t[c], x[c * ldx + j], g), g);
+}
+
 #endif
