@@ -56,9 +56,7 @@ VIJP_API double vijp_address_space_left(void);
  * the next curve writes it (a dense:256 reference level is 0.8-1 GB of MPFR
  * values in 3-4 MB matrices: on this project's machines 1-3 s of a ~9 s
  * curve, in the kernel).  Blocks up to 32 MB come from the heap, and up to
- * 1 GB of free heap stays mapped; every thread allocates from the one
- * heap (an arena per thread fragmented a wide study's peak by 15%).
- * glibc's mallopt; elsewhere nothing.
+ * 1 GB of free heap stays mapped.  glibc's mallopt; elsewhere nothing.
  * Process-wide: the library never calls it itself. */
 VIJP_API void vijp_memory_keep_freed(void);
 

@@ -171,13 +171,5 @@ void vijp_memory_keep_freed(void)
      * after the first frees, as it does by default. */
     (void)mallopt(M_MMAP_THRESHOLD, 32 << 20);
     (void)mallopt(M_TRIM_THRESHOLD, 1 << 30);
-    /* One arena: a study's curves run on worker threads, whose arenas grow
-     * by heaps of at most 64 MB, and the packed reference blocks of a wide
-     * layer (21 MB at width 1024, 128 bits) left holes there that the
-     * main arena's one contiguous heap reuses: dense:1024,gelu at depth 16
-     * peaked at 761 MB with an arena per thread, 663 MB with one.  The
-     * small per-value allocations of MPFR's temporaries take glibc's
-     * per-thread cache, not the arena's lock. */
-    (void)mallopt(M_ARENA_MAX, 1);
 #endif
 }
