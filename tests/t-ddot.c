@@ -39,7 +39,7 @@ static const double eta = 0x1p-1074;
 static void exact_dot_parts(mpfr_t S, mpfr_t T, size_t n, const double *a, size_t inca, const double *const *x,
                             int parts, size_t incx, const double *c)
 {
-    size_t nt = 3 * n + 1, k = 0;
+    size_t nt = (size_t)parts * n + 1, k = 0;
     mpfr_t *t = malloc(nt * sizeof *t);
     mpfr_ptr *pt = malloc(nt * sizeof *pt);
     ck_assert(t && pt);
@@ -567,6 +567,195 @@ START_TEST(gemv_against_oracle)
 }
 END_TEST
 
+/* ---- four-part x, five levels (bound.c, 11) ---- */
+
+/* One output y[0..4] with its bound against the exact sum S: finite, the
+ * error within the bound, and, where the parts are normalised (|x_(k+1)|
+ * <= u|x_k|), the bound not vacuous: at most twice the DotK-style estimate
+ * of the last level's size, (n + 2)u·γ_7N·γ_5N·γ_3N·γ_(N+5)·T, plus
+ * (4N + 8)η (T = |c| + Σ|a_j·x0_j|, N = n + 1).  Returns the bound over T. */
+static double check_d5_output(const double y[5], double bound, mpfr_t S, mpfr_t T, size_t n, int normalised,
+                              const char *what)
+{
+    mpfr_t err, apr, g;
+    mpfr_inits2(256, apr, g, (mpfr_ptr)0);
+    mpfr_init2(err, EXACT_PREC + 64);
+    for (int k = 0; k < 5; k++) ck_assert_msg(isfinite(y[k]), "%s: part %d not finite", what, k);
+    ck_assert_msg(isfinite(bound), "%s: bound not finite", what);
+    mpfr_set_d(err, y[0], MPFR_RNDN);
+    for (int k = 1; k < 5; k++) ck_assert_int_eq(mpfr_add_d(err, err, y[k], MPFR_RNDN), 0);
+    ck_assert_int_eq(mpfr_sub(err, err, S, MPFR_RNDN), 0);
+    mpfr_abs(err, err, MPFR_RNDN);
+    ck_assert_msg(mpfr_cmp_d(err, bound) <= 0, "%s: error %.3e above the returned bound %.3e", what,
+                  mpfr_get_d(err, MPFR_RNDN), bound);
+    double N = (double)n + 1;
+    if (normalised) {
+        gamma_up(apr, 7 * N), gamma_up(g, 5 * N), mpfr_mul(apr, apr, g, MPFR_RNDU);
+        gamma_up(g, 3 * N), mpfr_mul(apr, apr, g, MPFR_RNDU);
+        gamma_up(g, N + 5), mpfr_mul(apr, apr, g, MPFR_RNDU);
+        mpfr_mul_d(apr, apr, 2 * ((double)n + 2) * 0x1p-53, MPFR_RNDU);
+        mpfr_mul(apr, apr, T, MPFR_RNDU);
+        mpfr_add_d(apr, apr, (4 * N + 8) * eta, MPFR_RNDU);
+        ck_assert_msg(mpfr_cmp_d(apr, bound) >= 0, "%s: returned bound %.3e above the estimate %.3e", what, bound,
+                      mpfr_get_d(apr, MPFR_RNDN));
+    }
+    double rel = mpfr_zero_p(T) ? 0 : bound / mpfr_get_d(T, MPFR_RNDU);
+    mpfr_clears(err, apr, g, (mpfr_ptr)0);
+    return rel;
+}
+
+/* Σ a_j·(x0 + x1 + x2 + x3)_j (+ c) through every set's d5_row, and its
+ * gemv of one row; returns the largest bound over T. */
+static double check_d5(size_t n, const double *a, size_t inca, const double *const x[4], size_t incx,
+                       const double *c, int normalised, const char *what)
+{
+    mpfr_t S, T;
+    mpfr_init2(S, EXACT_PREC), mpfr_init2(T, 256);
+    exact_dot_parts(S, T, n, a, inca, x, 4, incx, c);
+    double worst = 0;
+    char msg[200];
+    for (int s = 0; s < VIJP_DD_SET_COUNT; s++) {
+        const vijp_dd_kernels *k = vijp_dd_set(s);
+        if (!k) continue;
+        double y[5], bound;
+        ck_assert_int_eq(k->d5_row(n, a, inca, x, incx, c, y, &bound), 0);
+        snprintf(msg, sizeof msg, "%s (n %zu%s, four-part x, set %s, seed %llu)", what, n, c ? " + c" : "", k->name,
+                 (unsigned long long)test_seed());
+        double rel = check_d5_output(y, bound, S, T, n, normalised, msg);
+        worst = rel > worst ? rel : worst;
+    }
+    mpfr_clears(S, T, (mpfr_ptr)0);
+    return worst;
+}
+
+/* x[1..3] := normalised low parts below x[0], n of them. */
+static void low_parts4(vijp_rng *g, size_t n, double *const x[4])
+{
+    for (size_t j = 0; j < n; j++)
+        for (int k = 1; k < 4; k++) x[k][j] = low_part(g, x[k - 1][j]);
+}
+
+/* Random sums of 0 to 1000 terms, strided, with and without c; on the 256
+ * terms of a width-256 layer the bound is below 2^-225 of Σ|terms|, what
+ * rounding to 212 bits needs with room (the reference's level there). */
+START_TEST(four_parts_random)
+{
+    vijp_rng g;
+    vijp_rng_seed(&g, test_seed() + 6);
+    static const size_t sizes[] = {0, 1, 2, 3, 5, 17, 64, 256, 1000};
+    double *a = malloc(3 * 1000 * sizeof *a), *xs[4];
+    for (int k = 0; k < 4; k++) {
+        xs[k] = malloc(2 * 1000 * sizeof *xs[k]);
+        ck_assert_ptr_nonnull(xs[k]);
+    }
+    ck_assert_ptr_nonnull(a);
+    double worst256 = 0;
+    for (long it = 0; it < test_iters(2); it++)
+        for (size_t is = 0; is < sizeof sizes / sizeof *sizes; is++) {
+            size_t n = sizes[is], inca = 1 + it % 3, incx = 1 + (it + 1) % 2;
+            for (size_t j = 0; j < 3 * n; j++) a[j] = vijp_rng_normal(&g);
+            for (size_t j = 0; j < 2 * n; j++) xs[0][j] = vijp_rng_normal(&g) / 3;
+            low_parts4(&g, 2 * n, xs);
+            double c = vijp_rng_normal(&g);
+            double r1 = check_d5(n, a, inca, (const double *const *)xs, incx, NULL, 1, "random");
+            double r2 = check_d5(n, a, inca, (const double *const *)xs, incx, &c, 1, "random");
+            if (n == 256) worst256 = fmax(worst256, fmax(r1, r2));
+        }
+    ck_assert_msg(worst256 > 0 && worst256 < 0x1p-225, "bound / T at n = 256: %a", worst256);
+    free(a);
+    for (int k = 0; k < 4; k++) free(xs[k]);
+}
+END_TEST
+
+/* GenDot up to condition 1e40, a dynamic range of ±500 in the exponents,
+ * products in and below the subnormal range, and parts of any sizes (the
+ * bound assumes nothing of them): each error within its bound. */
+START_TEST(four_parts_hard)
+{
+    vijp_rng g;
+    vijp_rng_seed(&g, test_seed() + 7);
+    enum { n = 100 };
+    double x[n], y[n], y1[n], y2[n], y3[n];
+    double *const ys[4] = {y, y1, y2, y3};
+    static const double conds[] = {1e10, 1e20, 1e30, 1e40};
+    for (long it = 0; it < test_iters(3); it++) {
+        for (size_t ic = 0; ic < sizeof conds / sizeof *conds; ic++) {
+            gen_dot(&g, n, conds[ic], x, y);
+            low_parts4(&g, n, ys);
+            check_d5(n, x, 1, (const double *const *)ys, 1, NULL, 1, "GenDot");
+        }
+        for (size_t j = 0; j < n; j++) { /* a dynamic range of ±500, a large c */
+            x[j] = ldexp(vijp_rng_normal(&g), (int)(vijp_rng_u64(&g) % 1001) - 500);
+            y[j] = ldexp(vijp_rng_normal(&g), (int)(vijp_rng_u64(&g) % 1001) - 500);
+        }
+        low_parts4(&g, n, ys);
+        double c = ldexp(1, 900);
+        check_d5(n, x, 1, (const double *const *)ys, 1, NULL, 1, "dynamic range");
+        check_d5(n, x, 1, (const double *const *)ys, 1, &c, 1, "dynamic range");
+        for (size_t j = 0; j < n; j++) /* products near 2^-1080, their low parts' products far below η */
+            x[j] = ldexp(1 + vijp_rng_uniform(&g), -540 + (int)(vijp_rng_u64(&g) % 20)),
+            y[j] = ldexp(vijp_rng_uniform(&g) - 0.5, -540 - (int)(vijp_rng_u64(&g) % 20));
+        low_parts4(&g, n, ys);
+        check_d5(n, x, 1, (const double *const *)ys, 1, NULL, 1, "subnormal");
+        for (size_t j = 0; j < n; j++) /* parts of any sizes and signs */
+            for (int k = 0; k < 4; k++) ys[k][j] = ldexp(vijp_rng_normal(&g), (int)(vijp_rng_u64(&g) % 200) - 100);
+        check_d5(n, x, 1, (const double *const *)ys, 1, NULL, 0, "parts of any sizes");
+    }
+}
+END_TEST
+
+/* Overflow and NaN give bound +inf (the row alone in a gemv); every set
+ * gives ref's bits at every row count, with and without c. */
+START_TEST(four_parts_sets_and_overflow)
+{
+    vijp_rng g;
+    vijp_rng_seed(&g, test_seed() + 8);
+    enum { M = 37, N = 33, LDA = M + 3 };
+    static double A[LDA * N], x[4][N], c[M], want[6][M], got[6][M];
+    double *const xp[4] = {x[0], x[1], x[2], x[3]};
+    double *const yw[5] = {want[0], want[1], want[2], want[3], want[4]};
+    double *const yg[5] = {got[0], got[1], got[2], got[3], got[4]};
+    for (size_t i = 0; i < LDA * N; i++) A[i] = vijp_rng_normal(&g);
+    for (size_t j = 0; j < N; j++) x[0][j] = vijp_rng_normal(&g);
+    low_parts4(&g, N, xp);
+    for (size_t i = 0; i < M; i++) c[i] = vijp_rng_normal(&g);
+    const vijp_dd_kernels *ref = vijp_dd_set(0);
+    static const size_t ns[] = {0, 1, 7, N};
+    for (size_t m = 1; m <= M; m++)
+        for (size_t in = 0; in < 4; in++)
+            for (int withc = 0; withc < 2; withc++) {
+                size_t n = ns[in];
+                const double *cc = withc ? c : NULL;
+                ck_assert_uint_eq(vijp_d5_gemv_in(ref, m, n, A, LDA, (const double *const *)xp, cc, yw, want[5]), 0);
+                for (size_t i = 0; i < m; i++) {
+                    double y[5], b;
+                    ref->d5_row(n, A + i, LDA, (const double *const *)xp, 1, cc ? cc + i : NULL, y, &b);
+                    for (int o = 0; o < 5; o++) ck_assert(y[o] == want[o][i]);
+                    ck_assert(b == want[5][i]);
+                }
+                for (int s = 1; s < VIJP_DD_SET_COUNT; s++) {
+                    const vijp_dd_kernels *k = vijp_dd_set(s);
+                    if (!k) continue;
+                    vijp_d5_gemv_in(k, m, n, A, LDA, (const double *const *)xp, cc, yg, got[5]);
+                    for (int o = 0; o < 6; o++)
+                        ck_assert_msg(same_bits(got[o], want[o], m), "set %s's four-part x differs from ref: m %zu n %zu",
+                                      k->name, m, n);
+                }
+            }
+    A[13 + 2 * LDA] = DBL_MAX, x[0][2] = 3; /* row 13 overflows */
+    double nan_row = A[20 + 5 * LDA];
+    A[20 + 5 * LDA] = NAN; /* row 20 is NaN */
+    for (int s = 0; s < VIJP_DD_SET_COUNT; s++) {
+        const vijp_dd_kernels *k = vijp_dd_set(s);
+        if (!k) continue;
+        ck_assert_uint_eq(vijp_d5_gemv_in(k, M, N, A, LDA, (const double *const *)xp, c, yg, got[5]), 2);
+        for (size_t i = 0; i < M; i++) ck_assert(i == 13 || i == 20 ? got[5][i] == INFINITY : isfinite(got[5][i]));
+    }
+    A[20 + 5 * LDA] = nan_row;
+    ck_assert(vijp_d5_bound(1, VIJP_D5_MAX_TERMS + 1, VIJP_D5_MAX_TERMS + 1) == INFINITY);
+}
+END_TEST
+
 Suite *suite_ddot(void)
 {
     Suite *s = suite_create("ddot");
@@ -579,6 +768,9 @@ Suite *suite_ddot(void)
     tcase_add_test(tc, overflow_and_nan);
     tcase_add_test(tc, sets_agree);
     tcase_add_test(tc, gemv_against_oracle);
+    tcase_add_test(tc, four_parts_random);
+    tcase_add_test(tc, four_parts_hard);
+    tcase_add_test(tc, four_parts_sets_and_overflow);
     suite_add_tcase(s, tc);
     return s;
 }

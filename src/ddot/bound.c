@@ -108,7 +108,32 @@
  *    15N²(N + 3)², C = K·u⁴(1 + 2^-20), the same evaluation, except that K
  *    may exceed 2^53: fl((N + 3)²·15·N²) is rounded at most twice, u
  *    relative each, which the factor 1 + 2^-20 covers with room (Ĉ >=
- *    K(1 − u)³u⁴(1 + 2^-20) >= K·u⁴(1 + 2^-21); u⁴ = 2^-212 is normal). */
+ *    K(1 − u)³u⁴(1 + 2^-20) >= K·u⁴(1 + 2^-21); u⁴ = 2^-212 is normal).
+ * 11. Four-part x, five levels (d5_row), a-posteriori.  Per term the four
+ *    products a·x_k = h_k + r_k + ε_k (1, |ε_k| <= η/2; nothing is assumed
+ *    of the parts' sizes).  Every item goes to one level: c and h0 to p;
+ *    q, r0, h1 to s; s's errors, r1, h2 to t; t's errors, r2, h3 to v,
+ *    each by TwoSum, which keeps accumulator + error = accumulator + item
+ *    exactly; v's seven errors g and r3 (the level-4 items, 8n of them) are
+ *    summed into w with roundings.  So p + s + t + v + Σ level 4 = c +
+ *    Σ_j Σ_k (h_k + r_k) exactly, and
+ *        exact − (p + s + t + v + w) = (Σ level 4 − w) + Σε.
+ *    w adds each term's items by the tree ((g0 + g1) + (g2 + g3)) + ((g4 +
+ *    g5) + (g6 + r3)), three roundings, then w = w + z, one rounding per
+ *    later term (the first, 0 + z, exact): paths of at most n + 2
+ *    roundings, so |w − Σ level 4| <= γ_(n+2)·S, S = Σ|level-4 items|
+ *    (Lemma 3.1 as in 3).  A is the same tree over the absolute values:
+ *    A >= (1 − γ_(n+2))·S.  Hence
+ *        |p + s + t + v + w − exact| <= γ_(n+2)/(1 − γ_(n+2))·A + 2nη.
+ *    With n <= 2^20, k = n + 2 and ku <= 2^-32, γ_k/(1 − γ_k) = ku/(1 −
+ *    2ku) <= ku(1 + 2^-30), and K·u is exact: evaluated as in 7 with K = k,
+ *    ulevel = u and absum = A (Ĉ >= ku(1 + 2^-21); (4N + 2)η covers 2nη).
+ *    Overflow as in 8: every item reaches p, s, t, v or w by additions, so
+ *    an Inf or NaN leaves one of them, and a part of y, non-finite; a NaN
+ *    A makes the bound +inf.  No a-priori factor enters: the bound is the
+ *    last level's actual size, about (√n·u)^4 of the sum's on random data
+ *    (the levels' partial sums are random walks), where the a-priori
+ *    DotK-style bound would be near (5n·u)^4. */
 
 /* fl(fl(fl(Ĉ·absum) + (4N + 4)η)·(1 + 2^-51)), Ĉ = fl(K·ulevel·(1 + 2^-20))
  * (7); +inf where it is not finite. */
@@ -138,6 +163,12 @@ double vijp_qd_bound(double absum, size_t nterms)
     if (nterms > VIJP_QD_MAX_TERMS) return INFINITY;
     double N = (double)nterms, K = (N + 3) * (N + 3) * 15 * N * N; /* rounded at most twice: 10 */
     return evaluate(K, 0x1p-212, absum, N);
+}
+
+double vijp_d5_bound(double A, size_t n, size_t nterms)
+{
+    if (n > VIJP_D5_MAX_TERMS) return INFINITY;
+    return evaluate((double)n + 2, 0x1p-53, A, (double)nterms); /* 11 */
 }
 
 size_t vijp_dd_finish(double p, double s, double absum, size_t nterms, int dd_input, double *hi, double *lo,
@@ -174,6 +205,21 @@ size_t vijp_qd_finish(double p, double s, double t, double w, double absum, size
     dd_two_sum(f, b, &y[2], &y[3]);
     double B = vijp_qd_bound(absum, nterms);
     for (int k = 0; k < 4; k++)
+        if (!isfinite(y[k])) B = INFINITY;
+    *bound = B;
+    return B == INFINITY;
+}
+
+size_t vijp_d5_finish(double p, double s, double t, double v, double w, double A, size_t n, size_t nterms,
+                      double y[5], double *bound)
+{
+    double a1, a2, a3;
+    dd_two_sum(v, w, &a1, &y[4]);  /* p + s + t + v + w = p + s + t + a1 + y4 */
+    dd_two_sum(t, a1, &a2, &y[3]); /*   = p + s + a2 + y3 + y4 */
+    dd_two_sum(s, a2, &a3, &y[2]); /*   = p + a3 + y2 + y3 + y4 */
+    dd_two_sum(p, a3, &y[0], &y[1]);
+    double B = vijp_d5_bound(A, n, nterms);
+    for (int k = 0; k < 5; k++)
         if (!isfinite(y[k])) B = INFINITY;
     *bound = B;
     return B == INFINITY;

@@ -59,7 +59,26 @@ static size_t ref_qd_gemv(size_t m, size_t n, const double *A, size_t lda, const
     return unbounded;
 }
 
-static const vijp_dd_kernels ref_set = {"ref", ref_row, ref_gemv, ref_td_row, ref_td_gemv, ref_qd_row, ref_qd_gemv};
+static size_t ref_d5_row(size_t n, const double *a, size_t inca, const double *const x[4], size_t incx,
+                         const double *c, double y[5], double *bound)
+{
+    return d5_row(n, a, inca, x, incx, c, y, bound);
+}
+
+static size_t ref_d5_gemv(size_t m, size_t n, const double *A, size_t lda, const double *const x[4], const double *c,
+                          double *const y[5], double *bound)
+{
+    size_t unbounded = 0;
+    for (size_t i = 0; i < m; i++) {
+        double yi[5];
+        unbounded += d5_row(n, A + i, lda, x, 1, c ? c + i : NULL, yi, bound + i);
+        for (int k = 0; k < 5; k++) y[k][i] = yi[k];
+    }
+    return unbounded;
+}
+
+static const vijp_dd_kernels ref_set = {"ref",      ref_row,     ref_gemv,   ref_td_row, ref_td_gemv,
+                                        ref_qd_row, ref_qd_gemv, ref_d5_row, ref_d5_gemv};
 #ifndef VIJP_GENERIC
 extern const vijp_dd_kernels vijp_dd_avx2, vijp_dd_avx512;
 #endif
@@ -167,6 +186,19 @@ size_t vijp_qd_gemv(size_t m, size_t n, const double *A, size_t lda, const doubl
                     double *const y[4], double *bound)
 {
     return vijp_qd_gemv_in(vijp_dd_active(), m, n, A, lda, x, c, y, bound);
+}
+
+/* Four-part x: no check of the parts (bound.c, 11 assumes nothing of them). */
+size_t vijp_d5_gemv_in(const vijp_dd_kernels *k, size_t m, size_t n, const double *A, size_t lda,
+                       const double *const x[4], const double *c, double *const y[5], double *bound)
+{
+    return k->d5_gemv(m, n, A, lda, x, c, y, bound);
+}
+
+size_t vijp_d5_gemv(size_t m, size_t n, const double *A, size_t lda, const double *const x[4], const double *c,
+                    double *const y[5], double *bound)
+{
+    return vijp_d5_gemv_in(vijp_dd_active(), m, n, A, lda, x, c, y, bound);
 }
 
 size_t vijp_td_gemv_in(const vijp_dd_kernels *k, size_t m, size_t n, const double *A, size_t lda, const double *xh,

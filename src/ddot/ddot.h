@@ -112,6 +112,29 @@ void vijp_qd_dot(size_t n, const double *a, size_t inca, const double *const x[3
 size_t vijp_qd_gemv(size_t m, size_t n, const double *A, size_t lda, const double *const x[3], const double *c,
                     double *const y[4], double *bound);
 
+/* ---- four-part x, five levels, an a-posteriori bound ----
+ * x_j = x[0]_j + x[1]_j + x[2]_j + x[3]_j, four doubles of any sizes (a
+ * p-bit number of up to 212 bits is four, each the remainder rounded to
+ * nearest: the reference level at 212 bits holds its activations so).
+ * Each term's four products split by TwoProd, the cascade of qd_row one
+ * level deeper: h0 into p; q, r0, h1 into s; those errors, r1, h2 into t;
+ * those, r2, h3 into v, every one by TwoSum; v's errors and r3 summed
+ * into w with roundings, and beside them their absolute values into A.
+ * Levels p to v are exact, so the only error is w's rounding and the
+ * products' underflow (bound.c, 11):
+ *   |y − exact| <= γ_(n+2)/(1 − γ_(n+2))·A + 2nη,
+ * an a-posteriori bound from the last level's own size, which needs no
+ * relation between the parts; about 2^-230 of Σ|terms| on random sums of
+ * 256 terms (t-ddot), where rounding at 212 bits needs 2^-212.  y[0] =
+ * fl(p + fl(s + fl(t + fl(v + w)))) carries the leading bits and y = y[0] +
+ * ... + y[4] exactly.  About twice qd_row's work a term.  bound as above
+ * (+inf also for n > VIJP_D5_MAX_TERMS). */
+#define VIJP_D5_MAX_TERMS ((size_t)1 << 20)
+
+/* y = A·x + c, y[k] the k-th parts of the m outputs (as vijp_qd_gemv). */
+size_t vijp_d5_gemv(size_t m, size_t n, const double *A, size_t lda, const double *const x[4], const double *c,
+                    double *const y[5], double *bound);
+
 /* ---- the kernel sets, for the tests and the benchmark ---- */
 
 /* One set: a strided row (one output) and y = A·x + c for rows [0, m), as
@@ -132,6 +155,11 @@ typedef struct {
                      double y[4], double *bound);
     size_t (*qd_gemv)(size_t m, size_t n, const double *A, size_t lda, const double *const x[3], const double *c,
                       double *const y[4], double *bound);
+    /* the same with x in four parts, five levels */
+    size_t (*d5_row)(size_t n, const double *a, size_t inca, const double *const x[4], size_t incx, const double *c,
+                     double y[5], double *bound);
+    size_t (*d5_gemv)(size_t m, size_t n, const double *A, size_t lda, const double *const x[4], const double *c,
+                      double *const y[5], double *bound);
 } vijp_dd_kernels;
 
 /* Set i: 0 ref, 1 avx2, 2 avx512; NULL where this build or CPU lacks it. */
@@ -152,6 +180,8 @@ size_t vijp_td_gemv_in(const vijp_dd_kernels *k, size_t m, size_t n, const doubl
 
 size_t vijp_qd_gemv_in(const vijp_dd_kernels *k, size_t m, size_t n, const double *A, size_t lda,
                        const double *const x[3], const double *c, double *const y[4], double *bound);
+size_t vijp_d5_gemv_in(const vijp_dd_kernels *k, size_t m, size_t n, const double *A, size_t lda,
+                       const double *const x[4], const double *c, double *const y[5], double *bound);
 
 /* The rigorous bound of an output from Σ|h_j| (absum, accumulated in round
  * to nearest), the number of terms and whether x was double-double; +inf
@@ -170,5 +200,10 @@ size_t vijp_td_finish(double p, double s, double t, double absum, size_t nterms,
 double vijp_qd_bound(double absum, size_t nterms);
 size_t vijp_qd_finish(double p, double s, double t, double w, double absum, size_t nterms, double y[4],
                       double *bound);
+/* Five levels: y[0..4] = p + s + t + v + w exactly; A the last level's
+ * absolute sum, n the terms (products) and nterms n + [c]. */
+double vijp_d5_bound(double A, size_t n, size_t nterms);
+size_t vijp_d5_finish(double p, double s, double t, double v, double w, double A, size_t n, size_t nterms,
+                      double y[5], double *bound);
 
 #endif

@@ -90,4 +90,40 @@ static inline size_t qd_row(size_t n, const double *a, size_t inca, const double
     return vijp_qd_finish(p, s, t, w, absum, n + (c != NULL), y, bound);
 }
 
+/* One output with x in four parts, five levels (bound.c, 11): the four
+ * products a·x_k = h_k + r_k (TwoProd); h0 into p; q, r0, h1 into s; e,
+ * r1, h2 into t; f, r2, h3 into v, each by TwoSum; v's errors g and r3
+ * into w by a tree of roundings and A = the same tree over their absolute
+ * values.  The value is p + s + t + v + w. */
+static inline size_t d5_row(size_t n, const double *a, size_t inca, const double *const x[4], size_t incx,
+                            const double *c, double y[5], double *bound)
+{
+    double p = c ? *c : 0, s = 0, t = 0, v = 0, w = 0, A = 0;
+    for (size_t j = 0; j < n; j++) {
+        double aj = a[j * inca], x0 = x[0][j * incx], x1 = x[1][j * incx], x2 = x[2][j * incx], x3 = x[3][j * incx];
+        double h0 = aj * x0, r0 = fma(aj, x0, -h0), h1 = aj * x1, r1 = fma(aj, x1, -h1), h2 = aj * x2,
+               r2 = fma(aj, x2, -h2), h3 = aj * x3, r3 = fma(aj, x3, -h3), q, e0, e1, e2, f0, f1, f2, f3, f4, g0, g1,
+               g2, g3, g4, g5, g6;
+        dd_two_sum(p, h0, &p, &q);
+        dd_two_sum(s, q, &s, &e0);
+        dd_two_sum(s, r0, &s, &e1);
+        dd_two_sum(s, h1, &s, &e2);
+        dd_two_sum(t, e0, &t, &f0);
+        dd_two_sum(t, e1, &t, &f1);
+        dd_two_sum(t, e2, &t, &f2);
+        dd_two_sum(t, r1, &t, &f3);
+        dd_two_sum(t, h2, &t, &f4);
+        dd_two_sum(v, f0, &v, &g0);
+        dd_two_sum(v, f1, &v, &g1);
+        dd_two_sum(v, f2, &v, &g2);
+        dd_two_sum(v, f3, &v, &g3);
+        dd_two_sum(v, f4, &v, &g4);
+        dd_two_sum(v, r2, &v, &g5);
+        dd_two_sum(v, h3, &v, &g6);
+        w = w + (((g0 + g1) + (g2 + g3)) + ((g4 + g5) + (g6 + r3)));
+        A = A + (((fabs(g0) + fabs(g1)) + (fabs(g2) + fabs(g3))) + ((fabs(g4) + fabs(g5)) + (fabs(g6) + fabs(r3))));
+    }
+    return vijp_d5_finish(p, s, t, v, w, A, n, n + (c != NULL), y, bound);
+}
+
 #endif

@@ -279,4 +279,99 @@ static size_t simd_qd_gemv(size_t m, size_t n, const double *A, size_t lda, cons
     return unbounded;
 }
 
+/* ---- four-part x, five levels: d5_row's body lane by lane ---- */
+
+/* One term a·(x0 + x1 + x2 + x3) into a lane's (p, s, t, v, w, A). */
+#define D5_STEP(P, S, T, V, W, AA, a, x0, x1, x2, x3)                                                                 \
+    do {                                                                                                              \
+        vd h0_ = (a) * (x0), r0_ = vfma((a), (x0), -h0_), h1_ = (a) * (x1), r1_ = vfma((a), (x1), -h1_);              \
+        vd h2_ = (a) * (x2), r2_ = vfma((a), (x2), -h2_), h3_ = (a) * (x3), r3_ = vfma((a), (x3), -h3_);              \
+        vd q_, e0_, e1_, e2_, f0_, f1_, f2_, f3_, f4_, g0_, g1_, g2_, g3_, g4_, g5_, g6_;                             \
+        TWO_SUM(P, q_, P, h0_);                                                                                       \
+        TWO_SUM(S, e0_, S, q_);                                                                                       \
+        TWO_SUM(S, e1_, S, r0_);                                                                                      \
+        TWO_SUM(S, e2_, S, h1_);                                                                                      \
+        TWO_SUM(T, f0_, T, e0_);                                                                                      \
+        TWO_SUM(T, f1_, T, e1_);                                                                                      \
+        TWO_SUM(T, f2_, T, e2_);                                                                                      \
+        TWO_SUM(T, f3_, T, r1_);                                                                                      \
+        TWO_SUM(T, f4_, T, h2_);                                                                                      \
+        TWO_SUM(V, g0_, V, f0_);                                                                                      \
+        TWO_SUM(V, g1_, V, f1_);                                                                                      \
+        TWO_SUM(V, g2_, V, f2_);                                                                                      \
+        TWO_SUM(V, g3_, V, f3_);                                                                                      \
+        TWO_SUM(V, g4_, V, f4_);                                                                                      \
+        TWO_SUM(V, g5_, V, r2_);                                                                                      \
+        TWO_SUM(V, g6_, V, h3_);                                                                                      \
+        (W) = (W) + (((g0_ + g1_) + (g2_ + g3_)) + ((g4_ + g5_) + (g6_ + r3_)));                                      \
+        (AA) = (AA) + (((vabs(g0_) + vabs(g1_)) + (vabs(g2_) + vabs(g3_))) +                                          \
+                       ((vabs(g4_) + vabs(g5_)) + (vabs(g6_) + vabs(r3_))));                                          \
+    } while (0)
+
+/* Lanes' (p, s, t, v, w, A) to outputs [at, at + VW) of y and bound. */
+static size_t d5_finish_lanes(vd p, vd s, vd t, vd v, vd w, vd A, size_t n, size_t nterms, double *const y[5],
+                              size_t at, double *bound)
+{
+    double pp[VW], ss[VW], tt[VW], vv[VW], ww[VW], aa[VW], yl[5];
+    size_t unbounded = 0;
+    memcpy(pp, &p, sizeof pp), memcpy(ss, &s, sizeof ss), memcpy(tt, &t, sizeof tt), memcpy(vv, &v, sizeof vv);
+    memcpy(ww, &w, sizeof ww), memcpy(aa, &A, sizeof aa);
+    for (int l = 0; l < VW; l++) {
+        unbounded += vijp_d5_finish(pp[l], ss[l], tt[l], vv[l], ww[l], aa[l], n, nterms, yl, bound + at + l);
+        for (int k = 0; k < 5; k++) y[k][at + l] = yl[k];
+    }
+    return unbounded;
+}
+
+/* Rows [at, at + 2VW) of A·x + c. */
+static size_t d5_block2(size_t n, const double *A, size_t lda, const double *const x[4], const double *c,
+                        double *const y[5], size_t at, double *bound)
+{
+    vd zero = {0}, p0 = c ? vload(c + at) : zero, p1 = c ? vload(c + at + VW) : zero, s0 = zero, s1 = zero,
+       t0 = zero, t1 = zero, v0 = zero, v1 = zero, w0 = zero, w1 = zero, a0s = zero, a1s = zero;
+    for (size_t j = 0; j < n; j++) {
+        const double *col = A + at + j * lda;
+        vd a0 = vload(col), a1 = vload(col + VW), x0 = x[0][j] - zero, x1 = x[1][j] - zero, x2 = x[2][j] - zero,
+           x3 = x[3][j] - zero;
+        D5_STEP(p0, s0, t0, v0, w0, a0s, a0, x0, x1, x2, x3);
+        D5_STEP(p1, s1, t1, v1, w1, a1s, a1, x0, x1, x2, x3);
+    }
+    size_t N = n + (c != NULL);
+    return d5_finish_lanes(p0, s0, t0, v0, w0, a0s, n, N, y, at, bound) +
+           d5_finish_lanes(p1, s1, t1, v1, w1, a1s, n, N, y, at + VW, bound);
+}
+
+/* Rows [at, at + VW). */
+static size_t d5_block1(size_t n, const double *A, size_t lda, const double *const x[4], const double *c,
+                        double *const y[5], size_t at, double *bound)
+{
+    vd zero = {0}, p = c ? vload(c + at) : zero, s = zero, t = zero, v = zero, w = zero, as = zero;
+    for (size_t j = 0; j < n; j++) {
+        vd a = vload(A + at + j * lda), x0 = x[0][j] - zero, x1 = x[1][j] - zero, x2 = x[2][j] - zero,
+           x3 = x[3][j] - zero;
+        D5_STEP(p, s, t, v, w, as, a, x0, x1, x2, x3);
+    }
+    return d5_finish_lanes(p, s, t, v, w, as, n, n + (c != NULL), y, at, bound);
+}
+
+static size_t simd_d5_row(size_t n, const double *a, size_t inca, const double *const x[4], size_t incx,
+                          const double *c, double y[5], double *bound)
+{
+    return d5_row(n, a, inca, x, incx, c, y, bound);
+}
+
+static size_t simd_d5_gemv(size_t m, size_t n, const double *A, size_t lda, const double *const x[4],
+                           const double *c, double *const y[5], double *bound)
+{
+    size_t i = 0, unbounded = 0;
+    for (; i + 2 * VW <= m; i += 2 * VW) unbounded += d5_block2(n, A, lda, x, c, y, i, bound);
+    for (; i + VW <= m; i += VW) unbounded += d5_block1(n, A, lda, x, c, y, i, bound);
+    for (; i < m; i++) {
+        double yi[5];
+        unbounded += d5_row(n, A + i, lda, x, 1, c ? c + i : NULL, yi, bound + i);
+        for (int k = 0; k < 5; k++) y[k][i] = yi[k];
+    }
+    return unbounded;
+}
+
 #endif
