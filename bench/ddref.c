@@ -1,21 +1,21 @@
 /* make bench (the reference's fast products): what the drift reference's
- * dense products cost at 64, 106 and 128 bits, measured in this run on one
- * WIDTH × WIDTH layer (default 256; at 128 bits also 4·WIDTH up to 1024),
- * through vo_dot (oracles/dense_fused.c: the reference before
- * src/emu/dense_ref.c) and through the double-/triple-double or four-level
- * path with its rounding test (src/emu/dense_ref.h), bit for bit the same:
- * ns per multiply-add of W x + b, Wᵀ g (batch 1, and 16 at 128 bits) and
- * the parameter gradient (batch 4 and 8; 8 and 16 at 128 bits), and how
- * many outputs fell back to vo_dot.  Then the kernels alone (src/ddot, each
- * set), and whole reference levels: backprop of dense:WIDTH,leaky:0.5 at
- * depth 64, batch 1, in mpfr:P with exact dots (θ at 53 bits, and θ in
- * double as the drift memo holds it, the same bits) at the levels the study uses (64 and 128 for the binary32
- * family, 106 and 212 for double), each over the double backprop of the
- * same net; the levels up to 159 bits also with the dense layers' oracle
- * operators (what the 128-bit level ran before the four-level path), every
- * gradient entry compared bit for bit, and a binary32 curve's whole
- * reference (levels 64 + 128) both ways.  CPU seconds of this thread, best
- * of three. */
+ * dense products cost at 64, 106, 128 and 212 bits, measured in this run on
+ * one WIDTH × WIDTH layer (default 256; at 128 bits also 4·WIDTH up to
+ * 1024), through vo_dot (oracles/dense_fused.c: the reference before
+ * src/emu/dense_ref.c) and through the double-/triple-double, four- or
+ * five-level path with its rounding test (src/emu/dense_ref.h), bit for bit
+ * the same: ns per multiply-add of W x + b, Wᵀ g (batch 1, and 16 at 128
+ * and 212 bits) and the parameter gradient (batch 4 and 8; 8 and 16 at 128
+ * bits, 16 at 212), and how many outputs fell back to vo_dot.  Then the
+ * kernels alone (src/ddot, each set), and whole reference levels: backprop
+ * of dense:WIDTH,leaky:0.5 at depth 64, batch 1, in mpfr:P with exact dots
+ * (θ at 53 bits, and θ in double as the drift memo holds it, the same bits)
+ * at the levels the study uses (64 and 128 for the binary32 family, 106 and
+ * 212 for double), each over the double backprop of the same net; each
+ * level also with the dense layers' oracle operators (what it ran before
+ * its fast path), every gradient entry compared bit for bit, and a binary32
+ * and a double curve's whole reference (levels 64 + 128, 106 + 212) both
+ * ways.  CPU seconds of this thread, best of three. */
 #include "vijp/vijp.h"
 #include "vijp/memory.h"
 #include "vijp/arith.h"
@@ -109,19 +109,21 @@ static void products(size_t width, long P, int op, size_t B, vijp_rng *g)
 
 /* The kernels alone on one width × width product of doubles, per set: ns
  * per term of Dot2 (double-double x), the triple-double and the four-level
- * kernel (triple-double x), best of five. */
+ * kernel (triple-double x) and the five-level one (four-part x), best of
+ * five. */
 static void kernels(size_t width, vijp_rng *g)
 {
     size_t n = width;
-    double *A = malloc(n * n * sizeof *A), *x = malloc(3 * n * sizeof *x), *y = malloc(5 * n * sizeof *y);
+    double *A = malloc(n * n * sizeof *A), *x = malloc(4 * n * sizeof *x), *y = malloc(6 * n * sizeof *y);
     for (size_t i = 0; i < n * n; i++) A[i] = vijp_rng_normal(g) / 16;
-    for (size_t j = 0; j < n; j++) x[j] = vijp_rng_normal(g), x[n + j] = x[j] * 0x1p-54, x[2 * n + j] = x[j] * 0x1p-108;
-    const double *const x3[3] = {x, x + n, x + 2 * n};
-    double *const y4[4] = {y, y + n, y + 2 * n, y + 3 * n};
+    for (size_t j = 0; j < n; j++)
+        x[j] = vijp_rng_normal(g), x[n + j] = x[j] * 0x1p-54, x[2 * n + j] = x[j] * 0x1p-108, x[3 * n + j] = x[j] * 0x1p-162;
+    const double *const x3[3] = {x, x + n, x + 2 * n}, *const x4[4] = {x, x + n, x + 2 * n, x + 3 * n};
+    double *const y4[4] = {y, y + n, y + 2 * n, y + 3 * n}, *const y5[5] = {y, y + n, y + 2 * n, y + 3 * n, y + 4 * n};
     for (int k = 0; k < VIJP_DD_SET_COUNT; k++) {
         const vijp_dd_kernels *K = vijp_dd_set(k);
         if (!K) continue;
-        double best[3] = {1e300, 1e300, 1e300};
+        double best[4] = {1e300, 1e300, 1e300, 1e300};
         for (int r = 0; r < 5; r++) {
             double t0 = thread_cpu();
             BENCH_MUST(vijp_dd_gemv_in(K, n, n, A, n, x, x + n, NULL, y, y + n, y + 4 * n) != 0);
@@ -129,13 +131,16 @@ static void kernels(size_t width, vijp_rng *g)
             BENCH_MUST(vijp_td_gemv_in(K, n, n, A, n, x, x + n, NULL, y, y + n, y + 2 * n, y + 4 * n) != 0);
             double t2 = thread_cpu();
             BENCH_MUST(vijp_qd_gemv_in(K, n, n, A, n, x3, NULL, y4, y + 4 * n) != 0);
-            double t3 = thread_cpu(), dt[3] = {t1 - t0, t2 - t1, t3 - t2};
-            for (int i = 0; i < 3; i++)
+            double t3 = thread_cpu();
+            BENCH_MUST(vijp_d5_gemv_in(K, n, n, A, n, x4, NULL, y5, y + 5 * n) != 0);
+            double t4 = thread_cpu(), dt[4] = {t1 - t0, t2 - t1, t3 - t2, t4 - t3};
+            for (int i = 0; i < 4; i++)
                 if (dt[i] < best[i]) best[i] = dt[i];
         }
         double terms = (double)(n * n);
-        printf("  %-6s double-double %5.2f ns, triple-double %5.2f ns, four levels (triple-double x) %5.2f ns per "
-               "term\n", K->name, 1e9 * best[0] / terms, 1e9 * best[1] / terms, 1e9 * best[2] / terms);
+        printf("  %-6s double-double %5.2f ns, triple-double %5.2f ns, four levels (triple-double x) %5.2f ns, five "
+               "levels (four-part x) %5.2f ns per term\n", K->name, 1e9 * best[0] / terms, 1e9 * best[1] / terms,
+               1e9 * best[2] / terms, 1e9 * best[3] / terms);
     }
     free(A), free(x), free(y);
 }
@@ -258,6 +263,8 @@ static void levels(size_t width)
     }
     printf("  binary32's reference (levels 64 + 128): %5.1fx double, with the 128-bit level by vo_dot (before) "
            "%5.1fx: %.2fx faster\n", (at[0] + at[2]) / base, (at[0] + old[2]) / base, (at[0] + old[2]) / (at[0] + at[2]));
+    printf("  double's reference (levels 106 + 212): %5.1fx double, with the 212-bit level by vo_dot (before) "
+           "%5.1fx: %.2fx faster\n", (at[1] + at[3]) / base, (at[1] + old[3]) / base, (at[1] + old[3]) / (at[1] + at[3]));
     for (size_t i = 0; i < D; i++) vijp_mat_clear(&th[i]), vijp_mat_clear(&th53[i]);
     free(th), free(th53), free(x), free(t), free(before.layers);
     vijp_mat_clear(&Xd), vijp_mat_clear(&Td);
@@ -268,7 +275,7 @@ int main(int argc, char **argv)
 {
     size_t width = (size_t)bench_count(argc, argv, 256, 16, 1024,
                                        "Usage: bench-ddref [WIDTH]\n  the drift reference's dense products at 64, "
-                                       "106 and 128 bits through vo_dot and the fast path, then whole reference "
+                                       "106, 128 and 212 bits through vo_dot and the fast path, then whole reference "
                                        "levels, on WIDTH x WIDTH layers (default 256; at 128 bits also 4 WIDTH, up to 1024).\n");
     openblas_set_num_threads(1);
     vijp_memory_keep_freed(); /* as the study keeps freed memory for its next curve */
@@ -289,7 +296,12 @@ int main(int argc, char **argv)
         }
     products(width, 128, OP_VJP_PARAM, 8, &g);
     products(width, 128, OP_VJP_PARAM, 16, &g);
-    printf("the kernels alone, %zu x %zu doubles, x in double-double or triple-double:\n", width, width);
+    for (size_t B = 1; B <= 16; B += 15) { /* 212 bits, double's validating level: four-part inputs, five levels */
+        products(width, 212, OP_FORWARD, B, &g);
+        products(width, 212, OP_VJP, B, &g);
+    }
+    products(width, 212, OP_VJP_PARAM, 16, &g);
+    printf("the kernels alone, %zu x %zu doubles, x in two to four parts:\n", width, width);
     kernels(width, &g);
     printf("reference levels, dense:%zu,leaky:0.5, depth 64, batch 1:\n", width);
     levels(width);

@@ -1,6 +1,6 @@
 /* src/emu/dense_ref.c, the drift reference's dense products in double- and
  * triple-double (and, for triple-double inputs above 106 bits, four
- * levels) with a rounding test, against an oracle written apart from
+ * levels; for four-part inputs above 159 bits, five) with a rounding test, against an oracle written apart from
  * it and from vo_dot: every product exact (mpfr_mul at p + q bits), the sum
  * exact (added one by one at a precision spanning every bit), then one
  * mpfr_set to P bits, an exact zero +0 (vo_dot's contract, oracles/dot.h).
@@ -9,7 +9,7 @@
  * dynamic range, subnormal products and inputs whose low part falls below
  * double's range (the second part, or only the third at 128 and 159 bits),
  * products that overflow double, sums cancelled by the bias, and sums that
- * are exactly (or within 2^-40 ulp of) a tie at P bits, at 8 to 159 bits.
+ * are exactly (or within 2^-40 ulp of) a tie at P bits, at 8 to 212 bits.
  * Fallbacks are counted: none on ordinary sums (from 16 bits), every output
  * when forced. */
 #include <stdio.h> /* before mpfr.h: mpfr_fprintf */
@@ -180,7 +180,7 @@ static vijp_ddref_stats check_op(const problem *pb, int op, double scale, const 
     return st;
 }
 
-static const long precs[] = {8, 16, 24, 53, 64, 80, 106, 107, 128, 159};
+static const long precs[] = {8, 16, 24, 53, 64, 80, 106, 107, 128, 159, 160, 200, 212};
 #define N_PRECS (sizeof precs / sizeof *precs)
 
 /* Every op, kind and precision against the oracle; ordinary sums take the
@@ -208,10 +208,13 @@ START_TEST(matches_exact_sums)
                 /* from 64 bits, data below 2^-1015 have bits below 2^-1074 */
                 if (kind == TINY_LOW && precs[pi] >= 64) ck_assert(st.whole_oracle);
                 if (kind == TINY_THIRD) ck_assert_int_eq(st.whole_oracle, precs[pi] >= 128);
+                /* five levels' a-posteriori bound, about 2^-245 of Σ|terms| on these 10 terms, needs
+                 * 2^-265 at 212 bits */
                 /* cancelled to ~2^-53 of Σ|terms|: beyond the bound's reach at 64 bits (2^-100 of it, need
                  * 2^-117), at 106 (triple-double's 2^-148, need 2^-159) and at 159 (four levels' 15N⁴u⁴ =
                  * 2^-195 at N = 10, need 2^-212); 24, 53, 80, 107 and 128 bits may decide */
-                if (kind == CANCEL && op == OP_FORWARD && (precs[pi] == 64 || precs[pi] == 106 || precs[pi] == 159))
+                if (kind == CANCEL && op == OP_FORWARD &&
+                    (precs[pi] == 64 || precs[pi] == 106 || precs[pi] == 159 || precs[pi] == 212))
                     ck_assert(!st.whole_oracle && st.fallbacks > 0);
             }
             problem_free(&pb);
@@ -270,9 +273,10 @@ START_TEST(forced_fallback)
 {
     vijp_rng g;
     vijp_rng_seed(&g, test_seed() + 2);
-    for (int P = 64; P <= 128; P += 64) {
+    static const int Ps[] = {64, 128, 212};
+    for (size_t pi = 0; pi < 3; pi++) {
         problem pb;
-        problem_make(&pb, &g, P, 6, 5, 2, ORDINARY);
+        problem_make(&pb, &g, Ps[pi], 6, 5, 2, ORDINARY);
         for (int op = 0; op < N_OPS; op++) {
             vijp_ddref_stats st = check_op(&pb, op, INFINITY, "forced");
             size_t products = op == OP_VJP_PARAM ? pb.m * pb.n : outputs_of(&pb, op);
@@ -352,10 +356,10 @@ END_TEST
 /* θ as doubles (vijp_ref_dense_op_d: the drift memo's copy in double)
  * against θ in MPFR (vijp_ref_dense_op) on the same values: every output
  * the same number and sign, the same outputs accepted and fallen back,
- * and both the exact sums' (the oracle above).  At 64, 106, 128 and 159
- * bits (double-double, triple-double, four levels) and 200 (past
- * VIJP_DDREF_MAX_PREC: every call by vo_dot, line by line from the
- * doubles), batch 1 and 16; ordinary data, data whose low parts fall below
+ * and both the exact sums' (the oracle above).  At 64, 106, 128, 159, 200
+ * and 212 bits (double-double, triple-double, four and five levels) and
+ * 256 (past VIJP_DDREF_MAX_PREC: every call by vo_dot, line by line from
+ * the doubles), batch 1 and 16; ordinary data, data whose low parts fall below
  * double's range (the whole call by vo_dot from 64 bits: parts_of fails),
  * a bound forced to +inf (every output by vo_dot) and sums cancelled by
  * the bias (some outputs by vo_dot). */
@@ -398,7 +402,7 @@ START_TEST(theta_as_doubles)
 {
     vijp_rng g;
     vijp_rng_seed(&g, test_seed() + 6);
-    static const long P[] = {64, 106, 128, 159, 200};
+    static const long P[] = {64, 106, 128, 159, 200, 212, 256};
     static const size_t batches[] = {1, 16};
     size_t forced = 0, cancelled = 0, mixed = 0, whole = 0;
     for (size_t pi = 0; pi < sizeof P / sizeof *P; pi++)
@@ -430,8 +434,8 @@ START_TEST(theta_as_doubles)
     /* every precision on the fast path, both batches: forced and tiny-low always; the bias
      * cancels sample 0's sums beyond the bound at 64, 106 and 159 bits (matches_exact_sums): at
      * batch 1 every output falls back, at 16 those of sample 0 and not the others */
-    ck_assert_uint_eq(forced, 8);
-    ck_assert_uint_eq(whole, 8);
+    ck_assert_uint_eq(forced, 12);
+    ck_assert_uint_eq(whole, 12);
     ck_assert_uint_ge(cancelled, 6);
     ck_assert_uint_ge(mixed, 3);
 }
@@ -530,13 +534,14 @@ START_TEST(decided_roundings_are_mpfr_s)
     mpfr_t r, sum, want;
     mpfr_inits2(1200, sum, (mpfr_ptr)0);
     mpfr_inits2(53, r, want, (mpfr_ptr)0);
-    size_t limbs[3] = {0, 0, 0};
-    for (int k = 0; k < 20000; k++) {
-        mpfr_prec_t P = 53 + (mpfr_prec_t)(vijp_rng_u64(&g) % 107);
-        double y[4];
+    size_t limbs[4] = {0, 0, 0, 0};
+    for (int k = 0; k < 30000; k++) {
+        mpfr_prec_t P = 53 + (mpfr_prec_t)(vijp_rng_u64(&g) % 160);
+        int parts = P > 159 || vijp_rng_u64(&g) % 4 == 0 ? 5 : 4;
+        double y[5];
         y[0] = ldexp(1 + vijp_rng_uniform(&g), (int)(vijp_rng_u64(&g) % 400) - 200);
         if (vijp_rng_u64(&g) & 1) y[0] = -y[0];
-        for (int i = 1; i < 4; i++) {
+        for (int i = 1; i < parts; i++) {
             if (y[i - 1] == 0) { /* a part snapped to zero: nothing below it */
                 y[i] = 0;
                 continue;
@@ -549,20 +554,20 @@ START_TEST(decided_roundings_are_mpfr_s)
         }
         double bound = vijp_rng_u64(&g) & 1 ? 0 : fabs(y[0]) * ldexp(1 + vijp_rng_uniform(&g), -(int)P - 8);
         mpfr_set_prec(r, P), mpfr_set_prec(want, P);
-        if (!vijp_ddref_round(r, y, bound)) continue;
+        if (!vijp_ddref_round_parts(r, y, parts, bound)) continue;
         limbs[(P - 1) / 64]++;
         mpfr_set_d(sum, y[0], MPFR_RNDN);
-        for (int i = 1; i < 4; i++) ck_assert(mpfr_add_d(sum, sum, y[i], MPFR_RNDN) == 0); /* exact at 1200 bits */
+        for (int i = 1; i < parts; i++) ck_assert(mpfr_add_d(sum, sum, y[i], MPFR_RNDN) == 0); /* exact at 1200 bits */
         mpfr_set(want, sum, MPFR_RNDN);
         if (!mpfr_equal_p(r, want) || !mpfr_signbit(r) != !mpfr_signbit(want)) {
             char got[128], rn[128];
             mpfr_snprintf(got, sizeof got, "%Ra", r), mpfr_snprintf(rn, sizeof rn, "%Ra", want);
-            ck_abort_msg("P = %ld, y = %a %a %a %a, bound %a: decided %s, RN_P is %s", (long)P, y[0], y[1], y[2], y[3],
-                         bound, got, rn);
+            ck_abort_msg("P = %ld, y = %a %a %a %a %a, bound %a: decided %s, RN_P is %s", (long)P, y[0], y[1], y[2],
+                         y[3], parts == 5 ? y[4] : 0.0, bound, got, rn);
         }
     }
-    ck_assert_msg(limbs[0] > 1000 && limbs[1] > 5000 && limbs[2] > 1000, "decided %zu, %zu, %zu in 1, 2, 3 limbs",
-                  limbs[0], limbs[1], limbs[2]);
+    ck_assert_msg(limbs[0] > 1000 && limbs[1] > 5000 && limbs[2] > 5000 && limbs[3] > 1000,
+                  "decided %zu, %zu, %zu, %zu in 1, 2, 3, 4 limbs", limbs[0], limbs[1], limbs[2], limbs[3]);
     mpfr_clears(r, sum, want, (mpfr_ptr)0);
 }
 END_TEST

@@ -118,6 +118,53 @@ static void assemble(mpfr_ptr r, double hi, int e, double k1, double k2, mpfr_pr
 #endif
 }
 
+/* Adds m·2^ex (m < 2^64) to the 256-bit integer h, or subtracts it (sub),
+ * modulo 2^256: the callers' results lie in [0, 2^213). */
+static void limbs_add(uint64_t h[4], uint64_t m, int ex, int sub)
+{
+    typedef unsigned __int128 u128;
+    int li = ex / 64, off = ex % 64;
+    uint64_t v[2] = {m << off, off ? m >> (64 - off) : 0};
+    unsigned carry = 0;
+    for (int i = li; i < 4; i++) {
+        uint64_t add = i - li < 2 ? v[i - li] : 0;
+        if (i - li >= 2 && !carry) break; /* past both words, nothing left to carry */
+        if (sub) {
+            u128 d = (u128)h[i] - add - carry;
+            h[i] = (uint64_t)d, carry = (unsigned)(d >> 64) & 1; /* a borrow wraps the top half */
+        } else {
+            u128 t = (u128)h[i] + add + carry;
+            h[i] = (uint64_t)t, carry = (unsigned)(t >> 64);
+        }
+    }
+}
+
+/* r := hi + (k[0] + ... + k[nk − 1])·q exactly, as assemble, for any P up
+ * to 212 bits and any number of integer-valued doubles k (|Σk| <
+ * 2^(P−54), each below 2^(P−53): round_fast has decided): in units of q the
+ * magnitude is M·2^(P−53) plus or minus each |k| (minus where its sign is
+ * not hi's), at most P bits, formed in four limbs. */
+static void assemble_wide(mpfr_ptr r, double hi, int e, const double *k, int nk, mpfr_prec_t P)
+{
+    uint64_t bits, h[4] = {0, 0, 0, 0};
+    memcpy(&bits, &hi, sizeof bits);
+    int neg = (int)(bits >> 63);
+    limbs_add(h, (bits & (((uint64_t)1 << 52) - 1)) | (uint64_t)1 << 52, (int)P - 53, 0);
+    for (int i = 0; i < nk; i++) {
+        if (k[i] == 0) continue;
+        uint64_t kb;
+        memcpy(&kb, &k[i], sizeof kb);
+        int field = (int)(kb >> 52 & 0x7ff), ex = field - 1075; /* |k| = m·2^ex, k normal: an integer >= 1 */
+        uint64_t m = (kb & (((uint64_t)1 << 52) - 1)) | (uint64_t)1 << 52;
+        if (ex < 0) m >>= -ex, ex = 0; /* exact: k is an integer */
+        limbs_add(h, m, ex, (int)(kb >> 63) != neg);
+    }
+    mp_size_t n = h[3] ? 4 : h[2] ? 3 : h[1] ? 2 : 1;
+    mpz_t z;
+    mpfr_set_z_2exp(r, mpz_roinit_n(z, (const mp_limb_t *)h, neg ? -n : n), (mpfr_exp_t)e - (mpfr_exp_t)P + 1,
+                    MPFR_RNDN);
+}
+
 /* The test in doubles, for P >= 53 and hi = y[0] normal, not a power of
  * two, with exponent e (|hi| in (2^e, 2^(e+1))): the P-bit numbers there
  * are the multiples of q = 2^(e−P+1), hi among them (a multiple of ulp(hi)
@@ -137,7 +184,7 @@ static void assemble(mpfr_ptr r, double hi, int e, double k1, double k2, mpfr_pr
  * = (k_2 + k_3) + K exact in doubles when |k_2| + |k_3| + |K| < 2^53 (so it
  * is computed; else undecided).  0: undecided here (the MPFR test then
  * decides). */
-static int round_fast(mpfr_ptr r, const double y[4], double bound, mpfr_prec_t P)
+static int round_fast(mpfr_ptr r, const double *y, int parts, double bound, mpfr_prec_t P)
 {
     double hi = y[0];
     uint64_t bits;
@@ -147,8 +194,8 @@ static int round_fast(mpfr_ptr r, const double y[4], double bound, mpfr_prec_t P
         return 0;
     int e = field - 1023;
     if (e < (int)P - 1000 || e > 1000) return 0; /* s = 2^(P−1−e) and q = 2^(e−P+1) both normal */
-    double s = pow2((int)P - 1 - e), q = pow2(e - (int)P + 1), bq = bound * s, k[4], D = 0, size = bq;
-    for (int i = 1; i < 4; i++) {
+    double s = pow2((int)P - 1 - e), q = pow2(e - (int)P + 1), bq = bound * s, k[5], D = 0, size = bq;
+    for (int i = 1; i < parts; i++) {
         double ys = y[i] * s;
         if (!isfinite(ys)) return 0;
         k[i] = rint(ys);
@@ -158,23 +205,27 @@ static int round_fast(mpfr_ptr r, const double y[4], double bound, mpfr_prec_t P
     if (!(bq < 0.25) || !(size < pow2((int)P - 54) * (1 - 0x1p-40))) return 0;
     k[0] = rint(D);
     if (!(fabs(D - k[0]) + bq < 0.5 - 0x1p-40)) return 0;
+    if (P > VIJP_TD_PREC || parts > 4) { /* the five parts, or k_1 up to 2^(P−54) */
+        assemble_wide(r, hi, e, k, parts, P);
+        return 1;
+    }
     if (!(fabs(k[2]) + fabs(k[3]) + fabs(k[0]) < 0x1p53)) return 0; /* integers: exact below 2^53, >= once above */
     assemble(r, hi, e, k[1], (k[2] + k[3]) + k[0], P, q);
     return 1;
 }
 
-/* The test on y = y[0] + y[1] + y[2] + y[3] (zeros where the kernel has
+/* The test on y = y[0] + ... + y[parts − 1] (zeros where the kernel has
  * fewer parts): in doubles where it decides (round_fast), else in MPFR. */
-static int round_in(mpfr_ptr r, const double y[4], double bound, round_scratch *s)
+static int round_in(mpfr_ptr r, const double *y, int parts, double bound, round_scratch *s)
 {
-    if (round_fast(r, y, bound, mpfr_get_prec(r))) return 1;
-    for (int i = 0; i < 4; i++)
+    if (round_fast(r, y, parts, bound, mpfr_get_prec(r))) return 1;
+    for (int i = 0; i < parts; i++)
         if (!isfinite(y[i])) return 0;
     if (!(bound >= 0 && bound < INFINITY)) return 0;
     /* lower <= y − bound and upper >= y + bound: each step rounded outward */
     mpfr_set_d(s->lower, y[0], MPFR_RNDN); /* exact: the scratch has 53 bits or more */
     mpfr_set(s->upper, s->lower, MPFR_RNDN);
-    for (int i = 1; i < 4; i++)
+    for (int i = 1; i < parts; i++)
         mpfr_add_d(s->lower, s->lower, y[i], MPFR_RNDD), mpfr_add_d(s->upper, s->upper, y[i], MPFR_RNDU);
     mpfr_sub_d(s->lower, s->lower, bound, MPFR_RNDD), mpfr_add_d(s->upper, s->upper, bound, MPFR_RNDU);
     if (!(mpfr_sgn(s->lower) > 0 || mpfr_sgn(s->upper) < 0)) return 0; /* zero possible: its sign is vo_dot's */
@@ -183,14 +234,16 @@ static int round_in(mpfr_ptr r, const double y[4], double bound, round_scratch *
     return mpfr_equal_p(r, s->upper_p);
 }
 
-int vijp_ddref_round(mpfr_ptr r, const double y[4], double bound)
+int vijp_ddref_round_parts(mpfr_ptr r, const double *y, int parts, double bound)
 {
     round_scratch s;
     scratch_init(&s, mpfr_get_prec(r));
-    int ok = round_in(r, y, bound, &s);
+    int ok = round_in(r, y, parts, bound, &s);
     scratch_clear(&s);
     return ok;
 }
+
+int vijp_ddref_round(mpfr_ptr r, const double y[4], double bound) { return vijp_ddref_round_parts(r, y, 4, bound); }
 
 /* x as a double when it is one exactly (finite, in double's range, at most
  * 53 significant bits).  A one-limb regular x is read by its bits (the
@@ -218,7 +271,8 @@ static int double_of(mpfr_srcptr x, double *d)
 
 /* x = d[0] + ... + d[parts − 1] exactly, each part the remainder so far
  * rounded to nearest (so |d[i + 1]| <= ulp(d[i])/2 <= u|d[i]|), or 0.  A
- * p-bit x needs two parts for p <= 106 and three for p <= 159 (each
+ * p-bit x needs two parts for p <= 106, three for p <= 159 and four for
+ * p <= 212 (each
  * remainder has at most 53 fewer bits), unless a part falls outside
  * double's range.  tmp: at least x's precision (each remainder is then
  * exact: a multiple of x's last unit no larger than x). */
@@ -344,7 +398,7 @@ typedef struct {
     size_t rows, cols, k;
     int parts;
     const double *A, *c; /* W itself (W x + b, W u) and b, or own_A */
-    double *own_A, *x[3], *y[4], *bound;
+    double *own_A, *x[4], *y[5], *bound;
 } dd_problem;
 
 /* count doubles, left unset: every one is written before it is read (load,
@@ -378,10 +432,10 @@ static void problem_alloc(dd_problem *p, int op, const vijp_layer *L, const doub
                     for (size_t i = i0; i < i0 + TILE && i < m; i++) p->own_A[k + i * n] = th[i + k * m];
     }
     p->x[0] = doubles((size_t)parts * p->k, p->cols);
-    for (int i = 1; i < 3; i++) p->x[i] = i < parts ? p->x[i - 1] + p->k * p->cols : NULL;
-    p->y[0] = doubles(5 * p->rows, p->cols);
-    for (int i = 1; i < 4; i++) p->y[i] = p->y[i - 1] + p->rows * p->cols;
-    p->bound = p->y[3] + p->rows * p->cols;
+    for (int i = 1; i < 4; i++) p->x[i] = i < parts ? p->x[i - 1] + p->k * p->cols : NULL;
+    p->y[0] = doubles(6 * p->rows, p->cols);
+    for (int i = 1; i < 5; i++) p->y[i] = p->y[i - 1] + p->rows * p->cols;
+    p->bound = p->y[4] + p->rows * p->cols;
 }
 
 static void problem_free(dd_problem *p) { free(p->own_A), free(p->x[0]), free(p->y[0]); }
@@ -392,7 +446,7 @@ static int load(int op, const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *in, dd
 {
     size_t m = L->out, n = L->in;
     int ok = 1, np = p->parts;
-    double d[3];
+    double d[4];
     if (op == OP_VJP_PARAM) { /* ∂W = Σ_a G_a · Σ_r X_rᵀ over the parts: np·B terms of g_a·(x_0 + ... ) */
         for (size_t j = 0; j < B && ok; j++)
             for (size_t i = 0; i < m && ok; i++) {
@@ -424,6 +478,15 @@ static int load(int op, const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *in, dd
 static void products(dd_problem *p, mpfr_prec_t P)
 {
     size_t rows = p->rows, k = p->k, all = rows * p->cols;
+    if (p->parts == 4) {
+        for (size_t j = 0; j < p->cols; j++) {
+            size_t o = j * rows;
+            const double *const x[4] = {p->x[0] + j * k, p->x[1] + j * k, p->x[2] + j * k, p->x[3] + j * k};
+            double *const y[5] = {p->y[0] + o, p->y[1] + o, p->y[2] + o, p->y[3] + o, p->y[4] + o};
+            vijp_d5_gemv(rows, k, p->A, rows, x, p->c, y, p->bound + o);
+        }
+        return;
+    }
     if (p->parts == 3) {
         for (size_t j = 0; j < p->cols; j++) {
             size_t o = j * rows;
@@ -456,9 +519,9 @@ static dd_problem columns(const dd_problem *p, size_t j0, size_t j1)
 {
     dd_problem q = *p;
     q.cols = j1 - j0;
-    for (int r = 0; r < 3; r++)
-        if (q.x[r]) q.x[r] += j0 * p->k; /* x[2]: three parts only */
-    for (int r = 0; r < 4; r++) q.y[r] += j0 * p->rows;
+    for (int r = 0; r < 4; r++)
+        if (q.x[r]) q.x[r] += j0 * p->k; /* x[2], x[3]: three or four parts only */
+    for (int r = 0; r < 5; r++) q.y[r] += j0 * p->rows;
     q.bound += j0 * p->rows;
     return q;
 }
@@ -487,13 +550,15 @@ static void ref_columns(void *ctx, size_t part, size_t j0, size_t j1)
     round_scratch s;
     scratch_init(&s, J->P);
     size_t fallbacks = 0;
+    int yparts = J->p->parts == 4 ? 5 : 4; /* the five levels' results, else up to four */
     mpfr_srcptr *ptrs = vijp_alloc_array(J->ptrs_len, sizeof *ptrs);
     theta_line t = line_new(J->L, J->th); /* this range's own: the threads share nothing they write */
     for (size_t j = j0; j < j1; j++)
         for (size_t i = 0; i < J->p->rows; i++) {
             size_t e = i + j * J->p->rows; /* out's layout: rows × cols, column-major, for every op */
-            double y[4] = {J->p->y[0][e], J->p->y[1][e], J->p->y[2][e], J->p->y[3][e]};
-            if (round_in(J->out[e], y, J->p->bound[e] * J->scale, &s)) continue;
+            double y[5] = {J->p->y[0][e], J->p->y[1][e], J->p->y[2][e], J->p->y[3][e], 0};
+            if (yparts == 5) y[4] = J->p->y[4][e];
+            if (round_in(J->out[e], y, yparts, J->p->bound[e] * J->scale, &s)) continue;
             by_vo_dot(J->op, &t, J->X, J->B, J->in, J->out, i, j, ptrs);
             fallbacks++;
         }
@@ -523,8 +588,12 @@ static mpfr_prec_t prec_of(const vijp_layer *L, size_t B, mpfr_t *out)
 }
 
 /* The parts of each input: two (double-double) hold the inputs and results
- * up to 106 bits, three up to 159. */
-static int parts_for(mpfr_prec_t P, const vijp_format *f) { return P > VIJP_DD_PREC || f->prec > VIJP_DD_PREC ? 3 : 2; }
+ * up to 106 bits, three up to 159, four up to 212. */
+static int parts_for(mpfr_prec_t P, const vijp_format *f)
+{
+    mpfr_prec_t widest = P > (mpfr_prec_t)f->prec ? P : (mpfr_prec_t)f->prec;
+    return widest > VIJP_TD_PREC ? 4 : widest > VIJP_DD_PREC ? 3 : 2;
+}
 
 int vijp_ref_dense_op_d(int op, const vijp_layer *L, const double *th, mpfr_t *X, size_t B, mpfr_t *in, mpfr_t *out,
                         const vijp_format *f, vijp_ddref_stats *st)
@@ -553,8 +622,10 @@ int vijp_ref_dense_op_d(int op, const vijp_layer *L, const double *th, mpfr_t *X
     size_t fallbacks[VIJP_FORK_MAX_THREADS] = {0}, longest = m > n ? m : n;
     ref_job job = {op, L, th, X, B, in, out, &p, P, scale, 2 * (longest > B ? longest : B) + 1, fallbacks};
     /* work in lane multiply-adds (fork.h): a double-double one costs about
-     * 8 (TwoProd, TwoSum), an output's rounding test about 256 */
-    vijp_fork(f->threads, p.cols, (double)p.rows * (double)p.cols * (8 * (double)p.k + 256), ref_columns, &job);
+     * 8 (TwoProd, TwoSum), a five-level one about 130, an output's rounding
+     * test about 256 */
+    double per_term = parts == 4 ? 130 : 8;
+    vijp_fork(f->threads, p.cols, (double)p.rows * (double)p.cols * (per_term * (double)p.k + 256), ref_columns, &job);
     mpfr_srcptr *ptrs = vijp_alloc_array(job.ptrs_len, sizeof *ptrs);
     if (op == OP_VJP_PARAM) /* ∂b_i = Σ_j g(i, j): B terms, by vo_dot as the oracle */
         for (size_t i = 0; i < m; i++) vo_dot_strided(out[m * n + i], NULL, &in[i], m, NULL, 0, B, ptrs);

@@ -1,8 +1,8 @@
 /* The drift study's reference products of the dense layer, fast and bit for
  * bit vo_dot's (src/emu/dense_ref.c): for an exact-dots MPFR format
  * (vo_dot_fused) of at most VIJP_DDREF_MAX_PREC bits, each output of W x + b,
- * W u, Wᵀ g and (batch >= 2) Σ_j g xᵀ is computed in double-, triple-double
- * or four levels (src/ddot/ddot.h) with a rigorous bound and accepted when
+ * W u, Wᵀ g and (batch >= 2) Σ_j g xᵀ is computed in double-, triple-double,
+ * four or five levels (src/ddot/ddot.h) with a rigorous bound and accepted when
  * every number within the bound rounds to the same P-bit number (Ziv's
  * test); otherwise,
  * and for every format or input the doubles cannot hold exactly, the
@@ -15,10 +15,12 @@
 #include <mpfr.h>
 
 /* Up to VIJP_DD_PREC bits a p-bit number is a double-double (53 + 53
- * bits), up to VIJP_DDREF_MAX_PREC a triple-double (3·53); above, the fast
- * path never runs. */
+ * bits), up to VIJP_TD_PREC a triple-double (3·53), up to
+ * VIJP_DDREF_MAX_PREC four doubles (4·53: the 212-bit level that validates
+ * a double study's reference); above, the fast path never runs. */
 #define VIJP_DD_PREC 106
-#define VIJP_DDREF_MAX_PREC 159
+#define VIJP_TD_PREC 159
+#define VIJP_DDREF_MAX_PREC 212
 
 /* What the fast path did in one call (the tests' view of it). */
 typedef struct {
@@ -78,5 +80,7 @@ int vijp_ref_dense_op_d(int op, const vijp_layer *L, const double *th, mpfr_t *X
  * every number there rounds to the same nonzero P-bit number; returns 1
  * then, else 0 (r unspecified).  The fast path's test, alone: the tests. */
 int vijp_ddref_round(mpfr_ptr r, const double y[4], double bound);
+/* The same on y[0] + ... + y[parts − 1], parts <= 5 (the five levels'). */
+int vijp_ddref_round_parts(mpfr_ptr r, const double *y, int parts, double bound);
 
 #endif
