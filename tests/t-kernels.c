@@ -20,6 +20,7 @@
 #include "fixtures/clirun.h"
 #include "oracles/oracles.h"
 #include "kernels/kernels.h"
+#include <cblas.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -471,6 +472,38 @@ START_TEST(selection)
 }
 END_TEST
 
+/* The ref set's gemm_d with one term (alpha 1, beta 0: the batch-1
+ * parameter gradient) is written as an outer product without dgemm; it
+ * must give cblas_dgemm's bits, signed zeros (an exact −0 product becomes
+ * +0 in dgemm's sum into a zeroed C), NaN and ±Inf included, for every
+ * transpose, with leading dimensions beyond the shape, over a C full of
+ * junk (beta 0 ignores it). */
+START_TEST(gemm_one_term_is_dgemm)
+{
+    vijp_rng rng;
+    vijp_rng_seed(&rng, test_seed() + 11);
+    const vijp_kernels *R = vijp_kernels_set(0, NULL);
+    enum { M = 13, N = 9, LD = 17 };
+    static double A[LD * LD], B[LD * LD], want[LD * N], got[LD * N];
+    for (int it = 0; it < 20; it++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) {
+                for (size_t i = 0; i < LD * LD; i++) A[i] = draw(&rng), B[i] = draw(&rng);
+                A[0] = -0.0, B[0] = 2.0; /* an exact −0 product */
+                for (size_t i = 0; i < LD * N; i++) want[i] = got[i] = draw(&rng);
+                cblas_dgemm(CblasColMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, 1,
+                            1.0, A, LD, B, LD, 0.0, want, LD);
+                R->gemm_d(ta, tb, M, N, 1, 1.0, A, LD, B, LD, 0.0, got, LD);
+                for (size_t j = 0; j < N; j++)
+                    for (size_t i = 0; i < M; i++) {
+                        double w = want[i + j * LD], g = got[i + j * LD];
+                        ck_assert_msg(!memcmp(&w, &g, sizeof w) || (isnan(w) && isnan(g)),
+                                      "ta %d tb %d (%zu, %zu): dgemm %a, outer product %a", ta, tb, i, j, w, g);
+                    }
+            }
+}
+END_TEST
+
 /* VIJP_KERNELS through the command: an unknown or absent set exits 2 with
  * the reason, never a silent fallback. */
 START_TEST(selection_errors)
@@ -615,6 +648,7 @@ Suite *suite_kernels(void)
     TCase *tc = tcase_create("kernels");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, selection);
+    tcase_add_test(tc, gemm_one_term_is_dgemm);
     tcase_add_test(tc, selection_errors);
     tcase_add_test(tc, kernel_formats);
     tcase_add_loop_test(tc, exact_kernels_vs_oracle, 0, VIJP_KSET_COUNT);
