@@ -112,7 +112,7 @@ int vijp_net_params(const vijp_net *net, const vijp_format *f, vijp_mat *theta, 
 {
     for (size_t i = 0; i < net->depth; i++) {
         size_t P = net->layers[i].type->param_count(&net->layers[i]);
-        vijp_mat_init(&theta[i], P, 1, f);
+        vijp_mat_init_unset(&theta[i], P, 1, f); /* set_params writes every entry: no zeroing pass first */
         int rc = 0;
         if (P) set_params(&net->layers[i], &theta[i], net->theta[i]);
         if (!rc && P) {
