@@ -137,12 +137,17 @@ static void spread_clear(spread *ly)
 }
 
 /* Benettin's step through J (n × n): Z = J Q = Q' R; the spread after it. */
-static double spread_exact_step(spread *ly, const double *J)
+static double spread_exact_step(spread *ly, const double *J, int diag)
 {
     size_t n = ly->n;
     double *Z = ly->Z;
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0, J, (int)n, ly->Q, (int)n, 0.0,
-                Z, (int)n);
+    if (diag) /* an elementwise layer: J Q scales Q's rows, as dgemm's one nonzero term per entry gives them
+               * (0 + J_ii·Q_ij: its sum into a zeroed Z makes an exact −0 +0), without its 2n³ flops */
+        for (size_t j = 0; j < n; j++)
+            for (size_t i = 0; i < n; i++) Z[i + j * n] = 0.0 + J[i + i * n] * ly->Q[i + j * n];
+    else
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0, J, (int)n, ly->Q, (int)n,
+                    0.0, Z, (int)n);
     if (vijp_lapack_dgeqrf(n, n, Z, n, ly->tau)) ly->ok = 0;
     /* A direction the layer maps to (numerically) nothing, below n·u of the
      * largest stretch, makes the product singular: the spread is infinite
@@ -225,7 +230,7 @@ static void conditioning(const vijp_net *net, const vijp_problem *pf, size_t exa
             }
             int diag = cond_is_diagonal(J.d, m, n), estimate = wide && !diag;
             if (estimate) (void)cond_factor(&w, J.d); /* a zero pivot: w.factored 0, the exact κ, a singular product */
-            if (b == 0 && ly.ok && !ly.estimated) c->lyap_cum[i] = spread_exact_step(&ly, J.d);
+            if (b == 0 && ly.ok && !ly.estimated) c->lyap_cum[i] = spread_exact_step(&ly, J.d, diag);
             else if (b == 0 && ly.ok && !ly.singular) ly.singular = cond_spread_step(&ly.sp, J.d, diag, &w);
             int deficient;
             double kb = layer_kappa(J.d, m, n, estimate, &w, ((uint64_t)i << 32 | b) ^ 0x9e3779b97f4a7c15u, s, &deficient);
