@@ -166,6 +166,71 @@ START_TEST(pack_round_trip)
 }
 END_TEST
 
+/* Held with its limbs in their packed slots (vijp_mat_init_packing, the
+ * drift reference's parameter gradients): written and read as an
+ * MPFR-held matrix (vijp_mat_copy in, vijp_mat_get_mpfr and the
+ * comparisons out) before vijp_mat_pack, then packed without copying a
+ * limb (the block's slots are where the values were written), every value
+ * as it was; a pair exchanged by mpfr_swap (their significand pointers
+ * leave their slots) is packed by copy instead, and still right.  At 64,
+ * 128, 192, 256 and 113 bits.  A packing that leaves the exponents or
+ * kinds unset, or takes the slots after a swap, fails here. */
+START_TEST(packing_in_place)
+{
+    static const long precs[] = {64, 128, 192, 256, 113};
+    vijp_rng g;
+    vijp_rng_seed(&g, test_seed() + 3);
+    for (size_t pi = 0; pi < sizeof precs / sizeof *precs; pi++)
+        for (int swap = 0; swap < 2; swap++) {
+            vijp_format f = mpfr_fmt(precs[pi]);
+            vijp_mat R, W;
+            vijp_mat_init(&R, 50, 3, &f);
+            fill_values(&R, &g);
+            vijp_mat_init_packing(&W, 50, 3, &f);
+            ck_assert(W.m && W.packed && !W.d);
+            const void *block = W.packed;
+            vijp_mat_copy(&W, &R); /* written as an MPFR-held matrix */
+            if (swap) { /* entries 20 and 40 exchanged, in R too */
+                mpfr_swap(W.m[20], W.m[40]);
+                mpfr_swap(R.m[20], R.m[40]);
+            }
+            mpfr_t *out = vijp_alloc_array(150, sizeof *out);
+            for (size_t i = 0; i < 150; i++) mpfr_init2(out[i], precs[pi]);
+            vijp_mat_get_mpfr(&W, out);
+            for (size_t i = 0; i < 150; i++) ck_assert_msg(same_value(out[i], R.m[i]), "before packing: entry %zu", i);
+            for (size_t i = 0; i < 150; i++) mpfr_clear(out[i]);
+            free(out);
+            vijp_mat_pack(&W);
+            char what[64];
+            snprintf(what, sizeof what, "mpfr:%ld, packing in place%s", precs[pi], swap ? ", a swapped pair" : "");
+            expect_packed_is(&W, &R, what);
+            ck_assert_msg((W.packed == block) == !swap, "%s: the block %s", what, swap ? "kept" : "replaced");
+            vijp_mat_clear(&R), vijp_mat_clear(&W);
+        }
+    /* the comparisons read such a matrix through its structs, as an MPFR-held
+     * one: the same metrics, bit for bit, as a and as the reference */
+    vijp_format f = mpfr_fmt(128), fb;
+    vijp_format_fixed(&fb, VIJP_BINARY32);
+    vijp_mat A, B, W;
+    vijp_mat_init(&A, 40, 2, &f), vijp_mat_init(&B, 40, 2, &f), vijp_mat_init_packing(&W, 40, 2, &f);
+    for (size_t i = 0; i < 80; i++) {
+        random_wide(A.m[i], &g, 5);
+        mpfr_mul_d(B.m[i], A.m[i], 1 + ldexp(vijp_rng_normal(&g), -20), MPFR_RNDN);
+    }
+    vijp_mat_copy(&W, &A);
+    vijp_metric m1, m2, m3, m4;
+    vijp_compare(&W, &B, &fb, &m1), vijp_compare(&A, &B, &fb, &m2);
+    vijp_compare(&B, &W, &fb, &m3), vijp_compare(&B, &A, &fb, &m4);
+    ck_assert(!memcmp(&m1, &m2, sizeof m1) && !memcmp(&m3, &m4, sizeof m3));
+    int f1 = vijp_compare_fast(&W, &B, &fb, &m1, 1, NULL, NULL), f2 = vijp_compare_fast(&A, &B, &fb, &m2, 1, NULL, NULL);
+    int f3 = vijp_compare_fast(&B, &W, &fb, &m3, 1, NULL, NULL), f4 = vijp_compare_fast(&B, &A, &fb, &m4, 1, NULL, NULL);
+    ck_assert_msg(f1 && f2 && f3 && f4, "the fast comparisons decided %d %d %d %d", f1, f2, f3, f4);
+    ck_assert(!memcmp(&m1, &m2, sizeof m1) && !memcmp(&m3, &m4, sizeof m3));
+    ck_assert(vijp_xnum_double(m1.rel) > 0); /* the metrics are about something */
+    vijp_mat_clear(&A), vijp_mat_clear(&B), vijp_mat_clear(&W);
+}
+END_TEST
+
 /* Values of P bits placed around the rounding boundaries of q bits: a q-bit
  * x (either last bit, either sign) plus half a unit of q (a tie), one unit
  * of P above or below it, the all-ones q-bit value below 2^E plus half a
@@ -541,6 +606,7 @@ Suite *suite_packed(void)
     TCase *tc = tcase_create("packed");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, pack_round_trip);
+    tcase_add_test(tc, packing_in_place);
     tcase_add_test(tc, pack_rounded_to_nearest);
     tcase_add_test(tc, metrics_on_packed);
     tcase_add_test(tc, drift_curve_matches_unpacked_reference);

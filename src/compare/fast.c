@@ -448,7 +448,7 @@ static inline int load_entry(val *v, const vijp_mat *m, size_t i, long p, int ro
         load_double(v, m->d[i]);
         return 0;
     }
-    if (m->packed) return load_packed(v, m->packed, i, p, round);
+    if (m->packed && !m->m) return load_packed(v, m->packed, i, p, round); /* m->m first: packed.h */
     mpfr_srcptr x = m->m[i];
     if (mpfr_zero_p(x) || (mpfr_regular_p(x) && mpfr_get_prec(x) <= p)) load_mpfr(v, x);
     else if (mpfr_regular_p(x) && round) load_rounded(v, x, p);
@@ -465,7 +465,7 @@ static inline long exp_of(const vijp_mat *a, size_t i)
         (void)vijp_double_split(a->d[i], &sig, &e); /* Inf, NaN: any exponent, refused later */
         return e;
     }
-    if (a->packed) return vijp_packed_kind(a->packed, i) == MPFR_REGULAR_KIND ? a->packed->exp[i] : LONG_MIN;
+    if (a->packed && !a->m) return vijp_packed_kind(a->packed, i) == MPFR_REGULAR_KIND ? a->packed->exp[i] : LONG_MIN;
     return mpfr_regular_p(a->m[i]) ? mpfr_get_exp(a->m[i]) : LONG_MIN;
 }
 

@@ -21,7 +21,7 @@ static mpfr_prec_t metric_prec(const vijp_mat *a, const vijp_mat *ref)
 static void entry(mpfr_t r, const vijp_mat *a, size_t i)
 {
     if (a->d) mpfr_set_d(r, a->d[i], MPFR_RNDN);
-    else if (a->packed) {
+    else if (!a->m) { /* packed (a->m first: packed.h) */
         mpfr_t v;
         vijp_packed_view(a->packed, i, v);
         mpfr_set(r, v, MPFR_RNDN);
@@ -134,11 +134,11 @@ static void compare_exact(const vijp_mat *a, const vijp_mat *ref, const vijp_for
      * rounding them to p bits would give), and Σy², which depends on it
      * alone, comes from the cache when an earlier comparison with the same
      * reference filled it: the same sums, in the same chunks. */
-    int direct = (ref->m && n && mpfr_get_prec(ref->m[0]) == p) || (ref->packed && ref->packed->prec == p);
+    int direct = (ref->m && n && mpfr_get_prec(ref->m[0]) == p) || (!ref->m && ref->packed && ref->packed->prec == p);
     int have_nr = cache && cache->ready;
     vijp_mat Y = {0}; /* the reference's entries rounded to p: only when not read in place */
     if (!direct) vijp_mat_init(&Y, CHUNK, 1, &fp);
-    mpfr_t *views = direct && ref->packed ? vijp_alloc_array(CHUNK, sizeof *views) : NULL; /* a packed one's, in place */
+    mpfr_t *views = direct && !ref->m && ref->packed ? vijp_alloc_array(CHUNK, sizeof *views) : NULL; /* a packed one's */
     for (size_t i0 = 0; i0 < n; i0 += CHUNK) {
         size_t cnt = n - i0 < CHUNK ? n - i0 : CHUNK;
         for (size_t j = 0; j < cnt; j++) {

@@ -72,8 +72,9 @@ static void grads(blocks *b, const vijp_net *net, size_t batch, double v)
 
 /* The two levels' parameter gradients while the second level's reverse
  * pass runs (memo.c's vijp_drift_memo_next_level), both packed as they go
- * (memo.c's pack_layer): at layer i, while ∇θ_i of the second is packed
- * (its MPFR block, vhi a value, beside its packed one, phi), the first
+ * (memo.c's pack_layer): at layer i, while ∇θ_i of the second is computed
+ * (its mpfr_t structs, vhi a value, its limbs already in its packed block,
+ * phi: format/packed.h's vijp_mat_init_packing), the first
  * level holds ∇θ_j packed (plo) for j < i, and for j >= i too where its
  * memo is shared (kept) or the freed block is one the heap keeps (it has
  * freed ∇θ_i once compared, just before); the second holds ∇θ_j packed for
@@ -127,6 +128,7 @@ drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format
     int copy_double = vijp_drift_memo_copy_double(f);
     double vf = value_bytes(f), vcopy = copy_double ? sizeof(double) : mpfr_bytes(f->prec > 53 ? (long)f->prec : 53);
     double vhi = mpfr_bytes(2 * ref_first), plo = packed_bytes(ref_first), phi = packed_bytes(2 * ref_first);
+    double structs = sizeof(mpfr_t); /* ∇θ_i's while it is computed: its limbs are in its packed block */
     /* The net's double θ is the study's draw (study/draws.h), shared by
      * the curves of a seed: drift_peak_draw_bytes counts it.  The
      * reference's second level being computed: the memo's exact copy of
@@ -148,7 +150,7 @@ drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format
     outputs(&ref, net, batch, plo);
     outputs(&ref, net, batch, vhi);
     add(&ref, widest_output(net, batch, phi));
-    levels_sweep(&ref, net, plo, vhi, phi, shared);
+    levels_sweep(&ref, net, plo, structs, phi, shared);
     /* An engine's run: the problem in f, the reference (packed, at the
      * comparisons' precision q where that is narrower: a curve's own level
      * rounded in place, or a shared memo's copy of it, the memo keeping

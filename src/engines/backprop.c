@@ -53,7 +53,9 @@ int engine_backprop(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
     for (size_t i = D; i-- > 0 && !rc;) { /* layer i+1: g_i = g_{i+1} J_{i+1} */
         const vijp_layer *L = &net->layers[i];
         vijp_mat *gin = i ? &out->g[i - 1] : &out->grad_x;
-        engine_param_grad_init(out, net, X, i); /* now, not before: a watched run has freed what it compared */
+        /* now, not before: a watched run has freed what it compared; its ∇θ_i in
+         * MPFR with the limbs in their packed slots, which its packing keeps (watch.h) */
+        engine_param_grad_init(out, net, X, i, steps->grads_ready != NULL);
         if (L->type->residual == VIJP_RESIDUAL_DERIV) { /* no parameters; H[i] holds f′ */
             vijp_mat_mul_elem(gin, &out->g[i], &H[i]);
         } else {

@@ -3,6 +3,7 @@
  * AD.  The dispatcher (engine.c) and the engines call these; nothing here
  * calls back into them. */
 #include "engine_internal.h"
+#include "format/packed.h"
 #include "vijp/error.h"
 #include <math.h>
 #include <stdio.h>
@@ -42,12 +43,15 @@ int vijp_grads_check_finite(const vijp_grads *g, vijp_error *err)
                      "range of %s", e.msg, fmt);
 }
 
-void engine_param_grad_init(vijp_grads *out, const vijp_net *net, const vijp_mat *X, size_t i)
+void engine_param_grad_init(vijp_grads *out, const vijp_net *net, const vijp_mat *X, size_t i, int packing)
 {
     const vijp_layer *L = &net->layers[i];
     /* written whole by the engine; what an ESINGULAR run leaves unwritten
      * is zeroed by vijp_engine_run_opts */
-    vijp_mat_init_unset(&out->grad_theta[i], L->type->param_count(L), 1, X->fmt);
+    const vijp_format *f = X->fmt;
+    if (packing && f->kind == VIJP_MPFR && !f->emulated && !f->mixed)
+        vijp_mat_init_packing(&out->grad_theta[i], L->type->param_count(L), 1, f);
+    else vijp_mat_init_unset(&out->grad_theta[i], L->type->param_count(L), 1, f);
     engine_key(&out->grad_theta[i], X, VIJP_SR_PARAM_GRAD, i + 1, 0);
 }
 
@@ -63,7 +67,7 @@ int engine_grads_init(vijp_grads *out, const vijp_net *net, const vijp_mat *X, i
     vijp_mat_init(&out->grad_x, net->width, B, f);
     engine_key(&out->grad_x, X, VIJP_SR_COTANGENT, 0, 0);
     for (size_t i = 0; i < net->depth; i++) {
-        if (params) engine_param_grad_init(out, net, X, i);
+        if (params) engine_param_grad_init(out, net, X, i, 0);
         vijp_mat_init_unset(&out->g[i], net->layers[i].out, B, f); /* written whole, as ∇θ_i */
         engine_key(&out->g[i], X, VIJP_SR_COTANGENT, i + 1, 0);
     }

@@ -66,7 +66,7 @@ VIJP_MUST_CHECK int engine_derivative(const vijp_layer *L, const vijp_mat *theta
  * when it computes it (backprop: a watched run frees what it has compared
  * while later layers' are not yet allocated, watch.h). */
 VIJP_MUST_CHECK int engine_grads_init(vijp_grads *out, const vijp_net *net, const vijp_mat *X, int params);
-void engine_param_grad_init(vijp_grads *out, const vijp_net *net, const vijp_mat *X, size_t i);
+void engine_param_grad_init(vijp_grads *out, const vijp_net *net, const vijp_mat *X, size_t i, int packing);
 /* g := ∇L(h) (overwrites g, same shape as h); returns the loss summed over the batch. */
 double engine_loss(const vijp_net *net, const vijp_mat *h, const vijp_mat *T, vijp_mat *g);
 

@@ -13,7 +13,9 @@
  * final (at i = 0 also ∇x); ∇θ_j for j < i are not yet allocated.  It may
  * read out, and replace those final matrices, and nothing else, by packed
  * ones of the same values (vijp_mat_pack): the reverse pass reads none of
- * them again (layer i's step has formed g_(i−1) and ∇θ_i from g_i). */
+ * them again (layer i's step has formed g_(i−1) and ∇θ_i from g_i).  In an
+ * mpfr:P format ∇θ_i is held with its limbs already in a packed block
+ * (format/packed.h, vijp_mat_init_packing), which vijp_mat_pack keeps. */
 typedef void (*vijp_backprop_watch)(void *ctx, size_t layer, vijp_grads *out);
 
 /* vijp_engine_run(VIJP_ENGINE_BACKPROP, …) with watch called as above: the

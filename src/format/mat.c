@@ -21,7 +21,7 @@ size_t vijp_mat_len(const vijp_mat *a) { return a->rows * a->cols; }
  * names; handing one to another is a programming error, stopped here. */
 static void refuse_packed(const vijp_mat *a, const char *who)
 {
-    if (!a->packed) return;
+    if (!a->packed || a->m) return; /* a->m too: MPFR-held until packed (packed.h, vijp_mat_init_packing) */
     fprintf(stderr, "vijp: %s: the matrix is packed (vijp_mat_pack), read only, and this helper does not read one\n",
             who);
     abort();
@@ -31,7 +31,7 @@ static void refuse_packed(const vijp_mat *a, const char *who)
  * entry's view, packed.h: no copy either way). */
 static inline mpfr_srcptr mp_at(const vijp_mat *a, size_t i, mpfr_ptr v)
 {
-    if (!a->packed) return a->m[i];
+    if (a->m) return a->m[i];
     vijp_packed_view(a->packed, i, v);
     return v;
 }
@@ -150,7 +150,7 @@ static int arith_natively(const vijp_format *f, vijp_narrow *g)
 void vijp_mat_clear(vijp_mat *a)
 {
     free(a->d);
-    free(a->m);      /* the block of mp_block_new: values and limbs */
+    free(a->m);      /* the block of mp_block_new: values and limbs (or the structs alone: packed.h) */
     free(a->packed); /* packed.c's one block */
     a->d = NULL;
     a->m = NULL;

@@ -77,6 +77,52 @@ static void put_same(vijp_packed *p, size_t i, mpfr_srcptr x)
 
 static int plain_mpfr(const vijp_format *f) { return f->kind == VIJP_MPFR && !f->emulated && !f->mixed; }
 
+void vijp_mat_init_packing(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt)
+{
+    if (!plain_mpfr(fmt)) refuse("vijp_mat_init_packing", "holds an mpfr:P format only");
+    size_t n = rows * cols;
+    vijp_packed *p = block_new(n, fmt->prec);
+    if (n > SIZE_MAX / sizeof(mpfr_t)) vijp_out_of_memory(SIZE_MAX);
+    mpfr_t *m = vijp_alloc_unset((n ? n : 1) * sizeof *m); /* each written below, whole */
+    for (size_t i = 0; i < n; i++) {
+        mp_limb_t *s = p->sig + i * p->limbs;
+        mpfr_custom_init(s, fmt->prec);
+        mpfr_custom_init_set(m[i], MPFR_ZERO_KIND, 0, fmt->prec, s);
+    }
+    memset(a, 0, sizeof *a);
+    a->rows = rows, a->cols = cols, a->fmt = fmt;
+    a->m = m, a->packed = p;
+}
+
+/* vijp_mat_pack of a matrix from vijp_mat_init_packing: each value's
+ * kind, sign and exponent into the block (put_same's, without the limbs,
+ * which are in place), then the structs go.  Where a significand pointer
+ * has left its slot (mpfr_swap exchanges them) the values are copied into
+ * a new block instead, as an MPFR-held matrix's are. */
+static void finish_packing(vijp_mat *a)
+{
+    vijp_packed *p = a->packed;
+    for (size_t i = 0; i < p->n; i++)
+        if (mpfr_custom_get_significand(a->m[i]) != (void *)(p->sig + i * p->limbs)) {
+            vijp_mat_pack_rounded(a, a->fmt); /* exact: the values' own precision */
+            return;
+        }
+    for (size_t i = 0; i < p->n; i++) {
+        mpfr_srcptr x = a->m[i];
+        if (!mpfr_regular_p(x)) {
+            put_same(p, i, x); /* its slot zeroed, its kind and sign */
+            continue;
+        }
+        mpfr_exp_t e = mpfr_get_exp(x);
+        if (e < INT32_MIN || e > INT32_MAX)
+            refuse("vijp_mat_pack", "an exponent beyond 32 bits (MPFR's exponent range widened past its default)");
+        p->exp[i] = (int32_t)e;
+        p->kind[i] = (uint8_t)(MPFR_REGULAR_KIND | (mpfr_signbit(x) ? VIJP_PACKED_NEG : 0));
+    }
+    free(a->m);
+    a->m = NULL;
+}
+
 void vijp_mat_pack_copy(vijp_mat *dst, const vijp_mat *src, const vijp_format *fmt)
 {
     if (!plain_mpfr(fmt) || (!src->m && !src->packed))
@@ -85,8 +131,8 @@ void vijp_mat_pack_copy(vijp_mat *dst, const vijp_mat *src, const vijp_format *f
     vijp_packed *p = block_new(n, fmt->prec);
     mpfr_t view;
     for (size_t i = 0; i < n; i++) {
-        if (src->packed) vijp_packed_view(src->packed, i, view);
-        mpfr_srcptr x = src->packed ? view : src->m[i];
+        if (!src->m) vijp_packed_view(src->packed, i, view); /* src->m first: vijp_mat_init_packing's */
+        mpfr_srcptr x = src->m ? src->m[i] : view;
         if (mpfr_get_prec(x) == p->prec) put_same(p, i, x);
         else put(p, i, x);
     }
@@ -105,5 +151,6 @@ void vijp_mat_pack_rounded(vijp_mat *a, const vijp_format *fmt)
 
 void vijp_mat_pack(vijp_mat *a)
 {
-    if (!a->packed) vijp_mat_pack_rounded(a, a->fmt); /* exact: the values' own precision */
+    if (a->packed && a->m) finish_packing(a);
+    else if (!a->packed) vijp_mat_pack_rounded(a, a->fmt); /* exact: the values' own precision */
 }

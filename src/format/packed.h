@@ -36,6 +36,17 @@ static inline size_t vijp_packed_value_bytes(mpfr_prec_t prec)
     return mpfr_custom_get_size(prec) + sizeof(int32_t) + sizeof(uint8_t);
 }
 
+/* An mpfr:P matrix (fmt plain MPFR) held in MPFR whose significands are
+ * already the slots of its packed block: a->m the mpfr_t structs, each
+ * pointing at its slot, and a->packed the block, whose exponents and
+ * kinds are filled only by vijp_mat_pack.  Until then a is MPFR-held in
+ * every respect (written and read through a->m: readers take a->m first
+ * wherever both are set); vijp_mat_pack then fills the exponents and kinds
+ * and frees the structs, without copying a limb.  For matrices written
+ * whole and then packed: the drift reference's parameter gradients
+ * (engines/watch.h), where packing copied every limb a second time. */
+void vijp_mat_init_packing(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt);
+
 static inline int vijp_packed_kind(const vijp_packed *p, size_t i) { return p->kind[i] & VIJP_PACKED_KIND; }
 static inline int vijp_packed_neg(const vijp_packed *p, size_t i) { return (p->kind[i] & VIJP_PACKED_NEG) != 0; }
 static inline const mp_limb_t *vijp_packed_sig(const vijp_packed *p, size_t i) { return p->sig + i * p->limbs; }
