@@ -78,48 +78,9 @@ static double pow2(int k)
     return d;
 }
 
-/* r := hi + (k1 + k')·q exactly, where round_fast has decided: the value
- * lies in hi's binade (so it has P bits), |k1| < 2^(P−53) and |k'| < 2^53,
- * q = 2^(e−P+1), |hi| in (2^e, 2^(e+1)).  In units of q its magnitude is
- * the integer S = M·2^(P−53) ± (k1 + k'), M hi's 53-bit significand: formed
- * in three limbs and set by one exact mpfr_set_z_2exp, where mpfr_set_d
- * and two mpfr_add_d were 4.5% of a dense:1024,gelu study's CPU (perf). */
-static void assemble(mpfr_ptr r, double hi, int e, double k1, double k2, mpfr_prec_t P, double q)
-{
 #if GMP_NUMB_BITS == 64 && GMP_NAIL_BITS == 0 && defined(__SIZEOF_INT128__)
-    typedef unsigned __int128 u128;
-    uint64_t bits;
-    memcpy(&bits, &hi, sizeof bits);
-    int neg = (int)(bits >> 63), sh = (int)P - 53; /* 0 <= sh <= 106 */
-    uint64_t M = (bits & (((uint64_t)1 << 52) - 1)) | (uint64_t)1 << 52;
-    /* k1 as an integer (|k1| < 2^106, a double: the conversion's library
-     * call was a fifth of this function), k2 (< 2^53) by the hardware's */
-    double a = fabs(k1), top = floor(a * 0x1p-64); /* exact: scalings, floor; a − top·2^64 < 2^64 on a's grid */
-    u128 m = (u128)(uint64_t)top << 64 | (uint64_t)(a - top * 0x1p64);
-    __int128 d = (k1 < 0 ? -(__int128)m : (__int128)m) + (int64_t)k2;
-    if (neg) d = -d;                           /* added to |hi|/q */
-    mp_limb_t h[3] = {0, 0, 0};
-    if (sh < 64) h[0] = M << sh, h[1] = sh ? M >> (64 - sh) : 0;
-    else h[1] = M << (sh - 64), h[2] = sh > 64 ? M >> (128 - sh) : 0;
-    u128 D = (u128)d, t = (u128)h[0] + (uint64_t)D;
-    h[0] = (mp_limb_t)t;
-    t = (u128)h[1] + (uint64_t)(D >> 64) + (uint64_t)(t >> 64);
-    h[1] = (mp_limb_t)t;
-    h[2] += (mp_limb_t)(t >> 64) + (d < 0 ? ~(mp_limb_t)0 : 0); /* the sign's extension; S > 0 wraps back */
-    mp_size_t n = h[2] ? 3 : h[1] ? 2 : 1;
-    mpz_t z;
-    mpfr_set_z_2exp(r, mpz_roinit_n(z, h, neg ? -n : n), (mpfr_exp_t)e - (mpfr_exp_t)P + 1, MPFR_RNDN);
-    (void)q;
-#else
-    mpfr_set_d(r, hi, MPFR_RNDN); /* exact: P >= 53 */
-    if (k1 != 0) mpfr_add_d(r, r, k1 * q, MPFR_RNDN);
-    if (k2 != 0) mpfr_add_d(r, r, k2 * q, MPFR_RNDN);
-    (void)e, (void)P;
-#endif
-}
-
 /* Adds m·2^ex (m < 2^64) to the 256-bit integer h, or subtracts it (sub),
- * modulo 2^256: the callers' results lie in [0, 2^213). */
+ * modulo 2^256: assemble's results lie in [0, 2^212). */
 static void limbs_add(uint64_t h[4], uint64_t m, int ex, int sub)
 {
     typedef unsigned __int128 u128;
@@ -138,14 +99,21 @@ static void limbs_add(uint64_t h[4], uint64_t m, int ex, int sub)
         }
     }
 }
+#endif
 
-/* r := hi + (k[0] + ... + k[nk − 1])·q exactly, as assemble, for any P up
- * to 212 bits and any number of integer-valued doubles k (|Σk| <
- * 2^(P−54), each below 2^(P−53): round_fast has decided): in units of q the
- * magnitude is M·2^(P−53) plus or minus each |k| (minus where its sign is
- * not hi's), at most P bits, formed in four limbs. */
-static void assemble_wide(mpfr_ptr r, double hi, int e, const double *k, int nk, mpfr_prec_t P)
+/* r := hi + (k[0] + ... + k[nk − 1])·q exactly, where round_fast has
+ * decided: the value lies in hi's binade (so it has P <= 212 bits), each k
+ * an integer-valued double below 2^(P−53), q = 2^(e−P+1), |hi| in (2^e,
+ * 2^(e+1)).  In units of q its magnitude is the integer S = M·2^(P−53)
+ * plus or minus each |k| (minus where its sign is not hi's), M hi's 53-bit
+ * significand: formed in four limbs and set by one exact mpfr_set_z_2exp,
+ * where mpfr_set_d and an mpfr_add_d a part were 4.5% of a dense:1024,gelu
+ * study's CPU (perf).  Where limbs are not 64 bits, the same sum in MPFR at
+ * P + 2 bits, which hold every partial sum (multiples of q below 2^(e+2))
+ * exactly. */
+static void assemble(mpfr_ptr r, double hi, int e, const double *k, int nk, mpfr_prec_t P, double q)
 {
+#if GMP_NUMB_BITS == 64 && GMP_NAIL_BITS == 0 && defined(__SIZEOF_INT128__)
     uint64_t bits, h[4] = {0, 0, 0, 0};
     memcpy(&bits, &hi, sizeof bits);
     int neg = (int)(bits >> 63);
@@ -154,7 +122,7 @@ static void assemble_wide(mpfr_ptr r, double hi, int e, const double *k, int nk,
         if (k[i] == 0) continue;
         uint64_t kb;
         memcpy(&kb, &k[i], sizeof kb);
-        int field = (int)(kb >> 52 & 0x7ff), ex = field - 1075; /* |k| = m·2^ex, k normal: an integer >= 1 */
+        int ex = (int)(kb >> 52 & 0x7ff) - 1075; /* |k| = m·2^ex, k normal: an integer >= 1 */
         uint64_t m = (kb & (((uint64_t)1 << 52) - 1)) | (uint64_t)1 << 52;
         if (ex < 0) m >>= -ex, ex = 0; /* exact: k is an integer */
         limbs_add(h, m, ex, (int)(kb >> 63) != neg);
@@ -163,6 +131,16 @@ static void assemble_wide(mpfr_ptr r, double hi, int e, const double *k, int nk,
     mpz_t z;
     mpfr_set_z_2exp(r, mpz_roinit_n(z, (const mp_limb_t *)h, neg ? -n : n), (mpfr_exp_t)e - (mpfr_exp_t)P + 1,
                     MPFR_RNDN);
+    (void)q;
+#else
+    mpfr_t sum;
+    mpfr_init2(sum, P + 2);
+    mpfr_set_d(sum, hi, MPFR_RNDN);
+    for (int i = 0; i < nk; i++) mpfr_add_d(sum, sum, k[i] * q, MPFR_RNDN); /* k·q a double: exact */
+    mpfr_set(r, sum, MPFR_RNDN);
+    mpfr_clear(sum);
+    (void)e;
+#endif
 }
 
 /* The test in doubles, for P >= 53 and hi = y[0] normal, not a power of
@@ -178,12 +156,9 @@ static void assemble_wide(mpfr_ptr r, double hi, int e, const double *k, int nk,
  * the midpoints (k ∓ 1/2)q, so every point of it rounds to hi + kq; when
  * Σ|y_i·s| + b/q < 2^(P−54) (ulp(hi)/2 in units of q: three roundings,
  * within the margin) it lies in hi's binade, where the multiples of q are
- * the P-bit numbers.  hi + kq is formed in r exactly, in two steps: hi +
- * k_1·q (|k_1·q| <= |y_1| + q/2 < ulp(hi), so a multiple of q within hi's
- * binade, a P-bit number, for P >= 54; k_1 = 0 at P = 53), then + k'·q, k'
- * = (k_2 + k_3) + K exact in doubles when |k_2| + |k_3| + |K| < 2^53 (so it
- * is computed; else undecided).  0: undecided here (the MPFR test then
- * decides). */
+ * the P-bit numbers.  hi + kq is formed in r exactly (assemble, from K
+ * and the k_i; |k_1·q| <= |y_1| + q/2 < ulp(hi)).  0: undecided here (the
+ * MPFR test then decides). */
 static int round_fast(mpfr_ptr r, const double *y, int parts, double bound, mpfr_prec_t P)
 {
     double hi = y[0];
@@ -205,12 +180,7 @@ static int round_fast(mpfr_ptr r, const double *y, int parts, double bound, mpfr
     if (!(bq < 0.25) || !(size < pow2((int)P - 54) * (1 - 0x1p-40))) return 0;
     k[0] = rint(D);
     if (!(fabs(D - k[0]) + bq < 0.5 - 0x1p-40)) return 0;
-    if (P > VIJP_TD_PREC || parts > 4) { /* the five parts, or k_1 up to 2^(P−54) */
-        assemble_wide(r, hi, e, k, parts, P);
-        return 1;
-    }
-    if (!(fabs(k[2]) + fabs(k[3]) + fabs(k[0]) < 0x1p53)) return 0; /* integers: exact below 2^53, >= once above */
-    assemble(r, hi, e, k[1], (k[2] + k[3]) + k[0], P, q);
+    assemble(r, hi, e, k, parts, P, q);
     return 1;
 }
 

@@ -32,26 +32,32 @@ static vijp_packed *block_new(size_t n, mpfr_prec_t prec)
     return p;
 }
 
-/* Value i of p := x rounded to p's precision, to nearest: mpfr_set into an
- * MPFR view of the slot (MPFR's custom interface), so that the rounding,
- * its ties to even and an overflow past emax are mpfr_set's own (at x's
- * own precision a copy of the limbs); then the view's kind, sign and
- * exponent go into their arrays. */
-static void put(vijp_packed *p, size_t i, mpfr_srcptr x)
+/* Value i's kind, sign and exponent from x, whose limbs (where x is a
+ * regular number) are already in slot i; a zero, NaN or Inf slot zeroed. */
+static void put_meta(vijp_packed *p, size_t i, mpfr_srcptr x)
 {
-    mp_limb_t *s = p->sig + i * p->limbs;
-    mpfr_t v;
-    mpfr_custom_init_set(v, MPFR_ZERO_KIND, 0, p->prec, s);
-    mpfr_set(v, x, MPFR_RNDN);
-    int k = mpfr_custom_get_kind(v), kind = k < 0 ? -k : k;
-    if (kind != MPFR_REGULAR_KIND) memset(s, 0, p->limbs * sizeof *s), p->exp[i] = 0;
+    int kind = mpfr_nan_p(x) ? MPFR_NAN_KIND : mpfr_inf_p(x) ? MPFR_INF_KIND : mpfr_zero_p(x) ? MPFR_ZERO_KIND
+                                                                                                : MPFR_REGULAR_KIND;
+    if (kind != MPFR_REGULAR_KIND) memset(p->sig + i * p->limbs, 0, p->limbs * sizeof *p->sig), p->exp[i] = 0;
     else {
-        mpfr_exp_t e = mpfr_custom_get_exp(v);
+        mpfr_exp_t e = mpfr_get_exp(x);
         if (e < INT32_MIN || e > INT32_MAX)
             refuse("vijp_mat_pack", "an exponent beyond 32 bits (MPFR's exponent range widened past its default)");
         p->exp[i] = (int32_t)e;
     }
-    p->kind[i] = (uint8_t)(kind | (mpfr_signbit(v) ? VIJP_PACKED_NEG : 0)); /* NaN's sign too: mpfr_set copies it */
+    p->kind[i] = (uint8_t)(kind | (mpfr_signbit(x) ? VIJP_PACKED_NEG : 0)); /* NaN's sign too */
+}
+
+/* Value i of p := x rounded to p's precision, to nearest: mpfr_set into an
+ * MPFR view of the slot (MPFR's custom interface), so that the rounding,
+ * its ties to even and an overflow past emax are mpfr_set's own; then the
+ * view's kind, sign and exponent (put_meta). */
+static void put(vijp_packed *p, size_t i, mpfr_srcptr x)
+{
+    mpfr_t v;
+    mpfr_custom_init_set(v, MPFR_ZERO_KIND, 0, p->prec, p->sig + i * p->limbs);
+    mpfr_set(v, x, MPFR_RNDN);
+    put_meta(p, i, v);
 }
 
 /* put, for an x of the block's own precision: its limbs copied as they are,
@@ -60,19 +66,12 @@ static void put(vijp_packed *p, size_t i, mpfr_srcptr x)
  * dense:256 reference packs 34M values this way, each level's as it goes). */
 static void put_same(vijp_packed *p, size_t i, mpfr_srcptr x)
 {
-    mp_limb_t *s = p->sig + i * p->limbs;
-    int kind = mpfr_nan_p(x) ? MPFR_NAN_KIND : mpfr_inf_p(x) ? MPFR_INF_KIND : mpfr_zero_p(x) ? MPFR_ZERO_KIND
-                                                                                                : MPFR_REGULAR_KIND;
-    if (kind != MPFR_REGULAR_KIND) memset(s, 0, p->limbs * sizeof *s), p->exp[i] = 0;
-    else {
+    if (mpfr_regular_p(x)) {
+        mp_limb_t *s = p->sig + i * p->limbs;
         const mp_limb_t *from = mpfr_custom_get_significand(x);
         for (size_t k = 0; k < p->limbs; k++) s[k] = from[k];
-        mpfr_exp_t e = mpfr_get_exp(x);
-        if (e < INT32_MIN || e > INT32_MAX)
-            refuse("vijp_mat_pack", "an exponent beyond 32 bits (MPFR's exponent range widened past its default)");
-        p->exp[i] = (int32_t)e;
     }
-    p->kind[i] = (uint8_t)(kind | (mpfr_signbit(x) ? VIJP_PACKED_NEG : 0));
+    put_meta(p, i, x);
 }
 
 static int plain_mpfr(const vijp_format *f) { return f->kind == VIJP_MPFR && !f->emulated && !f->mixed; }
@@ -107,18 +106,7 @@ static void finish_packing(vijp_mat *a)
             vijp_mat_pack_rounded(a, a->fmt); /* exact: the values' own precision */
             return;
         }
-    for (size_t i = 0; i < p->n; i++) {
-        mpfr_srcptr x = a->m[i];
-        if (!mpfr_regular_p(x)) {
-            put_same(p, i, x); /* its slot zeroed, its kind and sign */
-            continue;
-        }
-        mpfr_exp_t e = mpfr_get_exp(x);
-        if (e < INT32_MIN || e > INT32_MAX)
-            refuse("vijp_mat_pack", "an exponent beyond 32 bits (MPFR's exponent range widened past its default)");
-        p->exp[i] = (int32_t)e;
-        p->kind[i] = (uint8_t)(MPFR_REGULAR_KIND | (mpfr_signbit(x) ? VIJP_PACKED_NEG : 0));
-    }
+    for (size_t i = 0; i < p->n; i++) put_meta(p, i, a->m[i]);
     free(a->m);
     a->m = NULL;
 }
@@ -158,10 +146,9 @@ static void round_in_place(vijp_mat *a, const vijp_format *fmt)
     mp_limb_t *old = vijp_alloc_unset(p->limbs * sizeof *old);
     for (size_t i = 0; i < n; i++) {
         mpfr_t x;
-        int k = vijp_packed_kind(p, i), neg = vijp_packed_neg(p, i);
         memcpy(old, vijp_packed_sig(p, i), p->limbs * sizeof *old);
-        mpfr_custom_init_set(x, neg ? -k : k, p->exp[i], p->prec, old);
-        if (neg && k == MPFR_NAN_KIND) mpfr_setsign(x, x, 1, MPFR_RNDN);
+        vijp_packed_view(p, i, x);
+        mpfr_custom_move(x, old); /* read from the copy: the slot is about to be written */
         put(&narrow, i, x);
     }
     free(old);
