@@ -17,10 +17,13 @@
 #define VIJP_FIT_CEILING 1e-1
 /* Widest layer whose κ and Lyapunov step are computed exactly (full SVD,
  * Householder QR: O(W³) per layer and sample); wider ones are estimated from
- * an LU factorization (docs/drift.md).  512: every study the report and the
- * tests run stays exact, and there an exact κ costs at most tens of
- * milliseconds per layer, no more than the engines' own vijp. */
-#define VIJP_DRIFT_COND_EXACT_MAX_WIDTH 512
+ * an LU factorization (docs/drift.md).  128: up to there the exact path
+ * costs about what the estimate does (one depth-256 dense:W,leaky curve in
+ * double without its reference, exact against estimated: 0.066 against
+ * 0.059 s at W = 64, 0.31 against 0.26 s at 128), while at 256 it took a
+ * third of such a curve (1.79 against 1.23 s) and at 512 most of it.  The
+ * default report (width 32) and the tests' studies stay exact. */
+#define VIJP_DRIFT_COND_EXACT_MAX_WIDTH 128
 
 /* Results a run computes from its rounded problem alone (the reference at
  * each precision the validation visits, the conditioning), kept for the
