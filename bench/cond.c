@@ -8,7 +8,7 @@
  *           (dgemm J·Q, dgeqrf, dorgqr);
  *   exact:  κ once per linear layer (one dgesdd) + Benettin's step: what
  *           widths up to VIJP_DRIFT_COND_EXACT_MAX_WIDTH now cost;
- *   estimate: LU (dgetrf), power and inverse iteration for κ, and the
+ *   estimate: LU (dgetrf), Lanczos on JᵀJ and its inverse for κ, and the
  *           spread's two tracked directions: what wider layers cost.
  * Usage: bench-cond [MAX_WIDTH] (default 2048; 4096 adds a run of about a
  * minute, most of it the exact SVD the estimate replaces). */
@@ -118,8 +118,8 @@ int main(int argc, char **argv)
         fflush(stdout);
         free(J), free(A), free(s);
     }
-    printf("estimate: %zu power steps at the widest (κ/%.2f <= estimate <= κ with probability >= %g)\n",
-           cond_power_steps((size_t)max_width), COND_THETA, 1 - COND_DELTA);
+    printf("estimate: %zu Lanczos steps at the widest (κ/%.2f <= estimate <= κ with probability >= %g)\n",
+           cond_lanczos_steps((size_t)max_width), COND_THETA, 1 - COND_DELTA);
     /* The target: conditioning at the cost of the engines, the estimate
      * within 3x Moonwalk's time on the same layer at the widest width
      * (from 2048 up the LU dominates, as the engines' own factorisation). */

@@ -40,7 +40,7 @@ static void with_singular_values(double *J, const double *s, size_t n, vijp_rng 
 /* Profiles of singular values, largest first: geometric (κ = 1e4), one
  * outlier at each end (large gaps, fast convergence), and a linear ramp
  * from 1 to 1/2 (κ = 2, the top two and bottom two nearly equal: the
- * power method's slow case, the one Dixon's bound is for). */
+ * slow case of every Krylov method, the one the a-priori bound is for). */
 static void profile(double *s, size_t n, int kind)
 {
     for (size_t k = 0; k < n; k++) {

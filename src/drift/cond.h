@@ -10,11 +10,10 @@
 #include <stdint.h>
 
 /* The estimate's accuracy: κ/COND_THETA <= κ_est <= κ (up to rounding) with
- * probability at least 1 − COND_DELTA over its seeded random start, from
- * COND_BLOCK independent start vectors (Dixon's bound, cond.c). */
+ * probability at least 1 − COND_DELTA over its seeded random starts
+ * (Kuczyński and Woźniakowski's bound for Lanczos, cond.c). */
 #define COND_THETA 1.25
 #define COND_DELTA 1e-3
-#define COND_BLOCK 4
 
 /* κ = σ_max/σ_min over the σ > max(m,n)·u·σ_max of an m × n Jacobian
  * (destroyed), u = 2^-53; 1 for J = 0.  A square diagonal J (elementwise
@@ -30,7 +29,7 @@ typedef struct {
     size_t n;
     double *lu;
     lapack_int *piv;
-    double *block; /* n × COND_BLOCK */
+    double *basis; /* n × (cond_lanczos_steps(n) + 1): the Lanczos vectors */
     int factored;  /* lu holds the J last given to cond_factor, every pivot nonzero */
 } cond_work;
 
@@ -39,14 +38,16 @@ void cond_work_clear(cond_work *w);
 /* LU with partial pivoting of J (n × n, kept), 2n³/3 flops; 0, or 1 where a
  * pivot is exactly zero (J singular: w->factored is 0). */
 int cond_factor(cond_work *w, const double *J);
-/* Power iterations per estimate at width n (cond.c). */
-size_t cond_power_steps(size_t n);
-/* κ_est of J (n × n, factored in w) by power iteration on JᵀJ and inverse
- * iteration through the LU, 2·COND_BLOCK·(cond_power_steps(n) + 1)
- * products with J, Jᵀ, J⁻¹ or J⁻ᵀ at 2n² flops each.  0 with *kappa set, or
- * 1 where the caller must take cond_kappa_exact: J was not factored, an
- * iterate vanished, or θ·κ_est >= 1/(n·u), where J may be numerically
- * singular and the exact κ leaves singular values out. */
+/* Lanczos steps (products with JᵀJ or its inverse) per estimate at width n
+ * (cond.c). */
+size_t cond_lanczos_steps(size_t n);
+/* κ_est of J (n × n, factored in w): σ_max² by Lanczos on JᵀJ, 1/σ_min² by
+ * Lanczos on (JᵀJ)⁻¹ = J⁻¹J⁻ᵀ through the LU, each from one random start,
+ * 2·cond_lanczos_steps(n) products with J, Jᵀ, J⁻ᵀ or J⁻¹ per estimate at
+ * 2n² flops each.  0 with *kappa set, or 1 where the caller must take
+ * cond_kappa_exact: J was not factored, an iterate was not finite, or θ·κ_est
+ * >= 1/(n·u), where J may be numerically singular and the exact κ leaves
+ * singular values out. */
 int cond_kappa_estimate(const double *J, cond_work *w, uint64_t seed, double *kappa);
 
 /* The Lyapunov spread from Benettin's first and last directions only.

@@ -280,7 +280,7 @@ static void cond_method_of(const vijp_net *net, size_t exact_max, char *out, siz
     }
     if (!wide_square) snprintf(out, size, "exact");
     else
-        snprintf(out, size, "estimated above width %zu: kappa by power and inverse iteration (kappa/%g <= it <= kappa, "
+        snprintf(out, size, "estimated above width %zu: kappa by Lanczos on JtJ and its inverse (kappa/%g <= it <= kappa, "
                  "p >= %g)%s", exact_max, COND_THETA, 1 - COND_DELTA,
                  square ? "; spread of Benettin's first and last directions (a lower bound)" : "");
 }
