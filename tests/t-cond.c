@@ -204,7 +204,8 @@ END_TEST
 
 /* Where κ is estimated the first-order bound takes θ·κ_est, which is at
  * least κ (with probability 1 − δ per layer): so it stays at least the
- * exact run's bound, from the same measured g_0 error.  And a net whose
+ * exact run's bound, from the same measured g_0 error; an exact κ_i beside
+ * them (an elementwise layer's) enters without θ.  And a net whose
  * wide layers are all rectangular estimates nothing: its method is
  * "exact" (the rectangular κ and the spread of a non-square net are never
  * estimated). */
@@ -222,6 +223,16 @@ START_TEST(estimated_bound_stays_a_bound)
         double b = vijp_xnum_double(exact.runs[1].bound[i]), be = vijp_xnum_double(est.runs[1].bound[i]);
         /* 4n²uκ per estimate, as above, over at most 6 layers: 1e-9 relative */
         ck_assert_msg(be >= b * (1 - 1e-9), "layer %zu: bound %.17g from estimates, %.17g exact", i + 1, be, b);
+    }
+    /* θ multiplies the estimated κ_i only, the dense layers' (i even); the
+     * tanh layers' κ_i are exact (diagonal J) and enter as they are: the
+     * bound is this recurrence, bit for bit */
+    vijp_xnum e = est.runs[1].x.rel;
+    for (size_t i = 0; i < est.depth; i++) {
+        vijp_xnum k = vijp_xnum_mul(vijp_xnum_of(i % 2 ? 1 : COND_THETA), vijp_xnum_of(est.kappa[i]));
+        e = vijp_xnum_mul(k, vijp_xnum_add(e, vijp_xnum_mul(vijp_xnum_of(24.0), est.u)));
+        ck_assert_msg(vijp_xnum_double(e) == vijp_xnum_double(est.runs[1].bound[i]), "layer %zu: bound %.17g, want %.17g",
+                      i + 1, vijp_xnum_double(est.runs[1].bound[i]), vijp_xnum_double(e));
     }
     vijp_drift_curve_clear(&exact), vijp_drift_curve_clear(&est);
     vijp_drift_setup r = cond_setup("dense:32,dense:24", 24, 2, 16);

@@ -171,14 +171,15 @@ static double spread_exact_step(spread *ly, const double *J, int diag)
 
 /* One layer's κ at one sample, J destroyed: estimated where the layer is
  * wider than the exact limit, square and not elementwise (w factored from
- * J), exact otherwise or where the estimate hands over (cond.h). */
+ * J), exact otherwise or where the estimate hands over (cond.h); *estimated
+ * says which. */
 static double layer_kappa(double *J, size_t m, size_t n, int estimate, cond_work *w, uint64_t seed, double *s,
-                          int *deficient)
+                          int *deficient, int *estimated)
 {
     double kappa;
     *deficient = 0;
-    if (estimate && !cond_kappa_estimate(J, w, seed, &kappa)) return kappa;
-    return cond_kappa_exact(J, m, n, s, deficient);
+    *estimated = estimate && !cond_kappa_estimate(J, w, seed, &kappa);
+    return *estimated ? kappa : cond_kappa_exact(J, m, n, s, deficient);
 }
 
 /* κ_i at the points the network visits (double forward from the rounded
@@ -199,7 +200,9 @@ static vijp_mat theta_in_double(const vijp_mat *t, const vijp_format *fd, int *o
     return v;
 }
 
-static void conditioning(const vijp_net *net, const vijp_problem *pf, size_t exact_max, vijp_drift_curve *c)
+/* estimated[i] (D bytes): 1 where some sample's κ_i is an estimate. */
+static void conditioning(const vijp_net *net, const vijp_problem *pf, size_t exact_max, vijp_drift_curve *c,
+                         unsigned char *estimated)
 {
     size_t D = net->depth, B = pf->X.cols, n0 = net->width;
     vijp_format fd;
@@ -220,7 +223,7 @@ static void conditioning(const vijp_net *net, const vijp_problem *pf, size_t exa
         if (wide && w.n != n) cond_work_clear(&w), cond_work_init(&w, n);
         double *s = vijp_alloc_array(r, sizeof *s);
         vijp_mat_init(&J, m, n, &fd);
-        c->kappa[i] = 1;
+        c->kappa[i] = 1, estimated[i] = 0;
         for (size_t b = 0; b < samples; b++) {
             x = h, x.cols = 1, x.d = h.d + b * n; /* a view of sample b */
             if (vijp_layer_jacobian(L, &theta, &x, &J, NULL) || vijp_mat_check_finite(&J, "J", NULL)) {
@@ -232,8 +235,10 @@ static void conditioning(const vijp_net *net, const vijp_problem *pf, size_t exa
             if (estimate) (void)cond_factor(&w, J.d); /* a zero pivot: w.factored 0, the exact κ, a singular product */
             if (b == 0 && ly.ok && !ly.estimated) c->lyap_cum[i] = spread_exact_step(&ly, J.d, diag);
             else if (b == 0 && ly.ok && !ly.singular) ly.singular = cond_spread_step(&ly.sp, J.d, diag, &w);
-            int deficient;
-            double kb = layer_kappa(J.d, m, n, estimate, &w, ((uint64_t)i << 32 | b) ^ 0x9e3779b97f4a7c15u, s, &deficient);
+            int deficient, by_estimate;
+            double kb = layer_kappa(J.d, m, n, estimate, &w, ((uint64_t)i << 32 | b) ^ 0x9e3779b97f4a7c15u, s, &deficient,
+                                    &by_estimate);
+            estimated[i] |= (unsigned char)by_estimate;
             if (b == 0 && ly.ok && ly.estimated) {
                 ly.singular |= deficient; /* J_i itself has lost rank: the product has */
                 c->lyap_cum[i] = ly.singular ? INFINITY : cond_spread_value(&ly.sp);
@@ -249,7 +254,7 @@ static void conditioning(const vijp_net *net, const vijp_problem *pf, size_t exa
         vijp_mat_clear(&h);
         h = hn;
         if (failed) { /* past a failed double forward the estimates are unknown (NaN), not an error of the study */
-            for (size_t j = i + 1; j < D; j++) c->kappa[j] = c->lyap_cum[j] = NAN;
+            for (size_t j = i + 1; j < D; j++) c->kappa[j] = c->lyap_cum[j] = NAN, estimated[j] = 0;
             break;
         }
     }
@@ -307,14 +312,16 @@ static void predict(vijp_drift_curve *c, size_t D)
     free(lp), free(fit);
 }
 
-static void first_order_bound(const vijp_net *net, const vijp_drift_curve *c, vijp_drift_run_result *r)
+static void first_order_bound(const vijp_net *net, const vijp_drift_curve *c, const unsigned char *estimated,
+                              vijp_drift_run_result *r)
 {
-    /* e_{i−1} + n_i u at any exponent, then times κ_i; where κ was
+    /* e_{i−1} + n_i u at any exponent, then times κ_i; where κ_i was
      * estimated (κ/θ <= κ_est <= κ, cond.h), times θ·κ_est, a bound on κ
-     * with probability at least 1 − COND_DELTA per layer */
-    vijp_xnum e = r->x.rel, theta = vijp_xnum_of(strcmp(c->cond_method, "exact") ? COND_THETA : 1);
+     * with probability at least 1 − COND_DELTA per layer; an exact κ_i
+     * (an elementwise layer's, a narrow one's) as it is */
+    vijp_xnum e = r->x.rel;
     for (size_t i = 0; i < net->depth; i++) {
-        vijp_xnum kappa = vijp_xnum_mul(theta, vijp_xnum_of(c->kappa[i]));
+        vijp_xnum kappa = vijp_xnum_mul(vijp_xnum_of(estimated[i] ? COND_THETA : 1), vijp_xnum_of(c->kappa[i]));
         e = vijp_xnum_mul(kappa, vijp_xnum_add(e, vijp_xnum_mul(vijp_xnum_of((double)net->layers[i].in), c->u)));
         r->bound[i] = e;
     }
@@ -464,16 +471,18 @@ int vijp_drift_run_drawn(const vijp_drift_setup *s, const vijp_net *drawn, vijp_
             for (size_t i = 0; i < D; i++) r->reconstruction[i] = vijp_xnum_of(NAN); /* an inverse failed: a measurement */
     }
     if (rc) goto out;
-    if (!vijp_drift_memo_get_conditioning(memo, c->kappa, c->lyap_cum, D)) {
-        conditioning(&net, &pf, exact_max, c);
-        if (s->memo) vijp_drift_memo_put_conditioning(memo, c->kappa, c->lyap_cum, D);
+    unsigned char *estimated = vijp_alloc_array(D, sizeof *estimated);
+    if (!vijp_drift_memo_get_conditioning(memo, c->kappa, c->lyap_cum, estimated, D)) {
+        conditioning(&net, &pf, exact_max, c, estimated);
+        if (s->memo) vijp_drift_memo_put_conditioning(memo, c->kappa, c->lyap_cum, estimated, D);
     }
     predict(c, D);
     for (size_t k = 1; k < c->n_runs; k++) /* the vijp sweep's bound: Moonwalk's engines only */
         if (c->runs[k].engine == VIJP_ENGINE_MOONWALK || c->runs[k].engine == VIJP_ENGINE_PURE_FORWARD) {
             c->runs[k].bound = vijp_alloc_array(D, sizeof(vijp_xnum));
-            first_order_bound(&net, c, &c->runs[k]);
+            first_order_bound(&net, c, estimated, &c->runs[k]);
         }
+    free(estimated);
 out:
     if (memo != s->memo) vijp_drift_memo_free(memo);
     for (size_t i = 0; i < 1 + 2 * D; i++) vijp_compare_cache_clear(&cache[i]);

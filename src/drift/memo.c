@@ -36,6 +36,7 @@ struct vijp_drift_memo {
     memo_level *level[MEMO_LEVELS];
     size_t n_levels;
     double *kappa, *lyap_cum; /* NULL until put */
+    unsigned char *kappa_estimated;
     size_t computed;          /* backprops run over the memo's life (vijp_drift_memo_computed) */
 };
 
@@ -115,8 +116,8 @@ static void memo_empty(vijp_drift_memo *m)
 {
     while (m->n_levels) drop_level(m, 0);
     drop_copy(m);
-    free(m->spec), free(m->kappa), free(m->lyap_cum);
-    m->spec = NULL, m->kappa = m->lyap_cum = NULL;
+    free(m->spec), free(m->kappa), free(m->lyap_cum), free(m->kappa_estimated);
+    m->spec = NULL, m->kappa = m->lyap_cum = NULL, m->kappa_estimated = NULL;
     m->keyed = 0;
 }
 
@@ -368,20 +369,25 @@ void vijp_drift_memo_reference(vijp_drift_memo *m, long prec, mpfr_prec_t q, vij
         vijp_mat_pack_rounded(&ref->g[i], fmt), vijp_mat_pack_rounded(&ref->grad_theta[i], fmt);
 }
 
-int vijp_drift_memo_get_conditioning(const vijp_drift_memo *m, double *kappa, double *lyap_cum, size_t D)
+int vijp_drift_memo_get_conditioning(const vijp_drift_memo *m, double *kappa, double *lyap_cum,
+                                     unsigned char *estimated, size_t D)
 {
     if (!m->kappa || D != m->depth) return 0;
     memcpy(kappa, m->kappa, D * sizeof *kappa);
     memcpy(lyap_cum, m->lyap_cum, D * sizeof *lyap_cum);
+    memcpy(estimated, m->kappa_estimated, D * sizeof *estimated);
     return 1;
 }
 
-void vijp_drift_memo_put_conditioning(vijp_drift_memo *m, const double *kappa, const double *lyap_cum, size_t D)
+void vijp_drift_memo_put_conditioning(vijp_drift_memo *m, const double *kappa, const double *lyap_cum,
+                                      const unsigned char *estimated, size_t D)
 {
     if (D != m->depth) return;
-    free(m->kappa), free(m->lyap_cum);
+    free(m->kappa), free(m->lyap_cum), free(m->kappa_estimated);
     m->kappa = vijp_alloc_array(D, sizeof *m->kappa);
     m->lyap_cum = vijp_alloc_array(D, sizeof *m->lyap_cum);
+    m->kappa_estimated = vijp_alloc_array(D, sizeof *m->kappa_estimated);
     memcpy(m->kappa, kappa, D * sizeof *kappa);
     memcpy(m->lyap_cum, lyap_cum, D * sizeof *lyap_cum);
+    memcpy(m->kappa_estimated, estimated, D * sizeof *estimated);
 }

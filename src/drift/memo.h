@@ -54,9 +54,12 @@ void vijp_drift_memo_copy_now(vijp_drift_memo *m, const vijp_net *net, const vij
  * the peak count (peak.c) and the tests. */
 int vijp_drift_memo_copy_double(const vijp_format *f);
 
-/* Conditioning (κ_i and the Lyapunov spread, D values each) of the bound
- * problem: 1 and copied out when the memo has it; 0 when not. */
-int vijp_drift_memo_get_conditioning(const vijp_drift_memo *m, double *kappa, double *lyap_cum, size_t D);
-void vijp_drift_memo_put_conditioning(vijp_drift_memo *m, const double *kappa, const double *lyap_cum, size_t D);
+/* Conditioning (κ_i, the Lyapunov spread and whether κ_i was estimated, D
+ * values each) of the bound problem: 1 and copied out when the memo has
+ * it; 0 when not. */
+int vijp_drift_memo_get_conditioning(const vijp_drift_memo *m, double *kappa, double *lyap_cum,
+                                     unsigned char *estimated, size_t D);
+void vijp_drift_memo_put_conditioning(vijp_drift_memo *m, const double *kappa, const double *lyap_cum,
+                                      const unsigned char *estimated, size_t D);
 
 #endif
