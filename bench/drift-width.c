@@ -1,7 +1,10 @@
 /* make bench (drift width part): how a wide drift study's cost grows with
  * the width.  `vijp drift --net dense:W,gelu --depth 16 --batch 16
- * --formats bfloat16+binary32,binary32 --seeds 1 --jobs 1` (every engine
- * against backprop and the validated reference; one curve at a time, its
+ * --formats bfloat16+binary32,binary32 --seeds 1 --jobs 1` (the default
+ * engines: Moonwalk against backprop and the validated reference; not
+ * --engines all, whose pure-forward engine carries W tangents through every
+ * layer and sample, O(W³) each: about 18 TFLOP a format at 4096, far past the
+ * 10 minutes; one curve at a time, its
  * spare core inside the curve) at W = 512, 1024, 2048, 4096, each as a
  * child: wall seconds, CPU seconds (wait4's user + system) and peak
  * resident memory (ru_maxrss) beside what --estimate-memory predicts, then
@@ -105,7 +108,7 @@ static double available_mb(void)
 int main(int argc, char **argv)
 {
     const char *usage =
-        "Usage: bench-drift-width [VIJP [MAXWIDTH]]\n  a depth-16 dense:W,gelu drift study (2 formats, every engine, "
+        "Usage: bench-drift-width [VIJP [MAXWIDTH]]\n  a depth-16 dense:W,gelu drift study (2 formats, Moonwalk and backprop, "
         "1 job) at W = 512, 1024, 2048, 4096 (up to MAXWIDTH, default 4096): wall and CPU time, peak memory and its "
         "estimate, growth exponents; 4096 with --jobs 2 --max-memory 8G against its targets; then one dense:512 "
         "curve with --jobs 1 and 2 (wall time, ratio); VIJP is the command (default build/vijp).\n";
@@ -121,7 +124,7 @@ int main(int argc, char **argv)
     snprintf(rm, sizeof rm, "rm -rf '%s'", out);
     double w[N_WIDTHS], cpu[N_WIDTHS], wall[N_WIDTHS], mb[N_WIDTHS], est[N_WIDTHS];
     int n = 0;
-    printf("drift width sweep: dense:W,gelu, depth 16, batch 16, bfloat16+binary32 and binary32, every engine, 1 job\n");
+    printf("drift width sweep: dense:W,gelu, depth 16, batch 16, bfloat16+binary32 and binary32, Moonwalk and backprop, 1 job\n");
     printf("%6s %10s %10s %12s %14s %8s\n", "W", "wall s", "CPU s", "peak MB", "estimate MB", "est/peak");
     for (int i = 0; i < N_WIDTHS && widths[i] <= maxw; i++) {
         char net[32];
