@@ -7,7 +7,8 @@
  *           measured once: the 16 were identical) + Benettin's step
  *           (dgemm J·Q, dgeqrf, dorgqr);
  *   exact:  κ once per linear layer (one dgesdd) + Benettin's step: what
- *           widths up to VIJP_DRIFT_COND_EXACT_MAX_WIDTH now cost;
+ *           widths up to VIJP_DRIFT_COND_EXACT_MAX_WIDTH (128) cost, here
+ *           at the wider widths the estimate takes over, for comparison;
  *   estimate: LU (dgetrf), Lanczos on JᵀJ and its inverse for κ, and the
  *           spread's two tracked directions: what wider layers cost.
  * Usage: bench-cond [MAX_WIDTH] (default 2048; 4096 adds a run of about a

@@ -108,7 +108,8 @@ typedef struct {
  * two is the reference.  Fails with VIJP_EDOMAIN past ref_prec_max.
  *
  * First-order bound on an engine's g_i: e_i <= κ_i (e_{i−1} + n_i u) (κ_i
- * taken as COND_THETA·κ_est where it was estimated: cond_method), with e_0
+ * taken as COND_THETA·κ_est at each layer where it was estimated, as it is
+ * where exact: cond_method says whether any was), with e_0
  * the engine's measured g_0 error: the vijp of layer i amplifies its input
  * error by at most κ_i and adds a backward error of n_i u (an n_i-term dot
  * product, or a backward-stable solve with modest pivot growth). */

@@ -42,9 +42,9 @@ int cond_factor(cond_work *w, const double *J);
  * (cond.c). */
 size_t cond_lanczos_steps(size_t n);
 /* κ_est of J (n × n, factored in w): σ_max² by Lanczos on JᵀJ, 1/σ_min² by
- * Lanczos on (JᵀJ)⁻¹ = J⁻¹J⁻ᵀ through the LU, each from one random start,
- * 2·cond_lanczos_steps(n) products with J, Jᵀ, J⁻ᵀ or J⁻¹ per estimate at
- * 2n² flops each.  0 with *kappa set, or 1 where the caller must take
+ * Lanczos on (JᵀJ)⁻¹ = J⁻¹J⁻ᵀ through the LU, each from one random start:
+ * at most 4·cond_lanczos_steps(n) products with J, Jᵀ, J⁻ᵀ or J⁻¹ in all,
+ * at 2n² flops each.  0 with *kappa set, or 1 where the caller must take
  * cond_kappa_exact: J was not factored, an iterate was not finite, or θ·κ_est
  * >= 1/(n·u), where J may be numerically singular and the exact κ leaves
  * singular values out. */
