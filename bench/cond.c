@@ -78,9 +78,9 @@ static double benettin_time(const double *J, size_t n)
 
 int main(int argc, char **argv)
 {
-    long max_width = bench_count(argc, argv, 2048, 512, 8192,
+    long max_width = bench_count(argc, argv, 2048, 256, 8192,
                                  "Usage: bench-cond [MAX_WIDTH]\n  the drift study's conditioning per dense layer, batch 16, "
-                                 "exact against estimated, widths 512 up to MAX_WIDTH (default 2048).\n");
+                                 "exact against estimated, widths 256 up to MAX_WIDTH (default 2048).\n");
     openblas_set_num_threads(1);
     /* Freed memory kept for the next run, as the vijp command keeps it for a
      * study's next curve (vijp/memory.h): steady-state costs, not first-touch
@@ -93,7 +93,7 @@ int main(int argc, char **argv)
            "exact", "estimate", "before/bp", "exact/bp", "est/bp", "est/before", "κ est/κ");
     (void)engine_time(512, VIJP_ENGINE_BACKPROP); /* uncounted: the process's first touch of the memory */
     double last_est = NAN, last_mw = NAN;
-    for (size_t n = 512; n <= (size_t)max_width; n *= 2) {
+    for (size_t n = 256; n <= (size_t)max_width; n *= 2) {
         double t_bp = engine_time(n, VIJP_ENGINE_BACKPROP), t_mw = engine_time(n, VIJP_ENGINE_MOONWALK);
         vijp_rng rng;
         vijp_rng_seed(&rng, 7);
