@@ -63,6 +63,24 @@ static inline size_t td_row(size_t n, const double *a, size_t inca, const double
     return vijp_td_finish(p, s, t, absum, n + (c != NULL), xl != NULL, hi, mid, lo, bound);
 }
 
+/* The levels qd_row and d5_row share, for one term: h0 into p by TwoSum;
+ * its error q, r0 and h1 into s; those errors e, r1 and h2 into t; t's
+ * errors out in f, in this order (each SIMD set repeats it, simd.h). */
+static inline void levels3(double *p, double *s, double *t, double h0, double r0, double h1, double r1, double h2,
+                           double f[5])
+{
+    double q, e0, e1, e2;
+    dd_two_sum(*p, h0, p, &q);
+    dd_two_sum(*s, q, s, &e0);
+    dd_two_sum(*s, r0, s, &e1);
+    dd_two_sum(*s, h1, s, &e2);
+    dd_two_sum(*t, e0, t, &f[0]);
+    dd_two_sum(*t, e1, t, &f[1]);
+    dd_two_sum(*t, e2, t, &f[2]);
+    dd_two_sum(*t, r1, t, &f[3]);
+    dd_two_sum(*t, h2, t, &f[4]);
+}
+
 /* One output with x in triple-double (bound.c, 10): per term the three
  * products a·x_k = h_k + r_k (TwoProd); h0 into p by TwoSum; its error q,
  * r0 and h1 into s by TwoSum; those errors e, r1 and h2 into t by TwoSum;
@@ -74,17 +92,9 @@ static inline size_t qd_row(size_t n, const double *a, size_t inca, const double
     for (size_t j = 0; j < n; j++) {
         double aj = a[j * inca], x0 = x[0][j * incx], x1 = x[1][j * incx], x2 = x[2][j * incx];
         double h0 = aj * x0, r0 = fma(aj, x0, -h0), h1 = aj * x1, r1 = fma(aj, x1, -h1), h2 = aj * x2,
-               r2 = fma(aj, x2, -h2), q, e0, e1, e2, f0, f1, f2, f3, f4;
-        dd_two_sum(p, h0, &p, &q);
-        dd_two_sum(s, q, &s, &e0);
-        dd_two_sum(s, r0, &s, &e1);
-        dd_two_sum(s, h1, &s, &e2);
-        dd_two_sum(t, e0, &t, &f0);
-        dd_two_sum(t, e1, &t, &f1);
-        dd_two_sum(t, e2, &t, &f2);
-        dd_two_sum(t, r1, &t, &f3);
-        dd_two_sum(t, h2, &t, &f4);
-        w = w + (((f0 + f1) + (f2 + f3)) + (f4 + r2));
+               r2 = fma(aj, x2, -h2), f[5];
+        levels3(&p, &s, &t, h0, r0, h1, r1, h2, f);
+        w = w + (((f[0] + f[1]) + (f[2] + f[3])) + (f[4] + r2));
         absum = absum + fabs(h0);
     }
     return vijp_qd_finish(p, s, t, w, absum, n + (c != NULL), y, bound);
@@ -102,22 +112,13 @@ static inline size_t d5_row(size_t n, const double *a, size_t inca, const double
     for (size_t j = 0; j < n; j++) {
         double aj = a[j * inca], x0 = x[0][j * incx], x1 = x[1][j * incx], x2 = x[2][j * incx], x3 = x[3][j * incx];
         double h0 = aj * x0, r0 = fma(aj, x0, -h0), h1 = aj * x1, r1 = fma(aj, x1, -h1), h2 = aj * x2,
-               r2 = fma(aj, x2, -h2), h3 = aj * x3, r3 = fma(aj, x3, -h3), q, e0, e1, e2, f0, f1, f2, f3, f4, g0, g1,
-               g2, g3, g4, g5, g6;
-        dd_two_sum(p, h0, &p, &q);
-        dd_two_sum(s, q, &s, &e0);
-        dd_two_sum(s, r0, &s, &e1);
-        dd_two_sum(s, h1, &s, &e2);
-        dd_two_sum(t, e0, &t, &f0);
-        dd_two_sum(t, e1, &t, &f1);
-        dd_two_sum(t, e2, &t, &f2);
-        dd_two_sum(t, r1, &t, &f3);
-        dd_two_sum(t, h2, &t, &f4);
-        dd_two_sum(v, f0, &v, &g0);
-        dd_two_sum(v, f1, &v, &g1);
-        dd_two_sum(v, f2, &v, &g2);
-        dd_two_sum(v, f3, &v, &g3);
-        dd_two_sum(v, f4, &v, &g4);
+               r2 = fma(aj, x2, -h2), h3 = aj * x3, r3 = fma(aj, x3, -h3), f[5], g0, g1, g2, g3, g4, g5, g6;
+        levels3(&p, &s, &t, h0, r0, h1, r1, h2, f);
+        dd_two_sum(v, f[0], &v, &g0);
+        dd_two_sum(v, f[1], &v, &g1);
+        dd_two_sum(v, f[2], &v, &g2);
+        dd_two_sum(v, f[3], &v, &g3);
+        dd_two_sum(v, f[4], &v, &g4);
         dd_two_sum(v, r2, &v, &g5);
         dd_two_sum(v, h3, &v, &g6);
         w = w + (((g0 + g1) + (g2 + g3)) + ((g4 + g5) + (g6 + r3)));

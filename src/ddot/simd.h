@@ -197,20 +197,28 @@ static size_t simd_td_gemv(size_t m, size_t n, const double *A, size_t lda, cons
 
 /* ---- triple-double x: qd_row's body lane by lane ---- */
 
+/* eft.h's levels3 lane by lane: h0 into P; its error, r0 and h1 into S;
+ * those errors, r1 and h2 into T; T's errors out in F0..F4, in its order. */
+#define LEVELS3(P, S, T, h0, r0, h1, r1, h2, F0, F1, F2, F3, F4)                                                      \
+    do {                                                                                                              \
+        vd q_, e0_, e1_, e2_;                                                                                         \
+        TWO_SUM(P, q_, P, h0);                                                                                        \
+        TWO_SUM(S, e0_, S, q_);                                                                                       \
+        TWO_SUM(S, e1_, S, r0);                                                                                       \
+        TWO_SUM(S, e2_, S, h1);                                                                                       \
+        TWO_SUM(T, F0, T, e0_);                                                                                       \
+        TWO_SUM(T, F1, T, e1_);                                                                                       \
+        TWO_SUM(T, F2, T, e2_);                                                                                       \
+        TWO_SUM(T, F3, T, r1);                                                                                        \
+        TWO_SUM(T, F4, T, h2);                                                                                        \
+    } while (0)
+
 /* One term a·(x0 + x1 + x2) into a lane's (p, s, t, w, absum). */
 #define QD_STEP(P, S, T, W, AB, a, x0, x1, x2)                                                                        \
     do {                                                                                                              \
         vd h0_ = (a) * (x0), r0_ = vfma((a), (x0), -h0_), h1_ = (a) * (x1), r1_ = vfma((a), (x1), -h1_);              \
-        vd h2_ = (a) * (x2), r2_ = vfma((a), (x2), -h2_), q_, e0_, e1_, e2_, f0_, f1_, f2_, f3_, f4_;                 \
-        TWO_SUM(P, q_, P, h0_);                                                                                       \
-        TWO_SUM(S, e0_, S, q_);                                                                                       \
-        TWO_SUM(S, e1_, S, r0_);                                                                                      \
-        TWO_SUM(S, e2_, S, h1_);                                                                                      \
-        TWO_SUM(T, f0_, T, e0_);                                                                                      \
-        TWO_SUM(T, f1_, T, e1_);                                                                                      \
-        TWO_SUM(T, f2_, T, e2_);                                                                                      \
-        TWO_SUM(T, f3_, T, r1_);                                                                                      \
-        TWO_SUM(T, f4_, T, h2_);                                                                                      \
+        vd h2_ = (a) * (x2), r2_ = vfma((a), (x2), -h2_), f0_, f1_, f2_, f3_, f4_;                                    \
+        LEVELS3(P, S, T, h0_, r0_, h1_, r1_, h2_, f0_, f1_, f2_, f3_, f4_);                                           \
         (W) = (W) + (((f0_ + f1_) + (f2_ + f3_)) + (f4_ + r2_));                                                      \
         (AB) = (AB) + vabs(h0_);                                                                                      \
     } while (0)
@@ -286,16 +294,8 @@ static size_t simd_qd_gemv(size_t m, size_t n, const double *A, size_t lda, cons
     do {                                                                                                              \
         vd h0_ = (a) * (x0), r0_ = vfma((a), (x0), -h0_), h1_ = (a) * (x1), r1_ = vfma((a), (x1), -h1_);              \
         vd h2_ = (a) * (x2), r2_ = vfma((a), (x2), -h2_), h3_ = (a) * (x3), r3_ = vfma((a), (x3), -h3_);              \
-        vd q_, e0_, e1_, e2_, f0_, f1_, f2_, f3_, f4_, g0_, g1_, g2_, g3_, g4_, g5_, g6_;                             \
-        TWO_SUM(P, q_, P, h0_);                                                                                       \
-        TWO_SUM(S, e0_, S, q_);                                                                                       \
-        TWO_SUM(S, e1_, S, r0_);                                                                                      \
-        TWO_SUM(S, e2_, S, h1_);                                                                                      \
-        TWO_SUM(T, f0_, T, e0_);                                                                                      \
-        TWO_SUM(T, f1_, T, e1_);                                                                                      \
-        TWO_SUM(T, f2_, T, e2_);                                                                                      \
-        TWO_SUM(T, f3_, T, r1_);                                                                                      \
-        TWO_SUM(T, f4_, T, h2_);                                                                                      \
+        vd f0_, f1_, f2_, f3_, f4_, g0_, g1_, g2_, g3_, g4_, g5_, g6_;                                                \
+        LEVELS3(P, S, T, h0_, r0_, h1_, r1_, h2_, f0_, f1_, f2_, f3_, f4_);                                           \
         TWO_SUM(V, g0_, V, f0_);                                                                                      \
         TWO_SUM(V, g1_, V, f1_);                                                                                      \
         TWO_SUM(V, g2_, V, f2_);                                                                                      \
