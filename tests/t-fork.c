@@ -9,6 +9,8 @@
  *   - the emulated dense products (forward, jvp, vjp, parameter gradient) in
  *     bfloat16+binary32, binary32 and e4m3+binary32, and the LU solve;
  *   - the reference's products in mpfr:64, mpfr:106 and mpfr:128 with exact dots;
+ *   - the elementwise activations' forward pass with f′ on the MPFR route
+ *     (the reference's), a range of the batch's columns per thread;
  *   - a one-curve drift study: --jobs 1 and --jobs 2 write the same curves.
  * Splitting only happens above a work threshold (VIJP_FORK_MIN_WORK,
  * VIJP_TEAM_MIN_WORK), so the shapes are chosen above it (each case asserts
@@ -22,6 +24,7 @@
 #include "emu/dense.h"
 #include "emu/dense_ref.h"
 #include "emu/lanes.h"
+#include "layer/route.h"
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -334,6 +337,55 @@ START_TEST(reference_products_same_bits)
 }
 END_TEST
 
+/* ---- the activations on the MPFR route ---- */
+
+/* Y = f(X) and D = f′(X) of elementwise activations in mpfr:P (the
+ * reference's route, vijp_layer_forward_deriv): 160 units by 7 columns
+ * clear the threshold for five parts (4096 units of work each, layer.c),
+ * 2 columns for two; 1 column never splits. */
+START_TEST(activations_same_bits)
+{
+    static const char *const specs[] = {"gelu", "elu:0.7", "softplus", "silu", "softsign"};
+    static const size_t batches[] = {7, 2, 1};
+    const size_t in = 160;
+    vijp_rng r;
+    vijp_rng_seed(&r, test_seed() + 11);
+    int split = 0;
+    for (long P = 64; P <= 256; P *= 4)
+        for (size_t si = 0; si < sizeof specs / sizeof *specs; si++)
+            for (size_t bi = 0; bi < sizeof batches / sizeof *batches; bi++) {
+                size_t B = batches[bi], n = in * B;
+                vijp_format f;
+                ck_assert_int_eq(vijp_format_mpfr(&f, P, NULL), 0);
+                vijp_layer L;
+                ck_assert_int_eq(vijp_layer_parse(&L, specs[si], in, NULL), 0);
+                vijp_mat X, Y1, D1;
+                vijp_mat_init(&X, in, B, &f), vijp_mat_init(&Y1, in, B, &f), vijp_mat_init(&D1, in, B, &f);
+                for (size_t i = 0; i < n; i++) mpfr_set_d(X.m[i], 3 * vijp_rng_normal(&r), MPFR_RNDN);
+                f.threads = 1;
+                vijp_error err = {0};
+                ck_assert_int_eq(vijp_layer_forward_deriv(&L, NULL, &X, &Y1, &D1, &err), 0);
+                for (size_t c = 0; c < N_COUNTS; c++) {
+                    f.threads = thread_counts[c];
+                    split += B > 1 && vijp_fork_parts(f.threads, B, 4096.0 * (double)n, VIJP_FORK_MIN_WORK) > 1;
+                    vijp_mat Y, D;
+                    vijp_mat_init(&Y, in, B, &f), vijp_mat_init(&D, in, B, &f);
+                    for (size_t i = 0; i < n; i++) mpfr_set_nan(Y.m[i]), mpfr_set_nan(D.m[i]);
+                    ck_assert_int_eq(vijp_layer_forward_deriv(&L, NULL, &X, &Y, &D, &err), 0);
+                    char what[64];
+                    snprintf(what, sizeof what, "%s forward, batch %zu", specs[si], B);
+                    expect_same(Y1.m, Y.m, n, what, f.name, f.threads);
+                    snprintf(what, sizeof what, "%s derivative, batch %zu", specs[si], B);
+                    expect_same(D1.m, D.m, n, what, f.name, f.threads);
+                    vijp_mat_clear(&Y), vijp_mat_clear(&D);
+                }
+                vijp_mat_clear(&X), vijp_mat_clear(&Y1), vijp_mat_clear(&D1);
+                vijp_layer_clear(&L);
+            }
+    ck_assert_msg(split == 60, "%d runs split, not 60: the shapes fell below the threshold", split);
+}
+END_TEST
+
 /* ---- a study ---- */
 
 /* A file of the report folder dir, with drift.json's "command" line (which
@@ -399,6 +451,7 @@ Suite *suite_fork(void)
     add_case(s, "emu", emu_products_same_bits);
     add_case(s, "lu", lu_solve_same_bits);
     add_case(s, "reference", reference_products_same_bits);
+    add_case(s, "activations", activations_same_bits);
     add_case(s, "study", one_curve_study_same_files);
     return s;
 }

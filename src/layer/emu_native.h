@@ -43,7 +43,9 @@ struct vijp_emu_native {
                         const vijp_format *f);
     /* The MPFR route, an elementwise activation: Y = f(X) and D = f′(X) in
      * one evaluation (vijp_layer_forward_deriv, route.h), bit for bit the mp
-     * forward's Y and the mp jvp's V with every tangent 1. */
+     * forward's Y and the mp jvp's V with every tangent 1.  Unit i's Y[i]
+     * and D[i] from X[i] alone: vijp_layer_forward_deriv runs it on ranges
+     * of the batch's columns, one per thread. */
     void (*mp_forward_deriv)(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *Y, mpfr_t *D, const vijp_format *f);
 };
 
