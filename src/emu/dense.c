@@ -438,7 +438,7 @@ int vijp_emu_ge_solve_panel(size_t n, double *A, double *r, size_t B, vijp_emu_g
     /* The right-hand sides row by row, so that a step updates a row of them
      * as one axpy over the B columns (each entry's operations as before: a
      * scalar loop over them was a tenth of a dense:1024 study) */
-    double *R = vijp_alloc_array(n * B ? n * B : 1, sizeof *R);
+    double *R = vijp_alloc_array(n * B != 0 ? n * B : 1, sizeof *R);
     for (size_t j = 0; j < B; j++)
         for (size_t i = 0; i < n; i++) R[i * B + j] = r[i + j * n];
     for (size_t c0 = 0; c0 < n && !rc; c0 += panel) {
