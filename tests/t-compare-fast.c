@@ -7,6 +7,7 @@
  * precision with ties both ways and a carry into the next binade, zeros on
  * either side, the ulp metric at the ends of the double range. */
 #include "fixtures/testutil.h"
+#include "base/fork.h"
 #include "vijp/rng.h"
 #include "compare/fast.h"
 #include "compare/cache.h"
@@ -298,6 +299,60 @@ START_TEST(fast_declines_nonfinite_and_range_floor)
 }
 END_TEST
 
+/* On threads (the format's threads, base/fork.h): the entries in ranges,
+ * each summed at its own scales and added at the largest.  Ranges whose
+ * values lie 2^1000 apart make the addition rescale (beyond 2^900 a range's
+ * sums drop out, their size into the bound); the metrics must stay the
+ * exact evaluation's, answered on every count, and the same as on one
+ * thread.  5 · 8192 entries and more split five ways (64 units an entry,
+ * fast.c, against VIJP_FORK_MIN_WORK). */
+START_TEST(fast_on_threads_is_exact)
+{
+    static const long binade[] = {0, -1000, 40, -20, 3};
+    static const int counts[] = {1, 2, 3, 5};
+    size_t n = 5 * 8192 + 13;
+    vijp_rng g;
+    vijp_rng_seed(&g, 29);
+    for (int scaled = 0; scaled < 2; scaled++) {
+        vijp_format f, fr;
+        vijp_mat A, R;
+        double_pair(&f, &fr, 170, n, &A, &R);
+        if (!scaled) fill(CLOSE, &g, &A, &R, vijp_compare_prec(&f));
+        else {
+            mpfr_t y;
+            mpfr_init2(y, 500);
+            for (size_t i = 0; i < n; i++) {
+                random_wide(y, &g, 3);
+                mpfr_mul_2si(y, y, binade[i * 5 / n], MPFR_RNDN);
+                mpfr_set(R.m[i], y, MPFR_RNDN);
+                mpfr_mul_d(y, y, 1 + 0x1p-30 * vijp_rng_normal(&g), MPFR_RNDN);
+                A.d[i] = mpfr_get_d(y, MPFR_RNDN);
+            }
+            mpfr_clear(y);
+        }
+        for (int angle = 0; angle < 2; angle++) {
+            vijp_metric one = {{0, 0}, {0, 0}, {0, 0}};
+            for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
+                f.threads = counts[c];
+                ck_assert_uint_eq(vijp_fork_parts(f.threads, n, 64.0 * (double)n, VIJP_FORK_MIN_WORK),
+                                  (size_t)counts[c]);
+                char what[96];
+                snprintf(what, sizeof what, "%s, %d threads, angle %d", scaled ? "ranges 2^1000 apart" : "close",
+                         counts[c], angle);
+                size_t slow = 0;
+                ck_assert_msg(check_case(&A, &R, &f, angle, what, &slow), "%s: declined", what);
+                vijp_metric got;
+                ck_assert(vijp_compare_fast(&A, &R, &f, &got, angle, NULL, NULL));
+                if (c == 0) one = got;
+                ck_assert_msg(same(got.rel, one.rel) && same(got.ulps, one.ulps) && same(got.angle_deg, one.angle_deg),
+                              "%s: differs from one thread", what);
+            }
+        }
+        vijp_mat_clear(&A), vijp_mat_clear(&R);
+    }
+}
+END_TEST
+
 Suite *suite_compare_fast(void)
 {
     Suite *s = suite_create("compare_fast");
@@ -305,6 +360,7 @@ Suite *suite_compare_fast(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, fast_is_exact_bit_for_bit);
     tcase_add_test(tc, fast_rescales_across_chunks);
+    tcase_add_test(tc, fast_on_threads_is_exact);
     tcase_add_test(tc, fast_declines_a_cancelled_angle);
     tcase_add_test(tc, fast_declines_nonfinite_and_range_floor);
     suite_add_tcase(s, tc);

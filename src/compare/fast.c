@@ -3,10 +3,12 @@
 #include "fast.h"
 #include "format/mpfr_io.h"
 #include "format/packed.h"
+#include "base/fork.h"
 #include <gmp.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if GMP_NUMB_BITS == 64 && GMP_NAIL_BITS == 0 && defined(__SIZEOF_INT128__)
@@ -301,13 +303,18 @@ static inline void add_product(sum *s, double *abs, size_t *skipped, const top10
 
 /* The error bound on a sum of n terms from add_product, abs_sum the sum of
  * their leading parts' magnitudes (a double sum of n < 2^40 terms: within
- * 2^-13 of the terms' Σ|t|): each term's own 2^-101, the chunks' 2^-83 and
- * the folds' 2^-94 of their chunk and 2^-103 of the total each (see sum)
- * give at most (2^-82.9 + (n/CHUNK + 1)·2^-103)·Σ|t|, which the formula
- * below exceeds fourfold; each skipped product is below 2^-TINY. */
-static double E_of(double abs_sum, size_t n, size_t skipped)
+ * 2^-13 of the terms' Σ|t|), summed in parts ranges (vijp_compare_fast's
+ * threads), each in chunks from its first index, then added together:
+ * each term's own 2^-101, the chunks' 2^-83, the folds' 2^-94 of their
+ * chunk and 2^-103 of the total each (see sum; at most n/CHUNK + parts
+ * folds), and the 2^-103 of the total each addition of a part's total
+ * (dd_add, its low part within 2^-53 of its high) give at most (2^-82.9 +
+ * (n/CHUNK + 2·parts)·2^-103)·Σ|t|, which the formula below exceeds
+ * fourfold; each skipped product is below 2^-TINY. */
+static double E_of(double abs_sum, size_t n, size_t skipped, size_t parts)
 {
-    return (0x1p-81 + ((double)n / CHUNK + 2) * 0x1p-100) * abs_sum * 1.0001 + (double)skipped * 0x1p-400;
+    return (0x1p-81 + ((double)n / CHUNK + 1 + (double)parts) * 0x1p-100) * abs_sum * 1.0001 +
+           (double)skipped * 0x1p-400;
 }
 
 /* A scaled sum s·2^scale with its error bound E·2^scale. */
@@ -469,26 +476,36 @@ static inline long exp_of(const vijp_mat *a, size_t i)
     return mpfr_regular_p(a->m[i]) ? mpfr_get_exp(a->m[i]) : LONG_MIN;
 }
 
-int vijp_compare_fast(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m, int angle,
-                      vijp_compare_cache *cache, size_t *slow)
+/* One range's sums (at its own scales Ky, Kd), largest ulps and counts. */
+typedef struct {
+    const vijp_mat *a, *ref;
+    const vijp_format *f;
+    int angle, have_yy;
+    int ok;
+    long Ky, Kd;
+    sum sdd, syy, syd;
+    double abs_yd, ulps;
+    vijp_xnum wide_ulps; /* the largest ulps count past double's range */
+    size_t skip_dd, skip_yy, skip_yd, nz_x, nz_y, nz_d, nslow;
+} part;
+
+/* The entries [begin, end) into P (its inputs set, the rest zero). */
+static void part_run(part *P, size_t begin, size_t end)
 {
+    const vijp_mat *a = P->a, *ref = P->ref;
+    const vijp_format *f = P->f;
     long p = vijp_compare_prec(f);
-    size_t n = vijp_mat_len(ref), nslow = 0;
-    if (p > MAX_P || n >= (size_t)1 << 40) return 0;
     mpfr_t dm, xm, ym, t;
     mpfr_init2(dm, p), mpfr_init2(t, p);
-    sum sdd = {{0, 0}, 0, 0, 0}, syy = sdd, syd = sdd;
-    double abs_yd = 0, ulps = 0;
-    vijp_xnum wide_ulps = vijp_xnum_of(0); /* the largest ulps count past double's range */
-    size_t skip_dd = 0, skip_yy = 0, skip_yd = 0, nz_x = 0, nz_y = 0, nz_d = 0;
+    P->wide_ulps = vijp_xnum_of(0);
     /* Scales: |y|·2^-Ky < 1 and |δ|·2^-Kd < 1 (+ 1 for RN_p's carry in y,
      * + 1 for δ = x − y); apart, so that a huge x leaves y's sums intact.
      * They are the largest exponents seen so far, found chunk by chunk
      * (each chunk read twice while it is in cache, not the matrices twice). */
     long Ky = LONG_MIN, Kd = LONG_MIN;
-    int ok = 1, have_yy = cache && cache->fast_ready; /* Σy² depends on y alone: computed once per reference */
-    for (size_t i0 = 0; i0 < n && ok; i0 += CHUNK) {
-        size_t i1 = n - i0 < CHUNK ? n : i0 + CHUNK;
+    int ok = 1;
+    for (size_t i0 = begin; i0 < end && ok; i0 += CHUNK) {
+        size_t i1 = end - i0 < CHUNK ? end : i0 + CHUNK;
         long cy = LONG_MIN, cd = LONG_MIN, low = LONG_MAX;
         for (size_t i = i0; i < i1; i++) {
             long ex = exp_of(a, i), ey = exp_of(ref, i);
@@ -511,35 +528,37 @@ int vijp_compare_fast(const vijp_mat *a, const vijp_mat *ref, const vijp_format 
             break;
         }
         if (cd != LONG_MIN && cd + 2 > Kd) {
-            if (Kd != LONG_MIN) sum_rescale(&sdd, 2 * (cd + 2 - Kd), NULL), sum_rescale(&syd, cd + 2 - Kd, &abs_yd);
+            if (Kd != LONG_MIN)
+                sum_rescale(&P->sdd, 2 * (cd + 2 - Kd), NULL), sum_rescale(&P->syd, cd + 2 - Kd, &P->abs_yd);
             Kd = cd + 2;
         }
         if (cy != LONG_MIN && cy + 2 > Ky) {
-            if (Ky != LONG_MIN) sum_rescale(&syy, 2 * (cy + 2 - Ky), NULL), sum_rescale(&syd, cy + 2 - Ky, &abs_yd);
+            if (Ky != LONG_MIN)
+                sum_rescale(&P->syy, 2 * (cy + 2 - Ky), NULL), sum_rescale(&P->syd, cy + 2 - Ky, &P->abs_yd);
             Ky = cy + 2;
         }
         /* the chunk's pairs in locals (kept in registers), folded after it */
         sum cdd = {{0, 0}, 0, 0, 0}, cyy = cdd, cyd = cdd;
-        double cabs = 0;
+        double cabs = 0, ulps = P->ulps;
         for (size_t i = i0; i < i1; i++) {
             val x, y, d;
             if (load_entry(&x, a, i, p, 0) || load_entry(&y, ref, i, p, 1)) {
                 ok = 0;
                 break;
             }
-            nz_x += !x.zero, nz_y += !y.zero;
+            P->nz_x += !x.zero, P->nz_y += !y.zero;
             if (x.zero) d = y, d.neg = !y.neg;
             else if (y.zero) d = x;
             else if (sub_exact(&d, &x, &y, p)) { /* RN_p(x − y) by MPFR */
                 view(xm, &x), view(ym, &y);
                 mpfr_sub(dm, xm, ym, MPFR_RNDN);
                 load_mpfr(&d, dm);
-                nslow++;
+                P->nslow++;
             }
             if (d.zero) {
                 if (y.zero) continue;
             } else {
-                nz_d++;
+                P->nz_d++;
                 double u = ulps_exact(&d, &y, f, ulps);
                 if (u != u) { /* MPFR's path at the ends of the double range */
                     mpfr_t dv, yv;
@@ -551,22 +570,83 @@ int vijp_compare_fast(const vijp_mat *a, const vijp_mat *ref, const vijp_format 
                     /* past double's range (a nonzero error against a zero
                      * or tiny reference): kept apart, at its exponent */
                     if (vijp_xnum_is_double(ux)) u = ux.m;
-                    else wide_ulps = vijp_xnum_max_nan(wide_ulps, ux), u = 0;
+                    else P->wide_ulps = vijp_xnum_max_nan(P->wide_ulps, ux), u = 0;
                 }
                 if (u > ulps) ulps = u;
             }
             top106 ty = y.zero ? (top106){0} : top_of(&y, Ky), td = d.zero ? (top106){0} : top_of(&d, Kd);
-            if (!d.zero) add_product(&cdd, NULL, &skip_dd, &td, &td);
-            if (!y.zero && !have_yy) add_product(&cyy, NULL, &skip_yy, &ty, &ty);
-            if (angle && !y.zero && !d.zero) add_product(&cyd, &cabs, &skip_yd, &ty, &td);
+            if (!d.zero) add_product(&cdd, NULL, &P->skip_dd, &td, &td);
+            if (!y.zero && !P->have_yy) add_product(&cyy, NULL, &P->skip_yy, &ty, &ty);
+            if (P->angle && !y.zero && !d.zero) add_product(&cyd, &cabs, &P->skip_yd, &ty, &td);
         }
-        dd_add(&sdd.total, cdd.h, cdd.l), dd_add(&syy.total, cyy.h, cyy.l), dd_add(&syd.total, cyd.h, cyd.l);
-        abs_yd += cabs;
+        dd_add(&P->sdd.total, cdd.h, cdd.l), dd_add(&P->syy.total, cyy.h, cyy.l), dd_add(&P->syd.total, cyd.h, cyd.l);
+        P->abs_yd += cabs, P->ulps = ulps;
     }
     mpfr_clears(dm, t, (mpfr_ptr)0);
-    if (slow) *slow = nslow;
-    if (!ok) return 0;
-    bounded byy = {syy.total, E_of(syy.total.h, n, skip_yy) + syy.lost, Ky == LONG_MIN ? 0 : 2 * Ky}; /* y = 0: 0 */
+    P->ok = ok, P->Ky = Ky, P->Kd = Kd;
+}
+
+static void part_body(void *ctx, size_t k, size_t begin, size_t end) { part_run((part *)ctx + k, begin, end); }
+
+/* g += P: P's sums taken to g's scales (no smaller than P's), then added
+ * (E_of counts the additions); the counts added, the largest ulps kept. */
+static void part_merge(part *g, part *P)
+{
+    if (P->Kd != LONG_MIN && P->Kd < g->Kd)
+        sum_rescale(&P->sdd, 2 * (g->Kd - P->Kd), NULL), sum_rescale(&P->syd, g->Kd - P->Kd, &P->abs_yd);
+    if (P->Ky != LONG_MIN && P->Ky < g->Ky)
+        sum_rescale(&P->syy, 2 * (g->Ky - P->Ky), NULL), sum_rescale(&P->syd, g->Ky - P->Ky, &P->abs_yd);
+    sum *to[] = {&g->sdd, &g->syy, &g->syd}, *from[] = {&P->sdd, &P->syy, &P->syd};
+    for (int k = 0; k < 3; k++) {
+        sum_fold(from[k]);
+        dd_add(&to[k]->total, from[k]->total.h, from[k]->total.l);
+        to[k]->lost += from[k]->lost;
+    }
+    g->abs_yd += P->abs_yd;
+    if (P->ulps > g->ulps) g->ulps = P->ulps;
+    g->wide_ulps = vijp_xnum_max_nan(g->wide_ulps, P->wide_ulps);
+    g->skip_dd += P->skip_dd, g->skip_yy += P->skip_yy, g->skip_yd += P->skip_yd;
+    g->nz_x += P->nz_x, g->nz_y += P->nz_y, g->nz_d += P->nz_d, g->nslow += P->nslow;
+    g->ok &= P->ok;
+}
+
+/* About 25 ns an entry on one core, 64 of fork.h's units at the least. */
+enum { ENTRY_WORK = 64 };
+
+int vijp_compare_fast(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m, int angle,
+                      vijp_compare_cache *cache, size_t *slow)
+{
+    long p = vijp_compare_prec(f);
+    size_t n = vijp_mat_len(ref);
+    if (p > MAX_P || n >= (size_t)1 << 40) return 0;
+    /* Ranges of the entries, one per thread (the format's threads, base/
+     * fork.h), each summed at its own scales and then added at the largest:
+     * the metrics are certified intervals whatever the ranges (E_of), so
+     * they are the exact evaluation's bits on any count. */
+    double work = (double)ENTRY_WORK * (double)n;
+    size_t parts = vijp_fork_parts(f->threads, n, work, VIJP_FORK_MIN_WORK);
+    int have_yy = cache && cache->fast_ready; /* Σy² depends on y alone: computed once per reference */
+    part *P = vijp_alloc_array(parts, sizeof *P);
+    for (size_t k = 0; k < parts; k++) P[k] = (part){.a = a, .ref = ref, .f = f, .angle = angle, .have_yy = have_yy};
+    if (parts > 1) vijp_fork(f->threads, n, work, part_body, P);
+    else part_run(P, 0, n);
+    part g = P[0];
+    for (size_t k = 1; k < parts; k++) {
+        if (P[k].Kd > g.Kd) g.Kd = P[k].Kd;
+        if (P[k].Ky > g.Ky) g.Ky = P[k].Ky;
+    }
+    g.sdd = g.syy = g.syd = (sum){{0, 0}, 0, 0, 0}, g.abs_yd = 0, g.ulps = 0, g.wide_ulps = vijp_xnum_of(0);
+    g.skip_dd = g.skip_yy = g.skip_yd = g.nz_x = g.nz_y = g.nz_d = g.nslow = 0, g.ok = 1;
+    for (size_t k = 0; k < parts; k++) part_merge(&g, &P[k]);
+    free(P);
+    if (slow) *slow = g.nslow;
+    if (!g.ok) return 0;
+    long Ky = g.Ky, Kd = g.Kd;
+    sum sdd = g.sdd, syy = g.syy, syd = g.syd;
+    double abs_yd = g.abs_yd, ulps = g.ulps;
+    vijp_xnum wide_ulps = g.wide_ulps;
+    size_t skip_dd = g.skip_dd, skip_yy = g.skip_yy, skip_yd = g.skip_yd, nz_x = g.nz_x, nz_y = g.nz_y, nz_d = g.nz_d;
+    bounded byy = {syy.total, E_of(syy.total.h, n, skip_yy, parts) + syy.lost, Ky == LONG_MIN ? 0 : 2 * Ky}; /* y = 0: 0 */
     if (have_yy) byy = (bounded){{cache->yy_h, cache->yy_l}, cache->yy_E, cache->yy_scale};
     else if (cache) {
         cache->yy_h = byy.s.h, cache->yy_l = byy.s.l, cache->yy_E = byy.E, cache->yy_scale = byy.scale;
@@ -583,7 +663,7 @@ int vijp_compare_fast(const vijp_mat *a, const vijp_mat *ref, const vijp_format 
         m->rel = vijp_xnum_of(INFINITY);
         return 1; /* the angle: NaN, as compare_exact's (one of the norms zero, not both) */
     }
-    bounded bdd = {sdd.total, E_of(sdd.total.h, n, skip_dd) + sdd.lost, 2 * Kd};
+    bounded bdd = {sdd.total, E_of(sdd.total.h, n, skip_dd, parts) + sdd.lost, 2 * Kd};
     double rel, deg;
     if (!settle_rel(&rel, &bdd, &byy, p)) return 0;
     m->rel = vijp_xnum_of(rel);
@@ -591,7 +671,7 @@ int vijp_compare_fast(const vijp_mat *a, const vijp_mat *ref, const vijp_format 
     /* Entries whose d is RN_p(δ) rather than δ move Σδ² by 2^-(p−2) and Σyδ
      * by 2^-(p−1) of Σ|yδ| at most: into the bounds. */
     bdd.E += ldexp(sdd.total.h, -(int)p + 3);
-    bounded byd = {syd.total, E_of(abs_yd, n, skip_yd) + ldexp(abs_yd, -(int)p + 2) + syd.lost, Ky + Kd};
+    bounded byd = {syd.total, E_of(abs_yd, n, skip_yd, parts) + ldexp(abs_yd, -(int)p + 2) + syd.lost, Ky + Kd};
     if (!settle_angle(&deg, &bdd, &byy, &byd, p)) return 0;
     m->angle_deg = vijp_xnum_of(deg);
     return 1;
