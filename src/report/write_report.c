@@ -13,6 +13,7 @@
 #include "vijp/certify.h"
 #include "sections.h"
 #include "prerender.h"
+#include "base/fork.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -711,6 +712,36 @@ static void md_spread(FILE *o, spread v, const char *fmt)
     fputs(" |", o);
 }
 
+/* The points of md_certify, each certified on its own copy of the net up
+ * to the layer (ranges of them on the study's jobs: the report is written
+ * once every curve is done, so the cores are free; base/fork.h).  Point k
+ * (0-based) initialises its copy from seed k + 1, which draws every
+ * parameter afresh, so a copy per point holds what the one net reused
+ * point after point held; the inputs are drawn beforehand, in order. */
+typedef struct {
+    const vijp_net *upto;
+    vijp_init init;
+    size_t layer;
+    const double *x;      /* points × the layer's inputs */
+    vijp_net *nets;       /* each point's copy (kept: the last one's θ is read after) */
+    vijp_certificate *cert;
+    vijp_error *err;
+    int *rc;
+} certify_points;
+
+static void certify_range(void *ctx, size_t part, size_t begin, size_t end)
+{
+    certify_points *c = ctx;
+    (void)part;
+    for (size_t k = begin; k < end; k++) {
+        vijp_net *net = &c->nets[k];
+        vijp_net_copy(net, c->upto);
+        const vijp_layer *L = &net->layers[c->layer];
+        c->rc[k] = vijp_net_init(net, c->init, k + 1, &c->err[k]) ||
+                   vijp_certify_layer(L, net->theta[c->layer], c->x + k * L->in, NULL, &c->cert[k], &c->err[k]);
+    }
+}
+
 /* Certification of one layer of config c at 8 points (inputs N(0,1), the
  * config's initialisation, seeds 1..8), as `vijp certify` would; a layer
  * wider than CERTIFY_ALL_POINTS_WIDTH_MAX at the first point only, said in
@@ -731,56 +762,61 @@ static void md_certify(FILE *o, const study *s, size_t c, size_t layer)
                 "(`vijp certify --net NET --layer-index %zu`) | — |", top->in, CERTIFY_MPFR_WIDTH_MAX, top->in, layer);
         return;
     }
-    vijp_net net, upto = s->nets[s->configs[c].net];
     /* The net up to this layer only: vijp_net_init draws layer by layer from
-     * one generator, so its parameters are the full net's, and each of the
-     * eight points below no longer initialises all s->depth layers (a few
-     * seconds of the default report, serial, spent on discarded draws). */
+     * one generator, so its parameters are the full net's, and no point
+     * initialises all s->depth layers (a few seconds of the default report,
+     * serial, spent on discarded draws). */
+    vijp_net upto = s->nets[s->configs[c].net];
     upto.depth = layer + 1;
-    vijp_net_copy(&net, &upto);
-    const vijp_layer *L = &net.layers[layer];
-    double *x = vijp_alloc_array(L->in, sizeof *x), smin = INFINITY;
-    size_t certified = 0, not_sub = 0;
-    char method[32] = "";
+    double *x = vijp_alloc_array(points * top->in, sizeof *x), smin = INFINITY;
     vijp_rng rng;
     vijp_rng_seed(&rng, 0xce47);
-    for (uint64_t k = 1; x && k <= points; k++) {
-        vijp_certificate cert;
-        vijp_error err = {0};
-        for (size_t i = 0; i < L->in; i++) x[i] = vijp_rng_normal(&rng);
-        if (vijp_net_init(&net, s->configs[c].init, k, &err) ||
-            vijp_certify_layer(L, net.theta[layer], x, NULL, &cert, &err)) {
-            fprintf(o, " error: %s |", err.msg);
-            free(x), vijp_net_free(&net);
-            return;
+    for (size_t i = 0; i < points * top->in; i++) x[i] = vijp_rng_normal(&rng);
+    certify_points run = {&upto, s->configs[c].init, layer, x, vijp_alloc_array(points, sizeof(vijp_net)),
+                          vijp_alloc_array(points, sizeof(vijp_certificate)), vijp_alloc_array(points, sizeof(vijp_error)),
+                          vijp_alloc_array(points, sizeof(int))};
+    double n = (double)top->in;
+    vijp_fork(s->jobs, points, (double)points * n * n * n, certify_range, &run);
+    size_t certified = 0, not_sub = 0, failed = points;
+    for (size_t k = 0; k < points && failed == points; k++)
+        if (run.rc[k]) failed = k;
+    char method[32] = "";
+    for (size_t k = 0; k < failed; k++) {
+        const vijp_certificate *cert = &run.cert[k];
+        certified += cert->verdict == VIJP_CERTIFIED_SUBMERSIVE;
+        not_sub += cert->verdict == VIJP_NOT_SUBMERSIVE;
+        if (cert->verdict == VIJP_CERTIFIED_SUBMERSIVE && cert->s < smin) smin = cert->s;
+        if (!method[0]) snprintf(method, sizeof method, "%s", cert->method);
+        else if (strcmp(method, cert->method)) snprintf(method, sizeof method, "mixed");
+    }
+    if (failed < points) fprintf(o, " error: %s |", run.err[failed].msg);
+    else {
+        fprintf(o, " %zu/%u certified (%s), %zu not submersive;", certified, points, method, not_sub);
+        if (points == 1)
+            fprintf(o, " one point only: wider than %d, where each point is an O(n³) SVD;", CERTIFY_ALL_POINTS_WIDTH_MAX);
+        fprintf(o, isfinite(smin) ? " proven σ_min > %.3g |" : " no numerical bound on σ_min |", smin);
+        const vijp_net *net = &run.nets[points - 1];
+        const vijp_layer *L = &net->layers[layer];
+        vijp_activation_report act;
+        if (vijp_deriv_enclose_of(L->type) && !vijp_activation_analyze(L, net->theta[layer], 1000, 1e-9, &act, NULL)) {
+            if (act.complete && !act.n_bad) fputs(" f′ ≠ 0 on [−1000, 1000];", o);
+            else fprintf(o, " f′ may vanish on %zu piece(s) of [−1000, 1000], first [%.3g, %.3g];", act.n_bad,
+                         act.n_bad ? act.bad[0].lo : NAN, act.n_bad ? act.bad[0].hi : NAN);
+            for (size_t k = 0; k < act.n_fmt; k++)
+                if (isfinite(act.fmt[k].negligible_at) || isfinite(act.fmt[k].underflow_at))
+                    fprintf(o, " %s: f′ negligible beyond ±%.3g, 0 beyond ±%.3g;", act.fmt[k].format,
+                            act.fmt[k].negligible_at, act.fmt[k].underflow_at);
+            vijp_activation_report_clear(&act);
+            fputs(" |", o);
+        } else {
+            fputs(" — |", o);
         }
-        certified += cert.verdict == VIJP_CERTIFIED_SUBMERSIVE;
-        not_sub += cert.verdict == VIJP_NOT_SUBMERSIVE;
-        if (cert.verdict == VIJP_CERTIFIED_SUBMERSIVE && cert.s < smin) smin = cert.s;
-        if (!method[0]) snprintf(method, sizeof method, "%s", cert.method);
-        else if (strcmp(method, cert.method)) snprintf(method, sizeof method, "mixed");
-        vijp_certificate_clear(&cert);
     }
-    fprintf(o, " %zu/%u certified (%s), %zu not submersive;", certified, points, method, not_sub);
-    if (points == 1)
-        fprintf(o, " one point only: wider than %d, where each point is an O(n³) SVD;", CERTIFY_ALL_POINTS_WIDTH_MAX);
-    fprintf(o, isfinite(smin) ? " proven σ_min > %.3g |" : " no numerical bound on σ_min |", smin);
-    vijp_activation_report act;
-    if (vijp_deriv_enclose_of(L->type) && !vijp_activation_analyze(L, net.theta[layer], 1000, 1e-9, &act, NULL)) {
-        if (act.complete && !act.n_bad) fputs(" f′ ≠ 0 on [−1000, 1000];", o);
-        else fprintf(o, " f′ may vanish on %zu piece(s) of [−1000, 1000], first [%.3g, %.3g];", act.n_bad,
-                     act.n_bad ? act.bad[0].lo : NAN, act.n_bad ? act.bad[0].hi : NAN);
-        for (size_t k = 0; k < act.n_fmt; k++)
-            if (isfinite(act.fmt[k].negligible_at) || isfinite(act.fmt[k].underflow_at))
-                fprintf(o, " %s: f′ negligible beyond ±%.3g, 0 beyond ±%.3g;", act.fmt[k].format,
-                        act.fmt[k].negligible_at, act.fmt[k].underflow_at);
-        vijp_activation_report_clear(&act);
-        fputs(" |", o);
-    } else {
-        fputs(" — |", o);
+    for (size_t k = 0; k < points; k++) {
+        if (!run.rc[k]) vijp_certificate_clear(&run.cert[k]);
+        vijp_net_free(&run.nets[k]);
     }
-    free(x);
-    vijp_net_free(&net);
+    free(x), free(run.nets), free(run.cert), free(run.err), free(run.rc);
 }
 
 static void md_layers(FILE *o, const study *s)
