@@ -717,13 +717,18 @@ static void md_spread(FILE *o, spread v, const char *fmt)
  * once every curve is done, so the cores are free; base/fork.h).  Point k
  * (0-based) initialises its copy from seed k + 1, which draws every
  * parameter afresh, so a copy per point holds what the one net reused
- * point after point held; the inputs are drawn beforehand, in order. */
+ * point after point held; the inputs are drawn beforehand, in order.  As
+ * many copies at once as threads: those run at once only while their
+ * parameters stay under CERTIFY_COPIES_BYTES together (a layer deep in a
+ * wide net copies every layer before it). */
+enum { CERTIFY_COPIES_BYTES = 256 << 20 };
 typedef struct {
     const vijp_net *upto;
     vijp_init init;
     size_t layer;
     const double *x;      /* points × the layer's inputs */
-    vijp_net *nets;       /* each point's copy (kept: the last one's θ is read after) */
+    size_t points;
+    vijp_net *nets;       /* each point's copy, freed once it is certified but the last one's */
     vijp_certificate *cert;
     vijp_error *err;
     int *rc;
@@ -739,6 +744,7 @@ static void certify_range(void *ctx, size_t part, size_t begin, size_t end)
         const vijp_layer *L = &net->layers[c->layer];
         c->rc[k] = vijp_net_init(net, c->init, k + 1, &c->err[k]) ||
                    vijp_certify_layer(L, net->theta[c->layer], c->x + k * L->in, NULL, &c->cert[k], &c->err[k]);
+        if (k + 1 < c->points) vijp_net_free(net); /* the last point's θ is read after */
     }
 }
 
@@ -772,11 +778,14 @@ static void md_certify(FILE *o, const study *s, size_t c, size_t layer)
     vijp_rng rng;
     vijp_rng_seed(&rng, 0xce47);
     for (size_t i = 0; i < points * top->in; i++) x[i] = vijp_rng_normal(&rng);
-    certify_points run = {&upto, s->configs[c].init, layer, x, vijp_alloc_array(points, sizeof(vijp_net)),
+    certify_points run = {&upto, s->configs[c].init, layer, x, points, vijp_alloc_array(points, sizeof(vijp_net)),
                           vijp_alloc_array(points, sizeof(vijp_certificate)), vijp_alloc_array(points, sizeof(vijp_error)),
                           vijp_alloc_array(points, sizeof(int))};
-    double n = (double)top->in;
-    vijp_fork(s->jobs, points, (double)points * n * n * n, certify_range, &run);
+    double copy = 0, n = (double)top->in;
+    for (size_t i = 0; i <= layer; i++) copy += sizeof(double) * (double)upto.layers[i].type->param_count(&upto.layers[i]);
+    int threads = s->jobs;
+    while (threads > 1 && (double)threads * copy > CERTIFY_COPIES_BYTES) threads--;
+    vijp_fork(threads, points, (double)points * n * n * n, certify_range, &run);
     size_t certified = 0, not_sub = 0, failed = points;
     for (size_t k = 0; k < points && failed == points; k++)
         if (run.rc[k]) failed = k;
@@ -812,10 +821,9 @@ static void md_certify(FILE *o, const study *s, size_t c, size_t layer)
             fputs(" — |", o);
         }
     }
-    for (size_t k = 0; k < points; k++) {
+    for (size_t k = 0; k < points; k++)
         if (!run.rc[k]) vijp_certificate_clear(&run.cert[k]);
-        vijp_net_free(&run.nets[k]);
-    }
+    vijp_net_free(&run.nets[points - 1]);
     free(x), free(run.nets), free(run.cert), free(run.err), free(run.rc);
 }
 
