@@ -748,6 +748,27 @@ static void certify_range(void *ctx, size_t part, size_t begin, size_t end)
     }
 }
 
+/* The activation cell of md_certify: where f′ vanishes on [−1000, 1000]
+ * (interval bisection) and where each format's f′ becomes negligible or
+ * underflows; "—" for a type without an enclosure of f′. */
+static void md_activation(FILE *o, const vijp_layer *L, const double *theta)
+{
+    vijp_activation_report act;
+    if (!vijp_deriv_enclose_of(L->type) || vijp_activation_analyze(L, theta, 1000, 1e-9, &act, NULL)) {
+        fputs(" — |", o);
+        return;
+    }
+    if (act.complete && !act.n_bad) fputs(" f′ ≠ 0 on [−1000, 1000];", o);
+    else fprintf(o, " f′ may vanish on %zu piece(s) of [−1000, 1000], first [%.3g, %.3g];", act.n_bad,
+                 act.n_bad ? act.bad[0].lo : NAN, act.n_bad ? act.bad[0].hi : NAN);
+    for (size_t k = 0; k < act.n_fmt; k++)
+        if (isfinite(act.fmt[k].negligible_at) || isfinite(act.fmt[k].underflow_at))
+            fprintf(o, " %s: f′ negligible beyond ±%.3g, 0 beyond ±%.3g;", act.fmt[k].format, act.fmt[k].negligible_at,
+                    act.fmt[k].underflow_at);
+    vijp_activation_report_clear(&act);
+    fputs(" |", o);
+}
+
 /* Certification of one layer of config c at 8 points (inputs N(0,1), the
  * config's initialisation, seeds 1..8), as `vijp certify` would; a layer
  * wider than CERTIFY_ALL_POINTS_WIDTH_MAX at the first point only, said in
@@ -804,22 +825,7 @@ static void md_certify(FILE *o, const study *s, size_t c, size_t layer)
         if (points == 1)
             fprintf(o, " one point only: wider than %d, where each point is an O(n³) SVD;", CERTIFY_ALL_POINTS_WIDTH_MAX);
         fprintf(o, isfinite(smin) ? " proven σ_min > %.3g |" : " no numerical bound on σ_min |", smin);
-        const vijp_net *net = &run.nets[points - 1];
-        const vijp_layer *L = &net->layers[layer];
-        vijp_activation_report act;
-        if (vijp_deriv_enclose_of(L->type) && !vijp_activation_analyze(L, net->theta[layer], 1000, 1e-9, &act, NULL)) {
-            if (act.complete && !act.n_bad) fputs(" f′ ≠ 0 on [−1000, 1000];", o);
-            else fprintf(o, " f′ may vanish on %zu piece(s) of [−1000, 1000], first [%.3g, %.3g];", act.n_bad,
-                         act.n_bad ? act.bad[0].lo : NAN, act.n_bad ? act.bad[0].hi : NAN);
-            for (size_t k = 0; k < act.n_fmt; k++)
-                if (isfinite(act.fmt[k].negligible_at) || isfinite(act.fmt[k].underflow_at))
-                    fprintf(o, " %s: f′ negligible beyond ±%.3g, 0 beyond ±%.3g;", act.fmt[k].format,
-                            act.fmt[k].negligible_at, act.fmt[k].underflow_at);
-            vijp_activation_report_clear(&act);
-            fputs(" |", o);
-        } else {
-            fputs(" — |", o);
-        }
+        md_activation(o, &run.nets[points - 1].layers[layer], run.nets[points - 1].theta[layer]);
     }
     for (size_t k = 0; k < points; k++)
         if (!run.rc[k]) vijp_certificate_clear(&run.cert[k]);
