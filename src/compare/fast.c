@@ -630,48 +630,43 @@ int vijp_compare_fast(const vijp_mat *a, const vijp_mat *ref, const vijp_format 
     for (size_t k = 0; k < parts; k++) P[k] = (part){.a = a, .ref = ref, .f = f, .angle = angle, .have_yy = have_yy};
     if (parts > 1) vijp_fork(f->threads, n, work, part_body, P);
     else part_run(P, 0, n);
-    part g = P[0];
-    for (size_t k = 1; k < parts; k++) {
+    part g = {.Ky = LONG_MIN, .Kd = LONG_MIN, .ok = 1, .wide_ulps = vijp_xnum_of(0)}; /* the sums zero */
+    for (size_t k = 0; k < parts; k++) {
         if (P[k].Kd > g.Kd) g.Kd = P[k].Kd;
         if (P[k].Ky > g.Ky) g.Ky = P[k].Ky;
     }
-    g.sdd = g.syy = g.syd = (sum){{0, 0}, 0, 0, 0}, g.abs_yd = 0, g.ulps = 0, g.wide_ulps = vijp_xnum_of(0);
-    g.skip_dd = g.skip_yy = g.skip_yd = g.nz_x = g.nz_y = g.nz_d = g.nslow = 0, g.ok = 1;
     for (size_t k = 0; k < parts; k++) part_merge(&g, &P[k]);
     free(P);
     if (slow) *slow = g.nslow;
     if (!g.ok) return 0;
-    long Ky = g.Ky, Kd = g.Kd;
-    sum sdd = g.sdd, syy = g.syy, syd = g.syd;
-    double abs_yd = g.abs_yd, ulps = g.ulps;
-    vijp_xnum wide_ulps = g.wide_ulps;
-    size_t skip_dd = g.skip_dd, skip_yy = g.skip_yy, skip_yd = g.skip_yd, nz_x = g.nz_x, nz_y = g.nz_y, nz_d = g.nz_d;
-    bounded byy = {syy.total, E_of(syy.total.h, n, skip_yy, parts) + syy.lost, Ky == LONG_MIN ? 0 : 2 * Ky}; /* y = 0: 0 */
+    /* Σy² (its scale 0 where y = 0), Σd² and Σyd with their bounds */
+    bounded byy = {g.syy.total, E_of(g.syy.total.h, n, g.skip_yy, parts) + g.syy.lost, g.Ky == LONG_MIN ? 0 : 2 * g.Ky};
     if (have_yy) byy = (bounded){{cache->yy_h, cache->yy_l}, cache->yy_E, cache->yy_scale};
     else if (cache) {
         cache->yy_h = byy.s.h, cache->yy_l = byy.s.l, cache->yy_E = byy.E, cache->yy_scale = byy.scale;
         cache->fast_ready = 1;
     }
-    m->ulps = vijp_xnum_max_nan(vijp_xnum_of(ulps), wide_ulps);
+    m->ulps = vijp_xnum_max_nan(vijp_xnum_of(g.ulps), g.wide_ulps);
     m->angle_deg = vijp_xnum_of(NAN);
-    if (!nz_d) { /* x = y entry for entry: compare_exact's exact zeros */
+    if (!g.nz_d) { /* x = y entry for entry: compare_exact's exact zeros */
         m->rel = m->ulps = vijp_xnum_of(0);
         if (angle) m->angle_deg = vijp_xnum_of(0);
         return 1;
     }
-    if (!nz_y) { /* Σy² = 0 < Σd² */
+    if (!g.nz_y) { /* Σy² = 0 < Σd² */
         m->rel = vijp_xnum_of(INFINITY);
         return 1; /* the angle: NaN, as compare_exact's (one of the norms zero, not both) */
     }
-    bounded bdd = {sdd.total, E_of(sdd.total.h, n, skip_dd, parts) + sdd.lost, 2 * Kd};
+    bounded bdd = {g.sdd.total, E_of(g.sdd.total.h, n, g.skip_dd, parts) + g.sdd.lost, 2 * g.Kd};
     double rel, deg;
     if (!settle_rel(&rel, &bdd, &byy, p)) return 0;
     m->rel = vijp_xnum_of(rel);
-    if (!angle || !nz_x) return 1; /* x = 0, y ≠ 0: NaN */
+    if (!angle || !g.nz_x) return 1; /* x = 0, y ≠ 0: NaN */
     /* Entries whose d is RN_p(δ) rather than δ move Σδ² by 2^-(p−2) and Σyδ
      * by 2^-(p−1) of Σ|yδ| at most: into the bounds. */
-    bdd.E += ldexp(sdd.total.h, -(int)p + 3);
-    bounded byd = {syd.total, E_of(abs_yd, n, skip_yd, parts) + ldexp(abs_yd, -(int)p + 2) + syd.lost, Ky + Kd};
+    bdd.E += ldexp(g.sdd.total.h, -(int)p + 3);
+    double Eyd = E_of(g.abs_yd, n, g.skip_yd, parts) + ldexp(g.abs_yd, -(int)p + 2) + g.syd.lost;
+    bounded byd = {g.syd.total, Eyd, g.Ky + g.Kd};
     if (!settle_angle(&deg, &bdd, &byy, &byd, p)) return 0;
     m->angle_deg = vijp_xnum_of(deg);
     return 1;

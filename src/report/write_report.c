@@ -799,11 +799,11 @@ static void md_certify(FILE *o, const study *s, size_t c, size_t layer)
     vijp_rng rng;
     vijp_rng_seed(&rng, 0xce47);
     for (size_t i = 0; i < points * top->in; i++) x[i] = vijp_rng_normal(&rng);
-    certify_points run = {&upto, s->configs[c].init, layer, x, points, vijp_alloc_array(points, sizeof(vijp_net)),
-                          vijp_alloc_array(points, sizeof(vijp_certificate)), vijp_alloc_array(points, sizeof(vijp_error)),
-                          vijp_alloc_array(points, sizeof(int))};
-    double copy = 0, n = (double)top->in;
-    for (size_t i = 0; i <= layer; i++) copy += sizeof(double) * (double)upto.layers[i].type->param_count(&upto.layers[i]);
+    certify_points run = {.upto = &upto, .init = s->configs[c].init, .layer = layer, .x = x, .points = points,
+                          .nets = vijp_alloc_array(points, sizeof(vijp_net)),
+                          .cert = vijp_alloc_array(points, sizeof(vijp_certificate)),
+                          .err = vijp_alloc_array(points, sizeof(vijp_error)), .rc = vijp_alloc_array(points, sizeof(int))};
+    double copy = sizeof(double) * (double)vijp_net_param_count(&upto), n = (double)top->in;
     int threads = s->jobs;
     while (threads > 1 && (double)threads * copy > CERTIFY_COPIES_BYTES) threads--;
     vijp_fork(threads, points, (double)points * n * n * n, certify_range, &run);
