@@ -8,6 +8,7 @@
 #include "compare/cache.h"
 #include "drift/memo.h"
 #include "drift/drawn.h"
+#include "format/packed.h"
 #include "grad/problem.h"
 #include "study/draws.h"
 #include <pthread.h>
@@ -591,6 +592,79 @@ START_TEST(memo_copy_in_double)
 }
 END_TEST
 
+/* whether every matrix of g is packed at prec bits and equal to want's
+ * rounded to them (fmt: mpfr:prec) */
+static int held_at(const vijp_grads *g, const vijp_grads *want, const vijp_format *fmt)
+{
+    int same = 1;
+    for (size_t k = 0; k < 2 * g->depth + 1 && same; k++) {
+        const vijp_mat *a = k == 2 * g->depth ? &g->grad_x : k % 2 ? &g->grad_theta[k / 2] : &g->g[k / 2];
+        const vijp_mat *b = k == 2 * g->depth ? &want->grad_x : k % 2 ? &want->grad_theta[k / 2] : &want->g[k / 2];
+        vijp_mat r;
+        vijp_mat_pack_copy(&r, b, fmt);
+        same = a->packed && !a->m && a->packed->prec == (mpfr_prec_t)fmt->prec && same_values(a, &r);
+        vijp_mat_clear(&r);
+    }
+    return same;
+}
+
+/* A curve's own memo holds its upper level at the comparisons' precision
+ * once compared with the lower one (memo.c: what the engines are measured
+ * against and the next level is compared with): double's 212-bit level at
+ * 170 bits, each value RN_170 of backprop at 212; binary32's 128-bit level
+ * stays at 128 (its comparisons' precision).  Computed once: asking for
+ * the level again finds it. */
+START_TEST(own_memo_holds_upper_level_rounded)
+{
+    static const char *const fmts[] = {"double", "binary32"};
+    static const long held[] = {170, 128};
+    for (size_t k = 0; k < 2; k++) {
+        vijp_grad_setup gs = {.spec = "dense:32,gelu", .depth = 4, .width = 32, .batch = 8, .seed = test_seed(),
+                              .init = {VIJP_INIT_ORTHOGONAL, 1}, .loss = VIJP_LOSS_SQUARE};
+        ck_assert(!vijp_format_parse(fmts[k], &gs.fmt, NULL));
+        vijp_error err = {0};
+        vijp_net net;
+        vijp_problem pf;
+        ck_assert_msg(!vijp_problem_draw(&gs, &net, &err) && !vijp_problem_setup_drawn(&gs, &net, &pf, &err), "%s", err.msg);
+        vijp_drift_memo *memo = vijp_drift_memo_new();
+        vijp_drift_memo_bind(memo, &gs, &net, &pf, 0);
+        long first = vijp_drift_ref_prec_first(&gs.fmt, 0);
+        ck_assert_int_eq((long)vijp_compare_prec(&gs.fmt), held[k]);
+        const vijp_grads *level;
+        ck_assert_msg(!vijp_drift_memo_backprop(memo, &net, &pf, first, &level, &err), "%s", err.msg);
+        vijp_compare_cache *cache = calloc(2 * net.depth + 1, sizeof *cache);
+        ck_assert_ptr_nonnull(cache);
+        vijp_xnum rel, ulps;
+        ck_assert_msg(!vijp_drift_memo_next_level(memo, &net, &pf, first, &gs.fmt, cache, &rel, &ulps, &err), "%s",
+                      err.msg);
+        ck_assert(!vijp_drift_memo_backprop(memo, &net, &pf, 2 * first, &level, &err));
+        ck_assert_uint_eq(vijp_drift_memo_computed(memo), 2);
+        /* the level computed apart, at its own precision, on θ in MPFR at 53 bits */
+        vijp_format F53, lf, hf;
+        ck_assert(!vijp_format_mpfr(&F53, 53, NULL) && !vijp_format_mpfr(&lf, 2 * first, NULL) &&
+                  !vijp_format_mpfr(&hf, held[k], NULL));
+        lf.exact_dots = 1;
+        vijp_mat *th53 = calloc(net.depth, sizeof *th53), X, T;
+        ck_assert_ptr_nonnull(th53);
+        for (size_t i = 0; i < net.depth; i++)
+            vijp_mat_init(&th53[i], pf.theta[i].rows, 1, &F53), vijp_mat_convert(&th53[i], &pf.theta[i]);
+        vijp_mat_init(&X, pf.X.rows, pf.X.cols, &lf), vijp_mat_convert(&X, &pf.X);
+        vijp_mat_init(&T, pf.T.rows, pf.T.cols, &lf), vijp_mat_convert(&T, &pf.T);
+        vijp_grads want;
+        ck_assert_msg(!vijp_engine_run(VIJP_ENGINE_BACKPROP, &net, th53, &X, &T, &want, &err), "%s", err.msg);
+        ck_assert_msg(held_at(level, &want, &hf), "%s: the %ld-bit level is not held at %ld bits", fmts[k], 2 * first,
+                      held[k]);
+        vijp_grads_clear(&want), vijp_mat_clear(&X), vijp_mat_clear(&T);
+        for (size_t i = 0; i < net.depth; i++) vijp_mat_clear(&th53[i]);
+        for (size_t i = 0; i < 2 * net.depth + 1; i++) vijp_compare_cache_clear(&cache[i]);
+        free(th53), free(cache);
+        vijp_drift_memo_free(memo);
+        vijp_problem_clear(&pf, &net);
+        vijp_net_free(&net);
+    }
+}
+END_TEST
+
 /* A cap too low to validate fails with VIJP_EDOMAIN and leaves the curve
  * empty (the sanitized run checks that nothing leaks). */
 START_TEST(reference_cap)
@@ -1084,6 +1158,7 @@ Suite *suite_drift(void)
     tcase_add_test(tc, reference_prec_limits);
     tcase_add_test(tc, memo_shares_only_equal_problems);
     tcase_add_test(tc, memo_copy_in_double);
+    tcase_add_test(tc, own_memo_holds_upper_level_rounded);
     /* Per seed: A = 0.1, 0.3, 0.5 (0.7 and 0.9 miss the factor 2 for some
      * seeds, see growth_vs_lyapunov); over seeds: A = 0.7 and 0.9. */
     tcase_add_loop_test(tc, growth_vs_lyapunov, 0, 3);

@@ -15,6 +15,7 @@ enum { MEMO_LEVELS = 16 };
 typedef struct {
     long prec;
     vijp_format fmt; /* the level's matrices point here: levels are allocated one by one, never moved */
+    vijp_format held; /* or here, once held at the comparisons' precision (compute_level) */
     vijp_grads g;
 } memo_level;
 
@@ -185,31 +186,43 @@ void vijp_drift_memo_bind(vijp_drift_memo *m, const vijp_grad_setup *s, const vi
 typedef struct {
     vijp_backprop_watch watch;
     void *ctx;
+    const vijp_format *held; /* NULL: packed at the level's precision */
 } pack_watch;
+
+/* a packed; then rounded to held's precision (in place) where held is set */
+static void pack_as(vijp_mat *a, const vijp_format *held)
+{
+    vijp_mat_pack(a);
+    if (held) vijp_mat_pack_rounded(a, held);
+}
 
 static void pack_layer(void *ctx, size_t i, vijp_grads *g)
 {
     const pack_watch *w = ctx;
     if (w->watch) w->watch(w->ctx, i, g);
-    vijp_mat_pack(&g->g[i]);
-    vijp_mat_pack(&g->grad_theta[i]);
-    if (i == 0) vijp_mat_pack(&g->grad_x);
+    pack_as(&g->g[i], w->held);
+    pack_as(&g->grad_theta[i], w->held);
+    if (i == 0) pack_as(&g->grad_x, w->held);
 }
 
 /* Backprop of the problem (X, T from pf; θ the memo's copy) in mpfr:prec
  * into a new level *out (NULL on failure, its code returned), packed as it
  * goes (pack_layer); watch (NULL: none) sees each layer's results as they
- * are final (engines/watch.h), before they are packed. */
-static int compute_level(const vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf, long prec,
+ * are final (engines/watch.h), before they are packed.  held > 0 and below
+ * prec: each layer is then held rounded to held bits (the comparisons'
+ * precision), once watch has compared it at prec. */
+static int compute_level(const vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf, long prec, long held,
                          vijp_backprop_watch watch, void *ctx, memo_level **out, vijp_error *err)
 {
-    pack_watch pw = {watch, ctx};
     memo_level *L = vijp_alloc(sizeof *L);
     memset(L, 0, sizeof *L);
     L->prec = prec;
     int rc = vijp_format_mpfr(&L->fmt, prec, err);
     L->fmt.exact_dots = 1; /* dot products rounded once: exact sums, faster (oracles/dot.h) */
     L->fmt.threads = pf->X.fmt->threads; /* the curve's: time only, the same bits */
+    L->held = L->fmt;
+    int narrower = held > 0 && held < prec && !rc && !vijp_format_mpfr(&L->held, held, NULL);
+    pack_watch pw = {watch, ctx, narrower ? &L->held : NULL};
     vijp_mat X = {0}, T = {0};
     if (!rc) {
         vijp_mat_init(&X, pf->X.rows, pf->X.cols, &L->fmt), vijp_mat_convert(&X, &pf->X);
@@ -254,7 +267,7 @@ int vijp_drift_memo_backprop(vijp_drift_memo *m, const vijp_net *net, const vijp
     }
     make_room(m, net, pf, prec);
     memo_level *L;
-    int rc = compute_level(m, net, pf, prec, NULL, NULL, &L, err);
+    int rc = compute_level(m, net, pf, prec, 0, NULL, NULL, &L, err);
     if (rc) return rc;
     add_level(m, L);
     *out = &L->g;
@@ -313,7 +326,13 @@ int vijp_drift_memo_next_level(vijp_drift_memo *m, const vijp_net *net, const vi
     else {
         make_room(m, net, pf, 2 * lo_prec);
         memo_level *L;
-        if (!(rc = compute_level(m, net, pf, 2 * lo_prec, watch_layer, &w, &L, err))) add_level(m, L);
+        /* A run's own level, once compared with lo, is held at the
+         * comparisons' precision: what the engines are measured against
+         * if it settles (vijp_drift_memo_reference rounds it there), and
+         * what the next level is compared with if not.  Its peak is then
+         * the second level's, not twice it at the fourth (docs/memory.md). */
+        long held = m->keyed ? 0 : (long)vijp_compare_prec(f);
+        if (!(rc = compute_level(m, net, pf, 2 * lo_prec, held, watch_layer, &w, &L, err))) add_level(m, L);
     }
     /* A run's own memo has freed lo's parameter gradients: the level goes,
      * whatever the outcome (the next comparison starts from this one). */

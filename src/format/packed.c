@@ -165,6 +165,10 @@ static void round_in_place(vijp_mat *a, const vijp_format *fmt)
 
 void vijp_mat_pack_rounded(vijp_mat *a, const vijp_format *fmt)
 {
+    if (a->packed && !a->m && plain_mpfr(fmt) && (mpfr_prec_t)fmt->prec == a->packed->prec) {
+        a->fmt = fmt; /* held at that precision already: rounding changes nothing */
+        return;
+    }
     if (a->packed && !a->m && plain_mpfr(fmt) && fmt->prec < a->packed->prec) {
         round_in_place(a, fmt);
         return;
