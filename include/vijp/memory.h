@@ -59,5 +59,11 @@ VIJP_API double vijp_address_space_left(void);
  * 1 GB of free heap stays mapped.  glibc's mallopt; elsewhere nothing.
  * Process-wide: the library never calls it itself. */
 VIJP_API void vijp_memory_keep_freed(void);
+/* Its counterpart once the curves are done: hand the free memory of every
+ * heap back to the kernel (glibc's malloc_trim), so that what follows (a
+ * study's report) holds what it allocates, not what the curves' heaps kept
+ * of them: by then a mix of blocks that depends on how the allocator
+ * placed and freed them.  Elsewhere nothing. */
+VIJP_API void vijp_memory_return_freed(void);
 
 #endif

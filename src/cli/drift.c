@@ -277,19 +277,20 @@ static double study_draw_bytes(const study *s)
 
 /* Size the study before running it (drift/peak.h, docs/memory.md): the peak
  * RSS is this process's RSS now and the nets drawn, plus, for each worker
- * running at once, the largest curve's peak; or, later, what those
- * workers' heaps keep of it after the curves plus the report's memory
- * table (engines run in double on the main thread), whichever is larger.
- * The parts that do not depend on the curves at once, found once. */
+ * running at once, the largest curve's peak; or, later, the report's
+ * memory table (engines run in double on the main thread), whichever is
+ * larger: the curves' heaps give their free pages back before the report
+ * (study.c's study_pool_finish).  The parts that do not depend on the
+ * curves at once, found once. */
 typedef struct {
     double fixed;     /* the process now, its arenas and the nets drawn */
-    drift_peak unit;  /* the largest curve's peak, and what its heap keeps */
+    drift_peak unit;  /* the largest curve's peak */
     double profile;   /* the report's memory table */
 } study_sizes;
 
 static study_sizes study_sizes_of(const study *s)
 {
-    study_sizes z = {cli_resident_bytes() + DRIFT_PEAK_PROCESS_BYTES + study_draw_bytes(s), {0, 0}, 0};
+    study_sizes z = {cli_resident_bytes() + DRIFT_PEAK_PROCESS_BYTES + study_draw_bytes(s), {0}, 0};
     for (size_t c = 0; c < s->n_configs; c++) {
         const vijp_net *net = &s->nets[s->configs[c].net];
         for (size_t f = 0; f < s->n_formats; f++) {
@@ -297,7 +298,6 @@ static study_sizes study_sizes_of(const study *s)
             drift_peak b = drift_peak_bytes(net, s->batch, F, vijp_drift_ref_prec_first(F, s->ref_prec_start),
                                             study_format_shares_reference(s, f));
             if (b.peak > z.unit.peak) z.unit.peak = b.peak;
-            if (b.retained > z.unit.retained) z.unit.retained = b.retained;
         }
         double p = drift_peak_profile_bytes(net, s->batch);
         if (p > z.profile) z.profile = p;
@@ -309,8 +309,8 @@ static study_sizes study_sizes_of(const study *s)
  * sharing a reference) in turn. */
 static double study_peak_bytes(const study_sizes *z, size_t at_once)
 {
-    double curves = (double)at_once * z->unit.peak, report = (double)at_once * z->unit.retained + z->profile;
-    return z->fixed + (curves > report ? curves : report);
+    double curves = (double)at_once * z->unit.peak;
+    return z->fixed + (curves > z->profile ? curves : z->profile);
 }
 
 /* The curves computed at once (s->at_once): one per job, as many as there

@@ -31,16 +31,12 @@ static double mpfr_bytes(long prec)
  * (memo.c), 21 bytes at 128 bits against mpfr_bytes' 48. */
 static double packed_bytes(long prec) { return (double)vijp_packed_value_bytes((mpfr_prec_t)prec); }
 
-/* A sum of blocks, and of those the heap keeps. */
+/* A sum of blocks. */
 typedef struct {
-    double all, heap;
+    double all;
 } blocks;
 
-static void add(blocks *b, double bytes)
-{
-    b->all += bytes;
-    if (bytes < DRIFT_PEAK_MMAP_BYTES) b->heap += bytes;
-}
+static void add(blocks *b, double bytes) { b->all += bytes; }
 
 /* Per layer and value size v: parameters (θ_i or ∇θ_i), the layer's
  * outputs over the batch (g_i or h_i), the inputs' (h_0, grad_x). */
@@ -70,17 +66,19 @@ static void grads(blocks *b, const vijp_net *net, size_t batch, double v)
     outputs(b, net, batch, v);
 }
 
-/* The two levels' parameter gradients while the second level's reverse
+/* The two levels' parameter gradients while the upper level's reverse
  * pass runs (memo.c's vijp_drift_memo_next_level), both packed as they go
- * (memo.c's pack_layer): at layer i, while ∇θ_i of the second is computed
- * (its mpfr_t structs, vhi a value, its limbs already in its packed block,
- * phi: format/packed.h's vijp_mat_init_packing), the first
- * level holds ∇θ_j packed (plo) for j < i, and for j >= i too where its
- * memo is shared (kept) or the freed block is one the heap keeps (it has
- * freed ∇θ_i once compared, just before); the second holds ∇θ_j packed for
- * j > i (backprop allocates each as it computes it).  The largest over i
- * (at i = D − 1 the first level whole, as during the forward pass). */
-static void levels_sweep(blocks *b, const vijp_net *net, double plo, double vhi, double phi, int shared)
+ * (memo.c's pack_layer): at layer i, while ∇θ_i of the upper level is
+ * computed (in_flight: its mpfr_t structs, its limbs already in its packed
+ * block at the level's precision, format/packed.h's
+ * vijp_mat_init_packing), the lower level holds ∇θ_j packed (plo) for
+ * j < i, and for j >= i too where its memo is shared (kept) or the freed
+ * block is one the heap keeps (it has freed ∇θ_i once compared, just
+ * before); the upper one holds ∇θ_j (phi: packed, rounded to the
+ * comparisons' precision where its memo is its own) for j > i (backprop
+ * allocates each as it computes it).  The largest over i (at i = D − 1
+ * the lower level whole, as during the forward pass). */
+static void levels_sweep(blocks *b, const vijp_net *net, double plo, double in_flight, double phi, int shared)
 {
     blocks top = {0};
     for (size_t i = 0; i < net->depth; i++) {
@@ -88,12 +86,12 @@ static void levels_sweep(blocks *b, const vijp_net *net, double plo, double vhi,
         for (size_t j = 0; j < net->depth; j++) {
             double P = (double)net->layers[j].type->param_count(&net->layers[j]);
             if (j < i || shared || plo * P < DRIFT_PEAK_MMAP_BYTES) add(&at, plo * P);
-            if (j == i) add(&at, vhi * P);
-            if (j >= i) add(&at, phi * P);
+            if (j == i) add(&at, in_flight * P);
+            if (j > i) add(&at, phi * P);
         }
         if (at.all > top.all) top = at;
     }
-    b->all += top.all, b->heap += top.heap;
+    b->all += top.all;
 }
 
 /* The widest layer output over the batch at v bytes a value: a second
@@ -122,35 +120,49 @@ static double widest_twin(const vijp_net *net)
     return widest;
 }
 
-drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format *f, long ref_first, int shared)
+/* The reference's phase while the level at hi bits is computed and
+ * compared with the one below it, held packed at lo bits: the memo's
+ * exact copy of the problem (memo.c; in double, with the MPFR twin of one
+ * layer's θ while that layer's operators run: widest_twin), the lower
+ * level's cotangents (packed), the upper one's activations h_0..h_D and its
+ * cotangents (allocated in MPFR at the start, each packed as its layer is
+ * done: at most all of them in MPFR and one beside its packed copy), and
+ * the levels' parameter gradients as the upper level's reverse pass frees
+ * the lower one's (levels_sweep); the upper level's layers are then held
+ * at held bits.  θ in f is released meanwhile where the curve has a memo of
+ * its own (drift.c), held where the memo is shared. */
+static blocks level_phase(const vijp_net *net, size_t batch, double vf, double vcopy, int copy_double, long lo,
+                          long hi, long held, int shared)
 {
-    /* the memo's exact copy: doubles where f's values are (memo.c) */
-    int copy_double = vijp_drift_memo_copy_double(f);
-    double vf = value_bytes(f), vcopy = copy_double ? sizeof(double) : mpfr_bytes(f->prec > 53 ? (long)f->prec : 53);
-    double vhi = mpfr_bytes(2 * ref_first), plo = packed_bytes(ref_first), phi = packed_bytes(2 * ref_first);
-    double structs = sizeof(mpfr_t); /* ∇θ_i's while it is computed: its limbs are in its packed block */
-    /* The net's double θ is the study's draw (study/draws.h), shared by
-     * the curves of a seed: drift_peak_draw_bytes counts it.  The
-     * reference's second level being computed: the memo's exact copy of
-     * the problem (memo.c; in double, with the MPFR twin of one layer's θ
-     * while that layer's operators run: widest_twin), the first level's
-     * cotangents (packed), the second's activations h_0..h_D and its
-     * cotangents (allocated in MPFR at the start, each packed as its layer
-     * is done: at most all of them in MPFR and one beside its packed copy),
-     * and the levels' parameter gradients as the second's reverse pass
-     * frees the first's (levels_sweep); θ in f is released meanwhile where
-     * the curve has a memo of its own (drift.c), held where the memo is
-     * shared. */
     blocks ref = {0};
+    double vhi = mpfr_bytes(hi), phi = packed_bytes(hi);
     if (copy_double) add(&ref, mpfr_bytes(53) * widest_twin(net));
     if (shared) problem(&ref, net, batch, vf);
     else add(&ref, vf * (double)(net->width * batch)), add(&ref, vf * (double)(vijp_net_out_width(net) * batch));
     problem(&ref, net, batch, vcopy);
     outputs(&ref, net, batch, vhi);
-    outputs(&ref, net, batch, plo);
+    outputs(&ref, net, batch, packed_bytes(lo));
     outputs(&ref, net, batch, vhi);
     add(&ref, widest_output(net, batch, phi));
-    levels_sweep(&ref, net, plo, structs, phi, shared);
+    /* ∇θ_i's mpfr_t structs while it is computed: its limbs are in its packed block */
+    levels_sweep(&ref, net, packed_bytes(lo), sizeof(mpfr_t) + phi, packed_bytes(held), shared);
+    return ref;
+}
+
+drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format *f, long ref_first, int shared)
+{
+    /* the memo's exact copy: doubles where f's values are (memo.c) */
+    int copy_double = vijp_drift_memo_copy_double(f);
+    double vf = value_bytes(f), vcopy = copy_double ? sizeof(double) : mpfr_bytes(f->prec > 53 ? (long)f->prec : 53);
+    long q = vijp_compare_prec(f), second = 2 * ref_first;
+    /* The net's double θ is the study's draw (study/draws.h), shared by
+     * the curves of a seed: drift_peak_draw_bytes counts it.  The second
+     * level against the first, its layers held at the comparisons'
+     * precision q once compared where the memo is the curve's own (memo.c);
+     * a shared memo keeps every level at its own precision.  A third level,
+     * computed where the two disagree, is not counted (docs/memory.md). */
+    blocks ref = level_phase(net, batch, vf, vcopy, copy_double, ref_first, second, shared || q >= second ? second : q,
+                             shared);
     /* An engine's run: the problem in f, the reference (packed, at the
      * comparisons' precision q where that is narrower: a curve's own level
      * rounded in place, or a shared memo's copy of it, the memo keeping
@@ -158,13 +170,12 @@ drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format
      * in f and the most any engine stores (backprop's activations), beside
      * a layer's double copy for a solve (the largest layer's parameters). */
     blocks eng = {0};
-    long q = vijp_compare_prec(f);
     problem(&eng, net, batch, vf);
-    grads(&eng, net, batch, packed_bytes(q < 2 * ref_first ? q : 2 * ref_first));
+    grads(&eng, net, batch, packed_bytes(q < second ? q : second));
     if (shared) { /* a shared memo keeps every level it computed */
         problem(&eng, net, batch, vcopy);
-        grads(&eng, net, batch, plo);
-        grads(&eng, net, batch, phi);
+        grads(&eng, net, batch, packed_bytes(ref_first));
+        grads(&eng, net, batch, packed_bytes(second));
     }
     grads(&eng, net, batch, vf);
     outputs(&eng, net, batch, vf);
@@ -174,8 +185,7 @@ drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format
         if (p > widest) widest = p;
     }
     add(&eng, sizeof(double) * widest);
-    const blocks *top = ref.all >= eng.all ? &ref : &eng;
-    return (drift_peak){top->all, top->heap};
+    return (drift_peak){ref.all >= eng.all ? ref.all : eng.all};
 }
 
 double drift_peak_draw_bytes(const vijp_net *net)

@@ -20,8 +20,7 @@
 #define DRIFT_PEAK_PROCESS_BYTES (4.0 * 1024 * 1024)
 
 typedef struct {
-    double peak;     /* bytes allocated at the curve's peak (the reference's second level, or an engine's run) */
-    double retained; /* of them, in heap blocks (under DRIFT_PEAK_MMAP_BYTES): kept mapped after the curve */
+    double peak; /* bytes allocated at the curve's peak (the reference's upper level, or an engine's run) */
 } drift_peak;
 
 /* A curve of net (batch samples) in format f whose reference starts at

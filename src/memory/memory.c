@@ -173,3 +173,10 @@ void vijp_memory_keep_freed(void)
     (void)mallopt(M_TRIM_THRESHOLD, 1 << 30);
 #endif
 }
+
+void vijp_memory_return_freed(void)
+{
+#ifdef __GLIBC__
+    (void)malloc_trim(0); /* every arena's free pages, not only a heap's top */
+#endif
+}

@@ -474,6 +474,9 @@ study_pool *study_pool_start(study *s, int threads)
 int study_pool_finish(study_pool *p, vijp_error *err)
 {
     for (int i = 0; i < p->started; i++) pthread_join(p->threads[i], NULL);
+    /* the report next: the curves' heaps give their free pages back, which
+     * its sizing counts on (cli/drift.c's study_peak_bytes) */
+    vijp_memory_return_freed();
     progress_end(&p->meter);
     pthread_mutex_destroy(&p->lock);
     int rc = p->failed;
