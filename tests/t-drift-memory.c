@@ -71,8 +71,8 @@ static void check_study(const char *study)
     remove_tree(dir);
 }
 
-/* Two small studies (0.5 and 0.8 s CPU), one curve and two at once; the
- * longer runs (VIJP_TEST_SCALE > 1, make check-long) add two more nets. */
+/* Three small studies (0.5, 0.8 and 0.7 s CPU), one curve and two at once;
+ * the longer runs (VIJP_TEST_SCALE > 1, make check-long) add two more nets. */
 /* The sizing's bytes a value (vijp_resident_value_bytes) are what a
  * matrix of the format holds: a double where vijp_mat_init sets d (double
  * and the emulated formats), an mpfr_t and its limbs where it sets m. */
@@ -103,6 +103,8 @@ START_TEST(estimate_meets_peak_rss)
 #endif
     check_study("--net dense:96,tanh --depth 32 --batch 1 --formats binary32 --jobs 1");
     check_study("--net dense:96,leaky:0.5 --depth 32 --batch 1 --formats bfloat16+binary32,binary32 --jobs 2");
+    /* double: its upper level held at 170 bits; 64 dense layers of 128 */
+    check_study("--net dense:128,leaky:0.5 --depth 128 --batch 1 --formats double --jobs 1");
     if (test_iters(1) > 1) {
         check_study("--net dense:128,gelu --depth 64 --batch 1 --formats binary32 --jobs 1");
         check_study("--net dense:128,relu,dense:128,layernorm --depth 32 --batch 1 --formats binary32 --jobs 1");

@@ -31,12 +31,24 @@ static double mpfr_bytes(long prec)
  * (memo.c), 21 bytes at 128 bits against mpfr_bytes' 48. */
 static double packed_bytes(long prec) { return (double)vijp_packed_value_bytes((mpfr_prec_t)prec); }
 
-/* A sum of blocks. */
+/* Blocks from glibc's largest mmap threshold on are mapped on their own
+ * and handed back when freed (vijp_memory_keep_freed's M_MMAP_THRESHOLD);
+ * the others come from the heap, which keeps what is freed for the blocks
+ * allocated next. */
+#define GLIBC_MMAP_BYTES (32.0 * 1024 * 1024)
+
+/* A sum of blocks, and of those from the heap; packed: the blocks added
+ * now are packed ones. */
 typedef struct {
-    double all;
+    double all, heap;
+    int packed;
 } blocks;
 
-static void add(blocks *b, double bytes) { b->all += bytes; }
+static void add(blocks *b, double bytes)
+{
+    b->all += bytes;
+    if (bytes < GLIBC_MMAP_BYTES && !b->packed) b->heap += bytes;
+}
 
 /* Per layer and value size v: parameters (θ_i or ∇θ_i), the layer's
  * outputs over the batch (g_i or h_i), the inputs' (h_0, grad_x). */
@@ -69,29 +81,35 @@ static void grads(blocks *b, const vijp_net *net, size_t batch, double v)
 /* The two levels' parameter gradients while the upper level's reverse
  * pass runs (memo.c's vijp_drift_memo_next_level), both packed as they go
  * (memo.c's pack_layer): at layer i, while ∇θ_i of the upper level is
- * computed (in_flight: its mpfr_t structs, its limbs already in its packed
- * block at the level's precision, format/packed.h's
- * vijp_mat_init_packing), the lower level holds ∇θ_j packed (plo) for
- * j < i, and for j >= i too where its memo is shared (kept) or the freed
- * block is one the heap keeps (it has freed ∇θ_i once compared, just
- * before); the upper one holds ∇θ_j (phi: packed, rounded to the
- * comparisons' precision where its memo is its own) for j > i (backprop
- * allocates each as it computes it).  The largest over i (at i = D − 1
- * the lower level whole, as during the forward pass). */
+ * computed (in_flight: its limbs in its packed block at the level's
+ * precision, format/packed.h's vijp_mat_init_packing), the lower level
+ * holds ∇θ_j packed (plo) for j <= i, and for j > i too where its memo is
+ * shared (kept); the upper one holds ∇θ_j (phi: packed, rounded to the
+ * comparisons' precision where its memo is its own) for j > i, allocated
+ * as the lower level's were freed (backprop allocates each as it computes
+ * it, once the one before is compared).  The heap keeps what it is handed
+ * back (blocks under GLIBC_MMAP_BYTES), and the upper level's blocks go
+ * into it first: the freed lower blocks and those allocated since overlap,
+ * and the resident set holds the larger of the two.  The largest over i
+ * (at i = D − 1 the lower level whole, as during the forward pass). */
 static void levels_sweep(blocks *b, const vijp_net *net, double plo, double in_flight, double phi, int shared)
 {
     blocks top = {0};
-    for (size_t i = 0; i < net->depth; i++) {
-        blocks at = {0};
+    for (size_t i = net->depth; i-- > 0;) {
+        blocks at = {.packed = 1};
+        double freed = 0, since = 0; /* heap bytes of the lower level freed, of the upper allocated */
         for (size_t j = 0; j < net->depth; j++) {
             double P = (double)net->layers[j].type->param_count(&net->layers[j]);
-            if (j < i || shared || plo * P < DRIFT_PEAK_MMAP_BYTES) add(&at, plo * P);
-            if (j == i) add(&at, in_flight * P);
-            if (j > i) add(&at, phi * P);
+            double lo = plo * P, hi = j == i ? in_flight * P : j > i ? phi * P : 0;
+            if (j <= i || shared) add(&at, lo);
+            else if (lo < GLIBC_MMAP_BYTES) freed += lo;
+            if (hi >= GLIBC_MMAP_BYTES || shared) add(&at, hi);
+            else since += hi;
         }
+        add(&at, freed > since ? freed : since);
         if (at.all > top.all) top = at;
     }
-    b->all += top.all;
+    b->all += top.all, b->heap += top.heap;
 }
 
 /* The widest layer output over the batch at v bytes a value: a second
@@ -141,11 +159,20 @@ static blocks level_phase(const vijp_net *net, size_t batch, double vf, double v
     else add(&ref, vf * (double)(net->width * batch)), add(&ref, vf * (double)(vijp_net_out_width(net) * batch));
     problem(&ref, net, batch, vcopy);
     outputs(&ref, net, batch, vhi);
-    outputs(&ref, net, batch, packed_bytes(lo));
     outputs(&ref, net, batch, vhi);
+    ref.packed = 1;
+    outputs(&ref, net, batch, packed_bytes(lo));
     add(&ref, widest_output(net, batch, phi));
-    /* ∇θ_i's mpfr_t structs while it is computed: its limbs are in its packed block */
-    levels_sweep(&ref, net, packed_bytes(lo), sizeof(mpfr_t) + phi, packed_bytes(held), shared);
+    ref.packed = 0;
+    /* ∇θ_i's mpfr_t structs while it is computed (from the heap): its limbs
+     * are in its packed block */
+    double structs = 0;
+    for (size_t i = 0; i < net->depth; i++) {
+        double P = (double)net->layers[i].type->param_count(&net->layers[i]);
+        if (sizeof(mpfr_t) * P > structs) structs = sizeof(mpfr_t) * P;
+    }
+    add(&ref, structs);
+    levels_sweep(&ref, net, packed_bytes(lo), phi, packed_bytes(held), shared);
     return ref;
 }
 
@@ -171,12 +198,14 @@ drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format
      * a layer's double copy for a solve (the largest layer's parameters). */
     blocks eng = {0};
     problem(&eng, net, batch, vf);
+    eng.packed = 1;
     grads(&eng, net, batch, packed_bytes(q < second ? q : second));
     if (shared) { /* a shared memo keeps every level it computed */
-        problem(&eng, net, batch, vcopy);
         grads(&eng, net, batch, packed_bytes(ref_first));
         grads(&eng, net, batch, packed_bytes(second));
     }
+    eng.packed = 0;
+    if (shared) problem(&eng, net, batch, vcopy);
     grads(&eng, net, batch, vf);
     outputs(&eng, net, batch, vf);
     double widest = 0;
@@ -185,6 +214,10 @@ drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format
         if (p > widest) widest = p;
     }
     add(&eng, sizeof(double) * widest);
+    /* The engines' heap blocks do not all fit back into those the
+     * reference's phase freed (sizes and order differ): measured, the heap
+     * holds both phases' (docs/memory.md). */
+    eng.all += ref.heap;
     return (drift_peak){ref.all >= eng.all ? ref.all : eng.all};
 }
 

@@ -7,11 +7,6 @@
 #include "vijp/format.h"
 #include "vijp/net.h"
 
-/* Blocks from this size on are mapped on their own and handed back when
- * freed (vijp_memory_keep_freed's M_MMAP_THRESHOLD); smaller ones stay in
- * the heap of the thread that freed them, and so in the process's RSS. */
-#define DRIFT_PEAK_MMAP_BYTES (32.0 * 1024 * 1024)
-
 /* What a study's process touches beside its curves' blocks and its
  * resident set when sized: the worker threads' stacks and heap arenas,
  * OpenBLAS's work buffer, the report's tables.  Measured, not derived: a
