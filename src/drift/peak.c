@@ -37,8 +37,10 @@ static double packed_bytes(long prec) { return (double)vijp_packed_value_bytes((
  * allocated next. */
 #define GLIBC_MMAP_BYTES (32.0 * 1024 * 1024)
 
-/* A sum of blocks, and of those from the heap; packed: the blocks added
- * now are packed ones. */
+/* A sum of blocks, and of them the heap blocks that are not packed ones
+ * (the reference phase's exact copy, MPFR activations and structs: what
+ * drift_peak_bytes counts beside the engines' phase); packed: the blocks
+ * added now are packed ones (the levels', the kept reference). */
 typedef struct {
     double all, heap;
     int packed;
