@@ -377,7 +377,10 @@ void vijp_drift_memo_reference(vijp_drift_memo *m, long prec, mpfr_prec_t q, vij
         }
         return;
     }
-    *ref = L->g; /* moved out (packed already), and rounded in place; the other levels go */
+    /* moved out, packed already; a run's own level is held at q since it
+     * was compared (compute_level), which vijp_mat_pack_rounded leaves as
+     * it is; the other levels go */
+    *ref = L->g;
     point_to(ref, fmt);
     memset(&L->g, 0, sizeof L->g);
     while (m->n_levels) drop_level(m, 0);

@@ -124,18 +124,18 @@ static double widest_output(const vijp_net *net, size_t batch, double v)
     return w;
 }
 
-/* The most parameters of a layer whose type reads a double θ through an
- * MPFR twin at 53 bits, made for each operator call and freed after it
- * (src/layer/layer.c): every type but those whose MPFR operators read θ's
- * doubles themselves (dense: layer/emu_native.h's mp_*).  The reference
- * holds one where the memo's copy is in double. */
-static double widest_twin(const vijp_net *net)
+/* The most parameters of a layer; twin_only: of a layer whose type reads a
+ * double θ through an MPFR twin at 53 bits, made for each operator call
+ * and freed after it (src/layer/layer.c): every type but those whose MPFR
+ * operators read θ's doubles themselves (dense: layer/emu_native.h's
+ * mp_*).  The reference holds one twin where the memo's copy is in double. */
+static double widest_params(const vijp_net *net, int twin_only)
 {
     double widest = 0;
     for (size_t i = 0; i < net->depth; i++) {
         const vijp_layer_type *T = net->layers[i].type;
         double p = (double)T->param_count(&net->layers[i]);
-        if (!(T->emu_native && T->emu_native->mp_forward) && p > widest) widest = p;
+        if (!(twin_only && T->emu_native && T->emu_native->mp_forward) && p > widest) widest = p;
     }
     return widest;
 }
@@ -143,7 +143,7 @@ static double widest_twin(const vijp_net *net)
 /* The reference's phase while the level at hi bits is computed and
  * compared with the one below it, held packed at lo bits: the memo's
  * exact copy of the problem (memo.c; in double, with the MPFR twin of one
- * layer's θ while that layer's operators run: widest_twin), the lower
+ * layer's θ while that layer's operators run: widest_params), the lower
  * level's cotangents (packed), the upper one's activations h_0..h_D and its
  * cotangents (allocated in MPFR at the start, each packed as its layer is
  * done: at most all of them in MPFR and one beside its packed copy), and
@@ -156,7 +156,7 @@ static blocks level_phase(const vijp_net *net, size_t batch, double vf, double v
 {
     blocks ref = {0};
     double vhi = mpfr_bytes(hi), phi = packed_bytes(hi);
-    if (copy_double) add(&ref, mpfr_bytes(53) * widest_twin(net));
+    if (copy_double) add(&ref, mpfr_bytes(53) * widest_params(net, 1));
     if (shared) problem(&ref, net, batch, vf);
     else add(&ref, vf * (double)(net->width * batch)), add(&ref, vf * (double)(vijp_net_out_width(net) * batch));
     problem(&ref, net, batch, vcopy);
@@ -168,12 +168,7 @@ static blocks level_phase(const vijp_net *net, size_t batch, double vf, double v
     ref.packed = 0;
     /* ∇θ_i's mpfr_t structs while it is computed (from the heap): its limbs
      * are in its packed block */
-    double structs = 0;
-    for (size_t i = 0; i < net->depth; i++) {
-        double P = (double)net->layers[i].type->param_count(&net->layers[i]);
-        if (sizeof(mpfr_t) * P > structs) structs = sizeof(mpfr_t) * P;
-    }
-    add(&ref, structs);
+    add(&ref, sizeof(mpfr_t) * widest_params(net, 0));
     levels_sweep(&ref, net, packed_bytes(lo), phi, packed_bytes(held), shared);
     return ref;
 }
@@ -210,12 +205,7 @@ drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format
     if (shared) problem(&eng, net, batch, vcopy);
     grads(&eng, net, batch, vf);
     outputs(&eng, net, batch, vf);
-    double widest = 0;
-    for (size_t i = 0; i < net->depth; i++) {
-        double p = (double)net->layers[i].type->param_count(&net->layers[i]);
-        if (p > widest) widest = p;
-    }
-    add(&eng, sizeof(double) * widest);
+    add(&eng, sizeof(double) * widest_params(net, 0));
     /* The engines' heap blocks do not all fit back into those the
      * reference's phase freed (sizes and order differ): measured, the heap
      * holds both phases' (docs/memory.md). */
