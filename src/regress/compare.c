@@ -14,10 +14,14 @@
  * double curve is judged over its seeds with tolerances, both ways, and is
  * worse when any finding is.
  *
- * What fails: worse and changed; better with --strict.  Even so a pure change
- * of rounding comes out better on many curves (one ulp more on every vijp: 16
- * of the 48 changed curves of `make regress`'s study), which is why that
- * target runs with --strict. */
+ * What fails: worse and changed; better with --strict, where the curve is
+ * compared exactly.  Even so a pure change of rounding comes out better on
+ * many curves (one ulp more on every vijp: 16 of the 48 changed curves of
+ * `make regress`'s study), which is why that target runs with --strict.  A
+ * double curve that comes out better has met another BLAS build (an Intel
+ * machine's OpenBLAS kernels halve the worst Moonwalk error of one chaotic
+ * curve of that study against the AMD machine's baseline): reported, never
+ * failed, so that a baseline holds on the machines it is checked on. */
 #include "regress.h"
 #include "base/xnum_json.h"
 #include <math.h>
@@ -36,9 +40,10 @@ static double factor_of(vijp_xnum c, vijp_xnum b) { return vijp_xnum_double(vijp
 /* sign · a > sign · b, sign ±1, on non-NaN values */
 static int beyond(double sign, vijp_xnum a, vijp_xnum b) { return sign > 0 ? vijp_xnum_cmp(a, b) > 0 : vijp_xnum_cmp(a, b) < 0; }
 
-static int fails_as(const char *direction, const regress_opts *o)
+static int fails_as(const char *direction, const regress_opts *o, int exact)
 {
-    return !strcmp(direction, "worse") || !strcmp(direction, "changed") || (o->strict && !strcmp(direction, "better"));
+    return !strcmp(direction, "worse") || !strcmp(direction, "changed") ||
+           (o->strict && exact && !strcmp(direction, "better"));
 }
 
 /* A finding: seed -1 for one over the curve's seeds, layer 0 for none. */
@@ -50,7 +55,7 @@ static void add(regress_curve *u, const regress_opts *o, const char *metric, lon
                           u->engine, "seed", seed >= 0 ? json_integer(seed) : json_null(), "seeds",
                           seed >= 0 ? json_pack("[I]", seed) : json_deep_copy(u->seeds), "metric", metric, "layer",
                           layer ? json_integer(layer) : json_null(), "baseline", vijp_xnum_to_json(b), "current",
-                          vijp_xnum_to_json(c), "factor", jnum(factor_of(c, b)), "direction", direction, "exact", u->exact, "fails", fails_as(direction, o), "why", why);
+                          vijp_xnum_to_json(c), "factor", jnum(factor_of(c, b)), "direction", direction, "exact", u->exact, "fails", fails_as(direction, o, u->exact), "why", why);
     json_array_append_new(u->findings, f);
 }
 
