@@ -196,6 +196,39 @@ START_TEST(init_switches_at_threshold)
 }
 END_TEST
 
+/* vijp_rng_normal is Marsaglia's polar method on the generator's uniforms,
+ * u·√(−2 ln s / s), with a log of its own (+ − × ÷ only): replayed here on
+ * the same uniforms, with ln s from MPFR at 128 bits.  The draw's log errs
+ * by at most 2^-49 of 2|t|·Σ + |e|·ln 2 (t rounded twice, twelve Horner
+ * steps on a sum in [1, 1.011], the ln 2 term rounded twice, the last
+ * addition once), which is at most 2^-47 of |ln s| (s < √½ gives |e| >= 1
+ * and |ln s| >= ln √2, so |e|·ln 2 + 0.35 <= 3|ln s|; else e = 0); the
+ * division, sqrt and product add 2^-51: 2^-46 in all.  Every draw of
+ * 4000, and the uniforms taken (the rejected pairs too) stay in step. */
+START_TEST(normal_draws_are_the_polar_method)
+{
+    vijp_rng r, replay;
+    vijp_rng_seed(&r, 42), vijp_rng_seed(&replay, 42);
+    mpfr_t L;
+    mpfr_init2(L, 128);
+    for (int k = 0; k < 4000; k++) {
+        double x = vijp_rng_normal(&r), uu, s;
+        do {
+            uu = 2 * vijp_rng_uniform(&replay) - 1;
+            double v = 2 * vijp_rng_uniform(&replay) - 1;
+            s = uu * uu + v * v; /* exact: u, v multiples of 2^-52 */
+        } while (!(s > 0 && s < 1));
+        mpfr_set_d(L, s, MPFR_RNDN), mpfr_log(L, L, MPFR_RNDN);
+        mpfr_mul_d(L, L, -2 / s, MPFR_RNDN); /* −2/s: one rounding, inside the bound's 2^-51 */
+        mpfr_sqrt(L, L, MPFR_RNDN), mpfr_mul_d(L, L, uu, MPFR_RNDN);
+        double want = mpfr_get_d(L, MPFR_RNDN);
+        ck_assert_msg(fabs(x - want) <= 0x1p-46 * fabs(want), "draw %d: %a, the polar method gives %a", k, x, want);
+    }
+    ck_assert_msg(vijp_rng_u64(&r) == vijp_rng_u64(&replay), "the draws took other uniforms than the polar method's");
+    mpfr_clear(L);
+}
+END_TEST
+
 Suite *suite_orthogonal(void)
 {
     Suite *s = suite_create("orthogonal");
@@ -205,6 +238,7 @@ Suite *suite_orthogonal(void)
     tcase_add_test(tc, householder_first_moments_are_haar);
     tcase_add_test(tc, init_switches_at_threshold);
     tcase_add_test(tc, mgs2_same_bits_as_plain_loops);
+    tcase_add_test(tc, normal_draws_are_the_polar_method);
     suite_add_tcase(s, tc);
     return s;
 }

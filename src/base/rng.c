@@ -1,5 +1,6 @@
 #include "vijp/rng.h"
 #include <math.h>
+#include <string.h>
 
 static uint64_t splitmix64(uint64_t *x)
 {
@@ -31,6 +32,19 @@ uint64_t vijp_rng_u64(vijp_rng *r)
 
 double vijp_rng_uniform(vijp_rng *r) { return (double)(vijp_rng_u64(r) >> 11) * 0x1p-53; }
 
+/* frexp for a positive normal s, from its bits (libm's is a call a draw):
+ * s = m·2^e with m in [½, 1), both exact.  The polar method's s = u² + v²
+ * is normal: u and v are multiples of 2^-52, so s >= 2^-104 when s > 0. */
+static double frexp_normal(double s, int *e)
+{
+    uint64_t b;
+    memcpy(&b, &s, sizeof b);
+    *e = (int)(b >> 52) - 1022;
+    b = (b & ~(0x7ffull << 52)) | (1022ull << 52);
+    memcpy(&s, &b, sizeof s);
+    return s;
+}
+
 /* log s for 0 < s < 1 with + − × ÷ only: libm's log may differ between CPUs
  * (glibc picks an FMA variant at run time), and seeded draws must give the
  * same bits everywhere.  s = m·2^e with m in [√½, √2) (frexp is exact), then
@@ -39,11 +53,17 @@ double vijp_rng_uniform(vijp_rng *r) { return (double)(vijp_rng_u64(r) >> 11) * 
  * which is all a random draw needs. */
 static double log_portable(double s)
 {
+    /* 1/k for k = 23, 21, …, 1, each the correctly rounded quotient the
+     * loop's 1.0 / k gave before it was a table (the compiler folds the
+     * divisions with the same IEEE rounding): the same bits, without twelve
+     * divisions a draw */
+    static const double inv_odd[12] = {1.0 / 23, 1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 15, 1.0 / 13,
+                                       1.0 / 11, 1.0 / 9,  1.0 / 7,  1.0 / 5,  1.0 / 3,  1.0};
     int e;
-    double m = frexp(s, &e);
+    double m = frexp_normal(s, &e);
     if (m < 0.70710678118654752) m *= 2, e--;
     double t = (m - 1) / (m + 1), t2 = t * t, sum = 0;
-    for (int k = 23; k >= 1; k -= 2) sum = sum * t2 + 1.0 / k;
+    for (int k = 0; k < 12; k++) sum = sum * t2 + inv_odd[k];
     return 2 * t * sum + e * 0.69314718055994530942;
 }
 
