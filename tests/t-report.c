@@ -590,6 +590,26 @@ START_TEST(regress_flags_a_one_ulp_vijp)
             }
             run_free(&r);
         }
+    /* Past 1 no digit is left: worst errors of 1e9·k against 1e10·k (a
+     * blow-up's size, which another BLAS build moves) are the same curve;
+     * 1e-3·k against 10·k still is worse (1 against 1e-3·k). */
+    static const double blown[][2] = {{1e9, 1e10}, {1e-3, 10}};
+    for (size_t t = 0; t < 2; t++) {
+        for (int side = 0; side < 2; side++) {
+            for (size_t k = 0; k < json_array_size(seeds); k++) {
+                json_t *mw = json_array_get(json_object_get(json_array_get(seeds, k), "engines"), 1);
+                json_object_set_new(mw, "err_max", json_real(blown[t][side] * (double)(k + 1)));
+                json_object_set_new(mw, "safe_depth", json_real(SMALL_LAYERS));
+            }
+            snprintf(path, sizeof path, "%s/drift.json", side ? worse : b2);
+            json_dump_file(j, path, JSON_REAL_PRECISION(17));
+        }
+        r = regress(b2, worse, "--strict");
+        if (t == 0) ck_assert_msg(r.rc == CLI_OK && strstr(r.out, "0 curves worse, 0 better"), "blow-ups differ:\n%s", r.out);
+        else ck_assert_msg(r.rc == CLI_FAILED && strstr(r.out, "FAIL worse   c1") && strstr(r.out, "err_max: 0.001414 → 1 (×707)"),
+                           "a blow-up from 1e-3 passes:\n%s", r.out);
+        run_free(&r);
+    }
     json_decref(j);
     remove_tree(worse), remove_tree(b2);
 
