@@ -179,10 +179,14 @@ void vijp_drift_memo_bind(vijp_drift_memo *m, const vijp_grad_setup *s, const vi
 
 /* A level's matrices are packed (vijp/mat.h: their values without the
  * mpfr_t headers, 21 bytes a value at 128 bits instead of 48) layer by
- * layer as the reverse pass finishes them: g_i, ∇θ_i (and ∇x at i = 0)
- * once the caller's watch (NULL: none) has seen them in MPFR, which
- * backprop reads no more (engines/watch.h).  The cotangents g_j (j < i)
- * it allocated whole at the start stay MPFR-held until their turn. */
+ * layer as the reverse pass finishes them: g_i, ∇θ_i (and ∇x at i = 0),
+ * which backprop reads no more (engines/watch.h), and then shown to the
+ * caller's watch (NULL: none).  Held at the comparisons' precision first
+ * where they are held: the comparison reads each value rounded there
+ * anyway (vijp_compare's y = RN_q(ref)), so it finds it rounded once, in
+ * the packed block, instead of rounding it again from an MPFR-held one.
+ * The cotangents g_j (j < i) it allocated whole at the start stay
+ * MPFR-held until their turn. */
 typedef struct {
     vijp_backprop_watch watch;
     void *ctx;
@@ -199,18 +203,18 @@ static void pack_as(vijp_mat *a, const vijp_format *held)
 static void pack_layer(void *ctx, size_t i, vijp_grads *g)
 {
     const pack_watch *w = ctx;
-    if (w->watch) w->watch(w->ctx, i, g);
     pack_as(&g->g[i], w->held);
     pack_as(&g->grad_theta[i], w->held);
     if (i == 0) pack_as(&g->grad_x, w->held);
+    if (w->watch) w->watch(w->ctx, i, g);
 }
 
 /* Backprop of the problem (X, T from pf; θ the memo's copy) in mpfr:prec
  * into a new level *out (NULL on failure, its code returned), packed as it
  * goes (pack_layer); watch (NULL: none) sees each layer's results as they
- * are final (engines/watch.h), before they are packed.  held > 0 and below
- * prec: each layer is then held rounded to held bits (the comparisons'
- * precision), once watch has compared it at prec. */
+ * are final (engines/watch.h), once they are packed.  held > 0 and below
+ * prec: each layer is held rounded to held bits (the comparisons'
+ * precision) as it is packed, before watch compares it. */
 static int compute_level(const vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf, long prec, long held,
                          vijp_backprop_watch watch, void *ctx, memo_level **out, vijp_error *err)
 {
@@ -326,11 +330,12 @@ int vijp_drift_memo_next_level(vijp_drift_memo *m, const vijp_net *net, const vi
     else {
         make_room(m, net, pf, 2 * lo_prec);
         memo_level *L;
-        /* A run's own level, once compared with lo, is held at the
-         * comparisons' precision: what the engines are measured against
-         * if it settles (vijp_drift_memo_reference rounds it there), and
-         * what the next level is compared with if not.  Its peak is then
-         * the second level's, not twice it at the fourth (docs/memory.md). */
+        /* A run's own level is held at the comparisons' precision, layer
+         * by layer as lo is compared with it: what the engines are
+         * measured against if it settles (vijp_drift_memo_reference rounds
+         * it there), and what the next level is compared with if not.  Its
+         * peak is then the second level's, not twice it at the fourth
+         * (docs/memory.md). */
         long held = m->keyed ? 0 : (long)vijp_compare_prec(f);
         if (!(rc = compute_level(m, net, pf, 2 * lo_prec, held, watch_layer, &w, &L, err))) add_level(m, L);
     }
