@@ -125,13 +125,13 @@ static int same(vijp_xnum a, vijp_xnum b) { return (a.m != a.m && b.m != b.m) ||
 /* Fast against exact for one case: counts answers, and fails on a
  * difference.  Returns whether the fast path answered. */
 static int check_case(const vijp_mat *A, const vijp_mat *R, const vijp_format *f, int angle, const char *what,
-                      size_t *slow_total)
+                      vijp_compare_counts *total)
 {
     vijp_metric want, got;
-    size_t slow = 0;
+    vijp_compare_counts counts;
     vijp_compare_exact(A, R, f, &want, angle);
-    int answered = vijp_compare_fast(A, R, f, &got, angle, NULL, &slow);
-    *slow_total += slow;
+    int answered = vijp_compare_fast(A, R, f, &got, angle, NULL, &counts);
+    total->slow += counts.slow, total->doubles += counts.doubles;
     if (answered)
         ck_assert_msg(same(got.rel, want.rel) && same(got.ulps, want.ulps) && same(got.angle_deg, want.angle_deg),
                       "%s: fast rel %.17g ulps %.17g angle %.17g, exact %.17g %.17g %.17g", what, got.rel.m, got.ulps.m,
@@ -150,7 +150,8 @@ START_TEST(fast_is_exact_bit_for_bit)
     static const char *formats[] = {"double", "binary32", "bfloat16", "bfloat16+binary32", "mpfr:53"};
     vijp_rng g;
     vijp_rng_seed(&g, 20261203);
-    size_t answered[N_FAMILIES] = {0}, asked[N_FAMILIES] = {0}, slow[N_FAMILIES] = {0};
+    size_t answered[N_FAMILIES] = {0}, asked[N_FAMILIES] = {0};
+    vijp_compare_counts counts[N_FAMILIES] = {{0, 0}}, packed_counts[N_FAMILIES] = {{0, 0}};
     for (size_t fi = 0; fi < sizeof formats / sizeof *formats; fi++) {
         vijp_format f;
         ck_assert(vijp_format_parse(formats[fi], &f, NULL) == 0);
@@ -169,12 +170,20 @@ START_TEST(fast_is_exact_bit_for_bit)
                     vijp_mat_init(&R, n, 1, &fr);
                     fill((family)fam, &g, &A, &R, p);
                     char what[160];
-                    for (int angle = 0; angle < 2; angle++) {
-                        snprintf(what, sizeof what, "%s, reference at %ld bits, %s, n %zu, angle %d", formats[fi],
-                                 (long)ref_precs[ri], family_name[fam], n, angle);
-                        int ans = check_case(&A, &R, &f, angle, what, &slow[fam]);
-                        if (angle && n == 1) continue; /* one entry: δ ∥ y, the angle is all cancellation */
-                        answered[fam] += (size_t)ans, asked[fam]++;
+                    /* the reference MPFR-held, then packed (the drift
+                     * study's references: read in place, and against a
+                     * double also in double arithmetic) */
+                    for (int packed = 0; packed < 2; packed++) {
+                        if (packed) vijp_mat_pack(&R);
+                        if (packed && !A.d) vijp_mat_pack(&A); /* mpfr:53: x packed too */
+                        for (int angle = 0; angle < 2; angle++) {
+                            snprintf(what, sizeof what, "%s, reference at %ld bits%s, %s, n %zu, angle %d",
+                                     formats[fi], (long)ref_precs[ri], packed ? " packed" : "", family_name[fam], n,
+                                     angle);
+                            int ans = check_case(&A, &R, &f, angle, what, packed ? &packed_counts[fam] : &counts[fam]);
+                            if (angle && n == 1) continue; /* one entry: δ ∥ y, the angle is all cancellation */
+                            answered[fam] += (size_t)ans, asked[fam]++;
+                        }
                     }
                     vijp_mat_clear(&A), vijp_mat_clear(&R);
                 }
@@ -187,8 +196,65 @@ START_TEST(fast_is_exact_bit_for_bit)
         if (fam != FAR && fam != EXTREME)
         ck_assert_msg(answered[fam] * 10 >= asked[fam] * 9, "%s: answered %zu of %zu", family_name[fam], answered[fam],
                       asked[fam]);
-    ck_assert_msg(slow[FAR] > 0 && slow[EXTREME] > 0, "the MPFR path per entry was not reached (%zu, %zu)", slow[FAR],
-                  slow[EXTREME]);
+    ck_assert_msg(counts[FAR].slow > 0 && counts[EXTREME].slow > 0, "the MPFR path per entry was not reached (%zu, %zu)",
+                  counts[FAR].slow, counts[EXTREME].slow);
+    /* Doubles against a packed reference take most close entries in double
+     * arithmetic (the first of a range, and those that may raise the
+     * largest ulps, go by limbs); nothing else does. */
+    for (int fam = 0; fam < N_FAMILIES; fam++)
+        ck_assert_msg(!counts[fam].doubles, "%s: %zu entries in doubles against an MPFR-held reference", family_name[fam],
+                      counts[fam].doubles);
+    ck_assert_msg(packed_counts[CLOSE].doubles > 1000 && packed_counts[TIES].doubles > 0,
+                  "the double path took %zu close and %zu tie entries", packed_counts[CLOSE].doubles,
+                  packed_counts[TIES].doubles);
+}
+END_TEST
+
+/* The validation's comparison: a level of P bits (mpfr:106 for double,
+ * mpfr:64 for binary32), packed, against the next one at 2P bits held at
+ * the comparison's precision q (170, 128), differing by 2^-k of it (k from
+ * 95 to 110: what the rounding at P bits leaves after a few layers), and
+ * by 2^-20 to 2^-60 (a level that is far off), signs and binades mixed.
+ * Bit for bit the exact evaluation's, most entries in double arithmetic. */
+START_TEST(fast_levels_in_doubles)
+{
+    static const struct {
+        const char *format;
+        long lo, hi;
+    } cases[] = {{"double", 106, 212}, {"binary32", 64, 128}};
+    vijp_rng g;
+    vijp_rng_seed(&g, 7);
+    for (size_t c = 0; c < 2; c++)
+        for (int far = 0; far < 2; far++) {
+            vijp_format f, flo, fhi, fq;
+            ck_assert(vijp_format_parse(cases[c].format, &f, NULL) == 0);
+            ck_assert(!vijp_format_mpfr(&flo, cases[c].lo, NULL) && !vijp_format_mpfr(&fhi, cases[c].hi, NULL) &&
+                      !vijp_format_mpfr(&fq, vijp_compare_prec(&f), NULL));
+            size_t n = 5000;
+            vijp_mat A, R;
+            vijp_mat_init(&A, n, 1, &flo), vijp_mat_init(&R, n, 1, &fhi);
+            mpfr_t y;
+            mpfr_init2(y, 500);
+            for (size_t i = 0; i < n; i++) {
+                random_wide(y, &g, 20);
+                if (vijp_rng_u64(&g) % 2) mpfr_neg(y, y, MPFR_RNDN);
+                mpfr_set(R.m[i], y, MPFR_RNDN);
+                long k = far ? 20 + (long)(vijp_rng_u64(&g) % 41) : 95 + (long)(vijp_rng_u64(&g) % 16);
+                mpfr_mul_d(y, y, 1 + ldexp(vijp_rng_normal(&g), -(int)k), MPFR_RNDN);
+                mpfr_set(A.m[i], y, MPFR_RNDN);
+            }
+            mpfr_clear(y);
+            vijp_mat_pack(&A), vijp_mat_pack(&R), vijp_mat_pack_rounded(&R, &fq);
+            vijp_compare_counts counts = {0, 0};
+            char what[96];
+            for (int angle = 0; angle < 2; angle++) {
+                snprintf(what, sizeof what, "%s: level %ld against %ld%s, angle %d", cases[c].format, cases[c].lo,
+                         cases[c].hi, far ? ", far" : "", angle);
+                ck_assert_msg(check_case(&A, &R, &f, angle, what, &counts), "%s: declined", what);
+            }
+            ck_assert_msg(counts.doubles > 3 * n / 2, "%s: %zu of 2 × %zu entries in doubles", what, counts.doubles, n);
+            vijp_mat_clear(&A), vijp_mat_clear(&R);
+        }
 }
 END_TEST
 
@@ -224,9 +290,16 @@ START_TEST(fast_rescales_across_chunks)
         A.d[i] = mpfr_get_d(y, MPFR_RNDN);
     }
     mpfr_clear(y);
-    size_t slow = 0;
+    vijp_compare_counts counts = {0, 0};
     for (int angle = 0; angle < 2; angle++)
-        ck_assert_msg(check_case(&A, &R, &f, angle, "growing scales", &slow), "declined (angle %d)", angle);
+        ck_assert_msg(check_case(&A, &R, &f, angle, "growing scales", &counts), "declined (angle %d)", angle);
+    /* and packed, where most entries go through double arithmetic, each
+     * chunk's at its own scales */
+    vijp_mat_pack(&R);
+    counts = (vijp_compare_counts){0, 0};
+    for (int angle = 0; angle < 2; angle++)
+        ck_assert_msg(check_case(&A, &R, &f, angle, "growing scales, packed", &counts), "declined (angle %d)", angle);
+    ck_assert_msg(counts.doubles > n, "%zu of 2 × %zu entries in doubles", counts.doubles, n);
     vijp_mat_clear(&A), vijp_mat_clear(&R);
 }
 END_TEST
@@ -246,9 +319,9 @@ START_TEST(fast_declines_a_cancelled_angle)
         mpfr_set_d(R.m[i], A.d[i] / 2, MPFR_RNDN);
     }
     vijp_metric got, want;
-    size_t slow = 0;
-    ck_assert(!vijp_compare_fast(&A, &R, &f, &got, 1, NULL, &slow));
-    ck_assert(vijp_compare_fast(&A, &R, &f, &got, 0, NULL, &slow));
+    vijp_compare_counts counts;
+    ck_assert(!vijp_compare_fast(&A, &R, &f, &got, 1, NULL, &counts));
+    ck_assert(vijp_compare_fast(&A, &R, &f, &got, 0, NULL, &counts));
     ck_assert(vijp_xnum_double(got.rel) == 1);
     vijp_compare(&A, &R, &f, &got);
     vijp_compare_exact(&A, &R, &f, &want, 1);
@@ -299,6 +372,29 @@ START_TEST(fast_declines_nonfinite_and_range_floor)
 }
 END_TEST
 
+/* A packed reference past the double range (2^3000) beside ordinary
+ * entries, against doubles: the scale 2^-Kd leaves the doubles' range, the
+ * double arithmetic steps aside, and whatever answers is the exact
+ * evaluation's. */
+START_TEST(fast_reference_past_double_range)
+{
+    vijp_format f, fr;
+    vijp_mat A, R;
+    double_pair(&f, &fr, 170, 10, &A, &R);
+    for (size_t i = 0; i < 10; i++) {
+        A.d[i] = 1 + 0.1 * (double)i;
+        mpfr_set_d(R.m[i], A.d[i], MPFR_RNDN);
+        mpfr_nextabove(R.m[i]);
+    }
+    mpfr_set_ui_2exp(R.m[4], 13, 3000, MPFR_RNDN), A.d[4] = 1e300;
+    vijp_mat_pack(&R);
+    vijp_compare_counts counts = {0, 0};
+    for (int angle = 0; angle < 2; angle++) check_case(&A, &R, &f, angle, "a reference at 2^3000", &counts);
+    ck_assert_uint_eq(counts.doubles, 0);
+    vijp_mat_clear(&A), vijp_mat_clear(&R);
+}
+END_TEST
+
 /* On threads (the format's threads, base/fork.h): the entries in ranges,
  * each summed at its own scales and added at the largest.  Ranges whose
  * values lie 2^1000 apart make the addition rescale (beyond 2^900 a range's
@@ -339,8 +435,8 @@ START_TEST(fast_on_threads_is_exact)
                 char what[96];
                 snprintf(what, sizeof what, "%s, %d threads, angle %d", scaled ? "ranges 2^1000 apart" : "close",
                          counts[c], angle);
-                size_t slow = 0;
-                ck_assert_msg(check_case(&A, &R, &f, angle, what, &slow), "%s: declined", what);
+                vijp_compare_counts taken = {0, 0};
+                ck_assert_msg(check_case(&A, &R, &f, angle, what, &taken), "%s: declined", what);
                 vijp_metric got;
                 ck_assert(vijp_compare_fast(&A, &R, &f, &got, angle, NULL, NULL));
                 if (c == 0) one = got;
@@ -360,6 +456,8 @@ Suite *suite_compare_fast(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, fast_is_exact_bit_for_bit);
     tcase_add_test(tc, fast_rescales_across_chunks);
+    tcase_add_test(tc, fast_levels_in_doubles);
+    tcase_add_test(tc, fast_reference_past_double_range);
     tcase_add_test(tc, fast_on_threads_is_exact);
     tcase_add_test(tc, fast_declines_a_cancelled_angle);
     tcase_add_test(tc, fast_declines_nonfinite_and_range_floor);

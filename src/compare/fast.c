@@ -17,9 +17,10 @@
 
 #ifndef FAST_LIMBS
 int vijp_compare_fast(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m, int angle,
-                      vijp_compare_cache *cache, size_t *slow)
+                      vijp_compare_cache *cache, vijp_compare_counts *counts)
 {
-    (void)a, (void)ref, (void)f, (void)m, (void)angle, (void)cache, (void)slow;
+    (void)a, (void)ref, (void)f, (void)m, (void)angle, (void)cache;
+    if (counts) counts->slow = counts->doubles = 0;
     return 0; /* limbs other than 64 bits: always the exact evaluation */
 }
 #else
@@ -486,18 +487,222 @@ typedef struct {
     sum sdd, syy, syd;
     double abs_yd, ulps;
     vijp_xnum wide_ulps; /* the largest ulps count past double's range */
-    size_t skip_dd, skip_yy, skip_yd, nz_x, nz_y, nz_d, nslow;
+    size_t skip_dd, skip_yy, skip_yd, nz_x, nz_y, nz_d, nslow, nfast;
 } part;
+
+/* One chunk's sums in locals (kept in registers), folded after it; err_dd
+ * and err_yd bound what entry_double's differences add to Σd² and Σyd
+ * beyond the terms' own relative error (scaled like the sums). */
+typedef struct {
+    sum dd, yy, yd;
+    double abs_yd, ulps, err_dd, err_yd;
+} chunk_sums;
+
+/* MPFR scratch of the entries that need it, at p bits. */
+typedef struct {
+    mpfr_t dm, t;
+} entry_scratch;
+
+/* Entry i into c, by limbs (MPFR where d is not exact in p bits, or at the
+ * ends of the double range): -1 where the fast path cannot answer. */
+static int entry_limbs(part *P, chunk_sums *c, size_t i, long p, entry_scratch *w)
+{
+    const vijp_format *f = P->f;
+    val x, y, d;
+    mpfr_t xm, ym;
+    if (load_entry(&x, P->a, i, p, 0) || load_entry(&y, P->ref, i, p, 1)) return -1;
+    P->nz_x += !x.zero, P->nz_y += !y.zero;
+    if (x.zero) d = y, d.neg = !y.neg;
+    else if (y.zero) d = x;
+    else if (sub_exact(&d, &x, &y, p)) { /* RN_p(x − y) by MPFR */
+        view(xm, &x), view(ym, &y);
+        mpfr_sub(w->dm, xm, ym, MPFR_RNDN);
+        load_mpfr(&d, w->dm);
+        P->nslow++;
+    }
+    if (d.zero) {
+        if (y.zero) return 0;
+    } else {
+        P->nz_d++;
+        double u = ulps_exact(&d, &y, f, c->ulps);
+        if (u != u) { /* MPFR's path at the ends of the double range */
+            mpfr_t dv, yv;
+            view(dv, &d);
+            if (!y.zero) view(yv, &y);
+            else mpfr_init2(yv, 2), mpfr_set_zero(yv, 1);
+            vijp_xnum ux = vijp_ulps_of(dv, yv, f, w->t);
+            if (y.zero) mpfr_clear(yv);
+            /* past double's range (a nonzero error against a zero or tiny
+             * reference): kept apart, at its exponent */
+            if (vijp_xnum_is_double(ux)) u = ux.m;
+            else P->wide_ulps = vijp_xnum_max_nan(P->wide_ulps, ux), u = 0;
+        }
+        if (u > c->ulps) c->ulps = u;
+    }
+    top106 ty = y.zero ? (top106){0} : top_of(&y, P->Ky), td = d.zero ? (top106){0} : top_of(&d, P->Kd);
+    if (!d.zero) add_product(&c->dd, NULL, &P->skip_dd, &td, &td);
+    if (!y.zero && !P->have_yy) add_product(&c->yy, NULL, &P->skip_yy, &ty, &ty);
+    if (P->angle && !y.zero && !d.zero) add_product(&c->yd, &c->abs_yd, &P->skip_yd, &ty, &td);
+    return 0;
+}
+
+/* (h, l): a·b exactly (Dekker's product: no FMA assumed, no overflow or
+ * underflow on the scaled values, all within [2^-TINY-60, 1)). */
+static inline void two_prod(double a, double b, double *h, double *l)
+{
+    const double split = 134217729.0; /* 2^27 + 1 */
+    double ca = split * a, ah = ca - (ca - a), al = a - ah;
+    double cb = split * b, bh = cb - (cb - b), bl = b - bh;
+    *h = a * b;
+    *l = ((ah * bh - *h) + ah * bl + al * bh) + al * bl;
+}
+
+/* (h, l): a + b exactly (Knuth's TwoSum). */
+static inline void two_sum(double a, double b, double *h, double *l)
+{
+    double t = a + b, v = t - a;
+    *l = (a - (t - v)) + (b - v);
+    *h = t;
+}
+
+/* ±(top 53 bits of s, whose top bit is set)·2^(k − 53), a normal double
+ * (k − 1 >= −1022), from its fields. */
+static inline double with_top(int neg, limb s, long k)
+{
+    uint64_t b = (uint64_t)neg << 63 | (uint64_t)(k - 1 + 1023) << 52 | ((s >> 11) & (((uint64_t)1 << 52) - 1));
+    double r;
+    memcpy(&r, &b, sizeof r);
+    return r;
+}
+
+/* x's entry i as X1 + X2 at d's scale 2^-Kd, exactly, and its sign: a
+ * normal double (X2 = 0), or a regular packed value of at most 106 bits
+ * (its top 53 bits and the next 53); 0 where it is neither, or out of
+ * the range where both are normal doubles. */
+static inline int x_parts(const double *xd, const vijp_packed *px, size_t i, long Kd, double *X1, double *X2, int *neg)
+{
+    if (xd) {
+        double x = xd[i];
+        if (Kd > 1000 || Kd < -1000) return 0; /* an MPFR reference's exponent far past x's */
+        *X1 = x * pow2(-Kd), *X2 = 0, *neg = x < 0; /* a power of two: exact where it stays normal */
+        return isnormal(x) && isnormal(*X1);
+    }
+    if (vijp_packed_kind(px, i) != MPFR_REGULAR_KIND) return 0;
+    long k = px->exp[i] - Kd;
+    if (k < -700) return 0;
+    const limb *s = vijp_packed_sig(px, i);
+    int n = (int)px->limbs;
+    limb t = s[n - 1], t1 = n > 1 ? s[n - 2] : 0;
+    *neg = vijp_packed_neg(px, i);
+    *X1 = with_top(*neg, t, k);
+    *X2 = (*neg ? -1.0 : 1.0) * (double)((t & 0x7ff) << 42 | t1 >> 22) * pow2(k - 106);
+    return 1;
+}
+
+/* Entry i of x = X1 + X2 (x_parts, x's sign xneg) against a packed y of
+ * at most p bits, both regular, in double arithmetic: 1 when done, 0
+ * where entry_limbs must take it (nothing added then).  x has fewer than
+ * p bits (a double, or a level of at most 106).  y's at most 192 bits are
+ * four doubles exactly, Y1 + … + Y4 (53, 53, 53 and 33 bits), at d's scale
+ * 2^-Kd.  Where X1 and Y1 have one sign and lie within a factor 2, s =
+ * X1 − Y1 is exact (Sterbenz); (a, b) = X2 − Y2, (h1, l1) = s + a and (h2,
+ * l2) = h1 − Y3 are TwoSums, exact; d = x − y = h2 + b + l1 + l2 − Y4,
+ * which is also RN_p(x − y), the d of the exact evaluation (its bits run
+ * from x's or y's top, at most y's exponent, down to y's last: p at most,
+ * x having fewer than p bits and an exponent at least y's − 1).  The small
+ * parts go in with three roundings, t1, t2, t3, and (dh, dl) renormalises
+ * h2 + t3: |d − dh − dl| <= ed = 2^-52·(|t1| + |t2| + |t3|), about 2^-104
+ * of d whether d is an engine's error (h2 ≈ d, the parts 2^-53 of it) or
+ * the validation's (d ≈ 2^-106·y, Y3 as large as d but taken exactly, Y4
+ * and l2 at 2^-53 of d).  Then:
+ *   d² as dh² (exact, two_prod) + 2·dh·dl, rounded twice: within 2^-103
+ *   of (dh + dl)², inside add_product's 2^-101; (dh + dl)² is within
+ *   (2|d| + ed)·ed of d², into err_dd;
+ *   y·d from y's top 106 bits (Yk1 + Yk2 at y's scale 2^-Ky, y within
+ *   2^-105 of them) as Yk1·dh exact + Yk1·dl + Yk2·dh rounded: within
+ *   2^-102 of y·(dh + dl), and that within 2|y|·ed of y·d, into err_yd;
+ *   y² likewise as Yk1² + 2·Yk1·Yk2: within 2^-102;
+ *   the ulps: |d|·2^-e (e as ulps_exact) is at most (|dh| + |dl| + ed)
+ *   rounded up, and where that bound does not exceed the running largest
+ *   it cannot raise it (a double at or under it rounds up to at most it);
+ *   where it could, entry_limbs forms it exactly.
+ * Tiny values (top_of's TINY), a sign change, a difference of zero or
+ * bounds out of range: entry_limbs. */
+static inline int entry_double(part *P, chunk_sums *c, double X1, double X2, int xneg, const vijp_packed *pk,
+                               size_t i)
+{
+    if (vijp_packed_kind(pk, i) != MPFR_REGULAR_KIND) return 0;
+    int neg = vijp_packed_neg(pk, i);
+    if (xneg != neg) return 0;
+    long ey = pk->exp[i], Kd = P->Kd, Ky = P->Ky;
+    if (ey - Ky < -TINY + 8) return 0;
+    const limb *s = vijp_packed_sig(pk, i);
+    int n = (int)pk->limbs;
+    limb s2 = s[n - 1], s1 = n > 1 ? s[n - 2] : 0, s0 = n > 2 ? s[n - 3] : 0;
+    double m2 = (double)((s2 & 0x7ff) << 42 | s1 >> 22), m3 = (double)((s1 & 0x3fffff) << 31 | s0 >> 33),
+           m4 = (double)(s0 & 0x1ffffffff);
+    double sg = neg ? -1.0 : 1.0;
+    long kd = ey - Kd; /* y·2^-Kd = Σ m_k·2^(kd − 53k), each exact while kd − 192 > −1022 */
+    if (kd < -700) return 0;
+    double Y1 = with_top(neg, s2, kd), Y2 = sg * m2 * pow2(kd - 106), Y3 = sg * m3 * pow2(kd - 159),
+           Y4 = sg * m4 * pow2(kd - 192);
+    double ax = fabs(X1), a1 = fabs(Y1);
+    if (!(ax >= 0.5 * a1 && ax <= 2 * a1)) return 0;
+    double a, b, h1, l1, h2, l2, dh, dl;
+    two_sum(X2, -Y2, &a, &b);
+    two_sum(X1 - Y1, a, &h1, &l1);
+    two_sum(h1, -Y3, &h2, &l2);
+    double t1 = l1 + b, t2 = t1 + l2, t3 = t2 - Y4;
+    two_sum(h2, t3, &dh, &dl);
+    double ed = (fabs(t1) + fabs(t2) + fabs(t3)) * 0x1.0000000000001p-52;
+    double ad = fabs(dh);
+    if (!(ad >= pow2(-TINY + 8)) || ed > 0x1p-96 * ad) return 0; /* tiny, zero or cancelled: by limbs */
+    /* the ulps: e as ulps_exact forms it, |d|·2^-e <= U */
+    const vijp_format *f = P->f;
+    long e = f->kind == VIJP_MPFR ? ey - (long)f->prec : ey - (long)f->store_prec;
+    if (f->kind != VIJP_MPFR && e < f->store_emin - 1) e = f->store_emin - 1;
+    long sh = Kd - e; /* within −600 … 900: U stays a normal double, rounded up by the factor */
+    if (sh > 900 || sh < -600) return 0;
+    double U = (ad + fabs(dl) + ed) * 0x1.0000000000004p+0 * pow2(sh);
+    if (!(U <= c->ulps)) return 0; /* could raise the largest: formed exactly */
+    P->nz_x++, P->nz_y++, P->nz_d++, P->nfast++;
+    double ph, pl;
+    two_prod(dh, dh, &ph, &pl);
+    sum_add(&c->dd, ph, pl + 2 * dh * dl);
+    c->err_dd += (2 * (ad + fabs(dl)) + ed) * ed;
+    if (!P->have_yy || P->angle) {
+        long ky = ey - Ky; /* y·2^-Ky: within [2^(−TINY+7), 1) */
+        double Yk1 = with_top(neg, s2, ky), Yk2 = sg * (m2 * pow2(ky - 106));
+        if (!P->have_yy) {
+            two_prod(Yk1, Yk1, &ph, &pl);
+            sum_add(&c->yy, ph, pl + 2 * Yk1 * Yk2);
+        }
+        if (P->angle) {
+            two_prod(Yk1, dh, &ph, &pl);
+            sum_add(&c->yd, ph, pl + (Yk1 * dl + Yk2 * dh));
+            c->abs_yd += fabs(ph);
+            c->err_yd += 2 * fabs(Yk1) * ed;
+        }
+    }
+    return 1;
+}
 
 /* The entries [begin, end) into P (its inputs set, the rest zero). */
 static void part_run(part *P, size_t begin, size_t end)
 {
     const vijp_mat *a = P->a, *ref = P->ref;
-    const vijp_format *f = P->f;
-    long p = vijp_compare_prec(f);
-    mpfr_t dm, xm, ym, t;
-    mpfr_init2(dm, p), mpfr_init2(t, p);
+    long p = vijp_compare_prec(P->f);
+    entry_scratch w;
+    mpfr_init2(w.dm, p), mpfr_init2(w.t, p);
     P->wide_ulps = vijp_xnum_of(0);
+    /* x a double or packed at up to 106 bits (and fewer than p), against a
+     * packed reference of at most p bits (the engines against the drift
+     * reference, held at p; the validation's lower level against the upper
+     * one): entry_double first. */
+    const vijp_packed *pk = ref->packed && !ref->m && ref->packed->prec <= p ? ref->packed : NULL;
+    const double *xd = pk && a->d ? a->d : NULL;
+    const vijp_packed *px = pk && !xd && a->packed && !a->m && a->packed->prec <= 106 && a->packed->prec < p ? a->packed
+                                                                                                          : NULL;
     /* Scales: |y|·2^-Ky < 1 and |δ|·2^-Kd < 1 (+ 1 for RN_p's carry in y,
      * + 1 for δ = x − y); apart, so that a huge x leaves y's sums intact.
      * They are the largest exponents seen so far, found chunk by chunk
@@ -537,52 +742,26 @@ static void part_run(part *P, size_t begin, size_t end)
                 sum_rescale(&P->syy, 2 * (cy + 2 - Ky), NULL), sum_rescale(&P->syd, cy + 2 - Ky, &P->abs_yd);
             Ky = cy + 2;
         }
-        /* the chunk's pairs in locals (kept in registers), folded after it */
-        sum cdd = {{0, 0}, 0, 0, 0}, cyy = cdd, cyd = cdd;
-        double cabs = 0, ulps = P->ulps;
+        P->Ky = Ky, P->Kd = Kd;
+        chunk_sums c = {.dd = {{0, 0}, 0, 0, 0}, .ulps = P->ulps};
+        c.yy = c.yd = c.dd;
         for (size_t i = i0; i < i1; i++) {
-            val x, y, d;
-            if (load_entry(&x, a, i, p, 0) || load_entry(&y, ref, i, p, 1)) {
+            double X1, X2;
+            int xneg;
+            if ((xd || px) && x_parts(xd, px, i, Kd, &X1, &X2, &xneg) && entry_double(P, &c, X1, X2, xneg, pk, i))
+                continue;
+            if (entry_limbs(P, &c, i, p, &w)) {
                 ok = 0;
                 break;
             }
-            P->nz_x += !x.zero, P->nz_y += !y.zero;
-            if (x.zero) d = y, d.neg = !y.neg;
-            else if (y.zero) d = x;
-            else if (sub_exact(&d, &x, &y, p)) { /* RN_p(x − y) by MPFR */
-                view(xm, &x), view(ym, &y);
-                mpfr_sub(dm, xm, ym, MPFR_RNDN);
-                load_mpfr(&d, dm);
-                P->nslow++;
-            }
-            if (d.zero) {
-                if (y.zero) continue;
-            } else {
-                P->nz_d++;
-                double u = ulps_exact(&d, &y, f, ulps);
-                if (u != u) { /* MPFR's path at the ends of the double range */
-                    mpfr_t dv, yv;
-                    view(dv, &d);
-                    if (!y.zero) view(yv, &y);
-                    else mpfr_init2(yv, 2), mpfr_set_zero(yv, 1);
-                    vijp_xnum ux = vijp_ulps_of(dv, yv, f, t);
-                    if (y.zero) mpfr_clear(yv);
-                    /* past double's range (a nonzero error against a zero
-                     * or tiny reference): kept apart, at its exponent */
-                    if (vijp_xnum_is_double(ux)) u = ux.m;
-                    else P->wide_ulps = vijp_xnum_max_nan(P->wide_ulps, ux), u = 0;
-                }
-                if (u > ulps) ulps = u;
-            }
-            top106 ty = y.zero ? (top106){0} : top_of(&y, Ky), td = d.zero ? (top106){0} : top_of(&d, Kd);
-            if (!d.zero) add_product(&cdd, NULL, &P->skip_dd, &td, &td);
-            if (!y.zero && !P->have_yy) add_product(&cyy, NULL, &P->skip_yy, &ty, &ty);
-            if (P->angle && !y.zero && !d.zero) add_product(&cyd, &cabs, &P->skip_yd, &ty, &td);
         }
-        dd_add(&P->sdd.total, cdd.h, cdd.l), dd_add(&P->syy.total, cyy.h, cyy.l), dd_add(&P->syd.total, cyd.h, cyd.l);
-        P->abs_yd += cabs, P->ulps = ulps;
+        dd_add(&P->sdd.total, c.dd.h, c.dd.l), dd_add(&P->syy.total, c.yy.h, c.yy.l), dd_add(&P->syd.total, c.yd.h, c.yd.l);
+        /* the chunk's bounds, summed in double: rounding makes them at most
+         * CHUNK·2^-53 < 2^-40 small */
+        P->sdd.lost += c.err_dd * (1 + 0x1p-40), P->syd.lost += c.err_yd * (1 + 0x1p-40);
+        P->abs_yd += c.abs_yd, P->ulps = c.ulps;
     }
-    mpfr_clears(dm, t, (mpfr_ptr)0);
+    mpfr_clears(w.dm, w.t, (mpfr_ptr)0);
     P->ok = ok, P->Ky = Ky, P->Kd = Kd;
 }
 
@@ -606,7 +785,7 @@ static void part_merge(part *g, part *P)
     if (P->ulps > g->ulps) g->ulps = P->ulps;
     g->wide_ulps = vijp_xnum_max_nan(g->wide_ulps, P->wide_ulps);
     g->skip_dd += P->skip_dd, g->skip_yy += P->skip_yy, g->skip_yd += P->skip_yd;
-    g->nz_x += P->nz_x, g->nz_y += P->nz_y, g->nz_d += P->nz_d, g->nslow += P->nslow;
+    g->nz_x += P->nz_x, g->nz_y += P->nz_y, g->nz_d += P->nz_d, g->nslow += P->nslow, g->nfast += P->nfast;
     g->ok &= P->ok;
 }
 
@@ -614,8 +793,9 @@ static void part_merge(part *g, part *P)
 enum { ENTRY_WORK = 64 };
 
 int vijp_compare_fast(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m, int angle,
-                      vijp_compare_cache *cache, size_t *slow)
+                      vijp_compare_cache *cache, vijp_compare_counts *counts)
 {
+    if (counts) counts->slow = counts->doubles = 0;
     long p = vijp_compare_prec(f);
     size_t n = vijp_mat_len(ref);
     if (p > MAX_P || n >= (size_t)1 << 40) return 0;
@@ -637,7 +817,7 @@ int vijp_compare_fast(const vijp_mat *a, const vijp_mat *ref, const vijp_format 
     }
     for (size_t k = 0; k < parts; k++) part_merge(&g, &P[k]);
     free(P);
-    if (slow) *slow = g.nslow;
+    if (counts) counts->slow = g.nslow, counts->doubles = g.nfast;
     if (!g.ok) return 0;
     /* Σy² (its scale 0 where y = 0), Σd² and Σyd with their bounds */
     bounded byy = {g.syy.total, E_of(g.syy.total.h, n, g.skip_yy, parts) + g.syy.lost, g.Ky == LONG_MIN ? 0 : 2 * g.Ky};

@@ -3,7 +3,9 @@
  * bits: binary32, double, the narrow and mixed formats).  Internal.
  *
  * Each entry's difference d = x − y is formed exactly in integer limbs, and
- * its ulp error from d's exact bits; the three sums the metrics need (Σd²,
+ * its ulp error from d's exact bits (a double against a packed reference:
+ * in double arithmetic, with the error of d bounded, where that bound
+ * decides); the three sums the metrics need (Σd²,
  * Σyd, Σy²) are kept in double-double with a proven bound on their error.
  * The metrics then come out as intervals (MPFR, directed rounding) that also
  * cover everything by which vijp_compare's exact evaluation (compare_exact,
@@ -18,13 +20,20 @@
 
 #include "cache.h"
 
+/* How vijp_compare_fast took its entries: slow, those whose difference
+ * needed MPFR (inexact in p bits, or too far apart for the limb window);
+ * doubles, those it took in double arithmetic alone (a double against a
+ * packed reference of at most p bits: the drift engines' comparisons). */
+typedef struct {
+    size_t slow, doubles;
+} vijp_compare_counts;
+
 /* 1: m holds vijp_compare's metrics for (a, ref, f) (angle = 0: angle_deg
  * NaN, as vijp_compare_rel_ulps).  0: undecided, m unspecified; evaluate
  * exactly.  cache (may be NULL): Σ ref² taken from it (fast_ready) or put
- * in it.  slow (may be NULL) counts the entries whose difference needed
- * MPFR (inexact in p bits, or too far apart for the limb window). */
+ * in it.  counts (may be NULL): set as above. */
 int vijp_compare_fast(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m, int angle,
-                      vijp_compare_cache *cache, size_t *slow);
+                      vijp_compare_cache *cache, vijp_compare_counts *counts);
 
 /* |d| / ulp_f(r) rounded up to 53 bits: vijp_compare's per-entry ulp
  * error (t: scratch of d's precision or more). */
