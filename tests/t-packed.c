@@ -594,6 +594,30 @@ static void expect_refused(int k)
     ck_assert_msg(got > 0 && strstr(msg, "packed"), "helper %d: said '%s'", k, msg);
 }
 
+/* vijp_mat_check_finite on a packed matrix reads its kind bytes first:
+ * all numbers (zeros too) pass; one NaN, +Inf or −Inf anywhere is found
+ * and named as in the MPFR-held matrix it was packed from. */
+START_TEST(check_finite_on_packed)
+{
+    vijp_format f = mpfr_fmt(128);
+    for (int special = 0; special < 4; special++)
+        for (size_t at = 0; at < 37; at += 12) {
+            vijp_mat R, P;
+            vijp_mat_init(&R, 37, 1, &f);
+            for (size_t i = 0; i < 37; i++) mpfr_set_si(R.m[i], (long)i % 5 - 2, MPFR_RNDN); /* zeros among them */
+            if (special == 1) mpfr_set_nan(R.m[at]);
+            if (special == 2) mpfr_set_inf(R.m[at], 1);
+            if (special == 3) mpfr_set_inf(R.m[at], -1);
+            vijp_mat_pack_copy(&P, &R, &f);
+            vijp_error e1 = {0}, e2 = {0};
+            int r1 = vijp_mat_check_finite(&P, "m", &e1), r2 = vijp_mat_check_finite(&R, "m", &e2);
+            ck_assert_msg(r1 == r2 && (special ? r1 != 0 : r1 == 0) && !strcmp(e1.msg, e2.msg),
+                          "special %d at %zu: packed %d '%s', MPFR-held %d '%s'", special, at, r1, e1.msg, r2, e2.msg);
+            vijp_mat_clear(&R), vijp_mat_clear(&P);
+        }
+}
+END_TEST
+
 START_TEST(packed_is_read_only)
 {
     for (int k = 0; k < 6; k++) expect_refused(k);
@@ -611,6 +635,7 @@ Suite *suite_packed(void)
     tcase_add_test(tc, metrics_on_packed);
     tcase_add_test(tc, drift_curve_matches_unpacked_reference);
     tcase_add_test(tc, packed_is_read_only);
+    tcase_add_test(tc, check_finite_on_packed);
     suite_add_tcase(s, tc);
     return s;
 }
