@@ -594,9 +594,9 @@ static void expect_refused(int k)
     ck_assert_msg(got > 0 && strstr(msg, "packed"), "helper %d: said '%s'", k, msg);
 }
 
-/* vijp_mat_check_finite on a packed matrix reads its kind bytes first:
- * all numbers (zeros too) pass; one NaN, +Inf or −Inf anywhere is found
- * and named as in the MPFR-held matrix it was packed from. */
+/* vijp_mat_check_finite on a packed matrix reads its kind bytes first, on
+ * doubles their exponent fields: all numbers (zeros too) pass; one NaN,
+ * +Inf or −Inf anywhere is found and named as in the MPFR-held matrix. */
 START_TEST(check_finite_on_packed)
 {
     vijp_format f = mpfr_fmt(128);
@@ -609,11 +609,19 @@ START_TEST(check_finite_on_packed)
             if (special == 2) mpfr_set_inf(R.m[at], 1);
             if (special == 3) mpfr_set_inf(R.m[at], -1);
             vijp_mat_pack_copy(&P, &R, &f);
-            vijp_error e1 = {0}, e2 = {0};
-            int r1 = vijp_mat_check_finite(&P, "m", &e1), r2 = vijp_mat_check_finite(&R, "m", &e2);
-            ck_assert_msg(r1 == r2 && (special ? r1 != 0 : r1 == 0) && !strcmp(e1.msg, e2.msg),
-                          "special %d at %zu: packed %d '%s', MPFR-held %d '%s'", special, at, r1, e1.msg, r2, e2.msg);
-            vijp_mat_clear(&R), vijp_mat_clear(&P);
+            vijp_format fd;
+            vijp_format_fixed(&fd, VIJP_DOUBLE);
+            vijp_mat D;
+            vijp_mat_init(&D, 37, 1, &fd);
+            vijp_mat_convert(&D, &R);
+            vijp_error e1 = {0}, e2 = {0}, e3 = {0};
+            int r1 = vijp_mat_check_finite(&P, "m", &e1), r2 = vijp_mat_check_finite(&R, "m", &e2),
+                r3 = vijp_mat_check_finite(&D, "m", &e3);
+            ck_assert_msg(r1 == r2 && r3 == r2 && (special ? r1 != 0 : r1 == 0) && !strcmp(e1.msg, e2.msg) &&
+                              !strcmp(e3.msg, e2.msg),
+                          "special %d at %zu: packed %d '%s', doubles %d '%s', MPFR-held %d '%s'", special, at, r1,
+                          e1.msg, r3, e3.msg, r2, e2.msg);
+            vijp_mat_clear(&R), vijp_mat_clear(&P), vijp_mat_clear(&D);
         }
 }
 END_TEST
