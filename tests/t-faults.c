@@ -13,6 +13,7 @@
  * and drift's ~1.2·10^3 (one dense layer: the study, its MPFR reference and
  * the report writer; a tanh net would add the activation tables' 10^5). */
 #include "fixtures/clirun.h"
+#include <gmp.h>
 #include <malloc.h>
 #include <math.h>
 #include <stdio.h>
@@ -336,6 +337,29 @@ START_TEST(unset_matrix_shape_and_poison)
 }
 END_TEST
 
+/* The allocations are counted only where a test hook asks for it at
+ * install (VIJP_ALLOC_STATS, VIJP_FAIL_ALLOC): one by one then, vijp's and
+ * GMP's alike; not at all otherwise. */
+START_TEST(allocations_counted_when_asked)
+{
+    unsetenv("VIJP_ALLOC_STATS"), unsetenv("VIJP_FAIL_ALLOC");
+    vijp_memory_policy_install();
+    free(vijp_alloc(16)), free(vijp_alloc(32));
+    ck_assert_uint_eq(vijp_memory_allocations(), 0);
+    setenv("VIJP_ALLOC_STATS", "1", 1);
+    vijp_memory_policy_install();
+    unsetenv("VIJP_ALLOC_STATS");
+    free(vijp_alloc(16));
+    mpz_t z;
+    mpz_init_set_ui(z, 1), mpz_mul_2exp(z, z, 4000); /* GMP's own: one allocation or two */
+    unsigned long long n = vijp_memory_allocations();
+    mpz_clear(z);
+    ck_assert_msg(n >= 2 && n <= 3, "%llu allocations counted", n);
+    vijp_memory_policy_install(); /* back to not counting */
+    ck_assert_uint_eq(vijp_memory_allocations(), 0);
+}
+END_TEST
+
 Suite *suite_faults(void)
 {
     Suite *s = suite_create("faults");
@@ -352,6 +376,7 @@ Suite *suite_faults(void)
     tcase_add_test(size, every_command_returns_under_ulimit);
     tcase_add_test(size, keep_freed_serves_from_the_heap);
     tcase_add_test(size, unset_matrix_shape_and_poison);
+    tcase_add_test(size, allocations_counted_when_asked);
     tcase_set_timeout(size, 60);
     suite_add_tcase(s, size);
     return s;

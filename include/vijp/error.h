@@ -80,7 +80,9 @@ VIJP_API void vijp_out_of_memory(size_t bytes) __attribute__((noreturn));
  * fails as the system would refuse it.  Call before any MPFR value exists. */
 VIJP_API void vijp_memory_policy_install(void);
 /* How many allocations the allocator has made since it was installed (the
- * allocation-failure walk's range). */
+ * allocation-failure walk's range), counted where VIJP_FAIL_ALLOC or
+ * VIJP_ALLOC_STATS was set in the environment then; 0 elsewhere (one
+ * counter for every thread's allocations costs the cores' time). */
 VIJP_API unsigned long long vijp_memory_allocations(void);
 /* What the program is doing, for the message ("running vijp grad"); the
  * string must outlive the run.  NULL: none. */
