@@ -54,6 +54,7 @@
 #include "scaled.h"
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 
 #define B32_PREC 24
 #define B32_EMIN (-148) /* MPFR's convention: smallest subnormal 2^-149 */
@@ -84,8 +85,14 @@ static void to_grid(mpfr_t q, mpfr_srcptr v, const vijp_grid *g)
         mpfr_set_nan(q);
         return;
     }
+    /* on the stack (a grid has binary32's 24 bits at most): this runs once
+     * per stored value, and a heap temporary's malloc and free were most
+     * of the tensor-scaled formats' stores */
+    mp_limb_t tl[(B32_PREC + GMP_NUMB_BITS - 1) / GMP_NUMB_BITS];
     mpfr_t t;
-    mpfr_init2(t, g->prec);
+    if (g->prec > B32_PREC) abort(); /* not a grid of these formats */
+    mpfr_custom_init(tl, g->prec);
+    mpfr_custom_init_set(t, MPFR_ZERO_KIND, 0, g->prec, tl);
     int i = mpfr_set(t, v, MPFR_RNDN); /* to g's precision, the exponent unbounded */
     mpfr_exp_t emin = mpfr_get_emin(), emax = mpfr_get_emax();
     mpfr_set_emin(g->emin);
@@ -97,7 +104,6 @@ static void to_grid(mpfr_t q, mpfr_srcptr v, const vijp_grid *g)
     if (mpfr_inf_p(t) || fabs(mpfr_get_d(t, MPFR_RNDN)) > g->max) /* exact: 4 bits at most */
         mpfr_set_d(t, mpfr_signbit(t) ? -g->max : g->max, MPFR_RNDN);
     mpfr_set(q, t, MPFR_RNDN); /* exact */
-    mpfr_clear(t);
 }
 
 void vijp_scaled_init(vijp_tensor_scale *t, const vijp_format *f, vijp_store_role role)
@@ -123,20 +129,16 @@ static void see_b32(vijp_tensor_scale *t, mpfr_t a)
 
 void vijp_scaled_see(vijp_tensor_scale *t, mpfr_srcptr v)
 {
-    mpfr_t a;
-    mpfr_init2(a, B32_PREC);
+    MPFR_DECL_INIT(a, B32_PREC); /* on the stack: once per value seen */
     b32(a, mpfr_abs(a, v, MPFR_RNDN));
     see_b32(t, a);
-    mpfr_clear(a);
 }
 
 void vijp_scaled_see_d(vijp_tensor_scale *t, double v)
 {
-    mpfr_t a;
-    mpfr_init2(a, B32_PREC);
+    MPFR_DECL_INIT(a, B32_PREC);
     b32(a, mpfr_set_d(a, fabs(v), MPFR_RNDN));
     see_b32(t, a);
-    mpfr_clear(a);
 }
 
 void vijp_scaled_ready(vijp_tensor_scale *t)
@@ -184,13 +186,11 @@ static void nvfp4_block(const vijp_tensor_scale *t, mpfr_t *dst, size_t dstride,
 /* One FP8 value under the tensor's scale (above). */
 static void fp8_value(const vijp_tensor_scale *t, mpfr_ptr r, mpfr_srcptr x)
 {
-    mpfr_t q;
-    mpfr_init2(q, B32_PREC);
+    MPFR_DECL_INIT(q, B32_PREC); /* on the stack: once per value */
     b32(q, mpfr_mul(q, x, t->scale, MPFR_RNDN));
     to_grid(q, q, &t->elem);
     b32(q, mpfr_mul(q, q, t->inv, MPFR_RNDN));
     mpfr_set(r, q, MPFR_RNDN); /* exact: r holds a binary32 */
-    mpfr_clear(q);
 }
 
 void vijp_scaled_line(const vijp_tensor_scale *t, mpfr_t *dst, size_t dstride, mpfr_t *src, size_t sstride, size_t n)
