@@ -372,6 +372,35 @@ START_TEST(fast_declines_nonfinite_and_range_floor)
 }
 END_TEST
 
+/* A 106-bit level just past twice the reference's top 53 bits: x = 4 −
+ * 2^-104 against y = 2 − 2^-52 + 2^-169 (170 bits), whose x's top part
+ * is exactly 2·Y1.  x − y needs 171 bits, so the exact evaluation rounds
+ * it to 170: the double arithmetic (which forms d exactly) must step
+ * aside, and does where it asks for X1 < 2·Y1.  An entry with a sign
+ * change comes first, so that its ulps (2^62) would let the double path
+ * take the second (2^53) without forming it exactly. */
+START_TEST(fast_level_past_twice_steps_aside)
+{
+    vijp_format f, flo, fq;
+    vijp_format_fixed(&f, VIJP_DOUBLE);
+    ck_assert(!vijp_format_mpfr(&flo, 106, NULL) && !vijp_format_mpfr(&fq, 170, NULL));
+    vijp_mat A, R;
+    vijp_mat_init(&A, 2, 1, &flo), vijp_mat_init(&R, 2, 1, &fq);
+    mpfr_set_si(A.m[0], -1, MPFR_RNDN), mpfr_set_ui_2exp(R.m[0], 1, -10, MPFR_RNDN);
+    mpfr_set_ui(A.m[1], 4, MPFR_RNDN), mpfr_sub_d(A.m[1], A.m[1], 0x1p-104, MPFR_RNDN);
+    mpfr_set_d(R.m[1], 2 - 0x1p-52, MPFR_RNDN), mpfr_add_d(R.m[1], R.m[1], 0x1p-169, MPFR_RNDN);
+    ck_assert(mpfr_cmp_d(A.m[1], 4) < 0 && mpfr_min_prec(R.m[1]) == 170);
+    vijp_mat_pack(&A), vijp_mat_pack(&R);
+    for (int angle = 0; angle < 2; angle++) {
+        vijp_compare_counts counts = {0, 0};
+        check_case(&A, &R, &f, angle, "a level past twice the reference's top", &counts);
+        ck_assert_msg(counts.doubles == 0 && counts.slow == 1, "%zu in doubles, %zu by MPFR", counts.doubles,
+                      counts.slow);
+    }
+    vijp_mat_clear(&A), vijp_mat_clear(&R);
+}
+END_TEST
+
 /* A packed reference past the double range (2^3000) beside ordinary
  * entries, against doubles: the scale 2^-Kd leaves the doubles' range, the
  * double arithmetic steps aside, and whatever answers is the exact
@@ -458,6 +487,7 @@ Suite *suite_compare_fast(void)
     tcase_add_test(tc, fast_rescales_across_chunks);
     tcase_add_test(tc, fast_levels_in_doubles);
     tcase_add_test(tc, fast_reference_past_double_range);
+    tcase_add_test(tc, fast_level_past_twice_steps_aside);
     tcase_add_test(tc, fast_on_threads_is_exact);
     tcase_add_test(tc, fast_declines_a_cancelled_angle);
     tcase_add_test(tc, fast_declines_nonfinite_and_range_floor);

@@ -547,7 +547,9 @@ static int entry_limbs(part *P, chunk_sums *c, size_t i, long p, entry_scratch *
 }
 
 /* (h, l): a·b exactly (Dekker's product: no FMA assumed, no overflow or
- * underflow on the scaled values, all within [2^-TINY-60, 1)). */
+ * underflow on the scaled values: entry_double's are at least 2^(−TINY+7)
+ * and below 1, their split parts' products far above the normal range's
+ * bottom). */
 static inline void two_prod(double a, double b, double *h, double *l)
 {
     const double split = 134217729.0; /* 2^27 + 1 */
@@ -604,17 +606,21 @@ static inline int x_parts(const double *xd, const vijp_packed *px, size_t i, lon
  * where entry_limbs must take it (nothing added then).  x has fewer than
  * p bits (a double, or a level of at most 106).  y's at most 192 bits are
  * four doubles exactly, Y1 + … + Y4 (53, 53, 53 and 33 bits), at d's scale
- * 2^-Kd.  Where X1 and Y1 have one sign and lie within a factor 2, s =
- * X1 − Y1 is exact (Sterbenz); (a, b) = X2 − Y2, (h1, l1) = s + a and (h2,
- * l2) = h1 − Y3 are TwoSums, exact; d = x − y = h2 + b + l1 + l2 − Y4,
- * which is also RN_p(x − y), the d of the exact evaluation (its bits run
- * from x's or y's top, at most y's exponent, down to y's last: p at most,
- * x having fewer than p bits and an exponent at least y's − 1).  The small
- * parts go in with three roundings, t1, t2, t3, and (dh, dl) renormalises
- * h2 + t3: |d − dh − dl| <= ed = 2^-52·(|t1| + |t2| + |t3|), about 2^-104
- * of d whether d is an engine's error (h2 ≈ d, the parts 2^-53 of it) or
- * the validation's (d ≈ 2^-106·y, Y3 as large as d but taken exactly, Y4
- * and l2 at 2^-53 of d).  Then:
+ * 2^-Kd.  Where X1 and Y1 have one sign and Y1/2 <= X1 < 2·Y1, s = X1 −
+ * Y1 is exact (Sterbenz); (a, b) = X2 − Y2, (h1, l1) = s + a and (h2, l2)
+ * = h1 − Y3 are TwoSums, exact; d = x − y = h2 + b + l1 + l2 − Y4, which
+ * is also RN_p(x − y), the d of the exact evaluation: x < 2·Y1 <= 2y (X1
+ * < 2·Y1 is a unit of X1 below it at least, which X2 does not reach), so
+ * |d| < y < 2^ey, and its last bit is y's or x's, at 2^(ey − p) or above
+ * (x has fewer than p bits and an exponent at least y's − 1): p bits at
+ * most.  (Allowing X1 = 2·Y1 would let a 106-bit x reach past 2y and d
+ * need p + 1 bits.)  The small parts go in with three roundings, t1, t2,
+ * t3, and (dh, dl) renormalises h2 + t3: |d − dh − dl| <= 2^-53·(|t1| +
+ * |t2| + |t3|); ed is twice that, a margin that covers every later
+ * rounding of the bounds' sums (n·2^-53 relative over n < 2^40 terms).
+ * ed is about 2^-104 of d whether d is an engine's error (h2 ≈ d, the
+ * parts 2^-53 of it) or the validation's (d ≈ 2^-106·y, Y3 as large as d
+ * but taken exactly, Y4 and l2 at 2^-53 of d).  Then:
  *   d² as dh² (exact, two_prod) + 2·dh·dl, rounded twice: within 2^-103
  *   of (dh + dl)², inside add_product's 2^-101; (dh + dl)² is within
  *   (2|d| + ed)·ed of d², into err_dd;
@@ -647,7 +653,7 @@ static inline int entry_double(part *P, chunk_sums *c, double X1, double X2, int
     double Y1 = with_top(neg, s2, kd), Y2 = sg * m2 * pow2(kd - 106), Y3 = sg * m3 * pow2(kd - 159),
            Y4 = sg * m4 * pow2(kd - 192);
     double ax = fabs(X1), a1 = fabs(Y1);
-    if (!(ax >= 0.5 * a1 && ax <= 2 * a1)) return 0;
+    if (!(ax >= 0.5 * a1 && ax < 2 * a1)) return 0;
     double a, b, h1, l1, h2, l2, dh, dl;
     two_sum(X2, -Y2, &a, &b);
     two_sum(X1 - Y1, a, &h1, &l1);
@@ -756,9 +762,9 @@ static void part_run(part *P, size_t begin, size_t end)
             }
         }
         dd_add(&P->sdd.total, c.dd.h, c.dd.l), dd_add(&P->syy.total, c.yy.h, c.yy.l), dd_add(&P->syd.total, c.yd.h, c.yd.l);
-        /* the chunk's bounds, summed in double: rounding makes them at most
-         * CHUNK·2^-53 < 2^-40 small */
-        P->sdd.lost += c.err_dd * (1 + 0x1p-40), P->syd.lost += c.err_yd * (1 + 0x1p-40);
+        /* the chunk's bounds, summed in double: their roundings here and
+         * on (into lost, part_merge) lie within ed's factor 2 (entry_double) */
+        P->sdd.lost += c.err_dd, P->syd.lost += c.err_yd;
         P->abs_yd += c.abs_yd, P->ulps = c.ulps;
     }
     mpfr_clears(w.dm, w.t, (mpfr_ptr)0);

@@ -22,8 +22,9 @@
 
 /* How vijp_compare_fast took its entries: slow, those whose difference
  * needed MPFR (inexact in p bits, or too far apart for the limb window);
- * doubles, those it took in double arithmetic alone (a double against a
- * packed reference of at most p bits: the drift engines' comparisons). */
+ * doubles, those it took in double arithmetic alone (a double, or a packed
+ * level of at most 106 bits, against a packed reference of at most p bits:
+ * the drift engines' comparisons and the validation's). */
 typedef struct {
     size_t slow, doubles;
 } vijp_compare_counts;
