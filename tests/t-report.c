@@ -610,6 +610,24 @@ START_TEST(regress_flags_a_one_ulp_vijp)
                            "a blow-up from 1e-3 passes:\n%s", r.out);
         run_free(&r);
     }
+    /* A format whose noise floor is near 1 already (fp8+binary32's u is
+     * 1/8: 16u = 2) keeps a range of 16× above it: 2·k against 20·k is
+     * worse (the geometric means 2.83 and 25.3, the second seed's 40 taken
+     * as 32). */
+    json_t *curve1 = json_array_get(json_object_get(j, "curves"), 1);
+    json_object_set_new(curve1, "unit_roundoff", json_real(0.125));
+    for (int side = 0; side < 2; side++) {
+        for (size_t k = 0; k < json_array_size(seeds); k++) {
+            json_t *mw = json_array_get(json_object_get(json_array_get(seeds, k), "engines"), 1);
+            json_object_set_new(mw, "err_max", json_real((side ? 20.0 : 2.0) * (double)(k + 1)));
+        }
+        snprintf(path, sizeof path, "%s/drift.json", side ? worse : b2);
+        json_dump_file(j, path, JSON_REAL_PRECISION(17));
+    }
+    r = regress(b2, worse, "");
+    ck_assert_msg(r.rc == CLI_FAILED && strstr(r.out, "FAIL worse   c1") && strstr(r.out, "err_max: 2.828 → 25.3 (×8.94)"),
+                  "a tenfold error above a floor of 2 passes:\n%s", r.out);
+    run_free(&r);
     json_decref(j);
     remove_tree(worse), remove_tree(b2);
 
