@@ -6,6 +6,7 @@
 #include "vijp/memory.h"
 #include <gmp.h>
 #include <limits.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,8 +56,9 @@ void vo_dot_exact(mpfr_ptr r, mpfr_srcptr c, const mpfr_srcptr *a, const mpfr_sr
     mpfr_prec_t widest = 1;
     for (size_t k = 0; b && k < n; k++)
         if (mpfr_get_prec(a[k]) + mpfr_get_prec(b[k]) > widest) widest = mpfr_get_prec(a[k]) + mpfr_get_prec(b[k]);
-    size_t slot = (mpfr_custom_get_size(widest) + sizeof(mp_limb_t) - 1) / sizeof(mp_limb_t);
-    mp_limb_t *store = b ? vijp_alloc_array(n ? n : 1, slot * sizeof *store) : NULL;
+    size_t slot = (mpfr_custom_get_size(widest) + sizeof(mp_limb_t) - 1) / sizeof(mp_limb_t), count = n ? n : 1;
+    if (count > SIZE_MAX / sizeof(mp_limb_t) / slot) vijp_out_of_memory(SIZE_MAX);
+    mp_limb_t *store = b ? vijp_alloc_unset(count * slot * sizeof *store) : NULL; /* mpfr_mul writes every slot */
     for (size_t k = 0; k < n; k++) {
         if (b) { /* exact: a product of p- and q-bit numbers has at most p + q bits */
             mpfr_prec_t pk = mpfr_get_prec(a[k]) + mpfr_get_prec(b[k]);

@@ -201,8 +201,8 @@ END_TEST
  * the same uniforms, with ln s from MPFR at 128 bits.  The draw's log errs
  * by at most 2^-49 of 2|t|·Σ + |e|·ln 2 (t rounded twice, twelve Horner
  * steps on a sum in [1, 1.011], the ln 2 term rounded twice, the last
- * addition once), which is at most 2^-47 of |ln s| (s < √½ gives |e| >= 1
- * and |ln s| >= ln √2, so |e|·ln 2 + 0.35 <= 3|ln s|; else e = 0); the
+ * addition once), which is at most 2^-47 of |ln s| (2|t|·Σ + |e|·ln 2 <=
+ * 3|ln s|: e = 0 for s >= √½, and below it |e| >= 1, |ln s| >= ln √2); the
  * division, sqrt and product add 2^-51: 2^-46 in all.  Every draw of
  * 4000, and the uniforms taken (the rejected pairs too) stay in step. */
 START_TEST(normal_draws_are_the_polar_method)
@@ -216,7 +216,7 @@ START_TEST(normal_draws_are_the_polar_method)
         do {
             uu = 2 * vijp_rng_uniform(&replay) - 1;
             double v = 2 * vijp_rng_uniform(&replay) - 1;
-            s = uu * uu + v * v; /* exact: u, v multiples of 2^-52 */
+            s = uu * uu + v * v; /* rounded as the draw rounds it */
         } while (!(s > 0 && s < 1));
         mpfr_set_d(L, s, MPFR_RNDN), mpfr_log(L, L, MPFR_RNDN);
         mpfr_mul_d(L, L, -2 / s, MPFR_RNDN); /* −2/s: one rounding, inside the bound's 2^-51 */

@@ -623,6 +623,8 @@ START_TEST(check_finite_on_packed)
                           e1.msg, r3, e3.msg, r2, e2.msg);
             vijp_mat_clear(&R), vijp_mat_clear(&P), vijp_mat_clear(&D);
         }
+    vijp_mat none = {0}; /* a cleared matrix: nothing to check */
+    ck_assert(!vijp_mat_check_finite(&none, "m", NULL));
 }
 END_TEST
 

@@ -195,6 +195,6 @@ void vijp_memory_policy_install(void)
     unsigned long long at = s && *s ? strtoull(s, &end, 10) : 0;
     atomic_store(&allocations, 0);
     atomic_store(&fail_at, s && *s && !*end ? at : 0);
-    const char *stats = getenv("VIJP_ALLOC_STATS");
-    atomic_store(&counting, (s && *s) || (stats && *stats));
+    /* set at all, as the vijp command reads VIJP_ALLOC_STATS to print the count */
+    atomic_store(&counting, (s && *s) || getenv("VIJP_ALLOC_STATS") != NULL);
 }

@@ -426,7 +426,8 @@ static int doubles_all_finite(const double *x, size_t n)
 int vijp_mat_check_finite(const vijp_mat *a, const char *what, vijp_error *err)
 {
     /* the common answer at once; else the loop below finds the first and names it */
-    if (a->d ? doubles_all_finite(a->d, vijp_mat_len(a)) : !a->m && packed_all_numbers(a->packed)) return 0;
+    if (a->d ? doubles_all_finite(a->d, vijp_mat_len(a)) : !a->m && (!a->packed || packed_all_numbers(a->packed)))
+        return 0;
     mpfr_t v;
     for (size_t i = 0, n = vijp_mat_len(a); i < n; i++) {
         int finite = a->d ? isfinite(a->d[i]) : mpfr_number_p(mp_at(a, i, v));
