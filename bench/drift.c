@@ -113,7 +113,8 @@ static void print_ratios(const curve_times *ct, double bp, double init)
 int main(int argc, char **argv)
 {
     int reps = (int)bench_count(argc, argv, 3, 1, 1000,
-                                "Usage: bench-drift [REPS]\n  one drift curve with and without the MPFR reference, best of REPS (default 3),\n"
+                                "Usage: bench-drift [REPS]\n  one drift curve with and without the MPFR reference, best of REPS (default 3;\n"
+                                "  the double backprop they are set against, best of 10 x REPS),\n"
                                 "  at batch 1 and at batch 16.\n");
     /* One BLAS thread, as the study runs its curves (study_pool_start): more
      * only spin (sched_yield) on these matrices, a tenth of this run's time. */
@@ -141,15 +142,19 @@ int main(int argc, char **argv)
            "target <= 50 %%: %s)\n", median, reps, shares[0], shares[reps - 1], median <= 50 ? "met" : "NOT met");
     /* What the curve costs against the computation it measures: the
      * reference alone (with minus without) and the whole curve. */
-    double init, bp = backprop_seconds(&s.problem, reps, &init);
+    /* The denominator is a few hundredths of a second: best of many, else
+     * one slow run moves every ratio by a fifth (measured: 0.022 to 0.027 s
+     * at best of 3 on one machine within the hour). */
+    int bp_reps = 10 * reps;
+    double init, bp = backprop_seconds(&s.problem, bp_reps, &init);
     printf("  double backprop:   %8.3f s  (the same net, batch and depth, best of %d; its orthogonal "
-           "initialisation %.3f s, in every curve above)\n", bp, reps, init);
+           "initialisation %.3f s, in every curve above)\n", bp, bp_reps, init);
     print_ratios(&ct, bp, init);
     /* The same at batch 16, the batch of the wide studies (bench-drift-width):
      * the backprop's products become matrix products, and the reference's
      * parameter gradients sums of 16 products each. */
     ct = curve_seconds(&s, 16, reps, NULL);
-    bp = backprop_seconds(&s.problem, reps, &init);
+    bp = backprop_seconds(&s.problem, bp_reps, &init);
     printf("  at batch 16: without reference %.3f s, with %.3f s, double backprop %.3f s\n", ct.best[0], ct.best[1],
            bp);
     print_ratios(&ct, bp, init);
