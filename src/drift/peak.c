@@ -182,7 +182,7 @@ drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format
     /* The net's double θ is the study's draw (study/draws.h), shared by
      * the curves of a seed: drift_peak_draw_bytes counts it.  The second
      * level against the first, its layers held at the comparisons'
-     * precision q once compared where the memo is the curve's own (memo.c);
+     * precision q as they are packed, where the memo is the curve's own (memo.c);
      * a shared memo keeps every level at its own precision.  A third level,
      * computed where the two disagree, is not counted (docs/memory.md). */
     blocks ref = level_phase(net, batch, vf, vcopy, copy_double, ref_first, second, shared || q >= second ? second : q,
