@@ -424,8 +424,9 @@ START_TEST(fast_reference_past_double_range)
 }
 END_TEST
 
-/* On threads (the format's threads, base/fork.h): the entries in ranges,
- * each summed at its own scales and added at the largest.  Ranges whose
+/* On threads (the format's threads, base/fork.h), the reference MPFR-held
+ * (by limbs) and packed (in doubles): the entries in ranges, each summed
+ * at its own scales and added at the largest.  Ranges whose
  * values lie 2^1000 apart make the addition rescale (beyond 2^900 a range's
  * sums drop out, their size into the bound); the metrics must stay the
  * exact evaluation's, answered on every count, and the same as on one
@@ -455,22 +456,30 @@ START_TEST(fast_on_threads_is_exact)
             }
             mpfr_clear(y);
         }
-        for (int angle = 0; angle < 2; angle++) {
-            vijp_metric one = {{0, 0}, {0, 0}, {0, 0}};
-            for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
-                f.threads = counts[c];
-                ck_assert_uint_eq(vijp_fork_parts(f.threads, n, 64.0 * (double)n, VIJP_FORK_MIN_WORK),
-                                  (size_t)counts[c]);
-                char what[96];
-                snprintf(what, sizeof what, "%s, %d threads, angle %d", scaled ? "ranges 2^1000 apart" : "close",
-                         counts[c], angle);
-                vijp_compare_counts taken = {0, 0};
-                ck_assert_msg(check_case(&A, &R, &f, angle, what, &taken), "%s: declined", what);
-                vijp_metric got;
-                ck_assert(vijp_compare_fast(&A, &R, &f, &got, angle, NULL, NULL));
-                if (c == 0) one = got;
-                ck_assert_msg(same(got.rel, one.rel) && same(got.ulps, one.ulps) && same(got.angle_deg, one.angle_deg),
-                              "%s: differs from one thread", what);
+        /* the reference MPFR-held (by limbs), then packed (in doubles) */
+        for (int packed = 0; packed < 2; packed++) {
+            if (packed) vijp_mat_pack(&R);
+            for (int angle = 0; angle < 2; angle++) {
+                vijp_metric one = {{0, 0}, {0, 0}, {0, 0}};
+                for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
+                    f.threads = counts[c];
+                    ck_assert_uint_eq(vijp_fork_parts(f.threads, n, 64.0 * (double)n, VIJP_FORK_MIN_WORK),
+                                      (size_t)counts[c]);
+                    char what[96];
+                    snprintf(what, sizeof what, "%s, %s, %d threads, angle %d",
+                             scaled ? "ranges 2^1000 apart" : "close", packed ? "packed" : "MPFR-held", counts[c],
+                             angle);
+                    vijp_compare_counts taken = {0, 0};
+                    ck_assert_msg(check_case(&A, &R, &f, angle, what, &taken), "%s: declined", what);
+                    ck_assert_msg(packed ? taken.doubles > n / 2 : taken.doubles == 0, "%s: %zu entries in doubles",
+                                  what, taken.doubles);
+                    vijp_metric got;
+                    ck_assert(vijp_compare_fast(&A, &R, &f, &got, angle, NULL, NULL));
+                    if (c == 0) one = got;
+                    ck_assert_msg(same(got.rel, one.rel) && same(got.ulps, one.ulps) &&
+                                      same(got.angle_deg, one.angle_deg),
+                                  "%s: differs from one thread", what);
+                }
             }
         }
         vijp_mat_clear(&A), vijp_mat_clear(&R);
