@@ -578,14 +578,14 @@ static inline double with_top(int neg, limb s, long k)
 }
 
 /* x's entry i as X1 + X2 at d's scale 2^-Kd, exactly, and its sign: a
- * normal double (X2 = 0), or a regular packed value of at most 106 bits
+ * normal double (X2 = 0; the caller passes xd only where |Kd| <= 1000, so
+ * that 2^-Kd is a double), or a regular packed value of at most 106 bits
  * (its top 53 bits and the next 53); 0 where it is neither, or out of
  * the range where both are normal doubles. */
 static inline int x_parts(const double *xd, const vijp_packed *px, size_t i, long Kd, double *X1, double *X2, int *neg)
 {
     if (xd) {
         double x = xd[i];
-        if (Kd > 1000 || Kd < -1000) return 0; /* an MPFR reference's exponent far past x's */
         *X1 = x * pow2(-Kd), *X2 = 0, *neg = x < 0; /* a power of two: exact where it stays normal */
         return isnormal(x) && isnormal(*X1);
     }
@@ -751,10 +751,12 @@ static void part_run(part *P, size_t begin, size_t end)
         P->Ky = Ky, P->Kd = Kd;
         chunk_sums c = {.dd = {{0, 0}, 0, 0, 0}, .ulps = P->ulps};
         c.yy = c.yd = c.dd;
+        /* doubles only where 2^-Kd is one (an MPFR reference's exponent may lie far past x's) */
+        const double *xdc = xd && Kd >= -1000 && Kd <= 1000 ? xd : NULL;
         for (size_t i = i0; i < i1; i++) {
             double X1, X2;
             int xneg;
-            if ((xd || px) && x_parts(xd, px, i, Kd, &X1, &X2, &xneg) && entry_double(P, &c, X1, X2, xneg, pk, i))
+            if ((xdc || px) && x_parts(xdc, px, i, Kd, &X1, &X2, &xneg) && entry_double(P, &c, X1, X2, xneg, pk, i))
                 continue;
             if (entry_limbs(P, &c, i, p, &w)) {
                 ok = 0;
