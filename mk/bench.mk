@@ -8,7 +8,7 @@ BENCH_OBJ := $(patsubst bench/%.c,$(BUILD)/bench/%.o,$(wildcard bench/*.c))
 # SKIPPED and exits 0 where the build has CUDA but the machine no GPU).
 BENCH_GPU := $(if $(VIJP_CUDA),$(BUILD)/bench-gpu)
 BENCH_PROGS := $(addprefix $(BUILD)/bench-,engines drift cond certify memory activations conv kernels mpi reference emu-dense narrow \
-                models orthogonal ddref drift-width fork) \
+                models orthogonal ddref drift-width fork compare) \
                $(BENCH_GPU)
 
 $(BUILD)/bench-%: $(BUILD)/bench/%.o $(BUILD)/libvijp.a
@@ -40,6 +40,7 @@ bench: $(BENCH_PROGS) $(BUILD)/vijp
 	./$(BUILD)/bench-mpi $(BUILD)/vijp
 	./$(BUILD)/bench-reference $(BUILD)/vijp
 	./$(BUILD)/bench-ddref
+	./$(BUILD)/bench-compare
 	$(if $(BENCH_GPU),./$(BENCH_GPU))
 	PYTHON_TORCH=$(or $(PYTHON_TORCH),python3) ./$(BUILD)/bench-emu-dense
 	./$(BUILD)/bench-narrow

@@ -13,7 +13,7 @@ LIB_SRC := $(wildcard $(LIB_MODULES:%=src/%/*.c)) $(wildcard oracles/*.c)
 LIB_SRC += $(wildcard src/kernels/ref/*.c)
 ifneq ($(GENERIC),1)
 LIB_SRC += $(wildcard src/kernels/avx2/*.c src/kernels/avx512/*.c src/ddot/avx2/*.c src/ddot/avx512/*.c \
-           src/emu/avx2/*.c src/emu/avx512/*.c)
+           src/emu/avx2/*.c src/emu/avx512/*.c src/compare/avx2/*.c src/compare/avx512/*.c)
 endif
 # The command's modules: the study scheduler, the report folder and its
 # writers, the regression comparison, the command line itself.
@@ -51,6 +51,8 @@ $(BUILD)/src/ddot/avx2/%.o $(BUILD)/pic/src/ddot/avx2/%.o build-fuzz/src/ddot/av
 $(BUILD)/src/ddot/avx512/%.o $(BUILD)/pic/src/ddot/avx512/%.o build-fuzz/src/ddot/avx512/%.o: VIJP_ISAFLAGS := $(AVX512_FLAGS)
 $(BUILD)/src/emu/avx2/%.o $(BUILD)/pic/src/emu/avx2/%.o build-fuzz/src/emu/avx2/%.o: VIJP_ISAFLAGS := $(AVX2_FLAGS)
 $(BUILD)/src/emu/avx512/%.o $(BUILD)/pic/src/emu/avx512/%.o build-fuzz/src/emu/avx512/%.o: VIJP_ISAFLAGS := $(AVX512_FLAGS)
+$(BUILD)/src/compare/avx2/%.o $(BUILD)/pic/src/compare/avx2/%.o build-fuzz/src/compare/avx2/%.o: VIJP_ISAFLAGS := $(AVX2_FLAGS)
+$(BUILD)/src/compare/avx512/%.o $(BUILD)/pic/src/compare/avx512/%.o build-fuzz/src/compare/avx512/%.o: VIJP_ISAFLAGS := $(AVX512_FLAGS)
 
 # Every object depends on the flags it is compiled with (their global
 # values, taken as the files are read: target-specific ones are inherited by

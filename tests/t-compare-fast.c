@@ -11,8 +11,10 @@
 #include "vijp/rng.h"
 #include "compare/fast.h"
 #include "compare/cache.h"
+#include "compare/lanes.h"
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef enum { CLOSE, ZEROS, EQUAL, FAR, TIES, EXTREME, N_FAMILIES } family;
@@ -136,6 +138,16 @@ static int check_case(const vijp_mat *A, const vijp_mat *R, const vijp_format *f
         ck_assert_msg(same(got.rel, want.rel) && same(got.ulps, want.ulps) && same(got.angle_deg, want.angle_deg),
                       "%s: fast rel %.17g ulps %.17g angle %.17g, exact %.17g %.17g %.17g", what, got.rel.m, got.ulps.m,
                       got.angle_deg.m, want.rel.m, want.ulps.m, want.angle_deg.m);
+    /* every lanes set (compare/lanes.h), and none: the same bits wherever
+     * it answers */
+    for (int set = 0; set < CMP_LANES_SETS; set++) {
+        if (set && !vijp_cmp_lanes_set(set)) continue;
+        if (vijp_compare_fast_lanes(set, A, R, f, &got, angle, NULL))
+            ck_assert_msg(same(got.rel, want.rel) && same(got.ulps, want.ulps) && same(got.angle_deg, want.angle_deg),
+                          "%s, lanes %s: fast rel %.17g ulps %.17g angle %.17g, exact %.17g %.17g %.17g", what,
+                          set ? vijp_cmp_lanes_set(set)->name : "none", got.rel.m, got.ulps.m, got.angle_deg.m,
+                          want.rel.m, want.ulps.m, want.angle_deg.m);
+    }
     /* the public entry gives the exact evaluation's metrics either way */
     vijp_metric pub;
     if (angle) vijp_compare(A, R, f, &pub);
@@ -373,10 +385,14 @@ START_TEST(fast_declines_nonfinite_and_range_floor)
     mpfr_div_ui(R.m[1], R.m[1], 7, MPFR_RNDN);
     for (size_t i = 0; i < 2; i++) mpfr_set(A.m[i], R.m[i], MPFR_RNDN);
     vijp_metric want, got;
-    ck_assert(!vijp_compare_fast(&A, &R, &fm, &m, 0, NULL, NULL));
-    vijp_compare_rel_ulps(&A, &R, &fm, &got, NULL);
-    vijp_compare_exact(&A, &R, &fm, &want, 0);
-    ck_assert(same(got.rel, want.rel) && same(got.ulps, want.ulps));
+    for (int packed = 0; packed < 2; packed++) {
+        if (packed) vijp_mat_pack(&A), vijp_mat_pack(&R); /* the lanes' exponent scan sees the floor too */
+        ck_assert(!vijp_compare_fast(&A, &R, &fm, &m, 0, NULL, NULL));
+        for (int set = 0; set < CMP_LANES_SETS; set++) ck_assert(!vijp_compare_fast_lanes(set, &A, &R, &fm, &m, 0, NULL));
+        vijp_compare_rel_ulps(&A, &R, &fm, &got, NULL);
+        vijp_compare_exact(&A, &R, &fm, &want, 0);
+        ck_assert(same(got.rel, want.rel) && same(got.ulps, want.ulps));
+    }
     ck_assert(mpfr_set_emin(emin) == 0);
     vijp_mat_clear(&A), vijp_mat_clear(&R);
 }
@@ -495,6 +511,86 @@ START_TEST(fast_on_threads_is_exact)
 }
 END_TEST
 
+/* The exponent an entry has as MPFR sees it (LONG_MIN for zeros, and for
+ * packed NaN and Inf), from MPFR's own reading of the value. */
+static long mpfr_exp_of(const double *xd, const vijp_packed *p, size_t i)
+{
+    mpfr_t v;
+    if (p) vijp_packed_view(p, i, v);
+    else mpfr_init2(v, 53), mpfr_set_d(v, xd[i], MPFR_RNDN);
+    long e = mpfr_regular_p(v) ? (long)mpfr_get_exp(v) : mpfr_inf_p(v) || mpfr_nan_p(v) ? 1025 : LONG_MIN;
+    if (!p) mpfr_clear(v);
+    return e;
+}
+
+/* Each lanes set's scan of a chunk for its largest and smallest exponents
+ * (what fast.c's scales and its range floor are made of) against MPFR's
+ * reading of every entry: doubles with zeros, subnormals, Inf and NaN
+ * (the largest exponent of a double Inf or NaN may be anything: such a
+ * chunk is declined later), packed values with zeros, NaN and Inf among
+ * them; every length from 1 to 40 and every start in a block, so that
+ * whole blocks and tails both run. */
+START_TEST(lanes_scan_exponents)
+{
+    vijp_rng g;
+    vijp_rng_seed(&g, 5);
+    size_t n = 64;
+    double *xd = malloc(n * sizeof *xd);
+    vijp_format fr;
+    ck_assert(vijp_format_mpfr(&fr, 170, NULL) == 0);
+    vijp_mat R;
+    vijp_mat_init(&R, n, 1, &fr);
+    for (int trial = 0; trial < 40; trial++) {
+        for (size_t i = 0; i < n; i++) {
+            double x = ldexp(vijp_rng_normal(&g), (int)(vijp_rng_u64(&g) % 2000) - 1000);
+            switch (vijp_rng_u64(&g) % 12) {
+            case 0: x = 0; break;
+            case 1: x = -ldexp(vijp_rng_uniform(&g), -1030 - (int)(vijp_rng_u64(&g) % 40)); break; /* subnormal */
+            case 2: x = trial % 4 ? x : INFINITY; break;
+            default: break;
+            }
+            xd[i] = x;
+            mpfr_set_d(R.m[i], x, MPFR_RNDN);
+            if (vijp_rng_u64(&g) % 10 == 0) mpfr_set_nan(R.m[i]);
+            mpfr_mul_2si(R.m[i], R.m[i], (long)(vijp_rng_u64(&g) % 64), MPFR_RNDN);
+        }
+        vijp_mat Rp; /* a packed copy (R stays MPFR-held for the next trial) */
+        vijp_mat_init(&Rp, n, 1, &fr);
+        vijp_mat_copy(&Rp, &R);
+        vijp_mat_pack(&Rp);
+        for (size_t i0 = 0; i0 < 8; i0++)
+            for (size_t len = 1; len <= 40; len++) {
+                long want_hi[2] = {LONG_MIN, LONG_MIN}, want_lo[2] = {LONG_MAX, LONG_MAX};
+                int inf_or_nan = 0;
+                for (size_t i = i0; i < i0 + len; i++)
+                    for (int k = 0; k < 2; k++) {
+                        long e = mpfr_exp_of(xd, k ? Rp.packed : NULL, i);
+                        if (k && (vijp_packed_kind(Rp.packed, i) == MPFR_NAN_KIND ||
+                                  vijp_packed_kind(Rp.packed, i) == MPFR_INF_KIND))
+                            e = LONG_MIN;
+                        if (!k && !isfinite(xd[i])) inf_or_nan = 1;
+                        if (e > want_hi[k]) want_hi[k] = e;
+                        if (e != LONG_MIN && e < want_lo[k]) want_lo[k] = e;
+                    }
+                for (int set = 1; set < CMP_LANES_SETS; set++) {
+                    const cmp_lanes_set *L = vijp_cmp_lanes_set(set);
+                    if (!L) continue;
+                    for (int k = 0; k < 2; k++) {
+                        long hi, lo;
+                        L->exps(k ? NULL : xd, k ? Rp.packed : NULL, i0, i0 + len, &hi, &lo);
+                        ck_assert_msg(lo == want_lo[k] && (hi == want_hi[k] || (!k && inf_or_nan)),
+                                      "%s, %s, [%zu, %zu): hi %ld lo %ld, MPFR's %ld %ld", L->name,
+                                      k ? "packed" : "doubles", i0, i0 + len, hi, lo, want_hi[k], want_lo[k]);
+                    }
+                }
+            }
+        vijp_mat_clear(&Rp);
+    }
+    vijp_mat_clear(&R);
+    free(xd);
+}
+END_TEST
+
 Suite *suite_compare_fast(void)
 {
     Suite *s = suite_create("compare_fast");
@@ -508,6 +604,7 @@ Suite *suite_compare_fast(void)
     tcase_add_test(tc, fast_on_threads_is_exact);
     tcase_add_test(tc, fast_declines_a_cancelled_angle);
     tcase_add_test(tc, fast_declines_nonfinite_and_range_floor);
+    tcase_add_test(tc, lanes_scan_exponents);
     suite_add_tcase(s, tc);
     return s;
 }

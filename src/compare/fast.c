@@ -1,6 +1,7 @@
 /* vijp_compare's metrics in integer limbs and double-double, certified to be
  * those of its exact evaluation (see compare_fast.h for the argument). */
 #include "fast.h"
+#include "lanes.h"
 #include "format/mpfr_io.h"
 #include "format/packed.h"
 #include "base/fork.h"
@@ -22,6 +23,13 @@ int vijp_compare_fast(const vijp_mat *a, const vijp_mat *ref, const vijp_format 
     (void)a, (void)ref, (void)f, (void)m, (void)angle, (void)cache;
     if (counts) counts->slow = counts->doubles = 0;
     return 0; /* limbs other than 64 bits: always the exact evaluation */
+}
+
+int vijp_compare_fast_lanes(int set, const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m,
+                            int angle, vijp_compare_counts *counts)
+{
+    (void)set;
+    return vijp_compare_fast(a, ref, f, m, angle, NULL, counts);
 }
 #else
 
@@ -306,15 +314,18 @@ static inline void add_product(sum *s, double *abs, size_t *skipped, const top10
  * their leading parts' magnitudes (a double sum of n < 2^40 terms: within
  * 2^-13 of the terms' Σ|t|), summed in parts ranges (vijp_compare_fast's
  * threads), each in chunks from its first index, then added together:
- * each term's own 2^-101, the chunks' 2^-83, the folds' 2^-94 of their
- * chunk and 2^-103 of the total each (see sum; at most n/CHUNK + parts
- * folds), and the 2^-103 of the total each addition of a part's total
- * (dd_add, its low part within 2^-53 of its high) give at most (2^-82.9 +
- * (n/CHUNK + 2·parts)·2^-103)·Σ|t|, which the formula below exceeds
- * fourfold; each skipped product is below 2^-TINY. */
+ * each term's own 2^-101, the running pairs' 2^-83, the folds' 2^-94 of
+ * their pair's terms and 2^-103 of the total each (see sum: a chunk folds
+ * its one pair, and the lanes' pairs, CMP_LANES_MAX at most, where it ran
+ * through lanes: at most 9·(n/CHUNK + parts) folds), and the 2^-103 of
+ * the total each addition of a part's total (dd_add, its low part within
+ * 2^-53 of its high) give at most (2^-82.9 + (9·n/CHUNK + 10·parts)·
+ * 2^-103)·Σ|t|, which the formula below exceeds; each skipped product is
+ * below 2^-TINY. */
+_Static_assert(CMP_LANES_MAX <= 8, "E_of counts at most 8 lanes' pairs a chunk");
 static double E_of(double abs_sum, size_t n, size_t skipped, size_t parts)
 {
-    return (0x1p-81 + ((double)n / CHUNK + 1 + (double)parts) * 0x1p-100) * abs_sum * 1.0001 +
+    return (0x1p-81 + ((double)n / CHUNK + 1 + (double)parts) * 0x1p-99) * abs_sum * 1.0001 +
            (double)skipped * 0x1p-400;
 }
 
@@ -481,6 +492,7 @@ static inline long exp_of(const vijp_mat *a, size_t i)
 typedef struct {
     const vijp_mat *a, *ref;
     const vijp_format *f;
+    const cmp_lanes_set *lanes; /* NULL: every entry one at a time */
     int angle, have_yy;
     int ok;
     long Ky, Kd;
@@ -693,6 +705,45 @@ static inline int entry_double(part *P, chunk_sums *c, double X1, double X2, int
     return 1;
 }
 
+/* The lanes' slices: short enough that the running largest ulps count,
+ * which a slice's lanes test against, keeps up with the entries that
+ * raise it (taken one at a time between slices); the first ones of a
+ * chunk shorter still (16, 32, …), since at a range's start that count is
+ * zero and every entry of the slice raises it. */
+enum { SLICE = 256, FIRST_SLICE = 16 };
+
+/* Entries [i0, i1) of one chunk (x doubles xd or packed px against the
+ * packed pk, as entry_double takes them) through P's lanes, slice by
+ * slice, each entry a lane hands back by limbs; the lanes' pairs folded
+ * into P's totals at the end (E_of counts the folds).  0: the fast path
+ * cannot answer. */
+static int chunk_lanes(part *P, chunk_sums *c, const double *xd, const vijp_packed *px, const vijp_packed *pk,
+                       size_t i0, size_t i1, long p, entry_scratch *w)
+{
+    const vijp_format *f = P->f;
+    int mp = f->kind == VIJP_MPFR;
+    cmp_lanes_job J = {.xd = xd, .px = xd ? NULL : px, .pk = pk, .Kd = P->Kd, .Ky = P->Ky,
+                       .ulp_shift = mp ? (long)f->prec : (long)f->store_prec, .e_floor = mp ? LONG_MIN : f->store_emin - 1,
+                       .want_yy = !P->have_yy, .want_yd = P->angle};
+    cmp_lanes_sums L = {.taken = 0};
+    uint16_t rest[SLICE];
+    int ok = 1;
+    for (size_t s0 = i0, len = FIRST_SLICE; s0 < i1 && ok; s0 += len, len = len < SLICE ? 2 * len : SLICE) {
+        size_t s1 = i1 - s0 < len ? i1 : s0 + len;
+        J.ulps_max = c->ulps;
+        size_t nrest = P->lanes->run(&J, s0, s1, &L, rest);
+        for (size_t k = 0; k < nrest && ok; k++) ok = !entry_limbs(P, c, s0 + rest[k], p, w);
+    }
+    for (int l = 0; l < P->lanes->vw; l++) {
+        dd_add(&P->sdd.total, L.dd_h[l], L.dd_l[l]);
+        dd_add(&P->syy.total, L.yy_h[l], L.yy_l[l]);
+        dd_add(&P->syd.total, L.yd_h[l], L.yd_l[l]);
+    }
+    c->err_dd += L.err_dd, c->err_yd += L.err_yd, c->abs_yd += L.abs_yd;
+    P->nz_x += L.taken, P->nz_y += L.taken, P->nz_d += L.taken, P->nfast += L.taken;
+    return ok;
+}
+
 /* The entries [begin, end) into P (its inputs set, the rest zero). */
 static void part_run(part *P, size_t begin, size_t end)
 {
@@ -718,13 +769,19 @@ static void part_run(part *P, size_t begin, size_t end)
     for (size_t i0 = begin; i0 < end && ok; i0 += CHUNK) {
         size_t i1 = end - i0 < CHUNK ? end : i0 + CHUNK;
         long cy = LONG_MIN, cd = LONG_MIN, low = LONG_MAX;
-        for (size_t i = i0; i < i1; i++) {
-            long ex = exp_of(a, i), ey = exp_of(ref, i);
-            if (ex > cd) cd = ex;
-            if (ey > cy) cy = ey;
-            if (ex != LONG_MIN && ex < low) low = ex;
-            if (ey != LONG_MIN && ey < low) low = ey;
-        }
+        if (P->lanes && (xd || px)) { /* both in arrays: the lanes scan them */
+            long lx, ly;
+            P->lanes->exps(xd, px, i0, i1, &cd, &lx);
+            P->lanes->exps(NULL, pk, i0, i1, &cy, &ly);
+            low = lx < ly ? lx : ly;
+        } else
+            for (size_t i = i0; i < i1; i++) {
+                long ex = exp_of(a, i), ey = exp_of(ref, i);
+                if (ex > cd) cd = ex;
+                if (ey > cy) cy = ey;
+                if (ex != LONG_MIN && ex < low) low = ex;
+                if (ey != LONG_MIN && ey < low) low = ey;
+            }
         /* within p + 64 bits of MPFR's smallest exponent the exact
          * evaluation's d (p bits, to nearest) may underflow: it decides */
         if (low != LONG_MAX && low < mpfr_get_emin() + MAX_P + 64) {
@@ -753,16 +810,16 @@ static void part_run(part *P, size_t begin, size_t end)
         c.yy = c.yd = c.dd;
         /* doubles only where 2^-Kd is one (an MPFR reference's exponent may lie far past x's) */
         const double *xdc = xd && Kd >= -1000 && Kd <= 1000 ? xd : NULL;
-        for (size_t i = i0; i < i1; i++) {
-            double X1, X2;
-            int xneg;
-            if ((xdc || px) && x_parts(xdc, px, i, Kd, &X1, &X2, &xneg) && entry_double(P, &c, X1, X2, xneg, pk, i))
-                continue;
-            if (entry_limbs(P, &c, i, p, &w)) {
-                ok = 0;
-                break;
+        /* (no nonzero y yet, Ky unset: no entry could take the double path) */
+        if (P->lanes && (xdc || px) && Ky != LONG_MIN) ok = chunk_lanes(P, &c, xdc, px, pk, i0, i1, p, &w);
+        else
+            for (size_t i = i0; i < i1 && ok; i++) {
+                double X1, X2;
+                int xneg;
+                if ((xdc || px) && x_parts(xdc, px, i, Kd, &X1, &X2, &xneg) && entry_double(P, &c, X1, X2, xneg, pk, i))
+                    continue;
+                ok = !entry_limbs(P, &c, i, p, &w);
             }
-        }
         dd_add(&P->sdd.total, c.dd.h, c.dd.l), dd_add(&P->syy.total, c.yy.h, c.yy.l), dd_add(&P->syd.total, c.yd.h, c.yd.l);
         /* the chunk's bounds, summed in double: their roundings here and
          * on (into lost, part_merge) lie within ed's factor 2 (entry_double) */
@@ -800,8 +857,23 @@ static void part_merge(part *g, part *P)
 /* About 25 ns an entry on one core, 64 of fork.h's units at the least. */
 enum { ENTRY_WORK = 64 };
 
+static int compare_fast(const cmp_lanes_set *lanes, const vijp_mat *a, const vijp_mat *ref, const vijp_format *f,
+                        vijp_metric *m, int angle, vijp_compare_cache *cache, vijp_compare_counts *counts);
+
 int vijp_compare_fast(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m, int angle,
                       vijp_compare_cache *cache, vijp_compare_counts *counts)
+{
+    return compare_fast(vijp_cmp_lanes_active(), a, ref, f, m, angle, cache, counts);
+}
+
+int vijp_compare_fast_lanes(int set, const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m,
+                            int angle, vijp_compare_counts *counts)
+{
+    return compare_fast(set < 0 ? NULL : vijp_cmp_lanes_set(set), a, ref, f, m, angle, NULL, counts);
+}
+
+static int compare_fast(const cmp_lanes_set *lanes, const vijp_mat *a, const vijp_mat *ref, const vijp_format *f,
+                        vijp_metric *m, int angle, vijp_compare_cache *cache, vijp_compare_counts *counts)
 {
     if (counts) counts->slow = counts->doubles = 0;
     long p = vijp_compare_prec(f);
@@ -815,7 +887,7 @@ int vijp_compare_fast(const vijp_mat *a, const vijp_mat *ref, const vijp_format 
     size_t parts = vijp_fork_parts(f->threads, n, work, VIJP_FORK_MIN_WORK);
     int have_yy = cache && cache->fast_ready; /* Σy² depends on y alone: computed once per reference */
     part *P = vijp_alloc_array(parts, sizeof *P);
-    for (size_t k = 0; k < parts; k++) P[k] = (part){.a = a, .ref = ref, .f = f, .angle = angle, .have_yy = have_yy};
+    for (size_t k = 0; k < parts; k++) P[k] = (part){.a = a, .ref = ref, .f = f, .lanes = lanes, .angle = angle, .have_yy = have_yy};
     if (parts > 1) vijp_fork(f->threads, n, work, part_body, P);
     else part_run(P, 0, n);
     part g = {.Ky = LONG_MIN, .Kd = LONG_MIN, .ok = 1, .wide_ulps = vijp_xnum_of(0)}; /* the sums zero */

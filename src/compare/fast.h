@@ -36,6 +36,12 @@ typedef struct {
 int vijp_compare_fast(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m, int angle,
                       vijp_compare_cache *cache, vijp_compare_counts *counts);
 
+/* vijp_compare_fast (without a cache) with the double path's lanes set
+ * chosen (compare/lanes.h: 0 the baseline, 1 avx2, 2 avx512; a set this
+ * CPU lacks, or -1: every entry one at a time): the tests run each. */
+int vijp_compare_fast_lanes(int set, const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m,
+                            int angle, vijp_compare_counts *counts);
+
 /* |d| / ulp_f(r) rounded up to 53 bits: vijp_compare's per-entry ulp
  * error (t: scratch of d's precision or more). */
 vijp_xnum vijp_ulps_of(mpfr_srcptr d, mpfr_srcptr r, const vijp_format *f, mpfr_ptr t);
