@@ -379,7 +379,12 @@ void vijp_mat_set_d_as(vijp_mat *a, const double *src, vijp_store_role role)
         for (size_t j = 0; j < a->cols; j++) set_d_line_mx(a, src, j * a->rows, a->rows, 1);
         return;
     }
-    for (size_t i = 0, n = vijp_mat_len(a); i < n; i++) vijp_mat_set_entry_d(a, i, src[i]);
+    size_t n = vijp_mat_len(a);
+    if (a->d && !held_d(a)) { /* double: the values themselves (a net's parameters, 16.8M at dense:256, depth 256) */
+        if (n) memmove(a->d, src, n * sizeof *src);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) vijp_mat_set_entry_d(a, i, src[i]);
 }
 
 double vijp_mat_get_d(const vijp_mat *a, size_t i)
@@ -423,13 +428,26 @@ static int doubles_all_finite(const double *x, size_t n)
     return !bad;
 }
 
+/* Whether n MPFR values are all numbers: their exponent fields (NaN and
+ * Inf are two of its values, mpfr.h's macros), without a call or a branch
+ * a value (the drift reference's parameter gradients, MPFR-held until the
+ * memo packs them: 16.8M values a level at dense:256, depth 256). */
+static int mpfr_all_numbers(const mpfr_t *m, size_t n)
+{
+    unsigned bad = 0;
+    for (size_t i = 0; i < n; i++) bad |= (unsigned)mpfr_nan_p(m[i]) | (unsigned)mpfr_inf_p(m[i]);
+    return !bad;
+}
+
 int vijp_mat_check_finite(const vijp_mat *a, const char *what, vijp_error *err)
 {
     /* the common answer at once; else the loop below finds the first and names it */
-    if (a->d ? doubles_all_finite(a->d, vijp_mat_len(a)) : !a->m && (!a->packed || packed_all_numbers(a->packed)))
+    size_t n = vijp_mat_len(a);
+    if (a->d ? doubles_all_finite(a->d, n)
+             : a->m ? mpfr_all_numbers((const mpfr_t *)a->m, n) : !a->packed || packed_all_numbers(a->packed))
         return 0;
     mpfr_t v;
-    for (size_t i = 0, n = vijp_mat_len(a); i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         int finite = a->d ? isfinite(a->d[i]) : mpfr_number_p(mp_at(a, i, v));
         if (!finite)
             return vijp_fail(err, VIJP_EDOMAIN, "%s: entry %zu (row %zu, column %zu) is %s", what, i,
