@@ -278,8 +278,8 @@ START_TEST(fast_levels_in_doubles)
                      far ? ", far" : "");
             ck_assert_msg(check_angles(&A, &R, &f, what, &counts), "%s: declined", what);
             ck_assert_msg(counts.doubles > 3 * n / 2, "%s: %zu of 2 × %zu entries in doubles", what, counts.doubles, n);
-            /* and in every lanes set: nearly all (the first 16 of each
-             * chunk, and the entries that raise the largest ulps, by limbs) */
+            /* and in every lanes set: nearly all (the first 16, and the
+             * entries that may raise the largest ulps, by limbs) */
             for (int set = 1; set < CMP_LANES_SETS; set++) {
                 vijp_metric m;
                 if (!vijp_cmp_lanes_set(set)) continue;

@@ -707,9 +707,9 @@ static inline int entry_double(part *P, chunk_sums *c, double X1, double X2, int
 
 /* The lanes' slices: short enough that the running largest ulps count,
  * which a slice's lanes test against, keeps up with the entries that
- * raise it (taken one at a time between slices); the first ones of a
- * chunk shorter still (16, 32, …), since at a range's start that count is
- * zero and every entry of the slice raises it. */
+ * raise it (taken one at a time between slices); while that count is
+ * still zero (a range's first entries) shorter still (16, 32, …), since
+ * every entry of such a slice raises it. */
 enum { SLICE = 256, FIRST_SLICE = 16 };
 
 /* Entries [i0, i1) of one chunk (x doubles xd or packed px against the
@@ -728,7 +728,8 @@ static int chunk_lanes(part *P, chunk_sums *c, const double *xd, const vijp_pack
     cmp_lanes_sums L = {.taken = 0};
     uint16_t rest[SLICE];
     int ok = 1;
-    for (size_t s0 = i0, len = FIRST_SLICE; s0 < i1 && ok; s0 += len, len = len < SLICE ? 2 * len : SLICE) {
+    size_t first = c->ulps > 0 ? SLICE : FIRST_SLICE;
+    for (size_t s0 = i0, len = first; s0 < i1 && ok; s0 += len, len = len < SLICE ? 2 * len : SLICE) {
         size_t s1 = i1 - s0 < len ? i1 : s0 + len;
         J.ulps_max = c->ulps;
         size_t nrest = P->lanes->run(&J, s0, s1, &L, rest);

@@ -123,7 +123,7 @@ static inline void load_packed_block(packed_lanes *L, const vijp_packed *p, size
     L->e = __builtin_convertvector(e32, vi);
     L->neg = k >> 2 & 1; /* VIJP_PACKED_NEG */
     L->regular = (vi)((k & VIJP_PACKED_KIND) == MPFR_REGULAR_KIND);
-#if VW == 8 && defined(__AVX512F__)
+#if VW == 8 && defined(__AVX512F__) && defined(__AVX512DQ__) /* _mm512_mullo_epi64: DQ */
     const long long *base = (const long long *)(p->sig + i * nl);
     __m512i idx = _mm512_mullo_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64((long long)nl));
     __m512i top = _mm512_add_epi64(idx, _mm512_set1_epi64((long long)nl - 1));
