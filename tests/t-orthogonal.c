@@ -229,6 +229,27 @@ START_TEST(normal_draws_are_the_polar_method)
 }
 END_TEST
 
+/* vijp_rng_normals is n calls of vijp_rng_normal: the same bits, and the
+ * generator where they leave it (the next uniform the same), for every
+ * length from 0 to 200 (the batches' edges at 64 and 128 among them) and
+ * one of 100003 from another seed. */
+START_TEST(normal_batches_are_the_single_draws)
+{
+    double *one = malloc(100003 * sizeof *one), *batch = malloc(100003 * sizeof *batch);
+    ck_assert(one && batch);
+    for (size_t n = 0; n <= 201; n++) {
+        size_t len = n == 201 ? 100003 : n;
+        vijp_rng r, q;
+        vijp_rng_seed(&r, 7 + n), vijp_rng_seed(&q, 7 + n);
+        for (size_t i = 0; i < len; i++) one[i] = vijp_rng_normal(&r);
+        vijp_rng_normals(&q, batch, len);
+        ck_assert_msg(!len || !memcmp(one, batch, len * sizeof *one), "%zu draws differ", len);
+        ck_assert_msg(vijp_rng_u64(&r) == vijp_rng_u64(&q), "after %zu draws the generators differ", len);
+    }
+    free(one), free(batch);
+}
+END_TEST
+
 Suite *suite_orthogonal(void)
 {
     Suite *s = suite_create("orthogonal");
@@ -239,6 +260,7 @@ Suite *suite_orthogonal(void)
     tcase_add_test(tc, init_switches_at_threshold);
     tcase_add_test(tc, mgs2_same_bits_as_plain_loops);
     tcase_add_test(tc, normal_draws_are_the_polar_method);
+    tcase_add_test(tc, normal_batches_are_the_single_draws);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -148,7 +148,7 @@ int vijp_orthogonal_householder(size_t m, size_t n, vijp_rng *rng, int portable,
      * and independent of it, so it is again N(0, I) in r − k dimensions. */
     for (size_t k = 0; k < c; k++) {
         double *x = A + k + k * r;
-        for (size_t t = 0; t < r - k; t++) x[t] = vijp_rng_normal(rng);
+        vijp_rng_normals(rng, x, r - k);
         sign[k] = reflector(x, r - k, &tau[k]);
     }
     wy_block blk;
@@ -207,7 +207,7 @@ int vijp_orthogonal_mgs2(size_t m, size_t n, vijp_rng *rng, int portable, double
 {
     size_t r = m > n ? m : n, c = m > n ? n : m;
     double *A = vijp_alloc_array(r * c, sizeof *A);
-    for (size_t i = 0; i < r * c; i++) A[i] = vijp_rng_normal(rng);
+    vijp_rng_normals(rng, A, r * c);
     mgs_sweep_fn sweep = mgs_sweep_portable;
 #ifdef ORTHO_HAVE_AVX2
     if (!portable && __builtin_cpu_supports("avx2")) sweep = mgs_sweep_avx2;

@@ -132,6 +132,6 @@ void vijp_net_sample(const vijp_net *net, size_t B, uint64_t seed, double *X, do
 {
     vijp_rng rng;
     vijp_rng_seed(&rng, seed ^ 0x5a17c0ffee5eedull); /* independent of the parameter stream */
-    for (size_t i = 0; i < net->width * B; i++) X[i] = vijp_rng_normal(&rng);
-    for (size_t i = 0; i < vijp_net_out_width(net) * B; i++) T[i] = vijp_rng_normal(&rng);
+    vijp_rng_normals(&rng, X, net->width * B);
+    vijp_rng_normals(&rng, T, vijp_net_out_width(net) * B);
 }
