@@ -80,24 +80,55 @@ static double pow2(int k)
 
 #if GMP_NUMB_BITS == 64 && GMP_NAIL_BITS == 0 && defined(__SIZEOF_INT128__)
 /* Adds m·2^ex (m < 2^64) to the 256-bit integer h, or subtracts it (sub),
- * modulo 2^256: assemble's results lie in [0, 2^212). */
+ * modulo 2^256: assemble's results lie in [0, 2^212).  Without a branch
+ * on sub (the parts' signs against hi's are a coin toss: it mispredicted
+ * half the time) or on the limbs the carry reaches: m·2^ex as four limbs,
+ * complemented for a subtraction, added with a carry in of one, as two's
+ * complement does. */
 static void limbs_add(uint64_t h[4], uint64_t m, int ex, int sub)
 {
     typedef unsigned __int128 u128;
     int li = ex / 64, off = ex % 64;
-    uint64_t v[2] = {m << off, off ? m >> (64 - off) : 0};
-    unsigned carry = 0;
-    for (int i = li; i < 4; i++) {
-        uint64_t add = i - li < 2 ? v[i - li] : 0;
-        if (i - li >= 2 && !carry) break; /* past both words, nothing left to carry */
-        if (sub) {
-            u128 d = (u128)h[i] - add - carry;
-            h[i] = (uint64_t)d, carry = (unsigned)(d >> 64) & 1; /* a borrow wraps the top half */
-        } else {
-            u128 t = (u128)h[i] + add + carry;
-            h[i] = (uint64_t)t, carry = (unsigned)(t >> 64);
-        }
+    uint64_t lo = m << off, hi = off ? m >> (64 - off) : 0, flip = sub ? ~(uint64_t)0 : 0;
+    uint64_t v[4];
+    for (int i = 0; i < 4; i++) v[i] = ((i == li ? lo : 0) | (i == li + 1 ? hi : 0)) ^ flip;
+    u128 t = (u128)h[0] + v[0] + (flip & 1);
+    h[0] = (uint64_t)t;
+    for (int i = 1; i < 4; i++) {
+        t = (u128)h[i] + v[i] + (uint64_t)(t >> 64);
+        h[i] = (uint64_t)t;
     }
+}
+
+/* r := ±S·2^ex for the integer S in h (four limbs), when S is nonzero and
+ * has at most r's precision in bits: S's limbs shifted to the top of r's
+ * significand and r's exponent, sign and kind set (MPFR's custom
+ * interface: r keeps its block), exactly what mpfr_set_z_2exp gives there
+ * without its integer's setup and general path (assemble's last step; at
+ * batch 16 the drift reference sets 34M outputs a curve this way).  0,
+ * nothing written: S zero or wider, or the exponent past MPFR's range. */
+static int set_limbs(mpfr_ptr r, const uint64_t h[4], int neg, long ex)
+{
+    int top = 3;
+    while (top > 0 && !h[top]) top--;
+    if (!h[top]) return 0;
+    mpfr_prec_t P = mpfr_get_prec(r);
+    long bits = 64L * top + 64 - __builtin_clzll(h[top]);
+    int nr = (int)((P + 63) / 64);
+    if (bits > P || nr > 4) return 0;
+    long E = ex + bits; /* S·2^ex = 0.S·2^(ex + bits) */
+    if (E < mpfr_get_emin() || E > mpfr_get_emax()) return 0;
+    long shift = 64L * nr - bits; /* S << shift fills nr limbs to their top bit */
+    int word = (int)(shift / 64), bit = (int)(shift % 64);
+    mp_limb_t *sig = mpfr_custom_get_significand(r);
+    for (int k = 0; k < nr; k++) {
+        int from = k - word;
+        uint64_t v = from >= 0 && from < 4 ? h[from] << bit : 0;
+        if (bit && from - 1 >= 0 && from - 1 < 4) v |= h[from - 1] >> (64 - bit);
+        sig[k] = v;
+    }
+    mpfr_custom_init_set(r, neg ? -MPFR_REGULAR_KIND : MPFR_REGULAR_KIND, E, P, sig);
+    return 1;
 }
 #endif
 
@@ -127,6 +158,7 @@ static void assemble(mpfr_ptr r, double hi, int e, const double *k, int nk, mpfr
         if (ex < 0) m >>= -ex, ex = 0; /* exact: k is an integer */
         limbs_add(h, m, ex, (int)(kb >> 63) != neg);
     }
+    if (set_limbs(r, h, neg, (long)e - (long)P + 1)) return;
     mp_size_t n = h[3] ? 4 : h[2] ? 3 : h[1] ? 2 : 1;
     mpz_t z;
     mpfr_set_z_2exp(r, mpz_roinit_n(z, (const mp_limb_t *)h, neg ? -n : n), (mpfr_exp_t)e - (mpfr_exp_t)P + 1,
