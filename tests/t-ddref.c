@@ -22,6 +22,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum { OP_FORWARD, OP_JVP, OP_VJP, OP_VJP_PARAM, N_OPS };
 enum { ORDINARY, RANGE, SUBNORMAL, TINY_LOW, TINY_THIRD, OVERFLOW, CANCEL, N_KINDS };
@@ -572,6 +573,79 @@ START_TEST(decided_roundings_are_mpfr_s)
 }
 END_TEST
 
+/* The fast path's split of its inputs by their limbs against the split
+ * it replaces, done here in MPFR: each part the remainder so far rounded
+ * to nearest (mpfr_get_d), taken off exactly.  Random values at every
+ * precision the reference uses, and ties at 53 bits with the kept part
+ * even and odd, all-ones significands (the first part rounds up to a
+ * power of two), remainders that change sign, values whose low parts
+ * fall below the normal doubles (the limbs decline, MPFR decides) and
+ * beyond them.  Wherever the MPFR split gives normal doubles that sum to
+ * x, the limbs give the same bits; where not, they decline. */
+START_TEST(split_by_limbs_is_mpfr_s)
+{
+    static const long split_precs[] = {24, 53, 64, 100, 106, 107, 128, 159, 160, 200, 212, 256};
+    vijp_rng g;
+    vijp_rng_seed(&g, test_seed() + 21);
+    size_t agreed = 0, declined = 0;
+    for (size_t pi = 0; pi < sizeof split_precs / sizeof *split_precs; pi++) {
+        long P = split_precs[pi];
+        int parts = P <= 53 ? 1 : P <= 106 ? 2 : P <= 159 ? 3 : 4;
+        mpfr_t x, r, t;
+        mpfr_inits2(P, x, r, (mpfr_ptr)0);
+        mpfr_init2(t, 64);
+        for (int c = 0; c < 400; c++) {
+            int kind = c % 8;
+            mpfr_set_d(x, vijp_rng_normal(&g), MPFR_RNDN);
+            for (int k = 1; 53 * k < P + 53; k++) { /* every bit of x random */
+                mpfr_set_d(t, vijp_rng_uniform(&g) - 0.5, MPFR_RNDN);
+                mpfr_mul_2si(t, t, mpfr_get_exp(x) - 53 * k, MPFR_RNDN);
+                mpfr_add(x, x, t, MPFR_RNDN);
+            }
+            if (kind == 1 && P > 54) { /* a tie at 53 bits: the top 53 bits, then one half unit */
+                mpfr_prec_round(x, 53, MPFR_RNDN), mpfr_prec_round(x, P, MPFR_RNDN);
+                mpfr_set_ui_2exp(t, 1, mpfr_get_exp(x) - 54, MPFR_RNDN);
+                if (mpfr_signbit(x)) mpfr_neg(t, t, MPFR_RNDN);
+                mpfr_add(x, x, t, MPFR_RNDN);
+            } else if (kind == 2) { /* all ones: 1 − 2^-P, scaled */
+                mpfr_set_ui_2exp(t, 1, -P, MPFR_RNDN);
+                mpfr_ui_sub(x, 1, t, MPFR_RNDN);
+                mpfr_mul_2si(x, x, (long)(vijp_rng_u64(&g) % 200) - 100, MPFR_RNDN);
+            } else if (kind == 3) { /* tiny: low parts below 2^-1022 */
+                mpfr_mul_2si(x, x, -900 - (long)(vijp_rng_u64(&g) % 160), MPFR_RNDN);
+            } else if (kind == 4) { /* huge, and past double's range */
+                mpfr_mul_2si(x, x, 1000 + (long)(vijp_rng_u64(&g) % 30), MPFR_RNDN);
+            } else if (kind == 5) { /* few bits: the last parts zero, or a short remainder */
+                mpfr_prec_round(x, 1 + (long)(vijp_rng_u64(&g) % (unsigned long)P), MPFR_RNDN);
+                mpfr_prec_round(x, P, MPFR_RNDN);
+            }
+            double want[4] = {0}, got[4] = {0};
+            int normal = 1;
+            mpfr_set(r, x, MPFR_RNDN);
+            for (int k = 0; k < parts; k++) {
+                want[k] = mpfr_get_d(r, MPFR_RNDN);
+                normal &= isfinite(want[k]) && (want[k] == 0 || fabs(want[k]) >= 0x1p-1022);
+                if (isfinite(want[k])) mpfr_sub_d(r, r, want[k], MPFR_RNDN); /* exact: P bits hold it */
+            }
+            int exact = normal && mpfr_zero_p(r);
+            int ok = vijp_ddref_split_limbs(x, got, parts);
+            if (exact) {
+                ck_assert_msg(ok, "P=%ld case %d: declined a split MPFR makes", P, c);
+                ck_assert_msg(!memcmp(got, want, (size_t)parts * sizeof *got),
+                              "P=%ld case %d: parts %a %a %a %a, MPFR's %a %a %a %a", P, c, got[0], got[1], got[2],
+                              got[3], want[0], want[1], want[2], want[3]);
+                agreed++;
+            } else {
+                ck_assert_msg(!ok, "P=%ld case %d: took a split MPFR does not make", P, c);
+                declined++;
+            }
+        }
+        mpfr_clears(x, r, t, (mpfr_ptr)0);
+    }
+    ck_assert(agreed > 3000 && declined > 100);
+}
+END_TEST
+
 Suite *suite_ddref(void)
 {
     Suite *s = suite_create("ddref");
@@ -580,6 +654,7 @@ Suite *suite_ddref(void)
     tcase_add_test(tc, matches_exact_sums);
     tcase_add_test(tc, cancelled_at_128);
     tcase_add_test(tc, batch_one);
+    tcase_add_test(tc, split_by_limbs_is_mpfr_s);
     tcase_add_test(tc, forced_fallback);
     tcase_add_test(tc, ties_at_p_bits);
     tcase_add_test(tc, binade_edges);

@@ -83,4 +83,11 @@ int vijp_ddref_round(mpfr_ptr r, const double y[4], double bound);
 /* The same on y[0] + ... + y[parts − 1], parts <= 5 (the five levels'). */
 int vijp_ddref_round_parts(mpfr_ptr r, const double *y, int parts, double bound);
 
+/* x = d[0] + ... + d[parts − 1] exactly, each part the remainder so far
+ * rounded to nearest (the split the fast path loads its inputs by), from
+ * x's limbs; 1 where every part is a normal double and they sum to x
+ * exactly, 0 (d unspecified) otherwise, where the fast path splits x in
+ * MPFR.  64-bit limbs only (0 elsewhere). */
+int vijp_ddref_split_limbs(mpfr_srcptr x, double *d, int parts);
+
 #endif
