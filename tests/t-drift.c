@@ -7,6 +7,7 @@
 #include "vijp/arith.h"
 #include "compare/cache.h"
 #include "drift/memo.h"
+#include "drift/outer.h"
 #include "drift/drawn.h"
 #include "format/packed.h"
 #include "grad/problem.h"
@@ -608,6 +609,104 @@ static int held_at(const vijp_grads *g, const vijp_grads *want, const vijp_forma
     return same;
 }
 
+/* The memo's batch-1 dense parameter gradient formed straight into its
+ * packed, held block (drift/outer.c) against what the reverse pass gives
+ * there: the layer's vjp_param in mpfr:P (exact dots), packed, rounded to
+ * Q.  Bit for bit, at the levels the memo holds (106 held at 106 and 212
+ * held at 170 for double, 64 and 128 for binary32) and at 192 and 256
+ * bits (a rounding bit a whole limb below), on random factors with zeros
+ * and both signs, products on a tie of P bits (the kept part even and
+ * odd), products whose P-bit rounding is a tie at Q (the double
+ * rounding), and all-ones products carrying into the next binade. */
+START_TEST(outer_param_is_the_reverse_pass_s)
+{
+    static const long levels[][2] = {{106, 106}, {212, 170}, {64, 64}, {128, 128}, {192, 128}, {256, 170}, {212, 212}};
+    vijp_rng g;
+    vijp_rng_seed(&g, 31);
+    for (size_t c = 0; c < sizeof levels / sizeof *levels; c++) {
+        long P = levels[c][0], Q = levels[c][1];
+        enum { M = 9, N = 11 };
+        vijp_layer L;
+        char spec[32];
+        snprintf(spec, sizeof spec, "dense:%dx%d", M, N);
+        ck_assert_int_eq(vijp_layer_parse(&L, spec, N, NULL), 0);
+        vijp_format fP, fQ, fd;
+        ck_assert(!vijp_format_mpfr(&fP, P, NULL) && !vijp_format_mpfr(&fQ, Q, NULL));
+        fP.exact_dots = 1;
+        vijp_format_fixed(&fd, VIJP_DOUBLE);
+        vijp_mat h, gy, th, want, got;
+        vijp_mat_init(&h, N, 1, &fP), vijp_mat_init(&gy, M, 1, &fP), vijp_mat_init(&th, M * N + M, 1, &fd);
+        for (size_t e = 0; e < M * N + M; e++) th.d[e] = vijp_rng_normal(&g); /* unread by vjp_param */
+        mpfr_t t, u;
+        mpfr_inits2(P + 2, t, u, (mpfr_ptr)0);
+        for (int k = 0; k < N; k++) {
+            mpfr_set_d(t, vijp_rng_normal(&g), MPFR_RNDN);
+            for (int b = 1; 53 * b < P + 53; b++) { /* every bit random */
+                mpfr_set_d(u, vijp_rng_uniform(&g) - 0.5, MPFR_RNDN);
+                mpfr_mul_2si(u, u, mpfr_get_exp(t) - 53 * b, MPFR_RNDN);
+                mpfr_add(t, t, u, MPFR_RNDN);
+            }
+            mpfr_set(h.m[k], t, MPFR_RNDN);
+        }
+        for (int i = 0; i < M; i++) {
+            mpfr_set_d(t, vijp_rng_normal(&g), MPFR_RNDN);
+            mpfr_mul_d(t, t, 1 + ldexp(vijp_rng_uniform(&g), -30), MPFR_RNDN);
+            mpfr_set(gy.m[i], t, MPFR_RNDN);
+        }
+        /* (1 + 2^-1)(1 + 2^-(P−1)): a tie at P, the kept part odd (up);
+         * (1 + 2^-5)(1 + 2^-(P−5)): a tie, even (down); −(1 + 2^-Q): a tie
+         * at Q once rounded to P; (1 − 2^(1−P))(1 + 2^(1−P)) = 1 − 2^(2−2P),
+         * which rounds up into the next binade; zeros of both signs */
+        mpfr_set_ui_2exp(t, 1, -(P - 1), MPFR_RNDN), mpfr_add_ui(h.m[0], t, 1, MPFR_RNDN);
+        mpfr_set_d(gy.m[0], 1.5, MPFR_RNDN);                                              /* a tie at P, up to even */
+        mpfr_set_ui_2exp(t, 1, -(P - 5), MPFR_RNDN), mpfr_add_ui(h.m[1], t, 1, MPFR_RNDN);
+        mpfr_set_d(gy.m[1], 1 + 0x1p-5, MPFR_RNDN);                                       /* a tie at P, down */
+        mpfr_set_ui_2exp(t, 1, -Q, MPFR_RNDN), mpfr_add_ui(h.m[2], t, 1, MPFR_RNDN);      /* 1 + 2^-Q: its product */
+        mpfr_set_d(gy.m[2], -1.0, MPFR_RNDN);                                             /* with 1 a tie at Q */
+        mpfr_set_ui_2exp(t, 1, -(P - 1), MPFR_RNDN), mpfr_ui_sub(h.m[3], 1, t, MPFR_RNDN); /* 1 − 2^(1−P) */
+        mpfr_add_ui(gy.m[3], t, 1, MPFR_RNDN); /* times 1 + 2^(1−P): 1 − 2^(2−2P), up to 1 */
+        mpfr_set_zero(h.m[4], 1), mpfr_set_zero(gy.m[4], -1), mpfr_set_zero(h.m[5], -1);
+        mpfr_neg(gy.m[5], gy.m[5], MPFR_RNDN);
+        mpfr_clears(t, u, (mpfr_ptr)0);
+        /* the reverse pass's way: vjp_param in mpfr:P, packed, held at Q */
+        vijp_mat_init(&want, M * N + M, 1, &fP);
+        ck_assert(!vijp_layer_vjp_param(&L, &th, &h, &gy, &want, NULL));
+        vijp_mat_pack(&want);
+        vijp_mat_pack_rounded(&want, &fQ);
+        ck_assert_msg(drift_outer_param(&L, &h, &gy, &fP, &fQ, &got), "%ld -> %ld: not formed", P, Q);
+        ck_assert(got.packed && !got.m && got.packed->prec == Q && got.fmt == &fQ);
+        mpfr_t one;
+        vijp_packed_view(got.packed, 3 + 3 * M, one);
+        ck_assert_msg(mpfr_cmp_ui(one, 1) == 0, "%ld -> %ld: the carry's product is not 1", P, Q);
+        for (size_t e = 0; e < M * N + M; e++) {
+            mpfr_t a, b;
+            vijp_packed_view(want.packed, e, a), vijp_packed_view(got.packed, e, b);
+            int same = (mpfr_nan_p(a) && mpfr_nan_p(b)) || (mpfr_equal_p(a, b) && mpfr_signbit(a) == mpfr_signbit(b));
+            ck_assert_msg(same && vijp_packed_kind(want.packed, e) == vijp_packed_kind(got.packed, e),
+                          "%ld -> %ld, entry %zu: differs from the reverse pass's", P, Q, e);
+        }
+        vijp_mat_clear(&h), vijp_mat_clear(&gy), vijp_mat_clear(&th), vijp_mat_clear(&want), vijp_mat_clear(&got);
+        vijp_layer_clear(&L);
+    }
+    /* not its case: batch 2, another type */
+    vijp_layer L;
+    ck_assert_int_eq(vijp_layer_parse(&L, "tanh", 4, NULL), 0);
+    vijp_format fP;
+    ck_assert(!vijp_format_mpfr(&fP, 106, NULL));
+    fP.exact_dots = 1;
+    vijp_mat h, gy, got;
+    vijp_mat_init(&h, 4, 1, &fP), vijp_mat_init(&gy, 4, 1, &fP);
+    ck_assert(!drift_outer_param(&L, &h, &gy, &fP, &fP, &got));
+    vijp_layer_clear(&L);
+    ck_assert_int_eq(vijp_layer_parse(&L, "dense:4", 4, NULL), 0);
+    vijp_mat h2, g2;
+    vijp_mat_init(&h2, 4, 2, &fP), vijp_mat_init(&g2, 4, 2, &fP);
+    ck_assert(!drift_outer_param(&L, &h2, &g2, &fP, &fP, &got));
+    vijp_layer_clear(&L);
+    vijp_mat_clear(&h), vijp_mat_clear(&gy), vijp_mat_clear(&h2), vijp_mat_clear(&g2);
+}
+END_TEST
+
 /* A curve's own memo holds its upper level at the comparisons' precision
  * once compared with the lower one (memo.c: what the engines are measured
  * against and the next level is compared with): double's 212-bit level at
@@ -1159,6 +1258,7 @@ Suite *suite_drift(void)
     tcase_add_test(tc, memo_shares_only_equal_problems);
     tcase_add_test(tc, memo_copy_in_double);
     tcase_add_test(tc, own_memo_holds_upper_level_rounded);
+    tcase_add_test(tc, outer_param_is_the_reverse_pass_s);
     /* Per seed: A = 0.1, 0.3, 0.5 (0.7 and 0.9 miss the factor 2 for some
      * seeds, see growth_vs_lyapunov); over seeds: A = 0.7 and 0.9. */
     tcase_add_loop_test(tc, growth_vs_lyapunov, 0, 3);

@@ -1,6 +1,7 @@
 /* vijp_drift_memo (drift.h, drift_memo.h): the reference levels and the
  * conditioning of one rounded problem, keyed by the problem's values. */
 #include "memo.h"
+#include "outer.h"
 #include "vijp/vijp.h"
 #include "compare/cache.h"
 #include "engines/watch.h"
@@ -190,8 +191,19 @@ void vijp_drift_memo_bind(vijp_drift_memo *m, const vijp_grad_setup *s, const vi
 typedef struct {
     vijp_backprop_watch watch;
     void *ctx;
+    const vijp_format *fmt;  /* the level's */
     const vijp_format *held; /* NULL: packed at the level's precision */
 } pack_watch;
+
+/* A batch-1 dense layer's ∇θ straight into its packed (and held) block
+ * (outer.h), where backprop would write it MPFR-held and pack_layer pack
+ * and round it: the same values, written once. */
+static int form_param(void *ctx, size_t i, const vijp_layer *L, const vijp_mat *h, const vijp_mat *g, vijp_mat *gt)
+{
+    const pack_watch *w = ctx;
+    (void)i;
+    return drift_outer_param(L, h, g, w->fmt, w->held ? w->held : w->fmt, gt);
+}
 
 /* a packed; then rounded to held's precision (in place) where held is set */
 static void pack_as(vijp_mat *a, const vijp_format *held)
@@ -226,12 +238,12 @@ static int compute_level(const vijp_drift_memo *m, const vijp_net *net, const vi
     L->fmt.threads = pf->X.fmt->threads; /* the curve's: time only, the same bits */
     L->held = L->fmt;
     int narrower = held > 0 && held < prec && !rc && !vijp_format_mpfr(&L->held, held, NULL);
-    pack_watch pw = {watch, ctx, narrower ? &L->held : NULL};
+    pack_watch pw = {watch, ctx, &L->fmt, narrower ? &L->held : NULL};
     vijp_mat X = {0}, T = {0};
     if (!rc) {
         vijp_mat_init(&X, pf->X.rows, pf->X.cols, &L->fmt), vijp_mat_convert(&X, &pf->X);
         vijp_mat_init(&T, pf->T.rows, pf->T.cols, &L->fmt), vijp_mat_convert(&T, &pf->T);
-        rc = vijp_engine_backprop_watched(net, m->copy.theta, &X, &T, pack_layer, &pw, &L->g, err);
+        rc = vijp_engine_backprop_watched(net, m->copy.theta, &X, &T, pack_layer, form_param, &pw, &L->g, err);
     }
     vijp_mat_clear(&X), vijp_mat_clear(&T);
     if (rc) free(L), L = NULL;

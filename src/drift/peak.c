@@ -93,7 +93,10 @@ static void grads(blocks *b, const vijp_net *net, size_t batch, double v)
  * back (blocks under GLIBC_MMAP_BYTES), and the upper level's blocks go
  * into it first: the freed lower blocks and those allocated since overlap,
  * and the resident set holds the larger of the two.  The largest over i
- * (at i = D − 1 the lower level whole, as during the forward pass). */
+ * (at i = D − 1 the lower level whole, as during the forward pass).  A
+ * batch-1 dense layer's ∇θ_i is formed straight into its held block
+ * (outer.c), without the structs or the level's wider limbs: a little
+ * less than counted here, for one layer. */
 static void levels_sweep(blocks *b, const vijp_net *net, double plo, double in_flight, double phi, int shared)
 {
     blocks top = {0};

@@ -55,11 +55,13 @@ int engine_backprop(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
         vijp_mat *gin = i ? &out->g[i - 1] : &out->grad_x;
         /* now, not before: a watched run has freed what it compared; its ∇θ_i in
          * MPFR with the limbs in their packed slots, which its packing keeps (watch.h) */
-        engine_param_grad_init(out, net, X, i, steps->grads_ready != NULL);
+        int formed = L->type->residual != VIJP_RESIDUAL_DERIV && steps->param_grad &&
+                     steps->param_grad(steps->ready_ctx, i, L, &H[i], &out->g[i], &out->grad_theta[i]);
+        if (!formed) engine_param_grad_init(out, net, X, i, steps->grads_ready != NULL);
         if (L->type->residual == VIJP_RESIDUAL_DERIV) { /* no parameters; H[i] holds f′ */
             vijp_mat_mul_elem(gin, &out->g[i], &H[i]);
         } else {
-            rc = vijp_layer_vjp_param(L, &theta[i], &H[i], &out->g[i], &out->grad_theta[i], err);
+            if (!formed) rc = vijp_layer_vjp_param(L, &theta[i], &H[i], &out->g[i], &out->grad_theta[i], err);
             if (!rc) rc = vijp_layer_vjp(L, &theta[i], &H[i], &out->g[i], gin, err);
         }
         ledger_release(&ledger, mat_bytes(&H[i]));

@@ -63,7 +63,8 @@ int vijp_engine_run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *the
 
 /* vijp_engine_run_opts, and with watch (backprop only) vijp_engine_backprop_watched. */
 static int run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
-               const vijp_engine_opts *o, vijp_backprop_watch watch, void *ctx, vijp_grads *out, vijp_error *err)
+               const vijp_engine_opts *o, vijp_backprop_watch watch, vijp_backprop_param param, void *ctx,
+               vijp_grads *out, vijp_error *err)
 {
     memset(out, 0, sizeof *out);
     if (X->rows != net->width || T->rows != vijp_net_out_width(net) || T->cols != X->cols || X->cols == 0)
@@ -93,7 +94,7 @@ static int run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta, c
     /* backprop allocates each ∇θ_i as it computes it (engine_grads_init) */
     if ((rc = engine_grads_init(out, net, X, e != VIJP_ENGINE_BACKPROP))) return vijp_fail(err, rc, "out of memory");
     engine_steps steps = {o ? o->layer_done : NULL, o ? o->layer_ctx : NULL, 0,
-                          vijp_engine_layer_steps(e, net->depth, X->cols, o), watch, ctx};
+                          vijp_engine_layer_steps(e, net->depth, X->cols, o), watch, param, ctx};
     switch (e) {
     case VIJP_ENGINE_BACKPROP: rc = engine_backprop(net, theta, X, T, &steps, out, err); break;
     case VIJP_ENGINE_MOONWALK: rc = engine_moonwalk(net, theta, X, T, &steps, out, err); break;
@@ -117,11 +118,12 @@ static int run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta, c
 int vijp_engine_run_opts(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
                          const vijp_mat *T, const vijp_engine_opts *o, vijp_grads *out, vijp_error *err)
 {
-    return run(e, net, theta, X, T, o, NULL, NULL, out, err);
+    return run(e, net, theta, X, T, o, NULL, NULL, NULL, out, err);
 }
 
 int vijp_engine_backprop_watched(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
-                                 vijp_backprop_watch watch, void *ctx, vijp_grads *out, vijp_error *err)
+                                 vijp_backprop_watch watch, vijp_backprop_param param, void *ctx, vijp_grads *out,
+                                 vijp_error *err)
 {
-    return run(VIJP_ENGINE_BACKPROP, net, theta, X, T, NULL, watch, ctx, out, err);
+    return run(VIJP_ENGINE_BACKPROP, net, theta, X, T, NULL, watch, param, ctx, out, err);
 }

@@ -33,6 +33,7 @@ typedef struct {
     /* Backprop only (watch.h): layer i's results are final (g_i, ∇θ_i;
      * ∇x too at i = 0); NULL for every other run. */
     vijp_backprop_watch grads_ready;
+    vijp_backprop_param param_grad; /* NULL: backprop forms every ∇θ_i (watch.h) */
     void *ready_ctx;
 } engine_steps;
 

@@ -8,6 +8,7 @@
 #define VIJP_ENGINES_WATCH_H
 
 #include "vijp/engine.h"
+#include "vijp/layer.h"
 
 /* Called once per layer, i = D−1 down to 0, when g_i and ∇θ_i of out are
  * final (at i = 0 also ∇x); ∇θ_j for j < i are not yet allocated.  It may
@@ -18,10 +19,21 @@
  * (format/packed.h, vijp_mat_init_packing), which vijp_mat_pack keeps. */
 typedef void (*vijp_backprop_watch)(void *ctx, size_t layer, vijp_grads *out);
 
-/* vijp_engine_run(VIJP_ENGINE_BACKPROP, …) with watch called as above: the
+/* Called, where set, for layer i before backprop forms ∇θ_i itself, with
+ * the layer's input h_i and its cotangent g_i (final, MPFR-held): it may
+ * set grad_theta (unallocated) to ∇θ_i, packed, with the values the
+ * layer's vjp_param would give and the packing watch's rounding (the
+ * drift memo's batch-1 dense layers, formed straight into their held
+ * block), and return 1; 0: backprop forms it as before. */
+typedef int (*vijp_backprop_param)(void *ctx, size_t layer, const vijp_layer *L, const vijp_mat *h, const vijp_mat *g,
+                                   vijp_mat *grad_theta);
+
+/* vijp_engine_run(VIJP_ENGINE_BACKPROP, …) with watch called as above,
+ * and param (NULL: none) before each layer's parameter gradient: the
  * same checks, the same results bit for bit. */
 VIJP_MUST_CHECK int vijp_engine_backprop_watched(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
-                                                 const vijp_mat *T, vijp_backprop_watch watch, void *ctx,
-                                                 vijp_grads *out, vijp_error *err);
+                                                 const vijp_mat *T, vijp_backprop_watch watch,
+                                                 vijp_backprop_param param, void *ctx, vijp_grads *out,
+                                                 vijp_error *err);
 
 #endif

@@ -93,6 +93,16 @@ void vijp_mat_init_packing(vijp_mat *a, size_t rows, size_t cols, const vijp_for
     a->m = m, a->packed = p;
 }
 
+void vijp_mat_init_packed(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt)
+{
+    if (!plain_mpfr(fmt)) refuse("vijp_mat_init_packed", "holds an mpfr:P format only");
+    memset(a, 0, sizeof *a);
+    a->rows = rows, a->cols = cols, a->fmt = fmt;
+    a->packed = block_new(rows * cols, fmt->prec);
+}
+
+void vijp_packed_set(vijp_packed *p, size_t i, mpfr_srcptr x) { put(p, i, x); }
+
 /* vijp_mat_pack of a matrix from vijp_mat_init_packing: each value's
  * kind, sign and exponent into the block (put_same's, without the limbs,
  * which are in place), then the structs go.  Where a significand pointer

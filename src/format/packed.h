@@ -47,6 +47,15 @@ static inline size_t vijp_packed_value_bytes(mpfr_prec_t prec)
  * (engines/watch.h), where packing copied every limb a second time. */
 void vijp_mat_init_packing(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt);
 
+/* A packed mpfr:P matrix (fmt plain MPFR) whose every value the caller
+ * then writes in place: its limbs, exponent and kind-and-sign byte, or
+ * vijp_packed_set. */
+void vijp_mat_init_packed(vijp_mat *a, size_t rows, size_t cols, const vijp_format *fmt);
+
+/* Value i of p := x rounded to nearest to p's precision (mpfr_set's
+ * rounding, its overflow to Inf past emax), with its kind and sign. */
+void vijp_packed_set(vijp_packed *p, size_t i, mpfr_srcptr x);
+
 static inline int vijp_packed_kind(const vijp_packed *p, size_t i) { return p->kind[i] & VIJP_PACKED_KIND; }
 static inline int vijp_packed_neg(const vijp_packed *p, size_t i) { return (p->kind[i] & VIJP_PACKED_NEG) != 0; }
 static inline const mp_limb_t *vijp_packed_sig(const vijp_packed *p, size_t i) { return p->sig + i * p->limbs; }

@@ -1,0 +1,129 @@
+/* The drift reference's batch-1 dense parameter gradient, formed straight
+ * into the packed block the memo holds it in (outer.h).  The reverse pass
+ * would form each ∂W(i, k) = RN_P(g_i·x_k) in an MPFR-held matrix (an
+ * mpfr_t struct and P bits of limbs a value), pack it and, at the upper
+ * level, round it again to the comparisons' precision Q in a second pass:
+ * at dense:256, depth 256, 16.8M values a level, most of whose cost is
+ * the first touch of those bytes (a batch-1 curve's reference is mostly
+ * writing and reading W² values).  Here the product of the two factors'
+ * limbs is rounded to P and then to Q, as mpfr_mul and mpfr_set round
+ * (nearest, ties to even), and written once, at Q. */
+#include "outer.h"
+#include "format/packed.h"
+#include "oracles/dot.h"
+#include <gmp.h>
+#include <limits.h>
+#include <mpfr.h>
+#include <stdint.h>
+#include <string.h>
+
+#if GMP_NUMB_BITS == 64 && GMP_NAIL_BITS == 0 && defined(__SIZEOF_INT128__)
+/* a[0..n) (least significant limb first, a[n − 1]'s top bit set) rounded
+ * to nearest, ties to even, at prec bits (prec <= 64·n): the bits below
+ * cleared in the lowest limb kept (those below it are left: the caller
+ * reads the top limbs only), a carry out of the top making it the next
+ * power of two (*e + 1). */
+static inline __attribute__((always_inline)) void round_top(uint64_t *a, int n, long prec, long *e)
+{
+    int keep = (int)((unsigned long)(prec + 63) >> 6), lo = n - keep; /* prec > 0: a shift, not a division */
+    unsigned sh = (unsigned)(64L * keep - prec);
+    uint64_t unit = (uint64_t)1 << sh, sticky = 0;
+    int up = 0;
+    if (sh) {
+        uint64_t below = a[lo] & (unit - 1), half = unit >> 1;
+        for (int k = 0; k < lo; k++) sticky |= a[k];
+        up = below > half || (below == half && (sticky || (a[lo] & unit)));
+        a[lo] -= below;
+    } else if (lo > 0) { /* the round bit is the top of the limb below */
+        for (int k = 0; k < lo - 1; k++) sticky |= a[k];
+        up = (a[lo - 1] >> 63) && ((a[lo - 1] << 1) || sticky || (a[lo] & 1));
+    }
+    if (up) {
+        uint64_t c = unit;
+        for (int k = lo; k < n && c; k++) a[k] += c, c = a[k] < c;
+        if (c) a[n - 1] = (uint64_t)1 << 63, ++*e; /* all ones rounded up */
+    }
+}
+
+/* Value idx of out := RN_Q(RN_P(a·b)) for regular a, b of at most four
+ * limbs each (Q = out's precision <= P <= 256); 0, nothing written, where
+ * an exponent leaves MPFR's range or 32 bits (the caller asks MPFR). */
+static inline __attribute__((always_inline)) int product_n(vijp_packed *out, size_t idx, mpfr_srcptr a,
+                                                           mpfr_srcptr b, long P, int na, int nb)
+{
+    typedef unsigned __int128 u128;
+    const mp_limb_t *x = mpfr_custom_get_significand(a), *y = mpfr_custom_get_significand(b);
+    uint64_t q[8] = {0}, *p = q + 8 - na - nb; /* the exact product at the top of q, zeros below */
+#pragma GCC unroll 4
+    for (int i = 0; i < na; i++) {
+        uint64_t c = 0;
+#pragma GCC unroll 4
+        for (int j = 0; j < nb; j++) {
+            u128 t = (u128)x[i] * y[j] + p[i + j] + c;
+            p[i + j] = (uint64_t)t, c = (uint64_t)(t >> 64);
+        }
+        p[i + nb] = c;
+    }
+    long e = (long)mpfr_get_exp(a) + (long)mpfr_get_exp(b);
+    if (!(q[7] >> 63)) { /* two significands in [1/2, 1): their product in [1/4, 1) */
+#pragma GCC unroll 8
+        for (int k = 7; k > 0; k--) q[k] = q[k] << 1 | q[k - 1] >> 63;
+        q[0] <<= 1, e--;
+    }
+    round_top(q, 8, P, &e); /* mpfr_mul's RN_P */
+    if (e < mpfr_get_emin() || e > mpfr_get_emax()) return 0;
+    long Q = (long)out->prec;
+    int nP = (int)((unsigned long)(P + 63) >> 6), nQ = (int)out->limbs;
+    if (Q < P) round_top(q + 8 - nP, nP, Q, &e); /* the holding's RN_Q */
+    if (e < mpfr_get_emin() || e > mpfr_get_emax() || e < INT32_MIN || e > INT32_MAX) return 0;
+    memcpy(out->sig + idx * out->limbs, q + 8 - nQ, (size_t)nQ * sizeof *q);
+    out->exp[idx] = (int32_t)e;
+    out->kind[idx] = (uint8_t)(MPFR_REGULAR_KIND | (mpfr_signbit(a) != mpfr_signbit(b) ? VIJP_PACKED_NEG : 0));
+    return 1;
+}
+
+/* product_n with the limb counts the levels have (two at 106 bits, four
+ * at 212) as constants, its loops unrolled; any other count as it comes. */
+static int product(vijp_packed *out, size_t idx, mpfr_srcptr a, mpfr_srcptr b, long P)
+{
+    int na = (int)((mpfr_get_prec(a) + 63) / 64), nb = (int)((mpfr_get_prec(b) + 63) / 64);
+    if (na == 2 && nb == 2) return product_n(out, idx, a, b, P, 2, 2);
+    if (na == 4 && nb == 4) return product_n(out, idx, a, b, P, 4, 4);
+    if (na > 4 || nb > 4) return 0;
+    return product_n(out, idx, a, b, P, na, nb);
+}
+#endif
+
+int drift_outer_param(const vijp_layer *L, const vijp_mat *h, const vijp_mat *g, const vijp_format *fmt,
+                      const vijp_format *held, vijp_mat *out)
+{
+#if GMP_NUMB_BITS == 64 && GMP_NAIL_BITS == 0 && defined(__SIZEOF_INT128__)
+    size_t m = L->out, n = L->in;
+    long P = (long)fmt->prec;
+    if (strcmp(L->type->name, "dense") || h->cols != 1 || g->cols != 1 || !h->m || !g->m || h->rows != n ||
+        g->rows != m || !vo_dot_fused(fmt) || vo_dot_hook_broken() || P > 256 || (long)held->prec > P)
+        return 0;
+    vijp_mat_init_packed(out, m * n + m, 1, held);
+    vijp_packed *pk = out->packed;
+    mpfr_t t;
+    mpfr_init2(t, P);
+    for (size_t k = 0; k < n; k++)
+        for (size_t i = 0; i < m; i++) {
+            size_t e = i + k * m; /* W's column-major layout, as the layer's θ */
+            mpfr_srcptr gi = g->m[i], xk = h->m[k];
+            if (mpfr_regular_p(gi) && mpfr_regular_p(xk) && product(pk, e, gi, xk, P)) continue;
+            vo_dot1(t, gi, xk); /* zeros (+0), NaN, Inf, the range's ends: as the layer's operator */
+            vijp_packed_set(pk, e, t);
+        }
+    mpfr_srcptr ptrs[3];
+    for (size_t i = 0; i < m; i++) { /* ∂b_i = Σ over the one sample of g_i: vo_dot, as the operator */
+        vo_dot_strided(t, NULL, &g->m[i], m, NULL, 0, 1, ptrs);
+        vijp_packed_set(pk, m * n + i, t);
+    }
+    mpfr_clear(t);
+    return 1;
+#else
+    (void)L, (void)h, (void)g, (void)fmt, (void)held, (void)out;
+    return 0;
+#endif
+}
