@@ -51,20 +51,24 @@ static double frexp_normal(double s, int *e)
  * log m = 2 atanh t, t = (m − 1)/(m + 1), |t| <= 0.1716, by its series to
  * t^23, whose remainder is below 0.1716^25/25 < 1e-20: accurate to a few ulps,
  * which is all a random draw needs. */
+/* 1/k for k = 23, 21, …, 1, each the correctly rounded quotient the
+ * loop's 1.0 / k gave before it was a table (the compiler folds the
+ * divisions with the same IEEE rounding): the same bits, without twelve
+ * divisions a draw; and the series' other constants (log_portable and
+ * normals2 share them: their lanes must round as it does). */
+static const double inv_odd[12] = {1.0 / 23, 1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 15, 1.0 / 13,
+                                   1.0 / 11, 1.0 / 9,  1.0 / 7,  1.0 / 5,  1.0 / 3,  1.0};
+#define SQRT_HALF 0.70710678118654752
+#define LN2 0.69314718055994530942
+
 static double log_portable(double s)
 {
-    /* 1/k for k = 23, 21, …, 1, each the correctly rounded quotient the
-     * loop's 1.0 / k gave before it was a table (the compiler folds the
-     * divisions with the same IEEE rounding): the same bits, without twelve
-     * divisions a draw */
-    static const double inv_odd[12] = {1.0 / 23, 1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 15, 1.0 / 13,
-                                       1.0 / 11, 1.0 / 9,  1.0 / 7,  1.0 / 5,  1.0 / 3,  1.0};
     int e;
     double m = frexp_normal(s, &e);
-    if (m < 0.70710678118654752) m *= 2, e--;
+    if (m < SQRT_HALF) m *= 2, e--;
     double t = (m - 1) / (m + 1), t2 = t * t, sum = 0;
     for (int k = 0; k < 12; k++) sum = sum * t2 + inv_odd[k];
-    return 2 * t * sum + e * 0.69314718055994530942;
+    return 2 * t * sum + e * LN2;
 }
 
 double vijp_rng_normal(vijp_rng *r)
@@ -86,18 +90,16 @@ typedef double v2d __attribute__((vector_size(16)));
 typedef int64_t v2i __attribute__((vector_size(16)));
 static void normals2(double *out, const double *u, const double *s)
 {
-    static const double inv_odd[12] = {1.0 / 23, 1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 15, 1.0 / 13,
-                                       1.0 / 11, 1.0 / 9,  1.0 / 7,  1.0 / 5,  1.0 / 3,  1.0};
     v2d sv, uv;
     memcpy(&sv, s, sizeof sv), memcpy(&uv, u, sizeof uv);
     v2i b = (v2i)sv, e = ((b >> 52) & 0x7ff) - 1022;
     v2d m = (v2d)((b & ~(0x7ffll << 52)) | (1022ll << 52));
-    v2i low = (v2i)(m < 0.70710678118654752);
+    v2i low = (v2i)(m < SQRT_HALF);
     m = m + (v2d)((v2i)m & low), e = e + low;
     v2d ed = (v2d)(e + 0x4338000000000000ll) - 0x1.8p52;
     v2d one = {1, 1}, t = (m - one) / (m + one), t2 = t * t, sum = {0, 0};
     for (int k = 0; k < 12; k++) sum = sum * t2 + inv_odd[k];
-    v2d log = 2 * t * sum + ed * 0.69314718055994530942;
+    v2d log = 2 * t * sum + ed * LN2;
     v2d q = -2 * log / sv;
     double r[2];
     memcpy(r, &q, sizeof r);

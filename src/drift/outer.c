@@ -18,33 +18,6 @@
 #include <string.h>
 
 #if GMP_NUMB_BITS == 64 && GMP_NAIL_BITS == 0 && defined(__SIZEOF_INT128__)
-/* a[0..n) (least significant limb first, a[n − 1]'s top bit set) rounded
- * to nearest, ties to even, at prec bits (prec <= 64·n): the bits below
- * cleared in the lowest limb kept (those below it are left: the caller
- * reads the top limbs only), a carry out of the top making it the next
- * power of two (*e + 1). */
-static inline __attribute__((always_inline)) void round_top(uint64_t *a, int n, long prec, long *e)
-{
-    int keep = (int)((unsigned long)(prec + 63) >> 6), lo = n - keep; /* prec > 0: a shift, not a division */
-    unsigned sh = (unsigned)(64L * keep - prec);
-    uint64_t unit = (uint64_t)1 << sh, sticky = 0;
-    int up = 0;
-    if (sh) {
-        uint64_t below = a[lo] & (unit - 1), half = unit >> 1;
-        for (int k = 0; k < lo; k++) sticky |= a[k];
-        up = below > half || (below == half && (sticky || (a[lo] & unit)));
-        a[lo] -= below;
-    } else if (lo > 0) { /* the round bit is the top of the limb below */
-        for (int k = 0; k < lo - 1; k++) sticky |= a[k];
-        up = (a[lo - 1] >> 63) && ((a[lo - 1] << 1) || sticky || (a[lo] & 1));
-    }
-    if (up) {
-        uint64_t c = unit;
-        for (int k = lo; k < n && c; k++) a[k] += c, c = a[k] < c;
-        if (c) a[n - 1] = (uint64_t)1 << 63, ++*e; /* all ones rounded up */
-    }
-}
-
 /* Value idx of out := RN_Q(RN_P(a·b)) for regular a, b of at most four
  * limbs each (Q = out's precision <= P <= 256); 0, nothing written, where
  * an exponent leaves MPFR's range or 32 bits (the caller asks MPFR). */
@@ -53,14 +26,14 @@ static inline __attribute__((always_inline)) int product_n(vijp_packed *out, siz
 {
     typedef unsigned __int128 u128;
     const mp_limb_t *x = mpfr_custom_get_significand(a), *y = mpfr_custom_get_significand(b);
-    uint64_t q[8] = {0}, *p = q + 8 - na - nb; /* the exact product at the top of q, zeros below */
+    mp_limb_t q[8] = {0}, *p = q + 8 - na - nb; /* the exact product at the top of q, zeros below */
 #pragma GCC unroll 4
     for (int i = 0; i < na; i++) {
-        uint64_t c = 0;
+        mp_limb_t c = 0;
 #pragma GCC unroll 4
         for (int j = 0; j < nb; j++) {
             u128 t = (u128)x[i] * y[j] + p[i + j] + c;
-            p[i + j] = (uint64_t)t, c = (uint64_t)(t >> 64);
+            p[i + j] = (mp_limb_t)t, c = (mp_limb_t)(t >> 64);
         }
         p[i + nb] = c;
     }
@@ -70,11 +43,11 @@ static inline __attribute__((always_inline)) int product_n(vijp_packed *out, siz
         for (int k = 7; k > 0; k--) q[k] = q[k] << 1 | q[k - 1] >> 63;
         q[0] <<= 1, e--;
     }
-    round_top(q, 8, P, &e); /* mpfr_mul's RN_P */
+    vijp_limbs_round(q, 8, P, &e); /* mpfr_mul's RN_P */
     if (e < mpfr_get_emin() || e > mpfr_get_emax()) return 0;
     long Q = (long)out->prec;
     int nP = (int)((unsigned long)(P + 63) >> 6), nQ = (int)out->limbs;
-    if (Q < P) round_top(q + 8 - nP, nP, Q, &e); /* the holding's RN_Q */
+    if (Q < P) vijp_limbs_round(q + 8 - nP, nP, Q, &e); /* the holding's RN_Q */
     if (e < mpfr_get_emin() || e > mpfr_get_emax() || e < INT32_MIN || e > INT32_MAX) return 0;
     memcpy(out->sig + idx * out->limbs, q + 8 - nQ, (size_t)nQ * sizeof *q);
     out->exp[idx] = (int32_t)e;

@@ -140,44 +140,20 @@ void vijp_mat_pack_copy(vijp_mat *dst, const vijp_mat *src, const vijp_format *f
 }
 
 /* Value i of q (a narrower layout of the same block: its exponent and
- * kind still value i's) := the regular value whose L limbs are s, rounded
- * to q's precision by its limbs: the top limbs kept, the bits below the
- * precision dropped, up by one unit where they exceed half of it or equal
- * it with the kept part odd (ties to even), a carry out of the top making
- * it the next power of two.  That is mpfr_set's rounding, where mpfr_set
- * took 20 ns a value (the drift reference's upper level rounded to the
- * comparisons' precision: 16.8M values a level at dense:256, depth 256).
- * 0, nothing written: not a regular value, or a carry past MPFR's largest
+ * kind still value i's) := the regular value whose L limbs are s (a
+ * scratch copy, rounded in place), rounded to q's precision by its limbs
+ * (vijp_limbs_round: mpfr_set's rounding, where mpfr_set took 20 ns a
+ * value: the drift reference's upper level rounded to the comparisons'
+ * precision, 16.8M values a level at dense:256, depth 256).  0, nothing
+ * written to q: not a regular value, or a carry past MPFR's largest
  * exponent (put then: mpfr_set's overflow). */
-static int round_limbs(vijp_packed *q, size_t i, const mp_limb_t *s, size_t L)
+static int round_limbs(vijp_packed *q, size_t i, mp_limb_t *s, size_t L)
 {
     if ((q->kind[i] & VIJP_PACKED_KIND) != MPFR_REGULAR_KIND) return 0;
-    size_t Lq = q->limbs, off = L - Lq; /* limbs dropped whole (q narrower: L >= Lq) */
-    unsigned sh = (unsigned)(64 * Lq - (size_t)q->prec); /* bits dropped from the lowest kept limb */
-    mp_limb_t out[4], lost = 0, unit = (mp_limb_t)1 << sh;
-    if (Lq > 4) return 0;
-    for (size_t k = 0; k < Lq; k++) out[k] = s[off + k];
-    for (size_t k = 0; k + 1 < off; k++) lost |= s[k];
-    int up;
-    if (sh) {
-        mp_limb_t below = out[0] & (unit - 1), half = unit >> 1;
-        if (off) lost |= s[off - 1];
-        up = below > half || (below == half && (lost || (out[0] & unit)));
-        out[0] -= below;
-    } else { /* the round bit is the top of the limb below */
-        mp_limb_t next = off ? s[off - 1] : 0;
-        up = (next >> 63) && ((next << 1) || lost || (out[0] & 1));
-    }
     long e = q->exp[i];
-    if (up) {
-        mp_limb_t c = unit;
-        for (size_t k = 0; k < Lq && c; k++) out[k] += c, c = out[k] < c;
-        if (c) {
-            if (e + 1 > mpfr_get_emax() || e + 1 > INT32_MAX) return 0;
-            out[Lq - 1] = (mp_limb_t)1 << 63, e++;
-        }
-    }
-    memcpy(q->sig + i * Lq, out, Lq * sizeof *out);
+    vijp_limbs_round(s, (int)L, (long)q->prec, &e); /* q narrower: L >= q->limbs */
+    if (e > mpfr_get_emax() || e > INT32_MAX) return 0;
+    memcpy(q->sig + i * q->limbs, s + L - q->limbs, q->limbs * sizeof *s);
     q->exp[i] = (int32_t)e;
     return 1;
 }
@@ -200,6 +176,7 @@ static void round_in_place(vijp_mat *a, const vijp_format *fmt)
     for (size_t i = 0; i < n; i++) {
         memcpy(old, vijp_packed_sig(p, i), p->limbs * sizeof *old); /* the slot is about to be written */
         if (round_limbs(&narrow, i, old, p->limbs)) continue;
+        memcpy(old, vijp_packed_sig(p, i), p->limbs * sizeof *old); /* unwritten yet; round_limbs rounded the copy */
         mpfr_t x;
         vijp_packed_view(p, i, x);
         mpfr_custom_move(x, old);

@@ -56,6 +56,35 @@ void vijp_mat_init_packed(vijp_mat *a, size_t rows, size_t cols, const vijp_form
  * rounding, its overflow to Inf past emax), with its kind and sign. */
 void vijp_packed_set(vijp_packed *p, size_t i, mpfr_srcptr x);
 
+/* a[0..n) (least significant limb first, a[n − 1]'s top bit set: a
+ * regular value's significand) rounded to nearest, ties to even, at prec
+ * bits (prec <= 64·n), as mpfr_set rounds: the bits below prec cleared
+ * in the lowest limb kept (the limbs below it are left as they are: the
+ * caller reads the top ⌈prec/64⌉), a carry out of the top making it the
+ * next power of two, *e (its exponent) one up.  Rounding a packed level
+ * to fewer bits (packed.c) and the drift memo's products (drift/outer.c). */
+static inline __attribute__((always_inline)) void vijp_limbs_round(mp_limb_t *a, int n, long prec, long *e)
+{
+    int keep = (int)((unsigned long)(prec + 63) >> 6), lo = n - keep; /* prec > 0: a shift, not a division */
+    unsigned sh = (unsigned)(64L * keep - prec);
+    mp_limb_t unit = (mp_limb_t)1 << sh, sticky = 0;
+    int up = 0;
+    if (sh) {
+        mp_limb_t below = a[lo] & (unit - 1), half = unit >> 1;
+        for (int k = 0; k < lo; k++) sticky |= a[k];
+        up = below > half || (below == half && (sticky || (a[lo] & unit)));
+        a[lo] -= below;
+    } else if (lo > 0) { /* the round bit is the top of the limb below */
+        for (int k = 0; k < lo - 1; k++) sticky |= a[k];
+        up = (a[lo - 1] >> 63) && ((a[lo - 1] << 1) || sticky || (a[lo] & 1));
+    }
+    if (up) {
+        mp_limb_t c = unit;
+        for (int k = lo; k < n && c; k++) a[k] += c, c = a[k] < c;
+        if (c) a[n - 1] = (mp_limb_t)1 << 63, ++*e; /* all ones rounded up */
+    }
+}
+
 static inline int vijp_packed_kind(const vijp_packed *p, size_t i) { return p->kind[i] & VIJP_PACKED_KIND; }
 static inline int vijp_packed_neg(const vijp_packed *p, size_t i) { return (p->kind[i] & VIJP_PACKED_NEG) != 0; }
 static inline const mp_limb_t *vijp_packed_sig(const vijp_packed *p, size_t i) { return p->sig + i * p->limbs; }
