@@ -9,8 +9,12 @@
  *   exact:  κ once per linear layer (one dgesdd) + Benettin's step: what
  *           widths up to VIJP_DRIFT_COND_EXACT_MAX_WIDTH (128) cost, here
  *           at the wider widths the estimate takes over, for comparison;
- *   estimate: LU (dgetrf), Lanczos on JᵀJ and its inverse for κ, and the
- *           spread's two tracked directions: what wider layers cost.
+ *   estimate: LU (the solves' elimination in plain double, on one thread
+ *           here as every cost in this table), Lanczos on JᵀJ and its
+ *           inverse for κ, and the spread's two tracked directions: what
+ *           wider layers cost.
+ * Beside them the LU alone, LAPACK's dgetrf against that elimination
+ * (cond.h's cond_factor), the same factorisation of the same matrix.
  * Usage: bench-cond [MAX_WIDTH] (default 2048; 4096 adds a run of about a
  * minute, most of it the exact SVD the estimate replaces). */
 #include "vijp/vijp.h"
@@ -89,8 +93,8 @@ int main(int argc, char **argv)
     printf("bench-cond: conditioning of one dense layer (J = W Gaussian), batch %d, double, thread CPU seconds, "
            "OpenBLAS on 1 thread;\nratios to one double backprop of dense:n at batch %d (best of 3), Moonwalk's beside it\n",
            BATCH, BATCH);
-    printf("%6s %10s %10s | %10s %10s %10s | %9s %9s %9s | %10s %8s\n", "width", "backprop", "moonwalk", "before",
-           "exact", "estimate", "before/bp", "exact/bp", "est/bp", "est/before", "κ est/κ");
+    printf("%6s %10s %10s | %10s %10s %10s | %9s %9s %9s | %10s %8s | %9s %9s %7s\n", "width", "backprop", "moonwalk",
+           "before", "exact", "estimate", "before/bp", "exact/bp", "est/bp", "est/before", "κ est/κ", "dgetrf", "LU", "ratio");
     (void)engine_time(256, VIJP_ENGINE_BACKPROP); /* uncounted: the process's first touch of the memory */
     double last_est = NAN, last_mw = NAN;
     for (size_t n = 256; n <= (size_t)max_width; n *= 2) {
@@ -104,18 +108,28 @@ int main(int argc, char **argv)
         double t_ben = benettin_time(J, n);
         cond_work w;
         cond_spread sp;
-        cond_work_init(&w, n), cond_spread_init(&sp, n);
+        cond_work_init(&w, n, 1), cond_spread_init(&sp, n);
         double est = NAN;
         t0 = cpu_now();
         BENCH_MUST(cond_factor(&w, J));
         BENCH_MUST(cond_spread_step(&sp, J, 0, &w));
         BENCH_MUST(cond_kappa_estimate(J, &w, 1, &est));
         double t_est = cpu_now() - t0;
+        memcpy(A, J, n * n * sizeof *A);
+        lapack_int *ipiv = malloc(n * sizeof *ipiv);
+        t0 = cpu_now();
+        BENCH_MUST(LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, (lapack_int)n, (lapack_int)n, A, (lapack_int)n, ipiv) != 0);
+        double t_getrf = cpu_now() - t0;
+        t0 = cpu_now();
+        BENCH_MUST(cond_factor(&w, J));
+        double t_lu = cpu_now() - t0;
+        free(ipiv);
         cond_work_clear(&w), cond_spread_clear(&sp);
         double before = BATCH * t_svd + t_ben, exact = t_svd + t_ben;
         last_est = t_est, last_mw = t_mw;
-        printf("%6zu %10.4f %10.4f | %10.3f %10.3f %10.4f | %9.1f %9.1f %9.2f | %10.4f %8.4f\n", n, t_bp, t_mw, before,
-               exact, t_est, before / t_bp, exact / t_bp, t_est / t_bp, t_est / before, est / kappa);
+        printf("%6zu %10.4f %10.4f | %10.3f %10.3f %10.4f | %9.1f %9.1f %9.2f | %10.4f %8.4f | %9.4f %9.4f %7.2f\n", n,
+               t_bp, t_mw, before, exact, t_est, before / t_bp, exact / t_bp, t_est / t_bp, t_est / before, est / kappa,
+               t_getrf, t_lu, t_getrf / t_lu);
         fflush(stdout);
         free(J), free(A), free(s);
     }

@@ -62,7 +62,7 @@ START_TEST(estimate_within_bound_of_known_kappa)
     enum { N = 48 };
     double J[N * N], A[N * N], s[N], scratch[N];
     cond_work w;
-    cond_work_init(&w, N);
+    cond_work_init(&w, N, 1);
     vijp_rng rng;
     vijp_rng_seed(&rng, test_seed());
     for (int kind = 0; kind < 3; kind++)
@@ -83,6 +83,99 @@ START_TEST(estimate_within_bound_of_known_kappa)
 }
 END_TEST
 
+/* The factors of Jᵀ (cond_factor, by the solves' elimination in plain
+ * double) and the two solves through them, on a J with κ = 1e4 and n = 70
+ * (two panels of 32 and a tail; rows not a multiple of any vector).  Bounds
+ * from Higham, Accuracy and Stability of Numerical Algorithms (2nd ed.),
+ * γ_k = k u / (1 − k u):
+ *  - Thm 9.3: the computed factors of P·Jᵀ satisfy
+ *    |P·Jᵀ − L̂Û| <= γ_n |L̂||Û| entrywise;
+ *  - Thm 9.4 (its proof holds for any two triangular solves after the
+ *    permutation): the computed x̂ of Jᵀx = b satisfies
+ *    |b − Jᵀx̂| <= γ_3n Pᵀ|L̂||Û||x̂|, and of Jx = b, with J = Ûᵀ L̂ᵀ P,
+ *    |b − Jx̂| <= γ_3n |Ûᵀ||L̂ᵀ||P x̂| (cond.c's dot sums in eight running
+ *    sums, an error of γ_(k/8+3) <= γ_k on k terms: within the theorem's).
+ * The residuals and the bounds' products are formed in long double (64
+ * bits: their own error is 2^-11 of u's), the bounds doubled for that.
+ * The factors and pivots are the same bits on 1, 2, 3 and 5 threads. */
+START_TEST(factors_and_solves_backward_stable)
+{
+    enum { N = 70 };
+    static const int thread_counts[] = {2, 3, 5};
+    double *J = malloc(N * N * sizeof *J), s[N], b[N], x[N];
+    long double L[N * N], U[N * N], P[N * N];
+    cond_work w, wk;
+    cond_work_init(&w, N, 1);
+    vijp_rng rng;
+    vijp_rng_seed(&rng, test_seed());
+    profile(s, N, 0);
+    with_singular_values(J, s, N, &rng);
+    ck_assert(!cond_factor(&w, J));
+    for (size_t c = 0; c < sizeof thread_counts / sizeof *thread_counts; c++) {
+        cond_work_init(&wk, N, thread_counts[c]);
+        ck_assert(!cond_factor(&wk, J));
+        ck_assert_msg(!memcmp(w.lu, wk.lu, N * N * sizeof *w.lu) && !memcmp(w.piv, wk.piv, N * sizeof *w.piv),
+                      "%d threads: factors differ from one thread's", thread_counts[c]);
+        cond_work_clear(&wk);
+    }
+    /* L̂, Û as |.| and signed, and P·Jᵀ: row c of Jᵀ is column c of J */
+    const double g = N * u / (1 - N * u), g3 = 3 * N * u / (1 - 3 * N * u);
+    for (size_t i = 0; i < N; i++)
+        for (size_t k = 0; k < N; k++) {
+            double a = w.lu[i * N + k];
+            L[i * N + k] = i == k ? 1 : k < i ? a : 0;
+            U[i * N + k] = k >= i ? a : 0;
+            P[i * N + k] = J[k + i * N]; /* Jᵀ(i, k) */
+        }
+    for (size_t c = 0; c < N; c++) /* the swaps in ascending order */
+        for (size_t k = 0; k < N; k++) {
+            long double t = P[c * N + k];
+            P[c * N + k] = P[w.piv[c] * N + k], P[w.piv[c] * N + k] = t;
+        }
+    for (size_t i = 0; i < N; i++)
+        for (size_t k = 0; k < N; k++) {
+            long double lu = 0, bound = 0;
+            for (size_t j = 0; j < N; j++) lu += L[i * N + j] * U[j * N + k], bound += fabsl(L[i * N + j] * U[j * N + k]);
+            ck_assert_msg(fabsl(P[i * N + k] - lu) <= 2 * g * bound, "(P·Jᵀ − LU)(%zu, %zu) = %Lg, bound %Lg", i, k,
+                          P[i * N + k] - lu, 2 * g * bound);
+        }
+    for (int trans = 0; trans < 2; trans++) {
+        for (size_t i = 0; i < N; i++) b[i] = x[i] = vijp_rng_normal(&rng);
+        if (trans) cond_solve_t(&w, x);
+        else cond_solve(&w, x);
+        /* |L||U||x| (trans: then the swaps undone) or |U|ᵀ|L|ᵀ|P x| */
+        long double y[N], z[N], px[N];
+        for (size_t i = 0; i < N; i++) px[i] = x[i];
+        if (!trans)
+            for (size_t c = 0; c < N; c++) {
+                long double t = px[c];
+                px[c] = px[w.piv[c]], px[w.piv[c]] = t;
+            }
+        for (size_t i = 0; i < N; i++) {
+            y[i] = 0;
+            for (size_t k = 0; k < N; k++) y[i] += trans ? fabsl(U[i * N + k]) * fabsl(px[k]) : fabsl(L[k * N + i]) * fabsl(px[k]);
+        }
+        for (size_t i = 0; i < N; i++) {
+            z[i] = 0;
+            for (size_t k = 0; k < N; k++) z[i] += trans ? fabsl(L[i * N + k]) * y[k] : fabsl(U[k * N + i]) * y[k];
+        }
+        if (trans)
+            for (size_t c = N; c-- > 0;) {
+                long double t = z[c];
+                z[c] = z[w.piv[c]], z[w.piv[c]] = t;
+            }
+        for (size_t i = 0; i < N; i++) {
+            long double r = b[i];
+            for (size_t k = 0; k < N; k++) r -= (long double)(trans ? J[k + i * N] : J[i + k * N]) * x[k];
+            ck_assert_msg(fabsl(r) <= 2 * g3 * z[i], "%s: residual %zu %Lg, bound %Lg", trans ? "Jᵀx = b" : "Jx = b", i,
+                          r, 2 * g3 * z[i]);
+        }
+    }
+    cond_work_clear(&w);
+    free(J);
+}
+END_TEST
+
 /* Where J is (numerically) singular the exact κ leaves σ out and the
  * estimate cannot see which: it hands over.  An exact zero column stops the
  * LU; a designed σ_n = 0, rounded to ~n u σ_1, leaves θ κ_est >= 1/(n u). */
@@ -91,7 +184,7 @@ START_TEST(estimate_hands_over_where_singular)
     enum { N = 40 };
     double J[N * N], s[N], est;
     cond_work w;
-    cond_work_init(&w, N);
+    cond_work_init(&w, N, 1);
     vijp_rng rng;
     vijp_rng_seed(&rng, test_seed());
     profile(s, N, 0);
@@ -117,7 +210,7 @@ START_TEST(spread_tracks_benettin_first_and_last)
     enum { N = 24, D = 6 };
     double J[N * N], P[N * N], T[N * N], R[N * N], tau[N], s[N];
     cond_work w;
-    cond_work_init(&w, N);
+    cond_work_init(&w, N, 1);
     cond_spread sp;
     cond_spread_init(&sp, N);
     vijp_rng rng;
@@ -323,6 +416,7 @@ Suite *suite_cond(void)
     TCase *tc = tcase_create("cond");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, estimate_within_bound_of_known_kappa);
+    tcase_add_test(tc, factors_and_solves_backward_stable);
     tcase_add_test(tc, estimate_hands_over_where_singular);
     tcase_add_test(tc, spread_tracks_benettin_first_and_last);
     tcase_add_test(tc, drift_estimates_wide_layers);

@@ -169,27 +169,47 @@ START_TEST(sets_agree_at_width)
 }
 END_TEST
 
+/* The elimination's grid i: format i's arithmetic, or past the formats
+ * binary64's (emu.h's vijp_emu_binary64: the drift study's condition
+ * estimates factor on it), named in *name. */
+static vijp_emu_grid elimination_grid(size_t i, const char **name)
+{
+    vijp_format f;
+    *name = i < N_FORMATS ? formats[i] : "binary64's grid";
+    if (i == N_FORMATS) return vijp_emu_binary64();
+    ck_assert_int_eq(vijp_format_parse(formats[i], &f, NULL), 0);
+    return vijp_emu_arith(&f);
+}
+
+/* One step y − t·x rounded on grid i: emu.h's scalar operations (which
+ * tests/t-emu.c holds to the oracle), or on binary64's grid C's own double
+ * product and difference, each rounded once (no contraction in this
+ * build): what every double already is. */
+static double elimination_want(size_t i, vijp_emu_grid g, double y, double t, double x)
+{
+    return i == N_FORMATS ? y - t * x : vijp_emu_sub(y, vijp_emu_mul(t, x, g), g);
+}
+
 /* The solves' elimination step (axpy_d) on every set: lengths below, at
- * and past each vector length, every format's grid, edge entries and
- * multipliers; each entry against emu.h's scalar operations (which
- * tests/t-emu.c holds to the oracle; t-emu-dense's solves_match_oracle runs
- * the whole elimination against vo_ge_solve on the active set). */
+ * and past each vector length, every format's grid and binary64's, edge
+ * entries and multipliers; each entry against elimination_want
+ * (t-emu-dense's solves_match_oracle runs the whole elimination against
+ * vo_ge_solve on the active set). */
 START_TEST(elimination_step_every_set)
 {
     static const size_t lengths[] = {0, 1, 3, 4, 5, 8, 9, 17, 33};
     vijp_rng r;
     vijp_rng_seed(&r, test_seed() + 42);
     double x[40], y[40], want[40];
-    for (size_t fi = 0; fi < N_FORMATS; fi++) {
-        vijp_format f;
-        ck_assert_int_eq(vijp_format_parse(formats[fi], &f, NULL), 0);
-        vijp_emu_grid g = vijp_emu_arith(&f);
+    for (size_t fi = 0; fi <= N_FORMATS; fi++) {
+        const char *name;
+        vijp_emu_grid g = elimination_grid(fi, &name);
         for (size_t li = 0; li < sizeof lengths / sizeof *lengths; li++)
             for (int rep = 0; rep < 4; rep++) {
                 size_t n = lengths[li];
                 double t = draw(&r, g, rep & 1);
                 for (size_t k = 0; k < n; k++) x[k] = draw(&r, g, rep & 1), y[k] = draw(&r, g, rep & 1);
-                for (size_t k = 0; k < n; k++) want[k] = vijp_emu_sub(y[k], vijp_emu_mul(t, x[k], g), g);
+                for (size_t k = 0; k < n; k++) want[k] = elimination_want(fi, g, y[k], t, x[k]);
                 for (int s = 0; s < VIJP_EMU_LANES_COUNT; s++) {
                     const vijp_emu_lanes *set = vijp_emu_lanes_set(s);
                     if (!set) continue;
@@ -199,7 +219,7 @@ START_TEST(elimination_step_every_set)
                     for (size_t k = 0; k < n; k++) {
                         int ok = (isnan(want[k]) && isnan(got[k])) || (want[k] == got[k] && signbit(want[k]) == signbit(got[k]));
                         ck_assert_msg(ok, "axpy_d on set %s in %s, n %zu, entry %zu: y %a, t %a, x %a: want %a, got %a",
-                                      set->name, formats[fi], n, k, y[k], t, x[k], want[k], got[k]);
+                                      set->name, name, n, k, y[k], t, x[k], want[k], got[k]);
                     }
                 }
             }
@@ -209,19 +229,19 @@ END_TEST
 
 /* axpy_many_d (the trailing update's panel of steps on one row) on every
  * set: k = 0 to 5 steps with rows of x 40 apart, lengths around each
- * vector length, every format's grid, edge entries; each entry against the
- * k steps by emu.h's scalar operations in order.  A set that applied the
- * steps out of order, or rounded y only after the last, fails here. */
+ * vector length (four vectors at a time too), every format's grid and
+ * binary64's, edge entries; each entry against the k steps of
+ * elimination_want in order.  A set that applied the steps out of order,
+ * or rounded y only after the last, fails here. */
 START_TEST(elimination_steps_in_a_row_every_set)
 {
-    static const size_t lengths[] = {0, 1, 3, 4, 5, 8, 9, 17, 33};
+    static const size_t lengths[] = {0, 1, 3, 4, 5, 8, 9, 17, 33, 40};
     vijp_rng r;
     vijp_rng_seed(&r, test_seed() + 43);
     double x[5 * 40], y[40], t[5], want[40];
-    for (size_t fi = 0; fi < N_FORMATS; fi++) {
-        vijp_format f;
-        ck_assert_int_eq(vijp_format_parse(formats[fi], &f, NULL), 0);
-        vijp_emu_grid g = vijp_emu_arith(&f);
+    for (size_t fi = 0; fi <= N_FORMATS; fi++) {
+        const char *name;
+        vijp_emu_grid g = elimination_grid(fi, &name);
         for (size_t li = 0; li < sizeof lengths / sizeof *lengths; li++)
             for (size_t steps = 0; steps <= 5; steps++)
                 for (int rep = 0; rep < 2; rep++) {
@@ -230,7 +250,7 @@ START_TEST(elimination_steps_in_a_row_every_set)
                     for (size_t k = 0; k < 5 * 40; k++) x[k] = draw(&r, g, rep & 1);
                     for (size_t k = 0; k < n; k++) y[k] = want[k] = draw(&r, g, rep & 1);
                     for (size_t c = 0; c < steps; c++)
-                        for (size_t k = 0; k < n; k++) want[k] = vijp_emu_sub(want[k], vijp_emu_mul(t[c], x[c * 40 + k], g), g);
+                        for (size_t k = 0; k < n; k++) want[k] = elimination_want(fi, g, want[k], t[c], x[c * 40 + k]);
                     for (int s = 0; s < VIJP_EMU_LANES_COUNT; s++) {
                         const vijp_emu_lanes *set = vijp_emu_lanes_set(s);
                         if (!set) continue;
@@ -241,7 +261,7 @@ START_TEST(elimination_steps_in_a_row_every_set)
                             int ok = (isnan(want[k]) && isnan(got[k])) ||
                                      (want[k] == got[k] && signbit(want[k]) == signbit(got[k]));
                             ck_assert_msg(ok, "axpy_many_d on set %s in %s, n %zu, %zu steps, entry %zu: want %a, got %a",
-                                          set->name, formats[fi], n, steps, k, want[k], got[k]);
+                                          set->name, name, n, steps, k, want[k], got[k]);
                         }
                     }
                 }

@@ -31,6 +31,8 @@
  * at all. */
 #include "cond.h"
 #include "base/lapack.h"
+#include "emu/dense.h"
+#include "emu/emu.h"
 #include "vijp/error.h"
 #include "vijp/rng.h"
 #include <cblas.h>
@@ -72,9 +74,9 @@ double cond_kappa_exact(double *J, size_t m, size_t n, double *s, int *deficient
     return s[0] > 0 ? s[0] / smin : 1;
 }
 
-void cond_work_init(cond_work *w, size_t n)
+void cond_work_init(cond_work *w, size_t n, int threads)
 {
-    w->n = n;
+    w->n = n, w->threads = threads;
     w->lu = vijp_alloc_array(n * n, sizeof *w->lu);
     w->piv = vijp_alloc_array(n, sizeof *w->piv);
     w->basis = vijp_alloc_array(n * (cond_lanczos_steps(n) + 1), sizeof *w->basis);
@@ -91,9 +93,56 @@ int cond_factor(cond_work *w, const double *J)
 {
     size_t n = w->n;
     memcpy(w->lu, J, n * n * sizeof *w->lu);
-    lapack_int info = LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, (lapack_int)n, (lapack_int)n, w->lu, (lapack_int)n, w->piv);
-    w->factored = info == 0;
+    w->factored = !vijp_emu_ge_factor(n, w->lu, w->piv, vijp_emu_binary64(), w->threads);
     return !w->factored;
+}
+
+/* Σ_k a[k]·x[k], k < n, in eight running sums (k mod 8), added pairwise at
+ * the end: a fixed order, so the same bits on every machine. */
+static double dot(const double *a, const double *x, size_t n)
+{
+    double s[8] = {0};
+    size_t k = 0;
+    for (; k + 8 <= n; k += 8)
+        for (int l = 0; l < 8; l++) s[l] += a[k + l] * x[k + l];
+    for (int l = 0; k < n; k++, l++) s[l] += a[k] * x[k];
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+/* y[k] −= t·x[k], k < n. */
+static void axpy(double t, const double *x, double *y, size_t n)
+{
+    for (size_t k = 0; k < n; k++) y[k] -= t * x[k];
+}
+
+/* Jᵀ = Pᵀ·L·U: x := U⁻¹ L⁻¹ P x, each row of L and U a dot product. */
+void cond_solve_t(const cond_work *w, double *x)
+{
+    size_t n = w->n;
+    const double *A = w->lu;
+    for (size_t c = 0; c < n; c++) {
+        double t = x[c];
+        x[c] = x[w->piv[c]], x[w->piv[c]] = t;
+    }
+    for (size_t i = 1; i < n; i++) x[i] -= dot(A + i * n, x, i);
+    for (size_t i = n; i-- > 0;) x[i] = (x[i] - dot(A + i * n + i + 1, x + i + 1, n - i - 1)) / A[i * n + i];
+}
+
+/* J = Uᵀ·Lᵀ·P: x := Pᵀ L⁻ᵀ U⁻ᵀ x, each row of U and L an axpy once its
+ * unknown is known. */
+void cond_solve(const cond_work *w, double *x)
+{
+    size_t n = w->n;
+    const double *A = w->lu;
+    for (size_t i = 0; i < n; i++) {
+        x[i] /= A[i * n + i];
+        axpy(x[i], A + i * n + i + 1, x + i + 1, n - i - 1);
+    }
+    for (size_t i = n; i-- > 1;) axpy(x[i], A + i * n, x, i);
+    for (size_t c = n; c-- > 0;) {
+        double t = x[c];
+        x[c] = x[w->piv[c]], x[w->piv[c]] = t;
+    }
 }
 
 /* One more than the smallest k with 1.648 √n e^(−√ε (2k − 1)) <= COND_DELTA/2,
@@ -112,9 +161,10 @@ size_t cond_lanczos_steps(size_t n)
 static int apply(const double *J, const cond_work *w, int inverse, double *z, double *tmp)
 {
     int n = (int)w->n;
-    if (inverse)
-        return LAPACKE_dgetrs_work(LAPACK_COL_MAJOR, 'T', n, 1, w->lu, n, w->piv, z, n) ||
-               LAPACKE_dgetrs_work(LAPACK_COL_MAJOR, 'N', n, 1, w->lu, n, w->piv, z, n);
+    if (inverse) {
+        cond_solve_t(w, z), cond_solve(w, z);
+        return 0;
+    }
     cblas_dgemv(CblasColMajor, CblasNoTrans, n, n, 1.0, J, n, z, 1, 0.0, tmp, 1);
     cblas_dgemv(CblasColMajor, CblasTrans, n, n, 1.0, J, n, tmp, 1, 0.0, z, 1);
     return 0;
@@ -204,8 +254,8 @@ int cond_spread_step(cond_spread *sp, const double *J, int diagonal, const cond_
         }
     } else {
         cblas_dgemv(CblasColMajor, CblasNoTrans, (int)n, (int)n, 1.0, J, (int)n, sp->first, 1, 0.0, y, 1);
-        failed = !w->factored || LAPACKE_dgetrs_work(LAPACK_COL_MAJOR, 'T', (lapack_int)n, 1, w->lu, (lapack_int)n,
-                                                     w->piv, sp->last, (lapack_int)n);
+        failed = !w->factored;
+        if (!failed) cond_solve_t(w, sp->last);
     }
     memcpy(sp->first, y, n * sizeof *y);
     free(y);

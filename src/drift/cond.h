@@ -5,7 +5,6 @@
 #ifndef VIJP_DRIFT_COND_H
 #define VIJP_DRIFT_COND_H
 
-#include <lapacke.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,20 +23,30 @@ double cond_kappa_exact(double *J, size_t m, size_t n, double *s, int *deficient
 /* Whether an m × n J is square and diagonal. */
 int cond_is_diagonal(const double *J, size_t m, size_t n);
 
-/* What the estimates of one n × n Jacobian share: its LU factors. */
+/* What the estimates of one n × n Jacobian share: the LU factors of its
+ * transpose (cond_factor). */
 typedef struct {
     size_t n;
-    double *lu;
-    lapack_int *piv;
+    int threads;   /* cond_factor's elimination runs on up to this many: the same bits on any */
+    double *lu;    /* P·Jᵀ = L·U, row-major: U on and above the diagonal, L's multipliers below */
+    size_t *piv;   /* P: row c swapped with row piv[c], c ascending */
     double *basis; /* n × (cond_lanczos_steps(n) + 1): the Lanczos vectors */
     int factored;  /* lu holds the J last given to cond_factor, every pivot nonzero */
 } cond_work;
 
-void cond_work_init(cond_work *w, size_t n);
+void cond_work_init(cond_work *w, size_t n, int threads);
 void cond_work_clear(cond_work *w);
-/* LU with partial pivoting of J (n × n, kept), 2n³/3 flops; 0, or 1 where a
- * pivot is exactly zero (J singular: w->factored is 0). */
+/* LU with partial pivoting of Jᵀ (J n × n, column-major, kept: its memory
+ * read row-major is Jᵀ), 2n³/3 flops, by the solves' elimination
+ * (emu/dense.h's vijp_emu_ge_factor, in plain double) on w->threads
+ * threads, the same bits on any count and any BLAS; 0, or 1 where a pivot
+ * is exactly zero (J singular: w->factored is 0). */
 int cond_factor(cond_work *w, const double *J);
+/* x := J⁻ᵀ x and x := J⁻¹ x (n doubles) through w's factors, by
+ * substitution in a fixed order (cond.c): backward stable, as LAPACK's
+ * dgetrs, with the growth factor of partial pivoting. */
+void cond_solve_t(const cond_work *w, double *x);
+void cond_solve(const cond_work *w, double *x);
 /* Lanczos steps (products with JᵀJ or its inverse) per estimate at width n
  * (cond.c). */
 size_t cond_lanczos_steps(size_t n);

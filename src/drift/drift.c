@@ -220,7 +220,7 @@ static void conditioning(const vijp_net *net, const vijp_problem *pf, size_t exa
         theta = theta_in_double(&pf->theta[i], &fd, &owned);
         size_t samples = L->type->declare(L) & VIJP_DECL_LINEAR ? 1 : B;
         int wide = m == n && n > exact_max;
-        if (wide && w.n != n) cond_work_clear(&w), cond_work_init(&w, n);
+        if (wide && w.n != n) cond_work_clear(&w), cond_work_init(&w, n, pf->X.fmt->threads);
         double *s = vijp_alloc_array(r, sizeof *s);
         vijp_mat_init(&J, m, n, &fd);
         c->kappa[i] = 1, estimated[i] = 0;

@@ -427,20 +427,19 @@ const struct vijp_emu_native vijp_emu_dense_native = {
  * row's pending steps with it: their multipliers sit in its panel
  * columns.  Each pass over the matrix then serves a panel rather than a
  * column.  Steps run over up to threads threads (a team kept for the
- * whole solve) while the rows left pay for it. */
-int vijp_emu_ge_solve_panel(size_t n, double *A, double *r, size_t B, vijp_emu_grid g, int threads, size_t panel)
+ * whole solve) while the rows left pay for it.
+ *
+ * eliminate: that elimination on A and the right-hand sides R (row-major,
+ * B a row; at least one double even where B is 0), by panels of panel
+ * columns; piv (NULL: not kept) records the row each step swapped in.  0,
+ * or VIJP_ESINGULAR at a zero pivot (A and R as far as they got). */
+static int eliminate(size_t n, double *A, double *R, size_t B, size_t *piv, vijp_emu_grid g, int threads, size_t panel)
 {
 #define A_(i, k) A[(i) * n + (k)]
     const vijp_emu_lanes *lanes = vijp_emu_lanes_active();
     vijp_team *team = NULL;
     int rc = 0;
     if (!panel) panel = 1;
-    /* The right-hand sides row by row, so that a step updates a row of them
-     * as one axpy over the B columns (each entry's operations as before: a
-     * scalar loop over them was a tenth of a dense:1024 study) */
-    double *R = vijp_alloc_array(n * B != 0 ? n * B : 1, sizeof *R);
-    for (size_t j = 0; j < B; j++)
-        for (size_t i = 0; i < n; i++) R[i * B + j] = r[i + j * n];
     for (size_t c0 = 0; c0 < n && !rc; c0 += panel) {
         size_t c1 = n - c0 < panel ? n : c0 + panel;
         elimination e = {n, 0, c1, B, A, R, g, lanes};
@@ -448,6 +447,7 @@ int vijp_emu_ge_solve_panel(size_t n, double *A, double *r, size_t B, vijp_emu_g
             size_t p = c;
             for (size_t i = c + 1; i < n; i++)
                 if (fabs(A_(i, c)) > fabs(A_(p, c))) p = i;
+            if (piv) piv[c] = p;
             if (A_(p, c) == 0) {
                 rc = VIJP_ESINGULAR; /* r left as far as it got, as the oracle leaves it */
                 break;
@@ -481,6 +481,27 @@ int vijp_emu_ge_solve_panel(size_t n, double *A, double *r, size_t B, vijp_emu_g
         else update_trailing(&t, 0, 0, below);
     }
     vijp_team_free(team);
+    return rc;
+#undef A_
+}
+
+int vijp_emu_ge_factor(size_t n, double *A, size_t *piv, vijp_emu_grid g, int threads)
+{
+    double R = 0; /* no right-hand sides */
+    return eliminate(n, A, &R, 0, piv, g, threads, VIJP_EMU_GE_PANEL);
+}
+
+int vijp_emu_ge_solve_panel(size_t n, double *A, double *r, size_t B, vijp_emu_grid g, int threads, size_t panel)
+{
+#define A_(i, k) A[(i) * n + (k)]
+    const vijp_emu_lanes *lanes = vijp_emu_lanes_active();
+    /* The right-hand sides row by row, so that a step updates a row of them
+     * as one axpy over the B columns (each entry's operations as before: a
+     * scalar loop over them was a tenth of a dense:1024 study) */
+    double *R = vijp_alloc_array(n * B != 0 ? n * B : 1, sizeof *R);
+    for (size_t j = 0; j < B; j++)
+        for (size_t i = 0; i < n; i++) R[i * B + j] = r[i + j * n];
+    int rc = eliminate(n, A, R, B, NULL, g, threads, panel);
     /* Back substitution with U: row i's entries take k = i + 1, …, n − 1 in
      * order, then the division, each column j as it would alone. */
     for (size_t i = n; i-- > 0 && !rc;) {

@@ -143,6 +143,13 @@ static inline int grid_is_binary32(vijp_emu_grid g) { return g.p == 24 && g.emin
 static void simd_axpy_d(size_t n, double t, const double *x, double *y, vijp_emu_grid g)
 {
     size_t k = 0;
+    if (vijp_emu_is_binary64(g)) { /* every double on the grid: the plain product and difference (no contraction) */
+        vd tv = splat_d(t);
+        for (; k + VW <= n; k += VW) {
+            vd r = load_d(y + k) - tv * load_d(x + k);
+            memcpy(y + k, &r, sizeof r);
+        }
+    }
     if (grid_is_binary32(g)) {
         vh tf = (float)t - (vh){0}; /* splat; −0 kept, as splat_d */
         for (; k + VW <= n; k += VW) {
@@ -166,6 +173,24 @@ static void simd_axpy_many_d(size_t n, size_t k, const double *t, const double *
                              vijp_emu_grid g)
 {
     size_t j = 0;
+    if (vijp_emu_is_binary64(g)) { /* every double on the grid: the plain steps, four chains at a time as below */
+        for (; j + 4 * VW <= n; j += 4 * VW) {
+            vd y0 = load_d(y + j), y1 = load_d(y + j + VW), y2 = load_d(y + j + 2 * VW), y3 = load_d(y + j + 3 * VW);
+            for (size_t c = 0; c < k; c++) {
+                const double *xc = x + c * ldx + j;
+                vd tv = splat_d(t[c]);
+                y0 = y0 - tv * load_d(xc), y1 = y1 - tv * load_d(xc + VW);
+                y2 = y2 - tv * load_d(xc + 2 * VW), y3 = y3 - tv * load_d(xc + 3 * VW);
+            }
+            memcpy(y + j, &y0, sizeof y0), memcpy(y + j + VW, &y1, sizeof y1);
+            memcpy(y + j + 2 * VW, &y2, sizeof y2), memcpy(y + j + 3 * VW, &y3, sizeof y3);
+        }
+        for (; j + VW <= n; j += VW) { /* round_v below is for narrower grids only */
+            vd yv = load_d(y + j);
+            for (size_t c = 0; c < k; c++) yv = yv - splat_d(t[c]) * load_d(x + c * ldx + j);
+            memcpy(y + j, &yv, sizeof yv);
+        }
+    }
     if (grid_is_binary32(g)) {
         /* four vectors of y at a time: four independent chains of k steps,
          * so that a step's latency does not serialise the loop */
