@@ -42,7 +42,7 @@ static double engine_time(size_t n, vijp_engine_kind e)
     char spec[32];
     snprintf(spec, sizeof spec, "dense:%zu", n);
     BENCH_MUST(vijp_net_build(&net, spec, 1, n, &err));
-    BENCH_MUST(vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 1, &err));
+    BENCH_MUST(vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, 1, &err));
     vijp_mat th, X, T;
     BENCH_MUST(vijp_net_params(&net, &F, &th, NULL));
     double *x = malloc(n * BATCH * sizeof *x), *t = malloc(n * BATCH * sizeof *t);

@@ -99,7 +99,7 @@ int main(int argc, char **argv)
         vijp_net net;
         vijp_error err = {0};
         BENCH_MUST(vijp_net_build(&net, cases[k].spec, 1, cases[k].width, &err));
-        BENCH_MUST(vijp_net_init(&net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, 1, &err));
+        BENCH_MUST(vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_ORTHOGONAL, .gain = 1}, 1, &err));
         vijp_format fd;
         vijp_format_fixed(&fd, VIJP_DOUBLE);
         vijp_mat th, X, G, Y;

@@ -205,7 +205,7 @@ static void levels(size_t width)
     char spec[64];
     snprintf(spec, sizeof spec, "dense:%zu,leaky:0.5", width);
     vijp_net net, before;
-    if (vijp_net_build(&net, spec, D, width, &err) || vijp_net_init(&net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, 1, &err)) {
+    if (vijp_net_build(&net, spec, D, width, &err) || vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_ORTHOGONAL, .gain = 1}, 1, &err)) {
         fprintf(stderr, "bench-ddref: %s\n", err.msg);
         exit(1);
     }

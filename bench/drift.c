@@ -125,7 +125,7 @@ int main(int argc, char **argv)
     vijp_memory_keep_freed();
     vijp_engine_kind mw = VIJP_ENGINE_MOONWALK;
     vijp_drift_setup s = {.problem = {.spec = "dense:256,leaky:0.5", .depth = 256, .batch = 1, .seed = 1,
-                                      .init = {VIJP_INIT_ORTHOGONAL, 1}, .loss = VIJP_LOSS_SQUARE},
+                                      .init = {.kind = VIJP_INIT_ORTHOGONAL, .gain = 1}, .loss = VIJP_LOSS_SQUARE},
                           .engines = &mw, .n_engines = 1};
     vijp_format_fixed(&s.problem.fmt, VIJP_DOUBLE);
     double *shares = calloc((size_t)(reps > 0 ? reps : 1), sizeof *shares);

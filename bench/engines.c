@@ -65,7 +65,7 @@ static void problem_make(problem *p, const char *spec, size_t depth, size_t widt
     p->spec = spec, p->depth = depth, p->B = B;
     vijp_format_fixed(&p->F, VIJP_DOUBLE);
     if (vijp_net_build(&p->net, spec, depth, width, &err) ||
-        vijp_net_init(&p->net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, 1, &err)) {
+        vijp_net_init(&p->net, (vijp_init){.kind = VIJP_INIT_ORTHOGONAL, .gain = 1}, 1, &err)) {
         fprintf(stderr, "bench: %s\n", err.msg);
         exit(1);
     }

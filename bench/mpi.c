@@ -38,7 +38,7 @@ static double run_curve(const char *spec, size_t width, size_t depth, const char
                         size_t n_eng, vijp_drift_curve *keep)
 {
     vijp_drift_setup s = {.problem = {.spec = spec, .depth = depth, .width = width, .batch = 1, .seed = 1,
-                                      .init = {VIJP_INIT_ORTHOGONAL, 1}, .loss = VIJP_LOSS_SQUARE},
+                                      .init = {.kind = VIJP_INIT_ORTHOGONAL, .gain = 1}, .loss = VIJP_LOSS_SQUARE},
                           .engines = eng, .n_engines = n_eng};
     vijp_error err = {0};
     BENCH_MUST(vijp_format_parse(fmt, &s.problem.fmt, &err));

@@ -132,7 +132,7 @@ static void dense_table(void)
     printf("%-18s %5s %-8s %10s %10s %9s\n", "format", "batch", "pass", "native ms", "MPFR ms", "x bf16");
     vijp_net net;
     BENCH_MUST(vijp_net_build(&net, "dense:256", 1, W, NULL));
-    BENCH_MUST(vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 1, NULL));
+    BENCH_MUST(vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, 1, NULL));
     double worst = 0, base[2][2] = {{0}};
     for (size_t bi = 0; bi < 2; bi++)
         for (size_t fi = 0; fi < sizeof formats / sizeof *formats; fi++) {

@@ -35,7 +35,7 @@ static double init_time(size_t n, int which)
     double t0 = cpu_now();
     int portable = which == MGS2_PORTABLE || which == PORTABLE;
     BENCH_MUST(which == MGS2 || which == MGS2_PORTABLE ? vijp_orthogonal_mgs2(n, n, &rng, portable, W)
-                                                       : vijp_orthogonal_householder(n, n, &rng, portable, W));
+                                                       : vijp_orthogonal_householder(n, n, &rng, portable, 1, W));
     double dt = cpu_now() - t0;
     free(W);
     return dt;

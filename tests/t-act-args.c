@@ -403,7 +403,7 @@ START_TEST(prelu_channels_and_gradient)
     double th[2] = {0, 0};
     vijp_rng rng;
     vijp_rng_seed(&rng, 1);
-    ck_assert(!L.type->init(&L, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, &rng, th));
+    ck_assert(!L.type->init(&L, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, &rng, th));
     ck_assert(th[0] == 0.25 && th[1] == 0.25);
     th[0] = 0.3, th[1] = -0.7;
     double X[12] = {1, -2, -0.5, 3, -1.5, -4, /* sample 2 */ -1, 2, 0, -3, 0.25, -0.75}, Y[12], G[12], Gt[2], Xi[12];

@@ -786,7 +786,7 @@ START_TEST(test_grad_save)
     ck_assert(!vijp_format_parse("binary32", &f, &err));
     ck_assert(!vijp_net_build(&net, spec, depth, 0, &err));
     net.loss = VIJP_LOSS_SQUARE;
-    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, 7, &err));
+    ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_ORTHOGONAL, .gain = 1}, 7, &err));
     size_t n0 = net.width, mD = vijp_net_out_width(&net);
     double *X = calloc(n0 * B, sizeof *X), *T = calloc(mD * B, sizeof *T);
     vijp_net_sample(&net, B, 7, X, T);

@@ -106,7 +106,7 @@ START_TEST(activation_registry)
             if (P && all[i]->init) {
                 vijp_rng rng;
                 vijp_rng_seed(&rng, 1);
-                ck_assert(!all[i]->init(&L, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, &rng, th));
+                ck_assert(!all[i]->init(&L, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, &rng, th));
             }
             vijp_activation_report a;
             vijp_error err;

@@ -89,7 +89,7 @@ START_TEST(affine_form_encloses_mpfr)
     vijp_net net;
     vijp_error err = {0};
     ck_assert_msg(!vijp_net_build(&net, "dense:6,tanh,dense:6,silu,dense:6,sigmoid,dense:6,gelu,dense:6,relu", DEPTH, W, &err), "%s", err.msg);
-    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 3, &err));
+    ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, 3, &err));
     static const double radii[] = {0, 0.05, 1}; /* 0: a point, where the rounding errors are all the width */
     vijp_rng g;
     vijp_rng_seed(&g, 11);
@@ -133,7 +133,7 @@ START_TEST(affine_form_encloses_piecewise)
     vijp_error err = {0};
     ck_assert_msg(!vijp_net_build(&net, "dense:6,leaky:0.1,dense:6,softplus:2/0.5,dense:6,hardtanh,dense:6,hardswish,"
                                   "dense:6,relu6", DEPTH, W, &err), "%s", err.msg);
-    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 5, &err));
+    ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, 5, &err));
     for (size_t j = 0; j < W; j++) net.theta[0][W * W + j] = 0;
     static const double radii[] = {0, 0.05, 1};
     vijp_rng g;
@@ -207,7 +207,7 @@ START_TEST(net_box_encloses_oracle)
     vijp_net net;
     vijp_error err = {0};
     ck_assert_msg(!vijp_net_build(&net, "dense:6,tanh,dense:6,layernorm,dense:6,silu,dense:6,tanh", 8, W, &err), "%s", err.msg);
-    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 5, &err));
+    ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, 5, &err));
     double lo[W], hi[W], x[W];
     for (size_t j = 0; j < W; j++) lo[j] = -0.5 + 0.1 * (double)j, hi[j] = lo[j] + 1;
     vijp_box_budget budget = {200, 0};

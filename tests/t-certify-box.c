@@ -636,7 +636,7 @@ START_TEST(net_counterexample_deeper)
         vijp_net net;
         vijp_error err = {0};
         ck_assert_msg(!vijp_net_build(&net, specs[t], 3, 4, &err), "%s", err.msg);
-        ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 1, &err));
+        ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, 1, &err));
         double lo[4], hi[4], xa[4], xb[4];
         for (size_t j = 0; j < 4; j++) lo[j] = -radius[t], hi[j] = radius[t];
         vijp_box_certificate c;

@@ -250,7 +250,7 @@ static vijp_drift_setup cond_setup(const char *spec, size_t width, size_t batch,
 {
     vijp_drift_setup s = {0};
     s.problem = (vijp_grad_setup){.spec = spec, .depth = 6, .width = width, .batch = batch, .seed = test_seed(),
-                                  .init = {VIJP_INIT_GAUSSIAN, 1}, .loss = VIJP_LOSS_SQUARE};
+                                  .init = {.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, .loss = VIJP_LOSS_SQUARE};
     ck_assert(!vijp_format_parse("double", &s.problem.fmt, NULL));
     s.skip_reference = 1, s.cond_exact_max_width = exact_max;
     return s;

@@ -325,7 +325,7 @@ START_TEST(revnet_reconstruction_depth_64)
     vijp_format_fixed(&F, VIJP_DOUBLE);
     vijp_net net;
     ck_assert(!vijp_net_build(&net, "additive", D, N, NULL));
-    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, test_seed(), NULL));
+    ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, test_seed(), NULL));
     vijp_mat th[D], X;
     ck_assert(!vijp_net_params(&net, &F, th, NULL));
     double x[N * NB], t[N * NB];
@@ -628,7 +628,7 @@ START_TEST(inv1x1_logdet)
 {
     vijp_net net;
     ck_assert(!vijp_net_build(&net, "inv1x1:4", 1, 12, NULL));
-    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, test_seed(), NULL));
+    ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, test_seed(), NULL));
     const vijp_layer *L = &net.layers[0];
     double x[12] = {0}, J[144], smax, smin;
     vijp_format fd;

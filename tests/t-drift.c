@@ -394,7 +394,7 @@ static vijp_drift_setup setup(const char *spec, size_t depth, size_t width, vijp
 {
     vijp_drift_setup s = {0};
     s.problem = (vijp_grad_setup){.spec = spec, .depth = depth, .width = width, .batch = 1, .seed = seed,
-                                  .init = {init, 1}, .loss = VIJP_LOSS_SQUARE};
+                                  .init = {.kind = init, .gain = 1}, .loss = VIJP_LOSS_SQUARE};
     ck_assert(!vijp_format_parse(fmt, &s.problem.fmt, NULL));
     s.engines = moonwalk, s.n_engines = 1;
     return s;
@@ -542,7 +542,7 @@ START_TEST(memo_copy_in_double)
     static const char *const fmts[] = {"binary32", "bfloat16+binary32", "double"};
     for (size_t k = 0; k < 3; k++) {
         vijp_grad_setup gs = {.spec = "dense:32,gelu,linear:16x16,layernorm", .depth = 8, .width = 32, .batch = 8,
-                              .seed = test_seed(), .init = {VIJP_INIT_ORTHOGONAL, 1}, .loss = VIJP_LOSS_SQUARE};
+                              .seed = test_seed(), .init = {.kind = VIJP_INIT_ORTHOGONAL, .gain = 1}, .loss = VIJP_LOSS_SQUARE};
         ck_assert(!vijp_format_parse(fmts[k], &gs.fmt, NULL));
         ck_assert(vijp_drift_memo_copy_double(&gs.fmt));
         vijp_error err = {0};
@@ -719,7 +719,7 @@ START_TEST(own_memo_holds_upper_level_rounded)
     static const long held[] = {170, 128};
     for (size_t k = 0; k < 2; k++) {
         vijp_grad_setup gs = {.spec = "dense:32,gelu", .depth = 4, .width = 32, .batch = 8, .seed = test_seed(),
-                              .init = {VIJP_INIT_ORTHOGONAL, 1}, .loss = VIJP_LOSS_SQUARE};
+                              .init = {.kind = VIJP_INIT_ORTHOGONAL, .gain = 1}, .loss = VIJP_LOSS_SQUARE};
         ck_assert(!vijp_format_parse(fmts[k], &gs.fmt, NULL));
         vijp_error err = {0};
         vijp_net net;
@@ -1189,7 +1189,7 @@ static void *request(void *arg)
 {
     draw_request *r = arg;
     vijp_error err = {0};
-    r->rc = study_draws_get(r->d, r->key, &r->net, &err);
+    r->rc = study_draws_get(r->d, r->key, 1, &r->net, &err);
     return NULL;
 }
 
@@ -1204,7 +1204,7 @@ START_TEST(draws_table)
     ck_assert(!vijp_net_template(&tmpl, "dense:8,gelu", 6, 8, &err));
     study_draws_source src = {&tmpl, 6, 8, 1, "/nonexistent/w.safetensors"};
     study_draws *d = study_draws_new(&src);
-    vijp_init orth = {VIJP_INIT_ORTHOGONAL, 1};
+    vijp_init orth = {.kind = VIJP_INIT_ORTHOGONAL, .gain = 1};
     study_draw_key k = {0, orth, test_seed(), 0}, other = {0, orth, test_seed() + 1, 0};
     study_draws_expect(d, k, 2);
     draw_request r[2] = {{d, k, NULL, -1}, {d, k, NULL, -1}};
@@ -1215,17 +1215,17 @@ START_TEST(draws_table)
     vijp_net want = fresh_draw("dense:8,gelu", 6, 8, orth, test_seed()), want2 = fresh_draw("dense:8,gelu", 6, 8, orth, test_seed() + 1);
     ck_assert_msg(same_params(r[0].net, &want), "the shared draw differs from a fresh one");
     const vijp_net *n2;
-    ck_assert(!study_draws_get(d, other, &n2, &err) && n2 != r[0].net && study_draws_made(d) == 2);
+    ck_assert(!study_draws_get(d, other, 1, &n2, &err) && n2 != r[0].net && study_draws_made(d) == 2);
     ck_assert_msg(same_params(n2, &want2) && !same_params(n2, &want), "seed %llu's draw is not its own",
                   (unsigned long long)test_seed() + 1);
     study_draws_put(d, other, 0);
     study_draws_put(d, k, 1), study_draws_put(d, k, 1); /* the last expected use: freed */
     const vijp_net *n3;
-    ck_assert(!study_draws_get(d, k, &n3, &err) && study_draws_made(d) == 3 && same_params(n3, &want));
+    ck_assert(!study_draws_get(d, k, 1, &n3, &err) && study_draws_made(d) == 3 && same_params(n3, &want));
     study_draws_put(d, k, 0);
     study_draw_key bad = {0, orth, test_seed(), 1}; /* with the missing weights file */
     const vijp_net *n4 = NULL;
-    int rc = study_draws_get(d, bad, &n4, &err), rc2 = study_draws_get(d, bad, &n4, &again);
+    int rc = study_draws_get(d, bad, 1, &n4, &err), rc2 = study_draws_get(d, bad, 1, &n4, &again);
     ck_assert_msg(rc && rc == rc2 && !n4 && !strcmp(err.msg, again.msg) && strstr(err.msg, "/nonexistent/w.safetensors"),
                   "%d %d: %s / %s", rc, rc2, err.msg, again.msg);
     ck_assert_uint_eq(study_draws_made(d), 4);

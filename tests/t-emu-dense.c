@@ -531,7 +531,7 @@ START_TEST(each_format_takes_its_route)
         vijp_error err = {0};
         ck_assert_int_eq(vijp_format_parse(wide[fi], &f, NULL), 0);
         ck_assert_msg(!vijp_net_build(&net, "dense:17", 1, 17, &err), "%s", err.msg);
-        ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 3, &err));
+        ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, 3, &err));
         const vijp_layer *L = &net.layers[0];
         size_t n = L->in, B = 4;
         vijp_mat th, X, G, Y, O;

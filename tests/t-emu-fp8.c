@@ -72,7 +72,7 @@ static void along_net(const char *fmt)
     vijp_error err = {0};
     ck_assert_int_eq(vijp_format_parse(fmt, &f, NULL), 0);
     ck_assert_msg(!vijp_net_build(&net, "dense:40,tanh,dense:24,leaky:0.5,dense:40,gelu", 1, WIDTH, &err), "%s", err.msg);
-    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 7, &err));
+    ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, 7, &err));
     vijp_mat *th = calloc(net.depth, sizeof *th), *X = calloc(net.depth + 1, sizeof *X);
     ck_assert(!vijp_net_params(&net, &f, th, &err));
     double *d = calloc(WIDTH * B, sizeof *d);

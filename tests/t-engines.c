@@ -71,7 +71,7 @@ static void problem_init(problem *p, size_t i, const char *fmt)
     vijp_error err = {0};
     ck_assert(!vijp_format_parse(fmt, &p->F, &err));
     ck_assert_msg(!vijp_net_build(&p->net, nets[i].spec, DEPTH, nets[i].width, &err), "%s", err.msg);
-    ck_assert(!vijp_net_init(&p->net, (vijp_init){nets[i].init, 1}, test_seed() + i, &err));
+    ck_assert(!vijp_net_init(&p->net, (vijp_init){.kind = nets[i].init, .gain = 1}, test_seed() + i, &err));
     p->net.loss = i % 2 ? VIJP_LOSS_LINEAR : VIJP_LOSS_SQUARE; /* both losses */
     p->theta = calloc(DEPTH, sizeof *p->theta);
     ck_assert(!vijp_net_params(&p->net, &p->F, p->theta, &err));
@@ -190,7 +190,7 @@ START_TEST(stored_bytes_hand_counts)
     vijp_mat th[4], X, T;
     vijp_grads g;
     ck_assert(!vijp_net_build(&net, "dense:8,leaky:0.5", 4, 8, NULL));
-    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, 3, NULL));
+    ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_ORTHOGONAL, .gain = 1}, 3, NULL));
     ck_assert(!vijp_net_params(&net, &F, th, NULL));
     double x[16], t[16];
     vijp_net_sample(&net, 2, 3, x, t);
@@ -221,7 +221,7 @@ START_TEST(stored_bytes_hand_counts)
 
     /* dense 8 → 10 (tall) then relu, batch 2: fragments 2·2 (dense) + k (relu inactive) */
     ck_assert(!vijp_net_build(&net, "dense:10,relu", 2, 8, NULL));
-    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 5, NULL));
+    ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, 5, NULL));
     ck_assert(!vijp_net_params(&net, &F, th, NULL));
     vijp_mat T2, H;
     vijp_mat_init(&T2, 10, 2, &F), vijp_mat_init(&H, 10, 2, &F);
@@ -252,7 +252,7 @@ START_TEST(stored_bytes_hand_counts)
      * moonwalk h_0 + the GELU input = 256; the GELU has no inverse, so the
      * reversible engine keeps its input, 128. */
     ck_assert(!vijp_net_build(&net, "dense:8,gelu", 2, 8, NULL));
-    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, 3, NULL));
+    ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_ORTHOGONAL, .gain = 1}, 3, NULL));
     ck_assert(!vijp_net_params(&net, &F, th, NULL));
     vijp_engine_kind kinds[] = {VIJP_ENGINE_BACKPROP, VIJP_ENGINE_MOONWALK, VIJP_ENGINE_REVERSIBLE};
     size_t want[] = {256, 256, 128};
@@ -269,7 +269,7 @@ START_TEST(stored_bytes_hand_counts)
      * alone (128 bytes) where backprop keeps h_0 … h_5 (768). */
     vijp_mat th6[6];
     ck_assert(!vijp_net_build(&net, "inv1x1:2,affine,squeeze:2x2", 6, 8, NULL));
-    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 3, NULL));
+    ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, 3, NULL));
     ck_assert(!vijp_net_params(&net, &F, th6, NULL));
     ck_assert(!vijp_engine_run(VIJP_ENGINE_MOONWALK, &net, th6, &X, &T, &g, NULL));
     ck_assert_uint_eq(g.stored_bytes, 128);
@@ -465,7 +465,7 @@ START_TEST(checkpoint_segments)
     vijp_net net;
     vijp_mat th[8], X, T;
     ck_assert(!vijp_net_build(&net, "dense:8,leaky:0.5", 8, 8, NULL));
-    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, 4, NULL));
+    ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_ORTHOGONAL, .gain = 1}, 4, NULL));
     ck_assert(!vijp_net_params(&net, &F, th, NULL));
     double x[16], t[16];
     vijp_net_sample(&net, 2, 4, x, t);
@@ -716,7 +716,7 @@ START_TEST(batch_is_sum_of_samples)
     ck_assert(!vijp_format_parse("mpfr:256", &F, NULL));
     vijp_net net;
     ck_assert(!vijp_net_build(&net, "dense:5,leaky:0.2", 4, 5, NULL));
-    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 9, NULL));
+    ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, 9, NULL));
     vijp_mat th[4], X, T, x, t, sum;
     ck_assert(!vijp_net_params(&net, &F, th, NULL));
     double xs[15], ts[15];

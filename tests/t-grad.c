@@ -16,7 +16,7 @@
 static void setup(vijp_grad_setup *s, const char *spec, size_t depth, size_t width, const char *fmt)
 {
     *s = (vijp_grad_setup){.spec = spec, .depth = depth, .width = width, .batch = 2, .seed = 1,
-                           .init = {VIJP_INIT_ORTHOGONAL, 1}, .loss = VIJP_LOSS_SQUARE};
+                           .init = {.kind = VIJP_INIT_ORTHOGONAL, .gain = 1}, .loss = VIJP_LOSS_SQUARE};
     vijp_error err = {0};
     ck_assert_msg(!vijp_format_parse(fmt, &s->fmt, &err), "%s", err.msg);
 }

@@ -557,7 +557,7 @@ START_TEST(kernel_formats)
         vijp_format F;
         ck_assert(!vijp_format_parse(fmts[k], &F, &err));
         ck_assert(!vijp_net_build(&net, "dense:16,gelu", 4, 16, &err));
-        ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 5, &err));
+        ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, 5, &err));
         vijp_mat *theta = vijp_alloc_array(4, sizeof *theta), X, T;
         ck_assert(!vijp_net_params(&net, &F, theta, &err));
         double *x = vijp_alloc_array(16 * 64, sizeof *x), *t = vijp_alloc_array(16 * 64, sizeof *t);

@@ -383,7 +383,7 @@ START_TEST(bad_inputs)
 
     /* singular square dense: a zero row in W makes Wᵀ gy = gx unsolvable */
     ck_assert(!vijp_net_build(&net, "dense:4", 1, 4, &err));
-    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 7, NULL));
+    ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, 7, NULL));
     for (size_t k = 0; k < 4; k++) net.theta[0][2 + 4 * k] = 0;
     vijp_mat th = theta_of(&net, &F), X, G, Y, Xs;
     vijp_mat_init(&X, 4, 2, &F), vijp_mat_init(&G, 4, 2, &F), vijp_mat_init(&Y, 4, 2, &F), vijp_mat_init(&Xs, 3, 2, &F);
@@ -398,7 +398,7 @@ START_TEST(bad_inputs)
 
     /* rank-deficient tall dense: the cokernel exceeds the m − n stored numbers */
     ck_assert(!vijp_net_build(&net, "dense:4", 1, 2, &err));
-    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 7, NULL));
+    ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, 7, NULL));
     for (size_t i = 0; i < 4; i++) net.theta[0][i + 4] = 0; /* zero column: R[1,1] = 0 exactly */
     th = theta_of(&net, &F);
     vijp_mat Xt, Gt, c;
@@ -420,7 +420,7 @@ START_TEST(bad_inputs)
 
     /* NaN and Inf in the inputs of an engine */
     ck_assert(!vijp_net_build(&net, "dense:4,leaky:0.5", 2, 4, &err));
-    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, 7, NULL));
+    ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_ORTHOGONAL, .gain = 1}, 7, NULL));
     vijp_mat thn[2];
     ck_assert(!vijp_net_params(&net, &F, thn, NULL));
     vijp_grads out;
@@ -476,7 +476,7 @@ START_TEST(initialisers)
         vijp_net net;
         ck_assert(!vijp_net_build(&net, spec, 1, 0, NULL));
         for (int g = 1; g <= 2; g++) {
-            vijp_init in = {g == 1 ? VIJP_INIT_ORTHOGONAL : VIJP_INIT_SCALED, g == 1 ? 1.0 : 3.0};
+            vijp_init in = {.kind = g == 1 ? VIJP_INIT_ORTHOGONAL : VIJP_INIT_SCALED, .gain = g == 1 ? 1.0 : 3.0};
             ck_assert(!vijp_net_init(&net, in, 11, NULL));
             const double *W = net.theta[0];
             for (size_t a = 0; a < r; a++)
@@ -489,7 +489,7 @@ START_TEST(initialisers)
                                   "%s %s: <w_%zu, w_%zu> = %g", spec, g == 1 ? "orthogonal" : "scaled:3", a, b, dot);
                 }
         }
-        ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 11, NULL));
+        ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, 11, NULL));
         double fro = 0;
         for (size_t k = 0; k < m * n; k++) fro += net.theta[0][k] * net.theta[0][k];
         /* E‖W‖² = m, sd = m·sqrt(2/(mn)) */
@@ -497,7 +497,7 @@ START_TEST(initialisers)
         /* kaiming-uniform (PyTorch's nn.Linear): W and b in [−a, a], a = 1/√n;
          * E w² = a²/3, Var w² = 4a⁴/45, so Σ w² over the mn + m entries is
          * (mn + m)a²/3 within 6 sd = 6·sqrt(4(mn + m)/45)·a². */
-        ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_KAIMING_UNIFORM, 1}, 11, NULL));
+        ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_KAIMING_UNIFORM, .gain = 1}, 11, NULL));
         double a = 1 / sqrt((double)n), sq = 0, N = (double)(m * n + m);
         for (size_t k = 0; k < m * n + m; k++) {
             ck_assert_msg(fabs(net.theta[0][k]) <= a, "%s kaiming-uniform: entry %zu = %g outside ±%g", spec, k, net.theta[0][k], a);
@@ -533,7 +533,7 @@ START_TEST(circular_vijp_backward_error)
     vijp_format_fixed(&F, VIJP_DOUBLE);
     vijp_net net;
     ck_assert(!vijp_net_build(&net, c[_i].spec, 1, c[_i].width, NULL));
-    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, test_seed(), NULL));
+    ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, test_seed(), NULL));
     vijp_mat th = theta_of(&net, &F), X, G, Z, R, z1, g1;
     size_t n = c[_i].width;
     vijp_mat_init(&X, n, B, &F), vijp_mat_init(&G, n, B, &F), vijp_mat_init(&Z, n, B, &F), vijp_mat_init(&R, n, B, &F);

@@ -336,7 +336,7 @@ START_TEST(weights_along_rows)
     vijp_net net;
     vijp_error err = {0};
     ck_assert(!vijp_net_build(&net, "dense:40", 1, 40, &err));
-    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, test_seed(), &err));
+    ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, test_seed(), &err));
     const double *th = net.theta[0];
     for (size_t i = 0; i < 40 * 40; i += 41) net.theta[0][i] *= 64; /* a large entry in each row's first block: rows differ */
     vijp_mat theta;

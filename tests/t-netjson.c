@@ -157,7 +157,7 @@ START_TEST(test_torch_layout)
     for (int k = 0; k < 14; k++) ck_assert_msg(n.theta[2][k] == conv_theta[k], "conv θ[%d] = %g", k, n.theta[2][k]);
     ck_assert(!n.given[1]);
     /* vijp_net_init leaves given layers alone */
-    ck_assert(!vijp_net_init(&n, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 3, &err));
+    ck_assert(!vijp_net_init(&n, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, 3, &err));
     ck_assert(n.theta[0][0] == 1 && n.theta[2][13] == 14 && n.theta[1][0] != 0);
     vijp_net_free(&n);
 }

@@ -353,7 +353,7 @@ START_TEST(norm_cokernel_dimension)
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         vijp_net net;
         ck_assert(!vijp_net_build(&net, cases[c].spec, 1, cases[c].width, NULL));
-        ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, 11 + c, NULL));
+        ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, 11 + c, NULL));
         const vijp_layer *L = &net.layers[0];
         size_t n = L->in, P = L->type->param_count(L), N = 0, G = 0, C = 0;
         if (sscanf(cases[c].spec, "groupnorm:%zux%zu", &G, &C) == 2) N = n / G;

@@ -7,6 +7,7 @@
  * the bits of the plain loops it was first written as, kept here. */
 #include "fixtures/testutil.h"
 #include "layers/init.h"
+#include "base/fork.h"
 #include <math.h>
 #include <mpfr.h>
 #include <stdlib.h>
@@ -66,7 +67,7 @@ START_TEST(householder_is_orthogonal_to_working_precision)
         vijp_rng rng;
         vijp_rng_seed(&rng, 11 + s);
         double *W = malloc(m * n * sizeof *W);
-        ck_assert(!vijp_orthogonal_householder(m, n, &rng, 0, W));
+        ck_assert(!vijp_orthogonal_householder(m, n, &rng, 0, 1, W));
         double e = orthogonality_error(W, m, n), bound = orthogonality_bound(m > n ? m : n, m > n ? n : m);
         ck_assert_msg(e <= bound, "%zux%zu: max |QᵀQ − I| = %g > %g", m, n, e, bound);
         free(W);
@@ -84,12 +85,38 @@ START_TEST(householder_same_bits_portable_and_vector)
         double *a = malloc(m * n * sizeof *a), *b = malloc(m * n * sizeof *b), *c = malloc(m * n * sizeof *c);
         vijp_rng r1, r2, r3;
         vijp_rng_seed(&r1, 5), vijp_rng_seed(&r2, 5), vijp_rng_seed(&r3, 5);
-        ck_assert(!vijp_orthogonal_householder(m, n, &r1, 0, a));
-        ck_assert(!vijp_orthogonal_householder(m, n, &r2, 1, b));
-        ck_assert(!vijp_orthogonal_householder(m, n, &r3, 0, c));
+        ck_assert(!vijp_orthogonal_householder(m, n, &r1, 0, 1, a));
+        ck_assert(!vijp_orthogonal_householder(m, n, &r2, 1, 1, b));
+        ck_assert(!vijp_orthogonal_householder(m, n, &r3, 0, 3, c));
         ck_assert_msg(!memcmp(a, b, m * n * sizeof *a), "%zux%zu: portable and vector loops differ", m, n);
         ck_assert_msg(!memcmp(a, c, m * n * sizeof *a), "%zux%zu: two runs differ", m, n);
         free(a), free(b), free(c);
+    }
+}
+END_TEST
+
+/* Bit for bit on any thread count: the Householder product's updates split
+ * over ranges of Q's columns (wide enough here that the first blocks split
+ * into at least three parts, and the later, narrower ones into fewer), and
+ * vijp_orthogonal_init passes its count on above the MGS threshold. */
+START_TEST(householder_same_bits_any_threads)
+{
+    static const size_t wide[][2] = {{600, 600}, {700, 530}, {530, 700}};
+    static const int counts[] = {2, 3, 5};
+    for (size_t s = 0; s < sizeof wide / sizeof *wide; s++) {
+        size_t m = wide[s][0], n = wide[s][1], r = m > n ? m : n, c = m > n ? n : m;
+        ck_assert(vijp_fork_parts(5, c, 4.0 * 16 * (double)r * (double)c, VIJP_FORK_MIN_WORK) >= 3);
+        double *a = malloc(m * n * sizeof *a), *b = malloc(m * n * sizeof *b);
+        vijp_rng r1;
+        vijp_rng_seed(&r1, 9);
+        ck_assert(!vijp_orthogonal_householder(m, n, &r1, 0, 1, a));
+        for (size_t k = 0; k < sizeof counts / sizeof *counts; k++) {
+            vijp_rng rk;
+            vijp_rng_seed(&rk, 9);
+            ck_assert(!vijp_orthogonal_init(m, n, &rk, counts[k], b));
+            ck_assert_msg(!memcmp(a, b, m * n * sizeof *a), "%zux%zu: %d threads differ from one", m, n, counts[k]);
+        }
+        free(a), free(b);
     }
 }
 END_TEST
@@ -106,7 +133,7 @@ START_TEST(householder_first_moments_are_haar)
     for (int k = 0; k < SEEDS; k++) {
         vijp_rng rng;
         vijp_rng_seed(&rng, 1000 + (uint64_t)k);
-        ck_assert(!vijp_orthogonal_householder(N, N, &rng, 0, W));
+        ck_assert(!vijp_orthogonal_householder(N, N, &rng, 0, 1, W));
         sum += W[0], sum2 += W[0] * W[0];
     }
     double n = N, mean = sum / SEEDS, mean2 = sum2 / SEEDS;
@@ -188,8 +215,8 @@ START_TEST(init_switches_at_threshold)
         double *a = malloc(m * n * sizeof *a), *b = malloc(m * n * sizeof *b);
         vijp_rng r1, r2;
         vijp_rng_seed(&r1, 3), vijp_rng_seed(&r2, 3);
-        ck_assert(!vijp_orthogonal_init(m, n, &r1, a));
-        ck_assert(!(mgs ? vijp_orthogonal_mgs2(m, n, &r2, 0, b) : vijp_orthogonal_householder(m, n, &r2, 0, b)));
+        ck_assert(!vijp_orthogonal_init(m, n, &r1, 2, a));
+        ck_assert(!(mgs ? vijp_orthogonal_mgs2(m, n, &r2, 0, b) : vijp_orthogonal_householder(m, n, &r2, 0, 1, b)));
         ck_assert_msg(!memcmp(a, b, m * n * sizeof *a), "%zux%zu: not the %s algorithm", m, n, mgs ? "MGS" : "blocked");
         free(a), free(b);
     }
@@ -256,6 +283,7 @@ Suite *suite_orthogonal(void)
     TCase *tc = tcase_create("householder");
     tcase_add_test(tc, householder_is_orthogonal_to_working_precision);
     tcase_add_test(tc, householder_same_bits_portable_and_vector);
+    tcase_add_test(tc, householder_same_bits_any_threads);
     tcase_add_test(tc, householder_first_moments_are_haar);
     tcase_add_test(tc, init_switches_at_threshold);
     tcase_add_test(tc, mgs2_same_bits_as_plain_loops);

@@ -506,7 +506,7 @@ START_TEST(drift_curve_matches_unpacked_reference)
     for (size_t fi = 0; fi < 4; fi++) {
         vijp_drift_setup s = {0};
         s.problem = (vijp_grad_setup){.spec = "dense:8,gelu", .depth = 10, .width = 8, .batch = 3, .seed = test_seed(),
-                                      .init = {VIJP_INIT_ORTHOGONAL, 1}, .loss = VIJP_LOSS_SQUARE};
+                                      .init = {.kind = VIJP_INIT_ORTHOGONAL, .gain = 1}, .loss = VIJP_LOSS_SQUARE};
         ck_assert(!vijp_format_parse(formats[fi], &s.problem.fmt, NULL));
         s.engines = moonwalk, s.n_engines = 1, s.ref_prec_start = starts[fi];
         s.memo = shared[fi] ? vijp_drift_memo_new() : NULL;

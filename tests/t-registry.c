@@ -125,7 +125,7 @@ START_TEST(registered_type_in_a_net)
     vijp_net net;
     vijp_error err = {0};
     ck_assert_msg(!vijp_net_build(&net, "scaledtanh,dense:4", 3, 4, &err), "%s", err.msg);
-    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, 5, &err));
+    ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_ORTHOGONAL, .gain = 1}, 5, &err));
     net.loss = VIJP_LOSS_SQUARE;
     vijp_format F;
     vijp_format_fixed(&F, VIJP_DOUBLE);
@@ -176,7 +176,7 @@ START_TEST(registered_type_in_a_net)
     Td = *scaledtanh(), Td.mp = NULL;
     register_variant(&Td, "scaledtanh_double");
     ck_assert(!vijp_net_build(&net, "scaledtanh_double,dense:4", 3, 4, &err));
-    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, 5, &err));
+    ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_ORTHOGONAL, .gain = 1}, 5, &err));
     ck_assert(!vijp_net_params(&net, &M, th, &err));
     ck_assert_int_eq(vijp_engine_run(VIJP_ENGINE_BACKPROP, &net, th, &XM, &TM, &g, &err), VIJP_EUNSUPPORTED);
     ck_assert_msg(strstr(err.msg, "scaledtanh_double") && strstr(err.msg, "MPFR"), "%s", err.msg);

@@ -74,7 +74,7 @@ END_TEST
 static void scaled_block(vijp_net *net, double s, uint64_t seed)
 {
     ck_assert(!vijp_net_build(net, "residual:dense:4+tanh", 1, N, NULL));
-    ck_assert(!vijp_net_init(net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, seed, NULL));
+    ck_assert(!vijp_net_init(net, (vijp_init){.kind = VIJP_INIT_ORTHOGONAL, .gain = 1}, seed, NULL));
     for (size_t i = 0; i < N * N; i++) net->theta[0][i] *= s;
 }
 
@@ -196,7 +196,7 @@ START_TEST(reconstruction_vs_oracle)
     for (size_t f = 0; f < 2; f++) {
         vijp_net net;
         ck_assert(!vijp_net_build(&net, "residual:dense:4+tanh", 3, N, NULL));
-        ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, 14, NULL));
+        ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_ORTHOGONAL, .gain = 1}, 14, NULL));
         for (size_t l = 0; l < 3; l++)
             for (size_t i = 0; i < N * N; i++) net.theta[l][i] *= 0.5;
         vijp_format F;
@@ -287,7 +287,7 @@ START_TEST(json_blocks)
              "{\"type\": \"additive\", \"F\": [{\"type\": \"residual\", \"layers\": [" DENSE("2") "," TANH "]}],"
              " \"G\": [{\"type\": \"residual\", \"layers\": [" DENSE("2") "," TANH "]}]}", inner);
     ck_assert_msg(!parse(&net, layers, &err), "%s", err.msg);
-    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, 16, NULL));
+    ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_ORTHOGONAL, .gain = 1}, 16, NULL));
     const vijp_layer *outer = &net.layers[0];
     ck_assert_uint_eq(vijp_residual_count(outer, 0), 3);
     ck_assert_str_eq(vijp_residual_sub(outer, 0, 1)->type->name, "residual");

@@ -371,7 +371,7 @@ START_TEST(nvfp4_dense_parameters)
     vijp_net net;
     vijp_error err = {0};
     ck_assert(!vijp_net_build(&net, "dense:20", 1, W, &err));
-    ck_assert(!vijp_net_init(&net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, test_seed(), &err));
+    ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, test_seed(), &err));
     for (size_t i = 0; i < P; i++) net.theta[0][i] = (float)net.theta[0][i]; /* binary32 values */
     net.theta[0][5] *= 100; /* one row's block far above the rest */
     float th[P], line[W], want[P], out[W];

@@ -69,6 +69,7 @@ typedef enum { VIJP_INIT_GAUSSIAN, VIJP_INIT_ORTHOGONAL, VIJP_INIT_SCALED, VIJP_
 typedef struct {
     vijp_init_kind kind;
     double gain; /* scaled: W = gain · orthogonal */
+    int threads; /* threads the draw may use (0 or 1: the caller's alone); the same values on any count */
 } vijp_init;
 
 /* The context an operator runs in: the kernel set (the library's inner

@@ -62,7 +62,7 @@ static int set_params(check_fix *t, const vijp_check_opts *o, vijp_error *err)
     for (size_t p = 0; o->params && p < P; p++)
         if (!isfinite(o->params[p]))
             return vijp_fail(err, VIJP_EINVAL, "parameter %zu given is %g, not a finite number", p, o->params[p]);
-    int rc = vijp_net_init(&t->net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, o->seed, err);
+    int rc = vijp_net_init(&t->net, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, o->seed, err);
     if (rc || !P) return rc;
     if (o->params) memcpy(t->net.theta[0], o->params, P * sizeof *o->params);
     else perturb(t->net.theta[0], P, o->seed);

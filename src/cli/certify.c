@@ -315,7 +315,7 @@ static int parse_args(int argc, char **argv, certify_args *a)
 static int certify_command(const mpi_world *w, int argc, char **argv)
 {
     certify_args a = {.init_name = "gaussian", .samples = 16, .seed = 1, .scale = 1, .range = 1000,
-                      .init = {VIJP_INIT_GAUSSIAN, 1}};
+                      .init = {.kind = VIJP_INIT_GAUSSIAN, .gain = 1}};
     vijp_net net = {0};
     vijp_array xin = {0};
     vijp_error err = {0};

@@ -172,7 +172,7 @@ static int setup(const eval_args *a, eval_run *r, vijp_error *err)
     int rc = vijp_format_parse(a->format, &r->F, err);
     if (!rc) rc = vijp_net_build(&r->net, a->spec, 1, w0, err);
     if (!rc && a->params) rc = read_params(a->params, &r->net, err);
-    if (!rc) rc = vijp_net_init(&r->net, (vijp_init){VIJP_INIT_GAUSSIAN, 1}, a->seed, err);
+    if (!rc) rc = vijp_net_init(&r->net, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, a->seed, err);
     if (!rc) rc = vijp_net_params(&r->net, &r->F, &r->th, err);
     if (rc) return rc;
     const vijp_layer *L = &r->net.layers[0];

@@ -340,7 +340,7 @@ static int grad_command(grad_args *a, int argc, char **argv)
 int cli_grad(int argc, char **argv)
 {
     grad_args a = {.s = {.spec = "dense:64,leaky:0.1", .depth = 8, .batch = 1, .seed = 1,
-                         .init = {VIJP_INIT_ORTHOGONAL, 1}, .loss = VIJP_LOSS_SQUARE},
+                         .init = {.kind = VIJP_INIT_ORTHOGONAL, .gain = 1}, .loss = VIJP_LOSS_SQUARE},
                    .engines = "moonwalk", .format = "double"};
     int rc = grad_command(&a, argc, argv);
     vijp_net_free(&a.net);

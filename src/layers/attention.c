@@ -116,7 +116,7 @@ static int init(const vijp_layer *L, vijp_init in, vijp_rng *rng, double *th)
     double *W = vijp_scratch(D * D);
     int rc = 0;
     for (size_t w = 0; w < 4 && !rc; w++) {
-        rc = vijp_orthogonal_init(D, D, rng, W);
+        rc = vijp_orthogonal_init(D, D, rng, in.threads, W);
         double g = in.kind == VIJP_INIT_SCALED ? in.gain : 1;
         double *dst = th + (w < 3 ? W_IN(L) + w * D * D : W_OUT(L));
         for (size_t i = 0; i < D * D; i++) dst[i] = g * W[i];

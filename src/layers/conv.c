@@ -339,7 +339,7 @@ static int init(const vijp_layer *L, vijp_init in, vijp_rng *rng, double *theta)
         for (size_t i = 0; i < NW(L); i++) theta[i] = s * vijp_rng_normal(rng);
     } else {
         double *Q = vijp_alloc_array(D * C, sizeof *Q);
-        int rc = vijp_orthogonal_init(D, C, rng, Q);
+        int rc = vijp_orthogonal_init(D, C, rng, in.threads, Q);
         for (size_t o = 0; !rc && o < D; o++)
             for (size_t c = 0; c < C; c++) theta[(o * C + c) * T + centre] = (in.kind == VIJP_INIT_SCALED ? in.gain : 1) * Q[o + c * D];
         free(Q);

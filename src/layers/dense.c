@@ -59,7 +59,7 @@ static int init(const vijp_layer *L, vijp_init in, vijp_rng *rng, double *theta)
         double s = 1 / sqrt((double)n); /* variance 1/n keeps ‖Wx‖ ≈ ‖x‖ */
         for (size_t i = 0; i < m * n; i++) W[i] = s * vijp_rng_normal(rng);
     } else {
-        int rc = vijp_orthogonal_init(m, n, rng, W);
+        int rc = vijp_orthogonal_init(m, n, rng, in.threads, W);
         if (rc) return rc;
         if (in.kind == VIJP_INIT_SCALED)
             for (size_t i = 0; i < m * n; i++) W[i] *= in.gain;

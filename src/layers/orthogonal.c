@@ -16,6 +16,7 @@
  *    matrix-product loops that keep a tile in cache and vectorise across
  *    independent sums (orthogonal_block.h). */
 #include "init.h"
+#include "base/fork.h"
 #include "vijp/error.h"
 #include <math.h>
 #include <stdlib.h>
@@ -134,7 +135,26 @@ static void wy_apply(const wy_block *blk, double *C, size_t ldc, size_t nc, doub
     for (size_t t0 = 0; t0 < len; t0 += OT) k->c_minus_vy(blk->Vp, Y, C, ldc, t0, t0 + OT < len ? t0 + OT : len, nc);
 }
 
-int vijp_orthogonal_householder(size_t m, size_t n, vijp_rng *rng, int portable, double *W)
+/* wy_apply over ranges of C's columns on up to threads threads: a column's
+ * W, Y and update read that column alone and the block, by the same
+ * operations in the same order whatever the range (the kernels run their
+ * vectors across independent sums, two or four columns at a time or one),
+ * so any split gives the same bits (base/fork.h). */
+typedef struct {
+    const wy_block *blk;
+    double *C, *W, *Y;
+    size_t ldc;
+    const wy_kernels *k;
+} wy_task;
+
+static void wy_columns(void *ctx, size_t part, size_t begin, size_t end)
+{
+    (void)part;
+    const wy_task *t = ctx;
+    wy_apply(t->blk, t->C + begin * t->ldc, t->ldc, end - begin, t->W + begin * OB, t->Y + begin * OB, t->k);
+}
+
+int vijp_orthogonal_householder(size_t m, size_t n, vijp_rng *rng, int portable, int threads, double *W)
 {
     size_t r = m > n ? m : n, c = m > n ? n : m;
     const wy_kernels *kernels = &portable_kernels;
@@ -162,7 +182,10 @@ int vijp_orthogonal_householder(size_t m, size_t n, vijp_rng *rng, int portable,
     for (size_t i0 = (c - 1) / OB * OB;; i0 -= OB) {
         size_t ib = c - i0 < OB ? c - i0 : OB;
         wy_pack(A, r, i0, ib, tau, &blk);
-        wy_apply(&blk, A + i0 + i0 * r, r, c - i0, Wk, Y, kernels);
+        size_t nc = c - i0;
+        wy_task task = {&blk, A + i0 + i0 * r, Wk, Y, r, kernels};
+        /* about 4·OB multiply-adds a row and column: W and the update */
+        vijp_fork(threads, nc, 4.0 * OB * (double)(r - i0) * (double)nc, wy_columns, &task);
         if (i0 == 0) break;
     }
     /* diag(R) > 0: Haar, as the Gaussian's QR; W = Q, or Qᵀ when wide */
@@ -225,9 +248,9 @@ int vijp_orthogonal_mgs2(size_t m, size_t n, vijp_rng *rng, int portable, double
     return rc;
 }
 
-int vijp_orthogonal_init(size_t m, size_t n, vijp_rng *rng, double *W)
+int vijp_orthogonal_init(size_t m, size_t n, vijp_rng *rng, int threads, double *W)
 {
     size_t r = m > n ? m : n;
     if (r <= VIJP_ORTHO_MGS_MAX_WIDTH) return vijp_orthogonal_mgs2(m, n, rng, 0, W);
-    return vijp_orthogonal_householder(m, n, rng, 0, W);
+    return vijp_orthogonal_householder(m, n, rng, 0, threads, W);
 }

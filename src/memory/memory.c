@@ -15,7 +15,7 @@
 static vijp_grad_setup profile_setup(const vijp_net *tmpl, size_t batch, uint64_t seed, const vijp_format *f)
 {
     return (vijp_grad_setup){.net = tmpl, .depth = tmpl->depth, .width = tmpl->width, .batch = batch, .seed = seed,
-                             .init = {VIJP_INIT_ORTHOGONAL, 1}, .loss = VIJP_LOSS_SQUARE, .fmt = *f};
+                             .init = {.kind = VIJP_INIT_ORTHOGONAL, .gain = 1}, .loss = VIJP_LOSS_SQUARE, .fmt = *f};
 }
 
 int vijp_memory_profile_draw(const vijp_net *tmpl, size_t batch, uint64_t seed, vijp_net *net, vijp_error *err)

@@ -27,7 +27,7 @@ static int memory_config(memory_table *m, const study *s, size_t c, const vijp_f
     const vijp_net *tmpl = &s->nets[s->configs[c].net], *net;
     vijp_net own = {0};
     study_draw_key key = study_profile_draw(s, c);
-    int rc = s->draws ? study_draws_get(s->draws, key, &net, err)
+    int rc = s->draws ? study_draws_get(s->draws, key, s->jobs, &net, err) /* after the curves: every job idle */
                       : vijp_memory_profile_draw(tmpl, s->batch, s->seeds[0], &own, err);
     if (rc) return rc;
     if (!s->draws) net = &own;

@@ -87,15 +87,17 @@ void study_draws_expect(study_draws *d, study_draw_key k, long uses)
     pthread_mutex_unlock(&d->lock);
 }
 
-/* The draw itself, as vijp_problem_setup makes it for a curve. */
-static int draw(const study_draws_source *src, study_draw_key k, vijp_net *net, vijp_error *err)
+/* The draw itself, as vijp_problem_setup makes it for a curve, on up to
+ * threads threads (the same values on any). */
+static int draw(const study_draws_source *src, study_draw_key k, int threads, vijp_net *net, vijp_error *err)
 {
     vijp_grad_setup s = {.net = &src->nets[k.net], .depth = src->depth, .width = src->width, .batch = src->batch,
                          .weights = k.weights ? src->weights : NULL, .seed = k.seed, .init = k.init};
+    s.init.threads = threads;
     return vijp_problem_draw(&s, net, err);
 }
 
-int study_draws_get(study_draws *d, study_draw_key k, const vijp_net **net, vijp_error *err)
+int study_draws_get(study_draws *d, study_draw_key k, int threads, const vijp_net **net, vijp_error *err)
 {
     pthread_mutex_lock(&d->lock);
     draw_entry *e = entry_of(d, k);
@@ -106,7 +108,7 @@ int study_draws_get(study_draws *d, study_draw_key k, const vijp_net **net, vijp
         pthread_mutex_unlock(&d->lock);
         vijp_net drawn;
         vijp_error why = {0};
-        int rc = draw(&d->src, k, &drawn, &why);
+        int rc = draw(&d->src, k, threads, &drawn, &why);
         pthread_mutex_lock(&d->lock);
         if (rc) e->state = DRAW_FAILED, e->rc = rc, e->error = why;
         else e->state = DRAW_READY, e->net = drawn;

@@ -39,9 +39,12 @@ void study_draws_free(study_draws *d); /* NULL: nothing */
  * between them, and freed once the last is done and nobody holds it. */
 void study_draws_expect(study_draws *d, study_draw_key k, long uses);
 /* k's net, drawn on first request (or again, after it was freed), into
- * *net: only read, valid until the matching study_draws_put.  A failed
- * draw fails every request with the same message. */
-VIJP_MUST_CHECK int study_draws_get(study_draws *d, study_draw_key k, const vijp_net **net, vijp_error *err);
+ * *net, on up to threads threads where this request draws it (the
+ * initialisers' vijp_init.threads: the same values on any count): only
+ * read, valid until the matching study_draws_put.  A failed draw fails
+ * every request with the same message. */
+VIJP_MUST_CHECK int study_draws_get(study_draws *d, study_draw_key k, int threads, const vijp_net **net,
+                                    vijp_error *err);
 /* Done holding k's net (after a successful get); done_use: this was one of
  * the expected uses. */
 void study_draws_put(study_draws *d, study_draw_key k, int done_use);

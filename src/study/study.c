@@ -274,12 +274,13 @@ int study_run_unit_memo(const study *s, size_t j, vijp_drift_memo *memo, int thr
         .ref_prec_max = s->ref_prec_max, .memo = memo,
     };
     ds.problem.fmt.threads = threads; /* the format carries it down: the products, the solves, the reference */
+    ds.problem.init.threads = threads; /* and the draw, where this curve draws its own net */
     vijp_error e = {0};
     const vijp_net *drawn = NULL;
     study_draw_key key = study_unit_draw(s, j);
     /* The net drawn once for every format and engine of this config and
      * seed (draws.h), where the pool keeps a table; else this curve's own */
-    int rc = s->draws ? study_draws_get(s->draws, key, &drawn, &e) : 0;
+    int rc = s->draws ? study_draws_get(s->draws, key, threads, &drawn, &e) : 0;
     if (!rc) rc = vijp_drift_run_drawn(&ds, drawn, c, &e);
     if (drawn) study_draws_put(s->draws, key, 1);
     if (rc) vijp_fail(err, rc, "%s", e.msg);

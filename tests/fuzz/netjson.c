@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (P <= 4096 && D <= 64) {
         vijp_net full;
         must(!vijp_net_parse_json(&full, (const char *)data, size, "fuzz.json", NULL, &err), "parses without parameters, not with");
-        must(!vijp_net_init(&full, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, 1, &err), "init failed");
+        must(!vijp_net_init(&full, (vijp_init){.kind = VIJP_INIT_ORTHOGONAL, .gain = 1}, 1, &err), "init failed");
         vijp_net_free(&full);
     }
     return 0;

@@ -37,7 +37,7 @@ static void forward(const char *spec, size_t depth, size_t width)
     vijp_net net;
     vijp_error err = {0};
     if (vijp_net_build(&net, spec, depth, width, &err)) return;
-    if (vijp_net_init(&net, (vijp_init){VIJP_INIT_ORTHOGONAL, 1}, 1, &err)) {
+    if (vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_ORTHOGONAL, .gain = 1}, 1, &err)) {
         vijp_net_free(&net);
         return;
     }
