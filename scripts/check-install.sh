@@ -82,7 +82,7 @@ int main(void)
     vijp_error err = {0};
     vijp_format f;
     vijp_net net;
-    vijp_init init = {VIJP_INIT_ORTHOGONAL, 1.0};
+    vijp_init init = {.kind = VIJP_INIT_ORTHOGONAL, .gain = 1.0};
 
     if (vijp_format_parse("binary32", &f, &err) != 0) {
         fprintf(stderr, "format: %s\n", err.msg);
