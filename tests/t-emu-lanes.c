@@ -181,13 +181,12 @@ static vijp_emu_grid elimination_grid(size_t i, const char **name)
     return vijp_emu_arith(&f);
 }
 
-/* One step y − t·x rounded on grid i: emu.h's scalar operations (which
- * tests/t-emu.c holds to the oracle), or on binary64's grid C's own double
- * product and difference, each rounded once (no contraction in this
- * build): what every double already is. */
+/* One step y − t·x on grid i: emu.h's scalar operations, each rounded
+ * to g (which tests/t-emu.c holds to the oracle), or on binary64's grid
+ * C's fma, y − t·x rounded once (emu.h's vijp_emu_elim_step). */
 static double elimination_want(size_t i, vijp_emu_grid g, double y, double t, double x)
 {
-    return i == N_FORMATS ? y - t * x : vijp_emu_sub(y, vijp_emu_mul(t, x, g), g);
+    return i == N_FORMATS ? fma(-t, x, y) : vijp_emu_sub(y, vijp_emu_mul(t, x, g), g);
 }
 
 /* The solves' elimination step (axpy_d) on every set: lengths below, at

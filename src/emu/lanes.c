@@ -45,7 +45,7 @@ static void ref_split_d(size_t m, size_t ncols, size_t K, const double *A, size_
 
 static void ref_axpy_d(size_t n, double t, const double *x, double *y, vijp_emu_grid g)
 {
-    for (size_t k = 0; k < n; k++) y[k] = vijp_emu_sub(y[k], vijp_emu_mul(t, x[k], g), g);
+    for (size_t k = 0; k < n; k++) y[k] = vijp_emu_elim_step(y[k], t, x[k], g);
 }
 
 static void ref_axpy_many_d(size_t n, size_t k, const double *t, const double *x, size_t ldx, double *y,

@@ -26,8 +26,10 @@ typedef uint64_t vu __attribute__((vector_size(VW * 8)));
 typedef float vf __attribute__((vector_size(VW * 8)));
 #if VW == 4
 static inline vf vfmaf(vf a, vf b, vf c) { return (vf)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c); }
+static inline vd vfmad(vd a, vd b, vd c) { return (vd)_mm256_fmadd_pd((__m256d)a, (__m256d)b, (__m256d)c); }
 #elif VW == 8
 static inline vf vfmaf(vf a, vf b, vf c) { return (vf)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c); }
+static inline vd vfmad(vd a, vd b, vd c) { return (vd)_mm512_fmadd_pd((__m512d)a, (__m512d)b, (__m512d)c); }
 #else
 #error "VW must be 4 or 8"
 #endif
@@ -143,10 +145,10 @@ static inline int grid_is_binary32(vijp_emu_grid g) { return g.p == 24 && g.emin
 static void simd_axpy_d(size_t n, double t, const double *x, double *y, vijp_emu_grid g)
 {
     size_t k = 0;
-    if (vijp_emu_is_binary64(g)) { /* every double on the grid: the plain product and difference (no contraction) */
-        vd tv = splat_d(t);
+    if (vijp_emu_is_binary64(g)) { /* emu.h's step on binary64's grid: fused, y − t·x rounded once */
+        vd mt = -splat_d(t);
         for (; k + VW <= n; k += VW) {
-            vd r = load_d(y + k) - tv * load_d(x + k);
+            vd r = vfmad(mt, load_d(x + k), load_d(y + k));
             memcpy(y + k, &r, sizeof r);
         }
     }
@@ -163,7 +165,7 @@ static void simd_axpy_d(size_t n, double t, const double *x, double *y, vijp_emu
         vd r = round_v(load_d(y + k) - round_v(tv * load_d(x + k), g), g);
         memcpy(y + k, &r, sizeof r);
     }
-    for (; k < n; k++) y[k] = vijp_emu_sub(y[k], vijp_emu_mul(t, x[k], g), g);
+    for (; k < n; k++) y[k] = vijp_emu_elim_step(y[k], t, x[k], g);
 }
 
 /* lanes.h's axpy_many_d: simd_axpy_d's lanes, each vector of y loaded once
@@ -173,21 +175,21 @@ static void simd_axpy_many_d(size_t n, size_t k, const double *t, const double *
                              vijp_emu_grid g)
 {
     size_t j = 0;
-    if (vijp_emu_is_binary64(g)) { /* every double on the grid: the plain steps, four chains at a time as below */
+    if (vijp_emu_is_binary64(g)) { /* emu.h's fused steps, four chains at a time as below */
         for (; j + 4 * VW <= n; j += 4 * VW) {
             vd y0 = load_d(y + j), y1 = load_d(y + j + VW), y2 = load_d(y + j + 2 * VW), y3 = load_d(y + j + 3 * VW);
             for (size_t c = 0; c < k; c++) {
                 const double *xc = x + c * ldx + j;
-                vd tv = splat_d(t[c]);
-                y0 = y0 - tv * load_d(xc), y1 = y1 - tv * load_d(xc + VW);
-                y2 = y2 - tv * load_d(xc + 2 * VW), y3 = y3 - tv * load_d(xc + 3 * VW);
+                vd mt = -splat_d(t[c]);
+                y0 = vfmad(mt, load_d(xc), y0), y1 = vfmad(mt, load_d(xc + VW), y1);
+                y2 = vfmad(mt, load_d(xc + 2 * VW), y2), y3 = vfmad(mt, load_d(xc + 3 * VW), y3);
             }
             memcpy(y + j, &y0, sizeof y0), memcpy(y + j + VW, &y1, sizeof y1);
             memcpy(y + j + 2 * VW, &y2, sizeof y2), memcpy(y + j + 3 * VW, &y3, sizeof y3);
         }
         for (; j + VW <= n; j += VW) { /* round_v below is for narrower grids only */
             vd yv = load_d(y + j);
-            for (size_t c = 0; c < k; c++) yv = yv - splat_d(t[c]) * load_d(x + c * ldx + j);
+            for (size_t c = 0; c < k; c++) yv = vfmad(-splat_d(t[c]), load_d(x + c * ldx + j), yv);
             memcpy(y + j, &yv, sizeof yv);
         }
     }
@@ -227,7 +229,7 @@ static void simd_axpy_many_d(size_t n, size_t k, const double *t, const double *
         memcpy(y + j, &yv, sizeof yv);
     }
     for (; j < n; j++)
-        for (size_t c = 0; c < k; c++) y[j] = vijp_emu_sub(y[j], vijp_emu_mul(t[c], x[c * ldx + j], g), g);
+        for (size_t c = 0; c < k; c++) y[j] = vijp_emu_elim_step(y[j], t[c], x[c * ldx + j], g);
 }
 
 #endif
