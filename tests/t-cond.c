@@ -6,6 +6,8 @@
 #include "fixtures/testutil.h"
 #include "vijp/drift.h"
 #include "drift/cond.h"
+#include "emu/dense.h"
+#include "base/fork.h"
 #include "grad/problem.h"
 #include <cblas.h>
 #include <lapacke.h>
@@ -94,30 +96,22 @@ END_TEST
  *    permutation): the computed x̂ of Jᵀx = b satisfies
  *    |b − Jᵀx̂| <= γ_3n Pᵀ|L̂||Û||x̂|, and of Jx = b, with J = Ûᵀ L̂ᵀ P,
  *    |b − Jx̂| <= γ_3n |Ûᵀ||L̂ᵀ||P x̂| (cond.c's dot sums in eight running
- *    sums, an error of γ_(k/8+3) <= γ_k on k terms: within the theorem's).
+ *    sums: any order of summation is within the theorem's γ, Higham's
+ *    Lemma 8.4 and §3.1).
  * The residuals and the bounds' products are formed in long double (64
- * bits: their own error is 2^-11 of u's), the bounds doubled for that.
- * The factors and pivots are the same bits on 1, 2, 3 and 5 threads. */
+ * bits: their own error is 2^-11 of u's), the bounds doubled for that. */
 START_TEST(factors_and_solves_backward_stable)
 {
     enum { N = 70 };
-    static const int thread_counts[] = {2, 3, 5};
     double *J = malloc(N * N * sizeof *J), s[N], b[N], x[N];
     long double L[N * N], U[N * N], P[N * N];
-    cond_work w, wk;
+    cond_work w;
     cond_work_init(&w, N, 1);
     vijp_rng rng;
     vijp_rng_seed(&rng, test_seed());
     profile(s, N, 0);
     with_singular_values(J, s, N, &rng);
     ck_assert(!cond_factor(&w, J));
-    for (size_t c = 0; c < sizeof thread_counts / sizeof *thread_counts; c++) {
-        cond_work_init(&wk, N, thread_counts[c]);
-        ck_assert(!cond_factor(&wk, J));
-        ck_assert_msg(!memcmp(w.lu, wk.lu, N * N * sizeof *w.lu) && !memcmp(w.piv, wk.piv, N * sizeof *w.piv),
-                      "%d threads: factors differ from one thread's", thread_counts[c]);
-        cond_work_clear(&wk);
-    }
     /* L̂, Û as |.| and signed, and P·Jᵀ: row c of Jᵀ is column c of J */
     const double g = N * u / (1 - N * u), g3 = 3 * N * u / (1 - 3 * N * u);
     for (size_t i = 0; i < N; i++)
@@ -170,6 +164,35 @@ START_TEST(factors_and_solves_backward_stable)
             ck_assert_msg(fabsl(r) <= 2 * g3 * z[i], "%s: residual %zu %Lg, bound %Lg", trans ? "Jᵀx = b" : "Jx = b", i,
                           r, 2 * g3 * z[i]);
         }
+    }
+    cond_work_clear(&w);
+    free(J);
+}
+END_TEST
+
+/* The factors and pivots are the same bits on 1, 2, 3 and 5 threads, at a
+ * width (160) where the elimination's steps do split: the first panel's
+ * update of the columns past it is work enough for five parts. */
+START_TEST(factors_same_bits_any_threads)
+{
+    enum { N = 160 };
+    static const int thread_counts[] = {2, 3, 5};
+    double rest = N - VIJP_EMU_GE_PANEL;
+    ck_assert(vijp_fork_parts(5, N - VIJP_EMU_GE_PANEL, rest * VIJP_EMU_GE_PANEL * rest, VIJP_TEAM_MIN_WORK) == 5);
+    double *J = malloc(N * N * sizeof *J), s[N];
+    cond_work w, wk;
+    cond_work_init(&w, N, 1);
+    vijp_rng rng;
+    vijp_rng_seed(&rng, test_seed() + 1);
+    profile(s, N, 1);
+    with_singular_values(J, s, N, &rng);
+    ck_assert(!cond_factor(&w, J));
+    for (size_t c = 0; c < sizeof thread_counts / sizeof *thread_counts; c++) {
+        cond_work_init(&wk, N, thread_counts[c]);
+        ck_assert(!cond_factor(&wk, J));
+        ck_assert_msg(!memcmp(w.lu, wk.lu, N * N * sizeof *w.lu) && !memcmp(w.piv, wk.piv, N * sizeof *w.piv),
+                      "%d threads: factors differ from one thread's", thread_counts[c]);
+        cond_work_clear(&wk);
     }
     cond_work_clear(&w);
     free(J);
@@ -417,6 +440,7 @@ Suite *suite_cond(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, estimate_within_bound_of_known_kappa);
     tcase_add_test(tc, factors_and_solves_backward_stable);
+    tcase_add_test(tc, factors_same_bits_any_threads);
     tcase_add_test(tc, estimate_hands_over_where_singular);
     tcase_add_test(tc, spread_tracks_benettin_first_and_last);
     tcase_add_test(tc, drift_estimates_wide_layers);

@@ -156,8 +156,10 @@ size_t cond_lanczos_steps(size_t n)
     return k < (double)n ? (size_t)k : n;
 }
 
-/* z := A z, A = JᵀJ (inverse 0) or (JᵀJ)⁻¹ = J⁻¹J⁻ᵀ (inverse 1); tmp n
- * doubles.  0, or 1 where a solve failed. */
+/* z := A z, A = JᵀJ (inverse 0) or (JᵀJ)⁻¹ = J⁻¹J⁻ᵀ (inverse 1, through
+ * w's factors: cond_factor found every pivot nonzero); tmp n doubles.
+ * Always 0 now that the solves are cond.c's own (kept for the callers'
+ * test of a failed product). */
 static int apply(const double *J, const cond_work *w, int inverse, double *z, double *tmp)
 {
     int n = (int)w->n;

@@ -31,7 +31,7 @@ typedef struct {
     double *lu;    /* P·Jᵀ = L·U, row-major: U on and above the diagonal, L's multipliers below */
     size_t *piv;   /* P: row c swapped with row piv[c], c ascending */
     double *basis; /* n × (cond_lanczos_steps(n) + 1): the Lanczos vectors */
-    int factored;  /* lu holds the J last given to cond_factor, every pivot nonzero */
+    int factored;  /* lu holds the factors of the Jᵀ last given to cond_factor, every pivot nonzero */
 } cond_work;
 
 void cond_work_init(cond_work *w, size_t n, int threads);

@@ -10,7 +10,10 @@
  * of dependent roundings in flight); rows need no remainder (lanes.h pads
  * them), columns left over go one at a time.  Vector + and × are the IEEE
  * operations lane by lane; -ffp-contract=off keeps them unfused, and the
- * one fused operation is the explicit single-precision FMA. */
+ * fused operations are explicit: the single-precision FMA (the mixed
+ * formats) and the double one (vfmad: the elimination step on binary64's
+ * grid, emu.h's vijp_emu_elim_step).  round_v and the split_d kernels hold
+ * for grids narrower than binary64's only; nothing hands them that grid. */
 #ifndef VIJP_EMU_SIMD_H
 #define VIJP_EMU_SIMD_H
 
