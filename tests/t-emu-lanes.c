@@ -200,6 +200,14 @@ START_TEST(elimination_step_every_set)
     vijp_rng r;
     vijp_rng_seed(&r, test_seed() + 42);
     double x[40], y[40], want[40];
+    /* binary64's grid holds every double: rounding to it is the identity
+     * (the multipliers' division, emu.h), subnormals and extremes too */
+    static const double every[] = {0x1p-1074, -0x1.8p-1070, 0x1.fffffffffffffp-1023, 0x1p-1022, 0x1.fffffffffffffp+1023,
+                                   -0x1.0000000000001p0, 0.1, -0.0, INFINITY};
+    for (size_t i = 0; i < sizeof every / sizeof *every; i++) {
+        double got = vijp_emu_round(every[i], vijp_emu_binary64());
+        ck_assert_msg(!memcmp(&got, &every[i], sizeof got), "%a on binary64's grid rounds to %a", every[i], got);
+    }
     for (size_t fi = 0; fi <= N_FORMATS; fi++) {
         const char *name;
         vijp_emu_grid g = elimination_grid(fi, &name);
