@@ -686,6 +686,75 @@ START_TEST(layer_done_counts_steps)
 }
 END_TEST
 
+/* param_ready (the drift study compares each ∇θ_i there and frees it) is
+ * called once per layer, in the engine's order (backward for backprop,
+ * reversible and checkpoint, forward for Moonwalk and pure forward), with
+ * ∇θ_i final (the values of a run without the hook) while no other layer's
+ * ∇θ is held: the earlier ones freed by the hook, the later ones not yet
+ * allocated.  The rest of the result is unchanged, and the freed layers
+ * stay empty.  Broken on purpose (the hook called before the layer's
+ * vjp_param, or every ∇θ allocated up front), it fails. */
+typedef struct {
+    const vijp_grads *want;
+    size_t calls, next;
+    int backward, ok;
+    char why[160];
+} param_log;
+
+static int holds_values(const vijp_mat *a) { return a->d || a->m || a->packed; }
+
+static void on_param_ready(void *ctx, size_t i, vijp_grads *got)
+{
+    param_log *w = ctx;
+    if (!w->ok) return;
+    w->calls++;
+    if (i != w->next) snprintf(w->why, sizeof w->why, "layer %zu reported, expected %zu", i, w->next), w->ok = 0;
+    else if (!same_values(&got->grad_theta[i], &w->want->grad_theta[i]))
+        snprintf(w->why, sizeof w->why, "layer %zu: ∇θ not final when reported", i), w->ok = 0;
+    for (size_t j = 0; w->ok && j < got->depth; j++)
+        if (j != i && holds_values(&got->grad_theta[j]))
+            snprintf(w->why, sizeof w->why, "at layer %zu, ∇θ of layer %zu is held", i, j), w->ok = 0;
+    w->next = w->backward ? i - 1 : i + 1;
+    vijp_mat_clear(&got->grad_theta[i]);
+}
+
+START_TEST(param_ready_sees_final_layers)
+{
+    static const char *const fmts[] = {"double", "binary32", "mpfr:96"};
+    for (int f = 0; f < 3; f++) {
+        problem p;
+        problem_init(&p, (size_t)_i, fmts[f]);
+        for (int e = 0; e < VIJP_ENGINE_COUNT; e++) {
+            vijp_engine_kind ek = (vijp_engine_kind)e;
+            vijp_grads g, want;
+            int rw = vijp_engine_run(ek, &p.net, p.theta, &p.X, &p.T, &want, NULL);
+            if (rw && rw != VIJP_ESINGULAR) continue; /* a format's range or an inverse's rank */
+            int backward = ek != VIJP_ENGINE_MOONWALK && ek != VIJP_ENGINE_PURE_FORWARD;
+            param_log w = {&want, 0, backward ? DEPTH - 1 : 0, backward, 1, ""};
+            vijp_engine_opts o = {.param_ready = on_param_ready, .param_ctx = &w};
+            vijp_error err = {0};
+            int rc = vijp_engine_run_opts(ek, &p.net, p.theta, &p.X, &p.T, &o, &g, &err);
+            ck_assert_int_eq(rc, rw);
+            ck_assert_uint_eq(g.rebuilt, want.rebuilt);
+            /* a backward run that fails (an inverse's rank) has reported the layers above the failure */
+            size_t calls = !backward ? want.rebuilt : rw ? w.calls : DEPTH;
+            ck_assert_msg(w.ok && w.calls == calls, "%s on %s (%s): %s (%zu calls)",
+                          vijp_engine_name(ek), nets[_i].spec, fmts[f], w.why, w.calls);
+            ck_assert(same_values(&g.grad_x, &want.grad_x) && g.loss == want.loss && g.stored_bytes == want.stored_bytes);
+            for (size_t i = 0; i < DEPTH; i++) {
+                ck_assert(same_values(&g.g[i], &want.g[i]));
+                int freed = i < g.rebuilt || (backward && rw && i > DEPTH - 1 - w.calls);
+                if (freed) ck_assert(g.grad_theta[i].rows == 0 && !holds_values(&g.grad_theta[i]));
+                else ck_assert(same_values(&g.grad_theta[i], &want.grad_theta[i])); /* zeros past a lost rank */
+            }
+            ck_assert(!vijp_grads_check_finite(&g, NULL) || vijp_grads_check_finite(&want, NULL));
+            vijp_grads_clear(&g), vijp_grads_clear(&want);
+        }
+        problem_clear(&p);
+    }
+}
+END_TEST
+
 /* A vijp that loses rank keeps the layers rebuilt before it: a dense layer
  * whose weights are zero from layer 3 on cannot be inverted there. */
 START_TEST(singular_vijp_keeps_earlier_layers)
@@ -701,6 +770,7 @@ START_TEST(singular_vijp_keeps_earlier_layers)
     /* the layers never reached are zeros, not whatever their (unset) buffers held */
     for (size_t i = g.rebuilt; i < DEPTH; i++) {
         for (size_t k = 0; k < vijp_mat_len(&g.g[i]); k++) ck_assert_msg(g.g[i].d[k] == 0, "g_%zu[%zu]", i + 1, k);
+        ck_assert_uint_eq(g.grad_theta[i].rows, p.theta[i].rows);
         for (size_t k = 0; k < vijp_mat_len(&g.grad_theta[i]); k++) ck_assert(g.grad_theta[i].d[k] == 0);
     }
     vijp_grads_clear(&g);
@@ -906,6 +976,7 @@ Suite *suite_engines(void)
     tcase_add_test(tc, reversible_reconstruction);
     tcase_add_test(tc, reversible_hook_is_the_diagnostic);
     tcase_add_loop_test(tc, layer_done_counts_steps, 0, (int)NNETS);
+    tcase_add_loop_test(tc, param_ready_sees_final_layers, 0, (int)NNETS);
     tcase_add_loop_test(tc, double_theta_in_mpfr, 0, (int)NNETS);
     tcase_add_test(tc, theta_format_refused);
     suite_add_tcase(s, tc);

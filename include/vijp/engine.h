@@ -72,6 +72,19 @@ typedef struct {
      * (vijp_engine_layer_steps); done reaches total when the run succeeds. */
     void (*layer_done)(void *ctx, size_t done, size_t total);
     void *layer_ctx;
+    /* optional: called once per layer i as soon as its parameter gradient
+     * out->grad_theta[i] is final (backprop, reversible and checkpoint
+     * from i = D − 1 down, Moonwalk and pure forward from 0 up), before
+     * the next layer's is allocated.  It may read out and free
+     * out->grad_theta[i] (vijp_mat_clear), which the run does not read
+     * again; a freed ∇θ_i stays empty (0 rows) in the result, where
+     * vijp_grads_check_finite skips it, also past a VIJP_ESINGULAR
+     * failure (a reversible run's inverse may fail below layers it has
+     * reported).  The drift study compares each layer with its reference
+     * there and frees it, so that an engine's parameter gradients are
+     * never all held at once. */
+    void (*param_ready)(void *ctx, size_t i, vijp_grads *out);
+    void *param_ctx;
 } vijp_engine_opts;
 
 /* The layer steps a run of engine e on a depth-layer network with batch

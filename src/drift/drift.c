@@ -366,24 +366,56 @@ static void recon_watch_clear(recon_watch *w)
     w->H = NULL;
 }
 
-/* cache: one per reference matrix, grad_x first, then g_i and ∇θ_i, shared
- * by the engines' measurements (compare_cache.h). */
-static void measure(const vijp_net *net, const vijp_drift_setup *s, const vijp_grads *got, const vijp_grads *ref,
-                    vijp_drift_run_result *r, vijp_compare_cache *cache)
+/* An engine's parameter gradients measured as the run finishes each layer
+ * (vijp_engine_opts.param_ready) and freed there, so that a run never holds
+ * all of them (at width 4096 and depth 16 a gigabyte a curve): the same
+ * comparison of the same matrices as measure's, earlier.  A non-finite ∇θ_i
+ * is kept for the run's finiteness check, which names the first such value
+ * (vijp_grads_check_finite). */
+typedef struct {
+    const vijp_grads *ref;
+    const vijp_format *f;
+    vijp_drift_run_result *r;
+    vijp_compare_cache *cache; /* as measure's */
+    unsigned char *measured;   /* measured[i]: ∇θ_i compared here */
+} param_watch;
+
+static void on_param_ready(void *ctx, size_t i, vijp_grads *out)
 {
-    size_t D = net->depth;
+    param_watch *w = ctx;
+    vijp_mat *t = &out->grad_theta[i];
+    if (!t->rows) return;
+    vijp_compare_cached(t, &w->ref->grad_theta[i], w->f, &w->r->theta[i], &w->cache[1 + out->depth + i]);
+    w->measured[i] = 1;
+    if (!vijp_mat_check_finite(t, "∇θ", NULL)) vijp_mat_clear(t);
+}
+
+static void measure_init(vijp_drift_run_result *r, size_t D)
+{
     r->g = vijp_alloc_array(D, sizeof *r->g);
     r->theta = vijp_alloc_array(D, sizeof *r->theta);
     r->stored_by_depth = vijp_alloc_array(D, sizeof *r->stored_by_depth);
-    memcpy(r->stored_by_depth, got->stored_by_depth, D * sizeof *r->stored_by_depth);
     r->x = no_metric;
+    for (size_t i = 0; i < D; i++) r->g[i] = r->theta[i] = no_metric;
+}
+
+/* cache: one per reference matrix, grad_x first, then g_i and ∇θ_i, shared
+ * by the engines' measurements (compare_cache.h); measured: the ∇θ_i the
+ * run's param_watch compared. */
+static void measure(const vijp_net *net, const vijp_drift_setup *s, const vijp_grads *got, const vijp_grads *ref,
+                    const unsigned char *measured, vijp_drift_run_result *r, vijp_compare_cache *cache)
+{
+    size_t D = net->depth;
+    memcpy(r->stored_by_depth, got->stored_by_depth, D * sizeof *r->stored_by_depth);
     const vijp_format *f = &s->problem.fmt;
     if (ref && r->rebuilt > 0) vijp_compare_cached(&got->grad_x, &ref->grad_x, f, &r->x, &cache[0]);
     for (size_t i = 0; i < D; i++) {
-        r->g[i] = r->theta[i] = no_metric;
-        if (!ref || i >= r->rebuilt) continue;
+        if (!ref || i >= r->rebuilt) {
+            r->g[i] = r->theta[i] = no_metric;
+            continue;
+        }
         vijp_compare_cached(&got->g[i], &ref->g[i], f, &r->g[i], &cache[1 + i]);
-        if (got->grad_theta[i].rows)
+        if (!measured[i] && got->grad_theta[i].rows)
             vijp_compare_cached(&got->grad_theta[i], &ref->grad_theta[i], f, &r->theta[i], &cache[1 + D + i]);
     }
 }
@@ -422,6 +454,7 @@ int vijp_drift_run_drawn(const vijp_drift_setup *s, const vijp_net *drawn, vijp_
     vijp_grads ref = {0};
     vijp_format ref_fmt;
     vijp_compare_cache *cache = vijp_alloc_array(1 + 2 * D, sizeof *cache); /* zeroed: not ready */
+    unsigned char *measured = vijp_alloc_array(D, sizeof *measured);
     /* The caller's memo, shared with other runs, or one for this run alone. */
     vijp_drift_memo *memo = s->memo ? s->memo : vijp_drift_memo_new();
     vijp_drift_memo_bind(memo, &s->problem, &net, &pf, s->memo != NULL);
@@ -439,6 +472,10 @@ int vijp_drift_run_drawn(const vijp_drift_setup *s, const vijp_net *drawn, vijp_
         vijp_error e2 = {0};
         vijp_engine_opts o = s->problem.opts;
         recon_watch watch = {0};
+        measure_init(r, D);
+        param_watch pw = {&ref, &s->problem.fmt, r, cache, measured};
+        memset(measured, 0, D);
+        if (!s->skip_reference) o.param_ready = on_param_ready, o.param_ctx = &pw;
         if (r->engine == VIJP_ENGINE_REVERSIBLE) { /* layers the engine keeps rather than rebuilds: 0 */
             r->reconstruction = vijp_alloc_array(D, sizeof(vijp_xnum));
             if (!recon_watch_init(&watch, &net, pf.theta, &pf.X, r->reconstruction))
@@ -462,7 +499,7 @@ int vijp_drift_run_drawn(const vijp_drift_setup *s, const vijp_net *drawn, vijp_
         }
         if (vijp_grads_check_finite(&got, &e2)) snprintf(r->nonfinite, sizeof r->nonfinite, "%s", e2.msg);
         rc = 0; /* a singular vijp is recorded in r->failure: a measurement */
-        measure(&net, s, &got, s->skip_reference ? NULL : &ref, r, cache);
+        measure(&net, s, &got, s->skip_reference ? NULL : &ref, measured, r, cache);
         vijp_grads_clear(&got);
         /* Where the run stopped early (or its forward pass could not be
          * watched) the diagnostic itself says what it would give. */
@@ -471,6 +508,9 @@ int vijp_drift_run_drawn(const vijp_drift_setup *s, const vijp_net *drawn, vijp_
             for (size_t i = 0; i < D; i++) r->reconstruction[i] = vijp_xnum_of(NAN); /* an inverse failed: a measurement */
     }
     if (rc) goto out;
+    /* the engines are measured: the reference is not read again */
+    vijp_grads_clear(&ref);
+    for (size_t i = 0; i < 1 + 2 * D; i++) vijp_compare_cache_clear(&cache[i]);
     unsigned char *estimated = vijp_alloc_array(D, sizeof *estimated);
     if (!vijp_drift_memo_get_conditioning(memo, c->kappa, c->lyap_cum, estimated, D)) {
         conditioning(&net, &pf, exact_max, c, estimated);
@@ -487,6 +527,7 @@ out:
     if (memo != s->memo) vijp_drift_memo_free(memo);
     for (size_t i = 0; i < 1 + 2 * D; i++) vijp_compare_cache_clear(&cache[i]);
     free(cache);
+    free(measured);
     vijp_grads_clear(&ref);
     vijp_problem_clear(&pf, &net);
     vijp_net_free(&own);

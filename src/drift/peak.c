@@ -194,8 +194,11 @@ drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format
      * comparisons' precision q where that is narrower: a curve's own level
      * rounded in place, or a shared memo's copy of it, the memo keeping
      * its two levels, packed, with the copy of the problem), its gradients
-     * in f and the most any engine stores (backprop's activations), beside
-     * a layer's double copy for a solve (the largest layer's parameters). */
+     * in f (∇x and the cotangents whole, the parameter gradients one layer
+     * at a time: each is compared and freed as the run finishes it,
+     * drift.c's param_watch) and the most any engine stores (backprop's
+     * activations), beside a layer's double copy for a solve (the largest
+     * layer's parameters). */
     blocks eng = {0};
     problem(&eng, net, batch, vf);
     eng.packed = 1;
@@ -206,7 +209,8 @@ drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format
     }
     eng.packed = 0;
     if (shared) problem(&eng, net, batch, vcopy);
-    grads(&eng, net, batch, vf);
+    outputs(&eng, net, batch, vf);
+    add(&eng, vf * widest_params(net, 0));
     outputs(&eng, net, batch, vf);
     add(&eng, sizeof(double) * widest_params(net, 0));
     /* The engines' heap blocks do not all fit back into those the

@@ -64,6 +64,7 @@ int engine_backprop(const vijp_net *net, const vijp_mat *theta, const vijp_mat *
             if (!formed) rc = vijp_layer_vjp_param(L, &theta[i], &H[i], &out->g[i], &out->grad_theta[i], err);
             if (!rc) rc = vijp_layer_vjp(L, &theta[i], &H[i], &out->g[i], gin, err);
         }
+        if (!rc) engine_param_ready(steps, i, out);
         ledger_release(&ledger, mat_bytes(&H[i]));
         if (!rc) engine_step(steps);
         if (!rc && steps->grads_ready) steps->grads_ready(steps->ready_ctx, i, out);

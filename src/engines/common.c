@@ -55,7 +55,7 @@ void engine_param_grad_init(vijp_grads *out, const vijp_net *net, const vijp_mat
     engine_key(&out->grad_theta[i], X, VIJP_SR_PARAM_GRAD, i + 1, 0);
 }
 
-int engine_grads_init(vijp_grads *out, const vijp_net *net, const vijp_mat *X, int params)
+int engine_grads_init(vijp_grads *out, const vijp_net *net, const vijp_mat *X)
 {
     size_t B = X->cols;
     const vijp_format *f = X->fmt;
@@ -67,7 +67,6 @@ int engine_grads_init(vijp_grads *out, const vijp_net *net, const vijp_mat *X, i
     vijp_mat_init(&out->grad_x, net->width, B, f);
     engine_key(&out->grad_x, X, VIJP_SR_COTANGENT, 0, 0);
     for (size_t i = 0; i < net->depth; i++) {
-        if (params) engine_param_grad_init(out, net, X, i, 0);
         vijp_mat_init_unset(&out->g[i], net->layers[i].out, B, f); /* written whole, as ∇θ_i */
         engine_key(&out->g[i], X, VIJP_SR_COTANGENT, i + 1, 0);
     }

@@ -91,10 +91,11 @@ static int run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta, c
         if (theta[i].rows && theta[i].fmt->kind != X->fmt->kind && !double_in_mpfr)
             return vijp_fail(err, VIJP_EINVAL, "engine: parameters of layer %zu are in another format", i + 1);
     }
-    /* backprop allocates each ∇θ_i as it computes it (engine_grads_init) */
-    if ((rc = engine_grads_init(out, net, X, e != VIJP_ENGINE_BACKPROP))) return vijp_fail(err, rc, "out of memory");
+    /* every engine allocates each ∇θ_i as it computes it (engine_grads_init) */
+    if ((rc = engine_grads_init(out, net, X))) return vijp_fail(err, rc, "out of memory");
     engine_steps steps = {o ? o->layer_done : NULL, o ? o->layer_ctx : NULL, 0,
-                          vijp_engine_layer_steps(e, net->depth, X->cols, o), watch, param, ctx};
+                          vijp_engine_layer_steps(e, net->depth, X->cols, o), watch, param, ctx,
+                          o ? o->param_ready : NULL, o ? o->param_ctx : NULL};
     switch (e) {
     case VIJP_ENGINE_BACKPROP: rc = engine_backprop(net, theta, X, T, &steps, out, err); break;
     case VIJP_ENGINE_MOONWALK: rc = engine_moonwalk(net, theta, X, T, &steps, out, err); break;
@@ -109,9 +110,12 @@ static int run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta, c
      * errors; so is a vijp that lost rank, whose earlier layers stay valid. */
     if (!rc) out->rebuilt = net->depth;
     else if (rc != VIJP_ESINGULAR) vijp_grads_clear(out);
-    else /* the layers past the one that lost rank were never reached: zeros, not leftovers */
-        for (size_t i = out->rebuilt; i < net->depth; i++)
+    else /* the layers past the one that lost rank were never reached: zeros, not leftovers (a
+          * ∇θ_i that param_ready freed stays empty) */
+        for (size_t i = out->rebuilt; i < net->depth; i++) {
+            if (!out->grad_theta[i].fmt) engine_param_grad_init(out, net, X, i, 0);
             vijp_mat_zero(&out->g[i]), vijp_mat_zero(&out->grad_theta[i]);
+        }
     return rc;
 }
 

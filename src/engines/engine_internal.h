@@ -35,12 +35,21 @@ typedef struct {
     vijp_backprop_watch grads_ready;
     vijp_backprop_param param_grad; /* NULL: backprop forms every ∇θ_i (watch.h) */
     void *ready_ctx;
+    /* vijp_engine_opts.param_ready, where set */
+    void (*param_ready)(void *ctx, size_t i, vijp_grads *out);
+    void *param_ctx;
 } engine_steps;
 
 static inline void engine_step(engine_steps *s)
 {
     s->done++;
     if (s->layer_done) s->layer_done(s->ctx, s->done, s->total);
+}
+
+/* ∇θ_i of out is final: the caller's param_ready may read and free it. */
+static inline void engine_param_ready(engine_steps *s, size_t i, vijp_grads *out)
+{
+    if (s->param_ready) s->param_ready(s->param_ctx, i, out);
 }
 
 /* Stochastic rounding (mat.h): m holds tensor (role, layer, sample) of the
@@ -62,11 +71,11 @@ static inline void engine_key(vijp_mat *m, const vijp_mat *X, vijp_sr_role role,
 VIJP_MUST_CHECK int engine_derivative(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *X, vijp_mat *D, vijp_error *err);
 
 /* Allocate out's matrices for net and the batch of X in X's format,
- * keyed as g_0 … g_D and ∇θ_1 … ∇θ_D (engine_key).  params 0: every ∇θ_i
- * left empty (0 × 0) for the engine to allocate, with engine_param_grad_init,
- * when it computes it (backprop: a watched run frees what it has compared
- * while later layers' are not yet allocated, watch.h). */
-VIJP_MUST_CHECK int engine_grads_init(vijp_grads *out, const vijp_net *net, const vijp_mat *X, int params);
+ * keyed as g_0 … g_D (engine_key); every ∇θ_i is left empty (0 × 0) for
+ * the engine to allocate, with engine_param_grad_init (keyed ∇θ_i), when
+ * it computes it: a caller's param_ready (or backprop's watch, watch.h)
+ * frees what it has compared while later layers' are not yet allocated. */
+VIJP_MUST_CHECK int engine_grads_init(vijp_grads *out, const vijp_net *net, const vijp_mat *X);
 void engine_param_grad_init(vijp_grads *out, const vijp_net *net, const vijp_mat *X, size_t i, int packing);
 /* g := ∇L(h) (overwrites g, same shape as h); returns the loss summed over the batch. */
 double engine_loss(const vijp_net *net, const vijp_mat *h, const vijp_mat *T, vijp_mat *g);

@@ -295,7 +295,7 @@ study_draw_key study_unit_draw(const study *s, size_t j)
 
 study_draw_key study_profile_draw(const study *s, size_t c)
 {
-    return (study_draw_key){s->configs[c].net, {VIJP_INIT_ORTHOGONAL, 1}, s->seeds[0], 0};
+    return (study_draw_key){s->configs[c].net, {.kind = VIJP_INIT_ORTHOGONAL, .gain = 1}, s->seeds[0], 0};
 }
 
 void study_unit_name(const study *s, size_t j, char *buf, size_t size)
