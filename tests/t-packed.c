@@ -280,7 +280,8 @@ static void tie_values(vijp_mat *R, long q, vijp_rng *g)
 }
 
 /* Packed while rounded to q (vijp_mat_pack_copy from an MPFR-held matrix,
- * vijp_mat_pack_rounded of a packed one): each value is mpfr_set's
+ * vijp_mat_pack_rounded of a packed one, vijp_packed_set value by value
+ * into a block at q and into one at P): each value is mpfr_set's
  * rounding into q bits, and vijp_mat_convert's into an mpfr:q matrix (the
  * drift reference's rounding before it was packed).  Rounding towards
  * zero, or away, fails the ties; dropping the overflow fails the last. */
@@ -296,9 +297,11 @@ START_TEST(pack_rounded_to_nearest)
     for (size_t k = 0; k < sizeof pairs / sizeof *pairs; k++) {
         long P = pairs[k][0], q = pairs[k][1];
         vijp_format fP = mpfr_fmt(P), fq = mpfr_fmt(q);
-        vijp_mat R, conv, A, B;
+        vijp_mat R, conv, A, B, C, D;
         vijp_mat_init(&R, 120, 2, &fP);
         tie_values(&R, q, &g);
+        vijp_mat_init_packed(&C, 120, 2, &fq), vijp_mat_init_packed(&D, 120, 2, &fP);
+        for (size_t i = 0; i < vijp_mat_len(&R); i++) vijp_packed_set(C.packed, i, R.m[i]), vijp_packed_set(D.packed, i, R.m[i]);
         vijp_mat_init(&conv, 120, 2, &fq);
         vijp_mat_convert(&conv, &R);
         vijp_mat_pack_copy(&A, &R, &fq);
@@ -307,18 +310,22 @@ START_TEST(pack_rounded_to_nearest)
         ck_assert(A.fmt == &fq && B.fmt == &fq && A.packed->prec == q && B.packed->prec == q);
         size_t ties = 0, overflows = 0;
         for (size_t i = 0, n = vijp_mat_len(&R); i < n; i++) {
-            mpfr_t want, va, vb;
+            mpfr_t want, va, vb, vc, vd;
             mpfr_init2(want, q);
+            vijp_packed_view(C.packed, i, vc), vijp_packed_view(D.packed, i, vd);
+            ck_assert_msg(same_value(vd, R.m[i]), "%ld bits, entry %zu: vijp_packed_set at its own precision", P, i);
             int inex = mpfr_set(want, R.m[i], MPFR_RNDN);
             ties += inex != 0 && i % 6 == 0, overflows += mpfr_inf_p(want) && !mpfr_inf_p(R.m[i]);
             vijp_packed_view(A.packed, i, va), vijp_packed_view(B.packed, i, vb);
             ck_assert_msg(same_value(va, want), "%ld -> %ld bits, entry %zu: packed from MPFR", P, q, i);
             ck_assert_msg(same_value(vb, want), "%ld -> %ld bits, entry %zu: packed from packed", P, q, i);
+            ck_assert_msg(same_value(vc, want), "%ld -> %ld bits, entry %zu: vijp_packed_set", P, q, i);
             ck_assert_msg(same_value(conv.m[i], want), "%ld -> %ld bits, entry %zu: vijp_mat_convert", P, q, i);
             mpfr_clear(want);
         }
         ck_assert_msg(ties > 10 && overflows > 5, "%ld -> %ld: %zu ties, %zu overflows reached", P, q, ties, overflows);
         vijp_mat_clear(&R), vijp_mat_clear(&conv), vijp_mat_clear(&A), vijp_mat_clear(&B);
+        vijp_mat_clear(&C), vijp_mat_clear(&D);
     }
 }
 END_TEST
