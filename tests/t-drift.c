@@ -688,7 +688,7 @@ START_TEST(outer_param_is_the_reverse_pass_s)
         vijp_mat_clear(&h), vijp_mat_clear(&gy), vijp_mat_clear(&th), vijp_mat_clear(&want), vijp_mat_clear(&got);
         vijp_layer_clear(&L);
     }
-    /* not its case: batch 2, another type */
+    /* not its case: another type */
     vijp_layer L;
     ck_assert_int_eq(vijp_layer_parse(&L, "tanh", 4, NULL), 0);
     vijp_format fP;
@@ -698,12 +698,94 @@ START_TEST(outer_param_is_the_reverse_pass_s)
     vijp_mat_init(&h, 4, 1, &fP), vijp_mat_init(&gy, 4, 1, &fP);
     ck_assert(!drift_outer_param(&L, &h, &gy, &fP, &fP, &got));
     vijp_layer_clear(&L);
-    ck_assert_int_eq(vijp_layer_parse(&L, "dense:4", 4, NULL), 0);
-    vijp_mat h2, g2;
-    vijp_mat_init(&h2, 4, 2, &fP), vijp_mat_init(&g2, 4, 2, &fP);
-    ck_assert(!drift_outer_param(&L, &h2, &g2, &fP, &fP, &got));
-    vijp_layer_clear(&L);
-    vijp_mat_clear(&h), vijp_mat_clear(&gy), vijp_mat_clear(&h2), vijp_mat_clear(&g2);
+    vijp_mat_clear(&h), vijp_mat_clear(&gy);
+}
+END_TEST
+
+/* A random value of P bits, every bit random, near N(0, 1). */
+static void random_bits(mpfr_ptr x, long P, vijp_rng *g)
+{
+    mpfr_t t, u;
+    mpfr_inits2(P + 2, t, u, (mpfr_ptr)0);
+    mpfr_set_d(t, vijp_rng_normal(g), MPFR_RNDN);
+    for (int b = 1; 53 * b < P + 53; b++) {
+        mpfr_set_d(u, vijp_rng_uniform(g) - 0.5, MPFR_RNDN);
+        mpfr_mul_2si(u, u, mpfr_get_exp(t) - 53 * b, MPFR_RNDN);
+        mpfr_add(t, t, u, MPFR_RNDN);
+    }
+    mpfr_set(x, t, MPFR_RNDN);
+    mpfr_clears(t, u, (mpfr_ptr)0);
+}
+
+/* The same at batch 2 and more (∂W formed a block of columns at a time by
+ * the reference's fast products, drift/outer.c), against the reverse
+ * pass's vjp_param in mpfr:P, packed, rounded to Q: bit for bit, at the
+ * levels the memo holds, at batch 2 (vo_dot alone), 9 and 16 (the fast
+ * products, from VIJP_DDREF_MIN_BATCH), in blocks of 1, 3 (a block of 2
+ * left over) and all 11 columns; with sums that cancel exactly to zero
+ * (the fast test refuses them: vo_dot's +0), that cancel to one part in
+ * 2^P (a wide dynamic range), a zero input row and a zero cotangent row. */
+START_TEST(outer_param_batch_is_the_reverse_pass)
+{
+    static const long levels[][2] = {{106, 106}, {212, 170}, {64, 64}, {128, 128}};
+    static const size_t batches[] = {2, 9, 16}, blocks[] = {1, 3, 11};
+    vijp_rng g;
+    vijp_rng_seed(&g, 37);
+    for (size_t c = 0; c < sizeof levels / sizeof *levels; c++)
+        for (size_t bi = 0; bi < sizeof batches / sizeof *batches; bi++) {
+            long P = levels[c][0], Q = levels[c][1];
+            size_t B = batches[bi];
+            enum { M = 9, N = 11 };
+            vijp_layer L;
+            ck_assert_int_eq(vijp_layer_parse(&L, "dense:9x11", N, NULL), 0);
+            vijp_format fP, fQ, fd;
+            ck_assert(!vijp_format_mpfr(&fP, P, NULL) && !vijp_format_mpfr(&fQ, Q, NULL));
+            fP.exact_dots = 1;
+            vijp_format_fixed(&fd, VIJP_DOUBLE);
+            vijp_mat h, gy, th, want;
+            vijp_mat_init(&h, N, B, &fP), vijp_mat_init(&gy, M, B, &fP), vijp_mat_init(&th, M * N + M, 1, &fd);
+            for (size_t e = 0; e < M * N + M; e++) th.d[e] = vijp_rng_normal(&g); /* unread by vjp_param */
+            for (size_t e = 0; e < N * B; e++) random_bits(h.m[e], P, &g);
+            for (size_t e = 0; e < M * B; e++) random_bits(gy.m[e], P, &g);
+            /* row 0 of g: samples 0 and 1 opposite, the rest zero: ∂W(0, k) = 0 exactly where
+             * x(k, 0) = x(k, 1) (k even); row 1: nearly opposite, the sums cancelling all but
+             * about 2^-P of their terms */
+            for (size_t b = 2; b < B; b++) mpfr_set_zero(gy.m[0 + b * M], 1), mpfr_set_zero(gy.m[1 + b * M], 1);
+            mpfr_neg(gy.m[0 + M], gy.m[0], MPFR_RNDN);
+            mpfr_t t;
+            mpfr_init2(t, P);
+            mpfr_mul_2si(t, gy.m[1], -P, MPFR_RNDN);
+            mpfr_sub(gy.m[1 + M], t, gy.m[1], MPFR_RNDN); /* RN_P(2^-P·a − a): its sum with a cancels to ~2^-P·a */
+            mpfr_clear(t);
+            for (size_t k = 0; k < N; k += 2) mpfr_set(h.m[k + N], h.m[k], MPFR_RNDN);
+            for (size_t b = 0; b < B; b++) mpfr_set_zero(h.m[3 + b * N], 1), mpfr_set_zero(gy.m[4 + b * M], -1);
+            vijp_mat_init(&want, M * N + M, 1, &fP);
+            ck_assert(!vijp_layer_vjp_param(&L, &th, &h, &gy, &want, NULL));
+            vijp_mat_pack(&want);
+            vijp_mat_pack_rounded(&want, &fQ);
+            mpfr_t zero;
+            vijp_packed_view(want.packed, 0, zero);
+            ck_assert_msg(mpfr_zero_p(zero), "the cancelling sum is not zero"); /* the case is there */
+            for (size_t k = 0; k < sizeof blocks / sizeof *blocks; k++) {
+                vijp_mat got;
+                ck_assert_msg(drift_outer_param_blocks(&L, &h, &gy, &fP, &fQ, blocks[k], &got), "not formed");
+                ck_assert(got.packed && !got.m && got.packed->prec == Q && got.fmt == &fQ);
+                for (size_t e = 0; e < M * N + M; e++) {
+                    mpfr_t a, b;
+                    vijp_packed_view(want.packed, e, a), vijp_packed_view(got.packed, e, b);
+                    int same = (mpfr_nan_p(a) && mpfr_nan_p(b)) || (mpfr_equal_p(a, b) && mpfr_signbit(a) == mpfr_signbit(b));
+                    ck_assert_msg(same && vijp_packed_kind(want.packed, e) == vijp_packed_kind(got.packed, e),
+                                  "%ld -> %ld, batch %zu, blocks of %zu, entry %zu: differs from the reverse pass's", P,
+                                  Q, B, blocks[k], e);
+                }
+                vijp_mat_clear(&got);
+            }
+            vijp_mat got;
+            ck_assert(drift_outer_param(&L, &h, &gy, &fP, &fQ, &got)); /* one block of all */
+            vijp_mat_clear(&got);
+            vijp_mat_clear(&h), vijp_mat_clear(&gy), vijp_mat_clear(&th), vijp_mat_clear(&want);
+            vijp_layer_clear(&L);
+        }
 }
 END_TEST
 
@@ -1259,6 +1341,7 @@ Suite *suite_drift(void)
     tcase_add_test(tc, memo_copy_in_double);
     tcase_add_test(tc, own_memo_holds_upper_level_rounded);
     tcase_add_test(tc, outer_param_is_the_reverse_pass_s);
+    tcase_add_test(tc, outer_param_batch_is_the_reverse_pass);
     /* Per seed: A = 0.1, 0.3, 0.5 (0.7 and 0.9 miss the factor 2 for some
      * seeds, see growth_vs_lyapunov); over seeds: A = 0.7 and 0.9. */
     tcase_add_loop_test(tc, growth_vs_lyapunov, 0, 3);

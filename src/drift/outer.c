@@ -1,5 +1,5 @@
-/* The drift reference's batch-1 dense parameter gradient, formed straight
- * into the packed block the memo holds it in (outer.h).  The reverse pass
+/* The drift reference's dense parameter gradient, formed straight into
+ * the packed block the memo holds it in (outer.h).  At batch 1: the reverse pass
  * would form each ∂W(i, k) = RN_P(g_i·x_k) in an MPFR-held matrix (an
  * mpfr_t struct and P bits of limbs a value), pack it and, at the upper
  * level, round it again to the comparisons' precision Q in a second pass:
@@ -7,12 +7,21 @@
  * the first touch of those bytes (a batch-1 curve's reference is mostly
  * writing and reading W² values).  Here the product of the two factors'
  * limbs is rounded to P and then to Q, as mpfr_mul and mpfr_set round
- * (nearest, ties to even), and written once, at Q. */
+ * (nearest, ties to even), and written once, at Q.  At batch B >= 2 each
+ * ∂W(i, k) is a sum of B products, which the layer's operator forms by
+ * the reference's fast products into an MPFR-held matrix whose mpfr_t
+ * structs (32 bytes a value: half a gigabyte for a dense:4096 layer)
+ * point into the packed block; here the same operator forms ∂W a block of
+ * columns at a time into a small MPFR matrix, each value then rounded to
+ * Q into the packed block (vijp_packed_set: mpfr_set's rounding). */
 #include "outer.h"
+#include "emu/dense_ref.h"
 #include "format/packed.h"
 #include "oracles/dot.h"
+#include "vijp/error.h"
 #include <gmp.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <mpfr.h>
 #include <stdint.h>
 #include <string.h>
@@ -67,15 +76,80 @@ static int product(vijp_packed *out, size_t idx, mpfr_srcptr a, mpfr_srcptr b, l
 }
 #endif
 
+
+/* ∂b_i = Σ_b g(i, b) by vo_dot, as the operator forms it, at g's
+ * precision, into value m·n + i of pk. */
+static void bias_grad(vijp_packed *pk, const vijp_mat *g, size_t m, size_t n)
+{
+    size_t B = g->cols;
+    mpfr_t t;
+    mpfr_init2(t, mpfr_get_prec(g->m[0]));
+    mpfr_srcptr *ptrs = vijp_alloc_array(2 * B + 1, sizeof *ptrs);
+    for (size_t i = 0; i < m; i++) {
+        vo_dot_strided(t, NULL, &g->m[i], m, NULL, 0, B, ptrs);
+        vijp_packed_set(pk, m * n + i, t);
+    }
+    free(ptrs);
+    mpfr_clear(t);
+}
+
+/* A batch's ∂W, cols columns (of W; rows of the inputs h) at a time: the
+ * block's rows of h as a c × B view (its mpfr_t structs copied: they
+ * point at h's limbs, read only), the layer narrowed to the block,
+ * vijp_ref_dense_weight_grad's values then packed at Q. */
+static void batch_param(const vijp_layer *L, const vijp_mat *h, const vijp_mat *g, const vijp_format *fmt,
+                        const vijp_format *held, size_t cols, vijp_mat *out)
+{
+    size_t m = L->out, n = L->in, B = h->cols;
+    cols = cols < 1 ? 1 : cols > n ? n : cols;
+    vijp_mat w;
+    vijp_mat_init(&w, m, cols, fmt);
+    mpfr_t *xs = vijp_alloc_array(cols * B, sizeof *xs);
+    vijp_layer block = *L;
+    vijp_mat_init_packed(out, m * n + m, 1, held);
+    vijp_packed *pk = out->packed;
+    for (size_t k0 = 0; k0 < n; k0 += cols) {
+        size_t c = n - k0 < cols ? n - k0 : cols;
+        block.in = c;
+        for (size_t b = 0; b < B; b++)
+            for (size_t k = 0; k < c; k++) xs[k + b * c][0] = h->m[k0 + k + b * n][0];
+        if (vijp_ref_dense_weight_grad(&block, xs, B, g->m, w.m, fmt)) abort(); /* unreachable: vo_dot_fused */
+        for (size_t e = 0; e < m * c; e++) vijp_packed_set(pk, m * k0 + e, w.m[e]);
+    }
+    bias_grad(pk, g, m, n);
+    free(xs);
+    vijp_mat_clear(&w);
+}
+
+/* drift_outer_param's case: a dense layer, MPFR-held factors of its shape,
+ * a format whose dot products are rounded once. */
+static int applies(const vijp_layer *L, const vijp_mat *h, const vijp_mat *g, const vijp_format *fmt,
+                   const vijp_format *held)
+{
+    return !strcmp(L->type->name, "dense") && h->cols == g->cols && h->cols && h->m && g->m && h->rows == L->in &&
+           g->rows == L->out && vo_dot_fused(fmt) && !vo_dot_hook_broken() && held->prec <= fmt->prec;
+}
+
+int drift_outer_param_blocks(const vijp_layer *L, const vijp_mat *h, const vijp_mat *g, const vijp_format *fmt,
+                             const vijp_format *held, size_t cols, vijp_mat *out)
+{
+    if (!applies(L, h, g, fmt, held) || h->cols < 2) return 0;
+    batch_param(L, h, g, fmt, held, cols, out);
+    return 1;
+}
+
 int drift_outer_param(const vijp_layer *L, const vijp_mat *h, const vijp_mat *g, const vijp_format *fmt,
                       const vijp_format *held, vijp_mat *out)
 {
-#if GMP_NUMB_BITS == 64 && GMP_NAIL_BITS == 0 && defined(__SIZEOF_INT128__)
     size_t m = L->out, n = L->in;
+    if (!applies(L, h, g, fmt, held)) return 0;
+    if (h->cols > 1) {
+        size_t value = sizeof(mpfr_t) + mpfr_custom_get_size((mpfr_prec_t)fmt->prec);
+        return drift_outer_param_blocks(L, h, g, fmt, held, DRIFT_OUTER_BLOCK_BYTES / (m * value), out);
+    }
+#if GMP_NUMB_BITS == 64 && GMP_NAIL_BITS == 0 && defined(__SIZEOF_INT128__)
     long P = (long)fmt->prec;
-    if (strcmp(L->type->name, "dense") || h->cols != 1 || g->cols != 1 || !h->m || !g->m || h->rows != n ||
-        g->rows != m || !vo_dot_fused(fmt) || vo_dot_hook_broken() || P > 256 || (long)held->prec > P)
-        return 0;
+    if (P > 256) return 0;
     vijp_mat_init_packed(out, m * n + m, 1, held);
     vijp_packed *pk = out->packed;
     mpfr_t t;

@@ -5,10 +5,12 @@
 #include "peak.h"
 #include "vijp/layer.h"
 #include "memo.h"
+#include "outer.h"
 #include "compare/cache.h"
 #include "format/packed.h"
 #include "layer/emu_native.h"
 #include <mpfr.h>
+#include <string.h>
 
 /* Bytes per value of a matrix in format f: a double for double and every
  * format whose values are doubles (vijp/mat.h: the emulated and mixed
@@ -143,6 +145,23 @@ static double widest_params(const vijp_net *net, int twin_only)
     return widest;
 }
 
+/* While the reference's reverse pass forms a layer's parameter gradient
+ * at v bytes an MPFR value: a dense layer's in a block of columns at a
+ * time (outer.h: at most DRIFT_OUTER_BLOCK_BYTES of MPFR values, from the
+ * heap), another type's limbs in its packed block, pointed at by an
+ * mpfr_t struct a value (also from the heap). */
+static double param_scratch(const vijp_net *net, double v)
+{
+    double widest = 0;
+    for (size_t i = 0; i < net->depth; i++) {
+        const vijp_layer *L = &net->layers[i];
+        double p = (double)L->type->param_count(L), b = sizeof(mpfr_t) * p;
+        if (!strcmp(L->type->name, "dense")) b = v * p < DRIFT_OUTER_BLOCK_BYTES ? v * p : DRIFT_OUTER_BLOCK_BYTES;
+        if (b > widest) widest = b;
+    }
+    return widest;
+}
+
 /* The reference's phase while the level at hi bits is computed and
  * compared with the one below it, held packed at lo bits: the memo's
  * exact copy of the problem (memo.c; in double, with the MPFR twin of one
@@ -169,9 +188,7 @@ static blocks level_phase(const vijp_net *net, size_t batch, double vf, double v
     outputs(&ref, net, batch, packed_bytes(lo));
     add(&ref, widest_output(net, batch, phi));
     ref.packed = 0;
-    /* ∇θ_i's mpfr_t structs while it is computed (from the heap): its limbs
-     * are in its packed block */
-    add(&ref, sizeof(mpfr_t) * widest_params(net, 0));
+    add(&ref, param_scratch(net, vhi));
     levels_sweep(&ref, net, packed_bytes(lo), phi, packed_bytes(held), shared);
     return ref;
 }

@@ -680,8 +680,21 @@ static int parts_for(mpfr_prec_t P, const vijp_format *f)
     return widest > VIJP_TD_PREC ? 4 : widest > VIJP_DD_PREC ? 3 : 2;
 }
 
-int vijp_ref_dense_op_d(int op, const vijp_layer *L, const double *th, mpfr_t *X, size_t B, mpfr_t *in, mpfr_t *out,
-                        const vijp_format *f, vijp_ddref_stats *st)
+/* ∂W alone by vo_dot (the oracle's outputs, oracle_d's but for ∂b). */
+static void weights_by_vo_dot(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *in, mpfr_t *out)
+{
+    size_t m = L->out, n = L->in;
+    theta_line t = line_new(L, NULL);
+    mpfr_srcptr *ptrs = vijp_alloc_array(2 * B + 1, sizeof *ptrs);
+    for (size_t j = 0; j < n; j++)
+        for (size_t i = 0; i < m; i++) by_vo_dot(OP_VJP_PARAM, &t, X, B, in, out, i, j, ptrs);
+    free(ptrs);
+    line_free(&t);
+}
+
+/* vijp_ref_dense_op_d; bias 0: a parameter gradient's ∂W alone. */
+static int op_d(int op, int bias, const vijp_layer *L, const double *th, mpfr_t *X, size_t B, mpfr_t *in,
+                mpfr_t *out, const vijp_format *f, vijp_ddref_stats *st)
 {
     if (!vo_dot_fused(f)) return VIJP_EUNSUPPORTED; /* rounded per operation: vo_dense_* on an MPFR θ */
     double scale = st && st->bound_scale > 0 ? st->bound_scale : 1;
@@ -690,7 +703,8 @@ int vijp_ref_dense_op_d(int op, const vijp_layer *L, const double *th, mpfr_t *X
     mpfr_prec_t P = prec_of(L, B, out);
     int parts = parts_for(P, f);
     if (!fast_path_runs(op, L, B, P, parts, f, st)) {
-        oracle_d(op, L, th, X, B, in, out);
+        if (bias) oracle_d(op, L, th, X, B, in, out);
+        else weights_by_vo_dot(L, X, B, in, out);
         return 0;
     }
     dd_problem p;
@@ -701,7 +715,8 @@ int vijp_ref_dense_op_d(int op, const vijp_layer *L, const double *th, mpfr_t *X
     mpfr_clear(tmp);
     if (!ok) {
         problem_free(&p);
-        oracle_d(op, L, th, X, B, in, out);
+        if (bias) oracle_d(op, L, th, X, B, in, out);
+        else weights_by_vo_dot(L, X, B, in, out);
         return 0;
     }
     size_t fallbacks[VIJP_FORK_MAX_THREADS] = {0}, longest = m > n ? m : n;
@@ -712,7 +727,7 @@ int vijp_ref_dense_op_d(int op, const vijp_layer *L, const double *th, mpfr_t *X
     double per_term = parts == 4 ? 130 : 8;
     vijp_fork(f->threads, p.cols, (double)p.rows * (double)p.cols * (per_term * (double)p.k + 256), ref_columns, &job);
     mpfr_srcptr *ptrs = vijp_alloc_array(job.ptrs_len, sizeof *ptrs);
-    if (op == OP_VJP_PARAM) /* ∂b_i = Σ_j g(i, j): B terms, by vo_dot as the oracle */
+    if (op == OP_VJP_PARAM && bias) /* ∂b_i = Σ_j g(i, j): B terms, by vo_dot as the oracle */
         for (size_t i = 0; i < m; i++) vo_dot_strided(out[m * n + i], NULL, &in[i], m, NULL, 0, B, ptrs);
     free(ptrs);
     for (size_t k = 1; k < VIJP_FORK_MAX_THREADS; k++) fallbacks[0] += fallbacks[k];
@@ -732,6 +747,17 @@ static int theta_doubles(int op, const vijp_layer *L, mpfr_t *th, double *w)
         if (op == OP_FORWARD) ok = double_of(th[m * n + i], &w[m * n + i]);
         else w[m * n + i] = 0;
     return ok;
+}
+
+int vijp_ref_dense_op_d(int op, const vijp_layer *L, const double *th, mpfr_t *X, size_t B, mpfr_t *in, mpfr_t *out,
+                        const vijp_format *f, vijp_ddref_stats *st)
+{
+    return op_d(op, 1, L, th, X, B, in, out, f, st);
+}
+
+int vijp_ref_dense_weight_grad(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gw, const vijp_format *f)
+{
+    return op_d(OP_VJP_PARAM, 0, L, NULL, X, B, Gy, Gw, f, NULL);
 }
 
 void vijp_ref_dense_op(int op, const vijp_layer *L, mpfr_t *th, mpfr_t *X, size_t B, mpfr_t *in, mpfr_t *out,

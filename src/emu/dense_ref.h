@@ -66,6 +66,15 @@ int vijp_ref_dense_vjp_d(const vijp_layer *L, const double *th, mpfr_t *X, size_
 int vijp_ref_dense_vjp_param_d(const vijp_layer *L, const double *th, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gt,
                                const vijp_format *f);
 
+/* ∂W alone of the parameter gradient (Gw: m × n, column-major, as the
+ * first m·n values of vijp_ref_dense_vjp_param_d's Gt, bit for bit: each
+ * value is vo_dot's RN_P of its exact sum, whatever else the call holds).
+ * The drift reference forms a layer's ∂W a block of columns at a time
+ * this way, each block's inputs the matching rows of X (L's in set to the
+ * block's width), straight into its packed block (src/drift/outer.c).
+ * VIJP_EUNSUPPORTED, nothing written, as the _d operators. */
+int vijp_ref_dense_weight_grad(const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *Gy, mpfr_t *Gw, const vijp_format *f);
+
 /* The same with what happened in st (bound_scale read from it first): the
  * tests.  op: 0 forward, 1 jvp (X unused, U the input), 2 vjp (Gy → Gx in
  * out), 3 vjp_param (X, Gy → ∂W in out; the bias gradient by vo_dot);
