@@ -571,6 +571,17 @@ END_TEST
  * on a terminal as units (grad: their layers) finish, never on stdout, and not at all with -q or
  * when stderr is not a terminal, which is how every other test here runs
  * (their stderr is a file: checked empty on success below). */
+/* A line of the meter with none done (first: its bar's end and count) and
+ * an estimate of the time left: redrawn within the first unit. */
+static int redrawn_within(const char *err, const char *first)
+{
+    for (const char *at = err; (at = strstr(at, first)) != NULL; at++) {
+        const char *end = strchr(at, '\r'), *about = strstr(at, " elapsed, about ");
+        if (about && (!end || about < end)) return 1;
+    }
+    return 0;
+}
+
 START_TEST(test_progress_meter)
 {
     static const struct {
@@ -603,13 +614,8 @@ START_TEST(test_progress_meter)
     const char *long_run = "grad --net dense:64,tanh --depth 24 --batch 32 --engine pure-forward --format binary32";
     run_result lr = run_vijp_tty(long_run);
     ck_assert_msg(lr.rc == CLI_OK, "vijp %s on a terminal: exit %d: %s", long_run, lr.rc, lr.err);
-    int within = 0;
-    for (const char *at = lr.err; (at = strstr(at, "] 0/2 runs, ")) != NULL; at++) {
-        const char *end = strchr(at, '\r');
-        const char *about = strstr(at, " elapsed, about ");
-        within |= about && (!end || about < end);
-    }
-    ck_assert_msg(within, "vijp %s: the meter did not move within the first run: '%s'", long_run, lr.err);
+    ck_assert_msg(redrawn_within(lr.err, "] 0/2 runs, "), "vijp %s: the meter did not move within the first run: '%s'",
+                  long_run, lr.err);
     run_free(&lr);
     char dir[512], args[1024];
     const char *tmp = getenv("TMPDIR");
@@ -627,6 +633,16 @@ START_TEST(test_progress_meter)
         ck_assert_msg(r.rc == CLI_OK && !r.err[0], "vijp %s without a terminal: stderr '%s'", args, r.err);
         run_free(&r);
     }
+    /* drift's meter moves within a curve too (vijp_drift_setup.on_progress):
+     * one curve of about a second here is redrawn before it ends, with no
+     * curve done and an estimate of the time left */
+    snprintf(args, sizeof args, "drift --net dense:256,gelu --depth 16 --batch 16 --formats binary32 --seeds 1 "
+             "--jobs 1 --no-plots --out '%s/w'", dir);
+    lr = run_vijp_tty(args);
+    ck_assert_msg(lr.rc == CLI_OK, "vijp %s on a terminal: exit %d: %s", args, lr.rc, lr.err);
+    ck_assert_msg(redrawn_within(lr.err, "] 0/1 curves, "), "vijp %s: the meter did not move within the curve: '%s'",
+                  args, lr.err);
+    run_free(&lr);
     snprintf(args, sizeof args, "rm -rf '%s'", dir);
     ck_assert(system(args) == 0);
 }

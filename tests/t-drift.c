@@ -442,6 +442,69 @@ START_TEST(reference_validation)
 }
 END_TEST
 
+/* The curve's progress (vijp_drift_setup.on_progress): shares in [0, 1],
+ * the last one 1, and at most a report a layer step (of each reference
+ * level, engine run and conditioning layer), one more a level past the
+ * two planned and one a phase's end and the curve's (a share that did not
+ * move is not reported); with validation started
+ * at 16 bits, so that levels past the two planned add to the plan, the
+ * share goes back where they start.  The curve itself is the one run
+ * without a meter, bit for bit. */
+static int same_curve(const vijp_drift_curve *a, const vijp_drift_curve *b);
+
+typedef struct {
+    size_t calls, back;
+    double last;
+    int out_of_range;
+} progress_log;
+
+static void on_progress(void *ctx, double done)
+{
+    progress_log *l = ctx;
+    l->out_of_range |= !(done >= 0 && done <= 1);
+    l->back += done < l->last;
+    l->last = done, l->calls++;
+}
+
+START_TEST(progress_reaches_one)
+{
+    for (int low = 0; low < 2; low++) {
+        vijp_drift_setup s = setup("dense:16,gelu", 16, 16, VIJP_INIT_ORTHOGONAL, low ? "double" : "binary32",
+                                   test_seed());
+        s.ref_prec_start = low ? 16 : 0;
+        vijp_drift_curve plain, metered;
+        drift(&s, &plain);
+        progress_log l = {0};
+        s.on_progress = on_progress, s.progress_ctx = &l;
+        drift(&s, &metered);
+        ck_assert(same_curve(&plain, &metered));
+        size_t D = s.problem.depth, levels = 0;
+        for (long p = low ? 16 : 64; p <= metered.ref_prec; p *= 2) levels++;
+        size_t most = levels * 2 * D + vijp_engine_layer_steps(VIJP_ENGINE_BACKPROP, D, 1, NULL) +
+                      vijp_engine_layer_steps(VIJP_ENGINE_MOONWALK, D, 1, NULL) + D + levels + 4;
+        ck_assert_msg(!l.out_of_range && l.last == 1 && l.calls > D && l.calls <= most,
+                      "%s: %zu reports (at most %zu), the last %g", s.problem.fmt.name, l.calls, most, l.last);
+        /* 16 bits settle past 64: two levels unplanned, each a step back */
+        ck_assert_msg(low ? levels > 3 && l.back == levels - 2 : l.back == 0, "%s: %zu levels, %zu steps back",
+                      s.problem.fmt.name, levels, l.back);
+        vijp_drift_curve_clear(&plain), vijp_drift_curve_clear(&metered);
+    }
+    /* a second curve on a shared memo: its reference and conditioning
+     * taken from the memo, no steps of theirs, still ends at 1 */
+    vijp_drift_setup s = setup("dense:16,gelu", 16, 16, VIJP_INIT_ORTHOGONAL, "binary32", test_seed());
+    s.memo = vijp_drift_memo_new();
+    vijp_drift_curve first, second;
+    drift(&s, &first);
+    progress_log l = {0};
+    s.on_progress = on_progress, s.progress_ctx = &l;
+    drift(&s, &second);
+    ck_assert(vijp_drift_memo_computed(s.memo) == 2 && same_curve(&first, &second));
+    ck_assert_msg(!l.out_of_range && l.last == 1 && l.back == 0, "shared memo: the last share %g", l.last);
+    vijp_drift_curve_clear(&first), vijp_drift_curve_clear(&second);
+    vijp_drift_memo_free(s.memo);
+}
+END_TEST
+
 /* Bit for bit (doubles by their bytes, so NaN equals NaN): every field of
  * two curves, metrics, bounds, conditioning and reference figures. */
 static int same_doubles(const double *a, const double *b, size_t n) { return !n || (a && b && !memcmp(a, b, n * sizeof *a)) || (!a && !b); }
@@ -1342,6 +1405,7 @@ Suite *suite_drift(void)
     tcase_add_test(tc, own_memo_holds_upper_level_rounded);
     tcase_add_test(tc, outer_param_is_the_reverse_pass_s);
     tcase_add_test(tc, outer_param_batch_is_the_reverse_pass);
+    tcase_add_test(tc, progress_reaches_one);
     /* Per seed: A = 0.1, 0.3, 0.5 (0.7 and 0.9 miss the factor 2 for some
      * seeds, see growth_vs_lyapunov); over seeds: A = 0.7 and 0.9. */
     tcase_add_loop_test(tc, growth_vs_lyapunov, 0, 3);

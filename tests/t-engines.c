@@ -440,7 +440,7 @@ START_TEST(backprop_watch_sees_final_layers)
         run(&p, VIJP_ENGINE_BACKPROP, &bp);
         watch_log w = {&bp, DEPTH - 1, 0, 1, "", k == 2};
         vijp_error err = {0};
-        ck_assert_msg(!vijp_engine_backprop_watched(&p.net, p.theta, &p.X, &p.T, watcher, NULL, &w, &watched, &err), "%s",
+        ck_assert_msg(!vijp_engine_backprop_watched(&p.net, p.theta, &p.X, &p.T, NULL, watcher, NULL, &w, &watched, &err), "%s",
                       err.msg);
         ck_assert_msg(w.ok && w.calls == DEPTH, "%s %s: %s (%zu calls)", nets[_i].spec, fmts[k], w.why, w.calls);
         ck_assert(same_values(&watched.grad_x, &bp.grad_x) && watched.loss == bp.loss);

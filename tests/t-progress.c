@@ -9,6 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A stream into memory, for the meter's lines (*text: free it). */
+static FILE *memory_file(char **text, size_t *len)
+{
+    *text = NULL, *len = 0;
+    FILE *f = open_memstream(text, len);
+    ck_assert(f != NULL);
+    return f;
+}
+
 START_TEST(progress_decision)
 {
     /* forced, quiet, stderr a terminal, CI → shown */
@@ -55,10 +64,9 @@ static double fake_clock(void) { return now; }
 
 START_TEST(progress_redraws)
 {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    ck_assert(f != NULL);
+    char *text;
+    size_t len;
+    FILE *f = memory_file(&text, &len);
     progress p;
     now = 100;
     progress_start(&p, f, 3, "curves", fake_clock); /* drawn at once: 0/3 */
@@ -95,10 +103,9 @@ START_TEST(progress_weighted)
     ck_assert_str_eq(buf, "[===============               ] 2/4 curves, 6 s elapsed, about 2 s left");
     progress_format(buf, sizeof buf, 2, 4, "curves", 6);
     ck_assert_str_eq(buf, "[===============               ] 2/4 curves, 6 s elapsed, about 6 s left");
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    ck_assert(f != NULL);
+    char *text;
+    size_t len;
+    FILE *f = memory_file(&text, &len);
     progress p;
     now = 10;
     progress_start(&p, f, 4, "curves", fake_clock);
@@ -120,10 +127,9 @@ END_TEST
  * first run's cost, 0.5 of 6, leaves 1 · (6 − 0.5) / 0.5 = 11 s. */
 START_TEST(progress_steps_within_units)
 {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    ck_assert(f != NULL);
+    char *text;
+    size_t len;
+    FILE *f = memory_file(&text, &len);
     progress p;
     now = 0;
     progress_start(&p, f, 3, "runs", fake_clock);
@@ -163,6 +169,37 @@ START_TEST(progress_steps_within_units)
 }
 END_TEST
 
+/* Units under way at once (a study's curves on the pool's threads), each
+ * reporting its share: curves of cost 1 and 3 (4 in all).  The second's
+ * third done at 2 s: 1 of 4, 6 s left; the first done at 4 s (its cost
+ * counted whole, the second's third still under way): 2 of 4, 4 s left;
+ * the second two thirds done at 6 s: 3 of 4, 2 s left.  The shares are
+ * counted beside the units done, not instead of them. */
+START_TEST(progress_units_under_way)
+{
+    char *text;
+    size_t len;
+    FILE *f = memory_file(&text, &len);
+    progress p;
+    now = 0;
+    progress_start(&p, f, 2, "curves", fake_clock);
+    progress_set_work(&p, 4);
+    now = 2;
+    progress_under_way(&p, 1);
+    now = 4;
+    p.under_way = 1;
+    progress_step_work(&p, 1, 1);
+    now = 6;
+    progress_under_way(&p, 2);
+    progress_end(&p);
+    fclose(f);
+    ck_assert_msg(strstr(text, "0/2 curves, 2 s elapsed, about 6 s left") != NULL, "drew:\n%s", text);
+    ck_assert_msg(strstr(text, "1/2 curves, 4 s elapsed, about 4 s left") != NULL, "drew:\n%s", text);
+    ck_assert_msg(strstr(text, "1/2 curves, 6 s elapsed, about 2 s left") != NULL, "drew:\n%s", text);
+    free(text);
+}
+END_TEST
+
 Suite *suite_progress(void)
 {
     Suite *s = suite_create("progress");
@@ -172,6 +209,7 @@ Suite *suite_progress(void)
     tcase_add_test(tc, progress_redraws);
     tcase_add_test(tc, progress_weighted);
     tcase_add_test(tc, progress_steps_within_units);
+    tcase_add_test(tc, progress_units_under_way);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -45,6 +45,14 @@ typedef struct {
     int skip_reference;  /* benchmarks only: no reference, every metric NaN */
     vijp_drift_memo *memo; /* NULL, or shared with the runs before and after this one (above) */
     size_t cond_exact_max_width; /* 0: VIJP_DRIFT_COND_EXACT_MAX_WIDTH */
+    /* optional, for progress meters: called from the thread running the
+     * curve as it goes, with the share of the curve's work done so far,
+     * in [0, 1], 1 once the curve is complete: the reference's levels,
+     * the engines and the conditioning counted layer by layer, weighed by
+     * a cost model (src/drift/drift.c), not timed.  It goes back where the
+     * curve finds more work: a reference level past the two planned. */
+    void (*on_progress)(void *ctx, double done);
+    void *progress_ctx;
 } vijp_drift_setup;
 
 typedef struct {

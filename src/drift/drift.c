@@ -6,6 +6,7 @@
 #include "vijp/vijp.h"
 #include "grad/problem.h"
 #include "compare/cache.h"
+#include "emu/dense_ref.h"
 #include "memo.h"
 #include "drawn.h"
 #include "cond.h"
@@ -63,11 +64,88 @@ int vijp_drift_check_ref_prec(const vijp_format *f, long start, long cap, vijp_e
                      2 * first, cap, vijp_drift_largest_mpfr(cap), VIJP_PREC_MAX, vijp_drift_largest_mpfr(VIJP_PREC_MAX));
 }
 
+/* The curve's progress (vijp_drift_setup.on_progress): its phases (the
+ * reference, the engines, the conditioning) one after another, each of a
+ * planned weight (drift.h's), advanced by the layer steps its runs report
+ * (vijp_engine_opts.layer_done) and closed at its end whatever it ran (a
+ * shared memo's levels are not computed again).  A third level, where
+ * the first two disagree, is added to the plan as it starts (meter_more):
+ * the share then goes back, so that the time left a meter derives from
+ * it grows with the work found. */
+typedef struct {
+    const vijp_drift_setup *s;
+    double total;      /* the planned weight of the curve */
+    double start, end; /* the phase under way's span */
+    double step;       /* the weight of one of its layer steps */
+    double runs;       /* the weight of its runs finished so far */
+    double shown;      /* the share last reported */
+} curve_meter;
+
+static void meter_show(curve_meter *m, double at)
+{
+    double f = m->total > 0 && at < m->total ? at / m->total : 1;
+    if (!m->s->on_progress || f == m->shown) return;
+    m->shown = f;
+    m->s->on_progress(m->s->progress_ctx, f);
+}
+
+/* The phase under way ends; the next one weighs weight, step a step. */
+static void meter_phase(curve_meter *m, double weight, double step)
+{
+    meter_show(m, m->end);
+    m->start = m->end, m->end += weight, m->step = step, m->runs = 0;
+}
+
+/* The phase under way turns out to have a run more, of weight, step a
+ * step (the runs before it have counted theirs). */
+static void meter_more(curve_meter *m, double weight, double step)
+{
+    m->end += weight, m->total += weight, m->step = step;
+    meter_show(m, m->start + m->runs);
+}
+
+/* vijp_engine_opts.layer_done of the phase's runs, one after another. */
+static void meter_steps(void *ctx, size_t done, size_t total)
+{
+    curve_meter *m = ctx;
+    double at = m->start + m->runs + (double)done * m->step;
+    if (done >= total) m->runs += (double)total * m->step;
+    meter_show(m, at < m->end ? at : m->end);
+}
+
+/* The meter's cost model, in a reference level's layer step at p bits
+ * (1 + p/64: its limbs, and more past the fast products).  An engine's layer step in an mpfr:P format is a
+ * level's at P; in double or an emulated format, and a layer of the
+ * conditioning (an LU, Lanczos, a Jacobian a sample), a share of the
+ * first level's that grows with the width w and falls with the batch b,
+ * fitted to dense GELU stacks at batch 16 (2-core Xeon, 2026-12-07):
+ * engines 0.065 and 0.28 of it at widths 1024 and 4096, the conditioning
+ * 0.23 and 2.9; floors for the narrow nets, whose steps are mostly
+ * overhead.  An estimate for the meter's time left, nothing else. */
+static double level_step(long p)
+{
+    /* past the fast products' widest (dense_ref.h) the dense layers' dots
+     * are MPFR's: at 256 bits ten times the 128-bit level's step, measured */
+    return (1 + (double)p / 64) * (p > VIJP_DDREF_MAX_PREC ? 6 : 1);
+}
+
+static double engine_step(const vijp_format *f, long p1, double w, double b)
+{
+    if (f->kind == VIJP_MPFR && !f->emulated && !f->mixed) return level_step((long)f->prec);
+    return level_step(p1) * fmax(0.08 * (w / 1024) * (16 / b), 0.1);
+}
+
+static double cond_layer(long p1, double w, double b)
+{
+    return level_step(p1) * fmax(0.23 * pow(w / 1024, 1.8) * (16 / b), 0.5);
+}
+
 /* The validated reference (see drift.h), rounded to the comparisons'
  * precision.  ref and its format fmt (which the matrices point to) belong to
  * the caller; the levels visited stay in a shared memo. */
 static int reference(const vijp_drift_setup *s, const vijp_net *net, const vijp_problem *pf, vijp_drift_curve *c,
-                     vijp_drift_memo *memo, vijp_grads *ref, vijp_format *fmt, vijp_compare_cache *cache, vijp_error *err)
+                     vijp_drift_memo *memo, vijp_grads *ref, vijp_format *fmt, vijp_compare_cache *cache,
+                     curve_meter *meter, vijp_error *err)
 {
     long p = vijp_drift_ref_prec_first(&s->problem.fmt, s->ref_prec_start);
     long cap = s->ref_prec_max ? s->ref_prec_max : VIJP_DRIFT_REF_PREC_MAX;
@@ -86,6 +164,8 @@ static int reference(const vijp_drift_setup *s, const vijp_net *net, const vijp_
                            cap, p / 2, p, got, need);
             break;
         }
+        if (p > c->ref_prec_start) /* a level past the two planned: its 2D steps at 2p bits */
+            meter_more(meter, 2 * (double)net->depth * level_step(2 * p), level_step(2 * p));
         vijp_xnum rel, ulps; /* the level at p against the one at 2p, which fills cache for the engines */
         if ((rc = vijp_drift_memo_next_level(memo, net, pf, p, &s->problem.fmt, cache, &rel, &ulps, err))) break;
         c->ref_agreement = rel;
@@ -202,7 +282,7 @@ static vijp_mat theta_in_double(const vijp_mat *t, const vijp_format *fd, int *o
 
 /* estimated[i] (D bytes): 1 where some sample's κ_i is an estimate. */
 static void conditioning(const vijp_net *net, const vijp_problem *pf, size_t exact_max, vijp_drift_curve *c,
-                         unsigned char *estimated)
+                         unsigned char *estimated, curve_meter *meter)
 {
     size_t D = net->depth, B = pf->X.cols, n0 = net->width;
     vijp_format fd;
@@ -253,6 +333,7 @@ static void conditioning(const vijp_net *net, const vijp_problem *pf, size_t exa
         if (owned) vijp_mat_clear(&theta);
         vijp_mat_clear(&h);
         h = hn;
+        meter_steps(meter, i + 1, D);
         if (failed) { /* past a failed double forward the estimates are unknown (NaN), not an error of the study */
             for (size_t j = i + 1; j < D; j++) c->kappa[j] = c->lyap_cum[j] = NAN, estimated[j] = 0;
             break;
@@ -462,8 +543,21 @@ int vijp_drift_run_drawn(const vijp_drift_setup *s, const vijp_net *drawn, vijp_
      * reference is taken: θ in the format is not held beside the reference
      * levels, and is rounded again, to the same values, for the engines */
     int own_memo = memo != s->memo && !s->skip_reference;
+    /* the meter's plan: two levels of 2D steps, the engines', a level's step a layer of conditioning */
+    curve_meter meter = {.s = s};
+    long p1 = vijp_drift_ref_prec_first(&s->problem.fmt, s->ref_prec_start);
+    double D2 = 2 * (double)D, ref_weight = s->skip_reference ? 0 : D2 * (level_step(p1) + level_step(2 * p1));
+    double w = (double)net.width, b = (double)pf.X.cols, step = engine_step(&s->problem.fmt, p1, w, b), steps = 0;
+    for (size_t k = 0; k < c->n_runs; k++)
+        steps += (double)vijp_engine_layer_steps(k ? s->engines[k - 1] : VIJP_ENGINE_BACKPROP, D, pf.X.cols,
+                                                 &s->problem.opts);
+    double cond_weight = (double)D * cond_layer(p1, w, b);
+    meter.total = ref_weight + steps * step + cond_weight;
+    if (s->on_progress) vijp_drift_memo_meter(memo, meter_steps, &meter);
+    meter_phase(&meter, ref_weight, ref_weight / (2 * D2));
     if (own_memo) vijp_drift_memo_copy_now(memo, &net, &pf), vijp_net_params_clear(&net, pf.theta);
-    if (!s->skip_reference && (rc = reference(s, &net, &pf, c, memo, &ref, &ref_fmt, cache, err))) goto out;
+    if (!s->skip_reference && (rc = reference(s, &net, &pf, c, memo, &ref, &ref_fmt, cache, &meter, err))) goto out;
+    meter_phase(&meter, steps * step, step);
     if (own_memo && (rc = vijp_net_params(&net, &s->problem.fmt, pf.theta, err))) goto out;
     for (size_t k = 0; k < c->n_runs && !rc; k++) {
         vijp_drift_run_result *r = &c->runs[k];
@@ -476,6 +570,7 @@ int vijp_drift_run_drawn(const vijp_drift_setup *s, const vijp_net *drawn, vijp_
         param_watch pw = {&ref, &s->problem.fmt, r, cache, measured};
         memset(measured, 0, D);
         if (!s->skip_reference) o.param_ready = on_param_ready, o.param_ctx = &pw;
+        if (s->on_progress) o.layer_done = meter_steps, o.layer_ctx = &meter;
         if (r->engine == VIJP_ENGINE_REVERSIBLE) { /* layers the engine keeps rather than rebuilds: 0 */
             r->reconstruction = vijp_alloc_array(D, sizeof(vijp_xnum));
             if (!recon_watch_init(&watch, &net, pf.theta, &pf.X, r->reconstruction))
@@ -511,9 +606,10 @@ int vijp_drift_run_drawn(const vijp_drift_setup *s, const vijp_net *drawn, vijp_
     /* the engines are measured: the reference is not read again */
     vijp_grads_clear(&ref);
     for (size_t i = 0; i < 1 + 2 * D; i++) vijp_compare_cache_clear(&cache[i]);
+    meter_phase(&meter, cond_weight, cond_weight / (double)D);
     unsigned char *estimated = vijp_alloc_array(D, sizeof *estimated);
     if (!vijp_drift_memo_get_conditioning(memo, c->kappa, c->lyap_cum, estimated, D)) {
-        conditioning(&net, &pf, exact_max, c, estimated);
+        conditioning(&net, &pf, exact_max, c, estimated, &meter);
         if (s->memo) vijp_drift_memo_put_conditioning(memo, c->kappa, c->lyap_cum, estimated, D);
     }
     predict(c, D);
@@ -523,8 +619,10 @@ int vijp_drift_run_drawn(const vijp_drift_setup *s, const vijp_net *drawn, vijp_
             first_order_bound(&net, c, estimated, &c->runs[k]);
         }
     free(estimated);
+    meter_show(&meter, meter.total);
 out:
     if (memo != s->memo) vijp_drift_memo_free(memo);
+    else if (s->on_progress) vijp_drift_memo_meter(memo, NULL, NULL); /* the meter was this run's */
     for (size_t i = 0; i < 1 + 2 * D; i++) vijp_compare_cache_clear(&cache[i]);
     free(cache);
     free(measured);

@@ -40,7 +40,13 @@ struct vijp_drift_memo {
     double *kappa, *lyap_cum; /* NULL until put */
     unsigned char *kappa_estimated;
     size_t computed;          /* backprops run over the memo's life (vijp_drift_memo_computed) */
+    vijp_engine_opts meter;   /* its layer_done sees every level's layer steps (vijp_drift_memo_meter) */
 };
+
+void vijp_drift_memo_meter(vijp_drift_memo *m, void (*layer_done)(void *ctx, size_t done, size_t total), void *ctx)
+{
+    m->meter = (vijp_engine_opts){.layer_done = layer_done, .layer_ctx = ctx};
+}
 
 vijp_drift_memo *vijp_drift_memo_new(void)
 {
@@ -243,7 +249,8 @@ static int compute_level(const vijp_drift_memo *m, const vijp_net *net, const vi
     if (!rc) {
         vijp_mat_init(&X, pf->X.rows, pf->X.cols, &L->fmt), vijp_mat_convert(&X, &pf->X);
         vijp_mat_init(&T, pf->T.rows, pf->T.cols, &L->fmt), vijp_mat_convert(&T, &pf->T);
-        rc = vijp_engine_backprop_watched(net, m->copy.theta, &X, &T, pack_layer, form_param, &pw, &L->g, err);
+        rc = vijp_engine_backprop_watched(net, m->copy.theta, &X, &T, &m->meter, pack_layer, form_param, &pw, &L->g,
+                                          err);
     }
     vijp_mat_clear(&X), vijp_mat_clear(&T);
     if (rc) free(L), L = NULL;

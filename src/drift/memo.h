@@ -36,6 +36,10 @@ VIJP_MUST_CHECK int vijp_drift_memo_next_level(vijp_drift_memo *m, const vijp_ne
                                                long lo_prec, const vijp_format *f, vijp_compare_cache *cache,
                                                vijp_xnum *rel, vijp_xnum *ulps, vijp_error *err);
 
+/* layer_done (NULL: none) sees the layer steps of every level m computes
+ * from now on (vijp_engine_opts.layer_done): the drift meter's. */
+void vijp_drift_memo_meter(vijp_drift_memo *m, void (*layer_done)(void *ctx, size_t done, size_t total), void *ctx);
+
 /* Reference backprops computed over m's life, for the tests: shared runs add none. */
 size_t vijp_drift_memo_computed(const vijp_drift_memo *m);
 

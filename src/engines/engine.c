@@ -126,8 +126,8 @@ int vijp_engine_run_opts(vijp_engine_kind e, const vijp_net *net, const vijp_mat
 }
 
 int vijp_engine_backprop_watched(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
-                                 vijp_backprop_watch watch, vijp_backprop_param param, void *ctx, vijp_grads *out,
-                                 vijp_error *err)
+                                 const vijp_engine_opts *o, vijp_backprop_watch watch, vijp_backprop_param param,
+                                 void *ctx, vijp_grads *out, vijp_error *err)
 {
-    return run(VIJP_ENGINE_BACKPROP, net, theta, X, T, NULL, watch, param, ctx, out, err);
+    return run(VIJP_ENGINE_BACKPROP, net, theta, X, T, o, watch, param, ctx, out, err);
 }

@@ -28,11 +28,11 @@ typedef void (*vijp_backprop_watch)(void *ctx, size_t layer, vijp_grads *out);
 typedef int (*vijp_backprop_param)(void *ctx, size_t layer, const vijp_layer *L, const vijp_mat *h, const vijp_mat *g,
                                    vijp_mat *grad_theta);
 
-/* vijp_engine_run(VIJP_ENGINE_BACKPROP, …) with watch called as above,
- * and param (NULL: none) before each layer's parameter gradient: the
- * same checks, the same results bit for bit. */
+/* vijp_engine_run_opts(VIJP_ENGINE_BACKPROP, …, o, …) (o may be NULL) with
+ * watch called as above, and param (NULL: none) before each layer's
+ * parameter gradient: the same checks, the same results bit for bit. */
 VIJP_MUST_CHECK int vijp_engine_backprop_watched(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
-                                                 const vijp_mat *T, vijp_backprop_watch watch,
+                                                 const vijp_mat *T, const vijp_engine_opts *o, vijp_backprop_watch watch,
                                                  vijp_backprop_param param, void *ctx, vijp_grads *out,
                                                  vijp_error *err);
 

@@ -65,7 +65,9 @@ void progress_format_work(char *buf, size_t size, size_t done, size_t total, con
 static void draw(progress *p, double now)
 {
     char line[160];
-    double work = p->work_total > 0 ? p->work_done / p->work_total : p->total ? (double)p->done / (double)p->total : 1;
+    double work = p->work_total > 0   ? (p->work_done + p->under_way) / p->work_total
+                  : p->total          ? (double)p->done / (double)p->total
+                                      : 1;
     progress_format_work(line, sizeof line, p->done, p->total, p->unit, now - p->start, work);
     /* \033[K clears what a longer earlier line left: the meter only draws on
      * terminals (or when --progress asks). */
@@ -106,6 +108,12 @@ void progress_step_part(progress *p, double work, size_t steps, size_t total)
     p->work_done += work * (f - p->part);
     p->part = f < 1 ? f : 0;
     progress_step(p, p->done + (f < 1 ? 0 : 1));
+}
+
+void progress_under_way(progress *p, double work)
+{
+    p->under_way = work;
+    progress_step(p, p->done);
 }
 
 void progress_end(progress *p)

@@ -24,6 +24,7 @@ typedef struct {
     int drawn;          /* a line is on screen, to be erased */
     double work_total, work_done; /* progress_set_work: units weighted by their cost */
     double part;        /* progress_step_part: the fraction of the unit under way counted so far */
+    double under_way;   /* progress_under_way: the work done in units not yet finished */
 } progress;
 
 /* forced: > 0 --progress, < 0 --no-progress, 0 neither: then shown exactly
@@ -50,6 +51,13 @@ void progress_step_work(progress *p, size_t done, double work);
  * grows with every step, so the time left moves within a unit; the unit
  * counts as done, and the next one begins, when steps reaches total. */
 void progress_step_part(progress *p, double work, size_t steps, size_t total);
+/* Units that run at once and report their own share (a study's curves,
+ * several on the pool's threads): work, in progress_set_work's units, done
+ * so far in the units not yet finished, counted beside the finished ones'
+ * (the time left moves within the units).  The caller takes a unit's
+ * share out of it as the unit finishes, when progress_step_work counts
+ * its whole work.  Redraws as progress_step. */
+void progress_under_way(progress *p, double work);
 /* Erase the line, so that what the command prints next starts clean. */
 void progress_end(progress *p);
 

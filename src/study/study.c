@@ -233,6 +233,7 @@ struct study_pool {
     int jobs;
     int workers; /* the worker threads planned: jobs, or fewer (study.at_once, the curves) */
     double *cost; /* cost[j]: curve j's estimated share of the work (the meter's weights) */
+    double *share, under_way; /* share[j]: the part of curve j done (unit_progress); under_way: Σ cost·share */
     int failed;
     vijp_error err;
     progress meter; /* drawn under the lock, by whoever finished a curve */
@@ -259,10 +260,11 @@ static int by_cost(const void *a, const void *b)
 
 int study_run_unit(const study *s, size_t j, vijp_drift_curve *c, vijp_error *err)
 {
-    return study_run_unit_memo(s, j, NULL, 1, c, err);
+    return study_run_unit_memo(s, j, NULL, 1, NULL, NULL, c, err);
 }
 
-int study_run_unit_memo(const study *s, size_t j, vijp_drift_memo *memo, int threads, vijp_drift_curve *c,
+int study_run_unit_memo(const study *s, size_t j, vijp_drift_memo *memo, int threads,
+                        void (*on_progress)(void *ctx, double done), void *progress_ctx, vijp_drift_curve *c,
                         vijp_error *err)
 {
     size_t k = j % s->n_seeds, f = j / s->n_seeds % s->n_formats, ci = j / s->n_seeds / s->n_formats;
@@ -271,7 +273,7 @@ int study_run_unit_memo(const study *s, size_t j, vijp_drift_memo *memo, int thr
                     .input = s->input, .weights = s->weights, .seed = s->seeds[k], .init = s->configs[ci].init, .loss = s->loss, .fmt = s->formats[f],
                     .opts = s->opts},
         .engines = s->engines, .n_engines = s->n_engines, .ref_prec_start = s->ref_prec_start,
-        .ref_prec_max = s->ref_prec_max, .memo = memo,
+        .ref_prec_max = s->ref_prec_max, .memo = memo, .on_progress = on_progress, .progress_ctx = progress_ctx,
     };
     ds.problem.fmt.threads = threads; /* the format carries it down: the products, the solves, the reference */
     ds.problem.init.threads = threads; /* and the draw, where this curve draws its own net */
@@ -342,7 +344,26 @@ void study_pool_done(study_pool *p, size_t j, int rc, const char *where, const c
         p->failed = rc;
         vijp_fail(&p->err, rc, "%s%s: %s", where, name, msg);
     }
+    p->under_way -= p->cost[j] * p->share[j], p->share[j] = 0;
+    p->meter.under_way = p->under_way; /* redrawn with the count next */
     progress_step_work(&p->meter, ++p->done, p->cost[j]);
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* A curve under way has done the share done of its work
+ * (vijp_drift_setup.on_progress): the meter moves within the curves. */
+typedef struct {
+    study_pool *p;
+    size_t j;
+} unit_meter;
+
+static void unit_progress(void *ctx, double done)
+{
+    unit_meter *u = ctx;
+    study_pool *p = u->p;
+    pthread_mutex_lock(&p->lock);
+    p->under_way += p->cost[u->j] * (done - p->share[u->j]), p->share[u->j] = done;
+    progress_under_way(&p->meter, p->under_way);
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -391,7 +412,10 @@ static void *worker(void *arg)
         vijp_drift_memo *memo = n > 1 ? vijp_drift_memo_new() : NULL;
         for (size_t k = 0; k < n; k++) {
             vijp_error e = {0};
-            int rc = study_run_unit_memo(p->s, js[k], memo, threads, &p->s->curves[js[k]], &e);
+            unit_meter u = {p, js[k]};
+            int metered = p->meter.out != NULL; /* the meter is drawn: no lock a step otherwise */
+            int rc = study_run_unit_memo(p->s, js[k], memo, threads, metered ? unit_progress : NULL, &u,
+                                         &p->s->curves[js[k]], &e);
             study_pool_done(p, js[k], rc, "", e.msg);
             if (rc) break; /* the pool stops: the rest of the group is not computed */
         }
@@ -429,6 +453,7 @@ study_pool *study_pool_start(study *s, int threads)
      * group's reference, so that the heavy groups run first do not make
      * the time left look twice what it is. */
     p->cost = vijp_alloc_array(total ? total : 1, sizeof *p->cost);
+    p->share = vijp_alloc_array(total ? total : 1, sizeof *p->share);
     double work = 0;
     for (size_t k = 0; k < p->n_order; k++) {
         size_t j = c[k].j, l = c[k].leader;
@@ -482,7 +507,7 @@ int study_pool_finish(study_pool *p, vijp_error *err)
     pthread_mutex_destroy(&p->lock);
     int rc = p->failed;
     if (rc && err) *err = p->err;
-    free(p->threads), free(p->order), free(p->leader), free(p->groups_from), free(p->cost), free(p);
+    free(p->threads), free(p->order), free(p->leader), free(p->groups_from), free(p->cost), free(p->share), free(p);
     return rc;
 }
 

@@ -92,8 +92,10 @@ int study_pool_take_group(study_pool *p, size_t *js, size_t max, size_t *n);
 /* Curve j into *c (what every worker runs); err: the engine's message. */
 VIJP_MUST_CHECK int study_run_unit(const study *s, size_t j, vijp_drift_curve *c, vijp_error *err);
 /* The same, with results of the rounded problem shared through memo (drift.h; NULL: none), on up to
- * threads threads inside the curve (the format's threads: the same numbers on any). */
+ * threads threads inside the curve (the format's threads: the same numbers on any), reporting its
+ * progress to on_progress (NULL: none; vijp_drift_setup.on_progress). */
 VIJP_MUST_CHECK int study_run_unit_memo(const study *s, size_t j, vijp_drift_memo *memo, int threads,
+                                        void (*on_progress)(void *ctx, double done), void *progress_ctx,
                                         vijp_drift_curve *c, vijp_error *err);
 /* The draw curve j runs on, and the one the memory table profiles config
  * c on (orthogonal, the first seed, no --weights: vijp_memory_profile's). */
