@@ -4,6 +4,8 @@
 #include "fixtures/layerfix.h"
 #include "engines/watch.h"
 #include "engines/stored.h"
+#include "memory/profile.h"
+#include "base/fork.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -755,6 +757,50 @@ START_TEST(param_ready_sees_final_layers)
 }
 END_TEST
 
+/* The memory table's profiles (report/sections.c) of every engine on one
+ * problem, split over 1, 2, 3 and 5 threads and in another order: each
+ * engine's bytes those of its own profile (vijp_memory_profile_drawn).
+ * Nets wide enough that the engines split (fork.h's least work a part):
+ * dense and leaky (Moonwalk's sign bits), a tall dense and layernorm
+ * (fragments) and an additive coupling (rebuilt by inversion).  Broken on
+ * purpose (a range's engines written to the next one's bytes), it
+ * fails. */
+START_TEST(profile_engines_any_threads)
+{
+    static const char *const specs[] = {"dense:192,leaky:0.5", "dense:256,layernorm,dense:192,gelu", "additive,tanh"};
+    vijp_net tmpl, drawn;
+    vijp_error err = {0};
+    ck_assert_msg(!vijp_net_build(&tmpl, specs[_i], DEPTH, 192, &err), "%s", err.msg);
+    ck_assert(!vijp_memory_profile_draw(&tmpl, BATCH, 7, &drawn, &err));
+    ck_assert(VIJP_ENGINE_COUNT * (double)DEPTH * 192 * 192 * BATCH > 3 * VIJP_FORK_MIN_WORK); /* it splits */
+    vijp_format fd;
+    vijp_format_fixed(&fd, VIJP_DOUBLE);
+    size_t want[VIJP_ENGINE_COUNT][DEPTH], got[VIJP_ENGINE_COUNT][DEPTH];
+    int rcs[VIJP_ENGINE_COUNT];
+    for (int e = 0; e < VIJP_ENGINE_COUNT; e++)
+        rcs[e] = vijp_memory_profile_drawn(&drawn, BATCH, 7, &fd, (vijp_engine_kind)e, NULL, want[e], NULL);
+    static const vijp_engine_kind order[VIJP_ENGINE_COUNT] = {VIJP_ENGINE_CHECKPOINT, VIJP_ENGINE_MOONWALK,
+                                                              VIJP_ENGINE_BACKPROP, VIJP_ENGINE_PURE_FORWARD,
+                                                              VIJP_ENGINE_REVERSIBLE};
+    static const int threads[] = {1, 2, 3, 5};
+    for (size_t t = 0; t < sizeof threads / sizeof *threads; t++) {
+        size_t *bytes[VIJP_ENGINE_COUNT];
+        for (int k = 0; k < VIJP_ENGINE_COUNT; k++) bytes[k] = got[order[k]];
+        memset(got, 0, sizeof got);
+        int rc = vijp_memory_profile_engines(&drawn, BATCH, 7, &fd, order, VIJP_ENGINE_COUNT, NULL, threads[t], bytes,
+                                             NULL);
+        int any = 0;
+        for (int e = 0; e < VIJP_ENGINE_COUNT; e++) any |= rcs[e];
+        ck_assert_int_eq(!rc, !any);
+        for (int e = 0; e < VIJP_ENGINE_COUNT; e++)
+            if (!rcs[e])
+                ck_assert_msg(!memcmp(got[e], want[e], sizeof want[e]), "%s on %s, %d threads: other bytes",
+                              vijp_engine_name((vijp_engine_kind)e), specs[_i], threads[t]);
+    }
+    vijp_net_free(&drawn), vijp_net_free(&tmpl);
+}
+END_TEST
+
 /* A vijp that loses rank keeps the layers rebuilt before it: a dense layer
  * whose weights are zero from layer 3 on cannot be inverted there. */
 START_TEST(singular_vijp_keeps_earlier_layers)
@@ -977,6 +1023,7 @@ Suite *suite_engines(void)
     tcase_add_test(tc, reversible_hook_is_the_diagnostic);
     tcase_add_loop_test(tc, layer_done_counts_steps, 0, (int)NNETS);
     tcase_add_loop_test(tc, param_ready_sees_final_layers, 0, (int)NNETS);
+    tcase_add_loop_test(tc, profile_engines_any_threads, 0, 3);
     tcase_add_loop_test(tc, double_theta_in_mpfr, 0, (int)NNETS);
     tcase_add_test(tc, theta_format_refused);
     suite_add_tcase(s, tc);

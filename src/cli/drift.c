@@ -285,12 +285,12 @@ static double study_draw_bytes(const study *s)
 typedef struct {
     double fixed;     /* the process now, its arenas and the nets drawn */
     drift_peak unit;  /* the largest curve's peak */
-    double profile;   /* the report's memory table */
+    double profile_problem, profile_engine; /* the report's memory table: its problem, an engine's run */
 } study_sizes;
 
 static study_sizes study_sizes_of(const study *s)
 {
-    study_sizes z = {cli_resident_bytes() + DRIFT_PEAK_PROCESS_BYTES + study_draw_bytes(s), {0}, 0};
+    study_sizes z = {cli_resident_bytes() + DRIFT_PEAK_PROCESS_BYTES + study_draw_bytes(s), {0}, 0, 0};
     for (size_t c = 0; c < s->n_configs; c++) {
         const vijp_net *net = &s->nets[s->configs[c].net];
         for (size_t f = 0; f < s->n_formats; f++) {
@@ -299,18 +299,20 @@ static study_sizes study_sizes_of(const study *s)
                                             study_format_shares_reference(s, f));
             if (b.peak > z.unit.peak) z.unit.peak = b.peak;
         }
-        double p = drift_peak_profile_bytes(net, s->batch);
-        if (p > z.profile) z.profile = p;
+        double p = drift_peak_profile_bytes(net, s->batch, 1), e = drift_peak_profile_bytes(net, s->batch, 2) - p;
+        if (p - e > z.profile_problem) z.profile_problem = p - e;
+        if (e > z.profile_engine) z.profile_engine = e;
     }
     return z;
 }
 
 /* The peak with at_once workers each running a group of curves (those
- * sharing a reference) in turn. */
-static double study_peak_bytes(const study_sizes *z, size_t at_once)
+ * sharing a reference) in turn, and the memory table's engines table at a
+ * time. */
+static double study_peak_bytes(const study_sizes *z, size_t at_once, size_t table)
 {
-    double curves = (double)at_once * z->unit.peak;
-    return z->fixed + (curves > z->profile ? curves : z->profile);
+    double curves = (double)at_once * z->unit.peak, profile = z->profile_problem + (double)table * z->profile_engine;
+    return z->fixed + (curves > profile ? curves : profile);
 }
 
 /* The curves computed at once (s->at_once): one per job, as many as there
@@ -328,9 +330,11 @@ static int plan_memory(study *s, const char *name, size_t max_memory, int estima
     char why[64];
     double avail = cli_memory_limit((double)max_memory, "--max-memory", why, sizeof why);
     study_sizes z = study_sizes_of(s);
-    while (k > 1 && study_peak_bytes(&z, k) > avail) k--;
-    double need = study_peak_bytes(&z, k);
-    s->at_once = (int)k;
+    size_t t = jobs < VIJP_ENGINE_COUNT ? jobs : VIJP_ENGINE_COUNT; /* the memory table's engines at once */
+    while (t > 1 && study_peak_bytes(&z, 1, t) > avail) t--;
+    while (k > 1 && study_peak_bytes(&z, k, t) > avail) k--;
+    double need = study_peak_bytes(&z, k, t);
+    s->at_once = (int)k, s->table_at_once = (int)t;
     if (!estimate_only) return cli_memory_fits_in(name + 5 /* past "vijp " */, need, avail, why);
     char h[32];
     cli_human_bytes(need, h, sizeof h);

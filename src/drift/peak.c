@@ -244,14 +244,14 @@ double drift_peak_draw_bytes(const vijp_net *net)
     return b.all;
 }
 
-double drift_peak_profile_bytes(const vijp_net *net, size_t batch)
+double drift_peak_profile_bytes(const vijp_net *net, size_t batch, size_t at_once)
 {
-    /* vijp_memory_profile on the study's draw (drift_peak_draw_bytes): the
-     * problem in double, an engine's double gradients and backprop's
-     * double activations. */
-    blocks b = {0};
+    /* vijp_memory_profile_engines on the study's draw (drift_peak_draw_bytes):
+     * the problem in double, and each engine running its double gradients
+     * and backprop's double activations */
+    blocks b = {0}, engine = {0};
     problem(&b, net, batch, sizeof(double));
-    grads(&b, net, batch, sizeof(double));
-    outputs(&b, net, batch, sizeof(double));
-    return b.all;
+    grads(&engine, net, batch, sizeof(double));
+    outputs(&engine, net, batch, sizeof(double));
+    return b.all + (double)(at_once ? at_once : 1) * engine.all;
 }

@@ -34,8 +34,8 @@ drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format
 double drift_peak_draw_bytes(const vijp_net *net);
 
 /* The bytes of vijp_memory_profile's runs in double on a drawn net (the
- * report's memory table, on the main thread after every curve): the most
- * of any engine's. */
-double drift_peak_profile_bytes(const vijp_net *net, size_t batch);
+ * report's memory table, after every curve), at_once engines at a time on
+ * one problem: the most of any engine's, at_once times, beside it. */
+double drift_peak_profile_bytes(const vijp_net *net, size_t batch, size_t at_once);
 
 #endif

@@ -2,6 +2,8 @@
 #include "grad/problem.h"
 #include "profile.h"
 #include "engines/stored.h"
+#include "base/fork.h"
+#include "vijp/error.h"
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -26,23 +28,16 @@ int vijp_memory_profile_draw(const vijp_net *tmpl, size_t batch, uint64_t seed, 
     return vijp_problem_draw(&s, net, err);
 }
 
-int vijp_memory_profile_drawn(const vijp_net *drawn, size_t batch, uint64_t seed, const vijp_format *f,
-                              vijp_engine_kind e, const vijp_engine_opts *o, size_t *bytes, vijp_error *err)
+/* Engine e's stored bytes against depth on the problem p of net (only
+ * read: the engines take their inputs as const). */
+static int profile_on(const vijp_net *net, const vijp_problem *p, vijp_engine_kind e, const vijp_engine_opts *o,
+                      size_t *bytes, vijp_error *err)
 {
-    size_t depth = drawn->depth;
-    vijp_grad_setup s = profile_setup(drawn, batch, seed, f);
-    vijp_net net = *drawn; /* a view, only read */
-    net.loss = s.loss;
-    vijp_problem p;
+    size_t depth = net->depth;
+    if (e == VIJP_ENGINE_PURE_FORWARD) /* its counts without its O(n³) tangents (engines/stored.h) */
+        return vijp_engine_pure_forward_stored(net, p->theta, &p->X, bytes, err);
     vijp_grads g = {0};
-    int rc = vijp_problem_setup_drawn(&s, &net, &p, err);
-    if (rc) return rc;
-    if (e == VIJP_ENGINE_PURE_FORWARD) { /* its counts without its O(n³) tangents (engines/stored.h) */
-        rc = vijp_engine_pure_forward_stored(&net, p.theta, &p.X, bytes, err);
-        vijp_problem_clear(&p, &net);
-        return rc;
-    }
-    rc = vijp_engine_run_opts(e, &net, p.theta, &p.X, &p.T, o, &g, err);
+    int rc = vijp_engine_run_opts(e, net, p->theta, &p->X, &p->T, o, &g, err);
     /* Some residuals depend on the values (a relu fragment holds the
      * inactive units): counted from NaN or ∞ they mean nothing. */
     if ((!rc || rc == VIJP_ESINGULAR) && vijp_grads_check_finite(&g, err)) rc = VIJP_ERANGE;
@@ -54,8 +49,59 @@ int vijp_memory_profile_drawn(const vijp_net *drawn, size_t batch, uint64_t seed
              : vijp_fail(err, VIJP_ESINGULAR, "%s: failed before its stored bytes were counted", vijp_engine_name(e));
     if (!rc) memcpy(bytes, g.stored_by_depth, depth * sizeof *bytes);
     vijp_grads_clear(&g);
+    return rc;
+}
+
+/* The engines' runs, a range of them a thread. */
+typedef struct {
+    const vijp_net *net;
+    const vijp_problem *p;
+    const vijp_engine_kind *e;
+    const vijp_engine_opts *o;
+    size_t *const *bytes;
+    int *rc;
+    vijp_error *err;
+} engines_job;
+
+static void engines_part(void *ctx, size_t part, size_t begin, size_t end)
+{
+    const engines_job *J = ctx;
+    (void)part;
+    for (size_t k = begin; k < end; k++) J->rc[k] = profile_on(J->net, J->p, J->e[k], J->o, J->bytes[k], &J->err[k]);
+}
+
+int vijp_memory_profile_engines(const vijp_net *drawn, size_t batch, uint64_t seed, const vijp_format *f,
+                                const vijp_engine_kind *e, size_t n, const vijp_engine_opts *o, int threads,
+                                size_t *const *bytes, vijp_error *err)
+{
+    vijp_grad_setup s = profile_setup(drawn, batch, seed, f);
+    vijp_net net = *drawn; /* a view, only read */
+    net.loss = s.loss;
+    vijp_problem p;
+    int rc = vijp_problem_setup_drawn(&s, &net, &p, err);
+    if (rc) return rc;
+    int *rcs = vijp_alloc_array(n ? n : 1, sizeof *rcs);
+    vijp_error *errs = vijp_alloc_array(n ? n : 1, sizeof *errs);
+    engines_job job = {&net, &p, e, o, bytes, rcs, errs};
+    /* each engine's ledger is its own, whichever thread runs it: the bytes do not depend on threads */
+    double work = (double)n * (double)net.depth * (double)net.width * (double)net.width * (double)batch;
+    vijp_fork(threads, n, work, engines_part, &job);
+    size_t first = n; /* the failure of the engine first in vijp_engine_kind's order */
+    for (size_t k = 0; k < n; k++)
+        if (rcs[k] && (first == n || e[k] < e[first])) first = k;
+    if (first < n) {
+        rc = rcs[first];
+        if (err) *err = errs[first];
+    }
+    free(rcs), free(errs);
     vijp_problem_clear(&p, &net);
     return rc;
+}
+
+int vijp_memory_profile_drawn(const vijp_net *drawn, size_t batch, uint64_t seed, const vijp_format *f,
+                              vijp_engine_kind e, const vijp_engine_opts *o, size_t *bytes, vijp_error *err)
+{
+    return vijp_memory_profile_engines(drawn, batch, seed, f, &e, 1, o, 1, &bytes, err);
 }
 
 int vijp_memory_profile(const vijp_net *tmpl, size_t batch, uint64_t seed, const vijp_format *f, vijp_engine_kind e,

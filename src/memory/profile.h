@@ -16,4 +16,13 @@ VIJP_MUST_CHECK int vijp_memory_profile_drawn(const vijp_net *drawn, size_t batc
                                               vijp_engine_kind e, const vijp_engine_opts *o, size_t *bytes,
                                               vijp_error *err);
 
+/* The same for the n engines e[k] into bytes[k], on one problem, the
+ * engines split over up to threads threads in ranges of e (each engine
+ * on its own: the bytes are the same on any); of several failures, that
+ * of the engine first in vijp_engine_kind's order is the one returned. */
+VIJP_MUST_CHECK int vijp_memory_profile_engines(const vijp_net *drawn, size_t batch, uint64_t seed,
+                                                const vijp_format *f, const vijp_engine_kind *e, size_t n,
+                                                const vijp_engine_opts *o, int threads, size_t *const *bytes,
+                                                vijp_error *err);
+
 #endif

@@ -45,6 +45,9 @@ typedef struct {
      * sizing's choice where that many would not fit the memory, the spare
      * jobs then threads inside each curve. */
     int at_once;
+    /* The report's memory table's engines run at once (0: as many as
+     * jobs): the sizing's, as at_once; the same bytes on any count. */
+    int table_at_once;
     vijp_drift_curve *curves; /* [(config · n_formats + format) · n_seeds + seed] */
     unsigned char *done;      /* NULL, or done[j]: curves[j] is already there (--resume, resume.h) */
     /* Called (on a worker thread) with each curve as it is finished, when set. */
