@@ -1187,6 +1187,16 @@ START_TEST(singular_vijp_measured)
             ck_assert_msg(isnan(XD(g->rel)) && isnan(XD(g->ulps)) && isnan(XD(g->angle_deg)) && isnan(XD(t->rel)), "g_%zu", i + 1);
     }
     vijp_drift_curve_clear(&c);
+    /* the progress meter past the run that stopped early, with an engine
+     * after it: its planned steps counted, the share does not go back */
+    static const vijp_engine_kind two[] = {VIJP_ENGINE_MOONWALK, VIJP_ENGINE_CHECKPOINT};
+    progress_log l = {0};
+    s.engines = two, s.n_engines = 2, s.on_progress = on_progress, s.progress_ctx = &l;
+    vijp_error err = {0};
+    ck_assert_msg(!vijp_drift_run(&s, &c, &err), "%s", err.msg);
+    ck_assert_uint_eq(c.runs[1].rebuilt, 32);
+    ck_assert_msg(!l.out_of_range && l.back == 0 && l.last == 1, "%zu steps back, the last share %g", l.back, l.last);
+    vijp_drift_curve_clear(&c);
 }
 END_TEST
 

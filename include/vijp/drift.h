@@ -50,7 +50,10 @@ typedef struct {
      * in [0, 1], 1 once the curve is complete: the reference's levels,
      * the engines and the conditioning counted layer by layer, weighed by
      * a cost model (src/drift/drift.c), not timed.  It goes back where the
-     * curve finds more work: a reference level past the two planned. */
+     * curve finds more work: a reference level past the two planned.  The
+     * curve sets problem.opts' layer_done (where on_progress is set) and
+     * param_ready (where it has a reference) for its engines' runs: a
+     * caller's own are not called. */
     void (*on_progress)(void *ctx, double done);
     void *progress_ctx;
 } vijp_drift_setup;

@@ -558,6 +558,7 @@ int vijp_drift_run_drawn(const vijp_drift_setup *s, const vijp_net *drawn, vijp_
     if (own_memo) vijp_drift_memo_copy_now(memo, &net, &pf), vijp_net_params_clear(&net, pf.theta);
     if (!s->skip_reference && (rc = reference(s, &net, &pf, c, memo, &ref, &ref_fmt, cache, &meter, err))) goto out;
     meter_phase(&meter, steps * step, step);
+    double run_steps = 0; /* the engine runs' planned steps so far, weighed */
     if (own_memo && (rc = vijp_net_params(&net, &s->problem.fmt, pf.theta, err))) goto out;
     for (size_t k = 0; k < c->n_runs && !rc; k++) {
         vijp_drift_run_result *r = &c->runs[k];
@@ -577,6 +578,9 @@ int vijp_drift_run_drawn(const vijp_drift_setup *s, const vijp_net *drawn, vijp_
                 o.rebuilt_input = on_rebuilt, o.rebuilt_ctx = &watch;
         }
         rc = vijp_engine_run_opts(r->engine, &net, pf.theta, &pf.X, &pf.T, &o, &got, &e2);
+        /* a run that stopped early (a vijp losing rank) counts its planned steps: the next starts past them */
+        run_steps += (double)vijp_engine_layer_steps(r->engine, D, pf.X.cols, &s->problem.opts) * step;
+        meter.runs = run_steps;
         recon_watch_clear(&watch);
         int engine_rc = rc;
         if (rc && rc != VIJP_ESINGULAR) {

@@ -201,9 +201,9 @@ typedef struct {
     const vijp_format *held; /* NULL: packed at the level's precision */
 } pack_watch;
 
-/* A batch-1 dense layer's ∇θ straight into its packed (and held) block
- * (outer.h), where backprop would write it MPFR-held and pack_layer pack
- * and round it: the same values, written once. */
+/* A dense layer's ∇θ straight into its packed (and held) block (outer.h),
+ * where backprop would write it MPFR-held and pack_layer pack and round
+ * it: the same values, written once. */
 static int form_param(void *ctx, size_t i, const vijp_layer *L, const vijp_mat *h, const vijp_mat *g, vijp_mat *gt)
 {
     const pack_watch *w = ctx;

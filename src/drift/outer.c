@@ -76,14 +76,13 @@ static int product(vijp_packed *out, size_t idx, mpfr_srcptr a, mpfr_srcptr b, l
 }
 #endif
 
-
 /* ∂b_i = Σ_b g(i, b) by vo_dot, as the operator forms it, at g's
  * precision, into value m·n + i of pk. */
-static void bias_grad(vijp_packed *pk, const vijp_mat *g, size_t m, size_t n)
+static void bias_grad(vijp_packed *pk, const vijp_mat *g, size_t m, size_t n, const vijp_format *fmt)
 {
     size_t B = g->cols;
     mpfr_t t;
-    mpfr_init2(t, mpfr_get_prec(g->m[0]));
+    mpfr_init2(t, (mpfr_prec_t)fmt->prec);
     mpfr_srcptr *ptrs = vijp_alloc_array(2 * B + 1, sizeof *ptrs);
     for (size_t i = 0; i < m; i++) {
         vo_dot_strided(t, NULL, &g->m[i], m, NULL, 0, B, ptrs);
@@ -116,7 +115,7 @@ static void batch_param(const vijp_layer *L, const vijp_mat *h, const vijp_mat *
         if (vijp_ref_dense_weight_grad(&block, xs, B, g->m, w.m, fmt)) abort(); /* unreachable: vo_dot_fused */
         for (size_t e = 0; e < m * c; e++) vijp_packed_set(pk, m * k0 + e, w.m[e]);
     }
-    bias_grad(pk, g, m, n);
+    bias_grad(pk, g, m, n, fmt);
     free(xs);
     vijp_mat_clear(&w);
 }
@@ -126,7 +125,8 @@ static void batch_param(const vijp_layer *L, const vijp_mat *h, const vijp_mat *
 static int applies(const vijp_layer *L, const vijp_mat *h, const vijp_mat *g, const vijp_format *fmt,
                    const vijp_format *held)
 {
-    return !strcmp(L->type->name, "dense") && h->cols == g->cols && h->cols && h->m && g->m && h->rows == L->in &&
+    return !strcmp(L->type->name, "dense") && L->out && L->in && h->cols == g->cols && h->cols && h->m && g->m &&
+           h->rows == L->in &&
            g->rows == L->out && vo_dot_fused(fmt) && !vo_dot_hook_broken() && held->prec <= fmt->prec;
 }
 
@@ -170,7 +170,7 @@ int drift_outer_param(const vijp_layer *L, const vijp_mat *h, const vijp_mat *g,
     mpfr_clear(t);
     return 1;
 #else
-    (void)L, (void)h, (void)g, (void)fmt, (void)held, (void)out;
+    (void)n, (void)L, (void)h, (void)g, (void)fmt, (void)held, (void)out;
     return 0;
 #endif
 }

@@ -30,7 +30,8 @@ typedef int (*vijp_backprop_param)(void *ctx, size_t layer, const vijp_layer *L,
 
 /* vijp_engine_run_opts(VIJP_ENGINE_BACKPROP, …, o, …) (o may be NULL) with
  * watch called as above, and param (NULL: none) before each layer's
- * parameter gradient: the same checks, the same results bit for bit. */
+ * parameter gradient: the same checks, the same results bit for bit.  o's
+ * param_ready must be NULL: it would free ∇θ_i before watch sees it. */
 VIJP_MUST_CHECK int vijp_engine_backprop_watched(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X,
                                                  const vijp_mat *T, const vijp_engine_opts *o, vijp_backprop_watch watch,
                                                  vijp_backprop_param param, void *ctx, vijp_grads *out,

@@ -101,7 +101,6 @@ void vijp_mat_init_packed(vijp_mat *a, size_t rows, size_t cols, const vijp_form
     a->packed = block_new(rows * cols, fmt->prec);
 }
 
-
 /* vijp_mat_pack of a matrix from vijp_mat_init_packing: each value's
  * kind, sign and exponent into the block (put_same's, without the limbs,
  * which are in place), then the structs go.  Where a significand pointer

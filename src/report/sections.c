@@ -7,6 +7,7 @@
 #include "vijp/memory.h"
 #include "memory/profile.h"
 #include <math.h>
+#include <mpfr.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +46,7 @@ static int memory_config(memory_table *m, const study *s, size_t c, const vijp_f
     size_t *bytes[VIJP_ENGINE_COUNT];
     for (int k = 0; k < VIJP_ENGINE_COUNT; k++) bytes[k] = mem_at(m, c, (size_t)order[k]);
     int threads = s->table_at_once > 0 && s->table_at_once < s->jobs ? s->table_at_once : s->jobs;
+    if (!mpfr_buildopt_tls_p()) threads = 1; /* the helpers set MPFR's exponent range: per thread only there */
     if (!rc) rc = vijp_memory_profile_engines(net, s->batch, s->seeds[0], fd, order, VIJP_ENGINE_COUNT, &s->opts,
                                               threads, bytes, err);
     if (s->draws) study_draws_put(s->draws, key, 1);
