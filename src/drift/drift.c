@@ -79,6 +79,8 @@ typedef struct {
     double step;       /* the weight of one of its layer steps */
     double runs;       /* the weight of its runs finished so far */
     double shown;      /* the share last reported */
+    /* the plan (meter_plan): the phases' weights, an engine's layer step */
+    double ref_weight, engine_step, engine_weight, cond_weight;
 } curve_meter;
 
 static void meter_show(curve_meter *m, double at)
@@ -88,6 +90,11 @@ static void meter_show(curve_meter *m, double at)
     m->shown = f;
     m->s->on_progress(m->s->progress_ctx, f);
 }
+
+/* A run of the phase under way has ended, of steps planned steps: they
+ * count whether it reported them all or stopped early (a vijp losing
+ * rank), and a shared memo's level that was not computed counts too. */
+static void meter_run_end(curve_meter *m, size_t steps) { m->runs += (double)steps * m->step; }
 
 /* The phase under way ends; the next one weighs weight, step a step. */
 static void meter_phase(curve_meter *m, double weight, double step)
@@ -104,12 +111,12 @@ static void meter_more(curve_meter *m, double weight, double step)
     meter_show(m, m->start + m->runs);
 }
 
-/* vijp_engine_opts.layer_done of the phase's runs, one after another. */
+/* vijp_engine_opts.layer_done of the phase's run under way. */
 static void meter_steps(void *ctx, size_t done, size_t total)
 {
     curve_meter *m = ctx;
+    (void)total;
     double at = m->start + m->runs + (double)done * m->step;
-    if (done >= total) m->runs += (double)total * m->step;
     meter_show(m, at < m->end ? at : m->end);
 }
 
@@ -140,6 +147,25 @@ static double cond_layer(long p1, double w, double b)
     return level_step(p1) * fmax(0.23 * pow(w / 1024, 1.8) * (16 / b), 0.5);
 }
 
+/* The meter of curve s on net at batch b: two levels of 2D steps from the
+ * first precision on (none without a reference), the engines' steps, a
+ * layer of conditioning at a time. */
+static curve_meter meter_plan(const vijp_drift_setup *s, const vijp_net *net, size_t b)
+{
+    curve_meter m = {.s = s};
+    size_t D = net->depth;
+    long p1 = vijp_drift_ref_prec_first(&s->problem.fmt, s->ref_prec_start);
+    double w = (double)net->width, steps = (double)vijp_engine_layer_steps(VIJP_ENGINE_BACKPROP, D, b, &s->problem.opts);
+    for (size_t k = 0; k < s->n_engines; k++)
+        steps += (double)vijp_engine_layer_steps(s->engines[k], D, b, &s->problem.opts);
+    m.ref_weight = s->skip_reference ? 0 : 2 * (double)D * (level_step(p1) + level_step(2 * p1));
+    m.engine_step = engine_step(&s->problem.fmt, p1, w, (double)b);
+    m.engine_weight = steps * m.engine_step;
+    m.cond_weight = (double)D * cond_layer(p1, w, (double)b);
+    m.total = m.ref_weight + m.engine_weight + m.cond_weight;
+    return m;
+}
+
 /* The validated reference (see drift.h), rounded to the comparisons'
  * precision.  ref and its format fmt (which the matrices point to) belong to
  * the caller; the levels visited stay in a shared memo. */
@@ -153,6 +179,7 @@ static int reference(const vijp_drift_setup *s, const vijp_net *net, const vijp_
     c->ref_target = vijp_xnum_mul(c->u, vijp_xnum_of(0x1p-10));
     const vijp_grads *first;
     int rc = vijp_drift_memo_backprop(memo, net, pf, p, &first, err);
+    meter_run_end(meter, 2 * net->depth); /* backprop's layer steps (vijp_engine_layer_steps) */
     while (!rc) {
         if (2 * p > cap) {
             char got[32], need[32];
@@ -168,6 +195,7 @@ static int reference(const vijp_drift_setup *s, const vijp_net *net, const vijp_
             meter_more(meter, 2 * (double)net->depth * level_step(2 * p), level_step(2 * p));
         vijp_xnum rel, ulps; /* the level at p against the one at 2p, which fills cache for the engines */
         if ((rc = vijp_drift_memo_next_level(memo, net, pf, p, &s->problem.fmt, cache, &rel, &ulps, err))) break;
+        meter_run_end(meter, 2 * net->depth);
         c->ref_agreement = rel;
         p *= 2;
         if (vijp_xnum_le(rel, c->ref_target) && vijp_xnum_le(ulps, vijp_xnum_of(0x1p-10))) break;
@@ -543,22 +571,12 @@ int vijp_drift_run_drawn(const vijp_drift_setup *s, const vijp_net *drawn, vijp_
      * reference is taken: θ in the format is not held beside the reference
      * levels, and is rounded again, to the same values, for the engines */
     int own_memo = memo != s->memo && !s->skip_reference;
-    /* the meter's plan: two levels of 2D steps, the engines', a level's step a layer of conditioning */
-    curve_meter meter = {.s = s};
-    long p1 = vijp_drift_ref_prec_first(&s->problem.fmt, s->ref_prec_start);
-    double D2 = 2 * (double)D, ref_weight = s->skip_reference ? 0 : D2 * (level_step(p1) + level_step(2 * p1));
-    double w = (double)net.width, b = (double)pf.X.cols, step = engine_step(&s->problem.fmt, p1, w, b), steps = 0;
-    for (size_t k = 0; k < c->n_runs; k++)
-        steps += (double)vijp_engine_layer_steps(k ? s->engines[k - 1] : VIJP_ENGINE_BACKPROP, D, pf.X.cols,
-                                                 &s->problem.opts);
-    double cond_weight = (double)D * cond_layer(p1, w, b);
-    meter.total = ref_weight + steps * step + cond_weight;
+    curve_meter meter = meter_plan(s, &net, pf.X.cols);
     if (s->on_progress) vijp_drift_memo_meter(memo, meter_steps, &meter);
-    meter_phase(&meter, ref_weight, ref_weight / (2 * D2));
+    meter_phase(&meter, meter.ref_weight, meter.ref_weight / (4 * (double)D)); /* the two levels' 4D steps */
     if (own_memo) vijp_drift_memo_copy_now(memo, &net, &pf), vijp_net_params_clear(&net, pf.theta);
     if (!s->skip_reference && (rc = reference(s, &net, &pf, c, memo, &ref, &ref_fmt, cache, &meter, err))) goto out;
-    meter_phase(&meter, steps * step, step);
-    double run_steps = 0; /* the engine runs' planned steps so far, weighed */
+    meter_phase(&meter, meter.engine_weight, meter.engine_step);
     if (own_memo && (rc = vijp_net_params(&net, &s->problem.fmt, pf.theta, err))) goto out;
     for (size_t k = 0; k < c->n_runs && !rc; k++) {
         vijp_drift_run_result *r = &c->runs[k];
@@ -578,9 +596,7 @@ int vijp_drift_run_drawn(const vijp_drift_setup *s, const vijp_net *drawn, vijp_
                 o.rebuilt_input = on_rebuilt, o.rebuilt_ctx = &watch;
         }
         rc = vijp_engine_run_opts(r->engine, &net, pf.theta, &pf.X, &pf.T, &o, &got, &e2);
-        /* a run that stopped early (a vijp losing rank) counts its planned steps: the next starts past them */
-        run_steps += (double)vijp_engine_layer_steps(r->engine, D, pf.X.cols, &s->problem.opts) * step;
-        meter.runs = run_steps;
+        meter_run_end(&meter, vijp_engine_layer_steps(r->engine, D, pf.X.cols, &s->problem.opts));
         recon_watch_clear(&watch);
         int engine_rc = rc;
         if (rc && rc != VIJP_ESINGULAR) {
@@ -610,7 +626,7 @@ int vijp_drift_run_drawn(const vijp_drift_setup *s, const vijp_net *drawn, vijp_
     /* the engines are measured: the reference is not read again */
     vijp_grads_clear(&ref);
     for (size_t i = 0; i < 1 + 2 * D; i++) vijp_compare_cache_clear(&cache[i]);
-    meter_phase(&meter, cond_weight, cond_weight / (double)D);
+    meter_phase(&meter, meter.cond_weight, meter.cond_weight / (double)D);
     unsigned char *estimated = vijp_alloc_array(D, sizeof *estimated);
     if (!vijp_drift_memo_get_conditioning(memo, c->kappa, c->lyap_cum, estimated, D)) {
         conditioning(&net, &pf, exact_max, c, estimated, &meter);

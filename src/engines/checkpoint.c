@@ -72,10 +72,8 @@ int engine_checkpoint(const vijp_net *net, const vijp_mat *theta, const vijp_mat
         for (size_t i = end; i-- > start && !rc;) {
             const vijp_layer *L = &net->layers[i];
             vijp_mat *gin = i ? &out->g[i - 1] : &out->grad_x;
-            engine_param_grad_init(out, net, X, i, 0);
-            rc = vijp_layer_vjp_param(L, &theta[i], &H[i], &out->g[i], &out->grad_theta[i], err);
+            rc = engine_param_grad(net, theta, X, i, &H[i], steps, out, err);
             if (!rc) rc = vijp_layer_vjp(L, &theta[i], &H[i], &out->g[i], gin, err);
-            if (!rc) engine_param_ready(steps, i, out);
             ledger_release(&ledger, mat_bytes(&H[i]));
             vijp_mat_clear(&H[i]);
             if (!rc) engine_step(steps);

@@ -55,6 +55,15 @@ void engine_param_grad_init(vijp_grads *out, const vijp_net *net, const vijp_mat
     engine_key(&out->grad_theta[i], X, VIJP_SR_PARAM_GRAD, i + 1, 0);
 }
 
+int engine_param_grad(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, size_t i, const vijp_mat *h,
+                      engine_steps *steps, vijp_grads *out, vijp_error *err)
+{
+    engine_param_grad_init(out, net, X, i, 0);
+    int rc = vijp_layer_vjp_param(&net->layers[i], &theta[i], h, &out->g[i], &out->grad_theta[i], err);
+    if (!rc) engine_param_ready(steps, i, out);
+    return rc;
+}
+
 int engine_grads_init(vijp_grads *out, const vijp_net *net, const vijp_mat *X)
 {
     size_t B = X->cols;

@@ -77,6 +77,12 @@ VIJP_MUST_CHECK int engine_derivative(const vijp_layer *L, const vijp_mat *theta
  * frees what it has compared while later layers' are not yet allocated. */
 VIJP_MUST_CHECK int engine_grads_init(vijp_grads *out, const vijp_net *net, const vijp_mat *X);
 void engine_param_grad_init(vijp_grads *out, const vijp_net *net, const vijp_mat *X, size_t i, int packing);
+/* ∇θ_i of layer i (allocated here) from its input h and the final g_i of
+ * out, then handed to the caller's param_ready: Moonwalk's sweep, the
+ * reversible and checkpoint engines' reverse passes (backprop's own may
+ * have the drift memo form it, watch.h).  X: the run's input. */
+VIJP_MUST_CHECK int engine_param_grad(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, size_t i,
+                                      const vijp_mat *h, engine_steps *steps, vijp_grads *out, vijp_error *err);
 /* g := ∇L(h) (overwrites g, same shape as h); returns the loss summed over the batch. */
 double engine_loss(const vijp_net *net, const vijp_mat *h, const vijp_mat *T, vijp_mat *g);
 

@@ -37,9 +37,7 @@ int engine_moonwalk_sweep(const vijp_net *net, const vijp_mat *theta, const vijp
         if (rc == VIJP_ESINGULAR) out->rebuilt = i;
         ledger_release(ledger, mat_bytes(&frag[i]));
         vijp_mat_clear(&frag[i]);
-        if (!rc) engine_param_grad_init(out, net, X, i, 0);
-        if (!rc) rc = vijp_layer_vjp_param(L, &theta[i], &h, &out->g[i], &out->grad_theta[i], err);
-        if (!rc) engine_param_ready(steps, i, out);
+        if (!rc) rc = engine_param_grad(net, theta, X, i, &h, steps, out, err);
         vijp_mat_init_unset(&hn, L->out, B, X->fmt);
         engine_key(&hn, X, VIJP_SR_OUTPUT, i + 1, 0);
         if (!rc) rc = vijp_layer_forward(L, &theta[i], &h, &hn, err);

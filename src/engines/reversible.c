@@ -56,10 +56,8 @@ int engine_reversible(const vijp_net *net, const vijp_mat *theta, const vijp_mat
             if (!rc && o && o->rebuilt_input) o->rebuilt_input(o->rebuilt_ctx, i, &x);
         }
         vijp_mat *gin = i ? &out->g[i - 1] : &out->grad_x;
-        if (!rc) engine_param_grad_init(out, net, X, i, 0);
-        if (!rc) rc = vijp_layer_vjp_param(L, &theta[i], &x, &out->g[i], &out->grad_theta[i], err);
+        if (!rc) rc = engine_param_grad(net, theta, X, i, &x, steps, out, err);
         if (!rc) rc = vijp_layer_vjp(L, &theta[i], &x, &out->g[i], gin, err);
-        if (!rc) engine_param_ready(steps, i, out);
         vijp_mat_clear(&h);
         h = x;
         if (!rc) engine_step(steps);
