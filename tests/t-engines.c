@@ -454,6 +454,27 @@ START_TEST(backprop_watch_sees_final_layers)
 }
 END_TEST
 
+/* A watched backprop refuses a param_ready (it would free ∇θ_i before the
+ * watch sees it), with a message and its result left empty. */
+static void no_param(void *ctx, size_t i, vijp_grads *out) { (void)ctx, (void)i, (void)out; }
+
+START_TEST(backprop_watch_refuses_param_ready)
+{
+    problem p;
+    problem_init(&p, 0, "double");
+    vijp_engine_opts o = {.param_ready = no_param};
+    vijp_grads g;
+    memset(&g, 0xff, sizeof g);
+    vijp_error err = {0};
+    ck_assert_int_eq(vijp_engine_backprop_watched(&p.net, p.theta, &p.X, &p.T, &o, watcher, NULL, NULL, &g, &err),
+                     VIJP_EINVAL);
+    ck_assert_msg(strstr(err.msg, "param_ready") != NULL, "message '%s'", err.msg);
+    ck_assert(g.depth == 0 && g.grad_theta == NULL && g.g == NULL);
+    vijp_grads_clear(&g);
+    problem_clear(&p);
+}
+END_TEST
+
 /* Given segment lengths, on dense:8,leaky:0.5 at depth 8, batch 2 (every
  * layer input 8 × 2 doubles = 128 bytes).  Going back, segment s (0-based)
  * holds checkpoints 0..s and its own len_s − 1 recomputed inputs, so the
@@ -1024,6 +1045,7 @@ Suite *suite_engines(void)
     tcase_add_loop_test(tc, layer_done_counts_steps, 0, (int)NNETS);
     tcase_add_loop_test(tc, param_ready_sees_final_layers, 0, (int)NNETS);
     tcase_add_loop_test(tc, profile_engines_any_threads, 0, 3);
+    tcase_add_test(tc, backprop_watch_refuses_param_ready);
     tcase_add_loop_test(tc, double_theta_in_mpfr, 0, (int)NNETS);
     tcase_add_test(tc, theta_format_refused);
     suite_add_tcase(s, tc);

@@ -129,6 +129,9 @@ int vijp_engine_backprop_watched(const vijp_net *net, const vijp_mat *theta, con
                                  const vijp_engine_opts *o, vijp_backprop_watch watch, vijp_backprop_param param,
                                  void *ctx, vijp_grads *out, vijp_error *err)
 {
-    if (o && o->param_ready) return vijp_fail(err, VIJP_EINVAL, "a watched backprop takes no param_ready (watch.h)");
+    if (o && o->param_ready) { /* failed as run() fails: out left empty */
+        memset(out, 0, sizeof *out);
+        return vijp_fail(err, VIJP_EINVAL, "a watched backprop takes no param_ready (watch.h)");
+    }
     return run(VIJP_ENGINE_BACKPROP, net, theta, X, T, o, watch, param, ctx, out, err);
 }
