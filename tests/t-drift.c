@@ -1308,25 +1308,51 @@ static int same_params(const vijp_net *a, const vijp_net *b)
     return 1;
 }
 
-/* One net drawn for two formats (whose reference is not shared: bfloat16
- * and binary32 round θ differently) gives each curve bit for bit what a
- * curve drawing its own net gives, equals a fresh draw, and is left as it
- * was (only read). */
+/* A release that spoils what it releases, as a freed block reused would:
+ * θ all NaN from the call on, which a run still reading it would show. */
+typedef struct {
+    vijp_net *net;
+    int calls;
+} spoiler;
+
+static void spoil(void *ctx)
+{
+    spoiler *sp = ctx;
+    sp->calls++;
+    for (size_t i = 0; i < sp->net->depth; i++)
+        for (size_t k = 0, P = sp->net->layers[i].type->param_count(&sp->net->layers[i]); k < P; k++)
+            sp->net->theta[i][k] = NAN;
+}
+
+/* One net drawn for several formats (whose reference is not shared: they
+ * round θ differently; an MX format blocks it, mpfr:80's exact copy is in
+ * MPFR, the others' in double) gives each curve bit for bit what a curve
+ * drawing its own net gives, equals a fresh draw, and is left as it was
+ * (only read).  And the run reads the draw only until it releases it:
+ * a copy spoiled at the release gives the same curve, the release called
+ * once. */
 START_TEST(drawn_net_same_curves)
 {
-    static const char *const formats[] = {"bfloat16+binary32", "binary32"};
+    static const char *const formats[] = {"bfloat16+binary32", "binary32", "mxfp8+binary32", "mpfr:80"};
     vijp_drift_setup s = setup("dense:8,gelu", 12, 8, VIJP_INIT_ORTHOGONAL, formats[0], test_seed());
     vijp_net drawn, before = fresh_draw("dense:8,gelu", 12, 8, s.problem.init, test_seed());
     vijp_error err = {0};
     ck_assert(!vijp_problem_draw(&s.problem, &drawn, &err));
     ck_assert_msg(same_params(&drawn, &before), "the draw differs from a fresh vijp_net_init");
-    for (size_t k = 0; k < 2; k++) {
+    for (size_t k = 0; k < sizeof formats / sizeof *formats; k++) {
         s = setup("dense:8,gelu", 12, 8, VIJP_INIT_ORTHOGONAL, formats[k], test_seed());
-        vijp_drift_curve own, shared;
+        vijp_drift_curve own, shared, released;
         drift(&s, &own);
-        ck_assert_msg(!vijp_drift_run_drawn(&s, &drawn, &shared, &err), "%s", err.msg);
+        ck_assert_msg(!vijp_drift_run_drawn(&s, &drawn, NULL, NULL, &shared, &err), "%s", err.msg);
         ck_assert_msg(same_curve(&own, &shared), "%s: the curve on the shared net differs", formats[k]);
-        vijp_drift_curve_clear(&own), vijp_drift_curve_clear(&shared);
+        vijp_net doomed;
+        vijp_net_copy(&doomed, &drawn);
+        spoiler sp = {&doomed, 0};
+        ck_assert_msg(!vijp_drift_run_drawn(&s, &doomed, spoil, &sp, &released, &err), "%s", err.msg);
+        ck_assert_msg(sp.calls == 1, "%s: released %d times", formats[k], sp.calls);
+        ck_assert_msg(same_curve(&own, &released), "%s: the run read its draw after releasing it", formats[k]);
+        vijp_drift_curve_clear(&own), vijp_drift_curve_clear(&shared), vijp_drift_curve_clear(&released);
+        vijp_net_free(&doomed);
     }
     ck_assert_msg(same_params(&drawn, &before), "running curves changed the shared net");
     vijp_net_free(&drawn), vijp_net_free(&before);

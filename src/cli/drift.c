@@ -253,44 +253,58 @@ static void print_verdicts(const study *s)
     print_overflows(s);
 }
 
-/* The bytes of the nets the study draws (study/draws.h): one per config
- * and seed, and one per net for the memory table where no config draws
- * it (orthogonal, the first seed, no --weights).  All may be held at once:
- * a draw is kept until its last curve, and the curves run format by
- * format. */
-static double study_draw_bytes(const study *s)
+/* The bytes of the nets the study's curves draw (study/draws.h): one per
+ * config and seed.  All may be held at once: a draw is kept until the last
+ * of its curves has rounded it, and the curves run format by format. */
+static double curve_draw_bytes(const study *s)
 {
     double bytes = 0;
-    for (size_t c = 0; c < s->n_configs; c++) {
-        const vijp_net *net = &s->nets[s->configs[c].net];
-        bytes += (double)s->n_seeds * drift_peak_draw_bytes(net);
-        int drawn = 0, first = 1;
-        for (size_t d = 0; d < s->n_configs; d++) {
-            study_draw_key a = study_unit_draw(s, d * s->n_formats * s->n_seeds), p = study_profile_draw(s, c);
-            drawn |= a.net == p.net && a.init.kind == p.init.kind && a.init.gain == p.init.gain && !a.weights;
-            first &= !(d < c && s->configs[d].net == s->configs[c].net); /* counted once per net */
-        }
-        if (!drawn && first) bytes += drift_peak_draw_bytes(net);
-    }
+    for (size_t c = 0; c < s->n_configs; c++)
+        bytes += (double)s->n_seeds * drift_peak_draw_bytes(&s->nets[s->configs[c].net]);
     return bytes;
 }
 
+/* The bytes of the nets the report's memory table holds at once: it draws
+ * each config's net again (the curves handed theirs back, sections.c) and
+ * keeps it from the net's first config to its last. */
+static double table_draw_bytes(const study *s)
+{
+    double most = 0;
+    for (size_t c = 0; c < s->n_configs; c++) {
+        double held = 0;
+        for (size_t n = 0; n < s->n_configs; n++) { /* each net once, at its first config n */
+            size_t first = n, last = n;
+            for (size_t d = 0; d < s->n_configs; d++)
+                if (s->configs[d].net == s->configs[n].net) first = d < first ? d : first, last = d > last ? d : last;
+            if (first == n && first <= c && c <= last) held += drift_peak_draw_bytes(&s->nets[s->configs[n].net]);
+        }
+        if (held > most) most = held;
+    }
+    return most;
+}
+
 /* Size the study before running it (drift/peak.h, docs/memory.md): the peak
- * RSS is this process's RSS now and the nets drawn, plus, for each worker
- * running at once, the largest curve's peak; or, later, the report's
- * memory table (engines run in double on the main thread), whichever is
- * larger: the curves' heaps give their free pages back before the report
+ * RSS is this process's RSS now, plus, for each worker running at once,
+ * the largest curve's peak, beside the nets drawn where a curve may still
+ * start while others run; or, later, the report's memory table (engines
+ * run in double on the study's jobs) beside its nets, whichever is larger:
+ * the curves' heaps give their free pages back before the report
  * (study.c's study_pool_finish).  The parts that do not depend on the
  * curves at once, found once. */
 typedef struct {
-    double fixed;     /* the process now, its arenas and the nets drawn */
+    double fixed;     /* the process now and its arenas */
+    double draws;     /* the nets the curves draw */
+    size_t curves, groups; /* curves, and groups of them sharing a reference (run in turn on one worker) */
     drift_peak unit;  /* the largest curve's peak */
-    double profile_problem, profile_engine; /* the report's memory table: its problem, an engine's run */
+    /* the report's memory table: its nets, its problem, an engine's run */
+    double profile_draws, profile_problem, profile_engine;
 } study_sizes;
 
 static study_sizes study_sizes_of(const study *s)
 {
-    study_sizes z = {cli_resident_bytes() + DRIFT_PEAK_PROCESS_BYTES + study_draw_bytes(s), {0}, 0, 0};
+    study_sizes z = {.fixed = cli_resident_bytes() + DRIFT_PEAK_PROCESS_BYTES, .draws = curve_draw_bytes(s),
+                     .curves = s->n_configs * s->n_formats * s->n_seeds, .groups = study_reference_groups(s),
+                     .profile_draws = table_draw_bytes(s)};
     for (size_t c = 0; c < s->n_configs; c++) {
         const vijp_net *net = &s->nets[s->configs[c].net];
         for (size_t f = 0; f < s->n_formats; f++) {
@@ -308,10 +322,14 @@ static study_sizes study_sizes_of(const study *s)
 
 /* The peak with at_once workers each running a group of curves (those
  * sharing a reference) in turn, and the memory table's engines table at a
- * time. */
+ * time.  Where every curve starts at once, each alone in its group, the
+ * draws are handed back before any curve's peak (after its first seconds:
+ * drift/drawn.h); else a curve may start while others peak. */
 static double study_peak_bytes(const study_sizes *z, size_t at_once, size_t table)
 {
-    double curves = (double)at_once * z->unit.peak, profile = z->profile_problem + (double)table * z->profile_engine;
+    double draws = z->curves <= at_once && z->groups == z->curves ? 0 : z->draws;
+    double curves = (double)at_once * z->unit.peak + draws;
+    double profile = z->profile_draws + z->profile_problem + (double)table * z->profile_engine;
     return z->fixed + (curves > profile ? curves : profile);
 }
 

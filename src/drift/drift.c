@@ -531,10 +531,21 @@ static void measure(const vijp_net *net, const vijp_drift_setup *s, const vijp_g
 
 int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *err)
 {
-    return vijp_drift_run_drawn(s, NULL, c, err);
+    return vijp_drift_run_drawn(s, NULL, NULL, NULL, c, err);
 }
 
-int vijp_drift_run_drawn(const vijp_drift_setup *s, const vijp_net *drawn, vijp_drift_curve *c, vijp_error *err)
+/* The layers of net (their types, shapes and arguments, copied), without
+ * its θ: what the run reads of the net once θ is rounded. */
+static void net_shape_of(vijp_net *dst, const vijp_net *net)
+{
+    *dst = *net;
+    dst->layers = vijp_alloc_array(net->depth, sizeof *dst->layers);
+    for (size_t i = 0; i < net->depth; i++) vijp_layer_copy(&dst->layers[i], &net->layers[i]);
+    dst->theta = NULL, dst->given = NULL;
+}
+
+int vijp_drift_run_drawn(const vijp_drift_setup *s, const vijp_net *drawn, void (*release)(void *ctx),
+                         void *release_ctx, vijp_drift_curve *c, vijp_error *err)
 {
     memset(c, 0, sizeof *c);
     vijp_net own = {0}, net;
@@ -546,8 +557,18 @@ int vijp_drift_run_drawn(const vijp_drift_setup *s, const vijp_net *drawn, vijp_
      * one may have been drawn for a run with another loss) */
     net = drawn ? *drawn : own;
     net.loss = s->problem.loss;
-    if ((rc = vijp_problem_setup_drawn(&s->problem, &net, &pf, err))) {
-        vijp_net_free(&own);
+    rc = vijp_problem_setup_drawn(&s->problem, &net, &pf, err);
+    /* From here on the run reads the rounded problem and the layers' shapes,
+     * never the drawn θ again (θ in the format comes back from the memo's
+     * exact copy below): the draw is handed back now, not held beside the
+     * curve's peak (a gigabyte at width 4096, depth 16) */
+    vijp_net shape;
+    net_shape_of(&shape, &net);
+    net = shape;
+    vijp_net_free(&own);
+    if (drawn && release) release(release_ctx);
+    if (rc) {
+        vijp_net_free(&net);
         return rc;
     }
     size_t D = net.depth;
@@ -577,7 +598,7 @@ int vijp_drift_run_drawn(const vijp_drift_setup *s, const vijp_net *drawn, vijp_
     if (own_memo) vijp_drift_memo_copy_now(memo, &net, &pf), vijp_net_params_clear(&net, pf.theta);
     if (!s->skip_reference && (rc = reference(s, &net, &pf, c, memo, &ref, &ref_fmt, cache, &meter, err))) goto out;
     meter_phase(&meter, meter.engine_weight, meter.engine_step);
-    if (own_memo && (rc = vijp_net_params(&net, &s->problem.fmt, pf.theta, err))) goto out;
+    if (own_memo) vijp_drift_memo_return_theta(memo, &net, &s->problem.fmt, pf.theta);
     for (size_t k = 0; k < c->n_runs && !rc; k++) {
         vijp_drift_run_result *r = &c->runs[k];
         r->engine = k ? s->engines[k - 1] : VIJP_ENGINE_BACKPROP;
@@ -648,7 +669,7 @@ out:
     free(measured);
     vijp_grads_clear(&ref);
     vijp_problem_clear(&pf, &net);
-    vijp_net_free(&own);
+    vijp_net_free(&net);
     if (rc) vijp_drift_curve_clear(c);
     return rc;
 }

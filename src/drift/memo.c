@@ -408,11 +408,27 @@ void vijp_drift_memo_reference(vijp_drift_memo *m, long prec, mpfr_prec_t q, vij
     point_to(ref, fmt);
     memset(&L->g, 0, sizeof L->g);
     while (m->n_levels) drop_level(m, 0);
-    drop_copy(m); /* no level will read it again: the engines' peak does not hold it */
     if (!narrower) return;
     vijp_mat_pack_rounded(&ref->grad_x, fmt);
     for (size_t i = 0; i < ref->depth; i++)
         vijp_mat_pack_rounded(&ref->g[i], fmt), vijp_mat_pack_rounded(&ref->grad_theta[i], fmt);
+}
+
+void vijp_drift_memo_return_theta(vijp_drift_memo *m, const vijp_net *net, const vijp_format *f, vijp_mat *theta)
+{
+    for (size_t i = 0; i < net->depth; i++) {
+        vijp_mat *c = &m->copy.theta[i];
+        if (vijp_drift_memo_copy_double(f)) { /* the same doubles, as vijp_net_params made them: moved */
+            theta[i] = *c;
+            theta[i].fmt = f;
+        } else { /* exact: f holds every value of the copy, which it rounded to them */
+            vijp_mat_init(&theta[i], c->rows, c->cols, f);
+            vijp_mat_convert(&theta[i], c);
+            vijp_mat_clear(c);
+        }
+        memset(c, 0, sizeof *c);
+    }
+    drop_copy(m);
 }
 
 int vijp_drift_memo_get_conditioning(const vijp_drift_memo *m, double *kappa, double *lyap_cum,

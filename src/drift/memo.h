@@ -46,8 +46,19 @@ size_t vijp_drift_memo_computed(const vijp_drift_memo *m);
 /* The reference at prec, rounded to the comparisons' precision q (when
  * narrower), into *ref whose matrices point to *fmt (the caller's).  A keyed
  * memo gives a copy and keeps its levels; one run's moves the level out and
- * drops the rest, and the copy of the problem. */
+ * drops the rest, keeping the copy of the problem for
+ * vijp_drift_memo_return_theta. */
 void vijp_drift_memo_reference(vijp_drift_memo *m, long prec, mpfr_prec_t q, vijp_grads *ref, vijp_format *fmt);
+
+/* One run's memo, after vijp_drift_memo_reference: theta (D matrices,
+ * released by the caller after vijp_drift_memo_copy_now) := θ in f again,
+ * from the exact copy, value for value what vijp_net_params gave (the copy
+ * holds those values, subnormals and signed zeros included); then the copy
+ * is dropped.  Where the copy is in double its blocks are handed over, so
+ * θ in f costs nothing beside it; else each layer is converted and its
+ * copy freed.  The run then reads the drawn net's double θ no more
+ * (drift/drawn.h). */
+void vijp_drift_memo_return_theta(vijp_drift_memo *m, const vijp_net *net, const vijp_format *f, vijp_mat *theta);
 
 /* The exact copy of the bound problem that the levels read, made now
  * rather than at the first level: the caller may then release pf's θ until

@@ -21,10 +21,10 @@ size_t reversible_run(const study *s)
 
 size_t *mem_at(const memory_table *m, size_t c, size_t e) { return m->bytes + (c * VIJP_ENGINE_COUNT + e) * m->s->depth; }
 
-/* Config c's profiles of every engine, on one net: the study's draw (kept
- * for this table by study_pool_start) or, without a table, its own; the
- * engines split over the study's jobs, at most table_at_once of them at
- * once (the sizing's, cli/drift.c). */
+/* Config c's profiles of every engine, on one net: the study's draw (drawn
+ * again here where the curves have handed theirs back) or, without a
+ * table, its own; the engines split over the study's jobs, at most
+ * table_at_once of them at once (the sizing's, cli/drift.c). */
 static int memory_config(memory_table *m, const study *s, size_t c, const vijp_format *fd, vijp_error *err)
 {
     const vijp_net *tmpl = &s->nets[s->configs[c].net], *net;
@@ -60,6 +60,8 @@ int memory_compute(memory_table *m, const study *s, vijp_error *err)
     m->bytes = vijp_alloc_array(s->n_configs * VIJP_ENGINE_COUNT * s->depth, sizeof *m->bytes);
     vijp_format fd;
     vijp_format_fixed(&fd, VIJP_DOUBLE);
+    /* configs of one net share its draw: kept from one to the next */
+    for (size_t c = 0; s->draws && c < s->n_configs; c++) study_draws_expect(s->draws, study_profile_draw(s, c), 1);
     for (size_t c = 0; c < s->n_configs; c++) {
         int rc = memory_config(m, s, c, &fd, err);
         if (rc) return rc;

@@ -258,6 +258,20 @@ static int by_cost(const void *a, const void *b)
     return (x->j > y->j) - (x->j < y->j);
 }
 
+/* A curve's hold on its draw, put back once (vijp_drift_run_drawn's release). */
+typedef struct {
+    study_draws *draws;
+    study_draw_key key;
+    int put;
+} unit_draw;
+
+static void put_draw(void *ctx)
+{
+    unit_draw *u = ctx;
+    if (!u->put) study_draws_put(u->draws, u->key, 1);
+    u->put = 1;
+}
+
 int study_run_unit(const study *s, size_t j, vijp_drift_curve *c, vijp_error *err)
 {
     return study_run_unit_memo(s, j, NULL, 1, NULL, NULL, c, err);
@@ -279,12 +293,13 @@ int study_run_unit_memo(const study *s, size_t j, vijp_drift_memo *memo, int thr
     ds.problem.init.threads = threads; /* and the draw, where this curve draws its own net */
     vijp_error e = {0};
     const vijp_net *drawn = NULL;
-    study_draw_key key = study_unit_draw(s, j);
+    unit_draw held = {s->draws, study_unit_draw(s, j), 0};
     /* The net drawn once for every format and engine of this config and
-     * seed (draws.h), where the pool keeps a table; else this curve's own */
-    int rc = s->draws ? study_draws_get(s->draws, key, threads, &drawn, &e) : 0;
-    if (!rc) rc = vijp_drift_run_drawn(&ds, drawn, c, &e);
-    if (drawn) study_draws_put(s->draws, key, 1);
+     * seed (draws.h), where the pool keeps a table, and handed back as soon
+     * as the curve has rounded it; else this curve's own */
+    int rc = s->draws ? study_draws_get(s->draws, held.key, threads, &drawn, &e) : 0;
+    if (!rc) rc = vijp_drift_run_drawn(&ds, drawn, put_draw, &held, c, &e);
+    if (drawn) put_draw(&held); /* where the run did not */
     if (rc) vijp_fail(err, rc, "%s", e.msg);
     return rc;
 }
@@ -462,14 +477,15 @@ study_pool *study_pool_start(study *s, int threads)
         work += p->cost[j];
     }
     free(reference), free(members);
-    /* Each curve's net, and each config's for the report's memory table
-     * (sections.c), drawn once and kept until its last use */
+    /* Each curve's net drawn once and kept until the last of its curves
+     * has rounded it (study_run_unit_memo); the report's memory table
+     * (sections.c) draws its config's net again after the curves where
+     * that net is gone, rather than keep it beside every curve's peak */
     if (!s->draws) {
         study_draws_source src = {s->nets, s->depth, s->width, s->batch, s->weights};
         s->draws = study_draws_new(&src);
     }
     for (size_t k = 0; k < p->n_order; k++) study_draws_expect(s->draws, study_unit_draw(s, c[k].j), 1);
-    for (size_t k = 0; k < s->n_configs; k++) study_draws_expect(s->draws, study_profile_draw(s, k), 1);
     qsort(c, p->n_order, sizeof *c, by_cost);
     for (size_t k = 0; k < p->n_order; k++) p->order[k] = c[k].j, p->leader[k] = c[k].leader;
     free(c), free(group);
