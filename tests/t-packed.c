@@ -64,8 +64,10 @@ static void random_wide(mpfr_t y, vijp_rng *g, long spread)
 
 /* Entry i of an MPFR-held R := the special or extreme value k (k < N_SPECIAL),
  * else a random one: ±0, NaN of either sign, ±Inf, exponents at MPFR's
- * emin and emax and within 2 of them, far beyond double's range. */
-enum { N_SPECIAL = 12 };
+ * emin and emax and within 2 of them, far beyond double's range, and at
+ * either end of what a packed head holds and one past it (packed.h: the
+ * others go to the side array). */
+enum { N_SPECIAL = 16 };
 static void special_or_random(mpfr_ptr r, size_t k, vijp_rng *g)
 {
     mpfr_exp_t emin = mpfr_get_emin(), emax = mpfr_get_emax();
@@ -82,6 +84,13 @@ static void special_or_random(mpfr_ptr r, size_t k, vijp_rng *g)
     case 6: case 7: case 8: case 9: case 10: case 11: {
         mpfr_exp_t e = k < 9 ? emax - (mpfr_exp_t)(k - 6) : emin + (mpfr_exp_t)(k - 9);
         mpfr_set(r, y, MPFR_RNDN);
+        ck_assert(mpfr_set_exp(r, e) == 0);
+        break;
+    }
+    case 12: case 13: case 14: case 15: {
+        mpfr_exp_t e = k < 14 ? VIJP_PACKED_EXP_MAX + (mpfr_exp_t)(k - 12) : VIJP_PACKED_EXP_MIN - (mpfr_exp_t)(k - 14);
+        mpfr_set(r, y, MPFR_RNDN);
+        if (k & 1) mpfr_neg(r, r, MPFR_RNDN);
         ck_assert(mpfr_set_exp(r, e) == 0);
         break;
     }
@@ -159,10 +168,10 @@ START_TEST(pack_round_trip)
         vijp_mat_clear(&R), vijp_mat_clear(&P), vijp_mat_clear(&Q), vijp_mat_clear(&S);
         ck_assert(!Q.packed && !Q.rows);
     }
-    /* the sizes peak.c counts: limbs, a 32-bit exponent, a byte */
-    ck_assert_uint_eq(vijp_packed_value_bytes(64), 13);
-    ck_assert_uint_eq(vijp_packed_value_bytes(128), 21);
-    ck_assert_uint_eq(vijp_packed_value_bytes(256), 37);
+    /* the sizes peak.c counts: limbs and a 16-bit head */
+    ck_assert_uint_eq(vijp_packed_value_bytes(64), 10);
+    ck_assert_uint_eq(vijp_packed_value_bytes(128), 18);
+    ck_assert_uint_eq(vijp_packed_value_bytes(256), 34);
 }
 END_TEST
 
@@ -234,7 +243,8 @@ END_TEST
 /* Values of P bits placed around the rounding boundaries of q bits: a q-bit
  * x (either last bit, either sign) plus half a unit of q (a tie), one unit
  * of P above or below it, the all-ones q-bit value below 2^E plus half a
- * unit (a carry into the next binade), the largest P-bit value at emax
+ * unit (a carry into the next binade, once from the largest exponent a
+ * packed head holds), the largest P-bit value at emax
  * (rounds up past emax: overflow to Inf), and the specials. */
 static void tie_values(vijp_mat *R, long q, vijp_rng *g)
 {
@@ -249,6 +259,7 @@ static void tie_values(vijp_mat *R, long q, vijp_rng *g)
         long k = (long)(i % 6);
         random_wide(x, g, 30);
         mpfr_prec_round(x, q, MPFR_RNDN); /* on the q-bit grid */
+        if (k == 4 && i < N_SPECIAL + 6) mpfr_set_exp(x, VIJP_PACKED_EXP_MAX); /* its carry leaves what a head holds */
         long E = mpfr_get_exp(x);
         if (k == 4) { /* 2^E − 2^(E−q), x's sign */
             int neg = mpfr_signbit(x);

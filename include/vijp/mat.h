@@ -47,8 +47,8 @@ typedef struct {
 VIJP_API vijp_sr_key vijp_sr_key_of(uint64_t seed, vijp_sr_role role, size_t layer, size_t sample);
 
 /* A packed block: an mpfr:P matrix's values without their mpfr_t headers
- * (each value its significand's limbs, its exponent in 32 bits and its
- * kind and sign: 21 bytes at 128 bits against an MPFR-held value's 48),
+ * (each value its significand's limbs and 16 bits of sign, kind and
+ * exponent: 18 bytes at 128 bits against an MPFR-held value's 48),
  * read only.  Opaque; made by vijp_mat_pack and vijp_mat_pack_copy below. */
 typedef struct vijp_packed vijp_packed;
 
@@ -75,8 +75,10 @@ VIJP_API void vijp_mat_init_unset(vijp_mat *a, size_t rows, size_t cols, const v
 VIJP_API void vijp_mat_clear(vijp_mat *a);
 /* Packed matrices: the drift study's reference (src/drift/memo.c) holds
  * millions of mpfr:P values that are only read once computed; packed, each
- * costs its significand's limbs and 5 bytes (32-bit exponent; kind: zero,
- * NaN, Inf or regular, and sign) instead of an mpfr_t and its limbs.  The
+ * costs its significand's limbs and 2 bytes (sign; kind: zero, NaN, Inf or
+ * regular; a regular value's exponent, or where it lies beyond ±16379 a
+ * mark that the block's side array holds it in 32 bits) instead of an
+ * mpfr_t and its limbs.  The
  * values are exactly the MPFR ones, signed zeros and NaN's sign included.
  * Only the library makes them:
  *   vijp_mat_pack(a)          a (mpfr:P, MPFR-held) packed in place, exactly;

@@ -448,7 +448,7 @@ static inline int load_packed(val *v, const vijp_packed *pk, size_t i, long p, i
     int kind = vijp_packed_kind(pk, i), neg = vijp_packed_neg(pk, i);
     if (kind == MPFR_ZERO_KIND) v->zero = 1, v->neg = neg;
     else if (kind == MPFR_REGULAR_KIND && pk->prec <= p)
-        load_limbs(v, vijp_packed_sig(pk, i), (int)pk->limbs, pk->exp[i], neg);
+        load_limbs(v, vijp_packed_sig(pk, i), (int)pk->limbs, vijp_packed_exp(pk, i), neg);
     else if (kind == MPFR_REGULAR_KIND && round) {
         mpfr_t x;
         vijp_packed_view(pk, i, x);
@@ -484,7 +484,8 @@ static inline long exp_of(const vijp_mat *a, size_t i)
         (void)vijp_double_split(a->d[i], &sig, &e); /* Inf, NaN: any exponent, refused later */
         return e;
     }
-    if (a->packed && !a->m) return vijp_packed_kind(a->packed, i) == MPFR_REGULAR_KIND ? a->packed->exp[i] : LONG_MIN;
+    if (a->packed && !a->m)
+        return vijp_packed_kind(a->packed, i) == MPFR_REGULAR_KIND ? vijp_packed_exp(a->packed, i) : LONG_MIN;
     return mpfr_regular_p(a->m[i]) ? mpfr_get_exp(a->m[i]) : LONG_MIN;
 }
 
@@ -602,7 +603,7 @@ static inline int x_parts(const double *xd, const vijp_packed *px, size_t i, lon
         return isnormal(x) && isnormal(*X1);
     }
     if (vijp_packed_kind(px, i) != MPFR_REGULAR_KIND) return 0;
-    long k = px->exp[i] - Kd;
+    long k = vijp_packed_exp(px, i) - Kd;
     if (k < -700) return 0;
     const limb *s = vijp_packed_sig(px, i);
     int n = (int)px->limbs;
@@ -652,7 +653,7 @@ static inline int entry_double(part *P, chunk_sums *c, double X1, double X2, int
     if (vijp_packed_kind(pk, i) != MPFR_REGULAR_KIND) return 0;
     int neg = vijp_packed_neg(pk, i);
     if (xneg != neg) return 0;
-    long ey = pk->exp[i], Kd = P->Kd, Ky = P->Ky;
+    long ey = vijp_packed_exp(pk, i), Kd = P->Kd, Ky = P->Ky;
     if (ey - Ky < -TINY + 8) return 0;
     const limb *s = vijp_packed_sig(pk, i);
     int n = (int)pk->limbs;

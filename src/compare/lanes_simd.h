@@ -97,32 +97,43 @@ static inline void load_packed_lanes(packed_lanes *L, const vijp_packed *p, size
     for (int l = 0; l < VW; l++) {
         size_t j = i + (size_t)(l < n ? l : 0);
         const mp_limb_t *s = p->sig + j * nl;
-        uint8_t k = p->kind[j];
+        int regular = vijp_packed_kind(p, j) == MPFR_REGULAR_KIND;
         s2[l] = s[nl - 1], s1[l] = nl > 1 ? s[nl - 2] : 0, s0[l] = nl > 2 ? s[nl - 3] : 0;
-        neg[l] = (k & VIJP_PACKED_NEG) != 0;
-        reg[l] = l < n && (k & VIJP_PACKED_KIND) == MPFR_REGULAR_KIND ? -1 : 0;
-        e[l] = p->exp[j];
+        neg[l] = vijp_packed_neg(p, j);
+        reg[l] = l < n && regular ? -1 : 0;
+        e[l] = regular ? vijp_packed_exp(p, j) : 0;
     }
     memcpy(&L->s2, s2, sizeof L->s2), memcpy(&L->s1, s1, sizeof L->s1), memcpy(&L->s0, s0, sizeof L->s0);
     memcpy(&L->neg, neg, sizeof L->neg), memcpy(&L->e, e, sizeof L->e), memcpy(&L->regular, reg, sizeof L->regular);
 }
 
-typedef int32_t vi32 __attribute__((vector_size(VW * 4)));
-typedef uint8_t vu8 __attribute__((vector_size(VW)));
+typedef uint16_t vu16 __attribute__((vector_size(VW * 2)));
 
-/* load_packed_lanes for a whole block (n = VW): the kinds and exponents
- * as contiguous loads, widened; the limbs gathered where the set has
- * gathers. */
+/* The VW heads from entry i on, widened: their codes (head & 0x7fff)
+ * into *code, their signs into *neg.  A code from 4 on is a regular
+ * value's biased exponent (packed.h); a block with a side array of wide
+ * exponents is read lane by lane instead. */
+static inline void load_heads(const vijp_packed *p, size_t i, vi *code, vu *neg)
+{
+    vu16 h16;
+    memcpy(&h16, p->head + i, sizeof h16);
+    vu h = __builtin_convertvector(h16, vu);
+    *code = (vi)(h & VIJP_PACKED_CODE), *neg = h >> 15 & 1;
+}
+
+/* load_packed_lanes for a whole block (n = VW): the heads as a contiguous
+ * load, widened; the limbs gathered where the set has gathers. */
 static inline void load_packed_block(packed_lanes *L, const vijp_packed *p, size_t i)
 {
+    if (p->wide) {
+        load_packed_lanes(L, p, i, VW);
+        return;
+    }
     size_t nl = p->limbs;
-    vu8 k8;
-    vi32 e32;
-    memcpy(&k8, p->kind + i, sizeof k8), memcpy(&e32, p->exp + i, sizeof e32);
-    vu k = __builtin_convertvector(k8, vu);
-    L->e = __builtin_convertvector(e32, vi);
-    L->neg = k >> 2 & 1; /* VIJP_PACKED_NEG */
-    L->regular = (vi)((k & VIJP_PACKED_KIND) == MPFR_REGULAR_KIND);
+    vi code;
+    load_heads(p, i, &code, &L->neg);
+    L->regular = (vi)(code > MPFR_REGULAR_KIND);
+    L->e = (code - VIJP_PACKED_BIAS) & L->regular;
 #if VW == 8 && defined(__AVX512F__) && defined(__AVX512DQ__) /* _mm512_mullo_epi64: DQ */
     const long long *base = (const long long *)(p->sig + i * nl);
     __m512i idx = _mm512_mullo_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64((long long)nl));
@@ -186,7 +197,7 @@ static inline vi x_lanes(const cmp_lanes_job *J, double scale, size_t i, int n, 
 /* fast.c's exp_of for entry i of xd (doubles) or p (packed). */
 static inline long exp_one(const double *xd, const vijp_packed *p, size_t i)
 {
-    if (!xd) return (p->kind[i] & VIJP_PACKED_KIND) == MPFR_REGULAR_KIND ? p->exp[i] : LONG_MIN;
+    if (!xd) return vijp_packed_kind(p, i) == MPFR_REGULAR_KIND ? vijp_packed_exp(p, i) : LONG_MIN;
     if (xd[i] == 0) return LONG_MIN;
     uint64_t b;
     memcpy(&b, xd + i, sizeof b);
@@ -217,11 +228,11 @@ static void lanes_exps(const double *xd, const vijp_packed *p, size_t i0, size_t
             if (lane_bits(sub)) break; /* a subnormal: the rest one at a time */
             live = (vi)(be != 0), e = be - 1022;
         } else {
-            vu8 k8;
-            vi32 e32;
-            memcpy(&k8, p->kind + i, sizeof k8), memcpy(&e32, p->exp + i, sizeof e32);
-            live = (vi)((__builtin_convertvector(k8, vu) & VIJP_PACKED_KIND) == MPFR_REGULAR_KIND);
-            e = __builtin_convertvector(e32, vi);
+            if (p->wide) break; /* wide exponents: one at a time */
+            vi code;
+            vu neg;
+            load_heads(p, i, &code, &neg);
+            live = (vi)(code > MPFR_REGULAR_KIND), e = code - VIJP_PACKED_BIAS;
         }
         vi none = ((vi){0} + LONG_MIN) & ~live;
         vhi = vmax(vhi, (e & live) | none);

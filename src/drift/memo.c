@@ -185,7 +185,7 @@ void vijp_drift_memo_bind(vijp_drift_memo *m, const vijp_grad_setup *s, const vi
 }
 
 /* A level's matrices are packed (vijp/mat.h: their values without the
- * mpfr_t headers, 21 bytes a value at 128 bits instead of 48) layer by
+ * mpfr_t headers, 18 bytes a value at 128 bits instead of 48) layer by
  * layer as the reverse pass finishes them: g_i, ∇θ_i (and ∇x at i = 0),
  * which backprop reads no more (engines/watch.h), and then shown to the
  * caller's watch (NULL: none).  Held at the comparisons' precision first

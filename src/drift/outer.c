@@ -59,8 +59,7 @@ static inline __attribute__((always_inline)) int product_n(vijp_packed *out, siz
     if (Q < P) vijp_limbs_round(q + 8 - nP, nP, Q, &e); /* the holding's RN_Q */
     if (e < mpfr_get_emin() || e > mpfr_get_emax() || e < INT32_MIN || e > INT32_MAX) return 0;
     memcpy(out->sig + idx * out->limbs, q + 8 - nQ, (size_t)nQ * sizeof *q);
-    out->exp[idx] = (int32_t)e;
-    out->kind[idx] = (uint8_t)(MPFR_REGULAR_KIND | (mpfr_signbit(a) != mpfr_signbit(b) ? VIJP_PACKED_NEG : 0));
+    vijp_packed_put_regular(out, idx, e, mpfr_signbit(a) != mpfr_signbit(b));
     return 1;
 }
 

@@ -27,10 +27,12 @@ static double mpfr_bytes(long prec)
     return (double)(sizeof(mpfr_t) + mpfr_custom_get_size((mpfr_prec_t)prec));
 }
 
-/* A packed value of prec bits (format/packed.h: its limbs, a 32-bit
- * exponent and a byte of kind and sign): how the reference's levels and
- * the reference the engines are measured against hold their values
- * (memo.c), 21 bytes at 128 bits against mpfr_bytes' 48. */
+/* A packed value of prec bits (format/packed.h: its limbs and a 16-bit
+ * head of sign, kind and exponent; the side array of exponents past the
+ * heads' range is not counted: no value of a double's range needs it):
+ * how the reference's levels and the reference the engines are measured
+ * against hold their values (memo.c), 18 bytes at 128 bits against
+ * mpfr_bytes' 48. */
 static double packed_bytes(long prec) { return (double)vijp_packed_value_bytes((mpfr_prec_t)prec); }
 
 /* Blocks from glibc's largest mmap threshold on are mapped on their own

@@ -151,7 +151,7 @@ void vijp_mat_clear(vijp_mat *a)
 {
     free(a->d);
     free(a->m);      /* the block of mp_block_new: values and limbs (or the structs alone: packed.h) */
-    free(a->packed); /* packed.c's one block */
+    vijp_packed_free(a->packed); /* packed.c's one block, and its wide exponents if any */
     a->d = NULL;
     a->m = NULL;
     a->packed = NULL;
@@ -402,15 +402,15 @@ void vijp_mat_get_mpfr(const vijp_mat *a, mpfr_t *out)
     }
 }
 
-/* Whether every entry of a packed block is a number: its kind bytes alone
+/* Whether every entry of a packed block is a number: its heads alone
  * (a drift reference level is 16.8M values at dense:256, depth 256, whose
  * MPFR views cost as much as the comparison's double arithmetic). */
 static int packed_all_numbers(const vijp_packed *pk)
 {
     unsigned bad = 0;
     for (size_t i = 0; i < pk->n; i++) {
-        unsigned k = pk->kind[i] & VIJP_PACKED_KIND;
-        bad |= k == MPFR_NAN_KIND || k == MPFR_INF_KIND;
+        unsigned c = pk->head[i] & VIJP_PACKED_CODE;
+        bad |= c == MPFR_NAN_KIND || c == MPFR_INF_KIND;
     }
     return !bad;
 }

@@ -15,9 +15,9 @@ static void refuse(const char *who, const char *why)
     abort();
 }
 
-/* A block for n values of prec bits: the header, then the limbs, the
- * exponents and the kinds (in that order each array stays aligned: the
- * header and the limbs are whole limbs, the exponents whole int32s). */
+/* A block for n values of prec bits: the header, then the limbs and the
+ * heads (in that order each array stays aligned: the header and the limbs
+ * are whole limbs). */
 static vijp_packed *block_new(size_t n, mpfr_prec_t prec)
 {
     size_t limbs = mpfr_custom_get_size(prec) / sizeof(mp_limb_t);
@@ -27,9 +27,25 @@ static vijp_packed *block_new(size_t n, mpfr_prec_t prec)
     vijp_packed *p = (vijp_packed *)(void *)b;
     p->prec = prec, p->limbs = limbs, p->n = n;
     p->sig = (mp_limb_t *)(void *)(b + head);
-    p->exp = (int32_t *)(void *)(b + head + n * limbs * sizeof(mp_limb_t));
-    p->kind = (uint8_t *)(b + head + n * limbs * sizeof(mp_limb_t) + n * sizeof(int32_t));
+    p->head = (uint16_t *)(void *)(b + head + n * limbs * sizeof(mp_limb_t));
+    p->wide = NULL;
     return p;
+}
+
+void vijp_packed_put_wide(vijp_packed *p, size_t i, long e, int neg)
+{
+    if (e < INT32_MIN || e > INT32_MAX)
+        refuse("vijp_mat_pack", "an exponent beyond 32 bits (MPFR's exponent range widened past its default)");
+    /* made once, by whichever thread gets there first: the drift reference
+     * fills one block from several (drift/outer.c) */
+    int32_t *w = __atomic_load_n(&p->wide, __ATOMIC_ACQUIRE);
+    if (!w) {
+        int32_t *mine = vijp_alloc_array(p->n, sizeof *mine);
+        if (__atomic_compare_exchange_n(&p->wide, &w, mine, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) w = mine;
+        else free(mine);
+    }
+    w[i] = (int32_t)e;
+    p->head[i] = (uint16_t)(MPFR_REGULAR_KIND | (neg ? VIJP_PACKED_NEG : 0));
 }
 
 /* Value i's kind, sign and exponent from x, whose limbs (where x is a
@@ -38,14 +54,12 @@ static void put_meta(vijp_packed *p, size_t i, mpfr_srcptr x)
 {
     int kind = mpfr_nan_p(x) ? MPFR_NAN_KIND : mpfr_inf_p(x) ? MPFR_INF_KIND : mpfr_zero_p(x) ? MPFR_ZERO_KIND
                                                                                                 : MPFR_REGULAR_KIND;
-    if (kind != MPFR_REGULAR_KIND) memset(p->sig + i * p->limbs, 0, p->limbs * sizeof *p->sig), p->exp[i] = 0;
-    else {
-        mpfr_exp_t e = mpfr_get_exp(x);
-        if (e < INT32_MIN || e > INT32_MAX)
-            refuse("vijp_mat_pack", "an exponent beyond 32 bits (MPFR's exponent range widened past its default)");
-        p->exp[i] = (int32_t)e;
-    }
-    p->kind[i] = (uint8_t)(kind | (mpfr_signbit(x) ? VIJP_PACKED_NEG : 0)); /* NaN's sign too */
+    int neg = mpfr_signbit(x) != 0; /* NaN's sign too */
+    if (kind != MPFR_REGULAR_KIND) {
+        memset(p->sig + i * p->limbs, 0, p->limbs * sizeof *p->sig);
+        vijp_packed_put_special(p, i, kind, neg);
+    } else
+        vijp_packed_put_regular(p, i, (long)mpfr_get_exp(x), neg);
 }
 
 /* Value i of p := x rounded to p's precision, to nearest: mpfr_set into an
@@ -102,7 +116,7 @@ void vijp_mat_init_packed(vijp_mat *a, size_t rows, size_t cols, const vijp_form
 }
 
 /* vijp_mat_pack of a matrix from vijp_mat_init_packing: each value's
- * kind, sign and exponent into the block (put_same's, without the limbs,
+ * head into the block (put_same's, without the limbs,
  * which are in place), then the structs go.  Where a significand pointer
  * has left its slot (mpfr_swap exchanges them) the values are copied into
  * a new block instead, as an MPFR-held matrix's are. */
@@ -137,8 +151,8 @@ void vijp_mat_pack_copy(vijp_mat *dst, const vijp_mat *src, const vijp_format *f
     dst->packed = p;
 }
 
-/* Value i of q (a narrower layout of the same block: its exponent and
- * kind still value i's) := the regular value whose L limbs are s (a
+/* Value i of q (a narrower layout of the same block: its head still
+ * value i's) := the regular value whose L limbs are s (a
  * scratch copy, rounded in place), rounded to q's precision by its limbs
  * (vijp_limbs_round: mpfr_set's rounding, where mpfr_set took 20 ns a
  * value: the drift reference's upper level rounded to the comparisons'
@@ -147,12 +161,12 @@ void vijp_mat_pack_copy(vijp_mat *dst, const vijp_mat *src, const vijp_format *f
  * exponent (put then: mpfr_set's overflow). */
 static int round_limbs(vijp_packed *q, size_t i, mp_limb_t *s, size_t L)
 {
-    if ((q->kind[i] & VIJP_PACKED_KIND) != MPFR_REGULAR_KIND) return 0;
-    long e = q->exp[i];
+    if (vijp_packed_kind(q, i) != MPFR_REGULAR_KIND) return 0;
+    long e = vijp_packed_exp(q, i);
     vijp_limbs_round(s, (int)L, (long)q->prec, &e); /* q narrower: L >= q->limbs */
     if (e > mpfr_get_emax() || e > INT32_MAX) return 0;
     memcpy(q->sig + i * q->limbs, s + L - q->limbs, q->limbs * sizeof *s);
-    q->exp[i] = (int32_t)e;
+    vijp_packed_put_regular(q, i, e, vijp_packed_neg(q, i));
     return 1;
 }
 
@@ -174,8 +188,7 @@ void vijp_packed_set(vijp_packed *p, size_t i, mpfr_srcptr x)
         mpfr_get_exp(x) >= INT32_MIN) {
         mp_limb_t s[SET_LIMBS];
         memcpy(s, mpfr_custom_get_significand(x), L * sizeof *s);
-        p->exp[i] = (int32_t)mpfr_get_exp(x);
-        p->kind[i] = (uint8_t)(MPFR_REGULAR_KIND | (mpfr_signbit(x) ? VIJP_PACKED_NEG : 0));
+        vijp_packed_put_regular(p, i, (long)mpfr_get_exp(x), mpfr_signbit(x) != 0);
         if (round_limbs(p, i, s, L)) return;
     }
     put(p, i, x);
@@ -187,9 +200,10 @@ void vijp_packed_set(vijp_packed *p, size_t i, mpfr_srcptr x)
  * perf).  Value i goes to slot i of the narrower layout, which starts no
  * later than its old slot and ends before value i + 1's: each value is
  * copied out before its slot is written (put: mpfr_set's rounding, as
- * vijp_mat_pack_copy's), its exponent and kind written in place in the
- * old arrays, which lie past every new slot; those two arrays then move
- * down behind the new slots, and the block shrinks. */
+ * vijp_mat_pack_copy's), its head written in place in the old array,
+ * which lies past every new slot; that array then moves down behind the
+ * new slots, and the block shrinks (the side array of wide exponents,
+ * indexed by value, stays as it is). */
 static void round_in_place(vijp_mat *a, const vijp_format *fmt)
 {
     vijp_packed *p = a->packed, narrow = *p;
@@ -206,14 +220,12 @@ static void round_in_place(vijp_mat *a, const vijp_format *fmt)
         put(&narrow, i, x);
     }
     free(old);
-    int32_t *exp = (int32_t *)(void *)(narrow.sig + n * narrow.limbs);
-    memmove(exp, p->exp, n * sizeof *exp);
-    memmove((uint8_t *)(exp + n), p->kind, n);
+    memmove(narrow.sig + n * narrow.limbs, p->head, n * sizeof *p->head);
+    int32_t *wide = narrow.wide; /* put_regular may have made it in narrow */
     p = vijp_realloc(p, head + n * vijp_packed_value_bytes(fmt->prec));
-    p->prec = narrow.prec, p->limbs = narrow.limbs;
+    p->prec = narrow.prec, p->limbs = narrow.limbs, p->wide = wide;
     p->sig = (mp_limb_t *)(void *)((char *)p + head);
-    p->exp = (int32_t *)(void *)(p->sig + n * p->limbs);
-    p->kind = (uint8_t *)(p->exp + n);
+    p->head = (uint16_t *)(void *)(p->sig + n * p->limbs);
     a->packed = p, a->fmt = fmt;
 }
 
