@@ -11,8 +11,8 @@
  * the exponents k of time ∝ W^k and memory ∝ W^k (least squares over the
  * widths, and per doubling).  Then width 4096 against its targets (8 GB, 10
  * minutes) as the command is written, on the whole machine: its defaults
- * (a job a core, the memory available) run both curves at once on the two
- * cores here.  A width whose estimate is past the memory available is
+ * (a job a core, the memory available, the plots) run both curves at once
+ * on the two cores here (the sweep's rows leave the plots out).  A width whose estimate is past the memory available is
  * skipped and said so.  Then one curve on two cores: `vijp drift --net
  * dense:512,gelu --depth 16 --batch 16 --formats bfloat16+binary32 --seeds
  * 1` with --jobs 1 and --jobs 2 (docs/scale-out.md), wall seconds and

@@ -76,7 +76,7 @@ VIJP_API void vijp_mat_clear(vijp_mat *a);
 /* Packed matrices: the drift study's reference (src/drift/memo.c) holds
  * millions of mpfr:P values that are only read once computed; packed, each
  * costs its significand's limbs and 2 bytes (sign; kind: zero, NaN, Inf or
- * regular; a regular value's exponent, or where it lies beyond ±16379 a
+ * regular; a regular value's exponent, or where it lies outside −16384…16379 a
  * mark that the block's side array holds it in 32 bits) instead of an
  * mpfr_t and its limbs.  The
  * values are exactly the MPFR ones, signed zeros and NaN's sign included.

@@ -551,7 +551,10 @@ int vijp_drift_run_drawn(const vijp_drift_setup *s, const vijp_net *drawn, void 
     vijp_net own = {0}, net;
     vijp_problem pf;
     int rc = s->skip_reference ? 0 : vijp_drift_check_ref_prec(&s->problem.fmt, s->ref_prec_start, s->ref_prec_max, err);
-    if (rc) return rc;
+    if (rc) {
+        if (drawn && release) release(release_ctx); /* not read at all */
+        return rc;
+    }
     if (!drawn && (rc = vijp_problem_draw(&s->problem, &own, err))) return rc;
     /* The drawn net, read only: a view whose loss is this run's (a shared
      * one may have been drawn for a run with another loss) */
@@ -588,9 +591,9 @@ int vijp_drift_run_drawn(const vijp_drift_setup *s, const vijp_net *drawn, void 
     /* The caller's memo, shared with other runs, or one for this run alone. */
     vijp_drift_memo *memo = s->memo ? s->memo : vijp_drift_memo_new();
     vijp_drift_memo_bind(memo, &s->problem, &net, &pf, s->memo != NULL);
-    /* A run's own memo reads its exact copy of θ, and drops it once the
-     * reference is taken: θ in the format is not held beside the reference
-     * levels, and is rounded again, to the same values, for the engines */
+    /* A run's own memo reads its exact copy of θ, and hands it back as θ
+     * in the format once the reference is taken: θ in the format is not
+     * held beside the reference levels (vijp_drift_memo_return_theta) */
     int own_memo = memo != s->memo && !s->skip_reference;
     curve_meter meter = meter_plan(s, &net, pf.X.cols);
     if (s->on_progress) vijp_drift_memo_meter(memo, meter_steps, &meter);

@@ -62,7 +62,8 @@ void vijp_drift_memo_return_theta(vijp_drift_memo *m, const vijp_net *net, const
 
 /* The exact copy of the bound problem that the levels read, made now
  * rather than at the first level: the caller may then release pf's θ until
- * the reference is taken (one run's memo drops the copy then). */
+ * the reference is taken (one run's memo then hands it back:
+ * vijp_drift_memo_return_theta). */
 void vijp_drift_memo_copy_now(vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf);
 /* Whether that copy of a problem in format f is held in double (8 bytes a
  * value: f's values are doubles), else in MPFR at max(53, P) bits: for

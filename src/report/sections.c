@@ -64,6 +64,8 @@ int memory_compute(memory_table *m, const study *s, vijp_error *err)
     for (size_t c = 0; s->draws && c < s->n_configs; c++) study_draws_expect(s->draws, study_profile_draw(s, c), 1);
     for (size_t c = 0; c < s->n_configs; c++) {
         int rc = memory_config(m, s, c, &fd, err);
+        for (size_t d = c + 1; rc && s->draws && d < s->n_configs; d++) /* not to come: nothing kept for them */
+            study_draws_expect(s->draws, study_profile_draw(s, d), -1);
         if (rc) return rc;
     }
     return 0;

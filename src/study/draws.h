@@ -1,7 +1,9 @@
 /* A study's drawn nets: each spec's net with its parameters loaded and
  * drawn once per initialisation and seed, shared read-only by every format
- * and engine of its curves and by the report's memory table, instead of
- * drawn again for each (an orthogonal 4096-wide layer takes seconds).
+ * and engine of its curves (each hands it back once it has rounded it),
+ * and by the report's memory table's configs, which draw it again where
+ * the curves' is gone, instead of drawn again for each (an orthogonal
+ * 4096-wide layer takes seconds).
  * Internal to src/. */
 #ifndef VIJP_STUDY_DRAWS_H
 #define VIJP_STUDY_DRAWS_H

@@ -53,8 +53,9 @@ typedef struct {
     /* Called (on a worker thread) with each curve as it is finished, when set. */
     void (*on_unit)(void *ctx, size_t j, const vijp_drift_curve *c);
     void *on_unit_ctx;
-    /* NULL, or the nets drawn once for the curves and the memory table
-     * (draws.h): made by study_pool_start, freed by study_free */
+    /* NULL, or the nets drawn once for the curves, and for the memory
+     * table after them (draws.h): made by study_pool_start, freed by
+     * study_free */
     study_draws *draws;
 } study;
 
