@@ -1,5 +1,6 @@
 /* The drift comparator: engines in a format against a validated reference,
  * with per-layer condition numbers and the Lyapunov spread beside them. */
+#include "base/heap.h"
 #include "base/lapack.h"
 #include "vijp/drift.h"
 #include "vijp/error.h"
@@ -602,6 +603,12 @@ int vijp_drift_run_drawn(const vijp_drift_setup *s, const vijp_net *drawn, void 
     if (!s->skip_reference && (rc = reference(s, &net, &pf, c, memo, &ref, &ref_fmt, cache, &meter, err))) goto out;
     meter_phase(&meter, meter.engine_weight, meter.engine_step);
     if (own_memo) vijp_drift_memo_return_theta(memo, &net, &s->problem.fmt, pf.theta);
+    /* The reference's phase freed its heap blocks (activations,
+     * cotangents, structs: 117 MiB of them at dense:4096 batch 16) in sizes
+     * and an order the engines' blocks do not all fit back into: their
+     * whole free pages go back to the kernel now rather than stay resident
+     * beside the engines' phase */
+    vijp_heap_return_freed();
     for (size_t k = 0; k < c->n_runs && !rc; k++) {
         vijp_drift_run_result *r = &c->runs[k];
         r->engine = k ? s->engines[k - 1] : VIJP_ENGINE_BACKPROP;

@@ -3,6 +3,7 @@
 #include "profile.h"
 #include "engines/stored.h"
 #include "base/fork.h"
+#include "base/heap.h"
 #include "vijp/error.h"
 #include <math.h>
 #include <stdlib.h>
@@ -220,9 +221,4 @@ void vijp_memory_keep_freed(void)
 #endif
 }
 
-void vijp_memory_return_freed(void)
-{
-#ifdef __GLIBC__
-    (void)malloc_trim(0); /* every arena's free pages, not only a heap's top */
-#endif
-}
+void vijp_memory_return_freed(void) { vijp_heap_return_freed(); }
