@@ -25,8 +25,8 @@
  * exponent of a value that fits a double (−1073 … 1024) many times over.
  * A regular value beyond them has code 3 (MPFR_REGULAR_KIND) and its
  * exponent in the block's side array wide[] (32 bits, allocated at the
- * first such value: MPFR's exponent range widened past a double's, an
- * mpfr:P format's reference). */
+ * first such value: MPFR's default range reaches ±2^30, and an mpfr:P
+ * format's reference can leave a double's far behind). */
 enum { VIJP_PACKED_NEG = 0x8000, VIJP_PACKED_CODE = 0x7fff, VIJP_PACKED_BIAS = 16388 };
 #define VIJP_PACKED_EXP_MIN (4L - VIJP_PACKED_BIAS)
 #define VIJP_PACKED_EXP_MAX (0x7fffL - VIJP_PACKED_BIAS)
