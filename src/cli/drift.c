@@ -264,20 +264,25 @@ static double curve_draw_bytes(const study *s)
     return bytes;
 }
 
-/* The bytes of the nets the report's memory table holds at once: it draws
- * each config's net again (the curves handed theirs back, sections.c) and
- * keeps it from the net's first config to its last. */
+/* Whether the report's memory table holds net k's draw while it runs
+ * config c: it draws each config's net again (the curves handed theirs
+ * back, sections.c) and keeps it from the net's first config to its last. */
+static int table_holds(const study *s, size_t k, size_t c)
+{
+    int from = 0, until = 0;
+    for (size_t d = 0; d < s->n_configs; d++)
+        if (s->configs[d].net == k) from |= d <= c, until |= d >= c;
+    return from && until;
+}
+
+/* The bytes of the nets the memory table holds at once. */
 static double table_draw_bytes(const study *s)
 {
     double most = 0;
     for (size_t c = 0; c < s->n_configs; c++) {
         double held = 0;
-        for (size_t n = 0; n < s->n_configs; n++) { /* each net once, at its first config n */
-            size_t first = n, last = n;
-            for (size_t d = 0; d < s->n_configs; d++)
-                if (s->configs[d].net == s->configs[n].net) first = d < first ? d : first, last = d > last ? d : last;
-            if (first == n && first <= c && c <= last) held += drift_peak_draw_bytes(&s->nets[s->configs[n].net]);
-        }
+        for (size_t k = 0; k < s->n_nets; k++)
+            if (table_holds(s, k, c)) held += drift_peak_draw_bytes(&s->nets[k]);
         if (held > most) most = held;
     }
     return most;

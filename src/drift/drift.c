@@ -8,6 +8,7 @@
 #include "grad/problem.h"
 #include "compare/cache.h"
 #include "emu/dense_ref.h"
+#include "net/shape.h"
 #include "memo.h"
 #include "drawn.h"
 #include "cond.h"
@@ -535,16 +536,6 @@ int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *e
     return vijp_drift_run_drawn(s, NULL, NULL, NULL, c, err);
 }
 
-/* The layers of net (their types, shapes and arguments, copied), without
- * its θ: what the run reads of the net once θ is rounded. */
-static void net_shape_of(vijp_net *dst, const vijp_net *net)
-{
-    *dst = *net;
-    dst->layers = vijp_alloc_array(net->depth, sizeof *dst->layers);
-    for (size_t i = 0; i < net->depth; i++) vijp_layer_copy(&dst->layers[i], &net->layers[i]);
-    dst->theta = NULL, dst->given = NULL;
-}
-
 int vijp_drift_run_drawn(const vijp_drift_setup *s, const vijp_net *drawn, void (*release)(void *ctx),
                          void *release_ctx, vijp_drift_curve *c, vijp_error *err)
 {
@@ -567,7 +558,7 @@ int vijp_drift_run_drawn(const vijp_drift_setup *s, const vijp_net *drawn, void 
      * exact copy below): the draw is handed back now, not held beside the
      * curve's peak (a gigabyte at width 4096, depth 16) */
     vijp_net shape;
-    net_shape_of(&shape, &net);
+    net_copy_shape(&shape, &net);
     net = shape;
     vijp_net_free(&own);
     if (drawn && release) release(release_ctx);

@@ -2,6 +2,7 @@
  * format (build.c makes one from a spec or a JSON file). */
 #include "vijp/net.h"
 #include "vijp/error.h"
+#include "shape.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,14 +17,20 @@ void vijp_net_free(vijp_net *net)
     memset(net, 0, sizeof *net);
 }
 
-void vijp_net_copy(vijp_net *dst, const vijp_net *src)
+void net_copy_shape(vijp_net *dst, const vijp_net *src)
 {
     *dst = *src;
     dst->layers = vijp_alloc_array(src->depth, sizeof *dst->layers);
+    for (size_t i = 0; i < src->depth; i++) vijp_layer_copy(&dst->layers[i], &src->layers[i]);
+    dst->theta = NULL, dst->given = NULL;
+}
+
+void vijp_net_copy(vijp_net *dst, const vijp_net *src)
+{
+    net_copy_shape(dst, src);
     dst->theta = vijp_alloc_array(src->depth, sizeof *dst->theta);
     dst->given = src->given ? memcpy(vijp_alloc(src->depth), src->given, src->depth) : NULL;
     for (size_t i = 0; i < src->depth; i++) {
-        vijp_layer_copy(&dst->layers[i], &src->layers[i]);
         size_t P = src->layers[i].type->param_count(&src->layers[i]);
         if (!P) continue;
         dst->theta[i] = vijp_alloc_array(P, sizeof(double));
