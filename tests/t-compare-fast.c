@@ -600,6 +600,51 @@ START_TEST(lanes_scan_exponents)
 }
 END_TEST
 
+/* vijp_compare_ulps_at_scale against hand-derived values in binary32
+ * (24 bits: ulp(v) = 2^(e − 24) for v in [2^(e−1), 2^e)), a at 64 bits
+ * and ref at 128: each entry alone, at scale 0 (vijp_compare's own
+ * ulps), at a scale below |ref| (the same) and above it (its ulp), and
+ * the largest over all; a NaN difference gives NaN. */
+static double scale_at(const void *ctx, size_t i) { return ((const double *)ctx)[i]; }
+
+START_TEST(ulps_at_scale_hand_values)
+{
+    enum { N = 5 };
+    /* ref, a − ref, a scale above |ref|, the ulps at 0 and at that scale */
+    static const double ref[N] = {1, 0x1p-40, -0x3p-50, 0, 5};
+    static const double dif[N] = {0x1p-30, 0x1p-60, 0x1p-75, 0, 0};
+    static const double big[N] = {4, 2, 0x1p-40, 1, 8};
+    static const double plain[N] = {0x1p-7, 0x1p3, 0x1p-3, 0, 0};
+    static const double scaled[N] = {0x1p-9, 0x1p-38, 0x1p-12, 0, 0};
+    vijp_format f, f64, f128;
+    ck_assert(!vijp_format_parse("binary32", &f, NULL));
+    ck_assert(!vijp_format_mpfr(&f64, 64, NULL) && !vijp_format_mpfr(&f128, 128, NULL));
+    vijp_mat A, R, a1, r1;
+    vijp_mat_init(&A, N, 1, &f64), vijp_mat_init(&R, N, 1, &f128);
+    vijp_mat_init(&a1, 1, 1, &f64), vijp_mat_init(&r1, 1, 1, &f128);
+    double zeros[N] = {0}, small[N];
+    for (size_t i = 0; i < N; i++) {
+        mpfr_set_d(R.m[i], ref[i], MPFR_RNDN);
+        mpfr_add_d(A.m[i], R.m[i], dif[i], MPFR_RNDN); /* exact at 64 bits */
+        small[i] = fabs(ref[i]) / 2;
+        mpfr_set(r1.m[0], R.m[i], MPFR_RNDN), mpfr_set(a1.m[0], A.m[i], MPFR_RNDN);
+        vijp_xnum u0 = vijp_compare_ulps_at_scale(&a1, &r1, &f, scale_at, &zeros[i]);
+        vijp_xnum us = vijp_compare_ulps_at_scale(&a1, &r1, &f, scale_at, &small[i]);
+        vijp_xnum ub = vijp_compare_ulps_at_scale(&a1, &r1, &f, scale_at, &big[i]);
+        ck_assert_msg(vijp_xnum_double(u0) == plain[i] && vijp_xnum_double(us) == plain[i],
+                      "entry %zu: %g and %g at scales 0 and |ref|/2, want %g", i, vijp_xnum_double(u0),
+                      vijp_xnum_double(us), plain[i]);
+        ck_assert_msg(vijp_xnum_double(ub) == scaled[i], "entry %zu: %g at scale %g, want %g", i,
+                      vijp_xnum_double(ub), big[i], scaled[i]);
+    }
+    ck_assert(vijp_xnum_double(vijp_compare_ulps_at_scale(&A, &R, &f, scale_at, zeros)) == 0x1p3);
+    ck_assert(vijp_xnum_double(vijp_compare_ulps_at_scale(&A, &R, &f, scale_at, big)) == 0x1p-9);
+    mpfr_set_nan(A.m[3]);
+    ck_assert(vijp_xnum_isnan(vijp_compare_ulps_at_scale(&A, &R, &f, scale_at, big)));
+    vijp_mat_clear(&A), vijp_mat_clear(&R), vijp_mat_clear(&a1), vijp_mat_clear(&r1);
+}
+END_TEST
+
 Suite *suite_compare_fast(void)
 {
     Suite *s = suite_create("compare_fast");
@@ -614,6 +659,7 @@ Suite *suite_compare_fast(void)
     tcase_add_test(tc, fast_declines_a_cancelled_angle);
     tcase_add_test(tc, fast_declines_nonfinite_and_range_floor);
     tcase_add_test(tc, lanes_scan_exponents);
+    tcase_add_test(tc, ulps_at_scale_hand_values);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -852,6 +852,58 @@ START_TEST(outer_param_batch_is_the_reverse_pass)
 }
 END_TEST
 
+/* The validation measures a dense layer's parameter gradient at batch 2
+ * at its terms' scale where the plain ulps fail (memo.c, param_ulps).
+ * One dense:3 layer in binary32, square loss (g = y at T = 0), W's first
+ * row (1, 1, 0) and the rest 0, no bias, x_1 = (1, 2^-80, 1) and x_2 =
+ * (1, 0, −1): y_1 = 1 + 2^-80 (64 bits round it to 1), y_2 = 1, and
+ * ∂W(0, 2) = y_1 − y_2 = 2^-80 exactly, 0 at 64 bits: 2^23 of its ulps
+ * (2^-80 · 2^-23) apart, but 2^-58 of the ulp at its terms' scale
+ * |y_1| + |y_2| = 2 (2^-22).  Every other entry is 2^-58 or less of its
+ * ulp: ∂W(0, 0) = ∂b_0 = y_1 + y_2 (2 at 64 bits), ∂W(0, 1) = 2^-80·y_1
+ * (2^-160 off); g and ∇x hold y_1 itself: 2^-80 off 1, 2^-57 of its ulp,
+ * the largest.  A keyed memo, so that the levels stay to be compared
+ * plainly, and again with the upper level found rather than computed. */
+START_TEST(param_gradient_validated_at_terms_scale)
+{
+    vijp_grad_setup gs = {.spec = "dense:3", .depth = 1, .width = 3, .batch = 2, .seed = test_seed(),
+                          .init = {.kind = VIJP_INIT_ORTHOGONAL, .gain = 1}, .loss = VIJP_LOSS_SQUARE};
+    ck_assert(!vijp_format_parse("binary32", &gs.fmt, NULL));
+    vijp_error err = {0};
+    vijp_net net;
+    vijp_problem pf;
+    ck_assert_msg(!vijp_problem_draw(&gs, &net, &err) && !vijp_problem_setup_drawn(&gs, &net, &pf, &err), "%s", err.msg);
+    ck_assert_uint_eq(net.depth, 1);
+    ck_assert_uint_eq(vijp_mat_len(&pf.theta[0]), 12);
+    for (size_t e = 0; e < 12; e++) vijp_mat_set_entry_d(&pf.theta[0], e, e == 0 || e == 3 ? 1 : 0);
+    const double x[6] = {1, 0x1p-80, 1, 1, 0, -1};
+    for (size_t e = 0; e < 6; e++) vijp_mat_set_entry_d(&pf.X, e, x[e]), vijp_mat_set_entry_d(&pf.T, e, 0);
+    vijp_drift_memo *memo = vijp_drift_memo_new();
+    vijp_drift_memo_bind(memo, &gs, &net, &pf, 1);
+    const vijp_grads *lo, *hi;
+    ck_assert_msg(!vijp_drift_memo_backprop(memo, &net, &pf, 64, &lo, &err), "%s", err.msg);
+    vijp_compare_cache cache[3] = {0};
+    for (int pass = 0; pass < 2; pass++) { /* computed, then found */
+        vijp_xnum rel, ulps;
+        ck_assert_msg(!vijp_drift_memo_next_level(memo, &net, &pf, 64, &gs.fmt, cache, &rel, &ulps, &err), "%s",
+                      err.msg);
+        ck_assert_msg(vijp_xnum_cmp(ulps, vijp_xnum_of(0x1p-57)) == 0, "pass %d: ulps %g, want 2^-57", pass,
+                      vijp_xnum_double(ulps));
+        ck_assert_msg(vijp_xnum_le(rel, vijp_xnum_of(0x1p-70)), "pass %d: rel %g", pass, vijp_xnum_double(rel));
+        for (size_t i = 0; i < 3; i++) vijp_compare_cache_clear(&cache[i]);
+    }
+    ck_assert_uint_eq(vijp_drift_memo_computed(memo), 2);
+    ck_assert(!vijp_drift_memo_backprop(memo, &net, &pf, 128, &hi, &err));
+    vijp_metric plain;
+    vijp_compare_rel_ulps(&lo->grad_theta[0], &hi->grad_theta[0], &gs.fmt, &plain, NULL);
+    ck_assert_msg(vijp_xnum_cmp(plain.ulps, vijp_xnum_of(0x1p23)) == 0, "plain ulps %g, want 2^23",
+                  vijp_xnum_double(plain.ulps));
+    vijp_drift_memo_free(memo);
+    vijp_problem_clear(&pf, &net);
+    vijp_net_free(&net);
+}
+END_TEST
+
 /* A curve's own memo holds its upper level at the comparisons' precision
  * once compared with the lower one (memo.c: what the engines are measured
  * against and the next level is compared with): double's 212-bit level at
@@ -1439,6 +1491,7 @@ Suite *suite_drift(void)
     tcase_add_test(tc, memo_shares_only_equal_problems);
     tcase_add_test(tc, memo_copy_in_double);
     tcase_add_test(tc, own_memo_holds_upper_level_rounded);
+    tcase_add_test(tc, param_gradient_validated_at_terms_scale);
     tcase_add_test(tc, outer_param_is_the_reverse_pass_s);
     tcase_add_test(tc, outer_param_batch_is_the_reverse_pass);
     tcase_add_test(tc, progress_reaches_one);

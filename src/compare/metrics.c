@@ -205,3 +205,22 @@ static void compare_exact(const vijp_mat *a, const vijp_mat *ref, const vijp_for
     vijp_mat_clear(&X), vijp_mat_clear(&Y), vijp_mat_clear(&D);
     free(views);
 }
+
+vijp_xnum vijp_compare_ulps_at_scale(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f,
+                                     double (*scale)(const void *ctx, size_t i), const void *ctx)
+{
+    mpfr_prec_t p = vijp_compare_prec(f);
+    mpfr_t x, y, d, s, t;
+    mpfr_inits2(p, x, y, d, s, t, (mpfr_ptr)0);
+    vijp_xnum worst = vijp_xnum_of(0);
+    for (size_t i = 0, n = vijp_mat_len(ref); i < n; i++) {
+        entry(x, a, i), entry(y, ref, i); /* as compare_exact: RN_p of both */
+        mpfr_sub(d, x, y, MPFR_RNDN);
+        mpfr_abs(s, y, MPFR_RNDN);
+        double at = scale(ctx, i);
+        if (mpfr_cmp_d(s, at) < 0) mpfr_set_d(s, at, MPFR_RNDN); /* a double into p >= 128 bits: exact */
+        worst = vijp_xnum_max_nan(worst, vijp_ulps_of(d, s, f, t));
+    }
+    mpfr_clears(x, y, d, s, t, (mpfr_ptr)0);
+    return worst;
+}

@@ -200,7 +200,7 @@ static int reference(const vijp_drift_setup *s, const vijp_net *net, const vijp_
         meter_run_end(meter, 2 * net->depth);
         c->ref_agreement = rel;
         p *= 2;
-        if (vijp_xnum_le(rel, c->ref_target) && vijp_xnum_le(ulps, vijp_xnum_of(0x1p-10))) break;
+        if (vijp_xnum_le(rel, c->ref_target) && vijp_xnum_le(ulps, vijp_xnum_of(VIJP_DRIFT_REF_ULPS))) break;
     }
     if (rc) return rc;
     c->ref_prec = p;

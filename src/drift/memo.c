@@ -18,7 +18,22 @@ typedef struct {
     vijp_format fmt; /* the level's matrices point here: levels are allocated one by one, never moved */
     vijp_format held; /* or here, once held at the comparisons' precision (compute_level) */
     vijp_grads g;
+    /* |h_i| in double (n_i × B) of each dense layer i at batch 2 or more,
+     * where the level may be compared as the upper one (compute_level):
+     * the scale its parameter gradient's entries are validated at
+     * (compare_layer).  NULL where none; a run's own memo frees each once
+     * its layer is compared, a keyed one keeps them for the formats that
+     * share the level (D·n·B doubles: beside its W² values, little). */
+    double **h_abs;
+    size_t n_abs;
 } memo_level;
+
+static void free_inputs(memo_level *L)
+{
+    for (size_t i = 0; L->h_abs && i < L->n_abs; i++) free(L->h_abs[i]);
+    free(L->h_abs);
+    L->h_abs = NULL;
+}
 
 struct vijp_drift_memo {
     int keyed; /* shared with other runs: checked against their problems, its levels kept */
@@ -57,6 +72,7 @@ vijp_drift_memo *vijp_drift_memo_new(void)
 
 static void drop_level(vijp_drift_memo *m, size_t k)
 {
+    free_inputs(m->level[k]);
     vijp_grads_clear(&m->level[k]->g);
     free(m->level[k]);
     m->level[k] = m->level[--m->n_levels];
@@ -194,12 +210,27 @@ void vijp_drift_memo_bind(vijp_drift_memo *m, const vijp_grad_setup *s, const vi
  * the packed block, instead of rounding it again from an MPFR-held one.
  * The cotangents g_j (j < i) it allocated whole at the start stay
  * MPFR-held until their turn. */
+typedef void (*level_watch_fn)(void *ctx, size_t i, memo_level *level);
 typedef struct {
-    vijp_backprop_watch watch;
+    level_watch_fn watch;
     void *ctx;
     const vijp_format *fmt;  /* the level's */
     const vijp_format *held; /* NULL: packed at the level's precision */
+    memo_level *level;       /* the one being computed; its h_abs set where its inputs are kept */
 } pack_watch;
+
+/* |h| in double, n × B as h (MPFR-held at the level's precision): the
+ * scale of layer i's parameter gradient entries, NULL where that is not
+ * a dense layer's at batch 2 or more (batch 1's entries are single
+ * products: no sum to cancel). */
+static double *inputs_abs(const vijp_layer *L, const vijp_mat *h)
+{
+    if (strcmp(L->type->name, "dense") || h->cols < 2) return NULL;
+    size_t n = vijp_mat_len(h);
+    double *a = vijp_alloc_array(n, sizeof *a);
+    for (size_t j = 0; j < n; j++) a[j] = fabs(vijp_mat_get_d(h, j));
+    return a;
+}
 
 /* A dense layer's ∇θ straight into its packed (and held) block (outer.h),
  * where backprop would write it MPFR-held and pack_layer pack and round
@@ -207,7 +238,7 @@ typedef struct {
 static int form_param(void *ctx, size_t i, const vijp_layer *L, const vijp_mat *h, const vijp_mat *g, vijp_mat *gt)
 {
     const pack_watch *w = ctx;
-    (void)i;
+    if (w->level->h_abs) w->level->h_abs[i] = inputs_abs(L, h);
     return drift_outer_param(L, h, g, w->fmt, w->held ? w->held : w->fmt, gt);
 }
 
@@ -224,7 +255,7 @@ static void pack_layer(void *ctx, size_t i, vijp_grads *g)
     pack_as(&g->g[i], w->held);
     pack_as(&g->grad_theta[i], w->held);
     if (i == 0) pack_as(&g->grad_x, w->held);
-    if (w->watch) w->watch(w->ctx, i, g);
+    if (w->watch) w->watch(w->ctx, i, w->level);
 }
 
 /* Backprop of the problem (X, T from pf; θ the memo's copy) in mpfr:prec
@@ -232,9 +263,12 @@ static void pack_layer(void *ctx, size_t i, vijp_grads *g)
  * goes (pack_layer); watch (NULL: none) sees each layer's results as they
  * are final (engines/watch.h), once they are packed.  held > 0 and below
  * prec: each layer is held rounded to held bits (the comparisons'
- * precision) as it is packed, before watch compares it. */
+ * precision) as it is packed, before watch compares it.  The level keeps
+ * its dense layers' inputs' sizes (h_abs) where it is compared as the
+ * upper one: with a watch, or in a keyed memo (which may compare it so
+ * for another format later). */
 static int compute_level(const vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf, long prec, long held,
-                         vijp_backprop_watch watch, void *ctx, memo_level **out, vijp_error *err)
+                         level_watch_fn watch, void *ctx, memo_level **out, vijp_error *err)
 {
     memo_level *L = vijp_alloc(sizeof *L);
     memset(L, 0, sizeof *L);
@@ -244,7 +278,9 @@ static int compute_level(const vijp_drift_memo *m, const vijp_net *net, const vi
     L->fmt.threads = pf->X.fmt->threads; /* the curve's: time only, the same bits */
     L->held = L->fmt;
     int narrower = held > 0 && held < prec && !rc && !vijp_format_mpfr(&L->held, held, NULL);
-    pack_watch pw = {watch, ctx, &L->fmt, narrower ? &L->held : NULL};
+    if (watch || m->keyed) L->h_abs = vijp_alloc_array(L->n_abs = net->depth, sizeof *L->h_abs);
+    for (size_t i = 0; i < L->n_abs; i++) L->h_abs[i] = NULL;
+    pack_watch pw = {watch, ctx, &L->fmt, narrower ? &L->held : NULL, L};
     vijp_mat X = {0}, T = {0};
     if (!rc) {
         vijp_mat_init(&X, pf->X.rows, pf->X.cols, &L->fmt), vijp_mat_convert(&X, &pf->X);
@@ -253,7 +289,7 @@ static int compute_level(const vijp_drift_memo *m, const vijp_net *net, const vi
                                           err);
     }
     vijp_mat_clear(&X), vijp_mat_clear(&T);
-    if (rc) free(L), L = NULL;
+    if (rc) free_inputs(L), free(L), L = NULL;
     *out = L;
     return rc;
 }
@@ -305,36 +341,89 @@ int vijp_drift_memo_backprop(vijp_drift_memo *m, const vijp_net *net, const vijp
  * levels. */
 typedef struct {
     memo_level *lo;
-    int free_lo;
+    int own; /* a run's own memo: lo's ∇θ_i and hi's h_abs[i] freed once compared */
     const vijp_format *f;
     vijp_compare_cache *cache;
     vijp_xnum rel, ulps;
     int compared;
 } level_watch;
 
-static void compare_one(level_watch *w, const vijp_mat *a, const vijp_mat *b, vijp_compare_cache *cache)
+static vijp_metric compare_one(const vijp_mat *a, const vijp_mat *b, const vijp_format *f, vijp_compare_cache *cache)
 {
-    if (!a->rows) return; /* a layer without parameters */
     vijp_metric m;
     vijp_compare_cache_clear(cache);
-    vijp_compare_rel_ulps(a, b, w->f, &m, cache);
+    vijp_compare_rel_ulps(a, b, f, &m, cache);
+    return m;
+}
+
+static void merge(level_watch *w, const vijp_mat *a, vijp_metric m)
+{
+    if (!a->rows) return; /* a layer without parameters */
     w->rel = w->compared ? vijp_xnum_max_nan(w->rel, m.rel) : m.rel;
     w->ulps = w->compared ? vijp_xnum_max_nan(w->ulps, m.ulps) : m.ulps;
     w->compared = 1;
 }
 
-static void compare_layer(level_watch *w, size_t i, const vijp_grads *hi)
+/* A dense layer's ∂θ entry's scale: Σ_b |g(r, b)|·|h(k, b)| for ∂W(r, k)
+ * (entry r + k·m, W column-major), Σ_b |g(r, b)| for ∂b_r (entry m·n + r),
+ * in double in this order: deterministic, and within (B + 1)·2^-53 of the
+ * exact sum, which moves its ulp by at most one binade at a power of two. */
+typedef struct {
+    const double *g, *h; /* |g| m × B, |h| n × B */
+    size_t m, n, B;
+} term_scale;
+
+static double entry_scale(const void *ctx, size_t e)
+{
+    const term_scale *t = ctx;
+    size_t r = e < t->m * t->n ? e % t->m : e - t->m * t->n, k = e / t->m;
+    double s = 0;
+    for (size_t b = 0; b < t->B; b++) s += t->g[r + b * t->m] * (e < t->m * t->n ? t->h[k + b * t->n] : 1);
+    return s;
+}
+
+/* ulps of lo's ∇θ_i against hi's where they exceed VIJP_DRIFT_REF_ULPS in
+ * a dense layer at batch 2 or more: each entry's ulp taken at its terms'
+ * scale (vijp_compare_ulps_at_scale).  Its entries are sums over the batch
+ * that cancel, in a wide layer, one in millions far below their terms
+ * (one to 2^-26 of them at dense:1024, depth 16, batch 16 in binary32,
+ * seed 1: 0.0014 of its ulps at 64 bits), where
+ * the lower level's rounding of g and h, about 2^-p of the terms, is many
+ * ulps of the entry though the upper level's is 2^-p of that again.  An
+ * engine in f resolves no such entry below the terms' ulp in f: rounding
+ * its own g and h to f moves it by about that much.  Measured there, the
+ * validation asks the same 2^-10 of what f resolves as everywhere else. */
+static vijp_xnum param_ulps(const level_watch *w, size_t i, const memo_level *hi, vijp_xnum plain)
+{
+    const double *h = hi->h_abs ? hi->h_abs[i] : NULL;
+    const vijp_mat *g = &hi->g.g[i], *lo = &w->lo->g.grad_theta[i];
+    if (!h || vijp_xnum_cmp(plain, vijp_xnum_of(VIJP_DRIFT_REF_ULPS)) != 1) return plain; /* NaN stays */
+    term_scale t = {NULL, h, g->rows, lo->rows ? (vijp_mat_len(lo) - g->rows) / g->rows : 0, g->cols};
+    double *ga = vijp_alloc_array(vijp_mat_len(g), sizeof *ga);
+    for (size_t j = 0, n = vijp_mat_len(g); j < n; j++) ga[j] = fabs(vijp_mat_get_d(g, j));
+    t.g = ga;
+    vijp_xnum u = vijp_compare_ulps_at_scale(lo, &hi->g.grad_theta[i], w->f, entry_scale, &t);
+    free(ga);
+    return u;
+}
+
+static void compare_layer(level_watch *w, size_t i, memo_level *hi)
 {
     vijp_grads *lo = &w->lo->g;
     size_t D = lo->depth;
-    compare_one(w, &lo->g[i], &hi->g[i], &w->cache[1 + i]);
-    compare_one(w, &lo->grad_theta[i], &hi->grad_theta[i], &w->cache[1 + D + i]);
-    if (i == 0) compare_one(w, &lo->grad_x, &hi->grad_x, &w->cache[0]);
-    if (w->free_lo) vijp_mat_clear(&lo->grad_theta[i]);
+    merge(w, &lo->g[i], compare_one(&lo->g[i], &hi->g.g[i], w->f, &w->cache[1 + i]));
+    if (lo->grad_theta[i].rows) {
+        vijp_metric m = compare_one(&lo->grad_theta[i], &hi->g.grad_theta[i], w->f, &w->cache[1 + D + i]);
+        m.ulps = param_ulps(w, i, hi, m.ulps);
+        merge(w, &lo->grad_theta[i], m);
+    }
+    if (i == 0) merge(w, &lo->grad_x, compare_one(&lo->grad_x, &hi->g.grad_x, w->f, &w->cache[0]));
+    if (w->own) vijp_mat_clear(&lo->grad_theta[i]);
+    if (w->own && hi->h_abs) free(hi->h_abs[i]), hi->h_abs[i] = NULL;
 }
 
 /* A new level's reverse pass at layer i (compute_level then packs it). */
-static void watch_layer(void *ctx, size_t i, vijp_grads *hi) { compare_layer(ctx, i, hi); }
+static void watch_layer(void *ctx, size_t i, memo_level *hi) { compare_layer(ctx, i, hi); }
 
 int vijp_drift_memo_next_level(vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf, long lo_prec,
                                const vijp_format *f, vijp_compare_cache *cache, vijp_xnum *rel, vijp_xnum *ulps,
@@ -342,10 +431,10 @@ int vijp_drift_memo_next_level(vijp_drift_memo *m, const vijp_net *net, const vi
 {
     memo_level *lo = (memo_level *)find_level(m, lo_prec); /* the caller computed it */
     level_watch w = {lo, !m->keyed, f, cache, {0, 0}, {0, 0}, 0};
-    const memo_level *have = find_level(m, 2 * lo_prec);
+    memo_level *have = (memo_level *)find_level(m, 2 * lo_prec);
     int rc = 0;
     if (have) /* a shared memo's: compared whole, as the reverse pass would have */
-        for (size_t i = lo->g.depth; i-- > 0;) compare_layer(&w, i, &have->g);
+        for (size_t i = lo->g.depth; i-- > 0;) compare_layer(&w, i, have);
     else {
         make_room(m, net, pf, 2 * lo_prec);
         memo_level *L;

@@ -25,10 +25,16 @@ void vijp_drift_memo_bind(vijp_drift_memo *m, const vijp_grad_setup *s, const vi
 VIJP_MUST_CHECK int vijp_drift_memo_backprop(vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf, long prec,
                                              const vijp_grads **out, vijp_error *err);
 
+/* The validation accepts a level when, besides agreeing in norm, the level
+ * below it agrees entry by entry to this many of f's ulps (drift.c). */
+#define VIJP_DRIFT_REF_ULPS 0x1p-10
+
 /* The level at 2·lo_prec (computed, or a shared memo's), compared with
  * the level at lo_prec (which the caller has) layer by layer as its reverse
  * pass finishes each: *rel and *ulps the largest disagreement of lo's
- * matrices against it in f (vijp_compare_rel_ulps), and cache (1 + 2D:
+ * matrices against it in f (vijp_compare_rel_ulps; where a dense layer's
+ * parameter gradient at batch 2 or more exceeds VIJP_DRIFT_REF_ULPS, its
+ * ulps at each entry's terms' scale instead: memo.c, param_ulps), and cache (1 + 2D:
  * ∇x, then g_i, then ∇θ_i) filled with its Σ ref², as the engines'
  * comparisons need them when it becomes the reference.  A run's own memo
  * frees lo's ∇θ_i as soon as it is compared, and drops the level. */
