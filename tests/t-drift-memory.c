@@ -4,6 +4,7 @@
  * study past the limit refused before it starts. */
 #include "fixtures/clirun.h"
 #include "vijp/memory.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +113,31 @@ START_TEST(estimate_meets_peak_rss)
 }
 END_TEST
 
+/* Two curves at once count the two largest curves' peaks, not the
+ * largest twice: double and binary32 at once come out the binary32
+ * curve's peak below two double curves at once (two initialisations of
+ * the same net), where the old count made them equal.  The process's own
+ * part (the same in every estimate, up to its resident set's noise)
+ * cancels: E(d, d) − E(d, b) = E(d) − E(b). */
+START_TEST(estimate_sums_the_largest_curves)
+{
+    const char *net = "--net dense:192,tanh --depth 64 --batch 4";
+    char a[256];
+    snprintf(a, sizeof a, "%s --formats double --jobs 1", net);
+    double d = estimate(a);
+    snprintf(a, sizeof a, "%s --formats binary32 --jobs 1", net);
+    double b = estimate(a);
+    snprintf(a, sizeof a, "%s --formats double,binary32 --jobs 2", net);
+    double db = estimate(a);
+    snprintf(a, sizeof a, "%s --formats double --init orthogonal,gaussian --jobs 2", net);
+    double dd = estimate(a);
+    ck_assert_msg(d - b > 5e6, "double %.1f MB, binary32 %.1f MB: too close to tell", d / 1e6, b / 1e6);
+    ck_assert_msg(fabs((dd - db) - (d - b)) < (d - b) / 4,
+                  "two double curves %.1f MB, double and binary32 %.1f MB: %.1f MB apart, want %.1f", dd / 1e6,
+                  db / 1e6, (dd - db) / 1e6, (d - b) / 1e6);
+}
+END_TEST
+
 /* A refused study left no folder at dir/name. */
 static void no_folder(const char *dir, const char *name)
 {
@@ -208,6 +234,7 @@ Suite *suite_drift_memory(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, value_bytes_follow_the_holding);
     tcase_add_test(tc, estimate_meets_peak_rss);
+    tcase_add_test(tc, estimate_sums_the_largest_curves);
     tcase_add_test(tc, refused_past_the_limit);
     tcase_add_test(tc, max_memory_runs_fewer_curves_at_once);
     suite_add_tcase(s, tc);

@@ -290,7 +290,7 @@ static double table_draw_bytes(const study *s)
 
 /* Size the study before running it (drift/peak.h, docs/memory.md): the peak
  * RSS is this process's RSS now, plus, for each worker running at once,
- * the largest curve's peak, beside the nets drawn where a curve may still
+ * one of the largest curves' peaks, beside the nets drawn where a curve may still
  * start while others run; or, later, the report's memory table (engines
  * run in double on the study's jobs) beside its nets, whichever is larger:
  * the curves' heaps give their free pages back before the report
@@ -300,40 +300,51 @@ typedef struct {
     double fixed;     /* the process now and its arenas */
     double draws;     /* the nets the curves draw */
     size_t curves, groups; /* curves, and groups of them sharing a reference (run in turn on one worker) */
-    drift_peak unit;  /* the largest curve's peak */
+    double *peaks;    /* every curve's peak, largest first (curves of them) */
     /* the report's memory table: its nets, its problem, an engine's run */
     double profile_draws, profile_problem, profile_engine;
 } study_sizes;
+
+static int larger_first(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x < y) - (x > y);
+}
 
 static study_sizes study_sizes_of(const study *s)
 {
     study_sizes z = {.fixed = cli_resident_bytes() + DRIFT_PEAK_PROCESS_BYTES, .draws = curve_draw_bytes(s),
                      .curves = s->n_configs * s->n_formats * s->n_seeds, .groups = study_reference_groups(s),
                      .profile_draws = table_draw_bytes(s)};
+    z.peaks = vijp_alloc_array(z.curves, sizeof *z.peaks);
+    size_t k = 0;
     for (size_t c = 0; c < s->n_configs; c++) {
         const vijp_net *net = &s->nets[s->configs[c].net];
         for (size_t f = 0; f < s->n_formats; f++) {
             const vijp_format *F = &s->formats[f];
             drift_peak b = drift_peak_bytes(net, s->batch, F, vijp_drift_ref_prec_first(F, s->ref_prec_start),
                                             study_format_shares_reference(s, f));
-            if (b.peak > z.unit.peak) z.unit.peak = b.peak;
+            for (size_t seed = 0; seed < s->n_seeds; seed++) z.peaks[k++] = b.peak;
         }
         double p = drift_peak_profile_bytes(net, s->batch, 1), e = drift_peak_profile_bytes(net, s->batch, 2) - p;
         if (p - e > z.profile_problem) z.profile_problem = p - e;
         if (e > z.profile_engine) z.profile_engine = e;
     }
+    qsort(z.peaks, z.curves, sizeof *z.peaks, larger_first);
     return z;
 }
 
 /* The peak with at_once workers each running a group of curves (those
  * sharing a reference) in turn, and the memory table's engines table at a
- * time.  Where every curve starts at once, each alone in its group, the
- * draws are handed back before any curve's peak (after its first seconds:
- * drift/drawn.h); else a curve may start while others peak. */
+ * time: the at_once largest curves' peaks at once (curves of one group run
+ * in turn, so this bounds the groups' too).  Where every curve starts at
+ * once, each alone in its group, the draws are handed back before any
+ * curve's peak (after its first seconds: drift/drawn.h); else a curve may
+ * start while others peak. */
 static double study_peak_bytes(const study_sizes *z, size_t at_once, size_t table)
 {
-    double draws = z->curves <= at_once && z->groups == z->curves ? 0 : z->draws;
-    double curves = (double)at_once * z->unit.peak + draws;
+    double draws = z->curves <= at_once && z->groups == z->curves ? 0 : z->draws, curves = draws;
+    for (size_t k = 0; k < at_once && k < z->curves; k++) curves += z->peaks[k];
     double profile = z->profile_draws + z->profile_problem + (double)table * z->profile_engine;
     return z->fixed + (curves > profile ? curves : profile);
 }
@@ -358,6 +369,7 @@ static int plan_memory(study *s, const char *name, size_t max_memory, int estima
     while (k > 1 && study_peak_bytes(&z, k, t) > avail) k--;
     double need = study_peak_bytes(&z, k, t);
     s->at_once = (int)k, s->table_at_once = (int)t;
+    free(z.peaks);
     if (!estimate_only) return cli_memory_fits_in(name + 5 /* past "vijp " */, need, avail, why);
     char h[32];
     cli_human_bytes(need, h, sizeof h);

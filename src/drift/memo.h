@@ -29,6 +29,11 @@ VIJP_MUST_CHECK int vijp_drift_memo_backprop(vijp_drift_memo *m, const vijp_net 
  * below it agrees entry by entry to this many of f's ulps (drift.c). */
 #define VIJP_DRIFT_REF_ULPS 0x1p-10
 
+/* A run's own memo hands the heap's free pages back to the kernel each
+ * time its comparisons have freed this many bytes of the lower level
+ * (memo.c; drift/peak.c counts them). */
+#define VIJP_DRIFT_MEMO_RETURN_BYTES (4.0 * 1024 * 1024)
+
 /* The level at 2·lo_prec (computed, or a shared memo's), compared with
  * the level at lo_prec (which the caller has) layer by layer as its reverse
  * pass finishes each: *rel and *ulps the largest disagreement of lo's

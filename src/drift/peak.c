@@ -41,20 +41,12 @@ static double packed_bytes(long prec) { return (double)vijp_packed_value_bytes((
  * allocated next. */
 #define GLIBC_MMAP_BYTES (32.0 * 1024 * 1024)
 
-/* A sum of blocks, and of them the heap blocks that are not packed ones
- * (the reference phase's exact copy, MPFR activations and structs: what
- * drift_peak_bytes counts beside the engines' phase); packed: the blocks
- * added now are packed ones (the levels', the kept reference). */
+/* A sum of blocks. */
 typedef struct {
-    double all, heap;
-    int packed;
+    double all;
 } blocks;
 
-static void add(blocks *b, double bytes)
-{
-    b->all += bytes;
-    if (bytes < GLIBC_MMAP_BYTES && !b->packed) b->heap += bytes;
-}
+static void add(blocks *b, double bytes) { b->all += bytes; }
 
 /* Per layer and value size v: parameters (θ_i or ∇θ_i), the layer's
  * outputs over the batch (g_i or h_i), the inputs' (h_0, grad_x). */
@@ -94,9 +86,11 @@ static void grads(blocks *b, const vijp_net *net, size_t batch, double v)
  * comparisons' precision where its memo is its own) for j > i, allocated
  * as the lower level's were freed (backprop allocates each as it computes
  * it, once the one before is compared).  The heap keeps what it is handed
- * back (blocks under GLIBC_MMAP_BYTES), and the upper level's blocks go
- * into it first: the freed lower blocks and those allocated since overlap,
- * and the resident set holds the larger of the two.  The largest over i
+ * back (blocks under GLIBC_MMAP_BYTES), and the upper level's blocks, which
+ * are larger, fit back into little of it: a run's own memo hands those
+ * pages back to the kernel as its comparisons free them, a step of
+ * VIJP_DRIFT_MEMO_RETURN_BYTES at a time (memo.c), so the resident set
+ * holds the upper blocks and at most a step of the freed.  The largest over i
  * (at i = D − 1 the lower level whole, as during the forward pass).  A
  * batch-1 dense layer's ∇θ_i is formed straight into its held block
  * (outer.c), without the structs or the level's wider limbs: a little
@@ -105,7 +99,7 @@ static void levels_sweep(blocks *b, const vijp_net *net, double plo, double in_f
 {
     blocks top = {0};
     for (size_t i = net->depth; i-- > 0;) {
-        blocks at = {.packed = 1};
+        blocks at = {0};
         double freed = 0, since = 0; /* heap bytes of the lower level freed, of the upper allocated */
         for (size_t j = 0; j < net->depth; j++) {
             double P = (double)net->layers[j].type->param_count(&net->layers[j]);
@@ -115,10 +109,11 @@ static void levels_sweep(blocks *b, const vijp_net *net, double plo, double in_f
             if (hi >= GLIBC_MMAP_BYTES || shared) add(&at, hi);
             else since += hi;
         }
-        add(&at, freed > since ? freed : since);
+        /* the lower level's freed blocks handed back in steps (memo.c) */
+        add(&at, since + (freed < VIJP_DRIFT_MEMO_RETURN_BYTES ? freed : VIJP_DRIFT_MEMO_RETURN_BYTES));
         if (at.all > top.all) top = at;
     }
-    b->all += top.all, b->heap += top.heap;
+    b->all += top.all;
 }
 
 /* The widest layer output over the batch at v bytes a value: a second
@@ -149,16 +144,30 @@ static double widest_params(const vijp_net *net, int twin_only)
 
 /* While the reference's reverse pass forms a layer's parameter gradient
  * at v bytes an MPFR value: a dense layer's in a block of columns at a
- * time (outer.h: at most DRIFT_OUTER_BLOCK_BYTES of MPFR values, from the
- * heap), another type's limbs in its packed block, pointed at by an
- * mpfr_t struct a value (also from the heap). */
-static double param_scratch(const vijp_net *net, double v)
+ * time (outer.h: at most DRIFT_OUTER_BLOCK_BYTES of MPFR values) and, at
+ * batch 2 and more, the fast products' outputs for that block
+ * (emu/dense_ref.c's problem_alloc: six doubles an output), or while its
+ * vjp runs, their transposed copy of W (a double a weight), whichever is
+ * larger; another type's limbs in its packed block, pointed at by an
+ * mpfr_t struct a value.  A block from the heap counts twice: measured at
+ * dense:1024 batch 16, the resident set rises by about two layers'
+ * scratch between the heap's returns (memo.c), as the held block of one
+ * layer takes the place that the next layer's scratch would have reused;
+ * a mapped one goes back whole when freed. */
+static double scratch_block(double bytes) { return bytes < GLIBC_MMAP_BYTES ? 2 * bytes : bytes; }
+
+static double param_scratch(const vijp_net *net, size_t batch, double v)
 {
     double widest = 0;
     for (size_t i = 0; i < net->depth; i++) {
         const vijp_layer *L = &net->layers[i];
-        double p = (double)L->type->param_count(L), b = sizeof(mpfr_t) * p;
-        if (!strcmp(L->type->name, "dense")) b = v * p < DRIFT_OUTER_BLOCK_BYTES ? v * p : DRIFT_OUTER_BLOCK_BYTES;
+        double p = (double)L->type->param_count(L), b = scratch_block(sizeof(mpfr_t) * p);
+        if (!strcmp(L->type->name, "dense")) {
+            double block = v * p < DRIFT_OUTER_BLOCK_BYTES ? v * p : DRIFT_OUTER_BLOCK_BYTES;
+            double fast = batch > 1 ? 6 * sizeof(double) * block / v : 0, wt = sizeof(double) * (double)(L->out * L->in);
+            b = scratch_block(block) + scratch_block(fast);
+            if (scratch_block(wt) > b) b = scratch_block(wt);
+        }
         if (b > widest) widest = b;
     }
     return widest;
@@ -186,11 +195,9 @@ static blocks level_phase(const vijp_net *net, size_t batch, double vf, double v
     problem(&ref, net, batch, vcopy);
     outputs(&ref, net, batch, vhi);
     outputs(&ref, net, batch, vhi);
-    ref.packed = 1;
     outputs(&ref, net, batch, packed_bytes(lo));
     add(&ref, widest_output(net, batch, phi));
-    ref.packed = 0;
-    add(&ref, param_scratch(net, vhi));
+    add(&ref, param_scratch(net, batch, vhi));
     levels_sweep(&ref, net, packed_bytes(lo), phi, packed_bytes(held), shared);
     return ref;
 }
@@ -220,26 +227,22 @@ drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format
      * layer's parameters). */
     blocks eng = {0};
     problem(&eng, net, batch, vf);
-    eng.packed = 1;
     grads(&eng, net, batch, packed_bytes(q < second ? q : second));
     if (shared) { /* a shared memo keeps every level it computed */
         grads(&eng, net, batch, packed_bytes(ref_first));
         grads(&eng, net, batch, packed_bytes(second));
     }
-    eng.packed = 0;
     if (shared) problem(&eng, net, batch, vcopy);
     outputs(&eng, net, batch, vf);
     add(&eng, vf * widest_params(net, 0));
     outputs(&eng, net, batch, vf);
     add(&eng, sizeof(double) * widest_params(net, 0));
-    /* The engines' heap blocks do not all fit back into those the
-     * reference's phase freed (sizes and order differ): measured, the heap
-     * holds both phases' (docs/memory.md).  The curve trims the heap
-     * between them (drift.c's malloc_trim), which hands back the free
-     * pages that are whole (at dense:4096 batch 16 most of the 117 MiB a
-     * curve counted here: 7.36 -> 7.24 GiB for two curves) but not the
-     * pages that small live blocks share: counted whole, an upper bound. */
-    eng.all += ref.heap;
+    /* The reference phase's heap blocks are not counted beside the
+     * engines': the curve hands the heap's free pages back between the
+     * phases (drift.c), and the exact copy of θ, where it is in double,
+     * becomes the engines' θ in f (memo.c), counted above.  Measured on
+     * twelve studies against counting them whole, as this did before: the
+     * deep double ones at +5 to +11% instead of +25 to +31% (docs/memory.md). */
     return (drift_peak){ref.all >= eng.all ? ref.all : eng.all};
 }
 
