@@ -639,6 +639,10 @@ START_TEST(ulps_at_scale_hand_values)
     }
     ck_assert(vijp_xnum_double(vijp_compare_ulps_at_scale(&A, &R, &f, scale_at, zeros)) == 0x1p3);
     ck_assert(vijp_xnum_double(vijp_compare_ulps_at_scale(&A, &R, &f, scale_at, big)) == 0x1p-9);
+    double inf[N], nan_[N]; /* terms past double's range: no scale, the plain measure */
+    for (size_t i = 0; i < N; i++) inf[i] = INFINITY, nan_[i] = NAN;
+    ck_assert(vijp_xnum_double(vijp_compare_ulps_at_scale(&A, &R, &f, scale_at, inf)) == 0x1p3);
+    ck_assert(vijp_xnum_double(vijp_compare_ulps_at_scale(&A, &R, &f, scale_at, nan_)) == 0x1p3);
     mpfr_set_nan(A.m[3]);
     ck_assert(vijp_xnum_isnan(vijp_compare_ulps_at_scale(&A, &R, &f, scale_at, big)));
     vijp_mat_clear(&A), vijp_mat_clear(&R), vijp_mat_clear(&a1), vijp_mat_clear(&r1);

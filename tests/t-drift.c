@@ -852,6 +852,32 @@ START_TEST(outer_param_batch_is_the_reverse_pass)
 }
 END_TEST
 
+/* A dense layer's parameter gradient entry's scale (memo.h) against the
+ * sums written out entry by entry: m = 3 outputs, n = 5 inputs, B = 4
+ * samples, |g| and |h| small integers (exact sums), every W entry by its
+ * row and column, every bias entry. */
+START_TEST(dense_term_scale_by_entry)
+{
+    enum { M = 3, N = 5, B = 4 };
+    double g[M * B], h[N * B];
+    for (size_t b = 0; b < B; b++) {
+        for (size_t r = 0; r < M; r++) g[r + b * M] = (double)(1 + r + 3 * b);
+        for (size_t k = 0; k < N; k++) h[k + b * N] = (double)(2 + 5 * k + b * b);
+    }
+    for (size_t r = 0; r < M; r++) {
+        double bias = 0;
+        for (size_t b = 0; b < B; b++) bias += (double)(1 + r + 3 * b);
+        ck_assert_msg(drift_dense_term_scale(g, h, M, N, B, M * N + r) == bias, "bias %zu", r);
+        for (size_t k = 0; k < N; k++) {
+            double want = 0;
+            for (size_t b = 0; b < B; b++) want += (double)(1 + r + 3 * b) * (double)(2 + 5 * k + b * b);
+            ck_assert_msg(drift_dense_term_scale(g, h, M, N, B, r + k * M) == want, "dW(%zu, %zu): %g, want %g", r,
+                          k, drift_dense_term_scale(g, h, M, N, B, r + k * M), want);
+        }
+    }
+}
+END_TEST
+
 /* The validation measures a dense layer's parameter gradient at batch 2
  * at its terms' scale where the plain ulps fail (memo.c, param_ulps).
  * One dense:3 layer in binary32, square loss (g = y at T = 0), W's first
@@ -859,11 +885,13 @@ END_TEST
  * (1, 0, −1): y_1 = 1 + 2^-80 (64 bits round it to 1), y_2 = 1, and
  * ∂W(0, 2) = y_1 − y_2 = 2^-80 exactly, 0 at 64 bits: 2^23 of its ulps
  * (2^-80 · 2^-23) apart, but 2^-58 of the ulp at its terms' scale
- * |y_1| + |y_2| = 2 (2^-22).  Every other entry is 2^-58 or less of its
- * ulp: ∂W(0, 0) = ∂b_0 = y_1 + y_2 (2 at 64 bits), ∂W(0, 1) = 2^-80·y_1
- * (2^-160 off); g and ∇x hold y_1 itself: 2^-80 off 1, 2^-57 of its ulp,
- * the largest.  A keyed memo, so that the levels stay to be compared
- * plainly, and again with the upper level found rather than computed. */
+ * |y_1| + |y_2| = 2 (2^-22).  The other entries: ∂W(0, 0) = ∂b_0 = y_1 +
+ * y_2 (2 at 64 bits) 2^-58 of its ulp, ∂W(0, 1) = 2^-80·y_1 (2^-160 off
+ * 2^-80) 2^-57; g and ∇x hold y_1 itself: 2^-80 off 1, 2^-57, the
+ * largest with ∂W(0, 1).  A keyed memo, so that the levels stay to be
+ * compared plainly, and again with the upper level found rather than
+ * computed; then a run's own memo (the upper level held at the
+ * comparisons' precision, its |h| freed layer by layer). */
 START_TEST(param_gradient_validated_at_terms_scale)
 {
     vijp_grad_setup gs = {.spec = "dense:3", .depth = 1, .width = 3, .batch = 2, .seed = test_seed(),
@@ -898,6 +926,15 @@ START_TEST(param_gradient_validated_at_terms_scale)
     vijp_compare_rel_ulps(&lo->grad_theta[0], &hi->grad_theta[0], &gs.fmt, &plain, NULL);
     ck_assert_msg(vijp_xnum_cmp(plain.ulps, vijp_xnum_of(0x1p23)) == 0, "plain ulps %g, want 2^23",
                   vijp_xnum_double(plain.ulps));
+    vijp_drift_memo_free(memo);
+    memo = vijp_drift_memo_new();
+    vijp_drift_memo_bind(memo, &gs, &net, &pf, 0);
+    ck_assert_msg(!vijp_drift_memo_backprop(memo, &net, &pf, 64, &lo, &err), "%s", err.msg);
+    vijp_xnum rel, ulps;
+    ck_assert_msg(!vijp_drift_memo_next_level(memo, &net, &pf, 64, &gs.fmt, cache, &rel, &ulps, &err), "%s", err.msg);
+    ck_assert_msg(vijp_xnum_cmp(ulps, vijp_xnum_of(0x1p-57)) == 0, "own memo: ulps %g, want 2^-57",
+                  vijp_xnum_double(ulps));
+    for (size_t i = 0; i < 3; i++) vijp_compare_cache_clear(&cache[i]);
     vijp_drift_memo_free(memo);
     vijp_problem_clear(&pf, &net);
     vijp_net_free(&net);
@@ -1492,6 +1529,7 @@ Suite *suite_drift(void)
     tcase_add_test(tc, memo_copy_in_double);
     tcase_add_test(tc, own_memo_holds_upper_level_rounded);
     tcase_add_test(tc, param_gradient_validated_at_terms_scale);
+    tcase_add_test(tc, dense_term_scale_by_entry);
     tcase_add_test(tc, outer_param_is_the_reverse_pass_s);
     tcase_add_test(tc, outer_param_batch_is_the_reverse_pass);
     tcase_add_test(tc, progress_reaches_one);

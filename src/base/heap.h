@@ -11,4 +11,10 @@
  * set up: malloc_trim on a thread faults there). */
 void vijp_heap_return_freed(void);
 
+/* Blocks from this size on are mapped on their own and go back to the
+ * kernel when freed, smaller ones come from the heap: the threshold
+ * vijp_memory_keep_freed sets (glibc's largest on 64-bit, HEAP_MAX_SIZE
+ * / 2), which the drift study's sizing and returns count with. */
+#define VIJP_HEAP_MMAP_BYTES (32 << 20)
+
 #endif

@@ -217,8 +217,8 @@ vijp_xnum vijp_compare_ulps_at_scale(const vijp_mat *a, const vijp_mat *ref, con
         entry(x, a, i), entry(y, ref, i); /* as compare_exact: RN_p of both */
         mpfr_sub(d, x, y, MPFR_RNDN);
         mpfr_abs(s, y, MPFR_RNDN);
-        double at = scale(ctx, i);
-        if (mpfr_cmp_d(s, at) < 0) mpfr_set_d(s, at, MPFR_RNDN); /* a double into p >= 128 bits: exact */
+        double at = scale(ctx, i); /* not finite (terms past double's range): no scale, the plain measure */
+        if (isfinite(at) && mpfr_cmp_d(s, at) < 0) mpfr_set_d(s, at, MPFR_RNDN); /* exact: p >= 128 bits */
         worst = vijp_xnum_max_nan(worst, vijp_ulps_of(d, s, f, t));
     }
     mpfr_clears(x, y, d, s, t, (mpfr_ptr)0);

@@ -21,11 +21,12 @@ typedef struct {
     vijp_format held; /* or here, once held at the comparisons' precision (compute_level) */
     vijp_grads g;
     /* |h_i| in double (n_i × B) of each dense layer i at batch 2 or more,
-     * where the level may be compared as the upper one (compute_level):
-     * the scale its parameter gradient's entries are validated at
-     * (compare_layer).  NULL where none; a run's own memo frees each once
-     * its layer is compared, a keyed one keeps them for the formats that
-     * share the level (D·n·B doubles: beside its W² values, little). */
+     * where the level was computed as the upper one of a comparison
+     * (compute_level): the scale its parameter gradient's entries are
+     * validated at (compare_layer).  NULL where none; a run's own memo
+     * frees each once its layer is compared, a keyed one keeps them for
+     * the formats that share the level (8 bytes an activation of the
+     * batch: drift/peak.c counts them). */
     double **h_abs;
     size_t n_abs;
 } memo_level;
@@ -265,10 +266,12 @@ static void pack_layer(void *ctx, size_t i, vijp_grads *g)
  * goes (pack_layer); watch (NULL: none) sees each layer's results as they
  * are final (engines/watch.h), once they are packed.  held > 0 and below
  * prec: each layer is held rounded to held bits (the comparisons'
- * precision) as it is packed, before watch compares it.  The level keeps
- * its dense layers' inputs' sizes (h_abs) where it is compared as the
- * upper one: with a watch, or in a keyed memo (which may compare it so
- * for another format later). */
+ * precision) as it is packed, before watch compares it.  With a watch
+ * (the level is the upper one of a comparison) it keeps its dense layers'
+ * inputs' sizes (h_abs): a keyed memo compares it so again for the other
+ * formats that share it.  (A keyed memo's first level, computed without,
+ * measures plainly where a curve starting at half its precision compares
+ * with it: conservative.) */
 static int compute_level(const vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf, long prec, long held,
                          level_watch_fn watch, void *ctx, memo_level **out, vijp_error *err)
 {
@@ -280,7 +283,7 @@ static int compute_level(const vijp_drift_memo *m, const vijp_net *net, const vi
     L->fmt.threads = pf->X.fmt->threads; /* the curve's: time only, the same bits */
     L->held = L->fmt;
     int narrower = held > 0 && held < prec && !rc && !vijp_format_mpfr(&L->held, held, NULL);
-    if (watch || m->keyed) L->h_abs = vijp_alloc_array(L->n_abs = net->depth, sizeof *L->h_abs);
+    if (watch) L->h_abs = vijp_alloc_array(L->n_abs = net->depth, sizeof *L->h_abs);
     for (size_t i = 0; i < L->n_abs; i++) L->h_abs[i] = NULL;
     pack_watch pw = {watch, ctx, &L->fmt, narrower ? &L->held : NULL, L};
     vijp_mat X = {0}, T = {0};
@@ -367,10 +370,15 @@ static void merge(level_watch *w, const vijp_mat *a, vijp_metric m)
     w->compared = 1;
 }
 
-/* A dense layer's ∂θ entry's scale: Σ_b |g(r, b)|·|h(k, b)| for ∂W(r, k)
- * (entry r + k·m, W column-major), Σ_b |g(r, b)| for ∂b_r (entry m·n + r),
- * in double in this order: deterministic, and within (B + 1)·2^-53 of the
- * exact sum, which moves its ulp by at most one binade at a power of two. */
+double drift_dense_term_scale(const double *g, const double *h, size_t m, size_t n, size_t B, size_t e)
+{
+    int bias = e >= m * n;
+    size_t r = bias ? e - m * n : e % m, k = bias ? 0 : e / m;
+    double s = 0;
+    for (size_t b = 0; b < B; b++) s += g[r + b * m] * (bias ? 1 : h[k + b * n]);
+    return s;
+}
+
 typedef struct {
     const double *g, *h; /* |g| m × B, |h| n × B */
     size_t m, n, B;
@@ -379,18 +387,15 @@ typedef struct {
 static double entry_scale(const void *ctx, size_t e)
 {
     const term_scale *t = ctx;
-    size_t r = e < t->m * t->n ? e % t->m : e - t->m * t->n, k = e / t->m;
-    double s = 0;
-    for (size_t b = 0; b < t->B; b++) s += t->g[r + b * t->m] * (e < t->m * t->n ? t->h[k + b * t->n] : 1);
-    return s;
+    return drift_dense_term_scale(t->g, t->h, t->m, t->n, t->B, e);
 }
 
 /* ulps of lo's ∇θ_i against hi's where they exceed VIJP_DRIFT_REF_ULPS in
  * a dense layer at batch 2 or more: each entry's ulp taken at its terms'
  * scale (vijp_compare_ulps_at_scale).  Its entries are sums over the batch
  * that cancel, in a wide layer, one in millions far below their terms
- * (one to 2^-26 of them at dense:1024, depth 16, batch 16 in binary32,
- * seed 1: 0.0014 of its ulps at 64 bits), where
+ * (one in 8.4 million to 2^-26 of them at dense:1024, depth 16, batch 16
+ * in binary32, seed 1: 0.0014 of its ulps at 64 bits), where
  * the lower level's rounding of g and h, about 2^-p of the terms, is many
  * ulps of the entry though the upper level's is 2^-p of that again.  An
  * engine in f resolves no such entry below the terms' ulp in f: rounding
@@ -422,16 +427,17 @@ static void compare_layer(level_watch *w, size_t i, memo_level *hi)
     }
     if (i == 0) merge(w, &lo->grad_x, compare_one(&lo->grad_x, &hi->g.grad_x, w->f, &w->cache[0]));
     if (w->own) {
-        w->freed += (double)vijp_mat_len(&lo->grad_theta[i]) * vijp_packed_value_bytes(w->lo->held.prec);
+        double bytes = (double)vijp_mat_len(&lo->grad_theta[i]) * (double)vijp_packed_value_bytes(w->lo->held.prec);
+        if (bytes < VIJP_HEAP_MMAP_BYTES) w->freed += bytes; /* a mapped block went back as it was freed */
         vijp_mat_clear(&lo->grad_theta[i]);
         if (hi->h_abs) free(hi->h_abs[i]), hi->h_abs[i] = NULL;
     }
     /* Freed blocks of the heap (under glibc's mmap threshold: at widths up
      * to about 1024) are not all taken again by the upper level's, which
      * are larger (more bits a value): measured at dense:1024,gelu depth 16
-     * batch 16, the two levels' peak held both whole, 518 MB, and 450 MB
-     * with the pages handed back as they are freed (drift/peak.c counts
-     * them so).  In steps of VIJP_DRIFT_MEMO_RETURN_BYTES, so that a deep
+     * batch 16 (bfloat16+binary32 and binary32, one job), the two levels'
+     * peak held both whole, 530 MB, and 469 MB with the pages handed back
+     * as they are freed (drift/peak.c counts them so).  In steps of VIJP_DRIFT_MEMO_RETURN_BYTES, so that a deep
      * net does not pay a trim a layer. */
     if (w->freed >= VIJP_DRIFT_MEMO_RETURN_BYTES) vijp_heap_return_freed(), w->freed = 0;
 }

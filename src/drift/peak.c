@@ -9,6 +9,7 @@
 #include "compare/cache.h"
 #include "format/packed.h"
 #include "layer/emu_native.h"
+#include "base/heap.h"
 #include <mpfr.h>
 #include <string.h>
 
@@ -35,11 +36,10 @@ static double mpfr_bytes(long prec)
  * mpfr_bytes' 48. */
 static double packed_bytes(long prec) { return (double)vijp_packed_value_bytes((mpfr_prec_t)prec); }
 
-/* Blocks from glibc's largest mmap threshold on are mapped on their own
- * and handed back when freed (vijp_memory_keep_freed's M_MMAP_THRESHOLD);
- * the others come from the heap, which keeps what is freed for the blocks
- * allocated next. */
-#define GLIBC_MMAP_BYTES (32.0 * 1024 * 1024)
+/* Blocks from the mmap threshold on are mapped on their own and handed
+ * back when freed (base/heap.h); the others come from the heap, which
+ * keeps what is freed for the blocks allocated next. */
+#define GLIBC_MMAP_BYTES ((double)VIJP_HEAP_MMAP_BYTES)
 
 /* A sum of blocks. */
 typedef struct {
@@ -149,7 +149,7 @@ static double widest_params(const vijp_net *net, int twin_only)
  * (emu/dense_ref.c's problem_alloc: six doubles an output), or while its
  * vjp runs, their transposed copy of W (a double a weight), whichever is
  * larger; another type's limbs in its packed block, pointed at by an
- * mpfr_t struct a value.  A block from the heap counts twice: measured at
+ * mpfr_t struct a value.  A block from the heap, either kind, counts twice: measured at
  * dense:1024 batch 16, the resident set rises by about two layers'
  * scratch between the heap's returns (memo.c), as the held block of one
  * layer takes the place that the next layer's scratch would have reused;
@@ -197,6 +197,7 @@ static blocks level_phase(const vijp_net *net, size_t batch, double vf, double v
     outputs(&ref, net, batch, vhi);
     outputs(&ref, net, batch, packed_bytes(lo));
     add(&ref, widest_output(net, batch, phi));
+    if (shared) outputs(&ref, net, batch, sizeof(double)); /* the upper level's |h| (memo.c's h_abs), kept */
     add(&ref, param_scratch(net, batch, vhi));
     levels_sweep(&ref, net, packed_bytes(lo), phi, packed_bytes(held), shared);
     return ref;
@@ -228,9 +229,10 @@ drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format
     blocks eng = {0};
     problem(&eng, net, batch, vf);
     grads(&eng, net, batch, packed_bytes(q < second ? q : second));
-    if (shared) { /* a shared memo keeps every level it computed */
+    if (shared) { /* a shared memo keeps every level it computed, and the upper one's |h| */
         grads(&eng, net, batch, packed_bytes(ref_first));
         grads(&eng, net, batch, packed_bytes(second));
+        outputs(&eng, net, batch, sizeof(double));
     }
     if (shared) problem(&eng, net, batch, vcopy);
     outputs(&eng, net, batch, vf);

@@ -213,10 +213,9 @@ double vijp_memory_available(char *what, size_t what_size)
 void vijp_memory_keep_freed(void)
 {
 #ifdef __GLIBC__
-    /* 32 MB: glibc's largest mmap threshold on 64-bit (HEAP_MAX_SIZE / 2).
-     * Setting both also stops glibc's own threshold from creeping up only
+    /* Setting both also stops glibc's own threshold from creeping up only
      * after the first frees, as it does by default. */
-    (void)mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    (void)mallopt(M_MMAP_THRESHOLD, VIJP_HEAP_MMAP_BYTES);
     (void)mallopt(M_TRIM_THRESHOLD, 1 << 30);
 #endif
 }
