@@ -864,15 +864,16 @@ START_TEST(dense_term_scale_by_entry)
         for (size_t r = 0; r < M; r++) g[r + b * M] = (double)(1 + r + 3 * b);
         for (size_t k = 0; k < N; k++) h[k + b * N] = (double)(2 + 5 * k + b * b);
     }
+    const drift_term_scale t = {g, h, M, N, B};
     for (size_t r = 0; r < M; r++) {
         double bias = 0;
         for (size_t b = 0; b < B; b++) bias += (double)(1 + r + 3 * b);
-        ck_assert_msg(drift_dense_term_scale(g, h, M, N, B, M * N + r) == bias, "bias %zu", r);
+        ck_assert_msg(drift_dense_term_scale(&t, M * N + r) == bias, "bias %zu", r);
         for (size_t k = 0; k < N; k++) {
             double want = 0;
             for (size_t b = 0; b < B; b++) want += (double)(1 + r + 3 * b) * (double)(2 + 5 * k + b * b);
-            ck_assert_msg(drift_dense_term_scale(g, h, M, N, B, r + k * M) == want, "dW(%zu, %zu): %g, want %g", r,
-                          k, drift_dense_term_scale(g, h, M, N, B, r + k * M), want);
+            ck_assert_msg(drift_dense_term_scale(&t, r + k * M) == want, "dW(%zu, %zu): %g, want %g", r,
+                          k, drift_dense_term_scale(&t, r + k * M), want);
         }
     }
 }

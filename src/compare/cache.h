@@ -40,10 +40,11 @@ void vijp_compare_rel_ulps(const vijp_mat *a, const vijp_mat *ref, const vijp_fo
 /* vijp_compare's ulps with each entry's unit taken at a scale: the largest
  * |a_i − y_i| / ulp_f(max(|y_i|, scale(ctx, i))), y_i = RN_p(ref_i) at the
  * comparisons' precision p, NaN where a difference is NaN.  scale(ctx, i)
- * >= 0 (0, or not finite: vijp_compare's own ulps at entry i).  The validation's measure
- * where an entry is a sum that may cancel far below its terms (a dense
- * layer's parameter gradient over a batch: src/drift/memo.c), one entry
- * at a time in MPFR: it runs where the plain measure has failed. */
+ * >= 0 (0, or not finite: vijp_compare's own ulps at entry i).  The
+ * validation's measure where an entry is a sum that may cancel far below
+ * its terms (a dense layer's parameter gradient over a batch:
+ * src/drift/memo.c), one entry at a time in MPFR: it runs where the plain
+ * measure has failed. */
 vijp_xnum vijp_compare_ulps_at_scale(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f,
                                      double (*scale)(const void *ctx, size_t i), const void *ctx);
 

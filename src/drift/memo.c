@@ -370,24 +370,15 @@ static void merge(level_watch *w, const vijp_mat *a, vijp_metric m)
     w->compared = 1;
 }
 
-double drift_dense_term_scale(const double *g, const double *h, size_t m, size_t n, size_t B, size_t e)
+double drift_dense_term_scale(const void *ctx, size_t e)
 {
+    const drift_term_scale *t = ctx;
+    size_t m = t->m, n = t->n;
     int bias = e >= m * n;
     size_t r = bias ? e - m * n : e % m, k = bias ? 0 : e / m;
     double s = 0;
-    for (size_t b = 0; b < B; b++) s += g[r + b * m] * (bias ? 1 : h[k + b * n]);
+    for (size_t b = 0; b < t->B; b++) s += t->g[r + b * m] * (bias ? 1 : t->h[k + b * n]);
     return s;
-}
-
-typedef struct {
-    const double *g, *h; /* |g| m × B, |h| n × B */
-    size_t m, n, B;
-} term_scale;
-
-static double entry_scale(const void *ctx, size_t e)
-{
-    const term_scale *t = ctx;
-    return drift_dense_term_scale(t->g, t->h, t->m, t->n, t->B, e);
 }
 
 /* ulps of lo's ∇θ_i against hi's where they exceed VIJP_DRIFT_REF_ULPS in
@@ -406,11 +397,11 @@ static vijp_xnum param_ulps(const level_watch *w, size_t i, const memo_level *hi
     const double *h = hi->h_abs ? hi->h_abs[i] : NULL;
     const vijp_mat *g = &hi->g.g[i], *lo = &w->lo->g.grad_theta[i];
     if (!h || vijp_xnum_cmp(plain, vijp_xnum_of(VIJP_DRIFT_REF_ULPS)) != 1) return plain; /* NaN stays */
-    term_scale t = {NULL, h, g->rows, lo->rows ? (vijp_mat_len(lo) - g->rows) / g->rows : 0, g->cols};
     double *ga = vijp_alloc_array(vijp_mat_len(g), sizeof *ga);
     for (size_t j = 0, n = vijp_mat_len(g); j < n; j++) ga[j] = fabs(vijp_mat_get_d(g, j));
-    t.g = ga;
-    vijp_xnum u = vijp_compare_ulps_at_scale(lo, &hi->g.grad_theta[i], w->f, entry_scale, &t);
+    /* ∇θ holds m·n + m values (dense's θ: W, then b) */
+    drift_term_scale t = {ga, h, g->rows, vijp_mat_len(lo) / g->rows - 1, g->cols};
+    vijp_xnum u = vijp_compare_ulps_at_scale(lo, &hi->g.grad_theta[i], w->f, drift_dense_term_scale, &t);
     free(ga);
     return u;
 }
@@ -437,8 +428,9 @@ static void compare_layer(level_watch *w, size_t i, memo_level *hi)
      * are larger (more bits a value): measured at dense:1024,gelu depth 16
      * batch 16 (bfloat16+binary32 and binary32, one job), the two levels'
      * peak held both whole, 530 MB, and 469 MB with the pages handed back
-     * as they are freed (drift/peak.c counts them so).  In steps of VIJP_DRIFT_MEMO_RETURN_BYTES, so that a deep
-     * net does not pay a trim a layer. */
+     * as they are freed (drift/peak.c counts them so).  In steps of
+     * VIJP_DRIFT_MEMO_RETURN_BYTES, so that a deep net does not pay a
+     * trim a layer. */
     if (w->freed >= VIJP_DRIFT_MEMO_RETURN_BYTES) vijp_heap_return_freed(), w->freed = 0;
 }
 

@@ -31,12 +31,16 @@ VIJP_MUST_CHECK int vijp_drift_memo_backprop(vijp_drift_memo *m, const vijp_net 
 
 /* A dense layer's parameter gradient entry e's scale: Σ_b |g(r, b)|·|h(k, b)|
  * for ∂W(r, k) (e = r + k·m, W column-major), Σ_b |g(r, b)| for ∂b_r (e =
- * m·n + r), from |g| (m × B) and |h| (n × B), summed in double in this
- * order: deterministic, and within (B + 1)·2^-53 of the exact sum, which
- * moves its ulp by at most one binade at a power of two.  The validation
+ * m·n + r), summed in double in this order: deterministic, and within
+ * (B + 1)·2^-53 of the exact sum, which moves its ulp by at most one
+ * binade at a power of two.  ctx a drift_term_scale; the validation
  * measures the entry in ulps at this scale where its plain measure fails
- * (memo.c); exposed for the tests. */
-double drift_dense_term_scale(const double *g, const double *h, size_t m, size_t n, size_t B, size_t e);
+ * (memo.c: vijp_compare_ulps_at_scale's scale); exposed for the tests. */
+typedef struct {
+    const double *g, *h; /* |g| m × B, |h| n × B */
+    size_t m, n, B;
+} drift_term_scale;
+double drift_dense_term_scale(const void *ctx, size_t e);
 
 /* A run's own memo hands the heap's free pages back to the kernel each
  * time its comparisons have freed this many bytes of the lower level

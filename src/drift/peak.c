@@ -36,33 +36,27 @@ static double mpfr_bytes(long prec)
  * mpfr_bytes' 48. */
 static double packed_bytes(long prec) { return (double)vijp_packed_value_bytes((mpfr_prec_t)prec); }
 
-/* Blocks from the mmap threshold on are mapped on their own and handed
+/* Blocks from VIJP_HEAP_MMAP_BYTES on are mapped on their own and handed
  * back when freed (base/heap.h); the others come from the heap, which
- * keeps what is freed for the blocks allocated next. */
-#define GLIBC_MMAP_BYTES ((double)VIJP_HEAP_MMAP_BYTES)
-
-/* A sum of blocks. */
-typedef struct {
-    double all;
-} blocks;
-
-static void add(blocks *b, double bytes) { b->all += bytes; }
+ * keeps what is freed for the blocks allocated next.  Every count below
+ * is a sum of bytes. */
+static void add(double *b, double bytes) { *b += bytes; }
 
 /* Per layer and value size v: parameters (θ_i or ∇θ_i), the layer's
  * outputs over the batch (g_i or h_i), the inputs' (h_0, grad_x). */
-static void params(blocks *b, const vijp_net *net, double v)
+static void params(double *b, const vijp_net *net, double v)
 {
     for (size_t i = 0; i < net->depth; i++) add(b, v * (double)net->layers[i].type->param_count(&net->layers[i]));
 }
 
-static void outputs(blocks *b, const vijp_net *net, size_t batch, double v)
+static void outputs(double *b, const vijp_net *net, size_t batch, double v)
 {
     add(b, v * (double)(net->width * batch));
     for (size_t i = 0; i < net->depth; i++) add(b, v * (double)(net->layers[i].out * batch));
 }
 
 /* A problem (X, T, θ) at v bytes a value. */
-static void problem(blocks *b, const vijp_net *net, size_t batch, double v)
+static void problem(double *b, const vijp_net *net, size_t batch, double v)
 {
     add(b, v * (double)(net->width * batch));
     add(b, v * (double)(vijp_net_out_width(net) * batch));
@@ -70,7 +64,7 @@ static void problem(blocks *b, const vijp_net *net, size_t batch, double v)
 }
 
 /* A gradient set (vijp_grads: grad_x, g_i, ∇θ_i) at v bytes a value. */
-static void grads(blocks *b, const vijp_net *net, size_t batch, double v)
+static void grads(double *b, const vijp_net *net, size_t batch, double v)
 {
     params(b, net, v);
     outputs(b, net, batch, v);
@@ -86,7 +80,7 @@ static void grads(blocks *b, const vijp_net *net, size_t batch, double v)
  * comparisons' precision where its memo is its own) for j > i, allocated
  * as the lower level's were freed (backprop allocates each as it computes
  * it, once the one before is compared).  The heap keeps what it is handed
- * back (blocks under GLIBC_MMAP_BYTES), and the upper level's blocks, which
+ * back (blocks under VIJP_HEAP_MMAP_BYTES), and the upper level's blocks, which
  * are larger, fit back into little of it: a run's own memo hands those
  * pages back to the kernel as its comparisons free them, a step of
  * VIJP_DRIFT_MEMO_RETURN_BYTES at a time (memo.c), so the resident set
@@ -95,25 +89,25 @@ static void grads(blocks *b, const vijp_net *net, size_t batch, double v)
  * batch-1 dense layer's ∇θ_i is formed straight into its held block
  * (outer.c), without the structs or the level's wider limbs: a little
  * less than counted here, for one layer. */
-static void levels_sweep(blocks *b, const vijp_net *net, double plo, double in_flight, double phi, int shared)
+static void levels_sweep(double *b, const vijp_net *net, double plo, double in_flight, double phi, int shared)
 {
-    blocks top = {0};
+    double top = 0;
     for (size_t i = net->depth; i-- > 0;) {
-        blocks at = {0};
+        double at = 0;
         double freed = 0, since = 0; /* heap bytes of the lower level freed, of the upper allocated */
         for (size_t j = 0; j < net->depth; j++) {
             double P = (double)net->layers[j].type->param_count(&net->layers[j]);
             double lo = plo * P, hi = j == i ? in_flight * P : j > i ? phi * P : 0;
             if (j <= i || shared) add(&at, lo);
-            else if (lo < GLIBC_MMAP_BYTES) freed += lo;
-            if (hi >= GLIBC_MMAP_BYTES || shared) add(&at, hi);
+            else if (lo < VIJP_HEAP_MMAP_BYTES) freed += lo;
+            if (hi >= VIJP_HEAP_MMAP_BYTES || shared) add(&at, hi);
             else since += hi;
         }
         /* the lower level's freed blocks handed back in steps (memo.c) */
         add(&at, since + (freed < VIJP_DRIFT_MEMO_RETURN_BYTES ? freed : VIJP_DRIFT_MEMO_RETURN_BYTES));
-        if (at.all > top.all) top = at;
+        if (at > top) top = at;
     }
-    b->all += top.all;
+    *b += top;
 }
 
 /* The widest layer output over the batch at v bytes a value: a second
@@ -149,12 +143,12 @@ static double widest_params(const vijp_net *net, int twin_only)
  * (emu/dense_ref.c's problem_alloc: six doubles an output), or while its
  * vjp runs, their transposed copy of W (a double a weight), whichever is
  * larger; another type's limbs in its packed block, pointed at by an
- * mpfr_t struct a value.  A block from the heap, either kind, counts twice: measured at
- * dense:1024 batch 16, the resident set rises by about two layers'
- * scratch between the heap's returns (memo.c), as the held block of one
- * layer takes the place that the next layer's scratch would have reused;
- * a mapped one goes back whole when freed. */
-static double scratch_block(double bytes) { return bytes < GLIBC_MMAP_BYTES ? 2 * bytes : bytes; }
+ * mpfr_t struct a value.  A block from the heap, of either kind, counts
+ * twice: measured at dense:1024 batch 16, the resident set rises by about
+ * two layers' scratch between the heap's returns (memo.c), as the held
+ * block of one layer takes the place that the next layer's scratch would
+ * have reused; a mapped one goes back whole when freed. */
+static double scratch_block(double bytes) { return bytes < VIJP_HEAP_MMAP_BYTES ? 2 * bytes : bytes; }
 
 static double param_scratch(const vijp_net *net, size_t batch, double v)
 {
@@ -184,10 +178,10 @@ static double param_scratch(const vijp_net *net, size_t batch, double v)
  * the lower one's (levels_sweep); the upper level's layers are then held
  * at held bits.  θ in f is released meanwhile where the curve has a memo of
  * its own (drift.c), held where the memo is shared. */
-static blocks level_phase(const vijp_net *net, size_t batch, double vf, double vcopy, int copy_double, long lo,
+static double level_phase(const vijp_net *net, size_t batch, double vf, double vcopy, int copy_double, long lo,
                           long hi, long held, int shared)
 {
-    blocks ref = {0};
+    double ref = 0;
     double vhi = mpfr_bytes(hi), phi = packed_bytes(hi);
     if (copy_double) add(&ref, mpfr_bytes(53) * widest_params(net, 1));
     if (shared) problem(&ref, net, batch, vf);
@@ -215,7 +209,7 @@ drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format
      * precision q as they are packed, where the memo is the curve's own (memo.c);
      * a shared memo keeps every level at its own precision.  A third level,
      * computed where the two disagree, is not counted (docs/memory.md). */
-    blocks ref = level_phase(net, batch, vf, vcopy, copy_double, ref_first, second, shared || q >= second ? second : q,
+    double ref = level_phase(net, batch, vf, vcopy, copy_double, ref_first, second, shared || q >= second ? second : q,
                              shared);
     /* An engine's run: the problem in f, the reference (packed, at the
      * comparisons' precision q where that is narrower: a curve's own level
@@ -226,7 +220,7 @@ drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format
      * drift.c's param_watch) and the most any engine stores (backprop's
      * activations), beside a layer's double copy for a solve (the largest
      * layer's parameters). */
-    blocks eng = {0};
+    double eng = 0;
     problem(&eng, net, batch, vf);
     grads(&eng, net, batch, packed_bytes(q < second ? q : second));
     if (shared) { /* a shared memo keeps every level it computed, and the upper one's |h| */
@@ -245,14 +239,14 @@ drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format
      * becomes the engines' θ in f (memo.c), counted above.  Measured on
      * twelve studies against counting them whole, as this did before: the
      * deep double ones at +5 to +11% instead of +25 to +31% (docs/memory.md). */
-    return (drift_peak){ref.all >= eng.all ? ref.all : eng.all};
+    return (drift_peak){ref >= eng ? ref : eng};
 }
 
 double drift_peak_draw_bytes(const vijp_net *net)
 {
-    blocks b = {0};
+    double b = 0;
     params(&b, net, sizeof(double));
-    return b.all;
+    return b;
 }
 
 double drift_peak_profile_bytes(const vijp_net *net, size_t batch, size_t at_once)
@@ -260,9 +254,9 @@ double drift_peak_profile_bytes(const vijp_net *net, size_t batch, size_t at_onc
     /* vijp_memory_profile_engines on the study's draw (drift_peak_draw_bytes):
      * the problem in double, and each engine running its double gradients
      * and backprop's double activations */
-    blocks b = {0}, engine = {0};
+    double b = 0, engine = 0;
     problem(&b, net, batch, sizeof(double));
     grads(&engine, net, batch, sizeof(double));
     outputs(&engine, net, batch, sizeof(double));
-    return b.all + (double)(at_once ? at_once : 1) * engine.all;
+    return b + (double)(at_once ? at_once : 1) * engine;
 }
