@@ -1,0 +1,25 @@
+/* A drift curve's per-layer conditioning, beside its measurement:
+ * κ_i and the Lyapunov spread (vijp_drift_curve's kappa, lyap_cum and
+ * cond_method), from the numerics of cond.h.  Internal to drift/. */
+#ifndef VIJP_DRIFT_CONDITIONING_H
+#define VIJP_DRIFT_CONDITIONING_H
+
+#include "vijp/drift.h"
+#include "grad/problem.h"
+
+/* κ_i at the points the network visits (double forward from the rounded
+ * problem pf, whose values are exact doubles) and the Lyapunov spread
+ * along sample 0, into c->kappa and c->lyap_cum (D values each).
+ * Estimates beside the measurement, so double is enough.  A layer whose
+ * Jacobian does not depend on x (VIJP_DECL_LINEAR) has the same J, so the
+ * same κ, at every sample: it is computed at sample 0 only.  Layers wider
+ * than exact_max are estimated (cond.h); estimated[i] (D bytes) is set to
+ * 1 where some sample's κ_i is an estimate.  layer_done(ctx, i, D) after
+ * each layer i (1-based): the drift meter's. */
+void drift_conditioning(const vijp_net *net, const vijp_problem *pf, size_t exact_max, vijp_drift_curve *c,
+                        unsigned char *estimated, void (*layer_done)(void *ctx, size_t done, size_t total), void *ctx);
+
+/* vijp_drift_curve.cond_method for a net and the exact limit. */
+void drift_cond_method(const vijp_net *net, size_t exact_max, char *out, size_t size);
+
+#endif
