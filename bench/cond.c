@@ -112,7 +112,7 @@ int main(int argc, char **argv)
         double est = NAN;
         t0 = cpu_now();
         BENCH_MUST(cond_factor(&w, J));
-        BENCH_MUST(cond_spread_step(&sp, J, 0, &w));
+        BENCH_MUST(cond_spread_step(&sp, J, NULL, &w));
         BENCH_MUST(cond_kappa_estimate(J, &w, 1, &est));
         double t_est = cpu_now() - t0;
         memcpy(A, J, n * n * sizeof *A);

@@ -6,6 +6,8 @@
 #include "fixtures/testutil.h"
 #include "vijp/drift.h"
 #include "drift/cond.h"
+#include "drift/conditioning.h"
+#include "drift/peak.h"
 #include "emu/dense.h"
 #include "base/fork.h"
 #include "grad/problem.h"
@@ -250,7 +252,9 @@ START_TEST(spread_tracks_benettin_first_and_last)
             with_singular_values(J, s, N, &rng);
             ck_assert(!cond_factor(&w, J));
         }
-        ck_assert(!cond_spread_step(&sp, J, diagonal, &w));
+        double dg[N];
+        for (size_t k = 0; k < N; k++) dg[k] = J[k + k * N];
+        ck_assert(!cond_spread_step(&sp, J, diagonal ? dg : NULL, &w));
         cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0, J, N, P, N, 0.0, T, N);
         memcpy(P, T, sizeof P);
         memcpy(R, P, sizeof R);
@@ -262,8 +266,8 @@ START_TEST(spread_tracks_benettin_first_and_last)
         ck_assert(cond_spread_value(&sp) == fabs(sp.sum_first - sp.sum_last));
     }
     memset(J, 0, sizeof J);
-    for (size_t k = 0; k < N; k++) J[k + k * N] = k == 5 ? 0 : 1; /* a zero stretch: the product is singular */
-    ck_assert(cond_spread_step(&sp, J, 1, &w) == 1);
+    for (size_t k = 0; k < N; k++) s[k] = k == 5 ? 0 : 1; /* a zero stretch: the product is singular */
+    ck_assert(cond_spread_step(&sp, J, s, &w) == 1);
     cond_spread_clear(&sp);
     cond_work_clear(&w);
 }
@@ -392,15 +396,16 @@ static double kappa_at(const vijp_layer *L, const vijp_mat *theta, const vijp_ma
     return kappa;
 }
 
-/* A dense layer's κ, now taken at sample 0 only, is bit for bit what every
- * sample gives (the same J = W, the same dgesdd), so the curve keeps the
- * maximum over samples it had; tanh's is still that maximum, sample by
- * sample.  Recomputed here from the double forward of the rounded problem,
- * as drift.c's conditioning does. */
-START_TEST(linear_layer_kappa_is_every_samples)
+/* κ_i at every sample as the exact path computes it, from the double
+ * forward of the rounded problem as the conditioning does, its maximum
+ * over the samples (at sample 0 alone where the layer is linear) against
+ * the curve's c.kappa, bit for bit.  threads: the curve's (the samples of
+ * a layer that is neither linear nor elementwise run in parallel ranges
+ * there, conditioning.c). */
+static void check_kappa_every_sample(const char *spec, size_t width, size_t B, int threads, size_t exact_max)
 {
-    enum { B = 5 };
-    vijp_drift_setup s = cond_setup("dense:12,tanh", 12, B, 0);
+    vijp_drift_setup s = cond_setup(spec, width, B, exact_max);
+    s.problem.fmt.threads = threads;
     vijp_drift_curve c;
     run(&s, &c);
     vijp_net net;
@@ -410,7 +415,7 @@ START_TEST(linear_layer_kappa_is_every_samples)
     ck_assert(!vijp_problem_setup(&s.problem, &net, &pf, NULL));
     vijp_problem_convert(&pd, &net, &pf, &fd);
     vijp_mat h, hn;
-    vijp_mat_init(&h, 12, B, &fd);
+    vijp_mat_init(&h, width, B, &fd);
     vijp_mat_copy(&h, &pd.X);
     for (size_t i = 0; i < net.depth; i++) {
         const vijp_layer *L = &net.layers[i];
@@ -420,7 +425,7 @@ START_TEST(linear_layer_kappa_is_every_samples)
             if (L->type->declare(L) & VIJP_DECL_LINEAR) ck_assert(kb == c.kappa[i]);
             top = vijp_max_nan(top, kb);
         }
-        ck_assert_msg(top == c.kappa[i], "layer %zu: %.17g vs %.17g", i + 1, top, c.kappa[i]);
+        ck_assert_msg(top == c.kappa[i], "%s layer %zu: %.17g vs %.17g", spec, i + 1, top, c.kappa[i]);
         vijp_mat_init(&hn, L->out, B, &fd);
         ck_assert(!vijp_layer_forward(L, &pd.theta[i], &h, &hn, NULL));
         vijp_mat_clear(&h);
@@ -430,6 +435,187 @@ START_TEST(linear_layer_kappa_is_every_samples)
     vijp_problem_clear(&pd, &net), vijp_problem_clear(&pf, &net);
     vijp_net_free(&net);
     vijp_drift_curve_clear(&c);
+}
+
+/* A dense layer's κ, taken at sample 0 only, is bit for bit what every
+ * sample gives (the same J = W, the same dgesdd), so the curve keeps the
+ * maximum over samples it had; an activation's is still that maximum,
+ * sample by sample, taken from its Jacobians' diagonals alone
+ * (conditioning.c's elementwise layers); LayerNorm's samples after the
+ * first in two ranges on two threads (width 192, 9 samples: work for two
+ * parts, base/fork.h), exact up to width 256. */
+START_TEST(layer_kappa_is_every_samples)
+{
+    static const char *const acts[] = {"tanh", "relu", "leaky:0.25", "sigmoid", "softplus:2/1", "elu", "selu",
+                                       "silu", "mish", "gelu", "gelu:tanh", "softsign", "layernorm", "softmax"};
+    char spec[64];
+    for (size_t k = 0; k < sizeof acts / sizeof *acts; k++) {
+        snprintf(spec, sizeof spec, "dense:12,%s", acts[k]);
+        check_kappa_every_sample(spec, 12, 5, 1, 0);
+    }
+    check_kappa_every_sample("dense:192,layernorm", 192, 9, 2, 256);
+}
+END_TEST
+
+/* drift_elementwise_diagonals of item (an elementwise layer of the
+ * registry, vijp/layer.h: an f′ by dual_eval, or a residual kind of SIGN
+ * or DERIV, without parameters) against vijp_layer_jacobian, whose
+ * diagonal it must give bit for bit, the rest zero, at points either side
+ * of 0 and of every kink, signed zeros, large and tiny values. */
+static void check_diagonals(const char *item)
+{
+    static const double xs[] = {-30, -3, -1, -0.5, -1e-300, -0.0, 0.0, 1e-300, 1e-8, 0.25, 0.5, 1, 2.5, 3, 30};
+    enum { N = sizeof xs / sizeof *xs };
+    vijp_format fd;
+    vijp_format_fixed(&fd, VIJP_DOUBLE);
+    vijp_layer L;
+    ck_assert_msg(!vijp_layer_parse(&L, item, N, NULL), "%s", item);
+    ck_assert(L.in == N && L.out == N && !L.type->param_count(&L));
+    vijp_mat theta, h, J;
+    vijp_mat_init(&theta, 0, 1, &fd), vijp_mat_init(&h, N, 2, &fd), vijp_mat_init(&J, N, N, &fd);
+    for (size_t k = 0; k < N; k++) h.d[k] = xs[k], h.d[N + k] = -xs[N - 1 - k] / 7;
+    double dg[2 * N];
+    ck_assert(!drift_elementwise_diagonals(&L, &theta, &h, dg));
+    for (size_t b = 0; b < 2; b++) {
+        vijp_mat x = h;
+        x.cols = 1, x.d = h.d + b * N;
+        ck_assert(!vijp_layer_jacobian(&L, &theta, &x, &J, NULL));
+        for (size_t j = 0; j < N; j++)
+            for (size_t i = 0; i < N; i++) {
+                double want = J.d[i + j * N], got = i == j ? dg[b * N + i] : 0;
+                ck_assert_msg(want == got || (isnan(want) && isnan(got)), "%s at x = %g: J(%zu, %zu) %.17g, from the "
+                              "diagonals %.17g", item, x.d[i], i, j, want, got);
+            }
+    }
+    vijp_mat_clear(&theta), vijp_mat_clear(&h), vijp_mat_clear(&J);
+    vijp_layer_clear(&L);
+}
+
+/* Every elementwise type of the catalogue, found by what marks it (a type
+ * added later is checked without being named here), with its default
+ * arguments (or α = 0.5 where it needs one), and the variants a type's
+ * arguments select. */
+START_TEST(elementwise_diagonals_are_the_jacobians)
+{
+    size_t count, checked = 0;
+    const vijp_layer_type *const *types = vijp_layer_types(&count);
+    for (size_t t = 0; t < count; t++) {
+        const vijp_layer_type *T = types[t];
+        if (!(T->dual_eval || T->residual == VIJP_RESIDUAL_SIGN || T->residual == VIJP_RESIDUAL_DERIV)) continue;
+        vijp_layer L;
+        char item[64];
+        snprintf(item, sizeof item, "%s", T->name);
+        if (vijp_layer_parse(&L, item, 4, NULL)) snprintf(item, sizeof item, "%s:0.5", T->name); /* leaky's α */
+        else vijp_layer_clear(&L);
+        check_diagonals(item);
+        checked++;
+    }
+    ck_assert_uint_ge(checked, 11); /* leaky, relu and the nine with an f′ */
+    static const char *const variants[] = {"gelu:tanh", "softplus:2/10", "leaky:4", "elu:0.5"};
+    for (size_t k = 0; k < 4; k++) check_diagonals(variants[k]);
+}
+END_TEST
+
+/* The spread through elementwise layers from their diagonals against the
+ * same nets with each sign layer's type disguised as one the conditioning
+ * does not know to be elementwise (residual INPUT, which their operators
+ * do not read: the general path, n × n Jacobians found diagonal): κ_i and
+ * the spread bit for bit, Benettin's exact iteration at width 12 and its
+ * two tracked directions at 24 over an exact limit of 16.  (The smooth
+ * activations' operators need their dual_eval, which marks them
+ * elementwise: their diagonals are checked above.) */
+START_TEST(elementwise_path_is_the_general_one)
+{
+    static const char *const specs[] = {"dense:12,leaky:0.5", "dense:12,relu,dense:12,leaky:0.25", "dense:24,leaky:0.5"};
+    static const size_t widths[] = {12, 12, 24};
+    for (size_t k = 0; k < 3; k++) {
+        vijp_drift_setup s = cond_setup(specs[k], widths[k], 3, widths[k] > 12 ? 16 : 0);
+        vijp_net tmpl;
+        ck_assert(!vijp_net_template(&tmpl, specs[k], s.problem.depth, widths[k], NULL));
+        vijp_drift_curve fast, general;
+        s.problem.net = &tmpl;
+        run(&s, &fast);
+        vijp_layer_type disguised[8];
+        size_t n = 0;
+        for (size_t i = 0; i < tmpl.depth; i++) {
+            vijp_layer *L = &tmpl.layers[i];
+            if (strcmp(L->type->name, "dense")) {
+                ck_assert(n < 8);
+                disguised[n] = *L->type;
+                disguised[n].residual = VIJP_RESIDUAL_INPUT;
+                L->type = &disguised[n++];
+            }
+        }
+        run(&s, &general);
+        for (size_t i = 0; i < tmpl.depth; i++)
+            ck_assert_msg(!memcmp(&fast.kappa[i], &general.kappa[i], sizeof(double)) &&
+                          !memcmp(&fast.lyap_cum[i], &general.lyap_cum[i], sizeof(double)),
+                          "%s layer %zu: kappa %.17g vs %.17g, spread %.17g vs %.17g", specs[k], i + 1, fast.kappa[i],
+                          general.kappa[i], fast.lyap_cum[i], general.lyap_cum[i]);
+        vijp_drift_curve_clear(&fast), vijp_drift_curve_clear(&general);
+        vijp_net_free(&tmpl);
+    }
+}
+END_TEST
+
+/* tanh with an f′ that is NaN above 5: a plugin's activation whose
+ * derivative fails where its input grows. */
+static void tanh_nan_above_5(const vijp_layer *L, const double *theta, double x, double *f, double *df)
+{
+    (void)L, (void)theta;
+    *f = tanh(x);
+    *df = x > 5 ? NAN : 1 - *f * *f;
+}
+
+/* An elementwise layer whose Jacobian is not finite at some sample has a
+ * NaN κ_i, and the spread is NaN from there on, as a Jacobian that is not
+ * finite makes it in the general path (conditioning.c); the layers before
+ * it keep finite values.  Weights 30 times orthogonal make the second
+ * layer's inputs exceed 5. */
+START_TEST(nonfinite_diagonal_is_a_nan_kappa)
+{
+    vijp_drift_setup s = cond_setup("dense:12,tanh", 12, 4, 0);
+    s.problem.init = (vijp_init){.kind = VIJP_INIT_SCALED, .gain = 30};
+    vijp_net tmpl;
+    ck_assert(!vijp_net_template(&tmpl, "dense:12,tanh", s.problem.depth, 12, NULL));
+    vijp_layer_type odd = *tmpl.layers[1].type;
+    odd.dual_eval = tanh_nan_above_5;
+    for (size_t i = 1; i < tmpl.depth; i += 2) tmpl.layers[i].type = &odd;
+    s.problem.net = &tmpl;
+    vijp_drift_curve c;
+    run(&s, &c);
+    size_t first = c.depth;
+    for (size_t i = 0; i < c.depth && first == c.depth; i++)
+        if (isnan(c.kappa[i])) first = i;
+    ck_assert_msg(first < c.depth && first % 2 == 1, "no activation's κ is NaN (first %zu)", first);
+    for (size_t i = 0; i < c.depth; i++) {
+        ck_assert_msg(i < first ? isfinite(c.kappa[i]) && isfinite(c.lyap_cum[i]) : isnan(c.lyap_cum[i]),
+                      "layer %zu (first NaN %zu): kappa %g, spread %g", i + 1, first + 1, c.kappa[i], c.lyap_cum[i]);
+    }
+    vijp_drift_curve_clear(&c);
+    vijp_net_free(&tmpl);
+}
+END_TEST
+
+/* The conditioning's threads each hold a Jacobian and LU factors beside
+ * the problem: as many as fit under the curve's estimated peak, which the
+ * study's sizing reserved (drift_peak_bytes).  dense:1024,gelu batch 16 in
+ * binary32: its peak, the reference's two levels (about 400 MB), leaves
+ * room for more than one such part (17 MB) but not for 256. */
+START_TEST(conditioning_threads_fit_the_curve)
+{
+    vijp_net net;
+    ck_assert(!vijp_net_build(&net, "dense:1024,gelu", 16, 0, NULL));
+    vijp_format f;
+    ck_assert(!vijp_format_parse("binary32", &f, NULL));
+    long first = vijp_drift_ref_prec_first(&f, 0);
+    double peak = drift_peak_bytes(&net, 16, &f, first, 0).peak;
+    double part = 8.0 * (2 * 1024.0 * 1024 + 1024 * (double)(cond_lanczos_steps(1024) + 4));
+    int t = drift_peak_cond_threads(&net, 16, &f, first, 0, 256);
+    ck_assert_msg(t > 1 && t < 256 && t * part < peak, "%d threads of %.0f bytes under %.0f", t, part, peak);
+    ck_assert_int_eq(drift_peak_cond_threads(&net, 16, &f, first, 0, 1), 1);
+    ck_assert_int_eq(drift_peak_cond_threads(&net, 16, &f, first, 0, 2), 2);
+    vijp_net_free(&net);
 }
 END_TEST
 
@@ -446,7 +632,11 @@ Suite *suite_cond(void)
     tcase_add_test(tc, drift_estimates_wide_layers);
     tcase_add_test(tc, drift_estimate_keeps_singular_semantics);
     tcase_add_test(tc, estimated_bound_stays_a_bound);
-    tcase_add_test(tc, linear_layer_kappa_is_every_samples);
+    tcase_add_test(tc, layer_kappa_is_every_samples);
+    tcase_add_test(tc, elementwise_diagonals_are_the_jacobians);
+    tcase_add_test(tc, elementwise_path_is_the_general_one);
+    tcase_add_test(tc, nonfinite_diagonal_is_a_nan_kappa);
+    tcase_add_test(tc, conditioning_threads_fit_the_curve);
     suite_add_tcase(s, tc);
     return s;
 }

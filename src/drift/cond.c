@@ -42,12 +42,23 @@
 
 static const double unit_roundoff = 0x1p-53;
 
+/* Whether the entries of x[0, len) are all zeros (of either sign): a
+ * column at a time, without a branch an entry, so that the loop runs in
+ * vector lanes (an elementwise layer's n × n Jacobian is scanned whole at
+ * every sample of the drift's conditioning). */
+static int all_zero(const double *x, size_t len)
+{
+    int nonzero = 0;
+    for (size_t k = 0; k < len; k++) nonzero |= x[k] != 0;
+    return !nonzero;
+}
+
 int cond_is_diagonal(const double *J, size_t m, size_t n)
 {
+    if (m != n) return 0;
     for (size_t j = 0; j < n; j++)
-        for (size_t i = 0; i < m; i++)
-            if (i != j && J[i + j * m] != 0) return 0;
-    return m == n;
+        if (!all_zero(J + j * m, j) || !all_zero(J + j * m + j + 1, m - j - 1)) return 0;
+    return 1;
 }
 
 static int descending(const void *a, const void *b)
@@ -58,20 +69,39 @@ static int descending(const void *a, const void *b)
 
 double cond_kappa_exact(double *J, size_t m, size_t n, double *s, int *deficient)
 {
-    size_t r = m < n ? m : n;
-    if (deficient) *deficient = 0;
-    if (cond_is_diagonal(J, m, n)) { /* elementwise layers: σ = |J_kk|, no SVD */
-        for (size_t k = 0; k < r; k++) s[k] = fabs(J[k + k * m]);
-        qsort(s, r, sizeof *s, descending);
-    } else if (vijp_lapack_dgesdd('N', m, n, J, s, NULL, 1, NULL, 1)) {
-        return NAN;
-    }
+    return cond_kappa_exact_known(J, m, n, cond_is_diagonal(J, m, n), s, deficient);
+}
+
+/* κ from the r singular values in s (taken as they are where sorted is
+ * set, else sorted here, descending) of an m × n matrix. */
+static double kappa_of_values(double *s, size_t r, size_t m, size_t n, int sorted, int *deficient)
+{
+    if (!sorted) qsort(s, r, sizeof *s, descending);
     double tol = (double)(m > n ? m : n) * unit_roundoff * s[0], smin = s[0];
     for (size_t k = 0; k < r; k++) {
         if (s[k] > tol) smin = s[k];
         else if (deficient) *deficient = 1;
     }
     return s[0] > 0 ? s[0] / smin : 1;
+}
+
+double cond_kappa_exact_known(double *J, size_t m, size_t n, int diagonal, double *s, int *deficient)
+{
+    size_t r = m < n ? m : n;
+    if (deficient) *deficient = 0;
+    if (diagonal) { /* elementwise layers: σ = |J_kk|, no SVD */
+        for (size_t k = 0; k < r; k++) s[k] = fabs(J[k + k * m]);
+        return kappa_of_values(s, r, m, n, 0, deficient);
+    }
+    if (vijp_lapack_dgesdd('N', m, n, J, s, NULL, 1, NULL, 1)) return NAN;
+    return kappa_of_values(s, r, m, n, 1, deficient);
+}
+
+double cond_kappa_diagonal(const double *d, size_t n, double *s, int *deficient)
+{
+    if (deficient) *deficient = 0;
+    for (size_t k = 0; k < n; k++) s[k] = fabs(d[k]);
+    return kappa_of_values(s, n, n, n, 0, deficient);
 }
 
 void cond_work_init(cond_work *w, size_t n, int threads)
@@ -237,14 +267,14 @@ void cond_spread_clear(cond_spread *sp)
     memset(sp, 0, sizeof *sp);
 }
 
-int cond_spread_step(cond_spread *sp, const double *J, int diagonal, const cond_work *w)
+int cond_spread_step(cond_spread *sp, const double *J, const double *dg, const cond_work *w)
 {
     size_t n = sp->n;
     double *y = vijp_alloc_array(n, sizeof *y);
     int failed = 0;
-    if (diagonal) {
+    if (dg) {
         for (size_t k = 0; k < n; k++) {
-            double d = J[k + k * n];
+            double d = dg[k];
             if (d == 0) failed = 1;
             y[k] = d * sp->first[k];
             sp->last[k] /= d; /* J⁻ᵀ = J⁻¹ */

@@ -20,6 +20,12 @@
  * fails.  s: min(m, n) doubles of scratch.  *deficient (may be NULL): some σ
  * was left out (J is numerically rank deficient). */
 double cond_kappa_exact(double *J, size_t m, size_t n, double *s, int *deficient);
+/* The same, diagonal saying what cond_is_diagonal(J, m, n) says (the
+ * caller has asked it already: the question reads all of J). */
+double cond_kappa_exact_known(double *J, size_t m, size_t n, int diagonal, double *s, int *deficient);
+/* The same of the n × n diagonal matrix diag(d), from d alone (s: n
+ * doubles of scratch). */
+double cond_kappa_diagonal(const double *d, size_t n, double *s, int *deficient);
 /* Whether an m × n J is square and diagonal. */
 int cond_is_diagonal(const double *J, size_t m, size_t n);
 
@@ -76,10 +82,11 @@ typedef struct {
 
 void cond_spread_init(cond_spread *sp, size_t n);
 void cond_spread_clear(cond_spread *sp);
-/* One layer: J (n × n) diagonal, or factored in w.  0, or 1 where the step
+/* One layer: J (n × n) factored in w, or diagonal, its diagonal dg (J is
+ * then not read; NULL: J is not diagonal).  0, or 1 where the step
  * cannot be taken (a zero pivot or diagonal entry, a vanished iterate): the
  * product is singular from here on. */
-int cond_spread_step(cond_spread *sp, const double *J, int diagonal, const cond_work *w);
+int cond_spread_step(cond_spread *sp, const double *J, const double *dg, const cond_work *w);
 /* |sum_first − sum_last|, decades. */
 double cond_spread_value(const cond_spread *sp);
 

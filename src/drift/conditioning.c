@@ -4,6 +4,7 @@
 #include "conditioning.h"
 #include "cond.h"
 #include "base/lapack.h"
+#include "base/fork.h"
 #include "vijp/vijp.h"
 #include <cblas.h>
 #include <math.h>
@@ -46,15 +47,16 @@ static void spread_clear(spread *ly)
     if (ly->estimated) cond_spread_clear(&ly->sp);
 }
 
-/* Benettin's step through J (n × n): Z = J Q = Q' R; the spread after it. */
-static double spread_exact_step(spread *ly, const double *J, int diag)
+/* Benettin's step through J (n × n; dg its diagonal where it is diagonal,
+ * J then not read, else NULL): Z = J Q = Q' R; the spread after it. */
+static double spread_exact_step(spread *ly, const double *J, const double *dg)
 {
     size_t n = ly->n;
     double *Z = ly->Z;
-    if (diag) /* an elementwise layer: J Q scales Q's rows, as dgemm's one nonzero term per entry gives them
-               * (0 + J_ii·Q_ij: its sum into a zeroed Z makes an exact −0 +0), without its 2n³ flops */
+    if (dg) /* an elementwise layer: J Q scales Q's rows, as dgemm's one nonzero term per entry gives them
+             * (0 + J_ii·Q_ij: its sum into a zeroed Z makes an exact −0 +0), without its 2n³ flops */
         for (size_t j = 0; j < n; j++)
-            for (size_t i = 0; i < n; i++) Z[i + j * n] = 0.0 + J[i + i * n] * ly->Q[i + j * n];
+            for (size_t i = 0; i < n; i++) Z[i + j * n] = 0.0 + dg[i] * ly->Q[i + j * n];
     else
         cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0, J, (int)n, ly->Q, (int)n,
                     0.0, Z, (int)n);
@@ -83,13 +85,13 @@ static double spread_exact_step(spread *ly, const double *J, int diag)
  * wider than the exact limit, square and not elementwise (w factored from
  * J), exact otherwise or where the estimate hands over (cond.h); *estimated
  * says which. */
-static double layer_kappa(double *J, size_t m, size_t n, int estimate, cond_work *w, uint64_t seed, double *s,
-                          int *deficient, int *estimated)
+static double layer_kappa(double *J, size_t m, size_t n, int diag, int estimate, cond_work *w, uint64_t seed,
+                          double *s, int *deficient, int *estimated)
 {
     double kappa;
     *deficient = 0;
     *estimated = estimate && !cond_kappa_estimate(J, w, seed, &kappa);
-    return *estimated ? kappa : cond_kappa_exact(J, m, n, s, deficient);
+    return *estimated ? kappa : cond_kappa_exact_known(J, m, n, diag, s, deficient);
 }
 
 /* θ_i in double for the conditioning: where pf holds doubles (every format
@@ -105,13 +107,213 @@ static vijp_mat theta_in_double(const vijp_mat *t, const vijp_format *fd, int *o
     return v;
 }
 
-void drift_conditioning(const vijp_net *net, const vijp_problem *pf, size_t exact_max, vijp_drift_curve *c,
+/* Whether L's Jacobian is diagonal at every point by its type (the
+ * registry's elementwise layers, vijp/layer.h: an f′ by dual_eval, or a
+ * residual kind of SIGN or DERIV; they keep the width) and it has no
+ * parameters: its κ and spread then come from the diagonals alone
+ * (drift_elementwise_diagonals), without an n × n Jacobian a sample, which is
+ * most of what the conditioning costs otherwise (at dense:1024,gelu depth
+ * 32 batch 64, 16 GB written and read for 16 million values). */
+static int elementwise(const vijp_layer *L)
+{
+    const vijp_layer_type *T = L->type;
+    return L->in == L->out && T->param_count(L) == 0 &&
+           (T->dual_eval || T->residual == VIJP_RESIDUAL_SIGN || T->residual == VIJP_RESIDUAL_DERIV);
+}
+
+/* f′ by the type's dual_eval where it has one (what the activations'
+ * jacobian operator writes on the diagonal, layers/activation.c), else the
+ * jvp of ones (1·f′, exact: what the sign layers' operators write). */
+int drift_elementwise_diagonals(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *h, double *dg)
+{
+    size_t len = vijp_mat_len(h);
+    if (L->type->dual_eval) {
+        for (size_t k = 0; k < len; k++) {
+            double f;
+            L->type->dual_eval(L, theta->d, h->d[k], &f, &dg[k]);
+        }
+        return 0;
+    }
+    vijp_mat U, V;
+    vijp_mat_init(&U, h->rows, h->cols, h->fmt), vijp_mat_init(&V, h->rows, h->cols, h->fmt);
+    for (size_t k = 0; k < len; k++) U.d[k] = 1;
+    int rc = vijp_layer_jvp(L, theta, h, &U, &V, NULL);
+    if (!rc) memcpy(dg, V.d, len * sizeof *dg);
+    vijp_mat_clear(&U), vijp_mat_clear(&V);
+    return rc != 0;
+}
+
+static int all_finite(const double *x, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        if (!isfinite(x[k])) return 0;
+    return 1;
+}
+
+/* Layer i, elementwise, at its first samples samples: κ_i and the spread's
+ * step from the Jacobians' diagonals, what the general path gives from
+ * the n × n Jacobians it finds diagonal (cond_is_diagonal), in O(n) a
+ * sample. */
+static void elementwise_layer(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *h, size_t samples, spread *ly,
+                              double *kappa, double *lyap)
+{
+    size_t n = L->in;
+    double *dg = vijp_alloc_array(vijp_mat_len(h), sizeof *dg), *s = vijp_alloc_array(n, sizeof *s);
+    if (drift_elementwise_diagonals(L, theta, h, dg)) {
+        *kappa = NAN, ly->ok = 0;
+        samples = 0;
+    }
+    for (size_t b = 0; b < samples; b++) {
+        const double *d = dg + b * n;
+        if (!all_finite(d, n)) { /* as a Jacobian not finite */
+            *kappa = NAN, ly->ok = 0;
+            continue;
+        }
+        if (b == 0 && ly->ok && !ly->estimated) *lyap = spread_exact_step(ly, NULL, d);
+        else if (b == 0 && ly->ok && !ly->singular) ly->singular = cond_spread_step(&ly->sp, NULL, d, NULL);
+        int deficient;
+        double kb = cond_kappa_diagonal(d, n, s, &deficient);
+        if (b == 0 && ly->ok && ly->estimated) {
+            ly->singular |= deficient; /* J_i itself has lost rank: the product has */
+            *lyap = ly->singular ? INFINITY : cond_spread_value(&ly->sp);
+        }
+        *kappa = vijp_max_nan(*kappa, kb);
+    }
+    free(dg), free(s);
+}
+
+/* The seed of layer i's estimate at sample b: its own, whichever thread
+ * takes it. */
+static uint64_t sample_seed(size_t i, size_t b) { return ((uint64_t)i << 32 | b) ^ 0x9e3779b97f4a7c15u; }
+
+/* Sample 0 of layer i (J, w and s the caller's): its κ, and the spread's
+ * step through its Jacobian. */
+static void sample_zero(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *h, size_t i, int wide, vijp_mat *J,
+                        cond_work *w, spread *ly, double *s, double *kappa, double *lyap, unsigned char *estimated)
+{
+    size_t m = L->out, n = L->in;
+    vijp_mat x = *h;
+    x.cols = 1; /* a view of sample 0 */
+    if (vijp_layer_jacobian(L, theta, &x, J, NULL) || vijp_mat_check_finite(J, "J", NULL)) {
+        *kappa = NAN;
+        ly->ok = 0;
+        return;
+    }
+    int diag = cond_is_diagonal(J->d, m, n), estimate = wide && !diag;
+    if (estimate) (void)cond_factor(w, J->d); /* a zero pivot: w->factored 0, the exact κ, a singular product */
+    double *dg = diag ? vijp_alloc_array(n, sizeof *dg) : NULL;
+    for (size_t k = 0; dg && k < n; k++) dg[k] = J->d[k + k * n];
+    if (ly->ok && !ly->estimated) *lyap = spread_exact_step(ly, J->d, dg);
+    else if (ly->ok && !ly->singular) ly->singular = cond_spread_step(&ly->sp, J->d, dg, w);
+    free(dg);
+    int deficient, by_estimate;
+    double kb = layer_kappa(J->d, m, n, diag, estimate, w, sample_seed(i, 0), s, &deficient, &by_estimate);
+    *estimated |= (unsigned char)by_estimate;
+    if (ly->ok && ly->estimated) {
+        ly->singular |= deficient; /* J_i itself has lost rank: the product has */
+        *lyap = ly->singular ? INFINITY : cond_spread_value(&ly->sp);
+    }
+    *kappa = vijp_max_nan(*kappa, kb);
+}
+
+/* κ_i at samples 1 .. S − 1 of a layer that depends on x (sample 0's is
+ * taken with the spread's step): each sample's is its own (its Jacobian,
+ * its seeded estimate), so the samples run in ranges on the curve's
+ * threads, each range with a Jacobian and, where it estimates, LU factors
+ * of its own (cond_factor on one thread: the same bits as on any count,
+ * cond.h), and the caller merges them in sample order as the loop over
+ * samples did.  An elementwise layer's Jacobian is diagonal but n × n:
+ * writing and scanning it is the conditioning's cost (at dense:1024,gelu
+ * depth 32 batch 64 a twelfth of a curve, on one core while the other
+ * waited).  flag[b]: 1 κ estimated, 2 the Jacobian failed or was not
+ * finite. */
+typedef struct {
+    const vijp_layer *L;
+    const vijp_mat *theta, *h;
+    size_t i, exact_max;
+    double *kappa;
+    unsigned char *flag;
+} samples_job;
+
+static void samples_part(void *ctx, size_t part, size_t begin, size_t end)
+{
+    const samples_job *jb = ctx;
+    const vijp_layer *L = jb->L;
+    size_t m = L->out, n = L->in, r = m < n ? m : n;
+    int wide = m == n && n > jb->exact_max;
+    (void)part;
+    vijp_format fd;
+    vijp_format_fixed(&fd, VIJP_DOUBLE);
+    vijp_mat J, x = *jb->h;
+    vijp_mat_init(&J, m, n, &fd);
+    double *s = vijp_alloc_array(r, sizeof *s);
+    cond_work w = {0};
+    for (size_t b = 1 + begin; b < 1 + end; b++) {
+        x.cols = 1, x.d = jb->h->d + b * n; /* a view of sample b */
+        if (vijp_layer_jacobian(L, jb->theta, &x, &J, NULL) || vijp_mat_check_finite(&J, "J", NULL)) {
+            jb->flag[b] = 2;
+            continue;
+        }
+        int diag = cond_is_diagonal(J.d, m, n), estimate = wide && !diag, deficient, by_estimate;
+        if (estimate && w.n != n) cond_work_init(&w, n, 1);
+        if (estimate) (void)cond_factor(&w, J.d); /* a zero pivot: w.factored 0, the exact κ */
+        jb->kappa[b] = layer_kappa(J.d, m, n, diag, estimate, &w, sample_seed(jb->i, b), s, &deficient, &by_estimate);
+        jb->flag[b] = (unsigned char)by_estimate;
+    }
+    cond_work_clear(&w);
+    free(s);
+    vijp_mat_clear(&J);
+}
+
+/* Merges samples_part's results into κ_i, estimated[i] and the spread's
+ * state, as the loop over samples 1 .. S − 1 did. */
+static void samples_merge(const samples_job *jb, size_t samples, double *kappa, unsigned char *estimated, int *ly_ok)
+{
+    for (size_t b = 1; b < samples; b++) {
+        if (jb->flag[b] == 2) {
+            *kappa = NAN;
+            *ly_ok = 0;
+            continue;
+        }
+        *estimated |= jb->flag[b];
+        *kappa = vijp_max_nan(*kappa, jb->kappa[b]);
+    }
+}
+
+/* Layer i, any other: κ_i from its n × n Jacobians (an SVD, or an
+ * estimate through LU factors, w's on lu_threads at sample 0 where it is
+ * wide), sample 0 with the spread's step, the others in ranges on up to
+ * threads threads. */
+static void general_layer(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *h, size_t i, size_t samples,
+                          size_t exact_max, int threads, int lu_threads, cond_work *w, spread *ly,
+                          vijp_drift_curve *c, unsigned char *estimated)
+{
+    size_t m = L->out, n = L->in, r = m < n ? m : n;
+    int wide = m == n && n > exact_max;
+    if (wide && w->n != n) cond_work_clear(w), cond_work_init(w, n, lu_threads);
+    vijp_format fd;
+    vijp_format_fixed(&fd, VIJP_DOUBLE);
+    vijp_mat J;
+    double *s = vijp_alloc_array(r, sizeof *s);
+    vijp_mat_init(&J, m, n, &fd);
+    sample_zero(L, theta, h, i, wide, &J, w, ly, s, &c->kappa[i], &c->lyap_cum[i], &estimated[i]);
+    free(s);
+    vijp_mat_clear(&J); /* before the samples' own */
+    if (samples < 2) return;
+    samples_job jb = {L, theta, h, i, exact_max, vijp_alloc_array(samples, sizeof(double)), vijp_alloc_array(samples, 1)};
+    /* work: a Jacobian written and scanned twice a sample (more where it is factored) */
+    vijp_fork(threads, samples - 1, 4.0 * (double)(samples - 1) * (double)m * (double)n, samples_part, &jb);
+    samples_merge(&jb, samples, &c->kappa[i], &estimated[i], &ly->ok);
+    free(jb.kappa), free(jb.flag);
+}
+
+void drift_conditioning(const vijp_net *net, const vijp_problem *pf, size_t exact_max, int threads, vijp_drift_curve *c,
                         unsigned char *estimated, void (*layer_done)(void *ctx, size_t done, size_t total), void *ctx)
 {
     size_t D = net->depth, B = pf->X.cols, n0 = net->width;
     vijp_format fd;
     vijp_format_fixed(&fd, VIJP_DOUBLE);
-    vijp_mat h, hn, J, x, theta;
+    vijp_mat h, hn, theta;
     vijp_mat_init(&h, n0, B, &fd);
     vijp_mat_convert(&h, &pf->X);
     spread ly;
@@ -119,40 +321,14 @@ void drift_conditioning(const vijp_net *net, const vijp_problem *pf, size_t exac
     cond_work w = {0};
     for (size_t i = 0; i < D; i++) {
         const vijp_layer *L = &net->layers[i];
-        size_t m = L->out, n = L->in, r = m < n ? m : n;
         int owned;
         theta = theta_in_double(&pf->theta[i], &fd, &owned);
         size_t samples = L->type->declare(L) & VIJP_DECL_LINEAR ? 1 : B;
-        int wide = m == n && n > exact_max;
-        if (wide && w.n != n) cond_work_clear(&w), cond_work_init(&w, n, pf->X.fmt->threads);
-        double *s = vijp_alloc_array(r, sizeof *s);
-        vijp_mat_init(&J, m, n, &fd);
         c->kappa[i] = 1, estimated[i] = 0;
-        for (size_t b = 0; b < samples; b++) {
-            x = h, x.cols = 1, x.d = h.d + b * n; /* a view of sample b */
-            if (vijp_layer_jacobian(L, &theta, &x, &J, NULL) || vijp_mat_check_finite(&J, "J", NULL)) {
-                c->kappa[i] = NAN;
-                ly.ok = 0;
-                continue;
-            }
-            int diag = cond_is_diagonal(J.d, m, n), estimate = wide && !diag;
-            if (estimate) (void)cond_factor(&w, J.d); /* a zero pivot: w.factored 0, the exact κ, a singular product */
-            if (b == 0 && ly.ok && !ly.estimated) c->lyap_cum[i] = spread_exact_step(&ly, J.d, diag);
-            else if (b == 0 && ly.ok && !ly.singular) ly.singular = cond_spread_step(&ly.sp, J.d, diag, &w);
-            int deficient, by_estimate;
-            double kb = layer_kappa(J.d, m, n, estimate, &w, ((uint64_t)i << 32 | b) ^ 0x9e3779b97f4a7c15u, s, &deficient,
-                                    &by_estimate);
-            estimated[i] |= (unsigned char)by_estimate;
-            if (b == 0 && ly.ok && ly.estimated) {
-                ly.singular |= deficient; /* J_i itself has lost rank: the product has */
-                c->lyap_cum[i] = ly.singular ? INFINITY : cond_spread_value(&ly.sp);
-            }
-            c->kappa[i] = vijp_max_nan(c->kappa[i], kb);
-        }
+        if (elementwise(L)) elementwise_layer(L, &theta, &h, samples, &ly, &c->kappa[i], &c->lyap_cum[i]);
+        else general_layer(L, &theta, &h, i, samples, exact_max, threads, pf->X.fmt->threads, &w, &ly, c, estimated);
         if (!ly.ok) c->lyap_cum[i] = NAN;
-        free(s);
-        vijp_mat_clear(&J);
-        vijp_mat_init(&hn, m, B, &fd);
+        vijp_mat_init(&hn, L->out, B, &fd);
         int failed = vijp_layer_forward(L, &theta, &h, &hn, NULL);
         if (owned) vijp_mat_clear(&theta);
         vijp_mat_clear(&h);

@@ -14,10 +14,22 @@
  * Jacobian does not depend on x (VIJP_DECL_LINEAR) has the same J, so the
  * same κ, at every sample: it is computed at sample 0 only.  Layers wider
  * than exact_max are estimated (cond.h); estimated[i] (D bytes) is set to
- * 1 where some sample's κ_i is an estimate.  layer_done(ctx, i, D) after
- * each layer i (1-based): the drift meter's. */
-void drift_conditioning(const vijp_net *net, const vijp_problem *pf, size_t exact_max, vijp_drift_curve *c,
+ * 1 where some sample's κ_i is an estimate.  The samples after the
+ * first run on up to threads threads, each with a Jacobian (and, wider
+ * than exact_max, LU factors) of its own: drift_peak_cond_threads says how
+ * many fit; the values are the same bits on any count.  layer_done(ctx,
+ * i, D) after each layer i (1-based): the drift meter's. */
+void drift_conditioning(const vijp_net *net, const vijp_problem *pf, size_t exact_max, int threads, vijp_drift_curve *c,
                         unsigned char *estimated, void (*layer_done)(void *ctx, size_t done, size_t total), void *ctx);
+
+/* The diagonals of the Jacobians of L, an elementwise layer without
+ * parameters (one of the registry's, vijp/layer.h: an f′ by dual_eval or
+ * a residual kind of SIGN or DERIV), at the samples of h (n × B, double),
+ * into dg (n × B): bit for bit vijp_layer_jacobian's diagonals, the rest
+ * of which is zero (tests/t-cond.c checks every such type of the
+ * catalogue).  0, or 1 where the layer's jvp failed.  Exposed for the
+ * tests. */
+int drift_elementwise_diagonals(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *h, double *dg);
 
 /* vijp_drift_curve.cond_method for a net and the exact limit. */
 void drift_cond_method(const vijp_net *net, size_t exact_max, char *out, size_t size);

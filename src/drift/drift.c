@@ -12,6 +12,7 @@
 #include "drawn.h"
 #include "cond.h"
 #include "conditioning.h"
+#include "peak.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -467,7 +468,10 @@ int vijp_drift_run_drawn(const vijp_drift_setup *s, const vijp_net *drawn, void 
     meter_phase(&meter, meter.cond_weight, meter.cond_weight / (double)D);
     unsigned char *estimated = vijp_alloc_array(D, sizeof *estimated);
     if (!vijp_drift_memo_get_conditioning(memo, c->kappa, c->lyap_cum, estimated, D)) {
-        drift_conditioning(&net, &pf, exact_max, c, estimated, meter_steps, &meter);
+        int threads = drift_peak_cond_threads(&net, pf.X.cols, &s->problem.fmt,
+                                              vijp_drift_ref_prec_first(&s->problem.fmt, s->ref_prec_start),
+                                              s->memo != NULL, pf.X.fmt->threads);
+        drift_conditioning(&net, &pf, exact_max, threads, c, estimated, meter_steps, &meter);
         if (s->memo) vijp_drift_memo_put_conditioning(memo, c->kappa, c->lyap_cum, estimated, D);
     }
     predict(c, D);

@@ -5,11 +5,13 @@
 #include "peak.h"
 #include "vijp/layer.h"
 #include "memo.h"
+#include "cond.h"
 #include "outer.h"
 #include "compare/cache.h"
 #include "format/packed.h"
 #include "layer/emu_native.h"
 #include "base/heap.h"
+#include <math.h>
 #include <mpfr.h>
 #include <string.h>
 
@@ -240,6 +242,32 @@ drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format
      * twelve studies against counting them whole, as this did before: the
      * deep double ones at +5 to +11% instead of +25 to +31% (docs/memory.md). */
     return (drift_peak){ref >= eng ? ref : eng};
+}
+
+int drift_peak_cond_threads(const vijp_net *net, size_t batch, const vijp_format *f, long ref_first, int shared,
+                            int threads)
+{
+    if (threads <= 1) return 1;
+    int copy_double = vijp_drift_memo_copy_double(f);
+    double vcopy = copy_double ? sizeof(double) : mpfr_bytes(f->prec > 53 ? (long)f->prec : 53);
+    double held = 0, part = 0;
+    problem(&held, net, batch, value_bytes(f));
+    add(&held, 2 * widest_output(net, batch, sizeof(double))); /* a layer's input and output in double */
+    if (shared) { /* the memo keeps its two levels, the upper one's |h| and the copy of the problem */
+        grads(&held, net, batch, packed_bytes(ref_first));
+        grads(&held, net, batch, packed_bytes(2 * ref_first));
+        outputs(&held, net, batch, sizeof(double));
+        problem(&held, net, batch, vcopy);
+    }
+    for (size_t i = 0; i < net->depth; i++) {
+        double m = (double)net->layers[i].out, n = (double)net->layers[i].in, J = m * n + (m < n ? m : n);
+        if (m == n) J += n * n + n * (double)(cond_lanczos_steps((size_t)n) + 1) + n; /* LU, basis, pivots */
+        if (sizeof(double) * J > part) part = sizeof(double) * J;
+    }
+    held += part; /* the caller's own factors, kept beside the threads' */
+    double room = drift_peak_bytes(net, batch, f, ref_first, shared).peak - held;
+    double fit = part > 0 && room > 0 ? floor(room / part) : 1;
+    return fit < 1 ? 1 : fit < threads ? (int)fit : threads;
 }
 
 double drift_peak_draw_bytes(const vijp_net *net)
