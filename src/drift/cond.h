@@ -82,8 +82,8 @@ typedef struct {
 
 void cond_spread_init(cond_spread *sp, size_t n);
 void cond_spread_clear(cond_spread *sp);
-/* One layer: J (n × n) factored in w, or diagonal, its diagonal dg (J is
- * then not read; NULL: J is not diagonal).  0, or 1 where the step
+/* One layer: J (n × n) factored in w, or diagonal, its diagonal dg (J and
+ * w are then not read and may be NULL; dg NULL: J is not diagonal).  0, or 1 where the step
  * cannot be taken (a zero pivot or diagonal entry, a vanished iterate): the
  * product is singular from here on. */
 int cond_spread_step(cond_spread *sp, const double *J, const double *dg, const cond_work *w);

@@ -107,14 +107,7 @@ static vijp_mat theta_in_double(const vijp_mat *t, const vijp_format *fd, int *o
     return v;
 }
 
-/* Whether L's Jacobian is diagonal at every point by its type (the
- * registry's elementwise layers, vijp/layer.h: an f′ by dual_eval, or a
- * residual kind of SIGN or DERIV; they keep the width) and it has no
- * parameters: its κ and spread then come from the diagonals alone
- * (drift_elementwise_diagonals), without an n × n Jacobian a sample, which is
- * most of what the conditioning costs otherwise (at dense:1024,gelu depth
- * 32 batch 64, 16 GB written and read for 16 million values). */
-static int elementwise(const vijp_layer *L)
+int drift_layer_elementwise(const vijp_layer *L)
 {
     const vijp_layer_type *T = L->type;
     return L->in == L->out && T->param_count(L) == 0 &&
@@ -222,10 +215,7 @@ static void sample_zero(const vijp_layer *L, const vijp_mat *theta, const vijp_m
  * threads, each range with a Jacobian and, where it estimates, LU factors
  * of its own (cond_factor on one thread: the same bits as on any count,
  * cond.h), and the caller merges them in sample order as the loop over
- * samples did.  An elementwise layer's Jacobian is diagonal but n × n:
- * writing and scanning it is the conditioning's cost (at dense:1024,gelu
- * depth 32 batch 64 a twelfth of a curve, on one core while the other
- * waited).  flag[b]: 1 κ estimated, 2 the Jacobian failed or was not
+ * samples did.  flag[b]: 1 κ estimated, 2 the Jacobian failed or was not
  * finite. */
 typedef struct {
     const vijp_layer *L;
@@ -298,11 +288,17 @@ static void general_layer(const vijp_layer *L, const vijp_mat *theta, const vijp
     vijp_mat_init(&J, m, n, &fd);
     sample_zero(L, theta, h, i, wide, &J, w, ly, s, &c->kappa[i], &c->lyap_cum[i], &estimated[i]);
     free(s);
-    vijp_mat_clear(&J); /* before the samples' own */
-    if (samples < 2) return;
+    if (samples < 2) {
+        vijp_mat_clear(&J);
+        return;
+    }
+    /* the samples' own Jacobians and factors instead (w's are not read again) */
+    vijp_mat_clear(&J), cond_work_clear(w);
     samples_job jb = {L, theta, h, i, exact_max, vijp_alloc_array(samples, sizeof(double)), vijp_alloc_array(samples, 1)};
-    /* work: a Jacobian written and scanned twice a sample (more where it is factored) */
-    vijp_fork(threads, samples - 1, 4.0 * (double)(samples - 1) * (double)m * (double)n, samples_part, &jb);
+    /* work a sample: the Jacobian written and scanned twice, then an SVD
+     * (about 4·m·n·min(m, n)) or, wide, an LU (2n³/3) and Lanczos */
+    double per = 4.0 * (double)m * (double)n * (wide ? 1 + (double)n / 6 : 1 + (double)r);
+    vijp_fork(threads, samples - 1, per * (double)(samples - 1), samples_part, &jb);
     samples_merge(&jb, samples, &c->kappa[i], &estimated[i], &ly->ok);
     free(jb.kappa), free(jb.flag);
 }
@@ -325,7 +321,7 @@ void drift_conditioning(const vijp_net *net, const vijp_problem *pf, size_t exac
         theta = theta_in_double(&pf->theta[i], &fd, &owned);
         size_t samples = L->type->declare(L) & VIJP_DECL_LINEAR ? 1 : B;
         c->kappa[i] = 1, estimated[i] = 0;
-        if (elementwise(L)) elementwise_layer(L, &theta, &h, samples, &ly, &c->kappa[i], &c->lyap_cum[i]);
+        if (drift_layer_elementwise(L)) elementwise_layer(L, &theta, &h, samples, &ly, &c->kappa[i], &c->lyap_cum[i]);
         else general_layer(L, &theta, &h, i, samples, exact_max, threads, pf->X.fmt->threads, &w, &ly, c, estimated);
         if (!ly.ok) c->lyap_cum[i] = NAN;
         vijp_mat_init(&hn, L->out, B, &fd);

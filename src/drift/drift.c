@@ -128,8 +128,11 @@ static void meter_steps(void *ctx, size_t done, size_t total)
  * first level's that grows with the width w and falls with the batch b,
  * fitted to dense GELU stacks at batch 16 (2-core Xeon, 2026-12-07):
  * engines 0.065 and 0.28 of it at widths 1024 and 4096, the conditioning
- * 0.23 and 2.9; floors for the narrow nets, whose steps are mostly
- * overhead.  An estimate for the meter's time left, nothing else. */
+ * 0.23 and 2.9 (before the activations' κ came from their diagonals,
+ * which took dense:1024,gelu's at batch 64 from 2.7 to 1.0 s: the meter
+ * now overestimates the conditioning at 1024); floors for the
+ * narrow nets, whose steps are mostly overhead.  An estimate for the
+ * meter's time left, nothing else. */
 static double level_step(long p)
 {
     /* past the fast products' widest (dense_ref.h) the dense layers' dots
@@ -470,7 +473,10 @@ int vijp_drift_run_drawn(const vijp_drift_setup *s, const vijp_net *drawn, void 
     if (!vijp_drift_memo_get_conditioning(memo, c->kappa, c->lyap_cum, estimated, D)) {
         int threads = drift_peak_cond_threads(&net, pf.X.cols, &s->problem.fmt,
                                               vijp_drift_ref_prec_first(&s->problem.fmt, s->ref_prec_start),
-                                              s->memo != NULL, pf.X.fmt->threads);
+                                              s->memo != NULL, exact_max, pf.X.fmt->threads);
+        /* the threads' blocks come from arenas of their own: the engines'
+         * freed pages go back first, not stay beside them */
+        if (threads > 1) vijp_heap_return_freed();
         drift_conditioning(&net, &pf, exact_max, threads, c, estimated, meter_steps, &meter);
         if (s->memo) vijp_drift_memo_put_conditioning(memo, c->kappa, c->lyap_cum, estimated, D);
     }

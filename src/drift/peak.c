@@ -6,6 +6,7 @@
 #include "vijp/layer.h"
 #include "memo.h"
 #include "cond.h"
+#include "conditioning.h"
 #include "outer.h"
 #include "compare/cache.h"
 #include "format/packed.h"
@@ -245,28 +246,41 @@ drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format
 }
 
 int drift_peak_cond_threads(const vijp_net *net, size_t batch, const vijp_format *f, long ref_first, int shared,
-                            int threads)
+                            size_t exact_max, int threads)
 {
-    if (threads <= 1) return 1;
+    double part = 0;
+    for (size_t i = 0; i < net->depth; i++) {
+        const vijp_layer *L = &net->layers[i];
+        if (L->type->declare(L) & VIJP_DECL_LINEAR || drift_layer_elementwise(L)) continue; /* one sample, or no J */
+        double m = (double)L->out, n = (double)L->in, r = m < n ? m : n, big = m > n ? m : n;
+        /* J, and as much again twice where a block forms it column by column
+         * from jvps (layer/chain.c: its scratch and a sub-layer's outputs);
+         * dgesdd's workspace without vectors (3r + max(m, n, 7r) doubles
+         * and 8r ints) and the singular values; where it is wide, the LU
+         * factors, the Lanczos vectors and the pivots (cond.h) */
+        double J = 3 * m * n + 5 * r + (big > 7 * r ? big : 7 * r) + 4 * r;
+        if (L->in == L->out && L->in > exact_max) J += n * n + n * (double)(cond_lanczos_steps(L->in) + 2);
+        if (sizeof(double) * J > part) part = sizeof(double) * J;
+    }
+    if (threads <= 1 || batch < 2 || part == 0) return 1; /* no layer's samples run in parallel */
     int copy_double = vijp_drift_memo_copy_double(f);
     double vcopy = copy_double ? sizeof(double) : mpfr_bytes(f->prec > 53 ? (long)f->prec : 53);
-    double held = 0, part = 0;
+    double held = 0;
     problem(&held, net, batch, value_bytes(f));
     add(&held, 2 * widest_output(net, batch, sizeof(double))); /* a layer's input and output in double */
+    if (!vijp_format_values_double(f)) add(&held, sizeof(double) * widest_params(net, 0)); /* θ_i in double */
+    int square = 1;
+    for (size_t i = 0; i < net->depth; i++) square &= net->layers[i].in == net->width && net->layers[i].out == net->width;
+    if (square && net->width <= exact_max) /* Benettin's exact iteration: Q, Z, the sums and τ */
+        add(&held, sizeof(double) * (2.0 * (double)net->width * (double)net->width + 2.0 * (double)net->width));
     if (shared) { /* the memo keeps its two levels, the upper one's |h| and the copy of the problem */
         grads(&held, net, batch, packed_bytes(ref_first));
         grads(&held, net, batch, packed_bytes(2 * ref_first));
         outputs(&held, net, batch, sizeof(double));
         problem(&held, net, batch, vcopy);
     }
-    for (size_t i = 0; i < net->depth; i++) {
-        double m = (double)net->layers[i].out, n = (double)net->layers[i].in, J = m * n + (m < n ? m : n);
-        if (m == n) J += n * n + n * (double)(cond_lanczos_steps((size_t)n) + 1) + n; /* LU, basis, pivots */
-        if (sizeof(double) * J > part) part = sizeof(double) * J;
-    }
-    held += part; /* the caller's own factors, kept beside the threads' */
     double room = drift_peak_bytes(net, batch, f, ref_first, shared).peak - held;
-    double fit = part > 0 && room > 0 ? floor(room / part) : 1;
+    double fit = room > 0 ? floor(room / part) : 1;
     return fit < 1 ? 1 : fit < threads ? (int)fit : threads;
 }
 

@@ -31,13 +31,15 @@ typedef struct {
 drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format *f, long ref_first, int shared);
 
 /* The threads a curve's conditioning (conditioning.h) may take, at most
- * threads: each holds a layer's Jacobian in double and, where the layer
- * is square, its LU factors and Lanczos vectors (cond.h), beside the
- * problem in f (and a shared memo's levels and copy), when the curve holds
- * nothing else; as many as fit under drift_peak_bytes, which the study
- * reserved for the curve, and at least 1. */
+ * threads: each holds the Jacobian of a layer whose samples run in
+ * parallel (neither linear nor elementwise) with what making it and its
+ * SVD take and, wider than exact_max, its LU factors and Lanczos vectors
+ * (cond.h), beside what the curve holds then (the problem in f and in
+ * double, Benettin's matrices, a shared memo's levels and copy); as many
+ * as fit under drift_peak_bytes, which the study reserved for the curve,
+ * and at least 1 (1 where no layer's samples run in parallel). */
 int drift_peak_cond_threads(const vijp_net *net, size_t batch, const vijp_format *f, long ref_first, int shared,
-                            int threads);
+                            size_t exact_max, int threads);
 
 /* The bytes of one drawn net: its double θ (study/draws.h). */
 double drift_peak_draw_bytes(const vijp_net *net);
