@@ -7,11 +7,13 @@
  * it at twice the precision and comparing every gradient with it), then both
  * over the double backprop of the same net: the reference's cost and the
  * whole curve's, as multiples of the computation they check; the ratios
- * again at batch 16. */
+ * again at batch 16, and the floor under the reference's: its two levels'
+ * dense products alone on the fastest kernels. */
 #include "vijp/drift.h"
 #include "vijp/vijp.h"
 #include "vijp/memory.h"
 #include "bench.h"
+#include "ddot/ddot.h"
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +112,46 @@ static void print_ratios(const curve_times *ct, double bp, double init)
            whole <= 30 ? "met" : "NOT met", (ct->best[1] - init) / bp);
 }
 
+/* The floor under a reference validated by a second level, measured in
+ * this run: double's two levels' dense products alone on the active kernel
+ * set (src/ddot: the 106-bit level's triple-double of a double-double x,
+ * the 212-bit level's five levels of a four-part x), ns per term of a
+ * width × width product, best of five, without the rounding test, the
+ * storage or the comparisons.  At batch B >= 8 each level forms W·X and
+ * Wᵀ·G with a term a multiply-add, and ∂W with 2B terms an entry at 106
+ * bits and 4B at 212 (g's parts times x: docs/internals.md, "The
+ * reference's fast products"): 4 triple-double and 6 five-level terms for
+ * each multiply-add of the backprop's three products.  Seconds for
+ * dense_layers such layers at batch B. */
+static double products_floor_seconds(size_t width, size_t dense_layers, size_t B)
+{
+    size_t n = width;
+    vijp_rng g;
+    vijp_rng_seed(&g, 7);
+    double *A = malloc(n * n * sizeof *A), *x = malloc(4 * n * sizeof *x), *y = malloc(6 * n * sizeof *y);
+    for (size_t i = 0; i < n * n; i++) A[i] = vijp_rng_normal(&g) / 16;
+    for (size_t j = 0; j < n; j++) /* every part used, as a level's activations use them */
+        x[j] = vijp_rng_normal(&g), x[n + j] = x[j] * 0x1p-54, x[2 * n + j] = x[j] * 0x1p-108,
+        x[3 * n + j] = x[j] * 0x1p-162;
+    const double *const x4[4] = {x, x + n, x + 2 * n, x + 3 * n};
+    double *const y5[5] = {y, y + n, y + 2 * n, y + 3 * n, y + 4 * n};
+    double td = 1e300, d5 = 1e300;
+    for (int r = 0; r < 5; r++) {
+        double t0 = bench_cpu(CLOCK_THREAD_CPUTIME_ID);
+        BENCH_MUST(vijp_td_gemv(n, n, A, n, x, x + n, NULL, y, y + n, y + 2 * n, y + 5 * n) != 0);
+        double t1 = bench_cpu(CLOCK_THREAD_CPUTIME_ID);
+        BENCH_MUST(vijp_d5_gemv(n, n, A, n, x4, NULL, y5, y + 5 * n) != 0);
+        double t2 = bench_cpu(CLOCK_THREAD_CPUTIME_ID);
+        if (t1 - t0 < td) td = t1 - t0;
+        if (t2 - t1 < d5) d5 = t2 - t1;
+    }
+    free(A), free(x), free(y);
+    double terms = (double)(n * n);
+    printf("  the levels' kernels alone (%s set): triple-double %.2f ns, five levels %.2f ns per term\n",
+           vijp_dd_active()->name, 1e9 * td / terms, 1e9 * d5 / terms);
+    return (double)dense_layers * terms * (double)B * (4 * td + 6 * d5) / terms;
+}
+
 int main(int argc, char **argv)
 {
     int reps = (int)bench_count(argc, argv, 3, 1, 1000,
@@ -158,6 +200,13 @@ int main(int argc, char **argv)
     printf("  at batch 16: without reference %.3f s, with %.3f s, double backprop %.3f s\n", ct.best[0], ct.best[1],
            bp);
     print_ratios(&ct, bp, init);
+    /* What no reference validated by a second level at 2p bits on these
+     * kernels can go below: its products alone (dense:256, so half the
+     * layers are dense). */
+    double floor = products_floor_seconds(256, s.problem.depth / 2, 16);
+    printf("  the two levels' dense products alone at batch 16: %.3f s = %.1f x the double backprop (no rounding "
+           "test, storage or comparison: the floor under the reference's ratio on these kernels)\n", floor,
+           floor / bp);
     free(shares);
     return 0;
 }
