@@ -24,6 +24,7 @@
 #include "emu/dense_ref.h"
 #include "ddot/ddot.h"
 #include "bench.h"
+#include "ddkernels.h"
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,42 +108,19 @@ static void products(size_t width, long P, int op, size_t B, vijp_rng *g)
     if (same != outs) exit(1);
 }
 
-/* The kernels alone on one width × width product of doubles, per set: ns
- * per term of Dot2 (double-double x), the triple-double and the four-level
- * kernel (triple-double x) and the five-level one (four-part x), best of
- * five. */
+/* The kernels alone on one width × width product of doubles, per set
+ * (ddkernels.h). */
 static void kernels(size_t width, vijp_rng *g)
 {
-    size_t n = width;
-    double *A = malloc(n * n * sizeof *A), *x = malloc(4 * n * sizeof *x), *y = malloc(6 * n * sizeof *y);
-    for (size_t i = 0; i < n * n; i++) A[i] = vijp_rng_normal(g) / 16;
-    for (size_t j = 0; j < n; j++)
-        x[j] = vijp_rng_normal(g), x[n + j] = x[j] * 0x1p-54, x[2 * n + j] = x[j] * 0x1p-108, x[3 * n + j] = x[j] * 0x1p-162;
-    const double *const x3[3] = {x, x + n, x + 2 * n}, *const x4[4] = {x, x + n, x + 2 * n, x + 3 * n};
-    double *const y4[4] = {y, y + n, y + 2 * n, y + 3 * n}, *const y5[5] = {y, y + n, y + 2 * n, y + 3 * n, y + 4 * n};
     for (int k = 0; k < VIJP_DD_SET_COUNT; k++) {
         const vijp_dd_kernels *K = vijp_dd_set(k);
         if (!K) continue;
-        double best[4] = {1e300, 1e300, 1e300, 1e300};
-        for (int r = 0; r < 5; r++) {
-            double t0 = thread_cpu();
-            BENCH_MUST(vijp_dd_gemv_in(K, n, n, A, n, x, x + n, NULL, y, y + n, y + 4 * n) != 0);
-            double t1 = thread_cpu();
-            BENCH_MUST(vijp_td_gemv_in(K, n, n, A, n, x, x + n, NULL, y, y + n, y + 2 * n, y + 4 * n) != 0);
-            double t2 = thread_cpu();
-            BENCH_MUST(vijp_qd_gemv_in(K, n, n, A, n, x3, NULL, y4, y + 4 * n) != 0);
-            double t3 = thread_cpu();
-            BENCH_MUST(vijp_d5_gemv_in(K, n, n, A, n, x4, NULL, y5, y + 5 * n) != 0);
-            double t4 = thread_cpu(), dt[4] = {t1 - t0, t2 - t1, t3 - t2, t4 - t3};
-            for (int i = 0; i < 4; i++)
-                if (dt[i] < best[i]) best[i] = dt[i];
-        }
-        double terms = (double)(n * n);
+        double ns[BENCH_DD_KINDS];
+        bench_dd_kernel_ns(K, width, g, ns);
         printf("  %-6s double-double %5.2f ns, triple-double %5.2f ns, four levels (triple-double x) %5.2f ns, five "
-               "levels (four-part x) %5.2f ns per term\n", K->name, 1e9 * best[0] / terms, 1e9 * best[1] / terms,
-               1e9 * best[2] / terms, 1e9 * best[3] / terms);
+               "levels (four-part x) %5.2f ns per term\n", K->name, ns[BENCH_DD], ns[BENCH_TD], ns[BENCH_QD],
+               ns[BENCH_D5]);
     }
-    free(A), free(x), free(y);
 }
 
 /* Whether two gradients agree entry by entry, sign included. */

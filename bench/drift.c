@@ -13,7 +13,7 @@
 #include "vijp/vijp.h"
 #include "vijp/memory.h"
 #include "bench.h"
-#include "ddot/ddot.h"
+#include "ddkernels.h"
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,42 +114,23 @@ static void print_ratios(const curve_times *ct, double bp, double init)
 
 /* The floor under a reference validated by a second level, measured in
  * this run: double's two levels' dense products alone on the active kernel
- * set (src/ddot: the 106-bit level's triple-double of a double-double x,
- * the 212-bit level's five levels of a four-part x), ns per term of a
- * width × width product, best of five, without the rounding test, the
- * storage or the comparisons.  At batch B >= 8 each level forms W·X and
- * Wᵀ·G with a term a multiply-add, and ∂W with 2B terms an entry at 106
- * bits and 4B at 212 (g's parts times x: docs/internals.md, "The
- * reference's fast products"): 4 triple-double and 6 five-level terms for
- * each multiply-add of the backprop's three products.  Seconds for
- * dense_layers such layers at batch B. */
+ * set (ddkernels.h: the 106-bit level's triple-double of a double-double
+ * x, the 212-bit level's five levels of a four-part x), without the
+ * rounding test, the storage or the comparisons.  At batch B >= 8 each
+ * level forms W·X and Wᵀ·G with a term a multiply-add, and ∂W with 2B
+ * terms an entry at 106 bits and 4B at 212 (g's parts times x:
+ * docs/internals.md, "The reference's fast products"): 4 triple-double and
+ * 6 five-level terms for each multiply-add of the backprop's three
+ * products.  Seconds for dense_layers width × width layers at batch B. */
 static double products_floor_seconds(size_t width, size_t dense_layers, size_t B)
 {
-    size_t n = width;
     vijp_rng g;
     vijp_rng_seed(&g, 7);
-    double *A = malloc(n * n * sizeof *A), *x = malloc(4 * n * sizeof *x), *y = malloc(6 * n * sizeof *y);
-    for (size_t i = 0; i < n * n; i++) A[i] = vijp_rng_normal(&g) / 16;
-    for (size_t j = 0; j < n; j++) /* every part used, as a level's activations use them */
-        x[j] = vijp_rng_normal(&g), x[n + j] = x[j] * 0x1p-54, x[2 * n + j] = x[j] * 0x1p-108,
-        x[3 * n + j] = x[j] * 0x1p-162;
-    const double *const x4[4] = {x, x + n, x + 2 * n, x + 3 * n};
-    double *const y5[5] = {y, y + n, y + 2 * n, y + 3 * n, y + 4 * n};
-    double td = 1e300, d5 = 1e300;
-    for (int r = 0; r < 5; r++) {
-        double t0 = bench_cpu(CLOCK_THREAD_CPUTIME_ID);
-        BENCH_MUST(vijp_td_gemv(n, n, A, n, x, x + n, NULL, y, y + n, y + 2 * n, y + 5 * n) != 0);
-        double t1 = bench_cpu(CLOCK_THREAD_CPUTIME_ID);
-        BENCH_MUST(vijp_d5_gemv(n, n, A, n, x4, NULL, y5, y + 5 * n) != 0);
-        double t2 = bench_cpu(CLOCK_THREAD_CPUTIME_ID);
-        if (t1 - t0 < td) td = t1 - t0;
-        if (t2 - t1 < d5) d5 = t2 - t1;
-    }
-    free(A), free(x), free(y);
-    double terms = (double)(n * n);
+    double ns[BENCH_DD_KINDS];
+    bench_dd_kernel_ns(vijp_dd_active(), width, &g, ns);
     printf("  the levels' kernels alone (%s set): triple-double %.2f ns, five levels %.2f ns per term\n",
-           vijp_dd_active()->name, 1e9 * td / terms, 1e9 * d5 / terms);
-    return (double)dense_layers * terms * (double)B * (4 * td + 6 * d5) / terms;
+           vijp_dd_active()->name, ns[BENCH_TD], ns[BENCH_D5]);
+    return 1e-9 * (double)dense_layers * (double)(width * width) * (double)B * (4 * ns[BENCH_TD] + 6 * ns[BENCH_D5]);
 }
 
 int main(int argc, char **argv)

@@ -88,11 +88,11 @@ static double kappa_of_values(double *s, size_t r, size_t m, size_t n, int sorte
 double cond_kappa_exact_known(double *J, size_t m, size_t n, int diagonal, double *s, int *deficient)
 {
     size_t r = m < n ? m : n;
-    if (deficient) *deficient = 0;
-    if (diagonal) { /* elementwise layers: σ = |J_kk|, no SVD */
-        for (size_t k = 0; k < r; k++) s[k] = fabs(J[k + k * m]);
-        return kappa_of_values(s, r, m, n, 0, deficient);
+    if (diagonal) { /* elementwise layers (square): σ = |J_kk|, no SVD */
+        for (size_t k = 0; k < r; k++) s[k] = J[k + k * m];
+        return cond_kappa_diagonal(s, r, s, deficient);
     }
+    if (deficient) *deficient = 0;
     if (vijp_lapack_dgesdd('N', m, n, J, s, NULL, 1, NULL, 1)) return NAN;
     return kappa_of_values(s, r, m, n, 1, deficient);
 }

@@ -24,7 +24,7 @@ double cond_kappa_exact(double *J, size_t m, size_t n, double *s, int *deficient
  * caller has asked it already: the question reads all of J). */
 double cond_kappa_exact_known(double *J, size_t m, size_t n, int diagonal, double *s, int *deficient);
 /* The same of the n × n diagonal matrix diag(d), from d alone (s: n
- * doubles of scratch). */
+ * doubles of scratch, which may be d itself). */
 double cond_kappa_diagonal(const double *d, size_t n, double *s, int *deficient);
 /* Whether an m × n J is square and diagonal. */
 int cond_is_diagonal(const double *J, size_t m, size_t n);

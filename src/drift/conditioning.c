@@ -81,6 +81,34 @@ static double spread_exact_step(spread *ly, const double *J, const double *dg)
     return value;
 }
 
+/* The spread's step through layer i at sample 0, before its κ (which
+ * destroys J): Benettin's exact step, or the two tracked directions' (J
+ * factored in w where it is not diagonal; dg its diagonal where it is,
+ * else NULL). */
+static void spread_step(spread *ly, const double *J, const double *dg, const cond_work *w, double *lyap)
+{
+    if (ly->ok && !ly->estimated) *lyap = spread_exact_step(ly, J, dg);
+    else if (ly->ok && !ly->singular) ly->singular = cond_spread_step(&ly->sp, J, dg, w);
+}
+
+/* The tracked directions' spread after that step, once κ has said whether
+ * J_i itself lost rank (deficient): the product then has. */
+static void spread_after_kappa(spread *ly, int deficient, double *lyap)
+{
+    if (!ly->ok || !ly->estimated) return;
+    ly->singular |= deficient;
+    *lyap = ly->singular ? INFINITY : cond_spread_value(&ly->sp);
+}
+
+/* Layer L's Jacobian at sample b of h into J (n × n, double); 1 where it
+ * failed or is not finite (κ NaN, and the spread ends). */
+static int jacobian_at(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *h, size_t b, vijp_mat *J)
+{
+    vijp_mat x = *h;
+    x.cols = 1, x.d = h->d + b * L->in; /* a view of sample b */
+    return vijp_layer_jacobian(L, theta, &x, J, NULL) || vijp_mat_check_finite(J, "J", NULL);
+}
+
 /* One layer's κ at one sample, J destroyed: estimated where the layer is
  * wider than the exact limit, square and not elementwise (w factored from
  * J), exact otherwise or where the estimate hands over (cond.h); *estimated
@@ -136,13 +164,6 @@ int drift_elementwise_diagonals(const vijp_layer *L, const vijp_mat *theta, cons
     return rc != 0;
 }
 
-static int all_finite(const double *x, size_t n)
-{
-    for (size_t k = 0; k < n; k++)
-        if (!isfinite(x[k])) return 0;
-    return 1;
-}
-
 /* Layer i, elementwise, at its first samples samples: κ_i and the spread's
  * step from the Jacobians' diagonals, what the general path gives from
  * the n × n Jacobians it finds diagonal (cond_is_diagonal), in O(n) a
@@ -156,20 +177,18 @@ static void elementwise_layer(const vijp_layer *L, const vijp_mat *theta, const 
         *kappa = NAN, ly->ok = 0;
         samples = 0;
     }
+    vijp_mat col = *h;
+    col.cols = 1;
     for (size_t b = 0; b < samples; b++) {
-        const double *d = dg + b * n;
-        if (!all_finite(d, n)) { /* as a Jacobian not finite */
+        col.d = dg + b * n;
+        if (vijp_mat_check_finite(&col, "J", NULL)) { /* as a Jacobian not finite */
             *kappa = NAN, ly->ok = 0;
             continue;
         }
-        if (b == 0 && ly->ok && !ly->estimated) *lyap = spread_exact_step(ly, NULL, d);
-        else if (b == 0 && ly->ok && !ly->singular) ly->singular = cond_spread_step(&ly->sp, NULL, d, NULL);
+        if (b == 0) spread_step(ly, NULL, col.d, NULL, lyap);
         int deficient;
-        double kb = cond_kappa_diagonal(d, n, s, &deficient);
-        if (b == 0 && ly->ok && ly->estimated) {
-            ly->singular |= deficient; /* J_i itself has lost rank: the product has */
-            *lyap = ly->singular ? INFINITY : cond_spread_value(&ly->sp);
-        }
+        double kb = cond_kappa_diagonal(col.d, n, s, &deficient);
+        if (b == 0) spread_after_kappa(ly, deficient, lyap);
         *kappa = vijp_max_nan(*kappa, kb);
     }
     free(dg), free(s);
@@ -185,9 +204,7 @@ static void sample_zero(const vijp_layer *L, const vijp_mat *theta, const vijp_m
                         cond_work *w, spread *ly, double *s, double *kappa, double *lyap, unsigned char *estimated)
 {
     size_t m = L->out, n = L->in;
-    vijp_mat x = *h;
-    x.cols = 1; /* a view of sample 0 */
-    if (vijp_layer_jacobian(L, theta, &x, J, NULL) || vijp_mat_check_finite(J, "J", NULL)) {
+    if (jacobian_at(L, theta, h, 0, J)) {
         *kappa = NAN;
         ly->ok = 0;
         return;
@@ -196,16 +213,12 @@ static void sample_zero(const vijp_layer *L, const vijp_mat *theta, const vijp_m
     if (estimate) (void)cond_factor(w, J->d); /* a zero pivot: w->factored 0, the exact κ, a singular product */
     double *dg = diag ? vijp_alloc_array(n, sizeof *dg) : NULL;
     for (size_t k = 0; dg && k < n; k++) dg[k] = J->d[k + k * n];
-    if (ly->ok && !ly->estimated) *lyap = spread_exact_step(ly, J->d, dg);
-    else if (ly->ok && !ly->singular) ly->singular = cond_spread_step(&ly->sp, J->d, dg, w);
+    spread_step(ly, J->d, dg, w, lyap);
     free(dg);
     int deficient, by_estimate;
     double kb = layer_kappa(J->d, m, n, diag, estimate, w, sample_seed(i, 0), s, &deficient, &by_estimate);
     *estimated |= (unsigned char)by_estimate;
-    if (ly->ok && ly->estimated) {
-        ly->singular |= deficient; /* J_i itself has lost rank: the product has */
-        *lyap = ly->singular ? INFINITY : cond_spread_value(&ly->sp);
-    }
+    spread_after_kappa(ly, deficient, lyap);
     *kappa = vijp_max_nan(*kappa, kb);
 }
 
@@ -234,13 +247,12 @@ static void samples_part(void *ctx, size_t part, size_t begin, size_t end)
     (void)part;
     vijp_format fd;
     vijp_format_fixed(&fd, VIJP_DOUBLE);
-    vijp_mat J, x = *jb->h;
+    vijp_mat J;
     vijp_mat_init(&J, m, n, &fd);
     double *s = vijp_alloc_array(r, sizeof *s);
     cond_work w = {0};
     for (size_t b = 1 + begin; b < 1 + end; b++) {
-        x.cols = 1, x.d = jb->h->d + b * n; /* a view of sample b */
-        if (vijp_layer_jacobian(L, jb->theta, &x, &J, NULL) || vijp_mat_check_finite(&J, "J", NULL)) {
+        if (jacobian_at(L, jb->theta, jb->h, b, &J)) {
             jb->flag[b] = 2;
             continue;
         }

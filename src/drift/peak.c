@@ -39,6 +39,13 @@ static double mpfr_bytes(long prec)
  * mpfr_bytes' 48. */
 static double packed_bytes(long prec) { return (double)vijp_packed_value_bytes((mpfr_prec_t)prec); }
 
+/* A value of the memo's exact copy of the problem: a double where f's
+ * values are doubles (vijp_drift_memo_copy_double), else MPFR at max(53, P). */
+static double copy_bytes(const vijp_format *f)
+{
+    return vijp_drift_memo_copy_double(f) ? sizeof(double) : mpfr_bytes(f->prec > 53 ? (long)f->prec : 53);
+}
+
 /* Blocks from VIJP_HEAP_MMAP_BYTES on are mapped on their own and handed
  * back when freed (base/heap.h); the others come from the heap, which
  * keeps what is freed for the blocks allocated next.  Every count below
@@ -71,6 +78,17 @@ static void grads(double *b, const vijp_net *net, size_t batch, double v)
 {
     params(b, net, v);
     outputs(b, net, batch, v);
+}
+
+/* What a shared memo keeps beside a curve's engines and its conditioning:
+ * its two levels packed, the upper one's |h| (memo.c's h_abs) and the
+ * exact copy of the problem. */
+static void shared_memo(double *b, const vijp_net *net, size_t batch, const vijp_format *f, long ref_first)
+{
+    grads(b, net, batch, packed_bytes(ref_first));
+    grads(b, net, batch, packed_bytes(2 * ref_first));
+    outputs(b, net, batch, sizeof(double));
+    problem(b, net, batch, copy_bytes(f));
 }
 
 /* The two levels' parameter gradients while the upper level's reverse
@@ -204,7 +222,7 @@ drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format
 {
     /* the memo's exact copy: doubles where f's values are (memo.c) */
     int copy_double = vijp_drift_memo_copy_double(f);
-    double vf = value_bytes(f), vcopy = copy_double ? sizeof(double) : mpfr_bytes(f->prec > 53 ? (long)f->prec : 53);
+    double vf = value_bytes(f), vcopy = copy_bytes(f);
     long q = vijp_compare_prec(f), second = 2 * ref_first;
     /* The net's double θ is the study's draw (study/draws.h), shared by
      * the curves of a seed: drift_peak_draw_bytes counts it.  The second
@@ -226,12 +244,7 @@ drift_peak drift_peak_bytes(const vijp_net *net, size_t batch, const vijp_format
     double eng = 0;
     problem(&eng, net, batch, vf);
     grads(&eng, net, batch, packed_bytes(q < second ? q : second));
-    if (shared) { /* a shared memo keeps every level it computed, and the upper one's |h| */
-        grads(&eng, net, batch, packed_bytes(ref_first));
-        grads(&eng, net, batch, packed_bytes(second));
-        outputs(&eng, net, batch, sizeof(double));
-    }
-    if (shared) problem(&eng, net, batch, vcopy);
+    if (shared) shared_memo(&eng, net, batch, f, ref_first); /* every level it computed, and its copy */
     outputs(&eng, net, batch, vf);
     add(&eng, vf * widest_params(net, 0));
     outputs(&eng, net, batch, vf);
@@ -263,8 +276,6 @@ int drift_peak_cond_threads(const vijp_net *net, size_t batch, const vijp_format
         if (sizeof(double) * J > part) part = sizeof(double) * J;
     }
     if (threads <= 1 || batch < 2 || part == 0) return 1; /* no layer's samples run in parallel */
-    int copy_double = vijp_drift_memo_copy_double(f);
-    double vcopy = copy_double ? sizeof(double) : mpfr_bytes(f->prec > 53 ? (long)f->prec : 53);
     double held = 0;
     problem(&held, net, batch, value_bytes(f));
     add(&held, 2 * widest_output(net, batch, sizeof(double))); /* a layer's input and output in double */
@@ -273,12 +284,7 @@ int drift_peak_cond_threads(const vijp_net *net, size_t batch, const vijp_format
     for (size_t i = 0; i < net->depth; i++) square &= net->layers[i].in == net->width && net->layers[i].out == net->width;
     if (square && net->width <= exact_max) /* Benettin's exact iteration: Q, Z, the sums and τ */
         add(&held, sizeof(double) * (2.0 * (double)net->width * (double)net->width + 2.0 * (double)net->width));
-    if (shared) { /* the memo keeps its two levels, the upper one's |h| and the copy of the problem */
-        grads(&held, net, batch, packed_bytes(ref_first));
-        grads(&held, net, batch, packed_bytes(2 * ref_first));
-        outputs(&held, net, batch, sizeof(double));
-        problem(&held, net, batch, vcopy);
-    }
+    if (shared) shared_memo(&held, net, batch, f, ref_first);
     double room = drift_peak_bytes(net, batch, f, ref_first, shared).peak - held;
     double fit = room > 0 ? floor(room / part) : 1;
     return fit < 1 ? 1 : fit < threads ? (int)fit : threads;
