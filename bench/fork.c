@@ -8,14 +8,18 @@
  * batch 16, one layer), wall ms per call on 1 thread and on 2, and their
  * ratio, measured in this run, best of 3: the emulated products in
  * bfloat16+binary32 (forward, vjp, parameter gradient), the elimination
- * solve Moonwalk's vijp runs (vijp_emu_dense_vijp), and the reference's
- * products in mpfr:64 with exact dots (src/emu/dense_ref.c).  Wall time:
+ * solve Moonwalk's vijp runs (vijp_emu_dense_vijp), the emulated GELU's
+ * forward and jvp on the layer's W × batch units (src/emu/activations.c),
+ * and the reference's products in mpfr:64 with exact dots
+ * (src/emu/dense_ref.c).  Wall time:
  * a ratio near 1 on a loaded machine means no core was free. */
 #include "bench.h"
 #include "vijp/vijp.h"
 #include "vijp/arith.h"
 #include "base/fork.h"
+#include "emu/activations.h"
 #include "emu/dense.h"
+#include "kernels/kernels.h"
 #include "emu/dense_ref.h"
 #include <math.h>
 #include <stdio.h>
@@ -39,13 +43,15 @@ static double overhead_us(vijp_team *team, int calls)
     return 1e6 * best;
 }
 
-typedef enum { FORWARD, VJP, PARAM, SOLVE, REF_FORWARD, REF_VJP, REF_PARAM, N_CASES } bench_case;
+typedef enum { FORWARD, VJP, PARAM, SOLVE, GELU, GELU_JVP, REF_FORWARD, REF_VJP, REF_PARAM, N_CASES } bench_case;
 static const char *const names[] = {"emu forward W x + b", "emu vjp Wt g", "emu param g xT", "emu vijp (LU solve)",
+                                    "emu gelu forward", "emu gelu jvp",
                                     "ref forward (mpfr:64)", "ref vjp (mpfr:64)", "ref param (mpfr:64)"};
 
 typedef struct {
-    vijp_layer L;
+    vijp_layer L, act;
     size_t B;
+    double *dx, *du, *dout; /* the GELU's units, doubles on the format's grid */
     mpfr_t *th, *x, *g, *out, *rth, *rx, *rg, *rout;
     vijp_format f, r;
 } problem;
@@ -69,6 +75,8 @@ static void run_case(problem *p, bench_case c, int threads)
     else if (c == VJP) vijp_emu_dense_vjp(&p->L, p->th, NULL, B, p->g, p->out, &p->f);
     else if (c == PARAM) vijp_emu_dense_vjp_param(&p->L, NULL, p->x, B, p->g, p->out, &p->f);
     else if (c == SOLVE) BENCH_MUST(vijp_emu_dense_vijp(&p->L, p->th, NULL, B, p->g, NULL, p->out, &p->f));
+    else if (c == GELU) vijp_emu_act_forward_d(VIJP_KACT_GELU, &p->act, p->dx, B, p->dout, &p->f);
+    else if (c == GELU_JVP) vijp_emu_act_jvp_d(VIJP_KACT_GELU, &p->act, p->dx, B, p->du, p->dout, &p->f);
     else if (c == REF_FORWARD) vijp_ref_dense_forward(&p->L, p->rth, p->rx, B, p->rout, &p->r);
     else if (c == REF_VJP) vijp_ref_dense_vjp(&p->L, p->rth, NULL, B, p->rg, p->rout, &p->r);
     else vijp_ref_dense_vjp_param(&p->L, NULL, p->rx, B, p->rg, p->rout, &p->r);
@@ -102,6 +110,7 @@ int main(int argc, char **argv)
     char spec[64];
     snprintf(spec, sizeof spec, "dense:%zu", n);
     BENCH_MUST(vijp_layer_parse(&p.L, spec, n, NULL));
+    BENCH_MUST(vijp_layer_parse(&p.act, "gelu", n, NULL));
     BENCH_MUST(vijp_format_parse("bfloat16+binary32", &p.f, NULL));
     BENCH_MUST(vijp_format_mpfr(&p.r, 64, NULL));
     p.r.exact_dots = 1;
@@ -112,6 +121,9 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < n; i++) mpfr_add_ui(p.th[i + i * n], p.th[i + i * n], 1, MPFR_RNDN), vo_store(p.th[i + i * n], p.th[i + i * n], &p.f);
     p.x = random_vec(n * B, &p.f, &rng, 1), p.g = random_vec(n * B, &p.f, &rng, 1);
     p.out = vo_vec_new(n * n + n, &p.f);
+    p.dx = vijp_alloc_array(n * B, sizeof *p.dx), p.du = vijp_alloc_array(n * B, sizeof *p.du);
+    p.dout = vijp_alloc_array(n * B, sizeof *p.dout);
+    for (size_t i = 0; i < n * B; i++) p.dx[i] = mpfr_get_d(p.x[i], MPFR_RNDN), p.du[i] = mpfr_get_d(p.g[i], MPFR_RNDN);
     p.rth = vo_vec_new(n * n + n, &p.r), p.rx = vo_vec_new(n * B, &p.r), p.rg = vo_vec_new(n * B, &p.r);
     p.rout = vo_vec_new(n * n + n, &p.r);
     for (size_t i = 0; i < n * n + n; i++) mpfr_set(p.rth[i], p.th[i], MPFR_RNDN);
@@ -127,6 +139,7 @@ int main(int argc, char **argv)
     }
     vo_vec_free(p.th, n * n + n), vo_vec_free(p.x, n * B), vo_vec_free(p.g, n * B), vo_vec_free(p.out, n * n + n);
     vo_vec_free(p.rth, n * n + n), vo_vec_free(p.rx, n * B), vo_vec_free(p.rg, n * B), vo_vec_free(p.rout, n * n + n);
-    vijp_layer_clear(&p.L);
+    free(p.dx), free(p.du), free(p.dout);
+    vijp_layer_clear(&p.L), vijp_layer_clear(&p.act);
     return 0;
 }

@@ -11,6 +11,8 @@
  *   - the reference's products in mpfr:64, mpfr:106 and mpfr:128 with exact dots;
  *   - the elementwise activations' forward pass with f′ on the MPFR route
  *     (the reference's), a range of the batch's columns per thread;
+ *   - the smooth activations' forward, jvp and vijp emulated on doubles,
+ *     a range of the units per thread, and where the vijp stops;
  *   - a one-curve drift study: --jobs 1 and --jobs 2 write the same curves.
  * Splitting only happens above a work threshold (VIJP_FORK_MIN_WORK,
  * VIJP_TEAM_MIN_WORK), so the shapes are chosen above it (each case asserts
@@ -21,9 +23,11 @@
 #include "fixtures/clirun.h"
 #include "vijp/arith.h"
 #include "base/fork.h"
+#include "emu/activations.h"
 #include "emu/dense.h"
 #include "emu/dense_ref.h"
 #include "emu/lanes.h"
+#include "kernels/kernels.h"
 #include "layer/route.h"
 #include <math.h>
 #include <pthread.h>
@@ -386,6 +390,93 @@ START_TEST(activations_same_bits)
 }
 END_TEST
 
+/* ---- the emulated activations on doubles ---- */
+
+/* Every smooth activation's forward, jvp and vijp on double-held operands
+ * (src/emu/activations.c: ranges of the units, 128 of fork.h's work units
+ * each) in three emulated formats: 160 × 160 units (five parts), 8195 × 1
+ * (two: a layer at batch 1 splits too) and 160 × 3 (none).  Inputs on the
+ * storage grid, with ±0 and a unit where f′ rounds to 0 (x = −200; +200 for
+ * tanh) in the vijp's second run, first in the last range: the vijp must
+ * say singular on every count exactly where the serial loop does. */
+static double *act_units(vijp_rng *r, const vijp_format *f, size_t n)
+{
+    double *x = vijp_alloc_array(n, sizeof *x);
+    vijp_mat m;
+    vijp_mat_init(&m, n, 1, f);
+    for (size_t i = 0; i < n; i++) x[i] = 3 * vijp_rng_normal(r);
+    x[0] = 0, x[n / 2] = -0.0;
+    vijp_mat_set_d(&m, x);
+    for (size_t i = 0; i < n; i++) x[i] = vijp_mat_get_d(&m, i);
+    vijp_mat_clear(&m);
+    return x;
+}
+
+static int act_call(int op, int kind, const vijp_layer *L, const double *x, const double *u, size_t B, double *out,
+                    const vijp_format *f)
+{
+    size_t n = L->in * B;
+    for (size_t i = 0; i < n; i++) out[i] = NAN;
+    if (op == 0) vijp_emu_act_forward_d(kind, L, x, B, out, f);
+    else if (op == 1) vijp_emu_act_jvp_d(kind, L, x, B, u, out, f);
+    else return vijp_emu_act_vijp_d(kind, L, x, B, u, out, f);
+    return 0;
+}
+
+START_TEST(emulated_activations_same_bits)
+{
+    static const char *const formats[] = {"bfloat16+binary32", "binary16", "e4m3+binary32"};
+    static const char *const ops[] = {"forward", "jvp", "vijp"};
+    static const size_t shapes[][2] = {{160, 160}, {8195, 1}, {160, 3}};
+    vijp_rng r;
+    vijp_rng_seed(&r, test_seed() + 13);
+    int split = 0, singular = 0;
+    for (size_t fi = 0; fi < sizeof formats / sizeof *formats; fi++)
+        for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+            vijp_format f;
+            ck_assert_int_eq(vijp_format_parse(formats[fi], &f, NULL), 0);
+            size_t in = shapes[s][0], B = shapes[s][1], n = in * B;
+            double *x = act_units(&r, &f, n), *u = act_units(&r, &f, n);
+            double *one = vijp_alloc_array(n, sizeof *one), *many = vijp_alloc_array(n, sizeof *many);
+            for (int kind = 0; kind < VIJP_KACT_COUNT; kind++) {
+                vijp_layer L;
+                ck_assert_int_eq(vijp_layer_parse(&L, vijp_kact_names[kind], in, NULL), 0);
+                for (int op = 0; op < 4; op++) {
+                    int o = op < 3 ? op : 2; /* op 3: the vijp again, with a unit whose f′ is 0 */
+                    size_t parts = vijp_fork_parts(5, n, 128.0 * (double)n, VIJP_FORK_MIN_WORK);
+                    size_t at = vijp_fork_begin(n, parts, parts - 1);
+                    double keep = x[at];
+                    if (op == 3) x[at] = kind == VIJP_KACT_TANH ? 200 : -200;
+                    f.threads = 1;
+                    int rc1 = act_call(o, kind, &L, x, u, B, one, &f);
+                    double d;
+                    vijp_emu_act_pair(kind, x[at], &f, NULL, &d);
+                    if (op == 3) singular += rc1 == VIJP_ESINGULAR;
+                    ck_assert_msg(op != 3 || rc1 == (d == 0 ? VIJP_ESINGULAR : 0), "%s %s: f'(%g) = %g, rc %d",
+                                  vijp_kact_names[kind], f.name, x[at], d, rc1);
+                    for (size_t c = 0; c < N_COUNTS; c++) {
+                        f.threads = thread_counts[c];
+                        split += vijp_fork_parts(f.threads, n, 128.0 * (double)n, VIJP_FORK_MIN_WORK) > 1;
+                        int rc = act_call(o, kind, &L, x, u, B, many, &f);
+                        ck_assert_msg(rc == rc1, "%s %s %s %zu x %zu: rc %d on %d threads, %d on 1",
+                                      vijp_kact_names[kind], ops[o], f.name, in, B, rc, f.threads, rc1);
+                        for (size_t i = 0; !rc && i < n; i++)
+                            ck_assert_msg(!memcmp(&one[i], &many[i], sizeof one[i]),
+                                          "%s %s %s %zu x %zu: unit %zu differs on %d threads (%a vs %a)",
+                                          vijp_kact_names[kind], ops[o], f.name, in, B, i, f.threads, one[i], many[i]);
+                    }
+                    x[at] = keep;
+                }
+                vijp_layer_clear(&L);
+            }
+            free(x), free(u), free(one), free(many);
+        }
+    /* 3 formats × 2 split shapes × 6 kinds × 4 runs × 3 counts */
+    ck_assert_msg(split == 432, "%d runs split, not 432: the shapes fell below the threshold", split);
+    ck_assert_msg(singular >= 3 * 3 * 3, "only %d runs met f' = 0: the vijp's early return went untested", singular);
+}
+END_TEST
+
 /* ---- a study ---- */
 
 /* A file of the report folder dir, with drift.json's "command" line (which
@@ -452,6 +543,7 @@ Suite *suite_fork(void)
     add_case(s, "lu", lu_solve_same_bits);
     add_case(s, "reference", reference_products_same_bits);
     add_case(s, "activations", activations_same_bits);
+    add_case(s, "emulated activations", emulated_activations_same_bits);
     add_case(s, "study", one_curve_study_same_files);
     return s;
 }

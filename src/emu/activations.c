@@ -8,6 +8,7 @@
  * against vo_const_pi in every format).  Branches test the sign as the
  * oracle's mpfr_sgn does (NaN counts as 0 there). */
 #include "activations.h"
+#include "base/fork.h"
 #include "elementary.h"
 #include "format/mpfr_io.h"
 #include "kernels/kernels.h"
@@ -153,36 +154,73 @@ void vijp_emu_act_jacobian(int kind, const vijp_layer *L, mpfr_t *x, mpfr_t *J, 
 }
 
 /* ---- The same on double-held operands (layer/emu_native.h, vijp/mat.h):
- * the loops above, reading and writing the doubles the matrices hold ---- */
+ * the loops above, reading and writing the doubles the matrices hold, on
+ * ranges of the units over the format's threads (base/fork.h).  Unit i's
+ * results come from its own inputs by the same operations whichever
+ * thread computes them (ctx is only read; an elementary function's MPFR
+ * fallback runs in the thread's own MPFR caches), so the bits do not
+ * depend on the count (tests/t-fork.c). ---- */
+
+enum { ACT_FORWARD, ACT_JVP, ACT_VIJP };
+
+typedef struct {
+    int kind, op;
+    ctx c;
+    const double *X, *U; /* U: the tangents (jvp) or Gx (vijp) */
+    double *Y;           /* Y, V or Gy */
+    int singular[VIJP_FORK_MAX_THREADS];
+} act_run;
+
+static void act_units(void *arg, size_t part, size_t begin, size_t end)
+{
+    act_run *r = arg;
+    const pair_fn pair = pairs[r->kind];
+    for (size_t i = begin; i < end; i++) {
+        double d;
+        if (r->op == ACT_FORWARD) {
+            pair(r->X[i], &r->c, &r->Y[i], NULL);
+            continue;
+        }
+        pair(r->X[i], &r->c, NULL, &d);
+        if (r->op == ACT_JVP) r->Y[i] = vijp_emu_mul(r->U[i], d, r->c.g);
+        else if (d == 0 || (r->kind != VIJP_KACT_TANH && !isfinite(d))) { /* as vijp_emu_act_vijp */
+            r->singular[part] = 1;
+            return;
+        } else r->Y[i] = vijp_emu_div(r->U[i], d, r->c.g);
+    }
+}
+
+/* The op over L's units at batch B; VIJP_ESINGULAR where a range met an f′
+ * that a vijp cannot divide by (the other ranges' units are then written
+ * or not: the caller discards the result, as after the serial loop). */
+static int act_run_units(act_run *r, size_t n, const vijp_format *f)
+{
+    /* An elementary function on the grid costs 20-100 ns (a glibc call, the
+     * rounding test, a few emulated operations), 100-200 of fork.h's units */
+    vijp_fork(f->threads, n, 128.0 * (double)n, act_units, r);
+    for (int k = 0; k < VIJP_FORK_MAX_THREADS; k++)
+        if (r->singular[k]) return VIJP_ESINGULAR;
+    return 0;
+}
 
 void vijp_emu_act_forward_d(int kind, const vijp_layer *L, const double *X, size_t B, double *Y, const vijp_format *f)
 {
-    ctx c = {f, vijp_emu_arith(f)};
-    for (size_t i = 0; i < L->in * B; i++) pairs[kind](X[i], &c, &Y[i], NULL);
+    act_run r = {.kind = kind, .op = ACT_FORWARD, .c = {f, vijp_emu_arith(f)}, .X = X, .Y = Y};
+    (void)act_run_units(&r, L->in * B, f);
 }
 
 void vijp_emu_act_jvp_d(int kind, const vijp_layer *L, const double *X, size_t B, const double *U, double *V,
                         const vijp_format *f)
 {
-    ctx c = {f, vijp_emu_arith(f)};
-    for (size_t i = 0; i < L->in * B; i++) {
-        double d;
-        pairs[kind](X[i], &c, NULL, &d);
-        V[i] = vijp_emu_mul(U[i], d, c.g);
-    }
+    act_run r = {.kind = kind, .op = ACT_JVP, .c = {f, vijp_emu_arith(f)}, .X = X, .U = U, .Y = V};
+    (void)act_run_units(&r, L->in * B, f);
 }
 
 int vijp_emu_act_vijp_d(int kind, const vijp_layer *L, const double *X, size_t B, const double *Gx, double *Gy,
                         const vijp_format *f)
 {
-    ctx c = {f, vijp_emu_arith(f)};
-    for (size_t i = 0; i < L->in * B; i++) {
-        double d;
-        pairs[kind](X[i], &c, NULL, &d);
-        if (d == 0 || (kind != VIJP_KACT_TANH && !isfinite(d))) return VIJP_ESINGULAR; /* as vijp_emu_act_vijp */
-        Gy[i] = vijp_emu_div(Gx[i], d, c.g);
-    }
-    return 0;
+    act_run r = {.kind = kind, .op = ACT_VIJP, .c = {f, vijp_emu_arith(f)}, .X = X, .U = Gx, .Y = Gy};
+    return act_run_units(&r, L->in * B, f);
 }
 
 /* The oracles' inverses: logit log y − log1p(−y) on (0, 1); softplus⁻¹
