@@ -8,7 +8,9 @@
  *   - the helper itself: every index in exactly one range, ranges in order;
  *   - the emulated dense products (forward, jvp, vjp, parameter gradient) in
  *     bfloat16+binary32, binary32 and e4m3+binary32, and the LU solve;
- *   - the reference's products in mpfr:64, mpfr:106 and mpfr:128 with exact dots;
+ *   - the reference's products in mpfr:64, mpfr:106 and mpfr:128 with exact
+ *     dots, with the split of their inputs into double parts;
+ *   - the packing of the reference's batch parameter gradient;
  *   - the elementwise activations' forward pass with f′ on the MPFR route
  *     (the reference's), a range of the batch's columns per thread;
  *   - the smooth activations' forward, jvp and vijp emulated on doubles,
@@ -27,6 +29,8 @@
 #include "emu/dense.h"
 #include "emu/dense_ref.h"
 #include "emu/lanes.h"
+#include "drift/outer.h"
+#include "format/packed.h"
 #include "kernels/kernels.h"
 #include "layer/route.h"
 #include <math.h>
@@ -281,9 +285,23 @@ static size_t ref_parts(int op, int threads, size_t m, size_t n, size_t B, long 
     return vijp_fork_parts(threads, cols, (double)rows * (double)cols * (8 * (double)k + 256), VIJP_FORK_MIN_WORK);
 }
 
+/* dense_ref.c's load: the inputs it splits into double parts, 128 work
+ * units each, over ranges of their values. */
+static size_t load_parts(int op, int threads, size_t m, size_t n, size_t B)
+{
+    size_t values = op == 3 ? (m + n) * B : op == 2 ? m * B : n * B;
+    return vijp_fork_parts(threads, values, 128.0 * (double)values, VIJP_FORK_MIN_WORK);
+}
+
 /* Each op of a dense:m×n layer (θ 53-bit, as the drift memo holds it) at
- * P bits, batch B, on 1 thread and on each count; *split as above. */
-static void ref_shape(vijp_rng *r, long P, size_t m, size_t n, size_t B, int *split)
+ * P bits, batch B, on 1 thread and on each count; *split, *loads,
+ * *transposes: the runs whose products, whose input loading, whose copy of
+ * Wᵀ split.  inexact: the last input the
+ * op loads (X's, or Gy's for the vjp) is 2^-1020 + 2^-1080, whose second
+ * part lies below double's subnormals, so that the whole call must fall
+ * back to the oracle whichever range meets it. */
+static void ref_shape(vijp_rng *r, long P, size_t m, size_t n, size_t B, int inexact, int *split, int *loads,
+                      int *transposes)
 {
     vijp_format f;
     ck_assert_int_eq(vijp_format_mpfr(&f, P, NULL), 0);
@@ -296,48 +314,126 @@ static void ref_shape(vijp_rng *r, long P, size_t m, size_t n, size_t B, int *sp
     mpfr_t *th = draw_wide(r, 53, Pn), *X = draw_wide(r, P, n * B), *Gy = draw_wide(r, P, m * B);
     for (int op = 0; op < 4; op++) {
         size_t count = op == 2 ? n * B : op == 3 ? Pn : m * B;
-        mpfr_t *in = op <= 1 ? X : Gy;
+        mpfr_t *in = op <= 1 ? X : Gy, *last = op == 2 ? &Gy[m * B - 1] : &X[n * B - 1], keep;
+        mpfr_init2(keep, P);
+        mpfr_set(keep, *last, MPFR_RNDN);
+        if (inexact) mpfr_set_ui_2exp(*last, (1UL << 60) + 1, -1080, MPFR_RNDN); /* exact at 61 bits and more */
         vijp_ddref_stats st1 = {.any_size = 1}; /* the fast path at every size */
         f.threads = 1;
         mpfr_t *one = unwritten(count, &f);
         vijp_ref_dense_op(op, &L, th, X, B, in, one, &f, &st1);
-        ck_assert(!st1.whole_oracle);
+        ck_assert_int_eq(st1.whole_oracle, inexact);
         for (size_t c = 0; c < N_COUNTS; c++) {
             f.threads = thread_counts[c];
             *split += ref_parts(op, f.threads, m, n, B, P) > 1;
+            *loads += load_parts(op, f.threads, m, n, B) > 1;
+            /* the vjp's Wᵀ, by ranges of W's rows, 16 work units a value */
+            *transposes += op == 2 && vijp_fork_parts(f.threads, m, 16.0 * (double)(m * n), VIJP_FORK_MIN_WORK) > 1;
             vijp_ddref_stats st = {.any_size = 1};
             mpfr_t *many = unwritten(count, &f);
             vijp_ref_dense_op(op, &L, th, X, B, in, many, &f, &st);
             char what[96];
-            snprintf(what, sizeof what, "reference op %d, dense %zux%zu, batch %zu", op, m, n, B);
+            snprintf(what, sizeof what, "reference op %d, dense %zux%zu, batch %zu%s", op, m, n, B,
+                     inexact ? ", an inexact input" : "");
             expect_same(one, many, count, what, f.name, f.threads);
+            ck_assert_int_eq(st.whole_oracle, st1.whole_oracle);
             ck_assert_uint_eq(st.outputs, st1.outputs);
             ck_assert_uint_eq(st.fallbacks, st1.fallbacks);
             vo_vec_free(many, count);
         }
         vo_vec_free(one, count);
+        mpfr_set(*last, keep, MPFR_RNDN);
+        mpfr_clear(keep);
     }
     free_wide(th, Pn), free_wide(X, n * B), free_wide(Gy, m * B);
     vijp_layer_clear(&L);
 }
 
 /* (m, n, B), the columns being what splits (the batch, or W's columns for
- * the parameter gradient): 17, 3 (fewer than the threads) and 9 (too little
- * work for any but the gradient); odd sizes, the inputs few (their loading,
- * not split, would cost the most). */
+ * the parameter gradient): 257 × 263 × 3, whose Wᵀ splits; 17, 3 (fewer
+ * than the threads) and 9 (too little work for any but the gradient); odd
+ * sizes, the inputs few.  Then
+ * 29 × 1201 × 11 and 1201 × 29 × 11, whose X (for the vjp, Gy) of 13211
+ * values splits in loading, with and without an inexact input. */
 START_TEST(reference_products_same_bits)
 {
-    static const size_t shapes[][3] = {{203, 67, 17}, {137, 301, 3}, {61, 103, 9}};
+    static const size_t shapes[][3] = {{257, 263, 3},  {203, 67, 17},  {137, 301, 3},
+                                       {61, 103, 9}, {29, 1201, 11}, {1201, 29, 11}};
     static const long precs[] = {64, 106, 128};
     vijp_rng r;
     vijp_rng_seed(&r, test_seed() + 9);
     for (size_t pi = 0; pi < sizeof precs / sizeof *precs; pi++) {
-        int split = 0;
+        int split = 0, loads = 0, transposes = 0;
         for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
-            ref_shape(&r, precs[pi], shapes[s][0], shapes[s][1], shapes[s][2], &split);
+            for (int inexact = 0; inexact <= (s >= 4); inexact++)
+                ref_shape(&r, precs[pi], shapes[s][0], shapes[s][1], shapes[s][2], inexact, &split, &loads,
+                          &transposes);
         ck_assert_msg(split >= 18, "mpfr:%ld: only %d products split: the shapes fell below the threshold", precs[pi],
                       split);
+        /* the last two shapes, twice each: forward, jvp and the gradient in the first, vjp and gradient in the second */
+        ck_assert_msg(loads == 2 * (3 + 2) * 3, "mpfr:%ld: %d loads split, not 30", precs[pi], loads);
+        ck_assert_msg(transposes == 3, "mpfr:%ld: %d copies of Wᵀ split, not 3", precs[pi], transposes);
     }
+}
+END_TEST
+
+/* The drift reference's batch parameter gradient packed at Q
+ * (drift/outer.c: each block's values over ranges, 128 work units each):
+ * dense 97 × 131 at batch 16, one block of all 131 columns (12707 values,
+ * three parts) and blocks of 40 (3880: one), at two levels.  Row 0 of the
+ * inputs at 2^-12000 and of the cotangents at 2^-9000, so that row 0 of
+ * ∂W (one value in every range) has exponents past the packed heads' 16
+ * bits and needs the block's side array, which the first range to meet
+ * one makes. */
+START_TEST(reference_packing_same_bits)
+{
+    static const long levels[][2] = {{106, 106}, {212, 170}};
+    static const size_t blocks[] = {131, 40};
+    enum { M = 97, N = 131, B = 16 };
+    vijp_rng r;
+    vijp_rng_seed(&r, test_seed() + 17);
+    vijp_layer L;
+    ck_assert_int_eq(vijp_layer_parse(&L, "dense:97x131", N, NULL), 0);
+    int split = 0;
+    for (size_t li = 0; li < sizeof levels / sizeof *levels; li++) {
+        long P = levels[li][0], Q = levels[li][1];
+        vijp_format fP, fQ;
+        ck_assert(!vijp_format_mpfr(&fP, P, NULL) && !vijp_format_mpfr(&fQ, Q, NULL));
+        fP.exact_dots = 1;
+        mpfr_t *hx = draw_wide(&r, P, N * B), *gx = draw_wide(&r, P, M * B);
+        vijp_mat h, g;
+        vijp_mat_init(&h, N, B, &fP), vijp_mat_init(&g, M, B, &fP);
+        for (size_t e = 0; e < N * B; e++) mpfr_set(h.m[e], hx[e], MPFR_RNDN);
+        for (size_t e = 0; e < M * B; e++) mpfr_set(g.m[e], gx[e], MPFR_RNDN);
+        for (size_t b = 0; b < B; b++)
+            mpfr_mul_2si(h.m[b * N], h.m[b * N], -12000, MPFR_RNDN), mpfr_mul_2si(g.m[b * M], g.m[b * M], -9000, MPFR_RNDN);
+        for (size_t bk = 0; bk < sizeof blocks / sizeof *blocks; bk++) {
+            vijp_mat one;
+            fP.threads = 1;
+            ck_assert(drift_outer_param_blocks(&L, &h, &g, &fP, &fQ, blocks[bk], &one));
+            ck_assert_msg(one.packed->wide, "no exponent needed the side array: the case is not there");
+            for (size_t c = 0; c < N_COUNTS; c++) {
+                fP.threads = thread_counts[c];
+                double values = (double)(M * blocks[bk]);
+                split += vijp_fork_parts(fP.threads, M * blocks[bk], 128.0 * values, VIJP_FORK_MIN_WORK) > 1;
+                vijp_mat many;
+                ck_assert(drift_outer_param_blocks(&L, &h, &g, &fP, &fQ, blocks[bk], &many));
+                for (size_t e = 0; e < M * N + M; e++) {
+                    mpfr_t a, b;
+                    vijp_packed_view(one.packed, e, a), vijp_packed_view(many.packed, e, b);
+                    ck_assert_msg(same_bits(a, b) && vijp_packed_kind(one.packed, e) == vijp_packed_kind(many.packed, e),
+                                  "%ld -> %ld, blocks of %zu: value %zu differs on %d threads from 1", P, Q,
+                                  blocks[bk], e, fP.threads);
+                }
+                vijp_mat_clear(&many);
+            }
+            vijp_mat_clear(&one);
+        }
+        vijp_mat_clear(&h), vijp_mat_clear(&g);
+        free_wide(hx, N * B), free_wide(gx, M * B);
+    }
+    vijp_layer_clear(&L);
+    ck_assert_msg(split == 2 * 3, "%d packings split, not 6: the shapes fell below the threshold", split);
 }
 END_TEST
 
@@ -542,6 +638,7 @@ Suite *suite_fork(void)
     add_case(s, "emu", emu_products_same_bits);
     add_case(s, "lu", lu_solve_same_bits);
     add_case(s, "reference", reference_products_same_bits);
+    add_case(s, "packing", reference_packing_same_bits);
     add_case(s, "activations", activations_same_bits);
     add_case(s, "emulated activations", emulated_activations_same_bits);
     add_case(s, "study", one_curve_study_same_files);

@@ -15,6 +15,7 @@
  * columns at a time into a small MPFR matrix, each value then rounded to
  * Q into the packed block (vijp_packed_set: mpfr_set's rounding). */
 #include "outer.h"
+#include "base/fork.h"
 #include "emu/dense_ref.h"
 #include "format/packed.h"
 #include "oracles/dot.h"
@@ -91,6 +92,24 @@ static void bias_grad(vijp_packed *pk, const vijp_mat *g, size_t m, size_t n, co
     mpfr_clear(t);
 }
 
+/* A block's values packed at Q, over ranges of them on the format's
+ * threads (base/fork.h): value e goes to its own slot and head
+ * (vijp_packed_set; the side array of wide exponents is made once,
+ * atomically, by whichever thread needs it first: packed.c), by the same
+ * operations on any count. */
+typedef struct {
+    vijp_packed *pk;
+    size_t first; /* the block's first value in pk */
+    mpfr_t *w;
+} pack_job;
+
+static void pack_range(void *ctx, size_t part, size_t begin, size_t end)
+{
+    const pack_job *J = ctx;
+    (void)part;
+    for (size_t e = begin; e < end; e++) vijp_packed_set(J->pk, J->first + e, J->w[e]);
+}
+
 /* A batch's ∂W, cols columns (of W; rows of the inputs h) at a time: the
  * block's rows of h as a c × B view (its mpfr_t structs copied: they
  * point at h's limbs, read only), the layer narrowed to the block,
@@ -112,7 +131,10 @@ static void batch_param(const vijp_layer *L, const vijp_mat *h, const vijp_mat *
         for (size_t b = 0; b < B; b++)
             for (size_t k = 0; k < c; k++) xs[k + b * c][0] = h->m[k0 + k + b * n][0];
         if (vijp_ref_dense_weight_grad(&block, xs, B, g->m, w.m, fmt)) abort(); /* unreachable: vo_dot_fused */
-        for (size_t e = 0; e < m * c; e++) vijp_packed_set(pk, m * k0 + e, w.m[e]);
+        /* about 25 ns a value, most of it the first touch of pk's pages:
+         * 128 of fork.h's units */
+        pack_job job = {pk, m * k0, w.m};
+        vijp_fork(fmt->threads, m * c, 128.0 * (double)(m * c), pack_range, &job);
     }
     bias_grad(pk, g, m, n, fmt);
     free(xs);

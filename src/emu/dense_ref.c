@@ -495,10 +495,33 @@ static double *doubles(size_t count, size_t times)
     return vijp_alloc_unset(count * times * sizeof(double));
 }
 
+/* Wᵀ (n × m) from W (m × n), by tiles (one of them in cache read and
+ * written), W's rows [i0, i1) on one range of the format's threads: each
+ * range writes its own columns of Wᵀ (base/fork.h; a copy: the same bits
+ * on any count). */
+typedef struct {
+    const double *W;
+    double *Wt;
+    size_t m, n;
+} transpose_job;
+
+static void transpose_rows(void *ctx, size_t part, size_t i0, size_t i1)
+{
+    enum { TILE = 32 };
+    const transpose_job *J = ctx;
+    size_t m = J->m, n = J->n;
+    (void)part;
+    for (size_t k0 = 0; k0 < n; k0 += TILE)
+        for (size_t t0 = i0; t0 < i1; t0 += TILE)
+            for (size_t k = k0; k < k0 + TILE && k < n; k++)
+                for (size_t i = t0; i < t0 + TILE && i < i1; i++) J->Wt[k + i * n] = J->W[i + k * m];
+}
+
 /* op's problem on θ's doubles th: A is W itself for W x + b (c = b) and
- * W u, a transposed copy for Wᵀ g, and for the parameter gradient the
- * cotangents' parts (load writes them). */
-static void problem_alloc(dd_problem *p, int op, const vijp_layer *L, const double *th, size_t B, int parts)
+ * W u, a transposed copy for Wᵀ g (on up to threads threads), and for the
+ * parameter gradient the cotangents' parts (load writes them). */
+static void problem_alloc(dd_problem *p, int op, const vijp_layer *L, const double *th, size_t B, int parts,
+                          int threads)
 {
     /* every size is positive: the caller runs the oracle on an empty shape */
     size_t m = L->out, n = L->in;
@@ -509,12 +532,9 @@ static void problem_alloc(dd_problem *p, int op, const vijp_layer *L, const doub
     if (op == OP_FORWARD || op == OP_JVP) p->A = th;
     else p->A = p->own_A = doubles(p->rows, p->k);
     if (op == OP_FORWARD) p->c = th + m * n;
-    if (op == OP_VJP) { /* Wᵀ (n × m), by tiles: one of them in cache read and written */
-        enum { TILE = 32 };
-        for (size_t k0 = 0; k0 < n; k0 += TILE)
-            for (size_t i0 = 0; i0 < m; i0 += TILE)
-                for (size_t k = k0; k < k0 + TILE && k < n; k++)
-                    for (size_t i = i0; i < i0 + TILE && i < m; i++) p->own_A[k + i * n] = th[i + k * m];
+    if (op == OP_VJP) { /* about 2 ns a value, its first touch mostly: 16 of fork.h's units */
+        transpose_job J = {th, p->own_A, m, n};
+        vijp_fork(threads, m, 16.0 * (double)m * (double)n, transpose_rows, &J);
     }
     p->x[0] = doubles((size_t)parts * p->k, p->cols);
     for (int i = 1; i < 4; i++) p->x[i] = i < parts ? p->x[i - 1] + p->k * p->cols : NULL;
@@ -525,32 +545,60 @@ static void problem_alloc(dd_problem *p, int op, const vijp_layer *L, const doub
 
 static void problem_free(dd_problem *p) { free(p->own_A), free(p->x[0]), free(p->y[0]); }
 
-/* The doubles of op's inputs (θ's are there already); 0 when one of them
- * is not exactly there. */
-static int load(int op, const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *in, dd_problem *p, mpfr_ptr tmp)
+/* The doubles of op's inputs (θ's are there already), over ranges of
+ * their values on the format's threads (base/fork.h): value v's parts come
+ * from it alone and go to slots of their own, so the bits do not depend on
+ * the count.  The values: the parameter gradient's cotangents (m·B), then
+ * its inputs (n·B); the other ops' inputs (k·B). */
+typedef struct {
+    int op;
+    const vijp_layer *L;
+    mpfr_t *X, *in;
+    size_t B;
+    dd_problem *p;
+    mpfr_prec_t tmp_prec;
+    int inexact[VIJP_FORK_MAX_THREADS]; /* a range met a value that is not exactly its parts */
+} load_job;
+
+static void load_range(void *ctx, size_t part, size_t begin, size_t end)
 {
-    size_t m = L->out, n = L->in;
+    load_job *J = ctx;
+    dd_problem *p = J->p;
+    size_t m = J->L->out, n = J->L->in, B = J->B;
     int ok = 1, np = p->parts;
     double d[4];
-    if (op == OP_VJP_PARAM) { /* ∂W = Σ_a G_a · Σ_r X_rᵀ over the parts: np·B terms of g_a·(x_0 + ... ) */
-        for (size_t j = 0; j < B && ok; j++)
-            for (size_t i = 0; i < m && ok; i++) {
-                ok = parts_of(in[i + j * m], d, np, tmp);
-                for (int a = 0; a < np; a++) p->own_A[i + (a * B + j) * m] = d[a];
-            }
-        for (size_t k = 0; k < n && ok; k++)
-            for (size_t j = 0; j < B && ok; j++) {
-                ok = parts_of(X[k + j * n], d, np, tmp);
-                for (int r = 0; r < np; r++)
-                    for (int a = 0; a < np; a++) p->x[r][k * np * B + a * B + j] = d[r];
-            }
-        return ok;
+    mpfr_t tmp;
+    mpfr_init2(tmp, J->tmp_prec); /* parts_of checks its subtractions exact all the same */
+    for (size_t v = begin; v < end && ok; v++) {
+        if (J->op != OP_VJP_PARAM) {
+            ok = parts_of(J->in[v], d, np, tmp);
+            for (int r = 0; r < np; r++) p->x[r][v] = d[r];
+        } else if (v < m * B) { /* ∂W = Σ_a G_a · Σ_r X_rᵀ over the parts: np·B terms of g_a·(x_0 + ... ) */
+            size_t i = v % m, j = v / m;
+            ok = parts_of(J->in[v], d, np, tmp);
+            for (int a = 0; a < np; a++) p->own_A[i + (a * B + j) * m] = d[a];
+        } else {
+            size_t k = (v - m * B) % n, j = (v - m * B) / n;
+            ok = parts_of(J->X[v - m * B], d, np, tmp);
+            for (int r = 0; r < np; r++)
+                for (int a = 0; a < np; a++) p->x[r][k * np * B + a * B + j] = d[r];
+        }
     }
-    for (size_t e = 0; e < p->k * B && ok; e++) {
-        ok = parts_of(in[e], d, np, tmp);
-        for (int r = 0; r < np; r++) p->x[r][e] = d[r];
-    }
-    return ok;
+    mpfr_clear(tmp);
+    J->inexact[part] = !ok;
+}
+
+/* 0 when one of op's inputs is not exactly its parts. */
+static int load(int op, const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *in, dd_problem *p, mpfr_prec_t tmp_prec,
+                int threads)
+{
+    load_job J = {.op = op, .L = L, .X = X, .in = in, .B = B, .p = p, .tmp_prec = tmp_prec};
+    size_t values = op == OP_VJP_PARAM ? (L->out + L->in) * B : p->k * B;
+    /* a split by limbs costs 20-50 ns a value: 128 of fork.h's units */
+    vijp_fork(threads, values, 128.0 * (double)values, load_range, &J);
+    for (int k = 0; k < VIJP_FORK_MAX_THREADS; k++)
+        if (J.inexact[k]) return 0;
+    return 1;
 }
 
 /* y = A·x + c: with x in double-double, in double-double for P <= 64 bits
@@ -708,11 +756,8 @@ static int op_d(int op, int bias, const vijp_layer *L, const double *th, mpfr_t 
         return 0;
     }
     dd_problem p;
-    problem_alloc(&p, op, L, th, B, parts);
-    mpfr_t tmp;
-    mpfr_init2(tmp, f->prec > P ? f->prec : P); /* parts_of checks its subtractions exact all the same */
-    int ok = load(op, L, X, B, in, &p, tmp);
-    mpfr_clear(tmp);
+    problem_alloc(&p, op, L, th, B, parts, f->threads);
+    int ok = load(op, L, X, B, in, &p, f->prec > P ? f->prec : P, f->threads);
     if (!ok) {
         problem_free(&p);
         if (bias) oracle_d(op, L, th, X, B, in, out);
