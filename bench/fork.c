@@ -97,7 +97,7 @@ int main(int argc, char **argv)
 {
     long W = bench_count(argc, argv, 1024, 32, 4096,
                          "Usage: bench-fork [WIDTH]\n  fork-join overhead, then the emulated and reference dense "
-                         "products and the LU solve of one WIDTH x WIDTH layer (default 1024, batch 16) on 1 and 2 "
+                         "products, the LU solve and the GELU of one WIDTH x WIDTH layer (default 1024, batch 16) on 1 and 2 "
                          "threads, wall ms and their ratio (make bench).\n");
     double fork_us = overhead_us(NULL, 200);
     vijp_team *team = vijp_team_new(2);

@@ -285,12 +285,12 @@ static size_t ref_parts(int op, int threads, size_t m, size_t n, size_t B, long 
     return vijp_fork_parts(threads, cols, (double)rows * (double)cols * (8 * (double)k + 256), VIJP_FORK_MIN_WORK);
 }
 
-/* dense_ref.c's load: the inputs it splits into double parts, 128 work
- * units each, over ranges of their values. */
+/* dense_ref.c's load: the inputs it splits into double parts, over ranges
+ * of their values. */
 static size_t load_parts(int op, int threads, size_t m, size_t n, size_t B)
 {
     size_t values = op == 3 ? (m + n) * B : op == 2 ? m * B : n * B;
-    return vijp_fork_parts(threads, values, 128.0 * (double)values, VIJP_FORK_MIN_WORK);
+    return vijp_fork_parts(threads, values, VIJP_DDREF_SPLIT_WORK * (double)values, VIJP_FORK_MIN_WORK);
 }
 
 /* Each op of a dense:m×n layer (θ 53-bit, as the drift memo holds it) at
@@ -327,8 +327,9 @@ static void ref_shape(vijp_rng *r, long P, size_t m, size_t n, size_t B, int ine
             f.threads = thread_counts[c];
             *split += ref_parts(op, f.threads, m, n, B, P) > 1;
             *loads += load_parts(op, f.threads, m, n, B) > 1;
-            /* the vjp's Wᵀ, by ranges of W's rows, 16 work units a value */
-            *transposes += op == 2 && vijp_fork_parts(f.threads, m, 16.0 * (double)(m * n), VIJP_FORK_MIN_WORK) > 1;
+            /* the vjp's Wᵀ, by ranges of W's rows */
+            double copy = VIJP_DDREF_TRANSPOSE_WORK * (double)(m * n);
+            *transposes += op == 2 && vijp_fork_parts(f.threads, m, copy, VIJP_FORK_MIN_WORK) > 1;
             vijp_ddref_stats st = {.any_size = 1};
             mpfr_t *many = unwritten(count, &f);
             vijp_ref_dense_op(op, &L, th, X, B, in, many, &f, &st);
@@ -378,13 +379,14 @@ START_TEST(reference_products_same_bits)
 END_TEST
 
 /* The drift reference's batch parameter gradient packed at Q
- * (drift/outer.c: each block's values over ranges, 128 work units each):
- * dense 97 × 131 at batch 16, one block of all 131 columns (12707 values,
- * three parts) and blocks of 40 (3880: one), at two levels.  Row 0 of the
- * inputs at 2^-12000 and of the cotangents at 2^-9000, so that row 0 of
- * ∂W (one value in every range) has exponents past the packed heads' 16
- * bits and needs the block's side array, which the first range to meet
- * one makes. */
+ * (drift/outer.c: each block's values over ranges, DRIFT_OUTER_PACK_WORK
+ * each): dense 97 × 131 at batch 16, one block of all 131 columns (12707
+ * values, three parts) and blocks of 40 (3880: one), at two levels.  Row 0
+ * of the cotangents at 2^-17000, so that row 0 of ∂W (values 97 apart:
+ * many in every range) lies below the packed heads' exponents (down to
+ * −16384) and needs the block's side array, which the first range to meet
+ * such a value makes while the others may be meeting theirs; ∂W(0, 0) at
+ * 2^-29000 too (row 0 of the inputs at 2^-12000). */
 START_TEST(reference_packing_same_bits)
 {
     static const long levels[][2] = {{106, 106}, {212, 170}};
@@ -406,7 +408,7 @@ START_TEST(reference_packing_same_bits)
         for (size_t e = 0; e < N * B; e++) mpfr_set(h.m[e], hx[e], MPFR_RNDN);
         for (size_t e = 0; e < M * B; e++) mpfr_set(g.m[e], gx[e], MPFR_RNDN);
         for (size_t b = 0; b < B; b++)
-            mpfr_mul_2si(h.m[b * N], h.m[b * N], -12000, MPFR_RNDN), mpfr_mul_2si(g.m[b * M], g.m[b * M], -9000, MPFR_RNDN);
+            mpfr_mul_2si(h.m[b * N], h.m[b * N], -12000, MPFR_RNDN), mpfr_mul_2si(g.m[b * M], g.m[b * M], -17000, MPFR_RNDN);
         for (size_t bk = 0; bk < sizeof blocks / sizeof *blocks; bk++) {
             vijp_mat one;
             fP.threads = 1;
@@ -415,7 +417,7 @@ START_TEST(reference_packing_same_bits)
             for (size_t c = 0; c < N_COUNTS; c++) {
                 fP.threads = thread_counts[c];
                 double values = (double)(M * blocks[bk]);
-                split += vijp_fork_parts(fP.threads, M * blocks[bk], 128.0 * values, VIJP_FORK_MIN_WORK) > 1;
+                split += vijp_fork_parts(fP.threads, M * blocks[bk], DRIFT_OUTER_PACK_WORK * values, VIJP_FORK_MIN_WORK) > 1;
                 vijp_mat many;
                 ck_assert(drift_outer_param_blocks(&L, &h, &g, &fP, &fQ, blocks[bk], &many));
                 for (size_t e = 0; e < M * N + M; e++) {
@@ -489,18 +491,21 @@ END_TEST
 /* ---- the emulated activations on doubles ---- */
 
 /* Every smooth activation's forward, jvp and vijp on double-held operands
- * (src/emu/activations.c: ranges of the units, 128 of fork.h's work units
- * each) in three emulated formats: 160 × 160 units (five parts), 8195 × 1
- * (two: a layer at batch 1 splits too) and 160 × 3 (none).  Inputs on the
- * storage grid, with ±0 and a unit where f′ rounds to 0 (x = −200; +200 for
- * tanh) in the vijp's second run, first in the last range: the vijp must
- * say singular on every count exactly where the serial loop does. */
-static double *act_units(vijp_rng *r, const vijp_format *f, size_t n)
+ * (src/emu/activations.c: ranges of the units, VIJP_EMU_ACT_UNIT_WORK each)
+ * in three emulated formats: 160 × 160 units (five parts), 8195 × 1 (two:
+ * a layer of that many units splits at batch 1 too) and 160 × 3 (none).
+ * Inputs on the storage grid, with ±0: 3·N(0, 1) for f and the jvp;
+ * |N(0, 1)| for the vijp, where every f′ is positive and far from rounding
+ * to 0 even in binary16 (tanh′(4.5) is 5e-4; it must succeed, so that its
+ * outputs are compared), and in its second run a unit where f′ rounds to 0 (x = −200;
+ * +200 for tanh) first in the last range: the vijp must say singular on
+ * every count exactly where the serial loop does. */
+static double *act_inputs(vijp_rng *r, const vijp_format *f, size_t n, int magnitudes)
 {
     double *x = vijp_alloc_array(n, sizeof *x);
     vijp_mat m;
     vijp_mat_init(&m, n, 1, f);
-    for (size_t i = 0; i < n; i++) x[i] = 3 * vijp_rng_normal(r);
+    for (size_t i = 0; i < n; i++) x[i] = magnitudes ? fabs(vijp_rng_normal(r)) : 3 * vijp_rng_normal(r);
     x[0] = 0, x[n / 2] = -0.0;
     vijp_mat_set_d(&m, x);
     for (size_t i = 0; i < n; i++) x[i] = vijp_mat_get_d(&m, i);
@@ -532,14 +537,15 @@ START_TEST(emulated_activations_same_bits)
             vijp_format f;
             ck_assert_int_eq(vijp_format_parse(formats[fi], &f, NULL), 0);
             size_t in = shapes[s][0], B = shapes[s][1], n = in * B;
-            double *x = act_units(&r, &f, n), *u = act_units(&r, &f, n);
+            double *xs = act_inputs(&r, &f, n, 0), *xa = act_inputs(&r, &f, n, 1), *u = act_inputs(&r, &f, n, 0);
             double *one = vijp_alloc_array(n, sizeof *one), *many = vijp_alloc_array(n, sizeof *many);
             for (int kind = 0; kind < VIJP_KACT_COUNT; kind++) {
                 vijp_layer L;
                 ck_assert_int_eq(vijp_layer_parse(&L, vijp_kact_names[kind], in, NULL), 0);
                 for (int op = 0; op < 4; op++) {
                     int o = op < 3 ? op : 2; /* op 3: the vijp again, with a unit whose f′ is 0 */
-                    size_t parts = vijp_fork_parts(5, n, 128.0 * (double)n, VIJP_FORK_MIN_WORK);
+                    double *x = o == 2 ? xa : xs, work = VIJP_EMU_ACT_UNIT_WORK * (double)n;
+                    size_t parts = vijp_fork_parts(5, n, work, VIJP_FORK_MIN_WORK);
                     size_t at = vijp_fork_begin(n, parts, parts - 1);
                     double keep = x[at];
                     if (op == 3) x[at] = kind == VIJP_KACT_TANH ? 200 : -200;
@@ -548,11 +554,13 @@ START_TEST(emulated_activations_same_bits)
                     double d;
                     vijp_emu_act_pair(kind, x[at], &f, NULL, &d);
                     if (op == 3) singular += rc1 == VIJP_ESINGULAR;
-                    ck_assert_msg(op != 3 || rc1 == (d == 0 ? VIJP_ESINGULAR : 0), "%s %s: f'(%g) = %g, rc %d",
-                                  vijp_kact_names[kind], f.name, x[at], d, rc1);
+                    ck_assert_msg(op != 3 || d == 0, "%s %s: f'(%g) = %g, not 0: the stop goes untested",
+                                  vijp_kact_names[kind], f.name, x[at], d);
+                    ck_assert_msg(o != 2 || rc1 == (op == 3 ? VIJP_ESINGULAR : 0), "%s vijp %s %zu x %zu: rc %d",
+                                  vijp_kact_names[kind], f.name, in, B, rc1);
                     for (size_t c = 0; c < N_COUNTS; c++) {
                         f.threads = thread_counts[c];
-                        split += vijp_fork_parts(f.threads, n, 128.0 * (double)n, VIJP_FORK_MIN_WORK) > 1;
+                        split += vijp_fork_parts(f.threads, n, work, VIJP_FORK_MIN_WORK) > 1;
                         int rc = act_call(o, kind, &L, x, u, B, many, &f);
                         ck_assert_msg(rc == rc1, "%s %s %s %zu x %zu: rc %d on %d threads, %d on 1",
                                       vijp_kact_names[kind], ops[o], f.name, in, B, rc, f.threads, rc1);
@@ -565,11 +573,12 @@ START_TEST(emulated_activations_same_bits)
                 }
                 vijp_layer_clear(&L);
             }
-            free(x), free(u), free(one), free(many);
+            free(xs), free(xa), free(u), free(one), free(many);
         }
     /* 3 formats × 2 split shapes × 6 kinds × 4 runs × 3 counts */
     ck_assert_msg(split == 432, "%d runs split, not 432: the shapes fell below the threshold", split);
-    ck_assert_msg(singular >= 3 * 3 * 3, "only %d runs met f' = 0: the vijp's early return went untested", singular);
+    /* 3 formats × 3 shapes × 6 kinds */
+    ck_assert_msg(singular == 54, "%d runs met f' = 0, not 54: the vijp's stop went untested", singular);
 }
 END_TEST
 

@@ -131,10 +131,8 @@ static void batch_param(const vijp_layer *L, const vijp_mat *h, const vijp_mat *
         for (size_t b = 0; b < B; b++)
             for (size_t k = 0; k < c; k++) xs[k + b * c][0] = h->m[k0 + k + b * n][0];
         if (vijp_ref_dense_weight_grad(&block, xs, B, g->m, w.m, fmt)) abort(); /* unreachable: vo_dot_fused */
-        /* about 25 ns a value, most of it the first touch of pk's pages:
-         * 128 of fork.h's units */
         pack_job job = {pk, m * k0, w.m};
-        vijp_fork(fmt->threads, m * c, 128.0 * (double)(m * c), pack_range, &job);
+        vijp_fork(fmt->threads, m * c, DRIFT_OUTER_PACK_WORK * (double)(m * c), pack_range, &job);
     }
     bias_grad(pk, g, m, n, fmt);
     free(xs);

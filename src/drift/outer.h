@@ -25,6 +25,11 @@ int drift_outer_param(const vijp_layer *L, const vijp_mat *h, const vijp_mat *g,
  * enough that the fast products split each block over a curve's threads. */
 #define DRIFT_OUTER_BLOCK_BYTES ((size_t)16 << 20)
 
+/* The work, in base/fork.h's units, of packing one value of a block at the
+ * held precision (about 25 ns, most of it the first touch of the packed
+ * block's pages), over ranges of the block's values on fmt's threads. */
+#define DRIFT_OUTER_PACK_WORK 128.0
+
 /* The same at batch 2 and more, ∂W formed cols columns at a time (at
  * least 1, at most all; drift_outer_param takes as many as fill
  * DRIFT_OUTER_BLOCK_BYTES with MPFR values): the tests', whose layers

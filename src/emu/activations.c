@@ -196,8 +196,9 @@ static void act_units(void *arg, size_t part, size_t begin, size_t end)
 static int act_run_units(act_run *r, size_t n, const vijp_format *f)
 {
     /* An elementary function on the grid costs 20-100 ns (a glibc call, the
-     * rounding test, a few emulated operations), 100-200 of fork.h's units */
-    vijp_fork(f->threads, n, 128.0 * (double)n, act_units, r);
+     * rounding test, a few emulated operations): 40 to 1000 of fork.h's
+     * units, VIJP_EMU_ACT_UNIT_WORK the low end */
+    vijp_fork(f->threads, n, VIJP_EMU_ACT_UNIT_WORK * (double)n, act_units, r);
     for (int k = 0; k < VIJP_FORK_MAX_THREADS; k++)
         if (r->singular[k]) return VIJP_ESINGULAR;
     return 0;

@@ -25,7 +25,10 @@ void vijp_emu_act_jacobian(int kind, const vijp_layer *L, mpfr_t *x, mpfr_t *J, 
 int vijp_emu_act_inverse(int kind, const vijp_layer *L, mpfr_t *Y, size_t B, mpfr_t *X, const vijp_format *f);
 
 /* The same three on double-held operands (vijp/mat.h; layer/emu_native.h),
- * bit for bit the MPFR-array ones. */
+ * bit for bit the MPFR-array ones, over ranges of the L->in·B units on
+ * f->threads threads, VIJP_EMU_ACT_UNIT_WORK of fork.h's work units a
+ * unit (base/fork.h: a split pays from 2·VIJP_FORK_MIN_WORK of them). */
+#define VIJP_EMU_ACT_UNIT_WORK 128.0
 void vijp_emu_act_forward_d(int kind, const vijp_layer *L, const double *X, size_t B, double *Y, const vijp_format *f);
 void vijp_emu_act_jvp_d(int kind, const vijp_layer *L, const double *X, size_t B, const double *U, double *V,
                         const vijp_format *f);

@@ -532,9 +532,9 @@ static void problem_alloc(dd_problem *p, int op, const vijp_layer *L, const doub
     if (op == OP_FORWARD || op == OP_JVP) p->A = th;
     else p->A = p->own_A = doubles(p->rows, p->k);
     if (op == OP_FORWARD) p->c = th + m * n;
-    if (op == OP_VJP) { /* about 2 ns a value, its first touch mostly: 16 of fork.h's units */
+    if (op == OP_VJP) {
         transpose_job J = {th, p->own_A, m, n};
-        vijp_fork(threads, m, 16.0 * (double)m * (double)n, transpose_rows, &J);
+        vijp_fork(threads, m, VIJP_DDREF_TRANSPOSE_WORK * (double)m * (double)n, transpose_rows, &J);
     }
     p->x[0] = doubles((size_t)parts * p->k, p->cols);
     for (int i = 1; i < 4; i++) p->x[i] = i < parts ? p->x[i - 1] + p->k * p->cols : NULL;
@@ -548,8 +548,9 @@ static void problem_free(dd_problem *p) { free(p->own_A), free(p->x[0]), free(p-
 /* The doubles of op's inputs (θ's are there already), over ranges of
  * their values on the format's threads (base/fork.h): value v's parts come
  * from it alone and go to slots of their own, so the bits do not depend on
- * the count.  The values: the parameter gradient's cotangents (m·B), then
- * its inputs (n·B); the other ops' inputs (k·B). */
+ * the count.  The values: the parameter gradient's cotangents (m·B,
+ * in[i + j·m] the v-th), then its inputs (n·B, X[k + j·n] the (m·B +
+ * k·B + j)-th); the other ops' inputs (k·B, in order). */
 typedef struct {
     int op;
     const vijp_layer *L;
@@ -577,9 +578,9 @@ static void load_range(void *ctx, size_t part, size_t begin, size_t end)
             size_t i = v % m, j = v / m;
             ok = parts_of(J->in[v], d, np, tmp);
             for (int a = 0; a < np; a++) p->own_A[i + (a * B + j) * m] = d[a];
-        } else {
-            size_t k = (v - m * B) % n, j = (v - m * B) / n;
-            ok = parts_of(J->X[v - m * B], d, np, tmp);
+        } else { /* k slowest, so that the writes run along each part's rows */
+            size_t k = (v - m * B) / B, j = (v - m * B) % B;
+            ok = parts_of(J->X[k + j * n], d, np, tmp);
             for (int r = 0; r < np; r++)
                 for (int a = 0; a < np; a++) p->x[r][k * np * B + a * B + j] = d[r];
         }
@@ -594,8 +595,7 @@ static int load(int op, const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *in, dd
 {
     load_job J = {.op = op, .L = L, .X = X, .in = in, .B = B, .p = p, .tmp_prec = tmp_prec};
     size_t values = op == OP_VJP_PARAM ? (L->out + L->in) * B : p->k * B;
-    /* a split by limbs costs 20-50 ns a value: 128 of fork.h's units */
-    vijp_fork(threads, values, 128.0 * (double)values, load_range, &J);
+    vijp_fork(threads, values, VIJP_DDREF_SPLIT_WORK * (double)values, load_range, &J);
     for (int k = 0; k < VIJP_FORK_MAX_THREADS; k++)
         if (J.inexact[k]) return 0;
     return 1;

@@ -38,6 +38,15 @@ typedef struct {
 #define VIJP_DDREF_MIN_TERMS 32
 #define VIJP_DDREF_MIN_BATCH 8
 
+/* The work, in fork.h's units, of the fast path's steps that run over
+ * ranges on the format's threads before the products: splitting an input
+ * value into double parts (20-50 ns: the low end), of which there are
+ * n·B (forward, jvp), m·B (vjp) or (m + n)·B (the parameter gradient);
+ * and a value of the vjp's copy of Wᵀ (about 2 ns with its first touch),
+ * over ranges of W's m rows. */
+#define VIJP_DDREF_SPLIT_WORK 128.0
+#define VIJP_DDREF_TRANSPOSE_WORK 16.0
+
 /* The dense type's mp operators (layers/dense.c's ops_mp): the fast path
  * where it applies, else vo_dense_* (oracles/oracles.h), with the same
  * contracts. */
