@@ -129,8 +129,8 @@ static void run_layer(void *arg)
 static double oracle_ms(const layer_call *c)
 {
     vijp_mat th, X, Y, G, Gx, Gt;
-    vijp_mat_init_mp(&th, c->th, 1), vijp_mat_init_mp(&X, c->X, 1), vijp_mat_init_mp(&Y, c->Y, 1);
-    vijp_mat_init_mp(&G, c->G, 1), vijp_mat_init_mp(&Gx, c->Gx, 1), vijp_mat_init_mp(&Gt, c->Gt, 1);
+    vijp_mat_init_mp(&th, c->th, 1), vijp_mat_init_mp(&X, c->X, 1), vijp_mat_init_mp(&G, c->G, 1);
+    vijp_mat_init_mp(&Y, c->Y, 0), vijp_mat_init_mp(&Gx, c->Gx, 0), vijp_mat_init_mp(&Gt, c->Gt, 0); /* outputs */
     layer_call mp = {c->L, &th, &X, &Y, &G, &Gx, &Gt, c->backward, 1};
     double t = best_of(run_layer, &mp, 1);
     vijp_mat_clear(&th), vijp_mat_clear(&X), vijp_mat_clear(&Y);

@@ -201,6 +201,21 @@ START_TEST(factors_same_bits_any_threads)
 }
 END_TEST
 
+/* κ of diag(d) from d alone, hand-derived: σ = |d_k| in any order, so
+ * {0.5, −4, 2, 0.25} has κ = 4/0.25 = 16 (exact in double); a diagonal
+ * whose entry lies below n·u·σ_max (1e-300 beside 3, n = 3) is deficient,
+ * and κ is then taken over the others, 3/1.  s may be d itself. */
+START_TEST(diagonal_kappa_by_hand)
+{
+    double d[4] = {0.5, -4, 2, 0.25}, s[4];
+    int deficient = -1;
+    ck_assert(cond_kappa_diagonal(d, 4, s, &deficient) == 16 && deficient == 0);
+    ck_assert(d[0] == 0.5 && d[1] == -4); /* only read */
+    double t[3] = {1, 1e-300, 3};
+    ck_assert(cond_kappa_diagonal(t, 3, t, &deficient) == 3 && deficient == 1);
+}
+END_TEST
+
 /* Where J is (numerically) singular the exact κ leaves σ out and the
  * estimate cannot see which: it hands over.  An exact zero column stops the
  * LU; a designed σ_n = 0, rounded to ~n u σ_1, leaves θ κ_est >= 1/(n u). */
@@ -705,6 +720,7 @@ Suite *suite_cond(void)
     tcase_add_test(tc, estimate_within_bound_of_known_kappa);
     tcase_add_test(tc, factors_and_solves_backward_stable);
     tcase_add_test(tc, factors_same_bits_any_threads);
+    tcase_add_test(tc, diagonal_kappa_by_hand);
     tcase_add_test(tc, estimate_hands_over_where_singular);
     tcase_add_test(tc, spread_tracks_benettin_first_and_last);
     tcase_add_test(tc, drift_estimates_wide_layers);

@@ -274,6 +274,15 @@ struct vijp_layer_type {
     const struct vijp_emu_native *emu_native;
 };
 
+/* Whether T is elementwise by its declaration: an f′ by dual_eval, or a
+ * residual kind that keeps one value per unit (SIGN, DERIV).  Such a type
+ * needs an f′ enclosure (vijp_layer_type_check), and a drift curve takes
+ * its κ from f′ alone where it has no parameters. */
+static inline int vijp_layer_type_elementwise(const vijp_layer_type *T)
+{
+    return T->dual_eval || T->residual == VIJP_RESIDUAL_SIGN || T->residual == VIJP_RESIDUAL_DERIV;
+}
+
 /* The registry: every layer type, found by name.  It holds the built-in
  * catalogue and whatever vijp_layer_register added (not thread-safe:
  * register before running anything). */

@@ -49,6 +49,16 @@ static inline size_t vijp_fork_begin(size_t n, size_t parts, size_t k)
     return n / parts * k + n % parts * k / parts;
 }
 
+/* Whether any of a run's per-part flags (an array of VIJP_FORK_MAX_THREADS,
+ * zeroed before the run, flag[part] set by a body that met its case) is
+ * set: what a serial loop's early return would have said. */
+static inline int vijp_fork_any(const int *flag)
+{
+    int any = 0;
+    for (int k = 0; k < VIJP_FORK_MAX_THREADS; k++) any |= flag[k];
+    return any;
+}
+
 /* body over [0, n) in vijp_fork_parts(threads, n, work, VIJP_FORK_MIN_WORK) parts. */
 void vijp_fork(int threads, size_t n, double work, vijp_fork_body *body, void *ctx);
 

@@ -72,11 +72,9 @@ double cond_kappa_exact(double *J, size_t m, size_t n, double *s, int *deficient
     return cond_kappa_exact_known(J, m, n, cond_is_diagonal(J, m, n), s, deficient);
 }
 
-/* κ from the r singular values in s (taken as they are where sorted is
- * set, else sorted here, descending) of an m × n matrix. */
-static double kappa_of_values(double *s, size_t r, size_t m, size_t n, int sorted, int *deficient)
+/* κ from the r singular values in s, descending, of an m × n matrix. */
+static double kappa_of_values(const double *s, size_t r, size_t m, size_t n, int *deficient)
 {
-    if (!sorted) qsort(s, r, sizeof *s, descending);
     double tol = (double)(m > n ? m : n) * unit_roundoff * s[0], smin = s[0];
     for (size_t k = 0; k < r; k++) {
         if (s[k] > tol) smin = s[k];
@@ -94,14 +92,15 @@ double cond_kappa_exact_known(double *J, size_t m, size_t n, int diagonal, doubl
     }
     if (deficient) *deficient = 0;
     if (vijp_lapack_dgesdd('N', m, n, J, s, NULL, 1, NULL, 1)) return NAN;
-    return kappa_of_values(s, r, m, n, 1, deficient);
+    return kappa_of_values(s, r, m, n, deficient);
 }
 
 double cond_kappa_diagonal(const double *d, size_t n, double *s, int *deficient)
 {
     if (deficient) *deficient = 0;
     for (size_t k = 0; k < n; k++) s[k] = fabs(d[k]);
-    return kappa_of_values(s, n, n, n, 0, deficient);
+    qsort(s, n, sizeof *s, descending); /* dgesdd's order */
+    return kappa_of_values(s, n, n, n, deficient);
 }
 
 void cond_work_init(cond_work *w, size_t n, int threads)

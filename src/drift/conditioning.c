@@ -28,8 +28,7 @@ static void spread_init(spread *ly, const vijp_net *net, size_t exact_max)
 {
     size_t n = net->width;
     memset(ly, 0, sizeof *ly);
-    ly->n = n, ly->ok = 1;
-    for (size_t i = 0; i < net->depth; i++) ly->ok &= net->layers[i].in == n && net->layers[i].out == n;
+    ly->n = n, ly->ok = drift_net_square(net);
     if (!ly->ok) return;
     ly->estimated = n > exact_max;
     if (ly->estimated) {
@@ -135,11 +134,19 @@ static vijp_mat theta_in_double(const vijp_mat *t, const vijp_format *fd, int *o
     return v;
 }
 
+int drift_net_square(const vijp_net *net)
+{
+    int square = 1;
+    for (size_t i = 0; i < net->depth; i++) square &= net->layers[i].in == net->width && net->layers[i].out == net->width;
+    return square;
+}
+
+int drift_layer_wide(const vijp_layer *L, size_t exact_max) { return L->in == L->out && L->in > exact_max; }
+
 int drift_layer_elementwise(const vijp_layer *L)
 {
     const vijp_layer_type *T = L->type;
-    return L->in == L->out && T->param_count(L) == 0 &&
-           (T->dual_eval || T->residual == VIJP_RESIDUAL_SIGN || T->residual == VIJP_RESIDUAL_DERIV);
+    return L->in == L->out && T->param_count(L) == 0 && vijp_layer_type_elementwise(T);
 }
 
 /* f′ by the type's dual_eval where it has one (what the activations'
@@ -172,7 +179,7 @@ static void elementwise_layer(const vijp_layer *L, const vijp_mat *theta, const 
                               double *kappa, double *lyap)
 {
     size_t n = L->in;
-    double *dg = vijp_alloc_array(vijp_mat_len(h), sizeof *dg), *s = vijp_alloc_array(n, sizeof *s);
+    double *dg = vijp_alloc_array(vijp_mat_len(h), sizeof *dg);
     if (drift_elementwise_diagonals(L, theta, h, dg)) {
         *kappa = NAN, ly->ok = 0;
         samples = 0;
@@ -187,11 +194,11 @@ static void elementwise_layer(const vijp_layer *L, const vijp_mat *theta, const 
         }
         if (b == 0) spread_step(ly, NULL, col.d, NULL, lyap);
         int deficient;
-        double kb = cond_kappa_diagonal(col.d, n, s, &deficient);
+        double kb = cond_kappa_diagonal(col.d, n, col.d, &deficient); /* the sample's f′, not read again */
         if (b == 0) spread_after_kappa(ly, deficient, lyap);
         *kappa = vijp_max_nan(*kappa, kb);
     }
-    free(dg), free(s);
+    free(dg);
 }
 
 /* The seed of layer i's estimate at sample b: its own, whichever thread
@@ -211,10 +218,8 @@ static void sample_zero(const vijp_layer *L, const vijp_mat *theta, const vijp_m
     }
     int diag = cond_is_diagonal(J->d, m, n), estimate = wide && !diag;
     if (estimate) (void)cond_factor(w, J->d); /* a zero pivot: w->factored 0, the exact κ, a singular product */
-    double *dg = diag ? vijp_alloc_array(n, sizeof *dg) : NULL;
-    for (size_t k = 0; dg && k < n; k++) dg[k] = J->d[k + k * n];
-    spread_step(ly, J->d, dg, w, lyap);
-    free(dg);
+    for (size_t k = 0; diag && k < n; k++) s[k] = J->d[k + k * n]; /* s: r = n doubles, free until κ */
+    spread_step(ly, J->d, diag ? s : NULL, w, lyap);
     int deficient, by_estimate;
     double kb = layer_kappa(J->d, m, n, diag, estimate, w, sample_seed(i, 0), s, &deficient, &by_estimate);
     *estimated |= (unsigned char)by_estimate;
@@ -233,7 +238,8 @@ static void sample_zero(const vijp_layer *L, const vijp_mat *theta, const vijp_m
 typedef struct {
     const vijp_layer *L;
     const vijp_mat *theta, *h;
-    size_t i, exact_max;
+    size_t i;
+    int wide; /* drift_layer_wide */
     double *kappa;
     unsigned char *flag;
 } samples_job;
@@ -243,7 +249,7 @@ static void samples_part(void *ctx, size_t part, size_t begin, size_t end)
     const samples_job *jb = ctx;
     const vijp_layer *L = jb->L;
     size_t m = L->out, n = L->in, r = m < n ? m : n;
-    int wide = m == n && n > jb->exact_max;
+    int wide = jb->wide;
     (void)part;
     vijp_format fd;
     vijp_format_fixed(&fd, VIJP_DOUBLE);
@@ -291,7 +297,7 @@ static void general_layer(const vijp_layer *L, const vijp_mat *theta, const vijp
                           vijp_drift_curve *c, unsigned char *estimated)
 {
     size_t m = L->out, n = L->in, r = m < n ? m : n;
-    int wide = m == n && n > exact_max;
+    int wide = drift_layer_wide(L, exact_max);
     if (wide && w->n != n) cond_work_clear(w), cond_work_init(w, n, lu_threads);
     vijp_format fd;
     vijp_format_fixed(&fd, VIJP_DOUBLE);
@@ -299,14 +305,10 @@ static void general_layer(const vijp_layer *L, const vijp_mat *theta, const vijp
     double *s = vijp_alloc_array(r, sizeof *s);
     vijp_mat_init(&J, m, n, &fd);
     sample_zero(L, theta, h, i, wide, &J, w, ly, s, &c->kappa[i], &c->lyap_cum[i], &estimated[i]);
-    free(s);
-    if (samples < 2) {
-        vijp_mat_clear(&J);
-        return;
-    }
-    /* the samples' own Jacobians and factors instead (w's are not read again) */
-    vijp_mat_clear(&J), cond_work_clear(w);
-    samples_job jb = {L, theta, h, i, exact_max, vijp_alloc_array(samples, sizeof(double)), vijp_alloc_array(samples, 1)};
+    free(s), vijp_mat_clear(&J);
+    if (samples < 2) return;
+    cond_work_clear(w); /* the samples' own Jacobians and factors instead (w's are not read again) */
+    samples_job jb = {L, theta, h, i, wide, vijp_alloc_array(samples, sizeof(double)), vijp_alloc_array(samples, 1)};
     /* work a sample: the Jacobian written and scanned twice, then an SVD
      * (about 4·m·n·min(m, n)) or, wide, an LU (2n³/3) and Lanczos */
     double per = 4.0 * (double)m * (double)n * (wide ? 1 + (double)n / 6 : 1 + (double)r);
@@ -357,12 +359,8 @@ void drift_cond_method(const vijp_net *net, size_t exact_max, char *out, size_t 
     /* drift_conditioning estimates κ only of square layers past the limit, and
      * the spread only of all-square nets past it: a wide rectangular layer
      * is still exact */
-    int square = 1, wide_square = 0;
-    for (size_t i = 0; i < net->depth; i++) {
-        const vijp_layer *L = &net->layers[i];
-        square &= L->in == net->width && L->out == net->width;
-        wide_square |= L->in == L->out && L->in > exact_max;
-    }
+    int square = drift_net_square(net), wide_square = 0;
+    for (size_t i = 0; i < net->depth; i++) wide_square |= drift_layer_wide(&net->layers[i], exact_max);
     if (!wide_square) snprintf(out, size, "exact");
     else
         snprintf(out, size, "estimated above width %zu: kappa by Lanczos on JtJ and its inverse (kappa/%g <= it <= kappa, "

@@ -40,6 +40,13 @@ int drift_layer_elementwise(const vijp_layer *L);
  * tests. */
 int drift_elementwise_diagonals(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *h, double *dg);
 
+/* Whether every layer of net keeps its width (the spread is taken only
+ * then), and whether L is square and wider than exact_max (its κ is
+ * then estimated through LU factors): the conditioning's two tests, which
+ * its memory estimate (peak.c) counts by. */
+int drift_net_square(const vijp_net *net);
+int drift_layer_wide(const vijp_layer *L, size_t exact_max);
+
 /* vijp_drift_curve.cond_method for a net and the exact limit. */
 void drift_cond_method(const vijp_net *net, size_t exact_max, char *out, size_t size);
 

@@ -272,7 +272,7 @@ int drift_peak_cond_threads(const vijp_net *net, size_t batch, const vijp_format
          * and 8r ints) and the singular values; where it is wide, the LU
          * factors, the Lanczos vectors and the pivots (cond.h) */
         double J = 3 * m * n + 5 * r + (big > 7 * r ? big : 7 * r) + 4 * r;
-        if (L->in == L->out && L->in > exact_max) J += n * n + n * (double)(cond_lanczos_steps(L->in) + 2);
+        if (drift_layer_wide(L, exact_max)) J += n * n + n * (double)(cond_lanczos_steps(L->in) + 2);
         if (sizeof(double) * J > part) part = sizeof(double) * J;
     }
     if (threads <= 1 || batch < 2 || part == 0) return 1; /* no layer's samples run in parallel */
@@ -280,9 +280,7 @@ int drift_peak_cond_threads(const vijp_net *net, size_t batch, const vijp_format
     problem(&held, net, batch, value_bytes(f));
     add(&held, 2 * widest_output(net, batch, sizeof(double))); /* a layer's input and output in double */
     if (!vijp_format_values_double(f)) add(&held, sizeof(double) * widest_params(net, 0)); /* θ_i in double */
-    int square = 1;
-    for (size_t i = 0; i < net->depth; i++) square &= net->layers[i].in == net->width && net->layers[i].out == net->width;
-    if (square && net->width <= exact_max) /* Benettin's exact iteration: Q, Z, the sums and τ */
+    if (drift_net_square(net) && net->width <= exact_max) /* Benettin's exact iteration: Q, Z, the sums and τ */
         add(&held, sizeof(double) * (2.0 * (double)net->width * (double)net->width + 2.0 * (double)net->width));
     if (shared) shared_memo(&held, net, batch, f, ref_first);
     double room = drift_peak_bytes(net, batch, f, ref_first, shared).peak - held;

@@ -190,38 +190,37 @@ static void act_units(void *arg, size_t part, size_t begin, size_t end)
     }
 }
 
-/* The op over L's units at batch B; VIJP_ESINGULAR where a range met an f′
- * that a vijp cannot divide by (the other ranges' units are then written
- * or not: the caller discards the result, as after the serial loop). */
-static int act_run_units(act_run *r, size_t n, const vijp_format *f)
+/* op over L's units at batch B (U: NULL, the tangents or Gx; Y: Y, V or
+ * Gy); VIJP_ESINGULAR where a range met an f′ that a vijp cannot divide
+ * by (the other ranges' units are then written or not: the caller
+ * discards the result, as after the serial loop). */
+static int act_d(int kind, int op, const vijp_layer *L, size_t B, const double *X, const double *U, double *Y,
+                 const vijp_format *f)
 {
+    act_run r = {.kind = kind, .op = op, .c = {f, vijp_emu_arith(f)}, .X = X, .U = U, .Y = Y};
+    size_t n = L->in * B;
     /* An elementary function on the grid costs 20-100 ns (a glibc call, the
      * rounding test, a few emulated operations): 40 to 1000 of fork.h's
      * units, VIJP_EMU_ACT_UNIT_WORK the low end */
-    vijp_fork(f->threads, n, VIJP_EMU_ACT_UNIT_WORK * (double)n, act_units, r);
-    for (int k = 0; k < VIJP_FORK_MAX_THREADS; k++)
-        if (r->singular[k]) return VIJP_ESINGULAR;
-    return 0;
+    vijp_fork(f->threads, n, VIJP_EMU_ACT_UNIT_WORK * (double)n, act_units, &r);
+    return vijp_fork_any(r.singular) ? VIJP_ESINGULAR : 0;
 }
 
 void vijp_emu_act_forward_d(int kind, const vijp_layer *L, const double *X, size_t B, double *Y, const vijp_format *f)
 {
-    act_run r = {.kind = kind, .op = ACT_FORWARD, .c = {f, vijp_emu_arith(f)}, .X = X, .Y = Y};
-    (void)act_run_units(&r, L->in * B, f);
+    (void)act_d(kind, ACT_FORWARD, L, B, X, NULL, Y, f);
 }
 
 void vijp_emu_act_jvp_d(int kind, const vijp_layer *L, const double *X, size_t B, const double *U, double *V,
                         const vijp_format *f)
 {
-    act_run r = {.kind = kind, .op = ACT_JVP, .c = {f, vijp_emu_arith(f)}, .X = X, .U = U, .Y = V};
-    (void)act_run_units(&r, L->in * B, f);
+    (void)act_d(kind, ACT_JVP, L, B, X, U, V, f);
 }
 
 int vijp_emu_act_vijp_d(int kind, const vijp_layer *L, const double *X, size_t B, const double *Gx, double *Gy,
                         const vijp_format *f)
 {
-    act_run r = {.kind = kind, .op = ACT_VIJP, .c = {f, vijp_emu_arith(f)}, .X = X, .U = Gx, .Y = Gy};
-    return act_run_units(&r, L->in * B, f);
+    return act_d(kind, ACT_VIJP, L, B, X, Gx, Gy, f);
 }
 
 /* The oracles' inverses: logit log y − log1p(−y) on (0, 1); softplus⁻¹

@@ -596,9 +596,7 @@ static int load(int op, const vijp_layer *L, mpfr_t *X, size_t B, mpfr_t *in, dd
     load_job J = {.op = op, .L = L, .X = X, .in = in, .B = B, .p = p, .tmp_prec = tmp_prec};
     size_t values = op == OP_VJP_PARAM ? (L->out + L->in) * B : p->k * B;
     vijp_fork(threads, values, VIJP_DDREF_SPLIT_WORK * (double)values, load_range, &J);
-    for (int k = 0; k < VIJP_FORK_MAX_THREADS; k++)
-        if (J.inexact[k]) return 0;
-    return 1;
+    return !vijp_fork_any(J.inexact);
 }
 
 /* y = A·x + c: with x in double-double, in double-double for P <= 64 bits

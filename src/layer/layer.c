@@ -42,7 +42,7 @@ int vijp_layer_type_check(const vijp_layer_type *T, vijp_error *err)
     if (T->residual == VIJP_RESIDUAL_DERIV && (T->d->vjp_param || (T->mp && T->mp->vjp_param)))
         return vijp_fail(err, VIJP_EINVAL, "layer type '%s' has a parameter gradient but residual kind DERIV, which "
                          "keeps only f' and so drops it: declare VIJP_RESIDUAL_INPUT", nm);
-    int elementwise = T->dual_eval || T->residual == VIJP_RESIDUAL_DERIV || T->residual == VIJP_RESIDUAL_SIGN;
+    int elementwise = vijp_layer_type_elementwise(T);
     if (elementwise && !vijp_deriv_enclose_of(T))
         return vijp_fail(err, VIJP_EINVAL, "layer type '%s' is elementwise (%s) but has no f' enclosure "
                          "(deriv_enclose), which certification needs", nm,
