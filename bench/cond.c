@@ -9,12 +9,13 @@
  *   exact:  κ once per linear layer (one dgesdd) + Benettin's step: what
  *           widths up to VIJP_DRIFT_COND_EXACT_MAX_WIDTH (128) cost, here
  *           at the wider widths the estimate takes over, for comparison;
- *   estimate: LU (the solves' elimination in plain double, on one thread
- *           here as every cost in this table), Lanczos on JᵀJ and its
+ *   estimate: LU (cond.h's cond_factor: LAPACK's panels, BLAS's
+ *           updates, on one thread here as every cost in this table), Lanczos on JᵀJ and its
  *           inverse for κ, and the spread's two tracked directions: what
  *           wider layers cost.
- * Beside them the LU alone, LAPACK's dgetrf against that elimination
- * (cond.h's cond_factor), the same factorisation of the same matrix.
+ * Beside them the LU alone, LAPACK's dgetrf against cond_factor, the same
+ * factorisation of the same matrix (cond_factor's chunks exist for the
+ * curve's threads: at one thread the ratio says what they cost).
  * Usage: bench-cond [MAX_WIDTH] (default 2048; 4096 adds a run of about a
  * minute, most of it the exact SVD the estimate replaces). */
 #include "vijp/vijp.h"

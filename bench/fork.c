@@ -11,7 +11,8 @@
  * solve Moonwalk's vijp runs (vijp_emu_dense_vijp), the emulated GELU's
  * forward and jvp on the layer's W × batch units (src/emu/activations.c),
  * and the reference's products in mpfr:64 with exact dots
- * (src/emu/dense_ref.c).  Wall time:
+ * (src/emu/dense_ref.c), and the blocked LU behind the drift study's
+ * condition estimates (src/drift/cond.c, in double).  Wall time:
  * a ratio near 1 on a loaded machine means no core was free. */
 #include "bench.h"
 #include "vijp/vijp.h"
@@ -21,6 +22,8 @@
 #include "emu/dense.h"
 #include "kernels/kernels.h"
 #include "emu/dense_ref.h"
+#include "drift/cond.h"
+#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -43,10 +46,10 @@ static double overhead_us(vijp_team *team, int calls)
     return 1e6 * best;
 }
 
-typedef enum { FORWARD, VJP, PARAM, SOLVE, GELU, GELU_JVP, REF_FORWARD, REF_VJP, REF_PARAM, N_CASES } bench_case;
+typedef enum { FORWARD, VJP, PARAM, SOLVE, GELU, GELU_JVP, REF_FORWARD, REF_VJP, REF_PARAM, COND_LU, N_CASES } bench_case;
 static const char *const names[] = {"emu forward W x + b", "emu vjp Wt g", "emu param g xT", "emu vijp (LU solve)",
                                     "emu gelu forward", "emu gelu jvp",
-                                    "ref forward (mpfr:64)", "ref vjp (mpfr:64)", "ref param (mpfr:64)"};
+                                    "ref forward (mpfr:64)", "ref vjp (mpfr:64)", "ref param (mpfr:64)", "cond LU (double)"};
 
 typedef struct {
     vijp_layer L, act;
@@ -54,6 +57,8 @@ typedef struct {
     double *dx, *du, *dout; /* the GELU's units, doubles on the format's grid */
     mpfr_t *th, *x, *g, *out, *rth, *rx, *rg, *rout;
     vijp_format f, r;
+    double *J; /* W in double, column-major, for the condition estimate's LU */
+    cond_work cw;
 } problem;
 
 static mpfr_t *random_vec(size_t n, const vijp_format *f, vijp_rng *rng, double scale)
@@ -79,6 +84,10 @@ static void run_case(problem *p, bench_case c, int threads)
     else if (c == GELU_JVP) vijp_emu_act_jvp_d(VIJP_KACT_GELU, &p->act, p->dx, B, p->du, p->dout, &p->f);
     else if (c == REF_FORWARD) vijp_ref_dense_forward(&p->L, p->rth, p->rx, B, p->rout, &p->r);
     else if (c == REF_VJP) vijp_ref_dense_vjp(&p->L, p->rth, NULL, B, p->rg, p->rout, &p->r);
+    else if (c == COND_LU) {
+        p->cw.threads = threads;
+        BENCH_MUST(cond_factor(&p->cw, p->J));
+    }
     else vijp_ref_dense_vjp_param(&p->L, NULL, p->rx, B, p->rg, p->rout, &p->r);
 }
 
@@ -97,8 +106,9 @@ int main(int argc, char **argv)
 {
     long W = bench_count(argc, argv, 1024, 32, 4096,
                          "Usage: bench-fork [WIDTH]\n  fork-join overhead, then the emulated and reference dense "
-                         "products, the LU solve and the GELU of one WIDTH x WIDTH layer (default 1024, batch 16) on 1 and 2 "
+                         "products, the LU solve, the GELU and the condition estimate's LU of one WIDTH x WIDTH layer (default 1024, batch 16) on 1 and 2 "
                          "threads, wall ms and their ratio (make bench).\n");
+    openblas_set_num_threads(1); /* as a drift study runs it: the threads are the curve's */
     double fork_us = overhead_us(NULL, 200);
     vijp_team *team = vijp_team_new(2);
     double run_us = overhead_us(team, 2000);
@@ -124,6 +134,9 @@ int main(int argc, char **argv)
     p.dx = vijp_alloc_array(n * B, sizeof *p.dx), p.du = vijp_alloc_array(n * B, sizeof *p.du);
     p.dout = vijp_alloc_array(n * B, sizeof *p.dout);
     for (size_t i = 0; i < n * B; i++) p.dx[i] = mpfr_get_d(p.x[i], MPFR_RNDN), p.du[i] = mpfr_get_d(p.g[i], MPFR_RNDN);
+    p.J = vijp_alloc_array(n * n, sizeof *p.J);
+    for (size_t i = 0; i < n * n; i++) p.J[i] = mpfr_get_d(p.th[i], MPFR_RNDN);
+    cond_work_init(&p.cw, n, 1);
     p.rth = vo_vec_new(n * n + n, &p.r), p.rx = vo_vec_new(n * B, &p.r), p.rg = vo_vec_new(n * B, &p.r);
     p.rout = vo_vec_new(n * n + n, &p.r);
     for (size_t i = 0; i < n * n + n; i++) mpfr_set(p.rth[i], p.th[i], MPFR_RNDN);
@@ -139,7 +152,8 @@ int main(int argc, char **argv)
     }
     vo_vec_free(p.th, n * n + n), vo_vec_free(p.x, n * B), vo_vec_free(p.g, n * B), vo_vec_free(p.out, n * n + n);
     vo_vec_free(p.rth, n * n + n), vo_vec_free(p.rx, n * B), vo_vec_free(p.rg, n * B), vo_vec_free(p.rout, n * n + n);
-    free(p.dx), free(p.du), free(p.dout);
+    free(p.dx), free(p.du), free(p.dout), free(p.J);
+    cond_work_clear(&p.cw);
     vijp_layer_clear(&p.L), vijp_layer_clear(&p.act);
     return 0;
 }

@@ -8,7 +8,6 @@
 #include "drift/cond.h"
 #include "drift/conditioning.h"
 #include "drift/peak.h"
-#include "emu/dense.h"
 #include "base/fork.h"
 #include "grad/problem.h"
 #include <cblas.h>
@@ -87,17 +86,21 @@ START_TEST(estimate_within_bound_of_known_kappa)
 }
 END_TEST
 
-/* The factors of Jᵀ (cond_factor, by the solves' elimination in plain
- * double) and the two solves through them, on a J with κ = 1e4 and n = 70
- * (two panels of 32 and a tail; rows not a multiple of any vector).  Bounds
- * from Higham, Accuracy and Stability of Numerical Algorithms (2nd ed.),
+/* The factors of J (cond_factor: LAPACK's panels, then BLAS's updates by
+ * chunks) and the two solves through them, on a J with κ = 1e4 and n = 70
+ * (a panel and a tail; rows not a multiple of any vector).  Bounds from
+ * Higham, Accuracy and Stability of Numerical Algorithms (2nd ed.),
  * γ_k = k u / (1 − k u):
- *  - Thm 9.3: the computed factors of P·Jᵀ satisfy
- *    |P·Jᵀ − L̂Û| <= γ_n |L̂||Û| entrywise;
+ *  - Thm 9.3: the computed factors of P·J satisfy
+ *    |P·J − L̂Û| <= γ_n |L̂||Û| entrywise, for any order of each entry's
+ *    inner product, so for the partitioned factorization with conventional
+ *    level-3 BLAS too (§13.2.1; a multiplier formed as a product with the
+ *    pivot's reciprocal, as some LAPACKs do, adds one rounding: γ_(j+1) for
+ *    column j < n, still within γ_n);
  *  - Thm 9.4 (its proof holds for any two triangular solves after the
- *    permutation): the computed x̂ of Jᵀx = b satisfies
- *    |b − Jᵀx̂| <= γ_3n Pᵀ|L̂||Û||x̂|, and of Jx = b, with J = Ûᵀ L̂ᵀ P,
- *    |b − Jx̂| <= γ_3n |Ûᵀ||L̂ᵀ||P x̂| (cond.c's dot sums in eight running
+ *    permutation): the computed x̂ of Jx = b satisfies
+ *    |b − Jx̂| <= γ_3n Pᵀ|L̂||Û||x̂|, and of Jᵀx = b, with Jᵀ = ÛᵀL̂ᵀP,
+ *    |b − Jᵀx̂| <= γ_3n |Ûᵀ||L̂ᵀ||P x̂| (cond.c's dot sums in eight running
  *    sums: any order of summation is within the theorem's γ, Higham's
  *    Lemma 8.4 and §3.1).
  * The residuals and the bounds' products are formed in long double (64
@@ -114,51 +117,53 @@ START_TEST(factors_and_solves_backward_stable)
     profile(s, N, 0);
     with_singular_values(J, s, N, &rng);
     ck_assert(!cond_factor(&w, J));
-    /* L̂, Û as |.| and signed, and P·Jᵀ: row c of Jᵀ is column c of J */
+    /* L̂, Û as |.| and signed (row-major here), and P·J */
     const double g = N * u / (1 - N * u), g3 = 3 * N * u / (1 - 3 * N * u);
     for (size_t i = 0; i < N; i++)
         for (size_t k = 0; k < N; k++) {
-            double a = w.lu[i * N + k];
+            double a = w.lu[i + k * N];
             L[i * N + k] = i == k ? 1 : k < i ? a : 0;
             U[i * N + k] = k >= i ? a : 0;
-            P[i * N + k] = J[k + i * N]; /* Jᵀ(i, k) */
+            P[i * N + k] = J[i + k * N];
         }
     for (size_t c = 0; c < N; c++) /* the swaps in ascending order */
-        for (size_t k = 0; k < N; k++) {
+        for (size_t k = 0, p = (size_t)w.piv[c] - 1; k < N; k++) {
             long double t = P[c * N + k];
-            P[c * N + k] = P[w.piv[c] * N + k], P[w.piv[c] * N + k] = t;
+            P[c * N + k] = P[p * N + k], P[p * N + k] = t;
         }
     for (size_t i = 0; i < N; i++)
         for (size_t k = 0; k < N; k++) {
             long double lu = 0, bound = 0;
             for (size_t j = 0; j < N; j++) lu += L[i * N + j] * U[j * N + k], bound += fabsl(L[i * N + j] * U[j * N + k]);
-            ck_assert_msg(fabsl(P[i * N + k] - lu) <= 2 * g * bound, "(P·Jᵀ − LU)(%zu, %zu) = %Lg, bound %Lg", i, k,
+            ck_assert_msg(fabsl(P[i * N + k] - lu) <= 2 * g * bound, "(P·J − LU)(%zu, %zu) = %Lg, bound %Lg", i, k,
                           P[i * N + k] - lu, 2 * g * bound);
         }
     for (int trans = 0; trans < 2; trans++) {
         for (size_t i = 0; i < N; i++) b[i] = x[i] = vijp_rng_normal(&rng);
         if (trans) cond_solve_t(&w, x);
         else cond_solve(&w, x);
-        /* |L||U||x| (trans: then the swaps undone) or |U|ᵀ|L|ᵀ|P x| */
+        /* |L||U||x| (then the swaps undone) or |U|ᵀ|L|ᵀ|P x| (trans) */
         long double y[N], z[N], px[N];
         for (size_t i = 0; i < N; i++) px[i] = x[i];
-        if (!trans)
+        if (trans)
             for (size_t c = 0; c < N; c++) {
+                size_t p = (size_t)w.piv[c] - 1;
                 long double t = px[c];
-                px[c] = px[w.piv[c]], px[w.piv[c]] = t;
+                px[c] = px[p], px[p] = t;
             }
         for (size_t i = 0; i < N; i++) {
             y[i] = 0;
-            for (size_t k = 0; k < N; k++) y[i] += trans ? fabsl(U[i * N + k]) * fabsl(px[k]) : fabsl(L[k * N + i]) * fabsl(px[k]);
+            for (size_t k = 0; k < N; k++) y[i] += trans ? fabsl(L[k * N + i]) * fabsl(px[k]) : fabsl(U[i * N + k]) * fabsl(px[k]);
         }
         for (size_t i = 0; i < N; i++) {
             z[i] = 0;
-            for (size_t k = 0; k < N; k++) z[i] += trans ? fabsl(L[i * N + k]) * y[k] : fabsl(U[k * N + i]) * y[k];
+            for (size_t k = 0; k < N; k++) z[i] += trans ? fabsl(U[k * N + i]) * y[k] : fabsl(L[i * N + k]) * y[k];
         }
-        if (trans)
+        if (!trans)
             for (size_t c = N; c-- > 0;) {
+                size_t p = (size_t)w.piv[c] - 1;
                 long double t = z[c];
-                z[c] = z[w.piv[c]], z[w.piv[c]] = t;
+                z[c] = z[p], z[p] = t;
             }
         for (size_t i = 0; i < N; i++) {
             long double r = b[i];
@@ -173,14 +178,15 @@ START_TEST(factors_and_solves_backward_stable)
 END_TEST
 
 /* The factors and pivots are the same bits on 1, 2, 3 and 5 threads, at a
- * width (160) where the elimination's steps do split: the first panel's
- * update of the columns past it is work enough for five parts. */
+ * width (613 = a panel, four chunks and a tail of 37) where the first
+ * panel's update is work enough for five parts. */
 START_TEST(factors_same_bits_any_threads)
 {
-    enum { N = 160 };
+    enum { N = COND_LU_PANEL + 4 * COND_LU_CHUNK + 37 };
     static const int thread_counts[] = {2, 3, 5};
-    double rest = N - VIJP_EMU_GE_PANEL;
-    ck_assert(vijp_fork_parts(5, N - VIJP_EMU_GE_PANEL, rest * VIJP_EMU_GE_PANEL * rest, VIJP_TEAM_MIN_WORK) == 5);
+    double rest = N - COND_LU_PANEL;
+    size_t chunks = (N - COND_LU_PANEL + COND_LU_CHUNK - 1) / COND_LU_CHUNK;
+    ck_assert(chunks == 5 && vijp_fork_parts(5, chunks, N * rest * COND_LU_PANEL, VIJP_TEAM_MIN_WORK) == 5);
     double *J = malloc(N * N * sizeof *J), s[N];
     cond_work w, wk;
     cond_work_init(&w, N, 1);
@@ -221,8 +227,8 @@ END_TEST
  * LU; a designed σ_n = 0, rounded to ~n u σ_1, leaves θ κ_est >= 1/(n u). */
 START_TEST(estimate_hands_over_where_singular)
 {
-    enum { N = 40 };
-    double J[N * N], s[N], est;
+    enum { N = 2 * COND_LU_PANEL + 22 };
+    double *J = malloc(N * N * sizeof *J), *K = malloc(N * N * sizeof *K), s[N], est;
     cond_work w;
     cond_work_init(&w, N, 1);
     vijp_rng rng;
@@ -232,10 +238,16 @@ START_TEST(estimate_hands_over_where_singular)
     with_singular_values(J, s, N, &rng);
     int zero_pivot = cond_factor(&w, J);
     ck_assert(zero_pivot || cond_kappa_estimate(J, &w, 1, &est));
-    for (size_t i = 0; i < N; i++) J[i + 3 * N] = 0;
-    ck_assert(cond_factor(&w, J) == 1 && !w.factored);
-    ck_assert(cond_kappa_estimate(J, &w, 1, &est) == 1);
+    /* a zero column in the first panel, then in the last (past two updates) */
+    static const size_t zero_columns[] = {3, N - 10};
+    for (size_t z = 0; z < 2; z++) {
+        memcpy(K, J, N * N * sizeof *K);
+        for (size_t i = 0; i < N; i++) K[i + zero_columns[z] * N] = 0;
+        ck_assert_msg(cond_factor(&w, K) == 1 && !w.factored, "zero column %zu: factored", zero_columns[z]);
+        ck_assert(cond_kappa_estimate(K, &w, 1, &est) == 1);
+    }
     cond_work_clear(&w);
+    free(J), free(K);
 }
 END_TEST
 

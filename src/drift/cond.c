@@ -31,8 +31,7 @@
  * at all. */
 #include "cond.h"
 #include "base/lapack.h"
-#include "emu/dense.h"
-#include "emu/emu.h"
+#include "base/fork.h"
 #include "vijp/error.h"
 #include "vijp/rng.h"
 #include <cblas.h>
@@ -118,12 +117,67 @@ void cond_work_clear(cond_work *w)
     memset(w, 0, sizeof *w);
 }
 
+/* One panel's update of the columns past it (cond_factor). */
+typedef struct {
+    size_t n, j, jb; /* the panel: columns [j, j + jb), factored */
+    double *A;
+    const lapack_int *piv;
+} panel_update;
+
+/* Chunks [begin, end) of the columns past the panel, each: the panel's row
+ * swaps, then U's rows there (L11⁻¹ A12), then the Schur complement
+ * (A22 −= L21 U12).  Each column is written by its chunk's calls alone,
+ * whose shapes depend on the chunk and the panel only. */
+static void update_chunks(void *ctx, size_t part, size_t begin, size_t end)
+{
+    (void)part;
+    const panel_update *u = ctx;
+    size_t n = u->n, j = u->j, jb = u->jb, first = j + jb;
+    const double *L11 = u->A + j + j * n, *L21 = u->A + first + j * n;
+    for (size_t c = begin; c < end; c++) {
+        size_t c0 = first + c * COND_LU_CHUNK, cols = n - c0 < COND_LU_CHUNK ? n - c0 : COND_LU_CHUNK;
+        double *B = u->A + c0 * n;
+        LAPACKE_dlaswp_work(LAPACK_COL_MAJOR, (lapack_int)cols, B, (lapack_int)n, (lapack_int)j + 1,
+                            (lapack_int)first, u->piv, 1);
+        cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasUnit, (int)jb, (int)cols, 1.0, L11,
+                    (int)n, B + j, (int)n);
+        if (n > first)
+            cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)(n - first), (int)cols, (int)jb, -1.0, L21,
+                        (int)n, B + j, (int)n, 1.0, B + first, (int)n);
+    }
+}
+
 int cond_factor(cond_work *w, const double *J)
 {
     size_t n = w->n;
-    memcpy(w->lu, J, n * n * sizeof *w->lu);
-    w->factored = !vijp_emu_ge_factor(n, w->lu, w->piv, vijp_emu_binary64(), w->threads);
-    return !w->factored;
+    double *A = w->lu;
+    vijp_team *team = NULL;
+    int rc = 0;
+    memcpy(A, J, n * n * sizeof *A);
+    for (size_t j = 0; j < n; j += COND_LU_PANEL) {
+        size_t jb = n - j < COND_LU_PANEL ? n - j : COND_LU_PANEL, first = j + jb;
+        /* INFO > 0: an exact zero pivot (LAPACK goes on; the estimate cannot) */
+        if (LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, (lapack_int)(n - j), (lapack_int)jb, A + j + j * n, (lapack_int)n,
+                                w->piv + j)) {
+            rc = 1;
+            break;
+        }
+        for (size_t k = j; k < first; k++) w->piv[k] += (lapack_int)j;
+        if (j) /* the swaps on L's earlier columns */
+            LAPACKE_dlaswp_work(LAPACK_COL_MAJOR, (lapack_int)j, A, (lapack_int)n, (lapack_int)j + 1,
+                                (lapack_int)first, w->piv, 1);
+        size_t chunks = (n - first + COND_LU_CHUNK - 1) / COND_LU_CHUNK;
+        /* work: the Schur complement's multiply-adds, (n − first)·(n − first)·jb, and U's rows' */
+        size_t parts = vijp_fork_parts(w->threads, chunks, (double)(n - j) * (double)(n - first) * (double)jb,
+                                       VIJP_TEAM_MIN_WORK);
+        if (parts > 1 && !team) team = vijp_team_new(w->threads);
+        panel_update u = {n, j, jb, A, w->piv};
+        if (parts > 1) vijp_team_run(team, chunks, parts, update_chunks, &u);
+        else update_chunks(&u, 0, 0, chunks);
+    }
+    vijp_team_free(team);
+    w->factored = !rc;
+    return rc;
 }
 
 /* Σ_k a[k]·x[k], k < n, in eight running sums (k mod 8), added pairwise at
@@ -144,33 +198,36 @@ static void axpy(double t, const double *x, double *y, size_t n)
     for (size_t k = 0; k < n; k++) y[k] -= t * x[k];
 }
 
-/* Jᵀ = Pᵀ·L·U: x := U⁻¹ L⁻¹ P x, each row of L and U a dot product. */
+/* Jᵀ = Uᵀ·Lᵀ·P: x := Pᵀ L⁻ᵀ U⁻ᵀ x, each column of U and L (a row of Uᵀ
+ * and Lᵀ) a dot product. */
 void cond_solve_t(const cond_work *w, double *x)
 {
     size_t n = w->n;
     const double *A = w->lu;
-    for (size_t c = 0; c < n; c++) {
+    for (size_t i = 0; i < n; i++) x[i] = (x[i] - dot(A + i * n, x, i)) / A[i * n + i];
+    for (size_t i = n; i-- > 1;) x[i - 1] -= dot(A + (i - 1) * n + i, x + i, n - i);
+    for (size_t c = n; c-- > 0;) {
+        size_t p = (size_t)w->piv[c] - 1;
         double t = x[c];
-        x[c] = x[w->piv[c]], x[w->piv[c]] = t;
+        x[c] = x[p], x[p] = t;
     }
-    for (size_t i = 1; i < n; i++) x[i] -= dot(A + i * n, x, i);
-    for (size_t i = n; i-- > 0;) x[i] = (x[i] - dot(A + i * n + i + 1, x + i + 1, n - i - 1)) / A[i * n + i];
 }
 
-/* J = Uᵀ·Lᵀ·P: x := Pᵀ L⁻ᵀ U⁻ᵀ x, each row of U and L an axpy once its
+/* J = Pᵀ·L·U: x := U⁻¹ L⁻¹ P x, each column of L and U an axpy once its
  * unknown is known. */
 void cond_solve(const cond_work *w, double *x)
 {
     size_t n = w->n;
     const double *A = w->lu;
-    for (size_t i = 0; i < n; i++) {
-        x[i] /= A[i * n + i];
-        axpy(x[i], A + i * n + i + 1, x + i + 1, n - i - 1);
-    }
-    for (size_t i = n; i-- > 1;) axpy(x[i], A + i * n, x, i);
-    for (size_t c = n; c-- > 0;) {
+    for (size_t c = 0; c < n; c++) {
+        size_t p = (size_t)w->piv[c] - 1;
         double t = x[c];
-        x[c] = x[w->piv[c]], x[w->piv[c]] = t;
+        x[c] = x[p], x[p] = t;
+    }
+    for (size_t c = 0; c + 1 < n; c++) axpy(x[c], A + c * n + c + 1, x + c + 1, n - c - 1);
+    for (size_t c = n; c-- > 0;) {
+        x[c] /= A[c * n + c];
+        axpy(x[c], A + c * n, x, c);
     }
 }
 

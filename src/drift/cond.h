@@ -5,6 +5,7 @@
 #ifndef VIJP_DRIFT_COND_H
 #define VIJP_DRIFT_COND_H
 
+#include <lapacke.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,24 +30,32 @@ double cond_kappa_diagonal(const double *d, size_t n, double *s, int *deficient)
 /* Whether an m × n J is square and diagonal. */
 int cond_is_diagonal(const double *J, size_t m, size_t n);
 
-/* What the estimates of one n × n Jacobian share: the LU factors of its
- * transpose (cond_factor). */
+/* The blocked LU's shape (cond_factor): panels of COND_LU_PANEL columns,
+ * and the columns past each panel updated in chunks of COND_LU_CHUNK, the
+ * unit of work the curve's threads share.  Neither depends on the thread
+ * count, so neither do the factors. */
+#define COND_LU_PANEL 64
+#define COND_LU_CHUNK 128
+
+/* What the estimates of one n × n Jacobian share: its LU factors. */
 typedef struct {
     size_t n;
-    int threads;   /* cond_factor's elimination runs on up to this many: the same bits on any */
-    double *lu;    /* P·Jᵀ = L·U, row-major: U on and above the diagonal, L's multipliers below */
-    size_t *piv;   /* P: row c swapped with row piv[c], c ascending */
-    double *basis; /* n × (cond_lanczos_steps(n) + 1): the Lanczos vectors */
-    int factored;  /* lu holds the factors of the Jᵀ last given to cond_factor, every pivot nonzero */
+    int threads;     /* cond_factor runs on up to this many: the same bits on any */
+    double *lu;      /* P·J = L·U, column-major: U on and above the diagonal, L's multipliers below */
+    lapack_int *piv; /* P: row c swapped with row piv[c] − 1, c ascending (LAPACK's ipiv) */
+    double *basis;   /* n × (cond_lanczos_steps(n) + 1): the Lanczos vectors */
+    int factored;    /* lu holds the factors of the J last given to cond_factor, every pivot nonzero */
 } cond_work;
 
 void cond_work_init(cond_work *w, size_t n, int threads);
 void cond_work_clear(cond_work *w);
-/* LU with partial pivoting of Jᵀ (J n × n, column-major, kept: its memory
- * read row-major is Jᵀ), 2n³/3 flops, by the solves' elimination
- * (emu/dense.h's vijp_emu_ge_factor, in plain double) on w->threads
- * threads, the same bits on any count and any BLAS; 0, or 1 where a pivot
- * is exactly zero (J singular: w->factored is 0). */
+/* LU with partial pivoting of J (n × n, column-major, kept), 2n³/3 flops,
+ * right-looking by panels as LAPACK's dgetrf: each panel by LAPACK, then
+ * the columns past it (their row swaps, U's rows, the Schur complement:
+ * dlaswp, dtrsm, dgemm) a chunk at a time on w->threads threads, each chunk
+ * by the same calls whatever the count, so the same bits on any count (for
+ * one BLAS build: which products it forms, and how, are the BLAS's).  0, or
+ * 1 where a pivot is exactly zero (J singular: w->factored is 0). */
 int cond_factor(cond_work *w, const double *J);
 /* x := J⁻ᵀ x and x := J⁻¹ x (n doubles) through w's factors, by
  * substitution in a fixed order (cond.c): backward stable, as LAPACK's
