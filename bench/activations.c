@@ -23,13 +23,13 @@
 #define UNITS (1u << 20)
 #define REPS 5
 
-static double time_composite(const char *name, const double *x, const double *gy, double *y, double *gx, size_t *kept)
+static double time_composite(const char *name, size_t n, const double *x, const double *gy, double *y, double *gx, size_t *kept)
 {
     double best = INFINITY;
     for (int r = 0; r < REPS; r++) {
         vijp_tape t;
         double t0 = bench_now();
-        if (vijp_composite_forward(name, x, UNITS, y, &t)) return NAN;
+        if (vijp_composite_forward(name, x, n, y, &t)) return NAN;
         vijp_composite_backward(&t, gy, gx);
         best = fmin(best, bench_now() - t0);
         *kept = t.count;
@@ -40,17 +40,17 @@ static double time_composite(const char *name, const double *x, const double *gy
 
 /* nested: the forward keeps f′; the backward multiplies.  recompute: the
  * forward keeps x; the backward evaluates f′ again. */
-static double time_dual(const vijp_layer_type *T, const double *x, const double *gy, double *y, double *gx, double *keep,
+static double time_dual(const vijp_layer_type *T, size_t n, const double *x, const double *gy, double *y, double *gx, double *keep,
                         int recompute)
 {
     double best = INFINITY, d;
     for (int r = 0; r < REPS; r++) {
         double t0 = bench_now();
-        for (size_t i = 0; i < UNITS; i++) {
+        for (size_t i = 0; i < n; i++) {
             T->dual_eval(NULL, NULL, x[i], &y[i], &d);
             keep[i] = recompute ? x[i] : d;
         }
-        for (size_t i = 0; i < UNITS; i++) {
+        for (size_t i = 0; i < n; i++) {
             double f = 0;
             if (recompute) T->dual_eval(NULL, NULL, keep[i], &f, &d);
             else d = keep[i];
@@ -63,26 +63,28 @@ static double time_dual(const vijp_layer_type *T, const double *x, const double 
 
 int main(int argc, char **argv)
 {
-    bench_args(argc, argv, 0, "Usage: bench-activations\n  nested forward AD against composite autograd and recomputation, per smooth activation (make bench; takes no arguments).\n");
+    int smoke = bench_smoke(&argc, argv);
+    bench_args(argc, argv, 0, "Usage: bench-activations [--smoke]\n  nested forward AD against composite autograd and recomputation, per smooth activation (make bench; takes no arguments).\n");
     static const char *const names[] = {"sigmoid", "softplus", "tanh", "silu", "gelu", "mish"};
+    size_t units = smoke ? 4096 : UNITS, samples = smoke ? 201 : 20001;
     mallopt(M_MMAP_THRESHOLD, 1 << 30), mallopt(M_TRIM_THRESHOLD, 1 << 30);
-    double *x = malloc(UNITS * sizeof *x), *gy = malloc(UNITS * sizeof *gy), *y = malloc(UNITS * sizeof *y),
-           *gx = malloc(UNITS * sizeof *gx), *keep = malloc(UNITS * sizeof *keep);
+    double *x = malloc(units * sizeof *x), *gy = malloc(units * sizeof *gy), *y = malloc(units * sizeof *y),
+           *gx = malloc(units * sizeof *gx), *keep = malloc(units * sizeof *keep);
     vijp_rng rng;
     vijp_rng_seed(&rng, 1);
-    for (size_t i = 0; i < UNITS; i++) x[i] = 3 * vijp_rng_normal(&rng), gy[i] = vijp_rng_normal(&rng);
-    printf("activations: 2^20 units, double, forward + backward, best of %d\n", REPS);
+    for (size_t i = 0; i < units; i++) x[i] = 3 * vijp_rng_normal(&rng), gy[i] = vijp_rng_normal(&rng);
+    printf("activations: %zu units, double, forward + backward, best of %d\n", units, REPS);
     printf("%-9s %-36s %21s %23s %26s\n", "", "", "values kept per unit", "time / nested", "worst f' err (ulps of |f'|)");
     printf("%-9s %-36s %9s %6s %5s %8s %8s %6s %11s %11s\n", "", "composite formula", "composite", "nested", "recomp",
            "composite", "recompute", "nested", "nested", "composite");
     for (size_t a = 0; a < sizeof names / sizeof *names; a++) {
         const vijp_layer_type *T = vijp_layer_type_find(names[a]);
         size_t kept = 0;
-        double tc = time_composite(names[a], x, gy, y, gx, &kept);
-        double tn = time_dual(T, x, gy, y, gx, keep, 0), tr = time_dual(T, x, gy, y, gx, keep, 1);
+        double tc = time_composite(names[a], units, x, gy, y, gx, &kept);
+        double tn = time_dual(T, units, x, gy, y, gx, keep, 0), tr = time_dual(T, units, x, gy, y, gx, keep, 1);
         vijp_accuracy acc;
         vijp_error err;
-        if (vijp_composite_accuracy(names[a], -40, 40, 20001, 0.05, &acc, &err)) {
+        if (vijp_composite_accuracy(names[a], -40, 40, samples, 0.05, &acc, &err)) {
             fprintf(stderr, "bench-activations: %s\n", err.msg);
             return 1;
         }

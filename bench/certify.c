@@ -92,16 +92,18 @@ static void row(const char *label, const times *t, const vijp_certificate *c, do
 
 int main(int argc, char **argv)
 {
-    int reps = (int)bench_count(argc, argv, 2, 1, 1000,
-                                "Usage: bench-certify [REPS]\n  certification of n x n Jacobians (Gaussian; prescribed "
+    int smoke = bench_smoke(&argc, argv);
+    int reps = (int)bench_count(argc, argv, smoke ? 1 : 2, 1, 1000,
+                                "Usage: bench-certify [--smoke] [REPS]\n  certification of n x n Jacobians (Gaussian; prescribed "
                                 "condition; scaled) against LAPACK's dgesdd, best of REPS (default 2).\n");
     const char *head = "%12s %9s %9s %9s %9s %9s %9s %9s  %s\n";
     /* one thread, as vijp certify runs (cli/certify.c): the same numbers on every run */
     openblas_set_num_threads(1);
     printf("1. Gaussian dense n × n Jacobians (best of %d; seconds, then ratios to dgesdd)\n", reps);
     printf(head, "n", "dgesdd", "analysis", "proof", "anal/svd", "proof/svd", "total/svd", "cpu ratio", "verdict");
-    size_t sizes[] = {512, 1024, 2048};
-    for (size_t t = 0; t < sizeof sizes / sizeof *sizes; t++) {
+    size_t sizes[] = {512, 1024, 2048}, n_sizes = smoke ? 1 : sizeof sizes / sizeof *sizes;
+    if (smoke) sizes[0] = 64;
+    for (size_t t = 0; t < n_sizes; t++) {
         size_t n = sizes[t];
         double *J = malloc(n * n * sizeof *J);
         vijp_rng rng;
@@ -118,7 +120,7 @@ int main(int argc, char **argv)
     printf("target: total/svd <= 1 (wall, parts timed directly, not by difference; cpu ratio: the same in process CPU\n"
            "time, steadier under load); OpenBLAS on one thread, as vijp certify runs it\n\n");
 
-    const size_t n = 512;
+    const size_t n = smoke ? 64 : 512;
     double *J = malloc(n * n * sizeof *J), *S = malloc(n * n * sizeof *S);
     printf("2. n = %zu, J = Q1·diag(logspace(0, -log10 κ))·Q2ᵀ (best of %d)\n", n, reps);
     printf(head, "κ", "dgesdd", "analysis", "proof", "anal/svd", "proof/svd", "total/svd", "cpu ratio", "verdict");

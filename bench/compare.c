@@ -23,7 +23,7 @@
 
 static double thread_cpu(void) { return bench_cpu(CLOCK_THREAD_CPUTIME_ID); }
 
-static const char usage[] = "Usage: bench-compare [N]\n"
+static const char usage[] = "Usage: bench-compare [--smoke] [N]\n"
                             "  vijp_compare's ns an entry (double against a packed 170-bit reference, and\n"
                             "  a 106-bit level against a 212-bit one held at 170), in lanes and one at a\n"
                             "  time, beside the exact evaluation on N/64 of the entries; N from 4096 to\n"
@@ -84,7 +84,8 @@ static double time_fast(int set, const vijp_mat *A, const vijp_mat *R, const vij
 
 int main(int argc, char **argv)
 {
-    size_t n = (size_t)bench_count(argc, argv, 1 << 20, 4096, 1L << 26, usage);
+    int smoke = bench_smoke(&argc, argv); /* the smallest size */
+    size_t n = (size_t)bench_count(argc, argv, smoke ? 4096 : 1 << 20, 4096, 1L << 26, usage);
     vijp_format f;
     BENCH_MUST(vijp_format_parse("double", &f, NULL));
     f.threads = 1;

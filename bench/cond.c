@@ -16,7 +16,7 @@
  * Beside them the LU alone, LAPACK's dgetrf against cond_factor, the same
  * factorisation of the same matrix (cond_factor's chunks exist for the
  * curve's threads: at one thread the ratio says what they cost).
- * Usage: bench-cond [MAX_WIDTH] (default 2048; 4096 adds a run of about a
+ * Usage: bench-cond [--smoke] [MAX_WIDTH] (default 2048; 4096 adds a run of about a
  * minute, most of it the exact SVD the estimate replaces). */
 #include "vijp/vijp.h"
 #include "vijp/memory.h"
@@ -83,8 +83,9 @@ static double benettin_time(const double *J, size_t n)
 
 int main(int argc, char **argv)
 {
-    long max_width = bench_count(argc, argv, 2048, 256, 8192,
-                                 "Usage: bench-cond [MAX_WIDTH]\n  the drift study's conditioning per dense layer, batch 16, "
+    int smoke = bench_smoke(&argc, argv); /* the smallest size */
+    long max_width = bench_count(argc, argv, smoke ? 256 : 2048, 256, 8192,
+                                 "Usage: bench-cond [--smoke] [MAX_WIDTH]\n  the drift study's conditioning per dense layer, batch 16, "
                                  "exact against estimated, widths 256 up to MAX_WIDTH (default 2048).\n");
     openblas_set_num_threads(1);
     /* Freed memory kept for the next run, as the vijp command keeps it for a

@@ -85,17 +85,21 @@ static int plain_dft_vijp(const vijp_layer *L, const double *th, const double *i
 
 int main(int argc, char **argv)
 {
-    bench_args(argc, argv, 0, "Usage: bench-conv\n  one vijp of a circular convolution by FFT against the plain DFT it replaced (make bench; takes no arguments).\n");
+    int smoke = bench_smoke(&argc, argv);
+    bench_args(argc, argv, 0, "Usage: bench-conv [--smoke]\n  one vijp of a circular convolution by FFT against the plain DFT it replaced (make bench; takes no arguments).\n");
     vijp_memory_policy_install();
-    static const struct {
+    static const struct conv_case {
         const char *spec;
         size_t width;
-    } cases[] = {{"conv2d:16x3x32:circular", 16 * 32 * 32}, {"conv2d:2x3x64:circular", 2 * 64 * 64},
-                 {"conv1d:16x3:circular", 4096}, {"conv1d:128x3:circular", 128 * 64}};
+    } all_cases[] = {{"conv2d:16x3x32:circular", 16 * 32 * 32}, {"conv2d:2x3x64:circular", 2 * 64 * 64},
+                 {"conv1d:16x3:circular", 4096}, {"conv1d:128x3:circular", 128 * 64}},
+      smoke_cases[] = {{"conv2d:2x3x8:circular", 2 * 8 * 8}, {"conv1d:4x3:circular", 4 * 16}};
     printf("circular convolutions, one vijp (batch 1, double), best of 3 (FFT) and 1 (plain DFT)\n");
     printf("%-26s %7s %12s %12s %9s %12s\n", "layer", "width", "FFT s", "plain DFT s", "speedup", "max |diff|");
     int ok = 1;
-    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+    const struct conv_case *cases = smoke ? smoke_cases : all_cases;
+    size_t n_cases = smoke ? sizeof smoke_cases / sizeof *smoke_cases : sizeof all_cases / sizeof *all_cases;
+    for (size_t k = 0; k < n_cases; k++) {
         vijp_net net;
         vijp_error err = {0};
         BENCH_MUST(vijp_net_build(&net, cases[k].spec, 1, cases[k].width, &err));

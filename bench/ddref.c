@@ -251,8 +251,9 @@ static void levels(size_t width)
 
 int main(int argc, char **argv)
 {
-    size_t width = (size_t)bench_count(argc, argv, 256, 16, 1024,
-                                       "Usage: bench-ddref [WIDTH]\n  the drift reference's dense products at 64, "
+    int smoke = bench_smoke(&argc, argv); /* the smallest size */
+    size_t width = (size_t)bench_count(argc, argv, smoke ? 16 : 256, 16, 1024,
+                                       "Usage: bench-ddref [--smoke] [WIDTH]\n  the drift reference's dense products at 64, "
                                        "106, 128 and 212 bits through vo_dot and the fast path, then whole reference "
                                        "levels, on WIDTH x WIDTH layers (default 256; at 128 bits also 4 WIDTH, up to 1024).\n");
     openblas_set_num_threads(1);

@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 enum { N_WIDTHS = 4 };
-static const int widths[N_WIDTHS] = {512, 1024, 2048, 4096};
+static const int sweep_widths[N_WIDTHS] = {512, 1024, 2048, 4096};
 
 typedef struct {
     double cpu_s, peak_mb, wall_s;
@@ -110,13 +110,18 @@ static double available_mb(void)
 int main(int argc, char **argv)
 {
     const char *usage =
-        "Usage: bench-drift-width [VIJP [MAXWIDTH]]\n  a depth-16 dense:W,gelu drift study (2 formats, Moonwalk and backprop, "
+        "Usage: bench-drift-width [--smoke] [VIJP [MAXWIDTH]]\n  a depth-16 dense:W,gelu drift study (2 formats, Moonwalk and backprop, "
         "1 job) at W = 512, 1024, 2048, 4096 (up to MAXWIDTH, default 4096): wall and CPU time, peak memory and its "
         "estimate, growth exponents; 4096 as written (a job a core) against its targets; then one dense:512 "
         "curve with --jobs 1 and 2 (wall time, ratio); VIJP is the command (default build/vijp).\n";
+    int smoke = bench_smoke(&argc, argv);
     bench_args(argc, argv, 2, usage);
     char *vijp = argc > 1 ? argv[1] : "build/vijp";
     int maxw = argc > 2 ? atoi(argv[2]) : 4096;
+    /* under --smoke: the sweep at 32 and 64, the one-curve pair at 32 */
+    static const int smoke_widths[] = {32, 64};
+    const int *widths = smoke ? smoke_widths : sweep_widths, n_widths = smoke ? 2 : N_WIDTHS;
+    const char *one_net = smoke ? "dense:32,gelu" : "dense:512,gelu";
     if (maxw < widths[1]) {
         fprintf(stderr, "bench-drift-width: MAXWIDTH '%s' must be at least %d (two widths)\n%s", argv[2], widths[1], usage);
         return 2;
@@ -124,11 +129,11 @@ int main(int argc, char **argv)
     char out[64], rm[128];
     snprintf(out, sizeof out, "/tmp/vijp-bench-width-%d", (int)getpid());
     snprintf(rm, sizeof rm, "rm -rf '%s'", out);
-    double w[N_WIDTHS], cpu[N_WIDTHS], wall[N_WIDTHS], mb[N_WIDTHS];
+    double w[N_WIDTHS], cpu[N_WIDTHS], wall[N_WIDTHS], mb[N_WIDTHS]; /* N_WIDTHS >= n_widths */
     int n = 0;
     printf("drift width sweep: dense:W,gelu, depth 16, batch 16, bfloat16+binary32 and binary32, Moonwalk and backprop, 1 job\n");
     printf("%6s %10s %10s %12s %14s %8s\n", "W", "wall s", "CPU s", "peak MB", "estimate MB", "est/peak");
-    for (int i = 0; i < N_WIDTHS && widths[i] <= maxw; i++) {
+    for (int i = 0; i < n_widths && widths[i] <= maxw; i++) {
         char net[32];
         snprintf(net, sizeof net, "dense:%d,gelu", widths[i]);
         char *study[] = {vijp, "drift", "--net", net, "--depth", "16", "--batch", "16", "--formats",
@@ -171,14 +176,14 @@ int main(int argc, char **argv)
     /* one curve, --jobs 1 against --jobs 2 */
     double wall2[2], cpu2[2];
     for (int j = 0; j < 2; j++) {
-        char *one[] = {vijp, "drift", "--net", "dense:512,gelu", "--depth", "16", "--batch", "16", "--formats",
+        char *one[] = {vijp, "drift", "--net", (char *)one_net, "--depth", "16", "--batch", "16", "--formats",
                        "bfloat16+binary32", "--seeds", "1", "--jobs", j ? "2" : "1", "--no-plots", "-q", "--out", out,
                        NULL};
         run_cost c = run(one, NULL, 0);
         if (system(rm)) return 1;
         wall2[j] = c.wall_s, cpu2[j] = c.cpu_s;
     }
-    printf("one curve (dense:512,gelu, bfloat16+binary32): --jobs 1 %.1f s wall (%.1f s CPU), --jobs 2 %.1f s wall "
-           "(%.1f s CPU): x%.2f\n", wall2[0], cpu2[0], wall2[1], cpu2[1], wall2[0] / wall2[1]);
+    printf("one curve (%s, bfloat16+binary32): --jobs 1 %.1f s wall (%.1f s CPU), --jobs 2 %.1f s wall "
+           "(%.1f s CPU): x%.2f\n", one_net, wall2[0], cpu2[0], wall2[1], cpu2[1], wall2[0] / wall2[1]);
     return 0;
 }

@@ -135,8 +135,9 @@ static double products_floor_seconds(size_t width, size_t dense_layers, size_t B
 
 int main(int argc, char **argv)
 {
-    int reps = (int)bench_count(argc, argv, 3, 1, 1000,
-                                "Usage: bench-drift [REPS]\n  one drift curve with and without the MPFR reference, best of REPS (default 3;\n"
+    int smoke = bench_smoke(&argc, argv);
+    int reps = (int)bench_count(argc, argv, smoke ? 1 : 3, 1, 1000,
+                                "Usage: bench-drift [--smoke] [REPS]\n  one drift curve with and without the MPFR reference, best of REPS (default 3;\n"
                                 "  the double backprop they are set against, best of 10 x REPS),\n"
                                 "  at batch 1 and at batch 16.\n");
     /* One BLAS thread, as the study runs its curves (study_pool_start): more
@@ -147,7 +148,8 @@ int main(int argc, char **argv)
      * is a curve's steady-state cost, not the kernel's first-touch faults. */
     vijp_memory_keep_freed();
     vijp_engine_kind mw = VIJP_ENGINE_MOONWALK;
-    vijp_drift_setup s = {.problem = {.spec = "dense:256,leaky:0.5", .depth = 256, .batch = 1, .seed = 1,
+    size_t width = smoke ? 32 : 256;
+    vijp_drift_setup s = {.problem = {.spec = smoke ? "dense:32,leaky:0.5" : "dense:256,leaky:0.5", .depth = smoke ? 16 : 256, .batch = 1, .seed = 1,
                                       .init = {.kind = VIJP_INIT_ORTHOGONAL, .gain = 1}, .loss = VIJP_LOSS_SQUARE},
                           .engines = &mw, .n_engines = 1};
     vijp_format_fixed(&s.problem.fmt, VIJP_DOUBLE);
@@ -184,7 +186,7 @@ int main(int argc, char **argv)
     /* What no reference validated by a second level at 2p bits on these
      * kernels can go below: its products alone (dense:256, so half the
      * layers are dense). */
-    double floor = products_floor_seconds(256, s.problem.depth / 2, 16);
+    double floor = products_floor_seconds(width, s.problem.depth / 2, 16);
     printf("  the two levels' dense products alone at batch 16: %.3f s = %.1f x the double backprop (no rounding "
            "test, storage or comparison: the floor under the reference's ratio on these kernels)\n", floor,
            floor / bp);

@@ -85,22 +85,23 @@ static double torch_time(size_t n, size_t B, char *why, size_t why_size)
     return t > 0 ? t : 0;
 }
 
-static void products_per_set(vijp_rng *rng)
+static void products_per_set(vijp_rng *rng, size_t n)
 {
     static const char *const formats[] = {"bfloat16+binary32", "binary32", "bfloat16"};
     static const size_t batches[] = {1, 64};
-    const size_t n = 256;
     double ours = 0; /* the active set's bfloat16+binary32 forward + backward at batch 64 */
     printf("\nemulated dense products at width %zu, per set (same bits), best of %d: µs per call (ns per multiply-add)\n", n, REPS);
     printf("%-18s %5s %-7s %18s %18s %18s %12s\n", "format", "batch", "set", "forward", "vjp", "vjp_param", "fwd+bwd µs");
     vijp_layer L;
-    BENCH_MUST(vijp_layer_parse(&L, "dense:256", n, NULL));
+    char spec[32];
+    snprintf(spec, sizeof spec, "dense:%zu", n);
+    BENCH_MUST(vijp_layer_parse(&L, spec, n, NULL));
     for (size_t fi = 0; fi < sizeof formats / sizeof *formats; fi++) {
         vijp_format f;
         BENCH_MUST(vijp_format_parse(formats[fi], &f, NULL));
         for (size_t bi = 0; bi < sizeof batches / sizeof *batches; bi++) {
-            size_t B = batches[bi], P = n * n + n;
-            mpfr_t *th = vo_vec_new(P, &f), *x = vo_vec_new(n * B, &f), *g = vo_vec_new(n * B, &f), *out = vo_vec_new(P, &f);
+            size_t B = batches[bi], P = n * n + n, outs = P > n * B ? P : n * B; /* ∇θ, or a batch's outputs */
+            mpfr_t *th = vo_vec_new(P, &f), *x = vo_vec_new(n * B, &f), *g = vo_vec_new(n * B, &f), *out = vo_vec_new(outs, &f);
             for (size_t i = 0; i < P; i++) vo_set_d(th[i], vijp_rng_normal(rng) / sqrt((double)n), &f);
             for (size_t i = 0; i < n * B; i++) vo_set_d(x[i], vijp_rng_normal(rng), &f), vo_set_d(g[i], vijp_rng_normal(rng), &f);
             for (int si = 0; si < VIJP_EMU_LANES_COUNT; si++) {
@@ -116,7 +117,7 @@ static void products_per_set(vijp_rng *rng)
                 printf(" %12.1f\n", 1e6 * sum);
                 if (s == vijp_emu_lanes_active() && B == 64 && fi == 0) ours = sum;
             }
-            vo_vec_free(th, P), vo_vec_free(x, n * B), vo_vec_free(g, n * B), vo_vec_free(out, P);
+            vo_vec_free(th, P), vo_vec_free(x, n * B), vo_vec_free(g, n * B), vo_vec_free(out, outs);
         }
     }
     vijp_layer_clear(&L);
@@ -134,13 +135,15 @@ static void products_per_set(vijp_rng *rng)
  * hold doubles (vijp/mat.h): what an engine's step costs, the operands'
  * reading and the results' storing included (before the emulated formats'
  * values were held as doubles, an MPFR round trip each way). */
-static void through_layers(vijp_rng *rng)
+static void through_layers(vijp_rng *rng, size_t n)
 {
-    const size_t n = 256, batches[] = {1, 64};
+    const size_t batches[] = {1, 64};
     vijp_format f;
     BENCH_MUST(vijp_format_parse("bfloat16+binary32", &f, NULL));
     vijp_layer L;
-    BENCH_MUST(vijp_layer_parse(&L, "dense:256", n, NULL));
+    char spec[32];
+    snprintf(spec, sizeof spec, "dense:%zu", n);
+    BENCH_MUST(vijp_layer_parse(&L, spec, n, NULL));
     printf("\ndense:%zu in bfloat16+binary32 through vijp_layer_*, best of %d: µs per call\n", n, REPS);
     printf("%5s %10s %10s %10s\n", "batch", "forward", "vjp", "vjp_param");
     for (size_t bi = 0; bi < 2; bi++) {
@@ -173,9 +176,11 @@ static void through_layers(vijp_rng *rng)
 
 int main(int argc, char **argv)
 {
-    bench_args(argc, argv, 0, "Usage: bench-emu-dense\n  the dense layer's narrow formats: MPFR oracle against the native path (make bench; takes no arguments).\n");
+    int smoke = bench_smoke(&argc, argv);
+    bench_args(argc, argv, 0, "Usage: bench-emu-dense [--smoke]\n  the dense layer's narrow formats: MPFR oracle against the native path (make bench; takes no arguments).\n");
     static const char *const formats[] = {"binary32", "bfloat16", "bfloat16+binary32"};
     static const size_t widths[] = {32, 128};
+    size_t n_widths = smoke ? 1 : sizeof widths / sizeof *widths, wide = smoke ? 32 : 256;
     printf("dense operators, MPFR oracle against the native path (same bits), batch 1, best of %d:\n", REPS);
     printf("%-18s %5s %-10s %12s %12s %8s\n", "format", "width", "operator", "oracle µs", "native µs", "speedup");
     vijp_rng rng;
@@ -183,7 +188,7 @@ int main(int argc, char **argv)
     for (size_t fi = 0; fi < sizeof formats / sizeof *formats; fi++) {
         vijp_format f;
         BENCH_MUST(vijp_format_parse(formats[fi], &f, NULL));
-        for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++) {
+        for (size_t wi = 0; wi < n_widths; wi++) {
             size_t n = widths[wi];
             char spec[32];
             snprintf(spec, sizeof spec, "dense:%zu", n);
@@ -202,7 +207,7 @@ int main(int argc, char **argv)
             vijp_layer_clear(&L);
         }
     }
-    products_per_set(&rng);
-    through_layers(&rng);
+    products_per_set(&rng, wide);
+    through_layers(&rng, wide);
     return 0;
 }

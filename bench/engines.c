@@ -107,16 +107,16 @@ static double run_engine(const problem *p, vijp_engine_kind e, size_t segment, s
 
 /* ---- part 1 ---- */
 
-static void part1(int reps)
+static void part1(int reps, size_t depth)
 {
     size_t batches[] = {1, 64};
-    printf("bench-engines part 1: dense:256,leaky:0.5, depth 256, double, best of %d runs (thread CPU time, OpenBLAS on 1 thread)\n", reps);
+    printf("bench-engines part 1: dense:256,leaky:0.5, depth %zu, double, best of %d runs (thread CPU time, OpenBLAS on 1 thread)\n", depth, reps);
     printf("%6s %14s %14s %10s %16s %16s %12s\n", "batch", "backprop s", "moonwalk s", "time ratio", "backprop bytes",
            "moonwalk bytes", "bytes ratio");
     int ok = 1;
     for (size_t k = 0; k < 2; k++) {
         problem p;
-        problem_make(&p, "dense:256,leaky:0.5", 256, 0, batches[k]);
+        problem_make(&p, "dense:256,leaky:0.5", depth, 0, batches[k]);
         double best[2] = {1e30, 1e30};
         size_t bytes[2] = {0, 0};
         for (int r = 0; r < reps; r++)
@@ -434,22 +434,24 @@ static int targets_2_3(problem *p, int reps, double dense_formula)
 
 int main(int argc, char **argv)
 {
-    int reps = (int)bench_count(argc, argv, 9, 1, 1000,
-                                "Usage: bench-engines [REPS]\n  backprop, Moonwalk and checkpointing against their memory and speed targets,\n"
+    int smoke = bench_smoke(&argc, argv);
+    size_t depth = smoke ? 16 : 256, conv_depth = smoke ? 4 : 64;
+    int reps = (int)bench_count(argc, argv, smoke ? 1 : 9, 1, 1000,
+                                "Usage: bench-engines [--smoke] [REPS]\n  backprop, Moonwalk and checkpointing against their memory and speed targets,\n"
                                 "  best of REPS interleaved runs (default 9).\n"); /* best of 9: this shared VM swings by 5-10 % run to run */
     openblas_set_num_threads(1); /* engines and reference alike (the dgemm rate would otherwise count both cores) */
-    part1(reps);
+    part1(reps, depth);
 
     printf("bench-engines part 2 (engine speed targets T1-T3), best of %d interleaved runs, thread CPU time, OpenBLAS on 1 thread\n", reps);
     problem d;
-    problem_make(&d, "dense:256,leaky:0.5", 256, 0, 64);
+    problem_make(&d, "dense:256,leaky:0.5", depth, 0, 64);
     /* Flops counted: the three dgemms of each dense layer, 3·2n²B; the bias
      * and leaky layers' O(nB) work is left out (it only lowers the rate). */
     size_t dense_layers = 0;
     for (size_t i = 0; i < d.depth; i++) dense_layers += !strcmp(d.net.layers[i].type->name, "dense");
     double flops = (double)dense_layers * 3 * 2 * 256.0 * 256.0 * 64;
-    printf("T1 backprop dense:256,leaky:0.5, depth 256, batch 64: %.0f flops (%zu dense layers x 3 dgemms x 2n²B)\n",
-           flops, dense_layers);
+    printf("T1 backprop dense:256,leaky:0.5, depth %zu, batch 64: %.0f flops (%zu dense layers x 3 dgemms x 2n²B)\n",
+           d.depth, flops, dense_layers);
     gemm_case ref, shapes[3];
     gemm_make(&ref, 1024, 1024, 1024, 0, 0);
     gemm_make(&shapes[0], 256, 64, 256, 0, 0); /* forward: W X */
@@ -539,7 +541,7 @@ int main(int argc, char **argv)
     ok &= targets_2_3(&d, reps, 5.0 / 3 + 256.0 / (9 * 64));
     problem_free(&d);
     problem c;
-    problem_make(&c, "conv1d:16x3:circular,leaky:0.5", 64, 4096, 16);
+    problem_make(&c, "conv1d:16x3:circular,leaky:0.5", conv_depth, 4096, 16);
     ok &= targets_2_3(&c, reps, 0);
     problem_free(&c);
     printf("engine targets: %s\n", ok ? "all met" : "NOT all met");

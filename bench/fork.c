@@ -104,8 +104,9 @@ static double case_ms(problem *p, bench_case c, int threads)
 
 int main(int argc, char **argv)
 {
-    long W = bench_count(argc, argv, 1024, 32, 4096,
-                         "Usage: bench-fork [WIDTH]\n  fork-join overhead, then the emulated and reference dense "
+    int smoke = bench_smoke(&argc, argv); /* the smallest size */
+    long W = bench_count(argc, argv, smoke ? 32 : 1024, 32, 4096,
+                         "Usage: bench-fork [--smoke] [WIDTH]\n  fork-join overhead, then the emulated and reference dense "
                          "products, the LU solve, the GELU and the condition estimate's LU of one WIDTH x WIDTH layer (default 1024, batch 16) on 1 and 2 "
                          "threads, wall ms and their ratio (make bench).\n");
     openblas_set_num_threads(1); /* as a drift study runs it: the threads are the curve's */

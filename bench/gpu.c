@@ -182,8 +182,9 @@ static void dense(size_t n, size_t B)
 
 int main(int argc, char **argv)
 {
-    size_t max_n = (size_t)bench_count(argc, argv, 1L << 24, 4096, 1L << 30,
-                                       "Usage: bench-gpu [MAX_ELEMENTS]\n  the CUDA kernels against the device's copy "
+    int smoke = bench_smoke(&argc, argv); /* the smallest size */
+    size_t max_n = (size_t)bench_count(argc, argv, smoke ? 4096 : 1L << 24, 4096, 1L << 30,
+                                       "Usage: bench-gpu [--smoke] [MAX_ELEMENTS]\n  the CUDA kernels against the device's copy "
                                        "bandwidth and cuBLAS, up to MAX_ELEMENTS (default 2^24).\n");
     char why[256], name[256];
     if (!vijp_cuda_available(why, sizeof why)) {

@@ -84,16 +84,20 @@ static const bench_kernel kernels[] = {
 };
 #define NKERNELS (sizeof kernels / sizeof *kernels)
 
-/* Seconds per pass: best of REPS, each repeating the pass for MIN_SECONDS. */
+/* Timed passes per measurement (REPS; one under --smoke). */
+static int reps = REPS;
+
+/* Seconds per pass: best of reps, each repeating the pass for MIN_SECONDS
+ * (under --smoke, once). */
 static double time_pass(void (*run)(const vijp_kernels *, size_t), const vijp_kernels *K, size_t n)
 {
     double best = INFINITY;
     run(K, n); /* warm: pages touched, caches filled */
-    for (int r = 0; r < REPS; r++) {
+    for (int r = 0; r < reps; r++) {
         long passes = 0;
         double t0 = bench_now(), t;
         do run(K, n), passes++;
-        while ((t = bench_now() - t0) < MIN_SECONDS);
+        while ((t = bench_now() - t0) < MIN_SECONDS && reps > 1);
         best = fmin(best, t / (double)passes);
     }
     return best;
@@ -101,15 +105,18 @@ static double time_pass(void (*run)(const vijp_kernels *, size_t), const vijp_ke
 
 int main(int argc, char **argv)
 {
-    bench_args(argc, argv, 0, "Usage: bench-kernels\n  every kernel set this machine runs, from L1 sizes to 8M units, against the copy bandwidth (make bench; takes no arguments).\n");
-    X = vijp_alloc_array(MAXN, sizeof *X), U = vijp_alloc_array(MAXN, sizeof *U), S = vijp_alloc_array(MAXN, sizeof *S);
-    T = vijp_alloc_array(MAXN, sizeof *T), Y = vijp_alloc_array(MAXN, sizeof *Y), Y2 = vijp_alloc_array(MAXN, sizeof *Y2);
-    Xf = vijp_alloc_array(MAXN, sizeof *Xf), Uf = vijp_alloc_array(MAXN, sizeof *Uf);
-    Yf = vijp_alloc_array(MAXN, sizeof *Yf), Y2f = vijp_alloc_array(MAXN, sizeof *Y2f);
-    Bits = vijp_alloc(MAXN / 8);
+    int smoke = bench_smoke(&argc, argv);
+    size_t nsizes = smoke ? 1 : NSIZES, maxn = sizes[nsizes - 1];
+    if (smoke) reps = 1;
+    bench_args(argc, argv, 0, "Usage: bench-kernels [--smoke]\n  every kernel set this machine runs, from L1 sizes to 8M units, against the copy bandwidth (make bench; takes no arguments).\n");
+    X = vijp_alloc_array(maxn, sizeof *X), U = vijp_alloc_array(maxn, sizeof *U), S = vijp_alloc_array(maxn, sizeof *S);
+    T = vijp_alloc_array(maxn, sizeof *T), Y = vijp_alloc_array(maxn, sizeof *Y), Y2 = vijp_alloc_array(maxn, sizeof *Y2);
+    Xf = vijp_alloc_array(maxn, sizeof *Xf), Uf = vijp_alloc_array(maxn, sizeof *Uf);
+    Yf = vijp_alloc_array(maxn, sizeof *Yf), Y2f = vijp_alloc_array(maxn, sizeof *Y2f);
+    Bits = vijp_alloc(maxn / 8);
     vijp_rng rng;
     vijp_rng_seed(&rng, 1);
-    for (size_t i = 0; i < MAXN; i++) {
+    for (size_t i = 0; i < maxn; i++) {
         X[i] = 3 * vijp_rng_normal(&rng), U[i] = vijp_rng_normal(&rng), S[i] = 0.5 + vijp_rng_uniform(&rng);
         T[i] = vijp_rng_normal(&rng), Xf[i] = (float)X[i], Uf[i] = (float)U[i];
     }
@@ -125,8 +132,8 @@ int main(int argc, char **argv)
         else printf("kernels: %s not measured: %s\n", vijp_kset_names[i], why);
     }
     double copy_bw[NSIZES];
-    printf("kernels: copy bandwidth (memcpy, read + write), best of %d\n", REPS);
-    for (size_t z = 0; z < NSIZES; z++) {
+    printf("kernels: copy bandwidth (memcpy, read + write), best of %d\n", reps);
+    for (size_t z = 0; z < nsizes; z++) {
         copy_bw[z] = 16.0 * (double)sizes[z] / time_pass(b_copy, R, sizes[z]) * 1e-9;
         printf("  n = %8zu  %7.2f GB/s\n", sizes[z], copy_bw[z]);
     }
@@ -134,7 +141,7 @@ int main(int argc, char **argv)
     double pct8m[NKERNELS][VIJP_KSET_COUNT], low_x[NKERNELS][VIJP_KSET_COUNT];
     printf("%-14s %8s %-6s %8s %8s %7s %7s %8s\n", "kernel", "n", "set", "GB/s", "GFLOP/s", "x ref", "% copy", "copy GB/s");
     for (size_t k = 0; k < NKERNELS; k++)
-        for (size_t z = 0; z < NSIZES; z++) {
+        for (size_t z = 0; z < nsizes; z++) {
             /* the copy again, just before: on a shared machine the bandwidth
              * available drifts during the run */
             double t_ref = 0, copy_now = 16.0 * (double)sizes[z] / time_pass(b_copy, R, sizes[z]) * 1e-9;
@@ -144,7 +151,7 @@ int main(int argc, char **argv)
                 double gbs = kernels[k].bytes * units * 1e-9;
                 printf("%-14s %8zu %-6s %8.2f %8.2f %7.2f %6.0f%% %8.2f\n", kernels[k].name, sizes[z], sets[s]->name, gbs,
                        kernels[k].flops * units * 1e-9, t_ref / t, 100 * gbs / copy_now, copy_now);
-                if (z == NSIZES - 1) pct8m[k][s] = 100 * gbs / copy_now;
+                if (z == nsizes - 1) pct8m[k][s] = 100 * gbs / copy_now;
                 low_x[k][s] = z == 0 || t_ref / t < low_x[k][s] ? t_ref / t : low_x[k][s];
             }
         }
@@ -154,7 +161,7 @@ int main(int argc, char **argv)
      * ±15 points between runs on a shared machine (the copy's own swing). */
     size_t last_mem = 0;
     while (last_mem + 1 < NKERNELS && strcmp(kernels[last_mem].name, "drift")) last_mem++;
-    printf("\nkernel targets (this run):\n  memory-bound at %zu units, >= 80%% of the copy (fastest set):", MAXN);
+    printf("\nkernel targets (this run):\n  memory-bound at %zu units, >= 80%% of the copy (fastest set):", maxn);
     int mem_ok = 1;
     for (size_t k = 0; k <= last_mem; k++) {
         double best = pct8m[k][0];

@@ -12,12 +12,13 @@
 
 int main(int argc, char **argv)
 {
-    bench_args(argc, argv, 0, "Usage: bench-memory\n  how much deeper Moonwalk trains than backprop under the same activation budget (make bench; takes no arguments).\n");
+    int smoke = bench_smoke(&argc, argv);
+    bench_args(argc, argv, 0, "Usage: bench-memory [--smoke]\n  how much deeper Moonwalk trains than backprop under the same activation budget (make bench; takes no arguments).\n");
     static const struct {
         const char *spec;
         size_t width;
     } stacks[] = {{"dense:64,leaky:0.5", 0}, {"additive", 64}};
-    size_t D = 4096, ref = 256, batches[] = {1, 32};
+    size_t D = smoke ? 256 : 4096, ref = smoke ? 32 : 256, batches[] = {1, 32};
     vijp_format f;
     vijp_format_fixed(&f, VIJP_DOUBLE);
     size_t *bp = malloc(D * sizeof *bp), *mw = malloc(D * sizeof *mw);

@@ -52,52 +52,70 @@ static run_cost run(char *const argv[])
 }
 
 /* The ResNet stack as a JSON net (vijp-net/1) in path. */
-static void write_resnet(const char *path)
+/* The ResNet stack on side × side images with blocks BasicBlocks. */
+static void write_resnet(const char *path, int side, int blocks)
 {
     FILE *f = fopen(path, "w");
     if (!f) exit(1);
-    const int C = RESNET_CHANNELS;
-    fprintf(f, "{\"schema\": \"vijp-net/1\", \"width\": 3072, \"loss\": \"square\", \"layers\": [\n");
-    fprintf(f, " {\"type\": \"conv2d\", \"args\": \"3x3x32:out=%d\"}, {\"type\": \"batchnorm\", \"args\": \"%d:affine\"}, "
+    const int C = RESNET_CHANNELS, S = side;
+    fprintf(f, "{\"schema\": \"vijp-net/1\", \"width\": %d, \"loss\": \"square\", \"layers\": [\n", 3 * S * S);
+    fprintf(f, " {\"type\": \"conv2d\", \"args\": \"3x3x%d:out=%d\"}, {\"type\": \"batchnorm\", \"args\": \"%d:affine\"}, "
                "{\"type\": \"relu\"}",
-            C, C);
-    for (int b = 0; b < RESNET_BLOCKS; b++)
-        fprintf(f, ",\n {\"type\": \"residual\", \"layers\": [{\"type\": \"conv2d\", \"args\": \"%dx3x32\"}, "
+            S, C, C);
+    for (int b = 0; b < blocks; b++)
+        fprintf(f, ",\n {\"type\": \"residual\", \"layers\": [{\"type\": \"conv2d\", \"args\": \"%dx3x%d\"}, "
                    "{\"type\": \"batchnorm\", \"args\": \"%d:affine\"}, {\"type\": \"relu\"}, {\"type\": \"conv2d\", "
-                   "\"args\": \"%dx3x32\"}, {\"type\": \"batchnorm\", \"args\": \"%d:affine\"}]}, {\"type\": \"relu\"}",
-                C, C, C, C);
+                   "\"args\": \"%dx3x%d\"}, {\"type\": \"batchnorm\", \"args\": \"%d:affine\"}]}, {\"type\": \"relu\"}",
+                C, S, C, C, S, C);
     fprintf(f, "]}\n");
     if (fclose(f)) exit(1);
 }
 
 int main(int argc, char **argv)
 {
+    int smoke = bench_smoke(&argc, argv);
     bench_args(argc, argv, 1,
-               "Usage: bench-models [VIJP]\n  the RevViT example study and a CIFAR-sized ResNet stack through every "
+               "Usage: bench-models [--smoke] [VIJP]\n  the RevViT example study and a CIFAR-sized ResNet stack through every "
                "engine: time and peak memory; VIJP is the command (default build/vijp).\n");
     char *vijp = argc > 1 ? argv[1] : "build/vijp";
-    char out[64], resnet[64];
+    char out[64], resnet[64], tiny[64];
     snprintf(out, sizeof out, "/tmp/vijp-bench-models-%d", (int)getpid());
     snprintf(resnet, sizeof resnet, "/tmp/vijp-bench-models-%d.json", (int)getpid());
 
-    printf("RevViT example study (%s; 3 formats, reversible and Moonwalk, 1 seed):\n", REVVIT_NET);
-    char *study[] = {vijp, "drift", "--net", REVVIT_NET, "--formats", "bfloat16+binary32,binary16+binary32,binary32",
+    /* under --smoke: one of the RevViT's blocks, on 2 tokens a half */
+    snprintf(tiny, sizeof tiny, "/tmp/vijp-bench-models-%d-revvit.json", (int)getpid());
+    char *revvit = REVVIT_NET;
+    if (smoke) {
+        FILE *f = fopen(tiny, "w");
+        static const char *const block =
+            "{\"type\": \"additive\", \"F\": [{\"type\": \"layernorm\", \"args\": \"32:eps=1e-06:affine\"}, "
+            "{\"type\": \"attention\", \"args\": \"32x2\"}], \"G\": [{\"type\": \"layernorm\", \"args\": "
+            "\"32:eps=1e-06:affine\"}, {\"type\": \"linear\", \"args\": \"128x32\"}, {\"type\": \"gelu\"}, "
+            "{\"type\": \"linear\", \"args\": \"32x128\"}]}";
+        if (!f || fprintf(f, "{\"schema\": \"vijp-net/1\", \"width\": 128, \"loss\": \"square\", \"layers\": [%s]}\n", block) < 0 || fclose(f))
+            return 1;
+        revvit = tiny;
+    }
+    printf("RevViT example study (%s; 3 formats, reversible and Moonwalk, 1 seed):\n", revvit);
+    char *study[] = {vijp, "drift", "--net", revvit, "--formats", "bfloat16+binary32,binary16+binary32,binary32",
                      "--engines", "reversible,moonwalk", "--init", "kaiming-uniform", "--seeds", "1", "--out", out,
-                     "--no-progress", NULL};
-    char *one[] = {vijp, "grad", "--net", REVVIT_NET, "--engine", "backprop", "--format", "double", "--init",
+                     "--no-progress", smoke ? "--no-plots" : NULL, NULL};
+    char *one[] = {vijp, "grad", "--net", revvit, "--engine", "backprop", "--format", "double", "--init",
                    "kaiming-uniform", "-q", NULL};
     run_cost s = run(study);
     char rm[160];
     snprintf(rm, sizeof rm, "rm -rf '%s'", out);
     if (system(rm)) return 1;
     run_cost b = run(one);
+    if (smoke) unlink(tiny);
     printf("  study             %8.1f s   peak %7.0f MB\n", s.seconds, s.peak_mb);
     printf("  one grad          %8.2f s   peak %7.0f MB   (backprop in double and its MPFR reference)\n", b.seconds, b.peak_mb);
     printf("  ratio study / grad: %.0f\n", s.seconds / b.seconds);
 
-    write_resnet(resnet);
-    printf("ResNet stack, CIFAR-sized input 3x32x32, stem to %d channels + %d BasicBlocks (width %d), batch 1, double:\n",
-           RESNET_CHANNELS, RESNET_BLOCKS, RESNET_CHANNELS * 1024);
+    int side = smoke ? 8 : 32, blocks = smoke ? 1 : RESNET_BLOCKS;
+    write_resnet(resnet, side, blocks);
+    printf("ResNet stack, input 3x%dx%d, stem to %d channels + %d BasicBlocks (width %d), batch 1, double:\n", side,
+           side, RESNET_CHANNELS, blocks, RESNET_CHANNELS * side * side);
     char *all[] = {vijp, "grad", "--net", resnet, "--engine", "all", "--format", "double", "--init", "kaiming-uniform",
                    "-q", NULL};
     char *bp[] = {vijp, "grad", "--net", resnet, "--engine", "backprop", "--format", "double", "--init",

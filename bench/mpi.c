@@ -144,15 +144,17 @@ static void limits(const char *name, workload *w)
 
 int main(int argc, char **argv)
 {
-    bench_args(argc, argv, 1, "Usage: bench-mpi [VIJP]\n  a drift study over MPI ranks, measured and simulated; VIJP is the command (default build/vijp).\n");
+    int smoke = bench_smoke(&argc, argv);
+    bench_args(argc, argv, 1, "Usage: bench-mpi [--smoke] [VIJP]\n  a drift study over MPI ranks, measured and simulated; VIJP is the command (default build/vijp).\n");
     const char *vijp = argc > 1 ? argv[1] : "build/vijp";
     /* ---- 1. measured speedup ---- */
     char cmd[1024];
     double wall[2] = {NAN, NAN};
     int have_mpirun = system("command -v mpirun >/dev/null 2>&1") == 0;
     snprintf(cmd, sizeof cmd, "%s drift --help 2>/dev/null | grep -q 'Under mpirun'", vijp);
-    const char *study_args = "--net dense:32,leaky:0.5 --net dense:32,tanh --depth 64 --formats bfloat16,binary32,double,mpfr:113 "
-                        "--seeds 1,2 --no-plots -q";
+    const char *study_args = smoke ? "--net dense:8,leaky:0.5 --depth 8 --formats binary32,double --seeds 1,2 --no-plots -q"
+                                   : "--net dense:32,leaky:0.5 --net dense:32,tanh --depth 64 --formats "
+                                     "bfloat16,binary32,double,mpfr:113 --seeds 1,2 --no-plots -q";
     printf("drift study over MPI ranks: %s\n", study_args);
     if (!have_mpirun || system(cmd) != 0)
         printf("  speedup: SKIPPED (%s)\n", have_mpirun ? "this vijp is built without MPI" : "no mpirun");

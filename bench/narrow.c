@@ -25,7 +25,7 @@
 #include <math.h>
 
 #define REPS 5
-#define N ((size_t)1 << 24)
+#define N ((size_t)1 << 24) /* values rounded (4096 under --smoke) */
 
 static double best_of(void (*run)(void *), void *arg, int calls)
 {
@@ -44,33 +44,34 @@ typedef struct {
     double *dst;
     const vijp_format *f; /* NULL: the copy */
     vijp_narrow_isa isa;
+    size_t n;
 } rounding;
 
 static void run_rounding(void *arg)
 {
     rounding *a = arg;
-    if (!a->f) memcpy(a->dst, a->src, N * sizeof *a->dst);
+    if (!a->f) memcpy(a->dst, a->src, a->n * sizeof *a->dst);
     else if (a->f->mx_block) {
-        for (size_t k = 0; k < N; k += 32)
+        for (size_t k = 0; k < a->n; k += 32)
             vijp_narrow_mx_block(a->f, a->dst + k, 1, a->src + k, 1, 32, a->isa);
     } else {
         vijp_narrow g = vijp_narrow_of(a->f);
-        vijp_narrow_round_array(a->dst, a->src, N, &g, 1, 1, a->isa);
+        vijp_narrow_round_array(a->dst, a->src, a->n, &g, 1, 1, a->isa);
     }
 }
 
-static void rounding_table(void)
+static void rounding_table(size_t n)
 {
-    double *src = vijp_alloc_array(N, sizeof *src), *dst = vijp_alloc_array(N, sizeof *dst);
+    double *src = vijp_alloc_array(n, sizeof *src), *dst = vijp_alloc_array(n, sizeof *dst);
     vijp_rng rng;
     vijp_rng_seed(&rng, 1);
-    for (size_t i = 0; i < N; i++) src[i] = 30 * vijp_rng_normal(&rng);
+    for (size_t i = 0; i < n; i++) src[i] = 30 * vijp_rng_normal(&rng);
     static const char *const formats[] = {"e4m3+binary32", "e5m2+binary32",      "mxfp8+binary32",
                                           "mxfp8e5m2+binary32", "mxfp6+binary32", "mxfp6e3m2+binary32",
                                           "mxfp4+binary32"};
     static const vijp_narrow_isa isas[] = {VIJP_NARROW_PORTABLE, VIJP_NARROW_AVX2, VIJP_NARROW_AVX512};
     static const char *const isa_names[] = {"portable", "avx2", "avx512"};
-    printf("rounding %zu doubles (16 bytes a value read and written), best of %d:\n", N, REPS);
+    printf("rounding %zu doubles (16 bytes a value read and written), best of %d:\n", n, REPS);
     printf("%-19s %-9s %9s %9s %8s\n", "storage", "isa", "GB/s", "copy GB/s", "% copy");
     double worst_best = INFINITY;
     for (size_t fi = 0; fi < sizeof formats / sizeof *formats; fi++) {
@@ -82,9 +83,9 @@ static void rounding_table(void)
                 printf("%-19s %-9s not on this CPU\n", formats[fi], isa_names[k]);
                 continue;
             }
-            rounding copy = {src, dst, NULL, isas[k]}, r = {src, dst, &f, isas[k]};
+            rounding copy = {src, dst, NULL, isas[k], n}, r = {src, dst, &f, isas[k], n};
             double t_copy = best_of(run_rounding, &copy, 1), t = best_of(run_rounding, &r, 1);
-            double bw = 16.0 * (double)N / t * 1e-9, cbw = 16.0 * (double)N / t_copy * 1e-9;
+            double bw = 16.0 * (double)n / t * 1e-9, cbw = 16.0 * (double)n / t_copy * 1e-9;
             printf("%-19s %-9s %9.2f %9.2f %7.0f%%\n", formats[fi], isa_names[k], bw, cbw, 100 * t_copy / t);
             best_pct = fmax(best_pct, 100 * t_copy / t);
         }
@@ -138,16 +139,17 @@ static double oracle_ms(const layer_call *c)
     return t;
 }
 
-static void dense_table(void)
+static void dense_table(size_t W)
 {
-    enum { W = 256 };
     static const char *const formats[] = {"bfloat16+binary32", "e4m3+binary32", "mxfp8+binary32"};
     static const size_t batches[] = {1, 64};
-    printf("dense:%d through the layer interface (native route; MPFR route at batch 1), ms per call, best of %d:\n", W,
+    printf("dense:%d through the layer interface (native route; MPFR route at batch 1), ms per call, best of %d:\n", (int)W,
            REPS);
     printf("%-18s %5s %-8s %10s %10s %9s\n", "format", "batch", "pass", "native ms", "MPFR ms", "x bf16");
     vijp_net net;
-    BENCH_MUST(vijp_net_build(&net, "dense:256", 1, W, NULL));
+    char spec[32];
+    snprintf(spec, sizeof spec, "dense:%zu", W);
+    BENCH_MUST(vijp_net_build(&net, spec, 1, W, NULL));
     BENCH_MUST(vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, 1, NULL));
     double worst = 0, base[2][2] = {{0}};
     for (size_t bi = 0; bi < 2; bi++)
@@ -187,8 +189,9 @@ static void dense_table(void)
 
 int main(int argc, char **argv)
 {
-    bench_args(argc, argv, 0, "Usage: bench-narrow\n  FP8 and MX rounding against the copy bandwidth, and the dense layer in FP8 and MX against bfloat16+binary32 (make bench; takes no arguments).\n");
-    rounding_table();
-    dense_table();
+    int smoke = bench_smoke(&argc, argv);
+    bench_args(argc, argv, 0, "Usage: bench-narrow [--smoke]\n  FP8 and MX rounding against the copy bandwidth, and the dense layer in FP8 and MX against bfloat16+binary32 (make bench; takes no arguments).\n");
+    rounding_table(smoke ? 4096 : N);
+    dense_table(smoke ? 32 : 256);
     return 0;
 }

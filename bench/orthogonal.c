@@ -13,7 +13,7 @@
  * the first, so that the switch there pays.  (It was 10x at the widest
  * against MGS's loops one column at a time, which ran at about a third of
  * today's rate; its flop count alone gives blocked 3x.)
- * Usage: bench-orthogonal [MAX_WIDTH] (default 2048; 4096 adds about a
+ * Usage: bench-orthogonal [--smoke] [MAX_WIDTH] (default 2048; 4096 adds about a
  * minute, most of it mgs2). */
 #include "vijp/rng.h"
 #include "bench.h"
@@ -43,8 +43,9 @@ static double init_time(size_t n, int which)
 
 int main(int argc, char **argv)
 {
-    long max_width = bench_count(argc, argv, 2048, 512, 8192,
-                                 "Usage: bench-orthogonal [MAX_WIDTH]\n  one dense layer's orthogonal initialisation, "
+    int smoke = bench_smoke(&argc, argv); /* the smallest size */
+    long max_width = bench_count(argc, argv, smoke ? 512 : 2048, 512, 8192,
+                                 "Usage: bench-orthogonal [--smoke] [MAX_WIDTH]\n  one dense layer's orthogonal initialisation, "
                                  "n x n, widths 512 up to MAX_WIDTH (default 2048).\n");
     printf("bench-orthogonal: orthogonal init of one n x n layer, thread CPU seconds (GFLOP/s of each algorithm's "
            "flop count: mgs2 4n^3, blocked 4n^3/3)\n");

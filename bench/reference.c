@@ -262,8 +262,9 @@ static int time_report(const char *bin, double *wall, double *cpu)
 
 int main(int argc, char **argv)
 {
-    bench_args(argc, argv, 1, "Usage: bench-reference [VIJP]\n  an MPFR multiply-add of the drift reference, and the double-double products' (src/ddot); with VIJP (the command),\n  also the default report's time.\n");
-    int reps = 5;
+    int smoke = bench_smoke(&argc, argv);
+    bench_args(argc, argv, 1, "Usage: bench-reference [--smoke] [VIJP]\n  an MPFR multiply-add of the drift reference, and the double-double products' (src/ddot); with VIJP (the command),\n  also the default report's time.\n");
+    int reps = smoke ? 1 : 5;
     printf("bench-reference: ns per multiply-add, one %d x %d matrix-vector product, thread CPU time, best of %d\n", N,
            N, reps);
     double madds = (double)N * N, at256[METHODS] = {0};
@@ -291,7 +292,9 @@ int main(int argc, char **argv)
     printf("; arb_dot not measured\n");
 #endif
     dd_report(at256[2]);
-    if (argc > 1) {
+    if (argc > 1 && smoke)
+        printf("default study (%s report): not timed under --smoke (a minute: make report runs it)\n", argv[1]);
+    else if (argc > 1) {
         double wall, cpu;
         if (time_report(argv[1], &wall, &cpu)) {
             fprintf(stderr, "bench-reference: %s report failed\n", argv[1]);

@@ -77,11 +77,13 @@ endif
 ifeq ($(SANITIZE),1)
 CHECKED_BENCH :=
 CHECK_BENCH_ARGS = @echo "check-bench-args: SKIPPED under SANITIZE=1 (the plain make check runs it)"
+CHECK_BENCH_SMOKE = @echo "check-bench-smoke: SKIPPED under SANITIZE=1 (the plain make check runs it)"
 CHECK_TORCH_NUMBERS = @echo "check-torch ($(TORCH_NUMBERS)): SKIPPED under SANITIZE=1 (numbers only: the plain make check runs them)"
 CHECK_TORCH_RUN := skipped
 else
 CHECKED_BENCH := $(BENCH_PROGS)
 CHECK_BENCH_ARGS = scripts/check-bench-args.sh $(BENCH_PROGS)
+CHECK_BENCH_SMOKE = scripts/check-bench-smoke.sh $(BUILD)/vijp $(BENCH_PROGS)
 CHECK_TORCH_RUN := $(TORCH_NUMBERS)
 endif
 # Everything check runs, built first: `make -j2 check-build` builds it on
@@ -132,6 +134,7 @@ check-run-mpi:
 	$(CHECK_MPI)
 check-run-bench:
 	$(CHECK_BENCH_ARGS)
+	$(CHECK_BENCH_SMOKE)
 check-run-modules:
 	scripts/check-modules.py $(BUILD)
 check-run-exports:
