@@ -210,6 +210,31 @@ START_TEST(test_grad_json_all_engines)
 }
 END_TEST
 
+/* A double gradient does not depend on the machine's core count: OpenBLAS
+ * on two threads blocks its products otherwise than on one, and this run's
+ * errors then differed in their last digits (every engine but backprop);
+ * the command runs OpenBLAS on one thread whatever OPENBLAS_NUM_THREADS
+ * says, so the two outputs are the same bytes. */
+START_TEST(test_grad_independent_of_blas_threads)
+{
+    const char *args = "grad --json --depth 4 --batch 16 --net dense:128,tanh --engine all --format double";
+    run_result r[2];
+    for (int k = 0; k < 2; k++) {
+        setenv("OPENBLAS_NUM_THREADS", k ? "2" : "1", 1);
+        r[k] = run_vijp(args);
+        ck_assert_msg(r[k].rc == CLI_OK, "exited %d: %s", r[k].rc, r[k].err);
+    }
+    unsetenv("OPENBLAS_NUM_THREADS"); /* under CK_FORK=no the next test shares this process */
+    size_t at = 0; /* the first byte that differs, and the line it is on */
+    while (r[0].out[at] && r[0].out[at] == r[1].out[at]) at++;
+    size_t line = at;
+    while (line && r[0].out[line - 1] != '\n') line--;
+    ck_assert_msg(!r[0].out[at] && !r[1].out[at], "one BLAS thread: %.120s\ntwo: %.120s", r[0].out + line,
+                  r[1].out + line);
+    run_free(&r[0]), run_free(&r[1]);
+}
+END_TEST
+
 START_TEST(test_grad_table)
 {
     /* Without --json: a human-readable table on stdout, nothing on stderr. */
@@ -758,6 +783,7 @@ Suite *suite_cli(void)
         tcase_add_test(tc, test_grad_json);
         tcase_add_test(tc, test_grad_json_all_engines);
         tcase_add_test(tc, test_grad_table);
+    tcase_add_test(tc, test_grad_independent_of_blas_threads);
         tcase_add_test(tc, test_bad_input);
         tcase_add_test(tc, test_layer_args_named);
         tcase_add_test(tc, test_precision_limits);

@@ -3,6 +3,7 @@
 #include "vijp/vijp.h"
 #include "vijp/plugin.h"
 #include "vijp/kernels.h"
+#include <cblas.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,7 +48,14 @@ static int run(int argc, char **argv);
 int main(int argc, char **argv)
 {
     int rc = cli_blas_room(argc, argv);
-    return rc >= 0 ? rc : close_stdout(run(argc, argv));
+    if (rc >= 0) return rc;
+    /* One OpenBLAS thread for every command, as a drift study's curves run:
+     * OpenBLAS's blocking, so a double result's last bits, changes with its
+     * thread count, which is the machine's core count by default (vijp grad
+     * gave other errors on 2 threads than on 1), and its parallel LU spins
+     * on the conv layers' small per-frequency matrices. */
+    openblas_set_num_threads(1);
+    return close_stdout(run(argc, argv));
 }
 
 /* --plugin FILE (or --plugin=FILE) anywhere after the command: load it and
