@@ -21,6 +21,7 @@
 #include "oracles/oracles.h"
 #include "emu/dense.h"
 #include "emu/lanes.h"
+#include <cblas.h>
 #include <stdio.h>
 #include <math.h>
 
@@ -178,6 +179,7 @@ int main(int argc, char **argv)
 {
     int smoke = bench_smoke(&argc, argv);
     bench_args(argc, argv, 0, "Usage: bench-emu-dense [--smoke]\n  the dense layer's narrow formats: MPFR oracle against the native path (make bench; takes no arguments).\n");
+    openblas_set_num_threads(1); /* as every vijp command runs it */
     static const char *const formats[] = {"binary32", "bfloat16", "bfloat16+binary32"};
     static const size_t widths[] = {32, 128};
     size_t n_widths = smoke ? 1 : sizeof widths / sizeof *widths, wide = smoke ? 32 : 256;

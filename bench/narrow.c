@@ -22,6 +22,7 @@
 #include "format/narrow.h"
 #include "vijp/vijp.h"
 #include "vijp/arith.h"
+#include <cblas.h>
 #include <math.h>
 
 #define REPS 5
@@ -191,6 +192,7 @@ int main(int argc, char **argv)
 {
     int smoke = bench_smoke(&argc, argv);
     bench_args(argc, argv, 0, "Usage: bench-narrow [--smoke]\n  FP8 and MX rounding against the copy bandwidth, and the dense layer in FP8 and MX against bfloat16+binary32 (make bench; takes no arguments).\n");
+    openblas_set_num_threads(1); /* as every vijp command runs it */
     rounding_table(smoke ? 4096 : N);
     dense_table(smoke ? 32 : 256);
     return 0;
