@@ -431,9 +431,8 @@ const struct vijp_emu_native vijp_emu_dense_native = {
  *
  * eliminate: that elimination on A and the right-hand sides R (row-major,
  * B a row; at least one double even where B is 0), by panels of panel
- * columns; piv (NULL: not kept) records the row each step swapped in.  0,
- * or VIJP_ESINGULAR at a zero pivot (A and R as far as they got). */
-static int eliminate(size_t n, double *A, double *R, size_t B, size_t *piv, vijp_emu_grid g, int threads, size_t panel)
+ * columns.  0, or VIJP_ESINGULAR at a zero pivot (A and R as far as they got). */
+static int eliminate(size_t n, double *A, double *R, size_t B, vijp_emu_grid g, int threads, size_t panel)
 {
 #define A_(i, k) A[(i) * n + (k)]
     const vijp_emu_lanes *lanes = vijp_emu_lanes_active();
@@ -447,7 +446,6 @@ static int eliminate(size_t n, double *A, double *R, size_t B, size_t *piv, vijp
             size_t p = c;
             for (size_t i = c + 1; i < n; i++)
                 if (fabs(A_(i, c)) > fabs(A_(p, c))) p = i;
-            if (piv) piv[c] = p;
             if (A_(p, c) == 0) {
                 rc = VIJP_ESINGULAR; /* r left as far as it got, as the oracle leaves it */
                 break;
@@ -485,12 +483,6 @@ static int eliminate(size_t n, double *A, double *R, size_t B, size_t *piv, vijp
 #undef A_
 }
 
-int vijp_emu_ge_factor(size_t n, double *A, size_t *piv, vijp_emu_grid g, int threads)
-{
-    double R = 0; /* no right-hand sides */
-    return eliminate(n, A, &R, 0, piv, g, threads, VIJP_EMU_GE_PANEL);
-}
-
 int vijp_emu_ge_solve_panel(size_t n, double *A, double *r, size_t B, vijp_emu_grid g, int threads, size_t panel)
 {
 #define A_(i, k) A[(i) * n + (k)]
@@ -501,7 +493,7 @@ int vijp_emu_ge_solve_panel(size_t n, double *A, double *r, size_t B, vijp_emu_g
     double *R = vijp_alloc_array(n * B != 0 ? n * B : 1, sizeof *R);
     for (size_t j = 0; j < B; j++)
         for (size_t i = 0; i < n; i++) R[i * B + j] = r[i + j * n];
-    int rc = eliminate(n, A, R, B, NULL, g, threads, panel);
+    int rc = eliminate(n, A, R, B, g, threads, panel);
     /* Back substitution with U: row i's entries take k = i + 1, …, n − 1 in
      * order, then the division, each column j as it would alone. */
     for (size_t i = n; i-- > 0 && !rc;) {

@@ -51,14 +51,6 @@ int vijp_emu_ge_solve_d(size_t n, double *A, double *r, size_t B, vijp_emu_grid 
 /* The same elimination by panels of panel columns (0: 1): the same bits
  * for every width (the tests). */
 int vijp_emu_ge_solve_panel(size_t n, double *A, double *r, size_t B, vijp_emu_grid g, int threads, size_t panel);
-/* The elimination alone, without right-hand sides: A (n × n, row-major)
- * overwritten by the LU factors of P·A as vijp_emu_ge_solve_d leaves them,
- * piv[c] the row step c swapped with row c (LAPACK's ipiv, counted from 0:
- * P is those swaps in ascending order); on up to threads threads, the same
- * bits.  VIJP_ESINGULAR at a zero pivot (A as far as it got).  On
- * vijp_emu_binary64()'s grid it is Gaussian elimination with partial
- * pivoting in plain double (drift/cond.c's condition estimates). */
-int vijp_emu_ge_factor(size_t n, double *A, size_t *piv, vijp_emu_grid g, int threads);
 
 /* The products and the square vijp on double-held operands (layer/emu_native.h),
  * bit for bit the functions above: dense's emu_native. */

@@ -54,14 +54,6 @@ static inline vijp_emu_grid vijp_emu_store(const vijp_format *f)
     return (vijp_emu_grid){(int)f->store_prec, (int)f->store_emin, (int)f->store_emax};
 }
 
-/* binary64's own grid (p 53, smallest subnormal 2^-1074, largest finite
- * below 2^1024): every double is on it, so rounding to it is the identity.
- * No format's arithmetic is binary64 here (double has its own route); the
- * solves' elimination runs on it for the drift study's condition
- * estimates (drift/cond.c), where only its bits for any thread count matter. */
-static inline vijp_emu_grid vijp_emu_binary64(void) { return (vijp_emu_grid){53, -1073, 1024}; }
-static inline int vijp_emu_is_binary64(vijp_emu_grid g) { return g.p == 53 && g.emin == -1073 && g.emax == 1024; }
-
 /* x (any double, ±0, ±Inf or NaN)
  * rounded to nearest, ties to even, onto g: the value mpfr_set_d, then
  * mpfr_check_range and mpfr_subnormalize under g give. */
@@ -70,7 +62,7 @@ static inline double vijp_emu_round(double x, vijp_emu_grid g)
     uint64_t bits;
     memcpy(&bits, &x, sizeof bits);
     int biased = (int)((bits >> 52) & 0x7ff);
-    if (biased == 0x7ff || x == 0 || vijp_emu_is_binary64(g)) return x; /* NaN, ±Inf, ±0; binary64's grid holds every double */
+    if (biased == 0x7ff || x == 0) return x; /* NaN, ±Inf, ±0 */
     if (biased == 0) return copysign(0.0, x); /* below 2^-1022: far under every grid's half-quantum */
     int e = biased - 1022;                    /* MPFR's exponent: |x| in [2^(e-1), 2^e) */
     if (e > g.emax) return copysign(INFINITY, x); /* |x| >= 2^emax: past the grid (and the shift below would overflow) */
@@ -96,14 +88,10 @@ static inline double vijp_emu_div(double a, double b, vijp_emu_grid g) { return 
 
 /* The elimination step of the solves, y − t·x on g: the product and the
  * difference each rounded to g, as vo_ge_solve computes it (the formats'
- * solves), except on binary64's grid, where it is fused and rounded once
- * (C's fma, the hardware's fused multiply-add in the SIMD sets, lanes.h):
- * the condition estimates' LU (drift/cond.c) follows no oracle, and the
- * fused step is no less accurate and about 1.5x as fast there (bench-cond:
- * 0.46 -> 0.31 s at width 2048 with AVX-512). */
+ * solves). */
 static inline double vijp_emu_elim_step(double y, double t, double x, vijp_emu_grid g)
 {
-    return vijp_emu_is_binary64(g) ? fma(-t, x, y) : vijp_emu_sub(y, vijp_emu_mul(t, x, g), g);
+    return vijp_emu_sub(y, vijp_emu_mul(t, x, g), g);
 }
 static inline double vijp_emu_sqrt(double a, vijp_emu_grid g) { return vijp_emu_round(sqrt(a), g); }
 

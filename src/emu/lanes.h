@@ -47,8 +47,7 @@ typedef struct {
                     size_t bsc, double *C, size_t ldc, vijp_emu_grid g);
     /* y[k] := y[k] − t·x[k] for k < n, the product and the difference each
      * rounded to g: the elimination step of vo_ge_solve (dense.c), one
-     * lane per k (no alignment or padding asked); on binary64's grid fused
-     * and rounded once (emu.h's vijp_emu_elim_step). */
+     * lane per k (no alignment or padding asked). */
     void (*axpy_d)(size_t n, double t, const double *x, double *y, vijp_emu_grid g);
     /* axpy_d for c = 0, 1, …, k − 1 in turn, with t[c] and the row x +
      * c·ldx: each y[j] takes the k steps in that order, as k calls would

@@ -10,10 +10,9 @@
  * of dependent roundings in flight); rows need no remainder (lanes.h pads
  * them), columns left over go one at a time.  Vector + and × are the IEEE
  * operations lane by lane; -ffp-contract=off keeps them unfused, and the
- * fused operations are explicit: the single-precision FMA (the mixed
- * formats) and the double one (vfmad: the elimination step on binary64's
- * grid, emu.h's vijp_emu_elim_step).  round_v and the split_d kernels hold
- * for grids narrower than binary64's only; nothing hands them that grid. */
+ * fused operation is explicit: the single-precision FMA (the mixed
+ * formats).  round_v and the split_d kernels hold for grids narrower than
+ * binary64's only; nothing hands them that grid. */
 #ifndef VIJP_EMU_SIMD_H
 #define VIJP_EMU_SIMD_H
 
@@ -29,10 +28,8 @@ typedef uint64_t vu __attribute__((vector_size(VW * 8)));
 typedef float vf __attribute__((vector_size(VW * 8)));
 #if VW == 4
 static inline vf vfmaf(vf a, vf b, vf c) { return (vf)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c); }
-static inline vd vfmad(vd a, vd b, vd c) { return (vd)_mm256_fmadd_pd((__m256d)a, (__m256d)b, (__m256d)c); }
 #elif VW == 8
 static inline vf vfmaf(vf a, vf b, vf c) { return (vf)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c); }
-static inline vd vfmad(vd a, vd b, vd c) { return (vd)_mm512_fmadd_pd((__m512d)a, (__m512d)b, (__m512d)c); }
 #else
 #error "VW must be 4 or 8"
 #endif
@@ -148,13 +145,6 @@ static inline int grid_is_binary32(vijp_emu_grid g) { return g.p == 24 && g.emin
 static void simd_axpy_d(size_t n, double t, const double *x, double *y, vijp_emu_grid g)
 {
     size_t k = 0;
-    if (vijp_emu_is_binary64(g)) { /* emu.h's step on binary64's grid: fused, y − t·x rounded once */
-        vd mt = -splat_d(t);
-        for (; k + VW <= n; k += VW) {
-            vd r = vfmad(mt, load_d(x + k), load_d(y + k));
-            memcpy(y + k, &r, sizeof r);
-        }
-    }
     if (grid_is_binary32(g)) {
         vh tf = (float)t - (vh){0}; /* splat; −0 kept, as splat_d */
         for (; k + VW <= n; k += VW) {
@@ -178,24 +168,6 @@ static void simd_axpy_many_d(size_t n, size_t k, const double *t, const double *
                              vijp_emu_grid g)
 {
     size_t j = 0;
-    if (vijp_emu_is_binary64(g)) { /* emu.h's fused steps, four chains at a time as below */
-        for (; j + 4 * VW <= n; j += 4 * VW) {
-            vd y0 = load_d(y + j), y1 = load_d(y + j + VW), y2 = load_d(y + j + 2 * VW), y3 = load_d(y + j + 3 * VW);
-            for (size_t c = 0; c < k; c++) {
-                const double *xc = x + c * ldx + j;
-                vd mt = -splat_d(t[c]);
-                y0 = vfmad(mt, load_d(xc), y0), y1 = vfmad(mt, load_d(xc + VW), y1);
-                y2 = vfmad(mt, load_d(xc + 2 * VW), y2), y3 = vfmad(mt, load_d(xc + 3 * VW), y3);
-            }
-            memcpy(y + j, &y0, sizeof y0), memcpy(y + j + VW, &y1, sizeof y1);
-            memcpy(y + j + 2 * VW, &y2, sizeof y2), memcpy(y + j + 3 * VW, &y3, sizeof y3);
-        }
-        for (; j + VW <= n; j += VW) { /* round_v below is for narrower grids only */
-            vd yv = load_d(y + j);
-            for (size_t c = 0; c < k; c++) yv = vfmad(-splat_d(t[c]), load_d(x + c * ldx + j), yv);
-            memcpy(y + j, &yv, sizeof yv);
-        }
-    }
     if (grid_is_binary32(g)) {
         /* four vectors of y at a time: four independent chains of k steps,
          * so that a step's latency does not serialise the loop */
