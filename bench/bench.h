@@ -51,8 +51,8 @@ static inline void bench_args(int argc, char **argv, int max_args, const char *u
         }
 }
 
-/* --smoke, given first: the benchmark runs at its smallest sizes, through
- * every path it measures, in seconds (make check runs each so:
+/* --smoke, given first: the benchmark runs at small sizes (the smallest
+ * where it takes a size), through every path it measures, in seconds (make check runs each so:
  * scripts/check-bench-smoke.sh), so that one that crashes or fails is
  * caught there, not by whoever next runs make bench.  The flag is taken
  * out of argv (the rest is parsed as without it) and a line says that
@@ -62,7 +62,7 @@ static inline int bench_smoke(int *argc, char **argv)
     if (*argc < 2 || strcmp(argv[1], "--smoke")) return 0;
     memmove(argv + 1, argv + 2, (size_t)(*argc - 1) * sizeof *argv); /* argv[2 .. argc], its NULL included */
     (*argc)--;
-    printf("%s --smoke: the smallest sizes, every path taken; no figure or verdict below is a measurement\n", argv[0]);
+    printf("%s --smoke: small sizes, every path taken; no figure or verdict below is a measurement\n", argv[0]);
     fflush(stdout);
     return 1;
 }

@@ -91,7 +91,7 @@ int main(int argc, char **argv)
     bench_args(argc, argv, 0, "Usage: bench-conv [--smoke]\n  one vijp of a circular convolution by FFT against the plain DFT it replaced (make bench; takes no arguments).\n");
     /* As every vijp command runs: one OpenBLAS thread, and freed memory
      * kept for the next call (vijp/memory.h).  Without the second each
-     * vijp faulted its FFT buffers in again: 0.027 s against 0.003 s at
+     * vijp faulted its FFT buffers in again: 0.027 s against 0.0023 s at
      * conv2d:16x3x32, 2026-12-07 (the target then missed). */
     openblas_set_num_threads(1);
     vijp_memory_keep_freed();

@@ -197,8 +197,8 @@ int main(int argc, char **argv)
     printf("bench-gpu: %s, %.0f GiB; vijp %s\n\n", name, gib, VIJP_VERSION);
     bandwidth(max_n);
     printf("\n");
-    dense(4096, 4096);
+    dense(smoke ? 256 : 4096, smoke ? 256 : 4096);
     printf("\n");
-    dense(1024, 64);
+    dense(smoke ? 64 : 1024, smoke ? 16 : 64);
     return 0;
 }

@@ -54,7 +54,8 @@ void cond_work_clear(cond_work *w);
  * the columns past it (their row swaps, U's rows, the Schur complement:
  * dlaswp, dtrsm, dgemm) a chunk at a time on w->threads threads, each chunk
  * by the same calls whatever the count, so the same bits on any count (for
- * one BLAS build: which products it forms, and how, are the BLAS's).  0, or
+ * one BLAS build, run on one thread as every vijp command runs it: which
+ * products it forms, and how, are the BLAS's).  0, or
  * 1 where a pivot is exactly zero (J singular: w->factored is 0). */
 int cond_factor(cond_work *w, const double *J);
 /* x := J⁻ᵀ x and x := J⁻¹ x (n doubles) through w's factors, by
