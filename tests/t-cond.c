@@ -100,9 +100,10 @@ END_TEST
  *  - Thm 9.4 (its proof holds for any two triangular solves after the
  *    permutation): the computed x̂ of Jx = b satisfies
  *    |b − Jx̂| <= γ_3n Pᵀ|L̂||Û||x̂|, and of Jᵀx = b, with Jᵀ = ÛᵀL̂ᵀP,
- *    |b − Jᵀx̂| <= γ_3n |Ûᵀ||L̂ᵀ||P x̂| (cond.c's dot sums in eight running
- *    sums: any order of summation is within the theorem's γ, Higham's
- *    Lemma 8.4 and §3.1).
+ *    |b − Jᵀx̂| <= γ_3n |Ûᵀ||L̂ᵀ||P x̂| (BLAS's dtrsv sums in an order of
+ *    its own: any order of summation is within the theorem's γ, Higham's
+ *    Lemma 8.4 and §3.1, and a fused multiply-add rounds once instead of
+ *    twice).
  * The residuals and the bounds' products are formed in long double (64
  * bits: their own error is 2^-11 of u's), the bounds doubled for that. */
 START_TEST(factors_and_solves_backward_stable)

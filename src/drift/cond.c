@@ -180,55 +180,32 @@ int cond_factor(cond_work *w, const double *J)
     return rc;
 }
 
-/* Σ_k a[k]·x[k], k < n, in eight running sums (k mod 8), added pairwise at
- * the end: a fixed order, so the same bits on every machine. */
-static double dot(const double *a, const double *x, size_t n)
-{
-    double s[8] = {0};
-    size_t k = 0;
-    for (; k + 8 <= n; k += 8)
-        for (int l = 0; l < 8; l++) s[l] += a[k + l] * x[k + l];
-    for (int l = 0; k < n; k++, l++) s[l] += a[k] * x[k];
-    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-}
-
-/* y[k] −= t·x[k], k < n. */
-static void axpy(double t, const double *x, double *y, size_t n)
-{
-    for (size_t k = 0; k < n; k++) y[k] -= t * x[k];
-}
-
-/* Jᵀ = Uᵀ·Lᵀ·P: x := Pᵀ L⁻ᵀ U⁻ᵀ x, each column of U and L (a row of Uᵀ
- * and Lᵀ) a dot product. */
+/* Jᵀ = Uᵀ·Lᵀ·P: x := Pᵀ L⁻ᵀ U⁻ᵀ x (BLAS's triangular solves, then the
+ * swaps undone, last first). */
 void cond_solve_t(const cond_work *w, double *x)
 {
-    size_t n = w->n;
-    const double *A = w->lu;
-    for (size_t i = 0; i < n; i++) x[i] = (x[i] - dot(A + i * n, x, i)) / A[i * n + i];
-    for (size_t i = n; i-- > 1;) x[i - 1] -= dot(A + (i - 1) * n + i, x + i, n - i);
-    for (size_t c = n; c-- > 0;) {
+    int n = (int)w->n;
+    cblas_dtrsv(CblasColMajor, CblasUpper, CblasTrans, CblasNonUnit, n, w->lu, n, x, 1);
+    cblas_dtrsv(CblasColMajor, CblasLower, CblasTrans, CblasUnit, n, w->lu, n, x, 1);
+    for (size_t c = w->n; c-- > 0;) {
         size_t p = (size_t)w->piv[c] - 1;
         double t = x[c];
         x[c] = x[p], x[p] = t;
     }
 }
 
-/* J = Pᵀ·L·U: x := U⁻¹ L⁻¹ P x, each column of L and U an axpy once its
- * unknown is known. */
+/* J = Pᵀ·L·U: x := U⁻¹ L⁻¹ P x (the swaps in order, then BLAS's
+ * triangular solves). */
 void cond_solve(const cond_work *w, double *x)
 {
-    size_t n = w->n;
-    const double *A = w->lu;
-    for (size_t c = 0; c < n; c++) {
+    int n = (int)w->n;
+    for (size_t c = 0; c < w->n; c++) {
         size_t p = (size_t)w->piv[c] - 1;
         double t = x[c];
         x[c] = x[p], x[p] = t;
     }
-    for (size_t c = 0; c + 1 < n; c++) axpy(x[c], A + c * n + c + 1, x + c + 1, n - c - 1);
-    for (size_t c = n; c-- > 0;) {
-        x[c] /= A[c * n + c];
-        axpy(x[c], A + c * n, x, c);
-    }
+    cblas_dtrsv(CblasColMajor, CblasLower, CblasNoTrans, CblasUnit, n, w->lu, n, x, 1);
+    cblas_dtrsv(CblasColMajor, CblasUpper, CblasNoTrans, CblasNonUnit, n, w->lu, n, x, 1);
 }
 
 /* One more than the smallest k with 1.648 √n e^(−√ε (2k − 1)) <= COND_DELTA/2,

@@ -58,9 +58,9 @@ void cond_work_clear(cond_work *w);
  * products it forms, and how, are the BLAS's).  0, or
  * 1 where a pivot is exactly zero (J singular: w->factored is 0). */
 int cond_factor(cond_work *w, const double *J);
-/* x := J⁻ᵀ x and x := J⁻¹ x (n doubles) through w's factors, by
- * substitution in a fixed order (cond.c): backward stable, as LAPACK's
- * dgetrs, with the growth factor of partial pivoting. */
+/* x := J⁻ᵀ x and x := J⁻¹ x (n doubles) through w's factors, by BLAS's
+ * triangular solves (dtrsv): backward stable, as LAPACK's dgetrs, with the
+ * growth factor of partial pivoting. */
 void cond_solve_t(const cond_work *w, double *x);
 void cond_solve(const cond_work *w, double *x);
 /* Lanczos steps (products with JᵀJ or its inverse) per estimate at width n
