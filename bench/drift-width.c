@@ -21,6 +21,7 @@
  * on the 2-core development machine, most of it at 4096; a second argument
  * stops the sweep at a narrower width. */
 #include "bench.h"
+#include <errno.h>
 #include <math.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -117,13 +118,20 @@ int main(int argc, char **argv)
     int smoke = bench_smoke(&argc, argv);
     bench_args(argc, argv, 2, usage);
     char *vijp = argc > 1 ? argv[1] : "build/vijp";
-    int maxw = argc > 2 ? atoi(argv[2]) : 4096;
+    long maxw = 4096;
+    if (argc > 2) { /* a whole number: atoi read "1024x" as 1024 and "x" as 0 */
+        char *end;
+        errno = 0;
+        maxw = strtol(argv[2], &end, 10);
+        if (errno || end == argv[2] || *end) maxw = -1;
+    }
     /* under --smoke: the sweep at 32 and 64, the one-curve pair at 32 */
     static const int smoke_widths[] = {32, 64};
     const int *widths = smoke ? smoke_widths : sweep_widths, n_widths = smoke ? 2 : N_WIDTHS;
     const char *one_net = smoke ? "dense:32,gelu" : "dense:512,gelu";
     if (maxw < widths[1]) {
-        fprintf(stderr, "bench-drift-width: MAXWIDTH '%s' must be at least %d (two widths)\n%s", argv[2], widths[1], usage);
+        fprintf(stderr, "bench-drift-width: MAXWIDTH '%s' must be a whole number, at least %d (two widths)\n%s",
+                argv[2], widths[1], usage);
         return 2;
     }
     char out[64], rm[128];

@@ -45,6 +45,10 @@ for b in "$@"; do
     *"[REPS]"* | *"[MAX_ELEMENTS]"*)
         for bad in 0 -1 3x "" 99999999999999999999; do expect 2 "$b" "$bad"; done ;;
     esac
+    case $usage in
+    *"[MAXWIDTH]"*) # refused before VIJP runs (bench-drift-width once read "1024x" as 1024)
+        for bad in 1024x x -1 "" 99999999999999999999; do expect 2 "$b" /bin/false "$bad"; done ;;
+    esac
 done
 [ $failed -eq 0 ] && echo "check-bench-args: $# benchmark programs: --help answered, bad arguments refused, no issue named"
 exit $failed
