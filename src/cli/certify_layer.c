@@ -11,7 +11,6 @@
 #include "vijp/certify.h"
 #include "vijp/interval.h"
 #include "vijp/vijp.h"
-#include <cblas.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -201,9 +200,6 @@ static int read_user_point(const certify_args *a, vijp_net *net, vijp_array *xin
  * or the exit status with nothing held. */
 int certify_setup_layer(const certify_args *a, vijp_net *net, vijp_array *xin, size_t *samples, vijp_error *err)
 {
-    /* One BLAS thread: LAPACK's numbers (and the targets s is tried at) are
-     * then the same on every run on this machine. */
-    openblas_set_num_threads(1);
     /* Dense layers know their input width from the spec, a JSON net (one
      * layer, with or without parameters) from its file; others default to 16. */
     size_t w0 = a->width ? a->width : strncmp(a->spec, "dense", 5) && !vijp_net_spec_is_json(a->spec) ? 16 : 0;

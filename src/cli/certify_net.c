@@ -5,7 +5,6 @@
  * --init and --seed once, as grad and drift draw them. */
 #include "cli.h"
 #include "certify_cli.h"
-#include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,8 +122,6 @@ static const char *net_verdict(size_t certified, size_t refuted, size_t layers)
 
 int certify_net(const mpi_world *w, const certify_args *a)
 {
-    /* One BLAS thread, as for --layer: the same numbers on every run. */
-    openblas_set_num_threads(1);
     vijp_net net;
     int rc = certify_build_net(a, &net);
     if (rc) return rc;

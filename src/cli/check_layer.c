@@ -3,7 +3,6 @@
 #include "cli.h"
 #include "vijp/check_layer.h"
 #include "vijp/vijp.h"
-#include <cblas.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
@@ -255,8 +254,6 @@ static int read_params(const char *path, const vijp_layer *L, vijp_array *th, vi
  * report.  The exit status. */
 static int run_checks(check_args *a)
 {
-    /* One BLAS thread: the same numbers on every run on this machine. */
-    openblas_set_num_threads(1);
     vijp_error err = {0};
     vijp_net net;
     vijp_format F;

@@ -49,7 +49,8 @@ int main(int argc, char **argv)
 {
     int rc = cli_blas_room(argc, argv);
     if (rc >= 0) return rc;
-    /* One OpenBLAS thread for every command, as a drift study's curves run:
+    /* One OpenBLAS thread for every command (the one place: certify and
+     * check-layer rely on it too), as a drift study's curves run:
      * OpenBLAS's blocking, so a double result's last bits, changes with its
      * thread count, which is the machine's core count by default (vijp grad
      * gave other errors on 2 threads than on 1), and its parallel LU spins

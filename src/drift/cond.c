@@ -180,30 +180,30 @@ int cond_factor(cond_work *w, const double *J)
     return rc;
 }
 
+/* x (n doubles, one column) through P's swaps (LAPACK's dlaswp): in order
+ * (forward 1: P x) or last first (−1: Pᵀ x). */
+static void swap_rows(const cond_work *w, double *x, int forward)
+{
+    lapack_int n = (lapack_int)w->n;
+    LAPACKE_dlaswp_work(LAPACK_COL_MAJOR, 1, x, n, 1, n, w->piv, forward ? 1 : -1);
+}
+
 /* Jᵀ = Uᵀ·Lᵀ·P: x := Pᵀ L⁻ᵀ U⁻ᵀ x (BLAS's triangular solves, then the
- * swaps undone, last first). */
+ * swaps undone). */
 void cond_solve_t(const cond_work *w, double *x)
 {
     int n = (int)w->n;
     cblas_dtrsv(CblasColMajor, CblasUpper, CblasTrans, CblasNonUnit, n, w->lu, n, x, 1);
     cblas_dtrsv(CblasColMajor, CblasLower, CblasTrans, CblasUnit, n, w->lu, n, x, 1);
-    for (size_t c = w->n; c-- > 0;) {
-        size_t p = (size_t)w->piv[c] - 1;
-        double t = x[c];
-        x[c] = x[p], x[p] = t;
-    }
+    swap_rows(w, x, 0);
 }
 
-/* J = Pᵀ·L·U: x := U⁻¹ L⁻¹ P x (the swaps in order, then BLAS's
- * triangular solves). */
+/* J = Pᵀ·L·U: x := U⁻¹ L⁻¹ P x (the swaps, then BLAS's triangular
+ * solves). */
 void cond_solve(const cond_work *w, double *x)
 {
     int n = (int)w->n;
-    for (size_t c = 0; c < w->n; c++) {
-        size_t p = (size_t)w->piv[c] - 1;
-        double t = x[c];
-        x[c] = x[p], x[p] = t;
-    }
+    swap_rows(w, x, 1);
     cblas_dtrsv(CblasColMajor, CblasLower, CblasNoTrans, CblasUnit, n, w->lu, n, x, 1);
     cblas_dtrsv(CblasColMajor, CblasUpper, CblasNoTrans, CblasNonUnit, n, w->lu, n, x, 1);
 }
