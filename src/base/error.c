@@ -122,16 +122,24 @@ static void *allocate(size_t n, int zeroed)
 {
     size_t lines = n ? (n + 63) / 64 : 1;
     if (lines > SIZE_MAX / 64) vijp_out_of_memory(n);
-    int huge = lines * 64 >= HUGE_BLOCK;
+#ifdef __SANITIZE_ADDRESS__
+    /* AddressSanitizer is given the size asked for: a block rounded up to
+     * its last line would hide an overflow of up to 63 bytes from it (a
+     * loop that runs one double too far).  The start stays on a line. */
+    size_t bytes = n ? n : 1;
+#else
+    size_t bytes = lines * 64;
+#endif
+    int huge = bytes >= HUGE_BLOCK;
     /* posix_memalign: C11's aligned_alloc wants a size that is a multiple
      * of the alignment (AddressSanitizer holds callers to it), and rounding
      * a huge block up to 2 MiB let glibc place blocks differently: at width
      * 1024 the study's peak rose from 701 to 750 MB. */
     void *p = NULL;
-    if (!refuse_this_one() && posix_memalign(&p, huge ? HUGE_PAGE : 64, lines * 64)) p = NULL;
+    if (!refuse_this_one() && posix_memalign(&p, huge ? HUGE_PAGE : 64, bytes)) p = NULL;
     if (!p) vijp_out_of_memory(n);
-    if (huge) advise_huge(p, lines * 64);
-    if (zeroed) memset(p, 0, lines * 64);
+    if (huge) advise_huge(p, bytes);
+    if (zeroed) memset(p, 0, bytes);
 #ifdef VIJP_POISON_UNSET
     /* all ones: a NaN as a double and as a float, so a read before the write shows */
     if (!zeroed) memset(p, 0xff, n);
