@@ -57,12 +57,15 @@ ifeq ($(SANITIZE),1)
 CHECK_ENV := CK_FORK=no
 endif
 
-# In the plain build only: the benchmarks' argument handling
-# (scripts/check-bench-args.sh: --help, refusals), whose sixteen sanitized
-# programs cost CI half a minute to build, and the torch parity scripts that
-# compare numbers alone (the sanitizers change no number; the commands they
-# run are the sanitized suites' too).  check-torch-roundtrip, which reads
-# users' models, runs in both.
+# The benchmarks run in both builds: their argument handling
+# (scripts/check-bench-args.sh: --help, refusals) and every path they
+# measure at small sizes (scripts/check-bench-smoke.sh), so that
+# AddressSanitizer and UndefinedBehaviorSanitizer see their code too (a
+# benchmark's buffer overflow was once found only by a size change).  In
+# the plain build only: the torch parity scripts that compare numbers
+# alone (the sanitizers change no number; the commands they run are the
+# sanitized suites' too).  check-torch-roundtrip, which reads users'
+# models, runs in both.
 TORCH_NUMBERS := bf16 ftz act stack attention
 # fuzz-replay and check-configure run the same programs on the same inputs
 # whatever SANITIZE says (build-fuzz is its own sanitized build; the
@@ -74,15 +77,18 @@ else
 CHECK_FUZZ_REPLAY = $(FUZZ_REPLAY)
 CHECK_CONFIGURE = MAKE="$(MAKE)" scripts/check-configure.sh
 endif
+CHECKED_BENCH := $(BENCH_PROGS)
+CHECK_BENCH_ARGS = scripts/check-bench-args.sh $(BENCH_PROGS)
 ifeq ($(SANITIZE),1)
-CHECKED_BENCH :=
-CHECK_BENCH_ARGS = @echo "check-bench-args: SKIPPED under SANITIZE=1 (the plain make check runs it)"
-CHECK_BENCH_SMOKE = @echo "check-bench-smoke: SKIPPED under SANITIZE=1 (the plain make check runs it)"
+# bench-mpi runs the sanitized vijp under mpirun, whose start-up leaks in
+# Open MPI's own plug-ins (the reason check-mpi skips here): LeakSanitizer
+# is off for that one program and the ranks it starts; AddressSanitizer
+# and UBSan stay on.
+CHECK_BENCH_SMOKE = scripts/check-bench-smoke.sh $(BUILD)/vijp $(filter-out $(BUILD)/bench-mpi,$(BENCH_PROGS)) && \
+	ASAN_OPTIONS=detect_leaks=0 scripts/check-bench-smoke.sh $(BUILD)/vijp $(BUILD)/bench-mpi
 CHECK_TORCH_NUMBERS = @echo "check-torch ($(TORCH_NUMBERS)): SKIPPED under SANITIZE=1 (numbers only: the plain make check runs them)"
 CHECK_TORCH_RUN := skipped
 else
-CHECKED_BENCH := $(BENCH_PROGS)
-CHECK_BENCH_ARGS = scripts/check-bench-args.sh $(BENCH_PROGS)
 CHECK_BENCH_SMOKE = scripts/check-bench-smoke.sh $(BUILD)/vijp $(BENCH_PROGS)
 CHECK_TORCH_RUN := $(TORCH_NUMBERS)
 endif

@@ -36,5 +36,7 @@ for b in "$@"; do
     fi
     rm -f "$errors"
 done
-[ $failed -eq 0 ] && echo "check-bench-smoke: $count benchmark programs ran to the end at small sizes"
+programs=programs
+[ "$count" -eq 1 ] && programs=program
+[ $failed -eq 0 ] && echo "check-bench-smoke: $count benchmark $programs ran to the end at small sizes"
 exit $failed
