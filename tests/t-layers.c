@@ -462,6 +462,42 @@ START_TEST(tanh_underflow_binary16)
 }
 END_TEST
 
+/* A wide dense layer (m < n) is submersive iff W has rank m.  A W of zeros
+ * has rank 0, yet LAPACK's least-squares driver (xGELS) answers it with a
+ * zero solution and INFO = 0, where it reports a zero on R's diagonal of
+ * any other rank-deficient W; a zero row is rank m − 1 by a zero R[i,i].
+ * Both must be refused in every format's route: the double and binary32
+ * LAPACK routes, the emulated solves, MPFR's. */
+static const char *const wide_formats[] = {"double", "binary32", "binary32@ref", "bfloat16+binary32", "mpfr:128"};
+
+START_TEST(wide_dense_of_rank_below_m)
+{
+    const char *fmt = wide_formats[_i];
+    vijp_format F;
+    ck_assert(!vijp_format_parse(fmt, &F, NULL));
+    vijp_net net;
+    vijp_error err = {0};
+    ck_assert(!vijp_net_build(&net, "dense:4", 1, 8, &err)); /* W is 4 × 8 */
+    vijp_mat X, G, Y;
+    vijp_mat_init(&X, 8, 2, &F), vijp_mat_init(&G, 8, 2, &F), vijp_mat_init(&Y, 4, 2, &F);
+    for (size_t i = 0; i < 16; i++) vijp_mat_set_entry_d(&G, i, 1.0 + (double)i);
+    for (int zero_row = 0; zero_row < 2; zero_row++) {
+        ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, 7, NULL));
+        for (size_t k = 0; k < 8; k++) /* column-major 4 × 8: row 1 of W, or all of it */
+            for (size_t i = 0; i < 4; i++)
+                if (!zero_row || i == 1) net.theta[0][i + 4 * k] = 0;
+        vijp_mat th = theta_of(&net, &F);
+        memset(&err, 0, sizeof err);
+        int rc = vijp_layer_vijp(&net.layers[0], &th, &X, &G, NULL, &Y, &err);
+        ck_assert_msg(rc == VIJP_ESINGULAR, "%s, %s: code %d, message '%s'", fmt,
+                      zero_row ? "a zero row" : "W = 0", rc, err.msg);
+        vijp_mat_clear(&th);
+    }
+    vijp_mat_clear(&X), vijp_mat_clear(&G), vijp_mat_clear(&Y);
+    vijp_net_free(&net);
+}
+END_TEST
+
 /* Orthogonal initialisation (QR of a Gaussian matrix): WᵀW = I (tall/square)
  * or WWᵀ = I (wide) within the Householder QR bound 16mn·u plus n·u for the
  * product; scaled:G multiplies by G; Gaussian has variance 1/n (checked loosely
@@ -578,6 +614,7 @@ Suite *suite_layers(void)
     tcase_add_test(tc, battery_sees_a_slightly_wrong_jvp_at_high_precision);
     tcase_add_loop_test(tc, bad_inputs, 0, 2);
     tcase_add_test(tc, tanh_underflow_binary16);
+    tcase_add_loop_test(tc, wide_dense_of_rank_below_m, 0, (int)(sizeof wide_formats / sizeof *wide_formats));
     tcase_add_test(tc, initialisers);
     tcase_add_loop_test(tc, circular_vijp_backward_error, 0, 2);
     suite_add_tcase(s, tc);

@@ -114,12 +114,25 @@ lapack_int vijp_lapack_dorgqr(size_t m, size_t n, size_t k, double *A, size_t ld
 #undef CALL
 }
 
+/* xGELS answers an A of zeros (max |a_ij| = 0) with B := 0 and INFO = 0,
+ * though such an A has rank 0: any other A without full rank it reports by
+ * INFO = i > 0, R(i, i) exactly zero.  Here the zero A is reported so too,
+ * as R(1, 1) = 0, before LAPACK is called. */
+#define ZERO_GE(m, n, A, lda)                                                                                  \
+    do {                                                                                                       \
+        int zero_ = (m) > 0 && (n) > 0;                                                                        \
+        for (size_t j_ = 0; zero_ && j_ < (n); j_++)                                                           \
+            for (size_t i_ = 0; zero_ && i_ < (m); i_++) zero_ = (A)[i_ + j_ * (lda)] == 0;                    \
+        if (zero_) return 1;                                                                                   \
+    } while (0)
+
 lapack_int vijp_lapack_dgels(char trans, size_t m, size_t n, size_t nrhs, double *A, size_t lda, double *B, size_t ldb)
 {
     if (LAPACKE_get_nancheck()) {
         NAN_GE(m, n, A, lda, -6);
         NAN_GE(m > n ? m : n, nrhs, B, ldb, -8);
     }
+    ZERO_GE(m, n, A, lda);
 #define CALL                                                                                                   \
     LAPACKE_dgels_work(LAPACK_COL_MAJOR, trans, (lapack_int)m, (lapack_int)n, (lapack_int)nrhs, A,               \
                        (lapack_int)lda, B, (lapack_int)ldb, work, lwork)
@@ -134,6 +147,7 @@ lapack_int vijp_lapack_sgels(char trans, size_t m, size_t n, size_t nrhs, float 
         if (LAPACKE_sge_nancheck(LAPACK_COL_MAJOR, (lapack_int)(m > n ? m : n), (lapack_int)nrhs, B, (lapack_int)ldb))
             return -8;
     }
+    ZERO_GE(m, n, A, lda);
 #define CALL                                                                                                   \
     LAPACKE_sgels_work(LAPACK_COL_MAJOR, trans, (lapack_int)m, (lapack_int)n, (lapack_int)nrhs, A,               \
                        (lapack_int)lda, B, (lapack_int)ldb, work, lwork)

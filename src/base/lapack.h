@@ -30,7 +30,9 @@ lapack_int vijp_lapack_dormqr(char side, char trans, size_t m, size_t n, size_t 
                               const double *tau, double *C, size_t ldc);
 /* LAPACKE_dorgqr(LAPACK_COL_MAJOR, m, n, k, A, lda, tau). */
 lapack_int vijp_lapack_dorgqr(size_t m, size_t n, size_t k, double *A, size_t lda, const double *tau);
-/* LAPACKE_dgels and _sgels(LAPACK_COL_MAJOR, trans, m, n, nrhs, A, lda, B, ldb). */
+/* LAPACKE_dgels and _sgels(LAPACK_COL_MAJOR, trans, m, n, nrhs, A, lda, B, ldb),
+ * except that an A of zeros returns 1 (rank deficient, R(1, 1) = 0), as
+ * any other A without full rank does, instead of LAPACK's B := 0 and 0. */
 lapack_int vijp_lapack_dgels(char trans, size_t m, size_t n, size_t nrhs, double *A, size_t lda, double *B, size_t ldb);
 lapack_int vijp_lapack_sgels(char trans, size_t m, size_t n, size_t nrhs, float *A, size_t lda, float *B, size_t ldb);
 
