@@ -97,6 +97,55 @@ START_TEST(tanh_fprime_and_bad_input)
 }
 END_TEST
 
+/* The arrays in two .npy files: the same shape and bits. */
+static int same_array(const char *p1, const char *p2)
+{
+    vijp_array a = {0}, b = {0};
+    vijp_error err = {0};
+    ck_assert_msg(!vijp_npy_read(p1, &a, &err) && !vijp_npy_read(p2, &b, &err), "%s", err.msg);
+    int same = a.ndim == b.ndim && a.len == b.len && !memcmp(a.shape, b.shape, sizeof a.shape) &&
+               !memcmp(a.data, b.data, a.len * sizeof *a.data);
+    vijp_array_clear(&a), vijp_array_clear(&b);
+    return same;
+}
+
+/* Without --width an elementwise layer takes the input's: the same bytes as
+ * with --width 2.  Two layers, or an argument left over, are refused by
+ * name, and nothing is made. */
+START_TEST(width_from_input_and_one_layer)
+{
+    char dir[512], args[4096];
+    temp_dir(dir, sizeof dir);
+    const double x[4] = {0.5, -1, 2, 0.25};
+    put(dir, "x.npy", 2, 2, x);
+    snprintf(args, sizeof args, "eval --layer tanh --input %s/x.npy --save %s/out -q", dir, dir);
+    run_result r = run_vijp(args);
+    ck_assert_msg(r.rc == CLI_OK, "exit %d: %s", r.rc, r.err);
+    run_free(&r);
+    snprintf(args, sizeof args, "eval --layer tanh --width 2 --input %s/x.npy --save %s/out2 -q", dir, dir);
+    r = run_vijp(args);
+    ck_assert_msg(r.rc == CLI_OK, "exit %d: %s", r.rc, r.err);
+    run_free(&r);
+    const char *names[] = {"forward.npy", "fprime.npy", "jvp.npy", "vjp.npy", "vijp.npy"};
+    for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+        char p1[1024], p2[1024];
+        snprintf(p1, sizeof p1, "%s/out/%s", dir, names[k]), snprintf(p2, sizeof p2, "%s/out2/%s", dir, names[k]);
+        ck_assert_msg(same_array(p1, p2), "%s differs without --width", names[k]);
+    }
+    const char *bad[][2] = {{"--layer tanh,dense:4", "takes one layer, got 'tanh,dense:4'"},
+                            {"--layer tanh leftover", "unexpected argument 'leftover'"}};
+    for (size_t k = 0; k < 2; k++) {
+        snprintf(args, sizeof args, "eval %s --input %s/x.npy --save %s/bad -q", bad[k][0], dir, dir);
+        r = run_vijp(args);
+        ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, bad[k][1]), "%s: exit %d: %s", bad[k][0], r.rc, r.err);
+        run_free(&r);
+        snprintf(args, sizeof args, "%s/bad", dir);
+        ck_assert(access(args, F_OK) != 0);
+    }
+    remove_tree(dir);
+}
+END_TEST
+
 Suite *suite_eval(void)
 {
     Suite *s = suite_create("eval");
@@ -104,6 +153,7 @@ Suite *suite_eval(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, dense_exact);
     tcase_add_test(tc, tanh_fprime_and_bad_input);
+    tcase_add_test(tc, width_from_input_and_one_layer);
     suite_add_tcase(s, tc);
     return s;
 }

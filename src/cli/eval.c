@@ -27,7 +27,7 @@ static const char help[] =
     "  vjp_param.npy  Σ_b g_bᵀ ∂f(x_b)/∂θ, layers with parameters (θ's order)  [params]\n"
     "\n"
     "  --layer SPEC       one layer (see vijp certify --help), or a one-layer FILE.json\n"
-    "  --width N          input width (elementwise layers need it; dense: from SPEC)\n"
+    "  --width N          input width (default: dense's from SPEC, else --input's)\n"
     "  --input X.npy      the points, shape [batch, width]\n"
     "  --params F.npy     θ in the type's order (1-D); default: --init from --seed\n"
     "  --tangent U.npy    u, shape [batch, in]; default: seeded N(0, 1)\n"
@@ -53,16 +53,20 @@ static const char help[] =
 
 /* A [rows, cols] .npy (rows 0: any) as a cols × rows column-major matrix of format f. */
 /* role: the cotangent is a gradient (fp8+binary32 stores it in E5M2, mat.h). */
-static int read_rows(const char *path, size_t cols, size_t rows, vijp_mat *M, const vijp_format *f,
+/* The rows of a [rows, cols] array (read already: a->data set; else from
+ * path) as the columns of M in format f. */
+static int read_rows(const char *path, vijp_array *a, size_t cols, size_t rows, vijp_mat *M, const vijp_format *f,
                      vijp_store_role role, vijp_error *err)
 {
-    vijp_array a;
-    int rc = vijp_npy_read_rows(path, cols, rows, &a, err);
+    int rc = a->data ? 0 : vijp_npy_read_rows(path, cols, rows, a, err);
+    if (!rc && a->shape[1] != cols)
+        rc = vijp_fail(err, VIJP_EDIM, "%s: shape (%zu, %zu), want [rows, %zu] (a row per sample)", path,
+                       a->shape[0], a->shape[1], cols);
     if (!rc) {
-        vijp_mat_init(M, cols, a.shape[0], f);
-        vijp_mat_set_d_as(M, a.data, role);
+        vijp_mat_init(M, cols, a->shape[0], f);
+        vijp_mat_set_d_as(M, a->data, role);
     }
-    vijp_array_clear(&a);
+    vijp_array_clear(a);
     return rc;
 }
 
@@ -139,9 +143,16 @@ static int parse_args(int argc, char **argv, eval_args *a)
         default: fputs("run 'vijp eval --help' for the options\n", stderr); return EXIT_USAGE;
         }
     }
-    if (optind < argc || !a->spec || !a->input || !a->dir) {
-        fprintf(stderr, "vijp eval: %s (run 'vijp eval --help')\n",
-                optind < argc ? "unexpected argument" : "--layer, --input and --save are required");
+    if (optind < argc) {
+        fprintf(stderr, "vijp eval: unexpected argument '%s' (run 'vijp eval --help')\n", argv[optind]);
+        return EXIT_USAGE;
+    }
+    if (!a->spec || !a->input || !a->dir) {
+        fputs("vijp eval: --layer, --input and --save are required (run 'vijp eval --help')\n", stderr);
+        return EXIT_USAGE;
+    }
+    if (!vijp_net_spec_is_json(a->spec) && strchr(a->spec, ',')) {
+        fprintf(stderr, "vijp eval: --layer takes one layer, got '%s'\n", a->spec);
         return EXIT_USAGE;
     }
     return -1;
@@ -168,21 +179,26 @@ static int read_params(const char *path, vijp_net *net, vijp_error *err)
  * cotangents (given or seeded), the --save folder.  A failure is bad input. */
 static int setup(const eval_args *a, eval_run *r, vijp_error *err)
 {
-    size_t w0 = a->width ? a->width : strncmp(a->spec, "dense", 5) && !vijp_net_spec_is_json(a->spec) ? 16 : 0;
+    /* no --width: a dense SPEC or a file gives it, else the input's rows */
+    int width_of_input = !a->width && strncmp(a->spec, "dense", 5) && !vijp_net_spec_is_json(a->spec);
+    vijp_array xa = {0};
+    size_t w0 = a->width;
     int rc = vijp_format_parse(a->format, &r->F, err);
+    if (!rc && width_of_input && !(rc = vijp_npy_read_rows(a->input, 0, 0, &xa, err))) w0 = xa.shape[1];
     if (!rc) rc = vijp_net_build(&r->net, a->spec, 1, w0, err);
     if (!rc && a->params) rc = read_params(a->params, &r->net, err);
     if (!rc) rc = vijp_net_init(&r->net, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, a->seed, err);
     if (!rc) rc = vijp_net_params(&r->net, &r->F, &r->th, err);
-    if (rc) return rc;
+    if (rc) return vijp_array_clear(&xa), rc;
     const vijp_layer *L = &r->net.layers[0];
-    if ((rc = read_rows(a->input, L->in, 0, &r->X, &r->F, VIJP_STORE_FORWARD, err))) return rc;
+    if ((rc = read_rows(a->input, &xa, L->in, 0, &r->X, &r->F, VIJP_STORE_FORWARD, err))) return rc;
     size_t B = r->X.cols;
     vijp_rng rng;
     vijp_rng_seed(&rng, a->seed ^ 0xe7a1e7a1ull);
-    if (a->tangent) rc = read_rows(a->tangent, L->in, B, &r->U, &r->F, VIJP_STORE_FORWARD, err);
+    vijp_array ua = {0}, ga = {0};
+    if (a->tangent) rc = read_rows(a->tangent, &ua, L->in, B, &r->U, &r->F, VIJP_STORE_FORWARD, err);
     else seeded(&r->U, L->in, B, &r->F, VIJP_STORE_FORWARD, &rng);
-    if (!rc && a->cotangent) rc = read_rows(a->cotangent, L->out, B, &r->G, &r->F, VIJP_STORE_GRADIENT, err);
+    if (!rc && a->cotangent) rc = read_rows(a->cotangent, &ga, L->out, B, &r->G, &r->F, VIJP_STORE_GRADIENT, err);
     else if (!rc) seeded(&r->G, L->out, B, &r->F, VIJP_STORE_GRADIENT, &rng);
     if (!rc) rc = cli_check_dir(a->dir, err); /* made by save_all: a failed run leaves no empty folder */
     return rc;
