@@ -327,6 +327,17 @@ START_TEST(test_bad_input)
         {"grad --json --format fp32", "did you mean binary32?"},
         {"drift --formats bf16,fp64 --out /nonexistent/never", "unknown format 'bf16': did you mean bfloat16?"},
         {"memory --net dense:8 --depth-max 4 --budget 1K --format half", "did you mean binary16?"},
+        /* an empty item, or the same item twice, in a list (an unset
+         * variable, a pasted line): refused, not skipped or run twice */
+        {"drift --net dense:8 --formats double,,binary32 --out /nonexistent/never", "an empty item in the list of formats"},
+        {"drift --net dense:8 --seeds 1, --out /nonexistent/never", "an empty item in the list of seeds"},
+        {"drift --net dense:8 --init ,gaussian --out /nonexistent/never", "an empty item in the list of initialisations"},
+        {"drift --net dense:8 --init gaussian,gaussian --out /nonexistent/never", "initialisation 'gaussian' given twice"},
+        {"drift --net dense:8 --net dense:8 --out /nonexistent/never", "network 'dense:8' given twice"},
+        {"drift --net dense:8 --formats double --tol double=0.1,double=0.2 --out /nonexistent/never",
+         "tolerance for double given twice"},
+        {"check-layer tanh --width 4 --check ,", "--check ',' has an empty item"},
+        {"check-layer tanh --width 4 --check adjoint,,declarations", "has an empty item"},
     };
     for (size_t i = 0; i < sizeof named / sizeof *named; i++) {
         run_result r = run_vijp(named[i].args);

@@ -176,8 +176,12 @@ static void print_table(const run_info *in, const vijp_check_result *res, size_t
 static int select_checks(const char *arg, int *selected)
 {
     char buf[256];
+    if (strlen(arg) >= sizeof buf) return cli_say("vijp check-layer: --check '%.40s...' is too long\n", arg), -1;
     snprintf(buf, sizeof buf, "%s", arg);
-    for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    for (char *comma, *tok = buf; tok; tok = comma ? comma + 1 : NULL) {
+        if ((comma = strchr(tok, ','))) *comma = 0;
+        if (!*tok) /* an empty list or item: most often a variable that was meant to be set */
+            return cli_say("vijp check-layer: --check '%s' %s\n", arg, *arg ? "has an empty item" : "names no check"), -1;
         int k = vijp_check_find(tok);
         if (k < 0) {
             cli_say("vijp check-layer: no check '%s'; the checks:", tok);

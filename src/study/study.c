@@ -16,23 +16,27 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Split a comma list into at most max items of a copy the caller frees. */
+/* Split a comma list into at most max items of a copy the caller frees.
+ * An empty item (",," or a comma at either end) is refused, not skipped:
+ * it is most often a shell variable that was meant to be set. */
 static char *split(const char *list, char **items, size_t max, size_t *n, const char *what, vijp_error *err)
 {
-    char *copy = vijp_strdup(list), *save = NULL;
+    char *copy = vijp_strdup(list), *t = copy;
     *n = 0;
-    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (*n == max) {
-            vijp_fail(err, VIJP_EINVAL, "too many %s (at most %zu)", what, max);
+    if (!*list) {
+        vijp_fail(err, VIJP_EINVAL, "no %s given", what);
+        free(copy);
+        return NULL;
+    }
+    for (char *comma; t; t = comma ? comma + 1 : NULL) {
+        if ((comma = strchr(t, ','))) *comma = 0;
+        if (!*t || *n == max) {
+            if (*n == max) vijp_fail(err, VIJP_EINVAL, "too many %s (at most %zu)", what, max);
+            else vijp_fail(err, VIJP_EINVAL, "an empty item in the list of %s '%s'", what, list);
             free(copy);
             return NULL;
         }
         items[(*n)++] = t;
-    }
-    if (*n == 0) {
-        vijp_fail(err, VIJP_EINVAL, "no %s given", what);
-        free(copy);
-        return NULL;
     }
     return copy;
 }
@@ -78,6 +82,8 @@ int study_parse_tols(study *s, const char *list, vijp_error *err)
         while (f < s->n_formats && strcmp(s->formats[f].name, items[i])) f++;
         if (f == s->n_formats) rc = vijp_fail(err, VIJP_EINVAL, "tolerance for '%s', which is not a format of the study", items[i]);
         else s->tol[f] = t;
+        for (size_t j = 0; j < i && !rc; j++)
+            if (!strcmp(items[j], items[i])) rc = vijp_fail(err, VIJP_EINVAL, "tolerance for %s given twice", items[i]);
     }
     free(copy);
     return rc;
@@ -146,12 +152,16 @@ int study_add_configs(study *s, const char *const *specs, size_t n_specs, const 
         if (!net->layers && (rc = vijp_net_template(net, specs[i], s->depth, s->width, err))) break;
         s->n_nets = i + 1;
         if (s->width && net->width != s->width) rc = vijp_fail(err, VIJP_EINVAL, "spec '%s' takes input width %zu, not %zu", specs[i], net->width, s->width);
+        for (size_t j = 0; j < i && !rc; j++)
+            if (!strcmp(specs[j], specs[i])) rc = vijp_fail(err, VIJP_EINVAL, "network '%s' given twice", specs[i]);
         for (size_t j = 0; j < n && !rc; j++) {
             study_config *c = &s->configs[s->n_configs++];
             c->spec = specs[i];
             c->net = i;
             snprintf(c->init_name, sizeof c->init_name, "%s", items[j]);
             rc = vijp_init_parse(items[j], &c->init, err);
+            for (size_t k = 0; k < j && !rc; k++)
+                if (!strcmp(items[k], items[j])) rc = vijp_fail(err, VIJP_EINVAL, "initialisation '%s' given twice", items[j]);
         }
     }
     free(copy);
