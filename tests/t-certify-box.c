@@ -830,6 +830,9 @@ START_TEST(certify_box_command)
         {"certify --layer tanh --box -1,1 --box-file a.npy,b.npy", "exclude each other"},
         {"certify --layer tanh --budget 5", "--budget applies to --box"},
         {"certify --layer tanh --box -1,1 --budget 0s", "Ts seconds"},
+        /* a bound file missing is bad input (2), not a refuted box (1) */
+        {"certify --layer tanh --width 2 --box-file /nonexistent/lo.npy,/nonexistent/hi.npy", "/nonexistent/lo.npy"},
+        {"certify --net dense:2,tanh --box-file /nonexistent/lo.npy,/nonexistent/hi.npy", "/nonexistent/lo.npy"},
         {NULL, "want (2,)"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {

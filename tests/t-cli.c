@@ -49,6 +49,23 @@ START_TEST(test_help)
             ck_assert_msg(strstr(r.out, all[k]->syntax), "vijp grad --help does not list '%s'", all[k]->name);
         run_free(&r);
     }
+    /* Each command's help names an option once where it explains it (a line
+     * "  --NAME"): certify's once explained --formats twice. */
+    static const char *const commands[] = {"grad", "drift", "report", "regress", "certify", "memory", "check-layer", "eval"};
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
+        char cmd[64];
+        snprintf(cmd, sizeof cmd, "%s --help", commands[i]);
+        run_result h = run_vijp(cmd);
+        ck_assert_msg(h.rc == CLI_OK, "vijp %s exited %d", cmd, h.rc);
+        for (const char *line = h.out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+            if (strncmp(line, "  --", 4)) continue;
+            size_t len = strcspn(line + 2, " =\n") + 2; /* "  --NAME" */
+            for (const char *later = strchr(line, '\n'); later; later = strchr(later + 1, '\n'))
+                ck_assert_msg(strncmp(later + 1, line, len) || strchr(" =\n", later[1 + len]) == NULL,
+                              "vijp %s explains %.*s twice", cmd, (int)(len - 2), line + 2);
+        }
+        run_free(&h);
+    }
     /* No command at all: the usage goes to stderr, as an error. */
     run_result r = run_vijp("");
     ck_assert_int_eq(r.rc, CLI_USAGE);

@@ -122,8 +122,9 @@ int certify_box(const certify_args *a, const vijp_net *net)
     vijp_error err = {0};
     double *lo = vijp_alloc_array(L->in ? L->in : 1, sizeof *lo), *hi = vijp_alloc_array(L->in ? L->in : 1, sizeof *hi);
     vijp_box_certificate c;
-    int rc = read_box(a, L->in, lo, hi, &err);
-    if (!rc) rc = vijp_certify_box(L, net->theta[0], lo, hi, &a->budget, &a->co, &c, &err);
+    if (read_box(a, L->in, lo, hi, &err)) /* bad input, a missing file too: exit 2, as for --net */
+        return free(lo), free(hi), cli_usage_error("vijp certify", &err);
+    int rc = vijp_certify_box(L, net->theta[0], lo, hi, &a->budget, &a->co, &c, &err);
     free(lo), free(hi);
     if (rc) {
         fprintf(stderr, "vijp certify: %s\n", err.msg);
