@@ -248,7 +248,14 @@ START_TEST(test_commands)
     /* --depth must be the file's number of layers */
     snprintf(cmd, sizeof cmd, "grad --net '%s' --depth 4", at("net.json"));
     run_result r = run_vijp(cmd);
-    ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "3 layers"), "exit %d: %s", r.rc, r.err);
+    ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "--depth 4, but") && strstr(r.err, "3 layers"), "exit %d: %s", r.rc,
+                  r.err);
+    run_free(&r);
+    /* memory names its own option */
+    snprintf(cmd, sizeof cmd, "memory --net '%s' --depth-max 8 --budget 8K", at("net.json"));
+    r = run_vijp(cmd);
+    ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "--depth-max 8, but") && strstr(r.err, "3 layers"), "exit %d: %s",
+                  r.rc, r.err);
     run_free(&r);
     /* --input: a row per sample; the wrong width is bad input */
     double X[8] = {1, 2, 3, 4, -1, -2, -3, -4}, X5[10] = {0};

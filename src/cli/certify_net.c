@@ -70,7 +70,7 @@ int certify_build_net(const certify_args *a, vijp_net *net)
     if (!depth && !vijp_net_spec_is_json(a->net)) /* a spec's own number of items */
         for (const char *c = a->net; c; c = strchr(c + 1, ',')) depth++;
     size_t width = a->width ? a->width : strncmp(a->net, "dense", 5) && !vijp_net_spec_is_json(a->net) ? 16 : 0;
-    if (cli_net_parse(a->net, &depth, a->depth != 0, &loss, 0, width, &tmpl, &err))
+    if (cli_net_parse("--depth", a->net, &depth, a->depth != 0, &loss, 0, width, &tmpl, &err))
         return cli_usage_error("vijp certify", &err);
     vijp_net_copy(net, &tmpl);
     vijp_net_free(&tmpl);

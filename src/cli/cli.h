@@ -99,12 +99,13 @@ int cli_blas_room(int argc, char **argv);
 
 /* --net SPEC, parsed once into *tmpl (vijp_net_template: a JSON net's file
  * read once) at *depth and width (0: the spec's).  A JSON net's depth is
- * its number of layers (with depth_given, --depth must already say so) and
+ * its number of layers (with depth_given, the option depth_opt, "--depth"
+ * or "--depth-max", must already say so) and
  * its "loss" field becomes *loss unless loss_given (then they must agree);
  * *depth becomes the net's.  Prints nothing; VIJP_E* with the message in
  * err (a usage error), *tmpl then freed. */
-int cli_net_parse(const char *spec, size_t *depth, int depth_given, int *loss, int loss_given, size_t width,
-                  vijp_net *tmpl, vijp_error *err);
+int cli_net_parse(const char *depth_opt, const char *spec, size_t *depth, int depth_given, int *loss, int loss_given,
+                  size_t width, vijp_net *tmpl, vijp_error *err);
 /* --weights FILE: read against the parsed net, so that a bad file is bad
  * input before anything runs. */
 int cli_check_weights(const vijp_net *tmpl, const char *weights, vijp_error *err);

@@ -204,15 +204,15 @@ int cli_check_dir(const char *dir, vijp_error *err)
     }
 }
 
-int cli_net_parse(const char *spec, size_t *depth, int depth_given, int *loss, int loss_given, size_t width,
-                  vijp_net *tmpl, vijp_error *err)
+int cli_net_parse(const char *depth_opt, const char *spec, size_t *depth, int depth_given, int *loss, int loss_given,
+                  size_t width, vijp_net *tmpl, vijp_error *err)
 {
     int json = vijp_net_spec_is_json(spec);
     int rc = vijp_net_template(tmpl, spec, json ? 0 : *depth, width, err);
     if (rc || !json) return rc;
     if (depth_given && *depth != tmpl->depth)
-        rc = vijp_fail(err, VIJP_EINVAL, "--depth %zu, but %s has %zu layer%s (a JSON net's depth is its number of layers)",
-                       *depth, spec, tmpl->depth, tmpl->depth == 1 ? "" : "s");
+        rc = vijp_fail(err, VIJP_EINVAL, "%s %zu, but %s has %zu layer%s (a JSON net's depth is its number of layers)",
+                       depth_opt, *depth, spec, tmpl->depth, tmpl->depth == 1 ? "" : "s");
     else if (tmpl->loss_given && loss_given && *loss != (int)tmpl->loss)
         rc = vijp_fail(err, VIJP_EINVAL, "--loss disagrees with the \"loss\" of %s", spec);
     else {

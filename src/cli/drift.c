@@ -500,7 +500,7 @@ static int resolve_nets(drift_args *a, study *s, vijp_error *err)
     for (size_t k = 0; k < a->n_specs; k++) {
         if (!vijp_net_spec_is_json(a->specs[k])) continue;
         int loss = (int)s->loss;
-        if (cli_net_parse(a->specs[k], &s->depth, a->depth_given, &loss, a->loss_given, s->width, &s->nets[k], err))
+        if (cli_net_parse("--depth", a->specs[k], &s->depth, a->depth_given, &loss, a->loss_given, s->width, &s->nets[k], err))
             return -1;
         s->loss = (vijp_loss_kind)loss;
         a->depth_given = 1;

@@ -223,7 +223,7 @@ static int resolve(grad_args *a, vijp_error *err)
     vijp_grad_setup *s = &a->s;
     if (vijp_format_parse(a->format, &s->fmt, err) || vijp_grad_check_format(&s->fmt, err)) return cli_usage_error("vijp grad", err);
     int loss = (int)s->loss;
-    if (cli_net_parse(s->spec, &s->depth, a->depth_given, &loss, a->loss_given, s->width, &a->net, err))
+    if (cli_net_parse("--depth", s->spec, &s->depth, a->depth_given, &loss, a->loss_given, s->width, &a->net, err))
         return cli_usage_error("vijp grad", err);
     s->loss = (vijp_loss_kind)loss;
     s->width = a->net.width, s->net = &a->net;

@@ -108,7 +108,7 @@ static int resolve(memory_args *a, vijp_error *err)
     if (vijp_format_parse(a->format, &a->f, err) || parse_engines(a, err)) return cli_usage_error("vijp memory", err);
     size_t d = (size_t)a->depth;
     int loss = 0;
-    if (cli_net_parse(a->spec, &d, a->depth != 0, &loss, 0, (size_t)a->width, &a->net, err)) /* checked before anything runs */
+    if (cli_net_parse("--depth-max", a->spec, &d, a->depth != 0, &loss, 0, (size_t)a->width, &a->net, err)) /* checked before anything runs */
         return cli_usage_error("vijp memory", err);
     a->depth = d, a->width = a->net.width;
     return -1;
