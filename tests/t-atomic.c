@@ -649,6 +649,45 @@ START_TEST(owner_mode_kept)
 }
 END_TEST
 
+/* The user's own report folder at mode 0555, or a 0555 folder of the
+ * user's inside it holding a file: the user's run (not root: the mode
+ * binds it) publishes the new report with the modes kept, the file kept,
+ * exit 0, and leaves nothing beside the folder.  The run once gave the
+ * staging folder its final mode before removing its marker in it (exit 1,
+ * the staging folder left, mode 0555, for every later run to warn about),
+ * and could not empty the old generation's 0555 subfolder (exit 0, the old
+ * generation left beside). */
+START_TEST(read_only_folders_kept)
+{
+    if (geteuid() != 0) {
+        fputs("# read_only_folders_kept: skipped: not root (it runs vijp as another user)\n", stderr);
+        return;
+    }
+    for (int top = 1; top >= 0; top--) {
+        place p;
+        place_make(&p);
+        sh("chmod 0755 '%s'", p.base); /* the other user reaches B/p/out */
+        ck_assert_int_eq(drift_rc(&p, PLAIN, NULL), CLI_OK);
+        char sub[400];
+        snprintf(sub, sizeof sub, "%s/sub", p.out);
+        ck_assert(mkdir(sub, 0700) == 0);
+        write_file(sub, "kept.txt", "read only\n");
+        sh("chown -R %d:%d '%s' && chmod 0555 '%s'", OTHER, OTHER, p.parent, top ? p.out : sub);
+        as_user user = {.uid = OTHER};
+        int rc = finish(spawn_in(&p, NEW, NULL, 0, &user));
+        char *err = stderr_of(&p), *left = beside(&p), *now = snapshot(p.out);
+        ck_assert_msg(rc == CLI_OK && !*left, "%s 0555: exit %d, left beside '%s': %s", top ? "the folder" : "a subfolder",
+                      rc, left, err);
+        ck_assert_msg(strstr(now, "file sub/kept.txt 10\nread only\n"), "sub/kept.txt lost: %s", now);
+        ck_owner(&p, "", OTHER, OTHER, top ? 0555 : 0755);
+        ck_owner(&p, "sub", OTHER, OTHER, top ? 0700 : 0555);
+        free(err), free(left), free(now);
+        sh("chmod -R u+w '%s'", p.out);
+        place_remove(&p);
+    }
+}
+END_TEST
+
 /* Whether this test may mount: root, in a mount namespace of its own where
  * the kernel allows one (Check runs each test in a child of its own, so
  * what it mounts goes with it even when it fails half way; a run that does
@@ -845,6 +884,7 @@ Suite *suite_atomic(void)
     tcase_set_timeout(tc, 120);
     tcase_add_checked_fixture(tc, NULL, unmount_all);
     tcase_add_test(tc, owner_mode_kept);
+    tcase_add_test(tc, read_only_folders_kept);
     tcase_add_test(tc, mount_inside_refused);
     tcase_add_test(tc, cwd_inside_refused);
     suite_add_tcase(s, tc);

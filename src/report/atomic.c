@@ -252,8 +252,10 @@ static int legacy_report(int dirfd)
     return strstr(head, "\"schema\": \"vijp-drift/") != NULL;
 }
 
-/* The old generation's files that vijp did not write, into the new one. */
-static int carry_over(report_out *o, int tfd, vijp_error *err)
+/* The old generation's files that vijp did not write, into the new one,
+ * and the old folder's owner and group to the new (its mode comes last:
+ * give_mode).  *st: the old folder's. */
+static int carry_over(report_out *o, int tfd, struct stat *st_out, vijp_error *err)
 {
     struct stat st, up;
     if (fstat(tfd, &st) || fstat(o->parent_fd, &up))
@@ -262,7 +264,10 @@ static int carry_over(report_out *o, int tfd, vijp_error *err)
         return vijp_fail(err, VIJP_EINVAL, "%s is a mount point, which a report cannot replace: choose a folder inside "
                          "it as --out", o->shown);
     /* The folder keeps its owner, group and mode: the owner at once (what
-     * is carried may inherit its group), the mode once it is full. */
+     * is carried may inherit its group), the mode once it is full and its
+     * marker is gone (a read-only mode would keep the run from removing
+     * the marker). */
+    *st_out = st;
     if (tree_give(o->stage_fd, -1, NULL, &st, S_IRWXU))
         return vijp_fail(err, VIJP_EIO, "cannot give the new %s the owner (uid %u, group %u) of the old: %s", o->shown,
                          (unsigned)st.st_uid, (unsigned)st.st_gid, strerror(errno));
@@ -271,10 +276,14 @@ static int carry_over(report_out *o, int tfd, vijp_error *err)
     int legacy = faccessat(tfd, MANIFEST_NAME, F_OK, AT_SYMLINK_NOFOLLOW) && legacy_report(tfd);
     int rc = tree_carry(tfd, o->stage_fd, &old, &o->written, legacy, o->shown, atomic_step, err);
     name_list_free(&old);
-    if (!rc && tree_give(o->stage_fd, -1, NULL, &st, 0))
-        rc = vijp_fail(err, VIJP_EIO, "cannot give the new %s the owner (uid %u, group %u) and mode %04o of the old: %s",
-                       o->shown, (unsigned)st.st_uid, (unsigned)st.st_gid, (unsigned)(st.st_mode & 07777), strerror(errno));
     return rc;
+}
+
+static int give_mode(report_out *o, const struct stat *st, vijp_error *err)
+{
+    if (!tree_give(o->stage_fd, -1, NULL, st, 0)) return 0;
+    return vijp_fail(err, VIJP_EIO, "cannot give the new %s the owner (uid %u, group %u) and mode %04o of the old: %s",
+                     o->shown, (unsigned)st->st_uid, (unsigned)st->st_gid, (unsigned)(st->st_mode & 07777), strerror(errno));
 }
 
 /* Make the staging folder DIR, in one step where the file system can:
@@ -319,11 +328,13 @@ int report_out_commit(report_out *o, vijp_error *err)
     int tfd = rc ? -1 : openat(o->parent_fd, o->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (!rc && tfd < 0 && errno != ENOENT)
         rc = vijp_fail(err, VIJP_EIO, "%s: %s", o->shown, errno == ENOTDIR ? "not a folder" : strerror(errno));
-    if (!rc && tfd >= 0) rc = carry_over(o, tfd, err);
+    struct stat old_st;
+    if (!rc && tfd >= 0) rc = carry_over(o, tfd, &old_st, err);
     int had_target = tfd >= 0;
     if (tfd >= 0) close(tfd);
     if (!rc && unlinkat(o->stage_fd, INCOMPLETE_NAME, 0))
         rc = vijp_fail(err, VIJP_EIO, "cannot write in %s: %s", o->staging, strerror(errno));
+    if (!rc && had_target) rc = give_mode(o, &old_st, err);
     if (!rc && atomic_step()) rc = interrupted_fail(err);
     if (!rc && fsync(o->stage_fd)) rc = vijp_fail(err, VIJP_EIO, "cannot flush %s: %s", o->staging, strerror(errno));
     if (!rc && atomic_step()) rc = interrupted_fail(err);

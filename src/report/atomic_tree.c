@@ -69,6 +69,17 @@ int tree_mount_point(int dirfd, const char *name, const struct stat *st, dev_t d
            (sx.stx_attributes_mask & sx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
 }
 
+/* A folder being emptied (a staging folder, an old generation, and their
+ * subfolders) made writable and searchable by its owner, where it was not:
+ * its entries could not be removed otherwise (not as its owner: as root the
+ * mode does not matter).  It goes, or stays only as what could not be
+ * moved, so its mode is not kept.  fstat and fchmod only (on_fatal). */
+static void owner_may_empty(int fd)
+{
+    struct stat st;
+    if (!fstat(fd, &st) && (st.st_mode & S_IRWXU) != S_IRWXU) (void)fchmod(fd, (st.st_mode & 07777) | S_IRWXU);
+}
+
 int tree_remove(int dirfd, const char *name)
 {
     if (!unlinkat(dirfd, name, 0) || errno == ENOENT) return 0;
@@ -78,6 +89,7 @@ int tree_remove(int dirfd, const char *name)
         return -1;
     int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return -1;
+    owner_may_empty(fd);
     /* getdents64 rather than readdir, which allocates.  Entries removed
      * while reading are not a problem: each one left is returned once. */
     char buf[2048] __attribute__((aligned(8)));
@@ -356,6 +368,7 @@ static int retire_dir(int hfd, int tfd, name_list *vijps, tree_step step)
         return 1;
     }
     rewinddir(d);
+    owner_may_empty(hfd);
     struct stat up;
     if (fstat(hfd, &up)) up.st_dev = (dev_t)-1; /* every entry then counts as a mount point: nothing is removed */
     for (struct dirent *e; (e = readdir(d));) {
