@@ -285,6 +285,16 @@ START_TEST(test_commands)
     ck_assert_msg(!strcmp(a, b), "JSON net and --weights differ:\n%s\n%s", first, r.out);
     free(first);
     run_free(&r);
+    /* --weights over a JSON net that gives parameters itself: refused, not
+     * one source silently replacing the other (drift too, before computing) */
+    for (int drift = 0; drift < 2; drift++) {
+        snprintf(cmd, sizeof cmd, "%s --net '%s' --weights '%s'%s", drift ? "drift" : "grad", at("net.json"),
+                 at("all.safetensors"), drift ? " --out /nonexistent/never" : "");
+        r = run_vijp(cmd);
+        ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "gives layer 0's parameters itself") && !r.out[0],
+                      "%s: exit %d: %s", cmd, r.rc, r.err);
+        run_free(&r);
+    }
     /* a tensor naming no layer with parameters is an error, not ignored */
     const char *n2[] = {"1.weight"}, *s2[] = {"[3]"};
     const double *v2[] = {B0};

@@ -271,6 +271,11 @@ int cli_check_rows(const char *opt, const char *path, size_t cols, size_t rows, 
 
 int cli_check_weights(const vijp_net *tmpl, const char *weights, vijp_error *err)
 {
+    /* two sources for one layer's parameters: which one wins is no answer */
+    for (size_t i = 0; tmpl->given && i < tmpl->depth; i++)
+        if (tmpl->given[i])
+            return vijp_fail(err, VIJP_EINVAL, "--weights %s, but the network's file gives layer %zu's parameters "
+                             "itself: give them in one place", weights, i);
     vijp_net net;
     vijp_net_copy(&net, tmpl);
     int rc = vijp_net_load_weights(&net, weights, err);
