@@ -355,6 +355,9 @@ START_TEST(test_bad_input)
          "tolerance for double given twice"},
         {"check-layer tanh --width 4 --check ,", "--check ',' has an empty item"},
         {"check-layer tanh --width 4 --check adjoint,,declarations", "has an empty item"},
+        /* a limit that is not "positive" is said as it is */
+        {"grad --json --init scaled:1e308", "0 < G <= 1e300"},
+        {"certify --layer tanh --scale 1e308", "--scale wants a number in (0, 1e300)"},
     };
     for (size_t i = 0; i < sizeof named / sizeof *named; i++) {
         run_result r = run_vijp(named[i].args);

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -304,6 +305,21 @@ START_TEST(test_commands)
     r = run_vijp(cmd);
     ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "1.weight"), "exit %d: %s", r.rc, r.err);
     run_free(&r);
+    /* a NaN or infinite parameter is bad input, named by file and tensor,
+     * before anything runs (drift once started, then stopped with exit 1) */
+    double T2bad[8];
+    memcpy(T2bad, T2, sizeof T2bad);
+    T2bad[5] = -INFINITY;
+    const double *vbad[] = {W0, B0, T2bad};
+    safetensors("inf.safetensors", 3, names, shapes, vbad, lens);
+    for (int drift = 0; drift < 2; drift++) {
+        snprintf(cmd, sizeof cmd, "%s --net dense:3x4,tanh,dense:2 --depth 3 --width 4 --weights '%s'%s",
+                 drift ? "drift" : "grad", at("inf.safetensors"), drift ? " --out /nonexistent/never" : "");
+        r = run_vijp(cmd);
+        ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "inf.safetensors: tensor 2.theta: entry 5 is -Inf"),
+                      "%s: exit %d: %s", cmd, r.rc, r.err);
+        run_free(&r);
+    }
     /* certify at the user's point: dense:2x2 with W = [[2, 0], [0, 0]] (θ
      * column-major 2, 0, 0, 0, then b) is singular: not submersive there */
     static const double th[6] = {2, 0, 0, 0, 0, 0}, pts[4] = {1, 2, 3, 4};

@@ -183,7 +183,7 @@ static int parse_positive(const char *opt, const char *s, double *out)
     char *end;
     *out = strtod(s, &end);
     if (!*end && *out > 0 && *out < 1e300) return 0;
-    cli_say("vijp certify: %s wants a positive number, got '%s'\n", opt, s);
+    cli_say("vijp certify: %s wants a number in (0, 1e300), got '%s'\n", opt, s);
     return -1;
 }
 

@@ -76,7 +76,7 @@ int vijp_init_parse(const char *s, vijp_init *init, vijp_error *err)
         init->kind = VIJP_INIT_SCALED;
         init->gain = strtod(s + 7, &end);
         if (end == s + 7 || *end || !(init->gain > 0) || init->gain > 1e300)
-            return vijp_fail(err, VIJP_EINVAL, "bad gain in '%s' (want scaled:G with G > 0)", s);
+            return vijp_fail(err, VIJP_EINVAL, "bad gain in '%s' (want scaled:G with 0 < G <= 1e300)", s);
     } else
         return vijp_fail(err, VIJP_EINVAL, "unknown initialiser '%s' (known: gaussian, orthogonal, kaiming-uniform, scaled:G)", s);
     return 0;

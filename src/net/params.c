@@ -2,6 +2,7 @@
 #include "params.h"
 #include "vijp/net.h"
 #include "vijp/catalogue.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,10 +30,23 @@ static int shape_is(const vijp_array *a, size_t ndim, const size_t *want)
     return 1;
 }
 
+/* A parameter file's NaN or infinity is bad input, named by its file and
+ * tensor before anything runs (an engine would stop on it later, naming
+ * only the layer). */
+static int finite_fail(const vijp_array *a, const char *where, const char *field, vijp_error *err)
+{
+    for (size_t k = 0; k < a->len; k++)
+        if (!isfinite(a->data[k]))
+            return vijp_fail(err, VIJP_EINVAL, "%s%s: entry %zu is %s (parameters must be finite)", where, field, k,
+                             isnan(a->data[k]) ? "NaN" : a->data[k] > 0 ? "+Inf" : "-Inf");
+    return 0;
+}
+
 int net_params_theta(const vijp_layer *L, const vijp_array *t, double **theta, const char *where, vijp_error *err)
 {
     size_t P = L->type->param_count(L);
     if (!shape_is(t, 1, &P)) return shape_fail(t, 1, &P, "θ in the layer type's order", where, "", err);
+    if (finite_fail(t, where, "", err)) return err->code;
     if (!*theta) *theta = vijp_alloc_array(P, sizeof **theta);
     if (P) memcpy(*theta, t->data, P * sizeof **theta);
     return 0;
@@ -58,6 +72,7 @@ int net_params_torch(const vijp_layer *L, const vijp_array *w, const vijp_array 
     }
     if (!shape_is(w, nd, ws)) return shape_fail(w, nd, ws, what, where, ".weight", err);
     if (!shape_is(b, 1, &out)) return shape_fail(b, 1, &out, "[out]", where, ".bias", err);
+    if (finite_fail(w, where, ".weight", err) || finite_fail(b, where, ".bias", err)) return err->code;
     size_t nw = w->len;
     if (!*theta) *theta = vijp_alloc_array(nw + out, sizeof **theta);
     double *th = *theta;
@@ -120,7 +135,7 @@ int vijp_net_load_weights(vijp_net *net, const char *path, vijp_error *err)
             snprintf(where, sizeof where, "%s: tensor %s", path, tn[0]);
             if (!(rc = vijp_safetensors_tensor(&st, tn[0], &a[0], err))) rc = net_params_theta(&net->layers[i], &a[0], &net->theta[i], where, err);
         } else {
-            snprintf(where, sizeof where, "%s: tensors %zu", path, i);
+            snprintf(where, sizeof where, "%s: tensor %zu", path, i);
             if (!(rc = vijp_safetensors_tensor(&st, tn[1], &a[0], err)) && !(rc = vijp_safetensors_tensor(&st, tn[2], &a[1], err)))
                 rc = net_params_torch(&net->layers[i], &a[0], &a[1], &net->theta[i], where, err);
         }
