@@ -358,6 +358,7 @@ START_TEST(test_bad_input)
         /* a limit that is not "positive" is said as it is */
         {"grad --json --init scaled:1e308", "0 < G <= 1e300"},
         {"certify --layer tanh --scale 1e308", "--scale wants a number in (0, 1e300)"},
+        {"certify --layer tanh --width 2 --input /nonexistent/x.npy --samples 3", "--input gives the points"},
     };
     for (size_t i = 0; i < sizeof named / sizeof *named; i++) {
         run_result r = run_vijp(named[i].args);

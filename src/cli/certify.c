@@ -288,6 +288,9 @@ static int parse_args(int argc, char **argv, certify_args *a)
                         : NULL;
     if (clash) return fprintf(stderr, "vijp certify: %s\n", clash), EXIT_USAGE;
     if (!a->net && a->net_opt) return fprintf(stderr, "vijp certify: --%s applies to --net\n", a->net_opt), EXIT_USAGE;
+    if (a->input && a->point_opt && !a->box && !a->box_file) /* with a box, the box's own message below */
+        return fputs("vijp certify: --input gives the points; --samples and --scale draw them: one or the other\n", stderr),
+               EXIT_USAGE;
     if (a->box || a->box_file || a->budget_given) {
         const char *why = !a->spec && !a->net ? "--box, --box-file and --budget apply to --layer or --net"
                           : a->box && a->box_file ? "--box and --box-file exclude each other"
