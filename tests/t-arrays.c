@@ -833,6 +833,65 @@ START_TEST(test_grad_save)
 }
 END_TEST
 
+/* The folder's entries, each with its bytes ("NAME SIZE HEX…" a line),
+ * hidden ones included: what a run left there. */
+static char *listing(const char *folder)
+{
+    char cmd[800];
+    snprintf(cmd, sizeof cmd, "cd '%s' && for f in * .[!.]*; do [ -e \"$f\" ] && { printf '%%s ' \"$f\"; "
+                              "if [ -d \"$f\" ]; then echo dir; else od -An -tx1 \"$f\" | tr -d ' \\n'; echo; fi; }; done; true",
+             folder);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    char *text = slurp_fd(fileno(p));
+    ck_assert_int_eq(pclose(p), 0);
+    return text;
+}
+
+/* grad --save writes its set all or none: a run stopped by a file-size
+ * limit after its first file (grad_x.npy fits in 4 KB, grad_theta_1.npy
+ * does not) leaves the earlier run's files as they were and nothing
+ * hidden; a folder where one of the files goes is refused before the run
+ * (exit 2), the others untouched; a link to nothing as DIR too. */
+START_TEST(test_grad_save_all_or_none)
+{
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "grad --net dense:64 --depth 2 --batch 4 --seed 1 --save '%s'", at("set"));
+    run_result r = run_vijp(cmd);
+    ck_assert_msg(r.rc == CLI_OK, "exit %d: %s", r.rc, r.err);
+    run_free(&r);
+    char *before = listing(at("set"));
+    ck_assert_msg(strstr(before, "grad_x.npy ") && strstr(before, "cotangent_2.npy "), "%s", before);
+    snprintf(cmd, sizeof cmd, "-c 'trap \"\" XFSZ; ulimit -f 8; exec \"$VIJP_BIN\" grad --net dense:64 --depth 2 --batch 4 "
+                              "--seed 2 --save \"%s\"'", at("set"));
+    r = run_bin("sh", cmd);
+    char *after = listing(at("set"));
+    ck_assert_msg(r.rc == CLI_FAILED && !r.out[0] && strstr(r.err, at("set/grad_theta_1.npy not written")),
+                  "exit %d, out '%s', err '%s'", r.rc, r.out, r.err);
+    size_t d = 0;
+    while (before[d] && before[d] == after[d]) d++;
+    const char *line = after + d;
+    while (line > after && line[-1] != '\n') line--;
+    ck_assert_msg(!strcmp(before, after), "a failed --save changed the folder, from: %.60s", line);
+    run_free(&r), free(after);
+    char sub[700];
+    snprintf(sub, sizeof sub, "%s/cotangent_2.npy", at("set"));
+    ck_assert(!remove(sub) && !mkdir(sub, 0700));
+    free(before), before = listing(at("set"));
+    snprintf(cmd, sizeof cmd, "grad --net dense:64 --depth 2 --batch 4 --seed 2 --save '%s'", at("set"));
+    r = run_vijp(cmd);
+    after = listing(at("set"));
+    ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "cotangent_2.npy is a folder") && !strcmp(before, after),
+                  "exit %d: %s", r.rc, r.err);
+    run_free(&r), free(after), free(before);
+    ck_assert(!symlink(at("nowhere"), at("link")));
+    snprintf(cmd, sizeof cmd, "grad --net dense:4 --depth 1 --save '%s'", at("link"));
+    r = run_vijp(cmd);
+    ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "a link to a missing"), "exit %d: %s", r.rc, r.err);
+    run_free(&r);
+}
+END_TEST
+
 /* A sample that is not a number is named by its row and column in the
  * file, as numpy indexes it (the engines hold samples as columns, and said
  * "row 2, column 0" for the file's row 0, column 2), and refused with the
@@ -1044,6 +1103,7 @@ Suite *suite_arrays(void)
         tcase_add_test(cli, test_certify_jacobian);
         tcase_add_test(cli, test_certify_jacobian_bad);
         tcase_add_test(cli, test_grad_save);
+        tcase_add_test(cli, test_grad_save_all_or_none);
         tcase_add_test(cli, test_device_inputs);
         tcase_add_test(cli, test_rows_not_finite_named);
         tcase_add_test(cli, test_failed_run_leaves_no_folder);

@@ -61,6 +61,20 @@ int cli_prepare_dir(const char *dir, vijp_error *err);
  * empty --save folder; the folder is made when the files are written. */
 int cli_check_dir(const char *dir, vijp_error *err);
 
+/* One array of a --save set: DIR/name, [cols, rows] (a row per sample) or
+ * 1-D (one_d). */
+typedef struct {
+    const char *name;
+    const vijp_mat *m;
+    int one_d;
+} cli_save_item;
+/* With the inputs: cli_check_dir, and no name of the set is a folder in
+ * dir (its file could not replace it).  VIJP_E* and the message, or 0. */
+int cli_save_check(const char *dir, const char *const *names, size_t n, vijp_error *err);
+/* The set written all or none (save.c): on a failure nothing of it is in
+ * dir and dir's earlier files are as they were. */
+int cli_save_set(const char *dir, const cli_save_item *items, size_t n, vijp_error *err);
+
 /* Whether a run needing about `need` bytes fits what this process can still
  * get (vijp_memory_available); if not, says "vijp CMD: needs about X GiB;
  * Y GiB available (which bound)" on stderr. */

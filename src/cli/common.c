@@ -196,6 +196,8 @@ int cli_check_dir(const char *dir, vijp_error *err)
             return 0;
         }
         if (errno != ENOENT) return vijp_fail(err, VIJP_EIO, "cannot create folder %s: %s", dir, strerror(errno));
+        if (!lstat(path, &st)) /* a link to nothing: mkdir would fail on it, after the run */
+            return vijp_fail(err, VIJP_EIO, "%s is a link to a missing file or folder", path);
         char *slash = strrchr(path, '/');
         while (slash && slash > path && slash[1] == 0) *slash = 0, slash = strrchr(path, '/'); /* "a/b/" is "a/b" */
         if (!slash) snprintf(path, sizeof path, ".");

@@ -80,20 +80,6 @@ static void seeded(vijp_mat *M, size_t rows, size_t cols, const vijp_format *f, 
     free(v);
 }
 
-/* M (rows × batch, column-major: a column per sample) as [batch, rows]. */
-static int save(const char *dir, const char *name, const vijp_mat *M, int one_d, vijp_error *err)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    size_t n = vijp_mat_len(M), shape[2] = {M->cols, M->rows};
-    double *d = vijp_alloc_array(n, sizeof *d);
-    for (size_t i = 0; i < n; i++) d[i] = vijp_mat_get_d(M, i);
-    if (one_d) shape[0] = n;
-    int rc = vijp_npy_write(path, one_d ? 1 : 2, shape, d, err);
-    free(d);
-    return rc;
-}
-
 /* What the command line asked for. */
 typedef struct {
     const char *spec, *input, *params, *tangent, *cotangent, *format, *dir;
@@ -200,8 +186,15 @@ static int setup(const eval_args *a, eval_run *r, vijp_error *err)
     else seeded(&r->U, L->in, B, &r->F, VIJP_STORE_FORWARD, &rng);
     if (!rc && a->cotangent) rc = read_rows(a->cotangent, &ga, L->out, B, &r->G, &r->F, VIJP_STORE_GRADIENT, err);
     else if (!rc) seeded(&r->G, L->out, B, &r->F, VIJP_STORE_GRADIENT, &rng);
-    if (!rc) rc = cli_check_dir(a->dir, err); /* made by save_all: a failed run leaves no empty folder */
-    return rc;
+    if (rc) return rc;
+    /* the files compute will give (save_all), checked now: made by save_all,
+     * so a failed run leaves no empty folder */
+    const char *names[7] = {"forward.npy", "jvp.npy", "vjp.npy", "vijp.npy"};
+    size_t n = 4;
+    if (vijp_layer_fragment_count(L, &r->th, &r->X)) names[n++] = "fragment.npy";
+    if (vijp_deriv_enclose_of(L->type)) names[n++] = "fprime.npy";
+    if (r->th.rows) names[n++] = "vjp_param.npy";
+    return cli_save_check(a->dir, names, n, err);
 }
 
 /* Every operator, and f′ = J·1 for an elementwise layer (J diagonal). */
@@ -235,18 +228,15 @@ static int compute(eval_run *r, vijp_error *err)
     return rc;
 }
 
-/* Every file, or a failure naming the one that failed. */
+/* Every file, or none and a failure naming the one that failed. */
 static int save_all(const char *dir, const eval_run *r, vijp_error *err)
 {
-    int rc = cli_prepare_dir(dir, err);
-    if (!rc) rc = save(dir, "forward.npy", &r->Y, 0, err);
-    if (!rc) rc = save(dir, "jvp.npy", &r->V, 0, err);
-    if (!rc) rc = save(dir, "vjp.npy", &r->Gx, 0, err);
-    if (!rc) rc = save(dir, "vijp.npy", &r->Gy, 0, err);
-    if (!rc && r->frag.rows) rc = save(dir, "fragment.npy", &r->frag, 1, err);
-    if (!rc && r->D.rows) rc = save(dir, "fprime.npy", &r->D, 0, err);
-    if (!rc && r->Gt.rows) rc = save(dir, "vjp_param.npy", &r->Gt, 1, err);
-    return rc;
+    cli_save_item items[7] = {{"forward.npy", &r->Y, 0}, {"jvp.npy", &r->V, 0}, {"vjp.npy", &r->Gx, 0}, {"vijp.npy", &r->Gy, 0}};
+    size_t n = 4;
+    if (r->frag.rows) items[n++] = (cli_save_item){"fragment.npy", &r->frag, 1};
+    if (r->D.rows) items[n++] = (cli_save_item){"fprime.npy", &r->D, 0};
+    if (r->Gt.rows) items[n++] = (cli_save_item){"vjp_param.npy", &r->Gt, 1};
+    return cli_save_set(dir, items, n, err);
 }
 
 int cli_eval(int argc, char **argv)

@@ -91,37 +91,47 @@ static json_t *result_json(const vijp_grad_setup *s, const vijp_grad_result *r)
                      "param_grad_rel_err_max", vijp_xnum_to_json(r->param_grad_rel_err_max), "rel_err_per_layer", per);
 }
 
-/* One matrix as DIR/NAME: a vijp_mat is column-major with a column per
- * sample, which is C order with a row per sample, so no transposition;
- * vector: a P × 1 parameter gradient, saved 1-D. */
-static int save_mat(const char *dir, const char *name, const vijp_mat *a, int vector, vijp_error *err)
+/* --save DIR's files for a net of depth D: grad_x.npy, then for each layer
+ * grad_theta_I.npy (a layer with parameters) and cotangent_I.npy, I from 1.
+ * names[k] points into buf (40 bytes a name); the count. */
+static size_t save_names(const vijp_net *net, char (*buf)[40], const char **names)
 {
-    char path[4096];
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
-        return vijp_fail(err, VIJP_EINVAL, "--save: path too long: %s/%s", dir, name);
-    size_t n = vijp_mat_len(a), shape[2] = {a->cols, a->rows};
-    double *d = vijp_alloc_array(n ? n : 1, sizeof *d);
-    for (size_t k = 0; k < n; k++) d[k] = vijp_mat_get_d(a, k);
-    int rc = vijp_npy_write(path, vector ? 1 : 2, vector ? &a->rows : shape, d, err);
-    free(d);
+    size_t n = 0;
+    names[n++] = "grad_x.npy";
+    for (size_t i = 0; i < net->depth; i++) {
+        if (net->layers[i].type->param_count(&net->layers[i]))
+            snprintf(buf[n], sizeof buf[n], "grad_theta_%zu.npy", i + 1), names[n] = buf[n], n++;
+        snprintf(buf[n], sizeof buf[n], "cotangent_%zu.npy", i + 1), names[n] = buf[n], n++;
+    }
+    return n;
+}
+
+/* --save DIR: the gradients as save_names names them, all or none (a
+ * vijp_mat is column-major with a column per sample, which is C order with
+ * a row per sample: no transposition; ∇θ_I saved 1-D). */
+static int save_grads(const char *dir, const vijp_net *net, const vijp_grads *g, vijp_error *err)
+{
+    char (*buf)[40] = vijp_alloc_array(2 * net->depth + 1, sizeof *buf);
+    const char **names = vijp_alloc_array(2 * net->depth + 1, sizeof *names);
+    cli_save_item *items = vijp_alloc_array(2 * net->depth + 1, sizeof *items);
+    size_t n = save_names(net, buf, names), k = 0;
+    items[k++] = (cli_save_item){names[0], &g->grad_x, 0};
+    for (size_t i = 0; i < g->depth; i++) {
+        if (g->grad_theta[i].rows) items[k] = (cli_save_item){names[k], &g->grad_theta[i], 1}, k++;
+        items[k] = (cli_save_item){names[k], &g->g[i], 0}, k++;
+    }
+    int rc = k == n ? cli_save_set(dir, items, n, err)
+                    : vijp_fail(err, VIJP_EINVAL, "--save: %zu gradients for %zu files", k, n); /* unreachable */
+    free(buf), free(names), free(items);
     return rc;
 }
 
-/* --save DIR: grad_x.npy, grad_theta_I.npy (layers with parameters) and
- * cotangent_I.npy, each written atomically by vijp_npy_write. */
-static int save_grads(const char *dir, const vijp_grads *g, vijp_error *err)
+static int save_check(const char *dir, const vijp_net *net, vijp_error *err)
 {
-    char name[64];
-    int rc = cli_prepare_dir(dir, err); /* made now, by a run that has its results */
-    if (!rc) rc = save_mat(dir, "grad_x.npy", &g->grad_x, 0, err);
-    for (size_t i = 0; !rc && i < g->depth; i++) {
-        if (g->grad_theta[i].rows) {
-            snprintf(name, sizeof name, "grad_theta_%zu.npy", i + 1);
-            if ((rc = save_mat(dir, name, &g->grad_theta[i], 1, err))) break;
-        }
-        snprintf(name, sizeof name, "cotangent_%zu.npy", i + 1);
-        rc = save_mat(dir, name, &g->g[i], 0, err);
-    }
+    char (*buf)[40] = vijp_alloc_array(2 * net->depth + 1, sizeof *buf);
+    const char **names = vijp_alloc_array(2 * net->depth + 1, sizeof *names);
+    int rc = cli_save_check(dir, names, save_names(net, buf, names), err);
+    free(buf), free(names);
     return rc;
 }
 
@@ -236,7 +246,7 @@ static int resolve(grad_args *a, vijp_error *err)
     if (vijp_run_bytes_estimate(&a->net, s->batch, &s->fmt, ref_prec, &need, err)) return cli_usage_error("vijp grad", err);
     if (!cli_memory_fits("grad", need)) return EXIT_USAGE;
     if (parse_engines(a, err)) return cli_usage_error("vijp grad", err);
-    if (a->save_dir && cli_check_dir(a->save_dir, err)) return cli_usage_error("vijp grad", err);
+    if (a->save_dir && save_check(a->save_dir, &a->net, err)) return cli_usage_error("vijp grad", err);
     return -1;
 }
 
@@ -324,7 +334,7 @@ static int grad_command(grad_args *a, int argc, char **argv)
         return rc;
     }
     if (a->save_dir) { /* written before anything is printed: stdout stays empty on failure */
-        rc = save_grads(a->save_dir, &kept, &err);
+        rc = save_grads(a->save_dir, &a->net, &kept, &err);
         vijp_grads_clear(&kept);
         if (rc) {
             for (size_t k = 0; k < a->n_engines; k++) vijp_grad_result_clear(&res[k]);
