@@ -106,7 +106,8 @@ typedef struct {
      * every precision (vijp/xnum.h): mpfr:P's are near 2^-P. */
     vijp_xnum ref_agreement;       /* the last two reference precisions differ by this (relative) */
     vijp_xnum ref_target;          /* ... and had to agree to this */
-    vijp_xnum u;                   /* unit roundoff 2^-P of the format */
+    vijp_xnum u;                   /* unit roundoff of the stored values, vijp_format_unit_roundoff's:
+                                    * 2^-8 for bfloat16 and bfloat16+binary32, 2^-4 for e4m3+binary32 */
 } vijp_drift_curve;
 
 /* One network, seed and format: run backprop and each engine in the format and
@@ -114,16 +115,20 @@ typedef struct {
  *
  * Reference validation: backprop in mpfr:p from p = ref_prec_start, then at 2p,
  * 4p … until two successive precisions agree on g_0, every g_i and every ∇θ_i
- * to within u·2^-10 relative and 2^-10 ulps of the format elementwise, so every
+ * to within 2^-P·2^-10 relative (P the format's precision: a mixed format's
+ * accumulation) and 2^-10 ulps of the format elementwise, so every
  * reported metric of one ulp or more is accurate to 0.1%; the higher of the
  * two is the reference.  Fails with VIJP_EDOMAIN past ref_prec_max.
  *
- * First-order bound on an engine's g_i: e_i <= κ_i (e_{i−1} + n_i u) (κ_i
- * taken as COND_THETA·κ_est at each layer where it was estimated, as it is
- * where exact: cond_method says whether any was), with e_0
- * the engine's measured g_0 error: the vijp of layer i amplifies its input
- * error by at most κ_i and adds a backward error of n_i u (an n_i-term dot
- * product, or a backward-stable solve with modest pivot growth). */
+ * First-order bound on an engine's g_i: e_i <= κ_i (e_{i−1} + n_i u_a + u_s)
+ * (κ_i taken as COND_THETA·κ_est at each layer where it was estimated, as it
+ * is where exact: cond_method says whether any was), with e_0 the engine's
+ * measured g_0 error: the vijp of layer i amplifies its input error by at
+ * most κ_i and adds a backward error of n_i u_a (an n_i-term dot product, or
+ * a backward-stable solve with modest pivot growth, in the accumulation's
+ * unit roundoff u_a = 2^-P) and, where the result is stored narrower (a
+ * mixed format: u_s = u > u_a), its rounding to storage; u_s = 0 where
+ * storage and accumulation are one format. */
 VIJP_API VIJP_MUST_CHECK int vijp_drift_run(const vijp_drift_setup *s, vijp_drift_curve *c, vijp_error *err);
 /* The first reference precision of a curve in format f: start when nonzero
  * (--ref-prec), else max(64, min(2P, P + 64)): one limb for the narrow

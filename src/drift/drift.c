@@ -180,7 +180,9 @@ static int reference(const vijp_drift_setup *s, const vijp_net *net, const vijp_
     long p = vijp_drift_ref_prec_first(&s->problem.fmt, s->ref_prec_start);
     long cap = s->ref_prec_max ? s->ref_prec_max : VIJP_DRIFT_REF_PREC_MAX;
     c->ref_prec_start = p;
-    c->ref_target = vijp_xnum_mul(c->u, vijp_xnum_of(0x1p-10));
+    /* the accumulation's unit roundoff (a mixed format's finer one): the
+     * reference must settle well below every rounding the format makes */
+    c->ref_target = vijp_xnum_2exp(1, -(long)s->problem.fmt.prec - 10);
     const vijp_grads *first;
     int rc = vijp_drift_memo_backprop(memo, net, pf, p, &first, err);
     meter_run_end(meter, 2 * net->depth); /* backprop's layer steps (vijp_engine_layer_steps) */
@@ -243,17 +245,20 @@ static void predict(vijp_drift_curve *c, size_t D)
     free(lp), free(fit);
 }
 
-static void first_order_bound(const vijp_net *net, const vijp_drift_curve *c, const unsigned char *estimated,
-                              vijp_drift_run_result *r)
+static void first_order_bound(const vijp_net *net, const vijp_drift_curve *c, const vijp_format *f,
+                              const unsigned char *estimated, vijp_drift_run_result *r)
 {
-    /* e_{i−1} + n_i u at any exponent, then times κ_i; where κ_i was
+    /* e_{i−1} + n_i u_a (+ u where the result is stored narrower than it
+     * is accumulated) at any exponent, then times κ_i; where κ_i was
      * estimated (κ/θ <= κ_est <= κ, cond.h), times θ·κ_est, a bound on κ
      * with probability at least 1 − COND_DELTA per layer; an exact κ_i
      * (an elementwise layer's, a narrow one's) as it is */
+    vijp_xnum u_a = vijp_xnum_2exp(1, -(long)f->prec), store = vijp_xnum_le(c->u, u_a) ? vijp_xnum_of(0) : c->u;
     vijp_xnum e = r->x.rel;
     for (size_t i = 0; i < net->depth; i++) {
         vijp_xnum kappa = vijp_xnum_mul(vijp_xnum_of(estimated[i] ? COND_THETA : 1), vijp_xnum_of(c->kappa[i]));
-        e = vijp_xnum_mul(kappa, vijp_xnum_add(e, vijp_xnum_mul(vijp_xnum_of((double)net->layers[i].in), c->u)));
+        vijp_xnum local = vijp_xnum_add(vijp_xnum_mul(vijp_xnum_of((double)net->layers[i].in), u_a), store);
+        e = vijp_xnum_mul(kappa, vijp_xnum_add(e, local));
         r->bound[i] = e;
     }
 }
@@ -388,7 +393,7 @@ int vijp_drift_run_drawn(const vijp_drift_setup *s, const vijp_net *drawn, void 
     }
     size_t D = net.depth;
     c->depth = D;
-    c->u = vijp_xnum_2exp(1, -(long)s->problem.fmt.prec);
+    c->u = vijp_xnum_2exp(1, -(long)vijp_format_value_prec(&s->problem.fmt)); /* the stored values' rounding */
     c->n_runs = 1 + s->n_engines;
     c->runs = vijp_alloc_array(c->n_runs, sizeof *c->runs);
     c->kappa = vijp_alloc_array(D, sizeof *c->kappa);
@@ -484,7 +489,7 @@ int vijp_drift_run_drawn(const vijp_drift_setup *s, const vijp_net *drawn, void 
     for (size_t k = 1; k < c->n_runs; k++) /* the vijp sweep's bound: Moonwalk's engines only */
         if (c->runs[k].engine == VIJP_ENGINE_MOONWALK || c->runs[k].engine == VIJP_ENGINE_PURE_FORWARD) {
             c->runs[k].bound = vijp_alloc_array(D, sizeof(vijp_xnum));
-            first_order_bound(&net, c, estimated, &c->runs[k]);
+            first_order_bound(&net, c, &s->problem.fmt, estimated, &c->runs[k]);
         }
     free(estimated);
     meter_show(&meter, meter.total);
