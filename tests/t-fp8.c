@@ -302,6 +302,17 @@ START_TEST(parse_fp8)
     unsigned char bits;
     ck_assert_int_eq(vijp_fp8_decode(&b16, 0, v, NULL), VIJP_EINVAL); /* not an FP8 */
     ck_assert_int_eq(vijp_fp8_encode(&b16, v, &bits, NULL), VIJP_EINVAL);
+    /* scaled FP8 values carry a scale a byte does not hold: 57344 in
+     * mxfp8 (a block of one, scaled) once packed as 0xB6, which reads -0.875 */
+    static const char *const scaled[] = {"mxfp8+binary32", "mxfp8e5m2+binary32", "fp8+binary32"};
+    mpfr_set_d(v, 57344, MPFR_RNDN);
+    for (size_t i = 0; i < sizeof scaled / sizeof *scaled; i++) {
+        vijp_format f = parse(scaled[i]);
+        vijp_error err = {0};
+        ck_assert_msg(vijp_fp8_encode(&f, v, &bits, &err) == VIJP_EINVAL && strstr(err.msg, "not FP8"), "%s: %s",
+                      scaled[i], err.msg);
+        ck_assert_int_eq(vijp_fp8_decode(&f, 0x40, v, NULL), VIJP_EINVAL);
+    }
     mpfr_clear(v);
 }
 END_TEST

@@ -220,7 +220,8 @@ VIJP_API int vijp_format_values_double(const vijp_format *f);
 VIJP_API mpfr_prec_t vijp_format_value_prec(const vijp_format *f);
 
 /* FP8 bit patterns (f: a format whose storage is e4m3 or e5m2, sat or not,
- * mixed or not; VIJP_EINVAL otherwise).  Encode rounds x once to f's
+ * mixed or not; VIJP_EINVAL otherwise, the scaled ones included: fp8,
+ * mxfp8 and mxfp8e5m2, whose values carry a scale a byte does not hold).  Encode rounds x once to f's
  * storage (vo_store, with its overflow rule) and packs the result: sign,
  * biased exponent, trailing significand; every NaN packs as 0x7F.  Decode
  * sets r to the value of the pattern, exactly when r has at least 4 bits

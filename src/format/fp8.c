@@ -15,7 +15,10 @@ typedef struct {
  * e5m2 3 from 2^-16); 0 where it is no FP8. */
 static int layout_of(const vijp_format *f, layout *l)
 {
-    if (!f->emulated || f->tensor_scaled) return 0; /* fp8+binary32's values are scaled FP8, no pattern of one byte */
+    /* fp8+binary32's values are scaled FP8, and an MX or NVFP4 format's carry
+     * their block's scale: no pattern of one byte holds them (vo_store
+     * quantises a value alone as a block of one, its scale included) */
+    if (!f->emulated || f->tensor_scaled || f->mx_block || f->scale_block) return 0;
     if (f->store_prec == 4 && f->store_emin == -8 && f->store_emax == 9) return *l = (layout){7, 3, 0}, 1;
     if (f->store_prec == 3 && f->store_emin == -15 && f->store_emax == 16) return *l = (layout){15, 2, 1}, 1;
     return 0;
