@@ -1010,7 +1010,7 @@ START_TEST(theta_format_refused)
         vijp_grads g;
         vijp_error err = {0};
         ck_assert_int_eq(vijp_engine_run(VIJP_ENGINE_BACKPROP, &p.net, d.theta, &p.X, &p.T, &g, &err), VIJP_EINVAL);
-        ck_assert_msg(strstr(err.msg, "parameters of layer 1 are in another format"), "%s", err.msg);
+        ck_assert_msg(strstr(err.msg, "parameters of layer 1 are in double, the input in"), "%s", err.msg);
         problem_clear(&p);
     }
     problem m;
@@ -1018,8 +1018,17 @@ START_TEST(theta_format_refused)
     vijp_grads g;
     vijp_error err = {0};
     ck_assert_int_eq(vijp_engine_run(VIJP_ENGINE_BACKPROP, &d.net, m.theta, &d.X, &d.T, &g, &err), VIJP_EINVAL);
-    ck_assert(strstr(err.msg, "another format"));
-    problem_clear(&m), problem_clear(&d);
+    ck_assert(strstr(err.msg, "are in mpfr:53, the input in double"));
+    problem_clear(&m);
+    /* three mixed formats of one kind and accumulation precision (24 bits):
+     * told apart by their storage, for θ and for the loss data */
+    problem b, h, e;
+    problem_init(&b, 0, "bfloat16+binary32"), problem_init(&h, 0, "binary16+binary32"), problem_init(&e, 0, "e4m3+binary32");
+    ck_assert_int_eq(vijp_engine_run(VIJP_ENGINE_BACKPROP, &b.net, e.theta, &b.X, &b.T, &g, &err), VIJP_EINVAL);
+    ck_assert_msg(strstr(err.msg, "are in e4m3+binary32, the input in bfloat16+binary32"), "%s", err.msg);
+    ck_assert_int_eq(vijp_engine_run(VIJP_ENGINE_MOONWALK, &b.net, b.theta, &b.X, &h.T, &g, &err), VIJP_EINVAL);
+    ck_assert_msg(strstr(err.msg, "different formats (bfloat16+binary32, binary16+binary32)"), "%s", err.msg);
+    problem_clear(&b), problem_clear(&h), problem_clear(&e), problem_clear(&d);
 }
 END_TEST
 

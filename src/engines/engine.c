@@ -70,8 +70,12 @@ static int run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta, c
     if (X->rows != net->width || T->rows != vijp_net_out_width(net) || T->cols != X->cols || X->cols == 0)
         return vijp_fail(err, VIJP_EDIM, "engine: input is %zux%zu and loss data %zux%zu, but the network maps %zu -> %zu",
                          X->rows, X->cols, T->rows, T->cols, net->width, vijp_net_out_width(net));
-    if (X->fmt->kind != T->fmt->kind || X->fmt->prec != T->fmt->prec)
-        return vijp_fail(err, VIJP_EINVAL, "engine: input and loss data are in different formats");
+    /* One format: any but double and mpfr:P by its name (bfloat16+binary32,
+     * binary16+binary32 and e4m3+binary32 share their kind and precision) */
+    if (X->fmt->kind != T->fmt->kind || X->fmt->prec != T->fmt->prec ||
+        (X->fmt->kind != VIJP_DOUBLE && X->fmt->kind != VIJP_MPFR && strcmp(X->fmt->name, T->fmt->name)))
+        return vijp_fail(err, VIJP_EINVAL, "engine: input and loss data are in different formats (%s, %s)", X->fmt->name,
+                         T->fmt->name);
     int rc;
     if ((rc = vijp_mat_check_finite(X, "input", err)) || (rc = vijp_mat_check_finite(T, "loss data", err)))
         return rc;
@@ -88,8 +92,11 @@ static int run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta, c
             return vijp_fail(err, VIJP_EDIM, "engine: layer %zu has %zu parameters, theta gives %zu", i + 1,
                              L->type->param_count(L), theta[i].rows);
         int double_in_mpfr = theta[i].fmt->kind == VIJP_DOUBLE && X->fmt->kind == VIJP_MPFR;
-        if (theta[i].rows && theta[i].fmt->kind != X->fmt->kind && !double_in_mpfr)
-            return vijp_fail(err, VIJP_EINVAL, "engine: parameters of layer %zu are in another format", i + 1);
+        if (theta[i].rows && !double_in_mpfr &&
+            (theta[i].fmt->kind != X->fmt->kind ||
+             (X->fmt->kind != VIJP_DOUBLE && X->fmt->kind != VIJP_MPFR && strcmp(theta[i].fmt->name, X->fmt->name))))
+            return vijp_fail(err, VIJP_EINVAL, "engine: parameters of layer %zu are in %s, the input in %s", i + 1,
+                             theta[i].fmt->name, X->fmt->name);
     }
     /* every engine allocates each ∇θ_i as it computes it (engine_grads_init) */
     if ((rc = engine_grads_init(out, net, X))) return vijp_fail(err, rc, "out of memory");
