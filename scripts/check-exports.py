@@ -21,6 +21,8 @@ def declared(include_dir):
     for path in sorted(glob.glob(os.path.join(include_dir, '*.h'))):
         text = open(path).read()
         text = re.sub(r'/\*.*?\*/', ' ', text, flags=re.S)
+        # the extern "C" { ... } wrappers: C++ linkage, not statements of the API
+        text = re.sub(r'^#ifdef __cplusplus\n.*?^#endif$', ' ', text, flags=re.M | re.S)
         text = re.sub(r'^\s*#.*?(?<!\\)$', ' ', text, flags=re.M | re.S)
         depth, start = 0, 0
         for i, c in enumerate(text):  # file-scope statements, split at ';' and at a closing brace

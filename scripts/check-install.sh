@@ -150,6 +150,27 @@ else
   echo "check-install:   note: not linkable on this system (not a vijp failure): $(grep -m1 -o 'undefined reference to .*\|cannot find .*' "$log" || tail -n 1 "$log")"
 fi
 
+# 3a. The same program as C++ (every public header in it), against
+# libvijp.so: the headers declare their functions extern "C", so a C++
+# program links them unmangled.
+step "the same program as C++, every header included, against libvijp.so"
+CXX=${CXX:-c++}
+if command -v "$CXX" > /dev/null 2>&1; then
+  { for h in "$prefix"/include/vijp/*.h; do echo "#include <vijp/${h##*/}>"; done
+    sed -e 's/vijp_init init = {.kind = VIJP_INIT_ORTHOGONAL, .gain = 1.0};/vijp_init init = {}; init.kind = VIJP_INIT_ORTHOGONAL; init.gain = 1.0;/' \
+        -e 's/vijp_error err = {0};/vijp_error err = {};/' consumer.c; } > consumer.cpp
+  # shellcheck disable=SC2086
+  $CXX -Wall -Wextra -Werror $cflags consumer.cpp -o consumer-cxx $libs > "$log" 2>&1 ||
+    fail "$CXX \$(pkg-config --cflags vijp) consumer.cpp \$(pkg-config --libs vijp)"
+  LD_LIBRARY_PATH=$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ./consumer-cxx > out-cxx 2> "$log" ||
+    fail "consumer-cxx exited with status $?"
+  [ "$(cat out-cxx)" = "$expected" ] || { cp out-cxx "$log"; fail "consumer-cxx printed something else than:
+$expected"; }
+  echo "check-install:   | same output"
+else
+  echo "check-install:   SKIPPED: no C++ compiler ($CXX)"
+fi
+
 # 3b. The layer plugins of examples/layer-template, copied out of the tree
 # and built against the installed headers only, loaded by the installed vijp.
 step "examples/layer-template built against the installed headers, loaded with --plugin"

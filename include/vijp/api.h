@@ -6,6 +6,14 @@
 #ifndef VIJP_API_H
 #define VIJP_API_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define VIJP_API __attribute__((visibility("default")))
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -15,6 +15,10 @@
 #include <mpfr.h>
 #include "vijp/format.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 VIJP_API void vo_set(mpfr_t r, const mpfr_t a, const vijp_format *f);
 VIJP_API void vo_set_d(mpfr_t r, double a, const vijp_format *f);
 VIJP_API void vo_set_si(mpfr_t r, long a, const vijp_format *f);
@@ -55,5 +59,9 @@ VIJP_API void vo_dot_acc(mpfr_t acc, const mpfr_t *a, size_t sa, const mpfr_t *b
 /* n values at the format's precision, set to zero / cleared. */
 VIJP_API mpfr_t *vo_vec_new(size_t n, const vijp_format *f);
 VIJP_API void vo_vec_free(mpfr_t *v, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -29,6 +29,10 @@
 #include <stddef.h>
 #include "vijp/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* NumPy's own limit (NPY_MAXDIMS is 32 before NumPy 2, 64 from it). */
 #define VIJP_ARRAY_MAX_DIMS 64
 
@@ -117,5 +121,9 @@ VIJP_API VIJP_MUST_CHECK int vijp_safetensors_read(const char *path, vijp_safete
 VIJP_API VIJP_MUST_CHECK int vijp_safetensors_tensor(const vijp_safetensors *st, const char *tensor, vijp_array *out,
                                             vijp_error *err);
 VIJP_API void vijp_safetensors_clear(vijp_safetensors *st);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -10,6 +10,10 @@
 #include <stddef.h>
 #include "vijp/layer.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* leaky:ALPHA */
 VIJP_API double vijp_leaky_slope(const vijp_layer *L);
 
@@ -105,5 +109,9 @@ VIJP_API const vijp_layer *vijp_residual_sub(const vijp_layer *L, int skip, size
  * rebuilds its input through it): square, an inverse in double and MPFR,
  * and for a residual block no projection P. */
 VIJP_API int vijp_layer_has_inverse(const vijp_layer *L);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -29,6 +29,10 @@
 #include "vijp/layer.h"
 #include "vijp/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
     double lo, hi;
 } vijp_span;
@@ -291,5 +295,9 @@ VIJP_API VIJP_MUST_CHECK int vijp_activation_analyze_in(const vijp_layer *L, con
                                                         const vijp_format *formats, size_t n, vijp_activation_report *out,
                                                         vijp_error *err);
 VIJP_API void vijp_activation_report_clear(vijp_activation_report *r);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

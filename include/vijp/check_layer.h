@@ -31,6 +31,10 @@
 #include <stdint.h>
 #include "vijp/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum { VIJP_CHECK_PASSED, VIJP_CHECK_FAILED, VIJP_CHECK_SKIPPED } vijp_check_status;
 
 VIJP_API const char *vijp_check_status_name(vijp_check_status s); /* "passed", "FAILED", "skipped" */
@@ -93,5 +97,9 @@ VIJP_API VIJP_MUST_CHECK int vijp_check_layer_isolated(size_t k, const char *spe
                                               vijp_error *err);
 /* "SIGSEGV" for SIGSEGV, and so on for the signals a check may die of. */
 VIJP_API const char *vijp_check_signal_name(int sig);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -16,6 +16,10 @@
 #include <stddef.h>
 #include "vijp/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define VIJP_TAPE_MAX 4
 
 typedef struct {
@@ -50,5 +54,9 @@ typedef struct {
 } vijp_accuracy;
 VIJP_API VIJP_MUST_CHECK int vijp_composite_accuracy(const char *name, double lo, double hi, size_t points, double window, vijp_accuracy *out,
                             vijp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

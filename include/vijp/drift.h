@@ -10,6 +10,10 @@
 #include "vijp/error.h"
 #include "vijp/metrics.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Highest reference precision the validation may climb to (bits). */
 #define VIJP_DRIFT_REF_PREC_MAX 8192
 /* Errors above this are past first order (the error is as large as the value,
@@ -175,5 +179,9 @@ VIJP_API double vijp_bits_needed(const vijp_xnum *e, size_t n, long prec, vijp_x
  * mpfr:P (below double's range past mpfr:2044); a mixed format its
  * storage's (tf32+binary32: 1e-2). */
 VIJP_API vijp_xnum vijp_drift_default_tol(const vijp_format *f);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -8,6 +8,10 @@
 #include "vijp/error.h"
 #include "vijp/xnum.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum {
     VIJP_ENGINE_BACKPROP,
     VIJP_ENGINE_MOONWALK,     /* mixed mode: reverse pass on input cotangents, then vijp sweep */
@@ -110,5 +114,9 @@ VIJP_API VIJP_MUST_CHECK int vijp_grads_check_finite(const vijp_grads *g, vijp_e
  * itself never does. */
 VIJP_API VIJP_MUST_CHECK int vijp_reversible_reconstruction(const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, vijp_xnum *recon,
                                    vijp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

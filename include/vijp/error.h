@@ -29,6 +29,10 @@
 #include "vijp/api.h"
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum {
     VIJP_OK = 0,
     VIJP_EINVAL = -1,    /* malformed argument, unknown name, bad spec */
@@ -90,5 +94,9 @@ VIJP_API void vijp_memory_context(const char *what);
 /* Called once, before exiting, when memory runs out (NULL: none).  It must
  * not allocate. */
 VIJP_API void vijp_memory_on_fatal(void (*cleanup)(void));
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

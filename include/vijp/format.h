@@ -160,6 +160,10 @@ typedef struct {
 
 #include "vijp/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Parse "double", "mpfr:P", "binary32", "binary16", "bfloat16", "e4m3",
  * "e4m3:sat", "e5m2", "e5m2:sat", "bfloat16+binary32", "binary16+binary32",
  * "tf32+binary32", "e4m3+binary32", "e5m2+binary32" (and their ":sat"
@@ -239,5 +243,9 @@ VIJP_API VIJP_MUST_CHECK int vijp_fp8_decode(const vijp_format *f, unsigned bits
  * Both exact when r has at least 4 bits. */
 VIJP_API VIJP_MUST_CHECK int vijp_mx_decode(const vijp_format *f, unsigned bits, mpfr_ptr r, vijp_error *err);
 VIJP_API VIJP_MUST_CHECK int vijp_e8m0_decode(unsigned bits, mpfr_ptr r, vijp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -9,6 +9,10 @@
 #include "vijp/layer.h"
 #include <mpfi.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* For elementwise layers y_k = f(x_k; θ): an enclosure d of f′ over the
  * interval x (rigorous; where f is not differentiable, of every one-sided
  * derivative), at the parameters theta (NULL for types without).  It
@@ -61,5 +65,9 @@ static inline vijp_jacobian_lipschitz_fn vijp_jacobian_lipschitz_of(const vijp_l
 {
     return T->interval ? T->interval->jacobian_lipschitz : NULL;
 }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

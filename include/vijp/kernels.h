@@ -6,6 +6,10 @@
 #include "vijp/api.h"
 #include "vijp/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Select the kernel set now (once per process): VIJP_KERNELS=ref|avx2|
  * avx512|cuda forces one, unset or "auto" takes the best the CPU runs.
  * VIJP_EINVAL, with the reason, when the forced set is unknown or not
@@ -16,5 +20,9 @@ VIJP_API VIJP_MUST_CHECK int vijp_kernels_init(vijp_error *err);
 /* "ref", "avx2", "avx512" or "cuda": the set in use; NULL after a failed
  * selection. */
 VIJP_API const char *vijp_kernels_name(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

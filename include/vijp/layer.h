@@ -20,6 +20,10 @@
 #include "vijp/mat.h"
 #include "vijp/rng.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct vijp_layer_type vijp_layer_type;
 typedef struct vijp_interval_ops vijp_interval_ops; /* vijp/interval.h (MPFI) */
 
@@ -357,5 +361,9 @@ VIJP_API VIJP_MUST_CHECK int vijp_layer_cokernel(const vijp_layer *L, const vijp
                         vijp_error *err);
 VIJP_API VIJP_MUST_CHECK int vijp_layer_inverse(const vijp_layer *L, const vijp_mat *theta, const vijp_mat *Y, vijp_mat *X,
                        vijp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

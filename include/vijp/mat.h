@@ -20,6 +20,10 @@
 #include "vijp/format.h"
 #include "vijp/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Stochastic rounding's stream (formats with ":sr", format.h's store_sr;
  * docs/formats.md): the run's seed and the tensor a matrix holds, which
  * with an element's index (column-major, row + column·rows) name the
@@ -165,5 +169,9 @@ VIJP_API void vijp_mat_copy_range(vijp_mat *dst, size_t doff, const vijp_mat *sr
 VIJP_API void vijp_mat_convert(vijp_mat *dst, const vijp_mat *src);
 /* r (c × 1) := Aᵀ g with A m × c and g m × 1, summed in index order. */
 VIJP_API void vijp_mat_tdot(vijp_mat *r, const vijp_mat *A, const vijp_mat *g);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -10,6 +10,10 @@
 #include "vijp/net.h"
 #include "vijp/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* bytes[d-1] for d = 1..net->depth: engine e on net (a parsed net, e.g. a
  * vijp_net_template: only read), seeded orthogonal parameters where the net
  * gives none, seeded inputs, batch samples, in format f.  A vijp that loses
@@ -65,5 +69,9 @@ VIJP_API void vijp_memory_keep_freed(void);
  * of them: by then a mix of blocks that depends on how the allocator
  * placed and freed them.  Elsewhere nothing. */
 VIJP_API void vijp_memory_return_freed(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

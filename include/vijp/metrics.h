@@ -6,6 +6,10 @@
 #include "vijp/mat.h"
 #include "vijp/xnum.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* ‖a − ref‖_F / ‖ref‖_F, evaluated in MPFR at max(ref precision, 2·a's precision,
  * 128) bits so that the metric itself adds no visible error; a's entries are
  * converted exactly.  0 when both are zero, +Inf when only ref is.  Its
@@ -36,5 +40,9 @@ typedef struct {
  * at 2P + 64 bits (P: f's precision; at least 128), enough to resolve any
  * difference that matters in f whatever the reference's precision. */
 VIJP_API void vijp_compare(const vijp_mat *a, const vijp_mat *ref, const vijp_format *f, vijp_metric *m);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

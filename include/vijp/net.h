@@ -8,6 +8,10 @@
 #include <stdint.h>
 #include "vijp/layer.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum {
     VIJP_LOSS_SQUARE, /* ½‖h_D − y‖², gradient h_D − y */
     VIJP_LOSS_LINEAR  /* ⟨c, h_D⟩, gradient c */
@@ -85,5 +89,9 @@ VIJP_API void vijp_net_params_clear(const vijp_net *net, vijp_mat *theta);
 
 /* Seeded input batch X (n_0 × B) and loss data T (m_D × B: target y or vector c). */
 VIJP_API void vijp_net_sample(const vijp_net *net, size_t B, uint64_t seed, double *X, double *T);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

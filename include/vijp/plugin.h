@@ -50,6 +50,10 @@
 #include "vijp/layer.h"
 #include "vijp/error.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Bumped whenever vijp_layer_type or the operator contracts change shape
  * (6: vijp_format grew the storage format's overflow rule; 7:
  * vijp_interval_ops grew jacobian_box and jacobian_lipschitz; 8:
@@ -81,5 +85,9 @@ VIJP_PLUGIN_EXPORT int vijp_plugin_init(vijp_error *err);
  * loaded for the life of the process: its types are in the registry.
  * VIJP_EINVAL with a message naming the file when any step fails. */
 VIJP_API VIJP_MUST_CHECK int vijp_plugin_load(const char *path, vijp_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -7,6 +7,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
     uint64_t s[4];
 } vijp_rng;
@@ -21,5 +25,9 @@ VIJP_API double vijp_rng_normal(vijp_rng *r);
  * and r left as n calls leave it, faster: the accepted pairs are gathered
  * first and their logarithms computed side by side. */
 VIJP_API void vijp_rng_normals(vijp_rng *r, double *out, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -8,6 +8,10 @@
 #include "vijp/error.h"
 #include "vijp/xnum.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
     const char *spec;     /* a spec, or a JSON net file (vijp_net_spec_is_json) */
     const char *input;    /* NULL, or a .npy [batch, width] of inputs replacing the seeded ones */
@@ -79,5 +83,9 @@ VIJP_API VIJP_MUST_CHECK int vijp_grad_compare_engines(const vijp_grad_setup *s,
                                                        vijp_grads *keep_first, const vijp_grad_progress *progress,
                                                        vijp_error *err);
 VIJP_API void vijp_grad_result_clear(vijp_grad_result *r);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

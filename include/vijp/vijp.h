@@ -18,4 +18,12 @@
 #include "vijp/array_io.h"
 #include "vijp/kernels.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
 #endif

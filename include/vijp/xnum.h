@@ -17,6 +17,10 @@
 #include <mpfr.h>
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
     double m;
     long e;
@@ -66,5 +70,9 @@ VIJP_API int vijp_xnum_parse(const char *s, vijp_xnum *x, char **end);
 /* 17 significant digits, which read back (vijp_xnum_parse) to the same
  * value at any exponent: what files that must round-trip write. */
 #define VIJP_XNUM_ROUND_TRIP "%.17g"
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
