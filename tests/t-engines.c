@@ -1032,6 +1032,31 @@ START_TEST(theta_format_refused)
 }
 END_TEST
 
+/* Misuse of the API is refused, not run: vijp_net_init on a net without
+ * parameter arrays (a template: it crashed in the dense layer's init), an
+ * initialiser kind out of range (it ran as orthogonal), a scaled gain of
+ * NaN (it filled θ with NaN); vijp_engine_name out of range (it read past
+ * its table). */
+START_TEST(api_misuse_refused)
+{
+    vijp_net tmpl, net;
+    vijp_error err = {0};
+    ck_assert(!vijp_net_template(&tmpl, "dense:4,tanh", 2, 4, &err));
+    ck_assert_int_eq(vijp_net_init(&tmpl, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, 1, &err), VIJP_EINVAL);
+    ck_assert_msg(strstr(err.msg, "no parameter array"), "%s", err.msg);
+    vijp_net_copy(&net, &tmpl);
+    ck_assert(!vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_GAUSSIAN, .gain = 1}, 1, &err));
+    ck_assert_int_eq(vijp_net_init(&net, (vijp_init){.kind = (vijp_init_kind)77, .gain = 1}, 1, &err), VIJP_EINVAL);
+    ck_assert_int_eq(vijp_net_init(&net, (vijp_init){.kind = VIJP_INIT_SCALED, .gain = NAN}, 1, &err), VIJP_EINVAL);
+    ck_assert_msg(strstr(err.msg, "gain"), "%s", err.msg);
+    for (size_t k = 0; k < 4 * 4 + 4; k++) ck_assert(isfinite(net.theta[0][k])); /* the refused calls left θ alone */
+    ck_assert_str_eq(vijp_engine_name(VIJP_ENGINE_COUNT), "unknown");
+    ck_assert_str_eq(vijp_engine_name((vijp_engine_kind)-1), "unknown");
+    ck_assert_str_eq(vijp_engine_name(VIJP_ENGINE_MOONWALK), "moonwalk");
+    vijp_net_free(&net), vijp_net_free(&tmpl);
+}
+END_TEST
+
 Suite *suite_engines(void)
 {
     Suite *s = suite_create("engines");
@@ -1057,6 +1082,7 @@ Suite *suite_engines(void)
     tcase_add_test(tc, backprop_watch_refuses_param_ready);
     tcase_add_loop_test(tc, double_theta_in_mpfr, 0, (int)NNETS);
     tcase_add_test(tc, theta_format_refused);
+    tcase_add_test(tc, api_misuse_refused);
     suite_add_tcase(s, tc);
     return s;
 }

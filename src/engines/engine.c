@@ -8,7 +8,7 @@
 
 static const char *const names[VIJP_ENGINE_COUNT] = {"backprop", "moonwalk", "pure-forward", "reversible", "checkpoint"};
 
-const char *vijp_engine_name(vijp_engine_kind e) { return names[e]; }
+const char *vijp_engine_name(vijp_engine_kind e) { return (unsigned)e < VIJP_ENGINE_COUNT ? names[e] : "unknown"; }
 
 int vijp_engine_parse(const char *s, vijp_engine_kind *e, vijp_error *err)
 {

@@ -49,6 +49,16 @@ size_t vijp_net_param_count(const vijp_net *net)
 
 int vijp_net_init(vijp_net *net, vijp_init init, uint64_t seed, vijp_error *err)
 {
+    /* what vijp_init_parse would refuse, and a net without parameter arrays
+     * (vijp_net_template's, vijp_net_shape's), are refused, not run */
+    if ((unsigned)init.kind > VIJP_INIT_KAIMING_UNIFORM)
+        return vijp_fail(err, VIJP_EINVAL, "vijp_net_init: unknown initialiser kind %d", (int)init.kind);
+    if (init.kind == VIJP_INIT_SCALED && !(init.gain > 0 && init.gain <= 1e300))
+        return vijp_fail(err, VIJP_EINVAL, "vijp_net_init: gain %g (want 0 < G <= 1e300)", init.gain);
+    for (size_t i = 0; i < net->depth; i++)
+        if (!net->theta || (!net->theta[i] && net->layers[i].type->param_count(&net->layers[i])))
+            return vijp_fail(err, VIJP_EINVAL, "vijp_net_init: layer %zu has no parameter array (a net from "
+                             "vijp_net_template or vijp_net_shape: copy it with vijp_net_copy first)", i + 1);
     vijp_rng rng;
     vijp_rng_seed(&rng, seed);
     for (size_t i = 0; i < net->depth; i++) {
