@@ -752,8 +752,10 @@ START_TEST(bad_input)
     J[4] = 5;
     rad[2] = -1e-300;
     ck_assert_int_eq(vijp_certify_matrix(J, rad, 2, 3, NULL, &c, &err), VIJP_EDOMAIN);
+    ck_assert_msg(strstr(err.msg, "entry 2 is given a negative radius"), "%s", err.msg); /* not "not finite" */
     rad[2] = NAN;
     ck_assert_int_eq(vijp_certify_matrix(J, rad, 2, 3, NULL, &c, &err), VIJP_EDOMAIN);
+    ck_assert_msg(strstr(err.msg, "entry 2 is not finite"), "%s", err.msg);
     rad[2] = INFINITY;
     ck_assert_int_eq(vijp_certify_matrix(J, rad, 2, 3, NULL, &c, &err), VIJP_EDOMAIN);
     ck_assert_int_eq(vijp_certify_matrix(J, NULL, 0, 3, NULL, &c, &err), VIJP_EDIM);

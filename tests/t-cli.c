@@ -359,6 +359,10 @@ START_TEST(test_bad_input)
         {"grad --json --init scaled:1e308", "0 < G <= 1e300"},
         {"certify --layer tanh --scale 1e308", "--scale wants a number in (0, 1e300)"},
         {"certify --layer tanh --width 2 --input /nonexistent/x.npy --samples 3", "--input gives the points"},
+        /* a misspelt layer: the nearest name, and a list that ends whole
+         * (it once filled the message and stopped mid-word) */
+        {"grad --json --net dense:8,tahn", "unknown layer 'tahn'; did you mean tanh?"},
+        {"grad --json --net dense:8,zzzzzz", "more: vijp grad --help)"},
     };
     for (size_t i = 0; i < sizeof named / sizeof *named; i++) {
         run_result r = run_vijp(named[i].args);

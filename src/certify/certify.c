@@ -405,7 +405,9 @@ static int certify_matrix(const double *mid, const double *rad, size_t m, size_t
     if (m == 0 || n == 0) return vijp_fail(err, VIJP_EDIM, "a %zu × %zu Jacobian has nothing to certify", m, n);
     for (size_t i = 0; i < m * n; i++)
         if (!isfinite(mid[i]) || (rad && !(rad[i] >= 0 && isfinite(rad[i]))))
-            return vijp_fail(err, VIJP_EDOMAIN, "Jacobian entry %zu is not finite (%g ± %g)", i, mid[i], rad ? rad[i] : 0.0);
+            return vijp_fail(err, VIJP_EDOMAIN, "Jacobian entry %zu is %s (%g ± %g)", i,
+                             isfinite(mid[i]) && !isnan(rad[i]) && rad[i] < 0 ? "given a negative radius" : "not finite",
+                             mid[i], rad ? rad[i] : 0.0);
     /* LAPACK's copy of mid, then the double routes' scratch: pages touched once */
     double *work = vijp_alloc_unset(m * n * sizeof *work);
     int rc = vijp_numeric_analysis_in(mid, m, n, &out->num, work, err);

@@ -124,6 +124,26 @@ static int check_instance(const vijp_layer *L, vijp_error *err)
     return 0;
 }
 
+/* Levenshtein distance of a and b (names of at most 31 characters). */
+static int edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 31 || lb > 31) return 99;
+    int row[32];
+    for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int up = row[j], v = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < v) v = up + 1;
+            if (row[j - 1] + 1 < v) v = row[j - 1] + 1;
+            diag = up, row[j] = v;
+        }
+    }
+    return row[lb];
+}
+
 int vijp_layer_parse(vijp_layer *L, const char *item, size_t in_width, vijp_error *err)
 {
     char name[32];
@@ -135,10 +155,25 @@ int vijp_layer_parse(vijp_layer *L, const char *item, size_t in_width, vijp_erro
     name[len] = 0;
     const vijp_layer_type *T = vijp_layer_type_find(name);
     if (!T) {
-        char known[1024] = "";
-        for (size_t i = 0, at = 0; i < n_registered && at < sizeof known; i++)
-            at += (size_t)snprintf(known + at, sizeof known - at, "%s%s", i ? ", " : "", registry[i]->name);
-        return vijp_fail(err, VIJP_EINVAL, "unknown layer '%s' (known: %s)", name, known);
+        /* The closest name within two edits, then as many of the known as
+         * a message holds (all of them once overflowed it, cut mid-word). */
+        const char *near = NULL;
+        int best = 3;
+        for (size_t i = 0; i < n_registered; i++) {
+            int d = edit_distance(name, registry[i]->name);
+            if (d < best) best = d, near = registry[i]->name;
+        }
+        char known[160] = "";
+        size_t at = 0, listed = 0;
+        for (; listed < n_registered; listed++) {
+            size_t need = strlen(registry[listed]->name) + (listed ? 2 : 0);
+            if (at + need + 1 >= sizeof known) break;
+            at += (size_t)snprintf(known + at, sizeof known - at, "%s%s", listed ? ", " : "", registry[listed]->name);
+        }
+        char more[64] = "";
+        if (listed < n_registered) snprintf(more, sizeof more, ", and %zu more: vijp grad --help", n_registered - listed);
+        return vijp_fail(err, VIJP_EINVAL, "unknown layer '%s'%s%s%s (known: %s%s)", name, near ? "; did you mean " : "",
+                         near ? near : "", near ? "?" : "", known, more);
     }
     L->type = T;
     int rc = T->parse(L, colon ? colon + 1 : NULL, in_width, err);
