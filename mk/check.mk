@@ -44,9 +44,9 @@ CHECK_INSTALL = @echo "check-install: SKIPPED under SANITIZE=1 (run the plain ma
 check-install:
 	$(CHECK_INSTALL)
 else
-CHECK_INSTALL_DEPS := all
+CHECK_INSTALL_DEPS := all $(BUILD)/libvijp-public.a
 CHECK_INSTALL = +@MAKE="$(MAKE)" VIJP_VERSION="$(VIJP_VERSION)" BUILD="$(BUILD)" scripts/check-install.sh
-check-install: all
+check-install: all $(BUILD)/libvijp-public.a
 	$(CHECK_INSTALL)
 endif
 

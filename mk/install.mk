@@ -16,11 +16,11 @@ $(BUILD)/vijp.pc: vijp.pc.in include/vijp/vijp.h FORCE
 	     -e 's|@MPFI_CFLAGS@|$(MPFI_CFLAGS)|g' -e 's|@MPFI_LIBS@|$(FLINT_LIBS) $(MPFI_LIBS)|g' $< > $@.tmp
 	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 
-install: all $(BUILD)/vijp.pc
+install: all $(BUILD)/vijp.pc $(BUILD)/libvijp-public.a
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/vijp \
 	  $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man1
 	$(INSTALL) -m 755 $(BUILD)/vijp $(DESTDIR)$(BINDIR)/vijp
-	$(INSTALL) -m 644 $(BUILD)/libvijp.a $(DESTDIR)$(LIBDIR)/libvijp.a
+	$(INSTALL) -m 644 $(BUILD)/libvijp-public.a $(DESTDIR)$(LIBDIR)/libvijp.a
 	$(INSTALL) -m 755 $(BUILD)/$(SHLIB) $(DESTDIR)$(LIBDIR)/$(SHLIB)
 	ln -sf $(SHLIB) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libvijp.so

@@ -95,6 +95,17 @@ $(BUILD)/src/report/drift_schema.o: $(BUILD)/drift_schema.inc
 $(BUILD)/libvijp.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
+# The libvijp.a that make install puts in LIBDIR: the same objects linked
+# into one (ld -r), their hidden symbols made local, so that a program
+# linked with it statically sees only the API's names (in the build's
+# libvijp.a, engine_loss, cond_solve and some ninety more are global, and a
+# user's function of the same name clashed with them).
+$(BUILD)/libvijp-public.a: $(LIB_OBJ)
+	rm -f $@ $(BUILD)/libvijp-public.o
+	$(LD) -r -o $(BUILD)/libvijp-public.o $^
+	objcopy --localize-hidden $(BUILD)/libvijp-public.o
+	ar rcs $@ $(BUILD)/libvijp-public.o && rm -f $(BUILD)/libvijp-public.o
+
 # libvijp.so.VERSION with soname libvijp.so.$(SOVERSION), linked with its dependencies
 # (no undefined symbols left), and the two links a build and a link step use.
 $(BUILD)/$(SHLIB): $(PIC_OBJ)

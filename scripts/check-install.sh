@@ -77,6 +77,13 @@ cat > consumer.c <<'EOF'
 #include <string.h>
 #include <vijp/vijp.h>
 
+/* Names the library uses inside: the program's own, as a statically
+ * linked libvijp.a must let it have them. */
+double engine_loss(double x);
+double engine_loss(double x) { return x * x; }
+int cond_solve(void);
+int cond_solve(void) { return 0; }
+
 int main(void)
 {
     vijp_error err = {0};
@@ -130,6 +137,8 @@ alibs=$(printf '%s\n' "$slibs" | sed 's/\(^\| \)-lvijp\( \|$\)/\1-Wl,-Bstatic -l
 $CC -Wall -Wextra -Werror $(pkg-config --static --cflags vijp) consumer.c -o consumer-static $alibs > "$log" 2>&1 ||
   fail "$CC \$(pkg-config --static --cflags vijp) consumer.c \$(pkg-config --static --libs vijp) (-lvijp static)"
 if readelf -d consumer-static | grep -q 'NEEDED.*libvijp'; then fail "consumer-static loads libvijp.so"; fi
+others=$(nm -g --defined-only "$prefix/lib/libvijp.a" | awk 'NF == 3 && $3 !~ /^(vijp_|vo_)/ {print $3}' | head -n 5)
+[ -z "$others" ] || fail "the installed libvijp.a defines global names outside the API: $others"
 ./consumer-static > out-static 2> "$log" || fail "consumer-static exited with status $?"
 [ "$(cat out-static)" = "$expected" ] || { cp out-static "$log"; fail "consumer-static printed something else than:
 $expected"; }
