@@ -6,6 +6,7 @@
 #include "engines/stored.h"
 #include "memory/profile.h"
 #include "base/fork.h"
+#include "vijp/drift.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1054,6 +1055,26 @@ START_TEST(api_misuse_refused)
     ck_assert_str_eq(vijp_engine_name((vijp_engine_kind)-1), "unknown");
     ck_assert_str_eq(vijp_engine_name(VIJP_ENGINE_MOONWALK), "moonwalk");
     vijp_net_free(&net), vijp_net_free(&tmpl);
+    /* NULL where a pointer is required: refused with a message */
+    vijp_engine_kind e;
+    vijp_layer L;
+    ck_assert_int_eq(vijp_engine_parse(NULL, &e, &err), VIJP_EINVAL);
+    ck_assert_int_eq(vijp_layer_parse(&L, NULL, 4, &err), VIJP_EINVAL);
+    problem p;
+    problem_init(&p, 0, "double");
+    vijp_grads g;
+    ck_assert_int_eq(vijp_engine_run(VIJP_ENGINE_BACKPROP, &p.net, NULL, &p.X, &p.T, &g, &err), VIJP_EINVAL);
+    ck_assert_msg(strstr(err.msg, "theta NULL"), "%s", err.msg);
+    /* an empty batch is said as such */
+    vijp_mat X0, T0;
+    vijp_mat_init(&X0, p.X.rows, 0, p.X.fmt), vijp_mat_init(&T0, p.T.rows, 0, p.T.fmt);
+    ck_assert_int_eq(vijp_engine_run(VIJP_ENGINE_BACKPROP, &p.net, p.theta, &X0, &T0, &g, &err), VIJP_EDIM);
+    ck_assert_msg(strstr(err.msg, "batch is empty"), "%s", err.msg);
+    vijp_mat_clear(&X0), vijp_mat_clear(&T0);
+    problem_clear(&p);
+    /* bits needed without asking whether it was extrapolated */
+    vijp_xnum curve[2] = {vijp_xnum_of(1e-6), vijp_xnum_of(2e-6)};
+    ck_assert(vijp_bits_needed(curve, 2, 24, vijp_xnum_of(1e-3), NULL) > 0);
 }
 END_TEST
 

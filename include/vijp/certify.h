@@ -203,7 +203,8 @@ VIJP_API const char *vijp_box_verdict_name(vijp_verdict v);
  * most, unless the value cancels to below 2^-60 of its terms.  VIJP_EUNSUPPORTED for
  * other types (attention; a plugin without jacobian_box; a block's too,
  * when one of its sub-layers is one),
- * VIJP_EDOMAIN when the values leave double's range. */
+ * VIJP_EDOMAIN when the values leave double's range, or a coordinate of the
+ * box is not finite with lo <= hi. */
 VIJP_API VIJP_MUST_CHECK int vijp_layer_image_box(const vijp_layer *L, const double *theta, const double *lo,
                                                   const double *hi, double *out_lo, double *out_hi, vijp_error *err);
 

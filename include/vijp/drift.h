@@ -171,7 +171,7 @@ VIJP_API size_t vijp_safe_depth(const vijp_xnum *g, const vijp_xnum *theta, cons
 /* Significand bits that keep max_{i<=n} e_i under tol, first-order: the error
  * scales with u = 2^-prec, so bits = prec + log2(max e / tol), rounded up.
  * When the curve leaves first order (max e > VIJP_FIT_CEILING, or non-finite),
- * max e is extrapolated from the growth fit and *extrapolated is set; NaN when
+ * max e is extrapolated from the growth fit and *extrapolated is set (when not NULL); NaN when
  * there is no fit.  An exact curve (all zeros) needs 2 bits. */
 VIJP_API double vijp_bits_needed(const vijp_xnum *e, size_t n, long prec, vijp_xnum tol, int *extrapolated);
 /* Default tolerance of a format: 2e-1 for e4m3, 3e-1 for e5m2, 1e-2 for

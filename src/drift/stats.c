@@ -38,6 +38,8 @@ size_t vijp_safe_depth(const vijp_xnum *g, const vijp_xnum *theta, const int *ha
 
 double vijp_bits_needed(const vijp_xnum *e, size_t n, long prec, vijp_xnum tol, int *extrapolated)
 {
+    int ignored;
+    if (!extrapolated) extrapolated = &ignored; /* NULL: not asked for */
     vijp_xnum worst = vijp_xnum_of(0);
     *extrapolated = 0;
     for (size_t i = 0; i < n; i++)

@@ -12,6 +12,7 @@ const char *vijp_engine_name(vijp_engine_kind e) { return (unsigned)e < VIJP_ENG
 
 int vijp_engine_parse(const char *s, vijp_engine_kind *e, vijp_error *err)
 {
+    if (!s) return vijp_fail(err, VIJP_EINVAL, "no engine given (NULL)");
     for (int i = 0; i < VIJP_ENGINE_COUNT; i++)
         if (!strcmp(s, names[i])) return *e = (vijp_engine_kind)i, 0;
     return vijp_fail(err, VIJP_EINVAL, "unknown engine '%s' (known: backprop, moonwalk, pure-forward, reversible, checkpoint)", s);
@@ -67,7 +68,8 @@ static int run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta, c
                vijp_grads *out, vijp_error *err)
 {
     memset(out, 0, sizeof *out);
-    if (X->rows != net->width || T->rows != vijp_net_out_width(net) || T->cols != X->cols || X->cols == 0)
+    if (X->cols == 0) return vijp_fail(err, VIJP_EDIM, "engine: the batch is empty (the input has 0 columns)");
+    if (X->rows != net->width || T->rows != vijp_net_out_width(net) || T->cols != X->cols)
         return vijp_fail(err, VIJP_EDIM, "engine: input is %zux%zu and loss data %zux%zu, but the network maps %zu -> %zu",
                          X->rows, X->cols, T->rows, T->cols, net->width, vijp_net_out_width(net));
     /* One format: any but double and mpfr:P by its name (bfloat16+binary32,
@@ -86,6 +88,7 @@ static int run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta, c
      * 53-bit copy has always run levels of 16 and 32 bits: --ref-prec 16),
      * so any P is admitted; an emulated run's operators take θ on its own
      * grid, so a double θ stays refused there. */
+    if (!theta) return vijp_fail(err, VIJP_EINVAL, "engine: no parameters (theta NULL; vijp_net_params gives them)");
     for (size_t i = 0; i < net->depth; i++) {
         const vijp_layer *L = &net->layers[i];
         if (theta[i].rows != L->type->param_count(L))

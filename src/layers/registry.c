@@ -146,6 +146,7 @@ static int edit_distance(const char *a, const char *b)
 
 int vijp_layer_parse(vijp_layer *L, const char *item, size_t in_width, vijp_error *err)
 {
+    if (!item) return memset(L, 0, sizeof *L), vijp_fail(err, VIJP_EINVAL, "no layer given (NULL)");
     char name[32];
     const char *colon = strchr(item, ':');
     size_t len = colon ? (size_t)(colon - item) : strlen(item);
