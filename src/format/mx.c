@@ -60,8 +60,12 @@ void vijp_mx_line(const vijp_format *f, mpfr_t *v, size_t n, size_t stride)
 int vijp_mx_decode(const vijp_format *f, unsigned bits, mpfr_ptr r, vijp_error *err)
 {
     if (!f->mx_block) return vijp_fail(err, VIJP_EINVAL, "format %s: not an MX format", f->name);
-    if (f->store_prec == 4 && f->store_emax == 9) return vijp_fp8_decode(f, bits, r, err);
-    if (f->store_prec == 3 && f->store_emax == 16) return vijp_fp8_decode(f, bits, r, err);
+    /* an FP8 element is the FP8 pattern's value: decoded as e4m3/e5m2 alone
+     * (vijp_fp8_decode refuses the MX format itself, whose values carry a scale) */
+    vijp_format elem = *f;
+    elem.mx_block = 0;
+    if (f->store_prec == 4 && f->store_emax == 9) return vijp_fp8_decode(&elem, bits, r, err);
+    if (f->store_prec == 3 && f->store_emax == 16) return vijp_fp8_decode(&elem, bits, r, err);
     int ebits = f->store_emax == 3 ? 2 : 3, mbits = (int)f->store_prec - 1, bias = (1 << (ebits - 1)) - 1;
     int width = 1 + ebits + mbits;
     if (bits >> width) return vijp_fail(err, VIJP_EINVAL, "MX element 0x%x has more than %d bits", bits, width);
