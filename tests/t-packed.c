@@ -656,6 +656,48 @@ START_TEST(packed_is_read_only)
 }
 END_TEST
 
+/* In a child: helper k past a matrix's end, or between two shapes; it must
+ * stop with SIGABRT and say so (it read or wrote past the block: an ASan
+ * heap overflow, or a crash in MPFR, in the review that found it). */
+static void expect_out_of_range(int k, const char *fmt_name)
+{
+    int fd[2];
+    ck_assert_int_eq(pipe(fd), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        dup2(fd[1], 2);
+        vijp_format f;
+        if (vijp_format_parse(fmt_name, &f, NULL)) _exit(3);
+        vijp_mat a, b, c;
+        vijp_mat_init(&a, 4, 1, &f), vijp_mat_init(&b, 3, 1, &f), vijp_mat_init(&c, 2, 2, &f);
+        switch (k) {
+        case 0: vijp_mat_copy(&a, &b); break;              /* from a smaller one */
+        case 1: vijp_mat_copy(&a, &c); break;              /* the same length, another shape */
+        case 2: vijp_mat_set_entry_d(&a, 4, 1.0); break;   /* one past the end */
+        case 3: (void)vijp_mat_get_d(&b, 3); break;
+        default: vijp_mat_copy_range(&a, 2, &b, 0, 3); break; /* a range past the end */
+        }
+        _exit(0); /* not refused */
+    }
+    close(fd[1]);
+    char msg[512] = {0};
+    ssize_t got = read(fd[0], msg, sizeof msg - 1);
+    close(fd[0]);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT, "%s helper %d: not stopped", fmt_name, k);
+    ck_assert_msg(got > 0 && strstr(msg, "matri"), "%s helper %d: said '%s'", fmt_name, k, msg);
+}
+
+START_TEST(out_of_range_stopped)
+{
+    static const char *const fmts[] = {"double", "mpfr:64", "bfloat16+binary32"};
+    for (size_t f = 0; f < 3; f++)
+        for (int k = 0; k < 5; k++) expect_out_of_range(k, fmts[f]);
+}
+END_TEST
+
 Suite *suite_packed(void)
 {
     Suite *s = suite_create("packed");
@@ -667,6 +709,7 @@ Suite *suite_packed(void)
     tcase_add_test(tc, metrics_on_packed);
     tcase_add_test(tc, drift_curve_matches_unpacked_reference);
     tcase_add_test(tc, packed_is_read_only);
+    tcase_add_test(tc, out_of_range_stopped);
     tcase_add_test(tc, check_finite_on_packed);
     suite_add_tcase(s, tc);
     return s;

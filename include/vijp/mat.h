@@ -106,7 +106,9 @@ VIJP_API void vijp_mat_pack_rounded(vijp_mat *a, const vijp_format *fmt);
 VIJP_API void vijp_mat_pack_copy(vijp_mat *dst, const vijp_mat *src, const vijp_format *fmt);
 VIJP_API size_t vijp_mat_len(const vijp_mat *a);
 VIJP_API void vijp_mat_zero(vijp_mat *a);
-/* a := b (same shape and format). */
+/* a := b (same shape and format; shapes that differ, like an index or a
+ * range past a matrix's end in the helpers below, are a programming error:
+ * reported on stderr and stopped, abort, as writing a packed matrix). */
 VIJP_API void vijp_mat_copy(vijp_mat *a, const vijp_mat *b);
 /* Round double data into a (emulated formats round to nearest even with subnormals). */
 VIJP_API void vijp_mat_set_d(vijp_mat *a, const double *src);

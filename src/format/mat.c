@@ -27,6 +27,22 @@ static void refuse_packed(const vijp_mat *a, const char *who)
     abort();
 }
 
+/* An index or range past a matrix's end, or two shapes that differ where
+ * the helper wants one: a programming error, reported and stopped like a
+ * packed matrix written (it read or wrote past a block). */
+static void refuse_out_of_range(const char *who, size_t end, size_t len)
+{
+    fprintf(stderr, "vijp: %s: entries up to %zu asked of a matrix of %zu\n", who, end, len);
+    abort();
+}
+
+static void refuse_shapes(const char *who, const vijp_mat *a, const vijp_mat *b)
+{
+    fprintf(stderr, "vijp: %s: a %zu × %zu matrix and a %zu × %zu one (the same shape wanted)\n", who, a->rows, a->cols,
+            b->rows, b->cols);
+    abort();
+}
+
 /* Entry i of an MPFR-held or packed a, to read (v: room for a packed
  * entry's view, packed.h: no copy either way). */
 static inline mpfr_srcptr mp_at(const vijp_mat *a, size_t i, mpfr_ptr v)
@@ -167,7 +183,11 @@ void vijp_mat_zero(vijp_mat *a)
         for (size_t i = 0; i < n; i++) mpfr_set_zero(a->m[i], 1);
 }
 
-void vijp_mat_copy(vijp_mat *a, const vijp_mat *b) { vijp_mat_copy_range(a, 0, b, 0, vijp_mat_len(a)); }
+void vijp_mat_copy(vijp_mat *a, const vijp_mat *b)
+{
+    if (a->rows != b->rows || a->cols != b->cols) refuse_shapes("vijp_mat_copy", a, b);
+    vijp_mat_copy_range(a, 0, b, 0, vijp_mat_len(a));
+}
 
 /* x rounded once to a's storage (vijp_mat_set_entry_d) for a double-held a. */
 static double entry_rounded(const vijp_mat *a, double x)
@@ -190,6 +210,7 @@ static double entry_rounded(const vijp_mat *a, double x)
 void vijp_mat_set_entry_d(vijp_mat *a, size_t i, double x)
 {
     refuse_packed(a, "vijp_mat_set_entry_d");
+    if (i >= vijp_mat_len(a)) refuse_out_of_range("vijp_mat_set_entry_d", i + 1, vijp_mat_len(a));
     if (held_d(a)) a->d[i] = entry_rounded(a, x);
     else if (a->d) a->d[i] = x;
     else if (!a->fmt->mixed) vo_set_d(a->m[i], x, a->fmt);
@@ -389,6 +410,7 @@ void vijp_mat_set_d_as(vijp_mat *a, const double *src, vijp_store_role role)
 
 double vijp_mat_get_d(const vijp_mat *a, size_t i)
 {
+    if (i >= vijp_mat_len(a)) refuse_out_of_range("vijp_mat_get_d", i + 1, vijp_mat_len(a));
     mpfr_t v;
     return a->d ? a->d[i] : mpfr_get_d(mp_at(a, i, v), MPFR_RNDN);
 }
@@ -509,6 +531,10 @@ void vijp_mat_copy_range(vijp_mat *dst, size_t doff, const vijp_mat *src, size_t
 {
     mpfr_t v;
     refuse_packed(dst, "vijp_mat_copy_range (into)");
+    if (doff > vijp_mat_len(dst) || count > vijp_mat_len(dst) - doff)
+        refuse_out_of_range("vijp_mat_copy_range (into)", doff + count, vijp_mat_len(dst));
+    if (soff > vijp_mat_len(src) || count > vijp_mat_len(src) - soff)
+        refuse_out_of_range("vijp_mat_copy_range (from)", soff + count, vijp_mat_len(src));
     if (dst->d && src->d) memcpy(dst->d + doff, src->d + soff, count * sizeof(double));
     else if (dst->d)
         for (size_t i = 0; i < count; i++) dst->d[doff + i] = vijp_emu_get1(mp_at(src, soff + i, v));
