@@ -637,6 +637,32 @@ START_TEST(test_stdout_full)
 }
 END_TEST
 
+/* stdout a pipe whose reader has gone (vijp grad --help | head): exit 1,
+ * and no line on stderr about the broken pipe (the user stopped reading). */
+START_TEST(test_stdout_reader_gone)
+{
+    int out[2], err[2];
+    ck_assert(!pipe(out) && !pipe(err));
+    close(out[0]); /* the reader is gone before anything is written */
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        dup2(out[1], 1), dup2(err[1], 2);
+        close(err[0]);
+        execl(getenv("VIJP_BIN"), "vijp", "drift", "--help", (char *)NULL);
+        _exit(127);
+    }
+    close(out[1]), close(err[1]);
+    char said[512] = {0};
+    ssize_t got = read(err[0], said, sizeof said - 1);
+    close(err[0]);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == CLI_FAILED, "status %d", st);
+    ck_assert_msg(got <= 0, "stderr: '%s'", said);
+}
+END_TEST
+
 /* The progress meter (src/study/progress.c, unit-tested in t-progress.c) shows
  * on a terminal as units (grad: their layers) finish, never on stdout, and not at all with -q or
  * when stderr is not a terminal, which is how every other test here runs
@@ -836,6 +862,7 @@ Suite *suite_cli(void)
         tcase_add_test(tc, test_certify);
         tcase_add_test(tc, test_memory);
         tcase_add_test(tc, test_stdout_full);
+    tcase_add_test(tc, test_stdout_reader_gone);
         tcase_add_test(tc, test_control_chars_escaped);
         tcase_add_test(tc, test_progress_meter);
         tcase_add_test(tc, test_readme_examples);

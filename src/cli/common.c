@@ -157,7 +157,11 @@ int cli_finish_stdout(void)
     int earlier = ferror(out);
     errno = 0;
     if (fclose(out) == 0 && !earlier) return 0;
-    fprintf(stderr, "vijp: writing the results to standard output failed: %s\n", errno ? strerror(errno) : "write error");
+    /* A reader that stopped reading (vijp grad --help | head) is not news:
+     * the status says it (1), the terminal is spared a line about it.  Any
+     * other failure (a full disk) is said. */
+    if (errno != EPIPE)
+        fprintf(stderr, "vijp: writing the results to standard output failed: %s\n", errno ? strerror(errno) : "write error");
     return failed = -1;
 }
 
