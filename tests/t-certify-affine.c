@@ -214,6 +214,14 @@ START_TEST(net_box_encloses_oracle)
     vijp_certify_opts co = {0};
     vijp_net_box_opts o = {.budget = &budget, .co = &co, .seed = 1};
     vijp_net_box_layer res[8];
+    /* no options: the defaults (a zeroed vijp_net_box_opts), the same verdicts */
+    vijp_net_box_opts zero = {0};
+    ck_assert(!vijp_certify_net_box(net.layers, net.theta, 2, lo, hi, NULL, res, &err));
+    vijp_verdict v0 = res[1].c.verdict;
+    vijp_net_box_clear(res, 2);
+    ck_assert(!vijp_certify_net_box(net.layers, net.theta, 2, lo, hi, &zero, res, &err));
+    ck_assert_int_eq(res[1].c.verdict, v0);
+    vijp_net_box_clear(res, 2);
     ck_assert(!vijp_certify_net_box(net.layers, net.theta, 8, lo, hi, &o, res, &err));
     vijp_rng g;
     vijp_rng_seed(&g, 13);

@@ -479,6 +479,9 @@ START_TEST(params_in_the_library)
     o.n_params = 2, o.width = 1;
     ck_assert(!vijp_check_layer_run(k, "dense:1", &o, &r, &err));
     ck_assert_msg(r.status == VIJP_CHECK_PASSED, "%s", r.detail);
+    /* no options: every field's default (it dereferenced NULL) */
+    ck_assert_msg(!vijp_check_layer_run(k, "dense:3", NULL, &r, &err), "%s", err.msg);
+    ck_assert_msg(r.status == VIJP_CHECK_PASSED && r.seed == 0, "%s", r.detail);
 }
 END_TEST
 

@@ -255,7 +255,8 @@ typedef struct {
 } vijp_net_box_opts;
 
 /* out: depth entries, freed by vijp_net_box_clear.  0, or VIJP_EDOMAIN for
- * a box that is not finite with lo <= hi (nothing held). */
+ * a box that is not finite with lo <= hi (nothing held).  o NULL: every
+ * option's default (a zeroed vijp_net_box_opts). */
 VIJP_API VIJP_MUST_CHECK int vijp_certify_net_box(const vijp_layer *layers, double *const *theta, size_t depth,
                                                   const double *lo, const double *hi, const vijp_net_box_opts *o,
                                                   vijp_net_box_layer *out, vijp_error *err);

@@ -83,7 +83,7 @@ VIJP_API const char *vijp_check_summary(size_t k);
 VIJP_API int vijp_check_find(const char *name);
 
 /* Run check k on the layer `spec` (one item, any registered type) in this
- * process.  Returns 0 with r filled (passed, failed or skipped), or a VIJP_E*
+ * process; o NULL: every option's default (a zeroed vijp_check_opts).  Returns 0 with r filled (passed, failed or skipped), or a VIJP_E*
  * code with err filled when the fixture cannot be built (bad spec or width,
  * an MPFR format for a type without MPFR operators). */
 VIJP_API VIJP_MUST_CHECK int vijp_check_layer_run(size_t k, const char *spec, const vijp_check_opts *o, vijp_check_result *r,

@@ -103,6 +103,8 @@ static int next_box(const vijp_layer *L, const double *theta, const double *l, c
 int vijp_certify_net_box(const vijp_layer *layers, double *const *theta, size_t depth, const double *lo,
                          const double *hi, const vijp_net_box_opts *o, vijp_net_box_layer *out, vijp_error *err)
 {
+    static const vijp_net_box_opts defaults; /* NULL: the default budget and options, seed 0 */
+    if (!o) o = &defaults;
     memset(out, 0, depth * sizeof *out);
     size_t n0 = depth ? layers[0].in : 0, cap = n0, gens = generator_cap(layers, depth);
     for (size_t i = 0; i < n0; i++)

@@ -54,6 +54,8 @@ static double now(void)
 
 int vijp_check_layer_run(size_t k, const char *spec, const vijp_check_opts *o, vijp_check_result *r, vijp_error *err)
 {
+    static const vijp_check_opts defaults; /* NULL: every field's default (check_layer.h) */
+    if (!o) o = &defaults;
     memset(r, 0, sizeof *r);
     if (k >= NCHECKS) return vijp_fail(err, VIJP_EINVAL, "no check %zu (there are %zu)", k, NCHECKS);
     snprintf(r->name, sizeof r->name, "%s", checks[k].name);

@@ -57,6 +57,8 @@ static void child(int fd, size_t k, const char *spec, const vijp_check_opts *o, 
 
 int vijp_check_layer_isolated(size_t k, const char *spec, const vijp_check_opts *o, vijp_check_result *r, vijp_error *err)
 {
+    static const vijp_check_opts defaults; /* NULL: every field's default (check_layer.h) */
+    if (!o) o = &defaults;
     unsigned timeout = o->timeout_s ? o->timeout_s : 60;
     memset(r, 0, sizeof *r);
     snprintf(r->name, sizeof r->name, "%s", vijp_check_name(k) ? vijp_check_name(k) : "?");
