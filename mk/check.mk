@@ -77,8 +77,6 @@ else
 CHECK_FUZZ_REPLAY = $(FUZZ_REPLAY)
 CHECK_CONFIGURE = MAKE="$(MAKE)" scripts/check-configure.sh
 endif
-CHECKED_BENCH := $(BENCH_PROGS)
-CHECK_BENCH_ARGS = scripts/check-bench-args.sh $(BENCH_PROGS)
 ifeq ($(SANITIZE),1)
 # bench-mpi runs the sanitized vijp under mpirun, whose start-up leaks in
 # Open MPI's own plug-ins (the reason check-mpi skips here): LeakSanitizer
@@ -95,7 +93,7 @@ endif
 # Everything check runs, built first: `make -j2 check-build` builds it on
 # both cores (CI does), then `make check` only runs.
 CHECK_BUILD := $(BUILD)/check_vijp $(BUILD)/check_cuda $(CUDA_SO) $(CUDA_MOCK) $(BUILD)/vijp $(BUILD)/vijp-perturbed \
-               $(PLUGINS) $(CHECK_INSTALL_DEPS) $(BUILD)/libvijp.so $(CHECKED_BENCH) $(NOMEM_LAPACKE)
+               $(PLUGINS) $(CHECK_INSTALL_DEPS) $(BUILD)/libvijp.so $(BENCH_PROGS) $(NOMEM_LAPACKE)
 check-build: $(CHECK_BUILD) $(if $(HAVE_FUZZ_CC),$(FUZZ_BINS))
 .PHONY: check-build
 # `make check` runs its steps CHECK_JOBS at a time (default: the machine's
@@ -139,7 +137,7 @@ check-run-fuzz: | check-run-install
 check-run-mpi:
 	$(CHECK_MPI)
 check-run-bench:
-	$(CHECK_BENCH_ARGS)
+	scripts/check-bench-args.sh $(BENCH_PROGS)
 	$(CHECK_BENCH_SMOKE)
 check-run-modules:
 	scripts/check-modules.py $(BUILD)

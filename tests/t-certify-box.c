@@ -231,7 +231,7 @@ START_TEST(image_box_encloses)
         vijp_error err = {0};
         /* an empty or non-finite coordinate is refused, as vijp_certify_box refuses it */
         ck_assert_int_eq(vijp_layer_image_box(o.L, o.theta, hi, lo, ylo, yhi, &err), VIJP_EDOMAIN);
-        ck_assert_msg(strstr(err.msg, "coordinate 0 is [1.5, -2]"), "%s", err.msg);
+        ck_assert_msg(strstr(err.msg, "coordinate 1 is [1.5, -2]"), "%s", err.msg);
         ck_assert_msg(!vijp_layer_image_box(o.L, o.theta, lo, hi, ylo, yhi, &err), "%s: %s", specs[k], err.msg);
         vijp_rng r;
         vijp_rng_seed(&r, 7);

@@ -25,6 +25,14 @@ static void put(const char *dir, const char *name, size_t rows, size_t cols, con
     ck_assert_msg(!vijp_npy_write(path, cols ? 2 : 1, shape, v, &err), "%s", err.msg);
 }
 
+/* vijp ARGS, which must succeed. */
+static void run_ok(const char *args)
+{
+    run_result r = run_vijp(args);
+    ck_assert_msg(r.rc == CLI_OK, "vijp %s: exit %d: %s", args, r.rc, r.err);
+    run_free(&r);
+}
+
 static vijp_array get(const char *dir, const char *name)
 {
     char path[1024];
@@ -46,9 +54,7 @@ START_TEST(dense_exact)
     snprintf(args, sizeof args,
              "eval --layer dense:2 --input %s/x.npy --params %s/theta.npy --tangent %s/u.npy --cotangent %s/g.npy "
              "--save %s/out -q", dir, dir, dir, dir, dir);
-    run_result r = run_vijp(args);
-    ck_assert_msg(r.rc == CLI_OK, "exit %d: %s", r.rc, r.err);
-    run_free(&r);
+    run_ok(args);
     double W[2][2] = {{2, 1}, {1, 1}}, b[2] = {0.5, -1};
     vijp_array y = get(dir, "forward.npy"), v = get(dir, "jvp.npy"), gx = get(dir, "vjp.npy"), gy = get(dir, "vijp.npy");
     ck_assert(y.ndim == 2 && y.shape[0] == 2 && y.shape[1] == 2);
@@ -77,9 +83,7 @@ START_TEST(tanh_fprime_and_bad_input)
     const double x[4] = {0.5, -1, 2, 0.25};
     put(dir, "x.npy", 2, 2, x);
     snprintf(args, sizeof args, "eval --layer tanh --width 2 --input %s/x.npy --save %s/out -q", dir, dir);
-    run_result r = run_vijp(args);
-    ck_assert_msg(r.rc == CLI_OK, "exit %d: %s", r.rc, r.err);
-    run_free(&r);
+    run_ok(args);
     vijp_array d = get(dir, "fprime.npy");
     for (int i = 0; i < 4; i++) {
         double t = tanh(x[i]), want = 1 - t * t;
@@ -88,7 +92,7 @@ START_TEST(tanh_fprime_and_bad_input)
     vijp_array_clear(&d);
     /* an input of the wrong width: exit 2, and nothing made */
     snprintf(args, sizeof args, "eval --layer tanh --width 3 --input %s/x.npy --save %s/bad -q", dir, dir);
-    r = run_vijp(args);
+    run_result r = run_vijp(args);
     ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, "x.npy") && strstr(r.err, "shape (2, 2)"), "exit %d: %s", r.rc, r.err);
     run_free(&r);
     snprintf(args, sizeof args, "%s/bad", dir);
@@ -119,13 +123,9 @@ START_TEST(width_from_input_and_one_layer)
     const double x[4] = {0.5, -1, 2, 0.25};
     put(dir, "x.npy", 2, 2, x);
     snprintf(args, sizeof args, "eval --layer tanh --input %s/x.npy --save %s/out -q", dir, dir);
-    run_result r = run_vijp(args);
-    ck_assert_msg(r.rc == CLI_OK, "exit %d: %s", r.rc, r.err);
-    run_free(&r);
+    run_ok(args);
     snprintf(args, sizeof args, "eval --layer tanh --width 2 --input %s/x.npy --save %s/out2 -q", dir, dir);
-    r = run_vijp(args);
-    ck_assert_msg(r.rc == CLI_OK, "exit %d: %s", r.rc, r.err);
-    run_free(&r);
+    run_ok(args);
     const char *names[] = {"forward.npy", "fprime.npy", "jvp.npy", "vjp.npy", "vijp.npy"};
     for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
         char p1[1024], p2[1024];
@@ -136,7 +136,7 @@ START_TEST(width_from_input_and_one_layer)
                             {"--layer tanh leftover", "unexpected argument 'leftover'"}};
     for (size_t k = 0; k < 2; k++) {
         snprintf(args, sizeof args, "eval %s --input %s/x.npy --save %s/bad -q", bad[k][0], dir, dir);
-        r = run_vijp(args);
+        run_result r = run_vijp(args);
         ck_assert_msg(r.rc == CLI_USAGE && strstr(r.err, bad[k][1]), "%s: exit %d: %s", bad[k][0], r.rc, r.err);
         run_free(&r);
         snprintf(args, sizeof args, "%s/bad", dir);

@@ -581,9 +581,9 @@ END_TEST
 
 /* ---- a packed matrix is read only ---------------------------------------- */
 
-/* In a child: write into a packed matrix through helper k; the child must
- * stop with SIGABRT and say the matrix is packed. */
-static void expect_refused(int k)
+/* misuse(k, fmt) in a child, its stderr read here: the child must stop
+ * with SIGABRT and say `says`. */
+static void expect_stopped(void (*misuse)(int, const char *), int k, const char *fmt, const char *says)
 {
     int fd[2];
     ck_assert_int_eq(pipe(fd), 0);
@@ -591,19 +591,7 @@ static void expect_refused(int k)
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
         dup2(fd[1], 2);
-        vijp_format f = mpfr_fmt(128);
-        vijp_mat a, p;
-        vijp_mat_init(&a, 4, 1, &f);
-        vijp_mat_pack_copy(&p, &a, &f);
-        double d[4] = {1, 2, 3, 4};
-        switch (k) {
-        case 0: vijp_mat_zero(&p); break;
-        case 1: vijp_mat_set_d(&p, d); break;
-        case 2: vijp_mat_copy(&p, &a); break;
-        case 3: vijp_mat_sub(&a, &p, &a); break;
-        case 4: vijp_mat_convert(&p, &a); break;
-        default: vijp_mat_store(&p); break;
-        }
+        misuse(k, fmt);
         _exit(0); /* not refused */
     }
     close(fd[1]);
@@ -612,8 +600,27 @@ static void expect_refused(int k)
     close(fd[0]);
     int status;
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT, "helper %d: not stopped", k);
-    ck_assert_msg(got > 0 && strstr(msg, "packed"), "helper %d: said '%s'", k, msg);
+    ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT, "%s helper %d: not stopped", fmt, k);
+    ck_assert_msg(got > 0 && strstr(msg, says), "%s helper %d: said '%s'", fmt, k, msg);
+}
+
+/* Helper k writes into a packed matrix (the format is mpfr:128's). */
+static void write_packed(int k, const char *fmt)
+{
+    (void)fmt;
+    vijp_format f = mpfr_fmt(128);
+    vijp_mat a, p;
+    vijp_mat_init(&a, 4, 1, &f);
+    vijp_mat_pack_copy(&p, &a, &f);
+    double d[4] = {1, 2, 3, 4};
+    switch (k) {
+    case 0: vijp_mat_zero(&p); break;
+    case 1: vijp_mat_set_d(&p, d); break;
+    case 2: vijp_mat_copy(&p, &a); break;
+    case 3: vijp_mat_sub(&a, &p, &a); break;
+    case 4: vijp_mat_convert(&p, &a); break;
+    default: vijp_mat_store(&p); break;
+    }
 }
 
 /* vijp_mat_check_finite on a packed matrix reads its kind bytes first, on
@@ -652,49 +659,33 @@ END_TEST
 
 START_TEST(packed_is_read_only)
 {
-    for (int k = 0; k < 6; k++) expect_refused(k);
+    for (int k = 0; k < 6; k++) expect_stopped(write_packed, k, "mpfr:128", "packed");
 }
 END_TEST
 
-/* In a child: helper k past a matrix's end, or between two shapes; it must
- * stop with SIGABRT and say so (it read or wrote past the block: an ASan
- * heap overflow, or a crash in MPFR, in the review that found it). */
-static void expect_out_of_range(int k, const char *fmt_name)
+/* Helper k past a matrix's end, or between two shapes, in format fmt (it
+ * read or wrote past the block: an ASan heap overflow, or a crash in MPFR,
+ * in the review that found it). */
+static void past_the_end(int k, const char *fmt)
 {
-    int fd[2];
-    ck_assert_int_eq(pipe(fd), 0);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        dup2(fd[1], 2);
-        vijp_format f;
-        if (vijp_format_parse(fmt_name, &f, NULL)) _exit(3);
-        vijp_mat a, b, c;
-        vijp_mat_init(&a, 4, 1, &f), vijp_mat_init(&b, 3, 1, &f), vijp_mat_init(&c, 2, 2, &f);
-        switch (k) {
-        case 0: vijp_mat_copy(&a, &b); break;              /* from a smaller one */
-        case 1: vijp_mat_copy(&a, &c); break;              /* the same length, another shape */
-        case 2: vijp_mat_set_entry_d(&a, 4, 1.0); break;   /* one past the end */
-        case 3: (void)vijp_mat_get_d(&b, 3); break;
-        default: vijp_mat_copy_range(&a, 2, &b, 0, 3); break; /* a range past the end */
-        }
-        _exit(0); /* not refused */
+    vijp_format f;
+    if (vijp_format_parse(fmt, &f, NULL)) _exit(3);
+    vijp_mat a, b, c;
+    vijp_mat_init(&a, 4, 1, &f), vijp_mat_init(&b, 3, 1, &f), vijp_mat_init(&c, 2, 2, &f);
+    switch (k) {
+    case 0: vijp_mat_copy(&a, &b); break;              /* from a smaller one */
+    case 1: vijp_mat_copy(&a, &c); break;              /* the same length, another shape */
+    case 2: vijp_mat_set_entry_d(&a, 4, 1.0); break;   /* one past the end */
+    case 3: (void)vijp_mat_get_d(&b, 3); break;
+    default: vijp_mat_copy_range(&a, 2, &b, 0, 3); break; /* a range past the end */
     }
-    close(fd[1]);
-    char msg[512] = {0};
-    ssize_t got = read(fd[0], msg, sizeof msg - 1);
-    close(fd[0]);
-    int status;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT, "%s helper %d: not stopped", fmt_name, k);
-    ck_assert_msg(got > 0 && strstr(msg, "matri"), "%s helper %d: said '%s'", fmt_name, k, msg);
 }
 
 START_TEST(out_of_range_stopped)
 {
     static const char *const fmts[] = {"double", "mpfr:64", "bfloat16+binary32"};
     for (size_t f = 0; f < 3; f++)
-        for (int k = 0; k < 5; k++) expect_out_of_range(k, fmts[f]);
+        for (int k = 0; k < 5; k++) expect_stopped(past_the_end, k, fmts[f], "matri");
 }
 END_TEST
 

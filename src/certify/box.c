@@ -11,6 +11,7 @@
 #include "vijp/vijp.h"
 #include "oracles/oracles.h"
 #include "fprime_bisect.h"
+#include "image.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -384,10 +385,7 @@ int vijp_certify_box(const vijp_layer *L, const double *theta, const double *lo,
 {
     memset(out, 0, sizeof *out);
     out->s = NAN, out->lo = out->hi = NAN;
-    for (size_t i = 0; i < L->in; i++)
-        if (!isfinite(lo[i]) || !isfinite(hi[i]) || lo[i] > hi[i])
-            return vijp_fail(err, VIJP_EDOMAIN, "the box's coordinate %zu is [%g, %g]: want finite lo <= hi", i + 1,
-                             lo[i], hi[i]);
+    if (vijp_image_box_check(lo, hi, L->in, err)) return VIJP_EDOMAIN;
     unsigned d = L->type->declare(L);
     if (vijp_deriv_enclose_of(L->type)) return elementwise(L, theta, lo, hi, budget, out);
     if (d & VIJP_DECL_NEVER_SUBMERSIVE) {

@@ -471,13 +471,19 @@ static int enclose(const vijp_layer *L, const double *theta, mpfi_t *x, mpfi_t *
     return rc;
 }
 
+int vijp_image_box_check(const double *lo, const double *hi, size_t n, vijp_error *err)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(lo[i]) || !isfinite(hi[i]) || lo[i] > hi[i])
+            return vijp_fail(err, VIJP_EDOMAIN, "the box's coordinate %zu is [%g, %g]: want finite lo <= hi", i + 1,
+                             lo[i], hi[i]);
+    return 0;
+}
+
 int vijp_layer_image_box(const vijp_layer *L, const double *theta, const double *lo, const double *hi, double *out_lo,
                          double *out_hi, vijp_error *err)
 {
-    for (size_t i = 0; i < L->in; i++) /* as vijp_certify_box refuses them */
-        if (!(isfinite(lo[i]) && isfinite(hi[i]) && lo[i] <= hi[i]))
-            return vijp_fail(err, VIJP_EDOMAIN, "%s layer: box coordinate %zu is [%g, %g], not finite LO <= HI",
-                             L->type->name, i, lo[i], hi[i]);
+    if (vijp_image_box_check(lo, hi, L->in, err)) return VIJP_EDOMAIN; /* as vijp_certify_box refuses it */
     mpfi_t *x = box_new(L->in), *y = box_new(L->out);
     for (size_t i = 0; i < L->in; i++) mpfi_interv_d(x[i], lo[i], hi[i]);
     int rc = enclose(L, theta, x, y, err);

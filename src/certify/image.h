@@ -10,6 +10,10 @@
 
 #define IMAGE_PREC 128 /* bits of every interval of an image */
 
+/* The box [lo, hi] of n coordinates: each finite with lo <= hi, else
+ * VIJP_EDOMAIN naming the first that is not (1-based). */
+int vijp_image_box_check(const double *lo, const double *hi, size_t n, vijp_error *err);
+
 mpfi_t *vijp_image_vec_new(size_t n);
 void vijp_image_vec_free(mpfi_t *v, size_t n);
 

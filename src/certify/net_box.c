@@ -6,6 +6,7 @@
  * form (affine.h) that travels beside it. */
 #include "affine.h"
 #include "vijp/certify.h"
+#include "image.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,10 +108,7 @@ int vijp_certify_net_box(const vijp_layer *layers, double *const *theta, size_t 
     if (!o) o = &defaults;
     memset(out, 0, depth * sizeof *out);
     size_t n0 = depth ? layers[0].in : 0, cap = n0, gens = generator_cap(layers, depth);
-    for (size_t i = 0; i < n0; i++)
-        if (!isfinite(lo[i]) || !isfinite(hi[i]) || lo[i] > hi[i])
-            return vijp_fail(err, VIJP_EDOMAIN, "the box's coordinate %zu is [%g, %g]: want finite lo <= hi", i + 1,
-                             lo[i], hi[i]);
+    if (vijp_image_box_check(lo, hi, n0, err)) return VIJP_EDOMAIN;
     for (size_t i = 0; i < depth; i++) cap = layers[i].out > cap ? layers[i].out : cap;
     double *l = vijp_alloc_array(cap + 1, sizeof *l), *h = vijp_alloc_array(cap + 1, sizeof *h),
            *nl = vijp_alloc_array(cap + 1, sizeof *nl), *nh = vijp_alloc_array(cap + 1, sizeof *nh);

@@ -65,12 +65,12 @@ int cli_check_dir(const char *dir, vijp_error *err);
  * 1-D (one_d). */
 typedef struct {
     const char *name;
-    const vijp_mat *m;
+    const vijp_mat *m; /* NULL for cli_save_check, which reads the names alone */
     int one_d;
 } cli_save_item;
 /* With the inputs: cli_check_dir, and no name of the set is a folder in
  * dir (its file could not replace it).  VIJP_E* and the message, or 0. */
-int cli_save_check(const char *dir, const char *const *names, size_t n, vijp_error *err);
+int cli_save_check(const char *dir, const cli_save_item *items, size_t n, vijp_error *err);
 /* The set written all or none (save.c): on a failure nothing of it is in
  * dir and dir's earlier files are as they were. */
 int cli_save_set(const char *dir, const cli_save_item *items, size_t n, vijp_error *err);

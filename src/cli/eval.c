@@ -53,21 +53,28 @@ static const char help[] =
 
 /* A [rows, cols] .npy (rows 0: any) as a cols × rows column-major matrix of format f. */
 /* role: the cotangent is a gradient (fp8+binary32 stores it in E5M2, mat.h). */
-/* The rows of a [rows, cols] array (read already: a->data set; else from
- * path) as the columns of M in format f. */
-static int read_rows(const char *path, vijp_array *a, size_t cols, size_t rows, vijp_mat *M, const vijp_format *f,
-                     vijp_store_role role, vijp_error *err)
+/* The rows of a read [rows, cols] array as the columns of M in format f
+ * (a is cleared): path names it in the message when cols differ. */
+static int rows_to_mat(const char *path, vijp_array *a, size_t cols, vijp_mat *M, const vijp_format *f,
+                       vijp_store_role role, vijp_error *err)
 {
-    int rc = a->data ? 0 : vijp_npy_read_rows(path, cols, rows, a, err);
-    if (!rc && a->shape[1] != cols)
-        rc = vijp_fail(err, VIJP_EDIM, "%s: shape (%zu, %zu), want [rows, %zu] (a row per sample)", path,
-                       a->shape[0], a->shape[1], cols);
+    int rc = a->shape[1] == cols ? 0
+             : vijp_fail(err, VIJP_EDIM, "%s: shape (%zu, %zu), want [rows, %zu] (a row per sample)", path, a->shape[0],
+                         a->shape[1], cols);
     if (!rc) {
         vijp_mat_init(M, cols, a->shape[0], f);
         vijp_mat_set_d_as(M, a->data, role);
     }
     vijp_array_clear(a);
     return rc;
+}
+
+static int read_rows(const char *path, size_t cols, size_t rows, vijp_mat *M, const vijp_format *f,
+                     vijp_store_role role, vijp_error *err)
+{
+    vijp_array a;
+    int rc = vijp_npy_read_rows(path, cols, rows, &a, err);
+    return rc ? rc : rows_to_mat(path, &a, cols, M, f, role, err);
 }
 
 static void seeded(vijp_mat *M, size_t rows, size_t cols, const vijp_format *f, vijp_store_role role, vijp_rng *rng)
@@ -177,23 +184,24 @@ static int setup(const eval_args *a, eval_run *r, vijp_error *err)
     if (!rc) rc = vijp_net_params(&r->net, &r->F, &r->th, err);
     if (rc) return vijp_array_clear(&xa), rc;
     const vijp_layer *L = &r->net.layers[0];
-    if ((rc = read_rows(a->input, &xa, L->in, 0, &r->X, &r->F, VIJP_STORE_FORWARD, err))) return rc;
+    rc = xa.data ? rows_to_mat(a->input, &xa, L->in, &r->X, &r->F, VIJP_STORE_FORWARD, err)
+                 : read_rows(a->input, L->in, 0, &r->X, &r->F, VIJP_STORE_FORWARD, err);
+    if (rc) return rc;
     size_t B = r->X.cols;
     vijp_rng rng;
     vijp_rng_seed(&rng, a->seed ^ 0xe7a1e7a1ull);
-    vijp_array ua = {0}, ga = {0};
-    if (a->tangent) rc = read_rows(a->tangent, &ua, L->in, B, &r->U, &r->F, VIJP_STORE_FORWARD, err);
+    if (a->tangent) rc = read_rows(a->tangent, L->in, B, &r->U, &r->F, VIJP_STORE_FORWARD, err);
     else seeded(&r->U, L->in, B, &r->F, VIJP_STORE_FORWARD, &rng);
-    if (!rc && a->cotangent) rc = read_rows(a->cotangent, &ga, L->out, B, &r->G, &r->F, VIJP_STORE_GRADIENT, err);
+    if (!rc && a->cotangent) rc = read_rows(a->cotangent, L->out, B, &r->G, &r->F, VIJP_STORE_GRADIENT, err);
     else if (!rc) seeded(&r->G, L->out, B, &r->F, VIJP_STORE_GRADIENT, &rng);
     if (rc) return rc;
     /* the files compute will give (save_all), checked now: made by save_all,
      * so a failed run leaves no empty folder */
-    const char *names[7] = {"forward.npy", "jvp.npy", "vjp.npy", "vijp.npy"};
+    cli_save_item names[7] = {{"forward.npy", NULL, 0}, {"jvp.npy", NULL, 0}, {"vjp.npy", NULL, 0}, {"vijp.npy", NULL, 0}};
     size_t n = 4;
-    if (vijp_layer_fragment_count(L, &r->th, &r->X)) names[n++] = "fragment.npy";
-    if (vijp_deriv_enclose_of(L->type)) names[n++] = "fprime.npy";
-    if (r->th.rows) names[n++] = "vjp_param.npy";
+    if (vijp_layer_fragment_count(L, &r->th, &r->X)) names[n++].name = "fragment.npy";
+    if (vijp_deriv_enclose_of(L->type)) names[n++].name = "fprime.npy";
+    if (r->th.rows) names[n++].name = "vjp_param.npy";
     return cli_save_check(a->dir, names, n, err);
 }
 

@@ -91,47 +91,35 @@ static json_t *result_json(const vijp_grad_setup *s, const vijp_grad_result *r)
                      "param_grad_rel_err_max", vijp_xnum_to_json(r->param_grad_rel_err_max), "rel_err_per_layer", per);
 }
 
-/* --save DIR's files for a net of depth D: grad_x.npy, then for each layer
- * grad_theta_I.npy (a layer with parameters) and cotangent_I.npy, I from 1.
- * names[k] points into buf (40 bytes a name); the count. */
-static size_t save_names(const vijp_net *net, char (*buf)[40], const char **names)
+/* --save DIR's set for a net of depth D: grad_x.npy, then for each layer
+ * grad_theta_I.npy (a layer with parameters) and cotangent_I.npy, I from 1;
+ * with g, its matrices (a vijp_mat is column-major with a column per
+ * sample, which is C order with a row per sample: no transposition; ∇θ_I
+ * saved 1-D), without (g NULL), the names alone.  items and buf (40 bytes
+ * a name) hold 2D + 1; the count. */
+static size_t save_items(const vijp_net *net, const vijp_grads *g, char (*buf)[40], cli_save_item *items)
 {
     size_t n = 0;
-    names[n++] = "grad_x.npy";
+    items[n++] = (cli_save_item){"grad_x.npy", g ? &g->grad_x : NULL, 0};
     for (size_t i = 0; i < net->depth; i++) {
-        if (net->layers[i].type->param_count(&net->layers[i]))
-            snprintf(buf[n], sizeof buf[n], "grad_theta_%zu.npy", i + 1), names[n] = buf[n], n++;
-        snprintf(buf[n], sizeof buf[n], "cotangent_%zu.npy", i + 1), names[n] = buf[n], n++;
+        if (net->layers[i].type->param_count(&net->layers[i])) {
+            snprintf(buf[n], sizeof buf[n], "grad_theta_%zu.npy", i + 1);
+            items[n] = (cli_save_item){buf[n], g ? &g->grad_theta[i] : NULL, 1}, n++;
+        }
+        snprintf(buf[n], sizeof buf[n], "cotangent_%zu.npy", i + 1);
+        items[n] = (cli_save_item){buf[n], g ? &g->g[i] : NULL, 0}, n++;
     }
     return n;
 }
 
-/* --save DIR: the gradients as save_names names them, all or none (a
- * vijp_mat is column-major with a column per sample, which is C order with
- * a row per sample: no transposition; ∇θ_I saved 1-D). */
+/* --save DIR: checked with the inputs (g NULL), then written all or none. */
 static int save_grads(const char *dir, const vijp_net *net, const vijp_grads *g, vijp_error *err)
 {
     char (*buf)[40] = vijp_alloc_array(2 * net->depth + 1, sizeof *buf);
-    const char **names = vijp_alloc_array(2 * net->depth + 1, sizeof *names);
     cli_save_item *items = vijp_alloc_array(2 * net->depth + 1, sizeof *items);
-    size_t n = save_names(net, buf, names), k = 0;
-    items[k++] = (cli_save_item){names[0], &g->grad_x, 0};
-    for (size_t i = 0; i < g->depth; i++) {
-        if (g->grad_theta[i].rows) items[k] = (cli_save_item){names[k], &g->grad_theta[i], 1}, k++;
-        items[k] = (cli_save_item){names[k], &g->g[i], 0}, k++;
-    }
-    int rc = k == n ? cli_save_set(dir, items, n, err)
-                    : vijp_fail(err, VIJP_EINVAL, "--save: %zu gradients for %zu files", k, n); /* unreachable */
-    free(buf), free(names), free(items);
-    return rc;
-}
-
-static int save_check(const char *dir, const vijp_net *net, vijp_error *err)
-{
-    char (*buf)[40] = vijp_alloc_array(2 * net->depth + 1, sizeof *buf);
-    const char **names = vijp_alloc_array(2 * net->depth + 1, sizeof *names);
-    int rc = cli_save_check(dir, names, save_names(net, buf, names), err);
-    free(buf), free(names);
+    size_t n = save_items(net, g, buf, items);
+    int rc = g ? cli_save_set(dir, items, n, err) : cli_save_check(dir, items, n, err);
+    free(buf), free(items);
     return rc;
 }
 
@@ -246,7 +234,7 @@ static int resolve(grad_args *a, vijp_error *err)
     if (vijp_run_bytes_estimate(&a->net, s->batch, &s->fmt, ref_prec, &need, err)) return cli_usage_error("vijp grad", err);
     if (!cli_memory_fits("grad", need)) return EXIT_USAGE;
     if (parse_engines(a, err)) return cli_usage_error("vijp grad", err);
-    if (a->save_dir && save_check(a->save_dir, &a->net, err)) return cli_usage_error("vijp grad", err);
+    if (a->save_dir && save_grads(a->save_dir, &a->net, NULL, err)) return cli_usage_error("vijp grad", err);
     return -1;
 }
 

@@ -23,15 +23,16 @@ static int path_of(char *path, size_t size, const char *dir, const char *prefix,
     return vijp_fail(err, VIJP_EINVAL, "--save: path too long: %s/%s", dir, name);
 }
 
-int cli_save_check(const char *dir, const char *const *names, size_t n, vijp_error *err)
+int cli_save_check(const char *dir, const cli_save_item *items, size_t n, vijp_error *err)
 {
     char path[4096];
     struct stat st;
     int rc = cli_check_dir(dir, err);
     for (size_t k = 0; !rc && k < n; k++) {
-        if ((rc = path_of(path, sizeof path, dir, "", names[k], "", err))) break;
+        if ((rc = path_of(path, sizeof path, dir, "", items[k].name, "", err))) break;
         if (!lstat(path, &st) && S_ISDIR(st.st_mode))
-            rc = vijp_fail(err, VIJP_EINVAL, "--save: %s is a folder, which the file %s cannot replace", path, names[k]);
+            rc = vijp_fail(err, VIJP_EINVAL, "--save: %s is a folder, which the file %s cannot replace", path,
+                           items[k].name);
     }
     return rc;
 }
@@ -59,13 +60,11 @@ int cli_save_set(const char *dir, const cli_save_item *items, size_t n, vijp_err
     char suffix[48], tmp[4096], path[4096];
     snprintf(suffix, sizeof suffix, ".vijp-save-%ld", (long)getpid());
     int rc = cli_prepare_dir(dir, err); /* made now, by a run that has its results */
-    size_t written = 0;
-    for (; !rc && written < n; written++)
-        if (!(rc = path_of(tmp, sizeof tmp, dir, ".", items[written].name, suffix, err)) &&
-            (rc = write_one(tmp, &items[written], err))) {
+    for (size_t k = 0; !rc && k < n; k++)
+        if (!(rc = path_of(tmp, sizeof tmp, dir, ".", items[k].name, suffix, err)) && (rc = write_one(tmp, &items[k], err))) {
             char why[sizeof err->msg];
             snprintf(why, sizeof why, "%s", err->msg); /* it names the hidden file: name the user's */
-            vijp_fail(err, rc, "%s/%s not written, nor the rest of the set (%s)", dir, items[written].name, why);
+            vijp_fail(err, rc, "%s/%s not written, nor the rest of the set (%s)", dir, items[k].name, why);
         }
     for (size_t k = 0; k < n; k++) {
         if (path_of(tmp, sizeof tmp, dir, ".", items[k].name, suffix, NULL)) continue;

@@ -62,6 +62,14 @@ int vijp_engine_run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *the
     return vijp_engine_run_opts(e, net, theta, X, T, NULL, out, err);
 }
 
+/* Two formats of one kind that are not one: any kind but double and
+ * mpfr:P by its name (bfloat16+binary32, binary16+binary32 and
+ * e4m3+binary32 share their kind and precision). */
+static int named_apart(const vijp_format *a, const vijp_format *b)
+{
+    return a->kind != VIJP_DOUBLE && a->kind != VIJP_MPFR && strcmp(a->name, b->name);
+}
+
 /* vijp_engine_run_opts, and with watch (backprop only) vijp_engine_backprop_watched. */
 static int run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta, const vijp_mat *X, const vijp_mat *T,
                const vijp_engine_opts *o, vijp_backprop_watch watch, vijp_backprop_param param, void *ctx,
@@ -72,10 +80,7 @@ static int run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta, c
     if (X->rows != net->width || T->rows != vijp_net_out_width(net) || T->cols != X->cols)
         return vijp_fail(err, VIJP_EDIM, "engine: input is %zux%zu and loss data %zux%zu, but the network maps %zu -> %zu",
                          X->rows, X->cols, T->rows, T->cols, net->width, vijp_net_out_width(net));
-    /* One format: any but double and mpfr:P by its name (bfloat16+binary32,
-     * binary16+binary32 and e4m3+binary32 share their kind and precision) */
-    if (X->fmt->kind != T->fmt->kind || X->fmt->prec != T->fmt->prec ||
-        (X->fmt->kind != VIJP_DOUBLE && X->fmt->kind != VIJP_MPFR && strcmp(X->fmt->name, T->fmt->name)))
+    if (X->fmt->kind != T->fmt->kind || X->fmt->prec != T->fmt->prec || named_apart(X->fmt, T->fmt))
         return vijp_fail(err, VIJP_EINVAL, "engine: input and loss data are in different formats (%s, %s)", X->fmt->name,
                          T->fmt->name);
     int rc;
@@ -96,8 +101,7 @@ static int run(vijp_engine_kind e, const vijp_net *net, const vijp_mat *theta, c
                              L->type->param_count(L), theta[i].rows);
         int double_in_mpfr = theta[i].fmt->kind == VIJP_DOUBLE && X->fmt->kind == VIJP_MPFR;
         if (theta[i].rows && !double_in_mpfr &&
-            (theta[i].fmt->kind != X->fmt->kind ||
-             (X->fmt->kind != VIJP_DOUBLE && X->fmt->kind != VIJP_MPFR && strcmp(theta[i].fmt->name, X->fmt->name))))
+            (theta[i].fmt->kind != X->fmt->kind || named_apart(X->fmt, theta[i].fmt)))
             return vijp_fail(err, VIJP_EINVAL, "engine: parameters of layer %zu are in %s, the input in %s", i + 1,
                              theta[i].fmt->name, X->fmt->name);
     }
