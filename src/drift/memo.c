@@ -29,6 +29,17 @@ typedef struct {
      * batch: drift/peak.c counts them). */
     double **h_abs;
     size_t n_abs;
+    /* Each dense layer's input h_i, packed at the level's precision
+     * (compute_level), which a comparison of two levels compares where
+     * the upper one's parameter gradient was formed from its g and h
+     * rounded to half its precision (formed_half[i]: form_half; such a
+     * gradient is not compared, its error is bounded a priori).  NULL
+     * where none. */
+    vijp_mat *kept_h;
+    unsigned char *formed_half;
+    vijp_xnum *half_rel; /* a formed_half gradient's normwise relative error bound (form_half) */
+    size_t n_kept;
+    vijp_format half; /* mpfr at prec / 2, which formed_half's were formed at */
 } memo_level;
 
 static void free_inputs(memo_level *L)
@@ -36,6 +47,9 @@ static void free_inputs(memo_level *L)
     for (size_t i = 0; L->h_abs && i < L->n_abs; i++) free(L->h_abs[i]);
     free(L->h_abs);
     L->h_abs = NULL;
+    for (size_t i = 0; L->kept_h && i < L->n_kept; i++) vijp_mat_clear(&L->kept_h[i]);
+    free(L->kept_h), free(L->formed_half), free(L->half_rel);
+    L->kept_h = NULL, L->formed_half = NULL, L->half_rel = NULL;
 }
 
 struct vijp_drift_memo {
@@ -220,6 +234,9 @@ typedef struct {
     const vijp_format *fmt;  /* the level's */
     const vijp_format *held; /* NULL: packed at the level's precision */
     memo_level *level;       /* the one being computed; its h_abs set where its inputs are kept */
+    /* the level's half precision, where it is the upper level of a
+     * comparison: its dense parameter gradients are formed there */
+    const vijp_format *half;
 } pack_watch;
 
 /* |h| in double, n × B as h (MPFR-held at the level's precision): the
@@ -235,13 +252,106 @@ static double *inputs_abs(const vijp_layer *L, const vijp_mat *h)
     return a;
 }
 
+/* An upper bound on ‖T‖_F, T = |g|·|h|ᵀ of a dense layer (m × n over a
+ * batch of B) beside the bias' Σ_b |g| (ag, ah: the factors' magnitudes
+ * as doubles, rounded up): Σ_{r,k} T(r, k)² = Σ_{b,c} (ag_b·ag_c)(ah_b·ah_c)
+ * from the two B × B Gram matrices, O((m + n)·B²) without forming T, and
+ * the bias' Σ_r (Σ_b ag(r, b))² = Σ_{b,c} ag_b·ag_c.  Every term is
+ * nonnegative, so the doubles' roundings are relative: at most m + n + B²
+ * + 4 of them on any path, covered by the factor (the products' underflow,
+ * at most 2^-1074 a term, by the last term). */
+static double terms_norm(const double *ag, const double *ah, size_t m, size_t n, size_t B)
+{
+    double sum = 0;
+    for (size_t b = 0; b < B; b++)
+        for (size_t c = 0; c < B; c++) {
+            double gg = 0, hh = 0;
+            for (size_t r = 0; r < m; r++) gg += ag[r + b * m] * ag[r + c * m];
+            for (size_t k = 0; k < n; k++) hh += ah[k + b * n] * ah[k + c * n];
+            sum += gg * hh + gg;
+        }
+    double slack = 1 + (double)(m + n + B * B + 8) * 0x1p-51;
+    return sqrt(sum * slack + (double)(m * n + m) * 0x1p-1074) * (1 + 0x1p-51);
+}
+
+/* |a| as doubles rounded up (nearest, then one ulp's relative more). */
+static double *magnitudes(const vijp_mat *a)
+{
+    size_t n = vijp_mat_len(a);
+    double *v = vijp_alloc_array(n, sizeof *v);
+    for (size_t j = 0; j < n; j++) v[j] = fabs(vijp_mat_get_d(a, j)) * (1 + 0x1p-52);
+    return v;
+}
+
+/* The normwise bound of form_half's gradient gt: ‖ΔW‖_F <= 4u·‖T‖_F with
+ * ΔW its error against the level's exact one E (entry by entry, below),
+ * over ‖E‖_F >= ‖gt‖_F − 4u·‖T‖_F; +inf where that is not positive.
+ * T from the p-bit factors gp, hp: within (1 + u)² of the level's own
+ * |g||h|, which the factor 1 + 2^-30 covers with the roundings of ‖gt‖. */
+static vijp_xnum half_rel_bound(const vijp_mat *gp, const vijp_mat *hp, const vijp_mat *gt, long p)
+{
+    size_t m = gp->rows, n = hp->rows, B = gp->cols;
+    double *ag = magnitudes(gp), *ah = magnitudes(hp);
+    double t = terms_norm(ag, ah, m, n, B) * (1 + 0x1p-30), w = 0;
+    free(ag), free(ah);
+    for (size_t j = 0, len = vijp_mat_len(gt); j < len; j++) {
+        double x = vijp_mat_get_d(gt, j);
+        w += x * x;
+    }
+    if (t == 0) return vijp_xnum_of(0); /* every product an exact zero: so is every entry */
+    double below = sqrt(w) * (1 - 0x1p-40) - ldexp(t, (int)(p < 1000 ? 2 - p : -1000));
+    if (!(below > 0) || !isfinite(t)) return vijp_xnum_of(INFINITY);
+    return vijp_xnum_2exp(t / below * (1 + 0x1p-51), 2 - p);
+}
+
+/* A dense layer's ∇θ from g and h rounded to half's precision p,
+ * ∂W(i, k) = RN_p(Σ_b RN_p(g(i, b))·RN_p(h(k, b))) and ∂b_i = RN_p(Σ_b
+ * RN_p(g(i, b))) (drift_outer_param at p), then held as the level's
+ * other matrices (exactly: p bits fit).  With u = 2^-p and T = Σ_b
+ * |g(i, b)|·|h(k, b)| (1 in place of |h| for ∂b), each product is within
+ * (2u + u²)|g||h| of the exact one and the sum is rounded once, so the
+ * entry is within u·|Σ g h| + (1 + u)(2u + u²)·T <= 4u·T of the level's
+ * exact Σ g h: below 2^-10 of an ulp in a format of P bits at the terms'
+ * scale (ulp_P(T) > 2^-P·T) where p >= P + 12, the measure the
+ * validation asks of parameter gradients (param_ulps); in norm within
+ * half_rel_bound's, which the validation holds to its target as any
+ * other matrix's agreement.  1 where formed, 0 where drift_outer_param
+ * does not apply or that bound is past 2^(-p/2). */
+static int form_half(const pack_watch *w, size_t i, const vijp_layer *L, const vijp_mat *h, const vijp_mat *g,
+                     vijp_mat *gt)
+{
+    vijp_mat hp, gp;
+    vijp_mat_init(&hp, h->rows, h->cols, w->half), vijp_mat_convert(&hp, h);
+    vijp_mat_init(&gp, g->rows, g->cols, w->half), vijp_mat_convert(&gp, g);
+    long p = (long)w->half->prec;
+    int done = drift_outer_param(L, &hp, &gp, w->half, w->half, gt);
+    if (done) w->level->half_rel[i] = half_rel_bound(&gp, &hp, gt, p);
+    vijp_mat_clear(&hp), vijp_mat_clear(&gp);
+    if (!done) return 0;
+    /* A gradient that cancels in norm to 2^(p/2) of its terms (an exact
+     * zero over a batch among them) is formed at the level's precision
+     * and compared after all: its bound would fail any target */
+    if (!vijp_xnum_le(w->level->half_rel[i], vijp_xnum_2exp(1, -p / 2))) {
+        vijp_mat_clear(gt);
+        return 0;
+    }
+    vijp_mat_pack_rounded(gt, w->held ? w->held : w->fmt); /* exact: the level's precision holds p bits */
+    w->level->formed_half[i] = 1;
+    return 1;
+}
+
 /* A dense layer's ∇θ straight into its packed (and held) block (outer.h),
  * where backprop would write it MPFR-held and pack_layer pack and round
- * it: the same values, written once. */
+ * it: the same values, written once; or at half the precision (form_half).
+ * The layer's input is kept first (kept_h). */
 static int form_param(void *ctx, size_t i, const vijp_layer *L, const vijp_mat *h, const vijp_mat *g, vijp_mat *gt)
 {
     const pack_watch *w = ctx;
-    if (w->level->h_abs) w->level->h_abs[i] = inputs_abs(L, h);
+    if (!strcmp(L->type->name, "dense")) {
+        vijp_mat_pack_copy(&w->level->kept_h[i], h, w->fmt);
+        if (w->half && form_half(w, i, L, h, g, gt)) return 1;
+    }
+    if (w->level->h_abs) w->level->h_abs[i] = inputs_abs(L, h); /* for param_ulps, where compared */
     return drift_outer_param(L, h, g, w->fmt, w->held ? w->held : w->fmt, gt);
 }
 
@@ -271,7 +381,10 @@ static void pack_layer(void *ctx, size_t i, vijp_grads *g)
  * inputs' sizes (h_abs): a keyed memo compares it so again for the other
  * formats that share it.  (A keyed memo's first level, computed without,
  * measures plainly where a curve starting at half its precision compares
- * with it: conservative.) */
+ * with it: conservative.)  The level keeps its dense layers' inputs
+ * (kept_h); with a watch it forms their parameter gradients at half its
+ * precision (form_half), which its comparison bounds instead of comparing
+ * them (compare_layer). */
 static int compute_level(const vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf, long prec, long held,
                          level_watch_fn watch, void *ctx, memo_level **out, vijp_error *err)
 {
@@ -285,7 +398,15 @@ static int compute_level(const vijp_drift_memo *m, const vijp_net *net, const vi
     int narrower = held > 0 && held < prec && !rc && !vijp_format_mpfr(&L->held, held, NULL);
     if (watch) L->h_abs = vijp_alloc_array(L->n_abs = net->depth, sizeof *L->h_abs);
     for (size_t i = 0; i < L->n_abs; i++) L->h_abs[i] = NULL;
-    pack_watch pw = {watch, ctx, &L->fmt, narrower ? &L->held : NULL, L};
+    pack_watch pw = {watch, ctx, &L->fmt, narrower ? &L->held : NULL, L, NULL};
+    L->kept_h = vijp_alloc_array(L->n_kept = net->depth, sizeof *L->kept_h);
+    L->formed_half = vijp_alloc_array(net->depth, sizeof *L->formed_half);
+    L->half_rel = vijp_alloc_array(net->depth, sizeof *L->half_rel);
+    memset(L->kept_h, 0, net->depth * sizeof *L->kept_h), memset(L->formed_half, 0, net->depth);
+    if (watch && !rc && !vijp_format_mpfr(&L->half, prec / 2, NULL)) {
+        L->half.exact_dots = 1, L->half.threads = L->fmt.threads;
+        pw.half = &L->half;
+    }
     vijp_mat X = {0}, T = {0};
     if (!rc) {
         vijp_mat_init(&X, pf->X.rows, pf->X.cols, &L->fmt), vijp_mat_convert(&X, &pf->X);
@@ -357,7 +478,7 @@ typedef struct {
 static vijp_metric compare_one(const vijp_mat *a, const vijp_mat *b, const vijp_format *f, vijp_compare_cache *cache)
 {
     vijp_metric m;
-    vijp_compare_cache_clear(cache);
+    if (cache) vijp_compare_cache_clear(cache);
     vijp_compare_rel_ulps(a, b, f, &m, cache);
     return m;
 }
@@ -406,12 +527,35 @@ static vijp_xnum param_ulps(const level_watch *w, size_t i, const memo_level *hi
     return u;
 }
 
+/* Dense layer i's input in the lower level against the upper one's
+ * (kept_h), where the upper level formed the layer's parameter gradient
+ * at half its precision: what comparing the two levels' gradients
+ * validated of h, compared directly (their g's are compared as ever);
+ * and the gradient's own bounds (form_half): in norm, and 2^(2 + P − p)
+ * of f's ulp at the terms' scale, which holds the validation's 2^-10
+ * where half the upper precision p is 12 bits past f's P.  Else, and
+ * where an input is missing, NaN: the levels have not settled, the next
+ * pair is tried. */
+static void compare_input(level_watch *w, size_t i, const memo_level *hi)
+{
+    const vijp_mat *lo_h = &w->lo->kept_h[i], *hi_h = &hi->kept_h[i];
+    long p = hi->prec / 2, P = (long)w->f->prec;
+    if (lo_h->rows && hi_h->rows && p >= P + 12) {
+        merge(w, lo_h, compare_one(lo_h, hi_h, w->f, NULL));
+        merge(w, &hi->g.grad_theta[i], (vijp_metric){hi->half_rel[i], vijp_xnum_2exp(1, 2 + P - p), vijp_xnum_of(NAN)});
+    } else
+        w->rel = vijp_xnum_of(NAN), w->ulps = vijp_xnum_of(NAN), w->compared = 1;
+}
+
 static void compare_layer(level_watch *w, size_t i, memo_level *hi)
 {
     vijp_grads *lo = &w->lo->g;
     size_t D = lo->depth;
     merge(w, &lo->g[i], compare_one(&lo->g[i], &hi->g.g[i], w->f, &w->cache[1 + i]));
-    if (lo->grad_theta[i].rows) {
+    /* a parameter gradient formed at half the upper level's precision
+     * has its bound (form_half): its input is compared instead */
+    if (hi->formed_half[i]) compare_input(w, i, hi);
+    else if (lo->grad_theta[i].rows) {
         vijp_metric m = compare_one(&lo->grad_theta[i], &hi->g.grad_theta[i], w->f, &w->cache[1 + D + i]);
         m.ulps = param_ulps(w, i, hi, m.ulps);
         merge(w, &lo->grad_theta[i], m);
@@ -420,7 +564,7 @@ static void compare_layer(level_watch *w, size_t i, memo_level *hi)
     if (w->own) {
         double bytes = (double)vijp_mat_len(&lo->grad_theta[i]) * (double)vijp_packed_value_bytes(w->lo->held.prec);
         if (bytes < VIJP_HEAP_MMAP_BYTES) w->freed += bytes; /* a mapped block went back as it was freed */
-        vijp_mat_clear(&lo->grad_theta[i]);
+        vijp_mat_clear(&lo->grad_theta[i]), vijp_mat_clear(&w->lo->kept_h[i]);
         if (hi->h_abs) free(hi->h_abs[i]), hi->h_abs[i] = NULL;
     }
     /* Freed blocks of the heap (under glibc's mmap threshold: at widths up

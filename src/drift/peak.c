@@ -80,13 +80,24 @@ static void grads(double *b, const vijp_net *net, size_t batch, double v)
     outputs(b, net, batch, v);
 }
 
+static int is_dense(const vijp_layer *L) { return !strcmp(L->type->name, "dense"); }
+
+/* Every dense layer's input over the batch at v bytes a value: what each
+ * reference level keeps of its activations (memo.c's kept_h). */
+static void dense_inputs(double *b, const vijp_net *net, size_t batch, double v)
+{
+    for (size_t i = 0; i < net->depth; i++)
+        if (is_dense(&net->layers[i])) add(b, v * (double)(net->layers[i].in * batch));
+}
+
 /* What a shared memo keeps beside a curve's engines and its conditioning:
- * its two levels packed, the upper one's |h| (memo.c's h_abs) and the
- * exact copy of the problem. */
+ * its two levels packed with their dense inputs, the upper one's |h|
+ * (memo.c's h_abs) and the exact copy of the problem. */
 static void shared_memo(double *b, const vijp_net *net, size_t batch, const vijp_format *f, long ref_first)
 {
     grads(b, net, batch, packed_bytes(ref_first));
     grads(b, net, batch, packed_bytes(2 * ref_first));
+    dense_inputs(b, net, batch, packed_bytes(ref_first) + packed_bytes(2 * ref_first));
     outputs(b, net, batch, sizeof(double));
     problem(b, net, batch, copy_bytes(f));
 }
@@ -107,10 +118,14 @@ static void shared_memo(double *b, const vijp_net *net, size_t batch, const vijp
  * VIJP_DRIFT_MEMO_RETURN_BYTES at a time (memo.c), so the resident set
  * holds the upper blocks and at most a step of the freed.  The largest over i
  * (at i = D − 1 the lower level whole, as during the forward pass).  A
+ * dense layer's ∇θ_i in the upper level is formed at the lower level's
+ * precision, then held (memo.c's form_half): in flight, dense_flight a
+ * parameter, both blocks.  A
  * batch-1 dense layer's ∇θ_i is formed straight into its held block
  * (outer.c), without the structs or the level's wider limbs: a little
  * less than counted here, for one layer. */
-static void levels_sweep(double *b, const vijp_net *net, double plo, double in_flight, double phi, int shared)
+static void levels_sweep(double *b, const vijp_net *net, double plo, double in_flight, double dense_flight,
+                         double phi, int shared)
 {
     double top = 0;
     for (size_t i = net->depth; i-- > 0;) {
@@ -118,7 +133,8 @@ static void levels_sweep(double *b, const vijp_net *net, double plo, double in_f
         double freed = 0, since = 0; /* heap bytes of the lower level freed, of the upper allocated */
         for (size_t j = 0; j < net->depth; j++) {
             double P = (double)net->layers[j].type->param_count(&net->layers[j]);
-            double lo = plo * P, hi = j == i ? in_flight * P : j > i ? phi * P : 0;
+            double flight = is_dense(&net->layers[j]) ? dense_flight : in_flight;
+            double lo = plo * P, hi = j == i ? flight * P : j > i ? phi * P : 0;
             if (j <= i || shared) add(&at, lo);
             else if (lo < VIJP_HEAP_MMAP_BYTES) freed += lo;
             if (hi >= VIJP_HEAP_MMAP_BYTES || shared) add(&at, hi);
@@ -214,7 +230,10 @@ static double level_phase(const vijp_net *net, size_t batch, double vf, double v
     add(&ref, widest_output(net, batch, phi));
     if (shared) outputs(&ref, net, batch, sizeof(double)); /* the upper level's |h| (memo.c's h_abs), kept */
     add(&ref, param_scratch(net, batch, vhi));
-    levels_sweep(&ref, net, packed_bytes(lo), phi, packed_bytes(held), shared);
+    /* the dense inputs: the lower level's whole (a run's own memo frees
+     * each as its layer is compared: not counted), the upper one's */
+    dense_inputs(&ref, net, batch, packed_bytes(lo) + packed_bytes(hi));
+    levels_sweep(&ref, net, packed_bytes(lo), phi, packed_bytes(lo) + packed_bytes(held), packed_bytes(held), shared);
     return ref;
 }
 
