@@ -677,14 +677,18 @@ static int held_at(const vijp_grads *g, const vijp_grads *want, const vijp_forma
  * packed, held block (drift/outer.c) against what the reverse pass gives
  * there: the layer's vjp_param in mpfr:P (exact dots), packed, rounded to
  * Q.  Bit for bit, at the levels the memo holds (106 held at 106 and 212
- * held at 170 for double, 64 and 128 for binary32) and at 192 and 256
+ * held at 170 for double, 64 and 128 for binary32; the upper level's
+ * gradients formed at half its precision and held wider, 106 at 170 and
+ * 64 at 128, and 256 at 576, past the eight limbs formed here: MPFR's
+ * way) and at 192 and 256
  * bits (a rounding bit a whole limb below), on random factors with zeros
  * and both signs, products on a tie of P bits (the kept part even and
  * odd), products whose P-bit rounding is a tie at Q (the double
  * rounding), and all-ones products carrying into the next binade. */
 START_TEST(outer_param_is_the_reverse_pass_s)
 {
-    static const long levels[][2] = {{106, 106}, {212, 170}, {64, 64}, {128, 128}, {192, 128}, {256, 170}, {212, 212}};
+    static const long levels[][2] = {{106, 106}, {212, 170}, {64, 64},   {128, 128}, {192, 128},
+                                     {256, 170}, {212, 212}, {106, 170}, {64, 128},  {256, 576}};
     vijp_rng g;
     vijp_rng_seed(&g, 31);
     for (size_t c = 0; c < sizeof levels / sizeof *levels; c++) {
@@ -784,14 +788,15 @@ static void random_bits(mpfr_ptr x, long P, vijp_rng *g)
 /* The same at batch 2 and more (∂W formed a block of columns at a time by
  * the reference's fast products, drift/outer.c), against the reverse
  * pass's vjp_param in mpfr:P, packed, rounded to Q: bit for bit, at the
- * levels the memo holds, at batch 2 (vo_dot alone), 9 and 16 (the fast
+ * levels the memo holds (and held wider, as the upper level's gradients
+ * formed at half its precision), at batch 2 (vo_dot alone), 9 and 16 (the fast
  * products, from VIJP_DDREF_MIN_BATCH), in blocks of 1, 3 (a block of 2
  * left over) and all 11 columns; with sums that cancel exactly to zero
  * (the fast test refuses them: vo_dot's +0), that cancel to one part in
  * 2^P (a wide dynamic range), a zero input row and a zero cotangent row. */
 START_TEST(outer_param_batch_is_the_reverse_pass)
 {
-    static const long levels[][2] = {{106, 106}, {212, 170}, {64, 64}, {128, 128}};
+    static const long levels[][2] = {{106, 106}, {212, 170}, {64, 64}, {128, 128}, {106, 170}, {64, 128}};
     static const size_t batches[] = {2, 9, 16}, blocks[] = {1, 3, 11};
     vijp_rng g;
     vijp_rng_seed(&g, 37);

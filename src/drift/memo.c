@@ -306,8 +306,8 @@ static vijp_xnum half_rel_bound(const vijp_mat *gp, const vijp_mat *hp, const vi
 
 /* A dense layer's ∇θ from g and h rounded to half's precision p,
  * ∂W(i, k) = RN_p(Σ_b RN_p(g(i, b))·RN_p(h(k, b))) and ∂b_i = RN_p(Σ_b
- * RN_p(g(i, b))) (drift_outer_param at p), then held as the level's
- * other matrices (exactly: p bits fit).  With u = 2^-p and T = Σ_b
+ * RN_p(g(i, b))) (drift_outer_param at p), held as the level's other
+ * matrices (exactly: p bits fit).  With u = 2^-p and T = Σ_b
  * |g(i, b)|·|h(k, b)| (1 in place of |h| for ∂b), each product is within
  * (2u + u²)|g||h| of the exact one and the sum is rounded once, so the
  * entry is within u·|Σ g h| + (1 + u)(2u + u²)·T <= 4u·T of the level's
@@ -324,7 +324,7 @@ static int form_half(const pack_watch *w, size_t i, const vijp_layer *L, const v
     vijp_mat_init(&hp, h->rows, h->cols, w->half), vijp_mat_convert(&hp, h);
     vijp_mat_init(&gp, g->rows, g->cols, w->half), vijp_mat_convert(&gp, g);
     long p = (long)w->half->prec;
-    int done = drift_outer_param(L, &hp, &gp, w->half, w->half, gt);
+    int done = drift_outer_param(L, &hp, &gp, w->half, w->held ? w->held : w->fmt, gt); /* held exactly: p bits fit */
     if (done) w->level->half_rel[i] = half_rel_bound(&gp, &hp, gt, p);
     vijp_mat_clear(&hp), vijp_mat_clear(&gp);
     if (!done) return 0;
@@ -335,7 +335,6 @@ static int form_half(const pack_watch *w, size_t i, const vijp_layer *L, const v
         vijp_mat_clear(gt);
         return 0;
     }
-    vijp_mat_pack_rounded(gt, w->held ? w->held : w->fmt); /* exact: the level's precision holds p bits */
     w->level->formed_half[i] = 1;
     return 1;
 }

@@ -29,8 +29,9 @@
 
 #if GMP_NUMB_BITS == 64 && GMP_NAIL_BITS == 0 && defined(__SIZEOF_INT128__)
 /* Value idx of out := RN_Q(RN_P(a·b)) for regular a, b of at most four
- * limbs each (Q = out's precision <= P <= 256); 0, nothing written, where
- * an exponent leaves MPFR's range or 32 bits (the caller asks MPFR). */
+ * limbs each (P <= 256; Q = out's precision, RN_Q exact where Q >= P);
+ * 0, nothing written, where an exponent leaves MPFR's range or 32 bits
+ * (the caller asks MPFR). */
 static inline __attribute__((always_inline)) int product_n(vijp_packed *out, size_t idx, mpfr_srcptr a,
                                                            mpfr_srcptr b, long P, int na, int nb)
 {
@@ -57,7 +58,9 @@ static inline __attribute__((always_inline)) int product_n(vijp_packed *out, siz
     if (e < mpfr_get_emin() || e > mpfr_get_emax()) return 0;
     long Q = (long)out->prec;
     int nP = (int)((unsigned long)(P + 63) >> 6), nQ = (int)out->limbs;
+    if (nQ > 8) return 0;
     if (Q < P) vijp_limbs_round(q + 8 - nP, nP, Q, &e); /* the holding's RN_Q */
+    else memset(q, 0, (size_t)(8 - nP) * sizeof *q); /* below P's limbs (RN_P leaves them): Q's are zeros */
     if (e < mpfr_get_emin() || e > mpfr_get_emax() || e < INT32_MIN || e > INT32_MAX) return 0;
     memcpy(out->sig + idx * out->limbs, q + 8 - nQ, (size_t)nQ * sizeof *q);
     vijp_packed_put_regular(out, idx, e, mpfr_signbit(a) != mpfr_signbit(b));
@@ -146,7 +149,7 @@ static int applies(const vijp_layer *L, const vijp_mat *h, const vijp_mat *g, co
 {
     return !strcmp(L->type->name, "dense") && L->out && L->in && h->cols == g->cols && h->cols && h->m && g->m &&
            h->rows == L->in &&
-           g->rows == L->out && vo_dot_fused(fmt) && !vo_dot_hook_broken() && held->prec <= fmt->prec;
+           g->rows == L->out && vo_dot_fused(fmt) && !vo_dot_hook_broken() && held->kind == VIJP_MPFR;
 }
 
 int drift_outer_param_blocks(const vijp_layer *L, const vijp_mat *h, const vijp_mat *g, const vijp_format *fmt,

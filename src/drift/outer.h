@@ -8,7 +8,9 @@
 
 /* ∇θ of the dense layer L from its input h and cotangent g (MPFR-held,
  * at the level's precision P = fmt's), into *out: a new matrix packed at
- * held's precision (held: fmt itself, or a narrower mpfr:Q).  At batch 1
+ * held's precision (held: fmt itself, or an mpfr:Q, narrower or, where
+ * the upper reference level forms it at half its own precision, wider:
+ * then each P-bit value held exactly).  At batch 1
  * each ∂W(i, k) = RN_Q(RN_P(g_i·x_k)) (vo_dot1's products, zeros +0); at
  * batch B each ∂W(i, k) = RN_Q(RN_P(Σ_b g(i, b)·x(k, b))) (vo_dot's, by
  * the reference's fast products), formed a block of columns at a time

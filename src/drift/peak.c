@@ -119,8 +119,8 @@ static void shared_memo(double *b, const vijp_net *net, size_t batch, const vijp
  * holds the upper blocks and at most a step of the freed.  The largest over i
  * (at i = D − 1 the lower level whole, as during the forward pass).  A
  * dense layer's ∇θ_i in the upper level is formed at the lower level's
- * precision, then held (memo.c's form_half): in flight, dense_flight a
- * parameter, both blocks.  A
+ * precision straight into its held block (memo.c's form_half): in
+ * flight, dense_flight a parameter.  A
  * batch-1 dense layer's ∇θ_i is formed straight into its held block
  * (outer.c), without the structs or the level's wider limbs: a little
  * less than counted here, for one layer. */
@@ -233,7 +233,7 @@ static double level_phase(const vijp_net *net, size_t batch, double vf, double v
     /* the dense inputs: the lower level's whole (a run's own memo frees
      * each as its layer is compared: not counted), the upper one's */
     dense_inputs(&ref, net, batch, packed_bytes(lo) + packed_bytes(hi));
-    levels_sweep(&ref, net, packed_bytes(lo), phi, packed_bytes(lo) + packed_bytes(held), packed_bytes(held), shared);
+    levels_sweep(&ref, net, packed_bytes(lo), phi, packed_bytes(held), packed_bytes(held), shared);
     return ref;
 }
 
