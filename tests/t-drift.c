@@ -956,26 +956,19 @@ static void validate_levels(built_problem *b, int keyed, long lo, vijp_xnum *rel
  * comparisons' precision, its |h| freed layer by layer). */
 START_TEST(param_gradient_validated_at_terms_scale)
 {
-    vijp_grad_setup gs = {.spec = "dense:3", .depth = 1, .width = 3, .batch = 2, .seed = test_seed(),
-                          .init = {.kind = VIJP_INIT_ORTHOGONAL, .gain = 1}, .loss = VIJP_LOSS_SQUARE};
-    ck_assert(!vijp_format_parse("binary32", &gs.fmt, NULL));
+    static const double theta[12] = {1, 0, 0, 1}, x[6] = {1, 0x1p-80, 1, 1, 0, -1}, t[6] = {0};
+    const double *const thetas[1] = {theta};
+    built_problem b;
+    build_problem(&b, "dense:3", 1, 3, 2, VIJP_LOSS_SQUARE, thetas, x, t);
     vijp_error err = {0};
-    vijp_net net;
-    vijp_problem pf;
-    ck_assert_msg(!vijp_problem_draw(&gs, &net, &err) && !vijp_problem_setup_drawn(&gs, &net, &pf, &err), "%s", err.msg);
-    ck_assert_uint_eq(net.depth, 1);
-    ck_assert_uint_eq(vijp_mat_len(&pf.theta[0]), 12);
-    for (size_t e = 0; e < 12; e++) vijp_mat_set_entry_d(&pf.theta[0], e, e == 0 || e == 3 ? 1 : 0);
-    const double x[6] = {1, 0x1p-80, 1, 1, 0, -1};
-    for (size_t e = 0; e < 6; e++) vijp_mat_set_entry_d(&pf.X, e, x[e]), vijp_mat_set_entry_d(&pf.T, e, 0);
     vijp_drift_memo *memo = vijp_drift_memo_new();
-    vijp_drift_memo_bind(memo, &gs, &net, &pf, 1);
+    vijp_drift_memo_bind(memo, &b.gs, &b.net, &b.pf, 1);
     const vijp_grads *lo, *hi;
-    ck_assert_msg(!vijp_drift_memo_backprop(memo, &net, &pf, 64, &lo, &err), "%s", err.msg);
+    ck_assert_msg(!vijp_drift_memo_backprop(memo, &b.net, &b.pf, 64, &lo, &err), "%s", err.msg);
     vijp_compare_cache cache[3] = {0};
     for (int pass = 0; pass < 2; pass++) { /* computed, then found */
         vijp_xnum rel, ulps;
-        ck_assert_msg(!vijp_drift_memo_next_level(memo, &net, &pf, 64, &gs.fmt, cache, &rel, &ulps, &err), "%s",
+        ck_assert_msg(!vijp_drift_memo_next_level(memo, &b.net, &b.pf, 64, &b.gs.fmt, cache, &rel, &ulps, &err), "%s",
                       err.msg);
         ck_assert_msg(vijp_xnum_cmp(ulps, vijp_xnum_of(0x1p-38)) == 0, "pass %d: ulps %g, want 2^-38", pass,
                       vijp_xnum_double(ulps));
@@ -984,26 +977,20 @@ START_TEST(param_gradient_validated_at_terms_scale)
         for (size_t i = 0; i < 3; i++) vijp_compare_cache_clear(&cache[i]);
     }
     ck_assert_uint_eq(vijp_drift_memo_computed(memo), 2);
-    ck_assert(!vijp_drift_memo_backprop(memo, &net, &pf, 128, &hi, &err));
+    ck_assert(!vijp_drift_memo_backprop(memo, &b.net, &b.pf, 128, &hi, &err));
     vijp_metric plain; /* the 2^-80 entry: 0 in both levels (above) */
-    vijp_compare_rel_ulps(&lo->grad_theta[0], &hi->grad_theta[0], &gs.fmt, &plain, NULL);
+    vijp_compare_rel_ulps(&lo->grad_theta[0], &hi->grad_theta[0], &b.gs.fmt, &plain, NULL);
     ck_assert_msg(vijp_xnum_cmp(plain.ulps, vijp_xnum_of(0)) == 0, "plain ulps %g, want 0",
                   vijp_xnum_double(plain.ulps));
-    vijp_compare_rel_ulps(&lo->g[0], &hi->g[0], &gs.fmt, &plain, NULL);
+    vijp_compare_rel_ulps(&lo->g[0], &hi->g[0], &b.gs.fmt, &plain, NULL);
     ck_assert_msg(vijp_xnum_cmp(plain.ulps, vijp_xnum_of(0x1p-57)) == 0, "g: ulps %g, want 2^-57",
                   vijp_xnum_double(plain.ulps));
     vijp_drift_memo_free(memo);
-    memo = vijp_drift_memo_new();
-    vijp_drift_memo_bind(memo, &gs, &net, &pf, 0);
-    ck_assert_msg(!vijp_drift_memo_backprop(memo, &net, &pf, 64, &lo, &err), "%s", err.msg);
-    vijp_xnum rel, ulps;
-    ck_assert_msg(!vijp_drift_memo_next_level(memo, &net, &pf, 64, &gs.fmt, cache, &rel, &ulps, &err), "%s", err.msg);
+    vijp_xnum rel, ulps; /* a run's own memo */
+    validate_levels(&b, 0, 64, &rel, &ulps);
     ck_assert_msg(vijp_xnum_cmp(ulps, vijp_xnum_of(0x1p-38)) == 0, "own memo: ulps %g, want 2^-38",
                   vijp_xnum_double(ulps));
-    for (size_t i = 0; i < 3; i++) vijp_compare_cache_clear(&cache[i]);
-    vijp_drift_memo_free(memo);
-    vijp_problem_clear(&pf, &net);
-    vijp_net_free(&net);
+    built_problem_clear(&b);
 }
 END_TEST
 

@@ -120,12 +120,11 @@ static void shared_memo(double *b, const vijp_net *net, size_t batch, const vijp
  * (at i = D − 1 the lower level whole, as during the forward pass).  A
  * dense layer's ∇θ_i in the upper level is formed at the lower level's
  * precision straight into its held block (memo.c's form_half): in
- * flight, dense_flight a parameter.  A
+ * flight, phi a parameter, as once held.  A
  * batch-1 dense layer's ∇θ_i is formed straight into its held block
  * (outer.c), without the structs or the level's wider limbs: a little
  * less than counted here, for one layer. */
-static void levels_sweep(double *b, const vijp_net *net, double plo, double in_flight, double dense_flight,
-                         double phi, int shared)
+static void levels_sweep(double *b, const vijp_net *net, double plo, double in_flight, double phi, int shared)
 {
     double top = 0;
     for (size_t i = net->depth; i-- > 0;) {
@@ -133,7 +132,7 @@ static void levels_sweep(double *b, const vijp_net *net, double plo, double in_f
         double freed = 0, since = 0; /* heap bytes of the lower level freed, of the upper allocated */
         for (size_t j = 0; j < net->depth; j++) {
             double P = (double)net->layers[j].type->param_count(&net->layers[j]);
-            double flight = is_dense(&net->layers[j]) ? dense_flight : in_flight;
+            double flight = is_dense(&net->layers[j]) ? phi : in_flight;
             double lo = plo * P, hi = j == i ? flight * P : j > i ? phi * P : 0;
             if (j <= i || shared) add(&at, lo);
             else if (lo < VIJP_HEAP_MMAP_BYTES) freed += lo;
@@ -233,7 +232,7 @@ static double level_phase(const vijp_net *net, size_t batch, double vf, double v
     /* the dense inputs: the lower level's whole (a run's own memo frees
      * each as its layer is compared: not counted), the upper one's */
     dense_inputs(&ref, net, batch, packed_bytes(lo) + packed_bytes(hi));
-    levels_sweep(&ref, net, packed_bytes(lo), phi, packed_bytes(held), packed_bytes(held), shared);
+    levels_sweep(&ref, net, packed_bytes(lo), phi, packed_bytes(held), shared);
     return ref;
 }
 
