@@ -67,7 +67,9 @@ VIJP_API void vijp_memory_keep_freed(void);
  * heap back to the kernel (glibc's malloc_trim), so that what follows (a
  * study's report) holds what it allocates, not what the curves' heaps kept
  * of them: by then a mix of blocks that depends on how the allocator
- * placed and freed them.  Elsewhere nothing. */
+ * placed and freed them.  The free space at the top of the calling
+ * thread's own heap goes too, which malloc_trim leaves there (a study's
+ * curves run on threads).  Elsewhere nothing. */
 VIJP_API void vijp_memory_return_freed(void);
 
 #ifdef __cplusplus

@@ -16,9 +16,47 @@
 #define VIJP_HEAP_IS_GLIBC 1
 #endif
 
+#if defined(__GLIBC__) && VIJP_HEAP_IS_GLIBC
+/* Whether vijp_heap_keep_freed raised glibc's trim threshold: the
+ * process's allocator setting, as process-wide as mallopt's own. */
+static _Atomic int keeps_freed;
+#endif
+
+void vijp_heap_keep_freed(void)
+{
+#if defined(__GLIBC__) && VIJP_HEAP_IS_GLIBC
+    /* Setting both also stops glibc's own threshold from creeping up only
+     * after the first frees, as it does by default. */
+    (void)mallopt(M_MMAP_THRESHOLD, VIJP_HEAP_MMAP_BYTES);
+    (void)mallopt(M_TRIM_THRESHOLD, VIJP_HEAP_TRIM_BYTES);
+    keeps_freed = 1;
+#endif
+}
+
+/* malloc_trim hands back the free pages inside every arena and the free
+ * top of the main heap, but not the free top of a thread's own arena:
+ * glibc shrinks that only when a free there of 64 KB or more (its
+ * FASTBIN_CONSOLIDATION_THRESHOLD, malloc.c) finds the top above the trim
+ * threshold, which vijp_heap_keep_freed holds at 1 GB.  So the threshold
+ * is lowered for one such free in the calling thread's arena, then set
+ * back.  Another thread freeing meanwhile trims its own top too: pages
+ * handed back early, the same bits. */
+#if defined(__GLIBC__) && VIJP_HEAP_IS_GLIBC
+static void return_own_top(void)
+{
+    if (!keeps_freed) return; /* glibc's default threshold trims tops as it frees */
+    void *p = malloc(128 << 10);
+    if (!p) return;
+    (void)mallopt(M_TRIM_THRESHOLD, 0);
+    free(p);
+    (void)mallopt(M_TRIM_THRESHOLD, VIJP_HEAP_TRIM_BYTES);
+}
+#endif
+
 void vijp_heap_return_freed(void)
 {
 #if defined(__GLIBC__) && VIJP_HEAP_IS_GLIBC
     (void)malloc_trim(0);
+    return_own_top();
 #endif
 }

@@ -11,6 +11,12 @@
  * set up: malloc_trim on a thread faults there). */
 void vijp_heap_return_freed(void);
 
+/* Large blocks mapped on their own and up to VIJP_HEAP_TRIM_BYTES of free
+ * heap kept mapped, for the next block of the same size (glibc's
+ * mallopt; elsewhere nothing): vijp_memory_keep_freed (vijp/memory.h). */
+void vijp_heap_keep_freed(void);
+#define VIJP_HEAP_TRIM_BYTES (1 << 30)
+
 /* Blocks from this size on are mapped on their own and go back to the
  * kernel when freed, smaller ones come from the heap: the threshold
  * vijp_memory_keep_freed sets (glibc's largest on 64-bit, HEAP_MAX_SIZE

@@ -10,9 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 
 /* The setup of a profile: orthogonal parameters from seed, square loss. */
 static vijp_grad_setup profile_setup(const vijp_net *tmpl, size_t batch, uint64_t seed, const vijp_format *f)
@@ -210,14 +207,6 @@ double vijp_memory_available(char *what, size_t what_size)
     return best;
 }
 
-void vijp_memory_keep_freed(void)
-{
-#ifdef __GLIBC__
-    /* Setting both also stops glibc's own threshold from creeping up only
-     * after the first frees, as it does by default. */
-    (void)mallopt(M_MMAP_THRESHOLD, VIJP_HEAP_MMAP_BYTES);
-    (void)mallopt(M_TRIM_THRESHOLD, 1 << 30);
-#endif
-}
+void vijp_memory_keep_freed(void) { vijp_heap_keep_freed(); }
 
 void vijp_memory_return_freed(void) { vijp_heap_return_freed(); }
