@@ -598,7 +598,10 @@ static int same_grads(const vijp_grads *a, const vijp_grads *b)
  * binary32 and bfloat16+binary32 (levels 64, 128) and double (106, and
  * 212 past the double path: vo_dot line by line).  A keyed memo still
  * knows the problem again from a fresh draw, and not with one weight
- * moved by 1/16 of itself.  Broken on purpose (the copy's θ rounded to binary32,
+ * moved by 1/16 of itself.  Each level is computed as the validation's
+ * lower one (its dense gradients deferred) and then asked for whole: the
+ * deferred ones formed afterwards from its kept inputs are the reverse
+ * pass's.  Broken on purpose (the copy's θ rounded to binary32,
  * or dense's double path reading W transposed), the levels differ. */
 START_TEST(memo_copy_in_double)
 {
@@ -622,8 +625,9 @@ START_TEST(memo_copy_in_double)
             vijp_mat_init(&th53[i], pf.theta[i].rows, 1, &F53), vijp_mat_convert(&th53[i], &pf.theta[i]); /* exact */
         long first = vijp_drift_ref_prec_first(&gs.fmt, 0);
         for (long prec = first; prec <= 2 * first; prec *= 2) {
-            const vijp_grads *level;
-            ck_assert_msg(!vijp_drift_memo_backprop(memo, &net, &pf, prec, &level, &err), "%s", err.msg);
+            const vijp_grads *level; /* computed with its dense gradients deferred, then asked for whole */
+            ck_assert_msg(!vijp_drift_memo_backprop(memo, &net, &pf, prec, 1, &level, &err), "%s", err.msg);
+            ck_assert_msg(!vijp_drift_memo_backprop(memo, &net, &pf, prec, 0, &level, &err), "%s", err.msg);
             ck_assert(!vijp_format_mpfr(&lf, prec, NULL));
             lf.exact_dots = 1;
             vijp_mat X, T;
@@ -639,13 +643,13 @@ START_TEST(memo_copy_in_double)
         const vijp_grads *level;
         ck_assert(!vijp_problem_setup_drawn(&gs, &net, &again, &err));
         vijp_drift_memo_bind(memo, &gs, &net, &again, 1); /* the same values: kept */
-        ck_assert(!vijp_drift_memo_backprop(memo, &net, &again, first, &level, &err));
+        ck_assert(!vijp_drift_memo_backprop(memo, &net, &again, first, 0, &level, &err));
         ck_assert_uint_eq(vijp_drift_memo_computed(memo), computed);
         double w = vijp_mat_get_d(&again.theta[0], 0);
         vijp_mat_set_entry_d(&again.theta[0], 0, w * 1.0625); /* 17/16: a value of every format here (5 bits) */
         ck_assert(vijp_mat_get_d(&again.theta[0], 0) != w);
         vijp_drift_memo_bind(memo, &gs, &net, &again, 1);
-        ck_assert(!vijp_drift_memo_backprop(memo, &net, &again, first, &level, &err));
+        ck_assert(!vijp_drift_memo_backprop(memo, &net, &again, first, 0, &level, &err));
         ck_assert_uint_eq(vijp_drift_memo_computed(memo), computed + 1);
         vijp_drift_memo_free(memo);
         for (size_t i = 0; i < net.depth; i++) vijp_mat_clear(&th53[i]);
@@ -924,7 +928,7 @@ static void validate_levels(built_problem *b, int keyed, long lo, vijp_xnum *rel
     vijp_drift_memo *memo = vijp_drift_memo_new();
     vijp_drift_memo_bind(memo, &b->gs, &b->net, &b->pf, keyed);
     const vijp_grads *level;
-    ck_assert_msg(!vijp_drift_memo_backprop(memo, &b->net, &b->pf, lo, &level, &err), "%s", err.msg);
+    ck_assert_msg(!vijp_drift_memo_backprop(memo, &b->net, &b->pf, lo, 1, &level, &err), "%s", err.msg);
     size_t n = 1 + 2 * b->net.depth;
     vijp_compare_cache *cache = calloc(n, sizeof *cache);
     ck_assert_ptr_nonnull(cache);
@@ -964,7 +968,7 @@ START_TEST(param_gradient_validated_at_terms_scale)
     vijp_drift_memo *memo = vijp_drift_memo_new();
     vijp_drift_memo_bind(memo, &b.gs, &b.net, &b.pf, 1);
     const vijp_grads *lo, *hi;
-    ck_assert_msg(!vijp_drift_memo_backprop(memo, &b.net, &b.pf, 64, &lo, &err), "%s", err.msg);
+    ck_assert_msg(!vijp_drift_memo_backprop(memo, &b.net, &b.pf, 64, 0, &lo, &err), "%s", err.msg);
     vijp_compare_cache cache[3] = {0};
     for (int pass = 0; pass < 2; pass++) { /* computed, then found */
         vijp_xnum rel, ulps;
@@ -977,7 +981,7 @@ START_TEST(param_gradient_validated_at_terms_scale)
         for (size_t i = 0; i < 3; i++) vijp_compare_cache_clear(&cache[i]);
     }
     ck_assert_uint_eq(vijp_drift_memo_computed(memo), 2);
-    ck_assert(!vijp_drift_memo_backprop(memo, &b.net, &b.pf, 128, &hi, &err));
+    ck_assert(!vijp_drift_memo_backprop(memo, &b.net, &b.pf, 128, 0, &hi, &err));
     vijp_metric plain; /* the 2^-80 entry: 0 in both levels (above) */
     vijp_compare_rel_ulps(&lo->grad_theta[0], &hi->grad_theta[0], &b.gs.fmt, &plain, NULL);
     ck_assert_msg(vijp_xnum_cmp(plain.ulps, vijp_xnum_of(0)) == 0, "plain ulps %g, want 0",
@@ -1119,13 +1123,13 @@ START_TEST(own_memo_holds_upper_level_rounded)
         long first = vijp_drift_ref_prec_first(&gs.fmt, 0);
         ck_assert_int_eq((long)vijp_compare_prec(&gs.fmt), held[k]);
         const vijp_grads *level;
-        ck_assert_msg(!vijp_drift_memo_backprop(memo, &net, &pf, first, &level, &err), "%s", err.msg);
+        ck_assert_msg(!vijp_drift_memo_backprop(memo, &net, &pf, first, 0, &level, &err), "%s", err.msg);
         vijp_compare_cache *cache = calloc(2 * net.depth + 1, sizeof *cache);
         ck_assert_ptr_nonnull(cache);
         vijp_xnum rel, ulps;
         ck_assert_msg(!vijp_drift_memo_next_level(memo, &net, &pf, first, &gs.fmt, cache, &rel, &ulps, &err), "%s",
                       err.msg);
-        ck_assert(!vijp_drift_memo_backprop(memo, &net, &pf, 2 * first, &level, &err));
+        ck_assert(!vijp_drift_memo_backprop(memo, &net, &pf, 2 * first, 0, &level, &err));
         ck_assert_uint_eq(vijp_drift_memo_computed(memo), 2);
         /* the level computed apart, at its own precision, on θ in MPFR at 53 bits */
         vijp_format F53, lf, hf;

@@ -184,7 +184,7 @@ static int reference(const vijp_drift_setup *s, const vijp_net *net, const vijp_
      * reference must settle well below every rounding the format makes */
     c->ref_target = vijp_xnum_2exp(1, -(long)s->problem.fmt.prec - 10);
     const vijp_grads *first;
-    int rc = vijp_drift_memo_backprop(memo, net, pf, p, &first, err);
+    int rc = vijp_drift_memo_backprop(memo, net, pf, p, 1, &first, err); /* its dense ∇θ unread: deferred */
     meter_run_end(meter, 2 * net->depth); /* backprop's layer steps (vijp_engine_layer_steps) */
     while (!rc) {
         if (2 * p > cap) {

@@ -6,6 +6,7 @@
 #include "compare/cache.h"
 #include "engines/watch.h"
 #include "base/heap.h"
+#include "vijp/memory.h"
 #include "format/packed.h"
 #include <math.h>
 #include <stdlib.h>
@@ -38,6 +39,10 @@ typedef struct {
     vijp_mat *kept_h;
     unsigned char *formed_half;
     vijp_xnum *half_rel; /* a formed_half gradient's normwise relative error bound (form_half) */
+    /* Dense parameter gradients not formed (a level computed as the lower
+     * one: ensure_param forms one where a comparison reads it after all),
+     * their matrices empty meanwhile. */
+    unsigned char *deferred;
     size_t n_kept;
     vijp_format half; /* mpfr at prec / 2, which formed_half's were formed at */
 } memo_level;
@@ -48,8 +53,8 @@ static void free_inputs(memo_level *L)
     free(L->h_abs);
     L->h_abs = NULL;
     for (size_t i = 0; L->kept_h && i < L->n_kept; i++) vijp_mat_clear(&L->kept_h[i]);
-    free(L->kept_h), free(L->formed_half), free(L->half_rel);
-    L->kept_h = NULL, L->formed_half = NULL, L->half_rel = NULL;
+    free(L->kept_h), free(L->formed_half), free(L->half_rel), free(L->deferred);
+    L->kept_h = NULL, L->formed_half = NULL, L->half_rel = NULL, L->deferred = NULL;
 }
 
 struct vijp_drift_memo {
@@ -237,6 +242,7 @@ typedef struct {
     /* the level's half precision, where it is the upper level of a
      * comparison: its dense parameter gradients are formed there */
     const vijp_format *half;
+    int defer; /* dense parameter gradients left unformed (memo_level.deferred) */
 } pack_watch;
 
 /* |h| in double, n × B as h (MPFR-held at the level's precision): the
@@ -349,6 +355,12 @@ static int form_param(void *ctx, size_t i, const vijp_layer *L, const vijp_mat *
     if (!strcmp(L->type->name, "dense")) {
         vijp_mat_pack_copy(&w->level->kept_h[i], h, w->fmt);
         if (w->half && form_half(w, i, L, h, g, gt)) return 1;
+        if (w->defer && drift_outer_param_forms(L, h, g, w->fmt, w->held ? w->held : w->fmt)) {
+            memset(gt, 0, sizeof *gt);
+            gt->fmt = w->fmt;
+            w->level->deferred[i] = 1;
+            return 1;
+        }
     }
     if (w->level->h_abs) w->level->h_abs[i] = inputs_abs(L, h); /* for param_ulps, where compared */
     return drift_outer_param(L, h, g, w->fmt, w->held ? w->held : w->fmt, gt);
@@ -365,7 +377,7 @@ static void pack_layer(void *ctx, size_t i, vijp_grads *g)
 {
     const pack_watch *w = ctx;
     pack_as(&g->g[i], w->held);
-    pack_as(&g->grad_theta[i], w->held);
+    if (!w->level->deferred[i]) pack_as(&g->grad_theta[i], w->held);
     if (i == 0) pack_as(&g->grad_x, w->held);
     if (w->watch) w->watch(w->ctx, i, w->level);
 }
@@ -385,7 +397,7 @@ static void pack_layer(void *ctx, size_t i, vijp_grads *g)
  * precision (form_half), which its comparison bounds instead of comparing
  * them (compare_layer). */
 static int compute_level(const vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf, long prec, long held,
-                         level_watch_fn watch, void *ctx, memo_level **out, vijp_error *err)
+                         int defer, level_watch_fn watch, void *ctx, memo_level **out, vijp_error *err)
 {
     memo_level *L = vijp_alloc(sizeof *L);
     memset(L, 0, sizeof *L);
@@ -397,11 +409,13 @@ static int compute_level(const vijp_drift_memo *m, const vijp_net *net, const vi
     int narrower = held > 0 && held < prec && !rc && !vijp_format_mpfr(&L->held, held, NULL);
     if (watch) L->h_abs = vijp_alloc_array(L->n_abs = net->depth, sizeof *L->h_abs);
     for (size_t i = 0; i < L->n_abs; i++) L->h_abs[i] = NULL;
-    pack_watch pw = {watch, ctx, &L->fmt, narrower ? &L->held : NULL, L, NULL};
+    pack_watch pw = {watch, ctx, &L->fmt, narrower ? &L->held : NULL, L, NULL, defer && !watch};
     L->kept_h = vijp_alloc_array(L->n_kept = net->depth, sizeof *L->kept_h);
     L->formed_half = vijp_alloc_array(net->depth, sizeof *L->formed_half);
     L->half_rel = vijp_alloc_array(net->depth, sizeof *L->half_rel);
+    L->deferred = vijp_alloc_array(net->depth, sizeof *L->deferred);
     memset(L->kept_h, 0, net->depth * sizeof *L->kept_h), memset(L->formed_half, 0, net->depth);
+    memset(L->deferred, 0, net->depth);
     if (watch && !rc && !vijp_format_mpfr(&L->half, prec / 2, NULL)) {
         L->half.exact_dots = 1, L->half.threads = L->fmt.threads;
         pw.half = &L->half;
@@ -441,17 +455,33 @@ static void add_level(vijp_drift_memo *m, memo_level *L)
     m->computed++;
 }
 
-int vijp_drift_memo_backprop(vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf, long prec,
+/* Level L's dense ∇θ_i where it was deferred: formed now from the
+ * level's own g_i and kept input (both packed at its precision, exactly),
+ * as form_param would have formed it. */
+static void ensure_param(const vijp_net *net, memo_level *L, size_t i)
+{
+    if (!L->deferred[i]) return;
+    vijp_mat h, g;
+    vijp_mat_init(&h, L->kept_h[i].rows, L->kept_h[i].cols, &L->fmt), vijp_mat_convert(&h, &L->kept_h[i]);
+    vijp_mat_init(&g, L->g.g[i].rows, L->g.g[i].cols, &L->fmt), vijp_mat_convert(&g, &L->g.g[i]);
+    if (!drift_outer_param(&net->layers[i], &h, &g, &L->fmt, &L->fmt, &L->g.grad_theta[i]))
+        abort(); /* unreachable: deferred only where it forms (form_param) */
+    vijp_mat_clear(&h), vijp_mat_clear(&g);
+    L->deferred[i] = 0;
+}
+
+int vijp_drift_memo_backprop(vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf, long prec, int defer,
                              const vijp_grads **out, vijp_error *err)
 {
-    const memo_level *have = find_level(m, prec);
+    memo_level *have = (memo_level *)find_level(m, prec);
     if (have) {
+        for (size_t i = 0; !defer && i < net->depth; i++) ensure_param(net, have, i);
         *out = &have->g;
         return 0;
     }
     make_room(m, net, pf, prec);
     memo_level *L;
-    int rc = compute_level(m, net, pf, prec, 0, NULL, NULL, &L, err);
+    int rc = compute_level(m, net, pf, prec, 0, defer, NULL, NULL, &L, err);
     if (rc) return rc;
     add_level(m, L);
     *out = &L->g;
@@ -466,6 +496,7 @@ int vijp_drift_memo_backprop(vijp_drift_memo *m, const vijp_net *net, const vijp
  * levels. */
 typedef struct {
     memo_level *lo;
+    const vijp_net *net;
     int own; /* a run's own memo: lo's ∇θ_i and hi's h_abs[i] freed once compared */
     const vijp_format *f;
     vijp_compare_cache *cache;
@@ -554,15 +585,26 @@ static void compare_layer(level_watch *w, size_t i, memo_level *hi)
     /* a parameter gradient formed at half the upper level's precision
      * has its bound (form_half): its input is compared instead */
     if (hi->formed_half[i]) compare_input(w, i, hi);
-    else if (lo->grad_theta[i].rows) {
-        vijp_metric m = compare_one(&lo->grad_theta[i], &hi->g.grad_theta[i], w->f, &w->cache[1 + D + i]);
-        m.ulps = param_ulps(w, i, hi, m.ulps);
-        merge(w, &lo->grad_theta[i], m);
+    else {
+        /* compared after all: formed where a level computed as a lower
+         * one deferred it (the lower level here; the upper one where a
+         * keyed memo found a level computed so) */
+        ensure_param(w->net, w->lo, i), ensure_param(w->net, hi, i);
+        if (lo->grad_theta[i].rows) {
+            vijp_metric m = compare_one(&lo->grad_theta[i], &hi->g.grad_theta[i], w->f, &w->cache[1 + D + i]);
+            m.ulps = param_ulps(w, i, hi, m.ulps);
+            merge(w, &lo->grad_theta[i], m);
+        }
     }
     if (i == 0) merge(w, &lo->grad_x, compare_one(&lo->grad_x, &hi->g.grad_x, w->f, &w->cache[0]));
     if (w->own) {
         double bytes = (double)vijp_mat_len(&lo->grad_theta[i]) * (double)vijp_packed_value_bytes(w->lo->held.prec);
         if (bytes < VIJP_HEAP_MMAP_BYTES) w->freed += bytes; /* a mapped block went back as it was freed */
+        /* and the upper level's input to layer i, which its reverse pass
+         * freed once it formed ∇θ_i: where lo's dense ∇θ were deferred,
+         * the only blocks of the size the next layers take */
+        bytes = (double)w->net->layers[i].in * (double)lo->g[i].cols * (double)vijp_resident_value_bytes(&hi->fmt);
+        if (bytes < VIJP_HEAP_MMAP_BYTES) w->freed += bytes;
         vijp_mat_clear(&lo->grad_theta[i]), vijp_mat_clear(&w->lo->kept_h[i]);
         if (hi->h_abs) free(hi->h_abs[i]), hi->h_abs[i] = NULL;
     }
@@ -585,13 +627,19 @@ int vijp_drift_memo_next_level(vijp_drift_memo *m, const vijp_net *net, const vi
                                vijp_error *err)
 {
     memo_level *lo = (memo_level *)find_level(m, lo_prec); /* the caller computed it */
-    level_watch w = {lo, !m->keyed, f, cache, {0, 0}, {0, 0}, 0, 0};
+    level_watch w = {lo, net, !m->keyed, f, cache, {0, 0}, {0, 0}, 0, 0};
     memo_level *have = (memo_level *)find_level(m, 2 * lo_prec);
     int rc = 0;
     if (have) /* a shared memo's: compared whole, as the reverse pass would have */
         for (size_t i = lo->g.depth; i-- > 0;) compare_layer(&w, i, have);
     else {
         make_room(m, net, pf, 2 * lo_prec);
+        /* What the lower level's pass freed (its activations, its
+         * blocks of products) goes back before the upper one starts: its
+         * comparisons free no parameter gradients of that level to hand
+         * the pages back with (compare_layer), where dense ones are
+         * deferred. */
+        if (!m->keyed) vijp_heap_return_freed();
         memo_level *L;
         /* A run's own level is held at the comparisons' precision, layer
          * by layer as lo is compared with it: what the engines are
@@ -600,7 +648,7 @@ int vijp_drift_memo_next_level(vijp_drift_memo *m, const vijp_net *net, const vi
          * peak is then the second level's, not twice it at the fourth
          * (docs/memory.md). */
         long held = m->keyed ? 0 : (long)vijp_compare_prec(f);
-        if (!(rc = compute_level(m, net, pf, 2 * lo_prec, held, watch_layer, &w, &L, err))) add_level(m, L);
+        if (!(rc = compute_level(m, net, pf, 2 * lo_prec, held, 0, watch_layer, &w, &L, err))) add_level(m, L);
     }
     /* A run's own memo has freed lo's parameter gradients: the level goes,
      * whatever the outcome (the next comparison starts from this one). */
@@ -624,6 +672,8 @@ void vijp_drift_memo_reference(vijp_drift_memo *m, long prec, mpfr_prec_t q, vij
     size_t k = 0;
     while (m->level[k]->prec != prec) k++; /* the caller asked for it with vijp_drift_memo_backprop */
     memo_level *L = m->level[k];
+    for (size_t i = 0; i < L->g.depth; i++)
+        if (L->deferred[i]) abort(); /* unreachable: the upper level of the last comparison, whole by then */
     *fmt = L->fmt;
     int narrower = q < prec && !vijp_format_mpfr(fmt, q, NULL);
     /* Packed at q bits (vijp_mat_pack_copy, _rounded: each entry rounded

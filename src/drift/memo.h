@@ -21,9 +21,13 @@ void vijp_drift_memo_bind(vijp_drift_memo *m, const vijp_grad_setup *s, const vi
 /* Backprop in mpfr:prec (dot products rounded once, oracles/dot.h) on the
  * bound problem: computed on first request, then the memo's (one run's memo
  * keeps only the levels from prec/2 on: the validation's last two).  *out
- * points into the memo, valid until it is bound to another problem or freed. */
+ * points into the memo, valid until it is bound to another problem or freed.
+ * defer: the level is the lower one of the validation, which compares its
+ * dense layers' inputs rather than their parameter gradients (memo.c):
+ * those are not formed (their matrices empty) unless a comparison needs
+ * them; 0: every matrix formed, a deferred one of a level found too. */
 VIJP_MUST_CHECK int vijp_drift_memo_backprop(vijp_drift_memo *m, const vijp_net *net, const vijp_problem *pf, long prec,
-                                             const vijp_grads **out, vijp_error *err);
+                                             int defer, const vijp_grads **out, vijp_error *err);
 
 /* The validation accepts a level when, besides agreeing in norm, the level
  * below it agrees entry by entry to this many of f's ulps (drift.c). */

@@ -160,6 +160,17 @@ int drift_outer_param_blocks(const vijp_layer *L, const vijp_mat *h, const vijp_
     return 1;
 }
 
+int drift_outer_param_forms(const vijp_layer *L, const vijp_mat *h, const vijp_mat *g, const vijp_format *fmt,
+                            const vijp_format *held)
+{
+    if (!applies(L, h, g, fmt, held)) return 0;
+#if GMP_NUMB_BITS == 64 && GMP_NAIL_BITS == 0 && defined(__SIZEOF_INT128__)
+    return h->cols > 1 || fmt->prec <= 256;
+#else
+    return h->cols > 1;
+#endif
+}
+
 int drift_outer_param(const vijp_layer *L, const vijp_mat *h, const vijp_mat *g, const vijp_format *fmt,
                       const vijp_format *held, vijp_mat *out)
 {

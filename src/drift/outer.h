@@ -22,6 +22,11 @@
 int drift_outer_param(const vijp_layer *L, const vijp_mat *h, const vijp_mat *g, const vijp_format *fmt,
                       const vijp_format *held, vijp_mat *out);
 
+/* Whether drift_outer_param forms that gradient (1) or leaves it to the
+ * layer's operator (0): from the shapes and formats alone. */
+int drift_outer_param_forms(const vijp_layer *L, const vijp_mat *h, const vijp_mat *g, const vijp_format *fmt,
+                            const vijp_format *held);
+
 /* The MPFR block a batch's ∂W is formed in, a block of columns at a time:
  * small beside the layer (a dense:4096 layer's 16.8M values), large
  * enough that the fast products split each block over a curve's threads. */

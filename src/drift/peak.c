@@ -90,12 +90,23 @@ static void dense_inputs(double *b, const vijp_net *net, size_t batch, double v)
         if (is_dense(&net->layers[i])) add(b, v * (double)(net->layers[i].in * batch));
 }
 
+/* The parameters of every layer but the dense ones at v bytes a value:
+ * the lower reference level's parameter gradients (its dense ones are
+ * deferred: memo.c). */
+static void params_not_dense(double *b, const vijp_net *net, double v)
+{
+    for (size_t i = 0; i < net->depth; i++)
+        if (!is_dense(&net->layers[i])) add(b, v * (double)net->layers[i].type->param_count(&net->layers[i]));
+}
+
 /* What a shared memo keeps beside a curve's engines and its conditioning:
- * its two levels packed with their dense inputs, the upper one's |h|
- * (memo.c's h_abs) and the exact copy of the problem. */
+ * its two levels packed with their dense inputs (the lower one without
+ * its dense parameter gradients), the upper one's |h| (memo.c's h_abs)
+ * and the exact copy of the problem. */
 static void shared_memo(double *b, const vijp_net *net, size_t batch, const vijp_format *f, long ref_first)
 {
-    grads(b, net, batch, packed_bytes(ref_first));
+    params_not_dense(b, net, packed_bytes(ref_first));
+    outputs(b, net, batch, packed_bytes(ref_first));
     grads(b, net, batch, packed_bytes(2 * ref_first));
     dense_inputs(b, net, batch, packed_bytes(ref_first) + packed_bytes(2 * ref_first));
     outputs(b, net, batch, sizeof(double));
@@ -120,7 +131,8 @@ static void shared_memo(double *b, const vijp_net *net, size_t batch, const vijp
  * (at i = D − 1 the lower level whole, as during the forward pass).  A
  * dense layer's ∇θ_i in the upper level is formed at the lower level's
  * precision straight into its held block (memo.c's form_half): in
- * flight, phi a parameter, as once held.  A
+ * flight, phi a parameter, as once held; the lower level never forms its
+ * dense ones (deferred: memo.c), which count nothing.  A
  * batch-1 dense layer's ∇θ_i is formed straight into its held block
  * (outer.c), without the structs or the level's wider limbs: a little
  * less than counted here, for one layer. */
@@ -132,8 +144,9 @@ static void levels_sweep(double *b, const vijp_net *net, double plo, double in_f
         double freed = 0, since = 0; /* heap bytes of the lower level freed, of the upper allocated */
         for (size_t j = 0; j < net->depth; j++) {
             double P = (double)net->layers[j].type->param_count(&net->layers[j]);
-            double flight = is_dense(&net->layers[j]) ? phi : in_flight;
-            double lo = plo * P, hi = j == i ? flight * P : j > i ? phi * P : 0;
+            int dense = is_dense(&net->layers[j]);
+            double flight = dense ? phi : in_flight;
+            double lo = dense ? 0 : plo * P, hi = j == i ? flight * P : j > i ? phi * P : 0; /* dense: deferred */
             if (j <= i || shared) add(&at, lo);
             else if (lo < VIJP_HEAP_MMAP_BYTES) freed += lo;
             if (hi >= VIJP_HEAP_MMAP_BYTES || shared) add(&at, hi);
