@@ -17,6 +17,7 @@
 #include "vijp/drift.h"
 #include "compare/cache.h"
 #include "compare/fast.h"
+#include "drift/half.h"
 #include "format/packed.h"
 #include "grad/problem.h"
 #include <math.h>
@@ -512,10 +513,12 @@ static void inputs_free(vijp_mat *H, size_t depth)
 }
 
 /* Dense layer i's parameter gradient as the upper level forms it
- * (docs/drift.md): the layer's own vjp_param in mpfr:p on its g and h
- * rounded to p bits, into hi's ∇θ_i; and its normwise bound 4·2^-p·‖T‖ /
- * (‖∂θ‖ − 4·2^-p·‖T‖), T = |g||h|ᵀ (and Σ|g| for the bias), formed
- * entry by entry in double (the memo sums Gram matrices instead). */
+ * (docs/drift.md), into hi's ∇θ_i: from its g and h rounded to p bits, in
+ * double-double where p <= 106 (drift/half.h, whose own test holds it to
+ * its bound against an exact sum), else the layer's own vjp_param in
+ * mpfr:p; and its normwise bound k·2^-p·‖T‖ / (‖∂θ‖ − k·2^-p·‖T‖), T =
+ * |g||h|ᵀ (and Σ|g| for the bias), formed entry by entry in double (the
+ * memo sums Gram matrices instead), k = 4 or drift_half_kappa's. */
 static double half_formed(const vijp_net *net, const vijp_problem *copy, size_t i, const vijp_mat *h, vijp_grads *hi,
                           long p)
 {
@@ -523,21 +526,29 @@ static double half_formed(const vijp_net *net, const vijp_problem *copy, size_t 
     vijp_format fp = mpfr_fmt(p);
     fp.exact_dots = 1;
     const vijp_mat *g = &hi->g[i];
-    vijp_mat hp, gp, out;
+    const vijp_format *held = hi->grad_theta[i].fmt;
+    vijp_mat hp, gp, out, tmp, dd;
     vijp_mat_init(&hp, h->rows, h->cols, &fp), vijp_mat_convert(&hp, h);
     vijp_mat_init(&gp, g->rows, g->cols, &fp), vijp_mat_convert(&gp, g);
-    vijp_mat_init(&out, L->type->param_count(L), 1, hi->grad_theta[i].fmt);
-    vijp_mat tmp;
-    vijp_mat_init(&tmp, L->type->param_count(L), 1, &fp);
-    ck_assert(vijp_layer_vjp_param(L, &copy->theta[i], &hp, &gp, &tmp, NULL) == 0);
-    vijp_mat_convert(&out, &tmp); /* exact: p bits fit the level's */
+    vijp_mat_init(&out, L->type->param_count(L), 1, held);
+    double k = 4;
+    if (drift_half_param_dd(L, &hp, &gp, held, 1, &dd)) {
+        k = drift_half_kappa(p, g->cols, (long)held->prec);
+        vijp_mat_init(&tmp, L->type->param_count(L), 1, held);
+        vijp_mat_convert(&tmp, &dd); /* exact: the same precision */
+        vijp_mat_clear(&dd);
+    } else {
+        vijp_mat_init(&tmp, L->type->param_count(L), 1, &fp);
+        ck_assert(vijp_layer_vjp_param(L, &copy->theta[i], &hp, &gp, &tmp, NULL) == 0);
+    }
+    vijp_mat_convert(&out, &tmp); /* exact: p bits, or the held precision, fit the level's */
     size_t m = g->rows, n = h->rows, B = g->cols;
     double tt = 0, ww = 0;
     for (size_t r = 0; r < m; r++) {
-        for (size_t k = 0; k <= n; k++) { /* k = n: the bias */
+        for (size_t c = 0; c <= n; c++) { /* c = n: the bias */
             double t = 0;
             for (size_t b = 0; b < B; b++)
-                t += fabs(vijp_mat_get_d(&gp, r + b * m)) * (k < n ? fabs(vijp_mat_get_d(&hp, k + b * n)) : 1);
+                t += fabs(vijp_mat_get_d(&gp, r + b * m)) * (c < n ? fabs(vijp_mat_get_d(&hp, c + b * n)) : 1);
             tt += t * t;
         }
     }
@@ -545,7 +556,7 @@ static double half_formed(const vijp_net *net, const vijp_problem *copy, size_t 
     vijp_mat_clear(&hp), vijp_mat_clear(&gp), vijp_mat_clear(&tmp);
     vijp_mat_clear(&hi->grad_theta[i]);
     hi->grad_theta[i] = out;
-    double d = ldexp(sqrt(tt), 2 - (int)p);
+    double d = k * ldexp(sqrt(tt), -(int)p);
     return d / (sqrt(ww) - d);
 }
 

@@ -2,6 +2,7 @@
  * conditioning of one rounded problem, keyed by the problem's values. */
 #include "memo.h"
 #include "outer.h"
+#include "half.h"
 #include "vijp/vijp.h"
 #include "compare/cache.h"
 #include "engines/watch.h"
@@ -39,6 +40,7 @@ typedef struct {
     vijp_mat *kept_h;
     unsigned char *formed_half;
     vijp_xnum *half_rel; /* a formed_half gradient's normwise relative error bound (form_half) */
+    double *half_k;      /* and its bound's constant k: each entry within k·2^-p of its terms */
     /* Dense parameter gradients not formed (a level computed as the lower
      * one: ensure_param forms one where a comparison reads it after all),
      * their matrices empty meanwhile. */
@@ -53,8 +55,8 @@ static void free_inputs(memo_level *L)
     free(L->h_abs);
     L->h_abs = NULL;
     for (size_t i = 0; L->kept_h && i < L->n_kept; i++) vijp_mat_clear(&L->kept_h[i]);
-    free(L->kept_h), free(L->formed_half), free(L->half_rel), free(L->deferred);
-    L->kept_h = NULL, L->formed_half = NULL, L->half_rel = NULL, L->deferred = NULL;
+    free(L->kept_h), free(L->formed_half), free(L->half_rel), free(L->half_k), free(L->deferred);
+    L->kept_h = NULL, L->formed_half = NULL, L->half_rel = NULL, L->half_k = NULL, L->deferred = NULL;
 }
 
 struct vijp_drift_memo {
@@ -289,12 +291,13 @@ static double *magnitudes(const vijp_mat *a)
     return v;
 }
 
-/* The normwise bound of form_half's gradient gt: ‖ΔW‖_F <= 4u·‖T‖_F with
+/* The normwise bound of form_half's gradient gt: ‖ΔW‖_F <= k·u·‖T‖_F with
  * ΔW its error against the level's exact one E (entry by entry, below),
- * over ‖E‖_F >= ‖gt‖_F − 4u·‖T‖_F; +inf where that is not positive.
+ * u = 2^-p, over ‖E‖_F >= ‖gt‖_F − k·u·‖T‖_F; +inf where that is not
+ * positive.
  * T from the p-bit factors gp, hp: within (1 + u)² of the level's own
  * |g||h|, which the factor 1 + 2^-30 covers with the roundings of ‖gt‖. */
-static vijp_xnum half_rel_bound(const vijp_mat *gp, const vijp_mat *hp, const vijp_mat *gt, long p)
+static vijp_xnum half_rel_bound(const vijp_mat *gp, const vijp_mat *hp, const vijp_mat *gt, long p, double k)
 {
     size_t m = gp->rows, n = hp->rows, B = gp->cols;
     double *ag = magnitudes(gp), *ah = magnitudes(hp);
@@ -305,24 +308,26 @@ static vijp_xnum half_rel_bound(const vijp_mat *gp, const vijp_mat *hp, const vi
         w += x * x;
     }
     if (t == 0) return vijp_xnum_of(0); /* every product an exact zero: so is every entry */
-    double below = sqrt(w) * (1 - 0x1p-40) - ldexp(t, (int)(p < 1000 ? 2 - p : -1000));
+    double below = sqrt(w) * (1 - 0x1p-40) - k * ldexp(t, (int)(p < 1000 ? -p : -1000));
     if (!(below > 0) || !isfinite(t)) return vijp_xnum_of(INFINITY);
-    return vijp_xnum_2exp(t / below * (1 + 0x1p-51), 2 - p);
+    return vijp_xnum_2exp(k * (t / below) * (1 + 0x1p-50), -p);
 }
 
-/* A dense layer's ∇θ from g and h rounded to half's precision p,
- * ∂W(i, k) = RN_p(Σ_b RN_p(g(i, b))·RN_p(h(k, b))) and ∂b_i = RN_p(Σ_b
- * RN_p(g(i, b))) (drift_outer_param at p), held as the level's other
- * matrices (exactly: p bits fit).  With u = 2^-p and T = Σ_b
- * |g(i, b)|·|h(k, b)| (1 in place of |h| for ∂b), each product is within
- * (2u + u²)|g||h| of the exact one and the sum is rounded once, so the
- * entry is within u·|Σ g h| + (1 + u)(2u + u²)·T <= 4u·T of the level's
- * exact Σ g h: below 2^-10 of an ulp in a format of P bits at the terms'
- * scale (ulp_P(T) > 2^-P·T) where p >= P + 12, the measure the
- * validation asks of parameter gradients (param_ulps); in norm within
- * half_rel_bound's, which the validation holds to its target as any
- * other matrix's agreement.  1 where formed, 0 where drift_outer_param
- * does not apply or that bound is past 2^(-p/2). */
+/* A dense layer's ∇θ from g and h rounded to half's precision p, ∂W(i,
+ * k) from Σ_b RN_p(g(i, b))·RN_p(h(k, b)) and ∂b_i from Σ_b RN_p(g(i,
+ * b)), held as the level's other matrices.  With u = 2^-p and T = Σ_b
+ * |g(i, b)|·|h(k, b)| (1 in place of |h| for ∂b), each entry is within
+ * k·u·T of the level's exact Σ g h: summed in double-double where p <=
+ * 106 (half.h: k about 4 + 2^(p−102)·B², 4228 at p = 106 and batch 16),
+ * else rounded once at p (drift_outer_param: each product within (2u +
+ * u²)|g||h| of the exact one, so u·|Σ g h| + (1 + u)(2u + u²)·T <= 4u·T,
+ * k = 4, held exactly: p bits fit).  k·u is below 2^-10 of an ulp in a
+ * format of P bits at the terms' scale (ulp_P(T) > 2^-P·T) where p >= P
+ * + 12 and k·2^(P−p) <= 2^-10 (compare_input), the measure the validation
+ * asks of parameter gradients (param_ulps); in norm the gradient is
+ * within half_rel_bound's, which the validation holds to its target as
+ * any other matrix's agreement.  1 where formed, 0 where neither way
+ * applies or that bound is past 2^(-p/2). */
 static int form_half(const pack_watch *w, size_t i, const vijp_layer *L, const vijp_mat *h, const vijp_mat *g,
                      vijp_mat *gt)
 {
@@ -330,8 +335,12 @@ static int form_half(const pack_watch *w, size_t i, const vijp_layer *L, const v
     vijp_mat_init(&hp, h->rows, h->cols, w->half), vijp_mat_convert(&hp, h);
     vijp_mat_init(&gp, g->rows, g->cols, w->half), vijp_mat_convert(&gp, g);
     long p = (long)w->half->prec;
-    int done = drift_outer_param(L, &hp, &gp, w->half, w->held ? w->held : w->fmt, gt); /* held exactly: p bits fit */
-    if (done) w->level->half_rel[i] = half_rel_bound(&gp, &hp, gt, p);
+    const vijp_format *held = w->held ? w->held : w->fmt;
+    double k = 4;
+    int done = drift_half_param_dd(L, &hp, &gp, held, w->half->threads, gt);
+    if (done) k = drift_half_kappa(p, g->cols, (long)held->prec);
+    else done = drift_outer_param(L, &hp, &gp, w->half, held, gt);
+    if (done) w->level->half_rel[i] = half_rel_bound(&gp, &hp, gt, p, k), w->level->half_k[i] = k;
     vijp_mat_clear(&hp), vijp_mat_clear(&gp);
     if (!done) return 0;
     /* A gradient that cancels in norm to 2^(p/2) of its terms (an exact
@@ -413,6 +422,7 @@ static int compute_level(const vijp_drift_memo *m, const vijp_net *net, const vi
     L->kept_h = vijp_alloc_array(L->n_kept = net->depth, sizeof *L->kept_h);
     L->formed_half = vijp_alloc_array(net->depth, sizeof *L->formed_half);
     L->half_rel = vijp_alloc_array(net->depth, sizeof *L->half_rel);
+    L->half_k = vijp_alloc_array(net->depth, sizeof *L->half_k);
     L->deferred = vijp_alloc_array(net->depth, sizeof *L->deferred);
     memset(L->kept_h, 0, net->depth * sizeof *L->kept_h), memset(L->formed_half, 0, net->depth);
     memset(L->deferred, 0, net->depth);
@@ -561,9 +571,11 @@ static vijp_xnum param_ulps(const level_watch *w, size_t i, const memo_level *hi
  * (kept_h), where the upper level formed the layer's parameter gradient
  * at half its precision: what comparing the two levels' gradients
  * validated of h, compared directly (their g's are compared as ever);
- * and the gradient's own bounds (form_half): in norm, and 2^(2 + P − p)
+ * and the gradient's own bounds (form_half): in norm, and k·2^(P − p)
  * of f's ulp at the terms' scale, which holds the validation's 2^-10
- * where half the upper precision p is 12 bits past f's P.  Else, and
+ * where half the upper precision p is 12 bits past f's P and k is 4 (p
+ * more still where k is larger: about 2^-41 at p = 106, P = 53, batch
+ * 16).  Else, and
  * where an input is missing, NaN: the levels have not settled, the next
  * pair is tried. */
 static void compare_input(level_watch *w, size_t i, const memo_level *hi)
@@ -572,7 +584,7 @@ static void compare_input(level_watch *w, size_t i, const memo_level *hi)
     long p = hi->prec / 2, P = (long)w->f->prec;
     if (lo_h->rows && hi_h->rows && p >= P + 12) {
         merge(w, lo_h, compare_one(lo_h, hi_h, w->f, NULL));
-        merge(w, &hi->g.grad_theta[i], (vijp_metric){hi->half_rel[i], vijp_xnum_2exp(1, 2 + P - p), vijp_xnum_of(NAN)});
+        merge(w, &hi->g.grad_theta[i], (vijp_metric){hi->half_rel[i], vijp_xnum_2exp(hi->half_k[i], P - p), vijp_xnum_of(NAN)});
     } else
         w->rel = vijp_xnum_of(NAN), w->ulps = vijp_xnum_of(NAN), w->compared = 1;
 }
