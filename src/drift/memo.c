@@ -296,19 +296,23 @@ static double *magnitudes(const vijp_mat *a)
  * u = 2^-p, over ‖E‖_F >= ‖gt‖_F − k·u·‖T‖_F; +inf where that is not
  * positive.
  * T from the p-bit factors gp, hp: within (1 + u)² of the level's own
- * |g||h|, which the factor 1 + 2^-30 covers with the roundings of ‖gt‖. */
+ * |g||h|, which the factor 1 + 2^-30 covers.  ‖gt‖_F from its entries as
+ * doubles, summed: each square within 2^-52 of the exact one's, the sum
+ * within len roundings of 2^-53, so that sqrt(w)·(1 − (len + 4)·2^-52) is
+ * below ‖gt‖_F (squares that underflow only make w smaller). */
 static vijp_xnum half_rel_bound(const vijp_mat *gp, const vijp_mat *hp, const vijp_mat *gt, long p, double k)
 {
     size_t m = gp->rows, n = hp->rows, B = gp->cols;
     double *ag = magnitudes(gp), *ah = magnitudes(hp);
     double t = terms_norm(ag, ah, m, n, B) * (1 + 0x1p-30), w = 0;
     free(ag), free(ah);
-    for (size_t j = 0, len = vijp_mat_len(gt); j < len; j++) {
+    size_t len = vijp_mat_len(gt);
+    for (size_t j = 0; j < len; j++) {
         double x = vijp_mat_get_d(gt, j);
         w += x * x;
     }
     if (t == 0) return vijp_xnum_of(0); /* every product an exact zero: so is every entry */
-    double below = sqrt(w) * (1 - 0x1p-40) - k * ldexp(t, (int)(p < 1000 ? -p : -1000));
+    double below = sqrt(w) * (1 - (double)(len + 4) * 0x1p-52) - k * ldexp(t, (int)(p < 1000 ? -p : -1000));
     if (!(below > 0) || !isfinite(t)) return vijp_xnum_of(INFINITY);
     return vijp_xnum_2exp(k * (t / below) * (1 + 0x1p-50), -p);
 }
