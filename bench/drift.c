@@ -117,12 +117,12 @@ static void print_ratios(const curve_times *ct, double bp, double init)
  * set (ddkernels.h: the 106-bit level's triple-double of a double-double
  * x, the 212-bit level's five levels of a four-part x), without the
  * rounding test, the storage or the comparisons.  At batch B >= 8 each
- * level forms W·X and Wᵀ·G with a term a multiply-add, and the 212-bit
- * level ∂W with 2B terms an entry at 106 bits, from its g and h rounded
- * there (g's parts times x: docs/internals.md, "The reference's fast
- * products"; src/drift/memo.c's form_half), where the 106-bit level forms
- * none (deferred): 4 triple-double and 2 five-level terms for each
- * multiply-add of the backprop's three products.  Seconds for
+ * level forms W·X and Wᵀ·G with a term a multiply-add (triple-double at
+ * 106 bits, five levels at 212), and the 212-bit level ∂W with 2B terms
+ * an entry in double-double, from its g and h rounded to 106 bits (g's
+ * parts times h: src/drift/half.c), where the 106-bit level forms none
+ * (deferred): 2 triple-double, 2 double-double and 2 five-level terms for
+ * each multiply-add of the backprop's three products.  Seconds for
  * dense_layers width × width layers at batch B. */
 static double products_floor_seconds(size_t width, size_t dense_layers, size_t B)
 {
@@ -130,9 +130,10 @@ static double products_floor_seconds(size_t width, size_t dense_layers, size_t B
     vijp_rng_seed(&g, 7);
     double ns[BENCH_DD_KINDS];
     bench_dd_kernel_ns(vijp_dd_active(), width, &g, ns);
-    printf("  the levels' kernels alone (%s set): triple-double %.2f ns, five levels %.2f ns per term\n",
-           vijp_dd_active()->name, ns[BENCH_TD], ns[BENCH_D5]);
-    return 1e-9 * (double)dense_layers * (double)(width * width) * (double)B * (4 * ns[BENCH_TD] + 2 * ns[BENCH_D5]);
+    printf("  the levels' kernels alone (%s set): double-double %.2f ns, triple-double %.2f ns, five levels %.2f ns "
+           "per term\n", vijp_dd_active()->name, ns[BENCH_DD], ns[BENCH_TD], ns[BENCH_D5]);
+    return 1e-9 * (double)dense_layers * (double)(width * width) * (double)B *
+           (2 * ns[BENCH_TD] + 2 * ns[BENCH_DD] + 2 * ns[BENCH_D5]);
 }
 
 int main(int argc, char **argv)
