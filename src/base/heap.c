@@ -4,6 +4,9 @@
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
+#include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define VIJP_HEAP_IS_GLIBC 0
@@ -58,5 +61,19 @@ void vijp_heap_return_freed(void)
 #if defined(__GLIBC__) && VIJP_HEAP_IS_GLIBC
     (void)malloc_trim(0);
     return_own_top();
+#endif
+}
+
+void vijp_heap_populate(void *p, size_t n)
+{
+#ifdef MADV_POPULATE_WRITE
+    if (n < VIJP_HEAP_POPULATE_BYTES) return;
+    static _Atomic long page; /* sysconf's answer, the same for every thread */
+    if (!page) page = sysconf(_SC_PAGESIZE);
+    uintptr_t mask = (uintptr_t)(page > 0 ? page : 4096) - 1;
+    uintptr_t start = ((uintptr_t)p + mask) & ~mask, end = ((uintptr_t)p + n) & ~mask;
+    if (end > start) (void)madvise((void *)start, end - start, MADV_POPULATE_WRITE); /* EINVAL: an older kernel */
+#else
+    (void)p, (void)n;
 #endif
 }

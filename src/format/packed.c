@@ -3,6 +3,7 @@
 #include "vijp/mat.h"
 #include "vijp/error.h"
 #include "packed.h"
+#include "base/heap.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@ static vijp_packed *block_new(size_t n, mpfr_prec_t prec)
     size_t head = (sizeof(vijp_packed) + sizeof(mp_limb_t) - 1) / sizeof(mp_limb_t) * sizeof(mp_limb_t);
     if (n && vijp_packed_value_bytes(prec) > (SIZE_MAX - head) / n) vijp_out_of_memory(SIZE_MAX);
     char *b = vijp_alloc_unset(head + n * vijp_packed_value_bytes(prec));
+    vijp_heap_populate(b, head + n * vijp_packed_value_bytes(prec)); /* every value is written next */
     vijp_packed *p = (vijp_packed *)(void *)b;
     p->prec = prec, p->limbs = limbs, p->n = n;
     p->sig = (mp_limb_t *)(void *)(b + head);
