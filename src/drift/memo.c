@@ -365,10 +365,11 @@ static int form_half(const pack_watch *w, size_t i, const vijp_layer *L, const v
 static int form_param(void *ctx, size_t i, const vijp_layer *L, const vijp_mat *h, const vijp_mat *g, vijp_mat *gt)
 {
     const pack_watch *w = ctx;
+    const vijp_format *held = w->held ? w->held : w->fmt;
     if (!strcmp(L->type->name, "dense")) {
         vijp_mat_pack_copy(&w->level->kept_h[i], h, w->fmt);
         if (w->half && form_half(w, i, L, h, g, gt)) return 1;
-        if (w->defer && drift_outer_param_forms(L, h, g, w->fmt, w->held ? w->held : w->fmt)) {
+        if (w->defer && drift_outer_param_forms(L, h, g, w->fmt, held)) {
             memset(gt, 0, sizeof *gt);
             gt->fmt = w->fmt;
             w->level->deferred[i] = 1;
@@ -376,7 +377,7 @@ static int form_param(void *ctx, size_t i, const vijp_layer *L, const vijp_mat *
         }
     }
     if (w->level->h_abs) w->level->h_abs[i] = inputs_abs(L, h); /* for param_ulps, where compared */
-    return drift_outer_param(L, h, g, w->fmt, w->held ? w->held : w->fmt, gt);
+    return drift_outer_param(L, h, g, w->fmt, held, gt);
 }
 
 /* a packed; then rounded to held's precision (in place) where held is set */
@@ -429,7 +430,6 @@ static int compute_level(const vijp_drift_memo *m, const vijp_net *net, const vi
     L->half_k = vijp_alloc_array(net->depth, sizeof *L->half_k);
     L->deferred = vijp_alloc_array(net->depth, sizeof *L->deferred);
     memset(L->kept_h, 0, net->depth * sizeof *L->kept_h), memset(L->formed_half, 0, net->depth);
-    memset(L->deferred, 0, net->depth);
     if (watch && !rc && !vijp_format_mpfr(&L->half, prec / 2, NULL)) {
         L->half.exact_dots = 1, L->half.threads = L->fmt.threads;
         pw.half = &L->half;

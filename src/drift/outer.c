@@ -175,14 +175,13 @@ int drift_outer_param(const vijp_layer *L, const vijp_mat *h, const vijp_mat *g,
                       const vijp_format *held, vijp_mat *out)
 {
     size_t m = L->out, n = L->in;
-    if (!applies(L, h, g, fmt, held)) return 0;
+    if (!drift_outer_param_forms(L, h, g, fmt, held)) return 0;
     if (h->cols > 1) {
         size_t value = sizeof(mpfr_t) + mpfr_custom_get_size((mpfr_prec_t)fmt->prec);
         return drift_outer_param_blocks(L, h, g, fmt, held, DRIFT_OUTER_BLOCK_BYTES / (m * value), out);
     }
 #if GMP_NUMB_BITS == 64 && GMP_NAIL_BITS == 0 && defined(__SIZEOF_INT128__)
-    long P = (long)fmt->prec;
-    if (P > 256) return 0;
+    long P = (long)fmt->prec; /* <= 256: drift_outer_param_forms */
     vijp_mat_init_packed(out, m * n + m, 1, held);
     vijp_packed *pk = out->packed;
     mpfr_t t;
@@ -203,7 +202,7 @@ int drift_outer_param(const vijp_layer *L, const vijp_mat *h, const vijp_mat *g,
     mpfr_clear(t);
     return 1;
 #else
-    (void)n, (void)L, (void)h, (void)g, (void)fmt, (void)held, (void)out;
-    return 0;
+    (void)n, (void)out;
+    return 0; /* unreachable: drift_outer_param_forms forms no batch 1 here */
 #endif
 }
